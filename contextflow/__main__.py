@@ -1,0 +1,5 @@
+import sys
+
+from contextflow.cli import main
+
+sys.exit(main())

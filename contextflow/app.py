@@ -1,0 +1,26 @@
+"""`App`: the store plus settings, the one object every adapter hands to the core functions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contextflow.settings import Settings
+from contextflow.store import Store
+
+
+@dataclass
+class App:
+    store: Store
+    settings: Settings
+
+    @classmethod
+    def open(cls, env: Mapping[str, str] | None = None, **store_kwargs: Any) -> App:
+        env = os.environ if env is None else env
+        store = Store.open(env, **store_kwargs)
+        return cls(store, Settings.from_env(store.state_dir, env))
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,75 @@
+"""Argument checks shared by the core functions. Each failure says what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from contextflow.errors import InputError
+
+
+def text(value: Any, name: str, *, required: bool = False, max_chars: int | None = None) -> str | None:
+    """A string argument, trimmed; None when absent or blank and not required."""
+    if value is None:
+        if required:
+            raise InputError(f"{name} is required: pass it as a non-empty string")
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__}")
+    stripped = value.strip()
+    if not stripped:
+        if required:
+            raise InputError(f"{name} is empty: pass a non-empty string")
+        return None
+    if max_chars is not None and len(stripped) > max_chars:
+        raise InputError(f"{name} is {len(stripped)} characters; the limit is {max_chars}. Shorten it or split it up")
+    return stripped
+
+
+def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{name} must be a list of strings, for example [\"first\", \"second\"]")
+    if len(value) > max_items:
+        raise InputError(f"{name} has {len(value)} items; the limit is {max_items}")
+    out: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise InputError(f"{name}[{index}] must be a non-empty string")
+        if len(item.strip()) > max_chars:
+            raise InputError(f"{name}[{index}] is {len(item.strip())} characters; the limit is {max_chars}")
+        out.append(item.strip())
+    return out
+
+
+def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 200) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{name} must be from {low} to {high}, got {value}")
+    return value
+
+
+def iso_time(value: Any, name: str) -> str | None:
+    """An ISO-8601 time as a UTC string comparable with event timestamps."""
+    raw = text(value, name)
+    if raw is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def choice(value: Any, name: str, options: tuple[str, ...], default: str | None = None) -> str | None:
+    if value is None:
+        return default
+    if value not in options:
+        raise InputError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return str(value)

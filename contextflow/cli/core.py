@@ -1,0 +1,74 @@
+"""serve, doctor, pick-session."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from contextflow.app import App
+from contextflow.cli.output import add_format, emit
+from contextflow.diagnose import problems, store_info
+
+
+def register(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="run the MCP server on stdio", description="Run the MCP server on stdio.")
+    serve.set_defaults(func=cmd_serve)
+
+    doctor = sub.add_parser(
+        "doctor", help="check the store and say which rule chose it",
+        description="Report the store location (and the rule that chose it), logs, counts, bad lines and problems.",
+    )
+    add_format(doctor)
+    doctor.set_defaults(func=cmd_doctor)
+
+    pick = sub.add_parser(
+        "pick-session", help="choose the active session in a terminal picker",
+        description="Pick a new or recent session in a terminal menu and make it the active session.",
+    )
+    pick.add_argument("--project", help="project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')")
+    pick.set_defaults(func=cmd_pick)
+
+
+def cmd_serve(args: argparse.Namespace, app: App) -> int:
+    from contextflow.server.app import run_stdio
+
+    run_stdio(app)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, app: App) -> int:
+    info = store_info(app)
+    found = problems(info)
+    info["problems"] = found
+    lines = [
+        f"store:        {info['store']}",
+        f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
+        f"writer:       {info['writer']}",
+        f"state:        {info['state_dir']}",
+        f"events:       {info['events']} (duplicates ignored: {info['duplicate_events_ignored']})",
+        f"bad lines:    {info['bad_lines']}",
+        f"active:       {info['active_session'] or '(none)'}",
+        "logs:",
+    ]
+    for log in info["logs"]:
+        tags = [t for t, on in (("legacy", log["legacy"]), ("conflict copy", log["conflict_copy"])) if on]
+        extra = f" [{', '.join(tags)}]" if tags else ""
+        lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
+    lines.append("problems:" if found else "problems:     none")
+    lines += [f"  - {problem}" for problem in found]
+    emit(args, "\n".join(lines), info)
+    return 0
+
+
+def cmd_pick(args: argparse.Namespace, app: App) -> int:
+    from contextflow.picker import run_picker
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "contextflow: pick-session needs an interactive terminal; in scripts use "
+            "`contextflow use SESSION_ID` or the choose_session tool instead",
+            file=sys.stderr,
+        )
+        return 2
+    return run_picker(app, args.project)

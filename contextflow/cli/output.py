@@ -1,0 +1,23 @@
+"""Output helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+FORMATS = ("text", "json", "markdown")
+
+
+def add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+
+
+def emit(args: argparse.Namespace, text: str, data: Any) -> None:
+    """Print `data` as JSON when --format json, else the text (markdown is the same text)."""
+    if getattr(args, "format", "text") == "json":
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    else:
+        sys.stdout.write(text.rstrip("\n") + "\n")

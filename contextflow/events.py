@@ -1,0 +1,127 @@
+"""Event lines: the one record format of every log.
+
+A line is one JSON object, UTF-8, ending in `\\n`:
+
+    {"v": 1, "id": "<16 base32>", "w": "<writer>", "seq": 7, "hlc": <int>, "kind": "note", "data": {...}}
+
+`id` is globally unique; `w` is the writer (machine) that appended it; `seq` counts that
+writer's events from 1; `hlc` is a hybrid logical clock stamp (see clock.py). Events order
+by `(hlc, w, seq)`, the same on every machine.
+
+Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
+events of writer `legacy` whose clock comes from their `ts`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from contextflow.clock import stamp_from_ms, stamp_iso
+
+SCHEMA_VERSION = 1
+LEGACY_WRITER = "legacy"
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+OrderKey = tuple[int, str, int]
+
+
+class BadLine(ValueError):
+    """A line that is not a readable event."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: str
+    writer: str
+    seq: int
+    hlc: int
+    kind: str
+    data: dict[str, Any]
+
+    @property
+    def key(self) -> OrderKey:
+        return (self.hlc, self.writer, self.seq)
+
+    @property
+    def ts(self) -> str:
+        return stamp_iso(self.hlc)
+
+
+def encode(event: Event) -> bytes:
+    record = {
+        "v": SCHEMA_VERSION,
+        "id": event.id,
+        "w": event.writer,
+        "seq": event.seq,
+        "hlc": event.hlc,
+        "kind": event.kind,
+        "data": event.data,
+    }
+    line = orjson.dumps(record) + b"\n"
+    if len(line) > MAX_LINE_BYTES:
+        raise ValueError(f"event is {len(line)} bytes; the limit is {MAX_LINE_BYTES}")
+    return line
+
+
+def decode(line: bytes, position: int = 0) -> Event:
+    """Parse one line (without its newline). `position` names legacy lines that lack an id."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise BadLine(f"not JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise BadLine("not a JSON object")
+    if "v" not in record:
+        return _decode_legacy(record, line, position)
+    try:
+        event = Event(
+            id=record["id"],
+            writer=record["w"],
+            seq=record["seq"],
+            hlc=record["hlc"],
+            kind=record["kind"],
+            data=record["data"],
+        )
+    except KeyError as exc:
+        raise BadLine(f"missing field {exc.args[0]!r}") from None
+    if not (
+        isinstance(event.id, str)
+        and event.id
+        and isinstance(event.writer, str)
+        and isinstance(event.seq, int)
+        and isinstance(event.hlc, int)
+        and isinstance(event.kind, str)
+        and isinstance(event.data, dict)
+    ):
+        raise BadLine("a field has the wrong type")
+    return event
+
+
+LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags")
+LEGACY_LISTS = ("next_steps", "open_questions", "files")
+
+
+def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
+    kind = record.get("kind")
+    if kind not in ("note", "handoff"):
+        raise BadLine("neither an event nor a ContextFlowMCP note/handoff")
+    ts = record.get("ts")
+    try:
+        ms = int(datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        raise BadLine(f"legacy line has an unreadable ts {ts!r}") from None
+    data = {name: record[name] for name in (*LEGACY_FIELDS, *LEGACY_LISTS) if record.get(name) is not None}
+    event_id = record.get("id")
+    if not isinstance(event_id, str) or not event_id:
+        event_id = "legacy-" + hashlib.sha256(line).hexdigest()[:16]
+    return Event(id=event_id, writer=LEGACY_WRITER, seq=position, hlc=stamp_from_ms(ms), kind=kind, data=data)
+
+
+def as_dict(event: Event) -> dict[str, Any]:
+    """The event as a flat JSON-able dict for output: provenance first, then its data."""
+    return {"id": event.id, "ts": event.ts, "kind": event.kind, "writer": event.writer, **event.data}

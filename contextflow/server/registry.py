@@ -1,0 +1,27 @@
+"""Which features the server exposes. `CONTEXTFLOW_TOOLS` picks tool groups: a comma list, or `all`."""
+
+from __future__ import annotations
+
+from contextflow.errors import InputError
+from contextflow.server import sessions_tools
+from contextflow.server.tooling import Feature
+
+GROUPS: dict[str, Feature] = {
+    "sessions": sessions_tools.FEATURE,
+}
+DEFAULT_GROUPS = ("sessions",)
+
+
+def features_for(setting: str) -> list[Feature]:
+    wanted = [part.strip() for part in setting.split(",") if part.strip()] or ["default"]
+    names: list[str] = []
+    for part in wanted:
+        expanded = DEFAULT_GROUPS if part == "default" else tuple(GROUPS) if part == "all" else (part,)
+        for name in expanded:
+            if name not in GROUPS:
+                raise InputError(
+                    f"CONTEXTFLOW_TOOLS names an unknown group {name!r}; groups are: {', '.join(GROUPS)}, default, all"
+                )
+            if name not in names:
+                names.append(name)
+    return [GROUPS[name] for name in names]

@@ -1,0 +1,292 @@
+"""Session notes and handoffs (ContextFlowMCP's model): the core functions behind the tools and CLI.
+
+A session is a `session_id` within a project. Where a call needs one and none is given, the
+active session is used: `MCP_SHARED_CONTEXT_ACTIVE_SESSION`, else the active-session file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from contextflow import checks
+from contextflow.app import App
+from contextflow.errors import InputError, NotFoundError
+from contextflow.events import Event
+from contextflow.ids import new_id
+from contextflow.views.sessions import NO_SESSION, SessionsState, SessionSummary, session_of, summarize
+
+DEFAULT_LIMIT = 20
+PROMPT_SESSIONS = 50
+PICK_HINT = (
+    "Pick one first: call list_sessions then choose_session, use the new_session or resume_N prompts, "
+    "run `contextflow pick-session`, or pass session_id explicitly."
+)
+
+
+def sessions_state(app: App) -> SessionsState:
+    state: SessionsState = app.store.view("sessions")
+    return state
+
+
+# -- active session ------------------------------------------------------------------------
+
+
+def active_session(app: App) -> str | None:
+    if app.settings.active_session:
+        return app.settings.active_session
+    path = app.settings.active_session_file
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def set_active_session(app: App, session_id: str) -> Path:
+    chosen = checks.text(session_id, "session_id", required=True, max_chars=200)
+    path = app.settings.active_session_file
+    assert path is not None and chosen is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(chosen + "\n", encoding="utf-8")
+    os.replace(temp, path)
+    return path
+
+
+def resolve_session(app: App, explicit: object, *, required: bool = False) -> str | None:
+    given = checks.text(explicit, "session_id", max_chars=200)
+    if given:
+        return given
+    active = active_session(app)
+    if active or not required:
+        return active
+    raise InputError(f"No session_id given and no active session is set. {PICK_HINT}")
+
+
+def suggest_session_id(app: App, cwd: Path | None = None) -> str:
+    """The current git branch inside a repo, else `<prefix>-<timestamp>-<random>`."""
+    try:
+        result = subprocess.run(
+            ["git", "branch", "--show-current"], cwd=cwd, capture_output=True, text=True, timeout=1.5, check=False
+        )
+        branch = result.stdout.strip() if result.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        branch = ""
+    cleaned = re.sub(r"-+", "-", re.sub(r"[^\w./-]+", "-", branch)).strip("-")
+    if cleaned:
+        return cleaned
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{app.settings.new_session_prefix}-{stamp}-{new_id()[:6]}"
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def _base(app: App, agent: object, project: object, session_id: object, task: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "project": checks.text(project, "project", max_chars=200) or app.settings.default_project,
+        "agent": checks.text(agent, "agent", required=True, max_chars=200),
+    }
+    resolved = resolve_session(app, session_id)
+    if resolved:
+        base["session_id"] = resolved
+    task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)
+    if task_text:
+        base["task"] = task_text
+    return base
+
+
+def append_note(
+    app: App,
+    *,
+    agent: object,
+    text: object = None,
+    content: object = None,
+    project: object = None,
+    session_id: object = None,
+    task: object = None,
+    tags: object = None,
+) -> Event:
+    """Append a progress note. `content` is an alias for `text`, used when `text` is empty."""
+    limit = app.settings.max_note_chars
+    body = checks.text(text, "text", max_chars=limit) or checks.text(content, "content", max_chars=limit)
+    if body is None:
+        raise InputError("text is required: pass the note as `text` (or its alias `content`)")
+    data = _base(app, agent, project, session_id, task)
+    data["text"] = body
+    tag_list = checks.text_list(
+        tags, "tags", max_items=app.settings.max_array_items, max_chars=app.settings.max_array_item_chars
+    )
+    if tag_list:
+        data["tags"] = tag_list
+    return app.store.append("note", data)
+
+
+def write_handoff(
+    app: App,
+    *,
+    agent: object,
+    summary: object,
+    next_steps: object = None,
+    open_questions: object = None,
+    files: object = None,
+    project: object = None,
+    session_id: object = None,
+    task: object = None,
+) -> Event:
+    data = _base(app, agent, project, session_id, task)
+    data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
+    for name, value in (("next_steps", next_steps), ("open_questions", open_questions), ("files", files)):
+        items = checks.text_list(
+            value, name, max_items=app.settings.max_array_items, max_chars=app.settings.max_array_item_chars
+        )
+        if items:
+            data[name] = items
+    return app.store.append("handoff", data)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntryFilter:
+    project: str
+    agent: str | None = None
+    session_id: str | None = None
+    kind: str | None = None
+    since: str | None = None
+
+    def matches(self, event: Event) -> bool:
+        if self.agent and event.data.get("agent") != self.agent:
+            return False
+        if self.session_id and session_of(event) != self.session_id:
+            return False
+        if self.kind and event.kind != self.kind:
+            return False
+        return not (self.since and event.ts < self.since)
+
+
+def entry_filter(
+    app: App, *, project: object = None, agent: object = None, session_id: object = None,
+    kind: object = None, since: object = None,
+) -> EntryFilter:
+    return EntryFilter(
+        project=checks.text(project, "project") or app.settings.default_project,
+        agent=checks.text(agent, "agent"),
+        session_id=resolve_session(app, session_id),
+        kind=checks.choice(kind, "kind", ("note", "handoff")),
+        since=checks.iso_time(since, "since"),
+    )
+
+
+def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Event]:
+    """The most recent matching entries, oldest first."""
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    state = sessions_state(app)
+    pool = state.session_entries(where.project, where.session_id) if where.session_id else state.project_entries(where.project)
+    found: list[Event] = []
+    for event in reversed(pool):
+        if where.since and event.ts < where.since:
+            break
+        if where.matches(event):
+            found.append(event)
+            if len(found) >= count:
+                break
+    found.reverse()
+    return found
+
+
+def latest_handoff(app: App, where: EntryFilter) -> Event | None:
+    found = read_entries(app, EntryFilter(where.project, where.agent, where.session_id, "handoff", where.since), 1)
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    project: str
+    agent: str | None = None
+    since: str | None = None
+    limit: int = DEFAULT_LIMIT
+    include_unsessioned: bool = False
+
+    @property
+    def indexed(self) -> bool:
+        """True when the sessions index answers it; else the entries are re-summarized."""
+        return not (self.agent or self.since or self.include_unsessioned)
+
+
+def session_query(
+    app: App, *, project: object = None, agent: object = None, since: object = None,
+    limit: object = None, include_unsessioned: object = None,
+) -> SessionQuery:
+    if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
+        raise InputError("include_unsessioned must be true or false")
+    return SessionQuery(
+        project=checks.text(project, "project") or app.settings.default_project,
+        agent=checks.text(agent, "agent"),
+        since=checks.iso_time(since, "since"),
+        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT),
+        include_unsessioned=bool(include_unsessioned),
+    )
+
+
+def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
+    state = sessions_state(app)
+    if query.indexed:
+        return state.recent_sessions(query.project)
+    where = EntryFilter(query.project, query.agent, None, None, query.since)
+    entries = [event for event in state.project_entries(query.project) if where.matches(event)]
+    return summarize(entries, query.include_unsessioned)
+
+
+def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
+    return all_sessions(app, query)[: query.limit]
+
+
+def choose_session(app: App, query: SessionQuery, *, index: object = None, session_id: object = None) -> SessionSummary:
+    """Pick a session by 1-based index in `list_sessions` order or by id, and make it active."""
+    wanted = checks.text(session_id, "session_id")
+    if index is None and wanted is None:
+        raise InputError("choose_session needs either index (from list_sessions) or session_id")
+    if index is not None and wanted is not None:
+        raise InputError("choose_session takes index or session_id, not both")
+    if wanted is not None:
+        selected = next((s for s in all_sessions(app, query) if s.session_id == wanted), None)
+        if selected is None:
+            raise NotFoundError(f"session {wanted!r} not found in project {query.project!r}; call list_sessions to see them")
+    else:
+        position = checks.bounded_int(index, "index", 1)
+        visible = list_sessions(app, query)
+        if position > len(visible):
+            raise NotFoundError(
+                f"no session at index {position}: list_sessions shows {len(visible)} for project {query.project!r}"
+            )
+        selected = visible[position - 1]
+    set_active_session(app, selected.session_id)
+    return selected
+
+
+@dataclass(frozen=True)
+class Resume:
+    project: str
+    session_id: str
+    summary: SessionSummary | None
+    latest_handoff: Event | None
+    entries: list[Event]
+
+
+def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
+    chosen = resolve_session(app, session_id, required=True)
+    assert chosen is not None
+    name = checks.text(project, "project") or app.settings.default_project
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    entries = sessions_state(app).session_entries(name, chosen)
+    summaries = summarize(entries, include_unsessioned=chosen == NO_SESSION)
+    handoff = next((event for event in reversed(entries) if event.kind == "handoff"), None)
+    return Resume(name, chosen, summaries[0] if summaries else None, handoff, entries[-count:])

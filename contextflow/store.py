@@ -1,0 +1,251 @@
+"""The store: a folder of logs, folded into views kept current by reading only new bytes.
+
+`Store` is the one object the adapters (MCP server, CLI, hooks, picker) hold. Every read
+first calls `refresh()`, which stats each log and reads only what was appended since the
+last look; a file that changed in any other way triggers a full refold. A pickled snapshot
+of the folded state (machine-local, validated against the logs on load) lets a new process
+skip the refold.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextflow import __version__
+from contextflow.clock import HybridClock
+from contextflow.errors import StoreError
+from contextflow.events import LEGACY_WRITER, BadLine, Event, decode, encode
+from contextflow.fold import Fold, View
+from contextflow.ids import new_id
+from contextflow.locate import Location, locate_store, store_state_dir, writer_id
+from contextflow.log import Cursor, LogWriter, Timeout, list_segments, parse_log_name, read_new, unchanged
+
+SNAPSHOT_FORMAT = 1
+SNAPSHOT_MIN_NEW_EVENTS = 2000
+MAX_BAD_LINE_REPORTS = 100
+
+
+@dataclass
+class Segment:
+    path: Path
+    writer: str
+    conflict_copy: bool
+    legacy: bool
+    cursor: Cursor | None = None
+    events: int = 0
+    bad_lines: int = 0
+
+
+@dataclass(frozen=True)
+class BadLineReport:
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass
+class Health:
+    segments: list[Segment] = field(default_factory=list)
+    bad_lines: list[BadLineReport] = field(default_factory=list)
+    bad_line_count: int = 0
+
+
+def fsync_setting(env: Mapping[str, str]) -> bool:
+    value = env.get("CONTEXTFLOW_FSYNC", "off").strip().lower()
+    if value in ("1", "on", "true", "always", "yes"):
+        return True
+    if value in ("", "0", "off", "false", "never", "no"):
+        return False
+    raise StoreError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")
+
+
+class Store:
+    def __init__(
+        self,
+        location: Location,
+        writer: str,
+        state_dir: Path,
+        *,
+        views: Sequence[View] | None = None,
+        fsync: bool = False,
+        clock: HybridClock | None = None,
+        use_snapshot: bool = True,
+    ) -> None:
+        from contextflow.views import all_views
+
+        self.location = location
+        self.folder = location.folder
+        self.writer = writer
+        self.state_dir = state_dir
+        self.clock = clock or HybridClock()
+        self._view_factory = (lambda: list(views)) if views is not None else all_views
+        self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
+        self._use_snapshot = use_snapshot
+        self._snapshot_path = state_dir / "snapshot.pickle"
+        self._new_since_snapshot = 0
+        self._reset()
+        if use_snapshot:
+            self._load_snapshot()
+
+    @classmethod
+    def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
+        env = os.environ if env is None else env
+        location = locate_store(env)
+        return cls(
+            location,
+            writer_id(env),
+            store_state_dir(location.folder, env),
+            fsync=fsync_setting(env),
+            **kwargs,
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self._fold = Fold(self._view_factory())
+        self._segments: dict[Path, Segment] = {}
+        self._bad: list[BadLineReport] = []
+        self._bad_count = 0
+
+    def refresh(self) -> None:
+        paths = list_segments(self.folder, self.location.legacy_files)
+        if any(path not in paths for path in self._segments):
+            self._rebuild(paths)
+            return
+        for path in paths:
+            if not self._read_segment(path):
+                self._rebuild(paths)
+                return
+
+    def _rebuild(self, paths: list[Path]) -> None:
+        self._reset()
+        for path in paths:
+            self._read_segment(path)
+        self._new_since_snapshot = self._fold.count
+
+    def _read_segment(self, path: Path) -> bool:
+        """Fold what `path` gained; False when it no longer continues what was read."""
+        segment = self._segments.get(path)
+        if segment is not None and unchanged(path, segment.cursor):
+            return True
+        try:
+            chunk = read_new(path, segment.cursor if segment else None)
+        except FileNotFoundError:
+            return segment is None
+        except OSError as exc:
+            self._note_bad(path, 0, f"unreadable: {exc.strerror}")
+            return True
+        if chunk.reset:
+            return False
+        if segment is None:
+            segment = self._new_segment(path)
+            self._segments[path] = segment
+        segment.cursor = chunk.cursor
+        for line_no, raw in chunk.lines:
+            try:
+                event = decode(raw, line_no)
+            except BadLine as exc:
+                segment.bad_lines += 1
+                self._note_bad(path, line_no, str(exc))
+                continue
+            if self._fold.apply(event):
+                segment.events += 1
+                self._new_since_snapshot += 1
+            self.clock.observe(event.hlc)
+        return True
+
+    def _new_segment(self, path: Path) -> Segment:
+        if path in self.location.legacy_files:
+            return Segment(path, LEGACY_WRITER, False, True)
+        parsed = parse_log_name(path.name)
+        writer, conflict = parsed if parsed else (path.name, False)
+        return Segment(path, writer, conflict, False)
+
+    def _note_bad(self, path: Path, line: int, reason: str) -> None:
+        self._bad_count += 1
+        if len(self._bad) < MAX_BAD_LINE_REPORTS:
+            self._bad.append(BadLineReport(str(path), line, reason))
+
+    def view(self, name: str) -> Any:
+        """The current state of one view (after picking up new events)."""
+        self.refresh()
+        return self._fold.states[name]
+
+    @property
+    def event_count(self) -> int:
+        return self._fold.count
+
+    def health(self) -> Health:
+        self.refresh()
+        return Health(list(self._segments.values()), list(self._bad), self._bad_count)
+
+    @property
+    def duplicates(self) -> int:
+        return self._fold.duplicates
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(self, kind: str, data: dict[str, Any]) -> Event:
+        return self.append_many([(kind, data)])[0]
+
+    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
+        """Append events in one locked write; they are folded before this returns."""
+        try:
+            with self._writer.locked():
+                self.refresh()
+                seq = self._fold.last_seq.get(self.writer, 0)
+                events = [
+                    Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
+                    for offset, (kind, data) in enumerate(items, start=1)
+                ]
+                self._writer.append(b"".join(encode(event) for event in events))
+                self.refresh()
+        except Timeout:
+            raise StoreError(
+                f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
+                "try again, and if it persists run `contextflow doctor`"
+            ) from None
+        return events
+
+    # -- snapshot ------------------------------------------------------------------------
+
+    def _snapshot_key(self) -> tuple[Any, ...]:
+        names = tuple(view.name for view in self._fold.views)
+        return (SNAPSHOT_FORMAT, __version__, str(self.folder), names)
+
+    def _load_snapshot(self) -> None:
+        try:
+            with open(self._snapshot_path, "rb") as handle:
+                key, fold, segments = pickle.load(handle)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError):
+            return
+        if key != self._snapshot_key():
+            return
+        self._fold, self._segments = fold, segments
+        for segment in segments.values():
+            self._bad_count += segment.bad_lines
+        self.clock.observe(fold.max_hlc)
+        self._new_since_snapshot = 0
+
+    def save_snapshot(self, force: bool = False) -> bool:
+        """Persist the folded state when enough changed since the last save."""
+        if not self._use_snapshot or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
+            return False
+        temp = self._snapshot_path.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            with open(temp, "wb") as handle:
+                pickle.dump((self._snapshot_key(), self._fold, self._segments), handle, pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, self._snapshot_path)
+        except OSError:
+            temp.unlink(missing_ok=True)
+            return False
+        self._new_since_snapshot = 0
+        return True
+
+    def close(self) -> None:
+        self.save_snapshot()
