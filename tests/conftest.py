@@ -1,0 +1,73 @@
+"""Shared fixtures: every test gets its own store, state folder and HOME under tmp_path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from contextflow.app import App
+from contextflow.server.app import ContextflowServer
+
+ENV_KEYS = (
+    "CONTEXTFLOW_STORE", "CONTEXTFLOW_STATE", "CONTEXTFLOW_WRITER", "CONTEXTFLOW_TOOLS", "CONTEXTFLOW_FSYNC",
+    "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER", "MCP_SHARED_CONTEXT_PROJECT",
+    "MCP_SHARED_CONTEXT_ACTIVE_SESSION", "MCP_SHARED_CONTEXT_ACTIVE_SESSION_FILE",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point HOME, the store and machine-local state at tmp_path; never the real home."""
+    for key in ENV_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("CONTEXTFLOW_WRITER", "writer-a")
+    yield tmp_path
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def app() -> Iterator[App]:
+    opened = App.open()
+    yield opened
+    opened.close()
+
+
+def open_app(writer: str, **env: str) -> App:
+    """Another writer (machine) on the same store folder."""
+    return App.open({**os.environ, "CONTEXTFLOW_WRITER": writer, **env})
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(app: App) -> AsyncIterator[Client]:
+    """An in-memory MCP client (legacy handshake) connected to a server over `app`."""
+    async with Client(ContextflowServer(app).server, mode="legacy") as connected:
+        yield connected
+
+
+def text_of(result: Any) -> str:
+    """The text of a tool result's first content block."""
+    return str(result.content[0].text)
