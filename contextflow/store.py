@@ -178,6 +178,7 @@ class Store:
 
     @property
     def event_count(self) -> int:
+        self.refresh()
         return self._fold.count
 
     def health(self) -> Health:

@@ -1,0 +1,96 @@
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from contextflow.errors import StoreError
+from contextflow.log import LogWriter, list_segments, log_path, parse_log_name, read_new
+
+
+def writer(folder: Path, name: str = "w1") -> LogWriter:
+    return LogWriter(folder, name, folder.parent / "locks" / f"{name}.lock")
+
+
+def append(w: LogWriter, data: bytes) -> None:
+    with w.locked():
+        w.append(data)
+
+
+def test_a_new_log_is_private_to_its_owner(tmp_path):
+    folder = tmp_path / "store"
+    append(writer(folder), b'{"a":1}\n')
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(log_path(folder, "w1").stat().st_mode) == 0o600
+
+
+def test_a_torn_last_line_is_quarantined_and_cut_before_the_next_append(tmp_path):
+    folder = tmp_path / "store"
+    w = writer(folder)
+    append(w, b'{"a":1}\n')
+    with open(w.path, "ab") as handle:
+        handle.write(b'{"torn":')
+    append(w, b'{"b":2}\n')
+    assert w.path.read_bytes() == b'{"a":1}\n{"b":2}\n'
+    fragments = list((folder / "quarantine").iterdir())
+    assert [f.read_bytes() for f in fragments] == [b'{"torn":']
+
+
+def test_a_log_that_is_a_symlink_is_never_written_through(tmp_path):
+    folder = tmp_path / "store"
+    folder.mkdir()
+    target = tmp_path / "elsewhere.txt"
+    target.write_bytes(b"keep me\n")
+    os.symlink(target, log_path(folder, "w1"))
+    with pytest.raises(StoreError, match="symbolic link"):
+        append(writer(folder), b'{"a":1}\n')
+    assert target.read_bytes() == b"keep me\n"
+
+
+def test_reading_continues_from_the_cursor_with_only_the_new_lines(tmp_path):
+    folder = tmp_path / "store"
+    w = writer(folder)
+    append(w, b"one\ntwo\n")
+    first = read_new(w.path, None)
+    append(w, b"three\n")
+    second = read_new(w.path, first.cursor)
+    assert [line for _, line in first.lines] == [b"one", b"two"]
+    assert second.lines == [(3, b"three")] and not second.reset
+
+
+def test_a_line_still_being_written_is_not_read_until_it_is_whole(tmp_path):
+    path = tmp_path / "events.w.jsonl"
+    path.write_bytes(b"one\ntw")
+    chunk = read_new(path, None)
+    assert [line for _, line in chunk.lines] == [b"one"]
+    with open(path, "ab") as handle:
+        handle.write(b"o\n")
+    assert [line for _, line in read_new(path, chunk.cursor).lines] == [b"two"]
+
+
+def test_a_replaced_file_that_continues_the_old_one_is_read_incrementally(tmp_path):
+    path = tmp_path / "events.w.jsonl"
+    path.write_bytes(b"one\n")
+    first = read_new(path, None)
+    replacement = tmp_path / "copy"
+    replacement.write_bytes(b"one\ntwo\n")
+    os.replace(replacement, path)  # what a sync tool does
+    second = read_new(path, first.cursor)
+    assert not second.reset and [line for _, line in second.lines] == [b"two"]
+
+
+def test_a_rewritten_file_is_reported_as_a_reset(tmp_path):
+    path = tmp_path / "events.w.jsonl"
+    path.write_bytes(b"one\ntwo\n")
+    first = read_new(path, None)
+    path.write_bytes(b"uno\ndos\ntres\n")
+    assert read_new(path, first.cursor).reset
+
+
+def test_segments_are_logs_and_conflict_copies_but_nothing_else(tmp_path):
+    for name in ("events.a.jsonl", "events.b.sync-conflict-20260101-101010-ABCDEF.jsonl", "notes.jsonl", "x.txt"):
+        (tmp_path / name).write_bytes(b"")
+    names = [p.name for p in list_segments(tmp_path)]
+    assert names == ["events.a.jsonl", "events.b.sync-conflict-20260101-101010-ABCDEF.jsonl"]
+    assert parse_log_name(names[1]) == ("b", True)
+    assert parse_log_name("events.a.jsonl") == ("a", False)
