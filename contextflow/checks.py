@@ -30,7 +30,7 @@ def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError(f"{name} must be a list of strings, for example [\"first\", \"second\"]")
+        raise InputError(f'{name} must be a list of strings, for example ["first", "second"]')
     if len(value) > max_items:
         raise InputError(f"{name} has {len(value)} items; the limit is {max_items}")
     out: list[str] = []
@@ -61,7 +61,9 @@ def iso_time(value: Any, name: str) -> str | None:
     try:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z") from None
+        raise InputError(
+            f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

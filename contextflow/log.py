@@ -140,7 +140,8 @@ def read_new(path: Path, cursor: Cursor | None) -> Chunk:
                     lines.append((line_no, raw))
             offset += cut + 1
             pending = data[cut + 1 :]
-        return Chunk(lines, Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, _tail_hash(fd, offset)), reset)
+        cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, _tail_hash(fd, offset))
+        return Chunk(lines, cursor, reset)
     finally:
         os.close(fd)
 

@@ -173,8 +173,13 @@ class EntryFilter:
 
 
 def entry_filter(
-    app: App, *, project: object = None, agent: object = None, session_id: object = None,
-    kind: object = None, since: object = None,
+    app: App,
+    *,
+    project: object = None,
+    agent: object = None,
+    session_id: object = None,
+    kind: object = None,
+    since: object = None,
 ) -> EntryFilter:
     return EntryFilter(
         project=checks.text(project, "project") or app.settings.default_project,
@@ -189,7 +194,11 @@ def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Eve
     """The most recent matching entries, oldest first."""
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
     state = sessions_state(app)
-    pool = state.session_entries(where.project, where.session_id) if where.session_id else state.project_entries(where.project)
+    pool = (
+        state.session_entries(where.project, where.session_id)
+        if where.session_id
+        else state.project_entries(where.project)
+    )
     found: list[Event] = []
     for event in reversed(pool):
         if where.since and event.ts < where.since:
@@ -222,8 +231,13 @@ class SessionQuery:
 
 
 def session_query(
-    app: App, *, project: object = None, agent: object = None, since: object = None,
-    limit: object = None, include_unsessioned: object = None,
+    app: App,
+    *,
+    project: object = None,
+    agent: object = None,
+    since: object = None,
+    limit: object = None,
+    include_unsessioned: object = None,
 ) -> SessionQuery:
     if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
         raise InputError("include_unsessioned must be true or false")
@@ -259,7 +273,9 @@ def choose_session(app: App, query: SessionQuery, *, index: object = None, sessi
     if wanted is not None:
         selected = next((s for s in all_sessions(app, query) if s.session_id == wanted), None)
         if selected is None:
-            raise NotFoundError(f"session {wanted!r} not found in project {query.project!r}; call list_sessions to see them")
+            raise NotFoundError(
+                f"session {wanted!r} not found in project {query.project!r}; call list_sessions to see them"
+            )
     else:
         position = checks.bounded_int(index, "index", 1)
         visible = list_sessions(app, query)

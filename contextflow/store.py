@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,7 @@ class Store:
         self.writer = writer
         self.state_dir = state_dir
         self.clock = clock or HybridClock()
-        self._view_factory = (lambda: list(views)) if views is not None else all_views
+        self._view_factory: Callable[[], list[View]] = (lambda: list(views)) if views is not None else all_views
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
         self._use_snapshot = use_snapshot
         self._snapshot_path = state_dir / "snapshot.pickle"

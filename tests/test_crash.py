@@ -24,7 +24,9 @@ while True:
 
 
 def test_a_killed_writer_loses_no_acknowledged_event_and_the_next_append_works(store_dir: Path):
-    process = subprocess.Popen([sys.executable, "-c", WRITER_SCRIPT], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    process = subprocess.Popen(
+        [sys.executable, "-c", WRITER_SCRIPT], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
     assert process.stdout is not None
     acknowledged = []
     deadline = time.monotonic() + 30

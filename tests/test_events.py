@@ -13,17 +13,38 @@ def test_an_event_survives_a_round_trip_through_its_line():
 
 
 def test_a_contextflowmcp_line_reads_as_a_legacy_event():
-    line = orjson.dumps({"id": "u-1", "ts": "2025-03-01T10:00:00.000Z", "kind": "handoff", "project": "p",
-                         "agent": "claude", "session_id": "s", "summary": "done", "next_steps": ["x"]})
+    line = orjson.dumps(
+        {
+            "id": "u-1",
+            "ts": "2025-03-01T10:00:00.000Z",
+            "kind": "handoff",
+            "project": "p",
+            "agent": "claude",
+            "session_id": "s",
+            "summary": "done",
+            "next_steps": ["x"],
+        }
+    )
     event = decode(line, 7)
-    assert (event.id, event.writer, event.kind, event.ts) == ("u-1", LEGACY_WRITER, "handoff", "2025-03-01T10:00:00.000Z")
+    assert (event.id, event.writer, event.kind, event.ts) == (
+        "u-1",
+        LEGACY_WRITER,
+        "handoff",
+        "2025-03-01T10:00:00.000Z",
+    )
     assert event.data["next_steps"] == ["x"] and event.data["session_id"] == "s"
 
 
 @pytest.mark.parametrize(
     "line",
-    [b"not json", b"[1,2]", b'{"v":1,"id":"x"}', b'{"v":1,"id":"x","w":"w","seq":"1","hlc":1,"kind":"k","data":{}}',
-     b'{"kind":"other","ts":"2025-01-01"}', b'{"kind":"note","ts":"yesterday"}'],
+    [
+        b"not json",
+        b"[1,2]",
+        b'{"v":1,"id":"x"}',
+        b'{"v":1,"id":"x","w":"w","seq":"1","hlc":1,"kind":"k","data":{}}',
+        b'{"kind":"other","ts":"2025-01-01"}',
+        b'{"kind":"note","ts":"yesterday"}',
+    ],
 )
 def test_lines_that_are_not_events_are_rejected_with_a_reason(line):
     with pytest.raises(BadLine):

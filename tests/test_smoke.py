@@ -7,8 +7,15 @@ pytestmark = pytest.mark.anyio
 
 async def test_server_lists_the_seven_session_tools(client):
     names = {tool.name for tool in (await client.list_tools()).tools}
-    assert {"read_shared_context", "append_shared_note", "write_shared_handoff", "get_latest_handoff",
-            "list_sessions", "choose_session", "resume_session"} <= names
+    assert {
+        "read_shared_context",
+        "append_shared_note",
+        "write_shared_handoff",
+        "get_latest_handoff",
+        "list_sessions",
+        "choose_session",
+        "resume_session",
+    } <= names
 
 
 async def test_a_note_written_through_mcp_reads_back(client):

@@ -98,8 +98,15 @@ def test_deleting_the_snapshot_or_state_folder_loses_nothing(app, tmp_path):
 def test_a_legacy_contextflowmcp_file_is_read_and_never_rewritten(tmp_path, monkeypatch):
     legacy = tmp_path / "old" / "shared.jsonl"
     legacy.parent.mkdir()
-    line = {"id": "l1", "ts": "2025-01-01T00:00:00Z", "kind": "note", "project": "shared", "agent": "codex",
-            "session_id": "s", "text": "from the node server"}
+    line = {
+        "id": "l1",
+        "ts": "2025-01-01T00:00:00Z",
+        "kind": "note",
+        "project": "shared",
+        "agent": "codex",
+        "session_id": "s",
+        "text": "from the node server",
+    }
     legacy.write_bytes(orjson.dumps(line) + b"\n")
     monkeypatch.delenv("CONTEXTFLOW_STORE")
     monkeypatch.setenv("MCP_SHARED_CONTEXT_FILE", str(legacy))

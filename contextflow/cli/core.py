@@ -16,14 +16,16 @@ def register(sub: Any) -> None:
     serve.set_defaults(func=cmd_serve)
 
     doctor = sub.add_parser(
-        "doctor", help="check the store and say which rule chose it",
+        "doctor",
+        help="check the store and say which rule chose it",
         description="Report the store location (and the rule that chose it), logs, counts, bad lines and problems.",
     )
     add_format(doctor)
     doctor.set_defaults(func=cmd_doctor)
 
     pick = sub.add_parser(
-        "pick-session", help="choose the active session in a terminal picker",
+        "pick-session",
+        help="choose the active session in a terminal picker",
         description="Pick a new or recent session in a terminal menu and make it the active session.",
     )
     pick.add_argument("--project", help="project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')")

@@ -41,7 +41,9 @@ def register(sub: Any) -> None:
     add_format(listing)
     listing.set_defaults(func=cmd_sessions)
 
-    resume = sub.add_parser("resume", help="show a session's latest handoff and entries", description="Resume a session.")
+    resume = sub.add_parser(
+        "resume", help="show a session's latest handoff and entries", description="Resume a session."
+    )
     resume.add_argument("session_id", nargs="?", help="session id (default: the active session)")
     resume.add_argument("--project")
     resume.add_argument("--limit", type=int)
@@ -70,8 +72,13 @@ def _filter_args(parser: argparse.ArgumentParser) -> None:
 
 def cmd_note(args: argparse.Namespace, app: App) -> int:
     event = sessions.append_note(
-        app, agent=args.agent, text=args.text, project=args.project, session_id=args.session_id,
-        task=args.task, tags=args.tags,
+        app,
+        agent=args.agent,
+        text=args.text,
+        project=args.project,
+        session_id=args.session_id,
+        task=args.task,
+        tags=args.tags,
     )
     emit(args, f"Appended note {event.id}", as_dict(event))
     return 0
@@ -79,8 +86,15 @@ def cmd_note(args: argparse.Namespace, app: App) -> int:
 
 def cmd_handoff(args: argparse.Namespace, app: App) -> int:
     event = sessions.write_handoff(
-        app, agent=args.agent, summary=args.summary, next_steps=args.next_steps, open_questions=args.open_questions,
-        files=args.files, project=args.project, session_id=args.session_id, task=args.task,
+        app,
+        agent=args.agent,
+        summary=args.summary,
+        next_steps=args.next_steps,
+        open_questions=args.open_questions,
+        files=args.files,
+        project=args.project,
+        session_id=args.session_id,
+        task=args.task,
     )
     emit(args, f"Wrote handoff {event.id}", as_dict(event))
     return 0
@@ -97,7 +111,11 @@ def cmd_read(args: argparse.Namespace, app: App) -> int:
 
 def cmd_sessions(args: argparse.Namespace, app: App) -> int:
     query = sessions.session_query(
-        app, project=args.project, agent=args.agent, since=args.since, limit=args.limit,
+        app,
+        project=args.project,
+        agent=args.agent,
+        since=args.since,
+        limit=args.limit,
         include_unsessioned=args.include_unsessioned,
     )
     found = sessions.list_sessions(app, query)

@@ -108,7 +108,9 @@ class ContextflowServer:
             content=[types.TextContent(type="text", text=reply.text)], structured_content=reply.data
         )
 
-    async def _call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         result = self.call(params.name, params.arguments)
         await self._notify_if_prompts_changed(ctx)
         return result
@@ -139,7 +141,9 @@ class ContextflowServer:
             ]
         )
 
-    async def _get_prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         spec = next((s for s in self.prompt_specs() if s.name == params.name), None)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; list prompts to see them")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -11,6 +12,7 @@ from contextflow.app import App
 from contextflow.events import as_dict
 from contextflow.server.tooling import JSON, Feature, PromptArg, PromptSpec, Reply, ResourceSpec, ToolSpec
 from contextflow.text import clean, clip
+from contextflow.views.sessions import SessionSummary
 
 _S: JSON = {"type": "string"}
 _LIST: JSON = {"type": "array", "items": {"type": "string"}}
@@ -44,18 +46,25 @@ def _bad_lines(app: App) -> int:
 
 def read_shared_context(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(
-        app, project=args.get("project"), agent=args.get("agent"), session_id=args.get("session_id"),
-        kind=args.get("kind"), since=args.get("since"),
+        app,
+        project=args.get("project"),
+        agent=args.get("agent"),
+        session_id=args.get("session_id"),
+        kind=args.get("kind"),
+        since=args.get("since"),
     )
     entries = sessions.read_entries(app, where, args.get("limit"))
+    bad_lines = _bad_lines(app)
     payload = {
         "store": str(app.store.folder),
         "filters": {k: v for k, v in vars(where).items() if v is not None},
         "count": len(entries),
-        "bad_lines": _bad_lines(app),
+        "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
     }
-    return _reply(args, render.entries_text(entries, f"Shared context (project={where.project})", payload["bad_lines"]), payload)
+    return _reply(
+        args, render.entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload
+    )
 
 
 def append_shared_note(app: App, args: JSON) -> Reply:
@@ -87,8 +96,12 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
     return sessions.session_query(
-        app, project=args.get("project"), agent=args.get("agent"), since=args.get("since"),
-        limit=args.get("limit"), include_unsessioned=args.get("include_unsessioned"),
+        app,
+        project=args.get("project"),
+        agent=args.get("agent"),
+        since=args.get("since"),
+        limit=args.get("limit"),
+        include_unsessioned=args.get("include_unsessioned"),
     )
 
 
@@ -182,7 +195,12 @@ TOOLS = [
         "choose_session",
         "Make a session active, by its 1-based index in list_sessions or by session_id.",
         {
-            "index": {"type": "integer", "minimum": 1, "maximum": 200, "description": "1-based index from list_sessions."},
+            "index": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 200,
+                "description": "1-based index from list_sessions.",
+            },
             "session_id": {**_S, "description": "Choose by id instead of index."},
             **_LIST_FILTERS,
         },
@@ -216,7 +234,9 @@ def new_session_prompt(app: App, args: dict[str, str]) -> str:
 def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
     sessions.set_active_session(app, session_id)
     resume = sessions.resume_session(app, session_id=session_id, project=project, limit=8)
-    return render.resume_text(resume) + "\n\nnext_step: call resume_session with no session_id to load the full context."
+    return (
+        render.resume_text(resume) + "\n\nnext_step: call resume_session with no session_id to load the full context."
+    )
 
 
 def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
@@ -229,7 +249,7 @@ def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
     return _resume_prompt_text(app, session_id, project)
 
 
-def _session_description(summary: sessions.SessionSummary) -> str:
+def _session_description(summary: SessionSummary) -> str:
     parts = [summary.latest_ts.replace("T", " ")[:16] or "unknown", f"entries:{summary.entry_count}"]
     if summary.task:
         parts.append(f"task:{clip(summary.task, 36)}")
@@ -243,11 +263,11 @@ def resume_prompts(app: App) -> list[PromptSpec]:
     query = sessions.SessionQuery(project=app.settings.default_project, limit=sessions.PROMPT_SESSIONS)
     found = sessions.list_sessions(app, query)
 
-    def make(session_id: str) -> PromptSpec:
-        return lambda app, args: _resume_prompt_text(app, session_id, app.settings.default_project)  # type: ignore[return-value]
+    def resumer(session_id: str) -> Callable[[App, dict[str, str]], str]:
+        return lambda app, args: _resume_prompt_text(app, session_id, app.settings.default_project)
 
     return [
-        PromptSpec(f"resume_{n}", _session_description(summary), make(summary.session_id))  # type: ignore[arg-type]
+        PromptSpec(f"resume_{n}", _session_description(summary), resumer(summary.session_id))
         for n, summary in enumerate(found, 1)
     ]
 
@@ -284,7 +304,10 @@ FEATURE = Feature(
             "new_session",
             "Start a new session (default id: the current git branch) and make it active",
             new_session_prompt,
-            (PromptArg("session_id", "Session id; default the git branch or a timestamp"), PromptArg("project", "Project key")),
+            (
+                PromptArg("session_id", "Session id; default the git branch or a timestamp"),
+                PromptArg("project", "Project key"),
+            ),
         ),
         PromptSpec(
             "resume_by_id",
@@ -294,12 +317,27 @@ FEATURE = Feature(
         ),
     ],
     resources=[
-        ResourceSpec("shared-context://raw", "Raw shared context", "Recent events of the default project as JSON lines.",
-                     "application/x-ndjson", read_raw),
-        ResourceSpec("shared-context://latest", "Latest handoff", "Latest handoff and recent entries, for a quick resume.",
-                     "text/plain", read_latest),
-        ResourceSpec("shared-context://info", "Store info", "Store path and the rule that chose it, writer, logs, counts.",
-                     "application/json", read_info),
+        ResourceSpec(
+            "shared-context://raw",
+            "Raw shared context",
+            "Recent events of the default project as JSON lines.",
+            "application/x-ndjson",
+            read_raw,
+        ),
+        ResourceSpec(
+            "shared-context://latest",
+            "Latest handoff",
+            "Latest handoff and recent entries, for a quick resume.",
+            "text/plain",
+            read_latest,
+        ),
+        ResourceSpec(
+            "shared-context://info",
+            "Store info",
+            "Store path and the rule that chose it, writer, logs, counts.",
+            "application/json",
+            read_info,
+        ),
     ],
     dynamic_prompts=[resume_prompts],
 )

@@ -1,0 +1,107 @@
+"""The session commands from a shell: good input, bad input, help."""
+
+import json
+
+import pytest
+
+from contextflow.cli import build_parser, main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_command_has_help_text():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, command in sub.choices.items():
+        assert command.description, f"{name} has no description"
+        helps = [a.help for a in sub._choices_actions if a.dest == name]
+        assert helps and helps[0], f"{name} has no help line"
+
+
+def test_note_handoff_read_and_resume_work_together(capsys):
+    assert run(capsys, "note", "first note", "--session", "s", "--agent", "me", "--tag", "x")[0] == 0
+    assert run(capsys, "handoff", "stopped", "--session", "s", "--next", "do it", "--file", "a.py")[0] == 0
+    code, out, _ = run(capsys, "read", "--session", "s", "--format", "json")
+    assert code == 0 and [e["kind"] for e in json.loads(out)] == ["note", "handoff"]
+    code, out, _ = run(capsys, "resume", "s")
+    assert code == 0 and "> stopped" in out and "> 1. do it" in out
+
+
+def test_sessions_and_use_pick_the_active_session(capsys):
+    run(capsys, "note", "n", "--session", "alpha")
+    code, out, _ = run(capsys, "sessions", "--format", "json")
+    assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["alpha"]
+    assert run(capsys, "use", "alpha")[0] == 0
+    code, out, _ = run(capsys, "resume")
+    assert code == 0 and "Resume session alpha" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("note", "   "), "text is required"),
+        (("read", "--limit", "0"), "limit must be from 1 to 200"),
+        (("read", "--since", "soon"), "not an ISO-8601 time"),
+        (("sessions", "--limit", "999"), "limit must be from 1 to 200"),
+        (("resume",), "no active session is set"),
+        (("handoff", ""), "summary"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_the_reason_on_stderr(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and message in err and out == ""
+
+
+def test_unknown_arguments_are_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["read", "--bogus"])
+    assert exc.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_doctor_reports_the_store_and_the_rule_that_chose_it(capsys, store_dir):
+    run(capsys, "note", "x")
+    code, out, _ = run(capsys, "doctor")
+    assert code == 0 and f"store:        {store_dir}" in out and "chosen by:    CONTEXTFLOW_STORE" in out
+    code, out, _ = run(capsys, "doctor", "--format", "json")
+    info = json.loads(out)
+    assert info["events"] == 1 and info["problems"] == []
+
+
+def test_doctor_reports_bad_lines(capsys, store_dir):
+    run(capsys, "note", "x")
+    with open(store_dir / "events.writer-a.jsonl", "ab") as handle:
+        handle.write(b"garbage\n")
+    info = json.loads(run(capsys, "doctor", "--format", "json")[1])
+    assert info["bad_lines"] == 1 and "malformed" in info["problems"][0]
+
+
+def test_the_store_option_points_at_another_folder(capsys, tmp_path):
+    other = tmp_path / "elsewhere"
+    assert run(capsys, "--store", str(other), "note", "over there")[0] == 0
+    assert (other / "events.writer-a.jsonl").exists()
+
+
+def test_a_bad_environment_setting_is_reported_not_raised(capsys, monkeypatch):
+    monkeypatch.setenv("CONTEXTFLOW_FSYNC", "sometimes")
+    code, _, err = run(capsys, "read")
+    assert code == 2 and "CONTEXTFLOW_FSYNC" in err
+
+
+def test_pick_session_without_a_terminal_says_so_and_fails(capsys):
+    code, _, err = run(capsys, "pick-session")
+    assert code == 2 and "interactive terminal" in err
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "contextflow", "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0 and result.stdout.startswith("contextflow ")
