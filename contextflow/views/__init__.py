@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from contextflow.fold import View
+from contextflow.graph.view import GraphView
+from contextflow.views.records import RecordsView
 from contextflow.views.sessions import SessionsView
+from contextflow.views.timeline import TimelineView
 
 
 def all_views() -> list[View]:
-    return [SessionsView()]
+    return [SessionsView(), RecordsView(), TimelineView(), GraphView()]

@@ -1,0 +1,12 @@
+"""The knowledge graph: typed nodes, edges and tags folded from `graph.*` events.
+
+Modules: `model` (vocabulary and validation), `view` (the pure fold), `query` (the query
+language), `ops` (writes), `explore` (reads), `compose` (token-budgeted context),
+`transfer` (export, import, ingest), `picture` (mermaid and dot).
+"""
+
+from __future__ import annotations
+
+from contextflow.graph.view import GraphState, GraphView
+
+__all__ = ["GraphState", "GraphView"]

@@ -1,0 +1,170 @@
+"""The knowledge graph's vocabulary: node and edge types, tags, tiers, and their validation.
+
+A node is a piece of knowledge (`fact`, `decision`, ...) with content, an optional summary
+and metadata; an edge is a typed, directed link between two nodes, unique per
+(from, to, type); tags are `namespace:value` strings, and the `tier:` tags steer what
+context composition loads. Token estimates are characters / 4, rounded up.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contextflow.errors import InputError
+
+NODE_TYPES = (
+    "fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question",
+)
+EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
+TIERS = ("pinned", "reference", "working", "off-context")
+TIER_TAGS = tuple(f"tier:{tier}" for tier in TIERS)
+PINNED, REFERENCE, WORKING, OFF_CONTEXT = TIER_TAGS
+
+# event kinds (another feature indexes graph.node for ranked search: keep these names)
+NODE = "graph.node"
+NODE_UPDATE = "graph.node_update"
+NODE_DELETE = "graph.node_delete"
+EDGE = "graph.edge"
+EDGE_DELETE = "graph.edge_delete"
+TAG = "graph.tag"
+UNTAG = "graph.untag"
+VIEW = "graph.view"
+VIEW_DELETE = "graph.view_delete"
+KINDS = (NODE, NODE_UPDATE, NODE_DELETE, EDGE, EDGE_DELETE, TAG, UNTAG, VIEW, VIEW_DELETE)
+
+MAX_CONTENT_CHARS = 500_000
+MAX_SUMMARY_CHARS = 20_000
+MAX_TAGS = 50
+MAX_TAG_CHARS = 200
+MAX_META_KEYS = 50
+MAX_META_CHARS = 20_000
+DEFAULT_VIEW_BUDGET = 50_000
+MAX_BUDGET = 2_000_000
+
+_TAG = re.compile(r"^[A-Za-z0-9_.-]+:\S+$")
+_VIEW_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def estimate_tokens(text: str) -> int:
+    """Characters / 4, rounded up: cheap, dependency-free, and never an underestimate of it."""
+    return (len(text) + 3) // 4
+
+
+def node_type(value: Any) -> str:
+    if value not in NODE_TYPES:
+        raise InputError(f"node type must be one of {', '.join(NODE_TYPES)}; got {value!r}")
+    return str(value)
+
+
+def edge_type(value: Any) -> str:
+    if isinstance(value, str) and value.upper() in EDGE_TYPES:
+        return value.upper()
+    raise InputError(f"edge type must be one of {', '.join(EDGE_TYPES)}; got {value!r}")
+
+
+def content(value: Any, name: str = "content") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name} is required: pass the knowledge as a non-empty string")
+    text = value.strip()
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InputError(f"{name} is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. Split it into nodes")
+    return text
+
+
+def summary(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError("summary must be a string")
+    text = value.strip()
+    if len(text) > MAX_SUMMARY_CHARS:
+        raise InputError(f"summary is {len(text)} characters; the limit is {MAX_SUMMARY_CHARS}")
+    return text
+
+
+def tag(value: Any) -> str:
+    if not isinstance(value, str) or not _TAG.match(value.strip()) or len(value.strip()) > MAX_TAG_CHARS:
+        raise InputError(
+            f"tag {value!r} is not valid: use namespace:value without spaces, "
+            "e.g. project:viberent, task:auth, tier:reference"
+        )
+    text = value.strip()
+    namespace, _, rest = text.partition(":")
+    if namespace.lower() == "tier" and rest not in TIERS:
+        raise InputError(f"tier tag {text!r} is not known: use one of {', '.join(TIER_TAGS)}")
+    return text
+
+
+def tags(values: Any) -> list[str]:
+    """Tags from a list (or one comma-separated string), validated, deduplicated, order kept."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [part for part in values.split(",") if part.strip()]
+    if not isinstance(values, list):
+        raise InputError('tags must be a list of namespace:value strings, e.g. ["project:x", "tier:working"]')
+    if len(values) > MAX_TAGS:
+        raise InputError(f"{len(values)} tags given; the limit is {MAX_TAGS}")
+    out: list[str] = []
+    for value in values:
+        checked = tag(value)
+        if checked not in out:
+            out.append(checked)
+    return out
+
+
+def metadata(value: Any, *, allow_null: bool = False) -> dict[str, Any]:
+    """A flat JSON object of metadata; a null value (when allowed) removes that key."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError('metadata must be a JSON object, e.g. {"confidence": "high"}')
+    if len(value) > MAX_META_KEYS:
+        raise InputError(f"metadata has {len(value)} keys; the limit is {MAX_META_KEYS}")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not _META_KEY.match(key):
+            raise InputError(f"metadata key {key!r} is not valid: use 1-64 letters, digits, '_', '-' or '.'")
+        if item is None and not allow_null:
+            continue
+        if item is not None and not isinstance(item, str | int | float | bool | list | dict):
+            raise InputError(f"metadata[{key!r}] must be JSON (string, number, boolean, list or object)")
+        if len(str(item)) > MAX_META_CHARS:
+            raise InputError(f"metadata[{key!r}] is too long; the limit is {MAX_META_CHARS} characters")
+        out[key] = item
+    return out
+
+
+def meta_pairs(pairs: list[str] | None) -> dict[str, Any]:
+    """`key=value` strings (CLI --meta) as a dict; `key=` removes the key on update."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--meta {pair!r} is not key=value, e.g. --meta confidence=high")
+        out[key.strip()] = value if value else None
+    return out
+
+
+def view_name(value: Any) -> str:
+    if not isinstance(value, str) or not _VIEW_NAME.match(value.strip()):
+        raise InputError(f"view name {value!r} is not valid: use 1-64 letters, digits, '_', '-' or '.'")
+    return value.strip()
+
+
+def budget(value: Any, default: int = DEFAULT_VIEW_BUDGET) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BUDGET:
+        raise InputError(f"budget must be a whole number of tokens from 1 to {MAX_BUDGET}; got {value!r}")
+    return value
+
+
+def tier_of(node_tags: set[str] | frozenset[str]) -> str | None:
+    """The node's tier (the strongest when several are set), or None."""
+    for tier_tag in TIER_TAGS:
+        if tier_tag in node_tags:
+            return tier_tag.partition(":")[2]
+    return None

@@ -1,0 +1,268 @@
+"""Graph writes: add, update, delete, link, unlink, tag, untag, summarize, supersede, views.
+
+Each function validates everything first, then appends: a new node in one write, then its
+edges and archive tags in a second (they need the node's id, which is its event id).
+Linking or tagging what is already linked or tagged succeeds without writing anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextflow import checks
+from contextflow.app import App
+from contextflow.errors import InputError, NotFoundError
+from contextflow.events import Event
+from contextflow.graph import model
+from contextflow.graph.query import parse
+from contextflow.graph.view import GraphState, Node
+from contextflow.ids import resolve_prefix
+
+Item = tuple[str, dict[str, Any]]
+
+
+def graph(app: App) -> GraphState:
+    state: GraphState = app.store.view("graph")
+    return state
+
+
+def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
+    """The live node whose id is `prefix` or starts with it (git-style)."""
+    if not isinstance(prefix, str) or not prefix.strip():
+        raise InputError(f"{what} is required: pass a node id or a unique prefix of it")
+    wanted = prefix.strip().lower()
+    node = state.node(wanted)
+    if node is not None:
+        return node
+    if wanted in state.nodes and state.nodes[wanted].deleted:
+        raise NotFoundError(f"{what} {prefix!r} was deleted; `contextflow list` shows the nodes that exist")
+    candidates = sorted(node_id for node_id in state.live if node_id.startswith(wanted))
+    return state.nodes[resolve_prefix(wanted, candidates or [""], what)]
+
+
+def _agent(agent: Any) -> str:
+    return checks.text(agent, "agent", max_chars=200) or "unknown"
+
+
+def node_item(
+    *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
+    agent: Any = None, origin: str | None = None,
+) -> Item:
+    data: dict[str, Any] = {"type": model.node_type(type), "content": model.content(content)}
+    text = model.summary(summary)
+    if text:
+        data["summary"] = text
+    data["metadata"] = model.metadata(metadata)
+    data["tags"] = model.tags(tags)
+    data["agent"] = _agent(agent)
+    if origin:
+        data["origin"] = origin
+    return (model.NODE, data)
+
+
+def edge_item(source: str, target: str, edge_type: str, metadata: dict[str, Any] | None = None) -> Item:
+    data: dict[str, Any] = {"from": source, "to": target, "type": edge_type}
+    if metadata:
+        data["metadata"] = metadata
+    return (model.EDGE, data)
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str
+    type: str
+
+
+def parse_links(value: Any) -> list[Link]:
+    """`[{"to": id, "type": "DEPENDS_ON"}, ...]` as given to graph_remember."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError('links must be a list like [{"to": "<node id>", "type": "DEPENDS_ON"}]')
+    links: list[Link] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("to"), str):
+            raise InputError(f'links[{index}] must be an object like {{"to": "<node id>", "type": "DEPENDS_ON"}}')
+        links.append(Link(item["to"], model.edge_type(item.get("type", "RELATES_TO"))))
+    return links
+
+
+def add_node(
+    app: App, *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
+    agent: Any = None, links: list[Link] | None = None, supersedes: Any = None,
+) -> Event:
+    """A new node, optionally linked to existing nodes and replacing one (SUPERSEDES) at once."""
+    kind, data = node_item(type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent)
+    state = graph(app)
+    targets = [(resolve(state, link.target, "links[].to").id, link.type) for link in links or []]
+    if supersedes is not None:
+        targets.append((resolve(state, supersedes, "supersedes").id, "SUPERSEDES"))
+    event = app.store.append(kind, data)
+    if targets:
+        app.store.append_many([edge_item(event.id, target, edge_type) for target, edge_type in dict.fromkeys(targets)])
+    return event
+
+
+def update_node(
+    app: App, node_id: Any, *, content: Any = None, type: Any = None, summary: Any = None, metadata: Any = None,
+) -> Node:
+    node = resolve(graph(app), node_id)
+    data: dict[str, Any] = {"node": node.id}
+    if content is not None:
+        data["content"] = model.content(content)
+    if type is not None:
+        data["type"] = model.node_type(type)
+    if summary is not None:
+        data["summary"] = model.summary(summary) or ""
+    meta = model.metadata(metadata, allow_null=True)
+    if meta:
+        data["metadata"] = meta
+    if len(data) == 1:
+        raise InputError("nothing to update: pass content, type, summary or metadata")
+    app.store.append(model.NODE_UPDATE, data)
+    return graph(app).nodes[node.id]
+
+
+def derived_from(state: GraphState, node_id: str) -> list[str]:
+    """Nodes that (transitively) DERIVED_FROM this one."""
+    found: list[str] = []
+    stack = [node_id]
+    while stack:
+        current = stack.pop()
+        for edge in state.edges_in(current):
+            if edge.type == "DERIVED_FROM" and edge.source not in found and edge.source != node_id:
+                found.append(edge.source)
+                stack.append(edge.source)
+    return found
+
+
+def delete_node(app: App, node_id: Any, *, cascade: bool = False) -> list[str]:
+    """Delete a node (its edges go with it); with cascade also what was derived from it."""
+    state = graph(app)
+    node = resolve(state, node_id)
+    doomed = [node.id, *(derived_from(state, node.id) if cascade else [])]
+    app.store.append_many([(model.NODE_DELETE, {"node": target}) for target in doomed])
+    return doomed
+
+
+def link(app: App, source: Any, target: Any, edge_type: Any = "RELATES_TO", metadata: Any = None) -> bool:
+    """Link two nodes; False (and nothing written) when that edge already exists."""
+    kind = model.edge_type(edge_type)
+    state = graph(app)
+    a, b = resolve(state, source, "from id"), resolve(state, target, "to id")
+    if a.id == b.id:
+        raise InputError("a node cannot link to itself: pass two different node ids")
+    if state.edge_live(a.id, b.id, kind):
+        return False
+    app.store.append(*edge_item(a.id, b.id, kind, model.metadata(metadata)))
+    return True
+
+
+def unlink(app: App, source: Any, target: Any, edge_type: Any = None) -> list[str]:
+    """Remove the edges from `source` to `target` (of one type, or all); returns the types removed."""
+    state = graph(app)
+    a, b = resolve(state, source, "from id"), resolve(state, target, "to id")
+    kinds = [model.edge_type(edge_type)] if edge_type else list(model.EDGE_TYPES)
+    live = [kind for kind in kinds if state.edge_live(a.id, b.id, kind)]
+    if not live:
+        shown = f" of type {kinds[0]}" if edge_type else ""
+        raise NotFoundError(f"no edge{shown} from {a.id} to {b.id}; `contextflow edges {a.id}` lists its edges")
+    app.store.append_many([(model.EDGE_DELETE, {"from": a.id, "to": b.id, "type": kind}) for kind in live])
+    return live
+
+
+def tag(app: App, node_id: Any, names: Any) -> list[str]:
+    """Add tags; returns the ones that were new (tagging twice succeeds silently)."""
+    state = graph(app)
+    node = resolve(state, node_id)
+    wanted = model.tags(names)
+    if not wanted:
+        raise InputError("no tag given: pass one or more namespace:value tags, e.g. tier:reference")
+    new = [name for name in wanted if name not in state.tags_of(node.id)]
+    if new:
+        app.store.append(model.TAG, {"node": node.id, "tags": new})
+    return new
+
+
+def untag(app: App, node_id: Any, names: Any) -> list[str]:
+    """Remove tags; returns the ones that were set (removing an absent tag succeeds silently)."""
+    state = graph(app)
+    node = resolve(state, node_id)
+    wanted = model.tags(names)
+    if not wanted:
+        raise InputError("no tag given: pass the tags to remove")
+    present = [name for name in wanted if name in state.tags_of(node.id)]
+    if present:
+        app.store.append(model.UNTAG, {"node": node.id, "tags": present})
+    return present
+
+
+def archive_items(state: GraphState, node_ids: list[str]) -> list[Item]:
+    """Events that move nodes to tier:off-context (dropping their other tiers)."""
+    items: list[Item] = []
+    for node_id in node_ids:
+        current = state.tags_of(node_id)
+        other_tiers = [name for name in model.TIER_TAGS if name in current and name != model.OFF_CONTEXT]
+        if other_tiers:
+            items.append((model.UNTAG, {"node": node_id, "tags": other_tiers}))
+        if model.OFF_CONTEXT not in current:
+            items.append((model.TAG, {"node": node_id, "tags": [model.OFF_CONTEXT]}))
+    return items
+
+
+@dataclass(frozen=True)
+class Summarized:
+    id: str
+    sources: list[str]
+    archived: list[str]
+
+
+def summarize(
+    app: App, node_ids: Any, content: Any, *, archive_sources: bool = False, tags: Any = None, agent: Any = None,
+) -> Summarized:
+    """A summary node with DERIVED_FROM edges to each source; optionally archive the sources."""
+    if isinstance(node_ids, str):
+        node_ids = [part for part in node_ids.replace(",", " ").split() if part]
+    if not isinstance(node_ids, list) or not node_ids:
+        raise InputError("summarize needs the ids of the nodes it summarizes")
+    state = graph(app)
+    sources = list(dict.fromkeys(resolve(state, node_id, "source id").id for node_id in node_ids))
+    kind, data = node_item(type="summary", content=content, tags=tags, agent=agent)
+    event = app.store.append(kind, data)
+    items = [edge_item(event.id, source, "DERIVED_FROM") for source in sources]
+    archived = archive_items(state, sources) if archive_sources else []
+    app.store.append_many(items + archived)
+    return Summarized(event.id, sources, sources if archive_sources else [])
+
+
+def supersede(app: App, old: Any, new: Any) -> bool:
+    """Mark `old` as replaced by `new` (a SUPERSEDES edge from new to old)."""
+    return link(app, new, old, "SUPERSEDES")
+
+
+# -- saved views -----------------------------------------------------------------------
+
+
+def create_view(app: App, name: Any, query: Any, budget: Any = None) -> dict[str, Any]:
+    checked = model.view_name(name)
+    text = checks.text(query, "query", max_chars=4000) or ""
+    parse(text)
+    amount = model.budget(budget)
+    app.store.append(model.VIEW, {"name": checked, "query": text, "budget": amount})
+    return {"name": checked, "query": text, "budget": amount}
+
+
+def get_view(app: App, name: Any) -> Any:
+    checked = model.view_name(name)
+    found = graph(app).saved_view(checked)
+    if found is None:
+        known = ", ".join(view.name for view in graph(app).saved_views()) or "none yet"
+        raise NotFoundError(f"no view named {checked!r} (views: {known}); create it with `contextflow view create`")
+    return found
+
+
+def delete_view(app: App, name: Any) -> str:
+    found = get_view(app, name)
+    app.store.append(model.VIEW_DELETE, {"name": found.name})
+    return str(found.name)

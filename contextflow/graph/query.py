@@ -1,0 +1,373 @@
+"""The graph query language: a recursive-descent parser and a set-based evaluator.
+
+    type:<type>  tag:<tag>  tag:<namespace>:*      node type; tag (exact, or a namespace prefix)
+    created:<op><when>  updated:<op><when>         op is > < >= <=; when is a duration back from
+                                                   now (30m, 24h, 7d, 2w, 1y) or a date/time
+                                                   (2024-01-01, 2024-01-01T09:30:00Z)
+    tokens:<op><n>                                 token estimate; op also =, or none for equality
+    has:summary  has:edges                         a summary is set; the node has any edge
+    from:<id>  to:<id>                             an edge from that node to this one / from this
+                                                   node to that one (ids may be unique prefixes)
+    word  "a phrase"                               case-insensitive text in content or summary
+    AND  OR  NOT  ( )                              NOT binds tightest, then AND, then OR; two terms
+                                                   side by side mean AND
+
+`>24h` reads "newer than 24 hours ago", `<1w` "older than a week". For a date, `>2024-01-01`
+means after that day and `>=2024-01-01` from it on; a date with no operator means that day.
+Errors name the 1-based position and what was expected there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from contextflow.errors import InputError
+from contextflow.graph.model import NODE_TYPES
+from contextflow.graph.view import GraphState, Node
+from contextflow.ids import resolve_prefix
+
+FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
+OPERATORS = ("AND", "OR", "NOT")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+_DURATION = re.compile(r"^(\d{1,6})([smhdwy])$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_COMPARE = re.compile(r"^(>=|<=|>|<|=)?(.*)$", re.S)
+_FIELD = re.compile(r"^([A-Za-z]+):(.*)$", re.S)
+
+
+class QueryError(InputError):
+    """A query that does not parse; the message names the position and what was expected."""
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "(", ")", "word", "phrase", "end"
+    text: str
+    position: int  # 0-based
+
+
+# -- AST -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class All:
+    pass
+
+
+@dataclass(frozen=True)
+class And:
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Or:
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Not:
+    inner: Expr
+
+
+@dataclass(frozen=True)
+class Leaf:
+    field: str  # a FIELDS name, or "text"
+    op: str
+    value: str
+    number: int = 0  # tokens, or a time point (ms) / duration (ms, negative means "ago")
+    relative: bool = False  # a duration, resolved against `now` at evaluation
+
+
+Expr = All | And | Or | Not | Leaf
+
+
+# -- lexing and parsing -----------------------------------------------------------------
+
+
+def _lex(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char.isspace():
+            i += 1
+        elif char in "()":
+            tokens.append(Token(char, char, i))
+            i += 1
+        else:
+            start = i
+            word = ""
+            while i < len(text) and not text[i].isspace() and text[i] not in "()":
+                if text[i] == '"':
+                    close = text.find('"', i + 1)
+                    if close < 0:
+                        raise _error(text, i, 'a closing " for the quote that starts here')
+                    word += text[i + 1 : close]
+                    i = close + 1
+                    if word and text[start] == '"' and (i >= len(text) or text[i].isspace() or text[i] in "()"):
+                        break
+                else:
+                    word += text[i]
+                    i += 1
+            kind = "phrase" if text[start] == '"' else "word"
+            tokens.append(Token(kind, word, start))
+    tokens.append(Token("end", "", len(text)))
+    return tokens
+
+
+def _error(text: str, position: int, expected: str, found: str | None = None) -> QueryError:
+    if found is None:
+        rest = text[position : position + 20].split()
+        found = repr(rest[0]) if position < len(text) and rest else "the end of the query"
+    pointer = f"\n  {text}\n  {' ' * position}^"
+    return QueryError(f"query error at position {position + 1}: expected {expected}, found {found}{pointer}")
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _lex(text)
+        self.index = 0
+
+    @property
+    def peek(self) -> Token:
+        return self.tokens[self.index]
+
+    def take(self) -> Token:
+        token = self.tokens[self.index]
+        self.index += 1
+        return token
+
+    def is_op(self, name: str) -> bool:
+        return self.peek.kind == "word" and self.peek.text == name
+
+    def starts_operand(self) -> bool:
+        token = self.peek
+        return token.kind in ("(", "phrase") or (token.kind == "word" and token.text not in ("AND", "OR"))
+
+    def parse(self) -> Expr:
+        if self.peek.kind == "end":
+            return All()
+        expr = self.or_expr()
+        if self.peek.kind != "end":
+            token = self.peek
+            expected = "AND, OR or the end of the query" if token.kind == ")" else "an operator"
+            raise _error(self.text, token.position, expected, repr(token.text))
+        return expr
+
+    def or_expr(self) -> Expr:
+        expr = self.and_expr()
+        while self.is_op("OR"):
+            self.take()
+            expr = Or(expr, self.and_expr())
+        return expr
+
+    def and_expr(self) -> Expr:
+        expr = self.unary()
+        while self.is_op("AND") or self.starts_operand():
+            if self.is_op("AND"):
+                self.take()
+            expr = And(expr, self.unary())
+        return expr
+
+    def unary(self) -> Expr:
+        if self.is_op("NOT"):
+            self.take()
+            return Not(self.unary())
+        return self.primary()
+
+    def primary(self) -> Expr:
+        token = self.peek
+        if token.kind == "(":
+            self.take()
+            if self.peek.kind == ")":
+                raise _error(self.text, self.peek.position, "a term inside the parentheses", "')'")
+            expr = self.or_expr()
+            if self.peek.kind != ")":
+                raise _error(self.text, self.peek.position, f"')' to close the '(' at position {token.position + 1}")
+            self.take()
+            return expr
+        if token.kind == "end" or token.kind == ")" or token.text in OPERATORS:
+            before = self.tokens[self.index - 1].text if self.index else ""
+            where = f"a term after {before}" if before in OPERATORS else "a term (a filter like type:fact, or a word)"
+            found = None if token.kind == "end" else repr(token.text)
+            raise _error(self.text, token.position, where, found)
+        self.take()
+        if token.kind == "phrase":
+            return Leaf("text", "", token.text.lower())
+        return self.leaf(token)
+
+    def leaf(self, token: Token) -> Leaf:
+        match = _FIELD.match(token.text)
+        if not match:
+            return Leaf("text", "", token.text.lower())
+        name, value = match.group(1).lower(), match.group(2)
+        at = token.position + len(name) + 1
+        if name not in FIELDS:
+            raise _error(
+                self.text, token.position,
+                f"a filter ({', '.join(f + ':' for f in FIELDS)}); quote text that contains a colon",
+                repr(name + ":"),
+            )
+        if name == "type":
+            if value not in NODE_TYPES:
+                raise _error(self.text, at, f"a node type ({', '.join(NODE_TYPES)})", repr(value) if value else None)
+            return Leaf("type", "", value)
+        if name == "tag":
+            if ":" not in value or not value.split(":", 1)[0]:
+                raise _error(self.text, at, "a namespace:value tag, e.g. tag:project:x or tag:task:*",
+                             repr(value) if value else None)
+            return Leaf("tag", "prefix" if value.endswith("*") else "", value.rstrip("*"))
+        if name == "has":
+            if value not in ("summary", "edges"):
+                raise _error(self.text, at, "summary or edges after has:", repr(value) if value else None)
+            return Leaf("has", "", value)
+        if name in ("from", "to"):
+            if not value:
+                raise _error(self.text, at, f"a node id after {name}:")
+            return Leaf(name, "", value)
+        op, rest = _COMPARE.match(value).groups()  # type: ignore[union-attr]
+        if name == "tokens":
+            if not rest.isdigit():
+                raise _error(self.text, at + len(op or ""), "a whole number of tokens, e.g. tokens:<500",
+                             repr(rest) if rest else None)
+            return Leaf("tokens", op or "=", rest, int(rest))
+        return self.time_leaf(name, op, rest, at)
+
+    def time_leaf(self, name: str, op: str | None, rest: str, at: int) -> Leaf:
+        duration = _DURATION.match(rest)
+        if duration:
+            if op not in (">", "<", ">=", "<="):
+                raise _error(self.text, at, f"> or < before a duration, e.g. {name}:>24h (newer) or {name}:<1w (older)",
+                             repr(rest))
+            seconds = int(duration.group(1)) * _UNITS[duration.group(2)]
+            return Leaf(name, op, rest, seconds * 1000, relative=True)
+        try:
+            moment = datetime.fromisoformat(rest.replace("Z", "+00:00"))
+        except ValueError:
+            raise _error(
+                self.text, at + len(op or ""),
+                "a duration (30m, 24h, 7d, 2w, 1y) or a date (2024-01-01) after "
+                f"{name}:{op or ''}",
+                repr(rest) if rest else None,
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        start = int(moment.timestamp() * 1000)
+        if _DATE.match(rest):  # a whole day: > is after it, >= from it on, none is within it
+            end = int((moment + timedelta(days=1)).timestamp() * 1000)
+            bounds = {">": (">=", end), ">=": (">=", start), "<": ("<", start), "<=": ("<", end)}
+            if op in bounds:
+                new_op, point = bounds[op]
+                return Leaf(name, new_op, rest, point)
+            return Leaf(name, "day", rest, start)
+        return Leaf(name, op or "=", rest, start)
+
+
+def parse(text: str) -> Expr:
+    if not isinstance(text, str):
+        raise QueryError("query must be a string, e.g. \"type:fact AND tag:project:x\"")
+    return _Parser(text).parse()
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+_CMP: dict[str, Callable[[int, int], bool]] = {
+    ">": lambda a, b: a > b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b, "=": lambda a, b: a == b,
+    "day": lambda a, b: b <= a < b + 86_400_000,
+}
+
+
+class _Evaluator:
+    def __init__(self, state: GraphState, now_ms: int) -> None:
+        self.state = state
+        self.now_ms = now_ms
+
+    def resolve(self, prefix: str, field: str) -> str:
+        wanted = prefix.strip().lower()
+        if wanted in self.state.live:
+            return wanted
+        candidates = sorted(node_id for node_id in self.state.live if node_id.startswith(wanted))
+        return resolve_prefix(prefix, candidates or [""], f"node id in {field}:")
+
+    def index(self, leaf: Leaf) -> set[str] | None:
+        state = self.state
+        if leaf.field == "type":
+            return state.by_type.get(leaf.value, set())
+        if leaf.field == "tag":
+            if leaf.op == "prefix":
+                found: set[str] = set()
+                for name, members in state.by_tag.items():
+                    if name.startswith(leaf.value):
+                        found |= members
+                return found
+            return state.by_tag.get(leaf.value, set())
+        if leaf.field == "from":
+            return {edge.target for edge in state.edges_out(self.resolve(leaf.value, "from"))}
+        if leaf.field == "to":
+            return {edge.source for edge in state.edges_in(self.resolve(leaf.value, "to"))}
+        return None
+
+    def predicate(self, leaf: Leaf) -> Callable[[Node], bool]:
+        if leaf.field == "text":
+            return lambda node: leaf.value in node.lower
+        if leaf.field == "tokens":
+            compare = _CMP[leaf.op]
+            return lambda node: compare(node.tokens, leaf.number)
+        if leaf.field == "has":
+            if leaf.value == "summary":
+                return lambda node: bool(node.summary)
+            return lambda node: self.state.has_edges(node.id)
+        compare = _CMP[leaf.op]
+        point = self.now_ms - leaf.number if leaf.relative else leaf.number
+        if leaf.field == "created":
+            return lambda node: compare(node.created_ms, point)
+        return lambda node: compare(node.updated_ms, point)
+
+    def cost(self, expr: Expr) -> int:
+        if isinstance(expr, Leaf):
+            return 0 if expr.field in ("type", "tag", "from", "to") else 1
+        if isinstance(expr, And):
+            return min(self.cost(expr.left), self.cost(expr.right))
+        if isinstance(expr, Or):
+            return max(self.cost(expr.left), self.cost(expr.right))
+        return 1
+
+    def filter(self, ids: set[str], expr: Expr) -> set[str]:
+        if isinstance(expr, All):
+            return ids
+        if isinstance(expr, And):
+            first, second = sorted((expr.left, expr.right), key=self.cost)
+            narrowed = self.filter(ids, first)
+            return self.filter(narrowed, second) if narrowed else narrowed
+        if isinstance(expr, Or):
+            return self.filter(ids, expr.left) | self.filter(ids, expr.right)
+        if isinstance(expr, Not):
+            return ids - self.filter(ids, expr.inner)
+        indexed = self.index(expr)
+        if indexed is not None:
+            return ids & indexed if len(ids) > len(indexed) else {i for i in ids if i in indexed}
+        check, nodes = self.predicate(expr), self.state.nodes
+        return {node_id for node_id in ids if check(nodes[node_id])}
+
+
+def evaluate(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
+    """The ids of live nodes that match `expr`; `now_ms` anchors durations such as 24h."""
+    return _Evaluator(state, now_ms).filter(set(state.live), expr)
+
+
+def mentions_tag(expr: Expr, tag: str) -> bool:
+    """True when the query names this tag (the composer loads off-context nodes only then)."""
+    if isinstance(expr, Leaf):
+        return expr.field == "tag" and (expr.value == tag or (expr.op == "prefix" and tag.startswith(expr.value)))
+    if isinstance(expr, And | Or):
+        return mentions_tag(expr.left, tag) or mentions_tag(expr.right, tag)
+    if isinstance(expr, Not):
+        return mentions_tag(expr.inner, tag)
+    return False

@@ -1,0 +1,300 @@
+"""The graph view: a pure fold of `graph.*` events into nodes, edges, tags and saved views.
+
+Every value is kept with the order key (`Event.key`) of the event that set it, and a later
+key always wins, so the folded state does not depend on the order events arrive in:
+node fields and metadata keys are last-writer-wins per field; a tag or an edge is on when
+its latest add is newer than its latest removal; a deleted node stays a tombstone, and its
+edges disappear with it at read time. A node's id is the id of its `graph.node` event.
+No I/O here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextflow.clock import stamp_iso, stamp_ms
+from contextflow.events import Event, OrderKey
+from contextflow.graph import model
+from contextflow.graph.model import estimate_tokens
+
+ZERO: OrderKey = (0, "", 0)
+
+
+@dataclass
+class Node:
+    id: str
+    exists: bool = False
+    deleted: bool = False
+    created_key: OrderKey = ZERO
+    updated_key: OrderKey = ZERO
+    writer: str = ""
+    agent: str = ""
+    origin: str = ""
+    type: str = ""
+    content: str = ""
+    summary: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    field_keys: dict[str, OrderKey] = field(default_factory=dict)
+    tokens: int = 0
+    lower: str = ""  # content and summary, lower case, for free-text terms
+
+    @property
+    def created_ms(self) -> int:
+        return stamp_ms(self.created_key[0])
+
+    @property
+    def updated_ms(self) -> int:
+        return stamp_ms(self.updated_key[0])
+
+    @property
+    def created_at(self) -> str:
+        return stamp_iso(self.created_key[0])
+
+    @property
+    def updated_at(self) -> str:
+        return stamp_iso(self.updated_key[0])
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Latest add and latest removal of a tag, edge or saved view; on when added last."""
+
+    added: OrderKey = ZERO
+    removed: OrderKey = ZERO
+    event_id: str = ""
+    payload: Any = None
+
+    @property
+    def on(self) -> bool:
+        return self.added > self.removed
+
+
+@dataclass(frozen=True)
+class Edge:
+    id: str
+    source: str
+    target: str
+    type: str
+    created_at: str
+    metadata: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "from": self.source, "to": self.target, "type": self.type,
+                "created_at": self.created_at, "metadata": self.metadata}
+
+
+@dataclass(frozen=True)
+class SavedView:
+    name: str
+    query: str
+    budget: int
+    updated_at: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "query": self.query, "budget": self.budget, "updated_at": self.updated_at}
+
+
+EdgeKey = tuple[str, str, str]  # (from, to, type)
+
+
+@dataclass
+class GraphState:
+    nodes: dict[str, Node] = field(default_factory=dict)
+    live: set[str] = field(default_factory=set)
+    by_type: dict[str, set[str]] = field(default_factory=dict)
+    by_tag: dict[str, set[str]] = field(default_factory=dict)
+    tag_marks: dict[str, dict[str, Mark]] = field(default_factory=dict)
+    edges: dict[EdgeKey, Mark] = field(default_factory=dict)
+    out: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    inc: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    views: dict[str, Mark] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def node(self, node_id: str) -> Node | None:
+        return self.nodes[node_id] if node_id in self.live else None
+
+    def tags_of(self, node_id: str) -> set[str]:
+        marks = self.tag_marks.get(node_id, {})
+        return {name for name, mark in marks.items() if mark.on}
+
+    def _edge(self, key: EdgeKey) -> Edge | None:
+        mark = self.edges.get(key)
+        if mark is None or not mark.on or key[0] not in self.live or key[1] not in self.live:
+            return None
+        return Edge(mark.event_id, key[0], key[1], key[2], stamp_iso(mark.added[0]), mark.payload or {})
+
+    def edges_out(self, node_id: str) -> list[Edge]:
+        found = (self._edge((node_id, to, kind)) for to, kind in self.out.get(node_id, ()))
+        return sorted((e for e in found if e), key=lambda e: (e.type, e.target))
+
+    def edges_in(self, node_id: str) -> list[Edge]:
+        found = (self._edge((source, node_id, kind)) for source, kind in self.inc.get(node_id, ()))
+        return sorted((e for e in found if e), key=lambda e: (e.type, e.source))
+
+    def has_edges(self, node_id: str) -> bool:
+        return any(self._edge((node_id, to, kind)) for to, kind in self.out.get(node_id, ())) or any(
+            self._edge((source, node_id, kind)) for source, kind in self.inc.get(node_id, ())
+        )
+
+    def edge_live(self, source: str, target: str, kind: str) -> bool:
+        return self._edge((source, target, kind)) is not None
+
+    def superseded_by(self, node_id: str) -> str | None:
+        """The newest live node that SUPERSEDES this one, if any."""
+        best: tuple[OrderKey, str] | None = None
+        for source, kind in self.inc.get(node_id, ()):
+            if kind != "SUPERSEDES" or source not in self.live:
+                continue
+            mark = self.edges[(source, node_id, kind)]
+            if mark.on and (best is None or mark.added > best[0]):
+                best = (mark.added, source)
+        return best[1] if best else None
+
+    def all_edges(self) -> list[Edge]:
+        found = (self._edge(key) for key in self.edges)
+        return sorted((e for e in found if e), key=lambda e: (e.source, e.target, e.type))
+
+    def saved_views(self) -> list[SavedView]:
+        found = (self.saved_view(name) for name in sorted(self.views))
+        return [view for view in found if view is not None]
+
+    def saved_view(self, name: str) -> SavedView | None:
+        mark = self.views.get(name)
+        if mark is None or not mark.on:
+            return None
+        query, budget = mark.payload
+        return SavedView(name, query, budget, stamp_iso(mark.added[0]))
+
+
+# -- folding ---------------------------------------------------------------------------
+
+
+def _record(state: GraphState, node_id: str) -> Node:
+    node = state.nodes.get(node_id)
+    if node is None:
+        node = state.nodes[node_id] = Node(node_id)
+    return node
+
+
+def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderKey) -> None:
+    if key <= node.field_keys.get(name, ZERO):
+        return
+    node.field_keys[name] = key
+    if name.startswith("meta."):
+        meta_key = name[5:]
+        if value is None:
+            node.metadata.pop(meta_key, None)
+        else:
+            node.metadata[meta_key] = value
+        return
+    if name == "type":
+        if node.type:
+            state.by_type.get(node.type, set()).discard(node.id)
+        state.by_type.setdefault(value, set()).add(node.id)
+    setattr(node, name, value or "")
+    if name in ("content", "summary"):
+        node.tokens = estimate_tokens(node.content)
+        node.lower = f"{node.content}\n{node.summary}".lower()
+
+
+def _set_mark(marks: dict[Any, Mark], name: Any, key: OrderKey, adding: bool, event_id: str = "",
+              payload: Any = None) -> Mark:
+    old = marks.get(name, Mark())
+    if adding and key > old.added:
+        new = Mark(key, old.removed, event_id, payload)
+    elif not adding and key > old.removed:
+        new = Mark(old.added, key, old.event_id, old.payload)
+    else:
+        return old
+    marks[name] = new
+    return new
+
+
+def _tag(state: GraphState, node_id: str, names: Any, key: OrderKey, adding: bool) -> None:
+    if not isinstance(names, list):
+        return
+    marks = state.tag_marks.setdefault(node_id, {})
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        mark = _set_mark(marks, name, key, adding)
+        members = state.by_tag.setdefault(name, set())
+        if mark.on:
+            members.add(node_id)
+        else:
+            members.discard(node_id)
+
+
+def _fields(state: GraphState, node: Node, data: dict[str, Any], key: OrderKey) -> None:
+    for name in ("type", "content", "summary"):
+        if isinstance(data.get(name), str):
+            _set_field(state, node, name, data[name], key)
+    meta = data.get("metadata")
+    if isinstance(meta, dict):
+        for meta_key, value in meta.items():
+            _set_field(state, node, "meta." + str(meta_key), value, key)
+    if key > node.updated_key:
+        node.updated_key = key
+
+
+def _live(state: GraphState, node: Node) -> None:
+    if node.exists and not node.deleted:
+        state.live.add(node.id)
+    else:
+        state.live.discard(node.id)
+
+
+class GraphView:
+    name = "graph"
+
+    def initial(self) -> GraphState:
+        return GraphState()
+
+    def apply(self, state: GraphState, event: Event) -> None:
+        kind, data, key = event.kind, event.data, event.key
+        if not kind.startswith("graph."):
+            return
+        if kind == model.NODE:
+            node = _record(state, event.id)
+            node.exists, node.created_key, node.writer = True, key, event.writer
+            node.agent = str(data.get("agent") or "")
+            origin = data.get("origin")
+            if isinstance(origin, str) and origin:
+                node.origin = origin
+                known = state.origins.get(origin)
+                state.origins[origin] = min(known, event.id) if known else event.id
+            _fields(state, node, data, key)
+            _tag(state, event.id, data.get("tags"), key, True)
+            _live(state, node)
+            return
+        target = data.get("node")
+        if kind in (model.NODE_UPDATE, model.NODE_DELETE, model.TAG, model.UNTAG) and isinstance(target, str):
+            if kind == model.NODE_UPDATE:
+                _fields(state, _record(state, target), data, key)
+            elif kind == model.NODE_DELETE:
+                node = _record(state, target)
+                node.deleted = True
+                _live(state, node)
+            else:
+                _tag(state, target, data.get("tags"), key, kind == model.TAG)
+        elif kind in (model.EDGE, model.EDGE_DELETE):
+            source, dest, edge_type = data.get("from"), data.get("to"), data.get("type")
+            if not (isinstance(source, str) and isinstance(dest, str) and isinstance(edge_type, str)):
+                return
+            edge_key = (source, dest, edge_type)
+            meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+            _set_mark(state.edges, edge_key, key, kind == model.EDGE, event.id, meta)
+            state.out.setdefault(source, set()).add((dest, edge_type))
+            state.inc.setdefault(dest, set()).add((source, edge_type))
+        elif kind in (model.VIEW, model.VIEW_DELETE):
+            name = data.get("name")
+            if not isinstance(name, str):
+                return
+            budget = data.get("budget")
+            if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+                budget = model.DEFAULT_VIEW_BUDGET
+            payload = (str(data.get("query") or ""), budget)
+            _set_mark(state.views, name, key, kind == model.VIEW, event.id, payload)
