@@ -9,6 +9,8 @@ skip the refold.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import pickle
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +55,17 @@ class Health:
     segments: list[Segment] = field(default_factory=list)
     bad_lines: list[BadLineReport] = field(default_factory=list)
     bad_line_count: int = 0
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it pickled."""
+    package = Path(__file__).parent
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(package.rglob("*.py")):
+        st = path.stat()
+        digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()
 
 
 def fsync_setting(env: Mapping[str, str]) -> bool:
@@ -217,7 +230,7 @@ class Store:
 
     def _snapshot_key(self) -> tuple[Any, ...]:
         names = tuple(view.name for view in self._fold.views)
-        return (SNAPSHOT_FORMAT, __version__, str(self.folder), names)
+        return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
 
     def _load_snapshot(self) -> None:
         try:
