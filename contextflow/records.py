@@ -1,0 +1,301 @@
+"""Keyed context records (seed 000): namespaced keys holding small JSON values.
+
+Core functions behind the `context_*` tools and `contextflow context`. A record is written
+as a whole `context.set` event (the source machine is the event's writer); `context.delete`
+is a tombstone. Across writers the latest by `Event.key` wins. Expiry is judged when read,
+against the `now` the caller passes (default: the current time).
+
+On update, arguments left out keep the record's current values (label, category, thread,
+pinned, expiry), so an agent can change a value without re-sending everything.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from contextflow import checks, durations
+from contextflow.app import App
+from contextflow.clock import stamp_from_ms, stamp_iso
+from contextflow.errors import InputError, NotFoundError
+from contextflow.events import Event
+from contextflow.timeline import resolve_thread
+from contextflow.views.records import DELETE_KIND, SET_KIND, Record, RecordsState
+
+MAX_VALUE_BYTES = 64 * 1024
+MAX_KEY_CHARS = 256
+MAX_LABEL_CHARS = 200
+DEFAULT_SINCE_DAYS = 7
+DEFAULT_LIMIT = 50
+CLIPBOARD = "clipboard"
+CLIPBOARD_EXPIRY = timedelta(hours=24)
+CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
+NEVER = ("never", "none", "off")
+
+_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
+_CATEGORY = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+KEY_HELP = (
+    "a key is prefix:name, e.g. pr:owner/repo:1777, machine:chisel, project:meshcore-monitor, "
+    "waiting:pr-1777, fact:synology-nas (prefix: lower-case letters, digits, - or _; name: no spaces)"
+)
+
+
+def records_state(app: App) -> RecordsState:
+    state: RecordsState = app.store.view("records")
+    return state
+
+
+def _now(now: datetime | None) -> datetime:
+    return now if now is not None else datetime.now(UTC)
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def check_key(value: object, name: str = "key") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name} is required: {KEY_HELP}")
+    key = value.strip()
+    if len(key) > MAX_KEY_CHARS:
+        raise InputError(f"{name} is {len(key)} characters; the limit is {MAX_KEY_CHARS}. {KEY_HELP}")
+    if not _KEY.match(key):
+        raise InputError(f"{name}={key!r} is not a namespaced key: {KEY_HELP}")
+    return key
+
+
+def check_category(value: object) -> str | None:
+    category = checks.text(value, "category", max_chars=32)
+    if category is not None and not _CATEGORY.match(category):
+        raise InputError(
+            f"category={category!r} must be one lower-case word (letters, digits, - or _), "
+            f"usually one of {', '.join(CATEGORIES)}"
+        )
+    return category
+
+
+def check_value(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(
+            'value must be a JSON object, e.g. {"status": "waiting", "title": "MeshCore support"}; '
+            'wrap plain text as {"text": "..."}'
+        )
+    try:
+        size = len(orjson.dumps(value))
+    except TypeError as exc:
+        raise InputError(
+            f"value is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
+        ) from None
+    if size > MAX_VALUE_BYTES:
+        raise InputError(
+            f"value is {size} bytes as JSON; the limit is {MAX_VALUE_BYTES} (64 KB). Store a summary plus a "
+            "path or URL to the large content, or split it over several keys"
+        )
+    return value
+
+
+def _expires(value: object, now: datetime) -> str | None:
+    moment = durations.expiry(value, now)
+    return durations.iso(moment) if moment else None
+
+
+def set_record(
+    app: App,
+    *,
+    key: object,
+    value: object,
+    category: object = None,
+    label: object = None,
+    thread_id: object = None,
+    pinned: object = None,
+    expires_at: object = None,
+    agent: object = None,
+    now: datetime | None = None,
+) -> Event:
+    """Create or replace the record under `key`. Omitted optional fields keep their current values."""
+    moment = _now(now)
+    name = check_key(key)
+    data: dict[str, Any] = {"key": name, "value": check_value(value)}
+    current = records_state(app).live(name)
+    if current is not None and current.expired(_ms(moment)):
+        current = None
+    previous = current.data if current is not None else {}
+    data["category"] = check_category(category) or previous.get("category") or name.split(":", 1)[0]
+    if label is not None:
+        shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS)
+        if shown:
+            data["label"] = shown
+    elif previous.get("label"):
+        data["label"] = previous["label"]
+    if thread_id is not None:
+        if checks.text(thread_id, "thread_id"):
+            data["thread_id"] = resolve_thread(app, thread_id).id
+    elif previous.get("thread_id"):
+        data["thread_id"] = previous["thread_id"]
+    if pinned is not None and not isinstance(pinned, bool):
+        raise InputError(f"pinned must be true or false, got {pinned!r}")
+    data["pinned"] = pinned if pinned is not None else previous.get("pinned") is True
+    if isinstance(expires_at, str) and expires_at.strip().lower() in NEVER:
+        pass
+    elif expires_at is not None:
+        data["expires_at"] = _expires(expires_at, moment)
+    elif previous.get("expires_at"):
+        data["expires_at"] = previous["expires_at"]
+    elif data["category"] == CLIPBOARD:
+        data["expires_at"] = durations.iso(moment + CLIPBOARD_EXPIRY)
+    agent_name = checks.text(agent, "agent", max_chars=200)
+    if agent_name:
+        data["agent"] = agent_name
+    return app.store.append(SET_KIND, data)
+
+
+def _missing(state: RecordsState, key: str, now_ms: int) -> NotFoundError | None:
+    record = state.records.get(key)
+    if record is None:
+        hint = key.split(":", 1)[0] + ":"
+        return NotFoundError(
+            f"no context record under {key!r}; call context_list with prefix={hint!r} to see keys"
+        )
+    if record.deleted:
+        return NotFoundError(
+            f"context record {key!r} was deleted at {stamp_iso(record.event_key[0])} "
+            f"(writer {record.writer}); set it again with context_set to restore it"
+        )
+    if record.expired(now_ms):
+        return NotFoundError(
+            f"context record {key!r} expired at {record.data.get('expires_at')}; "
+            "set it again with context_set to restore it"
+        )
+    return None
+
+
+def get_record(app: App, *, key: object, now: datetime | None = None) -> Record:
+    name = check_key(key)
+    state = records_state(app)
+    problem = _missing(state, name, _ms(_now(now)))
+    if problem is not None:
+        raise problem
+    return state.records[name]
+
+
+def delete_record(app: App, *, key: object, agent: object = None, now: datetime | None = None) -> Event:
+    """Write a tombstone for a live (or expired) record."""
+    name = check_key(key)
+    state = records_state(app)
+    record = state.records.get(name)
+    if record is None or record.deleted:
+        raise _missing(state, name, _ms(_now(now))) or NotFoundError(name)
+    data: dict[str, Any] = {"key": name}
+    agent_name = checks.text(agent, "agent", max_chars=200)
+    if agent_name:
+        data["agent"] = agent_name
+    return app.store.append(DELETE_KIND, data)
+
+
+def list_records(
+    app: App,
+    *,
+    category: object = None,
+    thread_id: object = None,
+    pinned_only: object = None,
+    since_days: object = None,
+    limit: object = None,
+    prefix: object = None,
+    now: datetime | None = None,
+) -> list[Record]:
+    """Live, unexpired records updated within `since_days` (0: any time), newest first."""
+    wanted_category = check_category(category)
+    thread = resolve_thread(app, thread_id).id if checks.text(thread_id, "thread_id") else None
+    if pinned_only is not None and not isinstance(pinned_only, bool):
+        raise InputError(f"pinned_only must be true or false, got {pinned_only!r}")
+    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, 0, 36_500)
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, 500)
+    start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
+    now_ms = _ms(_now(now))
+    cutoff = (stamp_from_ms(now_ms - days * 86_400_000), "", 0) if days else (0, "", 0)
+    state = records_state(app)
+
+    def keep(record: Record) -> bool:
+        return (
+            not record.expired(now_ms)
+            and (wanted_category is None or record.category == wanted_category)
+            and (thread is None or record.thread_id == thread)
+            and (not pinned_only or record.pinned)
+            and (start is None or record.key.startswith(start))
+        )
+
+    # Pick the smallest index that answers; keyed pools are sorted here, ranked lists are already sorted.
+    pool: set[str] | list[str] | None = None
+    if pinned_only:
+        pool = state.pinned
+    if thread is not None:
+        linked = state.by_thread.get(thread, set())
+        pool = linked if pool is None or len(linked) < len(pool) else pool
+    if start is not None and (pool is None or len(pool) > 64):
+        ranged = state.keys_with_prefix(start)
+        pool = ranged if pool is None or len(ranged) < len(pool) else pool
+    if pool is not None:
+        found = [state.records[key] for key in pool if state.records[key].event_key >= cutoff]
+        found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
+        return [record for record in found if keep(record)][:count]
+    ranked = state.recent if wanted_category is None else state.by_category.get(wanted_category, [])
+    out: list[Record] = []
+    for event_key, key in reversed(ranked):
+        if event_key < cutoff:
+            break
+        record = state.records[key]
+        if keep(record):
+            out.append(record)
+            if len(out) >= count:
+                break
+    return out
+
+
+def linked_records(app: App, thread_id: str, now: datetime | None = None) -> list[Record]:
+    """Live records linked to a thread (any age), newest first."""
+    now_ms = _ms(_now(now))
+    state = records_state(app)
+    found = [state.records[key] for key in state.by_thread.get(thread_id, ())]
+    return sorted(
+        (r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True
+    )
+
+
+def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
+    now_ms = _ms(_now(now))
+    state = records_state(app)
+    found = [state.records[key] for key in state.pinned]
+    return sorted(
+        (r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True
+    )
+
+
+def waiting_records(app: App, now: datetime | None = None, limit: int = 50) -> list[Record]:
+    """Records in category `waiting` or under `waiting:` keys, oldest first (longest wait on top)."""
+    now_ms = _ms(_now(now))
+    state = records_state(app)
+    keys = {key for _, key in state.by_category.get("waiting", [])} | set(state.keys_with_prefix("waiting:"))
+    found = [state.records[key] for key in keys if not state.records[key].expired(now_ms)]
+    return sorted(found, key=lambda r: (r.created_key, r.key))[:limit]
+
+
+def record_dict(record: Record) -> dict[str, Any]:
+    """A record as JSON for output, with its provenance."""
+    data = record.data
+    return {
+        "key": record.key,
+        "value": data.get("value"),
+        "category": record.category,
+        "label": data.get("label"),
+        "thread_id": record.thread_id,
+        "pinned": record.pinned,
+        "expires_at": data.get("expires_at"),
+        "source": record.writer,
+        "agent": data.get("agent"),
+        "created_at": stamp_iso(record.created_key[0]),
+        "updated_at": stamp_iso(record.event_key[0]),
+        "id": record.event_id,
+    }

@@ -1,0 +1,377 @@
+"""Timeline (seed 001): threads of thoughts, tangents and "you are here" positions.
+
+Core functions behind the `timeline_*` tools and `contextflow timeline`. Every id argument
+accepts a unique prefix, as git does. Events written here (fields documented in
+docs/context-and-timeline.md): `timeline.thread`, `timeline.thread_update`,
+`timeline.thought`, `timeline.thought_update`, `timeline.position`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from contextflow import checks
+from contextflow.app import App
+from contextflow.errors import InputError, NotFoundError
+from contextflow.events import Event, OrderKey
+from contextflow.ids import resolve_prefix
+from contextflow.views.timeline import (
+    POSITION,
+    THOUGHT,
+    THOUGHT_STATUSES,
+    THOUGHT_TYPES,
+    THREAD,
+    THREAD_STATUSES,
+    THREAD_UPDATE,
+    Thought,
+    Thread,
+    TimelineState,
+)
+
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 4_000
+MAX_METADATA_BYTES = 16 * 1024
+MAX_TRAIL = 20
+DEFAULT_THOUGHTS = 100
+
+
+def timeline_state(app: App) -> TimelineState:
+    state: TimelineState = app.store.view("timeline")
+    return state
+
+
+def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
+    given = checks.text(value, name, required=True)
+    assert given is not None
+    state = timeline_state(app)
+    try:
+        found = resolve_prefix(given, state.thread_ids, "thread id")
+    except NotFoundError:
+        raise NotFoundError(
+            f"no thread id starts with {given!r}; call timeline_list_threads "
+            "(or `contextflow timeline threads`) to see thread ids"
+        ) from None
+    thread = state.thread(found)
+    assert thread is not None
+    return thread
+
+
+def resolve_thought(app: App, value: object, name: str = "thought_id") -> Thought:
+    given = checks.text(value, name, required=True)
+    assert given is not None
+    state = timeline_state(app)
+    try:
+        found = resolve_prefix(given, state.thought_ids, "thought id")
+    except NotFoundError:
+        raise NotFoundError(
+            f"no thought id starts with {given!r}; call timeline_get_thread to see a thread's thought ids"
+        ) from None
+    thought = state.thought(found)
+    assert thought is not None
+    return thought
+
+
+def _agent(value: object) -> dict[str, str]:
+    agent = checks.text(value, "agent", max_chars=200)
+    return {"agent": agent} if agent else {}
+
+
+def _metadata(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InputError('metadata must be a JSON object, e.g. {"files": ["src/app.py"], "commit": "abc123"}')
+    size = len(orjson.dumps(value))
+    if size > MAX_METADATA_BYTES:
+        raise InputError(
+            f"metadata is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}. Keep links, not contents"
+        )
+    return value
+
+
+# -- threads -------------------------------------------------------------------------------
+
+
+def create_thread(
+    app: App,
+    *,
+    name: object,
+    description: object = None,
+    parent_thought_id: object = None,
+    agent: object = None,
+) -> Event:
+    data: dict[str, Any] = {
+        "name": checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS),
+        "status": "active",
+        **_agent(agent),
+    }
+    described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
+    if described:
+        data["description"] = described
+    if parent_thought_id is not None:
+        data["parent_thought_id"] = resolve_thought(app, parent_thought_id, "parent_thought_id").id
+    return app.store.append(THREAD, data)
+
+
+def update_thread(
+    app: App,
+    *,
+    thread_id: object,
+    name: object = None,
+    description: object = None,
+    status: object = None,
+    agent: object = None,
+) -> Event:
+    thread = resolve_thread(app, thread_id)
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
+    if description is not None:
+        changes["description"] = (
+            checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
+        )
+    if status is not None:
+        changes["status"] = checks.choice(status, "status", THREAD_STATUSES)
+    if not changes:
+        raise InputError(
+            "nothing to change: pass name, description or status (active|paused|completed|abandoned)"
+        )
+    return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **_agent(agent)})
+
+
+def activity(state: TimelineState, thread: Thread) -> OrderKey:
+    """When anything last happened on a thread: an update, a thought or a position move."""
+    keys = [thread.updated]
+    if thread.id in state.positions:
+        keys.append(state.positions[thread.id][0])
+    if state.thread_thoughts.get(thread.id):
+        keys.append(state.thread_thoughts[thread.id][-1][0])
+    return max(keys)
+
+
+def list_threads(app: App, *, status: object = None, limit: object = None) -> list[Thread]:
+    """Threads, most recently active first; all statuses unless `status` is given."""
+    wanted = checks.choice(status, "status", THREAD_STATUSES)
+    count = checks.bounded_int(limit, "limit", 50, 1, 500)
+    state = timeline_state(app)
+    ids = state.by_status[wanted] if wanted else {i for members in state.by_status.values() for i in members}
+    threads = [thread for i in ids if (thread := state.thread(i)) is not None]
+    threads.sort(key=lambda t: (activity(state, t), t.id), reverse=True)
+    return threads[:count]
+
+
+@dataclass(frozen=True)
+class ThreadDetail:
+    thread: Thread
+    thoughts: list[Thought]
+    total_thoughts: int
+    position: Thought | None
+    children: list[Thread]
+    parent_thought: Thought | None
+
+
+def get_thread(app: App, *, thread_id: object, limit: object = None) -> ThreadDetail:
+    thread = resolve_thread(app, thread_id)
+    count = checks.bounded_int(limit, "limit", DEFAULT_THOUGHTS, 1, 1000)
+    state = timeline_state(app)
+    thoughts = state.ordered_thoughts(thread.id)
+    parent = state.thought(thread.parent_thought_id) if thread.parent_thought_id else None
+    return ThreadDetail(
+        thread, thoughts[-count:], len(thoughts), state.position(thread.id), state.children(thread.id), parent
+    )
+
+
+# -- thoughts ------------------------------------------------------------------------------
+
+
+def _thought_data(
+    app: App, thread: Thread, content: object, thought_type: object, metadata: object, agent: object
+) -> dict[str, Any]:
+    state = timeline_state(app)
+    here = state.position(thread.id)
+    data: dict[str, Any] = {
+        "thread_id": thread.id,
+        "content": checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars),
+        "thought_type": checks.choice(thought_type, "thought_type", THOUGHT_TYPES, "progress"),
+        "status": "active",
+        **_agent(agent),
+    }
+    if here is not None:
+        data["previous_thought_id"] = here.id
+    meta = _metadata(metadata)
+    if meta:
+        data["metadata"] = meta
+    return data
+
+
+def add_thought(
+    app: App,
+    *,
+    thread_id: object,
+    content: object,
+    thought_type: object = None,
+    metadata: object = None,
+    agent: object = None,
+) -> Event:
+    """A new thought after the thread's current position; the position moves to it."""
+    thread = resolve_thread(app, thread_id)
+    return app.store.append(THOUGHT, _thought_data(app, thread, content, thought_type, metadata, agent))
+
+
+def update_thought(
+    app: App,
+    *,
+    thought_id: object,
+    status: object = None,
+    content: object = None,
+    thought_type: object = None,
+    metadata: object = None,
+    agent: object = None,
+) -> Event:
+    thought = resolve_thought(app, thought_id)
+    changes: dict[str, Any] = {}
+    if content is not None:
+        changes["content"] = checks.text(
+            content, "content", required=True, max_chars=app.settings.max_note_chars
+        )
+    if status is not None:
+        changes["status"] = checks.choice(status, "status", THOUGHT_STATUSES)
+    if thought_type is not None:
+        changes["thought_type"] = checks.choice(thought_type, "thought_type", THOUGHT_TYPES)
+    if metadata is not None:
+        changes["metadata"] = _metadata(metadata)
+    if not changes:
+        raise InputError(
+            "nothing to change: pass status (active|resolved|abandoned), content, thought_type or metadata"
+        )
+    return app.store.append("timeline.thought_update", {"thought_id": thought.id, **changes, **_agent(agent)})
+
+
+# -- where am I ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Crumb:
+    """A thread and the thought it branched from, walking back to the root."""
+
+    thread: Thread
+    thought: Thought | None
+
+
+@dataclass(frozen=True)
+class Whereabouts:
+    thread: Thread
+    position: Thought | None
+    last_thought: Thought | None
+    thought_count: int
+    trail: list[Crumb]  # parent thread first, up to the root
+
+
+def trail(state: TimelineState, thread: Thread) -> list[Crumb]:
+    crumbs: list[Crumb] = []
+    seen = {thread.id}
+    current = thread
+    while current.parent_thought_id and len(crumbs) < MAX_TRAIL:
+        thought = state.thought(current.parent_thought_id)
+        parent = state.thread(thought.thread_id) if thought else None
+        if thought is None or parent is None or parent.id in seen:
+            break
+        crumbs.append(Crumb(parent, thought))
+        seen.add(parent.id)
+        current = parent
+    return crumbs
+
+
+def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
+    return Whereabouts(
+        thread,
+        state.position(thread.id),
+        state.last_thought(thread.id),
+        len(state.thread_thoughts.get(thread.id, [])),
+        trail(state, thread),
+    )
+
+
+def where_am_i(app: App, *, status: str = "active", limit: int = 50) -> list[Whereabouts]:
+    """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
+    state = timeline_state(app)
+    threads = [thread for i in state.by_status[status] if (thread := state.thread(i)) is not None]
+    threads.sort(key=lambda t: (activity(state, t), t.id), reverse=True)
+    return [whereabouts(state, thread) for thread in threads[:limit]]
+
+
+# -- tangents ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tangent:
+    thought: Event  # the tangent_start thought on the parent thread
+    thread: Event  # the new child thread
+
+
+def go_tangent(
+    app: App,
+    *,
+    thread_id: object,
+    name: object,
+    description: object = None,
+    content: object = None,
+    metadata: object = None,
+    agent: object = None,
+) -> Tangent:
+    """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
+    parent = resolve_thread(app, thread_id)
+    title = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
+    described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
+    note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {title}"
+    data = _thought_data(app, parent, note, "tangent_start", metadata, agent)
+    marker = app.store.append(THOUGHT, data)
+    child: dict[str, Any] = {
+        "name": title,
+        "status": "active",
+        "parent_thought_id": marker.id,
+        **_agent(agent),
+    }
+    if described:
+        child["description"] = described
+    return Tangent(marker, app.store.append(THREAD, child))
+
+
+@dataclass(frozen=True)
+class Return:
+    tangent: Thread
+    status: str
+    parent: Thread
+    position: Thought
+    events: list[Event]
+
+
+def return_from(app: App, *, thread_id: object, status: object = None, agent: object = None) -> Return:
+    """Close (completed) or pause a tangent and put the parent thread back at the tangent_start thought."""
+    tangent = resolve_thread(app, thread_id)
+    closing = checks.choice(status, "status", ("completed", "paused", "abandoned"), "completed")
+    assert closing is not None
+    if not tangent.parent_thought_id:
+        raise InputError(
+            f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "
+            "pass the id of a thread started with timeline_go_tangent, "
+            "or use timeline_update_thread to change this thread's status"
+        )
+    state = timeline_state(app)
+    marker = state.thought(tangent.parent_thought_id)
+    parent = state.thread(marker.thread_id) if marker else None
+    if marker is None or parent is None:
+        raise NotFoundError(
+            f"the thought {tangent.parent_thought_id} this tangent started from is not in this store yet "
+            "(another machine wrote it); wait for the store folder to sync, then return again"
+        )
+    items: list[tuple[str, dict[str, Any]]] = [
+        (THREAD_UPDATE, {"thread_id": tangent.id, "status": closing, **_agent(agent)}),
+        (POSITION, {"thread_id": parent.id, "thought_id": marker.id, **_agent(agent)}),
+    ]
+    if parent.status == "paused":
+        items.append((THREAD_UPDATE, {"thread_id": parent.id, "status": "active", **_agent(agent)}))
+    return Return(tangent, closing, parent, marker, app.store.append_many(items))

@@ -1,0 +1,175 @@
+"""Keyed context records view: the latest `context.set` / `context.delete` per key.
+
+Pure fold. Per key the event with the highest `Event.key` wins, whichever writer made it
+and whatever order events arrive in; a delete is a tombstone that wins the same way (a set
+ordered after it revives the key). Expiry is stored as a number and judged at read time.
+
+Indexes kept current so reads never scan every event: live records by recency (global and
+per category), per thread, pinned, and a sorted key list for prefix ranges.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from contextflow.events import Event, OrderKey
+
+SET_KIND = "context.set"
+DELETE_KIND = "context.delete"
+
+Ranked = tuple[OrderKey, str]  # (event key of the record's latest write, record key)
+
+
+def _expires_ms(value: Any) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass
+class Record:
+    """One key's latest write. `deleted` marks a tombstone."""
+
+    key: str
+    event_key: OrderKey
+    event_id: str
+    writer: str
+    deleted: bool
+    data: dict[str, Any]
+    expires_ms: int | None = None
+    # set events ordered after the latest tombstone; the first one is when the record was created
+    live_sets: list[OrderKey] = field(default_factory=list)
+    tombstone: OrderKey | None = None
+
+    @property
+    def category(self) -> str:
+        return _text(self.data.get("category")) or self.key.split(":", 1)[0]
+
+    @property
+    def thread_id(self) -> str | None:
+        return _text(self.data.get("thread_id"))
+
+    @property
+    def pinned(self) -> bool:
+        return self.data.get("pinned") is True
+
+    @property
+    def created_key(self) -> OrderKey:
+        return self.live_sets[0] if self.live_sets else self.event_key
+
+    def expired(self, now_ms: int) -> bool:
+        return self.expires_ms is not None and self.expires_ms <= now_ms
+
+    def note(self, event: Event) -> None:
+        """Remember a write's key for `created_key`, whether or not it is the latest."""
+        if event.kind == DELETE_KIND:
+            if self.tombstone is None or event.key > self.tombstone:
+                self.tombstone = event.key
+                cut = bisect.bisect_right(self.live_sets, event.key)
+                del self.live_sets[:cut]
+        elif self.tombstone is None or event.key > self.tombstone:
+            bisect.insort(self.live_sets, event.key)
+
+
+@dataclass
+class RecordsState:
+    records: dict[str, Record] = field(default_factory=dict)
+    recent: list[Ranked] = field(default_factory=list)
+    by_category: dict[str, list[Ranked]] = field(default_factory=dict)
+    by_thread: dict[str, set[str]] = field(default_factory=dict)
+    pinned: set[str] = field(default_factory=set)
+    live_keys: list[str] = field(default_factory=list)
+
+    def live(self, key: str) -> Record | None:
+        """The record under `key` unless deleted (expiry is the reader's call)."""
+        record = self.records.get(key)
+        return None if record is None or record.deleted else record
+
+    def keys_with_prefix(self, prefix: str) -> list[str]:
+        start = bisect.bisect_left(self.live_keys, prefix)
+        found: list[str] = []
+        for key in self.live_keys[start:]:
+            if not key.startswith(prefix):
+                break
+            found.append(key)
+        return found
+
+    def _index(self, record: Record) -> None:
+        ranked = (record.event_key, record.key)
+        bisect.insort(self.recent, ranked)
+        bisect.insort(self.by_category.setdefault(record.category, []), ranked)
+        if record.thread_id:
+            self.by_thread.setdefault(record.thread_id, set()).add(record.key)
+        if record.pinned:
+            self.pinned.add(record.key)
+        bisect.insort(self.live_keys, record.key)
+
+    def _unindex(self, record: Record) -> None:
+        ranked = (record.event_key, record.key)
+        _remove(self.recent, ranked)
+        bucket = self.by_category.get(record.category, [])
+        _remove(bucket, ranked)
+        if not bucket:
+            self.by_category.pop(record.category, None)
+        if record.thread_id:
+            linked = self.by_thread.get(record.thread_id, set())
+            linked.discard(record.key)
+            if not linked:
+                self.by_thread.pop(record.thread_id, None)
+        self.pinned.discard(record.key)
+        _remove(self.live_keys, record.key)
+
+
+def _remove(ordered: list[Any], item: Any) -> None:
+    index = bisect.bisect_left(ordered, item)
+    if index < len(ordered) and ordered[index] == item:
+        del ordered[index]
+
+
+class RecordsView:
+    name = "records"
+
+    def initial(self) -> RecordsState:
+        return RecordsState()
+
+    def apply(self, state: RecordsState, event: Event) -> None:
+        if event.kind not in (SET_KIND, DELETE_KIND):
+            return
+        key = event.data.get("key")
+        if not isinstance(key, str) or not key:
+            return
+        deleted = event.kind == DELETE_KIND
+        current = state.records.get(key)
+        if current is not None and event.key <= current.event_key:
+            current.note(event)
+            return
+        fresh = Record(
+            key,
+            event.key,
+            event.id,
+            event.writer,
+            deleted,
+            event.data,
+            None if deleted else _expires_ms(event.data.get("expires_at")),
+        )
+        if current is not None:
+            fresh.live_sets, fresh.tombstone = current.live_sets, current.tombstone
+            if not current.deleted:
+                state._unindex(current)
+        fresh.note(event)
+        state.records[key] = fresh
+        if not deleted:
+            state._index(fresh)

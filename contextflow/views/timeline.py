@@ -1,0 +1,227 @@
+"""Timeline view: threads, their thoughts, tangents and the "you are here" position per thread.
+
+Pure fold over `timeline.*` events. A thread's or thought's id is the id of the event that
+created it. Changeable fields (status, content, ...) are last-writer-wins per field by
+`Event.key`, so an update folds the same whether it arrives before or after its creation
+or another writer's update. A new thought also moves its thread's position to it (at the
+thought's key); `timeline.position` events move it explicitly (returning from a tangent).
+
+Indexes for fast reads: sorted id lists (prefix lookup), thread ids per status, thoughts
+per thread in key order, and child tangent threads per parent thought.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextflow.events import Event, OrderKey
+
+THREAD = "timeline.thread"
+THREAD_UPDATE = "timeline.thread_update"
+THOUGHT = "timeline.thought"
+THOUGHT_UPDATE = "timeline.thought_update"
+POSITION = "timeline.position"
+
+THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
+THOUGHT_TYPES = ("idea", "decision", "discovery", "blocker", "progress", "tangent_start")
+THOUGHT_STATUSES = ("active", "resolved", "abandoned")
+THREAD_FIELDS = ("name", "description", "status")
+THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass
+class Fields:
+    """Last-writer-wins values by field name: name -> (event key, value)."""
+
+    values: dict[str, tuple[OrderKey, Any]] = field(default_factory=dict)
+
+    def put(self, key: OrderKey, data: dict[str, Any], names: tuple[str, ...]) -> None:
+        for name in names:
+            if name in data and (name not in self.values or key > self.values[name][0]):
+                self.values[name] = (key, data[name])
+
+    def get(self, name: str) -> Any:
+        found = self.values.get(name)
+        return found[1] if found else None
+
+    def since(self, name: str) -> OrderKey | None:
+        found = self.values.get(name)
+        return found[0] if found else None
+
+    @property
+    def latest(self) -> OrderKey | None:
+        return max((key for key, _ in self.values.values()), default=None)
+
+
+@dataclass
+class Thread:
+    id: str
+    created: OrderKey | None = None  # None until the creating event is folded
+    writer: str = ""
+    agent: str | None = None
+    parent_thought_id: str | None = None
+    fields: Fields = field(default_factory=Fields)
+
+    @property
+    def name(self) -> str:
+        return str(self.fields.get("name") or "(unnamed)")
+
+    @property
+    def description(self) -> str | None:
+        return _text(self.fields.get("description"))
+
+    @property
+    def status(self) -> str:
+        value = self.fields.get("status")
+        return value if value in THREAD_STATUSES else "active"
+
+    @property
+    def updated(self) -> OrderKey:
+        latest = self.fields.latest
+        assert self.created is not None
+        return max(self.created, latest) if latest else self.created
+
+
+@dataclass
+class Thought:
+    id: str
+    created: OrderKey | None = None
+    writer: str = ""
+    agent: str | None = None
+    thread_id: str = ""
+    previous_thought_id: str | None = None
+    fields: Fields = field(default_factory=Fields)
+
+    @property
+    def content(self) -> str:
+        return str(self.fields.get("content") or "")
+
+    @property
+    def thought_type(self) -> str:
+        value = self.fields.get("thought_type")
+        return value if value in THOUGHT_TYPES else "progress"
+
+    @property
+    def status(self) -> str:
+        value = self.fields.get("status")
+        return value if value in THOUGHT_STATUSES else "active"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        value = self.fields.get("metadata")
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class TimelineState:
+    threads: dict[str, Thread] = field(default_factory=dict)
+    thoughts: dict[str, Thought] = field(default_factory=dict)
+    thread_ids: list[str] = field(default_factory=list)  # sorted, created threads only
+    thought_ids: list[str] = field(default_factory=list)  # sorted, created thoughts only
+    by_status: dict[str, set[str]] = field(
+        default_factory=lambda: {status: set() for status in THREAD_STATUSES}
+    )
+    thread_thoughts: dict[str, list[tuple[OrderKey, str]]] = field(default_factory=dict)
+    tangents: dict[str, set[str]] = field(default_factory=dict)  # parent thought id -> child thread ids
+    positions: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)  # thread id -> (key, thought id)
+
+    def thread(self, thread_id: str) -> Thread | None:
+        found = self.threads.get(thread_id)
+        return found if found is not None and found.created is not None else None
+
+    def thought(self, thought_id: str) -> Thought | None:
+        found = self.thoughts.get(thought_id)
+        return found if found is not None and found.created is not None else None
+
+    def ordered_thoughts(self, thread_id: str) -> list[Thought]:
+        return [self.thoughts[tid] for _, tid in self.thread_thoughts.get(thread_id, [])]
+
+    def last_thought(self, thread_id: str) -> Thought | None:
+        found = self.thread_thoughts.get(thread_id)
+        return self.thoughts[found[-1][1]] if found else None
+
+    def position(self, thread_id: str) -> Thought | None:
+        """The thought the thread's "you are here" marker points at, once that thought is known."""
+        found = self.positions.get(thread_id)
+        return self.thought(found[1]) if found else None
+
+    def children(self, thread_id: str) -> list[Thread]:
+        """Tangent threads started from thoughts of this thread, oldest first."""
+        found = [
+            child
+            for _, thought_id in self.thread_thoughts.get(thread_id, [])
+            for child_id in self.tangents.get(thought_id, ())
+            if (child := self.thread(child_id)) is not None
+        ]
+        return sorted(found, key=lambda t: (t.created, t.id))
+
+    def _move(self, thread_id: str, key: OrderKey, thought_id: str) -> None:
+        current = self.positions.get(thread_id)
+        if current is None or key > current[0]:
+            self.positions[thread_id] = (key, thought_id)
+
+    def _reindex_status(self, thread: Thread) -> None:
+        for members in self.by_status.values():
+            members.discard(thread.id)
+        if thread.created is not None:
+            self.by_status[thread.status].add(thread.id)
+
+
+class TimelineView:
+    name = "timeline"
+
+    def initial(self) -> TimelineState:
+        return TimelineState()
+
+    def apply(self, state: TimelineState, event: Event) -> None:
+        if not event.kind.startswith("timeline."):
+            return
+        data = event.data
+        if event.kind == THREAD:
+            self._thread(state, event)
+        elif event.kind == THREAD_UPDATE and (thread_id := _text(data.get("thread_id"))):
+            thread = state.threads.setdefault(thread_id, Thread(thread_id))
+            thread.fields.put(event.key, data, THREAD_FIELDS)
+            state._reindex_status(thread)
+        elif event.kind == THOUGHT:
+            self._thought(state, event)
+        elif event.kind == THOUGHT_UPDATE and (thought_id := _text(data.get("thought_id"))):
+            state.thoughts.setdefault(thought_id, Thought(thought_id)).fields.put(
+                event.key, data, THOUGHT_FIELDS
+            )
+        elif event.kind == POSITION:
+            thread_id, thought_id = _text(data.get("thread_id")), _text(data.get("thought_id"))
+            if thread_id and thought_id:
+                state._move(thread_id, event.key, thought_id)
+
+    def _thread(self, state: TimelineState, event: Event) -> None:
+        thread = state.threads.setdefault(event.id, Thread(event.id))
+        if thread.created is not None:
+            return
+        thread.created, thread.writer = event.key, event.writer
+        thread.agent = _text(event.data.get("agent"))
+        thread.parent_thought_id = _text(event.data.get("parent_thought_id"))
+        thread.fields.put(event.key, event.data, THREAD_FIELDS)
+        bisect.insort(state.thread_ids, event.id)
+        if thread.parent_thought_id:
+            state.tangents.setdefault(thread.parent_thought_id, set()).add(event.id)
+        state._reindex_status(thread)
+
+    def _thought(self, state: TimelineState, event: Event) -> None:
+        thread_id = _text(event.data.get("thread_id"))
+        thought = state.thoughts.setdefault(event.id, Thought(event.id))
+        if thread_id is None or thought.created is not None:
+            return
+        thought.created, thought.writer, thought.thread_id = event.key, event.writer, thread_id
+        thought.agent = _text(event.data.get("agent"))
+        thought.previous_thought_id = _text(event.data.get("previous_thought_id"))
+        thought.fields.put(event.key, event.data, THOUGHT_FIELDS)
+        bisect.insort(state.thought_ids, event.id)
+        bisect.insort(state.thread_thoughts.setdefault(thread_id, []), (event.key, event.id))
+        state._move(thread_id, event.key, event.id)
