@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from contextflow.errors import InputError
-from contextflow.server import sessions_tools
+from contextflow.server import memory_tools, sessions_tools
 from contextflow.server.tooling import Feature
 
 GROUPS: dict[str, Feature] = {
     "sessions": sessions_tools.FEATURE,
+    "context": memory_tools.CONTEXT_FEATURE,
+    "timeline": memory_tools.TIMELINE_FEATURE,
 }
 DEFAULT_GROUPS = ("sessions",)
 
