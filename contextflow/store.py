@@ -26,6 +26,7 @@ from contextflow.fold import Fold, View
 from contextflow.ids import new_id
 from contextflow.locate import Location, locate_store, store_state_dir, writer_id
 from contextflow.log import Cursor, LogWriter, Timeout, list_segments, parse_log_name, read_new, unchanged
+from contextflow.secrets import scrub_items
 
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_NEW_EVENTS = 2000
@@ -209,6 +210,7 @@ class Store:
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
         """Append events in one locked write; they are folded before this returns."""
+        items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         try:
             with self._writer.locked():
                 self.refresh()

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from contextflow import __version__
+from contextflow import __version__, secrets
 from contextflow.app import App
 from contextflow.errors import ContextflowError
 from contextflow.server.registry import features_for
@@ -95,7 +95,8 @@ class ContextflowServer:
             known = ", ".join(self.tools)
             return _error(f"unknown tool {name!r}; this server has: {known}")
         try:
-            reply = spec.handler(self.app, check_arguments(spec, arguments))
+            with secrets.collect() as redacted:
+                reply = spec.handler(self.app, check_arguments(spec, arguments))
         except ContextflowError as exc:
             return _error(f"{name}: {exc}")
         except Exception as exc:  # the boundary: report, never crash the server
@@ -104,9 +105,12 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=reply.text)], structured_content=reply.data
-        )
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply.text)]
+        data = reply.data
+        if redacted:  # tell the agent what was redacted before storing
+            content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
+            data = {**(data or {}), "redacted": redacted}
+        return types.CallToolResult(content=content, structured_content=data)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
