@@ -1,0 +1,87 @@
+"""Write-once, content-addressed blob files beside the logs (e.g. full conversation transcripts).
+
+On-disk contract:
+
+- A blob is `<store>/blobs/<sha[:2]>/<sha>`, where `sha` is the SHA-256 of its bytes (hex).
+  Its name says what it holds, so two machines that write the same bytes write the same
+  file and a sync tool never sees two different versions of one blob.
+- Blobs are never changed or removed once written. A write goes to a temporary file in the
+  same folder (created 0600, folders 0700), is flushed, then renamed into place.
+- A reader checks the hash, so a half-synced or damaged copy is reported, never returned.
+
+This and contextflow/log.py are the only modules that touch files in the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from contextflow.errors import NotFoundError, StoreError
+from contextflow.log import ensure_folder
+
+BLOB_DIR = "blobs"
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+def blob_path(folder: Path, sha: str) -> Path:
+    if not _SHA.match(sha):
+        raise NotFoundError(f"{sha!r} is not a blob reference: expected 64 lowercase hex characters (a SHA-256)")
+    return folder / BLOB_DIR / sha[:2] / sha
+
+
+def _ensure_dir(path: Path) -> None:
+    for part in (path.parent.parent, path.parent):
+        with contextlib.suppress(FileExistsError):
+            part.mkdir(mode=0o700)
+
+
+def write_blob(folder: Path, data: bytes, *, fsync: bool = True) -> str:
+    """Store `data` once and return its SHA-256; writing bytes that are already stored is a no-op.
+
+    Blobs are flushed to disk before the rename by default: they are rare and large, and the
+    event that refers to one is appended only after this returns.
+    """
+    sha = hashlib.sha256(data).hexdigest()
+    target = blob_path(folder, sha)
+    if target.is_file() and target.stat().st_size == len(data):
+        return sha
+    temp = target.with_name(f".{sha}.{os.getpid()}.tmp")
+    ensure_folder(folder)
+    try:
+        _ensure_dir(target)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        reason = exc.strerror or str(exc)
+        raise StoreError(f"cannot write blob {target}: {reason}. Nothing already stored was changed.") from None
+    return sha
+
+
+def read_blob(folder: Path, sha: str) -> bytes:
+    """The bytes of a blob, checked against its hash."""
+    path = blob_path(folder, sha)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"blob {sha[:12]}... is not in {folder / BLOB_DIR} yet; if another machine wrote it, "
+            "wait for the sync to bring it over and ask again"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"cannot read blob {path}: {exc.strerror or exc}") from None
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise StoreError(f"blob {path} does not match its hash (damaged or still syncing); ask again after the sync")
+    return data

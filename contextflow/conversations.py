@@ -1,0 +1,312 @@
+"""Conversation memory (seed 002): structured conversation records, saved whole, latest wins.
+
+The client's own model decomposes its session into a record: topic, categories, decisions
+(each with its reasoning and whether it was chosen or rejected), open questions, related
+entities and a summary; a multi-topic record adds an overall summary, cross-topic insights
+and `topics[]`, each with its own fields. `save_conversation` validates it (errors name the
+field, e.g. `topics[2].decisions[0].reasoning must be a string`) and appends one
+`conversation.save` event carrying the whole record. Saving the same `conversation_id`
+again replaces the record.
+
+A full transcript over `TRANSCRIPT_INLINE_TOKENS` goes to a write-once blob file (blobs.py)
+and the record keeps only its hash; transcripts are never indexed and are returned only on
+request (`show_conversation(..., include_transcript=True)`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from contextflow import checks
+from contextflow.app import App
+from contextflow.blobs import read_blob, write_blob
+from contextflow.errors import InputError, NotFoundError
+from contextflow.events import Event
+from contextflow.ids import new_id, resolve_prefix
+from contextflow.search.tokens import estimate_tokens
+from contextflow.views.conversations import SAVE_KIND, ConversationEntry, ConversationsState
+
+SINGLE, MULTI = "single_topic", "multi_topic"
+CHOSEN, REJECTED = "chosen", "rejected"
+TRANSCRIPT_INLINE_TOKENS = 10_000
+MAX_TRANSCRIPT_CHARS = 16_000_000
+MAX_RECORD_BYTES = 1_000_000
+SHORT, ITEM, LONG = 200, 4_000, 20_000
+MAX_ITEMS, MAX_TOPICS = 200, 50
+DEFAULT_LIMIT = 20
+_ID = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
+
+TOP_FIELDS = (
+    "conversation_id", "source", "project", "session_id", "conversation_type", "topic", "categories",
+    "decisions", "open_questions", "related_entities", "summary", "overall_summary", "cross_topic_insights",
+    "topics", "full_transcript",
+)
+TOPIC_FIELDS = ("topic", "categories", "decisions", "open_questions", "related_entities", "summary")
+DECISION_FIELDS = ("decision", "reasoning", "status")
+DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status": "chosen"}'
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _string(value: Any, where: str, limit: int, hint: str = "", required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise InputError(f"{where} is required: {hint}")
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be a string, got {_json_type(value)}")
+    text = value.strip()
+    if not text:
+        if required:
+            raise InputError(f"{where} is empty: {hint}")
+        return None
+    if len(text) > limit:
+        raise InputError(f"{where} is {len(text)} characters; the limit is {limit}. Shorten it")
+    return text
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f'{where} must be a list of strings, e.g. ["first", "second"], got {_json_type(value)}')
+    if len(value) > MAX_ITEMS:
+        raise InputError(f"{where} has {len(value)} items; the limit is {MAX_ITEMS}")
+    found = [_string(item, f"{where}[{n}]", ITEM, "remove the empty item", True) for n, item in enumerate(value)]
+    return [item for item in found if item]
+
+
+def _object(value: Any, where: str, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be an object like {example}, got {_json_type(value)}")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise InputError(f"{where} has unknown field(s) {', '.join(unknown)}; it takes: {', '.join(allowed)}")
+    return value
+
+
+def _decisions(value: Any, where: str) -> list[dict[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{where} must be a list of objects like {DECISION_EXAMPLE}, got {_json_type(value)}")
+    if len(value) > MAX_ITEMS:
+        raise InputError(f"{where} has {len(value)} items; the limit is {MAX_ITEMS}")
+    found: list[dict[str, str]] = []
+    for n, raw in enumerate(value):
+        at = f"{where}[{n}]"
+        item = _object(raw, at, DECISION_FIELDS, DECISION_EXAMPLE)
+        decision = _string(item.get("decision"), f"{at}.decision", ITEM, "state what was decided or rejected", True)
+        reasoning = _string(item.get("reasoning"), f"{at}.reasoning", ITEM, "say why it was chosen or rejected", True)
+        status = item.get("status", CHOSEN)
+        if status not in (CHOSEN, REJECTED):
+            raise InputError(f"{at}.status must be 'chosen' or 'rejected', got {status!r}")
+        assert decision is not None and reasoning is not None
+        found.append({"decision": decision, "reasoning": reasoning, "status": status})
+    return found
+
+
+def _common(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The fields a record and each of its topics share, validated; empty ones left out."""
+    prefix = f"{where}." if where else ""
+    out: dict[str, Any] = {
+        "topic": _string(raw.get("topic"), prefix + "topic", SHORT, "give a 2-5 word topic", True),
+        "categories": _strings(raw.get("categories"), prefix + "categories"),
+        "decisions": _decisions(raw.get("decisions"), prefix + "decisions"),
+        "open_questions": _strings(raw.get("open_questions"), prefix + "open_questions"),
+        "related_entities": _strings(raw.get("related_entities"), prefix + "related_entities"),
+    }
+    return {name: value for name, value in out.items() if value}
+
+
+def validate_record(raw: Any) -> dict[str, Any]:
+    """The record normalized (trimmed, defaults applied, empty fields dropped), or InputError naming the field."""
+    record = _object(raw, "the record", TOP_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}')
+    topics_raw = record.get("topics")
+    default_type = MULTI if topics_raw else SINGLE
+    kind = record.get("conversation_type", default_type)
+    if kind is None:
+        kind = default_type
+    if kind not in (SINGLE, MULTI):
+        raise InputError(f"conversation_type must be 'single_topic' or 'multi_topic', got {kind!r}")
+    out: dict[str, Any] = {"conversation_type": kind, **_common(record, "")}
+    if kind == SINGLE:
+        for name in ("topics", "overall_summary", "cross_topic_insights"):
+            if record.get(name):
+                raise InputError(
+                    f"{name} is only for multi_topic records: set conversation_type to multi_topic or drop {name}"
+                )
+        out["summary"] = _string(record.get("summary"), "summary", LONG, "write a 2-3 paragraph synthesis", True)
+        return out
+    summary = _string(record.get("summary"), "summary", LONG)
+    if summary:
+        out["summary"] = summary
+    hint = "a multi_topic record needs a synthesis of all its topics"
+    out["overall_summary"] = _string(record.get("overall_summary"), "overall_summary", LONG, hint, True)
+    insights = _strings(record.get("cross_topic_insights"), "cross_topic_insights")
+    if insights:
+        out["cross_topic_insights"] = insights
+    if not isinstance(topics_raw, list) or not topics_raw:
+        raise InputError(
+            "topics is required for a multi_topic record: a list of {topic, summary, decisions, ...} objects"
+        )
+    if len(topics_raw) > MAX_TOPICS:
+        raise InputError(f"topics has {len(topics_raw)} items; the limit is {MAX_TOPICS}")
+    topics = []
+    for n, item in enumerate(topics_raw):
+        at = f"topics[{n}]"
+        entry = _common(_object(item, at, TOPIC_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}'), at)
+        entry["summary"] = _string(item.get("summary"), f"{at}.summary", LONG, "summarize this topic", True)
+        topics.append(entry)
+    out["topics"] = topics
+    return out
+
+
+def conversation_id_of(value: Any) -> str | None:
+    given = _string(value, "conversation_id", 128)
+    if given is None:
+        return None
+    lowered = given.lower()
+    if not _ID.match(lowered):
+        raise InputError(
+            "conversation_id may hold only letters, digits and _.:- (up to 128 characters); "
+            "call generate_conversation_id for one"
+        )
+    return lowered
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def generate_conversation_id() -> str:
+    """A new conversation id; nothing is stored until save_conversation uses it."""
+    return new_id()
+
+
+@dataclass(frozen=True)
+class Saved:
+    event: Event
+    conversation_id: str
+    replaced: bool
+    transcript_tokens: int
+    transcript_blob: str | None
+
+
+def _transcript(app: App, value: Any) -> dict[str, Any] | None:
+    text = _string(value, "full_transcript", MAX_TRANSCRIPT_CHARS)
+    if text is None:
+        return None
+    tokens = estimate_tokens(text)
+    if tokens <= TRANSCRIPT_INLINE_TOKENS:
+        return {"tokens": tokens, "chars": len(text), "text": text}
+    sha = write_blob(app.store.folder, text.encode("utf-8"))
+    return {"tokens": tokens, "chars": len(text), "blob": sha}
+
+
+def save_conversation(app: App, raw: Any) -> Saved:
+    """Validate and store a conversation record; the same conversation_id replaces the old one."""
+    record = validate_record(raw)
+    assert isinstance(raw, dict)
+    conversation_id = conversation_id_of(raw.get("conversation_id")) or generate_conversation_id()
+    data: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "source": _string(raw.get("source"), "source", SHORT) or "unknown",
+        "project": _string(raw.get("project"), "project", SHORT) or app.settings.default_project,
+        **record,
+    }
+    session_id = checks.text(raw.get("session_id"), "session_id", max_chars=SHORT)
+    if session_id:
+        data["session_id"] = session_id
+    size = len(orjson.dumps(data))
+    if size > MAX_RECORD_BYTES:
+        raise InputError(
+            f"the record is {size} bytes without its transcript; the limit is {MAX_RECORD_BYTES}. "
+            "Summarize more tightly and put the detail in full_transcript"
+        )
+    transcript = _transcript(app, raw.get("full_transcript"))
+    if transcript:
+        data["transcript"] = transcript
+    replaced = conversation_id in conversations_state(app).records
+    event = app.store.append(SAVE_KIND, data)
+    tokens = transcript["tokens"] if transcript else 0
+    return Saved(event, conversation_id, replaced, tokens, transcript.get("blob") if transcript else None)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def conversations_state(app: App) -> ConversationsState:
+    state: ConversationsState = app.store.view("conversations")
+    return state
+
+
+def list_conversations(app: App, *, project: Any = None, limit: Any = None) -> list[ConversationEntry]:
+    """Conversation records, most recently saved first (every project unless one is named)."""
+    wanted = checks.text(project, "project", max_chars=SHORT)
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    return conversations_state(app).newest_first(wanted)[:count]
+
+
+def find_conversation(app: App, conversation_id: Any) -> ConversationEntry:
+    given = _string(conversation_id, "conversation_id", 128, "pass the id or a unique prefix of it", True)
+    assert given is not None
+    records = conversations_state(app).records
+    try:
+        chosen = resolve_prefix(given, records.keys(), "conversation_id")
+    except NotFoundError:
+        raise NotFoundError(
+            f"no conversation id starts with {given!r}; `contextflow conversations list` shows the saved ones"
+        ) from None
+    return records[chosen]
+
+
+def load_transcript(app: App, entry: ConversationEntry) -> str | None:
+    """The full transcript of a record, read from its blob when it was stored apart."""
+    transcript = entry.event.data.get("transcript")
+    if not isinstance(transcript, dict):
+        return None
+    if isinstance(transcript.get("text"), str):
+        return str(transcript["text"])
+    sha = transcript.get("blob")
+    if not isinstance(sha, str):
+        return None
+    return read_blob(app.store.folder, sha).decode("utf-8", errors="replace")
+
+
+def record_json(entry: ConversationEntry, transcript: str | None = None) -> dict[str, Any]:
+    """The record for JSON output: provenance first, the transcript only when it was asked for."""
+    data = {name: value for name, value in entry.event.data.items() if name != "transcript"}
+    out: dict[str, Any] = {
+        "id": entry.conversation_id,
+        "kind": "conversation",
+        "writer": entry.event.writer,
+        "saved_at": entry.event.ts,
+        "first_saved_at": entry.first_ts,
+        "versions": entry.versions,
+        **data,
+    }
+    meta = entry.event.data.get("transcript")
+    if isinstance(meta, dict):
+        out["transcript"] = {name: meta[name] for name in ("tokens", "chars", "blob") if name in meta}
+    if transcript is not None:
+        out["full_transcript"] = transcript
+    return out

@@ -1,0 +1,260 @@
+"""An incremental BM25 index over searchable documents, updated one operation at a time.
+
+A document is a record of some kind (a note, a conversation, a graph node) under a stable id
+`<kind>:<ref>`. It has named text fields, each weighted (`FIELD_WEIGHTS`, a weighted term
+frequency in the style of BM25F), and a little metadata (project, agent, writer, status).
+A field named `group.member` (e.g. `tags.tier:pinned`) weighs as its group and can be set
+or cleared on its own, which is how set-like values (tags added and removed) are kept.
+
+Operations come from the extractors (extractors.py), each stamped with its event's order key:
+
+- `Put` replaces the whole document (a re-saved conversation, a re-set record);
+- `Patch` changes some fields (an update event);
+- `Delete` removes it (a tombstone).
+
+Fields and metadata are last-writer-wins by order key, a `Put` drops anything older than
+itself, and a document is visible while its latest `Put` is newer than its latest `Delete`.
+So the index is the same whatever order the events arrive in, which keeps it a pure view.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextflow.events import OrderKey
+from contextflow.search.tokens import tokenize
+
+FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities": 2, "files": 2, "decisions": 2}
+K1 = 1.2
+B = 0.75
+ZERO: OrderKey = (0, "", 0)
+
+
+@dataclass(frozen=True)
+class Put:
+    """The whole document, replacing any older version of it."""
+
+    ref: str
+    fields: dict[str, str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Some fields or metadata of a document; the rest stays as it was."""
+
+    ref: str
+    fields: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delete:
+    ref: str
+
+
+Op = Put | Patch | Delete
+
+
+@dataclass(slots=True)
+class Doc:
+    doc_id: str
+    kind: str
+    ref: str
+    num: int
+    fields: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)
+    meta: dict[str, tuple[OrderKey, Any]] = field(default_factory=dict)
+    put_key: OrderKey = ZERO
+    delete_key: OrderKey = ZERO
+    terms: tuple[str, ...] = ()
+    # derived at each reindex, for fast filtering and ranking
+    project: str = ""
+    latest: OrderKey = ZERO
+
+    @property
+    def visible(self) -> bool:
+        return self.put_key > self.delete_key
+
+    def text(self, name: str) -> str:
+        entry = self.fields.get(name)
+        return entry[1] if entry else ""
+
+    def value(self, name: str, default: Any = None) -> Any:
+        entry = self.meta.get(name)
+        return entry[1] if entry else default
+
+    def field_texts(self) -> list[tuple[str, str]]:
+        return [(name, text) for name, (_, text) in self.fields.items()]
+
+
+def _merge(target: dict[str, tuple[OrderKey, Any]], values: Mapping[str, Any], key: OrderKey) -> None:
+    for name, value in values.items():
+        current = target.get(name)
+        if current is None or current[0] < key:
+            target[name] = (key, value)
+
+
+def _drop_older(target: dict[str, tuple[OrderKey, Any]], floor: OrderKey) -> None:
+    for name in [name for name, (key, _) in target.items() if key < floor]:
+        del target[name]
+
+
+@dataclass
+class Hit:
+    doc: Doc
+    score: float
+
+
+@dataclass
+class SearchIndex:
+    docs: dict[str, Doc] = field(default_factory=dict)
+    by_num: list[Doc | None] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    postings: dict[str, dict[int, int]] = field(default_factory=dict)
+    visible_count: int = 0
+    total_length: int = 0
+    skipped_events: int = 0
+
+    # -- updating --------------------------------------------------------------------------
+
+    def apply(self, kind: str, op: Op, key: OrderKey, writer: str) -> None:
+        doc = self._doc(kind, op.ref)
+        if isinstance(op, Delete):
+            if key <= doc.delete_key:
+                return
+            doc.delete_key = key
+            _drop_older(doc.fields, key)
+            _drop_older(doc.meta, key)
+        else:
+            if isinstance(op, Put):
+                if key < doc.put_key or key < doc.delete_key:
+                    return
+                doc.put_key = key
+                _drop_older(doc.fields, key)
+                _drop_older(doc.meta, key)
+            elif key < doc.put_key or key < doc.delete_key:
+                return
+            _merge(doc.fields, op.fields, key)
+            _merge(doc.meta, {**op.meta, "writer": writer}, key)
+        self._reindex(doc)
+
+    def _doc(self, kind: str, ref: str) -> Doc:
+        doc_id = f"{kind}:{ref}"
+        doc = self.docs.get(doc_id)
+        if doc is None:
+            doc = Doc(doc_id, kind, ref, len(self.by_num))
+            self.docs[doc_id] = doc
+            self.by_num.append(doc)
+            self.lengths.append(0)
+        return doc
+
+    def _reindex(self, doc: Doc) -> None:
+        num = doc.num
+        if doc.terms:
+            for term in doc.terms:
+                posting = self.postings[term]
+                del posting[num]
+                if not posting:
+                    del self.postings[term]
+            self.total_length -= self.lengths[num]
+            self.visible_count -= 1
+            doc.terms, self.lengths[num] = (), 0
+        if not doc.visible:
+            return
+        weights: Counter[str] = Counter()
+        for name, (_, text) in doc.fields.items():
+            weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
+            for term in tokenize(text):
+                weights[term] += weight
+        for term, weight in weights.items():
+            self.postings.setdefault(term, {})[num] = weight
+        length = sum(weights.values()) or 1
+        doc.terms, self.lengths[num] = tuple(weights), length
+        self.total_length += length
+        self.visible_count += 1
+        project = doc.value("project")
+        doc.project = project if isinstance(project, str) else ""
+        doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()])
+
+    # -- querying --------------------------------------------------------------------------
+
+    def visible_docs(self) -> list[Doc]:
+        return [doc for doc in self.docs.values() if doc.visible]
+
+    def search(self, terms: list[str], k: int, factor: Callable[[Doc], float]) -> list[Hit]:
+        """The `k` best documents for `terms` by BM25 times `factor(doc)`.
+
+        `factor` returns 0 for documents to leave out (filters) and at most 1 otherwise
+        (recency). Exact top-k with MaxScore pruning: terms are scored rarest first, and
+        once the terms left could not lift an unseen document into the top k, they only
+        add to the documents already found.
+        """
+        if not self.visible_count or k < 1:
+            return []
+        count = self.visible_count
+        lists = []
+        for term in dict.fromkeys(terms):
+            posting = self.postings.get(term)
+            if posting:
+                idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+                lists.append((idf * (K1 + 1.0), idf, posting))
+        lists.sort(key=lambda item: item[0], reverse=True)
+        lengths = self.lengths
+        norm_base = K1 * (1.0 - B)
+        norm_per_length = K1 * B * count / max(1, self.total_length)
+        top = K1 + 1.0
+        scores: dict[int, float] = {}
+        factors: dict[int, float] = {}
+        rest = sum(item[0] for item in lists)
+        threshold = 0.0
+        for position, (bound, idf, posting) in enumerate(lists):
+            if position and rest <= threshold:
+                live = [num for num in scores if factors.get(num, 1.0) > 0]
+                pairs = (
+                    [(num, tf) for num in live if (tf := posting.get(num)) is not None]
+                    if len(live) < len(posting)
+                    else [(num, tf) for num, tf in posting.items() if num in scores]
+                )
+                for num, tf in pairs:
+                    scores[num] += idf * tf * top / (tf + norm_base + norm_per_length * lengths[num])
+            else:
+                get = scores.get
+                for num, tf in posting.items():
+                    scores[num] = get(num, 0.0) + idf * tf * top / (tf + norm_base + norm_per_length * lengths[num])
+            rest -= bound
+            if rest > 0:
+                threshold = self._kth_best(scores, factors, factor, k)
+        finals = []
+        for num, score in scores.items():
+            weight = factors.get(num)
+            if weight is None:
+                weight = factors[num] = self._factor(num, factor)
+            if weight > 0:
+                finals.append((score * weight, num))
+        best = heapq.nlargest(k, finals)
+        return [Hit(doc, score) for score, num in best if (doc := self.by_num[num]) is not None]
+
+    def _factor(self, num: int, factor: Callable[[Doc], float]) -> float:
+        doc = self.by_num[num]
+        return factor(doc) if doc is not None else 0.0
+
+    def _kth_best(
+        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float], k: int
+    ) -> float:
+        if len(scores) < k:
+            return 0.0
+        finals = []
+        for num, score in scores.items():
+            weight = factors.get(num)
+            if weight is None:
+                weight = factors[num] = self._factor(num, factor)
+            if weight > 0:
+                finals.append(score * weight)
+        if len(finals) < k:
+            return 0.0
+        return heapq.nlargest(k, finals)[-1]

@@ -1,0 +1,60 @@
+"""Ranking: BM25 from the index, times a mild recency factor, within the caller's filters.
+
+`rank()` is the one entry point retrieval uses. The seam for a semantic ranker is the
+`Reranker` protocol: when one is passed, BM25 gathers a wider pool of candidates
+(`POOL_PER_RESULT` per result asked for) and the reranker orders them (it may also drop or
+add hits, e.g. from its own vector index over `index.docs`). None is required or shipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from contextflow.clock import stamp_ms
+from contextflow.search.index import Doc, Hit, SearchIndex
+from contextflow.search.tokens import query_terms
+
+RECENCY_FLOOR = 0.85  # a document a year old keeps about 86% of its score
+HALF_LIFE_DAYS = 90.0
+DAY_MS = 86_400_000
+POOL_PER_RESULT = 4
+
+
+def recency(doc_ms: int, now_ms: int) -> float:
+    """A factor in (RECENCY_FLOOR, 1]: 1 for now, halfway to the floor after HALF_LIFE_DAYS."""
+    age_days = max(0, now_ms - doc_ms) / DAY_MS
+    decay: float = 0.5 ** (age_days / HALF_LIFE_DAYS)
+    return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    limit: int
+    kinds: frozenset[str] = frozenset()  # empty: every kind
+    project: str | None = None  # None: every project
+
+
+class Reranker(Protocol):
+    def rerank(self, query: Query, hits: list[Hit], index: SearchIndex) -> list[Hit]: ...
+
+
+def rank(index: SearchIndex, query: Query, now_ms: int, reranker: Reranker | None = None) -> list[Hit]:
+    kinds, project = query.kinds, query.project
+
+    def factor(doc: Doc) -> float:
+        if kinds and doc.kind not in kinds:
+            return 0.0
+        if project is not None and doc.project and doc.project != project:
+            return 0.0  # a document without a project (a context record, a thought) is in every project
+        expires = doc.value("expires_ms")
+        if isinstance(expires, int) and expires <= now_ms:
+            return 0.0  # expiry is judged at read time, never in the fold
+        return recency(stamp_ms(doc.latest[0]), now_ms)
+
+    pool = query.limit * POOL_PER_RESULT if reranker is not None else query.limit
+    hits = index.search(query_terms(query.text), pool, factor)
+    if reranker is not None:
+        hits = reranker.rerank(query, hits, index)
+    return hits[: query.limit]
