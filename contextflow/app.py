@@ -23,4 +23,8 @@ class App:
         return cls(store, Settings.from_env(store.state_dir, env))
 
     def close(self) -> None:
+        if self.store.loaded:
+            from contextflow import sessions_index
+
+            sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
         self.store.close()

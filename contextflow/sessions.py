@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from contextflow import checks
+from contextflow import checks, sessions_index
 from contextflow.app import App
 from contextflow.errors import InputError, NotFoundError
 from contextflow.events import Event
@@ -251,8 +251,13 @@ def session_query(
 
 
 def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
+    if query.indexed and not app.store.loaded:
+        cached = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
+        if cached is not None:
+            return cached.get(query.project, [])
     state = sessions_state(app)
     if query.indexed:
+        sessions_index.save_if_stale(app.store, state)
         return state.recent_sessions(query.project)
     where = EntryFilter(query.project, query.agent, None, None, query.since)
     entries = [event for event in state.project_entries(query.project) if where.matches(event)]

@@ -102,9 +102,8 @@ class Store:
         self._use_snapshot = use_snapshot
         self._snapshot_path = state_dir / "snapshot.pickle"
         self._new_since_snapshot = 0
+        self._loaded = False  # the snapshot is loaded on first use, so cheap commands never pay for it
         self._reset()
-        if use_snapshot:
-            self._load_snapshot()
 
     @classmethod
     def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
@@ -126,7 +125,35 @@ class Store:
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
 
+    @property
+    def loaded(self) -> bool:
+        """True once this process has folded (or loaded) the logs."""
+        return self._loaded
+
+    def signatures(self) -> dict[str, tuple[int, int, int, int]]:
+        """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
+        return {
+            str(path): (c.dev, c.ino, c.size, c.mtime_ns)
+            for path, segment in self._segments.items()
+            if (c := segment.cursor) is not None
+        }
+
+    def current_signatures(self) -> dict[str, tuple[int, int, int, int]]:
+        """The same for the logs as they are on disk now (one stat each, nothing read)."""
+        found: dict[str, tuple[int, int, int, int]] = {}
+        for path in list_segments(self.folder, self.location.legacy_files):
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            found[str(path)] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return found
+
     def refresh(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            if self._use_snapshot:
+                self._load_snapshot()
         paths = list_segments(self.folder, self.location.legacy_files)
         if any(path not in paths for path in self._segments):
             self._rebuild(paths)

@@ -116,3 +116,26 @@ def test_a_legacy_contextflowmcp_file_is_read_and_never_rewritten(tmp_path, monk
     assert texts(app) == ["from the node server", "new"]
     assert legacy.read_bytes() == before
     assert (legacy.parent / "events.writer-a.jsonl").exists()
+
+
+def test_a_new_process_lists_sessions_from_the_sidecar_without_folding(app):
+    from contextflow.sessions import SessionQuery, list_sessions
+
+    append_note(app, agent="a", text="x", session_id="indexed")
+    assert [s.session_id for s in list_sessions(app, SessionQuery("shared"))] == ["indexed"]  # writes the sidecar
+    fresh = open_app("writer-a")
+    assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["indexed"]
+    assert not fresh.store.loaded  # answered by the sidecar alone
+
+
+def test_a_stale_or_deleted_sidecar_is_rebuilt(app):
+    from contextflow.sessions import SessionQuery, list_sessions
+
+    append_note(app, agent="a", text="x", session_id="one")
+    list_sessions(app, SessionQuery("shared"))
+    append_note(open_app("writer-b"), agent="b", text="y", session_id="two")  # the sidecar is now stale
+    fresh = open_app("writer-a")
+    assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["two", "one"]
+    assert fresh.store.loaded
+    (fresh.store.state_dir / "sessions-index.json").unlink()
+    assert [s.session_id for s in list_sessions(open_app("writer-a"), SessionQuery("shared"))] == ["two", "one"]
