@@ -49,7 +49,7 @@ def list_nodes(
     if tag is not None:
         parts.append("tag:" + model.tag(tag))
     if since is not None:
-        parts.append(f"created:>{checks.text(since, 'since')}")
+        parts.append(f"created:>={checks.text(since, 'since')}")
     return run_query(app, " AND ".join(parts), limit if limit is not None else 20)
 
 

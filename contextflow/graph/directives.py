@@ -1,0 +1,190 @@
+"""`<ctx:...>` directives an agent writes in its reply, parsed and carried out (the Stop hook).
+
+    <ctx:remember type="fact" tags="project:x,tier:reference">text</ctx:remember>
+    <ctx:recall query="type:decision AND tag:project:x"/>
+    <ctx:summarize nodes="id1,id2" archive="true">summary text</ctx:summarize>
+    <ctx:link from="id1" to="id2" type="DEPENDS_ON"/>
+    <ctx:supersede old="id1" new="id2"/>
+    <ctx:status/>
+    <ctx:task name="implement-oauth" action="start"/>   (action="end" summarize="true")
+    <ctx:expand node="id"/>
+
+Directives inside code (``` fences or `backticks`) are examples, not commands, and are
+ignored. Each directive runs on its own: one failing does not stop the others, and its
+error is reported back. Results meant for the agent (recall, status, expand, errors) come
+back as `Outcome.pending` text for the next prompt.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from contextflow.app import App
+from contextflow.errors import ContextflowError, InputError
+from contextflow.graph import explore, model, ops
+from contextflow.graph.compose import candidates_for, compose_nodes
+from contextflow.text import clip
+
+AGENT = "claude-code"
+RECALL_BUDGET = 4_000
+NAMES = ("remember", "recall", "summarize", "link", "status", "task", "expand", "supersede")
+_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.S)
+_DIRECTIVE = re.compile(
+    r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*"
+    r"(?:/>|>(?P<body>.*?)</ctx:(?P=name)\s*>)",
+    re.S,
+)
+_ATTR = re.compile(r"([a-zA-Z_-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+
+
+@dataclass(frozen=True)
+class Directive:
+    name: str
+    attrs: dict[str, str]
+    body: str
+
+
+@dataclass
+class Outcome:
+    done: list[str] = field(default_factory=list)  # one line per directive carried out
+    pending: list[str] = field(default_factory=list)  # text for the agent's next prompt
+    errors: list[str] = field(default_factory=list)
+
+
+def parse(text: str) -> list[Directive]:
+    prose = _FENCE.sub("", text)
+    found: list[Directive] = []
+    for match in _DIRECTIVE.finditer(prose):
+        attrs = {m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
+                 for m in _ATTR.finditer(match.group("attrs") or "")}
+        body = html.unescape(match.group("body") or "").strip()
+        found.append(Directive(match.group("name"), attrs, body))
+    return found
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in re.split(r"[,\s]+", value or "") if part.strip()]
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "yes", "1", "on")
+
+
+class Runner:
+    """Carries out directives against the store; `task_file` holds the current task (machine-local)."""
+
+    def __init__(self, app: App, current_task: str | None) -> None:
+        self.app = app
+        self.task = current_task
+        self.outcome = Outcome()
+
+    def run(self, directives: list[Directive]) -> Outcome:
+        handlers: dict[str, Callable[[Directive], None]] = {
+            "remember": self.remember, "recall": self.recall, "summarize": self.summarize, "link": self.link,
+            "status": self.status, "task": self.task_boundary, "expand": self.expand, "supersede": self.supersede,
+        }
+        for directive in directives:
+            handler = handlers.get(directive.name)
+            try:
+                if handler is None:
+                    raise InputError(f"unknown directive <ctx:{directive.name}>; known: {', '.join(NAMES)}")
+                handler(directive)
+            except ContextflowError as exc:
+                message = f"<ctx:{directive.name}> failed: {exc}"
+                self.outcome.errors.append(message)
+                self.outcome.pending.append(f"## ctx error\n\n{message}")
+        return self.outcome
+
+    def remember(self, d: Directive) -> None:
+        tags = model.tags(_split(d.attrs.get("tags")))
+        if self.task and not any(t.startswith("task:") for t in tags):
+            tags.append(f"task:{self.task}")
+            if model.tier_of(set(tags)) is None:
+                tags.append(model.WORKING)
+        event = ops.add_node(self.app, type=d.attrs.get("type", "observation"), content=d.body, tags=tags,
+                             summary=d.attrs.get("summary"), agent=AGENT)
+        self.outcome.done.append(f"remembered [{event.data['type']}:{event.id}] {clip(d.body, 60)}")
+
+    def recall(self, d: Directive) -> None:
+        query = d.attrs.get("query", "")
+        self._show(f"Recall results for `{clip(query, 200)}`", query)
+        self.outcome.done.append(f"recalled {clip(query, 80)}")
+
+    def _show(self, title: str, query: str, ids: list[str] | None = None) -> None:
+        state = ops.graph(self.app)
+        moment = explore.now_ms()
+        if ids is None:
+            nodes, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
+        else:
+            nodes = [state.nodes[i] for i in ids if i in state.live]
+        composed = compose_nodes(state, nodes, RECALL_BUDGET, at_ms=moment)
+        note = f"\n({composed.report()})" if composed.dropped else ""
+        body = composed.text if composed.included else "(nothing matched)\n"
+        self.outcome.pending.append(f"## {title}\n\n{body}{note}")
+
+    def summarize(self, d: Directive) -> None:
+        done = ops.summarize(self.app, _split(d.attrs.get("nodes")), d.body,
+                             archive_sources=_truthy(d.attrs.get("archive")), tags=_split(d.attrs.get("tags")),
+                             agent=AGENT)
+        self.outcome.done.append(f"summarized {len(done.sources)} node(s) as [summary:{done.id}]")
+
+    def link(self, d: Directive) -> None:
+        ops.link(self.app, d.attrs.get("from"), d.attrs.get("to"), d.attrs.get("type", "RELATES_TO"))
+        self.outcome.done.append(f"linked {d.attrs.get('from')} -> {d.attrs.get('to')}")
+
+    def supersede(self, d: Directive) -> None:
+        ops.supersede(self.app, d.attrs.get("old"), d.attrs.get("new"))
+        self.outcome.done.append(f"superseded {d.attrs.get('old')} by {d.attrs.get('new')}")
+
+    def status(self, d: Directive) -> None:
+        text = explore.status_text(explore.status(self.app))
+        if self.task:
+            text += f"\nCurrent task: {self.task}"
+        self.outcome.pending.append(f"## ctx status\n\n{text}")
+        self.outcome.done.append("status")
+
+    def expand(self, d: Directive) -> None:
+        state = ops.graph(self.app)
+        node = ops.resolve(state, d.attrs.get("node"), "node")
+        sources = [edge.target for edge in state.edges_out(node.id) if edge.type == "DERIVED_FROM"]
+        if not sources:
+            raise InputError(f"node {node.id} has no DERIVED_FROM sources to expand")
+        self._show(f"Sources of [{node.type}:{node.id}]", "", sources)
+        self.outcome.done.append(f"expanded {node.id}")
+
+    def task_boundary(self, d: Directive) -> None:
+        name = d.attrs.get("name", "").strip()
+        action = d.attrs.get("action", "start").strip().lower()
+        if not re.fullmatch(r"\S{1,120}", name):
+            raise InputError('<ctx:task> needs name="..." without spaces, e.g. name="implement-oauth"')
+        if action == "start":
+            self.task = name
+            self.outcome.done.append(f"task {name} started")
+            return
+        if action != "end":
+            raise InputError('<ctx:task> action must be "start" or "end"')
+        if self.task == name:
+            self.task = None
+        self.end_task(name, _truthy(d.attrs.get("summarize")))
+
+    def end_task(self, name: str, suggest_summary: bool) -> None:
+        """Archive the task's working nodes; promote its decisions to the reference tier."""
+        state = ops.graph(self.app)
+        members = sorted(state.by_tag.get(f"task:{name}", set()) & state.by_tag.get(model.WORKING, set()) & state.live)
+        decisions = [i for i in members if state.nodes[i].type == "decision"]
+        others = [i for i in members if i not in decisions]
+        items = ops.archive_items(state, others)
+        for node_id in decisions:
+            items += [(model.UNTAG, {"node": node_id, "tags": [model.WORKING]}),
+                      (model.TAG, {"node": node_id, "tags": [model.REFERENCE]})]
+        if items:
+            self.app.store.append_many(items)
+        self.outcome.done.append(f"task {name} ended: {len(others)} archived, {len(decisions)} decision(s) promoted")
+        if suggest_summary and others:
+            self.outcome.pending.append(
+                f"## Task {name} ended\n\n{len(others)} working node(s) were archived: {', '.join(others)}. "
+                f'To keep their conclusions, write <ctx:summarize nodes="{",".join(others)}">...</ctx:summarize>.'
+            )
