@@ -1,0 +1,254 @@
+"""The measurements themselves, one function per phase; scripts/bench runs and prints them."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mcp_types as types
+from mcp import Client
+
+from benchlib.floor_server import build_floor
+from benchlib.mcp_timing import Call, CallFailed, call_once, server_command, stdio_client, time_calls
+from benchlib.procs import ColdStart, child_pids, cold_start, vm_hwm_kb
+from benchlib.storegen import GeneratedStore, fast_ids
+from contextflow.app import App
+from contextflow.clock import HybridClock
+from contextflow.locate import Location, store_state_dir
+from contextflow.server.app import ContextflowServer
+from contextflow.server.registry import GROUPS
+from contextflow.store import Store
+
+# Checked once, at import: another part of the product may not exist yet.
+HAVE_RECORDS = importlib.util.find_spec("contextflow.records") is not None
+HAVE_TIMELINE = importlib.util.find_spec("contextflow.timeline") is not None
+EXTRA_TOOLS = ("context_get", "context_list", "timeline_where_am_i")
+PROJECT = "shared"
+NOTE = "bench note: checked the retry path and the websocket reconnect; queued messages survive now. " * 3
+
+
+@dataclass(frozen=True)
+class Settings:
+    reps: int
+    warmup: int
+    ext_reps: int
+    ks: tuple[int, ...]
+    cold_reps: int
+    records: int = 300  # keyed records and timeline threads put in each store when those tools exist
+    threads: int = 10
+    import_probe: bool = True
+
+
+@dataclass
+class SizeRun:
+    store: GeneratedStore
+    session: str
+    fold_seconds: float = 0.0
+    inmem: dict[str, list[float]] = field(default_factory=dict)
+    stdio: dict[str, list[float]] = field(default_factory=dict)
+    after_append: dict[int, list[float]] = field(default_factory=dict)
+    after_append_floor: list[float] = field(default_factory=list)
+    server_rss_kb: int = 0
+    floor_rss_kb: int = 0
+    extras_note: str = ""
+
+
+def store_env(root: Path) -> dict[str, str]:
+    """Variables that point contextflow at the store under `root` (and nowhere else)."""
+    return {
+        "CONTEXTFLOW_STORE": str(root / "store"),
+        "CONTEXTFLOW_STATE": str(root / "state"),
+        "CONTEXTFLOW_WRITER": "bench",
+        "MCP_SHARED_CONTEXT_PROJECT": PROJECT,
+        "CONTEXTFLOW_TOOLS": "all" if HAVE_RECORDS or HAVE_TIMELINE else "default",
+    }
+
+
+def snapshot_path(root: Path) -> Path:
+    return store_state_dir(root / "store", {"CONTEXTFLOW_STATE": str(root / "state")}) / "snapshot.pickle"
+
+
+def tool_calls(client: Client, session: str) -> list[Call]:
+    return [
+        Call("append_shared_note", client, "append_shared_note",
+             {"agent": "bench", "text": NOTE, "project": PROJECT, "session_id": session, "task": "benchmark"}),
+        Call("read_shared_context", client, "read_shared_context", {"project": PROJECT}),
+        Call("list_sessions", client, "list_sessions", {"project": PROJECT}),
+        Call("resume_session", client, "resume_session", {"project": PROJECT, "session_id": session}),
+    ]
+
+
+def extra_calls(client: Client) -> list[Call]:
+    calls = []
+    if HAVE_RECORDS:
+        calls += [Call("context_get", client, "context_get", {"key": "fact:bench-7"}),
+                  Call("context_list", client, "context_list", {})]
+    if HAVE_TIMELINE:
+        calls.append(Call("timeline_where_am_i", client, "timeline_where_am_i", {}))
+    return calls
+
+
+async def populate_extras(client: Client, settings: Settings) -> str:
+    """Put some keyed records and timeline threads in the store through the tools; '' when all went in."""
+    problems: list[str] = []
+    try:
+        if HAVE_RECORDS:
+            categories = ("project", "pr", "machine", "waiting", "fact")
+            for n in range(settings.records):
+                await call_once(Call("set", client, "context_set", {
+                    "key": f"fact:bench-{n}" if n < 60 else f"{categories[n % 5]}:bench-{n}",
+                    "value": {"status": "waiting", "n": n, "note": NOTE[:80]},
+                    "category": categories[n % 5], "label": f"Bench record {n}", "pinned": n % 25 == 0}))
+    except CallFailed as exc:
+        problems.append(f"records: {exc}")
+    try:
+        if HAVE_TIMELINE:
+            for t in range(settings.threads):
+                _, made = await call_once(Call("thread", client, "timeline_create_thread",
+                                               {"name": f"bench thread {t}", "description": NOTE[:80]}))
+                thread_id = (made.structured_content or {}).get("id")
+                for n in range(settings.threads):
+                    await call_once(Call("thought", client, "timeline_add_thought",
+                                         {"thread_id": thread_id, "content": f"{NOTE[:60]} {n}"}))
+    except CallFailed as exc:
+        problems.append(f"timeline: {exc}")
+    return "; ".join(problems)
+
+
+# -- warm calls in memory --------------------------------------------------------------------
+
+
+async def warm_in_memory(run: SizeRun, settings: Settings) -> None:
+    began = time.perf_counter()
+    app = App.open()
+    app.store.refresh()
+    run.fold_seconds = time.perf_counter() - began
+    try:
+        server = ContextflowServer(app).server
+        async with Client(build_floor(), mode="legacy") as floor, Client(server, mode="legacy") as client:
+            if HAVE_RECORDS or HAVE_TIMELINE:
+                run.extras_note = await populate_extras(client, settings)
+            calls = [Call("floor", floor, "noop", {}), *tool_calls(client, run.session)]
+            if not run.extras_note:
+                calls += extra_calls(client)
+            run.inmem = await time_calls(calls, settings.reps, settings.warmup)
+    finally:
+        app.close()
+
+
+# -- warm calls and reads after external appends, over stdio ----------------------------------
+
+
+def external_writer(root: Path) -> Store:
+    """Another contextflow process on this machine: its own writer, state and no views."""
+    state = root / "ext-state"
+    state.mkdir(exist_ok=True)
+    location = Location(root / "store", "bench")
+    return Store(location, "bench-ext", state, views=[], use_snapshot=False, clock=HybridClock())
+
+
+async def warm_stdio(run: SizeRun, root: Path, env: Mapping[str, str], settings: Settings) -> None:
+    async with stdio_client(server_command(False), env) as client, stdio_client(server_command(True), env) as floor:
+        server_pids, floor_pids = child_pids("contextflow serve"), child_pids("floor_server.py")
+        floor_call = Call("floor", floor, "noop", {})
+        calls = [floor_call, *tool_calls(client, run.session)]
+        if not run.extras_note:
+            calls += extra_calls(client)
+        run.stdio = await time_calls(calls, settings.reps, settings.warmup)
+        read = Call("read", client, "read_shared_context", {"project": PROJECT})
+        writer = external_writer(root)
+        writer.append("note", {"project": PROJECT, "agent": "ext", "text": "warm-up"})  # it folds the store once here
+        await call_once(read)
+        run.after_append = {k: [] for k in settings.ks}
+        for rep in range(settings.ext_reps):
+            for k in settings.ks:
+                if k:
+                    writer.append_many([("note", {"project": PROJECT, "agent": "ext", "session_id": "ext",
+                                                   "text": f"{NOTE} {rep}.{n}"}) for n in range(k)])
+                elapsed, _ = await call_once(read)
+                run.after_append[k].append(elapsed)
+            elapsed, _ = await call_once(floor_call)
+            run.after_append_floor.append(elapsed)
+        writer.close()
+        run.server_rss_kb = max((vm_hwm_kb(pid) for pid in server_pids), default=0)
+        run.floor_rss_kb = max((vm_hwm_kb(pid) for pid in floor_pids), default=0)
+
+
+# -- cold start ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ColdRun:
+    without: list[ColdStart] = field(default_factory=list)
+    with_snapshot: list[ColdStart] = field(default_factory=list)
+    floor: list[ColdStart] = field(default_factory=list)
+    import_seconds: float = math.nan
+    open_refold: float = 0.0
+    open_snapshot: float = 0.0
+    snapshot_bytes: int = 0
+
+
+def _timed_open(use_snapshot: bool) -> float:
+    began = time.perf_counter()
+    app = App.open(use_snapshot=use_snapshot)
+    app.store.refresh()
+    return time.perf_counter() - began  # not closed: closing could rewrite the snapshot
+
+
+def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) -> ColdRun:
+    result = ColdRun()
+    full_env = {**os.environ, **env}
+    call = ("read_shared_context", {"project": PROJECT})
+    snapshot = snapshot_path(root)
+    for _ in range(settings.cold_reps):
+        snapshot.unlink(missing_ok=True)
+        result.without.append(cold_start(server_command(False), full_env, *call))
+    if not snapshot.exists():  # small stores never reach the save threshold on exit
+        app = App.open()
+        app.store.save_snapshot(force=True)
+        app.close()
+    result.snapshot_bytes = snapshot.stat().st_size if snapshot.exists() else 0
+    for _ in range(settings.cold_reps):
+        result.with_snapshot.append(cold_start(server_command(False), full_env, *call))
+        result.floor.append(cold_start(server_command(True), full_env, "noop", {}))
+    if settings.import_probe:
+        began = time.perf_counter()
+        probe = [sys.executable, "-c", "import contextflow.server.app, contextflow.cli"]
+        subprocess.run(probe, env=full_env, check=True)
+        result.import_seconds = time.perf_counter() - began
+    result.open_snapshot = _timed_open(True)
+    result.open_refold = _timed_open(False)
+    return result
+
+
+# -- tools/list ----------------------------------------------------------------------------------
+
+
+async def tools_list_sizes(root: Path) -> list[tuple[str, int, int]]:
+    """(tool groups, tool count, characters of the tools/list result JSON) per setting."""
+    env = {**os.environ, **store_env(root)}
+    app = App.open(env)
+    found = []
+    try:
+        for groups in ("default", "all", *GROUPS):
+            configured = App(app.store, dataclasses.replace(app.settings, tool_groups=groups))
+            async with Client(ContextflowServer(configured).server, mode="legacy") as client:
+                listed: types.ListToolsResult = await client.list_tools()
+            found.append((groups, len(listed.tools), len(listed.model_dump_json(by_alias=True, exclude_none=True))))
+    finally:
+        app.close()
+    return found
+
+
+def new_run(store: GeneratedStore) -> SizeRun:
+    busiest = store.sessions.get(PROJECT) or [f"bench-{fast_ids(1)[0]}"]
+    return SizeRun(store, busiest[0])
+

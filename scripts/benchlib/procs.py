@@ -1,0 +1,128 @@
+"""Server processes seen from outside: a raw stdio JSON-RPC client for cold starts, and RSS.
+
+The cold-start probe speaks the handshake by hand (initialize, initialized, one tools/call)
+so the clock runs from the spawn itself to the first answered call, with nothing of the
+benchmark's own client in between.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HANDSHAKE_VERSION = "2025-11-25"
+
+
+class ProbeError(RuntimeError):
+    """The server did not answer as expected."""
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    to_initialized: float  # spawn -> initialize result
+    to_first_call: float  # spawn -> first tools/call result
+    peak_rss_kb: int
+    exit_seconds: float  # stdin closed -> process gone (includes the snapshot save)
+
+
+def vm_hwm_kb(pid: int) -> int:
+    """Peak resident set size of a live process in KiB (/proc/<pid>/status VmHWM), 0 if unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def child_pids(fragment: str) -> list[int]:
+    """Pids of this process's children whose command line contains `fragment`."""
+    found: list[int] = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in map(int, children):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if fragment in cmdline:
+                found.append(pid)
+    return found
+
+
+def _send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert process.stdin is not None
+    process.stdin.write(orjson.dumps(message) + b"\n")
+    process.stdin.flush()
+
+
+def _receive(process: subprocess.Popen[bytes], want_id: int, deadline: float) -> dict[str, Any]:
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    buffer = b""
+    while True:
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            message = orjson.loads(line)
+            if message.get("id") == want_id:
+                if "error" in message:
+                    raise ProbeError(f"request {want_id} failed: {message['error']}")
+                result: dict[str, Any] = message["result"]
+                return result
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ProbeError(f"no answer to request {want_id} in time")
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise ProbeError(f"the server exited before answering request {want_id}")
+            buffer += chunk
+
+
+def cold_start(
+    command: Sequence[str], env: Mapping[str, str], tool: str, arguments: dict[str, Any], timeout: float = 120.0
+) -> ColdStart:
+    """Spawn a stdio server, time the handshake and one tools/call, then close it cleanly."""
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=dict(env), bufsize=0,
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        _receive(process, 1, deadline)
+        initialized = time.perf_counter() - began
+        _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        params = {"name": tool, "arguments": arguments}
+        _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+        result = _receive(process, 2, deadline)
+        first_call = time.perf_counter() - began
+        if result.get("isError"):
+            raise ProbeError(f"{tool} returned an error: {result.get('content')}")
+        peak = vm_hwm_kb(process.pid)
+        closing = time.perf_counter()
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=timeout)
+        return ColdStart(initialized, first_call, peak, time.perf_counter() - closing)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()

@@ -1,0 +1,40 @@
+"""scripts/bench --quick runs end to end inside a temp folder and prints every section."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench"
+SECTIONS = (
+    "== setup",
+    "== stores",
+    "== warm calls, in-memory",
+    "== warm calls, stdio",
+    "== append cost vs store size",
+    "== read after an external append (stdio)",
+    "== cold start to the first answered call at",
+    "== peak RSS",
+    "== tools/list size",
+    "== records and timeline tools",
+    "== peers",
+    "== targets",
+)
+
+
+def test_quick_benchmark_prints_every_section_and_exits_zero(tmp_path: Path) -> None:
+    workdir = tmp_path / "bench"
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--reps", "5", "--workdir", str(workdir)],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for section in SECTIONS:
+        assert section in done.stdout, f"missing {section!r} in:\n{done.stdout}"
+    assert "floor (no-op)" in done.stdout
+    assert "ContextFlowMCP" in done.stdout
+    assert (workdir / "store-1000" / "store").is_dir(), "the store lives in the work folder it was given"
+    assert not (tmp_path / "home" / ".local").exists(), "the benchmark never writes into the caller's HOME"
