@@ -192,12 +192,21 @@ def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderK
         return
     if name == "type":
         if node.type:
-            state.by_type.get(node.type, set()).discard(node.id)
+            _discard(state.by_type, node.type, node.id)
         state.by_type.setdefault(value, set()).add(node.id)
     setattr(node, name, value or "")
     if name in ("content", "summary"):
         node.tokens = estimate_tokens(node.content)
         node.lower = f"{node.content}\n{node.summary}".lower()
+
+
+def _discard(index: dict[str, set[str]], name: str, node_id: str) -> None:
+    """Remove from an index, dropping emptied entries so equal sets of events give equal states."""
+    members = index.get(name)
+    if members is not None:
+        members.discard(node_id)
+        if not members:
+            del index[name]
 
 
 def _set_mark(marks: dict[Any, Mark], name: Any, key: OrderKey, adding: bool, event_id: str = "",
@@ -220,12 +229,10 @@ def _tag(state: GraphState, node_id: str, names: Any, key: OrderKey, adding: boo
     for name in names:
         if not isinstance(name, str):
             continue
-        mark = _set_mark(marks, name, key, adding)
-        members = state.by_tag.setdefault(name, set())
-        if mark.on:
-            members.add(node_id)
+        if _set_mark(marks, name, key, adding).on:
+            state.by_tag.setdefault(name, set()).add(node_id)
         else:
-            members.discard(node_id)
+            _discard(state.by_tag, name, node_id)
 
 
 def _fields(state: GraphState, node: Node, data: dict[str, Any], key: OrderKey) -> None:

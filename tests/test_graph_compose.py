@@ -1,0 +1,123 @@
+"""Composition: never over budget, pinned then tier then recency, and it says what it left out."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextflow.errors import InputError
+from contextflow.graph import ops
+from contextflow.graph.compose import compose, compose_nodes
+from contextflow.graph.model import estimate_tokens
+from contextflow.events import Event
+from contextflow.graph.view import GraphView
+
+AT = 1_700_000_000_000
+
+
+def synthetic(sizes_and_tiers):
+    """A graph folded from events directly (fast enough for property tests)."""
+    view = GraphView()
+    state = view.initial()
+    for n, (size, tier, with_summary) in enumerate(sizes_and_tiers):
+        data = {"type": "fact", "content": "x" * size + f" node {n}", "tags": [tier] if tier else []}
+        if with_summary:
+            data["summary"] = f"short {n}"
+        view.apply(state, Event(f"n{n:03d}", "w", n + 1, (AT - 1000 + n) << 16, "graph.node", data))
+    return state
+
+
+nodes = st.lists(
+    st.tuples(st.integers(0, 3000), st.sampled_from(("", "tier:pinned", "tier:reference", "tier:working")),
+              st.booleans()),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes, st.integers(90, 6000))
+def test_the_composed_text_never_exceeds_the_budget(specs, budget):
+    state = synthetic(specs)
+    result = compose_nodes(state, [state.nodes[i] for i in state.live], budget, at_ms=AT)
+    assert estimate_tokens(result.text) <= budget
+    assert result.tokens == estimate_tokens(result.text)
+    assert sorted(result.included + [d.id for d in result.dropped]) == sorted(state.live)
+    assert f"<!-- ctx: {len(result.included):,} nodes, {result.tokens:,} tokens" in result.text
+
+
+def test_pinned_come_first_then_reference_then_working_then_newest(app):
+    old_ref = ops.add_node(app, type="fact", content="old reference", tags=["tier:reference"])
+    working = ops.add_node(app, type="fact", content="working note", tags=["tier:working"])
+    new_ref = ops.add_node(app, type="fact", content="new reference", tags=["tier:reference"])
+    plain = ops.add_node(app, type="fact", content="no tier at all")
+    pinned = ops.add_node(app, type="fact", content="pinned one", tags=["tier:pinned"])
+    result = compose(app, "type:fact", 10_000)
+    assert result.included == [pinned.id, new_ref.id, old_ref.id, working.id, plain.id]
+
+
+def test_what_does_not_fit_is_dropped_by_priority_and_reported(app):
+    pinned = ops.add_node(app, type="fact", content="keep me", tags=["tier:pinned"])
+    big = ops.add_node(app, type="fact", content="y" * 4000, tags=["tier:reference"])
+    small = ops.add_node(app, type="observation", content="small but last")
+    result = compose(app, "", 200)
+    assert result.included == [pinned.id, small.id]
+    assert [d.id for d in result.dropped] == [big.id] and result.dropped[0].tokens == 1000
+    assert "1 did not fit" in result.text.splitlines()[0]
+    assert big.id in result.report() and estimate_tokens(result.text) <= 200
+
+
+def test_a_node_too_big_for_the_budget_is_shown_by_its_summary(app):
+    big = ops.add_node(app, type="source", content="z" * 8000, summary="The README, in short", tags=["tier:reference"])
+    result = compose(app, "", 300)
+    assert result.summarized == [big.id] and "The README, in short" in result.text and "zzzz" not in result.text
+
+
+def test_sections_follow_the_seed_format_with_dependencies_and_rationale(app):
+    fact = ops.add_node(app, type="fact", content="Single binary wanted", tags=["tier:reference"])
+    decision = ops.add_node(app, type="decision", content="Chose Go", tags=["tier:reference"],
+                            metadata={"rationale": "no runtime"}, links=[ops.Link(fact.id, "DEPENDS_ON")])
+    ops.add_node(app, type="observation", content="parser half done\nnext: NOT", tags=["tier:working"])
+    text = compose(app, None, 5000).text
+    assert text.startswith("<!-- ctx: 3 nodes, ") and text.rstrip().endswith("<!-- ctx:end -->")
+    facts, decisions, working = text.index("## Facts"), text.index("## Decisions"), text.index("## Working Context")
+    assert facts < decisions < working
+    assert f"- [decision:{decision.id} by unknown " in text
+    assert "  - Rationale: no runtime" in text and f"  - Depends on: [fact:{fact.id}]" in text
+    assert "  > next: NOT" in text  # later lines of stored text are quoted
+
+
+def test_archived_and_superseded_nodes_stay_out_unless_asked_for(app):
+    old = ops.add_node(app, type="fact", content="old way", tags=["tier:reference"])
+    ops.add_node(app, type="fact", content="new way", tags=["tier:reference"], supersedes=old.id)
+    gone = ops.add_node(app, type="fact", content="archived", tags=["tier:off-context"])
+    result = compose(app, "type:fact", 5000)
+    assert old.id not in result.included and gone.id not in result.included
+    assert result.excluded == {"archived (tier:off-context)": 1, "superseded": 1}
+    assert gone.id in compose(app, "tag:tier:off-context", 5000).included
+    assert gone.id in compose(app, "type:fact", 5000, include_archived=True).included
+    assert old.id in compose(app, "type:fact", 5000, include_superseded=True).included
+
+
+def test_a_saved_view_supplies_query_and_budget_and_a_given_budget_overrides_it(app):
+    ops.add_node(app, type="fact", content="f" * 2000)
+    ops.create_view(app, "facts", "type:fact", 150)
+    assert compose(app, view="facts").budget == 150 and compose(app, view="facts").dropped
+    assert compose(app, view="facts", budget=5000).dropped == []
+
+
+def test_a_budget_smaller_than_the_frame_is_refused(app):
+    with pytest.raises(InputError, match="budget 10 is too small"):
+        compose(app, "", 10)
+    with pytest.raises(InputError, match="budget must be a whole number"):
+        compose(app, "", 0)
+
+
+def test_stored_control_sequences_do_not_reach_the_output(app):
+    ops.add_node(app, type="fact", content="safe\x1b[31m red\x07 text")
+    text = compose(app, "", 1000).text
+    assert "\x1b" not in text and "\x07" not in text and "safe red text" in text
+
+
+def test_compose_nodes_accepts_an_empty_candidate_list(app):
+    state = ops.graph(app)
+    result = compose_nodes(state, [], 100, at_ms=AT)
+    assert result.included == [] and result.text.startswith("<!-- ctx: 0 nodes")

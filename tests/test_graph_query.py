@@ -1,0 +1,121 @@
+"""The query language: every filter and operator, precedence, and errors that point at the spot."""
+
+import pytest
+
+from contextflow.clock import stamp_ms
+from contextflow.graph import ops
+from contextflow.graph.query import And, Leaf, Not, Or, QueryError, evaluate, parse
+
+DAY = 86_400_000
+
+
+@pytest.fixture
+def graph(app):
+    """Four nodes: ids by name, plus the time they were written."""
+    a = ops.add_node(app, type="fact", content="Database uses SQLite with WAL mode", tags=["project:x", "tier:reference"])
+    b = ops.add_node(app, type="decision", content="Chose Go for a single binary", tags=["project:y"],
+                     summary="Go, one binary")
+    c = ops.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
+    d = ops.add_node(app, type="pattern", content="Errors say how to fix them", tags=["task:auth"])
+    ops.link(app, b.id, a.id, "DEPENDS_ON")
+    nodes = {"a": a.id, "b": b.id, "c": c.id, "d": d.id}
+    return app, nodes, stamp_ms(d.hlc)
+
+
+def names(graph, query, now=None):
+    app, nodes, written = graph
+    found = evaluate(parse(query), ops.graph(app), written + 1000 if now is None else now)
+    return sorted(name for name, node_id in nodes.items() if node_id in found)
+
+
+def test_type_and_tag_filters_match_exactly(graph):
+    assert names(graph, "type:fact") == ["a"]
+    assert names(graph, "tag:project:x") == ["a"]
+    assert names(graph, "tag:tier:working") == ["c"]
+    assert names(graph, "tag:project:*") == ["a", "b"]
+
+
+def test_and_or_not_and_parentheses(graph):
+    assert names(graph, "type:fact AND tag:project:x") == ["a"]
+    assert names(graph, "type:fact OR type:pattern") == ["a", "d"]
+    assert names(graph, "NOT type:fact") == ["b", "c", "d"]
+    assert names(graph, "(type:decision OR type:pattern) AND tag:task:auth") == ["d"]
+    assert names(graph, "tag:project:* AND NOT has:summary") == ["a"]
+
+
+def test_not_binds_tighter_than_and_which_binds_tighter_than_or():
+    assert parse("a OR b AND c") == Or(Leaf("text", "", "a"), And(Leaf("text", "", "b"), Leaf("text", "", "c")))
+    assert parse("NOT a AND b") == And(Not(Leaf("text", "", "a")), Leaf("text", "", "b"))
+    assert parse("(a OR b) c") == And(Or(Leaf("text", "", "a"), Leaf("text", "", "b")), Leaf("text", "", "c"))
+
+
+def test_words_and_phrases_match_content_and_summary_ignoring_case(graph):
+    assert names(graph, "sqlite") == ["a"]
+    assert names(graph, "parser") == ["c"]
+    assert names(graph, '"single binary"') == ["b"]
+    assert names(graph, "one binary") == ["b"]  # from the summary, two terms ANDed
+    assert names(graph, "go sqlite") == []
+
+
+def test_created_and_updated_compare_with_durations_and_dates(graph):
+    app, _, written = graph
+    assert names(graph, "created:>24h") == ["a", "b", "c", "d"]
+    assert names(graph, "created:<1w") == []
+    assert names(graph, "updated:<1h", now=written + 2 * 3600_000) == ["a", "b", "c", "d"]
+    assert names(graph, "created:>2000-01-01") == ["a", "b", "c", "d"]
+    assert names(graph, "created:<2000-01-01") == []
+
+
+def test_a_date_without_operator_means_that_whole_day():
+    leaf = parse("created:2024-03-05")
+    assert leaf.op == "day"
+    after = parse("created:>2024-03-05")
+    assert after.op == ">=" and after.number == parse("created:2024-03-06").number
+
+
+def test_tokens_has_from_and_to(graph):
+    assert names(graph, "tokens:>100") == ["c"]
+    assert names(graph, "tokens:<100") == ["a", "b", "d"]
+    assert names(graph, "has:summary") == ["b"]
+    assert names(graph, "has:edges") == ["a", "b"]
+    _, nodes, _ = graph
+    assert names(graph, f"from:{nodes['b']}") == ["a"]
+    assert names(graph, f"to:{nodes['a'][:6]}") == ["b"]
+
+
+def test_an_empty_query_matches_every_node(graph):
+    assert names(graph, "   ") == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("query", "position", "expected"),
+    [
+        ("type:fact AND", 14, "a term after AND"),
+        ("(type:fact", 11, "')' to close the '(' at position 1"),
+        ("type:fact)", 10, "AND, OR or the end of the query"),
+        ("type:foo", 6, "a node type"),
+        ("tag:tier", 5, "a namespace:value tag"),
+        ("created:24h", 9, "> or < before a duration"),
+        ("created:>soon", 10, "a duration (30m, 24h, 7d, 2w, 1y) or a date"),
+        ("tokens:<many", 9, "a whole number of tokens"),
+        ("has:children", 5, "summary or edges"),
+        ("colour:red", 1, "a filter (type:, tag:"),
+        ('"unclosed', 1, 'a closing "'),
+        ("()", 2, "a term inside the parentheses"),
+        ("a OR OR b", 6, "a term after OR"),
+        ("NOT", 4, "a term after NOT"),
+        ("from:", 6, "a node id after from:"),
+    ],
+)
+def test_parse_errors_name_the_position_and_what_was_expected(query, position, expected):
+    with pytest.raises(QueryError) as caught:
+        parse(query)
+    message = str(caught.value)
+    assert f"position {position}:" in message and expected in message
+    assert message.rstrip().endswith("^")
+
+
+def test_an_unknown_or_ambiguous_node_in_from_is_a_clear_error(graph):
+    app, _, _ = graph
+    with pytest.raises(Exception, match="no node id in from: starts with 'zzzz'"):
+        evaluate(parse("from:zzzz"), ops.graph(app), 0)

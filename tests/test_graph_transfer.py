@@ -1,0 +1,95 @@
+"""Export, import (with and without merge), ingest, and the Mermaid/dot pictures."""
+
+import pytest
+
+from contextflow.errors import InputError
+from contextflow.graph import ops, picture, transfer
+from tests.conftest import open_app
+
+
+def seed(app):
+    a = ops.add_node(app, type="fact", content="a fact", tags=["project:x"])
+    b = ops.add_node(app, type="decision", content='a "quoted" decision', links=[ops.Link(a.id, "DEPENDS_ON")])
+    ops.create_view(app, "facts", "type:fact", 1000)
+    return a, b
+
+
+def test_importing_an_export_into_another_store_keeps_nodes_edges_tags_and_views(app, tmp_path):
+    a, b = seed(app)
+    doc = transfer.export_graph(app)
+    other = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "other"), CONTEXTFLOW_STATE=str(tmp_path / "st2"))
+    try:
+        result = transfer.import_graph(other, doc)
+        assert (result.nodes_added, result.edges_added, result.views_added) == (2, 1, 1)
+        state = ops.graph(other)
+        new_a, new_b = result.id_map[a.id], result.id_map[b.id]
+        assert state.edge_live(new_b, new_a, "DEPENDS_ON") and state.tags_of(new_a) == {"project:x"}
+        assert state.nodes[new_a].origin == a.id
+        events = other.store.event_count
+        again = transfer.import_graph(other, doc, merge=True)
+        assert again.nodes_added == 0 and again.edges_added == 0 and other.store.event_count == events
+        with pytest.raises(InputError, match="already here .* --merge"):
+            transfer.import_graph(other, doc)
+        assert other.store.event_count == events
+        # and back: the nodes that came from here are recognised by their origin
+        back = transfer.import_graph(app, transfer.export_graph(other), merge=True)
+        assert back.nodes_added == 0
+    finally:
+        other.close()
+
+
+def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
+    seed(app)
+    doc = transfer.export_graph(app, "type:fact")
+    assert [n["type"] for n in doc["nodes"]] == ["fact"] and doc["edges"] == []
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ([], "not a contextflow graph export"),
+        ({"format": "contextflow-graph", "version": 9}, "version 9 is not supported"),
+        ({"format": "contextflow-graph", "version": 1, "nodes": "x"}, "'nodes' must be a list"),
+        ({"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
+         r"nodes\[0\] \(q\): node type"),
+    ],
+)
+def test_bad_imports_are_refused_and_nothing_is_written(app, doc, message):
+    before = app.store.event_count
+    with pytest.raises(InputError, match=message):
+        transfer.import_graph(app, doc)
+    assert app.store.event_count == before
+
+
+def test_ingest_stores_a_file_once_and_supersedes_it_when_it_changes(app, tmp_path):
+    file = tmp_path / "README.md"
+    file.write_text("# Title\nbody\n")
+    first = transfer.ingest_file(app, str(file), tags=["project:x"])
+    assert first.created and transfer.ingest_file(app, file).id == first.id
+    node = ops.graph(app).node(first.id)
+    assert node.type == "source" and node.metadata["name"] == "README.md" and node.metadata["bytes"] == 13
+    file.write_text("# Title\nnew body\n")
+    second = transfer.ingest_file(app, file)
+    assert second.created and second.replaced == first.id
+    assert ops.graph(app).superseded_by(first.id) == second.id
+
+
+def test_ingest_refuses_missing_and_binary_files(app, tmp_path):
+    with pytest.raises(InputError, match="cannot read"):
+        transfer.ingest_file(app, tmp_path / "missing.txt")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputError, match="not UTF-8 text"):
+        transfer.ingest_file(app, binary)
+
+
+def test_pictures_draw_nodes_and_edges_with_escaped_labels(app):
+    a, b = seed(app)
+    state = ops.graph(app)
+    nodes = [state.nodes[a.id], state.nodes[b.id]]
+    mermaid = picture.mermaid(state, nodes)
+    assert mermaid.startswith("graph LR") and f"n{b.id} -->|DEPENDS_ON| n{a.id}" in mermaid
+    assert "#quot;quoted#quot;" in mermaid
+    dot = picture.dot(state, nodes)
+    assert dot.startswith("digraph contextflow {") and f'"{b.id}" -> "{a.id}" [label="DEPENDS_ON"];' in dot
+    assert '\\"quoted\\"' in dot and dot.rstrip().endswith("}")
