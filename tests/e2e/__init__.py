@@ -1,0 +1,1 @@
+"""End-to-end tests: `contextflow serve` as a real subprocess, driven by real MCP clients."""
