@@ -5,10 +5,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextflow.errors import InputError
+from contextflow.events import Event
 from contextflow.graph import ops
 from contextflow.graph.compose import compose, compose_nodes
 from contextflow.graph.model import estimate_tokens
-from contextflow.events import Event
 from contextflow.graph.view import GraphView
 
 AT = 1_700_000_000_000

@@ -86,7 +86,7 @@ def test_summarize_links_sources_and_can_archive_them(app):
     assert done.sources == [a.id, b.id] and state.node(done.id).type == "summary"
     assert {e.target for e in state.edges_out(done.id) if e.type == "DERIVED_FROM"} == {a.id, b.id}
     assert state.tags_of(a.id) == {"tier:off-context"}
-    root, steps = explore.trace(app, done.id)
+    _, steps = explore.trace(app, done.id)
     assert {s.node.id for s in steps} == {a.id, b.id}
     _, back = explore.trace(app, a.id, reverse=True)
     assert [s.node.id for s in back] == [done.id]

@@ -12,7 +12,8 @@ DAY = 86_400_000
 @pytest.fixture
 def graph(app):
     """Four nodes: ids by name, plus the time they were written."""
-    a = ops.add_node(app, type="fact", content="Database uses SQLite with WAL mode", tags=["project:x", "tier:reference"])
+    a = ops.add_node(app, type="fact", content="Database uses SQLite with WAL mode",
+                     tags=["project:x", "tier:reference"])
     b = ops.add_node(app, type="decision", content="Chose Go for a single binary", tags=["project:y"],
                      summary="Go, one binary")
     c = ops.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
@@ -58,7 +59,7 @@ def test_words_and_phrases_match_content_and_summary_ignoring_case(graph):
 
 
 def test_created_and_updated_compare_with_durations_and_dates(graph):
-    app, _, written = graph
+    _, _, written = graph
     assert names(graph, "created:>24h") == ["a", "b", "c", "d"]
     assert names(graph, "created:<1w") == []
     assert names(graph, "updated:<1h", now=written + 2 * 3600_000) == ["a", "b", "c", "d"]

@@ -28,7 +28,7 @@ def test_importing_an_export_into_another_store_keeps_nodes_edges_tags_and_views
         events = other.store.event_count
         again = transfer.import_graph(other, doc, merge=True)
         assert again.nodes_added == 0 and again.edges_added == 0 and other.store.event_count == events
-        with pytest.raises(InputError, match="already here .* --merge"):
+        with pytest.raises(InputError, match=r"already here .* --merge"):
             transfer.import_graph(other, doc)
         assert other.store.event_count == events
         # and back: the nodes that came from here are recognised by their origin

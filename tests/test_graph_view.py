@@ -10,12 +10,13 @@ from tests.conftest import open_app
 NODES = ("n1", "n2", "n3")
 WRITERS = ("alpha", "beta")
 TAGS = ("tier:working", "tier:reference", "project:x")
+META_VALUES = st.none() | st.integers(0, 3)
 
 op = st.one_of(
     st.tuples(st.just("graph.node_update"), st.sampled_from(NODES),
               st.fixed_dictionaries({"content": st.text(max_size=6), "type": st.sampled_from(("fact", "decision"))})),
     st.tuples(st.just("graph.node_update"), st.sampled_from(NODES),
-              st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from("ab"), st.none() | st.integers(0, 3))})),
+              st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from("ab"), META_VALUES)})),
     st.tuples(st.sampled_from(("graph.tag", "graph.untag")), st.sampled_from(NODES),
               st.builds(lambda t: {"tags": [t]}, st.sampled_from(TAGS))),
     st.tuples(st.just("graph.node_delete"), st.sampled_from(NODES), st.just({})),
@@ -30,7 +31,8 @@ op = st.one_of(
 
 def build(rows, clash_ms: bool) -> list[Event]:
     events = [
-        Event(node, "alpha", n + 1, (1000 + n) << 16, "graph.node", {"type": "fact", "content": node, "tags": ["project:x"]})
+        Event(node, "alpha", n + 1, (1000 + n) << 16, "graph.node",
+              {"type": "fact", "content": node, "tags": ["project:x"]})
         for n, node in enumerate(NODES)
     ]
     seqs = {"alpha": len(NODES), "beta": 0}
