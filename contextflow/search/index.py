@@ -66,12 +66,12 @@ class Doc:
     doc_id: str
     kind: str
     ref: str
-    num: int
+    num: int = field(compare=False)  # position in arrival order: not part of the logical state
     fields: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)
     meta: dict[str, tuple[OrderKey, Any]] = field(default_factory=dict)
     put_key: OrderKey = ZERO
     delete_key: OrderKey = ZERO
-    terms: tuple[str, ...] = ()
+    terms: tuple[str, ...] = field(default=(), compare=False)
     # derived at each reindex, for fast filtering and ranking
     project: str = ""
     latest: OrderKey = ZERO
@@ -110,7 +110,7 @@ class Hit:
     score: float
 
 
-@dataclass
+@dataclass(eq=False)
 class SearchIndex:
     docs: dict[str, Doc] = field(default_factory=dict)
     by_num: list[Doc | None] = field(default_factory=list)
@@ -119,6 +119,21 @@ class SearchIndex:
     visible_count: int = 0
     total_length: int = 0
     skipped_events: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the logical content is: the same documents and postings, however numbered."""
+        if not isinstance(other, SearchIndex):
+            return NotImplemented
+        return self._canonical() == other._canonical()
+
+    def _canonical(self) -> tuple[Any, ...]:
+        def doc_id(num: int) -> str:
+            doc = self.by_num[num]
+            return doc.doc_id if doc is not None else ""
+
+        postings = {term: {doc_id(num): w for num, w in posting.items()} for term, posting in self.postings.items()}
+        lengths = {doc.doc_id: self.lengths[doc.num] for doc in self.docs.values()}
+        return (self.docs, postings, lengths, self.visible_count, self.total_length, self.skipped_events)
 
     # -- updating --------------------------------------------------------------------------
 
