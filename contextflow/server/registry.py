@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from contextflow.errors import InputError
-from contextflow.server import graph_tools, memory_tools, sessions_tools
+from contextflow.server import conversation_tools, graph_tools, memory_tools, sessions_tools
 from contextflow.server.tooling import Feature
 
 GROUPS: dict[str, Feature] = {
     "sessions": sessions_tools.FEATURE,
     "context": memory_tools.CONTEXT_FEATURE,
     "timeline": memory_tools.TIMELINE_FEATURE,
+    "recall": conversation_tools.FEATURE,
     "graph": graph_tools.FEATURE,
 }
 DEFAULT_GROUPS = ("sessions",)
