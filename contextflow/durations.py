@@ -83,15 +83,16 @@ def age(moment: datetime, now: datetime) -> str:
         return "in the future"
     if seconds < 60:
         return "just now"
-    for size, unit in (
-        (86400 * 365, "year"),
-        (86400 * 30, "month"),
-        (86400 * 7, "week"),
-        (86400, "day"),
-        (3600, "hour"),
-        (60, "minute"),
+    # (unit size, first shown from): days up to two weeks read better than "1 week"
+    for size, start, unit in (
+        (86400 * 365, 86400 * 365, "year"),
+        (86400 * 30, 86400 * 60, "month"),
+        (86400 * 7, 86400 * 14, "week"),
+        (86400, 86400, "day"),
+        (3600, 3600, "hour"),
+        (60, 60, "minute"),
     ):
-        if seconds >= size:
+        if seconds >= start:
             count = seconds // size
             return f"{count} {unit}{'s' if count != 1 else ''} ago"
     return "just now"  # pragma: no cover
