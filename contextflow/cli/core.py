@@ -12,7 +12,18 @@ from contextflow.diagnose import problems, store_info
 
 
 def register(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="run the MCP server on stdio", description="Run the MCP server on stdio.")
+    serve = sub.add_parser(
+        "serve",
+        help="run the MCP server (stdio, or HTTP with --http)",
+        description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens "
+        "scoped to projects (see docs/http-bridge.md).",
+    )
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on with --http (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port with --http (default 8765; 0 picks a free one)")
+    serve.add_argument(
+        "--tokens", metavar="FILE", help="token grants JSON for --http (else CONTEXTFLOW_HTTP_TOKENS_FILE and friends)"
+    )
     serve.set_defaults(func=cmd_serve)
 
     doctor = sub.add_parser(
@@ -33,6 +44,14 @@ def register(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace, app: App) -> int:
+    if args.http:
+        import os
+
+        from contextflow.server.auth import load_grants
+        from contextflow.server.http import run_http
+
+        run_http(app, load_grants(os.environ, args.tokens), args.host, args.port)
+        return 0
     from contextflow.server.app import run_stdio
 
     run_stdio(app)

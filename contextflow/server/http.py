@@ -1,0 +1,253 @@
+"""The HTTP bridge: the MCP server over streamable HTTP, with bearer tokens scoped to projects.
+
+`contextflow serve --http` binds 127.0.0.1 by default. Every request to `/mcp` needs
+`Authorization: Bearer <token>` (see auth.py for grants); anything else gets 401.
+
+Scoping is enforced below the tools, so every tool, prompt and resource (also ones added
+later) obeys it without knowing about it. Each grant gets its own `App` whose store:
+
+- folds only events of the projects the grant may read (`ProjectFilter` wraps every view), so
+  nothing of another project can be listed, searched, resolved by id prefix or counted into a
+  summary. An event's project is its `project` field, or `shared` when it has none;
+- stamps the grant's default project on events that carry none, and refuses any write to a
+  project the grant may not write (read-only grants cannot write at all; their tool list
+  shows only read-only tools).
+
+Each grant also has its own active-session file, so one remote agent never moves another's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import mcp_types as types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+from contextflow import __version__
+from contextflow.app import App
+from contextflow.errors import InputError
+from contextflow.events import Event
+from contextflow.fold import View
+from contextflow.server.app import INSTRUCTIONS, ContextflowServer
+from contextflow.server.auth import Grant, GrantVerifier
+from contextflow.store import Store, fsync_setting
+from contextflow.views.sessions import project_of
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass
+class ProjectFilter:
+    """A view that only sees events of the given projects (pure and picklable like the view it wraps)."""
+
+    inner: View
+    projects: frozenset[str]
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.inner.name
+
+    def initial(self) -> Any:
+        return self.inner.initial()
+
+    def apply(self, state: Any, event: Event) -> None:
+        if project_of(event) in self.projects:
+            self.inner.apply(state, event)
+
+
+class GrantStore(Store):
+    """The store as one grant may use it: reads filtered by its views, writes checked here."""
+
+    grant: Grant
+    default_project: str
+
+    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
+        stamped: list[tuple[str, dict[str, Any]]] = []
+        for kind, data in items:
+            project = data.get("project")
+            if not isinstance(project, str) or not project.strip():
+                data, project = {**data, "project": self.default_project}, self.default_project
+            project = project.strip()
+            if not self.grant.can_write(project):
+                raise InputError(
+                    f"the token {self.grant.name!r} may not write to project {project!r}; "
+                    f"it is {self.grant.describe()}"
+                )
+            stamped.append((kind, data))
+        return super().append_many(stamped)
+
+
+def grant_app(base: App, grant: Grant) -> App:
+    """An App over the same store folder that only sees and writes what `grant` allows."""
+    from contextflow.views import all_views
+
+    views: list[View] = all_views()
+    if grant.read is not None:
+        views = [ProjectFilter(view, grant.read) for view in views]
+    source = base.store
+    store = GrantStore(
+        source.location,
+        source.writer,
+        source.state_dir,
+        views=views,
+        fsync=fsync_setting(os.environ),
+        use_snapshot=grant.read is None,  # a filtered fold must never overwrite the shared snapshot
+    )
+    store.grant = grant
+    store.default_project = grant.default_project(base.settings.default_project)
+    session_dir = source.state_dir / "http-sessions"
+    session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    settings = replace(
+        base.settings,
+        default_project=store.default_project,
+        active_session=None,
+        active_session_file=session_dir / f"{grant.name}.txt",
+    )
+    return App(store, settings)
+
+
+class HttpBridge:
+    """One MCP server facing the network; each request is served by its token's own ContextflowServer."""
+
+    def __init__(self, base: App, grants: Sequence[Grant]) -> None:
+        self.base = base
+        self.verifier = GrantVerifier(list(grants))
+        self.bus = InMemorySubscriptionBus()
+        self._servers: dict[str, ContextflowServer] = {}
+        self.server: Server[Any] = Server(
+            "contextflow",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_prompts=lambda ctx, params: self.inner(ctx)._list_prompts(ctx, params),
+            on_get_prompt=lambda ctx, params: self.inner(ctx)._get_prompt(ctx, params),
+            on_list_resources=lambda ctx, params: self.inner(ctx)._list_resources(ctx, params),
+            on_read_resource=lambda ctx, params: self.inner(ctx)._read_resource(ctx, params),
+            on_subscriptions_listen=ListenHandler(self.bus),
+        )
+
+    def grant_of(self, ctx: ServerRequestContext[Any]) -> Grant:
+        request = ctx.request
+        user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
+        grant = self.verifier.by_name.get(user.access_token.client_id) if isinstance(user, AuthenticatedUser) else None
+        if grant is None:  # the auth middleware already refused it; never serve unauthenticated
+            raise MCPError(types.INVALID_REQUEST, "authentication required: send Authorization: Bearer <token>")
+        return grant
+
+    def inner(self, ctx: ServerRequestContext[Any]) -> ContextflowServer:
+        grant = self.grant_of(ctx)
+        server = self._servers.get(grant.name)
+        if server is None:
+            server = ContextflowServer(grant_app(self.base, grant))
+            server.bus = self.bus
+            self._servers[grant.name] = server
+        return server
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        inner, grant = self.inner(ctx), self.grant_of(ctx)
+        tools = inner.tool_list()
+        if grant.read_only:
+            tools = [tool for tool in tools if inner.tools[tool.name].read_only]
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        inner, grant = self.inner(ctx), self.grant_of(ctx)
+        spec = inner.tools.get(params.name)
+        if grant.read_only and spec is not None and not spec.read_only:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=(
+                    f"{params.name} changes state, and the token {grant.name!r} is read-only "
+                    f"({grant.describe()}); use a read-only tool or a token that may write"
+                ))],
+                is_error=True,
+            )
+        return await inner._call_tool(ctx, params)
+
+    def initialization_options(self) -> Any:
+        return self.server.create_initialization_options(NotificationOptions(prompts_changed=True))
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.app.close()
+
+
+def build_http_app(bridge: HttpBridge, host: str = DEFAULT_HOST) -> Starlette:
+    """The ASGI app: bearer auth in front of the SDK's streamable-HTTP session manager."""
+    security = None
+    if host in LOOPBACK:  # DNS-rebinding protection, as the SDK sets up for loopback servers
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(app=bridge.server, security_settings=security)
+    endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    return Starlette(
+        routes=[Route(MCP_PATH, endpoint=endpoint)],
+        middleware=[
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(bridge.verifier)),
+            Middleware(AuthContextMiddleware),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port") from None
+    sock.listen(128)
+    return sock
+
+
+def run_http(base: App, grants: Sequence[Grant], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    import uvicorn
+
+    bridge = HttpBridge(base, grants)
+    sock = bind(host, port)
+    bound = sock.getsockname()[1]
+    where = f"[{host}]" if ":" in host else host
+    print(f"contextflow: MCP over HTTP at http://{where}:{bound}{MCP_PATH} for {len(grants)} token(s): "
+          + "; ".join(grant.describe() for grant in grants), file=sys.stderr, flush=True)
+    if host not in LOOPBACK:
+        print("contextflow: warning: listening beyond this machine over plain HTTP; put TLS in front of it "
+              "(a reverse proxy) so tokens never cross the network in clear text", file=sys.stderr, flush=True)
+    config = uvicorn.Config(build_http_app(bridge, host), log_level="warning", access_log=False, lifespan="on")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        bridge.close()
