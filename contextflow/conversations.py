@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from contextflow import checks
+from contextflow import checks, secrets
 from contextflow.app import App
 from contextflow.blobs import read_blob, write_blob
 from contextflow.errors import InputError, NotFoundError
@@ -142,7 +142,7 @@ def validate_record(raw: Any) -> dict[str, Any]:
     """The record normalized (trimmed, defaults applied, empty fields dropped), or InputError naming the field."""
     record = _object(raw, "the record", TOP_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}')
     topics_raw = record.get("topics")
-    default_type = MULTI if topics_raw else SINGLE
+    default_type = MULTI if topics_raw or record.get("overall_summary") else SINGLE
     kind = record.get("conversation_type", default_type)
     if kind is None:
         kind = default_type
@@ -211,15 +211,21 @@ class Saved:
     transcript_blob: str | None
 
 
-def _transcript(app: App, value: Any) -> dict[str, Any] | None:
+def _transcript(app: App, value: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """The transcript's entry in the record (a large one written to a blob first), and what was redacted.
+
+    Secrets are scrubbed here as Store.append does for events, since a blob never passes through it.
+    """
     text = _string(value, "full_transcript", MAX_TRANSCRIPT_CHARS)
     if text is None:
-        return None
+        return None, []
+    scrubbed, redacted = secrets.scrub({"full_transcript": text})
+    text = str(scrubbed["full_transcript"])
     tokens = estimate_tokens(text)
     if tokens <= TRANSCRIPT_INLINE_TOKENS:
-        return {"tokens": tokens, "chars": len(text), "text": text}
+        return {"tokens": tokens, "chars": len(text), "text": text}, redacted
     sha = write_blob(app.store.folder, text.encode("utf-8"))
-    return {"tokens": tokens, "chars": len(text), "blob": sha}
+    return {"tokens": tokens, "chars": len(text), "blob": sha}, redacted
 
 
 def save_conversation(app: App, raw: Any) -> Saved:
@@ -242,9 +248,11 @@ def save_conversation(app: App, raw: Any) -> Saved:
             f"the record is {size} bytes without its transcript; the limit is {MAX_RECORD_BYTES}. "
             "Summarize more tightly and put the detail in full_transcript"
         )
-    transcript = _transcript(app, raw.get("full_transcript"))
+    transcript, redacted = _transcript(app, raw.get("full_transcript"))
     if transcript:
         data["transcript"] = transcript
+    if redacted:
+        data[secrets.REDACTED_FIELD] = redacted
     replaced = conversation_id in conversations_state(app).records
     event = app.store.append(SAVE_KIND, data)
     tokens = transcript["tokens"] if transcript else 0
