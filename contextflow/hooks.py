@@ -73,7 +73,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = orjson.loads(raw[:MAX_STDIN]) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
-        if event != "stop" and not locate_store(env).folder.is_dir():
+        if event == "session-start" and not locate_store(env).folder.is_dir():
             log_reason(f"no store at {locate_store(env).folder} yet; nothing to inject", env)
             return ""
         app = App.open(env)

@@ -1,0 +1,223 @@
+"""Claude Code hooks fed the JSON the client really sends; they never break the client."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from contextflow import sessions
+from contextflow.cli import main
+from contextflow.graph import ops
+from contextflow.graph.model import estimate_tokens
+
+SESSION = "9f2c1a7e-5b3d-4e0a-8c6f-1d2e3f4a5b6c"
+
+
+def payload(event, tmp_path, **extra):
+    base = {
+        "session_id": SESSION,
+        "transcript_path": str(tmp_path / "home/.claude/projects/-work-app" / f"{SESSION}.jsonl"),
+        "cwd": "/work/app",
+        "permission_mode": "default",
+        "hook_event_name": event,
+    }
+    return json.dumps({**base, **extra})
+
+
+def hook(capsys, monkeypatch, name, stdin):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode() if isinstance(stdin, str) else stdin)))
+    code = main(["hook", name])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def line(kind, content, uuid, parent=None, **extra):
+    entry = {
+        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/work/app",
+        "sessionId": SESSION, "version": "2.0.14", "gitBranch": "main", "type": kind, "uuid": uuid,
+        "timestamp": "2026-01-15T10:30:00.000Z",
+    }
+    if kind == "assistant":
+        entry["message"] = {"id": f"msg_{uuid}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                            "content": content, "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+        entry["requestId"] = f"req_{uuid}"
+    else:
+        entry["message"] = {"role": "user", "content": content}
+    return json.dumps({**entry, **extra})
+
+
+def write_transcript(tmp_path, *lines):
+    path = Path(json.loads(payload("Stop", tmp_path))["transcript_path"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "x"}}
+REPLY = """Noted. I'll keep that.
+<ctx:remember type="decision" tags="project:shop,tier:reference">
+Payments go through Stripe Checkout &amp; we store no card data.
+</ctx:remember>
+<ctx:recall query="type:fact"/>
+Here is the syntax for later: `<ctx:remember type="fact">inline example</ctx:remember>`
+```xml
+<ctx:remember type="fact">fenced example</ctx:remember>
+```
+"""
+
+
+def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch,
+                                                                                     tmp_path):
+    from contextflow import timeline
+
+    ops.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
+    ops.add_node(app, type="fact", content="archived detail", tags=["tier:off-context"])
+    sessions.set_active_session(app, "feature-x")
+    sessions.write_handoff(app, agent="codex", summary="Half-way through the parser", session_id="feature-x")
+    timeline.create_thread(app, name="parser rewrite", agent="codex")
+    code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    assert code == 0
+    output = json.loads(out)["hookSpecificOutput"]
+    assert output["hookEventName"] == "SessionStart"
+    context = output["additionalContext"]
+    assert "User prefers Go" in context and "archived detail" not in context
+    assert "## Latest handoff of the active session" in context and "> Half-way through the parser" in context
+    assert "## Open threads" in context and "parser rewrite" in context
+
+
+def test_session_start_stays_within_the_hook_budget(app, capsys, monkeypatch, tmp_path):
+    for n in range(30):
+        ops.add_node(app, type="fact", content=f"fact {n} " + "w" * 300, tags=["tier:reference"])
+    sessions.set_active_session(app, "s")
+    sessions.write_handoff(app, agent="me", summary="h" * 5000, session_id="s")
+    monkeypatch.setenv("CONTEXTFLOW_HOOK_BUDGET", "1000")
+    code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="resume"))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and estimate_tokens(context) <= 1000 and "did not fit" in context
+
+
+def test_session_start_uses_a_saved_default_view(app, capsys, monkeypatch, tmp_path):
+    ops.add_node(app, type="pattern", content="only patterns here")
+    ops.add_node(app, type="fact", content="a fact", tags=["tier:reference"])
+    ops.create_view(app, "default", "type:pattern", 2000)
+    _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "only patterns here" in context and "a fact" not in context
+
+
+def test_a_missing_store_injects_nothing_and_says_why(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "never-created"))
+    code, out, err = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    assert code == 0 and out == "" and "no store at" in err
+    assert not (tmp_path / "never-created").exists()
+    log = (tmp_path / "state" / "hooks.log").read_text()
+    assert "nothing to inject" in log
+
+
+@pytest.mark.parametrize("stdin", [b"{not json", b"[1, 2]", b"\xff\xfe", b'"just a string"'])
+@pytest.mark.parametrize("event", ["session-start", "prompt-submit", "stop"])
+def test_malformed_stdin_exits_zero_prints_nothing_and_logs_the_reason(app, capsys, monkeypatch, stdin, event):
+    ops.add_node(app, type="fact", content="x", tags=["tier:pinned"])
+    code, out, err = hook(capsys, monkeypatch, event, stdin)
+    assert code == 0 and out == "" and "did nothing" in err
+
+
+def test_an_unknown_hook_event_exits_zero(capsys, monkeypatch):
+    code, out, err = hook(capsys, monkeypatch, "pre-tool-use", "{}")
+    assert code == 0 and out == "" and "unknown hook event" in err
+
+
+def test_stop_carries_out_directives_of_the_last_reply_only(app, capsys, monkeypatch, tmp_path):
+    ops.add_node(app, type="fact", content="Prices are in cents", tags=["tier:reference"])
+    write_transcript(
+        tmp_path,
+        line("user", "earlier question", "u0"),
+        line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">old turn</ctx:remember>'}], "a0", "u0"),
+        line("user", "Let's decide how payments work", "u1", "a0"),
+        line("assistant", [{"type": "text", "text": "Checking the code."}, TOOL_USE], "a1", "u1"),
+        line("user", [{"tool_use_id": "toolu_1", "type": "tool_result", "content": "file text"}], "u2", "a1"),
+        line("assistant", [{"type": "text", "text": REPLY}], "a2", "u2"),
+    )
+    code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=False))
+    assert code == 0 and json.loads(out) == {}
+    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    assert "Payments go through Stripe Checkout & we store no card data." in contents
+    assert not {"old turn", "inline example", "fenced example"} & set(contents)
+    remembered = next(i for i in ops.graph(app).live if ops.graph(app).nodes[i].type == "decision")
+    assert ops.graph(app).tags_of(remembered) == {"project:shop", "tier:reference"}
+    assert ops.graph(app).nodes[remembered].agent == "claude-code"
+
+    # the same reply again (the client re-ran the hook) does nothing twice
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
+    assert len(ops.graph(app).live) == 2
+
+    code, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="go on"))
+    output = json.loads(out)["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    assert "## Recall results for `type:fact`" in output["additionalContext"]
+    assert "Prices are in cents" in output["additionalContext"]
+    assert "remembered [decision:" in output["additionalContext"]
+    assert hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))[1] == ""
+
+
+def test_stop_prefers_last_assistant_message_when_the_client_sends_it(app, capsys, monkeypatch, tmp_path):
+    text = '<ctx:status/><ctx:link from="zzzz" to="yyyy" type="DEPENDS_ON"/><ctx:bogus/>'
+    code, _, err = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    assert code == 0 and "<ctx:link> failed" in err
+    _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "## ctx status" in context and "Nodes: 0" in context
+    assert "<ctx:link> failed: no from id starts with 'zzzz'" in context and "unknown directive <ctx:bogus>" in context
+
+
+def test_summarize_supersede_and_expand_directives(app, capsys, monkeypatch, tmp_path):
+    a = ops.add_node(app, type="observation", content="detail one", tags=["tier:working"])
+    b = ops.add_node(app, type="observation", content="detail two", tags=["tier:working"])
+    text = f'<ctx:summarize nodes="{a.id[:8]},{b.id}" archive="true">both details</ctx:summarize>'
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    state = ops.graph(app)
+    summary = next(i for i in state.live if state.nodes[i].type == "summary")
+    assert state.tags_of(a.id) == {"tier:off-context"}
+    newer = ops.add_node(app, type="summary", content="both details, revised")
+    text = f'<ctx:supersede old="{summary}" new="{newer.id}"/><ctx:expand node="{summary}"/>'
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    assert ops.graph(app).superseded_by(summary) == newer.id
+    _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert f"## Sources of [summary:{summary}]" in context and "detail one" in context and "detail two" in context
+
+
+def test_task_boundaries_tag_working_memory_then_archive_it_and_promote_decisions(app, capsys, monkeypatch, tmp_path):
+    def say(text):
+        hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+
+    say('<ctx:task name="oauth" action="start"/><ctx:remember type="observation">token endpoint found</ctx:remember>')
+    say('<ctx:remember type="decision">refresh tokens stay server-side</ctx:remember>')
+    state = ops.graph(app)
+    by_content = {state.nodes[i].content: i for i in state.live}
+    note, decision = by_content["token endpoint found"], by_content["refresh tokens stay server-side"]
+    assert state.tags_of(note) == {"task:oauth", "tier:working"}
+    say('<ctx:task name="oauth" action="end" summarize="true"/>')
+    state = ops.graph(app)
+    assert state.tags_of(note) == {"task:oauth", "tier:off-context"}
+    assert state.tags_of(decision) == {"task:oauth", "tier:reference"}
+    _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
+    assert f'<ctx:summarize nodes="{note}">' in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_stop_with_a_missing_transcript_exits_zero_and_logs(capsys, monkeypatch, tmp_path):
+    code, out, err = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=False))
+    assert code == 0 and out == "" and "FileNotFoundError" in err
+
+
+def test_stop_without_directives_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "absent"))
+    write_transcript(tmp_path, line("user", "hi", "u1"), line("assistant", [{"type": "text", "text": "hello"}], "a1"))
+    code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
+    assert code == 0 and out == "{}\n" and not (tmp_path / "absent").exists()
+
+
+def test_prompt_submit_with_nothing_pending_injects_nothing(app, capsys, monkeypatch, tmp_path):
+    code, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="hi"))
+    assert code == 0 and out == ""
