@@ -1,0 +1,179 @@
+"""install: merges into real-looking client configs, keeps the user's settings, and is idempotent."""
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from contextflow.cli import main
+from contextflow.errors import InputError
+from contextflow.install import install, skill_text
+
+CMD = ["/opt/contextflow/bin/contextflow"]
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    return tmp_path / "home"  # conftest points HOME here
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_claude_code_gets_server_hooks_and_skill_and_keeps_everything_else(home):
+    claude_json = write(home / ".claude.json", json.dumps({
+        "numStartups": 42, "theme": "dark", "projects": {"/work/app": {"allowedTools": ["Bash"]}},
+        "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}},
+    }))
+    settings = write(home / ".claude" / "settings.json", json.dumps({
+        "model": "opus", "permissions": {"allow": ["Bash(git status)"]},
+        "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
+        },
+    }))
+    changes = install("claude-code", command=CMD)
+    assert [c.changed for c in changes] == [True, True, True]
+    config = json.loads(claude_json.read_text())
+    assert config["numStartups"] == 42 and config["projects"]["/work/app"] == {"allowedTools": ["Bash"]}
+    assert config["mcpServers"]["github"]["command"] == "gh-mcp"
+    assert config["mcpServers"]["contextflow"] == {"type": "stdio", "command": CMD[0], "args": ["serve"]}
+    hooks = json.loads(settings.read_text())
+    assert hooks["model"] == "opus" and hooks["permissions"] == {"allow": ["Bash(git status)"]}
+    assert hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "guard.sh"
+    stop_commands = [h["command"] for g in hooks["hooks"]["Stop"] for h in g["hooks"]]
+    assert stop_commands == ["notify-send done", f"{CMD[0]} hook stop"]
+    assert hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"] == f"{CMD[0]} hook session-start"
+    assert hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{CMD[0]} hook prompt-submit"
+    skill = (home / ".claude" / "skills" / "contextflow" / "SKILL.md").read_text()
+    assert skill == skill_text() and skill.startswith("---\nname: contextflow\n")
+
+
+def test_installing_twice_changes_nothing(home):
+    write(home / ".claude.json", '{"numStartups": 1}')
+    install("claude-code", command=CMD)
+    files = {p: p.read_text() for p in home.rglob("*") if p.is_file()}
+    again = install("claude-code", command=CMD)
+    assert not any(c.changed for c in again)
+    assert {p: p.read_text() for p in home.rglob("*") if p.is_file()} == files
+
+
+def test_a_moved_executable_updates_our_hooks_in_place_instead_of_adding_more(home):
+    install("claude-code", command=["/old/bin/contextflow"])
+    install("claude-code", command=CMD)
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    assert [h["command"] for g in hooks["Stop"] for h in g["hooks"]] == [f"{CMD[0]} hook stop"]
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["contextflow"]["command"] == CMD[0]
+
+
+def test_dry_run_shows_the_diff_and_writes_nothing(home):
+    original = write(home / ".gemini" / "settings.json", '{"theme": "Dracula"}\n').read_text()
+    changes = install("gemini", dry_run=True, command=CMD)
+    assert changes[0].changed and '+  "mcpServers": {' in changes[0].diff()
+    assert (home / ".gemini" / "settings.json").read_text() == original
+
+
+def test_project_scope_writes_into_the_current_folder(home, tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    install("claude-code", project=True, command=CMD)
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["contextflow"]["args"] == ["serve"]
+    assert (project / ".claude" / "settings.json").is_file()
+    assert (project / ".claude" / "skills" / "contextflow" / "SKILL.md").is_file()
+    assert not (home / ".claude.json").exists()
+
+
+CODEX = """# my codex settings
+model = "o3"  # the good one
+
+[mcp_servers.github]
+command = "gh-mcp"
+
+[mcp_servers.contextflow]
+command = "/old/contextflow"
+startup_timeout_sec = 20  # keep me
+
+[mcp_servers.contextflow.env]
+CONTEXTFLOW_STORE = "/data/store"
+
+[projects."/work/app"]
+trust_level = "trusted"
+"""
+
+
+def test_codex_toml_is_edited_in_place_keeping_comments_and_other_keys(home):
+    config = write(home / ".codex" / "config.toml", CODEX)
+    install("codex", command=CMD)
+    text = config.read_text()
+    data = tomllib.loads(text)
+    assert data["mcp_servers"]["contextflow"] == {
+        "command": CMD[0], "args": ["serve"], "startup_timeout_sec": 20, "env": {"CONTEXTFLOW_STORE": "/data/store"},
+    }
+    assert data["model"] == "o3" and data["projects"]["/work/app"]["trust_level"] == "trusted"
+    assert "# my codex settings" in text and "# keep me" in text and "/old/contextflow" not in text
+    assert not install("codex", command=CMD)[0].changed
+
+
+def test_codex_gets_a_new_table_when_it_has_none(home):
+    config = write(home / ".codex" / "config.toml", 'model = "o3"')
+    install("codex", command=[*CMD, "--store", "/x y"])
+    data = tomllib.loads(config.read_text())
+    assert data["model"] == "o3"
+    assert data["mcp_servers"]["contextflow"] == {"command": CMD[0], "args": ["--store", "/x y", "serve"]}
+
+
+def test_cursor_and_gemini_keep_their_other_servers(home):
+    write(home / ".cursor" / "mcp.json", '{"mcpServers": {"db": {"command": "db-mcp", "env": {"X": "1"}}}}')
+    install("cursor", command=CMD)
+    servers = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert servers["db"] == {"command": "db-mcp", "env": {"X": "1"}}
+    assert servers["contextflow"] == {"command": CMD[0], "args": ["serve"]}
+    install("gemini", command=CMD)
+    gemini = json.loads((home / ".gemini" / "settings.json").read_text())
+    assert gemini["mcpServers"]["contextflow"]["args"] == ["serve"]
+
+
+def test_an_existing_entry_keeps_the_users_env(home):
+    write(home / ".gemini" / "settings.json", json.dumps(
+        {"mcpServers": {"contextflow": {"command": "old", "args": [], "env": {"CONTEXTFLOW_TOOLS": "all"}}}}))
+    install("gemini", command=CMD)
+    entry = json.loads((home / ".gemini" / "settings.json").read_text())["mcpServers"]["contextflow"]
+    assert entry == {"command": CMD[0], "args": ["serve"], "env": {"CONTEXTFLOW_TOOLS": "all"}}
+
+
+@pytest.mark.parametrize(
+    ("client", "path", "text", "message"),
+    [
+        ("claude-code", ".claude.json", '{"numStartups": 1,', "is not valid JSON"),
+        ("claude-code", ".claude/settings.json", '{"hooks": []}', "hooks is not a JSON object"),
+        ("claude-code", ".claude/settings.json", '{"hooks": {"Stop": {}}}', "hooks.Stop is not a list"),
+        ("gemini", ".gemini/settings.json", "[1]", "does not hold a JSON object"),
+        ("codex", ".codex/config.toml", "model = ", "is not valid TOML"),
+    ],
+)
+def test_a_broken_config_stops_the_install_and_nothing_is_changed(home, client, path, text, message):
+    write(home / path, text)
+    with pytest.raises(InputError, match=message):
+        install(client, command=CMD)
+    assert (home / path).read_text() == text
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file()) == [path]
+
+
+def test_the_cli_shows_diffs_then_reports_nothing_to_do(home, capsys):
+    assert main(["install", "cursor"]) == 0
+    out = capsys.readouterr().out
+    assert "created  " in out and '+      "args": [' in out and "Restart cursor" in out
+    assert main(["install", "cursor", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["changes"][0]["changed"] is False
+
+
+def test_the_cli_reports_a_broken_config_on_stderr(home, capsys):
+    write(home / ".cursor" / "mcp.json", "{oops")
+    assert main(["install", "cursor", "--dry-run"]) == 2
+    assert "is not valid JSON" in capsys.readouterr().err
