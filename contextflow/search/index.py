@@ -138,22 +138,20 @@ class SearchIndex:
     # -- updating --------------------------------------------------------------------------
 
     def apply(self, kind: str, op: Op, key: OrderKey, writer: str) -> None:
+        """Fold one operation. Only operations at or after the document's floor (its latest put
+        or delete) count, and fields are last-writer-wins, so arrival order never matters."""
         doc = self._doc(kind, op.ref)
+        floor = max(doc.put_key, doc.delete_key)
         if isinstance(op, Delete):
-            if key <= doc.delete_key:
-                return
-            doc.delete_key = key
+            doc.delete_key = max(doc.delete_key, key)
+        elif isinstance(op, Put):
+            doc.put_key = max(doc.put_key, key)
+        if key < floor:
+            return  # superseded; visibility (put_key > delete_key) cannot have changed
+        if not isinstance(op, Patch):  # a put or delete raises the floor: older values go
             _drop_older(doc.fields, key)
             _drop_older(doc.meta, key)
-        else:
-            if isinstance(op, Put):
-                if key < doc.put_key or key < doc.delete_key:
-                    return
-                doc.put_key = key
-                _drop_older(doc.fields, key)
-                _drop_older(doc.meta, key)
-            elif key < doc.put_key or key < doc.delete_key:
-                return
+        if not isinstance(op, Delete):
             _merge(doc.fields, op.fields, key)
             _merge(doc.meta, {**op.meta, "writer": writer}, key)
         self._reindex(doc)
@@ -170,7 +168,7 @@ class SearchIndex:
 
     def _reindex(self, doc: Doc) -> None:
         num = doc.num
-        if doc.terms:
+        if self.lengths[num]:  # counted as visible (a visible document's length is at least 1)
             for term in doc.terms:
                 posting = self.postings[term]
                 del posting[num]
@@ -179,6 +177,9 @@ class SearchIndex:
             self.total_length -= self.lengths[num]
             self.visible_count -= 1
             doc.terms, self.lengths[num] = (), 0
+        project = doc.value("project")
+        doc.project = project if isinstance(project, str) else ""
+        doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()], default=ZERO)
         if not doc.visible:
             return
         weights: Counter[str] = Counter()
@@ -192,9 +193,6 @@ class SearchIndex:
         doc.terms, self.lengths[num] = tuple(weights), length
         self.total_length += length
         self.visible_count += 1
-        project = doc.value("project")
-        doc.project = project if isinstance(project, str) else ""
-        doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()])
 
     # -- querying --------------------------------------------------------------------------
 
