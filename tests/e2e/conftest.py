@@ -10,6 +10,7 @@ any other install failure fails the test.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+CLIENT_DOCS = REPO / "docs" / "clients.md"
 NODE_DIR = Path(os.environ.get("CONTEXTFLOW_E2E_NODE_DIR") or REPO / ".e2e-node")
 INSTALL_TIMEOUT = 600.0
 PING_TIMEOUT = 60.0
@@ -145,6 +147,28 @@ def client_env(**extra: str) -> dict[str, str]:
     """The environment for a client process: this test's HOME, no store variables, offline flags."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SERVER_VARIABLE_PREFIXES)}
     return {**env, **OFFLINE_CLIENT_ENV, **extra}
+
+
+def with_on_path(env: dict[str, str], *folders: Path) -> dict[str, str]:
+    """`env` with `folders` first on PATH (so documented commands like `contextflow serve` resolve)."""
+    return {**env, "PATH": os.pathsep.join([*map(str, folders), env.get("PATH", os.defpath)])}
+
+
+def server_state_made(store: Path, home: Path) -> bool:
+    """Whether a server run with CONTEXTFLOW_STORE=store and this HOME (no CONTEXTFLOW_STATE) started:
+    opening a store creates its machine-local state folder, named by a hash of the store path."""
+    digest = hashlib.sha256(str(store).encode()).hexdigest()[:16]
+    return (home / ".local" / "state" / "contextflow" / "stores" / digest).is_dir()
+
+
+def doc_snippets(heading: str, language: str) -> list[str]:
+    """The ```language blocks under `## heading` in docs/clients.md, in order."""
+    text = CLIENT_DOCS.read_text(encoding="utf-8")
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    section = text[start:end if end != -1 else None]
+    blocks = section.split("```")
+    return [block.split("\n", 1)[1] for block in blocks[1::2] if block.split("\n", 1)[0].strip() == language]
 
 
 # -- npm clients -------------------------------------------------------------------------------

@@ -17,9 +17,12 @@ from tests.e2e.conftest import (
     client_env,
     contextflow_command,
     describe,
+    doc_snippets,
     outside_connections,
     run_bounded,
+    server_state_made,
     traced_network,
+    with_on_path,
 )
 
 pytestmark = pytest.mark.slow
@@ -70,3 +73,19 @@ def test_claude_code_reports_a_server_that_cannot_start_as_failed(claude_bin: Pa
     listed = run_bounded([claude_bin, "mcp", "list"], env=env, cwd=tmp_path)
     line = next((ln for ln in listed.stdout.splitlines() if ln.startswith("contextflow:")), "")
     assert line and "Connected" not in line, describe(listed)
+
+
+def test_the_documented_claude_code_setup_connects(claude_bin: Path, tmp_path: Path):
+    """docs/clients.md's command, run as written, with `contextflow` and `claude` found on PATH."""
+    (snippet,) = doc_snippets("Claude Code", "bash")
+    env = with_on_path(client_env(), claude_bin.parent, contextflow_command().parent)
+    home = Path(env["HOME"])
+    ran = run_bounded(["bash", "-euc", snippet], env=env, cwd=tmp_path)
+    assert ran.returncode == 0, describe(ran)
+    assert re.search(r"^contextflow: contextflow serve - .*Connected\s*$", ran.stdout, re.M), describe(ran)
+
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["contextflow"]
+    assert server["command"] == "contextflow" and server["args"] == ["serve"]
+    assert server["env"] == {"CONTEXTFLOW_STORE": f"{home}/Sync/contextflow", "CONTEXTFLOW_WRITER": "laptop",
+                             "MCP_SHARED_CONTEXT_PROJECT": "myproject"}
+    assert server_state_made(home / "Sync" / "contextflow", home)
