@@ -24,6 +24,7 @@ from contextflow.views.records import Record
 from contextflow.views.timeline import Thought, Thread
 
 RECENT_IN_WHEREAMI = 5
+MAX_PINNED_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -211,13 +212,21 @@ def _handoff(app: App) -> tuple[str | None, Any]:
     )
 
 
+def _more(app: App, status: str, shown: int) -> list[str]:
+    total = timeline.thread_count(app, status)
+    if total <= shown:
+        return []
+    return [f"({total - shown} older {status} threads not shown: timeline_list_threads status={status})\n"]
+
+
 def whereami(app: App, now: datetime | None = None) -> Report:
     """Active threads (position, last thought), pinned, waiting and recent context, latest handoff."""
     moment = now or datetime.now(UTC)
     active = timeline.where_am_i(app)
     waiting = records.waiting_records(app, moment)
     waiting_keys = {r.key for r in waiting}
-    pinned = [r for r in records.pinned_records(app, moment) if r.key not in waiting_keys]
+    all_pinned = [r for r in records.pinned_records(app, moment) if r.key not in waiting_keys]
+    pinned = all_pinned[:MAX_PINNED_SHOWN]
     shown = {r.key for r in pinned} | {r.key for r in waiting}
     recent = [
         r
@@ -227,8 +236,11 @@ def whereami(app: App, now: datetime | None = None) -> Report:
     session_id, handoff = _handoff(app)
     lines = [f"# Where am I ({iso(moment)}, store {app.store.folder})", DATA_NOTICE, "", "## Active work"]
     lines += [whereabouts_text(where, moment) + "\n" for where in active] or ["(no active threads)\n"]
+    lines += _more(app, "active", len(active))
     lines.append("## Pinned context")
     lines += [record_text(r, moment) for r in pinned] or ["(none)"]
+    if len(all_pinned) > len(pinned):
+        lines.append(f"({len(all_pinned) - len(pinned)} older pinned records: context_list pinned_only=true)")
     lines += ["", "## Waiting on"]
     for record in waiting:
         since = stamp_iso(record.created_key[0])
@@ -236,6 +248,8 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         lines.append(record_text(record, moment))
     if not waiting:
         lines.append("(nothing)")
+    elif len(waiting) >= records.WAITING_SHOWN:
+        lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
     lines += ["", "## Recent context (7 days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]
     lines += [
@@ -280,6 +294,7 @@ def wherewasi(app: App, now: datetime | None = None) -> Report:
         )
     if not paused:
         lines.append("(no paused threads)")
+    lines += _more(app, "paused", len(paused))
     return Report("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
 
 

@@ -12,6 +12,7 @@ pinned, expiry), so an agent can change a value without re-sending everything.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +31,8 @@ MAX_KEY_CHARS = 256
 MAX_LABEL_CHARS = 200
 DEFAULT_SINCE_DAYS = 7
 DEFAULT_LIMIT = 50
+MAX_SORTED_POOL = 2000
+WAITING_SHOWN = 20
 CLIPBOARD = "clipboard"
 CLIPBOARD_EXPIRY = timedelta(hours=24)
 CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
@@ -227,17 +230,16 @@ def list_records(
             and (start is None or record.key.startswith(start))
         )
 
-    # Pick the smallest index that answers; keyed pools are sorted here, ranked lists are already sorted.
-    pool: set[str] | list[str] | None = None
+    # Sort a small keyed pool when one answers; else walk a recency list and stop early.
+    pools: list[Collection[str]] = []
     if pinned_only:
-        pool = state.pinned
+        pools.append(state.pinned)
     if thread is not None:
-        linked = state.by_thread.get(thread, set())
-        pool = linked if pool is None or len(linked) < len(pool) else pool
-    if start is not None and (pool is None or len(pool) > 64):
-        ranged = state.keys_with_prefix(start)
-        pool = ranged if pool is None or len(ranged) < len(pool) else pool
-    if pool is not None:
+        pools.append(state.by_thread.get(thread, set()))
+    if start is not None:
+        pools.append(state.keys_with_prefix(start))
+    pool = min(pools, key=len, default=None)
+    if pool is not None and len(pool) <= MAX_SORTED_POOL:
         found = [state.records[key] for key in pool if state.records[key].event_key >= cutoff]
         found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
         return [record for record in found if keep(record)][:count]
@@ -273,13 +275,18 @@ def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
     )
 
 
-def waiting_records(app: App, now: datetime | None = None, limit: int = 50) -> list[Record]:
-    """Records in category `waiting` or under `waiting:` keys, oldest first (longest wait on top)."""
+def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_SHOWN) -> list[Record]:
+    """The `limit` most recently updated records of category `waiting`, longest waiting first."""
     now_ms = _ms(_now(now))
     state = records_state(app)
-    keys = {key for _, key in state.by_category.get("waiting", [])} | set(state.keys_with_prefix("waiting:"))
-    found = [state.records[key] for key in keys if not state.records[key].expired(now_ms)]
-    return sorted(found, key=lambda r: (r.created_key, r.key))[:limit]
+    found: list[Record] = []
+    for _, key in reversed(state.by_category.get("waiting", [])):
+        record = state.records[key]
+        if not record.expired(now_ms):
+            found.append(record)
+            if len(found) >= limit:
+                break
+    return sorted(found, key=lambda r: (r.created_key, r.key))
 
 
 def record_dict(record: Record) -> dict[str, Any]:

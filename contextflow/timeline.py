@@ -8,6 +8,7 @@ docs/context-and-timeline.md): `timeline.thread`, `timeline.thread_update`,
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ MAX_DESCRIPTION_CHARS = 4_000
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TRAIL = 20
 DEFAULT_THOUGHTS = 100
+DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
@@ -144,12 +146,7 @@ def update_thread(
 
 def activity(state: TimelineState, thread: Thread) -> OrderKey:
     """When anything last happened on a thread: an update, a thought or a position move."""
-    keys = [thread.updated]
-    if thread.id in state.positions:
-        keys.append(state.positions[thread.id][0])
-    if state.thread_thoughts.get(thread.id):
-        keys.append(state.thread_thoughts[thread.id][-1][0])
-    return max(keys)
+    return state.activity.get(thread.id) or thread.updated
 
 
 def list_threads(app: App, *, status: object = None, limit: object = None) -> list[Thread]:
@@ -295,12 +292,17 @@ def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
     )
 
 
-def where_am_i(app: App, *, status: str = "active", limit: int = 50) -> list[Whereabouts]:
+def thread_count(app: App, status: str) -> int:
+    return len(timeline_state(app).by_status[status])
+
+
+def where_am_i(app: App, *, status: str = "active", limit: object = None) -> list[Whereabouts]:
     """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
+    limit = checks.bounded_int(limit, "limit", DEFAULT_WHERE, 1, 500)
     state = timeline_state(app)
     threads = [thread for i in state.by_status[status] if (thread := state.thread(i)) is not None]
-    threads.sort(key=lambda t: (activity(state, t), t.id), reverse=True)
-    return [whereabouts(state, thread) for thread in threads[:limit]]
+    latest = heapq.nlargest(limit, threads, key=lambda t: (activity(state, t), t.id))
+    return [whereabouts(state, thread) for thread in latest]
 
 
 # -- tangents ------------------------------------------------------------------------------

@@ -211,13 +211,17 @@ def update_thread(app: App, args: JSON) -> Reply:
 
 def where_am_i(app: App, args: JSON) -> Reply:
     moment = _now()
-    found = timeline.where_am_i(app)
+    found = timeline.where_am_i(app, limit=args.get("limit"))
+    total = timeline.thread_count(app, "active")
     if not found:
         text = "No active threads. Start one with timeline_create_thread."
     else:
         blocks = [orient.whereabouts_text(where, moment) for where in found]
-        text = f"You are here, on {len(found)} active thread(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
-    return Reply(text, {"count": len(found), "threads": [orient.whereabouts_dict(where) for where in found]})
+        text = f"You are here, on {total} active thread(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
+        if total > len(found):
+            text += f"\n\n({total - len(found)} older active threads not shown; pass a larger limit.)"
+    payload = {"count": len(found), "total": total, "threads": [orient.whereabouts_dict(w) for w in found]}
+    return Reply(text, payload)
 
 
 def go_tangent(app: App, args: JSON) -> Reply:
@@ -333,7 +337,7 @@ TIMELINE_TOOLS = [
     _tool(
         "timeline_where_am_i",
         "Current position, last thought and trail of every active thread.",
-        {},
+        {"limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Most recent N; default 20."}},
         where_am_i,
         read_only=True,
     ),

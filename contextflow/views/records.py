@@ -39,7 +39,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     """One key's latest write. `deleted` marks a tombstone."""
 
@@ -73,15 +73,14 @@ class Record:
     def expired(self, now_ms: int) -> bool:
         return self.expires_ms is not None and self.expires_ms <= now_ms
 
-    def note(self, event: Event) -> None:
+    def note(self, kind: str, order: OrderKey) -> None:
         """Remember a write's key for `created_key`, whether or not it is the latest."""
-        if event.kind == DELETE_KIND:
-            if self.tombstone is None or event.key > self.tombstone:
-                self.tombstone = event.key
-                cut = bisect.bisect_right(self.live_sets, event.key)
-                del self.live_sets[:cut]
-        elif self.tombstone is None or event.key > self.tombstone:
-            bisect.insort(self.live_sets, event.key)
+        if kind == DELETE_KIND:
+            if self.tombstone is None or order > self.tombstone:
+                self.tombstone = order
+                del self.live_sets[: bisect.bisect_right(self.live_sets, order)]
+        elif self.tombstone is None or order > self.tombstone:
+            _insort(self.live_sets, order)
 
 
 @dataclass
@@ -100,24 +99,21 @@ class RecordsState:
 
     def keys_with_prefix(self, prefix: str) -> list[str]:
         start = bisect.bisect_left(self.live_keys, prefix)
-        found: list[str] = []
-        for key in self.live_keys[start:]:
-            if not key.startswith(prefix):
-                break
-            found.append(key)
-        return found
+        end = bisect.bisect_left(self.live_keys, prefix + "\U0010ffff", start)
+        return self.live_keys[start:end]
 
-    def _index(self, record: Record) -> None:
+    def _index(self, record: Record, was_live: bool) -> None:
         ranked = (record.event_key, record.key)
-        bisect.insort(self.recent, ranked)
-        bisect.insort(self.by_category.setdefault(record.category, []), ranked)
+        _insort(self.recent, ranked)
+        _insort(self.by_category.setdefault(record.category, []), ranked)
         if record.thread_id:
             self.by_thread.setdefault(record.thread_id, set()).add(record.key)
         if record.pinned:
             self.pinned.add(record.key)
-        bisect.insort(self.live_keys, record.key)
+        if not was_live:
+            _insort(self.live_keys, record.key)
 
-    def _unindex(self, record: Record) -> None:
+    def _unindex(self, record: Record, stays_live: bool) -> None:
         ranked = (record.event_key, record.key)
         _remove(self.recent, ranked)
         bucket = self.by_category.get(record.category, [])
@@ -130,7 +126,16 @@ class RecordsState:
             if not linked:
                 self.by_thread.pop(record.thread_id, None)
         self.pinned.discard(record.key)
-        _remove(self.live_keys, record.key)
+        if not stays_live:
+            _remove(self.live_keys, record.key)
+
+
+def _insort(ordered: list[Any], item: Any) -> None:
+    """Insert in order; appending is the common case (events mostly arrive in clock order)."""
+    if not ordered or item > ordered[-1]:
+        ordered.append(item)
+    else:
+        bisect.insort(ordered, item)
 
 
 def _remove(ordered: list[Any], item: Any) -> None:
@@ -152,24 +157,19 @@ class RecordsView:
         if not isinstance(key, str) or not key:
             return
         deleted = event.kind == DELETE_KIND
+        order = event.key
         current = state.records.get(key)
-        if current is not None and event.key <= current.event_key:
-            current.note(event)
+        if current is not None and order <= current.event_key:
+            current.note(event.kind, order)
             return
-        fresh = Record(
-            key,
-            event.key,
-            event.id,
-            event.writer,
-            deleted,
-            event.data,
-            None if deleted else _expires_ms(event.data.get("expires_at")),
-        )
+        expires = None if deleted else _expires_ms(event.data.get("expires_at"))
+        fresh = Record(key, order, event.id, event.writer, deleted, event.data, expires)
+        was_live = current is not None and not current.deleted
         if current is not None:
             fresh.live_sets, fresh.tombstone = current.live_sets, current.tombstone
-            if not current.deleted:
-                state._unindex(current)
-        fresh.note(event)
+            if was_live:
+                state._unindex(current, stays_live=not deleted)
+        fresh.note(event.kind, order)
         state.records[key] = fresh
         if not deleted:
-            state._index(fresh)
+            state._index(fresh, was_live)

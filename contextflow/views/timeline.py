@@ -35,7 +35,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Fields:
     """Last-writer-wins values by field name: name -> (event key, value)."""
 
@@ -59,7 +59,7 @@ class Fields:
         return max((key for key, _ in self.values.values()), default=None)
 
 
-@dataclass
+@dataclass(slots=True)
 class Thread:
     id: str
     created: OrderKey | None = None  # None until the creating event is folded
@@ -88,7 +88,7 @@ class Thread:
         return max(self.created, latest) if latest else self.created
 
 
-@dataclass
+@dataclass(slots=True)
 class Thought:
     id: str
     created: OrderKey | None = None
@@ -130,6 +130,7 @@ class TimelineState:
     thread_thoughts: dict[str, list[tuple[OrderKey, str]]] = field(default_factory=dict)
     tangents: dict[str, set[str]] = field(default_factory=dict)  # parent thought id -> child thread ids
     positions: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)  # thread id -> (key, thought id)
+    activity: dict[str, OrderKey] = field(default_factory=dict)  # thread id -> latest event touching it
 
     def thread(self, thread_id: str) -> Thread | None:
         found = self.threads.get(thread_id)
@@ -161,7 +162,13 @@ class TimelineState:
         ]
         return sorted(found, key=lambda t: (t.created, t.id))
 
+    def _touch(self, thread_id: str, key: OrderKey) -> None:
+        current = self.activity.get(thread_id)
+        if current is None or key > current:
+            self.activity[thread_id] = key
+
     def _move(self, thread_id: str, key: OrderKey, thought_id: str) -> None:
+        self._touch(thread_id, key)
         current = self.positions.get(thread_id)
         if current is None or key > current[0]:
             self.positions[thread_id] = (key, thought_id)
@@ -188,6 +195,7 @@ class TimelineView:
         elif event.kind == THREAD_UPDATE and (thread_id := _text(data.get("thread_id"))):
             thread = state.threads.setdefault(thread_id, Thread(thread_id))
             thread.fields.put(event.key, data, THREAD_FIELDS)
+            state._touch(thread_id, event.key)
             state._reindex_status(thread)
         elif event.kind == THOUGHT:
             self._thought(state, event)
@@ -208,6 +216,7 @@ class TimelineView:
         thread.agent = _text(event.data.get("agent"))
         thread.parent_thought_id = _text(event.data.get("parent_thought_id"))
         thread.fields.put(event.key, event.data, THREAD_FIELDS)
+        state._touch(event.id, event.key)
         bisect.insort(state.thread_ids, event.id)
         if thread.parent_thought_id:
             state.tangents.setdefault(thread.parent_thought_id, set()).add(event.id)
