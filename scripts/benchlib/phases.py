@@ -42,9 +42,10 @@ class Settings:
     ext_reps: int
     ks: tuple[int, ...]
     cold_reps: int
+    cold_refolds: int = 1  # cold starts without a snapshot (each refolds the whole store)
     records: int = 300  # keyed records and timeline threads put in each store when those tools exist
     threads: int = 10
-    import_probe: bool = True
+    import_probe: bool = True  # also time the imports and the floor's cold start
 
 
 @dataclass
@@ -208,17 +209,19 @@ def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) -> ColdR
     full_env = {**os.environ, **env}
     call = ("read_shared_context", {"project": PROJECT})
     snapshot = snapshot_path(root)
-    for _ in range(settings.cold_reps):
+    errlog = root / "cold-start-stderr.log"
+    for _ in range(settings.cold_refolds):
         snapshot.unlink(missing_ok=True)
-        result.without.append(cold_start(server_command(False), full_env, *call))
+        result.without.append(cold_start(server_command(False), full_env, *call, errlog))
     if not snapshot.exists():  # small stores never reach the save threshold on exit
         app = App.open()
         app.store.save_snapshot(force=True)
         app.close()
     result.snapshot_bytes = snapshot.stat().st_size if snapshot.exists() else 0
     for _ in range(settings.cold_reps):
-        result.with_snapshot.append(cold_start(server_command(False), full_env, *call))
-        result.floor.append(cold_start(server_command(True), full_env, "noop", {}))
+        result.with_snapshot.append(cold_start(server_command(False), full_env, *call, errlog))
+        if settings.import_probe:
+            result.floor.append(cold_start(server_command(True), full_env, "noop", {}, errlog))
     if settings.import_probe:
         began = time.perf_counter()
         probe = [sys.executable, "-c", "import contextflow.server.app, contextflow.cli"]

@@ -83,7 +83,7 @@ def _receive(process: subprocess.Popen[bytes], want_id: int, deadline: float) ->
                 return result
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise ProbeError(f"no answer to request {want_id} in time")
+            raise ProbeError(f"no answer to request {want_id} within the time limit")
         ready, _, _ = select.select([fd], [], [], remaining)
         if ready:
             chunk = os.read(fd, 1 << 16)
@@ -93,14 +93,21 @@ def _receive(process: subprocess.Popen[bytes], want_id: int, deadline: float) ->
 
 
 def cold_start(
-    command: Sequence[str], env: Mapping[str, str], tool: str, arguments: dict[str, Any], timeout: float = 120.0
+    command: Sequence[str], env: Mapping[str, str], tool: str, arguments: dict[str, Any], errlog: Path,
+    timeout: float = 600.0,
 ) -> ColdStart:
-    """Spawn a stdio server, time the handshake and one tools/call, then close it cleanly."""
-    began = time.perf_counter()
-    process = subprocess.Popen(
-        list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=dict(env), bufsize=0,
-    )
+    """Spawn a stdio server (stderr to `errlog`), time the handshake and one tools/call, then close it."""
+    with open(errlog, "ab") as stderr:
+        began = time.perf_counter()
+        process = subprocess.Popen(
+            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env), bufsize=0
+        )
+    return _probe(process, began, tool, arguments, timeout)
+
+
+def _probe(
+    process: subprocess.Popen[bytes], began: float, tool: str, arguments: dict[str, Any], timeout: float
+) -> ColdStart:
     deadline = time.monotonic() + timeout
     try:
         _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
