@@ -14,6 +14,9 @@ On-disk contract:
   it read and a hash of the bytes just before that point; a later read continues from there
   when the file only grew (also when a sync tool replaced it with a longer copy), and
   reports a reset otherwise.
+- Compaction replaces a writer's own log atomically (temp file, fsync, rename, folder fsync),
+  under that writer's lock; readers elsewhere see a reset and refold. Sync-conflict copies are
+  removed only by `remove_conflict_copy`, after the caller verified their events are kept.
 """
 
 from __future__ import annotations
@@ -217,6 +220,69 @@ class LogWriter:
         return target
 
 
+def signature(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, mtime_ns) of a file, or None when it does not exist."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or unlink in `folder` durable (a no-op where folders cannot be fsynced)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:
+    """Atomically replace a writer's log with `data`: temp file, fsync, rename, folder fsync.
+
+    The caller holds that writer's lock. `expected` is the signature the caller read; when the
+    file changed since (a sync tool replaced it), nothing is written and StoreError says so.
+    """
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if signature(path) != expected:
+            raise StoreError(f"{path} changed while it was being rewritten; nothing was changed, run it again")
+        os.replace(temp, path)
+    except OSError as exc:
+        raise StoreError(f"cannot rewrite {path}: {exc.strerror or exc}. Nothing already stored was changed.") from None
+    finally:
+        temp.unlink(missing_ok=True)
+    fsync_folder(path.parent)
+
+
+def remove_conflict_copy(path: Path) -> None:
+    """Delete a `*.sync-conflict-*` log copy whose events the caller verified are kept elsewhere."""
+    parsed = parse_log_name(path.name)
+    if parsed is None or not parsed[1]:
+        raise StoreError(f"{path} is not a sync-conflict copy of a log; refusing to remove it")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot remove {path}: {exc.strerror}") from None
+    fsync_folder(path.parent)
+
+
 def _last_newline(fd: int, size: int) -> int:
     """Offset of the last b'\\n' before `size`, or -1."""
     end = size
@@ -260,5 +326,8 @@ __all__ = [
     "log_path",
     "parse_log_name",
     "read_new",
+    "remove_conflict_copy",
+    "replace_log",
+    "signature",
     "unchanged",
 ]

@@ -230,6 +230,16 @@ class Store:
     def duplicates(self) -> int:
         return self._fold.duplicates
 
+    def writer_counts(self) -> dict[str, tuple[int, int]]:
+        """(events, highest seq) per writer id; more events than the seq means two machines share the id."""
+        self.refresh()
+        return {w: (count, self._fold.last_seq.get(w, 0)) for w, count in self._fold.per_writer.items()}
+
+    @property
+    def log_writer(self) -> LogWriter:
+        """This writer's own log (path, lock, raw append): for doctor --fix and compaction only."""
+        return self._writer
+
     # -- writing -------------------------------------------------------------------------
 
     def append(self, kind: str, data: dict[str, Any]) -> Event:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from contextflow import conflicts
 from contextflow.app import App
 from contextflow.cli.output import add_format, emit
 from contextflow.diagnose import problems, store_info
@@ -31,6 +32,8 @@ def register(sub: Any) -> None:
         help="check the store and say which rule chose it",
         description="Report the store location (and the rule that chose it), logs, counts, bad lines and problems.",
     )
+    doctor.add_argument("--fix", action="store_true", help="fold sync-conflict copies into this writer's log, "
+                        "then remove each copy once every event in it is verified (see docs/sync.md)")
     add_format(doctor)
     doctor.set_defaults(func=cmd_doctor)
 
@@ -59,8 +62,9 @@ def cmd_serve(args: argparse.Namespace, app: App) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, app: App) -> int:
+    fixed = conflicts.fix(app) if args.fix else None
     info = store_info(app)
-    found = problems(info)
+    found = problems(info) + conflicts.findings(app)
     info["problems"] = found
     lines = [
         f"store:        {info['store']}",
@@ -78,6 +82,9 @@ def cmd_doctor(args: argparse.Namespace, app: App) -> int:
         lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
     lines.append("problems:" if found else "problems:     none")
     lines += [f"  - {problem}" for problem in found]
+    if fixed is not None:
+        info["fix"] = fixed.as_dict()
+        lines += fixed.lines()
     emit(args, "\n".join(lines), info)
     return 0
 
