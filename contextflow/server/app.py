@@ -28,6 +28,7 @@ from contextflow.app import App
 from contextflow.errors import ContextflowError
 from contextflow.server.registry import features_for
 from contextflow.server.tooling import PromptSpec, ToolSpec, check_arguments
+from contextflow.text import clean
 
 log = logging.getLogger("contextflow.server")
 
@@ -98,14 +99,15 @@ class ContextflowServer:
             with secrets.collect() as redacted:
                 reply = spec.handler(self.app, check_arguments(spec, arguments))
         except ContextflowError as exc:
-            return _error(f"{name}: {exc}")
+            return _error(_about(name, exc))
         except Exception as exc:  # the boundary: report, never crash the server
             traceback.print_exc(file=sys.stderr)
             return _error(
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply.text)]
+        # every reply, whatever tool built it, leaves without terminal control sequences
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(reply.text))]
         data = reply.data
         if redacted:  # tell the agent what was redacted before storing
             content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
@@ -154,7 +156,7 @@ class ContextflowServer:
         try:
             text = spec.handler(self.app, dict(params.arguments or {}))
         except ContextflowError as exc:
-            raise MCPError(types.INVALID_PARAMS, f"{spec.name}: {exc}") from None
+            raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
         await self._notify_if_prompts_changed(ctx)
         return types.GetPromptResult(
             description=spec.description,
@@ -197,8 +199,14 @@ class ContextflowServer:
         )
 
 
+def _about(name: str, exc: Exception) -> str:
+    """`name: message`, without repeating the name when the message already starts with it."""
+    message = str(exc)
+    return message if message.startswith(f"{name} ") else f"{name}: {message}"
+
+
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
 
 
 def build_server(app: App) -> Server[Any]:
