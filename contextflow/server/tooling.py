@@ -7,6 +7,8 @@ error that names the argument and the expected form.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,5 +148,30 @@ def check_arguments(spec: ToolSpec, arguments: Any) -> JSON:
         if name not in cleaned:
             raise InputError(f"{spec.name} needs {name!r}: {spec.properties[name].get('description', '')}".rstrip(": "))
     for name, value in cleaned.items():
+        _check_storable(value, name)
         _check_value(value, spec.properties[name], name)
     return cleaned
+
+
+MAX_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_storable(value: Any, where: str) -> None:
+    """Refuse what a JSON log line cannot hold faithfully: deep nesting, huge or non-finite numbers,
+    unpaired surrogates. Iterative, so hostile nesting cannot exhaust the stack."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(f"{where} is nested more than {MAX_DEPTH} levels deep; flatten it")
+        if isinstance(item, dict):
+            stack += [(part, depth + 1) for pair in item.items() for part in pair]
+        elif isinstance(item, list):
+            stack += [(part, depth + 1) for part in item]
+        elif isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**64:
+            raise InputError(f"{where} holds a whole number beyond 64 bits; send it as a string")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InputError(f"{where} holds NaN or infinity; send a finite number")
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            raise InputError(f"{where} holds an unpaired UTF-16 surrogate; send valid Unicode text")
