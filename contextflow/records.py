@@ -218,7 +218,7 @@ def list_records(
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, 500)
     start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(_now(now))
-    cutoff = (stamp_from_ms(now_ms - days * 86_400_000), "", 0) if days else (0, "", 0)
+    cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
     state = records_state(app)
 
     def keep(record: Record) -> bool:
@@ -240,13 +240,13 @@ def list_records(
         pools.append(state.keys_with_prefix(start))
     pool = min(pools, key=len, default=None)
     if pool is not None and len(pool) <= MAX_SORTED_POOL:
-        found = [state.records[key] for key in pool if state.records[key].event_key >= cutoff]
+        found = [state.records[key] for key in pool if state.records[key].event_key[0] >= cutoff]
         found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
         return [record for record in found if keep(record)][:count]
     ranked = state.recent if wanted_category is None else state.by_category.get(wanted_category, [])
     out: list[Record] = []
-    for event_key, key in reversed(ranked):
-        if event_key < cutoff:
+    for stamp, _writer, _seq, key in reversed(ranked):
+        if stamp < cutoff:
             break
         record = state.records[key]
         if keep(record):
@@ -280,7 +280,7 @@ def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_
     now_ms = _ms(_now(now))
     state = records_state(app)
     found: list[Record] = []
-    for _, key in reversed(state.by_category.get("waiting", [])):
+    for *_, key in reversed(state.by_category.get("waiting", [])):
         record = state.records[key]
         if not record.expired(now_ms):
             found.append(record)

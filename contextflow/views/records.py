@@ -11,6 +11,7 @@ per category), per thread, pinned, and a sorted key list for prefix ranges.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +21,7 @@ from contextflow.events import Event, OrderKey
 SET_KIND = "context.set"
 DELETE_KIND = "context.delete"
 
-Ranked = tuple[OrderKey, str]  # (event key of the record's latest write, record key)
+Ranked = tuple[int, str, int, str]  # (*order key of the record's latest write, record key): flat compares fast
 
 
 def _expires_ms(value: Any) -> int | None:
@@ -103,7 +104,7 @@ class RecordsState:
         return self.live_keys[start:end]
 
     def _index(self, record: Record, was_live: bool) -> None:
-        ranked = (record.event_key, record.key)
+        ranked = (*record.event_key, record.key)
         _insort(self.recent, ranked)
         _insort(self.by_category.setdefault(record.category, []), ranked)
         if record.thread_id:
@@ -114,7 +115,7 @@ class RecordsState:
             _insort(self.live_keys, record.key)
 
     def _unindex(self, record: Record, stays_live: bool) -> None:
-        ranked = (record.event_key, record.key)
+        ranked = (*record.event_key, record.key)
         _remove(self.recent, ranked)
         bucket = self.by_category.get(record.category, [])
         _remove(bucket, ranked)
@@ -138,6 +139,12 @@ def _insort(ordered: list[Any], item: Any) -> None:
         bisect.insort(ordered, item)
 
 
+def _record_key(event: Event) -> str | None:
+    """The record key a set or delete writes (None for other kinds and for what apply ignores)."""
+    key = event.data.get("key") if event.kind in (SET_KIND, DELETE_KIND) else None
+    return key if isinstance(key, str) and key else None
+
+
 def _remove(ordered: list[Any], item: Any) -> None:
     index = bisect.bisect_left(ordered, item)
     if index < len(ordered) and ordered[index] == item:
@@ -149,6 +156,28 @@ class RecordsView:
 
     def initial(self) -> RecordsState:
         return RecordsState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): a write to a key that a later delete in the same log
+        follows can go; a set that a later set follows keeps only its key (it may still be when
+        the record was created). The latest write of a key stays whole, and so does a delete
+        followed only by sets: a tombstone hides older writes other machines may hold."""
+        latest: dict[str, OrderKey] = {}
+        latest_delete: dict[str, OrderKey] = {}
+        for event in events:
+            key = _record_key(event)
+            if key is not None:
+                latest[key] = max(latest.get(key, event.key), event.key)
+                if event.kind == DELETE_KIND:
+                    latest_delete[key] = max(latest_delete.get(key, event.key), event.key)
+        found: dict[str, tuple[str, ...]] = {}
+        for event in events:
+            key = _record_key(event)
+            if key is None or (key in latest_delete and event.key < latest_delete[key]):
+                found[event.id] = ()
+            elif event.kind == SET_KIND and event.key < latest[key]:
+                found[event.id] = ("key",)
+        return found
 
     def apply(self, state: RecordsState, event: Event) -> None:
         if event.kind not in (SET_KIND, DELETE_KIND):
