@@ -17,12 +17,11 @@ from typing import Any
 from contextflow import checks
 from contextflow.app import App
 from contextflow.clock import stamp_iso, system_ms
-from contextflow.conversations import conversations_state
 from contextflow.errors import InputError
 from contextflow.search import VIEW_NAME, Doc, Hit, Query, Reranker, SearchIndex, rank, search_kinds
 from contextflow.search.tokens import estimate_tokens, query_terms
 from contextflow.text import DATA_NOTICE, clean, clip, quote
-from contextflow.views.conversations import ConversationEntry
+from contextflow.views.conversations import ConversationEntry, ConversationsState
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
@@ -132,7 +131,7 @@ def _section(label: str, text: str) -> str:
     return f"{label}:\n{quote(text)}"
 
 
-def generic_body(app: App, doc: Doc) -> str:
+def generic_body(doc: Doc) -> str:
     """Every non-empty field, title first; `tags.*` and `meta.*` members gathered under one label."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for name, text in sorted(doc.field_texts(), key=lambda item: item[0] != "title"):
@@ -207,16 +206,31 @@ def conversation_markdown(entry: ConversationEntry, transcript: str | None = Non
     return text
 
 
-def _conversation_hydrator(app: App, doc: Doc) -> str | None:
-    entry = conversations_state(app).records.get(doc.ref)
+class Views:
+    """View states read once per get_context call (each `store.view` re-checks the logs)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._states: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._states:
+            self._states[name] = self.app.store.view(name)
+        return self._states[name]
+
+
+def _conversation_hydrator(views: Views, doc: Doc) -> str | None:
+    state: ConversationsState = views["conversations"]
+    entry = state.records.get(doc.ref)
     return conversation_body(entry) if entry is not None else None
 
 
-Hydrator = Callable[[App, Doc], str | None]
+# A kind whose record has more structure than its index fields renders from its own view.
+Hydrator = Callable[[Views, Doc], str | None]
 HYDRATORS: dict[str, Hydrator] = {"conversation": _conversation_hydrator}
 
 
-def hit_block(app: App, hit: Hit, position: int) -> str:
+def hit_block(views: Views, hit: Hit, position: int) -> str:
     doc = hit.doc
     info = hit_json(hit)
     header = f"## [{position}] {doc.kind} {clip(doc.ref, 120)}\n" + provenance(
@@ -224,7 +238,7 @@ def hit_block(app: App, hit: Hit, position: int) -> str:
     ) + "".join(f" | {name}={clip(doc.value(name), 40)}" for name in DETAILS if doc.value(name))
     header += f" | score={info['score']}"
     hydrator = HYDRATORS.get(doc.kind)
-    body = (hydrator(app, doc) if hydrator else None) or generic_body(app, doc)
+    body = (hydrator(views, doc) if hydrator else None) or generic_body(doc)
     return f"{header}\n{body}"
 
 
@@ -262,8 +276,9 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
     parts = [f"# Context for: {clip(query.text, 200)}\n{found}, best first{where}. {DATA_NOTICE}"]
     used = len(parts[0])
     shown: list[Shown] = []
+    views = Views(app)
     for position, hit in enumerate(hits, 1):
-        block = hit_block(app, hit, position)
+        block = hit_block(views, hit, position)
         room = limit - used - 2 - FOOTER_RESERVE
         if len(block) <= room:
             parts.append(block)

@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextflow.clock import stamp_ms
 from contextflow.events import OrderKey
-from contextflow.search.tokens import tokenize
+from contextflow.search.tokens import iter_tokens
 
 FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities": 2, "files": 2, "decisions": 2}
 K1 = 1.2
@@ -75,6 +76,8 @@ class Doc:
     # derived at each reindex, for fast filtering and ranking
     project: str = ""
     latest: OrderKey = ZERO
+    latest_ms: int = 0
+    expires_ms: int | None = None
 
     @property
     def visible(self) -> bool:
@@ -180,15 +183,25 @@ class SearchIndex:
         project = doc.value("project")
         doc.project = project if isinstance(project, str) else ""
         doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()], default=ZERO)
+        doc.latest_ms = stamp_ms(doc.latest[0])
+        expires = doc.value("expires_ms")
+        doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
         if not doc.visible:
             return
-        weights: Counter[str] = Counter()
+        weights: dict[str, int] = {}
         for name, (_, text) in doc.fields.items():
+            if not text:
+                continue
             weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
-            for term in tokenize(text):
-                weights[term] += weight
+            for term, count in Counter(iter_tokens(text)).items():
+                weights[term] = weights.get(term, 0) + count * weight
+        postings = self.postings
         for term, weight in weights.items():
-            self.postings.setdefault(term, {})[num] = weight
+            members = postings.get(term)
+            if members is None:
+                postings[term] = {num: weight}
+            else:
+                members[num] = weight
         length = sum(weights.values()) or 1
         doc.terms, self.lengths[num] = tuple(weights), length
         self.total_length += length
@@ -205,7 +218,7 @@ class SearchIndex:
         `factor` returns 0 for documents to leave out (filters) and at most 1 otherwise
         (recency). Exact top-k with MaxScore pruning: terms are scored rarest first, and
         once the terms left could not lift an unseen document into the top k, they only
-        add to the documents already found.
+        add to the documents already found. `factor` runs only for the best raw scores.
         """
         if not self.visible_count or k < 1:
             return []
@@ -215,59 +228,55 @@ class SearchIndex:
             posting = self.postings.get(term)
             if posting:
                 idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-                lists.append((idf * (K1 + 1.0), idf, posting))
+                lists.append((idf * (K1 + 1.0), posting))  # the most a term can add to a score
         lists.sort(key=lambda item: item[0], reverse=True)
         lengths = self.lengths
-        norm_base = K1 * (1.0 - B)
-        norm_per_length = K1 * B * count / max(1, self.total_length)
-        top = K1 + 1.0
+        base = K1 * (1.0 - B)
+        per_length = K1 * B * count / max(1, self.total_length)
         scores: dict[int, float] = {}
         factors: dict[int, float] = {}
-        rest = sum(item[0] for item in lists)
+        rest = sum(bound for bound, _ in lists)
         threshold = 0.0
-        for position, (bound, idf, posting) in enumerate(lists):
-            if position and rest <= threshold:
-                live = [num for num in scores if factors.get(num, 1.0) > 0]
-                pairs = (
-                    [(num, tf) for num in live if (tf := posting.get(num)) is not None]
-                    if len(live) < len(posting)
-                    else [(num, tf) for num, tf in posting.items() if num in scores]
-                )
-                for num, tf in pairs:
-                    scores[num] += idf * tf * top / (tf + norm_base + norm_per_length * lengths[num])
+        for bound, posting in lists:
+            if scores and rest <= threshold:  # no unseen document can reach the top k any more
+                if len(scores) < len(posting):
+                    for num in scores:
+                        tf = posting.get(num)
+                        if tf is not None:
+                            scores[num] += bound * tf / (tf + base + per_length * lengths[num])
+                else:
+                    for num, tf in posting.items():
+                        if num in scores:
+                            scores[num] += bound * tf / (tf + base + per_length * lengths[num])
             else:
                 get = scores.get
                 for num, tf in posting.items():
-                    scores[num] = get(num, 0.0) + idf * tf * top / (tf + norm_base + norm_per_length * lengths[num])
+                    scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * lengths[num])
             rest -= bound
-            if rest > 0:
-                threshold = self._kth_best(scores, factors, factor, k)
-        finals = []
-        for num, score in scores.items():
-            weight = factors.get(num)
-            if weight is None:
-                weight = factors[num] = self._factor(num, factor)
-            if weight > 0:
-                finals.append((score * weight, num))
-        best = heapq.nlargest(k, finals)
-        return [Hit(doc, score) for score, num in best if (doc := self.by_num[num]) is not None]
+            if rest > threshold and len(scores) >= k and max(scores.values()) >= rest:
+                best = self._best(scores, factors, factor, k, 4 * k)
+                if len(best) == k:
+                    threshold = max(threshold, best[-1][0])
+        found = self._best(scores, factors, factor, k, 4 * k, exact=True)
+        return [Hit(doc, score) for score, num in found if (doc := self.by_num[num]) is not None]
 
-    def _factor(self, num: int, factor: Callable[[Doc], float]) -> float:
-        doc = self.by_num[num]
-        return factor(doc) if doc is not None else 0.0
-
-    def _kth_best(
-        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float], k: int
-    ) -> float:
-        if len(scores) < k:
-            return 0.0
-        finals = []
-        for num, score in scores.items():
-            weight = factors.get(num)
-            if weight is None:
-                weight = factors[num] = self._factor(num, factor)
-            if weight > 0:
-                finals.append(score * weight)
-        if len(finals) < k:
-            return 0.0
-        return heapq.nlargest(k, finals)[-1]
+    def _best(
+        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float],
+        k: int, pool: int, exact: bool = False,
+    ) -> list[tuple[float, int]]:
+        """The k best (final score, num) among the `pool` best raw scores; with `exact`, the
+        pool widens until no document outside it could win (factor <= 1, so final <= raw)."""
+        while True:
+            raw = heapq.nlargest(pool, scores, key=scores.__getitem__)
+            finals = []
+            for num in raw:
+                weight = factors.get(num)
+                if weight is None:
+                    doc = self.by_num[num]
+                    weight = factors[num] = factor(doc) if doc is not None else 0.0
+                if weight > 0:
+                    finals.append((scores[num] * weight, num))
+            best = heapq.nlargest(k, finals)
+            if not exact or len(raw) < pool or (len(best) == k and best[-1][0] >= scores[raw[-1]]):
+                return best
+            pool *= 4

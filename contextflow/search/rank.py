@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from contextflow.clock import stamp_ms
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import query_terms
 
@@ -48,10 +47,9 @@ def rank(index: SearchIndex, query: Query, now_ms: int, reranker: Reranker | Non
             return 0.0
         if project is not None and doc.project and doc.project != project:
             return 0.0  # a document without a project (a context record, a thought) is in every project
-        expires = doc.value("expires_ms")
-        if isinstance(expires, int) and expires <= now_ms:
+        if doc.expires_ms is not None and doc.expires_ms <= now_ms:
             return 0.0  # expiry is judged at read time, never in the fold
-        return recency(stamp_ms(doc.latest[0]), now_ms)
+        return recency(doc.latest_ms, now_ms)
 
     pool = query.limit * POOL_PER_RESULT if reranker is not None else query.limit
     hits = index.search(query_terms(query.text), pool, factor)

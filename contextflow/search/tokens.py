@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -66,17 +67,21 @@ def _keep(token: str) -> bool:
     return len(token) > 1 and token not in STOPWORDS
 
 
+@lru_cache(maxsize=1 << 18)
+def word_terms(raw: str) -> tuple[str, ...]:
+    """The index terms of one word (memoized: text reuses a small vocabulary)."""
+    parts = _parts(raw)
+    terms = [stem(part) for part in parts if _keep(part)]
+    whole = raw.lower().replace("_", "")
+    if len(parts) > 1 and _keep(whole):
+        terms.insert(0, whole)
+    return tuple(terms)
+
+
 def iter_tokens(text: str) -> Iterator[str]:
     """Every index term of `text`, in order, repeats included."""
-    for match in _WORD.finditer(text):
-        raw = match.group()
-        parts = _parts(raw)
-        whole = raw.lower().replace("_", "")
-        if len(parts) > 1 and _keep(whole):
-            yield whole
-        for part in parts:
-            if _keep(part):
-                yield stem(part)
+    for raw in _WORD.findall(text):
+        yield from word_terms(raw)
 
 
 def tokenize(text: str) -> list[str]:
