@@ -194,3 +194,12 @@ async def test_remember_needs_what_and_asks_for_a_context_set_call(mc):
     assert "> waiting on PR #1777 from Yeraze" in text and "context_set" in text
     with pytest.raises(MCPError, match="remember needs the `what` argument"):
         await mc.get_prompt("remember", {})
+
+
+async def test_where_am_i_shows_the_most_recent_active_threads_and_counts_the_rest(mc):
+    ids = [(await ok(mc, "timeline_create_thread", name=f"t{n}"))["id"] for n in range(4)]
+    await ok(mc, "timeline_add_thought", thread_id=ids[0], content="the oldest thread moved last")
+    where = await mc.call_tool("timeline_where_am_i", {"limit": 2})
+    assert [t["id"] for t in where.structured_content["threads"]] == [ids[0], ids[3]]
+    assert where.structured_content["total"] == 4 and "2 older active threads not shown" in text_of(where)
+    assert "limit must be from 1 to 500" in await error(mc, "timeline_where_am_i", limit=0)

@@ -66,10 +66,12 @@ def test_an_update_keeps_fields_it_does_not_mention_and_keeps_the_created_time(a
 
 
 def test_explicit_false_and_empty_values_clear_fields(app):
-    records.set_record(app, key="fact:nas", value={}, label="NAS", pinned=True, expires_at="7d")
-    records.set_record(app, key="fact:nas", value={}, label="", pinned=False, expires_at="never")
+    thread = timeline.create_thread(app, name="work").id
+    records.set_record(app, key="fact:nas", value={}, label="NAS", pinned=True, expires_at="7d", thread_id=thread)
+    records.set_record(app, key="fact:nas", value={}, label="", pinned=False, expires_at="never", thread_id="")
     record = records.get_record(app, key="fact:nas")
     assert "label" not in record.data and not record.pinned and "expires_at" not in record.data
+    assert record.thread_id is None and records.linked_records(app, thread) == []
 
 
 @pytest.mark.parametrize("bad", ["nocolon", "Pr:upper-prefix", "pr:", ":rest", "pr:has space", "1pr:digit", ""])
