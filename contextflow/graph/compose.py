@@ -12,6 +12,7 @@ Everything left out is reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from contextflow.app import App
@@ -37,6 +38,7 @@ _TIER_RANK = {model.PINNED: 0, model.REFERENCE: 1, model.WORKING: 2}
 _SECTION_ORDER = [title for _, title in SECTIONS] + [WORKING_SECTION]
 _TITLES = dict(SECTIONS)
 MAX_REFS = 8
+_SMALLEST_BULLET = 40  # "- [task:<16-char id> by x 2024-01-01] x" and its newline
 _LINK_LABELS = (("DEPENDS_ON", "Depends on"), ("DERIVED_FROM", "Derived from"), ("SUPERSEDES", "Supersedes"))
 
 
@@ -81,16 +83,22 @@ class Composed:
         return "; ".join(parts)
 
 
-def tier_rank(state: GraphState, node: Node) -> int:
-    tags = state.tags_of(node.id)
-    return min((_TIER_RANK[t] for t in tags if t in _TIER_RANK), default=3)
-
-
 def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
     """Pinned first, then reference, working, no tier; within a tier the most recently updated first."""
-    ordered = sorted(nodes, key=lambda node: (node.updated_key, node.id), reverse=True)
-    ordered.sort(key=lambda node: tier_rank(state, node))
+    pinned, reference, working = (state.by_tag.get(tag, set()) for tag in _TIER_RANK)
+
+    def rank(node: Node) -> int:
+        key = node.id
+        return 0 if key in pinned else 1 if key in reference else 2 if key in working else 3
+
+    ordered = sorted(nodes, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
+    ordered.sort(key=rank)
     return ordered
+
+
+def _least_chars(node: Node, text: str) -> int:
+    """A cheap lower bound of a node's bullet length (0 when the text needs cleaning first)."""
+    return len(node.type) + len(node.id) + 22 + len(text.strip()) if text.isprintable() else 0
 
 
 def _ref(state: GraphState, node_id: str) -> str:
@@ -143,9 +151,17 @@ def compose_nodes(
     included: list[str] = []
     summarized: list[str] = []
     dropped: list[Dropped] = []
+    working = state.by_tag.get(model.WORKING, set())
     for node in order:
-        title = WORKING_SECTION if model.WORKING in state.tags_of(node.id) else _TITLES.get(node.type, "Other")
+        if limit - used < _SMALLEST_BULLET:  # full: the rest is dropped without rendering it
+            dropped.append(Dropped(node.id, node.type, node.tokens, "over budget"))
+            continue
+        title = WORKING_SECTION if node.id in working else _TITLES.get(node.type, "Other")
         heading = 0 if title in sections else len(f"## {title}\n\n") + 1
+        room = limit - used - heading
+        if _least_chars(node, node.content) > room and (not node.summary or _least_chars(node, node.summary) > room):
+            dropped.append(Dropped(node.id, node.type, node.tokens, "over budget"))
+            continue
         block = render_node(state, node)
         if used + heading + len(block) > limit and node.summary:
             block = render_node(state, node, use_summary=True)
@@ -177,12 +193,13 @@ def candidates_for(
     expr = parse(query)
     ids = evaluate(expr, state, at_ms)
     archived_ok = include_archived or mentions_tag(expr, model.OFF_CONTEXT)
+    archived = state.by_tag.get(model.OFF_CONTEXT, set())
     excluded = {"archived (tier:off-context)": 0, "superseded": 0}
     chosen: list[Node] = []
     for node_id in ids:
-        if not archived_ok and model.OFF_CONTEXT in state.tags_of(node_id):
+        if not archived_ok and node_id in archived:
             excluded["archived (tier:off-context)"] += 1
-        elif not include_superseded and state.superseded_by(node_id):
+        elif not include_superseded and node_id in state.inc and state.superseded_by(node_id):
             excluded["superseded"] += 1
         else:
             chosen.append(state.nodes[node_id])

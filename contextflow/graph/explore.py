@@ -6,6 +6,7 @@ a header carrying its provenance (type, id, agent, writer, time).
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +27,12 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def by_recency(state: GraphState, ids: set[str] | list[str]) -> list[Node]:
-    return sorted((state.nodes[i] for i in ids), key=lambda n: (n.updated_key, n.id), reverse=True)
+def by_recency(state: GraphState, ids: set[str] | list[str], limit: int | None = None) -> list[Node]:
+    """Most recently updated first (each node's update key is unique: no ties)."""
+    nodes = state.nodes
+    if limit is not None and limit < len(ids) // 4:
+        return [nodes[i] for i in heapq.nlargest(limit, ids, key=lambda i: nodes[i].updated_key)]
+    return sorted((nodes[i] for i in ids), key=lambda n: n.updated_key, reverse=True)[:limit]
 
 
 def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = None) -> tuple[list[Node], int]:
@@ -36,7 +41,7 @@ def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = Non
     count = checks.bounded_int(limit, "limit", 50, high=MAX_LIMIT)
     state = graph(app)
     ids = evaluate(parse(query), state, now_ms() if at_ms is None else at_ms)
-    return by_recency(state, ids)[:count], len(ids)
+    return by_recency(state, ids, count), len(ids)
 
 
 def list_nodes(
@@ -209,7 +214,7 @@ def status(app: App) -> dict[str, Any]:
         if state.superseded_by(node_id):
             superseded += 1
     edge_count = sum(1 for mark_key, mark in state.edges.items()
-                     if mark.on and mark_key[0] in state.live and mark_key[1] in state.live)
+                     if mark[0] > mark[1] and mark_key[0] in state.live and mark_key[1] in state.live)
     tag_names = {name for name, members in state.by_tag.items() if members & state.live}
     return {
         "store": str(app.store.folder), "nodes": len(state.live), "tokens": tokens,

@@ -10,11 +10,14 @@ No I/O here.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.events import Event, OrderKey
+from contextflow.fold import overwritten
 from contextflow.graph import model
 from contextflow.graph.model import estimate_tokens
 
@@ -56,18 +59,14 @@ class Node:
         return stamp_iso(self.updated_key[0])
 
 
-@dataclass(frozen=True)
-class Mark:
-    """Latest add and latest removal of a tag, edge or saved view; on when added last."""
+# A mark is the latest add and latest removal of a tag, edge or saved view, as a plain tuple
+# (cheap to snapshot): (added, removed, *payload). It is on when it was added last.
+Mark = tuple[Any, ...]
+NO_MARK: Mark = (ZERO, ZERO)
 
-    added: OrderKey = ZERO
-    removed: OrderKey = ZERO
-    event_id: str = ""
-    payload: Any = None
 
-    @property
-    def on(self) -> bool:
-        return self.added > self.removed
+def is_on(mark: Mark | None) -> bool:
+    return mark is not None and mark[0] > mark[1]
 
 
 @dataclass(frozen=True)
@@ -104,11 +103,11 @@ class GraphState:
     live: set[str] = field(default_factory=set)
     by_type: dict[str, set[str]] = field(default_factory=dict)
     by_tag: dict[str, set[str]] = field(default_factory=dict)
-    tag_marks: dict[str, dict[str, Mark]] = field(default_factory=dict)
-    edges: dict[EdgeKey, Mark] = field(default_factory=dict)
+    tag_marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # node -> tag -> (added, removed)
+    edges: dict[EdgeKey, Mark] = field(default_factory=dict)  # (added, removed, event id, metadata)
     out: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     inc: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
-    views: dict[str, Mark] = field(default_factory=dict)
+    views: dict[str, Mark] = field(default_factory=dict)  # (added, removed, query, budget)
     origins: dict[str, str] = field(default_factory=dict)
 
     # -- reading -------------------------------------------------------------------------
@@ -118,13 +117,14 @@ class GraphState:
 
     def tags_of(self, node_id: str) -> set[str]:
         marks = self.tag_marks.get(node_id, {})
-        return {name for name, mark in marks.items() if mark.on}
+        return {name for name, mark in marks.items() if mark[0] > mark[1]}
 
     def _edge(self, key: EdgeKey) -> Edge | None:
         mark = self.edges.get(key)
-        if mark is None or not mark.on or key[0] not in self.live or key[1] not in self.live:
+        if not is_on(mark) or key[0] not in self.live or key[1] not in self.live:
             return None
-        return Edge(mark.event_id, key[0], key[1], key[2], stamp_iso(mark.added[0]), mark.payload or {})
+        assert mark is not None
+        return Edge(mark[2], key[0], key[1], key[2], stamp_iso(mark[0][0]), mark[3] or {})
 
     def edges_out(self, node_id: str) -> list[Edge]:
         found = (self._edge((node_id, to, kind)) for to, kind in self.out.get(node_id, ()))
@@ -149,8 +149,8 @@ class GraphState:
             if kind != "SUPERSEDES" or source not in self.live:
                 continue
             mark = self.edges[(source, node_id, kind)]
-            if mark.on and (best is None or mark.added > best[0]):
-                best = (mark.added, source)
+            if is_on(mark) and (best is None or mark[0] > best[0]):
+                best = (mark[0], source)
         return best[1] if best else None
 
     def all_edges(self) -> list[Edge]:
@@ -163,10 +163,10 @@ class GraphState:
 
     def saved_view(self, name: str) -> SavedView | None:
         mark = self.views.get(name)
-        if mark is None or not mark.on:
+        if not is_on(mark):
             return None
-        query, budget = mark.payload
-        return SavedView(name, query, budget, stamp_iso(mark.added[0]))
+        assert mark is not None
+        return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0]))
 
 
 # -- folding ---------------------------------------------------------------------------
@@ -179,10 +179,18 @@ def _record(state: GraphState, node_id: str) -> Node:
     return node
 
 
-def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderKey) -> None:
-    if key <= node.field_keys.get(name, ZERO):
+def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderKey, creating: bool) -> None:
+    """Last writer wins per field. Values set by the creating event carry no entry in
+    field_keys (its key is `created_key`), which keeps snapshots small."""
+    current = node.field_keys.get(name)
+    if current is None:
+        current = node.created_key if node.exists and not creating else ZERO
+    if key <= current:
         return
-    node.field_keys[name] = key
+    if creating:
+        node.field_keys.pop(name, None)
+    else:
+        node.field_keys[name] = key
     if name.startswith("meta."):
         meta_key = name[5:]
         if value is None:
@@ -209,13 +217,13 @@ def _discard(index: dict[str, set[str]], name: str, node_id: str) -> None:
             del index[name]
 
 
-def _set_mark(marks: dict[Any, Mark], name: Any, key: OrderKey, adding: bool, event_id: str = "",
-              payload: Any = None) -> Mark:
-    old = marks.get(name, Mark())
-    if adding and key > old.added:
-        new = Mark(key, old.removed, event_id, payload)
-    elif not adding and key > old.removed:
-        new = Mark(old.added, key, old.event_id, old.payload)
+def _set_mark(marks: dict[Any, Mark], name: Any, key: OrderKey, adding: bool, payload: tuple[Any, ...] = ()) -> Mark:
+    """Record an add (with its payload) or a removal when it is newer than the one kept."""
+    old = marks.get(name, NO_MARK + payload if adding else NO_MARK)
+    if adding and key > old[0]:
+        new = (key, old[1], *payload)
+    elif not adding and key > old[1]:
+        new = (old[0], key, *old[2:])
     else:
         return old
     marks[name] = new
@@ -229,20 +237,20 @@ def _tag(state: GraphState, node_id: str, names: Any, key: OrderKey, adding: boo
     for name in names:
         if not isinstance(name, str):
             continue
-        if _set_mark(marks, name, key, adding).on:
+        if is_on(_set_mark(marks, name, key, adding)):
             state.by_tag.setdefault(name, set()).add(node_id)
         else:
             _discard(state.by_tag, name, node_id)
 
 
-def _fields(state: GraphState, node: Node, data: dict[str, Any], key: OrderKey) -> None:
+def _fields(state: GraphState, node: Node, data: dict[str, Any], key: OrderKey, creating: bool = False) -> None:
     for name in ("type", "content", "summary"):
         if isinstance(data.get(name), str):
-            _set_field(state, node, name, data[name], key)
+            _set_field(state, node, name, data[name], key, creating)
     meta = data.get("metadata")
     if isinstance(meta, dict):
         for meta_key, value in meta.items():
-            _set_field(state, node, "meta." + str(meta_key), value, key)
+            _set_field(state, node, "meta." + str(meta_key), value, key, creating)
     if key > node.updated_key:
         node.updated_key = key
 
@@ -254,16 +262,51 @@ def _live(state: GraphState, node: Node) -> None:
         state.live.discard(node.id)
 
 
+_DROPPABLE = (model.NODE_UPDATE, model.TAG, model.UNTAG, model.EDGE, model.EDGE_DELETE, model.VIEW, model.VIEW_DELETE)
+
+
+def _writes(event: Event) -> set[tuple[Any, ...]]:
+    """The last-writer-wins slots an event sets: node fields, tag/edge/view adds and removals."""
+    kind, data = event.kind, event.data
+    target = event.id if kind == model.NODE else data.get("node")
+    found: set[tuple[Any, ...]] = set()
+    if kind in (model.NODE, model.NODE_UPDATE) and isinstance(target, str):
+        found |= {("field", target, name) for name in ("type", "content", "summary") if isinstance(data.get(name), str)}
+        meta = data.get("metadata")
+        if isinstance(meta, dict):
+            found |= {("field", target, "meta." + str(name)) for name in meta}
+    if kind in (model.NODE, model.TAG, model.UNTAG) and isinstance(target, str) and isinstance(data.get("tags"), list):
+        sign = "-" if kind == model.UNTAG else "+"
+        found |= {("tag" + sign, target, name) for name in data["tags"] if isinstance(name, str)}
+    if kind in (model.EDGE, model.EDGE_DELETE):
+        ends = (data.get("from"), data.get("to"), data.get("type"))
+        if all(isinstance(part, str) for part in ends):
+            found.add(("edge" + ("+" if kind == model.EDGE else "-"), *ends))
+    if kind in (model.VIEW, model.VIEW_DELETE) and isinstance(data.get("name"), str):
+        found.add(("view" + ("+" if kind == model.VIEW else "-"), data["name"]))
+    return found
+
+
 class GraphView:
     name = "graph"
 
     def initial(self) -> GraphState:
         return GraphState()
 
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): an update, tag, untag, edge or view change each of whose
+        slots a later event in the same log sets again can go (an add only by a later add, a
+        removal by a later removal). Nodes and node deletions stay."""
+        found: dict[str, tuple[str, ...]] = {e.id: () for e in events if not e.kind.startswith("graph.")}
+        droppable = {e.id for e in events if e.kind in _DROPPABLE}
+        found.update(dict.fromkeys(overwritten(events, _writes) & droppable, ()))
+        return found
+
     def apply(self, state: GraphState, event: Event) -> None:
-        kind, data, key = event.kind, event.data, event.key
+        kind, data = event.kind, event.data
         if not kind.startswith("graph."):
             return
+        key = (event.hlc, sys.intern(event.writer), event.seq)  # one writer string shared in snapshots
         if kind == model.NODE:
             node = _record(state, event.id)
             node.exists, node.created_key, node.writer = True, key, event.writer
@@ -273,7 +316,7 @@ class GraphView:
                 node.origin = origin
                 known = state.origins.get(origin)
                 state.origins[origin] = min(known, event.id) if known else event.id
-            _fields(state, node, data, key)
+            _fields(state, node, data, key, creating=True)
             _tag(state, event.id, data.get("tags"), key, True)
             _live(state, node)
             return
@@ -293,7 +336,7 @@ class GraphView:
                 return
             edge_key = (source, dest, edge_type)
             meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-            _set_mark(state.edges, edge_key, key, kind == model.EDGE, event.id, meta)
+            _set_mark(state.edges, edge_key, key, kind == model.EDGE, (event.id, meta))
             state.out.setdefault(source, set()).add((dest, edge_type))
             state.inc.setdefault(dest, set()).add((source, edge_type))
         elif kind in (model.VIEW, model.VIEW_DELETE):
@@ -303,5 +346,4 @@ class GraphView:
             budget = data.get("budget")
             if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
                 budget = model.DEFAULT_VIEW_BUDGET
-            payload = (str(data.get("query") or ""), budget)
-            _set_mark(state.views, name, key, kind == model.VIEW, event.id, payload)
+            _set_mark(state.views, name, key, kind == model.VIEW, (str(data.get("query") or ""), budget))
