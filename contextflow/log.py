@@ -269,6 +269,19 @@ def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | N
     fsync_folder(path.parent)
 
 
+def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
+    """A log's bytes, its whole lines (numbered; blank ones left out) and a torn last line's bytes."""
+    fd = _open_read(path)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0)
+    finally:
+        os.close(fd)
+    cut = data.rfind(b"\n") + 1
+    lines = [(n, raw) for n, raw in enumerate(data[:cut].split(b"\n")[:-1], start=1) if raw.strip()]
+    return data, lines, data[cut:]
+
+
 def remove_conflict_copy(path: Path) -> None:
     """Delete a `*.sync-conflict-*` log copy whose events the caller verified are kept elsewhere."""
     parsed = parse_log_name(path.name)
@@ -326,6 +339,7 @@ __all__ = [
     "log_path",
     "parse_log_name",
     "read_new",
+    "read_whole",
     "remove_conflict_copy",
     "replace_log",
     "signature",

@@ -13,10 +13,19 @@ from collections.abc import Sequence
 
 from contextflow import __version__
 from contextflow.app import App
-from contextflow.cli import compose_cmds, conversation_cmds, core, graph_cmds, hook_cmds, memory_cmds, session_cmds
+from contextflow.cli import (
+    compose_cmds,
+    conversation_cmds,
+    core,
+    graph_cmds,
+    hook_cmds,
+    memory_cmds,
+    session_cmds,
+    sync_cmds,
+)
 from contextflow.errors import ContextflowError
 
-COMMAND_MODULES = [core, session_cmds, memory_cmds, conversation_cmds, graph_cmds, compose_cmds, hook_cmds]
+COMMAND_MODULES = [core, session_cmds, memory_cmds, conversation_cmds, graph_cmds, compose_cmds, hook_cmds, sync_cmds]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ the lowest key seen is kept as the time it was first saved.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextflow.events import Event, OrderKey
@@ -38,11 +39,33 @@ class ConversationsState:
         return found
 
 
+def _conversation_id(event: Event) -> str | None:
+    value = event.data.get("conversation_id")
+    return value if isinstance(value, str) and value else None
+
+
 class ConversationsView:
     name = "conversations"
 
     def initial(self) -> ConversationsState:
         return ConversationsState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): a save followed in the same log by a later save of the
+        same conversation keeps only its conversation_id (it still counts as a version and may be
+        the first save); the latest save stays whole."""
+        latest: dict[str, OrderKey] = {}
+        for event in events:
+            if event.kind == SAVE_KIND and (cid := _conversation_id(event)):
+                latest[cid] = max(latest.get(cid, event.key), event.key)
+        found: dict[str, tuple[str, ...]] = {}
+        for event in events:
+            cid = _conversation_id(event) if event.kind == SAVE_KIND else None
+            if cid is None:
+                found[event.id] = ()
+            elif event.key < latest[cid]:
+                found[event.id] = ("conversation_id",)
+        return found
 
     def apply(self, state: ConversationsState, event: Event) -> None:
         if event.kind != SAVE_KIND:

@@ -8,6 +8,7 @@ on the order events arrive in.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +127,10 @@ class SessionsView:
 
     def initial(self) -> SessionsState:
         return SessionsState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): every note and handoff stays; other kinds are not ours."""
+        return {event.id: () for event in events if event.kind not in ENTRY_KINDS}
 
     def apply(self, state: SessionsState, event: Event) -> None:
         if event.kind not in ENTRY_KINDS:

@@ -13,10 +13,12 @@ per thread in key order, and child tangent threads per parent thought.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contextflow.events import Event, OrderKey
+from contextflow.fold import overwritten
 
 THREAD = "timeline.thread"
 THREAD_UPDATE = "timeline.thread_update"
@@ -33,6 +35,23 @@ THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _writes(event: Event) -> set[tuple[str, str, str]]:
+    """The last-writer-wins slots an event sets: thread and thought fields, thread positions."""
+    data, kind = event.data, event.kind
+    if kind in (THREAD, THREAD_UPDATE):
+        thread_id = event.id if kind == THREAD else _text(data.get("thread_id"))
+        return {("thread", thread_id, name) for name in THREAD_FIELDS if name in data} if thread_id else set()
+    if kind == THOUGHT:  # folded only with a thread id
+        thread_id = _text(data.get("thread_id"))
+        fields = {("thought", event.id, name) for name in THOUGHT_FIELDS if name in data}
+        return {*fields, ("position", thread_id, "")} if thread_id else set()
+    if kind == THOUGHT_UPDATE and (thought_id := _text(data.get("thought_id"))):
+        return {("thought", thought_id, name) for name in THOUGHT_FIELDS if name in data}
+    if kind == POSITION and _text(data.get("thought_id")) and (thread_id := _text(data.get("thread_id"))):
+        return {("position", thread_id, "")}
+    return set()
 
 
 @dataclass(slots=True)
@@ -185,6 +204,14 @@ class TimelineView:
 
     def initial(self) -> TimelineState:
         return TimelineState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): an update whose every field, or a position move that a
+        later event in the same log overwrites, can go. Threads and thoughts themselves stay."""
+        found: dict[str, tuple[str, ...]] = {e.id: () for e in events if not e.kind.startswith("timeline.")}
+        droppable = {e.id for e in events if e.kind in (THREAD_UPDATE, THOUGHT_UPDATE, POSITION)}
+        found.update(dict.fromkeys(overwritten(events, _writes) & droppable, ()))
+        return found
 
     def apply(self, state: TimelineState, event: Event) -> None:
         if not event.kind.startswith("timeline."):

@@ -8,6 +8,7 @@ incrementally while syncing or fresh from the files.
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -59,54 +60,97 @@ def writers_seen(app: App) -> set[str]:
     return {segment.writer for segment in app.store.health().segments if segment.events}
 
 
-def test_two_machines_writing_at_once_converge_without_conflicts_or_loss(tmp_path: Path) -> None:
-    root = tmp_path / "sync"
-    with harness.SyncthingPair(root) as pair:
-        a_folder, b_folder = pair.a.folder, pair.b.folder
-        reader_a = App.open(side_env(a_folder, tmp_path / "reader-a", "reader-a"))
-        reader_b = App.open(side_env(b_folder, tmp_path / "reader-b", "reader-b"))
-        writers = [
-            start_writer(a_folder, tmp_path / "state-a", "alpha"),
-            start_writer(b_folder, tmp_path / "state-b", "beta"),
-        ]
-        seen_while_writing: set[str] = set()
-        try:
-            deadline = time.monotonic() + WRITE_TIMEOUT_S
-            while any(w.poll() is None for w in writers) and time.monotonic() < deadline:
-                reader_a.store.refresh()  # fold incrementally while the daemons replace files
-                reader_b.store.refresh()
-                if all(w.poll() is None for w in writers):
-                    seen_while_writing |= {f"a:{w}" for w in writers_seen(reader_a)}
-                    seen_while_writing |= {f"b:{w}" for w in writers_seen(reader_b)}
-                time.sleep(0.2)
-        finally:
-            for writer in writers:
-                if writer.poll() is None:
-                    writer.kill()
-                _, err = writer.communicate(timeout=30)
-                assert writer.returncode == 0, err.decode()
+def run_until_done(processes: list[subprocess.Popen[bytes]], readers: dict[str, App]) -> set[str]:
+    """Wait for the processes while the readers fold incrementally; return "side:writer" seen meanwhile."""
+    seen: set[str] = set()
+    try:
+        deadline = time.monotonic() + WRITE_TIMEOUT_S
+        while any(p.poll() is None for p in processes) and time.monotonic() < deadline:
+            for side, reader in readers.items():
+                reader.store.refresh()  # fold incrementally while the daemons replace files
+                if all(p.poll() is None for p in processes):
+                    seen |= {f"{side}:{w}" for w in writers_seen(reader)}
+            time.sleep(0.2)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            _, err = process.communicate(timeout=30)
+            assert process.returncode == 0, err.decode()
+    return seen
 
-        digest = pair.wait_converged(CONVERGE_TIMEOUT_S)
 
-    # each side received the other's log while both were still writing
-    assert {"a:beta", "b:alpha"} <= seen_while_writing
-    conflicts = [name for name in digest if ".sync-conflict-" in name]
-    assert conflicts == []
-    assert sorted(name for name in digest if name.startswith("events.")) == ["events.alpha.jsonl", "events.beta.jsonl"]
-    ids = event_ids(a_folder)
-    assert ids == event_ids(b_folder)
-    assert len(ids) > 2 * ROUNDS * 5
-
-    fresh_a = App.open(side_env(a_folder, tmp_path / "fresh-a", "fresh-a"), use_snapshot=False)
-    fresh_b = App.open(side_env(b_folder, tmp_path / "fresh-b", "fresh-b"), use_snapshot=False)
-    pictures = {name: picture(app) for name, app in
-                (("reader-a", reader_a), ("reader-b", reader_b), ("fresh-a", fresh_a), ("fresh-b", fresh_b))}
-    for app in (reader_a, reader_b, fresh_a, fresh_b):
+def assert_same_everywhere(tmp_path: Path, folders: dict[str, Path], readers: dict[str, App]) -> dict[str, object]:
+    """No conflict copies, the same events on both sides, and equal views incrementally and fresh."""
+    for folder in folders.values():
+        assert not list(folder.glob("*.sync-conflict-*"))
+        assert sorted(p.name for p in folder.glob("events.*")) == ["events.alpha.jsonl", "events.beta.jsonl"]
+    ids = event_ids(folders["a"])
+    assert ids == event_ids(folders["b"])
+    apps = dict(readers)
+    for side, folder in folders.items():
+        apps[f"fresh-{side}"] = App.open(side_env(folder, tmp_path / f"fresh-{side}-{time.time_ns()}", "f"),
+                                         use_snapshot=False)
+    pictures = {name: picture(app) for name, app in apps.items()}
+    for app in apps.values():
         assert app.store.event_count == len(ids)
         assert app.store.health().bad_line_count == 0
     reference = pictures["fresh-a"]
     for name, seen in pictures.items():
         assert differences(reference, seen) == [], f"{name} differs from fresh-a"
-    assert len(reference["search"]["release"]) > 0
-    for app in (reader_a, reader_b, fresh_a, fresh_b):
-        app.close()
+    return reference
+
+
+def open_readers(tmp_path: Path, folders: dict[str, Path]) -> dict[str, App]:
+    return {side: App.open(side_env(folder, tmp_path / f"reader-{side}", "r")) for side, folder in folders.items()}
+
+
+def test_two_machines_writing_at_once_converge_without_conflicts_or_loss(tmp_path: Path) -> None:
+    with harness.SyncthingPair(tmp_path / "sync") as pair:
+        folders = {"a": pair.a.folder, "b": pair.b.folder}
+        readers = open_readers(tmp_path, folders)
+        seen = run_until_done(
+            [start_writer(folders["a"], tmp_path / "state-a", "alpha"),
+             start_writer(folders["b"], tmp_path / "state-b", "beta")],
+            readers,
+        )
+        pair.wait_converged(CONVERGE_TIMEOUT_S)
+    assert {"a:beta", "b:alpha"} <= seen  # each side received the other's log while both were writing
+    reference = assert_same_everywhere(tmp_path, folders, readers)
+    assert len(event_ids(folders["a"])) > 2 * ROUNDS * 5
+    assert len(reference["search"]["release"]) > 0  # type: ignore[index]
+
+
+def test_compacting_on_one_machine_while_the_other_writes_converges_with_nothing_lost(tmp_path: Path) -> None:
+    with harness.SyncthingPair(tmp_path / "sync") as pair:
+        folders = {"a": pair.a.folder, "b": pair.b.folder}
+        readers = open_readers(tmp_path, folders)
+        run_until_done(
+            [start_writer(folders["a"], tmp_path / "state-a", "alpha"),
+             start_writer(folders["b"], tmp_path / "state-b", "beta")],
+            readers,
+        )
+        pair.wait_converged(CONVERGE_TIMEOUT_S)
+        for reader in readers.values():
+            reader.store.refresh()  # both sides have read alpha's whole uncompacted log
+        old_alpha = (folders["a"] / "events.alpha.jsonl").read_bytes()
+
+        compactor = subprocess.Popen(
+            [sys.executable, "-m", "contextflow", "compact", "--format", "json", "--archive-dir",
+             str(tmp_path / "archive")],
+            cwd=REPO, env=side_env(folders["a"], tmp_path / "state-a", "alpha"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        run_until_done([compactor, start_writer(folders["b"], tmp_path / "state-b", "beta")], readers)
+        pair.wait_converged(CONVERGE_TIMEOUT_S)
+
+    new_alpha = (folders["b"] / "events.alpha.jsonl").read_bytes()
+    assert len(new_alpha) < len(old_alpha)  # the compacted generation reached the other machine
+    assert [gzip.decompress(p.read_bytes()) for p in (tmp_path / "archive").iterdir()] == [old_alpha]
+    seen = assert_same_everywhere(tmp_path, folders, readers)
+    uncompacted = tmp_path / "uncompacted"
+    uncompacted.mkdir(mode=0o700)
+    (uncompacted / "events.alpha.jsonl").write_bytes(old_alpha)
+    (uncompacted / "events.beta.jsonl").write_bytes((folders["a"] / "events.beta.jsonl").read_bytes())
+    expected = picture(App.open(side_env(uncompacted, tmp_path / "uncompacted-state", "u"), use_snapshot=False))
+    assert differences(expected, seen) == []

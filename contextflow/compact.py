@@ -1,0 +1,202 @@
+"""`contextflow compact`: rewrite this writer's own log without the events no view needs.
+
+Only this machine's log is rewritten, never another writer's. Each view answers which events
+of the log it can do without (`fold.Compactable.unneeded`); an event goes only when every view
+agrees, and is reduced to a few data fields when a view still needs it to exist (an
+overwritten context record still counts for when the record was created; an old conversation
+save still counts as a version). A view that cannot answer keeps everything.
+
+What makes this safe for the other machines: a view may call an event unneeded only when a
+later event *in the same log* supersedes it, because the rewrite is one atomic rename and that
+later event travels with it. Other writers' events (synced or not yet) may order anywhere, so
+a tombstone stays while nothing later in this log replaces it, and the last write of a record
+stays even after it expired (it hides older writes other machines may still hold). On top of
+the views' answers: unreadable lines and a torn last line are kept byte for byte, a repeated
+event id is kept once, and the newest event of this writer always stays (its sequence number
+and clock carry on).
+
+The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock.
+Another machine that read the old file sees that it no longer continues what it read and
+refolds from the new one, so it converges on the same views with nothing lost or revived.
+Optionally the old generation is archived (gzip) in a folder outside the synced store.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextflow.app import App
+from contextflow.errors import InputError
+from contextflow.events import BadLine, Event, decode, encode
+from contextflow.fold import Compactable
+from contextflow.log import fsync_folder, read_whole, replace_log, signature
+
+ARCHIVE_DIR = "archive"
+
+
+@dataclass(frozen=True)
+class Line:
+    raw: bytes
+    event: Event | None  # None: a line that does not decode, kept as it is
+
+
+@dataclass
+class CompactReport:
+    log: str
+    dry_run: bool
+    lines_before: int = 0
+    lines_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)  # kind -> events dropped
+    reduced: Counter[str] = field(default_factory=Counter)  # kind -> events kept with fewer fields
+    duplicates: int = 0
+    kept_unreadable: int = 0
+    blocked_by: list[str] = field(default_factory=list)  # views that cannot tell what they no longer need
+    archive: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.dropped or self.reduced or self.duplicates)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "log": self.log, "dry_run": self.dry_run, "changed": self.changed,
+            "lines_before": self.lines_before, "lines_after": self.lines_after,
+            "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
+            "dropped": dict(sorted(self.dropped.items())), "reduced": dict(sorted(self.reduced.items())),
+            "duplicates_removed": self.duplicates, "unreadable_lines_kept": self.kept_unreadable,
+            "blocked_by": self.blocked_by, "archive": self.archive,
+        }
+
+
+def default_archive_dir(app: App) -> Path:
+    return app.store.state_dir / ARCHIVE_DIR
+
+
+def decode_lines(numbered: list[tuple[int, bytes]]) -> list[Line]:
+    lines = []
+    for line_no, raw in numbered:
+        try:
+            lines.append(Line(raw, decode(raw, line_no)))
+        except BadLine:
+            lines.append(Line(raw, None))
+    return lines
+
+
+def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
+    """Per event id: None to drop it, a tuple of data fields to reduce it to; absent ids stay whole.
+
+    Also the names of views that cannot answer (they keep everything)."""
+    blocked = [view.name for view in views if not isinstance(view, Compactable)]
+    if blocked or not events:
+        return {}, blocked
+    answers = [view.unneeded(events) for view in views]
+    found: dict[str, tuple[str, ...] | None] = {}
+    for event in events:
+        if not all(event.id in answer for answer in answers):
+            continue
+        keep = sorted({name for answer in answers for name in answer[event.id]})
+        found[event.id] = tuple(keep) if keep else None
+    return found, blocked
+
+
+def _newest_own(events: list[Event], writer: str) -> set[str]:
+    own = [event for event in events if event.writer == writer]
+    if not own:
+        return set()
+    return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id}
+
+
+def plan(app: App, lines: list[Line], report: CompactReport) -> list[bytes]:
+    """The lines of the compacted log, in their original order; fills in `report`."""
+    from contextflow.views import all_views
+
+    seen: set[str] = set()
+    events: list[Event] = []
+    for line in lines:
+        if line.event is not None and line.event.id not in seen:
+            seen.add(line.event.id)
+            events.append(line.event)
+    decided, report.blocked_by = verdicts(all_views(), events)
+    for event_id in _newest_own(events, app.store.writer):
+        decided.pop(event_id, None)
+    out: list[bytes] = []
+    written: set[str] = set()
+    for line in lines:
+        event = line.event
+        if event is None:
+            report.kept_unreadable += 1
+            out.append(line.raw)
+            continue
+        if event.id in written:
+            report.duplicates += 1
+            continue
+        written.add(event.id)
+        if event.id not in decided:
+            out.append(line.raw)
+            continue
+        fields = decided[event.id]
+        if fields is None:
+            report.dropped[event.kind] += 1
+            continue
+        reduced = Event(event.id, event.writer, event.seq, event.hlc, event.kind,
+                        {name: event.data[name] for name in fields if name in event.data})
+        if reduced.data == event.data:
+            out.append(line.raw)
+            continue
+        report.reduced[event.kind] += 1
+        out.append(encode(reduced).rstrip(b"\n"))
+    return out
+
+
+def archive_old(path: Path, data: bytes, folder: Path) -> Path:
+    """A gzip copy of the old generation, written and fsynced before the log is replaced."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = folder / f"{path.name}.{stamp}.{time.time_ns() % 1_000_000_000}.gz"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+        packed.write(data)
+        packed.flush()
+        raw.flush()
+        os.fsync(raw.fileno())
+    fsync_folder(folder)
+    return target
+
+
+def compact(app: App, *, archive: Path | None = None, dry_run: bool = False) -> CompactReport:
+    """Rewrite this writer's own log without what no view needs; see the module docstring."""
+    store = app.store
+    path = store.log_writer.path
+    report = CompactReport(str(path), dry_run)
+    if archive is not None and archive.resolve().is_relative_to(store.folder.resolve()):
+        raise InputError(
+            f"the archive folder {archive} is inside the synced store; choose a folder outside it "
+            f"(the default is {default_archive_dir(app)})"
+        )
+    with store.log_writer.locked():
+        before = signature(path)
+        if before is None:
+            return report
+        old, numbered, tail = read_whole(path)
+        lines = decode_lines(numbered)
+        kept = plan(app, lines, report)
+        new = b"".join(raw + b"\n" for raw in kept) + tail
+        report.lines_before, report.lines_after = len(lines), len(kept)
+        report.bytes_before, report.bytes_after = len(old), len(new)
+        if dry_run or not report.changed:
+            if not report.changed:
+                report.bytes_after = report.bytes_before
+            return report
+        if archive is not None:
+            report.archive = str(archive_old(path, old, archive))
+        replace_log(path, new, before)
+        store.refresh()
+    return report
