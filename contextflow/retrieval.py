@@ -131,13 +131,14 @@ def _section(label: str, text: str) -> str:
     return f"{label}:\n{quote(text)}"
 
 
-def generic_body(doc: Doc) -> str:
-    """Every non-empty field, title first; `tags.*` and `meta.*` members gathered under one label."""
+def generic_body(doc: Doc, max_chars: int = MAX_BUDGET * CHARS_PER_TOKEN) -> str:
+    """Every non-empty field, title first; `tags.*` and `meta.*` members gathered under one label.
+    Fields are cut to `max_chars` first: no budget could show more, and huge ones cost time to clean."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for name, text in sorted(doc.field_texts(), key=lambda item: item[0] != "title"):
         if text:
             head, _, member = name.partition(".")
-            groups.setdefault(head, []).append((member, text))
+            groups.setdefault(head, []).append((member, text[:max_chars]))
     sections = []
     for head, members in groups.items():
         if head == "tags":
@@ -230,7 +231,7 @@ Hydrator = Callable[[Views, Doc], str | None]
 HYDRATORS: dict[str, Hydrator] = {"conversation": _conversation_hydrator}
 
 
-def hit_block(views: Views, hit: Hit, position: int) -> str:
+def hit_block(views: Views, hit: Hit, position: int, max_chars: int = MAX_BUDGET * CHARS_PER_TOKEN) -> str:
     doc = hit.doc
     info = hit_json(hit)
     header = f"## [{position}] {doc.kind} {clip(doc.ref, 120)}\n" + provenance(
@@ -238,7 +239,7 @@ def hit_block(views: Views, hit: Hit, position: int) -> str:
     ) + "".join(f" | {name}={clip(doc.value(name), 40)}" for name in DETAILS if doc.value(name))
     header += f" | score={info['score']}"
     hydrator = HYDRATORS.get(doc.kind)
-    body = (hydrator(views, doc) if hydrator else None) or generic_body(doc)
+    body = (hydrator(views, doc) if hydrator else None) or generic_body(doc, max_chars)
     return f"{header}\n{body}"
 
 
@@ -278,7 +279,7 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
     shown: list[Shown] = []
     views = Views(app)
     for position, hit in enumerate(hits, 1):
-        block = hit_block(views, hit, position)
+        block = hit_block(views, hit, position, limit)
         room = limit - used - 2 - FOOTER_RESERVE
         if len(block) <= room:
             parts.append(block)

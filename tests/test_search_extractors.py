@@ -118,3 +118,9 @@ def test_cli_search_kind_node_finds_graph_nodes_only(capsys, app):
 def test_each_kind_can_be_asked_for_alone(app, kind):
     result = retrieval.get_context(app, query="anything", kinds=[kind])
     assert result.shown == [] and f"kinds={kind}" in result.text
+
+
+def test_a_huge_node_is_clipped_to_the_budget_without_rendering_all_of_it(app):
+    graph.add_node(app, type="source", content="kubernetes " + "manifest line\n" * 30_000)
+    result = retrieval.get_context(app, query="kubernetes manifest", budget_tokens=300)
+    assert result.tokens <= 300 and result.shown[0].status == "clipped"
