@@ -159,3 +159,19 @@ def test_unknown_node_types_are_usage_errors(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["add", "--type", "rumour", "x"])
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_every_graph_command_has_help_and_appears_in_the_docs():
+    import argparse
+    from pathlib import Path
+
+    from contextflow.cli import compose_cmds, graph_cmds, hook_cmds
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "graph.md").read_text()
+    for module in (graph_cmds, compose_cmds, hook_cmds):
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        module.register(sub)
+        for name, command in sub.choices.items():
+            assert command.description, f"{name} has no description"
+            assert f"contextflow {name} " in docs, f"{name} is not in docs/graph.md"
