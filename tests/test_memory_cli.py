@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from contextflow import timeline
 from contextflow.cli import build_parser, main
 
 
@@ -102,8 +103,8 @@ def test_timeline_commands_report_unknown_ids_and_bad_input(capsys, argv, messag
     assert code == 2 and message in err
 
 
-def test_returning_from_a_root_thread_fails_and_an_ambiguous_prefix_asks_for_more(capsys):
-    ids = [ok_json(capsys, "timeline", "create", f"t{n}")["id"] for n in range(40)]
+def test_returning_from_a_root_thread_fails_and_an_ambiguous_prefix_asks_for_more(capsys, app):
+    ids = [timeline.create_thread(app, name=f"t{n}").id for n in range(33)]  # 33 ids: two share a first character
     code, _, err = run(capsys, "timeline", "return", ids[0])
     assert code == 2 and "root thread, not a tangent" in err
     shared = next(a[0] for a in ids for b in ids if a != b and a[0] == b[0])
