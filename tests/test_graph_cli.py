@@ -141,6 +141,13 @@ def test_graph_draws_mermaid_and_dot(capsys):
         (("import", "/no/such/file.json"), "cannot read /no/such/file.json"),
         (("ingest", "/no/such/file.md"), "cannot read"),
         (("list", "--tag", "oops"), "use namespace:value"),
+        (("graph", "type:"), "expected a node type"),
+        (("export", "--query", "NOT"), "expected a term after NOT"),
+        (("edges", "zz"), "no node id starts with"),
+        (("untag", "zz", "x:y"), "no node id starts with"),
+        (("unlink", "zz", "yy"), "no from id starts with"),
+        (("view", "delete", "nope"), "no view named 'nope'"),
+        (("view", "create", "bad name", "--query", "x"), "view name 'bad name' is not valid"),
     ],
 )
 def test_bad_input_exits_non_zero_with_the_reason_on_stderr(capsys, argv, message):
