@@ -183,7 +183,10 @@ class LogWriter:
         except OSError as exc:
             raise StoreError(_explain(exc, self.path)) from None
         try:
-            before = self._repair_tail(fd)
+            try:
+                before = self._repair_tail(fd)
+            except OSError as exc:  # no room (or no right) to quarantine a torn tail: the log stays as it was
+                raise StoreError(_explain(exc, self.path)) from None
             try:
                 written = os.write(fd, data)
                 if written != len(data):
@@ -213,8 +216,12 @@ class LogWriter:
         target = target_dir / f"{self.path.name}.{time.time_ns()}.{os.getpid()}.frag"
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, fragment)
+            if os.write(fd, fragment) != len(fragment):
+                raise OSError(errno.ENOSPC, "short write")
             os.fsync(fd)
+        except OSError:
+            target.unlink(missing_ok=True)  # no half copy: the fragment stays in the log until it fits
+            raise
         finally:
             os.close(fd)
         return target
