@@ -124,3 +124,19 @@ def test_whereami_shows_pinned_context_in_text_and_json(capsys):
     assert code == 0 and "## Waiting on" in out and "waiting:pr-1777" in out
     data = ok_json(capsys, "whereami")
     assert [r["key"] for r in data["waiting"]] == ["waiting:pr-1777"]
+
+
+def test_every_memory_command_and_tool_appears_in_the_docs():
+    from pathlib import Path
+
+    from contextflow.server.memory_tools import CONTEXT_PROMPTS, CONTEXT_TOOLS, TIMELINE_TOOLS
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "context-and-timeline.md").read_text()
+    top = next(a for a in build_parser()._actions if a.dest == "command")
+    for group in ("context", "timeline"):
+        actions = next(a for a in top.choices[group]._actions if a.dest.endswith("_command"))
+        for name in actions.choices:
+            assert f"contextflow {group} {name}" in docs, f"{group} {name} is not in docs/context-and-timeline.md"
+    assert "contextflow whereami" in docs and "contextflow wherewasi" in docs
+    for spec in [*CONTEXT_TOOLS, *TIMELINE_TOOLS, *CONTEXT_PROMPTS]:
+        assert f"`{spec.name}`" in docs, f"{spec.name} is not in docs/context-and-timeline.md"
