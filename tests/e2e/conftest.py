@@ -187,7 +187,8 @@ def _registry_problem() -> str | None:
         return "npm is not installed, so the npm registry cannot be reached"
     try:
         pinged = subprocess.run(
-            [npm, "ping"], env=_npm_env(), capture_output=True, text=True, timeout=PING_TIMEOUT, check=False
+            [npm, "ping", "--fetch-retries=0"], env=_npm_env(), capture_output=True, text=True,
+            timeout=PING_TIMEOUT, check=False,
         )
     except subprocess.TimeoutExpired:
         return f"npm registry unreachable: `npm ping` gave no answer within {PING_TIMEOUT:.0f}s"
