@@ -160,7 +160,7 @@ class ContextflowServer:
         await self._notify_if_prompts_changed(ctx)
         return types.GetPromptResult(
             description=spec.description,
-            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
         )
 
     async def _notify_if_prompts_changed(self, ctx: ServerRequestContext[Any]) -> None:
@@ -195,7 +195,9 @@ class ContextflowServer:
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {', '.join(self.resources)}")
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=spec.reader(self.app))]
+            contents=[
+                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean(spec.reader(self.app)))
+            ]
         )
 
 
