@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import random
+from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.events import Event
 from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency, tokenize
+from contextflow.search import index as index_module
 from contextflow.search.index import FIELD_WEIGHTS, K1, B
 from contextflow.search.tokens import query_terms, stem
 
@@ -66,7 +69,7 @@ def search(index: SearchIndex, text: str, k: int = 10) -> list[str]:
 def test_a_put_replaces_the_whole_document_so_old_words_stop_matching():
     index = index_with((Put("a", {"text": "redis cache"}), key(1)), (Put("a", {"text": "postgres pool"}), key(2)))
     assert search(index, "redis") == [] and search(index, "postgres") == ["note:a"]
-    assert index.visible_count == 1 and set(index.postings) == {"postgr", "pool"}
+    assert index.visible_count == 1 and set(index.df) == {"postgr", "pool"}
 
 
 def test_an_older_put_arriving_late_is_ignored():
@@ -117,7 +120,9 @@ def test_the_title_field_outweighs_the_body():
     assert search(index, "kafka") == ["note:title", "note:body"]
 
 
-def test_lengths_and_postings_stay_consistent_through_many_random_operations():
+@pytest.mark.parametrize("compact_after", [100_000, 3])
+def test_lengths_and_postings_stay_consistent_through_many_random_operations(monkeypatch, compact_after):
+    monkeypatch.setattr(index_module, "MIN_COMPACT_PAIRS", compact_after)
     rng = random.Random(7)
     words = ["alpha", "beta", "gamma", "delta", "omega"]
     index = SearchIndex()
@@ -129,9 +134,13 @@ def test_lengths_and_postings_stay_consistent_through_many_random_operations():
         index.apply("note", op, key(rng.randrange(1, 500), "w", n), "w")
     visible = [doc for doc in index.docs.values() if doc.visible]
     assert index.visible_count == len(visible)
-    assert index.total_length == sum(index.lengths[doc.num] for doc in visible)
-    posted = {num for posting in index.postings.values() for num in posting}
-    assert posted == {doc.num for doc in visible}
+    assert index.total_length == sum(index.length(doc) for doc in visible)
+    posted = {doc_id for term in index.postings for doc_id in index.posting(term)}
+    assert posted == {doc.doc_id for doc in visible}
+    assert index.df == {term: len(index.posting(term)) for term in index.postings}
+    pairs = sum(len(p) // 2 for p in index.postings.values())
+    assert index.live_pairs == sum(index.df.values()) and index.dead_pairs == pairs - index.live_pairs
+    assert all(index.by_num[doc.num] is doc for doc in visible)
 
 
 # -- ranking -------------------------------------------------------------------------------
@@ -141,11 +150,10 @@ def brute_force(index: SearchIndex, terms: list[str]) -> dict[str, float]:
     count, avg = index.visible_count, index.total_length / index.visible_count
     scores: dict[str, float] = {}
     for term in dict.fromkeys(terms):
-        posting = index.postings.get(term, {})
+        posting = index.posting(term)
         idf = math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-        for num, tf in posting.items():
-            norm = K1 * (1 - B + B * index.lengths[num] / avg)
-            doc_id = index.by_num[num].doc_id  # type: ignore[union-attr]
+        for doc_id, tf in posting.items():
+            norm = K1 * (1 - B + B * index.length(index.docs[doc_id]) / avg)
             scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
     return scores
 
@@ -256,7 +264,9 @@ def test_the_index_is_the_same_whatever_order_events_arrive_in(rows, rng):
     events = to_events(rows)
     shuffled = list(events)
     rng.shuffle(shuffled)
-    first, second = fold(events), fold(shuffled)
+    first = fold(events)
+    with mock.patch.object(index_module, "MIN_COMPACT_PAIRS", 1):  # and however often it compacts
+        second = fold(shuffled)
     assert first == second
     for word in WORDS:
         left = [(hit.doc.doc_id, round(hit.score, 9)) for hit in first.search([word], 50, everything)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities":
 K1 = 1.2
 B = 0.75
 ZERO: OrderKey = (0, "", 0)
+MIN_COMPACT_PAIRS = 100_000
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,11 @@ class Doc:
     doc_id: str
     kind: str
     ref: str
-    num: int = field(compare=False)  # position in arrival order: not part of the logical state
+    num: int = field(compare=False)  # its number in the postings, -1 when not indexed: not logical state
     fields: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)
     meta: dict[str, tuple[OrderKey, Any]] = field(default_factory=dict)
     put_key: OrderKey = ZERO
     delete_key: OrderKey = ZERO
-    terms: tuple[str, ...] = field(default=(), compare=False)
     # derived at each reindex, for fast filtering and ranking
     project: str = ""
     latest: OrderKey = ZERO
@@ -113,14 +114,33 @@ class Hit:
     score: float
 
 
+def _weights(doc: Doc) -> dict[str, int]:
+    """Weighted term frequencies of a document's fields (a deterministic function of them)."""
+    weights: dict[str, int] = {}
+    for name, (_, text) in doc.fields.items():
+        if not text:
+            continue
+        weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
+        for term, count in Counter(iter_tokens(text)).items():
+            weights[term] = weights.get(term, 0) + count * weight
+    return weights
+
+
 @dataclass(eq=False)
 class SearchIndex:
+    """Postings are compact arrays of (document number, weighted tf) pairs. A changed document
+    gets a new number and its old one is retired (length 0): queries skip retired numbers, and
+    `_compact` drops them once they outnumber the live pairs. `df` counts live documents."""
+
     docs: dict[str, Doc] = field(default_factory=dict)
     by_num: list[Doc | None] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    postings: dict[str, dict[int, int]] = field(default_factory=dict)
+    lengths: array[int] = field(default_factory=lambda: array("I"))
+    postings: dict[str, array[int]] = field(default_factory=dict)
+    df: dict[str, int] = field(default_factory=dict)
     visible_count: int = 0
     total_length: int = 0
+    live_pairs: int = 0
+    dead_pairs: int = 0
     skipped_events: int = 0
 
     def __eq__(self, other: object) -> bool:
@@ -130,13 +150,21 @@ class SearchIndex:
         return self._canonical() == other._canonical()
 
     def _canonical(self) -> tuple[Any, ...]:
-        def doc_id(num: int) -> str:
-            doc = self.by_num[num]
-            return doc.doc_id if doc is not None else ""
+        postings = {term: self.posting(term) for term in self.postings}
+        return (self.docs, postings, self.df, self.visible_count, self.total_length, self.skipped_events)
 
-        postings = {term: {doc_id(num): w for num, w in posting.items()} for term, posting in self.postings.items()}
-        lengths = {doc.doc_id: self.lengths[doc.num] for doc in self.docs.values()}
-        return (self.docs, postings, lengths, self.visible_count, self.total_length, self.skipped_events)
+    def posting(self, term: str) -> dict[str, int]:
+        """The live postings of a term by document id (for tests and comparisons, not queries)."""
+        pairs = self.postings.get(term, array("I"))
+        found: dict[str, int] = {}
+        for num, weight in zip(pairs[::2], pairs[1::2], strict=True):
+            doc = self.by_num[num]
+            if self.lengths[num] and doc is not None:
+                found[doc.doc_id] = weight
+        return found
+
+    def length(self, doc: Doc) -> int:
+        return self.lengths[doc.num] if doc.num >= 0 else 0
 
     # -- updating --------------------------------------------------------------------------
 
@@ -151,6 +179,7 @@ class SearchIndex:
             doc.put_key = max(doc.put_key, key)
         if key < floor:
             return  # superseded; visibility (put_key > delete_key) cannot have changed
+        self._retire(doc)
         if not isinstance(op, Patch):  # a put or delete raises the floor: older values go
             _drop_older(doc.fields, key)
             _drop_older(doc.meta, key)
@@ -163,23 +192,32 @@ class SearchIndex:
         doc_id = f"{kind}:{ref}"
         doc = self.docs.get(doc_id)
         if doc is None:
-            doc = Doc(doc_id, kind, ref, len(self.by_num))
-            self.docs[doc_id] = doc
-            self.by_num.append(doc)
-            self.lengths.append(0)
+            doc = self.docs[doc_id] = Doc(doc_id, kind, ref, -1)
         return doc
 
+    def _retire(self, doc: Doc) -> None:
+        """Take a document out of the counts before it changes (its fields are still the indexed ones)."""
+        if doc.num < 0:
+            return
+        terms = _weights(doc)
+        dropped = 0
+        for term in terms:
+            left = self.df[term] - 1
+            if left:
+                self.df[term] = left
+            else:  # this was the term's last live pair: drop the array and its retired pairs
+                del self.df[term]
+                self.dead_pairs -= len(self.postings.pop(term)) // 2 - 1
+                dropped += 1
+        self.live_pairs -= len(terms)
+        self.dead_pairs += len(terms) - dropped
+        self.total_length -= self.lengths[doc.num]
+        self.visible_count -= 1
+        self.lengths[doc.num] = 0
+        self.by_num[doc.num] = None
+        doc.num = -1
+
     def _reindex(self, doc: Doc) -> None:
-        num = doc.num
-        if self.lengths[num]:  # counted as visible (a visible document's length is at least 1)
-            for term in doc.terms:
-                posting = self.postings[term]
-                del posting[num]
-                if not posting:
-                    del self.postings[term]
-            self.total_length -= self.lengths[num]
-            self.visible_count -= 1
-            doc.terms, self.lengths[num] = (), 0
         project = doc.value("project")
         doc.project = project if isinstance(project, str) else ""
         doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()], default=ZERO)
@@ -188,24 +226,44 @@ class SearchIndex:
         doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
         if not doc.visible:
             return
-        weights: dict[str, int] = {}
-        for name, (_, text) in doc.fields.items():
-            if not text:
-                continue
-            weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
-            for term, count in Counter(iter_tokens(text)).items():
-                weights[term] = weights.get(term, 0) + count * weight
-        postings = self.postings
+        weights = _weights(doc)
+        num = doc.num = len(self.by_num)
+        self.by_num.append(doc)
+        length = sum(weights.values()) or 1  # a visible document's length is at least 1
+        self.lengths.append(length)
+        postings, df = self.postings, self.df
         for term, weight in weights.items():
-            members = postings.get(term)
-            if members is None:
-                postings[term] = {num: weight}
+            pairs = postings.get(term)
+            if pairs is None:
+                postings[term] = array("I", (num, weight))
             else:
-                members[num] = weight
-        length = sum(weights.values()) or 1
-        doc.terms, self.lengths[num] = tuple(weights), length
+                pairs.append(num)
+                pairs.append(weight)
+            df[term] = df.get(term, 0) + 1
+        self.live_pairs += len(weights)
         self.total_length += length
         self.visible_count += 1
+        if self.dead_pairs > max(self.live_pairs, MIN_COMPACT_PAIRS):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Renumber the live documents densely and drop retired pairs from every posting."""
+        renumber = array("I", bytes(4 * len(self.by_num)))
+        by_num: list[Doc | None] = []
+        lengths = array("I")
+        for old, doc in enumerate(self.by_num):
+            if doc is not None:
+                renumber[old] = doc.num = len(by_num)
+                by_num.append(doc)
+                lengths.append(self.lengths[old])
+        for term, pairs in self.postings.items():
+            kept = array("I")
+            for num, weight in zip(pairs[::2], pairs[1::2], strict=True):
+                if self.lengths[num]:
+                    kept.append(renumber[num])
+                    kept.append(weight)
+            self.postings[term] = kept
+        self.by_num, self.lengths, self.dead_pairs = by_num, lengths, 0
 
     # -- querying --------------------------------------------------------------------------
 
@@ -225,10 +283,11 @@ class SearchIndex:
         count = self.visible_count
         lists = []
         for term in dict.fromkeys(terms):
-            posting = self.postings.get(term)
-            if posting:
-                idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-                lists.append((idf * (K1 + 1.0), posting))  # the most a term can add to a score
+            pairs = self.postings.get(term)
+            if pairs:
+                df = self.df[term]
+                idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+                lists.append((idf * (K1 + 1.0), pairs))  # the most a term can add to a score
         lists.sort(key=lambda item: item[0], reverse=True)
         lengths = self.lengths
         base = K1 * (1.0 - B)
@@ -237,21 +296,18 @@ class SearchIndex:
         factors: dict[int, float] = {}
         rest = sum(bound for bound, _ in lists)
         threshold = 0.0
-        for bound, posting in lists:
+        for bound, pairs in lists:
+            flat = iter(pairs)
             if scores and rest <= threshold:  # no unseen document can reach the top k any more
-                if len(scores) < len(posting):
-                    for num in scores:
-                        tf = posting.get(num)
-                        if tf is not None:
-                            scores[num] += bound * tf / (tf + base + per_length * lengths[num])
-                else:
-                    for num, tf in posting.items():
-                        if num in scores:
-                            scores[num] += bound * tf / (tf + base + per_length * lengths[num])
+                for num, tf in zip(flat, flat, strict=True):
+                    if num in scores:
+                        scores[num] += bound * tf / (tf + base + per_length * lengths[num])
             else:
                 get = scores.get
-                for num, tf in posting.items():
-                    scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * lengths[num])
+                for num, tf in zip(flat, flat, strict=True):
+                    length = lengths[num]
+                    if length:  # 0: a retired number
+                        scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * length)
             rest -= bound
             if rest > threshold and len(scores) >= k and max(scores.values()) >= rest:
                 best = self._best(scores, factors, factor, k, 4 * k)
