@@ -34,6 +34,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from contextlib import AsyncExitStack  # noqa: E402
 from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
@@ -41,6 +42,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 REFERENCE = "@modelcontextprotocol/server-memory"
+FLOOR = ROOT / "scripts" / "benchlib" / "floor_server.py"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "contextflow-bench" / "server-memory"
 TYPES = ("fact", "decision", "pattern", "observation", "hypothesis", "open-question")
 TIERS = ("tier:pinned", "tier:reference", "tier:working", "tier:off-context", None, None)
@@ -140,25 +142,45 @@ def bench_big_graph(nodes: int, runs: int) -> None:
     app.close()
 
 
-async def time_tool(client: Client, name: str, make_args: Callable[[int], dict[str, Any]], calls: int) -> list[float]:
-    times = []
-    for n in range(calls + 3):
+NODE_FLOOR = """import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+const server = new McpServer({ name: "floor", version: "1" });
+server.registerTool("noop", { description: "Does nothing." },
+  async () => ({ content: [{ type: "text", text: "ok" }] }));
+await server.connect(new StdioServerTransport());
+"""
+
+
+class Timed:
+    """One server's client, the call to time and its latencies."""
+
+    def __init__(self, key: str, label: str, client: Client, tool: str,
+                 make_args: Callable[[int], dict[str, Any]]) -> None:
+        self.key, self.label, self.client, self.tool, self.make_args = key, label, client, tool, make_args
+        self.times: list[float] = []
+
+    async def call(self, n: int, record: bool) -> None:
         start = time.perf_counter()
-        result = await client.call_tool(name, make_args(n))
+        result = await self.client.call_tool(self.tool, self.make_args(n))
         elapsed = time.perf_counter() - start
         if result.is_error:
-            raise RuntimeError(f"{name} failed: {result.content[0].text[:300]}")  # type: ignore[union-attr]
-        if n >= 3:  # warm-up calls are not counted
-            times.append(elapsed)
-    return times
+            raise RuntimeError(f"{self.tool} failed: {result.content[0].text[:300]}")  # type: ignore[union-attr]
+        if record:
+            self.times.append(elapsed)
 
 
-async def ours_over_stdio(entities: int, calls: int, base: Path) -> list[float]:
+async def interleave(timed: list[Timed], calls: int, warmup: int = 3) -> None:
+    """Each round calls every server once, in a rotating order, so machine noise hits all alike."""
+    for n in range(warmup + calls):
+        shift = n % len(timed)
+        for one in timed[shift:] + timed[:shift]:
+            await one.call(n, n >= warmup)
+
+
+def seed_entities(env: dict[str, str], entities: int) -> list[str]:
     from contextflow.app import App
     from contextflow.graph.ops import node_item
 
-    env = {**os.environ, "CONTEXTFLOW_STORE": str(base / "cf-store"), "CONTEXTFLOW_STATE": str(base / "cf-state"),
-           "CONTEXTFLOW_TOOLS": "graph"}
     app = App.open(env)
     ids: list[str] = []
     for start in range(0, entities, 1000):
@@ -167,12 +189,7 @@ async def ours_over_stdio(entities: int, calls: int, base: Path) -> list[float]:
         ids += [event.id for event in app.store.append_many(items)]
     app.store.save_snapshot(force=True)
     app.close()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "contextflow", "serve"], env=env)
-    async with Client(params, mode="legacy") as client:
-        return await time_tool(client, "graph_remember", lambda n: {
-            "type": "observation", "content": f"observation {n}", "agent": "bench",
-            "links": [{"to": ids[(n * 7919) % len(ids)], "type": "CHILD_OF"}],
-        }, calls)
+    return ids
 
 
 def reference_entry() -> Path | None:
@@ -183,47 +200,85 @@ def reference_entry() -> Path | None:
         print(f"skipped the {REFERENCE} comparison: npm is not installed")
         return None
     CACHE.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(CACHE), REFERENCE],
-                          capture_output=True, text=True, timeout=300, check=False)
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(CACHE), REFERENCE],
+            capture_output=True, text=True, timeout=300, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"skipped the {REFERENCE} comparison: npm could not be run ({exc})")
+        return None
     if done.returncode != 0 or not entry.exists():
         print(f"skipped the {REFERENCE} comparison: npm could not install it ({done.stderr.strip()[-300:]})")
         return None
     return entry
 
 
-async def reference_over_stdio(entry: Path, entities: int, calls: int, base: Path) -> list[float]:
-    memory = base / "memory.jsonl"
-    env = {**os.environ, "MEMORY_FILE_PATH": str(memory)}
-    params = StdioServerParameters(command="node", args=[str(entry)], env=env)
-    async with Client(params, mode="legacy") as client:
-        for start in range(0, entities, 500):
-            batch = [{"name": f"entity-{n}", "entityType": "person", "observations": [f"entity {n}"]}
-                     for n in range(start, min(entities, start + 500))]
-            result = await client.call_tool("create_entities", {"entities": batch})
-            if result.is_error:
-                raise RuntimeError(f"create_entities failed: {result.content[0].text[:300]}")  # type: ignore[union-attr]
-        times = await time_tool(client, "add_observations", lambda n: {
-            "observations": [{"entityName": f"entity-{(n * 7919) % entities}", "contents": [f"observation {n}"]}],
-        }, calls)
-    print(f"reference memory file after the run: {memory.stat().st_size:,} bytes (rewritten whole on each change)")
-    return times
+async def create_reference_entities(client: Client, entities: int) -> None:
+    for start in range(0, entities, 500):
+        batch = [{"name": f"entity-{n}", "entityType": "person", "observations": [f"entity {n}"]}
+                 for n in range(start, min(entities, start + 500))]
+        result = await client.call_tool("create_entities", {"entities": batch})
+        if result.is_error:
+            raise RuntimeError(f"create_entities failed: {result.content[0].text[:300]}")  # type: ignore[union-attr]
 
 
 async def bench_reference(entities: int, calls: int, skip: bool) -> None:
-    print(f"\n== adding an observation at {entities:,} entities, over stdio, same MCP client ==")
+    print(f"\n== adding an observation at {entities:,} entities, over stdio, same MCP client, interleaved ==")
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
-        ours = await ours_over_stdio(entities, calls, base)
-        print(f"{'contextflow graph_remember (observation + CHILD_OF edge)':<58} {summary(ours)}")
+        env = {**os.environ, "CONTEXTFLOW_STORE": str(base / "cf-store"), "CONTEXTFLOW_STATE": str(base / "cf-state"),
+               "CONTEXTFLOW_TOOLS": "graph"}
+        ids = seed_entities(env, entities)
+        entry = None if skip else reference_entry()
         if skip:
             print(f"skipped the {REFERENCE} comparison (--skip-reference)")
-            return
-        entry = reference_entry()
-        if entry is None:
-            return
-        theirs = await reference_over_stdio(entry, entities, calls, base)
-        print(f"{REFERENCE + ' add_observations':<58} {summary(theirs)}")
-        print(f"ratio (reference / contextflow, medians): {statistics.median(theirs) / statistics.median(ours):.1f}x")
+        memory = base / "memory.jsonl"
+        async with AsyncExitStack() as stack:
+            ours = await stack.enter_async_context(Client(StdioServerParameters(
+                command=sys.executable, args=["-m", "contextflow", "serve"], env=env), mode="legacy"))
+            timed = [Timed("ours", "contextflow graph_remember (observation + CHILD_OF edge)", ours, "graph_remember",
+                           lambda n: {"type": "observation", "content": f"observation {n}", "agent": "bench",
+                                      "links": [{"to": ids[(n * 7919) % len(ids)], "type": "CHILD_OF"}]})]
+            if FLOOR.exists():
+                floor = await stack.enter_async_context(Client(StdioServerParameters(
+                    command=sys.executable, args=[str(FLOOR)], env=env), mode="legacy"))
+                timed.append(Timed("py_floor", "floor: a no-op tool, Python SDK server", floor, "noop", lambda n: {}))
+            if entry is not None:
+                theirs = await stack.enter_async_context(Client(StdioServerParameters(
+                    command="node", args=[str(entry)], env={**os.environ, "MEMORY_FILE_PATH": str(memory)}),
+                    mode="legacy"))
+                await create_reference_entities(theirs, entities)
+                timed.append(Timed("theirs", f"{REFERENCE} add_observations", theirs, "add_observations", lambda n: {
+                    "observations": [{"entityName": f"entity-{(n * 7919) % entities}", "contents": [f"obs {n}"]}],
+                }))
+                script = CACHE / "floor.mjs"
+                script.write_text(NODE_FLOOR)
+                node_floor = await stack.enter_async_context(Client(StdioServerParameters(
+                    command="node", args=[str(script)], env=dict(os.environ)), mode="legacy"))
+                timed.append(Timed("node_floor", "floor: a no-op tool, Node SDK server (the reference's own SDK)",
+                                   node_floor, "noop", lambda n: {}))
+            await interleave(timed, calls)
+        for one in timed:
+            print(f"{one.label:<64} {summary(one.times)}")
+        if entry is not None:
+            size = memory.stat().st_size
+            print(f"reference memory file after the run: {size:,} bytes (rewritten whole on each change)")
+        report_ratios({one.key: statistics.median(one.times) for one in timed})
+
+
+def report_ratios(medians: dict[str, float]) -> None:
+    ours, theirs = medians["ours"], medians.get("theirs")
+    py_floor, node_floor = medians.get("py_floor"), medians.get("node_floor")
+    if theirs is not None:
+        print(f"end to end over stdio (reference / contextflow, medians): {theirs / ours:.1f}x")
+    if py_floor is not None:
+        print(f"contextflow above its SDK floor: {(ours - py_floor) * 1000:.2f} ms per call")
+    if theirs is not None and node_floor is not None:
+        print(f"reference above its SDK floor:   {(theirs - node_floor) * 1000:.2f} ms per call")
+    if theirs is not None and node_floor is not None and py_floor is not None and ours > py_floor:
+        ratio = (theirs - node_floor) / (ours - py_floor)
+        print(f"the operation itself, transport removed (reference / contextflow): {ratio:.1f}x")
 
 
 def main() -> None:

@@ -32,7 +32,8 @@ op = st.one_of(
 def build(rows, clash_ms: bool) -> list[Event]:
     events = [
         Event(node, "alpha", n + 1, (1000 + n) << 16, "graph.node",
-              {"type": "fact", "content": node, "tags": ["project:x"]})
+              {"type": "fact", "content": node, "tags": ["project:x"],
+               "links": [{"to": "n1", "type": "DEPENDS_ON"}] if node == "n2" else []})
         for n, node in enumerate(NODES)
     ]
     seqs = {"alpha": len(NODES), "beta": 0}

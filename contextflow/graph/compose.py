@@ -38,6 +38,7 @@ _TIER_RANK = {model.PINNED: 0, model.REFERENCE: 1, model.WORKING: 2}
 _SECTION_ORDER = [title for _, title in SECTIONS] + [WORKING_SECTION]
 _TITLES = dict(SECTIONS)
 MAX_REFS = 8
+MAX_LISTED = 100
 _SMALLEST_BULLET = 40  # "- [task:<16-char id> by x 2024-01-01] x" and its newline
 _LINK_LABELS = (("DEPENDS_ON", "Depends on"), ("DERIVED_FROM", "Derived from"), ("SUPERSEDES", "Supersedes"))
 
@@ -63,10 +64,12 @@ class Composed:
     dropped: list[Dropped]
     excluded: dict[str, int] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, listed: int = MAX_LISTED) -> dict[str, Any]:
+        """As JSON; `dropped` lists the first `listed` left out, by priority, with the totals beside."""
         return {
             "tokens": self.tokens, "budget": self.budget, "included": self.included, "summarized": self.summarized,
-            "dropped": [d.as_dict() for d in self.dropped], "excluded": self.excluded, "text": self.text,
+            "dropped": [d.as_dict() for d in self.dropped[:listed]], "dropped_count": len(self.dropped),
+            "dropped_tokens": sum(d.tokens for d in self.dropped), "excluded": self.excluded, "text": self.text,
         }
 
     def report(self) -> str:
@@ -97,8 +100,9 @@ def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
 
 
 def _least_chars(node: Node, text: str) -> int:
-    """A cheap lower bound of a node's bullet length (0 when the text needs cleaning first)."""
-    return len(node.type) + len(node.id) + 22 + len(text.strip()) if text.isprintable() else 0
+    """A cheap estimate of a node's shortest bullet, to skip rendering what cannot fit.
+    Stored text is already trimmed; text that needs cleaning gets 0 and is rendered."""
+    return len(node.type) + len(node.id) + 22 + len(text) if text.isprintable() else 0
 
 
 def _ref(state: GraphState, node_id: str) -> str:

@@ -1,7 +1,9 @@
 """Graph writes: add, update, delete, link, unlink, tag, untag, summarize, supersede, views.
 
-Each function validates everything first, then appends: a new node in one write, then its
-edges and archive tags in a second (they need the node's id, which is its event id).
+Each function validates everything first, then appends its events in one locked write, so
+a multi-step change lands whole: a new node carries its outgoing edges (`links`) in its
+own event, and summarize writes the summary with its DERIVED_FROM links and the archive
+tags of its sources together.
 Linking or tagging what is already linked or tagged succeeds without writing anything.
 """
 
@@ -47,8 +49,9 @@ def _agent(agent: Any) -> str:
 
 def node_item(
     *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
-    agent: Any = None, origin: str | None = None,
+    agent: Any = None, origin: str | None = None, links: list[tuple[str, str]] | None = None,
 ) -> Item:
+    """A `graph.node` event; `links` (resolved target id, edge type) become its outgoing edges."""
     data: dict[str, Any] = {"type": model.node_type(type), "content": model.content(content)}
     text = model.summary(summary)
     if text:
@@ -58,6 +61,8 @@ def node_item(
     data["agent"] = _agent(agent)
     if origin:
         data["origin"] = origin
+    if links:
+        data["links"] = [{"to": target, "type": kind} for target, kind in dict.fromkeys(links)]
     return (model.NODE, data)
 
 
@@ -92,16 +97,14 @@ def add_node(
     app: App, *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
     agent: Any = None, links: list[Link] | None = None, supersedes: Any = None,
 ) -> Event:
-    """A new node, optionally linked to existing nodes and replacing one (SUPERSEDES) at once."""
-    kind, data = node_item(type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent)
+    """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event."""
     state = graph(app)
     targets = [(resolve(state, link.target, "links[].to").id, link.type) for link in links or []]
     if supersedes is not None:
         targets.append((resolve(state, supersedes, "supersedes").id, "SUPERSEDES"))
-    event = app.store.append(kind, data)
-    if targets:
-        app.store.append_many([edge_item(event.id, target, edge_type) for target, edge_type in dict.fromkeys(targets)])
-    return event
+    item = node_item(type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent,
+                     links=targets)
+    return app.store.append(*item)
 
 
 def update_node(
@@ -228,11 +231,10 @@ def summarize(
         raise InputError("summarize needs the ids of the nodes it summarizes")
     state = graph(app)
     sources = list(dict.fromkeys(resolve(state, node_id, "source id").id for node_id in node_ids))
-    kind, data = node_item(type="summary", content=content, tags=tags, agent=agent)
-    event = app.store.append(kind, data)
-    items = [edge_item(event.id, source, "DERIVED_FROM") for source in sources]
+    item = node_item(type="summary", content=content, tags=tags, agent=agent,
+                     links=[(source, "DERIVED_FROM") for source in sources])
     archived = archive_items(state, sources) if archive_sources else []
-    app.store.append_many(items + archived)
+    event = app.store.append_many([item, *archived])[0]
     return Summarized(event.id, sources, sources if archive_sources else [])
 
 

@@ -19,11 +19,13 @@ Errors name the 1-based position and what was expected there.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from contextflow.clock import COUNTER_BITS
 from contextflow.errors import InputError
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
@@ -278,10 +280,13 @@ def parse(text: str) -> Expr:
 # -- evaluation ------------------------------------------------------------------------
 
 _CMP: dict[str, Callable[[int, int], bool]] = {
-    ">": lambda a, b: a > b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b,
-    "<=": lambda a, b: a <= b, "=": lambda a, b: a == b,
-    "day": lambda a, b: b <= a < b + 86_400_000,
+    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le, "=": operator.eq,
 }
+
+
+def _stamp_ms(node: Node, slot: int) -> int:
+    """Milliseconds of the node's creation (slot 0) or last update (slot 1)."""
+    return (node.created_key if slot == 0 else node.updated_key)[0] >> COUNTER_BITS
 
 
 class _Evaluator:
@@ -314,21 +319,27 @@ class _Evaluator:
             return {edge.source for edge in state.edges_in(self.resolve(leaf.value, "to"))}
         return None
 
-    def predicate(self, leaf: Leaf) -> Callable[[Node], bool]:
+    def scan(self, ids: set[str], leaf: Leaf) -> set[str]:
+        """The ids whose node passes a non-indexed filter (inline loops: this is the hot path)."""
+        nodes = self.state.nodes
         if leaf.field == "text":
-            return lambda node: leaf.value in node.lower
-        if leaf.field == "tokens":
-            compare = _CMP[leaf.op]
-            return lambda node: compare(node.tokens, leaf.number)
+            term = leaf.value
+            return {i for i in ids if term in nodes[i].lower}
         if leaf.field == "has":
             if leaf.value == "summary":
-                return lambda node: bool(node.summary)
-            return lambda node: self.state.has_edges(node.id)
-        compare = _CMP[leaf.op]
+                return {i for i in ids if nodes[i].summary}
+            has_edges = self.state.has_edges
+            return {i for i in ids if has_edges(i)}
+        if leaf.field == "tokens":
+            compare, number = _CMP[leaf.op], leaf.number
+            return {i for i in ids if compare(nodes[i].tokens, number)}
         point = self.now_ms - leaf.number if leaf.relative else leaf.number
-        if leaf.field == "created":
-            return lambda node: compare(node.created_ms, point)
-        return lambda node: compare(node.updated_ms, point)
+        slot = 0 if leaf.field == "created" else 1
+        if leaf.op == "day":
+            end = point + 86_400_000
+            return {i for i in ids if point <= _stamp_ms(nodes[i], slot) < end}
+        compare = _CMP[leaf.op]
+        return {i for i in ids if compare(_stamp_ms(nodes[i], slot), point)}
 
     def cost(self, expr: Expr) -> int:
         if isinstance(expr, Leaf):
@@ -353,8 +364,7 @@ class _Evaluator:
         indexed = self.index(expr)
         if indexed is not None:
             return ids & indexed if len(ids) > len(indexed) else {i for i in ids if i in indexed}
-        check, nodes = self.predicate(expr), self.state.nodes
-        return {node_id for node_id in ids if check(nodes[node_id])}
+        return self.scan(ids, expr)
 
 
 def evaluate(expr: Expr, state: GraphState, now_ms: int) -> set[str]:

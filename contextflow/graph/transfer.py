@@ -216,7 +216,7 @@ def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> 
                 return Ingested(node_id, False, None)
             previous = node_id
     meta = {"path": str(file), "name": file.name, "bytes": len(raw), "sha256": digest}
-    event = app.store.append(*node_item(type="source", content=text, tags=tags, metadata=meta, agent=agent))
-    if previous:
-        app.store.append(*edge_item(event.id, previous, "SUPERSEDES"))
+    links = [(previous, "SUPERSEDES")] if previous else None
+    item = node_item(type="source", content=text, tags=tags, metadata=meta, agent=agent, links=links)
+    event = app.store.append(*item)
     return Ingested(event.id, True, previous)

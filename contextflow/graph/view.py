@@ -230,6 +230,12 @@ def _set_mark(marks: dict[Any, Mark], name: Any, key: OrderKey, adding: bool, pa
     return new
 
 
+def _edge_mark(state: GraphState, edge: EdgeKey, key: OrderKey, adding: bool, payload: tuple[Any, ...]) -> None:
+    _set_mark(state.edges, edge, key, adding, payload)
+    state.out.setdefault(edge[0], set()).add((edge[1], edge[2]))
+    state.inc.setdefault(edge[1], set()).add((edge[0], edge[2]))
+
+
 def _tag(state: GraphState, node_id: str, names: Any, key: OrderKey, adding: bool) -> None:
     if not isinstance(names, list):
         return
@@ -318,6 +324,10 @@ class GraphView:
                 state.origins[origin] = min(known, event.id) if known else event.id
             _fields(state, node, data, key, creating=True)
             _tag(state, event.id, data.get("tags"), key, True)
+            links = data.get("links")
+            for link in links if isinstance(links, list) else ():
+                if isinstance(link, dict) and isinstance(link.get("to"), str) and isinstance(link.get("type"), str):
+                    _edge_mark(state, (event.id, link["to"], link["type"]), key, True, (event.id, {}))
             _live(state, node)
             return
         target = data.get("node")
@@ -334,11 +344,8 @@ class GraphView:
             source, dest, edge_type = data.get("from"), data.get("to"), data.get("type")
             if not (isinstance(source, str) and isinstance(dest, str) and isinstance(edge_type, str)):
                 return
-            edge_key = (source, dest, edge_type)
             meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-            _set_mark(state.edges, edge_key, key, kind == model.EDGE, (event.id, meta))
-            state.out.setdefault(source, set()).add((dest, edge_type))
-            state.inc.setdefault(dest, set()).add((source, edge_type))
+            _edge_mark(state, (source, dest, edge_type), key, kind == model.EDGE, (event.id, meta))
         elif kind in (model.VIEW, model.VIEW_DELETE):
             name = data.get("name")
             if not isinstance(name, str):
