@@ -21,7 +21,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from contextflow.app import App
 from contextflow.graph import directives, model
 from contextflow.graph.compose import DEFAULT_QUERY, compose
 from contextflow.graph.ops import graph
-from contextflow.locate import locate_store, state_root
+from contextflow.locate import locate_store, state_root, store_state_dir
 from contextflow.text import quote
 
 EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
@@ -73,17 +73,19 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = orjson.loads(raw[:MAX_STDIN]) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
-        if event == "session-start" and not locate_store(env).folder.is_dir():
-            log_reason(f"no store at {locate_store(env).folder} yet; nothing to inject", env)
+        folder = locate_store(env).folder
+        hooks = hook_dir(folder, env)
+        if event == "prompt-submit":  # answers from machine-local state: no need to read the store
+            return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
+        if event == "stop":
+            stop(payload, hooks, lambda: App.open(env))
+            return "{}"
+        if not folder.is_dir():
+            log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
         app = App.open(env)
         try:
-            if event == "session-start":
-                return _inject("SessionStart", session_start(app, payload, hook_budget(env)))
-            if event == "prompt-submit":
-                return _inject("UserPromptSubmit", prompt_submit(app, payload, hook_budget(env)))
-            stop(app, payload)
-            return "{}"
+            return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
         finally:
             app.close()
     except Exception as exc:
@@ -101,41 +103,42 @@ def _inject(event_name: str, text: str) -> str:
 # -- machine-local state between calls ---------------------------------------------------
 
 
-def _hook_dir(app: App) -> Path:
-    path = app.store.state_dir / "hooks"
+def hook_dir(folder: Path, env: Mapping[str, str]) -> Path:
+    """Machine-local: what waits between hook calls, per store (never in the synced folder)."""
+    path = store_state_dir(folder, env) / "hooks"
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 
 
-def _pending_path(app: App, session_id: Any) -> Path:
+def _pending_path(hooks: Path, session_id: Any) -> Path:
     key = hashlib.sha256(str(session_id or "no-session").encode()).hexdigest()[:24]
-    return _hook_dir(app) / f"pending-{key}.json"
+    return hooks / f"pending-{key}.json"
 
 
-def load_pending(app: App, session_id: Any) -> dict[str, Any]:
+def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
     try:
-        data = orjson.loads(_pending_path(app, session_id).read_bytes())
+        data = orjson.loads(_pending_path(hooks, session_id).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {"items": [], "processed": []}
     return data if isinstance(data, dict) else {"items": [], "processed": []}
 
 
-def save_pending(app: App, session_id: Any, data: dict[str, Any]) -> None:
-    path = _pending_path(app, session_id)
+def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
+    path = _pending_path(hooks, session_id)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_bytes(orjson.dumps(data))
     os.replace(temp, path)
 
 
-def current_task(app: App) -> str | None:
+def current_task(hooks: Path) -> str | None:
     try:
-        return (_hook_dir(app) / "current-task.txt").read_text(encoding="utf-8").strip() or None
+        return (hooks / "current-task.txt").read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
 
 
-def set_current_task(app: App, name: str | None) -> None:
-    path = _hook_dir(app) / "current-task.txt"
+def set_current_task(hooks: Path, name: str | None) -> None:
+    path = hooks / "current-task.txt"
     if name:
         path.write_text(name + "\n", encoding="utf-8")
     else:
@@ -145,11 +148,11 @@ def set_current_task(app: App, name: str | None) -> None:
 # -- session-start ---------------------------------------------------------------------
 
 
-def default_query(app: App) -> tuple[str, int | None]:
+def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
     saved = graph(app).saved_view("default")
     if saved is not None:
         return saved.query, saved.budget
-    task = current_task(app)
+    task = current_task(hooks)
     if task:
         working = f"(tag:tier:working AND tag:task:{task})"
         return DEFAULT_QUERY.replace("tag:tier:working", working), None
@@ -191,11 +194,11 @@ def clip_block(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 20)].rstrip() + "\n[... clipped]"
 
 
-def session_start(app: App, payload: dict[str, Any], budget: int) -> str:
+def session_start(app: App, hooks: Path, budget: int) -> str:
     share = budget  # characters each for the handoff and the threads: a quarter of the budget (4 chars a token)
     extras = [part for part in (handoff_text(app, share), threads_text(app, share)) if part]
     used = sum(model.estimate_tokens(part) + 1 for part in extras)
-    query, saved_budget = default_query(app)
+    query, saved_budget = default_query(app, hooks)
     room = min(budget - used, saved_budget or budget)
     graph_text = ""
     if room >= 100:
@@ -209,14 +212,14 @@ def session_start(app: App, payload: dict[str, Any], budget: int) -> str:
 # -- prompt-submit ----------------------------------------------------------------------
 
 
-def prompt_submit(app: App, payload: dict[str, Any], budget: int) -> str:
+def prompt_submit(hooks: Path, payload: dict[str, Any], budget: int) -> str:
     session_id = payload.get("session_id")
-    pending = load_pending(app, session_id)
+    pending = load_pending(hooks, session_id)
     items = [str(item) for item in pending.get("items", []) if item]
     if not items:
         return ""
     pending["items"] = []
-    save_pending(app, session_id, pending)
+    save_pending(hooks, session_id, pending)
     text = "\n\n".join(items)
     limit = budget * 4
     return text if len(text) <= limit else text[: limit - 40] + "\n[... clipped to the hook budget]"
@@ -265,8 +268,9 @@ def last_assistant_text(transcript: Path) -> str:
     return "\n".join(texts)
 
 
-def stop(app: App, payload: dict[str, Any]) -> list[str]:
-    """Carry out the directives of the last reply; returns what was done."""
+def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
+    """Carry out the directives of the last reply; returns what was done. The store is
+    opened only when there is something to do."""
     text = payload.get("last_assistant_message")
     if not isinstance(text, str):
         path = payload.get("transcript_path")
@@ -277,19 +281,24 @@ def stop(app: App, payload: dict[str, Any]) -> list[str]:
     if not found:
         return []
     session_id = payload.get("session_id")
-    pending = load_pending(app, session_id)
+    pending = load_pending(hooks, session_id)
     digest = hashlib.sha256(text.encode()).hexdigest()
     processed = [str(d) for d in pending.get("processed", [])]
     if digest in processed:
         return []  # the same reply seen again (the client re-ran the hook)
-    runner = directives.Runner(app, current_task(app))
-    outcome = runner.run(found)
-    if runner.task != current_task(app):
-        set_current_task(app, runner.task)
+    task = current_task(hooks)
+    app = open_app()
+    try:
+        runner = directives.Runner(app, task)
+        outcome = runner.run(found)
+    finally:
+        app.close()
+    if runner.task != task:
+        set_current_task(hooks, runner.task)
     items = [str(item) for item in pending.get("items", [])] + outcome.pending
     if outcome.done:
         items.append("## ctx\n\n" + quote("\n".join(outcome.done)))
-    save_pending(app, session_id, {"items": items, "processed": [*processed, digest][-PROCESSED_KEEP:]})
+    save_pending(hooks, session_id, {"items": items, "processed": [*processed, digest][-PROCESSED_KEEP:]})
     for error in outcome.errors:
         log_reason(error)
     return outcome.done

@@ -221,3 +221,16 @@ def test_stop_without_directives_writes_nothing_even_to_a_missing_store(capsys, 
 def test_prompt_submit_with_nothing_pending_injects_nothing(app, capsys, monkeypatch, tmp_path):
     code, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="hi"))
     assert code == 0 and out == ""
+
+
+def test_prompt_submit_and_a_reply_without_directives_never_read_the_store(app, capsys, monkeypatch, tmp_path):
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="<ctx:status/>"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the store was opened")
+
+    monkeypatch.setattr("contextflow.hooks.App.open", refuse)
+    _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
+    assert "## ctx status" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    code, out, err = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="plain reply"))
+    assert code == 0 and out == "{}\n" and err == ""
