@@ -2,7 +2,8 @@
 
 Modules: `model` (vocabulary and validation), `view` (the pure fold), `query` (the query
 language), `ops` (writes), `explore` (reads), `compose` (token-budgeted context),
-`transfer` (export, import, ingest), `picture` (mermaid and dot).
+`transfer` (export, import, ingest), `picture` (mermaid and dot), `directives` (the
+`<ctx:...>` tags the Stop hook carries out). See docs/graph.md.
 """
 
 from __future__ import annotations

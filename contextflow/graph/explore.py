@@ -13,12 +13,11 @@ from typing import Any
 
 from contextflow import checks
 from contextflow.app import App
-from contextflow.errors import InputError
 from contextflow.graph import model
 from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node
-from contextflow.text import clean, clip, quote
+from contextflow.text import DATA_NOTICE, clean, clip, quote
 
 MAX_LIMIT = 10_000
 
@@ -108,8 +107,6 @@ def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | No
     if not nodes:
         return f"{title}: no matching nodes."
     shown = f"{len(nodes)} of {total}" if total is not None and total > len(nodes) else str(len(nodes))
-    from contextflow.text import DATA_NOTICE
-
     blocks = [node_text(state, node, brief=True) for node in nodes]
     return f"{title}: {shown} node(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
 
@@ -236,8 +233,3 @@ def status_text(info: dict[str, Any]) -> str:
     lines.append(f"  (no tier): {info['untiered']['nodes']:,} nodes ({info['untiered']['tokens']:,} tokens)")
     return "\n".join(lines)
 
-
-def require_ids(values: Any, what: str = "node ids") -> list[str]:
-    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-        raise InputError(f"{what} must be a non-empty list of node ids")
-    return values
