@@ -40,8 +40,12 @@ def cmd_hook(args: argparse.Namespace, app: None) -> int:
     except Exception:
         raw = b""
     output = run(args.event, raw)
-    if output:
-        sys.stdout.write(output + "\n")
+    try:
+        if output:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+    except OSError:  # the client stopped listening: still never fail it
+        pass
     return 0
 
 
