@@ -67,33 +67,72 @@ def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Ha
 
 
 class Fold:
-    """The states of a set of views over a set of events; each event id applies once."""
+    """The states of a set of views over a set of events; each event id applies once.
+
+    A state (and the set of seen ids) may be *deferred*: given as a loader that is called the
+    first time it is needed (a snapshot loads views lazily). Events that arrive meanwhile are
+    kept and applied to the state when it loads; views do not depend on order, so this is safe.
+    """
 
     def __init__(self, views: Sequence[View]) -> None:
         self.views = list(views)
         self.states: dict[str, Any] = {view.name: view.initial() for view in self.views}
         self.seen: set[str] = set()
+        self.count = 0
         self.duplicates = 0
         self.last_seq: dict[str, int] = {}
         self.per_writer: dict[str, int] = {}  # events per writer id; more than its last seq: two machines share it
         self.max_hlc = 0
+        self.deferred: dict[str, Callable[[], Any]] = {}
+        self._pending: dict[str, list[Event]] = {}
+        self._seen_loader: Callable[[], set[str]] | None = None
+
+    def defer(self, name: str, loader: Callable[[], Any]) -> None:
+        """Load view `name`'s state with `loader()` when it is first needed."""
+        self.states.pop(name, None)
+        self.deferred[name] = loader
+
+    def defer_seen(self, loader: Callable[[], set[str]]) -> None:
+        self._seen_loader = loader
 
     @property
-    def count(self) -> int:
-        return len(self.seen)
+    def seen_deferred(self) -> bool:
+        return self._seen_loader is not None
+
+    def pending(self, name: str) -> int:
+        return len(self._pending.get(name, ()))
+
+    def state(self, name: str) -> Any:
+        """View `name`'s state, loading it first when it is deferred."""
+        loader = self.deferred.get(name)
+        if loader is not None:
+            state = loader()
+            view = next(v for v in self.views if v.name == name)
+            for event in self._pending.pop(name, ()):
+                view.apply(state, event)
+            self.states[name] = state
+            del self.deferred[name]
+        return self.states[name]
 
     def apply(self, event: Event) -> bool:
+        if self._seen_loader is not None:
+            self.seen, self._seen_loader = self._seen_loader(), None
         if event.id in self.seen:
             self.duplicates += 1
             return False
         self.seen.add(event.id)
+        self.count += 1
         self.per_writer[event.writer] = self.per_writer.get(event.writer, 0) + 1
         if event.seq > self.last_seq.get(event.writer, 0):
             self.last_seq[event.writer] = event.seq
         if event.hlc > self.max_hlc:
             self.max_hlc = event.hlc
+        deferred = self.deferred
         for view in self.views:
-            view.apply(self.states[view.name], event)
+            if deferred and view.name in deferred:
+                self._pending.setdefault(view.name, []).append(event)
+            else:
+                view.apply(self.states[view.name], event)
         return True
 
     def apply_all(self, events: Iterable[Event]) -> None:

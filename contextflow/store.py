@@ -12,13 +12,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextflow import __version__
+from contextflow import __version__, snapshot
 from contextflow.clock import HybridClock
 from contextflow.errors import StoreError
 from contextflow.events import LEGACY_WRITER, BadLine, Event, decode, encode
@@ -103,6 +102,7 @@ class Store:
         self._snapshot_path = state_dir / "snapshot.pickle"
         self._new_since_snapshot = 0
         self._loaded = False  # the snapshot is loaded on first use, so cheap commands never pay for it
+        self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
 
     @classmethod
@@ -120,6 +120,9 @@ class Store:
     # -- reading -------------------------------------------------------------------------
 
     def _reset(self) -> None:
+        if self._blobs is not None:
+            self._blobs.close()  # the old snapshot's views are no longer wanted
+            self._blobs = None
         self._fold = Fold(self._view_factory())
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
@@ -159,7 +162,11 @@ class Store:
             self._rebuild(paths)
             return
         for path in paths:
-            if not self._read_segment(path):
+            try:
+                continues = self._read_segment(path)
+            except snapshot.SnapshotBroken:
+                continues = False
+            if not continues:
                 self._rebuild(paths)
                 return
 
@@ -215,7 +222,11 @@ class Store:
     def view(self, name: str) -> Any:
         """The current state of one view (after picking up new events)."""
         self.refresh()
-        return self._fold.states[name]
+        try:
+            return self._fold.state(name)
+        except snapshot.SnapshotBroken:
+            self._rebuild(list_segments(self.folder, self.location.legacy_files))
+            return self._fold.state(name)
 
     @property
     def event_count(self) -> int:
@@ -272,33 +283,29 @@ class Store:
         return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
 
     def _load_snapshot(self) -> None:
-        try:
-            with open(self._snapshot_path, "rb") as handle:
-                key, fold, segments = pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError):
+        found = snapshot.read(self._snapshot_path, self._snapshot_key())
+        if found is None:
             return
-        if key != self._snapshot_key():
-            return
-        self._fold, self._segments = fold, segments
-        for segment in segments.values():
+        header, self._blobs = found
+        snapshot.restore(self._fold, header, self._blobs)
+        self._segments = header.segments
+        for segment in self._segments.values():
             self._bad_count += segment.bad_lines
-        self.clock.observe(fold.max_hlc)
+        self.clock.observe(self._fold.max_hlc)
         self._new_since_snapshot = 0
 
     def save_snapshot(self, force: bool = False) -> bool:
         """Persist the folded state when enough changed since the last save."""
         if not self._use_snapshot or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
             return False
-        temp = self._snapshot_path.with_suffix(f".{os.getpid()}.tmp")
         try:
-            with open(temp, "wb") as handle:
-                pickle.dump((self._snapshot_key(), self._fold, self._segments), handle, pickle.HIGHEST_PROTOCOL)
-            os.replace(temp, self._snapshot_path)
-        except OSError:
-            temp.unlink(missing_ok=True)
+            snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
+        except (OSError, snapshot.SnapshotBroken):
             return False
         self._new_since_snapshot = 0
         return True
 
     def close(self) -> None:
         self.save_snapshot()
+        if self._blobs is not None:
+            self._blobs.close()

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Cold start: a new server process, spawned on a big store, to its first answered tool call.
+
+For each store size (default 100k and 1M events of notes and handoffs from benchlib.storegen)
+it prints, with and without the machine-local snapshot: spawn -> initialize, spawn -> first
+answered `read_shared_context`, the server's peak RSS, and how long the server takes to exit
+(exit includes saving a snapshot when enough changed). Also the snapshot's size and an
+in-process breakdown (snapshot load versus full refold). Prints figures; asserts nothing.
+
+    scripts/bench_coldstart.py                 100k and 1M events (about 10 minutes on 2 cores)
+    scripts/bench_coldstart.py --sizes 20000   choose the sizes
+    scripts/bench_coldstart.py --reps 5        cold starts per variant (median shown)
+
+Everything lives in a temporary folder (HOME, store, state); the real home is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+if (VENV / "bin" / "python").exists() and Path(sys.prefix).resolve() != VENV.resolve():
+    os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
+
+import argparse  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
+
+from benchlib.mcp_timing import server_command  # noqa: E402
+from benchlib.procs import ColdStart, cold_start  # noqa: E402
+from benchlib.storegen import generate_store  # noqa: E402
+
+CALL = ("read_shared_context", {"project": "shared", "limit": 20})
+
+
+def env_for(root: Path) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_", "XDG_"))},
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "CONTEXTFLOW_STORE": str(root / "store"), "CONTEXTFLOW_STATE": str(root / "state"),
+        "CONTEXTFLOW_WRITER": "bench", "MCP_SHARED_CONTEXT_PROJECT": "shared",
+    }
+
+
+def snapshot_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "state").rglob("snapshot*") if p.is_file())
+
+
+def in_process(env: Mapping[str, str], use_snapshot: bool) -> tuple[float, float]:
+    """(seconds to open and answer the call's read in this process, peak RSS MB of a child doing it)."""
+    code = (
+        "import time, resource; t = time.perf_counter()\n"
+        "from contextflow.app import App\n"
+        "from contextflow import sessions\n"
+        f"app = App.open(use_snapshot={use_snapshot})\n"
+        "where = sessions.entry_filter(app, project='shared', agent=None, session_id=None, kind=None, since=None)\n"
+        "sessions.read_entries(app, where, 20)\n"
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=dict(env), capture_output=True, check=True, timeout=3600)
+    seconds, rss = done.stdout.split()
+    return float(seconds), float(rss)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def row(label: str, runs: list[ColdStart]) -> str:
+    return (
+        f"  {label:<26} initialize {median([r.to_initialized for r in runs]):6.2f} s   "
+        f"first call {median([r.to_first_call for r in runs]):6.2f} s   "
+        f"peak RSS {max(r.peak_rss_kb for r in runs) / 1024:7.0f} MB   "
+        f"exit {median([r.exit_seconds for r in runs]):6.2f} s"
+    )
+
+
+def measure(size: int, reps: int, keep: bool) -> None:
+    root = Path(tempfile.mkdtemp(prefix=f"cf-cold-{size}-"))
+    try:
+        began = time.perf_counter()
+        store = generate_store(root / "store", size)
+        env = env_for(root)
+        errlog = root / "server-stderr.log"
+        took = time.perf_counter() - began
+        print(f"\n== {size:,} events ({store.bytes / 1e6:.0f} MB of logs, generated in {took:.0f} s)")
+
+        without: list[ColdStart] = []
+        for _ in range(max(1, reps // 2)):
+            for path in snapshot_files(root):
+                path.unlink()
+            without.append(cold_start(server_command(False), env, *CALL, errlog))
+        if not snapshot_files(root):  # the server saves one on exit once enough changed; make sure
+            save = "from contextflow.app import App; a = App.open(); a.store.refresh(); a.store.save_snapshot(True)"
+            subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=3600)
+        with_snapshot = [cold_start(server_command(False), env, *CALL, errlog) for _ in range(reps)]
+        snapshot_bytes = sum(p.stat().st_size for p in snapshot_files(root))
+
+        print(row("without snapshot (refold)", without))
+        print(row("with snapshot", with_snapshot))
+        print(f"  snapshot on disk: {snapshot_bytes / 1e6:.0f} MB in {len(snapshot_files(root))} file(s)")
+        load, load_rss = in_process(env, True)
+        refold, refold_rss = in_process(env, False)
+        print(f"  in-process open + first read: snapshot {load:.2f} s ({load_rss:.0f} MB), "
+              f"refold {refold:.2f} s ({refold_rss:.0f} MB)")
+        first = median([r.to_first_call for r in with_snapshot])
+        print(f"  target: first call with snapshot under 1 s -> {'met' if first < 1.0 else 'NOT met'} ({first:.2f} s)")
+    finally:
+        if keep:
+            print(f"  kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000", help="comma-separated event counts")
+    parser.add_argument("--reps", type=int, default=3, help="cold starts with the snapshot per size (median)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; bench process peak RSS is not the server's")
+    for size in (int(s) for s in args.sizes.split(",")):
+        measure(size, args.reps, args.keep)
+    print(f"\n(bench process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
