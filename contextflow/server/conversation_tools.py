@@ -112,12 +112,9 @@ TOOLS = [
             "cross_topic_insights": _LIST,
             "topics": {
                 "type": "array",
-                "description": "multi_topic: one entry per topic.",
-                "items": {
-                    "type": "object",
-                    "properties": {"topic": _S, "summary": _S, **_FIELDS},
-                    "required": ["topic", "summary"],
-                },
+                "description": "multi_topic: per topic {topic, summary, categories, decisions, open_questions, "
+                "related_entities}.",
+                "items": {"type": "object"},
             },
             "session_id": {**_S, "description": "Link to a contextflow session."},
             "full_transcript": {**_S, "description": "Optional; large ones are stored apart, never searched."},
