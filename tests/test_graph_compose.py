@@ -19,7 +19,8 @@ def synthetic(sizes_and_tiers):
     view = GraphView()
     state = view.initial()
     for n, (size, tier, with_summary) in enumerate(sizes_and_tiers):
-        data = {"type": "fact", "content": "x" * size + f" node {n}", "tags": [tier] if tier else []}
+        text = "x" * size + f" node {n}" + ("\nsecond line \x1b[31mred\x1b[0m" if n % 3 == 0 else "")
+        data = {"type": "fact", "content": text, "tags": [tier] if tier else []}
         if with_summary:
             data["summary"] = f"short {n}"
         view.apply(state, Event(f"n{n:03d}", "w", n + 1, (AT - 1000 + n) << 16, "graph.node", data))

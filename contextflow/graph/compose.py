@@ -99,12 +99,6 @@ def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
     return ordered
 
 
-def _least_chars(node: Node, text: str) -> int:
-    """A cheap estimate of a node's shortest bullet, to skip rendering what cannot fit.
-    Stored text is already trimmed; text that needs cleaning gets 0 and is rendered."""
-    return len(node.type) + len(node.id) + 22 + len(text) if text.isprintable() else 0
-
-
 def _ref(state: GraphState, node_id: str) -> str:
     return f"[{state.nodes[node_id].type}:{node_id}]"
 
@@ -163,7 +157,13 @@ def compose_nodes(
         title = WORKING_SECTION if node.id in working else _TITLES.get(node.type, "Other")
         heading = 0 if title in sections else len(f"## {title}\n\n") + 1
         room = limit - used - heading
-        if _least_chars(node, node.content) > room and (not node.summary or _least_chars(node, node.summary) > room):
+        # skip rendering what certainly cannot fit: stored text is trimmed, and printable text
+        # comes out of cleaning unchanged, so the bullet is at least this long
+        fixed = len(node.type) + len(node.id) + 22
+        summary = node.summary
+        if (fixed + len(node.content) > room and node.content.isprintable()) and (
+            not summary or (fixed + len(summary) > room and summary.isprintable())
+        ):
             dropped.append(Dropped(node.id, node.type, node.tokens, "over budget"))
             continue
         block = render_node(state, node)
