@@ -446,3 +446,15 @@ def test_the_mcp_inspector_cli_connects_with_a_bearer_header(app: App) -> None:
     assert "tools" not in refused.stdout or refused.returncode != 0, describe(refused)
     entries = app.store.view("sessions").project_entries("A")
     assert [event.data["text"] for event in entries] == ["from the inspector"]
+
+
+@pytest.mark.slow
+def test_the_load_benchmark_runs_clean_on_a_small_load(tmp_path: Path) -> None:
+    bench = Path(__file__).resolve().parent.parent / "scripts" / "bench_http.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--clients", "4", "--calls", "300", "--workdir", str(tmp_path / "bench")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "result: PASS (zero errors, zero lost writes)" in done.stdout
+    assert "p99 ms" in done.stdout
