@@ -48,6 +48,7 @@ class ContextflowServer:
         self.resources = {r.uri: r for f in self.features for r in f.resources}
         self.bus = InMemorySubscriptionBus()
         self._prompt_signature: tuple[tuple[str, str], ...] | None = None
+        self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
         self.server: Server[Any] = Server(
             "contextflow",
             version=__version__,
@@ -133,6 +134,7 @@ class ContextflowServer:
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         specs = self.prompt_specs()
         self._prompt_signature = tuple((s.name, s.description) for s in specs)
+        self._prompt_logs = self.app.store.signatures()
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
@@ -166,7 +168,10 @@ class ContextflowServer:
     async def _notify_if_prompts_changed(self, ctx: ServerRequestContext[Any]) -> None:
         if self._prompt_signature is None:
             return  # the client has not listed prompts yet
+        if self.app.store.signatures() == self._prompt_logs:
+            return  # nothing new was folded since the last look, so the resume_N list is the same
         signature = tuple((s.name, s.description) for s in self.prompt_specs())
+        self._prompt_logs = self.app.store.signatures()
         if signature == self._prompt_signature:
             return
         self._prompt_signature = signature
