@@ -32,6 +32,7 @@ HAVE_RECORDS = importlib.util.find_spec("contextflow.records") is not None
 HAVE_TIMELINE = importlib.util.find_spec("contextflow.timeline") is not None
 EXTRA_TOOLS = ("context_get", "context_list", "timeline_where_am_i")
 PROJECT = "shared"
+CHECKOUT = Path(__file__).resolve().parents[2]
 NOTE = "bench note: checked the retry path and the websocket reconnect; queued messages survive now. " * 3
 
 
@@ -70,6 +71,7 @@ def store_env(root: Path) -> dict[str, str]:
         "CONTEXTFLOW_WRITER": "bench",
         "MCP_SHARED_CONTEXT_PROJECT": PROJECT,
         "CONTEXTFLOW_TOOLS": "all" if HAVE_RECORDS or HAVE_TIMELINE else "default",
+        "PYTHONPATH": str(CHECKOUT),  # servers run this checkout's code, whatever the venv points at
     }
 
 
@@ -130,11 +132,12 @@ async def populate_extras(client: Client, settings: Settings) -> str:
 async def warm_in_memory(run: SizeRun, settings: Settings) -> None:
     began = time.perf_counter()
     app = App.open()
-    app.store.refresh()
+    app.store.refresh()  # no snapshot yet: the first open folds every event
     run.fold_seconds = time.perf_counter() - began
     try:
         server = ContextflowServer(app).server
         async with Client(build_floor(), mode="legacy") as floor, Client(server, mode="legacy") as client:
+            await client.list_prompts()  # as hosts do on connect; the server then keeps resume_N current
             if HAVE_RECORDS or HAVE_TIMELINE:
                 run.extras_note = await populate_extras(client, settings)
             calls = [Call("floor", floor, "noop", {}), *tool_calls(client, run.session)]
@@ -158,6 +161,7 @@ def external_writer(root: Path) -> Store:
 
 async def warm_stdio(run: SizeRun, root: Path, env: Mapping[str, str], settings: Settings) -> None:
     async with stdio_client(server_command(False), env) as client, stdio_client(server_command(True), env) as floor:
+        await client.list_prompts()
         server_pids, floor_pids = child_pids("contextflow serve"), child_pids("floor_server.py")
         floor_call = Call("floor", floor, "noop", {})
         calls = [floor_call, *tool_calls(client, run.session)]
@@ -192,6 +196,8 @@ class ColdRun:
     with_snapshot: list[ColdStart] = field(default_factory=list)
     floor: list[ColdStart] = field(default_factory=list)
     import_seconds: float = math.nan
+    saved_on_disconnect: bool | None = None  # did the server save its snapshot when an SDK client left?
+    disconnect_seconds: float = math.nan
     open_refold: float = 0.0
     open_snapshot: float = 0.0
     snapshot_bytes: int = 0
@@ -200,16 +206,27 @@ class ColdRun:
 def _timed_open(use_snapshot: bool) -> float:
     began = time.perf_counter()
     app = App.open(use_snapshot=use_snapshot)
-    app.store.refresh()
+    app.store.view("sessions")  # what a first read_shared_context needs (a snapshot loads views lazily)
     return time.perf_counter() - began  # not closed: closing could rewrite the snapshot
 
 
-def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) -> ColdRun:
+async def _sdk_session(env: dict[str, str], snapshot: Path) -> tuple[bool, float]:
+    """One call through the SDK's stdio client, then disconnect as a host does: is the snapshot saved?"""
+    async with stdio_client(server_command(False), env) as client:
+        await call_once(Call("read", client, "read_shared_context", {"project": PROJECT}))
+        began = time.perf_counter()
+    return snapshot.exists(), time.perf_counter() - began
+
+
+async def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) -> ColdRun:
     result = ColdRun()
     full_env = {**os.environ, **env}
     call = ("read_shared_context", {"project": PROJECT})
     snapshot = snapshot_path(root)
     errlog = root / "cold-start-stderr.log"
+    if settings.import_probe:
+        snapshot.unlink(missing_ok=True)
+        result.saved_on_disconnect, result.disconnect_seconds = await _sdk_session(dict(env), snapshot)
     for _ in range(settings.cold_refolds):
         snapshot.unlink(missing_ok=True)
         result.without.append(cold_start(server_command(False), full_env, *call, errlog))

@@ -54,6 +54,7 @@ async def profile_tools(run: SizeRun) -> None:
     app.store.refresh()
     try:
         async with Client(ContextflowServer(app).server, mode="legacy") as client:
+            await client.list_prompts()
             for call in [*tool_calls(client, run.session), *([] if run.extras_note else extra_calls(client))]:
                 for _ in range(10):
                     await call_once(call)
