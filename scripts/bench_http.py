@@ -201,12 +201,12 @@ def main() -> int:
 
 
 def lost_writes(workdir: Path, written: list[str]) -> list[str]:
-    """Acknowledged ids not in the store exactly once (read straight from the logs)."""
+    """Acknowledged ids not in the store exactly once (read straight from the logs), with how often they are."""
     counts: dict[str, int] = defaultdict(int)
     for log in (workdir / "store").glob("events.*.jsonl"):
         for line in log.read_bytes().splitlines():
             counts[json.loads(line)["id"]] += 1
-    return [event_id for event_id in written if counts.get(event_id) != 1]
+    return [f"{event_id} (found {counts.get(event_id, 0)}x)" for event_id in written if counts.get(event_id) != 1]
 
 
 if __name__ == "__main__":
