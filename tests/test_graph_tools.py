@@ -88,7 +88,9 @@ async def test_update_changes_tags_and_fields_then_deletes(graph_client):
         "add_tags": ["tier:reference"], "remove_tags": ["tier:working"],
     })
     node = updated.structured_content
-    assert (node["content"], node["type"], node["tags"]) == ("final", "fact", ["tier:reference"])
+    assert (node["type"], node["tags"]) == ("fact", ["tier:reference"])
+    shown = await call(graph_client, "graph_recall", {"ids": [a]})
+    assert shown.structured_content["nodes"][0]["content"] == "final"
     deleted = await call(graph_client, "graph_update", {"id": a, "delete": True})
     assert deleted.structured_content["deleted"] == [a]
 

@@ -31,9 +31,15 @@ _EDGE_TYPE: JSON = {"type": "string", "enum": list(model.EDGE_TYPES)}
 
 
 def _node_reply(app: App, node_id: str, verb: str) -> Reply:
+    """What a write returns: the node's id and state, not its content back (the caller has it)."""
     state = ops.graph(app)
     node = state.nodes[node_id]
-    return Reply(f"{verb} {node.type} {node.id}.\n" + explore.node_header(state, node), explore.node_dict(state, node))
+    data = {
+        "id": node.id, "type": node.type, "tags": sorted(state.tags_of(node.id)), "token_estimate": node.tokens,
+        "links": [{"to": e.target, "type": e.type} for e in state.edges_out(node.id)],
+        "created_at": node.created_at, "updated_at": node.updated_at,
+    }
+    return Reply(f"{verb} {node.type} {node.id}.\n" + explore.node_header(state, node), data)
 
 
 def graph_remember(app: App, args: JSON) -> Reply:
