@@ -23,7 +23,7 @@ class App:
         return cls(store, Settings.from_env(store.state_dir, env))
 
     def close(self) -> None:
-        if self.store.loaded:
+        if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close
             from contextflow import sessions_index
 
             sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)

@@ -228,6 +228,10 @@ class Store:
             self._rebuild(list_segments(self.folder, self.location.legacy_files))
             return self._fold.state(name)
 
+    def view_loaded(self, name: str) -> bool:
+        """False while view `name` still waits in the snapshot (reading it would load it)."""
+        return name not in self._fold.deferred
+
     @property
     def event_count(self) -> int:
         self.refresh()

@@ -144,3 +144,10 @@ def test_broken_seen_ids_refold_when_the_next_event_arrives(saved):
     again.store.refresh()
     assert not again.store._fold.deferred  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
+
+
+def test_closing_does_not_load_a_view_nobody_read(saved):
+    again = App.open()
+    again.store.view("records")
+    again.close()
+    assert not again.store.view_loaded("sessions")
