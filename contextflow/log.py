@@ -250,12 +250,28 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def remove_stale_temps(path: Path) -> None:
+    """Delete `.<name>.<pid>.*.tmp` files beside `path` left by a process of this machine that died
+    mid-rewrite (killed before it could clean up). Temp files of live processes stay."""
+    for temp in path.parent.glob(f".{path.name}.*.tmp"):
+        parts = temp.name[len(path.name) + 2 :].split(".")
+        if not parts[0].isdigit() or int(parts[0]) == os.getpid():
+            continue
+        try:
+            os.kill(int(parts[0]), 0)
+        except ProcessLookupError:
+            temp.unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
 def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:
     """Atomically replace a writer's log with `data`: temp file, fsync, rename, folder fsync.
 
     The caller holds that writer's lock. `expected` is the signature the caller read; when the
     file changed since (a sync tool replaced it), nothing is written and StoreError says so.
     """
+    remove_stale_temps(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -348,6 +364,7 @@ __all__ = [
     "read_new",
     "read_whole",
     "remove_conflict_copy",
+    "remove_stale_temps",
     "replace_log",
     "signature",
     "unchanged",

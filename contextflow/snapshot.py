@@ -33,6 +33,7 @@ from typing import Any
 
 from contextflow.events import Event
 from contextflow.fold import Fold
+from contextflow.log import remove_stale_temps
 
 MAGIC = b"CFSNAP2\n"
 _HEADER_OFFSET = 8  # bytes of the big-endian offset of the header, which follows the blobs
@@ -171,6 +172,7 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         "count": fold.count, "duplicates": fold.duplicates, "max_hlc": fold.max_hlc,
         "last_seq": fold.last_seq, "per_writer": fold.per_writer,
     }
+    remove_stale_temps(path)  # a server killed while saving leaves its temp file behind
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(temp, "wb") as handle:

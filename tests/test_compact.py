@@ -420,3 +420,20 @@ def test_the_compact_command_rejects_unknown_options(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["compact", "--everything"])
     assert exited.value.code == 2
+
+
+def test_a_temp_file_left_by_a_killed_compaction_is_cleaned_up_next_time(pair):
+    import subprocess
+    import sys
+
+    a, _ = pair
+    app = a.open()
+    for n in range(3):
+        app.store.append("context.set", {"key": "k", "value": {"n": n}})
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
+    stale = a.folder / f".{a.log.name}.{int(dead.stdout)}.123.tmp"
+    alive = a.folder / f".{a.log.name}.{os.getppid()}.456.tmp"
+    stale.write_bytes(b"half a rewrite")
+    alive.write_bytes(b"another process is still writing this")
+    compact(app)
+    assert not stale.exists() and alive.exists()
