@@ -13,10 +13,14 @@ Public keys, certificates and fingerprints (`SHA256:...`) pass unchanged. A matc
 `[REDACTED:<kind>]` and the event gains `redacted: ["<kind> in <field>", ...]`, which the MCP
 server repeats in the tool reply. `CONTEXTFLOW_SECRETS` picks the mode: `redact` (default),
 `refuse` (the write fails with an error naming what was found) or `off`.
+
+detect-secrets' patterns are read once per installed version and cached in the machine-local
+state folder, so a short-lived process (a CLI write, a hook) does not pay for importing it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -24,7 +28,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from contextflow.errors import InputError
 
@@ -132,15 +139,57 @@ _LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
 @cache
 def rules() -> tuple[Rule, ...]:
     """Our rules first (they cover whole blocks), then detect-secrets' denylist patterns."""
+    library = [Rule(kind, re.compile(pattern, flags), tuple(needles)) for kind, pattern, flags, needles in
+               _library_patterns()]
+    return (*EXTRA_RULES, *library)
+
+
+PatternRow = tuple[str, str, int, list[str]]
+
+
+def _library_patterns() -> list[PatternRow]:
+    """detect-secrets' patterns, from a machine-local cache when this version was read before.
+
+    Importing the library (and the HTTP client it pulls in) costs ~150 ms; a process that only
+    needs its regular expressions reads them from the cache instead. Deleting it is safe.
+    """
+    cache_file = _pattern_cache_file()
+    try:
+        rows = orjson.loads(cache_file.read_bytes())
+        return [(str(k), str(p), int(f), [str(n) for n in needles]) for k, p, f, needles in rows]
+    except (OSError, ValueError, TypeError):
+        pass
     import importlib
 
-    found: list[Rule] = list(EXTRA_RULES)
+    found: list[PatternRow] = []
     for dotted, needles in _LIBRARY_DETECTORS.items():
         module_name, class_name = dotted.split(".")
-        module = importlib.import_module(f"detect_secrets.plugins.{module_name}")
-        detector = getattr(module, class_name)()
-        found += [Rule(str(detector.secret_type), pattern, needles) for pattern in detector.denylist]
-    return tuple(found)
+        detector = getattr(importlib.import_module(f"detect_secrets.plugins.{module_name}"), class_name)()
+        found += [(str(detector.secret_type), p.pattern, p.flags, list(needles)) for p in detector.denylist]
+    temp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp.write_bytes(orjson.dumps(found))
+        os.replace(temp, cache_file)
+    except OSError:
+        temp.unlink(missing_ok=True)
+    return found
+
+
+def _pattern_cache_file() -> Path:
+    """Named after the installed library's version file and our detector list (without importing it)."""
+    from importlib.util import find_spec
+
+    from contextflow.locate import state_root
+
+    spec = find_spec("detect_secrets")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    try:
+        version = b"".join(Path(folder, "__version__.py").read_bytes() for folder in folders)
+    except OSError:
+        version = b"unknown"
+    key = hashlib.blake2b(version + repr(sorted(_LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
+    return state_root() / "cache" / f"secret-patterns-{key}.json"
 
 
 @cache

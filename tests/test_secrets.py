@@ -192,3 +192,15 @@ async def test_refusal_reaches_the_agent_as_a_tool_error(client, monkeypatch: py
     assert result.is_error
     assert "Slack" in text_of(result) and "next_steps[0]" in text_of(result)
     assert "CONTEXTFLOW_SECRETS=redact" in text_of(result)
+
+
+def test_library_patterns_are_cached_per_machine_and_a_bad_cache_is_rebuilt() -> None:
+    cache_file = secrets._pattern_cache_file()
+    cache_file.unlink(missing_ok=True)
+    fresh = secrets._library_patterns()
+    assert cache_file.is_file()
+    assert secrets._library_patterns() == fresh
+    assert {row[0] for row in fresh} >= {"AWS Access Key", "GitHub Token", "Slack Token", "JSON Web Token"}
+    cache_file.write_text("not json")
+    assert secrets._library_patterns() == fresh
+    assert secrets._library_patterns() == fresh, "the rebuilt cache reads back"
