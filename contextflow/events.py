@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from contextflow.clock import stamp_from_ms, stamp_iso
+from contextflow.errors import InputError
 
 SCHEMA_VERSION = 1
 LEGACY_WRITER = "legacy"
@@ -62,9 +63,12 @@ def encode(event: Event) -> bytes:
         "kind": event.kind,
         "data": event.data,
     }
-    line = orjson.dumps(record) + b"\n"
+    try:
+        line = orjson.dumps(record) + b"\n"
+    except (orjson.JSONEncodeError, TypeError) as exc:
+        raise InputError(f"this {event.kind} cannot be stored as JSON ({exc}); pass plain, shallow JSON values") from None
     if len(line) > MAX_LINE_BYTES:
-        raise ValueError(f"event is {len(line)} bytes; the limit is {MAX_LINE_BYTES}")
+        raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
     return line
 
 

@@ -13,7 +13,7 @@ GROUPS: dict[str, Feature] = {
     "recall": conversation_tools.FEATURE,
     "graph": graph_tools.FEATURE,
 }
-DEFAULT_GROUPS = ("sessions",)
+DEFAULT_GROUPS = ("sessions", "context", "recall")
 
 
 def features_for(setting: str) -> list[Feature]:

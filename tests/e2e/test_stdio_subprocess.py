@@ -78,7 +78,8 @@ async def connect(params: StdioServerParameters, mode: str, inbox: Inbox | None 
 
 
 def prompt_names(listed: types.ListPromptsResult) -> list[str]:
-    return [prompt.name for prompt in listed.prompts]
+    """The session prompts, in the order listed (other groups' prompts follow them)."""
+    return [prompt.name for prompt in listed.prompts if prompt.name.startswith(("new_session", "resume_"))]
 
 
 async def offers_the_session_tools_prompts_and_resources(client: Client, mode: str) -> None:
