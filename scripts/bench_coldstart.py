@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Cold start: a new server process, spawned on a big store, to its first answered tool call.
 
-For each store size (default 100k and 1M events of notes and handoffs from benchlib.storegen)
-it prints, with and without the machine-local snapshot: spawn -> initialize, spawn -> first
-answered `read_shared_context`, the server's peak RSS, and how long the server takes to exit
-(exit includes saving a snapshot when enough changed). Also the snapshot's size and an
-in-process breakdown (snapshot load versus full refold). Prints figures; asserts nothing.
+For each store size (default 100k and 1M events: notes and handoffs from benchlib.storegen plus
+1% context records from another writer) it prints, without the machine-local snapshot and with
+it: spawn -> initialize, spawn -> first answered call, the server's peak RSS, and how long the
+server takes to exit (exit includes saving a snapshot when enough changed). With the snapshot
+two first calls are timed: `read_shared_context` (loads the sessions view, the biggest) and
+`context_get` (loads only the records view). Beside them the floor: a no-op tool server on the
+same SDK (benchlib.floor_server). Also the snapshot's size and an in-process breakdown
+(snapshot load versus full refold). Prints figures; asserts nothing.
 
-    scripts/bench_coldstart.py                 100k and 1M events (about 10 minutes on 2 cores)
+Run it from the repository root (the server is `python -m contextflow serve` in this checkout).
+
+    scripts/bench_coldstart.py                 100k and 1M events (about 20 minutes on 2 cores)
     scripts/bench_coldstart.py --sizes 20000   choose the sizes
     scripts/bench_coldstart.py --reps 5        cold starts per variant (median shown)
 
@@ -39,7 +44,29 @@ from benchlib.mcp_timing import server_command  # noqa: E402
 from benchlib.procs import ColdStart, cold_start  # noqa: E402
 from benchlib.storegen import generate_store  # noqa: E402
 
-CALL = ("read_shared_context", {"project": "shared", "limit": 20})
+from contextflow.clock import COUNTER_BITS  # noqa: E402
+from contextflow.events import Event, encode  # noqa: E402
+from contextflow.ids import new_id  # noqa: E402
+
+CALLS = {  # first call -> the view it needs
+    "read_shared_context": ({"project": "shared", "limit": 20}, "sessions"),
+    "context_get": ({"key": "machine:bench-7"}, "records"),
+}
+RECORD_SHARE = 0.01  # of the events: context records (sets, overwrites, deletes) beside the notes
+
+
+def add_context_records(folder: Path, count: int) -> None:
+    """A log of `count` context.set/delete events from another writer, written as the store writes them."""
+    writer, lines, hlc = "phone-5c0ffe", [], (time.time_ns() // 1_000_000) << COUNTER_BITS
+    for n in range(count):
+        hlc += 1
+        key = f"machine:bench-{n % max(1, count // 4)}"
+        if n % 10 == 9:
+            kind, data = "context.delete", {"key": key}
+        else:
+            kind, data = "context.set", {"key": key, "value": {"ip": f"10.0.{n % 256}.{n % 200}", "n": n}}
+        lines.append(encode(Event(new_id(), writer, n + 1, hlc, kind, data)))
+    (folder / f"events.{writer}.jsonl").write_bytes(b"".join(lines))
 
 
 def env_for(root: Path) -> dict[str, str]:
@@ -50,7 +77,7 @@ def env_for(root: Path) -> dict[str, str]:
         "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
         "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
         "CONTEXTFLOW_STORE": str(root / "store"), "CONTEXTFLOW_STATE": str(root / "state"),
-        "CONTEXTFLOW_WRITER": "bench", "MCP_SHARED_CONTEXT_PROJECT": "shared",
+        "CONTEXTFLOW_WRITER": "bench", "MCP_SHARED_CONTEXT_PROJECT": "shared", "CONTEXTFLOW_TOOLS": "default,context",
     }
 
 
@@ -59,7 +86,7 @@ def snapshot_files(root: Path) -> list[Path]:
 
 
 def in_process(env: Mapping[str, str], use_snapshot: bool) -> tuple[float, float]:
-    """(seconds to open and answer the call's read in this process, peak RSS MB of a child doing it)."""
+    """(seconds to import, open and read the notes a first read_shared_context needs, peak RSS MB)."""
     code = (
         "import time, resource; t = time.perf_counter()\n"
         "from contextflow.app import App\n"
@@ -69,7 +96,9 @@ def in_process(env: Mapping[str, str], use_snapshot: bool) -> tuple[float, float
         "sessions.read_entries(app, where, 20)\n"
         "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], env=dict(env), capture_output=True, check=True, timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=dict(env), capture_output=True, check=True, timeout=3600, cwd=env["HOME"]
+    )
     seconds, rss = done.stdout.split()
     return float(seconds), float(rss)
 
@@ -91,32 +120,43 @@ def measure(size: int, reps: int, keep: bool) -> None:
     root = Path(tempfile.mkdtemp(prefix=f"cf-cold-{size}-"))
     try:
         began = time.perf_counter()
-        store = generate_store(root / "store", size)
+        store = generate_store(root / "store", size - int(size * RECORD_SHARE))
+        add_context_records(root / "store", int(size * RECORD_SHARE))
         env = env_for(root)
         errlog = root / "server-stderr.log"
         took = time.perf_counter() - began
-        print(f"\n== {size:,} events ({store.bytes / 1e6:.0f} MB of logs, generated in {took:.0f} s)")
+        print(f"\n== {size:,} events: notes and handoffs, {RECORD_SHARE:.0%} context records "
+              f"({store.bytes / 1e6:.0f} MB of notes, generated in {took:.0f} s)")
 
         without: list[ColdStart] = []
         for _ in range(max(1, reps // 2)):
             for path in snapshot_files(root):
                 path.unlink()
-            without.append(cold_start(server_command(False), env, *CALL, errlog))
+            without.append(cold_start(server_command(False), env, "read_shared_context",
+                                      CALLS["read_shared_context"][0], errlog))
         if not snapshot_files(root):  # the server saves one on exit once enough changed; make sure
             save = "from contextflow.app import App; a = App.open(); a.store.refresh(); a.store.save_snapshot(True)"
-            subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=3600)
-        with_snapshot = [cold_start(server_command(False), env, *CALL, errlog) for _ in range(reps)]
+            subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=3600, cwd=env["HOME"])
+        with_snapshot = {
+            tool: [cold_start(server_command(False), env, tool, arguments, errlog) for _ in range(reps)]
+            for tool, (arguments, _) in CALLS.items()
+        }
         snapshot_bytes = sum(p.stat().st_size for p in snapshot_files(root))
+        floor = [cold_start(server_command(True), env, "noop", {}, errlog) for _ in range(reps)]
 
-        print(row("without snapshot (refold)", without))
-        print(row("with snapshot", with_snapshot))
+        print(row("floor (no-op SDK server)", floor) + "   [imports and handshake only]")
+        print(row("without snapshot (refold)", without) + "   [read_shared_context]")
+        for tool, runs in with_snapshot.items():
+            print(row("with snapshot", runs) + f"   [{tool}: loads the {CALLS[tool][1]} view]")
         print(f"  snapshot on disk: {snapshot_bytes / 1e6:.0f} MB in {len(snapshot_files(root))} file(s)")
         load, load_rss = in_process(env, True)
         refold, refold_rss = in_process(env, False)
         print(f"  in-process open + first read: snapshot {load:.2f} s ({load_rss:.0f} MB), "
               f"refold {refold:.2f} s ({refold_rss:.0f} MB)")
-        first = median([r.to_first_call for r in with_snapshot])
-        print(f"  target: first call with snapshot under 1 s -> {'met' if first < 1.0 else 'NOT met'} ({first:.2f} s)")
+        for tool, runs in with_snapshot.items():
+            first = median([r.to_first_call for r in runs])
+            verdict = "met" if first < 1.0 else "NOT met"
+            print(f"  target: first {tool} with snapshot under 1 s -> {verdict} ({first:.2f} s)")
     finally:
         if keep:
             print(f"  kept {root}")
