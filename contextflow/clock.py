@@ -8,6 +8,7 @@ even when this machine's clock is behind.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ def stamp_from_ms(ms: int) -> int:
     return ms << COUNTER_BITS
 
 
+@functools.lru_cache(maxsize=65536)
 def stamp_iso(stamp: int) -> str:
     """ISO-8601 UTC time of a stamp, millisecond precision, `Z` suffix."""
     moment = datetime.fromtimestamp(stamp_ms(stamp) / 1000, tz=UTC)

@@ -307,7 +307,12 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
     assert chosen is not None
     name = checks.text(project, "project") or app.settings.default_project
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
-    entries = sessions_state(app).session_entries(name, chosen)
-    summaries = summarize(entries, include_unsessioned=chosen == NO_SESSION)
+    state = sessions_state(app)
+    entries = state.session_entries(name, chosen)
+    if chosen == NO_SESSION:
+        found = summarize(entries, include_unsessioned=True)
+        summary = found[0] if found else None
+    else:
+        summary = state.summaries.get(name, {}).get(chosen)  # kept current by the view
     handoff = next((event for event in reversed(entries) if event.kind == "handoff"), None)
-    return Resume(name, chosen, summaries[0] if summaries else None, handoff, entries[-count:])
+    return Resume(name, chosen, summary, handoff, entries[-count:])

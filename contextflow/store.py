@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,7 @@ class Store:
         self._snapshot_path = state_dir / "snapshot.pickle"
         self._new_since_snapshot = 0
         self._loaded = False  # the snapshot is loaded on first use, so cheap commands never pay for it
+        self._listing: tuple[int | None, list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
 
@@ -152,12 +154,39 @@ class Store:
             found[str(path)] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         return found
 
-    def refresh(self) -> None:
+    def _ensure_loaded(self) -> None:
         if not self._loaded:
             self._loaded = True
             if self._use_snapshot:
                 self._load_snapshot()
+
+    def _segment_paths(self) -> list[Path]:
+        """The logs to read. The folder is listed again only when its mtime moved, or is too
+        recent to trust (file times are coarse, so two files made in one tick share an mtime)."""
+        try:
+            mtime = os.stat(self.folder).st_mtime_ns
+        except OSError:
+            mtime = None
+        cached = self._listing
+        if cached is not None and mtime is not None and cached[0] == mtime and time.time_ns() - mtime > 2_000_000_000:
+            return cached[1]
         paths = list_segments(self.folder, self.location.legacy_files)
+        self._listing = (mtime, paths)
+        return paths
+
+    def _refresh_own_log(self) -> None:
+        self._ensure_loaded()
+        own = self._writer.path
+        try:
+            continues = self._read_segment(own)
+        except snapshot.SnapshotBroken:
+            continues = False
+        if not continues or (own not in self._segments and own.exists()):
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._ensure_loaded()
+        paths = self._segment_paths()
         if any(path not in paths for path in self._segments):
             self._rebuild(paths)
             return
@@ -265,14 +294,14 @@ class Store:
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         try:
             with self._writer.locked():
-                self.refresh()
+                self._refresh_own_log()  # other processes of this machine may have appended
                 seq = self._fold.last_seq.get(self.writer, 0)
                 events = [
                     Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
                     for offset, (kind, data) in enumerate(items, start=1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
-                self.refresh()
+                self._refresh_own_log()  # fold exactly what was just written
         except Timeout:
             raise StoreError(
                 f"another contextflow process has held the writer lock for {self.writer} over 10 s; "

@@ -283,9 +283,9 @@ async def test_the_recall_group_offers_its_four_tools_with_compact_descriptions(
 
 
 @pytest.mark.anyio
-async def test_the_recall_group_is_not_in_the_default_tool_list(client):
+async def test_the_recall_group_is_in_the_default_tool_list(client):
     names = {tool.name for tool in (await client.list_tools()).tools}
-    assert "save_conversation" not in names
+    assert {"get_context", "save_conversation", "generate_conversation_id"} <= names
 
 
 @pytest.mark.anyio

@@ -57,9 +57,9 @@ async def test_the_context_and_timeline_groups_list_their_tools_with_compact_sch
     assert all(len(tools[name].description) < 200 for name in CONTEXT_TOOLS | TIMELINE_TOOLS)
 
 
-async def test_the_groups_are_not_in_the_default_tool_list(client):
+async def test_context_tools_are_in_the_default_tool_list_and_timeline_tools_are_opt_in(client):
     names = {tool.name for tool in (await client.list_tools()).tools}
-    assert not names & (CONTEXT_TOOLS | TIMELINE_TOOLS)
+    assert CONTEXT_TOOLS <= names and not names & TIMELINE_TOOLS
 
 
 # -- context -------------------------------------------------------------------------------

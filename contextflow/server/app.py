@@ -51,7 +51,7 @@ class ContextflowServer:
         self.tools: dict[str, ToolSpec] = {t.name: t for f in self.features for t in f.tools}
         self.resources = {r.uri: r for f in self.features for r in f.resources}
         self.bus = InMemorySubscriptionBus()
-        self._prompt_signature: tuple[tuple[str, str], ...] | None = None
+        self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
         self.server: Server[Any] = Server(
             "contextflow",
@@ -135,9 +135,18 @@ class ContextflowServer:
             ordered += feature.prompts[:1] + dynamic + feature.prompts[1:]
         return ordered
 
+    def prompt_signature(self) -> object:
+        """Cheap stand-in for the dynamic prompts: equal exactly when their names and descriptions are."""
+        return tuple(
+            feature.prompt_signature(self.app)
+            if feature.prompt_signature
+            else tuple((s.name, s.description) for provider in feature.dynamic_prompts for s in provider(self.app))
+            for feature in self.features
+        )
+
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         specs = self.prompt_specs()
-        self._prompt_signature = tuple((s.name, s.description) for s in specs)
+        self._prompt_signature = self.prompt_signature()
         self._prompt_logs = self.app.store.signatures()
         return types.ListPromptsResult(
             prompts=[
@@ -174,7 +183,7 @@ class ContextflowServer:
             return  # the client has not listed prompts yet
         if self.app.store.signatures() == self._prompt_logs:
             return  # nothing new was folded since the last look, so the resume_N list is the same
-        signature = tuple((s.name, s.description) for s in self.prompt_specs())
+        signature = self.prompt_signature()
         self._prompt_logs = self.app.store.signatures()
         if signature == self._prompt_signature:
             return

@@ -250,7 +250,9 @@ def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
 
 
 def _session_description(summary: SessionSummary) -> str:
-    parts = [summary.latest_ts.replace("T", " ")[:16] or "unknown", f"entries:{summary.entry_count}"]
+    """Last active day, task and latest handoff: what tells sessions apart, and changes rarely
+    (each change re-sends the prompt list to clients)."""
+    parts = [summary.latest_ts[:10] or "unknown"]
     if summary.task:
         parts.append(f"task:{clip(summary.task, 36)}")
     if summary.latest_handoff_summary:
@@ -258,18 +260,28 @@ def _session_description(summary: SessionSummary) -> str:
     return f"{clip(summary.session_id, 60)} - " + " | ".join(parts)
 
 
+def _recent_sessions(app: App) -> list[SessionSummary]:
+    query = sessions.SessionQuery(project=app.settings.default_project, limit=sessions.PROMPT_SESSIONS)
+    return sessions.list_sessions(app, query)
+
+
 def resume_prompts(app: App) -> list[PromptSpec]:
     """resume_1..resume_N: one per recent session of the default project."""
-    query = sessions.SessionQuery(project=app.settings.default_project, limit=sessions.PROMPT_SESSIONS)
-    found = sessions.list_sessions(app, query)
 
     def resumer(session_id: str) -> Callable[[App, dict[str, str]], str]:
         return lambda app, args: _resume_prompt_text(app, session_id, app.settings.default_project)
 
     return [
         PromptSpec(f"resume_{n}", _session_description(summary), resumer(summary.session_id))
-        for n, summary in enumerate(found, 1)
+        for n, summary in enumerate(_recent_sessions(app), 1)
     ]
+
+
+def resume_signature(app: App) -> object:
+    """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
+    return tuple(
+        (s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
+    )
 
 
 # -- resources -----------------------------------------------------------------------------
@@ -340,4 +352,5 @@ FEATURE = Feature(
         ),
     ],
     dynamic_prompts=[resume_prompts],
+    prompt_signature=resume_signature,
 )

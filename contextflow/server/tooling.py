@@ -77,6 +77,8 @@ class Feature:
     prompts: list[PromptSpec] = field(default_factory=list)
     resources: list[ResourceSpec] = field(default_factory=list)
     dynamic_prompts: list[Callable[[App], list[PromptSpec]]] = field(default_factory=list)
+    # A cheap value that changes exactly when the dynamic prompts' names or descriptions do.
+    prompt_signature: Callable[[App], object] | None = None
 
 
 # -- argument checking ---------------------------------------------------------------------
