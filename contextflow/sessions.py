@@ -193,22 +193,46 @@ def entry_filter(
 def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Event]:
     """The most recent matching entries, oldest first."""
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    tail = _sidecar_tail(app, where)
+    if tail is not None:
+        found, done = _newest_matching(tail.entries, where, count)
+        if done or tail.complete:  # the tail holds every entry that could match
+            return found
     state = sessions_state(app)
     pool = (
         state.session_entries(where.project, where.session_id)
         if where.session_id
         else state.project_entries(where.project)
     )
+    return _newest_matching(pool, where, count)[0]
+
+
+def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple[list[Event], bool]:
+    """Up to `count` newest matches, oldest first, and whether the search could stop early."""
     found: list[Event] = []
     for event in reversed(pool):
         if where.since and event.ts < where.since:
-            break
+            found.reverse()
+            return found, True
         if where.matches(event):
             found.append(event)
             if len(found) >= count:
-                break
+                found.reverse()
+                return found, True
     found.reverse()
-    return found
+    return found, False
+
+
+def _sidecar_tail(app: App, where: EntryFilter) -> sessions_index.Tail | None:
+    """In a process that has not folded the store yet, the sidecar's recent entries, if current."""
+    if app.store.loaded:
+        return None
+    index = sessions_index.load(app.store)
+    if index is None:
+        return None
+    if where.session_id:
+        return index.session_tails.get((where.project, where.session_id), sessions_index.Tail([], True))
+    return index.project_tails.get(where.project, sessions_index.Tail([], True))
 
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
@@ -252,9 +276,9 @@ def session_query(
 
 def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
     if query.indexed and not app.store.loaded:
-        cached = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
-        if cached is not None:
-            return cached.get(query.project, [])
+        index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
+        if index is not None:
+            return index.sessions.get(query.project, [])
     state = sessions_state(app)
     if query.indexed:
         sessions_index.save_if_stale(app.store, state)
@@ -307,6 +331,13 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
     assert chosen is not None
     name = checks.text(project, "project") or app.settings.default_project
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    if chosen != NO_SESSION and not app.store.loaded and count <= sessions_index.SESSION_TAIL:
+        index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
+        if index is not None:
+            summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
+            tail = index.session_tails.get((name, chosen), sessions_index.Tail([], True))
+            handoff = index.latest_handoffs.get((name, chosen))
+            return Resume(name, chosen, summary, handoff, tail.entries[-count:])
     state = sessions_state(app)
     entries = state.session_entries(name, chosen)
     if chosen == NO_SESSION:

@@ -1,25 +1,50 @@
-"""The sessions index sidecar: per-session summaries in a small JSON file beside the snapshot.
+"""The sessions index sidecar: session summaries and recent entries in a small JSON file.
 
-It lets `list_sessions`, the resume_N prompts and the picker answer in a new process without
-folding or loading the whole store. It is machine-local (never in the synced folder), keyed
-on the signature of every log it summarizes, and rewritten when stale; deleting it is safe.
+It lets a new process answer `list_sessions`, the resume_N prompts, the picker and the common
+first reads (`read_shared_context`, `resume_session`, `get_latest_handoff`) without folding
+or loading the whole store, as ContextFlowMCP's index did. It is machine-local (never in the
+synced folder), keyed on the signature of every log it summarizes, and rewritten when stale;
+deleting it is safe. A read the tails cannot prove complete falls back to the full view.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from weakref import WeakKeyDictionary
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import orjson
 
+from contextflow.events import Event, decode, encode
 from contextflow.store import Store, code_fingerprint
 from contextflow.views.sessions import SessionsState, SessionSummary
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 FILE_NAME = "sessions-index.json"
+PROJECT_TAIL = 200  # recent entries kept per project (the largest `limit` a read accepts)
+SESSION_TAIL = 20  # recent entries kept per session (the default `limit`)
+MIN_INTERVAL_S = 5.0
+
+Signatures = dict[str, tuple[int, int, int, int]]
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The most recent entries of a project or session, oldest first; `complete` when it holds all."""
+
+    entries: list[Event]
+    complete: bool
+
+
+@dataclass(frozen=True)
+class SessionsIndex:
+    sessions: dict[str, list[SessionSummary]]  # per project, most recent first
+    project_tails: dict[str, Tail]
+    session_tails: dict[tuple[str, str], Tail]
+    latest_handoffs: dict[tuple[str, str], Event]
 
 
 def _path(store: Store) -> Path:
@@ -40,27 +65,61 @@ def _summary(record: dict[str, Any]) -> SessionSummary:
     return SessionSummary(**fields)
 
 
-def load(store: Store) -> dict[str, list[SessionSummary]] | None:
-    """Sessions per project, most recent first, when the sidecar matches every log on disk."""
+def _lines(events: list[Event]) -> list[str]:
+    return [encode(event)[:-1].decode() for event in events]
+
+
+def _tail(record: dict[str, Any]) -> Tail:
+    return Tail([decode(line.encode()) for line in record["lines"]], record["complete"])
+
+
+def load(store: Store) -> SessionsIndex | None:
+    """The index, when the sidecar matches every log on disk now; else None."""
+    current = store.current_signatures()
+    cached = _loaded.get(store)
+    if cached is not None and cached[0] == current:
+        return cached[1]
     try:
         saved = orjson.loads(_path(store).read_bytes())
         if saved["format"] != INDEX_FORMAT or saved["code"] != code_fingerprint():
             return None
-        current = {path: list(sig) for path, sig in store.current_signatures().items()}
-        if saved["logs"] != current:
+        if saved["logs"] != {path: list(sig) for path, sig in current.items()}:
             return None
-        return {project: [_summary(r) for r in records] for project, records in saved["projects"].items()}
+        index = SessionsIndex(
+            sessions={p: [_summary(r) for r in records] for p, records in saved["projects"].items()},
+            project_tails={p: _tail(r) for p, r in saved["project_tails"].items()},
+            session_tails={(p, s): _tail(r) for p, by in saved["session_tails"].items() for s, r in by.items()},
+            latest_handoffs={
+                (p, s): decode(line.encode()) for p, by in saved["latest_handoffs"].items() for s, line in by.items()
+            },
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    _loaded[store] = (current, index)
+    return index
 
 
 def save(store: Store, state: SessionsState) -> None:
     """Write the sidecar for the state as folded now (atomically; failures are harmless)."""
+    session_tails: dict[str, dict[str, Any]] = {}
+    handoffs: dict[str, dict[str, str]] = {}
+    for (project, session_id), entries in state.by_session.items():
+        tail = entries[-SESSION_TAIL:]
+        session_tails.setdefault(project, {})[session_id] = {"lines": _lines(tail), "complete": len(tail) == len(entries)}
+        handoff = next((e for e in reversed(entries) if e.kind == "handoff"), None)
+        if handoff is not None:
+            handoffs.setdefault(project, {})[session_id] = _lines([handoff])[0]
     record = {
         "format": INDEX_FORMAT,
         "code": code_fingerprint(),
         "logs": store.signatures(),
-        "projects": {project: [_summary_record(s) for s in state.recent_sessions(project)] for project in state.summaries},
+        "projects": {p: [_summary_record(s) for s in state.recent_sessions(p)] for p in state.summaries},
+        "project_tails": {
+            p: {"lines": _lines(entries[-PROJECT_TAIL:]), "complete": len(entries) <= PROJECT_TAIL}
+            for p, entries in state.by_project.items()
+        },
+        "session_tails": session_tails,
+        "latest_handoffs": handoffs,
     }
     target = _path(store)
     temp = target.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
@@ -84,5 +143,5 @@ def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> No
     _written[store] = (signatures, time.monotonic())
 
 
-MIN_INTERVAL_S = 5.0
-_written: WeakKeyDictionary[Store, tuple[dict[str, tuple[int, int, int, int]], float]] = WeakKeyDictionary()
+_written: WeakKeyDictionary[Store, tuple[Signatures, float]] = WeakKeyDictionary()
+_loaded: WeakKeyDictionary[Store, tuple[Signatures, SessionsIndex]] = WeakKeyDictionary()
