@@ -105,7 +105,8 @@ def save(store: Store, state: SessionsState) -> None:
     handoffs: dict[str, dict[str, str]] = {}
     for (project, session_id), entries in state.by_session.items():
         tail = entries[-SESSION_TAIL:]
-        session_tails.setdefault(project, {})[session_id] = {"lines": _lines(tail), "complete": len(tail) == len(entries)}
+        complete = len(tail) == len(entries)
+        session_tails.setdefault(project, {})[session_id] = {"lines": _lines(tail), "complete": complete}
         handoff = next((e for e in reversed(entries) if e.kind == "handoff"), None)
         if handoff is not None:
             handoffs.setdefault(project, {})[session_id] = _lines([handoff])[0]
