@@ -66,7 +66,8 @@ def encode(event: Event) -> bytes:
     try:
         line = orjson.dumps(record) + b"\n"
     except (orjson.JSONEncodeError, TypeError) as exc:
-        raise InputError(f"this {event.kind} cannot be stored as JSON ({exc}); pass plain, shallow JSON values") from None
+        reason = f"this {event.kind} cannot be stored as JSON ({exc})"
+        raise InputError(f"{reason}; pass plain, shallow JSON values") from None
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
     return line

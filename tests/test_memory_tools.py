@@ -59,7 +59,7 @@ async def test_the_context_and_timeline_groups_list_their_tools_with_compact_sch
 
 async def test_context_tools_are_in_the_default_tool_list_and_timeline_tools_are_opt_in(client):
     names = {tool.name for tool in (await client.list_tools()).tools}
-    assert CONTEXT_TOOLS <= names and not names & TIMELINE_TOOLS
+    assert names >= CONTEXT_TOOLS and not names & TIMELINE_TOOLS
 
 
 # -- context -------------------------------------------------------------------------------

@@ -34,7 +34,8 @@ def wait_for(session: str, needle: str, timeout: float = 20.0) -> str:
 def test_arrow_down_and_enter_make_the_second_entry_the_active_session(app, tmp_path: Path):
     append_note(app, agent="claude", text="x", session_id="only-session")
     session = f"cf-{uuid.uuid4().hex[:8]}"
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k.startswith(("CONTEXTFLOW_", "HOME", "XDG_")))
+    wanted = ("CONTEXTFLOW_", "HOME", "XDG_")
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k.startswith(wanted))
     command = f"cd {shlex.quote(str(tmp_path))} && env {env} {shlex.quote(sys.executable)} -m contextflow pick-session"
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "30", command + "; sleep 5")
     try:
