@@ -105,3 +105,13 @@ def test_python_dash_m_runs_the_cli():
         [sys.executable, "-m", "contextflow", "--version"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0 and result.stdout.startswith("contextflow ")
+
+
+def test_every_command_appears_in_the_readme_or_the_docs():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    docs = (root / "README.md").read_text() + "".join(p.read_text() for p in (root / "docs").glob("*.md"))
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    missing = [name for name in sub.choices if f"contextflow {name}" not in docs]
+    assert missing == []
