@@ -319,6 +319,27 @@ def remove_conflict_copy(path: Path) -> None:
     fsync_folder(path.parent)
 
 
+_HLC_FIELD = re.compile(rb'"hlc":(\d+)')
+
+
+def last_stamp(path: Path) -> int | None:
+    """The clock stamp of a log's last whole line (its newest event), read from its tail only."""
+    try:
+        fd = _open_read(path)
+    except OSError:
+        return None
+    try:
+        end = _last_newline(fd, os.fstat(fd).st_size)
+        if end < 0:
+            return None
+        start = _last_newline(fd, end) + 1
+        head = os.pread(fd, min(end - start, 256), start)  # "hlc" comes before the payload
+    finally:
+        os.close(fd)
+    found = _HLC_FIELD.search(head)
+    return int(found[1]) if found else None
+
+
 def _last_newline(fd: int, size: int) -> int:
     """Offset of the last b'\\n' before `size`, or -1."""
     end = size
@@ -358,6 +379,7 @@ __all__ = [
     "Timeout",
     "ensure_folder",
     "iter_quarantine",
+    "last_stamp",
     "list_segments",
     "log_path",
     "parse_log_name",

@@ -25,7 +25,16 @@ from contextflow.events import LEGACY_WRITER, BadLine, Event, decode, encode
 from contextflow.fold import Fold, View
 from contextflow.ids import new_id
 from contextflow.locate import Location, locate_store, store_state_dir, writer_id
-from contextflow.log import Cursor, LogWriter, Timeout, list_segments, parse_log_name, read_new, unchanged
+from contextflow.log import (
+    Cursor,
+    LogWriter,
+    Timeout,
+    last_stamp,
+    list_segments,
+    parse_log_name,
+    read_new,
+    unchanged,
+)
 from contextflow.secrets import scrub_items
 
 SNAPSHOT_FORMAT = 1
@@ -286,6 +295,15 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
+    def _observe_other_logs(self) -> None:
+        """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
+        write orders after everything already on this machine however far behind its clock is."""
+        for path in self._segment_paths():
+            if path != self._writer.path:
+                stamp = last_stamp(path)
+                if stamp is not None:
+                    self.clock.observe(stamp)
+
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
@@ -295,6 +313,7 @@ class Store:
         try:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
+                self._observe_other_logs()
                 seq = self._fold.last_seq.get(self.writer, 0)
                 events = [
                     Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)

@@ -125,3 +125,20 @@ def test_a_real_skewed_process_overwrites_a_context_record_and_wins_everywhere(s
     for writer, skew in (("ahead", None), ("behind", "-10m")):
         shown = run_cli(["context", "get", "status:deploy"], writer=writer, skew=skew)
         assert "shipped" in orjson.dumps(shown).decode()
+
+
+def test_the_newest_stamp_of_a_log_is_read_from_its_tail(tmp_path: Path):
+    from contextflow.events import Event, encode
+    from contextflow.log import last_stamp
+
+    log = tmp_path / "events.w.jsonl"
+    assert last_stamp(log) is None
+    log.write_bytes(b"")
+    assert last_stamp(log) is None
+    big = Event("a" * 16, "w", 1, 5 << 16, "note", {"text": "x" * 200_000})
+    log.write_bytes(encode(Event("b" * 16, "w", 1, 3 << 16, "note", {})) + encode(big))
+    assert last_stamp(log) == 5 << 16
+    log.write_bytes(log.read_bytes() + b'{"v": 1, "id": "torn", "hlc": 999999999999999')  # no newline yet
+    assert last_stamp(log) == 5 << 16
+    log.write_bytes(b'{"id": "x", "ts": "2024-01-01T00:00:00Z", "kind": "note"}\n')  # legacy: no stamp
+    assert last_stamp(log) is None
