@@ -52,3 +52,16 @@ def stamp_iso(stamp: int) -> str:
     """ISO-8601 UTC time of a stamp, millisecond precision, `Z` suffix."""
     moment = datetime.fromtimestamp(stamp_ms(stamp) / 1000, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_ms(value: object) -> int | None:
+    """Milliseconds since the epoch of an ISO-8601 time (UTC when it names no zone), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)

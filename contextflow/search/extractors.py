@@ -12,9 +12,9 @@ or odd fields quietly (`_text`, `_texts`) instead of failing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
+from contextflow.clock import iso_ms
 from contextflow.events import Event
 from contextflow.search.index import Delete, Op, Patch, Put
 
@@ -142,16 +142,6 @@ def _flatten(value: Any, prefix: str, out: list[str]) -> None:
         out.append(f"{prefix}: {value}" if prefix else str(value))
 
 
-def _expires_ms(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
-
-
 def context_set_docs(event: Event) -> list[Op]:
     data = event.data
     key = _text(data.get("key"))
@@ -160,7 +150,7 @@ def context_set_docs(event: Event) -> list[Op]:
     lines: list[str] = []
     _flatten(data.get("value"), "", lines)
     fields = _fields(title=_text(data.get("label")), key=key, value=_lines(lines), tags=_text(data.get("category")))
-    meta = {"agent": _text(data.get("agent")), "expires_ms": _expires_ms(data.get("expires_at"))}
+    meta = {"agent": _text(data.get("agent")), "expires_ms": iso_ms(data.get("expires_at"))}
     return [Put(key, fields, meta)]
 
 

@@ -13,27 +13,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from contextflow.clock import iso_ms
 from contextflow.events import Event, OrderKey
 
 SET_KIND = "context.set"
 DELETE_KIND = "context.delete"
 
 Ranked = tuple[int, str, int, str]  # (*order key of the record's latest write, record key): flat compares fast
-
-
-def _expires_ms(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 def _text(value: Any) -> str | None:
@@ -191,7 +179,7 @@ class RecordsView:
         if current is not None and order <= current.event_key:
             current.note(event.kind, order)
             return
-        expires = None if deleted else _expires_ms(event.data.get("expires_at"))
+        expires = None if deleted else iso_ms(event.data.get("expires_at"))
         fresh = Record(key, order, event.id, event.writer, deleted, event.data, expires)
         was_live = current is not None and not current.deleted
         if current is not None:
