@@ -5,10 +5,11 @@ For each store size (default 100k and 1M events: notes and handoffs from benchli
 1% context records from another writer) it prints, without the machine-local snapshot and with
 it: spawn -> initialize, spawn -> first answered call, the server's peak RSS, and how long the
 server takes to exit (exit includes saving a snapshot when enough changed). With the snapshot
-two first calls are timed: `read_shared_context` (loads the sessions view, the biggest) and
-`context_get` (loads only the records view). Beside them the floor: a no-op tool server on the
-same SDK (benchlib.floor_server). Also the snapshot's size and an in-process breakdown
-(snapshot load versus full refold). Prints figures; asserts nothing.
+two first calls are timed: `read_shared_context` (answered from the sessions index sidecar when
+it is current, else from the sessions view, the biggest) and `context_get` (loads only the
+records view). Beside them the floor: a no-op tool server on the same SDK
+(benchlib.floor_server). Also the snapshot's size and an in-process breakdown (the sessions view
+loaded from the snapshot versus refolded). Prints figures; asserts nothing.
 
 Run it from the repository root (the server is `python -m contextflow serve` in this checkout).
 
@@ -49,7 +50,7 @@ from contextflow.events import Event, encode  # noqa: E402
 from contextflow.ids import new_id  # noqa: E402
 
 CALLS = {  # first call -> the view it needs
-    "read_shared_context": ({"project": "shared", "limit": 20}, "sessions"),
+    "read_shared_context": ({"project": "shared", "limit": 20}, "sessions index sidecar, else the sessions"),
     "context_get": ({"key": "machine:bench-7"}, "records"),
 }
 RECORD_SHARE = 0.01  # of the events: context records (sets, overwrites, deletes) beside the notes
@@ -86,14 +87,12 @@ def snapshot_files(root: Path) -> list[Path]:
 
 
 def in_process(env: Mapping[str, str], use_snapshot: bool) -> tuple[float, float]:
-    """(seconds to import, open and read the notes a first read_shared_context needs, peak RSS MB)."""
+    """(seconds to import, open and fold or load the sessions view, the biggest; peak RSS MB)."""
     code = (
         "import time, resource; t = time.perf_counter()\n"
         "from contextflow.app import App\n"
-        "from contextflow import sessions\n"
         f"app = App.open(use_snapshot={use_snapshot})\n"
-        "where = sessions.entry_filter(app, project='shared', agent=None, session_id=None, kind=None, since=None)\n"
-        "sessions.read_entries(app, where, 20)\n"
+        "app.store.view('sessions')\n"
         "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     done = subprocess.run(
@@ -151,8 +150,8 @@ def measure(size: int, reps: int, keep: bool) -> None:
         print(f"  snapshot on disk: {snapshot_bytes / 1e6:.0f} MB in {len(snapshot_files(root))} file(s)")
         load, load_rss = in_process(env, True)
         refold, refold_rss = in_process(env, False)
-        print(f"  in-process open + first read: snapshot {load:.2f} s ({load_rss:.0f} MB), "
-              f"refold {refold:.2f} s ({refold_rss:.0f} MB)")
+        print(f"  in-process, the sessions view (every note): from the snapshot {load:.2f} s ({load_rss:.0f} MB), "
+              f"refolded {refold:.2f} s ({refold_rss:.0f} MB)")
         for tool, runs in with_snapshot.items():
             first = median([r.to_first_call for r in runs])
             verdict = "met" if first < 1.0 else "NOT met"
