@@ -109,7 +109,8 @@ def test_inspector_gets_the_session_prompts(inspect):
             "--tool-arg", "text=first step", "--tool-arg", "session_id=named")
     code, listed, stderr = inspect("--method", "prompts/list")
     assert code == 0, stderr
-    assert [p["name"] for p in listed["prompts"]] == ["new_session", "resume_1", "resume_by_id"]
+    names = [p["name"] for p in listed["prompts"]]
+    assert names[:3] == ["new_session", "resume_1", "resume_by_id"]  # the other groups' prompts follow
 
     code, resumed, stderr = inspect(
         "--method", "prompts/get", "--prompt-name", "resume_by_id", "--prompt-args", "session_id=named"
