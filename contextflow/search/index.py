@@ -326,13 +326,13 @@ class SearchIndex:
             raw = heapq.nlargest(pool, scores, key=scores.__getitem__)
             finals = []
             for num in raw:
+                doc = self.by_num[num]
                 weight = factors.get(num)
                 if weight is None:
-                    doc = self.by_num[num]
                     weight = factors[num] = factor(doc) if doc is not None else 0.0
-                if weight > 0:
-                    finals.append((scores[num] * weight, num))
-            best = heapq.nlargest(k, finals)
+                if weight > 0 and doc is not None:
+                    finals.append((scores[num] * weight, doc.doc_id, num))  # ties: by id, the same everywhere
+            best = [(score, num) for score, _, num in heapq.nlargest(k, finals)]
             if not exact or len(raw) < pool or (len(best) == k and best[-1][0] >= scores[raw[-1]]):
                 return best
             pool *= 4
