@@ -13,6 +13,7 @@ import functools
 import hashlib
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -354,6 +355,28 @@ class Store:
             snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
         except (OSError, snapshot.SnapshotBroken):
             return False
+        self._new_since_snapshot = 0
+        return True
+
+    def save_snapshot_soon(self) -> bool:
+        """Once enough is new (a refold, or many appends), save the snapshot from a forked child,
+        so a long-running server keeps answering and its work survives being killed at exit.
+        POSIX only; elsewhere the snapshot is saved on close."""
+        if not self._use_snapshot or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
+            return False
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
+            child = os.fork()
+        if child == 0:
+            try:
+                if os.fork() == 0:  # the grandchild saves, so the server has no child to wait for
+                    try:
+                        self.save_snapshot(force=True)
+                    finally:
+                        os._exit(0)  # never flush the parent's buffered stdout a second time
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
         self._new_since_snapshot = 0
         return True
 

@@ -139,3 +139,23 @@ def test_a_stale_or_deleted_sidecar_is_rebuilt(app):
     assert fresh.store.loaded
     (fresh.store.state_dir / "sessions-index.json").unlink()
     assert [s.session_id for s in list_sessions(open_app("writer-a"), SessionQuery("shared"))] == ["two", "one"]
+
+
+def test_a_server_saves_the_snapshot_from_a_forked_child_after_a_big_refold(app, monkeypatch):
+    import time
+
+    from contextflow import store as store_module
+
+    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_NEW_EVENTS", 3)
+    for n in range(4):
+        append_note(app, agent="a", text=str(n))
+    snapshot_file = app.store.state_dir / "snapshot.pickle"
+    assert not snapshot_file.exists()
+    assert app.store.save_snapshot_soon()
+    deadline = time.monotonic() + 20
+    while not snapshot_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert snapshot_file.exists()
+    assert not app.store.save_snapshot_soon()  # nothing new since
+    later = open_app("writer-a")
+    assert texts(later) == ["0", "1", "2", "3"] and later.store._new_since_snapshot == 0

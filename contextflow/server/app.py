@@ -123,6 +123,7 @@ class ContextflowServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         result = self.call(params.name, params.arguments)
+        self.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
         await self._notify_if_prompts_changed(ctx)
         return result
 
