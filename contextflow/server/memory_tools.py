@@ -49,7 +49,9 @@ def context_list(app: App, args: JSON) -> Reply:
     moment = _now()
     found = records.list_records(app, **args, now=moment)
     title = "Context records, newest first"
-    payload = {"count": len(found), "records": [records.record_dict(r) for r in found]}
+    # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
+    listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
+    payload = {"count": len(found), "records": listed}
     return Reply(orient.records_text(found, title, moment), payload)
 
 
