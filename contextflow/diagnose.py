@@ -49,13 +49,10 @@ def store_info(app: App) -> dict[str, Any]:
 
 
 def problems(info: dict[str, Any]) -> list[str]:
-    """Plain-language findings that need a person's attention."""
+    """Plain-language findings that need a person's attention (conflict copies: conflicts.findings)."""
     found: list[str] = []
     if info["bad_lines"]:
         found.append(f"{info['bad_lines']} malformed line(s) were skipped (see bad_line_samples); the rest reads fine")
-    conflicts = [log["file"] for log in info["logs"] if log["conflict_copy"]]
-    if conflicts:
-        found.append(f"{len(conflicts)} sync-conflict copies are read as extra segments: {', '.join(conflicts)}")
     if info["quarantined_fragments"]:
         found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
     try:
