@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def client(app: App) -> AsyncIterator[Client]:
+@asynccontextmanager
+async def connect(app: App) -> AsyncIterator[Client]:
     """An in-memory MCP client (legacy handshake) connected to a server over `app`."""
     async with Client(ContextflowServer(app).server, mode="legacy") as connected:
+        yield connected
+
+
+@pytest.fixture
+async def client(app: App) -> AsyncIterator[Client]:
+    async with connect(app) as connected:
         yield connected
 
 

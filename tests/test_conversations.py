@@ -17,8 +17,7 @@ from contextflow.app import App
 from contextflow.blobs import BLOB_DIR, blob_path, read_blob, write_blob
 from contextflow.cli import build_parser, main
 from contextflow.errors import InputError, NotFoundError, StoreError
-from contextflow.server.app import ContextflowServer
-from tests.conftest import open_app, text_of
+from tests.conftest import connect, open_app, text_of
 
 SINGLE: dict[str, Any] = {
     "source": "claude_code",
@@ -269,7 +268,7 @@ def recall_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
 
 @pytest.fixture
 async def rc(recall_app: App) -> AsyncIterator[Client]:
-    async with Client(ContextflowServer(recall_app).server, mode="legacy") as connected:
+    async with connect(recall_app) as connected:
         yield connected
 
 

@@ -1,11 +1,9 @@
 """The graph tools over MCP: an agent can remember, recall, link, summarize, supersede, compose."""
 
 import pytest
-from mcp import Client
 
 from contextflow.app import App
-from contextflow.server.app import ContextflowServer
-from tests.conftest import text_of
+from tests.conftest import connect, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -14,7 +12,7 @@ pytestmark = pytest.mark.anyio
 async def graph_client(monkeypatch):
     monkeypatch.setenv("CONTEXTFLOW_TOOLS", "graph")
     opened = App.open()
-    async with Client(ContextflowServer(opened).server, mode="legacy") as connected:
+    async with connect(opened) as connected:
         yield connected
     opened.close()
 

@@ -9,8 +9,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from contextflow.app import App
-from contextflow.server.app import ContextflowServer
-from tests.conftest import text_of
+from tests.conftest import connect, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +31,7 @@ def memory_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
 
 @pytest.fixture
 async def mc(memory_app: App) -> AsyncIterator[Client]:
-    async with Client(ContextflowServer(memory_app).server, mode="legacy") as connected:
+    async with connect(memory_app) as connected:
         yield connected
 
 

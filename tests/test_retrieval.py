@@ -15,8 +15,7 @@ from contextflow.app import App
 from contextflow.cli import main
 from contextflow.errors import InputError
 from contextflow.search import estimate_tokens
-from contextflow.server.app import ContextflowServer
-from tests.conftest import open_app, text_of
+from tests.conftest import connect, open_app, text_of
 
 SECRETARY = {
     "source": "claude_code",
@@ -227,7 +226,7 @@ def recall_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
 
 @pytest.fixture
 async def rc(recall_app: App) -> AsyncIterator[Client]:
-    async with Client(ContextflowServer(recall_app).server, mode="legacy") as connected:
+    async with connect(recall_app) as connected:
         yield connected
 
 
