@@ -207,6 +207,16 @@ def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Eve
     return _newest_matching(pool, where, count)[0]
 
 
+def bad_line_count(app: App) -> int:
+    """Malformed lines skipped in the logs, as of the last read (from the sidecar before a fold)."""
+    if not app.store.loaded:
+        index = sessions_index.load(app.store)
+        if index is not None:
+            return index.bad_lines
+    app.store.refresh()
+    return app.store.bad_line_count
+
+
 def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple[list[Event], bool]:
     """Up to `count` newest matches, oldest first, and whether the search could stop early."""
     found: list[Event] = []

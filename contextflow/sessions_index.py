@@ -22,7 +22,7 @@ from contextflow.events import Event, decode, encode
 from contextflow.store import Store, code_fingerprint
 from contextflow.views.sessions import SessionsState, SessionSummary
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 FILE_NAME = "sessions-index.json"
 PROJECT_TAIL = 200  # recent entries kept per project (the largest `limit` a read accepts)
 SESSION_TAIL = 20  # recent entries kept per session (the default `limit`)
@@ -45,6 +45,7 @@ class SessionsIndex:
     project_tails: dict[str, Tail]
     session_tails: dict[tuple[str, str], Tail]
     latest_handoffs: dict[tuple[str, str], Event]
+    bad_lines: int
 
 
 def _path(store: Store) -> Path:
@@ -92,6 +93,7 @@ def load(store: Store) -> SessionsIndex | None:
             latest_handoffs={
                 (p, s): decode(line.encode()) for p, by in saved["latest_handoffs"].items() for s, line in by.items()
             },
+            bad_lines=saved["bad_lines"],
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -121,6 +123,7 @@ def save(store: Store, state: SessionsState) -> None:
         },
         "session_tails": session_tails,
         "latest_handoffs": handoffs,
+        "bad_lines": store.bad_line_count,
     }
     target = _path(store)
     temp = target.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")

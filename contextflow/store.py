@@ -281,6 +281,11 @@ class Store:
         return Health(list(self._segments.values()), list(self._bad), self._bad_count)
 
     @property
+    def bad_line_count(self) -> int:
+        """Bad lines among the logs as last read (no refresh: read first)."""
+        return self._bad_count
+
+    @property
     def duplicates(self) -> int:
         return self._fold.duplicates
 

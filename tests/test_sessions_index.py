@@ -74,3 +74,13 @@ def test_a_stale_sidecar_is_not_used(app):
     fresh = open_app("writer-a")
     assert [e.data["text"] for e in sessions.read_entries(fresh, EntryFilter("shared"), 5)] == ["old", "new"]
     assert fresh.store.loaded
+
+
+def test_a_fresh_process_reports_bad_lines_from_the_sidecar_without_loading_the_store(app, store_dir):
+    sessions.append_note(app, agent="claude", text="good", session_id="s")
+    with open(store_dir / "events.writer-a.jsonl", "ab") as handle:
+        handle.write(b"{not json\n")
+    sessions.list_sessions(app, SessionQuery("shared"))  # folds the bad line, writes the sidecar
+    fresh = open_app("writer-a")
+    assert sessions.bad_line_count(fresh) == 1
+    assert not fresh.store.loaded

@@ -40,10 +40,6 @@ def _reply(args: JSON, text: str, payload: JSON) -> Reply:
     return Reply(dumps(payload) if args.get("format") == "json" else text, payload)
 
 
-def _bad_lines(app: App) -> int:
-    return app.store.health().bad_line_count
-
-
 def read_shared_context(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(
         app,
@@ -54,7 +50,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
         since=args.get("since"),
     )
     entries = sessions.read_entries(app, where, args.get("limit"))
-    bad_lines = _bad_lines(app)
+    bad_lines = sessions.bad_line_count(app)
     payload = {
         "store": str(app.store.folder),
         "filters": {k: v for k, v in vars(where).items() if v is not None},
