@@ -90,8 +90,12 @@ class SessionsState:
     by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
     summaries: dict[str, dict[str, SessionSummary]] = field(default_factory=dict)
 
-    def project_entries(self, project: str) -> list[Event]:
-        return self.by_project.get(project, [])
+    def project_entries(self, project: str | None) -> list[Event]:
+        if project is not None:
+            return self.by_project.get(project, [])
+        merged = [event for events in self.by_project.values() for event in events]
+        merged.sort(key=_by_key)
+        return merged
 
     def session_entries(self, project: str, session_id: str) -> list[Event]:
         if session_id == NO_SESSION:
