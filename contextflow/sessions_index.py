@@ -76,6 +76,8 @@ def _tail(record: dict[str, Any]) -> Tail:
 
 def load(store: Store) -> SessionsIndex | None:
     """The index, when the sidecar matches every log on disk now; else None."""
+    if not store.shares_state:
+        return None
     current = store.current_signatures()
     cached = _loaded.get(store)
     if cached is not None and cached[0] == current:
@@ -103,6 +105,8 @@ def load(store: Store) -> SessionsIndex | None:
 
 def save(store: Store, state: SessionsState) -> None:
     """Write the sidecar for the state as folded now (atomically; failures are harmless)."""
+    if not store.shares_state:
+        return
     session_tails: dict[str, dict[str, Any]] = {}
     handoffs: dict[str, dict[str, str]] = {}
     for (project, session_id), entries in state.by_session.items():

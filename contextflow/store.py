@@ -281,6 +281,12 @@ class Store:
         return Health(list(self._segments.values()), list(self._bad), self._bad_count)
 
     @property
+    def shares_state(self) -> bool:
+        """True when this store folds the standard views and may use the machine-local snapshot
+        and sidecar; a store with filtered views (an HTTP grant) must neither read nor write them."""
+        return self._use_snapshot
+
+    @property
     def bad_line_count(self) -> int:
         """Bad lines among the logs as last read (no refresh: read first)."""
         return self._bad_count

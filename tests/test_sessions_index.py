@@ -84,3 +84,15 @@ def test_a_fresh_process_reports_bad_lines_from_the_sidecar_without_loading_the_
     fresh = open_app("writer-a")
     assert sessions.bad_line_count(fresh) == 1
     assert not fresh.store.loaded
+
+
+def test_a_store_with_filtered_views_never_reads_or_writes_the_sidecar(app):
+    from contextflow import sessions_index
+    from contextflow.store import Store
+
+    sessions.append_note(app, agent="claude", text="secret of project b", project="b", session_id="s")
+    sessions.list_sessions(app, SessionQuery("b"))  # the shared sidecar now knows project b
+    assert sessions_index.load(app.store) is not None
+    filtered = Store(app.store.location, app.store.writer, app.store.state_dir, views=[], use_snapshot=False)
+    assert not filtered.shares_state
+    assert sessions_index.load(filtered) is None
