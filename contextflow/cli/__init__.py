@@ -1,7 +1,9 @@
-"""`contextflow` command line: each command parses, calls a core function, renders.
+"""`contextflow` command line, built from the operations table.
 
-Command modules expose `register(subparsers)`; each command's handler takes the parsed
-arguments and an `App` and returns an exit code. Errors go to stderr with a non-zero exit.
+Each operation with `command` words becomes a command whose flags come from its parameters;
+running it parses, checks the arguments (errors name the flags as typed here), calls the
+same function as the MCP tool and prints its reply as text, markdown or JSON. Errors go to
+stderr with exit code 2. Nothing but argparse and the table is imported until a command runs.
 """
 
 from __future__ import annotations
@@ -10,22 +12,23 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from contextflow import __version__
-from contextflow.app import App
-from contextflow.cli import (
-    compose_cmds,
-    conversation_cmds,
-    core,
-    graph_cmds,
-    hook_cmds,
-    memory_cmds,
-    session_cmds,
-    sync_cmds,
-)
-from contextflow.errors import ContextflowError
+from contextflow.cli.output import FORMATS, emit
+from contextflow.errors import ContextflowError, InputError
+from contextflow.operations import Operation, Param, operations
 
-COMMAND_MODULES = [core, session_cmds, memory_cmds, conversation_cmds, graph_cmds, compose_cmds, hook_cmds, sync_cmds]
+if TYPE_CHECKING:
+    from contextflow.app import App
+
+# Help for command words that group several operations (`contextflow context set` ...).
+GROUPS = {
+    "context": "keyed context records (set, get, list, delete)",
+    "timeline": "threads, thoughts and tangents",
+    "conversations": "saved conversation records (list, show, save, new-id)",
+    "view": "saved graph views (create, list, render, delete)",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,10 +38,100 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"contextflow {__version__}")
     parser.add_argument("--store", help="store folder (overrides CONTEXTFLOW_STORE and discovery)")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMAND_MODULES:
-        module.register(subparsers)
+    top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    groups: dict[str, Any] = {}
+    for op in operations():
+        if op.command is None:
+            continue
+        sub = top
+        if len(op.command) == 2:
+            word = op.command[0]
+            if word not in groups:
+                help_text = GROUPS[word]
+                group = top.add_parser(word, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".")
+                groups[word] = group.add_subparsers(dest=f"{word}_command", metavar="ACTION", required=True)
+            sub = groups[word]
+        add_command(sub, op)
     return parser
+
+
+def add_command(sub: Any, op: Operation) -> None:
+    description = op.cli_description or op.summary
+    command: argparse.ArgumentParser = sub.add_parser(
+        op.command[-1] if op.command else op.name, help=_first_lower(op.summary.rstrip(".")), description=description
+    )
+    for param in op.params:
+        if param.cli:
+            _add_argument(command, param)
+    command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    command.set_defaults(operation=op)
+
+
+def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
+    schema = param.schema
+    kind = schema.get("type")
+    options: dict[str, Any] = {"help": param.cli_help or _first_lower(param.description.rstrip(".")) or None}
+    if param.metavar:
+        options["metavar"] = param.metavar
+    if "enum" in schema:
+        options["choices"] = schema["enum"]
+    if kind == "integer":
+        options["type"] = int
+    elif kind == "number":
+        options["type"] = float
+    if param.positional:
+        if kind == "array":
+            options["nargs"] = "+" if param.required else "*"
+        elif not param.required:
+            options["nargs"] = "?"
+        parser.add_argument(param.name, **options)
+        return
+    options["dest"] = param.name
+    options["default"] = param.cli_default
+    if kind == "boolean":
+        options["action"] = argparse.BooleanOptionalAction if param.negatable else "store_true"
+        if not param.negatable:
+            options["default"] = param.cli_default
+    elif kind == "array":
+        options["action"] = "append"
+    if param.required and param.cli_default is None:
+        options["required"] = True
+    parser.add_argument(param.cli_name(), **options)
+
+
+def _first_lower(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text
+
+
+def arguments_of(op: Operation, namespace: argparse.Namespace) -> dict[str, Any]:
+    """The parsed flags as the operation's arguments; JSON objects are read from their text (or stdin)."""
+    given: dict[str, Any] = {}
+    for param in op.params:
+        if not param.cli:
+            continue
+        value = getattr(namespace, param.name, None)
+        if value is None:
+            continue
+        if param.schema.get("type") == "object" and isinstance(value, str):
+            value = json_object(value, param.cli_name())
+        given[param.name] = value
+    return given
+
+
+def json_object(raw: str, name: str) -> dict[str, Any]:
+    """A JSON object from the command line; '-' reads it from stdin."""
+    import orjson
+
+    text = sys.stdin.read() if raw == "-" else raw
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise InputError(
+            f'{name} is not valid JSON; pass an object such as \'{{"status": "waiting"}}\' (or - to read stdin)'
+        ) from None
+    if not isinstance(value, dict):
+        raise InputError(f'{name} must be a JSON object such as \'{{"text": "..."}}\', got {type(value).__name__}')
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,12 +139,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
+    op: Operation = args.operation
     app: App | None = None
     try:
-        if getattr(args, "no_app", False):
-            return int(args.func(args, None))
-        app = App.open()
-        return int(args.func(args, app))
+        from contextflow.operations.arguments import check_arguments
+
+        checked = check_arguments(op, arguments_of(op, args), name_of=Param.cli_name)
+        if op.needs_store:
+            from contextflow.app import App
+
+            app = App.open()
+        reply = op.run(app, checked)
+        if isinstance(reply, int):
+            return reply
+        emit(args.format, reply)
+        return 0
     except ContextflowError as exc:
         print(f"contextflow: error: {exc}", file=sys.stderr)
         return 2

@@ -1,23 +1,18 @@
-"""Output helpers shared by the CLI commands."""
+"""How the CLI prints a reply: its text (also for markdown), or its data as JSON."""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
 
-import orjson
+from contextflow.operations.spec import Reply
 
 FORMATS = ("text", "json", "markdown")
 
 
-def add_format(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+def emit(fmt: str, reply: Reply) -> None:
+    if fmt == "json":
+        import orjson
 
-
-def emit(args: argparse.Namespace, text: str, data: Any) -> None:
-    """Print `data` as JSON when --format json, else the text (markdown is the same text)."""
-    if getattr(args, "format", "text") == "json":
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(orjson.dumps(reply.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.write(reply.text.rstrip("\n") + "\n")

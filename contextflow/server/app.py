@@ -30,7 +30,8 @@ from contextflow import __version__, secrets
 from contextflow.app import App
 from contextflow.errors import ContextflowError
 from contextflow.server.registry import features_for
-from contextflow.server.tooling import PromptSpec, ToolSpec, check_arguments
+from contextflow.operations import Operation, PromptSpec, Reply
+from contextflow.operations.arguments import check_arguments
 from contextflow.text import clean
 
 log = logging.getLogger("contextflow.server")
@@ -48,7 +49,7 @@ class ContextflowServer:
     def __init__(self, app: App) -> None:
         self.app = app
         self.features = features_for(app.settings.tool_groups)
-        self.tools: dict[str, ToolSpec] = {t.name: t for f in self.features for t in f.tools}
+        self.tools: dict[str, Operation] = {op.name: op for f in self.features for op in f.operations if op.tool}
         self.resources = {r.uri: r for f in self.features for r in f.resources}
         self.bus = InMemorySubscriptionBus()
         self._prompt_signature: object = None
@@ -80,7 +81,7 @@ class ContextflowServer:
         return [
             types.Tool(
                 name=spec.name,
-                description=spec.description,
+                description=spec.summary,
                 input_schema=spec.input_schema(),
                 annotations=types.ToolAnnotations(
                     read_only_hint=spec.read_only,
@@ -102,7 +103,8 @@ class ContextflowServer:
             return _error(f"unknown tool {name!r}; this server has: {known}")
         try:
             with secrets.collect() as redacted:
-                reply = spec.handler(self.app, check_arguments(spec, arguments))
+                reply = spec.run(self.app, check_arguments(spec, arguments))
+            assert isinstance(reply, Reply), f"{name} returned an exit code, not a reply"
         except ContextflowError as exc:
             return _error(_about(name, exc))
         except Exception as exc:  # the boundary: report, never crash the server
@@ -133,7 +135,7 @@ class ContextflowServer:
         ordered: list[PromptSpec] = []
         for feature in self.features:
             dynamic = [spec for provider in feature.dynamic_prompts for spec in provider(self.app)]
-            ordered += feature.prompts[:1] + dynamic + feature.prompts[1:]
+            ordered += [*feature.prompts[:1], *dynamic, *feature.prompts[1:]]
         return ordered
 
     def prompt_signature(self) -> object:

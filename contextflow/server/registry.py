@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 from contextflow.errors import InputError
-from contextflow.server import conversation_tools, graph_tools, memory_tools, sessions_tools
-from contextflow.server.tooling import Feature
+from contextflow.operations import Feature, features
 
-GROUPS: dict[str, Feature] = {
-    "sessions": sessions_tools.FEATURE,
-    "context": memory_tools.CONTEXT_FEATURE,
-    "timeline": memory_tools.TIMELINE_FEATURE,
-    "recall": conversation_tools.FEATURE,
-    "graph": graph_tools.FEATURE,
-}
 DEFAULT_GROUPS = ("sessions", "context", "recall")
 
 
+def groups() -> dict[str, Feature]:
+    """Each tool group's feature; features with nothing for MCP clients (CLI-only commands) are not groups."""
+    return {f.group: f for f in features() if any(op.tool for op in f.operations) or f.prompts or f.resources}
+
+
 def features_for(setting: str) -> list[Feature]:
+    known = groups()
     wanted = [part.strip() for part in setting.split(",") if part.strip()] or ["default"]
     names: list[str] = []
     for part in wanted:
-        expanded = DEFAULT_GROUPS if part == "default" else tuple(GROUPS) if part == "all" else (part,)
+        expanded = DEFAULT_GROUPS if part == "default" else tuple(known) if part == "all" else (part,)
         for name in expanded:
-            if name not in GROUPS:
+            if name not in known:
                 raise InputError(
-                    f"CONTEXTFLOW_TOOLS names an unknown group {name!r}; groups are: {', '.join(GROUPS)}, default, all"
+                    f"CONTEXTFLOW_TOOLS names an unknown group {name!r}; groups are: {', '.join(known)}, default, all"
                 )
             if name not in names:
                 names.append(name)
-    return [GROUPS[name] for name in names]
+    return [known[name] for name in names]

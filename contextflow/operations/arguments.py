@@ -1,0 +1,116 @@
+"""Checking an operation's arguments against its parameters, before the core function runs.
+
+A wrong argument always comes back as an error that names the argument the way the caller
+wrote it (`since_days` for a tool, `--since-days` for the CLI) and says the expected form.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from contextflow.errors import InputError
+from contextflow.operations.spec import JSON, Operation, Param
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a JSON object",
+}
+
+
+def _type_ok(value: Any, expected: str) -> bool:
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "array":
+        return isinstance(value, list)
+    if expected == "object":
+        return isinstance(value, dict)
+    return True
+
+
+def _describe(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _check_value(value: Any, schema: JSON, where: str) -> None:
+    expected = schema.get("type")
+    if isinstance(expected, str) and not _type_ok(value, expected):
+        raise InputError(f"{where} must be {_TYPE_NAMES.get(expected, expected)}, got {_describe(value)}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise InputError(f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise InputError(f"{where} must be from {low} to {high}, got {value}")
+    if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
+        raise InputError(f"{where} is {len(value)} characters; the limit is {schema['maxLength']}")
+    if isinstance(value, list):
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise InputError(f"{where} has {len(value)} items; the limit is {schema['maxItems']}")
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                _check_value(item, items, f"{where}[{index}]")
+
+
+def tool_name(param: Param) -> str:
+    return param.name
+
+
+def check_arguments(op: Operation, arguments: Any, name_of: Callable[[Param], str] = tool_name) -> JSON:
+    """Validate call arguments against the operation; null values count as absent."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InputError(f"{op.name} takes a JSON object of named arguments")
+    params = {p.name: p for p in op.params if p.tool or name_of is not tool_name}
+    unknown = sorted(set(arguments) - set(params))
+    if unknown:
+        accepted = ", ".join(params) or "no arguments"
+        raise InputError(f"{op.name} does not take {', '.join(map(repr, unknown))}; it accepts: {accepted}")
+    cleaned = {name: value for name, value in arguments.items() if value is not None}
+    for param in params.values():
+        if param.required and param.name not in cleaned:
+            raise InputError(f"{op.name} needs {name_of(param)!r}: {param.description}".rstrip(": "))
+    for name, value in cleaned.items():
+        shown = name_of(params[name])
+        _check_storable(value, shown)
+        _check_value(value, params[name].schema, shown)
+    return cleaned
+
+
+MAX_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_storable(value: Any, where: str) -> None:
+    """Refuse what a JSON log line cannot hold faithfully: deep nesting, huge or non-finite numbers,
+    unpaired surrogates. Iterative, so hostile nesting cannot exhaust the stack."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(f"{where} is nested more than {MAX_DEPTH} levels deep; flatten it")
+        if isinstance(item, dict):
+            stack += [(part, depth + 1) for pair in item.items() for part in pair]
+        elif isinstance(item, list):
+            stack += [(part, depth + 1) for part in item]
+        elif isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**64:
+            raise InputError(f"{where} holds a whole number beyond 64 bits; send it as a string")
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InputError(f"{where} holds NaN or infinity; send a finite number")
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            raise InputError(f"{where} holds an unpaired UTF-16 surrogate; send valid Unicode text")

@@ -1,0 +1,153 @@
+"""What an operation is: one row of the table that both the MCP server and the CLI are built from.
+
+An `Operation` names its parameters once (JSON schema, help text, CLI spelling), the core
+function that runs it (a `module:function` path, imported on first call so start-up stays
+cheap), whether it writes, and which tool group shows it. The MCP tool schema and the
+argparse command are both derived from the same `Param`s, so a tool and its command cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What an operation returns: text for people and models, and the same facts as JSON data."""
+
+    text: str
+    data: Any = None
+
+
+Handler = Callable[["App", JSON], "Reply | int"]
+
+
+def lazy(path: str) -> Callable[..., Any]:
+    """The function at "module:function", imported on its first call (keeps start-up cheap)."""
+    found: list[Callable[..., Any]] = []
+
+    def call(*args: Any) -> Any:
+        if not found:
+            module, _, function = path.partition(":")
+            found.append(getattr(importlib.import_module(module), function))
+        return found[0](*args)
+
+    call.__qualname__ = path
+    return call
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument. `schema` is its JSON schema (with a description); the rest says how the CLI spells it."""
+
+    name: str
+    schema: JSON
+    required: bool = False
+    positional: bool = False  # CLI: a positional argument instead of a --flag
+    flag: str | None = None  # CLI: the flag, when not --name-with-dashes
+    metavar: str | None = None
+    cli: bool = True  # offered on the CLI
+    tool: bool = True  # offered to MCP clients
+    cli_default: Any = None  # CLI default when the flag is left out (e.g. agent 'human')
+    cli_help: str | None = None  # CLI help, when it differs from the schema description
+    negatable: bool = False  # CLI booleans: also --no-FLAG
+
+    @property
+    def description(self) -> str:
+        return str(self.schema.get("description", ""))
+
+    def cli_name(self) -> str:
+        """How the CLI user names this argument in messages."""
+        if self.positional:
+            return self.metavar or self.name.upper()
+        return self.flag or "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # the MCP tool name; also how errors and docs refer to it
+    summary: str  # tool description and CLI help
+    params: tuple[Param, ...]
+    handler: str  # "module:function", taking (App, arguments) and returning a Reply (or an exit code)
+    command: tuple[str, ...] | None = None  # CLI words, e.g. ("context", "set"); None: not on the CLI
+    tool: bool = True  # offered as an MCP tool
+    group: str = "sessions"
+    read_only: bool = True
+    destructive: bool = False
+    needs_store: bool = True  # False: the CLI runs it without opening the store
+    cli_description: str | None = None  # longer CLI description, when the summary is not enough
+    _run: Callable[..., Reply | int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_run", lazy(self.handler))
+
+    def run(self, app: App | None, arguments: JSON) -> Reply | int:
+        return self._run(app, arguments)
+
+    def tool_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.tool)
+
+    def input_schema(self) -> JSON:
+        params = self.tool_params()
+        schema: JSON = {
+            "type": "object",
+            "properties": {p.name: p.schema for p in params},
+            "additionalProperties": False,
+        }
+        required = [p.name for p in params if p.required]
+        if required:
+            schema["required"] = required
+        return schema
+
+    def command_line(self) -> str:
+        return "contextflow " + " ".join(self.command or ())
+
+
+@dataclass(frozen=True)
+class PromptArg:
+    name: str
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    name: str
+    description: str
+    handler: Callable[[App, dict[str, str]], str]
+    arguments: tuple[PromptArg, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    uri: str
+    name: str
+    description: str
+    mime_type: str
+    reader: Callable[[App], str]
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One capability: its operations, and the prompts and resources the MCP server adds for it.
+
+    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command
+    whatever the groups. Dynamic prompts are built from the store on each listing;
+    `prompt_signature` is a cheap value that changes exactly when their names or descriptions do.
+    """
+
+    group: str
+    operations: tuple[Operation, ...] = ()
+    prompts: tuple[PromptSpec, ...] = ()
+    resources: tuple[ResourceSpec, ...] = ()
+    dynamic_prompts: tuple[Callable[[App], list[PromptSpec]], ...] = ()
+    prompt_signature: Callable[[App], object] | None = None

@@ -1,0 +1,305 @@
+"""Session entries, handoffs and sessions as text and JSON, for every adapter; the session prompts and resources.
+
+Stored text is untrusted: it is stripped of control sequences and quoted line by line under
+a header that carries its provenance (kind, time, agent, writer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from contextflow import __version__, sessions
+from contextflow.app import App
+from contextflow.errors import InputError
+from contextflow.events import Event, as_dict
+from contextflow.operations.spec import JSON, PromptSpec, Reply
+from contextflow.sessions import Resume
+from contextflow.text import DATA_NOTICE, clean, clip, quote
+from contextflow.views.sessions import SessionSummary
+
+
+def entry_header(event: Event, index: int | None = None) -> str:
+    data = event.data
+    parts = [f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"]
+    parts.append(f"writer={clean(event.writer, True)}")
+    parts.append(f"project={clean(data.get('project') or 'shared', True)}")
+    if data.get("session_id"):
+        parts.append(f"session={clean(data['session_id'], True)}")
+    if data.get("task"):
+        parts.append(f"task={clip(data['task'], 120)}")
+    parts.append(f"id={event.id}")
+    prefix = f"[{index}] " if index is not None else ""
+    return prefix + " | ".join(parts)
+
+
+def entry_text(event: Event, index: int | None = None) -> str:
+    data = event.data
+    body: list[str] = []
+    if event.kind == "note":
+        body.append(quote(data.get("text", "")))
+    else:
+        body.append("summary:")
+        body.append(quote(data.get("summary", "")))
+        for name in ("next_steps", "open_questions", "files"):
+            items = data.get(name) or []
+            if items:
+                body.append(f"{name}:")
+                body.append(quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1))))
+    if data.get("tags"):
+        body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
+    return entry_header(event, index) + "\n" + "\n".join(body)
+
+
+def entries_text(entries: list[Event], title: str, bad_lines: int = 0) -> str:
+    if not entries:
+        return f"{title}: no matching entries." + _bad_note(bad_lines)
+    noun = "entry" if len(entries) == 1 else "entries"
+    blocks = [entry_text(event, n) for n, event in enumerate(entries, 1)]
+    return f"{title}: {len(entries)} {noun}. {DATA_NOTICE}{_bad_note(bad_lines)}\n\n" + "\n\n".join(blocks)
+
+
+def _bad_note(bad_lines: int) -> str:
+    return f" (skipped {bad_lines} malformed line(s); run `contextflow doctor`)" if bad_lines else ""
+
+
+def session_text(summary: SessionSummary, index: int) -> str:
+    parts = [
+        f"[{index}] session={clean(summary.session_id, True)}",
+        f"entries={summary.entry_count}",
+        f"handoffs={summary.handoff_count}",
+    ]
+    if summary.latest_ts:
+        parts.append(f"last={summary.latest_ts}")
+    if summary.task:
+        parts.append(f"task={clip(summary.task, 120)}")
+    lines = [" | ".join(parts)]
+    if summary.agents:
+        lines.append("agents: " + ", ".join(clean(agent, True) for agent in sorted(summary.agents)))
+    if summary.latest_handoff_summary:
+        lines.append(quote("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
+    return "\n".join(lines)
+
+
+def sessions_text(sessions: list[SessionSummary], project: str) -> str:
+    if not sessions:
+        return f"No resumable sessions for project={project}. Start one with the new_session prompt."
+    body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(sessions, 1))
+    return f"Sessions for project={project}, most recent first: {len(sessions)}.\n\n{body}"
+
+
+def resume_text(resume: Resume) -> str:
+    lines = [f"Resume session {clean(resume.session_id, True)} (project={clean(resume.project, True)})"]
+    if resume.summary is None:
+        lines.append("No entries yet for this session. Start working and write notes and handoffs.")
+        return "\n".join(lines)
+    lines += ["", session_text(resume.summary, 1), "", DATA_NOTICE, "", "latest_handoff:"]
+    lines.append(entry_text(resume.latest_handoff) if resume.latest_handoff else "(none)")
+    lines += ["", "recent_entries:"]
+    lines += [entry_text(event, n) + "\n" for n, event in enumerate(resume.entries, 1)]
+    return "\n".join(lines).rstrip()
+
+
+def resume_json(resume: Resume) -> dict[str, Any]:
+    return {
+        "project": resume.project,
+        "session_id": resume.session_id,
+        "summary": resume.summary.as_dict() if resume.summary else None,
+        "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
+        "entries": [as_dict(event) for event in resume.entries],
+    }
+
+
+# -- operations ----------------------------------------------------------------------------
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+def _reply(args: JSON, text: str, payload: JSON) -> Reply:
+    return Reply(dumps(payload) if args.get("format") == "json" else text, payload)
+
+
+def read_shared_context(app: App, args: JSON) -> Reply:
+    where = sessions.entry_filter(
+        app,
+        project=args.get("project"),
+        agent=args.get("agent"),
+        session_id=args.get("session_id"),
+        kind=args.get("kind"),
+        since=args.get("since"),
+    )
+    entries = sessions.read_entries(app, where, args.get("limit"))
+    bad_lines = sessions.bad_line_count(app)
+    payload = {
+        "store": str(app.store.folder),
+        "filters": {k: v for k, v in vars(where).items() if v is not None},
+        "count": len(entries),
+        "bad_lines": bad_lines,
+        "entries": [as_dict(event) for event in entries],
+    }
+    return _reply(
+        args, entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload
+    )
+
+
+def append_shared_note(app: App, args: JSON) -> Reply:
+    event = sessions.append_note(app, **args)
+    data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
+    return Reply(f"Appended note {event.id} to {app.store.folder}\n" + _fields(data), data)
+
+
+def write_shared_handoff(app: App, args: JSON) -> Reply:
+    event = sessions.write_handoff(app, **args)
+    data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
+    return Reply(f"Wrote handoff {event.id} to {app.store.folder}\n" + _fields(data), data)
+
+
+def _fields(data: JSON) -> str:
+    return "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
+
+
+def get_latest_handoff(app: App, args: JSON) -> Reply:
+    where = sessions.entry_filter(
+        app, project=args.get("project"), agent=args.get("agent"), session_id=args.get("session_id")
+    )
+    event = sessions.latest_handoff(app, where)
+    payload: JSON = {"store": str(app.store.folder), "handoff": as_dict(event) if event else None}
+    if event is None:
+        return _reply(args, f"No handoff found for project={where.project}.", payload)
+    return _reply(args, "Latest handoff:\n" + entry_text(event), payload)
+
+
+def _query(app: App, args: JSON) -> sessions.SessionQuery:
+    return sessions.session_query(
+        app,
+        project=args.get("project"),
+        agent=args.get("agent"),
+        since=args.get("since"),
+        limit=args.get("limit"),
+        include_unsessioned=args.get("include_unsessioned"),
+    )
+
+
+def list_sessions(app: App, args: JSON) -> Reply:
+    query = _query(app, args)
+    found = sessions.list_sessions(app, query)
+    payload = {"project": query.project, "count": len(found), "sessions": [s.as_dict() for s in found]}
+    return _reply(args, sessions_text(found, query.project), payload)
+
+
+def choose_session(app: App, args: JSON) -> Reply:
+    query = _query(app, args)
+    selected = sessions.choose_session(app, query, index=args.get("index"), session_id=args.get("session_id"))
+    resume_args = {"session_id": selected.session_id, "project": query.project}
+    payload = {"selected_session": selected.as_dict(), "resume_tool": "resume_session", "resume_args": resume_args}
+    text = (
+        f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
+        f"Next: call resume_session with {orjson.dumps(resume_args).decode()}"
+    )
+    return _reply(args, text, payload)
+
+
+def resume_session(app: App, args: JSON) -> Reply:
+    resume = sessions.resume_session(
+        app, session_id=args.get("session_id"), project=args.get("project"), limit=args.get("limit")
+    )
+    return _reply(args, resume_text(resume), resume_json(resume))
+
+def use_session(app: App, args: JSON) -> Reply:
+    session_id = args.get("session_id") or sessions.suggest_session_id(app)
+    path = sessions.set_active_session(app, session_id)
+    return Reply(f"Active session: {session_id} (saved in {path})", {"session_id": session_id, "file": str(path)})
+
+
+# -- prompts -------------------------------------------------------------------------------
+
+
+def new_session_prompt(app: App, args: dict[str, str]) -> str:
+    session_id = args.get("session_id", "").strip() or sessions.suggest_session_id(app)
+    sessions.set_active_session(app, session_id)
+    project = args.get("project", "").strip() or app.settings.default_project
+    return (
+        f"Active session selected: {session_id}\nproject={project}\n\nNext steps:\n"
+        "1. Call resume_session with no session_id (it uses the active session).\n"
+        "2. If this session is new, start working; record progress with append_shared_note "
+        "and finish with write_shared_handoff."
+    )
+
+
+def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
+    sessions.set_active_session(app, session_id)
+    resume = sessions.resume_session(app, session_id=session_id, project=project, limit=8)
+    return (
+        resume_text(resume) + "\n\nnext_step: call resume_session with no session_id to load the full context."
+    )
+
+
+def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
+    session_id = args.get("session_id", "").strip()
+    if not session_id:
+        raise InputError("resume_by_id needs the session_id argument")
+    project = args.get("project", "").strip() or app.settings.default_project
+    return _resume_prompt_text(app, session_id, project)
+
+
+def _session_description(summary: SessionSummary) -> str:
+    """Last active day, task and latest handoff: what tells sessions apart, and changes rarely
+    (each change re-sends the prompt list to clients)."""
+    parts = [summary.latest_ts[:10] or "unknown"]
+    if summary.task:
+        parts.append(f"task:{clip(summary.task, 36)}")
+    if summary.latest_handoff_summary:
+        parts.append(f"handoff:{clip(summary.latest_handoff_summary, 48)}")
+    return f"{clip(summary.session_id, 60)} - " + " | ".join(parts)
+
+
+def _recent_sessions(app: App) -> list[SessionSummary]:
+    query = sessions.SessionQuery(project=app.settings.default_project, limit=sessions.PROMPT_SESSIONS)
+    return sessions.list_sessions(app, query)
+
+
+def resume_prompts(app: App) -> list[PromptSpec]:
+    """resume_1..resume_N: one per recent session of the default project."""
+
+    def resumer(session_id: str) -> Any:
+        return lambda app, args: _resume_prompt_text(app, session_id, app.settings.default_project)
+
+    return [
+        PromptSpec(f"resume_{n}", _session_description(summary), resumer(summary.session_id))
+        for n, summary in enumerate(_recent_sessions(app), 1)
+    ]
+
+
+def resume_signature(app: App) -> object:
+    """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
+    return tuple(
+        (s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
+    )
+
+
+# -- resources -----------------------------------------------------------------------------
+
+
+def read_raw(app: App) -> str:
+    entries = sessions.read_entries(app, sessions.EntryFilter(app.settings.default_project), 200)
+    return "".join(dumps(as_dict(event)).replace("\n", "") + "\n" for event in entries)
+
+
+def read_latest(app: App) -> str:
+    where = sessions.EntryFilter(app.settings.default_project)
+    handoff = sessions.latest_handoff(app, where)
+    recent = sessions.read_entries(app, where, 10)
+    lines = [f"store: {app.store.folder}", f"default_project: {where.project}", ""]
+    lines.append("latest_handoff:\n" + (entry_text(handoff) if handoff else "(none)"))
+    lines.append("")
+    lines.append(entries_text(recent, "recent_entries"))
+    return "\n".join(lines)
+
+
+def read_info(app: App) -> str:
+    from contextflow.diagnose import store_info
+
+    return dumps({"server": {"name": "contextflow", "version": __version__}, **store_info(app)})
