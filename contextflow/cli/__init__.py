@@ -63,7 +63,8 @@ def add_command(sub: Any, op: Operation) -> None:
     for param in op.params:
         if param.cli:
             _add_argument(command, param)
-    command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
+        command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     command.set_defaults(operation=op)
 
 
@@ -96,7 +97,7 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
         options["action"] = "append"
     if param.required and param.cli_default is None:
         options["required"] = True
-    parser.add_argument(param.cli_name(), **options)
+    parser.add_argument(param.cli_name(), *param.aliases, **options)
 
 
 def _first_lower(text: str) -> str:
@@ -153,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(reply, int):
             return reply
         emit(args.format, reply)
+        if reply.note:
+            print(f"contextflow: {reply.note}", file=sys.stderr)
         return 0
     except ContextflowError as exc:
         print(f"contextflow: error: {exc}", file=sys.stderr)

@@ -26,6 +26,7 @@ class Reply:
 
     text: str
     data: Any = None
+    note: str | None = None  # the CLI prints it on stderr (e.g. what did not fit a budget)
 
 
 Handler = Callable[["App", JSON], "Reply | int"]
@@ -54,6 +55,7 @@ class Param:
     required: bool = False
     positional: bool = False  # CLI: a positional argument instead of a --flag
     flag: str | None = None  # CLI: the flag, when not --name-with-dashes
+    aliases: tuple[str, ...] = ()  # CLI: more spellings of the flag, e.g. ("-o",)
     metavar: str | None = None
     cli: bool = True  # offered on the CLI
     tool: bool = True  # offered to MCP clients
