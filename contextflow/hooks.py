@@ -169,7 +169,7 @@ def handoff_text(app: App, budget_chars: int) -> str:
     event = sessions.latest_handoff(app, where)
     if event is None:
         return ""
-    from contextflow.render import entry_text
+    from contextflow.present.sessions import entry_text
 
     return "## Latest handoff of the active session\n\n" + clip_block(entry_text(event), budget_chars)
 

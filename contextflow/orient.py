@@ -18,7 +18,7 @@ from contextflow.app import App
 from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.durations import age, iso
 from contextflow.events import OrderKey, as_dict
-from contextflow.render import entry_text
+from contextflow.present.sessions import entry_text
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.views.records import Record
 from contextflow.views.timeline import Thought, Thread

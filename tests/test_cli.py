@@ -26,7 +26,7 @@ def test_note_handoff_read_and_resume_work_together(capsys):
     assert run(capsys, "note", "first note", "--session", "s", "--agent", "me", "--tag", "x")[0] == 0
     assert run(capsys, "handoff", "stopped", "--session", "s", "--next", "do it", "--file", "a.py")[0] == 0
     code, out, _ = run(capsys, "read", "--session", "s", "--format", "json")
-    assert code == 0 and [e["kind"] for e in json.loads(out)] == ["note", "handoff"]
+    assert code == 0 and [e["kind"] for e in json.loads(out)["entries"]] == ["note", "handoff"]
     code, out, _ = run(capsys, "resume", "s")
     assert code == 0 and "> stopped" in out and "> 1. do it" in out
 
@@ -34,7 +34,7 @@ def test_note_handoff_read_and_resume_work_together(capsys):
 def test_sessions_and_use_pick_the_active_session(capsys):
     run(capsys, "note", "n", "--session", "alpha")
     code, out, _ = run(capsys, "sessions", "--format", "json")
-    assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["alpha"]
+    assert code == 0 and [s["session_id"] for s in json.loads(out)["sessions"]] == ["alpha"]
     assert run(capsys, "use", "alpha")[0] == 0
     code, out, _ = run(capsys, "resume")
     assert code == 0 and "Resume session alpha" in out

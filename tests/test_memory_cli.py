@@ -40,7 +40,7 @@ def test_context_set_get_list_and_delete(capsys):
     code, out, _ = run(capsys, "context", "get", "machine:chisel")
     assert code == 0 and '"ip": "10.0.0.2"' in out and "[machine] machine:chisel (chisel)" in out
     listed = ok_json(capsys, "context", "list", "--pinned-only", "--prefix", "machine:")
-    assert [r["key"] for r in listed] == ["machine:chisel"]
+    assert [r["key"] for r in listed["records"]] == ["machine:chisel"]
     assert ok_json(capsys, "context", "delete", "machine:chisel")["key"] == "machine:chisel"
     code, _, err = run(capsys, "context", "get", "machine:chisel")
     assert code == 2 and "was deleted" in err
@@ -61,7 +61,7 @@ def test_context_set_reads_the_value_from_stdin(capsys, monkeypatch):
         (("context", "set", "fact:x", json.dumps({"b": "x" * 70_000})), "64 KB"),
         (("context", "get", "fact:none"), "no context record"),
         (("context", "delete", "fact:none"), "no context record"),
-        (("context", "list", "--since-days", "-1"), "since_days must be from 0"),
+        (("context", "list", "--since-days", "-1"), "--since-days must be from 0"),
     ],
 )
 def test_context_commands_report_bad_input_on_stderr_with_a_non_zero_exit(capsys, app, argv, message):
@@ -77,12 +77,12 @@ def test_timeline_commands_work_together_by_id_prefix(capsys):
     assert ok_json(capsys, "timeline", "update", thought[:6], "--status", "resolved")["thought_id"] == thought
     tangent = ok_json(capsys, "timeline", "tangent", thread[:5], "NAS check")["id"]
     where = ok_json(capsys, "timeline", "where")
-    assert {w["id"] for w in where} == {thread, tangent}
+    assert {w["id"] for w in where["threads"]} == {thread, tangent}
     back = ok_json(capsys, "timeline", "return", tangent[:6], "--status", "paused")
     assert back["parent_thread_id"] == thread
     code, out, _ = run(capsys, "timeline", "show", thread[:5])
     assert code == 0 and "> working on credentials" in out and "status=resolved" in out and "tangents:" in out
-    assert [t["id"] for t in ok_json(capsys, "timeline", "threads", "--status", "paused")] == [tangent]
+    assert [t["id"] for t in ok_json(capsys, "timeline", "threads", "--status", "paused")["threads"]] == [tangent]
     ok_json(capsys, "timeline", "set-thread", thread, "--status", "paused")
     code, out, _ = run(capsys, "wherewasi")
     assert code == 0 and "UDM Pro" in out and "NAS check" in out
@@ -129,7 +129,7 @@ def test_whereami_shows_pinned_context_in_text_and_json(capsys):
 def test_every_memory_command_and_tool_appears_in_the_docs():
     from pathlib import Path
 
-    from contextflow.server.memory_tools import CONTEXT_PROMPTS, CONTEXT_TOOLS, TIMELINE_TOOLS
+    from contextflow.operations import context, timeline
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "context-and-timeline.md").read_text()
     top = next(a for a in build_parser()._actions if a.dest == "command")
@@ -138,5 +138,6 @@ def test_every_memory_command_and_tool_appears_in_the_docs():
         for name in actions.choices:
             assert f"contextflow {group} {name}" in docs, f"{group} {name} is not in docs/context-and-timeline.md"
     assert "contextflow whereami" in docs and "contextflow wherewasi" in docs
-    for spec in [*CONTEXT_TOOLS, *TIMELINE_TOOLS, *CONTEXT_PROMPTS]:
+    tools = [op for op in (*context.OPERATIONS, *timeline.OPERATIONS) if op.tool]
+    for spec in [*tools, *context.FEATURE.prompts]:
         assert f"`{spec.name}`" in docs, f"{spec.name} is not in docs/context-and-timeline.md"

@@ -95,7 +95,7 @@ OPERATIONS = (
         "Make a session active, by its 1-based index in list_sessions or by session_id.",
         (
             Param("index", {"type": "integer", "minimum": 1, "maximum": 200,
-                            "description": "1-based index from list_sessions."}),
+                            "description": "1-based index from list_sessions."}, positional=True),
             Param("session_id", {**_S, "description": "Choose by id instead of index."}, flag="--session"),
             *LIST_FILTERS,
         ),

@@ -29,9 +29,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from contextflow import __version__, secrets
 from contextflow.app import App
 from contextflow.errors import ContextflowError
-from contextflow.server.registry import features_for
 from contextflow.operations import Operation, PromptSpec, Reply
 from contextflow.operations.arguments import check_arguments
+from contextflow.server.registry import features_for
 from contextflow.text import clean
 
 log = logging.getLogger("contextflow.server")

@@ -10,7 +10,7 @@ DEFAULT_GROUPS = ("sessions", "context", "recall")
 
 def groups() -> dict[str, Feature]:
     """Each tool group's feature; features with nothing for MCP clients (CLI-only commands) are not groups."""
-    return {f.group: f for f in features() if any(op.tool for op in f.operations) or f.prompts or f.resources}
+    return {f.group: f for f in features() if any(op.tool for op in f.operations) or not f.operations}
 
 
 def features_for(setting: str) -> list[Feature]:

@@ -24,7 +24,7 @@ from contextflow.app import App
 from contextflow.clock import HybridClock
 from contextflow.locate import Location, store_state_dir
 from contextflow.server.app import ContextflowServer
-from contextflow.server.registry import GROUPS
+from contextflow.server.registry import groups
 from contextflow.store import Store
 
 # Checked once, at import: another part of the product may not exist yet.
@@ -258,11 +258,11 @@ async def tools_list_sizes(root: Path) -> list[tuple[str, int, int]]:
     app = App.open(env)
     found = []
     try:
-        for groups in ("default", "all", *GROUPS):
-            configured = App(app.store, dataclasses.replace(app.settings, tool_groups=groups))
+        for setting in ("default", "all", *groups()):
+            configured = App(app.store, dataclasses.replace(app.settings, tool_groups=setting))
             async with Client(ContextflowServer(configured).server, mode="legacy") as client:
                 listed: types.ListToolsResult = await client.list_tools()
-            found.append((groups, len(listed.tools), len(listed.model_dump_json(by_alias=True, exclude_none=True))))
+            found.append((setting, len(listed.tools), len(listed.model_dump_json(by_alias=True, exclude_none=True))))
     finally:
         app.close()
     return found

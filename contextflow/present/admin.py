@@ -1,0 +1,149 @@
+"""serve, doctor, pick-session, compact, hook and install: running and keeping contextflow."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from contextflow import conflicts
+from contextflow.app import App
+from contextflow.compact import CompactReport, compact, default_archive_dir
+from contextflow.diagnose import problems, store_info
+from contextflow.operations.spec import JSON, Reply
+
+
+def serve(app: App, args: JSON) -> int:
+    if args.get("http"):
+        import os
+
+        from contextflow.server.auth import load_grants
+        from contextflow.server.http import run_http
+
+        run_http(app, load_grants(os.environ, args.get("tokens")), args["host"], args["port"])
+        return 0
+    from contextflow.server.app import run_stdio
+
+    run_stdio(app)
+    return 0
+
+
+def doctor(app: App, args: JSON) -> Reply:
+    fixed = conflicts.fix(app) if args.get("fix") else None
+    info = store_info(app)
+    found = problems(info) + conflicts.findings(app)
+    info["problems"] = found
+    lines = [
+        f"store:        {info['store']}",
+        f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
+        f"writer:       {info['writer']}",
+        f"state:        {info['state_dir']}",
+        f"events:       {info['events']} (duplicates ignored: {info['duplicate_events_ignored']})",
+        f"bad lines:    {info['bad_lines']}",
+        f"active:       {info['active_session'] or '(none)'}",
+        "logs:",
+    ]
+    for log in info["logs"]:
+        tags = [t for t, on in (("legacy", log["legacy"]), ("conflict copy", log["conflict_copy"])) if on]
+        extra = f" [{', '.join(tags)}]" if tags else ""
+        lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
+    lines.append("problems:" if found else "problems:     none")
+    lines += [f"  - {problem}" for problem in found]
+    if fixed is not None:
+        info["fix"] = fixed.as_dict()
+        lines += fixed.lines()
+    return Reply("\n".join(lines), info)
+
+
+def pick_session(app: App, args: JSON) -> int:
+    from contextflow.picker import run_picker
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "contextflow: pick-session needs an interactive terminal; in scripts use "
+            "`contextflow use SESSION_ID` or the choose_session tool instead",
+            file=sys.stderr,
+        )
+        return 2
+    return run_picker(app, args.get("project"))
+
+
+def human_size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.1f} KB"
+    return f"{count / (1024 * 1024):.1f} MB"
+
+
+def report_text(report: CompactReport) -> str:
+    verb = "would compact" if report.dry_run else "compacted"
+    if report.bytes_before == 0:
+        return f"nothing to compact: {report.log} does not exist yet"
+    lines = []
+    if report.blocked_by:
+        lines.append(
+            f"nothing dropped: the view(s) {', '.join(report.blocked_by)} cannot tell which events they no longer "
+            "need, so every event is kept"
+        )
+    if not report.changed:
+        lines.insert(0, f"nothing to compact in {report.log} ({report.lines_before} lines)")
+        return "\n".join(lines)
+    lines.insert(0, f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
+                 f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}")
+    for label, counts in (("dropped", report.dropped), ("reduced", report.reduced)):
+        if counts:
+            lines.append(f"{label}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
+    if report.duplicates:
+        lines.append(f"repeated lines removed: {report.duplicates}")
+    if report.kept_unreadable:
+        lines.append(f"unreadable lines kept as they are: {report.kept_unreadable}")
+    if report.archive:
+        lines.append(f"old log archived at {report.archive}")
+    return "\n".join(lines)
+
+
+def compact_log(app: App, args: JSON) -> Reply:
+    given = args.get("archive_dir")
+    archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
+    report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))
+    return Reply(report_text(report), report.as_dict())
+
+
+def hook(app: None, args: JSON) -> int:
+    from contextflow.hooks import run
+
+    try:
+        raw = sys.stdin.buffer.read()
+    except Exception:
+        raw = b""
+    output = run(args["event"], raw)
+    try:
+        if output:
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+    except OSError:  # the client stopped listening: still never fail it
+        pass
+    return 0
+
+
+def install(app: None, args: JSON) -> Reply:
+    from contextflow.install import install as install_client
+
+    dry_run = bool(args.get("dry_run"))
+    changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
+    blocks: list[str] = []
+    for change in changes:
+        if not change.changed:
+            blocks.append(f"unchanged  {change.path}")
+            continue
+        verb = "would " if dry_run else ""
+        action = "create" if change.before is None else "update"
+        done = action if dry_run else action.rstrip("e") + "ed"
+        blocks.append(f"{verb}{done}  {change.path}\n{change.diff()}".rstrip())
+    if any(change.changed for change in changes) and not dry_run:
+        blocks.append(f"Restart {args['client']} to load contextflow.")
+    elif not any(change.changed for change in changes):
+        blocks.append("contextflow is already installed; nothing changed.")
+    data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
+            for c in changes]
+    return Reply("\n\n".join(blocks), {"client": args["client"], "dry_run": dry_run, "changes": data})

@@ -1,0 +1,179 @@
+"""Keyed context records, the timeline and orientation (whereami, wherewasi) as replies for every adapter."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from contextflow import orient, records, timeline
+from contextflow.app import App
+from contextflow.errors import InputError
+from contextflow.operations.spec import JSON, Reply
+from contextflow.text import DATA_NOTICE
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -- context -------------------------------------------------------------------------------
+
+
+def context_set(app: App, args: JSON) -> Reply:
+    event = records.set_record(app, **args, now=_now())
+    record = records.records_state(app).records[event.data["key"]]  # as folded, even if expired since
+    data = {**records.record_dict(record), "id": event.id}
+    return Reply(f"Saved context {record.key} (id {event.id}).\n" + orient.record_header(record, _now()), data)
+
+
+def context_get(app: App, args: JSON) -> Reply:
+    moment = _now()
+    record = records.get_record(app, key=args.get("key"), now=moment)
+    text = orient.record_text(record, moment, value_limit=None)
+    return Reply(DATA_NOTICE + "\n" + text, records.record_dict(record))
+
+
+def context_list(app: App, args: JSON) -> Reply:
+    moment = _now()
+    found = records.list_records(app, **args, now=moment)
+    title = "Context records, newest first"
+    # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
+    listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
+    payload = {"count": len(found), "records": listed}
+    return Reply(orient.records_text(found, title, moment), payload)
+
+
+def context_delete(app: App, args: JSON) -> Reply:
+    event = records.delete_record(app, **args, now=_now())
+    key = event.data["key"]
+    return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
+
+# -- orientation ---------------------------------------------------------------------------
+
+
+def whereami(app: App, args: JSON) -> Reply:
+    report = orient.whereami(app)
+    return Reply(report.text, report.data)
+
+
+def wherewasi(app: App, args: JSON) -> Reply:
+    report = orient.wherewasi(app)
+    return Reply(report.text, report.data)
+
+
+def whereami_prompt(app: App, args: dict[str, str]) -> str:
+    return orient.whereami(app).text + (
+        "\n\nTell the user briefly where they are: active work and its current position, pinned facts, "
+        "what they are waiting on, and the latest handoff. Suggest the next step."
+    )
+
+
+def wherewasi_prompt(app: App, args: dict[str, str]) -> str:
+    return orient.wherewasi(app).text + (
+        "\n\nSummarize the paused work for the user, most recent first, and ask which thread to resume "
+        "(resuming: timeline_update_thread with status active)."
+    )
+
+
+def remember_prompt(app: App, args: dict[str, str]) -> str:
+    what = args.get("what", "").strip()
+    if not what:
+        raise InputError("remember needs the `what` argument: the thing to remember, in plain words")
+    return orient.remember_prompt(what)
+
+
+# -- timeline ------------------------------------------------------------------------------
+
+
+def _created(kind: str, event_id: str, text: str, extra: JSON) -> Reply:
+    return Reply(f"{text} (id {event_id}).", {"id": event_id, "kind": kind, **extra})
+
+
+def timeline_create_thread(app: App, args: JSON) -> Reply:
+    event = timeline.create_thread(app, **args)
+    return _created("thread", event.id, f"Created thread {event.data['name']!r}", {"name": event.data["name"]})
+
+
+def timeline_list_threads(app: App, args: JSON) -> Reply:
+    moment = _now()
+    state = timeline.timeline_state(app)
+    found = timeline.list_threads(app, **args)
+    blocks = [orient.whereabouts_text(timeline.whereabouts(state, thread), moment) for thread in found]
+    text = f"Threads, most recently active first: {len(found)}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
+    payload = {"count": len(found), "threads": [orient.whereabouts_dict(timeline.whereabouts(state, t)) for t in found]}
+    return Reply(text if found else "No threads yet. Start one with timeline_create_thread.", payload)
+
+
+def timeline_get_thread(app: App, args: JSON) -> Reply:
+    detail = timeline.get_thread(app, **args)
+    payload = {
+        **orient.thread_dict(detail.thread),
+        "thought_count": detail.total_thoughts,
+        "position_thought_id": detail.position.id if detail.position else None,
+        "thoughts": [orient.thought_dict(t) for t in detail.thoughts],
+        "tangents": [orient.thread_dict(child) for child in detail.children],
+    }
+    return Reply(orient.thread_detail_text(detail, _now()), payload)
+
+
+def timeline_add_thought(app: App, args: JSON) -> Reply:
+    event = timeline.add_thought(app, **args)
+    extra = {"thread_id": event.data["thread_id"], "previous_thought_id": event.data.get("previous_thought_id")}
+    return _created("thought", event.id, f"Added {event.data['thought_type']} thought; you are here", extra)
+
+
+def timeline_update_thought(app: App, args: JSON) -> Reply:
+    event = timeline.update_thought(app, **args)
+    changed = sorted(k for k in event.data if k not in ("thought_id", "agent"))
+    return Reply(
+        f"Updated thought {event.data['thought_id']}: {', '.join(changed)}.",
+        {"id": event.id, "thought_id": event.data["thought_id"], "changed": changed},
+    )
+
+
+def timeline_update_thread(app: App, args: JSON) -> Reply:
+    event = timeline.update_thread(app, **args)
+    changed = sorted(k for k in event.data if k not in ("thread_id", "agent"))
+    return Reply(
+        f"Updated thread {event.data['thread_id']}: {', '.join(changed)}.",
+        {"id": event.id, "thread_id": event.data["thread_id"], "changed": changed},
+    )
+
+
+def timeline_where_am_i(app: App, args: JSON) -> Reply:
+    moment = _now()
+    found = timeline.where_am_i(app, limit=args.get("limit"))
+    total = timeline.thread_count(app, "active")
+    if not found:
+        text = "No active threads. Start one with timeline_create_thread."
+    else:
+        blocks = [orient.whereabouts_text(where, moment) for where in found]
+        text = f"You are here, on {total} active thread(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
+        if total > len(found):
+            text += f"\n\n({total - len(found)} older active threads not shown; pass a larger limit.)"
+    payload = {"count": len(found), "total": total, "threads": [orient.whereabouts_dict(w) for w in found]}
+    return Reply(text, payload)
+
+
+def timeline_go_tangent(app: App, args: JSON) -> Reply:
+    tangent = timeline.go_tangent(app, **args)
+    extra = {
+        "thread_id": tangent.thread.id,
+        "tangent_start_thought_id": tangent.thought.id,
+        "parent_thread_id": tangent.thought.data["thread_id"],
+    }
+    text = f"Went on a tangent: new thread {tangent.thread.id}, marked by thought {tangent.thought.id}"
+    return _created("thread", tangent.thread.id, text, extra)
+
+
+def timeline_return(app: App, args: JSON) -> Reply:
+    done = timeline.return_from(app, **args)
+    text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
+    return Reply(
+        text,
+        {
+            "thread_id": done.tangent.id,
+            "status": done.status,
+            "parent_thread_id": done.parent.id,
+            "position_thought_id": done.position.id,
+        },
+    )
