@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -36,8 +37,12 @@ async def mc(memory_app: App) -> AsyncIterator[Client]:
 
 
 async def ok(client: Client, tool: str, /, **args: object) -> dict:
+    """The reply's data: a write carries it always, a read when asked for with format=json."""
     result = await client.call_tool(tool, args)
     assert not result.is_error, text_of(result)
+    if result.structured_content is None:
+        result = await client.call_tool(tool, {**args, "format": "json"})
+        assert json.loads(text_of(result)) == result.structured_content
     return result.structured_content
 
 
@@ -69,7 +74,8 @@ async def test_context_set_returns_the_new_id_and_context_get_reads_the_record_b
                      pinned=True, agent="claude")
     assert saved["id"] and saved["key"] == "machine:chisel" and saved["source"] == "writer-a"
     got = await mc.call_tool("context_get", {"key": "machine:chisel"})
-    assert got.structured_content["value"] == {"fp": "SHA256:jgoxosq"}
+    assert got.structured_content is None  # the model reads the delimited text, not raw data
+    assert (await ok(mc, "context_get", key="machine:chisel"))["value"] == {"fp": "SHA256:jgoxosq"}
     assert '"fp": "SHA256:jgoxosq"' in text_of(got) and "source=writer-a | agent=claude" in text_of(got)
 
 
@@ -101,7 +107,7 @@ async def test_context_list_filters_and_rejects_bad_filters(mc):
     listed = await ok(mc, "context_list", prefix="pr:")
     assert [r["key"] for r in listed["records"]] == ["pr:a/b:1"]
     everything = await mc.call_tool("context_list", {})
-    assert everything.structured_content["count"] == 2 and '> {"note":"hello"}' in text_of(everything)
+    assert (await ok(mc, "context_list"))["count"] == 2 and '> {"note":"hello"}' in text_of(everything)
     assert "since_days must be from 0 to 36500" in await error(mc, "context_list", since_days=-2)
     assert "limit must be a whole number" in await error(mc, "context_list", limit="ten")
 
@@ -131,7 +137,7 @@ async def test_a_thread_is_created_found_by_prefix_and_takes_thoughts(mc):
                        thought_type="decision", metadata={"files": ["schema.sql"]})
     assert thought["id"] and thought["thread_id"] == thread
     detail = await mc.call_tool("timeline_get_thread", {"thread_id": thread[:4]})
-    assert detail.structured_content["position_thought_id"] == thought["id"]
+    assert (await ok(mc, "timeline_get_thread", thread_id=thread[:4]))["position_thought_id"] == thought["id"]
     assert "> schema drafted" in text_of(detail) and "(you are here)" in text_of(detail)
     listed = await ok(mc, "timeline_list_threads", status="active")
     assert [t["id"] for t in listed["threads"]] == [thread]
@@ -168,7 +174,7 @@ async def test_going_on_a_tangent_and_returning_restores_the_parent_position(mc)
     tangent = await ok(mc, "timeline_go_tangent", thread_id=root, name="NAS check", content="which NAS?")
     assert tangent["id"] == tangent["thread_id"] and tangent["parent_thread_id"] == root
     where = await mc.call_tool("timeline_where_am_i", {})
-    assert where.structured_content["count"] == 2 and "trail: UDM Pro" in text_of(where)
+    assert (await ok(mc, "timeline_where_am_i"))["count"] == 2 and "trail: UDM Pro" in text_of(where)
     back = await ok(mc, "timeline_return", thread_id=tangent["id"][:6], status="paused")
     assert (back["status"], back["parent_thread_id"]) == ("paused", root)
     assert back["position_thought_id"] == tangent["tangent_start_thought_id"]
@@ -199,6 +205,7 @@ async def test_where_am_i_shows_the_most_recent_active_threads_and_counts_the_re
     ids = [(await ok(mc, "timeline_create_thread", name=f"t{n}"))["id"] for n in range(4)]
     await ok(mc, "timeline_add_thought", thread_id=ids[0], content="the oldest thread moved last")
     where = await mc.call_tool("timeline_where_am_i", {"limit": 2})
-    assert [t["id"] for t in where.structured_content["threads"]] == [ids[0], ids[3]]
-    assert where.structured_content["total"] == 4 and "2 older active threads not shown" in text_of(where)
+    data = await ok(mc, "timeline_where_am_i", limit=2)
+    assert [t["id"] for t in data["threads"]] == [ids[0], ids[3]]
+    assert data["total"] == 4 and "2 older active threads not shown" in text_of(where)
     assert "limit must be from 1 to 500" in await error(mc, "timeline_where_am_i", limit=0)

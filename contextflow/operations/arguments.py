@@ -76,7 +76,7 @@ def check_arguments(op: Operation, arguments: Any, name_of: Callable[[Param], st
         arguments = {}
     if not isinstance(arguments, dict):
         raise InputError(f"{op.name} takes a JSON object of named arguments")
-    params = {p.name: p for p in op.params if p.tool or name_of is not tool_name}
+    params = {p.name: p for p in (op.tool_params() if name_of is tool_name else op.params)}
     unknown = sorted(set(arguments) - set(params))
     if unknown:
         accepted = ", ".join(params) or "no arguments"

@@ -16,12 +16,10 @@ SINCE = Param("since", {**_S, "description": "ISO-8601 time; only activity at or
 LIMIT = Param(
     "limit", {"type": "integer", "minimum": 1, "maximum": 200, "description": "How many, newest first. Default 20."}
 )
-FORMAT = Param("format", {"type": "string", "enum": ["text", "json"], "description": "text (default) or json."},
-               cli=False)
 UNSESSIONED = Param(
     "include_unsessioned", {"type": "boolean", "description": "Add a '(no-session-id)' bucket. Default false."}
 )
-LIST_FILTERS = (PROJECT, AGENT_FILTER, SINCE, LIMIT, UNSESSIONED, FORMAT)
+LIST_FILTERS = (PROJECT, AGENT_FILTER, SINCE, LIMIT, UNSESSIONED)
 TASK = Param("task", {**_S, "description": "Current task title."})
 
 
@@ -34,8 +32,7 @@ OPERATIONS = (
     Operation(
         "read_shared_context",
         "Read recent shared notes and handoffs so you can pick up where another assistant left off.",
-        (PROJECT, AGENT_FILTER, SESSION, Param("kind", {"type": "string", "enum": ["note", "handoff"]}), SINCE, LIMIT,
-         FORMAT),
+        (PROJECT, AGENT_FILTER, SESSION, Param("kind", {"type": "string", "enum": ["note", "handoff"]}), SINCE, LIMIT),
         _RUN + "read_shared_context",
         command=("read",),
     ),
@@ -79,7 +76,7 @@ OPERATIONS = (
     Operation(
         "get_latest_handoff",
         "Get the most recent handoff (optionally by project, agent or session).",
-        (PROJECT, AGENT_FILTER, SESSION, FORMAT),
+        (PROJECT, AGENT_FILTER, SESSION),
         _RUN + "get_latest_handoff",
         command=("latest",),
     ),
@@ -106,7 +103,7 @@ OPERATIONS = (
     Operation(
         "resume_session",
         "Load a session's latest handoff and recent entries to resume its exact work item.",
-        (Param("session_id", SESSION.schema, positional=True), PROJECT, LIMIT, FORMAT),
+        (Param("session_id", SESSION.schema, positional=True), PROJECT, LIMIT),
         _RUN + "resume_session",
         command=("resume",),
     ),

@@ -74,6 +74,11 @@ class Param:
         return self.flag or "--" + self.name.replace("_", "-")
 
 
+FORMAT = Param(
+    "format", {"type": "string", "enum": ["text", "json"], "description": "text (default) or json."}, cli=False
+)
+
+
 @dataclass(frozen=True)
 class Operation:
     name: str  # the MCP tool name; also how errors and docs refer to it
@@ -96,7 +101,9 @@ class Operation:
         return self._run(app, arguments)
 
     def tool_params(self) -> tuple[Param, ...]:
-        return tuple(p for p in self.params if p.tool)
+        """What MCP clients may pass; every read also takes `format` (json adds structured data)."""
+        params = tuple(p for p in self.params if p.tool)
+        return (*params, FORMAT) if self.read_only else params
 
     def input_schema(self) -> JSON:
         params = self.tool_params()

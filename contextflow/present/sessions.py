@@ -64,7 +64,7 @@ def _bad_note(bad_lines: int) -> str:
     return f" (skipped {bad_lines} malformed line(s); run `contextflow doctor`)" if bad_lines else ""
 
 
-def session_text(summary: SessionSummary, index: int) -> str:
+def session_text(summary: SessionSummary, index: int, with_handoff: bool = True) -> str:
     parts = [
         f"[{index}] session={clean(summary.session_id, True)}",
         f"entries={summary.entry_count}",
@@ -77,7 +77,7 @@ def session_text(summary: SessionSummary, index: int) -> str:
     lines = [" | ".join(parts)]
     if summary.agents:
         lines.append("agents: " + ", ".join(clean(agent, True) for agent in sorted(summary.agents)))
-    if summary.latest_handoff_summary:
+    if with_handoff and summary.latest_handoff_summary:
         lines.append(quote("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
     return "\n".join(lines)
 
@@ -90,14 +90,18 @@ def sessions_text(sessions: list[SessionSummary], project: str) -> str:
 
 
 def resume_text(resume: Resume) -> str:
+    """The session line, the latest handoff in full, then the other recent entries: each said once."""
     lines = [f"Resume session {clean(resume.session_id, True)} (project={clean(resume.project, True)})"]
     if resume.summary is None:
         lines.append("No entries yet for this session. Start working and write notes and handoffs.")
         return "\n".join(lines)
-    lines += ["", session_text(resume.summary, 1), "", DATA_NOTICE, "", "latest_handoff:"]
+    lines += ["", session_text(resume.summary, 1, with_handoff=False), "", DATA_NOTICE, "", "latest_handoff:"]
     lines.append(entry_text(resume.latest_handoff) if resume.latest_handoff else "(none)")
-    lines += ["", "recent_entries:"]
-    lines += [entry_text(event, n) + "\n" for n, event in enumerate(resume.entries, 1)]
+    handoff_id = resume.latest_handoff.id if resume.latest_handoff else None
+    others = [event for event in resume.entries if event.id != handoff_id]
+    if others:
+        lines += ["", "other recent entries:"]
+        lines += [entry_text(event, n) + "\n" for n, event in enumerate(others, 1)]
     return "\n".join(lines).rstrip()
 
 
@@ -118,10 +122,6 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
-def _reply(args: JSON, text: str, payload: JSON) -> Reply:
-    return Reply(dumps(payload) if args.get("format") == "json" else text, payload)
-
-
 def read_shared_context(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(
         app,
@@ -140,8 +140,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
     }
-    return _reply(
-        args, entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload
+    return Reply(entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload
     )
 
 
@@ -168,8 +167,8 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
     event = sessions.latest_handoff(app, where)
     payload: JSON = {"store": str(app.store.folder), "handoff": as_dict(event) if event else None}
     if event is None:
-        return _reply(args, f"No handoff found for project={where.project}.", payload)
-    return _reply(args, "Latest handoff:\n" + entry_text(event), payload)
+        return Reply(f"No handoff found for project={where.project}.", payload)
+    return Reply("Latest handoff:\n" + entry_text(event), payload)
 
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
@@ -187,7 +186,7 @@ def list_sessions(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     found = sessions.list_sessions(app, query)
     payload = {"project": query.project, "count": len(found), "sessions": [s.as_dict() for s in found]}
-    return _reply(args, sessions_text(found, query.project), payload)
+    return Reply(sessions_text(found, query.project), payload)
 
 
 def choose_session(app: App, args: JSON) -> Reply:
@@ -199,14 +198,14 @@ def choose_session(app: App, args: JSON) -> Reply:
         f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
         f"Next: call resume_session with {orjson.dumps(resume_args).decode()}"
     )
-    return _reply(args, text, payload)
+    return Reply(text, payload)
 
 
 def resume_session(app: App, args: JSON) -> Reply:
     resume = sessions.resume_session(
         app, session_id=args.get("session_id"), project=args.get("project"), limit=args.get("limit")
     )
-    return _reply(args, resume_text(resume), resume_json(resume))
+    return Reply(resume_text(resume), resume_json(resume))
 
 def use_session(app: App, args: JSON) -> Reply:
     session_id = args.get("session_id") or sessions.suggest_session_id(app)
@@ -232,8 +231,9 @@ def new_session_prompt(app: App, args: dict[str, str]) -> str:
 def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
     sessions.set_active_session(app, session_id)
     resume = sessions.resume_session(app, session_id=session_id, project=project, limit=8)
-    return (
-        resume_text(resume) + "\n\nnext_step: call resume_session with no session_id to load the full context."
+    return resume_text(resume) + (
+        "\n\nContinue from the latest handoff (this is the whole resume: no need to call resume_session again). "
+        "Record progress with append_shared_note and finish with write_shared_handoff."
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -102,8 +103,10 @@ class ContextflowServer:
             known = ", ".join(self.tools)
             return _error(f"unknown tool {name!r}; this server has: {known}")
         try:
+            checked = check_arguments(spec, arguments)
+            as_json = checked.pop("format", "text") == "json"
             with secrets.collect() as redacted:
-                reply = spec.run(self.app, check_arguments(spec, arguments))
+                reply = spec.run(self.app, checked)
             assert isinstance(reply, Reply), f"{name} returned an exit code, not a reply"
         except ContextflowError as exc:
             return _error(_about(name, exc))
@@ -113,13 +116,7 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        # every reply, whatever tool built it, leaves without terminal control sequences
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(reply.text))]
-        data = reply.data
-        if redacted:  # tell the agent what was redacted before storing
-            content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
-            data = {**(data or {}), "redacted": redacted}
-        return types.CallToolResult(content=content, structured_content=data)
+        return reply_result(reply, as_json, not spec.read_only, redacted)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -220,6 +217,21 @@ class ContextflowServer:
                 types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean(spec.reader(self.app)))
             ]
         )
+
+
+def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: list[str]) -> types.CallToolResult:
+    """What the client hands its model. Some clients show `structuredContent` instead of the text,
+    so a read carries it only when asked for with format=json (and its text is then that JSON);
+    otherwise the model gets the delimited, provenance-carrying text. A write's acknowledgement
+    (ids, what changed) always carries it."""
+    data = reply.data if (as_json or acknowledgement) else None
+    if redacted and data is not None:
+        data = {**data, "redacted": redacted}
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() if as_json else reply.text
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(text))]
+    if redacted:  # tell the agent what was redacted before storing
+        content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
+    return types.CallToolResult(content=content, structured_content=data)
 
 
 def _about(name: str, exc: Exception) -> str:
