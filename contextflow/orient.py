@@ -18,6 +18,7 @@ from contextflow.app import App
 from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.durations import age, iso
 from contextflow.events import OrderKey, as_dict
+from contextflow.present.provenance import header
 from contextflow.present.sessions import entry_text
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.views.records import Record
@@ -48,21 +49,16 @@ def _value_text(value: Any, limit: int | None) -> str:
 
 def record_header(record: Record, now: datetime) -> str:
     label = record.data.get("label")
-    parts = [f"[{clean(record.category, True)}] {clean(record.key, True)}"]
-    if label:
-        parts[0] += f" ({clip(label, 80)})"
-    parts.append(f"source={clean(record.writer, True)}")
-    if record.data.get("agent"):
-        parts.append(f"agent={clip(record.data['agent'], 40)}")
-    parts.append(f"updated={stamp_iso(record.event_key[0])} ({_when(record.event_key, now)})")
-    if record.pinned:
-        parts.append("pinned")
-    if record.thread_id:
-        parts.append(f"thread={clean(record.thread_id, True)}")
-    if record.data.get("expires_at"):
-        parts.append(f"expires={clean(record.data['expires_at'], True)}")
-    parts.append(f"id={record.event_id}")
-    return " | ".join(parts)
+    title = f"[{clean(record.category, True)}] {clean(record.key, True)}" + (f" ({clip(label, 80)})" if label else "")
+    return header(
+        title,
+        writer=record.writer,
+        agent=record.data.get("agent"),
+        when=f"updated={stamp_iso(record.event_key[0])} ({_when(record.event_key, now)})",
+        fields=[*(["pinned"] if record.pinned else []), ("thread", record.thread_id),
+                ("expires", record.data.get("expires_at"))],
+        item_id=record.event_id,
+    )
 
 
 def record_text(record: Record, now: datetime, value_limit: int | None = 240) -> str:
@@ -80,31 +76,23 @@ def records_text(found: list[Record], title: str, now: datetime) -> str:
 
 
 def thread_header(thread: Thread, now: datetime, thoughts: int | None = None) -> str:
-    parts = [f"thread {thread.id}: {clip(thread.name, 100)}", f"status={thread.status}"]
-    if thoughts is not None:
-        parts.append(f"thoughts={thoughts}")
-    parts.append(f"updated={_when(thread.updated, now)}")
-    parts.append(f"writer={clean(thread.writer, True)}")
-    if thread.agent:
-        parts.append(f"agent={clip(thread.agent, 40)}")
-    if thread.parent_thought_id:
-        parts.append(f"tangent of thought {thread.parent_thought_id}")
-    return " | ".join(parts)
+    tangent = [f"tangent of thought {thread.parent_thought_id}"] if thread.parent_thought_id else []
+    return header(
+        f"thread {thread.id}: {clip(thread.name, 100)} | status={thread.status}"
+        + (f" | thoughts={thoughts}" if thoughts is not None else ""),
+        writer=thread.writer,
+        agent=thread.agent,
+        when=f"updated={_when(thread.updated, now)}",
+        fields=tangent,
+    )
 
 
 def thought_text(thought: Thought, now: datetime, limit: int | None = None, label: str = "") -> str:
     assert thought.created is not None
-    parts = [
-        f"{label}{thought.thought_type}",
-        f"status={thought.status}",
-        f"{stamp_iso(thought.created[0])} ({_when(thought.created, now)})",
-        f"writer={clean(thought.writer, True)}",
-    ]
-    if thought.agent:
-        parts.append(f"agent={clip(thought.agent, 40)}")
-    parts.append(f"id={thought.id}")
+    title = f"{label}{thought.thought_type} | status={thought.status}"
+    when = f"{stamp_iso(thought.created[0])} ({_when(thought.created, now)})"
     body = clip(thought.content, limit) if limit else thought.content
-    text = " | ".join(parts) + "\n" + quote(body)
+    text = header(title, writer=thought.writer, agent=thought.agent, when=when, item_id=thought.id) + "\n" + quote(body)
     if thought.metadata:
         text += "\n" + quote("metadata: " + _value_text(thought.metadata, 240))
     return text

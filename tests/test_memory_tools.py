@@ -76,7 +76,7 @@ async def test_context_set_returns_the_new_id_and_context_get_reads_the_record_b
     got = await mc.call_tool("context_get", {"key": "machine:chisel"})
     assert got.structured_content is None  # the model reads the delimited text, not raw data
     assert (await ok(mc, "context_get", key="machine:chisel"))["value"] == {"fp": "SHA256:jgoxosq"}
-    assert '"fp": "SHA256:jgoxosq"' in text_of(got) and "source=writer-a | agent=claude" in text_of(got)
+    assert '"fp": "SHA256:jgoxosq"' in text_of(got) and "writer=writer-a | agent=claude" in text_of(got)
 
 
 @pytest.mark.parametrize(

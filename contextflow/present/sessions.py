@@ -15,6 +15,7 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.events import Event, as_dict
 from contextflow.operations.spec import JSON, PromptSpec, Reply
+from contextflow.present.provenance import header
 from contextflow.sessions import Resume
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.views.sessions import SessionSummary
@@ -22,16 +23,11 @@ from contextflow.views.sessions import SessionSummary
 
 def entry_header(event: Event, index: int | None = None) -> str:
     data = event.data
-    parts = [f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"]
-    parts.append(f"writer={clean(event.writer, True)}")
-    parts.append(f"project={clean(data.get('project') or 'shared', True)}")
-    if data.get("session_id"):
-        parts.append(f"session={clean(data['session_id'], True)}")
-    if data.get("task"):
-        parts.append(f"task={clip(data['task'], 120)}")
-    parts.append(f"id={event.id}")
+    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
+    fields = [("project", data.get("project") or "shared"), ("session", data.get("session_id")),
+              ("task", data.get("task"))]
     prefix = f"[{index}] " if index is not None else ""
-    return prefix + " | ".join(parts)
+    return prefix + header(title, writer=event.writer, fields=fields, item_id=event.id)
 
 
 def entry_text(event: Event, index: int | None = None) -> str:

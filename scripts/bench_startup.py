@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Start-up cost, as every hook call and every agent start pays it.
+
+Prints medians of interleaved runs (so a loaded machine slows every contender alike) and
+the ratios the targets are stated in:
+- `contextflow --version` and each Claude Code hook, against a bare `python -c pass`
+  (target: within 5x);
+- the time until `contextflow serve` answers `initialize`, against a no-op server on the
+  same SDK (target: no slower, ratio about 1.0).
+
+    python scripts/bench_startup.py [--runs 15] [--events 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib.procs import cold_start
+from benchlib.report import heading, table
+
+PYTHON = sys.executable
+CONTEXTFLOW = [PYTHON, "-m", "contextflow"]
+FLOOR = [PYTHON, str(Path(__file__).resolve().parent / "benchlib" / "floor_server.py")]
+
+
+def timed(command: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
+    began = time.perf_counter()
+    done = subprocess.run(command, input=stdin, env=env, capture_output=True, timeout=120, check=False)
+    elapsed = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def initialize_time(command: list[str], env: dict[str, str], errlog: Path) -> float:
+    tool = "noop" if command == FLOOR else "list_sessions"
+    return cold_start(command, env, tool, {}, errlog, timeout=120).to_initialized
+
+
+def seed_store(env: dict[str, str], events: int) -> None:
+    """A store with `events` notes in a few sessions, written through the CLI's own core."""
+    code = (
+        "from contextflow.app import App\n"
+        "from contextflow import sessions\n"
+        "app = App.open()\n"
+        f"for n in range({events}):\n"
+        "    sessions.append_note(app, agent='bench', text=f'note {n} about the parser', session_id=f's{n % 7}')\n"
+        "app.close()\n"
+    )
+    subprocess.run([PYTHON, "-c", code], env=env, check=True, timeout=600)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15, help="runs of each command (default 15)")
+    parser.add_argument("--events", type=int, default=2000, help="notes in the store (default 2000)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
+        root = Path(tmp)
+        env = {
+            **os.environ,
+            "HOME": str(root / "home"),
+            "CONTEXTFLOW_STORE": str(root / "store"),
+            "CONTEXTFLOW_STATE": str(root / "state"),
+            "CONTEXTFLOW_WRITER": "bench",
+        }
+        seed_store(env, args.events)
+        transcript = root / "transcript.jsonl"
+        transcript.write_text("")
+        payload = json.dumps({"session_id": "s1", "cwd": str(root), "transcript_path": str(transcript),
+                              "prompt": "fix the parser", "last_assistant_message": "done"}).encode()
+        errlog = root / "server.err"
+        contenders: dict[str, Callable[[], float]] = {
+            "python -c pass": lambda: timed([PYTHON, "-c", "pass"], env),
+            "contextflow --version": lambda: timed([*CONTEXTFLOW, "--version"], env),
+            "hook session-start": lambda: timed([*CONTEXTFLOW, "hook", "session-start"], env, payload),
+            "hook prompt-submit": lambda: timed([*CONTEXTFLOW, "hook", "prompt-submit"], env, payload),
+            "hook stop": lambda: timed([*CONTEXTFLOW, "hook", "stop"], env, payload),
+            "no-op SDK server: initialize": lambda: initialize_time(FLOOR, env, errlog),
+            "contextflow serve: initialize": lambda: initialize_time([*CONTEXTFLOW, "serve"], env, errlog),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in contenders}
+        for warm_up in contenders.values():  # once each first: the page cache, .pyc files
+            warm_up()
+        for _ in range(args.runs):
+            for name, run in contenders.items():
+                samples[name].append(run())
+
+    median = {name: statistics.median(values) for name, values in samples.items()}
+    bare = median["python -c pass"]
+    floor = median["no-op SDK server: initialize"]
+    heading(f"Start-up, median of {args.runs} interleaved runs, store of {args.events} events")
+    rows = []
+    for name, value in median.items():
+        if name.endswith("initialize"):
+            rows.append((name, f"{value * 1000:.0f} ms", f"{value / floor:.2f}x the no-op server", "ratio <= 1.0"))
+        else:
+            rows.append((name, f"{value * 1000:.0f} ms", f"{value / bare:.1f}x python -c pass",
+                         "" if name.startswith("python") else "<= 5x"))
+    table(("command", "median", "ratio", "target"), rows)
+
+
+if __name__ == "__main__":
+    main()
