@@ -53,8 +53,7 @@ def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
         found = resolve_prefix(given, state.thread_ids, "thread id")
     except NotFoundError:
         raise NotFoundError(
-            f"no thread id starts with {given!r}; call timeline_list_threads "
-            "(or `contextflow timeline threads`) to see thread ids"
+            f"no thread id starts with {given!r}; call timeline_list_threads to see thread ids"
         ) from None
     thread = state.thread(found)
     assert thread is not None

@@ -115,3 +115,35 @@ def test_every_command_appears_in_the_readme_or_the_docs():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     missing = [name for name in sub.choices if f"contextflow {name}" not in docs]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "says", "never"),
+    [
+        (("context", "get", "pr:nope"), "run `contextflow context list` with --prefix='pr:'", "context_list"),
+        (("context", "list", "--since-days", "-1"), "--since-days must be from 0", "since_days"),
+        (("context", "set", "fact:x", "{}", "--expires", "soon"), "--expires='soon' is not understood", "expires_at"),
+        (("timeline", "add", "zzzz", "x"), "run `contextflow timeline threads`", "timeline_list_threads"),
+        (("choose", "3"), "no session at index 3: `contextflow sessions` shows 0", "list_sessions"),
+    ],
+)
+def test_cli_errors_name_commands_and_flags_not_tool_arguments(capsys, argv, says, never):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and says in err and never not in err, err
+
+
+def test_the_cli_and_the_tool_print_the_same_json(capsys, app):
+    import anyio
+    from mcp import Client
+
+    from contextflow.server.app import ContextflowServer
+
+    assert run(capsys, "note", "shared payload", "--session", "s")[0] == 0
+    code, out, _ = run(capsys, "read", "--session", "s", "--format", "json")
+
+    async def tool() -> object:
+        async with Client(ContextflowServer(app).server, mode="legacy") as client:
+            result = await client.call_tool("read_shared_context", {"session_id": "s", "format": "json"})
+            return result.structured_content
+
+    assert code == 0 and json.loads(out) == anyio.run(tool)

@@ -57,7 +57,7 @@ def test_context_set_reads_the_value_from_stdin(capsys, monkeypatch):
         (("context", "set", "nocolon", "{}"), "not a namespaced key"),
         (("context", "set", "fact:x", "not json"), "value is not valid JSON"),
         (("context", "set", "fact:x", "[1, 2]"), "value must be a JSON object"),
-        (("context", "set", "fact:x", "{}", "--expires", "whenever"), "expires_at='whenever' is not understood"),
+        (("context", "set", "fact:x", "{}", "--expires", "whenever"), "--expires='whenever' is not understood"),
         (("context", "set", "fact:x", json.dumps({"b": "x" * 70_000})), "64 KB"),
         (("context", "get", "fact:none"), "no context record"),
         (("context", "delete", "fact:none"), "no context record"),

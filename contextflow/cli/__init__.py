@@ -135,6 +135,26 @@ def json_object(raw: str, name: str) -> dict[str, Any]:
     return value
 
 
+def in_cli_words(message: str, op: Operation) -> str:
+    """A core error as a CLI user reads it: tools become commands, arguments become flags.
+
+    "call context_list with prefix='pr:'" reads "run `contextflow context list` with --prefix='pr:'",
+    and "since_days must be ..." reads "--since-days must be ..."."""
+    import re
+
+    for other in operations():
+        if other.command and other.name in message:
+            message = re.sub(rf"\bcall {other.name}\b", f"run `{other.command_line()}`", message)
+            message = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", message)
+        for param in other.params:
+            if param.cli and not param.positional and f"{param.name}=" in message:
+                message = re.sub(rf"(?<![\w-]){param.name}=", f"{param.cli_name()}=", message)
+    for param in op.params:
+        if param.cli and not param.positional and "_" in param.name:
+            message = re.sub(rf"(?<![\w-]){param.name}\b", param.cli_name(), message)
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -158,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"contextflow: {reply.note}", file=sys.stderr)
         return 0
     except ContextflowError as exc:
-        print(f"contextflow: error: {exc}", file=sys.stderr)
+        print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
