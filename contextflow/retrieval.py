@@ -18,6 +18,7 @@ from contextflow import checks
 from contextflow.app import App
 from contextflow.clock import stamp_iso, system_ms
 from contextflow.errors import InputError
+from contextflow.present.provenance import header
 from contextflow.search import VIEW_NAME, Doc, Hit, Query, Reranker, SearchIndex, rank, search_kinds
 from contextflow.search.tokens import estimate_tokens, query_terms
 from contextflow.text import DATA_NOTICE, clean, clip, quote
@@ -122,9 +123,10 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 
 
 def provenance(kind: str, ref: str, writer: Any, agent: Any, time: str, project: Any) -> str:
-    parts = [f"kind={kind}", f"id={clip(ref, 120)}", f"writer={clip(writer or 'unknown', 64)}"]
-    parts += [f"agent={clip(agent or 'unknown', 64)}", f"time={time}", f"project={clip(project or 'shared', 80)}"]
-    return " | ".join(parts)
+    return header(
+        ("kind", kind), ("id", ref), ("writer", writer or "unknown"), ("agent", agent or "unknown"), ("time", time),
+        ("project", project or "shared"),
+    )
 
 
 def _section(label: str, text: str) -> str:
@@ -192,19 +194,6 @@ def conversation_body(entry: ConversationEntry) -> str:
             f"`contextflow conversations show {entry.conversation_id} --transcript`"
         )
     return "\n".join(blocks)
-
-
-def conversation_markdown(entry: ConversationEntry, transcript: str | None = None) -> str:
-    event = entry.event
-    data = event.data
-    header = f"## conversation {entry.conversation_id}\n" + provenance(
-        "conversation", entry.conversation_id, event.writer, data.get("source"), event.ts, data.get("project")
-    )
-    header += f" | first_saved={entry.first_ts} | versions={entry.versions}"
-    text = f"{header}\n{conversation_body(entry)}"
-    if transcript is not None:
-        text += "\n" + _section("full transcript", transcript)
-    return text
 
 
 class Views:
