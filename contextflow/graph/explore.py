@@ -1,8 +1,5 @@
-"""Graph reads: query, list, show, edges, tags, trace, related, status; and node renderings.
-
-Stored text is untrusted: text renderings strip control sequences and quote content under
-a header carrying its provenance (type, id, agent, writer, time).
-"""
+"""Graph reads: query, list, show, edges, tags, trace, related, status, as result objects
+(contextflow.present.nodes renders them)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,6 @@ from contextflow.graph import model
 from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node
-from contextflow.text import DATA_NOTICE, clean, clip, quote
 
 MAX_LIMIT = 10_000
 
@@ -68,47 +64,6 @@ def node_dict(state: GraphState, node: Node, *, with_edges: bool = False) -> dic
         data["edges_out"] = [edge.as_dict() for edge in state.edges_out(node.id)]
         data["edges_in"] = [edge.as_dict() for edge in state.edges_in(node.id)]
     return data
-
-
-def node_header(state: GraphState, node: Node) -> str:
-    parts = [f"[{node.type}:{node.id}]", f"by {clean(node.agent or 'unknown', True)}",
-             f"writer={clean(node.writer, True)}", node.created_at]
-    if node.updated_key != node.created_key:
-        parts.append(f"updated {node.updated_at}")
-    parts.append(f"~{node.tokens} tokens")
-    tags = sorted(state.tags_of(node.id))
-    if tags:
-        parts.append("tags: " + ", ".join(clip(tag, 60) for tag in tags))
-    successor = state.superseded_by(node.id)
-    if successor:
-        parts.append(f"SUPERSEDED by {successor}")
-    return " | ".join(parts)
-
-
-def node_text(state: GraphState, node: Node, *, with_edges: bool = False, brief: bool = False) -> str:
-    body = quote(clip(node.content, 300) if brief else node.content)
-    lines = [node_header(state, node), body]
-    if node.summary:
-        lines.append("summary:\n" + quote(node.summary))
-    if node.metadata and not brief:
-        lines.append("metadata: " + clip(", ".join(f"{k}={v}" for k, v in sorted(node.metadata.items())), 500))
-    if with_edges:
-        lines += [f"  -> {edge_text(edge, state)}" for edge in state.edges_out(node.id)]
-        lines += [f"  <- {edge_text(edge, state, incoming=True)}" for edge in state.edges_in(node.id)]
-    return "\n".join(lines)
-
-
-def edge_text(edge: Edge, state: GraphState, *, incoming: bool = False) -> str:
-    other = state.nodes[edge.source if incoming else edge.target]
-    return f"{edge.type} [{other.type}:{other.id}] {clip(other.content, 80)}"
-
-
-def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | None = None) -> str:
-    if not nodes:
-        return f"{title}: no matching nodes."
-    shown = f"{len(nodes)} of {total}" if total is not None and total > len(nodes) else str(len(nodes))
-    blocks = [node_text(state, node, brief=True) for node in nodes]
-    return f"{title}: {shown} node(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
 
 
 def edges_of(app: App, node_id: Any, direction: Any = "both") -> tuple[Node, list[Edge], list[Edge]]:
@@ -182,17 +137,6 @@ def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]
     return root, steps
 
 
-def steps_text(state: GraphState, root: Node, steps: list[Step], title: str) -> str:
-    lines = [f"{title} {node_header(state, root)}", quote(clip(root.content, 200))]
-    if not steps:
-        lines.append("(nothing linked)")
-    for step in steps:
-        indent = "  " * step.depth
-        lines.append(f"{indent}{step.edge_type} {node_header(state, step.node)}")
-        lines.append(indent + quote(clip(step.node.content, 160)))
-    return "\n".join(lines)
-
-
 def status(app: App) -> dict[str, Any]:
     state = graph(app)
     types: dict[str, int] = {}
@@ -219,17 +163,3 @@ def status(app: App) -> dict[str, Any]:
         "edges": edge_count, "tags": len(tag_names), "tiers": tiers, "untiered": untiered,
         "superseded": superseded, "views": len(state.saved_views()),
     }
-
-
-def status_text(info: dict[str, Any]) -> str:
-    lines = [f"Store: {info['store']}", f"Nodes: {info['nodes']:,} (estimated {info['tokens']:,} tokens)"]
-    lines += [f"  {name}: {count:,}" for name, count in info["types"].items()]
-    lines += [f"Edges: {info['edges']:,}", f"Tags: {info['tags']:,} unique", f"Views: {info['views']}"]
-    if info["superseded"]:
-        lines.append(f"Superseded: {info['superseded']:,}")
-    lines += ["", "Tier breakdown:"]
-    for tier, bucket in info["tiers"].items():
-        lines.append(f"  {tier}: {bucket['nodes']:,} nodes ({bucket['tokens']:,} tokens)")
-    lines.append(f"  (no tier): {info['untiered']['nodes']:,} nodes ({info['untiered']['tokens']:,} tokens)")
-    return "\n".join(lines)
-

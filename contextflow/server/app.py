@@ -114,7 +114,8 @@ class ContextflowServer:
                 "Nothing was written unless the message says so. Please report this."
             )
         # every reply, whatever tool built it, leaves without terminal control sequences
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(reply.text))]
+        text = reply.text + (f"\n({reply.note})" if reply.note else "")  # the CLI prints the note on stderr
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(text))]
         data = reply.data
         if redacted:  # tell the agent what was redacted before storing
             content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
