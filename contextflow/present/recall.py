@@ -13,6 +13,7 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.operations.spec import JSON, Reply
 from contextflow.present.provenance import header
+from contextflow.present.records import conversation_body, provenance
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.views.conversations import ConversationEntry
 
@@ -39,11 +40,13 @@ def conversation_markdown(entry: ConversationEntry, transcript: str | None = Non
     """One record in full, under its provenance header; the transcript only when asked for."""
     event = entry.event
     data = event.data
-    head = retrieval.provenance(
-        "conversation", entry.conversation_id, event.writer, data.get("source"), event.ts, data.get("project")
+    head = header(
+        provenance("conversation", entry.conversation_id, event.writer, data.get("source"), event.ts,
+                   data.get("project")),
+        ("first_saved", entry.first_ts),
+        ("versions", entry.versions),
     )
-    head = header(head, ("first_saved", entry.first_ts), ("versions", entry.versions))
-    text = f"## conversation {entry.conversation_id}\n{head}\n{retrieval.conversation_body(entry)}"
+    text = f"## conversation {entry.conversation_id}\n{head}\n{conversation_body(entry)}"
     if transcript is not None:
         text += "\nfull transcript:\n" + quote(transcript)
     return text
