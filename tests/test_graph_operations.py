@@ -23,7 +23,7 @@ def test_the_tables_copy_the_core_constants_they_show():
     assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
     assert graph_table.DEFAULT_VIEW_BUDGET == model.DEFAULT_VIEW_BUDGET
     assert graph_table.DEFAULT_QUERY == compose.DEFAULT_QUERY
-    assert recall_table.SEARCH_KINDS == search_kinds()
+    assert search_kinds() == recall_table.SEARCH_KINDS
     assert (recall_table.DEFAULT_LIMIT, recall_table.MAX_LIMIT) == (retrieval.DEFAULT_LIMIT, retrieval.MAX_LIMIT)
     assert (recall_table.DEFAULT_BUDGET, recall_table.MIN_BUDGET, recall_table.MAX_BUDGET) == (
         retrieval.DEFAULT_BUDGET, retrieval.MIN_BUDGET, retrieval.MAX_BUDGET,

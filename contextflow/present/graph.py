@@ -45,7 +45,7 @@ def _written(app: App, node_id: str, text: str) -> Reply:
 
 
 def _remembered(app: App, node_id: str, verb: str) -> Reply:
-    """A tool's write reply: the node's header, not its content back (the caller has it)."""
+    """A tool's write reply: the node's header as text (the caller has its content)."""
     state = ops.graph(app)
     node = state.nodes[node_id]
     return Reply(f"{verb} {node.type} {node.id}.\n" + node_header(state, node), node_data(state, node))
