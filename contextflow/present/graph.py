@@ -67,9 +67,17 @@ def steps_data(state: GraphState, root: Node, steps: list[explore.Step]) -> JSON
                                       "node": explore.node_dict(state, s.node)} for s in steps]}
 
 
-def _steps(app: App, root: Node, steps: list[explore.Step], title: str, notice: str = "") -> Reply:
+WALKS = {"related": "Related to", "provenance": "Provenance of", "dependents": "Depended on by"}
+
+
+def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = "") -> Reply:
+    """The nodes around one: along any edge (related), what it rests on, or what rests on it."""
+    if follow == "related":
+        root, steps = explore.related(app, node_id, depth)
+    else:
+        root, steps = explore.trace(app, node_id, reverse=follow == "dependents", max_depth=depth)
     state = ops.graph(app)
-    return Reply(notice + steps_text(state, root, steps, title), steps_data(state, root, steps))
+    return Reply(notice + steps_text(state, root, steps, WALKS[follow]), steps_data(state, root, steps))
 
 
 def _composed(result: Composed) -> Reply:
@@ -77,8 +85,8 @@ def _composed(result: Composed) -> Reply:
     return Reply(result.text, result.as_dict(), note=result.report())
 
 
-def _content(args: JSON, name: str = "content") -> str | None:
-    value = args.get(name)
+def _content(args: JSON) -> str | None:
+    value = args.get("content")
     if args.get("stdin"):
         if value:
             raise InputError("pass the content as an argument or with --stdin, not both")
@@ -107,13 +115,7 @@ def graph_recall(app: App, args: JSON) -> Reply:
         data: JSON = {"nodes": [explore.node_dict(state, node, with_edges=True) for node in nodes]}
         return Reply(DATA_NOTICE + "\n\n" + "\n\n".join(blocks), data)
     if around:
-        follow = args.get("follow", "related")
-        if follow == "related":
-            root, steps = explore.related(app, around, args.get("depth"))
-        else:
-            root, steps = explore.trace(app, around, reverse=follow == "dependents", max_depth=args.get("depth"))
-        title = {"related": "Related to", "provenance": "Provenance of", "dependents": "Depended on by"}[follow]
-        return _steps(app, root, steps, title, DATA_NOTICE + "\n\n")
+        return _walk(app, around, args.get("follow", "related"), args.get("depth"), DATA_NOTICE + "\n\n")
     if "query" not in args:
         raise InputError('graph_recall needs query, ids or around, e.g. {"query": "type:decision AND tag:project:x"}')
     nodes, total = explore.run_query(app, args["query"], args.get("limit", 20))
@@ -276,14 +278,11 @@ def tags(app: App, args: JSON) -> Reply:
 
 
 def trace(app: App, args: JSON) -> Reply:
-    reverse = bool(args.get("reverse"))
-    root, steps = explore.trace(app, args["id"], reverse=reverse, max_depth=args.get("depth"))
-    return _steps(app, root, steps, "Depended on by" if reverse else "Provenance of")
+    return _walk(app, args["id"], "dependents" if args.get("reverse") else "provenance", args.get("depth"))
 
 
 def related(app: App, args: JSON) -> Reply:
-    root, steps = explore.related(app, args["id"], args.get("depth"))
-    return _steps(app, root, steps, "Related to")
+    return _walk(app, args["id"], "related", args.get("depth"))
 
 
 def summarize(app: App, args: JSON) -> Reply:
