@@ -3,6 +3,8 @@ plus the `save_conversation` prompt that tells the client's own model how to dec
 
 from __future__ import annotations
 
+from typing import Any
+
 from contextflow.operations.spec import JSON, Feature, Operation, Param, PromptArg, PromptSpec, lazy
 
 _RUN = "contextflow.present.recall:"
@@ -28,6 +30,13 @@ DEFAULT_LIST = 20
 def _record(name: str, schema: JSON, description: str | None = None) -> Param:
     """A save_conversation field: offered to MCP clients; the CLI reads the whole record from a file."""
     return Param(name, {**schema, "description": description} if description else schema, cli=False)
+
+
+def _command(words: tuple[str, ...], summary: str, params: tuple[Param, ...], handler: str, description: str,
+             **more: Any) -> Operation:
+    """A CLI-only command."""
+    return Operation(" ".join(words), summary, params, _RUN + handler, command=words, tool=False, group="recall",
+                     cli_description=description, **more)
 
 
 SAVE_FIELDS = (
@@ -86,17 +95,8 @@ OPERATIONS = (
         group="recall",
         needs_store=False,
     ),
-    Operation(
-        "conversations new-id",
-        "Mint a conversation id.",
-        (),
-        _RUN + "new_id",
-        command=("conversations", "new-id"),
-        tool=False,
-        group="recall",
-        needs_store=False,
-        cli_description="Print a new conversation id.",
-    ),
+    _command(("conversations", "new-id"), "Mint a conversation id.", (), "new_id", "Print a new conversation id.",
+             needs_store=False),
     Operation(
         "save_conversation",
         "Save a structured record of this conversation (see the save_conversation prompt). Same id replaces.",
@@ -105,17 +105,14 @@ OPERATIONS = (
         group="recall",
         read_only=False,
     ),
-    Operation(
-        "conversations save",
+    _command(
+        ("conversations", "save"),
         "Save a record from a JSON file.",
         (Param("file", {**_S, "description": "JSON file with the record (the save_conversation fields); - reads "
                         "stdin"}, required=True, positional=True, tool=False),),
-        _RUN + "save_file",
-        command=("conversations", "save"),
-        tool=False,
-        group="recall",
+        "save_file",
+        "Validate and save a record given as JSON.",
         read_only=False,
-        cli_description="Validate and save a record given as JSON.",
     ),
     Operation(
         "get_conversation",
@@ -130,30 +127,24 @@ OPERATIONS = (
         group="recall",
         cli_description="Show one record by id or prefix.",
     ),
-    Operation(
-        "conversations list",
+    _command(
+        ("conversations", "list"),
         "List records, most recently saved first.",
         (
             Param("project", {**_S, "description": "Only this project."}),
             Param("limit", {"type": "integer", "description": f"At most N (default {DEFAULT_LIST})."}),
         ),
-        _RUN + "list_conversations",
-        command=("conversations", "list"),
-        tool=False,
-        group="recall",
-        cli_description="List records.",
+        "list_conversations",
+        "List records.",
     ),
-    Operation(
-        "instructions",
+    _command(
+        ("instructions",),
         "Print the lines for AGENTS.md / CLAUDE.md / GEMINI.md.",
         (),
-        _RUN + "instructions",
-        command=("instructions",),
-        tool=False,
-        group="recall",
+        "instructions",
+        "Print instruction-file lines that make agents search shared memory at the start of a task and save a "
+        "conversation record at the end. Append them to AGENTS.md, CLAUDE.md or GEMINI.md.",
         needs_store=False,
-        cli_description="Print instruction-file lines that make agents search shared memory at the start of a "
-        "task and save a conversation record at the end. Append them to AGENTS.md, CLAUDE.md or GEMINI.md.",
     ),
 )
 
