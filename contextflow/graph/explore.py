@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,29 +91,43 @@ class Step:
     via: str  # the node this one was reached from
 
 
-def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
-    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
-    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
-    state = graph(app)
-    root = resolve(state, node_id)
-    kinds = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+Neighbours = Callable[[str], list[tuple[str, str]]]  # node id -> (other node id, edge type)
+
+
+def _walk(state: GraphState, root: Node, depth_limit: int, neighbours: Neighbours) -> list[Step]:
+    """Breadth first from `root`, each node once, at most `depth_limit` hops."""
     steps: list[Step] = []
     seen = {root.id}
     frontier = [root.id]
     for depth in range(1, depth_limit + 1):
         following: list[str] = []
         for current in frontier:
-            edges = state.edges_in(current) if reverse else state.edges_out(current)
-            for edge in edges:
-                other = edge.source if reverse else edge.target
-                if edge.type in kinds and other not in seen:
+            for other, edge_type in neighbours(current):
+                if other not in seen:
                     seen.add(other)
                     following.append(other)
-                    steps.append(Step(depth, state.nodes[other], edge.type, current))
+                    steps.append(Step(depth, state.nodes[other], edge_type, current))
         frontier = following
         if not frontier:
             break
-    return root, steps
+    return steps
+
+
+PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+
+
+def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
+    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
+    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
+    state = graph(app)
+    root = resolve(state, node_id)
+
+    def neighbours(current: str) -> list[tuple[str, str]]:
+        if reverse:
+            return [(e.source, e.type) for e in state.edges_in(current) if e.type in PROVENANCE]
+        return [(e.target, e.type) for e in state.edges_out(current) if e.type in PROVENANCE]
+
+    return root, _walk(state, root, depth_limit, neighbours)
 
 
 def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]]:
@@ -120,21 +135,13 @@ def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]
     limit = checks.bounded_int(depth, "depth", 1, high=10)
     state = graph(app)
     root = resolve(state, node_id)
-    steps: list[Step] = []
-    seen = {root.id}
-    frontier = [root.id]
-    for level in range(1, limit + 1):
-        following: list[str] = []
-        for current in frontier:
-            pairs = [(e.target, e.type) for e in state.edges_out(current)]
-            pairs += [(e.source, e.type) for e in state.edges_in(current)]
-            for other, edge_type in pairs:
-                if other not in seen:
-                    seen.add(other)
-                    following.append(other)
-                    steps.append(Step(level, state.nodes[other], edge_type, current))
-        frontier = following
-    return root, steps
+
+    def neighbours(current: str) -> list[tuple[str, str]]:
+        return [(e.target, e.type) for e in state.edges_out(current)] + [
+            (e.source, e.type) for e in state.edges_in(current)
+        ]
+
+    return root, _walk(state, root, limit, neighbours)
 
 
 def status(app: App) -> dict[str, Any]:
