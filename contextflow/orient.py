@@ -52,12 +52,13 @@ def record_header(record: Record, now: datetime) -> str:
     title = f"[{clean(record.category, True)}] {clean(record.key, True)}" + (f" ({clip(label, 80)})" if label else "")
     return header(
         title,
-        writer=record.writer,
-        agent=record.data.get("agent"),
-        when=f"updated={stamp_iso(record.event_key[0])} ({_when(record.event_key, now)})",
-        fields=[*(["pinned"] if record.pinned else []), ("thread", record.thread_id),
-                ("expires", record.data.get("expires_at"))],
-        item_id=record.event_id,
+        ("writer", record.writer),
+        ("agent", record.data.get("agent")),
+        f"updated={stamp_iso(record.event_key[0])} ({_when(record.event_key, now)})",
+        "pinned" if record.pinned else None,
+        ("thread", record.thread_id),
+        ("expires", record.data.get("expires_at")),
+        ("id", record.event_id),
     )
 
 
@@ -76,14 +77,14 @@ def records_text(found: list[Record], title: str, now: datetime) -> str:
 
 
 def thread_header(thread: Thread, now: datetime, thoughts: int | None = None) -> str:
-    tangent = [f"tangent of thought {thread.parent_thought_id}"] if thread.parent_thought_id else []
     return header(
-        f"thread {thread.id}: {clip(thread.name, 100)} | status={thread.status}"
-        + (f" | thoughts={thoughts}" if thoughts is not None else ""),
-        writer=thread.writer,
-        agent=thread.agent,
-        when=f"updated={_when(thread.updated, now)}",
-        fields=tangent,
+        f"thread {thread.id}: {clip(thread.name, 100)}",
+        ("status", thread.status),
+        ("thoughts", thoughts),
+        ("writer", thread.writer),
+        ("agent", thread.agent),
+        f"updated={_when(thread.updated, now)}",
+        f"tangent of thought {thread.parent_thought_id}" if thread.parent_thought_id else None,
     )
 
 
@@ -92,7 +93,8 @@ def thought_text(thought: Thought, now: datetime, limit: int | None = None, labe
     title = f"{label}{thought.thought_type} | status={thought.status}"
     when = f"{stamp_iso(thought.created[0])} ({_when(thought.created, now)})"
     body = clip(thought.content, limit) if limit else thought.content
-    text = header(title, writer=thought.writer, agent=thought.agent, when=when, item_id=thought.id) + "\n" + quote(body)
+    text = header(title, ("writer", thought.writer), ("agent", thought.agent), when, ("id", thought.id))
+    text += "\n" + quote(body)
     if thought.metadata:
         text += "\n" + quote("metadata: " + _value_text(thought.metadata, 240))
     return text

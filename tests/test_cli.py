@@ -129,7 +129,7 @@ def test_every_command_appears_in_the_readme_or_the_docs():
 )
 def test_cli_errors_name_commands_and_flags_not_tool_arguments(capsys, argv, says, never):
     code, out, err = run(capsys, *argv)
-    assert code == 2 and says in err and never not in err, err
+    assert code == 2 and out == "" and says in err and never not in err, err
 
 
 def test_the_cli_and_the_tool_print_the_same_json(capsys, app):

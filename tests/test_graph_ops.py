@@ -5,6 +5,7 @@ import pytest
 from contextflow.errors import InputError, NotFoundError
 from contextflow.graph import explore, ops
 from contextflow.ids import ALPHABET
+from contextflow.present.nodes import status_text
 
 
 def count_events(app):
@@ -117,7 +118,7 @@ def test_status_counts_types_tokens_edges_and_tiers(app):
     assert info["nodes"] == 2 and info["tokens"] == 12 and info["edges"] == 1 and info["tags"] == 2
     assert info["types"] == {"decision": 1, "fact": 1}
     assert info["tiers"]["pinned"] == {"nodes": 1, "tokens": 10}
-    assert "pinned: 1 nodes (10 tokens)" in explore.status_text(info)
+    assert "pinned: 1 nodes (10 tokens)" in status_text(info)
 
 
 def test_saved_views_are_validated_and_deleted(app):

@@ -76,6 +76,8 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
         options["metavar"] = param.metavar
     if "enum" in schema:
         options["choices"] = schema["enum"]
+    elif kind == "array" and "enum" in schema.get("items", {}):  # each repeated value is checked
+        options["choices"] = schema["items"]["enum"]
     if kind == "integer":
         options["type"] = int
     elif kind == "number":

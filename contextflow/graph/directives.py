@@ -26,6 +26,7 @@ from contextflow.app import App
 from contextflow.errors import ContextflowError, InputError
 from contextflow.graph import explore, model, ops
 from contextflow.graph.compose import candidates_for, compose_nodes
+from contextflow.present.nodes import status_text
 from contextflow.text import clip
 
 AGENT = "claude-code"
@@ -140,7 +141,7 @@ class Runner:
         self.outcome.done.append(f"superseded {d.attrs.get('old')} by {d.attrs.get('new')}")
 
     def status(self, d: Directive) -> None:
-        text = explore.status_text(explore.status(self.app))
+        text = status_text(explore.status(self.app))
         if self.task:
             text += f"\nCurrent task: {self.task}"
         self.outcome.pending.append(f"## ctx status\n\n{text}")

@@ -1,13 +1,11 @@
-"""Graph reads: query, list, show, edges, tags, trace, related, status; and node renderings.
-
-Stored text is untrusted: text renderings strip control sequences and quote content under
-a header carrying its provenance (type, id, agent, writer, time).
-"""
+"""Graph reads: query, list, show, edges, tags, trace, related, status, as result objects
+(contextflow.present.nodes renders them)."""
 
 from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +15,6 @@ from contextflow.graph import model
 from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node
-from contextflow.text import DATA_NOTICE, clean, clip, quote
 
 MAX_LIMIT = 10_000
 
@@ -70,47 +67,6 @@ def node_dict(state: GraphState, node: Node, *, with_edges: bool = False) -> dic
     return data
 
 
-def node_header(state: GraphState, node: Node) -> str:
-    parts = [f"[{node.type}:{node.id}]", f"by {clean(node.agent or 'unknown', True)}",
-             f"writer={clean(node.writer, True)}", node.created_at]
-    if node.updated_key != node.created_key:
-        parts.append(f"updated {node.updated_at}")
-    parts.append(f"~{node.tokens} tokens")
-    tags = sorted(state.tags_of(node.id))
-    if tags:
-        parts.append("tags: " + ", ".join(clip(tag, 60) for tag in tags))
-    successor = state.superseded_by(node.id)
-    if successor:
-        parts.append(f"SUPERSEDED by {successor}")
-    return " | ".join(parts)
-
-
-def node_text(state: GraphState, node: Node, *, with_edges: bool = False, brief: bool = False) -> str:
-    body = quote(clip(node.content, 300) if brief else node.content)
-    lines = [node_header(state, node), body]
-    if node.summary:
-        lines.append("summary:\n" + quote(node.summary))
-    if node.metadata and not brief:
-        lines.append("metadata: " + clip(", ".join(f"{k}={v}" for k, v in sorted(node.metadata.items())), 500))
-    if with_edges:
-        lines += [f"  -> {edge_text(edge, state)}" for edge in state.edges_out(node.id)]
-        lines += [f"  <- {edge_text(edge, state, incoming=True)}" for edge in state.edges_in(node.id)]
-    return "\n".join(lines)
-
-
-def edge_text(edge: Edge, state: GraphState, *, incoming: bool = False) -> str:
-    other = state.nodes[edge.source if incoming else edge.target]
-    return f"{edge.type} [{other.type}:{other.id}] {clip(other.content, 80)}"
-
-
-def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | None = None) -> str:
-    if not nodes:
-        return f"{title}: no matching nodes."
-    shown = f"{len(nodes)} of {total}" if total is not None and total > len(nodes) else str(len(nodes))
-    blocks = [node_text(state, node, brief=True) for node in nodes]
-    return f"{title}: {shown} node(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
-
-
 def edges_of(app: App, node_id: Any, direction: Any = "both") -> tuple[Node, list[Edge], list[Edge]]:
     chosen = checks.choice(direction, "direction", ("in", "out", "both"), "both")
     state = graph(app)
@@ -135,29 +91,43 @@ class Step:
     via: str  # the node this one was reached from
 
 
-def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
-    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
-    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
-    state = graph(app)
-    root = resolve(state, node_id)
-    kinds = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+Neighbours = Callable[[str], list[tuple[str, str]]]  # node id -> (other node id, edge type)
+
+
+def _walk(state: GraphState, root: Node, depth_limit: int, neighbours: Neighbours) -> list[Step]:
+    """Breadth first from `root`, each node once, at most `depth_limit` hops."""
     steps: list[Step] = []
     seen = {root.id}
     frontier = [root.id]
     for depth in range(1, depth_limit + 1):
         following: list[str] = []
         for current in frontier:
-            edges = state.edges_in(current) if reverse else state.edges_out(current)
-            for edge in edges:
-                other = edge.source if reverse else edge.target
-                if edge.type in kinds and other not in seen:
+            for other, edge_type in neighbours(current):
+                if other not in seen:
                     seen.add(other)
                     following.append(other)
-                    steps.append(Step(depth, state.nodes[other], edge.type, current))
+                    steps.append(Step(depth, state.nodes[other], edge_type, current))
         frontier = following
         if not frontier:
             break
-    return root, steps
+    return steps
+
+
+PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+
+
+def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
+    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
+    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
+    state = graph(app)
+    root = resolve(state, node_id)
+
+    def neighbours(current: str) -> list[tuple[str, str]]:
+        if reverse:
+            return [(e.source, e.type) for e in state.edges_in(current) if e.type in PROVENANCE]
+        return [(e.target, e.type) for e in state.edges_out(current) if e.type in PROVENANCE]
+
+    return root, _walk(state, root, depth_limit, neighbours)
 
 
 def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]]:
@@ -165,32 +135,13 @@ def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]
     limit = checks.bounded_int(depth, "depth", 1, high=10)
     state = graph(app)
     root = resolve(state, node_id)
-    steps: list[Step] = []
-    seen = {root.id}
-    frontier = [root.id]
-    for level in range(1, limit + 1):
-        following: list[str] = []
-        for current in frontier:
-            pairs = [(e.target, e.type) for e in state.edges_out(current)]
-            pairs += [(e.source, e.type) for e in state.edges_in(current)]
-            for other, edge_type in pairs:
-                if other not in seen:
-                    seen.add(other)
-                    following.append(other)
-                    steps.append(Step(level, state.nodes[other], edge_type, current))
-        frontier = following
-    return root, steps
 
+    def neighbours(current: str) -> list[tuple[str, str]]:
+        return [(e.target, e.type) for e in state.edges_out(current)] + [
+            (e.source, e.type) for e in state.edges_in(current)
+        ]
 
-def steps_text(state: GraphState, root: Node, steps: list[Step], title: str) -> str:
-    lines = [f"{title} {node_header(state, root)}", quote(clip(root.content, 200))]
-    if not steps:
-        lines.append("(nothing linked)")
-    for step in steps:
-        indent = "  " * step.depth
-        lines.append(f"{indent}{step.edge_type} {node_header(state, step.node)}")
-        lines.append(indent + quote(clip(step.node.content, 160)))
-    return "\n".join(lines)
+    return root, _walk(state, root, limit, neighbours)
 
 
 def status(app: App) -> dict[str, Any]:
@@ -219,17 +170,3 @@ def status(app: App) -> dict[str, Any]:
         "edges": edge_count, "tags": len(tag_names), "tiers": tiers, "untiered": untiered,
         "superseded": superseded, "views": len(state.saved_views()),
     }
-
-
-def status_text(info: dict[str, Any]) -> str:
-    lines = [f"Store: {info['store']}", f"Nodes: {info['nodes']:,} (estimated {info['tokens']:,} tokens)"]
-    lines += [f"  {name}: {count:,}" for name, count in info["types"].items()]
-    lines += [f"Edges: {info['edges']:,}", f"Tags: {info['tags']:,} unique", f"Views: {info['views']}"]
-    if info["superseded"]:
-        lines.append(f"Superseded: {info['superseded']:,}")
-    lines += ["", "Tier breakdown:"]
-    for tier, bucket in info["tiers"].items():
-        lines.append(f"  {tier}: {bucket['nodes']:,} nodes ({bucket['tokens']:,} tokens)")
-    lines.append(f"  (no tier): {info['untiered']['nodes']:,} nodes ({info['untiered']['tokens']:,} tokens)")
-    return "\n".join(lines)
-

@@ -109,8 +109,11 @@ def add_node(
 
 def update_node(
     app: App, node_id: Any, *, content: Any = None, type: Any = None, summary: Any = None, metadata: Any = None,
+    add_tags: Any = None, remove_tags: Any = None,
 ) -> Node:
-    node = resolve(graph(app), node_id)
+    """Change fields and tags in one write (tags added, then removed); tags already so change nothing."""
+    state = graph(app)
+    node = resolve(state, node_id)
     data: dict[str, Any] = {"node": node.id}
     if content is not None:
         data["content"] = model.content(content)
@@ -121,9 +124,17 @@ def update_node(
     meta = model.metadata(metadata, allow_null=True)
     if meta:
         data["metadata"] = meta
-    if len(data) == 1:
+    adding, removing = model.tags(add_tags), model.tags(remove_tags)
+    if len(data) == 1 and not adding and not removing:
         raise InputError("nothing to update: pass content, type, summary or metadata")
-    app.store.append(model.NODE_UPDATE, data)
+    current = state.tags_of(node.id)
+    new = [name for name in adding if name not in current]
+    gone = [name for name in removing if name in current or name in new]
+    items: list[Item] = [(model.NODE_UPDATE, data)] if len(data) > 1 else []
+    items += [(model.TAG, {"node": node.id, "tags": new})] if new else []
+    items += [(model.UNTAG, {"node": node.id, "tags": gone})] if gone else []
+    if items:
+        app.store.append_many(items)
     return graph(app).nodes[node.id]
 
 

@@ -1,7 +1,260 @@
-"""Placeholder, replaced by the graph table."""
+"""The knowledge graph: seven MCP tools (group "graph") and the graph commands.
+
+Each tool covers a family of commands: graph_remember (add), graph_recall (query, show, trace,
+related), graph_link (link, unlink, supersede), graph_update (update, tag, untag, delete),
+graph_summarize (summarize), graph_compose (compose, view render), graph_status (status).
+Where a tool and a command take the same arguments they are one row; where they differ
+(stdin, key=value metadata, required flags) they are two rows over the same presenter.
+"""
 
 from __future__ import annotations
 
-from contextflow.operations.spec import Feature
+from typing import Any
 
-FEATURE = Feature(group="graph")
+from contextflow.operations.spec import JSON, Feature, Operation, Param
+
+_RUN = "contextflow.present.graph:"
+# Copies of contextflow.graph.model and .compose constants, so that reading the table stays
+# cheap (importing contextflow.graph folds nothing but costs ~0.1 s); a test checks they agree.
+NODE_TYPES = ("fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question")
+EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
+MAX_TAGS = 50
+DEFAULT_VIEW_BUDGET = 50_000
+MAX_BUDGET = 2_000_000
+DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
+
+_S: JSON = {"type": "string"}
+_INT: JSON = {"type": "integer"}
+_BOOL: JSON = {"type": "boolean"}
+_ID: JSON = {**_S, "description": "Node id or a unique prefix of it."}
+_TAGS: JSON = {"type": "array", "items": _S, "maxItems": MAX_TAGS,
+               "description": "namespace:value tags, e.g. project:shop, task:oauth, tier:reference."}
+_QUERY: JSON = {
+    **_S, "maxLength": 4000,
+    "description": "Filters type:fact, tag:project:x, tag:task:*, created:>24h, updated:<2w, created:>=2024-06-01, "
+    "tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or \"phrases\"; AND, OR, NOT, ( ).",
+}
+_AGENT: JSON = {**_S, "description": "Your name, e.g. claude, codex."}
+_EDGE_TYPE: JSON = {"type": "string", "enum": list(EDGE_TYPES)}
+_NODE_TYPE: JSON = {"type": "string", "enum": list(NODE_TYPES)}
+
+
+# -- CLI parameters ----------------------------------------------------------------------------
+
+def _arg(name: str, schema: JSON = _S, help: str | None = None, **cli: Any) -> Param:
+    """A command-line argument (tool=False): `help` is its --help text."""
+    return Param(name, schema, tool=False, cli_help=help, **cli)
+
+
+def _node_id(name: str = "id") -> Param:
+    return _arg(name, required=True, positional=True)
+
+
+FORMAT = _arg("format", {**_S, "enum": ["text", "json", "markdown"]}, "output format (default text)",
+              cli_default="text")
+STDIN = _arg("stdin", _BOOL, "read the content from standard input")
+TAG = _arg("tags", {"type": "array", "items": _S}, "a namespace:value tag (repeatable)", flag="--tag")
+AGENT = _arg("agent", help="who writes it (default 'human')", cli_default="human")
+INCLUDE_ARCHIVED = _arg("include_archived", _BOOL, "also load tier:off-context nodes")
+
+
+def _command(words: tuple[str, ...], summary: str, params: tuple[Param, ...], handler: str,
+             description: str | None = None, *, writes: bool = False) -> Operation:
+    """A CLI-only command (its tool is the family it belongs to)."""
+    return Operation(" ".join(words), summary, params, _RUN + handler, command=words, tool=False, group="graph",
+                     read_only=not writes, cli_description=description)
+
+
+def _tool(name: str, summary: str, params: tuple[Param, ...], *, writes: bool = False, **more: Any) -> Operation:
+    """A tool; `command=` also makes it a command with the same arguments."""
+    return Operation(name, summary, params, _RUN + name, group="graph", read_only=not writes, **more)
+
+
+COMMANDS = (
+    _command(("add",), "Add a knowledge node.", (
+        _arg("content", help="the node's content (or --stdin)", positional=True),
+        _arg("type", {**_NODE_TYPE}, "node type", required=True),
+        TAG,
+        _arg("meta", {"type": "array", "items": _S}, "metadata key=value (repeatable)"),
+        _arg("summary", help="a short summary of the content"),
+        _arg("supersedes", help="id of a node this one replaces"),
+        AGENT,
+        STDIN,
+    ), "add", "Add a node, e.g. add --type fact --tag tier:reference TEXT", writes=True),
+    _command(("show",), "Show a node.", (_node_id(), _arg("with_edges", _BOOL, "also list its edges"), FORMAT),
+             "show", "Show one node by id or unique id prefix."),
+    _command(("update",), "Change a node.", (
+        _node_id(),
+        _arg("content"),
+        _arg("type", {**_NODE_TYPE}),
+        _arg("summary"),
+        _arg("meta", {"type": "array", "items": _S}, "key=value to set, key= to remove (repeatable)"),
+        _arg("stdin", _BOOL, "read the new content from standard input"),
+    ), "update", "Change a node's content, type, summary or metadata.", writes=True),
+    _command(("delete",), "Delete a node and its edges.",
+             (_node_id(), _arg("cascade", _BOOL, "also delete nodes DERIVED_FROM it (recursively)")),
+             "delete", "Delete a node; its edges go with it.", writes=True),
+    _command(("list",), "List nodes, newest first.", (
+        _arg("type", {**_NODE_TYPE}),
+        _arg("tag"),
+        _arg("since", help="a duration back from now, e.g. 1h, 7d (or a date)"),
+        _arg("limit", _INT, cli_default=20),
+        FORMAT,
+    ), "list_nodes", "List nodes, most recently updated first."),
+    _command(("link",), "Link two nodes.", (
+        _arg("source", required=True, positional=True, metavar="FROM"),
+        _arg("target", required=True, positional=True, metavar="TO"),
+        _arg("type", help=f"one of {', '.join(EDGE_TYPES)}", cli_default="RELATES_TO"),
+    ), "link", "Add a typed edge FROM -> TO (linking twice is a no-op).", writes=True),
+    _command(("unlink",), "Remove edges between two nodes.", (
+        _arg("source", required=True, positional=True, metavar="FROM"),
+        _arg("target", required=True, positional=True, metavar="TO"),
+        _arg("type", help="only this edge type"),
+    ), "unlink", "Remove edges FROM -> TO (of one type, or all).", writes=True),
+    _command(("edges",), "Show a node's edges.",
+             (_node_id(), _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
+             "edges", "Show the edges of a node."),
+    _command(("tag",), "Add tags to a node.",
+             (_node_id(), _arg("tags", {"type": "array", "items": _S}, required=True, positional=True, metavar="TAG")),
+             "tag", "Add tags to a node (namespace:value, e.g. tier:working).", writes=True),
+    _command(("untag",), "Remove tags from a node.",
+             (_node_id(), _arg("tags", {"type": "array", "items": _S}, required=True, positional=True, metavar="TAG")),
+             "untag", "Remove tags from a node (namespace:value, e.g. tier:working).", writes=True),
+    _command(("tags",), "List tags with node counts.",
+             (_arg("prefix", help="only tags starting with this, e.g. task:"),),
+             "tags", "List the tags in use and how many nodes carry each."),
+    _command(("query",), "Find nodes with the query language.",
+             (_arg("query", required=True, positional=True), _arg("limit", _INT, cli_default=50), FORMAT),
+             "query", 'Find nodes, e.g. contextflow query "type:decision AND created:>7d". See docs/graph.md.'),
+    _command(("trace",), "Show provenance.", (
+        _node_id(),
+        _arg("reverse", _BOOL, "what depends on or derives from this node instead"),
+        _arg("depth", _INT, cli_default=20),
+    ), "trace", "What a node was derived from or depends on, recursively."),
+    _command(("related",), "Nodes near a node.", (_node_id(), _arg("depth", _INT, cli_default=1)),
+             "related", "Nodes within --depth hops along any edge."),
+    _command(("summarize",), "Summarize nodes with provenance.", (
+        _arg("ids", {"type": "array", "items": _S}, required=True, positional=True, metavar="ID"),
+        _arg("content", help="the summary text (or --stdin)"),
+        _arg("stdin", _BOOL, "read the summary from standard input"),
+        _arg("archive_sources", _BOOL, "move the sources to tier:off-context"),
+        _arg("tags", {"type": "array", "items": _S}, flag="--tag"),
+        _arg("agent", cli_default="human"),
+    ), "summarize", "Create a summary node with DERIVED_FROM edges to each source.", writes=True),
+    _command(("supersede",), "Mark a node as replaced by another.",
+             (_arg("old", required=True, positional=True), _arg("new", required=True, positional=True)),
+             "supersede", "Mark OLD as superseded by NEW; superseded nodes leave composed context.", writes=True),
+    _command(("view", "create"), "Save a view.", (
+        _arg("name", required=True, positional=True),
+        _arg("query", help='e.g. "type:fact OR type:decision"', required=True),
+        _arg("budget", _INT, "token budget (default 50000)", cli_default=DEFAULT_VIEW_BUDGET),
+    ), "view_create", "Save (or replace) a named view.", writes=True),
+    _command(("view", "list"), "List views.", (), "view_list", "List saved views."),
+    _command(("view", "render"), "Compose a view.", (
+        _arg("name", required=True, positional=True),
+        _arg("budget", _INT, "override the view's budget"),
+        INCLUDE_ARCHIVED,
+    ), "view_render", "Compose context from a saved view."),
+    _command(("view", "delete"), "Delete a view.", (_arg("name", required=True, positional=True),),
+             "view_delete", "Delete a saved view.", writes=True),
+    _command(("export",), "Export the graph as JSON.", (
+        _arg("query", help="only nodes matching this query"),
+        _arg("output", help="write to this file instead of stdout", aliases=("-o",)),
+        FORMAT,
+    ), "export", "Write the graph (or the nodes a query matches) as JSON to stdout or --output (the export is JSON "
+       "whatever --format says; --format shapes the --output report)."),
+    _command(("import",), "Import a JSON export.", (
+        _arg("file", help="export file (default: stdin)", positional=True),
+        _arg("merge", _BOOL, "skip what is already here instead of failing"),
+    ), "import_", "Import an export from FILE or stdin. With --merge, nodes already here are skipped, so importing "
+       "the same export twice changes nothing.", writes=True),
+    _command(("ingest",), "Store a text file as a source node.",
+             (_arg("file", required=True, positional=True), _arg("tags", {"type": "array", "items": _S}, flag="--tag"),
+              _arg("agent", cli_default="human")),
+             "ingest", "Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
+             "supersedes its previous version).", writes=True),
+    _command(("graph",), "Draw the graph (Mermaid or dot).", (
+        _arg("query", positional=True),
+        _arg("format", {**_S, "enum": ["mermaid", "dot"]}, "picture format (default mermaid)", cli_default="mermaid"),
+        _arg("limit", _INT, "at most this many nodes (default 200)", cli_default=200),
+    ), "picture", "Print a Mermaid or Graphviz dot picture of the nodes a query matches (default: all) and the "
+       "edges between them."),
+)
+
+TOOLS = (
+    _tool("graph_remember",
+          "Store a piece of knowledge as a graph node that persists across sessions, agents and machines. "
+          "Returns its id. Can link it to existing nodes and replace an outdated one in the same call.", (
+              Param("type", {**_NODE_TYPE, "description": "Default observation."}),
+              Param("content", {**_S, "description": "The knowledge itself, self-contained."}, required=True),
+              Param("tags", _TAGS),
+              Param("summary", {**_S, "description": "Short form used when the content does not fit a budget."}),
+              Param("metadata", {"type": "object", "description": 'Flat JSON, e.g. {"rationale": "..."}.'}),
+              Param("links", {"type": "array",
+                              "items": {"type": "object", "properties": {"to": _S, "type": _EDGE_TYPE}},
+                              "description": 'Edges from the new node, e.g. [{"to": "ID", "type": "DEPENDS_ON"}].'}),
+              Param("supersedes", {**_S, "description": "Id of a node this one replaces; it leaves composed context."}),
+              Param("agent", _AGENT),
+          ), writes=True),
+    _tool("graph_recall",
+          "Find stored knowledge: nodes matching a query (newest first), full nodes with their edges by id, "
+          "or the nodes around one node (related, provenance, dependents).", (
+              Param("query", _QUERY),
+              Param("ids", {"type": "array", "items": _S, "maxItems": 50, "description": "Show these nodes in full."}),
+              Param("around", {**_ID, "description": "Walk the graph from this node."}),
+              Param("follow", {"type": "string", "enum": ["related", "provenance", "dependents"],
+                               "description": "With around: any edge (default), what it derives from, or what rests "
+                               "on it."}),
+              Param("depth", {"type": "integer", "minimum": 1, "maximum": 10}),
+              Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "description": "Default 20."}),
+          )),
+    _tool("graph_link",
+          "Link two nodes with a typed edge (linking twice is a no-op), or remove edges with remove: true. "
+          "SUPERSEDES from the new node to the old marks the old one replaced.", (
+              Param("from", _ID, required=True),
+              Param("to", _ID, required=True),
+              Param("type", {**_EDGE_TYPE, "description": "Default RELATES_TO."}),
+              Param("remove", {"type": "boolean",
+                               "description": "Remove the edge(s) instead; all types unless type is given."}),
+          ), writes=True),
+    _tool("graph_update",
+          "Change a node (content, type, summary, metadata; a null metadata value removes the key), add or remove "
+          "tags (tier:off-context archives), or delete it with its edges.", (
+              Param("id", _ID, required=True),
+              Param("content", _S),
+              Param("type", _NODE_TYPE),
+              Param("summary", _S),
+              Param("metadata", {"type": "object"}),
+              Param("add_tags", _TAGS),
+              Param("remove_tags", _TAGS),
+              Param("delete", _BOOL),
+              Param("cascade", {"type": "boolean", "description": "With delete: also delete nodes derived from it."}),
+          ), writes=True, destructive=True),
+    _tool("graph_summarize",
+          "Write a summary node of several nodes, linked to each by DERIVED_FROM so its provenance stays "
+          "traceable; archive_sources moves the sources out of default context.", (
+              Param("ids", {"type": "array", "items": _S, "maxItems": 500}, required=True),
+              Param("content", {**_S, "description": "The summary."}, required=True),
+              Param("archive_sources", _BOOL),
+              Param("tags", _TAGS),
+              Param("agent", _AGENT),
+          ), writes=True),
+    _tool("graph_compose",
+          "Compose stored knowledge into markdown context within a token budget: pinned first, then by tier, "
+          "then most recent; reports what did not fit.", (
+              Param("query", {**_QUERY, "description": f"Default: {DEFAULT_QUERY}"},
+                    cli_help=f"default: {DEFAULT_QUERY}"),
+              Param("view", {**_S, "description": "A saved view's name instead of query."}, cli=False),
+              Param("budget", {"type": "integer", "minimum": 1, "maximum": MAX_BUDGET, "description": "Default 50000."},
+                    cli_default=DEFAULT_VIEW_BUDGET, cli_help="tokens (default 50000)"),
+              Param("include_archived", _BOOL, cli_help="also load tier:off-context nodes"),
+              Param("include_superseded", _BOOL, tool=False, cli_help="also load superseded nodes"),
+          ), command=("compose",),
+          cli_description="Compose markdown context from a query within a token budget: pinned first, then by tier, "
+          "then most recent. What did not fit is reported on stderr."),
+    _tool("graph_status", "Memory overview: node counts per type, tokens, edges, tags, tier breakdown.", (),
+          command=("status",),
+          cli_description="Node counts per type, token estimates, edges, tags and the tier breakdown."),
+)
+
+FEATURE = Feature(group="graph", operations=TOOLS + COMMANDS)

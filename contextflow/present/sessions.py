@@ -24,10 +24,15 @@ from contextflow.views.sessions import SessionSummary
 def entry_header(event: Event, index: int | None = None) -> str:
     data = event.data
     title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
-    fields = [("project", data.get("project") or "shared"), ("session", data.get("session_id")),
-              ("task", data.get("task"))]
     prefix = f"[{index}] " if index is not None else ""
-    return prefix + header(title, writer=event.writer, fields=fields, item_id=event.id)
+    return prefix + header(
+        title,
+        ("writer", event.writer),
+        ("project", data.get("project") or "shared"),
+        ("session", data.get("session_id")),
+        ("task", data.get("task")),
+        ("id", event.id),
+    )
 
 
 def entry_text(event: Event, index: int | None = None) -> str:

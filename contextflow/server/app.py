@@ -227,7 +227,10 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
     data = reply.data if (as_json or acknowledgement) else None
     if redacted and data is not None:
         data = {**data, "redacted": redacted}
-    text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() if as_json else reply.text
+    if as_json:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    else:  # the CLI prints the note on stderr; a model reads it after the text
+        text = reply.text + (f"\n({reply.note})" if reply.note else "")
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(text))]
     if redacted:  # tell the agent what was redacted before storing
         content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))

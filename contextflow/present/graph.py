@@ -1,0 +1,371 @@
+"""The graph tools and commands: call contextflow.graph, answer with text and JSON.
+
+A tool and the commands of its family share one payload per result: a written node is
+`node_data` (the node with its tags and outgoing links), a list of nodes is `nodes_data`,
+a walk is `steps_data`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+
+from contextflow.app import App
+from contextflow.errors import InputError
+from contextflow.graph import explore, model, ops, transfer
+from contextflow.graph import picture as pictures
+from contextflow.graph.compose import Composed, compose, render_node
+from contextflow.graph.view import GraphState, Node
+from contextflow.operations.spec import JSON, Reply
+from contextflow.present.nodes import (
+    edge_text,
+    node_header,
+    node_text,
+    nodes_markdown,
+    nodes_text,
+    status_text,
+    steps_text,
+)
+from contextflow.text import DATA_NOTICE
+
+# -- payloads --------------------------------------------------------------------------------
+
+
+def node_data(state: GraphState, node: Node) -> JSON:
+    """A node after a write: everything `show` gives, plus its outgoing links."""
+    links = [{"to": e.target, "type": e.type} for e in state.edges_out(node.id)]
+    return {**explore.node_dict(state, node), "links": links}
+
+
+def _written(app: App, node_id: str, text: str) -> Reply:
+    state = ops.graph(app)
+    return Reply(text, node_data(state, state.nodes[node_id]))
+
+
+def _remembered(app: App, node_id: str, verb: str) -> Reply:
+    """A tool's write reply: the node's header as text (the caller has its content)."""
+    state = ops.graph(app)
+    node = state.nodes[node_id]
+    return Reply(f"{verb} {node.type} {node.id}.\n" + node_header(state, node), node_data(state, node))
+
+
+def nodes_data(state: GraphState, nodes: list[Node], total: int) -> JSON:
+    return {"count": len(nodes), "total": total, "nodes": [explore.node_dict(state, n) for n in nodes]}
+
+
+def _nodes(app: App, args: JSON, nodes: list[Node], total: int, title: str) -> Reply:
+    state = ops.graph(app)
+    markdown = args.get("format") == "markdown"
+    text = nodes_markdown(state, nodes) if markdown else nodes_text(state, nodes, title, total)
+    return Reply(text, nodes_data(state, nodes, total))
+
+
+def steps_data(state: GraphState, root: Node, steps: list[explore.Step]) -> JSON:
+    return {"id": root.id, "steps": [{"depth": s.depth, "edge_type": s.edge_type, "via": s.via,
+                                      "node": explore.node_dict(state, s.node)} for s in steps]}
+
+
+WALKS = {"related": "Related to", "provenance": "Provenance of", "dependents": "Depended on by"}
+
+
+def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = "") -> Reply:
+    """The nodes around one: along any edge (related), what it rests on, or what rests on it."""
+    if follow == "related":
+        root, steps = explore.related(app, node_id, depth)
+    else:
+        root, steps = explore.trace(app, node_id, reverse=follow == "dependents", max_depth=depth)
+    state = ops.graph(app)
+    return Reply(notice + steps_text(state, root, steps, WALKS[follow]), steps_data(state, root, steps))
+
+
+def _composed(result: Composed) -> Reply:
+    """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
+    return Reply(result.text, result.as_dict(), note=result.report())
+
+
+def _content(args: JSON) -> str | None:
+    value = args.get("content")
+    if args.get("stdin"):
+        if value:
+            raise InputError("pass the content as an argument or with --stdin, not both")
+        return sys.stdin.read()
+    return value
+
+
+# -- tools (graph_compose and graph_status are also the compose and status commands) -----------
+
+
+def graph_remember(app: App, args: JSON) -> Reply:
+    event = ops.add_node(
+        app, type=args.get("type", "observation"), content=args.get("content"), tags=args.get("tags"),
+        metadata=args.get("metadata"), summary=args.get("summary"), agent=args.get("agent"),
+        links=ops.parse_links(args.get("links")), supersedes=args.get("supersedes"),
+    )
+    return _remembered(app, event.id, "Remembered")
+
+
+def graph_recall(app: App, args: JSON) -> Reply:
+    state = ops.graph(app)
+    ids, around = args.get("ids"), args.get("around")
+    if ids:
+        nodes = [ops.resolve(state, node_id) for node_id in ids]
+        blocks = [node_text(state, node, with_edges=True) for node in nodes]
+        data: JSON = {"nodes": [explore.node_dict(state, node, with_edges=True) for node in nodes]}
+        return Reply(DATA_NOTICE + "\n\n" + "\n\n".join(blocks), data)
+    if around:
+        return _walk(app, around, args.get("follow", "related"), args.get("depth"), DATA_NOTICE + "\n\n")
+    if "query" not in args:
+        raise InputError('graph_recall needs query, ids or around, e.g. {"query": "type:decision AND tag:project:x"}')
+    nodes, total = explore.run_query(app, args["query"], args.get("limit", 20))
+    return _nodes(app, args, nodes, total, "Recall")
+
+
+def graph_link(app: App, args: JSON) -> Reply:
+    state = ops.graph(app)
+    a, b = ops.resolve(state, args["from"], "from"), ops.resolve(state, args["to"], "to")
+    if args.get("remove"):
+        return _unlinked(a.id, b.id, ops.unlink(app, a.id, b.id, args.get("type")))
+    kind = args.get("type", "RELATES_TO")
+    created = ops.link(app, a.id, b.id, kind)
+    note = "" if created else " (it already existed; nothing changed)"
+    return Reply(f"Linked {a.id} -{kind}-> {b.id}{note}.", _link_data(a.id, b.id, kind, created))
+
+
+def _link_data(source: str, target: str, kind: str, created: bool) -> JSON:
+    return {"from": source, "to": target, "type": kind, "created": created}
+
+
+def _unlinked(source: str, target: str, removed: list[str], text: str | None = None) -> Reply:
+    data = {"from": source, "to": target, "removed": removed}
+    return Reply(text or f"Removed {', '.join(removed)} from {source} to {target}.", data)
+
+
+def _deleted(node_id: str, deleted: list[str], text: str) -> Reply:
+    return Reply(text, {"id": node_id, "deleted": deleted})
+
+
+def graph_update(app: App, args: JSON) -> Reply:
+    node = ops.resolve(ops.graph(app), args["id"])
+    if args.get("delete"):
+        deleted = ops.delete_node(app, node.id, cascade=bool(args.get("cascade")))
+        return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
+    changes = {name: args[name] for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
+               if name in args}
+    if not changes:
+        raise InputError("graph_update needs something to change: content, type, summary, metadata, add_tags, "
+                         "remove_tags, or delete: true")
+    ops.update_node(app, node.id, **changes)
+    return _remembered(app, node.id, "Updated")
+
+
+def graph_summarize(app: App, args: JSON) -> Reply:
+    done = ops.summarize(app, args["ids"], args.get("content"), archive_sources=bool(args.get("archive_sources")),
+                         tags=args.get("tags"), agent=args.get("agent"))
+    reply = _remembered(app, done.id, f"Summarized {len(done.sources)} node(s) as")
+    return _summarized(reply, done)
+
+
+def _summarized(reply: Reply, done: ops.Summarized) -> Reply:
+    data = {**reply.data, "sources": done.sources, "archived": done.archived}
+    return Reply(reply.text + (f"\nArchived: {', '.join(done.archived)}" if done.archived else ""), data)
+
+
+def graph_compose(app: App, args: JSON) -> Reply:
+    return _composed(compose(app, args.get("query"), args.get("budget"), view=args.get("view"),
+                             include_archived=bool(args.get("include_archived")),
+                             include_superseded=bool(args.get("include_superseded"))))
+
+
+def graph_status(app: App, args: JSON) -> Reply:
+    info = explore.status(app)
+    return Reply(status_text(info), info)
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def add(app: App, args: JSON) -> Reply:
+    content = _content(args)
+    if content is None:
+        raise InputError("add needs the content: pass it as an argument or with --stdin")
+    event = ops.add_node(
+        app, type=args["type"], content=content, tags=args.get("tags"), metadata=model.meta_pairs(args.get("meta")),
+        summary=args.get("summary"), agent=args.get("agent"), supersedes=args.get("supersedes"),
+    )
+    return _written(app, event.id, f"Added: {event.id}")
+
+
+def show(app: App, args: JSON) -> Reply:
+    state = ops.graph(app)
+    node = ops.resolve(state, args["id"])
+    with_edges = bool(args.get("with_edges"))
+    data = explore.node_dict(state, node, with_edges=with_edges)
+    if args.get("format") == "markdown":
+        return Reply(render_node(state, node), data)
+    return Reply(node_text(state, node, with_edges=with_edges), data)
+
+
+def update(app: App, args: JSON) -> Reply:
+    node = ops.update_node(
+        app, args["id"], content=_content(args), type=args.get("type"), summary=args.get("summary"),
+        metadata=model.meta_pairs(args.get("meta")) or None,
+    )
+    return _written(app, node.id, f"Updated: {node.id}")
+
+
+def delete(app: App, args: JSON) -> Reply:
+    deleted = ops.delete_node(app, args["id"], cascade=bool(args.get("cascade")))
+    return _deleted(deleted[0], deleted, "Deleted: " + ", ".join(deleted))
+
+
+def list_nodes(app: App, args: JSON) -> Reply:
+    nodes, total = explore.list_nodes(app, type=args.get("type"), tag=args.get("tag"), since=args.get("since"),
+                                      limit=args.get("limit"))
+    return _nodes(app, args, nodes, total, "Nodes")
+
+
+def query(app: App, args: JSON) -> Reply:
+    nodes, total = explore.run_query(app, args["query"], args.get("limit"))
+    return _nodes(app, args, nodes, total, "Query results")
+
+
+def link(app: App, args: JSON) -> Reply:
+    created = ops.link(app, args["source"], args["target"], args.get("type"))
+    state = ops.graph(app)
+    a, b = ops.resolve(state, args["source"]), ops.resolve(state, args["target"])
+    kind = model.edge_type(args.get("type"))
+    text = f"Linked: {a.id} -{kind}-> {b.id}" + ("" if created else " (already linked)")
+    return Reply(text, _link_data(a.id, b.id, kind, created))
+
+
+def unlink(app: App, args: JSON) -> Reply:
+    removed = ops.unlink(app, args["source"], args["target"], args.get("type"))
+    state = ops.graph(app)
+    a, b = ops.resolve(state, args["source"]), ops.resolve(state, args["target"])
+    return _unlinked(a.id, b.id, removed, "Unlinked: " + ", ".join(removed))
+
+
+def edges(app: App, args: JSON) -> Reply:
+    node, out, inc = explore.edges_of(app, args["id"], args.get("direction"))
+    state = ops.graph(app)
+    lines = [node_header(state, node)]
+    lines += [f"  -> {edge_text(edge, state)}" for edge in out]
+    lines += [f"  <- {edge_text(edge, state, incoming=True)}" for edge in inc]
+    if not out and not inc:
+        lines.append("  (no edges)")
+    return Reply("\n".join(lines), {"id": node.id, "out": [e.as_dict() for e in out], "in": [e.as_dict() for e in inc]})
+
+
+def tag(app: App, args: JSON) -> Reply:
+    node = ops.resolve(ops.graph(app), args["id"])
+    added = ops.tag(app, node.id, args["tags"])
+    return Reply(f"Tagged {node.id}: " + (", ".join(added) or "(already tagged)"), {"id": node.id, "added": added})
+
+
+def untag(app: App, args: JSON) -> Reply:
+    node = ops.resolve(ops.graph(app), args["id"])
+    removed = ops.untag(app, node.id, args["tags"])
+    text = f"Untagged {node.id}: " + (", ".join(removed) or "(was not tagged)")
+    return Reply(text, {"id": node.id, "removed": removed})
+
+
+def tags(app: App, args: JSON) -> Reply:
+    counts = explore.tag_counts(app, args.get("prefix"))
+    text = "\n".join(f"{name}  ({count})" for name, count in counts) or "(no tags)"
+    return Reply(text, [{"tag": name, "nodes": count} for name, count in counts])
+
+
+def trace(app: App, args: JSON) -> Reply:
+    return _walk(app, args["id"], "dependents" if args.get("reverse") else "provenance", args.get("depth"))
+
+
+def related(app: App, args: JSON) -> Reply:
+    return _walk(app, args["id"], "related", args.get("depth"))
+
+
+def summarize(app: App, args: JSON) -> Reply:
+    content = _content(args)
+    if content is None:
+        raise InputError("summarize needs the summary text: pass --content TEXT or --stdin")
+    done = ops.summarize(app, args["ids"], content, archive_sources=bool(args.get("archive_sources")),
+                         tags=args.get("tags"), agent=args.get("agent"))
+    return _summarized(_written(app, done.id, f"Created summary: {done.id}"), done)
+
+
+def supersede(app: App, args: JSON) -> Reply:
+    state = ops.graph(app)
+    old, new = ops.resolve(state, args["old"], "old id"), ops.resolve(state, args["new"], "new id")
+    created = ops.supersede(app, old.id, new.id)
+    text = f"Superseded: {old.id} by {new.id}" + ("" if created else " (already)")
+    return Reply(text, {"old": old.id, "new": new.id, "created": created})
+
+
+def view_create(app: App, args: JSON) -> Reply:
+    saved = ops.create_view(app, args["name"], args["query"], args.get("budget"))
+    return Reply(f"Saved view {saved['name']}: {saved['query']} (budget {saved['budget']:,})", saved)
+
+
+def view_list(app: App, args: JSON) -> Reply:
+    views = ops.graph(app).saved_views()
+    text = "\n".join(f"{v.name}: {v.query} (budget {v.budget:,})" for v in views) or "(no views)"
+    return Reply(text, [v.as_dict() for v in views])
+
+
+def view_render(app: App, args: JSON) -> Reply:
+    return _composed(compose(app, budget=args.get("budget"), view=args["name"],
+                             include_archived=bool(args.get("include_archived"))))
+
+
+def view_delete(app: App, args: JSON) -> Reply:
+    name = ops.delete_view(app, args["name"])
+    return Reply(f"Deleted view {name}", {"deleted": name})
+
+
+def export(app: App, args: JSON) -> Reply | int:
+    """The export is JSON on stdout whatever --format says; with --output, --format shapes the report."""
+    doc = transfer.export_graph(app, args.get("query"))
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    output = args.get("output")
+    if not output:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return 0
+    try:
+        Path(output).write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    counts = {"file": output, **{name: len(doc[name]) for name in ("nodes", "edges", "views")}}
+    return Reply(f"Exported {counts['nodes']} node(s), {counts['edges']} edge(s) to {output}", counts)
+
+
+def import_(app: App, args: JSON) -> Reply:
+    file = args.get("file") or "-"
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"the import is not valid JSON ({exc}); pass a file written by `contextflow export`") from None
+    result = transfer.import_graph(app, doc, merge=bool(args.get("merge")))
+    return Reply(result.text(), result.as_dict())
+
+
+def ingest(app: App, args: JSON) -> Reply:
+    done = transfer.ingest_file(app, args["file"], tags=args.get("tags"), agent=args.get("agent"))
+    if not done.created:
+        text = f"Unchanged: {done.id}"
+    else:
+        text = f"Ingested: {done.id}" + (f" (supersedes {done.replaced})" if done.replaced else "")
+    return Reply(text, {"id": done.id, "created": done.created, "supersedes": done.replaced})
+
+
+def picture(app: App, args: JSON) -> Reply:
+    nodes, total = explore.run_query(app, args.get("query") or "", args.get("limit"))
+    draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid
+    note = f"drew {len(nodes)} of {total} nodes; raise --limit or narrow the query" if total > len(nodes) else None
+    return Reply(draw(ops.graph(app), nodes), None, note=note)
+

@@ -1,0 +1,101 @@
+"""The graph and recall rows of the operations table: cheap to read, faithful to the core, one payload
+for a command and its tool, and graph_update's changes written at once."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from contextflow import conversations, retrieval
+from contextflow.app import App
+from contextflow.cli import main
+from contextflow.graph import compose, model, ops
+from contextflow.operations import graph as graph_table
+from contextflow.operations import recall as recall_table
+from contextflow.present import graph as present_graph
+from contextflow.search import search_kinds
+from contextflow.server.app import ContextflowServer
+
+
+def test_the_tables_copy_the_core_constants_they_show():
+    assert graph_table.NODE_TYPES == model.NODE_TYPES and graph_table.EDGE_TYPES == model.EDGE_TYPES
+    assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
+    assert graph_table.DEFAULT_VIEW_BUDGET == model.DEFAULT_VIEW_BUDGET
+    assert graph_table.DEFAULT_QUERY == compose.DEFAULT_QUERY
+    assert search_kinds() == recall_table.SEARCH_KINDS
+    assert (recall_table.DEFAULT_LIMIT, recall_table.MAX_LIMIT) == (retrieval.DEFAULT_LIMIT, retrieval.MAX_LIMIT)
+    assert (recall_table.DEFAULT_BUDGET, recall_table.MIN_BUDGET, recall_table.MAX_BUDGET) == (
+        retrieval.DEFAULT_BUDGET, retrieval.MIN_BUDGET, retrieval.MAX_BUDGET,
+    )
+    assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
+
+
+def test_reading_the_tables_imports_neither_the_graph_nor_the_search_index():
+    code = (
+        "import sys, contextflow.operations.graph, contextflow.operations.recall\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_graph_update_changes_fields_and_tags_in_one_write(app, monkeypatch):
+    node = ops.add_node(app, type="observation", content="draft", tags=["tier:working"])
+    writes = []
+    original = app.store.append_many
+    monkeypatch.setattr(app.store, "append_many", lambda items: writes.append(list(items)) or original(items))
+    reply = present_graph.graph_update(app, {
+        "id": node.id, "content": "final", "add_tags": ["tier:reference"], "remove_tags": ["tier:working"],
+    })
+    assert len(writes) == 1 and [kind for kind, _ in writes[0]] == [model.NODE_UPDATE, model.TAG, model.UNTAG]
+    assert (reply.data["content"], reply.data["tags"]) == ("final", ["tier:reference"])
+
+
+def test_a_tag_added_and_removed_in_one_update_ends_removed_and_repeats_write_nothing(app):
+    node = ops.add_node(app, type="fact", content="x", tags=["task:a"])
+    ops.update_node(app, node.id, add_tags=["task:b"], remove_tags=["task:b"])
+    assert ops.graph(app).tags_of(node.id) == {"task:a"}
+    before = app.store.event_count
+    ops.update_node(app, node.id, add_tags=["task:a"])
+    assert app.store.event_count == before
+
+
+def test_update_with_nothing_to_change_names_what_it_takes(app):
+    node = ops.add_node(app, type="fact", content="x")
+    with pytest.raises(Exception, match="nothing to update: pass content, type, summary or metadata"):
+        ops.update_node(app, node.id, add_tags=[])
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "recall,graph")
+    opened = App.open()
+    yield ContextflowServer(opened)
+    opened.close()
+
+
+def test_add_and_graph_remember_answer_with_the_same_payload(server, capsys):
+    assert main(["add", "--type", "fact", "--tag", "tier:reference", "from the shell", "--format", "json"]) == 0
+    from_cli = json.loads(capsys.readouterr().out)
+    from_tool = server.call("graph_remember", {"content": "from a client", "type": "fact"}).structured_content
+    assert set(from_cli) == set(from_tool) and {"links", "content", "writer", "tags"} <= set(from_cli)
+
+
+def test_search_and_get_context_answer_with_the_same_payload(server, capsys):
+    server.call("graph_remember", {"content": "Terraform state lives in S3", "type": "fact"})
+    assert main(["search", "terraform state", "--format", "json"]) == 0
+    from_cli = json.loads(capsys.readouterr().out)
+    from_tool = server.call("get_context", {"query": "terraform state"}).structured_content
+    assert from_cli == from_tool and from_cli["markdown"].startswith("# Context for: terraform state")
+
+
+def test_what_did_not_fit_ends_the_tool_text_and_goes_to_stderr_on_the_cli(server, capsys):
+    server.call("graph_remember", {"content": "pinned", "type": "fact", "tags": ["tier:pinned"]})
+    server.call("graph_remember", {"content": "y" * 4000, "type": "fact", "tags": ["tier:reference"]})
+    text = server.call("graph_compose", {"budget": 300}).content[0].text
+    last = text.splitlines()[-1]
+    assert text.startswith("<!-- ctx: 1 nodes") and last.startswith("(1 node(s), ") and "1 did not fit" in last
+    assert main(["compose", "--budget", "300"]) == 0
+    out, err = capsys.readouterr()
+    assert "node(s), " not in out and "1 node(s), " in err and "1 did not fit" in err
