@@ -85,6 +85,16 @@ async def client(app: App) -> AsyncIterator[Client]:
         yield connected
 
 
+async def call_with_data(client: Client, name: str, arguments: dict[str, Any]) -> Any:
+    """A tool result with its structured data: a read carries that only with format=json, so a
+    read is called twice, and its text (the delimited rendering) comes from the plain call."""
+    result = await client.call_tool(name, arguments)
+    if result.structured_content is None and not result.is_error:
+        data = await client.call_tool(name, {**arguments, "format": "json"})
+        result = result.model_copy(update={"structured_content": data.structured_content})
+    return result
+
+
 def text_of(result: Any) -> str:
     """The text of a tool result's first content block."""
     return str(result.content[0].text)

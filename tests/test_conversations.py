@@ -17,7 +17,7 @@ from contextflow.app import App
 from contextflow.blobs import BLOB_DIR, blob_path, read_blob, write_blob
 from contextflow.cli import build_parser, main
 from contextflow.errors import InputError, NotFoundError, StoreError
-from tests.conftest import connect, open_app, text_of
+from tests.conftest import call_with_data, connect, open_app, text_of
 
 SINGLE: dict[str, Any] = {
     "source": "claude_code",
@@ -319,7 +319,8 @@ async def test_get_conversation_returns_the_transcript_only_when_asked(rc):
     assert saved.structured_content["transcript_blob"]
     plain = await rc.call_tool("get_conversation", {"conversation_id": conversation_id})
     assert "word word" not in text_of(plain) and "include_transcript" in text_of(plain)
-    full = await rc.call_tool("get_conversation", {"conversation_id": conversation_id, "include_transcript": True})
+    asked = {"conversation_id": conversation_id, "include_transcript": True}
+    full = await call_with_data(rc, "get_conversation", asked)
     assert "> word word" in text_of(full) and full.structured_content["full_transcript"].startswith("word")
     missing = await rc.call_tool("get_conversation", {"conversation_id": "nope"})
     assert missing.is_error and "no conversation id starts with 'nope'" in text_of(missing)

@@ -86,7 +86,7 @@ def test_search_and_get_context_answer_with_the_same_payload(server, capsys):
     server.call("graph_remember", {"content": "Terraform state lives in S3", "type": "fact"})
     assert main(["search", "terraform state", "--format", "json"]) == 0
     from_cli = json.loads(capsys.readouterr().out)
-    from_tool = server.call("get_context", {"query": "terraform state"}).structured_content
+    from_tool = server.call("get_context", {"query": "terraform state", "format": "json"}).structured_content
     assert from_cli == from_tool and from_cli["markdown"].startswith("# Context for: terraform state")
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from contextflow.app import App
-from tests.conftest import connect, text_of
+from tests.conftest import call_with_data, connect, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -18,7 +18,7 @@ async def graph_client(monkeypatch):
 
 
 async def call(client, name, args):
-    result = await client.call_tool(name, args)
+    result = await call_with_data(client, name, args)
     assert not result.is_error, text_of(result)
     return result
 

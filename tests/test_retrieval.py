@@ -15,7 +15,7 @@ from contextflow.app import App
 from contextflow.cli import main
 from contextflow.errors import InputError
 from contextflow.search import estimate_tokens
-from tests.conftest import connect, open_app, text_of
+from tests.conftest import call_with_data, connect, open_app, text_of
 
 SECRETARY = {
     "source": "claude_code",
@@ -233,7 +233,8 @@ async def rc(recall_app: App) -> AsyncIterator[Client]:
 @pytest.mark.anyio
 async def test_the_get_context_tool_returns_markdown_and_structured_results(rc, recall_app):
     conversations.save_conversation(recall_app, SECRETARY)
-    result = await rc.call_tool("get_context", {"query": "middleware", "kinds": ["conversation"], "budget_tokens": 500})
+    asked = {"query": "middleware", "kinds": ["conversation"], "budget_tokens": 500}
+    result = await call_with_data(rc, "get_context", asked)
     assert not result.is_error
     assert "[rejected] A shared trait or middleware" in text_of(result)
     data = result.structured_content

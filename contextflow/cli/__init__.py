@@ -145,7 +145,7 @@ def in_cli_words(message: str, op: Operation) -> str:
     import re
 
     for other in operations():
-        if other.command and other.name in message:
+        if other.tool and other.command and other.name in message:
             message = re.sub(rf"\bcall {other.name}\b", f"run `{other.command_line()}`", message)
             message = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", message)
         for param in other.params:

@@ -94,6 +94,7 @@ OPERATIONS = (
         _RUN + "generate_conversation_id",
         group="recall",
         needs_store=False,
+        structured=True,
     ),
     _command(("conversations", "new-id"), "Mint a conversation id.", (), "new_id", "Print a new conversation id.",
              needs_store=False),

@@ -91,6 +91,9 @@ class Operation:
     read_only: bool = True
     destructive: bool = False
     needs_store: bool = True  # False: the CLI runs it without opening the store
+    # Structured data for MCP clients always (writes and other replies that quote no stored text),
+    # or, for reads that show stored text, only when asked for with format=json.
+    structured: bool | None = None
     cli_description: str | None = None  # longer CLI description, when the summary is not enough
     _run: Callable[..., Reply | int] = field(init=False, repr=False, compare=False)
 
@@ -100,10 +103,14 @@ class Operation:
     def run(self, app: App | None, arguments: JSON) -> Reply | int:
         return self._run(app, arguments)
 
+    @property
+    def always_structured(self) -> bool:
+        return not self.read_only if self.structured is None else self.structured
+
     def tool_params(self) -> tuple[Param, ...]:
         """What MCP clients may pass; every read also takes `format` (json adds structured data)."""
         params = tuple(p for p in self.params if p.tool)
-        return (*params, FORMAT) if self.read_only else params
+        return params if self.always_structured else (*params, FORMAT)
 
     def input_schema(self) -> JSON:
         params = self.tool_params()

@@ -116,7 +116,7 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        return reply_result(reply, as_json, not spec.read_only, redacted)
+        return reply_result(reply, as_json, spec.always_structured, redacted)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
