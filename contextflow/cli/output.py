@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from contextflow.text import clean_data
+
 FORMATS = ("text", "json", "markdown")
 
 
@@ -16,8 +18,8 @@ def add_format(parser: argparse.ArgumentParser) -> None:
 
 
 def emit(args: argparse.Namespace, text: str, data: Any) -> None:
-    """Print `data` as JSON when --format json, else the text (markdown is the same text)."""
+    """Print `data` as JSON when --format json (its strings cleaned as text is), else the text."""
     if getattr(args, "format", "text") == "json":
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        sys.stdout.write(orjson.dumps(clean_data(data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:
         sys.stdout.write(text.rstrip("\n") + "\n")

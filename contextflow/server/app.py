@@ -31,7 +31,7 @@ from contextflow.app import App
 from contextflow.errors import ContextflowError
 from contextflow.server.registry import features_for
 from contextflow.server.tooling import PromptSpec, ToolSpec, check_arguments
-from contextflow.text import clean
+from contextflow.text import clean, clean_data, clean_reply
 
 log = logging.getLogger("contextflow.server")
 
@@ -112,12 +112,12 @@ class ContextflowServer:
                 "Nothing was written unless the message says so. Please report this."
             )
         # every reply, whatever tool built it, leaves without terminal control sequences
-        content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(reply.text))]
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean_reply(reply.text))]
         data = reply.data
         if redacted:  # tell the agent what was redacted before storing
-            content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
+            content.append(types.TextContent(type="text", text=clean(secrets.notice(redacted).strip())))
             data = {**(data or {}), "redacted": redacted}
-        return types.CallToolResult(content=content, structured_content=data)
+        return types.CallToolResult(content=content, structured_content=clean_data(data))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -153,7 +153,7 @@ class ContextflowServer:
             prompts=[
                 types.Prompt(
                     name=spec.name,
-                    description=spec.description,
+                    description=clean(spec.description),
                     arguments=[
                         types.PromptArgument(name=a.name, description=a.description, required=a.required)
                         for a in spec.arguments
@@ -175,7 +175,7 @@ class ContextflowServer:
             raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
         await self._notify_if_prompts_changed(ctx)
         return types.GetPromptResult(
-            description=spec.description,
+            description=clean(spec.description),
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
         )
 
@@ -215,7 +215,7 @@ class ContextflowServer:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {', '.join(self.resources)}")
         return types.ReadResourceResult(
             contents=[
-                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean(spec.reader(self.app)))
+                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean_reply(spec.reader(self.app)))
             ]
         )
 
