@@ -20,6 +20,7 @@ def add_format(parser: argparse.ArgumentParser) -> None:
 def emit(args: argparse.Namespace, text: str, data: Any) -> None:
     """Print `data` as JSON when --format json (its strings cleaned as text is), else the text."""
     if getattr(args, "format", "text") == "json":
-        sys.stdout.write(orjson.dumps(clean_data(data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+        sys.stdout.write(orjson.dumps(clean_data(data), option=options).decode() + "\n")
     else:
         sys.stdout.write(text.rstrip("\n") + "\n")

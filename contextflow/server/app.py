@@ -213,10 +213,9 @@ class ContextflowServer:
         spec = self.resources.get(str(params.uri))
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {', '.join(self.resources)}")
+        text = clean_reply(spec.reader(self.app))
         return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean_reply(spec.reader(self.app)))
-            ]
+            contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=text)]
         )
 
 
