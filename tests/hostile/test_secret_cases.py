@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from contextflow import secrets
+from contextflow.app import App
 from contextflow.text import clean
+from tests.conftest import connect, text_of
 
 MIXED40 = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKQ"  # an AWS-secret-shaped string (mixed case, 40)
 KEY_ID = "AKIA" + "QWERTYUIOPASDFGH"
@@ -170,3 +172,20 @@ def test_a_credential_field_in_structured_data_is_redacted(value: dict[str, Any]
 def test_ordinary_fields_that_look_like_credentials_pass(value: dict[str, Any]) -> None:
     data = {"value": value}
     assert secrets.scrub(data, "redact") == (data, [])
+
+
+@pytest.mark.anyio
+async def test_secret_keys_and_split_tokens_are_neither_stored_nor_echoed(app: App) -> None:
+    split = j(GH[:18], "\u200b", GH[18:])
+    async with connect(app) as client:
+        stored = await client.call_tool("context_set", {"key": "cfg:deploy", "value": {GH: {"DB_PASS": "x1"}}})
+        noted = await client.call_tool("append_shared_note", {"agent": "a", "text": f"token {split}", "tags": ["t"]})
+        got = await client.call_tool("context_get", {"key": "cfg:deploy"})
+        read = await client.call_tool("read_shared_context", {"format": "json"})
+    for result in (stored, noted, got, read):
+        assert not result.is_error, text_of(result)
+        shown = " ".join(block.text for block in result.content) + repr(result.structured_content)
+        assert GH not in clean(shown) and GH[:18] not in shown and "x1" not in shown.replace("0x1", "")
+    assert "GitHub token in key of value" in " ".join(block.text for block in stored.content)
+    raw = b"".join(path.read_bytes() for path in app.store.folder.glob("events.*.jsonl")).decode()
+    assert GH[:18] not in raw and '"x1"' not in raw
