@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextflow import secrets
+from contextflow import secret_rules, secrets
 from contextflow.app import App
 from contextflow.errors import InputError
 from tests.conftest import text_of
@@ -195,12 +195,12 @@ async def test_refusal_reaches_the_agent_as_a_tool_error(client, monkeypatch: py
 
 
 def test_library_patterns_are_cached_per_machine_and_a_bad_cache_is_rebuilt() -> None:
-    cache_file = secrets._pattern_cache_file()
+    cache_file = secret_rules.pattern_cache_file()
     cache_file.unlink(missing_ok=True)
-    fresh = secrets._library_patterns()
+    fresh = secret_rules.library_patterns()
     assert cache_file.is_file()
-    assert secrets._library_patterns() == fresh
+    assert secret_rules.library_patterns() == fresh
     assert {row[0] for row in fresh} >= {"AWS Access Key", "GitHub Token", "Slack Token", "JSON Web Token"}
     cache_file.write_text("not json")
-    assert secrets._library_patterns() == fresh
-    assert secrets._library_patterns() == fresh, "the rebuilt cache reads back"
+    assert secret_rules.library_patterns() == fresh
+    assert secret_rules.library_patterns() == fresh, "the rebuilt cache reads back"

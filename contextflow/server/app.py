@@ -33,7 +33,7 @@ from contextflow.errors import ContextflowError
 from contextflow.operations import Operation, PromptSpec, Reply
 from contextflow.operations.arguments import check_arguments
 from contextflow.server.registry import features_for
-from contextflow.text import clean
+from contextflow.text import clean, clean_data, clean_reply
 
 log = logging.getLogger("contextflow.server")
 
@@ -152,7 +152,7 @@ class ContextflowServer:
             prompts=[
                 types.Prompt(
                     name=spec.name,
-                    description=spec.description,
+                    description=clean(spec.description),
                     arguments=[
                         types.PromptArgument(name=a.name, description=a.description, required=a.required)
                         for a in spec.arguments
@@ -174,7 +174,7 @@ class ContextflowServer:
             raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
         await self._notify_if_prompts_changed(ctx)
         return types.GetPromptResult(
-            description=spec.description,
+            description=clean(spec.description),
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
         )
 
@@ -212,28 +212,29 @@ class ContextflowServer:
         spec = self.resources.get(str(params.uri))
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {', '.join(self.resources)}")
+        text = clean_reply(spec.reader(self.app))
         return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean(spec.reader(self.app)))
-            ]
+            contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=text)]
         )
 
 
 def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: list[str]) -> types.CallToolResult:
-    """What the client hands its model. Some clients show `structuredContent` instead of the text,
-    so a read carries it only when asked for with format=json (and its text is then that JSON);
-    otherwise the model gets the delimited, provenance-carrying text. A write's acknowledgement
-    (ids, what changed) always carries it."""
+    """What the client hands its model, cleaned of escape, control, bidi, zero-width and tag characters.
+
+    Some clients show `structuredContent` instead of the text, so a read carries it only when asked
+    for with format=json (and its text is then that JSON); otherwise the model gets the delimited,
+    provenance-carrying text. A write's acknowledgement (ids, what changed) always carries it."""
     data = reply.data if (as_json or acknowledgement) else None
     if redacted and data is not None:
         data = {**data, "redacted": redacted}
+    data = clean_data(data)
     if as_json:
         text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
     else:  # the CLI prints the note on stderr; a model reads it after the text
-        text = reply.text + (f"\n({reply.note})" if reply.note else "")
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=clean(text))]
+        text = clean_reply(reply.text + (f"\n({reply.note})" if reply.note else ""))
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if redacted:  # tell the agent what was redacted before storing
-        content.append(types.TextContent(type="text", text=secrets.notice(redacted).strip()))
+        content.append(types.TextContent(type="text", text=clean(secrets.notice(redacted).strip())))
     return types.CallToolResult(content=content, structured_content=data)
 
 
