@@ -22,6 +22,7 @@ from contextflow.search import VIEW_NAME, Doc, Hit, Query, Reranker, SearchIndex
 from contextflow.search.tokens import estimate_tokens, query_terms
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.views.conversations import ConversationEntry, ConversationsState
+from contextflow.views.sessions import DEFAULT_PROJECT
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
@@ -222,7 +223,7 @@ class Views:
 
 def _conversation_hydrator(views: Views, doc: Doc) -> str | None:
     state: ConversationsState = views["conversations"]
-    entry = state.records.get(doc.ref)
+    entry = state.records.get((doc.project or DEFAULT_PROJECT, doc.ref))  # records are keyed by (project, id)
     return conversation_body(entry) if entry is not None else None
 
 

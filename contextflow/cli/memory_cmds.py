@@ -142,7 +142,7 @@ def cmd_context_set(args: argparse.Namespace, app: App) -> int:
         agent=args.agent,
         now=_now(),
     )
-    record = records.records_state(app).records[event.data["key"]]  # as folded, even if expired since
+    record = records.record_of(app, event)  # as folded, even if expired since
     emit(args, f"Saved {record.key} (id {event.id})", records.record_dict(record))
     return 0
 

@@ -80,20 +80,20 @@ class GrantStore(Store):
     grant: Grant
     default_project: str
 
+    def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` stamped with the default project when it names none; refused unless the grant may write it."""
+        project = data.get("project")
+        if not isinstance(project, str) or not project.strip():
+            data, project = {**data, "project": self.default_project}, self.default_project
+        project = project.strip()
+        if not self.grant.can_write(project):
+            raise InputError(
+                f"the token {self.grant.name!r} may not write to project {project!r}; it is {self.grant.describe()}"
+            )
+        return data
+
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        stamped: list[tuple[str, dict[str, Any]]] = []
-        for kind, data in items:
-            project = data.get("project")
-            if not isinstance(project, str) or not project.strip():
-                data, project = {**data, "project": self.default_project}, self.default_project
-            project = project.strip()
-            if not self.grant.can_write(project):
-                raise InputError(
-                    f"the token {self.grant.name!r} may not write to project {project!r}; "
-                    f"it is {self.grant.describe()}"
-                )
-            stamped.append((kind, data))
-        return super().append_many(stamped)
+        return super().append_many([(kind, self.admit(kind, data)) for kind, data in items])
 
 
 def grant_app(base: App, grant: Grant) -> App:
