@@ -18,8 +18,9 @@ a read-only grant cannot move its own either (the prompts that would are refused
 
 Store work (folds, appends, lock waits) runs in worker threads, never on the event loop, so a
 slow call never stalls other clients. Calls of one grant run one at a time (each grant's store
-is used by one thread at a time); different grants run side by side, their appends serialized
-by the writer lock as between processes.
+is used by one thread at a time); grants that read every project share one lock, since their
+stores also write the machine-local snapshot and sessions sidecar. Scoped grants run side by
+side, their appends serialized by the writer lock as between processes.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+UNSCOPED_LOCK = "*"  # never a grant name (names are letters, digits, '.', '_', '-')
 # Prompts that make a session the active one; a read-only grant may not run them.
 SESSION_MOVING_PROMPTS = re.compile(r"^(new_session|resume_by_id|resume_\d+)$")
 
@@ -188,7 +190,7 @@ class HttpBridge:
 
     async def _serve(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer, Grant], T]) -> T:
         grant = self.grant_of(ctx)
-        lock = self._locks.setdefault(grant.name, anyio.Lock())
+        lock = self._locks.setdefault(UNSCOPED_LOCK if grant.reads_everything else grant.name, anyio.Lock())
         async with lock:
             return await anyio.to_thread.run_sync(lambda: work(self.inner_for(grant), grant))
 
