@@ -31,6 +31,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -94,6 +95,9 @@ class ProjectFilter:
             self.inner.apply(state, event)
 
 
+_APPENDING = threading.Lock()
+
+
 class GrantStore(Store):
     """The store as one grant may use it: reads filtered by its views, writes checked here."""
 
@@ -113,7 +117,9 @@ class GrantStore(Store):
         return data
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        return super().append_many([(kind, self.admit(kind, data)) for kind, data in items])
+        admitted = [(kind, self.admit(kind, data)) for kind, data in items]
+        with _APPENDING:  # grants' threads queue here instead of polling the writer's file lock
+            return super().append_many(admitted)
 
 
 def grant_app(base: App, grant: Grant) -> App:
