@@ -11,9 +11,10 @@ later event *in the same log* supersedes it, because the rewrite is one atomic r
 later event travels with it. Other writers' events (synced or not yet) may order anywhere, so
 a tombstone stays while nothing later in this log replaces it, and the last write of a record
 stays even after it expired (it hides older writes other machines may still hold). On top of
-the views' answers: unreadable lines and a torn last line are kept byte for byte, a repeated
-event id is kept once, and the newest event of this writer always stays (its sequence number
-and clock carry on).
+the views' answers: a reduced event always keeps its `project` (scoped readers filter on it;
+without it the event would move to project `shared`), unreadable lines and a torn last line
+are kept byte for byte, a repeated event id is kept once, and the newest event of this writer
+always stays (its sequence number and clock carry on).
 
 The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock.
 Another machine that read the old file sees that it no longer continues what it read and
@@ -38,6 +39,7 @@ from contextflow.fold import Compactable
 from contextflow.log import fsync_folder, read_whole, replace_log, signature
 
 ARCHIVE_DIR = "archive"
+SCOPING_FIELDS = ("project",)  # kept in every reduced event: what project scopes (HTTP grants) filter on
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,9 @@ def plan(app: App, lines: list[Line], report: CompactReport) -> list[bytes]:
         if fields is None:
             report.dropped[event.kind] += 1
             continue
+        kept = (*fields, *SCOPING_FIELDS)  # a reduced event stays in its project for scoped readers
         reduced = Event(event.id, event.writer, event.seq, event.hlc, event.kind,
-                        {name: event.data[name] for name in fields if name in event.data})
+                        {name: event.data[name] for name in kept if name in event.data})
         if reduced.data == event.data:
             out.append(line.raw)
             continue

@@ -6,11 +6,16 @@ entities and a summary; a multi-topic record adds an overall summary, cross-topi
 and `topics[]`, each with its own fields. `save_conversation` validates it (errors name the
 field, e.g. `topics[2].decisions[0].reasoning must be a string`) and appends one
 `conversation.save` event carrying the whole record. Saving the same `conversation_id`
-again replaces the record.
+again in the same project replaces the record (a save naming no project goes to the project
+already holding that id, else the default one); a record is identified by its project and
+id, so two projects never replace each other's (see views/conversations.py). Lookups that
+name no project take the default project's record, else the only one with that id.
 
 A full transcript over `TRANSCRIPT_INLINE_TOKENS` goes to a write-once blob file (blobs.py)
 and the record keeps only its hash; transcripts are never indexed and are returned only on
-request (`show_conversation(..., include_transcript=True)`).
+request (`show_conversation(..., include_transcript=True)`). The store is asked whether it
+accepts the event (a scoped HTTP token may not write every project) before the blob is
+written, so a refused save leaves nothing in the synced folder.
 """
 
 from __future__ import annotations
@@ -228,6 +233,13 @@ def _transcript(app: App, value: Any) -> tuple[dict[str, Any] | None, list[str]]
     return {"tokens": tokens, "chars": len(text), "blob": sha}, redacted
 
 
+def _owner(app: App, conversation_id: str) -> str:
+    """The project a save naming none goes to: the default project, unless only another one has this id."""
+    default = app.settings.default_project
+    holders = [owner for owner, cid in conversations_state(app).records if cid == conversation_id]
+    return holders[0] if len(holders) == 1 and default not in holders else default
+
+
 def save_conversation(app: App, raw: Any) -> Saved:
     """Validate and store a conversation record; the same conversation_id replaces the old one."""
     record = validate_record(raw)
@@ -236,7 +248,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
     data: dict[str, Any] = {
         "conversation_id": conversation_id,
         "source": _string(raw.get("source"), "source", SHORT) or "unknown",
-        "project": _string(raw.get("project"), "project", SHORT) or app.settings.default_project,
+        "project": _string(raw.get("project"), "project", SHORT) or _owner(app, conversation_id),
         **record,
     }
     session_id = checks.text(raw.get("session_id"), "session_id", max_chars=SHORT)
@@ -248,12 +260,13 @@ def save_conversation(app: App, raw: Any) -> Saved:
             f"the record is {size} bytes without its transcript; the limit is {MAX_RECORD_BYTES}. "
             "Summarize more tightly and put the detail in full_transcript"
         )
+    data = app.store.admit(SAVE_KIND, data)  # refused before any blob reaches the synced folder
     transcript, redacted = _transcript(app, raw.get("full_transcript"))
     if transcript:
         data["transcript"] = transcript
     if redacted:
         data[secrets.REDACTED_FIELD] = redacted
-    replaced = conversation_id in conversations_state(app).records
+    replaced = (str(data["project"]), conversation_id) in conversations_state(app).records
     event = app.store.append(SAVE_KIND, data)
     tokens = transcript["tokens"] if transcript else 0
     return Saved(event, conversation_id, replaced, tokens, transcript.get("blob") if transcript else None)
@@ -274,17 +287,27 @@ def list_conversations(app: App, *, project: Any = None, limit: Any = None) -> l
     return conversations_state(app).newest_first(wanted)[:count]
 
 
-def find_conversation(app: App, conversation_id: Any) -> ConversationEntry:
+def find_conversation(app: App, conversation_id: Any, project: Any = None) -> ConversationEntry:
+    """The record with that id (or unique id prefix): in `project` when named, else the default
+    project's, else the only project's that has it."""
     given = _string(conversation_id, "conversation_id", 128, "pass the id or a unique prefix of it", True)
+    named = _string(project, "project", SHORT)
     assert given is not None
     records = conversations_state(app).records
+    ids = {cid for owner, cid in records if named is None or owner == named}
+    where = f" in project {named!r}" if named else ""
     try:
-        chosen = resolve_prefix(given, records.keys(), "conversation_id")
+        chosen = resolve_prefix(given, ids, "conversation_id")
     except NotFoundError:
         raise NotFoundError(
-            f"no conversation id starts with {given!r}; `contextflow conversations list` shows the saved ones"
+            f"no conversation id{where} starts with {given!r}; `contextflow conversations list` shows the saved ones"
         ) from None
-    return records[chosen]
+    holders = sorted(owner for owner, cid in records if cid == chosen and (named is None or owner == named))
+    if app.settings.default_project in holders:
+        return records[(app.settings.default_project, chosen)]
+    if len(holders) > 1:
+        raise InputError(f"conversation {chosen} exists in projects {', '.join(holders)}; pass project= to choose one")
+    return records[(holders[0], chosen)]
 
 
 def load_transcript(app: App, entry: ConversationEntry) -> str | None:

@@ -7,6 +7,12 @@ against the `now` the caller passes (default: the current time).
 
 On update, arguments left out keep the record's current values (label, category, thread,
 pinned, expiry), so an agent can change a value without re-sending everything.
+
+A record is identified by its project and key (see views/records.py). Writes go to the
+project named, else the default project (a scoped HTTP token's own); a read or delete that
+names no project takes the default project's record, else the only project holding the key,
+and asks for `project` when several do. Categories are a closed list (`CATEGORIES`); left
+out, the category is the key's prefix when that is one of them, else `fact`.
 """
 
 from __future__ import annotations
@@ -24,11 +30,13 @@ from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError, NotFoundError
 from contextflow.events import Event
 from contextflow.timeline import resolve_thread
-from contextflow.views.records import DELETE_KIND, SET_KIND, Record, RecordsState
+from contextflow.views.records import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState
+from contextflow.views.sessions import project_of
 
 MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_LABEL_CHARS = 200
+MAX_PROJECT_CHARS = 200
 DEFAULT_SINCE_DAYS = 7
 DEFAULT_LIMIT = 50
 MAX_SORTED_POOL = 2000
@@ -36,10 +44,10 @@ WAITING_SHOWN = 20
 CLIPBOARD = "clipboard"
 CLIPBOARD_EXPIRY = timedelta(hours=24)
 CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
+DEFAULT_CATEGORY = "fact"  # for a key whose prefix is not a category, e.g. ticket:123
 NEVER = ("never", "none", "off")
 
 _KEY = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
-_CATEGORY = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 KEY_HELP = (
     "a key is prefix:name, e.g. pr:owner/repo:1777, machine:chisel, project:meshcore-monitor, "
     "waiting:pr-1777, fact:synology-nas (prefix: lower-case letters, digits, - or _; name: no spaces)"
@@ -70,14 +78,42 @@ def check_key(value: object, name: str = "key") -> str:
     return key
 
 
-def check_category(value: object) -> str | None:
+def check_category(value: object, also: Collection[str] = ()) -> str | None:
+    """One of CATEGORIES (or of `also`: categories stored before the list was closed, for filtering)."""
     category = checks.text(value, "category", max_chars=32)
-    if category is not None and not _CATEGORY.match(category):
+    if category is not None and category not in CATEGORIES and category not in also:
         raise InputError(
-            f"category={category!r} must be one lower-case word (letters, digits, - or _), "
-            f"usually one of {', '.join(CATEGORIES)}"
+            f"category {category!r} is not one of {', '.join(CATEGORIES)}; pick one of those, "
+            f"or leave it out to use the key's prefix (else {DEFAULT_CATEGORY})"
         )
     return category
+
+
+def default_category(key: str) -> str:
+    prefix = key.split(":", 1)[0]
+    return prefix if prefix in CATEGORIES else DEFAULT_CATEGORY
+
+
+def check_project(value: object) -> str | None:
+    return checks.text(value, "project", max_chars=MAX_PROJECT_CHARS)
+
+
+def _identity(app: App, state: RecordsState, key: str, project: object) -> RecordId:
+    """Which record a read or delete of `key` means; see the module docstring."""
+    named = check_project(project)
+    if named:
+        return (named, key)
+    default = app.settings.default_project
+    if (default, key) in state.records:
+        return (default, key)
+    holders = state.holders(key)
+    live = [name for name in holders if state.live((name, key)) is not None]
+    candidates = live or holders
+    if len(candidates) > 1:
+        raise InputError(
+            f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one"
+        )
+    return (candidates[0], key) if candidates else (default, key)
 
 
 def check_value(value: object) -> dict[str, Any]:
@@ -116,17 +152,20 @@ def set_record(
     pinned: object = None,
     expires_at: object = None,
     agent: object = None,
+    project: object = None,
     now: datetime | None = None,
 ) -> Event:
-    """Create or replace the record under `key`. Omitted optional fields keep their current values."""
+    """Create or replace the record under (`project`, `key`). Omitted optional fields keep their current values."""
     moment = _now(now)
     name = check_key(key)
-    data: dict[str, Any] = {"key": name, "value": check_value(value)}
-    current = records_state(app).live(name)
+    chosen = check_category(category)
+    owner = check_project(project) or app.settings.default_project
+    data: dict[str, Any] = {"key": name, "project": owner, "value": check_value(value)}
+    current = records_state(app).live((owner, name))
     if current is not None and current.expired(_ms(moment)):
         current = None
     previous = current.data if current is not None else {}
-    data["category"] = check_category(category) or previous.get("category") or name.split(":", 1)[0]
+    data["category"] = chosen or previous.get("category") or default_category(name)
     if label is not None:
         shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS)
         if shown:
@@ -155,12 +194,14 @@ def set_record(
     return app.store.append(SET_KIND, data)
 
 
-def _missing(state: RecordsState, key: str, now_ms: int) -> NotFoundError | None:
-    record = state.records.get(key)
+def _missing(state: RecordsState, identity: RecordId, now_ms: int) -> NotFoundError | None:
+    key = identity[1]
+    record = state.records.get(identity)
     if record is None:
         hint = key.split(":", 1)[0] + ":"
         return NotFoundError(
-            f"no context record under {key!r}; call context_list with prefix={hint!r} to see keys"
+            f"no context record under {key!r} in project {identity[0]!r}; "
+            f"call context_list with prefix={hint!r} to see keys"
         )
     if record.deleted:
         return NotFoundError(
@@ -175,23 +216,32 @@ def _missing(state: RecordsState, key: str, now_ms: int) -> NotFoundError | None
     return None
 
 
-def get_record(app: App, *, key: object, now: datetime | None = None) -> Record:
+def get_record(app: App, *, key: object, project: object = None, now: datetime | None = None) -> Record:
     name = check_key(key)
     state = records_state(app)
-    problem = _missing(state, name, _ms(_now(now)))
+    identity = _identity(app, state, name, project)
+    problem = _missing(state, identity, _ms(_now(now)))
     if problem is not None:
         raise problem
-    return state.records[name]
+    return state.records[identity]
 
 
-def delete_record(app: App, *, key: object, agent: object = None, now: datetime | None = None) -> Event:
+def record_of(app: App, event: Event) -> Record:
+    """The record a set or delete event wrote, as folded (even if it expired since)."""
+    return records_state(app).records[(project_of(event), str(event.data["key"]))]
+
+
+def delete_record(
+    app: App, *, key: object, project: object = None, agent: object = None, now: datetime | None = None
+) -> Event:
     """Write a tombstone for a live (or expired) record."""
     name = check_key(key)
     state = records_state(app)
-    record = state.records.get(name)
+    identity = _identity(app, state, name, project)
+    record = state.records.get(identity)
     if record is None or record.deleted:
-        raise _missing(state, name, _ms(_now(now))) or NotFoundError(name)
-    data: dict[str, Any] = {"key": name}
+        raise _missing(state, identity, _ms(_now(now))) or NotFoundError(name)
+    data: dict[str, Any] = {"key": name, "project": identity[0]}
     agent_name = checks.text(agent, "agent", max_chars=200)
     if agent_name:
         data["agent"] = agent_name
@@ -207,10 +257,13 @@ def list_records(
     since_days: object = None,
     limit: object = None,
     prefix: object = None,
+    project: object = None,
     now: datetime | None = None,
 ) -> list[Record]:
     """Live, unexpired records updated within `since_days` (0: any time), newest first."""
-    wanted_category = check_category(category)
+    state = records_state(app)
+    wanted_category = check_category(category, also=state.by_category)
+    wanted_project = check_project(project)
     thread = resolve_thread(app, thread_id).id if checks.text(thread_id, "thread_id") else None
     if pinned_only is not None and not isinstance(pinned_only, bool):
         raise InputError(f"pinned_only must be true or false, got {pinned_only!r}")
@@ -219,7 +272,6 @@ def list_records(
     start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(_now(now))
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
-    state = records_state(app)
 
     def keep(record: Record) -> bool:
         return (
@@ -228,10 +280,11 @@ def list_records(
             and (thread is None or record.thread_id == thread)
             and (not pinned_only or record.pinned)
             and (start is None or record.key.startswith(start))
+            and (wanted_project is None or record.project == wanted_project)
         )
 
     # Sort a small keyed pool when one answers; else walk a recency list and stop early.
-    pools: list[Collection[str]] = []
+    pools: list[Collection[RecordId]] = []
     if pinned_only:
         pools.append(state.pinned)
     if thread is not None:
@@ -240,15 +293,15 @@ def list_records(
         pools.append(state.keys_with_prefix(start))
     pool = min(pools, key=len, default=None)
     if pool is not None and len(pool) <= MAX_SORTED_POOL:
-        found = [state.records[key] for key in pool if state.records[key].event_key[0] >= cutoff]
+        found = [state.records[identity] for identity in pool if state.records[identity].event_key[0] >= cutoff]
         found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
         return [record for record in found if keep(record)][:count]
     ranked = state.recent if wanted_category is None else state.by_category.get(wanted_category, [])
     out: list[Record] = []
-    for stamp, _writer, _seq, key in reversed(ranked):
+    for stamp, _writer, _seq, owner, key in reversed(ranked):
         if stamp < cutoff:
             break
-        record = state.records[key]
+        record = state.records[(owner, key)]
         if keep(record):
             out.append(record)
             if len(out) >= count:
@@ -260,7 +313,7 @@ def linked_records(app: App, thread_id: str, now: datetime | None = None) -> lis
     """Live records linked to a thread (any age), newest first."""
     now_ms = _ms(_now(now))
     state = records_state(app)
-    found = [state.records[key] for key in state.by_thread.get(thread_id, ())]
+    found = [state.records[identity] for identity in state.by_thread.get(thread_id, ())]
     return sorted(
         (r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True
     )
@@ -269,7 +322,7 @@ def linked_records(app: App, thread_id: str, now: datetime | None = None) -> lis
 def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
     now_ms = _ms(_now(now))
     state = records_state(app)
-    found = [state.records[key] for key in state.pinned]
+    found = [state.records[identity] for identity in state.pinned]
     return sorted(
         (r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True
     )
@@ -280,8 +333,8 @@ def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_
     now_ms = _ms(_now(now))
     state = records_state(app)
     found: list[Record] = []
-    for *_, key in reversed(state.by_category.get("waiting", [])):
-        record = state.records[key]
+    for *_, owner, key in reversed(state.by_category.get("waiting", [])):
+        record = state.records[(owner, key)]
         if not record.expired(now_ms):
             found.append(record)
             if len(found) >= limit:
@@ -294,6 +347,7 @@ def record_dict(record: Record) -> dict[str, Any]:
     data = record.data
     return {
         "key": record.key,
+        "project": record.project,
         "value": data.get("value"),
         "category": record.category,
         "label": data.get("label"),

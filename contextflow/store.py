@@ -316,6 +316,10 @@ class Store:
                 if stamp is not None:
                     self.clock.observe(stamp)
 
+    def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
+        return data
+
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 

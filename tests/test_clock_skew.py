@@ -53,7 +53,7 @@ def test_a_later_context_set_from_a_slow_clock_wins_on_every_machine():
     ahead.store.append("context.set", {"key": "status:build", "value": "red"})
     behind.store.append("context.set", {"key": "status:build", "value": "green"})
     for app in (ahead, behind):
-        assert app.store.view("records").records["status:build"].data["value"] == "green"
+        assert app.store.view("records").records[("shared", "status:build")].data["value"] == "green"
 
 
 def test_stamps_never_repeat_or_go_back_when_the_wall_clock_steps_backwards():

@@ -124,7 +124,7 @@ def test_a_delete_compacted_away_from_its_set_still_hides_an_older_write_from_an
     assert report.dropped == {"context.set": 1}
     sync(a, b)
     for app in (app_a, app_b, a.open(use_snapshot=False)):
-        assert app.store.view("records").live("pr:1") is None
+        assert app.store.view("records").live(("shared", "pr:1")) is None
 
 
 def test_an_expired_last_write_stays_and_keeps_older_writes_hidden(pair):
@@ -136,7 +136,7 @@ def test_an_expired_last_write_stays_and_keeps_older_writes_hidden(pair):
     compact(app_a)
     assert any(line["kind"] == "context.set" for line in lines_of(a.log))
     sync(a, b)
-    record = b.open(use_snapshot=False).store.view("records").live("clip:x")
+    record = b.open(use_snapshot=False).store.view("records").live(("shared", "clip:x"))
     assert record is not None and record.expired(10**13) and record.data["value"] == {"v": "new"}
 
 
@@ -161,11 +161,11 @@ def test_conversation_versions_and_first_save_survive_compaction(pair, tmp_path)
     app = a.open()
     for n in range(3):
         app.store.append("conversation.save", {"conversation_id": "c1", "topic": f"v{n}", "summary": "x" * 500})
-    before = app.store.view("conversations").records["c1"]
+    before = app.store.view("conversations").records[("shared", "c1")]
     first_ts, versions = before.first_ts, before.versions
     report = compact(app)
     assert report.reduced == {"conversation.save": 2} and report.bytes_after < report.bytes_before / 2
-    after = a.open(use_snapshot=False).store.view("conversations").records["c1"]
+    after = a.open(use_snapshot=False).store.view("conversations").records[("shared", "c1")]
     assert (after.first_ts, after.versions, after.event.data["topic"]) == (first_ts, versions, "v2")
 
 

@@ -99,7 +99,7 @@ def test_a_value_just_under_the_cap_is_kept(app):
 
 
 def test_a_bad_category_or_pinned_flag_is_refused(app):
-    with pytest.raises(InputError, match="one lower-case word"):
+    with pytest.raises(InputError, match="is not one of project, pr, machine, waiting, fact, clipboard"):
         records.set_record(app, key="fact:x", value={}, category="Two Words")
     with pytest.raises(InputError, match="pinned must be true or false"):
         records.set_record(app, key="fact:x", value={}, pinned="yes")
@@ -321,7 +321,7 @@ def test_the_latest_write_by_clock_order_wins_for_every_key(rows):
     state = fold_records(events)
     for key in {e.data["key"] for e in events}:
         latest = max((e for e in events if e.data["key"] == key), key=lambda e: e.key)
-        record = state.records[key]  # type: ignore[attr-defined]
+        record = state.records[("shared", key)]  # type: ignore[attr-defined]
         assert (record.event_id, record.deleted) == (latest.id, latest.kind == "context.delete")
         live = [entry[-1] for entry in state.recent]  # type: ignore[attr-defined]
         assert (key in live) == (latest.kind == "context.set")

@@ -12,6 +12,7 @@ KEY = Param("key", {**_S, "description": "Namespaced key prefix:name, e.g. pr:ow
 AGENT = Param("agent", {**_S, "description": "Your name, e.g. claude, codex."}, cli_default="human",
               cli_help="who writes it (default 'human')")
 THREAD = Param("thread_id", {**_S, "description": "Thread id or a unique prefix of it."}, flag="--thread")
+PROJECT = Param("project", {**_S, "description": "Project key. Default MCP_SHARED_CONTEXT_PROJECT or 'shared'."})
 
 OPERATIONS = (
     Operation(
@@ -22,8 +23,8 @@ OPERATIONS = (
             KEY,
             Param("value", {"type": "object", "description": "JSON object, at most 64 KB."}, required=True,
                   positional=True, cli_help='JSON object, e.g. \'{"ip": "10.0.0.2"}\'; - reads it from stdin'),
-            Param("category", {**_S, "description": "project, pr, machine, waiting, fact or clipboard. "
-                               "Default: key prefix."}),
+            Param("category", {"type": "string", "enum": ["project", "pr", "machine", "waiting", "fact", "clipboard"],
+                               "description": "Default: the key prefix if it is one of these, else fact."}),
             Param("label", {**_S, "description": "Human-readable title."}),
             Param("thread_id", {**_S, "description": "Timeline thread to link (id or prefix); '' unlinks."},
                   flag="--thread"),
@@ -31,6 +32,7 @@ OPERATIONS = (
             Param("expires_at", {**_S, "description": "ISO time or duration (24h, 7d); 'never' clears."},
                   flag="--expires"),
             AGENT,
+            PROJECT,
         ),
         _RUN + "context_set",
         command=("context", "set"),
@@ -38,7 +40,7 @@ OPERATIONS = (
         read_only=False,
     ),
     Operation(
-        "context_get", "Get one context record by exact key.", (KEY,), _RUN + "context_get",
+        "context_get", "Get one context record by exact key.", (KEY, PROJECT), _RUN + "context_get",
         command=("context", "get"), group="context",
     ),
     Operation(
@@ -52,6 +54,7 @@ OPERATIONS = (
                                  "description": "Updated within N days; default 7, 0 = any time."}),
             Param("limit", {"type": "integer", "minimum": 1, "maximum": 500, "description": "Default 50."}),
             Param("prefix", {**_S, "description": "Key prefix, e.g. pr: or pr:owner/repo."}),
+            Param("project", {**_S, "description": "Only this project's records."}),
         ),
         _RUN + "context_list",
         command=("context", "list"),
@@ -60,7 +63,7 @@ OPERATIONS = (
     Operation(
         "context_delete",
         "Delete a context record by exact key.",
-        (KEY, AGENT),
+        (KEY, AGENT, PROJECT),
         _RUN + "context_delete",
         command=("context", "delete"),
         group="context",

@@ -120,6 +120,7 @@ OPERATIONS = (
         "Show one saved conversation record in full; include_transcript adds its full transcript.",
         (
             Param("conversation_id", {**_S, "description": "Id or unique prefix."}, required=True, positional=True),
+            Param("project", {**_S, "description": "Project key, when two projects hold the id."}),
             Param("include_transcript", {"type": "boolean", "description": "Default false."}, flag="--transcript",
                   cli_help="include the full transcript"),
         ),

@@ -20,14 +20,14 @@ def _now() -> datetime:
 
 def context_set(app: App, args: JSON) -> Reply:
     event = records.set_record(app, **args, now=_now())
-    record = records.records_state(app).records[event.data["key"]]  # as folded, even if expired since
+    record = records.record_of(app, event)  # as folded, even if expired since
     data = {**records.record_dict(record), "id": event.id}
     return Reply(f"Saved context {record.key} (id {event.id}).\n" + orient.record_header(record, _now()), data)
 
 
 def context_get(app: App, args: JSON) -> Reply:
     moment = _now()
-    record = records.get_record(app, key=args.get("key"), now=moment)
+    record = records.get_record(app, key=args.get("key"), project=args.get("project"), now=moment)
     text = orient.record_text(record, moment, value_limit=None)
     return Reply(DATA_NOTICE + "\n" + text, records.record_dict(record))
 

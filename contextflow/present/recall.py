@@ -119,7 +119,7 @@ def save_file(app: App, args: JSON) -> Reply:
 
 
 def get_conversation(app: App, args: JSON) -> Reply:
-    entry = conversations.find_conversation(app, args.get("conversation_id"))
+    entry = conversations.find_conversation(app, args.get("conversation_id"), args.get("project"))
     transcript = conversations.load_transcript(app, entry) if args.get("include_transcript") else None
     text = f"{DATA_NOTICE}\n\n{conversation_markdown(entry, transcript)}"
     return Reply(text, conversations.record_json(entry, transcript))

@@ -16,6 +16,7 @@ from contextflow.present.provenance import header
 from contextflow.search import Doc, Hit
 from contextflow.text import clean, clip, quote
 from contextflow.views.conversations import ConversationEntry, ConversationsState
+from contextflow.views.sessions import DEFAULT_PROJECT
 
 DETAILS = ("type", "thought_type", "status", "session_id")
 
@@ -123,7 +124,7 @@ class Views:
 
 def _conversation_hydrator(views: Views, doc: Doc) -> str | None:
     state: ConversationsState = views["conversations"]
-    entry = state.records.get(doc.ref)
+    entry = state.records.get((doc.project or DEFAULT_PROJECT, doc.ref))  # records are keyed by (project, id)
     return conversation_body(entry) if entry is not None else None
 
 

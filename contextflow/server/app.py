@@ -32,6 +32,7 @@ from contextflow.app import App
 from contextflow.errors import ContextflowError
 from contextflow.operations import Operation, PromptSpec, Reply
 from contextflow.operations.arguments import check_arguments
+from contextflow.server.jsonrpc_guard import guard_stdio
 from contextflow.server.registry import features_for
 from contextflow.text import clean, clean_data, clean_reply
 
@@ -265,8 +266,8 @@ async def serve_stdio(app: App) -> None:
         loop.add_signal_handler(signum, _exit_now, app)
     server = build_server(app)
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server() as (read_stream, write_stream), guard_stdio(read_stream, write_stream) as guarded:
+            await server.run(guarded, write_stream, server.create_initialization_options())
     finally:
         app.close()
 

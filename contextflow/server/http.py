@@ -13,19 +13,30 @@ later) obeys it without knowing about it. Each grant gets its own `App` whose st
   project the grant may not write (read-only grants cannot write at all; their tool list
   shows only read-only tools).
 
-Each grant also has its own active-session file, so one remote agent never moves another's.
+Each grant also has its own active-session file, so one remote agent never moves another's;
+a read-only grant cannot move its own either (the prompts that would are refused and unlisted).
+
+Store work (folds, appends, lock waits) runs in worker threads, never on the event loop, so a
+slow call never stalls other clients. Calls of one grant run one at a time (each grant's store
+is used by one thread at a time); grants that read every project share one lock, since their
+stores also write the machine-local snapshot and sessions sidecar. Scoped grants run side by
+side, their appends serialized by the writer lock as between processes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -34,6 +45,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import PromptsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -41,18 +54,26 @@ from starlette.routing import Route
 
 from contextflow import __version__
 from contextflow.app import App
-from contextflow.errors import InputError
+from contextflow.errors import ContextflowError, InputError
 from contextflow.events import Event
 from contextflow.fold import View
 from contextflow.server.app import INSTRUCTIONS, ContextflowServer
 from contextflow.server.auth import Grant, GrantVerifier
+from contextflow.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.store import Store, fsync_setting
+from contextflow.text import clean
 from contextflow.views.sessions import project_of
+
+log = logging.getLogger("contextflow.http")
+T = TypeVar("T")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+UNSCOPED_LOCK = "*"  # never a grant name (names are letters, digits, '.', '_', '-')
+# Prompts that make a session the active one; a read-only grant may not run them.
+SESSION_MOVING_PROMPTS = re.compile(r"^(new_session|resume_by_id|resume_\d+)$")
 
 
 @dataclass
@@ -74,26 +95,31 @@ class ProjectFilter:
             self.inner.apply(state, event)
 
 
+_APPENDING = threading.Lock()
+
+
 class GrantStore(Store):
     """The store as one grant may use it: reads filtered by its views, writes checked here."""
 
     grant: Grant
     default_project: str
 
+    def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` stamped with the default project when it names none; refused unless the grant may write it."""
+        project = data.get("project")
+        if not isinstance(project, str) or not project.strip():
+            data, project = {**data, "project": self.default_project}, self.default_project
+        project = project.strip()
+        if not self.grant.can_write(project):
+            raise InputError(
+                f"the token {self.grant.name!r} may not write to project {project!r}; it is {self.grant.describe()}"
+            )
+        return data
+
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        stamped: list[tuple[str, dict[str, Any]]] = []
-        for kind, data in items:
-            project = data.get("project")
-            if not isinstance(project, str) or not project.strip():
-                data, project = {**data, "project": self.default_project}, self.default_project
-            project = project.strip()
-            if not self.grant.can_write(project):
-                raise InputError(
-                    f"the token {self.grant.name!r} may not write to project {project!r}; "
-                    f"it is {self.grant.describe()}"
-                )
-            stamped.append((kind, data))
-        return super().append_many(stamped)
+        admitted = [(kind, self.admit(kind, data)) for kind, data in items]
+        with _APPENDING:  # grants' threads queue here instead of polling the writer's file lock
+            return super().append_many(admitted)
 
 
 def grant_app(base: App, grant: Grant) -> App:
@@ -126,23 +152,28 @@ def grant_app(base: App, grant: Grant) -> App:
 
 
 class HttpBridge:
-    """One MCP server facing the network; each request is served by its token's own ContextflowServer."""
+    """One MCP server facing the network; each request is served by its token's own ContextflowServer.
+
+    Handlers do their store work in a worker thread (`_serve`) under the grant's lock, then
+    answer (and notify) on the event loop.
+    """
 
     def __init__(self, base: App, grants: Sequence[Grant]) -> None:
         self.base = base
         self.verifier = GrantVerifier(list(grants))
         self.bus = InMemorySubscriptionBus()
         self._servers: dict[str, ContextflowServer] = {}
+        self._locks: dict[str, anyio.Lock] = {}
         self.server: Server[Any] = Server(
             "contextflow",
             version=__version__,
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_prompts=lambda ctx, params: self.inner(ctx)._list_prompts(ctx, params),
-            on_get_prompt=lambda ctx, params: self.inner(ctx)._get_prompt(ctx, params),
-            on_list_resources=lambda ctx, params: self.inner(ctx)._list_resources(ctx, params),
-            on_read_resource=lambda ctx, params: self.inner(ctx)._read_resource(ctx, params),
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
 
@@ -154,8 +185,8 @@ class HttpBridge:
             raise MCPError(types.INVALID_REQUEST, "authentication required: send Authorization: Bearer <token>")
         return grant
 
-    def inner(self, ctx: ServerRequestContext[Any]) -> ContextflowServer:
-        grant = self.grant_of(ctx)
+    def inner_for(self, grant: Grant) -> ContextflowServer:
+        """The grant's server, built on first use (call from a worker thread holding the grant's lock)."""
         server = self._servers.get(grant.name)
         if server is None:
             server = ContextflowServer(grant_app(self.base, grant))
@@ -163,27 +194,129 @@ class HttpBridge:
             self._servers[grant.name] = server
         return server
 
+    async def _serve(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer, Grant], T]) -> T:
+        grant = self.grant_of(ctx)
+        lock = self._locks.setdefault(UNSCOPED_LOCK if grant.reads_everything else grant.name, anyio.Lock())
+        async with lock:
+            return await anyio.to_thread.run_sync(lambda: work(self.inner_for(grant), grant))
+
+    # -- tools ---------------------------------------------------------------------------
+
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        inner, grant = self.inner(ctx), self.grant_of(ctx)
-        tools = inner.tool_list()
-        if grant.read_only:
-            tools = [tool for tool in tools if inner.tools[tool.name].read_only]
-        return types.ListToolsResult(tools=tools)
+        def work(inner: ContextflowServer, grant: Grant) -> types.ListToolsResult:
+            tools = inner.tool_list()
+            if grant.read_only:
+                tools = [tool for tool in tools if inner.tools[tool.name].read_only]
+            return types.ListToolsResult(tools=tools)
+
+        return await self._serve(ctx, work)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        inner, grant = self.inner(ctx), self.grant_of(ctx)
-        spec = inner.tools.get(params.name)
-        if grant.read_only and spec is not None and not spec.read_only:
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=(
-                    f"{params.name} changes state, and the token {grant.name!r} is read-only "
-                    f"({grant.describe()}); use a read-only tool or a token that may write"
-                ))],
-                is_error=True,
-            )
-        return await inner._call_tool(ctx, params)
+        def work(inner: ContextflowServer, grant: Grant) -> tuple[types.CallToolResult, bool]:
+            spec = inner.tools.get(params.name)
+            if grant.read_only and spec is not None and not spec.read_only:
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=(
+                        f"{params.name} changes state, and the token {grant.name!r} is read-only "
+                        f"({grant.describe()}); use a read-only tool or a token that may write"
+                    ))],
+                    is_error=True,
+                ), False
+            result = inner.call(params.name, params.arguments)
+            inner.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
+            return result, prompts_changed(inner)
+
+        result, changed = await self._serve(ctx, work)
+        if changed:
+            await self._announce_prompts(ctx)
+        return result
+
+    # -- prompts -------------------------------------------------------------------------
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+        def work(inner: ContextflowServer, grant: Grant) -> types.ListPromptsResult:
+            specs = inner.prompt_specs()
+            inner._prompt_signature = inner.prompt_signature()
+            inner._prompt_logs = inner.app.store.signatures()
+            if grant.read_only:
+                specs = [spec for spec in specs if not SESSION_MOVING_PROMPTS.match(spec.name)]
+            return types.ListPromptsResult(prompts=[
+                types.Prompt(
+                    name=spec.name,
+                    description=spec.description,
+                    arguments=[
+                        types.PromptArgument(name=a.name, description=a.description, required=a.required)
+                        for a in spec.arguments
+                    ],
+                )
+                for spec in specs
+            ])
+
+        return await self._serve(ctx, work)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        def work(inner: ContextflowServer, grant: Grant) -> tuple[types.GetPromptResult, bool]:
+            if grant.read_only and SESSION_MOVING_PROMPTS.match(params.name):
+                raise MCPError(types.INVALID_PARAMS, (
+                    f"{params.name} makes a session the active one, and the token {grant.name!r} is read-only "
+                    f"({grant.describe()}); call resume_session with a session_id to read a session instead"
+                ))
+            spec = next((s for s in inner.prompt_specs() if s.name == params.name), None)
+            if spec is None:
+                raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; list prompts to see them")
+            try:
+                text = spec.handler(inner.app, dict(params.arguments or {}))
+            except ContextflowError as exc:
+                message = str(exc)
+                raise MCPError(types.INVALID_PARAMS, message if message.startswith(spec.name) else
+                               f"{spec.name}: {message}") from None
+            return types.GetPromptResult(
+                description=spec.description,
+                messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
+            ), prompts_changed(inner)
+
+        result, changed = await self._serve(ctx, work)
+        if changed:
+            await self._announce_prompts(ctx)
+        return result
+
+    async def _announce_prompts(self, ctx: ServerRequestContext[Any]) -> None:
+        try:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                await self.bus.publish(PromptsListChanged())
+            else:
+                await ctx.session.send_prompt_list_changed()
+        except Exception:  # a notification must never fail the call
+            log.debug("prompt list notification failed", exc_info=True)
+
+    # -- resources -----------------------------------------------------------------------
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        def work(inner: ContextflowServer, grant: Grant) -> types.ListResourcesResult:
+            return types.ListResourcesResult(resources=[
+                types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+                for r in inner.resources.values()
+            ])
+
+        return await self._serve(ctx, work)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        def work(inner: ContextflowServer, grant: Grant) -> types.ReadResourceResult:
+            spec = inner.resources.get(str(params.uri))
+            if spec is None:
+                known = ", ".join(inner.resources)
+                raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {known}")
+            return types.ReadResourceResult(contents=[
+                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean(spec.reader(inner.app)))
+            ])
+
+        return await self._serve(ctx, work)
 
     def initialization_options(self) -> Any:
         return self.server.create_initialization_options(NotificationOptions(prompts_changed=True))
@@ -191,6 +324,22 @@ class HttpBridge:
     def close(self) -> None:
         for server in self._servers.values():
             server.app.close()
+
+
+def prompts_changed(inner: ContextflowServer) -> bool:
+    """Whether the grant's resume_N prompt list changed since the client last listed it (the
+    store-side half of ContextflowServer._notify_if_prompts_changed, run off the event loop)."""
+    if inner._prompt_signature is None:
+        return False  # the client has not listed prompts yet
+    logs = inner.app.store.signatures()
+    if logs == inner._prompt_logs:
+        return False
+    signature = inner.prompt_signature()
+    inner._prompt_logs = logs
+    if signature == inner._prompt_signature:
+        return False
+    inner._prompt_signature = signature
+    return True
 
 
 def build_http_app(bridge: HttpBridge, host: str = DEFAULT_HOST) -> Starlette:
@@ -203,7 +352,7 @@ def build_http_app(bridge: HttpBridge, host: str = DEFAULT_HOST) -> Starlette:
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(app=bridge.server, security_settings=security)
-    endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+    endpoint = RequireAuthMiddleware(JsonRpcGuard(StreamableHTTPASGIApp(manager)), required_scopes=[])
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -3,6 +3,10 @@
 Pure fold over `conversation.save` events. Saving a conversation id again replaces the
 record; the version with the highest `Event.key` wins whatever order events arrive in, and
 the lowest key seen is kept as the time it was first saved.
+
+A record's identity is its project and its conversation id (the project is the event's
+`project` field, or `shared` when it has none), so a save in one project never replaces
+another project's record of the same id.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextflow.events import Event, OrderKey
+from contextflow.views.sessions import project_of
 
 SAVE_KIND = "conversation.save"
+
+ConversationKey = tuple[str, str]  # (project, conversation id)
 
 
 @dataclass
@@ -26,22 +33,24 @@ class ConversationEntry:
     def conversation_id(self) -> str:
         return str(self.event.data["conversation_id"])
 
+    @property
+    def project(self) -> str:
+        return project_of(self.event)
+
 
 @dataclass
 class ConversationsState:
-    records: dict[str, ConversationEntry] = field(default_factory=dict)
+    records: dict[ConversationKey, ConversationEntry] = field(default_factory=dict)
 
     def newest_first(self, project: str | None = None) -> list[ConversationEntry]:
-        found = [
-            entry for entry in self.records.values() if project is None or entry.event.data.get("project") == project
-        ]
+        found = [entry for (owner, _), entry in self.records.items() if project is None or owner == project]
         found.sort(key=lambda entry: entry.event.key, reverse=True)
         return found
 
 
-def _conversation_id(event: Event) -> str | None:
-    value = event.data.get("conversation_id")
-    return value if isinstance(value, str) and value else None
+def _identity(event: Event) -> ConversationKey | None:
+    value = event.data.get("conversation_id") if event.kind == SAVE_KIND else None
+    return (project_of(event), value) if isinstance(value, str) and value else None
 
 
 class ConversationsView:
@@ -52,30 +61,28 @@ class ConversationsView:
 
     def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
         """Compaction (fold.Compactable): a save followed in the same log by a later save of the
-        same conversation keeps only its conversation_id (it still counts as a version and may be
-        the first save); the latest save stays whole."""
-        latest: dict[str, OrderKey] = {}
+        same conversation keeps only its conversation_id and project (it still counts as a version
+        and may be the first save); the latest save stays whole."""
+        latest: dict[ConversationKey, OrderKey] = {}
         for event in events:
-            if event.kind == SAVE_KIND and (cid := _conversation_id(event)):
-                latest[cid] = max(latest.get(cid, event.key), event.key)
+            if (identity := _identity(event)) is not None:
+                latest[identity] = max(latest.get(identity, event.key), event.key)
         found: dict[str, tuple[str, ...]] = {}
         for event in events:
-            cid = _conversation_id(event) if event.kind == SAVE_KIND else None
-            if cid is None:
+            identity = _identity(event)
+            if identity is None:
                 found[event.id] = ()
-            elif event.key < latest[cid]:
-                found[event.id] = ("conversation_id",)
+            elif event.key < latest[identity]:
+                found[event.id] = ("conversation_id", "project")
         return found
 
     def apply(self, state: ConversationsState, event: Event) -> None:
-        if event.kind != SAVE_KIND:
+        identity = _identity(event)
+        if identity is None:
             return
-        conversation_id = event.data.get("conversation_id")
-        if not isinstance(conversation_id, str) or not conversation_id:
-            return
-        entry = state.records.get(conversation_id)
+        entry = state.records.get(identity)
         if entry is None:
-            state.records[conversation_id] = ConversationEntry(event, event.key, event.ts)
+            state.records[identity] = ConversationEntry(event, event.key, event.ts)
             return
         entry.versions += 1
         if event.key > entry.event.key:

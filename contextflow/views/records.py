@@ -1,8 +1,13 @@
-"""Keyed context records view: the latest `context.set` / `context.delete` per key.
+"""Keyed context records view: the latest `context.set` / `context.delete` per (project, key).
 
-Pure fold. Per key the event with the highest `Event.key` wins, whichever writer made it
-and whatever order events arrive in; a delete is a tombstone that wins the same way (a set
-ordered after it revives the key). Expiry is stored as a number and judged at read time.
+A record's identity is its project and its key: two projects may each hold `pr:foo`, and a
+write to one never touches the other (the project is the event's `project` field, or `shared`
+when it has none, as for every other event; events written before records carried a project
+are therefore project `shared`).
+
+Pure fold. Per identity the event with the highest `Event.key` wins, whichever writer made
+it and whatever order events arrive in; a delete is a tombstone that wins the same way (a set
+ordered after it revives the record). Expiry is stored as a number and judged at read time.
 
 Indexes kept current so reads never scan every event: live records by recency (global and
 per category), per thread, pinned, and a sorted key list for prefix ranges.
@@ -17,11 +22,13 @@ from typing import Any
 
 from contextflow.clock import iso_ms
 from contextflow.events import Event, OrderKey
+from contextflow.views.sessions import project_of
 
 SET_KIND = "context.set"
 DELETE_KIND = "context.delete"
 
-Ranked = tuple[int, str, int, str]  # (*order key of the record's latest write, record key): flat compares fast
+RecordId = tuple[str, str]  # (project, key)
+Ranked = tuple[int, str, int, str, str]  # (*order key of the latest write, project, key): flat compares fast
 
 
 def _text(value: Any) -> str | None:
@@ -30,8 +37,9 @@ def _text(value: Any) -> str | None:
 
 @dataclass(slots=True)
 class Record:
-    """One key's latest write. `deleted` marks a tombstone."""
+    """One record's latest write. `deleted` marks a tombstone."""
 
+    project: str
     key: str
     event_key: OrderKey
     event_id: str
@@ -42,6 +50,10 @@ class Record:
     # set events ordered after the latest tombstone; the first one is when the record was created
     live_sets: list[OrderKey] = field(default_factory=list)
     tombstone: OrderKey | None = None
+
+    @property
+    def identity(self) -> RecordId:
+        return (self.project, self.key)
 
     @property
     def category(self) -> str:
@@ -74,36 +86,41 @@ class Record:
 
 @dataclass
 class RecordsState:
-    records: dict[str, Record] = field(default_factory=dict)
+    records: dict[RecordId, Record] = field(default_factory=dict)
     recent: list[Ranked] = field(default_factory=list)
     by_category: dict[str, list[Ranked]] = field(default_factory=dict)
-    by_thread: dict[str, set[str]] = field(default_factory=dict)
-    pinned: set[str] = field(default_factory=set)
-    live_keys: list[str] = field(default_factory=list)
+    by_thread: dict[str, set[RecordId]] = field(default_factory=dict)
+    pinned: set[RecordId] = field(default_factory=set)
+    live_keys: list[tuple[str, str]] = field(default_factory=list)  # (key, project), sorted
+    projects_of: dict[str, set[str]] = field(default_factory=dict)  # key -> projects with a write to it
 
-    def live(self, key: str) -> Record | None:
-        """The record under `key` unless deleted (expiry is the reader's call)."""
-        record = self.records.get(key)
+    def live(self, identity: RecordId) -> Record | None:
+        """The record unless deleted (expiry is the reader's call)."""
+        record = self.records.get(identity)
         return None if record is None or record.deleted else record
 
-    def keys_with_prefix(self, prefix: str) -> list[str]:
-        start = bisect.bisect_left(self.live_keys, prefix)
-        end = bisect.bisect_left(self.live_keys, prefix + "\U0010ffff", start)
-        return self.live_keys[start:end]
+    def holders(self, key: str) -> list[str]:
+        """The projects holding a record (live, deleted or expired) under `key`, sorted."""
+        return sorted(self.projects_of.get(key, ()))
+
+    def keys_with_prefix(self, prefix: str) -> list[RecordId]:
+        start = bisect.bisect_left(self.live_keys, (prefix,))
+        end = bisect.bisect_left(self.live_keys, (prefix + "\U0010ffff",), start)
+        return [(project, key) for key, project in self.live_keys[start:end]]
 
     def _index(self, record: Record, was_live: bool) -> None:
-        ranked = (*record.event_key, record.key)
+        ranked = (*record.event_key, record.project, record.key)
         _insort(self.recent, ranked)
         _insort(self.by_category.setdefault(record.category, []), ranked)
         if record.thread_id:
-            self.by_thread.setdefault(record.thread_id, set()).add(record.key)
+            self.by_thread.setdefault(record.thread_id, set()).add(record.identity)
         if record.pinned:
-            self.pinned.add(record.key)
+            self.pinned.add(record.identity)
         if not was_live:
-            _insort(self.live_keys, record.key)
+            _insort(self.live_keys, (record.key, record.project))
 
     def _unindex(self, record: Record, stays_live: bool) -> None:
-        ranked = (*record.event_key, record.key)
+        ranked = (*record.event_key, record.project, record.key)
         _remove(self.recent, ranked)
         bucket = self.by_category.get(record.category, [])
         _remove(bucket, ranked)
@@ -111,12 +128,12 @@ class RecordsState:
             self.by_category.pop(record.category, None)
         if record.thread_id:
             linked = self.by_thread.get(record.thread_id, set())
-            linked.discard(record.key)
+            linked.discard(record.identity)
             if not linked:
                 self.by_thread.pop(record.thread_id, None)
-        self.pinned.discard(record.key)
+        self.pinned.discard(record.identity)
         if not stays_live:
-            _remove(self.live_keys, record.key)
+            _remove(self.live_keys, (record.key, record.project))
 
 
 def _insort(ordered: list[Any], item: Any) -> None:
@@ -127,10 +144,10 @@ def _insort(ordered: list[Any], item: Any) -> None:
         bisect.insort(ordered, item)
 
 
-def _record_key(event: Event) -> str | None:
-    """The record key a set or delete writes (None for other kinds and for what apply ignores)."""
+def _record_id(event: Event) -> RecordId | None:
+    """The record a set or delete writes (None for other kinds and for what apply ignores)."""
     key = event.data.get("key") if event.kind in (SET_KIND, DELETE_KIND) else None
-    return key if isinstance(key, str) and key else None
+    return (project_of(event), key) if isinstance(key, str) and key else None
 
 
 def _remove(ordered: list[Any], item: Any) -> None:
@@ -146,47 +163,47 @@ class RecordsView:
         return RecordsState()
 
     def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): a write to a key that a later delete in the same log
-        follows can go; a set that a later set follows keeps only its key (it may still be when
-        the record was created). The latest write of a key stays whole, and so does a delete
-        followed only by sets: a tombstone hides older writes other machines may hold."""
-        latest: dict[str, OrderKey] = {}
-        latest_delete: dict[str, OrderKey] = {}
+        """Compaction (fold.Compactable): a write to a record that a later delete in the same log
+        follows can go; a set that a later set follows keeps only its key and project (it may
+        still be when the record was created). The latest write of a record stays whole, and so
+        does a delete followed only by sets: a tombstone hides older writes other machines may hold."""
+        latest: dict[RecordId, OrderKey] = {}
+        latest_delete: dict[RecordId, OrderKey] = {}
         for event in events:
-            key = _record_key(event)
+            key = _record_id(event)
             if key is not None:
                 latest[key] = max(latest.get(key, event.key), event.key)
                 if event.kind == DELETE_KIND:
                     latest_delete[key] = max(latest_delete.get(key, event.key), event.key)
         found: dict[str, tuple[str, ...]] = {}
         for event in events:
-            key = _record_key(event)
+            key = _record_id(event)
             if key is None or (key in latest_delete and event.key < latest_delete[key]):
                 found[event.id] = ()
             elif event.kind == SET_KIND and event.key < latest[key]:
-                found[event.id] = ("key",)
+                found[event.id] = ("key", "project")
         return found
 
     def apply(self, state: RecordsState, event: Event) -> None:
-        if event.kind not in (SET_KIND, DELETE_KIND):
+        identity = _record_id(event)
+        if identity is None:
             return
-        key = event.data.get("key")
-        if not isinstance(key, str) or not key:
-            return
+        project, key = identity
         deleted = event.kind == DELETE_KIND
         order = event.key
-        current = state.records.get(key)
+        current = state.records.get(identity)
         if current is not None and order <= current.event_key:
             current.note(event.kind, order)
             return
         expires = None if deleted else iso_ms(event.data.get("expires_at"))
-        fresh = Record(key, order, event.id, event.writer, deleted, event.data, expires)
+        fresh = Record(project, key, order, event.id, event.writer, deleted, event.data, expires)
         was_live = current is not None and not current.deleted
         if current is not None:
             fresh.live_sets, fresh.tombstone = current.live_sets, current.tombstone
             if was_live:
                 state._unindex(current, stays_live=not deleted)
         fresh.note(event.kind, order)
-        state.records[key] = fresh
+        state.records[identity] = fresh
+        state.projects_of.setdefault(key, set()).add(project)
         if not deleted:
             state._index(fresh, was_live)

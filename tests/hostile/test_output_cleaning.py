@@ -140,7 +140,7 @@ async def store_hostile(client: Client) -> dict[str, str]:
     await call("write_shared_handoff", {"agent": "mallory", "summary": HOSTILE, "session_id": SESSION,
                                         "next_steps": [HOSTILE], "open_questions": [HOSTILE], "files": [HOSTILE]})
     await call("context_set", {"key": "deploy:hostile", "value": {HOSTILE: HOSTILE, "list": [HOSTILE]},
-                               "category": "notes", "label": HOSTILE})
+                               "category": "fact", "label": HOSTILE})
     thread = await call("timeline_create_thread", {"name": HOSTILE, "description": HOSTILE})
     ids["thread"] = str(thread.get("id") or thread.get("thread_id") or thread["thread"]["id"])
     await call("timeline_add_thought", {"thread_id": ids["thread"], "content": HOSTILE, "metadata": {HOSTILE: HOSTILE}})

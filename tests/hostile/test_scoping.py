@@ -1,0 +1,139 @@
+"""Project scopes hold under attack: a token that may write one project never changes another's
+records or conversations, compaction keeps what scoping needs, and a refused save leaves
+nothing behind in the synced folder.
+
+Each grant's App is built as the HTTP bridge builds it (`grant_app`), over the test's store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from contextflow import conversations, records
+from contextflow.app import App
+from contextflow.compact import compact
+from contextflow.errors import InputError, NotFoundError
+from contextflow.server.auth import Grant, parse_grants
+from contextflow.server.http import grant_app
+
+GRANTS = {
+    "tokens": [
+        {"name": "secret", "token": "secret-0123456789abcdef", "read": ["secret"], "write": ["secret"]},
+        {"name": "web", "token": "web-0123456789abcdef-tok", "read": ["web"], "write": ["web"]},
+        {"name": "shared", "token": "shared-0123456789abcdef", "read": ["shared"], "write": ["shared"]},
+    ]
+}
+
+
+def _grant(name: str) -> Grant:
+    return next(g for g in parse_grants(json.dumps(GRANTS), "test") if g.name == name)
+
+
+@pytest.fixture
+def scoped(app: App) -> Iterator[dict[str, App]]:
+    opened = {name: grant_app(app, _grant(name)) for name in ("secret", "web", "shared")}
+    yield opened
+    for each in opened.values():
+        each.close()
+
+
+def _conversation(cid: str, summary: str, **extra: object) -> dict[str, object]:
+    return {"conversation_id": cid, "topic": "deploy plan", "summary": summary, **extra}
+
+
+# -- records and conversations are per project ---------------------------------------------
+
+
+def test_a_web_token_writing_a_key_secret_also_uses_leaves_secrets_record_as_it_was(
+    app: App, scoped: dict[str, App]
+) -> None:
+    records.set_record(scoped["secret"], key="pr:foo", value={"v": "secret's"})
+    records.set_record(scoped["web"], key="pr:foo", value={"v": "web's"})
+    assert records.get_record(scoped["secret"], key="pr:foo").data["value"] == {"v": "secret's"}
+    # the unscoped view (a local stdio server) agrees with each scoped one, record by record
+    assert records.get_record(app, key="pr:foo", project="secret").data["value"] == {"v": "secret's"}
+    assert records.get_record(app, key="pr:foo", project="web").data["value"] == {"v": "web's"}
+    listed = {(r.project, r.key): r.data["value"] for r in records.list_records(app, prefix="pr:")}
+    assert listed == {("secret", "pr:foo"): {"v": "secret's"}, ("web", "pr:foo"): {"v": "web's"}}
+
+
+def test_a_web_token_deleting_a_key_only_secret_holds_is_refused_and_changes_nothing(
+    app: App, scoped: dict[str, App]
+) -> None:
+    records.set_record(scoped["secret"], key="pr:foo", value={"v": "secret's"})
+    with pytest.raises(NotFoundError):
+        records.delete_record(scoped["web"], key="pr:foo")
+    assert records.get_record(app, key="pr:foo", project="secret").data["value"] == {"v": "secret's"}
+
+
+def test_an_unscoped_reader_asked_for_a_key_two_projects_hold_names_both_projects(
+    app: App, scoped: dict[str, App]
+) -> None:
+    records.set_record(scoped["secret"], key="pr:foo", value={"v": 1})
+    records.set_record(scoped["web"], key="pr:foo", value={"v": 2})
+    with pytest.raises(InputError, match=r"secret, web.*project="):
+        records.get_record(app, key="pr:foo")
+
+
+def test_records_written_before_projects_counted_stay_readable_as_project_shared(app: App) -> None:
+    app.store.append("context.set", {"key": "fact:nas", "value": {"ip": "10.0.0.2"}, "category": "fact"})
+    record = records.get_record(app, key="fact:nas")
+    assert (record.project, record.data["value"]) == ("shared", {"ip": "10.0.0.2"})
+    records.set_record(app, key="fact:nas", value={"ip": "10.0.0.3"})  # the same record, updated
+    assert [r.data["value"] for r in records.list_records(app, prefix="fact:")] == [{"ip": "10.0.0.3"}]
+
+
+def test_a_web_token_saving_a_conversation_id_secret_uses_leaves_secrets_conversation(
+    app: App, scoped: dict[str, App]
+) -> None:
+    conversations.save_conversation(scoped["secret"], _conversation("c-1", "the secret plan"))
+    conversations.save_conversation(scoped["web"], _conversation("c-1", "the web plan"))
+    assert conversations.find_conversation(scoped["secret"], "c-1").event.data["summary"] == "the secret plan"
+    found = conversations.find_conversation(app, "c-1", project="secret")
+    assert found.event.data["summary"] == "the secret plan"
+    assert {(e.event.data["project"], e.event.data["summary"]) for e in conversations.list_conversations(app)} == {
+        ("secret", "the secret plan"), ("web", "the web plan")
+    }
+
+
+# -- compaction keeps the project ----------------------------------------------------------
+
+
+def test_after_compact_a_shared_token_lists_no_conversation_or_record_of_project_secret(
+    app: App, scoped: dict[str, App]
+) -> None:
+    for summary in ("first", "second"):
+        conversations.save_conversation(scoped["secret"], _conversation("c-secret", summary))
+    for value in (1, 2):
+        records.set_record(scoped["secret"], key="pr:hidden", value={"v": value})
+    records.set_record(app, key="fact:last", value={"v": 0})  # this writer's newest event always stays whole
+    report = compact(app)
+    assert report.reduced  # the older save and set were reduced
+    fresh = grant_app(app, _grant("shared"))
+    try:
+        assert [e.conversation_id for e in conversations.list_conversations(fresh)] == []
+        assert [r.key for r in records.list_records(fresh, since_days=0)] == ["fact:last"]
+    finally:
+        fresh.close()
+    # and the unscoped view still counts both versions under project secret
+    entry = conversations.find_conversation(app, "c-secret")
+    assert (entry.versions, entry.event.data["project"]) == (2, "secret")
+
+
+# -- a refused save writes nothing -----------------------------------------------------------
+
+
+def test_a_conversation_save_refused_by_scope_leaves_no_blob_in_the_synced_folder(
+    store_dir: Path, scoped: dict[str, App]
+) -> None:
+    long_transcript = "user: what next?\nassistant: the rollout plan, step by step.\n" * 3_000
+    with pytest.raises(InputError, match="may not write to project 'secret'"):
+        conversations.save_conversation(
+            scoped["web"], _conversation("c-2", "x", project="secret", full_transcript=long_transcript)
+        )
+    blobs = store_dir / "blobs"
+    assert not blobs.exists() or not any(p.is_file() for p in blobs.rglob("*"))
