@@ -7,8 +7,13 @@ Each reads the JSON Claude Code sends on stdin (`session_id`, `transcript_path`,
   open timeline threads, within `CONTEXTFLOW_HOOK_BUDGET` tokens (default 8000), as
   `hookSpecificOutput.additionalContext`;
 - prompt-submit: results waiting from the last reply's `<ctx:recall|status|expand>`;
-- stop: carries out the `<ctx:...>` directives in the last assistant message (from
-  `last_assistant_message` when the client sends it, else the transcript JSONL).
+- stop: carries out the `<ctx:...>` directives in every assistant message of the turn that
+  no earlier Stop call processed (read from the transcript JSONL, remembered by message uuid
+  in the machine-local state), plus the client's `last_assistant_message` (Gemini:
+  `prompt_response`) when the transcript does not hold it.
+
+Gemini CLI (SessionStart, BeforeAgent, AfterAgent) and Codex (SessionStart,
+UserPromptSubmit, Stop) send the same fields and read the same output.
 
 A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the
 reason to stderr and to `hooks.log` in the machine-local state folder. What waits between
@@ -22,6 +27,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +45,7 @@ DEFAULT_BUDGET = 8_000
 MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
 MAX_LOG_BYTES = 1 << 20
-PROCESSED_KEEP = 50
+PROCESSED_KEEP = 500  # message keys remembered per Claude session
 
 
 def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
@@ -126,7 +132,11 @@ def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
 def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
     path = _pending_path(hooks, session_id)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(orjson.dumps(data))
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, orjson.dumps(data))
+    finally:
+        os.close(fd)
     os.replace(temp, path)
 
 
@@ -243,49 +253,101 @@ def _is_prompt(content: Any) -> bool:
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
 
 
-def last_assistant_text(transcript: Path) -> str:
-    """The text of the assistant's last turn: its entries after the last user prompt."""
+@dataclass(frozen=True)
+class Message:
+    """One assistant message of the current turn: its key (transcript uuid) and its text."""
+
+    key: str
+    text: str
+
+
+def _read_tail(transcript: Path) -> list[bytes]:
     with open(transcript, "rb") as handle:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
         handle.seek(max(0, size - MAX_TRANSCRIPT_TAIL))
-        lines = handle.read().split(b"\n")
-    texts: list[str] = []
-    for raw in reversed(lines):
+        return handle.read().split(b"\n")
+
+
+def turn_messages(transcript: Path) -> list[Message]:
+    """The assistant messages of the last turn (after the last user prompt), oldest first.
+    A line that is not a transcript entry is skipped."""
+    found: list[Message] = []
+    for raw in reversed(_read_tail(transcript)):
         try:
             entry = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
-        if not isinstance(entry, dict) or entry.get("isSidechain"):
+        if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
             continue
         message = entry.get("message")
         if not isinstance(message, dict):
             message = {}
         if entry.get("type") == "assistant":
-            texts = _text_blocks(message.get("content")) + texts
+            text = "\n".join(_text_blocks(message.get("content")))
+            key = entry.get("uuid")
+            key = str(key) if isinstance(key, str) and key else "sha:" + _digest(raw.decode("utf-8", "replace"))
+            found.append(Message(key, text))
         elif entry.get("type") == "user" and _is_prompt(message.get("content")):
             break
-    return "\n".join(texts)
+    found.reverse()
+    return found
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def unprocessed(payload: dict[str, Any], seen: list[str]) -> list[Message]:
+    """What this Stop call has to carry out: each assistant message of the turn that no earlier
+    call processed (by transcript uuid). The final reply the client may send
+    (`last_assistant_message`, Gemini's `prompt_response`) counts only when the transcript does
+    not hold it (not written yet, or a transcript this hook cannot read); it is keyed by its digest."""
+    final = payload.get("last_assistant_message", payload.get("prompt_response"))
+    path = payload.get("transcript_path")
+    messages: list[Message] = []
+    if isinstance(path, str) and path:
+        try:
+            messages = turn_messages(Path(path).expanduser())
+        except FileNotFoundError:
+            if not isinstance(final, str):
+                raise
+        except OSError as exc:
+            if not isinstance(final, str):
+                raise
+            log_reason(f"stop: cannot read the transcript ({exc.strerror or exc}); using the last message only")
+    elif not isinstance(final, str):
+        raise ValueError("the Stop payload has neither last_assistant_message nor transcript_path")
+    done = set(seen)
+    found: list[Message] = []
+    for message in messages:
+        digest = "sha:" + _digest(message.text)
+        if message.key in done or digest in done:  # seen before by uuid, or as the client's final message
+            continue
+        found.append(message)
+    if isinstance(final, str) and final.strip():
+        digest = "sha:" + _digest(final)
+        held = any(final.strip() == message.text.strip() for message in messages)
+        if not held and digest not in done:
+            found.append(Message(digest, final))
+    return found
 
 
 def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
-    """Carry out the directives of the last reply; returns what was done. The store is
-    opened only when there is something to do."""
-    text = payload.get("last_assistant_message")
-    if not isinstance(text, str):
-        path = payload.get("transcript_path")
-        if not isinstance(path, str) or not path:
-            raise ValueError("the Stop payload has neither last_assistant_message nor transcript_path")
-        text = last_assistant_text(Path(path).expanduser())
-    found = directives.parse(text)
-    if not found:
-        return []
+    """Carry out the directives of every assistant message of the turn not processed before;
+    returns what was done. The store is opened only when there is something to do."""
     session_id = payload.get("session_id")
     pending = load_pending(hooks, session_id)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    processed = [str(d) for d in pending.get("processed", [])]
-    if digest in processed:
-        return []  # the same reply seen again (the client re-ran the hook)
+    seen = [str(d) for d in pending.get("processed", []) if isinstance(d, str)]
+    messages = unprocessed(payload, seen)
+    if not messages:
+        return []
+    found = [directive for message in messages for directive in directives.parse(message.text)]
+    # a message whose text is also the client's final message is remembered both ways
+    keys = [message.key for message in messages] + ["sha:" + _digest(m.text) for m in messages if m.text.strip()]
+    processed = [*seen, *dict.fromkeys(keys)][-PROCESSED_KEEP:]
+    if not found:
+        return []  # nothing to carry out: nothing to remember either
     task = current_task(hooks)
     app = open_app()
     try:
@@ -298,7 +360,7 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
     items = [str(item) for item in pending.get("items", [])] + outcome.pending
     if outcome.done:
         items.append("## ctx\n\n" + quote("\n".join(outcome.done)))
-    save_pending(hooks, session_id, {"items": items, "processed": [*processed, digest][-PROCESSED_KEEP:]})
+    save_pending(hooks, session_id, {"items": items, "processed": processed})
     for error in outcome.errors:
         log_reason(error)
     return outcome.done

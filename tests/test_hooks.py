@@ -234,3 +234,58 @@ def test_prompt_submit_and_a_reply_without_directives_never_read_the_store(app, 
     assert "## ctx status" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     code, out, err = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="plain reply"))
     assert code == 0 and out == "{}\n" and err == ""
+
+
+def test_stop_carries_out_a_remember_written_before_a_tool_call_in_the_same_turn(app, capsys, monkeypatch, tmp_path):
+    early = [{"type": "text", "text": '<ctx:remember type="fact">written before the tool call</ctx:remember>'},
+             TOOL_USE]
+    write_transcript(
+        tmp_path,
+        line("user", "Look into the parser", "u1"),
+        line("assistant", early, "a1", "u1"),
+        line("user", [{"tool_use_id": "toolu_1", "type": "tool_result", "content": "file text"}], "u2", "a1"),
+        line("assistant", [{"type": "text", "text": "Done looking."}], "a2", "u2"),
+    )
+    code, _, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="Done looking."))
+    assert code == 0
+    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    assert contents == ["written before the tool call"]
+
+
+def test_stop_processes_each_message_once_across_calls_and_reads_new_ones(app, capsys, monkeypatch, tmp_path):
+    first = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">one</ctx:remember>'}], "a1", "u1")
+    write_transcript(tmp_path, line("user", "go", "u1"), first)
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
+    ops.delete_node(app, next(iter(ops.graph(app).live)))  # a re-run would bring it back
+    second = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">two</ctx:remember>'}], "a2", "a1")
+    write_transcript(tmp_path, line("user", "go", "u1"), first, second)
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
+    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["two"]
+
+
+def test_a_final_message_the_transcript_lacks_is_carried_out_once(app, capsys, monkeypatch, tmp_path):
+    text = '<ctx:remember type="fact">only in the payload</ctx:remember>'
+    write_transcript(tmp_path, line("user", "go", "u1"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    node_id = next(iter(ops.graph(app).live))
+    ops.delete_node(app, node_id)
+    # the transcript catches up: the same message, now with its uuid, is not carried out again
+    write_transcript(tmp_path, line("user", "go", "u1"), line("assistant", [{"type": "text", "text": text}], "a1", "u1"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    assert ops.graph(app).live == set()
+
+
+def test_stop_state_files_are_private_to_the_user(app, capsys, monkeypatch, tmp_path):
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="<ctx:status/>"))
+    files = list((tmp_path / "state").rglob("pending-*.json"))
+    assert files and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+
+
+def test_gemini_after_agent_payload_is_carried_out_from_prompt_response(app, capsys, monkeypatch, tmp_path):
+    gemini = {"session_id": "g1", "transcript_path": "", "cwd": "/work/app", "hook_event_name": "AfterAgent",
+              "prompt": "go", "prompt_response": '<ctx:remember type="fact">from gemini</ctx:remember>',
+              "stop_hook_active": False}
+    code, out, _ = hook(capsys, monkeypatch, "stop", json.dumps(gemini))
+    assert code == 0 and out == "{}\n"
+    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["from gemini"]
