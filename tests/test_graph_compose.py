@@ -122,3 +122,18 @@ def test_compose_nodes_accepts_an_empty_candidate_list(app):
     state = ops.graph(app)
     result = compose_nodes(state, [], 100, at_ms=AT)
     assert result.included == [] and result.text.startswith("<!-- ctx: 0 nodes")
+
+
+def test_identical_nodes_from_two_writers_are_listed_once(app, tmp_path):
+    from tests.conftest import open_app
+
+    ops.add_node(app, type="fact", content="Deploys run on Fridays", tags=["tier:reference"])
+    other = open_app("writer-b")
+    try:
+        ops.graph(other)
+        other.store.append(*ops.node_item(type="fact", content="Deploys run on Fridays", tags=["tier:reference"]))
+    finally:
+        other.close()
+    composed = compose(app, "type:fact", 2000)
+    assert composed.text.count("Deploys run on Fridays") == 1 and len(composed.included) == 1
+    assert composed.excluded == {"identical copies": 1}

@@ -289,3 +289,12 @@ def test_gemini_after_agent_payload_is_carried_out_from_prompt_response(app, cap
     code, out, _ = hook(capsys, monkeypatch, "stop", json.dumps(gemini))
     assert code == 0 and out == "{}\n"
     assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["from gemini"]
+
+
+def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app, capsys, monkeypatch, tmp_path):
+    text = '<ctx:remember type="fact" tags="tier:reference">Staging is eu-west-1</ctx:remember>'
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="ok\n" + text))
+    assert len(ops.graph(app).live) == 1
+    _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("Staging is eu-west-1") == 1

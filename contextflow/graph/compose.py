@@ -99,6 +99,21 @@ def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
     return ordered
 
 
+def _distinct(state: GraphState, order: list[Node]) -> tuple[list[Node], int]:
+    """The first of each set of nodes with the same type, content and tags (two machines may
+    remember the same thing at once), and how many copies were left out. Tags are compared
+    only when type and content already match."""
+    seen: dict[tuple[str, str], list[Node]] = {}
+    kept: list[Node] = []
+    for node in order:
+        earlier = seen.setdefault((node.type, node.content), [])
+        if earlier and any(state.tags_of(other.id) == state.tags_of(node.id) for other in earlier):
+            continue
+        earlier.append(node)
+        kept.append(node)
+    return kept, len(order) - len(kept)
+
+
 def _ref(state: GraphState, node_id: str) -> str:
     return f"[{state.nodes[node_id].type}:{node_id}]"
 
@@ -138,7 +153,9 @@ def compose_nodes(
 ) -> Composed:
     """Fit `candidates` (any order) into `budget` tokens of rendered markdown."""
     at = stamp_iso(stamp_from_ms(at_ms))
-    order = ranked(state, candidates)
+    order, copies = _distinct(state, ranked(state, candidates))
+    if copies:
+        excluded = {**(excluded or {}), "identical copies": copies}
     # the frame: header (sized for the largest numbers it can show), notice, footer, newlines
     reserve = len(_header(len(order), budget, len(order), at)) + len(NOTICE) + len(FOOTER) + 4
     limit = budget * 4
