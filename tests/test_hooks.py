@@ -271,7 +271,8 @@ def test_a_final_message_the_transcript_lacks_is_carried_out_once(app, capsys, m
     node_id = next(iter(ops.graph(app).live))
     ops.delete_node(app, node_id)
     # the transcript catches up: the same message, now with its uuid, is not carried out again
-    write_transcript(tmp_path, line("user", "go", "u1"), line("assistant", [{"type": "text", "text": text}], "a1", "u1"))
+    reply = line("assistant", [{"type": "text", "text": text}], "a1", "u1")
+    write_transcript(tmp_path, line("user", "go", "u1"), reply)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     assert ops.graph(app).live == set()
 

@@ -64,7 +64,9 @@ def cmd_serve(args: argparse.Namespace, app: App) -> int:
 def cmd_doctor(args: argparse.Namespace, app: App) -> int:
     fixed = conflicts.fix(app) if args.fix else None
     info = store_info(app)
-    found = problems(info) + conflicts.findings(app)
+    from contextflow.install_check import client_store_findings
+
+    found = problems(info) + conflicts.findings(app) + client_store_findings()
     info["problems"] = found
     lines = [
         f"store:        {info['store']}",
