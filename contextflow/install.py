@@ -199,7 +199,9 @@ def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *
 # -- Codex TOML --------------------------------------------------------------------------
 
 _HEADER = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\]\s*(?:#.*)?$')
-_ENV_HEADER = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\.\s*(?:env|"env")\s*\]\s*(?:#.*)?$')
+_ENV_HEADER = re.compile(
+    r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\.\s*(?:env|"env")\s*\]\s*(?:#.*)?$'
+)
 _ANY_HEADER = re.compile(r"^\s*\[")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
