@@ -8,14 +8,14 @@ from typing import Any
 
 from contextflow.cli.output import add_format, emit
 from contextflow.hooks import EVENTS, run
-from contextflow.install import CLIENTS, install
+from contextflow.install import AFTER_INSTALL, CLIENTS, install
 
 
 def register(sub: Any) -> None:
     hook = sub.add_parser(
-        "hook", help="run a Claude Code hook (reads its JSON on stdin)",
+        "hook", help="run a client hook (Claude Code, Codex, Gemini CLI; reads its JSON on stdin)",
         description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting "
-        "recall/status results, stop carries out <ctx:...> directives in the last reply. Always exits 0; "
+        "recall/status results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; "
         "problems are logged to stderr and hooks.log in the state folder.",
     )
     hook.add_argument("event", metavar="EVENT", help=", ".join(EVENTS))
@@ -24,8 +24,10 @@ def register(sub: Any) -> None:
 
     inst = sub.add_parser(
         "install", help="add contextflow to an MCP client's config",
-        description="Merge the contextflow MCP server into a client's config (and for Claude Code the hooks and "
-        "the skill file), keeping every other setting. Shows a diff of each change; running it twice is a no-op.",
+        description="Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, Codex and "
+        "Gemini CLI, and the skill file for Claude Code), keeping every other setting. The server and every hook "
+        "get the store settings of this shell (CONTEXTFLOW_STORE as an absolute path, and CONTEXTFLOW_STATE / "
+        "CONTEXTFLOW_WRITER when set). Shows a diff of each change; running it twice is a no-op.",
     )
     inst.add_argument("client", choices=CLIENTS)
     inst.add_argument("--project", action="store_true", help="configure this project folder instead of the user")
@@ -61,7 +63,8 @@ def cmd_install(args: argparse.Namespace, app: None) -> int:
         done = action if args.dry_run else action.rstrip("e") + "ed"
         blocks.append(f"{verb}{done}  {change.path}\n{change.diff()}".rstrip())
     if any(change.changed for change in changes) and not args.dry_run:
-        blocks.append(f"Restart {args.client} to load contextflow.")
+        note = AFTER_INSTALL.get(args.client, "")
+        blocks.append(f"Restart {args.client} to load contextflow. {note}".rstrip())
     elif not any(change.changed for change in changes):
         blocks.append("contextflow is already installed; nothing changed.")
     data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
