@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
         description="Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, "
         "Codex and Gemini CLI, and the skill file for Claude Code), keeping every other setting. "
         "The server and every hook get the store settings of this shell (CONTEXTFLOW_STORE as an "
-        "absolute path, and CONTEXTFLOW_STATE / CONTEXTFLOW_WRITER when set). Shows a diff of each change; running it twice is a no-op.",
+        "absolute path, and CONTEXTFLOW_STATE / CONTEXTFLOW_WRITER when set). "
+        "Shows a diff of each change; running it twice is a no-op.",
     )
     inst.add_argument("client", choices=CLIENTS)
     inst.add_argument("--project", action="store_true", help="configure this project folder instead of the user")
