@@ -73,5 +73,5 @@ def test_a_session_id_with_a_line_break_is_never_made_active(app):
 
 
 def test_the_cli_refuses_a_control_character_in_a_session_id(capsys):
-    code, out, err = run(capsys, "note", "hello", "--session", "a\nb")
+    code, _, err = run(capsys, "note", "hello", "--session", "a\nb")
     assert code == 2 and "control character (U+000A at position 2)" in err
