@@ -177,7 +177,8 @@ def claude_hooks(path: Path, command: list[str], settings: Mapping[str, str]) ->
 
 
 def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *,
-                  events: tuple[tuple[str, str], ...] = HOOKS, timeout: int = HOOK_TIMEOUT) -> Mutator:
+                  events: tuple[tuple[str, str], ...] = HOOKS, timeout: int = HOOK_TIMEOUT,
+                  start_matcher: bool = True) -> Mutator:
     """Our hooks in a Claude Code-style `hooks` table (Claude Code, Codex hooks.json, Gemini CLI)."""
     def mutate(data: dict[str, Any]) -> None:
         hooks = _table(data, "hooks", str(path))
@@ -192,7 +193,7 @@ def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *
                 ours[0].update({"type": "command", "command": wanted})
                 continue
             group: dict[str, Any] = {"hooks": [{"type": "command", "command": wanted, "timeout": timeout}]}
-            if event == "SessionStart":
+            if event == "SessionStart" and start_matcher:  # "" matches every start (Claude Code, Gemini)
                 group = {"matcher": "", **group}
             groups.append(group)
 
@@ -327,7 +328,8 @@ def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | No
     if client == "codex":
         return [
             codex_entry(root / ".codex" / "config.toml", command, settings),
-            claude_hooks(root / ".codex" / "hooks.json", command, settings),
+            merge_json(root / ".codex" / "hooks.json", hooks_mutator(
+                root / ".codex" / "hooks.json", command, settings, start_matcher=False)),
         ]
     if client == "gemini":
         gemini = root / ".gemini" / "settings.json"
