@@ -298,61 +298,92 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def unprocessed(payload: dict[str, Any], seen: list[str]) -> list[Message]:
-    """What this Stop call has to carry out: each assistant message of the turn that no earlier
-    call processed (by transcript uuid). The final reply the client may send
-    (`last_assistant_message`, Gemini's `prompt_response`) counts only when the transcript does
-    not hold it (not written yet, or a transcript this hook cannot read); it is keyed by its digest."""
+def read_turn(payload: dict[str, Any]) -> tuple[list[Message], str | None]:
+    """The turn's assistant messages from the transcript, and the final reply the client sent
+    (`last_assistant_message`; Gemini's `prompt_response`), if any."""
     final = payload.get("last_assistant_message", payload.get("prompt_response"))
+    final = final if isinstance(final, str) else None
     path = payload.get("transcript_path")
-    messages: list[Message] = []
-    if isinstance(path, str) and path:
-        try:
-            messages = turn_messages(Path(path).expanduser())
-        except FileNotFoundError:
-            if not isinstance(final, str):
-                raise
-        except OSError as exc:
-            if not isinstance(final, str):
-                raise
-            log_reason(f"stop: cannot read the transcript ({exc.strerror or exc}); using the last message only")
-    elif not isinstance(final, str):
-        raise ValueError("the Stop payload has neither last_assistant_message nor transcript_path")
-    done = set(seen)
-    found: list[Message] = []
+    if not isinstance(path, str) or not path:
+        if final is None:
+            raise ValueError("the Stop payload has neither last_assistant_message nor transcript_path")
+        return [], final
+    try:
+        return turn_messages(Path(path).expanduser()), final
+    except FileNotFoundError:
+        if final is None:
+            raise
+    except OSError as exc:
+        if final is None:
+            raise
+        log_reason(f"stop: cannot read the transcript ({exc.strerror or exc}); using the last message only")
+    return [], final
+
+
+def _squashed(text: str) -> str:
+    return "".join(text.split())
+
+
+def _directive_key(directive: directives.Directive) -> str:
+    return "dir:" + _digest(orjson.dumps([directive.name, sorted(directive.attrs.items()), directive.body]).decode())
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one Stop call carries out, and the state it leaves."""
+
+    todo: list[directives.Directive]
+    processed: list[str]  # message keys (transcript uuids; "sha:" digests of final replies)
+    early: list[str]  # directives carried out from a final reply the transcript did not hold yet
+
+
+def plan_turn(messages: list[Message], final: str | None, processed: list[str], early: list[str]) -> Work:
+    """Each transcript message not processed before is carried out, except directives already
+    carried out from the final reply while the transcript lagged (each such key is used up
+    once). The final reply counts only when the transcript does not hold it."""
+    done = set(processed)
+    waiting = list(early)
+    todo: list[directives.Directive] = []
+    new: list[str] = []
     for message in messages:
-        digest = "sha:" + _digest(message.text)
-        if message.key in done or digest in done:  # seen before by uuid, or as the client's final message
+        if message.key in done:
             continue
-        found.append(message)
-    if isinstance(final, str) and final.strip():
-        digest = "sha:" + _digest(final)
-        held = any(final.strip() == message.text.strip() for message in messages)
-        if not held and digest not in done:
-            found.append(Message(digest, final))
-    return found
+        new.append(message.key)
+        for directive in directives.parse(message.text):
+            key = _directive_key(directive)
+            if key in waiting:
+                waiting.remove(key)
+                continue
+            todo.append(directive)
+    if final is not None and final.strip():
+        key = "sha:" + _digest(final)
+        held = bool(messages) and _squashed(final) in _squashed("\n".join(m.text for m in messages))
+        if not held and key not in done:
+            new.append(key)
+            found = directives.parse(final)
+            todo += found
+            waiting += [_directive_key(directive) for directive in found]
+    return Work(todo, [*processed, *new][-PROCESSED_KEEP:], waiting[-PROCESSED_KEEP:])
 
 
 def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
     """Carry out the directives of every assistant message of the turn not processed before;
     returns what was done. The store is opened only when there is something to do."""
     session_id = payload.get("session_id")
+    messages, final = read_turn(payload)
     pending = load_pending(hooks, session_id)
-    seen = [str(d) for d in pending.get("processed", []) if isinstance(d, str)]
-    messages = unprocessed(payload, seen)
-    if not messages:
-        return []
-    found = [directive for message in messages for directive in directives.parse(message.text)]
-    # a message whose text is also the client's final message is remembered both ways
-    keys = [message.key for message in messages] + ["sha:" + _digest(m.text) for m in messages if m.text.strip()]
-    processed = [*seen, *dict.fromkeys(keys)][-PROCESSED_KEEP:]
-    if not found:
-        return []  # nothing to carry out: nothing to remember either
+    processed = [str(d) for d in pending.get("processed", []) if isinstance(d, str)]
+    early = [str(d) for d in pending.get("early", []) if isinstance(d, str)]
+    work = plan_turn(messages, final, processed, early)
+    if not work.todo:
+        if work.early != early:
+            save_pending(hooks, session_id, {**pending, "processed": work.processed, "early": work.early})
+        return []  # nothing to carry out: no need to remember the messages either
     task = current_task(hooks)
     app = open_app()
     try:
         runner = directives.Runner(app, task)
-        outcome = runner.run(found)
+        outcome = runner.run(work.todo)
     finally:
         app.close()
     if runner.task != task:
@@ -360,7 +391,7 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
     items = [str(item) for item in pending.get("items", [])] + outcome.pending
     if outcome.done:
         items.append("## ctx\n\n" + quote("\n".join(outcome.done)))
-    save_pending(hooks, session_id, {"items": items, "processed": processed})
+    save_pending(hooks, session_id, {"items": items, "processed": work.processed, "early": work.early})
     for error in outcome.errors:
         log_reason(error)
     return outcome.done

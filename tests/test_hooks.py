@@ -299,3 +299,34 @@ def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app,
     assert len(ops.graph(app).live) == 1
     _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("Staging is eu-west-1") == 1
+
+
+def test_a_final_message_split_over_transcript_entries_runs_once(app, capsys, monkeypatch, tmp_path):
+    first, second = "Checked.", "<ctx:status/>"
+    write_transcript(
+        tmp_path, line("user", "go", "u1"),
+        line("assistant", [{"type": "text", "text": first}], "a1", "u1"),
+        line("assistant", [{"type": "text", "text": second}], "a2", "a1"),
+    )
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"{first}\n\n{second}"))
+    _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("## ctx status") == 1
+
+
+def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(app, capsys, monkeypatch, tmp_path):
+    remember = '<ctx:remember type="fact">said once</ctx:remember>'
+    write_transcript(tmp_path, line("user", "go", "u1"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
+    ops.delete_node(app, next(iter(ops.graph(app).live)))
+    write_transcript(  # the same reply, now in the transcript as two entries
+        tmp_path, line("user", "go", "u1"),
+        line("assistant", [{"type": "text", "text": "Noted."}], "a1", "u1"),
+        line("assistant", [{"type": "text", "text": remember}], "a2", "a1"),
+    )
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
+    assert ops.graph(app).live == set()
+    # a later turn saying the same thing again is carried out
+    write_transcript(tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}],
+                                                                   "a3", "u3"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=remember))
+    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["said once"]
