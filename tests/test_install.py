@@ -281,3 +281,15 @@ def test_an_unreadable_client_config_is_reported_not_fatal(home, tmp_path):
     write(home / ".cursor" / "mcp.json", "{broken")
     found = client_store_findings(home, tmp_path)
     assert len(found) == 1 and "cannot read ~/.cursor/mcp.json" in found[0]
+
+
+def test_an_inline_codex_env_table_is_rewritten_keeping_the_users_keys(home):
+    config = write(home / ".codex" / "config.toml", '[mcp_servers.contextflow]\ncommand = "contextflow"\n'
+                   'args = ["serve"]\n'
+                   'env = { CONTEXTFLOW_STORE = "~/Sync/contextflow", MCP_SHARED_CONTEXT_PROJECT = "p" }\n')
+    settings = {"CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
+    install("codex", command=CMD, env=settings)
+    data = tomllib.loads(config.read_text())
+    assert data["mcp_servers"]["contextflow"]["env"] == {
+        "MCP_SHARED_CONTEXT_PROJECT": "p", "CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
+    assert not install("codex", command=CMD, env=settings)[0].changed
