@@ -69,12 +69,18 @@ def active_session(app: App) -> str | None:
 
 
 def set_active_session(app: App, session_id: str) -> Path:
-    """Make a session active (no check that it exists: see `new_session` and `choose_session`)."""
+    """Make a session active (it need not have entries yet). An id with a control character
+    is refused unless it is a stored session's (older versions accepted such ids); a line
+    break never fits the one-line active-session file."""
     chosen = checks.text(session_id, "session_id", required=True, max_chars=200)
-    if chosen is not None and any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+    assert chosen is not None
+    if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
+    controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
+    if controls and chosen not in known_session_ids(app, app.settings.default_project):
+        checked_name(chosen, "session_id")  # raises, saying which character
     path = app.settings.active_session_file
-    assert path is not None and chosen is not None
+    assert path is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_text(chosen + "\n", encoding="utf-8")

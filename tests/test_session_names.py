@@ -75,3 +75,12 @@ def test_a_session_id_with_a_line_break_is_never_made_active(app):
 def test_the_cli_refuses_a_control_character_in_a_session_id(capsys):
     code, _, err = run(capsys, "note", "hello", "--session", "a\nb")
     assert code == 2 and "control character (U+000A at position 2)" in err
+
+
+def test_use_refuses_a_new_id_with_control_characters_but_a_stored_one_can_be_resumed(capsys, app):
+    code, _, err = run(capsys, "use", "evil\x1b[31m")
+    assert code == 2 and "control character (U+001B at position 5)" in err
+    legacy = "old\x07id"  # written by an older version that accepted it
+    app.store.append("note", {"project": app.settings.default_project, "agent": "a", "text": "t", "session_id": legacy})
+    sessions.set_active_session(app, legacy)
+    assert sessions.active_session(app) == legacy
