@@ -1,6 +1,6 @@
-"""Claude Code hooks: `contextflow hook session-start | prompt-submit | stop`.
+"""Client hooks (Claude Code, Codex, Gemini CLI): `contextflow hook session-start | prompt-submit | stop`.
 
-Each reads the JSON Claude Code sends on stdin (`session_id`, `transcript_path`, `cwd`,
+Each reads the JSON the client sends on stdin (`session_id`, `transcript_path`, `cwd`,
 `hook_event_name`, ...) and prints what that event accepts:
 
 - session-start: the composed default view, the active session's latest handoff and the
@@ -13,7 +13,8 @@ Each reads the JSON Claude Code sends on stdin (`session_id`, `transcript_path`,
   `prompt_response`) when the transcript does not hold it.
 
 Gemini CLI (SessionStart, BeforeAgent, AfterAgent) and Codex (SessionStart,
-UserPromptSubmit, Stop) send the same fields and read the same output.
+UserPromptSubmit, Stop) send the same fields and read the same output; their transcripts are
+not Claude Code's JSONL, so for them the final reply is what the Stop hook reads.
 
 A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the
 reason to stderr and to `hooks.log` in the machine-local state folder. What waits between
