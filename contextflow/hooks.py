@@ -1,14 +1,20 @@
-"""Claude Code hooks: `contextflow hook session-start | prompt-submit | stop`.
+"""Client hooks (Claude Code, Codex, Gemini CLI): `contextflow hook session-start | prompt-submit | stop`.
 
-Each reads the JSON Claude Code sends on stdin (`session_id`, `transcript_path`, `cwd`,
+Each reads the JSON the client sends on stdin (`session_id`, `transcript_path`, `cwd`,
 `hook_event_name`, ...) and prints what that event accepts:
 
 - session-start: the composed default view, the active session's latest handoff and the
   open timeline threads, within `CONTEXTFLOW_HOOK_BUDGET` tokens (default 8000), as
   `hookSpecificOutput.additionalContext`;
 - prompt-submit: results waiting from the last reply's `<ctx:recall|status|expand>`;
-- stop: carries out the `<ctx:...>` directives in the last assistant message (from
-  `last_assistant_message` when the client sends it, else the transcript JSONL).
+- stop: carries out the `<ctx:...>` directives in every assistant message of the turn that
+  no earlier Stop call processed (read from the transcript JSONL, remembered by message uuid
+  in the machine-local state), plus the client's `last_assistant_message` (Gemini:
+  `prompt_response`) when the transcript does not hold it.
+
+Gemini CLI (SessionStart, BeforeAgent, AfterAgent) and Codex (SessionStart,
+UserPromptSubmit, Stop) send the same fields and read the same output; their transcripts are
+not Claude Code's JSONL, so for them the final reply is what the Stop hook reads.
 
 A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the
 reason to stderr and to `hooks.log` in the machine-local state folder. What waits between
@@ -22,6 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +46,7 @@ DEFAULT_BUDGET = 8_000
 MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
 MAX_LOG_BYTES = 1 << 20
-PROCESSED_KEEP = 50
+PROCESSED_KEEP = 500  # message keys remembered per Claude session
 
 
 def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
@@ -126,7 +133,11 @@ def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
 def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
     path = _pending_path(hooks, session_id)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(orjson.dumps(data))
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, orjson.dumps(data))
+    finally:
+        os.close(fd)
     os.replace(temp, path)
 
 
@@ -243,54 +254,137 @@ def _is_prompt(content: Any) -> bool:
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
 
 
-def last_assistant_text(transcript: Path) -> str:
-    """The text of the assistant's last turn: its entries after the last user prompt."""
+@dataclass(frozen=True)
+class Message:
+    """One assistant message of the current turn: its key (transcript uuid) and its text."""
+
+    key: str
+    text: str
+
+
+def _read_tail(transcript: Path) -> list[bytes]:
     with open(transcript, "rb") as handle:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
         handle.seek(max(0, size - MAX_TRANSCRIPT_TAIL))
-        lines = handle.read().split(b"\n")
-    texts: list[str] = []
-    for raw in reversed(lines):
+        return handle.read().split(b"\n")
+
+
+def turn_messages(transcript: Path) -> list[Message]:
+    """The assistant messages of the last turn (after the last user prompt), oldest first.
+    A line that is not a transcript entry is skipped."""
+    found: list[Message] = []
+    for raw in reversed(_read_tail(transcript)):
         try:
             entry = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
-        if not isinstance(entry, dict) or entry.get("isSidechain"):
+        if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
             continue
         message = entry.get("message")
         if not isinstance(message, dict):
             message = {}
         if entry.get("type") == "assistant":
-            texts = _text_blocks(message.get("content")) + texts
+            text = "\n".join(_text_blocks(message.get("content")))
+            key = entry.get("uuid")
+            key = str(key) if isinstance(key, str) and key else "sha:" + _digest(raw.decode("utf-8", "replace"))
+            found.append(Message(key, text))
         elif entry.get("type") == "user" and _is_prompt(message.get("content")):
             break
-    return "\n".join(texts)
+    found.reverse()
+    return found
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_turn(payload: dict[str, Any]) -> tuple[list[Message], str | None]:
+    """The turn's assistant messages from the transcript, and the final reply the client sent
+    (`last_assistant_message`; Gemini's `prompt_response`), if any."""
+    final = payload.get("last_assistant_message", payload.get("prompt_response"))
+    final = final if isinstance(final, str) else None
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        if final is None:
+            raise ValueError("the Stop payload has neither last_assistant_message nor transcript_path")
+        return [], final
+    try:
+        return turn_messages(Path(path).expanduser()), final
+    except FileNotFoundError:
+        if final is None:
+            raise
+    except OSError as exc:
+        if final is None:
+            raise
+        log_reason(f"stop: cannot read the transcript ({exc.strerror or exc}); using the last message only")
+    return [], final
+
+
+def _squashed(text: str) -> str:
+    return "".join(text.split())
+
+
+def _directive_key(directive: directives.Directive) -> str:
+    return "dir:" + _digest(orjson.dumps([directive.name, sorted(directive.attrs.items()), directive.body]).decode())
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one Stop call carries out, and the state it leaves."""
+
+    todo: list[directives.Directive]
+    processed: list[str]  # message keys (transcript uuids; "sha:" digests of final replies)
+    early: list[str]  # directives carried out from a final reply the transcript did not hold yet
+
+
+def plan_turn(messages: list[Message], final: str | None, processed: list[str], early: list[str]) -> Work:
+    """Each transcript message not processed before is carried out, except directives already
+    carried out from the final reply while the transcript lagged (each such key is used up
+    once). The final reply counts only when the transcript does not hold it."""
+    done = set(processed)
+    waiting = list(early)
+    todo: list[directives.Directive] = []
+    new: list[str] = []
+    for message in messages:
+        if message.key in done:
+            continue
+        new.append(message.key)
+        for directive in directives.parse(message.text):
+            key = _directive_key(directive)
+            if key in waiting:
+                waiting.remove(key)
+                continue
+            todo.append(directive)
+    if final is not None and final.strip():
+        key = "sha:" + _digest(final)
+        held = bool(messages) and _squashed(final) in _squashed("\n".join(m.text for m in messages))
+        if not held and key not in done:
+            new.append(key)
+            found = directives.parse(final)
+            todo += found
+            waiting += [_directive_key(directive) for directive in found]
+    return Work(todo, [*processed, *new][-PROCESSED_KEEP:], waiting[-PROCESSED_KEEP:])
 
 
 def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
-    """Carry out the directives of the last reply; returns what was done. The store is
-    opened only when there is something to do."""
-    text = payload.get("last_assistant_message")
-    if not isinstance(text, str):
-        path = payload.get("transcript_path")
-        if not isinstance(path, str) or not path:
-            raise ValueError("the Stop payload has neither last_assistant_message nor transcript_path")
-        text = last_assistant_text(Path(path).expanduser())
-    found = directives.parse(text)
-    if not found:
-        return []
+    """Carry out the directives of every assistant message of the turn not processed before;
+    returns what was done. The store is opened only when there is something to do."""
     session_id = payload.get("session_id")
+    messages, final = read_turn(payload)
     pending = load_pending(hooks, session_id)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    processed = [str(d) for d in pending.get("processed", [])]
-    if digest in processed:
-        return []  # the same reply seen again (the client re-ran the hook)
+    processed = [str(d) for d in pending.get("processed", []) if isinstance(d, str)]
+    early = [str(d) for d in pending.get("early", []) if isinstance(d, str)]
+    work = plan_turn(messages, final, processed, early)
+    if not work.todo:
+        if work.early != early:
+            save_pending(hooks, session_id, {**pending, "processed": work.processed, "early": work.early})
+        return []  # nothing to carry out: no need to remember the messages either
     task = current_task(hooks)
     app = open_app()
     try:
         runner = directives.Runner(app, task)
-        outcome = runner.run(found)
+        outcome = runner.run(work.todo)
     finally:
         app.close()
     if runner.task != task:
@@ -298,7 +392,7 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
     items = [str(item) for item in pending.get("items", [])] + outcome.pending
     if outcome.done:
         items.append("## ctx\n\n" + quote("\n".join(outcome.done)))
-    save_pending(hooks, session_id, {"items": items, "processed": [*processed, digest][-PROCESSED_KEEP:]})
+    save_pending(hooks, session_id, {"items": items, "processed": work.processed, "early": work.early})
     for error in outcome.errors:
         log_reason(error)
     return outcome.done

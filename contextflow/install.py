@@ -1,16 +1,19 @@
 """`contextflow install CLIENT`: add contextflow to an MCP client's configuration.
 
 Merges the `contextflow` MCP server entry into the client's config file (user scope, or
-the project with `project=True`), keeping every other setting; for Claude Code it also
-adds the three hooks to settings.json and writes the skill file. Running it again changes
-nothing. Each change is shown as a unified diff; `dry_run` only shows them.
+the project with `project=True`), keeping every other setting; adds the hooks where the
+client has them (Claude Code, Codex, Gemini CLI) and, for Claude Code, the skill file.
+The server entry and every hook command carry the same store settings (`store_settings`),
+so the server and the hooks always use one store. Running it again changes nothing. Each
+change is shown as a unified diff; `dry_run` only shows them.
 
     client       user scope (HOME)                        project scope (current folder)
     claude-code  .claude.json (server),                   .mcp.json,
                  .claude/settings.json (hooks),           .claude/settings.json,
                  .claude/skills/contextflow/SKILL.md      .claude/skills/contextflow/SKILL.md
-    codex        .codex/config.toml                       .codex/config.toml
-    gemini       .gemini/settings.json                    .gemini/settings.json
+    codex        .codex/config.toml (server),             .codex/config.toml,
+                 .codex/hooks.json (hooks)                .codex/hooks.json
+    gemini       .gemini/settings.json (server, hooks)    .gemini/settings.json
     cursor       .cursor/mcp.json                         .cursor/mcp.json
 """
 
@@ -24,18 +27,27 @@ import shlex
 import shutil
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from contextflow.errors import InputError
+from contextflow.locate import locate_store
 
 CLIENTS = ("claude-code", "codex", "gemini", "cursor")
 SERVER_NAME = "contextflow"
 HOOKS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt-submit"), ("Stop", "stop"))
-HOOK_TIMEOUT = 30
+GEMINI_HOOKS = (("SessionStart", "session-start"), ("BeforeAgent", "prompt-submit"), ("AfterAgent", "stop"))
+HOOK_TIMEOUT = 30  # seconds (Claude Code, Codex)
+GEMINI_HOOK_TIMEOUT = 30_000  # Gemini CLI counts milliseconds
+STORE_VARIABLES = ("CONTEXTFLOW_STORE", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER")
+# what install owns in a server's env: set as in the shell at install time, dropped when unset
+AFTER_INSTALL = {
+    "codex": "Codex runs new hooks only after you review and trust them once: open `codex` and run /hooks.",
+}
+OWNED_VARIABLES = (*STORE_VARIABLES, "CONTEXTFLOW_STATE", "CONTEXTFLOW_WRITER")
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,30 @@ def server_command() -> list[str]:
     """How a client should start this contextflow: its script if on PATH, else this Python."""
     found = shutil.which("contextflow")
     return [found] if found else [sys.executable, "-m", "contextflow"]
+
+
+def store_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every server entry and hook command gets: the store as resolved now
+    (an absolute path), and `CONTEXTFLOW_STATE`/`CONTEXTFLOW_WRITER` when they are set."""
+    env = os.environ if env is None else env
+    where = locate_store(env)
+    if where.rule in ("MCP_SHARED_CONTEXT_FILE", "client-config") and where.legacy_files:
+        settings = {"MCP_SHARED_CONTEXT_FILE": str(where.legacy_files[0])}
+    elif where.rule == "MCP_SHARED_CONTEXT_FOLDER":
+        settings = {"MCP_SHARED_CONTEXT_FOLDER": str(where.folder)}
+    else:
+        settings = {"CONTEXTFLOW_STORE": str(where.folder)}
+    if env.get("CONTEXTFLOW_STATE", "").strip():
+        settings["CONTEXTFLOW_STATE"] = os.path.abspath(os.path.expanduser(env["CONTEXTFLOW_STATE"].strip()))
+    if env.get("CONTEXTFLOW_WRITER", "").strip():
+        settings["CONTEXTFLOW_WRITER"] = env["CONTEXTFLOW_WRITER"].strip()
+    return settings
+
+
+def hook_command(command: list[str], sub: str, settings: Mapping[str, str]) -> str:
+    """`CONTEXTFLOW_STORE=/path contextflow hook stop`: the hook's store settings in its command."""
+    assignments = [f"{key}={shlex.quote(value)}" for key, value in settings.items()]
+    return " ".join([*assignments, shlex.join([*command, "hook", sub])])
 
 
 def skill_text() -> str:
@@ -104,26 +140,50 @@ def _table(parent: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return value
 
 
-def server_entry(path: Path, command: list[str], extra: dict[str, Any]) -> Change:
+def _merged_env(current: Any, settings: Mapping[str, str]) -> dict[str, Any]:
+    """The user's env with our store settings; a setting install owns but did not set now is
+    dropped, so the server and the hooks cannot disagree."""
+    kept = {k: v for k, v in current.items() if k not in OWNED_VARIABLES} if isinstance(current, dict) else {}
+    return {**kept, **settings}
+
+
+Mutator = Callable[[dict[str, Any]], None]
+
+
+def server_entry(path: Path, command: list[str], extra: dict[str, Any], settings: Mapping[str, str]) -> Change:
+    return merge_json(path, server_mutator(path, command, extra, settings))
+
+
+def server_mutator(path: Path, command: list[str], extra: dict[str, Any], settings: Mapping[str, str]) -> Mutator:
     def mutate(data: dict[str, Any]) -> None:
         servers = _table(data, "mcpServers", str(path))
         entry = servers.get(SERVER_NAME)
         entry = dict(entry) if isinstance(entry, dict) else {}
         entry.update({**extra, "command": command[0], "args": [*command[1:], "serve"]})
+        env = _merged_env(entry.get("env"), settings)
+        if env:
+            entry["env"] = env
         servers[SERVER_NAME] = entry
 
-    return merge_json(path, mutate)
+    return mutate
 
 
 def _is_ours(command: Any, sub: str) -> bool:
     return isinstance(command, str) and "contextflow" in command and command.rstrip().endswith(f"hook {sub}")
 
 
-def claude_hooks(path: Path, command: list[str]) -> Change:
+def claude_hooks(path: Path, command: list[str], settings: Mapping[str, str]) -> Change:
+    return merge_json(path, hooks_mutator(path, command, settings))
+
+
+def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *,
+                  events: tuple[tuple[str, str], ...] = HOOKS, timeout: int = HOOK_TIMEOUT,
+                  start_matcher: bool = True) -> Mutator:
+    """Our hooks in a Claude Code-style `hooks` table (Claude Code, Codex hooks.json, Gemini CLI)."""
     def mutate(data: dict[str, Any]) -> None:
         hooks = _table(data, "hooks", str(path))
-        for event, sub in HOOKS:
-            wanted = shlex.join([*command, "hook", sub])
+        for event, sub in events:
+            wanted = hook_command(command, sub, settings)
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
                 raise InputError(f"{path}: hooks.{event} is not a list; fix it and run install again")
@@ -132,55 +192,108 @@ def claude_hooks(path: Path, command: list[str]) -> Change:
             if ours:
                 ours[0].update({"type": "command", "command": wanted})
                 continue
-            group: dict[str, Any] = {"hooks": [{"type": "command", "command": wanted, "timeout": HOOK_TIMEOUT}]}
-            if event == "SessionStart":
+            group: dict[str, Any] = {"hooks": [{"type": "command", "command": wanted, "timeout": timeout}]}
+            if event == "SessionStart" and start_matcher:  # "" matches every start (Claude Code, Gemini)
                 group = {"matcher": "", **group}
             groups.append(group)
 
-    return merge_json(path, mutate)
+    return mutate
 
 
 # -- Codex TOML --------------------------------------------------------------------------
 
 _HEADER = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\]\s*(?:#.*)?$')
+_ENV_HEADER = re.compile(
+    r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\.\s*(?:env|"env")\s*\]\s*(?:#.*)?$'
+)
 _ANY_HEADER = re.compile(r"^\s*\[")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def _toml_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def codex_entry(path: Path, command: list[str]) -> Change:
-    """Set command and args in [mcp_servers.contextflow], editing the text so comments survive."""
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else json.dumps(key)
+
+
+def _table_span(lines: list[str], header: re.Pattern[str]) -> tuple[int, int] | None:
+    start = next((i for i, line in enumerate(lines) if header.match(line)), None)
+    if start is None:
+        return None
+    end = next((i for i in range(start + 1, len(lines)) if _ANY_HEADER.match(lines[i])), len(lines))
+    return start, end
+
+
+def _set_keys(
+    body: list[str], wanted: Mapping[str, Any], drop: tuple[str, ...], path: Path, table: str,
+) -> list[str]:
+    """Set `wanted` keys (TOML values) in a table's lines, drop `drop` keys; other lines stay."""
+    body = list(body)
+    for key in drop:
+        if key not in wanted:
+            pattern = re.compile(rf'^\s*(?:{re.escape(key)}|"{re.escape(key)}")\s*=')
+            body = [line for line in body if not pattern.match(line)]
+    for position, (key, value) in enumerate(wanted.items()):
+        pattern = re.compile(rf'^\s*(?:{re.escape(key)}|"{re.escape(key)}")\s*=')
+        index = next((i for i, line in enumerate(body) if pattern.match(line)), None)
+        new_line = f"{_toml_key(key)} = {_toml_value(value)}\n"
+        if index is None:
+            body.insert(min(position, len(body)), new_line)
+            continue
+        current = _parsed_line(body[index])
+        if current is None:
+            raise InputError(f"{path}: {key} of [{table}] spans lines; edit it by hand")
+        if current.get(key) != value:
+            body[index] = new_line
+    return body
+
+
+def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> Change:
+    """Set command, args and the store settings (`env`) of [mcp_servers.contextflow], editing
+    the text so comments survive. Codex starts MCP servers with only HOME and PATH, so the
+    settings must be in the entry."""
     before = _read(path)
     text = before or ""
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path} is not valid TOML ({exc}); fix it and run install again. Nothing changed") from None
-    wanted = {"command": _toml_value(command[0]), "args": _toml_value([*command[1:], "serve"])}
+    table = f"mcp_servers.{SERVER_NAME}"
+    wanted = {"command": command[0], "args": [*command[1:], "serve"]}
     lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
-    if start is None:
-        block = f"[mcp_servers.{SERVER_NAME}]\n" + "".join(f"{k} = {v}\n" for k, v in wanted.items())
-        separator = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-        after = text + separator + block
+    span = _table_span(lines, _HEADER)
+    if span is None:
+        block = [f"[{table}]\n", *(f"{k} = {_toml_value(v)}\n" for k, v in wanted.items())]
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        lines += (["\n"] if lines else []) + block
     else:
-        end = next((i for i in range(start + 1, len(lines)) if _ANY_HEADER.match(lines[i])), len(lines))
-        body = lines[start + 1 : end]
-        for position, (key, value) in enumerate(wanted.items()):
-            pattern = re.compile(rf"^\s*{key}\s*=")
-            index = next((i for i, line in enumerate(body) if pattern.match(line)), None)
-            new_line = f"{key} = {value}\n"
-            if index is None:
-                body.insert(position, new_line)
-                continue
-            current = _parsed_line(body[index])
-            if current is None:
-                raise InputError(f"{path}: {key} of [mcp_servers.{SERVER_NAME}] spans lines; edit it by hand")
-            if current.get(key) != json.loads(value):
-                body[index] = new_line
-        after = "".join(lines[: start + 1] + body + lines[end:])
+        start, end = span
+        lines[start + 1 : end] = _set_keys(lines[start + 1 : end], wanted, (), path, table)
+    entry = tomllib.loads("".join(lines)).get("mcp_servers", {}).get(SERVER_NAME, {})
+    current = entry.get("env")
+    env = _merged_env(current, settings)
+    if env and env != current:
+        env_span = _table_span(lines, _ENV_HEADER)
+        start, end = _table_span(lines, _HEADER) or (0, 0)
+        inline = next((i for i in range(start + 1, end) if re.match(r'^\s*(?:env|"env")\s*=', lines[i])), None)
+        if env_span is not None:
+            first, last = env_span
+            body = lines[first + 1 : last]
+            lines[first + 1 : last] = _set_keys(body, settings, OWNED_VARIABLES, path, table + ".env")
+        elif inline is not None:
+            pairs = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in env.items())
+            lines[inline] = f"env = {{ {pairs} }}\n"
+        else:
+            block = [f"[{table}.env]\n", *(f"{_toml_key(k)} = {_toml_value(v)}\n" for k, v in env.items())]
+            while end > start + 1 and not lines[end - 1].strip():
+                end -= 1  # keep the blank line before the next table after our block
+            if lines[end - 1 : end] and not lines[end - 1].endswith("\n"):
+                lines[end - 1] += "\n"
+            lines[end:end] = ["\n", *block]
+    after = "".join(lines)
     tomllib.loads(after)
     return Change(path, before, after)
 
@@ -196,26 +309,39 @@ def _parsed_line(line: str) -> dict[str, Any] | None:
 
 
 def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | None = None,
-         command: list[str] | None = None) -> list[Change]:
+         command: list[str] | None = None, env: Mapping[str, str] | None = None) -> list[Change]:
     if client not in CLIENTS:
         raise InputError(f"unknown client {client!r}; install supports {', '.join(CLIENTS)}")
     home = home or Path(os.environ.get("HOME") or Path.home())
     root = (cwd or Path.cwd()) if project else home
     command = command or server_command()
+    settings = store_settings(env)
     if client == "claude-code":
         config = root / ".mcp.json" if project else home / ".claude.json"
         skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
         skill_now = _read(skill)
         return [
-            server_entry(config, command, {"type": "stdio"}),
-            claude_hooks(root / ".claude" / "settings.json", command),
+            server_entry(config, command, {"type": "stdio"}, settings),
+            claude_hooks(root / ".claude" / "settings.json", command, settings),
             Change(skill, skill_now, skill_text()),
         ]
     if client == "codex":
-        return [codex_entry(root / ".codex" / "config.toml", command)]
+        return [
+            codex_entry(root / ".codex" / "config.toml", command, settings),
+            merge_json(root / ".codex" / "hooks.json", hooks_mutator(
+                root / ".codex" / "hooks.json", command, settings, start_matcher=False)),
+        ]
     if client == "gemini":
-        return [server_entry(root / ".gemini" / "settings.json", command, {})]
-    return [server_entry(root / ".cursor" / "mcp.json", command, {})]
+        gemini = root / ".gemini" / "settings.json"
+        add_server = server_mutator(gemini, command, {}, settings)
+        add_hooks = hooks_mutator(gemini, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT)
+
+        def both(data: dict[str, Any]) -> None:
+            add_server(data)
+            add_hooks(data)
+
+        return [merge_json(gemini, both)]
+    return [server_entry(root / ".cursor" / "mcp.json", command, {}, settings)]
 
 
 def write(change: Change) -> None:
@@ -234,9 +360,10 @@ def write(change: Change) -> None:
 
 
 def install(client: str, *, project: bool = False, dry_run: bool = False, home: Path | None = None,
-            cwd: Path | None = None, command: list[str] | None = None) -> list[Change]:
+            cwd: Path | None = None, command: list[str] | None = None,
+            env: Mapping[str, str] | None = None) -> list[Change]:
     """Plan every change first (so a bad file stops all of them), then write unless dry_run."""
-    changes = plan(client, project=project, home=home, cwd=cwd, command=command)
+    changes = plan(client, project=project, home=home, cwd=cwd, command=command, env=env)
     if not dry_run:
         for change in changes:
             if change.changed:

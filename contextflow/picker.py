@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import questionary
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 
 from contextflow import sessions
 from contextflow.app import App
@@ -25,8 +26,26 @@ def choices(app: App, project: str | None) -> list[questionary.Choice]:
     return items
 
 
+def cancel_keys() -> KeyBindings:
+    """Esc and q cancel the picker (as Ctrl-C does)."""
+    bindings = KeyBindings()
+
+    @bindings.add("escape", eager=True)
+    @bindings.add("q")
+    def cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    return bindings
+
+
 def run_picker(app: App, project: str | None) -> int:
-    picked = questionary.select("Choose a session to make active:", choices=choices(app, project)).ask()
+    question = questionary.select(
+        "Choose a session to make active:", choices=choices(app, project),
+        instruction="(arrows and Enter; Esc or q cancels)",
+    )
+    own = question.application.key_bindings or KeyBindings()
+    question.application.key_bindings = merge_key_bindings([own, cancel_keys()])
+    picked = question.ask()
     if picked is None:
         print("No session chosen; the active session is unchanged.")
         return 1

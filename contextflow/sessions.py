@@ -6,9 +6,11 @@ active session is used: `MCP_SHARED_CONTEXT_ACTIVE_SESSION`, else the active-ses
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +35,24 @@ def sessions_state(app: App) -> SessionsState:
     return state
 
 
+# -- names -------------------------------------------------------------------------------
+
+
+def checked_name(value: object, name: str, *, required: bool = False) -> str | None:
+    """A session id or project name: refused when it holds a line break or another control or
+    format character (it would display as something else)."""
+    text = checks.text(value, name, required=required, max_chars=200)
+    if text is None:
+        return None
+    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise InputError(
+            f"{name} contains a control character (U+{ord(bad):04X} at position {text.index(bad) + 1}); "
+            "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
+        )
+    return text
+
+
 # -- active session ------------------------------------------------------------------------
 
 
@@ -49,14 +69,60 @@ def active_session(app: App) -> str | None:
 
 
 def set_active_session(app: App, session_id: str) -> Path:
+    """Make a session active (it need not have entries yet). An id with a control character
+    is refused unless it is a stored session's (older versions accepted such ids); a line
+    break never fits the one-line active-session file."""
     chosen = checks.text(session_id, "session_id", required=True, max_chars=200)
+    assert chosen is not None
+    if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
+    controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
+    if controls and chosen not in known_session_ids(app, app.settings.default_project):
+        checked_name(chosen, "session_id")  # raises, saying which character
     path = app.settings.active_session_file
-    assert path is not None and chosen is not None
+    assert path is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_text(chosen + "\n", encoding="utf-8")
     os.replace(temp, path)
     return path
+
+
+def new_session(app: App, session_id: object = None, cwd: Path | None = None) -> str:
+    """Start a session explicitly: check its id (or suggest one) and make it active."""
+    chosen = checked_name(session_id, "session_id") or suggest_session_id(app, cwd)
+    set_active_session(app, chosen)
+    return chosen
+
+
+def known_session_ids(app: App, project: str) -> list[str]:
+    """The ids of the sessions that have entries in `project`, most recent first when known."""
+    if not app.store.loaded:
+        index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
+        if index is not None:
+            return [summary.session_id for summary in index.sessions.get(project, [])]
+    return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
+
+
+def require_session(app: App, session_id: str, project: str) -> None:
+    """An error listing the closest known ids when `session_id` has no entries in `project`
+    and is not the active session (which `new_session` or `use` created explicitly)."""
+    if session_id == NO_SESSION or session_id == active_session(app):
+        return
+    known = known_session_ids(app, project)
+    if session_id in known:
+        return
+    close = difflib.get_close_matches(session_id, known, n=5, cutoff=0.5)
+    if close:
+        hint = "closest: " + ", ".join(repr(c) for c in close)
+    elif known:
+        hint = "recent: " + ", ".join(repr(c) for c in known[:5])
+    else:
+        hint = "it has no sessions yet"
+    raise NotFoundError(
+        f"no session {session_id!r} in project {project!r} ({hint}). To start it, use the new_session prompt "
+        f"or `contextflow use {session_id}`; list_sessions shows the existing ones"
+    )
 
 
 def resolve_session(app: App, explicit: object, *, required: bool = False) -> str | None:
@@ -90,10 +156,10 @@ def suggest_session_id(app: App, cwd: Path | None = None) -> str:
 
 def _base(app: App, agent: object, project: object, session_id: object, task: object) -> dict[str, object]:
     base: dict[str, object] = {
-        "project": checks.text(project, "project", max_chars=200) or app.settings.default_project,
+        "project": checked_name(project, "project") or app.settings.default_project,
         "agent": checks.text(agent, "agent", required=True, max_chars=200),
     }
-    resolved = resolve_session(app, session_id)
+    resolved = checked_name(session_id, "session_id") or resolve_session(app, None)
     if resolved:
         base["session_id"] = resolved
     task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)
@@ -337,10 +403,14 @@ class Resume:
 
 
 def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
+    """A session's latest handoff and recent entries. An id given explicitly must exist (or be
+    the active session): a typo is an error listing the closest ids, never a new session."""
     chosen = resolve_session(app, session_id, required=True)
     assert chosen is not None
     name = checks.text(project, "project") or app.settings.default_project
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    if checks.text(session_id, "session_id"):
+        require_session(app, chosen, name)
     if chosen != NO_SESSION and not app.store.loaded and count <= sessions_index.SESSION_TAIL:
         index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
         if index is not None:

@@ -122,3 +122,35 @@ def test_compose_nodes_accepts_an_empty_candidate_list(app):
     state = ops.graph(app)
     result = compose_nodes(state, [], 100, at_ms=AT)
     assert result.included == [] and result.text.startswith("<!-- ctx: 0 nodes")
+
+
+def test_identical_nodes_from_two_writers_are_listed_once(app, tmp_path):
+    from tests.conftest import open_app
+
+    ops.add_node(app, type="fact", content="Deploys run on Fridays", tags=["tier:reference"])
+    other = open_app("writer-b")
+    try:
+        ops.graph(other)
+        other.store.append(*ops.node_item(type="fact", content="Deploys run on Fridays", tags=["tier:reference"]))
+    finally:
+        other.close()
+    composed = compose(app, "type:fact", 2000)
+    assert composed.text.count("Deploys run on Fridays") == 1 and len(composed.included) == 1
+    assert composed.excluded == {"identical copies": 1}
+
+
+def test_a_budget_that_fits_no_node_says_the_least_budget_that_does(app):
+    ops.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
+    small = compose(app, None, 50)
+    assert small.included == [] and small.minimum_budget > 50
+    assert f"use a budget of at least {small.minimum_budget}" in small.report()
+    assert small.as_dict()["minimum_budget"] == small.minimum_budget
+    enough = compose(app, None, small.minimum_budget)
+    assert len(enough.included) == 1 and enough.minimum_budget == 0
+    assert compose(app, None, small.minimum_budget - 1).included == []
+
+
+def test_a_budget_below_the_frame_names_the_least_budget_that_fits_a_node(app):
+    ops.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
+    with pytest.raises(InputError, match=r"budget 10 is too small: .*use a budget of at least \d+"):
+        compose(app, None, 10)

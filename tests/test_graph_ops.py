@@ -139,3 +139,20 @@ def test_list_filters_by_type_tag_and_since(app):
     nodes, total = explore.list_nodes(app, type="fact", tag="task:a", since="1h")
     assert total == 1 and nodes[0].content == "f"
     assert explore.list_nodes(app, limit=1)[1] == 2
+
+
+def test_remembering_identical_content_type_and_tags_twice_is_one_node(app):
+    first = ops.add_node(app, type="fact", content="Prices are in cents", tags=["tier:reference", "project:shop"])
+    again = ops.add_node(app, type="fact", content="Prices are in cents", tags=["project:shop", "tier:reference"])
+    assert again.id == first.id and len(ops.graph(app).live) == 1
+    other_tags = ops.add_node(app, type="fact", content="Prices are in cents", tags=["tier:working"])
+    other_type = ops.add_node(app, type="decision", content="Prices are in cents", tags=["tier:reference"])
+    assert len({first.id, other_tags.id, other_type.id}) == 3
+
+
+def test_remembering_a_known_node_again_adds_only_the_links_it_lacks(app):
+    target = ops.add_node(app, type="fact", content="target")
+    node = ops.add_node(app, type="fact", content="same")
+    again = ops.add_node(app, type="fact", content="same", links=[ops.Link(target.id, "DEPENDS_ON")])
+    assert again.id == node.id
+    assert [(e.target, e.type) for e in ops.graph(app).edges_out(node.id)] == [(target.id, "DEPENDS_ON")]

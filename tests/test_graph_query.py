@@ -2,8 +2,10 @@
 
 import pytest
 
+from contextflow.cli import main
 from contextflow.clock import stamp_ms
 from contextflow.graph import ops
+from contextflow.graph.compose import compose
 from contextflow.graph.query import And, Leaf, Not, Or, QueryError, evaluate, parse
 
 DAY = 86_400_000
@@ -95,7 +97,8 @@ def test_an_empty_query_matches_every_node(graph):
         ("(type:fact", 11, "')' to close the '(' at position 1"),
         ("type:fact)", 10, "AND, OR or the end of the query"),
         ("type:foo", 6, "a node type"),
-        ("tag:tier", 5, "a namespace:value tag"),
+        ("tag:", 5, "a tag, e.g. tag:project:x"),
+        ("tag::x", 5, "a tag, e.g. tag:project:x"),
         ("created:24h", 9, "> or < before a duration"),
         ("created:>soon", 10, "a duration (30m, 24h, 7d, 2w, 1y) or a date"),
         ("tokens:<many", 9, "a whole number of tokens"),
@@ -120,3 +123,32 @@ def test_an_unknown_or_ambiguous_node_in_from_is_a_clear_error(graph):
     app, _, _ = graph
     with pytest.raises(Exception, match="no node id in from: starts with 'zzzz'"):
         evaluate(parse("from:zzzz"), ops.graph(app), 0)
+
+
+def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
+    archived = ops.add_node(app, type="fact", content="old", tags=["status:archived"])
+    other = ops.add_node(app, type="fact", content="other", tags=["status:active"])
+    state = ops.graph(app)
+    state.by_tag.setdefault("archived", set()).add(other.id)  # a plain tag, as other implementations store them
+    assert evaluate(parse("tag:archived"), state, 0) == {archived.id, other.id}
+    assert evaluate(parse("tag:active"), state, 0) == {other.id}
+    assert evaluate(parse("tag:status:archived"), state, 0) == {archived.id}
+
+
+def test_a_plain_tier_tag_brings_archived_nodes_into_compose(app):
+    ops.add_node(app, type="fact", content="put away", tags=["tier:off-context"])
+    assert compose(app, "tag:off-context", 2000).included != []
+
+
+@pytest.mark.parametrize("query", ["(" * 5000 + "x", "NOT " * 3000 + "x", "x " * 5000, "(" * 60 + "x" + ")" * 60])
+def test_absurd_queries_give_a_one_line_error_not_a_traceback(query):
+    with pytest.raises(QueryError) as caught:
+        parse(query)
+    message = str(caught.value)
+    assert "\n" not in message and ("nested" in message or "terms" in message)
+
+
+def test_the_cli_reports_a_deeply_nested_query_in_one_line(capsys):
+    assert main(["query", "(" * 3000 + "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "more than 50 nested parentheses" in err

@@ -234,3 +234,99 @@ def test_prompt_submit_and_a_reply_without_directives_never_read_the_store(app, 
     assert "## ctx status" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     code, out, err = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="plain reply"))
     assert code == 0 and out == "{}\n" and err == ""
+
+
+def test_stop_carries_out_a_remember_written_before_a_tool_call_in_the_same_turn(app, capsys, monkeypatch, tmp_path):
+    early = [{"type": "text", "text": '<ctx:remember type="fact">written before the tool call</ctx:remember>'},
+             TOOL_USE]
+    write_transcript(
+        tmp_path,
+        line("user", "Look into the parser", "u1"),
+        line("assistant", early, "a1", "u1"),
+        line("user", [{"tool_use_id": "toolu_1", "type": "tool_result", "content": "file text"}], "u2", "a1"),
+        line("assistant", [{"type": "text", "text": "Done looking."}], "a2", "u2"),
+    )
+    code, _, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="Done looking."))
+    assert code == 0
+    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    assert contents == ["written before the tool call"]
+
+
+def test_stop_processes_each_message_once_across_calls_and_reads_new_ones(app, capsys, monkeypatch, tmp_path):
+    first = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">one</ctx:remember>'}], "a1", "u1")
+    write_transcript(tmp_path, line("user", "go", "u1"), first)
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
+    ops.delete_node(app, next(iter(ops.graph(app).live)))  # a re-run would bring it back
+    second = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">two</ctx:remember>'}], "a2", "a1")
+    write_transcript(tmp_path, line("user", "go", "u1"), first, second)
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
+    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["two"]
+
+
+def test_a_final_message_the_transcript_lacks_is_carried_out_once(app, capsys, monkeypatch, tmp_path):
+    text = '<ctx:remember type="fact">only in the payload</ctx:remember>'
+    write_transcript(tmp_path, line("user", "go", "u1"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    node_id = next(iter(ops.graph(app).live))
+    ops.delete_node(app, node_id)
+    # the transcript catches up: the same message, now with its uuid, is not carried out again
+    reply = line("assistant", [{"type": "text", "text": text}], "a1", "u1")
+    write_transcript(tmp_path, line("user", "go", "u1"), reply)
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    assert ops.graph(app).live == set()
+
+
+def test_stop_state_files_are_private_to_the_user(app, capsys, monkeypatch, tmp_path):
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="<ctx:status/>"))
+    files = list((tmp_path / "state").rglob("pending-*.json"))
+    assert files and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+
+
+def test_gemini_after_agent_payload_is_carried_out_from_prompt_response(app, capsys, monkeypatch, tmp_path):
+    gemini = {"session_id": "g1", "transcript_path": "", "cwd": "/work/app", "hook_event_name": "AfterAgent",
+              "prompt": "go", "prompt_response": '<ctx:remember type="fact">from gemini</ctx:remember>',
+              "stop_hook_active": False}
+    code, out, _ = hook(capsys, monkeypatch, "stop", json.dumps(gemini))
+    assert code == 0 and out == "{}\n"
+    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["from gemini"]
+
+
+def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app, capsys, monkeypatch, tmp_path):
+    text = '<ctx:remember type="fact" tags="tier:reference">Staging is eu-west-1</ctx:remember>'
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="ok\n" + text))
+    assert len(ops.graph(app).live) == 1
+    _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("Staging is eu-west-1") == 1
+
+
+def test_a_final_message_split_over_transcript_entries_runs_once(app, capsys, monkeypatch, tmp_path):
+    first, second = "Checked.", "<ctx:status/>"
+    write_transcript(
+        tmp_path, line("user", "go", "u1"),
+        line("assistant", [{"type": "text", "text": first}], "a1", "u1"),
+        line("assistant", [{"type": "text", "text": second}], "a2", "a1"),
+    )
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"{first}\n\n{second}"))
+    _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("## ctx status") == 1
+
+
+def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(app, capsys, monkeypatch, tmp_path):
+    remember = '<ctx:remember type="fact">said once</ctx:remember>'
+    write_transcript(tmp_path, line("user", "go", "u1"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
+    ops.delete_node(app, next(iter(ops.graph(app).live)))
+    write_transcript(  # the same reply, now in the transcript as two entries
+        tmp_path, line("user", "go", "u1"),
+        line("assistant", [{"type": "text", "text": "Noted."}], "a1", "u1"),
+        line("assistant", [{"type": "text", "text": remember}], "a2", "a1"),
+    )
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
+    assert ops.graph(app).live == set()
+    # a later turn saying the same thing again is carried out
+    write_transcript(tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}],
+                                                                   "a3", "u3"))
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=remember))
+    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["said once"]

@@ -11,6 +11,12 @@ from contextflow.errors import InputError
 from contextflow.install import install, skill_text
 
 CMD = ["/opt/contextflow/bin/contextflow"]
+ENV = {"CONTEXTFLOW_STORE": "/data/store"}
+STORE = {"CONTEXTFLOW_STORE": "/data/store"}
+
+
+def hook_cmd(sub: str) -> str:
+    return f"CONTEXTFLOW_STORE=/data/store {CMD[0]} hook {sub}"
 
 
 @pytest.fixture
@@ -36,43 +42,43 @@ def test_claude_code_gets_server_hooks_and_skill_and_keeps_everything_else(home)
             "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
         },
     }))
-    changes = install("claude-code", command=CMD)
+    changes = install("claude-code", command=CMD, env=ENV)
     assert [c.changed for c in changes] == [True, True, True]
     config = json.loads(claude_json.read_text())
     assert config["numStartups"] == 42 and config["projects"]["/work/app"] == {"allowedTools": ["Bash"]}
     assert config["mcpServers"]["github"]["command"] == "gh-mcp"
-    assert config["mcpServers"]["contextflow"] == {"type": "stdio", "command": CMD[0], "args": ["serve"]}
+    assert config["mcpServers"]["contextflow"] == {"type": "stdio", "command": CMD[0], "args": ["serve"], "env": STORE}
     hooks = json.loads(settings.read_text())
     assert hooks["model"] == "opus" and hooks["permissions"] == {"allow": ["Bash(git status)"]}
     assert hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "guard.sh"
     stop_commands = [h["command"] for g in hooks["hooks"]["Stop"] for h in g["hooks"]]
-    assert stop_commands == ["notify-send done", f"{CMD[0]} hook stop"]
-    assert hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"] == f"{CMD[0]} hook session-start"
-    assert hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{CMD[0]} hook prompt-submit"
+    assert stop_commands == ["notify-send done", hook_cmd("stop")]
+    assert hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"] == hook_cmd("session-start")
+    assert hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == hook_cmd("prompt-submit")
     skill = (home / ".claude" / "skills" / "contextflow" / "SKILL.md").read_text()
     assert skill == skill_text() and skill.startswith("---\nname: contextflow\n")
 
 
 def test_installing_twice_changes_nothing(home):
     write(home / ".claude.json", '{"numStartups": 1}')
-    install("claude-code", command=CMD)
+    install("claude-code", command=CMD, env=ENV)
     files = {p: p.read_text() for p in home.rglob("*") if p.is_file()}
-    again = install("claude-code", command=CMD)
+    again = install("claude-code", command=CMD, env=ENV)
     assert not any(c.changed for c in again)
     assert {p: p.read_text() for p in home.rglob("*") if p.is_file()} == files
 
 
 def test_a_moved_executable_updates_our_hooks_in_place_instead_of_adding_more(home):
-    install("claude-code", command=["/old/bin/contextflow"])
-    install("claude-code", command=CMD)
+    install("claude-code", command=["/old/bin/contextflow"], env=ENV)
+    install("claude-code", command=CMD, env=ENV)
     hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
-    assert [h["command"] for g in hooks["Stop"] for h in g["hooks"]] == [f"{CMD[0]} hook stop"]
+    assert [h["command"] for g in hooks["Stop"] for h in g["hooks"]] == [hook_cmd("stop")]
     assert json.loads((home / ".claude.json").read_text())["mcpServers"]["contextflow"]["command"] == CMD[0]
 
 
 def test_dry_run_shows_the_diff_and_writes_nothing(home):
     original = write(home / ".gemini" / "settings.json", '{"theme": "Dracula"}\n').read_text()
-    changes = install("gemini", dry_run=True, command=CMD)
+    changes = install("gemini", dry_run=True, command=CMD, env=ENV)
     assert changes[0].changed and '+  "mcpServers": {' in changes[0].diff()
     assert (home / ".gemini" / "settings.json").read_text() == original
 
@@ -81,7 +87,7 @@ def test_project_scope_writes_into_the_current_folder(home, tmp_path, monkeypatc
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
-    install("claude-code", project=True, command=CMD)
+    install("claude-code", project=True, command=CMD, env=ENV)
     assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["contextflow"]["args"] == ["serve"]
     assert (project / ".claude" / "settings.json").is_file()
     assert (project / ".claude" / "skills" / "contextflow" / "SKILL.md").is_file()
@@ -108,7 +114,7 @@ trust_level = "trusted"
 
 def test_codex_toml_is_edited_in_place_keeping_comments_and_other_keys(home):
     config = write(home / ".codex" / "config.toml", CODEX)
-    install("codex", command=CMD)
+    install("codex", command=CMD, env=ENV)
     text = config.read_text()
     data = tomllib.loads(text)
     assert data["mcp_servers"]["contextflow"] == {
@@ -116,24 +122,24 @@ def test_codex_toml_is_edited_in_place_keeping_comments_and_other_keys(home):
     }
     assert data["model"] == "o3" and data["projects"]["/work/app"]["trust_level"] == "trusted"
     assert "# my codex settings" in text and "# keep me" in text and "/old/contextflow" not in text
-    assert not install("codex", command=CMD)[0].changed
+    assert not install("codex", command=CMD, env=ENV)[0].changed
 
 
 def test_codex_gets_a_new_table_when_it_has_none(home):
     config = write(home / ".codex" / "config.toml", 'model = "o3"')
-    install("codex", command=[*CMD, "--store", "/x y"])
+    install("codex", command=[*CMD, "--store", "/x y"], env=ENV)
     data = tomllib.loads(config.read_text())
     assert data["model"] == "o3"
-    assert data["mcp_servers"]["contextflow"] == {"command": CMD[0], "args": ["--store", "/x y", "serve"]}
+    assert data["mcp_servers"]["contextflow"] == {"command": CMD[0], "args": ["--store", "/x y", "serve"], "env": STORE}
 
 
 def test_cursor_and_gemini_keep_their_other_servers(home):
     write(home / ".cursor" / "mcp.json", '{"mcpServers": {"db": {"command": "db-mcp", "env": {"X": "1"}}}}')
-    install("cursor", command=CMD)
+    install("cursor", command=CMD, env=ENV)
     servers = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]
     assert servers["db"] == {"command": "db-mcp", "env": {"X": "1"}}
-    assert servers["contextflow"] == {"command": CMD[0], "args": ["serve"]}
-    install("gemini", command=CMD)
+    assert servers["contextflow"] == {"command": CMD[0], "args": ["serve"], "env": STORE}
+    install("gemini", command=CMD, env=ENV)
     gemini = json.loads((home / ".gemini" / "settings.json").read_text())
     assert gemini["mcpServers"]["contextflow"]["args"] == ["serve"]
 
@@ -141,9 +147,9 @@ def test_cursor_and_gemini_keep_their_other_servers(home):
 def test_an_existing_entry_keeps_the_users_env(home):
     write(home / ".gemini" / "settings.json", json.dumps(
         {"mcpServers": {"contextflow": {"command": "old", "args": [], "env": {"CONTEXTFLOW_TOOLS": "all"}}}}))
-    install("gemini", command=CMD)
+    install("gemini", command=CMD, env=ENV)
     entry = json.loads((home / ".gemini" / "settings.json").read_text())["mcpServers"]["contextflow"]
-    assert entry == {"command": CMD[0], "args": ["serve"], "env": {"CONTEXTFLOW_TOOLS": "all"}}
+    assert entry == {"command": CMD[0], "args": ["serve"], "env": {"CONTEXTFLOW_TOOLS": "all", **STORE}}
 
 
 @pytest.mark.parametrize(
@@ -159,7 +165,7 @@ def test_an_existing_entry_keeps_the_users_env(home):
 def test_a_broken_config_stops_the_install_and_nothing_is_changed(home, client, path, text, message):
     write(home / path, text)
     with pytest.raises(InputError, match=message):
-        install(client, command=CMD)
+        install(client, command=CMD, env=ENV)
     assert (home / path).read_text() == text
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file()) == [path]
 
@@ -177,3 +183,113 @@ def test_the_cli_reports_a_broken_config_on_stderr(home, capsys):
     write(home / ".cursor" / "mcp.json", "{oops")
     assert main(["install", "cursor", "--dry-run"]) == 2
     assert "is not valid JSON" in capsys.readouterr().err
+
+
+# -- one store for every client ------------------------------------------------------------
+
+import os  # noqa: E402
+import shlex  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from contextflow.install_check import client_store_findings, command_env  # noqa: E402
+
+SETTINGS_ENV = {"CONTEXTFLOW_STORE": "rel/store", "CONTEXTFLOW_STATE": "/var/cf-state", "CONTEXTFLOW_WRITER": "laptop"}
+
+
+def hook_commands(data):
+    return {event: h["command"] for event, groups in data.get("hooks", {}).items() for g in groups for h in g["hooks"]}
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "gemini", "cursor"])
+def test_every_client_gets_the_same_store_settings_in_its_server_entry_and_every_hook(home, tmp_path, monkeypatch,
+                                                                                    client):
+    monkeypatch.chdir(tmp_path)
+    install(client, command=CMD, env=SETTINGS_ENV)
+    wanted = {**SETTINGS_ENV, "CONTEXTFLOW_STORE": str(tmp_path / "rel" / "store")}
+    server = {
+        "claude-code": lambda: json.loads((home / ".claude.json").read_text())["mcpServers"]["contextflow"],
+        "codex": lambda: tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"]["contextflow"],
+        "gemini": lambda: json.loads((home / ".gemini" / "settings.json").read_text())["mcpServers"]["contextflow"],
+        "cursor": lambda: json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["contextflow"],
+    }[client]()
+    assert server["env"] == wanted
+    hook_file = {"claude-code": home / ".claude" / "settings.json", "codex": home / ".codex" / "hooks.json",
+                 "gemini": home / ".gemini" / "settings.json", "cursor": None}[client]
+    if hook_file is None:
+        return
+    commands = hook_commands(json.loads(hook_file.read_text()))
+    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent"}}.get(
+        client, {"SessionStart", "UserPromptSubmit", "Stop"})
+    assert set(commands) == expected_events
+    assert all(command_env(command) == wanted for command in commands.values())
+
+
+def test_gemini_hook_timeouts_are_in_milliseconds(home):
+    install("gemini", command=CMD, env=ENV)
+    data = json.loads((home / ".gemini" / "settings.json").read_text())
+    assert {h["timeout"] for groups in data["hooks"].values() for g in groups for h in g["hooks"]} == {30_000}
+
+
+def test_reinstalling_with_another_store_updates_the_codex_env_table_in_place(home):
+    config = write(home / ".codex" / "config.toml", CODEX.replace(
+        'CONTEXTFLOW_STORE = "/data/store"', 'CONTEXTFLOW_STORE = "/data/store"  # mine\nCONTEXTFLOW_TOOLS = "all"'))
+    install("codex", command=CMD, env={"CONTEXTFLOW_STORE": "/new/store"})
+    data = tomllib.loads(config.read_text())
+    assert data["mcp_servers"]["contextflow"]["env"] == {"CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_TOOLS": "all"}
+    assert data["projects"]["/work/app"]["trust_level"] == "trusted" and "# keep me" in config.read_text()
+    assert not any(c.changed for c in install("codex", command=CMD, env={"CONTEXTFLOW_STORE": "/new/store"}))
+
+
+def test_a_stop_hook_command_as_installed_writes_to_the_servers_store(home, tmp_path):
+    store = tmp_path / "shared-store"
+    store.mkdir()
+    command = [sys.executable, "-m", "contextflow"]
+    install("claude-code", command=command,
+            env={"CONTEXTFLOW_STORE": str(store), "CONTEXTFLOW_STATE": str(tmp_path / "st")})
+    stop = hook_commands(json.loads((home / ".claude" / "settings.json").read_text()))["Stop"]
+    clean = {"HOME": str(home), "PATH": os.environ.get("PATH", "")}  # as a client starts it: no CONTEXTFLOW_*
+    payload = {"session_id": "s", "last_assistant_message": '<ctx:remember type="fact">one store</ctx:remember>'}
+    done = subprocess.run(["sh", "-c", stop], input=json.dumps(payload), env=clean, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert list(store.glob("events.*.jsonl")) and "one store" in next(store.glob("events.*.jsonl")).read_text()
+    assert shlex.split(stop)[0] == f"CONTEXTFLOW_STORE={store}"
+
+
+def test_doctor_finds_clients_that_disagree_on_the_store(home, tmp_path, capsys):
+    install("claude-code", command=CMD, env={"CONTEXTFLOW_STORE": "/data/a"})
+    assert client_store_findings(home, tmp_path) == []
+    install("codex", command=CMD, env={"CONTEXTFLOW_STORE": "/data/b"})
+    found = client_store_findings(home, tmp_path)
+    assert len(found) == 1 and "disagree on the store" in found[0]
+    assert "codex server in ~/.codex/config.toml: /data/b" in found[0] and "/data/a" in found[0]
+    assert main(["doctor"]) == 0 and "disagree on the store" in capsys.readouterr().out
+
+
+def test_doctor_finds_a_server_and_its_hooks_on_different_stores(home, tmp_path):
+    install("claude-code", command=CMD, env={"CONTEXTFLOW_STORE": "/data/a"})
+    config = json.loads((home / ".claude.json").read_text())
+    del config["mcpServers"]["contextflow"]["env"]  # as `claude mcp add` without -e leaves it
+    (home / ".claude.json").write_text(json.dumps(config))
+    found = client_store_findings(home, tmp_path)
+    assert found and "server in ~/.claude.json: (the default store)" in found[0]
+    assert "Stop hook in ~/.claude/settings.json: /data/a" in found[0]
+
+
+def test_an_unreadable_client_config_is_reported_not_fatal(home, tmp_path):
+    write(home / ".cursor" / "mcp.json", "{broken")
+    found = client_store_findings(home, tmp_path)
+    assert len(found) == 1 and "cannot read ~/.cursor/mcp.json" in found[0]
+
+
+def test_an_inline_codex_env_table_is_rewritten_keeping_the_users_keys(home):
+    config = write(home / ".codex" / "config.toml", '[mcp_servers.contextflow]\ncommand = "contextflow"\n'
+                   'args = ["serve"]\n'
+                   'env = { CONTEXTFLOW_STORE = "~/Sync/contextflow", MCP_SHARED_CONTEXT_PROJECT = "p" }\n')
+    settings = {"CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
+    install("codex", command=CMD, env=settings)
+    data = tomllib.loads(config.read_text())
+    assert data["mcp_servers"]["contextflow"]["env"] == {
+        "MCP_SHARED_CONTEXT_PROJECT": "p", "CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
+    assert not install("codex", command=CMD, env=settings)[0].changed

@@ -47,3 +47,21 @@ def test_arrow_down_and_enter_make_the_second_entry_the_active_session(app, tmp_
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10, check=False)
     assert app.settings.active_session_file.read_text().strip() == "only-session"
+
+
+@pytest.mark.parametrize("key", ["Escape", "q"])
+def test_escape_and_q_cancel_and_leave_the_active_session_unchanged(app, tmp_path: Path, key):
+    append_note(app, agent="claude", text="x", session_id="only-session")
+    session = f"cf-{uuid.uuid4().hex[:8]}"
+    wanted = ("CONTEXTFLOW_", "HOME", "XDG_")
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k.startswith(wanted))
+    command = f"cd {shlex.quote(str(tmp_path))} && env {env} {shlex.quote(sys.executable)} -m contextflow pick-session"
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "30", command + "; echo picker-exit=$?; sleep 5")
+    try:
+        wait_for(session, "only-session")
+        tmux("send-keys", "-t", session, key)
+        screen = wait_for(session, "picker-exit=")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10, check=False)
+    assert "No session chosen; the active session is unchanged." in screen and "picker-exit=1" in screen
+    assert not app.settings.active_session_file.exists()

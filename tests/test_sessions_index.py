@@ -5,6 +5,7 @@ import random
 import pytest
 
 from contextflow import sessions
+from contextflow.errors import NotFoundError
 from contextflow.sessions import EntryFilter, SessionQuery
 from tests.conftest import open_app
 
@@ -30,7 +31,11 @@ def answers(app) -> list:
                         where = EntryFilter(project, agent, session, kind)
                         found.append([e.id for e in sessions.read_entries(app, where, limit)])
             if session:
-                resume = sessions.resume_session(app, session_id=session, project=project)
+                try:
+                    resume = sessions.resume_session(app, session_id=session, project=project)
+                except NotFoundError as exc:  # an unknown id: both must refuse it alike
+                    found.append(str(exc))
+                    continue
                 found.append(
                     (
                         [e.id for e in resume.entries],

@@ -41,15 +41,15 @@ SESSION = "evil\x1b]0;x\x07session"
 
 
 def store_everything(app: App) -> None:
+    """Entries under a session id with control characters: written as an older version or
+    another implementation could have (today's writers refuse such ids)."""
     server = ContextflowServer(app)
-    for name, arguments in [
-        ("append_shared_note", {"agent": "mallory\x1b[31m", "text": PAYLOAD, "session_id": SESSION,
-                                "task": INJECTION + "\x1b[5m", "tags": [INJECTION, "x\u202ey"]}),
-        ("write_shared_handoff", {"agent": "mallory", "summary": PAYLOAD, "session_id": SESSION,
-                                  "next_steps": [INJECTION, FAKE_HEADER], "files": ["../../etc/passwd\x1b[2J"],
-                                  "open_questions": ["\x1b[31m" + INJECTION]}),
-    ]:
-        assert not server.call(name, arguments).is_error
+    assert server.call("append_shared_note", {"agent": "m", "text": "x", "session_id": SESSION}).is_error
+    app.store.append("note", {"project": app.settings.default_project, "agent": "mallory\x1b[31m", "text": PAYLOAD,
+                              "session_id": SESSION, "task": INJECTION + "\x1b[5m", "tags": [INJECTION, "x\u202ey"]})
+    app.store.append("handoff", {"project": app.settings.default_project, "agent": "mallory", "summary": PAYLOAD,
+                                 "session_id": SESSION, "next_steps": [INJECTION, FAKE_HEADER],
+                                 "files": ["../../etc/passwd\x1b[2J"], "open_questions": ["\x1b[31m" + INJECTION]})
 
 
 def assert_safe_text(text: str, where: str) -> None:

@@ -11,7 +11,7 @@ Everything left out is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
@@ -63,6 +63,7 @@ class Composed:
     summarized: list[str]
     dropped: list[Dropped]
     excluded: dict[str, int] = field(default_factory=dict)
+    minimum_budget: int = 0  # set when the budget fits no node: the least that fits the first match
 
     def as_dict(self, listed: int = MAX_LISTED) -> dict[str, Any]:
         """As JSON; `dropped` lists the first `listed` left out, by priority, with the totals beside."""
@@ -70,6 +71,7 @@ class Composed:
             "tokens": self.tokens, "budget": self.budget, "included": self.included, "summarized": self.summarized,
             "dropped": [d.as_dict() for d in self.dropped[:listed]], "dropped_count": len(self.dropped),
             "dropped_tokens": sum(d.tokens for d in self.dropped), "excluded": self.excluded, "text": self.text,
+            **({"minimum_budget": self.minimum_budget} if self.minimum_budget else {}),
         }
 
     def report(self) -> str:
@@ -83,7 +85,13 @@ class Composed:
             parts.append(f"{len(self.dropped)} did not fit ({lost:,} tokens: {ids})")
         for reason, count in self.excluded.items():
             parts.append(f"{count} {reason} left out")
+        if self.minimum_budget:
+            parts.append(
+                f"budget {self.budget:,} fits no node (the frame alone takes {self.tokens:,} tokens): "
+                f"use a budget of at least {self.minimum_budget:,} (compose --budget {self.minimum_budget})"
+            )
         return "; ".join(parts)
+
 
 
 def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
@@ -97,6 +105,21 @@ def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
     ordered = sorted(nodes, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
     ordered.sort(key=rank)
     return ordered
+
+
+def _distinct(state: GraphState, order: list[Node]) -> tuple[list[Node], int]:
+    """The first of each set of nodes with the same type, content and tags (two machines may
+    remember the same thing at once), and how many copies were left out. Tags are compared
+    only when type and content already match."""
+    seen: dict[tuple[str, str], list[Node]] = {}
+    kept: list[Node] = []
+    for node in order:
+        earlier = seen.setdefault((node.type, node.content), [])
+        if earlier and any(state.tags_of(other.id) == state.tags_of(node.id) for other in earlier):
+            continue
+        earlier.append(node)
+        kept.append(node)
+    return kept, len(order) - len(kept)
 
 
 def _ref(state: GraphState, node_id: str) -> str:
@@ -136,9 +159,47 @@ def _header(count: int, tokens: int, dropped: int, at: str) -> str:
 def compose_nodes(
     state: GraphState, candidates: list[Node], budget: int, *, at_ms: int, excluded: dict[str, int] | None = None,
 ) -> Composed:
-    """Fit `candidates` (any order) into `budget` tokens of rendered markdown."""
+    """Fit `candidates` (any order) into `budget` tokens of rendered markdown. When the budget
+    fits none of them, `minimum_budget` says the least that fits the first-ranked one."""
     at = stamp_iso(stamp_from_ms(at_ms))
-    order = ranked(state, candidates)
+    order, copies = _distinct(state, ranked(state, candidates))
+    if copies:
+        excluded = {**(excluded or {}), "identical copies": copies}
+    try:
+        composed = _fit(state, order, budget, at, excluded or {})
+    except InputError as exc:
+        least = _least_budget(state, order, at)
+        raise InputError(f"{exc}; use a budget of at least {least} (compose --budget {least})") from None
+    if order and not composed.included:
+        return replace(composed, minimum_budget=_least_budget(state, order, at))
+    return composed
+
+
+def _least_budget(state: GraphState, order: list[Node], at: str) -> int:
+    """The smallest budget at which the first-ranked node fits (a binary search over `_fit`)."""
+    low = -(-(len(_header(len(order), 0, len(order), at)) + len(NOTICE) + len(FOOTER) + 4) // 4)
+    if not order:
+        return low
+    high = low + model.estimate_tokens(render_node(state, order[0])) + 32
+    while not _fits(state, order, high, at):
+        high *= 2
+    while low < high:
+        middle = (low + high) // 2
+        if _fits(state, order, middle, at):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _fits(state: GraphState, order: list[Node], budget: int, at: str) -> bool:
+    try:
+        return bool(_fit(state, order, budget, at, {}).included)
+    except InputError:
+        return False
+
+
+def _fit(state: GraphState, order: list[Node], budget: int, at: str, excluded: dict[str, int]) -> Composed:
     # the frame: header (sized for the largest numbers it can show), notice, footer, newlines
     reserve = len(_header(len(order), budget, len(order), at)) + len(NOTICE) + len(FOOTER) + 4
     limit = budget * 4
@@ -188,7 +249,7 @@ def compose_nodes(
             break
         tokens = settled
     text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
-    return Composed(text, model.estimate_tokens(text), budget, included, summarized, dropped, excluded or {})
+    return Composed(text, model.estimate_tokens(text), budget, included, summarized, dropped, excluded)
 
 
 def candidates_for(

@@ -93,18 +93,44 @@ def parse_links(value: Any) -> list[Link]:
     return links
 
 
+def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) -> Node | None:
+    """The oldest live node with exactly this type, content and tags, if any."""
+    wanted = set(tags)
+    found = [
+        state.nodes[node_id] for node_id in state.by_type.get(node_type, ())
+        if node_id in state.live and state.nodes[node_id].content == content and state.tags_of(node_id) == wanted
+    ]
+    return min(found, key=lambda node: node.created_key) if found else None
+
+
+def _as_event(state: GraphState, node: Node) -> Event:
+    """The creating event of an existing node, as far as the folded state remembers it."""
+    hlc, writer, seq = node.created_key
+    data = {"type": node.type, "content": node.content, "tags": sorted(state.tags_of(node.id)), "agent": node.agent}
+    return Event(node.id, writer, seq, hlc, model.NODE, data)
+
+
 def add_node(
     app: App, *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
     agent: Any = None, links: list[Link] | None = None, supersedes: Any = None,
 ) -> Event:
-    """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event."""
+    """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event.
+    Identical content with the same type and tags is one node: remembering it again writes
+    only the links it lacks and returns the existing node's event."""
     state = graph(app)
     targets = [(resolve(state, link.target, "links[].to").id, link.type) for link in links or []]
     if supersedes is not None:
         targets.append((resolve(state, supersedes, "supersedes").id, "SUPERSEDES"))
     item = node_item(type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent,
                      links=targets)
-    return app.store.append(*item)
+    existing = same_node(state, item[1]["type"], item[1]["content"], item[1]["tags"])
+    if existing is None:
+        return app.store.append(*item)
+    missing = [(target, kind) for target, kind in dict.fromkeys(targets)
+               if target != existing.id and not state.edge_live(existing.id, target, kind)]
+    if missing:
+        app.store.append_many([edge_item(existing.id, target, kind) for target, kind in missing])
+    return _as_event(state, existing)
 
 
 def update_node(

@@ -1,6 +1,8 @@
 """The graph query language: a recursive-descent parser and a set-based evaluator.
 
-    type:<type>  tag:<tag>  tag:<namespace>:*      node type; tag (exact, or a namespace prefix)
+    type:<type>  tag:<tag>  tag:<namespace>:*      node type; tag (exact, or a namespace prefix);
+                                                   a plain tag (tag:archived) matches that tag
+                                                   or any namespace:archived
     created:<op><when>  updated:<op><when>         op is > < >= <=; when is a duration back from
                                                    now (30m, 24h, 7d, 2w, 1y) or a date/time
                                                    (2024-01-01, 2024-01-01T09:30:00Z)
@@ -14,7 +16,8 @@
 
 `>24h` reads "newer than 24 hours ago", `<1w` "older than a week". For a date, `>2024-01-01`
 means after that day and `>=2024-01-01` from it on; a date with no operator means that day.
-Errors name the 1-based position and what was expected there.
+Errors name the 1-based position and what was expected there. A query holds at most
+MAX_TERMS terms and MAX_DEPTH nested parentheses or NOTs.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from contextflow.graph.view import GraphState, Node
 from contextflow.ids import resolve_prefix
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
+MAX_TERMS = 200
+MAX_DEPTH = 50
 OPERATORS = ("AND", "OR", "NOT")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"^(\d{1,6})([smhdwy])$")
@@ -135,6 +140,8 @@ class _Parser:
         self.text = text
         self.tokens = _lex(text)
         self.index = 0
+        self.depth = 0
+        self.terms = 0
 
     @property
     def peek(self) -> Token:
@@ -177,22 +184,33 @@ class _Parser:
             expr = And(expr, self.unary())
         return expr
 
+    def nest(self, token: Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise QueryError(
+                f"query error at position {token.position + 1}: more than {MAX_DEPTH} nested parentheses or NOTs; "
+                "write the query flatter"
+            )
+
     def unary(self) -> Expr:
         if self.is_op("NOT"):
-            self.take()
-            return Not(self.unary())
+            self.nest(self.take())
+            inner = self.unary()
+            self.depth -= 1
+            return Not(inner)
         return self.primary()
 
     def primary(self) -> Expr:
         token = self.peek
         if token.kind == "(":
-            self.take()
+            self.nest(self.take())
             if self.peek.kind == ")":
                 raise _error(self.text, self.peek.position, "a term inside the parentheses", "')'")
             expr = self.or_expr()
             if self.peek.kind != ")":
                 raise _error(self.text, self.peek.position, f"')' to close the '(' at position {token.position + 1}")
             self.take()
+            self.depth -= 1
             return expr
         if token.kind == "end" or token.kind == ")" or token.text in OPERATORS:
             before = self.tokens[self.index - 1].text if self.index else ""
@@ -200,6 +218,11 @@ class _Parser:
             found = None if token.kind == "end" else repr(token.text)
             raise _error(self.text, token.position, where, found)
         self.take()
+        self.terms += 1
+        if self.terms > MAX_TERMS:
+            raise QueryError(
+                f"query error at position {token.position + 1}: more than {MAX_TERMS} terms; split the query up"
+            )
         if token.kind == "phrase":
             return Leaf("text", "", token.text.lower())
         return self.leaf(token)
@@ -221,10 +244,12 @@ class _Parser:
                 raise _error(self.text, at, f"a node type ({', '.join(NODE_TYPES)})", repr(value) if value else None)
             return Leaf("type", "", value)
         if name == "tag":
-            if ":" not in value or not value.split(":", 1)[0]:
-                raise _error(self.text, at, "a namespace:value tag, e.g. tag:project:x or tag:task:*",
+            if not value.rstrip("*") or value.startswith(":"):
+                raise _error(self.text, at, "a tag, e.g. tag:project:x, tag:task:* or tag:archived",
                              repr(value) if value else None)
-            return Leaf("tag", "prefix" if value.endswith("*") else "", value.rstrip("*"))
+            if value.endswith("*"):
+                return Leaf("tag", "prefix", value.rstrip("*"))
+            return Leaf("tag", "" if ":" in value else "plain", value)
         if name == "has":
             if value not in ("summary", "edges"):
                 raise _error(self.text, at, "summary or edges after has:", repr(value) if value else None)
@@ -274,7 +299,10 @@ class _Parser:
 def parse(text: str) -> Expr:
     if not isinstance(text, str):
         raise QueryError("query must be a string, e.g. \"type:fact AND tag:project:x\"")
-    return _Parser(text).parse()
+    try:
+        return _Parser(text).parse()
+    except RecursionError:  # the limits above keep it out of reach; never a traceback
+        raise QueryError("query is nested too deeply; write it flatter") from None
 
 
 # -- evaluation ------------------------------------------------------------------------
@@ -310,6 +338,12 @@ class _Evaluator:
                 found: set[str] = set()
                 for name, members in state.by_tag.items():
                     if name.startswith(leaf.value):
+                        found |= members
+                return found
+            if leaf.op == "plain":  # tag:archived is the tag `archived` or any `namespace:archived`
+                found = set(state.by_tag.get(leaf.value, set()))
+                for name, members in state.by_tag.items():
+                    if name.partition(":")[2] == leaf.value:
                         found |= members
                 return found
             return state.by_tag.get(leaf.value, set())
@@ -375,7 +409,11 @@ def evaluate(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
 def mentions_tag(expr: Expr, tag: str) -> bool:
     """True when the query names this tag (the composer loads off-context nodes only then)."""
     if isinstance(expr, Leaf):
-        return expr.field == "tag" and (expr.value == tag or (expr.op == "prefix" and tag.startswith(expr.value)))
+        if expr.field != "tag":
+            return False
+        if expr.op == "plain":
+            return tag == expr.value or tag.partition(":")[2] == expr.value
+        return expr.value == tag or (expr.op == "prefix" and tag.startswith(expr.value))
     if isinstance(expr, And | Or):
         return mentions_tag(expr.left, tag) or mentions_tag(expr.right, tag)
     if isinstance(expr, Not):

@@ -43,18 +43,20 @@ OPERATIONS = (
     ), "Rewrite only this writer's own log, dropping events that later events in the same log supersede "
        "(overwritten, deleted, replaced) and keeping everything other machines need to merge. Atomic: temp file, "
        "fsync, rename. Other machines refold from the new file after sync.", read_only=False),
-    _op("hook", "Run a Claude Code hook (reads its JSON on stdin)", (
+    _op("hook", "Run a client hook (Claude Code, Codex, Gemini CLI; reads its JSON on stdin)", (
         Param("event", {**_S, "description": "session-start, prompt-submit or stop."}, required=True,
               positional=True, metavar="EVENT"),
     ), "Run a client hook: session-start injects composed memory, prompt-submit injects waiting recall/status "
-       "results, stop carries out <ctx:...> directives in the last reply. Always exits 0; problems are logged to "
-       "stderr and hooks.log in the state folder.", needs_store=False, read_only=False),
+       "results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; problems are logged "
+       "to stderr and hooks.log in the state folder.", needs_store=False, read_only=False),
     _op("install", "Add contextflow to an MCP client's config", (
         Param("client", {"type": "string", "enum": list(CLIENTS)}, required=True, positional=True),
         Param("project", {**_FLAG, "description": "Configure this project folder instead of the user."}),
         Param("dry_run", {**_FLAG, "description": "Show the changes without writing them."}),
-    ), "Merge the contextflow MCP server into a client's config (and for Claude Code the hooks and the skill file), "
-       "keeping every other setting. Shows a diff of each change; running it twice is a no-op.",
+    ), "Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, Codex and Gemini "
+       "CLI, and the skill file for Claude Code), keeping every other setting. The server and every hook get the "
+       "store settings of this shell (CONTEXTFLOW_STORE as an absolute path, and CONTEXTFLOW_STATE / "
+       "CONTEXTFLOW_WRITER when set). Shows a diff of each change; running it twice is a no-op.",
         needs_store=False, read_only=False),
 )
 

@@ -30,7 +30,9 @@ def serve(app: App, args: JSON) -> int:
 def doctor(app: App, args: JSON) -> Reply:
     fixed = conflicts.fix(app) if args.get("fix") else None
     info = store_info(app)
-    found = problems(info) + conflicts.findings(app)
+    from contextflow.install_check import client_store_findings
+
+    found = problems(info) + conflicts.findings(app) + client_store_findings()
     info["problems"] = found
     lines = [
         f"store:        {info['store']}",
@@ -127,6 +129,7 @@ def hook(app: None, args: JSON) -> int:
 
 
 def install(app: None, args: JSON) -> Reply:
+    from contextflow.install import AFTER_INSTALL
     from contextflow.install import install as install_client
 
     dry_run = bool(args.get("dry_run"))
@@ -141,7 +144,8 @@ def install(app: None, args: JSON) -> Reply:
         done = action if dry_run else action.rstrip("e") + "ed"
         blocks.append(f"{verb}{done}  {change.path}\n{change.diff()}".rstrip())
     if any(change.changed for change in changes) and not dry_run:
-        blocks.append(f"Restart {args['client']} to load contextflow.")
+        note = AFTER_INSTALL.get(args["client"], "")
+        blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
     elif not any(change.changed for change in changes):
         blocks.append("contextflow is already installed; nothing changed.")
     data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}

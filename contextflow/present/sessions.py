@@ -230,6 +230,7 @@ def new_session_prompt(app: App, args: dict[str, str]) -> str:
 
 
 def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
+    sessions.require_session(app, session_id, project)  # a typo is an error, not a new active session
     sessions.set_active_session(app, session_id)
     resume = sessions.resume_session(app, session_id=session_id, project=project, limit=8)
     return resume_text(resume) + (

@@ -1,0 +1,148 @@
+"""Do the configured clients agree on the store? (`contextflow doctor`)
+
+Reads each client's config files (user scope under HOME, project scope under the current
+folder), finds every place that starts contextflow (MCP server entries and hook commands)
+and the store each one selects through its environment. Places that select different
+stores are a problem: the server writes one store and the hooks (or another client)
+another. Config files are read only; an unreadable one is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contextflow.install import SERVER_NAME, STORE_VARIABLES
+
+DEFAULT = "(the default store)"
+
+
+@dataclass(frozen=True)
+class Place:
+    """One place that starts contextflow, and the store its settings select."""
+
+    client: str
+    where: str  # e.g. "server in ~/.claude.json" or "Stop hook in ~/.claude/settings.json"
+    store: str
+
+
+def store_of(env: Mapping[str, Any]) -> str:
+    """The store folder an environment selects (as an absolute path), or DEFAULT."""
+    for key in STORE_VARIABLES:
+        value = env.get(key)
+        if isinstance(value, str) and value.strip():
+            path = os.path.abspath(os.path.expanduser(value.strip()))
+            return os.path.dirname(path) if key == "MCP_SHARED_CONTEXT_FILE" else path
+    return DEFAULT
+
+
+def command_env(command: str) -> dict[str, str]:
+    """The `NAME=value` assignments (optionally after `env`) in front of a shell command."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return {}
+    if words[:1] == ["env"]:
+        words = words[1:]
+    found: dict[str, str] = {}
+    for word in words:
+        name, equals, value = word.partition("=")
+        if not equals or not name.isidentifier():
+            break
+        found[name] = value
+    return found
+
+
+def _shown(path: Path, home: Path) -> str:
+    try:
+        return "~/" + path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _load(path: Path) -> Any:
+    text = path.read_text(encoding="utf-8")
+    return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+
+
+def _servers(data: Any, key: str) -> Iterator[dict[str, Any]]:
+    servers = data.get(key) if isinstance(data, dict) else None
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    if isinstance(entry, dict):
+        yield entry
+
+
+def _hooks(data: Any) -> Iterator[tuple[str, str]]:
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else ():
+                command = handler.get("command") if isinstance(handler, dict) else None
+                if isinstance(command, str) and "contextflow" in command and " hook " in command:
+                    yield event, command
+
+
+def _files(home: Path, cwd: Path | None) -> list[tuple[str, Path, str]]:
+    """(client, config file, key of its MCP server table); the key is "" for hook-only files."""
+    files = [
+        ("claude-code", home / ".claude.json", "mcpServers"),
+        ("claude-code", home / ".claude" / "settings.json", ""),
+        ("codex", home / ".codex" / "config.toml", "mcp_servers"),
+        ("codex", home / ".codex" / "hooks.json", ""),
+        ("gemini", home / ".gemini" / "settings.json", "mcpServers"),
+        ("cursor", home / ".cursor" / "mcp.json", "mcpServers"),
+    ]
+    if cwd is not None and cwd.resolve() != home.resolve():
+        files += [
+            ("claude-code", cwd / ".mcp.json", "mcpServers"),
+            ("claude-code", cwd / ".claude" / "settings.json", ""),
+            ("codex", cwd / ".codex" / "config.toml", "mcp_servers"),
+            ("codex", cwd / ".codex" / "hooks.json", ""),
+            ("gemini", cwd / ".gemini" / "settings.json", "mcpServers"),
+            ("cursor", cwd / ".cursor" / "mcp.json", "mcpServers"),
+        ]
+    return files
+
+
+def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place], list[str]]:
+    """Every place that starts contextflow, and a problem line per config file that cannot be read."""
+    places: list[Place] = []
+    problems: list[str] = []
+    for client, path, server_key in _files(home, cwd):
+        shown = _shown(path, home)
+        try:
+            data = _load(path)
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            problems.append(f"cannot read {shown} to check its contextflow settings: {exc}")
+            continue
+        if server_key:
+            for entry in _servers(data, server_key):
+                env = entry.get("env")
+                places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {})))
+        for event, command in _hooks(data):
+            places.append(Place(client, f"{event} hook in {shown}", store_of(command_env(command))))
+    return places, problems
+
+
+def client_store_findings(home: Path | None = None, cwd: Path | None = None) -> list[str]:
+    """Problems for `doctor`: configured clients (or a client's server and hooks) that select
+    different stores, and config files that could not be read."""
+    home = home or Path(os.environ.get("HOME") or Path.home())
+    places, problems = configured_places(home, cwd if cwd is not None else Path.cwd())
+    stores = sorted({place.store for place in places})
+    if len(stores) > 1:
+        listed = "; ".join(f"{p.client} {p.where}: {p.store}" for p in places)
+        problems.append(
+            f"the configured clients disagree on the store ({listed}). Set CONTEXTFLOW_STORE to the one you "
+            "want and run `contextflow install CLIENT` again for each client, so the servers and hooks share it"
+        )
+    return problems
