@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from contextflow import timeutil
 from contextflow.errors import InputError
 
 
@@ -54,19 +54,14 @@ def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 2
 
 
 def iso_time(value: Any, name: str) -> str | None:
-    """An ISO-8601 time as a UTC string comparable with event timestamps."""
+    """An ISO-8601 time as a UTC string comparable with event timestamps (no zone means UTC)."""
     raw = text(value, name)
     if raw is None:
         return None
-    try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    moment = timeutil.parse_iso(raw)
+    if moment is None:
+        raise InputError(f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z")
+    return timeutil.to_iso(moment)
 
 
 def choice(value: Any, name: str, options: tuple[str, ...], default: str | None = None) -> str | None:

@@ -24,7 +24,7 @@ import orjson
 from contextflow import checks, secrets
 from contextflow.app import App
 from contextflow.blobs import read_blob, write_blob
-from contextflow.errors import InputError, NotFoundError
+from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.ids import new_id, resolve_prefix
 from contextflow.search.tokens import estimate_tokens
@@ -278,13 +278,8 @@ def find_conversation(app: App, conversation_id: Any) -> ConversationEntry:
     given = _string(conversation_id, "conversation_id", 128, "pass the id or a unique prefix of it", True)
     assert given is not None
     records = conversations_state(app).records
-    try:
-        chosen = resolve_prefix(given, records.keys(), "conversation_id")
-    except NotFoundError:
-        raise NotFoundError(
-            f"no conversation id starts with {given!r}; `contextflow conversations list` shows the saved ones"
-        ) from None
-    return records[chosen]
+    hint = "`contextflow conversations list` shows the saved ones"
+    return records[resolve_prefix(given, records.keys(), "conversation id", hint)]
 
 
 def load_transcript(app: App, entry: ConversationEntry) -> str | None:

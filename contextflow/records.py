@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 
-from contextflow import checks, durations
+from contextflow import checks, timeutil
 from contextflow.app import App
 from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError, NotFoundError
@@ -52,7 +52,7 @@ def records_state(app: App) -> RecordsState:
 
 
 def _now(now: datetime | None) -> datetime:
-    return now if now is not None else datetime.now(UTC)
+    return now if now is not None else timeutil.now()
 
 
 def _ms(moment: datetime) -> int:
@@ -101,8 +101,8 @@ def check_value(value: object) -> dict[str, Any]:
 
 
 def _expires(value: object, now: datetime) -> str | None:
-    moment = durations.expiry(value, now)
-    return durations.iso(moment) if moment else None
+    moment = timeutil.expiry(value, now)
+    return timeutil.to_iso(moment) if moment else None
 
 
 def set_record(
@@ -148,7 +148,7 @@ def set_record(
     elif previous.get("expires_at"):
         data["expires_at"] = previous["expires_at"]
     elif data["category"] == CLIPBOARD:
-        data["expires_at"] = durations.iso(moment + CLIPBOARD_EXPIRY)
+        data["expires_at"] = timeutil.to_iso(moment + CLIPBOARD_EXPIRY)
     agent_name = checks.text(agent, "agent", max_chars=200)
     if agent_name:
         data["agent"] = agent_name

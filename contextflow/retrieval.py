@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextflow import checks
+from contextflow import checks, timeutil
 from contextflow.app import App
-from contextflow.clock import stamp_iso, system_ms
+from contextflow.clock import stamp_iso
 from contextflow.errors import InputError
 from contextflow.search import VIEW_NAME, Doc, Hit, Query, Reranker, SearchIndex, rank, search_kinds
 from contextflow.search.tokens import estimate_tokens, query_terms
@@ -96,7 +96,7 @@ def get_context(
     """The best matches for `query`, as markdown within `budget_tokens`."""
     wanted = context_query(app, query=query, project=project, kinds=kinds, limit=limit)
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_index(app), wanted, system_ms() if now_ms is None else now_ms, reranker)
+    hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms, reranker)
     return hydrate(app, wanted, hits, budget)
 
 

@@ -49,14 +49,8 @@ def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
     given = checks.text(value, name, required=True)
     assert given is not None
     state = timeline_state(app)
-    try:
-        found = resolve_prefix(given, state.thread_ids, "thread id")
-    except NotFoundError:
-        raise NotFoundError(
-            f"no thread id starts with {given!r}; call timeline_list_threads "
-            "(or `contextflow timeline threads`) to see thread ids"
-        ) from None
-    thread = state.thread(found)
+    hint = "call timeline_list_threads (or `contextflow timeline threads`) to see thread ids"
+    thread = state.thread(resolve_prefix(given, state.thread_ids, "thread id", hint))
     assert thread is not None
     return thread
 
@@ -65,13 +59,8 @@ def resolve_thought(app: App, value: object, name: str = "thought_id") -> Though
     given = checks.text(value, name, required=True)
     assert given is not None
     state = timeline_state(app)
-    try:
-        found = resolve_prefix(given, state.thought_ids, "thought id")
-    except NotFoundError:
-        raise NotFoundError(
-            f"no thought id starts with {given!r}; call timeline_get_thread to see a thread's thought ids"
-        ) from None
-    thought = state.thought(found)
+    hint = "call timeline_get_thread to see a thread's thought ids"
+    thought = state.thought(resolve_prefix(given, state.thought_ids, "thought id", hint))
     assert thought is not None
     return thought
 

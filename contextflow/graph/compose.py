@@ -19,11 +19,11 @@ from contextflow.app import App
 from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError
 from contextflow.graph import model
-from contextflow.graph.explore import now_ms
 from contextflow.graph.ops import get_view, graph
 from contextflow.graph.query import evaluate, mentions_tag, parse
 from contextflow.graph.view import GraphState, Node
 from contextflow.text import clean, clip
+from contextflow.timeutil import now_ms
 
 DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
 SECTIONS = (

@@ -7,7 +7,6 @@ a header carrying its provenance (type, id, agent, writer, time).
 from __future__ import annotations
 
 import heapq
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +17,9 @@ from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node
 from contextflow.text import DATA_NOTICE, clean, clip, quote
+from contextflow.timeutil import now_ms
 
 MAX_LIMIT = 10_000
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def by_recency(state: GraphState, ids: set[str] | list[str], limit: int | None = None) -> list[Node]:

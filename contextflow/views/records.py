@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import iso_ms
 from contextflow.events import Event, OrderKey
+from contextflow.timeutil import iso_ms
 
 SET_KIND = "context.set"
 DELETE_KIND = "context.delete"
