@@ -32,7 +32,7 @@ from contextflow.graph import directives, model
 from contextflow.graph.compose import DEFAULT_QUERY, compose
 from contextflow.graph.ops import graph
 from contextflow.locate import locate_store, state_root, store_state_dir
-from contextflow.text import quote
+from contextflow.text import estimate_tokens, quote
 
 EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
 DEFAULT_BUDGET = 8_000
@@ -197,7 +197,7 @@ def clip_block(text: str, limit: int) -> str:
 def session_start(app: App, hooks: Path, budget: int) -> str:
     share = budget  # characters each for the handoff and the threads: a quarter of the budget (4 chars a token)
     extras = [part for part in (handoff_text(app, share), threads_text(app, share)) if part]
-    used = sum(model.estimate_tokens(part) + 1 for part in extras)
+    used = sum(estimate_tokens(part) + 1 for part in extras)
     query, saved_budget = default_query(app, hooks)
     room = min(budget - used, saved_budget or budget)
     graph_text = ""

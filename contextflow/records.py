@@ -16,8 +16,6 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
-import orjson
-
 from contextflow import checks, timeutil
 from contextflow.app import App
 from contextflow.clock import stamp_from_ms, stamp_iso
@@ -81,23 +79,11 @@ def check_category(value: object) -> str | None:
 
 
 def check_value(value: object) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(
-            'value must be a JSON object, e.g. {"status": "waiting", "title": "MeshCore support"}; '
-            'wrap plain text as {"text": "..."}'
-        )
-    try:
-        size = len(orjson.dumps(value))
-    except TypeError as exc:
-        raise InputError(
-            f"value is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
-        ) from None
-    if size > MAX_VALUE_BYTES:
-        raise InputError(
-            f"value is {size} bytes as JSON; the limit is {MAX_VALUE_BYTES} (64 KB). Store a summary plus a "
-            "path or URL to the large content, or split it over several keys"
-        )
-    return value
+    return checks.json_object(
+        value, "value", example='{"status": "waiting", "title": "MeshCore support"}', max_bytes=MAX_VALUE_BYTES,
+        hint='wrap plain text as {"text": "..."}',
+        size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
+    )
 
 
 def _expires(value: object, now: datetime) -> str | None:

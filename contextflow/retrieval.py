@@ -19,8 +19,8 @@ from contextflow.app import App
 from contextflow.clock import stamp_iso
 from contextflow.errors import InputError
 from contextflow.search import VIEW_NAME, Doc, Hit, Query, Reranker, SearchIndex, rank, search_kinds
-from contextflow.search.tokens import estimate_tokens, query_terms
-from contextflow.text import DATA_NOTICE, clean, clip, quote
+from contextflow.search.tokens import query_terms
+from contextflow.text import DATA_NOTICE, clean, clip, estimate_tokens, quote
 from contextflow.views.conversations import ConversationEntry, ConversationsState
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50

@@ -32,3 +32,8 @@ def quote(value: object) -> str:
     """Stored text as a quoted block: every line starts with '> ', so it cannot pose as a header."""
     lines = clean(value).split("\n")
     return "\n".join("> " + line if line else ">" for line in lines)
+
+
+def estimate_tokens(text: str) -> int:
+    """LLM tokens in `text`, about four characters each, rounded up: for budgets and thresholds."""
+    return (len(text) + 3) // 4

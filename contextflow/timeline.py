@@ -12,8 +12,6 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from contextflow import checks
 from contextflow.app import App
 from contextflow.errors import InputError, NotFoundError
@@ -73,14 +71,10 @@ def _agent(value: object) -> dict[str, str]:
 def _metadata(value: object) -> dict[str, Any] | None:
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise InputError('metadata must be a JSON object, e.g. {"files": ["src/app.py"], "commit": "abc123"}')
-    size = len(orjson.dumps(value))
-    if size > MAX_METADATA_BYTES:
-        raise InputError(
-            f"metadata is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}. Keep links, not contents"
-        )
-    return value
+    example = '{"files": ["src/app.py"], "commit": "abc123"}'
+    return checks.json_object(
+        value, "metadata", example=example, max_bytes=MAX_METADATA_BYTES, size_hint="Keep links, not contents"
+    )
 
 
 # -- threads -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from contextflow.graph import model
 from contextflow.graph.ops import get_view, graph
 from contextflow.graph.query import evaluate, mentions_tag, parse
 from contextflow.graph.view import GraphState, Node
-from contextflow.text import clean, clip
+from contextflow.text import clean, clip, estimate_tokens
 from contextflow.timeutil import now_ms
 
 DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
@@ -183,12 +183,12 @@ def compose_nodes(
     tokens = budget
     for _ in range(4):  # the header shows the total, which includes the header: settle it
         text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
-        settled = model.estimate_tokens(text)
+        settled = estimate_tokens(text)
         if settled == tokens:
             break
         tokens = settled
     text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
-    return Composed(text, model.estimate_tokens(text), budget, included, summarized, dropped, excluded or {})
+    return Composed(text, estimate_tokens(text), budget, included, summarized, dropped, excluded or {})
 
 
 def candidates_for(

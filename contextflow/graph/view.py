@@ -19,7 +19,7 @@ from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.events import Event, OrderKey
 from contextflow.fold import overwritten
 from contextflow.graph import model
-from contextflow.graph.model import estimate_tokens
+from contextflow.text import estimate_tokens
 
 ZERO: OrderKey = (0, "", 0)
 

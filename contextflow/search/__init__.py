@@ -3,7 +3,7 @@
 from contextflow.search.extractors import EXTRACTORS, Extractor, search_kinds
 from contextflow.search.index import FIELD_WEIGHTS, Delete, Doc, Hit, Patch, Put, SearchIndex
 from contextflow.search.rank import Query, Reranker, rank, recency
-from contextflow.search.tokens import estimate_tokens, query_terms, tokenize
+from contextflow.search.tokens import query_terms, tokenize
 from contextflow.search.view import VIEW_NAME, SearchView
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "Reranker",
     "SearchIndex",
     "SearchView",
-    "estimate_tokens",
     "query_terms",
     "rank",
     "recency",

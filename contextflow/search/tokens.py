@@ -91,8 +91,3 @@ def tokenize(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in order of first appearance."""
     return list(dict.fromkeys(iter_tokens(text)))
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough count of LLM tokens (about four characters each), used for budgets and thresholds."""
-    return (len(text) + 3) // 4
