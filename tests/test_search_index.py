@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextflow.app import App
 from contextflow.events import Event
 from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency, tokenize
 from contextflow.search import index as index_module
@@ -43,9 +44,34 @@ def test_code_names_and_paths_yield_the_whole_word_and_its_parts():
 
 def test_inflections_share_a_stem_and_stopwords_and_single_letters_are_dropped():
     assert {stem(word) for word in ("caching", "caches", "cached", "cache")} == {"cach"}
-    assert stem("queries") == "query" and stem("running") == "run" and stem("tests") == "test"
+    assert stem("queries") == stem("query") and stem("running") == "run" and stem("tests") == "test"
     assert tokenize("What is the a b of it") == []
     assert query_terms("cache the caches") == ["cach"]
+
+
+@pytest.mark.parametrize(
+    "words", [("rejected", "rejection"), ("collaborate", "collaboration"), ("specific", "specifically")]
+)
+def test_derived_forms_share_a_stem_with_their_root(words):
+    assert len({stem(word) for word in words}) == 1
+    assert len({tuple(query_terms(word)) for word in words}) == 1
+
+
+def test_a_plural_is_not_mistaken_for_a_name():
+    assert query_terms("times") == ["time"] and query_terms("time") == ["time"]
+    assert query_terms("Tim") == ["tim"]
+
+
+def test_a_snapshot_index_built_by_another_stemmer_is_not_reused(app, monkeypatch):
+    app.store.append("note", {"project": "p", "text": "rejected proposals"})
+    assert app.store.save_snapshot(force=True)
+    same = App.open()
+    same.store.refresh()
+    assert same.store._fold.deferred  # same stemmer: the snapshot loads
+    monkeypatch.setattr(SearchView, "version", "another-stemmer")
+    again = App.open()
+    again.store.refresh()
+    assert not again.store._fold.deferred  # refolded from the logs instead
 
 
 def test_non_ascii_words_are_kept_whole():
