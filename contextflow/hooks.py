@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from contextflow import timeutil
 from contextflow.app import App
 from contextflow.graph import directives, model
 from contextflow.graph.compose import DEFAULT_QUERY, compose
@@ -175,17 +176,13 @@ def handoff_text(app: App, budget_chars: int) -> str:
 
 
 def threads_text(app: App, budget_chars: int) -> str:
-    """Open timeline threads; empty when the timeline feature is not installed."""
-    try:
-        from datetime import UTC, datetime
+    """Open timeline threads; empty when there are none."""
+    from contextflow import orient, timeline  # not imported by hooks that need no threads
 
-        from contextflow import orient, timeline
-    except ImportError:  # seam: the timeline feature is optional
-        return ""
     found = timeline.where_am_i(app, status="active", limit=5)
     if not found:
         return ""
-    now = datetime.now(UTC)
+    now = timeutil.now()
     body = "\n\n".join(orient.whereabouts_text(where, now) for where in found)
     return "## Open threads\n\n" + clip_block(body, budget_chars)
 

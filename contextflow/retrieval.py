@@ -18,7 +18,7 @@ from contextflow import checks, timeutil
 from contextflow.app import App
 from contextflow.clock import stamp_iso
 from contextflow.errors import InputError
-from contextflow.search import VIEW_NAME, Doc, Hit, Query, Reranker, SearchIndex, rank, search_kinds
+from contextflow.search import VIEW_NAME, Doc, Hit, Query, SearchIndex, rank, search_kinds
 from contextflow.search.tokens import query_terms
 from contextflow.text import DATA_NOTICE, clean, clip, estimate_tokens, quote
 from contextflow.views.conversations import ConversationEntry, ConversationsState
@@ -91,12 +91,12 @@ def context_query(app: App, *, query: Any, project: Any = None, kinds: Any = Non
 
 def get_context(
     app: App, *, query: Any, project: Any = None, kinds: Any = None, limit: Any = None,
-    budget_tokens: Any = None, reranker: Reranker | None = None, now_ms: int | None = None,
+    budget_tokens: Any = None, now_ms: int | None = None,
 ) -> ContextResult:
     """The best matches for `query`, as markdown within `budget_tokens`."""
     wanted = context_query(app, query=query, project=project, kinds=kinds, limit=limit)
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms, reranker)
+    hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
     return hydrate(app, wanted, hits, budget)
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from contextflow.app import App
 from contextflow.events import Event
-from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency, tokenize
+from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency
 from contextflow.search import index as index_module
 from contextflow.search.index import FIELD_WEIGHTS, K1, B
 from contextflow.search.tokens import query_terms, stem
@@ -37,7 +37,7 @@ def everything(doc) -> float:
 
 
 def test_code_names_and_paths_yield_the_whole_word_and_its_parts():
-    terms = tokenize("TaskReviewService app/Services/task_review.php HTTPServer")
+    terms = query_terms("TaskReviewService app/Services/task_review.php HTTPServer")
     assert {"taskreviewservice", "task", "review", "servic", "app", "php", "httpserver", "http", "server"} <= set(terms)
     assert "taskreview" in terms  # task_review as one word too
 
@@ -45,7 +45,7 @@ def test_code_names_and_paths_yield_the_whole_word_and_its_parts():
 def test_inflections_share_a_stem_and_stopwords_and_single_letters_are_dropped():
     assert {stem(word) for word in ("caching", "caches", "cached", "cache")} == {"cach"}
     assert stem("queries") == stem("query") and stem("running") == "run" and stem("tests") == "test"
-    assert tokenize("What is the a b of it") == []
+    assert query_terms("What is the a b of it") == []
     assert query_terms("cache the caches") == ["cach"]
 
 
@@ -75,7 +75,7 @@ def test_a_snapshot_index_built_by_another_stemmer_is_not_reused(app, monkeypatc
 
 
 def test_non_ascii_words_are_kept_whole():
-    assert tokenize("Müller-Lüdenscheidt café") == ["müller", "lüdenscheidt", "café"]
+    assert query_terms("Müller-Lüdenscheidt café") == ["müller", "lüdenscheidt", "café"]
 
 
 # -- index operations ----------------------------------------------------------------------
@@ -220,18 +220,6 @@ def test_rank_filters_by_kind_and_project_and_treats_projectless_documents_as_ev
     assert set(ids(rank(index, Query("deploy", 10, project="web"), NOW))) == {"note:a", "context:c"}
     assert ids(rank(index, Query("deploy", 10, kinds=frozenset({"context"})), NOW)) == ["context:c"]
     assert ids(rank(index, Query("deploy", 1, project="api", kinds=frozenset({"note"})), NOW)) == ["note:b"]
-
-
-def test_a_reranker_sees_a_wider_pool_and_decides_the_order():
-    index = index_with(*[(Put(f"d{n}", {"text": "same words"}), key(n + 1)) for n in range(10)])
-
-    class Reverse:
-        def rerank(self, query, hits, index):
-            assert len(hits) == 8  # POOL_PER_RESULT x limit
-            return list(reversed(hits))
-
-    hits = rank(index, Query("words", 2), NOW, Reverse())
-    assert len(hits) == 2 and ids(hits) == ids(rank(index, Query("words", 8), NOW))[::-1][:2]
 
 
 # -- the view: any order, any writer -------------------------------------------------------

@@ -76,10 +76,6 @@ def iter_tokens(text: str) -> Iterator[str]:
         yield from word_terms(raw)
 
 
-def tokenize(text: str) -> list[str]:
-    return list(iter_tokens(text))
-
-
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in order of first appearance."""
     return list(dict.fromkeys(iter_tokens(text)))
