@@ -7,6 +7,7 @@ a header carrying its provenance (type, id, agent, writer, time).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,29 +132,39 @@ class Step:
     via: str  # the node this one was reached from
 
 
-def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
-    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
-    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
-    state = graph(app)
-    root = resolve(state, node_id)
-    kinds = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+def _walk(state: GraphState, root: Node, depth_limit: int,
+          neighbours: Callable[[str], Iterable[tuple[str, str]]]) -> list[Step]:
+    """Breadth first from `root`, each node once, up to `depth_limit` hops; `neighbours(id)`
+    gives the (node id, edge type) pairs one hop away."""
     steps: list[Step] = []
     seen = {root.id}
     frontier = [root.id]
     for depth in range(1, depth_limit + 1):
         following: list[str] = []
         for current in frontier:
-            edges = state.edges_in(current) if reverse else state.edges_out(current)
-            for edge in edges:
-                other = edge.source if reverse else edge.target
-                if edge.type in kinds and other not in seen:
+            for other, edge_type in neighbours(current):
+                if other not in seen:
                     seen.add(other)
                     following.append(other)
-                    steps.append(Step(depth, state.nodes[other], edge.type, current))
-        frontier = following
-        if not frontier:
+                    steps.append(Step(depth, state.nodes[other], edge_type, current))
+        if not following:
             break
-    return root, steps
+        frontier = following
+    return steps
+
+
+def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
+    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
+    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
+    state = graph(app)
+    root = resolve(state, node_id)
+    kinds = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+
+    def neighbours(current: str) -> Iterable[tuple[str, str]]:
+        edges = state.edges_in(current) if reverse else state.edges_out(current)
+        return [(edge.source if reverse else edge.target, edge.type) for edge in edges if edge.type in kinds]
+
+    return root, _walk(state, root, depth_limit, neighbours)
 
 
 def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]]:
@@ -161,21 +172,12 @@ def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]
     limit = checks.bounded_int(depth, "depth", 1, high=10)
     state = graph(app)
     root = resolve(state, node_id)
-    steps: list[Step] = []
-    seen = {root.id}
-    frontier = [root.id]
-    for level in range(1, limit + 1):
-        following: list[str] = []
-        for current in frontier:
-            pairs = [(e.target, e.type) for e in state.edges_out(current)]
-            pairs += [(e.source, e.type) for e in state.edges_in(current)]
-            for other, edge_type in pairs:
-                if other not in seen:
-                    seen.add(other)
-                    following.append(other)
-                    steps.append(Step(level, state.nodes[other], edge_type, current))
-        frontier = following
-    return root, steps
+
+    def neighbours(current: str) -> Iterable[tuple[str, str]]:
+        pairs = [(e.target, e.type) for e in state.edges_out(current)]
+        return pairs + [(e.source, e.type) for e in state.edges_in(current)]
+
+    return root, _walk(state, root, limit, neighbours)
 
 
 def steps_text(state: GraphState, root: Node, steps: list[Step], title: str) -> str:
