@@ -2,24 +2,44 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
+from contextflow import timeutil
 from contextflow.errors import InputError
 
 
-def text(value: Any, name: str, *, required: bool = False, max_chars: int | None = None) -> str | None:
-    """A string argument, trimmed; None when absent or blank and not required."""
+def json_type(value: Any) -> str:
+    """What a JSON value is, for "must be X, got Y" messages: "null", "a number (7)", "a list"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def text(
+    value: Any, name: str, *, required: bool = False, max_chars: int | None = None, hint: str | None = None
+) -> str | None:
+    """A string argument, trimmed; None when absent or blank and not required. `hint` says
+    what to pass when a required one is missing or empty."""
     if value is None:
         if required:
-            raise InputError(f"{name} is required: pass it as a non-empty string")
+            raise InputError(f"{name} is required: {hint or 'pass it as a non-empty string'}")
         return None
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {type(value).__name__}")
+        raise InputError(f"{name} must be a string, got {json_type(value)}")
     stripped = value.strip()
     if not stripped:
         if required:
-            raise InputError(f"{name} is empty: pass a non-empty string")
+            raise InputError(f"{name} is empty: {hint or 'pass a non-empty string'}")
         return None
     if max_chars is not None and len(stripped) > max_chars:
         raise InputError(f"{name} is {len(stripped)} characters; the limit is {max_chars}. Shorten it or split it up")
@@ -43,6 +63,25 @@ def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[
     return out
 
 
+def json_object(
+    value: Any, name: str, *, example: str, max_bytes: int | None = None, hint: str = "", size_hint: str = ""
+) -> dict[str, Any]:
+    """A JSON object argument, at most `max_bytes` once encoded. `hint` follows the message for
+    a value that is not an object, `size_hint` the one for a value over the limit."""
+    if not isinstance(value, dict):
+        raise InputError(f"{name} must be a JSON object, e.g. {example}" + (f"; {hint}" if hint else ""))
+    try:
+        size = len(orjson.dumps(value))
+    except TypeError as exc:
+        raise InputError(
+            f"{name} is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
+        ) from None
+    if max_bytes is not None and size > max_bytes:
+        limit = f"the limit is {max_bytes} ({max_bytes // 1024} KB)"
+        raise InputError(f"{name} is {size} bytes as JSON; {limit}" + (f". {size_hint}" if size_hint else ""))
+    return value
+
+
 def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 200) -> int:
     if value is None:
         return default
@@ -54,19 +93,14 @@ def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 2
 
 
 def iso_time(value: Any, name: str) -> str | None:
-    """An ISO-8601 time as a UTC string comparable with event timestamps."""
+    """An ISO-8601 time as a UTC string comparable with event timestamps (no zone means UTC)."""
     raw = text(value, name)
     if raw is None:
         return None
-    try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    moment = timeutil.parse_iso(raw)
+    if moment is None:
+        raise InputError(f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z")
+    return timeutil.to_iso(moment)
 
 
 def choice(value: Any, name: str, options: tuple[str, ...], default: str | None = None) -> str | None:

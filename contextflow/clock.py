@@ -9,15 +9,12 @@ even when this machine's clock is behind.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from contextflow.timeutil import now_ms as system_ms
+
 COUNTER_BITS = 16
-
-
-def system_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class HybridClock:
@@ -52,16 +49,3 @@ def stamp_iso(stamp: int) -> str:
     """ISO-8601 UTC time of a stamp, millisecond precision, `Z` suffix."""
     moment = datetime.fromtimestamp(stamp_ms(stamp) / 1000, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def iso_ms(value: object) -> int | None:
-    """Milliseconds since the epoch of an ISO-8601 time (UTC when it names no zone), or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)

@@ -29,10 +29,11 @@ import orjson
 from contextflow import checks, secrets
 from contextflow.app import App
 from contextflow.blobs import read_blob, write_blob
-from contextflow.errors import InputError, NotFoundError
+from contextflow.checks import json_type as _json_type
+from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.ids import new_id, resolve_prefix
-from contextflow.search.tokens import estimate_tokens
+from contextflow.text import estimate_tokens
 from contextflow.views.conversations import SAVE_KIND, ConversationEntry, ConversationsState
 
 SINGLE, MULTI = "single_topic", "multi_topic"
@@ -58,35 +59,8 @@ DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status
 # -- validation ----------------------------------------------------------------------------
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"a number ({value})"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _string(value: Any, where: str, limit: int, hint: str = "", required: bool = False) -> str | None:
-    if value is None:
-        if required:
-            raise InputError(f"{where} is required: {hint}")
-        return None
-    if not isinstance(value, str):
-        raise InputError(f"{where} must be a string, got {_json_type(value)}")
-    text = value.strip()
-    if not text:
-        if required:
-            raise InputError(f"{where} is empty: {hint}")
-        return None
-    if len(text) > limit:
-        raise InputError(f"{where} is {len(text)} characters; the limit is {limit}. Shorten it")
-    return text
+    return checks.text(value, where, required=required, max_chars=limit, hint=hint or None)
 
 
 def _strings(value: Any, where: str) -> list[str]:
@@ -296,12 +270,8 @@ def find_conversation(app: App, conversation_id: Any, project: Any = None) -> Co
     records = conversations_state(app).records
     ids = {cid for owner, cid in records if named is None or owner == named}
     where = f" in project {named!r}" if named else ""
-    try:
-        chosen = resolve_prefix(given, ids, "conversation_id")
-    except NotFoundError:
-        raise NotFoundError(
-            f"no conversation id{where} starts with {given!r}; `contextflow conversations list` shows the saved ones"
-        ) from None
+    hint = "`contextflow conversations list` shows the saved ones"
+    chosen = resolve_prefix(given, ids, f"conversation id{where}", hint)
     holders = sorted(owner for owner, cid in records if cid == chosen and (named is None or owner == named))
     if app.settings.default_project in holders:
         return records[(app.settings.default_project, chosen)]

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import orjson
 
 from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError
+from contextflow.timeutil import iso_ms
 
 SCHEMA_VERSION = 1
 LEGACY_WRITER = "legacy"
@@ -116,10 +116,9 @@ def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
     if kind not in ("note", "handoff"):
         raise BadLine("neither an event nor a ContextFlowMCP note/handoff")
     ts = record.get("ts")
-    try:
-        ms = int(datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        raise BadLine(f"legacy line has an unreadable ts {ts!r}") from None
+    ms = iso_ms(ts)  # UTC when it names no zone, as ContextFlowMCP meant
+    if ms is None:
+        raise BadLine(f"legacy line has an unreadable ts {ts!r}")
     data = {name: record[name] for name in (*LEGACY_FIELDS, *LEGACY_LISTS) if record.get(name) is not None}
     event_id = record.get("id")
     if not isinstance(event_id, str) or not event_id:

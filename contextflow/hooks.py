@@ -34,12 +34,13 @@ from typing import Any
 
 import orjson
 
+from contextflow import timeutil
 from contextflow.app import App
 from contextflow.graph import directives, model
 from contextflow.graph.compose import DEFAULT_QUERY, compose
 from contextflow.graph.ops import graph
 from contextflow.locate import locate_store, state_root, store_state_dir
-from contextflow.text import quote
+from contextflow.text import estimate_tokens, quote
 
 EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
 DEFAULT_BUDGET = 8_000
@@ -186,17 +187,13 @@ def handoff_text(app: App, budget_chars: int) -> str:
 
 
 def threads_text(app: App, budget_chars: int) -> str:
-    """Open timeline threads; empty when the timeline feature is not installed."""
-    try:
-        from datetime import UTC, datetime
+    """Open timeline threads; empty when there are none."""
+    from contextflow import orient, timeline  # not imported by hooks that need no threads
 
-        from contextflow import orient, timeline
-    except ImportError:  # seam: the timeline feature is optional
-        return ""
     found = timeline.where_am_i(app, status="active", limit=5)
     if not found:
         return ""
-    now = datetime.now(UTC)
+    now = timeutil.now()
     body = "\n\n".join(orient.whereabouts_text(where, now) for where in found)
     return "## Open threads\n\n" + clip_block(body, budget_chars)
 
@@ -208,7 +205,7 @@ def clip_block(text: str, limit: int) -> str:
 def session_start(app: App, hooks: Path, budget: int) -> str:
     share = budget  # characters each for the handoff and the threads: a quarter of the budget (4 chars a token)
     extras = [part for part in (handoff_text(app, share), threads_text(app, share)) if part]
-    used = sum(model.estimate_tokens(part) + 1 for part in extras)
+    used = sum(estimate_tokens(part) + 1 for part in extras)
     query, saved_budget = default_query(app, hooks)
     room = min(budget - used, saved_budget or budget)
     graph_text = ""

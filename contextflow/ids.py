@@ -4,35 +4,50 @@ from __future__ import annotations
 
 import bisect
 import secrets
-from collections.abc import Iterable
+from collections.abc import Collection
 
 from contextflow.errors import InputError, NotFoundError
 
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 ID_LENGTH = 16  # 80 random bits
+_SHOWN = 5  # candidates named in an "ambiguous" error
 
 
 def new_id() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(ID_LENGTH))
 
 
-def resolve_prefix(prefix: str, known: Iterable[str], what: str = "id") -> str:
-    """Return the one known id that starts with `prefix`, as git does for commit ids."""
+def _starting_with(wanted: str, known: Collection[str]) -> list[str]:
+    """Up to _SHOWN + 1 known ids starting with `wanted`, in order: by bisection when `known`
+    is a sorted list, else by one scan (never a sort of everything)."""
+    if isinstance(known, list):
+        start = bisect.bisect_left(known, wanted)
+        found: list[str] = []
+        for candidate in known[start:]:
+            if not candidate.startswith(wanted) or len(found) > _SHOWN:
+                break
+            found.append(candidate)
+        return found
+    return sorted(candidate for candidate in known if candidate.startswith(wanted))[: _SHOWN + 1]
+
+
+def resolve_prefix(
+    prefix: str, known: Collection[str], what: str = "id", hint: str = "list them to see the ids that exist"
+) -> str:
+    """The one known id that is `prefix` or starts with it, as git does for commit ids.
+
+    `known` is a sorted list or a set/dict view. Errors: empty prefix, none found (the message
+    ends with `hint`, how to see the ids that exist), or more than one (asks for more characters).
+    """
     wanted = prefix.strip().lower()
     if not wanted:
         raise InputError(f"{what} is empty: pass the {what} or a unique prefix of it")
-    ordered = known if isinstance(known, list) else sorted(known)
-    start = bisect.bisect_left(ordered, wanted)
-    matches: list[str] = []
-    for candidate in ordered[start:]:
-        if not candidate.startswith(wanted):
-            break
-        matches.append(candidate)
-        if len(matches) > 5:
-            break
+    if not isinstance(known, list) and wanted in known:
+        return wanted
+    matches = _starting_with(wanted, known)
     if not matches:
-        raise NotFoundError(f"no {what} starts with {prefix!r}; list them to see the ids that exist")
-    if len(matches) > 1 and wanted not in matches:
-        shown = ", ".join(matches[:5])
+        raise NotFoundError(f"no {what} starts with {prefix!r}; {hint}")
+    if len(matches) > 1 and matches[0] != wanted:
+        shown = ", ".join(matches[:_SHOWN])
         raise InputError(f"{what} prefix {prefix!r} is ambiguous ({shown}, ...): type more characters")
-    return wanted if wanted in matches else matches[0]
+    return matches[0]

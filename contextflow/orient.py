@@ -16,11 +16,12 @@ import orjson
 from contextflow import records, sessions, timeline
 from contextflow.app import App
 from contextflow.clock import stamp_iso, stamp_ms
-from contextflow.durations import age, iso
 from contextflow.events import OrderKey, as_dict
 from contextflow.present.provenance import header
 from contextflow.present.sessions import entry_text
 from contextflow.text import DATA_NOTICE, clean, clip, quote
+from contextflow.timeutil import age
+from contextflow.timeutil import to_iso as iso
 from contextflow.views.records import Record
 from contextflow.views.timeline import Thought, Thread
 

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-import orjson
-
-from contextflow import checks, durations
+from contextflow import checks, timeutil
 from contextflow.app import App
 from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError, NotFoundError
@@ -60,7 +58,7 @@ def records_state(app: App) -> RecordsState:
 
 
 def _now(now: datetime | None) -> datetime:
-    return now if now is not None else datetime.now(UTC)
+    return now if now is not None else timeutil.now()
 
 
 def _ms(moment: datetime) -> int:
@@ -117,28 +115,16 @@ def _identity(app: App, state: RecordsState, key: str, project: object) -> Recor
 
 
 def check_value(value: object) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(
-            'value must be a JSON object, e.g. {"status": "waiting", "title": "MeshCore support"}; '
-            'wrap plain text as {"text": "..."}'
-        )
-    try:
-        size = len(orjson.dumps(value))
-    except TypeError as exc:
-        raise InputError(
-            f"value is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
-        ) from None
-    if size > MAX_VALUE_BYTES:
-        raise InputError(
-            f"value is {size} bytes as JSON; the limit is {MAX_VALUE_BYTES} (64 KB). Store a summary plus a "
-            "path or URL to the large content, or split it over several keys"
-        )
-    return value
+    return checks.json_object(
+        value, "value", example='{"status": "waiting", "title": "MeshCore support"}', max_bytes=MAX_VALUE_BYTES,
+        hint='wrap plain text as {"text": "..."}',
+        size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
+    )
 
 
 def _expires(value: object, now: datetime) -> str | None:
-    moment = durations.expiry(value, now)
-    return durations.iso(moment) if moment else None
+    moment = timeutil.expiry(value, now)
+    return timeutil.to_iso(moment) if moment else None
 
 
 def set_record(
@@ -187,7 +173,7 @@ def set_record(
     elif previous.get("expires_at"):
         data["expires_at"] = previous["expires_at"]
     elif data["category"] == CLIPBOARD:
-        data["expires_at"] = durations.iso(moment + CLIPBOARD_EXPIRY)
+        data["expires_at"] = timeutil.to_iso(moment + CLIPBOARD_EXPIRY)
     agent_name = checks.text(agent, "agent", max_chars=200)
     if agent_name:
         data["agent"] = agent_name

@@ -13,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contextflow import checks
+from contextflow import checks, timeutil
 from contextflow.app import App
-from contextflow.clock import system_ms
 from contextflow.errors import InputError
 from contextflow.present.records import Views, hit_block, hit_json
-from contextflow.search import VIEW_NAME, Hit, Query, Reranker, SearchIndex, rank, search_kinds
-from contextflow.search.tokens import estimate_tokens, query_terms
-from contextflow.text import DATA_NOTICE, clip
+from contextflow.search import VIEW_NAME, Hit, Query, SearchIndex, rank, search_kinds
+from contextflow.search.tokens import query_terms
+from contextflow.text import DATA_NOTICE, clip, estimate_tokens
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
@@ -89,12 +88,12 @@ def context_query(app: App, *, query: Any, project: Any = None, kinds: Any = Non
 
 def get_context(
     app: App, *, query: Any, project: Any = None, kinds: Any = None, limit: Any = None,
-    budget_tokens: Any = None, reranker: Reranker | None = None, now_ms: int | None = None,
+    budget_tokens: Any = None, now_ms: int | None = None,
 ) -> ContextResult:
     """The best matches for `query`, as markdown within `budget_tokens`."""
     wanted = context_query(app, query=query, project=project, kinds=kinds, limit=limit)
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_index(app), wanted, system_ms() if now_ms is None else now_ms, reranker)
+    hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
     return hydrate(app, wanted, hits, budget)
 
 

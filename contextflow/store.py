@@ -347,7 +347,8 @@ class Store:
     # -- snapshot ------------------------------------------------------------------------
 
     def _snapshot_key(self) -> tuple[Any, ...]:
-        names = tuple(view.name for view in self._fold.views)
+        # a view's optional `version` covers what the code fingerprint cannot (e.g. a library's)
+        names = tuple((view.name, getattr(view, "version", "")) for view in self._fold.views)
         return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
 
     def _load_snapshot(self) -> None:

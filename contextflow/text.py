@@ -132,3 +132,6 @@ def clean_reply(text: str) -> str:
         except (ValueError, TypeError):
             pass
     return clean(text)
+def estimate_tokens(text: str) -> int:
+    """LLM tokens in `text`, about four characters each, rounded up: for budgets and thresholds."""
+    return (len(text) + 3) // 4

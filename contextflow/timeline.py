@@ -12,8 +12,6 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from contextflow import checks
 from contextflow.app import App
 from contextflow.errors import InputError, NotFoundError
@@ -49,13 +47,8 @@ def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
     given = checks.text(value, name, required=True)
     assert given is not None
     state = timeline_state(app)
-    try:
-        found = resolve_prefix(given, state.thread_ids, "thread id")
-    except NotFoundError:
-        raise NotFoundError(
-            f"no thread id starts with {given!r}; call timeline_list_threads to see thread ids"
-        ) from None
-    thread = state.thread(found)
+    hint = "call timeline_list_threads to see thread ids"
+    thread = state.thread(resolve_prefix(given, state.thread_ids, "thread id", hint))
     assert thread is not None
     return thread
 
@@ -64,13 +57,8 @@ def resolve_thought(app: App, value: object, name: str = "thought_id") -> Though
     given = checks.text(value, name, required=True)
     assert given is not None
     state = timeline_state(app)
-    try:
-        found = resolve_prefix(given, state.thought_ids, "thought id")
-    except NotFoundError:
-        raise NotFoundError(
-            f"no thought id starts with {given!r}; call timeline_get_thread to see a thread's thought ids"
-        ) from None
-    thought = state.thought(found)
+    hint = "call timeline_get_thread to see a thread's thought ids"
+    thought = state.thought(resolve_prefix(given, state.thought_ids, "thought id", hint))
     assert thought is not None
     return thought
 
@@ -83,14 +71,10 @@ def _agent(value: object) -> dict[str, str]:
 def _metadata(value: object) -> dict[str, Any] | None:
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise InputError('metadata must be a JSON object, e.g. {"files": ["src/app.py"], "commit": "abc123"}')
-    size = len(orjson.dumps(value))
-    if size > MAX_METADATA_BYTES:
-        raise InputError(
-            f"metadata is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}. Keep links, not contents"
-        )
-    return value
+    example = '{"files": ["src/app.py"], "commit": "abc123"}'
+    return checks.json_object(
+        value, "metadata", example=example, max_bytes=MAX_METADATA_BYTES, size_hint="Keep links, not contents"
+    )
 
 
 # -- threads -------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.graph import ops
 from contextflow.graph.compose import compose, compose_nodes
-from contextflow.graph.model import estimate_tokens
 from contextflow.graph.view import GraphView
+from contextflow.text import estimate_tokens
 
 AT = 1_700_000_000_000
 

@@ -9,7 +9,7 @@ import pytest
 from contextflow import sessions
 from contextflow.cli import main
 from contextflow.graph import ops
-from contextflow.graph.model import estimate_tokens
+from contextflow.text import estimate_tokens
 
 SESSION = "9f2c1a7e-5b3d-4e0a-8c6f-1d2e3f4a5b6c"
 

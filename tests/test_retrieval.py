@@ -14,7 +14,7 @@ from contextflow import conversations, records, retrieval, sessions
 from contextflow.app import App
 from contextflow.cli import main
 from contextflow.errors import InputError
-from contextflow.search import estimate_tokens
+from contextflow.text import estimate_tokens
 from tests.conftest import call_with_data, connect, open_app, text_of
 
 SECRETARY = {

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextflow.app import App
 from contextflow.events import Event
-from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency, tokenize
+from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency
 from contextflow.search import index as index_module
 from contextflow.search.index import FIELD_WEIGHTS, K1, B
 from contextflow.search.tokens import query_terms, stem
@@ -36,20 +37,45 @@ def everything(doc) -> float:
 
 
 def test_code_names_and_paths_yield_the_whole_word_and_its_parts():
-    terms = tokenize("TaskReviewService app/Services/task_review.php HTTPServer")
+    terms = query_terms("TaskReviewService app/Services/task_review.php HTTPServer")
     assert {"taskreviewservice", "task", "review", "servic", "app", "php", "httpserver", "http", "server"} <= set(terms)
     assert "taskreview" in terms  # task_review as one word too
 
 
 def test_inflections_share_a_stem_and_stopwords_and_single_letters_are_dropped():
     assert {stem(word) for word in ("caching", "caches", "cached", "cache")} == {"cach"}
-    assert stem("queries") == "query" and stem("running") == "run" and stem("tests") == "test"
-    assert tokenize("What is the a b of it") == []
+    assert stem("queries") == stem("query") and stem("running") == "run" and stem("tests") == "test"
+    assert query_terms("What is the a b of it") == []
     assert query_terms("cache the caches") == ["cach"]
 
 
+@pytest.mark.parametrize(
+    "words", [("rejected", "rejection"), ("collaborate", "collaboration"), ("specific", "specifically")]
+)
+def test_derived_forms_share_a_stem_with_their_root(words):
+    assert len({stem(word) for word in words}) == 1
+    assert len({tuple(query_terms(word)) for word in words}) == 1
+
+
+def test_a_plural_is_not_mistaken_for_a_name():
+    assert query_terms("times") == ["time"] and query_terms("time") == ["time"]
+    assert query_terms("Tim") == ["tim"]
+
+
+def test_a_snapshot_index_built_by_another_stemmer_is_not_reused(app, monkeypatch):
+    app.store.append("note", {"project": "p", "text": "rejected proposals"})
+    assert app.store.save_snapshot(force=True)
+    same = App.open()
+    same.store.refresh()
+    assert same.store._fold.deferred  # same stemmer: the snapshot loads
+    monkeypatch.setattr(SearchView, "version", "another-stemmer")
+    again = App.open()
+    again.store.refresh()
+    assert not again.store._fold.deferred  # refolded from the logs instead
+
+
 def test_non_ascii_words_are_kept_whole():
-    assert tokenize("Müller-Lüdenscheidt café") == ["müller", "lüdenscheidt", "café"]
+    assert query_terms("Müller-Lüdenscheidt café") == ["müller", "lüdenscheidt", "café"]
 
 
 # -- index operations ----------------------------------------------------------------------
@@ -194,18 +220,6 @@ def test_rank_filters_by_kind_and_project_and_treats_projectless_documents_as_ev
     assert set(ids(rank(index, Query("deploy", 10, project="web"), NOW))) == {"note:a", "context:c"}
     assert ids(rank(index, Query("deploy", 10, kinds=frozenset({"context"})), NOW)) == ["context:c"]
     assert ids(rank(index, Query("deploy", 1, project="api", kinds=frozenset({"note"})), NOW)) == ["note:b"]
-
-
-def test_a_reranker_sees_a_wider_pool_and_decides_the_order():
-    index = index_with(*[(Put(f"d{n}", {"text": "same words"}), key(n + 1)) for n in range(10)])
-
-    class Reverse:
-        def rerank(self, query, hits, index):
-            assert len(hits) == 8  # POOL_PER_RESULT x limit
-            return list(reversed(hits))
-
-    hits = rank(index, Query("words", 2), NOW, Reverse())
-    assert len(hits) == 2 and ids(hits) == ids(rank(index, Query("words", 8), NOW))[::-1][:2]
 
 
 # -- the view: any order, any writer -------------------------------------------------------

@@ -19,11 +19,11 @@ from contextflow.app import App
 from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError
 from contextflow.graph import model
-from contextflow.graph.explore import now_ms
 from contextflow.graph.ops import get_view, graph
 from contextflow.graph.query import evaluate, mentions_tag, parse
 from contextflow.graph.view import GraphState, Node
-from contextflow.text import clean, clip
+from contextflow.text import clean, clip, estimate_tokens
+from contextflow.timeutil import now_ms
 
 DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
 SECTIONS = (
@@ -180,7 +180,7 @@ def _least_budget(state: GraphState, order: list[Node], at: str) -> int:
     low = -(-(len(_header(len(order), 0, len(order), at)) + len(NOTICE) + len(FOOTER) + 4) // 4)
     if not order:
         return low
-    high = low + model.estimate_tokens(render_node(state, order[0])) + 32
+    high = low + estimate_tokens(render_node(state, order[0])) + 32
     while not _fits(state, order, high, at):
         high *= 2
     while low < high:
@@ -244,12 +244,12 @@ def _fit(state: GraphState, order: list[Node], budget: int, at: str, excluded: d
     tokens = budget
     for _ in range(4):  # the header shows the total, which includes the header: settle it
         text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
-        settled = model.estimate_tokens(text)
+        settled = estimate_tokens(text)
         if settled == tokens:
             break
         tokens = settled
     text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
-    return Composed(text, model.estimate_tokens(text), budget, included, summarized, dropped, excluded)
+    return Composed(text, estimate_tokens(text), budget, included, summarized, dropped, excluded or {})
 
 
 def candidates_for(

@@ -28,6 +28,7 @@ from contextflow.graph import explore, model, ops
 from contextflow.graph.compose import candidates_for, compose_nodes
 from contextflow.present.nodes import status_text
 from contextflow.text import clip
+from contextflow.timeutil import now_ms
 
 AGENT = "claude-code"
 RECALL_BUDGET = 4_000
@@ -116,7 +117,7 @@ class Runner:
 
     def _show(self, title: str, query: str, ids: list[str] | None = None) -> None:
         state = ops.graph(self.app)
-        moment = explore.now_ms()
+        moment = now_ms()
         if ids is None:
             nodes, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
         else:

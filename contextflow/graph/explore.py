@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,12 +14,9 @@ from contextflow.graph import model
 from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node
+from contextflow.timeutil import now_ms
 
 MAX_LIMIT = 10_000
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def by_recency(state: GraphState, ids: set[str] | list[str], limit: int | None = None) -> list[Node]:

@@ -3,7 +3,7 @@
 A node is a piece of knowledge (`fact`, `decision`, ...) with content, an optional summary
 and metadata; an edge is a typed, directed link between two nodes, unique per
 (from, to, type); tags are `namespace:value` strings, and the `tier:` tags steer what
-context composition loads. Token estimates are characters / 4, rounded up.
+context composition loads. Token estimates are `text.estimate_tokens`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contextflow import checks
 from contextflow.errors import InputError
 
 NODE_TYPES = (
@@ -31,7 +32,6 @@ TAG = "graph.tag"
 UNTAG = "graph.untag"
 VIEW = "graph.view"
 VIEW_DELETE = "graph.view_delete"
-KINDS = (NODE, NODE_UPDATE, NODE_DELETE, EDGE, EDGE_DELETE, TAG, UNTAG, VIEW, VIEW_DELETE)
 
 MAX_CONTENT_CHARS = 500_000
 MAX_SUMMARY_CHARS = 20_000
@@ -45,11 +45,6 @@ MAX_BUDGET = 2_000_000
 _TAG = re.compile(r"^[A-Za-z0-9_.-]+:\S+$")
 _VIEW_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
-def estimate_tokens(text: str) -> int:
-    """Characters / 4, rounded up: cheap, dependency-free, and never an underestimate of it."""
-    return (len(text) + 3) // 4
 
 
 def node_type(value: Any) -> str:
@@ -119,8 +114,7 @@ def metadata(value: Any, *, allow_null: bool = False) -> dict[str, Any]:
     """A flat JSON object of metadata; a null value (when allowed) removes that key."""
     if value is None:
         return {}
-    if not isinstance(value, dict):
-        raise InputError('metadata must be a JSON object, e.g. {"confidence": "high"}')
+    checks.json_object(value, "metadata", example='{"confidence": "high"}')
     if len(value) > MAX_META_KEYS:
         raise InputError(f"metadata has {len(value)} keys; the limit is {MAX_META_KEYS}")
     out: dict[str, Any] = {}

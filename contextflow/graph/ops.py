@@ -39,8 +39,7 @@ def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
         return node
     if wanted in state.nodes and state.nodes[wanted].deleted:
         raise NotFoundError(f"{what} {prefix!r} was deleted; `contextflow list` shows the nodes that exist")
-    candidates = sorted(node_id for node_id in state.live if node_id.startswith(wanted))
-    return state.nodes[resolve_prefix(wanted, candidates or [""], what)]
+    return state.nodes[resolve_prefix(wanted, state.live, what)]
 
 
 def _agent(agent: Any) -> str:

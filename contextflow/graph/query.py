@@ -4,7 +4,7 @@
                                                    a plain tag (tag:archived) matches that tag
                                                    or any namespace:archived
     created:<op><when>  updated:<op><when>         op is > < >= <=; when is a duration back from
-                                                   now (30m, 24h, 7d, 2w, 1y) or a date/time
+                                                   now (30m, 24h, 7d, 1y, 1d12h) or a date/time
                                                    (2024-01-01, 2024-01-01T09:30:00Z)
     tokens:<op><n>                                 token estimate; op also =, or none for equality
     has:summary  has:edges                         a summary is set; the node has any edge
@@ -26,20 +26,19 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from contextflow.clock import COUNTER_BITS
 from contextflow.errors import InputError
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
 from contextflow.ids import resolve_prefix
+from contextflow.timeutil import parse_duration, parse_iso
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200
 MAX_DEPTH = 50
 OPERATORS = ("AND", "OR", "NOT")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
-_DURATION = re.compile(r"^(\d{1,6})([smhdwy])$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _COMPARE = re.compile(r"^(>=|<=|>|<|=)?(.*)$", re.S)
 _FIELD = re.compile(r"^([A-Za-z]+):(.*)$", re.S)
@@ -267,24 +266,19 @@ class _Parser:
         return self.time_leaf(name, op, rest, at)
 
     def time_leaf(self, name: str, op: str | None, rest: str, at: int) -> Leaf:
-        duration = _DURATION.match(rest)
-        if duration:
+        duration = parse_duration(rest)
+        if duration is not None:
             if op not in (">", "<", ">=", "<="):
                 raise _error(self.text, at, f"> or < before a duration, e.g. {name}:>24h (newer) or {name}:<1w (older)",
                              repr(rest))
-            seconds = int(duration.group(1)) * _UNITS[duration.group(2)]
-            return Leaf(name, op, rest, seconds * 1000, relative=True)
-        try:
-            moment = datetime.fromisoformat(rest.replace("Z", "+00:00"))
-        except ValueError:
+            return Leaf(name, op, rest, int(duration.total_seconds()) * 1000, relative=True)
+        moment = parse_iso(rest)
+        if moment is None:
             raise _error(
                 self.text, at + len(op or ""),
-                "a duration (30m, 24h, 7d, 2w, 1y) or a date (2024-01-01) after "
-                f"{name}:{op or ''}",
+                f"a duration (30m, 24h, 7d, 2w, 1y) or a date (2024-01-01) after {name}:{op or ''}",
                 repr(rest) if rest else None,
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
+            )
         start = int(moment.timestamp() * 1000)
         if _DATE.match(rest):  # a whole day: > is after it, >= from it on, none is within it
             end = int((moment + timedelta(days=1)).timestamp() * 1000)
@@ -323,11 +317,7 @@ class _Evaluator:
         self.now_ms = now_ms
 
     def resolve(self, prefix: str, field: str) -> str:
-        wanted = prefix.strip().lower()
-        if wanted in self.state.live:
-            return wanted
-        candidates = sorted(node_id for node_id in self.state.live if node_id.startswith(wanted))
-        return resolve_prefix(prefix, candidates or [""], f"node id in {field}:")
+        return resolve_prefix(prefix, self.state.live, f"node id in {field}:")
 
     def index(self, leaf: Leaf) -> set[str] | None:
         state = self.state

@@ -20,10 +20,10 @@ from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.graph import model
-from contextflow.graph.explore import now_ms
 from contextflow.graph.ops import edge_item, graph, node_item
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import GraphState, Node
+from contextflow.timeutil import now_ms
 
 FORMAT = "contextflow-graph"
 VERSION = 1

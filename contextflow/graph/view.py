@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import stamp_iso, stamp_ms
+from contextflow.clock import stamp_iso
 from contextflow.events import Event, OrderKey
 from contextflow.fold import overwritten
 from contextflow.graph import model
-from contextflow.graph.model import estimate_tokens
+from contextflow.text import estimate_tokens
 
 ZERO: OrderKey = (0, "", 0)
 
@@ -41,14 +41,6 @@ class Node:
     field_keys: dict[str, OrderKey] = field(default_factory=dict)
     tokens: int = 0
     lower: str = ""  # content and summary, lower case, for free-text terms
-
-    @property
-    def created_ms(self) -> int:
-        return stamp_ms(self.created_key[0])
-
-    @property
-    def updated_ms(self) -> int:
-        return stamp_ms(self.updated_key[0])
 
     @property
     def created_at(self) -> str:

@@ -2,8 +2,8 @@
 
 from contextflow.search.extractors import EXTRACTORS, Extractor, search_kinds
 from contextflow.search.index import FIELD_WEIGHTS, Delete, Doc, Hit, Patch, Put, SearchIndex
-from contextflow.search.rank import Query, Reranker, rank, recency
-from contextflow.search.tokens import estimate_tokens, query_terms, tokenize
+from contextflow.search.rank import Query, rank, recency
+from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME, SearchView
 
 __all__ = [
@@ -17,13 +17,10 @@ __all__ = [
     "Patch",
     "Put",
     "Query",
-    "Reranker",
     "SearchIndex",
     "SearchView",
-    "estimate_tokens",
     "query_terms",
     "rank",
     "recency",
     "search_kinds",
-    "tokenize",
 ]

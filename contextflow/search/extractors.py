@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from contextflow.clock import iso_ms
 from contextflow.events import Event
 from contextflow.search.index import Delete, Op, Patch, Put
+from contextflow.timeutil import iso_ms
 
 Extractor = Callable[[Event], list[Op]]
 DEFAULT_PROJECT = "shared"

@@ -267,9 +267,6 @@ class SearchIndex:
 
     # -- querying --------------------------------------------------------------------------
 
-    def visible_docs(self) -> list[Doc]:
-        return [doc for doc in self.docs.values() if doc.visible]
-
     def search(self, terms: list[str], k: int, factor: Callable[[Doc], float]) -> list[Hit]:
         """The `k` best documents for `terms` by BM25 times `factor(doc)`.
 

@@ -1,15 +1,11 @@
 """Ranking: BM25 from the index, times a mild recency factor, within the caller's filters.
 
-`rank()` is the one entry point retrieval uses. The seam for a semantic ranker is the
-`Reranker` protocol: when one is passed, BM25 gathers a wider pool of candidates
-(`POOL_PER_RESULT` per result asked for) and the reranker orders them (it may also drop or
-add hits, e.g. from its own vector index over `index.docs`). None is required or shipped.
+`rank()` is the one entry point retrieval uses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import query_terms
@@ -17,7 +13,6 @@ from contextflow.search.tokens import query_terms
 RECENCY_FLOOR = 0.85  # a document a year old keeps about 86% of its score
 HALF_LIFE_DAYS = 90.0
 DAY_MS = 86_400_000
-POOL_PER_RESULT = 4
 
 
 def recency(doc_ms: int, now_ms: int) -> float:
@@ -35,11 +30,7 @@ class Query:
     project: str | None = None  # None: every project
 
 
-class Reranker(Protocol):
-    def rerank(self, query: Query, hits: list[Hit], index: SearchIndex) -> list[Hit]: ...
-
-
-def rank(index: SearchIndex, query: Query, now_ms: int, reranker: Reranker | None = None) -> list[Hit]:
+def rank(index: SearchIndex, query: Query, now_ms: int) -> list[Hit]:
     kinds, project = query.kinds, query.project
 
     def factor(doc: Doc) -> float:
@@ -51,8 +42,4 @@ def rank(index: SearchIndex, query: Query, now_ms: int, reranker: Reranker | Non
             return 0.0  # expiry is judged at read time, never in the fold
         return recency(doc.latest_ms, now_ms)
 
-    pool = query.limit * POOL_PER_RESULT if reranker is not None else query.limit
-    hits = index.search(query_terms(query.text), pool, factor)
-    if reranker is not None:
-        hits = reranker.rerank(query, hits, index)
-    return hits[: query.limit]
+    return index.search(query_terms(query.text), query.limit, factor)

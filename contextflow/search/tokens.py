@@ -1,9 +1,11 @@
-"""Tokenizer for the search index: words, their code-style parts, a light stemmer, stopwords.
+"""Tokenizer for the search index: words, their code-style parts, a stemmer, stopwords.
 
 `TaskReviewService`, `task_review_service` and `app/Services/TaskReview.php` all yield the
-whole word and its parts (`task`, `review`, `service`), so a query can name either. The
-stemmer is deliberately small and applied the same way to documents and queries: what
-matters is that both sides agree (`caching`, `caches`, `cached` -> `cach`), not linguistics.
+whole word and its parts (`task`, `review`, `service`), so a query can name either. ASCII
+words are stemmed by the Snowball English stemmer (PyStemmer), the same way for documents
+and queries: `rejected`/`rejection` -> `reject`, `caching`/`caches` -> `cach`, `times` ->
+`time`. Other words are kept whole. `STEMMER` names the algorithm and library version: the
+search view's version includes it, so an index built by another stemmer is never reused.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
+import Stemmer
+
 _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_VOWEL = re.compile(r"[aeiouy]")
+_ENGLISH = Stemmer.Stemmer("english")
+STEMMER = f"snowball-english/pystemmer-{Stemmer.version()}"
 
 STOPWORDS = frozenset(
     (
@@ -32,24 +37,11 @@ STOPWORDS = frozenset(
 
 
 def stem(word: str) -> str:
-    """A conservative suffix stripper: plurals, -ing, -ed, a final -e."""
-    if len(word) <= 3 or not word.isalpha():
+    """The Snowball English stem of a lower-case ASCII word; any other word unchanged."""
+    if not (word.isascii() and word.isalpha()):
         return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and not word.endswith("eed") and len(word) - len(suffix) >= 3:
-            base = word[: -len(suffix)]
-            if _VOWEL.search(base):
-                word = base[:-1] if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz" else base
-            break
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
+    stemmed: str = _ENGLISH.stemWord(word)
+    return stemmed
 
 
 def _parts(word: str) -> list[str]:
@@ -84,15 +76,6 @@ def iter_tokens(text: str) -> Iterator[str]:
         yield from word_terms(raw)
 
 
-def tokenize(text: str) -> list[str]:
-    return list(iter_tokens(text))
-
-
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in order of first appearance."""
     return list(dict.fromkeys(iter_tokens(text)))
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough count of LLM tokens (about four characters each), used for budgets and thresholds."""
-    return (len(text) + 3) // 4

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from contextflow.events import Event, OrderKey
 from contextflow.search.extractors import EXTRACTORS
 from contextflow.search.index import Delete, Op, Patch, Put, SearchIndex
+from contextflow.search.tokens import STEMMER
 
 VIEW_NAME = "search"
 
 
 class SearchView:
     name = VIEW_NAME
+    version = STEMMER  # a stemmer upgrade changes every term: the snapshot's index must not be reused
 
     def initial(self) -> SearchIndex:
         return SearchIndex()

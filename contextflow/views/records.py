@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import iso_ms
 from contextflow.events import Event, OrderKey
+from contextflow.timeutil import iso_ms
 from contextflow.views.sessions import project_of
 
 SET_KIND = "context.set"

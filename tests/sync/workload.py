@@ -101,7 +101,7 @@ def picture(app: App) -> dict[str, Any]:
         for query in QUERIES
     }
     found["search.visible"] = sorted(
-        (doc.doc_id, sorted(doc.field_texts()), doc.project) for doc in index.visible_docs()
+        (doc.doc_id, sorted(doc.field_texts()), doc.project) for doc in index.docs.values() if doc.visible
     )
     return found
 

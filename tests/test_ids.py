@@ -1,0 +1,43 @@
+"""Ids and the one prefix resolver every id argument goes through."""
+
+import pytest
+
+from contextflow.errors import InputError, NotFoundError
+from contextflow.ids import ALPHABET, ID_LENGTH, new_id, resolve_prefix
+
+KNOWN = ["ab12", "ab34", "abc5", "cd00"]
+
+
+def test_new_ids_are_long_random_and_typeable():
+    made = {new_id() for _ in range(200)}
+    assert len(made) == 200
+    assert all(len(i) == ID_LENGTH and set(i) <= set(ALPHABET) for i in made)
+
+
+@pytest.mark.parametrize("known", [KNOWN, set(KNOWN), dict.fromkeys(KNOWN).keys()])
+def test_a_unique_prefix_resolves_from_a_sorted_list_a_set_or_dict_keys(known):
+    assert resolve_prefix("cd", known) == "cd00"
+    assert resolve_prefix(" ABC ", known) == "abc5"
+
+
+@pytest.mark.parametrize("known", [KNOWN, set(KNOWN)])
+def test_an_ambiguous_prefix_names_the_candidates_and_asks_for_more(known):
+    with pytest.raises(InputError, match=r"thread id prefix 'ab' is ambiguous \(ab12, ab34, abc5, \.\.\.\)"):
+        resolve_prefix("ab", known, "thread id")
+
+
+@pytest.mark.parametrize("known", [["ab", "abc"], {"ab", "abc"}])
+def test_an_exact_id_wins_over_longer_ids_it_prefixes(known):
+    assert resolve_prefix("ab", known) == "ab"
+
+
+def test_an_unknown_prefix_says_how_to_see_the_ids_that_exist():
+    with pytest.raises(NotFoundError, match=r"^no node id starts with 'zz'; call graph_list$"):
+        resolve_prefix("zz", set(KNOWN), "node id", "call graph_list")
+    with pytest.raises(NotFoundError, match="list them to see the ids that exist"):
+        resolve_prefix("zz", [])
+
+
+def test_an_empty_prefix_is_refused():
+    with pytest.raises(InputError, match="node id is empty: pass the node id or a unique prefix of it"):
+        resolve_prefix("  ", KNOWN, "node id")
