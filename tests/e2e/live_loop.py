@@ -193,10 +193,14 @@ def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
 
 def codex_cli(codex_bin: Path, mock: MockModel, place: Place) -> LiveClient:
     """Codex with a custom Responses-API provider at the mock. `required = true` makes Codex wait
-    for the server before the first turn (else its first `tool_search` can come back empty)."""
+    for the server before the first turn (else its first `tool_search` can come back empty).
+    Without the update check, analytics, plugins and apps turned off, Codex looks up
+    api.github.com, chatgpt.com and ab.chatgpt.com."""
     store = "".join(f"{key} = {json.dumps(value)}\n" for key, value in place.store_env().items())
     config = (
-        'model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "read-only"\n\n'
+        'model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "read-only"\n'
+        "check_for_update_on_startup = false\n\n"
+        "[analytics]\nenabled = false\n\n[features]\nplugins = false\napps = false\n\n"
         f'[model_providers.mock]\nname = "mock"\nbase_url = "{mock.url}/v1"\nwire_api = "responses"\n'
         'env_key = "CODEX_E2E_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n'
         '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
