@@ -32,16 +32,20 @@ NOTE = "Parser keeps quoted lines verbatim"
 HANDOFF = "Parser rewrite finished and its tests pass"
 NEXT_STEP = "Wire the parser into the CLI"
 FACT = "The parser entry point is parse_document in src/parse.py"
+DECISION = "Parser errors carry the line and column"
 SESSION_TIMEOUT = 180.0
 
 
 def store_script(agent: str) -> Script:
-    """Session 1: a note, a handoff, and a final answer carrying a `<ctx:remember>`."""
+    """Session 1: a note, a handoff, and a final answer carrying a `<ctx:remember>` (FACT); the
+    message with the handoff call carries another one (DECISION) before the call."""
+    before_handoff = (f'Handing off. <ctx:remember type="decision" tags="project:{PROJECT},tier:reference">'
+                      f"{DECISION}</ctx:remember>")
     return Script(
         (
             ToolCall("append_shared_note", {"agent": agent, "text": NOTE, "project": PROJECT, "session_id": SESSION}),
             ToolCall("write_shared_handoff", {"agent": agent, "summary": HANDOFF, "next_steps": [NEXT_STEP],
-                                              "project": PROJECT, "session_id": SESSION}),
+                                              "project": PROJECT, "session_id": SESSION}, before_handoff),
         ),
         f'Saved. <ctx:remember type="fact" tags="project:{PROJECT},tier:reference">{FACT}</ctx:remember>',
     )
@@ -123,8 +127,14 @@ class Seen:
         return next(r for r in self.requests if "tools" in r.body)
 
     def result(self, tool: str) -> str:
-        (shown,) = self.results[tool]
-        return shown
+        """The one result of `tool` the model was shown; fails clearly when there is not one."""
+        shown = self.results.get(tool, [])
+        if len(shown) != 1:
+            offered = [str(t.get("name") or t.get("type")) for r in self.requests for t in r.body.get("tools") or []
+                       if isinstance(t, dict)]
+            raise AssertionError(f"the model was shown {len(shown)} results of {tool}, not one; "
+                                 f"tools offered: {sorted(set(offered))}\n{self.output[-2000:]}")
+        return shown[0]
 
 
 @dataclass(frozen=True)

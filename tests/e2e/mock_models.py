@@ -29,6 +29,16 @@ from typing import Any
 class ToolCall:
     tool: str  # the bare MCP tool name
     arguments: dict[str, Any] = field(default_factory=dict)
+    preface: str = ""  # text the model writes before the call, in the same message
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call the mock makes: the client's tool name, its arguments, any text before it."""
+
+    name: str
+    arguments: dict[str, Any]
+    preface: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,8 +149,8 @@ class MockModel:
         raise NotImplementedError
 
     def next_call(self, made: list[tuple[str, str]], advertised: list[str], request_text: str,
-                  discovery: str | None = None) -> tuple[str, dict[str, Any]] | None:
-        """The next call to make, as (name, arguments), or None when the final text is due.
+                  discovery: str | None = None) -> Call | None:
+        """The next call to make, or None when the final text is due.
 
         `made` holds (name, JSON arguments) of the calls already in the conversation. A tool the
         client has not loaded yet (only named in the prompt) is first looked up with the client's
@@ -152,11 +162,11 @@ class MockModel:
         step = self.script.calls[len(done)]
         name = advertised_name(step.tool, advertised)
         if name in advertised or discovery is None or discovery not in advertised:
-            return name, step.arguments
+            return Call(name, step.arguments, step.preface)
         full = full_name(step.tool, request_text)
         if not any(call[0] == discovery and step.tool in call[1] for call in made):
-            return discovery, self.discovery_arguments(full)
-        return full, step.arguments
+            return Call(discovery, self.discovery_arguments(full))
+        return Call(full, step.arguments, step.preface)
 
     def discovery_arguments(self, name: str) -> dict[str, Any]:
         return {"query": name}
@@ -230,18 +240,19 @@ class AnthropicMock(MockModel):
                 if b.get("type") == "tool_use"]
         call = self.next_call(made, tools, json.dumps(body), "ToolSearch") if tools else None
         number = next(self._count)
-        block: dict[str, Any]
+        blocks: list[dict[str, Any]]
         if call is not None:
-            block = {"type": "tool_use", "id": f"toolu_{number:04d}", "name": call[0], "input": call[1]}
+            blocks = [{"type": "text", "text": call.preface}] if call.preface else []
+            blocks.append({"type": "tool_use", "id": f"toolu_{number:04d}", "name": call.name, "input": call.arguments})
         else:
-            block = {"type": "text", "text": self.script.final_text if tools else "Mock side answer."}
+            blocks = [{"type": "text", "text": self.script.final_text if tools else "Mock side answer."}]
         message = {"id": f"msg_{number:04d}", "type": "message", "role": "assistant",
-                   "model": body.get("model", "mock"), "content": [block],
+                   "model": body.get("model", "mock"), "content": blocks,
                    "stop_reason": "tool_use" if call else "end_turn", "stop_sequence": None,
                    "usage": {"input_tokens": 10, "output_tokens": 5}}
         if not body.get("stream"):
             return 200, "application/json", json.dumps(message).encode()
-        return 200, "text/event-stream", sse(_anthropic_events(message, block))
+        return 200, "text/event-stream", sse(_anthropic_events(message))
 
 
     def results_in(self, body: dict[str, Any], tool: str) -> dict[str, str]:
@@ -271,24 +282,25 @@ def _blocks(messages: Any) -> Iterator[dict[str, Any]]:
             yield from (b for b in content if isinstance(b, dict))
 
 
-def _anthropic_events(message: dict[str, Any], block: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+def _anthropic_events(message: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
     start = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
-    if block["type"] == "tool_use":
-        opened = {**block, "input": {}}
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-    else:
-        opened = {"type": "text", "text": ""}
-        delta = {"type": "text_delta", "text": block["text"]}
-    return [
-        ("message_start", {"type": "message_start", "message": start}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": opened}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"],
-                                                              "stop_sequence": None},
-                           "usage": {"output_tokens": 5}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]
+    events: list[tuple[str | None, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            opened = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opened = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": opened}),
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]
+    return [*events,
+            ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 5},
+                               "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}}),
+            ("message_stop", {"type": "message_stop"})]
 
 
 # -- Gemini API (Gemini CLI) ---------------------------------------------------------------------
@@ -305,19 +317,19 @@ class GeminiMock(MockModel):
             return 404, "application/json", b'{"error":{"code":404,"message":"no","status":"NOT_FOUND"}}'
         tools = [str(d.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)
                  for d in t.get("functionDeclarations") or [] if isinstance(d, dict)]
-        parts = list(_parts(body.get("contents")))
         made = [(str(p["functionCall"].get("name")), json.dumps(p["functionCall"].get("args")))
-                for p in parts if isinstance(p.get("functionCall"), dict)]
+                for p in _parts(body.get("contents")) if isinstance(p.get("functionCall"), dict)]
         call = self.next_call(made, tools, json.dumps(body)) if tools else None
-        part: dict[str, Any]
+        parts: list[dict[str, Any]]
         if call is not None:
-            part = {"functionCall": {"name": call[0], "args": call[1]}}
+            parts = [{"text": call.preface}] if call.preface else []
+            parts.append({"functionCall": {"name": call.name, "args": call.arguments}})
         elif tools:
-            part = {"text": self.script.final_text}
+            parts = [{"text": self.script.final_text}]
         else:
             wants_json = (body.get("generationConfig") or {}).get("responseMimeType") == "application/json"
-            part = {"text": json.dumps(GEMINI_SIDE_JSON) if wants_json else "Mock side answer."}
-        chunk = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            parts = [{"text": json.dumps(GEMINI_SIDE_JSON) if wants_json else "Mock side answer."}]
+        chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
                  "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
                  "modelVersion": "mock"}
         if ":streamGenerateContent" in path:
@@ -364,26 +376,28 @@ class ResponsesMock(MockModel):
         made += [("tool_search", json.dumps(i.get("arguments"))) for i in items if i.get("type") == "tool_search_call"]
         call = self.next_call(made, list(tools), json.dumps(body), "tool_search") if tools else None
         number = next(self._count)
-        item: dict[str, Any]
-        if call is not None and call[0] == "tool_search":
-            item = {"type": "tool_search_call", "id": f"tsc_{number:04d}", "call_id": f"call_{number:04d}",
-                    "status": "completed", "execution": "client", "arguments": {"query": call[1]["query"], "limit": 8}}
+        output: list[dict[str, Any]] = []
+        if call is None or call.preface:
+            text = call.preface if call else self.script.final_text
+            output.append({"type": "message", "role": "assistant", "id": f"msg_{number:04d}",
+                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        if call is not None and call.name == "tool_search":
+            output.append({"type": "tool_search_call", "id": f"tsc_{number:04d}", "call_id": f"call_{number:04d}",
+                           "status": "completed", "execution": "client",
+                           "arguments": {"query": call.arguments["query"], "limit": 8}})
         elif call is not None:
-            namespace, name = tools.get(call[0], ("", call[0]))
+            namespace, name = tools.get(call.name, ("", call.name))
             item = {"type": "function_call", "id": f"fc_{number:04d}", "call_id": f"call_{number:04d}",
-                    "name": name, "arguments": json.dumps(call[1])}
-            if namespace:
-                item["namespace"] = namespace
-        else:
-            item = {"type": "message", "role": "assistant", "id": f"msg_{number:04d}",
-                    "content": [{"type": "output_text", "text": self.script.final_text, "annotations": []}]}
-        response = {"id": f"resp_{number:04d}", "object": "response", "status": "completed", "output": [item],
+                    "name": name, "arguments": json.dumps(call.arguments)}
+            output.append({**item, "namespace": namespace} if namespace else item)
+        response = {"id": f"resp_{number:04d}", "object": "response", "status": "completed", "output": output,
                     "usage": {"input_tokens": 10, "input_tokens_details": None, "output_tokens": 5,
                               "output_tokens_details": None, "total_tokens": 15}}
         return 200, "text/event-stream", sse([
             ("response.created", {"type": "response.created", "response": {**response, "status": "in_progress",
                                                                              "output": []}}),
-            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            *[("response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": item})
+              for index, item in enumerate(output)],
             ("response.completed", {"type": "response.completed", "response": response}),
         ])
 

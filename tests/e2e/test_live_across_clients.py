@@ -52,7 +52,7 @@ def machine(claude_bin: Path, gemini_bin: Path, codex_bin: Path, anthropic_mock:
 
 def test_claude_code_stored_everything_in_the_one_store(machine: Machine):
     assert [(e["kind"], e["agent"]) for e in machine.place.entries()] == [("note", "claude"), ("handoff", "claude")]
-    assert [n["content"] for n in machine.place.nodes()] == [FACT]
+    assert FACT in [n["content"] for n in machine.place.nodes()]
 
 
 def test_gemini_cli_model_is_shown_what_claude_code_stored(machine: Machine):

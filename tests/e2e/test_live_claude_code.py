@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.live_loop import (
+    DECISION,
     FACT,
     HANDOFF,
     NEXT_STEP,
@@ -55,7 +56,13 @@ def test_claude_code_tool_calls_store_the_note_and_the_handoff(loop: Loop):
 
 
 def test_claude_code_stop_hook_stores_the_remember_of_the_final_answer(loop: Loop):
-    assert [(n["type"], n["content"]) for n in loop.place.nodes()] == [("fact", FACT)]
+    assert [n["content"] for n in loop.place.nodes()].count(FACT) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11 'Hooks that never miss': the Stop hook reads only "
+                   "last_assistant_message, so a <ctx:remember> before a tool call in the same turn is lost")
+def test_claude_code_stop_hook_stores_a_remember_written_before_a_tool_call_in_the_same_turn(loop: Loop):
+    assert DECISION in [n["content"] for n in loop.place.nodes()]
 
 
 def test_claude_code_session_start_hook_puts_the_remembered_fact_in_the_first_request(loop: Loop):
