@@ -163,17 +163,18 @@ class LiveClient:
                     {call.tool: self.mock.tool_results(call.tool) for call in script.calls})
 
 
-def claude_code(claude_bin: Path, mock: MockModel, place: Place) -> LiveClient:
-    """Claude Code set up by `contextflow install claude-code` (server, three hooks, skill).
-
-    The store settings go in Claude Code's own environment, which its hooks and the server it
-    starts inherit: the installed hook commands carry no store settings of their own.
+def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, store_in_client_env: bool = True) -> LiveClient:
+    """Claude Code pointed at the mock. With `store_in_client_env` it is set up by `contextflow
+    install claude-code` (server, three hooks, skill) and the store settings go in Claude Code's
+    own environment, which its hooks and the server it starts inherit (the installed hook
+    commands carry no store settings of their own); without, the test sets it up itself.
     """
-    setup_env = place.base_env()
-    installed = run_bounded([contextflow_command(), "install", "claude-code"], env=setup_env, cwd=place.work)
-    assert installed.returncode == 0, describe(installed)
-    env = {**place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy"),
-           **place.store_env()}
+    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy")
+    if store_in_client_env:
+        installed = run_bounded([contextflow_command(), "install", "claude-code"], env=place.base_env(),
+                                cwd=place.work)
+        assert installed.returncode == 0, describe(installed)
+        env.update(place.store_env())
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
     return LiveClient("claude", place, mock, env, lambda prompt: [
         claude_bin, "-p", prompt, "--output-format", "json", "--model", "claude-sonnet-4-5",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import contextflow_command, describe, run_bounded
 from tests.e2e.live_loop import (
     DECISION,
     FACT,
@@ -82,3 +83,24 @@ def test_claude_code_model_is_shown_the_stored_text_that_get_context_found(loop:
     shown = loop.resumed.result("get_context")
     assert HANDOFF in shown and NOTE in shown and FACT in shown
 
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11 'One store for every client': the hooks that `contextflow "
+                   "install claude-code` writes carry no store settings, so they use the default store")
+def test_claude_code_hooks_use_the_store_given_to_claude_mcp_add(
+    claude_bin: Path, anthropic_mock: MockModel, tmp_path: Path
+):
+    """docs/clients.md's `claude mcp add -e CONTEXTFLOW_STORE=...`, then `contextflow install
+    claude-code` for the hooks; Claude Code itself runs without any store variable."""
+    place = make_place(tmp_path / "machine")
+    claude = claude_code(claude_bin, anthropic_mock, place, store_in_client_env=False)
+    flags = [arg for key, value in place.store_env().items() for arg in ("-e", f"{key}={value}")]
+    added = run_bounded([claude_bin, "mcp", "add", "--scope", "user", "contextflow", *flags, "--",
+                         "contextflow", "serve"], env=claude.env, cwd=place.work)
+    assert added.returncode == 0, describe(added)
+    installed = run_bounded([contextflow_command(), "install", "claude-code"], env=claude.env, cwd=place.work)
+    assert installed.returncode == 0, describe(installed)
+
+    claude.session("Save where we are on the parser.", store_script("claude"))
+    assert [e["kind"] for e in place.entries()] == ["note", "handoff"], "the server did not use the -e store"
+    assert FACT in [n["content"] for n in place.nodes()], "the Stop hook wrote to another store"
