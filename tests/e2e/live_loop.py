@@ -202,11 +202,15 @@ def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
     ])
 
 
-def codex_cli(codex_bin: Path, mock: MockModel, place: Place) -> LiveClient:
+def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool = False) -> LiveClient:
     """Codex with a custom Responses-API provider at the mock. `required = true` makes Codex wait
     for the server before the first turn (else its first `tool_search` can come back empty).
     Without the update check, analytics, plugins and apps turned off, Codex looks up
-    api.github.com, chatgpt.com and ab.chatgpt.com."""
+    api.github.com, chatgpt.com and ab.chatgpt.com.
+
+    The server entry carries the store settings; with `installed`, `contextflow install codex`
+    writes the entry instead, and the store settings are exported in Codex's environment.
+    """
     store = "".join(f"{key} = {json.dumps(value)}\n" for key, value in place.store_env().items())
     config = (
         'model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "read-only"\n'
@@ -214,16 +218,22 @@ def codex_cli(codex_bin: Path, mock: MockModel, place: Place) -> LiveClient:
         "[analytics]\nenabled = false\n\n[features]\nplugins = false\napps = false\n\n"
         f'[model_providers.mock]\nname = "mock"\nbase_url = "{mock.url}/v1"\nwire_api = "responses"\n'
         'env_key = "CODEX_E2E_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n'
-        '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
-        f"[mcp_servers.contextflow.env]\n{store}"
     )
+    if not installed:
+        config += ('[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
+                   f"[mcp_servers.contextflow.env]\n{store}")
     path = place.home / ".codex" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(config)
     env = place.base_env(CODEX_E2E_KEY="codex-e2e-dummy", CODEX_HOME=str(path.parent))
     env.pop("OPENAI_API_KEY", None)
+    if installed:
+        env.update(place.store_env())
+        done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
+        assert done.returncode == 0, describe(done)
+    wait = ["-c", "mcp_servers.contextflow.required=true"] if installed else []
     return LiveClient("codex", place, mock, env, lambda prompt: [
-        codex_bin, "exec", "--skip-git-repo-check", "--json", prompt,
+        codex_bin, "exec", *wait, "--skip-git-repo-check", "--json", prompt,
     ])
 
 
