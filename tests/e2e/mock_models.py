@@ -1,9 +1,10 @@
 """Scripted stand-ins for three model APIs on 127.0.0.1, for driving real clients in a live loop.
 
 Each server records every request body and answers from a `Script`: while the conversation in
-the request holds fewer tool results than the script has calls, it answers with the next call;
-then it answers with the script's final text. The decision reads only the request, so retries
-and side requests (titles, classifiers) get consistent answers.
+the request holds fewer calls than the script has, it answers with the next one (first looking
+a deferred tool up with the client's search tool, as a model does); then with the script's
+final text. The decision reads only the request, so retries and side requests (titles,
+classifiers, which offer no tools) get consistent answers.
 
 - `AnthropicMock`: the Messages API (`POST /v1/messages`, SSE when `stream` is set), Claude Code.
 - `GeminiMock`: `POST /v1beta/models/M:streamGenerateContent?alt=sse` and `:generateContent`.
