@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.conftest import (
+    OFFLINE_CLIENT_ENV,
     client_env,
     contextflow_command,
     describe,
@@ -79,13 +80,14 @@ class Place:
                 "CONTEXTFLOW_WRITER": WRITER, "MCP_SHARED_CONTEXT_PROJECT": PROJECT}
 
     def base_env(self, **extra: str) -> dict[str, str]:
-        """A client's environment: this HOME, no store variables, offline, loopback never proxied."""
+        """A client's environment: this HOME, no store variables, offline, loopback never proxied,
+        and none of the developer's client settings (keys, base URLs, config folders)."""
         home = self.home
-        env = with_on_path(client_env(
+        env = with_on_path(_without_client_settings(client_env(
             HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
             XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CACHE_HOME=str(home / ".cache"),
-            NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost", **extra,
-        ), contextflow_command().parent)
+            NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
+        )) | extra, contextflow_command().parent)
         for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             env.pop(key, None)
         return env
@@ -104,6 +106,16 @@ class Place:
 
     def nodes(self) -> list[dict[str, object]]:
         return list(json.loads(self.contextflow("list", "--format", "json").stdout)["nodes"])
+
+
+_CLIENT_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "GEMINI_", "GOOGLE_", "OPENAI_", "CODEX_")
+
+
+def _without_client_settings(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the variables that point a client at a real account or config folder
+    (CLAUDE_CONFIG_DIR, OPENAI_BASE_URL, ...), keeping the offline switches."""
+    return {key: value for key, value in env.items()
+            if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV}
 
 
 def make_place(root: Path) -> Place:
@@ -175,7 +187,6 @@ def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, store_in_cli
                                 cwd=place.work)
         assert installed.returncode == 0, describe(installed)
         env.update(place.store_env())
-    env.pop("ANTHROPIC_AUTH_TOKEN", None)
     return LiveClient("claude", place, mock, env, lambda prompt: [
         claude_bin, "-p", prompt, "--output-format", "json", "--model", "claude-sonnet-4-5",
         "--allowedTools", "mcp__contextflow",
@@ -196,7 +207,6 @@ def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(settings, indent=2))
     env = place.base_env(GOOGLE_GEMINI_BASE_URL=mock.url, GEMINI_API_KEY="gemini-e2e-dummy")
-    env.pop("GOOGLE_API_KEY", None)
     return LiveClient("gemini", place, mock, env, lambda prompt: [
         gemini_bin, "-p", prompt, "--output-format", "json", "-m", "gemini-2.5-flash",
     ])
@@ -226,7 +236,6 @@ def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(config)
     env = place.base_env(CODEX_E2E_KEY="codex-e2e-dummy", CODEX_HOME=str(path.parent))
-    env.pop("OPENAI_API_KEY", None)
     if installed:
         env.update(place.store_env())
         done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
