@@ -181,7 +181,8 @@ def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, store_in_cli
     own environment, which its hooks and the server it starts inherit (the installed hook
     commands carry no store settings of their own); without, the test sets it up itself.
     """
-    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy")
+    # MCP_TIMEOUT: on a loaded machine the server may take seconds to answer `initialize`.
+    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy", MCP_TIMEOUT="60000")
     if store_in_client_env:
         installed = run_bounded([contextflow_command(), "install", "claude-code"], env=place.base_env(),
                                 cwd=place.work)
