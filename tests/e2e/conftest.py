@@ -17,12 +17,14 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.mock_models import AnthropicMock, GeminiMock, MockModel, ResponsesMock
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_DOCS = REPO / "docs" / "clients.md"
@@ -273,3 +275,32 @@ def outside_connections(trace_file: Path) -> list[str]:
             continue
         found.append(line.strip())
     return found
+
+
+# -- scripted model APIs on loopback -----------------------------------------------------------------
+
+
+def _serving(mock: MockModel) -> Iterator[MockModel]:
+    mock.start()
+    try:
+        yield mock
+    finally:
+        mock.stop()
+
+
+@pytest.fixture(scope="module")
+def anthropic_mock() -> Iterator[MockModel]:
+    """The Messages API (Claude Code) on 127.0.0.1 for one test module, stopped at its end."""
+    yield from _serving(AnthropicMock())
+
+
+@pytest.fixture(scope="module")
+def gemini_mock() -> Iterator[MockModel]:
+    """The Gemini API (Gemini CLI) on 127.0.0.1 for one test module, stopped at its end."""
+    yield from _serving(GeminiMock())
+
+
+@pytest.fixture(scope="module")
+def responses_mock() -> Iterator[MockModel]:
+    """The Responses API (Codex) on 127.0.0.1 for one test module, stopped at its end."""
+    yield from _serving(ResponsesMock())

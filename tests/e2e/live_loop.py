@@ -1,0 +1,252 @@
+"""Real clients in a live agent loop: each talks to a scripted model (tests/e2e/mock_models.py)
+on 127.0.0.1 and starts `contextflow serve` itself; every client on the machine shares one store.
+
+The scenario: session 1 stores a note and a handoff through MCP tool calls (and, in Claude Code,
+a `<ctx:remember>` that the Stop hook captures); session 2, in the same or another client, calls
+`resume_session` and `get_context` and must be shown what session 1 stored.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.e2e.conftest import (
+    OFFLINE_CLIENT_ENV,
+    client_env,
+    contextflow_command,
+    describe,
+    outside_connections,
+    run_bounded,
+    traced_network,
+    with_on_path,
+)
+from tests.e2e.mock_models import MockModel, Recorded, Script, ToolCall
+
+PROJECT = "e2e"
+SESSION = "live-loop"
+WRITER = "laptop-e2e"  # one machine: the same writer in every client, as docs/clients.md says
+NOTE = "Parser keeps quoted lines verbatim"
+HANDOFF = "Parser rewrite finished and its tests pass"
+NEXT_STEP = "Wire the parser into the CLI"
+FACT = "The parser entry point is parse_document in src/parse.py"
+DECISION = "Parser errors carry the line and column"
+SESSION_TIMEOUT = 180.0
+
+
+def store_script(agent: str) -> Script:
+    """Session 1: a note, a handoff, and a final answer carrying a `<ctx:remember>` (FACT); the
+    message with the handoff call carries another one (DECISION) before the call."""
+    before_handoff = (f'Handing off. <ctx:remember type="decision" tags="project:{PROJECT},tier:reference">'
+                      f"{DECISION}</ctx:remember>")
+    return Script(
+        (
+            ToolCall("append_shared_note", {"agent": agent, "text": NOTE, "project": PROJECT, "session_id": SESSION}),
+            ToolCall("write_shared_handoff", {"agent": agent, "summary": HANDOFF, "next_steps": [NEXT_STEP],
+                                              "project": PROJECT, "session_id": SESSION}, before_handoff),
+        ),
+        f'Saved. <ctx:remember type="fact" tags="project:{PROJECT},tier:reference">{FACT}</ctx:remember>',
+    )
+
+
+RESUME_SCRIPT = Script(
+    (
+        ToolCall("resume_session", {"session_id": SESSION, "project": PROJECT}),
+        ToolCall("get_context", {"query": "parser", "project": PROJECT}),
+    ),
+    "Resumed: wiring the parser into the CLI next.",
+)
+
+
+@dataclass(frozen=True)
+class Place:
+    """One test's machine: HOME, the shared store and state, and the folder clients run in."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    def store_env(self) -> dict[str, str]:
+        return {"CONTEXTFLOW_STORE": str(self.root / "store"), "CONTEXTFLOW_STATE": str(self.root / "state"),
+                "CONTEXTFLOW_WRITER": WRITER, "MCP_SHARED_CONTEXT_PROJECT": PROJECT}
+
+    def base_env(self, **extra: str) -> dict[str, str]:
+        """A client's environment: this HOME, no store variables, offline, loopback never proxied,
+        and none of the developer's client settings (keys, base URLs, config folders)."""
+        home = self.home
+        env = with_on_path(_without_client_settings(client_env(
+            HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
+            XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CACHE_HOME=str(home / ".cache"),
+            NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
+        )) | extra, contextflow_command().parent)
+        for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+            env.pop(key, None)
+        return env
+
+    def contextflow(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The contextflow CLI on this store, as a user on this machine would run it."""
+        result = run_bounded([contextflow_command(), *args], env={**self.base_env(), **self.store_env()},
+                             cwd=self.work, timeout=60)
+        assert result.returncode == 0, describe(result)
+        return result
+
+    def entries(self) -> list[dict[str, object]]:
+        """The session's notes and handoffs, oldest first, as `contextflow read` shows them."""
+        shown = self.contextflow("read", "--project", PROJECT, "--session", SESSION, "--format", "json").stdout
+        return list(json.loads(shown))
+
+    def nodes(self) -> list[dict[str, object]]:
+        return list(json.loads(self.contextflow("list", "--format", "json").stdout)["nodes"])
+
+
+_CLIENT_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "GEMINI_", "GOOGLE_", "OPENAI_", "CODEX_")
+
+
+def _without_client_settings(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the variables that point a client at a real account or config folder
+    (CLAUDE_CONFIG_DIR, OPENAI_BASE_URL, ...), keeping the offline switches."""
+    return {key: value for key, value in env.items()
+            if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV}
+
+
+def make_place(root: Path) -> Place:
+    place = Place(root)
+    place.home.mkdir(parents=True, exist_ok=True)
+    place.work.mkdir(parents=True, exist_ok=True)
+    return place
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the scripted model received in one session: every request, and per scripted tool the
+    tool results as they appeared in the requests that followed its calls."""
+
+    output: str
+    requests: list[Recorded]
+    results: dict[str, list[str]]
+
+    def first_turn(self) -> Recorded:
+        """The first request of the agent loop (the one that offers tools)."""
+        return next(r for r in self.requests if "tools" in r.body)
+
+    def result(self, tool: str) -> str:
+        """The one result of `tool` the model was shown; fails clearly when there is not one."""
+        shown = self.results.get(tool, [])
+        if len(shown) != 1:
+            offered = [str(t.get("name") or t.get("type")) for r in self.requests for t in r.body.get("tools") or []
+                       if isinstance(t, dict)]
+            raise AssertionError(f"the model was shown {len(shown)} results of {tool}, not one; "
+                                 f"tools offered: {sorted(set(offered))}\n{self.output[-2000:]}")
+        return shown[0]
+
+
+@dataclass(frozen=True)
+class LiveClient:
+    """A real client set up on `place` against `mock`; `session` runs one prompt to its end."""
+
+    name: str
+    place: Place
+    mock: MockModel
+    env: dict[str, str]
+    command: Callable[[str], Sequence[str | Path]]
+
+    def session(self, prompt: str, script: Script) -> Seen:
+        """One non-interactive session, bounded in time; it must end well and reach no other host."""
+        self.mock.script = script
+        self.mock.clear()
+        args = list(self.command(prompt))
+        trace_file = self.place.root / f"{self.name}-network.trace"
+        traced = traced_network(args, trace_file)
+        result = run_bounded(traced or args, env=self.env, cwd=self.place.work, timeout=SESSION_TIMEOUT)
+        assert result.returncode == 0, describe(result)
+        assert self.mock.recorded(), f"{self.name} never called the scripted model\n{describe(result)}"
+        if traced:
+            assert outside_connections(trace_file) == [], f"{self.name} or the server reached outside this machine"
+        return Seen(result.stdout, self.mock.recorded(),
+                    {call.tool: self.mock.tool_results(call.tool) for call in script.calls})
+
+
+def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, store_in_client_env: bool = True) -> LiveClient:
+    """Claude Code pointed at the mock. With `store_in_client_env` it is set up by `contextflow
+    install claude-code` (server, three hooks, skill) and the store settings go in Claude Code's
+    own environment, which its hooks and the server it starts inherit (the installed hook
+    commands carry no store settings of their own); without, the test sets it up itself.
+    """
+    # MCP_TIMEOUT: on a loaded machine the server may take seconds to answer `initialize`.
+    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy", MCP_TIMEOUT="60000")
+    if store_in_client_env:
+        installed = run_bounded([contextflow_command(), "install", "claude-code"], env=place.base_env(),
+                                cwd=place.work)
+        assert installed.returncode == 0, describe(installed)
+        env.update(place.store_env())
+    return LiveClient("claude", place, mock, env, lambda prompt: [
+        claude_bin, "-p", prompt, "--output-format", "json", "--model", "claude-sonnet-4-5",
+        "--allowedTools", "mcp__contextflow",
+    ])
+
+
+def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
+    """Gemini CLI with an API key (dummy) and the base URL of the mock, usage statistics off."""
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "mcpServers": {"contextflow": {"command": "contextflow", "args": ["serve"], "env": place.store_env(),
+                                       "trust": True}},
+    }
+    path = place.home / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2))
+    env = place.base_env(GOOGLE_GEMINI_BASE_URL=mock.url, GEMINI_API_KEY="gemini-e2e-dummy")
+    return LiveClient("gemini", place, mock, env, lambda prompt: [
+        gemini_bin, "-p", prompt, "--output-format", "json", "-m", "gemini-2.5-flash",
+    ])
+
+
+def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool = False) -> LiveClient:
+    """Codex with a custom Responses-API provider at the mock. `required = true` makes Codex wait
+    for the server before the first turn (else its first `tool_search` can come back empty).
+    Without the update check, analytics, plugins and apps turned off, Codex looks up
+    api.github.com, chatgpt.com and ab.chatgpt.com.
+
+    The server entry carries the store settings; with `installed`, `contextflow install codex`
+    writes the entry instead, and the store settings are exported in Codex's environment.
+    """
+    store = "".join(f"{key} = {json.dumps(value)}\n" for key, value in place.store_env().items())
+    config = (
+        'model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "read-only"\n'
+        "check_for_update_on_startup = false\n\n"
+        "[analytics]\nenabled = false\n\n[features]\nplugins = false\napps = false\n\n"
+        f'[model_providers.mock]\nname = "mock"\nbase_url = "{mock.url}/v1"\nwire_api = "responses"\n'
+        'env_key = "CODEX_E2E_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n'
+    )
+    if not installed:
+        config += ('[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
+                   f"[mcp_servers.contextflow.env]\n{store}")
+    path = place.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config)
+    env = place.base_env(CODEX_E2E_KEY="codex-e2e-dummy", CODEX_HOME=str(path.parent))
+    if installed:
+        env.update(place.store_env())
+        done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
+        assert done.returncode == 0, describe(done)
+    wait = ["-c", "mcp_servers.contextflow.required=true"] if installed else []
+    return LiveClient("codex", place, mock, env, lambda prompt: [
+        codex_bin, "exec", *wait, "--skip-git-repo-check", "--json", prompt,
+    ])
+
+
+def tokens(text: str) -> int:
+    """The usual rough count: four characters a token."""
+    return (len(text) + 3) // 4
