@@ -30,20 +30,20 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from contextflow import timeutil
-from contextflow.app import App
-from contextflow.graph import directives, model
-from contextflow.graph.compose import DEFAULT_QUERY, compose
-from contextflow.graph.ops import graph
 from contextflow.locate import locate_store, state_root, store_state_dir
 from contextflow.text import estimate_tokens, quote
 
+if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook, and pays for its imports
+    from contextflow.app import App
+    from contextflow.graph import directives
+
 EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
 DEFAULT_BUDGET = 8_000
+MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
 MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
 MAX_LOG_BYTES = 1 << 20
@@ -67,7 +67,7 @@ def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
 
 def hook_budget(env: Mapping[str, str]) -> int:
     raw = env.get("CONTEXTFLOW_HOOK_BUDGET", "").strip()
-    if raw.isdigit() and 200 <= int(raw) <= model.MAX_BUDGET:
+    if raw.isdigit() and 200 <= int(raw) <= MAX_BUDGET:
         return int(raw)
     return DEFAULT_BUDGET
 
@@ -86,12 +86,12 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
         if event == "stop":
-            stop(payload, hooks, lambda: App.open(env))
+            stop(payload, hooks, lambda: _open_app(env))
             return "{}"
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
-        app = App.open(env)
+        app = _open_app(env)
         try:
             return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
         finally:
@@ -99,6 +99,12 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
         return ""
+
+
+def _open_app(env: Mapping[str, str]) -> App:
+    from contextflow.app import App
+
+    return App.open(env)
 
 
 def _inject(event_name: str, text: str) -> str:
@@ -161,6 +167,9 @@ def set_current_task(hooks: Path, name: str | None) -> None:
 
 
 def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
+    from contextflow.graph.compose import DEFAULT_QUERY
+    from contextflow.graph.ops import graph
+
     saved = graph(app).saved_view("default")
     if saved is not None:
         return saved.query, saved.budget
@@ -193,6 +202,8 @@ def threads_text(app: App, budget_chars: int) -> str:
     found = timeline.where_am_i(app, status="active", limit=5)
     if not found:
         return ""
+    from contextflow import timeutil
+
     now = timeutil.now()
     body = "\n\n".join(orient.whereabouts_text(where, now) for where in found)
     return "## Open threads\n\n" + clip_block(body, budget_chars)
@@ -210,6 +221,8 @@ def session_start(app: App, hooks: Path, budget: int) -> str:
     room = min(budget - used, saved_budget or budget)
     graph_text = ""
     if room >= 100:
+        from contextflow.graph.compose import compose
+
         composed = compose(app, query, room)
         if composed.included:
             graph_text = composed.text
@@ -335,6 +348,14 @@ class Work:
     early: list[str]  # directives carried out from a final reply the transcript did not hold yet
 
 
+def _directives_in(text: str) -> list[directives.Directive]:
+    if "<ctx:" not in text:  # most replies: skip importing the graph machinery
+        return []
+    from contextflow.graph import directives
+
+    return directives.parse(text)
+
+
 def plan_turn(messages: list[Message], final: str | None, processed: list[str], early: list[str]) -> Work:
     """Each transcript message not processed before is carried out, except directives already
     carried out from the final reply while the transcript lagged (each such key is used up
@@ -347,7 +368,7 @@ def plan_turn(messages: list[Message], final: str | None, processed: list[str], 
         if message.key in done:
             continue
         new.append(message.key)
-        for directive in directives.parse(message.text):
+        for directive in _directives_in(message.text):
             key = _directive_key(directive)
             if key in waiting:
                 waiting.remove(key)
@@ -358,7 +379,7 @@ def plan_turn(messages: list[Message], final: str | None, processed: list[str], 
         held = bool(messages) and _squashed(final) in _squashed("\n".join(m.text for m in messages))
         if not held and key not in done:
             new.append(key)
-            found = directives.parse(final)
+            found = _directives_in(final)
             todo += found
             waiting += [_directive_key(directive) for directive in found]
     return Work(todo, [*processed, *new][-PROCESSED_KEEP:], waiting[-PROCESSED_KEEP:])
@@ -378,6 +399,8 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
             save_pending(hooks, session_id, {**pending, "processed": work.processed, "early": work.early})
         return []  # nothing to carry out: no need to remember the messages either
     task = current_task(hooks)
+    from contextflow.graph import directives
+
     app = open_app()
     try:
         runner = directives.Runner(app, task)

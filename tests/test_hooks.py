@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -229,7 +230,7 @@ def test_prompt_submit_and_a_reply_without_directives_never_read_the_store(app, 
     def refuse(*args, **kwargs):
         raise AssertionError("the store was opened")
 
-    monkeypatch.setattr("contextflow.hooks.App.open", refuse)
+    monkeypatch.setattr("contextflow.app.App.open", refuse)
     _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
     assert "## ctx status" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     code, out, err = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="plain reply"))
@@ -330,3 +331,34 @@ def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(
                                                                    "a3", "u3"))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=remember))
     assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["said once"]
+
+
+@pytest.mark.parametrize(
+    ("event", "body"),
+    [("prompt-submit", {"prompt": "fix the parser"}), ("stop", {"last_assistant_message": "plain reply"})],
+)
+def test_a_hook_with_nothing_to_do_imports_neither_the_graph_nor_the_search_index(tmp_path, event, body):
+    """Every prompt a user types runs a hook: it pays only for what its event needs."""
+    import subprocess
+    import sys
+
+    script = (
+        "import io, sys\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(body).encode()!r}))\n"
+        "from contextflow.cli import main\n"
+        f"code = main(['hook', {event!r}])\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search', "
+        "'contextflow.store', 'mcp')))\n"
+        "print('HEAVY', heavy, code, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "state"),
+           "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert "HEAVY [] 0" in done.stderr, done.stderr
+
+
+def test_the_hook_budget_limit_is_the_graphs():
+    from contextflow import hooks
+    from contextflow.graph import model
+
+    assert hooks.MAX_BUDGET == model.MAX_BUDGET

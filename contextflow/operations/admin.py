@@ -6,13 +6,15 @@ from __future__ import annotations
 from contextflow.operations.spec import JSON, Feature, Operation, Param
 
 _RUN = "contextflow.present.admin:"
+_CLIENTS = "contextflow.present.clients:"
 _S: JSON = {"type": "string"}
 _FLAG: JSON = {"type": "boolean"}
 CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # contextflow.install.CLIENTS, without importing it
 
 
 def _op(name: str, summary: str, params: tuple[Param, ...], description: str, **options: object) -> Operation:
-    run = _RUN + {"compact": "compact_log"}.get(name, name.replace("-", "_"))
+    run = {"compact": _RUN + "compact_log", "hook": _CLIENTS + "hook", "install": _CLIENTS + "install"}.get(
+        name, _RUN + name.replace("-", "_"))
     return Operation(name, summary, params, run, command=(name,), tool=False, group="admin",
                      cli_description=description, **options)  # type: ignore[arg-type]
 

@@ -121,6 +121,7 @@ OPERATIONS = (
 
 FEATURE = Feature(
     group="sessions",
+    views=("contextflow.views.sessions:SessionsView",),
     operations=OPERATIONS,
     prompts=(
         PromptSpec(

@@ -156,7 +156,8 @@ class ResourceSpec:
 class Feature:
     """One capability: its operations, and the prompts and resources the MCP server adds for it.
 
-    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command
+    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; `views` are folded by every
+    store, whatever the groups; the CLI offers every command
     whatever the groups. Dynamic prompts are built from the store on each listing;
     `prompt_signature` is a cheap value that changes exactly when their names or descriptions do.
     """
@@ -167,3 +168,4 @@ class Feature:
     resources: tuple[ResourceSpec, ...] = ()
     dynamic_prompts: tuple[Callable[[App], list[PromptSpec]], ...] = ()
     prompt_signature: Callable[[App], object] | None = None
+    views: tuple[str, ...] = ()  # "module:Class" of each view the feature folds (a pure fold of events)

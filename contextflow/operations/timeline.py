@@ -76,4 +76,4 @@ OPERATIONS = (
     ), "return"),
 )
 
-FEATURE = Feature(group="timeline", operations=OPERATIONS)
+FEATURE = Feature(group="timeline", views=("contextflow.views.timeline:TimelineView",), operations=OPERATIONS)

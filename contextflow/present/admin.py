@@ -1,4 +1,4 @@
-"""serve, doctor, pick-session, compact, hook and install: running and keeping contextflow."""
+"""serve, doctor, pick-session and compact: running and keeping contextflow."""
 
 from __future__ import annotations
 
@@ -109,45 +109,3 @@ def compact_log(app: App, args: JSON) -> Reply:
     archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
     report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))
     return Reply(report_text(report), report.as_dict())
-
-
-def hook(app: None, args: JSON) -> int:
-    from contextflow.hooks import run
-
-    try:
-        raw = sys.stdin.buffer.read()
-    except Exception:
-        raw = b""
-    output = run(args["event"], raw)
-    try:
-        if output:
-            sys.stdout.write(output + "\n")
-            sys.stdout.flush()
-    except OSError:  # the client stopped listening: still never fail it
-        pass
-    return 0
-
-
-def install(app: None, args: JSON) -> Reply:
-    from contextflow.install import AFTER_INSTALL
-    from contextflow.install import install as install_client
-
-    dry_run = bool(args.get("dry_run"))
-    changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
-    blocks: list[str] = []
-    for change in changes:
-        if not change.changed:
-            blocks.append(f"unchanged  {change.path}")
-            continue
-        verb = "would " if dry_run else ""
-        action = "create" if change.before is None else "update"
-        done = action if dry_run else action.rstrip("e") + "ed"
-        blocks.append(f"{verb}{done}  {change.path}\n{change.diff()}".rstrip())
-    if any(change.changed for change in changes) and not dry_run:
-        note = AFTER_INSTALL.get(args["client"], "")
-        blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
-    elif not any(change.changed for change in changes):
-        blocks.append("contextflow is already installed; nothing changed.")
-    data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
-            for c in changes]
-    return Reply("\n\n".join(blocks), {"client": args["client"], "dry_run": dry_run, "changes": data})

@@ -1,15 +1,21 @@
-"""The registry of views folded over every event. Add a view here to make it live."""
+"""The views folded over every event. Each feature names its views in its `Feature` (contextflow.operations),
+so this package imports none of them until a store needs them."""
 
 from __future__ import annotations
 
-from contextflow.fold import View
-from contextflow.graph.view import GraphView
-from contextflow.search.view import SearchView
-from contextflow.views.conversations import ConversationsView
-from contextflow.views.records import RecordsView
-from contextflow.views.sessions import SessionsView
-from contextflow.views.timeline import TimelineView
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextflow.fold import View
 
 
 def all_views() -> list[View]:
-    return [SessionsView(), RecordsView(), TimelineView(), GraphView(), ConversationsView(), SearchView()]
+    from contextflow.operations import features
+
+    found: list[View] = []
+    for feature in features():
+        for path in feature.views:
+            module, _, name = path.partition(":")
+            found.append(getattr(importlib.import_module(module), name)())
+    return found
