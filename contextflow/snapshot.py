@@ -1,67 +1,211 @@
 """The snapshot: the folded views saved in the machine-local state folder (never in the store),
 so a new process skips the refold.
 
-File layout: `MAGIC`, the 8-byte big-endian offset of the header, one pickled blob per view
-and one for the set of seen event ids, then the pickled header. The header holds the validation key
-(format, version, code fingerprint, store folder, view names), the per-log cursors (signature
-and a hash of the bytes before the saved offset), the fold's counters and each blob's place.
+It holds plain data only (JSON, via orjson): reading it can never run code. A pickle, or any
+file planted under the old name `snapshot.pickle`, is never opened.
 
-Loading reads the header only. A view's blob is unpickled the first time that view is read,
-and the seen ids the first time a new event arrives, so a process answering one kind of
-question never pays for the others. The store then checks every log against its cursor as on
-any refresh: unchanged logs are not read, grown ones are read from the saved offset, and
-anything else refolds. Unpickling runs with the garbage collector paused (it would rescan
-millions of new objects many times over) and events pickle as plain field tuples.
+File layout: `MAGIC`, the 8-byte big-endian offset of the header, one JSON blob per view and one
+for the set of seen event ids, then the JSON header. The header holds the validation key
+(format, version, code fingerprint, store folder, view names), the per-log segments with their
+cursors (signature, a hash of the bytes before the saved offset and a hash chain over the whole
+prefix), the fold's counters and each blob's place.
 
-The file is written to a temp file and renamed; a broken or foreign file is ignored (the
-store refolds), and a blob that fails to load raises `SnapshotBroken` so the store refolds.
-Deleting the snapshot is always safe.
+A blob is a tagged tree (`_Encoder` / `_decode`): JSON scalars as they are, containers as
+`[tag, ...]`, an event as one row whose `data` stays the JSON it was read as, and a shared
+object (a search document in two indexes, an event in two lists) once, then by reference.
+Objects are rebuilt only as dataclasses defined in contextflow's own already-imported
+modules, field by field, without calling any of their methods.
+
+Loading reads and checks the header only. A view's blob is decoded the first time that view
+is read, and the seen ids the first time a new event arrives. The store then checks every log
+against its cursor as on any refresh: unchanged logs are not read, grown ones are read from
+the saved offset, and anything else refolds. Decoding runs with the garbage collector paused.
+
+The file is written to a temp file (0600) and renamed; a broken or foreign file is ignored
+(the store refolds), and a blob that fails to decode raises `SnapshotBroken` so the store
+refolds. Deleting the snapshot is always safe.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copyreg
+import dataclasses
 import gc
-import io
 import os
-import pickle
+import sys
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+
+import orjson
 
 from contextflow.events import Event
 from contextflow.fold import Fold
-from contextflow.log import remove_stale_temps
+from contextflow.fsutil import atomic_write, remove_stale_temps, write_all
 
-MAGIC = b"CFSNAP2\n"
+FILE_NAME = "snapshot.cfsnap"
+MAGIC = b"CFSNAP3\n"
 _HEADER_OFFSET = 8  # bytes of the big-endian offset of the header, which follows the blobs
 _EVENT_SLOTS = tuple(Event.__dict__[name] for name in ("id", "writer", "seq", "hlc", "kind", "data"))
+_ARRAY_TYPES = frozenset("bBhHiIlLqQfd")
+LIST, TUPLE, DICT, SET, REF, OBJECT, EVENT, ARRAY, FROZENSET, PATH, BYTES = range(11)
 
 
 class SnapshotBroken(RuntimeError):
     """A snapshot blob could not be loaded; the store refolds from the logs."""
 
 
-def _event(event_id: str, writer: str, seq: int, hlc: int, kind: str, data: dict[str, Any]) -> Event:
-    """Rebuild an event without going through the frozen dataclass's slow __init__/__setstate__."""
-    event = object.__new__(Event)
-    for slot, value in zip(_EVENT_SLOTS, (event_id, writer, seq, hlc, kind, data), strict=True):
-        slot.__set__(event, value)
-    return event
+# -- encoding ----------------------------------------------------------------------------------
 
 
-def _reduce_event(event: Event) -> tuple[Any, ...]:
-    return (_event, (event.id, event.writer, event.seq, event.hlc, event.kind, event.data))
+class _Encoder:
+    def __init__(self) -> None:
+        self.memo: dict[int, int] = {}
+        self.classes: dict[type, int] = {}
+        self.class_names: list[str] = []
+
+    def encode(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str or kind is int or kind is float or kind is bool or value is None:
+            return value
+        if kind is tuple:
+            return [TUPLE, *map(self.encode, value)]
+        if kind is frozenset:
+            return [FROZENSET, *map(self.encode, value)]
+        if kind is bytes:
+            return [BYTES, value.hex()]
+        if kind is PurePosixPath or isinstance(value, Path):
+            return [PATH, str(value)]
+        found = self.memo.get(id(value))
+        if found is not None:
+            return [REF, found]
+        self.memo[id(value)] = len(self.memo)
+        if kind is list:
+            return [LIST, *map(self.encode, value)]
+        if kind is dict:
+            out: list[Any] = [DICT]
+            for key, item in value.items():
+                out.append(self.encode(key))
+                out.append(self.encode(item))
+            return out
+        if kind is set:
+            return [SET, *map(self.encode, value)]
+        if kind is Event:
+            return [EVENT, value.id, value.writer, value.seq, value.hlc, value.kind, value.data]
+        if kind is array:
+            return [ARRAY, value.typecode, value.tolist()]
+        if dataclasses.is_dataclass(value) and kind.__module__.startswith("contextflow."):
+            names = [f.name for f in dataclasses.fields(value)]
+            extra = set(getattr(value, "__dict__", {})) - set(names)
+            if extra:
+                raise TypeError(f"{kind.__qualname__} has attributes outside its fields: {sorted(extra)}")
+            return [OBJECT, self._class(kind), *(self.encode(getattr(value, name)) for name in names)]
+        raise TypeError(f"the snapshot cannot hold a {kind.__module__}.{kind.__qualname__}")
+
+    def _class(self, kind: type) -> int:
+        index = self.classes.get(kind)
+        if index is None:
+            index = self.classes[kind] = len(self.class_names)
+            self.class_names.append(f"{kind.__module__}:{kind.__qualname__}")
+        return index
 
 
 def dumps(value: Any) -> bytes:
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
-    pickler.dump(value)
-    return buffer.getvalue()
+    encoder = _Encoder()
+    tree = encoder.encode(value)
+    return orjson.dumps({"classes": encoder.class_names, "value": tree})
+
+
+# -- decoding ----------------------------------------------------------------------------------
+
+
+def _resolve(name: Any) -> tuple[type, tuple[str, ...]]:
+    """A dataclass named `module:qualname`, only from contextflow modules already imported."""
+    if not isinstance(name, str) or name.count(":") != 1:
+        raise ValueError(f"bad class name {name!r}")
+    module_name, qualname = name.split(":")
+    module = sys.modules.get(module_name)
+    if not module_name.startswith("contextflow.") or module is None or not qualname.isidentifier():
+        raise ValueError(f"class {name!r} is not one of contextflow's")
+    kind = getattr(module, qualname, None)
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind) and kind.__module__ == module_name):
+        raise ValueError(f"{name!r} is not a contextflow dataclass")
+    return kind, tuple(f.name for f in dataclasses.fields(kind))
+
+
+def _decode(blob: dict[str, Any]) -> Any:
+    classes = [_resolve(name) for name in blob["classes"]]
+    memo: list[Any] = []
+    remember = memo.append
+    new_object = object.__new__
+    set_attribute = object.__setattr__
+    id_slot, writer_slot, seq_slot, hlc_slot, kind_slot, data_slot = _EVENT_SLOTS
+
+    def decode(node: Any) -> Any:
+        if type(node) is not list:
+            return node
+        tag = node[0]
+        if tag == EVENT:
+            _, event_id, writer, seq, hlc, kind, data = node
+            if not (type(event_id) is str and type(writer) is str and type(seq) is int and type(hlc) is int
+                    and type(kind) is str and type(data) is dict):
+                raise ValueError("a bad event row")
+            event = new_object(Event)
+            id_slot.__set__(event, event_id)
+            writer_slot.__set__(event, writer)
+            seq_slot.__set__(event, seq)
+            hlc_slot.__set__(event, hlc)
+            kind_slot.__set__(event, kind)
+            data_slot.__set__(event, data)
+            remember(event)
+            return event
+        if tag == REF:
+            return memo[node[1]]
+        if tag == TUPLE:
+            return tuple([decode(item) for item in node[1:]])
+        if tag == LIST:
+            items: list[Any] = []
+            remember(items)
+            items.extend([decode(item) for item in node[1:]])
+            return items
+        if tag == DICT:
+            mapping: dict[Any, Any] = {}
+            remember(mapping)
+            for index in range(1, len(node), 2):
+                key = decode(node[index])
+                mapping[key] = decode(node[index + 1])
+            return mapping
+        if tag == OBJECT:
+            kind, names = classes[node[1]]
+            if len(node) != len(names) + 2:
+                raise ValueError(f"{kind.__qualname__} has {len(names)} fields, the snapshot {len(node) - 2}")
+            made: Any = new_object(kind)
+            remember(made)
+            for name, item in zip(names, node[2:], strict=True):
+                set_attribute(made, name, decode(item))
+            return made
+        if tag == SET:
+            members: set[Any] = set()
+            remember(members)
+            members.update([decode(item) for item in node[1:]])
+            return members
+        if tag == FROZENSET:
+            return frozenset([decode(item) for item in node[1:]])
+        if tag == ARRAY:
+            if node[1] not in _ARRAY_TYPES or type(node[2]) is not list:
+                raise ValueError("a bad array")
+            packed = array(node[1], node[2])
+            remember(packed)
+            return packed
+        if tag == PATH and type(node[1]) is str:
+            return Path(node[1])
+        if tag == BYTES and type(node[1]) is str:
+            return bytes.fromhex(node[1])
+        raise ValueError(f"unknown tag {tag!r}")
+
+    return decode(blob["value"])
 
 
 @contextlib.contextmanager
@@ -77,7 +221,13 @@ def _gc_paused() -> Iterator[None]:
 
 def loads(data: bytes) -> Any:
     with _gc_paused():
-        return pickle.loads(data)
+        blob = orjson.loads(data)
+        if not isinstance(blob, dict):
+            raise ValueError("not a snapshot blob")
+        return _decode(blob)
+
+
+# -- the file ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -111,7 +261,7 @@ class Blobs:
                 return loads(self.raw(name))
             except SnapshotBroken:
                 raise
-            except Exception as exc:  # any unpickling failure means: refold
+            except Exception as exc:  # any decoding failure means: refold
                 raise SnapshotBroken(f"the snapshot blob {name} does not load: {exc}") from None
 
         return load
@@ -125,10 +275,40 @@ class Blobs:
         self.close()
 
 
+def _plain_key(key: tuple[Any, ...]) -> Any:
+    return orjson.loads(orjson.dumps(key))
+
+
+def _counters(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("bad counters")
+    for name in ("count", "duplicates", "max_hlc"):
+        if type(value.get(name)) is not int:
+            raise ValueError(f"bad counter {name}")
+    for name in ("last_seq", "per_writer"):
+        table = value.get(name)
+        if not isinstance(table, dict) or not all(type(v) is int for v in table.values()):
+            raise ValueError(f"bad counter {name}")
+    return value
+
+
+def _blob_places(value: Any, end: int) -> dict[str, tuple[int, int]]:
+    if not isinstance(value, dict):
+        raise ValueError("bad blob table")
+    places: dict[str, tuple[int, int]] = {}
+    for name, place in value.items():
+        if not (isinstance(place, list) and len(place) == 2 and all(type(n) is int and n >= 0 for n in place)):
+            raise ValueError("bad blob place")
+        if place[0] + place[1] > end:
+            raise ValueError("a blob lies past the header")
+        places[name] = (place[0], place[1])
+    return places
+
+
 def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
     """The header and a blob reader when `path` is a snapshot made with `key`; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
@@ -136,9 +316,14 @@ def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
         if len(start) != len(MAGIC) + _HEADER_OFFSET or not start.startswith(MAGIC):
             raise ValueError("not a snapshot")
         offset = int.from_bytes(start[len(MAGIC) :], "big")
-        header = loads(os.pread(fd, os.fstat(fd).st_size - offset, offset))
-        if not isinstance(header, Header) or header.key != key:
+        raw = orjson.loads(os.pread(fd, os.fstat(fd).st_size - offset, offset))
+        if not isinstance(raw, dict) or raw.get("key") != _plain_key(key):
             raise ValueError("another store, version or code")
+        with _gc_paused():
+            segments = _decode(raw["segments"])
+        if not isinstance(segments, dict):
+            raise ValueError("bad segments")
+        header = Header(key, segments, _counters(raw["counters"]), _blob_places(raw["blobs"], offset))
     except Exception:
         os.close(fd)
         return None
@@ -172,20 +357,22 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         "count": fold.count, "duplicates": fold.duplicates, "max_hlc": fold.max_hlc,
         "last_seq": fold.last_seq, "per_writer": fold.per_writer,
     }
+    offsets: dict[str, tuple[int, int]] = {}
+    position = len(MAGIC) + _HEADER_OFFSET
+    for name, data in parts:
+        offsets[name] = (position, len(data))
+        position += len(data)
+    encoder = _Encoder()
+    header = orjson.dumps({
+        "key": key, "counters": counters, "blobs": offsets,
+        "segments": {"value": encoder.encode(segments), "classes": encoder.class_names},
+    })
+
+    def fill(fd: int) -> None:
+        write_all(fd, MAGIC + position.to_bytes(_HEADER_OFFSET, "big"))
+        for _, data in parts:
+            write_all(fd, data)
+        write_all(fd, header)
+
     remove_stale_temps(path)  # a server killed while saving leaves its temp file behind
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temp, "wb") as handle:
-            handle.write(MAGIC + bytes(_HEADER_OFFSET))
-            offsets: dict[str, tuple[int, int]] = {}
-            position = len(MAGIC) + _HEADER_OFFSET
-            for name, data in parts:
-                offsets[name] = (position, len(data))
-                handle.write(data)
-                position += len(data)
-            handle.write(dumps(Header(key, segments, counters, offsets)))
-            handle.seek(len(MAGIC))
-            handle.write(position.to_bytes(_HEADER_OFFSET, "big"))
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+    atomic_write(path, fill, fsync=False)
