@@ -24,6 +24,7 @@ from contextflow.cli import (
     sync_cmds,
 )
 from contextflow.errors import ContextflowError
+from contextflow.locate import STORE_OPTION_MARKER
 
 COMMAND_MODULES = [core, session_cmds, memory_cmds, conversation_cmds, graph_cmds, compose_cmds, hook_cmds, sync_cmds]
 
@@ -46,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
+        os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
     app: App | None = None
     try:
         if getattr(args, "no_app", False):
