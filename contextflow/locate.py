@@ -148,8 +148,9 @@ def locate_store(env: Mapping[str, str] | None = None) -> Location:
     return Location(default_store_folder(), "default")
 
 
-def current_uid() -> int:
-    return os.geteuid()
+def current_uid() -> int | None:
+    """This process's user id; None where the platform has none (ownership is not checked)."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
 
 
 def state_root(env: Mapping[str, str] | None = None) -> Path:
@@ -179,7 +180,10 @@ def private_folder(path: Path, setting: str) -> Path:
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{setting} cannot be used: {path} is not a folder (a symbolic link or a file); "
                          "point CONTEXTFLOW_STATE at a folder you own on this machine")
-    if st.st_uid != current_uid():
+    uid = current_uid()
+    if uid is None:
+        return path  # no POSIX owners or modes to check
+    if st.st_uid != uid:
         raise InputError(f"{setting} cannot be used: {path} is owned by another user (uid {st.st_uid}); "
                          "use a folder you own (CONTEXTFLOW_STATE)")
     mode = stat.S_IMODE(st.st_mode)

@@ -51,6 +51,38 @@ _HEADER_OFFSET = 8  # bytes of the big-endian offset of the header, which follow
 _EVENT_SLOTS = tuple(Event.__dict__[name] for name in ("id", "writer", "seq", "hlc", "kind", "data"))
 _ARRAY_TYPES = frozenset("bBhHiIlLqQfd")
 LIST, TUPLE, DICT, SET, REF, OBJECT, EVENT, ARRAY, FROZENSET, PATH, BYTES = range(11)
+STUPLE, JLIST, JDICT, SDICT, KVDICT, SSET = range(11, 17)  # compact forms: fewer nodes to decode
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _scalar(value: Any) -> bool:
+    return type(value) in _SCALARS
+
+
+def _plain(value: Any) -> bool:
+    """JSON as orjson reads it back unchanged: scalars, str-keyed dicts and lists of plain values."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is dict:
+        return all(type(key) is str and _plain(item) for key, item in value.items())
+    if kind is list:
+        return all(map(_plain, value))
+    return False
+
+
+def _keyed_pair(value: Any) -> bool:
+    """((a, b, c), plain value): a last-writer-wins slot (order key, value)."""
+    return (type(value) is tuple and len(value) == 2 and type(value[0]) is tuple and len(value[0]) == 3
+            and all(map(_scalar, value[0])) and _plain(value[1]))
+
+
+def _keyed_pairs(flat: list[Any]) -> dict[str, Any]:
+    """KVDICT's flat row [name, a, b, c, value, ...] back to {name: ((a, b, c), value)}."""
+    if len(flat) % 5:
+        raise ValueError("a bad keyed row")
+    items = iter(flat)
+    return {name: ((a, b, c), value) for name, a, b, c, value in zip(items, items, items, items, items, strict=True)}
 
 
 class SnapshotBroken(RuntimeError):
@@ -65,12 +97,15 @@ class _Encoder:
         self.memo: dict[int, int] = {}
         self.classes: dict[type, int] = {}
         self.class_names: list[str] = []
+        self.binary = bytearray()  # arrays' bytes, after the JSON: never parsed as text
 
     def encode(self, value: Any) -> Any:
         kind = type(value)
         if kind is str or kind is int or kind is float or kind is bool or value is None:
             return value
         if kind is tuple:
+            if all(map(_scalar, value)):
+                return [STUPLE, *value]
             return [TUPLE, *map(self.encode, value)]
         if kind is frozenset:
             return [FROZENSET, *map(self.encode, value)]
@@ -83,19 +118,31 @@ class _Encoder:
             return [REF, found]
         self.memo[id(value)] = len(self.memo)
         if kind is list:
+            if all(map(_plain, value)):
+                return [JLIST, value]
             return [LIST, *map(self.encode, value)]
         if kind is dict:
+            if all(type(key) is str for key in value):
+                if all(map(_plain, value.values())):
+                    return [JDICT, value]
+                if value and all(map(_keyed_pair, value.values())):
+                    return [KVDICT, [part for key, ((a, b, c), item) in value.items() for part in (key, a, b, c, item)]]
+                return [SDICT, {key: self.encode(item) for key, item in value.items()}]
             out: list[Any] = [DICT]
             for key, item in value.items():
                 out.append(self.encode(key))
                 out.append(self.encode(item))
             return out
         if kind is set:
+            if all(map(_scalar, value)):
+                return [SSET, *value]
             return [SET, *map(self.encode, value)]
         if kind is Event:
             return [EVENT, value.id, value.writer, value.seq, value.hlc, value.kind, value.data]
         if kind is array:
-            return [ARRAY, value.typecode, value.tolist()]
+            start = len(self.binary)
+            self.binary += value.tobytes()
+            return [ARRAY, value.typecode, start, len(self.binary) - start]
         if dataclasses.is_dataclass(value) and kind.__module__.startswith("contextflow."):
             names = [f.name for f in dataclasses.fields(value)]
             extra = set(getattr(value, "__dict__", {})) - set(names)
@@ -113,15 +160,17 @@ class _Encoder:
 
 
 def dumps(value: Any) -> bytes:
+    """8-byte length of the JSON, the JSON tree, then the arrays' raw bytes."""
     encoder = _Encoder()
     tree = encoder.encode(value)
-    return orjson.dumps({"classes": encoder.class_names, "value": tree})
+    text = orjson.dumps({"classes": encoder.class_names, "value": tree})
+    return len(text).to_bytes(8, "big") + text + encoder.binary
 
 
 # -- decoding ----------------------------------------------------------------------------------
 
 
-def _resolve(name: Any) -> tuple[type, tuple[str, ...]]:
+def _resolve(name: Any) -> tuple[type, tuple[str, ...], bool]:
     """A dataclass named `module:qualname`, only from contextflow modules already imported."""
     if not isinstance(name, str) or name.count(":") != 1:
         raise ValueError(f"bad class name {name!r}")
@@ -132,10 +181,14 @@ def _resolve(name: Any) -> tuple[type, tuple[str, ...]]:
     kind = getattr(module, qualname, None)
     if not (isinstance(kind, type) and dataclasses.is_dataclass(kind) and kind.__module__ == module_name):
         raise ValueError(f"{name!r} is not a contextflow dataclass")
-    return kind, tuple(f.name for f in dataclasses.fields(kind))
+    fields = dataclasses.fields(kind)
+    # the dataclass's generated __init__ only stores its arguments: the fast way to rebuild one
+    stores_only = (kind.__dataclass_params__.init and not hasattr(kind, "__post_init__")  # type: ignore[attr-defined]
+                   and all(f.init for f in fields))
+    return kind, tuple(f.name for f in fields), stores_only
 
 
-def _decode(blob: dict[str, Any]) -> Any:
+def _decode(blob: dict[str, Any], binary: bytes | memoryview = b"") -> Any:
     classes = [_resolve(name) for name in blob["classes"]]
     memo: list[Any] = []
     remember = memo.append
@@ -161,14 +214,36 @@ def _decode(blob: dict[str, Any]) -> Any:
             data_slot.__set__(event, data)
             remember(event)
             return event
+        if tag == STUPLE:
+            return tuple(node[1:])
         if tag == REF:
             return memo[node[1]]
+        if tag == KVDICT:
+            remember(pairs := _keyed_pairs(node[1]))
+            return pairs
+        if tag in (JDICT, JLIST):
+            if type(node[1]) is not (dict if tag == JDICT else list):
+                raise ValueError("a bad plain container")
+            remember(node[1])
+            return node[1]
+        if tag == SDICT:
+            named: dict[str, Any] = {}
+            remember(named)
+            for key, item in node[1].items():
+                named[key] = decode(item) if type(item) is list else item
+            return named
+        if tag == SSET:
+            remember(scalars := set(node[1:]))
+            return scalars
         if tag == TUPLE:
             return tuple([decode(item) for item in node[1:]])
         if tag == LIST:
             items: list[Any] = []
             remember(items)
-            items.extend([decode(item) for item in node[1:]])
+            items.extend([
+                (memo[item[1]] if item[0] == REF else decode(item)) if type(item) is list else item
+                for item in node[1:]
+            ])
             return items
         if tag == DICT:
             mapping: dict[Any, Any] = {}
@@ -178,13 +253,30 @@ def _decode(blob: dict[str, Any]) -> Any:
                 mapping[key] = decode(node[index + 1])
             return mapping
         if tag == OBJECT:
-            kind, names = classes[node[1]]
+            kind, names, stores_only = classes[node[1]]
             if len(node) != len(names) + 2:
                 raise ValueError(f"{kind.__qualname__} has {len(names)} fields, the snapshot {len(node) - 2}")
-            made: Any = new_object(kind)
-            remember(made)
-            for name, item in zip(names, node[2:], strict=True):
-                set_attribute(made, name, decode(item))
+            place = len(memo)
+            remember(None)  # its place in pre-order; filled once built (states hold no cycles)
+            values = []
+            for item in node[2:]:
+                if type(item) is list:
+                    inner = item[0]
+                    if inner == STUPLE:
+                        item = tuple(item[1:])
+                    elif inner == KVDICT:
+                        item = _keyed_pairs(item[1])
+                        remember(item)
+                    else:
+                        item = decode(item)
+                values.append(item)
+            if stores_only:
+                made: Any = kind(*values)
+            else:
+                made = new_object(kind)
+                for name, value in zip(names, values, strict=True):
+                    set_attribute(made, name, value)
+            memo[place] = made
             return made
         if tag == SET:
             members: set[Any] = set()
@@ -194,9 +286,13 @@ def _decode(blob: dict[str, Any]) -> Any:
         if tag == FROZENSET:
             return frozenset([decode(item) for item in node[1:]])
         if tag == ARRAY:
-            if node[1] not in _ARRAY_TYPES or type(node[2]) is not list:
+            _, typecode, start, length = node
+            if typecode not in _ARRAY_TYPES or type(start) is not int or type(length) is not int:
                 raise ValueError("a bad array")
-            packed = array(node[1], node[2])
+            if start < 0 or length < 0 or start + length > len(binary):
+                raise ValueError("an array past the end of the blob")
+            packed = array(typecode)
+            packed.frombytes(binary[start : start + length])
             remember(packed)
             return packed
         if tag == PATH and type(node[1]) is str:
@@ -220,11 +316,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def loads(data: bytes) -> Any:
+    size = int.from_bytes(data[:8], "big")
+    if len(data) < 8 + size:
+        raise ValueError("a truncated snapshot blob")
     with _gc_paused():
-        blob = orjson.loads(data)
+        blob = orjson.loads(memoryview(data)[8 : 8 + size])
         if not isinstance(blob, dict):
             raise ValueError("not a snapshot blob")
-        return _decode(blob)
+        return _decode(blob, memoryview(data)[8 + size :])
 
 
 # -- the file ----------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ import pickle
 import stat
 from pathlib import Path
 
+import orjson
 import pytest
 
-from contextflow import blobs, locate
+from contextflow import blobs, locate, snapshot
 from contextflow.app import App
 from contextflow.cli import main
 from contextflow.errors import ContextflowError, InputError, StoreError
@@ -53,6 +54,14 @@ def test_the_snapshot_holds_plain_data_and_round_trips(app):
     with pytest.raises(Exception):  # noqa: B017 - whatever it is, it is not a pickle
         pickle.loads(data)
     assert differences(picture(App.open(use_snapshot=False)), picture(App.open())) == []
+
+
+@pytest.mark.parametrize("name", ["os:system", "subprocess:Popen", "builtins:object", "contextflow.nowhere:X",
+                                  "contextflow.store:code_fingerprint", "pickle:loads"])
+def test_a_snapshot_blob_naming_anything_but_a_contextflow_dataclass_is_refused(name):
+    blob = orjson.dumps({"classes": [name], "value": [snapshot.OBJECT, 0]})
+    with pytest.raises(ValueError):
+        snapshot.loads(blob)
 
 
 # -- 7. private files and folders --------------------------------------------------------------
