@@ -195,3 +195,4 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
 
     remove_stale_temps(path)  # a server killed while saving leaves its temp file behind
     atomic_write(path, fill, fsync=False)
+    (path.parent / "snapshot.pickle").unlink(missing_ok=True)  # an older version's file: never read, so gone

@@ -44,6 +44,9 @@ def test_a_planted_pickle_snapshot_never_runs(app, tmp_path, capsys):
     again.store.view("sessions")
     assert not marker.exists()
     assert differences(picture(App.open(use_snapshot=False)), picture(again)) == []
+    assert again.store.save_snapshot(force=True)
+    assert not (app.store.state_dir / "snapshot.pickle").exists()  # the old file is removed, never read
+    assert not marker.exists()
 
 
 def test_the_snapshot_holds_plain_data_and_round_trips(app):
