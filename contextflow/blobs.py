@@ -8,6 +8,8 @@ On-disk contract:
 - Blobs are never changed or removed once written. A write goes to a temporary file in the
   same folder (created 0600, folders 0700), is flushed, then renamed into place.
 - A reader checks the hash, so a half-synced or damaged copy is reported, never returned.
+- `blobs/` and its sub-folders are never followed when they are symbolic links (a synced
+  link could point anywhere): reads and writes through one are refused with a clear error.
 
 This and contextflow/log.py are the only modules that touch files in the store.
 """
@@ -18,9 +20,11 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 from contextflow.errors import NotFoundError, StoreError
+from contextflow.fsutil import atomic_write
 from contextflow.log import ensure_folder
 
 BLOB_DIR = "blobs"
@@ -33,10 +37,21 @@ def blob_path(folder: Path, sha: str) -> Path:
     return folder / BLOB_DIR / sha[:2] / sha
 
 
-def _ensure_dir(path: Path) -> None:
+def _real_folders(path: Path, create: bool) -> None:
+    """Check (and with `create` make) `blobs/` and its sub-folder: real folders, never links."""
     for part in (path.parent.parent, path.parent):
-        with contextlib.suppress(FileExistsError):
-            part.mkdir(mode=0o700)
+        if create:
+            with contextlib.suppress(FileExistsError):
+                part.mkdir(mode=0o700)
+        try:
+            mode = os.lstat(part).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            raise StoreError(
+                f"{part} is a symbolic link or not a folder; contextflow never follows one there. "
+                "Remove it (blobs are written again by the machine that has them)"
+            )
 
 
 def write_blob(folder: Path, data: bytes, *, fsync: bool = True) -> str:
@@ -47,24 +62,14 @@ def write_blob(folder: Path, data: bytes, *, fsync: bool = True) -> str:
     """
     sha = hashlib.sha256(data).hexdigest()
     target = blob_path(folder, sha)
-    if target.is_file() and target.stat().st_size == len(data):
+    _real_folders(target, create=False)
+    if target.is_file() and not target.is_symlink() and target.stat().st_size == len(data):
         return sha
-    temp = target.with_name(f".{sha}.{os.getpid()}.tmp")
     ensure_folder(folder)
     try:
-        _ensure_dir(target)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
+        _real_folders(target, create=True)
+        atomic_write(target, data, fsync=fsync)
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         reason = exc.strerror or str(exc)
         raise StoreError(f"cannot write blob {target}: {reason}. Nothing already stored was changed.") from None
     return sha
@@ -73,8 +78,14 @@ def write_blob(folder: Path, data: bytes, *, fsync: bool = True) -> str:
 def read_blob(folder: Path, sha: str) -> bytes:
     """The bytes of a blob, checked against its hash."""
     path = blob_path(folder, sha)
+    _real_folders(path, create=False)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read()
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise NotFoundError(
             f"blob {sha[:12]}... is not in {folder / BLOB_DIR} yet; if another machine wrote it, "

@@ -4,6 +4,11 @@ A stamp is one int: wall-clock milliseconds shifted left by 16 bits, plus a logi
 counter in the low bits. `tick()` never returns a stamp at or below one already seen
 (`observe()`), so a write made after reading another machine's write orders after it,
 even when this machine's clock is behind.
+
+Stamps read from other machines are untrusted: a stamp past MAX_HLC (year 9999) makes its
+line a bad line (events.decode), and `observe()` never moves this clock more than
+MAX_DRIFT_MS ahead of wall time, so one machine with a clock years ahead cannot drag every
+other machine's writes into the future. Its own events still order by their stamps.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from datetime import UTC, datetime
 from contextflow.timeutil import now_ms as system_ms
 
 COUNTER_BITS = 16
+MAX_DRIFT_MS = 60 * 60 * 1000  # how far ahead of wall time observing another writer may move this clock
+MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, the last moment an ISO time can name
+MAX_HLC = (MAX_MS << COUNTER_BITS) | ((1 << COUNTER_BITS) - 1)
 
 
 class HybridClock:
@@ -27,13 +35,19 @@ class HybridClock:
         return self._last
 
     def observe(self, stamp: int) -> None:
+        """Order later ticks after `stamp`, but never further ahead of wall time than MAX_DRIFT_MS."""
         if stamp > self._last:
-            self._last = stamp
+            self._last = max(self._last, min(stamp, (self._now_ms() + MAX_DRIFT_MS) << COUNTER_BITS))
 
     def tick(self) -> int:
         stamp = max(self._now_ms() << COUNTER_BITS, self._last + 1)
         self._last = stamp
         return stamp
+
+
+def ahead_ms(stamp: int, now_ms: int | None = None) -> int:
+    """How far a stamp lies ahead of wall time (0 when it does not)."""
+    return max(0, stamp_ms(stamp) - (system_ms() if now_ms is None else now_ms))
 
 
 def stamp_ms(stamp: int) -> int:
@@ -47,5 +61,5 @@ def stamp_from_ms(ms: int) -> int:
 @functools.lru_cache(maxsize=65536)
 def stamp_iso(stamp: int) -> str:
     """ISO-8601 UTC time of a stamp, millisecond precision, `Z` suffix."""
-    moment = datetime.fromtimestamp(stamp_ms(stamp) / 1000, tz=UTC)
+    moment = datetime.fromtimestamp(min(max(stamp_ms(stamp), 0), MAX_MS) / 1000, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -36,7 +36,8 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.events import BadLine, Event, decode, encode
 from contextflow.fold import Compactable
-from contextflow.log import fsync_folder, read_whole, replace_log, signature
+from contextflow.fsutil import fsync_folder, signature
+from contextflow.log import read_whole, replace_log
 
 ARCHIVE_DIR = "archive"
 SCOPING_FIELDS = ("project",)  # kept in every reduced event: what project scopes (HTTP grants) filter on

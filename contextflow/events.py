@@ -8,6 +8,10 @@ A line is one JSON object, UTF-8, ending in `\\n`:
 writer's events from 1; `hlc` is a hybrid logical clock stamp (see clock.py). Events order
 by `(hlc, w, seq)`, the same on every machine.
 
+Every field is checked on read (lines come from other machines): a stamp past year 9999, a
+seq outside 0..2^53-1, an id or writer that is too long or holds control or path characters,
+or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported), never an event.
+
 Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
 events of writer `legacy` whose clock comes from their `ts`.
 """
@@ -15,12 +19,13 @@ events of writer `legacy` whose clock comes from their `ts`.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from contextflow.clock import stamp_from_ms, stamp_iso
+from contextflow.clock import MAX_HLC, MAX_MS, stamp_from_ms, stamp_iso
 from contextflow.errors import InputError
 from contextflow.timeutil import iso_ms
 
@@ -28,7 +33,11 @@ SCHEMA_VERSION = 1
 LEGACY_WRITER = "legacy"
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
+MAX_SEQ = 2**53 - 1  # exact in every JSON reader
 OrderKey = tuple[int, str, int]
+_ID = re.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,128}$")  # no control characters or line breaks
+_WRITER = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+_KIND = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 class BadLine(ValueError):
@@ -75,6 +84,8 @@ def encode(event: Event) -> bytes:
 
 def decode(line: bytes, position: int = 0) -> Event:
     """Parse one line (without its newline). `position` names legacy lines that lack an id."""
+    if len(line) >= MAX_LINE_BYTES:
+        raise BadLine(f"oversized line: {len(line)} bytes, over the size limit of {MAX_LINE_BYTES}")
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -96,14 +107,23 @@ def decode(line: bytes, position: int = 0) -> Event:
         raise BadLine(f"missing field {exc.args[0]!r}") from None
     if not (
         isinstance(event.id, str)
-        and event.id
         and isinstance(event.writer, str)
-        and isinstance(event.seq, int)
-        and isinstance(event.hlc, int)
+        and type(event.seq) is int
+        and type(event.hlc) is int
         and isinstance(event.kind, str)
         and isinstance(event.data, dict)
     ):
         raise BadLine("a field has the wrong type")
+    if not 0 <= event.hlc <= MAX_HLC:
+        raise BadLine(f"clock stamp out of range ({event.hlc}): past year 9999 or negative")
+    if not 0 <= event.seq <= MAX_SEQ:
+        raise BadLine(f"seq out of range ({event.seq})")
+    if not _ID.fullmatch(event.id):
+        raise BadLine("id out of range: 1-128 characters without control characters expected")
+    if not _WRITER.fullmatch(event.writer):
+        raise BadLine("writer id out of range: 1-64 letters, digits, '-', '_' or '.' expected")
+    if not _KIND.fullmatch(event.kind):
+        raise BadLine("kind out of range")
     return event
 
 
@@ -118,10 +138,12 @@ def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
     ts = record.get("ts")
     ms = iso_ms(ts)  # UTC when it names no zone, as ContextFlowMCP meant
     if ms is None:
-        raise BadLine(f"legacy line has an unreadable ts {ts!r}")
+        raise BadLine(f"legacy line has an unreadable ts {str(ts)[:40]!r}")
+    if not 0 <= ms <= MAX_MS:
+        raise BadLine(f"clock stamp out of range: legacy ts {str(ts)[:40]!r}")
     data = {name: record[name] for name in (*LEGACY_FIELDS, *LEGACY_LISTS) if record.get(name) is not None}
     event_id = record.get("id")
-    if not isinstance(event_id, str) or not event_id:
+    if not isinstance(event_id, str) or not _ID.fullmatch(event_id):
         event_id = "legacy-" + hashlib.sha256(line).hexdigest()[:16]
     return Event(id=event_id, writer=LEGACY_WRITER, seq=position, hlc=stamp_from_ms(ms), kind=kind, data=data)
 

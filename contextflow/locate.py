@@ -10,6 +10,14 @@ Store resolution, first match wins (`contextflow doctor` reports which one chose
 5. An existing legacy file with a common name in a user config folder: it is read as legacy
    and the store is the default folder.
 6. The default folder: `<platformdirs user data dir>/contextflow/store`.
+
+The `--store` option of the CLI sets CONTEXTFLOW_STORE and STORE_OPTION_MARKER to the same
+value, so `doctor` can say the option chose the store.
+
+The state folder is a trust boundary: it must be owned by this user and not writable by
+anyone else (it is refused otherwise), it is made 0700 when it is merely readable by others,
+and it may not lie inside the synced store. Per-store state is keyed on the store's real path,
+so the same store reached through a symbolic link shares one writer lock.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +35,7 @@ from pathlib import Path
 import platformdirs
 
 from contextflow.errors import InputError
+from contextflow.fsutil import atomic_write
 
 APP = "contextflow"
 LEGACY_FOLDER_FILE = ".mcp-shared-context.jsonl"
@@ -36,7 +46,8 @@ LEGACY_FILE_NAMES = (
     "contextflow-context.jsonl",
     "contextflow-shared-context.jsonl",
 )
-WRITER_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+WRITER_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+STORE_OPTION_MARKER = "CONTEXTFLOW_STORE_FROM_OPTION"
 _CONFIG_PATTERNS = (
     re.compile(r"""^["']MCP_SHARED_CONTEXT_FILE["']\s*:\s*["']([^"']+)["']""", re.I),
     re.compile(r"""^MCP_SHARED_CONTEXT_FILE\s*=\s*["']([^"']+)["']""", re.I),
@@ -104,15 +115,28 @@ def _common_legacy_file(env: Mapping[str, str]) -> Path | None:
     return None
 
 
+def _store_folder(value: str, setting: str) -> Path:
+    folder = _path(value)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(
+            f"{setting}={value.strip()!r} is a file, but the store is a folder of logs: point {setting} at a "
+            f"folder (for example {folder.parent / 'contextflow-store'}); to keep reading a ContextFlowMCP "
+            "log file, set MCP_SHARED_CONTEXT_FILE to it instead"
+        )
+    return folder
+
+
 def locate_store(env: Mapping[str, str] | None = None) -> Location:
     env = os.environ if env is None else env
     if env.get("CONTEXTFLOW_STORE", "").strip():
-        return Location(_path(env["CONTEXTFLOW_STORE"]), "CONTEXTFLOW_STORE")
+        value = env["CONTEXTFLOW_STORE"]
+        rule = "--store" if env.get(STORE_OPTION_MARKER) == value else "CONTEXTFLOW_STORE"
+        return Location(_store_folder(value, rule if rule == "CONTEXTFLOW_STORE" else "--store"), rule)
     if env.get("MCP_SHARED_CONTEXT_FILE", "").strip():
         legacy = _path(env["MCP_SHARED_CONTEXT_FILE"])
         return Location(legacy.parent, "MCP_SHARED_CONTEXT_FILE", str(legacy), (legacy,))
     if env.get("MCP_SHARED_CONTEXT_FOLDER", "").strip():
-        folder = _path(env["MCP_SHARED_CONTEXT_FOLDER"])
+        folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER")
         return Location(folder, "MCP_SHARED_CONTEXT_FOLDER", "", (folder / LEGACY_FOLDER_FILE,))
     found = _from_client_configs(env)
     if found:
@@ -124,6 +148,11 @@ def locate_store(env: Mapping[str, str] | None = None) -> Location:
     return Location(default_store_folder(), "default")
 
 
+def current_uid() -> int | None:
+    """This process's user id; None where the platform has none (ownership is not checked)."""
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
 def state_root(env: Mapping[str, str] | None = None) -> Path:
     """Machine-local state (locks, caches, writer id); never inside the synced folder."""
     env = os.environ if env is None else env
@@ -132,19 +161,75 @@ def state_root(env: Mapping[str, str] | None = None) -> Path:
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 
-def store_state_dir(folder: Path, env: Mapping[str, str] | None = None) -> Path:
-    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
-    path = state_root(env) / "stores" / digest
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+def _setting(env: Mapping[str, str]) -> str:
+    return "CONTEXTFLOW_STATE" if env.get("CONTEXTFLOW_STATE", "").strip() else "the default state folder"
+
+
+def private_folder(path: Path, setting: str) -> Path:
+    """Create `path` (0700) or check it: owned by this user, writable by no one else. A folder
+    merely readable by others is made 0700. Anything else is a clear InputError."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = os.lstat(path)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise InputError(
+            f"{setting} cannot be used: {path} cannot be a folder ({reason}); "
+            "point CONTEXTFLOW_STATE at a folder you own on this machine"
+        ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{setting} cannot be used: {path} is not a folder (a symbolic link or a file); "
+                         "point CONTEXTFLOW_STATE at a folder you own on this machine")
+    uid = current_uid()
+    if uid is None:
+        return path  # no POSIX owners or modes to check
+    if st.st_uid != uid:
+        raise InputError(f"{setting} cannot be used: {path} is owned by another user (uid {st.st_uid}); "
+                         "use a folder you own (CONTEXTFLOW_STATE)")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o022:
+        raise InputError(f"{setting} cannot be used: {path} is writable by other users (mode {mode:o}); "
+                         f"run `chmod 700 {path}` or point CONTEXTFLOW_STATE at a private folder")
+    if mode & 0o077:
+        os.chmod(path, 0o700)
     return path
 
 
-def validate_writer(writer: str) -> str:
-    if not WRITER_PATTERN.match(writer):
+def _inside(inner: Path, outer: Path) -> bool:
+    inner_real, outer_real = os.path.realpath(inner), os.path.realpath(outer)
+    return inner_real == outer_real or inner_real.startswith(outer_real.rstrip(os.sep) + os.sep)
+
+
+def checked_state_root(env: Mapping[str, str] | None = None, store: Path | None = None) -> Path:
+    """The state root, created or checked as private; refused when it lies inside the store."""
+    env = os.environ if env is None else env
+    root = state_root(env)
+    if store is not None and _inside(root, store):
         raise InputError(
-            f"writer id {writer!r} is not valid: use 1-64 letters, digits, '-', '_' or '.', "
-            "not starting with '.' (for example 'laptop' or 'build-box-2')"
+            f"{_setting(env)} ({root}) is inside the synced store {store}: machine-local state "
+            "(locks, snapshot) must not be synced; point CONTEXTFLOW_STATE outside the store"
         )
+    return private_folder(root, _setting(env))
+
+
+def store_state_dir(folder: Path, env: Mapping[str, str] | None = None) -> Path:
+    """This store's state folder, keyed on the store's real path (one lock however it is reached)."""
+    env = os.environ if env is None else env
+    root = checked_state_root(env, folder)
+    digest = hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:16]
+    private_folder(root / "stores", _setting(env))
+    return private_folder(root / "stores" / digest, _setting(env))
+
+
+def validate_writer(writer: str, setting: str = "CONTEXTFLOW_WRITER") -> str:
+    """A writer id names a log file (`events.<writer>.jsonl`): no path characters, and nothing a
+    sync tool's conflict copies use, so a log can never pass for another's conflict copy."""
+    hint = "use 1-64 letters, digits, '-', '_' or '.', not starting with '.' (for example 'laptop' or 'build-box-2')"
+    if not WRITER_PATTERN.fullmatch(writer) or ".." in writer:
+        raise InputError(f"{setting}={writer!r} is not a valid writer id: {hint}")
+    if "conflict" in writer.lower():
+        raise InputError(f"{setting}={writer!r} looks like a sync-conflict copy's name, which would make its log "
+                         f"read as another writer's conflict copy: {hint}")
     return writer
 
 
@@ -153,13 +238,17 @@ def writer_id(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     if env.get("CONTEXTFLOW_WRITER", "").strip():
         return validate_writer(env["CONTEXTFLOW_WRITER"].strip())
-    stored = state_root(env) / "writer-id"
+    stored = checked_state_root(env) / "writer-id"
     try:
-        return validate_writer(stored.read_text(encoding="utf-8").strip())
-    except (OSError, InputError):
+        return validate_writer(stored.read_text(encoding="utf-8").strip(), f"the writer id in {stored}")
+    except (OSError, UnicodeDecodeError, InputError):
         pass
     host = re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname()).strip("-")[:40] or "machine"
+    host = host.replace("conflict", "c")
     chosen = f"{host}-{secrets.token_hex(3)}"
-    stored.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    stored.write_text(chosen + "\n", encoding="utf-8")
+    try:
+        atomic_write(stored, (chosen + "\n").encode())
+    except OSError as exc:
+        raise InputError(f"cannot save this machine's writer id in {stored}: {exc.strerror}; "
+                         "set CONTEXTFLOW_WRITER or point CONTEXTFLOW_STATE at a folder you can write") from None
     return chosen

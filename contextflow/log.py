@@ -13,7 +13,9 @@ On-disk contract:
   ContextFlowMCP files, and read only whole lines. A cursor remembers, per file, how far
   it read and a hash of the bytes just before that point; a later read continues from there
   when the file only grew (also when a sync tool replaced it with a longer copy), and
-  reports a reset otherwise.
+  reports a reset otherwise. When the file is a new inode (a sync tool replaced it), the
+  whole prefix read before is checked too (a chain of 32 KiB block hashes kept in the cursor),
+  so a copy that differs anywhere in what was read (a repaired or a damaged line) is a reset.
 - Compaction replaces a writer's own log atomically (temp file, fsync, rename, folder fsync),
   under that writer's lock; readers elsewhere see a reset and refold. Sync-conflict copies are
   removed only by `remove_conflict_copy`, after the caller verified their events are kept.
@@ -21,6 +23,7 @@ On-disk contract:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -32,12 +35,15 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from contextflow.clock import MAX_HLC
 from contextflow.errors import StoreError
+from contextflow.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
 
 LOG_PREFIX = "events."
 LOG_SUFFIX = ".jsonl"
 QUARANTINE_DIR = "quarantine"
 TAIL_WINDOW = 4096
+PREFIX_BLOCK = 32 * 1024
 READ_CHUNK = 8 * 1024 * 1024
 LOCK_TIMEOUT_S = 10.0
 _LOG_NAME = re.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
@@ -63,6 +69,13 @@ def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Pat
             found = [Path(e.path) for e in entries if parse_log_name(e.name) and e.is_file(follow_symlinks=False)]
     except FileNotFoundError:
         pass
+    except NotADirectoryError:
+        raise StoreError(f"the store {folder} is not a folder; point CONTEXTFLOW_STORE at a folder") from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the store folder {folder}: {(exc.strerror or str(exc)).lower()}; "
+            "give your user read and write access to it (chmod 700)"
+        ) from None
     found.sort()
     return [*found, *(p for p in legacy_files if p.is_file())]
 
@@ -78,6 +91,13 @@ class Cursor:
     offset: int
     lines: int
     tail: bytes
+    blocks: bytes = b""  # hash chain over the whole PREFIX_BLOCKs before offset
+    partial: bytes = b""  # hash of the bytes after them, up to offset
+
+    @property
+    def signature(self) -> tuple[int, int, int, int]:
+        """The file's signature when read (fsutil.signature's form)."""
+        return (self.dev, self.ino, self.size, self.mtime_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,24 +112,26 @@ def _tail_hash(fd: int, offset: int) -> bytes:
     return hashlib.blake2b(os.pread(fd, offset - start, start), digest_size=16).digest()
 
 
+def _prefix_hash(fd: int, blocks: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """Extend the block chain `blocks` (covering [0, start), start a multiple of PREFIX_BLOCK) to
+    `end`: (chain over the whole blocks below end, hash of the rest). Independent of how the
+    prefix was read in pieces, so a process can compare a replaced file with what it read."""
+    position = start
+    while end - position >= PREFIX_BLOCK:
+        block = os.pread(fd, PREFIX_BLOCK, position)
+        blocks = hashlib.blake2b(blocks + block, digest_size=16).digest()
+        position += PREFIX_BLOCK
+    partial = hashlib.blake2b(os.pread(fd, end - position, position), digest_size=16).digest()
+    return blocks, partial
+
+
 def _open_read(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
 
 def unchanged(path: Path, cursor: Cursor | None) -> bool:
     """True when the file's signature still matches the cursor (one stat, no read)."""
-    if cursor is None:
-        return False
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
-        cursor.dev,
-        cursor.ino,
-        cursor.size,
-        cursor.mtime_ns,
-    )
+    return cursor is not None and signature(path) == cursor.signature
 
 
 def read_new(path: Path, cursor: Cursor | None) -> Chunk:
@@ -121,6 +143,8 @@ def read_new(path: Path, cursor: Cursor | None) -> Chunk:
         start, line_no = 0, 0
         if cursor is not None:
             continues = st.st_size >= cursor.offset and _tail_hash(fd, cursor.offset) == cursor.tail
+            if continues and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):  # replaced: check all we read
+                continues = _prefix_hash(fd, b"", 0, cursor.offset) == (cursor.blocks, cursor.partial)
             if continues:
                 start, line_no = cursor.offset, cursor.lines
             else:
@@ -143,7 +167,13 @@ def read_new(path: Path, cursor: Cursor | None) -> Chunk:
                     lines.append((line_no, raw))
             offset += cut + 1
             pending = data[cut + 1 :]
-        cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, _tail_hash(fd, offset))
+        if start and cursor is not None:
+            base = cursor.offset - cursor.offset % PREFIX_BLOCK
+            blocks, partial = _prefix_hash(fd, cursor.blocks, base, offset)
+        else:
+            blocks, partial = _prefix_hash(fd, b"", 0, offset)
+        tail = _tail_hash(fd, offset)
+        cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
         return Chunk(lines, cursor, reset)
     finally:
         os.close(fd)
@@ -158,7 +188,10 @@ def ensure_folder(folder: Path) -> None:
     except FileExistsError:
         pass
     except OSError as exc:
-        raise StoreError(f"cannot create the store folder {folder}: {exc.strerror}") from None
+        raise StoreError(
+            f"cannot create the store folder {folder}: {exc.strerror}; "
+            "point CONTEXTFLOW_STORE at a folder you can write"
+        ) from None
 
 
 class LogWriter:
@@ -168,11 +201,18 @@ class LogWriter:
         self.folder = folder
         self.path = log_path(folder, writer)
         self.fsync = fsync
-        lock_file.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(lock_file, timeout=LOCK_TIMEOUT_S)
+        self.lock_file = lock_file
+        lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock = FileLock(lock_file, timeout=LOCK_TIMEOUT_S, mode=0o600)
 
     def locked(self) -> FileLock:
-        """The writer lock; hold it across read-own-log, stamp, append."""
+        """The writer lock; hold it across read-own-log, stamp, append. A lock file that is a
+        symbolic link is refused: taking the lock would create or truncate what it points at."""
+        if os.path.islink(self.lock_file):
+            raise StoreError(
+                f"{self.lock_file} is a symbolic link; contextflow never follows one there. "
+                "Remove it (it is machine-local state and is recreated)"
+            )
         return self._lock
 
     def append(self, data: bytes) -> int:
@@ -212,57 +252,33 @@ class LogWriter:
 
     def _quarantine(self, fragment: bytes) -> Path:
         target_dir = self.folder / QUARANTINE_DIR
-        target_dir.mkdir(mode=0o700, exist_ok=True)
-        target = target_dir / f"{self.path.name}.{time.time_ns()}.{os.getpid()}.frag"
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            if os.write(fd, fragment) != len(fragment):
-                raise OSError(errno.ENOSPC, "short write")
-            os.fsync(fd)
-        except OSError:
-            target.unlink(missing_ok=True)  # no half copy: the fragment stays in the log until it fits
+        with contextlib.suppress(FileExistsError):
+            target_dir.mkdir(mode=0o700)
+        try:  # the folder itself, never a symbolic link to somewhere else
+            dir_fd = os.open(target_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise StoreError(
+                    f"{target_dir} is a symbolic link or not a folder; contextflow never writes through one. "
+                    "Remove it so the torn line at the end of your log can be quarantined "
+                    "(it stays in the log until then)"
+                ) from None
             raise
-        finally:
-            os.close(fd)
-        return target
-
-
-def signature(path: Path) -> tuple[int, int, int, int] | None:
-    """(device, inode, size, mtime_ns) of a file, or None when it does not exist."""
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a rename or unlink in `folder` durable (a no-op where folders cannot be fsynced)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def remove_stale_temps(path: Path) -> None:
-    """Delete `.<name>.<pid>.*.tmp` files beside `path` left by a process of this machine that died
-    mid-rewrite (killed before it could clean up). Temp files of live processes stay."""
-    for temp in path.parent.glob(f".{path.name}.*.tmp"):
-        parts = temp.name[len(path.name) + 2 :].split(".")
-        if not parts[0].isdigit() or int(parts[0]) == os.getpid():
-            continue
+        name = f"{self.path.name}.{time.time_ns()}.{os.getpid()}.frag"
         try:
-            os.kill(int(parts[0]), 0)
-        except ProcessLookupError:
-            temp.unlink(missing_ok=True)
-        except OSError:
-            continue
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+            try:
+                if os.write(fd, fragment) != len(fragment):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.fsync(fd)
+            except OSError:
+                os.unlink(name, dir_fd=dir_fd)  # no half copy: the fragment stays in the log until it fits
+                raise
+            finally:
+                os.close(fd)
+        finally:
+            os.close(dir_fd)
+        return target_dir / name
 
 
 def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:
@@ -272,24 +288,15 @@ def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | N
     file changed since (a sync tool replaced it), nothing is written and StoreError says so.
     """
     remove_stale_temps(path)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+
+    def unchanged_since() -> None:
         if signature(path) != expected:
             raise StoreError(f"{path} changed while it was being rewritten; nothing was changed, run it again")
-        os.replace(temp, path)
+
+    try:
+        atomic_write(path, data, check=unchanged_since)
     except OSError as exc:
         raise StoreError(f"cannot rewrite {path}: {exc.strerror or exc}. Nothing already stored was changed.") from None
-    finally:
-        temp.unlink(missing_ok=True)
-    fsync_folder(path.parent)
 
 
 def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
@@ -337,7 +344,10 @@ def last_stamp(path: Path) -> int | None:
     finally:
         os.close(fd)
     found = _HLC_FIELD.search(head)
-    return int(found[1]) if found else None
+    if not found or len(found[1]) > 20:
+        return None
+    stamp = int(found[1])
+    return stamp if stamp <= MAX_HLC else None  # an out-of-range stamp is a bad line, not a clock
 
 
 def _last_newline(fd: int, size: int) -> int:
@@ -368,7 +378,7 @@ def _explain(exc: OSError, path: Path) -> str:
 
 def iter_quarantine(folder: Path) -> Iterator[Path]:
     target = folder / QUARANTINE_DIR
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         yield from sorted(target.iterdir())
 
 
@@ -378,6 +388,7 @@ __all__ = [
     "LogWriter",
     "Timeout",
     "ensure_folder",
+    "fsync_folder",
     "iter_quarantine",
     "last_stamp",
     "list_segments",

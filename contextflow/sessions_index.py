@@ -9,7 +9,6 @@ deleting it is safe. A read the tails cannot prove complete falls back to the fu
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from weakref import WeakKeyDictionary
 import orjson
 
 from contextflow.events import Event, decode, encode
+from contextflow.fsutil import atomic_write
 from contextflow.store import Store, code_fingerprint
 from contextflow.views.sessions import SessionsState, SessionSummary
 
@@ -104,9 +104,18 @@ def load(store: Store) -> SessionsIndex | None:
 
 
 def save(store: Store, state: SessionsState) -> None:
-    """Write the sidecar for the state as folded now (atomically; failures are harmless)."""
+    """Write the sidecar for the state as folded now (atomically, 0600; failures are harmless:
+    the sidecar is an optimisation, so no stored line, however odd, can fail a command here)."""
     if not store.shares_state:
         return
+    try:
+        record = _record(store, state)
+        atomic_write(_path(store), orjson.dumps(record), fsync=False)
+    except Exception:
+        pass
+
+
+def _record(store: Store, state: SessionsState) -> dict[str, Any]:
     session_tails: dict[str, dict[str, Any]] = {}
     handoffs: dict[str, dict[str, str]] = {}
     for (project, session_id), entries in state.by_session.items():
@@ -116,7 +125,7 @@ def save(store: Store, state: SessionsState) -> None:
         handoff = next((e for e in reversed(entries) if e.kind == "handoff"), None)
         if handoff is not None:
             handoffs.setdefault(project, {})[session_id] = _lines([handoff])[0]
-    record = {
+    return {
         "format": INDEX_FORMAT,
         "code": code_fingerprint(),
         "logs": store.signatures(),
@@ -129,13 +138,6 @@ def save(store: Store, state: SessionsState) -> None:
         "latest_handoffs": handoffs,
         "bad_lines": store.bad_line_count,
     }
-    target = _path(store)
-    temp = target.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
-    try:
-        temp.write_bytes(orjson.dumps(record))
-        os.replace(temp, target)
-    except OSError:
-        temp.unlink(missing_ok=True)
 
 
 def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> None:

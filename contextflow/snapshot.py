@@ -1,83 +1,52 @@
 """The snapshot: the folded views saved in the machine-local state folder (never in the store),
 so a new process skips the refold.
 
-File layout: `MAGIC`, the 8-byte big-endian offset of the header, one pickled blob per view
-and one for the set of seen event ids, then the pickled header. The header holds the validation key
-(format, version, code fingerprint, store folder, view names), the per-log cursors (signature
-and a hash of the bytes before the saved offset), the fold's counters and each blob's place.
+It holds plain data only (JSON, via orjson): reading it can never run code. A pickle, or any
+file planted under the old name `snapshot.pickle`, is never opened.
 
-Loading reads the header only. A view's blob is unpickled the first time that view is read,
-and the seen ids the first time a new event arrives, so a process answering one kind of
-question never pays for the others. The store then checks every log against its cursor as on
-any refresh: unchanged logs are not read, grown ones are read from the saved offset, and
-anything else refolds. Unpickling runs with the garbage collector paused (it would rescan
-millions of new objects many times over) and events pickle as plain field tuples.
+File layout: `MAGIC`, the 8-byte big-endian offset of the header, one JSON blob per view and one
+for the set of seen event ids, then the JSON header. The header holds the validation key
+(format, version, code fingerprint, store folder, view names), the per-log segments with their
+cursors (signature, a hash of the bytes before the saved offset and a hash chain over the whole
+prefix), the fold's counters and each blob's place.
 
-The file is written to a temp file and renamed; a broken or foreign file is ignored (the
-store refolds), and a blob that fails to load raises `SnapshotBroken` so the store refolds.
-Deleting the snapshot is always safe.
+Each blob is written by `plaindata.py` (JSON plus raw number arrays; only contextflow's own
+dataclasses are rebuilt).
+
+Loading reads and checks the header only. A view's blob is decoded the first time that view
+is read, and the seen ids the first time a new event arrives. The store then checks every log
+against its cursor as on any refresh: unchanged logs are not read, grown ones are read from
+the saved offset, and anything else refolds. Decoding runs with the garbage collector paused.
+
+The file is written to a temp file (0600) and renamed; a broken or foreign file is ignored
+(the store refolds), and a blob that fails to decode raises `SnapshotBroken` so the store
+refolds. Deleting the snapshot is always safe.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copyreg
-import gc
-import io
 import os
-import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextflow.events import Event
+import orjson
+
 from contextflow.fold import Fold
-from contextflow.log import remove_stale_temps
+from contextflow.fsutil import atomic_write, remove_stale_temps, write_all
+from contextflow.plaindata import OBJECT, Encoder, decode_tree, dumps, gc_paused, loads
 
-MAGIC = b"CFSNAP2\n"
+__all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "loads", "read", "restore", "write"]
+
+FILE_NAME = "snapshot.cfsnap"
+MAGIC = b"CFSNAP3\n"
 _HEADER_OFFSET = 8  # bytes of the big-endian offset of the header, which follows the blobs
-_EVENT_SLOTS = tuple(Event.__dict__[name] for name in ("id", "writer", "seq", "hlc", "kind", "data"))
-
-
 class SnapshotBroken(RuntimeError):
     """A snapshot blob could not be loaded; the store refolds from the logs."""
 
 
-def _event(event_id: str, writer: str, seq: int, hlc: int, kind: str, data: dict[str, Any]) -> Event:
-    """Rebuild an event without going through the frozen dataclass's slow __init__/__setstate__."""
-    event = object.__new__(Event)
-    for slot, value in zip(_EVENT_SLOTS, (event_id, writer, seq, hlc, kind, data), strict=True):
-        slot.__set__(event, value)
-    return event
-
-
-def _reduce_event(event: Event) -> tuple[Any, ...]:
-    return (_event, (event.id, event.writer, event.seq, event.hlc, event.kind, event.data))
-
-
-def dumps(value: Any) -> bytes:
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = {**copyreg.dispatch_table, Event: _reduce_event}
-    pickler.dump(value)
-    return buffer.getvalue()
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def loads(data: bytes) -> Any:
-    with _gc_paused():
-        return pickle.loads(data)
+# -- the file ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -111,7 +80,7 @@ class Blobs:
                 return loads(self.raw(name))
             except SnapshotBroken:
                 raise
-            except Exception as exc:  # any unpickling failure means: refold
+            except Exception as exc:  # any decoding failure means: refold
                 raise SnapshotBroken(f"the snapshot blob {name} does not load: {exc}") from None
 
         return load
@@ -125,10 +94,40 @@ class Blobs:
         self.close()
 
 
+def _plain_key(key: tuple[Any, ...]) -> Any:
+    return orjson.loads(orjson.dumps(key))
+
+
+def _counters(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("bad counters")
+    for name in ("count", "duplicates", "max_hlc"):
+        if type(value.get(name)) is not int:
+            raise ValueError(f"bad counter {name}")
+    for name in ("last_seq", "per_writer"):
+        table = value.get(name)
+        if not isinstance(table, dict) or not all(type(v) is int for v in table.values()):
+            raise ValueError(f"bad counter {name}")
+    return value
+
+
+def _blob_places(value: Any, end: int) -> dict[str, tuple[int, int]]:
+    if not isinstance(value, dict):
+        raise ValueError("bad blob table")
+    places: dict[str, tuple[int, int]] = {}
+    for name, place in value.items():
+        if not (isinstance(place, list) and len(place) == 2 and all(type(n) is int and n >= 0 for n in place)):
+            raise ValueError("bad blob place")
+        if place[0] + place[1] > end:
+            raise ValueError("a blob lies past the header")
+        places[name] = (place[0], place[1])
+    return places
+
+
 def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
     """The header and a blob reader when `path` is a snapshot made with `key`; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
@@ -136,9 +135,14 @@ def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
         if len(start) != len(MAGIC) + _HEADER_OFFSET or not start.startswith(MAGIC):
             raise ValueError("not a snapshot")
         offset = int.from_bytes(start[len(MAGIC) :], "big")
-        header = loads(os.pread(fd, os.fstat(fd).st_size - offset, offset))
-        if not isinstance(header, Header) or header.key != key:
+        raw = orjson.loads(os.pread(fd, os.fstat(fd).st_size - offset, offset))
+        if not isinstance(raw, dict) or raw.get("key") != _plain_key(key):
             raise ValueError("another store, version or code")
+        with gc_paused():
+            segments = decode_tree(raw["segments"])
+        if not isinstance(segments, dict):
+            raise ValueError("bad segments")
+        header = Header(key, segments, _counters(raw["counters"]), _blob_places(raw["blobs"], offset))
     except Exception:
         os.close(fd)
         return None
@@ -172,20 +176,23 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         "count": fold.count, "duplicates": fold.duplicates, "max_hlc": fold.max_hlc,
         "last_seq": fold.last_seq, "per_writer": fold.per_writer,
     }
+    offsets: dict[str, tuple[int, int]] = {}
+    position = len(MAGIC) + _HEADER_OFFSET
+    for name, data in parts:
+        offsets[name] = (position, len(data))
+        position += len(data)
+    encoder = Encoder()
+    header = orjson.dumps({
+        "key": key, "counters": counters, "blobs": offsets,
+        "segments": {"value": encoder.encode(segments), "classes": encoder.class_names},
+    })
+
+    def fill(fd: int) -> None:
+        write_all(fd, MAGIC + position.to_bytes(_HEADER_OFFSET, "big"))
+        for _, data in parts:
+            write_all(fd, data)
+        write_all(fd, header)
+
     remove_stale_temps(path)  # a server killed while saving leaves its temp file behind
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temp, "wb") as handle:
-            handle.write(MAGIC + bytes(_HEADER_OFFSET))
-            offsets: dict[str, tuple[int, int]] = {}
-            position = len(MAGIC) + _HEADER_OFFSET
-            for name, data in parts:
-                offsets[name] = (position, len(data))
-                handle.write(data)
-                position += len(data)
-            handle.write(dumps(Header(key, segments, counters, offsets)))
-            handle.seek(len(MAGIC))
-            handle.write(position.to_bytes(_HEADER_OFFSET, "big"))
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+    atomic_write(path, fill, fsync=False)
+    (path.parent / "snapshot.pickle").unlink(missing_ok=True)  # an older version's file: never read, so gone

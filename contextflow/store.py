@@ -2,9 +2,9 @@
 
 `Store` is the one object the adapters (MCP server, CLI, hooks, picker) hold. Every read
 first calls `refresh()`, which stats each log and reads only what was appended since the
-last look; a file that changed in any other way triggers a full refold. A pickled snapshot
-of the folded state (machine-local, validated against the logs on load) lets a new process
-skip the refold.
+last look; a file that changed in any other way triggers a full refold. A snapshot of the
+folded state (plain data, machine-local, validated against the logs on load) lets a new
+process skip the refold.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from contextflow.clock import HybridClock
 from contextflow.errors import StoreError
 from contextflow.events import LEGACY_WRITER, BadLine, Event, decode, encode
 from contextflow.fold import Fold, View
+from contextflow.fsutil import signature
 from contextflow.ids import new_id
 from contextflow.locate import Location, locate_store, store_state_dir, writer_id
 from contextflow.log import (
@@ -52,6 +53,9 @@ class Segment:
     cursor: Cursor | None = None
     events: int = 0
     bad_lines: int = 0
+    newest: int = 0  # the highest clock stamp read from this log
+    max_seq: int = 0  # the highest seq of the log's own writer read from it
+    bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,11 @@ class Health:
     segments: list[Segment] = field(default_factory=list)
     bad_lines: list[BadLineReport] = field(default_factory=list)
     bad_line_count: int = 0
+
+
+def bad_kind(reason: str) -> str:
+    """The kind of a bad line's problem: its reason up to the first detail."""
+    return reason.split(" (", 1)[0].split(":", 1)[0]
 
 
 @functools.cache
@@ -103,14 +112,14 @@ class Store:
         from contextflow.views import all_views
 
         self.location = location
-        self.folder = location.folder
+        self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
         self.writer = writer
         self.state_dir = state_dir
         self.clock = clock or HybridClock()
         self._view_factory: Callable[[], list[View]] = (lambda: list(views)) if views is not None else all_views
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
         self._use_snapshot = use_snapshot
-        self._snapshot_path = state_dir / "snapshot.pickle"
+        self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
         self._loaded = False  # the snapshot is loaded on first use, so cheap commands never pay for it
         self._listing: tuple[int | None, list[Path]] | None = None
@@ -147,21 +156,14 @@ class Store:
 
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
-        return {
-            str(path): (c.dev, c.ino, c.size, c.mtime_ns)
-            for path, segment in self._segments.items()
-            if (c := segment.cursor) is not None
-        }
+        return {str(path): segment.cursor.signature for path, segment in self._segments.items() if segment.cursor}
 
     def current_signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """The same for the logs as they are on disk now (one stat each, nothing read)."""
         found: dict[str, tuple[int, int, int, int]] = {}
         for path in list_segments(self.folder, self.location.legacy_files):
-            try:
-                st = os.stat(path, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            found[str(path)] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            if (sig := signature(path)) is not None:
+                found[str(path)] = sig
         return found
 
     def _ensure_loaded(self) -> None:
@@ -233,17 +235,25 @@ class Store:
             segment = self._new_segment(path)
             self._segments[path] = segment
         segment.cursor = chunk.cursor
+        newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
         for line_no, raw in chunk.lines:
             try:
                 event = decode(raw, line_no)
             except BadLine as exc:
                 segment.bad_lines += 1
+                kind = bad_kind(str(exc))
+                segment.bad_kinds[kind] = segment.bad_kinds.get(kind, 0) + 1
                 self._note_bad(path, line_no, str(exc))
                 continue
             if self._fold.apply(event):
                 segment.events += 1
                 self._new_since_snapshot += 1
-            self.clock.observe(event.hlc)
+            if event.hlc > newest:
+                newest = event.hlc
+            if event.seq > max_seq and event.writer == own:
+                max_seq = event.seq
+        segment.newest, segment.max_seq = newest, max_seq
+        self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
 
     def _new_segment(self, path: Path) -> Segment:
@@ -320,6 +330,12 @@ class Store:
         """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
         return data
 
+    def _own_seq(self) -> int:
+        """The highest seq in this writer's own log: a line elsewhere claiming this writer's id
+        (a conflict copy, a hostile log) never moves it."""
+        own = self._segments.get(self._writer.path)
+        return own.max_seq if own is not None else 0
+
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
@@ -330,7 +346,7 @@ class Store:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
                 self._observe_other_logs()
-                seq = self._fold.last_seq.get(self.writer, 0)
+                seq = self._own_seq()
                 events = [
                     Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
                     for offset, (kind, data) in enumerate(items, start=1)
@@ -355,7 +371,14 @@ class Store:
         found = snapshot.read(self._snapshot_path, self._snapshot_key())
         if found is None:
             return
-        header, self._blobs = found
+        header, blobs = found
+        if not all(
+            isinstance(path, Path) and isinstance(segment, Segment) and isinstance(segment.cursor, Cursor | None)
+            for path, segment in header.segments.items()
+        ):
+            blobs.close()
+            return
+        self._blobs = blobs
         snapshot.restore(self._fold, header, self._blobs)
         self._segments = header.segments
         for segment in self._segments.values():
@@ -369,7 +392,7 @@ class Store:
             return False
         try:
             snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
-        except (OSError, snapshot.SnapshotBroken):
+        except Exception:
             return False
         self._new_since_snapshot = 0
         return True

@@ -149,7 +149,7 @@ def test_a_server_saves_the_snapshot_from_a_forked_child_after_a_big_refold(app,
     monkeypatch.setattr(store_module, "SNAPSHOT_MIN_NEW_EVENTS", 3)
     for n in range(4):
         append_note(app, agent="a", text=str(n))
-    snapshot_file = app.store.state_dir / "snapshot.pickle"
+    snapshot_file = app.store._snapshot_path
     assert not snapshot_file.exists()
     assert app.store.save_snapshot_soon()
     deadline = time.monotonic() + 20

@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
+        from contextflow.locate import STORE_OPTION_MARKER
+
+        os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
     op: Operation = args.operation
     app: App | None = None
     try:

@@ -76,7 +76,7 @@ def store_env(root: Path) -> dict[str, str]:
 
 
 def snapshot_path(root: Path) -> Path:
-    return store_state_dir(root / "store", {"CONTEXTFLOW_STATE": str(root / "state")}) / "snapshot.pickle"
+    return store_state_dir(root / "store", {"CONTEXTFLOW_STATE": str(root / "state")}) / "snapshot.cfsnap"
 
 
 def tool_calls(client: Client, session: str) -> list[Call]:

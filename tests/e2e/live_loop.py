@@ -102,7 +102,7 @@ class Place:
     def entries(self) -> list[dict[str, object]]:
         """The session's notes and handoffs, oldest first, as `contextflow read` shows them."""
         shown = self.contextflow("read", "--project", PROJECT, "--session", SESSION, "--format", "json").stdout
-        return list(json.loads(shown))
+        return list(json.loads(shown)["entries"])
 
     def nodes(self) -> list[dict[str, object]]:
         return list(json.loads(self.contextflow("list", "--format", "json").stdout)["nodes"])

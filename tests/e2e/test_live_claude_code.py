@@ -60,8 +60,6 @@ def test_claude_code_stop_hook_stores_the_remember_of_the_final_answer(loop: Loo
     assert [n["content"] for n in loop.place.nodes()].count(FACT) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 'Hooks that never miss': the Stop hook reads only "
-                   "last_assistant_message, so a <ctx:remember> before a tool call in the same turn is lost")
 def test_claude_code_stop_hook_stores_a_remember_written_before_a_tool_call_in_the_same_turn(loop: Loop):
     assert DECISION in [n["content"] for n in loop.place.nodes()]
 
@@ -77,16 +75,12 @@ def test_claude_code_model_is_shown_the_handoff_and_the_note_by_resume_session(l
     assert HANDOFF in shown and NEXT_STEP in shown and NOTE in shown
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 'What the model sees': Claude Code shows get_context's "
-                   "structuredContent, which lists ids and scores without the stored text")
 def test_claude_code_model_is_shown_the_stored_text_that_get_context_found(loop: Loop):
     shown = loop.resumed.result("get_context")
     assert HANDOFF in shown and NOTE in shown and FACT in shown
 
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 'One store for every client': the hooks that `contextflow "
-                   "install claude-code` writes carry no store settings, so they use the default store")
 def test_claude_code_hooks_use_the_store_given_to_claude_mcp_add(
     claude_bin: Path, anthropic_mock: MockModel, tmp_path: Path
 ):

@@ -69,15 +69,11 @@ def test_codex_model_is_shown_the_handoff_and_the_note_by_resume_session(loop: L
     assert HANDOFF in shown and NEXT_STEP in shown and NOTE in shown
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 'What the model sees': Codex shows get_context's "
-                   "structuredContent, which lists ids and scores without the stored text")
 def test_codex_model_is_shown_the_stored_text_that_get_context_found(loop: Loop):
     shown = loop.resumed.result("get_context")
     assert HANDOFF in shown and NOTE in shown
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 'One store for every client': Codex starts MCP servers with "
-                   "only HOME and PATH, and `contextflow install codex` writes no store settings")
 def test_codex_set_up_by_contextflow_install_uses_the_exported_store(
     codex_bin: Path, responses_mock: MockModel, tmp_path: Path
 ):

@@ -1,0 +1,100 @@
+"""Small file-system helpers every module shares: one atomic write, one file signature.
+
+`atomic_write` is the one way contextflow replaces a whole file (state files, caches, a
+compacted log): a temp file beside the target, created 0600 with O_EXCL|O_NOFOLLOW, written
+fully, optionally fsynced, renamed over the target, the folder fsynced; on any failure the
+temp file is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+Signature = tuple[int, int, int, int]  # (device, inode, size, mtime_ns)
+PRIVATE_FILE = 0o600
+
+
+def signature(path: Path | str) -> Signature | None:
+    """(device, inode, size, mtime_ns) of a file (never following a symlink), or None when absent."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename or unlink in `folder` durable (a no-op where folders cannot be fsynced)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_path(path: Path) -> Path:
+    """`.<name>.<pid>.<ns>.tmp` beside `path`: unique, and `remove_stale_temps` knows its owner."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def atomic_write(
+    path: Path,
+    data: bytes | Callable[[int], None],
+    *,
+    mode: int = PRIVATE_FILE,
+    fsync: bool = True,
+    check: Callable[[], None] | None = None,
+) -> None:
+    """Replace `path` with `data` atomically. `data` may be a function that writes to the open fd.
+
+    `check`, when given, runs after the temp file is complete and before the rename; raising
+    there leaves the target untouched. OSError propagates (the caller says what it means).
+    """
+    temp = temp_path(path)
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        try:
+            if callable(data):
+                data(fd)
+            else:
+                write_all(fd, data)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if check is not None:
+            check()
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    if fsync:
+        fsync_folder(path.parent)
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete `.<name>.<pid>.*.tmp` files beside `path` left by a process of this machine that died
+    mid-write (killed before it could clean up). Temp files of live processes stay."""
+    for temp in path.parent.glob(f".{path.name}.*.tmp"):
+        parts = temp.name[len(path.name) + 2 :].split(".")
+        if not parts[0].isdigit() or int(parts[0]) == os.getpid():
+            continue
+        try:
+            os.kill(int(parts[0]), 0)
+        except ProcessLookupError:
+            temp.unlink(missing_ok=True)
+        except OSError:
+            continue
