@@ -1,0 +1,69 @@
+"""The operations table: every tool and command declared once, resolvable, documented, and alike on both adapters."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from contextflow.cli import build_parser
+from contextflow.operations import features, operations
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
+
+
+def test_tool_names_and_command_words_are_unique():
+    tools = [op.name for op in operations() if op.tool]
+    commands = [op.command for op in operations() if op.command]
+    assert len(tools) == len(set(tools)) and len(commands) == len(set(commands))
+
+
+@pytest.mark.parametrize("op", operations(), ids=lambda op: op.name)
+def test_every_operation_runs_a_function_that_exists(op):
+    module, _, function = op.handler.partition(":")
+    assert callable(getattr(importlib.import_module(module), function))
+
+
+@pytest.mark.parametrize("op", [op for op in operations() if op.tool], ids=lambda op: op.name)
+def test_every_tool_is_in_the_docs_and_says_what_it_does(op):
+    assert f"`{op.name}`" in DOCS, f"{op.name} is not in README.md or docs/"
+    assert op.summary.endswith(".") and len(op.summary) < 200, op.name
+
+
+@pytest.mark.parametrize("op", [op for op in operations() if op.command], ids=lambda op: op.name)
+def test_every_command_is_in_the_docs(op):
+    assert re.search(rf"contextflow {re.escape(' '.join(op.command or ()))}\b", DOCS), (
+        f"`{op.command_line()}` is not in README.md or docs/"
+    )
+
+
+def test_every_prompt_and_resource_is_in_the_docs():
+    for feature in features():
+        for prompt in feature.prompts:
+            assert f"`{prompt.name}`" in DOCS, prompt.name
+        for resource in feature.resources:
+            assert resource.uri in DOCS, resource.uri
+    assert "`resume_1`" in DOCS and "`resume_by_id`" in DOCS
+
+
+def test_every_command_has_a_description_and_a_help_line():
+    top = next(a for a in build_parser()._actions if a.dest == "command")
+    for name, command in top.choices.items():
+        assert command.description, name
+        assert next(a.help for a in top._choices_actions if a.dest == name), name
+
+
+def test_reading_the_table_imports_no_core_module():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\nfrom contextflow.cli import build_parser\nbuild_parser()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search', "
+        "'contextflow.store', 'contextflow.app', 'mcp'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
