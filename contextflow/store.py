@@ -144,10 +144,16 @@ class Store:
         if self._blobs is not None:
             self._blobs.close()  # the old snapshot's views are no longer wanted
             self._blobs = None
-        self._fold = Fold(self._view_factory())
+        self._fold_made: Fold | None = None  # made on first use: building the views imports their modules
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
+
+    @property
+    def _fold(self) -> Fold:
+        if self._fold_made is None:
+            self._fold_made = Fold(self._view_factory())
+        return self._fold_made
 
     @property
     def loaded(self) -> bool:
