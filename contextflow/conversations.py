@@ -1,4 +1,4 @@
-"""Conversation memory (seed 002): structured conversation records, saved whole, latest wins.
+"""Conversation memory: structured conversation records, saved whole, latest wins.
 
 The client's own model decomposes its session into a record: topic, categories, decisions
 (each with its reasoning and whether it was chosen or rejected), open questions, related

@@ -1,4 +1,4 @@
-"""Keyed context records (seed 000): namespaced keys holding small JSON values.
+"""Keyed context records: namespaced keys holding small JSON values.
 
 Core functions behind the `context_*` tools and `contextflow context`. A record is written
 as a whole `context.set` event (the source machine is the event's writer); `context.delete`

@@ -1,4 +1,4 @@
-"""Timeline (seed 001): threads of thoughts, tangents and "you are here" positions.
+"""Timeline: threads of thoughts, tangents and "you are here" positions.
 
 Core functions behind the `timeline_*` tools and `contextflow timeline`. Every id argument
 accepts a unique prefix, as git does. Events written here (fields documented in

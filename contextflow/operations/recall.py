@@ -1,4 +1,4 @@
-"""The `recall` group: ranked retrieval (get_context / `search`) and conversation records (seed 002),
+"""The `recall` group: ranked retrieval (get_context / `search`) and conversation records,
 plus the `save_conversation` prompt that tells the client's own model how to decompose its session."""
 
 from __future__ import annotations
