@@ -97,10 +97,9 @@ def new_session(app: App, session_id: object = None, cwd: Path | None = None) ->
 
 def known_session_ids(app: App, project: str) -> list[str]:
     """The ids of the sessions that have entries in `project`, most recent first when known."""
-    if not app.store.loaded:
-        index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
-        if index is not None:
-            return [summary.session_id for summary in index.sessions.get(project, [])]
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        return [summary.session_id for summary in index.sessions.get(project, [])]
     return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
 
 
@@ -275,10 +274,9 @@ def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Eve
 
 def bad_line_count(app: App) -> int:
     """Malformed lines skipped in the logs, as of the last read (from the sidecar before a fold)."""
-    if not app.store.loaded:
-        index = sessions_index.load(app.store)
-        if index is not None:
-            return index.bad_lines
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        return index.bad_lines
     app.store.refresh()
     return app.store.bad_line_count
 
@@ -301,9 +299,7 @@ def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple
 
 def _sidecar_tail(app: App, where: EntryFilter) -> sessions_index.Tail | None:
     """In a process that has not folded the store yet, the sidecar's recent entries, if current."""
-    if app.store.loaded:
-        return None
-    index = sessions_index.load(app.store)
+    index = sessions_index.usable(app.store)
     if index is None:
         return None
     if where.session_id:
@@ -351,10 +347,9 @@ def session_query(
 
 
 def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
-    if query.indexed and not app.store.loaded:
-        index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
-        if index is not None:
-            return index.sessions.get(query.project, [])
+    index = sessions_index.usable(app.store) if query.indexed else None
+    if index is not None:
+        return index.sessions.get(query.project, [])
     state = sessions_state(app)
     if query.indexed:
         sessions_index.save_if_stale(app.store, state)
@@ -411,8 +406,8 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
     if checks.text(session_id, "session_id"):
         require_session(app, chosen, name)
-    if chosen != NO_SESSION and not app.store.loaded and count <= sessions_index.SESSION_TAIL:
-        index = sessions_index.load(app.store)  # a fresh process: answer from the sidecar
+    if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL:
+        index = sessions_index.usable(app.store)
         if index is not None:
             summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
             tail = index.session_tails.get((name, chosen), sessions_index.Tail([], True))

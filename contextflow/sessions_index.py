@@ -74,6 +74,13 @@ def _tail(record: dict[str, Any]) -> Tail:
     return Tail([decode(line.encode()) for line in record["lines"]], record["complete"])
 
 
+def usable(store: Store) -> SessionsIndex | None:
+    """The sidecar when it may answer instead of the fold: in a process that has not folded the
+    store yet (a fold is as cheap to ask and always current), and only while it matches the logs.
+    The one place that chooses between the two."""
+    return None if store.loaded else load(store)
+
+
 def load(store: Store) -> SessionsIndex | None:
     """The index, when the sidecar matches every log on disk now; else None."""
     if not store.shares_state:
