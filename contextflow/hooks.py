@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from contextflow.fsutil import atomic_write
 from contextflow.locate import locate_store, state_root, store_state_dir
 from contextflow.text import estimate_tokens, quote
 
@@ -139,13 +140,7 @@ def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
 
 def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
     path = _pending_path(hooks, session_id)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, orjson.dumps(data))
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
+    atomic_write(path, orjson.dumps(data), fsync=False)
 
 
 def current_task(hooks: Path) -> str | None:

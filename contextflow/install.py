@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.errors import InputError
+from contextflow.fsutil import atomic_write
 from contextflow.locate import locate_store
 
 CLIENTS = ("claude-code", "codex", "gemini", "cursor")
@@ -349,13 +350,10 @@ def write(change: Change) -> None:
     path = change.path
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600 if path.name == ".claude.json" else 0o644
-    temp = path.with_name(f".{path.name}.contextflow-{os.getpid()}.tmp")
     try:
-        temp.write_text(change.after, encoding="utf-8")
-        os.chmod(temp, mode)
-        os.replace(temp, path)
+        atomic_write(path, change.after.encode(), mode=mode, fsync=False)
+        os.chmod(path, mode)  # the umask may have narrowed it
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

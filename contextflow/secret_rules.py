@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from functools import cache
 from pathlib import Path
 
 import orjson
+
+from contextflow.fsutil import atomic_write
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,13 +261,11 @@ def library_patterns() -> list[PatternRow]:
         module_name, class_name = dotted.split(".")
         detector = getattr(importlib.import_module(f"detect_secrets.plugins.{module_name}"), class_name)()
         found += [(str(detector.secret_type), p.pattern, p.flags, list(words)) for p in detector.denylist]
-    temp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temp.write_bytes(orjson.dumps(found))
-        os.replace(temp, cache_file)
+        atomic_write(cache_file, orjson.dumps(found), fsync=False)
     except OSError:
-        temp.unlink(missing_ok=True)
+        pass  # a cache: the next process computes it again
     return found
 
 

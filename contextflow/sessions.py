@@ -7,7 +7,6 @@ active session is used: `MCP_SHARED_CONTEXT_ACTIVE_SESSION`, else the active-ses
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import subprocess
 import unicodedata
@@ -19,6 +18,7 @@ from contextflow import checks, sessions_index
 from contextflow.app import App
 from contextflow.errors import InputError, NotFoundError
 from contextflow.events import Event
+from contextflow.fsutil import atomic_write
 from contextflow.ids import new_id
 from contextflow.views.sessions import NO_SESSION, SessionsState, SessionSummary, session_of, summarize
 
@@ -82,9 +82,7 @@ def set_active_session(app: App, session_id: str) -> Path:
     path = app.settings.active_session_file
     assert path is not None
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(chosen + "\n", encoding="utf-8")
-    os.replace(temp, path)
+    atomic_write(path, (chosen + "\n").encode(), fsync=False)
     return path
 
 
