@@ -29,6 +29,13 @@ def test_the_tables_copy_the_core_constants_they_show():
         retrieval.DEFAULT_BUDGET, retrieval.MIN_BUDGET, retrieval.MAX_BUDGET,
     )
     assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
+    from contextflow.operations import timeline as timeline_table
+    from contextflow.views import timeline as timeline_view
+
+    assert timeline_table.THREAD_STATUSES == timeline_view.THREAD_STATUSES
+    assert (timeline_table.THOUGHT_TYPES, timeline_table.THOUGHT_STATUSES) == (
+        timeline_view.THOUGHT_TYPES, timeline_view.THOUGHT_STATUSES,
+    )
 
 
 def test_reading_the_tables_imports_neither_the_graph_nor_the_search_index():

@@ -63,7 +63,7 @@ def test_reading_the_table_imports_no_core_module():
     script = (
         "import sys\nfrom contextflow.cli import build_parser\nbuild_parser()\n"
         "print(sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search', "
-        "'contextflow.store', 'contextflow.app', 'mcp'))))"
+        "'contextflow.store', 'contextflow.app', 'contextflow.views.', 'contextflow.events', 'mcp'))))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"

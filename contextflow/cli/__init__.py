@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow import __version__
-from contextflow.cli.output import FORMATS, emit
-from contextflow.errors import ContextflowError, InputError
-from contextflow.operations import Operation, Param, operations
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.operations import Operation, Param
+
+FORMATS = ("text", "json", "markdown")
 
 # Help for command words that group several operations (`contextflow context set` ...).
 GROUPS = {
@@ -31,7 +31,11 @@ GROUPS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, or with `only` just that command's branch (a hook or a script pays for one
+    command's flags, not sixty; usage errors and --help of that command read the same)."""
+    from contextflow.operations import operations
+
     parser = argparse.ArgumentParser(
         prog="contextflow",
         description="Shared memory for AI coding agents: MCP server and CLI over append-only JSONL logs.",
@@ -41,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     groups: dict[str, Any] = {}
     for op in operations():
-        if op.command is None:
+        if op.command is None or (only is not None and op.command[0] != only):
             continue
         sub = top
         if len(op.command) == 2:
@@ -125,6 +129,8 @@ def json_object(raw: str, name: str) -> dict[str, Any]:
     """A JSON object from the command line; '-' reads it from stdin."""
     import orjson
 
+    from contextflow.errors import InputError
+
     text = sys.stdin.read() if raw == "-" else raw
     try:
         value = orjson.loads(text)
@@ -144,6 +150,8 @@ def in_cli_words(message: str, op: Operation) -> str:
     and "since_days must be ..." reads "--since-days must be ..."."""
     import re
 
+    from contextflow.operations import operations
+
     for other in operations():
         if other.tool and other.command and other.name in message:
             message = re.sub(rf"\bcall {other.name}\b", f"run `{other.command_line()}`", message)
@@ -157,8 +165,26 @@ def in_cli_words(message: str, op: Operation) -> str:
     return message
 
 
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command the arguments name, when they name a known one before anything else."""
+    from contextflow.operations import operations
+
+    words = list(argv)
+    if words[:1] == ["--store"]:
+        words = words[2:]
+    elif words[:1] and words[0].startswith("--store="):
+        words = words[1:]
+    if words and any(op.command and op.command[0] == words[0] for op in operations()):
+        return words[0]
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
+        print(f"contextflow {__version__}")
+        return 0
+    parser = build_parser(_command_word(argv))
     args = parser.parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
@@ -167,6 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
     op: Operation = args.operation
     app: App | None = None
+    from contextflow.errors import ContextflowError
+    from contextflow.operations import Param
+
     try:
         from contextflow.operations.arguments import check_arguments
 
@@ -178,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply = op.run(app, checked)
         if isinstance(reply, int):
             return reply
+        from contextflow.cli.output import emit
+
         emit(args.format, reply)
         if reply.note:
             print(f"contextflow: {reply.note}", file=sys.stderr)

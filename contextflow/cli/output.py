@@ -7,8 +7,6 @@ import sys
 from contextflow.operations.spec import Reply
 from contextflow.text import clean_data
 
-FORMATS = ("text", "json", "markdown")
-
 
 def emit(fmt: str, reply: Reply) -> None:
     if fmt == "json":
