@@ -115,7 +115,7 @@ def test_a_real_process_ten_minutes_behind_orders_its_reply_after_what_it_read(s
     assert stamp_ms(reply["hlc"]) >= stamp_ms(first["hlc"])  # not ten minutes in the past
 
     read = run_cli(["read", "--session", "s"], writer="ahead")
-    assert [entry["writer"] for entry in read] == ["ahead", "behind"]  # oldest first on the other machine too
+    assert [entry["writer"] for entry in read["entries"]] == ["ahead", "behind"]  # oldest first on the other machine too
 
 
 @needs_faketime
