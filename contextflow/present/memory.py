@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from contextflow import orient, records, timeline
 from contextflow.app import App
 from contextflow.errors import InputError
+from contextflow.events import Event
 from contextflow.operations.spec import JSON, Reply
 from contextflow.text import DATA_NOTICE
 
@@ -121,22 +122,19 @@ def timeline_add_thought(app: App, args: JSON) -> Reply:
     return _created("thought", event.id, f"Added {event.data['thought_type']} thought; you are here", extra)
 
 
+def _updated(what: str, id_field: str, event: Event) -> Reply:
+    changed = sorted(k for k in event.data if k not in (id_field, "agent"))
+    target = event.data[id_field]
+    data = {"id": event.id, id_field: target, "changed": changed}
+    return Reply(f"Updated {what} {target}: {', '.join(changed)}.", data)
+
+
 def timeline_update_thought(app: App, args: JSON) -> Reply:
-    event = timeline.update_thought(app, **args)
-    changed = sorted(k for k in event.data if k not in ("thought_id", "agent"))
-    return Reply(
-        f"Updated thought {event.data['thought_id']}: {', '.join(changed)}.",
-        {"id": event.id, "thought_id": event.data["thought_id"], "changed": changed},
-    )
+    return _updated("thought", "thought_id", timeline.update_thought(app, **args))
 
 
 def timeline_update_thread(app: App, args: JSON) -> Reply:
-    event = timeline.update_thread(app, **args)
-    changed = sorted(k for k in event.data if k not in ("thread_id", "agent"))
-    return Reply(
-        f"Updated thread {event.data['thread_id']}: {', '.join(changed)}.",
-        {"id": event.id, "thread_id": event.data["thread_id"], "changed": changed},
-    )
+    return _updated("thread", "thread_id", timeline.update_thread(app, **args))
 
 
 def timeline_where_am_i(app: App, args: JSON) -> Reply:

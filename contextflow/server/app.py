@@ -56,26 +56,7 @@ class ContextflowServer:
         self.bus = InMemorySubscriptionBus()
         self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
-        self.server: Server[Any] = Server(
-            "contextflow",
-            version=__version__,
-            instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
-            on_subscriptions_listen=ListenHandler(self.bus),
-        )
-        original = self.server.create_initialization_options
-
-        def with_list_changed(*args: Any, **kwargs: Any) -> Any:
-            if not args and "notification_options" not in kwargs:
-                kwargs["notification_options"] = NotificationOptions(prompts_changed=True)
-            return original(*args, **kwargs)
-
-        self.server.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+        self.server = sdk_server(self, self.bus)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -237,6 +218,33 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
     if redacted:  # tell the agent what was redacted before storing
         content.append(types.TextContent(type="text", text=clean(secrets.notice(redacted).strip())))
     return types.CallToolResult(content=content, structured_content=data)
+
+
+def sdk_server(handlers: Any, bus: InMemorySubscriptionBus) -> Server[Any]:
+    """The SDK's low-level server wired to the `_list_tools`, `_call_tool`, ... handlers of
+    `handlers` (a ContextflowServer, or the HTTP bridge that routes each request to one).
+    It advertises `prompts.listChanged`: the resume_N prompts change while it runs."""
+    server: Server[Any] = Server(
+        "contextflow",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=handlers._list_tools,
+        on_call_tool=handlers._call_tool,
+        on_list_prompts=handlers._list_prompts,
+        on_get_prompt=handlers._get_prompt,
+        on_list_resources=handlers._list_resources,
+        on_read_resource=handlers._read_resource,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
+    original = server.create_initialization_options
+
+    def with_list_changed(*args: Any, **kwargs: Any) -> Any:
+        if not args and "notification_options" not in kwargs:
+            kwargs["notification_options"] = NotificationOptions(prompts_changed=True)
+        return original(*args, **kwargs)
+
+    server.create_initialization_options = with_list_changed  # type: ignore[method-assign]
+    return server
 
 
 def _about(name: str, exc: Exception) -> str:

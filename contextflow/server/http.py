@@ -38,11 +38,11 @@ from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged
@@ -52,12 +52,11 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from contextflow import __version__
 from contextflow.app import App
 from contextflow.errors import ContextflowError, InputError
 from contextflow.events import Event
 from contextflow.fold import View
-from contextflow.server.app import INSTRUCTIONS, ContextflowServer
+from contextflow.server.app import ContextflowServer, sdk_server
 from contextflow.server.auth import Grant, GrantVerifier
 from contextflow.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.store import Store, fsync_setting
@@ -164,18 +163,7 @@ class HttpBridge:
         self.bus = InMemorySubscriptionBus()
         self._servers: dict[str, ContextflowServer] = {}
         self._locks: dict[str, anyio.Lock] = {}
-        self.server: Server[Any] = Server(
-            "contextflow",
-            version=__version__,
-            instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
-            on_subscriptions_listen=ListenHandler(self.bus),
-        )
+        self.server = sdk_server(self, self.bus)
 
     def grant_of(self, ctx: ServerRequestContext[Any]) -> Grant:
         request = ctx.request
@@ -317,9 +305,6 @@ class HttpBridge:
             ])
 
         return await self._serve(ctx, work)
-
-    def initialization_options(self) -> Any:
-        return self.server.create_initialization_options(NotificationOptions(prompts_changed=True))
 
     def close(self) -> None:
         for server in self._servers.values():
