@@ -87,7 +87,7 @@ def test_claude_code_hooks_use_the_store_given_to_claude_mcp_add(
     """docs/clients.md's `claude mcp add -e CONTEXTFLOW_STORE=...`, then `contextflow install
     claude-code` for the hooks; Claude Code itself runs without any store variable."""
     place = make_place(tmp_path / "machine")
-    claude = claude_code(claude_bin, anthropic_mock, place, store_in_client_env=False)
+    claude = claude_code(claude_bin, anthropic_mock, place, installed=False)
     flags = [arg for key, value in place.store_env().items() for arg in ("-e", f"{key}={value}")]
     added = run_bounded([claude_bin, "mcp", "add", "--scope", "user", "contextflow", *flags, "--",
                          "contextflow", "serve"], env=claude.env, cwd=place.work)
