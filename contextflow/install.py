@@ -75,11 +75,19 @@ def server_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "contextflow"]
 
 
-def store_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+def store_settings(env: Mapping[str, str] | None = None, entry_env: Any = None) -> dict[str, str]:
     """The environment every server entry and hook command gets: the store as resolved now
-    (an absolute path), and `CONTEXTFLOW_STATE`/`CONTEXTFLOW_WRITER` when they are set."""
+    (an absolute path), and `CONTEXTFLOW_STATE`/`CONTEXTFLOW_WRITER` when they are set.
+
+    When `env` names no store (the default one would be chosen) and the client's existing
+    server entry does (`entry_env`, as `claude mcp add -e` leaves it), that entry's settings
+    are kept, with `CONTEXTFLOW_STATE`/`CONTEXTFLOW_WRITER` from `env` where set there: the
+    user's explicit store is never silently replaced by the default one."""
     env = os.environ if env is None else env
     where = locate_store(env)
+    named = _named_store(entry_env)
+    if where.rule == "default" and named:
+        return {**store_settings(named), **{k: v for k, v in store_settings(env).items() if k not in STORE_VARIABLES}}
     if where.rule in ("MCP_SHARED_CONTEXT_FILE", "client-config") and where.legacy_files:
         settings = {"MCP_SHARED_CONTEXT_FILE": str(where.legacy_files[0])}
     elif where.rule == "MCP_SHARED_CONTEXT_FOLDER":
@@ -91,6 +99,25 @@ def store_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
     if env.get("CONTEXTFLOW_WRITER", "").strip():
         settings["CONTEXTFLOW_WRITER"] = env["CONTEXTFLOW_WRITER"].strip()
     return settings
+
+
+def _named_store(entry_env: Any) -> dict[str, str]:
+    """The settings install owns in a server entry's env, when they name a store; else {}."""
+    if not isinstance(entry_env, dict):
+        return {}
+    owned = {k: v for k, v in entry_env.items() if k in OWNED_VARIABLES and isinstance(v, str) and v.strip()}
+    return owned if any(k in owned for k in STORE_VARIABLES) else {}
+
+
+def existing_entry_env(path: Path) -> Any:
+    """The `env` of the contextflow server entry in a client config (JSON, or Codex TOML), or
+    None when there is none or the file cannot be read (planning reports a broken file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)["mcp_servers"] if path.suffix == ".toml" else json.loads(text)["mcpServers"]
+        return data[SERVER_NAME].get("env")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def hook_command(command: list[str], sub: str, settings: Mapping[str, str]) -> str:
@@ -316,9 +343,11 @@ def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | No
     home = home or Path(os.environ.get("HOME") or Path.home())
     root = (cwd or Path.cwd()) if project else home
     command = command or server_command()
-    settings = store_settings(env)
+    config = {"claude-code": root / ".mcp.json" if project else home / ".claude.json",
+              "codex": root / ".codex" / "config.toml", "gemini": root / ".gemini" / "settings.json",
+              "cursor": root / ".cursor" / "mcp.json"}[client]
+    settings = store_settings(env, existing_entry_env(config))
     if client == "claude-code":
-        config = root / ".mcp.json" if project else home / ".claude.json"
         skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
         skill_now = _read(skill)
         return [
@@ -328,21 +357,20 @@ def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | No
         ]
     if client == "codex":
         return [
-            codex_entry(root / ".codex" / "config.toml", command, settings),
+            codex_entry(config, command, settings),
             merge_json(root / ".codex" / "hooks.json", hooks_mutator(
                 root / ".codex" / "hooks.json", command, settings, start_matcher=False)),
         ]
     if client == "gemini":
-        gemini = root / ".gemini" / "settings.json"
-        add_server = server_mutator(gemini, command, {}, settings)
-        add_hooks = hooks_mutator(gemini, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT)
+        add_server = server_mutator(config, command, {}, settings)
+        add_hooks = hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT)
 
         def both(data: dict[str, Any]) -> None:
             add_server(data)
             add_hooks(data)
 
-        return [merge_json(gemini, both)]
-    return [server_entry(root / ".cursor" / "mcp.json", command, {}, settings)]
+        return [merge_json(config, both)]
+    return [server_entry(config, command, {}, settings)]
 
 
 def write(change: Change) -> None:

@@ -293,3 +293,44 @@ def test_an_inline_codex_env_table_is_rewritten_keeping_the_users_keys(home):
     assert data["mcp_servers"]["contextflow"]["env"] == {
         "MCP_SHARED_CONTEXT_PROJECT": "p", "CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
     assert not install("codex", command=CMD, env=settings)[0].changed
+
+
+ADDED_BY_HAND = {  # as `claude mcp add -e ...` / `codex mcp add --env ...` leave the server entry
+    "claude-code": (".claude.json", json.dumps({"mcpServers": {"contextflow": {
+        "type": "stdio", "command": "contextflow", "args": ["serve"],
+        "env": {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop", "MCP_SHARED_CONTEXT_PROJECT": "p"},
+    }}})),
+    "codex": (".codex/config.toml", '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\n\n'
+              '[mcp_servers.contextflow.env]\nCONTEXTFLOW_STORE = "/data/synced"\nCONTEXTFLOW_WRITER = "laptop"\n'
+              'MCP_SHARED_CONTEXT_PROJECT = "p"\n'),
+}
+HOOK_FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}
+
+
+def server_env(home: Path, client: str) -> dict[str, str]:
+    path, _text = ADDED_BY_HAND[client]
+    text = (home / path).read_text()
+    data = json.loads(text)["mcpServers"] if client == "claude-code" else tomllib.loads(text)["mcp_servers"]
+    return dict(data["contextflow"]["env"])
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_install_with_no_store_in_the_shell_keeps_the_store_the_server_entry_already_names(home, client):
+    path, text = ADDED_BY_HAND[client]
+    write(home / path, text)
+    install(client, command=CMD, env={})
+    assert server_env(home, client) == {
+        "CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop", "MCP_SHARED_CONTEXT_PROJECT": "p"}
+    commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
+    assert commands and all(command_env(c) == {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop"}
+                            for c in commands.values())
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_a_store_named_in_the_shell_replaces_the_one_the_server_entry_names(home, client):
+    path, text = ADDED_BY_HAND[client]
+    write(home / path, text)
+    install(client, command=CMD, env={"CONTEXTFLOW_STORE": "/data/new"})
+    assert server_env(home, client) == {"CONTEXTFLOW_STORE": "/data/new", "MCP_SHARED_CONTEXT_PROJECT": "p"}
+    commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
+    assert all(command_env(c) == {"CONTEXTFLOW_STORE": "/data/new"} for c in commands.values())

@@ -175,19 +175,21 @@ class LiveClient:
                     {call.tool: self.mock.tool_results(call.tool) for call in script.calls})
 
 
-def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, store_in_client_env: bool = True) -> LiveClient:
-    """Claude Code pointed at the mock. With `store_in_client_env` it is set up by `contextflow
-    install claude-code` (server, three hooks, skill) and the store settings go in Claude Code's
-    own environment, which its hooks and the server it starts inherit (the installed hook
-    commands carry no store settings of their own); without, the test sets it up itself.
+def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, installed: bool = True) -> LiveClient:
+    """Claude Code pointed at the mock. With `installed` it is set up as docs/clients.md's short
+    way says: the store settings exported in the shell, then `contextflow install claude-code`
+    (server, three hooks, skill), which writes them into the server entry and every hook
+    command. Claude Code itself then runs with no CONTEXTFLOW_* variable (only the project key),
+    so the store reaches the server and the hooks through what install wrote or not at all.
+    Without `installed`, the test sets Claude Code up itself.
     """
     # MCP_TIMEOUT: on a loaded machine the server may take seconds to answer `initialize`.
-    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy", MCP_TIMEOUT="60000")
-    if store_in_client_env:
-        installed = run_bounded([contextflow_command(), "install", "claude-code"], env=place.base_env(),
-                                cwd=place.work)
-        assert installed.returncode == 0, describe(installed)
-        env.update(place.store_env())
+    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy", MCP_TIMEOUT="60000",
+                         MCP_SHARED_CONTEXT_PROJECT=PROJECT)
+    if installed:
+        done = run_bounded([contextflow_command(), "install", "claude-code"],
+                           env={**place.base_env(), **place.store_env()}, cwd=place.work)
+        assert done.returncode == 0, describe(done)
     return LiveClient("claude", place, mock, env, lambda prompt: [
         claude_bin, "-p", prompt, "--output-format", "json", "--model", "claude-sonnet-4-5",
         "--allowedTools", "mcp__contextflow",

@@ -6,7 +6,8 @@ Runs the live-loop scenario once on one machine folder: Claude Code stores a not
 and a fact; then Claude Code, Gemini CLI and Codex each resume. For each client and tool it
 prints the size of the tool result as it appeared in the next request body (tokens are
 characters / 4), whether it is the server's text or its JSON, and the start of it (all of it
-with --full); then the server's own two renderings of the same calls, for comparison.
+with --full), and the session-start context in the first request; then the server's own
+renderings of the same calls (its text, and structuredContent when it sends any).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.e2e.live_loop import (
 )
 from tests.e2e.mock_models import AnthropicMock, GeminiMock, MockModel, ResponsesMock
 
+START_MARK = "SessionStart hook additional context"  # how Claude Code labels the hook's context
 CALLS = {"resume_session": {"session_id": SESSION, "project": PROJECT},
          "get_context": {"query": "parser", "project": PROJECT}}
 
@@ -86,6 +88,11 @@ def run(folder: Path, full: bool) -> None:
     for client, session in seen.items():
         for tool in CALLS:
             show(f"{client} {tool}", session.result(tool), full)
+        started = [text for text in session.first_turn().texts() if START_MARK in text]
+        if started:
+            show(f"{client} session-start context", started[0], full)
+        else:
+            print(f"== {client} session-start context: none")
     os.environ.update({**place.store_env(), "HOME": str(place.home)})
     anyio.run(server_renderings, full)
 
