@@ -114,8 +114,9 @@ def test_a_real_process_ten_minutes_behind_orders_its_reply_after_what_it_read(s
     assert isinstance(reply["hlc"], int) and isinstance(first["hlc"], int)
     assert stamp_ms(reply["hlc"]) >= stamp_ms(first["hlc"])  # not ten minutes in the past
 
+    # oldest first on the other machine too
     read = run_cli(["read", "--session", "s"], writer="ahead")
-    assert [entry["writer"] for entry in read["entries"]] == ["ahead", "behind"]  # oldest first on the other machine too
+    assert [entry["writer"] for entry in read["entries"]] == ["ahead", "behind"]
 
 
 @needs_faketime
