@@ -200,11 +200,9 @@ def add(app: App, args: JSON) -> Reply:
 def show(app: App, args: JSON) -> Reply:
     state = ops.graph(app)
     node = ops.resolve(state, args["id"])
-    with_edges = bool(args.get("with_edges"))
-    data = explore.node_dict(state, node, with_edges=with_edges)
-    if args.get("format") == "markdown":
-        return Reply(render_node(state, node), data)
-    return Reply(node_text(state, node, with_edges=with_edges), data)
+    linked = bool(args.get("with_edges"))
+    text = render_node(state, node) if args.get("format") == "markdown" else node_text(state, node, with_edges=linked)
+    return Reply(text, explore.node_dict(state, node, with_edges=linked))
 
 
 def update(app: App, args: JSON) -> Reply:
