@@ -147,9 +147,8 @@ class _Parser:
         return self.tokens[self.index]
 
     def take(self) -> Token:
-        token = self.tokens[self.index]
         self.index += 1
-        return token
+        return self.tokens[self.index - 1]
 
     def is_op(self, name: str) -> bool:
         return self.peek.kind == "word" and self.peek.text == name
