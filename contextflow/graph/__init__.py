@@ -5,9 +5,3 @@ language), `ops` (writes), `explore` (reads), `compose` (token-budgeted context)
 `transfer` (export, import, ingest), `picture` (mermaid and dot), `directives` (the
 `<ctx:...>` tags the Stop hook carries out). See docs/graph.md.
 """
-
-from __future__ import annotations
-
-from contextflow.graph.view import GraphState, GraphView
-
-__all__ = ["GraphState", "GraphView"]

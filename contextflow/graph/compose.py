@@ -93,17 +93,11 @@ class Composed:
         return "; ".join(parts)
 
 
-
 def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
     """Pinned first, then reference, working, no tier; within a tier the most recently updated first."""
     pinned, reference, working = (state.by_tag.get(tag, set()) for tag in _TIER_RANK)
-
-    def rank(node: Node) -> int:
-        key = node.id
-        return 0 if key in pinned else 1 if key in reference else 2 if key in working else 3
-
     ordered = sorted(nodes, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
-    ordered.sort(key=rank)
+    ordered.sort(key=lambda n: 0 if n.id in pinned else 1 if n.id in reference else 2 if n.id in working else 3)
     return ordered
 
 
@@ -122,12 +116,8 @@ def _distinct(state: GraphState, order: list[Node]) -> tuple[list[Node], int]:
     return kept, len(order) - len(kept)
 
 
-def _ref(state: GraphState, node_id: str) -> str:
-    return f"[{state.nodes[node_id].type}:{node_id}]"
-
-
 def _refs(state: GraphState, ids: list[str]) -> str:
-    shown = ", ".join(_ref(state, i) for i in ids[:MAX_REFS])
+    shown = ", ".join(f"[{state.nodes[i].type}:{i}]" for i in ids[:MAX_REFS])
     return shown + (f" and {len(ids) - MAX_REFS} more" if len(ids) > MAX_REFS else "")
 
 
@@ -242,13 +232,12 @@ def _fit(state: GraphState, order: list[Node], budget: int, at: str, excluded: d
         f"\n## {title}\n\n" + "".join(sections[title]) for title in [*_SECTION_ORDER, "Other"] if title in sections
     )
     tokens = budget
-    for _ in range(4):  # the header shows the total, which includes the header: settle it
+    for _ in range(5):  # the header shows the total, which includes the header: settle it
         text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
         settled = estimate_tokens(text)
         if settled == tokens:
             break
         tokens = settled
-    text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
     return Composed(text, estimate_tokens(text), budget, included, summarized, dropped, excluded or {})
 
 

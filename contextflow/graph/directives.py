@@ -76,7 +76,7 @@ def _truthy(value: str | None) -> bool:
 
 
 class Runner:
-    """Carries out directives against the store; `task_file` holds the current task (machine-local)."""
+    """Carries out directives against the store; `current_task` is the task in progress (machine-local)."""
 
     def __init__(self, app: App, current_task: str | None) -> None:
         self.app = app

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,57 +86,44 @@ class Step:
     via: str  # the node this one was reached from
 
 
-Neighbours = Callable[[str], list[tuple[str, str]]]  # node id -> (other node id, edge type)
+PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
 
 
-def _walk(state: GraphState, root: Node, depth_limit: int, neighbours: Neighbours) -> list[Step]:
-    """Breadth first from `root`, each node once, at most `depth_limit` hops."""
+def _walk(
+    app: App, node_id: Any, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None,
+) -> tuple[Node, list[Step]]:
+    """Breadth first from the node, each node once, at most `depth_limit` hops along edges (of `types`,
+    or any), outgoing when `forward`, incoming when `backward`."""
+    state = graph(app)
+    root = resolve(state, node_id)
     steps: list[Step] = []
     seen = {root.id}
     frontier = [root.id]
     for depth in range(1, depth_limit + 1):
         following: list[str] = []
         for current in frontier:
-            for other, edge_type in neighbours(current):
-                if other not in seen:
+            near = [(e.target, e.type) for e in state.edges_out(current)] if forward else []
+            near += [(e.source, e.type) for e in state.edges_in(current)] if backward else []
+            for other, edge_type in near:
+                if other not in seen and (types is None or edge_type in types):
                     seen.add(other)
                     following.append(other)
                     steps.append(Step(depth, state.nodes[other], edge_type, current))
         frontier = following
         if not frontier:
             break
-    return steps
-
-
-PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+    return root, steps
 
 
 def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
     """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
     depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
-    state = graph(app)
-    root = resolve(state, node_id)
-
-    def neighbours(current: str) -> list[tuple[str, str]]:
-        if reverse:
-            return [(e.source, e.type) for e in state.edges_in(current) if e.type in PROVENANCE]
-        return [(e.target, e.type) for e in state.edges_out(current) if e.type in PROVENANCE]
-
-    return root, _walk(state, root, depth_limit, neighbours)
+    return _walk(app, node_id, depth_limit, forward=not reverse, backward=reverse, types=PROVENANCE)
 
 
 def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]]:
     """Nodes within `depth` hops along edges of any type and direction."""
-    limit = checks.bounded_int(depth, "depth", 1, high=10)
-    state = graph(app)
-    root = resolve(state, node_id)
-
-    def neighbours(current: str) -> list[tuple[str, str]]:
-        return [(e.target, e.type) for e in state.edges_out(current)] + [
-            (e.source, e.type) for e in state.edges_in(current)
-        ]
-
-    return root, _walk(state, root, limit, neighbours)
+    return _walk(app, node_id, checks.bounded_int(depth, "depth", 1, high=10), forward=True, backward=True)
 
 
 def status(app: App) -> dict[str, Any]:

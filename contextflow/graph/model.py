@@ -80,12 +80,12 @@ def summary(value: Any) -> str | None:
 
 
 def tag(value: Any) -> str:
-    if not isinstance(value, str) or not _TAG.match(value.strip()) or len(value.strip()) > MAX_TAG_CHARS:
+    text = value.strip() if isinstance(value, str) else ""
+    if not _TAG.match(text) or len(text) > MAX_TAG_CHARS:
         raise InputError(
             f"tag {value!r} is not valid: use namespace:value without spaces, "
             "e.g. project:viberent, task:auth, tier:reference"
         )
-    text = value.strip()
     namespace, _, rest = text.partition(":")
     if namespace.lower() == "tier" and rest not in TIERS:
         raise InputError(f"tier tag {text!r} is not known: use one of {', '.join(TIER_TAGS)}")

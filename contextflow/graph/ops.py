@@ -10,7 +10,7 @@ Linking or tagging what is already linked or tagged succeeds without writing any
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from contextflow import checks
 from contextflow.app import App
@@ -25,8 +25,7 @@ Item = tuple[str, dict[str, Any]]
 
 
 def graph(app: App) -> GraphState:
-    state: GraphState = app.store.view("graph")
-    return state
+    return cast(GraphState, app.store.view("graph"))
 
 
 def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
@@ -102,13 +101,6 @@ def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) 
     return min(found, key=lambda node: node.created_key) if found else None
 
 
-def _as_event(state: GraphState, node: Node) -> Event:
-    """The creating event of an existing node, as far as the folded state remembers it."""
-    hlc, writer, seq = node.created_key
-    data = {"type": node.type, "content": node.content, "tags": sorted(state.tags_of(node.id)), "agent": node.agent}
-    return Event(node.id, writer, seq, hlc, model.NODE, data)
-
-
 def add_node(
     app: App, *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
     agent: Any = None, links: list[Link] | None = None, supersedes: Any = None,
@@ -129,7 +121,10 @@ def add_node(
                if target != existing.id and not state.edge_live(existing.id, target, kind)]
     if missing:
         app.store.append_many([edge_item(existing.id, target, kind) for target, kind in missing])
-    return _as_event(state, existing)
+    hlc, writer, seq = existing.created_key  # its creating event, as far as the folded state remembers it
+    tags = sorted(state.tags_of(existing.id))
+    data = {"type": existing.type, "content": existing.content, "tags": tags, "agent": existing.agent}
+    return Event(existing.id, writer, seq, hlc, model.NODE, data)
 
 
 def update_node(
@@ -211,30 +206,27 @@ def unlink(app: App, source: Any, target: Any, edge_type: Any = None) -> list[st
     return live
 
 
-def tag(app: App, node_id: Any, names: Any) -> list[str]:
-    """Add tags; returns the ones that were new (tagging twice succeeds silently)."""
+def _retag(app: App, node_id: Any, names: Any, adding: bool, missing: str) -> list[str]:
     state = graph(app)
     node = resolve(state, node_id)
     wanted = model.tags(names)
     if not wanted:
-        raise InputError("no tag given: pass one or more namespace:value tags, e.g. tier:reference")
-    new = [name for name in wanted if name not in state.tags_of(node.id)]
-    if new:
-        app.store.append(model.TAG, {"node": node.id, "tags": new})
-    return new
+        raise InputError(f"no tag given: {missing}")
+    current = state.tags_of(node.id)
+    changed = [name for name in wanted if (name in current) != adding]
+    if changed:
+        app.store.append(model.TAG if adding else model.UNTAG, {"node": node.id, "tags": changed})
+    return changed
+
+
+def tag(app: App, node_id: Any, names: Any) -> list[str]:
+    """Add tags; returns the ones that were new (tagging twice succeeds silently)."""
+    return _retag(app, node_id, names, True, "pass one or more namespace:value tags, e.g. tier:reference")
 
 
 def untag(app: App, node_id: Any, names: Any) -> list[str]:
     """Remove tags; returns the ones that were set (removing an absent tag succeeds silently)."""
-    state = graph(app)
-    node = resolve(state, node_id)
-    wanted = model.tags(names)
-    if not wanted:
-        raise InputError("no tag given: pass the tags to remove")
-    present = [name for name in wanted if name in state.tags_of(node.id)]
-    if present:
-        app.store.append(model.UNTAG, {"node": node.id, "tags": present})
-    return present
+    return _retag(app, node_id, names, False, "pass the tags to remove")
 
 
 def archive_items(state: GraphState, node_ids: list[str]) -> list[Item]:

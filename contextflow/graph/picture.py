@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import Edge, GraphState, Node
 from contextflow.text import clip
 
 SHAPES = {"decision": ("{{", "}}"), "summary": ("[[", "]]"), "source": ("[(", ")]"), "open-question": ("((", "))")}
 
 
-def _label(node: Node, width: int = 48) -> str:
-    return f"{node.type}: {clip(node.content, width)}"
+def _edges_among(state: GraphState, nodes: list[Node]) -> list[Edge]:
+    ids = {node.id for node in nodes}
+    return [edge for node in nodes for edge in state.edges_out(node.id) if edge.target in ids]
 
 
 def mermaid(state: GraphState, nodes: list[Node]) -> str:
-    ids = {node.id for node in nodes}
     lines = ["graph LR"]
     for node in nodes:
         left, right = SHAPES.get(node.type, ("[", "]"))
-        text = _label(node).replace('"', "#quot;")
+        text = f"{node.type}: {clip(node.content, 48)}".replace('"', "#quot;")
         lines.append(f'  n{node.id}{left}"{text}"{right}')
-    for node in nodes:
-        for edge in state.edges_out(node.id):
-            if edge.target in ids:
-                lines.append(f"  n{edge.source} -->|{edge.type}| n{edge.target}")
+    lines += [f"  n{edge.source} -->|{edge.type}| n{edge.target}" for edge in _edges_among(state, nodes)]
     return "\n".join(lines) + "\n"
 
 
@@ -31,13 +28,9 @@ def _dot_text(value: str) -> str:
 
 
 def dot(state: GraphState, nodes: list[Node]) -> str:
-    ids = {node.id for node in nodes}
     lines = ["digraph contextflow {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
     for node in nodes:
         lines.append(f'  "{node.id}" [label="{_dot_text(node.type)}\\n{_dot_text(clip(node.content, 48))}"];')
-    for node in nodes:
-        for edge in state.edges_out(node.id):
-            if edge.target in ids:
-                lines.append(f'  "{edge.source}" -> "{edge.target}" [label="{edge.type}"];')
+    lines += [f'  "{edge.source}" -> "{edge.target}" [label="{edge.type}"];' for edge in _edges_among(state, nodes)]
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -147,9 +147,8 @@ class _Parser:
         return self.tokens[self.index]
 
     def take(self) -> Token:
-        token = self.tokens[self.index]
         self.index += 1
-        return token
+        return self.tokens[self.index - 1]
 
     def is_op(self, name: str) -> bool:
         return self.peek.kind == "word" and self.peek.text == name
@@ -325,17 +324,10 @@ class _Evaluator:
             return state.by_type.get(leaf.value, set())
         if leaf.field == "tag":
             if leaf.op == "prefix":
-                found: set[str] = set()
-                for name, members in state.by_tag.items():
-                    if name.startswith(leaf.value):
-                        found |= members
-                return found
+                return set().union(*(members for name, members in state.by_tag.items() if name.startswith(leaf.value)))
             if leaf.op == "plain":  # tag:archived is the tag `archived` or any `namespace:archived`
-                found = set(state.by_tag.get(leaf.value, set()))
-                for name, members in state.by_tag.items():
-                    if name.partition(":")[2] == leaf.value:
-                        found |= members
-                return found
+                others = (members for name, members in state.by_tag.items() if name.partition(":")[2] == leaf.value)
+                return set().union(state.by_tag.get(leaf.value, set()), *others)
             return state.by_tag.get(leaf.value, set())
         if leaf.field == "from":
             return {edge.target for edge in state.edges_out(self.resolve(leaf.value, "from"))}

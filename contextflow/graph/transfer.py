@@ -22,24 +22,19 @@ from contextflow.events import Event
 from contextflow.graph import model
 from contextflow.graph.ops import edge_item, graph, node_item
 from contextflow.graph.query import evaluate, parse
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import GraphState
 from contextflow.timeutil import now_ms
 
 FORMAT = "contextflow-graph"
 VERSION = 1
 
 
-def _selected(state: GraphState, query: str | None) -> list[Node]:
-    ids = evaluate(parse(query), state, now_ms()) if query else state.live
-    return sorted((state.nodes[i] for i in ids), key=lambda node: node.created_key)
-
-
 def export_graph(app: App, query: Any = None) -> dict[str, Any]:
     if query is not None and not isinstance(query, str):
         raise InputError("query must be a string")
     state = graph(app)
-    chosen = _selected(state, query or None)
-    ids = {node.id for node in chosen}
+    ids = evaluate(parse(query), state, now_ms()) if query else state.live
+    chosen = sorted((state.nodes[i] for i in ids), key=lambda node: node.created_key)
     return {
         "format": FORMAT,
         "version": VERSION,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from contextflow.clock import stamp_iso
 from contextflow.events import Event, OrderKey
@@ -57,7 +57,7 @@ Mark = tuple[Any, ...]
 NO_MARK: Mark = (ZERO, ZERO)
 
 
-def is_on(mark: Mark | None) -> bool:
+def is_on(mark: Mark | None) -> TypeGuard[Mark]:
     return mark is not None and mark[0] > mark[1]
 
 
@@ -108,15 +108,13 @@ class GraphState:
         return self.nodes[node_id] if node_id in self.live else None
 
     def tags_of(self, node_id: str) -> set[str]:
-        marks = self.tag_marks.get(node_id, {})
-        return {name for name, mark in marks.items() if mark[0] > mark[1]}
+        return {name for name, mark in self.tag_marks.get(node_id, {}).items() if mark[0] > mark[1]}
 
     def _edge(self, key: EdgeKey) -> Edge | None:
         mark = self.edges.get(key)
-        if not is_on(mark) or key[0] not in self.live or key[1] not in self.live:
-            return None
-        assert mark is not None
-        return Edge(mark[2], key[0], key[1], key[2], stamp_iso(mark[0][0]), mark[3] or {})
+        if is_on(mark) and key[0] in self.live and key[1] in self.live:
+            return Edge(mark[2], key[0], key[1], key[2], stamp_iso(mark[0][0]), mark[3] or {})
+        return None
 
     def edges_out(self, node_id: str) -> list[Edge]:
         found = (self._edge((node_id, to, kind)) for to, kind in self.out.get(node_id, ()))
@@ -155,10 +153,7 @@ class GraphState:
 
     def saved_view(self, name: str) -> SavedView | None:
         mark = self.views.get(name)
-        if not is_on(mark):
-            return None
-        assert mark is not None
-        return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0]))
+        return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0])) if is_on(mark) else None
 
 
 # -- folding ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (t
 _S: JSON = {"type": "string"}
 _INT: JSON = {"type": "integer"}
 _BOOL: JSON = {"type": "boolean"}
+_STRINGS: JSON = {"type": "array", "items": _S}
 _ID: JSON = {**_S, "description": "Node id or a unique prefix of it."}
 _TAGS: JSON = {"type": "array", "items": _S, "maxItems": MAX_TAGS,
                "description": "namespace:value tags, e.g. project:shop, task:oauth, tier:reference."}
@@ -53,9 +54,13 @@ def _node_id(name: str = "id") -> Param:
 FORMAT = _arg("format", {**_S, "enum": ["text", "json", "markdown"]}, "output format (default text)",
               cli_default="text")
 STDIN = _arg("stdin", _BOOL, "read the content from standard input")
-TAG = _arg("tags", {"type": "array", "items": _S}, "a namespace:value tag (repeatable)", flag="--tag")
+TAG = _arg("tags", _STRINGS, "a namespace:value tag (repeatable)", flag="--tag")
 AGENT = _arg("agent", help="who writes it (default 'human')", cli_default="human")
 INCLUDE_ARCHIVED = _arg("include_archived", _BOOL, "also load tier:off-context nodes")
+ENDS = (_arg("source", required=True, positional=True, metavar="FROM"),
+        _arg("target", required=True, positional=True, metavar="TO"))
+TAGGED = (_node_id(), _arg("tags", _STRINGS, required=True, positional=True, metavar="TAG"))
+TAG_FLAG = _arg("tags", _STRINGS, flag="--tag")
 
 
 def _command(words: tuple[str, ...], summary: str, params: tuple[Param, ...], handler: str,
@@ -75,7 +80,7 @@ COMMANDS = (
         _arg("content", help="the node's content (or --stdin)", positional=True),
         _arg("type", {**_NODE_TYPE}, "node type", required=True),
         TAG,
-        _arg("meta", {"type": "array", "items": _S}, "metadata key=value (repeatable)"),
+        _arg("meta", _STRINGS, "metadata key=value (repeatable)"),
         _arg("summary", help="a short summary of the content"),
         _arg("supersedes", help="id of a node this one replaces"),
         AGENT,
@@ -88,7 +93,7 @@ COMMANDS = (
         _arg("content"),
         _arg("type", {**_NODE_TYPE}),
         _arg("summary"),
-        _arg("meta", {"type": "array", "items": _S}, "key=value to set, key= to remove (repeatable)"),
+        _arg("meta", _STRINGS, "key=value to set, key= to remove (repeatable)"),
         _arg("stdin", _BOOL, "read the new content from standard input"),
     ), "update", "Change a node's content, type, summary or metadata.", writes=True),
     _command(("delete",), "Delete a node and its edges.",
@@ -101,25 +106,18 @@ COMMANDS = (
         _arg("limit", _INT, cli_default=20),
         FORMAT,
     ), "list_nodes", "List nodes, most recently updated first."),
-    _command(("link",), "Link two nodes.", (
-        _arg("source", required=True, positional=True, metavar="FROM"),
-        _arg("target", required=True, positional=True, metavar="TO"),
-        _arg("type", help=f"one of {', '.join(EDGE_TYPES)}", cli_default="RELATES_TO"),
-    ), "link", "Add a typed edge FROM -> TO (linking twice is a no-op).", writes=True),
-    _command(("unlink",), "Remove edges between two nodes.", (
-        _arg("source", required=True, positional=True, metavar="FROM"),
-        _arg("target", required=True, positional=True, metavar="TO"),
-        _arg("type", help="only this edge type"),
-    ), "unlink", "Remove edges FROM -> TO (of one type, or all).", writes=True),
+    _command(("link",), "Link two nodes.",
+             (*ENDS, _arg("type", help=f"one of {', '.join(EDGE_TYPES)}", cli_default="RELATES_TO")), "link",
+             "Add a typed edge FROM -> TO (linking twice is a no-op).", writes=True),
+    _command(("unlink",), "Remove edges between two nodes.", (*ENDS, _arg("type", help="only this edge type")),
+             "unlink", "Remove edges FROM -> TO (of one type, or all).", writes=True),
     _command(("edges",), "Show a node's edges.",
              (_node_id(), _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
              "edges", "Show the edges of a node."),
-    _command(("tag",), "Add tags to a node.",
-             (_node_id(), _arg("tags", {"type": "array", "items": _S}, required=True, positional=True, metavar="TAG")),
-             "tag", "Add tags to a node (namespace:value, e.g. tier:working).", writes=True),
-    _command(("untag",), "Remove tags from a node.",
-             (_node_id(), _arg("tags", {"type": "array", "items": _S}, required=True, positional=True, metavar="TAG")),
-             "untag", "Remove tags from a node (namespace:value, e.g. tier:working).", writes=True),
+    _command(("tag",), "Add tags to a node.", TAGGED, "tag",
+             "Add tags to a node (namespace:value, e.g. tier:working).", writes=True),
+    _command(("untag",), "Remove tags from a node.", TAGGED, "untag",
+             "Remove tags from a node (namespace:value, e.g. tier:working).", writes=True),
     _command(("tags",), "List tags with node counts.",
              (_arg("prefix", help="only tags starting with this, e.g. task:"),),
              "tags", "List the tags in use and how many nodes carry each."),
@@ -134,11 +132,11 @@ COMMANDS = (
     _command(("related",), "Nodes near a node.", (_node_id(), _arg("depth", _INT, cli_default=1)),
              "related", "Nodes within --depth hops along any edge."),
     _command(("summarize",), "Summarize nodes with provenance.", (
-        _arg("ids", {"type": "array", "items": _S}, required=True, positional=True, metavar="ID"),
+        _arg("ids", _STRINGS, required=True, positional=True, metavar="ID"),
         _arg("content", help="the summary text (or --stdin)"),
         _arg("stdin", _BOOL, "read the summary from standard input"),
         _arg("archive_sources", _BOOL, "move the sources to tier:off-context"),
-        _arg("tags", {"type": "array", "items": _S}, flag="--tag"),
+        TAG_FLAG,
         _arg("agent", cli_default="human"),
     ), "summarize", "Create a summary node with DERIVED_FROM edges to each source.", writes=True),
     _command(("supersede",), "Mark a node as replaced by another.",
@@ -169,8 +167,7 @@ COMMANDS = (
     ), "import_", "Import an export from FILE or stdin. With --merge, nodes already here are skipped, so importing "
        "the same export twice changes nothing.", writes=True),
     _command(("ingest",), "Store a text file as a source node.",
-             (_arg("file", required=True, positional=True), _arg("tags", {"type": "array", "items": _S}, flag="--tag"),
-              _arg("agent", cli_default="human")),
+             (_arg("file", required=True, positional=True), TAG_FLAG, _arg("agent", cli_default="human")),
              "ingest", "Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
              "supersedes its previous version).", writes=True),
     _command(("graph",), "Draw the graph (Mermaid or dot).", (

@@ -85,12 +85,15 @@ def _composed(result: Composed) -> Reply:
     return Reply(result.text, result.as_dict(), note=result.report())
 
 
-def _content(args: JSON) -> str | None:
+def _content(args: JSON, missing: str = "") -> str | None:
+    """The content argument or standard input; `missing` is the error when neither is given."""
     value = args.get("content")
     if args.get("stdin"):
         if value:
             raise InputError("pass the content as an argument or with --stdin, not both")
         return sys.stdin.read()
+    if value is None and missing:
+        raise InputError(missing)
     return value
 
 
@@ -187,9 +190,7 @@ def graph_status(app: App, args: JSON) -> Reply:
 
 
 def add(app: App, args: JSON) -> Reply:
-    content = _content(args)
-    if content is None:
-        raise InputError("add needs the content: pass it as an argument or with --stdin")
+    content = _content(args, "add needs the content: pass it as an argument or with --stdin")
     event = ops.add_node(
         app, type=args["type"], content=content, tags=args.get("tags"), metadata=model.meta_pairs(args.get("meta")),
         summary=args.get("summary"), agent=args.get("agent"), supersedes=args.get("supersedes"),
@@ -200,11 +201,9 @@ def add(app: App, args: JSON) -> Reply:
 def show(app: App, args: JSON) -> Reply:
     state = ops.graph(app)
     node = ops.resolve(state, args["id"])
-    with_edges = bool(args.get("with_edges"))
-    data = explore.node_dict(state, node, with_edges=with_edges)
-    if args.get("format") == "markdown":
-        return Reply(render_node(state, node), data)
-    return Reply(node_text(state, node, with_edges=with_edges), data)
+    linked = bool(args.get("with_edges"))
+    text = render_node(state, node) if args.get("format") == "markdown" else node_text(state, node, with_edges=linked)
+    return Reply(text, explore.node_dict(state, node, with_edges=linked))
 
 
 def update(app: App, args: JSON) -> Reply:
@@ -286,9 +285,7 @@ def related(app: App, args: JSON) -> Reply:
 
 
 def summarize(app: App, args: JSON) -> Reply:
-    content = _content(args)
-    if content is None:
-        raise InputError("summarize needs the summary text: pass --content TEXT or --stdin")
+    content = _content(args, "summarize needs the summary text: pass --content TEXT or --stdin")
     done = ops.summarize(app, args["ids"], content, archive_sources=bool(args.get("archive_sources")),
                          tags=args.get("tags"), agent=args.get("agent"))
     return _summarized(_written(app, done.id, f"Created summary: {done.id}"), done)
