@@ -48,6 +48,7 @@ def context_delete(app: App, args: JSON) -> Reply:
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 
+
 # -- orientation ---------------------------------------------------------------------------
 
 
@@ -97,10 +98,10 @@ def timeline_create_thread(app: App, args: JSON) -> Reply:
 def timeline_list_threads(app: App, args: JSON) -> Reply:
     moment = _now()
     state = timeline.timeline_state(app)
-    found = timeline.list_threads(app, **args)
-    blocks = [orient.whereabouts_text(timeline.whereabouts(state, thread), moment) for thread in found]
+    found = [timeline.whereabouts(state, thread) for thread in timeline.list_threads(app, **args)]
+    blocks = [orient.whereabouts_text(where, moment) for where in found]
     text = f"Threads, most recently active first: {len(found)}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
-    payload = {"count": len(found), "threads": [orient.whereabouts_dict(timeline.whereabouts(state, t)) for t in found]}
+    payload = {"count": len(found), "threads": [orient.whereabouts_dict(where) for where in found]}
     return Reply(text if found else "No threads yet. Start one with timeline_create_thread.", payload)
 
 
