@@ -152,14 +152,10 @@ def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
 def whereabouts_text(where: timeline.Whereabouts, now: datetime) -> str:
     lines = [thread_header(where.thread, now, where.thought_count)]
     if where.trail:
-        lines.append(
-            "  trail: " + " <- ".join(f"{clip(c.thread.name, 40)} ({c.thread.id})" for c in where.trail)
-        )
+        lines.append("  trail: " + " <- ".join(f"{clip(c.thread.name, 40)} ({c.thread.id})" for c in where.trail))
     if where.position is not None:
         lines.append(thought_text(where.position, now, 300, "here: "))
-    if where.last_thought is not None and (
-        where.position is None or where.last_thought.id != where.position.id
-    ):
+    if where.last_thought is not None and (where.position is None or where.last_thought.id != where.position.id):
         lines.append(thought_text(where.last_thought, now, 300, "last: "))
     if where.position is None and where.last_thought is None:
         lines.append("(no thoughts yet)")
@@ -172,15 +168,11 @@ def thread_detail_text(detail: timeline.ThreadDetail, now: datetime) -> str:
     if thread.description:
         lines.append("description:\n" + quote(thread.description))
     if detail.parent_thought is not None:
-        lines.append(
-            f"started from thought {detail.parent_thought.id} on thread {detail.parent_thought.thread_id}"
-        )
+        lines.append(f"started from thought {detail.parent_thought.id} on thread {detail.parent_thought.thread_id}")
     lines.append(f"you are here: {detail.position.id if detail.position else '(no position yet)'}")
     shown = len(detail.thoughts)
     lines.append(
-        f"\nthoughts (oldest first, {shown} of {detail.total_thoughts}):"
-        if detail.thoughts
-        else "\nno thoughts yet"
+        f"\nthoughts (oldest first, {shown} of {detail.total_thoughts}):" if detail.thoughts else "\nno thoughts yet"
     )
     for number, thought in enumerate(detail.thoughts, detail.total_thoughts - shown + 1):
         here = detail.position is not None and thought.id == detail.position.id
@@ -198,9 +190,7 @@ def _handoff(app: App) -> tuple[str | None, Any]:
     active = sessions.active_session(app)
     if not active:
         return None, None
-    return active, sessions.latest_handoff(
-        app, sessions.EntryFilter(app.settings.default_project, session_id=active)
-    )
+    return active, sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project, session_id=active))
 
 
 def _more(app: App, status: str, shown: int) -> list[str]:
@@ -247,9 +237,7 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         "",
         "## Latest handoff" + (f" (active session {clean(session_id, True)})" if session_id else ""),
     ]
-    lines.append(
-        entry_text(handoff) if handoff else "(no active session)" if not session_id else "(none yet)"
-    )
+    lines.append(entry_text(handoff) if handoff else "(no active session)" if not session_id else "(none yet)")
     data = {
         "now": iso(moment),
         "active_threads": [whereabouts_dict(where) for where in active],

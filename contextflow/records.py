@@ -105,9 +105,7 @@ def _identity(app: App, state: RecordsState, key: str, project: object) -> Recor
     live = [name for name in holders if state.live((name, key)) is not None]
     candidates = live or holders
     if len(candidates) > 1:
-        raise InputError(
-            f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one"
-        )
+        raise InputError(f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one")
     return (candidates[0], key) if candidates else (default, key)
 
 

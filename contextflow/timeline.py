@@ -116,15 +116,11 @@ def update_thread(
     if name is not None:
         changes["name"] = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
     if description is not None:
-        changes["description"] = (
-            checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
-        )
+        changes["description"] = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
     if status is not None:
         changes["status"] = checks.choice(status, "status", THREAD_STATUSES)
     if not changes:
-        raise InputError(
-            "nothing to change: pass name, description or status (active|paused|completed|abandoned)"
-        )
+        raise InputError("nothing to change: pass name, description or status (active|paused|completed|abandoned)")
     return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
 
 
@@ -214,9 +210,7 @@ def update_thought(
     thought = resolve_thought(app, thought_id)
     changes: dict[str, Any] = {}
     if content is not None:
-        changes["content"] = checks.text(
-            content, "content", required=True, max_chars=app.settings.max_note_chars
-        )
+        changes["content"] = checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars)
     if status is not None:
         changes["status"] = checks.choice(status, "status", THOUGHT_STATUSES)
     if thought_type is not None:

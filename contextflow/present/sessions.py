@@ -258,9 +258,7 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
-    return tuple(
-        (s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
-    )
+    return tuple((s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app))
 
 
 # -- resources -----------------------------------------------------------------------------
