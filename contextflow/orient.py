@@ -7,7 +7,6 @@ header carrying its provenance (kind, id, writer, agent, time).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from contextflow import records, sessions, timeline
 from contextflow.app import App
 from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.events import OrderKey, as_dict
+from contextflow.operations.spec import Reply
 from contextflow.present.provenance import header
 from contextflow.present.sessions import entry_text
 from contextflow.text import DATA_NOTICE, clean, clip, quote
@@ -27,12 +27,6 @@ from contextflow.views.timeline import Thought, Thread
 
 RECENT_IN_WHEREAMI = 5
 MAX_PINNED_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class Report:
-    text: str
-    data: dict[str, Any]
 
 
 def _when(key: OrderKey, now: datetime) -> str:
@@ -200,7 +194,7 @@ def _more(app: App, status: str, shown: int) -> list[str]:
     return [f"({total - shown} older {status} threads not shown: timeline_list_threads status={status})\n"]
 
 
-def whereami(app: App, now: datetime | None = None) -> Report:
+def whereami(app: App, now: datetime | None = None) -> Reply:
     """Active threads (position, last thought), pinned, waiting and recent context, latest handoff."""
     moment = now or datetime.now(UTC)
     active = timeline.where_am_i(app)
@@ -233,10 +227,7 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
     lines += ["", "## Recent context (7 days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]
-    lines += [
-        "",
-        "## Latest handoff" + (f" (active session {clean(session_id, True)})" if session_id else ""),
-    ]
+    lines += ["", "## Latest handoff" + (f" (active session {clean(session_id, True)})" if session_id else "")]
     lines.append(entry_text(handoff) if handoff else "(no active session)" if not session_id else "(none yet)")
     data = {
         "now": iso(moment),
@@ -247,10 +238,10 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         "active_session": session_id,
         "latest_handoff": as_dict(handoff) if handoff else None,
     }
-    return Report("\n".join(lines), data)
+    return Reply("\n".join(lines), data)
 
 
-def wherewasi(app: App, now: datetime | None = None) -> Report:
+def wherewasi(app: App, now: datetime | None = None) -> Reply:
     """Paused threads: how long ago, last thought, and the context records linked to them."""
     moment = now or datetime.now(UTC)
     paused = timeline.where_am_i(app, status="paused")
@@ -274,7 +265,7 @@ def wherewasi(app: App, now: datetime | None = None) -> Report:
     if not paused:
         lines.append("(no paused threads)")
     lines += _more(app, "paused", len(paused))
-    return Report("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
+    return Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
 
 
 def remember_prompt(what: str) -> str:

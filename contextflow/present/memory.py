@@ -53,13 +53,11 @@ def context_delete(app: App, args: JSON) -> Reply:
 
 
 def whereami(app: App, args: JSON) -> Reply:
-    report = orient.whereami(app)
-    return Reply(report.text, report.data)
+    return orient.whereami(app)
 
 
 def wherewasi(app: App, args: JSON) -> Reply:
-    report = orient.wherewasi(app)
-    return Reply(report.text, report.data)
+    return orient.wherewasi(app)
 
 
 def whereami_prompt(app: App, args: dict[str, str]) -> str:
@@ -167,12 +165,10 @@ def timeline_go_tangent(app: App, args: JSON) -> Reply:
 def timeline_return(app: App, args: JSON) -> Reply:
     done = timeline.return_from(app, **args)
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
-    return Reply(
-        text,
-        {
-            "thread_id": done.tangent.id,
-            "status": done.status,
-            "parent_thread_id": done.parent.id,
-            "position_thought_id": done.position.id,
-        },
-    )
+    data = {
+        "thread_id": done.tangent.id,
+        "status": done.status,
+        "parent_thread_id": done.parent.id,
+        "position_thought_id": done.position.id,
+    }
+    return Reply(text, data)
