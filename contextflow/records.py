@@ -142,12 +142,9 @@ def set_record(
         current = None
     previous = current.data if current is not None else {}
     data["category"] = chosen or previous.get("category") or default_category(name)
-    if label is not None:
-        shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS)
-        if shown:
-            data["label"] = shown
-    elif previous.get("label"):
-        data["label"] = previous["label"]
+    shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS) if label is not None else previous.get("label")
+    if shown:
+        data["label"] = shown
     if thread_id is not None:
         if checks.text(thread_id, "thread_id"):
             data["thread_id"] = resolve_thread(app, thread_id).id

@@ -9,6 +9,7 @@ deleting it is safe. A read the tails cannot prove complete falls back to the fu
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,11 +116,8 @@ def save(store: Store, state: SessionsState) -> None:
     the sidecar is an optimisation, so no stored line, however odd, can fail a command here)."""
     if not store.shares_state:
         return
-    try:
-        record = _record(store, state)
-        atomic_write(_path(store), orjson.dumps(record), fsync=False)
-    except Exception:
-        pass
+    with contextlib.suppress(Exception):
+        atomic_write(_path(store), orjson.dumps(_record(store, state)), fsync=False)
 
 
 def _record(store: Store, state: SessionsState) -> dict[str, Any]:

@@ -308,12 +308,7 @@ def go_tangent(
     note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {title}"
     data = _thought_data(app, parent, note, "tangent_start", metadata, agent)
     marker = app.store.append(THOUGHT, data)
-    child: dict[str, Any] = {
-        "name": title,
-        "status": "active",
-        "parent_thought_id": marker.id,
-        **agent_field(agent),
-    }
+    child: dict[str, Any] = {"name": title, "status": "active", "parent_thought_id": marker.id, **agent_field(agent)}
     if described:
         child["description"] = described
     return Tangent(marker, app.store.append(THREAD, child))

@@ -37,17 +37,13 @@ def entry_header(event: Event, index: int | None = None) -> str:
 
 def entry_text(event: Event, index: int | None = None) -> str:
     data = event.data
-    body: list[str] = []
     if event.kind == "note":
-        body.append(quote(data.get("text", "")))
+        body = [quote(data.get("text", ""))]
     else:
-        body.append("summary:")
-        body.append(quote(data.get("summary", "")))
+        body = ["summary:", quote(data.get("summary", ""))]
         for name in ("next_steps", "open_questions", "files"):
-            items = data.get(name) or []
-            if items:
-                body.append(f"{name}:")
-                body.append(quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1))))
+            if items := data.get(name):
+                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
     if data.get("tags"):
         body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
     return entry_header(event, index) + "\n" + "\n".join(body)
