@@ -180,13 +180,6 @@ def thread_detail_text(detail: timeline.ThreadDetail, now: datetime) -> str:
 # -- /whereami, /wherewasi, /remember ------------------------------------------------------
 
 
-def _handoff(app: App) -> tuple[str | None, Any]:
-    active = sessions.active_session(app)
-    if not active:
-        return None, None
-    return active, sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project, session_id=active))
-
-
 def _more(app: App, status: str, shown: int) -> list[str]:
     total = timeline.thread_count(app, status)
     if total <= shown:
@@ -208,7 +201,9 @@ def whereami(app: App, now: datetime | None = None) -> Reply:
         for r in records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
         if r.key not in shown
     ][:RECENT_IN_WHEREAMI]
-    session_id, handoff = _handoff(app)
+    session_id = sessions.active_session(app)
+    in_session = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
+    handoff = sessions.latest_handoff(app, in_session) if session_id else None
     lines = [f"# Where am I ({iso(moment)}, store {app.store.folder})", DATA_NOTICE, "", "## Active work"]
     lines += [whereabouts_text(where, moment) + "\n" for where in active] or ["(no active threads)\n"]
     lines += _more(app, "active", len(active))

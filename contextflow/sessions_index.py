@@ -53,12 +53,6 @@ def _path(store: Store) -> Path:
     return store.state_dir / FILE_NAME
 
 
-def _summary_record(summary: SessionSummary) -> dict[str, Any]:
-    record = dict(vars(summary))
-    record["agents"] = sorted(summary.agents)
-    return record
-
-
 def _summary(record: dict[str, Any]) -> SessionSummary:
     fields = dict(record)
     for key in ("latest_key", "task_key", "handoff_key"):
@@ -134,7 +128,9 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
         "format": INDEX_FORMAT,
         "code": code_fingerprint(),
         "logs": store.signatures(),
-        "projects": {p: [_summary_record(s) for s in state.recent_sessions(p)] for p in state.summaries},
+        "projects": {
+            p: [{**vars(s), "agents": sorted(s.agents)} for s in state.recent_sessions(p)] for p in state.summaries
+        },
         "project_tails": {
             p: {"lines": _lines(entries[-PROJECT_TAIL:]), "complete": len(entries) <= PROJECT_TAIL}
             for p, entries in state.by_project.items()
