@@ -18,7 +18,7 @@ from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.events import OrderKey, as_dict
 from contextflow.operations.spec import Reply
 from contextflow.present.provenance import header
-from contextflow.present.sessions import entry_text
+from contextflow.present.sessions import dumps, entry_text
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.timeutil import age
 from contextflow.timeutil import to_iso as iso
@@ -35,7 +35,7 @@ def _when(key: OrderKey, now: datetime) -> str:
 
 def _value_text(value: Any, limit: int | None) -> str:
     if limit is None:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+        return dumps(value)
     return clip(orjson.dumps(value).decode(), limit)
 
 
@@ -133,11 +133,7 @@ def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
         "position": thought_dict(where.position) if where.position else None,
         "last_thought": thought_dict(where.last_thought) if where.last_thought else None,
         "trail": [
-            {
-                "thread_id": c.thread.id,
-                "thread_name": c.thread.name,
-                "thought_id": c.thought.id if c.thought else None,
-            }
+            {"thread_id": c.thread.id, "thread_name": c.thread.name, "thought_id": c.thought.id if c.thought else None}
             for c in where.trail
         ],
     }
@@ -250,13 +246,8 @@ def wherewasi(app: App, now: datetime | None = None) -> Reply:
         lines.append("context:" if linked else "context: (none linked)")
         lines += ["  " + line for r in linked for line in record_text(r, moment).split("\n")]
         lines.append("")
-        items.append(
-            {
-                **whereabouts_dict(where),
-                "paused_at": stamp_iso(since[0]),
-                "context": [records.record_dict(r) for r in linked],
-            }
-        )
+        context = [records.record_dict(r) for r in linked]
+        items.append({**whereabouts_dict(where), "paused_at": stamp_iso(since[0]), "context": context})
     if not paused:
         lines.append("(no paused threads)")
     lines += _more(app, "paused", len(paused))
