@@ -57,11 +57,9 @@ def checked_name(value: object, name: str, *, required: bool = False) -> str | N
 
 
 def active_session(app: App) -> str | None:
-    if app.settings.active_session:
-        return app.settings.active_session
     path = app.settings.active_session_file
-    if path is None:
-        return None
+    if app.settings.active_session or path is None:
+        return app.settings.active_session or None
     try:
         return path.read_text(encoding="utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
