@@ -7,7 +7,6 @@ header carrying its provenance (kind, id, writer, agent, time).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,8 +16,9 @@ from contextflow import records, sessions, timeline
 from contextflow.app import App
 from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.events import OrderKey, as_dict
+from contextflow.operations.spec import Reply
 from contextflow.present.provenance import header
-from contextflow.present.sessions import entry_text
+from contextflow.present.sessions import dumps, entry_text
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.timeutil import age
 from contextflow.timeutil import to_iso as iso
@@ -29,19 +29,13 @@ RECENT_IN_WHEREAMI = 5
 MAX_PINNED_SHOWN = 20
 
 
-@dataclass(frozen=True)
-class Report:
-    text: str
-    data: dict[str, Any]
-
-
 def _when(key: OrderKey, now: datetime) -> str:
     return age(datetime.fromtimestamp(stamp_ms(key[0]) / 1000, tz=UTC), now)
 
 
 def _value_text(value: Any, limit: int | None) -> str:
     if limit is None:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+        return dumps(value)
     return clip(orjson.dumps(value).decode(), limit)
 
 
@@ -139,11 +133,7 @@ def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
         "position": thought_dict(where.position) if where.position else None,
         "last_thought": thought_dict(where.last_thought) if where.last_thought else None,
         "trail": [
-            {
-                "thread_id": c.thread.id,
-                "thread_name": c.thread.name,
-                "thought_id": c.thought.id if c.thought else None,
-            }
+            {"thread_id": c.thread.id, "thread_name": c.thread.name, "thought_id": c.thought.id if c.thought else None}
             for c in where.trail
         ],
     }
@@ -152,14 +142,10 @@ def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
 def whereabouts_text(where: timeline.Whereabouts, now: datetime) -> str:
     lines = [thread_header(where.thread, now, where.thought_count)]
     if where.trail:
-        lines.append(
-            "  trail: " + " <- ".join(f"{clip(c.thread.name, 40)} ({c.thread.id})" for c in where.trail)
-        )
+        lines.append("  trail: " + " <- ".join(f"{clip(c.thread.name, 40)} ({c.thread.id})" for c in where.trail))
     if where.position is not None:
         lines.append(thought_text(where.position, now, 300, "here: "))
-    if where.last_thought is not None and (
-        where.position is None or where.last_thought.id != where.position.id
-    ):
+    if where.last_thought is not None and (where.position is None or where.last_thought.id != where.position.id):
         lines.append(thought_text(where.last_thought, now, 300, "last: "))
     if where.position is None and where.last_thought is None:
         lines.append("(no thoughts yet)")
@@ -172,15 +158,11 @@ def thread_detail_text(detail: timeline.ThreadDetail, now: datetime) -> str:
     if thread.description:
         lines.append("description:\n" + quote(thread.description))
     if detail.parent_thought is not None:
-        lines.append(
-            f"started from thought {detail.parent_thought.id} on thread {detail.parent_thought.thread_id}"
-        )
+        lines.append(f"started from thought {detail.parent_thought.id} on thread {detail.parent_thought.thread_id}")
     lines.append(f"you are here: {detail.position.id if detail.position else '(no position yet)'}")
     shown = len(detail.thoughts)
     lines.append(
-        f"\nthoughts (oldest first, {shown} of {detail.total_thoughts}):"
-        if detail.thoughts
-        else "\nno thoughts yet"
+        f"\nthoughts (oldest first, {shown} of {detail.total_thoughts}):" if detail.thoughts else "\nno thoughts yet"
     )
     for number, thought in enumerate(detail.thoughts, detail.total_thoughts - shown + 1):
         here = detail.position is not None and thought.id == detail.position.id
@@ -194,15 +176,6 @@ def thread_detail_text(detail: timeline.ThreadDetail, now: datetime) -> str:
 # -- /whereami, /wherewasi, /remember ------------------------------------------------------
 
 
-def _handoff(app: App) -> tuple[str | None, Any]:
-    active = sessions.active_session(app)
-    if not active:
-        return None, None
-    return active, sessions.latest_handoff(
-        app, sessions.EntryFilter(app.settings.default_project, session_id=active)
-    )
-
-
 def _more(app: App, status: str, shown: int) -> list[str]:
     total = timeline.thread_count(app, status)
     if total <= shown:
@@ -210,7 +183,7 @@ def _more(app: App, status: str, shown: int) -> list[str]:
     return [f"({total - shown} older {status} threads not shown: timeline_list_threads status={status})\n"]
 
 
-def whereami(app: App, now: datetime | None = None) -> Report:
+def whereami(app: App, now: datetime | None = None) -> Reply:
     """Active threads (position, last thought), pinned, waiting and recent context, latest handoff."""
     moment = now or datetime.now(UTC)
     active = timeline.where_am_i(app)
@@ -224,7 +197,9 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         for r in records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
         if r.key not in shown
     ][:RECENT_IN_WHEREAMI]
-    session_id, handoff = _handoff(app)
+    session_id = sessions.active_session(app)
+    in_session = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
+    handoff = sessions.latest_handoff(app, in_session) if session_id else None
     lines = [f"# Where am I ({iso(moment)}, store {app.store.folder})", DATA_NOTICE, "", "## Active work"]
     lines += [whereabouts_text(where, moment) + "\n" for where in active] or ["(no active threads)\n"]
     lines += _more(app, "active", len(active))
@@ -243,13 +218,8 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
     lines += ["", "## Recent context (7 days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]
-    lines += [
-        "",
-        "## Latest handoff" + (f" (active session {clean(session_id, True)})" if session_id else ""),
-    ]
-    lines.append(
-        entry_text(handoff) if handoff else "(no active session)" if not session_id else "(none yet)"
-    )
+    lines += ["", "## Latest handoff" + (f" (active session {clean(session_id, True)})" if session_id else "")]
+    lines.append(entry_text(handoff) if handoff else "(no active session)" if not session_id else "(none yet)")
     data = {
         "now": iso(moment),
         "active_threads": [whereabouts_dict(where) for where in active],
@@ -259,10 +229,10 @@ def whereami(app: App, now: datetime | None = None) -> Report:
         "active_session": session_id,
         "latest_handoff": as_dict(handoff) if handoff else None,
     }
-    return Report("\n".join(lines), data)
+    return Reply("\n".join(lines), data)
 
 
-def wherewasi(app: App, now: datetime | None = None) -> Report:
+def wherewasi(app: App, now: datetime | None = None) -> Reply:
     """Paused threads: how long ago, last thought, and the context records linked to them."""
     moment = now or datetime.now(UTC)
     paused = timeline.where_am_i(app, status="paused")
@@ -276,17 +246,12 @@ def wherewasi(app: App, now: datetime | None = None) -> Report:
         lines.append("context:" if linked else "context: (none linked)")
         lines += ["  " + line for r in linked for line in record_text(r, moment).split("\n")]
         lines.append("")
-        items.append(
-            {
-                **whereabouts_dict(where),
-                "paused_at": stamp_iso(since[0]),
-                "context": [records.record_dict(r) for r in linked],
-            }
-        )
+        context = [records.record_dict(r) for r in linked]
+        items.append({**whereabouts_dict(where), "paused_at": stamp_iso(since[0]), "context": context})
     if not paused:
         lines.append("(no paused threads)")
     lines += _more(app, "paused", len(paused))
-    return Report("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
+    return Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
 
 
 def remember_prompt(what: str) -> str:

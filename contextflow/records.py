@@ -27,7 +27,7 @@ from contextflow.app import App
 from contextflow.clock import stamp_from_ms, stamp_iso
 from contextflow.errors import InputError, NotFoundError
 from contextflow.events import Event
-from contextflow.timeline import resolve_thread
+from contextflow.timeline import agent_field, resolve_thread
 from contextflow.views.records import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState
 from contextflow.views.sessions import project_of
 
@@ -57,12 +57,9 @@ def records_state(app: App) -> RecordsState:
     return state
 
 
-def _now(now: datetime | None) -> datetime:
-    return now if now is not None else timeutil.now()
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
+def _ms(moment: datetime | None) -> int:
+    """Milliseconds since the epoch of `moment`, default now."""
+    return int((moment or timeutil.now()).timestamp() * 1000)
 
 
 def check_key(value: object, name: str = "key") -> str:
@@ -108,9 +105,7 @@ def _identity(app: App, state: RecordsState, key: str, project: object) -> Recor
     live = [name for name in holders if state.live((name, key)) is not None]
     candidates = live or holders
     if len(candidates) > 1:
-        raise InputError(
-            f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one"
-        )
+        raise InputError(f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one")
     return (candidates[0], key) if candidates else (default, key)
 
 
@@ -120,11 +115,6 @@ def check_value(value: object) -> dict[str, Any]:
         hint='wrap plain text as {"text": "..."}',
         size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
     )
-
-
-def _expires(value: object, now: datetime) -> str | None:
-    moment = timeutil.expiry(value, now)
-    return timeutil.to_iso(moment) if moment else None
 
 
 def set_record(
@@ -142,7 +132,7 @@ def set_record(
     now: datetime | None = None,
 ) -> Event:
     """Create or replace the record under (`project`, `key`). Omitted optional fields keep their current values."""
-    moment = _now(now)
+    moment = now or timeutil.now()
     name = check_key(key)
     chosen = check_category(category)
     owner = check_project(project) or app.settings.default_project
@@ -152,12 +142,9 @@ def set_record(
         current = None
     previous = current.data if current is not None else {}
     data["category"] = chosen or previous.get("category") or default_category(name)
-    if label is not None:
-        shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS)
-        if shown:
-            data["label"] = shown
-    elif previous.get("label"):
-        data["label"] = previous["label"]
+    shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS) if label is not None else previous.get("label")
+    if shown:
+        data["label"] = shown
     if thread_id is not None:
         if checks.text(thread_id, "thread_id"):
             data["thread_id"] = resolve_thread(app, thread_id).id
@@ -169,15 +156,13 @@ def set_record(
     if isinstance(expires_at, str) and expires_at.strip().lower() in NEVER:
         pass
     elif expires_at is not None:
-        data["expires_at"] = _expires(expires_at, moment)
+        expiry = timeutil.expiry(expires_at, moment)
+        data["expires_at"] = timeutil.to_iso(expiry) if expiry else None
     elif previous.get("expires_at"):
         data["expires_at"] = previous["expires_at"]
     elif data["category"] == CLIPBOARD:
         data["expires_at"] = timeutil.to_iso(moment + CLIPBOARD_EXPIRY)
-    agent_name = checks.text(agent, "agent", max_chars=200)
-    if agent_name:
-        data["agent"] = agent_name
-    return app.store.append(SET_KIND, data)
+    return app.store.append(SET_KIND, {**data, **agent_field(agent)})
 
 
 def _missing(state: RecordsState, identity: RecordId, now_ms: int) -> NotFoundError | None:
@@ -206,7 +191,7 @@ def get_record(app: App, *, key: object, project: object = None, now: datetime |
     name = check_key(key)
     state = records_state(app)
     identity = _identity(app, state, name, project)
-    problem = _missing(state, identity, _ms(_now(now)))
+    problem = _missing(state, identity, _ms(now))
     if problem is not None:
         raise problem
     return state.records[identity]
@@ -226,12 +211,8 @@ def delete_record(
     identity = _identity(app, state, name, project)
     record = state.records.get(identity)
     if record is None or record.deleted:
-        raise _missing(state, identity, _ms(_now(now))) or NotFoundError(name)
-    data: dict[str, Any] = {"key": name, "project": identity[0]}
-    agent_name = checks.text(agent, "agent", max_chars=200)
-    if agent_name:
-        data["agent"] = agent_name
-    return app.store.append(DELETE_KIND, data)
+        raise _missing(state, identity, _ms(now)) or NotFoundError(name)
+    return app.store.append(DELETE_KIND, {"key": name, "project": identity[0], **agent_field(agent)})
 
 
 def list_records(
@@ -256,7 +237,7 @@ def list_records(
     days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, 0, 36_500)
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, 500)
     start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
-    now_ms = _ms(_now(now))
+    now_ms = _ms(now)
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
 
     def keep(record: Record) -> bool:
@@ -295,28 +276,27 @@ def list_records(
     return out
 
 
+def _unexpired(state: RecordsState, identities: Collection[RecordId], now: datetime | None) -> list[Record]:
+    """The records under `identities` that have not expired, newest first."""
+    now_ms = _ms(now)
+    found = (state.records[identity] for identity in identities)
+    return sorted((r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True)
+
+
 def linked_records(app: App, thread_id: str, now: datetime | None = None) -> list[Record]:
     """Live records linked to a thread (any age), newest first."""
-    now_ms = _ms(_now(now))
     state = records_state(app)
-    found = [state.records[identity] for identity in state.by_thread.get(thread_id, ())]
-    return sorted(
-        (r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True
-    )
+    return _unexpired(state, state.by_thread.get(thread_id, set()), now)
 
 
 def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
-    now_ms = _ms(_now(now))
     state = records_state(app)
-    found = [state.records[identity] for identity in state.pinned]
-    return sorted(
-        (r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True
-    )
+    return _unexpired(state, state.pinned, now)
 
 
 def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_SHOWN) -> list[Record]:
     """The `limit` most recently updated records of category `waiting`, longest waiting first."""
-    now_ms = _ms(_now(now))
+    now_ms = _ms(now)
     state = records_state(app)
     found: list[Record] = []
     for *_, owner, key in reversed(state.by_category.get("waiting", [])):

@@ -10,7 +10,7 @@ import difflib
 import re
 import subprocess
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -57,11 +57,9 @@ def checked_name(value: object, name: str, *, required: bool = False) -> str | N
 
 
 def active_session(app: App) -> str | None:
-    if app.settings.active_session:
-        return app.settings.active_session
     path = app.settings.active_session_file
-    if path is None:
-        return None
+    if app.settings.active_session or path is None:
+        return app.settings.active_session or None
     try:
         return path.read_text(encoding="utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
@@ -165,6 +163,13 @@ def _base(app: App, agent: object, project: object, session_id: object, task: ob
     return base
 
 
+def _lists(app: App, **values: object) -> dict[str, list[str]]:
+    """The non-empty lists among `values`, each checked against the array limits."""
+    limits = {"max_items": app.settings.max_array_items, "max_chars": app.settings.max_array_item_chars}
+    checked = {name: checks.text_list(value, name, **limits) for name, value in values.items()}
+    return {name: items for name, items in checked.items() if items}
+
+
 def append_note(
     app: App,
     *,
@@ -181,13 +186,7 @@ def append_note(
     body = checks.text(text, "text", max_chars=limit) or checks.text(content, "content", max_chars=limit)
     if body is None:
         raise InputError("text is required: pass the note as `text` (or its alias `content`)")
-    data = _base(app, agent, project, session_id, task)
-    data["text"] = body
-    tag_list = checks.text_list(
-        tags, "tags", max_items=app.settings.max_array_items, max_chars=app.settings.max_array_item_chars
-    )
-    if tag_list:
-        data["tags"] = tag_list
+    data = {**_base(app, agent, project, session_id, task), "text": body, **_lists(app, tags=tags)}
     return app.store.append("note", data)
 
 
@@ -205,12 +204,7 @@ def write_handoff(
 ) -> Event:
     data = _base(app, agent, project, session_id, task)
     data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
-    for name, value in (("next_steps", next_steps), ("open_questions", open_questions), ("files", files)):
-        items = checks.text_list(
-            value, name, max_items=app.settings.max_array_items, max_chars=app.settings.max_array_item_chars
-        )
-        if items:
-            data[name] = items
+    data.update(_lists(app, next_steps=next_steps, open_questions=open_questions, files=files))
     return app.store.append("handoff", data)
 
 
@@ -283,16 +277,11 @@ def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple
     """Up to `count` newest matches, oldest first, and whether the search could stop early."""
     found: list[Event] = []
     for event in reversed(pool):
-        if where.since and event.ts < where.since:
-            found.reverse()
-            return found, True
+        if len(found) >= count or (where.since and event.ts < where.since):
+            return found[::-1], True
         if where.matches(event):
             found.append(event)
-            if len(found) >= count:
-                found.reverse()
-                return found, True
-    found.reverse()
-    return found, False
+    return found[::-1], len(found) >= count
 
 
 def _sidecar_tail(app: App, where: EntryFilter) -> sessions_index.Tail | None:
@@ -306,7 +295,7 @@ def _sidecar_tail(app: App, where: EntryFilter) -> sessions_index.Tail | None:
 
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
-    found = read_entries(app, EntryFilter(where.project, where.agent, where.session_id, "handoff", where.since), 1)
+    found = read_entries(app, replace(where, kind="handoff"), 1)
     return found[0] if found else None
 
 

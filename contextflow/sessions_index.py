@@ -9,6 +9,7 @@ deleting it is safe. A read the tails cannot prove complete falls back to the fu
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,12 +51,6 @@ class SessionsIndex:
 
 def _path(store: Store) -> Path:
     return store.state_dir / FILE_NAME
-
-
-def _summary_record(summary: SessionSummary) -> dict[str, Any]:
-    record = dict(vars(summary))
-    record["agents"] = sorted(summary.agents)
-    return record
 
 
 def _summary(record: dict[str, Any]) -> SessionSummary:
@@ -115,11 +110,8 @@ def save(store: Store, state: SessionsState) -> None:
     the sidecar is an optimisation, so no stored line, however odd, can fail a command here)."""
     if not store.shares_state:
         return
-    try:
-        record = _record(store, state)
-        atomic_write(_path(store), orjson.dumps(record), fsync=False)
-    except Exception:
-        pass
+    with contextlib.suppress(Exception):
+        atomic_write(_path(store), orjson.dumps(_record(store, state)), fsync=False)
 
 
 def _record(store: Store, state: SessionsState) -> dict[str, Any]:
@@ -136,7 +128,9 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
         "format": INDEX_FORMAT,
         "code": code_fingerprint(),
         "logs": store.signatures(),
-        "projects": {p: [_summary_record(s) for s in state.recent_sessions(p)] for p in state.summaries},
+        "projects": {
+            p: [{**vars(s), "agents": sorted(s.agents)} for s in state.recent_sessions(p)] for p in state.summaries
+        },
         "project_tails": {
             p: {"lines": _lines(entries[-PROJECT_TAIL:]), "complete": len(entries) <= PROJECT_TAIL}
             for p, entries in state.by_project.items()

@@ -63,7 +63,8 @@ def resolve_thought(app: App, value: object, name: str = "thought_id") -> Though
     return thought
 
 
-def _agent(value: object) -> dict[str, str]:
+def agent_field(value: object) -> dict[str, str]:
+    """{"agent": name} for an event's data when an agent is named, else {}."""
     agent = checks.text(value, "agent", max_chars=200)
     return {"agent": agent} if agent else {}
 
@@ -91,7 +92,7 @@ def create_thread(
     data: dict[str, Any] = {
         "name": checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS),
         "status": "active",
-        **_agent(agent),
+        **agent_field(agent),
     }
     described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
     if described:
@@ -115,16 +116,12 @@ def update_thread(
     if name is not None:
         changes["name"] = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
     if description is not None:
-        changes["description"] = (
-            checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
-        )
+        changes["description"] = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
     if status is not None:
         changes["status"] = checks.choice(status, "status", THREAD_STATUSES)
     if not changes:
-        raise InputError(
-            "nothing to change: pass name, description or status (active|paused|completed|abandoned)"
-        )
-    return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **_agent(agent)})
+        raise InputError("nothing to change: pass name, description or status (active|paused|completed|abandoned)")
+    return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
 
 
 def activity(state: TimelineState, thread: Thread) -> OrderKey:
@@ -170,14 +167,13 @@ def get_thread(app: App, *, thread_id: object, limit: object = None) -> ThreadDe
 def _thought_data(
     app: App, thread: Thread, content: object, thought_type: object, metadata: object, agent: object
 ) -> dict[str, Any]:
-    state = timeline_state(app)
-    here = state.position(thread.id)
+    here = timeline_state(app).position(thread.id)
     data: dict[str, Any] = {
         "thread_id": thread.id,
         "content": checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars),
         "thought_type": checks.choice(thought_type, "thought_type", THOUGHT_TYPES, "progress"),
         "status": "active",
-        **_agent(agent),
+        **agent_field(agent),
     }
     if here is not None:
         data["previous_thought_id"] = here.id
@@ -214,9 +210,7 @@ def update_thought(
     thought = resolve_thought(app, thought_id)
     changes: dict[str, Any] = {}
     if content is not None:
-        changes["content"] = checks.text(
-            content, "content", required=True, max_chars=app.settings.max_note_chars
-        )
+        changes["content"] = checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars)
     if status is not None:
         changes["status"] = checks.choice(status, "status", THOUGHT_STATUSES)
     if thought_type is not None:
@@ -227,7 +221,7 @@ def update_thought(
         raise InputError(
             "nothing to change: pass status (active|resolved|abandoned), content, thought_type or metadata"
         )
-    return app.store.append("timeline.thought_update", {"thought_id": thought.id, **changes, **_agent(agent)})
+    return app.store.append("timeline.thought_update", {"thought_id": thought.id, **changes, **agent_field(agent)})
 
 
 # -- where am I ----------------------------------------------------------------------------
@@ -314,12 +308,7 @@ def go_tangent(
     note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {title}"
     data = _thought_data(app, parent, note, "tangent_start", metadata, agent)
     marker = app.store.append(THOUGHT, data)
-    child: dict[str, Any] = {
-        "name": title,
-        "status": "active",
-        "parent_thought_id": marker.id,
-        **_agent(agent),
-    }
+    child: dict[str, Any] = {"name": title, "status": "active", "parent_thought_id": marker.id, **agent_field(agent)}
     if described:
         child["description"] = described
     return Tangent(marker, app.store.append(THREAD, child))
@@ -354,9 +343,9 @@ def return_from(app: App, *, thread_id: object, status: object = None, agent: ob
             "(another machine wrote it); wait for the store folder to sync, then return again"
         )
     items: list[tuple[str, dict[str, Any]]] = [
-        (THREAD_UPDATE, {"thread_id": tangent.id, "status": closing, **_agent(agent)}),
-        (POSITION, {"thread_id": parent.id, "thought_id": marker.id, **_agent(agent)}),
+        (THREAD_UPDATE, {"thread_id": tangent.id, "status": closing, **agent_field(agent)}),
+        (POSITION, {"thread_id": parent.id, "thought_id": marker.id, **agent_field(agent)}),
     ]
     if parent.status == "paused":
-        items.append((THREAD_UPDATE, {"thread_id": parent.id, "status": "active", **_agent(agent)}))
+        items.append((THREAD_UPDATE, {"thread_id": parent.id, "status": "active", **agent_field(agent)}))
     return Return(tangent, closing, parent, marker, app.store.append_many(items))

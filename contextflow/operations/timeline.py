@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextflow.operations.context import AGENT
 from contextflow.operations.spec import JSON, Feature, Operation, Param
 
 # Copies of contextflow.views.timeline's constants, so that reading the table stays cheap (a test checks).
@@ -12,8 +13,6 @@ THOUGHT_STATUSES = ("active", "resolved", "abandoned")
 
 _RUN = "contextflow.present.memory:"
 _S: JSON = {"type": "string"}
-AGENT = Param("agent", {**_S, "description": "Your name, e.g. claude, codex."}, cli_default="human",
-              cli_help="who writes it (default 'human')")
 THREAD = Param("thread_id", {**_S, "description": "Thread id or a unique prefix of it."}, required=True,
                positional=True)
 METADATA = Param("metadata", {"type": "object", "description": "Links: files, commits, session ids."},

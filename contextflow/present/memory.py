@@ -48,17 +48,16 @@ def context_delete(app: App, args: JSON) -> Reply:
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 
+
 # -- orientation ---------------------------------------------------------------------------
 
 
 def whereami(app: App, args: JSON) -> Reply:
-    report = orient.whereami(app)
-    return Reply(report.text, report.data)
+    return orient.whereami(app)
 
 
 def wherewasi(app: App, args: JSON) -> Reply:
-    report = orient.wherewasi(app)
-    return Reply(report.text, report.data)
+    return orient.wherewasi(app)
 
 
 def whereami_prompt(app: App, args: dict[str, str]) -> str:
@@ -97,10 +96,10 @@ def timeline_create_thread(app: App, args: JSON) -> Reply:
 def timeline_list_threads(app: App, args: JSON) -> Reply:
     moment = _now()
     state = timeline.timeline_state(app)
-    found = timeline.list_threads(app, **args)
-    blocks = [orient.whereabouts_text(timeline.whereabouts(state, thread), moment) for thread in found]
+    found = [timeline.whereabouts(state, thread) for thread in timeline.list_threads(app, **args)]
+    blocks = [orient.whereabouts_text(where, moment) for where in found]
     text = f"Threads, most recently active first: {len(found)}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
-    payload = {"count": len(found), "threads": [orient.whereabouts_dict(timeline.whereabouts(state, t)) for t in found]}
+    payload = {"count": len(found), "threads": [orient.whereabouts_dict(where) for where in found]}
     return Reply(text if found else "No threads yet. Start one with timeline_create_thread.", payload)
 
 
@@ -166,12 +165,10 @@ def timeline_go_tangent(app: App, args: JSON) -> Reply:
 def timeline_return(app: App, args: JSON) -> Reply:
     done = timeline.return_from(app, **args)
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
-    return Reply(
-        text,
-        {
-            "thread_id": done.tangent.id,
-            "status": done.status,
-            "parent_thread_id": done.parent.id,
-            "position_thought_id": done.position.id,
-        },
-    )
+    data = {
+        "thread_id": done.tangent.id,
+        "status": done.status,
+        "parent_thread_id": done.parent.id,
+        "position_thought_id": done.position.id,
+    }
+    return Reply(text, data)

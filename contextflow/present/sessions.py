@@ -37,17 +37,13 @@ def entry_header(event: Event, index: int | None = None) -> str:
 
 def entry_text(event: Event, index: int | None = None) -> str:
     data = event.data
-    body: list[str] = []
     if event.kind == "note":
-        body.append(quote(data.get("text", "")))
+        body = [quote(data.get("text", ""))]
     else:
-        body.append("summary:")
-        body.append(quote(data.get("summary", "")))
+        body = ["summary:", quote(data.get("summary", ""))]
         for name in ("next_steps", "open_questions", "files"):
-            items = data.get(name) or []
-            if items:
-                body.append(f"{name}:")
-                body.append(quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1))))
+            if items := data.get(name):
+                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
     if data.get("tags"):
         body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
     return entry_header(event, index) + "\n" + "\n".join(body)
@@ -124,14 +120,7 @@ def dumps(value: Any) -> str:
 
 
 def read_shared_context(app: App, args: JSON) -> Reply:
-    where = sessions.entry_filter(
-        app,
-        project=args.get("project"),
-        agent=args.get("agent"),
-        session_id=args.get("session_id"),
-        kind=args.get("kind"),
-        since=args.get("since"),
-    )
+    where = sessions.entry_filter(app, **{k: v for k, v in args.items() if k != "limit"})
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = sessions.bad_line_count(app)
     payload = {
@@ -141,30 +130,25 @@ def read_shared_context(app: App, args: JSON) -> Reply:
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
     }
-    return Reply(entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload
-    )
+    return Reply(entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload)
 
 
 def append_shared_note(app: App, args: JSON) -> Reply:
-    event = sessions.append_note(app, **args)
-    data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
-    return Reply(f"Appended note {event.id} to {app.store.folder}\n" + _fields(data), data)
+    return _written(app, "Appended note", sessions.append_note(app, **args))
 
 
 def write_shared_handoff(app: App, args: JSON) -> Reply:
-    event = sessions.write_handoff(app, **args)
+    return _written(app, "Wrote handoff", sessions.write_handoff(app, **args))
+
+
+def _written(app: App, done: str, event: Event) -> Reply:
     data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
-    return Reply(f"Wrote handoff {event.id} to {app.store.folder}\n" + _fields(data), data)
-
-
-def _fields(data: JSON) -> str:
-    return "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
+    fields = "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
+    return Reply(f"{done} {event.id} to {app.store.folder}\n{fields}", data)
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
-    where = sessions.entry_filter(
-        app, project=args.get("project"), agent=args.get("agent"), session_id=args.get("session_id")
-    )
+    where = sessions.entry_filter(app, **args)
     event = sessions.latest_handoff(app, where)
     payload: JSON = {"store": str(app.store.folder), "handoff": as_dict(event) if event else None}
     if event is None:
@@ -173,14 +157,8 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
 
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
-    return sessions.session_query(
-        app,
-        project=args.get("project"),
-        agent=args.get("agent"),
-        since=args.get("since"),
-        limit=args.get("limit"),
-        include_unsessioned=args.get("include_unsessioned"),
-    )
+    """The listing filters among `args` (choose_session's index and session_id pick within them)."""
+    return sessions.session_query(app, **{k: v for k, v in args.items() if k not in ("index", "session_id")})
 
 
 def list_sessions(app: App, args: JSON) -> Reply:
@@ -203,10 +181,9 @@ def choose_session(app: App, args: JSON) -> Reply:
 
 
 def resume_session(app: App, args: JSON) -> Reply:
-    resume = sessions.resume_session(
-        app, session_id=args.get("session_id"), project=args.get("project"), limit=args.get("limit")
-    )
+    resume = sessions.resume_session(app, **args)
     return Reply(resume_text(resume), resume_json(resume))
+
 
 def use_session(app: App, args: JSON) -> Reply:
     session_id = args.get("session_id") or sessions.suggest_session_id(app)
@@ -277,9 +254,7 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
-    return tuple(
-        (s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
-    )
+    return tuple((s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app))
 
 
 # -- resources -----------------------------------------------------------------------------

@@ -23,16 +23,13 @@ from typing import Any
 from contextflow.events import Event, OrderKey
 from contextflow.timeutil import iso_ms
 from contextflow.views.sessions import project_of
+from contextflow.views.timeline import nonempty
 
 SET_KIND = "context.set"
 DELETE_KIND = "context.delete"
 
 RecordId = tuple[str, str]  # (project, key)
 Ranked = tuple[int, str, int, str, str]  # (*order key of the latest write, project, key): flat compares fast
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(slots=True)
@@ -57,11 +54,11 @@ class Record:
 
     @property
     def category(self) -> str:
-        return _text(self.data.get("category")) or self.key.split(":", 1)[0]
+        return nonempty(self.data.get("category")) or self.key.split(":", 1)[0]
 
     @property
     def thread_id(self) -> str | None:
-        return _text(self.data.get("thread_id"))
+        return nonempty(self.data.get("thread_id"))
 
     @property
     def pinned(self) -> bool:

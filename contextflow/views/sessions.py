@@ -103,9 +103,19 @@ class SessionsState:
         return self.by_session.get((project, session_id), [])
 
     def recent_sessions(self, project: str) -> list[SessionSummary]:
-        """Sessions of a project, most recently active first."""
-        found = self.summaries.get(project, {}).values()
-        return sorted(found, key=lambda s: (s.latest_key, s.session_id), reverse=True)
+        return _recent_first(self.summaries.get(project, {}))
+
+
+def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
+    return sorted(summaries.values(), key=lambda s: (s.latest_key, s.session_id), reverse=True)
+
+
+def _add(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event) -> None:
+    """Count `event` in the bucket's summary of `session_id`, starting one if needed."""
+    summary = bucket.get(session_id)
+    if summary is None:
+        summary = bucket[session_id] = SessionSummary(session_id, project)
+    summary.add(event)
 
 
 def summarize(events: list[Event], include_unsessioned: bool) -> list[SessionSummary]:
@@ -113,13 +123,9 @@ def summarize(events: list[Event], include_unsessioned: bool) -> list[SessionSum
     found: dict[str, SessionSummary] = {}
     for event in events:
         session_id = session_of(event) or (NO_SESSION if include_unsessioned else "")
-        if not session_id:
-            continue
-        summary = found.get(session_id)
-        if summary is None:
-            summary = found[session_id] = SessionSummary(session_id, project_of(event))
-        summary.add(event)
-    return sorted(found.values(), key=lambda s: (s.latest_key, s.session_id), reverse=True)
+        if session_id:
+            _add(found, session_id, project_of(event), event)
+    return _recent_first(found)
 
 
 class SessionsView:
@@ -141,8 +147,4 @@ class SessionsView:
         if not session_id:
             return
         bisect.insort(state.by_session.setdefault((project, session_id), []), event, key=_by_key)
-        bucket = state.summaries.setdefault(project, {})
-        summary = bucket.get(session_id)
-        if summary is None:
-            summary = bucket[session_id] = SessionSummary(session_id, project)
-        summary.add(event)
+        _add(state.summaries.setdefault(project, {}), session_id, project, event)

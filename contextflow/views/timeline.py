@@ -33,7 +33,8 @@ THREAD_FIELDS = ("name", "description", "status")
 THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
 
 
-def _text(value: Any) -> str | None:
+def nonempty(value: Any) -> str | None:
+    """`value` when it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
 
 
@@ -41,15 +42,15 @@ def _writes(event: Event) -> set[tuple[str, str, str]]:
     """The last-writer-wins slots an event sets: thread and thought fields, thread positions."""
     data, kind = event.data, event.kind
     if kind in (THREAD, THREAD_UPDATE):
-        thread_id = event.id if kind == THREAD else _text(data.get("thread_id"))
+        thread_id = event.id if kind == THREAD else nonempty(data.get("thread_id"))
         return {("thread", thread_id, name) for name in THREAD_FIELDS if name in data} if thread_id else set()
     if kind == THOUGHT:  # folded only with a thread id
-        thread_id = _text(data.get("thread_id"))
+        thread_id = nonempty(data.get("thread_id"))
         fields = {("thought", event.id, name) for name in THOUGHT_FIELDS if name in data}
         return {*fields, ("position", thread_id, "")} if thread_id else set()
-    if kind == THOUGHT_UPDATE and (thought_id := _text(data.get("thought_id"))):
+    if kind == THOUGHT_UPDATE and (thought_id := nonempty(data.get("thought_id"))):
         return {("thought", thought_id, name) for name in THOUGHT_FIELDS if name in data}
-    if kind == POSITION and _text(data.get("thought_id")) and (thread_id := _text(data.get("thread_id"))):
+    if kind == POSITION and nonempty(data.get("thought_id")) and (thread_id := nonempty(data.get("thread_id"))):
         return {("position", thread_id, "")}
     return set()
 
@@ -93,7 +94,7 @@ class Thread:
 
     @property
     def description(self) -> str | None:
-        return _text(self.fields.get("description"))
+        return nonempty(self.fields.get("description"))
 
     @property
     def status(self) -> str:
@@ -143,9 +144,7 @@ class TimelineState:
     thoughts: dict[str, Thought] = field(default_factory=dict)
     thread_ids: list[str] = field(default_factory=list)  # sorted, created threads only
     thought_ids: list[str] = field(default_factory=list)  # sorted, created thoughts only
-    by_status: dict[str, set[str]] = field(
-        default_factory=lambda: {status: set() for status in THREAD_STATUSES}
-    )
+    by_status: dict[str, set[str]] = field(default_factory=lambda: {status: set() for status in THREAD_STATUSES})
     thread_thoughts: dict[str, list[tuple[OrderKey, str]]] = field(default_factory=dict)
     tangents: dict[str, set[str]] = field(default_factory=dict)  # parent thought id -> child thread ids
     positions: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)  # thread id -> (key, thought id)
@@ -219,19 +218,17 @@ class TimelineView:
         data = event.data
         if event.kind == THREAD:
             self._thread(state, event)
-        elif event.kind == THREAD_UPDATE and (thread_id := _text(data.get("thread_id"))):
+        elif event.kind == THREAD_UPDATE and (thread_id := nonempty(data.get("thread_id"))):
             thread = state.threads.setdefault(thread_id, Thread(thread_id))
             thread.fields.put(event.key, data, THREAD_FIELDS)
             state._touch(thread_id, event.key)
             state._reindex_status(thread)
         elif event.kind == THOUGHT:
             self._thought(state, event)
-        elif event.kind == THOUGHT_UPDATE and (thought_id := _text(data.get("thought_id"))):
-            state.thoughts.setdefault(thought_id, Thought(thought_id)).fields.put(
-                event.key, data, THOUGHT_FIELDS
-            )
+        elif event.kind == THOUGHT_UPDATE and (thought_id := nonempty(data.get("thought_id"))):
+            state.thoughts.setdefault(thought_id, Thought(thought_id)).fields.put(event.key, data, THOUGHT_FIELDS)
         elif event.kind == POSITION:
-            thread_id, thought_id = _text(data.get("thread_id")), _text(data.get("thought_id"))
+            thread_id, thought_id = nonempty(data.get("thread_id")), nonempty(data.get("thought_id"))
             if thread_id and thought_id:
                 state._move(thread_id, event.key, thought_id)
 
@@ -240,8 +237,8 @@ class TimelineView:
         if thread.created is not None:
             return
         thread.created, thread.writer = event.key, event.writer
-        thread.agent = _text(event.data.get("agent"))
-        thread.parent_thought_id = _text(event.data.get("parent_thought_id"))
+        thread.agent = nonempty(event.data.get("agent"))
+        thread.parent_thought_id = nonempty(event.data.get("parent_thought_id"))
         thread.fields.put(event.key, event.data, THREAD_FIELDS)
         state._touch(event.id, event.key)
         bisect.insort(state.thread_ids, event.id)
@@ -250,13 +247,13 @@ class TimelineView:
         state._reindex_status(thread)
 
     def _thought(self, state: TimelineState, event: Event) -> None:
-        thread_id = _text(event.data.get("thread_id"))
+        thread_id = nonempty(event.data.get("thread_id"))
         thought = state.thoughts.setdefault(event.id, Thought(event.id))
         if thread_id is None or thought.created is not None:
             return
         thought.created, thought.writer, thought.thread_id = event.key, event.writer, thread_id
-        thought.agent = _text(event.data.get("agent"))
-        thought.previous_thought_id = _text(event.data.get("previous_thought_id"))
+        thought.agent = nonempty(event.data.get("agent"))
+        thought.previous_thought_id = nonempty(event.data.get("previous_thought_id"))
         thought.fields.put(event.key, event.data, THOUGHT_FIELDS)
         bisect.insort(state.thought_ids, event.id)
         bisect.insort(state.thread_thoughts.setdefault(thread_id, []), (event.key, event.id))
