@@ -29,7 +29,6 @@ import orjson
 from contextflow import checks, secrets
 from contextflow.app import App
 from contextflow.blobs import read_blob, write_blob
-from contextflow.checks import json_type as _json_type
 from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.ids import new_id, resolve_prefix
@@ -72,7 +71,7 @@ def _items(value: Any, where: str, shape: str, limit: int = MAX_ITEMS) -> list[A
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError(f"{where} must be a list of {shape}, got {_json_type(value)}")
+        raise InputError(f"{where} must be a list of {shape}, got {checks.json_type(value)}")
     if len(value) > limit:
         raise InputError(f"{where} has {len(value)} items; the limit is {limit}")
     return value
@@ -85,7 +84,7 @@ def _strings(value: Any, where: str) -> list[str]:
 
 def _object(value: Any, where: str, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InputError(f"{where} must be an object like {example}, got {_json_type(value)}")
+        raise InputError(f"{where} must be an object like {example}, got {checks.json_type(value)}")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
         raise InputError(f"{where} has unknown field(s) {', '.join(unknown)}; it takes: {', '.join(allowed)}")

@@ -261,7 +261,8 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
         previous = data.get(REDACTED_FIELD)
         earlier = [str(item) for item in previous] if isinstance(previous, list) else []
         result = {**result, REDACTED_FIELD: earlier + notes}
-        _remember(notes)
+        if (collected := _collected.get()) is not None:
+            collected.extend(notes)
     return result, notes
 
 
@@ -274,12 +275,6 @@ def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
 
 
 # -- telling the caller --------------------------------------------------------------------
-
-
-def _remember(notes: list[str]) -> None:
-    collected = _collected.get()
-    if collected is not None:
-        collected.extend(notes)
 
 
 @contextmanager

@@ -42,7 +42,7 @@ def needs_cleaning(text: str) -> bool:
 def clean(value: object, single_line: bool = False) -> str:
     """Text with escape sequences, control, bidi and invisible characters removed."""
     text = str(value)
-    if (_NEEDS_CLEANING_ASCII if text.isascii() else _NEEDS_CLEANING).search(text):  # the fast path: clean already
+    if needs_cleaning(text):  # the fast path: most text is clean already
         text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\t", "    ")
         text = _CONTROL.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n"))
     if single_line and (text.isspace() or "  " in text or not text.isprintable() or text != text.strip()):
