@@ -157,16 +157,13 @@ def validate_record(raw: Any) -> dict[str, Any]:
 
 
 def conversation_id_of(value: Any) -> str | None:
-    given = _string(value, "conversation_id", 128)
-    if given is None:
-        return None
-    lowered = given.lower()
-    if not _ID.match(lowered):
+    given = (_string(value, "conversation_id", 128) or "").lower()
+    if given and not _ID.match(given):
         raise InputError(
             "conversation_id may hold only letters, digits and _.:- (up to 128 characters); "
             "call generate_conversation_id for one"
         )
-    return lowered
+    return given or None
 
 
 # -- writing -------------------------------------------------------------------------------

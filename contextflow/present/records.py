@@ -128,7 +128,6 @@ def _conversation_hydrator(views: Views, doc: Doc) -> str | None:
     return conversation_body(entry) if entry is not None else None
 
 
-# A kind whose record has more structure than its index fields renders from its own view.
 Hydrator = Callable[[Views, Doc], str | None]
 HYDRATORS: dict[str, Hydrator] = {"conversation": _conversation_hydrator}
 

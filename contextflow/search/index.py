@@ -88,9 +88,9 @@ class Doc:
         entry = self.fields.get(name)
         return entry[1] if entry else ""
 
-    def value(self, name: str, default: Any = None) -> Any:
+    def value(self, name: str) -> Any:
         entry = self.meta.get(name)
-        return entry[1] if entry else default
+        return entry[1] if entry else None
 
     def field_texts(self) -> list[tuple[str, str]]:
         return [(name, text) for name, (_, text) in self.fields.items()]

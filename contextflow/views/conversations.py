@@ -33,10 +33,6 @@ class ConversationEntry:
     def conversation_id(self) -> str:
         return str(self.event.data["conversation_id"])
 
-    @property
-    def project(self) -> str:
-        return project_of(self.event)
-
 
 @dataclass
 class ConversationsState:
