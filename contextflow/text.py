@@ -17,6 +17,7 @@ neither a terminal nor a model receives what the user cannot see:
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from typing import Any
 
 import orjson
@@ -121,16 +122,12 @@ def clean_reply(text: str) -> str:
     head = text.lstrip()[:1]
     if head in ("{", "[") and ("\\u" in text or needs_cleaning(text)):
         indent = orjson.OPT_INDENT_2 if "\n  " in text else 0
-        try:
+        with suppress(ValueError, TypeError):
             return orjson.dumps(clean_data(orjson.loads(text)), option=indent).decode()
-        except (ValueError, TypeError):
-            pass
-        try:
+        with suppress(ValueError, TypeError):
             lines = [orjson.dumps(clean_data(orjson.loads(line))).decode() if line.strip() else line
                      for line in text.split("\n")]
             return "\n".join(lines)
-        except (ValueError, TypeError):
-            pass
     return clean(text)
 def estimate_tokens(text: str) -> int:
     """LLM tokens in `text`, about four characters each, rounded up: for budgets and thresholds."""
