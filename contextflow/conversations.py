@@ -209,7 +209,6 @@ def _owner(app: App, conversation_id: str) -> str:
 def save_conversation(app: App, raw: Any) -> Saved:
     """Validate and store a conversation record; the same conversation_id replaces the old one."""
     record = validate_record(raw)
-    assert isinstance(raw, dict)
     conversation_id = conversation_id_of(raw.get("conversation_id")) or generate_conversation_id()
     data: dict[str, Any] = {
         "conversation_id": conversation_id,

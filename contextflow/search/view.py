@@ -44,8 +44,7 @@ class SearchView:
         latest: dict[tuple[str, ...], OrderKey] = {}
         for event, ops in extracted:
             for slot in (slot for kind, op in ops for slot in _slots(kind, op)):
-                if slot not in latest or event.key > latest[slot]:
-                    latest[slot] = event.key
+                latest[slot] = max(latest.get(slot, event.key), event.key)
         for event, ops in extracted:
             if all(_superseded(kind, op, event.key, latest) for kind, op in ops):
                 found[event.id] = ()
