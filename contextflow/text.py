@@ -58,8 +58,7 @@ def clip(value: object, limit: int) -> str:
 
 def quote(value: object) -> str:
     """Stored text as a quoted block: every line starts with '> ', so it cannot pose as a header."""
-    lines = clean(value).split("\n")
-    return "\n".join("> " + line if line else ">" for line in lines)
+    return "\n".join("> " + line if line else ">" for line in clean(value).split("\n"))
 
 
 # -- structured replies ----------------------------------------------------------------------

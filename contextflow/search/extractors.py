@@ -27,11 +27,8 @@ def _text(value: Any) -> str:
 
 
 def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
-    if not isinstance(value, list):
-        return []
-    return [item.strip() for item in value if isinstance(item, str) and item.strip()]
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [item.strip() for item in items if isinstance(item, str) and item.strip()]
 
 
 def _lines(items: Iterable[str]) -> str:
@@ -199,11 +196,7 @@ def thought_update_docs(event: Event) -> list[Op]:
 
 
 def _node_fields(data: dict[str, Any]) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    if "content" in data:
-        fields["text"] = _text(data["content"])
-    if "summary" in data:
-        fields["summary"] = _text(data["summary"])
+    fields = {field: _text(data[key]) for field, key in (("text", "content"), ("summary", "summary")) if key in data}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
         for name, value in metadata.items():
