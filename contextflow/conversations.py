@@ -66,19 +66,9 @@ def _required(value: Any, where: str, limit: int, hint: str) -> str:
     return checks.text(value, where, required=True, max_chars=limit, hint=hint) or ""
 
 
-def _items(value: Any, where: str, shape: str, limit: int = MAX_ITEMS) -> list[Any]:
-    """A list field, empty when absent; `shape` says what it holds, for the message."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f"{where} must be a list of {shape}, got {checks.json_type(value)}")
-    if len(value) > limit:
-        raise InputError(f"{where} has {len(value)} items; the limit is {limit}")
-    return value
-
-
 def _strings(value: Any, where: str) -> list[str]:
-    items = _items(value, where, 'strings, e.g. ["first", "second"]')
+    shape = f'strings, e.g. ["first", "second"], got {checks.json_type(value)}'
+    items = checks.json_list(value, where, MAX_ITEMS, shape)
     return [_required(item, f"{where}[{n}]", ITEM, "remove the empty item") for n, item in enumerate(items)]
 
 
@@ -93,7 +83,8 @@ def _object(value: Any, where: str, allowed: tuple[str, ...], example: str) -> d
 
 def _decisions(value: Any, where: str) -> list[dict[str, str]]:
     found: list[dict[str, str]] = []
-    for n, raw in enumerate(_items(value, where, f"objects like {DECISION_EXAMPLE}")):
+    shape = f"objects like {DECISION_EXAMPLE}, got {checks.json_type(value)}"
+    for n, raw in enumerate(checks.json_list(value, where, MAX_ITEMS, shape)):
         at = f"{where}[{n}]"
         item = _object(raw, at, DECISION_FIELDS, DECISION_EXAMPLE)
         decision = _required(item.get("decision"), f"{at}.decision", ITEM, "state what was decided or rejected")
@@ -148,7 +139,7 @@ def validate_record(raw: Any) -> dict[str, Any]:
             "topics is required for a multi_topic record: a list of {topic, summary, decisions, ...} objects"
         )
     out["topics"] = []
-    for n, item in enumerate(_items(topics_raw, "topics", "", MAX_TOPICS)):
+    for n, item in enumerate(checks.json_list(topics_raw, "topics", MAX_TOPICS, "")):
         at = f"topics[{n}]"
         entry = _common(_object(item, at, TOPIC_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}'), at)
         entry["summary"] = _required(item.get("summary"), f"{at}.summary", LONG, "summarize this topic")
