@@ -3,7 +3,6 @@
 from contextflow.search.extractors import EXTRACTORS, search_kinds
 from contextflow.search.index import Delete, Doc, Hit, Patch, Put, SearchIndex
 from contextflow.search.rank import Query, rank, recency
-from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME, SearchView
 
 __all__ = [
@@ -17,7 +16,6 @@ __all__ = [
     "Query",
     "SearchIndex",
     "SearchView",
-    "query_terms",
     "rank",
     "recency",
     "search_kinds",
