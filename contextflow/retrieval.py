@@ -11,6 +11,7 @@ four characters a token).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from contextflow import checks, timeutil
@@ -126,7 +127,7 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
     parts = [f"# Context for: {clip(query.text, 200)}\n{found}, best first{where}. {DATA_NOTICE}"]
     used = len(parts[0])
     shown: list[Shown] = []
-    views = Views(app)
+    views: Views = cache(app.store.view)
     for position, hit in enumerate(hits, 1):
         block = hit_block(views, hit, position, limit)
         room = limit - used - 2 - FOOTER_RESERVE
