@@ -58,10 +58,6 @@ DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status
 # -- validation ----------------------------------------------------------------------------
 
 
-def _string(value: Any, where: str, limit: int) -> str | None:
-    return checks.text(value, where, max_chars=limit)
-
-
 def _required(value: Any, where: str, limit: int, hint: str) -> str:
     return checks.text(value, where, required=True, max_chars=limit, hint=hint) or ""
 
@@ -129,7 +125,7 @@ def validate_record(raw: Any) -> dict[str, Any]:
         return out
     hint = "a multi_topic record needs a synthesis of all its topics"
     multi = {
-        "summary": _string(record.get("summary"), "summary", LONG),
+        "summary": checks.text(record.get("summary"), "summary", max_chars=LONG),
         "overall_summary": _required(record.get("overall_summary"), "overall_summary", LONG, hint),
         "cross_topic_insights": _strings(record.get("cross_topic_insights"), "cross_topic_insights"),
     }
@@ -148,7 +144,7 @@ def validate_record(raw: Any) -> dict[str, Any]:
 
 
 def conversation_id_of(value: Any) -> str | None:
-    given = (_string(value, "conversation_id", 128) or "").lower()
+    given = (checks.text(value, "conversation_id", max_chars=128) or "").lower()
     if given and not _ID.match(given):
         raise InputError(
             "conversation_id may hold only letters, digits and _.:- (up to 128 characters); "
@@ -179,7 +175,7 @@ def _transcript(app: App, value: Any) -> tuple[dict[str, Any] | None, list[str]]
 
     Secrets are scrubbed here as Store.append does for events, since a blob never passes through it.
     """
-    text = _string(value, "full_transcript", MAX_TRANSCRIPT_CHARS)
+    text = checks.text(value, "full_transcript", max_chars=MAX_TRANSCRIPT_CHARS)
     if text is None:
         return None, []
     scrubbed, redacted = secrets.scrub({"full_transcript": text})
@@ -203,8 +199,8 @@ def save_conversation(app: App, raw: Any) -> Saved:
     conversation_id = conversation_id_of(raw.get("conversation_id")) or generate_conversation_id()
     data: dict[str, Any] = {
         "conversation_id": conversation_id,
-        "source": _string(raw.get("source"), "source", SHORT) or "unknown",
-        "project": _string(raw.get("project"), "project", SHORT) or _owner(app, conversation_id),
+        "source": checks.text(raw.get("source"), "source", max_chars=SHORT) or "unknown",
+        "project": checks.text(raw.get("project"), "project", max_chars=SHORT) or _owner(app, conversation_id),
         **record,
     }
     session_id = checks.text(raw.get("session_id"), "session_id", max_chars=SHORT)
@@ -247,7 +243,7 @@ def find_conversation(app: App, conversation_id: Any, project: Any = None) -> Co
     """The record with that id (or unique id prefix): in `project` when named, else the default
     project's, else the only project's that has it."""
     given = _required(conversation_id, "conversation_id", 128, "pass the id or a unique prefix of it")
-    named = _string(project, "project", SHORT)
+    named = checks.text(project, "project", max_chars=SHORT)
     records = conversations_state(app).records
     ids = {cid for owner, cid in records if named is None or owner == named}
     where = f" in project {named!r}" if named else ""
