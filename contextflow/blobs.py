@@ -80,12 +80,8 @@ def read_blob(folder: Path, sha: str) -> bytes:
     path = blob_path(folder, sha)
     _real_folders(path, create=False)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read()
-        finally:
-            os.close(fd)
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise NotFoundError(
             f"blob {sha[:12]}... is not in {folder / BLOB_DIR} yet; if another machine wrote it, "

@@ -46,15 +46,20 @@ def text(
     return stripped
 
 
-def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[str]:
+def json_list(value: Any, name: str, max_items: int, shape: str) -> list[Any]:
+    """A list argument, empty when absent; `shape` ends the message "NAME must be a list of ..."."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError(f'{name} must be a list of strings, for example ["first", "second"]')
+        raise InputError(f"{name} must be a list of {shape}")
     if len(value) > max_items:
         raise InputError(f"{name} has {len(value)} items; the limit is {max_items}")
+    return value
+
+
+def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[str]:
     out: list[str] = []
-    for index, item in enumerate(value):
+    for index, item in enumerate(json_list(value, name, max_items, 'strings, for example ["first", "second"]')):
         if not isinstance(item, str) or not item.strip():
             raise InputError(f"{name}[{index}] must be a non-empty string")
         if len(item.strip()) > max_chars:

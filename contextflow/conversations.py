@@ -29,7 +29,6 @@ import orjson
 from contextflow import checks, secrets
 from contextflow.app import App
 from contextflow.blobs import read_blob, write_blob
-from contextflow.checks import json_type as _json_type
 from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.ids import new_id, resolve_prefix
@@ -59,24 +58,19 @@ DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status
 # -- validation ----------------------------------------------------------------------------
 
 
-def _string(value: Any, where: str, limit: int, hint: str = "", required: bool = False) -> str | None:
-    return checks.text(value, where, required=required, max_chars=limit, hint=hint or None)
+def _required(value: Any, where: str, limit: int, hint: str) -> str:
+    return checks.text(value, where, required=True, max_chars=limit, hint=hint) or ""
 
 
 def _strings(value: Any, where: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f'{where} must be a list of strings, e.g. ["first", "second"], got {_json_type(value)}')
-    if len(value) > MAX_ITEMS:
-        raise InputError(f"{where} has {len(value)} items; the limit is {MAX_ITEMS}")
-    found = [_string(item, f"{where}[{n}]", ITEM, "remove the empty item", True) for n, item in enumerate(value)]
-    return [item for item in found if item]
+    shape = f'strings, e.g. ["first", "second"], got {checks.json_type(value)}'
+    items = checks.json_list(value, where, MAX_ITEMS, shape)
+    return [_required(item, f"{where}[{n}]", ITEM, "remove the empty item") for n, item in enumerate(items)]
 
 
 def _object(value: Any, where: str, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InputError(f"{where} must be an object like {example}, got {_json_type(value)}")
+        raise InputError(f"{where} must be an object like {example}, got {checks.json_type(value)}")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
         raise InputError(f"{where} has unknown field(s) {', '.join(unknown)}; it takes: {', '.join(allowed)}")
@@ -84,22 +78,16 @@ def _object(value: Any, where: str, allowed: tuple[str, ...], example: str) -> d
 
 
 def _decisions(value: Any, where: str) -> list[dict[str, str]]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f"{where} must be a list of objects like {DECISION_EXAMPLE}, got {_json_type(value)}")
-    if len(value) > MAX_ITEMS:
-        raise InputError(f"{where} has {len(value)} items; the limit is {MAX_ITEMS}")
     found: list[dict[str, str]] = []
-    for n, raw in enumerate(value):
+    shape = f"objects like {DECISION_EXAMPLE}, got {checks.json_type(value)}"
+    for n, raw in enumerate(checks.json_list(value, where, MAX_ITEMS, shape)):
         at = f"{where}[{n}]"
         item = _object(raw, at, DECISION_FIELDS, DECISION_EXAMPLE)
-        decision = _string(item.get("decision"), f"{at}.decision", ITEM, "state what was decided or rejected", True)
-        reasoning = _string(item.get("reasoning"), f"{at}.reasoning", ITEM, "say why it was chosen or rejected", True)
+        decision = _required(item.get("decision"), f"{at}.decision", ITEM, "state what was decided or rejected")
+        reasoning = _required(item.get("reasoning"), f"{at}.reasoning", ITEM, "say why it was chosen or rejected")
         status = item.get("status", CHOSEN)
         if status not in (CHOSEN, REJECTED):
             raise InputError(f"{at}.status must be 'chosen' or 'rejected', got {status!r}")
-        assert decision is not None and reasoning is not None
         found.append({"decision": decision, "reasoning": reasoning, "status": status})
     return found
 
@@ -108,7 +96,7 @@ def _common(raw: dict[str, Any], where: str) -> dict[str, Any]:
     """The fields a record and each of its topics share, validated; empty ones left out."""
     prefix = f"{where}." if where else ""
     out: dict[str, Any] = {
-        "topic": _string(raw.get("topic"), prefix + "topic", SHORT, "give a 2-5 word topic", True),
+        "topic": _required(raw.get("topic"), prefix + "topic", SHORT, "give a 2-5 word topic"),
         "categories": _strings(raw.get("categories"), prefix + "categories"),
         "decisions": _decisions(raw.get("decisions"), prefix + "decisions"),
         "open_questions": _strings(raw.get("open_questions"), prefix + "open_questions"),
@@ -121,10 +109,9 @@ def validate_record(raw: Any) -> dict[str, Any]:
     """The record normalized (trimmed, defaults applied, empty fields dropped), or InputError naming the field."""
     record = _object(raw, "the record", TOP_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}')
     topics_raw = record.get("topics")
-    default_type = MULTI if topics_raw or record.get("overall_summary") else SINGLE
-    kind = record.get("conversation_type", default_type)
+    kind = record.get("conversation_type")
     if kind is None:
-        kind = default_type
+        kind = MULTI if topics_raw or record.get("overall_summary") else SINGLE
     if kind not in (SINGLE, MULTI):
         raise InputError(f"conversation_type must be 'single_topic' or 'multi_topic', got {kind!r}")
     out: dict[str, Any] = {"conversation_type": kind, **_common(record, "")}
@@ -134,43 +121,36 @@ def validate_record(raw: Any) -> dict[str, Any]:
                 raise InputError(
                     f"{name} is only for multi_topic records: set conversation_type to multi_topic or drop {name}"
                 )
-        out["summary"] = _string(record.get("summary"), "summary", LONG, "write a 2-3 paragraph synthesis", True)
+        out["summary"] = _required(record.get("summary"), "summary", LONG, "write a 2-3 paragraph synthesis")
         return out
-    summary = _string(record.get("summary"), "summary", LONG)
-    if summary:
-        out["summary"] = summary
     hint = "a multi_topic record needs a synthesis of all its topics"
-    out["overall_summary"] = _string(record.get("overall_summary"), "overall_summary", LONG, hint, True)
-    insights = _strings(record.get("cross_topic_insights"), "cross_topic_insights")
-    if insights:
-        out["cross_topic_insights"] = insights
+    multi = {
+        "summary": checks.text(record.get("summary"), "summary", max_chars=LONG),
+        "overall_summary": _required(record.get("overall_summary"), "overall_summary", LONG, hint),
+        "cross_topic_insights": _strings(record.get("cross_topic_insights"), "cross_topic_insights"),
+    }
+    out.update((name, value) for name, value in multi.items() if value)
     if not isinstance(topics_raw, list) or not topics_raw:
         raise InputError(
             "topics is required for a multi_topic record: a list of {topic, summary, decisions, ...} objects"
         )
-    if len(topics_raw) > MAX_TOPICS:
-        raise InputError(f"topics has {len(topics_raw)} items; the limit is {MAX_TOPICS}")
-    topics = []
-    for n, item in enumerate(topics_raw):
+    out["topics"] = []
+    for n, item in enumerate(checks.json_list(topics_raw, "topics", MAX_TOPICS, "")):
         at = f"topics[{n}]"
         entry = _common(_object(item, at, TOPIC_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}'), at)
-        entry["summary"] = _string(item.get("summary"), f"{at}.summary", LONG, "summarize this topic", True)
-        topics.append(entry)
-    out["topics"] = topics
+        entry["summary"] = _required(item.get("summary"), f"{at}.summary", LONG, "summarize this topic")
+        out["topics"].append(entry)
     return out
 
 
 def conversation_id_of(value: Any) -> str | None:
-    given = _string(value, "conversation_id", 128)
-    if given is None:
-        return None
-    lowered = given.lower()
-    if not _ID.match(lowered):
+    given = (checks.text(value, "conversation_id", max_chars=128) or "").lower()
+    if given and not _ID.match(given):
         raise InputError(
             "conversation_id may hold only letters, digits and _.:- (up to 128 characters); "
             "call generate_conversation_id for one"
         )
-    return lowered
+    return given or None
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -195,16 +175,15 @@ def _transcript(app: App, value: Any) -> tuple[dict[str, Any] | None, list[str]]
 
     Secrets are scrubbed here as Store.append does for events, since a blob never passes through it.
     """
-    text = _string(value, "full_transcript", MAX_TRANSCRIPT_CHARS)
+    text = checks.text(value, "full_transcript", max_chars=MAX_TRANSCRIPT_CHARS)
     if text is None:
         return None, []
     scrubbed, redacted = secrets.scrub({"full_transcript": text})
     text = str(scrubbed["full_transcript"])
     tokens = estimate_tokens(text)
-    if tokens <= TRANSCRIPT_INLINE_TOKENS:
-        return {"tokens": tokens, "chars": len(text), "text": text}, redacted
-    sha = write_blob(app.store.folder, text.encode("utf-8"))
-    return {"tokens": tokens, "chars": len(text), "blob": sha}, redacted
+    small = tokens <= TRANSCRIPT_INLINE_TOKENS
+    kept = {"text": text} if small else {"blob": write_blob(app.store.folder, text.encode())}
+    return {"tokens": tokens, "chars": len(text), **kept}, redacted
 
 
 def _owner(app: App, conversation_id: str) -> str:
@@ -217,12 +196,11 @@ def _owner(app: App, conversation_id: str) -> str:
 def save_conversation(app: App, raw: Any) -> Saved:
     """Validate and store a conversation record; the same conversation_id replaces the old one."""
     record = validate_record(raw)
-    assert isinstance(raw, dict)
     conversation_id = conversation_id_of(raw.get("conversation_id")) or generate_conversation_id()
     data: dict[str, Any] = {
         "conversation_id": conversation_id,
-        "source": _string(raw.get("source"), "source", SHORT) or "unknown",
-        "project": _string(raw.get("project"), "project", SHORT) or _owner(app, conversation_id),
+        "source": checks.text(raw.get("source"), "source", max_chars=SHORT) or "unknown",
+        "project": checks.text(raw.get("project"), "project", max_chars=SHORT) or _owner(app, conversation_id),
         **record,
     }
     session_id = checks.text(raw.get("session_id"), "session_id", max_chars=SHORT)
@@ -264,9 +242,8 @@ def list_conversations(app: App, *, project: Any = None, limit: Any = None) -> l
 def find_conversation(app: App, conversation_id: Any, project: Any = None) -> ConversationEntry:
     """The record with that id (or unique id prefix): in `project` when named, else the default
     project's, else the only project's that has it."""
-    given = _string(conversation_id, "conversation_id", 128, "pass the id or a unique prefix of it", True)
-    named = _string(project, "project", SHORT)
-    assert given is not None
+    given = _required(conversation_id, "conversation_id", 128, "pass the id or a unique prefix of it")
+    named = checks.text(project, "project", max_chars=SHORT)
     records = conversations_state(app).records
     ids = {cid for owner, cid in records if named is None or owner == named}
     where = f" in project {named!r}" if named else ""
@@ -295,7 +272,6 @@ def load_transcript(app: App, entry: ConversationEntry) -> str | None:
 
 def record_json(entry: ConversationEntry, transcript: str | None = None) -> dict[str, Any]:
     """The record for JSON output: provenance first, the transcript only when it was asked for."""
-    data = {name: value for name, value in entry.event.data.items() if name != "transcript"}
     out: dict[str, Any] = {
         "id": entry.conversation_id,
         "kind": "conversation",
@@ -303,7 +279,7 @@ def record_json(entry: ConversationEntry, transcript: str | None = None) -> dict
         "saved_at": entry.event.ts,
         "first_saved_at": entry.first_ts,
         "versions": entry.versions,
-        **data,
+        **{name: value for name, value in entry.event.data.items() if name != "transcript"},
     }
     meta = entry.event.data.get("transcript")
     if isinstance(meta, dict):

@@ -11,6 +11,7 @@ four characters a token).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from contextflow import checks, timeutil
@@ -63,45 +64,33 @@ def search_index(app: App) -> SearchIndex:
     return index
 
 
-def context_query(app: App, *, query: Any, project: Any = None, kinds: Any = None, limit: Any = None) -> Query:
-    text = checks.text(query, "query", required=True, max_chars=2_000)
-    assert text is not None
-    if not query_terms(text):
-        raise InputError("query has no searchable words: use names of files, components, topics or decisions")
-    known = search_kinds()
-    if kinds is None:
-        chosen: frozenset[str] = frozenset()
-    elif isinstance(kinds, list | tuple):
-        for n, kind in enumerate(kinds):
-            if kind not in known:
-                raise InputError(f"kinds[{n}]={kind!r} is not a searchable kind; kinds are: {', '.join(known)}")
-        chosen = frozenset(kinds)
-    else:
-        raise InputError(f'kinds must be a list such as ["conversation", "handoff"]; kinds are: {", ".join(known)}')
-    return Query(
-        text=text,
-        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-        kinds=chosen,
-        project=checks.text(project, "project", max_chars=200),
-    )
-
-
 def get_context(
     app: App, *, query: Any, project: Any = None, kinds: Any = None, limit: Any = None,
     budget_tokens: Any = None, now_ms: int | None = None,
 ) -> ContextResult:
     """The best matches for `query`, as markdown within `budget_tokens`."""
-    wanted = context_query(app, query=query, project=project, kinds=kinds, limit=limit)
+    text = checks.text(query, "query", required=True, max_chars=2_000)
+    assert text is not None
+    if not query_terms(text):
+        raise InputError("query has no searchable words: use names of files, components, topics or decisions")
+    known = search_kinds()
+    if kinds is not None and not isinstance(kinds, list | tuple):
+        raise InputError(f'kinds must be a list such as ["conversation", "handoff"]; kinds are: {", ".join(known)}')
+    for n, kind in enumerate(kinds or ()):
+        if kind not in known:
+            raise InputError(f"kinds[{n}]={kind!r} is not a searchable kind; kinds are: {', '.join(known)}")
+    wanted = Query(
+        text=text,
+        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+        kinds=frozenset(kinds or ()),
+        project=checks.text(project, "project", max_chars=200),
+    )
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
     hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
     return hydrate(app, wanted, hits, budget)
 
 
 # -- hydration -----------------------------------------------------------------------------
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
 
 
 def _clipped(block: str, room: int) -> str:
@@ -134,25 +123,22 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
             "files, components, people or decisions, or drop the filters."
         )
         return ContextResult(query, budget, [], text[:limit])
-    found = _plural(len(hits), "match", "matches")
+    found = f"{len(hits)} {'match' if len(hits) == 1 else 'matches'}"
     parts = [f"# Context for: {clip(query.text, 200)}\n{found}, best first{where}. {DATA_NOTICE}"]
     used = len(parts[0])
     shown: list[Shown] = []
-    views = Views(app)
+    views: Views = cache(app.store.view)
     for position, hit in enumerate(hits, 1):
         block = hit_block(views, hit, position, limit)
         room = limit - used - 2 - FOOTER_RESERVE
-        if len(block) <= room:
-            parts.append(block)
-            shown.append(Shown(hit, "full"))
-        elif room >= MIN_CLIPPED_CHARS:
-            parts.append(_clipped(block, room))
-            shown.append(Shown(hit, "clipped"))
-        else:
+        if len(block) > room:
+            if room >= MIN_CLIPPED_CHARS:
+                parts.append(_clipped(block, room))
+                shown.append(Shown(hit, "clipped"))
             break
-        used += len(parts[-1]) + 2
-        if shown[-1].status == "clipped":
-            break
+        parts.append(block)
+        shown.append(Shown(hit, "full"))
+        used += len(block) + 2
     omitted = hits[len(shown) :]
     if omitted:
         ids = ", ".join(f"{hit.doc.kind} {clip(hit.doc.ref, 20)}" for hit in omitted[:3])

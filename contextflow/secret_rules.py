@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import re
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -56,8 +57,6 @@ def is_literal(value: str, quoted: bool = True) -> bool:
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIAL_NAME_PART = re.compile(r"(?i)pass|secret|token|key|auth|credential")
-
-
 _CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
 
 
@@ -249,11 +248,9 @@ def library_patterns() -> list[PatternRow]:
     needs its regular expressions reads them from the cache instead. Deleting it is safe.
     """
     cache_file = pattern_cache_file()
-    try:
+    with suppress(OSError, ValueError, TypeError):
         rows = orjson.loads(cache_file.read_bytes())
         return [(str(k), str(p), int(f), [str(n) for n in needles]) for k, p, f, needles in rows]
-    except (OSError, ValueError, TypeError):
-        pass
     import importlib
 
     found: list[PatternRow] = []
@@ -261,11 +258,9 @@ def library_patterns() -> list[PatternRow]:
         module_name, class_name = dotted.split(".")
         detector = getattr(importlib.import_module(f"detect_secrets.plugins.{module_name}"), class_name)()
         found += [(str(detector.secret_type), p.pattern, p.flags, list(words)) for p in detector.denylist]
-    try:
+    with suppress(OSError):  # a cache: the next process computes it again
         cache_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write(cache_file, orjson.dumps(found), fsync=False)
-    except OSError:
-        pass  # a cache: the next process computes it again
     return found
 
 

@@ -201,8 +201,6 @@ def _copy_path(data: Any, path: Path_) -> tuple[Any, Any]:
 
 def _replace(data: Any, path: Path_, new: str) -> Any:
     """A copy of `data` with the leaf at `path` set to `new` (only the containers on the path are copied)."""
-    if not path:
-        return new
     root, node = _copy_path(data, path[:-1])
     node[path[-1]] = new
     return root
@@ -261,25 +259,18 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
         previous = data.get(REDACTED_FIELD)
         earlier = [str(item) for item in previous] if isinstance(previous, list) else []
         result = {**result, REDACTED_FIELD: earlier + notes}
-        _remember(notes)
+        if (collected := _collected.get()) is not None:
+            collected.extend(notes)
     return result, notes
 
 
 def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
     """The hook Store.append_many calls before anything is written."""
     how = mode()
-    if how == "off":
-        return list(items)
     return [(kind, scrub(data, how)[0]) for kind, data in items]
 
 
 # -- telling the caller --------------------------------------------------------------------
-
-
-def _remember(notes: list[str]) -> None:
-    collected = _collected.get()
-    if collected is not None:
-        collected.extend(notes)
 
 
 @contextmanager

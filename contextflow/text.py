@@ -17,6 +17,7 @@ neither a terminal nor a model receives what the user cannot see:
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from typing import Any
 
 import orjson
@@ -42,7 +43,7 @@ def needs_cleaning(text: str) -> bool:
 def clean(value: object, single_line: bool = False) -> str:
     """Text with escape sequences, control, bidi and invisible characters removed."""
     text = str(value)
-    if (_NEEDS_CLEANING_ASCII if text.isascii() else _NEEDS_CLEANING).search(text):  # the fast path: clean already
+    if needs_cleaning(text):  # the fast path: most text is clean already
         text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\t", "    ")
         text = _CONTROL.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n"))
     if single_line and (text.isspace() or "  " in text or not text.isprintable() or text != text.strip()):
@@ -57,8 +58,7 @@ def clip(value: object, limit: int) -> str:
 
 def quote(value: object) -> str:
     """Stored text as a quoted block: every line starts with '> ', so it cannot pose as a header."""
-    lines = clean(value).split("\n")
-    return "\n".join("> " + line if line else ">" for line in lines)
+    return "\n".join("> " + line if line else ">" for line in clean(value).split("\n"))
 
 
 # -- structured replies ----------------------------------------------------------------------
@@ -121,16 +121,12 @@ def clean_reply(text: str) -> str:
     head = text.lstrip()[:1]
     if head in ("{", "[") and ("\\u" in text or needs_cleaning(text)):
         indent = orjson.OPT_INDENT_2 if "\n  " in text else 0
-        try:
+        with suppress(ValueError, TypeError):
             return orjson.dumps(clean_data(orjson.loads(text)), option=indent).decode()
-        except (ValueError, TypeError):
-            pass
-        try:
+        with suppress(ValueError, TypeError):
             lines = [orjson.dumps(clean_data(orjson.loads(line))).decode() if line.strip() else line
                      for line in text.split("\n")]
             return "\n".join(lines)
-        except (ValueError, TypeError):
-            pass
     return clean(text)
 def estimate_tokens(text: str) -> int:
     """LLM tokens in `text`, about four characters each, rounded up: for budgets and thresholds."""

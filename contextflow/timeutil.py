@@ -28,9 +28,7 @@ _ISO = re.compile(
 _LONGEST = int(timedelta(days=999_999).total_seconds())  # beyond any limit a caller sets, within timedelta
 MAX_EXPIRY = timedelta(days=3660)
 DURATION_FORMS = "30m, 24h, 7d, 2w, 1y, 1d12h or P7D"
-EXPIRY_HOW = (
-    f"a duration such as {DURATION_FORMS}, or an ISO-8601 time such as 2026-02-10T09:00:00Z"
-)
+EXPIRY_HOW = f"a duration such as {DURATION_FORMS}, or an ISO-8601 time such as 2026-02-10T09:00:00Z"
 
 
 def now() -> datetime:
@@ -102,9 +100,7 @@ def expiry(value: Any, now: datetime, name: str = "expires_at") -> datetime | No
     if moment is None:
         raise InputError(f"{name}={value!r} is not understood; use {EXPIRY_HOW}")
     if moment <= now:
-        raise InputError(
-            f"{name}={value!r} is already past (now is {to_iso(now)}); give a future time or a duration"
-        )
+        raise InputError(f"{name}={value!r} is already past (now is {to_iso(now)}); give a future time or a duration")
     return moment
 
 

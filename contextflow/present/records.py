@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from contextflow.app import App
 from contextflow.clock import stamp_iso
 from contextflow.present.provenance import header
 from contextflow.search import Doc, Hit
@@ -109,26 +108,16 @@ def conversation_body(entry: ConversationEntry) -> str:
     return "\n".join(blocks)
 
 
-class Views:
-    """View states read once per get_context call (each `store.view` re-checks the logs)."""
-
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self._states: dict[str, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._states:
-            self._states[name] = self.app.store.view(name)
-        return self._states[name]
+# A view's state by name, read once per get_context call (each `store.view` re-checks the logs).
+Views = Callable[[str], Any]
 
 
 def _conversation_hydrator(views: Views, doc: Doc) -> str | None:
-    state: ConversationsState = views["conversations"]
+    state: ConversationsState = views("conversations")
     entry = state.records.get((doc.project or DEFAULT_PROJECT, doc.ref))  # records are keyed by (project, id)
     return conversation_body(entry) if entry is not None else None
 
 
-# A kind whose record has more structure than its index fields renders from its own view.
 Hydrator = Callable[[Views, Doc], str | None]
 HYDRATORS: dict[str, Hydrator] = {"conversation": _conversation_hydrator}
 

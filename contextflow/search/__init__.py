@@ -1,25 +1,21 @@
 """Ranked search over everything stored: tokenizer, incremental BM25 index, extractors, ranking."""
 
-from contextflow.search.extractors import EXTRACTORS, Extractor, search_kinds
-from contextflow.search.index import FIELD_WEIGHTS, Delete, Doc, Hit, Patch, Put, SearchIndex
+from contextflow.search.extractors import EXTRACTORS, search_kinds
+from contextflow.search.index import Delete, Doc, Hit, Patch, Put, SearchIndex
 from contextflow.search.rank import Query, rank, recency
-from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME, SearchView
 
 __all__ = [
     "EXTRACTORS",
-    "FIELD_WEIGHTS",
     "VIEW_NAME",
     "Delete",
     "Doc",
-    "Extractor",
     "Hit",
     "Patch",
     "Put",
     "Query",
     "SearchIndex",
     "SearchView",
-    "query_terms",
     "rank",
     "recency",
     "search_kinds",

@@ -27,19 +27,18 @@ def _text(value: Any) -> str:
 
 
 def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
-    if not isinstance(value, list):
-        return []
-    return [item.strip() for item in value if isinstance(item, str) and item.strip()]
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [item.strip() for item in items if isinstance(item, str) and item.strip()]
 
 
 def _lines(items: Iterable[str]) -> str:
     return "\n".join(items)
 
 
-def _project(data: dict[str, Any]) -> str:
-    return _text(data.get("project")) or DEFAULT_PROJECT
+def _session_meta(data: dict[str, Any], agent: str = "agent") -> dict[str, Any]:
+    """Metadata of a record written in a session: its project (default `shared`), agent and session."""
+    project = _text(data.get("project")) or DEFAULT_PROJECT
+    return {"project": project, "agent": _text(data.get(agent)), "session_id": _text(data.get("session_id"))}
 
 
 def _fields(**named: str) -> dict[str, str]:
@@ -52,8 +51,7 @@ def _fields(**named: str) -> dict[str, str]:
 def note_docs(event: Event) -> list[Op]:
     data = event.data
     fields = _fields(title=_text(data.get("task")), text=_text(data.get("text")), tags=_lines(_texts(data.get("tags"))))
-    meta = {"project": _project(data), "agent": _text(data.get("agent")), "session_id": _text(data.get("session_id"))}
-    return [Put(event.id, fields, meta)]
+    return [Put(event.id, fields, _session_meta(data))]
 
 
 def handoff_docs(event: Event) -> list[Op]:
@@ -65,8 +63,7 @@ def handoff_docs(event: Event) -> list[Op]:
         open_questions=_lines(_texts(data.get("open_questions"))),
         files=_lines(_texts(data.get("files"))),
     )
-    meta = {"project": _project(data), "agent": _text(data.get("agent")), "session_id": _text(data.get("session_id"))}
-    return [Put(event.id, fields, meta)]
+    return [Put(event.id, fields, _session_meta(data))]
 
 
 # -- conversations (contextflow/conversations.py) -------------------------------------------
@@ -115,12 +112,7 @@ def conversation_docs(event: Event) -> list[Op]:
         open_questions=_lines(questions),
         summary=_lines(s for s in summaries if s),
     )
-    meta = {
-        "project": _project(data),
-        "agent": _text(data.get("source")),
-        "session_id": _text(data.get("session_id")),
-    }
-    return [Put(conversation_id, fields, meta)]
+    return [Put(conversation_id, fields, _session_meta(data, agent="source"))]
 
 
 # -- keyed context records (contextflow/records.py) -----------------------------------------
@@ -204,11 +196,7 @@ def thought_update_docs(event: Event) -> list[Op]:
 
 
 def _node_fields(data: dict[str, Any]) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    if "content" in data:
-        fields["text"] = _text(data["content"])
-    if "summary" in data:
-        fields["summary"] = _text(data["summary"])
+    fields = {field: _text(data[key]) for field, key in (("text", "content"), ("summary", "summary")) if key in data}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
         for name, value in metadata.items():
@@ -267,6 +255,3 @@ EXTRACTORS: dict[str, tuple[str, Extractor]] = {
 def search_kinds() -> tuple[str, ...]:
     """The kinds `get_context(kinds=...)` and `contextflow search --kind` accept."""
     return tuple(sorted({kind for kind, _ in EXTRACTORS.values()}))
-
-
-__all__ = ["EXTRACTORS", "Delete", "Extractor", "Patch", "Put", "search_kinds"]

@@ -88,9 +88,9 @@ class Doc:
         entry = self.fields.get(name)
         return entry[1] if entry else ""
 
-    def value(self, name: str, default: Any = None) -> Any:
+    def value(self, name: str) -> Any:
         entry = self.meta.get(name)
-        return entry[1] if entry else default
+        return entry[1] if entry else None
 
     def field_texts(self) -> list[tuple[str, str]]:
         return [(name, text) for name, (_, text) in self.fields.items()]
@@ -156,12 +156,10 @@ class SearchIndex:
     def posting(self, term: str) -> dict[str, int]:
         """The live postings of a term by document id (for tests and comparisons, not queries)."""
         pairs = self.postings.get(term, array("I"))
-        found: dict[str, int] = {}
-        for num, weight in zip(pairs[::2], pairs[1::2], strict=True):
-            doc = self.by_num[num]
-            if self.lengths[num] and doc is not None:
-                found[doc.doc_id] = weight
-        return found
+        return {
+            doc.doc_id: weight for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
+            if self.lengths[num] and (doc := self.by_num[num]) is not None
+        }
 
     def length(self, doc: Doc) -> int:
         return self.lengths[doc.num] if doc.num >= 0 else 0
@@ -237,8 +235,7 @@ class SearchIndex:
             if pairs is None:
                 postings[term] = array("I", (num, weight))
             else:
-                pairs.append(num)
-                pairs.append(weight)
+                pairs.extend((num, weight))
             df[term] = df.get(term, 0) + 1
         self.live_pairs += len(weights)
         self.total_length += length
@@ -260,8 +257,7 @@ class SearchIndex:
             kept = array("I")
             for num, weight in zip(pairs[::2], pairs[1::2], strict=True):
                 if self.lengths[num]:
-                    kept.append(renumber[num])
-                    kept.append(weight)
+                    kept.extend((renumber[num], weight))
             self.postings[term] = kept
         self.by_num, self.lengths, self.dead_pairs = by_num, lengths, 0
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from contextflow.events import Event, OrderKey
 from contextflow.search.extractors import EXTRACTORS
-from contextflow.search.index import Delete, Op, Patch, Put, SearchIndex
+from contextflow.search.index import ZERO, Delete, Op, Patch, Put, SearchIndex
 from contextflow.search.tokens import STEMMER
 
 VIEW_NAME = "search"
@@ -44,11 +44,9 @@ class SearchView:
         latest: dict[tuple[str, ...], OrderKey] = {}
         for event, ops in extracted:
             for slot in (slot for kind, op in ops for slot in _slots(kind, op)):
-                if slot not in latest or event.key > latest[slot]:
-                    latest[slot] = event.key
-        zero: OrderKey = (0, "", 0)
+                latest[slot] = max(latest.get(slot, event.key), event.key)
         for event, ops in extracted:
-            if all(_superseded(kind, op, event.key, latest, zero) for kind, op in ops):
+            if all(_superseded(kind, op, event.key, latest) for kind, op in ops):
                 found[event.id] = ()
         return found
 
@@ -76,11 +74,11 @@ def _slots(kind: str, op: Op) -> list[tuple[str, ...]]:
     return [("put", doc), *slots] if isinstance(op, Put) else slots
 
 
-def _superseded(kind: str, op: Op, key: OrderKey, latest: dict[tuple[str, ...], OrderKey], zero: OrderKey) -> bool:
+def _superseded(kind: str, op: Op, key: OrderKey, latest: dict[tuple[str, ...], OrderKey]) -> bool:
     doc = f"{kind}:{op.ref}"
-    later_delete = latest.get(("delete", doc), zero) > key
+    later_delete = latest.get(("delete", doc), ZERO) > key
     if isinstance(op, Delete):
         return later_delete
-    if later_delete or latest.get(("put", doc), zero) > key:
+    if later_delete or latest.get(("put", doc), ZERO) > key:
         return True
     return isinstance(op, Patch) and all(latest[slot] > key for slot in _slots(kind, op))

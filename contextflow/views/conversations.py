@@ -33,10 +33,6 @@ class ConversationEntry:
     def conversation_id(self) -> str:
         return str(self.event.data["conversation_id"])
 
-    @property
-    def project(self) -> str:
-        return project_of(self.event)
-
 
 @dataclass
 class ConversationsState:
@@ -44,8 +40,7 @@ class ConversationsState:
 
     def newest_first(self, project: str | None = None) -> list[ConversationEntry]:
         found = [entry for (owner, _), entry in self.records.items() if project is None or owner == project]
-        found.sort(key=lambda entry: entry.event.key, reverse=True)
-        return found
+        return sorted(found, key=lambda entry: entry.event.key, reverse=True)
 
 
 def _identity(event: Event) -> ConversationKey | None:
