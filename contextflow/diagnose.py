@@ -30,11 +30,8 @@ def store_info(app: App) -> dict[str, Any]:
     store = app.store
     health = store.health()
     location = store.location
-    writers: dict[str, int] = {}
     bad_kinds: dict[str, int] = {}
     for segment in health.segments:
-        if not segment.legacy:
-            writers[segment.writer] = writers.get(segment.writer, 0) + 1
         for kind, count in segment.bad_kinds.items():
             bad_kinds[kind] = bad_kinds.get(kind, 0) + count
     return {
