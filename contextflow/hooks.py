@@ -280,7 +280,7 @@ def turn_messages(transcript: Path) -> list[Message]:
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
             continue
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        message = entry["message"] if isinstance(entry.get("message"), dict) else {}
         if entry.get("type") == "assistant":
             key = entry.get("uuid")
             key = key if isinstance(key, str) and key else "sha:" + _digest(raw.decode("utf-8", "replace"))
