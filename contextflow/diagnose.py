@@ -22,6 +22,7 @@ _SOURCES = {
     "default": "default",
 }
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
+_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
 
 
 def store_info(app: App) -> dict[str, Any]:
@@ -50,14 +51,7 @@ def store_info(app: App) -> dict[str, Any]:
         "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
         "writers_ahead": writers_ahead(health.segments),
         "logs": [
-            {
-                "file": str(segment.path),
-                "writer": segment.writer,
-                "events": segment.events,
-                "bad_lines": segment.bad_lines,
-                "legacy": segment.legacy,
-                "conflict_copy": segment.conflict_copy,
-            }
+            {"file": str(segment.path), **{name: getattr(segment, name) for name in _LOG_FIELDS}}
             for segment in health.segments
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],

@@ -147,8 +147,11 @@ def _read(path: Path) -> str | None:
 # -- JSON configs ------------------------------------------------------------------------
 
 
-def merge_json(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Change:
-    """Apply `mutate` to the JSON object in `path`; the text stays as it was when nothing changes."""
+Mutator = Callable[[dict[str, Any]], None]
+
+
+def merge_json(path: Path, *mutators: Mutator) -> Change:
+    """Apply `mutators` to the JSON object in `path`; the text stays as it was when nothing changes."""
     before = _read(path)
     try:
         data = json.loads(before) if before and before.strip() else {}
@@ -160,7 +163,8 @@ def merge_json(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Change:
     if not isinstance(data, dict):
         raise InputError(f"{path} does not hold a JSON object; nothing was changed")
     original = json.loads(json.dumps(data))
-    mutate(data)
+    for mutate in mutators:
+        mutate(data)
     if data == original and before is not None:
         return Change(path, before, before)
     return Change(path, before, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -178,9 +182,6 @@ def _merged_env(current: Any, settings: Mapping[str, str]) -> dict[str, Any]:
     dropped, so the server and the hooks cannot disagree."""
     kept = {k: v for k, v in current.items() if k not in OWNED_VARIABLES} if isinstance(current, dict) else {}
     return {**kept, **settings}
-
-
-Mutator = Callable[[dict[str, Any]], None]
 
 
 def server_mutator(path: Path, command: list[str], extra: dict[str, Any], settings: Mapping[str, str]) -> Mutator:
@@ -347,14 +348,8 @@ def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | No
         return [codex_entry(config, command, settings),
                 merge_json(hooks, hooks_mutator(hooks, command, settings, start_matcher=False))]
     if client == "gemini":
-        add_server = server_mutator(config, command, {}, settings)
-        add_hooks = hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT)
-
-        def both(data: dict[str, Any]) -> None:
-            add_server(data)
-            add_hooks(data)
-
-        return [merge_json(config, both)]
+        return [merge_json(config, server_mutator(config, command, {}, settings),
+                           hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT))]
     return [merge_json(config, server_mutator(config, command, {}, settings))]
 
 
