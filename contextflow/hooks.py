@@ -239,18 +239,12 @@ def prompt_submit(hooks: Path, payload: dict[str, Any], budget: int) -> str:
 
 
 def _text_blocks(content: Any) -> list[str]:
+    """The texts of a message; a user entry without any is a tool result, not a person's prompt."""
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):
         return [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
     return []
-
-
-def _is_prompt(content: Any) -> bool:
-    """A user entry that is a person's prompt, not a tool result."""
-    if isinstance(content, str):
-        return True
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
 
 
 @dataclass(frozen=True)
@@ -285,7 +279,7 @@ def turn_messages(transcript: Path) -> list[Message]:
             key = entry.get("uuid")
             key = key if isinstance(key, str) and key else "sha:" + _digest(raw.decode("utf-8", "replace"))
             found.append(Message(key, "\n".join(_text_blocks(message.get("content")))))
-        elif entry.get("type") == "user" and _is_prompt(message.get("content")):
+        elif entry.get("type") == "user" and _text_blocks(message.get("content")):
             break
     found.reverse()
     return found

@@ -64,13 +64,6 @@ def _shown(path: Path, home: Path) -> str:
         return str(path)
 
 
-def _servers(data: Any, key: str) -> Iterator[dict[str, Any]]:
-    servers = data.get(key) if isinstance(data, dict) else None
-    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    if isinstance(entry, dict):
-        yield entry
-
-
 def _hooks(data: Any) -> Iterator[tuple[str, str]]:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     for event, groups in hooks.items() if isinstance(hooks, dict) else ():
@@ -115,10 +108,11 @@ def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place],
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             problems.append(f"cannot read {shown} to check its contextflow settings: {exc}")
             continue
-        if server_key:
-            for entry in _servers(data, server_key):
-                env = entry.get("env")
-                places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {})))
+        servers = data.get(server_key) if server_key and isinstance(data, dict) else None
+        entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        if isinstance(entry, dict):
+            env = entry.get("env")
+            places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {})))
         for event, command in _hooks(data):
             places.append(Place(client, f"{event} hook in {shown}", store_of(command_env(command))))
     return places, problems
