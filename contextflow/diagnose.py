@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,9 @@ def store_info(app: App) -> dict[str, Any]:
     store = app.store
     health = store.health()
     location = store.location
-    bad_kinds: dict[str, int] = {}
+    bad_kinds: Counter[str] = Counter()
     for segment in health.segments:
-        for kind, count in segment.bad_kinds.items():
-            bad_kinds[kind] = bad_kinds.get(kind, 0) + count
+        bad_kinds.update(segment.bad_kinds)
     return {
         "store": str(store.folder),
         "chosen_by": location.rule,
@@ -47,7 +47,7 @@ def store_info(app: App) -> dict[str, Any]:
         "events": store.event_count,
         "duplicate_events_ignored": store.duplicates,
         "bad_lines": health.bad_line_count,
-        "bad_line_kinds": bad_kinds,
+        "bad_line_kinds": dict(bad_kinds),
         "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
         "writers_ahead": writers_ahead(health.segments),
         "logs": [

@@ -180,8 +180,7 @@ def handoff_text(app: App, budget_chars: int) -> str:
     session_id = sessions.active_session(app)
     if not session_id:
         return ""
-    where = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
-    event = sessions.latest_handoff(app, where)
+    event = sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project, session_id=session_id))
     if event is None:
         return ""
     from contextflow.present.sessions import entry_text
