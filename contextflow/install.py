@@ -44,10 +44,10 @@ GEMINI_HOOKS = (("SessionStart", "session-start"), ("BeforeAgent", "prompt-submi
 HOOK_TIMEOUT = 30  # seconds (Claude Code, Codex)
 GEMINI_HOOK_TIMEOUT = 30_000  # Gemini CLI counts milliseconds
 STORE_VARIABLES = ("CONTEXTFLOW_STORE", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER")
-# what install owns in a server's env: set as in the shell at install time, dropped when unset
 AFTER_INSTALL = {
     "codex": "Codex runs new hooks only after you review and trust them once: open `codex` and run /hooks.",
 }
+# what install owns in a server's env: set as in the shell at install time, dropped when unset
 OWNED_VARIABLES = (*STORE_VARIABLES, "CONTEXTFLOW_STATE", "CONTEXTFLOW_WRITER")
 
 
