@@ -256,9 +256,7 @@ class Message:
 
 def _read_tail(transcript: Path) -> list[bytes]:
     with open(transcript, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - MAX_TRANSCRIPT_TAIL))
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - MAX_TRANSCRIPT_TAIL))
         return handle.read().split(b"\n")
 
 
