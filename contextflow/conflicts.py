@@ -89,16 +89,10 @@ def _ids_outside_copies(store: Store) -> set[str]:
     """Every event id in the logs that are not conflict copies, read from disk now."""
     found: set[str] = set()
     for segment in store.health().segments:
-        if segment.conflict_copy:
-            continue
-        try:
-            chunk = read_new(segment.path, None)
-        except FileNotFoundError:
-            continue
-        for line_no, raw in chunk.lines:
+        if not segment.conflict_copy:
             try:
-                found.add(decode(raw, line_no).id)
-            except BadLine:
+                found.update(read_copy(segment.path).lines)
+            except FileNotFoundError:
                 continue
     return found
 
@@ -163,7 +157,7 @@ def fix(app: App) -> FixReport:
             missing = [raw for event_id, raw in copy.lines.items() if event_id not in present]
             if missing:
                 store.log_writer.append(b"\n".join(missing) + b"\n")
-                present.update(event_id for event_id in copy.lines if event_id not in present)
+                present.update(copy.lines)
                 report.folded_events += len(missing)
         store.refresh()
         verified = _ids_outside_copies(store)  # from disk again: trust only what reads back

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ _SOURCES = {
     "default": "default",
 }
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
+_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
 
 
 def store_info(app: App) -> dict[str, Any]:
@@ -30,13 +32,9 @@ def store_info(app: App) -> dict[str, Any]:
     store = app.store
     health = store.health()
     location = store.location
-    writers: dict[str, int] = {}
-    bad_kinds: dict[str, int] = {}
+    bad_kinds: Counter[str] = Counter()
     for segment in health.segments:
-        if not segment.legacy:
-            writers[segment.writer] = writers.get(segment.writer, 0) + 1
-        for kind, count in segment.bad_kinds.items():
-            bad_kinds[kind] = bad_kinds.get(kind, 0) + count
+        bad_kinds.update(segment.bad_kinds)
     return {
         "store": str(store.folder),
         "chosen_by": location.rule,
@@ -49,18 +47,11 @@ def store_info(app: App) -> dict[str, Any]:
         "events": store.event_count,
         "duplicate_events_ignored": store.duplicates,
         "bad_lines": health.bad_line_count,
-        "bad_line_kinds": bad_kinds,
+        "bad_line_kinds": dict(bad_kinds),
         "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
         "writers_ahead": writers_ahead(health.segments),
         "logs": [
-            {
-                "file": str(segment.path),
-                "writer": segment.writer,
-                "events": segment.events,
-                "bad_lines": segment.bad_lines,
-                "legacy": segment.legacy,
-                "conflict_copy": segment.conflict_copy,
-            }
+            {"file": str(segment.path), **{name: getattr(segment, name) for name in _LOG_FIELDS}}
             for segment in health.segments
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],

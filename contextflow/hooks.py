@@ -134,13 +134,12 @@ def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
     try:
         data = orjson.loads(_pending_path(hooks, session_id).read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return {"items": [], "processed": []}
+        data = None
     return data if isinstance(data, dict) else {"items": [], "processed": []}
 
 
 def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
-    path = _pending_path(hooks, session_id)
-    atomic_write(path, orjson.dumps(data), fsync=False)
+    atomic_write(_pending_path(hooks, session_id), orjson.dumps(data), fsync=False)
 
 
 def current_task(hooks: Path) -> str | None:
@@ -181,8 +180,7 @@ def handoff_text(app: App, budget_chars: int) -> str:
     session_id = sessions.active_session(app)
     if not session_id:
         return ""
-    where = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
-    event = sessions.latest_handoff(app, where)
+    event = sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project, session_id=session_id))
     if event is None:
         return ""
     from contextflow.present.sessions import entry_text
@@ -192,13 +190,11 @@ def handoff_text(app: App, budget_chars: int) -> str:
 
 def threads_text(app: App, budget_chars: int) -> str:
     """Open timeline threads; empty when there are none."""
-    from contextflow import orient, timeline  # not imported by hooks that need no threads
+    from contextflow import orient, timeline, timeutil  # not imported by hooks that need no threads
 
     found = timeline.where_am_i(app, status="active", limit=5)
     if not found:
         return ""
-    from contextflow import timeutil
-
     now = timeutil.now()
     body = "\n\n".join(orient.whereabouts_text(where, now) for where in found)
     return "## Open threads\n\n" + clip_block(body, budget_chars)
@@ -210,18 +206,15 @@ def clip_block(text: str, limit: int) -> str:
 
 def session_start(app: App, hooks: Path, budget: int) -> str:
     share = budget  # characters each for the handoff and the threads: a quarter of the budget (4 chars a token)
-    extras = [part for part in (handoff_text(app, share), threads_text(app, share)) if part]
-    used = sum(estimate_tokens(part) + 1 for part in extras)
+    parts = [part for part in (handoff_text(app, share), threads_text(app, share)) if part]
     query, saved_budget = default_query(app, hooks)
-    room = min(budget - used, saved_budget or budget)
-    graph_text = ""
+    room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)
     if room >= 100:
         from contextflow.graph.compose import compose
 
         composed = compose(app, query, room)
-        if composed.included:
-            graph_text = composed.text
-    parts = [part for part in (graph_text, *extras) if part]
+        if composed.included and composed.text:
+            parts.insert(0, composed.text)  # the graph view first, then the handoff and the threads
     return "\n\n".join(parts)
 
 
@@ -245,18 +238,12 @@ def prompt_submit(hooks: Path, payload: dict[str, Any], budget: int) -> str:
 
 
 def _text_blocks(content: Any) -> list[str]:
+    """The texts of a message; a user entry without any is a tool result, not a person's prompt."""
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):
         return [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
     return []
-
-
-def _is_prompt(content: Any) -> bool:
-    """A user entry that is a person's prompt, not a tool result."""
-    if isinstance(content, str):
-        return True
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
 
 
 @dataclass(frozen=True)
@@ -269,9 +256,7 @@ class Message:
 
 def _read_tail(transcript: Path) -> list[bytes]:
     with open(transcript, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - MAX_TRANSCRIPT_TAIL))
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - MAX_TRANSCRIPT_TAIL))
         return handle.read().split(b"\n")
 
 
@@ -286,15 +271,12 @@ def turn_messages(transcript: Path) -> list[Message]:
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
             continue
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            message = {}
+        message = entry["message"] if isinstance(entry.get("message"), dict) else {}
         if entry.get("type") == "assistant":
-            text = "\n".join(_text_blocks(message.get("content")))
             key = entry.get("uuid")
-            key = str(key) if isinstance(key, str) and key else "sha:" + _digest(raw.decode("utf-8", "replace"))
-            found.append(Message(key, text))
-        elif entry.get("type") == "user" and _is_prompt(message.get("content")):
+            key = key if isinstance(key, str) and key else "sha:" + _digest(raw.decode("utf-8", "replace"))
+            found.append(Message(key, "\n".join(_text_blocks(message.get("content")))))
+        elif entry.get("type") == "user" and _text_blocks(message.get("content")):
             break
     found.reverse()
     return found
@@ -316,13 +298,11 @@ def read_turn(payload: dict[str, Any]) -> tuple[list[Message], str | None]:
         return [], final
     try:
         return turn_messages(Path(path).expanduser()), final
-    except FileNotFoundError:
-        if final is None:
-            raise
     except OSError as exc:
         if final is None:
             raise
-        log_reason(f"stop: cannot read the transcript ({exc.strerror or exc}); using the last message only")
+        if not isinstance(exc, FileNotFoundError):
+            log_reason(f"stop: cannot read the transcript ({exc.strerror or exc}); using the last message only")
     return [], final
 
 

@@ -36,18 +36,18 @@ from typing import Any
 from contextflow.errors import InputError
 from contextflow.fsutil import atomic_write
 from contextflow.locate import locate_store
+from contextflow.operations.admin import CLIENTS
 
-CLIENTS = ("claude-code", "codex", "gemini", "cursor")
 SERVER_NAME = "contextflow"
 HOOKS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt-submit"), ("Stop", "stop"))
 GEMINI_HOOKS = (("SessionStart", "session-start"), ("BeforeAgent", "prompt-submit"), ("AfterAgent", "stop"))
 HOOK_TIMEOUT = 30  # seconds (Claude Code, Codex)
 GEMINI_HOOK_TIMEOUT = 30_000  # Gemini CLI counts milliseconds
 STORE_VARIABLES = ("CONTEXTFLOW_STORE", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER")
-# what install owns in a server's env: set as in the shell at install time, dropped when unset
 AFTER_INSTALL = {
     "codex": "Codex runs new hooks only after you review and trust them once: open `codex` and run /hooks.",
 }
+# what install owns in a server's env: set as in the shell at install time, dropped when unset
 OWNED_VARIABLES = (*STORE_VARIABLES, "CONTEXTFLOW_STATE", "CONTEXTFLOW_WRITER")
 
 
@@ -109,13 +109,18 @@ def _named_store(entry_env: Any) -> dict[str, str]:
     return owned if any(k in owned for k in STORE_VARIABLES) else {}
 
 
+def load_config(path: Path) -> Any:
+    """A client config's data: Codex TOML, else JSON (raises OSError or ValueError when unreadable)."""
+    text = path.read_text(encoding="utf-8")
+    return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+
+
 def existing_entry_env(path: Path) -> Any:
-    """The `env` of the contextflow server entry in a client config (JSON, or Codex TOML), or
-    None when there is none or the file cannot be read (planning reports a broken file)."""
+    """The `env` of the contextflow server entry in a client config, or None when there is none
+    or the file cannot be read (planning reports a broken file)."""
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)["mcp_servers"] if path.suffix == ".toml" else json.loads(text)["mcpServers"]
-        return data[SERVER_NAME].get("env")
+        servers = load_config(path)["mcp_servers" if path.suffix == ".toml" else "mcpServers"]
+        return servers[SERVER_NAME].get("env")
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -142,8 +147,11 @@ def _read(path: Path) -> str | None:
 # -- JSON configs ------------------------------------------------------------------------
 
 
-def merge_json(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Change:
-    """Apply `mutate` to the JSON object in `path`; the text stays as it was when nothing changes."""
+Mutator = Callable[[dict[str, Any]], None]
+
+
+def merge_json(path: Path, *mutators: Mutator) -> Change:
+    """Apply `mutators` to the JSON object in `path`; the text stays as it was when nothing changes."""
     before = _read(path)
     try:
         data = json.loads(before) if before and before.strip() else {}
@@ -155,7 +163,8 @@ def merge_json(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Change:
     if not isinstance(data, dict):
         raise InputError(f"{path} does not hold a JSON object; nothing was changed")
     original = json.loads(json.dumps(data))
-    mutate(data)
+    for mutate in mutators:
+        mutate(data)
     if data == original and before is not None:
         return Change(path, before, before)
     return Change(path, before, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -175,13 +184,6 @@ def _merged_env(current: Any, settings: Mapping[str, str]) -> dict[str, Any]:
     return {**kept, **settings}
 
 
-Mutator = Callable[[dict[str, Any]], None]
-
-
-def server_entry(path: Path, command: list[str], extra: dict[str, Any], settings: Mapping[str, str]) -> Change:
-    return merge_json(path, server_mutator(path, command, extra, settings))
-
-
 def server_mutator(path: Path, command: list[str], extra: dict[str, Any], settings: Mapping[str, str]) -> Mutator:
     def mutate(data: dict[str, Any]) -> None:
         servers = _table(data, "mcpServers", str(path))
@@ -198,10 +200,6 @@ def server_mutator(path: Path, command: list[str], extra: dict[str, Any], settin
 
 def _is_ours(command: Any, sub: str) -> bool:
     return isinstance(command, str) and "contextflow" in command and command.rstrip().endswith(f"hook {sub}")
-
-
-def claude_hooks(path: Path, command: list[str], settings: Mapping[str, str]) -> Change:
-    return merge_json(path, hooks_mutator(path, command, settings))
 
 
 def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *,
@@ -238,12 +236,12 @@ _ANY_HEADER = re.compile(r"^\s*\[")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def _toml_value(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _toml_pair(key: str, value: Any) -> str:
+    return f"{key if _BARE_KEY.match(key) else json.dumps(key)} = {json.dumps(value, ensure_ascii=False)}"
 
 
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else json.dumps(key)
+def _assignment(key: str) -> re.Pattern[str]:
+    return re.compile(rf'^\s*(?:{re.escape(key)}|"{re.escape(key)}")\s*=')
 
 
 def _table_span(lines: list[str], header: re.Pattern[str]) -> tuple[int, int] | None:
@@ -258,21 +256,19 @@ def _set_keys(
     body: list[str], wanted: Mapping[str, Any], drop: tuple[str, ...], path: Path, table: str,
 ) -> list[str]:
     """Set `wanted` keys (TOML values) in a table's lines, drop `drop` keys; other lines stay."""
-    body = list(body)
     for key in drop:
         if key not in wanted:
-            pattern = re.compile(rf'^\s*(?:{re.escape(key)}|"{re.escape(key)}")\s*=')
-            body = [line for line in body if not pattern.match(line)]
+            body = [line for line in body if not _assignment(key).match(line)]
     for position, (key, value) in enumerate(wanted.items()):
-        pattern = re.compile(rf'^\s*(?:{re.escape(key)}|"{re.escape(key)}")\s*=')
-        index = next((i for i, line in enumerate(body) if pattern.match(line)), None)
-        new_line = f"{_toml_key(key)} = {_toml_value(value)}\n"
+        index = next((i for i, line in enumerate(body) if _assignment(key).match(line)), None)
+        new_line = _toml_pair(key, value) + "\n"
         if index is None:
             body.insert(min(position, len(body)), new_line)
             continue
-        current = _parsed_line(body[index])
-        if current is None:
-            raise InputError(f"{path}: {key} of [{table}] spans lines; edit it by hand")
+        try:
+            current = tomllib.loads(body[index])
+        except tomllib.TOMLDecodeError:
+            raise InputError(f"{path}: {key} of [{table}] spans lines; edit it by hand") from None
         if current.get(key) != value:
             body[index] = new_line
     return body
@@ -293,7 +289,7 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
     lines = text.splitlines(keepends=True)
     span = _table_span(lines, _HEADER)
     if span is None:
-        block = [f"[{table}]\n", *(f"{k} = {_toml_value(v)}\n" for k, v in wanted.items())]
+        block = [f"[{table}]\n", *(_toml_pair(k, v) + "\n" for k, v in wanted.items())]
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n"
         lines += (["\n"] if lines else []) + block
@@ -306,16 +302,15 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
     if env and env != current:
         env_span = _table_span(lines, _ENV_HEADER)
         start, end = _table_span(lines, _HEADER) or (0, 0)
-        inline = next((i for i in range(start + 1, end) if re.match(r'^\s*(?:env|"env")\s*=', lines[i])), None)
+        inline = next((i for i in range(start + 1, end) if _assignment("env").match(lines[i])), None)
         if env_span is not None:
             first, last = env_span
-            body = lines[first + 1 : last]
-            lines[first + 1 : last] = _set_keys(body, settings, OWNED_VARIABLES, path, table + ".env")
+            body = _set_keys(lines[first + 1 : last], settings, OWNED_VARIABLES, path, table + ".env")
+            lines[first + 1 : last] = body
         elif inline is not None:
-            pairs = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in env.items())
-            lines[inline] = f"env = {{ {pairs} }}\n"
+            lines[inline] = f"env = {{ {', '.join(_toml_pair(k, v) for k, v in env.items())} }}\n"
         else:
-            block = [f"[{table}.env]\n", *(f"{_toml_key(k)} = {_toml_value(v)}\n" for k, v in env.items())]
+            block = [f"[{table}.env]\n", *(_toml_pair(k, v) + "\n" for k, v in env.items())]
             while end > start + 1 and not lines[end - 1].strip():
                 end -= 1  # keep the blank line before the next table after our block
             if lines[end - 1 : end] and not lines[end - 1].endswith("\n"):
@@ -324,13 +319,6 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
     after = "".join(lines)
     tomllib.loads(after)
     return Change(path, before, after)
-
-
-def _parsed_line(line: str) -> dict[str, Any] | None:
-    try:
-        return tomllib.loads(line)
-    except tomllib.TOMLDecodeError:
-        return None
 
 
 # -- planning and applying ---------------------------------------------------------------
@@ -349,28 +337,20 @@ def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | No
     settings = store_settings(env, existing_entry_env(config))
     if client == "claude-code":
         skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
-        skill_now = _read(skill)
+        hooks = root / ".claude" / "settings.json"
         return [
-            server_entry(config, command, {"type": "stdio"}, settings),
-            claude_hooks(root / ".claude" / "settings.json", command, settings),
-            Change(skill, skill_now, skill_text()),
+            merge_json(config, server_mutator(config, command, {"type": "stdio"}, settings)),
+            merge_json(hooks, hooks_mutator(hooks, command, settings)),
+            Change(skill, _read(skill), skill_text()),
         ]
     if client == "codex":
-        return [
-            codex_entry(config, command, settings),
-            merge_json(root / ".codex" / "hooks.json", hooks_mutator(
-                root / ".codex" / "hooks.json", command, settings, start_matcher=False)),
-        ]
+        hooks = root / ".codex" / "hooks.json"
+        return [codex_entry(config, command, settings),
+                merge_json(hooks, hooks_mutator(hooks, command, settings, start_matcher=False))]
     if client == "gemini":
-        add_server = server_mutator(config, command, {}, settings)
-        add_hooks = hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT)
-
-        def both(data: dict[str, Any]) -> None:
-            add_server(data)
-            add_hooks(data)
-
-        return [merge_json(config, both)]
-    return [server_entry(config, command, {}, settings)]
+        return [merge_json(config, server_mutator(config, command, {}, settings),
+                           hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT))]
+    return [merge_json(config, server_mutator(config, command, {}, settings))]
 
 
 def write(change: Change) -> None:

@@ -9,16 +9,14 @@ another. Config files are read only; an unreadable one is reported, never fatal.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextflow.install import SERVER_NAME, STORE_VARIABLES
+from contextflow.install import SERVER_NAME, STORE_VARIABLES, load_config
 
 DEFAULT = "(the default store)"
 
@@ -66,18 +64,6 @@ def _shown(path: Path, home: Path) -> str:
         return str(path)
 
 
-def _load(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
-    return tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-
-
-def _servers(data: Any, key: str) -> Iterator[dict[str, Any]]:
-    servers = data.get(key) if isinstance(data, dict) else None
-    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    if isinstance(entry, dict):
-        yield entry
-
-
 def _hooks(data: Any) -> Iterator[tuple[str, str]]:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     for event, groups in hooks.items() if isinstance(hooks, dict) else ():
@@ -90,25 +76,23 @@ def _hooks(data: Any) -> Iterator[tuple[str, str]]:
 
 
 def _files(home: Path, cwd: Path | None) -> list[tuple[str, Path, str]]:
-    """(client, config file, key of its MCP server table); the key is "" for hook-only files."""
-    files = [
-        ("claude-code", home / ".claude.json", "mcpServers"),
-        ("claude-code", home / ".claude" / "settings.json", ""),
-        ("codex", home / ".codex" / "config.toml", "mcp_servers"),
-        ("codex", home / ".codex" / "hooks.json", ""),
-        ("gemini", home / ".gemini" / "settings.json", "mcpServers"),
-        ("cursor", home / ".cursor" / "mcp.json", "mcpServers"),
-    ]
+    """(client, config file, key of its MCP server table), user scope first; the key is "" for
+    hook-only files."""
+    scopes = [(home, ".claude.json")]
     if cwd is not None and cwd.resolve() != home.resolve():
-        files += [
-            ("claude-code", cwd / ".mcp.json", "mcpServers"),
-            ("claude-code", cwd / ".claude" / "settings.json", ""),
-            ("codex", cwd / ".codex" / "config.toml", "mcp_servers"),
-            ("codex", cwd / ".codex" / "hooks.json", ""),
-            ("gemini", cwd / ".gemini" / "settings.json", "mcpServers"),
-            ("cursor", cwd / ".cursor" / "mcp.json", "mcpServers"),
-        ]
-    return files
+        scopes.append((cwd, ".mcp.json"))
+    return [
+        (client, root / name, key)
+        for root, claude_server in scopes
+        for client, name, key in (
+            ("claude-code", claude_server, "mcpServers"),
+            ("claude-code", ".claude/settings.json", ""),
+            ("codex", ".codex/config.toml", "mcp_servers"),
+            ("codex", ".codex/hooks.json", ""),
+            ("gemini", ".gemini/settings.json", "mcpServers"),
+            ("cursor", ".cursor/mcp.json", "mcpServers"),
+        )
+    ]
 
 
 def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place], list[str]]:
@@ -118,16 +102,17 @@ def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place],
     for client, path, server_key in _files(home, cwd):
         shown = _shown(path, home)
         try:
-            data = _load(path)
+            data = load_config(path)
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             problems.append(f"cannot read {shown} to check its contextflow settings: {exc}")
             continue
-        if server_key:
-            for entry in _servers(data, server_key):
-                env = entry.get("env")
-                places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {})))
+        servers = data.get(server_key) if server_key and isinstance(data, dict) else None
+        entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        if isinstance(entry, dict):
+            env = entry.get("env")
+            places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {})))
         for event, command in _hooks(data):
             places.append(Place(client, f"{event} hook in {shown}", store_of(command_env(command))))
     return places, problems

@@ -9,7 +9,7 @@ _RUN = "contextflow.present.admin:"
 _CLIENTS = "contextflow.present.clients:"
 _S: JSON = {"type": "string"}
 _FLAG: JSON = {"type": "boolean"}
-CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # contextflow.install.CLIENTS, without importing it
+CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # what `install` supports
 
 
 def _op(name: str, summary: str, params: tuple[Param, ...], description: str, **options: object) -> Operation:

@@ -78,20 +78,19 @@ def human_size(count: int) -> str:
 
 
 def report_text(report: CompactReport) -> str:
-    verb = "would compact" if report.dry_run else "compacted"
     if report.bytes_before == 0:
         return f"nothing to compact: {report.log} does not exist yet"
-    lines = []
+    verb = "would compact" if report.dry_run else "compacted"
+    lines = [f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
+             f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}" if report.changed
+             else f"nothing to compact in {report.log} ({report.lines_before} lines)"]
     if report.blocked_by:
         lines.append(
             f"nothing dropped: the view(s) {', '.join(report.blocked_by)} cannot tell which events they no longer "
             "need, so every event is kept"
         )
     if not report.changed:
-        lines.insert(0, f"nothing to compact in {report.log} ({report.lines_before} lines)")
         return "\n".join(lines)
-    lines.insert(0, f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
-                 f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}")
     for label, counts in (("dropped", report.dropped), ("reduced", report.reduced)):
         if counts:
             lines.append(f"{label}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))

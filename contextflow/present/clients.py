@@ -31,6 +31,7 @@ def install(app: None, args: JSON) -> Reply:
 
     dry_run = bool(args.get("dry_run"))
     changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
+    changed = any(change.changed for change in changes)
     blocks: list[str] = []
     for change in changes:
         if not change.changed:
@@ -40,10 +41,10 @@ def install(app: None, args: JSON) -> Reply:
         action = "create" if change.before is None else "update"
         done = action if dry_run else action.rstrip("e") + "ed"
         blocks.append(f"{verb}{done}  {change.path}\n{change.diff()}".rstrip())
-    if any(change.changed for change in changes) and not dry_run:
+    if changed and not dry_run:
         note = AFTER_INSTALL.get(args["client"], "")
         blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
-    elif not any(change.changed for change in changes):
+    elif not changed:
         blocks.append("contextflow is already installed; nothing changed.")
     data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
             for c in changes]
