@@ -97,8 +97,6 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
     options["default"] = param.cli_default
     if kind == "boolean":
         options["action"] = argparse.BooleanOptionalAction if param.negatable else "store_true"
-        if not param.negatable:
-            options["default"] = param.cli_default
     elif kind == "array":
         options["action"] = "append"
     if param.required and param.cli_default is None:
