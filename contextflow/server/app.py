@@ -83,8 +83,7 @@ class ContextflowServer:
     def call(self, name: str, arguments: Any) -> types.CallToolResult:
         spec = self.tools.get(name)
         if spec is None:
-            known = ", ".join(self.tools)
-            return _error(f"unknown tool {name!r}; this server has: {known}")
+            return tool_error(f"unknown tool {name!r}; this server has: {', '.join(self.tools)}")
         try:
             checked = check_arguments(spec, arguments)
             as_json = checked.pop("format", "text") == "json"
@@ -92,10 +91,10 @@ class ContextflowServer:
                 reply = spec.run(self.app, checked)
             assert isinstance(reply, Reply), f"{name} returned an exit code, not a reply"
         except ContextflowError as exc:
-            return _error(_about(name, exc))
+            return tool_error(_about(name, exc))
         except Exception as exc:  # the boundary: report, never crash the server
             traceback.print_exc(file=sys.stderr)
-            return _error(
+            return tool_error(
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
@@ -277,7 +276,7 @@ def _about(name: str, exc: Exception) -> str:
     return message if message.startswith(f"{name} ") else f"{name}: {message}"
 
 
-def _error(message: str) -> types.CallToolResult:
+def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
 
 

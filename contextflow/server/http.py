@@ -53,7 +53,7 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.fold import View
-from contextflow.server.app import ContextflowServer, announced, sdk_server
+from contextflow.server.app import ContextflowServer, announced, sdk_server, tool_error
 from contextflow.server.auth import Grant, GrantVerifier
 from contextflow.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.store import Store, fsync_setting
@@ -200,12 +200,9 @@ class HttpBridge:
         def work(inner: ContextflowServer, grant: Grant) -> tuple[types.CallToolResult, bool]:
             spec = inner.tools.get(params.name)
             if grant.read_only and spec is not None and not spec.read_only:
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=(
-                        f"{params.name} changes state, and the token {grant.name!r} is read-only "
-                        f"({grant.describe()}); use a read-only tool or a token that may write"
-                    ))],
-                    is_error=True,
+                return tool_error(
+                    f"{params.name} changes state, and the token {grant.name!r} is read-only "
+                    f"({grant.describe()}); use a read-only tool or a token that may write"
                 ), False
             return inner.call_and_save(params.name, params.arguments)
 
