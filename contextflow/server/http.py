@@ -187,10 +187,8 @@ class HttpBridge:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         def work(inner: ContextflowServer, grant: Grant) -> types.ListToolsResult:
-            tools = inner.tool_list()
-            if grant.read_only:
-                tools = [tool for tool in tools if inner.tools[tool.name].read_only]
-            return types.ListToolsResult(tools=tools)
+            shown = [tool for tool in inner.tool_list() if not grant.read_only or inner.tools[tool.name].read_only]
+            return types.ListToolsResult(tools=shown)
 
         return await self._serve(ctx, work)
 
@@ -212,10 +210,9 @@ class HttpBridge:
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         def work(inner: ContextflowServer, grant: Grant) -> types.ListPromptsResult:
-            prompts = inner.prompt_list()
-            if grant.read_only:
-                prompts = [prompt for prompt in prompts if not SESSION_MOVING_PROMPTS.match(prompt.name)]
-            return types.ListPromptsResult(prompts=prompts)
+            listed = inner.prompt_list()
+            shown = [prompt for prompt in listed if not (grant.read_only and SESSION_MOVING_PROMPTS.match(prompt.name))]
+            return types.ListPromptsResult(prompts=shown)
 
         return await self._serve(ctx, work)
 
