@@ -82,10 +82,8 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
         options["choices"] = schema["enum"]
     elif kind == "array" and "enum" in schema.get("items", {}):  # each repeated value is checked
         options["choices"] = schema["items"]["enum"]
-    if kind == "integer":
-        options["type"] = int
-    elif kind == "number":
-        options["type"] = float
+    if kind in ("integer", "number"):
+        options["type"] = int if kind == "integer" else float
     if param.positional:
         if kind == "array":
             options["nargs"] = "+" if param.required else "*"
@@ -97,8 +95,6 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
     options["default"] = param.cli_default
     if kind == "boolean":
         options["action"] = argparse.BooleanOptionalAction if param.negatable else "store_true"
-        if not param.negatable:
-            options["default"] = param.cli_default
     elif kind == "array":
         options["action"] = "append"
     if param.required and param.cli_default is None:

@@ -14,30 +14,22 @@ from typing import Any
 from contextflow.errors import InputError
 from contextflow.operations.spec import JSON, Operation, Param
 
-_TYPE_NAMES = {
-    "string": "a string",
-    "integer": "a whole number",
-    "number": "a number",
-    "boolean": "true or false",
-    "array": "a list",
-    "object": "a JSON object",
+# Each schema type: the Python type(s) a value of it has, and how messages name it.
+_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "string": (str, "a string"),
+    "integer": (int, "a whole number"),
+    "number": ((int, float), "a number"),
+    "boolean": (bool, "true or false"),
+    "array": (list, "a list"),
+    "object": (dict, "a JSON object"),
 }
 
 
 def _type_ok(value: Any, expected: str) -> bool:
-    if expected == "string":
-        return isinstance(value, str)
-    if expected == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if expected == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if expected == "boolean":
-        return isinstance(value, bool)
-    if expected == "array":
-        return isinstance(value, list)
-    if expected == "object":
-        return isinstance(value, dict)
-    return True
+    if expected not in _TYPES:
+        return True
+    is_bool = isinstance(value, bool)  # a bool is an int to Python, never a number to JSON
+    return isinstance(value, _TYPES[expected][0]) and (expected == "boolean" or not is_bool)
 
 
 def _describe(value: Any) -> str:
@@ -48,7 +40,7 @@ def _describe(value: Any) -> str:
 def _check_value(value: Any, schema: JSON, where: str) -> None:
     expected = schema.get("type")
     if isinstance(expected, str) and not _type_ok(value, expected):
-        raise InputError(f"{where} must be {_TYPE_NAMES.get(expected, expected)}, got {_describe(value)}")
+        raise InputError(f"{where} must be {_TYPES[expected][1]}, got {_describe(value)}")
     if "enum" in schema and value not in schema["enum"]:
         raise InputError(f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
     if isinstance(value, int | float) and not isinstance(value, bool):

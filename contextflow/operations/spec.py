@@ -29,9 +29,6 @@ class Reply:
     note: str | None = None  # the CLI prints it on stderr (e.g. what did not fit a budget)
 
 
-Handler = Callable[["App", JSON], "Reply | int"]
-
-
 def lazy(path: str) -> Callable[..., Any]:
     """The function at "module:function", imported on its first call (keeps start-up cheap)."""
     found: list[Callable[..., Any]] = []

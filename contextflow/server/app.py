@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -37,6 +37,7 @@ from contextflow.server.registry import features_for
 from contextflow.text import clean, clean_data, clean_reply
 
 log = logging.getLogger("contextflow.server")
+T = TypeVar("T")
 
 INSTRUCTIONS = (
     "contextflow is shared memory across agents, tools and machines. Start with the new_session or "
@@ -82,8 +83,7 @@ class ContextflowServer:
     def call(self, name: str, arguments: Any) -> types.CallToolResult:
         spec = self.tools.get(name)
         if spec is None:
-            known = ", ".join(self.tools)
-            return _error(f"unknown tool {name!r}; this server has: {known}")
+            return tool_error(f"unknown tool {name!r}; this server has: {', '.join(self.tools)}")
         try:
             checked = check_arguments(spec, arguments)
             as_json = checked.pop("format", "text") == "json"
@@ -91,22 +91,25 @@ class ContextflowServer:
                 reply = spec.run(self.app, checked)
             assert isinstance(reply, Reply), f"{name} returned an exit code, not a reply"
         except ContextflowError as exc:
-            return _error(_about(name, exc))
+            return tool_error(_about(name, exc))
         except Exception as exc:  # the boundary: report, never crash the server
             traceback.print_exc(file=sys.stderr)
-            return _error(
+            return tool_error(
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
         return reply_result(reply, as_json, spec.always_structured, redacted)
 
+    def call_and_save(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
+        """`call`, then the snapshot saved when due; with whether the prompt list changed."""
+        result = self.call(name, arguments)
+        self.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
+        return result, self.prompts_changed()
+
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        result = self.call(params.name, params.arguments)
-        self.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
-        await self._notify_if_prompts_changed(ctx)
-        return result
+        return await announced(ctx, self.bus, self.call_and_save(params.name, params.arguments))
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -126,61 +129,61 @@ class ContextflowServer:
             for feature in self.features
         )
 
-    async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+    def prompts_changed(self) -> bool:
+        """Whether the resume_N prompt list changed since the client last listed it."""
+        if self._prompt_signature is None:
+            return False  # the client has not listed prompts yet
+        logs = self.app.store.signatures()
+        if logs == self._prompt_logs:
+            return False  # nothing new was folded since the last look, so the resume_N list is the same
+        signature = self.prompt_signature()
+        self._prompt_logs = logs
+        if signature == self._prompt_signature:
+            return False
+        self._prompt_signature = signature
+        return True
+
+    def prompt_list(self) -> list[types.Prompt]:
         specs = self.prompt_specs()
         self._prompt_signature = self.prompt_signature()
         self._prompt_logs = self.app.store.signatures()
-        return types.ListPromptsResult(
-            prompts=[
-                types.Prompt(
-                    name=spec.name,
-                    description=clean(spec.description),
-                    arguments=[
-                        types.PromptArgument(name=a.name, description=a.description, required=a.required)
-                        for a in spec.arguments
-                    ],
-                )
-                for spec in specs
-            ]
-        )
+        return [
+            types.Prompt(
+                name=spec.name,
+                description=clean(spec.description),
+                arguments=[
+                    types.PromptArgument(name=a.name, description=a.description, required=a.required)
+                    for a in spec.arguments
+                ],
+            )
+            for spec in specs
+        ]
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=self.prompt_list())
+
+    def get_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[types.GetPromptResult, bool]:
+        """The prompt's messages, with whether the prompt list changed."""
+        spec = next((s for s in self.prompt_specs() if s.name == name), None)
+        if spec is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {name!r}; list prompts to see them")
+        try:
+            text = spec.handler(self.app, dict(arguments or {}))
+        except ContextflowError as exc:
+            raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
+        return types.GetPromptResult(
+            description=clean(spec.description),
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
+        ), self.prompts_changed()
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        spec = next((s for s in self.prompt_specs() if s.name == params.name), None)
-        if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; list prompts to see them")
-        try:
-            text = spec.handler(self.app, dict(params.arguments or {}))
-        except ContextflowError as exc:
-            raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
-        await self._notify_if_prompts_changed(ctx)
-        return types.GetPromptResult(
-            description=clean(spec.description),
-            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
-        )
-
-    async def _notify_if_prompts_changed(self, ctx: ServerRequestContext[Any]) -> None:
-        if self._prompt_signature is None:
-            return  # the client has not listed prompts yet
-        if self.app.store.signatures() == self._prompt_logs:
-            return  # nothing new was folded since the last look, so the resume_N list is the same
-        signature = self.prompt_signature()
-        self._prompt_logs = self.app.store.signatures()
-        if signature == self._prompt_signature:
-            return
-        self._prompt_signature = signature
-        try:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                await self.bus.publish(PromptsListChanged())
-            else:
-                await ctx.session.send_prompt_list_changed()
-        except Exception:  # a notification must never fail the call
-            log.debug("prompt list notification failed", exc_info=True)
+        return await announced(ctx, self.bus, self.get_prompt(params.name, params.arguments))
 
     # -- resources -----------------------------------------------------------------------
 
-    async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+    def resource_list(self) -> types.ListResourcesResult:
         return types.ListResourcesResult(
             resources=[
                 types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
@@ -188,16 +191,36 @@ class ContextflowServer:
             ]
         )
 
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        spec = self.resources.get(str(params.uri))
+    async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        return self.resource_list()
+
+    def read_resource(self, uri: str) -> types.ReadResourceResult:
+        spec = self.resources.get(uri)
         if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {', '.join(self.resources)}")
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri}; known: {', '.join(self.resources)}")
         text = clean_reply(spec.reader(self.app))
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=text)]
         )
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return self.read_resource(str(params.uri))
+
+
+async def announced(ctx: ServerRequestContext[Any], bus: InMemorySubscriptionBus, outcome: tuple[T, bool]) -> T:
+    """The result of `outcome`, after telling the client the prompt list changed when it did."""
+    result, changed = outcome
+    if changed:
+        try:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                await bus.publish(PromptsListChanged())
+            else:
+                await ctx.session.send_prompt_list_changed()
+        except Exception:  # a notification must never fail the call
+            log.debug("prompt list notification failed", exc_info=True)
+    return result
 
 
 def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: list[str]) -> types.CallToolResult:
@@ -253,12 +276,8 @@ def _about(name: str, exc: Exception) -> str:
     return message if message.startswith(f"{name} ") else f"{name}: {message}"
 
 
-def _error(message: str) -> types.CallToolResult:
+def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
-
-
-def build_server(app: App) -> Server[Any]:
-    return ContextflowServer(app).server
 
 
 async def serve_stdio(app: App) -> None:
@@ -272,7 +291,7 @@ async def serve_stdio(app: App) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _exit_now, app)
-    server = build_server(app)
+    server = ContextflowServer(app).server
     try:
         async with stdio_server() as (read_stream, write_stream), guard_stdio(read_stream, write_stream) as guarded:
             await server.run(guarded, write_stream, server.create_initialization_options())

@@ -61,12 +61,8 @@ class Grant:
         return self.write is None or project in self.write
 
     def default_project(self, fallback: str) -> str:
-        if self.project:
-            return self.project
-        for projects in (self.write, self.read):
-            if projects:
-                return sorted(projects)[0]
-        return fallback
+        """Its own default project, else its first writable (or readable) one, else `fallback`."""
+        return self.project or next((min(projects) for projects in (self.write, self.read) if projects), fallback)
 
     def describe(self) -> str:
         def show(projects: frozenset[str] | None) -> str:

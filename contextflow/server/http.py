@@ -26,7 +26,6 @@ side, their appends serialized by the writer lock as between processes.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import socket
@@ -45,25 +44,21 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
 from contextflow.app import App
-from contextflow.errors import ContextflowError, InputError
+from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.fold import View
-from contextflow.server.app import ContextflowServer, sdk_server
+from contextflow.server.app import ContextflowServer, announced, sdk_server, tool_error
 from contextflow.server.auth import Grant, GrantVerifier
 from contextflow.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.store import Store, fsync_setting
-from contextflow.text import clean
 from contextflow.views.sessions import project_of
 
-log = logging.getLogger("contextflow.http")
 T = TypeVar("T")
 
 DEFAULT_HOST = "127.0.0.1"
@@ -192,10 +187,8 @@ class HttpBridge:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         def work(inner: ContextflowServer, grant: Grant) -> types.ListToolsResult:
-            tools = inner.tool_list()
-            if grant.read_only:
-                tools = [tool for tool in tools if inner.tools[tool.name].read_only]
-            return types.ListToolsResult(tools=tools)
+            shown = [tool for tool in inner.tool_list() if not grant.read_only or inner.tools[tool.name].read_only]
+            return types.ListToolsResult(tools=shown)
 
         return await self._serve(ctx, work)
 
@@ -205,42 +198,21 @@ class HttpBridge:
         def work(inner: ContextflowServer, grant: Grant) -> tuple[types.CallToolResult, bool]:
             spec = inner.tools.get(params.name)
             if grant.read_only and spec is not None and not spec.read_only:
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=(
-                        f"{params.name} changes state, and the token {grant.name!r} is read-only "
-                        f"({grant.describe()}); use a read-only tool or a token that may write"
-                    ))],
-                    is_error=True,
+                return tool_error(
+                    f"{params.name} changes state, and the token {grant.name!r} is read-only "
+                    f"({grant.describe()}); use a read-only tool or a token that may write"
                 ), False
-            result = inner.call(params.name, params.arguments)
-            inner.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
-            return result, prompts_changed(inner)
+            return inner.call_and_save(params.name, params.arguments)
 
-        result, changed = await self._serve(ctx, work)
-        if changed:
-            await self._announce_prompts(ctx)
-        return result
+        return await announced(ctx, self.bus, await self._serve(ctx, work))
 
     # -- prompts -------------------------------------------------------------------------
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
         def work(inner: ContextflowServer, grant: Grant) -> types.ListPromptsResult:
-            specs = inner.prompt_specs()
-            inner._prompt_signature = inner.prompt_signature()
-            inner._prompt_logs = inner.app.store.signatures()
-            if grant.read_only:
-                specs = [spec for spec in specs if not SESSION_MOVING_PROMPTS.match(spec.name)]
-            return types.ListPromptsResult(prompts=[
-                types.Prompt(
-                    name=spec.name,
-                    description=spec.description,
-                    arguments=[
-                        types.PromptArgument(name=a.name, description=a.description, required=a.required)
-                        for a in spec.arguments
-                    ],
-                )
-                for spec in specs
-            ])
+            listed = inner.prompt_list()
+            shown = [prompt for prompt in listed if not (grant.read_only and SESSION_MOVING_PROMPTS.match(prompt.name))]
+            return types.ListPromptsResult(prompts=shown)
 
         return await self._serve(ctx, work)
 
@@ -253,78 +225,23 @@ class HttpBridge:
                     f"{params.name} makes a session the active one, and the token {grant.name!r} is read-only "
                     f"({grant.describe()}); call resume_session with a session_id to read a session instead"
                 ))
-            spec = next((s for s in inner.prompt_specs() if s.name == params.name), None)
-            if spec is None:
-                raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}; list prompts to see them")
-            try:
-                text = spec.handler(inner.app, dict(params.arguments or {}))
-            except ContextflowError as exc:
-                message = str(exc)
-                raise MCPError(types.INVALID_PARAMS, message if message.startswith(spec.name) else
-                               f"{spec.name}: {message}") from None
-            return types.GetPromptResult(
-                description=spec.description,
-                messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
-            ), prompts_changed(inner)
+            return inner.get_prompt(params.name, params.arguments)
 
-        result, changed = await self._serve(ctx, work)
-        if changed:
-            await self._announce_prompts(ctx)
-        return result
-
-    async def _announce_prompts(self, ctx: ServerRequestContext[Any]) -> None:
-        try:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                await self.bus.publish(PromptsListChanged())
-            else:
-                await ctx.session.send_prompt_list_changed()
-        except Exception:  # a notification must never fail the call
-            log.debug("prompt list notification failed", exc_info=True)
+        return await announced(ctx, self.bus, await self._serve(ctx, work))
 
     # -- resources -----------------------------------------------------------------------
 
     async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-        def work(inner: ContextflowServer, grant: Grant) -> types.ListResourcesResult:
-            return types.ListResourcesResult(resources=[
-                types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
-                for r in inner.resources.values()
-            ])
-
-        return await self._serve(ctx, work)
+        return await self._serve(ctx, lambda inner, grant: inner.resource_list())
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        def work(inner: ContextflowServer, grant: Grant) -> types.ReadResourceResult:
-            spec = inner.resources.get(str(params.uri))
-            if spec is None:
-                known = ", ".join(inner.resources)
-                raise MCPError(types.INVALID_PARAMS, f"unknown resource {params.uri}; known: {known}")
-            return types.ReadResourceResult(contents=[
-                types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=clean(spec.reader(inner.app)))
-            ])
-
-        return await self._serve(ctx, work)
+        return await self._serve(ctx, lambda inner, grant: inner.read_resource(str(params.uri)))
 
     def close(self) -> None:
         for server in self._servers.values():
             server.app.close()
-
-
-def prompts_changed(inner: ContextflowServer) -> bool:
-    """Whether the grant's resume_N prompt list changed since the client last listed it (the
-    store-side half of ContextflowServer._notify_if_prompts_changed, run off the event loop)."""
-    if inner._prompt_signature is None:
-        return False  # the client has not listed prompts yet
-    logs = inner.app.store.signatures()
-    if logs == inner._prompt_logs:
-        return False
-    signature = inner.prompt_signature()
-    inner._prompt_logs = logs
-    if signature == inner._prompt_signature:
-        return False
-    inner._prompt_signature = signature
-    return True
 
 
 def build_http_app(bridge: HttpBridge, host: str = DEFAULT_HOST) -> Starlette:

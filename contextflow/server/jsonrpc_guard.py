@@ -31,6 +31,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MAX_DEPTH = 100  # arrays/objects; tool arguments are checked to 64 levels, the envelope adds a few
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the SDK's own limit for one HTTP message
 BATCH = "JSON-RPC batches are not supported: send one request per message"
+LONE_SURROGATE = ("Parse error: the message holds a lone UTF-16 surrogate "
+                  "(e.g. \\ud800 without its pair); send valid Unicode")
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,7 @@ def problem(body: bytes) -> Problem | None:
     except orjson.JSONDecodeError as exc:
         reason = str(exc)
         if "surrogate" in reason:
-            return Problem(types.PARSE_ERROR, "Parse error: the message holds a lone UTF-16 surrogate "
-                                              "(e.g. \\ud800 without its pair); send valid Unicode")
+            return Problem(types.PARSE_ERROR, LONE_SURROGATE)
         if "depth" in reason or "recursion" in reason:
             return Problem(types.INVALID_REQUEST, f"Invalid request: JSON nested more than {MAX_DEPTH} levels")
         return Problem(types.PARSE_ERROR, f"Parse error: not valid JSON ({reason})")
@@ -140,8 +141,7 @@ def problem_of_error(error: Exception) -> Problem:
         if first.get("type") == "json_invalid":
             reason = str(first.get("ctx", {}).get("error", first.get("msg", "")))
             if "surrogate" in reason:
-                return Problem(types.PARSE_ERROR, "Parse error: the message holds a lone UTF-16 surrogate "
-                                                  "(e.g. \\ud800 without its pair); send valid Unicode")
+                return Problem(types.PARSE_ERROR, LONE_SURROGATE)
             if "recursion" in reason:
                 return Problem(types.INVALID_REQUEST, "Invalid request: JSON nested too deeply")
             return Problem(types.PARSE_ERROR, f"Parse error: not valid JSON ({reason})")
