@@ -178,14 +178,15 @@ def test_ordinary_fields_that_look_like_credentials_pass(value: dict[str, Any]) 
 async def test_secret_keys_and_split_tokens_are_neither_stored_nor_echoed(app: App) -> None:
     split = j(GH[:18], "\u200b", GH[18:])
     async with connect(app) as client:
-        stored = await client.call_tool("context_set", {"key": "cfg:deploy", "value": {GH: {"DB_PASS": "x1"}}})
+        stored = await client.call_tool("context_set", {"key": "cfg:deploy", "value": {GH: {"DB_PASS": "X1!"}}})
         noted = await client.call_tool("append_shared_note", {"agent": "a", "text": f"token {split}", "tags": ["t"]})
         got = await client.call_tool("context_get", {"key": "cfg:deploy"})
         read = await client.call_tool("read_shared_context", {"format": "json"})
     for result in (stored, noted, got, read):
         assert not result.is_error, text_of(result)
         shown = " ".join(block.text for block in result.content) + repr(result.structured_content)
-        assert GH not in clean(shown) and GH[:18] not in shown and "x1" not in shown.replace("0x1", "")
+        # "X1!" cannot occur in ids or times (lower-case letters and digits), so finding it means the password leaked
+        assert GH not in clean(shown) and GH[:18] not in shown and "X1!" not in shown
     assert "GitHub token in key of value" in " ".join(block.text for block in stored.content)
     raw = b"".join(path.read_bytes() for path in app.store.folder.glob("events.*.jsonl")).decode()
-    assert GH[:18] not in raw and '"x1"' not in raw
+    assert GH[:18] not in raw and "X1!" not in raw
