@@ -37,7 +37,6 @@ from contextflow.log import (
     read_new,
     unchanged,
 )
-from contextflow.secrets import scrub_items
 
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_NEW_EVENTS = 2000
@@ -347,6 +346,8 @@ class Store:
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
         """Append events in one locked write; they are folded before this returns."""
+        from contextflow.secrets import scrub_items  # its patterns compile on first use: only writes pay
+
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         try:
             with self._writer.locked():

@@ -30,7 +30,8 @@ from benchlib.procs import cold_start
 from benchlib.report import heading, table
 
 PYTHON = sys.executable
-CONTEXTFLOW = [PYTHON, "-m", "contextflow"]
+_SCRIPT = Path(PYTHON).with_name("contextflow")  # the console script clients run, as `install` writes it
+CONTEXTFLOW = [str(_SCRIPT)] if _SCRIPT.exists() else [PYTHON, "-m", "contextflow"]
 FLOOR = [PYTHON, str(Path(__file__).resolve().parent / "benchlib" / "floor_server.py")]
 
 

@@ -3,12 +3,12 @@
 Each operation with `command` words becomes a command whose flags come from its parameters;
 running it parses, checks the arguments (errors name the flags as typed here), calls the
 same function as the MCP tool and prints its reply as text, markdown or JSON. Errors go to
-stderr with exit code 2. Nothing but argparse and the table is imported until a command runs.
+stderr with exit code 2. Nothing but argparse and the table is imported until a command
+runs; `--version` and `hook EVENT` (run on every prompt) answer before even that.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from contextflow import __version__
 
 if TYPE_CHECKING:
+    import argparse
+
     from contextflow.app import App
     from contextflow.operations import Operation, Param
 
@@ -34,6 +36,8 @@ GROUPS = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI, or with `only` just that command's branch (a hook or a script pays for one
     command's flags, not sixty; usage errors and --help of that command read the same)."""
+    import argparse
+
     from contextflow.operations import operations
 
     parser = argparse.ArgumentParser(
@@ -94,7 +98,9 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
     options["dest"] = param.name
     options["default"] = param.cli_default
     if kind == "boolean":
-        options["action"] = argparse.BooleanOptionalAction if param.negatable else "store_true"
+        from argparse import BooleanOptionalAction
+
+        options["action"] = BooleanOptionalAction if param.negatable else "store_true"
     elif kind == "array":
         options["action"] = "append"
     if param.required and param.cli_default is None:
@@ -180,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
         print(f"contextflow {__version__}")
         return 0
+    if len(argv) == 2 and argv[0] == "hook":  # runs on every prompt a user types: no parser, no table
+        from contextflow.present.clients import hook
+
+        return hook(None, {"event": argv[1]})
     parser = build_parser(_command_word(argv))
     args = parser.parse_args(argv)
     if args.store:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from contextflow import conflicts
-from contextflow.app import App
-from contextflow.compact import CompactReport, compact, default_archive_dir
-from contextflow.diagnose import problems, store_info
 from contextflow.operations.spec import JSON, Reply
+
+if TYPE_CHECKING:  # `serve` imports only what serving needs
+    from contextflow.app import App
+    from contextflow.compact import CompactReport
 
 
 def serve(app: App, args: JSON) -> int:
@@ -28,10 +29,12 @@ def serve(app: App, args: JSON) -> int:
 
 
 def doctor(app: App, args: JSON) -> Reply:
-    fixed = conflicts.fix(app) if args.get("fix") else None
-    info = store_info(app)
+    from contextflow import conflicts
+    from contextflow.diagnose import problems, store_info
     from contextflow.install_check import client_store_findings
 
+    fixed = conflicts.fix(app) if args.get("fix") else None
+    info = store_info(app)
     found = problems(info) + conflicts.findings(app) + client_store_findings()
     info["problems"] = found
     lines = [
@@ -104,6 +107,8 @@ def report_text(report: CompactReport) -> str:
 
 
 def compact_log(app: App, args: JSON) -> Reply:
+    from contextflow.compact import compact, default_archive_dir
+
     given = args.get("archive_dir")
     archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
     report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))

@@ -4,8 +4,10 @@ a hook runs on every prompt a user types, so it pays only for what its event nee
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from contextflow.operations.spec import JSON, Reply
+if TYPE_CHECKING:
+    from contextflow.operations.spec import JSON, Reply
 
 
 def hook(app: None, args: JSON) -> int:
@@ -28,6 +30,7 @@ def hook(app: None, args: JSON) -> int:
 def install(app: None, args: JSON) -> Reply:
     from contextflow.install import AFTER_INSTALL
     from contextflow.install import install as install_client
+    from contextflow.operations.spec import Reply
 
     dry_run = bool(args.get("dry_run"))
     changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)

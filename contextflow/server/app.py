@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from contextflow import __version__, secrets
+from contextflow import __version__
 from contextflow.app import App
 from contextflow.errors import ContextflowError
 from contextflow.operations import Operation, PromptSpec, Reply
@@ -87,6 +87,8 @@ class ContextflowServer:
         try:
             checked = check_arguments(spec, arguments)
             as_json = checked.pop("format", "text") == "json"
+            from contextflow import secrets  # compiled on the first call, not before initialize
+
             with secrets.collect() as redacted:
                 reply = spec.run(self.app, checked)
             assert isinstance(reply, Reply), f"{name} returned an exit code, not a reply"
@@ -239,6 +241,8 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
         text = clean_reply(reply.text + (f"\n({reply.note})" if reply.note else ""))
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if redacted:  # tell the agent what was redacted before storing
+        from contextflow import secrets
+
         content.append(types.TextContent(type="text", text=clean(secrets.notice(redacted).strip())))
     return types.CallToolResult(content=content, structured_content=data)
 
