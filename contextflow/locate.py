@@ -25,8 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import secrets
-import socket
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -243,6 +241,9 @@ def writer_id(env: Mapping[str, str] | None = None) -> str:
         return validate_writer(stored.read_text(encoding="utf-8").strip(), f"the writer id in {stored}")
     except (OSError, UnicodeDecodeError, InputError):
         pass
+    import secrets  # a new machine only: hooks and commands that find the id pay nothing for these
+    import socket
+
     host = re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname()).strip("-")[:40] or "machine"
     host = host.replace("conflict", "c")
     chosen = f"{host}-{secrets.token_hex(3)}"
