@@ -15,12 +15,10 @@ import pytest
 
 from tests.e2e.live_loop import (
     FACT,
-    HANDOFF,
-    NEXT_STEP,
-    NOTE,
     RESUME_SCRIPT,
     Place,
     Seen,
+    assert_resume_shows_the_handoff_and_the_note,
     claude_code,
     codex_cli,
     gemini_cli,
@@ -56,13 +54,13 @@ def test_claude_code_stored_everything_in_the_one_store(machine: Machine):
 
 
 def test_gemini_cli_model_is_shown_what_claude_code_stored(machine: Machine):
+    assert_resume_shows_the_handoff_and_the_note(machine.gemini)
     resumed = machine.gemini.result("resume_session")
-    assert HANDOFF in resumed and NEXT_STEP in resumed and NOTE in resumed
     assert "agent=claude" in resumed or "by claude" in resumed
     assert FACT in machine.gemini.result("get_context"), "the fact from Claude Code's Stop hook was not found"
 
 
 def test_codex_model_is_shown_what_claude_code_stored(machine: Machine):
+    assert_resume_shows_the_handoff_and_the_note(machine.codex)
     resumed = machine.codex.result("resume_session")
-    assert HANDOFF in resumed and NEXT_STEP in resumed and NOTE in resumed
     assert '"agent":"claude"' in resumed or "by claude" in resumed
