@@ -53,10 +53,10 @@ def seed_store(env: dict[str, str], events: int) -> None:
     """A store with `events` notes in a few sessions, written through the CLI's own core."""
     code = (
         "from contextflow.app import App\n"
-        "from contextflow import sessions\n"
         "app = App.open()\n"
         f"for n in range({events}):\n"
-        "    sessions.append_note(app, agent='bench', text=f'note {n} about the parser', session_id=f's{n % 7}')\n"
+        "    app.store.append('note', {'project': 'shared', 'agent': 'bench', 'text': f'note {n} about the parser',"
+        " 'session_id': f's{n % 7}'})\n"
         "app.close()\n"
     )
     subprocess.run([PYTHON, "-c", code], env=env, check=True, timeout=600)
