@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 from contextflow import orient, records, timeline
 from contextflow.app import App
-from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.operations.spec import JSON, Reply
 from contextflow.text import DATA_NOTICE
@@ -75,10 +74,7 @@ def wherewasi_prompt(app: App, args: dict[str, str]) -> str:
 
 
 def remember_prompt(app: App, args: dict[str, str]) -> str:
-    what = args.get("what", "").strip()
-    if not what:
-        raise InputError("remember needs the `what` argument: the thing to remember, in plain words")
-    return orient.remember_prompt(what)
+    return orient.remember_prompt(args["what"].strip())  # required: the server checks it is given
 
 
 # -- timeline ------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import orjson
 
 from contextflow import __version__, sessions
 from contextflow.app import App
-from contextflow.errors import InputError
 from contextflow.events import Event, as_dict
 from contextflow.operations.spec import JSON, PromptSpec, Reply
 from contextflow.present.provenance import header
@@ -217,9 +216,7 @@ def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
 
 
 def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
-    session_id = args.get("session_id", "").strip()
-    if not session_id:
-        raise InputError("resume_by_id needs the session_id argument")
+    session_id = args["session_id"].strip()  # required: the server checks it is given
     project = args.get("project", "").strip() or app.settings.default_project
     return _resume_prompt_text(app, session_id, project)
 

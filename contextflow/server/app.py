@@ -29,7 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from contextflow import __version__
 from contextflow.app import App
-from contextflow.errors import ContextflowError
+from contextflow.errors import ContextflowError, InputError
 from contextflow.operations import Operation, PromptSpec, Reply
 from contextflow.operations.arguments import check_arguments
 from contextflow.server.jsonrpc_guard import guard_stdio
@@ -169,8 +169,13 @@ class ContextflowServer:
         spec = next((s for s in self.prompt_specs() if s.name == name), None)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {name!r}; list prompts to see them")
+        given = dict(arguments or {})
         try:
-            text = spec.handler(self.app, dict(arguments or {}))
+            for arg in spec.arguments:
+                if arg.required and not given.get(arg.name, "").strip():
+                    hint = arg.description[:1].lower() + arg.description[1:]
+                    raise InputError(f"{spec.name} needs the `{arg.name}` argument: {hint}")
+            text = spec.handler(self.app, given)
         except ContextflowError as exc:
             raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
         return types.GetPromptResult(
