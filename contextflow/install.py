@@ -22,7 +22,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -228,97 +227,45 @@ def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *
 
 # -- Codex TOML --------------------------------------------------------------------------
 
-_HEADER = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\]\s*(?:#.*)?$')
-_ENV_HEADER = re.compile(
-    r'^\s*\[\s*mcp_servers\s*\.\s*(?:contextflow|"contextflow")\s*\.\s*(?:env|"env")\s*\]\s*(?:#.*)?$'
-)
-_ANY_HEADER = re.compile(r"^\s*\[")
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
-
-def _toml_pair(key: str, value: Any) -> str:
-    return f"{key if _BARE_KEY.match(key) else json.dumps(key)} = {json.dumps(value, ensure_ascii=False)}"
-
-
-def _assignment(key: str) -> re.Pattern[str]:
-    return re.compile(rf'^\s*(?:{re.escape(key)}|"{re.escape(key)}")\s*=')
-
-
-def _table_span(lines: list[str], header: re.Pattern[str]) -> tuple[int, int] | None:
-    start = next((i for i, line in enumerate(lines) if header.match(line)), None)
-    if start is None:
-        return None
-    end = next((i for i in range(start + 1, len(lines)) if _ANY_HEADER.match(lines[i])), len(lines))
-    return start, end
-
-
-def _set_keys(
-    body: list[str], wanted: Mapping[str, Any], drop: tuple[str, ...], path: Path, table: str,
-) -> list[str]:
-    """Set `wanted` keys (TOML values) in a table's lines, drop `drop` keys; other lines stay."""
-    for key in drop:
-        if key not in wanted:
-            body = [line for line in body if not _assignment(key).match(line)]
-    for position, (key, value) in enumerate(wanted.items()):
-        index = next((i for i, line in enumerate(body) if _assignment(key).match(line)), None)
-        new_line = _toml_pair(key, value) + "\n"
-        if index is None:
-            body.insert(min(position, len(body)), new_line)
-            continue
-        try:
-            current = tomllib.loads(body[index])
-        except tomllib.TOMLDecodeError:
-            raise InputError(f"{path}: {key} of [{table}] spans lines; edit it by hand") from None
-        if current.get(key) != value:
-            body[index] = new_line
-    return body
+def _set(table: Any, wanted: Mapping[str, Any]) -> None:
+    """Set each key whose value differs; an equal value keeps its text (and its comment)."""
+    for key, value in wanted.items():
+        if table.get(key) != value:
+            table[key] = value
 
 
 def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> Change:
-    """Set command, args and the store settings (`env`) of [mcp_servers.contextflow], editing
-    the text so comments survive. Codex starts MCP servers with only HOME and PATH, so the
+    """Set command, args and the store settings (`env`) of [mcp_servers.contextflow], keeping
+    comments and layout (tomlkit). Codex starts MCP servers with only HOME and PATH, so the
     settings must be in the entry."""
+    import tomlkit
+
     before = _read(path)
-    text = before or ""
     try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        document = tomlkit.parse(before or "")
+    except tomlkit.exceptions.ParseError as exc:
         raise InputError(f"{path} is not valid TOML ({exc}); fix it and run install again. Nothing changed") from None
-    table = f"mcp_servers.{SERVER_NAME}"
-    wanted = {"command": command[0], "args": [*command[1:], "serve"]}
-    lines = text.splitlines(keepends=True)
-    span = _table_span(lines, _HEADER)
-    if span is None:
-        block = [f"[{table}]\n", *(_toml_pair(k, v) + "\n" for k, v in wanted.items())]
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
-        lines += (["\n"] if lines else []) + block
-    else:
-        start, end = span
-        lines[start + 1 : end] = _set_keys(lines[start + 1 : end], wanted, (), path, table)
-    entry = tomllib.loads("".join(lines)).get("mcp_servers", {}).get(SERVER_NAME, {})
+    if "mcp_servers" not in document:
+        for _ in range(bool(document) + (not (before or "\n").endswith("\n"))):
+            document.add(tomlkit.nl())  # end the last line, then one blank line
+        document["mcp_servers"] = tomlkit.table(is_super_table=True)
+    servers = document["mcp_servers"]
+    entry = servers.setdefault(SERVER_NAME, tomlkit.table()) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: mcp_servers.{SERVER_NAME} is not a table; fix it and run install again")
+    _set(entry, {"command": command[0], "args": [*command[1:], "serve"]})
     current = entry.get("env")
     env = _merged_env(current, settings)
-    if env and env != current:
-        env_span = _table_span(lines, _ENV_HEADER)
-        start, end = _table_span(lines, _HEADER) or (0, 0)
-        inline = next((i for i in range(start + 1, end) if _assignment("env").match(lines[i])), None)
-        if env_span is not None:
-            first, last = env_span
-            body = _set_keys(lines[first + 1 : last], settings, OWNED_VARIABLES, path, table + ".env")
-            lines[first + 1 : last] = body
-        elif inline is not None:
-            lines[inline] = f"env = {{ {', '.join(_toml_pair(k, v) for k, v in env.items())} }}\n"
-        else:
-            block = [f"[{table}.env]\n", *(_toml_pair(k, v) + "\n" for k, v in env.items())]
-            while end > start + 1 and not lines[end - 1].strip():
-                end -= 1  # keep the blank line before the next table after our block
-            if lines[end - 1 : end] and not lines[end - 1].endswith("\n"):
-                lines[end - 1] += "\n"
-            lines[end:end] = ["\n", *block]
-    after = "".join(lines)
-    tomllib.loads(after)
-    return Change(path, before, after)
+    if isinstance(current, dict):
+        for key in [key for key in current if key not in env]:
+            del current[key]
+        _set(current, env)
+    elif env:
+        table = tomlkit.table()
+        table.update(env)
+        entry["env"] = table.add(tomlkit.nl())  # a blank line before whatever table follows
+    return Change(path, before, tomlkit.dumps(document))
 
 
 # -- planning and applying ---------------------------------------------------------------

@@ -32,12 +32,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING
 
 from contextflow.clock import MAX_HLC
 from contextflow.errors import StoreError
 from contextflow.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 LOG_PREFIX = "events."
 LOG_SUFFIX = ".jsonl"
@@ -203,7 +205,7 @@ class LogWriter:
         self.fsync = fsync
         self.lock_file = lock_file
         lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._lock = FileLock(lock_file, timeout=LOCK_TIMEOUT_S, mode=0o600)
+        self._lock: FileLock | None = None  # filelock is imported by the first writer, not by readers
 
     def locked(self) -> FileLock:
         """The writer lock; hold it across read-own-log, stamp, append. A lock file that is a
@@ -213,6 +215,10 @@ class LogWriter:
                 f"{self.lock_file} is a symbolic link; contextflow never follows one there. "
                 "Remove it (it is machine-local state and is recreated)"
             )
+        if self._lock is None:
+            from filelock import FileLock
+
+            self._lock = FileLock(self.lock_file, timeout=LOCK_TIMEOUT_S, mode=0o600)
         return self._lock
 
     def append(self, data: bytes) -> int:
@@ -386,7 +392,6 @@ __all__ = [
     "Chunk",
     "Cursor",
     "LogWriter",
-    "Timeout",
     "ensure_folder",
     "fsync_folder",
     "iter_quarantine",

@@ -30,7 +30,6 @@ from contextflow.locate import Location, locate_store, store_state_dir, writer_i
 from contextflow.log import (
     Cursor,
     LogWriter,
-    Timeout,
     last_stamp,
     list_segments,
     parse_log_name,
@@ -346,6 +345,8 @@ class Store:
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
         """Append events in one locked write; they are folded before this returns."""
+        from filelock import Timeout
+
         from contextflow.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted

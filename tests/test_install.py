@@ -334,3 +334,17 @@ def test_a_store_named_in_the_shell_replaces_the_one_the_server_entry_names(home
     assert server_env(home, client) == {"CONTEXTFLOW_STORE": "/data/new", "MCP_SHARED_CONTEXT_PROJECT": "p"}
     commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
     assert all(command_env(c) == {"CONTEXTFLOW_STORE": "/data/new"} for c in commands.values())
+
+
+@pytest.mark.parametrize("text", ['mcp_servers = "x"\n', '[mcp_servers]\ncontextflow = 3\n'])
+def test_a_codex_server_table_that_is_not_a_table_is_refused_and_left_alone(home, text):
+    config = write(home / ".codex" / "config.toml", text)
+    with pytest.raises(InputError, match=r"mcp_servers\.contextflow is not a table"):
+        install("codex", command=CMD, env=ENV)
+    assert config.read_text() == text
+
+
+def test_a_codex_env_that_is_not_a_table_is_replaced_by_the_store_settings(home):
+    config = write(home / ".codex" / "config.toml", '[mcp_servers.contextflow]\ncommand = "c"\nenv = "junk"\n')
+    install("codex", command=CMD, env=ENV)
+    assert tomllib.loads(config.read_text())["mcp_servers"]["contextflow"]["env"] == STORE
