@@ -348,3 +348,10 @@ def test_a_codex_env_that_is_not_a_table_is_replaced_by_the_store_settings(home)
     config = write(home / ".codex" / "config.toml", '[mcp_servers.contextflow]\ncommand = "c"\nenv = "junk"\n')
     install("codex", command=CMD, env=ENV)
     assert tomllib.loads(config.read_text())["mcp_servers"]["contextflow"]["env"] == STORE
+
+
+def test_a_codex_entry_with_values_over_several_lines_is_updated(home):
+    config = write(home / ".codex" / "config.toml", '[mcp_servers.contextflow]\ncommand = "c"\nargs = [\n  "old",\n]\n')
+    install("codex", command=CMD, env=ENV)
+    assert tomllib.loads(config.read_text())["mcp_servers"]["contextflow"]["args"] == ["serve"]
+    assert not install("codex", command=CMD, env=ENV)[0].changed
