@@ -1,24 +1,19 @@
-"""Client hooks (Claude Code, Codex, Gemini CLI): `contextflow hook session-start | prompt-submit | stop`.
+"""Client hooks: `contextflow hook session-start | prompt-submit | stop`.
 
-Each reads the JSON the client sends on stdin (`session_id`, `transcript_path`, `cwd`,
-`hook_event_name`, ...) and prints what that event accepts:
+Each reads the JSON the client sends on stdin (Claude Code, Codex and Gemini CLI send the same
+fields) and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
 
-- session-start: the composed default view, the active session's latest handoff and the
-  open timeline threads, within `CONTEXTFLOW_HOOK_BUDGET` tokens (default 8000), as
-  `hookSpecificOutput.additionalContext`;
+- session-start: the composed default view, the active session's latest handoff and the open
+  timeline threads, within `CONTEXTFLOW_HOOK_BUDGET` tokens (default 8000);
 - prompt-submit: results waiting from the last reply's `<ctx:recall|status|expand>`;
-- stop: carries out the `<ctx:...>` directives in every assistant message of the turn that
-  no earlier Stop call processed (read from the transcript JSONL, remembered by message uuid
-  in the machine-local state), plus the client's `last_assistant_message` (Gemini:
-  `prompt_response`) when the transcript does not hold it.
+- stop: carries out the `<ctx:...>` directives of every assistant message of the turn that no
+  earlier call processed (Claude Code's transcript JSONL; remembered by message uuid), plus the
+  client's final reply (`last_assistant_message`, Gemini's `prompt_response`) when the
+  transcript does not hold it.
 
-Gemini CLI (SessionStart, BeforeAgent, AfterAgent) and Codex (SessionStart,
-UserPromptSubmit, Stop) send the same fields and read the same output; their transcripts are
-not Claude Code's JSONL, so for them the final reply is what the Stop hook reads.
-
-A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the
-reason to stderr and to `hooks.log` in the machine-local state folder. What waits between
-hook calls (per Claude session) and the current task live in that state folder too.
+A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the reason
+to stderr and to `hooks.log` in the machine-local state folder, where what waits between calls
+and the current task live too.
 """
 
 from __future__ import annotations
@@ -28,9 +23,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -246,8 +240,7 @@ def _text_blocks(content: Any) -> list[str]:
     return []
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     """One assistant message of the current turn: its key (transcript uuid) and its text."""
 
     key: str
@@ -314,8 +307,7 @@ def _directive_key(directive: directives.Directive) -> str:
     return "dir:" + _digest(orjson.dumps([directive.name, sorted(directive.attrs.items()), directive.body]).decode())
 
 
-@dataclass(frozen=True)
-class Work:
+class Work(NamedTuple):
     """What one Stop call carries out, and the state it leaves."""
 
     todo: list[directives.Directive]
