@@ -1,25 +1,16 @@
-"""`contextflow compact`: rewrite this writer's own log without the events no view needs.
+"""`contextflow compact`: rewrite this writer's own log (never another's) without the events no view needs.
 
-Only this machine's log is rewritten, never another writer's. Each view answers which events
-of the log it can do without (`fold.Compactable.unneeded`); an event goes only when every view
-agrees, and is reduced to a few data fields when a view still needs it to exist (an
-overwritten context record still counts for when the record was created; an old conversation
-save still counts as a version). A view that cannot answer keeps everything.
+An event goes only when every view agrees it is unneeded (`fold.Compactable`: superseded by a
+later event *in this log*, which travels with it in the atomic rename, since other writers'
+events may order anywhere), and is reduced to a few data fields when a view still needs it to
+exist (an overwritten record still counts as a version); a view that cannot answer keeps
+everything. Besides: a reduced event keeps its `project` (scoped readers filter on it),
+unreadable lines and a torn last line are kept byte for byte, a repeated event id is kept once,
+and this writer's newest event always stays (its sequence number and clock carry on).
 
-What makes this safe for the other machines: a view may call an event unneeded only when a
-later event *in the same log* supersedes it, because the rewrite is one atomic rename and that
-later event travels with it. Other writers' events (synced or not yet) may order anywhere, so
-a tombstone stays while nothing later in this log replaces it, and the last write of a record
-stays even after it expired (it hides older writes other machines may still hold). On top of
-the views' answers: a reduced event always keeps its `project` (scoped readers filter on it;
-without it the event would move to project `shared`), unreadable lines and a torn last line
-are kept byte for byte, a repeated event id is kept once, and the newest event of this writer
-always stays (its sequence number and clock carry on).
-
-The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock.
-Another machine that read the old file sees that it no longer continues what it read and
-refolds from the new one, so it converges on the same views with nothing lost or revived.
-Optionally the old generation is archived (gzip) in a folder outside the synced store.
+The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock; another
+machine sees the file no longer continues what it read and refolds, converging on the same views
+with nothing lost or revived. The old generation may be archived (gzip) outside the synced store.
 """
 
 from __future__ import annotations
@@ -112,36 +103,31 @@ def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str
 
 def _newest_own(events: list[Event], writer: str) -> set[str]:
     own = [event for event in events if event.writer == writer]
-    if not own:
-        return set()
-    return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id}
+    return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id} if own else set()
 
 
 def plan(app: App, lines: list[Line], report: CompactReport) -> list[bytes]:
     """The lines of the compacted log, in their original order; fills in `report`."""
     from contextflow.views import all_views
 
-    seen: set[str] = set()
-    events: list[Event] = []
+    first: dict[str, Event] = {}  # each id's first line
     for line in lines:
-        if line.event is not None and line.event.id not in seen:
-            seen.add(line.event.id)
-            events.append(line.event)
+        if line.event is not None:
+            first.setdefault(line.event.id, line.event)
+    events = list(first.values())
     decided, report.blocked_by = verdicts(all_views(), events)
     for event_id in _newest_own(events, app.store.writer):
         decided.pop(event_id, None)
     out: list[bytes] = []
-    written: set[str] = set()
     for line in lines:
         event = line.event
         if event is None:
             report.kept_unreadable += 1
             out.append(line.raw)
             continue
-        if event.id in written:
+        if first[event.id] is not event:
             report.duplicates += 1
             continue
-        written.add(event.id)
         if event.id not in decided:
             out.append(line.raw)
             continue
