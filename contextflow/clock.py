@@ -30,10 +30,6 @@ class HybridClock:
         self._now_ms = now_ms
         self._last = 0
 
-    @property
-    def last(self) -> int:
-        return self._last
-
     def observe(self, stamp: int) -> None:
         """Order later ticks after `stamp`, but never further ahead of wall time than MAX_DRIFT_MS."""
         if stamp > self._last:

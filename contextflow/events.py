@@ -63,15 +63,8 @@ class Event:
 
 
 def encode(event: Event) -> bytes:
-    record = {
-        "v": SCHEMA_VERSION,
-        "id": event.id,
-        "w": event.writer,
-        "seq": event.seq,
-        "hlc": event.hlc,
-        "kind": event.kind,
-        "data": event.data,
-    }
+    record = {"v": SCHEMA_VERSION, "id": event.id, "w": event.writer, "seq": event.seq, "hlc": event.hlc,
+              "kind": event.kind, "data": event.data}
     try:
         line = orjson.dumps(record) + b"\n"
     except (orjson.JSONEncodeError, TypeError) as exc:
@@ -95,24 +88,11 @@ def decode(line: bytes, position: int = 0) -> Event:
     if "v" not in record:
         return _decode_legacy(record, line, position)
     try:
-        event = Event(
-            id=record["id"],
-            writer=record["w"],
-            seq=record["seq"],
-            hlc=record["hlc"],
-            kind=record["kind"],
-            data=record["data"],
-        )
+        event = Event(record["id"], record["w"], record["seq"], record["hlc"], record["kind"], record["data"])
     except KeyError as exc:
         raise BadLine(f"missing field {exc.args[0]!r}") from None
-    if not (
-        isinstance(event.id, str)
-        and isinstance(event.writer, str)
-        and type(event.seq) is int
-        and type(event.hlc) is int
-        and isinstance(event.kind, str)
-        and isinstance(event.data, dict)
-    ):
+    if not (isinstance(event.id, str) and isinstance(event.writer, str) and type(event.seq) is int
+            and type(event.hlc) is int and isinstance(event.kind, str) and isinstance(event.data, dict)):
         raise BadLine("a field has the wrong type")
     if not 0 <= event.hlc <= MAX_HLC:
         raise BadLine(f"clock stamp out of range ({event.hlc}): past year 9999 or negative")
@@ -127,8 +107,8 @@ def decode(line: bytes, position: int = 0) -> Event:
     return event
 
 
-LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags")
-LEGACY_LISTS = ("next_steps", "open_questions", "files")
+LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags", "next_steps", "open_questions",
+                 "files")
 
 
 def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
@@ -141,7 +121,7 @@ def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
         raise BadLine(f"legacy line has an unreadable ts {str(ts)[:40]!r}")
     if not 0 <= ms <= MAX_MS:
         raise BadLine(f"clock stamp out of range: legacy ts {str(ts)[:40]!r}")
-    data = {name: record[name] for name in (*LEGACY_FIELDS, *LEGACY_LISTS) if record.get(name) is not None}
+    data = {name: record[name] for name in LEGACY_FIELDS if record.get(name) is not None}
     event_id = record.get("id")
     if not isinstance(event_id, str) or not _ID.fullmatch(event_id):
         event_id = "legacy-" + hashlib.sha256(line).hexdigest()[:16]

@@ -1,10 +1,8 @@
-"""The store: a folder of logs, folded into views kept current by reading only new bytes.
+"""The store: a folder of logs folded into views, the one object the adapters hold.
 
-`Store` is the one object the adapters (MCP server, CLI, hooks, picker) hold. Every read
-first calls `refresh()`, which stats each log and reads only what was appended since the
-last look; a file that changed in any other way triggers a full refold. A snapshot of the
-folded state (plain data, machine-local, validated against the logs on load) lets a new
-process skip the refold.
+Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
+look are read; a file that changed in any other way refolds everything. A machine-local
+snapshot of the folded state (checked against the logs on load) lets a new process skip the refold.
 """
 
 from __future__ import annotations
@@ -78,7 +76,7 @@ def bad_kind(reason: str) -> str:
 
 @functools.cache
 def code_fingerprint() -> str:
-    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it pickled."""
+    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it saved."""
     package = Path(__file__).parent
     digest = hashlib.blake2b(digest_size=8)
     for path in sorted(package.rglob("*.py")):
@@ -129,13 +127,7 @@ class Store:
     def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
         env = os.environ if env is None else env
         location = locate_store(env)
-        return cls(
-            location,
-            writer_id(env),
-            store_state_dir(location.folder, env),
-            fsync=fsync_setting(env),
-            **kwargs,
-        )
+        return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -165,11 +157,8 @@ class Store:
 
     def current_signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """The same for the logs as they are on disk now (one stat each, nothing read)."""
-        found: dict[str, tuple[int, int, int, int]] = {}
-        for path in list_segments(self.folder, self.location.legacy_files):
-            if (sig := signature(path)) is not None:
-                found[str(path)] = sig
-        return found
+        found = {str(path): signature(path) for path in list_segments(self.folder, self.location.legacy_files)}
+        return {path: sig for path, sig in found.items() if sig is not None}
 
     def _ensure_loaded(self) -> None:
         if not self._loaded:
@@ -194,33 +183,26 @@ class Store:
     def _refresh_own_log(self) -> None:
         self._ensure_loaded()
         own = self._writer.path
-        try:
-            continues = self._read_segment(own)
-        except snapshot.SnapshotBroken:
-            continues = False
-        if not continues or (own not in self._segments and own.exists()):
+        if not self._continues(own) or (own not in self._segments and own.exists()):
             self.refresh()
 
     def refresh(self) -> None:
         self._ensure_loaded()
         paths = self._segment_paths()
-        if any(path not in paths for path in self._segments):
+        if any(path not in paths for path in self._segments) or not all(map(self._continues, paths)):
             self._rebuild(paths)
-            return
-        for path in paths:
-            try:
-                continues = self._read_segment(path)
-            except snapshot.SnapshotBroken:
-                continues = False
-            if not continues:
-                self._rebuild(paths)
-                return
 
     def _rebuild(self, paths: list[Path]) -> None:
         self._reset()
         for path in paths:
             self._read_segment(path)
         self._new_since_snapshot = self._fold.count
+
+    def _continues(self, path: Path) -> bool:
+        try:
+            return self._read_segment(path)
+        except snapshot.SnapshotBroken:  # the saved state does not load: refold
+            return False
 
     def _read_segment(self, path: Path) -> bool:
         """Fold what `path` gained; False when it no longer continues what was read."""
@@ -326,10 +308,8 @@ class Store:
         """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
         write orders after everything already on this machine however far behind its clock is."""
         for path in self._segment_paths():
-            if path != self._writer.path:
-                stamp = last_stamp(path)
-                if stamp is not None:
-                    self.clock.observe(stamp)
+            if path != self._writer.path and (stamp := last_stamp(path)) is not None:
+                self.clock.observe(stamp)
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
@@ -388,8 +368,7 @@ class Store:
         self._blobs = blobs
         snapshot.restore(self._fold, header, self._blobs)
         self._segments = header.segments
-        for segment in self._segments.values():
-            self._bad_count += segment.bad_lines
+        self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
         self.clock.observe(self._fold.max_hlc)
         self._new_since_snapshot = 0
 
