@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from contextflow.timeutil import now_ms as system_ms
+from contextflow.timeutil import to_iso
 
 COUNTER_BITS = 16
 MAX_DRIFT_MS = 60 * 60 * 1000  # how far ahead of wall time observing another writer may move this clock
@@ -57,5 +58,4 @@ def stamp_from_ms(ms: int) -> int:
 @functools.lru_cache(maxsize=65536)
 def stamp_iso(stamp: int) -> str:
     """ISO-8601 UTC time of a stamp, millisecond precision, `Z` suffix."""
-    moment = datetime.fromtimestamp(min(max(stamp_ms(stamp), 0), MAX_MS) / 1000, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return to_iso(datetime.fromtimestamp(min(max(stamp_ms(stamp), 0), MAX_MS) / 1000, tz=UTC))

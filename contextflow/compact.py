@@ -19,7 +19,7 @@ import gzip
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,6 @@ from contextflow.log import read_whole, replace_log
 
 ARCHIVE_DIR = "archive"
 SCOPING_FIELDS = ("project",)  # kept in every reduced event: what project scopes (HTTP grants) filter on
-
-
-@dataclass(frozen=True)
-class Line:
-    raw: bytes
-    event: Event | None  # None: a line that does not decode, kept as it is
 
 
 @dataclass
@@ -74,13 +68,14 @@ def default_archive_dir(app: App) -> Path:
     return app.store.state_dir / ARCHIVE_DIR
 
 
-def decode_lines(numbered: list[tuple[int, bytes]]) -> list[Line]:
-    lines = []
+def decode_lines(numbered: list[tuple[int, bytes]]) -> list[tuple[bytes, Event | None]]:
+    """Each line with its event, or None when it does not decode (it is kept as it is)."""
+    lines: list[tuple[bytes, Event | None]] = []
     for line_no, raw in numbered:
         try:
-            lines.append(Line(raw, decode(raw, line_no)))
+            lines.append((raw, decode(raw, line_no)))
         except BadLine:
-            lines.append(Line(raw, None))
+            lines.append((raw, None))
     return lines
 
 
@@ -94,10 +89,9 @@ def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str
     answers = [view.unneeded(events) for view in views]
     found: dict[str, tuple[str, ...] | None] = {}
     for event in events:
-        if not all(event.id in answer for answer in answers):
-            continue
-        keep = sorted({name for answer in answers for name in answer[event.id]})
-        found[event.id] = tuple(keep) if keep else None
+        if all(event.id in answer for answer in answers):
+            keep = sorted({name for answer in answers for name in answer[event.id]})
+            found[event.id] = tuple(keep) if keep else None
     return found, blocked
 
 
@@ -106,43 +100,41 @@ def _newest_own(events: list[Event], writer: str) -> set[str]:
     return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id} if own else set()
 
 
-def plan(app: App, lines: list[Line], report: CompactReport) -> list[bytes]:
+def plan(app: App, lines: list[tuple[bytes, Event | None]], report: CompactReport) -> list[bytes]:
     """The lines of the compacted log, in their original order; fills in `report`."""
     from contextflow.views import all_views
 
     first: dict[str, Event] = {}  # each id's first line
-    for line in lines:
-        if line.event is not None:
-            first.setdefault(line.event.id, line.event)
+    for _, event in lines:
+        if event is not None:
+            first.setdefault(event.id, event)
     events = list(first.values())
     decided, report.blocked_by = verdicts(all_views(), events)
     for event_id in _newest_own(events, app.store.writer):
         decided.pop(event_id, None)
     out: list[bytes] = []
-    for line in lines:
-        event = line.event
+    for raw, event in lines:
         if event is None:
             report.kept_unreadable += 1
-            out.append(line.raw)
+            out.append(raw)
             continue
         if first[event.id] is not event:
             report.duplicates += 1
             continue
         if event.id not in decided:
-            out.append(line.raw)
+            out.append(raw)
             continue
         fields = decided[event.id]
         if fields is None:
             report.dropped[event.kind] += 1
             continue
         kept = (*fields, *SCOPING_FIELDS)  # a reduced event stays in its project for scoped readers
-        reduced = Event(event.id, event.writer, event.seq, event.hlc, event.kind,
-                        {name: event.data[name] for name in kept if name in event.data})
-        if reduced.data == event.data:
-            out.append(line.raw)
+        data = {name: event.data[name] for name in kept if name in event.data}
+        if data == event.data:
+            out.append(raw)
             continue
         report.reduced[event.kind] += 1
-        out.append(encode(reduced).rstrip(b"\n"))
+        out.append(encode(replace(event, data=data)).rstrip(b"\n"))
     return out
 
 

@@ -48,12 +48,8 @@ def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Ha
         for slot in writes(event):
             if slot not in latest or event.key > latest[slot]:
                 latest[slot] = event.key
-    found: set[str] = set()
-    for event in events:
-        slots = writes(event)
-        if slots and all(latest[slot] > event.key for slot in slots):
-            found.add(event.id)
-    return found
+    return {event.id for event in events
+            if (slots := writes(event)) and all(latest[slot] > event.key for slot in slots)}
 
 
 class Fold:

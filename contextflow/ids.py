@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import secrets
 from collections.abc import Collection
 
@@ -22,12 +23,7 @@ def _starting_with(wanted: str, known: Collection[str]) -> list[str]:
     is a sorted list, else by one scan (never a sort of everything)."""
     if isinstance(known, list):
         start = bisect.bisect_left(known, wanted)
-        found: list[str] = []
-        for candidate in known[start:]:
-            if not candidate.startswith(wanted) or len(found) > _SHOWN:
-                break
-            found.append(candidate)
-        return found
+        return list(itertools.takewhile(lambda found: found.startswith(wanted), known[start : start + _SHOWN + 1]))
     return sorted(candidate for candidate in known if candidate.startswith(wanted))[: _SHOWN + 1]
 
 

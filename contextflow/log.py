@@ -209,25 +209,21 @@ class LogWriter:
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                before = self._repair_tail(fd)  # failing to quarantine a torn tail leaves the log as it was
+                try:
+                    if os.write(fd, data) != len(data):
+                        raise OSError(errno.ENOSPC, "short write")
+                    if self.fsync:
+                        os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, before)  # leave no torn line behind
+                    raise
+                return before
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise StoreError(_explain(exc, self.path)) from None
-        try:
-            try:
-                before = self._repair_tail(fd)
-            except OSError as exc:  # no room (or no right) to quarantine a torn tail: the log stays as it was
-                raise StoreError(_explain(exc, self.path)) from None
-            try:
-                written = os.write(fd, data)
-                if written != len(data):
-                    raise OSError(errno.ENOSPC, "short write")
-                if self.fsync:
-                    os.fsync(fd)
-            except OSError as exc:
-                os.ftruncate(fd, before)  # leave no torn line behind
-                raise StoreError(_explain(exc, self.path)) from None
-            return before
-        finally:
-            os.close(fd)
 
     def _repair_tail(self, fd: int) -> int:
         size = os.fstat(fd).st_size
@@ -288,8 +284,7 @@ def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
     """A log's bytes, its whole lines (numbered; blank ones left out) and a torn last line's bytes."""
     fd = _open_read(path)
     try:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, size, 0)
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
     finally:
         os.close(fd)
     cut = data.rfind(b"\n") + 1
