@@ -25,7 +25,7 @@ from typing import Any
 
 from contextflow.app import App
 from contextflow.errors import InputError
-from contextflow.events import BadLine, Event, decode, encode
+from contextflow.events import Event, decode_lines, encode
 from contextflow.fold import Compactable
 from contextflow.fsutil import fsync_folder, signature
 from contextflow.log import read_whole, replace_log
@@ -66,17 +66,6 @@ class CompactReport:
 
 def default_archive_dir(app: App) -> Path:
     return app.store.state_dir / ARCHIVE_DIR
-
-
-def decode_lines(numbered: list[tuple[int, bytes]]) -> list[tuple[bytes, Event | None]]:
-    """Each line with its event, or None when it does not decode (it is kept as it is)."""
-    lines: list[tuple[bytes, Event | None]] = []
-    for line_no, raw in numbered:
-        try:
-            lines.append((raw, decode(raw, line_no)))
-        except BadLine:
-            lines.append((raw, None))
-    return lines
 
 
 def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:

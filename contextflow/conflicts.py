@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
-from contextflow.events import LEGACY_WRITER, BadLine, decode
-from contextflow.log import read_new, remove_conflict_copy
+from contextflow.events import LEGACY_WRITER, decode_lines
+from contextflow.log import read_whole, remove_conflict_copy
 from contextflow.store import Store
 
 FIX_HINT = "`contextflow doctor --fix` folds them into this machine's log and removes each copy once verified"
@@ -48,19 +48,13 @@ class FixReport:
 
 
 def read_copy(path: Path) -> CopyContents:
-    chunk = read_new(path, None)
+    _, numbered, torn = read_whole(path)
+    decoded = decode_lines(numbered)
     lines: dict[str, bytes] = {}
-    unreadable = 0
-    for line_no, raw in chunk.lines:
-        try:
-            event = decode(raw, line_no)
-        except BadLine:
-            unreadable += 1
-            continue
-        lines.setdefault(event.id, raw)
-    if chunk.cursor.offset < chunk.cursor.size:
-        unreadable += 1
-    return CopyContents(path, lines, unreadable)
+    for raw, event in decoded:
+        if event is not None:
+            lines.setdefault(event.id, raw)
+    return CopyContents(path, lines, sum(event is None for _, event in decoded) + bool(torn))
 
 
 def _ids_outside_copies(store: Store) -> set[str]:

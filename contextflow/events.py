@@ -107,6 +107,17 @@ def decode(line: bytes, position: int = 0) -> Event:
     return event
 
 
+def decode_lines(numbered: list[tuple[int, bytes]]) -> list[tuple[bytes, Event | None]]:
+    """Each numbered line with its event, or None for a bad line."""
+    lines: list[tuple[bytes, Event | None]] = []
+    for line_no, raw in numbered:
+        try:
+            lines.append((raw, decode(raw, line_no)))
+        except BadLine:
+            lines.append((raw, None))
+    return lines
+
+
 LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags", "next_steps", "open_questions",
                  "files")
 
