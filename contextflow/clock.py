@@ -1,14 +1,10 @@
 """Hybrid logical clock.
 
-A stamp is one int: wall-clock milliseconds shifted left by 16 bits, plus a logical
-counter in the low bits. `tick()` never returns a stamp at or below one already seen
-(`observe()`), so a write made after reading another machine's write orders after it,
-even when this machine's clock is behind.
-
-Stamps read from other machines are untrusted: a stamp past MAX_HLC (year 9999) makes its
-line a bad line (events.decode), and `observe()` never moves this clock more than
-MAX_DRIFT_MS ahead of wall time, so one machine with a clock years ahead cannot drag every
-other machine's writes into the future. Its own events still order by their stamps.
+A stamp is one int: wall-clock milliseconds shifted left by 16 bits plus a logical counter.
+`tick()` never returns a stamp at or below one already seen (`observe()`), so a write made after
+reading another machine's write orders after it even when this machine's clock is behind.
+Stamps from other machines are untrusted: past MAX_HLC (year 9999) the line is bad, and
+`observe()` never moves this clock more than MAX_DRIFT_MS ahead of wall time.
 """
 
 from __future__ import annotations

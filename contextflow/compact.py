@@ -69,9 +69,8 @@ def default_archive_dir(app: App) -> Path:
 
 
 def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
-    """Per event id: None to drop it, a tuple of data fields to reduce it to; absent ids stay whole.
-
-    Also the names of views that cannot answer (they keep everything)."""
+    """Per event id: None to drop it, or the data fields to reduce it to (absent ids stay whole); and
+    the names of views that cannot answer (they keep everything)."""
     blocked = [view.name for view in views if not isinstance(view, Compactable)]
     if blocked or not events:
         return {}, blocked
@@ -148,10 +147,8 @@ def compact(app: App, *, archive: Path | None = None, dry_run: bool = False) -> 
     path = store.log_writer.path
     report = CompactReport(str(path), dry_run)
     if archive is not None and archive.resolve().is_relative_to(store.folder.resolve()):
-        raise InputError(
-            f"the archive folder {archive} is inside the synced store; choose a folder outside it "
-            f"(the default is {default_archive_dir(app)})"
-        )
+        raise InputError(f"the archive folder {archive} is inside the synced store; choose a folder outside it "
+                         f"(the default is {default_archive_dir(app)})")
     with store.log_writer.locked():
         before = signature(path)
         if before is None:

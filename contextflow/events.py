@@ -5,13 +5,10 @@ A line is one JSON object, UTF-8, ending in `\\n`:
     {"v": 1, "id": "<16 base32>", "w": "<writer>", "seq": 7, "hlc": <int>, "kind": "note", "data": {...}}
 
 `id` is globally unique; `w` is the writer (machine) that appended it; `seq` counts that
-writer's events from 1; `hlc` is a hybrid logical clock stamp (see clock.py). Events order
-by `(hlc, w, seq)`, the same on every machine.
-
-Every field is checked on read (lines come from other machines): a stamp past year 9999, a
-seq outside 0..2^53-1, an id or writer that is too long or holds control or path characters,
-or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported), never an event.
-
+writer's events from 1; `hlc` is a hybrid logical clock stamp (clock.py). Events order by
+`(hlc, w, seq)`, the same on every machine. Every field is checked on read: a stamp past year
+9999, a seq outside 0..2^53-1, an id or writer that is too long or holds control or path
+characters, or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported).
 Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
 events of writer `legacy` whose clock comes from their `ts`.
 """
@@ -68,8 +65,8 @@ def encode(event: Event) -> bytes:
     try:
         line = orjson.dumps(record) + b"\n"
     except (orjson.JSONEncodeError, TypeError) as exc:
-        reason = f"this {event.kind} cannot be stored as JSON ({exc})"
-        raise InputError(f"{reason}; pass plain, shallow JSON values") from None
+        raise InputError(f"this {event.kind} cannot be stored as JSON ({exc}); "
+                         "pass plain, shallow JSON values") from None
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
     return line

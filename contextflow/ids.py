@@ -30,11 +30,8 @@ def _starting_with(wanted: str, known: Collection[str]) -> list[str]:
 def resolve_prefix(
     prefix: str, known: Collection[str], what: str = "id", hint: str = "list them to see the ids that exist"
 ) -> str:
-    """The one known id that is `prefix` or starts with it, as git does for commit ids.
-
-    `known` is a sorted list or a set/dict view. Errors: empty prefix, none found (the message
-    ends with `hint`, how to see the ids that exist), or more than one (asks for more characters).
-    """
+    """The one known id (a sorted list or a set/dict view) that is `prefix` or starts with it, as git
+    does for commit ids; an error when it is empty, matches none (ending with `hint`) or several."""
     wanted = prefix.strip().lower()
     if not wanted:
         raise InputError(f"{what} is empty: pass the {what} or a unique prefix of it")

@@ -156,11 +156,8 @@ def private_folder(path: Path, setting: str) -> Path:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         st = os.lstat(path)
     except OSError as exc:
-        reason = (exc.strerror or str(exc)).lower()
-        raise InputError(
-            f"{setting} cannot be used: {path} cannot be a folder ({reason}); "
-            "point CONTEXTFLOW_STATE at a folder you own on this machine"
-        ) from None
+        raise InputError(f"{setting} cannot be used: {path} cannot be a folder ({(exc.strerror or str(exc)).lower()}); "
+                         "point CONTEXTFLOW_STATE at a folder you own on this machine") from None
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{setting} cannot be used: {path} is not a folder (a symbolic link or a file); "
                          "point CONTEXTFLOW_STATE at a folder you own on this machine")

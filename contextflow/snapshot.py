@@ -18,8 +18,8 @@ foreign file is ignored and a blob that fails to decode raises `SnapshotBroken`:
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,16 +65,12 @@ class Blobs:
             raise SnapshotBroken(f"the snapshot blob {name} is truncated")
         return data
 
-    def loader(self, name: str) -> Callable[[], Any]:
-        def load() -> Any:
-            try:
-                return loads(self.raw(name))
-            except SnapshotBroken:
-                raise
-            except Exception as exc:  # any decoding failure means: refold
-                raise SnapshotBroken(f"the snapshot blob {name} does not load: {exc}") from None
-
-        return load
+    def load(self, name: str) -> Any:
+        data = self.raw(name)
+        try:
+            return loads(data)
+        except Exception as exc:  # any decoding failure means: refold
+            raise SnapshotBroken(f"the snapshot blob {name} does not load: {exc}") from None
 
     def close(self) -> None:
         if self._fd is not None:
@@ -141,9 +137,9 @@ def restore(fold: Fold, header: Header, blobs: Blobs) -> None:
     counters = header.counters
     fold.count, fold.duplicates, fold.max_hlc = counters["count"], counters["duplicates"], counters["max_hlc"]
     fold.last_seq, fold.per_writer = dict(counters["last_seq"]), dict(counters["per_writer"])
-    fold.defer_seen(blobs.loader("seen"))
+    fold.defer_seen(functools.partial(blobs.load, "seen"))
     for view in fold.views:
-        fold.defer(view.name, blobs.loader("view:" + view.name))
+        fold.defer(view.name, functools.partial(blobs.load, "view:" + view.name))
 
 
 def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any], old: Blobs | None) -> None:

@@ -316,8 +316,7 @@ class Store:
         return data
 
     def _own_seq(self) -> int:
-        """The highest seq in this writer's own log: a line elsewhere claiming this writer's id
-        (a conflict copy, a hostile log) never moves it."""
+        """The highest seq in this writer's own log (a line elsewhere claiming its id never moves it)."""
         own = self._segments.get(self._writer.path)
         return own.max_seq if own is not None else 0
 
@@ -384,9 +383,8 @@ class Store:
         return True
 
     def save_snapshot_soon(self) -> bool:
-        """Once enough is new (a refold, or many appends), save the snapshot from a forked child,
-        so a long-running server keeps answering and its work survives being killed at exit.
-        POSIX only; elsewhere the snapshot is saved on close."""
+        """Once enough is new, save the snapshot from a forked child (POSIX only; else on close), so a
+        long-running server keeps answering and its work survives being killed at exit."""
         if not self._use_snapshot or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
             return False
         with warnings.catch_warnings():
