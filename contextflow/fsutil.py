@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 Signature = tuple[int, int, int, int]  # (device, inode, size, mtime_ns)
-PRIVATE_FILE = 0o600
 
 
 def signature(path: Path | str) -> Signature | None:
@@ -31,11 +30,6 @@ def fsync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def temp_path(path: Path) -> Path:
-    """`.<name>.<pid>.<ns>.tmp` beside `path`: unique, and `remove_stale_temps` knows its owner."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
-
-
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -46,7 +40,7 @@ def atomic_write(
     path: Path,
     data: bytes | Callable[[int], None],
     *,
-    mode: int = PRIVATE_FILE,
+    mode: int = 0o600,
     fsync: bool = True,
     check: Callable[[], None] | None = None,
 ) -> None:
@@ -54,7 +48,7 @@ def atomic_write(
     written fully (`data` may be a function writing to the open fd), optionally fsynced, `check()`
     (raising there leaves the target untouched), renamed over `path`, the folder fsynced. On any
     failure the temp file is removed and the target left as it was; OSError propagates."""
-    temp = temp_path(path)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")  # remove_stale_temps knows its owner
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:

@@ -115,10 +115,12 @@ class Store:
         self.clock = clock or HybridClock()
         self._view_factory: Callable[[], list[View]] = (lambda: list(views)) if views is not None else all_views
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
-        self._use_snapshot = use_snapshot
+        # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
+        # filtered views must neither read nor write them)
+        self.shares_state = use_snapshot
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
-        self._loaded = False  # the snapshot is loaded on first use, so cheap commands never pay for it
+        self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
         self._listing: tuple[int | None, list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
@@ -146,11 +148,6 @@ class Store:
             self._fold_made = Fold(self._view_factory())
         return self._fold_made
 
-    @property
-    def loaded(self) -> bool:
-        """True once this process has folded (or loaded) the logs."""
-        return self._loaded
-
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
         return {str(path): segment.cursor.signature for path, segment in self._segments.items() if segment.cursor}
@@ -161,9 +158,9 @@ class Store:
         return {path: sig for path, sig in found.items() if sig is not None}
 
     def _ensure_loaded(self) -> None:
-        if not self._loaded:
-            self._loaded = True
-            if self._use_snapshot:
+        if not self.loaded:
+            self.loaded = True
+            if self.shares_state:
                 self._load_snapshot()
 
     def _segment_paths(self) -> list[Path]:
@@ -278,12 +275,6 @@ class Store:
         return Health(list(self._segments.values()), list(self._bad), self._bad_count)
 
     @property
-    def shares_state(self) -> bool:
-        """True when this store folds the standard views and may use the machine-local snapshot
-        and sidecar; a store with filtered views (an HTTP grant) must neither read nor write them."""
-        return self._use_snapshot
-
-    @property
     def bad_line_count(self) -> int:
         """Bad lines among the logs as last read (no refresh: read first)."""
         return self._bad_count
@@ -373,7 +364,7 @@ class Store:
 
     def save_snapshot(self, force: bool = False) -> bool:
         """Persist the folded state when enough changed since the last save."""
-        if not self._use_snapshot or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
+        if not self.shares_state or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
             return False
         try:
             snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
@@ -385,7 +376,7 @@ class Store:
     def save_snapshot_soon(self) -> bool:
         """Once enough is new, save the snapshot from a forked child (POSIX only; else on close), so a
         long-running server keeps answering and its work survives being killed at exit."""
-        if not self._use_snapshot or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
+        if not self.shares_state or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
             return False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
