@@ -1,14 +1,10 @@
 """Hybrid logical clock.
 
-A stamp is one int: wall-clock milliseconds shifted left by 16 bits, plus a logical
-counter in the low bits. `tick()` never returns a stamp at or below one already seen
-(`observe()`), so a write made after reading another machine's write orders after it,
-even when this machine's clock is behind.
-
-Stamps read from other machines are untrusted: a stamp past MAX_HLC (year 9999) makes its
-line a bad line (events.decode), and `observe()` never moves this clock more than
-MAX_DRIFT_MS ahead of wall time, so one machine with a clock years ahead cannot drag every
-other machine's writes into the future. Its own events still order by their stamps.
+A stamp is one int: wall-clock milliseconds shifted left by 16 bits plus a logical counter.
+`tick()` never returns a stamp at or below one already seen (`observe()`), so a write made after
+reading another machine's write orders after it even when this machine's clock is behind.
+Stamps from other machines are untrusted: past MAX_HLC (year 9999) the line is bad, and
+`observe()` never moves this clock more than MAX_DRIFT_MS ahead of wall time.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from contextflow.timeutil import now_ms as system_ms
+from contextflow.timeutil import to_iso
 
 COUNTER_BITS = 16
 MAX_DRIFT_MS = 60 * 60 * 1000  # how far ahead of wall time observing another writer may move this clock
@@ -29,10 +26,6 @@ class HybridClock:
     def __init__(self, now_ms: Callable[[], int] = system_ms) -> None:
         self._now_ms = now_ms
         self._last = 0
-
-    @property
-    def last(self) -> int:
-        return self._last
 
     def observe(self, stamp: int) -> None:
         """Order later ticks after `stamp`, but never further ahead of wall time than MAX_DRIFT_MS."""
@@ -61,5 +54,4 @@ def stamp_from_ms(ms: int) -> int:
 @functools.lru_cache(maxsize=65536)
 def stamp_iso(stamp: int) -> str:
     """ISO-8601 UTC time of a stamp, millisecond precision, `Z` suffix."""
-    moment = datetime.fromtimestamp(min(max(stamp_ms(stamp), 0), MAX_MS) / 1000, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return to_iso(datetime.fromtimestamp(min(max(stamp_ms(stamp), 0), MAX_MS) / 1000, tz=UTC))

@@ -1,25 +1,16 @@
-"""`contextflow compact`: rewrite this writer's own log without the events no view needs.
+"""`contextflow compact`: rewrite this writer's own log (never another's) without the events no view needs.
 
-Only this machine's log is rewritten, never another writer's. Each view answers which events
-of the log it can do without (`fold.Compactable.unneeded`); an event goes only when every view
-agrees, and is reduced to a few data fields when a view still needs it to exist (an
-overwritten context record still counts for when the record was created; an old conversation
-save still counts as a version). A view that cannot answer keeps everything.
+An event goes only when every view agrees it is unneeded (`fold.Compactable`: superseded by a
+later event *in this log*, which travels with it in the atomic rename, since other writers'
+events may order anywhere), and is reduced to a few data fields when a view still needs it to
+exist (an overwritten record still counts as a version); a view that cannot answer keeps
+everything. Besides: a reduced event keeps its `project` (scoped readers filter on it),
+unreadable lines and a torn last line are kept byte for byte, a repeated event id is kept once,
+and this writer's newest event always stays (its sequence number and clock carry on).
 
-What makes this safe for the other machines: a view may call an event unneeded only when a
-later event *in the same log* supersedes it, because the rewrite is one atomic rename and that
-later event travels with it. Other writers' events (synced or not yet) may order anywhere, so
-a tombstone stays while nothing later in this log replaces it, and the last write of a record
-stays even after it expired (it hides older writes other machines may still hold). On top of
-the views' answers: a reduced event always keeps its `project` (scoped readers filter on it;
-without it the event would move to project `shared`), unreadable lines and a torn last line
-are kept byte for byte, a repeated event id is kept once, and the newest event of this writer
-always stays (its sequence number and clock carry on).
-
-The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock.
-Another machine that read the old file sees that it no longer continues what it read and
-refolds from the new one, so it converges on the same views with nothing lost or revived.
-Optionally the old generation is archived (gzip) in a folder outside the synced store.
+The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock; another
+machine sees the file no longer continues what it read and refolds, converging on the same views
+with nothing lost or revived. The old generation may be archived (gzip) outside the synced store.
 """
 
 from __future__ import annotations
@@ -28,25 +19,19 @@ import gzip
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
 from contextflow.errors import InputError
-from contextflow.events import BadLine, Event, decode, encode
+from contextflow.events import Event, decode_lines, encode
 from contextflow.fold import Compactable
 from contextflow.fsutil import fsync_folder, signature
 from contextflow.log import read_whole, replace_log
 
 ARCHIVE_DIR = "archive"
 SCOPING_FIELDS = ("project",)  # kept in every reduced event: what project scopes (HTTP grants) filter on
-
-
-@dataclass(frozen=True)
-class Line:
-    raw: bytes
-    event: Event | None  # None: a line that does not decode, kept as it is
 
 
 @dataclass
@@ -83,80 +68,61 @@ def default_archive_dir(app: App) -> Path:
     return app.store.state_dir / ARCHIVE_DIR
 
 
-def decode_lines(numbered: list[tuple[int, bytes]]) -> list[Line]:
-    lines = []
-    for line_no, raw in numbered:
-        try:
-            lines.append(Line(raw, decode(raw, line_no)))
-        except BadLine:
-            lines.append(Line(raw, None))
-    return lines
-
-
 def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
-    """Per event id: None to drop it, a tuple of data fields to reduce it to; absent ids stay whole.
-
-    Also the names of views that cannot answer (they keep everything)."""
+    """Per event id: None to drop it, or the data fields to reduce it to (absent ids stay whole); and
+    the names of views that cannot answer (they keep everything)."""
     blocked = [view.name for view in views if not isinstance(view, Compactable)]
     if blocked or not events:
         return {}, blocked
     answers = [view.unneeded(events) for view in views]
     found: dict[str, tuple[str, ...] | None] = {}
     for event in events:
-        if not all(event.id in answer for answer in answers):
-            continue
-        keep = sorted({name for answer in answers for name in answer[event.id]})
-        found[event.id] = tuple(keep) if keep else None
+        if all(event.id in answer for answer in answers):
+            keep = sorted({name for answer in answers for name in answer[event.id]})
+            found[event.id] = tuple(keep) if keep else None
     return found, blocked
 
 
 def _newest_own(events: list[Event], writer: str) -> set[str]:
     own = [event for event in events if event.writer == writer]
-    if not own:
-        return set()
-    return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id}
+    return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id} if own else set()
 
 
-def plan(app: App, lines: list[Line], report: CompactReport) -> list[bytes]:
+def plan(app: App, lines: list[tuple[bytes, Event | None]], report: CompactReport) -> list[bytes]:
     """The lines of the compacted log, in their original order; fills in `report`."""
     from contextflow.views import all_views
 
-    seen: set[str] = set()
-    events: list[Event] = []
-    for line in lines:
-        if line.event is not None and line.event.id not in seen:
-            seen.add(line.event.id)
-            events.append(line.event)
+    first: dict[str, Event] = {}  # each id's first line
+    for _, event in lines:
+        if event is not None:
+            first.setdefault(event.id, event)
+    events = list(first.values())
     decided, report.blocked_by = verdicts(all_views(), events)
     for event_id in _newest_own(events, app.store.writer):
         decided.pop(event_id, None)
     out: list[bytes] = []
-    written: set[str] = set()
-    for line in lines:
-        event = line.event
+    for raw, event in lines:
         if event is None:
             report.kept_unreadable += 1
-            out.append(line.raw)
+            out.append(raw)
             continue
-        if event.id in written:
+        if first[event.id] is not event:
             report.duplicates += 1
             continue
-        written.add(event.id)
         if event.id not in decided:
-            out.append(line.raw)
+            out.append(raw)
             continue
         fields = decided[event.id]
         if fields is None:
             report.dropped[event.kind] += 1
             continue
         kept = (*fields, *SCOPING_FIELDS)  # a reduced event stays in its project for scoped readers
-        reduced = Event(event.id, event.writer, event.seq, event.hlc, event.kind,
-                        {name: event.data[name] for name in kept if name in event.data})
-        if reduced.data == event.data:
-            out.append(line.raw)
+        data = {name: event.data[name] for name in kept if name in event.data}
+        if data == event.data:
+            out.append(raw)
             continue
         report.reduced[event.kind] += 1
-        out.append(encode(reduced).rstrip(b"\n"))
+        out.append(encode(replace(event, data=data)).rstrip(b"\n"))
     return out
 
 
@@ -181,10 +147,8 @@ def compact(app: App, *, archive: Path | None = None, dry_run: bool = False) -> 
     path = store.log_writer.path
     report = CompactReport(str(path), dry_run)
     if archive is not None and archive.resolve().is_relative_to(store.folder.resolve()):
-        raise InputError(
-            f"the archive folder {archive} is inside the synced store; choose a folder outside it "
-            f"(the default is {default_archive_dir(app)})"
-        )
+        raise InputError(f"the archive folder {archive} is inside the synced store; choose a folder outside it "
+                         f"(the default is {default_archive_dir(app)})")
     with store.log_writer.locked():
         before = signature(path)
         if before is None:

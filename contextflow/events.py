@@ -5,13 +5,10 @@ A line is one JSON object, UTF-8, ending in `\\n`:
     {"v": 1, "id": "<16 base32>", "w": "<writer>", "seq": 7, "hlc": <int>, "kind": "note", "data": {...}}
 
 `id` is globally unique; `w` is the writer (machine) that appended it; `seq` counts that
-writer's events from 1; `hlc` is a hybrid logical clock stamp (see clock.py). Events order
-by `(hlc, w, seq)`, the same on every machine.
-
-Every field is checked on read (lines come from other machines): a stamp past year 9999, a
-seq outside 0..2^53-1, an id or writer that is too long or holds control or path characters,
-or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported), never an event.
-
+writer's events from 1; `hlc` is a hybrid logical clock stamp (clock.py). Events order by
+`(hlc, w, seq)`, the same on every machine. Every field is checked on read: a stamp past year
+9999, a seq outside 0..2^53-1, an id or writer that is too long or holds control or path
+characters, or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported).
 Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
 events of writer `legacy` whose clock comes from their `ts`.
 """
@@ -63,20 +60,13 @@ class Event:
 
 
 def encode(event: Event) -> bytes:
-    record = {
-        "v": SCHEMA_VERSION,
-        "id": event.id,
-        "w": event.writer,
-        "seq": event.seq,
-        "hlc": event.hlc,
-        "kind": event.kind,
-        "data": event.data,
-    }
+    record = {"v": SCHEMA_VERSION, "id": event.id, "w": event.writer, "seq": event.seq, "hlc": event.hlc,
+              "kind": event.kind, "data": event.data}
     try:
         line = orjson.dumps(record) + b"\n"
     except (orjson.JSONEncodeError, TypeError) as exc:
-        reason = f"this {event.kind} cannot be stored as JSON ({exc})"
-        raise InputError(f"{reason}; pass plain, shallow JSON values") from None
+        raise InputError(f"this {event.kind} cannot be stored as JSON ({exc}); "
+                         "pass plain, shallow JSON values") from None
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
     return line
@@ -95,24 +85,11 @@ def decode(line: bytes, position: int = 0) -> Event:
     if "v" not in record:
         return _decode_legacy(record, line, position)
     try:
-        event = Event(
-            id=record["id"],
-            writer=record["w"],
-            seq=record["seq"],
-            hlc=record["hlc"],
-            kind=record["kind"],
-            data=record["data"],
-        )
+        event = Event(record["id"], record["w"], record["seq"], record["hlc"], record["kind"], record["data"])
     except KeyError as exc:
         raise BadLine(f"missing field {exc.args[0]!r}") from None
-    if not (
-        isinstance(event.id, str)
-        and isinstance(event.writer, str)
-        and type(event.seq) is int
-        and type(event.hlc) is int
-        and isinstance(event.kind, str)
-        and isinstance(event.data, dict)
-    ):
+    if not (isinstance(event.id, str) and isinstance(event.writer, str) and type(event.seq) is int
+            and type(event.hlc) is int and isinstance(event.kind, str) and isinstance(event.data, dict)):
         raise BadLine("a field has the wrong type")
     if not 0 <= event.hlc <= MAX_HLC:
         raise BadLine(f"clock stamp out of range ({event.hlc}): past year 9999 or negative")
@@ -127,8 +104,19 @@ def decode(line: bytes, position: int = 0) -> Event:
     return event
 
 
-LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags")
-LEGACY_LISTS = ("next_steps", "open_questions", "files")
+def decode_lines(numbered: list[tuple[int, bytes]]) -> list[tuple[bytes, Event | None]]:
+    """Each numbered line with its event, or None for a bad line."""
+    lines: list[tuple[bytes, Event | None]] = []
+    for line_no, raw in numbered:
+        try:
+            lines.append((raw, decode(raw, line_no)))
+        except BadLine:
+            lines.append((raw, None))
+    return lines
+
+
+LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags", "next_steps", "open_questions",
+                 "files")
 
 
 def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
@@ -141,7 +129,7 @@ def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
         raise BadLine(f"legacy line has an unreadable ts {str(ts)[:40]!r}")
     if not 0 <= ms <= MAX_MS:
         raise BadLine(f"clock stamp out of range: legacy ts {str(ts)[:40]!r}")
-    data = {name: record[name] for name in (*LEGACY_FIELDS, *LEGACY_LISTS) if record.get(name) is not None}
+    data = {name: record[name] for name in LEGACY_FIELDS if record.get(name) is not None}
     event_id = record.get("id")
     if not isinstance(event_id, str) or not _ID.fullmatch(event_id):
         event_id = "legacy-" + hashlib.sha256(line).hexdigest()[:16]

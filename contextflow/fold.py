@@ -1,12 +1,9 @@
 """Folding events into views. Pure: no I/O here.
 
-A view is an object with a `name`, an `initial()` state and an `apply(state, event)` that
-updates that state in place. `apply` may look only at the state and the event, and the
-state after folding a set of events must not depend on the order they came in: keep
-"latest" values by `Event.key`, never by arrival. Tests fold in every order to hold this.
-
-Compaction (contextflow/compact.py) asks each view which events of one writer's log it no
-longer needs; see `Compactable`. A view that cannot answer keeps every event.
+A view has a `name`, an `initial()` state and an `apply(state, event)` that updates that state
+in place, looking only at the state and the event. The state after folding a set of events must
+not depend on their order: keep "latest" values by `Event.key`, never by arrival (tests fold in
+every order). Compaction asks each view which events it no longer needs (`Compactable`).
 """
 
 from __future__ import annotations
@@ -27,51 +24,39 @@ class View(Protocol):
 
 @runtime_checkable
 class Compactable(Protocol):
-    """Optional for a view: which events of one log it can do without.
+    """Optional for a view: which events of one log it can do without (without it, compaction drops nothing).
 
-    `unneeded(events)` gets every event of one writer's log (in file order) and returns, for
-    each event this view does not need, the names of the data fields it still needs kept: an
-    empty tuple means the event can go entirely; fields mean it must stay, reduced to them
-    (e.g. an overwritten record still counts as a version). Events the answer leaves out are
-    kept whole. Events of kinds the view does not fold are unneeded by it.
+    `unneeded(events)` gets every event of one writer's log (in file order) and maps each event
+    this view does not need to the data fields it still needs kept: `()` lets it go entirely,
+    fields keep it reduced to them (an overwritten record still counts as a version). Events left
+    out are kept whole; events of kinds the view does not fold are unneeded by it.
 
-    The rule that keeps merges correct: an event is unneeded only when events *in the same
-    list* supersede it (by `Event.key`) whatever other writers have written or will write.
-    The log is rewritten in one atomic rename, so a superseding event travels with it to
-    every machine; other writers' events, seen or not yet synced, may order anywhere. A view
-    must also not care whether an event it calls unneeded is absent or reduced to fields
-    another view keeps. A view without this method needs every event, so compaction then
-    drops nothing.
+    What keeps merges correct: an event is unneeded only when events *in the same list* supersede
+    it (by `Event.key`) whatever other writers have written or will write, since the log is
+    rewritten in one atomic rename and its superseding events travel with it. A view must not
+    care whether an event it calls unneeded is absent or reduced to fields another view keeps.
     """
 
     def unneeded(self, events: Sequence[Event]) -> Mapping[str, tuple[str, ...]]: ...
 
 
 def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Hashable]]) -> set[str]:
-    """Ids of events each of whose slots a later event (by key) in `events` writes again.
-
-    `writes(event)` names the last-writer-wins slots an event sets (e.g. one field of one
-    node); an event writing none is never overwritten.
-    """
+    """Ids of events each of whose last-writer-wins slots (`writes(event)`, e.g. one field of one node)
+    a later event (by key) in `events` writes again; an event writing none is never overwritten."""
     latest: dict[Hashable, OrderKey] = {}
     for event in events:
         for slot in writes(event):
             if slot not in latest or event.key > latest[slot]:
                 latest[slot] = event.key
-    found: set[str] = set()
-    for event in events:
-        slots = writes(event)
-        if slots and all(latest[slot] > event.key for slot in slots):
-            found.add(event.id)
-    return found
+    return {event.id for event in events
+            if (slots := writes(event)) and all(latest[slot] > event.key for slot in slots)}
 
 
 class Fold:
     """The states of a set of views over a set of events; each event id applies once.
 
-    A state (and the set of seen ids) may be *deferred*: given as a loader that is called the
-    first time it is needed (a snapshot loads views lazily). Events that arrive meanwhile are
-    kept and applied to the state when it loads; views do not depend on order, so this is safe.
+    A state (and the set of seen ids) may be *deferred*: a loader called when it is first needed
+    (a snapshot loads views lazily). Events arriving meanwhile are applied once it loads.
     """
 
     def __init__(self, views: Sequence[View]) -> None:

@@ -1,20 +1,14 @@
-"""Small file-system helpers every module shares: one atomic write, one file signature.
-
-`atomic_write` is the one way contextflow replaces a whole file (state files, caches, a
-compacted log): a temp file beside the target, created 0600 with O_EXCL|O_NOFOLLOW, written
-fully, optionally fsynced, renamed over the target, the folder fsynced; on any failure the
-temp file is removed and the target is left as it was.
-"""
+"""Small file-system helpers every module shares: one atomic write, one file signature."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 Signature = tuple[int, int, int, int]  # (device, inode, size, mtime_ns)
-PRIVATE_FILE = 0o600
 
 
 def signature(path: Path | str) -> Signature | None:
@@ -28,21 +22,12 @@ def signature(path: Path | str) -> Signature | None:
 
 def fsync_folder(folder: Path) -> None:
     """Make a rename or unlink in `folder` durable (a no-op where folders cannot be fsynced)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def temp_path(path: Path) -> Path:
-    """`.<name>.<pid>.<ns>.tmp` beside `path`: unique, and `remove_stale_temps` knows its owner."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -55,16 +40,15 @@ def atomic_write(
     path: Path,
     data: bytes | Callable[[int], None],
     *,
-    mode: int = PRIVATE_FILE,
+    mode: int = 0o600,
     fsync: bool = True,
     check: Callable[[], None] | None = None,
 ) -> None:
-    """Replace `path` with `data` atomically. `data` may be a function that writes to the open fd.
-
-    `check`, when given, runs after the temp file is complete and before the rename; raising
-    there leaves the target untouched. OSError propagates (the caller says what it means).
-    """
-    temp = temp_path(path)
+    """The one way contextflow replaces a whole file: a temp file beside `path` (O_EXCL|O_NOFOLLOW),
+    written fully (`data` may be a function writing to the open fd), optionally fsynced, `check()`
+    (raising there leaves the target untouched), renamed over `path`, the folder fsynced. On any
+    failure the temp file is removed and the target left as it was; OSError propagates."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")  # remove_stale_temps knows its owner
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:

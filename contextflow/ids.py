@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import secrets
 from collections.abc import Collection
 
@@ -22,23 +23,15 @@ def _starting_with(wanted: str, known: Collection[str]) -> list[str]:
     is a sorted list, else by one scan (never a sort of everything)."""
     if isinstance(known, list):
         start = bisect.bisect_left(known, wanted)
-        found: list[str] = []
-        for candidate in known[start:]:
-            if not candidate.startswith(wanted) or len(found) > _SHOWN:
-                break
-            found.append(candidate)
-        return found
+        return list(itertools.takewhile(lambda found: found.startswith(wanted), known[start : start + _SHOWN + 1]))
     return sorted(candidate for candidate in known if candidate.startswith(wanted))[: _SHOWN + 1]
 
 
 def resolve_prefix(
     prefix: str, known: Collection[str], what: str = "id", hint: str = "list them to see the ids that exist"
 ) -> str:
-    """The one known id that is `prefix` or starts with it, as git does for commit ids.
-
-    `known` is a sorted list or a set/dict view. Errors: empty prefix, none found (the message
-    ends with `hint`, how to see the ids that exist), or more than one (asks for more characters).
-    """
+    """The one known id (a sorted list or a set/dict view) that is `prefix` or starts with it, as git
+    does for commit ids; an error when it is empty, matches none (ending with `hint`) or several."""
     wanted = prefix.strip().lower()
     if not wanted:
         raise InputError(f"{what} is empty: pass the {what} or a unique prefix of it")

@@ -11,17 +11,16 @@ Store resolution, first match wins (`contextflow doctor` reports which one chose
    and the store is the default folder.
 6. The default folder: `<platformdirs user data dir>/contextflow/store`.
 
-The `--store` option of the CLI sets CONTEXTFLOW_STORE and STORE_OPTION_MARKER to the same
-value, so `doctor` can say the option chose the store.
+The CLI's `--store` sets CONTEXTFLOW_STORE and STORE_OPTION_MARKER alike, so `doctor` can name it.
 
-The state folder is a trust boundary: it must be owned by this user and not writable by
-anyone else (it is refused otherwise), it is made 0700 when it is merely readable by others,
-and it may not lie inside the synced store. Per-store state is keyed on the store's real path,
-so the same store reached through a symbolic link shares one writer lock.
+The state folder is a trust boundary: owned by this user, writable by no one else (refused
+otherwise; made 0700 when merely readable by others), never inside the synced store. Per-store
+state is keyed on the store's real path: one writer lock however the store is reached.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -44,6 +43,8 @@ LEGACY_FILE_NAMES = (
     "contextflow-context.jsonl",
     "contextflow-shared-context.jsonl",
 )
+_CLIENTS = ("codex", "claude", "gemini")
+_CLIENT_CONFIG_NAMES = ("config.toml", "config.json", "settings.json", "claude_desktop_config.json")
 WRITER_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 STORE_OPTION_MARKER = "CONTEXTFLOW_STORE_FROM_OPTION"
 _CONFIG_PATTERNS = (
@@ -76,41 +77,28 @@ def default_store_folder() -> Path:
     return Path(platformdirs.user_data_dir(APP, appauthor=False)) / "store"
 
 
-def _client_config_files(env: Mapping[str, str]) -> list[tuple[str, Path]]:
-    home = _home(env)
-    roots = [(home / ".codex", "codex"), (home / ".claude", "claude"), (home / ".gemini", "gemini")]
-    if env.get("XDG_CONFIG_HOME"):
-        xdg = Path(env["XDG_CONFIG_HOME"])
-        roots += [(xdg / "codex", "codex"), (xdg / "claude", "claude"), (xdg / "gemini", "gemini")]
-    names = ("config.toml", "config.json", "settings.json", "claude_desktop_config.json")
-    return [(client, root / name) for root, client in roots for name in names]
-
-
 def _from_client_configs(env: Mapping[str, str]) -> tuple[Path, Path] | None:
-    for _client, config in _client_config_files(env):
+    """(legacy file, the client config file naming it) from the first config that sets MCP_SHARED_CONTEXT_FILE."""
+    roots = [_home(env) / f".{client}" for client in _CLIENTS]
+    if env.get("XDG_CONFIG_HOME"):
+        roots += [Path(env["XDG_CONFIG_HOME"]) / client for client in _CLIENTS]
+    for config in (root / name for root in roots for name in _CLIENT_CONFIG_NAMES):
         try:
             text = config.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        for raw in text.splitlines():
-            line = raw.strip()
+        for line in text.splitlines():
             for pattern in _CONFIG_PATTERNS:
-                match = pattern.match(line)
-                if match:
+                if match := pattern.match(line.strip()):
                     return _path(match.group(1), config.parent), config
     return None
 
 
 def _common_legacy_file(env: Mapping[str, str]) -> Path | None:
     home = _home(env)
-    folders = [home, home / ".codex", home / ".claude", home / ".gemini"]
-    folders += [home / ".config" / name for name in ("codex", "claude", "gemini")]
-    for folder in folders:
-        for name in LEGACY_FILE_NAMES:
-            candidate = folder / name
-            if candidate.is_file():
-                return candidate
-    return None
+    folders = [home, *(home / f".{client}" for client in _CLIENTS), *(home / ".config" / client for client in _CLIENTS)]
+    candidates = (folder / name for folder in folders for name in LEGACY_FILE_NAMES)
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
 
 
 def _store_folder(value: str, setting: str) -> Path:
@@ -129,19 +117,17 @@ def locate_store(env: Mapping[str, str] | None = None) -> Location:
     if env.get("CONTEXTFLOW_STORE", "").strip():
         value = env["CONTEXTFLOW_STORE"]
         rule = "--store" if env.get(STORE_OPTION_MARKER) == value else "CONTEXTFLOW_STORE"
-        return Location(_store_folder(value, rule if rule == "CONTEXTFLOW_STORE" else "--store"), rule)
+        return Location(_store_folder(value, rule), rule)
     if env.get("MCP_SHARED_CONTEXT_FILE", "").strip():
         legacy = _path(env["MCP_SHARED_CONTEXT_FILE"])
         return Location(legacy.parent, "MCP_SHARED_CONTEXT_FILE", str(legacy), (legacy,))
     if env.get("MCP_SHARED_CONTEXT_FOLDER", "").strip():
         folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER")
         return Location(folder, "MCP_SHARED_CONTEXT_FOLDER", "", (folder / LEGACY_FOLDER_FILE,))
-    found = _from_client_configs(env)
-    if found:
+    if found := _from_client_configs(env):
         legacy, config = found
         return Location(legacy.parent, "client-config", f"MCP_SHARED_CONTEXT_FILE in {config}", (legacy,))
-    common = _common_legacy_file(env)
-    if common:
+    if common := _common_legacy_file(env):
         return Location(default_store_folder(), "legacy-file", f"read {common} as legacy", (common,))
     return Location(default_store_folder(), "default")
 
@@ -170,11 +156,8 @@ def private_folder(path: Path, setting: str) -> Path:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         st = os.lstat(path)
     except OSError as exc:
-        reason = (exc.strerror or str(exc)).lower()
-        raise InputError(
-            f"{setting} cannot be used: {path} cannot be a folder ({reason}); "
-            "point CONTEXTFLOW_STATE at a folder you own on this machine"
-        ) from None
+        raise InputError(f"{setting} cannot be used: {path} cannot be a folder ({(exc.strerror or str(exc)).lower()}); "
+                         "point CONTEXTFLOW_STATE at a folder you own on this machine") from None
     if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{setting} cannot be used: {path} is not a folder (a symbolic link or a file); "
                          "point CONTEXTFLOW_STATE at a folder you own on this machine")
@@ -193,16 +176,11 @@ def private_folder(path: Path, setting: str) -> Path:
     return path
 
 
-def _inside(inner: Path, outer: Path) -> bool:
-    inner_real, outer_real = os.path.realpath(inner), os.path.realpath(outer)
-    return inner_real == outer_real or inner_real.startswith(outer_real.rstrip(os.sep) + os.sep)
-
-
 def checked_state_root(env: Mapping[str, str] | None = None, store: Path | None = None) -> Path:
     """The state root, created or checked as private; refused when it lies inside the store."""
     env = os.environ if env is None else env
     root = state_root(env)
-    if store is not None and _inside(root, store):
+    if store is not None and Path(os.path.realpath(root)).is_relative_to(os.path.realpath(store)):
         raise InputError(
             f"{_setting(env)} ({root}) is inside the synced store {store}: machine-local state "
             "(locks, snapshot) must not be synced; point CONTEXTFLOW_STATE outside the store"
@@ -237,10 +215,8 @@ def writer_id(env: Mapping[str, str] | None = None) -> str:
     if env.get("CONTEXTFLOW_WRITER", "").strip():
         return validate_writer(env["CONTEXTFLOW_WRITER"].strip())
     stored = checked_state_root(env) / "writer-id"
-    try:
+    with contextlib.suppress(OSError, UnicodeDecodeError, InputError):
         return validate_writer(stored.read_text(encoding="utf-8").strip(), f"the writer id in {stored}")
-    except (OSError, UnicodeDecodeError, InputError):
-        pass
     import secrets  # a new machine only: hooks and commands that find the id pay nothing for these
     import socket
 

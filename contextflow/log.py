@@ -2,23 +2,19 @@
 
 On-disk contract:
 
-- The store is a folder. Writer W appends only to `events.<W>.jsonl` in it; nothing else
-  ever writes that file, so a sync tool never sees two machines change one file.
-- Appends hold W's machine-local lock (`filelock`), then write each batch of lines with a
-  single `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. Files are created 0600; a store
-  folder contextflow creates is 0700.
-- A last line without its `\\n` (a crash mid-write) is copied to `quarantine/` and cut off
-  before the next append, so the log ends in `\\n` again and nothing is silently dropped.
+- The store is a folder; writer W appends only to its `events.<W>.jsonl`, so a sync tool never
+  sees two machines change one file. Files are created 0600; a store folder made here is 0700.
+- An append holds W's machine-local lock (`filelock`) and writes each batch of lines with one
+  `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. A last line without its `\\n` (a crash
+  mid-write) is copied to `quarantine/` and cut off before the next append, never silently dropped.
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
-  ContextFlowMCP files, and read only whole lines. A cursor remembers, per file, how far
-  it read and a hash of the bytes just before that point; a later read continues from there
-  when the file only grew (also when a sync tool replaced it with a longer copy), and
-  reports a reset otherwise. When the file is a new inode (a sync tool replaced it), the
-  whole prefix read before is checked too (a chain of 32 KiB block hashes kept in the cursor),
-  so a copy that differs anywhere in what was read (a repaired or a damaged line) is a reset.
-- Compaction replaces a writer's own log atomically (temp file, fsync, rename, folder fsync),
-  under that writer's lock; readers elsewhere see a reset and refold. Sync-conflict copies are
-  removed only by `remove_conflict_copy`, after the caller verified their events are kept.
+  ContextFlowMCP files, and read whole lines only. A cursor keeps, per file, the offset read, a
+  hash of the bytes just before it and a chain of 32 KiB block hashes over the whole prefix. A
+  later read continues when the file only grew (also when a sync tool replaced it with a longer
+  copy: a new inode's whole prefix is checked against the chain) and reports a reset otherwise.
+- Compaction replaces a writer's own log atomically (temp file, fsync, rename, folder fsync)
+  under its lock; readers elsewhere see a reset and refold. Sync-conflict copies are removed
+  only by `remove_conflict_copy`, after the caller verified their events are kept.
 """
 
 from __future__ import annotations
@@ -58,9 +54,7 @@ def log_path(folder: Path, writer: str) -> Path:
 def parse_log_name(name: str) -> tuple[str, bool] | None:
     """(writer, is_conflict_copy) for a log file name, or None when it is not a log."""
     match = _LOG_NAME.match(name)
-    if not match:
-        return None
-    return match["writer"], match["conflict"] is not None
+    return (match["writer"], match["conflict"] is not None) if match else None
 
 
 def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Path]:
@@ -74,10 +68,8 @@ def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Pat
     except NotADirectoryError:
         raise StoreError(f"the store {folder} is not a folder; point CONTEXTFLOW_STORE at a folder") from None
     except OSError as exc:
-        raise StoreError(
-            f"cannot read the store folder {folder}: {(exc.strerror or str(exc)).lower()}; "
-            "give your user read and write access to it (chmod 700)"
-        ) from None
+        raise StoreError(f"cannot read the store folder {folder}: {(exc.strerror or str(exc)).lower()}; "
+                         "give your user read and write access to it (chmod 700)") from None
     found.sort()
     return [*found, *(p for p in legacy_files if p.is_file())]
 
@@ -141,16 +133,14 @@ def read_new(path: Path, cursor: Cursor | None) -> Chunk:
     fd = _open_read(path)
     try:
         st = os.fstat(fd)
-        reset = False
-        start, line_no = 0, 0
+        reset, start, line_no = False, 0, 0
         if cursor is not None:
             continues = st.st_size >= cursor.offset and _tail_hash(fd, cursor.offset) == cursor.tail
             if continues and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):  # replaced: check all we read
                 continues = _prefix_hash(fd, b"", 0, cursor.offset) == (cursor.blocks, cursor.partial)
+            reset = not continues
             if continues:
                 start, line_no = cursor.offset, cursor.lines
-            else:
-                reset = True
         lines: list[tuple[int, bytes]] = []
         offset = start
         pending = b""
@@ -169,11 +159,8 @@ def read_new(path: Path, cursor: Cursor | None) -> Chunk:
                     lines.append((line_no, raw))
             offset += cut + 1
             pending = data[cut + 1 :]
-        if start and cursor is not None:
-            base = cursor.offset - cursor.offset % PREFIX_BLOCK
-            blocks, partial = _prefix_hash(fd, cursor.blocks, base, offset)
-        else:
-            blocks, partial = _prefix_hash(fd, b"", 0, offset)
+        known = cursor.blocks if start and cursor is not None else b""  # the chain below start's block
+        blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
         tail = _tail_hash(fd, offset)
         cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
         return Chunk(lines, cursor, reset)
@@ -190,10 +177,8 @@ def ensure_folder(folder: Path) -> None:
     except FileExistsError:
         pass
     except OSError as exc:
-        raise StoreError(
-            f"cannot create the store folder {folder}: {exc.strerror}; "
-            "point CONTEXTFLOW_STORE at a folder you can write"
-        ) from None
+        raise StoreError(f"cannot create the store folder {folder}: {exc.strerror}; "
+                         "point CONTEXTFLOW_STORE at a folder you can write") from None
 
 
 class LogWriter:
@@ -226,25 +211,21 @@ class LogWriter:
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                before = self._repair_tail(fd)  # failing to quarantine a torn tail leaves the log as it was
+                try:
+                    if os.write(fd, data) != len(data):
+                        raise OSError(errno.ENOSPC, "short write")
+                    if self.fsync:
+                        os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, before)  # leave no torn line behind
+                    raise
+                return before
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise StoreError(_explain(exc, self.path)) from None
-        try:
-            try:
-                before = self._repair_tail(fd)
-            except OSError as exc:  # no room (or no right) to quarantine a torn tail: the log stays as it was
-                raise StoreError(_explain(exc, self.path)) from None
-            try:
-                written = os.write(fd, data)
-                if written != len(data):
-                    raise OSError(errno.ENOSPC, "short write")
-                if self.fsync:
-                    os.fsync(fd)
-            except OSError as exc:
-                os.ftruncate(fd, before)  # leave no torn line behind
-                raise StoreError(_explain(exc, self.path)) from None
-            return before
-        finally:
-            os.close(fd)
 
     def _repair_tail(self, fd: int) -> int:
         size = os.fstat(fd).st_size
@@ -256,7 +237,7 @@ class LogWriter:
         os.ftruncate(fd, cut)
         return cut
 
-    def _quarantine(self, fragment: bytes) -> Path:
+    def _quarantine(self, fragment: bytes) -> None:
         target_dir = self.folder / QUARANTINE_DIR
         with contextlib.suppress(FileExistsError):
             target_dir.mkdir(mode=0o700)
@@ -284,15 +265,11 @@ class LogWriter:
                 os.close(fd)
         finally:
             os.close(dir_fd)
-        return target_dir / name
 
 
 def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:
-    """Atomically replace a writer's log with `data`: temp file, fsync, rename, folder fsync.
-
-    The caller holds that writer's lock. `expected` is the signature the caller read; when the
-    file changed since (a sync tool replaced it), nothing is written and StoreError says so.
-    """
+    """Atomically replace a writer's log with `data` (the caller holds its lock). When its signature
+    is no longer `expected` (a sync tool replaced it), nothing is written and StoreError says so."""
     remove_stale_temps(path)
 
     def unchanged_since() -> None:
@@ -309,8 +286,7 @@ def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
     """A log's bytes, its whole lines (numbered; blank ones left out) and a torn last line's bytes."""
     fd = _open_read(path)
     try:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, size, 0)
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
     finally:
         os.close(fd)
     cut = data.rfind(b"\n") + 1

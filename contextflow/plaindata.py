@@ -79,9 +79,7 @@ class Encoder:
         if kind is str or kind is int or kind is float or kind is bool or value is None:
             return value
         if kind is tuple:
-            if all(map(_scalar, value)):
-                return [STUPLE, *value]
-            return [TUPLE, *map(self.encode, value)]
+            return [STUPLE, *value] if all(map(_scalar, value)) else [TUPLE, *map(self.encode, value)]
         if kind is frozenset:
             return [FROZENSET, *map(self.encode, value)]
         if kind is bytes:
@@ -93,9 +91,7 @@ class Encoder:
             return [REF, found]
         self.memo[id(value)] = len(self.memo)
         if kind is list:
-            if all(map(_plain, value)):
-                return [JLIST, value]
-            return [LIST, *map(self.encode, value)]
+            return [JLIST, value] if all(map(_plain, value)) else [LIST, *map(self.encode, value)]
         if kind is dict:
             if all(type(key) is str for key in value):
                 if all(map(_plain, value.values())):
@@ -103,15 +99,9 @@ class Encoder:
                 if value and all(map(_keyed_pair, value.values())):
                     return [KVDICT, [part for key, ((a, b, c), item) in value.items() for part in (key, a, b, c, item)]]
                 return [SDICT, {key: self.encode(item) for key, item in value.items()}]
-            out: list[Any] = [DICT]
-            for key, item in value.items():
-                out.append(self.encode(key))
-                out.append(self.encode(item))
-            return out
+            return [DICT, *(part for key, item in value.items() for part in (self.encode(key), self.encode(item)))]
         if kind is set:
-            if all(map(_scalar, value)):
-                return [SSET, *value]
-            return [SET, *map(self.encode, value)]
+            return [SSET, *value] if all(map(_scalar, value)) else [SET, *map(self.encode, value)]
         if kind is Event:
             return [EVENT, value.id, value.writer, value.seq, value.hlc, value.kind, value.data]
         if kind is array:

@@ -1,32 +1,25 @@
 """The snapshot: the folded views saved in the machine-local state folder (never in the store),
-so a new process skips the refold.
+so a new process skips the refold. Deleting it is always safe.
 
-It holds plain data only (JSON, via orjson): reading it can never run code. A pickle, or any
-file planted under the old name `snapshot.pickle`, is never opened.
+Plain data only (`plaindata.py`: JSON plus raw number arrays; only contextflow's own dataclasses
+are rebuilt), so reading it can never run code. A pickle, or any file planted under the old
+name `snapshot.pickle`, is never opened.
 
-File layout: `MAGIC`, the 8-byte big-endian offset of the header, one JSON blob per view and one
-for the set of seen event ids, then the JSON header. The header holds the validation key
-(format, version, code fingerprint, store folder, view names), the per-log segments with their
-cursors (signature, a hash of the bytes before the saved offset and a hash chain over the whole
-prefix), the fold's counters and each blob's place.
+Layout: `MAGIC`, the 8-byte big-endian offset of the header, one blob per view and one for the
+seen event ids, then the JSON header: the validation key (format, version, code fingerprint,
+store folder, view names), the per-log segments with their cursors, the fold's counters and
+each blob's place.
 
-Each blob is written by `plaindata.py` (JSON plus raw number arrays; only contextflow's own
-dataclasses are rebuilt).
-
-Loading reads and checks the header only. A view's blob is decoded the first time that view
-is read, and the seen ids the first time a new event arrives. The store then checks every log
-against its cursor as on any refresh: unchanged logs are not read, grown ones are read from
-the saved offset, and anything else refolds. Decoding runs with the garbage collector paused.
-
-The file is written to a temp file (0600) and renamed; a broken or foreign file is ignored
-(the store refolds), and a blob that fails to decode raises `SnapshotBroken` so the store
-refolds. Deleting the snapshot is always safe.
+Loading reads and checks the header only; a view's blob is decoded when that view is first
+read, the seen ids when a new event first arrives, and the store checks every log against its
+cursor as on any refresh. The file is written to a temp file (0600) and renamed. A broken or
+foreign file is ignored and a blob that fails to decode raises `SnapshotBroken`: the store refolds.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,16 +35,14 @@ __all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "loads", "rea
 FILE_NAME = "snapshot.cfsnap"
 MAGIC = b"CFSNAP3\n"
 _HEADER_OFFSET = 8  # bytes of the big-endian offset of the header, which follows the blobs
+
+
 class SnapshotBroken(RuntimeError):
     """A snapshot blob could not be loaded; the store refolds from the logs."""
 
 
-# -- the file ----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Header:
-    key: tuple[Any, ...]
     segments: dict[Any, Any]
     counters: dict[str, Any]
     blobs: dict[str, tuple[int, int]]  # name -> (offset, length)
@@ -74,16 +65,12 @@ class Blobs:
             raise SnapshotBroken(f"the snapshot blob {name} is truncated")
         return data
 
-    def loader(self, name: str) -> Callable[[], Any]:
-        def load() -> Any:
-            try:
-                return loads(self.raw(name))
-            except SnapshotBroken:
-                raise
-            except Exception as exc:  # any decoding failure means: refold
-                raise SnapshotBroken(f"the snapshot blob {name} does not load: {exc}") from None
-
-        return load
+    def load(self, name: str) -> Any:
+        data = self.raw(name)
+        try:
+            return loads(data)
+        except Exception as exc:  # any decoding failure means: refold
+            raise SnapshotBroken(f"the snapshot blob {name} does not load: {exc}") from None
 
     def close(self) -> None:
         if self._fd is not None:
@@ -92,10 +79,6 @@ class Blobs:
 
     def __del__(self) -> None:
         self.close()
-
-
-def _plain_key(key: tuple[Any, ...]) -> Any:
-    return orjson.loads(orjson.dumps(key))
 
 
 def _counters(value: Any) -> dict[str, Any]:
@@ -136,13 +119,13 @@ def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
             raise ValueError("not a snapshot")
         offset = int.from_bytes(start[len(MAGIC) :], "big")
         raw = orjson.loads(os.pread(fd, os.fstat(fd).st_size - offset, offset))
-        if not isinstance(raw, dict) or raw.get("key") != _plain_key(key):
+        if not isinstance(raw, dict) or raw.get("key") != orjson.loads(orjson.dumps(key)):
             raise ValueError("another store, version or code")
         with gc_paused():
             segments = decode_tree(raw["segments"])
         if not isinstance(segments, dict):
             raise ValueError("bad segments")
-        header = Header(key, segments, _counters(raw["counters"]), _blob_places(raw["blobs"], offset))
+        header = Header(segments, _counters(raw["counters"]), _blob_places(raw["blobs"], offset))
     except Exception:
         os.close(fd)
         return None
@@ -154,28 +137,19 @@ def restore(fold: Fold, header: Header, blobs: Blobs) -> None:
     counters = header.counters
     fold.count, fold.duplicates, fold.max_hlc = counters["count"], counters["duplicates"], counters["max_hlc"]
     fold.last_seq, fold.per_writer = dict(counters["last_seq"]), dict(counters["per_writer"])
-    fold.defer_seen(blobs.loader("seen"))
+    fold.defer_seen(functools.partial(blobs.load, "seen"))
     for view in fold.views:
-        fold.defer(view.name, blobs.loader("view:" + view.name))
+        fold.defer(view.name, functools.partial(blobs.load, "view:" + view.name))
 
 
 def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any], old: Blobs | None) -> None:
     """Save `fold` atomically. Views still deferred with nothing pending are copied from `old` as bytes."""
-    parts: list[tuple[str, bytes]] = []
-    if fold.seen_deferred and old is not None:
-        parts.append(("seen", old.raw("seen")))
-    else:
-        parts.append(("seen", dumps(fold.seen)))
+    parts = [("seen", old.raw("seen") if fold.seen_deferred and old is not None else dumps(fold.seen))]
     for view in fold.views:
-        name = view.name
-        if name in fold.deferred and not fold.pending(name) and old is not None:
-            parts.append(("view:" + name, old.raw("view:" + name)))
-        else:
-            parts.append(("view:" + name, dumps(fold.state(name))))
-    counters = {
-        "count": fold.count, "duplicates": fold.duplicates, "max_hlc": fold.max_hlc,
-        "last_seq": fold.last_seq, "per_writer": fold.per_writer,
-    }
+        name = "view:" + view.name
+        unread = view.name in fold.deferred and not fold.pending(view.name)  # its bytes are copied as they are
+        parts.append((name, old.raw(name) if unread and old is not None else dumps(fold.state(view.name))))
+    counters = {name: getattr(fold, name) for name in ("count", "duplicates", "max_hlc", "last_seq", "per_writer")}
     offsets: dict[str, tuple[int, int]] = {}
     position = len(MAGIC) + _HEADER_OFFSET
     for name, data in parts:

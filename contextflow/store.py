@@ -1,10 +1,8 @@
-"""The store: a folder of logs, folded into views kept current by reading only new bytes.
+"""The store: a folder of logs folded into views, the one object the adapters hold.
 
-`Store` is the one object the adapters (MCP server, CLI, hooks, picker) hold. Every read
-first calls `refresh()`, which stats each log and reads only what was appended since the
-last look; a file that changed in any other way triggers a full refold. A snapshot of the
-folded state (plain data, machine-local, validated against the logs on load) lets a new
-process skip the refold.
+Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
+look are read; a file that changed in any other way refolds everything. A machine-local
+snapshot of the folded state (checked against the logs on load) lets a new process skip the refold.
 """
 
 from __future__ import annotations
@@ -77,7 +75,7 @@ def bad_kind(reason: str) -> str:
 
 @functools.cache
 def code_fingerprint() -> str:
-    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it pickled."""
+    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it saved."""
     package = Path(__file__).parent
     digest = hashlib.blake2b(digest_size=8)
     for path in sorted(package.rglob("*.py")):
@@ -116,10 +114,12 @@ class Store:
         self.clock = clock or HybridClock()
         self._view_factory: Callable[[], list[View]] = (lambda: list(views)) if views is not None else all_views
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
-        self._use_snapshot = use_snapshot
+        # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
+        # filtered views must neither read nor write them)
+        self.shares_state = use_snapshot
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
-        self._loaded = False  # the snapshot is loaded on first use, so cheap commands never pay for it
+        self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
         self._listing: tuple[int | None, list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
@@ -128,13 +128,7 @@ class Store:
     def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
         env = os.environ if env is None else env
         location = locate_store(env)
-        return cls(
-            location,
-            writer_id(env),
-            store_state_dir(location.folder, env),
-            fsync=fsync_setting(env),
-            **kwargs,
-        )
+        return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -153,27 +147,19 @@ class Store:
             self._fold_made = Fold(self._view_factory())
         return self._fold_made
 
-    @property
-    def loaded(self) -> bool:
-        """True once this process has folded (or loaded) the logs."""
-        return self._loaded
-
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
         return {str(path): segment.cursor.signature for path, segment in self._segments.items() if segment.cursor}
 
     def current_signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """The same for the logs as they are on disk now (one stat each, nothing read)."""
-        found: dict[str, tuple[int, int, int, int]] = {}
-        for path in list_segments(self.folder, self.location.legacy_files):
-            if (sig := signature(path)) is not None:
-                found[str(path)] = sig
-        return found
+        found = {str(path): signature(path) for path in list_segments(self.folder, self.location.legacy_files)}
+        return {path: sig for path, sig in found.items() if sig is not None}
 
     def _ensure_loaded(self) -> None:
-        if not self._loaded:
-            self._loaded = True
-            if self._use_snapshot:
+        if not self.loaded:
+            self.loaded = True
+            if self.shares_state:
                 self._load_snapshot()
 
     def _segment_paths(self) -> list[Path]:
@@ -193,33 +179,26 @@ class Store:
     def _refresh_own_log(self) -> None:
         self._ensure_loaded()
         own = self._writer.path
-        try:
-            continues = self._read_segment(own)
-        except snapshot.SnapshotBroken:
-            continues = False
-        if not continues or (own not in self._segments and own.exists()):
+        if not self._continues(own) or (own not in self._segments and own.exists()):
             self.refresh()
 
     def refresh(self) -> None:
         self._ensure_loaded()
         paths = self._segment_paths()
-        if any(path not in paths for path in self._segments):
+        if any(path not in paths for path in self._segments) or not all(map(self._continues, paths)):
             self._rebuild(paths)
-            return
-        for path in paths:
-            try:
-                continues = self._read_segment(path)
-            except snapshot.SnapshotBroken:
-                continues = False
-            if not continues:
-                self._rebuild(paths)
-                return
 
     def _rebuild(self, paths: list[Path]) -> None:
         self._reset()
         for path in paths:
             self._read_segment(path)
         self._new_since_snapshot = self._fold.count
+
+    def _continues(self, path: Path) -> bool:
+        try:
+            return self._read_segment(path)
+        except snapshot.SnapshotBroken:  # the saved state does not load: refold
+            return False
 
     def _read_segment(self, path: Path) -> bool:
         """Fold what `path` gained; False when it no longer continues what was read."""
@@ -295,12 +274,6 @@ class Store:
         return Health(list(self._segments.values()), list(self._bad), self._bad_count)
 
     @property
-    def shares_state(self) -> bool:
-        """True when this store folds the standard views and may use the machine-local snapshot
-        and sidecar; a store with filtered views (an HTTP grant) must neither read nor write them."""
-        return self._use_snapshot
-
-    @property
     def bad_line_count(self) -> int:
         """Bad lines among the logs as last read (no refresh: read first)."""
         return self._bad_count
@@ -325,18 +298,15 @@ class Store:
         """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
         write orders after everything already on this machine however far behind its clock is."""
         for path in self._segment_paths():
-            if path != self._writer.path:
-                stamp = last_stamp(path)
-                if stamp is not None:
-                    self.clock.observe(stamp)
+            if path != self._writer.path and (stamp := last_stamp(path)) is not None:
+                self.clock.observe(stamp)
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
         return data
 
     def _own_seq(self) -> int:
-        """The highest seq in this writer's own log: a line elsewhere claiming this writer's id
-        (a conflict copy, a hostile log) never moves it."""
+        """The highest seq in this writer's own log (a line elsewhere claiming its id never moves it)."""
         own = self._segments.get(self._writer.path)
         return own.max_seq if own is not None else 0
 
@@ -389,14 +359,13 @@ class Store:
         self._blobs = blobs
         snapshot.restore(self._fold, header, self._blobs)
         self._segments = header.segments
-        for segment in self._segments.values():
-            self._bad_count += segment.bad_lines
+        self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
         self.clock.observe(self._fold.max_hlc)
         self._new_since_snapshot = 0
 
     def save_snapshot(self, force: bool = False) -> bool:
         """Persist the folded state when enough changed since the last save."""
-        if not self._use_snapshot or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
+        if not self.shares_state or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
             return False
         try:
             snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
@@ -406,10 +375,9 @@ class Store:
         return True
 
     def save_snapshot_soon(self) -> bool:
-        """Once enough is new (a refold, or many appends), save the snapshot from a forked child,
-        so a long-running server keeps answering and its work survives being killed at exit.
-        POSIX only; elsewhere the snapshot is saved on close."""
-        if not self._use_snapshot or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
+        """Once enough is new, save the snapshot from a forked child (POSIX only; else on close), so a
+        long-running server keeps answering and its work survives being killed at exit."""
+        if not self.shares_state or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
             return False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
