@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from contextflow.errors import InputError
@@ -58,17 +59,14 @@ def _check_value(value: Any, schema: JSON, where: str) -> None:
                 _check_value(item, items, f"{where}[{index}]")
 
 
-def tool_name(param: Param) -> str:
-    return param.name
-
-
-def check_arguments(op: Operation, arguments: Any, name_of: Callable[[Param], str] = tool_name) -> JSON:
-    """Validate call arguments against the operation; null values count as absent."""
+def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
+    """Validate call arguments against the operation (as its CLI command with `cli`); null values count as absent."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise InputError(f"{op.name} takes a JSON object of named arguments")
-    params = {p.name: p for p in (op.tool_params() if name_of is tool_name else op.params)}
+    name_of: Callable[[Param], str] = Param.cli_name if cli else attrgetter("name")
+    params = {p.name: p for p in (op.params if cli else op.tool_params())}
     unknown = sorted(set(arguments) - set(params))
     if unknown:
         accepted = ", ".join(params) or "no arguments"
