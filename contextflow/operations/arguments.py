@@ -26,13 +26,6 @@ _TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
 }
 
 
-def _type_ok(value: Any, expected: str) -> bool:
-    if expected not in _TYPES:
-        return True
-    is_bool = isinstance(value, bool)  # a bool is an int to Python, never a number to JSON
-    return isinstance(value, _TYPES[expected][0]) and (expected == "boolean" or not is_bool)
-
-
 def _describe(value: Any) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
@@ -40,8 +33,11 @@ def _describe(value: Any) -> str:
 
 def _check_value(value: Any, schema: JSON, where: str) -> None:
     expected = schema.get("type")
-    if isinstance(expected, str) and not _type_ok(value, expected):
-        raise InputError(f"{where} must be {_TYPES[expected][1]}, got {_describe(value)}")
+    if isinstance(expected, str) and expected in _TYPES:
+        python_type, shown = _TYPES[expected]
+        # a bool is an int to Python, never a number to JSON
+        if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
+            raise InputError(f"{where} must be {shown}, got {_describe(value)}")
     if "enum" in schema and value not in schema["enum"]:
         raise InputError(f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
     if isinstance(value, int | float) and not isinstance(value, bool):
