@@ -16,6 +16,7 @@ SINCE = string("since", "ISO-8601 time; only activity at or after it.")
 LIMIT = integer("limit", 1, 200, "How many, newest first. Default 20.")
 UNSESSIONED = boolean("include_unsessioned", "Add a '(no-session-id)' bucket. Default false.")
 LIST_FILTERS = (PROJECT, AGENT_FILTER, SINCE, LIMIT, UNSESSIONED)
+PROJECT_ARG = PromptArg("project", "Project key")
 
 
 def _list(name: str, description: str, flag: str, help: str) -> Param:
@@ -70,21 +71,11 @@ FEATURE = Feature(
     views=("contextflow.views.sessions:SessionsView",),
     operations=OPERATIONS,
     prompts=(
-        PromptSpec(
-            "new_session",
-            "Start a new session (default id: the current git branch) and make it active",
-            lazy(_RUN + "new_session_prompt"),
-            (
-                PromptArg("session_id", "Session id; default the git branch or a timestamp"),
-                PromptArg("project", "Project key"),
-            ),
-        ),
-        PromptSpec(
-            "resume_by_id",
-            "Resume a session by explicit session_id",
-            lazy(_RUN + "resume_by_id_prompt"),
-            (PromptArg("session_id", "Session id to activate and resume", True), PromptArg("project", "Project key")),
-        ),
+        PromptSpec("new_session", "Start a new session (default id: the current git branch) and make it active",
+                   lazy(_RUN + "new_session_prompt"),
+                   (PromptArg("session_id", "Session id; default the git branch or a timestamp"), PROJECT_ARG)),
+        PromptSpec("resume_by_id", "Resume a session by explicit session_id", lazy(_RUN + "resume_by_id_prompt"),
+                   (PromptArg("session_id", "Session id to activate and resume", True), PROJECT_ARG)),
     ),
     resources=(
         ResourceSpec("shared-context://raw", "Raw shared context", "Recent events of the default project as JSON "

@@ -75,9 +75,7 @@ def pick_session(app: App, args: JSON) -> int:
 def human_size(count: int) -> str:
     if count < 1024:
         return f"{count} B"
-    if count < 1024 * 1024:
-        return f"{count / 1024:.1f} KB"
-    return f"{count / (1024 * 1024):.1f} MB"
+    return f"{count / 1024:.1f} KB" if count < 1024 * 1024 else f"{count / (1024 * 1024):.1f} MB"
 
 
 def report_text(report: CompactReport) -> str:
@@ -97,10 +95,8 @@ def report_text(report: CompactReport) -> str:
     for label, counts in (("dropped", report.dropped), ("reduced", report.reduced)):
         if counts:
             lines.append(f"{label}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
-    if report.duplicates:
-        lines.append(f"repeated lines removed: {report.duplicates}")
-    if report.kept_unreadable:
-        lines.append(f"unreadable lines kept as they are: {report.kept_unreadable}")
+    counted = {"repeated lines removed": report.duplicates, "unreadable lines kept as they are": report.kept_unreadable}
+    lines += [f"{label}: {count}" for label, count in counted.items() if count]
     if report.archive:
         lines.append(f"old log archived at {report.archive}")
     return "\n".join(lines)
