@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -45,17 +44,6 @@ def _saved(app: App, saved: conversations.Saved) -> Reply:
     return Reply(text, data)
 
 
-def _read_record(path: str) -> Any:
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}; pass a JSON file or - for stdin") from None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON ({exc}); write the record as one JSON object") from None
-
-
 # -- operations ----------------------------------------------------------------------------
 
 
@@ -87,7 +75,16 @@ def save_conversation(app: App, args: JSON) -> Reply:
 
 
 def save_file(app: App, args: JSON) -> Reply:
-    return _saved(app, conversations.save_conversation(app, _read_record(args["file"])))
+    path = args["file"]
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}; pass a JSON file or - for stdin") from None
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc}); write the record as one JSON object") from None
+    return _saved(app, conversations.save_conversation(app, record))
 
 
 def get_conversation(app: App, args: JSON) -> Reply:

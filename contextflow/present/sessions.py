@@ -63,13 +63,6 @@ def session_text(summary: SessionSummary, index: int, with_handoff: bool = True)
     return "\n".join(lines)
 
 
-def sessions_text(sessions: list[SessionSummary], project: str) -> str:
-    if not sessions:
-        return f"No resumable sessions for project={project}. Start one with the new_session prompt."
-    body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(sessions, 1))
-    return f"Sessions for project={project}, most recent first: {len(sessions)}.\n\n{body}"
-
-
 def resume_text(resume: Resume) -> str:
     """The session line, the latest handoff in full, then the other recent entries: each said once."""
     lines = [f"Resume session {clean(resume.session_id, True)} (project={clean(resume.project, True)})"]
@@ -137,7 +130,10 @@ def list_sessions(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     found = sessions.list_sessions(app, query)
     payload = {"project": query.project, "count": len(found), "sessions": [s.as_dict() for s in found]}
-    return Reply(sessions_text(found, query.project), payload)
+    if not found:
+        return Reply(f"No resumable sessions for project={query.project}. Start one with the new_session prompt.", payload)
+    body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
+    return Reply(f"Sessions for project={query.project}, most recent first: {len(found)}.\n\n{body}", payload)
 
 
 def choose_session(app: App, args: JSON) -> Reply:
