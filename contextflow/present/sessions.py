@@ -129,11 +129,12 @@ def _query(app: App, args: JSON) -> sessions.SessionQuery:
 def list_sessions(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     found = sessions.list_sessions(app, query)
-    payload = {"project": query.project, "count": len(found), "sessions": [s.as_dict() for s in found]}
+    project = query.project
+    payload = {"project": project, "count": len(found), "sessions": [s.as_dict() for s in found]}
     if not found:
-        return Reply(f"No resumable sessions for project={query.project}. Start one with the new_session prompt.", payload)
+        return Reply(f"No resumable sessions for project={project}. Start one with the new_session prompt.", payload)
     body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
-    return Reply(f"Sessions for project={query.project}, most recent first: {len(found)}.\n\n{body}", payload)
+    return Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload)
 
 
 def choose_session(app: App, args: JSON) -> Reply:
