@@ -190,8 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextflow.present.clients import hook
 
         return hook(None, {"event": argv[1]})
-    parser = build_parser(_command_word(argv))
-    args = parser.parse_args(argv)
+    args = build_parser(_command_word(argv)).parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.locate import STORE_OPTION_MARKER
@@ -200,12 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     op: Operation = args.operation
     app: App | None = None
     from contextflow.errors import ContextflowError
-    from contextflow.operations import Param
+    from contextflow.operations.arguments import check_arguments
 
     try:
-        from contextflow.operations.arguments import check_arguments
-
-        checked = check_arguments(op, arguments_of(op, args), name_of=Param.cli_name)
+        checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
             from contextflow.app import App
 
@@ -213,9 +210,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply = op.run(app, checked)
         if isinstance(reply, int):
             return reply
-        from contextflow.cli.output import emit
+        if args.format == "json":  # the data, every string cleaned
+            import orjson
 
-        emit(args.format, reply)
+            from contextflow.text import clean_data
+
+            print(orjson.dumps(clean_data(reply.data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+        else:  # text and markdown: the text
+            print(reply.text.rstrip("\n"))
         if reply.note:
             print(f"contextflow: {reply.note}", file=sys.stderr)
         return 0

@@ -10,20 +10,9 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from contextflow.operations.spec import Feature, Operation, Param, PromptArg, PromptSpec, Reply, ResourceSpec
+from contextflow.operations.spec import Feature, Operation, Param, PromptSpec, Reply
 
-__all__ = [
-    "FEATURES",
-    "Feature",
-    "Operation",
-    "Param",
-    "PromptArg",
-    "PromptSpec",
-    "Reply",
-    "ResourceSpec",
-    "features",
-    "operations",
-]
+__all__ = ["FEATURES", "Feature", "Operation", "Param", "PromptSpec", "Reply", "features", "operations"]
 
 FEATURES = (
     "contextflow.operations.sessions",

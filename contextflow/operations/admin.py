@@ -3,12 +3,11 @@ CLI only: none is an MCP tool."""
 
 from __future__ import annotations
 
-from contextflow.operations.spec import JSON, Feature, Operation, Param
+from contextflow.operations.params import boolean, integer, string
+from contextflow.operations.spec import Feature, Operation, Param
 
 _RUN = "contextflow.present.admin:"
 _CLIENTS = "contextflow.present.clients:"
-_S: JSON = {"type": "string"}
-_FLAG: JSON = {"type": "boolean"}
 CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # what `install` supports
 
 
@@ -21,40 +20,36 @@ def _op(name: str, summary: str, params: tuple[Param, ...], description: str, **
 
 OPERATIONS = (
     _op("serve", "Run the MCP server (stdio, or HTTP with --http)", (
-        Param("http", {**_FLAG, "description": "Serve streamable HTTP at /mcp instead of stdio."}),
-        Param("host", {**_S, "description": "Address to listen on with --http (default 127.0.0.1)."},
-              cli_default="127.0.0.1"),
-        Param("port", {"type": "integer", "minimum": 0, "maximum": 65535,
-                       "description": "Port with --http (default 8765; 0 picks a free one)."}, cli_default=8765),
-        Param("tokens", {**_S, "description": "Token grants JSON for --http (else CONTEXTFLOW_HTTP_TOKENS_FILE "
-                         "and friends)."}, metavar="FILE"),
+        boolean("http", "Serve streamable HTTP at /mcp instead of stdio."),
+        string("host", "Address to listen on with --http (default 127.0.0.1).", cli_default="127.0.0.1"),
+        integer("port", 0, 65535, "Port with --http (default 8765; 0 picks a free one).", cli_default=8765),
+        string("tokens", "Token grants JSON for --http (else CONTEXTFLOW_HTTP_TOKENS_FILE and friends).",
+               metavar="FILE"),
     ), "Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to projects "
        "(see docs/http-bridge.md)."),
     _op("doctor", "Check the store and say which rule chose it", (
-        Param("fix", {**_FLAG, "description": "Fold sync-conflict copies into this writer's log, then remove each "
-                      "copy once every event in it is verified (see docs/sync.md)."}),
+        boolean("fix", "Fold sync-conflict copies into this writer's log, then remove each copy once every event "
+                "in it is verified (see docs/sync.md)."),
     ), "Report the store location (and the rule that chose it), logs, counts, bad lines and problems."),
     _op("pick-session", "Choose the active session in a terminal picker", (
-        Param("project", {**_S, "description": "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."}),
+        string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),
     ), "Pick a new or recent session in a terminal menu and make it the active session."),
     _op("compact", "Rewrite this machine's log without superseded events", (
-        Param("dry_run", {**_FLAG, "description": "Report what would change; write nothing."}),
-        Param("archive", {**_FLAG, "description": "Keep a gzip copy of the old log in the machine-local state "
-                          "folder (see --archive-dir)."}),
-        Param("archive_dir", {**_S, "description": "Keep the gzip copy here instead (outside the store)."}),
+        boolean("dry_run", "Report what would change; write nothing."),
+        boolean("archive", "Keep a gzip copy of the old log in the machine-local state folder (see --archive-dir)."),
+        string("archive_dir", "Keep the gzip copy here instead (outside the store)."),
     ), "Rewrite only this writer's own log, dropping events that later events in the same log supersede "
        "(overwritten, deleted, replaced) and keeping everything other machines need to merge. Atomic: temp file, "
        "fsync, rename. Other machines refold from the new file after sync.", read_only=False),
     _op("hook", "Run a client hook (Claude Code, Codex, Gemini CLI; reads its JSON on stdin)", (
-        Param("event", {**_S, "description": "session-start, prompt-submit or stop."}, required=True,
-              positional=True, metavar="EVENT"),
+        string("event", "session-start, prompt-submit or stop.", required=True, positional=True, metavar="EVENT"),
     ), "Run a client hook: session-start injects composed memory, prompt-submit injects waiting recall/status "
        "results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; problems are logged "
        "to stderr and hooks.log in the state folder.", needs_store=False, read_only=False),
     _op("install", "Add contextflow to an MCP client's config", (
-        Param("client", {"type": "string", "enum": list(CLIENTS)}, required=True, positional=True),
-        Param("project", {**_FLAG, "description": "Configure this project folder instead of the user."}),
-        Param("dry_run", {**_FLAG, "description": "Show the changes without writing them."}),
+        string("client", enum=CLIENTS, required=True, positional=True),
+        boolean("project", "Configure this project folder instead of the user."),
+        boolean("dry_run", "Show the changes without writing them."),
     ), "Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, Codex and Gemini "
        "CLI, and the skill file for Claude Code), keeping every other setting. The server and every hook get the "
        "store settings of this shell (CONTEXTFLOW_STORE as an absolute path, and CONTEXTFLOW_STATE / "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from contextflow.errors import InputError
@@ -25,13 +26,6 @@ _TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
 }
 
 
-def _type_ok(value: Any, expected: str) -> bool:
-    if expected not in _TYPES:
-        return True
-    is_bool = isinstance(value, bool)  # a bool is an int to Python, never a number to JSON
-    return isinstance(value, _TYPES[expected][0]) and (expected == "boolean" or not is_bool)
-
-
 def _describe(value: Any) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
@@ -39,8 +33,11 @@ def _describe(value: Any) -> str:
 
 def _check_value(value: Any, schema: JSON, where: str) -> None:
     expected = schema.get("type")
-    if isinstance(expected, str) and not _type_ok(value, expected):
-        raise InputError(f"{where} must be {_TYPES[expected][1]}, got {_describe(value)}")
+    if isinstance(expected, str) and expected in _TYPES:
+        python_type, shown = _TYPES[expected]
+        # a bool is an int to Python, never a number to JSON
+        if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
+            raise InputError(f"{where} must be {shown}, got {_describe(value)}")
     if "enum" in schema and value not in schema["enum"]:
         raise InputError(f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -58,17 +55,14 @@ def _check_value(value: Any, schema: JSON, where: str) -> None:
                 _check_value(item, items, f"{where}[{index}]")
 
 
-def tool_name(param: Param) -> str:
-    return param.name
-
-
-def check_arguments(op: Operation, arguments: Any, name_of: Callable[[Param], str] = tool_name) -> JSON:
-    """Validate call arguments against the operation; null values count as absent."""
+def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
+    """Validate call arguments against the operation (as its CLI command with `cli`); null values count as absent."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise InputError(f"{op.name} takes a JSON object of named arguments")
-    params = {p.name: p for p in (op.tool_params() if name_of is tool_name else op.params)}
+    name_of: Callable[[Param], str] = Param.cli_name if cli else attrgetter("name")
+    params = {p.name: p for p in (op.params if cli else op.tool_params())}
     unknown = sorted(set(arguments) - set(params))
     if unknown:
         accepted = ", ".join(params) or "no arguments"

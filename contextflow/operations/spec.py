@@ -1,17 +1,16 @@
 """What an operation is: one row of the table that both the MCP server and the CLI are built from.
 
-An `Operation` names its parameters once (JSON schema, help text, CLI spelling), the core
-function that runs it (a `module:function` path, imported on first call so start-up stays
-cheap), whether it writes, and which tool group shows it. The MCP tool schema and the
-argparse command are both derived from the same `Param`s, so a tool and its command cannot
-drift apart.
+An `Operation` names its parameters once (JSON schema, help text, CLI spelling), the function
+that runs it (`module:function`, imported on first call so start-up stays cheap), whether it
+writes, and which tool group shows it. Tool schema and CLI command derive from the same `Param`s.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,13 +30,11 @@ class Reply:
 
 def lazy(path: str) -> Callable[..., Any]:
     """The function at "module:function", imported on its first call (keeps start-up cheap)."""
-    found: list[Callable[..., Any]] = []
+    module, _, function = path.partition(":")
+    load = cache(lambda: getattr(importlib.import_module(module), function))
 
     def call(*args: Any) -> Any:
-        if not found:
-            module, _, function = path.partition(":")
-            found.append(getattr(importlib.import_module(module), function))
-        return found[0](*args)
+        return load()(*args)
 
     call.__qualname__ = path
     return call
@@ -92,13 +89,11 @@ class Operation:
     # or, for reads that show stored text, only when asked for with format=json.
     structured: bool | None = None
     cli_description: str | None = None  # longer CLI description, when the summary is not enough
-    _run: Callable[..., Reply | int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_run", lazy(self.handler))
 
     def run(self, app: App | None, arguments: JSON) -> Reply | int:
-        return self._run(app, arguments)
+        module, _, function = self.handler.partition(":")  # imported on the first run
+        handler: Callable[..., Reply | int] = getattr(importlib.import_module(module), function)
+        return handler(app, arguments)
 
     @property
     def always_structured(self) -> bool:
@@ -111,13 +106,9 @@ class Operation:
 
     def input_schema(self) -> JSON:
         params = self.tool_params()
-        schema: JSON = {
-            "type": "object",
-            "properties": {p.name: p.schema for p in params},
-            "additionalProperties": False,
-        }
-        required = [p.name for p in params if p.required]
-        if required:
+        properties = {p.name: p.schema for p in params}
+        schema: JSON = {"type": "object", "properties": properties, "additionalProperties": False}
+        if required := [p.name for p in params if p.required]:
             schema["required"] = required
         return schema
 
@@ -153,10 +144,9 @@ class ResourceSpec:
 class Feature:
     """One capability: its operations, and the prompts and resources the MCP server adds for it.
 
-    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; `views` are folded by every
-    store, whatever the groups; the CLI offers every command
-    whatever the groups. Dynamic prompts are built from the store on each listing;
-    `prompt_signature` is a cheap value that changes exactly when their names or descriptions do.
+    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command and
+    every store folds `views` whatever the groups. Dynamic prompts are built from the store on each
+    listing; `prompt_signature` is a cheap value that changes exactly when their names or descriptions do.
     """
 
     group: str

@@ -10,7 +10,6 @@ from contextflow.operations.spec import JSON, Reply
 
 if TYPE_CHECKING:  # `serve` imports only what serving needs
     from contextflow.app import App
-    from contextflow.compact import CompactReport
 
 
 def serve(app: App, args: JSON) -> int:
@@ -75,14 +74,17 @@ def pick_session(app: App, args: JSON) -> int:
 def human_size(count: int) -> str:
     if count < 1024:
         return f"{count} B"
-    if count < 1024 * 1024:
-        return f"{count / 1024:.1f} KB"
-    return f"{count / (1024 * 1024):.1f} MB"
+    return f"{count / 1024:.1f} KB" if count < 1024 * 1024 else f"{count / (1024 * 1024):.1f} MB"
 
 
-def report_text(report: CompactReport) -> str:
+def compact_log(app: App, args: JSON) -> Reply:
+    from contextflow.compact import compact, default_archive_dir
+
+    given = args.get("archive_dir")
+    archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
+    report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))
     if report.bytes_before == 0:
-        return f"nothing to compact: {report.log} does not exist yet"
+        return Reply(f"nothing to compact: {report.log} does not exist yet", report.as_dict())
     verb = "would compact" if report.dry_run else "compacted"
     lines = [f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
              f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}" if report.changed
@@ -92,24 +94,14 @@ def report_text(report: CompactReport) -> str:
             f"nothing dropped: the view(s) {', '.join(report.blocked_by)} cannot tell which events they no longer "
             "need, so every event is kept"
         )
-    if not report.changed:
-        return "\n".join(lines)
-    for label, counts in (("dropped", report.dropped), ("reduced", report.reduced)):
-        if counts:
-            lines.append(f"{label}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
-    if report.duplicates:
-        lines.append(f"repeated lines removed: {report.duplicates}")
-    if report.kept_unreadable:
-        lines.append(f"unreadable lines kept as they are: {report.kept_unreadable}")
-    if report.archive:
-        lines.append(f"old log archived at {report.archive}")
-    return "\n".join(lines)
-
-
-def compact_log(app: App, args: JSON) -> Reply:
-    from contextflow.compact import compact, default_archive_dir
-
-    given = args.get("archive_dir")
-    archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
-    report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))
-    return Reply(report_text(report), report.as_dict())
+    if report.changed:
+        for label, counts in (("dropped", report.dropped), ("reduced", report.reduced)):
+            if counts:
+                lines.append(f"{label}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
+        if report.duplicates:
+            lines.append(f"repeated lines removed: {report.duplicates}")
+        if report.kept_unreadable:
+            lines.append(f"unreadable lines kept as they are: {report.kept_unreadable}")
+        if report.archive:
+            lines.append(f"old log archived at {report.archive}")
+    return Reply("\n".join(lines), report.as_dict())

@@ -3,6 +3,7 @@ a hook runs on every prompt a user types, so it pays only for what its event nee
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -18,12 +19,10 @@ def hook(app: None, args: JSON) -> int:
     except Exception:
         raw = b""
     output = run(args["event"], raw)
-    try:
-        if output:
+    if output:
+        with contextlib.suppress(OSError):  # the client stopped listening: still never fail it
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
-    except OSError:  # the client stopped listening: still never fail it
-        pass
     return 0
 
 
@@ -37,13 +36,11 @@ def install(app: None, args: JSON) -> Reply:
     changed = any(change.changed for change in changes)
     blocks: list[str] = []
     for change in changes:
-        if not change.changed:
-            blocks.append(f"unchanged  {change.path}")
-            continue
-        verb = "would " if dry_run else ""
         action = "create" if change.before is None else "update"
-        done = action if dry_run else action.rstrip("e") + "ed"
-        blocks.append(f"{verb}{done}  {change.path}\n{change.diff()}".rstrip())
+        if change.changed:
+            blocks.append(f"{'would ' + action if dry_run else action + 'd'}  {change.path}\n{change.diff()}".rstrip())
+        else:
+            blocks.append(f"unchanged  {change.path}")
     if changed and not dry_run:
         note = AFTER_INSTALL.get(args["client"], "")
         blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())

@@ -2,38 +2,32 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from contextflow import orient, records, timeline
 from contextflow.app import App
 from contextflow.events import Event
 from contextflow.operations.spec import JSON, Reply
 from contextflow.text import DATA_NOTICE
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
+from contextflow.timeutil import now
 
 # -- context -------------------------------------------------------------------------------
 
 
 def context_set(app: App, args: JSON) -> Reply:
-    event = records.set_record(app, **args, now=_now())
+    event = records.set_record(app, **args, now=now())
     record = records.record_of(app, event)  # as folded, even if expired since
     data = {**records.record_dict(record), "id": event.id}
-    return Reply(f"Saved context {record.key} (id {event.id}).\n" + orient.record_header(record, _now()), data)
+    return Reply(f"Saved context {record.key} (id {event.id}).\n" + orient.record_header(record, now()), data)
 
 
 def context_get(app: App, args: JSON) -> Reply:
-    moment = _now()
+    moment = now()
     record = records.get_record(app, key=args.get("key"), project=args.get("project"), now=moment)
     text = orient.record_text(record, moment, value_limit=None)
     return Reply(DATA_NOTICE + "\n" + text, records.record_dict(record))
 
 
 def context_list(app: App, args: JSON) -> Reply:
-    moment = _now()
+    moment = now()
     found = records.list_records(app, **args, now=moment)
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
@@ -43,7 +37,7 @@ def context_list(app: App, args: JSON) -> Reply:
 
 
 def context_delete(app: App, args: JSON) -> Reply:
-    event = records.delete_record(app, **args, now=_now())
+    event = records.delete_record(app, **args, now=now())
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 
@@ -80,23 +74,28 @@ def remember_prompt(app: App, args: dict[str, str]) -> str:
 # -- timeline ------------------------------------------------------------------------------
 
 
-def _created(kind: str, event_id: str, text: str, extra: JSON) -> Reply:
+def _created(kind: str, event_id: str, text: str, **extra: object) -> Reply:
     return Reply(f"{text} (id {event_id}).", {"id": event_id, "kind": kind, **extra})
+
+
+def _threads(found: list[timeline.Whereabouts], title: str, empty: str, tail: str = "", **more: int) -> Reply:
+    """Threads with their current position, under `title` (`empty` when there are none)."""
+    moment = now()
+    blocks = "\n\n".join(orient.whereabouts_text(where, moment) for where in found)
+    text = f"{title} {DATA_NOTICE}\n\n{blocks}{tail}" if found else empty
+    return Reply(text, {"count": len(found), **more, "threads": [orient.whereabouts_dict(w) for w in found]})
 
 
 def timeline_create_thread(app: App, args: JSON) -> Reply:
     event = timeline.create_thread(app, **args)
-    return _created("thread", event.id, f"Created thread {event.data['name']!r}", {"name": event.data["name"]})
+    return _created("thread", event.id, f"Created thread {event.data['name']!r}", name=event.data["name"])
 
 
 def timeline_list_threads(app: App, args: JSON) -> Reply:
-    moment = _now()
     state = timeline.timeline_state(app)
     found = [timeline.whereabouts(state, thread) for thread in timeline.list_threads(app, **args)]
-    blocks = [orient.whereabouts_text(where, moment) for where in found]
-    text = f"Threads, most recently active first: {len(found)}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
-    payload = {"count": len(found), "threads": [orient.whereabouts_dict(where) for where in found]}
-    return Reply(text if found else "No threads yet. Start one with timeline_create_thread.", payload)
+    return _threads(found, f"Threads, most recently active first: {len(found)}.",
+                    "No threads yet. Start one with timeline_create_thread.")
 
 
 def timeline_get_thread(app: App, args: JSON) -> Reply:
@@ -108,13 +107,13 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
         "thoughts": [orient.thought_dict(t) for t in detail.thoughts],
         "tangents": [orient.thread_dict(child) for child in detail.children],
     }
-    return Reply(orient.thread_detail_text(detail, _now()), payload)
+    return Reply(orient.thread_detail_text(detail, now()), payload)
 
 
 def timeline_add_thought(app: App, args: JSON) -> Reply:
     event = timeline.add_thought(app, **args)
-    extra = {"thread_id": event.data["thread_id"], "previous_thought_id": event.data.get("previous_thought_id")}
-    return _created("thought", event.id, f"Added {event.data['thought_type']} thought; you are here", extra)
+    return _created("thought", event.id, f"Added {event.data['thought_type']} thought; you are here",
+                    thread_id=event.data["thread_id"], previous_thought_id=event.data.get("previous_thought_id"))
 
 
 def _updated(what: str, id_field: str, event: Event) -> Reply:
@@ -133,38 +132,24 @@ def timeline_update_thread(app: App, args: JSON) -> Reply:
 
 
 def timeline_where_am_i(app: App, args: JSON) -> Reply:
-    moment = _now()
     found = timeline.where_am_i(app, limit=args.get("limit"))
     total = timeline.thread_count(app, "active")
-    if not found:
-        text = "No active threads. Start one with timeline_create_thread."
-    else:
-        blocks = [orient.whereabouts_text(where, moment) for where in found]
-        text = f"You are here, on {total} active thread(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
-        if total > len(found):
-            text += f"\n\n({total - len(found)} older active threads not shown; pass a larger limit.)"
-    payload = {"count": len(found), "total": total, "threads": [orient.whereabouts_dict(w) for w in found]}
-    return Reply(text, payload)
+    hidden = total - len(found)
+    tail = f"\n\n({hidden} older active threads not shown; pass a larger limit.)" if hidden > 0 else ""
+    return _threads(found, f"You are here, on {total} active thread(s).",
+                    "No active threads. Start one with timeline_create_thread.", tail, total=total)
 
 
 def timeline_go_tangent(app: App, args: JSON) -> Reply:
     tangent = timeline.go_tangent(app, **args)
-    extra = {
-        "thread_id": tangent.thread.id,
-        "tangent_start_thought_id": tangent.thought.id,
-        "parent_thread_id": tangent.thought.data["thread_id"],
-    }
     text = f"Went on a tangent: new thread {tangent.thread.id}, marked by thought {tangent.thought.id}"
-    return _created("thread", tangent.thread.id, text, extra)
+    return _created("thread", tangent.thread.id, text, thread_id=tangent.thread.id,
+                    tangent_start_thought_id=tangent.thought.id, parent_thread_id=tangent.thought.data["thread_id"])
 
 
 def timeline_return(app: App, args: JSON) -> Reply:
     done = timeline.return_from(app, **args)
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
-    data = {
-        "thread_id": done.tangent.id,
-        "status": done.status,
-        "parent_thread_id": done.parent.id,
-        "position_thought_id": done.position.id,
-    }
+    data = {"thread_id": done.tangent.id, "status": done.status, "parent_thread_id": done.parent.id,
+            "position_thought_id": done.position.id}
     return Reply(text, data)

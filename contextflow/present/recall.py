@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -15,7 +14,6 @@ from contextflow.operations.spec import JSON, Reply
 from contextflow.present.provenance import header
 from contextflow.present.records import conversation_body, provenance
 from contextflow.text import DATA_NOTICE, clean, clip, quote
-from contextflow.views.conversations import ConversationEntry
 
 INSTRUCTIONS = """\
 ## Shared memory (contextflow)
@@ -36,52 +34,14 @@ INSTRUCTIONS = """\
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
 
 
-def conversation_markdown(entry: ConversationEntry, transcript: str | None = None) -> str:
-    """One record in full, under its provenance header; the transcript only when asked for."""
-    event = entry.event
-    data = event.data
-    head = header(
-        provenance("conversation", entry.conversation_id, event.writer, data.get("source"), event.ts,
-                   data.get("project")),
-        ("first_saved", entry.first_ts),
-        ("versions", entry.versions),
-    )
-    text = f"## conversation {entry.conversation_id}\n{head}\n{conversation_body(entry)}"
-    if transcript is not None:
-        text += "\nfull transcript:\n" + quote(transcript)
-    return text
-
-
-def _decision_count(data: dict[str, Any]) -> int:
-    parts = [data, *(t for t in data.get("topics") or [] if isinstance(t, dict))]
-    return sum(len(part.get("decisions") or []) for part in parts)
-
-
 def _saved(app: App, saved: conversations.Saved) -> Reply:
-    data: JSON = {
-        "id": saved.conversation_id,
-        "conversation_id": saved.conversation_id,
-        "event_id": saved.event.id,
-        "replaced": saved.replaced,
-        "transcript_tokens": saved.transcript_tokens,
-        "transcript_blob": saved.transcript_blob,
-    }
-    verb = "Replaced" if saved.replaced else "Saved"
-    text = f"{verb} conversation {saved.conversation_id} in {app.store.folder}"
+    data: JSON = {"id": saved.conversation_id, "conversation_id": saved.conversation_id, "event_id": saved.event.id,
+                  "replaced": saved.replaced, "transcript_tokens": saved.transcript_tokens,
+                  "transcript_blob": saved.transcript_blob}
+    text = f"{'Replaced' if saved.replaced else 'Saved'} conversation {saved.conversation_id} in {app.store.folder}"
     if saved.transcript_blob:
         text += f"\ntranscript ({saved.transcript_tokens} tokens) stored apart as blob {saved.transcript_blob[:12]}..."
     return Reply(text, data)
-
-
-def _read_record(path: str) -> Any:
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}; pass a JSON file or - for stdin") from None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON ({exc}); write the record as one JSON object") from None
 
 
 # -- operations ----------------------------------------------------------------------------
@@ -105,9 +65,9 @@ def generate_conversation_id(app: App | None, args: JSON) -> Reply:
 
 
 def new_id(app: App | None, args: JSON) -> Reply:
-    """The CLI prints the bare id, so that `$(contextflow conversations new-id)` works."""
-    reply = generate_conversation_id(app, args)
-    return Reply(reply.data["id"], reply.data)
+    """The bare id, so that `$(contextflow conversations new-id)` works."""
+    new = conversations.generate_conversation_id()
+    return Reply(new, {"id": new, "conversation_id": new})
 
 
 def save_conversation(app: App, args: JSON) -> Reply:
@@ -115,13 +75,31 @@ def save_conversation(app: App, args: JSON) -> Reply:
 
 
 def save_file(app: App, args: JSON) -> Reply:
-    return _saved(app, conversations.save_conversation(app, _read_record(args["file"])))
+    path = args["file"]
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}; pass a JSON file or - for stdin") from None
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc}); write the record as one JSON object") from None
+    return _saved(app, conversations.save_conversation(app, record))
 
 
 def get_conversation(app: App, args: JSON) -> Reply:
     entry = conversations.find_conversation(app, args.get("conversation_id"), args.get("project"))
     transcript = conversations.load_transcript(app, entry) if args.get("include_transcript") else None
-    text = f"{DATA_NOTICE}\n\n{conversation_markdown(entry, transcript)}"
+    event = entry.event
+    head = header(
+        provenance("conversation", entry.conversation_id, event.writer, event.data.get("source"), event.ts,
+                   event.data.get("project")),
+        ("first_saved", entry.first_ts),
+        ("versions", entry.versions),
+    )
+    text = f"{DATA_NOTICE}\n\n## conversation {entry.conversation_id}\n{head}\n{conversation_body(entry)}"
+    if transcript is not None:  # only when asked for
+        text += "\nfull transcript:\n" + quote(transcript)
     return Reply(text, conversations.record_json(entry, transcript))
 
 
@@ -134,10 +112,10 @@ def list_conversations(app: App, args: JSON) -> Reply:
         lines = [f"{len(found)} conversation(s), most recently saved first. {DATA_NOTICE}"]
         for entry in found:
             data = entry.event.data
-            lines.append(
-                f"{entry.conversation_id}  {entry.event.ts}  project={clip(data.get('project', ''), 40)}  "
-                f"source={clip(data.get('source', ''), 30)}  decisions={_decision_count(data)}"
-            )
+            topics = [t for t in data.get("topics") or [] if isinstance(t, dict)]
+            decisions = sum(len(part.get("decisions") or []) for part in [data, *topics])
+            lines.append(f"{entry.conversation_id}  {entry.event.ts}  project={clip(data.get('project', ''), 40)}  "
+                         f"source={clip(data.get('source', ''), 30)}  decisions={decisions}")
             lines.append(f"> {clip(data.get('topic', ''), 100)}")
         text = "\n".join(lines)
     return Reply(text, [conversations.record_json(entry) for entry in found])

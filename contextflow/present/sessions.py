@@ -20,22 +20,18 @@ from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.views.sessions import SessionSummary
 
 
-def entry_header(event: Event, index: int | None = None) -> str:
+def entry_text(event: Event, index: int | None = None) -> str:
+    """One note or handoff: its provenance header, then its text quoted line by line."""
     data = event.data
     title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
-    prefix = f"[{index}] " if index is not None else ""
-    return prefix + header(
-        title,
+    head = header(
+        f"[{index}] {title}" if index is not None else title,
         ("writer", event.writer),
         ("project", data.get("project") or "shared"),
         ("session", data.get("session_id")),
         ("task", data.get("task")),
         ("id", event.id),
     )
-
-
-def entry_text(event: Event, index: int | None = None) -> str:
-    data = event.data
     if event.kind == "note":
         body = [quote(data.get("text", ""))]
     else:
@@ -45,44 +41,26 @@ def entry_text(event: Event, index: int | None = None) -> str:
                 body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
     if data.get("tags"):
         body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
-    return entry_header(event, index) + "\n" + "\n".join(body)
+    return "\n".join([head, *body])
 
 
 def entries_text(entries: list[Event], title: str, bad_lines: int = 0) -> str:
+    bad = f" (skipped {bad_lines} malformed line(s); run `contextflow doctor`)" if bad_lines else ""
     if not entries:
-        return f"{title}: no matching entries." + _bad_note(bad_lines)
+        return f"{title}: no matching entries.{bad}"
     noun = "entry" if len(entries) == 1 else "entries"
-    blocks = [entry_text(event, n) for n, event in enumerate(entries, 1)]
-    return f"{title}: {len(entries)} {noun}. {DATA_NOTICE}{_bad_note(bad_lines)}\n\n" + "\n\n".join(blocks)
-
-
-def _bad_note(bad_lines: int) -> str:
-    return f" (skipped {bad_lines} malformed line(s); run `contextflow doctor`)" if bad_lines else ""
+    blocks = "\n\n".join(entry_text(event, n) for n, event in enumerate(entries, 1))
+    return f"{title}: {len(entries)} {noun}. {DATA_NOTICE}{bad}\n\n{blocks}"
 
 
 def session_text(summary: SessionSummary, index: int, with_handoff: bool = True) -> str:
-    parts = [
-        f"[{index}] session={clean(summary.session_id, True)}",
-        f"entries={summary.entry_count}",
-        f"handoffs={summary.handoff_count}",
-    ]
-    if summary.latest_ts:
-        parts.append(f"last={summary.latest_ts}")
-    if summary.task:
-        parts.append(f"task={clip(summary.task, 120)}")
-    lines = [" | ".join(parts)]
+    lines = [header(f"[{index}] session={clean(summary.session_id, True)}", f"entries={summary.entry_count}",
+                    f"handoffs={summary.handoff_count}", ("last", summary.latest_ts), ("task", summary.task))]
     if summary.agents:
         lines.append("agents: " + ", ".join(clean(agent, True) for agent in sorted(summary.agents)))
     if with_handoff and summary.latest_handoff_summary:
         lines.append(quote("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
     return "\n".join(lines)
-
-
-def sessions_text(sessions: list[SessionSummary], project: str) -> str:
-    if not sessions:
-        return f"No resumable sessions for project={project}. Start one with the new_session prompt."
-    body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(sessions, 1))
-    return f"Sessions for project={project}, most recent first: {len(sessions)}.\n\n{body}"
 
 
 def resume_text(resume: Resume) -> str:
@@ -99,16 +77,6 @@ def resume_text(resume: Resume) -> str:
         lines += ["", "other recent entries:"]
         lines += [entry_text(event, n) + "\n" for n, event in enumerate(others, 1)]
     return "\n".join(lines).rstrip()
-
-
-def resume_json(resume: Resume) -> dict[str, Any]:
-    return {
-        "project": resume.project,
-        "session_id": resume.session_id,
-        "summary": resume.summary.as_dict() if resume.summary else None,
-        "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
-        "entries": [as_dict(event) for event in resume.entries],
-    }
 
 
 # -- operations ----------------------------------------------------------------------------
@@ -149,10 +117,8 @@ def _written(app: App, done: str, event: Event) -> Reply:
 def get_latest_handoff(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(app, **args)
     event = sessions.latest_handoff(app, where)
-    payload: JSON = {"store": str(app.store.folder), "handoff": as_dict(event) if event else None}
-    if event is None:
-        return Reply(f"No handoff found for project={where.project}.", payload)
-    return Reply("Latest handoff:\n" + entry_text(event), payload)
+    text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
+    return Reply(text, {"store": str(app.store.folder), "handoff": as_dict(event) if event else None})
 
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
@@ -163,8 +129,12 @@ def _query(app: App, args: JSON) -> sessions.SessionQuery:
 def list_sessions(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     found = sessions.list_sessions(app, query)
-    payload = {"project": query.project, "count": len(found), "sessions": [s.as_dict() for s in found]}
-    return Reply(sessions_text(found, query.project), payload)
+    project = query.project
+    payload = {"project": project, "count": len(found), "sessions": [s.as_dict() for s in found]}
+    if not found:
+        return Reply(f"No resumable sessions for project={project}. Start one with the new_session prompt.", payload)
+    body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
+    return Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload)
 
 
 def choose_session(app: App, args: JSON) -> Reply:
@@ -181,7 +151,13 @@ def choose_session(app: App, args: JSON) -> Reply:
 
 def resume_session(app: App, args: JSON) -> Reply:
     resume = sessions.resume_session(app, **args)
-    return Reply(resume_text(resume), resume_json(resume))
+    return Reply(resume_text(resume), {
+        "project": resume.project,
+        "session_id": resume.session_id,
+        "summary": resume.summary.as_dict() if resume.summary else None,
+        "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
+        "entries": [as_dict(event) for event in resume.entries],
+    })
 
 
 def use_session(app: App, args: JSON) -> Reply:
@@ -266,11 +242,9 @@ def read_latest(app: App) -> str:
     where = sessions.EntryFilter(app.settings.default_project)
     handoff = sessions.latest_handoff(app, where)
     recent = sessions.read_entries(app, where, 10)
-    lines = [f"store: {app.store.folder}", f"default_project: {where.project}", ""]
-    lines.append("latest_handoff:\n" + (entry_text(handoff) if handoff else "(none)"))
-    lines.append("")
-    lines.append(entries_text(recent, "recent_entries"))
-    return "\n".join(lines)
+    handoff_text = entry_text(handoff) if handoff else "(none)"
+    return "\n".join([f"store: {app.store.folder}", f"default_project: {where.project}", "",
+                      f"latest_handoff:\n{handoff_text}", "", entries_text(recent, "recent_entries")])
 
 
 def read_info(app: App) -> str:
