@@ -158,24 +158,13 @@ def update_node(
     return graph(app).nodes[node.id]
 
 
-def derived_from(state: GraphState, node_id: str) -> list[str]:
-    """Nodes that (transitively) DERIVED_FROM this one."""
-    found: list[str] = []
-    stack = [node_id]
-    while stack:
-        current = stack.pop()
-        for edge in state.edges_in(current):
-            if edge.type == "DERIVED_FROM" and edge.source not in found and edge.source != node_id:
-                found.append(edge.source)
-                stack.append(edge.source)
-    return found
-
-
 def delete_node(app: App, node_id: Any, *, cascade: bool = False) -> list[str]:
     """Delete a node (its edges go with it); with cascade also what was derived from it."""
     state = graph(app)
     node = resolve(state, node_id)
-    doomed = [node.id, *(derived_from(state, node.id) if cascade else [])]
+    depth = len(state.live) if cascade else 0
+    derived = state.walk(node.id, depth, forward=False, backward=True, types=("DERIVED_FROM",))
+    doomed = [node.id, *(step.node.id for step in derived)]
     app.store.append_many([(model.NODE_DELETE, {"node": target}) for target in doomed])
     return doomed
 

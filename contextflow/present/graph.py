@@ -17,7 +17,7 @@ from contextflow.errors import InputError
 from contextflow.graph import explore, model, ops, transfer
 from contextflow.graph import picture as pictures
 from contextflow.graph.compose import Composed, compose, render_node
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import GraphState, Node, Step
 from contextflow.operations.spec import JSON, Reply
 from contextflow.present.nodes import (
     edge_text,
@@ -62,7 +62,7 @@ def _nodes(app: App, args: JSON, nodes: list[Node], total: int, title: str) -> R
     return Reply(text, nodes_data(state, nodes, total))
 
 
-def steps_data(state: GraphState, root: Node, steps: list[explore.Step]) -> JSON:
+def steps_data(state: GraphState, root: Node, steps: list[Step]) -> JSON:
     return {"id": root.id, "steps": [{"depth": s.depth, "edge_type": s.edge_type, "via": s.via,
                                       "node": explore.node_dict(state, s.node)} for s in steps]}
 
@@ -72,10 +72,7 @@ WALKS = {"related": "Related to", "provenance": "Provenance of", "dependents": "
 
 def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = "") -> Reply:
     """The nodes around one: along any edge (related), what it rests on, or what rests on it."""
-    if follow == "related":
-        root, steps = explore.related(app, node_id, depth)
-    else:
-        root, steps = explore.trace(app, node_id, reverse=follow == "dependents", max_depth=depth)
+    root, steps = explore.around(app, node_id, follow, depth)
     state = ops.graph(app)
     return Reply(notice + steps_text(state, root, steps, WALKS[follow]), steps_data(state, root, steps))
 

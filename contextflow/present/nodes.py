@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextflow.graph.compose import render_node
-from contextflow.graph.explore import Step
-from contextflow.graph.view import Edge, GraphState, Node
+from contextflow.graph.view import Edge, GraphState, Node, Step
 from contextflow.present.provenance import header
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 
