@@ -41,10 +41,6 @@ def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
     return state.nodes[resolve_prefix(wanted, state.live, what)]
 
 
-def _agent(agent: Any) -> str:
-    return checks.text(agent, "agent", max_chars=200) or "unknown"
-
-
 def node_item(
     *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
     agent: Any = None, origin: str | None = None, links: list[tuple[str, str]] | None = None,
@@ -56,7 +52,7 @@ def node_item(
         data["summary"] = text
     data["metadata"] = model.metadata(metadata)
     data["tags"] = model.tags(tags)
-    data["agent"] = _agent(agent)
+    data["agent"] = checks.text(agent, "agent", max_chars=200) or "unknown"
     if origin:
         data["origin"] = origin
     if links:
@@ -264,12 +260,11 @@ def supersede(app: App, old: Any, new: Any) -> bool:
 
 
 def create_view(app: App, name: Any, query: Any, budget: Any = None) -> dict[str, Any]:
-    checked = model.view_name(name)
-    text = checks.text(query, "query", max_chars=4000) or ""
-    parse(text)
-    amount = model.budget(budget)
-    app.store.append(model.VIEW, {"name": checked, "query": text, "budget": amount})
-    return {"name": checked, "query": text, "budget": amount}
+    view: dict[str, Any] = {"name": model.view_name(name), "query": checks.text(query, "query", max_chars=4000) or ""}
+    parse(view["query"])
+    view["budget"] = model.budget(budget)
+    app.store.append(model.VIEW, view)
+    return view
 
 
 def get_view(app: App, name: Any) -> Any:
