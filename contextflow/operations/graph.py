@@ -149,10 +149,10 @@ COMMANDS = (
     ), "view_create", "Save (or replace) a named view.", writes=True),
     _command(("view", "list"), "List views.", (), "view_list", "List saved views."),
     _command(("view", "render"), "Compose a view.", (
-        _arg("name", required=True, positional=True),
+        _arg("view", required=True, positional=True, metavar="name"),
         _arg("budget", _INT, "override the view's budget"),
         INCLUDE_ARCHIVED,
-    ), "view_render", "Compose context from a saved view."),
+    ), "graph_compose", "Compose context from a saved view."),
     _command(("view", "delete"), "Delete a view.", (_arg("name", required=True, positional=True),),
              "view_delete", "Delete a saved view.", writes=True),
     _command(("export",), "Export the graph as JSON.", (
