@@ -1,4 +1,4 @@
-"""Graph reads: query, list, show, edges, tags, trace, related, status, as result objects
+"""Graph reads: query, list, show, edges, tags, walks, status, as result objects
 (contextflow.present.nodes renders them)."""
 
 from __future__ import annotations
@@ -18,21 +18,14 @@ from contextflow.timeutil import now_ms
 MAX_LIMIT = 10_000
 
 
-def by_recency(state: GraphState, ids: set[str] | list[str], limit: int | None = None) -> list[Node]:
-    """Most recently updated first (each node's update key is unique: no ties)."""
-    nodes = state.nodes
-    if limit is not None and limit < len(ids) // 4:
-        return [nodes[i] for i in heapq.nlargest(limit, ids, key=lambda i: nodes[i].updated_key)]
-    return sorted((nodes[i] for i in ids), key=lambda n: n.updated_key, reverse=True)[:limit]
-
-
 def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = None) -> tuple[list[Node], int]:
     """Matching nodes, most recently updated first, and how many matched in all."""
     query = checks.text(text, "query", max_chars=4000) or ""
     count = checks.bounded_int(limit, "limit", 50, high=MAX_LIMIT)
     state = graph(app)
     ids = evaluate(parse(query), state, now_ms() if at_ms is None else at_ms)
-    return by_recency(state, ids, count), len(ids)
+    newest = heapq.nlargest(count, ids, key=lambda i: state.nodes[i].updated_key)  # update keys are unique
+    return [state.nodes[i] for i in newest], len(ids)
 
 
 def list_nodes(
