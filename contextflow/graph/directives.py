@@ -164,10 +164,7 @@ class Runner:
             raise InputError('<ctx:task> action must be "start" or "end"')
         if self.task == name:
             self.task = None
-        self.end_task(name, _truthy(d.attrs.get("summarize")))
-
-    def end_task(self, name: str, suggest_summary: bool) -> None:
-        """Archive the task's working nodes; promote its decisions to the reference tier."""
+        # the end archives the task's working nodes and promotes its decisions to the reference tier
         state = ops.graph(self.app)
         members = sorted(state.by_tag.get(f"task:{name}", set()) & state.by_tag.get(model.WORKING, set()) & state.live)
         decisions = [i for i in members if state.nodes[i].type == "decision"]
@@ -179,7 +176,7 @@ class Runner:
         if items:
             self.app.store.append_many(items)
         self.outcome.done.append(f"task {name} ended: {len(others)} archived, {len(decisions)} decision(s) promoted")
-        if suggest_summary and others:
+        if _truthy(d.attrs.get("summarize")) and others:
             self.outcome.pending.append(
                 f"## Task {name} ended\n\n{len(others)} working node(s) were archived: {', '.join(others)}. "
                 f'To keep their conclusions, write <ctx:summarize nodes="{",".join(others)}">...</ctx:summarize>.'

@@ -19,7 +19,7 @@ from contextflow.graph.compose import Composed, compose, render_node
 from contextflow.graph.view import Node
 from contextflow.operations.spec import JSON, Reply
 from contextflow.present.nodes import (
-    edge_text,
+    edge_lines,
     node_header,
     node_text,
     nodes_markdown,
@@ -235,9 +235,7 @@ def unlink(app: App, args: JSON) -> Reply:
 def edges(app: App, args: JSON) -> Reply:
     node, out, inc = explore.edges_of(app, args["id"], args.get("direction"))
     state = ops.graph(app)
-    lines = [node_header(state, node)]
-    lines += [f"  -> {edge_text(edge, state)}" for edge in out]
-    lines += [f"  <- {edge_text(edge, state, incoming=True)}" for edge in inc]
+    lines = [node_header(state, node), *edge_lines(state, out, inc)]
     if not out and not inc:
         lines.append("  (no edges)")
     return Reply("\n".join(lines), {"id": node.id, "out": [e.as_dict() for e in out], "in": [e.as_dict() for e in inc]})
