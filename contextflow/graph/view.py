@@ -293,6 +293,7 @@ def _writes(event: Event) -> set[tuple[Any, ...]]:
     """The last-writer-wins slots an event sets: node fields, tag/edge/view adds and removals."""
     kind, data = event.kind, event.data
     target = event.id if kind == model.NODE else data.get("node")
+    sign = "-" if kind in (model.UNTAG, model.EDGE_DELETE, model.VIEW_DELETE) else "+"
     found: set[tuple[Any, ...]] = set()
     if kind in (model.NODE, model.NODE_UPDATE) and isinstance(target, str):
         found |= {("field", target, name) for name in ("type", "content", "summary") if isinstance(data.get(name), str)}
@@ -300,14 +301,13 @@ def _writes(event: Event) -> set[tuple[Any, ...]]:
         if isinstance(meta, dict):
             found |= {("field", target, "meta." + str(name)) for name in meta}
     if kind in (model.NODE, model.TAG, model.UNTAG) and isinstance(target, str) and isinstance(data.get("tags"), list):
-        sign = "-" if kind == model.UNTAG else "+"
         found |= {("tag" + sign, target, name) for name in data["tags"] if isinstance(name, str)}
     if kind in (model.EDGE, model.EDGE_DELETE):
         ends = (data.get("from"), data.get("to"), data.get("type"))
         if all(isinstance(part, str) for part in ends):
-            found.add(("edge" + ("+" if kind == model.EDGE else "-"), *ends))
+            found.add(("edge" + sign, *ends))
     if kind in (model.VIEW, model.VIEW_DELETE) and isinstance(data.get("name"), str):
-        found.add(("view" + ("+" if kind == model.VIEW else "-"), data["name"]))
+        found.add(("view" + sign, data["name"]))
     return found
 
 

@@ -330,10 +330,8 @@ def import_(app: App, args: JSON) -> Reply:
 
 def ingest(app: App, args: JSON) -> Reply:
     done = transfer.ingest_file(app, args["file"], tags=args.get("tags"), agent=args.get("agent"))
-    if not done.created:
-        text = f"Unchanged: {done.id}"
-    else:
-        text = f"Ingested: {done.id}" + (f" (supersedes {done.replaced})" if done.replaced else "")
+    replaced = f" (supersedes {done.replaced})" if done.replaced else ""
+    text = f"Ingested: {done.id}{replaced}" if done.created else f"Unchanged: {done.id}"
     return Reply(text, {"id": done.id, "created": done.created, "supersedes": done.replaced})
 
 

@@ -78,7 +78,6 @@ def status_text(info: dict[str, Any]) -> str:
     if info["superseded"]:
         lines.append(f"Superseded: {info['superseded']:,}")
     lines += ["", "Tier breakdown:"]
-    for tier, bucket in info["tiers"].items():
+    for tier, bucket in [*info["tiers"].items(), ("(no tier)", info["untiered"])]:
         lines.append(f"  {tier}: {bucket['nodes']:,} nodes ({bucket['tokens']:,} tokens)")
-    lines.append(f"  (no tier): {info['untiered']['nodes']:,} nodes ({info['untiered']['tokens']:,} tokens)")
     return "\n".join(lines)
