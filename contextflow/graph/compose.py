@@ -256,9 +256,7 @@ def compose(
     if view is not None:
         saved = get_view(app, view)
         text, amount = saved.query, model.budget(budget, saved.budget)
-    else:
-        if query is not None and not isinstance(query, str):
-            raise InputError("query must be a string")
+    else:  # parse() refuses a query that is not a string
         text, amount = (query if query is not None else DEFAULT_QUERY), model.budget(budget)
     moment = now_ms() if at_ms is None else at_ms
     state = graph(app)

@@ -15,7 +15,7 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.graph import explore, model, ops, transfer
 from contextflow.graph import picture as pictures
-from contextflow.graph.compose import Composed, compose, render_node
+from contextflow.graph.compose import compose, render_node
 from contextflow.graph.view import Node
 from contextflow.operations.spec import JSON, Reply
 from contextflow.present.nodes import (
@@ -60,11 +60,6 @@ def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = 
     data = [{"depth": s.depth, "edge_type": s.edge_type, "via": s.via, "node": explore.node_dict(state, s.node)}
             for s in steps]
     return Reply(notice + steps_text(state, root, steps, WALKS[follow]), {"id": root.id, "steps": data})
-
-
-def _composed(result: Composed) -> Reply:
-    """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
-    return Reply(result.text, result.as_dict(), note=result.report())
 
 
 def _content(args: JSON, missing: str = "") -> str | None:
@@ -162,9 +157,11 @@ def _summarized(app: App, args: JSON, content: str | None, *, tool: bool) -> Rep
 
 
 def graph_compose(app: App, args: JSON) -> Reply:
-    return _composed(compose(app, args.get("query"), args.get("budget"), view=args.get("view"),
-                             include_archived=bool(args.get("include_archived")),
-                             include_superseded=bool(args.get("include_superseded"))))
+    """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
+    result = compose(app, args.get("query"), args.get("budget"), view=args.get("view"),
+                     include_archived=bool(args.get("include_archived")),
+                     include_superseded=bool(args.get("include_superseded")))
+    return Reply(result.text, result.as_dict(), note=result.report())
 
 
 def graph_status(app: App, args: JSON) -> Reply:
