@@ -68,14 +68,7 @@ def content(value: Any, name: str = "content") -> str:
 
 
 def summary(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InputError("summary must be a string")
-    text = value.strip()
-    if len(text) > MAX_SUMMARY_CHARS:
-        raise InputError(f"summary is {len(text)} characters; the limit is {MAX_SUMMARY_CHARS}")
-    return text
+    return checks.text(value, "summary", max_chars=MAX_SUMMARY_CHARS)
 
 
 def tag(value: Any) -> str:
