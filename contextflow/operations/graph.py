@@ -57,7 +57,6 @@ INCLUDE_ARCHIVED = _arg("include_archived", _BOOL, "also load tier:off-context n
 ENDS = (_arg("source", required=True, positional=True, metavar="FROM"),
         _arg("target", required=True, positional=True, metavar="TO"))
 TAGGED = (NODE_ID, _arg("tags", _STRINGS, required=True, positional=True, metavar="TAG"))
-TAG_FLAG = _arg("tags", _STRINGS, flag="--tag")
 
 
 def _command(words: tuple[str, ...], summary: str, params: tuple[Param, ...], handler: str,
@@ -133,8 +132,8 @@ COMMANDS = (
         _arg("content", help="the summary text (or --stdin)"),
         _arg("stdin", _BOOL, "read the summary from standard input"),
         _arg("archive_sources", _BOOL, "move the sources to tier:off-context"),
-        TAG_FLAG,
-        _arg("agent", cli_default="human"),
+        TAG,
+        AGENT,
     ), "summarize", "Create a summary node with DERIVED_FROM edges to each source.", writes=True),
     _command(("supersede",), "Mark a node as replaced by another.",
              (_arg("old", required=True, positional=True), _arg("new", required=True, positional=True)),
@@ -164,7 +163,7 @@ COMMANDS = (
     ), "import_", "Import an export from FILE or stdin. With --merge, nodes already here are skipped, so importing "
        "the same export twice changes nothing.", writes=True),
     _command(("ingest",), "Store a text file as a source node.",
-             (_arg("file", required=True, positional=True), TAG_FLAG, _arg("agent", cli_default="human")),
+             (_arg("file", required=True, positional=True), TAG, AGENT),
              "ingest", "Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
              "supersedes its previous version).", writes=True),
     _command(("graph",), "Draw the graph (Mermaid or dot).", (
