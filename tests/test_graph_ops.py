@@ -87,9 +87,9 @@ def test_summarize_links_sources_and_can_archive_them(app):
     assert done.sources == [a.id, b.id] and state.node(done.id).type == "summary"
     assert {e.target for e in state.edges_out(done.id) if e.type == "DERIVED_FROM"} == {a.id, b.id}
     assert state.tags_of(a.id) == {"tier:off-context"}
-    _, steps = explore.trace(app, done.id)
+    _, steps = explore.around(app, done.id, "provenance")
     assert {s.node.id for s in steps} == {a.id, b.id}
-    _, back = explore.trace(app, a.id, reverse=True)
+    _, back = explore.around(app, a.id, "dependents")
     assert [s.node.id for s in back] == [done.id]
 
 
@@ -107,7 +107,7 @@ def test_supersede_sets_superseded_by_and_related_walks_any_edge(app):
     other = ops.add_node(app, type="fact", content="other", links=[ops.Link(new.id, "RELATES_TO")])
     assert ops.supersede(app, old.id, new.id) is True
     assert ops.graph(app).superseded_by(old.id) == new.id
-    _, near = explore.related(app, old.id, 2)
+    _, near = explore.around(app, old.id, "related", 2)
     assert [(s.depth, s.node.id) for s in near] == [(1, new.id), (2, other.id)]
 
 

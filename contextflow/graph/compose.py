@@ -11,7 +11,8 @@ Everything left out is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import bisect
+from dataclasses import asdict, dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
@@ -50,9 +51,6 @@ class Dropped:
     tokens: int
     reason: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "type": self.type, "tokens": self.tokens, "reason": self.reason}
-
 
 @dataclass(frozen=True)
 class Composed:
@@ -65,11 +63,11 @@ class Composed:
     excluded: dict[str, int] = field(default_factory=dict)
     minimum_budget: int = 0  # set when the budget fits no node: the least that fits the first match
 
-    def as_dict(self, listed: int = MAX_LISTED) -> dict[str, Any]:
-        """As JSON; `dropped` lists the first `listed` left out, by priority, with the totals beside."""
+    def as_dict(self) -> dict[str, Any]:
+        """As JSON; `dropped` lists the first MAX_LISTED left out, by priority, with the totals beside."""
         return {
             "tokens": self.tokens, "budget": self.budget, "included": self.included, "summarized": self.summarized,
-            "dropped": [d.as_dict() for d in self.dropped[:listed]], "dropped_count": len(self.dropped),
+            "dropped": [asdict(d) for d in self.dropped[:MAX_LISTED]], "dropped_count": len(self.dropped),
             "dropped_tokens": sum(d.tokens for d in self.dropped), "excluded": self.excluded, "text": self.text,
             **({"minimum_budget": self.minimum_budget} if self.minimum_budget else {}),
         }
@@ -116,11 +114,6 @@ def _distinct(state: GraphState, order: list[Node]) -> tuple[list[Node], int]:
     return kept, len(order) - len(kept)
 
 
-def _refs(state: GraphState, ids: list[str]) -> str:
-    shown = ", ".join(f"[{state.nodes[i].type}:{i}]" for i in ids[:MAX_REFS])
-    return shown + (f" and {len(ids) - MAX_REFS} more" if len(ids) > MAX_REFS else "")
-
-
 def render_node(state: GraphState, node: Node, *, use_summary: bool = False) -> str:
     """A node's bullet: typed id with provenance, content (later lines quoted), rationale, links."""
     text = clean(node.summary if use_summary else node.content).strip()
@@ -137,7 +130,8 @@ def render_node(state: GraphState, node: Node, *, use_summary: bool = False) -> 
     for edge_type, label in _LINK_LABELS:
         ids = [edge.target for edge in out if edge.type == edge_type]
         if ids:
-            lines.append(f"  - {label}: {_refs(state, ids)}")
+            more = f" and {len(ids) - MAX_REFS} more" if len(ids) > MAX_REFS else ""
+            lines.append(f"  - {label}: " + ", ".join(f"[{state.nodes[i].type}:{i}]" for i in ids[:MAX_REFS]) + more)
     return "\n".join(lines) + "\n"
 
 
@@ -173,13 +167,7 @@ def _least_budget(state: GraphState, order: list[Node], at: str) -> int:
     high = low + estimate_tokens(render_node(state, order[0])) + 32
     while not _fits(state, order, high, at):
         high *= 2
-    while low < high:
-        middle = (low + high) // 2
-        if _fits(state, order, middle, at):
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    return bisect.bisect_left(range(low, high), True, key=lambda budget: _fits(state, order, budget, at)) + low
 
 
 def _fits(state: GraphState, order: list[Node], budget: int, at: str) -> bool:
@@ -268,9 +256,7 @@ def compose(
     if view is not None:
         saved = get_view(app, view)
         text, amount = saved.query, model.budget(budget, saved.budget)
-    else:
-        if query is not None and not isinstance(query, str):
-            raise InputError("query must be a string")
+    else:  # parse() refuses a query that is not a string
         text, amount = (query if query is not None else DEFAULT_QUERY), model.budget(budget)
     moment = now_ms() if at_ms is None else at_ms
     state = graph(app)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contextflow.app import App
@@ -84,23 +83,18 @@ class Runner:
         self.outcome = Outcome()
 
     def run(self, directives: list[Directive]) -> Outcome:
-        handlers: dict[str, Callable[[Directive], None]] = {
-            "remember": self.remember, "recall": self.recall, "summarize": self.summarize, "link": self.link,
-            "status": self.status, "task": self.task_boundary, "expand": self.expand, "supersede": self.supersede,
-        }
         for directive in directives:
-            handler = handlers.get(directive.name)
             try:
-                if handler is None:
+                if directive.name not in NAMES:
                     raise InputError(f"unknown directive <ctx:{directive.name}>; known: {', '.join(NAMES)}")
-                handler(directive)
+                getattr(self, "do_" + directive.name)(directive)
             except ContextflowError as exc:
                 message = f"<ctx:{directive.name}> failed: {exc}"
                 self.outcome.errors.append(message)
                 self.outcome.pending.append(f"## ctx error\n\n{message}")
         return self.outcome
 
-    def remember(self, d: Directive) -> None:
+    def do_remember(self, d: Directive) -> None:
         tags = model.tags(_split(d.attrs.get("tags")))
         if self.task and not any(t.startswith("task:") for t in tags):
             tags.append(f"task:{self.task}")
@@ -110,7 +104,7 @@ class Runner:
                              summary=d.attrs.get("summary"), agent=AGENT)
         self.outcome.done.append(f"remembered [{event.data['type']}:{event.id}] {clip(d.body, 60)}")
 
-    def recall(self, d: Directive) -> None:
+    def do_recall(self, d: Directive) -> None:
         query = d.attrs.get("query", "")
         self._show(f"Recall results for `{clip(query, 200)}`", query)
         self.outcome.done.append(f"recalled {clip(query, 80)}")
@@ -127,28 +121,28 @@ class Runner:
         body = composed.text if composed.included else "(nothing matched)\n"
         self.outcome.pending.append(f"## {title}\n\n{body}{note}")
 
-    def summarize(self, d: Directive) -> None:
+    def do_summarize(self, d: Directive) -> None:
         done = ops.summarize(self.app, _split(d.attrs.get("nodes")), d.body,
                              archive_sources=_truthy(d.attrs.get("archive")), tags=_split(d.attrs.get("tags")),
                              agent=AGENT)
         self.outcome.done.append(f"summarized {len(done.sources)} node(s) as [summary:{done.id}]")
 
-    def link(self, d: Directive) -> None:
+    def do_link(self, d: Directive) -> None:
         ops.link(self.app, d.attrs.get("from"), d.attrs.get("to"), d.attrs.get("type", "RELATES_TO"))
         self.outcome.done.append(f"linked {d.attrs.get('from')} -> {d.attrs.get('to')}")
 
-    def supersede(self, d: Directive) -> None:
+    def do_supersede(self, d: Directive) -> None:
         ops.supersede(self.app, d.attrs.get("old"), d.attrs.get("new"))
         self.outcome.done.append(f"superseded {d.attrs.get('old')} by {d.attrs.get('new')}")
 
-    def status(self, d: Directive) -> None:
+    def do_status(self, d: Directive) -> None:
         text = status_text(explore.status(self.app))
         if self.task:
             text += f"\nCurrent task: {self.task}"
         self.outcome.pending.append(f"## ctx status\n\n{text}")
         self.outcome.done.append("status")
 
-    def expand(self, d: Directive) -> None:
+    def do_expand(self, d: Directive) -> None:
         state = ops.graph(self.app)
         node = ops.resolve(state, d.attrs.get("node"), "node")
         sources = [edge.target for edge in state.edges_out(node.id) if edge.type == "DERIVED_FROM"]
@@ -157,7 +151,7 @@ class Runner:
         self._show(f"Sources of [{node.type}:{node.id}]", "", sources)
         self.outcome.done.append(f"expanded {node.id}")
 
-    def task_boundary(self, d: Directive) -> None:
+    def do_task(self, d: Directive) -> None:
         name = d.attrs.get("name", "").strip()
         action = d.attrs.get("action", "start").strip().lower()
         if not re.fullmatch(r"\S{1,120}", name):
@@ -170,10 +164,7 @@ class Runner:
             raise InputError('<ctx:task> action must be "start" or "end"')
         if self.task == name:
             self.task = None
-        self.end_task(name, _truthy(d.attrs.get("summarize")))
-
-    def end_task(self, name: str, suggest_summary: bool) -> None:
-        """Archive the task's working nodes; promote its decisions to the reference tier."""
+        # the end archives the task's working nodes and promotes its decisions to the reference tier
         state = ops.graph(self.app)
         members = sorted(state.by_tag.get(f"task:{name}", set()) & state.by_tag.get(model.WORKING, set()) & state.live)
         decisions = [i for i in members if state.nodes[i].type == "decision"]
@@ -185,7 +176,7 @@ class Runner:
         if items:
             self.app.store.append_many(items)
         self.outcome.done.append(f"task {name} ended: {len(others)} archived, {len(decisions)} decision(s) promoted")
-        if suggest_summary and others:
+        if _truthy(d.attrs.get("summarize")) and others:
             self.outcome.pending.append(
                 f"## Task {name} ended\n\n{len(others)} working node(s) were archived: {', '.join(others)}. "
                 f'To keep their conclusions, write <ctx:summarize nodes="{",".join(others)}">...</ctx:summarize>.'

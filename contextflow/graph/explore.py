@@ -1,10 +1,10 @@
-"""Graph reads: query, list, show, edges, tags, trace, related, status, as result objects
+"""Graph reads: query, list, show, edges, tags, walks, status, as result objects
 (contextflow.present.nodes renders them)."""
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from collections import Counter
 from typing import Any
 
 from contextflow import checks
@@ -12,18 +12,10 @@ from contextflow.app import App
 from contextflow.graph import model
 from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
-from contextflow.graph.view import Edge, GraphState, Node
+from contextflow.graph.view import Edge, GraphState, Node, Step
 from contextflow.timeutil import now_ms
 
 MAX_LIMIT = 10_000
-
-
-def by_recency(state: GraphState, ids: set[str] | list[str], limit: int | None = None) -> list[Node]:
-    """Most recently updated first (each node's update key is unique: no ties)."""
-    nodes = state.nodes
-    if limit is not None and limit < len(ids) // 4:
-        return [nodes[i] for i in heapq.nlargest(limit, ids, key=lambda i: nodes[i].updated_key)]
-    return sorted((nodes[i] for i in ids), key=lambda n: n.updated_key, reverse=True)[:limit]
 
 
 def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = None) -> tuple[list[Node], int]:
@@ -32,7 +24,8 @@ def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = Non
     count = checks.bounded_int(limit, "limit", 50, high=MAX_LIMIT)
     state = graph(app)
     ids = evaluate(parse(query), state, now_ms() if at_ms is None else at_ms)
-    return by_recency(state, ids, count), len(ids)
+    newest = heapq.nlargest(count, ids, key=lambda i: state.nodes[i].updated_key)  # update keys are unique
+    return [state.nodes[i] for i in newest], len(ids)
 
 
 def list_nodes(
@@ -78,77 +71,38 @@ def tag_counts(app: App, prefix: Any = None) -> list[tuple[str, int]]:
     return sorted((pair for pair in counts if pair[1]), key=lambda pair: pair[0])
 
 
-@dataclass(frozen=True)
-class Step:
-    depth: int
-    node: Node
-    edge_type: str
-    via: str  # the node this one was reached from
-
-
 PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
+WALKS = {  # follow: default depth, most depth, outgoing, incoming, edge types (None: any)
+    "related": (1, 10, True, True, None),  # nodes within `depth` hops along any edge
+    "provenance": (20, 100, True, False, PROVENANCE),  # what the node was derived from or depends on
+    "dependents": (20, 100, False, True, PROVENANCE),  # what rests on it
+}
 
 
-def _walk(
-    app: App, node_id: Any, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None,
-) -> tuple[Node, list[Step]]:
-    """Breadth first from the node, each node once, at most `depth_limit` hops along edges (of `types`,
-    or any), outgoing when `forward`, incoming when `backward`."""
+def around(app: App, node_id: Any, follow: str = "related", depth: Any = None) -> tuple[Node, list[Step]]:
+    """The nodes around one, nearest first (see WALKS)."""
+    default, most, forward, backward, types = WALKS[follow]
+    depth_limit = checks.bounded_int(depth, "depth", default, high=most)
     state = graph(app)
     root = resolve(state, node_id)
-    steps: list[Step] = []
-    seen = {root.id}
-    frontier = [root.id]
-    for depth in range(1, depth_limit + 1):
-        following: list[str] = []
-        for current in frontier:
-            near = [(e.target, e.type) for e in state.edges_out(current)] if forward else []
-            near += [(e.source, e.type) for e in state.edges_in(current)] if backward else []
-            for other, edge_type in near:
-                if other not in seen and (types is None or edge_type in types):
-                    seen.add(other)
-                    following.append(other)
-                    steps.append(Step(depth, state.nodes[other], edge_type, current))
-        frontier = following
-        if not frontier:
-            break
-    return root, steps
-
-
-def trace(app: App, node_id: Any, *, reverse: bool = False, max_depth: Any = None) -> tuple[Node, list[Step]]:
-    """Recursive provenance: what this node was derived from or depends on (reverse: what rests on it)."""
-    depth_limit = checks.bounded_int(max_depth, "depth", 20, high=100)
-    return _walk(app, node_id, depth_limit, forward=not reverse, backward=reverse, types=PROVENANCE)
-
-
-def related(app: App, node_id: Any, depth: Any = None) -> tuple[Node, list[Step]]:
-    """Nodes within `depth` hops along edges of any type and direction."""
-    return _walk(app, node_id, checks.bounded_int(depth, "depth", 1, high=10), forward=True, backward=True)
+    return root, state.walk(root.id, depth_limit, forward=forward, backward=backward, types=types)
 
 
 def status(app: App) -> dict[str, Any]:
     state = graph(app)
-    types: dict[str, int] = {}
-    tokens = 0
+    nodes = [state.nodes[node_id] for node_id in state.live]
     tiers = {tier: {"nodes": 0, "tokens": 0} for tier in model.TIERS}
     untiered = {"nodes": 0, "tokens": 0}
-    superseded = 0
-    for node_id in state.live:
-        node = state.nodes[node_id]
-        types[node.type] = types.get(node.type, 0) + 1
-        tokens += node.tokens
-        tier = model.tier_of(state.tags_of(node_id))
+    for node in nodes:
+        tier = model.tier_of(state.tags_of(node.id))
         bucket = tiers[tier] if tier else untiered
         bucket["nodes"] += 1
         bucket["tokens"] += node.tokens
-        if state.superseded_by(node_id):
-            superseded += 1
-    edge_count = sum(1 for mark_key, mark in state.edges.items()
-                     if mark[0] > mark[1] and mark_key[0] in state.live and mark_key[1] in state.live)
+    types = Counter(node.type for node in nodes)
     tag_names = {name for name, members in state.by_tag.items() if members & state.live}
     return {
-        "store": str(app.store.folder), "nodes": len(state.live), "tokens": tokens,
+        "store": str(app.store.folder), "nodes": len(nodes), "tokens": sum(node.tokens for node in nodes),
         "types": dict(sorted(types.items(), key=lambda pair: (-pair[1], pair[0]))),
-        "edges": edge_count, "tags": len(tag_names), "tiers": tiers, "untiered": untiered,
-        "superseded": superseded, "views": len(state.saved_views()),
+        "edges": len(state.all_edges()), "tags": len(tag_names), "tiers": tiers, "untiered": untiered,
+        "superseded": sum(1 for node in nodes if state.superseded_by(node.id)), "views": len(state.saved_views()),
     }

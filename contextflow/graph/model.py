@@ -43,8 +43,7 @@ DEFAULT_VIEW_BUDGET = 50_000
 MAX_BUDGET = 2_000_000
 
 _TAG = re.compile(r"^[A-Za-z0-9_.-]+:\S+$")
-_VIEW_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # a view name or metadata key
 
 
 def node_type(value: Any) -> str:
@@ -69,14 +68,7 @@ def content(value: Any, name: str = "content") -> str:
 
 
 def summary(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InputError("summary must be a string")
-    text = value.strip()
-    if len(text) > MAX_SUMMARY_CHARS:
-        raise InputError(f"summary is {len(text)} characters; the limit is {MAX_SUMMARY_CHARS}")
-    return text
+    return checks.text(value, "summary", max_chars=MAX_SUMMARY_CHARS)
 
 
 def tag(value: Any) -> str:
@@ -119,7 +111,7 @@ def metadata(value: Any, *, allow_null: bool = False) -> dict[str, Any]:
         raise InputError(f"metadata has {len(value)} keys; the limit is {MAX_META_KEYS}")
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if not isinstance(key, str) or not _META_KEY.match(key):
+        if not isinstance(key, str) or not _NAME.match(key):
             raise InputError(f"metadata key {key!r} is not valid: use 1-64 letters, digits, '_', '-' or '.'")
         if item is None and not allow_null:
             continue
@@ -143,7 +135,7 @@ def meta_pairs(pairs: list[str] | None) -> dict[str, Any]:
 
 
 def view_name(value: Any) -> str:
-    if not isinstance(value, str) or not _VIEW_NAME.match(value.strip()):
+    if not isinstance(value, str) or not _NAME.match(value.strip()):
         raise InputError(f"view name {value!r} is not valid: use 1-64 letters, digits, '_', '-' or '.'")
     return value.strip()
 

@@ -41,10 +41,6 @@ def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
     return state.nodes[resolve_prefix(wanted, state.live, what)]
 
 
-def _agent(agent: Any) -> str:
-    return checks.text(agent, "agent", max_chars=200) or "unknown"
-
-
 def node_item(
     *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
     agent: Any = None, origin: str | None = None, links: list[tuple[str, str]] | None = None,
@@ -56,7 +52,7 @@ def node_item(
         data["summary"] = text
     data["metadata"] = model.metadata(metadata)
     data["tags"] = model.tags(tags)
-    data["agent"] = _agent(agent)
+    data["agent"] = checks.text(agent, "agent", max_chars=200) or "unknown"
     if origin:
         data["origin"] = origin
     if links:
@@ -158,24 +154,13 @@ def update_node(
     return graph(app).nodes[node.id]
 
 
-def derived_from(state: GraphState, node_id: str) -> list[str]:
-    """Nodes that (transitively) DERIVED_FROM this one."""
-    found: list[str] = []
-    stack = [node_id]
-    while stack:
-        current = stack.pop()
-        for edge in state.edges_in(current):
-            if edge.type == "DERIVED_FROM" and edge.source not in found and edge.source != node_id:
-                found.append(edge.source)
-                stack.append(edge.source)
-    return found
-
-
 def delete_node(app: App, node_id: Any, *, cascade: bool = False) -> list[str]:
     """Delete a node (its edges go with it); with cascade also what was derived from it."""
     state = graph(app)
     node = resolve(state, node_id)
-    doomed = [node.id, *(derived_from(state, node.id) if cascade else [])]
+    depth = len(state.live) if cascade else 0
+    derived = state.walk(node.id, depth, forward=False, backward=True, types=("DERIVED_FROM",))
+    doomed = [node.id, *(step.node.id for step in derived)]
     app.store.append_many([(model.NODE_DELETE, {"node": target}) for target in doomed])
     return doomed
 
@@ -275,12 +260,11 @@ def supersede(app: App, old: Any, new: Any) -> bool:
 
 
 def create_view(app: App, name: Any, query: Any, budget: Any = None) -> dict[str, Any]:
-    checked = model.view_name(name)
-    text = checks.text(query, "query", max_chars=4000) or ""
-    parse(text)
-    amount = model.budget(budget)
-    app.store.append(model.VIEW, {"name": checked, "query": text, "budget": amount})
-    return {"name": checked, "query": text, "budget": amount}
+    view: dict[str, Any] = {"name": model.view_name(name), "query": checks.text(query, "query", max_chars=4000) or ""}
+    parse(view["query"])
+    view["budget"] = model.budget(budget)
+    app.store.append(model.VIEW, view)
+    return view
 
 
 def get_view(app: App, name: Any) -> Any:

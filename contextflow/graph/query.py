@@ -42,6 +42,11 @@ OPERATORS = ("AND", "OR", "NOT")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _COMPARE = re.compile(r"^(>=|<=|>|<|=)?(.*)$", re.S)
 _FIELD = re.compile(r"^([A-Za-z]+):(.*)$", re.S)
+_TOKEN = re.compile(r'[()]|(?:"[^"]*"|[^\s()"])+|"')
+_CHOICES = {  # filters that take one of a few words: (the words, what the error expects)
+    "type": (NODE_TYPES, f"a node type ({', '.join(NODE_TYPES)})"),
+    "has": (("summary", "edges"), "summary or edges after has:"),
+}
 
 
 class QueryError(InputError):
@@ -96,32 +101,14 @@ Expr = All | And | Or | Not | Leaf
 
 
 def _lex(text: str) -> list[Token]:
+    """Parentheses, words and phrases; quoted parts may sit inside a word (ab"c d" is one word)."""
     tokens: list[Token] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char.isspace():
-            i += 1
-        elif char in "()":
-            tokens.append(Token(char, char, i))
-            i += 1
-        else:
-            start = i
-            word = ""
-            while i < len(text) and not text[i].isspace() and text[i] not in "()":
-                if text[i] == '"':
-                    close = text.find('"', i + 1)
-                    if close < 0:
-                        raise _error(text, i, 'a closing " for the quote that starts here')
-                    word += text[i + 1 : close]
-                    i = close + 1
-                    if word and text[start] == '"' and (i >= len(text) or text[i].isspace() or text[i] in "()"):
-                        break
-                else:
-                    word += text[i]
-                    i += 1
-            kind = "phrase" if text[start] == '"' else "word"
-            tokens.append(Token(kind, word, start))
+    for match in _TOKEN.finditer(text):
+        word, at = match.group(), match.start()
+        if word == '"':
+            raise _error(text, at, 'a closing " for the quote that starts here')
+        kind = word if word in "()" else "phrase" if word[0] == '"' else "word"
+        tokens.append(Token(kind, word.replace('"', ""), at))
     tokens.append(Token("end", "", len(text)))
     return tokens
 
@@ -221,37 +208,32 @@ class _Parser:
             raise QueryError(
                 f"query error at position {token.position + 1}: more than {MAX_TERMS} terms; split the query up"
             )
-        if token.kind == "phrase":
-            return Leaf("text", "", token.text.lower())
         return self.leaf(token)
 
     def leaf(self, token: Token) -> Leaf:
-        match = _FIELD.match(token.text)
+        match = _FIELD.match(token.text) if token.kind == "word" else None
         if not match:
             return Leaf("text", "", token.text.lower())
         name, value = match.group(1).lower(), match.group(2)
         at = token.position + len(name) + 1
+        found = repr(value) if value else None
         if name not in FIELDS:
             raise _error(
                 self.text, token.position,
                 f"a filter ({', '.join(f + ':' for f in FIELDS)}); quote text that contains a colon",
                 repr(name + ":"),
             )
-        if name == "type":
-            if value not in NODE_TYPES:
-                raise _error(self.text, at, f"a node type ({', '.join(NODE_TYPES)})", repr(value) if value else None)
-            return Leaf("type", "", value)
+        if name in _CHOICES:
+            options, expected = _CHOICES[name]
+            if value not in options:
+                raise _error(self.text, at, expected, found)
+            return Leaf(name, "", value)
         if name == "tag":
             if not value.rstrip("*") or value.startswith(":"):
-                raise _error(self.text, at, "a tag, e.g. tag:project:x, tag:task:* or tag:archived",
-                             repr(value) if value else None)
+                raise _error(self.text, at, "a tag, e.g. tag:project:x, tag:task:* or tag:archived", found)
             if value.endswith("*"):
                 return Leaf("tag", "prefix", value.rstrip("*"))
             return Leaf("tag", "" if ":" in value else "plain", value)
-        if name == "has":
-            if value not in ("summary", "edges"):
-                raise _error(self.text, at, "summary or edges after has:", repr(value) if value else None)
-            return Leaf("has", "", value)
         if name in ("from", "to"):
             if not value:
                 raise _error(self.text, at, f"a node id after {name}:")
@@ -303,11 +285,18 @@ def parse(text: str) -> Expr:
 _CMP: dict[str, Callable[[int, int], bool]] = {
     ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le, "=": operator.eq,
 }
+_NUMBERS: dict[str, Callable[[Node], int]] = {  # what tokens:, created: and updated: compare (times in ms)
+    "tokens": operator.attrgetter("tokens"),
+    "created": lambda node: node.created_key[0] >> COUNTER_BITS,
+    "updated": lambda node: node.updated_key[0] >> COUNTER_BITS,
+}
 
 
-def _stamp_ms(node: Node, slot: int) -> int:
-    """Milliseconds of the node's creation (slot 0) or last update (slot 1)."""
-    return (node.created_key if slot == 0 else node.updated_key)[0] >> COUNTER_BITS
+def _tag_matches(leaf: Leaf, name: str) -> bool:
+    """Whether a tag: filter matches the tag `name`; tag:archived also matches any namespace:archived."""
+    if leaf.op == "prefix":
+        return name.startswith(leaf.value)
+    return name == leaf.value or (leaf.op == "plain" and name.partition(":")[2] == leaf.value)
 
 
 class _Evaluator:
@@ -315,24 +304,19 @@ class _Evaluator:
         self.state = state
         self.now_ms = now_ms
 
-    def resolve(self, prefix: str, field: str) -> str:
-        return resolve_prefix(prefix, self.state.live, f"node id in {field}:")
-
     def index(self, leaf: Leaf) -> set[str] | None:
         state = self.state
         if leaf.field == "type":
             return state.by_type.get(leaf.value, set())
         if leaf.field == "tag":
-            if leaf.op == "prefix":
-                return set().union(*(members for name, members in state.by_tag.items() if name.startswith(leaf.value)))
-            if leaf.op == "plain":  # tag:archived is the tag `archived` or any `namespace:archived`
-                others = (members for name, members in state.by_tag.items() if name.partition(":")[2] == leaf.value)
-                return set().union(state.by_tag.get(leaf.value, set()), *others)
-            return state.by_tag.get(leaf.value, set())
-        if leaf.field == "from":
-            return {edge.target for edge in state.edges_out(self.resolve(leaf.value, "from"))}
-        if leaf.field == "to":
-            return {edge.source for edge in state.edges_in(self.resolve(leaf.value, "to"))}
+            if not leaf.op:
+                return state.by_tag.get(leaf.value, set())
+            return set().union(*(members for name, members in state.by_tag.items() if _tag_matches(leaf, name)))
+        if leaf.field in ("from", "to"):
+            node_id = resolve_prefix(leaf.value, state.live, f"node id in {leaf.field}:")
+            if leaf.field == "from":
+                return {edge.target for edge in state.edges_out(node_id)}
+            return {edge.source for edge in state.edges_in(node_id)}
         return None
 
     def scan(self, ids: set[str], leaf: Leaf) -> set[str]:
@@ -346,16 +330,13 @@ class _Evaluator:
                 return {i for i in ids if nodes[i].summary}
             has_edges = self.state.has_edges
             return {i for i in ids if has_edges(i)}
-        if leaf.field == "tokens":
-            compare, number = _CMP[leaf.op], leaf.number
-            return {i for i in ids if compare(nodes[i].tokens, number)}
+        value = _NUMBERS[leaf.field]
         point = self.now_ms - leaf.number if leaf.relative else leaf.number
-        slot = 0 if leaf.field == "created" else 1
         if leaf.op == "day":
             end = point + 86_400_000
-            return {i for i in ids if point <= _stamp_ms(nodes[i], slot) < end}
+            return {i for i in ids if point <= value(nodes[i]) < end}
         compare = _CMP[leaf.op]
-        return {i for i in ids if compare(_stamp_ms(nodes[i], slot), point)}
+        return {i for i in ids if compare(value(nodes[i]), point)}
 
     def cost(self, expr: Expr) -> int:
         if isinstance(expr, Leaf):
@@ -391,11 +372,7 @@ def evaluate(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
 def mentions_tag(expr: Expr, tag: str) -> bool:
     """True when the query names this tag (the composer loads off-context nodes only then)."""
     if isinstance(expr, Leaf):
-        if expr.field != "tag":
-            return False
-        if expr.op == "plain":
-            return tag == expr.value or tag.partition(":")[2] == expr.value
-        return expr.value == tag or (expr.op == "prefix" and tag.startswith(expr.value))
+        return expr.field == "tag" and _tag_matches(expr, tag)
     if isinstance(expr, And | Or):
         return mentions_tag(expr.left, tag) or mentions_tag(expr.right, tag)
     if isinstance(expr, Not):

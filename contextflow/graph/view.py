@@ -86,6 +86,14 @@ class SavedView:
         return {"name": self.name, "query": self.query, "budget": self.budget, "updated_at": self.updated_at}
 
 
+@dataclass(frozen=True)
+class Step:
+    depth: int
+    node: Node
+    edge_type: str
+    via: str  # the node this one was reached from
+
+
 EdgeKey = tuple[str, str, str]  # (from, to, type)
 
 
@@ -142,6 +150,29 @@ class GraphState:
             if is_on(mark) and (best is None or mark[0] > best[0]):
                 best = (mark[0], source)
         return best[1] if best else None
+
+    def walk(
+        self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None,
+    ) -> list[Step]:
+        """Breadth first from `root`, each node once, at most `depth_limit` hops along edges (of `types`,
+        or any), outgoing when `forward`, incoming when `backward`."""
+        steps: list[Step] = []
+        seen = {root}
+        frontier = [root]
+        for depth in range(1, depth_limit + 1):
+            following: list[str] = []
+            for current in frontier:
+                near = [(e.target, e.type) for e in self.edges_out(current)] if forward else []
+                near += [(e.source, e.type) for e in self.edges_in(current)] if backward else []
+                for other, edge_type in near:
+                    if other not in seen and (types is None or edge_type in types):
+                        seen.add(other)
+                        following.append(other)
+                        steps.append(Step(depth, self.nodes[other], edge_type, current))
+            frontier = following
+            if not frontier:
+                break
+        return steps
 
     def all_edges(self) -> list[Edge]:
         found = (self._edge(key) for key in self.edges)
@@ -262,6 +293,7 @@ def _writes(event: Event) -> set[tuple[Any, ...]]:
     """The last-writer-wins slots an event sets: node fields, tag/edge/view adds and removals."""
     kind, data = event.kind, event.data
     target = event.id if kind == model.NODE else data.get("node")
+    sign = "-" if kind in (model.UNTAG, model.EDGE_DELETE, model.VIEW_DELETE) else "+"
     found: set[tuple[Any, ...]] = set()
     if kind in (model.NODE, model.NODE_UPDATE) and isinstance(target, str):
         found |= {("field", target, name) for name in ("type", "content", "summary") if isinstance(data.get(name), str)}
@@ -269,14 +301,13 @@ def _writes(event: Event) -> set[tuple[Any, ...]]:
         if isinstance(meta, dict):
             found |= {("field", target, "meta." + str(name)) for name in meta}
     if kind in (model.NODE, model.TAG, model.UNTAG) and isinstance(target, str) and isinstance(data.get("tags"), list):
-        sign = "-" if kind == model.UNTAG else "+"
         found |= {("tag" + sign, target, name) for name in data["tags"] if isinstance(name, str)}
     if kind in (model.EDGE, model.EDGE_DELETE):
         ends = (data.get("from"), data.get("to"), data.get("type"))
         if all(isinstance(part, str) for part in ends):
-            found.add(("edge" + ("+" if kind == model.EDGE else "-"), *ends))
+            found.add(("edge" + sign, *ends))
     if kind in (model.VIEW, model.VIEW_DELETE) and isinstance(data.get("name"), str):
-        found.add(("view" + ("+" if kind == model.VIEW else "-"), data["name"]))
+        found.add(("view" + sign, data["name"]))
     return found
 
 

@@ -47,10 +47,7 @@ def _arg(name: str, schema: JSON = _S, help: str | None = None, **cli: Any) -> P
     return Param(name, schema, tool=False, cli_help=help, **cli)
 
 
-def _node_id(name: str = "id") -> Param:
-    return _arg(name, required=True, positional=True)
-
-
+NODE_ID = _arg("id", required=True, positional=True)
 FORMAT = _arg("format", {**_S, "enum": ["text", "json", "markdown"]}, "output format (default text)",
               cli_default="text")
 STDIN = _arg("stdin", _BOOL, "read the content from standard input")
@@ -59,8 +56,7 @@ AGENT = _arg("agent", help="who writes it (default 'human')", cli_default="human
 INCLUDE_ARCHIVED = _arg("include_archived", _BOOL, "also load tier:off-context nodes")
 ENDS = (_arg("source", required=True, positional=True, metavar="FROM"),
         _arg("target", required=True, positional=True, metavar="TO"))
-TAGGED = (_node_id(), _arg("tags", _STRINGS, required=True, positional=True, metavar="TAG"))
-TAG_FLAG = _arg("tags", _STRINGS, flag="--tag")
+TAGGED = (NODE_ID, _arg("tags", _STRINGS, required=True, positional=True, metavar="TAG"))
 
 
 def _command(words: tuple[str, ...], summary: str, params: tuple[Param, ...], handler: str,
@@ -78,7 +74,7 @@ def _tool(name: str, summary: str, params: tuple[Param, ...], *, writes: bool = 
 COMMANDS = (
     _command(("add",), "Add a knowledge node.", (
         _arg("content", help="the node's content (or --stdin)", positional=True),
-        _arg("type", {**_NODE_TYPE}, "node type", required=True),
+        _arg("type", _NODE_TYPE, "node type", required=True),
         TAG,
         _arg("meta", _STRINGS, "metadata key=value (repeatable)"),
         _arg("summary", help="a short summary of the content"),
@@ -86,21 +82,21 @@ COMMANDS = (
         AGENT,
         STDIN,
     ), "add", "Add a node, e.g. add --type fact --tag tier:reference TEXT", writes=True),
-    _command(("show",), "Show a node.", (_node_id(), _arg("with_edges", _BOOL, "also list its edges"), FORMAT),
+    _command(("show",), "Show a node.", (NODE_ID, _arg("with_edges", _BOOL, "also list its edges"), FORMAT),
              "show", "Show one node by id or unique id prefix."),
     _command(("update",), "Change a node.", (
-        _node_id(),
+        NODE_ID,
         _arg("content"),
-        _arg("type", {**_NODE_TYPE}),
+        _arg("type", _NODE_TYPE),
         _arg("summary"),
         _arg("meta", _STRINGS, "key=value to set, key= to remove (repeatable)"),
         _arg("stdin", _BOOL, "read the new content from standard input"),
     ), "update", "Change a node's content, type, summary or metadata.", writes=True),
     _command(("delete",), "Delete a node and its edges.",
-             (_node_id(), _arg("cascade", _BOOL, "also delete nodes DERIVED_FROM it (recursively)")),
+             (NODE_ID, _arg("cascade", _BOOL, "also delete nodes DERIVED_FROM it (recursively)")),
              "delete", "Delete a node; its edges go with it.", writes=True),
     _command(("list",), "List nodes, newest first.", (
-        _arg("type", {**_NODE_TYPE}),
+        _arg("type", _NODE_TYPE),
         _arg("tag"),
         _arg("since", help="a duration back from now, e.g. 1h, 7d (or a date)"),
         _arg("limit", _INT, cli_default=20),
@@ -112,7 +108,7 @@ COMMANDS = (
     _command(("unlink",), "Remove edges between two nodes.", (*ENDS, _arg("type", help="only this edge type")),
              "unlink", "Remove edges FROM -> TO (of one type, or all).", writes=True),
     _command(("edges",), "Show a node's edges.",
-             (_node_id(), _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
+             (NODE_ID, _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
              "edges", "Show the edges of a node."),
     _command(("tag",), "Add tags to a node.", TAGGED, "tag",
              "Add tags to a node (namespace:value, e.g. tier:working).", writes=True),
@@ -125,19 +121,19 @@ COMMANDS = (
              (_arg("query", required=True, positional=True), _arg("limit", _INT, cli_default=50), FORMAT),
              "query", 'Find nodes, e.g. contextflow query "type:decision AND created:>7d". See docs/graph.md.'),
     _command(("trace",), "Show provenance.", (
-        _node_id(),
+        NODE_ID,
         _arg("reverse", _BOOL, "what depends on or derives from this node instead"),
         _arg("depth", _INT, cli_default=20),
     ), "trace", "What a node was derived from or depends on, recursively."),
-    _command(("related",), "Nodes near a node.", (_node_id(), _arg("depth", _INT, cli_default=1)),
+    _command(("related",), "Nodes near a node.", (NODE_ID, _arg("depth", _INT, cli_default=1)),
              "related", "Nodes within --depth hops along any edge."),
     _command(("summarize",), "Summarize nodes with provenance.", (
         _arg("ids", _STRINGS, required=True, positional=True, metavar="ID"),
         _arg("content", help="the summary text (or --stdin)"),
         _arg("stdin", _BOOL, "read the summary from standard input"),
         _arg("archive_sources", _BOOL, "move the sources to tier:off-context"),
-        TAG_FLAG,
-        _arg("agent", cli_default="human"),
+        TAG,
+        AGENT,
     ), "summarize", "Create a summary node with DERIVED_FROM edges to each source.", writes=True),
     _command(("supersede",), "Mark a node as replaced by another.",
              (_arg("old", required=True, positional=True), _arg("new", required=True, positional=True)),
@@ -149,10 +145,10 @@ COMMANDS = (
     ), "view_create", "Save (or replace) a named view.", writes=True),
     _command(("view", "list"), "List views.", (), "view_list", "List saved views."),
     _command(("view", "render"), "Compose a view.", (
-        _arg("name", required=True, positional=True),
+        _arg("view", required=True, positional=True, metavar="name"),
         _arg("budget", _INT, "override the view's budget"),
         INCLUDE_ARCHIVED,
-    ), "view_render", "Compose context from a saved view."),
+    ), "graph_compose", "Compose context from a saved view."),
     _command(("view", "delete"), "Delete a view.", (_arg("name", required=True, positional=True),),
              "view_delete", "Delete a saved view.", writes=True),
     _command(("export",), "Export the graph as JSON.", (
@@ -167,7 +163,7 @@ COMMANDS = (
     ), "import_", "Import an export from FILE or stdin. With --merge, nodes already here are skipped, so importing "
        "the same export twice changes nothing.", writes=True),
     _command(("ingest",), "Store a text file as a source node.",
-             (_arg("file", required=True, positional=True), TAG_FLAG, _arg("agent", cli_default="human")),
+             (_arg("file", required=True, positional=True), TAG, AGENT),
              "ingest", "Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
              "supersedes its previous version).", writes=True),
     _command(("graph",), "Draw the graph (Mermaid or dot).", (

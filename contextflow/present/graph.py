@@ -1,8 +1,7 @@
 """The graph tools and commands: call contextflow.graph, answer with text and JSON.
 
-A tool and the commands of its family share one payload per result: a written node is
-`node_data` (the node with its tags and outgoing links), a list of nodes is `nodes_data`,
-a walk is `steps_data`.
+A tool and the commands of its family share one payload per result: a written node
+(`_written`: the node with its tags and outgoing links), a list of nodes (`_nodes`), a walk (`_walk`).
 """
 
 from __future__ import annotations
@@ -16,11 +15,11 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.graph import explore, model, ops, transfer
 from contextflow.graph import picture as pictures
-from contextflow.graph.compose import Composed, compose, render_node
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.compose import compose, render_node
+from contextflow.graph.view import Node
 from contextflow.operations.spec import JSON, Reply
 from contextflow.present.nodes import (
-    edge_text,
+    edge_lines,
     node_header,
     node_text,
     nodes_markdown,
@@ -33,38 +32,22 @@ from contextflow.text import DATA_NOTICE
 # -- payloads --------------------------------------------------------------------------------
 
 
-def node_data(state: GraphState, node: Node) -> JSON:
-    """A node after a write: everything `show` gives, plus its outgoing links."""
-    links = [{"to": e.target, "type": e.type} for e in state.edges_out(node.id)]
-    return {**explore.node_dict(state, node), "links": links}
-
-
-def _written(app: App, node_id: str, text: str) -> Reply:
-    state = ops.graph(app)
-    return Reply(text, node_data(state, state.nodes[node_id]))
-
-
-def _remembered(app: App, node_id: str, verb: str) -> Reply:
-    """A tool's write reply: the node's header as text (the caller has its content)."""
+def _written(app: App, node_id: str, text: str = "", *, verb: str = "") -> Reply:
+    """A write's reply: as data the node (everything `show` gives, plus its outgoing links); as text
+    `text`, or for a tool `verb` and the node's header (the caller has its content)."""
     state = ops.graph(app)
     node = state.nodes[node_id]
-    return Reply(f"{verb} {node.type} {node.id}.\n" + node_header(state, node), node_data(state, node))
-
-
-def nodes_data(state: GraphState, nodes: list[Node], total: int) -> JSON:
-    return {"count": len(nodes), "total": total, "nodes": [explore.node_dict(state, n) for n in nodes]}
+    if verb:
+        text = f"{verb} {node.type} {node.id}.\n" + node_header(state, node)
+    links = [{"to": e.target, "type": e.type} for e in state.edges_out(node.id)]
+    return Reply(text, {**explore.node_dict(state, node), "links": links})
 
 
 def _nodes(app: App, args: JSON, nodes: list[Node], total: int, title: str) -> Reply:
     state = ops.graph(app)
     markdown = args.get("format") == "markdown"
     text = nodes_markdown(state, nodes) if markdown else nodes_text(state, nodes, title, total)
-    return Reply(text, nodes_data(state, nodes, total))
-
-
-def steps_data(state: GraphState, root: Node, steps: list[explore.Step]) -> JSON:
-    return {"id": root.id, "steps": [{"depth": s.depth, "edge_type": s.edge_type, "via": s.via,
-                                      "node": explore.node_dict(state, s.node)} for s in steps]}
+    return Reply(text, {"count": len(nodes), "total": total, "nodes": [explore.node_dict(state, n) for n in nodes]})
 
 
 WALKS = {"related": "Related to", "provenance": "Provenance of", "dependents": "Depended on by"}
@@ -72,17 +55,11 @@ WALKS = {"related": "Related to", "provenance": "Provenance of", "dependents": "
 
 def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = "") -> Reply:
     """The nodes around one: along any edge (related), what it rests on, or what rests on it."""
-    if follow == "related":
-        root, steps = explore.related(app, node_id, depth)
-    else:
-        root, steps = explore.trace(app, node_id, reverse=follow == "dependents", max_depth=depth)
+    root, steps = explore.around(app, node_id, follow, depth)
     state = ops.graph(app)
-    return Reply(notice + steps_text(state, root, steps, WALKS[follow]), steps_data(state, root, steps))
-
-
-def _composed(result: Composed) -> Reply:
-    """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
-    return Reply(result.text, result.as_dict(), note=result.report())
+    data = [{"depth": s.depth, "edge_type": s.edge_type, "via": s.via, "node": explore.node_dict(state, s.node)}
+            for s in steps]
+    return Reply(notice + steps_text(state, root, steps, WALKS[follow]), {"id": root.id, "steps": data})
 
 
 def _content(args: JSON, missing: str = "") -> str | None:
@@ -106,7 +83,7 @@ def graph_remember(app: App, args: JSON) -> Reply:
         metadata=args.get("metadata"), summary=args.get("summary"), agent=args.get("agent"),
         links=ops.parse_links(args.get("links")), supersedes=args.get("supersedes"),
     )
-    return _remembered(app, event.id, "Remembered")
+    return _written(app, event.id, verb="Remembered")
 
 
 def graph_recall(app: App, args: JSON) -> Reply:
@@ -160,25 +137,31 @@ def graph_update(app: App, args: JSON) -> Reply:
         raise InputError("graph_update needs something to change: content, type, summary, metadata, add_tags, "
                          "remove_tags, or delete: true")
     ops.update_node(app, node.id, **changes)
-    return _remembered(app, node.id, "Updated")
+    return _written(app, node.id, verb="Updated")
 
 
 def graph_summarize(app: App, args: JSON) -> Reply:
-    done = ops.summarize(app, args["ids"], args.get("content"), archive_sources=bool(args.get("archive_sources")),
+    return _summarized(app, args, args.get("content"), tool=True)
+
+
+def _summarized(app: App, args: JSON, content: str | None, *, tool: bool) -> Reply:
+    """graph_summarize and summarize: the written summary, its sources and what was archived."""
+    done = ops.summarize(app, args["ids"], content, archive_sources=bool(args.get("archive_sources")),
                          tags=args.get("tags"), agent=args.get("agent"))
-    reply = _remembered(app, done.id, f"Summarized {len(done.sources)} node(s) as")
-    return _summarized(reply, done)
-
-
-def _summarized(reply: Reply, done: ops.Summarized) -> Reply:
+    if tool:
+        reply = _written(app, done.id, verb=f"Summarized {len(done.sources)} node(s) as")
+    else:
+        reply = _written(app, done.id, f"Created summary: {done.id}")
     data = {**reply.data, "sources": done.sources, "archived": done.archived}
     return Reply(reply.text + (f"\nArchived: {', '.join(done.archived)}" if done.archived else ""), data)
 
 
 def graph_compose(app: App, args: JSON) -> Reply:
-    return _composed(compose(app, args.get("query"), args.get("budget"), view=args.get("view"),
-                             include_archived=bool(args.get("include_archived")),
-                             include_superseded=bool(args.get("include_superseded"))))
+    """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
+    result = compose(app, args.get("query"), args.get("budget"), view=args.get("view"),
+                     include_archived=bool(args.get("include_archived")),
+                     include_superseded=bool(args.get("include_superseded")))
+    return Reply(result.text, result.as_dict(), note=result.report())
 
 
 def graph_status(app: App, args: JSON) -> Reply:
@@ -249,9 +232,7 @@ def unlink(app: App, args: JSON) -> Reply:
 def edges(app: App, args: JSON) -> Reply:
     node, out, inc = explore.edges_of(app, args["id"], args.get("direction"))
     state = ops.graph(app)
-    lines = [node_header(state, node)]
-    lines += [f"  -> {edge_text(edge, state)}" for edge in out]
-    lines += [f"  <- {edge_text(edge, state, incoming=True)}" for edge in inc]
+    lines = [node_header(state, node), *edge_lines(state, out, inc)]
     if not out and not inc:
         lines.append("  (no edges)")
     return Reply("\n".join(lines), {"id": node.id, "out": [e.as_dict() for e in out], "in": [e.as_dict() for e in inc]})
@@ -286,9 +267,7 @@ def related(app: App, args: JSON) -> Reply:
 
 def summarize(app: App, args: JSON) -> Reply:
     content = _content(args, "summarize needs the summary text: pass --content TEXT or --stdin")
-    done = ops.summarize(app, args["ids"], content, archive_sources=bool(args.get("archive_sources")),
-                         tags=args.get("tags"), agent=args.get("agent"))
-    return _summarized(_written(app, done.id, f"Created summary: {done.id}"), done)
+    return _summarized(app, args, content, tool=False)
 
 
 def supersede(app: App, args: JSON) -> Reply:
@@ -308,11 +287,6 @@ def view_list(app: App, args: JSON) -> Reply:
     views = ops.graph(app).saved_views()
     text = "\n".join(f"{v.name}: {v.query} (budget {v.budget:,})" for v in views) or "(no views)"
     return Reply(text, [v.as_dict() for v in views])
-
-
-def view_render(app: App, args: JSON) -> Reply:
-    return _composed(compose(app, budget=args.get("budget"), view=args["name"],
-                             include_archived=bool(args.get("include_archived"))))
 
 
 def view_delete(app: App, args: JSON) -> Reply:
@@ -353,10 +327,8 @@ def import_(app: App, args: JSON) -> Reply:
 
 def ingest(app: App, args: JSON) -> Reply:
     done = transfer.ingest_file(app, args["file"], tags=args.get("tags"), agent=args.get("agent"))
-    if not done.created:
-        text = f"Unchanged: {done.id}"
-    else:
-        text = f"Ingested: {done.id}" + (f" (supersedes {done.replaced})" if done.replaced else "")
+    replaced = f" (supersedes {done.replaced})" if done.replaced else ""
+    text = f"Ingested: {done.id}{replaced}" if done.created else f"Unchanged: {done.id}"
     return Reply(text, {"id": done.id, "created": done.created, "supersedes": done.replaced})
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextflow.graph.compose import render_node
-from contextflow.graph.explore import Step
-from contextflow.graph.view import Edge, GraphState, Node
+from contextflow.graph.view import Edge, GraphState, Node, Step
 from contextflow.present.provenance import header
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 
@@ -38,14 +37,15 @@ def node_text(state: GraphState, node: Node, *, with_edges: bool = False, brief:
     if node.metadata and not brief:
         lines.append("metadata: " + clip(", ".join(f"{k}={v}" for k, v in sorted(node.metadata.items())), 500))
     if with_edges:
-        lines += [f"  -> {edge_text(edge, state)}" for edge in state.edges_out(node.id)]
-        lines += [f"  <- {edge_text(edge, state, incoming=True)}" for edge in state.edges_in(node.id)]
+        lines += edge_lines(state, state.edges_out(node.id), state.edges_in(node.id))
     return "\n".join(lines)
 
 
-def edge_text(edge: Edge, state: GraphState, *, incoming: bool = False) -> str:
-    other = state.nodes[edge.source if incoming else edge.target]
-    return f"{edge.type} [{other.type}:{other.id}] {clip(other.content, 80)}"
+def edge_lines(state: GraphState, out: list[Edge], inc: list[Edge]) -> list[str]:
+    """A line per edge: `  -> TYPE [type:id] content` for outgoing ones, `  <- ...` for incoming ones."""
+    ends = [("->", edge.type, state.nodes[edge.target]) for edge in out]
+    ends += [("<-", edge.type, state.nodes[edge.source]) for edge in inc]
+    return [f"  {arrow} {kind} [{other.type}:{other.id}] {clip(other.content, 80)}" for arrow, kind, other in ends]
 
 
 def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | None = None) -> str:
@@ -78,7 +78,6 @@ def status_text(info: dict[str, Any]) -> str:
     if info["superseded"]:
         lines.append(f"Superseded: {info['superseded']:,}")
     lines += ["", "Tier breakdown:"]
-    for tier, bucket in info["tiers"].items():
+    for tier, bucket in [*info["tiers"].items(), ("(no tier)", info["untiered"])]:
         lines.append(f"  {tier}: {bucket['nodes']:,} nodes ({bucket['tokens']:,} tokens)")
-    lines.append(f"  (no tier): {info['untiered']['nodes']:,} nodes ({info['untiered']['tokens']:,} tokens)")
     return "\n".join(lines)
