@@ -46,9 +46,9 @@ class SessionSummary:
     last_entry_kind: str = ""
     task_key: OrderKey = _ZERO
     task: str = ""
+    agents: set[str] = field(default_factory=set)
     handoff_key: OrderKey = _ZERO
     latest_handoff_summary: str = ""
-    agents: set[str] = field(default_factory=set)
 
     def add(self, event: Event) -> None:
         self.entry_count += 1
@@ -70,18 +70,9 @@ class SessionSummary:
             self.handoff_key, self.latest_handoff_summary = key, summary.strip()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "project": self.project,
-            "entry_count": self.entry_count,
-            "note_count": self.note_count,
-            "handoff_count": self.handoff_count,
-            "latest_ts": self.latest_ts,
-            "last_entry_kind": self.last_entry_kind,
-            "task": self.task or None,
-            "agents": sorted(self.agents),
-            "latest_handoff_summary": self.latest_handoff_summary or None,
-        }
+        shown = {name: value for name, value in vars(self).items() if not name.endswith("_key")}
+        return {**shown, "task": self.task or None, "agents": sorted(self.agents),
+                "latest_handoff_summary": self.latest_handoff_summary or None}
 
 
 @dataclass
