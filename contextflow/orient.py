@@ -95,35 +95,21 @@ def thought_text(thought: Thought, now: datetime, limit: int | None = None, labe
     return text
 
 
+THREAD_FIELDS = ("id", "name", "description", "status", "parent_thought_id", "writer", "agent")
+THOUGHT_FIELDS = (
+    "id", "thread_id", "previous_thought_id", "content", "thought_type", "status", "metadata", "writer", "agent"
+)
+
+
 def thread_dict(thread: Thread) -> dict[str, Any]:
     assert thread.created is not None
-    return {
-        "id": thread.id,
-        "name": thread.name,
-        "description": thread.description,
-        "status": thread.status,
-        "parent_thought_id": thread.parent_thought_id,
-        "writer": thread.writer,
-        "agent": thread.agent,
-        "created_at": stamp_iso(thread.created[0]),
-        "updated_at": stamp_iso(thread.updated[0]),
-    }
+    shown = {name: getattr(thread, name) for name in THREAD_FIELDS}
+    return {**shown, "created_at": stamp_iso(thread.created[0]), "updated_at": stamp_iso(thread.updated[0])}
 
 
 def thought_dict(thought: Thought) -> dict[str, Any]:
     assert thought.created is not None
-    return {
-        "id": thought.id,
-        "thread_id": thought.thread_id,
-        "previous_thought_id": thought.previous_thought_id,
-        "content": thought.content,
-        "thought_type": thought.thought_type,
-        "status": thought.status,
-        "metadata": thought.metadata,
-        "writer": thought.writer,
-        "agent": thought.agent,
-        "created_at": stamp_iso(thought.created[0]),
-    }
+    return {**{name: getattr(thought, name) for name in THOUGHT_FIELDS}, "created_at": stamp_iso(thought.created[0])}
 
 
 def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
@@ -192,11 +178,8 @@ def whereami(app: App, now: datetime | None = None) -> Reply:
     all_pinned = [r for r in records.pinned_records(app, moment) if r.key not in waiting_keys]
     pinned = all_pinned[:MAX_PINNED_SHOWN]
     shown = {r.key for r in pinned} | {r.key for r in waiting}
-    recent = [
-        r
-        for r in records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
-        if r.key not in shown
-    ][:RECENT_IN_WHEREAMI]
+    listed = records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
+    recent = [r for r in listed if r.key not in shown][:RECENT_IN_WHEREAMI]
     session_id = sessions.active_session(app)
     in_session = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
     handoff = sessions.latest_handoff(app, in_session) if session_id else None
@@ -208,13 +191,12 @@ def whereami(app: App, now: datetime | None = None) -> Reply:
     if len(all_pinned) > len(pinned):
         lines.append(f"({len(all_pinned) - len(pinned)} older pinned records: context_list pinned_only=true)")
     lines += ["", "## Waiting on"]
-    for record in waiting:
-        since = stamp_iso(record.created_key[0])
-        lines.append(f"waiting {_when(record.created_key, moment).removesuffix(' ago')} (since {since})")
-        lines.append(record_text(record, moment))
-    if not waiting:
-        lines.append("(nothing)")
-    elif len(waiting) >= records.WAITING_SHOWN:
+    lines += [
+        f"waiting {_when(r.created_key, moment).removesuffix(' ago')} (since {stamp_iso(r.created_key[0])})\n"
+        + record_text(r, moment)
+        for r in waiting
+    ] or ["(nothing)"]
+    if len(waiting) >= records.WAITING_SHOWN:
         lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
     lines += ["", "## Recent context (7 days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]

@@ -94,9 +94,8 @@ def new_session(app: App, session_id: object = None, cwd: Path | None = None) ->
 def known_session_ids(app: App, project: str) -> list[str]:
     """The ids of the sessions that have entries in `project`, most recent first when known."""
     index = sessions_index.usable(app.store)
-    if index is not None:
-        return [summary.session_id for summary in index.sessions.get(project, [])]
-    return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
+    found = index.sessions.get(project, []) if index is not None else sessions_state(app).recent_sessions(project)
+    return [summary.session_id for summary in found]
 
 
 def require_session(app: App, session_id: str, project: str) -> None:
@@ -250,17 +249,13 @@ def entry_filter(
 def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Event]:
     """The most recent matching entries, oldest first."""
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
-    tail = _sidecar_tail(app, where)
-    if tail is not None:
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        tail = index.tail(where.project, where.session_id)
         found, done = _newest_matching(tail.entries, where, count)
         if done or tail.complete:  # the tail holds every entry that could match
             return found
-    state = sessions_state(app)
-    pool = (
-        state.session_entries(where.project, where.session_id)
-        if where.session_id
-        else state.project_entries(where.project)
-    )
+    pool = sessions_state(app).session_entries(where.project, where.session_id)
     return _newest_matching(pool, where, count)[0]
 
 
@@ -282,16 +277,6 @@ def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple
         if where.matches(event):
             found.append(event)
     return found[::-1], len(found) >= count
-
-
-def _sidecar_tail(app: App, where: EntryFilter) -> sessions_index.Tail | None:
-    """In a process that has not folded the store yet, the sidecar's recent entries, if current."""
-    index = sessions_index.usable(app.store)
-    if index is None:
-        return None
-    if where.session_id:
-        return index.session_tails.get((where.project, where.session_id), sessions_index.Tail([], True))
-    return index.project_tails.get(where.project, sessions_index.Tail([], True))
 
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
@@ -397,7 +382,7 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
         index = sessions_index.usable(app.store)
         if index is not None:
             summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
-            tail = index.session_tails.get((name, chosen), sessions_index.Tail([], True))
+            tail = index.tail(name, chosen)
             handoff = index.latest_handoffs.get((name, chosen))
             return Resume(name, chosen, summary, handoff, tail.entries[-count:])
     state = sessions_state(app)

@@ -88,7 +88,10 @@ class SessionsState:
         merged.sort(key=_by_key)
         return merged
 
-    def session_entries(self, project: str, session_id: str) -> list[Event]:
+    def session_entries(self, project: str, session_id: str | None) -> list[Event]:
+        """A session's entries; all of the project's when `session_id` is None or empty."""
+        if not session_id:
+            return self.by_project.get(project, [])
         if session_id == NO_SESSION:
             return [event for event in self.by_project.get(project, []) if not session_of(event)]
         return self.by_session.get((project, session_id), [])
