@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 from contextflow import checks, sessions_index
 from contextflow.app import App
@@ -31,8 +32,7 @@ PICK_HINT = (
 
 
 def sessions_state(app: App) -> SessionsState:
-    state: SessionsState = app.store.view("sessions")
-    return state
+    return cast(SessionsState, app.store.view("sessions"))
 
 
 # -- names -------------------------------------------------------------------------------
@@ -70,8 +70,7 @@ def set_active_session(app: App, session_id: str) -> Path:
     """Make a session active (it need not have entries yet). An id with a control character
     is refused unless it is a stored session's (older versions accepted such ids); a line
     break never fits the one-line active-session file."""
-    chosen = checks.text(session_id, "session_id", required=True, max_chars=200)
-    assert chosen is not None
+    chosen = checks.text(session_id, "session_id", required=True, max_chars=200) or ""
     if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
     controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
@@ -170,15 +169,8 @@ def _lists(app: App, **values: object) -> dict[str, list[str]]:
 
 
 def append_note(
-    app: App,
-    *,
-    agent: object,
-    text: object = None,
-    content: object = None,
-    project: object = None,
-    session_id: object = None,
-    task: object = None,
-    tags: object = None,
+    app: App, *, agent: object, text: object = None, content: object = None, project: object = None,
+    session_id: object = None, task: object = None, tags: object = None,
 ) -> Event:
     """Append a progress note. `content` is an alias for `text`, used when `text` is empty."""
     limit = app.settings.max_note_chars
@@ -190,16 +182,8 @@ def append_note(
 
 
 def write_handoff(
-    app: App,
-    *,
-    agent: object,
-    summary: object,
-    next_steps: object = None,
-    open_questions: object = None,
-    files: object = None,
-    project: object = None,
-    session_id: object = None,
-    task: object = None,
+    app: App, *, agent: object, summary: object, next_steps: object = None, open_questions: object = None,
+    files: object = None, project: object = None, session_id: object = None, task: object = None,
 ) -> Event:
     data = _base(app, agent, project, session_id, task)
     data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
@@ -229,12 +213,7 @@ class EntryFilter:
 
 
 def entry_filter(
-    app: App,
-    *,
-    project: object = None,
-    agent: object = None,
-    session_id: object = None,
-    kind: object = None,
+    app: App, *, project: object = None, agent: object = None, session_id: object = None, kind: object = None,
     since: object = None,
 ) -> EntryFilter:
     return EntryFilter(
@@ -292,19 +271,9 @@ class SessionQuery:
     limit: int = DEFAULT_LIMIT
     include_unsessioned: bool = False
 
-    @property
-    def indexed(self) -> bool:
-        """True when the sessions index answers it; else the entries are re-summarized."""
-        return not (self.agent or self.since or self.include_unsessioned)
-
 
 def session_query(
-    app: App,
-    *,
-    project: object = None,
-    agent: object = None,
-    since: object = None,
-    limit: object = None,
+    app: App, *, project: object = None, agent: object = None, since: object = None, limit: object = None,
     include_unsessioned: object = None,
 ) -> SessionQuery:
     if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
@@ -319,16 +288,16 @@ def session_query(
 
 
 def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
-    index = sessions_index.usable(app.store) if query.indexed else None
+    if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
+        where = EntryFilter(query.project, query.agent, since=query.since)
+        entries = [event for event in sessions_state(app).project_entries(query.project) if where.matches(event)]
+        return summarize(entries, query.include_unsessioned)
+    index = sessions_index.usable(app.store)
     if index is not None:
         return index.sessions.get(query.project, [])
     state = sessions_state(app)
-    if query.indexed:
-        sessions_index.save_if_stale(app.store, state)
-        return state.recent_sessions(query.project)
-    where = EntryFilter(query.project, query.agent, None, None, query.since)
-    entries = [event for event in state.project_entries(query.project) if where.matches(event)]
-    return summarize(entries, query.include_unsessioned)
+    sessions_index.save_if_stale(app.store, state)
+    return state.recent_sessions(query.project)
 
 
 def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
@@ -372,8 +341,7 @@ class Resume:
 def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
     """A session's latest handoff and recent entries. An id given explicitly must exist (or be
     the active session): a typo is an error listing the closest ids, never a new session."""
-    chosen = resolve_session(app, session_id, required=True)
-    assert chosen is not None
+    chosen = resolve_session(app, session_id, required=True) or ""
     name = checks.text(project, "project") or app.settings.default_project
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
     if checks.text(session_id, "session_id"):
