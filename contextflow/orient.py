@@ -34,9 +34,7 @@ def _when(key: OrderKey, now: datetime) -> str:
 
 
 def _value_text(value: Any, limit: int | None) -> str:
-    if limit is None:
-        return dumps(value)
-    return clip(orjson.dumps(value).decode(), limit)
+    return dumps(value) if limit is None else clip(orjson.dumps(value).decode(), limit)
 
 
 # -- records -------------------------------------------------------------------------------
@@ -236,31 +234,29 @@ def wherewasi(app: App, now: datetime | None = None) -> Reply:
     return Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
 
 
+REMEMBER = """Store this in shared context so any agent on any machine can find it later:
+
+WHAT
+
+Do it with one context_set call:
+- key: `prefix:name`, stable and lower-case so a later update hits the same key. Prefixes: project:<name>, \
+pr:<owner/repo>:<number>, machine:<hostname>, waiting:<id> (blocked on someone), fact:<topic>, \
+clipboard:<name> (expires after 24h).
+- value: a JSON object holding the facts, e.g. {"description": "...", "status": "..."}.
+- category: the key's prefix (project, pr, machine, waiting, fact or clipboard).
+- label: a short human-readable title.
+- pinned: true when it should show in every /whereami (things waited on, key facts).
+- expires_at: only for temporary items, e.g. "24h" or "7d".
+- thread_id: the current timeline thread, if this belongs to it (see timeline_where_am_i).
+If the key may exist already, call context_get first and merge rather than overwrite.
+
+Example: for "waiting on PR #1777 from Yeraze" call context_set with
+{"key": "waiting:pr-1777", "value": {"description": "PR #1777 from Yeraze"}, \
+"category": "waiting", "label": "Waiting on PR #1777", "pinned": true}
+
+Then answer in one line: Saved as <key>. Will show in /whereami (when pinned or waiting)."""
+
+
 def remember_prompt(what: str) -> str:
     """The /remember prompt: have the agent store `what` with context_set."""
-    return "\n".join(
-        [
-            "Store this in shared context so any agent on any machine can find it later:",
-            "",
-            quote(what),
-            "",
-            "Do it with one context_set call:",
-            "- key: `prefix:name`, stable and lower-case so a later update hits the same key. "
-            "Prefixes: project:<name>, pr:<owner/repo>:<number>, machine:<hostname>, "
-            "waiting:<id> (blocked on someone), "
-            "fact:<topic>, clipboard:<name> (expires after 24h).",
-            '- value: a JSON object holding the facts, e.g. {"description": "...", "status": "..."}.',
-            "- category: the key's prefix (project, pr, machine, waiting, fact or clipboard).",
-            "- label: a short human-readable title.",
-            "- pinned: true when it should show in every /whereami (things waited on, key facts).",
-            '- expires_at: only for temporary items, e.g. "24h" or "7d".',
-            "- thread_id: the current timeline thread, if this belongs to it (see timeline_where_am_i).",
-            "If the key may exist already, call context_get first and merge rather than overwrite.",
-            "",
-            'Example: for "waiting on PR #1777 from Yeraze" call context_set with',
-            '{"key": "waiting:pr-1777", "value": {"description": "PR #1777 from Yeraze"}, '
-            '"category": "waiting", "label": "Waiting on PR #1777", "pinned": true}',
-            "",
-            "Then answer in one line: Saved as <key>. Will show in /whereami (when pinned or waiting).",
-        ]
-    )
+    return REMEMBER.replace("WHAT", quote(what), 1)

@@ -38,10 +38,10 @@ def sessions_state(app: App) -> SessionsState:
 # -- names -------------------------------------------------------------------------------
 
 
-def checked_name(value: object, name: str, *, required: bool = False) -> str | None:
+def checked_name(value: object, name: str) -> str | None:
     """A session id or project name: refused when it holds a line break or another control or
     format character (it would display as something else)."""
-    text = checks.text(value, name, required=required, max_chars=200)
+    text = checks.text(value, name, max_chars=200)
     if text is None:
         return None
     bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf")), None)
@@ -203,13 +203,12 @@ class EntryFilter:
     since: str | None = None
 
     def matches(self, event: Event) -> bool:
-        if self.agent and event.data.get("agent") != self.agent:
-            return False
-        if self.session_id and session_of(event) != self.session_id:
-            return False
-        if self.kind and event.kind != self.kind:
-            return False
-        return not (self.since and event.ts < self.since)
+        return (
+            (not self.agent or event.data.get("agent") == self.agent)
+            and (not self.session_id or session_of(event) == self.session_id)
+            and (not self.kind or event.kind == self.kind)
+            and not (self.since and event.ts < self.since)
+        )
 
 
 def entry_filter(
@@ -346,13 +345,11 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
     if checks.text(session_id, "session_id"):
         require_session(app, chosen, name)
-    if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL:
-        index = sessions_index.usable(app.store)
-        if index is not None:
-            summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
-            tail = index.tail(name, chosen)
-            handoff = index.latest_handoffs.get((name, chosen))
-            return Resume(name, chosen, summary, handoff, tail.entries[-count:])
+    index = sessions_index.usable(app.store) if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL else None
+    if index is not None:
+        summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
+        handoff = index.latest_handoffs.get((name, chosen))
+        return Resume(name, chosen, summary, handoff, index.tail(name, chosen).entries[-count:])
     state = sessions_state(app)
     entries = state.session_entries(name, chosen)
     if chosen == NO_SESSION:
