@@ -56,11 +56,8 @@ def _path(store: Store) -> Path:
 
 
 def _summary(record: dict[str, Any]) -> SessionSummary:
-    fields = dict(record)
-    for key in ("latest_key", "task_key", "handoff_key"):
-        fields[key] = tuple(fields[key])
-    fields["agents"] = set(fields["agents"])
-    return SessionSummary(**fields)
+    keys = {name: tuple(record[name]) for name in ("latest_key", "task_key", "handoff_key")}
+    return SessionSummary(**{**record, **keys, "agents": set(record["agents"])})
 
 
 def _lines(events: list[Event]) -> list[str]:
