@@ -1,8 +1,6 @@
 """Orientation: the /whereami and /wherewasi views, the /remember prompt, and the text forms of
-context records and timeline threads shared by the MCP tools and the CLI.
-
-Stored text is untrusted: every value, name and thought is cleaned and quoted under a
-header carrying its provenance (kind, id, writer, agent, time).
+context records and timeline threads shared by the MCP tools and the CLI. Stored text is
+untrusted: every value, name and thought is cleaned and quoted under a provenance header.
 """
 
 from __future__ import annotations

@@ -55,7 +55,6 @@ def records_state(app: App) -> RecordsState:
 
 
 def _ms(moment: datetime | None) -> int:
-    """Milliseconds since the epoch of `moment`, default now."""
     return int((moment or timeutil.now()).timestamp() * 1000)
 
 

@@ -135,10 +135,8 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
 
 
 def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> None:
-    """Rewrite the sidecar when the logs moved on since this process last wrote it.
-
-    At most every few seconds (the hot path stays cheap), or now with `force` (on close).
-    """
+    """Rewrite the sidecar when the logs moved on since this process last wrote it: at most every
+    few seconds (the hot path stays cheap), or now with `force` (on close)."""
     signatures = store.signatures()
     last = _written.get(store)
     if last is not None and (last[0] == signatures or (not force and time.monotonic() - last[1] < MIN_INTERVAL_S)):

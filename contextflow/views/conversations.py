@@ -1,12 +1,9 @@
 """Conversations view: the latest saved version of each conversation record.
 
-Pure fold over `conversation.save` events. Saving a conversation id again replaces the
-record; the version with the highest `Event.key` wins whatever order events arrive in, and
-the lowest key seen is kept as the time it was first saved.
-
-A record's identity is its project and its conversation id (the project is the event's
-`project` field, or `shared` when it has none), so a save in one project never replaces
-another project's record of the same id.
+Pure fold over `conversation.save` events. A record's identity is its project (the event's
+`project` field, else `shared`) and its conversation id; saving it again replaces it. The
+save with the highest `Event.key` wins whatever order events arrive in, and the lowest key
+seen is kept as the time it was first saved.
 """
 
 from __future__ import annotations

@@ -105,7 +105,6 @@ def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
 
 
 def _add(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event) -> None:
-    """Count `event` in the bucket's summary of `session_id`, starting one if needed."""
     summary = bucket.get(session_id)
     if summary is None:
         summary = bucket[session_id] = SessionSummary(session_id, project)

@@ -34,7 +34,6 @@ THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
 
 
 def nonempty(value: Any) -> str | None:
-    """`value` when it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
 
 
