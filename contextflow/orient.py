@@ -1,8 +1,6 @@
 """Orientation: the /whereami and /wherewasi views, the /remember prompt, and the text forms of
-context records and timeline threads shared by the MCP tools and the CLI.
-
-Stored text is untrusted: every value, name and thought is cleaned and quoted under a
-header carrying its provenance (kind, id, writer, agent, time).
+context records and timeline threads shared by the MCP tools and the CLI. Stored text is
+untrusted: every value, name and thought is cleaned and quoted under a provenance header.
 """
 
 from __future__ import annotations
@@ -34,9 +32,7 @@ def _when(key: OrderKey, now: datetime) -> str:
 
 
 def _value_text(value: Any, limit: int | None) -> str:
-    if limit is None:
-        return dumps(value)
-    return clip(orjson.dumps(value).decode(), limit)
+    return dumps(value) if limit is None else clip(orjson.dumps(value).decode(), limit)
 
 
 # -- records -------------------------------------------------------------------------------
@@ -95,35 +91,21 @@ def thought_text(thought: Thought, now: datetime, limit: int | None = None, labe
     return text
 
 
+THREAD_FIELDS = ("id", "name", "description", "status", "parent_thought_id", "writer", "agent")
+THOUGHT_FIELDS = (
+    "id", "thread_id", "previous_thought_id", "content", "thought_type", "status", "metadata", "writer", "agent"
+)
+
+
 def thread_dict(thread: Thread) -> dict[str, Any]:
     assert thread.created is not None
-    return {
-        "id": thread.id,
-        "name": thread.name,
-        "description": thread.description,
-        "status": thread.status,
-        "parent_thought_id": thread.parent_thought_id,
-        "writer": thread.writer,
-        "agent": thread.agent,
-        "created_at": stamp_iso(thread.created[0]),
-        "updated_at": stamp_iso(thread.updated[0]),
-    }
+    shown = {name: getattr(thread, name) for name in THREAD_FIELDS}
+    return {**shown, "created_at": stamp_iso(thread.created[0]), "updated_at": stamp_iso(thread.updated[0])}
 
 
 def thought_dict(thought: Thought) -> dict[str, Any]:
     assert thought.created is not None
-    return {
-        "id": thought.id,
-        "thread_id": thought.thread_id,
-        "previous_thought_id": thought.previous_thought_id,
-        "content": thought.content,
-        "thought_type": thought.thought_type,
-        "status": thought.status,
-        "metadata": thought.metadata,
-        "writer": thought.writer,
-        "agent": thought.agent,
-        "created_at": stamp_iso(thought.created[0]),
-    }
+    return {**{name: getattr(thought, name) for name in THOUGHT_FIELDS}, "created_at": stamp_iso(thought.created[0])}
 
 
 def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
@@ -192,11 +174,8 @@ def whereami(app: App, now: datetime | None = None) -> Reply:
     all_pinned = [r for r in records.pinned_records(app, moment) if r.key not in waiting_keys]
     pinned = all_pinned[:MAX_PINNED_SHOWN]
     shown = {r.key for r in pinned} | {r.key for r in waiting}
-    recent = [
-        r
-        for r in records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
-        if r.key not in shown
-    ][:RECENT_IN_WHEREAMI]
+    listed = records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
+    recent = [r for r in listed if r.key not in shown][:RECENT_IN_WHEREAMI]
     session_id = sessions.active_session(app)
     in_session = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
     handoff = sessions.latest_handoff(app, in_session) if session_id else None
@@ -208,13 +187,12 @@ def whereami(app: App, now: datetime | None = None) -> Reply:
     if len(all_pinned) > len(pinned):
         lines.append(f"({len(all_pinned) - len(pinned)} older pinned records: context_list pinned_only=true)")
     lines += ["", "## Waiting on"]
-    for record in waiting:
-        since = stamp_iso(record.created_key[0])
-        lines.append(f"waiting {_when(record.created_key, moment).removesuffix(' ago')} (since {since})")
-        lines.append(record_text(record, moment))
-    if not waiting:
-        lines.append("(nothing)")
-    elif len(waiting) >= records.WAITING_SHOWN:
+    lines += [
+        f"waiting {_when(r.created_key, moment).removesuffix(' ago')} (since {stamp_iso(r.created_key[0])})\n"
+        + record_text(r, moment)
+        for r in waiting
+    ] or ["(nothing)"]
+    if len(waiting) >= records.WAITING_SHOWN:
         lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
     lines += ["", "## Recent context (7 days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]
@@ -254,31 +232,29 @@ def wherewasi(app: App, now: datetime | None = None) -> Reply:
     return Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
 
 
+REMEMBER = """Store this in shared context so any agent on any machine can find it later:
+
+WHAT
+
+Do it with one context_set call:
+- key: `prefix:name`, stable and lower-case so a later update hits the same key. Prefixes: project:<name>, \
+pr:<owner/repo>:<number>, machine:<hostname>, waiting:<id> (blocked on someone), fact:<topic>, \
+clipboard:<name> (expires after 24h).
+- value: a JSON object holding the facts, e.g. {"description": "...", "status": "..."}.
+- category: the key's prefix (project, pr, machine, waiting, fact or clipboard).
+- label: a short human-readable title.
+- pinned: true when it should show in every /whereami (things waited on, key facts).
+- expires_at: only for temporary items, e.g. "24h" or "7d".
+- thread_id: the current timeline thread, if this belongs to it (see timeline_where_am_i).
+If the key may exist already, call context_get first and merge rather than overwrite.
+
+Example: for "waiting on PR #1777 from Yeraze" call context_set with
+{"key": "waiting:pr-1777", "value": {"description": "PR #1777 from Yeraze"}, \
+"category": "waiting", "label": "Waiting on PR #1777", "pinned": true}
+
+Then answer in one line: Saved as <key>. Will show in /whereami (when pinned or waiting)."""
+
+
 def remember_prompt(what: str) -> str:
     """The /remember prompt: have the agent store `what` with context_set."""
-    return "\n".join(
-        [
-            "Store this in shared context so any agent on any machine can find it later:",
-            "",
-            quote(what),
-            "",
-            "Do it with one context_set call:",
-            "- key: `prefix:name`, stable and lower-case so a later update hits the same key. "
-            "Prefixes: project:<name>, pr:<owner/repo>:<number>, machine:<hostname>, "
-            "waiting:<id> (blocked on someone), "
-            "fact:<topic>, clipboard:<name> (expires after 24h).",
-            '- value: a JSON object holding the facts, e.g. {"description": "...", "status": "..."}.',
-            "- category: the key's prefix (project, pr, machine, waiting, fact or clipboard).",
-            "- label: a short human-readable title.",
-            "- pinned: true when it should show in every /whereami (things waited on, key facts).",
-            '- expires_at: only for temporary items, e.g. "24h" or "7d".',
-            "- thread_id: the current timeline thread, if this belongs to it (see timeline_where_am_i).",
-            "If the key may exist already, call context_get first and merge rather than overwrite.",
-            "",
-            'Example: for "waiting on PR #1777 from Yeraze" call context_set with',
-            '{"key": "waiting:pr-1777", "value": {"description": "PR #1777 from Yeraze"}, '
-            '"category": "waiting", "label": "Waiting on PR #1777", "pinned": true}',
-            "",
-            "Then answer in one line: Saved as <key>. Will show in /whereami (when pinned or waiting).",
-        ]
-    )
+    return REMEMBER.replace("WHAT", quote(what), 1)

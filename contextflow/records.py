@@ -1,18 +1,15 @@
-"""Keyed context records: namespaced keys holding small JSON values.
+"""Keyed context records: namespaced keys holding small JSON values (`context_*` tools, `contextflow context`).
 
-Core functions behind the `context_*` tools and `contextflow context`. A record is written
-as a whole `context.set` event (the source machine is the event's writer); `context.delete`
-is a tombstone. Across writers the latest by `Event.key` wins. Expiry is judged when read,
-against the `now` the caller passes (default: the current time).
+A record is written whole as a `context.set` event (its writer is the source machine);
+`context.delete` is a tombstone; across writers the latest by `Event.key` wins. Expiry is
+judged when read, against the `now` the caller passes (default: the current time). On update,
+arguments left out keep the record's current values (label, category, thread, pinned, expiry).
 
-On update, arguments left out keep the record's current values (label, category, thread,
-pinned, expiry), so an agent can change a value without re-sending everything.
-
-A record is identified by its project and key (see views/records.py). Writes go to the
-project named, else the default project (a scoped HTTP token's own); a read or delete that
-names no project takes the default project's record, else the only project holding the key,
-and asks for `project` when several do. Categories are a closed list (`CATEGORIES`); left
-out, the category is the key's prefix when that is one of them, else `fact`.
+A record is identified by its project and key (see views/records.py). Writes go to the project
+named, else the default project (a scoped HTTP token's own); a read or delete that names no
+project takes the default project's record, else the only project holding the key, and asks
+for `project` when several do. Categories are a closed list (`CATEGORIES`); left out, the
+category is the key's prefix when that is one of them, else `fact`.
 """
 
 from __future__ import annotations
@@ -58,18 +55,17 @@ def records_state(app: App) -> RecordsState:
 
 
 def _ms(moment: datetime | None) -> int:
-    """Milliseconds since the epoch of `moment`, default now."""
     return int((moment or timeutil.now()).timestamp() * 1000)
 
 
-def check_key(value: object, name: str = "key") -> str:
+def check_key(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{name} is required: {KEY_HELP}")
+        raise InputError(f"key is required: {KEY_HELP}")
     key = value.strip()
     if len(key) > MAX_KEY_CHARS:
-        raise InputError(f"{name} is {len(key)} characters; the limit is {MAX_KEY_CHARS}. {KEY_HELP}")
+        raise InputError(f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}. {KEY_HELP}")
     if not _KEY.match(key):
-        raise InputError(f"{name}={key!r} is not a namespaced key: {KEY_HELP}")
+        raise InputError(f"key={key!r} is not a namespaced key: {KEY_HELP}")
     return key
 
 
@@ -82,11 +78,6 @@ def check_category(value: object, also: Collection[str] = ()) -> str | None:
             f"or leave it out to use the key's prefix (else {DEFAULT_CATEGORY})"
         )
     return category
-
-
-def default_category(key: str) -> str:
-    prefix = key.split(":", 1)[0]
-    return prefix if prefix in CATEGORIES else DEFAULT_CATEGORY
 
 
 def check_project(value: object) -> str | None:
@@ -109,14 +100,6 @@ def _identity(app: App, state: RecordsState, key: str, project: object) -> Recor
     return (candidates[0], key) if candidates else (default, key)
 
 
-def check_value(value: object) -> dict[str, Any]:
-    return checks.json_object(
-        value, "value", example='{"status": "waiting", "title": "MeshCore support"}', max_bytes=MAX_VALUE_BYTES,
-        hint='wrap plain text as {"text": "..."}',
-        size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
-    )
-
-
 def set_record(
     app: App,
     *,
@@ -136,12 +119,16 @@ def set_record(
     name = check_key(key)
     chosen = check_category(category)
     owner = check_project(project) or app.settings.default_project
-    data: dict[str, Any] = {"key": name, "project": owner, "value": check_value(value)}
+    checked = checks.json_object(
+        value, "value", example='{"status": "waiting", "title": "MeshCore support"}', max_bytes=MAX_VALUE_BYTES,
+        hint='wrap plain text as {"text": "..."}',
+        size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
+    )
+    data: dict[str, Any] = {"key": name, "project": owner, "value": checked}
     current = records_state(app).live((owner, name))
-    if current is not None and current.expired(_ms(moment)):
-        current = None
-    previous = current.data if current is not None else {}
-    data["category"] = chosen or previous.get("category") or default_category(name)
+    previous = current.data if current is not None and not current.expired(_ms(moment)) else {}
+    prefix = name.split(":", 1)[0]
+    data["category"] = chosen or previous.get("category") or (prefix if prefix in CATEGORIES else DEFAULT_CATEGORY)
     shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS) if label is not None else previous.get("label")
     if shown:
         data["label"] = shown
@@ -165,36 +152,32 @@ def set_record(
     return app.store.append(SET_KIND, {**data, **agent_field(agent)})
 
 
-def _missing(state: RecordsState, identity: RecordId, now_ms: int) -> NotFoundError | None:
+def _existing(state: RecordsState, identity: RecordId, now_ms: int | None) -> Record:
+    """The record under `identity`, else an error saying why not. An expired one counts when `now_ms` is None."""
     key = identity[1]
     record = state.records.get(identity)
     if record is None:
         hint = key.split(":", 1)[0] + ":"
-        return NotFoundError(
+        raise NotFoundError(
             f"no context record under {key!r} in project {identity[0]!r}; "
             f"call context_list with prefix={hint!r} to see keys"
         )
     if record.deleted:
-        return NotFoundError(
+        raise NotFoundError(
             f"context record {key!r} was deleted at {stamp_iso(record.event_key[0])} "
             f"(writer {record.writer}); set it again with context_set to restore it"
         )
-    if record.expired(now_ms):
-        return NotFoundError(
+    if now_ms is not None and record.expired(now_ms):
+        raise NotFoundError(
             f"context record {key!r} expired at {record.data.get('expires_at')}; "
             "set it again with context_set to restore it"
         )
-    return None
+    return record
 
 
 def get_record(app: App, *, key: object, project: object = None, now: datetime | None = None) -> Record:
-    name = check_key(key)
     state = records_state(app)
-    identity = _identity(app, state, name, project)
-    problem = _missing(state, identity, _ms(now))
-    if problem is not None:
-        raise problem
-    return state.records[identity]
+    return _existing(state, _identity(app, state, check_key(key), project), _ms(now))
 
 
 def record_of(app: App, event: Event) -> Record:
@@ -202,17 +185,11 @@ def record_of(app: App, event: Event) -> Record:
     return records_state(app).records[(project_of(event), str(event.data["key"]))]
 
 
-def delete_record(
-    app: App, *, key: object, project: object = None, agent: object = None, now: datetime | None = None
-) -> Event:
+def delete_record(app: App, *, key: object, project: object = None, agent: object = None) -> Event:
     """Write a tombstone for a live (or expired) record."""
-    name = check_key(key)
     state = records_state(app)
-    identity = _identity(app, state, name, project)
-    record = state.records.get(identity)
-    if record is None or record.deleted:
-        raise _missing(state, identity, _ms(now)) or NotFoundError(name)
-    return app.store.append(DELETE_KIND, {"key": name, "project": identity[0], **agent_field(agent)})
+    record = _existing(state, _identity(app, state, check_key(key), project), None)
+    return app.store.append(DELETE_KIND, {"key": record.key, "project": record.project, **agent_field(agent)})
 
 
 def list_records(
@@ -239,72 +216,70 @@ def list_records(
     start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(now)
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
+    return _select(state, now_ms, count, cutoff, wanted_category, thread, bool(pinned_only), start, wanted_project)
+
+
+def _select(
+    state: RecordsState,
+    now_ms: int,
+    count: int,
+    cutoff: int = 0,
+    category: str | None = None,
+    thread: str | None = None,
+    pinned: bool = False,
+    prefix: str | None = None,
+    project: str | None = None,
+) -> list[Record]:
+    """Up to `count` unexpired records passing every filter given, updated since `cutoff`, newest first."""
 
     def keep(record: Record) -> bool:
         return (
             not record.expired(now_ms)
-            and (wanted_category is None or record.category == wanted_category)
+            and (category is None or record.category == category)
             and (thread is None or record.thread_id == thread)
-            and (not pinned_only or record.pinned)
-            and (start is None or record.key.startswith(start))
-            and (wanted_project is None or record.project == wanted_project)
+            and (not pinned or record.pinned)
+            and (prefix is None or record.key.startswith(prefix))
+            and (project is None or record.project == project)
         )
 
     # Sort a small keyed pool when one answers; else walk a recency list and stop early.
     pools: list[Collection[RecordId]] = []
-    if pinned_only:
+    if pinned:
         pools.append(state.pinned)
     if thread is not None:
         pools.append(state.by_thread.get(thread, set()))
-    if start is not None:
-        pools.append(state.keys_with_prefix(start))
+    if prefix is not None:
+        pools.append(state.keys_with_prefix(prefix))
     pool = min(pools, key=len, default=None)
     if pool is not None and len(pool) <= MAX_SORTED_POOL:
         found = [state.records[identity] for identity in pool if state.records[identity].event_key[0] >= cutoff]
         found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
         return [record for record in found if keep(record)][:count]
-    ranked = state.recent if wanted_category is None else state.by_category.get(wanted_category, [])
+    ranked = state.recent if category is None else state.by_category.get(category, [])
     out: list[Record] = []
     for stamp, _writer, _seq, owner, key in reversed(ranked):
-        if stamp < cutoff:
+        if stamp < cutoff or len(out) >= count:
             break
         record = state.records[(owner, key)]
         if keep(record):
             out.append(record)
-            if len(out) >= count:
-                break
     return out
-
-
-def _unexpired(state: RecordsState, identities: Collection[RecordId], now: datetime | None) -> list[Record]:
-    """The records under `identities` that have not expired, newest first."""
-    now_ms = _ms(now)
-    found = (state.records[identity] for identity in identities)
-    return sorted((r for r in found if not r.expired(now_ms)), key=lambda r: (r.event_key, r.key), reverse=True)
 
 
 def linked_records(app: App, thread_id: str, now: datetime | None = None) -> list[Record]:
     """Live records linked to a thread (any age), newest first."""
     state = records_state(app)
-    return _unexpired(state, state.by_thread.get(thread_id, set()), now)
+    return _select(state, _ms(now), len(state.records), thread=thread_id)
 
 
 def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
     state = records_state(app)
-    return _unexpired(state, state.pinned, now)
+    return _select(state, _ms(now), len(state.records), pinned=True)
 
 
 def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_SHOWN) -> list[Record]:
     """The `limit` most recently updated records of category `waiting`, longest waiting first."""
-    now_ms = _ms(now)
-    state = records_state(app)
-    found: list[Record] = []
-    for *_, owner, key in reversed(state.by_category.get("waiting", [])):
-        record = state.records[(owner, key)]
-        if not record.expired(now_ms):
-            found.append(record)
-            if len(found) >= limit:
-                break
+    found = _select(records_state(app), _ms(now), limit, category="waiting")
     return sorted(found, key=lambda r: (r.created_key, r.key))
 
 

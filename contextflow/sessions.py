@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 from contextflow import checks, sessions_index
 from contextflow.app import App
@@ -31,17 +32,16 @@ PICK_HINT = (
 
 
 def sessions_state(app: App) -> SessionsState:
-    state: SessionsState = app.store.view("sessions")
-    return state
+    return cast(SessionsState, app.store.view("sessions"))
 
 
 # -- names -------------------------------------------------------------------------------
 
 
-def checked_name(value: object, name: str, *, required: bool = False) -> str | None:
+def checked_name(value: object, name: str) -> str | None:
     """A session id or project name: refused when it holds a line break or another control or
     format character (it would display as something else)."""
-    text = checks.text(value, name, required=required, max_chars=200)
+    text = checks.text(value, name, max_chars=200)
     if text is None:
         return None
     bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf")), None)
@@ -70,8 +70,7 @@ def set_active_session(app: App, session_id: str) -> Path:
     """Make a session active (it need not have entries yet). An id with a control character
     is refused unless it is a stored session's (older versions accepted such ids); a line
     break never fits the one-line active-session file."""
-    chosen = checks.text(session_id, "session_id", required=True, max_chars=200)
-    assert chosen is not None
+    chosen = checks.text(session_id, "session_id", required=True, max_chars=200) or ""
     if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
     controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
@@ -94,9 +93,8 @@ def new_session(app: App, session_id: object = None, cwd: Path | None = None) ->
 def known_session_ids(app: App, project: str) -> list[str]:
     """The ids of the sessions that have entries in `project`, most recent first when known."""
     index = sessions_index.usable(app.store)
-    if index is not None:
-        return [summary.session_id for summary in index.sessions.get(project, [])]
-    return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
+    found = index.sessions.get(project, []) if index is not None else sessions_state(app).recent_sessions(project)
+    return [summary.session_id for summary in found]
 
 
 def require_session(app: App, session_id: str, project: str) -> None:
@@ -171,15 +169,8 @@ def _lists(app: App, **values: object) -> dict[str, list[str]]:
 
 
 def append_note(
-    app: App,
-    *,
-    agent: object,
-    text: object = None,
-    content: object = None,
-    project: object = None,
-    session_id: object = None,
-    task: object = None,
-    tags: object = None,
+    app: App, *, agent: object, text: object = None, content: object = None, project: object = None,
+    session_id: object = None, task: object = None, tags: object = None,
 ) -> Event:
     """Append a progress note. `content` is an alias for `text`, used when `text` is empty."""
     limit = app.settings.max_note_chars
@@ -191,16 +182,8 @@ def append_note(
 
 
 def write_handoff(
-    app: App,
-    *,
-    agent: object,
-    summary: object,
-    next_steps: object = None,
-    open_questions: object = None,
-    files: object = None,
-    project: object = None,
-    session_id: object = None,
-    task: object = None,
+    app: App, *, agent: object, summary: object, next_steps: object = None, open_questions: object = None,
+    files: object = None, project: object = None, session_id: object = None, task: object = None,
 ) -> Event:
     data = _base(app, agent, project, session_id, task)
     data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
@@ -220,22 +203,16 @@ class EntryFilter:
     since: str | None = None
 
     def matches(self, event: Event) -> bool:
-        if self.agent and event.data.get("agent") != self.agent:
-            return False
-        if self.session_id and session_of(event) != self.session_id:
-            return False
-        if self.kind and event.kind != self.kind:
-            return False
-        return not (self.since and event.ts < self.since)
+        return (
+            (not self.agent or event.data.get("agent") == self.agent)
+            and (not self.session_id or session_of(event) == self.session_id)
+            and (not self.kind or event.kind == self.kind)
+            and not (self.since and event.ts < self.since)
+        )
 
 
 def entry_filter(
-    app: App,
-    *,
-    project: object = None,
-    agent: object = None,
-    session_id: object = None,
-    kind: object = None,
+    app: App, *, project: object = None, agent: object = None, session_id: object = None, kind: object = None,
     since: object = None,
 ) -> EntryFilter:
     return EntryFilter(
@@ -250,17 +227,13 @@ def entry_filter(
 def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Event]:
     """The most recent matching entries, oldest first."""
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
-    tail = _sidecar_tail(app, where)
-    if tail is not None:
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        tail = index.tail(where.project, where.session_id)
         found, done = _newest_matching(tail.entries, where, count)
         if done or tail.complete:  # the tail holds every entry that could match
             return found
-    state = sessions_state(app)
-    pool = (
-        state.session_entries(where.project, where.session_id)
-        if where.session_id
-        else state.project_entries(where.project)
-    )
+    pool = sessions_state(app).session_entries(where.project, where.session_id)
     return _newest_matching(pool, where, count)[0]
 
 
@@ -284,16 +257,6 @@ def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple
     return found[::-1], len(found) >= count
 
 
-def _sidecar_tail(app: App, where: EntryFilter) -> sessions_index.Tail | None:
-    """In a process that has not folded the store yet, the sidecar's recent entries, if current."""
-    index = sessions_index.usable(app.store)
-    if index is None:
-        return None
-    if where.session_id:
-        return index.session_tails.get((where.project, where.session_id), sessions_index.Tail([], True))
-    return index.project_tails.get(where.project, sessions_index.Tail([], True))
-
-
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
     found = read_entries(app, replace(where, kind="handoff"), 1)
     return found[0] if found else None
@@ -307,19 +270,9 @@ class SessionQuery:
     limit: int = DEFAULT_LIMIT
     include_unsessioned: bool = False
 
-    @property
-    def indexed(self) -> bool:
-        """True when the sessions index answers it; else the entries are re-summarized."""
-        return not (self.agent or self.since or self.include_unsessioned)
-
 
 def session_query(
-    app: App,
-    *,
-    project: object = None,
-    agent: object = None,
-    since: object = None,
-    limit: object = None,
+    app: App, *, project: object = None, agent: object = None, since: object = None, limit: object = None,
     include_unsessioned: object = None,
 ) -> SessionQuery:
     if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
@@ -334,16 +287,16 @@ def session_query(
 
 
 def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
-    index = sessions_index.usable(app.store) if query.indexed else None
+    if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
+        where = EntryFilter(query.project, query.agent, since=query.since)
+        entries = [event for event in sessions_state(app).project_entries(query.project) if where.matches(event)]
+        return summarize(entries, query.include_unsessioned)
+    index = sessions_index.usable(app.store)
     if index is not None:
         return index.sessions.get(query.project, [])
     state = sessions_state(app)
-    if query.indexed:
-        sessions_index.save_if_stale(app.store, state)
-        return state.recent_sessions(query.project)
-    where = EntryFilter(query.project, query.agent, None, None, query.since)
-    entries = [event for event in state.project_entries(query.project) if where.matches(event)]
-    return summarize(entries, query.include_unsessioned)
+    sessions_index.save_if_stale(app.store, state)
+    return state.recent_sessions(query.project)
 
 
 def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
@@ -387,19 +340,16 @@ class Resume:
 def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
     """A session's latest handoff and recent entries. An id given explicitly must exist (or be
     the active session): a typo is an error listing the closest ids, never a new session."""
-    chosen = resolve_session(app, session_id, required=True)
-    assert chosen is not None
+    chosen = resolve_session(app, session_id, required=True) or ""
     name = checks.text(project, "project") or app.settings.default_project
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
     if checks.text(session_id, "session_id"):
         require_session(app, chosen, name)
-    if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL:
-        index = sessions_index.usable(app.store)
-        if index is not None:
-            summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
-            tail = index.session_tails.get((name, chosen), sessions_index.Tail([], True))
-            handoff = index.latest_handoffs.get((name, chosen))
-            return Resume(name, chosen, summary, handoff, tail.entries[-count:])
+    index = sessions_index.usable(app.store) if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL else None
+    if index is not None:
+        summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
+        handoff = index.latest_handoffs.get((name, chosen))
+        return Resume(name, chosen, summary, handoff, index.tail(name, chosen).entries[-count:])
     state = sessions_state(app)
     entries = state.session_entries(name, chosen)
     if chosen == NO_SESSION:

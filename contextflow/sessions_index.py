@@ -23,7 +23,7 @@ from contextflow.fsutil import atomic_write
 from contextflow.store import Store, code_fingerprint
 from contextflow.views.sessions import SessionsState, SessionSummary
 
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 FILE_NAME = "sessions-index.json"
 PROJECT_TAIL = 200  # recent entries kept per project (the largest `limit` a read accepts)
 SESSION_TAIL = 20  # recent entries kept per session (the default `limit`)
@@ -43,10 +43,12 @@ class Tail:
 @dataclass(frozen=True)
 class SessionsIndex:
     sessions: dict[str, list[SessionSummary]]  # per project, most recent first
-    project_tails: dict[str, Tail]
-    session_tails: dict[tuple[str, str], Tail]
+    tails: dict[tuple[str, str], Tail]  # per (project, session id); session "" is the whole project
     latest_handoffs: dict[tuple[str, str], Event]
     bad_lines: int
+
+    def tail(self, project: str, session_id: str | None = None) -> Tail:
+        return self.tails.get((project, session_id or ""), Tail([], True))
 
 
 def _path(store: Store) -> Path:
@@ -54,19 +56,16 @@ def _path(store: Store) -> Path:
 
 
 def _summary(record: dict[str, Any]) -> SessionSummary:
-    fields = dict(record)
-    for key in ("latest_key", "task_key", "handoff_key"):
-        fields[key] = tuple(fields[key])
-    fields["agents"] = set(fields["agents"])
-    return SessionSummary(**fields)
+    keys = {name: tuple(record[name]) for name in ("latest_key", "task_key", "handoff_key")}
+    return SessionSummary(**{**record, **keys, "agents": set(record["agents"])})
 
 
 def _lines(events: list[Event]) -> list[str]:
     return [encode(event)[:-1].decode() for event in events]
 
 
-def _tail(record: dict[str, Any]) -> Tail:
-    return Tail([decode(line.encode()) for line in record["lines"]], record["complete"])
+def _decode(line: str) -> Event:
+    return decode(line.encode())
 
 
 def usable(store: Store) -> SessionsIndex | None:
@@ -92,11 +91,8 @@ def load(store: Store) -> SessionsIndex | None:
             return None
         index = SessionsIndex(
             sessions={p: [_summary(r) for r in records] for p, records in saved["projects"].items()},
-            project_tails={p: _tail(r) for p, r in saved["project_tails"].items()},
-            session_tails={(p, s): _tail(r) for p, by in saved["session_tails"].items() for s, r in by.items()},
-            latest_handoffs={
-                (p, s): decode(line.encode()) for p, by in saved["latest_handoffs"].items() for s, line in by.items()
-            },
+            tails={(p, s): Tail([_decode(line) for line in lines], done) for p, s, lines, done in saved["tails"]},
+            latest_handoffs={(p, s): _decode(line) for p, s, line in saved["latest_handoffs"]},
             bad_lines=saved["bad_lines"],
         )
     except (OSError, ValueError, KeyError, TypeError):
@@ -115,15 +111,16 @@ def save(store: Store, state: SessionsState) -> None:
 
 
 def _record(store: Store, state: SessionsState) -> dict[str, Any]:
-    session_tails: dict[str, dict[str, Any]] = {}
-    handoffs: dict[str, dict[str, str]] = {}
+    tails: list[list[Any]] = [
+        [project, "", _lines(entries[-PROJECT_TAIL:]), len(entries) <= PROJECT_TAIL]
+        for project, entries in state.by_project.items()
+    ]
+    handoffs: list[list[str]] = []
     for (project, session_id), entries in state.by_session.items():
-        tail = entries[-SESSION_TAIL:]
-        complete = len(tail) == len(entries)
-        session_tails.setdefault(project, {})[session_id] = {"lines": _lines(tail), "complete": complete}
+        tails.append([project, session_id, _lines(entries[-SESSION_TAIL:]), len(entries) <= SESSION_TAIL])
         handoff = next((e for e in reversed(entries) if e.kind == "handoff"), None)
         if handoff is not None:
-            handoffs.setdefault(project, {})[session_id] = _lines([handoff])[0]
+            handoffs.append([project, session_id, _lines([handoff])[0]])
     return {
         "format": INDEX_FORMAT,
         "code": code_fingerprint(),
@@ -131,21 +128,15 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
         "projects": {
             p: [{**vars(s), "agents": sorted(s.agents)} for s in state.recent_sessions(p)] for p in state.summaries
         },
-        "project_tails": {
-            p: {"lines": _lines(entries[-PROJECT_TAIL:]), "complete": len(entries) <= PROJECT_TAIL}
-            for p, entries in state.by_project.items()
-        },
-        "session_tails": session_tails,
+        "tails": tails,
         "latest_handoffs": handoffs,
         "bad_lines": store.bad_line_count,
     }
 
 
 def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> None:
-    """Rewrite the sidecar when the logs moved on since this process last wrote it.
-
-    At most every few seconds (the hot path stays cheap), or now with `force` (on close).
-    """
+    """Rewrite the sidecar when the logs moved on since this process last wrote it: at most every
+    few seconds (the hot path stays cheap), or now with `force` (on close)."""
     signatures = store.signatures()
     last = _written.get(store)
     if last is not None and (last[0] == signatures or (not force and time.monotonic() - last[1] < MIN_INTERVAL_S)):

@@ -1,16 +1,16 @@
 """Timeline: threads of thoughts, tangents and "you are here" positions.
 
 Core functions behind the `timeline_*` tools and `contextflow timeline`. Every id argument
-accepts a unique prefix, as git does. Events written here (fields documented in
-docs/context-and-timeline.md): `timeline.thread`, `timeline.thread_update`,
-`timeline.thought`, `timeline.thought_update`, `timeline.position`.
+accepts a unique prefix, as git does. The events written here (the `timeline.*` kinds of
+views/timeline.py) are documented in docs/context-and-timeline.md.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from contextflow import checks
 from contextflow.app import App
@@ -22,6 +22,7 @@ from contextflow.views.timeline import (
     THOUGHT,
     THOUGHT_STATUSES,
     THOUGHT_TYPES,
+    THOUGHT_UPDATE,
     THREAD,
     THREAD_STATUSES,
     THREAD_UPDATE,
@@ -39,28 +40,21 @@ DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
-    state: TimelineState = app.store.view("timeline")
-    return state
+    return cast(TimelineState, app.store.view("timeline"))
 
 
 def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
-    given = checks.text(value, name, required=True)
-    assert given is not None
     state = timeline_state(app)
+    given = checks.text(value, name, required=True) or ""
     hint = "call timeline_list_threads to see thread ids"
-    thread = state.thread(resolve_prefix(given, state.thread_ids, "thread id", hint))
-    assert thread is not None
-    return thread
+    return state.threads[resolve_prefix(given, state.thread_ids, "thread id", hint)]
 
 
 def resolve_thought(app: App, value: object, name: str = "thought_id") -> Thought:
-    given = checks.text(value, name, required=True)
-    assert given is not None
     state = timeline_state(app)
+    given = checks.text(value, name, required=True) or ""
     hint = "call timeline_get_thread to see a thread's thought ids"
-    thought = state.thought(resolve_prefix(given, state.thought_ids, "thought id", hint))
-    assert thought is not None
-    return thought
+    return state.thoughts[resolve_prefix(given, state.thought_ids, "thought id", hint)]
 
 
 def agent_field(value: object) -> dict[str, str]:
@@ -81,14 +75,7 @@ def _metadata(value: object) -> dict[str, Any] | None:
 # -- threads -------------------------------------------------------------------------------
 
 
-def create_thread(
-    app: App,
-    *,
-    name: object,
-    description: object = None,
-    parent_thought_id: object = None,
-    agent: object = None,
-) -> Event:
+def _new_thread(name: object, description: object, agent: object) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS),
         "status": "active",
@@ -97,18 +84,20 @@ def create_thread(
     described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
     if described:
         data["description"] = described
+    return data
+
+
+def create_thread(
+    app: App, *, name: object, description: object = None, parent_thought_id: object = None, agent: object = None
+) -> Event:
+    data = _new_thread(name, description, agent)
     if parent_thought_id is not None:
         data["parent_thought_id"] = resolve_thought(app, parent_thought_id, "parent_thought_id").id
     return app.store.append(THREAD, data)
 
 
 def update_thread(
-    app: App,
-    *,
-    thread_id: object,
-    name: object = None,
-    description: object = None,
-    status: object = None,
+    app: App, *, thread_id: object, name: object = None, description: object = None, status: object = None,
     agent: object = None,
 ) -> Event:
     thread = resolve_thread(app, thread_id)
@@ -124,9 +113,13 @@ def update_thread(
     return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
 
 
-def activity(state: TimelineState, thread: Thread) -> OrderKey:
-    """When anything last happened on a thread: an update, a thought or a position move."""
-    return state.activity.get(thread.id) or thread.updated
+def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list[Thread]:
+    """Up to `count` of these threads, most recently active first (an update, a thought or a position move)."""
+
+    def last_active(thread: Thread) -> tuple[OrderKey, str]:
+        return (state.activity.get(thread.id) or thread.updated, thread.id)
+
+    return heapq.nlargest(count, (state.threads[i] for i in ids), key=last_active)
 
 
 def list_threads(app: App, *, status: object = None, limit: object = None) -> list[Thread]:
@@ -134,10 +127,7 @@ def list_threads(app: App, *, status: object = None, limit: object = None) -> li
     wanted = checks.choice(status, "status", THREAD_STATUSES)
     count = checks.bounded_int(limit, "limit", 50, 1, 500)
     state = timeline_state(app)
-    ids = state.by_status[wanted] if wanted else {i for members in state.by_status.values() for i in members}
-    threads = [thread for i in ids if (thread := state.thread(i)) is not None]
-    threads.sort(key=lambda t: (activity(state, t), t.id), reverse=True)
-    return threads[:count]
+    return _most_active(state, state.by_status[wanted] if wanted else state.thread_ids, count)
 
 
 @dataclass(frozen=True)
@@ -184,12 +174,7 @@ def _thought_data(
 
 
 def add_thought(
-    app: App,
-    *,
-    thread_id: object,
-    content: object,
-    thought_type: object = None,
-    metadata: object = None,
+    app: App, *, thread_id: object, content: object, thought_type: object = None, metadata: object = None,
     agent: object = None,
 ) -> Event:
     """A new thought after the thread's current position; the position moves to it."""
@@ -198,14 +183,8 @@ def add_thought(
 
 
 def update_thought(
-    app: App,
-    *,
-    thought_id: object,
-    status: object = None,
-    content: object = None,
-    thought_type: object = None,
-    metadata: object = None,
-    agent: object = None,
+    app: App, *, thought_id: object, status: object = None, content: object = None, thought_type: object = None,
+    metadata: object = None, agent: object = None,
 ) -> Event:
     thought = resolve_thought(app, thought_id)
     changes: dict[str, Any] = {}
@@ -221,7 +200,7 @@ def update_thought(
         raise InputError(
             "nothing to change: pass status (active|resolved|abandoned), content, thought_type or metadata"
         )
-    return app.store.append("timeline.thought_update", {"thought_id": thought.id, **changes, **agent_field(agent)})
+    return app.store.append(THOUGHT_UPDATE, {"thought_id": thought.id, **changes, **agent_field(agent)})
 
 
 # -- where am I ----------------------------------------------------------------------------
@@ -244,7 +223,7 @@ class Whereabouts:
     trail: list[Crumb]  # parent thread first, up to the root
 
 
-def trail(state: TimelineState, thread: Thread) -> list[Crumb]:
+def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
     crumbs: list[Crumb] = []
     seen = {thread.id}
     current = thread
@@ -256,17 +235,8 @@ def trail(state: TimelineState, thread: Thread) -> list[Crumb]:
         crumbs.append(Crumb(parent, thought))
         seen.add(parent.id)
         current = parent
-    return crumbs
-
-
-def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
-    return Whereabouts(
-        thread,
-        state.position(thread.id),
-        state.last_thought(thread.id),
-        len(state.thread_thoughts.get(thread.id, [])),
-        trail(state, thread),
-    )
+    count = len(state.thread_thoughts.get(thread.id, []))
+    return Whereabouts(thread, state.position(thread.id), state.last_thought(thread.id), count, crumbs)
 
 
 def thread_count(app: App, status: str) -> int:
@@ -275,11 +245,9 @@ def thread_count(app: App, status: str) -> int:
 
 def where_am_i(app: App, *, status: str = "active", limit: object = None) -> list[Whereabouts]:
     """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
-    limit = checks.bounded_int(limit, "limit", DEFAULT_WHERE, 1, 500)
+    count = checks.bounded_int(limit, "limit", DEFAULT_WHERE, 1, 500)
     state = timeline_state(app)
-    threads = [thread for i in state.by_status[status] if (thread := state.thread(i)) is not None]
-    latest = heapq.nlargest(limit, threads, key=lambda t: (activity(state, t), t.id))
-    return [whereabouts(state, thread) for thread in latest]
+    return [whereabouts(state, thread) for thread in _most_active(state, state.by_status[status], count)]
 
 
 # -- tangents ------------------------------------------------------------------------------
@@ -292,26 +260,15 @@ class Tangent:
 
 
 def go_tangent(
-    app: App,
-    *,
-    thread_id: object,
-    name: object,
-    description: object = None,
-    content: object = None,
-    metadata: object = None,
-    agent: object = None,
+    app: App, *, thread_id: object, name: object, description: object = None, content: object = None,
+    metadata: object = None, agent: object = None,
 ) -> Tangent:
     """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
     parent = resolve_thread(app, thread_id)
-    title = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
-    described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
-    note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {title}"
-    data = _thought_data(app, parent, note, "tangent_start", metadata, agent)
-    marker = app.store.append(THOUGHT, data)
-    child: dict[str, Any] = {"name": title, "status": "active", "parent_thought_id": marker.id, **agent_field(agent)}
-    if described:
-        child["description"] = described
-    return Tangent(marker, app.store.append(THREAD, child))
+    child = _new_thread(name, description, agent)
+    note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {child['name']}"
+    marker = app.store.append(THOUGHT, _thought_data(app, parent, note, "tangent_start", metadata, agent))
+    return Tangent(marker, app.store.append(THREAD, {**child, "parent_thought_id": marker.id}))
 
 
 @dataclass(frozen=True)
@@ -326,8 +283,7 @@ class Return:
 def return_from(app: App, *, thread_id: object, status: object = None, agent: object = None) -> Return:
     """Close (completed) or pause a tangent and put the parent thread back at the tangent_start thought."""
     tangent = resolve_thread(app, thread_id)
-    closing = checks.choice(status, "status", ("completed", "paused", "abandoned"), "completed")
-    assert closing is not None
+    closing = checks.choice(status, "status", ("completed", "paused", "abandoned"), "completed") or ""
     if not tangent.parent_thought_id:
         raise InputError(
             f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "
@@ -342,10 +298,11 @@ def return_from(app: App, *, thread_id: object, status: object = None, agent: ob
             f"the thought {tangent.parent_thought_id} this tangent started from is not in this store yet "
             "(another machine wrote it); wait for the store folder to sync, then return again"
         )
+    who = agent_field(agent)
     items: list[tuple[str, dict[str, Any]]] = [
-        (THREAD_UPDATE, {"thread_id": tangent.id, "status": closing, **agent_field(agent)}),
-        (POSITION, {"thread_id": parent.id, "thought_id": marker.id, **agent_field(agent)}),
+        (THREAD_UPDATE, {"thread_id": tangent.id, "status": closing, **who}),
+        (POSITION, {"thread_id": parent.id, "thought_id": marker.id, **who}),
     ]
     if parent.status == "paused":
-        items.append((THREAD_UPDATE, {"thread_id": parent.id, "status": "active", **agent_field(agent)}))
+        items.append((THREAD_UPDATE, {"thread_id": parent.id, "status": "active", **who}))
     return Return(tangent, closing, parent, marker, app.store.append_many(items))

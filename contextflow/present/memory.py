@@ -37,7 +37,7 @@ def context_list(app: App, args: JSON) -> Reply:
 
 
 def context_delete(app: App, args: JSON) -> Reply:
-    event = records.delete_record(app, **args, now=now())
+    event = records.delete_record(app, **args)
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 

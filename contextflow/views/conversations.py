@@ -1,12 +1,9 @@
 """Conversations view: the latest saved version of each conversation record.
 
-Pure fold over `conversation.save` events. Saving a conversation id again replaces the
-record; the version with the highest `Event.key` wins whatever order events arrive in, and
-the lowest key seen is kept as the time it was first saved.
-
-A record's identity is its project and its conversation id (the project is the event's
-`project` field, or `shared` when it has none), so a save in one project never replaces
-another project's record of the same id.
+Pure fold over `conversation.save` events. A record's identity is its project (the event's
+`project` field, else `shared`) and its conversation id; saving it again replaces it. The
+save with the highest `Event.key` wins whatever order events arrive in, and the lowest key
+seen is kept as the time it was first saved.
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextflow.events import Event, OrderKey
+from contextflow.fold import overwritten
 from contextflow.views.sessions import project_of
 
 SAVE_KIND = "conversation.save"
@@ -58,18 +56,9 @@ class ConversationsView:
         """Compaction (fold.Compactable): a save followed in the same log by a later save of the
         same conversation keeps only its conversation_id and project (it still counts as a version
         and may be the first save); the latest save stays whole."""
-        latest: dict[ConversationKey, OrderKey] = {}
-        for event in events:
-            if (identity := _identity(event)) is not None:
-                latest[identity] = max(latest.get(identity, event.key), event.key)
-        found: dict[str, tuple[str, ...]] = {}
-        for event in events:
-            identity = _identity(event)
-            if identity is None:
-                found[event.id] = ()
-            elif event.key < latest[identity]:
-                found[event.id] = ("conversation_id", "project")
-        return found
+        older = overwritten(events, lambda event: [identity] if (identity := _identity(event)) else [])
+        found = {event.id: () for event in events if _identity(event) is None}
+        return found | dict.fromkeys(older, ("conversation_id", "project"))
 
     def apply(self, state: ConversationsState, event: Event) -> None:
         identity = _identity(event)

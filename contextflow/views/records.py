@@ -1,9 +1,7 @@
 """Keyed context records view: the latest `context.set` / `context.delete` per (project, key).
 
-A record's identity is its project and its key: two projects may each hold `pr:foo`, and a
-write to one never touches the other (the project is the event's `project` field, or `shared`
-when it has none, as for every other event; events written before records carried a project
-are therefore project `shared`).
+A record's identity is its project (the event's `project` field, else `shared`, as for events
+written before records carried one) and its key: two projects may each hold `pr:foo`.
 
 Pure fold. Per identity the event with the highest `Event.key` wins, whichever writer made
 it and whatever order events arrive in; a delete is a tombstone that wins the same way (a set

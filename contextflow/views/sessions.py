@@ -46,9 +46,9 @@ class SessionSummary:
     last_entry_kind: str = ""
     task_key: OrderKey = _ZERO
     task: str = ""
+    agents: set[str] = field(default_factory=set)
     handoff_key: OrderKey = _ZERO
     latest_handoff_summary: str = ""
-    agents: set[str] = field(default_factory=set)
 
     def add(self, event: Event) -> None:
         self.entry_count += 1
@@ -70,18 +70,9 @@ class SessionSummary:
             self.handoff_key, self.latest_handoff_summary = key, summary.strip()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "project": self.project,
-            "entry_count": self.entry_count,
-            "note_count": self.note_count,
-            "handoff_count": self.handoff_count,
-            "latest_ts": self.latest_ts,
-            "last_entry_kind": self.last_entry_kind,
-            "task": self.task or None,
-            "agents": sorted(self.agents),
-            "latest_handoff_summary": self.latest_handoff_summary or None,
-        }
+        shown = {name: value for name, value in vars(self).items() if not name.endswith("_key")}
+        return {**shown, "task": self.task or None, "agents": sorted(self.agents),
+                "latest_handoff_summary": self.latest_handoff_summary or None}
 
 
 @dataclass
@@ -97,7 +88,10 @@ class SessionsState:
         merged.sort(key=_by_key)
         return merged
 
-    def session_entries(self, project: str, session_id: str) -> list[Event]:
+    def session_entries(self, project: str, session_id: str | None) -> list[Event]:
+        """A session's entries; all of the project's when `session_id` is None or empty."""
+        if not session_id:
+            return self.by_project.get(project, [])
         if session_id == NO_SESSION:
             return [event for event in self.by_project.get(project, []) if not session_of(event)]
         return self.by_session.get((project, session_id), [])
@@ -111,7 +105,6 @@ def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
 
 
 def _add(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event) -> None:
-    """Count `event` in the bucket's summary of `session_id`, starting one if needed."""
     summary = bucket.get(session_id)
     if summary is None:
         summary = bucket[session_id] = SessionSummary(session_id, project)

@@ -34,7 +34,6 @@ THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
 
 
 def nonempty(value: Any) -> str | None:
-    """`value` when it is a non-empty string, else None."""
     return value if isinstance(value, str) and value else None
 
 
@@ -79,14 +78,28 @@ class Fields:
         return max((key for key, _ in self.values.values()), default=None)
 
 
+def _one_of(value: Any, options: tuple[str, ...], default: str) -> str:
+    return value if value in options else default
+
+
 @dataclass(slots=True)
-class Thread:
+class _Item:
+    """What threads and thoughts share: who created them, when, and their changeable fields."""
+
     id: str
     created: OrderKey | None = None  # None until the creating event is folded
     writer: str = ""
     agent: str | None = None
-    parent_thought_id: str | None = None
     fields: Fields = field(default_factory=Fields)
+
+    def begin(self, event: Event, names: tuple[str, ...]) -> None:
+        self.created, self.writer, self.agent = event.key, event.writer, nonempty(event.data.get("agent"))
+        self.fields.put(event.key, event.data, names)
+
+
+@dataclass(slots=True)
+class Thread(_Item):
+    parent_thought_id: str | None = None
 
     @property
     def name(self) -> str:
@@ -98,8 +111,7 @@ class Thread:
 
     @property
     def status(self) -> str:
-        value = self.fields.get("status")
-        return value if value in THREAD_STATUSES else "active"
+        return _one_of(self.fields.get("status"), THREAD_STATUSES, "active")
 
     @property
     def updated(self) -> OrderKey:
@@ -109,14 +121,9 @@ class Thread:
 
 
 @dataclass(slots=True)
-class Thought:
-    id: str
-    created: OrderKey | None = None
-    writer: str = ""
-    agent: str | None = None
+class Thought(_Item):
     thread_id: str = ""
     previous_thought_id: str | None = None
-    fields: Fields = field(default_factory=Fields)
 
     @property
     def content(self) -> str:
@@ -124,13 +131,11 @@ class Thought:
 
     @property
     def thought_type(self) -> str:
-        value = self.fields.get("thought_type")
-        return value if value in THOUGHT_TYPES else "progress"
+        return _one_of(self.fields.get("thought_type"), THOUGHT_TYPES, "progress")
 
     @property
     def status(self) -> str:
-        value = self.fields.get("status")
-        return value if value in THOUGHT_STATUSES else "active"
+        return _one_of(self.fields.get("status"), THOUGHT_STATUSES, "active")
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -236,10 +241,8 @@ class TimelineView:
         thread = state.threads.setdefault(event.id, Thread(event.id))
         if thread.created is not None:
             return
-        thread.created, thread.writer = event.key, event.writer
-        thread.agent = nonempty(event.data.get("agent"))
+        thread.begin(event, THREAD_FIELDS)
         thread.parent_thought_id = nonempty(event.data.get("parent_thought_id"))
-        thread.fields.put(event.key, event.data, THREAD_FIELDS)
         state._touch(event.id, event.key)
         bisect.insort(state.thread_ids, event.id)
         if thread.parent_thought_id:
@@ -251,10 +254,9 @@ class TimelineView:
         thought = state.thoughts.setdefault(event.id, Thought(event.id))
         if thread_id is None or thought.created is not None:
             return
-        thought.created, thought.writer, thought.thread_id = event.key, event.writer, thread_id
-        thought.agent = nonempty(event.data.get("agent"))
+        thought.begin(event, THOUGHT_FIELDS)
+        thought.thread_id = thread_id
         thought.previous_thought_id = nonempty(event.data.get("previous_thought_id"))
-        thought.fields.put(event.key, event.data, THOUGHT_FIELDS)
         bisect.insort(state.thought_ids, event.id)
         bisect.insort(state.thread_thoughts.setdefault(thread_id, []), (event.key, event.id))
         state._move(thread_id, event.key, event.id)
