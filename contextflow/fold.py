@@ -8,6 +8,7 @@ every order). Compaction asks each view which events it no longer needs (`Compac
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,30 +53,56 @@ def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Ha
             if (slots := writes(event)) and all(latest[slot] > event.key for slot in slots)}
 
 
+class LazyView:
+    """A view known by name whose class (`"module:Class"`) is imported when it first folds or loads,
+    so a process that reads two views from the snapshot imports only those two."""
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name, self.path = name, path
+        self._view: View | None = None
+
+    def resolve(self) -> View:
+        if self._view is None:
+            module, _, attr = self.path.partition(":")
+            self._view = getattr(importlib.import_module(module), attr)()
+        return self._view
+
+    def initial(self) -> Any:
+        return self.resolve().initial()
+
+    def apply(self, state: Any, event: Event) -> None:
+        self.resolve().apply(state, event)
+
+    def __getattr__(self, attr: str) -> Any:  # `version`, `unneeded`, ...
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.resolve(), attr)
+
+
+def _real(view: View) -> View:
+    return view.resolve() if isinstance(view, LazyView) else view
+
+
 class Fold:
     """The states of a set of views over a set of events; each event id applies once.
 
     A state (and the set of seen ids) may be *deferred*: a loader called when it is first needed
-    (a snapshot loads views lazily). Events arriving meanwhile are applied once it loads.
+    (a snapshot loads views lazily). Events arriving meanwhile are applied once it loads. A
+    deferred `LazyView` is imported only then.
     """
 
-    def __init__(self, views: Sequence[View]) -> None:
-        self.views = list(views)
-        self.states: dict[str, Any] = {view.name: view.initial() for view in self.views}
+    def __init__(self, views: Sequence[View], deferred: Mapping[str, Callable[[], Any]] | None = None) -> None:
+        self.deferred: dict[str, Callable[[], Any]] = dict(deferred or {})
+        self.views = [view if view.name in self.deferred else _real(view) for view in views]
+        self.states: dict[str, Any] = {v.name: v.initial() for v in self.views if v.name not in self.deferred}
         self.seen: set[str] = set()
         self.count = 0
         self.duplicates = 0
         self.last_seq: dict[str, int] = {}
         self.per_writer: dict[str, int] = {}  # events per writer id; more than its last seq: two machines share it
         self.max_hlc = 0
-        self.deferred: dict[str, Callable[[], Any]] = {}
         self._pending: dict[str, list[Event]] = {}
         self._seen_loader: Callable[[], set[str]] | None = None
-
-    def defer(self, name: str, loader: Callable[[], Any]) -> None:
-        """Load view `name`'s state with `loader()` when it is first needed."""
-        self.states.pop(name, None)
-        self.deferred[name] = loader
 
     def defer_seen(self, loader: Callable[[], set[str]]) -> None:
         self._seen_loader = loader
@@ -92,7 +119,8 @@ class Fold:
         loader = self.deferred.get(name)
         if loader is not None:
             state = loader()
-            view = next(v for v in self.views if v.name == name)
+            index = next(i for i, v in enumerate(self.views) if v.name == name)
+            view = self.views[index] = _real(self.views[index])
             for event in self._pending.pop(name, ()):
                 view.apply(state, event)
             self.states[name] = state

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from contextflow.fold import Fold
+from contextflow.fold import Fold, View
 from contextflow.fsutil import atomic_write, remove_stale_temps, write_all
 from contextflow.plaindata import OBJECT, Encoder, decode_tree, dumps, gc_paused, loads
 
@@ -46,15 +47,17 @@ class Header:
     segments: dict[Any, Any]
     counters: dict[str, Any]
     blobs: dict[str, tuple[int, int]]  # name -> (offset, length)
+    versions: dict[str, str]  # view name -> the view's `version` when its blob was made
 
 
 class Blobs:
     """Reads blobs from the snapshot file as it was when loaded (the descriptor stays open, so a
     newer snapshot renamed over it by another process does not move anything)."""
 
-    def __init__(self, fd: int, blobs: dict[str, tuple[int, int]]) -> None:
+    def __init__(self, fd: int, header: Header) -> None:
         self._fd: int | None = fd
-        self._blobs = blobs
+        self._blobs = header.blobs
+        self.versions = header.versions
 
     def raw(self, name: str) -> bytes:
         if self._fd is None:
@@ -125,30 +128,48 @@ def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
             segments = decode_tree(raw["segments"])
         if not isinstance(segments, dict):
             raise ValueError("bad segments")
-        header = Header(segments, _counters(raw["counters"]), _blob_places(raw["blobs"], offset))
+        versions = raw["versions"]
+        if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+            raise ValueError("bad view versions")
+        header = Header(segments, _counters(raw["counters"]), _blob_places(raw["blobs"], offset), versions)
     except Exception:
         os.close(fd)
         return None
-    return header, Blobs(fd, header.blobs)
+    return header, Blobs(fd, header)
 
 
-def restore(fold: Fold, header: Header, blobs: Blobs) -> None:
-    """Make `fold` the snapshot's state, every view (and the seen ids) loading on first use."""
+def _view_loader(view: View, blobs: Blobs) -> Callable[[], Any]:
+    def load() -> Any:  # a view whose `version` changed since (say, its stemmer's) is refolded
+        if getattr(view, "version", "") != blobs.versions.get(view.name):
+            raise SnapshotBroken(f"the snapshot's {view.name} view was made by another version")
+        return blobs.load("view:" + view.name)
+
+    return load
+
+
+def restore(views: Sequence[View], header: Header, blobs: Blobs) -> Fold:
+    """A fold in the snapshot's state, every view (and the seen ids) loading on first use."""
+    fold = Fold(views, {view.name: _view_loader(view, blobs) for view in views})
     counters = header.counters
     fold.count, fold.duplicates, fold.max_hlc = counters["count"], counters["duplicates"], counters["max_hlc"]
     fold.last_seq, fold.per_writer = dict(counters["last_seq"]), dict(counters["per_writer"])
     fold.defer_seen(functools.partial(blobs.load, "seen"))
-    for view in fold.views:
-        fold.defer(view.name, functools.partial(blobs.load, "view:" + view.name))
+    return fold
 
 
 def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any], old: Blobs | None) -> None:
     """Save `fold` atomically. Views still deferred with nothing pending are copied from `old` as bytes."""
     parts = [("seen", old.raw("seen") if fold.seen_deferred and old is not None else dumps(fold.seen))]
+    versions: dict[str, str] = {}
     for view in fold.views:
         name = "view:" + view.name
         unread = view.name in fold.deferred and not fold.pending(view.name)  # its bytes are copied as they are
-        parts.append((name, old.raw(name) if unread and old is not None else dumps(fold.state(view.name))))
+        if unread and old is not None:
+            parts.append((name, old.raw(name)))
+            versions[view.name] = old.versions.get(view.name, "")
+        else:
+            parts.append((name, dumps(fold.state(view.name))))
+            versions[view.name] = getattr(view, "version", "")
     counters = {name: getattr(fold, name) for name in ("count", "duplicates", "max_hlc", "last_seq", "per_writer")}
     offsets: dict[str, tuple[int, int]] = {}
     position = len(MAGIC) + _HEADER_OFFSET
@@ -157,7 +178,7 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         position += len(data)
     encoder = Encoder()
     header = orjson.dumps({
-        "key": key, "counters": counters, "blobs": offsets,
+        "key": key, "counters": counters, "blobs": offsets, "versions": versions,
         "segments": {"value": encoder.encode(segments), "classes": encoder.class_names},
     })
 

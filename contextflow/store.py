@@ -35,7 +35,7 @@ from contextflow.log import (
     unchanged,
 )
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
 
@@ -341,8 +341,8 @@ class Store:
     # -- snapshot ------------------------------------------------------------------------
 
     def _snapshot_key(self) -> tuple[Any, ...]:
-        # a view's optional `version` covers what the code fingerprint cannot (e.g. a library's)
-        names = tuple((view.name, getattr(view, "version", "")) for view in self._fold.views)
+        # each view's `version` (what the code fingerprint cannot cover, e.g. a library's) is checked as it loads
+        names = tuple(view.name for view in self._view_factory())
         return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
 
     def _load_snapshot(self) -> None:
@@ -357,7 +357,7 @@ class Store:
             blobs.close()
             return
         self._blobs = blobs
-        snapshot.restore(self._fold, header, self._blobs)
+        self._fold_made = snapshot.restore(self._view_factory(), header, self._blobs)
         self._segments = header.segments
         self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
         self.clock.observe(self._fold.max_hlc)

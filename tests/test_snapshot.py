@@ -4,6 +4,8 @@ and never trusts it when the logs moved on in a way it cannot follow."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,29 @@ def test_a_new_process_loads_only_the_views_it_reads(saved):
     assert fold.seen_deferred
     again.store.view("records")
     assert "records" not in fold.deferred and "sessions" in fold.deferred
+    assert differences(fresh_picture(), picture(again)) == []
+
+
+def test_a_new_process_imports_only_the_views_it_reads(saved):
+    code = (
+        "import sys\nfrom contextflow.app import App\n"
+        "app = App.open()\napp.store.view('sessions')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.views.', 'contextflow.search', "
+        "'contextflow.graph', 'contextflow.operations'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "['contextflow.views.sessions']"
+
+
+def test_a_view_whose_version_changed_is_refolded_when_read(saved, monkeypatch):
+    from contextflow.views.timeline import TimelineView
+
+    monkeypatch.setattr(TimelineView, "version", "2", raising=False)
+    again = App.open()
+    again.store.view("sessions")  # same version: loaded from the snapshot
+    assert "timeline" in again.store._fold.deferred
+    again.store.view("timeline")
+    assert not again.store._fold.deferred  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 

@@ -51,7 +51,6 @@ OPERATIONS = (
 
 FEATURE = Feature(
     group="context",
-    views=("contextflow.views.records:RecordsView",),
     operations=OPERATIONS,
     prompts=(
         PromptSpec("whereami", "Where am I: active threads, pinned context, waiting items, latest handoff",

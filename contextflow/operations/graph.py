@@ -250,4 +250,4 @@ TOOLS = (
           cli_description="Node counts per type, token estimates, edges, tags and the tier breakdown."),
 )
 
-FEATURE = Feature(group="graph", views=("contextflow.graph.view:GraphView",), operations=TOOLS + COMMANDS)
+FEATURE = Feature(group="graph", operations=TOOLS + COMMANDS)

@@ -109,7 +109,6 @@ OPERATIONS = (
 
 FEATURE = Feature(
     group="recall",
-    views=("contextflow.views.conversations:ConversationsView", "contextflow.search.view:SearchView"),
     operations=OPERATIONS,
     prompts=(
         PromptSpec(

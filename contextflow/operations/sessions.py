@@ -68,7 +68,6 @@ OPERATIONS = (
 
 FEATURE = Feature(
     group="sessions",
-    views=("contextflow.views.sessions:SessionsView",),
     operations=OPERATIONS,
     prompts=(
         PromptSpec("new_session", "Start a new session (default id: the current git branch) and make it active",

@@ -144,9 +144,10 @@ class ResourceSpec:
 class Feature:
     """One capability: its operations, and the prompts and resources the MCP server adds for it.
 
-    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command and
-    every store folds `views` whatever the groups. Dynamic prompts are built from the store on each
-    listing; `prompt_signature` is a cheap value that changes exactly when their names or descriptions do.
+    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command
+    whatever the groups (every store folds the views listed in `contextflow.views`). Dynamic
+    prompts are built from the store on each listing; `prompt_signature` is a cheap value that
+    changes exactly when their names or descriptions do.
     """
 
     group: str
@@ -155,4 +156,3 @@ class Feature:
     resources: tuple[ResourceSpec, ...] = ()
     dynamic_prompts: tuple[Callable[[App], list[PromptSpec]], ...] = ()
     prompt_signature: Callable[[App], object] | None = None
-    views: tuple[str, ...] = ()  # "module:Class" of each view the feature folds (a pure fold of events)

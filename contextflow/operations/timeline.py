@@ -74,4 +74,4 @@ OPERATIONS = (
     ), "return"),
 )
 
-FEATURE = Feature(group="timeline", views=("contextflow.views.timeline:TimelineView",), operations=OPERATIONS)
+FEATURE = Feature(group="timeline", operations=OPERATIONS)

@@ -1,21 +1,19 @@
-"""The views folded over every event. Each feature names its views in its `Feature` (contextflow.operations),
-so this package imports none of them until a store needs them."""
+"""The views folded over every event, by name. Each is imported when it first folds or loads (a
+process that reads two views from the snapshot imports only those), so this table imports none."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from contextflow.fold import LazyView, View
 
-if TYPE_CHECKING:
-    from contextflow.fold import View
+VIEWS = {
+    "sessions": "contextflow.views.sessions:SessionsView",
+    "records": "contextflow.views.records:RecordsView",
+    "timeline": "contextflow.views.timeline:TimelineView",
+    "conversations": "contextflow.views.conversations:ConversationsView",
+    "search": "contextflow.search.view:SearchView",
+    "graph": "contextflow.graph.view:GraphView",
+}
 
 
 def all_views() -> list[View]:
-    from contextflow.operations import features
-
-    found: list[View] = []
-    for feature in features():
-        for path in feature.views:
-            module, _, name = path.partition(":")
-            found.append(getattr(importlib.import_module(module), name)())
-    return found
+    return [LazyView(name, path) for name, path in VIEWS.items()]
