@@ -1,17 +1,11 @@
 """Display helpers: strip terminal control sequences and invisible characters, quote stored text as data.
 
-Everything stored comes back through `clean` (text) or `clean_data` (structured replies), so
-neither a terminal nor a model receives what the user cannot see:
-
-- escape sequences: CSI (colours, cursor moves), OSC (titles, OSC 8 links, OSC 52 clipboard
-  writes), and any other ESC; BEL, every other C0 control but newline and tab, DEL, C1 controls;
-- bidi controls (U+061C, U+200E/F, U+202A-202E, U+2066-2069);
-- zero-width and invisible format characters (U+00AD, U+180E, U+200B-200D, U+2060-2064,
-  U+206A-206F, U+FEFF, U+FFF9-FFFB);
-- Unicode tag characters (U+E0000-E007F) and supplementary variation selectors
-  (U+E0100-E01EF): invisible channels that can smuggle a whole prompt;
-- U+2028/U+2029 become real newlines and tabs become four spaces, so `quote` prefixes every
-  line a reader would see.
+Everything stored comes back through `clean` (text) or `clean_data` (structured replies), so neither
+a terminal nor a model receives what the user cannot see: escape sequences (CSI; OSC titles, links
+and clipboard writes; any other ESC), C0 controls but newline and tab, DEL, C1 controls, bidi
+controls, zero-width and invisible format characters, Unicode tag characters and supplementary
+variation selectors (invisible channels that can smuggle a whole prompt). U+2028/U+2029 become
+newlines and tabs four spaces, so `quote` prefixes every line a reader would see.
 """
 
 from __future__ import annotations
