@@ -22,7 +22,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -65,7 +65,6 @@ class ProjectFilter:
 
     inner: View
     projects: frozenset[str]
-    name: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.name = self.inner.name

@@ -80,34 +80,27 @@ class JsonRpcGuard:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
+        received = bytearray()
         more = True
         while more:
             event = await receive()
             if event["type"] != "http.request":
                 return  # the client went away
-            chunk = event.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
+            received += event.get("body", b"")
+            if len(received) > MAX_BODY_BYTES:
                 await _answer(send, 413, _error(types.INVALID_REQUEST, (
                     f"Invalid request: the message is over {MAX_BODY_BYTES // (1024 * 1024)} MiB")))
                 return
-            chunks.append(chunk)
             more = bool(event.get("more_body", False))
-        body = b"".join(chunks)
+        body = bytes(received)
         found = problem(body)
         if found is not None:
             await _answer(send, 400, found)
             return
-        replayed = False
+        unread: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            return unread.pop() if unread else await receive()
 
         await self.app(scope, replay, send)
 
