@@ -44,15 +44,15 @@ _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # settings.SECRET
 def is_literal(value: str, quoted: bool = True) -> bool:
     """Whether a value assigned to a credential name is the credential itself (not a placeholder)."""
     value = value.strip()
-    if not value or value.lower() in _PLACEHOLDER_WORDS:
-        return False
-    if value.startswith(("$", "%", "<", "{{", "[REDACTED", "#", "`")) or value.endswith((">", "}}")):
-        return False
-    if set(value) <= set("*xX.-_:"):  # masked: ****, xxxx
-        return False
-    if _REFERENCE.match(value):
-        return False
-    return not (_DOTTED_NAME.fullmatch(value) and not any(c.isdigit() for c in value))
+    return not (
+        not value
+        or value.lower() in _PLACEHOLDER_WORDS
+        or value.startswith(("$", "%", "<", "{{", "[REDACTED", "#", "`"))
+        or value.endswith((">", "}}"))
+        or set(value) <= set("*xX.-_:")  # masked: ****, xxxx
+        or _REFERENCE.match(value)
+        or (_DOTTED_NAME.fullmatch(value) and not any(c.isdigit() for c in value))
+    )
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
