@@ -1,10 +1,9 @@
 """What a secret looks like: the patterns `contextflow.secrets` scans with, and what is not one.
 
-Two sources, in order: our rules (whole private-key blocks, token formats detect-secrets
-lacks, and credentials recognised by their context: assignments, URLs, command lines,
-netrc, pgpass and docker config), then detect-secrets' maintained token patterns. A context
-rule's group is the secret; its value must look like a literal, not a reference to one
-(`settings.SECRET_KEY`, `get_password()`, `${DB_PASSWORD}`, `<your token>`).
+Our rules (whole private-key blocks, token formats detect-secrets lacks, credentials known by
+their context) run first, then detect-secrets' maintained token patterns. A context rule's group
+is the secret, and must look like a literal, not a reference to one (`settings.SECRET_KEY`,
+`get_password()`, `${DB_PASSWORD}`, `<your token>`).
 """
 
 from __future__ import annotations

@@ -112,24 +112,15 @@ def grant_app(base: App, grant: Grant) -> App:
     if grant.read is not None:
         views = [ProjectFilter(view, grant.read) for view in views]
     source = base.store
-    store = GrantStore(
-        source.location,
-        source.writer,
-        source.state_dir,
-        views=views,
-        fsync=fsync_setting(os.environ),
-        use_snapshot=grant.read is None,  # a filtered fold must never overwrite the shared snapshot
-    )
+    # a filtered fold must never overwrite the shared snapshot
+    store = GrantStore(source.location, source.writer, source.state_dir, views=views, fsync=fsync_setting(os.environ),
+                       use_snapshot=grant.read is None)
     store.grant = grant
     store.default_project = grant.default_project(base.settings.default_project)
     session_dir = source.state_dir / "http-sessions"
     session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    settings = replace(
-        base.settings,
-        default_project=store.default_project,
-        active_session=None,
-        active_session_file=session_dir / f"{grant.name}.txt",
-    )
+    settings = replace(base.settings, default_project=store.default_project, active_session=None,
+                       active_session_file=session_dir / f"{grant.name}.txt")
     return App(store, settings)
 
 
