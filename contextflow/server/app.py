@@ -229,48 +229,37 @@ def sdk_server(run: Runner) -> Server[Any]:
     prompts change while it runs, and a tool call or prompt that changes them tells the client."""
     bus = InMemorySubscriptionBus()
 
-    async def announced(ctx: ServerRequestContext[Any], outcome: tuple[T, bool]) -> T:
-        result, changed = outcome
-        if changed:
-            try:
-                if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    await bus.publish(PromptsListChanged())
-                else:
-                    await ctx.session.send_prompt_list_changed()
-            except Exception:  # a notification must never fail the call
-                log.debug("prompt list notification failed", exc_info=True)
-        return result
+    def handler(work: Callable[[ContextflowServer, Any], Any], announce: bool = False) -> Any:
+        """An SDK request handler: `work(server, params)` done by `run`; with `announce`, `work` also
+        says whether the prompt list changed, and the client is told when it did."""
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await run(ctx, lambda server: server.tool_list()))
+        async def handle(ctx: ServerRequestContext[Any], params: Any) -> Any:
+            outcome = await run(ctx, lambda server: work(server, params))
+            if not announce:
+                return outcome
+            result, changed = outcome
+            if changed:
+                try:
+                    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        await bus.publish(PromptsListChanged())
+                    else:
+                        await ctx.session.send_prompt_list_changed()
+                except Exception:  # a notification must never fail the call
+                    log.debug("prompt list notification failed", exc_info=True)
+            return result
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await announced(ctx, await run(ctx, lambda server: server.call_and_save(params.name, params.arguments)))
-
-    async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=await run(ctx, lambda server: server.prompt_list()))
-
-    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        return await announced(ctx, await run(ctx, lambda server: server.get_prompt(params.name, params.arguments)))
-
-    async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=await run(ctx, lambda server: server.resource_list()))
-
-    async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return await run(ctx, lambda server: server.read_resource(str(params.uri)))
+        return handle
 
     server: Server[Any] = Server(
         "contextflow",
         version=__version__,
         instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        on_list_tools=handler(lambda server, params: types.ListToolsResult(tools=server.tool_list())),
+        on_call_tool=handler(lambda server, params: server.call_and_save(params.name, params.arguments), True),
+        on_list_prompts=handler(lambda server, params: types.ListPromptsResult(prompts=server.prompt_list())),
+        on_get_prompt=handler(lambda server, params: server.get_prompt(params.name, params.arguments), True),
+        on_list_resources=handler(lambda server, params: types.ListResourcesResult(resources=server.resource_list())),
+        on_read_resource=handler(lambda server, params: server.read_resource(str(params.uri))),
         on_subscriptions_listen=ListenHandler(bus),
     )
     original = server.create_initialization_options
