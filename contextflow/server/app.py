@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from functools import cached_property
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -219,11 +219,9 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
     return types.CallToolResult(content=content, structured_content=data)
 
 
-class Runner(Protocol):
-    def __call__(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer], T]) -> Awaitable[T]: ...
-
-
-def sdk_server(run: Runner) -> Server[Any]:
+def sdk_server(
+    run: Callable[[ServerRequestContext[Any], Callable[[ContextflowServer], Any]], Awaitable[Any]],
+) -> Server[Any]:
     """The SDK's low-level server; `run(ctx, work)` does `work` on the ContextflowServer serving the
     request (this one, or the HTTP token's). It advertises `prompts.listChanged`: the resume_N
     prompts change while it runs, and a tool call or prompt that changes them tells the client."""
