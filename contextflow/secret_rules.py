@@ -1,10 +1,9 @@
 """What a secret looks like: the patterns `contextflow.secrets` scans with, and what is not one.
 
-Two sources, in order: our rules (whole private-key blocks, token formats detect-secrets
-lacks, and credentials recognised by their context: assignments, URLs, command lines,
-netrc, pgpass and docker config), then detect-secrets' maintained token patterns. A context
-rule's group is the secret; its value must look like a literal, not a reference to one
-(`settings.SECRET_KEY`, `get_password()`, `${DB_PASSWORD}`, `<your token>`).
+Our rules (whole private-key blocks, token formats detect-secrets lacks, credentials known by
+their context) run first, then detect-secrets' maintained token patterns. A context rule's group
+is the secret, and must look like a literal, not a reference to one (`settings.SECRET_KEY`,
+`get_password()`, `${DB_PASSWORD}`, `<your token>`).
 """
 
 from __future__ import annotations
@@ -44,15 +43,15 @@ _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # settings.SECRET
 def is_literal(value: str, quoted: bool = True) -> bool:
     """Whether a value assigned to a credential name is the credential itself (not a placeholder)."""
     value = value.strip()
-    if not value or value.lower() in _PLACEHOLDER_WORDS:
-        return False
-    if value.startswith(("$", "%", "<", "{{", "[REDACTED", "#", "`")) or value.endswith((">", "}}")):
-        return False
-    if set(value) <= set("*xX.-_:"):  # masked: ****, xxxx
-        return False
-    if _REFERENCE.match(value):
-        return False
-    return not (_DOTTED_NAME.fullmatch(value) and not any(c.isdigit() for c in value))
+    return not (
+        not value
+        or value.lower() in _PLACEHOLDER_WORDS
+        or value.startswith(("$", "%", "<", "{{", "[REDACTED", "#", "`"))
+        or value.endswith((">", "}}"))
+        or set(value) <= set("*xX.-_:")  # masked: ****, xxxx
+        or _REFERENCE.match(value)
+        or (_DOTTED_NAME.fullmatch(value) and not any(c.isdigit() for c in value))
+    )
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -102,8 +101,17 @@ def credential_field_kind(name: str, value: str) -> str | None:
     return "credential"
 
 
+JWT = "JSON Web Token"
+
+
+def is_jwt(token: str, quoted: bool = True) -> bool:
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    return bool(JwtTokenDetector.is_formally_valid(token))
+
+
 def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), needles)
+    return Rule(kind, re.compile(pattern, flags), needles, accept=is_jwt if kind == JWT else None)
 
 
 def _context(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0,
@@ -167,7 +175,7 @@ EXTRA_RULES = (
     _rule("npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}", ("npm_",)),
     _rule("DigitalOcean token", r"(?<![A-Za-z0-9])do[por]_v1_[a-f0-9]{64}", ("_v1_",)),
     _rule("Shopify token", r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
-    _rule("JSON Web Token", r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
+    _rule(JWT, r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
     _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
     _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
     # user:password@ in any URL; the password runs to the authority's last @, so it may hold an @
@@ -228,9 +236,8 @@ _LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
 @cache
 def rules() -> tuple[Rule, ...]:
     """Our rules first (they cover whole blocks), then detect-secrets' denylist patterns."""
-    library = [Rule(kind, re.compile(pattern, flags), tuple(needles)) for kind, pattern, flags, needles in
-               library_patterns()]
-    return (*EXTRA_RULES, *library)
+    return (*EXTRA_RULES, *(_rule(kind, pattern, tuple(needles), flags) for kind, pattern, flags, needles in
+                            library_patterns()))
 
 
 @cache

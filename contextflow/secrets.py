@@ -1,22 +1,16 @@
 """Secret redaction: nothing that looks like a credential reaches the logs.
 
-Every event passes through `scrub_items` before it is written (Store.append_many). Each
-string in its data, at any depth, keys included, is scanned with the rules in
-`contextflow.secret_rules`:
-
-- private keys (PEM, OpenSSH, PGP, PuTTY, age): the whole block is replaced;
-- tokens: detect-secrets' maintained patterns (AWS, GitHub, GitLab, Slack, Stripe, OpenAI,
-  JWT, npm, PyPI, SendGrid, Twilio, Telegram, Discord, ...) plus patterns it lacks;
-- credentials known by their context: `NAME_PASSWORD=...`-style assignments, URL passwords,
-  `mysql -p`, `curl -u`, `--password=`, netrc and pgpass lines, docker config `auth`, an AWS
-  secret next to its key id, and a string stored under a credential-named key.
-
-Text is scanned as stored and as the output cleaner (`contextflow.text.clean`) would show it,
-so a token split by a zero-width character or an escape sequence is found too (and then the
-cleaned text is what is stored). Public keys, certificates and fingerprints pass unchanged.
-A match becomes `[REDACTED:<kind>]` and the event gains `redacted: ["<kind> in <field>", ...]`,
-which the MCP server repeats in the tool reply. `CONTEXTFLOW_SECRETS` picks the mode: `redact`
-(default), `refuse` (the write fails with an error naming what was found) or `off`.
+Every event passes through `scrub_items` before it is written (Store.append_many). Each string
+in its data, at any depth, keys included, is scanned with the rules of `contextflow.secret_rules`:
+whole private-key blocks; token formats (detect-secrets' maintained patterns and ones it lacks);
+credentials known by their context (assignments, URL passwords, command lines, netrc, pgpass,
+docker config, an AWS secret next to its key id, a string under a credential-named key). Text is
+scanned as stored and as `contextflow.text.clean` would show it, so a token split by a zero-width
+character or an escape sequence is found too (and the cleaned text is stored). Public keys,
+certificates and fingerprints pass. A match becomes `[REDACTED:<kind>]` and the event gains
+`redacted: ["<kind> in <field>", ...]`, which the MCP server repeats in the tool reply.
+`CONTEXTFLOW_SECRETS` picks the mode: `redact` (default), `refuse` (the write fails naming what
+was found) or `off`.
 """
 
 from __future__ import annotations
@@ -26,13 +20,12 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from contextflow.errors import InputError
 from contextflow.secret_rules import credential_field_kind, needles, rules
-from contextflow.text import clean, needs_cleaning
+from contextflow.text import clean, map_strings, needs_cleaning
 
 ENV_VAR = "CONTEXTFLOW_SECRETS"
 MODES = ("redact", "refuse", "off")
@@ -42,8 +35,7 @@ MIN_GROUP_SECRET = 8
 _collected: ContextVar[list[str] | None] = ContextVar("contextflow_redactions", default=None)
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     kind: str
     start: int
     end: int
@@ -51,12 +43,6 @@ class Finding:
 
 _TRIM = " \t\r\n\"'=:"
 _TRIM_CONTEXT = " \t\r\n"
-
-
-def _jwt_ok(token: str) -> bool:
-    from detect_secrets.plugins.jwt import JwtTokenDetector
-
-    return bool(JwtTokenDetector.is_formally_valid(token))
 
 
 def _secret_spans(match: re.Match[str], in_context: bool) -> list[tuple[int, int]]:
@@ -90,18 +76,13 @@ def find(text: str) -> list[Finding]:
                     continue
                 if rule.accept and not rule.accept(text[start:end], start > 0 and text[start - 1] in "\"'"):
                     continue
-                if rule.kind == "JSON Web Token" and not _jwt_ok(text[start:end]):
-                    continue
                 spans.append(Finding(rule.kind, start, end))
-    spans.sort(key=lambda f: (f.start, -f.end))
     merged: list[Finding] = []
-    for span in spans:
-        if merged and span.start < merged[-1].end:
-            last = merged[-1]
-            if span.end > last.end:
-                merged[-1] = Finding(last.kind, last.start, span.end)
-            continue
-        merged.append(span)
+    for span in sorted(spans, key=lambda f: (f.start, -f.end)):
+        if merged and span.start < merged[-1].end:  # overlapping: one finding, named by the first
+            merged[-1] = merged[-1]._replace(end=max(span.end, merged[-1].end))
+        else:
+            merged.append(span)
     return merged
 
 
@@ -148,8 +129,7 @@ def mode() -> str:
 Path_ = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Leaf:
+class Leaf(NamedTuple):
     path: Path_  # to the value; for a key, to the value stored under it
     text: str
     is_key: bool
@@ -184,32 +164,15 @@ def _field_name(path: Path_) -> str:
     return name or "(value)"
 
 
-def _shallow(container: Any) -> Any:
-    return dict(container) if isinstance(container, dict) else list(container)
-
-
-def _copy_path(data: Any, path: Path_) -> tuple[Any, Any]:
-    """A copy of `data` whose containers along `path` are copies, and the innermost of them."""
-    root = _shallow(data)
-    node = root
-    for key in path:
-        child = _shallow(node[key])
-        node[key] = child
-        node = child
-    return root, node
-
-
-def _replace(data: Any, path: Path_, new: str) -> Any:
-    """A copy of `data` with the leaf at `path` set to `new` (only the containers on the path are copied)."""
-    root, node = _copy_path(data, path[:-1])
-    node[path[-1]] = new
-    return root
-
-
-def _rename(data: Any, path: Path_, new: str) -> Any:
-    """A copy of `data` with the key ending `path` renamed to `new` (made unique in its object), order kept."""
-    root, node = _copy_path(data, path[:-1])
-    old = path[-1]
+def _set(data: Any, leaf: Leaf, new: str) -> None:
+    """Set the value at `leaf.path` in `data` to `new`, or rename the key ending it (unique in its object, in place)."""
+    node = data
+    for part in leaf.path[:-1]:
+        node = node[part]
+    old = leaf.path[-1]
+    if not leaf.is_key:
+        node[old] = new
+        return
     unique, n = new, 1
     while unique in node and unique != old:
         n += 1
@@ -217,14 +180,6 @@ def _rename(data: Any, path: Path_, new: str) -> Any:
     renamed = {(unique if key == old else key): value for key, value in node.items()}
     node.clear()
     node.update(renamed)
-    return root
-
-
-def _field_kind(leaf: Leaf) -> str | None:
-    """The kind of credential a value is by the name of the field holding it."""
-    if leaf.is_key or not leaf.path or not isinstance(leaf.path[-1], str):
-        return None
-    return credential_field_kind(leaf.path[-1], leaf.text)
 
 
 def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -233,13 +188,14 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
     if how == "off":
         return data, []
     leaves = [leaf for leaf in _leaves(data) if not (leaf.path and leaf.path[0] == REDACTED_FIELD)]
-    by_field = {leaf.path: kind for leaf in leaves if (kind := _field_kind(leaf))}
+    by_field = {leaf.path: kind for leaf in leaves if not leaf.is_key and leaf.path and isinstance(leaf.path[-1], str)
+                and (kind := credential_field_kind(leaf.path[-1], leaf.text))}
     dirty = [leaf.text for leaf in leaves if needs_cleaning(leaf.text)]
     shown = "\n".join(clean(leaf.text) for leaf in leaves)
     if not by_field and not find(shown) and not (dirty and find("\n".join(dirty))):
         return data, []  # the common case: one scan over all the text (two when some of it needs cleaning)
     notes: list[str] = []
-    result: Any = data
+    result = map_strings(data, str)  # a copy to redact in
     # values first, then keys deepest first, so a rename never moves a path still to be visited
     keys = sorted((leaf for leaf in leaves if leaf.is_key), key=lambda leaf: -len(leaf.path))
     for leaf in [leaf for leaf in leaves if not leaf.is_key] + keys:
@@ -249,18 +205,18 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
             continue
         field = f"key of {_field_name(leaf.path[:-1])}" if leaf.is_key else _field_name(leaf.path)
         notes += [f"{found} in {field}" for found in dict.fromkeys(kinds)]
-        result = _rename(result, leaf.path, cleaned) if leaf.is_key else _replace(result, leaf.path, cleaned)
-    if notes and how == "refuse":
+        _set(result, leaf, cleaned)
+    if not notes:
+        return data, []
+    if how == "refuse":
         raise InputError(
             f"refused to store what looks like secrets: {', '.join(notes)}. Remove them, or set "
             f"{ENV_VAR}=redact to store a copy with them replaced by [REDACTED:...]"
         )
-    if notes:
-        previous = data.get(REDACTED_FIELD)
-        earlier = [str(item) for item in previous] if isinstance(previous, list) else []
-        result = {**result, REDACTED_FIELD: earlier + notes}
-        if (collected := _collected.get()) is not None:
-            collected.extend(notes)
+    previous = data.get(REDACTED_FIELD)
+    result[REDACTED_FIELD] = ([str(item) for item in previous] if isinstance(previous, list) else []) + notes
+    if (collected := _collected.get()) is not None:
+        collected.extend(notes)
     return result, notes
 
 

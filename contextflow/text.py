@@ -1,22 +1,17 @@
 """Display helpers: strip terminal control sequences and invisible characters, quote stored text as data.
 
-Everything stored comes back through `clean` (text) or `clean_data` (structured replies), so
-neither a terminal nor a model receives what the user cannot see:
-
-- escape sequences: CSI (colours, cursor moves), OSC (titles, OSC 8 links, OSC 52 clipboard
-  writes), and any other ESC; BEL, every other C0 control but newline and tab, DEL, C1 controls;
-- bidi controls (U+061C, U+200E/F, U+202A-202E, U+2066-2069);
-- zero-width and invisible format characters (U+00AD, U+180E, U+200B-200D, U+2060-2064,
-  U+206A-206F, U+FEFF, U+FFF9-FFFB);
-- Unicode tag characters (U+E0000-E007F) and supplementary variation selectors
-  (U+E0100-E01EF): invisible channels that can smuggle a whole prompt;
-- U+2028/U+2029 become real newlines and tabs become four spaces, so `quote` prefixes every
-  line a reader would see.
+Everything stored comes back through `clean` (text) or `clean_data` (structured replies), so neither
+a terminal nor a model receives what the user cannot see: escape sequences (CSI; OSC titles, links
+and clipboard writes; any other ESC), C0 controls but newline and tab, DEL, C1 controls, bidi
+controls, zero-width and invisible format characters, Unicode tag characters and supplementary
+variation selectors (invisible channels that can smuggle a whole prompt). U+2028/U+2029 become
+newlines and tabs four spaces, so `quote` prefixes every line a reader would see.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
@@ -81,26 +76,28 @@ def _is_dirty(value: Any) -> bool:
 
 
 def clean_data(value: Any) -> Any:
-    """`value` with every string in it, keys and values at any depth, cleaned as `clean` cleans text.
+    """`value` (JSON-shaped: what a tool returns as structuredContent or the CLI prints as JSON) with
+    every string in it cleaned as `clean` cleans text; data with nothing to clean comes back as is."""
+    return map_strings(value, clean) if _is_dirty(value) else value
 
-    JSON-shaped data (dicts, lists, tuples, strings, numbers): what a tool returns as
-    structuredContent or the CLI prints as JSON. Iterative, so deep nesting cannot exhaust the
-    stack; data with nothing to clean comes back as the same object. Two keys that differ only
-    in removed characters become one (the later wins).
+
+def map_strings(value: Any, convert: Callable[[str], str]) -> Any:
+    """A copy of JSON-shaped `value` with `convert` applied to every string, keys and values at any depth.
+
+    Iterative, so deep nesting cannot exhaust the stack; tuples become lists. Two keys that
+    convert alike become one (the later wins).
     """
-    if not _is_dirty(value):
-        return value
     holder: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
     while stack:
         item, target, slot = stack.pop()
         if isinstance(item, str):
-            target[slot] = clean(item)
+            target[slot] = convert(item)
         elif isinstance(item, dict):
             copy: dict[Any, Any] = {}
             target[slot] = copy
             for key, child in item.items():
-                new_key = clean(key) if isinstance(key, str) else key
+                new_key = convert(key) if isinstance(key, str) else key
                 copy[new_key] = None
                 stack.append((child, copy, new_key))
         elif isinstance(item, list | tuple):
@@ -128,6 +125,8 @@ def clean_reply(text: str) -> str:
                      for line in text.split("\n")]
             return "\n".join(lines)
     return clean(text)
+
+
 def estimate_tokens(text: str) -> int:
     """LLM tokens in `text`, about four characters each, rounded up: for budgets and thresholds."""
     return (len(text) + 3) // 4

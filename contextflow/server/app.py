@@ -1,10 +1,8 @@
 """The MCP server: the SDK's low-level `Server` wired to the feature specs.
 
-Tools, prompts and resources come from each feature's `Feature`. Every tool call is checked
-against its schema first; a contextflow error becomes a tool error whose text says what was
-wrong and how to call it right; anything else is logged to stderr and reported as an
-internal error, never a crash. When the resume_N prompt list changes the server notifies
-the client (it advertises `prompts.listChanged`).
+Every tool call is checked against its schema first; a contextflow error becomes a tool error
+saying what was wrong and how to call it right; anything else is logged to stderr and reported
+as an internal error, never a crash. When the resume_N prompt list changes the client is told.
 """
 
 from __future__ import annotations
@@ -15,6 +13,8 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
+from functools import cached_property
 from typing import Any, TypeVar
 
 import anyio
@@ -54,10 +54,17 @@ class ContextflowServer:
         self.features = features_for(app.settings.tool_groups)
         self.tools: dict[str, Operation] = {op.name: op for f in self.features for op in f.operations if op.tool}
         self.resources = {r.uri: r for f in self.features for r in f.resources}
-        self.bus = InMemorySubscriptionBus()
         self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
-        self.server = sdk_server(self, self.bus)
+
+    @cached_property
+    def server(self) -> Server[Any]:
+        """The SDK server for stdio: each request is served on the event loop, in turn."""
+
+        async def run(ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer], T]) -> T:
+            return work(self)
+
+        return sdk_server(run)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -76,9 +83,6 @@ class ContextflowServer:
             )
             for spec in self.tools.values()
         ]
-
-    async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self.tool_list())
 
     def call(self, name: str, arguments: Any) -> types.CallToolResult:
         spec = self.tools.get(name)
@@ -107,11 +111,6 @@ class ContextflowServer:
         result = self.call(name, arguments)
         self.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
         return result, self.prompts_changed()
-
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        return await announced(ctx, self.bus, self.call_and_save(params.name, params.arguments))
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -161,9 +160,6 @@ class ContextflowServer:
             for spec in specs
         ]
 
-    async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=self.prompt_list())
-
     def get_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[types.GetPromptResult, bool]:
         """The prompt's messages, with whether the prompt list changed."""
         spec = next((s for s in self.prompt_specs() if s.name == name), None)
@@ -183,23 +179,13 @@ class ContextflowServer:
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
         ), self.prompts_changed()
 
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        return await announced(ctx, self.bus, self.get_prompt(params.name, params.arguments))
-
     # -- resources -----------------------------------------------------------------------
 
-    def resource_list(self) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
-                for r in self.resources.values()
-            ]
-        )
-
-    async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-        return self.resource_list()
+    def resource_list(self) -> list[types.Resource]:
+        return [
+            types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+            for r in self.resources.values()
+        ]
 
     def read_resource(self, uri: str) -> types.ReadResourceResult:
         spec = self.resources.get(uri)
@@ -209,25 +195,6 @@ class ContextflowServer:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=text)]
         )
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return self.read_resource(str(params.uri))
-
-
-async def announced(ctx: ServerRequestContext[Any], bus: InMemorySubscriptionBus, outcome: tuple[T, bool]) -> T:
-    """The result of `outcome`, after telling the client the prompt list changed when it did."""
-    result, changed = outcome
-    if changed:
-        try:
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                await bus.publish(PromptsListChanged())
-            else:
-                await ctx.session.send_prompt_list_changed()
-        except Exception:  # a notification must never fail the call
-            log.debug("prompt list notification failed", exc_info=True)
-    return result
 
 
 def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: list[str]) -> types.CallToolResult:
@@ -252,20 +219,45 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
     return types.CallToolResult(content=content, structured_content=data)
 
 
-def sdk_server(handlers: Any, bus: InMemorySubscriptionBus) -> Server[Any]:
-    """The SDK's low-level server wired to the `_list_tools`, `_call_tool`, ... handlers of
-    `handlers` (a ContextflowServer, or the HTTP bridge that routes each request to one).
-    It advertises `prompts.listChanged`: the resume_N prompts change while it runs."""
+def sdk_server(
+    run: Callable[[ServerRequestContext[Any], Callable[[ContextflowServer], Any]], Awaitable[Any]],
+) -> Server[Any]:
+    """The SDK's low-level server; `run(ctx, work)` does `work` on the ContextflowServer serving the
+    request (this one, or the HTTP token's). It advertises `prompts.listChanged`: the resume_N
+    prompts change while it runs, and a tool call or prompt that changes them tells the client."""
+    bus = InMemorySubscriptionBus()
+
+    def handler(work: Callable[[ContextflowServer, Any], Any], announce: bool = False) -> Any:
+        """An SDK request handler: `work(server, params)` done by `run`; with `announce`, `work` also
+        says whether the prompt list changed, and the client is told when it did."""
+
+        async def handle(ctx: ServerRequestContext[Any], params: Any) -> Any:
+            outcome = await run(ctx, lambda server: work(server, params))
+            if not announce:
+                return outcome
+            result, changed = outcome
+            if changed:
+                try:
+                    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        await bus.publish(PromptsListChanged())
+                    else:
+                        await ctx.session.send_prompt_list_changed()
+                except Exception:  # a notification must never fail the call
+                    log.debug("prompt list notification failed", exc_info=True)
+            return result
+
+        return handle
+
     server: Server[Any] = Server(
         "contextflow",
         version=__version__,
         instructions=INSTRUCTIONS,
-        on_list_tools=handlers._list_tools,
-        on_call_tool=handlers._call_tool,
-        on_list_prompts=handlers._list_prompts,
-        on_get_prompt=handlers._get_prompt,
-        on_list_resources=handlers._list_resources,
-        on_read_resource=handlers._read_resource,
+        on_list_tools=handler(lambda server, params: types.ListToolsResult(tools=server.tool_list())),
+        on_call_tool=handler(lambda server, params: server.call_and_save(params.name, params.arguments), True),
+        on_list_prompts=handler(lambda server, params: types.ListPromptsResult(prompts=server.prompt_list())),
+        on_get_prompt=handler(lambda server, params: server.get_prompt(params.name, params.arguments), True),
+        on_list_resources=handler(lambda server, params: types.ListResourcesResult(resources=server.resource_list())),
+        on_read_resource=handler(lambda server, params: server.read_resource(str(params.uri))),
         on_subscriptions_listen=ListenHandler(bus),
     )
     original = server.create_initialization_options
@@ -292,11 +284,9 @@ def tool_error(message: str) -> types.CallToolResult:
 async def serve_stdio(app: App) -> None:
     """Serve until stdin closes; SIGINT or SIGTERM save the machine-local state and exit at once.
 
-    The SDK reads stdin in a worker thread that a signal cannot interrupt, so a clean unwind
-    would wait until the client closes the pipe. The signals are handled by the event loop,
-    between tool calls, never in the middle of one; exiting then is safe because every
-    acknowledged append is already in the log, whole.
-    """
+    The SDK reads stdin in a thread no signal interrupts, so a clean unwind would wait for the client
+    to close the pipe. The event loop handles the signals between tool calls, and every acknowledged
+    append is already whole in the log, so exiting then is safe."""
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _exit_now, app)

@@ -1,18 +1,16 @@
 """Bearer tokens for the HTTP bridge: where they come from, what each may do, how they are checked.
 
-A token grant names a token and the projects it may read and write:
-
     {"tokens": [
       {"name": "laptop", "token": "<32+ random chars>", "read": ["*"], "write": ["*"]},
       {"name": "ci", "sha256": "<hex digest of the token>", "read": ["web"], "write": []}
     ]}
 
-`"*"` means every project; writing a project implies reading it; `project` (optional) is the
-token's default project, else its first writable (or readable) one. Grants come from, first
-match wins: `--tokens FILE`, `CONTEXTFLOW_HTTP_TOKENS_FILE`, `CONTEXTFLOW_HTTP_TOKENS` (the same
-JSON inline) or `CONTEXTFLOW_HTTP_TOKEN` (one token with full access). A file holding plain
-tokens must not be readable by other users. Presented tokens are hashed and compared with
-every grant's digest in constant time; token values are never logged or echoed.
+`"*"` is every project; writing a project implies reading it; `project` (optional) is the default
+project, else the first writable (or readable) one. First match wins: `--tokens FILE`,
+`CONTEXTFLOW_HTTP_TOKENS_FILE`, `CONTEXTFLOW_HTTP_TOKENS` (the same JSON inline),
+`CONTEXTFLOW_HTTP_TOKEN` (one token, full access). A file holding plain tokens must not be readable
+by other users. Presented tokens are hashed and compared with every grant's digest in constant
+time; token values are never logged or echoed.
 """
 
 from __future__ import annotations
@@ -105,9 +103,9 @@ def parse_grant(entry: Any, index: int) -> Grant:
                              "without surrounding spaces; make one with `python -c \"import secrets; "
                              "print(secrets.token_urlsafe(32))\"`")
         token_digest = digest(token)
+    elif not isinstance(hashed, str) or not _HEX64.match(hashed.lower()):
+        raise InputError(f"{where} ({name}): sha256 must be 64 hex digits (sha256 of the token)")
     else:
-        if not isinstance(hashed, str) or not _HEX64.match(hashed.lower()):
-            raise InputError(f"{where} ({name}): sha256 must be 64 hex digits (sha256 of the token)")
         token_digest = bytes.fromhex(hashed)
     read, write = _projects(entry.get("read"), f"{where}.read"), _projects(entry.get("write"), f"{where}.write")
     if read is not None and write is not None:
@@ -172,23 +170,17 @@ def load_grants(env: Mapping[str, str], tokens_file: str | None = None) -> list[
 
 
 class GrantVerifier:
-    """The SDK's TokenVerifier: a presented token -> the grant it matches, or None."""
+    """The SDK's TokenVerifier: a presented token -> the access of the grant it matches, or None."""
 
     def __init__(self, grants: list[Grant]) -> None:
-        self.grants = list(grants)
         self.by_name = {grant.name: grant for grant in grants}
 
-    def match(self, token: str) -> Grant | None:
-        presented = digest(token)
-        found: Grant | None = None
-        for grant in self.grants:  # no early exit: the time taken does not depend on which matched
-            if hmac.compare_digest(presented, grant.digest):
-                found = grant
-        return found
-
     async def verify_token(self, token: str) -> AccessToken | None:
-        grant = self.match(token)
-        if grant is None:
+        presented = digest(token)
+        # every grant is compared, so the time taken does not depend on which matched
+        matched = [grant for grant in self.by_name.values() if hmac.compare_digest(presented, grant.digest)]
+        if not matched:
             return None
-        scopes = ["read"] if grant.read_only else ["read", "write"]
-        return AccessToken(token=f"grant:{grant.name}", client_id=grant.name, scopes=scopes)
+        grant = matched[0]
+        return AccessToken(token=f"grant:{grant.name}", client_id=grant.name,
+                           scopes=["read"] if grant.read_only else ["read", "write"])

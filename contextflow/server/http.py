@@ -1,26 +1,16 @@
 """The HTTP bridge: the MCP server over streamable HTTP, with bearer tokens scoped to projects.
 
-`contextflow serve --http` binds 127.0.0.1 by default. Every request to `/mcp` needs
-`Authorization: Bearer <token>` (see auth.py for grants); anything else gets 401.
+`contextflow serve --http` binds 127.0.0.1 by default; every request to `/mcp` needs
+`Authorization: Bearer <token>` (grants: auth.py), else 401. Scoping is enforced below the
+tools, so every tool, prompt and resource (also ones added later) obeys it. Each grant gets its
+own `App`, whose store folds only events of the projects it may read (an event's project is its
+`project` field, else `shared`), stamps its default project on events that carry none and
+refuses writes to projects it may not write; and its own active-session file. A read-only grant
+lists and runs only read-only tools, and no prompt that moves its active session.
 
-Scoping is enforced below the tools, so every tool, prompt and resource (also ones added
-later) obeys it without knowing about it. Each grant gets its own `App` whose store:
-
-- folds only events of the projects the grant may read (`ProjectFilter` wraps every view), so
-  nothing of another project can be listed, searched, resolved by id prefix or counted into a
-  summary. An event's project is its `project` field, or `shared` when it has none;
-- stamps the grant's default project on events that carry none, and refuses any write to a
-  project the grant may not write (read-only grants cannot write at all; their tool list
-  shows only read-only tools).
-
-Each grant also has its own active-session file, so one remote agent never moves another's;
-a read-only grant cannot move its own either (the prompts that would are refused and unlisted).
-
-Store work (folds, appends, lock waits) runs in worker threads, never on the event loop, so a
-slow call never stalls other clients. Calls of one grant run one at a time (each grant's store
-is used by one thread at a time); grants that read every project share one lock, since their
-stores also write the machine-local snapshot and sessions sidecar. Scoped grants run side by
-side, their appends serialized by the writer lock as between processes.
+Store work runs in worker threads, never on the event loop. Calls of one grant run one at a
+time; grants that read every project share one lock (their stores also write the machine-local
+snapshot and sessions sidecar); scoped grants run side by side, their appends serialized.
 """
 
 from __future__ import annotations
@@ -32,7 +22,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -41,7 +31,6 @@ from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
@@ -53,7 +42,7 @@ from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.events import Event
 from contextflow.fold import View
-from contextflow.server.app import ContextflowServer, announced, sdk_server, tool_error
+from contextflow.server.app import ContextflowServer, sdk_server, tool_error
 from contextflow.server.auth import Grant, GrantVerifier
 from contextflow.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.store import Store, fsync_setting
@@ -76,7 +65,6 @@ class ProjectFilter:
 
     inner: View
     projects: frozenset[str]
-    name: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.name = self.inner.name
@@ -124,120 +112,76 @@ def grant_app(base: App, grant: Grant) -> App:
     if grant.read is not None:
         views = [ProjectFilter(view, grant.read) for view in views]
     source = base.store
-    store = GrantStore(
-        source.location,
-        source.writer,
-        source.state_dir,
-        views=views,
-        fsync=fsync_setting(os.environ),
-        use_snapshot=grant.read is None,  # a filtered fold must never overwrite the shared snapshot
-    )
+    # a filtered fold must never overwrite the shared snapshot
+    store = GrantStore(source.location, source.writer, source.state_dir, views=views, fsync=fsync_setting(os.environ),
+                       use_snapshot=grant.read is None)
     store.grant = grant
     store.default_project = grant.default_project(base.settings.default_project)
     session_dir = source.state_dir / "http-sessions"
     session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    settings = replace(
-        base.settings,
-        default_project=store.default_project,
-        active_session=None,
-        active_session_file=session_dir / f"{grant.name}.txt",
-    )
+    settings = replace(base.settings, default_project=store.default_project, active_session=None,
+                       active_session_file=session_dir / f"{grant.name}.txt")
     return App(store, settings)
 
 
-class HttpBridge:
-    """One MCP server facing the network; each request is served by its token's own ContextflowServer.
+class ReadOnlyServer(ContextflowServer):
+    """A read-only grant's server: only read-only tools, and no prompt that moves the active session."""
 
-    Handlers do their store work in a worker thread (`_serve`) under the grant's lock, then
-    answer (and notify) on the event loop.
-    """
+    def __init__(self, app: App, grant: Grant) -> None:
+        super().__init__(app)
+        self.grant = grant
+
+    def tool_list(self) -> list[types.Tool]:
+        return [tool for tool in super().tool_list() if self.tools[tool.name].read_only]
+
+    def call(self, name: str, arguments: Any) -> types.CallToolResult:
+        spec = self.tools.get(name)
+        if spec is not None and not spec.read_only:
+            return tool_error(
+                f"{name} changes state, and the token {self.grant.name!r} is read-only "
+                f"({self.grant.describe()}); use a read-only tool or a token that may write"
+            )
+        return super().call(name, arguments)
+
+    def prompt_list(self) -> list[types.Prompt]:
+        return [prompt for prompt in super().prompt_list() if not SESSION_MOVING_PROMPTS.match(prompt.name)]
+
+    def get_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[types.GetPromptResult, bool]:
+        if SESSION_MOVING_PROMPTS.match(name):
+            raise MCPError(types.INVALID_PARAMS, (
+                f"{name} makes a session the active one, and the token {self.grant.name!r} is read-only "
+                f"({self.grant.describe()}); call resume_session with a session_id to read a session instead"
+            ))
+        return super().get_prompt(name, arguments)
+
+
+class HttpBridge:
+    """One MCP server facing the network; each request is served by its token's own ContextflowServer,
+    in a worker thread under the grant's lock."""
 
     def __init__(self, base: App, grants: Sequence[Grant]) -> None:
         self.base = base
         self.verifier = GrantVerifier(list(grants))
-        self.bus = InMemorySubscriptionBus()
         self._servers: dict[str, ContextflowServer] = {}
         self._locks: dict[str, anyio.Lock] = {}
-        self.server = sdk_server(self, self.bus)
+        self.server = sdk_server(self._run)
 
-    def grant_of(self, ctx: ServerRequestContext[Any]) -> Grant:
+    async def _run(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer], T]) -> T:
         request = ctx.request
         user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
         grant = self.verifier.by_name.get(user.access_token.client_id) if isinstance(user, AuthenticatedUser) else None
         if grant is None:  # the auth middleware already refused it; never serve unauthenticated
             raise MCPError(types.INVALID_REQUEST, "authentication required: send Authorization: Bearer <token>")
-        return grant
-
-    def inner_for(self, grant: Grant) -> ContextflowServer:
-        """The grant's server, built on first use (call from a worker thread holding the grant's lock)."""
-        server = self._servers.get(grant.name)
-        if server is None:
-            server = ContextflowServer(grant_app(self.base, grant))
-            server.bus = self.bus
-            self._servers[grant.name] = server
-        return server
-
-    async def _serve(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer, Grant], T]) -> T:
-        grant = self.grant_of(ctx)
         lock = self._locks.setdefault(UNSCOPED_LOCK if grant.reads_everything else grant.name, anyio.Lock())
         async with lock:
-            return await anyio.to_thread.run_sync(lambda: work(self.inner_for(grant), grant))
+            return await anyio.to_thread.run_sync(lambda: work(self._server_for(grant)))
 
-    # -- tools ---------------------------------------------------------------------------
-
-    async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        def work(inner: ContextflowServer, grant: Grant) -> types.ListToolsResult:
-            shown = [tool for tool in inner.tool_list() if not grant.read_only or inner.tools[tool.name].read_only]
-            return types.ListToolsResult(tools=shown)
-
-        return await self._serve(ctx, work)
-
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        def work(inner: ContextflowServer, grant: Grant) -> tuple[types.CallToolResult, bool]:
-            spec = inner.tools.get(params.name)
-            if grant.read_only and spec is not None and not spec.read_only:
-                return tool_error(
-                    f"{params.name} changes state, and the token {grant.name!r} is read-only "
-                    f"({grant.describe()}); use a read-only tool or a token that may write"
-                ), False
-            return inner.call_and_save(params.name, params.arguments)
-
-        return await announced(ctx, self.bus, await self._serve(ctx, work))
-
-    # -- prompts -------------------------------------------------------------------------
-
-    async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
-        def work(inner: ContextflowServer, grant: Grant) -> types.ListPromptsResult:
-            listed = inner.prompt_list()
-            shown = [prompt for prompt in listed if not (grant.read_only and SESSION_MOVING_PROMPTS.match(prompt.name))]
-            return types.ListPromptsResult(prompts=shown)
-
-        return await self._serve(ctx, work)
-
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        def work(inner: ContextflowServer, grant: Grant) -> tuple[types.GetPromptResult, bool]:
-            if grant.read_only and SESSION_MOVING_PROMPTS.match(params.name):
-                raise MCPError(types.INVALID_PARAMS, (
-                    f"{params.name} makes a session the active one, and the token {grant.name!r} is read-only "
-                    f"({grant.describe()}); call resume_session with a session_id to read a session instead"
-                ))
-            return inner.get_prompt(params.name, params.arguments)
-
-        return await announced(ctx, self.bus, await self._serve(ctx, work))
-
-    # -- resources -----------------------------------------------------------------------
-
-    async def _list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-        return await self._serve(ctx, lambda inner, grant: inner.resource_list())
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return await self._serve(ctx, lambda inner, grant: inner.read_resource(str(params.uri)))
+    def _server_for(self, grant: Grant) -> ContextflowServer:
+        """The grant's server, built on first use (in a worker thread holding the grant's lock)."""
+        if grant.name not in self._servers:
+            app = grant_app(self.base, grant)
+            self._servers[grant.name] = ReadOnlyServer(app, grant) if grant.read_only else ContextflowServer(app)
+        return self._servers[grant.name]
 
     def close(self) -> None:
         for server in self._servers.values():

@@ -15,15 +15,12 @@ def groups() -> dict[str, Feature]:
 
 def features_for(setting: str) -> list[Feature]:
     known = groups()
-    wanted = [part.strip() for part in setting.split(",") if part.strip()] or ["default"]
-    names: list[str] = []
-    for part in wanted:
-        expanded = DEFAULT_GROUPS if part == "default" else tuple(known) if part == "all" else (part,)
-        for name in expanded:
+    names: dict[str, None] = {}  # in order, once each
+    for part in [part.strip() for part in setting.split(",") if part.strip()] or ["default"]:
+        for name in DEFAULT_GROUPS if part == "default" else tuple(known) if part == "all" else (part,):
             if name not in known:
                 raise InputError(
                     f"CONTEXTFLOW_TOOLS names an unknown group {name!r}; groups are: {', '.join(known)}, default, all"
                 )
-            if name not in names:
-                names.append(name)
+            names[name] = None
     return [known[name] for name in names]
