@@ -1,21 +1,16 @@
 """Conversation memory: structured conversation records, saved whole, latest wins.
 
-The client's own model decomposes its session into a record: topic, categories, decisions
-(each with its reasoning and whether it was chosen or rejected), open questions, related
-entities and a summary; a multi-topic record adds an overall summary, cross-topic insights
-and `topics[]`, each with its own fields. `save_conversation` validates it (errors name the
-field, e.g. `topics[2].decisions[0].reasoning must be a string`) and appends one
-`conversation.save` event carrying the whole record. Saving the same `conversation_id`
-again in the same project replaces the record (a save naming no project goes to the project
-already holding that id, else the default one); a record is identified by its project and
-id, so two projects never replace each other's (see views/conversations.py). Lookups that
-name no project take the default project's record, else the only one with that id.
+A record is the client model's decomposition of its session: topic, categories, decisions
+(with reasoning, chosen or rejected), open questions, related entities and a summary; a
+multi-topic one adds an overall summary, cross-topic insights and `topics[]`. Validation errors
+name the field (`topics[2].decisions[0].reasoning must be a string`). A record is identified
+by its project and id: saving the same id again in a project replaces it (a save naming no
+project goes to the project already holding that id, else the default one), and lookups naming
+no project take the default project's record, else the only one with that id.
 
-A full transcript over `TRANSCRIPT_INLINE_TOKENS` goes to a write-once blob file (blobs.py)
-and the record keeps only its hash; transcripts are never indexed and are returned only on
-request (`show_conversation(..., include_transcript=True)`). The store is asked whether it
-accepts the event (a scoped HTTP token may not write every project) before the blob is
-written, so a refused save leaves nothing in the synced folder.
+A transcript over `TRANSCRIPT_INLINE_TOKENS` goes to a write-once blob (blobs.py), never
+indexed and returned only on request. The store admits the event (a scoped HTTP token may not
+write every project) before the blob is written, so a refused save leaves nothing behind.
 """
 
 from __future__ import annotations

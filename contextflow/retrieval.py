@@ -1,11 +1,9 @@
 """get_context: ranked retrieval across every kind of record, packed into budgeted markdown.
 
-The search view (contextflow/search) ranks documents of every kind; this module checks the
-caller's arguments, asks for the top `limit`, and packs each hit's block (rendered by
-contextflow.present.records: provenance header, stored text quoted as untrusted data) best
-first until `budget_tokens` is reached; the block that crosses it is clipped, the rest are
-listed as left out. The text returned never exceeds the budget (`estimate_tokens`, about
-four characters a token).
+The search view ranks the documents; each hit's block (contextflow.present.records: provenance
+header, stored text quoted as untrusted data) is packed best first until `budget_tokens`: the
+block that crosses it is clipped, the rest are listed as left out. The text never exceeds the
+budget (`estimate_tokens`, about four characters a token).
 """
 
 from __future__ import annotations
@@ -69,8 +67,7 @@ def get_context(
     budget_tokens: Any = None, now_ms: int | None = None,
 ) -> ContextResult:
     """The best matches for `query`, as markdown within `budget_tokens`."""
-    text = checks.text(query, "query", required=True, max_chars=2_000)
-    assert text is not None
+    text = checks.text(query, "query", required=True, max_chars=2_000) or ""
     if not query_terms(text):
         raise InputError("query has no searchable words: use names of files, components, topics or decisions")
     known = search_kinds()

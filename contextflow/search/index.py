@@ -1,20 +1,15 @@
 """An incremental BM25 index over searchable documents, updated one operation at a time.
 
-A document is a record of some kind (a note, a conversation, a graph node) under a stable id
-`<kind>:<ref>`. It has named text fields, each weighted (`FIELD_WEIGHTS`, a weighted term
-frequency in the style of BM25F), and a little metadata (project, agent, writer, status).
-A field named `group.member` (e.g. `tags.tier:pinned`) weighs as its group and can be set
-or cleared on its own, which is how set-like values (tags added and removed) are kept.
+A document (a note, a conversation, a graph node) has the stable id `<kind>:<ref>`, text fields
+weighted by `FIELD_WEIGHTS` (BM25F style) and a little metadata (project, agent, writer, status).
+A field named `group.member` (e.g. `tags.tier:pinned`) weighs as its group and is set or cleared
+on its own: that is how set-like values (tags added and removed) are kept.
 
-Operations come from the extractors (extractors.py), each stamped with its event's order key:
-
-- `Put` replaces the whole document (a re-saved conversation, a re-set record);
-- `Patch` changes some fields (an update event);
-- `Delete` removes it (a tombstone).
-
-Fields and metadata are last-writer-wins by order key, a `Put` drops anything older than
-itself, and a document is visible while its latest `Put` is newer than its latest `Delete`.
-So the index is the same whatever order the events arrive in, which keeps it a pure view.
+Operations come from the extractors, each stamped with its event's order key: `Put` replaces
+the whole document, `Patch` changes some fields, `Delete` removes it. Fields and metadata are
+last-writer-wins by order key, a `Put` drops anything older than itself, and a document is
+visible while its latest `Put` is newer than its latest `Delete`: the index is the same
+whatever order the events arrive in, which keeps it a pure view.
 """
 
 from __future__ import annotations
@@ -39,18 +34,14 @@ MIN_COMPACT_PAIRS = 100_000
 
 
 @dataclass(frozen=True)
-class Put:
-    """The whole document, replacing any older version of it."""
-
+class Put:  # the whole document, replacing any older version of it
     ref: str
     fields: dict[str, str]
     meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class Patch:
-    """Some fields or metadata of a document; the rest stays as it was."""
-
+class Patch:  # some fields or metadata of a document; the rest stays as it was
     ref: str
     fields: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
@@ -198,17 +189,15 @@ class SearchIndex:
         if doc.num < 0:
             return
         terms = _weights(doc)
-        dropped = 0
+        self.live_pairs -= len(terms)
+        self.dead_pairs += len(terms)
         for term in terms:
             left = self.df[term] - 1
             if left:
                 self.df[term] = left
             else:  # this was the term's last live pair: drop the array and its retired pairs
                 del self.df[term]
-                self.dead_pairs -= len(self.postings.pop(term)) // 2 - 1
-                dropped += 1
-        self.live_pairs -= len(terms)
-        self.dead_pairs += len(terms) - dropped
+                self.dead_pairs -= len(self.postings.pop(term)) // 2
         self.total_length -= self.lengths[doc.num]
         self.visible_count -= 1
         self.lengths[doc.num] = 0
