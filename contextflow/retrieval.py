@@ -16,8 +16,10 @@ from contextflow import checks, timeutil
 from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.present.records import Views, hit_block, hit_json
-from contextflow.search import VIEW_NAME, Doc, Hit, SearchIndex, search_kinds
+from contextflow.search.extractors import search_kinds
+from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import query_terms
+from contextflow.search.view import VIEW_NAME
 from contextflow.text import DATA_NOTICE, clip, estimate_tokens
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
