@@ -165,14 +165,12 @@ class Saved:
     transcript_blob: str | None
 
 
-def _transcript(app: App, value: Any) -> tuple[dict[str, Any] | None, list[str]]:
+def _transcript(app: App, value: Any) -> tuple[dict[str, Any], list[str]]:
     """The transcript's entry in the record (a large one written to a blob first), and what was redacted.
-
-    Secrets are scrubbed here as Store.append does for events, since a blob never passes through it.
-    """
+    Secrets are scrubbed here as Store.append does for events, since a blob never passes through it."""
     text = checks.text(value, "full_transcript", max_chars=MAX_TRANSCRIPT_CHARS)
     if text is None:
-        return None, []
+        return {}, []
     scrubbed, redacted = secrets.scrub({"full_transcript": text})
     text = str(scrubbed["full_transcript"])
     tokens = estimate_tokens(text)
@@ -215,8 +213,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
         data[secrets.REDACTED_FIELD] = redacted
     replaced = (str(data["project"]), conversation_id) in conversations_state(app).records
     event = app.store.append(SAVE_KIND, data)
-    tokens = transcript["tokens"] if transcript else 0
-    return Saved(event, conversation_id, replaced, tokens, transcript.get("blob") if transcript else None)
+    return Saved(event, conversation_id, replaced, transcript.get("tokens", 0), transcript.get("blob"))
 
 
 # -- reading -------------------------------------------------------------------------------
