@@ -40,13 +40,11 @@ MAX_ITEMS, MAX_TOPICS = 200, 50
 DEFAULT_LIMIT = 20
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
 
-TOP_FIELDS = (
-    "conversation_id", "source", "project", "session_id", "conversation_type", "topic", "categories",
-    "decisions", "open_questions", "related_entities", "summary", "overall_summary", "cross_topic_insights",
-    "topics", "full_transcript",
-)
 TOPIC_FIELDS = ("topic", "categories", "decisions", "open_questions", "related_entities", "summary")
+TOP_FIELDS = ("conversation_id", "source", "project", "session_id", "conversation_type", *TOPIC_FIELDS,
+              "overall_summary", "cross_topic_insights", "topics", "full_transcript")
 DECISION_FIELDS = ("decision", "reasoning", "status")
+RECORD_EXAMPLE = '{"topic": ..., "summary": ..., "decisions": [...]}'
 DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status": "chosen"}'
 
 
@@ -102,7 +100,7 @@ def _common(raw: dict[str, Any], where: str) -> dict[str, Any]:
 
 def validate_record(raw: Any) -> dict[str, Any]:
     """The record normalized (trimmed, defaults applied, empty fields dropped), or InputError naming the field."""
-    record = _object(raw, "the record", TOP_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}')
+    record = _object(raw, "the record", TOP_FIELDS, RECORD_EXAMPLE)
     topics_raw = record.get("topics")
     kind = record.get("conversation_type")
     if kind is None:
@@ -132,7 +130,7 @@ def validate_record(raw: Any) -> dict[str, Any]:
     out["topics"] = []
     for n, item in enumerate(checks.json_list(topics_raw, "topics", MAX_TOPICS, "")):
         at = f"topics[{n}]"
-        entry = _common(_object(item, at, TOPIC_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}'), at)
+        entry = _common(_object(item, at, TOPIC_FIELDS, RECORD_EXAMPLE), at)
         entry["summary"] = _required(item.get("summary"), f"{at}.summary", LONG, "summarize this topic")
         out["topics"].append(entry)
     return out

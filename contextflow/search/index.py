@@ -160,7 +160,10 @@ class SearchIndex:
     def apply(self, kind: str, op: Op, key: OrderKey, writer: str) -> None:
         """Fold one operation. Only operations at or after the document's floor (its latest put
         or delete) count, and fields are last-writer-wins, so arrival order never matters."""
-        doc = self._doc(kind, op.ref)
+        doc_id = f"{kind}:{op.ref}"
+        doc = self.docs.get(doc_id)
+        if doc is None:
+            doc = self.docs[doc_id] = Doc(doc_id, kind, op.ref, -1)
         floor = max(doc.put_key, doc.delete_key)
         if isinstance(op, Delete):
             doc.delete_key = max(doc.delete_key, key)
@@ -176,13 +179,6 @@ class SearchIndex:
             _merge(doc.fields, op.fields, key)
             _merge(doc.meta, {**op.meta, "writer": writer}, key)
         self._reindex(doc)
-
-    def _doc(self, kind: str, ref: str) -> Doc:
-        doc_id = f"{kind}:{ref}"
-        doc = self.docs.get(doc_id)
-        if doc is None:
-            doc = self.docs[doc_id] = Doc(doc_id, kind, ref, -1)
-        return doc
 
     def _retire(self, doc: Doc) -> None:
         """Take a document out of the counts before it changes (its fields are still the indexed ones)."""
