@@ -288,18 +288,18 @@ class SearchIndex:
                         scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * length)
             rest -= bound
             if rest > threshold and len(scores) >= k and max(scores.values()) >= rest:
-                best = self._best(scores, factors, factor, k, 4 * k)
+                best = self._best(scores, factors, factor, k, exact=False)
                 if len(best) == k:
                     threshold = max(threshold, best[-1][0])
-        found = self._best(scores, factors, factor, k, 4 * k, exact=True)
+        found = self._best(scores, factors, factor, k, exact=True)
         return [Hit(doc, score) for score, num in found if (doc := self.by_num[num]) is not None]
 
     def _best(
-        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float],
-        k: int, pool: int, exact: bool = False,
+        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float], k: int, exact: bool
     ) -> list[tuple[float, int]]:
-        """The k best (final score, num) among the `pool` best raw scores; with `exact`, the
-        pool widens until no document outside it could win (factor <= 1, so final <= raw)."""
+        """The k best (final score, num) among the 4k best raw scores; with `exact`, that pool
+        widens until no document outside it could win (factor <= 1, so final <= raw)."""
+        pool = 4 * k
         while True:
             raw = heapq.nlargest(pool, scores, key=scores.__getitem__)
             finals = []
