@@ -50,8 +50,9 @@ def _status_meta(data: dict[str, Any], *names: str) -> dict[str, Any]:
 def _put(
     texts: dict[str, str], lists: tuple[str, ...] = (), meta: tuple[str, ...] = ("agent",), status: tuple[str, ...] = ()
 ) -> Extractor:
-    """A document per event: index field <- event field (`texts`; `lists` are lists of lines of the same
-    name), metadata `meta` as text (a `project` defaults to `shared`) and `status` when set."""
+    """The event's own document: index fields from event fields (`texts`: field -> key; `lists`: list
+    fields of the same name, one item a line), `meta` fields as text (`project` defaults to `shared`)
+    and `status` fields when set."""
 
     def extract(event: Event) -> list[Op]:
         data = event.data

@@ -37,10 +37,7 @@ STOPWORDS = frozenset(
 
 def stem(word: str) -> str:
     """The Snowball English stem of a lower-case ASCII word; any other word unchanged."""
-    if not (word.isascii() and word.isalpha()):
-        return word
-    stemmed: str = _ENGLISH.stemWord(word)
-    return stemmed
+    return str(_ENGLISH.stemWord(word)) if word.isascii() and word.isalpha() else word
 
 
 def _parts(word: str) -> list[str]:
