@@ -2,11 +2,10 @@
 
 On-disk contract:
 
-- A blob is `<store>/blobs/<sha[:2]>/<sha>`, where `sha` is the SHA-256 of its bytes (hex).
-  Its name says what it holds, so two machines that write the same bytes write the same
-  file and a sync tool never sees two different versions of one blob.
-- Blobs are never changed or removed once written. A write goes to a temporary file in the
-  same folder (created 0600, folders 0700), is flushed, then renamed into place.
+- A blob is `<store>/blobs/<sha[:2]>/<sha>`, `sha` the SHA-256 (hex) of its bytes: machines that
+  write the same bytes write the same file, so a sync tool never sees two versions of one blob.
+- Blobs are never changed or removed. A write goes to a temporary file in the same folder
+  (created 0600, folders 0700), is flushed, then renamed into place.
 - A reader checks the hash, so a half-synced or damaged copy is reported, never returned.
 - `blobs/` and its sub-folders are never followed when they are symbolic links (a synced
   link could point anywhere): reads and writes through one are refused with a clear error.
@@ -55,11 +54,8 @@ def _real_folders(path: Path, create: bool) -> None:
 
 
 def write_blob(folder: Path, data: bytes, *, fsync: bool = True) -> str:
-    """Store `data` once and return its SHA-256; writing bytes that are already stored is a no-op.
-
-    Blobs are flushed to disk before the rename by default: they are rare and large, and the
-    event that refers to one is appended only after this returns.
-    """
+    """Store `data` once and return its SHA-256; bytes already stored are not written again.
+    Flushed before the rename by default: the event that refers to a blob is appended after this returns."""
     sha = hashlib.sha256(data).hexdigest()
     target = blob_path(folder, sha)
     _real_folders(target, create=False)

@@ -1,21 +1,16 @@
 """Conversation memory: structured conversation records, saved whole, latest wins.
 
-The client's own model decomposes its session into a record: topic, categories, decisions
-(each with its reasoning and whether it was chosen or rejected), open questions, related
-entities and a summary; a multi-topic record adds an overall summary, cross-topic insights
-and `topics[]`, each with its own fields. `save_conversation` validates it (errors name the
-field, e.g. `topics[2].decisions[0].reasoning must be a string`) and appends one
-`conversation.save` event carrying the whole record. Saving the same `conversation_id`
-again in the same project replaces the record (a save naming no project goes to the project
-already holding that id, else the default one); a record is identified by its project and
-id, so two projects never replace each other's (see views/conversations.py). Lookups that
-name no project take the default project's record, else the only one with that id.
+A record is the client model's decomposition of its session: topic, categories, decisions
+(with reasoning, chosen or rejected), open questions, related entities and a summary; a
+multi-topic one adds an overall summary, cross-topic insights and `topics[]`. Validation errors
+name the field (`topics[2].decisions[0].reasoning must be a string`). A record is identified
+by its project and id: saving the same id again in a project replaces it (a save naming no
+project goes to the project already holding that id, else the default one), and lookups naming
+no project take the default project's record, else the only one with that id.
 
-A full transcript over `TRANSCRIPT_INLINE_TOKENS` goes to a write-once blob file (blobs.py)
-and the record keeps only its hash; transcripts are never indexed and are returned only on
-request (`show_conversation(..., include_transcript=True)`). The store is asked whether it
-accepts the event (a scoped HTTP token may not write every project) before the blob is
-written, so a refused save leaves nothing in the synced folder.
+A transcript over `TRANSCRIPT_INLINE_TOKENS` goes to a write-once blob (blobs.py), never
+indexed and returned only on request. The store admits the event (a scoped HTTP token may not
+write every project) before the blob is written, so a refused save leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -45,13 +40,11 @@ MAX_ITEMS, MAX_TOPICS = 200, 50
 DEFAULT_LIMIT = 20
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
 
-TOP_FIELDS = (
-    "conversation_id", "source", "project", "session_id", "conversation_type", "topic", "categories",
-    "decisions", "open_questions", "related_entities", "summary", "overall_summary", "cross_topic_insights",
-    "topics", "full_transcript",
-)
 TOPIC_FIELDS = ("topic", "categories", "decisions", "open_questions", "related_entities", "summary")
+TOP_FIELDS = ("conversation_id", "source", "project", "session_id", "conversation_type", *TOPIC_FIELDS,
+              "overall_summary", "cross_topic_insights", "topics", "full_transcript")
 DECISION_FIELDS = ("decision", "reasoning", "status")
+RECORD_EXAMPLE = '{"topic": ..., "summary": ..., "decisions": [...]}'
 DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status": "chosen"}'
 
 
@@ -107,7 +100,7 @@ def _common(raw: dict[str, Any], where: str) -> dict[str, Any]:
 
 def validate_record(raw: Any) -> dict[str, Any]:
     """The record normalized (trimmed, defaults applied, empty fields dropped), or InputError naming the field."""
-    record = _object(raw, "the record", TOP_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}')
+    record = _object(raw, "the record", TOP_FIELDS, RECORD_EXAMPLE)
     topics_raw = record.get("topics")
     kind = record.get("conversation_type")
     if kind is None:
@@ -137,7 +130,7 @@ def validate_record(raw: Any) -> dict[str, Any]:
     out["topics"] = []
     for n, item in enumerate(checks.json_list(topics_raw, "topics", MAX_TOPICS, "")):
         at = f"topics[{n}]"
-        entry = _common(_object(item, at, TOPIC_FIELDS, '{"topic": ..., "summary": ..., "decisions": [...]}'), at)
+        entry = _common(_object(item, at, TOPIC_FIELDS, RECORD_EXAMPLE), at)
         entry["summary"] = _required(item.get("summary"), f"{at}.summary", LONG, "summarize this topic")
         out["topics"].append(entry)
     return out
@@ -170,14 +163,12 @@ class Saved:
     transcript_blob: str | None
 
 
-def _transcript(app: App, value: Any) -> tuple[dict[str, Any] | None, list[str]]:
+def _transcript(app: App, value: Any) -> tuple[dict[str, Any], list[str]]:
     """The transcript's entry in the record (a large one written to a blob first), and what was redacted.
-
-    Secrets are scrubbed here as Store.append does for events, since a blob never passes through it.
-    """
+    Secrets are scrubbed here as Store.append does for events, since a blob never passes through it."""
     text = checks.text(value, "full_transcript", max_chars=MAX_TRANSCRIPT_CHARS)
     if text is None:
-        return None, []
+        return {}, []
     scrubbed, redacted = secrets.scrub({"full_transcript": text})
     text = str(scrubbed["full_transcript"])
     tokens = estimate_tokens(text)
@@ -220,8 +211,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
         data[secrets.REDACTED_FIELD] = redacted
     replaced = (str(data["project"]), conversation_id) in conversations_state(app).records
     event = app.store.append(SAVE_KIND, data)
-    tokens = transcript["tokens"] if transcript else 0
-    return Saved(event, conversation_id, replaced, tokens, transcript.get("blob") if transcript else None)
+    return Saved(event, conversation_id, replaced, transcript.get("tokens", 0), transcript.get("blob"))
 
 
 # -- reading -------------------------------------------------------------------------------

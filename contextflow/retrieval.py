@@ -1,11 +1,9 @@
 """get_context: ranked retrieval across every kind of record, packed into budgeted markdown.
 
-The search view (contextflow/search) ranks documents of every kind; this module checks the
-caller's arguments, asks for the top `limit`, and packs each hit's block (rendered by
-contextflow.present.records: provenance header, stored text quoted as untrusted data) best
-first until `budget_tokens` is reached; the block that crosses it is clipped, the rest are
-listed as left out. The text returned never exceeds the budget (`estimate_tokens`, about
-four characters a token).
+The search view ranks the documents; each hit's block (contextflow.present.records: provenance
+header, stored text quoted as untrusted data) is packed best first until `budget_tokens`: the
+block that crosses it is clipped, the rest are listed as left out. The text never exceeds the
+budget (`estimate_tokens`, about four characters a token).
 """
 
 from __future__ import annotations
@@ -18,8 +16,10 @@ from contextflow import checks, timeutil
 from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.present.records import Views, hit_block, hit_json
-from contextflow.search import VIEW_NAME, Hit, Query, SearchIndex, rank, search_kinds
+from contextflow.search.extractors import search_kinds
+from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import query_terms
+from contextflow.search.view import VIEW_NAME
 from contextflow.text import DATA_NOTICE, clip, estimate_tokens
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
@@ -28,6 +28,17 @@ CHARS_PER_TOKEN = 4
 MIN_CLIPPED_CHARS = 320
 FOOTER_RESERVE = 160
 CLIP_MARK = "[clipped to stay within budget_tokens]"
+RECENCY_FLOOR = 0.85  # a document a year old keeps about 86% of its score
+HALF_LIFE_DAYS = 90.0
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    limit: int
+    kinds: frozenset[str] = frozenset()  # empty: every kind
+    project: str | None = None  # None: every project
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,29 @@ class ContextResult:
         }
 
 
+def recency(doc_ms: int, now_ms: int) -> float:
+    """A factor in (RECENCY_FLOOR, 1]: 1 for now, halfway to the floor after HALF_LIFE_DAYS."""
+    age_days = max(0, now_ms - doc_ms) / DAY_MS
+    decay: float = 0.5 ** (age_days / HALF_LIFE_DAYS)
+    return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
+
+
+def rank(index: SearchIndex, query: Query, now_ms: int) -> list[Hit]:
+    """BM25 from the index, times a mild recency factor, within the query's filters."""
+    kinds, project = query.kinds, query.project
+
+    def factor(doc: Doc) -> float:
+        if kinds and doc.kind not in kinds:
+            return 0.0
+        if project is not None and doc.project and doc.project != project:
+            return 0.0  # a document without a project (a context record, a thought) is in every project
+        if doc.expires_ms is not None and doc.expires_ms <= now_ms:
+            return 0.0  # expiry is judged at read time, never in the fold
+        return recency(doc.latest_ms, now_ms)
+
+    return index.search(query_terms(query.text), query.limit, factor)
+
+
 def search_index(app: App) -> SearchIndex:
     index: SearchIndex = app.store.view(VIEW_NAME)
     return index
@@ -69,8 +103,7 @@ def get_context(
     budget_tokens: Any = None, now_ms: int | None = None,
 ) -> ContextResult:
     """The best matches for `query`, as markdown within `budget_tokens`."""
-    text = checks.text(query, "query", required=True, max_chars=2_000)
-    assert text is not None
+    text = checks.text(query, "query", required=True, max_chars=2_000) or ""
     if not query_terms(text):
         raise InputError("query has no searchable words: use names of files, components, topics or decisions")
     known = search_kinds()

@@ -19,12 +19,9 @@ from typing import Any
 from contextflow.errors import InputError
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
-_SHORT = re.compile(r"^(?:\d+[smhdwy])+$")
-_SHORT_PART = re.compile(r"(\d+)([smhdwy])")
-_ISO = re.compile(
-    r"^P(?:(?P<y>\d+)Y)?(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?"
-    r"(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)S)?)?$"
-)
+# short units, or ISO-8601 (in lower case), where `m` is minutes too: its date part has no months
+_DURATION = re.compile(r"^(?:\d+[smhdwy])+$|^p(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:t(?:\d+h)?(?:\d+m)?(?:\d+s)?)?$")
+_PART = re.compile(r"(\d+)([smhdwy])")
 _LONGEST = int(timedelta(days=999_999).total_seconds())  # beyond any limit a caller sets, within timedelta
 MAX_EXPIRY = timedelta(days=3660)
 DURATION_FORMS = "30m, 24h, 7d, 2w, 1y, 1d12h or P7D"
@@ -73,14 +70,10 @@ def parse_duration(raw: object) -> timedelta | None:
     if not isinstance(raw, str):
         return None
     text = raw.strip().lower()
-    if _SHORT.match(text):
-        seconds = sum(int(amount) * _UNITS[unit] for amount, unit in _SHORT_PART.findall(text))
-    else:
-        match = _ISO.match(text.upper())
-        if match is None or not any(match.groupdict().values()):
-            return None
-        seconds = sum(int(value) * _UNITS[unit] for unit, value in match.groupdict().items() if value)
-    return timedelta(seconds=min(seconds, _LONGEST))
+    parts = _PART.findall(text) if _DURATION.match(text) else []
+    if not parts:  # also `P` and `PT`, which name no amount
+        return None
+    return timedelta(seconds=min(sum(int(amount) * _UNITS[unit] for amount, unit in parts), _LONGEST))
 
 
 def expiry(value: Any, now: datetime, name: str = "expires_at") -> datetime | None:

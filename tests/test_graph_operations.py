@@ -14,7 +14,7 @@ from contextflow.graph import compose, model, ops
 from contextflow.operations import graph as graph_table
 from contextflow.operations import recall as recall_table
 from contextflow.present import graph as present_graph
-from contextflow.search import search_kinds
+from contextflow.search.extractors import search_kinds
 from contextflow.server.app import ContextflowServer
 
 

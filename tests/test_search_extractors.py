@@ -11,7 +11,7 @@ import pytest
 from contextflow import conversations, records, retrieval, sessions, timeline
 from contextflow.cli import main
 from contextflow.graph import ops as graph
-from contextflow.search import EXTRACTORS, search_kinds
+from contextflow.search.extractors import EXTRACTORS, search_kinds
 
 
 def found(app, query: str, **options) -> list[tuple[str, str]]:

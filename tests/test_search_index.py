@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 
 from contextflow.app import App
 from contextflow.events import Event
-from contextflow.search import EXTRACTORS, Delete, Patch, Put, Query, SearchIndex, SearchView, rank, recency
+from contextflow.retrieval import Query, rank, recency
 from contextflow.search import index as index_module
-from contextflow.search.index import FIELD_WEIGHTS, K1, B
+from contextflow.search.extractors import EXTRACTORS
+from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
 from contextflow.search.tokens import query_terms, stem
+from contextflow.search.view import SearchView
 
 DAY = 86_400_000
 NOW = 1_800_000_000_000

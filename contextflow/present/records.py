@@ -12,7 +12,7 @@ from typing import Any
 
 from contextflow.clock import stamp_iso
 from contextflow.present.provenance import header
-from contextflow.search import Doc, Hit
+from contextflow.search.index import Doc, Hit
 from contextflow.text import clean, clip, quote
 from contextflow.views.conversations import ConversationEntry, ConversationsState
 from contextflow.views.sessions import DEFAULT_PROJECT

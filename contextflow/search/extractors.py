@@ -2,8 +2,8 @@
 
 An extractor is a pure function of one event returning index operations (`Put`, `Patch`,
 `Delete`). `EXTRACTORS` maps an event kind to (search kind, extractor); the search kind is
-what `--kind` and `kinds=[...]` filter on. To make a new kind searchable, write one
-function and add one entry here.
+what `--kind` and `kinds=[...]` filter on. To make a new kind searchable, add one entry there
+(most kinds are built by `_put`, `_patch` and `_delete` from the event fields they read).
 
 Extractors read stored data written by any version on any machine, so they accept missing
 or odd fields quietly (`_text`, `_texts`) instead of failing.
@@ -17,17 +17,21 @@ from typing import Any
 from contextflow.events import Event
 from contextflow.search.index import Delete, Op, Patch, Put
 from contextflow.timeutil import iso_ms
+from contextflow.views.sessions import project_of, session_of
 
 Extractor = Callable[[Event], list[Op]]
-DEFAULT_PROJECT = "shared"
 
 
 def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _texts(value: Any) -> list[str]:
-    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    items = [value] if isinstance(value, str) else _list(value)
     return [item.strip() for item in items if isinstance(item, str) and item.strip()]
 
 
@@ -35,54 +39,52 @@ def _lines(items: Iterable[str]) -> str:
     return "\n".join(items)
 
 
-def _session_meta(data: dict[str, Any], agent: str = "agent") -> dict[str, Any]:
-    """Metadata of a record written in a session: its project (default `shared`), agent and session."""
-    project = _text(data.get("project")) or DEFAULT_PROJECT
-    return {"project": project, "agent": _text(data.get(agent)), "session_id": _text(data.get("session_id"))}
-
-
 def _fields(**named: str) -> dict[str, str]:
     return {name: text for name, text in named.items() if text}
 
 
-# -- sessions: notes and handoffs (contextflow/sessions.py) ---------------------------------
+def _status_meta(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: data[name] for name in names if isinstance(data.get(name), str) and data[name]}
 
 
-def note_docs(event: Event) -> list[Op]:
-    data = event.data
-    fields = _fields(title=_text(data.get("task")), text=_text(data.get("text")), tags=_lines(_texts(data.get("tags"))))
-    return [Put(event.id, fields, _session_meta(data))]
+def _put(
+    texts: dict[str, str], lists: tuple[str, ...] = (), meta: tuple[str, ...] = ("agent",), status: tuple[str, ...] = ()
+) -> Extractor:
+    """The event's own document: index fields from event fields (`texts`: field -> key; `lists`: list
+    fields of the same name, one item a line), `meta` fields as text (`project` defaults to `shared`)
+    and `status` fields when set."""
+
+    def extract(event: Event) -> list[Op]:
+        data = event.data
+        fields = {name: _text(data.get(key)) for name, key in texts.items()}
+        fields.update((name, _lines(_texts(data.get(name)))) for name in lists)
+        found = {name: project_of(event) if name == "project" else _text(data.get(name)) for name in meta}
+        return [Put(event.id, _fields(**fields), {**found, **_status_meta(data, *status)})]
+
+    return extract
 
 
-def handoff_docs(event: Event) -> list[Op]:
-    data = event.data
-    fields = _fields(
-        title=_text(data.get("task")),
-        summary=_text(data.get("summary")),
-        next_steps=_lines(_texts(data.get("next_steps"))),
-        open_questions=_lines(_texts(data.get("open_questions"))),
-        files=_lines(_texts(data.get("files"))),
-    )
-    return [Put(event.id, fields, _session_meta(data))]
+def _patch(ref: str, texts: dict[str, str], status: tuple[str, ...]) -> Extractor:
+    """An update of the document the event field `ref` names: the fields the event carries, and `status`."""
+
+    def extract(event: Event) -> list[Op]:
+        data = event.data
+        target = _text(data.get(ref))
+        fields = {name: _text(data[key]) for name, key in texts.items() if key in data}
+        return [Patch(target, fields, _status_meta(data, *status))] if target else []
+
+    return extract
+
+
+def _delete(ref: str) -> Extractor:
+    def extract(event: Event) -> list[Op]:
+        target = _text(event.data.get(ref))
+        return [Delete(target)] if target else []
+
+    return extract
 
 
 # -- conversations (contextflow/conversations.py) -------------------------------------------
-
-
-def _decision_lines(decisions: Any) -> tuple[list[str], list[str]]:
-    statements: list[str] = []
-    reasons: list[str] = []
-    for item in decisions if isinstance(decisions, list) else []:
-        if not isinstance(item, dict):
-            continue
-        statement = _text(item.get("decision"))
-        if statement:
-            rejected = item.get("status") == "rejected"
-            statements.append(("rejected: " if rejected else "") + statement)
-        reason = _text(item.get("reasoning"))
-        if reason:
-            reasons.append(reason)
-    return statements, reasons
 
 
 def conversation_docs(event: Event) -> list[Op]:
@@ -92,27 +94,27 @@ def conversation_docs(event: Event) -> list[Op]:
     if not conversation_id:
         return []
     parts = [data, *(t for t in data.get("topics") or [] if isinstance(t, dict))]
-    titles, tags, entities, decisions, reasons, questions, summaries = [], [], [], [], [], [], []
-    for part in parts:
-        titles.append(_text(part.get("topic")))
-        tags += _texts(part.get("categories"))
-        entities += _texts(part.get("related_entities"))
-        statements, why = _decision_lines(part.get("decisions"))
-        decisions += statements
-        reasons += why
-        questions += _texts(part.get("open_questions"))
-        summaries.append(_text(part.get("summary")))
-    summaries += [_text(data.get("overall_summary")), *_texts(data.get("cross_topic_insights"))]
+
+    def every(name: str) -> list[str]:  # a list field of the record and of each topic
+        return [text for part in parts for text in _texts(part.get(name))]
+
+    decisions = [item for part in parts for item in _list(part.get("decisions")) if isinstance(item, dict)]
+    statements = []
+    for item in decisions:
+        if statement := _text(item.get("decision")):
+            statements.append(("rejected: " if item.get("status") == "rejected" else "") + statement)
+    summaries = [*(part.get("summary") for part in parts), data.get("overall_summary")]
     fields = _fields(
-        title=_lines(t for t in titles if t),
-        tags=_lines(dict.fromkeys(tags)),
-        entities=_lines(dict.fromkeys(entities)),
-        decisions=_lines(decisions),
-        reasoning=_lines(reasons),
-        open_questions=_lines(questions),
-        summary=_lines(s for s in summaries if s),
+        title=_lines(_texts([part.get("topic") for part in parts])),
+        tags=_lines(dict.fromkeys(every("categories"))),
+        entities=_lines(dict.fromkeys(every("related_entities"))),
+        decisions=_lines(statements),
+        reasoning=_lines(_texts([item.get("reasoning") for item in decisions])),
+        open_questions=_lines(every("open_questions")),
+        summary=_lines(_texts(summaries) + _texts(data.get("cross_topic_insights"))),
     )
-    return [Put(conversation_id, fields, _session_meta(data, agent="source"))]
+    meta = {"project": project_of(event), "agent": _text(data.get("source")), "session_id": session_of(event)}
+    return [Put(conversation_id, fields, meta)]
 
 
 # -- keyed context records (contextflow/records.py) -----------------------------------------
@@ -121,9 +123,11 @@ def conversation_docs(event: Event) -> list[Op]:
 MAX_VALUE_LINES = 200
 
 
-def _flatten(value: Any, prefix: str, out: list[str]) -> None:
+def _flatten(value: Any, prefix: str = "", out: list[str] | None = None) -> list[str]:
+    """`value` as `path.to.field: value` lines, at most MAX_VALUE_LINES."""
+    out = [] if out is None else out
     if len(out) >= MAX_VALUE_LINES:
-        return
+        return out
     if isinstance(value, dict):
         for name, item in value.items():
             _flatten(item, f"{prefix}.{name}" if prefix else str(name), out)
@@ -132,6 +136,7 @@ def _flatten(value: Any, prefix: str, out: list[str]) -> None:
             _flatten(item, prefix, out)
     elif value is not None and not isinstance(value, bool):
         out.append(f"{prefix}: {value}" if prefix else str(value))
+    return out
 
 
 def context_set_docs(event: Event) -> list[Op]:
@@ -139,55 +144,9 @@ def context_set_docs(event: Event) -> list[Op]:
     key = _text(data.get("key"))
     if not key:
         return []
-    lines: list[str] = []
-    _flatten(data.get("value"), "", lines)
-    fields = _fields(title=_text(data.get("label")), key=key, value=_lines(lines), tags=_text(data.get("category")))
-    meta = {"agent": _text(data.get("agent")), "expires_ms": iso_ms(data.get("expires_at"))}
-    return [Put(key, fields, meta)]
-
-
-def context_delete_docs(event: Event) -> list[Op]:
-    key = _text(event.data.get("key"))
-    return [Delete(key)] if key else []
-
-
-# -- timeline threads and thoughts (contextflow/timeline.py) ---------------------------------
-
-
-def _status_meta(data: dict[str, Any], *names: str) -> dict[str, Any]:
-    return {name: data[name] for name in names if isinstance(data.get(name), str) and data[name]}
-
-
-def thread_docs(event: Event) -> list[Op]:
-    data = event.data
-    fields = _fields(title=_text(data.get("name")), text=_text(data.get("description")))
-    return [Put(event.id, fields, {"agent": _text(data.get("agent")), **_status_meta(data, "status")})]
-
-
-def thread_update_docs(event: Event) -> list[Op]:
-    data = event.data
-    thread_id = _text(data.get("thread_id"))
-    if not thread_id:
-        return []
-    pairs = (("title", "name"), ("text", "description"))
-    fields = {name: _text(data[source]) for name, source in pairs if source in data}
-    return [Patch(thread_id, fields, _status_meta(data, "status"))]
-
-
-def thought_docs(event: Event) -> list[Op]:
-    data = event.data
-    meta = {"agent": _text(data.get("agent")), "thread_id": _text(data.get("thread_id"))}
-    meta.update(_status_meta(data, "status", "thought_type"))
-    return [Put(event.id, _fields(text=_text(data.get("content"))), meta)]
-
-
-def thought_update_docs(event: Event) -> list[Op]:
-    data = event.data
-    thought_id = _text(data.get("thought_id"))
-    if not thought_id:
-        return []
-    fields = {"text": _text(data["content"])} if "content" in data else {}
-    return [Patch(thought_id, fields, _status_meta(data, "status", "thought_type"))]
+    value = _lines(_flatten(data.get("value")))
+    fields = _fields(title=_text(data.get("label")), key=key, value=value, tags=_text(data.get("category")))
+    return [Put(key, fields, {"agent": _text(data.get("agent")), "expires_ms": iso_ms(data.get("expires_at"))})]
 
 
 # -- knowledge graph nodes (contextflow/graph) ----------------------------------------------
@@ -199,10 +158,7 @@ def _node_fields(data: dict[str, Any]) -> dict[str, str]:
     fields = {field: _text(data[key]) for field, key in (("text", "content"), ("summary", "summary")) if key in data}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
-        for name, value in metadata.items():
-            lines: list[str] = []
-            _flatten(value, "", lines)
-            fields[f"meta.{name}"] = _lines(lines)
+        fields.update((f"meta.{name}", _lines(_flatten(value))) for name, value in metadata.items())
     return fields
 
 
@@ -224,29 +180,31 @@ def node_update_docs(event: Event) -> list[Op]:
     return [Patch(node_id, _node_fields(event.data), _status_meta(event.data, "type"))] if node_id else []
 
 
-def node_delete_docs(event: Event) -> list[Op]:
-    node_id = _text(event.data.get("node"))
-    return [Delete(node_id)] if node_id else []
-
-
 def node_tag_docs(event: Event) -> list[Op]:
     node_id = _text(event.data.get("node"))
     return _tag_ops(node_id, event.data.get("tags"), event.kind == "graph.tag") if node_id else []
 
 
+_THREAD = {"title": "name", "text": "description"}
+_THOUGHT = {"text": "content"}
+_SESSION = ("project", "agent", "session_id")
+
 EXTRACTORS: dict[str, tuple[str, Extractor]] = {
-    "note": ("note", note_docs),
-    "handoff": ("handoff", handoff_docs),
+    "note": ("note", _put({"title": "task", "text": "text"}, ("tags",), _SESSION)),
+    "handoff": (
+        "handoff",
+        _put({"title": "task", "summary": "summary"}, ("next_steps", "open_questions", "files"), _SESSION),
+    ),
     "conversation.save": ("conversation", conversation_docs),
     "context.set": ("context", context_set_docs),
-    "context.delete": ("context", context_delete_docs),
-    "timeline.thread": ("thread", thread_docs),
-    "timeline.thread_update": ("thread", thread_update_docs),
-    "timeline.thought": ("thought", thought_docs),
-    "timeline.thought_update": ("thought", thought_update_docs),
+    "context.delete": ("context", _delete("key")),
+    "timeline.thread": ("thread", _put(_THREAD, status=("status",))),
+    "timeline.thread_update": ("thread", _patch("thread_id", _THREAD, ("status",))),
+    "timeline.thought": ("thought", _put(_THOUGHT, meta=("agent", "thread_id"), status=("status", "thought_type"))),
+    "timeline.thought_update": ("thought", _patch("thought_id", _THOUGHT, ("status", "thought_type"))),
     "graph.node": ("node", node_docs),
     "graph.node_update": ("node", node_update_docs),
-    "graph.node_delete": ("node", node_delete_docs),
+    "graph.node_delete": ("node", _delete("node")),
     "graph.tag": ("node", node_tag_docs),
     "graph.untag": ("node", node_tag_docs),
 }

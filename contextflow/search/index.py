@@ -1,20 +1,15 @@
 """An incremental BM25 index over searchable documents, updated one operation at a time.
 
-A document is a record of some kind (a note, a conversation, a graph node) under a stable id
-`<kind>:<ref>`. It has named text fields, each weighted (`FIELD_WEIGHTS`, a weighted term
-frequency in the style of BM25F), and a little metadata (project, agent, writer, status).
-A field named `group.member` (e.g. `tags.tier:pinned`) weighs as its group and can be set
-or cleared on its own, which is how set-like values (tags added and removed) are kept.
+A document (a note, a conversation, a graph node) has the stable id `<kind>:<ref>`, text fields
+weighted by `FIELD_WEIGHTS` (BM25F style) and a little metadata (project, agent, writer, status).
+A field named `group.member` (e.g. `tags.tier:pinned`) weighs as its group and is set or cleared
+on its own: that is how set-like values (tags added and removed) are kept.
 
-Operations come from the extractors (extractors.py), each stamped with its event's order key:
-
-- `Put` replaces the whole document (a re-saved conversation, a re-set record);
-- `Patch` changes some fields (an update event);
-- `Delete` removes it (a tombstone).
-
-Fields and metadata are last-writer-wins by order key, a `Put` drops anything older than
-itself, and a document is visible while its latest `Put` is newer than its latest `Delete`.
-So the index is the same whatever order the events arrive in, which keeps it a pure view.
+Operations come from the extractors, each stamped with its event's order key: `Put` replaces
+the whole document, `Patch` changes some fields, `Delete` removes it. Fields and metadata are
+last-writer-wins by order key, a `Put` drops anything older than itself, and a document is
+visible while its latest `Put` is newer than its latest `Delete`: the index is the same
+whatever order the events arrive in, which keeps it a pure view.
 """
 
 from __future__ import annotations
@@ -39,18 +34,14 @@ MIN_COMPACT_PAIRS = 100_000
 
 
 @dataclass(frozen=True)
-class Put:
-    """The whole document, replacing any older version of it."""
-
+class Put:  # the whole document, replacing any older version of it
     ref: str
     fields: dict[str, str]
     meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class Patch:
-    """Some fields or metadata of a document; the rest stays as it was."""
-
+class Patch:  # some fields or metadata of a document; the rest stays as it was
     ref: str
     fields: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
@@ -169,7 +160,10 @@ class SearchIndex:
     def apply(self, kind: str, op: Op, key: OrderKey, writer: str) -> None:
         """Fold one operation. Only operations at or after the document's floor (its latest put
         or delete) count, and fields are last-writer-wins, so arrival order never matters."""
-        doc = self._doc(kind, op.ref)
+        doc_id = f"{kind}:{op.ref}"
+        doc = self.docs.get(doc_id)
+        if doc is None:
+            doc = self.docs[doc_id] = Doc(doc_id, kind, op.ref, -1)
         floor = max(doc.put_key, doc.delete_key)
         if isinstance(op, Delete):
             doc.delete_key = max(doc.delete_key, key)
@@ -186,29 +180,20 @@ class SearchIndex:
             _merge(doc.meta, {**op.meta, "writer": writer}, key)
         self._reindex(doc)
 
-    def _doc(self, kind: str, ref: str) -> Doc:
-        doc_id = f"{kind}:{ref}"
-        doc = self.docs.get(doc_id)
-        if doc is None:
-            doc = self.docs[doc_id] = Doc(doc_id, kind, ref, -1)
-        return doc
-
     def _retire(self, doc: Doc) -> None:
         """Take a document out of the counts before it changes (its fields are still the indexed ones)."""
         if doc.num < 0:
             return
         terms = _weights(doc)
-        dropped = 0
+        self.live_pairs -= len(terms)
+        self.dead_pairs += len(terms)
         for term in terms:
             left = self.df[term] - 1
             if left:
                 self.df[term] = left
             else:  # this was the term's last live pair: drop the array and its retired pairs
                 del self.df[term]
-                self.dead_pairs -= len(self.postings.pop(term)) // 2 - 1
-                dropped += 1
-        self.live_pairs -= len(terms)
-        self.dead_pairs += len(terms) - dropped
+                self.dead_pairs -= len(self.postings.pop(term)) // 2
         self.total_length -= self.lengths[doc.num]
         self.visible_count -= 1
         self.lengths[doc.num] = 0
@@ -303,18 +288,18 @@ class SearchIndex:
                         scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * length)
             rest -= bound
             if rest > threshold and len(scores) >= k and max(scores.values()) >= rest:
-                best = self._best(scores, factors, factor, k, 4 * k)
+                best = self._best(scores, factors, factor, k, exact=False)
                 if len(best) == k:
                     threshold = max(threshold, best[-1][0])
-        found = self._best(scores, factors, factor, k, 4 * k, exact=True)
+        found = self._best(scores, factors, factor, k, exact=True)
         return [Hit(doc, score) for score, num in found if (doc := self.by_num[num]) is not None]
 
     def _best(
-        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float],
-        k: int, pool: int, exact: bool = False,
+        self, scores: dict[int, float], factors: dict[int, float], factor: Callable[[Doc], float], k: int, exact: bool
     ) -> list[tuple[float, int]]:
-        """The k best (final score, num) among the `pool` best raw scores; with `exact`, the
-        pool widens until no document outside it could win (factor <= 1, so final <= raw)."""
+        """The k best (final score, num) among the 4k best raw scores; with `exact`, that pool
+        widens until no document outside it could win (factor <= 1, so final <= raw)."""
+        pool = 4 * k
         while True:
             raw = heapq.nlargest(pool, scores, key=scores.__getitem__)
             finals = []

@@ -1,11 +1,10 @@
 """Tokenizer for the search index: words, their code-style parts, a stemmer, stopwords.
 
 `TaskReviewService`, `task_review_service` and `app/Services/TaskReview.php` all yield the
-whole word and its parts (`task`, `review`, `service`), so a query can name either. ASCII
-words are stemmed by the Snowball English stemmer (PyStemmer), the same way for documents
-and queries: `rejected`/`rejection` -> `reject`, `caching`/`caches` -> `cach`, `times` ->
-`time`. Other words are kept whole. `STEMMER` names the algorithm and library version: the
-search view's version includes it, so an index built by another stemmer is never reused.
+whole word and its parts (`task`, `review`, `service`), so a query can name either. ASCII words
+are stemmed (Snowball English, PyStemmer) alike in documents and queries: `rejected`/`rejection`
+-> `reject`, `caching`/`caches` -> `cach`; other words are kept whole. `STEMMER` names the
+algorithm and version: it is the search view's version, so another stemmer's index is never reused.
 """
 
 from __future__ import annotations
@@ -38,10 +37,7 @@ STOPWORDS = frozenset(
 
 def stem(word: str) -> str:
     """The Snowball English stem of a lower-case ASCII word; any other word unchanged."""
-    if not (word.isascii() and word.isalpha()):
-        return word
-    stemmed: str = _ENGLISH.stemWord(word)
-    return stemmed
+    return str(_ENGLISH.stemWord(word)) if word.isascii() and word.isalpha() else word
 
 
 def _parts(word: str) -> list[str]:

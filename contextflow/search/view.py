@@ -17,6 +17,17 @@ from contextflow.search.tokens import STEMMER
 VIEW_NAME = "search"
 
 
+def _ops(event: Event) -> list[tuple[str, Op]] | None:
+    """The event's index operations with their search kind (none for other kinds); None when its extractor fails."""
+    entry = EXTRACTORS.get(event.kind)
+    if entry is None:
+        return []
+    try:
+        return [(entry[0], op) for op in entry[1](event)]
+    except Exception:  # stored data from any writer and version: never break the fold
+        return None
+
+
 class SearchView:
     name = VIEW_NAME
     version = STEMMER  # a stemmer upgrade changes every term: the snapshot's index must not be reused
@@ -29,40 +40,19 @@ class SearchView:
         the same log supersedes can go: a Put or Patch by a later Put or Delete of the same
         document, a Patch also by later writes of all its fields, a Delete by a later Delete.
         Events whose extractor fails stay (they are counted as skipped)."""
-        found: dict[str, tuple[str, ...]] = {}
-        extracted: list[tuple[Event, list[tuple[str, Op]]]] = []
-        for event in events:
-            entry = EXTRACTORS.get(event.kind)
-            if entry is None:
-                found[event.id] = ()
-                continue
-            try:
-                made = entry[1](event)
-            except Exception:  # same rule as apply: odd stored data is skipped, and so kept here
-                continue
-            extracted.append((event, [(entry[0], op) for op in made]))
+        extracted = [(event, ops) for event in events if (ops := _ops(event)) is not None]
         latest: dict[tuple[str, ...], OrderKey] = {}
         for event, ops in extracted:
             for slot in (slot for kind, op in ops for slot in _slots(kind, op)):
                 latest[slot] = max(latest.get(slot, event.key), event.key)
-        for event, ops in extracted:
-            if all(_superseded(kind, op, event.key, latest) for kind, op in ops):
-                found[event.id] = ()
-        return found
+        return {event.id: () for event, ops in extracted if all(_superseded(*item, event.key, latest) for item in ops)}
 
     def apply(self, state: SearchIndex, event: Event) -> None:
-        entry = EXTRACTORS.get(event.kind)
-        if entry is None:
-            return
-        kind, extract = entry
-        try:
-            ops = extract(event)
-        except Exception:  # stored data from any writer and version: never break the fold
+        ops = _ops(event)
+        if ops is None:
             state.skipped_events += 1
-            return
-        key = event.key
-        for op in ops:
-            state.apply(kind, op, key, event.writer)
+        for kind, op in ops or ():
+            state.apply(kind, op, event.key, event.writer)
 
 
 def _slots(kind: str, op: Op) -> list[tuple[str, ...]]:
