@@ -19,14 +19,13 @@ and the current task live too.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
-
-import orjson
 
 from contextflow.fsutil import atomic_write
 from contextflow.locate import locate_store, state_root, store_state_dir
@@ -43,6 +42,10 @@ MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
 MAX_LOG_BYTES = 1 << 20
 PROCESSED_KEEP = 500  # message keys remembered per Claude session
+
+
+def _dumps(value: Any) -> str:  # the stdlib's JSON: orjson's import costs a hook more than its speed saves
+    return json.dumps(value, separators=(",", ":"))  # ASCII: a lone surrogate read from a transcript still writes
 
 
 def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
@@ -73,7 +76,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
     try:
         if event not in EVENTS:
             raise ValueError(f"unknown hook event {event!r}; use one of {', '.join(EVENTS)}")
-        payload = orjson.loads(raw[:MAX_STDIN]) if raw.strip() else {}
+        payload = json.loads(raw[:MAX_STDIN]) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
         folder = locate_store(env).folder
@@ -106,7 +109,7 @@ def _inject(event_name: str, text: str) -> str:
     if not text.strip():
         return ""
     output = {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
-    return orjson.dumps(output).decode()
+    return _dumps(output)
 
 
 # -- machine-local state between calls ---------------------------------------------------
@@ -126,14 +129,14 @@ def _pending_path(hooks: Path, session_id: Any) -> Path:
 
 def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
     try:
-        data = orjson.loads(_pending_path(hooks, session_id).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = json.loads(_pending_path(hooks, session_id).read_bytes())
+    except (OSError, ValueError):
         data = None
     return data if isinstance(data, dict) else {"items": [], "processed": []}
 
 
 def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
-    atomic_write(_pending_path(hooks, session_id), orjson.dumps(data), fsync=False)
+    atomic_write(_pending_path(hooks, session_id), _dumps(data).encode(), fsync=False)
 
 
 def current_task(hooks: Path) -> str | None:
@@ -177,7 +180,7 @@ def handoff_text(app: App, budget_chars: int) -> str:
     event = sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project, session_id=session_id))
     if event is None:
         return ""
-    from contextflow.present.sessions import entry_text
+    from contextflow.present.provenance import entry_text
 
     return "## Latest handoff of the active session\n\n" + clip_block(entry_text(event), budget_chars)
 
@@ -259,8 +262,8 @@ def turn_messages(transcript: Path) -> list[Message]:
     found: list[Message] = []
     for raw in reversed(_read_tail(transcript)):
         try:
-            entry = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            entry = json.loads(raw)
+        except ValueError:
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
             continue
@@ -304,7 +307,7 @@ def _squashed(text: str) -> str:
 
 
 def _directive_key(directive: directives.Directive) -> str:
-    return "dir:" + _digest(orjson.dumps([directive.name, sorted(directive.attrs.items()), directive.body]).decode())
+    return "dir:" + _digest(_dumps([directive.name, sorted(directive.attrs.items()), directive.body]))
 
 
 class Work(NamedTuple):

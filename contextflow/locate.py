@@ -26,10 +26,8 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-
-import platformdirs
+from typing import NamedTuple
 
 from contextflow.errors import InputError
 from contextflow.fsutil import atomic_write
@@ -54,12 +52,11 @@ _CONFIG_PATTERNS = (
 )
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):  # not a dataclass: hooks locate the store, and skip that import
     folder: Path
     rule: str
     detail: str = ""
-    legacy_files: tuple[Path, ...] = field(default=())
+    legacy_files: tuple[Path, ...] = ()
 
 
 def _path(value: str, base: Path | None = None) -> Path:
@@ -74,6 +71,8 @@ def _home(env: Mapping[str, str]) -> Path:
 
 
 def default_store_folder() -> Path:
+    import platformdirs  # only when no setting names the folder: hooks with settings skip its import
+
     return Path(platformdirs.user_data_dir(APP, appauthor=False)) / "store"
 
 
@@ -142,6 +141,8 @@ def state_root(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("CONTEXTFLOW_STATE", "").strip():
         return _path(env["CONTEXTFLOW_STATE"])
+    import platformdirs
+
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 

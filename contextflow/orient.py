@@ -6,7 +6,7 @@ untrusted: every value, name and thought is cleaned and quoted under a provenanc
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -14,14 +14,15 @@ from contextflow import records, sessions, timeline
 from contextflow.app import App
 from contextflow.clock import stamp_iso, stamp_ms
 from contextflow.events import OrderKey, as_dict
-from contextflow.operations.spec import Reply
-from contextflow.present.provenance import header
-from contextflow.present.sessions import dumps, entry_text
+from contextflow.present.provenance import dumps, entry_text, header
 from contextflow.text import DATA_NOTICE, clean, clip, quote
 from contextflow.timeutil import age
 from contextflow.timeutil import to_iso as iso
 from contextflow.views.records import Record
 from contextflow.views.timeline import Thought, Thread
+
+if TYPE_CHECKING:  # the operations table is not imported by a hook that only shows threads
+    from contextflow.operations.spec import Reply
 
 RECENT_IN_WHEREAMI = 5
 MAX_PINNED_SHOWN = 20
@@ -207,6 +208,8 @@ def whereami(app: App, now: datetime | None = None) -> Reply:
         "active_session": session_id,
         "latest_handoff": as_dict(handoff) if handoff else None,
     }
+    from contextflow.operations.spec import Reply
+
     return Reply("\n".join(lines), data)
 
 
@@ -229,6 +232,8 @@ def wherewasi(app: App, now: datetime | None = None) -> Reply:
     if not paused:
         lines.append("(no paused threads)")
     lines += _more(app, "paused", len(paused))
+    from contextflow.operations.spec import Reply
+
     return Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
 
 

@@ -6,9 +6,7 @@ active session is used: `MCP_SHARED_CONTEXT_ACTIVE_SESSION`, else the active-ses
 
 from __future__ import annotations
 
-import difflib
 import re
-import subprocess
 import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -105,6 +103,8 @@ def require_session(app: App, session_id: str, project: str) -> None:
     known = known_session_ids(app, project)
     if session_id in known:
         return
+    import difflib
+
     close = difflib.get_close_matches(session_id, known, n=5, cutoff=0.5)
     if close:
         hint = "closest: " + ", ".join(repr(c) for c in close)
@@ -130,6 +130,8 @@ def resolve_session(app: App, explicit: object, *, required: bool = False) -> st
 
 def suggest_session_id(app: App, cwd: Path | None = None) -> str:
     """The current git branch inside a repo, else `<prefix>-<timestamp>-<random>`."""
+    import subprocess
+
     try:
         result = subprocess.run(
             ["git", "branch", "--show-current"], cwd=cwd, capture_output=True, text=True, timeout=1.5, check=False

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-import orjson
-
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x1b[@-Z\\-_]")
 _INVISIBLE = (
     "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
@@ -117,6 +115,8 @@ def clean_reply(text: str) -> str:
     """
     head = text.lstrip()[:1]
     if head in ("{", "[") and ("\\u" in text or needs_cleaning(text)):
+        import orjson  # not at the top: hooks import this module and never reply in JSON
+
         indent = orjson.OPT_INDENT_2 if "\n  " in text else 0
         with suppress(ValueError, TypeError):
             return orjson.dumps(clean_data(orjson.loads(text)), option=indent).decode()

@@ -337,7 +337,7 @@ def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(
     ("event", "body"),
     [("prompt-submit", {"prompt": "fix the parser"}), ("stop", {"last_assistant_message": "plain reply"})],
 )
-def test_a_hook_with_nothing_to_do_imports_neither_the_graph_nor_the_search_index(tmp_path, event, body):
+def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries(tmp_path, event, body):
     """Every prompt a user types runs a hook: it pays only for what its event needs."""
     import subprocess
     import sys
@@ -348,7 +348,7 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_graph_nor_the_search_inde
         "from contextflow.cli import main\n"
         f"code = main(['hook', {event!r}])\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search', "
-        "'contextflow.store', 'mcp')))\n"
+        "'contextflow.store', 'mcp', 'orjson', 'platformdirs', 'dataclasses')))\n"
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
     env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "state"),

@@ -186,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
         print(f"contextflow {__version__}")
         return 0
+    if argv == ["serve"]:  # how every client starts the server: no parser before the handshake
+        from contextflow.server.app import serve_main
+
+        return serve_main()
     if len(argv) == 2 and argv[0] == "hook":  # runs on every prompt a user types: no parser, no table
         from contextflow.present.clients import hook
 

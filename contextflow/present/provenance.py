@@ -1,4 +1,5 @@
-"""The one provenance header: the line above stored text that says whose it is and when.
+"""The one provenance header: the line above stored text that says whose it is and when; and a
+note or handoff shown under it (light imports: hooks show handoffs too).
 
 Stored text is untrusted, so every value in a header is cleaned to one line and clipped;
 the writer (the log that holds it) is always labelled `writer=`.
@@ -6,7 +7,14 @@ the writer (the log that holds it) is always labelled `writer=`.
 
 from __future__ import annotations
 
-from contextflow.text import clip
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.text import clean, clip, quote
+
+if TYPE_CHECKING:
+    from contextflow.events import Event
 
 Part = str | tuple[str, object] | None
 
@@ -23,3 +31,32 @@ def header(*parts: Part, limit: int = 120) -> str:
         elif part:
             shown.append(part)
     return " | ".join(shown)
+
+
+def entry_text(event: Event, index: int | None = None) -> str:
+    """One note or handoff: its provenance header, then its text quoted line by line."""
+    data = event.data
+    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
+    head = header(
+        f"[{index}] {title}" if index is not None else title,
+        ("writer", event.writer),
+        ("project", data.get("project") or "shared"),
+        ("session", data.get("session_id")),
+        ("task", data.get("task")),
+        ("id", event.id),
+    )
+    if event.kind == "note":
+        body = [quote(data.get("text", ""))]
+    else:
+        body = ["summary:", quote(data.get("summary", ""))]
+        for name in ("next_steps", "open_questions", "files"):
+            if items := data.get(name):
+                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
+    if data.get("tags"):
+        body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
+    return "\n".join([head, *body])
+
+
+def dumps(value: Any) -> str:
+    """Indented JSON, as resources and JSON blocks in replies show it."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()

@@ -281,7 +281,7 @@ def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
 
 
-async def serve_stdio(app: App) -> None:
+async def serve_stdio(app: App, contextflow: ContextflowServer | None = None) -> None:
     """Serve until stdin closes; SIGINT or SIGTERM save the machine-local state and exit at once.
 
     The SDK reads stdin in a thread no signal interrupts, so a clean unwind would wait for the client
@@ -290,7 +290,7 @@ async def serve_stdio(app: App) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _exit_now, app)
-    server = ContextflowServer(app).server
+    server = (contextflow or ContextflowServer(app)).server
     try:
         async with stdio_server() as (read_stream, write_stream), guard_stdio(read_stream, write_stream) as guarded:
             await server.run(guarded, write_stream, server.create_initialization_options())
@@ -307,3 +307,15 @@ def _exit_now(app: App) -> None:
 
 def run_stdio(app: App) -> None:
     anyio.run(serve_stdio, app)
+
+
+def serve_main() -> int:
+    """`contextflow serve` as clients start it: open the store (a bad one is one line on stderr), then serve."""
+    try:
+        app = App.open()
+        server = ContextflowServer(app)
+    except ContextflowError as exc:
+        print(f"contextflow: error: {exc}", file=sys.stderr)
+        return 2
+    anyio.run(serve_stdio, app, server)
+    return 0

@@ -109,3 +109,15 @@ def test_doctor_reports_an_unsafe_state_folder_it_could_still_open(tmp_path, cap
     assert main(["doctor", "--format", "json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert any("stray" in problem and "readable by other users" in problem for problem in info["problems"])
+
+
+@pytest.mark.parametrize("setting", ["store-is-a-file", "unknown-tool-group"])
+def test_serve_with_a_bad_setting_is_one_line_before_any_protocol(tmp_path, monkeypatch, capsys, setting):
+    if setting == "store-is-a-file":
+        (tmp_path / "file").write_text("")
+        monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "file"))
+    else:
+        monkeypatch.setenv("CONTEXTFLOW_TOOLS", "sessions,nope")
+    err = one_line_error(capsys, "serve")
+    assert ("is a file" in err) if setting == "store-is-a-file" else ("unknown group 'nope'" in err)
+    assert capsys.readouterr().out == ""
