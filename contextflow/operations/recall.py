@@ -19,7 +19,7 @@ _DECISIONS: JSON = {
     },
 }
 # Copies of core constants, so that reading the table stays cheap (a test checks they agree):
-# contextflow.search.search_kinds(), contextflow.retrieval's limits, contextflow.conversations.DEFAULT_LIMIT.
+# contextflow.search.extractors.search_kinds(), contextflow.retrieval's limits, contextflow.conversations.DEFAULT_LIMIT.
 SEARCH_KINDS = ("context", "conversation", "handoff", "node", "note", "thought", "thread")
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
