@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -114,3 +116,15 @@ def choice(value: Any, name: str, options: tuple[str, ...], default: str | None 
     if value not in options:
         raise InputError(f"{name} must be one of {', '.join(options)}; got {value!r}")
     return str(value)
+
+
+def json_file(path: str, hint: str) -> Any:
+    """The JSON in file `path` (`-` reads stdin); each error names the file and ends with `hint`."""
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc}); {hint}") from None

@@ -42,3 +42,14 @@ def test_an_iso_time_argument_comes_back_in_event_timestamp_form():
     assert checks.iso_time("2026-01-31T10:30:00+01:00", "since") == "2026-01-31T09:30:00.000Z"
     with pytest.raises(InputError, match=r"since='soon' is not an ISO-8601 time; use e\.g\. 2026-01-31"):
         checks.iso_time("soon", "since")
+
+
+def test_json_file_reads_a_file_and_names_it_in_each_error(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text('{"a": 1}')
+    assert checks.json_file(str(good), "pass X") == {"a": 1}
+    with pytest.raises(InputError, match=r"cannot read .*missing\.json: .*; pass X"):
+        checks.json_file(str(tmp_path / "missing.json"), "pass X")
+    (tmp_path / "bad.json").write_text("{nope")
+    with pytest.raises(InputError, match=r"bad\.json is not valid JSON \(.*\); pass X"):
+        checks.json_file(str(tmp_path / "bad.json"), "pass X")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 
+from contextflow import checks
 from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.graph import explore, model, ops, transfer
@@ -312,15 +313,7 @@ def export(app: App, args: JSON) -> Reply | int:
 
 
 def import_(app: App, args: JSON) -> Reply:
-    file = args.get("file") or "-"
-    try:
-        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"the import is not valid JSON ({exc}); pass a file written by `contextflow export`") from None
+    doc = checks.json_file(args.get("file") or "-", "pass a file written by `contextflow export`")
     result = transfer.import_graph(app, doc, merge=bool(args.get("merge")))
     return Reply(result.text(), result.as_dict())
 

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import orjson
-
-from contextflow import conversations, retrieval
+from contextflow import checks, conversations, retrieval
 from contextflow.app import App
-from contextflow.errors import InputError
 from contextflow.operations.spec import JSON, Reply
 from contextflow.present.provenance import header
 from contextflow.present.records import conversation_body, provenance
@@ -75,15 +69,7 @@ def save_conversation(app: App, args: JSON) -> Reply:
 
 
 def save_file(app: App, args: JSON) -> Reply:
-    path = args["file"]
-    try:
-        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}; pass a JSON file or - for stdin") from None
-    try:
-        record = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON ({exc}); write the record as one JSON object") from None
+    record = checks.json_file(args["file"], "write the record as one JSON object, in a file or on stdin (-)")
     return _saved(app, conversations.save_conversation(app, record))
 
 
