@@ -281,7 +281,7 @@ def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
 
 
-async def serve_stdio(app: App, contextflow: ContextflowServer | None = None) -> None:
+async def serve_stdio(app: App) -> None:
     """Serve until stdin closes; SIGINT or SIGTERM save the machine-local state and exit at once.
 
     The SDK reads stdin in a thread no signal interrupts, so a clean unwind would wait for the client
@@ -290,7 +290,7 @@ async def serve_stdio(app: App, contextflow: ContextflowServer | None = None) ->
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _exit_now, app)
-    server = (contextflow or ContextflowServer(app)).server
+    server = ContextflowServer(app).server
     try:
         async with stdio_server() as (read_stream, write_stream), guard_stdio(read_stream, write_stream) as guarded:
             await server.run(guarded, write_stream, server.create_initialization_options())
@@ -310,12 +310,10 @@ def run_stdio(app: App) -> None:
 
 
 def serve_main() -> int:
-    """`contextflow serve` as clients start it: open the store (a bad one is one line on stderr), then serve."""
+    """`contextflow serve` as clients start it: a bad store or setting is one line on stderr, before any protocol."""
     try:
-        app = App.open()
-        server = ContextflowServer(app)
+        run_stdio(App.open())
     except ContextflowError as exc:
         print(f"contextflow: error: {exc}", file=sys.stderr)
         return 2
-    anyio.run(serve_stdio, app, server)
     return 0
