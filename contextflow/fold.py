@@ -79,7 +79,8 @@ class LazyView:
         return getattr(self.resolve(), attr)
 
 
-def _real(view: View) -> View:
+def resolved(view: View) -> View:
+    """The view itself, its class imported first when it is a `LazyView`."""
     return view.resolve() if isinstance(view, LazyView) else view
 
 
@@ -93,7 +94,7 @@ class Fold:
 
     def __init__(self, views: Sequence[View], deferred: Mapping[str, Callable[[], Any]] | None = None) -> None:
         self.deferred: dict[str, Callable[[], Any]] = dict(deferred or {})
-        self.views = [view if view.name in self.deferred else _real(view) for view in views]
+        self.views = [view if view.name in self.deferred else resolved(view) for view in views]
         self.states: dict[str, Any] = {v.name: v.initial() for v in self.views if v.name not in self.deferred}
         self.seen: set[str] = set()
         self.count = 0
@@ -120,7 +121,7 @@ class Fold:
         if loader is not None:
             state = loader()
             index = next(i for i, v in enumerate(self.views) if v.name == name)
-            view = self.views[index] = _real(self.views[index])
+            view = self.views[index] = resolved(self.views[index])
             for event in self._pending.pop(name, ()):
                 view.apply(state, event)
             self.states[name] = state

@@ -41,7 +41,7 @@ from starlette.routing import Route
 from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.events import Event
-from contextflow.fold import View
+from contextflow.fold import View, resolved
 from contextflow.server.app import ContextflowServer, sdk_server, tool_error
 from contextflow.server.auth import Grant, GrantVerifier
 from contextflow.server.jsonrpc_guard import JsonRpcGuard
@@ -110,7 +110,7 @@ def grant_app(base: App, grant: Grant) -> App:
 
     views: list[View] = all_views()
     if grant.read is not None:
-        views = [ProjectFilter(view, grant.read) for view in views]
+        views = [ProjectFilter(resolved(view), grant.read) for view in views]  # a filtered fold reads every view
     source = base.store
     # a filtered fold must never overwrite the shared snapshot
     store = GrantStore(source.location, source.writer, source.state_dir, views=views, fsync=fsync_setting(os.environ),
