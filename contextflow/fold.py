@@ -9,7 +9,7 @@ every order). Compaction asks each view which events it no longer needs (`Compac
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from contextflow.events import Event, OrderKey
@@ -148,7 +148,3 @@ class Fold:
             else:
                 view.apply(self.states[view.name], event)
         return True
-
-    def apply_all(self, events: Iterable[Event]) -> None:
-        for event in events:
-            self.apply(event)

@@ -38,7 +38,8 @@ def to_events(rows: list[tuple[str, str, str, str, str, int]]) -> list[Event]:
 
 def fold(events: list[Event]) -> dict:
     folded = Fold(all_views())
-    folded.apply_all(events)
+    for event in events:
+        folded.apply(event)
     return folded.states
 
 
@@ -56,9 +57,8 @@ def test_folding_in_any_order_gives_the_same_views(rows, rng):
 def test_folding_twice_or_in_chunks_gives_the_same_views(rows, cut):
     events = to_events(rows)
     chunked = Fold(all_views())
-    chunked.apply_all(events[:cut])
-    chunked.apply_all(events[cut:])
-    chunked.apply_all(events)  # duplicates (conflict copies, re-imports) apply once
+    for event in [*events[:cut], *events[cut:], *events]:  # in two chunks, then again: duplicates apply once
+        chunked.apply(event)
     assert chunked.states == fold(events)
 
 

@@ -301,7 +301,8 @@ def record_events(rows: list[tuple]) -> list[Event]:
 
 def fold_records(events: list[Event]) -> object:
     folded = Fold([RecordsView()])
-    folded.apply_all(events)
+    for event in events:
+        folded.apply(event)
     return folded.states["records"]
 
 

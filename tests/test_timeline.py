@@ -189,7 +189,8 @@ def timeline_events(rows: list[tuple[tuple, str, int]]) -> list[Event]:
 
 def fold_timeline(events: list[Event]) -> object:
     folded = Fold([TimelineView()])
-    folded.apply_all(events)
+    for event in events:
+        folded.apply(event)
     return folded.states["timeline"]
 
 
