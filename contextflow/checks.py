@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,19 @@ def text(
     if max_chars is not None and len(stripped) > max_chars:
         raise InputError(f"{name} is {len(stripped)} characters; the limit is {max_chars}. Shorten it or split it up")
     return stripped
+
+
+def name(value: Any, what: str, max_chars: int = 200) -> str | None:
+    """A session id or project name: refused when it holds a line break or another control or
+    format character (it would display as something else)."""
+    found = text(value, what, max_chars=max_chars)
+    bad = next((c for c in found or "" if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise InputError(
+            f"{what} contains a control character (U+{ord(bad):04X} at position {(found or '').index(bad) + 1}); "
+            "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
+        )
+    return found
 
 
 def json_list(value: Any, name: str, max_items: int, shape: str) -> list[Any]:

@@ -118,7 +118,7 @@ def set_record(
     moment = now or timeutil.now()
     name = check_key(key)
     chosen = check_category(category)
-    owner = check_project(project) or app.settings.default_project
+    owner = checks.name(project, "project", MAX_PROJECT_CHARS) or app.settings.default_project
     checked = checks.json_object(
         value, "value", example='{"status": "waiting", "title": "MeshCore support"}', max_bytes=MAX_VALUE_BYTES,
         hint='wrap plain text as {"text": "..."}',

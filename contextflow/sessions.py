@@ -33,24 +33,6 @@ def sessions_state(app: App) -> SessionsState:
     return cast(SessionsState, app.store.view("sessions"))
 
 
-# -- names -------------------------------------------------------------------------------
-
-
-def checked_name(value: object, name: str) -> str | None:
-    """A session id or project name: refused when it holds a line break or another control or
-    format character (it would display as something else)."""
-    text = checks.text(value, name, max_chars=200)
-    if text is None:
-        return None
-    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf")), None)
-    if bad is not None:
-        raise InputError(
-            f"{name} contains a control character (U+{ord(bad):04X} at position {text.index(bad) + 1}); "
-            "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
-        )
-    return text
-
-
 # -- active session ------------------------------------------------------------------------
 
 
@@ -73,7 +55,7 @@ def set_active_session(app: App, session_id: str) -> Path:
         raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
     controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
     if controls and chosen not in known_session_ids(app, app.settings.default_project):
-        checked_name(chosen, "session_id")  # raises, saying which character
+        checks.name(chosen, "session_id")  # raises, saying which character
     path = app.settings.active_session_file
     assert path is not None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +65,7 @@ def set_active_session(app: App, session_id: str) -> Path:
 
 def new_session(app: App, session_id: object = None, cwd: Path | None = None) -> str:
     """Start a session explicitly: check its id (or suggest one) and make it active."""
-    chosen = checked_name(session_id, "session_id") or suggest_session_id(app, cwd)
+    chosen = checks.name(session_id, "session_id") or suggest_session_id(app, cwd)
     set_active_session(app, chosen)
     return chosen
 
@@ -151,10 +133,10 @@ def suggest_session_id(app: App, cwd: Path | None = None) -> str:
 
 def _base(app: App, agent: object, project: object, session_id: object, task: object) -> dict[str, object]:
     base: dict[str, object] = {
-        "project": checked_name(project, "project") or app.settings.default_project,
+        "project": checks.name(project, "project") or app.settings.default_project,
         "agent": checks.text(agent, "agent", required=True, max_chars=200),
     }
-    resolved = checked_name(session_id, "session_id") or resolve_session(app, None)
+    resolved = checks.name(session_id, "session_id") or resolve_session(app, None)
     if resolved:
         base["session_id"] = resolved
     task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)

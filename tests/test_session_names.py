@@ -1,9 +1,12 @@
-"""Unknown session ids are errors that list the closest ids; names with control characters are refused."""
+"""Unknown session ids are errors that list the closest ids; session ids and project names with
+control characters are refused wherever one is written (sessions, context records, conversations)."""
+
+import json
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from contextflow import sessions
+from contextflow import conversations, records, sessions
 from contextflow.cli import main
 from contextflow.errors import InputError, NotFoundError
 from tests.conftest import text_of
@@ -84,3 +87,41 @@ def test_use_refuses_a_new_id_with_control_characters_but_a_stored_one_can_be_re
     app.store.append("note", {"project": app.settings.default_project, "agent": "a", "text": "t", "session_id": legacy})
     sessions.set_active_session(app, legacy)
     assert sessions.active_session(app) == legacy
+
+
+CONVERSATION = {
+    "topic": "Parser rewrite",
+    "conversation_type": "single_topic",
+    "summary": "Rewrote the parser.",
+    "categories": ["parser"],
+    "decisions": [{"decision": "Keep quoted lines", "reasoning": "They are data"}],
+}
+
+
+@pytest.mark.parametrize("bad", ["two\nlines", "esc\x1b[31m", "bidi\u202eevil"])
+def test_records_and_conversations_refuse_control_characters_in_names(app, bad):
+    with pytest.raises(InputError, match="project contains a control character"):
+        records.set_record(app, key="fact:nas", value={"v": 1}, project=bad)
+    with pytest.raises(InputError, match="project contains a control character"):
+        conversations.save_conversation(app, {**CONVERSATION, "project": bad})
+    with pytest.raises(InputError, match="session_id contains a control character"):
+        conversations.save_conversation(app, {**CONVERSATION, "session_id": bad})
+    assert app.store.view("records").records == {} and app.store.view("conversations").records == {}
+
+
+@pytest.mark.anyio
+async def test_the_tools_refuse_control_characters_in_names_and_store_nothing(client, app):
+    result = await client.call_tool("context_set", {"key": "fact:nas", "value": {"v": 1}, "project": "a\nb"})
+    assert result.is_error and "project contains a control character (U+000A at position 2)" in text_of(result)
+    result = await client.call_tool("save_conversation", {**CONVERSATION, "session_id": "s\x07"})
+    assert result.is_error and "session_id contains a control character (U+0007 at position 2)" in text_of(result)
+    assert app.store.view("records").records == {} and app.store.view("conversations").records == {}
+
+
+def test_the_cli_refuses_control_characters_in_record_and_conversation_names(capsys, tmp_path):
+    code, out, err = run(capsys, "context", "set", "fact:x", "{}", "--project", "a\nb")
+    assert code == 2 and out == "" and "project contains a control character (U+000A at position 2)" in err
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps({**CONVERSATION, "project": "p\x1b[2J"}))
+    code, out, err = run(capsys, "conversations", "save", str(path))
+    assert code == 2 and out == "" and "project contains a control character (U+001B at position 2)" in err

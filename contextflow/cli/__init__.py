@@ -215,11 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(reply, int):
             return reply
         if args.format == "json":  # the data, every string cleaned
-            import orjson
-
+            from contextflow.present.provenance import dumps
             from contextflow.text import clean_data
 
-            print(orjson.dumps(clean_data(reply.data), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+            print(dumps(clean_data(reply.data)))
         else:  # text and markdown: the text
             print(reply.text.rstrip("\n"))
         if reply.note:

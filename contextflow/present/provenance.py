@@ -58,5 +58,5 @@ def entry_text(event: Event, index: int | None = None) -> str:
 
 
 def dumps(value: Any) -> str:
-    """Indented JSON, as resources and JSON blocks in replies show it."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    """Indented JSON, as resources, `format=json` replies and the CLI's `--format json` show it."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()

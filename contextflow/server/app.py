@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
-import orjson
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -32,6 +31,7 @@ from contextflow.app import App
 from contextflow.errors import ContextflowError, InputError
 from contextflow.operations import Operation, PromptSpec, Reply
 from contextflow.operations.arguments import check_arguments
+from contextflow.present.provenance import dumps
 from contextflow.server.jsonrpc_guard import guard_stdio
 from contextflow.server.registry import features_for
 from contextflow.text import clean, clean_data, clean_reply
@@ -207,10 +207,8 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
     if redacted and data is not None:
         data = {**data, "redacted": redacted}
     data = clean_data(data)
-    if as_json:
-        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    else:  # the CLI prints the note on stderr; a model reads it after the text
-        text = clean_reply(reply.text + (f"\n({reply.note})" if reply.note else ""))
+    # the CLI prints the note on stderr; a model reads it after the text
+    text = dumps(data) if as_json else clean_reply(reply.text + (f"\n({reply.note})" if reply.note else ""))
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if redacted:  # tell the agent what was redacted before storing
         from contextflow import secrets
