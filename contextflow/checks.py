@@ -52,14 +52,14 @@ def text(
 def name(value: Any, what: str, max_chars: int = 200) -> str | None:
     """A session id or project name: refused when it holds a line break or another control or
     format character (it would display as something else)."""
-    found = text(value, what, max_chars=max_chars)
-    bad = next((c for c in found or "" if unicodedata.category(c) in ("Cc", "Cf")), None)
-    if bad is not None:
-        raise InputError(
-            f"{what} contains a control character (U+{ord(bad):04X} at position {(found or '').index(bad) + 1}); "
-            "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
-        )
-    return found
+    found = text(value, what, max_chars=max_chars) or ""
+    for position, char in enumerate(found, 1):
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            raise InputError(
+                f"{what} contains a control character (U+{ord(char):04X} at position {position}); "
+                "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
+            )
+    return found or None
 
 
 def json_list(value: Any, name: str, max_items: int, shape: str) -> list[Any]:
