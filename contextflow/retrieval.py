@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contextflow import checks, timeutil
+from contextflow import checks, derived, timeutil
 from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.present.records import Views, hit_block, hit_json
@@ -21,6 +21,9 @@ from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME
 from contextflow.text import DATA_NOTICE, clip, estimate_tokens
+
+if TYPE_CHECKING:
+    from contextflow.search.disk import DiskIndex
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
@@ -77,7 +80,7 @@ def recency(doc_ms: int, now_ms: int) -> float:
     return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
 
 
-def rank(index: SearchIndex, query: Query, now_ms: int) -> list[Hit]:
+def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
     """BM25 from the index, times a mild recency factor, within the query's filters."""
     kinds, project = query.kinds, query.project
 
@@ -90,12 +93,31 @@ def rank(index: SearchIndex, query: Query, now_ms: int) -> list[Hit]:
             return 0.0  # expiry is judged at read time, never in the fold
         return recency(doc.latest_ms, now_ms)
 
-    return index.search(query_terms(query.text), query.limit, factor)
+    if isinstance(index, SearchIndex):
+        return index.search(query_terms(query.text), query.limit, factor)
+    from contextflow.search.disk import top
+
+    return top(index, query_terms(query.text), query.limit, factor, kinds, project)
+
+
+def search_source(app: App) -> SearchIndex | DiskIndex:
+    """The shared on-disk index, brought up to date; the in-memory view where the store folds it (a
+    grant's filtered store) or where the disk index cannot be used."""
+    if app.store.folds(VIEW_NAME):
+        index: SearchIndex = app.store.view(VIEW_NAME)
+        return index
+    try:
+        return derived.search_for(app.store).index()
+    except (ImportError, OSError, ValueError, derived.IndexDamaged):
+        return search_index(app)
 
 
 def search_index(app: App) -> SearchIndex:
-    index: SearchIndex = app.store.view(VIEW_NAME)
-    return index
+    """The search view folded in memory (the reference the disk index is tested against)."""
+    if app.store.folds(VIEW_NAME):
+        index: SearchIndex = app.store.view(VIEW_NAME)
+        return index
+    return derived.memory_index(app.store)
 
 
 def get_context(
@@ -119,7 +141,7 @@ def get_context(
         project=checks.text(project, "project", max_chars=200),
     )
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
+    hits = rank(search_source(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
     return hydrate(app, wanted, hits, budget)
 
 

@@ -105,14 +105,14 @@ class Store:
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
     ) -> None:
-        from contextflow.views import all_views
+        from contextflow.views import folded_views
 
         self.location = location
         self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
         self.writer = writer
         self.state_dir = state_dir
         self.clock = clock or HybridClock()
-        self._view_factory: Callable[[], list[View]] = (lambda: list(views)) if views is not None else all_views
+        self._view_factory: Callable[[], list[View]] = (lambda: list(views)) if views is not None else folded_views
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
         # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
         # filtered views must neither read nor write them)
@@ -259,6 +259,10 @@ class Store:
         except snapshot.SnapshotBroken:
             self._rebuild(list_segments(self.folder, self.location.legacy_files))
             return self._fold.state(name)
+
+    def folds(self, name: str) -> bool:
+        """True when view `name` is folded in this process (else it is served from derived state on disk)."""
+        return any(view.name == name for view in self._view_factory())
 
     def view_loaded(self, name: str) -> bool:
         """False while view `name` still waits in the snapshot (reading it would load it)."""

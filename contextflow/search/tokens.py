@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ENGLISH = Stemmer.Stemmer("english")
 STEMMER = f"snowball-english/pystemmer-{Stemmer.version()}"
@@ -68,7 +68,7 @@ def word_terms(raw: str) -> tuple[str, ...]:
 
 def iter_tokens(text: str) -> Iterator[str]:
     """Every index term of `text`, in order, repeats included."""
-    for raw in _WORD.findall(text):
+    for raw in WORD.findall(text):
         yield from word_terms(raw)
 
 

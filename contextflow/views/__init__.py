@@ -17,3 +17,12 @@ VIEWS = {
 
 def all_views() -> list[View]:
     return [LazyView(name, path) for name, path in VIEWS.items()]
+
+
+def folded_views() -> list[View]:
+    """The views a store folds in memory: every view but `search` when the shared on-disk index
+    (`contextflow.derived`) can serve it, which needs the `tantivy` package."""
+    from importlib.util import find_spec
+
+    on_disk = find_spec("tantivy") is not None
+    return [view for view in all_views() if not (on_disk and view.name == "search")]

@@ -1,0 +1,305 @@
+"""Derived state on disk, once per machine: the search index every process of this machine shares.
+
+On-disk contract (`<state folder>/derived/`, machine-local, never synced, always safe to delete):
+
+- `search/`: the tantivy index (`search/disk.py`); readers map it, so processes share it through
+  the page cache instead of each decoding its own copy.
+- `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
+  store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
+  offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
+- `update.lock`: held by the one process bringing the index up to date.
+
+A call compares every log's signature with `state.json` (one stat each). When a log grew, the
+process that sees it first takes the lock, reads only the new bytes, folds their events into the
+documents they touch and commits; the others wait for the lock, then find the index current.
+Folding is last-writer-wins by event order key (`search.index.merge`), so replaying events after a
+crash between a commit and the `state.json` after it changes nothing. A log that changed any other
+way (rewritten by compaction, a conflict copy removed), a version change, or an index that fails
+to open or read (a torn or damaged file) means a rebuild from the logs, which stay the only truth.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import hashlib
+import os
+import shutil
+import sys
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.errors import StoreError
+from contextflow.events import BadLine, Event, decode
+from contextflow.fsutil import atomic_write, signature
+from contextflow.log import Cursor, list_segments, read_new
+
+if TYPE_CHECKING:
+    from contextflow.search.disk import DiskIndex
+    from contextflow.search.index import SearchIndex
+    from contextflow.store import Store
+
+FORMAT = 1
+FOLDER = "derived"
+STATE_FILE = "state.json"
+LOCK_FILE = "update.lock"
+READ_BYTES = 16 * 1024 * 1024  # new bytes read from a log at a time
+COMMIT_EVENTS = 50_000  # events folded between commits while catching up
+LOCK_TIMEOUT_S = 600.0
+
+
+class IndexDamaged(RuntimeError):
+    """The index on disk does not open or read: it is rebuilt from the logs."""
+
+
+@functools.cache
+def code_hash() -> str:
+    """Changes when the code that decides the index's content does."""
+    here = Path(__file__).parent
+    digest = hashlib.blake2b(digest_size=8)
+    for name in ("derived.py", "search/disk.py", "search/index.py", "search/extractors.py", "search/tokens.py"):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
+
+
+def version_key(store_folder: Path) -> dict[str, Any]:
+    from contextflow.search.disk import ENGINE
+    from contextflow.search.tokens import STEMMER
+
+    return {"format": FORMAT, "engine": ENGINE, "stemmer": STEMMER, "code": code_hash(), "store": str(store_folder)}
+
+
+def _cursor_json(cursor: Cursor) -> list[Any]:
+    return [cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns, cursor.offset, cursor.lines,
+            cursor.tail.hex(), cursor.blocks.hex(), cursor.partial.hex()]
+
+
+def _cursor(raw: list[Any]) -> Cursor:
+    dev, ino, size, mtime_ns, offset, lines, tail, blocks, partial = raw
+    return Cursor(int(dev), int(ino), int(size), int(mtime_ns), int(offset), int(lines),
+                  bytes.fromhex(tail), bytes.fromhex(blocks), bytes.fromhex(partial))
+
+
+def _unread(path: Path, entry: dict[str, Any] | None) -> int:
+    sig = signature(path)
+    return max(0, (sig[2] if sig else 0) - (entry["cursor"][4] if entry else 0))
+
+
+class Progress:
+    """`events done, rate, time left` on stderr, only when it is a terminal and the work takes a moment."""
+
+    def __init__(self, total_bytes: int) -> None:
+        self.total = max(1, total_bytes)
+        self.began = self.last = time.monotonic()
+        self.shown = False
+        self.enabled = sys.stderr.isatty()
+
+    def update(self, done_bytes: int, events: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.enabled or (not force and (now - self.last < 0.5 or now - self.began < 1.0)):
+            return
+        self.last, self.shown = now, True
+        spent = max(now - self.began, 1e-6)
+        left = spent * (self.total - done_bytes) / max(done_bytes, 1)
+        sys.stderr.write(f"\rcontextflow: indexing the store: {events:,} events, {events / spent:,.0f}/s, "
+                         f"{left:,.0f} s left   ")
+        sys.stderr.flush()
+
+    def finish(self, events: int) -> None:
+        if self.shown:
+            spent = time.monotonic() - self.began
+            sys.stderr.write(f"\rcontextflow: indexed {events:,} events in {spent:,.1f} s{' ' * 24}\n")
+            sys.stderr.flush()
+
+
+class DerivedSearch:
+    """The shared on-disk search index of one store, as seen by this process."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.folder = store.state_dir / FOLDER
+        self.key = version_key(store.folder)
+        self._index: DiskIndex | None = None
+        self._seen: tuple[Any, ...] | None = None  # state.json's signature when this process last read it
+        self._state: dict[str, Any] = {}
+
+    # -- state.json --------------------------------------------------------------------------
+
+    def _read_state(self) -> dict[str, Any]:
+        path = self.folder / STATE_FILE
+        sig = signature(path)
+        if sig is not None and sig == self._seen:
+            return self._state
+        try:
+            state = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            state = {}
+        if not isinstance(state, dict) or state.get("key") != self.key or not isinstance(state.get("segments"), dict):
+            state = {}
+        if sig != self._seen and self._index is not None:
+            if state.get("instance") != self._state.get("instance"):
+                self._index = None  # rebuilt by another process: open the new index
+            else:
+                self._index.reload()
+        self._seen, self._state = sig, state
+        return state
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        atomic_write(self.folder / STATE_FILE, orjson.dumps(state), fsync=False)
+        self._seen, self._state = signature(self.folder / STATE_FILE), state
+
+    def _fresh(self, state: dict[str, Any], paths: list[Path]) -> bool:
+        segments = state.get("segments")
+        if not state or not isinstance(segments, dict) or set(segments) != {str(p) for p in paths}:
+            return False
+        for path in paths:
+            entry = segments[str(path)]
+            if not entry.get("complete") or signature(path) != tuple(entry["cursor"][:4]):
+                return False
+        return True
+
+    # -- the index -------------------------------------------------------------------------
+
+    def _open(self) -> DiskIndex:
+        from contextflow.search.disk import DiskIndex
+
+        if self._index is None:
+            try:
+                self._index = DiskIndex(self.folder / "search")
+            except (ValueError, OSError) as exc:
+                raise IndexDamaged(str(exc)) from exc
+        return self._index
+
+    def _paths(self) -> list[Path]:
+        return list_segments(self.store.folder, self.store.location.legacy_files)
+
+    def index(self) -> DiskIndex:
+        """The index with every event of the logs in it (brought up to date first when a log changed)."""
+        if not self._fresh(self._read_state(), self._paths()):
+            self.update()
+        try:
+            return self._open()
+        except IndexDamaged:
+            self.update(rebuild=True)
+            return self._open()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        from filelock import FileLock, Timeout
+
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            with FileLock(self.folder / LOCK_FILE, timeout=LOCK_TIMEOUT_S, mode=0o600):
+                yield
+        except Timeout:
+            raise StoreError(f"another contextflow process has been updating the search index in {self.folder} for "
+                             f"over {LOCK_TIMEOUT_S:.0f} s; try again, or run `contextflow doctor`") from None
+
+    def update(self, rebuild: bool = False) -> int:
+        """Fold the logs' new events into the index under the lock; returns how many were read.
+        `rebuild` (or a damaged index, a version change, a log that no longer continues) starts over."""
+        with self.locked():
+            self._seen = None  # another process may have written it while this one waited
+            state = self._read_state()
+            if rebuild or not state:
+                return self._rebuild()
+            try:
+                return self._catch_up(state, self._paths())
+            except (IndexDamaged, ValueError):
+                return self._rebuild()
+
+    def _rebuild(self) -> int:
+        self._index = None
+        shutil.rmtree(self.folder / "search", ignore_errors=True)
+        self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "events": 0})
+        return self._catch_up(self._state, self._paths(), fresh=True)
+
+    def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
+        segments: dict[str, Any] = dict(state["segments"])
+        if any(name not in {str(p) for p in paths} for name in segments):
+            return self._rebuild() if not fresh else 0  # a log went away: its events may be gone
+        todo = []
+        for path in paths:
+            entry = segments.get(str(path))
+            if entry is None or not entry.get("complete") or signature(path) != tuple(entry["cursor"][:4]):
+                todo.append(path)
+        total = sum(_unread(path, segments.get(str(path))) for path in todo)
+        from contextflow.search.sink import SearchSink
+
+        sink = SearchSink(self._open(), fresh)
+        progress = Progress(total if fresh or total > READ_BYTES else 0)
+        done = read = 0
+        enabled = gc.isenabled()
+        gc.disable()  # the fold makes millions of small objects and keeps few: no collector passes meanwhile
+        try:
+            for path in todo:
+                entry = segments.get(str(path))
+                cursor = _cursor(entry["cursor"]) if entry else None
+                while True:
+                    start = cursor.offset if cursor else 0
+                    chunk = read_new(path, cursor, READ_BYTES)
+                    if chunk.reset:
+                        sink.discard()
+                        return self._rebuild() if not fresh else read
+                    for line_no, raw in chunk.lines:
+                        try:
+                            event: Event = decode(raw, line_no)
+                        except BadLine:
+                            continue
+                        sink.apply(event)
+                    read += len(chunk.lines)
+                    cursor = chunk.cursor
+                    done += cursor.offset - start
+                    complete = cursor.offset - start < READ_BYTES
+                    segments[str(path)] = {"cursor": _cursor_json(cursor), "complete": complete}
+                    if sink.pending_events >= COMMIT_EVENTS or (complete and path == todo[-1]):
+                        sink.commit()
+                        self._write_state({**state, "segments": dict(segments), "events": sink.count()})
+                    progress.update(done, read)
+                    if complete:
+                        break
+            if not todo:
+                return 0
+        except BaseException:
+            sink.discard()
+            raise
+        finally:
+            if enabled:
+                gc.enable()
+        progress.finish(read)
+        return read
+
+
+_OPEN: weakref.WeakKeyDictionary[Store, DerivedSearch] = weakref.WeakKeyDictionary()
+
+
+def search_for(store: Store) -> DerivedSearch:
+    """This process's handle on the store's derived search index (one per store object)."""
+    found = _OPEN.get(store)
+    if found is None:
+        found = _OPEN[store] = DerivedSearch(store)
+    return found
+
+
+_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
+
+
+def memory_index(store: Store) -> SearchIndex:
+    """The search view folded in this process's memory by a twin store that folds only it (the
+    fallback when the disk index cannot be used, and the reference it is tested against)."""
+    from contextflow.fold import LazyView
+    from contextflow.store import Store
+    from contextflow.views import VIEWS
+
+    twin = _MEMORY.get(store)
+    if twin is None:
+        twin = _MEMORY[store] = Store(store.location, store.writer, store.state_dir,
+                                      views=[LazyView("search", VIEWS["search"])], use_snapshot=False)
+    index: SearchIndex = twin.view("search")
+    return index

@@ -1,0 +1,194 @@
+"""The search index on disk: a tantivy index in the machine-local state folder (`derived.py` keeps it current).
+
+One tantivy document per search document (`<kind>:<ref>`, as `index.Doc`), holding:
+- `id`, `kind`, `project` (`=` + project, `=` alone for none): untokenized terms, so a lookup,
+  a delete and the project and kind filters are term queries on the inverted index;
+- `body`: the document's terms, each repeated by its weighted frequency (`index.weighted_terms`),
+  so tantivy's BM25 over one field equals the in-memory index's BM25F (same k1, b and idf;
+  tantivy stores lengths in one byte, exact up to 40 terms and within a few percent above);
+- `state`: the document's whole state (fields and metadata with their order keys), stored, so an
+  update merges into it (last writer wins, as `index.merge`) and a hit renders from it.
+
+A deleted document keeps its state (an older put arriving later must stay hidden) and no body.
+Weights are whole repeats: `WEIGHT_SCALE` (1 now) is how many repeats weight 1 gets, so a scale of
+2 allows half weights.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import tantivy
+
+from contextflow.events import OrderKey
+from contextflow.search.index import Doc, Hit, derive, weighted_terms
+
+WEIGHT_SCALE = 1
+WRITER_HEAP = 64_000_000
+ENGINE = str(getattr(tantivy, "__version__", "tantivy"))  # part of the derived state's version key
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    for name in ("id", "kind", "project"):
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
+    builder.add_bytes_field("state", stored=True)
+    return builder.build()
+
+
+def _key(value: Any) -> OrderKey:
+    return (int(value[0]), str(value[1]), int(value[2]))
+
+
+def encode_doc(doc: Doc) -> bytes:
+    fields = {name: [key, text] for name, (key, text) in doc.fields.items()}
+    meta = {name: [key, value] for name, (key, value) in doc.meta.items()}
+    return orjson.dumps([doc.kind, doc.ref, doc.put_key, doc.delete_key, fields, meta])
+
+
+def decode_doc(raw: bytes) -> Doc:
+    kind, ref, put_key, delete_key, fields, meta = orjson.loads(raw)
+    doc = Doc(f"{kind}:{ref}", kind, ref, -1, put_key=_key(put_key), delete_key=_key(delete_key))
+    doc.fields = {name: (_key(key), text) for name, (key, text) in fields.items()}
+    doc.meta = {name: (_key(key), value) for name, (key, value) in meta.items()}
+    derive(doc)
+    return doc
+
+
+def body(doc: Doc) -> str:
+    """The document's terms, each repeated by its weighted frequency; empty when it is not visible."""
+    if not doc.visible:
+        return ""
+    weights = weighted_terms(doc.field_texts())
+    return "".join((term + " ") * (count * WEIGHT_SCALE) for term, count in weights.items())
+
+
+def project_term(project: str) -> str:
+    return "=" + project
+
+
+class DiskIndex:
+    """A reader (any number of processes) and, under `derived.py`'s lock, the one writer."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.folder = folder
+        self.schema = _schema()
+        self.index = tantivy.Index(self.schema, str(folder), reuse=True)
+        self._searcher: tantivy.Searcher | None = None
+        self._writer: tantivy.IndexWriter | None = None
+
+    @staticmethod
+    def exists(folder: Path) -> bool:
+        return folder.is_dir() and tantivy.Index.exists(str(folder))
+
+    def reload(self) -> None:
+        """See what the writer (this process or another) committed last."""
+        self.index.reload()
+        self._searcher = None
+
+    @property
+    def searcher(self) -> tantivy.Searcher:
+        if self._searcher is None:
+            self._searcher = self.index.searcher()
+        return self._searcher
+
+    def count(self) -> int:
+        return int(self.searcher.num_docs)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, doc_id: str) -> Doc | None:
+        """The committed state of one document, or None."""
+        query = tantivy.Query.term_query(self.schema, "id", doc_id)
+        hits = self.searcher.search(query, 1, count=False).hits
+        return self._load(hits[0][1]) if hits else None
+
+    def _load(self, address: tantivy.DocAddress) -> Doc:
+        raw = self.searcher.doc(address).get_first("state")
+        if not isinstance(raw, bytes):
+            raise ValueError("a document of the search index has no state")
+        return decode_doc(raw)
+
+    def search(
+        self, terms: list[str], limit: int, kinds: Iterable[str], project: str | None
+    ) -> list[tuple[float, Doc]]:
+        """The `limit` best (BM25 score, document) for `terms`, within the kinds (none: all) and the
+        project (None: all; documents without a project are in every project), as index filters."""
+        query_ = tantivy.Query
+        schema = self.schema
+        text = query_.boolean_query([(tantivy.Occur.Should, query_.term_query(schema, "body", t)) for t in terms])
+        clauses = [(tantivy.Occur.Must, text)]
+        if project is not None:
+            scope = query_.term_set_query(schema, "project", [project_term(project), project_term("")])
+            clauses.append((tantivy.Occur.Must, query_.const_score_query(scope, 0.0)))
+        wanted = sorted(set(kinds))
+        if wanted:
+            kind = query_.term_set_query(schema, "kind", wanted)
+            clauses.append((tantivy.Occur.Must, query_.const_score_query(kind, 0.0)))
+        query = query_.boolean_query(clauses) if len(clauses) > 1 else text
+        hits = self.searcher.search(query, limit, count=False).hits
+        return [(float(score), self._load(address)) for score, address in hits]
+
+    # -- writing (the caller holds derived.py's lock) ----------------------------------------
+
+    def write(self, docs: Iterable[tuple[Doc, bool]]) -> None:
+        """Replace each document (`known`: it may already be on disk, so delete it first)."""
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        writer = self._writer
+        for doc, known in docs:
+            if known:
+                writer.delete_documents_by_term("id", doc.doc_id)
+            fields: dict[str, Any] = {
+                "id": doc.doc_id, "kind": doc.kind, "project": project_term(doc.project), "state": encode_doc(doc),
+            }
+            text = body(doc)
+            if text:
+                fields["body"] = text
+            writer.add_document(tantivy.Document(**fields))
+
+    def commit(self) -> None:
+        """Make what was written visible to every reader (atomic: all of it or, after a crash, none)."""
+        if self._writer is None:
+            return
+        writer, self._writer = self._writer, None
+        writer.commit()
+        writer.wait_merging_threads()  # small merges now keep the segment count (and query cost) low
+        self.reload()
+
+    def rollback(self) -> None:
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.rollback()
+
+    def size_bytes(self) -> int:
+        total = 0
+        for entry in os.scandir(self.folder):
+            if entry.is_file(follow_symlinks=False):
+                total += entry.stat().st_size
+        return total
+
+
+def top(index: DiskIndex, terms: list[str], k: int, factor: Callable[[Doc], float], kinds: Iterable[str],
+        project: str | None) -> list[Hit]:
+    """The `k` best documents by BM25 times `factor(doc)` (0: leave out, else at most 1: recency,
+    expiry), as `SearchIndex.search`: the pool of best raw scores widens until no document outside
+    it could win. Kinds and project are filters of the index query itself."""
+    if k < 1 or not terms:
+        return []
+    kinds = tuple(kinds)
+    pool = 4 * k
+    while True:
+        found = index.search(terms, pool, kinds, project)
+        finals = [(raw * weight, doc.doc_id, doc) for raw, doc in found if (weight := factor(doc)) > 0]
+        best = heapq.nlargest(k, finals, key=lambda item: (item[0], item[1]))
+        if len(found) < pool or (len(best) == k and best[-1][0] >= found[-1][0]):
+            return [Hit(doc, score) for score, _, doc in best]
+        pool *= 4
