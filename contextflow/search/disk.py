@@ -3,7 +3,7 @@
 One tantivy document per search document (`<kind>:<ref>`, as `index.Doc`), holding:
 - `id`, `kind`, `project` (`=` + project, `=` alone for none): untokenized terms, so a lookup,
   a delete and the project and kind filters are term queries on the inverted index;
-- `body`: the document's terms, each repeated by its weighted frequency (`index.weighted_terms`),
+- `body`: the document's terms, each field's repeated by its weight (as `index.weighted_terms`),
   so tantivy's BM25 over one field equals the in-memory index's BM25F (same k1, b and idf;
   tantivy stores lengths in one byte, exact up to 40 terms and within a few percent above);
 - `state`: the document's whole state (fields and metadata with their order keys), stored, so an
@@ -26,7 +26,8 @@ import orjson
 import tantivy
 
 from contextflow.events import OrderKey
-from contextflow.search.index import Doc, Hit, derive, weighted_terms
+from contextflow.search.index import FIELD_WEIGHTS, Doc, Hit, derive
+from contextflow.search.tokens import WORD, word_terms
 
 WEIGHT_SCALE = 1
 WRITER_HEAP = 64_000_000
@@ -61,12 +62,30 @@ def decode_doc(raw: bytes) -> Doc:
     return doc
 
 
+class _Terms(dict[str, str]):
+    """A word -> its index terms, each followed by a space (`tokens.word_terms`), memoized."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) > 1 << 18:
+            self.clear()
+        found = self[word] = "".join(term + " " for term in word_terms(word))
+        return found
+
+
+_TERMS = _Terms()
+
+
 def body(doc: Doc) -> str:
-    """The document's terms, each repeated by its weighted frequency; empty when it is not visible."""
+    """The document's terms, each field's repeated by its weight (so each term's count is its
+    weighted frequency, `index.weighted_terms`); empty when the document is not visible."""
     if not doc.visible:
         return ""
-    weights = weighted_terms(doc.field_texts())
-    return "".join((term + " ") * (count * WEIGHT_SCALE) for term, count in weights.items())
+    parts = []
+    for name, text in doc.field_texts():
+        if text:
+            weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1) * WEIGHT_SCALE
+            parts.append("".join(map(_TERMS.__getitem__, WORD.findall(text))) * weight)
+    return "".join(parts)
 
 
 def project_term(project: str) -> str:
