@@ -155,6 +155,12 @@ class DiskIndex:
         hits = self.searcher.search(query, limit, count=False).hits
         return [(float(score), self._load(address)) for score, address in hits]
 
+    def all_docs(self) -> list[Doc]:
+        """Every document's state, deleted ones included (for tests and `doctor`; reads them all)."""
+        count = self.count()
+        hits = self.searcher.search(tantivy.Query.all_query(), max(count, 1), count=False).hits if count else []
+        return [self._load(address) for _, address in hits]
+
     # -- writing (the caller holds derived.py's lock) ----------------------------------------
 
     def write(self, docs: Iterable[tuple[Doc, bool]]) -> None:
