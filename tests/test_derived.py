@@ -3,8 +3,10 @@ rebuild and the in-memory fold, damage and version changes rebuild, processes sh
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from contextflow.events import Event, encode
 from contextflow.log import log_path
 from contextflow.search.disk import DiskIndex
 from contextflow.search.index import Doc
+from contextflow.views import all_views
 
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
@@ -76,7 +79,7 @@ def test_updating_after_each_chunk_equals_a_rebuild_and_the_in_memory_fold(plan,
         root = Path(temp)
         app = open_app(root)
         edges = sorted({0, len(plan), *(min(cut, len(plan)) for cut in cuts)})
-        for begin, end in zip(edges, edges[1:], strict=False):
+        for begin, end in itertools.pairwise(edges):
             write_lines(root / "store", plan[begin:end], begin)
             derived.search_for(app.store).index()  # folds only what this chunk added
         incremental = on_disk(app)
@@ -108,7 +111,7 @@ def test_results_match_the_in_memory_ranking(app):
     stock(app)
     for n in range(30):
         app.store.append("note", {"project": "web", "text": f"retry budget {n} " + " ".join(WORDS[: n % 9 + 1])})
-    memory = App.open(views=[*__import__("contextflow.views", fromlist=["all_views"]).all_views()])
+    memory = App.open(views=all_views())  # folds search in memory, as a grant's filtered store does
     for query in ("retry budget", "websocket token deploy", "flaky review schema"):
         for project in (None, "web"):
             assert refs(app, query, project=project, limit=10) == refs(memory, query, project=project, limit=10)
@@ -143,8 +146,6 @@ def test_a_half_written_state_file_or_a_version_change_rebuilds(app, monkeypatch
 def test_deleting_the_derived_folder_is_safe(app):
     stock(app)
     assert refs(app, "websocket")
-    import shutil
-
     shutil.rmtree(app.store.state_dir / derived.FOLDER)
     assert len(refs(app, "websocket")) == 1
 
