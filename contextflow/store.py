@@ -7,12 +7,13 @@ snapshot of the folded state (checked against the logs on load) lets a new proce
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,7 @@ class Store:
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
         self._listing: tuple[int | None, list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
+        self._collected: list[Event] | None = None  # appends held back by `collecting`
         self._reset()
 
     @classmethod
@@ -317,20 +319,45 @@ class Store:
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
-    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[list[Event]]:
+        """Appends made inside are collected, not written: each returns a provisional event (its id is
+        final, its seq and clock are not), folded so later reads see it. Write them with
+        `append_many(..., ids=...)` after the block, or drop them; either way the provisional state is
+        forgotten on leaving (the next read reloads from the logs), so it is never saved."""
+        collected: list[Event] = []
+        self._collected = collected
+        try:
+            yield collected
+        finally:
+            self._collected = None
+            self._reset()
+            self.loaded, self._new_since_snapshot = False, 0
+
+    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str] = ()) -> list[Event]:
         """Append events in one locked write; they are folded before this returns."""
         from filelock import Timeout
 
         from contextflow.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+        if self._collected is not None:
+            self.refresh()
+            seq = self._own_seq() + len(self._collected)
+            found = [Event(new_id(), self.writer, seq + n, self.clock.tick(), kind, data)
+                     for n, (kind, data) in enumerate(items, start=1)]
+            for event in found:
+                self._fold.apply(event)
+            self._collected.extend(found)
+            return found
         try:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
                 self._observe_other_logs()
                 seq = self._own_seq()
+                named = list(ids) or [new_id() for _ in items]
                 events = [
-                    Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
+                    Event(named[offset - 1], self.writer, seq + offset, self.clock.tick(), kind, data)
                     for offset, (kind, data) in enumerate(items, start=1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
