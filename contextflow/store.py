@@ -322,25 +322,30 @@ class Store:
     @contextlib.contextmanager
     def collecting(self) -> Iterator[list[Event]]:
         """Appends made inside are collected, not written: each returns a provisional event (its id is
-        final, its seq and clock are not), folded so later reads see it. Write them with
-        `append_many(..., ids=...)` after the block, or drop them; either way the provisional state is
-        forgotten on leaving (the next read reloads from the logs), so it is never saved."""
+        final, its seq and clock are not), folded so later reads see it. Leaving the block writes them
+        all in one append; an exception drops them. Either way the provisional state is forgotten (the
+        next read reloads from the logs), so it is never saved."""
         collected: list[Event] = []
         self._collected = collected
         try:
             yield collected
+            self._collected = None
+            if collected:
+                self.append_many([(event.kind, event.data) for event in collected], [event.id for event in collected])
         finally:
             self._collected = None
             self._reset()
             self.loaded, self._new_since_snapshot = False, 0
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str] = ()) -> list[Event]:
-        """Append events in one locked write; they are folded before this returns."""
+        """Append events in one locked write; they are folded before this returns. `ids`: the events'
+        ids, for events `collecting` made (and scrubbed) first."""
         from filelock import Timeout
 
         from contextflow.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
-        items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+        if not ids:  # events with ids were collected (and scrubbed) by `collecting`
+            items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:
             self.refresh()
             seq = self._own_seq() + len(self._collected)

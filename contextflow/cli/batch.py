@@ -66,7 +66,5 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
             if isinstance(reply, int):
                 raise InputError(f"line {number}: {op.name} cannot run in a batch")
             replies.append(reply)
-        events = list(collected)
-    if events:
-        app.store.append_many([(event.kind, event.data) for event in events], ids=[event.id for event in events])
-    return len(events), [reply.data for reply in replies]
+        stored = len(collected)
+    return stored, [reply.data for reply in replies]
