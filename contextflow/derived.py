@@ -170,10 +170,13 @@ class DerivedSearch:
         from contextflow.search.disk import DiskIndex
 
         if self._index is None:
+            mask = os.umask(0o077)
             try:
                 self._index = DiskIndex(self.folder / "search")
             except (ValueError, OSError) as exc:
                 raise IndexDamaged(str(exc)) from exc
+            finally:
+                os.umask(mask)
         return self._index
 
     def _paths(self) -> list[Path]:
@@ -194,12 +197,15 @@ class DerivedSearch:
         from filelock import FileLock, Timeout
 
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mask = os.umask(0o077)  # tantivy creates its files with the process's umask: keep them private
         try:
             with FileLock(self.folder / LOCK_FILE, timeout=LOCK_TIMEOUT_S, mode=0o600):
                 yield
         except Timeout:
             raise StoreError(f"another contextflow process has been updating the search index in {self.folder} for "
                              f"over {LOCK_TIMEOUT_S:.0f} s; try again, or run `contextflow doctor`") from None
+        finally:
+            os.umask(mask)
 
     def update(self, rebuild: bool = False) -> int:
         """Fold the logs' new events into the index under the lock; returns how many were read.
@@ -217,7 +223,7 @@ class DerivedSearch:
     def _rebuild(self) -> int:
         self._index = None
         shutil.rmtree(self.folder / "search", ignore_errors=True)
-        self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "events": 0})
+        self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "documents": 0})
         return self._catch_up(self._state, self._paths(), fresh=True)
 
     def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
@@ -260,7 +266,7 @@ class DerivedSearch:
                     segments[str(path)] = {"cursor": _cursor_json(cursor), "complete": complete}
                     if sink.pending_events >= COMMIT_EVENTS or (complete and path == todo[-1]):
                         sink.commit()
-                        self._write_state({**state, "segments": dict(segments), "events": sink.count()})
+                        self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
                     progress.update(done, read)
                     if complete:
                         break
@@ -274,6 +280,27 @@ class DerivedSearch:
                 gc.enable()
         progress.finish(read)
         return read
+
+
+def describe(store: Store) -> dict[str, Any]:
+    """Where the derived state is, how big, how current and how to rebuild it (for `doctor`; reads, never updates)."""
+    folder = store.state_dir / FOLDER
+    try:
+        state = orjson.loads((folder / STATE_FILE).read_bytes())
+        updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((folder / STATE_FILE).stat().st_mtime))
+    except (OSError, orjson.JSONDecodeError):
+        state, updated = {}, None
+    current = isinstance(state, dict) and state.get("key") == version_key(store.folder)
+    segments = state.get("segments", {}) if current else {}
+    behind = sum(_unread(path, segments.get(str(path))) for path in list_segments(store.folder,
+                                                                                  store.location.legacy_files))
+    size = sum(entry.stat().st_size for entry in folder.rglob("*") if entry.is_file()) if folder.is_dir() else 0
+    return {
+        "folder": str(folder), "bytes": size, "documents": state.get("documents") if current else None,
+        "updated": updated, "current": current and behind == 0, "log_bytes_behind": behind if current else None,
+        "version_matches": current,
+        "rebuild": f"delete {folder} (the next search rebuilds it from the logs) or run `contextflow doctor --rebuild`",
+    }
 
 
 _OPEN: weakref.WeakKeyDictionary[Store, DerivedSearch] = weakref.WeakKeyDictionary()

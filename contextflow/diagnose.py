@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from contextflow import derived
 from contextflow.app import App
 from contextflow.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.log import iter_quarantine
@@ -55,6 +56,7 @@ def store_info(app: App) -> dict[str, Any]:
             for segment in health.segments
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
+        "derived": derived.describe(store),
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
         # ContextFlowMCP's names for the same facts (tools written against its info resource)
         "file": str(store.log_writer.path),

@@ -30,7 +30,9 @@ OPERATIONS = (
     _op("doctor", "Check the store and say which rule chose it", (
         boolean("fix", "Fold sync-conflict copies into this writer's log, then remove each copy once every event "
                 "in it is verified (see docs/sync.md)."),
-    ), "Report the store location (and the rule that chose it), logs, counts, bad lines and problems."),
+        boolean("rebuild", "Rebuild this machine's search index from the logs first (it is derived state)."),
+    ), "Report the store location (and the rule that chose it), logs, counts, bad lines, the search index and "
+       "problems."),
     _op("pick-session", "Choose the active session in a terminal picker", (
         string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),
     ), "Pick a new or recent session in a terminal menu and make it the active session."),
