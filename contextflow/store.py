@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import os
 import time
@@ -195,6 +196,7 @@ class Store:
         for path in paths:
             self._read_segment(path)
         self._new_since_snapshot = self._fold.count
+        gc.freeze()  # the folded state is long-lived: no full collection walks it again (no pauses on appends)
 
     def _continues(self, path: Path) -> bool:
         try:
@@ -257,6 +259,10 @@ class Store:
         """The current state of one view (after picking up new events)."""
         self.refresh()
         try:
+            if name in self._fold.deferred:
+                state = self._fold.state(name)
+                gc.freeze()  # a loaded view is long-lived: keep it out of every later full collection
+                return state
             return self._fold.state(name)
         except snapshot.SnapshotBroken:
             self._rebuild(list_segments(self.folder, self.location.legacy_files))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow import __version__
-from contextflow.cli.batch import BATCH_OPERATIONS
+from contextflow.cli.batch import BATCH_OPERATIONS, BATCH_WORDS
 
 if TYPE_CHECKING:
     import argparse
@@ -214,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextflow.present.clients import hook
 
         return hook(None, {"event": argv[1]})
-    args = build_parser(_command_word(argv), batch="--stdin" in argv).parse_args(argv)
+    word = _command_word(argv)
+    args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.locate import STORE_OPTION_MARKER
@@ -226,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from contextflow.operations.arguments import check_arguments
 
     try:
-        if getattr(args, "stdin", False):
+        if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
             from contextflow.app import App
 
             app = App.open()

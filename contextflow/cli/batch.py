@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # the commands that take --stdin, and the tool each line runs as (`conversations save` reads a file)
 BATCH_OPERATIONS = {"append_shared_note": "append_shared_note", "write_shared_handoff": "write_shared_handoff",
                     "context_set": "context_set", "conversations save": "save_conversation"}
+BATCH_WORDS = frozenset({"note", "handoff", "context", "conversations"})  # their first command words
 
 
 def line_operation(op: Operation) -> Operation:

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""The scale issue's rows: search over the shared on-disk index, against the SDK's no-op floor.
+
+    .venv/bin/python scripts/bench_index.py [--sizes 100000,1000000] [--reps 40] [--servers 4] [--workdir DIR]
+
+Per store size (storegen's synthetic stores): the derived index build (time, peak RSS of the
+building process), warm `get_context` p50 over stdio beside the floor's no-op call (interleaved),
+the server's peak RSS after its searches, N servers started together with the index present
+(time until all answered a first search, summed peak RSS) and on a fresh machine (no derived
+state, no snapshot: first read and first search), and `note --stdin` items a second.
+Everything lives in the work folder; ratios are taken in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from benchlib.mcp_timing import Call, server_command, stdio_client, time_calls  # noqa: E402
+from benchlib.phases import store_env  # noqa: E402
+from benchlib.procs import child_pids, cold_start, vm_hwm_kb  # noqa: E402
+from benchlib.storegen import generate_store  # noqa: E402
+
+QUERIES = ("token refresh websocket", "flaky test fixture ordering", "terraform module review",
+           "gradient checkpointing GPU", "search endpoint latency index")
+BUILD = ("import resource, sys, time\nfrom contextflow.app import App\nfrom contextflow import derived\n"
+         "app = App.open(); t = time.perf_counter(); n = derived.search_for(app.store).update(rebuild=True)\n"
+         "print(n, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)")
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def build(env: dict[str, str]) -> tuple[int, float, int]:
+    done = subprocess.run([sys.executable, "-c", BUILD], env=env, capture_output=True, text=True, check=True)
+    events, seconds, peak_mb = done.stdout.split()
+    return int(events), float(seconds), int(peak_mb)
+
+
+async def warm_search(env: dict[str, str], reps: int) -> tuple[float, float, int]:
+    async with stdio_client(server_command(False), env) as cf, stdio_client(server_command(True), env) as floor:
+        calls = [Call(f"q{n}", cf, "get_context", {"query": q, "project": "shared"}) for n, q in enumerate(QUERIES)]
+        samples = await time_calls([*calls, Call("floor", floor, "noop", {})], reps, warmup=2)
+        searched = [value for call in calls for value in samples[call.label]]
+        pids = child_pids("contextflow serve")
+        peak = max((vm_hwm_kb(pid) for pid in pids), default=0) // 1024
+        return p50(searched), p50(samples["floor"]), peak
+
+
+def together(
+    env: dict[str, str], servers: int, floor: bool, tool: str, args: dict[str, Any], log: Path
+) -> tuple[float, int]:
+    """N servers started at once: seconds until the last answered its first call, summed peak RSS (MB)."""
+    with ThreadPoolExecutor(servers) as pool:
+        runs = list(pool.map(lambda _: cold_start(server_command(floor), env, tool, args, log), range(servers)))
+    return max(run.to_first_call for run in runs), sum(run.peak_rss_kb for run in runs) // 1024
+
+
+def batch_rate(env: dict[str, str], items: int = 10_000) -> float:
+    lines = "".join(f'{{"text": "batch note {n} about websocket retries", "project": "web"}}\n' for n in range(items))
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "contextflow", "note", "--stdin", "--agent", "bench"], input=lines,
+                   env=env, capture_output=True, text=True, check=True)
+    return items / (time.perf_counter() - began)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000")
+    parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--servers", type=int, default=4)
+    parser.add_argument("--workdir")
+    options = parser.parse_args()
+    work = Path(options.workdir or tempfile.mkdtemp(prefix="cf-bench-index-"))
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_"))}
+    rows: list[tuple[str, str]] = []
+    for size in (int(s) for s in options.sizes.split(",")):
+        root = work / f"store-{size}"
+        if not (root / "store").exists():
+            generate_store(root / "store", size)
+        env = {**base, "HOME": str(work), **store_env(root)}
+        log = root / "servers-stderr.log"
+        print(f"== {size:,} events: building the index", file=sys.stderr)
+        events, seconds, peak = build(env)
+        rows.append((f"{size:,}: index build", f"{seconds:.1f} s, {peak} MB peak, {events:,} events"))
+        print("   warm searches", file=sys.stderr)
+        search, floor, server_peak = asyncio.run(warm_search(env, options.reps))
+        rows.append((f"{size:,}: search p50 (project filter)", f"{search:.1f} ms = {search / floor:.1f}x floor "
+                                                               f"({floor:.2f} ms); server peak {server_peak} MB"))
+        n = options.servers
+        ask = {"query": QUERIES[0], "project": "shared"}
+        first, rss = together(env, n, False, "get_context", ask, log)
+        first_floor, rss_floor = together(env, n, True, "noop", {}, log)
+        rows.append((f"{size:,}: {n} servers, first search", f"{first:.2f} s = {first / first_floor:.1f}x floor, "
+                                                             f"{rss} MB = {rss / max(rss_floor, 1):.1f}x floor"))
+        shutil.rmtree(Path(env["CONTEXTFLOW_STATE"]), ignore_errors=True)  # a fresh machine: no derived state
+        first_read, _ = together(env, n, False, "read_shared_context", {"limit": 5}, log)
+        shutil.rmtree(Path(env["CONTEXTFLOW_STATE"]), ignore_errors=True)
+        fresh_search, fresh_rss = together(env, n, False, "get_context", ask, log)
+        rows.append((f"{size:,}: fresh machine, {n} servers", f"first read {first_read:.2f} s = "
+                     f"{first_read / first_floor:.1f}x, first search {fresh_search:.2f} s = "
+                     f"{fresh_search / first_floor:.1f}x floor, {fresh_rss} MB summed"))
+    rate = batch_rate({**base, "HOME": str(work), **store_env(work / "batch")})
+    rows.append(("note --stdin", f"{rate:,.0f} items/s (10,000 items, one process)"))
+    width = max(len(label) for label, _ in rows)
+    print(f"load average: {os.getloadavg()[0]:.1f} (2 cores shared)")
+    for label, value in rows:
+        print(f"{label.ljust(width)}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
