@@ -146,6 +146,19 @@ def merge(doc: Doc, op: Op, key: OrderKey, writer: str) -> None:
     derive(doc)
 
 
+def put_new(doc_id: str, kind: str, op: Put, key: OrderKey, writer: str) -> Doc:
+    """A document made by one put (what `admits` and `merge` make of it, built directly: a build's common case)."""
+    doc = Doc(doc_id, kind, op.ref, -1, put_key=key)
+    doc.fields = {name: (key, text) for name, text in op.fields.items()}
+    doc.meta = {name: (key, value) for name, value in op.meta.items()}
+    doc.meta["writer"] = (key, writer)
+    project, expires = op.meta.get("project"), op.meta.get("expires_ms")
+    doc.project = project if isinstance(project, str) else ""
+    doc.latest, doc.latest_ms = key, stamp_ms(key[0])
+    doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
+    return doc
+
+
 def derive(doc: Doc) -> None:
     """The fields kept for fast filtering and ranking, from the document's state."""
     project = doc.value("project")

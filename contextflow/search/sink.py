@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextflow.events import Event
 from contextflow.search.disk import DiskIndex
-from contextflow.search.index import Doc, admits, merge
+from contextflow.search.index import Doc, Put, admits, merge, put_new
 from contextflow.search.view import extract
 
 
@@ -14,8 +14,8 @@ class SearchSink:
 
     def __init__(self, index: DiskIndex, fresh: bool = False) -> None:
         self.index = index
-        self.fresh = fresh  # the index was empty when this began: only what it committed can be on disk
-        self.committed = False
+        # an index that was empty when this began holds only what this committed: no lookup for the rest
+        self.written: set[str] | None = set() if fresh else None
         self.pending: dict[str, tuple[Doc, bool]] = {}
         self.pending_events = 0
         self.skipped = 0
@@ -31,7 +31,10 @@ class SearchSink:
             doc_id = f"{kind}:{op.ref}"
             entry = self.pending.get(doc_id)
             if entry is None:
-                found = self.index.get(doc_id) if self.committed or not self.fresh else None
+                found = self.index.get(doc_id) if self.written is None or doc_id in self.written else None
+                if found is None and isinstance(op, Put):
+                    self.pending[doc_id] = (put_new(doc_id, kind, op, key, writer), False)
+                    continue
                 entry = self.pending[doc_id] = (found, True) if found else (Doc(doc_id, kind, op.ref, -1), False)
             doc = entry[0]
             if admits(doc, op, key):
@@ -41,7 +44,8 @@ class SearchSink:
         if self.pending:
             self.index.write(self.pending.values())
             self.index.commit()
-            self.committed = True
+            if self.written is not None:
+                self.written.update(self.pending)
         self.pending.clear()
         self.pending_events = 0
 
