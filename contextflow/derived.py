@@ -28,7 +28,9 @@ import shutil
 import sys
 import time
 import weakref
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +40,7 @@ import orjson
 from contextflow.errors import StoreError
 from contextflow.events import BadLine, Event, decode
 from contextflow.fsutil import atomic_write, signature
-from contextflow.log import Cursor, list_segments, read_new
+from contextflow.log import Chunk, Cursor, list_segments, read_new
 
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
@@ -50,6 +52,8 @@ FOLDER = "derived"
 STATE_FILE = "state.json"
 LOCK_FILE = "update.lock"
 READ_BYTES = 16 * 1024 * 1024  # new bytes read from a log at a time
+PARALLEL_BYTES = 64 * 1024 * 1024  # a build reading more folds its chunks in worker processes
+WORKERS = 2
 COMMIT_EVENTS = 50_000  # events folded between commits while catching up
 LOCK_TIMEOUT_S = 600.0
 
@@ -230,56 +234,97 @@ class DerivedSearch:
         segments: dict[str, Any] = dict(state["segments"])
         if any(name not in {str(p) for p in paths} for name in segments):
             return self._rebuild() if not fresh else 0  # a log went away: its events may be gone
-        todo = []
-        for path in paths:
-            entry = segments.get(str(path))
-            if entry is None or not entry.get("complete") or signature(path) != tuple(entry["cursor"][:4]):
-                todo.append(path)
+        todo = [path for path in paths if _stale(path, segments.get(str(path)))]
+        if not todo:
+            return 0
         total = sum(_unread(path, segments.get(str(path))) for path in todo)
-        from contextflow.search.sink import SearchSink
+        from contextflow.search.sink import SearchSink, fold_chunk
 
         sink = SearchSink(self._open(), fresh)
         progress = Progress(total if fresh or total > READ_BYTES else 0)
-        done = read = 0
+        pool = _pool() if fresh and total >= PARALLEL_BYTES else None
+        waiting: deque[tuple[Future[Any] | None, Path, Chunk, int]] = deque()
+        counts = [0, 0]  # events read, bytes done
+
+        def settle() -> None:  # a chunk's events are in the sink: record its cursor, commit now and then
+            work, path, chunk, start = waiting.popleft()
+            if work is not None:
+                sink.absorb(work.result())
+            counts[0] += len(chunk.lines)
+            counts[1] += chunk.cursor.offset - start
+            complete = chunk.cursor.offset - start < READ_BYTES
+            segments[str(path)] = {"cursor": _cursor_json(chunk.cursor), "complete": complete}
+            if sink.pending_events >= COMMIT_EVENTS:
+                sink.commit()
+                self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
+            progress.update(counts[1], counts[0])
+
         enabled = gc.isenabled()
         gc.disable()  # the fold makes millions of small objects and keeps few: no collector passes meanwhile
         try:
-            for path in todo:
-                entry = segments.get(str(path))
-                cursor = _cursor(entry["cursor"]) if entry else None
-                while True:
-                    start = cursor.offset if cursor else 0
-                    chunk = read_new(path, cursor, READ_BYTES)
-                    if chunk.reset:
-                        sink.discard()
-                        return self._rebuild() if not fresh else read
+            for path, chunk, start in _chunks(todo, segments):
+                if chunk.reset:
+                    sink.discard()
+                    waiting.clear()
+                    return self._rebuild() if not fresh else counts[0]
+                work = pool.submit(fold_chunk, chunk.lines) if pool is not None else None
+                if pool is None:
                     for line_no, raw in chunk.lines:
                         try:
                             event: Event = decode(raw, line_no)
                         except BadLine:
                             continue
                         sink.apply(event)
-                    read += len(chunk.lines)
-                    cursor = chunk.cursor
-                    done += cursor.offset - start
-                    complete = cursor.offset - start < READ_BYTES
-                    segments[str(path)] = {"cursor": _cursor_json(cursor), "complete": complete}
-                    if sink.pending_events >= COMMIT_EVENTS or (complete and path == todo[-1]):
-                        sink.commit()
-                        self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
-                    progress.update(done, read)
-                    if complete:
-                        break
-            if not todo:
-                return 0
+                waiting.append((work, path, chunk, start))
+                while waiting and (len(waiting) > WORKERS or _done(waiting[0][0])):
+                    settle()
+            while waiting:
+                settle()
+            sink.commit()
+            self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
         except BaseException:
             sink.discard()
             raise
         finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
             if enabled:
                 gc.enable()
-        progress.finish(read)
-        return read
+        progress.finish(counts[0])
+        return counts[0]
+
+
+def _done(work: Future[Any] | None) -> bool:
+    return work is None or work.done()
+
+
+def _stale(path: Path, entry: dict[str, Any] | None) -> bool:
+    return entry is None or not entry.get("complete") or signature(path) != tuple(entry["cursor"][:4])
+
+
+def _chunks(todo: list[Path], segments: dict[str, Any]) -> Iterator[tuple[Path, Chunk, int]]:
+    """(log, its next chunk of new lines, the offset it starts at), log after log; stops after a reset."""
+    for path in todo:
+        entry = segments.get(str(path))
+        cursor = _cursor(entry["cursor"]) if entry else None
+        while True:
+            start = cursor.offset if cursor else 0
+            chunk = read_new(path, cursor, READ_BYTES)
+            yield path, chunk, start
+            if chunk.reset:
+                return
+            cursor = chunk.cursor
+            if cursor.offset - start < READ_BYTES:
+                break
+
+
+def _pool() -> ProcessPoolExecutor | None:
+    """Worker processes for a large build (fresh interpreters: no state or threads are inherited)."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    import multiprocessing
+
+    return ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
 
 
 def describe(store: Store) -> dict[str, Any]:

@@ -46,20 +46,35 @@ def p50(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-def build(env: dict[str, str]) -> tuple[int, float, int]:
-    done = subprocess.run([sys.executable, "-c", BUILD], env=env, capture_output=True, text=True, check=True)
+def build(env: dict[str, str]) -> tuple[int, float, int] | None:
+    """The derived index built from scratch in a child process; None when this checkout has none."""
+    done = subprocess.run([sys.executable, "-c", BUILD], env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        return None
     events, seconds, peak_mb = done.stdout.split()
     return int(events), float(seconds), int(peak_mb)
 
 
-async def warm_search(env: dict[str, str], reps: int) -> tuple[float, float, int]:
+def p95(values: list[float]) -> float:
+    return sorted(values)[int(0.95 * (len(values) - 1))] * 1000
+
+
+async def warm_calls(env: dict[str, str], reps: int) -> dict[str, float]:
+    """Search p50, then append p50/p95 and a search right after an append, each beside the floor."""
     async with stdio_client(server_command(False), env) as cf, stdio_client(server_command(True), env) as floor:
+        noop = Call("floor", floor, "noop", {})
         calls = [Call(f"q{n}", cf, "get_context", {"query": q, "project": "shared"}) for n, q in enumerate(QUERIES)]
-        samples = await time_calls([*calls, Call("floor", floor, "noop", {})], reps, warmup=2)
-        searched = [value for call in calls for value in samples[call.label]]
+        samples = await time_calls([*calls, noop], reps, warmup=2)
+        found = {"search": p50([v for call in calls for v in samples[call.label]]), "floor": p50(samples["floor"])}
+        note = {"agent": "bench", "text": "bench append about the websocket", "project": "shared"}
+        appends = await time_calls([Call("append", cf, "append_shared_note", note), noop], reps * 2, warmup=2)
+        found |= {"append50": p50(appends["append"]), "append95": p95(appends["append"]),
+                  "floor95": p95(appends["floor"])}
+        after = await time_calls([Call("append", cf, "append_shared_note", note), calls[0], noop], reps, warmup=1)
+        found["after_append"] = p50(after["q0"])
         pids = child_pids("contextflow serve")
-        peak = max((vm_hwm_kb(pid) for pid in pids), default=0) // 1024
-        return p50(searched), p50(samples["floor"]), peak
+        found["peak"] = max((vm_hwm_kb(pid) for pid in pids), default=0) // 1024
+        return found
 
 
 def together(
@@ -83,7 +98,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--reps", type=int, default=40)
-    parser.add_argument("--servers", type=int, default=4)
+    parser.add_argument("--servers", type=int, default=4, help="0 skips the many-servers rows")
+    parser.add_argument("--no-batch", action="store_true")
     parser.add_argument("--workdir")
     options = parser.parse_args()
     work = Path(options.workdir or tempfile.mkdtemp(prefix="cf-bench-index-"))
@@ -96,13 +112,21 @@ def main() -> int:
         env = {**base, "HOME": str(work), **store_env(root)}
         log = root / "servers-stderr.log"
         print(f"== {size:,} events: building the index", file=sys.stderr)
-        events, seconds, peak = build(env)
-        rows.append((f"{size:,}: index build", f"{seconds:.1f} s, {peak} MB peak, {events:,} events"))
-        print("   warm searches", file=sys.stderr)
-        search, floor, server_peak = asyncio.run(warm_search(env, options.reps))
-        rows.append((f"{size:,}: search p50 (project filter)", f"{search:.1f} ms = {search / floor:.1f}x floor "
-                                                               f"({floor:.2f} ms); server peak {server_peak} MB"))
+        built = build(env)
+        if built is not None:
+            rows.append((f"{size:,}: index build", f"{built[1]:.1f} s, {built[2]} MB peak, {built[0]:,} events"))
+        print("   warm calls", file=sys.stderr)
+        warm = asyncio.run(warm_calls(env, options.reps))
+        floor = warm["floor"]
+        rows.append((f"{size:,}: search p50 (project filter)", f"{warm['search']:.1f} ms = "
+                     f"{warm['search'] / floor:.1f}x floor ({floor:.2f} ms); server peak {warm['peak']} MB"))
+        rows.append((f"{size:,}: search right after an append", f"{warm['after_append']:.1f} ms = "
+                     f"{warm['after_append'] / floor:.1f}x floor"))
+        rows.append((f"{size:,}: append p50 / p95", f"{warm['append50']:.1f} / {warm['append95']:.1f} ms = "
+                     f"{warm['append95'] / warm['floor95']:.1f}x floor p95 ({warm['floor95']:.2f} ms)"))
         n = options.servers
+        if not n:
+            continue
         ask = {"query": QUERIES[0], "project": "shared"}
         first, rss = together(env, n, False, "get_context", ask, log)
         first_floor, rss_floor = together(env, n, True, "noop", {}, log)
@@ -115,8 +139,9 @@ def main() -> int:
         rows.append((f"{size:,}: fresh machine, {n} servers", f"first read {first_read:.2f} s = "
                      f"{first_read / first_floor:.1f}x, first search {fresh_search:.2f} s = "
                      f"{fresh_search / first_floor:.1f}x floor, {fresh_rss} MB summed"))
-    rate = batch_rate({**base, "HOME": str(work), **store_env(work / "batch")})
-    rows.append(("note --stdin", f"{rate:,.0f} items/s (10,000 items, one process)"))
+    if not options.no_batch:
+        rate = batch_rate({**base, "HOME": str(work), **store_env(work / "batch")})
+        rows.append(("note --stdin", f"{rate:,.0f} items/s (10,000 items, one process)"))
     width = max(len(label) for label, _ in rows)
     print(f"load average: {os.getloadavg()[0]:.1f} (2 cores shared)")
     for label, value in rows:

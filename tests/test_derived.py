@@ -228,3 +228,23 @@ def test_progress_is_shown_only_on_a_terminal(capsys, monkeypatch):
     shown.finish(20)
     err = capsys.readouterr().err
     assert "10 events" in err and "s left" in err and "indexed 20 events" in err
+
+
+def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkeypatch):
+    rng = random.Random(3)
+    items = []
+    for n in range(600):  # documents touched in many chunks: notes, records set again and deleted, tags
+        key = f"fact:k{rng.randint(0, 30)}"
+        items.append(rng.choice([
+            ("note", {"project": rng.choice(["web", "api"]), "text": f"note {n} " + rng.choice(WORDS)}),
+            ("context.set", {"key": key, "value": {"n": n}, "label": rng.choice(WORDS)}),
+            ("context.delete", {"key": key}),
+            ("graph.tag", {"node": f"n{rng.randint(0, 5)}", "tags": [rng.choice(["a", "b"])]}),
+        ]))
+    for start in range(0, len(items), 50):
+        app.store.append_many(items[start : start + 50])
+    monkeypatch.setattr(derived, "READ_BYTES", 4096)  # many chunks
+    monkeypatch.setattr(derived, "PARALLEL_BYTES", 0)  # folded by the workers
+    monkeypatch.setattr(derived, "COMMIT_EVENTS", 150)  # joined with committed documents too
+    assert derived.search_for(app.store).update(rebuild=True) == 600
+    assert on_disk(app) == in_memory(app)

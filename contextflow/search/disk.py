@@ -20,7 +20,7 @@ import heapq
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import tantivy
@@ -86,6 +86,16 @@ def body(doc: Doc) -> str:
             weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1) * WEIGHT_SCALE
             parts.append("".join(map(_TERMS.__getitem__, WORD.findall(text))) * weight)
     return "".join(parts)
+
+
+class Prepared(NamedTuple):
+    """A document ready to write: made by a build's worker process."""
+
+    doc_id: str
+    kind: str
+    project: str
+    state: bytes
+    body: str
 
 
 def project_term(project: str) -> str:
@@ -163,21 +173,30 @@ class DiskIndex:
 
     # -- writing (the caller holds derived.py's lock) ----------------------------------------
 
-    def write(self, docs: Iterable[tuple[Doc, bool]]) -> None:
-        """Replace each document (`known`: it may already be on disk, so delete it first)."""
+    def _writing(self) -> tantivy.IndexWriter:
         if self._writer is None:
             self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
-        writer = self._writer
+        return self._writer
+
+    def write(self, docs: Iterable[tuple[Doc, bool]]) -> None:
+        """Replace each document (`known`: it may already be on disk, so delete it first)."""
+        writer = self._writing()
         for doc, known in docs:
             if known:
                 writer.delete_documents_by_term("id", doc.doc_id)
-            fields: dict[str, Any] = {
-                "id": doc.doc_id, "kind": doc.kind, "project": project_term(doc.project), "state": encode_doc(doc),
-            }
-            text = body(doc)
-            if text:
-                fields["body"] = text
-            writer.add_document(tantivy.Document(**fields))
+            self._add(Prepared(doc.doc_id, doc.kind, doc.project, encode_doc(doc), body(doc)))
+
+    def write_prepared(self, docs: Iterable[Prepared]) -> None:
+        """Add documents known to be new."""
+        for doc in docs:
+            self._add(doc)
+
+    def _add(self, doc: Prepared) -> None:
+        fields: dict[str, Any] = {"id": doc.doc_id, "kind": doc.kind, "project": project_term(doc.project),
+                                  "state": doc.state}
+        if doc.body:
+            fields["body"] = doc.body
+        self._writing().add_document(tantivy.Document(**fields))
 
     def commit(self) -> None:
         """Make what was written visible to every reader (atomic: all of it or, after a crash, none)."""
