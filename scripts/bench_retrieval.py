@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Benchmark retrieval: recall@5 on the quality fixture, and get_context latency at scale.
+"""Benchmark retrieval: recall per question type on the two quality fixtures, and get_context latency.
 
-Prints figures only, never fails on a missed target (targets: recall@5 >= 0.9 for questions
-that share words with their answer; get_context p95 under 30 ms in-process at 100k records).
+Prints figures only, never fails on a missed target.
 
-    scripts/bench_retrieval.py                   fixture, then stores of 10k and 100k records
-    scripts/bench_retrieval.py --quick           fixture, then a 2k store (seconds)
-    scripts/bench_retrieval.py --sizes 20000     choose the store sizes
+    scripts/bench_retrieval.py                        recall@5 and @10 per question type on both fixtures
+    scripts/bench_retrieval.py --levers               the same with each ranking lever off in turn, and with all off
+    scripts/bench_retrieval.py --ranking=-speaker     one setting of CONTEXTFLOW_RANKING (read by the ranking)
+    scripts/bench_retrieval.py --misses               also list the questions that missed at 5
+    scripts/bench_retrieval.py --sizes 10000,100000   then get_context latency on stores of those sizes
+    scripts/bench_retrieval.py --quick                then a 2k store (seconds)
 
-Stores are filled through Store.append_many (the real write and fold path) with synthetic
-notes, handoffs and conversation records whose words follow a Zipf distribution over the
-fixture's vocabulary plus a long tail, with the fixture's own records mixed in, so the
-fixture's questions are asked again at scale. Everything lives in a temporary folder.
+The fixtures (tests/fixtures/retrieval): `dialogs`, 287 turns of four two-speaker dialogs stored as
+session notes and timeline thoughts from January to June 2026, with 95 questions (paraphrase, temporal,
+multihop, speaker); `records`, 225 conversation records, notes and handoffs with 66 questions (62 share a
+word with their answer, 4 are paraphrases). Recall@k of a question is the share of its evidence among the
+first k results. Latency stores are filled through Store.append_many (the real write and fold path) with
+synthetic notes, handoffs and conversation records whose words follow a Zipf distribution over the
+records fixture's vocabulary plus a long tail, with the fixture's own records mixed in.
 """
 
 from __future__ import annotations
@@ -38,10 +43,11 @@ from typing import Any  # noqa: E402
 
 from contextflow import conversations, retrieval  # noqa: E402
 from contextflow.app import App  # noqa: E402
+from contextflow.clock import HybridClock  # noqa: E402
+from tests.fixtures.retrieval import dialogs  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load, recall_at  # noqa: E402
 
 P95_TARGET_MS = 30.0
-RECALL_TARGET = 0.9
 BATCH = 1_000
 PROJECTS = ("shop", "api", "platform", "web", "mobile", "analytics", "billing", "auth", "growth", "chat")
 AGENTS = ("claude_code", "codex", "gemini_cli", "cursor", "cline")
@@ -50,12 +56,98 @@ AGENTS = ("claude_code", "codex", "gemini_cli", "cursor", "cline")
 os.environ["CONTEXTFLOW_SECRETS"] = "off"  # synthetic text holds no secrets; scanning it only slows the build
 
 
-def open_app(folder: Path) -> App:
-    env = {**os.environ, "CONTEXTFLOW_STORE": str(folder / "store"), "CONTEXTFLOW_STATE": str(folder / "state"),
-           "CONTEXTFLOW_WRITER": "bench"}
+def open_app(folder: Path, clock: Any = None) -> App:
+    env = {
+        **os.environ,
+        "CONTEXTFLOW_STORE": str(folder / "store"),
+        "CONTEXTFLOW_STATE": str(folder / "state"),
+        "CONTEXTFLOW_WRITER": "bench",
+    }
     for name in ("MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER", "MCP_SHARED_CONTEXT_PROJECT"):
         env.pop(name, None)
-    return App.open(env)
+    return App.open(env, clock=HybridClock(clock) if clock is not None else None)
+
+
+# -- recall per question type ---------------------------------------------------------------------
+
+Table = dict[str, dict[str, dict[int, float]]]  # fixture -> question type -> k -> recall
+KS = (5, 10)
+
+
+def quality(ranking: str | None, misses: bool = False) -> tuple[Table, dict[str, int]]:
+    """Recall@5 and @10 per question type on both fixtures, each stored afresh under `ranking`
+    (CONTEXTFLOW_RANKING; None: unset). Returns the table and the number of questions per type."""
+    if ranking is None:
+        os.environ.pop("CONTEXTFLOW_RANKING", None)
+    else:
+        os.environ["CONTEXTFLOW_RANKING"] = ranking
+    table: Table = {"dialogs": {}, "records": {}}
+    counts: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="cf-bench-quality-") as tmp:
+        clock = dialogs.FixtureClock()
+        app = open_app(Path(tmp) / "dialogs", clock)
+        ids = dialogs.load(app, clock)
+        asked = dialogs.questions()
+        for kind in (*dialogs.TYPES, "all"):
+            chosen = [q for q in asked if kind in (q.type, "all")]
+            counts[f"dialogs {kind}"] = len(chosen)
+            table["dialogs"][kind] = {}
+            for k in KS:
+                value, missed = dialogs.recall(app, ids, chosen, k)
+                table["dialogs"][kind][k] = value
+                if misses and k == KS[0] and kind != "all":
+                    for miss in missed:
+                        wanted, got = " ".join(miss.question.evidence), " ".join(miss.found)
+                        print(f"  miss@{k} dialogs {kind}: {miss.question.text!r} wants {wanted}, got {got}")
+        app.close()
+        records, queries = fixture()
+        app = open_app(Path(tmp) / "records")
+        ids = load(app, records)
+        for kind, chosen in (
+            ("shares words", [q for q in queries if q["shares_words"]]),
+            ("paraphrase", [q for q in queries if not q["shares_words"]]),
+            ("all", queries),
+        ):
+            counts[f"records {kind}"] = len(chosen)
+            table["records"][kind] = {}
+            for k in KS:
+                found = recall_at(app, ids, chosen, k)
+                table["records"][kind][k] = found.value
+                if misses and k == KS[0] and kind != "all":
+                    for miss in found.misses:
+                        got = " ".join(miss.found)
+                        print(f"  miss@{k} records {kind}: {miss.query!r} wants {miss.target}, got {got}")
+        app.close()
+    return table, counts
+
+
+def print_quality(table: Table, counts: dict[str, int], title: str) -> None:
+    print(f"\n{title}")
+    print(f"  {'fixture':8} {'question type':14} {'n':>3} {'recall@5':>9} {'recall@10':>10}")
+    for name, types in table.items():
+        for kind, values in types.items():
+            print(f"  {name:8} {kind:14} {counts[f'{name} {kind}']:>3} {values[5]:>9.3f} {values[10]:>10.3f}")
+
+
+def print_levers(results: dict[str, Table], counts: dict[str, int]) -> None:
+    """Recall with every lever on, then each lever's gain (on minus off) and all levers off."""
+    base = results["all on"]
+    names = list(results)
+    print("\nrecall@5 / @10 per question type: all levers on, then each lever's gain (on minus off), then all off")
+    print(f"  {'fixture':8} {'question type':14} {'n':>3} " + " ".join(f"{name:>15}" for name in names))
+    for fixture_name, types in base.items():
+        for kind in types:
+            cells = []
+            for name in names:
+                on, here = base[fixture_name][kind], results[name][fixture_name][kind]
+                if name in ("all on", "all off"):
+                    cells.append(f"{here[5]:.3f} / {here[10]:.3f}")
+                else:
+                    cells.append(f"{on[5] - here[5]:+.3f} / {on[10] - here[10]:+.3f}")
+            print(
+                f"  {fixture_name:8} {kind:14} {counts[f'{fixture_name} {kind}']:>3} "
+                + " ".join(f"{cell:>15}" for cell in cells)
+            )
 
 
 class Words:
@@ -80,17 +172,37 @@ def synthetic(words: Words, rng: random.Random) -> tuple[str, dict[str, Any]]:
     project, agent = rng.choice(PROJECTS), rng.choice(AGENTS)
     shape = rng.random()
     if shape < 0.6:
-        return "note", {"project": project, "agent": agent, "text": words.text(rng.randint(15, 60)),
-                        "task": words.text(4)}
+        return "note", {
+            "project": project,
+            "agent": agent,
+            "text": words.text(rng.randint(15, 60)),
+            "task": words.text(4),
+        }
     if shape < 0.75:
-        return "handoff", {"project": project, "agent": agent, "summary": words.text(rng.randint(30, 80)),
-                           "next_steps": words.items(3, 8), "files": words.items(2, 2)}
-    record = conversations.validate_record({
-        "topic": words.text(4), "summary": words.text(rng.randint(80, 200)), "categories": words.items(3, 1),
-        "decisions": [{"decision": words.text(10), "reasoning": words.text(20),
-                       "status": rng.choice(("chosen", "chosen", "rejected"))} for _ in range(rng.randint(1, 4))],
-        "open_questions": words.items(2, 10), "related_entities": words.items(4, 1),
-    })
+        return "handoff", {
+            "project": project,
+            "agent": agent,
+            "summary": words.text(rng.randint(30, 80)),
+            "next_steps": words.items(3, 8),
+            "files": words.items(2, 2),
+        }
+    record = conversations.validate_record(
+        {
+            "topic": words.text(4),
+            "summary": words.text(rng.randint(80, 200)),
+            "categories": words.items(3, 1),
+            "decisions": [
+                {
+                    "decision": words.text(10),
+                    "reasoning": words.text(20),
+                    "status": rng.choice(("chosen", "chosen", "rejected")),
+                }
+                for _ in range(rng.randint(1, 4))
+            ],
+            "open_questions": words.items(2, 10),
+            "related_entities": words.items(4, 1),
+        }
+    )
     conversation_id = f"c{rng.getrandbits(64):016x}"
     return "conversation.save", {"conversation_id": conversation_id, "source": agent, "project": project, **record}
 
@@ -127,46 +239,66 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fixture plus one 2k store")
-    parser.add_argument("--sizes", help="comma-separated store sizes in records (default 10000,100000)")
-    parser.add_argument("--reps", type=int, default=300, help="timed get_context calls per size (default 300)")
-    args = parser.parse_args()
-    sizes = [int(s) for s in (args.sizes or ("2000" if args.quick else "10000,100000")).split(",")]
+def latency(sizes: list[int], reps: int) -> None:
     records, queries = fixture()
     sharing = [q for q in queries if q["shares_words"]]
-    paraphrases = [q for q in queries if not q["shares_words"]]
     texts = [q["query"] for q in queries]
-    print(f"retrieval fixture: {len(records)} records, {len(queries)} questions "
-          f"({len(sharing)} share words with their answer, {len(paraphrases)} are paraphrases)")
+    load_avg = os.getloadavg()[0]
+    print(
+        f"\nget_context latency, in-process, warm, default limit and budget ({reps} calls per size; "
+        f"machine load {load_avg:.1f} on {os.cpu_count()} cores)"
+    )
+    print(
+        f"  {'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>8} "
+        f"{'cpu p95':>8} {'recall@5':>9} {'RSS MB':>7}"
+    )
     with tempfile.TemporaryDirectory(prefix="cf-bench-retrieval-") as tmp:
-        app = open_app(Path(tmp) / "fixture")
-        ids = load(app, records)
-        for k in (1, 5):
-            found = recall_at(app, ids, sharing, k)
-            print(f"  recall@{k}: {found.value:.3f} ({found.hits}/{found.asked})"
-                  + (f"  target >= {RECALL_TARGET}" if k == 5 else ""))
-        print(f"  recall@5, paraphrases without shared words: {recall_at(app, ids, paraphrases, 5).value:.3f}")
-        app.close()
-        load_avg = os.getloadavg()[0]
-        print(f"\nget_context latency, in-process, warm, default limit and budget ({args.reps} calls per size; "
-              f"machine load {load_avg:.1f} on {os.cpu_count()} cores)")
-        print(f"  {'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>8} "
-              f"{'cpu p95':>8} {'recall@5':>9} {'terms':>8} {'RSS MB':>7}")
         for size in sizes:
             app = open_app(Path(tmp) / f"store-{size}")
             ids, seconds = fill(app, size, records)
-            wall, cpu = latencies(app, texts, args.reps)
+            wall, cpu = latencies(app, texts, reps)
             found = recall_at(app, ids, sharing, 5)
-            index = retrieval.search_index(app)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"  {size:>8} {seconds:>8.1f} {statistics.median(wall):>7.2f} {percentile(wall, 0.95):>7.2f} "
-                  f"{max(wall):>7.2f} {statistics.median(cpu):>8.2f} {percentile(cpu, 0.95):>8.2f} "
-                  f"{found.value:>9.3f} {len(index.postings):>8} {rss:>7.0f}")
+            print(
+                f"  {size:>8} {seconds:>8.1f} {statistics.median(wall):>7.2f} {percentile(wall, 0.95):>7.2f} "
+                f"{max(wall):>7.2f} {statistics.median(cpu):>8.2f} {percentile(cpu, 0.95):>8.2f} "
+                f"{found.value:>9.3f} {rss:>7.0f}"
+            )
             app.close()
-    print(f"\ntargets: get_context p95 < {P95_TARGET_MS:.0f} ms at 100k records; recall@5 >= {RECALL_TARGET} "
-          "(figures only; nothing here fails)")
+    print(f"\ntarget: get_context p95 < {P95_TARGET_MS:.0f} ms at 100k records (figures only; nothing here fails)")
+
+
+def lever_names() -> tuple[str, ...]:
+    try:
+        from contextflow.search import ranking
+    except ImportError:
+        return ()
+    return tuple(ranking.LEVERS)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--ranking", help="a CONTEXTFLOW_RANKING setting, e.g. -neighbours,-speaker (default: unset)")
+    parser.add_argument("--levers", action="store_true", help="each lever off in turn, and all off")
+    parser.add_argument("--misses", action="store_true", help="list the questions that missed at 5")
+    parser.add_argument("--quick", action="store_true", help="then get_context latency on a 2k store")
+    parser.add_argument("--sizes", help="then get_context latency on stores of these sizes (comma-separated)")
+    parser.add_argument("--reps", type=int, default=300, help="timed get_context calls per size (default 300)")
+    args = parser.parse_args()
+    if args.levers:
+        levers = lever_names()
+        results: dict[str, Table] = {}
+        counts: dict[str, int] = {}
+        for name, setting in (("all on", None), *((f"{lever}", f"-{lever}") for lever in levers), ("all off", "none")):
+            results[name], counts = quality(setting)
+        print_levers(results, counts)
+    else:
+        table, counts = quality(args.ranking, args.misses)
+        setting = args.ranking if args.ranking is not None else os.environ.get("CONTEXTFLOW_RANKING", "")
+        print_quality(table, counts, f"recall per question type (CONTEXTFLOW_RANKING={setting!r})")
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [2000] if args.quick else []
+    if sizes:
+        latency(sizes, args.reps)
     return 0
 
 
