@@ -67,16 +67,19 @@ def code_hash() -> str:
     """Changes when the code that decides the index's content does."""
     here = Path(__file__).parent
     digest = hashlib.blake2b(digest_size=8)
-    for name in ("derived.py", "search/disk.py", "search/index.py", "search/extractors.py", "search/tokens.py"):
+    for name in ("derived.py", "search/disk.py", "search/sink.py", "search/docs.py", "search/index.py",
+                 "search/extractors.py", "search/tokens.py", "search/when.py"):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()
 
 
 def version_key(store_folder: Path) -> dict[str, Any]:
     from contextflow.search.disk import ENGINE
+    from contextflow.search.ranking import weight_scale
     from contextflow.search.tokens import STEMMER
 
-    return {"format": FORMAT, "engine": ENGINE, "stemmer": STEMMER, "code": code_hash(), "store": str(store_folder)}
+    return {"format": FORMAT, "engine": ENGINE, "stemmer": STEMMER, "code": code_hash(), "scale": weight_scale(),
+            "store": str(store_folder)}
 
 
 def _cursor_json(cursor: Cursor) -> list[Any]:
@@ -267,7 +270,7 @@ class DerivedSearch:
                     sink.discard()
                     waiting.clear()
                     return self._rebuild() if not fresh else counts[0]
-                work = pool.submit(fold_chunk, chunk.lines) if pool is not None else None
+                work = pool.submit(fold_chunk, chunk.lines, sink.index.scale) if pool is not None else None
                 if pool is None:
                     for line_no, raw in chunk.lines:
                         try:

@@ -16,8 +16,9 @@ from contextflow import checks, derived, timeutil
 from contextflow.app import App
 from contextflow.errors import InputError
 from contextflow.present.records import Views, hit_block, hit_json
+from contextflow.search import ranking, when
 from contextflow.search.extractors import search_kinds
-from contextflow.search.index import Doc, Hit, SearchIndex
+from contextflow.search.index import Hit, SearchIndex
 from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME
 from contextflow.text import DATA_NOTICE, clip, estimate_tokens
@@ -31,9 +32,6 @@ CHARS_PER_TOKEN = 4
 MIN_CLIPPED_CHARS = 320
 FOOTER_RESERVE = 160
 CLIP_MARK = "[clipped to stay within budget_tokens]"
-RECENCY_FLOOR = 0.85  # a document a year old keeps about 86% of its score
-HALF_LIFE_DAYS = 90.0
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -73,31 +71,24 @@ class ContextResult:
         }
 
 
-def recency(doc_ms: int, now_ms: int) -> float:
-    """A factor in (RECENCY_FLOOR, 1]: 1 for now, halfway to the floor after HALF_LIFE_DAYS."""
-    age_days = max(0, now_ms - doc_ms) / DAY_MS
-    decay: float = 0.5 ** (age_days / HALF_LIFE_DAYS)
-    return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
-
-
 def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
-    """BM25 from the index, times a mild recency factor, within the query's filters."""
-    kinds, project = query.kinds, query.project
-
-    def factor(doc: Doc) -> float:
-        if kinds and doc.kind not in kinds:
-            return 0.0
-        if project is not None and doc.project and doc.project != project:
-            return 0.0  # a document without a project (a context record, a thought) is in every project
-        if doc.expires_ms is not None and doc.expires_ms <= now_ms:
-            return 0.0  # expiry is judged at read time, never in the fold
-        return recency(doc.latest_ms, now_ms)
-
-    if isinstance(index, SearchIndex):
-        return index.search(query_terms(query.text), query.limit, factor)
-    from contextflow.search.disk import top
-
-    return top(index, query_terms(query.text), query.limit, factor, kinds, project)
+    """BM25 candidates from the index, within the query's filters, reranked by the levers
+    (`search/ranking.py`); Beside the
+    main pool, a query naming a speaker or a date takes one more pool of that speaker's entries or of
+    entries created then, so the levers can lift entries the plain scores ranked low."""
+    terms = query_terms(query.text)
+    if not terms:
+        return []
+    wanted = ranking.plan(query.text, index.knows_speaker)
+    size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
+    pools = [index.pool(terms, size, kinds, project, near)]
+    named = [word for word in ranking.speaker_words(query.text) if index.knows_speaker(word)] if wanted.speakers else []
+    if named:
+        pools.append(index.pool(terms, size, kinds, project, near, speakers=named))
+    if wanted.dates:
+        pools.append(index.pool(terms, size, kinds, project, near, spans=when.month_spans(wanted.dates, now_ms)))
+    ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, query.limit)
+    return index.hits(ranked)
 
 
 def search_source(app: App) -> SearchIndex | DiskIndex:

@@ -32,8 +32,15 @@ from contextflow.views import all_views
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 REFS = ("k1", "k2", "n1", "n2")
+speaker = st.sampled_from(["maria", "claude"])
 payloads = st.one_of(
     st.tuples(st.just("note"), st.fixed_dictionaries({"project": st.sampled_from(["p", "q"]), "text": text})),
+    st.tuples(st.just("note"), st.fixed_dictionaries({"project": st.just("p"), "agent": speaker, "text": text,
+                                                      "session_id": st.sampled_from(["s1", "s2"])})),
+    st.tuples(st.just("timeline.thought"), st.fixed_dictionaries({"thread_id": st.just("t"), "agent": speaker,
+                                                                  "content": text})),
+    st.tuples(st.just("timeline.thought_update"),
+              st.fixed_dictionaries({"thought_id": st.sampled_from([f"e{n:04d}" for n in range(6)]), "content": text})),
     st.tuples(st.just("context.set"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2]), "value": text,
                                                             "label": text})),
     st.tuples(st.just("context.delete"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2])})),
@@ -72,9 +79,10 @@ def write_lines(folder: Path, plan: list[tuple[str, int, tuple[str, dict[str, An
             log.write(encode(event))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=events, cuts=st.lists(st.integers(0, 30), max_size=3))
 def test_updating_after_each_chunk_equals_a_rebuild_and_the_in_memory_fold(plan, cuts):
+    """Neighbour fields included: sessions' notes and a thread's thoughts from two writers, in any order."""
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         app = open_app(root)
@@ -237,14 +245,19 @@ def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkey
         key = f"fact:k{rng.randint(0, 30)}"
         items.append(rng.choice([
             ("note", {"project": rng.choice(["web", "api"]), "text": f"note {n} " + rng.choice(WORDS)}),
+            ("note", {"project": "web", "session_id": rng.choice(["s1", "s2"]), "agent": rng.choice(["maria", "tom"]),
+                      "text": f"turn {n} " + rng.choice(WORDS)}),
             ("context.set", {"key": key, "value": {"n": n}, "label": rng.choice(WORDS)}),
             ("context.delete", {"key": key}),
             ("graph.tag", {"node": f"n{rng.randint(0, 5)}", "tags": [rng.choice(["a", "b"])]}),
         ]))
+    other = open_app(app.store.folder.parent, writer="writer-b", state="state-b")  # another machine, same sessions
     for start in range(0, len(items), 50):
-        app.store.append_many(items[start : start + 50])
+        (app if start % 100 else other).store.append_many(items[start : start + 50])
     monkeypatch.setattr(derived, "READ_BYTES", 4096)  # many chunks
     monkeypatch.setattr(derived, "PARALLEL_BYTES", 0)  # folded by the workers
     monkeypatch.setattr(derived, "COMMIT_EVENTS", 150)  # joined with committed documents too
     assert derived.search_for(app.store).update(rebuild=True) == 600
-    assert on_disk(app) == in_memory(app)
+    docs = on_disk(app)
+    assert docs == in_memory(app)
+    assert sum(doc.near[0] != "" and doc.near[1] != "" for doc in docs.values()) > 100  # sessions interleave two logs

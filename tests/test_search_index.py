@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from contextflow.app import App
 from contextflow.events import Event
-from contextflow.retrieval import Query, rank, recency
+from contextflow.retrieval import Query, rank
 from contextflow.search import index as index_module
 from contextflow.search.extractors import EXTRACTORS
 from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
+from contextflow.search.ranking import recency
 from contextflow.search.tokens import query_terms, stem
 from contextflow.search.view import SearchView
 from contextflow.views import all_views
@@ -237,7 +238,7 @@ WORDS = ("redis", "cache", "deploy", "rollback", "kafka", "postgres")
 def event_data(kind: str, target: int, words: list[str]) -> dict:
     text = " ".join(words)
     return {
-        "note": {"text": text, "project": "p"},
+        "note": {"text": text, "project": "p", "session_id": "s" if target % 2 else "", "agent": "maria"},
         "conversation.save": {"conversation_id": f"c{target}", "topic": text, "summary": text},
         "context.set": {"key": f"fact:k{target}", "value": {"text": text}},
         "context.delete": {"key": f"fact:k{target}"},
@@ -246,7 +247,7 @@ def event_data(kind: str, target: int, words: list[str]) -> dict:
         "graph.node_delete": {"node": f"e{target}"},
         "graph.tag": {"node": f"e{target}", "tags": [f"topic:{w}" for w in words]},
         "graph.untag": {"node": f"e{target}", "tags": [f"topic:{w}" for w in words]},
-        "timeline.thought": {"thread_id": "t", "content": text},
+        "timeline.thought": {"thread_id": "t", "content": text, "agent": "claude"},
         "timeline.thought_update": {"thought_id": f"e{target}", "content": text, "status": "resolved"},
     }[kind]
 
@@ -286,7 +287,7 @@ def test_the_index_and_its_rankings_are_the_same_whatever_order_events_arrive_in
     first = fold(events)
     with mock.patch.object(index_module, "MIN_COMPACT_PAIRS", 1):  # and however often it compacts
         second = fold(shuffled)
-    assert first == second
+    assert first == second  # neighbour fields and sequences included
     for word in WORDS:
         left = [(hit.doc.doc_id, round(hit.score, 9)) for hit in first.search([word], 50, everything)]
         right = [(hit.doc.doc_id, round(hit.score, 9)) for hit in second.search([word], 50, everything)]

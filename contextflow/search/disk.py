@@ -1,24 +1,28 @@
 """The search index on disk: a tantivy index in the machine-local state folder (`derived.py` keeps it current).
 
-One tantivy document per search document (`<kind>:<ref>`, as `index.Doc`), holding:
-- `id`, `kind`, `project` (`=` + project, `=` alone for none): untokenized terms, so a lookup,
-  a delete and the project and kind filters are term queries on the inverted index;
-- `body`: the document's terms, each field's repeated by its weight (as `index.weighted_terms`),
-  so tantivy's BM25 over one field equals the in-memory index's BM25F (same k1, b and idf;
-  tantivy stores lengths in one byte, exact up to 40 terms and within a few percent above);
-- `state`: the document's whole state (fields and metadata with their order keys), stored, so an
-  update merges into it (last writer wins, as `index.merge`) and a hit renders from it.
+One tantivy document per search document (`<kind>:<ref>`, as `docs.Doc`), holding:
+- `id`, `kind`, `project` (`=` + project, `=` alone for none), `agent` (its `ranking.agent_terms`):
+  untokenized terms, so a lookup, a delete, the project and kind filters and a named speaker are term
+  queries on the inverted index;
+- `body`: the document's terms, each field's repeated `docs.repeats` times (weight x scale), so
+  tantivy's BM25 over one field equals the in-memory index's BM25F (same k1, b and idf; tantivy
+  stores lengths in one byte, exact up to 40 terms and within a few percent above);
+- `near`: the terms of the entries before and after it in its session (the neighbour field), repeated
+  `scale` times, scored as its own field at `ranking.NEAR_WEIGHT`;
+- `seq` and `order` (a session's id and the entry's creation stamp) on the entries of a sequence, so
+  the sink finds an entry's neighbours with two small queries; fast fields (`FAST`) with what the
+  ranking's levers read for a pool of candidates without decoding them;
+- `state`: the document's whole state (fields and metadata with their order keys), and `links`: its
+  near field's two sides, both stored, so an update merges into it (last writer wins, as `docs.merge`)
+  and a hit renders from it.
 
-A deleted document keeps its state (an older put arriving later must stay hidden) and no body.
-Weights are whole repeats: `WEIGHT_SCALE` (1 now) is how many repeats weight 1 gets, so a scale of
-2 allows half weights.
+A deleted document keeps its state (an older put arriving later must stay hidden) and nothing else.
 """
 
 from __future__ import annotations
 
-import heapq
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,20 +30,29 @@ import orjson
 import tantivy
 
 from contextflow.events import OrderKey
-from contextflow.search.index import FIELD_WEIGHTS, Doc, Hit, derive
-from contextflow.search.tokens import WORD, word_terms
+from contextflow.search import ranking
+from contextflow.search.docs import SEQUENCE_FIELDS, Doc, Hit, derive, own_terms, repeats
+from contextflow.search.ranking import Candidate
+from contextflow.search.tokens import WORD, term_string
+from contextflow.search.when import has_time_words
 
-WEIGHT_SCALE = 1
 WRITER_HEAP = 64_000_000
 ENGINE = str(getattr(tantivy, "__version__", "tantivy"))  # part of the derived state's version key
+FAST = ("tie", "at", "latest", "expires", "group", "speaker", "timely")
+LAST_STAMP = (1 << 64) - 1
 
 
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
-    for name in ("id", "kind", "project"):
+    for name in ("id", "kind", "project", "agent", "seq"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
+    for name in ("body", "near"):
+        builder.add_text_field(name, tokenizer_name="whitespace", index_option="freq")
+    builder.add_unsigned_field("order", fast=True)
+    for name in FAST:
+        builder.add_unsigned_field(name, fast=True)
     builder.add_bytes_field("state", stored=True)
+    builder.add_bytes_field("links", stored=True)
     return builder.build()
 
 
@@ -53,49 +66,72 @@ def encode_doc(doc: Doc) -> bytes:
     return orjson.dumps([doc.kind, doc.ref, doc.put_key, doc.delete_key, fields, meta])
 
 
-def decode_doc(raw: bytes) -> Doc:
+def decode_doc(raw: bytes, links: bytes | None = None, timely: bool | None = None) -> Doc:
+    """A document from its stored state and links (`timely`, when the caller read it from the index)."""
     kind, ref, put_key, delete_key, fields, meta = orjson.loads(raw)
     doc = Doc(f"{kind}:{ref}", kind, ref, -1, put_key=_key(put_key), delete_key=_key(delete_key))
     doc.fields = {name: (_key(key), text) for name, (key, text) in fields.items()}
     doc.meta = {name: (_key(key), value) for name, (key, value) in meta.items()}
-    derive(doc)
+    derive(doc, timely)
+    if links:
+        before, after = orjson.loads(links)
+        doc.near = (str(before), str(after))
     return doc
 
 
-class _Terms(dict[str, str]):
-    """A word -> its index terms, each followed by a space (`tokens.word_terms`), memoized."""
-
-    def __missing__(self, word: str) -> str:
-        if len(self) > 1 << 18:
-            self.clear()
-        found = self[word] = "".join(term + " " for term in word_terms(word))
-        return found
+def body(doc: Doc, scale: int) -> str:
+    """The document's terms, each field's repeated `repeats` times (so each term's count is its
+    weighted frequency, `docs.weighted_terms`); empty when the document is not visible."""
+    return _indexed(doc, scale)[0] if doc.visible else ""
 
 
-_TERMS = _Terms()
-
-
-def body(doc: Doc) -> str:
-    """The document's terms, each field's repeated by its weight (so each term's count is its
-    weighted frequency, `index.weighted_terms`); empty when the document is not visible."""
-    if not doc.visible:
-        return ""
-    parts = []
+def _indexed(doc: Doc, scale: int) -> tuple[str, str, bool]:
+    """Its body, its own terms (what it lends its neighbours) and whether it states a time: one pass."""
+    parts, own, timely = [], [], False
+    mains = SEQUENCE_FIELDS.get(doc.kind, ())
     for name, text in doc.field_texts():
         if text:
-            weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1) * WEIGHT_SCALE
-            parts.append("".join(map(_TERMS.__getitem__, WORD.findall(text))) * weight)
-    return "".join(parts)
+            words = WORD.findall(text)
+            terms = term_string(words)
+            parts.append(terms * repeats(name, scale))
+            timely = timely or has_time_words(text, words)
+            if name in mains:
+                own.append(terms)
+    return "".join(parts), own_terms(own), timely
 
 
-class Prepared(NamedTuple):
-    """A document ready to write: made by a build's worker process."""
+class Row(NamedTuple):
+    """A document ready to write (a build's worker process makes these): its state and index values."""
 
     doc_id: str
     kind: str
     project: str
     state: bytes
     body: str
+    agent: tuple[str, ...]  # ranking.agent_terms of its agent
+    group: str  # its session or thread
+    key: OrderKey | None  # its creation key when it is a member of a sequence
+    own: str  # the terms it lends its neighbours (members only)
+    near: tuple[str, str]
+    at: int
+    latest: int
+    expires: int
+    speaker: int
+    timely: bool
+
+
+def row(doc: Doc, scale: int) -> Row:
+    visible, member = doc.visible, doc.member
+    agent = doc.value("agent")
+    text, own, timely = _indexed(doc, scale) if visible else ("", "", False)
+    if doc.own is None and member:
+        doc.own = own
+    return Row(
+        doc.doc_id, doc.kind, doc.project, encode_doc(doc), text,
+        ranking.agent_terms(agent) if visible and isinstance(agent, str) else (), doc.group,
+        doc.put_key if member else None, own if member else "", doc.near if member else ("", ""),
+        doc.at_ms, doc.latest_ms, doc.expires_ms or 0, ranking.stable_hash(doc.speaker) if doc.speaker else 0, timely,
+    )  # fmt: skip
 
 
 def project_term(project: str) -> str:
@@ -105,9 +141,10 @@ def project_term(project: str) -> str:
 class DiskIndex:
     """A reader (any number of processes) and, under `derived.py`'s lock, the one writer."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, scale: int | None = None) -> None:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.folder = folder
+        self.scale = ranking.weight_scale() if scale is None else scale
         self.schema = _schema()
         self.index = tantivy.Index(self.schema, str(folder), reuse=True)
         self._searcher: tantivy.Searcher | None = None
@@ -139,37 +176,95 @@ class DiskIndex:
         hits = self.searcher.search(query, 1, count=False).hits
         return self._load(hits[0][1]) if hits else None
 
-    def _load(self, address: tantivy.DocAddress) -> Doc:
-        raw = self.searcher.doc(address).get_first("state")
+    def _load(self, address: tantivy.DocAddress, timely: bool | None = None) -> Doc:
+        stored = self.searcher.doc(address)
+        raw, links = stored.get_first("state"), stored.get_first("links")
         if not isinstance(raw, bytes):
             raise ValueError("a document of the search index has no state")
-        return decode_doc(raw)
+        return decode_doc(raw, links if isinstance(links, bytes) else None, timely)
 
-    def search(
-        self, terms: list[str], limit: int, kinds: Iterable[str], project: str | None
-    ) -> list[tuple[float, Doc]]:
-        """The `limit` best (BM25 score, document) for `terms`, within the kinds (none: all) and the
-        project (None: all; documents without a project are in every project), as index filters."""
-        query_ = tantivy.Query
-        schema = self.schema
-        text = query_.boolean_query([(tantivy.Occur.Should, query_.term_query(schema, "body", t)) for t in terms])
-        clauses = [(tantivy.Occur.Must, text)]
+    def pool(
+        self, terms: list[str], size: int, kinds: Iterable[str], project: str | None, near: bool,
+        speakers: Sequence[str] = (), spans: Sequence[tuple[int, int]] = (),
+    ) -> list[Candidate]:
+        """The `size` best raw BM25 scores for `terms` (body, and the near field at NEAR_WEIGHT when
+        `near`) as the ranking's candidates, within the kinds (none: all), the project (None: all;
+        documents without a project are in every project) and, when given, the agents named
+        `speakers` and the creation-time `spans`: all index filters, none applied afterwards."""
+        query_, schema, should, must = tantivy.Query, self.schema, tantivy.Occur.Should, tantivy.Occur.Must
+        text = [(should, query_.term_query(schema, "body", t)) for t in terms]
+        if near:
+            text += [(should, query_.boost_query(query_.term_query(schema, "near", t), ranking.NEAR_WEIGHT))
+                     for t in terms]
+        filters = []
         if project is not None:
-            scope = query_.term_set_query(schema, "project", [project_term(project), project_term("")])
-            clauses.append((tantivy.Occur.Must, query_.const_score_query(scope, 0.0)))
-        wanted = sorted(set(kinds))
-        if wanted:
-            kind = query_.term_set_query(schema, "kind", wanted)
-            clauses.append((tantivy.Occur.Must, query_.const_score_query(kind, 0.0)))
-        query = query_.boolean_query(clauses) if len(clauses) > 1 else text
-        hits = self.searcher.search(query, limit, count=False).hits
-        return [(float(score), self._load(address)) for score, address in hits]
+            filters.append(query_.term_set_query(schema, "project", [project_term(project), project_term("")]))
+        if wanted := sorted(set(kinds)):
+            filters.append(query_.term_set_query(schema, "kind", wanted))
+        if speakers:
+            filters.append(query_.term_set_query(schema, "agent", list(speakers)))
+        if spans:
+            filters.append(query_.boolean_query([
+                (should, query_.range_query(schema, "at", tantivy.FieldType.Unsigned, lo, hi, include_upper=False))
+                for lo, hi in spans
+            ]))  # fmt: skip
+        query = query_.boolean_query([(must, query_.boolean_query(text)),
+                                      *((must, query_.const_score_query(f, 0.0)) for f in filters)])
+        hits = self.searcher.search(query, size, count=False).hits
+        addresses = [address for _, address in hits]
+        values = [self.searcher.fast_field_values(name, addresses) for name in FAST]
+        return [
+            Candidate(float(score), int(tie or 0), int(at or 0), int(latest or 0), int(expires or 0), int(group or 0),
+                      int(speaker or 0), bool(timely), address)
+            for (score, address), tie, at, latest, expires, group, speaker, timely in zip(hits, *values, strict=True)
+        ]  # fmt: skip
+
+    def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]:
+        return [Hit(self._load(candidate.handle, candidate.timely), score) for score, candidate in ranked]
+
+    def knows_speaker(self, word: str) -> bool:
+        return bool(self.searcher.doc_freq("agent", word))
+
+    def frequency(self, term: str) -> int:
+        """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
+        return int(self.searcher.doc_freq("body", term)) or min(1, int(self.searcher.doc_freq("near", term)))
 
     def all_docs(self) -> list[Doc]:
         """Every document's state, deleted ones included (for tests and `doctor`; reads them all)."""
         count = self.count()
         hits = self.searcher.search(tantivy.Query.all_query(), max(count, 1), count=False).hits if count else []
         return [self._load(address) for _, address in hits]
+
+    # -- sequences (for the sink) -----------------------------------------------------------
+
+    def members(self, group: str, low: int, high: int) -> list[Doc]:
+        """The entries of a sequence created at stamps low..high (both included)."""
+        query_ = tantivy.Query
+        query = query_.boolean_query([
+            (tantivy.Occur.Must, query_.term_query(self.schema, "seq", group)),
+            (tantivy.Occur.Must, query_.range_query(self.schema, "order", tantivy.FieldType.Unsigned, low, high)),
+        ])  # fmt: skip
+        limit = 64
+        while len(hits := self.searcher.search(query, limit, count=False).hits) == limit:
+            limit *= 4
+        return [self._load(address) for _, address in hits]
+
+    def beside(self, group: str, stamp: int, after: bool) -> list[Doc]:
+        """The entries of a sequence at the nearest stamp before (or after) `stamp`: its neighbours there."""
+        query_ = tantivy.Query
+        low, high = (stamp + 1, LAST_STAMP) if after else (0, stamp - 1)
+        if low > high:
+            return []
+        query = query_.boolean_query([
+            (tantivy.Occur.Must, query_.term_query(self.schema, "seq", group)),
+            (tantivy.Occur.Must, query_.range_query(self.schema, "order", tantivy.FieldType.Unsigned, low, high)),
+        ])  # fmt: skip
+        order = tantivy.Order.Asc if after else tantivy.Order.Desc
+        hits = self.searcher.search(query, 1, count=False, order_by_field="order", order=order).hits
+        if not hits:
+            return []
+        nearest = int(self.searcher.fast_field_values("order", [hits[0][1]])[0] or 0)
+        return self.members(group, nearest, nearest)
 
     # -- writing (the caller holds derived.py's lock) ----------------------------------------
 
@@ -180,23 +275,31 @@ class DiskIndex:
 
     def write(self, docs: Iterable[tuple[Doc, bool]]) -> None:
         """Replace each document (`known`: it may already be on disk, so delete it first)."""
+        self.write_rows((row(doc, self.scale), known) for doc, known in docs)
+
+    def write_rows(self, rows: Iterable[tuple[Row, bool]]) -> None:
         writer = self._writing()
-        for doc, known in docs:
+        for item, known in rows:
             if known:
-                writer.delete_documents_by_term("id", doc.doc_id)
-            self._add(Prepared(doc.doc_id, doc.kind, doc.project, encode_doc(doc), body(doc)))
+                writer.delete_documents_by_term("id", item.doc_id)
+            self._add(item)
 
-    def write_prepared(self, docs: Iterable[Prepared]) -> None:
-        """Add documents known to be new."""
-        for doc in docs:
-            self._add(doc)
-
-    def _add(self, doc: Prepared) -> None:
-        fields: dict[str, Any] = {"id": doc.doc_id, "kind": doc.kind, "project": project_term(doc.project),
-                                  "state": doc.state}
-        if doc.body:
-            fields["body"] = doc.body
-        self._writing().add_document(tantivy.Document(**fields))
+    def _add(self, item: Row) -> None:
+        fields: dict[str, Any] = {
+            "id": item.doc_id, "kind": item.kind, "project": project_term(item.project), "state": item.state,
+            "tie": ranking.stable_hash(item.doc_id), "at": item.at, "latest": item.latest, "expires": item.expires,
+            "group": ranking.stable_hash(item.group) if item.group else 0, "speaker": item.speaker,
+            "timely": int(item.timely),
+        }  # fmt: skip
+        if item.body:
+            fields["body"] = item.body
+        if near := " ".join(side for side in item.near if side):
+            fields["near"] = (near + " ") * self.scale
+        if item.agent:
+            fields["agent"] = list(item.agent)
+        if item.key is not None:
+            fields |= {"seq": item.group, "order": item.key[0], "links": orjson.dumps(list(item.near))}
+        self._writing().add_document(tantivy.Document.from_dict(fields, self.schema))
 
     def commit(self) -> None:
         """Make what was written visible to every reader (atomic: all of it or, after a crash, none)."""
@@ -218,21 +321,3 @@ class DiskIndex:
             if entry.is_file(follow_symlinks=False):
                 total += entry.stat().st_size
         return total
-
-
-def top(index: DiskIndex, terms: list[str], k: int, factor: Callable[[Doc], float], kinds: Iterable[str],
-        project: str | None) -> list[Hit]:
-    """The `k` best documents by BM25 times `factor(doc)` (0: leave out, else at most 1: recency,
-    expiry), as `SearchIndex.search`: the pool of best raw scores widens until no document outside
-    it could win. Kinds and project are filters of the index query itself."""
-    if k < 1 or not terms:
-        return []
-    kinds = tuple(kinds)
-    pool = 4 * k
-    while True:
-        found = index.search(terms, pool, kinds, project)
-        finals = [(raw * weight, doc.doc_id, doc) for raw, doc in found if (weight := factor(doc)) > 0]
-        best = heapq.nlargest(k, finals, key=lambda item: (item[0], item[1]))
-        if len(found) < pool or (len(best) == k and best[-1][0] >= found[-1][0]):
-            return [Hit(doc, score) for score, _, doc in best]
-        pool *= 4

@@ -1,201 +1,70 @@
-"""An incremental BM25 index over searchable documents, updated one operation at a time.
+"""An incremental BM25 index over searchable documents (`search/docs.py`), updated one operation at a time.
 
-A document (a note, a conversation, a graph node) has the stable id `<kind>:<ref>`, text fields
-weighted by `FIELD_WEIGHTS` (BM25F style) and a little metadata (project, agent, writer, status).
-A field named `group.member` (e.g. `tags.tier:pinned`) weighs as its group and is set or cleared
-on its own: that is how set-like values (tags added and removed) are kept.
-
-Operations come from the extractors, each stamped with its event's order key: `Put` replaces
-the whole document, `Patch` changes some fields, `Delete` removes it. Fields and metadata are
-last-writer-wins by order key, a `Put` drops anything older than itself, and a document is
-visible while its latest `Put` is newer than its latest `Delete`: the index is the same
-whatever order the events arrive in, which keeps it a pure view.
+The in-memory index: the reference the on-disk index (`search/disk.py`) is tested against, and what a
+grant's filtered store or a machine without the disk index searches. Each document's body terms are
+weighted by its fields (BM25F: a field's words repeated `repeats` times) and its neighbour field (`near`,
+the terms of the entries before and after it in its session) is a second field with its own lengths,
+scored at `ranking.NEAR_WEIGHT`. The index keeps each session's sequence, so when an entry arrives,
+changes or goes, the neighbours on both sides get their near field again: the result depends only on
+the set of events, never on their order.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
-import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import stamp_ms
 from contextflow.events import OrderKey
-from contextflow.search.tokens import WORD, word_terms
+from contextflow.search import ranking
+from contextflow.search.docs import (
+    FIELD_WEIGHTS,
+    ZERO,
+    Delete,
+    Doc,
+    Hit,
+    Op,
+    Patch,
+    Put,
+    admits,
+    derive,
+    join,
+    merge,
+    put_new,
+    weighted_terms,
+)
+from contextflow.search.ranking import K1, B
 
-FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities": 2, "files": 2, "decisions": 2}
-K1 = 1.2
-B = 0.75
-ZERO: OrderKey = (0, "", 0)
+__all__ = ["FIELD_WEIGHTS", "K1", "ZERO", "B", "Delete", "Doc", "Hit", "Op", "Patch", "Put", "SearchIndex", "admits",
+           "derive", "join", "merge", "put_new", "weighted_terms"]
+
 MIN_COMPACT_PAIRS = 100_000
-
-
-@dataclass(frozen=True)
-class Put:  # the whole document, replacing any older version of it
-    ref: str
-    fields: dict[str, str]
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Patch:  # some fields or metadata of a document; the rest stays as it was
-    ref: str
-    fields: dict[str, str] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Delete:
-    ref: str
-
-
-Op = Put | Patch | Delete
-
-
-@dataclass(slots=True)
-class Doc:
-    doc_id: str
-    kind: str
-    ref: str
-    num: int = field(compare=False)  # its number in the postings, -1 when not indexed: not logical state
-    fields: dict[str, tuple[OrderKey, str]] = field(default_factory=dict)
-    meta: dict[str, tuple[OrderKey, Any]] = field(default_factory=dict)
-    put_key: OrderKey = ZERO
-    delete_key: OrderKey = ZERO
-    # derived at each reindex, for fast filtering and ranking
-    project: str = ""
-    latest: OrderKey = ZERO
-    latest_ms: int = 0
-    expires_ms: int | None = None
-
-    @property
-    def visible(self) -> bool:
-        return self.put_key > self.delete_key
-
-    def text(self, name: str) -> str:
-        entry = self.fields.get(name)
-        return entry[1] if entry else ""
-
-    def value(self, name: str) -> Any:
-        entry = self.meta.get(name)
-        return entry[1] if entry else None
-
-    def field_texts(self) -> list[tuple[str, str]]:
-        return [(name, text) for name, (_, text) in self.fields.items()]
-
-
-def _merge(target: dict[str, tuple[OrderKey, Any]], values: Mapping[str, Any], key: OrderKey) -> None:
-    for name, value in values.items():
-        current = target.get(name)
-        if current is None or current[0] < key:
-            target[name] = (key, value)
-
-
-def _drop_older(target: dict[str, tuple[OrderKey, Any]], floor: OrderKey) -> None:
-    for name in [name for name, (key, _) in target.items() if key < floor]:
-        del target[name]
-
-
-@dataclass
-class Hit:
-    doc: Doc
-    score: float
-
-
-def _weights(doc: Doc) -> dict[str, int]:
-    """Weighted term frequencies of a document's fields (a deterministic function of them)."""
-    return weighted_terms(doc.field_texts())
-
-
-def weighted_terms(fields: Iterable[tuple[str, str]]) -> dict[str, int]:
-    """Term -> sum over fields of its count times the field's weight (BM25F's weighted tf)."""
-    weights: dict[str, int] = {}
-    get = weights.get
-    for name, text in fields:
-        if not text:
-            continue
-        weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
-        for raw, count in Counter(WORD.findall(text)).items():
-            for term in word_terms(raw):
-                weights[term] = get(term, 0) + count * weight
-    return weights
-
-
-def admits(doc: Doc, op: Op, key: OrderKey) -> bool:
-    """Record a put's or delete's key; False when `op` is older than the document's floor (its
-    latest put or delete) and so changes nothing else."""
-    floor = max(doc.put_key, doc.delete_key)
-    if isinstance(op, Delete):
-        doc.delete_key = max(doc.delete_key, key)
-    elif isinstance(op, Put):
-        doc.put_key = max(doc.put_key, key)
-    return key >= floor
-
-
-def merge(doc: Doc, op: Op, key: OrderKey, writer: str) -> None:
-    """Apply an admitted operation's fields and metadata (last writer wins), then `derive`."""
-    if not isinstance(op, Patch):  # a put or delete raises the floor: older values go
-        _drop_older(doc.fields, key)
-        _drop_older(doc.meta, key)
-    if not isinstance(op, Delete):
-        _merge(doc.fields, op.fields, key)
-        _merge(doc.meta, {**op.meta, "writer": writer}, key)
-    derive(doc)
-
-
-def put_new(doc_id: str, kind: str, op: Put, key: OrderKey, writer: str) -> Doc:
-    """A document made by one put (what `admits` and `merge` make of it, built directly: a build's common case)."""
-    doc = Doc(doc_id, kind, op.ref, -1, put_key=key)
-    doc.fields = {name: (key, text) for name, text in op.fields.items()}
-    doc.meta = {name: (key, value) for name, value in op.meta.items()}
-    doc.meta["writer"] = (key, writer)
-    project, expires = op.meta.get("project"), op.meta.get("expires_ms")
-    doc.project = project if isinstance(project, str) else ""
-    doc.latest, doc.latest_ms = key, stamp_ms(key[0])
-    doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
-    return doc
-
-
-def join(doc: Doc, other: Doc) -> None:
-    """Fold into `doc` another state of the same document, made from other operations: the result is
-    the state of both sets of operations (floors and keys are maxima, fields below the floor go)."""
-    doc.put_key, doc.delete_key = max(doc.put_key, other.put_key), max(doc.delete_key, other.delete_key)
-    floor = max(doc.put_key, doc.delete_key)
-    for target, source in ((doc.fields, other.fields), (doc.meta, other.meta)):
-        for name, (key, value) in source.items():
-            current = target.get(name)
-            if current is None or current[0] < key:
-                target[name] = (key, value)
-        _drop_older(target, floor)
-    derive(doc)
-
-
-def derive(doc: Doc) -> None:
-    """The fields kept for fast filtering and ranking, from the document's state."""
-    project = doc.value("project")
-    doc.project = project if isinstance(project, str) else ""
-    doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()], default=ZERO)
-    doc.latest_ms = stamp_ms(doc.latest[0])
-    expires = doc.value("expires_ms")
-    doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
+NEAR = "~"  # near-field terms share the postings under this prefix (index terms never start with it)
 
 
 @dataclass(eq=False)
 class SearchIndex:
-    """Postings are compact arrays of (document number, weighted tf) pairs. A changed document
-    gets a new number and its old one is retired (length 0): queries skip retired numbers, and
-    `_compact` drops them once they outnumber the live pairs. `df` counts live documents."""
+    """Postings are compact arrays of (document number, weighted tf) pairs, body terms and near terms
+    (prefixed `NEAR`) alike. A changed document gets a new number and its old one is retired (length 0):
+    queries skip retired numbers, and `_compact` drops them once they outnumber the live pairs. `df`
+    counts live documents. `sequences` holds each session's entries in order (`Doc.member`)."""
 
     docs: dict[str, Doc] = field(default_factory=dict)
     by_num: list[Doc | None] = field(default_factory=list)
     lengths: array[int] = field(default_factory=lambda: array("I"))
+    near_lengths: array[int] = field(default_factory=lambda: array("I"))
     postings: dict[str, array[int]] = field(default_factory=dict)
     df: dict[str, int] = field(default_factory=dict)
+    sequences: dict[str, list[tuple[OrderKey, str]]] = field(default_factory=dict)
+    speakers: dict[str, int] = field(default_factory=dict)  # agent terms of visible documents: how many
+    scale: int = field(default_factory=ranking.weight_scale)
     visible_count: int = 0
     total_length: int = 0
+    near_total: int = 0
     live_pairs: int = 0
     dead_pairs: int = 0
     skipped_events: int = 0
@@ -208,7 +77,8 @@ class SearchIndex:
 
     def _canonical(self) -> tuple[Any, ...]:
         postings = {term: self.posting(term) for term in self.postings}
-        return (self.docs, postings, self.df, self.visible_count, self.total_length, self.skipped_events)
+        return (self.docs, postings, self.df, self.visible_count, self.total_length, self.near_total,
+                self.sequences, self.speakers, self.skipped_events)
 
     def posting(self, term: str) -> dict[str, int]:
         """The live postings of a term by document id (for tests and comparisons, not queries)."""
@@ -232,15 +102,68 @@ class SearchIndex:
             doc = self.docs[doc_id] = Doc(doc_id, kind, op.ref, -1)
         if not admits(doc, op, key):
             return  # superseded; visibility (put_key > delete_key) cannot have changed
+        before = (doc.group, doc.put_key, doc.own_terms()) if doc.member else None
         self._retire(doc)
         merge(doc, op, key, writer)
+        after = (doc.group, doc.put_key, doc.own_terms()) if doc.member else None
+        touched: list[str] = []
+        if before != after:
+            if before is not None:
+                touched += self._leave(before[0], (before[1], doc_id))
+            if after is not None:
+                touched += self._enter(after[0], (after[1], doc_id))
+        if after is None:
+            doc.near = ("", "")
+        elif before != after:
+            doc.near = self._near(doc)
         self._reindex(doc)
+        for other_id in dict.fromkeys(touched):
+            other = self.docs[other_id]
+            if other_id != doc_id and other.near != (near := self._near(other)):
+                self._retire(other)
+                other.near = near
+                self._reindex(other)
+
+    # -- sequences: each session's entries in creation order -------------------------------
+
+    def _leave(self, group: str, entry: tuple[OrderKey, str]) -> list[str]:
+        """Take an entry out of its sequence; returns the ids of the entries that were beside it."""
+        entries = self.sequences[group]
+        at = bisect.bisect_left(entries, entry)
+        del entries[at]
+        if not entries:
+            del self.sequences[group]
+        return [entries[n][1] for n in (at - 1, at) if 0 <= n < len(entries)]
+
+    def _enter(self, group: str, entry: tuple[OrderKey, str]) -> list[str]:
+        entries = self.sequences.setdefault(group, [])
+        at = bisect.bisect_left(entries, entry)
+        entries.insert(at, entry)
+        return [entries[n][1] for n in (at - 1, at + 1) if 0 <= n < len(entries)]
+
+    def _near(self, doc: Doc) -> tuple[str, str]:
+        """The terms of the entries before and after `doc` in its sequence."""
+        entries = self.sequences[doc.group]
+        at = bisect.bisect_left(entries, (doc.put_key, doc.doc_id))
+        before = self.docs[entries[at - 1][1]].own_terms() if at > 0 else ""
+        after = self.docs[entries[at + 1][1]].own_terms() if at + 1 < len(entries) else ""
+        return before, after
+
+    # -- postings --------------------------------------------------------------------------
+
+    def _weights(self, doc: Doc) -> dict[str, int]:
+        """Weighted term frequencies of a document's body and near fields (a function of its state)."""
+        weights = weighted_terms(doc.field_texts(), self.scale)
+        for side in doc.near:
+            for term, count in Counter(side.split()).items():
+                weights[NEAR + term] = weights.get(NEAR + term, 0) + count * self.scale
+        return weights
 
     def _retire(self, doc: Doc) -> None:
         """Take a document out of the counts before it changes (its fields are still the indexed ones)."""
         if doc.num < 0:
             return
-        terms = _weights(doc)
+        terms = self._weights(doc)
         self.live_pairs -= len(terms)
         self.dead_pairs += len(terms)
         for term in terms:
@@ -251,19 +174,23 @@ class SearchIndex:
                 del self.df[term]
                 self.dead_pairs -= len(self.postings.pop(term)) // 2
         self.total_length -= self.lengths[doc.num]
+        self.near_total -= self.near_lengths[doc.num]
         self.visible_count -= 1
-        self.lengths[doc.num] = 0
+        self._count_speaker(doc, -1)
+        self.lengths[doc.num] = self.near_lengths[doc.num] = 0
         self.by_num[doc.num] = None
         doc.num = -1
 
     def _reindex(self, doc: Doc) -> None:
         if not doc.visible:
             return
-        weights = _weights(doc)
+        weights = self._weights(doc)
         num = doc.num = len(self.by_num)
         self.by_num.append(doc)
-        length = sum(weights.values()) or 1  # a visible document's length is at least 1
+        near = sum(weight for term, weight in weights.items() if term.startswith(NEAR))
+        length = sum(weights.values()) - near or 1  # a visible document's body length is at least 1
         self.lengths.append(length)
+        self.near_lengths.append(near)
         postings, df = self.postings, self.df
         for term, weight in weights.items():
             pairs = postings.get(term)
@@ -274,57 +201,74 @@ class SearchIndex:
             df[term] = df.get(term, 0) + 1
         self.live_pairs += len(weights)
         self.total_length += length
+        self.near_total += near
         self.visible_count += 1
+        self._count_speaker(doc, 1)
         if self.dead_pairs > max(self.live_pairs, MIN_COMPACT_PAIRS):
             self._compact()
+
+    def _count_speaker(self, doc: Doc, change: int) -> None:
+        agent = doc.value("agent")
+        for term in ranking.agent_terms(agent) if isinstance(agent, str) else ():
+            left = self.speakers.get(term, 0) + change
+            if left:
+                self.speakers[term] = left
+            else:
+                del self.speakers[term]
 
     def _compact(self) -> None:
         """Renumber the live documents densely and drop retired pairs from every posting."""
         renumber = array("I", bytes(4 * len(self.by_num)))
         by_num: list[Doc | None] = []
-        lengths = array("I")
+        lengths, near_lengths = array("I"), array("I")
         for old, doc in enumerate(self.by_num):
             if doc is not None:
                 renumber[old] = doc.num = len(by_num)
                 by_num.append(doc)
                 lengths.append(self.lengths[old])
+                near_lengths.append(self.near_lengths[old])
         for term, pairs in self.postings.items():
             kept = array("I")
             for num, weight in zip(pairs[::2], pairs[1::2], strict=True):
                 if self.lengths[num]:
                     kept.extend((renumber[num], weight))
             self.postings[term] = kept
-        self.by_num, self.lengths, self.dead_pairs = by_num, lengths, 0
+        self.by_num, self.lengths, self.near_lengths, self.dead_pairs = by_num, lengths, near_lengths, 0
 
     # -- querying --------------------------------------------------------------------------
 
-    def search(self, terms: list[str], k: int, factor: Callable[[Doc], float]) -> list[Hit]:
-        """The `k` best documents for `terms` by BM25 times `factor(doc)`.
+    def knows_speaker(self, word: str) -> bool:
+        return self.speakers.get(word, 0) > 0
 
-        `factor` returns 0 for documents to leave out (filters) and at most 1 otherwise
-        (recency). Exact top-k with MaxScore pruning: terms are scored rarest first, and
-        once the terms left could not lift an unseen document into the top k, they only
-        add to the documents already found. `factor` runs only for the best raw scores.
+    def search(self, terms: list[str], k: int, factor: Callable[[Doc], float], near: bool = True) -> list[Hit]:
+        """The `k` best documents for `terms` by BM25 (body, plus the near field at NEAR_WEIGHT) times
+        `factor(doc)`.
+
+        `factor` returns 0 for documents to leave out (filters) and at most 1 otherwise. Exact top-k
+        with MaxScore pruning: terms are scored rarest first, and once the terms left could not lift
+        an unseen document into the top k, they only add to the documents already found. `factor`
+        runs only for the best raw scores.
         """
         if not self.visible_count or k < 1:
             return []
         count = self.visible_count
-        lists = []
+        lists = []  # (the most a term can add to a score, its postings, the lengths it is normalised by, per length)
         for term in dict.fromkeys(terms):
-            pairs = self.postings.get(term)
-            if pairs:
-                df = self.df[term]
-                idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-                lists.append((idf * (K1 + 1.0), pairs))  # the most a term can add to a score
+            for name, weight, lengths, total in ((term, 1.0, self.lengths, self.total_length),
+                                                  (NEAR + term, ranking.NEAR_WEIGHT, self.near_lengths,
+                                                   self.near_total)):
+                pairs = self.postings.get(name)
+                if pairs and (near or weight == 1.0):
+                    idf = ranking.idf(self.df[name], count)
+                    lists.append((weight * idf * (K1 + 1.0), pairs, lengths, K1 * B * count / max(1, total)))
         lists.sort(key=lambda item: item[0], reverse=True)
-        lengths = self.lengths
+        live = self.lengths
         base = K1 * (1.0 - B)
-        per_length = K1 * B * count / max(1, self.total_length)
         scores: dict[int, float] = {}
         factors: dict[int, float] = {}
-        rest = sum(bound for bound, _ in lists)
+        rest = sum(item[0] for item in lists)
         threshold = 0.0
-        for bound, pairs in lists:
+        for bound, pairs, lengths, per_length in lists:
             flat = iter(pairs)
             if scores and rest <= threshold:  # no unseen document can reach the top k any more
                 for num, tf in zip(flat, flat, strict=True):
@@ -333,9 +277,8 @@ class SearchIndex:
             else:
                 get = scores.get
                 for num, tf in zip(flat, flat, strict=True):
-                    length = lengths[num]
-                    if length:  # 0: a retired number
-                        scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * length)
+                    if live[num]:  # 0: a retired number
+                        scores[num] = get(num, 0.0) + bound * tf / (tf + base + per_length * lengths[num])
             rest -= bound
             if rest > threshold and len(scores) >= k and max(scores.values()) >= rest:
                 best = self._best(scores, factors, factor, k, exact=False)
@@ -364,3 +307,38 @@ class SearchIndex:
             if not exact or len(raw) < pool or (len(best) == k and best[-1][0] >= scores[raw[-1]]):
                 return best
             pool *= 4
+
+    def pool(
+        self, terms: list[str], size: int, kinds: Collection[str], project: str | None, near: bool,
+        speakers: Sequence[str] = (), spans: Sequence[tuple[int, int]] = (),
+    ) -> list[ranking.Candidate]:
+        """The `size` best raw scores as the ranking's candidates, with the filters of `DiskIndex.pool`."""
+
+        def accept(doc: Doc) -> float:
+            if kinds and doc.kind not in kinds:
+                return 0.0
+            if project is not None and doc.project and doc.project != project:
+                return 0.0  # a document without a project (a context record, a thought) is in every project
+            if speakers and not set(speakers) & set(ranking.agent_terms(str(doc.value("agent") or ""))):
+                return 0.0
+            return 0.0 if spans and not any(low <= doc.at_ms < high for low, high in spans) else 1.0
+
+        return [candidate(hit.doc, hit.score) for hit in self.search(terms, size, accept, near)]
+
+    def hits(self, ranked: list[tuple[float, ranking.Candidate]]) -> list[Hit]:
+        return [Hit(c.handle, score) for score, c in ranked]
+
+    def count(self) -> int:
+        return self.visible_count
+
+    def frequency(self, term: str) -> int:
+        """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
+        return self.df.get(term, 0) or min(1, self.df.get(NEAR + term, 0))
+
+
+def candidate(doc: Doc, raw: float) -> ranking.Candidate:
+    hashed = ranking.stable_hash
+    return ranking.Candidate(
+        raw, hashed(doc.doc_id), doc.at_ms, doc.latest_ms, doc.expires_ms or 0,
+        hashed(doc.group) if doc.group else 0, hashed(doc.speaker) if doc.speaker else 0, doc.timely, doc,
+    )

@@ -1,9 +1,15 @@
 """Folding events into the on-disk index: each event's index operations (the extractors) merged into
 the state of the documents they touch (last writer wins, as in memory), written back on commit.
 
-A large build folds chunks of lines in worker processes (`fold_chunk`): each returns the states of
+A large build folds chunks of lines in worker processes (`fold_chunk`): each returns the rows of
 the documents its chunk touched, and the sink joins the states of a document touched by several
-chunks (`index.join`), so the result is the state of all the events whatever the split.
+chunks (`docs.join`), so the result is the state of all the events whatever the split.
+
+Before a commit the sink settles the sequences it touched (`_settle`): for each session with an
+entry that arrived, changed or left, it reads from disk the entries in the span of those changes and
+the nearest ones on both sides, orders them with the pending ones, and gives every entry whose
+neighbours changed its new near field (rewriting entries already on disk). The result is the one the
+in-memory index keeps, whatever the order and the batching of the events.
 """
 
 from __future__ import annotations
@@ -11,9 +17,9 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 
-from contextflow.events import BadLine, Event, decode
-from contextflow.search.disk import DiskIndex, Prepared, body, decode_doc, encode_doc
-from contextflow.search.index import Doc, Put, admits, join, merge, put_new
+from contextflow.events import BadLine, Event, OrderKey, decode
+from contextflow.search.disk import DiskIndex, Row, decode_doc, row
+from contextflow.search.docs import Doc, Put, admits, join, merge, put_new
 from contextflow.search.view import extract
 
 Docs = dict[str, tuple[Doc, bool]]  # doc id -> (state, whether it may already be on disk)
@@ -40,8 +46,8 @@ def fold(docs: Docs, event: Event, lookup: Callable[[str], Doc | None]) -> bool:
     return True
 
 
-def fold_chunk(lines: list[tuple[int, bytes]]) -> tuple[list[Prepared], int]:
-    """A worker's share of a build: one chunk's lines as prepared documents, and how many events it folded."""
+def fold_chunk(lines: list[tuple[int, bytes]], scale: int) -> tuple[list[Row], int]:
+    """A worker's share of a build: one chunk's lines as rows, and how many events it folded."""
     gc.disable()  # a short-lived worker: its objects are freed by reference counting
     docs: Docs = {}
     folded = 0
@@ -51,7 +57,13 @@ def fold_chunk(lines: list[tuple[int, bytes]]) -> tuple[list[Prepared], int]:
         except BadLine:
             continue
         folded += fold(docs, event, lambda _: None)
-    return [Prepared(doc.doc_id, doc.kind, doc.project, encode_doc(doc), body(doc)) for doc, _ in docs.values()], folded
+    return [row(doc, scale) for doc, _ in docs.values()], folded
+
+
+def _doc(item: Row) -> Doc:
+    doc = decode_doc(item.state)
+    doc.near = item.near
+    return doc
 
 
 class SearchSink:
@@ -62,15 +74,22 @@ class SearchSink:
         # an index that was empty when this began holds only what this committed: no lookup for the rest
         self.written: set[str] | None = set() if fresh else None
         self.pending: Docs = {}
-        self.prepared: dict[str, Prepared] = {}  # from workers, not touched since
+        self.prepared: dict[str, Row] = {}  # from workers, not touched since
+        self.origin: dict[str, tuple[str, OrderKey]] = {}  # pending entries' sequence and key on disk
         self.pending_events = 0
         self.skipped = 0
+
+    def _from_disk(self, doc_id: str) -> Doc | None:
+        found = self.index.get(doc_id)
+        if found is not None and found.member:
+            self.origin[doc_id] = (found.group, found.put_key)
+        return found
 
     def _lookup(self, doc_id: str) -> Doc | None:
         ready = self.prepared.pop(doc_id, None)
         if ready is not None:
-            return decode_doc(ready.state)
-        return self.index.get(doc_id) if self.written is None or doc_id in self.written else None
+            return _doc(ready)
+        return self._from_disk(doc_id) if self.written is None or doc_id in self.written else None
 
     def apply(self, event: Event) -> None:
         if fold(self.pending, event, self._lookup):
@@ -78,41 +97,90 @@ class SearchSink:
         else:
             self.skipped += 1
 
-    def absorb(self, chunk: tuple[list[Prepared], int]) -> None:
+    def absorb(self, chunk: tuple[list[Row], int]) -> None:
         """A worker's chunk: new documents as they are, others joined with what is pending or on disk."""
-        prepared, folded = chunk
-        for ready in prepared:
+        rows, folded = chunk
+        for ready in rows:
             entry = self.pending.get(ready.doc_id)
             if entry is None and ready.doc_id not in self.prepared:
                 if self.written is not None and ready.doc_id not in self.written:
                     self.prepared[ready.doc_id] = ready
                     continue
-                found = self.index.get(ready.doc_id)
+                found = self._from_disk(ready.doc_id)
                 if found is None:
                     self.prepared[ready.doc_id] = ready
                     continue
                 entry = self.pending[ready.doc_id] = (found, True)
             elif entry is None:
-                entry = self.pending[ready.doc_id] = (decode_doc(self.prepared.pop(ready.doc_id).state), False)
+                entry = self.pending[ready.doc_id] = (_doc(self.prepared.pop(ready.doc_id)), False)
             join(entry[0], decode_doc(ready.state))
         self.pending_events += folded
 
+    # -- sequences ---------------------------------------------------------------------------
+
+    def _settle(self, rows: dict[str, tuple[Row, bool]]) -> None:
+        """Give every entry of the touched sequences its near field (see the module's docstring)."""
+        spans: dict[str, list[OrderKey]] = {}
+        members: dict[str, dict[str, tuple[OrderKey, Doc | Row]]] = {}
+        for doc_id, (item, _) in rows.items():
+            if item.key is not None:
+                spans.setdefault(item.group, []).append(item.key)
+                members.setdefault(item.group, {})[doc_id] = (item.key, item)
+            if doc_id in self.origin:
+                group, key = self.origin[doc_id]
+                spans.setdefault(group, []).append(key)
+        for group, keys in spans.items():
+            self._settle_group(group, min(keys)[0], max(keys)[0], members.get(group, {}), rows)
+
+    def _settle_group(self, group: str, low: int, high: int, mine: dict[str, tuple[OrderKey, Doc | Row]],
+                      rows: dict[str, tuple[Row, bool]]) -> None:  # fmt: skip
+        before = self.index.beside(group, low, after=False)
+        after = self.index.beside(group, high, after=True)
+        edges = {doc.doc_id: 0 for doc in before} | {doc.doc_id: 1 for doc in after}
+        found: dict[str, tuple[OrderKey, Doc | Row]] = {}
+        for doc in (*before, *self.index.members(group, low, high), *after):
+            if doc.doc_id not in rows:
+                found[doc.doc_id] = (doc.put_key, doc)
+        found.update(mine)
+        ordered = sorted(found.items(), key=lambda item: (item[1][0], item[0]))
+        owns = [entry.own if isinstance(entry, Row) else entry.own_terms() for _, (_, entry) in ordered]
+        last = len(ordered) - 1
+        for n, (doc_id, (_, entry)) in enumerate(ordered):
+            current = entry.near
+            near = (
+                owns[n - 1] if n > 0 else current[0] if edges.get(doc_id) == 0 else "",
+                owns[n + 1] if n < last else current[1] if edges.get(doc_id) == 1 else "",
+            )
+            if isinstance(entry, Row):
+                rows[doc_id] = (entry._replace(near=near), rows[doc_id][1])
+            elif near != current:  # an entry on disk whose neighbours changed: rewrite it
+                entry.near = near
+                rows[doc_id] = (row(entry, self.index.scale), True)
+
+    # -- committing --------------------------------------------------------------------------
+
     def commit(self) -> None:
         if self.pending or self.prepared:
-            self.index.write(self.pending.values())
-            self.index.write_prepared(self.prepared.values())
+            scale = self.index.scale
+            rows = {doc_id: (row(doc, scale), known) for doc_id, (doc, known) in self.pending.items()}
+            rows.update((doc_id, (ready, False)) for doc_id, ready in self.prepared.items())
+            self._settle(rows)
+            self.index.write_rows(rows.values())
             self.index.commit()
             if self.written is not None:
-                self.written.update(self.pending, self.prepared)
-        self.pending.clear()
-        self.prepared.clear()
-        self.pending_events = 0
+                self.written.update(rows)
+        self._clear()
 
     def discard(self) -> None:
         self.index.rollback()
+        self._clear()
+
+    def _clear(self) -> None:
         self.pending.clear()
         self.prepared.clear()
+        self.origin.clear()
         self.pending_events = 0
 
     def count(self) -> int:
         return self.index.count()
+

@@ -75,3 +75,21 @@ def iter_tokens(text: str) -> Iterator[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in order of first appearance."""
     return list(dict.fromkeys(iter_tokens(text)))
+
+
+class _TermStrings(dict[str, str]):
+    """A word -> its index terms, each followed by a space, memoized (bounded)."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) > 1 << 18:
+            self.clear()
+        found = self[word] = "".join(term + " " for term in word_terms(word))
+        return found
+
+
+TERM_STRINGS = _TermStrings()
+
+
+def term_string(words: list[str]) -> str:
+    """The index terms of `words`, in order, each followed by a space."""
+    return "".join(map(TERM_STRINGS.__getitem__, words))

@@ -1,0 +1,200 @@
+"""The ranking's levers (search/ranking.py, search/when.py): the neighbour field, a named speaker, the
+session prior, dates, the k1 scale; CONTEXTFLOW_RANKING turns each off; weak matches are said to be."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from contextflow import derived, retrieval, sessions
+from contextflow.app import App
+from contextflow.clock import COUNTER_BITS, HybridClock
+from contextflow.errors import InputError
+from contextflow.events import Event, encode
+from contextflow.log import log_path
+from contextflow.search import ranking, when
+from contextflow.views import all_views
+from tests.fixtures.retrieval import dialogs
+
+NOW = dialogs.NOW_MS
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 0
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def at(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+@pytest.fixture(params=["disk", "memory"])
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def timed(engine: str) -> Iterator[tuple[App, Clock]]:
+    """An app whose writes happen when the test says; `memory` folds search in memory (a grant's store)."""
+    clock = Clock()
+    opened = App.open(clock=HybridClock(clock), views=all_views() if engine == "memory" else None)
+    yield opened, clock
+    opened.close()
+
+
+def say(app: App, clock: Clock, moment: str, session: str, agent: str, text: str) -> str:
+    clock.ms = at(moment)
+    return sessions.append_note(app, agent=agent, text=text, project="shop", session_id=session).id
+
+
+def found(app: App, query: str, limit: int = 5, **options: object) -> list[str]:
+    return [shown.hit.doc.ref for shown in retrieval.get_context(app, query=query, limit=limit, now_ms=NOW,
+                                                                 **options).shown]  # fmt: skip
+
+
+@pytest.fixture
+def dialog(timed: tuple[App, Clock]) -> tuple[App, dict[str, str]]:
+    """Two speakers, two sessions months apart, and one other session on another subject."""
+    app, clock = timed
+    ids = {
+        "ask": say(app, clock, "2026-01-08T09:00", "s1", "claude", "Should the price cache keep a 5 minute TTL?"),
+        "reply": say(app, clock, "2026-01-08T09:03", "s1", "maria", "Thirty seconds, marketing runs flash sales."),
+        "other": say(app, clock, "2026-01-08T09:06", "s1", "claude", "Noted, I will change the price cache TTL."),
+        "march": say(app, clock, "2026-03-10T10:00", "s2", "claude", "The price cache TTL stays at thirty seconds."),
+        "march-maria": say(app, clock, "2026-03-10T10:03", "s2", "maria", "Good, and the price cache is fine."),
+        "far": say(app, clock, "2026-04-01T10:00", "s3", "tom", "The upload crashed on old phones, a price to pay."),
+    }
+    return app, ids
+
+
+def test_a_short_reply_is_found_by_the_words_of_the_entry_before_it(dialog):
+    app, ids = dialog
+    assert ids["reply"] in found(app, "price cache TTL", limit=10)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEXTFLOW_RANKING", "-neighbours")
+        assert ids["reply"] not in found(app, "price cache TTL", limit=10)
+
+
+def test_the_neighbour_field_follows_an_entry_arriving_between_two_others(timed):
+    app, clock = timed
+    first = say(app, clock, "2026-01-08T09:00", "s1", "claude", "Kafka consumer lag on the clickstream topic")
+    last = say(app, clock, "2026-01-08T09:10", "s1", "claude", "Yes, do that.")
+    assert last in found(app, "kafka lag")
+    # another machine's line, written at 09:05, synced only now
+    data = {"agent": "maria", "text": "Repartition by session id", "project": "shop", "session_id": "s1"}
+    middle = Event("late-note", "writer-b", 1, at("2026-01-08T09:05") << COUNTER_BITS, "note", data)
+    with open(log_path(app.store.folder, "writer-b"), "ab") as log:
+        log.write(encode(middle))
+    middle = middle.id
+    assert last not in found(app, "kafka lag", limit=10)  # its neighbour is now the repartition note
+    assert middle in found(app, "kafka lag") and first in found(app, "kafka lag")
+    assert last in found(app, "repartition")
+
+
+def test_a_named_speaker_lifts_that_speakers_entries(dialog):
+    app, ids = dialog
+    speakers = {ref: name for name, ref in ids.items()}
+    assert [speakers[ref] for ref in found(app, "What did maria say about the price cache TTL?")][:2] == [
+        "march-maria", "reply"]  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEXTFLOW_RANKING", "-speaker")
+        assert speakers[found(app, "What did maria say about the price cache TTL?")[0]] in ("ask", "other", "march")
+
+
+def test_a_speaker_is_named_only_beside_a_speech_verb_or_capitalised():
+    assert ranking.speaker_words("what did maria say about X") == ["what", "did", "maria", "say", "about", "x"]
+    assert ranking.speaker_words("Why the server-side cursor in the export") == []
+    assert ranking.speaker_words("the plan Maria made") == ["maria"]
+    assert (
+        ranking.agent_terms("claude_code") == ("claude_code", "claude") and ranking.speaker_of("Gemini-CLI") == "gemini"
+    )
+
+
+def test_a_named_month_lifts_the_entries_of_that_month(timed):
+    app, clock = timed
+    january = say(app, clock, "2026-01-08T09:00", "s1", "claude", "The price cache TTL: five minutes.")
+    march = say(app, clock, "2026-03-10T10:00", "s2", "claude", "The price cache TTL: thirty seconds.")
+    may = say(app, clock, "2026-05-10T10:00", "s3", "claude", "The price cache TTL: ten seconds.")
+    assert found(app, "price cache TTL in March 2026")[0] == march
+    assert found(app, "the price cache TTL in January")[0] == january
+    assert found(app, "what was the price cache TTL in 2026?")[0] == may  # all match: the newest
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEXTFLOW_RANKING", "-dates")
+        assert found(app, "price cache TTL in March 2026")[0] == may
+
+
+def test_a_when_question_favours_entries_that_state_a_time(timed):
+    app, clock = timed
+    dated = say(app, clock, "2026-02-01T09:00", "s2", "tom", "The app release goes out on Friday.")
+    plain = say(app, clock, "2026-02-01T09:30", "s1", "tom", "The app release is planned and ready.")
+    assert found(app, "When is the release?")[0] == dated
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEXTFLOW_RANKING", "-dates")
+        assert found(app, "When is the release?")[0] == plain
+
+
+def test_the_session_prior_lifts_entries_of_the_session_that_matches_best(timed):
+    app, clock = timed
+    lone = say(app, clock, "2026-02-01T09:00", "s9", "tom", "Webhook retries.")
+    crowd = [say(app, clock, f"2026-02-02T09:0{n}", "s1", "tom", text) for n, text in enumerate(
+        ["Webhook retries and backoff.", "The webhook signature check.", "Stripe webhook events table."])]  # fmt: skip
+    assert found(app, "webhook retries")[0] in (lone, crowd[0])
+    ranked = found(app, "webhook retries backoff signature")
+    assert ranked.index(crowd[1]) < ranked.index(lone)
+
+
+def test_the_rankings_of_the_disk_and_the_memory_index_agree_on_the_dialog_fixture(tmp_path):
+    results = {}
+    for engine in ("disk", "memory"):
+        clock = dialogs.FixtureClock()
+        env = {"CONTEXTFLOW_STORE": str(tmp_path / engine / "store"), "CONTEXTFLOW_STATE": str(tmp_path / engine)}
+        app = App.open(
+            {**os.environ, **env}, clock=HybridClock(clock), views=all_views() if engine == "memory" else None
+        )
+        entry_of = {stored: entry for entry, stored in dialogs.load(app, clock).items()}
+        results[engine] = [[entry_of.get(ref, ref) for ref in dialogs.found_refs(app, q.text, 5)]
+                           for q in dialogs.questions()[::4]]  # fmt: skip
+        app.close()
+    same = sum(disk == memory for disk, memory in zip(results["disk"], results["memory"], strict=True))
+    assert same >= 0.9 * len(results["disk"])  # tantivy stores lengths in one byte: near ties may swap
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+def test_contextflow_ranking_turns_levers_off_one_by_one_or_all():
+    assert ranking.parse("") == ranking.Settings()
+    assert ranking.parse("-speaker, -dates") == ranking.Settings(speaker=False, dates=False)
+    assert ranking.parse("none") == ranking.Settings(False, False, False, False, False)
+    assert ranking.parse("none,+session") == ranking.Settings(False, False, True, False, False)
+    assert ranking.parse("scale=3").scale == 3
+    with pytest.raises(InputError) as caught:
+        ranking.parse("-colour")
+    assert "'-colour' is not a lever" in str(caught.value) and "neighbours, speaker" in str(caught.value)
+
+
+def test_the_k1_lever_sets_the_weight_scale_which_the_index_versions_carry(monkeypatch):
+    assert ranking.weight_scale() == ranking.TUNED_SCALE
+    monkeypatch.setenv("CONTEXTFLOW_RANKING", "-k1")
+    assert ranking.weight_scale() == 1
+    assert derived.version_key(Path("x"))["scale"] == 1
+
+
+def test_dates_and_time_words_are_read_from_text():
+    assert when.named_dates("what did we decide in March 2026") == ((2026, 3),)
+    assert when.named_dates("notes from 2025-11 and May") == ((2025, 11), (None, 5))
+    assert when.named_dates("what may break in mar") == ()
+    assert when.named_dates("the Mar 3 release") == ((None, 3),)
+    assert when.asks_when("When is the demo?") and when.asks_when("which week was it")
+    assert not when.asks_when("how long is the TTL")
+    assert when.has_time_words("Booked: March 26, 20:00") and when.has_time_words("the 18th is fine")
+    assert when.has_time_words("Target end of May.") and not when.has_time_words("we may go, 5 minutes")
+    assert when.date_matches(at("2026-03-10T10:00"), ((2026, 3),)) and not when.date_matches(at("2026-03-10T10:00"),
+                                                                                             ((None, 4),))  # fmt: skip
