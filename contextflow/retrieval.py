@@ -59,12 +59,18 @@ class ContextResult:
     def tokens(self) -> int:
         return estimate_tokens(self.text)
 
+    @property
+    def weak(self) -> bool:
+        """Nothing matched strongly: every result is only the closest there is."""
+        return bool(self.shown) and all(shown.hit.weak for shown in self.shown)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "query": self.query.text,
             "project": self.query.project,
             "kinds": sorted(self.query.kinds),
             "count": len(self.shown),
+            "weak": self.weak,
             "tokens": self.tokens,
             "budget_tokens": self.budget,
             "results": [{"rank": n, **hit_json(s.hit), "shown": s.status} for n, s in enumerate(self.shown, 1)],
@@ -73,9 +79,9 @@ class ContextResult:
 
 def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
     """BM25 candidates from the index, within the query's filters, reranked by the levers
-    (`search/ranking.py`); Beside the
-    main pool, a query naming a speaker or a date takes one more pool of that speaker's entries or of
-    entries created then, so the levers can lift entries the plain scores ranked low."""
+    (`search/ranking.py`), each hit marked weak when it is not a strong match (`ranking.weak_flags`).
+    Beside the main pool, a query naming a speaker or a date takes one more pool of that speaker's
+    entries or of entries created then, so the levers can lift entries the plain scores ranked low."""
     terms = query_terms(query.text)
     if not terms:
         return []
@@ -88,7 +94,14 @@ def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]
     if wanted.dates:
         pools.append(index.pool(terms, size, kinds, project, near, spans=when.month_spans(wanted.dates, now_ms)))
     ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, query.limit)
-    return index.hits(ranked)
+    hits = index.hits(ranked)
+    words = ranking.asked_words(query.text, named)
+    asked = {term for word in words for term in word}
+    held = [asked & hit.doc.terms() for hit in hits]
+    flags = ranking.weak_flags(words, index.frequency, index.count(), held)
+    for hit, weak in zip(hits, flags, strict=True):
+        hit.weak = weak
+    return hits
 
 
 def search_source(app: App) -> SearchIndex | DiskIndex:
@@ -169,8 +182,14 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
             "files, components, people or decisions, or drop the filters."
         )
         return ContextResult(query, budget, [], text[:limit])
-    found = f"{len(hits)} {'match' if len(hits) == 1 else 'matches'}"
-    parts = [f"# Context for: {clip(query.text, 200)}\n{found}, best first{where}. {DATA_NOTICE}"]
+    weak, count = sum(hit.weak for hit in hits), len(hits)
+    if weak == count:  # an honest empty answer: say so, and show the closest as such
+        found = (f"Nothing stored matches this strongly{where}; the closest {count} "
+                 f"{'record' if count == 1 else 'records'}, best first, each marked match=weak.")
+    else:
+        partly = f"; {weak} only partly (match=weak)" if weak else ""
+        found = f"{count} {'match' if count == 1 else 'matches'}, best first{where}{partly}."
+    parts = [f"# Context for: {clip(query.text, 200)}\n{found} {DATA_NOTICE}"]
     used = len(parts[0])
     shown: list[Shown] = []
     views: Views = cache(app.store.view)

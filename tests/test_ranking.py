@@ -3,6 +3,7 @@ session prior, dates, the k1 scale; CONTEXTFLOW_RANKING turns each off; weak mat
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -10,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import derived, retrieval, sessions
+from contextflow import derived, retrieval, sessions, timeline
 from contextflow.app import App
+from contextflow.cli import main
 from contextflow.clock import COUNTER_BITS, HybridClock
 from contextflow.errors import InputError
 from contextflow.events import Event, encode
 from contextflow.log import log_path
 from contextflow.search import ranking, when
 from contextflow.views import all_views
+from tests.conftest import call_with_data, connect, text_of
 from tests.fixtures.retrieval import dialogs
 
 NOW = dialogs.NOW_MS
@@ -198,3 +201,55 @@ def test_dates_and_time_words_are_read_from_text():
     assert when.has_time_words("Target end of May.") and not when.has_time_words("we may go, 5 minutes")
     assert when.date_matches(at("2026-03-10T10:00"), ((2026, 3),)) and not when.date_matches(at("2026-03-10T10:00"),
                                                                                              ((None, 4),))  # fmt: skip
+
+
+# -- weak matches ----------------------------------------------------------------------------
+
+
+def test_a_made_up_word_gets_the_closest_records_marked_weak(dialog):
+    app, _ = dialog
+    result = retrieval.get_context(app, query="flibbertigibbet price", now_ms=NOW)
+    assert result.shown and result.weak and all(shown.hit.weak for shown in result.shown)
+    assert "Nothing stored matches this strongly; the closest" in result.text
+    assert result.text.count("| match=weak") == len(result.shown)
+    data = result.as_dict()
+    assert data["weak"] is True and all(item["weak"] is True for item in data["results"])
+    assert retrieval.get_context(app, query="flibbertigibbet", now_ms=NOW).shown == []
+
+
+def test_a_good_match_is_not_weak_and_a_partial_one_is_marked(dialog):
+    app, _ = dialog
+    result = retrieval.get_context(app, query="price cache TTL thirty seconds", now_ms=NOW)
+    assert not result.weak and not result.shown[0].hit.weak and "Nothing stored" not in result.text
+    assert result.as_dict()["results"][0]["weak"] is False
+    partial = retrieval.get_context(app, query="price cache TTL thirty seconds upload", limit=10, now_ms=NOW)
+    flags = [shown.hit.weak for shown in partial.shown]
+    assert flags[0] is False and (True not in flags or "only partly (match=weak)" in partial.text)
+
+
+def test_weak_flags_weigh_unknown_words_against_known_ones():
+    words = [("xylophon",), ("deploy",)]
+    frequency = {"deploy": 5}.get
+    assert ranking.weak_flags(words, lambda t: frequency(t) or 0, 100, [{"deploy"}]) == [True]
+    words = [("deploy",), ("cach",), ("ttl",)]
+    assert ranking.weak_flags(words, lambda t: 5, 100, [{"deploy", "cach"}, {"ttl"}, set()]) == [False, False, True]
+    assert ranking.asked_words("What did maria say in March 2026 about TaskReview", ["maria"])[-1] == (
+        "taskreview", "task", "review")  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_the_tool_and_the_cli_flag_weak_matches(monkeypatch, capsys):
+    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "recall")
+    app = App.open()
+    sessions.append_note(app, agent="claude", text="Config for the cache lives in settings.py", project="web")
+    timeline.create_thread(app, name="unrelated thread")
+    async with connect(app) as client:
+        result = await call_with_data(client, "get_context", {"query": "xylophone config"})
+    assert "Nothing stored matches this strongly" in text_of(result) and "match=weak" in text_of(result)
+    assert result.structured_content["weak"] is True and result.structured_content["results"][0]["weak"] is True
+    assert main(["search", "xylophone config", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["weak"] is True and data["results"][0]["weak"] is True
+    assert main(["search", "cache config"]) == 0
+    assert "match=weak" not in capsys.readouterr().out
+    app.close()

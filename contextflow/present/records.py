@@ -31,6 +31,7 @@ def hit_json(hit: Hit) -> dict[str, Any]:
         "agent": doc.value("agent") or None,
         "time": stamp_iso(doc.latest[0]),
         "score": round(hit.score, 4),
+        "weak": hit.weak,
     }
 
 
@@ -130,6 +131,7 @@ def hit_block(views: Views, hit: Hit, position: int, max_chars: int) -> str:
         provenance(doc.kind, doc.ref, info["writer"], info["agent"], info["time"], info["project"]),
         *((name, clip(doc.value(name), 40)) for name in DETAILS if doc.value(name)),
         ("score", info["score"]),
+        *((("match", "weak"),) if hit.weak else ()),
     )
     hydrator = HYDRATORS.get(doc.kind)
     body = (hydrator(views, doc) if hydrator else None) or generic_body(doc, max_chars)
