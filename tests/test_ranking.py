@@ -183,11 +183,15 @@ def test_contextflow_ranking_turns_levers_off_one_by_one_or_all():
     assert "'-colour' is not a lever" in str(caught.value) and "neighbours, speaker" in str(caught.value)
 
 
-def test_the_k1_lever_sets_the_weight_scale_which_the_index_versions_carry(monkeypatch):
-    assert ranking.weight_scale() == ranking.TUNED_SCALE
+def test_the_k1_lever_sets_the_weight_scale_which_the_index_versions_carry(monkeypatch, app):
+    assert ranking.weight_scale() == ranking.TUNED_SCALE  # what the leave-one-out run chose
     monkeypatch.setenv("CONTEXTFLOW_RANKING", "-k1")
     assert ranking.weight_scale() == 1
-    assert derived.version_key(Path("x"))["scale"] == 1
+    monkeypatch.setenv("CONTEXTFLOW_RANKING", "scale=3")  # k1 1.2 / 3: every word counted three times
+    assert ranking.weight_scale() == 3 and derived.version_key(Path("x"))["scale"] == 3
+    sessions.append_note(app, agent="tom", text="kafka lag kafka", project="p")
+    index = derived.search_for(app.store).index()
+    assert index.scale == 3 and found(app, "kafka")
 
 
 def test_dates_and_time_words_are_read_from_text():
