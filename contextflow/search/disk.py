@@ -12,9 +12,10 @@ One tantivy document per search document (`<kind>:<ref>`, as `docs.Doc`), holdin
 - `seq` and `order` (a session's id and the entry's creation stamp) on the entries of a sequence, so
   the sink finds an entry's neighbours with two small queries; fast fields (`FAST`) with what the
   ranking's levers read for a pool of candidates without decoding them;
-- `state`: the document's whole state (fields and metadata with their order keys), and `links`: its
-  near field's two sides, both stored, so an update merges into it (last writer wins, as `docs.merge`)
-  and a hit renders from it.
+- `state`: the document's whole state (fields and metadata with their order keys), and `links`: the
+  ids of its neighbours, both stored, so an update merges into it (last writer wins, as `docs.merge`)
+  and a hit renders from it. The near field's terms are not stored (they would triple the stored
+  text): the sink computes them again from the neighbours when an entry must be rewritten.
 
 A deleted document keeps its state (an older put arriving later must stay hidden) and nothing else.
 """
@@ -76,6 +77,8 @@ def decode_doc(raw: bytes, links: bytes | None = None, timely: bool | None = Non
     if links:
         before, after = orjson.loads(links)
         doc.near = (str(before), str(after))
+    elif not doc.member:
+        doc.near_terms = ("", "")
     return doc
 
 
@@ -112,7 +115,8 @@ class Row(NamedTuple):
     group: str  # its session or thread
     key: OrderKey | None  # its creation key when it is a member of a sequence
     own: str  # the terms it lends its neighbours (members only)
-    near: tuple[str, str]
+    near: tuple[str, str]  # its neighbours' terms (the near field)
+    links: tuple[str, str]  # its neighbours' ids
     at: int
     latest: int
     expires: int
@@ -129,7 +133,8 @@ def row(doc: Doc, scale: int) -> Row:
     return Row(
         doc.doc_id, doc.kind, doc.project, encode_doc(doc), text,
         ranking.agent_terms(agent) if visible and isinstance(agent, str) else (), doc.group,
-        doc.put_key if member else None, own if member else "", doc.near if member else ("", ""),
+        doc.put_key if member else None, own if member else "", (doc.near_terms or ("", "")) if member else ("", ""),
+        doc.near if member else ("", ""),
         doc.at_ms, doc.latest_ms, doc.expires_ms or 0, ranking.stable_hash(doc.speaker) if doc.speaker else 0, timely,
     )  # fmt: skip
 
@@ -298,7 +303,7 @@ class DiskIndex:
         if item.agent:
             fields["agent"] = list(item.agent)
         if item.key is not None:
-            fields |= {"seq": item.group, "order": item.key[0], "links": orjson.dumps(list(item.near))}
+            fields |= {"seq": item.group, "order": item.key[0], "links": orjson.dumps(list(item.links))}
         self._writing().add_document(tantivy.Document.from_dict(fields, self.schema))
 
     def commit(self) -> None:

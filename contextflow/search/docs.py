@@ -14,8 +14,8 @@ order the events arrive in.
 Derived from that state (`derive`): its project, latest change, expiry, creation time, session group
 (a session's or thread's entries share one), speaker (the agent's first word) and whether it states a
 time. Notes, thoughts and captured turns of one session form a sequence by creation order; each one's
-`near` holds the terms of the entry before and after it in its sequence (the neighbour field), kept by
-the index that holds the sequence (`SearchIndex`, or the disk sink at commit).
+`near` names the entries before and after it in its sequence and `near_terms` holds their terms (the
+neighbour field), kept by the index that holds the sequence (`SearchIndex`, or the disk sink at commit).
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ class Doc:
     at_ms: int = 0  # created: its latest put
     group: str = ""  # its session or thread ("" none)
     speaker: str = ""  # its agent's first word, lower-cased
-    near: tuple[str, str] = ("", "")  # the terms of the entries before and after it in its sequence
+    near: tuple[str, str] = ("", "")  # the ids of the entries before and after it in its sequence ("": none)
+    near_terms: tuple[str, str] | None = field(default=None, compare=False, repr=False)  # theirs, as indexed
     # computed when first asked for, until the fields change
     own: str | None = field(default=None, compare=False, repr=False)
     stated_time: bool | None = field(default=None, compare=False, repr=False)
@@ -119,7 +120,7 @@ class Doc:
         for _, (_, text) in self.fields.items():
             for word in set(WORD.findall(text[:max_chars])):
                 found.update(word_terms(word))
-        for side in self.near:
+        for side in self.near_terms or ():
             found.update(side.split())
         return found
 

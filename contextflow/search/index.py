@@ -113,15 +113,18 @@ class SearchIndex:
             if after is not None:
                 touched += self._enter(after[0], (after[1], doc_id))
         if after is None:
-            doc.near = ("", "")
-        elif before != after:
+            doc.near, doc.near_terms = ("", ""), ("", "")
+        elif before != after or doc.near_terms is None:
             doc.near = self._near(doc)
+            doc.near_terms = self._terms_of(doc.near)
         self._reindex(doc)
         for other_id in dict.fromkeys(touched):
             other = self.docs[other_id]
-            if other_id != doc_id and other.near != (near := self._near(other)):
-                self._retire(other)
-                other.near = near
+            near = self._near(other)
+            terms = self._terms_of(near)
+            if other_id != doc_id and (other.near, other.near_terms) != (near, terms):
+                self._retire(other)  # by the near terms it was indexed with
+                other.near, other.near_terms = near, terms
                 self._reindex(other)
 
     # -- sequences: each session's entries in creation order -------------------------------
@@ -142,11 +145,13 @@ class SearchIndex:
         return [entries[n][1] for n in (at - 1, at + 1) if 0 <= n < len(entries)]
 
     def _near(self, doc: Doc) -> tuple[str, str]:
-        """The terms of the entries before and after `doc` in its sequence."""
+        """The ids of the entries before and after `doc` in its sequence."""
         entries = self.sequences[doc.group]
         at = bisect.bisect_left(entries, (doc.put_key, doc.doc_id))
-        before = self.docs[entries[at - 1][1]].own_terms() if at > 0 else ""
-        after = self.docs[entries[at + 1][1]].own_terms() if at + 1 < len(entries) else ""
+        return entries[at - 1][1] if at > 0 else "", entries[at + 1][1] if at + 1 < len(entries) else ""
+
+    def _terms_of(self, near: tuple[str, str]) -> tuple[str, str]:
+        before, after = (self.docs[doc_id].own_terms() if doc_id else "" for doc_id in near)
         return before, after
 
     # -- postings --------------------------------------------------------------------------
@@ -154,7 +159,7 @@ class SearchIndex:
     def _weights(self, doc: Doc) -> dict[str, int]:
         """Weighted term frequencies of a document's body and near fields (a function of its state)."""
         weights = weighted_terms(doc.field_texts(), self.scale)
-        for side in doc.near:
+        for side in doc.near_terms or ():
             for term, count in Counter(side.split()).items():
                 weights[NEAR + term] = weights.get(NEAR + term, 0) + count * self.scale
         return weights

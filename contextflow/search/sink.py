@@ -62,7 +62,7 @@ def fold_chunk(lines: list[tuple[int, bytes]], scale: int) -> tuple[list[Row], i
 
 def _doc(item: Row) -> Doc:
     doc = decode_doc(item.state)
-    doc.near = item.near
+    doc.near, doc.near_terms = item.links, item.near
     return doc
 
 
@@ -143,19 +143,35 @@ class SearchSink:
                 found[doc.doc_id] = (doc.put_key, doc)
         found.update(mine)
         ordered = sorted(found.items(), key=lambda item: (item[1][0], item[0]))
+        ids = [doc_id for doc_id, _ in ordered]
         owns = [entry.own if isinstance(entry, Row) else entry.own_terms() for _, (_, entry) in ordered]
         last = len(ordered) - 1
         for n, (doc_id, (_, entry)) in enumerate(ordered):
-            current = entry.near
-            near = (
-                owns[n - 1] if n > 0 else current[0] if edges.get(doc_id) == 0 else "",
-                owns[n + 1] if n < last else current[1] if edges.get(doc_id) == 1 else "",
-            )
+            current = entry.links if isinstance(entry, Row) else entry.near
+            sides: list[tuple[str, str | None]] = []
+            for side, step, inside in ((0, -1, n > 0), (1, 1, n < last)):
+                if inside:
+                    sides.append((ids[n + step], owns[n + step]))
+                elif edges.get(doc_id) == side:  # the far side of an edge entry lies outside what was read
+                    sides.append((current[side], None))
+                else:
+                    sides.append(("", ""))
+            near = (sides[0][0], sides[1][0])
             if isinstance(entry, Row):
-                rows[doc_id] = (entry._replace(near=near), rows[doc_id][1])
-            elif near != current:  # an entry on disk whose neighbours changed: rewrite it
-                entry.near = near
+                terms = (self._own(*sides[0], rows), self._own(*sides[1], rows))
+                rows[doc_id] = (entry._replace(near=terms, links=near), rows[doc_id][1])
+            elif near != current or any(side in rows for side in near if side):  # a neighbour changed: rewrite it
+                entry.near, entry.near_terms = near, (self._own(*sides[0], rows), self._own(*sides[1], rows))
                 rows[doc_id] = (row(entry, self.index.scale), True)
+
+    def _own(self, doc_id: str, own: str | None, rows: dict[str, tuple[Row, bool]]) -> str:
+        """The terms an entry lends its neighbours (read from disk when not at hand)."""
+        if own is not None or not doc_id:
+            return own or ""
+        if doc_id in rows:
+            return rows[doc_id][0].own
+        found = self.index.get(doc_id)
+        return found.own_terms() if found is not None else ""
 
     # -- committing --------------------------------------------------------------------------
 
