@@ -60,6 +60,7 @@ _VERBS = (
 )
 SPEECH = frozenset(_VERBS.split())
 _WORD = re.compile(r"\w+")
+_NAME_PART = re.compile(r"[^\W_]+")
 
 
 class Settings(NamedTuple):
@@ -110,11 +111,12 @@ def stable_hash(text: str) -> int:
     return value or 1
 
 
+@functools.lru_cache(maxsize=1024)
 def agent_terms(agent: str) -> tuple[str, ...]:
     """The words a query may use for an agent: its whole name and its first word (`claude_code`: both
     `claude_code` and `claude`), lower-cased."""
     whole = agent.strip().lower()
-    first = re.findall(r"[^\W_]+", whole)[:1]
+    first = _NAME_PART.findall(whole)[:1]
     return tuple(dict.fromkeys([whole, *first])) if whole else ()
 
 

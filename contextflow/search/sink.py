@@ -118,34 +118,40 @@ class SearchSink:
 
     # -- sequences ---------------------------------------------------------------------------
 
-    def _settle(self, rows: dict[str, tuple[Row, bool]]) -> None:
+    def _settle(self) -> None:
         """Give every entry of the touched sequences its near field (see the module's docstring)."""
         spans: dict[str, list[OrderKey]] = {}
         members: dict[str, dict[str, tuple[OrderKey, Doc | Row]]] = {}
-        for doc_id, (item, _) in rows.items():
-            if item.key is not None:
-                spans.setdefault(item.group, []).append(item.key)
-                members.setdefault(item.group, {})[doc_id] = (item.key, item)
+        for doc_id, (doc, _) in self.pending.items():
+            if doc.member:
+                spans.setdefault(doc.group, []).append(doc.put_key)
+                members.setdefault(doc.group, {})[doc_id] = (doc.put_key, doc)
+            else:
+                doc.near, doc.near_terms = ("", ""), ("", "")
             if doc_id in self.origin:
                 group, key = self.origin[doc_id]
                 spans.setdefault(group, []).append(key)
+        for doc_id, ready in self.prepared.items():
+            if ready.key is not None:
+                spans.setdefault(ready.group, []).append(ready.key)
+                members.setdefault(ready.group, {})[doc_id] = (ready.key, ready)
         for group, keys in spans.items():
-            self._settle_group(group, min(keys)[0], max(keys)[0], members.get(group, {}), rows)
+            self._settle_group(group, min(keys)[0], max(keys)[0], members.get(group, {}))
 
-    def _settle_group(self, group: str, low: int, high: int, mine: dict[str, tuple[OrderKey, Doc | Row]],
-                      rows: dict[str, tuple[Row, bool]]) -> None:  # fmt: skip
+    def _settle_group(self, group: str, low: int, high: int, mine: dict[str, tuple[OrderKey, Doc | Row]]) -> None:
         before = self.index.beside(group, low, after=False)
         after = self.index.beside(group, high, after=True)
         edges = {doc.doc_id: 0 for doc in before} | {doc.doc_id: 1 for doc in after}
         found: dict[str, tuple[OrderKey, Doc | Row]] = {}
         for doc in (*before, *self.index.members(group, low, high), *after):
-            if doc.doc_id not in rows:
+            if doc.doc_id not in self.pending and doc.doc_id not in self.prepared:
                 found[doc.doc_id] = (doc.put_key, doc)
         found.update(mine)
         ordered = sorted(found.items(), key=lambda item: (item[1][0], item[0]))
         ids = [doc_id for doc_id, _ in ordered]
         owns = [entry.own if isinstance(entry, Row) else entry.own_terms() for _, (_, entry) in ordered]
         last = len(ordered) - 1
+        rewrites = []
         for n, (doc_id, (_, entry)) in enumerate(ordered):
             current = entry.links if isinstance(entry, Row) else entry.near
             sides: list[tuple[str, str | None]] = []
@@ -158,18 +164,25 @@ class SearchSink:
                     sides.append(("", ""))
             near = (sides[0][0], sides[1][0])
             if isinstance(entry, Row):
-                terms = (self._own(*sides[0], rows), self._own(*sides[1], rows))
-                rows[doc_id] = (entry._replace(near=terms, links=near), rows[doc_id][1])
-            elif near != current or any(side in rows for side in near if side):  # a neighbour changed: rewrite it
-                entry.near, entry.near_terms = near, (self._own(*sides[0], rows), self._own(*sides[1], rows))
-                rows[doc_id] = (row(entry, self.index.scale), True)
+                self.prepared[doc_id] = entry._replace(near=(self._own(*sides[0]), self._own(*sides[1])), links=near)
+            elif doc_id in self.pending:
+                entry.near, entry.near_terms = near, (self._own(*sides[0]), self._own(*sides[1]))
+            elif near != current or any(self._touched(side) for side in near):  # a neighbour changed: rewrite it
+                entry.near, entry.near_terms = near, (self._own(*sides[0]), self._own(*sides[1]))
+                rewrites.append((entry, True))
+        self.index.write(rewrites)
 
-    def _own(self, doc_id: str, own: str | None, rows: dict[str, tuple[Row, bool]]) -> str:
+    def _touched(self, doc_id: str) -> bool:
+        return bool(doc_id) and (doc_id in self.pending or doc_id in self.prepared)
+
+    def _own(self, doc_id: str, own: str | None) -> str:
         """The terms an entry lends its neighbours (read from disk when not at hand)."""
         if own is not None or not doc_id:
             return own or ""
-        if doc_id in rows:
-            return rows[doc_id][0].own
+        if doc_id in self.pending:
+            return self.pending[doc_id][0].own_terms()
+        if doc_id in self.prepared:
+            return self.prepared[doc_id].own
         found = self.index.get(doc_id)
         return found.own_terms() if found is not None else ""
 
@@ -177,14 +190,12 @@ class SearchSink:
 
     def commit(self) -> None:
         if self.pending or self.prepared:
-            scale = self.index.scale
-            rows = {doc_id: (row(doc, scale), known) for doc_id, (doc, known) in self.pending.items()}
-            rows.update((doc_id, (ready, False)) for doc_id, ready in self.prepared.items())
-            self._settle(rows)
-            self.index.write_rows(rows.values())
+            self._settle()
+            self.index.write(self.pending.values())
+            self.index.write_rows((ready, False) for ready in self.prepared.values())
             self.index.commit()
             if self.written is not None:
-                self.written.update(rows)
+                self.written.update(self.pending, self.prepared)
         self._clear()
 
     def discard(self) -> None:
