@@ -2,8 +2,8 @@
 
 On-disk contract (`<state folder>/derived/`, machine-local, never synced, always safe to delete):
 
-- `search/`: the tantivy index (`search/disk.py`); readers map it, so processes share it through
-  the page cache instead of each decoding its own copy.
+- `search-<instance>/`: the tantivy index (`search/disk.py`), a new folder for each build; readers
+  map it, so processes share it through the page cache instead of each decoding its own copy.
 - `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
   store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
   offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
@@ -29,11 +29,11 @@ import sys
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from contextflow.search.index import SearchIndex
     from contextflow.store import Store
 
+T = TypeVar("T")
 FORMAT = 1
 FOLDER = "derived"
 STATE_FILE = "state.json"
@@ -60,6 +61,20 @@ LOCK_TIMEOUT_S = 600.0
 
 class IndexDamaged(RuntimeError):
     """The index on disk does not open or read: it is rebuilt from the logs."""
+
+
+def damage(exc: BaseException) -> bool:
+    """Whether `exc` says the index files are damaged: tantivy raises ValueError or, reading a torn
+    file, panics (pyo3's PanicException, a BaseException)."""
+    return isinstance(exc, ValueError | OSError | IndexDamaged) or type(exc).__name__ == "PanicException"
+
+
+def _files(folder: Path) -> dict[str, int]:
+    """The index's files and their sizes (locks aside): recorded at each commit, checked on opening."""
+    try:
+        return {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file() and not e.name.endswith(".lock")}
+    except OSError:
+        return {}
 
 
 @functools.cache
@@ -150,11 +165,19 @@ class DerivedSearch:
             if state.get("instance") != self._state.get("instance"):
                 self._index = None  # rebuilt by another process: open the new index
             else:
-                self._index.reload()
+                self._state = state
+                try:
+                    self._index.reload()
+                    self._check_files()
+                except BaseException as exc:
+                    if not damage(exc):
+                        raise
+                    self._index = None  # opened again (and found damaged) when next used
         self._seen, self._state = sig, state
         return state
 
     def _write_state(self, state: dict[str, Any]) -> None:
+        state = {**state, "files": _files(self.folder / f"search-{state['instance']}")}
         atomic_write(self.folder / STATE_FILE, orjson.dumps(state), fsync=False)
         self._seen, self._state = signature(self.folder / STATE_FILE), state
 
@@ -176,22 +199,38 @@ class DerivedSearch:
         if self._index is None:
             mask = os.umask(0o077)
             try:
-                self._index = DiskIndex(self.folder / "search")
+                self._index = DiskIndex(self.index_folder())
             except (ValueError, OSError) as exc:
                 raise IndexDamaged(str(exc)) from exc
             finally:
                 os.umask(mask)
+            self._check_files()
         return self._index
+
+    def _check_files(self) -> None:
+        """A file the last commit recorded that is gone or has another size: torn, truncated or deleted."""
+        recorded, found = self._state.get("files") or {}, _files(self.index_folder())
+        if any(found.get(name) != size for name, size in recorded.items()):
+            self._index = None
+            raise IndexDamaged(f"the files of {self.index_folder()} are not those its last commit wrote")
+
+    def index_folder(self) -> Path:
+        """Each build gets its own folder (`search-<instance>`): readers of the one before keep theirs."""
+        return self.folder / f"search-{self._state.get('instance', 'none')}"
 
     def _paths(self) -> list[Path]:
         return list_segments(self.store.folder, self.store.location.legacy_files)
 
     def index(self) -> DiskIndex:
         """The index with every event of the logs in it (brought up to date first when a log changed)."""
-        if not self._fresh(self._read_state(), self._paths()):
-            self.update()
         try:
-            return self._open()
+            if not self._fresh(self._read_state(), self._paths()):
+                self.update()
+            opened = self._index is not None
+            index = self._open()
+            if opened:
+                self._check_files()  # (one scan of its folder) a file truncated under an open index
+            return index
         except IndexDamaged:
             self.update(rebuild=True)
             return self._open()
@@ -221,14 +260,27 @@ class DerivedSearch:
                 return self._rebuild()
             try:
                 return self._catch_up(state, self._paths())
-            except (IndexDamaged, ValueError):
+            except BaseException as exc:
+                if not damage(exc):
+                    raise
                 return self._rebuild()
 
     def _rebuild(self) -> int:
         self._index = None
-        shutil.rmtree(self.folder / "search", ignore_errors=True)
+        for old in self.folder.glob("search*"):  # earlier builds (a reader elsewhere may still map one)
+            shutil.rmtree(old, ignore_errors=True)
         self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "documents": 0})
         return self._catch_up(self._state, self._paths(), fresh=True)
+
+    def search(self, run: Callable[[DiskIndex], T]) -> T:
+        """`run(index)` on the current index; an index that fails to read is rebuilt and `run` tried again."""
+        try:
+            return run(self.index())
+        except BaseException as exc:
+            if not damage(exc):
+                raise
+            self.update(rebuild=True)
+            return run(self.index())
 
     def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
         segments: dict[str, Any] = dict(state["segments"])

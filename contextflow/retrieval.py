@@ -141,7 +141,12 @@ def get_context(
         project=checks.text(project, "project", max_chars=200),
     )
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_source(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
+    now = timeutil.now_ms() if now_ms is None else now_ms
+    source = search_source(app)
+    if isinstance(source, SearchIndex):
+        hits = rank(source, wanted, now)
+    else:  # a damaged index is rebuilt and asked again
+        hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
     return hydrate(app, wanted, hits, budget)
 
 

@@ -102,7 +102,7 @@ def test_search_reads_the_index_on_disk_not_a_folded_view(app):
     assert not app.store.folds("search")
     assert len(refs(app, "websocket messages")) == 1
     folder = app.store.state_dir / derived.FOLDER
-    assert (folder / derived.STATE_FILE).is_file() and DiskIndex.exists(folder / "search")
+    assert (folder / derived.STATE_FILE).is_file() and DiskIndex.exists(derived.search_for(app.store).index_folder())
     assert refs(app, "deploy target", project="web") == ["deploy.target"]  # no project: in every project
     assert refs(app, "websocket token", kinds=["context"]) == []
 
@@ -120,13 +120,25 @@ def test_results_match_the_in_memory_ranking(app):
 def test_a_damaged_index_is_detected_and_rebuilt(app):
     stock(app)
     assert refs(app, "websocket")
-    folder = app.store.state_dir / derived.FOLDER / "search"
+    folder = derived.search_for(app.store).index_folder()
     for path in folder.iterdir():
         if path.is_file():
             path.write_bytes(b"\0garbage")  # a torn or overwritten file
     fresh = App.open()
     assert len(refs(fresh, "websocket")) == 1
     assert on_disk(fresh) == in_memory(fresh)
+
+
+@pytest.mark.parametrize("suffix", [".store", ".idx", ".term", "meta.json"])
+def test_a_damaged_file_of_the_index_is_detected_when_read_and_rebuilt(app, suffix):
+    stock(app)
+    assert refs(app, "websocket")
+    for path in derived.search_for(app.store).index_folder().iterdir():
+        if path.name.endswith(suffix):
+            path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # torn in the middle
+    for reader in (app, App.open()):  # a process with the index open, and a new one
+        assert len(refs(reader, "websocket")) == 1
+    assert on_disk(app) == in_memory(app)
 
 
 def test_a_half_written_state_file_or_a_version_change_rebuilds(app, monkeypatch):
