@@ -2,10 +2,12 @@
 
 One tantivy document per search document (`<kind>:<ref>`, as `index.Doc`), holding:
 - `id`, `kind`, `project` (`=` + project, `=` alone for none): untokenized terms, so a lookup,
-  a delete and the project and kind filters are term queries on the inverted index;
+  a delete and the kind filter are term queries on the inverted index;
 - `body`: the document's terms, each field's repeated by its weight (as `index.weighted_terms`),
   so tantivy's BM25 over one field equals the in-memory index's BM25F (same k1, b and idf;
   tantivy stores lengths in one byte, exact up to 40 terms and within a few percent above);
+- `pbody`: the same terms qualified by the project (`web|token`, `|token` without one): the project
+  filter is a disjunction of these terms, boosted back to the global idf (`DiskIndex._within`);
 - `state`: the document's whole state (fields and metadata with their order keys), stored, so an
   update merges into it (last writer wins, as `index.merge`) and a hit renders from it.
 
@@ -17,6 +19,7 @@ Weights are whole repeats: `WEIGHT_SCALE` (1 now) is how many repeats weight 1 g
 from __future__ import annotations
 
 import heapq
+import math
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,7 +41,8 @@ def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     for name in ("id", "kind", "project"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
+    for name in ("body", "pbody"):
+        builder.add_text_field(name, tokenizer_name="whitespace", index_option="freq")
     builder.add_bytes_field("state", stored=True)
     return builder.build()
 
@@ -102,6 +106,16 @@ def project_term(project: str) -> str:
     return "=" + project
 
 
+def qualified(project: str, term: str) -> str:
+    """A term of `pbody`: the term within one project (`|term` for documents without one)."""
+    return f"{project}|{term}"
+
+
+def idf(docs: int, having: int) -> float:
+    """BM25's idf, as tantivy computes it."""
+    return math.log(1.0 + (docs - having + 0.5) / (having + 0.5))
+
+
 class DiskIndex:
     """A reader (any number of processes) and, under `derived.py`'s lock, the one writer."""
 
@@ -152,11 +166,14 @@ class DiskIndex:
         project (None: all; documents without a project are in every project), as index filters."""
         query_ = tantivy.Query
         schema = self.schema
-        text = query_.boolean_query([(tantivy.Occur.Should, query_.term_query(schema, "body", t)) for t in terms])
+        if project is None:
+            should = [query_.term_query(schema, "body", term) for term in terms]
+        else:
+            should = self._within(terms, project)
+        if not should:
+            return []
+        text = query_.boolean_query([(tantivy.Occur.Should, clause) for clause in should])
         clauses = [(tantivy.Occur.Must, text)]
-        if project is not None:
-            scope = query_.term_set_query(schema, "project", [project_term(project), project_term("")])
-            clauses.append((tantivy.Occur.Must, query_.const_score_query(scope, 0.0)))
         wanted = sorted(set(kinds))
         if wanted:
             kind = query_.term_set_query(schema, "kind", wanted)
@@ -164,6 +181,23 @@ class DiskIndex:
         query = query_.boolean_query(clauses) if len(clauses) > 1 else text
         hits = self.searcher.search(query, limit, count=False).hits
         return [(float(score), self._load(address)) for score, address in hits]
+
+    def _within(self, terms: list[str], project: str) -> list[tantivy.Query]:
+        """The terms as `pbody` terms of the project and of no project, each boosted by its global idf
+        over its idf there: the scores are the unfiltered ones, and a disjunction of term queries keeps
+        tantivy's top-k pruning (block-max WAND), which a filter intersected with the terms loses."""
+        searcher, query_ = self.searcher, tantivy.Query
+        docs = int(searcher.num_docs)
+        found = []
+        for term in terms:
+            everywhere = int(searcher.doc_freq("body", term))
+            for scope in dict.fromkeys((project, "")):
+                name = qualified(scope, term)
+                local = int(searcher.doc_freq("pbody", name))
+                if local:
+                    boost = idf(docs, everywhere) / idf(docs, local)
+                    found.append(query_.boost_query(query_.term_query(self.schema, "pbody", name), boost))
+        return found
 
     def all_docs(self) -> list[Doc]:
         """Every document's state, deleted ones included (for tests and `doctor`; reads them all)."""
@@ -196,6 +230,8 @@ class DiskIndex:
                                   "state": doc.state}
         if doc.body:
             fields["body"] = doc.body
+            prefix = qualified(doc.project, "")
+            fields["pbody"] = prefix + doc.body.rstrip(" ").replace(" ", " " + prefix)
         self._writing().add_document(tantivy.Document(**fields))
 
     def commit(self) -> None:
