@@ -107,6 +107,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--servers", type=int, default=4, help="0 skips the many-servers rows")
     parser.add_argument("--no-batch", action="store_true")
+    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-machine row")
     parser.add_argument("--workdir")
     options = parser.parse_args()
     work = Path(options.workdir or tempfile.mkdtemp(prefix="cf-bench-index-"))
@@ -140,6 +141,8 @@ def main() -> int:
         first_floor, rss_floor = together(env, n, True, "noop", {}, log)
         rows.append((f"{size:,}: {n} servers, first search", f"{first:.2f} s = {first / first_floor:.1f}x floor, "
                                                              f"{rss} MB = {rss / max(rss_floor, 1):.1f}x floor"))
+        if options.no_fresh:
+            continue
         shutil.rmtree(Path(env["CONTEXTFLOW_STATE"]), ignore_errors=True)  # a fresh machine: no derived state
         first_read, _ = together(env, n, False, "read_shared_context", {"limit": 5}, log)
         shutil.rmtree(Path(env["CONTEXTFLOW_STATE"]), ignore_errors=True)
