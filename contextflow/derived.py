@@ -307,7 +307,7 @@ class DerivedSearch:
             complete = chunk.cursor.offset - start < READ_BYTES
             segments[str(path)] = {"cursor": _cursor_json(chunk.cursor), "complete": complete}
             if sink.pending_events >= COMMIT_EVENTS:
-                sink.commit()
+                sink.commit(last=False)
                 self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
             progress.update(counts[1], counts[0])
 

@@ -93,17 +93,25 @@ def body(doc: Doc) -> str:
 
 
 class Prepared(NamedTuple):
-    """A document ready to write: made by a build's worker process."""
+    """A document's tantivy fields, ready to write (a build's workers make them)."""
 
     doc_id: str
     kind: str
-    project: str
+    project: str  # `project_term`
     state: bytes
     body: str
+    pbody: str
 
 
 def project_term(project: str) -> str:
     return "=" + project
+
+
+def prepare(doc: Doc) -> Prepared:
+    terms = body(doc)
+    prefix = qualified(doc.project, "")
+    scoped = prefix + terms.rstrip(" ").replace(" ", " " + prefix) if terms else ""
+    return Prepared(doc.doc_id, doc.kind, project_term(doc.project), encode_doc(doc), terms, scoped)
 
 
 def qualified(project: str, term: str) -> str:
@@ -218,7 +226,7 @@ class DiskIndex:
         for doc, known in docs:
             if known:
                 writer.delete_documents_by_term("id", doc.doc_id)
-            self._add(Prepared(doc.doc_id, doc.kind, doc.project, encode_doc(doc), body(doc)))
+            self._add(prepare(doc))
 
     def write_prepared(self, docs: Iterable[Prepared]) -> None:
         """Add documents known to be new."""
@@ -226,21 +234,22 @@ class DiskIndex:
             self._add(doc)
 
     def _add(self, doc: Prepared) -> None:
-        fields: dict[str, Any] = {"id": doc.doc_id, "kind": doc.kind, "project": project_term(doc.project),
-                                  "state": doc.state}
+        writer = self._writer or self._writing()
         if doc.body:
-            fields["body"] = doc.body
-            prefix = qualified(doc.project, "")
-            fields["pbody"] = prefix + doc.body.rstrip(" ").replace(" ", " " + prefix)
-        self._writing().add_document(tantivy.Document(**fields))
+            writer.add_document(tantivy.Document(id=doc.doc_id, kind=doc.kind, project=doc.project, state=doc.state,
+                                                 body=doc.body, pbody=doc.pbody))
+        else:
+            writer.add_document(tantivy.Document(id=doc.doc_id, kind=doc.kind, project=doc.project, state=doc.state))
 
-    def commit(self) -> None:
-        """Make what was written visible to every reader (atomic: all of it or, after a crash, none)."""
+    def commit(self, last: bool = True) -> None:
+        """Make what was written visible to every reader (atomic: all of it or, after a crash, none).
+        Not `last` (a build going on): the writer stays open and merges go on beside the next documents."""
         if self._writer is None:
             return
-        writer, self._writer = self._writer, None
-        writer.commit()
-        writer.wait_merging_threads()  # small merges now keep the segment count (and query cost) low
+        self._writer.commit()
+        if last:
+            writer, self._writer = self._writer, None
+            writer.wait_merging_threads()  # small merges now keep the segment count (and query cost) low
         self.reload()
 
     def rollback(self) -> None:

@@ -12,7 +12,7 @@ import gc
 from collections.abc import Callable
 
 from contextflow.events import BadLine, Event, decode
-from contextflow.search.disk import DiskIndex, Prepared, body, decode_doc, encode_doc
+from contextflow.search.disk import DiskIndex, Prepared, decode_doc, prepare
 from contextflow.search.index import Doc, Put, admits, join, merge, put_new
 from contextflow.search.view import extract
 
@@ -51,7 +51,7 @@ def fold_chunk(lines: list[tuple[int, bytes]]) -> tuple[list[Prepared], int]:
         except BadLine:
             continue
         folded += fold(docs, event, lambda _: None)
-    return [Prepared(doc.doc_id, doc.kind, doc.project, encode_doc(doc), body(doc)) for doc, _ in docs.values()], folded
+    return [prepare(doc) for doc, _ in docs.values()], folded
 
 
 class SearchSink:
@@ -97,10 +97,12 @@ class SearchSink:
             join(entry[0], decode_doc(ready.state))
         self.pending_events += folded
 
-    def commit(self) -> None:
+    def commit(self, last: bool = True) -> None:
         if self.pending or self.prepared:
             self.index.write(self.pending.values())
             self.index.write_prepared(self.prepared.values())
+            self.index.commit(last)
+        elif last:
             self.index.commit()
             if self.written is not None:
                 self.written.update(self.pending, self.prepared)
