@@ -260,3 +260,26 @@ def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkey
     monkeypatch.setattr(derived, "COMMIT_EVENTS", 150)  # joined with committed documents too
     assert derived.search_for(app.store).update(rebuild=True) == 600
     assert on_disk(app) == in_memory(app)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plan=events, parts=st.lists(st.integers(0, 2), min_size=30, max_size=30))
+def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(plan, parts):
+    from contextflow.search.index import join
+    from contextflow.search.sink import fold
+
+    made = [Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
+            for n, (writer, stamp, (kind, data)) in enumerate(plan)]
+    whole: dict[str, tuple[Doc, bool]] = {}
+    split: list[dict[str, tuple[Doc, bool]]] = [{}, {}, {}]
+    for event, part in zip(made, parts, strict=False):
+        fold(whole, event, lambda _: None)
+        fold(split[part], event, lambda _: None)
+    joined: dict[str, Doc] = {}
+    for docs in split:
+        for doc_id, (doc, _) in docs.items():
+            if doc_id in joined:
+                join(joined[doc_id], doc)
+            else:
+                joined[doc_id] = doc
+    assert joined == {doc_id: doc for doc_id, (doc, _) in whole.items()}
