@@ -25,7 +25,6 @@ import gc
 import hashlib
 import os
 import shutil
-import sys
 import time
 import weakref
 from collections import deque
@@ -41,10 +40,10 @@ from contextflow.errors import StoreError
 from contextflow.events import BadLine, Event, decode
 from contextflow.fsutil import atomic_write, signature
 from contextflow.log import Chunk, Cursor, list_segments, read_new
+from contextflow.progress import Progress
 
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
-    from contextflow.search.index import SearchIndex
     from contextflow.store import Store
 
 T = TypeVar("T")
@@ -108,33 +107,6 @@ def _cursor(raw: list[Any]) -> Cursor:
 def _unread(path: Path, entry: dict[str, Any] | None) -> int:
     sig = signature(path)
     return max(0, (sig[2] if sig else 0) - (entry["cursor"][4] if entry else 0))
-
-
-class Progress:
-    """`events done, rate, time left` on stderr, only when it is a terminal and the work takes a moment."""
-
-    def __init__(self, total_bytes: int) -> None:
-        self.total = max(1, total_bytes)
-        self.began = self.last = time.monotonic()
-        self.shown = False
-        self.enabled = sys.stderr.isatty()
-
-    def update(self, done_bytes: int, events: int, force: bool = False) -> None:
-        now = time.monotonic()
-        if not self.enabled or (not force and (now - self.last < 0.5 or now - self.began < 1.0)):
-            return
-        self.last, self.shown = now, True
-        spent = max(now - self.began, 1e-6)
-        left = spent * (self.total - done_bytes) / max(done_bytes, 1)
-        sys.stderr.write(f"\rcontextflow: indexing the store: {events:,} events, {events / spent:,.0f}/s, "
-                         f"{left:,.0f} s left   ")
-        sys.stderr.flush()
-
-    def finish(self, events: int) -> None:
-        if self.shown:
-            spent = time.monotonic() - self.began
-            sys.stderr.write(f"\rcontextflow: indexed {events:,} events in {spent:,.1f} s{' ' * 24}\n")
-            sys.stderr.flush()
 
 
 class DerivedSearch:
@@ -409,21 +381,3 @@ def search_for(store: Store) -> DerivedSearch:
     if found is None:
         found = _OPEN[store] = DerivedSearch(store)
     return found
-
-
-_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
-
-
-def memory_index(store: Store) -> SearchIndex:
-    """The search view folded in this process's memory by a twin store that folds only it (the
-    fallback when the disk index cannot be used, and the reference it is tested against)."""
-    from contextflow.fold import LazyView
-    from contextflow.store import Store
-    from contextflow.views import VIEWS
-
-    twin = _MEMORY.get(store)
-    if twin is None:
-        twin = _MEMORY[store] = Store(store.location, store.writer, store.state_dir,
-                                      views=[LazyView("search", VIEWS["search"])], use_snapshot=False)
-    index: SearchIndex = twin.view("search")
-    return index

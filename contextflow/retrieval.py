@@ -8,6 +8,7 @@ budget (`estimate_tokens`, about four characters a token).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from contextflow.search.extractors import search_kinds
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME
+from contextflow.store import Store
 from contextflow.text import DATA_NOTICE, clip, estimate_tokens
 
 if TYPE_CHECKING:
@@ -117,7 +119,24 @@ def search_index(app: App) -> SearchIndex:
     if app.store.folds(VIEW_NAME):
         index: SearchIndex = app.store.view(VIEW_NAME)
         return index
-    return derived.memory_index(app.store)
+    return memory_index(app.store)
+
+
+_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
+
+
+def memory_index(store: Store) -> SearchIndex:
+    """The search view folded in this process's memory by a twin store that folds only it (the
+    fallback when the disk index cannot be used, and the reference it is tested against)."""
+    from contextflow.fold import LazyView
+    from contextflow.views import VIEWS
+
+    twin = _MEMORY.get(store)
+    if twin is None:
+        twin = _MEMORY[store] = Store(store.location, store.writer, store.state_dir,
+                                      views=[LazyView("search", VIEWS["search"])], use_snapshot=False)
+    index: SearchIndex = twin.view("search")
+    return index
 
 
 def get_context(

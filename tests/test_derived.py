@@ -25,6 +25,7 @@ from contextflow.clock import COUNTER_BITS
 from contextflow.compact import compact
 from contextflow.events import Event, encode
 from contextflow.log import log_path
+from contextflow.progress import Progress
 from contextflow.search.disk import DiskIndex
 from contextflow.search.index import Doc
 from contextflow.views import all_views
@@ -60,7 +61,7 @@ def on_disk(app: App) -> dict[str, Doc]:
 
 
 def in_memory(app: App) -> dict[str, Doc]:
-    return dict(derived.memory_index(app.store).docs)
+    return dict(retrieval.memory_index(app.store).docs)
 
 
 def write_lines(folder: Path, plan: list[tuple[str, int, tuple[str, dict[str, Any]]]], start: int) -> None:
@@ -230,12 +231,12 @@ def test_killing_the_process_that_updates_the_index_loses_nothing(app):
 
 
 def test_progress_is_shown_only_on_a_terminal(capsys, monkeypatch):
-    quiet = derived.Progress(1000)
+    quiet = Progress(1000)
     quiet.update(500, 10, force=True)
     quiet.finish(10)
     assert capsys.readouterr().err == ""
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    shown = derived.Progress(1000)
+    shown = Progress(1000)
     shown.update(500, 10, force=True)
     shown.finish(20)
     err = capsys.readouterr().err
