@@ -2,8 +2,8 @@
 
 On-disk contract (`<state folder>/derived/`, machine-local, never synced, always safe to delete):
 
-- `search/`: the tantivy index (`search/disk.py`); readers map it, so processes share it through
-  the page cache instead of each decoding its own copy.
+- `search-<instance>/`: the tantivy index (`search/disk.py`), a new folder for each build; readers
+  map it, so processes share it through the page cache instead of each decoding its own copy.
 - `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
   store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
   offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
@@ -25,15 +25,14 @@ import gc
 import hashlib
 import os
 import shutil
-import sys
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -41,17 +40,18 @@ from contextflow.errors import StoreError
 from contextflow.events import BadLine, Event, decode
 from contextflow.fsutil import atomic_write, signature
 from contextflow.log import Chunk, Cursor, list_segments, read_new
+from contextflow.progress import Progress
 
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
-    from contextflow.search.index import SearchIndex
     from contextflow.store import Store
 
+T = TypeVar("T")
 FORMAT = 1
 FOLDER = "derived"
 STATE_FILE = "state.json"
 LOCK_FILE = "update.lock"
-READ_BYTES = 16 * 1024 * 1024  # new bytes read from a log at a time
+READ_BYTES = 8 * 1024 * 1024  # new bytes read from a log at a time (a build worker folds one such chunk)
 PARALLEL_BYTES = 64 * 1024 * 1024  # a build reading more folds its chunks in worker processes
 WORKERS = 2
 COMMIT_EVENTS = 50_000  # events folded between commits while catching up
@@ -60,6 +60,20 @@ LOCK_TIMEOUT_S = 600.0
 
 class IndexDamaged(RuntimeError):
     """The index on disk does not open or read: it is rebuilt from the logs."""
+
+
+def damage(exc: BaseException) -> bool:
+    """Whether `exc` says the index files are damaged: tantivy raises ValueError or, reading a torn
+    file, panics (pyo3's PanicException, a BaseException)."""
+    return isinstance(exc, ValueError | OSError | IndexDamaged) or type(exc).__name__ == "PanicException"
+
+
+def _files(folder: Path) -> dict[str, int]:
+    """The index's files and their sizes (locks aside): recorded at each commit, checked on opening."""
+    try:
+        return {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file() and not e.name.endswith(".lock")}
+    except OSError:
+        return {}
 
 
 @functools.cache
@@ -98,33 +112,6 @@ def _unread(path: Path, entry: dict[str, Any] | None) -> int:
     return max(0, (sig[2] if sig else 0) - (entry["cursor"][4] if entry else 0))
 
 
-class Progress:
-    """`events done, rate, time left` on stderr, only when it is a terminal and the work takes a moment."""
-
-    def __init__(self, total_bytes: int) -> None:
-        self.total = max(1, total_bytes)
-        self.began = self.last = time.monotonic()
-        self.shown = False
-        self.enabled = sys.stderr.isatty()
-
-    def update(self, done_bytes: int, events: int, force: bool = False) -> None:
-        now = time.monotonic()
-        if not self.enabled or (not force and (now - self.last < 0.5 or now - self.began < 1.0)):
-            return
-        self.last, self.shown = now, True
-        spent = max(now - self.began, 1e-6)
-        left = spent * (self.total - done_bytes) / max(done_bytes, 1)
-        sys.stderr.write(f"\rcontextflow: indexing the store: {events:,} events, {events / spent:,.0f}/s, "
-                         f"{left:,.0f} s left   ")
-        sys.stderr.flush()
-
-    def finish(self, events: int) -> None:
-        if self.shown:
-            spent = time.monotonic() - self.began
-            sys.stderr.write(f"\rcontextflow: indexed {events:,} events in {spent:,.1f} s{' ' * 24}\n")
-            sys.stderr.flush()
-
-
 class DerivedSearch:
     """The shared on-disk search index of one store, as seen by this process."""
 
@@ -153,11 +140,19 @@ class DerivedSearch:
             if state.get("instance") != self._state.get("instance"):
                 self._index = None  # rebuilt by another process: open the new index
             else:
-                self._index.reload()
+                self._state = state
+                try:
+                    self._index.reload()
+                    self._check_files()
+                except BaseException as exc:
+                    if not damage(exc):
+                        raise
+                    self._index = None  # opened again (and found damaged) when next used
         self._seen, self._state = sig, state
         return state
 
     def _write_state(self, state: dict[str, Any]) -> None:
+        state = {**state, "files": _files(self.folder / f"search-{state['instance']}")}
         atomic_write(self.folder / STATE_FILE, orjson.dumps(state), fsync=False)
         self._seen, self._state = signature(self.folder / STATE_FILE), state
 
@@ -179,22 +174,38 @@ class DerivedSearch:
         if self._index is None:
             mask = os.umask(0o077)
             try:
-                self._index = DiskIndex(self.folder / "search")
+                self._index = DiskIndex(self.index_folder())
             except (ValueError, OSError) as exc:
                 raise IndexDamaged(str(exc)) from exc
             finally:
                 os.umask(mask)
+            self._check_files()
         return self._index
+
+    def _check_files(self) -> None:
+        """A file the last commit recorded that is gone or has another size: torn, truncated or deleted."""
+        recorded, found = self._state.get("files") or {}, _files(self.index_folder())
+        if any(found.get(name) != size for name, size in recorded.items()):
+            self._index = None
+            raise IndexDamaged(f"the files of {self.index_folder()} are not those its last commit wrote")
+
+    def index_folder(self) -> Path:
+        """Each build gets its own folder (`search-<instance>`): readers of the one before keep theirs."""
+        return self.folder / f"search-{self._state.get('instance', 'none')}"
 
     def _paths(self) -> list[Path]:
         return list_segments(self.store.folder, self.store.location.legacy_files)
 
     def index(self) -> DiskIndex:
         """The index with every event of the logs in it (brought up to date first when a log changed)."""
-        if not self._fresh(self._read_state(), self._paths()):
-            self.update()
         try:
-            return self._open()
+            if not self._fresh(self._read_state(), self._paths()):
+                self.update()
+            opened = self._index is not None
+            index = self._open()
+            if opened:
+                self._check_files()  # (one scan of its folder) a file truncated under an open index
+            return index
         except IndexDamaged:
             self.update(rebuild=True)
             return self._open()
@@ -224,14 +235,27 @@ class DerivedSearch:
                 return self._rebuild()
             try:
                 return self._catch_up(state, self._paths())
-            except (IndexDamaged, ValueError):
+            except BaseException as exc:
+                if not damage(exc):
+                    raise
                 return self._rebuild()
 
     def _rebuild(self) -> int:
         self._index = None
-        shutil.rmtree(self.folder / "search", ignore_errors=True)
+        for old in self.folder.glob("search*"):  # earlier builds (a reader elsewhere may still map one)
+            shutil.rmtree(old, ignore_errors=True)
         self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "documents": 0})
         return self._catch_up(self._state, self._paths(), fresh=True)
+
+    def search(self, run: Callable[[DiskIndex], T]) -> T:
+        """`run(index)` on the current index; an index that fails to read is rebuilt and `run` tried again."""
+        try:
+            return run(self.index())
+        except BaseException as exc:
+            if not damage(exc):
+                raise
+            self.update(rebuild=True)
+            return run(self.index())
 
     def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
         segments: dict[str, Any] = dict(state["segments"])
@@ -258,7 +282,7 @@ class DerivedSearch:
             complete = chunk.cursor.offset - start < READ_BYTES
             segments[str(path)] = {"cursor": _cursor_json(chunk.cursor), "complete": complete}
             if sink.pending_events >= COMMIT_EVENTS:
-                sink.commit()
+                sink.commit(last=False)
                 self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
             progress.update(counts[1], counts[0])
 
@@ -360,21 +384,3 @@ def search_for(store: Store) -> DerivedSearch:
     if found is None:
         found = _OPEN[store] = DerivedSearch(store)
     return found
-
-
-_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
-
-
-def memory_index(store: Store) -> SearchIndex:
-    """The search view folded in this process's memory by a twin store that folds only it (the
-    fallback when the disk index cannot be used, and the reference it is tested against)."""
-    from contextflow.fold import LazyView
-    from contextflow.store import Store
-    from contextflow.views import VIEWS
-
-    twin = _MEMORY.get(store)
-    if twin is None:
-        twin = _MEMORY[store] = Store(store.location, store.writer, store.state_dir,
-                                      views=[LazyView("search", VIEWS["search"])], use_snapshot=False)
-    index: SearchIndex = twin.view("search")
-    return index

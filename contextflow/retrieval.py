@@ -8,6 +8,7 @@ budget (`estimate_tokens`, about four characters a token).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from contextflow.search.extractors import search_kinds
 from contextflow.search.index import Hit, SearchIndex
 from contextflow.search.tokens import query_terms
 from contextflow.search.view import VIEW_NAME
+from contextflow.store import Store
 from contextflow.text import DATA_NOTICE, clip, estimate_tokens
 
 if TYPE_CHECKING:
@@ -121,7 +123,24 @@ def search_index(app: App) -> SearchIndex:
     if app.store.folds(VIEW_NAME):
         index: SearchIndex = app.store.view(VIEW_NAME)
         return index
-    return derived.memory_index(app.store)
+    return memory_index(app.store)
+
+
+_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
+
+
+def memory_index(store: Store) -> SearchIndex:
+    """The search view folded in this process's memory by a twin store that folds only it (the
+    fallback when the disk index cannot be used, and the reference it is tested against)."""
+    from contextflow.fold import LazyView
+    from contextflow.views import VIEWS
+
+    twin = _MEMORY.get(store)
+    if twin is None:
+        twin = _MEMORY[store] = Store(store.location, store.writer, store.state_dir,
+                                      views=[LazyView("search", VIEWS["search"])], use_snapshot=False)
+    index: SearchIndex = twin.view("search")
+    return index
 
 
 def get_context(
@@ -145,7 +164,12 @@ def get_context(
         project=checks.text(project, "project", max_chars=200),
     )
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_source(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
+    now = timeutil.now_ms() if now_ms is None else now_ms
+    source = search_source(app)
+    if isinstance(source, SearchIndex):
+        hits = rank(source, wanted, now)
+    else:  # a damaged index is rebuilt and asked again
+        hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
     return hydrate(app, wanted, hits, budget)
 
 

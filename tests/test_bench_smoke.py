@@ -19,6 +19,7 @@ SECTIONS = (
     "== peak RSS",
     "== tools/list size",
     "== records and timeline tools",
+    "== search on the shared on-disk index at",
     "== peers",
     "== targets",
 )

@@ -25,6 +25,7 @@ from contextflow.clock import COUNTER_BITS
 from contextflow.compact import compact
 from contextflow.events import Event, encode
 from contextflow.log import log_path
+from contextflow.progress import Progress
 from contextflow.search.disk import DiskIndex
 from contextflow.search.index import Doc
 from contextflow.views import all_views
@@ -67,7 +68,7 @@ def on_disk(app: App) -> dict[str, Doc]:
 
 
 def in_memory(app: App) -> dict[str, Doc]:
-    return dict(derived.memory_index(app.store).docs)
+    return dict(retrieval.memory_index(app.store).docs)
 
 
 def write_lines(folder: Path, plan: list[tuple[str, int, tuple[str, dict[str, Any]]]], start: int) -> None:
@@ -110,7 +111,7 @@ def test_search_reads_the_index_on_disk_not_a_folded_view(app):
     assert not app.store.folds("search")
     assert len(refs(app, "websocket messages")) == 1
     folder = app.store.state_dir / derived.FOLDER
-    assert (folder / derived.STATE_FILE).is_file() and DiskIndex.exists(folder / "search")
+    assert (folder / derived.STATE_FILE).is_file() and DiskIndex.exists(derived.search_for(app.store).index_folder())
     assert refs(app, "deploy target", project="web") == ["deploy.target"]  # no project: in every project
     assert refs(app, "websocket token", kinds=["context"]) == []
 
@@ -128,13 +129,25 @@ def test_results_match_the_in_memory_ranking(app):
 def test_a_damaged_index_is_detected_and_rebuilt(app):
     stock(app)
     assert refs(app, "websocket")
-    folder = app.store.state_dir / derived.FOLDER / "search"
+    folder = derived.search_for(app.store).index_folder()
     for path in folder.iterdir():
         if path.is_file():
             path.write_bytes(b"\0garbage")  # a torn or overwritten file
     fresh = App.open()
     assert len(refs(fresh, "websocket")) == 1
     assert on_disk(fresh) == in_memory(fresh)
+
+
+@pytest.mark.parametrize("suffix", [".store", ".idx", ".term", "meta.json"])
+def test_a_damaged_file_of_the_index_is_detected_when_read_and_rebuilt(app, suffix):
+    stock(app)
+    assert refs(app, "websocket")
+    for path in derived.search_for(app.store).index_folder().iterdir():
+        if path.name.endswith(suffix):
+            path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # torn in the middle
+    for reader in (app, App.open()):  # a process with the index open, and a new one
+        assert len(refs(reader, "websocket")) == 1
+    assert on_disk(app) == in_memory(app)
 
 
 def test_a_half_written_state_file_or_a_version_change_rebuilds(app, monkeypatch):
@@ -226,12 +239,12 @@ def test_killing_the_process_that_updates_the_index_loses_nothing(app):
 
 
 def test_progress_is_shown_only_on_a_terminal(capsys, monkeypatch):
-    quiet = derived.Progress(1000)
+    quiet = Progress(1000)
     quiet.update(500, 10, force=True)
     quiet.finish(10)
     assert capsys.readouterr().err == ""
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    shown = derived.Progress(1000)
+    shown = Progress(1000)
     shown.update(500, 10, force=True)
     shown.finish(20)
     err = capsys.readouterr().err
@@ -261,3 +274,26 @@ def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkey
     docs = on_disk(app)
     assert docs == in_memory(app)
     assert sum(doc.near[0] != "" and doc.near[1] != "" for doc in docs.values()) > 100  # sessions interleave two logs
+
+
+@settings(max_examples=150, deadline=None)
+@given(plan=events, parts=st.lists(st.integers(0, 2), min_size=30, max_size=30))
+def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(plan, parts):
+    from contextflow.search.index import join
+    from contextflow.search.sink import fold
+
+    made = [Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
+            for n, (writer, stamp, (kind, data)) in enumerate(plan)]
+    whole: dict[str, tuple[Doc, bool]] = {}
+    split: list[dict[str, tuple[Doc, bool]]] = [{}, {}, {}]
+    for event, part in zip(made, parts, strict=False):
+        fold(whole, event, lambda _: None)
+        fold(split[part], event, lambda _: None)
+    joined: dict[str, Doc] = {}
+    for docs in split:
+        for doc_id, (doc, _) in docs.items():
+            if doc_id in joined:
+                join(joined[doc_id], doc)
+            else:
+                joined[doc_id] = doc
+    assert joined == {doc_id: doc for doc_id, (doc, _) in whole.items()}

@@ -2,13 +2,15 @@
 
 One tantivy document per search document (`<kind>:<ref>`, as `docs.Doc`), holding:
 - `id`, `kind`, `project` (`=` + project, `=` alone for none), `agent` (its `ranking.agent_terms`):
-  untokenized terms, so a lookup, a delete, the project and kind filters and a named speaker are term
-  queries on the inverted index;
+  untokenized terms, so a lookup, a delete, the kind filter and a named speaker are term queries on
+  the inverted index;
 - `body`: the document's terms, each field's repeated `docs.repeats` times (weight x scale), so
   tantivy's BM25 over one field equals the in-memory index's BM25F (same k1, b and idf; tantivy
   stores lengths in one byte, exact up to 40 terms and within a few percent above);
 - `near`: the terms of the entries before and after it in its session (the neighbour field), repeated
   `scale` times, scored as its own field at `ranking.NEAR_WEIGHT`;
+- `pbody`, `pnear`: the same terms qualified by the project (`web|token`, `|token` without one): the
+  project filter is a disjunction of these terms, boosted back to the global idf (`DiskIndex._within`);
 - `seq` and `order` (a session's id and the entry's creation stamp) on the entries of a sequence, so
   the sink finds an entry's neighbours with two small queries; fast fields (`FAST`) with what the
   ranking's levers read for a pool of candidates without decoding them;
@@ -47,7 +49,7 @@ def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     for name in ("id", "kind", "project", "agent", "seq"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    for name in ("body", "near"):
+    for name in ("body", "pbody", "near", "pnear"):
         builder.add_text_field(name, tokenizer_name="whitespace", index_option="freq")
     builder.add_unsigned_field("order", fast=True)
     for name in FAST:
@@ -143,6 +145,17 @@ def project_term(project: str) -> str:
     return "=" + project
 
 
+def qualified(project: str, term: str) -> str:
+    """A term of `pbody` or `pnear`: the term within one project (`|term` for documents without one)."""
+    return f"{project}|{term}"
+
+
+def _scoped(project: str, terms: str) -> str:
+    """`terms` (each followed by a space) as terms of that project."""
+    prefix = qualified(project, "")
+    return prefix + terms.rstrip(" ").replace(" ", " " + prefix) + " " if terms.strip() else ""
+
+
 class DiskIndex:
     """A reader (any number of processes) and, under `derived.py`'s lock, the one writer."""
 
@@ -197,13 +210,18 @@ class DiskIndex:
         documents without a project are in every project) and, when given, the agents named
         `speakers` and the creation-time `spans`: all index filters, none applied afterwards."""
         query_, schema, should, must = tantivy.Query, self.schema, tantivy.Occur.Should, tantivy.Occur.Must
-        text = [(should, query_.term_query(schema, "body", t)) for t in terms]
-        if near:
-            text += [(should, query_.boost_query(query_.term_query(schema, "near", t), ranking.NEAR_WEIGHT))
-                     for t in terms]
+        fields = (("body", 1.0), ("near", ranking.NEAR_WEIGHT)) if near else (("body", 1.0),)
+        text = []
+        for name, weight in fields:
+            if project is not None:
+                text += [(should, clause) for clause in self._within(name, terms, project, weight)]
+            elif weight == 1.0:
+                text += [(should, query_.term_query(schema, name, t)) for t in terms]
+            else:
+                text += [(should, query_.boost_query(query_.term_query(schema, name, t), weight)) for t in terms]
+        if not text:
+            return []
         filters = []
-        if project is not None:
-            filters.append(query_.term_set_query(schema, "project", [project_term(project), project_term("")]))
         if wanted := sorted(set(kinds)):
             filters.append(query_.term_set_query(schema, "kind", wanted))
         if speakers:
@@ -223,6 +241,23 @@ class DiskIndex:
                       int(speaker or 0), bool(timely), address)
             for (score, address), tie, at, latest, expires, group, speaker, timely in zip(hits, *values, strict=True)
         ]  # fmt: skip
+
+    def _within(self, name: str, terms: list[str], project: str, weight: float) -> list[tantivy.Query]:
+        """The terms as `p<name>` terms of the project and of no project, each boosted by its global idf
+        over its idf there: the scores are the unfiltered ones, and a disjunction of term queries keeps
+        tantivy's top-k pruning (block-max WAND), which a filter intersected with the terms loses."""
+        searcher, query_ = self.searcher, tantivy.Query
+        docs = int(searcher.num_docs)
+        found = []
+        for term in terms:
+            everywhere = int(searcher.doc_freq(name, term))
+            for scope in dict.fromkeys((project, "")):
+                scoped = qualified(scope, term)
+                local = int(searcher.doc_freq("p" + name, scoped))
+                if local:
+                    boost = weight * ranking.idf(everywhere, docs) / ranking.idf(local, docs)
+                    found.append(query_.boost_query(query_.term_query(self.schema, "p" + name, scoped), boost))
+        return found
 
     def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]:
         return [Hit(self._load(candidate.handle, candidate.timely), score) for score, candidate in ranked]
@@ -297,22 +332,25 @@ class DiskIndex:
             "timely": int(item.timely),
         }  # fmt: skip
         if item.body:
-            fields["body"] = item.body
+            fields["body"], fields["pbody"] = item.body, _scoped(item.project, item.body)
         if near := " ".join(side for side in item.near if side):
             fields["near"] = (near + " ") * self.scale
+            fields["pnear"] = _scoped(item.project, fields["near"])
         if item.agent:
             fields["agent"] = list(item.agent)
         if item.key is not None:
             fields |= {"seq": item.group, "order": item.key[0], "links": orjson.dumps(list(item.links))}
-        self._writing().add_document(tantivy.Document.from_dict(fields, self.schema))
+        (self._writer or self._writing()).add_document(tantivy.Document.from_dict(fields, self.schema))
 
-    def commit(self) -> None:
-        """Make what was written visible to every reader (atomic: all of it or, after a crash, none)."""
+    def commit(self, last: bool = True) -> None:
+        """Make what was written visible to every reader (atomic: all of it or, after a crash, none).
+        Not `last` (a build going on): the writer stays open and merges go on beside the next documents."""
         if self._writer is None:
             return
-        writer, self._writer = self._writer, None
-        writer.commit()
-        writer.wait_merging_threads()  # small merges now keep the segment count (and query cost) low
+        self._writer.commit()
+        if last:
+            writer, self._writer = self._writer, None
+            writer.wait_merging_threads()  # small merges now keep the segment count (and query cost) low
         self.reload()
 
     def rollback(self) -> None:

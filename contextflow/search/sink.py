@@ -188,14 +188,17 @@ class SearchSink:
 
     # -- committing --------------------------------------------------------------------------
 
-    def commit(self) -> None:
+    def commit(self, last: bool = True) -> None:
+        """Write what is pending and commit (not `last`: a build goes on, its writer stays open)."""
         if self.pending or self.prepared:
             self._settle()
             self.index.write(self.pending.values())
             self.index.write_rows((ready, False) for ready in self.prepared.values())
-            self.index.commit()
+            self.index.commit(last)
             if self.written is not None:
                 self.written.update(self.pending, self.prepared)
+        elif last:
+            self.index.commit()
         self._clear()
 
     def discard(self) -> None:

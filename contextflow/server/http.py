@@ -106,11 +106,11 @@ class GrantStore(Store):
 
 def grant_app(base: App, grant: Grant) -> App:
     """An App over the same store folder that only sees and writes what `grant` allows."""
-    from contextflow.views import all_views
+    from contextflow.views import all_views, folded_views
 
-    views: list[View] = all_views()
-    if grant.read is not None:
-        views = [ProjectFilter(resolved(view), grant.read) for view in views]  # a filtered fold reads every view
+    views: list[View] = folded_views()  # search from the machine's shared index on disk
+    if grant.read is not None:  # a filtered fold reads every view, search included (the index holds every project)
+        views = [ProjectFilter(resolved(view), grant.read) for view in all_views()]
     source = base.store
     # a filtered fold must never overwrite the shared snapshot
     store = GrantStore(source.location, source.writer, source.state_dir, views=views, fsync=fsync_setting(os.environ),
