@@ -129,25 +129,33 @@ def print_quality(table: Table, counts: dict[str, int], title: str) -> None:
             print(f"  {name:8} {kind:14} {counts[f'{name} {kind}']:>3} {values[5]:>9.3f} {values[10]:>10.3f}")
 
 
-def print_levers(results: dict[str, Table], counts: dict[str, int]) -> None:
-    """Recall with every lever on, then each lever's gain (on minus off) and all levers off."""
-    base = results["all on"]
-    names = list(results)
-    print("\nrecall@5 / @10 per question type: all levers on, then each lever's gain (on minus off), then all off")
+def print_levers(results: dict[str, Table], counts: dict[str, int], levers: tuple[str, ...]) -> None:
+    """Recall with every lever on and all off, then each lever's gain: on minus off (the others on), and
+    alone over all off."""
+    on, off = results["all on"], results["all off"]
+    names = ["all on", "all off", *levers]
+    print("\nrecall@5 / @10 per question type with every lever on and all off (plain BM25 with recency); then each")
+    print("lever's gain with the others on (on minus off), and alone (over all off)")
     print(f"  {'fixture':8} {'question type':14} {'n':>3} " + " ".join(f"{name:>15}" for name in names))
-    for fixture_name, types in base.items():
+    for fixture_name, types in on.items():
         for kind in types:
-            cells = []
-            for name in names:
-                on, here = base[fixture_name][kind], results[name][fixture_name][kind]
-                if name in ("all on", "all off"):
-                    cells.append(f"{here[5]:.3f} / {here[10]:.3f}")
+            for row in (0, 1):
+                cells = []
+                for name in names:
+                    if name in ("all on", "all off"):
+                        here = results[name][fixture_name][kind]
+                        cells.append(f"{here[5]:.3f} / {here[10]:.3f}" if row == 0 else "")
+                        continue
+                    if row == 0:
+                        high, low = on[fixture_name][kind], results[f"-{name}"][fixture_name][kind]
+                    else:
+                        high, low = results[f"+{name}"][fixture_name][kind], off[fixture_name][kind]
+                    cells.append(f"{high[5] - low[5]:+.3f} / {high[10] - low[10]:+.3f}")
+                if row == 0:
+                    head = f"  {fixture_name:8} {kind:14} {counts[f'{fixture_name} {kind}']:>3} "
                 else:
-                    cells.append(f"{on[5] - here[5]:+.3f} / {on[10] - here[10]:+.3f}")
-            print(
-                f"  {fixture_name:8} {kind:14} {counts[f'{fixture_name} {kind}']:>3} "
-                + " ".join(f"{cell:>15}" for cell in cells)
-            )
+                    head = f"  {'':8} {'  alone':14} {'':>3} "
+                print(head + " ".join(f"{cell:>15}" for cell in cells))
 
 
 class Words:
@@ -289,9 +297,13 @@ def main() -> int:
         levers = lever_names()
         results: dict[str, Table] = {}
         counts: dict[str, int] = {}
-        for name, setting in (("all on", None), *((f"{lever}", f"-{lever}") for lever in levers), ("all off", "none")):
+        settings = [("all on", None), ("all off", "none")]
+        settings += [(f"-{lever}", f"-{lever}") for lever in levers] + [
+            (f"+{lever}", f"none,+{lever}") for lever in levers
+        ]
+        for name, setting in settings:
             results[name], counts = quality(setting)
-        print_levers(results, counts)
+        print_levers(results, counts, levers)
     else:
         table, counts = quality(args.ranking, args.misses)
         setting = args.ranking if args.ranking is not None else os.environ.get("CONTEXTFLOW_RANKING", "")
