@@ -297,3 +297,21 @@ def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(p
             else:
                 joined[doc_id] = doc
     assert joined == {doc_id: doc for doc_id, (doc, _) in whole.items()}
+
+
+def test_late_lines_inside_a_long_session_give_only_their_neighbours_new_near_fields(app):
+    """A session of 60 notes indexed, then another machine's lines land between some of them: the
+    sink reads only the entries beside them, and the result equals a rebuild and the in-memory fold."""
+    root = app.store.folder.parent
+    plan = [("w-a", 10 * n, ("note", {"project": "p", "session_id": "s", "agent": "maria",
+                                      "text": f"{WORDS[n % 10]} turn {n}"})) for n in range(1, 61)]
+    write_lines(root / "store", plan, 0)
+    derived.search_for(app.store).index()
+    late = [("w-b", stamp, ("note", {"project": "p", "session_id": "s", "agent": "tom", "text": f"late {stamp}"}))
+            for stamp in (15, 16, 305, 600, 601)]
+    write_lines(root / "store", late, 100)
+    derived.search_for(app.store).index()
+    docs = on_disk(app)
+    assert docs == on_disk(open_app(root, state="state-2")) == in_memory(app)
+    late_ids = {f"note:e{n:04d}" for n in range(100, 105)}
+    assert {docs["note:e0000"].near[1], docs["note:e0001"].near[0]} <= late_ids  # turns 1 and 2 now border late lines

@@ -24,6 +24,7 @@ A deleted document keeps its state (an older put arriving later must stay hidden
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -93,7 +94,7 @@ def body(doc: Doc, scale: int) -> str:
 def _indexed(doc: Doc, scale: int) -> tuple[str, str, bool]:
     """Its body, its own terms (what it lends its neighbours) and whether it states a time: one pass."""
     parts, own, timely = [], [], False
-    mains = SEQUENCE_FIELDS.get(doc.kind, ())
+    mains = SEQUENCE_FIELDS.get(doc.kind, ()) if doc.own is None else ()  # the sink may have them already
     for name, text in doc.field_texts():
         if text:
             words = WORD.findall(text)
@@ -102,7 +103,7 @@ def _indexed(doc: Doc, scale: int) -> tuple[str, str, bool]:
             timely = timely or has_time_words(text, words)
             if name in mains:
                 own.append(terms)
-    return "".join(parts), own_terms(own), timely
+    return "".join(parts), own_terms(own) if doc.own is None else doc.own, timely
 
 
 class Row(NamedTuple):
@@ -277,8 +278,8 @@ class DiskIndex:
 
     # -- sequences (for the sink) -----------------------------------------------------------
 
-    def members(self, group: str, low: int, high: int) -> list[Doc]:
-        """The entries of a sequence created at stamps low..high (both included)."""
+    def _stamped(self, group: str, low: int, high: int) -> list[tuple[int, tantivy.DocAddress]]:
+        """(creation stamp, address) of the entries of a sequence created at stamps low..high (both included)."""
         query_ = tantivy.Query
         query = query_.boolean_query([
             (tantivy.Occur.Must, query_.term_query(self.schema, "seq", group)),
@@ -287,7 +288,32 @@ class DiskIndex:
         limit = 64
         while len(hits := self.searcher.search(query, limit, count=False).hits) == limit:
             limit *= 4
-        return [self._load(address) for _, address in hits]
+        addresses = [address for _, address in hits]
+        stamps = self.searcher.fast_field_values("order", addresses) if addresses else []
+        return [(int(stamp or 0), address) for stamp, address in zip(stamps, addresses, strict=True)]
+
+    def members(self, group: str, low: int, high: int) -> list[Doc]:
+        """The entries of a sequence created at stamps low..high (both included)."""
+        return [self._load(address) for _, address in self._stamped(group, low, high)]
+
+    def around(self, group: str, stamps: list[int]) -> tuple[list[Doc], list[int]]:
+        """For the given creation stamps of a sequence (sorted): the entries on disk at those stamps and
+        at the nearest stamps on both sides of each, decoded, and the stamps of the other entries in
+        between (whose neighbours these stamps cannot change)."""
+        found = self._stamped(group, stamps[0], stamps[-1])
+        held = sorted({stamp for stamp, _ in found})
+        wanted: set[int] = set()
+        for stamp in stamps:
+            at = bisect.bisect_left(held, stamp)
+            if at > 0:
+                wanted.add(held[at - 1])
+            if at < len(held) and held[at] == stamp:
+                wanted.add(stamp)
+                at += 1
+            if at < len(held):
+                wanted.add(held[at])
+        return ([self._load(address) for stamp, address in found if stamp in wanted],
+                [stamp for stamp, _ in found if stamp not in wanted])  # fmt: skip
 
     def beside(self, group: str, stamp: int, after: bool) -> list[Doc]:
         """The entries of a sequence at the nearest stamp before (or after) `stamp`: its neighbours there."""

@@ -120,45 +120,52 @@ class SearchSink:
 
     def _settle(self) -> None:
         """Give every entry of the touched sequences its near field (see the module's docstring)."""
-        spans: dict[str, list[OrderKey]] = {}
+        spans: dict[str, list[int]] = {}
         members: dict[str, dict[str, tuple[OrderKey, Doc | Row]]] = {}
         for doc_id, (doc, _) in self.pending.items():
             if doc.member:
-                spans.setdefault(doc.group, []).append(doc.put_key)
+                spans.setdefault(doc.group, []).append(doc.put_key[0])
                 members.setdefault(doc.group, {})[doc_id] = (doc.put_key, doc)
             else:
                 doc.near, doc.near_terms = ("", ""), ("", "")
             if doc_id in self.origin:
                 group, key = self.origin[doc_id]
-                spans.setdefault(group, []).append(key)
+                spans.setdefault(group, []).append(key[0])
         for doc_id, ready in self.prepared.items():
             if ready.key is not None:
-                spans.setdefault(ready.group, []).append(ready.key)
+                spans.setdefault(ready.group, []).append(ready.key[0])
                 members.setdefault(ready.group, {})[doc_id] = (ready.key, ready)
-        for group, keys in spans.items():
-            self._settle_group(group, min(keys)[0], max(keys)[0], members.get(group, {}))
+        for group, stamps in spans.items():
+            self._settle_group(group, sorted(set(stamps)), members.get(group, {}))
 
-    def _settle_group(self, group: str, low: int, high: int, mine: dict[str, tuple[OrderKey, Doc | Row]]) -> None:
-        before = self.index.beside(group, low, after=False)
-        after = self.index.beside(group, high, after=True)
+    def _settle_group(self, group: str, stamps: list[int], mine: dict[str, tuple[OrderKey, Doc | Row]]) -> None:
+        """One sequence: the entries on disk next to the pending ones (`DiskIndex.around`; the others in
+        between only keep places) and on both sides of the span, ordered with the pending ones."""
+        before = self.index.beside(group, stamps[0], after=False)
+        after = self.index.beside(group, stamps[-1], after=True)
+        near_ones, elsewhere = self.index.around(group, stamps)
         edges = {doc.doc_id: 0 for doc in before} | {doc.doc_id: 1 for doc in after}
-        found: dict[str, tuple[OrderKey, Doc | Row]] = {}
-        for doc in (*before, *self.index.members(group, low, high), *after):
+        found: dict[str, tuple[OrderKey, Doc | Row | None]] = {}
+        for doc in (*before, *near_ones, *after):
             if doc.doc_id not in self.pending and doc.doc_id not in self.prepared:
                 found[doc.doc_id] = (doc.put_key, doc)
         found.update(mine)
+        found.update(((f"\0{n}", ((stamp, "", 0), None)) for n, stamp in enumerate(elsewhere)))  # places only
         ordered = sorted(found.items(), key=lambda item: (item[1][0], item[0]))
         ids = [doc_id for doc_id, _ in ordered]
-        owns = [entry.own if isinstance(entry, Row) else entry.own_terms() for _, (_, entry) in ordered]
+        owns = [None if entry is None else entry.own if isinstance(entry, Row) else entry.own_terms()
+                for _, (_, entry) in ordered]
         last = len(ordered) - 1
         rewrites = []
         for n, (doc_id, (_, entry)) in enumerate(ordered):
+            if entry is None:
+                continue
             current = entry.links if isinstance(entry, Row) else entry.near
             sides: list[tuple[str, str | None]] = []
             for side, step, inside in ((0, -1, n > 0), (1, 1, n < last)):
-                if inside:
+                if inside and owns[n + step] is not None:
                     sides.append((ids[n + step], owns[n + step]))
-                elif edges.get(doc_id) == side:  # the far side of an edge entry lies outside what was read
+                elif inside or edges.get(doc_id) == side:  # that neighbour is unchanged and not read: keep it
                     sides.append((current[side], None))
                 else:
                     sides.append(("", ""))
