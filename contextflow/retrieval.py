@@ -89,13 +89,18 @@ def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]
         return []
     wanted = ranking.plan(query.text, index.knows_speaker)
     size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
-    pools = [index.pool(terms, size, kinds, project, near)]
     named = [word for word in ranking.speaker_words(query.text) if index.knows_speaker(word)] if wanted.speakers else []
-    if named:
-        pools.append(index.pool(terms, size, kinds, project, near, speakers=named))
-    if wanted.dates:
-        pools.append(index.pool(terms, size, kinds, project, near, spans=when.month_spans(wanted.dates, now_ms)))
-    ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, query.limit)
+    spans = when.month_spans(wanted.dates, now_ms)
+    while True:
+        pools = [index.pool(terms, size, kinds, project, near)]
+        if named:
+            pools.append(index.pool(terms, size, kinds, project, near, speakers=named))
+        if spans:
+            pools.append(index.pool(terms, size, kinds, project, near, spans=spans))
+        ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, query.limit)
+        if len(ranked) == query.limit or len(pools[0]) < size:
+            break
+        size *= 4  # expired records took places in the pool: look further
     hits = index.hits(ranked)
     words = ranking.asked_words(query.text, named)
     asked = {term for word in words for term in word}

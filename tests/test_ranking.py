@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import derived, retrieval, sessions, timeline
+from contextflow import derived, records, retrieval, sessions, timeline, timeutil
 from contextflow.app import App
 from contextflow.cli import main
 from contextflow.clock import COUNTER_BITS, HybridClock
@@ -256,4 +256,14 @@ async def test_the_tool_and_the_cli_flag_weak_matches(monkeypatch, capsys):
     assert data["weak"] is True and data["results"][0]["weak"] is True
     assert main(["search", "cache config"]) == 0
     assert "match=weak" not in capsys.readouterr().out
+    app.close()
+
+
+def test_expired_records_do_not_crowd_a_live_one_out_of_the_pool(engine):
+    app = App.open(views=all_views() if engine == "memory" else None)
+    for n in range(70):
+        records.set_record(app, key=f"fact:old-{n}", value={"text": "deploy target"}, expires_at="1h")
+    records.set_record(app, key="fact:live", value={"text": "deploy target: the green cluster, used by every service"})
+    later = retrieval.get_context(app, query="deploy target", limit=1, now_ms=timeutil.now_ms() + 2 * 3_600_000)
+    assert [shown.hit.doc.ref for shown in later.shown] == ["fact:live"]
     app.close()
