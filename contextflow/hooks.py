@@ -42,6 +42,13 @@ MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
 MAX_LOG_BYTES = 1 << 20
 PROCESSED_KEEP = 500  # message keys remembered per Claude session
+# What each client takes from a SessionStart hook, in characters of additionalContext (None: no
+# documented cap). Claude Code saves longer output to a file and shows the model a preview.
+CLIENT_LIMITS: tuple[tuple[str, str, int | None], ...] = (
+    ("claude-code", "Claude Code", 10_000),
+    ("codex", "Codex CLI", None),
+    ("gemini", "Gemini CLI", None),
+)
 
 
 def _dumps(value: Any) -> str:  # the stdlib's JSON: orjson's import costs a hook more than its speed saves
@@ -91,7 +98,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env)
         try:
-            return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
+            return session_start_output(app, hooks, hook_budget(env))
         finally:
             app.close()
     except Exception as exc:
@@ -103,6 +110,11 @@ def _open_app(env: Mapping[str, str]) -> App:
     from contextflow.app import App
 
     return App.open(env)
+
+
+def session_start_output(app: App, hooks: Path, budget: int) -> str:
+    """What `hook session-start` prints for this app: the exact JSON a client receives."""
+    return _inject("SessionStart", session_start(app, hooks, budget))
 
 
 def _inject(event_name: str, text: str) -> str:

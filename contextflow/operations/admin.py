@@ -12,8 +12,8 @@ CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # what `install` support
 
 
 def _op(name: str, summary: str, params: tuple[Param, ...], description: str, **options: object) -> Operation:
-    run = {"compact": _RUN + "compact_log", "hook": _CLIENTS + "hook", "install": _CLIENTS + "install"}.get(
-        name, _RUN + name.replace("-", "_"))
+    run = {"compact": _RUN + "compact_log", "hook": _CLIENTS + "hook", "install": _CLIENTS + "install",
+           "start-preview": _CLIENTS + "start_preview"}.get(name, _RUN + name.replace("-", "_"))
     return Operation(name, summary, params, run, command=(name,), tool=False, group="admin",
                      cli_description=description, **options)  # type: ignore[arg-type]
 
@@ -46,6 +46,19 @@ OPERATIONS = (
     ), "Run a client hook: session-start injects composed memory, prompt-submit injects waiting recall/status "
        "results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; problems are logged "
        "to stderr and hooks.log in the state folder.", needs_store=False, read_only=False),
+    _op("start-preview", "Show what the next session start injects, and its size against each client's limit", (
+        string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),
+        string("session_id", "Session whose latest handoff it carries (default the active session).",
+               flag="--session"),
+    ), "Run the session-start hook's own code for a project and session without changing anything, and print "
+       "exactly what a client would receive, with its size against each client's limit."),
+    _op("ui", "Open the local web page to see and curate memory", (
+        integer("port", 0, 65535, "Port on 127.0.0.1 (default 8766; 0 picks a free one).", cli_default=8766),
+        boolean("no_open", "Print the URL only; do not open a browser."),
+    ), "Serve a local web page on 127.0.0.1 (its first output line is the URL with a fresh token): projects and "
+       "their sessions, what the next session start injects, search, the knowledge graph, records, threads, "
+       "conversations and store health, updated live; pin, archive, forget, tag, and mark handoffs wrong "
+       "(see docs/ui.md).", read_only=False),
     _op("install", "Add contextflow to an MCP client's config", (
         string("client", enum=CLIENTS, required=True, positional=True),
         boolean("project", "Configure this project folder instead of the user."),

@@ -31,7 +31,8 @@ def _op(name: str, summary: str, params: tuple[Param, ...], word: str, writes: b
 OPERATIONS = (
     _op("read_shared_context",
         "Read recent shared notes and handoffs so you can pick up where another assistant left off.",
-        (PROJECT, AGENT_FILTER, SESSION, string("kind", enum=["note", "handoff"]), SINCE, LIMIT), "read"),
+        (PROJECT, AGENT_FILTER, SESSION, string("kind", enum=["note", "handoff"]), SINCE, LIMIT,
+         string("before", "An entry id: only entries older than it (the next page).", tool=False)), "read"),
     _op("append_shared_note", "Append a progress note to shared memory while you work.", (
         writer("Your name, e.g. claude, codex, gemini.", required=True),
         string("text", "The note. Or pass it as `content`.", positional=True),
@@ -64,6 +65,13 @@ OPERATIONS = (
     _op("use_session", "Make a session the active one (default: a new id from the git branch or the time).",
         (string("session_id", "Session id; default a new one from the git branch or time.", positional=True),),
         "use", writes=True, tool=False),
+    _op("mark_handoff_wrong", "Mark a handoff as wrong: it stops being any session's latest handoff.", (
+        string("handoff_id", "The handoff's id.", required=True, positional=True),
+        writer("Who marks it."),
+        string("reason", "Why it is wrong (the next agent reads it)."),
+    ), "mark-wrong", writes=True, tool=False),
+    _op("list_projects", "List the projects that have notes or handoffs, most recently active first.", (),
+        "projects", tool=False),
 )
 
 FEATURE = Feature(

@@ -27,6 +27,13 @@ def serve(app: App, args: JSON) -> int:
     return 0
 
 
+def ui(app: App, args: JSON) -> int:
+    from contextflow.adapters.ui.server import run_ui
+
+    run_ui(app, args["port"], open_browser=not args.get("no_open"))
+    return 0
+
+
 def doctor(app: App, args: JSON) -> Reply:
     from contextflow import conflicts
     from contextflow.diagnose import problems, store_info

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contextflow.app import App
     from contextflow.operations.spec import JSON, Reply
 
 
@@ -24,6 +25,35 @@ def hook(app: None, args: JSON) -> int:
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
     return 0
+
+
+def start_preview(app: App, args: JSON) -> Reply:
+    """What the next session start would inject (project and session as given, else the defaults),
+    produced by the hook's own code, and its size against each client's limit."""
+    import json
+    import os
+    from dataclasses import replace
+
+    from contextflow.app import App as AppType
+    from contextflow.hooks import CLIENT_LIMITS, hook_budget, hook_dir, session_start_output
+    from contextflow.operations.spec import Reply
+    from contextflow.sessions import active_session
+
+    settings = replace(app.settings, default_project=args.get("project") or app.settings.default_project,
+                       active_session=args.get("session_id") or active_session(app))
+    budget = hook_budget(os.environ)
+    output = session_start_output(AppType(app.store, settings), hook_dir(app.store.folder, os.environ), budget)
+    context = json.loads(output)["hookSpecificOutput"]["additionalContext"] if output else ""
+    limits = [{"client": key, "name": name, "limit": limit, "fits": limit is None or len(context) <= limit}
+              for key, name, limit in CLIENT_LIMITS]
+    lines = [f"session start for project={settings.default_project} session={settings.active_session or '(none)'}: "
+             f"{len(context):,} characters (hook budget {budget:,} tokens)"]
+    lines += [f"  {item['name']}: " + (f"limit {item['limit']:,} characters, " + ("fits" if item["fits"] else "OVER")
+                                       if item["limit"] else "no documented limit") for item in limits]
+    lines += ["", output or "(nothing: the hook prints nothing)"]
+    data = {"project": settings.default_project, "session_id": settings.active_session, "output": output,
+            "context": context, "chars": len(context), "budget_tokens": budget, "limits": limits}
+    return Reply("\n".join(lines), data)
 
 
 def install(app: None, args: JSON) -> Reply:

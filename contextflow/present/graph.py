@@ -329,5 +329,8 @@ def picture(app: App, args: JSON) -> Reply:
     nodes, total = explore.run_query(app, args.get("query") or "", args.get("limit"))
     draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid
     note = f"drew {len(nodes)} of {total} nodes; raise --limit or narrow the query" if total > len(nodes) else None
-    return Reply(draw(ops.graph(app), nodes), None, note=note)
+    state = ops.graph(app)
+    data = {"count": len(nodes), "total": total, "nodes": [explore.node_dict(state, node) for node in nodes],
+            "edges": [edge.as_dict() for edge in pictures.edges_among(state, nodes)]}
+    return Reply(draw(state, nodes), data, note=note)
 

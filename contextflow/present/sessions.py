@@ -64,7 +64,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     bad_lines = sessions.bad_line_count(app)
     payload = {
         "store": str(app.store.folder),
-        "filters": {k: v for k, v in vars(where).items() if v is not None},
+        "filters": {k: v for k, v in vars(where).items() if v is not None and k != "skip"},
         "count": len(entries),
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
@@ -84,6 +84,16 @@ def _written(app: App, done: str, event: Event) -> Reply:
     data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
     fields = "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
     return Reply(f"{done} {event.id} to {app.store.folder}\n{fields}", data)
+
+
+def mark_handoff_wrong(app: App, args: JSON) -> Reply:
+    return _written(app, "Marked handoff wrong with note", sessions.mark_handoff_wrong(app, **args))
+
+
+def list_projects(app: App, args: JSON) -> Reply:
+    found = sessions.list_projects(app)
+    lines = [f"{clean(p.name, True)}  sessions={p.sessions}  entries={p.entries}  last={p.latest_ts}" for p in found]
+    return Reply("\n".join(lines) or "No projects yet.", {"count": len(found), "projects": [vars(p) for p in found]})
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
