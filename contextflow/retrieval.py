@@ -67,9 +67,16 @@ class ContextResult:
             "count": len(self.shown),
             "tokens": self.tokens,
             "budget_tokens": self.budget,
-            "results": [{"rank": n, **hit_json(s.hit), "shown": s.status, "matched": matched(s.hit.doc, terms)}
+            "results": [{"rank": n, **hit_json(s.hit), "shown": s.status, **why(s.hit.doc, terms)}
                         for n, s in enumerate(self.shown, 1)],
         }
+
+
+def why(doc: Doc, terms: list[str]) -> dict[str, Any]:
+    """What matched (field -> terms) and an excerpt of the first field that matched."""
+    found = matched(doc, terms)
+    first = next(iter(found), None) or next((name for name, text in doc.field_texts() if text), "")
+    return {"matched": found, "excerpt": clip(doc.text(first), 240) if first else None}
 
 
 def matched(doc: Doc, terms: list[str]) -> dict[str, list[str]]:

@@ -155,6 +155,7 @@ async function searchPage(_, query) {
   const list = h("ol", { class: "results" }, data.results.map((r) => h("li", {},
     h("h3", {}, r.kind + ": ", r.kind === "node" ? link(route("/graph", null, { node: r.id }), r.title || r.id)
       : (r.title || r.id)),
+    r.excerpt && r.excerpt !== r.title ? h("p", { class: "excerpt" }, r.excerpt) : null,
     meta("id " + r.id, r.project ? "project " + r.project : "", "agent " + (r.agent || "unknown"),
       "machine " + (r.writer || "unknown"), when(r.time), "score " + r.score),
     h("p", { class: "why" }, why(r.matched)))));
