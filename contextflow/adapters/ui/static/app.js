@@ -17,7 +17,7 @@ export function h(tag, props, ...children) {
   return el;
 }
 
-export function add(el, children) {
+export function add(el, ...children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
