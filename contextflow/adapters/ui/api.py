@@ -41,6 +41,8 @@ class Api:
     def __init__(self, app: App) -> None:
         self.app = app
         self.lock = threading.Lock()
+        self.waiting = 0  # requests waiting for or holding the lock: warming up gives way to them
+        self.idle = threading.Condition()
         self.ops: dict[str, Operation] = {op.name: op for op in operations()}
 
     # -- calling operations ---------------------------------------------------------------
@@ -49,8 +51,15 @@ class Api:
         """Run one operation with these arguments; its reply's data."""
         op = self.ops[name]
         checked = check_arguments(op, {k: v for k, v in arguments.items() if v not in (None, "")}, cli=True)
-        with self.lock:
-            reply = op.run(self.app, checked)
+        with self.idle:
+            self.waiting += 1
+        try:
+            with self.lock:
+                reply = op.run(self.app, checked)
+        finally:
+            with self.idle:
+                self.waiting -= 1
+                self.idle.notify_all()
         assert isinstance(reply, Reply), name
         return reply.data
 
@@ -58,10 +67,14 @@ class Api:
         return await anyio.to_thread.run_sync(lambda: self.call_sync(name, arguments))
 
     def warm(self) -> None:
-        """Fold (or load) what the first pages read, so the first request does not pay for it."""
+        """Fold (or load) what the first pages read, so the first request does not pay for it: the
+        sessions, then the graph, giving way to requests between. The search index (the largest
+        view to load) is loaded by the first search."""
         try:
-            with self.lock:
-                for view in ("sessions", "graph", "search"):
+            for view in ("sessions", "graph"):
+                with self.idle:
+                    self.idle.wait_for(lambda: self.waiting == 0)
+                with self.lock:
                     self.app.store.view(view)
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)

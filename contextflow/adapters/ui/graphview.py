@@ -1,8 +1,9 @@
 """The graph page's picture: the filter as a graph query, and a deterministic layout of the nodes.
 
 The layout is a small force-directed one (Fruchterman-Reingold): linked nodes pull together,
-all nodes push apart, the steps cool down. It starts from a circle ordered by type and id, so
-the same nodes and edges always give the same picture. Coordinates are in a 1000 x 700 box.
+all nodes push apart, a little gravity keeps them near the middle, the steps cool down; then
+the picture is scaled to fill a 1000 x 700 box. It starts from a circle ordered by type and id,
+so the same nodes and edges always give the same picture.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from contextflow.errors import InputError
 
 WIDTH, HEIGHT, MARGIN = 1000.0, 700.0, 40.0
+GRAVITY = 1.0  # pull toward the middle, so unlinked nodes do not drift to the edges
 NODE_TYPES = ("fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question")
 TIERS = ("pinned", "reference", "working", "off-context")
 
@@ -50,7 +52,7 @@ def layout(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[str
     index = {node["id"]: i for i, node in enumerate(order)}
     links = [(index[e["from"]], index[e["to"]]) for e in edges if e["from"] in index and e["to"] in index]
     k = math.sqrt((WIDTH - 2 * MARGIN) * (HEIGHT - 2 * MARGIN) / count)
-    steps = max(15, min(80, 40_000 // count))
+    steps = max(10, min(80, 400_000 // (count * count)))  # about 0.5 s at most
     heat = WIDTH / 10
     for _ in range(steps):
         move = [[0.0, 0.0] for _ in range(count)]
@@ -73,10 +75,20 @@ def layout(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[str
             move[b][0] += dx * pull
             move[b][1] += dy * pull
         for i in range(count):
-            dx, dy = move[i]
+            dx = move[i][0] - GRAVITY * (pos[i][0] - cx) * k / 100
+            dy = move[i][1] - GRAVITY * (pos[i][1] - cy) * k / 100
             length = math.sqrt(dx * dx + dy * dy) or 1.0
             step = min(length, heat)
-            pos[i][0] = min(WIDTH - MARGIN, max(MARGIN, pos[i][0] + dx / length * step))
-            pos[i][1] = min(HEIGHT - MARGIN, max(MARGIN, pos[i][1] + dy / length * step))
+            pos[i][0] += dx / length * step
+            pos[i][1] += dy / length * step
         heat *= 0.93
-    return {node["id"]: [round(pos[i][0], 1), round(pos[i][1], 1)] for i, node in enumerate(order)}
+    return {node["id"]: xy for node, xy in zip(order, _fit(pos), strict=True)}
+
+
+def _fit(pos: list[list[float]]) -> list[list[float]]:
+    """The positions shrunk (never stretched) to fit the box inside its margins, centred."""
+    xs, ys = [p[0] for p in pos], [p[1] for p in pos]
+    spans = (max(xs) - min(xs) or 1.0, max(ys) - min(ys) or 1.0)
+    scale = min(1.0, (WIDTH - 2 * MARGIN) / spans[0], (HEIGHT - 2 * MARGIN) / spans[1])
+    mid = ((max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2)
+    return [[round(WIDTH / 2 + (x - mid[0]) * scale, 1), round(HEIGHT / 2 + (y - mid[1]) * scale, 1)] for x, y in pos]
