@@ -14,7 +14,7 @@ import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
-from contextflow import hooks
+from contextflow import hooks, sessions
 from contextflow.adapters.ui.server import CSP, bind, build_app, cookie_name
 from contextflow.app import App
 from tests.ui.workload import HOSTILE_IMG, Written, write_store_sync
@@ -146,6 +146,9 @@ def test_the_command_prints_the_url_with_a_fresh_token_first_and_serves_only_wit
 
 
 def test_projects_and_a_timeline_across_agents_and_machines(ui: TestClient, written: Written) -> None:
+    other = App.open()
+    sessions.set_active_session(other, "rate-limits")  # the timeline is every session's, whatever is active
+    other.close()
     projects = api(ui, "overview")["projects"]
     assert [p["name"] for p in projects] == ["acme/shop", "acme/api"]
     shop = projects[0]

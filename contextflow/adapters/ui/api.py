@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -40,6 +41,8 @@ def json_response(data: Any, status: int = 200) -> Response:
 class Api:
     def __init__(self, app: App) -> None:
         self.app = app
+        # the same store, without an active session: reads that name no session read them all
+        self.unscoped = App(app.store, replace(app.settings, active_session=None, active_session_file=None))
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for or holding the lock: warming up gives way to them
         self.idle = threading.Condition()
@@ -47,7 +50,7 @@ class Api:
 
     # -- calling operations ---------------------------------------------------------------
 
-    def call_sync(self, name: str, arguments: JSON) -> Any:
+    def call_sync(self, name: str, arguments: JSON, unscoped: bool = False) -> Any:
         """Run one operation with these arguments; its reply's data."""
         op = self.ops[name]
         checked = check_arguments(op, {k: v for k, v in arguments.items() if v not in (None, "")}, cli=True)
@@ -55,7 +58,7 @@ class Api:
             self.waiting += 1
         try:
             with self.lock:
-                reply = op.run(self.app, checked)
+                reply = op.run(self.unscoped if unscoped else self.app, checked)
         finally:
             with self.idle:
                 self.waiting -= 1
@@ -63,8 +66,8 @@ class Api:
         assert isinstance(reply, Reply), name
         return reply.data
 
-    async def call(self, name: str, arguments: JSON) -> Any:
-        return await anyio.to_thread.run_sync(lambda: self.call_sync(name, arguments))
+    async def call(self, name: str, arguments: JSON, unscoped: bool = False) -> Any:
+        return await anyio.to_thread.run_sync(lambda: self.call_sync(name, arguments, unscoped))
 
     def warm(self) -> None:
         """Fold (or load) what the first pages read, so the first request does not pay for it: the
@@ -132,7 +135,7 @@ class Api:
         q = request.query_params
         return await self.call("read_shared_context", {
             "project": q.get("project"), "session_id": q.get("session") or "", "before": q.get("before"),
-            "kind": q.get("kind"), "limit": _limit(q.get("limit"))})
+            "kind": q.get("kind"), "limit": _limit(q.get("limit"))}, unscoped=True)
 
     async def sessions(self, request: Request) -> Any:
         q = request.query_params
