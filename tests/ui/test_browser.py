@@ -63,6 +63,15 @@ def session_start(project: str = "shared", session: str = "") -> str:
     return hooks.run("session-start", b"{}", env)
 
 
+def assert_labelled(page: Any) -> None:
+    """Every control has a name a screen reader can say: a label, or its own text."""
+    unnamed = page.evaluate("""() => [...document.querySelectorAll('input, select, textarea, button')]
+        .filter((el) => !el.hidden && !el.closest('[hidden]'))
+        .filter((el) => !(el.labels && el.labels.length) && !el.textContent.trim() && !el.getAttribute('aria-label'))
+        .map((el) => el.outerHTML)""")
+    assert unnamed == []
+
+
 def assert_no_markup_ran(page: Any) -> None:
     assert page.evaluate("window.__pwned") is None
     assert page.locator("main img, main script").count() == 0
@@ -86,6 +95,7 @@ def test_every_page_shows_the_store(ui: tuple[Any, str], written: Written) -> No
     ]:
         visit(page, base, route)
         assert expected in main_text(page), route
+        assert_labelled(page)
     visit(page, base, "/start/acme%2Fshop?session=checkout-flow")
     assert re.search(r"Claude Code\s+10,000 characters\s+[\d,]+\s+fits", main_text(page))
     visit(page, base, "/records")
