@@ -99,7 +99,8 @@ def main() -> int:
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        env = {**os.environ, "HOME": str(root), "CONTEXTFLOW_STORE": str(root / "store"),
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_"))}
+        env = {**inherited, "HOME": str(root), "CONTEXTFLOW_STORE": str(root / "store"),
                "CONTEXTFLOW_STATE": str(root / "state"), "CONTEXTFLOW_WRITER": "bench"}
         store = generate_store(root / "store", events)
         project = max(store.sessions, key=lambda p: len(store.sessions[p]))

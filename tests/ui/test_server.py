@@ -75,6 +75,12 @@ def test_the_token_in_the_url_becomes_a_strict_http_only_cookie(ui: TestClient) 
     assert cookie.startswith(f"{cookie_name(PORT)}={TOKEN};")
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     assert ui.get("/", headers=COOKIE).status_code == 200
+    app = App.open()
+    scope = {"type": "http", "method": "GET", "path": "//evil.example/x", "query_string": f"token={TOKEN}&a=1".encode(),
+             "headers": [(b"host", f"127.0.0.1:{PORT}".encode())]}
+    redirect = build_app(app, TOKEN, PORT).refusal(scope)
+    app.close()
+    assert redirect is not None and redirect.headers["location"] == "/evil.example/x?a=1"  # never to another host
 
 
 @pytest.mark.parametrize("host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1:9999", f"0.0.0.0:{PORT}",

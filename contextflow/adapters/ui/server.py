@@ -98,7 +98,8 @@ class Guard:
         query = QueryParams(scope.get("query_string", b"").decode("latin-1"))
         if self._valid(query.get("token")):  # the printed URL: swap the token for a cookie, drop it from the URL
             rest = urlencode([(k, v) for k, v in query.multi_items() if k != "token"])
-            redirect = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), 303)
+            path = "/" + scope["path"].lstrip("/")  # never `//host`: a redirect stays on this server
+            redirect = RedirectResponse(path + (f"?{rest}" if rest else ""), 303)
             redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             return redirect
         cookies = SimpleCookie()
