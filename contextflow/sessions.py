@@ -19,16 +19,7 @@ from contextflow.errors import InputError, NotFoundError
 from contextflow.events import Event
 from contextflow.fsutil import atomic_write
 from contextflow.ids import new_id
-from contextflow.views.sessions import (
-    NO_SESSION,
-    WRONG_FIELD,
-    Marks,
-    SessionsState,
-    SessionSummary,
-    project_of,
-    session_of,
-    summarize,
-)
+from contextflow.views.sessions import NO_SESSION, Marks, SessionsState, SessionSummary, session_of, summarize
 
 DEFAULT_LIMIT = 20
 PROMPT_SESSIONS = 50
@@ -182,32 +173,6 @@ def write_handoff(
     data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
     data.update(_lists(app, next_steps=next_steps, open_questions=open_questions, files=files))
     return app.store.append("handoff", data)
-
-
-def mark_handoff_wrong(app: App, *, handoff_id: object, agent: object, reason: object = None) -> Event:
-    """A note in the handoff's own session saying it is wrong (and why): from then on it is no
-    session's latest handoff, for every agent and machine. Nothing is rewritten."""
-    wanted = checks.text(handoff_id, "handoff_id", required=True, max_chars=200) or ""
-    handoff = _find_handoff(app, wanted)
-    why = checks.text(reason, "reason", max_chars=app.settings.max_note_chars)
-    data: dict[str, object] = {
-        "project": project_of(handoff),
-        "agent": checks.text(agent, "agent", required=True, max_chars=200),
-        "text": f"Marked handoff {handoff.id} as wrong" + (f": {why}" if why else "."),
-        WRONG_FIELD: handoff.id,
-    }
-    if session_of(handoff):
-        data["session_id"] = session_of(handoff)
-    return app.store.append("note", data)
-
-
-def _find_handoff(app: App, handoff_id: str) -> Event:
-    state = sessions_state(app)
-    for entries in state.by_project.values():
-        for event in reversed(entries):
-            if event.id == handoff_id and event.kind == "handoff":
-                return event
-    raise NotFoundError(f"no handoff with id {handoff_id!r}; get_latest_handoff or read_shared_context show ids")
 
 
 def wrong_marks(app: App) -> Marks:

@@ -15,6 +15,7 @@ from contextflow.cli import main
 from contextflow.errors import NotFoundError
 from contextflow.events import Event
 from contextflow.fold import Fold
+from contextflow.handoff_marks import mark_handoff_wrong
 from contextflow.views import all_views
 from tests.conftest import call_with_data, connect, text_of
 
@@ -33,7 +34,7 @@ def latest(app: App, session: str = "s1", project: str = "web") -> str | None:
 def test_a_handoff_marked_wrong_is_no_longer_the_latest_anywhere(app: App) -> None:
     good, bad = handoff(app, "tests pass"), handoff(app, "all done (it is not)")
     assert latest(app) == bad
-    note = sessions.mark_handoff_wrong(app, handoff_id=bad, agent="human", reason="the tests fail")
+    note = mark_handoff_wrong(app, handoff_id=bad, agent="human", reason="the tests fail")
     assert note.kind == "note" and note.data["wrong_handoff"] == bad and note.data["session_id"] == "s1"
     assert note.data["text"] == f"Marked handoff {bad} as wrong: the tests fail"
     assert latest(app) == good
@@ -47,7 +48,7 @@ def test_a_handoff_marked_wrong_is_no_longer_the_latest_anywhere(app: App) -> No
 
 def test_a_new_process_honours_the_mark_from_the_sidecar_and_the_session_start_hook(app: App) -> None:
     good, bad = handoff(app, "tests pass"), handoff(app, "wrong one")
-    sessions.mark_handoff_wrong(app, handoff_id=bad, agent="human")
+    mark_handoff_wrong(app, handoff_id=bad, agent="human")
     app.close()  # writes the sessions sidecar
     fresh = App.open()
     try:
@@ -65,7 +66,7 @@ def test_marking_an_unknown_id_says_where_to_find_ids(app: App) -> None:
     note = sessions.append_note(app, agent="claude", text="not a handoff", project="web", session_id="s1")
     for wrong in ("nope", note.id):
         with pytest.raises(NotFoundError, match="get_latest_handoff or read_shared_context show ids"):
-            sessions.mark_handoff_wrong(app, handoff_id=wrong, agent="human")
+            mark_handoff_wrong(app, handoff_id=wrong, agent="human")
 
 
 def test_the_mark_wrong_and_projects_commands(capsys: pytest.CaptureFixture[str], app: App) -> None:

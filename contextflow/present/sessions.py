@@ -87,7 +87,9 @@ def _written(app: App, done: str, event: Event) -> Reply:
 
 
 def mark_handoff_wrong(app: App, args: JSON) -> Reply:
-    return _written(app, "Marked handoff wrong with note", sessions.mark_handoff_wrong(app, **args))
+    from contextflow.handoff_marks import mark_handoff_wrong as mark
+
+    return _written(app, "Marked handoff wrong with note", mark(app, **args))
 
 
 def list_projects(app: App, args: JSON) -> Reply:
