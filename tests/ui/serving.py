@@ -30,9 +30,11 @@ def running(app: App) -> Iterator[str]:
     sock = bind(0)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(16)
-    config = uvicorn.Config(build_app(app, token, port, Api(app)), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=1)
+    api = Api(app)
+    config = uvicorn.Config(build_app(app, token, port, api), log_level="warning", access_log=False,
+                            lifespan="off", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
+    api.stopping = lambda: server.should_exit
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

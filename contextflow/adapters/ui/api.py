@@ -47,6 +47,7 @@ class Api:
         self.waiting = 0  # requests waiting for or holding the lock: warming up gives way to them
         self.idle = threading.Condition()
         self.ops: dict[str, Operation] = {op.name: op for op in operations()}
+        self.stopping: Callable[[], bool] = lambda: False  # the server sets it: live streams end with it
 
     # -- calling operations ---------------------------------------------------------------
 
@@ -99,7 +100,8 @@ class Api:
         }
         routes = [Route(f"/api/{name}", self._get(handler), methods=["GET"]) for name, handler in gets.items()]
         routes += [Route(f"/api/{name}", self._post(handler), methods=["POST"]) for name, handler in posts.items()]
-        routes.append(Route("/api/events", lambda request: live.stream(request, self.signature), methods=["GET"]))
+        routes.append(Route("/api/events", lambda request: live.stream(request, self.signature, self.stopping),
+                            methods=["GET"]))
         return routes
 
     def _get(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:

@@ -19,12 +19,13 @@ POLL_S = 0.5
 HEARTBEAT_S = 15.0
 
 
-def stream(request: Request, signature: Callable[[], Any]) -> StreamingResponse:
-    return StreamingResponse(_ticker(request, signature), media_type="text/event-stream",
+def stream(request: Request, signature: Callable[[], Any], stopping: Callable[[], bool]) -> StreamingResponse:
+    """The stream; it ends when the client goes or `stopping()` says the server is shutting down."""
+    return StreamingResponse(_ticker(request, signature, stopping), media_type="text/event-stream",
                              headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
 
-async def _ticker(request: Request, signature: Callable[[], Any]) -> AsyncIterator[str]:
+async def _ticker(request: Request, signature: Callable[[], Any], stopping: Callable[[], bool]) -> AsyncIterator[str]:
     """The change events, with a comment line as heartbeat when nothing changed for a while."""
     yield "retry: 1000\n\n"
     last = await anyio.to_thread.run_sync(signature)
@@ -32,7 +33,7 @@ async def _ticker(request: Request, signature: Callable[[], Any]) -> AsyncIterat
     yield f"event: change\ndata: {version}\n\n"
     while True:
         await anyio.sleep(POLL_S)
-        if await request.is_disconnected():
+        if stopping() or await request.is_disconnected():
             return
         now = await anyio.to_thread.run_sync(signature)
         if now != last:

@@ -153,8 +153,10 @@ def run_ui(app: App, port: int, open_browser: bool = True) -> None:
     if open_browser:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     config = uvicorn.Config(build_app(app, token, bound, api), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=2)
+                            lifespan="off", timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    api.stopping = lambda: server.should_exit  # open pages' streams end, so Ctrl-C stops at once
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         sock.close()
