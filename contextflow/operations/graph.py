@@ -222,6 +222,7 @@ TOOLS = (
               Param("remove_tags", _TAGS),
               Param("delete", _BOOL),
               Param("cascade", {"type": "boolean", "description": "With delete: also delete nodes derived from it."}),
+              Param("agent", _AGENT, tool=False),  # who changes it (the web page passes the person)
           ), writes=True, destructive=True),
     _tool("graph_summarize",
           "Write a summary node of several nodes, linked to each by DERIVED_FROM so its provenance stays "

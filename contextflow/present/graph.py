@@ -130,14 +130,14 @@ def _deleted(node_id: str, deleted: list[str], text: str) -> Reply:
 def graph_update(app: App, args: JSON) -> Reply:
     node = ops.resolve(ops.graph(app), args["id"])
     if args.get("delete"):
-        deleted = ops.delete_node(app, node.id, cascade=bool(args.get("cascade")))
+        deleted = ops.delete_node(app, node.id, cascade=bool(args.get("cascade")), agent=args.get("agent"))
         return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
     changes = {name: args[name] for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
                if name in args}
     if not changes:
         raise InputError("graph_update needs something to change: content, type, summary, metadata, add_tags, "
                          "remove_tags, or delete: true")
-    ops.update_node(app, node.id, **changes)
+    ops.update_node(app, node.id, **changes, agent=args.get("agent"))
     return _written(app, node.id, verb="Updated")
 
 

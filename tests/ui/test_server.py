@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
@@ -211,9 +212,18 @@ def test_pinning_a_node_reaches_the_next_session_start(ui: TestClient, written: 
     assert api(ui, "node", id=fact)["tags"] == ["project:shop", "tier:off-context"]
     send(ui, "node", {"id": fact, "action": "tags", "add_tags": ["task:refunds"], "remove_tags": ["project:shop"]})
     assert api(ui, "node", id=fact)["tags"] == ["task:refunds", "tier:off-context"]
+    assert _last_event(ui)["data"] == {"node": fact, "tags": ["project:shop"], "agent": "human"}  # the person
     send(ui, "node", {"id": fact, "action": "forget"})
     assert ui.get("/api/node", params={"id": fact}, headers=COOKIE).status_code == 400
     assert api(ui, "graph")["count"] == 2
+
+
+def _last_event(ui: TestClient) -> dict:
+    """The newest line of this machine's log (the page's writes land there)."""
+    from contextflow.locate import writer_id
+
+    log = next(Path(os.environ["CONTEXTFLOW_STORE"]).glob(f"events.{writer_id(os.environ)}.jsonl"))
+    return dict(json.loads(log.read_bytes().splitlines()[-1]))
 
 
 def test_marking_a_handoff_wrong_changes_what_agents_resume_from(ui: TestClient, written: Written) -> None:

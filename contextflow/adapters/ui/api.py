@@ -27,7 +27,7 @@ from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import JSON, Operation, Reply
 from contextflow.text import clean_data
 
-AGENT = "human"  # who the page's writes are attributed to (the CLI's default too)
+AGENT = "human"  # who the page's changes are attributed to (the CLI's default too)
 PAGE = 50  # entries, sessions and records per page
 MAX_PAGE = 200
 TIERS = ("tier:pinned", "tier:reference", "tier:working", "tier:off-context")
@@ -202,12 +202,13 @@ class Api:
             "unarchive": {"remove_tags": ["tier:off-context"]},
         }.get(str(action), {})
         if action == "forget":
-            return await self.call("graph_update", {"id": node_id, "delete": True})
+            return await self.call("graph_update", {"id": node_id, "delete": True, "agent": AGENT})
         if action == "tags":
             changes = {"add_tags": body.get("add_tags") or [], "remove_tags": body.get("remove_tags") or []}
         if not changes:
             raise InputError("action must be pin, unpin, archive, unarchive, forget or tags")
-        return await self.call("graph_update", {"id": node_id, **{k: v for k, v in changes.items() if v}})
+        given = {name: tags for name, tags in changes.items() if tags}
+        return await self.call("graph_update", {"id": node_id, "agent": AGENT, **given})
 
     async def curate_record(self, body: JSON) -> Any:
         """pin, unpin or forget a keyed context record."""
