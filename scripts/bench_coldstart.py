@@ -45,9 +45,9 @@ from benchlib.mcp_timing import server_command  # noqa: E402
 from benchlib.procs import ColdStart, cold_start  # noqa: E402
 from benchlib.storegen import generate_store  # noqa: E402
 
-from contextflow.clock import COUNTER_BITS  # noqa: E402
-from contextflow.events import Event, encode  # noqa: E402
-from contextflow.ids import new_id  # noqa: E402
+from contextflow.core.clock import COUNTER_BITS  # noqa: E402
+from contextflow.core.events import Event, encode  # noqa: E402
+from contextflow.core.ids import new_id  # noqa: E402
 
 CALLS = {  # first call -> the view it needs
     "read_shared_context": ({"project": "shared", "limit": 20}, "sessions index sidecar, else the sessions"),

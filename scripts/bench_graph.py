@@ -73,7 +73,7 @@ def words(rng: random.Random, vocabulary: list[str], count: int) -> str:
 
 def fill(app: Any, nodes: int, seed: int = 7) -> list[str]:
     """`nodes` random nodes (types, tiers, projects, tasks) plus about nodes/2 edges."""
-    from contextflow.graph.ops import edge_item, node_item
+    from contextflow.graph.writes import edge_item, node_item
 
     rng = random.Random(seed)
     vocabulary = [f"w{n}" for n in range(3000)] + ["sqlite", "parser", "oauth", "payments", "budget"]
@@ -99,9 +99,9 @@ def fill(app: Any, nodes: int, seed: int = 7) -> list[str]:
 
 
 def bench_big_graph(nodes: int, runs: int) -> None:
+    from contextflow.adapters.server.app import ContextflowServer
     from contextflow.app import App
-    from contextflow.graph import compose, explore, ops
-    from contextflow.server.app import ContextflowServer
+    from contextflow.graph import compose, explore, writes
 
     print(f"\n== graph at {nodes:,} nodes (in process) ==")
     app = App.open()
@@ -127,10 +127,10 @@ def bench_big_graph(nodes: int, runs: int) -> None:
         label = f"compose {budget:>6,} tokens {query[:36]}"
         print(f"{label:<66} {len(result.included):>7,} in   {summary(times)}")
     target = ids[len(ids) // 2]
-    adds = sample(lambda: ops.add_node(app, type="observation", content="bench observation", agent="bench",
-                                       links=[ops.Link(target, "CHILD_OF")]), runs * 4)
+    adds = sample(lambda: writes.add_node(app, type="observation", content="bench observation", agent="bench",
+                                       links=[writes.Link(target, "CHILD_OF")]), runs * 4)
     print(f"{'add observation (node + CHILD_OF edge, 2 locked appends)':<74} {summary(adds)}")
-    adds = sample(lambda: ops.add_node(app, type="observation", content="bench observation", agent="bench"), runs * 4)
+    adds = sample(lambda: writes.add_node(app, type="observation", content="bench observation", agent="bench"), runs * 4)
     print(f"{'add observation (node only, 1 locked append)':<74} {summary(adds)}")
     app.store.save_snapshot(force=True)
     app.close()
@@ -179,7 +179,7 @@ async def interleave(timed: list[Timed], calls: int, warmup: int = 3) -> None:
 
 def seed_entities(env: dict[str, str], entities: int) -> list[str]:
     from contextflow.app import App
-    from contextflow.graph.ops import node_item
+    from contextflow.graph.writes import node_item
 
     app = App.open(env)
     ids: list[str] = []

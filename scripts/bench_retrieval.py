@@ -36,8 +36,9 @@ import time  # noqa: E402
 from itertools import accumulate  # noqa: E402
 from typing import Any  # noqa: E402
 
-from contextflow import conversations, retrieval  # noqa: E402
 from contextflow.app import App  # noqa: E402
+from contextflow.conversations import core as conversations  # noqa: E402
+from contextflow.search import retrieval  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load, recall_at  # noqa: E402
 
 P95_TARGET_MS = 30.0

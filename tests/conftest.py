@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
-from contextflow.server.app import ContextflowServer
 
 ENV_KEYS = (
     "CONTEXTFLOW_STORE",

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from contextflow.cli import build_parser, main
+from contextflow.adapters.cli import build_parser, main
 
 
 def run(capsys, *argv):
@@ -136,7 +136,7 @@ def test_the_cli_and_the_tool_print_the_same_json(capsys, app):
     import anyio
     from mcp import Client
 
-    from contextflow.server.app import ContextflowServer
+    from contextflow.adapters.server.app import ContextflowServer
 
     assert run(capsys, "note", "shared payload", "--session", "s")[0] == 0
     code, out, _ = run(capsys, "read", "--session", "s", "--format", "json")

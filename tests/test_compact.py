@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.compact import compact
-from contextflow.errors import InputError, StoreError
-from contextflow.log import replace_log, signature
+from contextflow.core.compact import compact
+from contextflow.core.errors import InputError, StoreError
+from contextflow.core.log import replace_log, signature
 from tests.sync.workload import differences, picture, write_round
 
 
@@ -341,7 +341,7 @@ def test_an_archive_folder_inside_the_store_is_refused(pair):
 
 
 def test_a_view_that_cannot_answer_keeps_everything(pair, monkeypatch):
-    from contextflow import views
+    from contextflow import features as views
 
     class Opaque:
         name = "opaque"

@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from contextflow import conflicts
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
+from contextflow.core import conflicts
 from tests.conftest import open_app
 from tests.sync.workload import picture, write_round
 
@@ -173,8 +173,8 @@ def test_doctor_with_an_unknown_option_fails_with_usage(capsys):
 
 
 def test_the_remover_refuses_anything_but_a_conflict_copy(app, store_dir: Path):
-    from contextflow.errors import StoreError
-    from contextflow.log import remove_conflict_copy
+    from contextflow.core.errors import StoreError
+    from contextflow.core.log import remove_conflict_copy
 
     app.store.append("note", {"text": "precious", "session_id": "s"})
     with pytest.raises(StoreError, match="not a sync-conflict copy"):

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from contextflow import conversations
+from contextflow.adapters.cli import build_parser, main
 from contextflow.app import App
-from contextflow.blobs import BLOB_DIR, blob_path, read_blob, write_blob
-from contextflow.cli import build_parser, main
-from contextflow.errors import InputError, NotFoundError, StoreError
+from contextflow.conversations import core as conversations
+from contextflow.core.blobs import BLOB_DIR, blob_path, read_blob, write_blob
+from contextflow.core.errors import InputError, NotFoundError, StoreError
 from tests.conftest import call_with_data, connect, open_app, text_of
 
 SINGLE: dict[str, Any] = {

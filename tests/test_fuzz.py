@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
-from contextflow.events import decode
-from contextflow.server.app import ContextflowServer
+from contextflow.core.events import decode
 
 EXAMPLES = int(os.environ.get("CONTEXTFLOW_FUZZ_EXAMPLES", "25"))
 DEEP_EXAMPLES = 250

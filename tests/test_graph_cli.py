@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from contextflow.cli import main
+from contextflow.adapters.cli import main
 
 
 def run(capsys, *argv, stdin=None, monkeypatch=None):
@@ -172,7 +172,7 @@ def test_every_graph_command_has_help_and_appears_in_the_docs():
     import re
     from pathlib import Path
 
-    from contextflow.operations import operations
+    from contextflow.features import operations
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "graph.md").read_text()
     documented = ("hook", "install")  # converted by another change; checked once they are in the table

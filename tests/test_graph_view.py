@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow.events import Event
+from contextflow.core.events import Event
 from contextflow.graph.view import GraphState, GraphView
 from tests.conftest import open_app
 
@@ -76,25 +76,25 @@ def test_a_later_untag_wins_over_an_earlier_tag_whatever_the_arrival_order():
 
 
 def test_edges_of_a_deleted_node_disappear_with_it(app):
-    from contextflow.graph import ops
+    from contextflow.graph import writes
 
-    a = ops.add_node(app, type="fact", content="a")
-    b = ops.add_node(app, type="decision", content="b")
-    ops.link(app, b.id, a.id, "DEPENDS_ON")
-    ops.delete_node(app, a.id)
-    state = ops.graph(app)
+    a = writes.add_node(app, type="fact", content="a")
+    b = writes.add_node(app, type="decision", content="b")
+    writes.link(app, b.id, a.id, "DEPENDS_ON")
+    writes.delete_node(app, a.id)
+    state = writes.graph(app)
     assert state.edges_out(b.id) == [] and not state.has_edges(b.id) and state.node(a.id) is None
 
 
 def test_a_second_writer_sees_the_first_writers_graph(app):
-    from contextflow.graph import ops
+    from contextflow.graph import writes
 
-    a = ops.add_node(app, type="fact", content="shared fact", tags=["tier:reference"])
+    a = writes.add_node(app, type="fact", content="shared fact", tags=["tier:reference"])
     other = open_app("writer-b")
     try:
-        b = ops.add_node(other, type="decision", content="built on it", links=[ops.Link(a.id, "DEPENDS_ON")])
-        assert ops.graph(app).edge_live(b.id, a.id, "DEPENDS_ON")
-        assert ops.graph(other).tags_of(a.id) == {"tier:reference"}
+        b = writes.add_node(other, type="decision", content="built on it", links=[writes.Link(a.id, "DEPENDS_ON")])
+        assert writes.graph(app).edge_live(b.id, a.id, "DEPENDS_ON")
+        assert writes.graph(other).tags_of(a.id) == {"tier:reference"}
     finally:
         other.close()
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import sessions
-from contextflow.cli import main
-from contextflow.graph import ops
-from contextflow.text import estimate_tokens
+from contextflow.adapters.cli import main
+from contextflow.core.text import estimate_tokens
+from contextflow.graph import writes
+from contextflow.sessions import core as sessions
 
 SESSION = "9f2c1a7e-5b3d-4e0a-8c6f-1d2e3f4a5b6c"
 
@@ -70,10 +70,10 @@ Here is the syntax for later: `<ctx:remember type="fact">inline example</ctx:rem
 
 def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch,
                                                                                      tmp_path):
-    from contextflow import timeline
+    from contextflow.timeline import core as timeline
 
-    ops.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
-    ops.add_node(app, type="fact", content="archived detail", tags=["tier:off-context"])
+    writes.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="archived detail", tags=["tier:off-context"])
     sessions.set_active_session(app, "feature-x")
     sessions.write_handoff(app, agent="codex", summary="Half-way through the parser", session_id="feature-x")
     timeline.create_thread(app, name="parser rewrite", agent="codex")
@@ -89,7 +89,7 @@ def test_session_start_injects_the_default_view_the_active_handoff_and_open_thre
 
 def test_session_start_stays_within_the_hook_budget(app, capsys, monkeypatch, tmp_path):
     for n in range(30):
-        ops.add_node(app, type="fact", content=f"fact {n} " + "w" * 300, tags=["tier:reference"])
+        writes.add_node(app, type="fact", content=f"fact {n} " + "w" * 300, tags=["tier:reference"])
     sessions.set_active_session(app, "s")
     sessions.write_handoff(app, agent="me", summary="h" * 5000, session_id="s")
     monkeypatch.setenv("CONTEXTFLOW_HOOK_BUDGET", "1000")
@@ -99,9 +99,9 @@ def test_session_start_stays_within_the_hook_budget(app, capsys, monkeypatch, tm
 
 
 def test_session_start_uses_a_saved_default_view(app, capsys, monkeypatch, tmp_path):
-    ops.add_node(app, type="pattern", content="only patterns here")
-    ops.add_node(app, type="fact", content="a fact", tags=["tier:reference"])
-    ops.create_view(app, "default", "type:pattern", 2000)
+    writes.add_node(app, type="pattern", content="only patterns here")
+    writes.add_node(app, type="fact", content="a fact", tags=["tier:reference"])
+    writes.create_view(app, "default", "type:pattern", 2000)
     _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "only patterns here" in context and "a fact" not in context
@@ -119,7 +119,7 @@ def test_a_missing_store_injects_nothing_and_says_why(capsys, monkeypatch, tmp_p
 @pytest.mark.parametrize("stdin", [b"{not json", b"[1, 2]", b"\xff\xfe", b'"just a string"'])
 @pytest.mark.parametrize("event", ["session-start", "prompt-submit", "stop"])
 def test_malformed_stdin_exits_zero_prints_nothing_and_logs_the_reason(app, capsys, monkeypatch, stdin, event):
-    ops.add_node(app, type="fact", content="x", tags=["tier:pinned"])
+    writes.add_node(app, type="fact", content="x", tags=["tier:pinned"])
     code, out, err = hook(capsys, monkeypatch, event, stdin)
     assert code == 0 and out == "" and "did nothing" in err
 
@@ -130,7 +130,7 @@ def test_an_unknown_hook_event_exits_zero(capsys, monkeypatch):
 
 
 def test_stop_carries_out_directives_of_the_last_reply_only(app, capsys, monkeypatch, tmp_path):
-    ops.add_node(app, type="fact", content="Prices are in cents", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="Prices are in cents", tags=["tier:reference"])
     write_transcript(
         tmp_path,
         line("user", "earlier question", "u0"),
@@ -142,16 +142,16 @@ def test_stop_carries_out_directives_of_the_last_reply_only(app, capsys, monkeyp
     )
     code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=False))
     assert code == 0 and json.loads(out) == {}
-    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    contents = [writes.graph(app).nodes[i].content for i in writes.graph(app).live]
     assert "Payments go through Stripe Checkout & we store no card data." in contents
     assert not {"old turn", "inline example", "fenced example"} & set(contents)
-    remembered = next(i for i in ops.graph(app).live if ops.graph(app).nodes[i].type == "decision")
-    assert ops.graph(app).tags_of(remembered) == {"project:shop", "tier:reference"}
-    assert ops.graph(app).nodes[remembered].agent == "claude-code"
+    remembered = next(i for i in writes.graph(app).live if writes.graph(app).nodes[i].type == "decision")
+    assert writes.graph(app).tags_of(remembered) == {"project:shop", "tier:reference"}
+    assert writes.graph(app).nodes[remembered].agent == "claude-code"
 
     # the same reply again (the client re-ran the hook) does nothing twice
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
-    assert len(ops.graph(app).live) == 2
+    assert len(writes.graph(app).live) == 2
 
     code, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="go on"))
     output = json.loads(out)["hookSpecificOutput"]
@@ -173,17 +173,17 @@ def test_stop_prefers_last_assistant_message_when_the_client_sends_it(app, capsy
 
 
 def test_summarize_supersede_and_expand_directives(app, capsys, monkeypatch, tmp_path):
-    a = ops.add_node(app, type="observation", content="detail one", tags=["tier:working"])
-    b = ops.add_node(app, type="observation", content="detail two", tags=["tier:working"])
+    a = writes.add_node(app, type="observation", content="detail one", tags=["tier:working"])
+    b = writes.add_node(app, type="observation", content="detail two", tags=["tier:working"])
     text = f'<ctx:summarize nodes="{a.id[:8]},{b.id}" archive="true">both details</ctx:summarize>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    state = ops.graph(app)
+    state = writes.graph(app)
     summary = next(i for i in state.live if state.nodes[i].type == "summary")
     assert state.tags_of(a.id) == {"tier:off-context"}
-    newer = ops.add_node(app, type="summary", content="both details, revised")
+    newer = writes.add_node(app, type="summary", content="both details, revised")
     text = f'<ctx:supersede old="{summary}" new="{newer.id}"/><ctx:expand node="{summary}"/>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    assert ops.graph(app).superseded_by(summary) == newer.id
+    assert writes.graph(app).superseded_by(summary) == newer.id
     _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert f"## Sources of [summary:{summary}]" in context and "detail one" in context and "detail two" in context
@@ -195,12 +195,12 @@ def test_task_boundaries_tag_working_memory_then_archive_it_and_promote_decision
 
     say('<ctx:task name="oauth" action="start"/><ctx:remember type="observation">token endpoint found</ctx:remember>')
     say('<ctx:remember type="decision">refresh tokens stay server-side</ctx:remember>')
-    state = ops.graph(app)
+    state = writes.graph(app)
     by_content = {state.nodes[i].content: i for i in state.live}
     note, decision = by_content["token endpoint found"], by_content["refresh tokens stay server-side"]
     assert state.tags_of(note) == {"task:oauth", "tier:working"}
     say('<ctx:task name="oauth" action="end" summarize="true"/>')
-    state = ops.graph(app)
+    state = writes.graph(app)
     assert state.tags_of(note) == {"task:oauth", "tier:off-context"}
     assert state.tags_of(decision) == {"task:oauth", "tier:reference"}
     _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
@@ -249,7 +249,7 @@ def test_stop_carries_out_a_remember_written_before_a_tool_call_in_the_same_turn
     )
     code, _, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="Done looking."))
     assert code == 0
-    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    contents = [writes.graph(app).nodes[i].content for i in writes.graph(app).live]
     assert contents == ["written before the tool call"]
 
 
@@ -257,25 +257,25 @@ def test_stop_processes_each_message_once_across_calls_and_reads_new_ones(app, c
     first = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">one</ctx:remember>'}], "a1", "u1")
     write_transcript(tmp_path, line("user", "go", "u1"), first)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
-    ops.delete_node(app, next(iter(ops.graph(app).live)))  # a re-run would bring it back
+    writes.delete_node(app, next(iter(writes.graph(app).live)))  # a re-run would bring it back
     second = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">two</ctx:remember>'}], "a2", "a1")
     write_transcript(tmp_path, line("user", "go", "u1"), first, second)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
-    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["two"]
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["two"]
 
 
 def test_a_final_message_the_transcript_lacks_is_carried_out_once(app, capsys, monkeypatch, tmp_path):
     text = '<ctx:remember type="fact">only in the payload</ctx:remember>'
     write_transcript(tmp_path, line("user", "go", "u1"))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    node_id = next(iter(ops.graph(app).live))
-    ops.delete_node(app, node_id)
+    node_id = next(iter(writes.graph(app).live))
+    writes.delete_node(app, node_id)
     # the transcript catches up: the same message, now with its uuid, is not carried out again
     reply = line("assistant", [{"type": "text", "text": text}], "a1", "u1")
     write_transcript(tmp_path, line("user", "go", "u1"), reply)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    assert ops.graph(app).live == set()
+    assert writes.graph(app).live == set()
 
 
 def test_stop_state_files_are_private_to_the_user(app, capsys, monkeypatch, tmp_path):
@@ -290,14 +290,14 @@ def test_gemini_after_agent_payload_is_carried_out_from_prompt_response(app, cap
               "stop_hook_active": False}
     code, out, _ = hook(capsys, monkeypatch, "stop", json.dumps(gemini))
     assert code == 0 and out == "{}\n"
-    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["from gemini"]
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["from gemini"]
 
 
 def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app, capsys, monkeypatch, tmp_path):
     text = '<ctx:remember type="fact" tags="tier:reference">Staging is eu-west-1</ctx:remember>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="ok\n" + text))
-    assert len(ops.graph(app).live) == 1
+    assert len(writes.graph(app).live) == 1
     _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("Staging is eu-west-1") == 1
 
@@ -318,19 +318,19 @@ def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(
     remember = '<ctx:remember type="fact">said once</ctx:remember>'
     write_transcript(tmp_path, line("user", "go", "u1"))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
-    ops.delete_node(app, next(iter(ops.graph(app).live)))
+    writes.delete_node(app, next(iter(writes.graph(app).live)))
     write_transcript(  # the same reply, now in the transcript as two entries
         tmp_path, line("user", "go", "u1"),
         line("assistant", [{"type": "text", "text": "Noted."}], "a1", "u1"),
         line("assistant", [{"type": "text", "text": remember}], "a2", "a1"),
     )
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
-    assert ops.graph(app).live == set()
+    assert writes.graph(app).live == set()
     # a later turn saying the same thing again is carried out
     write_transcript(tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}],
                                                                    "a3", "u3"))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=remember))
-    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["said once"]
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["said once"]
 
 
 @pytest.mark.parametrize(
@@ -345,10 +345,10 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
     script = (
         "import io, sys\n"
         f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(body).encode()!r}))\n"
-        "from contextflow.cli import main\n"
+        "from contextflow.adapters.cli import main\n"
         f"code = main(['hook', {event!r}])\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search', "
-        "'contextflow.store', 'mcp', 'orjson', 'platformdirs', 'dataclasses')))\n"
+        "'contextflow.core.store', 'mcp', 'orjson', 'platformdirs', 'dataclasses')))\n"
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
     env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "state"),
@@ -358,7 +358,7 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
 
 
 def test_the_hook_budget_limit_is_the_graphs():
-    from contextflow import hooks
+    from contextflow.adapters import hooks
     from contextflow.graph import model
 
     assert hooks.MAX_BUDGET == model.MAX_BUDGET

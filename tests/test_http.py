@@ -23,10 +23,10 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from contextflow.adapters.server.auth import Grant, GrantVerifier, load_grants, parse_grants
+from contextflow.adapters.server.http import HttpBridge, bind, build_http_app
 from contextflow.app import App
-from contextflow.errors import InputError
-from contextflow.server.auth import Grant, GrantVerifier, load_grants, parse_grants
-from contextflow.server.http import HttpBridge, bind, build_http_app
+from contextflow.core.errors import InputError
 
 pytestmark = pytest.mark.anyio
 
@@ -188,7 +188,7 @@ async def test_a_token_cannot_write_a_project_it_may_only_read(app: App) -> None
 
 
 async def test_each_token_has_its_own_active_session(app: App) -> None:
-    from contextflow import sessions
+    from contextflow.sessions import core as sessions
 
     app.store.append("note", {"agent": "x", "project": "A", "session_id": "alpha", "text": "a"})
     with running(app) as url:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.cli import main
-from contextflow.errors import InputError
-from contextflow.install import install, skill_text
+from contextflow.adapters.cli import main
+from contextflow.admin.install import install, skill_text
+from contextflow.core.errors import InputError
 
 CMD = ["/opt/contextflow/bin/contextflow"]
 ENV = {"CONTEXTFLOW_STORE": "/data/store"}
@@ -192,7 +192,7 @@ import shlex  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from contextflow.install_check import client_store_findings, command_env  # noqa: E402
+from contextflow.admin.install_check import client_store_findings, command_env  # noqa: E402
 
 SETTINGS_ENV = {"CONTEXTFLOW_STORE": "rel/store", "CONTEXTFLOW_STATE": "/var/cf-state", "CONTEXTFLOW_WRITER": "laptop"}
 

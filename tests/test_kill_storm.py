@@ -25,9 +25,9 @@ from pathlib import Path
 
 import orjson
 
-from contextflow.events import decode
-from contextflow.locate import Location
-from contextflow.store import Store
+from contextflow.core.events import decode
+from contextflow.core.locate import Location
+from contextflow.core.store import Store
 
 WRITERS = 220
 LIVE = 8  # writers alive at once
@@ -39,8 +39,8 @@ ZYGOTE = r"""
 import os, random, signal, sys
 from pathlib import Path
 from filelock import FileLock
-from contextflow.locate import Location
-from contextflow.store import Store
+from contextflow.core.locate import Location
+from contextflow.core.store import Store
 
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
 folder = Path(sys.argv[1])

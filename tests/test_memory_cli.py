@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from contextflow import timeline
-from contextflow.cli import build_parser, main
+from contextflow.adapters.cli import build_parser, main
+from contextflow.timeline import core as timeline
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -129,7 +129,8 @@ def test_whereami_shows_pinned_context_in_text_and_json(capsys):
 def test_every_memory_command_and_tool_appears_in_the_docs():
     from pathlib import Path
 
-    from contextflow.operations import context, timeline
+    from contextflow.records import operations as context
+    from contextflow.timeline import operations as timeline
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "context-and-timeline.md").read_text()
     top = next(a for a in build_parser()._actions if a.dest == "command")

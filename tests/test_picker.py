@@ -1,5 +1,5 @@
-from contextflow.picker import NEW, choices
-from contextflow.sessions import append_note, write_handoff
+from contextflow.adapters.picker import NEW, choices
+from contextflow.sessions.core import append_note, write_handoff
 
 
 def test_the_picker_offers_a_new_session_first_then_recent_sessions_with_details(app, monkeypatch, tmp_path):

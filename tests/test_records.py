@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow import records, timeline
 from contextflow.app import App
-from contextflow.clock import HybridClock
-from contextflow.errors import InputError, NotFoundError
-from contextflow.events import Event
-from contextflow.fold import Fold
-from contextflow.views.records import RecordsView
+from contextflow.core.clock import HybridClock
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.fold import Fold
+from contextflow.records import core as records
+from contextflow.records.view import RecordsView
+from contextflow.timeline import core as timeline
 from tests.conftest import open_app
 
 T0 = datetime(2026, 2, 8, 12, 0, tzinfo=UTC)

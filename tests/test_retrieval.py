@@ -10,11 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from contextflow import conversations, records, retrieval, sessions
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.errors import InputError
-from contextflow.text import estimate_tokens
+from contextflow.conversations import core as conversations
+from contextflow.core.errors import InputError
+from contextflow.core.text import estimate_tokens
+from contextflow.records import core as records
+from contextflow.search import retrieval
+from contextflow.sessions import core as sessions
 from tests.conftest import call_with_data, connect, open_app, text_of
 
 SECRETARY = {

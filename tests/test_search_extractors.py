@@ -8,10 +8,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from contextflow import conversations, records, retrieval, sessions, timeline
-from contextflow.cli import main
-from contextflow.graph import ops as graph
+from contextflow.adapters.cli import main
+from contextflow.conversations import core as conversations
+from contextflow.graph import writes as graph
+from contextflow.records import core as records
+from contextflow.search import retrieval
 from contextflow.search.extractors import EXTRACTORS, search_kinds
+from contextflow.sessions import core as sessions
+from contextflow.timeline import core as timeline
 
 
 def found(app, query: str, **options) -> list[tuple[str, str]]:

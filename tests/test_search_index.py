@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.app import App
-from contextflow.events import Event
-from contextflow.retrieval import Query, rank, recency
+from contextflow.core.events import Event
 from contextflow.search import index as index_module
 from contextflow.search.extractors import EXTRACTORS
 from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
+from contextflow.search.retrieval import Query, rank, recency
 from contextflow.search.tokens import query_terms, stem
 from contextflow.search.view import SearchView
 

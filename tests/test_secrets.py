@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from contextflow import secret_rules, secrets
 from contextflow.app import App
-from contextflow.errors import InputError
+from contextflow.core import secret_rules, secrets
+from contextflow.core.errors import InputError
 from tests.conftest import text_of
 
 A40 = "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7m"

@@ -6,9 +6,11 @@ import json
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from contextflow import conversations, records, sessions
-from contextflow.cli import main
-from contextflow.errors import InputError, NotFoundError
+from contextflow.adapters.cli import main
+from contextflow.conversations import core as conversations
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.records import core as records
+from contextflow.sessions import core as sessions
 from tests.conftest import text_of
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from contextflow import snapshot
 from contextflow.app import App
-from contextflow.compact import compact
+from contextflow.core import snapshot
+from contextflow.core.compact import compact
 from tests.conftest import open_app
 from tests.sync.workload import differences, picture, write_round
 
@@ -45,15 +45,15 @@ def test_a_new_process_imports_only_the_views_it_reads(saved):
     code = (
         "import sys\nfrom contextflow.app import App\n"
         "app = App.open()\napp.store.view('sessions')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.views.', 'contextflow.search', "
-        "'contextflow.graph', 'contextflow.operations'))))"
+        "print(sorted(m for m in sys.modules if m.endswith('.view') or m.startswith(('contextflow.search.', "
+        "'contextflow.graph.', 'contextflow.operations'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "['contextflow.views.sessions']"
+    assert done.stdout.strip() == "['contextflow.sessions.view']"
 
 
 def test_a_view_whose_version_changed_is_refolded_when_read(saved, monkeypatch):
-    from contextflow.views.timeline import TimelineView
+    from contextflow.timeline.view import TimelineView
 
     monkeypatch.setattr(TimelineView, "version", "2", raising=False)
     again = App.open()
@@ -133,7 +133,7 @@ def test_a_log_rewritten_by_compaction_on_another_machine_refolds(saved, app, st
 
 
 def test_a_log_that_only_grew_is_read_from_the_saved_offset(saved, app, monkeypatch):
-    from contextflow import store as store_module
+    from contextflow.core import store as store_module
 
     write_round(app, 7)
     again = App.open()

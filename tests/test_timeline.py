@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow import timeline
-from contextflow.errors import InputError, NotFoundError
-from contextflow.events import Event
-from contextflow.fold import Fold
-from contextflow.views.timeline import TimelineView
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.fold import Fold
+from contextflow.timeline import core as timeline
+from contextflow.timeline.view import TimelineView
 from tests.conftest import open_app
 
 

@@ -12,9 +12,9 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from contextflow.adapters.server.app import INSTRUCTIONS, ContextflowServer
 from contextflow.app import App
-from contextflow.server.app import INSTRUCTIONS, ContextflowServer
-from contextflow.text import DATA_NOTICE
+from contextflow.core.text import DATA_NOTICE
 from tests.conftest import text_of
 
 pytestmark = pytest.mark.anyio

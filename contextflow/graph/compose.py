@@ -17,14 +17,14 @@ from operator import attrgetter
 from typing import Any
 
 from contextflow.app import App
-from contextflow.clock import stamp_from_ms, stamp_iso
-from contextflow.errors import InputError
+from contextflow.core.clock import stamp_from_ms, stamp_iso
+from contextflow.core.errors import InputError
+from contextflow.core.text import clean, clip, estimate_tokens
+from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.ops import get_view, graph
 from contextflow.graph.query import evaluate, mentions_tag, parse
 from contextflow.graph.view import GraphState, Node
-from contextflow.text import clean, clip, estimate_tokens
-from contextflow.timeutil import now_ms
+from contextflow.graph.writes import get_view, graph
 
 DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
 SECTIONS = (

@@ -1,5 +1,5 @@
 """Graph reads: query, list, show, edges, tags, walks, status, as result objects
-(contextflow.present.nodes renders them)."""
+(contextflow.graph.render renders them)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import heapq
 from collections import Counter
 from typing import Any
 
-from contextflow import checks
 from contextflow.app import App
+from contextflow.core import checks
+from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node, Step
-from contextflow.timeutil import now_ms
+from contextflow.graph.writes import graph, resolve
 
 MAX_LIMIT = 10_000
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow import checks
-from contextflow.errors import InputError
+from contextflow.core import checks
+from contextflow.core.errors import InputError
 
 NODE_TYPES = (
     "fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question",

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from contextflow.clock import COUNTER_BITS
-from contextflow.errors import InputError
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.errors import InputError
+from contextflow.core.ids import resolve_prefix
+from contextflow.core.timeutil import parse_duration, parse_iso
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
-from contextflow.ids import resolve_prefix
-from contextflow.timeutil import parse_duration, parse_iso
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200

@@ -16,14 +16,14 @@ from typing import Any
 
 from contextflow import __version__
 from contextflow.app import App
-from contextflow.clock import stamp_from_ms, stamp_iso
-from contextflow.errors import InputError
-from contextflow.events import Event
+from contextflow.core.clock import stamp_from_ms, stamp_iso
+from contextflow.core.errors import InputError
+from contextflow.core.events import Event
+from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.ops import edge_item, graph, node_item
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import GraphState
-from contextflow.timeutil import now_ms
+from contextflow.graph.writes import edge_item, graph, node_item
 
 FORMAT = "contextflow-graph"
 VERSION = 1

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from contextflow.clock import stamp_iso
-from contextflow.events import Event, OrderKey
-from contextflow.fold import overwritten
+from contextflow.core.clock import stamp_iso
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.fold import overwritten
+from contextflow.core.text import estimate_tokens
 from contextflow.graph import model
-from contextflow.text import estimate_tokens
 
 ZERO: OrderKey = (0, "", 0)
 

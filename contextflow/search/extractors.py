@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from contextflow.events import Event
+from contextflow.core.events import Event
+from contextflow.core.project import project_of
+from contextflow.core.timeutil import iso_ms
 from contextflow.search.index import Delete, Op, Patch, Put
-from contextflow.timeutil import iso_ms
-from contextflow.views.sessions import project_of, session_of
+from contextflow.sessions.view import session_of
 
 Extractor = Callable[[Event], list[Op]]
 
@@ -84,7 +85,7 @@ def _delete(ref: str) -> Extractor:
     return extract
 
 
-# -- conversations (contextflow/conversations.py) -------------------------------------------
+# -- conversations (contextflow/conversations/core.py) -------------------------------------------
 
 
 def conversation_docs(event: Event) -> list[Op]:
@@ -117,7 +118,7 @@ def conversation_docs(event: Event) -> list[Op]:
     return [Put(conversation_id, fields, meta)]
 
 
-# -- keyed context records (contextflow/records.py) -----------------------------------------
+# -- keyed context records (contextflow/records/core.py) -----------------------------------------
 
 
 MAX_VALUE_LINES = 200

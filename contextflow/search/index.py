@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import stamp_ms
-from contextflow.events import OrderKey
+from contextflow.core.clock import stamp_ms
+from contextflow.core.events import OrderKey
 from contextflow.search.tokens import iter_tokens
 
 FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities": 2, "files": 2, "decisions": 2}

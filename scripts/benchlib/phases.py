@@ -20,16 +20,16 @@ from benchlib.floor_server import build_floor
 from benchlib.mcp_timing import Call, CallFailed, call_once, server_command, stdio_client, time_calls
 from benchlib.procs import ColdStart, child_pids, cold_start, vm_hwm_kb
 from benchlib.storegen import GeneratedStore, fast_ids
+from contextflow.adapters.server.app import ContextflowServer
+from contextflow.adapters.server.registry import groups
 from contextflow.app import App
-from contextflow.clock import HybridClock
-from contextflow.locate import Location, store_state_dir
-from contextflow.server.app import ContextflowServer
-from contextflow.server.registry import groups
-from contextflow.store import Store
+from contextflow.core.clock import HybridClock
+from contextflow.core.locate import Location, store_state_dir
+from contextflow.core.store import Store
 
 # Checked once, at import: another part of the product may not exist yet.
-HAVE_RECORDS = importlib.util.find_spec("contextflow.records") is not None
-HAVE_TIMELINE = importlib.util.find_spec("contextflow.timeline") is not None
+HAVE_RECORDS = importlib.util.find_spec("contextflow.records.core") is not None
+HAVE_TIMELINE = importlib.util.find_spec("contextflow.timeline.core") is not None
 EXTRA_TOOLS = ("context_get", "context_list", "timeline_where_am_i")
 PROJECT = "shared"
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -241,7 +241,7 @@ async def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) ->
             result.floor.append(cold_start(server_command(True), full_env, "noop", {}, errlog))
     if settings.import_probe:
         began = time.perf_counter()
-        probe = [sys.executable, "-c", "import contextflow.server.app, contextflow.cli"]
+        probe = [sys.executable, "-c", "import contextflow.adapters.server.app, contextflow.adapters.cli"]
         subprocess.run(probe, env=full_env, check=True)
         result.import_seconds = time.perf_counter() - began
     result.open_snapshot = _timed_open(True)

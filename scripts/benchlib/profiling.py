@@ -16,8 +16,8 @@ from mcp import Client
 from benchlib.mcp_timing import call_once
 from benchlib.phases import SizeRun, extra_calls, tool_calls
 from benchlib.report import table
+from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
-from contextflow.server.app import ContextflowServer
 
 CALLS = 100
 TOP = 10

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from contextflow import sessions
+from contextflow.sessions import core as sessions
 from tests.conftest import open_app
 from tests.e2e.conftest import client_env, contextflow_command, describe, run_bounded
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from contextflow import sessions
+from contextflow.sessions import core as sessions
 from tests.conftest import open_app, text_of
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from contextflow.clock import COUNTER_BITS
-from contextflow.ids import new_id
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.ids import new_id
 
 
 def now_stamp(offset_ms: int = 0) -> int:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from contextflow.adapters.cli import main
+from contextflow.adapters.server.app import ContextflowServer
+from contextflow.admin.diagnose import store_info
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.diagnose import store_info
-from contextflow.errors import ContextflowError
-from contextflow.server.app import ContextflowServer
+from contextflow.core.errors import ContextflowError
 
 
 def one_line_error(capsys, *argv: str) -> str:

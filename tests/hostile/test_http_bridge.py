@@ -21,8 +21,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from contextflow import records
 from contextflow.app import App
+from contextflow.records import core as records
 from tests.test_http import HEADERS, INITIALIZE, TOKENS, all_tools_app, connect, running
 
 __all__ = ["all_tools_app"]  # the fixture, shared with tests/test_http.py

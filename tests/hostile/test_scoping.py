@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import conversations, records
+from contextflow.adapters.server.auth import Grant, parse_grants
+from contextflow.adapters.server.http import grant_app
 from contextflow.app import App
-from contextflow.compact import compact
-from contextflow.errors import InputError, NotFoundError
-from contextflow.server.auth import Grant, parse_grants
-from contextflow.server.http import grant_app
+from contextflow.conversations import core as conversations
+from contextflow.core.compact import compact
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.records import core as records
 
 GRANTS = {
     "tokens": [

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from contextflow import secrets
 from contextflow.app import App
-from contextflow.text import clean
+from contextflow.core import secrets
+from contextflow.core.text import clean
 from tests.conftest import connect, text_of
 
 MIXED40 = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKQ"  # an AWS-secret-shaped string (mixed case, 40)

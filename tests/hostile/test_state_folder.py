@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from contextflow import blobs, locate, snapshot
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.errors import ContextflowError, InputError, StoreError
+from contextflow.core import blobs, locate, snapshot
+from contextflow.core.errors import ContextflowError, InputError, StoreError
 from tests.sync.workload import differences, picture, write_round
 
 
@@ -60,7 +60,7 @@ def test_the_snapshot_holds_plain_data_and_round_trips(app):
 
 
 @pytest.mark.parametrize("name", ["os:system", "subprocess:Popen", "builtins:object", "contextflow.nowhere:X",
-                                  "contextflow.store:code_fingerprint", "pickle:loads"])
+                                  "contextflow.core.store:code_fingerprint", "pickle:loads"])
 def test_a_snapshot_blob_naming_anything_but_a_contextflow_dataclass_is_refused(name):
     blob = orjson.dumps({"classes": [name], "value": [snapshot.OBJECT, 0]})
     with pytest.raises(ValueError):

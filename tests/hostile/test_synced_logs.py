@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextflow import sessions_index
+from contextflow.adapters.cli import main
+from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_ms
-from contextflow.diagnose import problems, store_info
+from contextflow.core.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_ms
+from contextflow.sessions import index as sessions_index
 from tests.hostile.helpers import line, now_stamp, plant, replace_file
 from tests.sync.workload import differences, picture
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.app import App
-from contextflow.events import decode
+from contextflow.core.events import decode
 from tests.sync import harness
 from tests.sync.workload import differences, picture
 

@@ -1,0 +1,51 @@
+"""hook and install: what runs inside MCP clients and what sets them up. Imports stay light:
+a hook runs on every prompt a user types, so it pays only for what its event needs."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextflow.operations.spec import JSON, Reply
+
+
+def hook(app: None, args: JSON) -> int:
+    from contextflow.adapters.hooks import run
+
+    try:
+        raw = sys.stdin.buffer.read()
+    except Exception:
+        raw = b""
+    output = run(args["event"], raw)
+    if output:
+        with contextlib.suppress(OSError):  # the client stopped listening: still never fail it
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def install(app: None, args: JSON) -> Reply:
+    from contextflow.admin.install import AFTER_INSTALL
+    from contextflow.admin.install import install as install_client
+    from contextflow.operations.spec import Reply
+
+    dry_run = bool(args.get("dry_run"))
+    changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
+    changed = any(change.changed for change in changes)
+    blocks: list[str] = []
+    for change in changes:
+        action = "create" if change.before is None else "update"
+        if change.changed:
+            blocks.append(f"{'would ' + action if dry_run else action + 'd'}  {change.path}\n{change.diff()}".rstrip())
+        else:
+            blocks.append(f"unchanged  {change.path}")
+    if changed and not dry_run:
+        note = AFTER_INSTALL.get(args["client"], "")
+        blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
+    elif not changed:
+        blocks.append("contextflow is already installed; nothing changed.")
+    data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
+            for c in changes]
+    return Reply("\n\n".join(blocks), {"client": args["client"], "dry_run": dry_run, "changes": data})

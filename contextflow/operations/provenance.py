@@ -1,0 +1,85 @@
+"""The one provenance header: the line above stored text that says whose it is and when; and a
+note or handoff shown under it (light imports: hooks show handoffs too).
+
+Stored text is untrusted, so every value in a header is cleaned to one line and clipped;
+the writer (the log that holds it) is always labelled `writer=`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.core.project import DEFAULT_PROJECT
+from contextflow.core.text import clean, clip, quote
+
+if TYPE_CHECKING:
+    from contextflow.core.events import Event, OrderKey
+
+Part = str | tuple[str, object] | None
+
+
+def header(*parts: Part, limit: int = 120) -> str:
+    """`part | name=value | ...`: plain strings are kept as given, (name, value) pairs are cleaned and
+    clipped; None, and pairs whose value is None or empty, are left out."""
+    shown: list[str] = []
+    for part in parts:
+        if isinstance(part, tuple):
+            name, value = part
+            if value is not None and value != "":
+                shown.append(f"{name}={clip(value, limit)}")
+        elif part:
+            shown.append(part)
+    return " | ".join(shown)
+
+
+def stored_header(kind: str, ref: str, writer: Any, agent: Any, time: str, project: Any) -> str:
+    """The header over one stored item of any kind (a search hit, a conversation record)."""
+    return header(
+        ("kind", kind), ("id", ref), ("writer", writer or "unknown"), ("agent", agent or "unknown"), ("time", time),
+        ("project", project or DEFAULT_PROJECT),
+    )
+
+
+def entry_text(event: Event, index: int | None = None) -> str:
+    """One note or handoff: its provenance header, then its text quoted line by line."""
+    data = event.data
+    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
+    head = header(
+        f"[{index}] {title}" if index is not None else title,
+        ("writer", event.writer),
+        ("project", data.get("project") or DEFAULT_PROJECT),
+        ("session", data.get("session_id")),
+        ("task", data.get("task")),
+        ("id", event.id),
+    )
+    if event.kind == "note":
+        body = [quote(data.get("text", ""))]
+    else:
+        body = ["summary:", quote(data.get("summary", ""))]
+        for name in ("next_steps", "open_questions", "files"):
+            if items := data.get(name):
+                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
+    if data.get("tags"):
+        body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
+    return "\n".join([head, *body])
+
+
+def dumps(value: Any) -> str:
+    """Indented JSON, as resources, `format=json` replies and the CLI's `--format json` show it."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def age_of(key: OrderKey, now: datetime) -> str:
+    """How long ago an event with this order key was written ("3h ago")."""
+    from contextflow.core.clock import stamp_ms
+    from contextflow.core.timeutil import age
+
+    return age(datetime.fromtimestamp(stamp_ms(key[0]) / 1000, tz=UTC), now)
+
+
+def value_text(value: Any, limit: int | None) -> str:
+    """A stored JSON value as text: indented in full, or compact and clipped to `limit`."""
+    return dumps(value) if limit is None else clip(orjson.dumps(value).decode(), limit)

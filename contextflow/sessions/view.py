@@ -1,0 +1,138 @@
+"""Sessions view: notes and handoffs grouped by project and session, plus per-session summaries.
+
+Pure fold over `note` and `handoff` events (new and legacy). Lists stay sorted by
+`Event.key` and summaries keep their "latest" fields by key, so the state does not depend
+on the order events arrive in.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.project import project_of
+
+ENTRY_KINDS = ("note", "handoff")
+NO_SESSION = "(no-session-id)"
+_ZERO: OrderKey = (0, "", 0)
+
+
+def _by_key(event: Event) -> OrderKey:
+    return event.key
+
+
+def session_of(event: Event) -> str:
+    value = event.data.get("session_id")
+    return value.strip() if isinstance(value, str) else ""
+
+
+@dataclass
+class SessionSummary:
+    session_id: str
+    project: str
+    entry_count: int = 0
+    note_count: int = 0
+    handoff_count: int = 0
+    latest_key: OrderKey = _ZERO
+    latest_ts: str = ""
+    last_entry_kind: str = ""
+    task_key: OrderKey = _ZERO
+    task: str = ""
+    agents: set[str] = field(default_factory=set)
+    handoff_key: OrderKey = _ZERO
+    latest_handoff_summary: str = ""
+
+    def add(self, event: Event) -> None:
+        self.entry_count += 1
+        if event.kind == "note":
+            self.note_count += 1
+        else:
+            self.handoff_count += 1
+        agent = event.data.get("agent")
+        if isinstance(agent, str) and agent.strip():
+            self.agents.add(agent.strip())
+        key = event.key
+        if key > self.latest_key:
+            self.latest_key, self.latest_ts, self.last_entry_kind = key, event.ts, event.kind
+        task = event.data.get("task")
+        if isinstance(task, str) and task.strip() and key > self.task_key:
+            self.task_key, self.task = key, task.strip()
+        summary = event.data.get("summary")
+        if event.kind == "handoff" and isinstance(summary, str) and key > self.handoff_key:
+            self.handoff_key, self.latest_handoff_summary = key, summary.strip()
+
+    def as_dict(self) -> dict[str, Any]:
+        shown = {name: value for name, value in vars(self).items() if not name.endswith("_key")}
+        return {**shown, "task": self.task or None, "agents": sorted(self.agents),
+                "latest_handoff_summary": self.latest_handoff_summary or None}
+
+
+@dataclass
+class SessionsState:
+    by_project: dict[str, list[Event]] = field(default_factory=dict)
+    by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
+    summaries: dict[str, dict[str, SessionSummary]] = field(default_factory=dict)
+
+    def project_entries(self, project: str | None) -> list[Event]:
+        if project is not None:
+            return self.by_project.get(project, [])
+        merged = [event for events in self.by_project.values() for event in events]
+        merged.sort(key=_by_key)
+        return merged
+
+    def session_entries(self, project: str, session_id: str | None) -> list[Event]:
+        """A session's entries; all of the project's when `session_id` is None or empty."""
+        if not session_id:
+            return self.by_project.get(project, [])
+        if session_id == NO_SESSION:
+            return [event for event in self.by_project.get(project, []) if not session_of(event)]
+        return self.by_session.get((project, session_id), [])
+
+    def recent_sessions(self, project: str) -> list[SessionSummary]:
+        return _recent_first(self.summaries.get(project, {}))
+
+
+def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
+    return sorted(summaries.values(), key=lambda s: (s.latest_key, s.session_id), reverse=True)
+
+
+def _add(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event) -> None:
+    summary = bucket.get(session_id)
+    if summary is None:
+        summary = bucket[session_id] = SessionSummary(session_id, project)
+    summary.add(event)
+
+
+def summarize(events: list[Event], include_unsessioned: bool) -> list[SessionSummary]:
+    """Summaries built from an explicit list of entries (the slow path for filtered listings)."""
+    found: dict[str, SessionSummary] = {}
+    for event in events:
+        session_id = session_of(event) or (NO_SESSION if include_unsessioned else "")
+        if session_id:
+            _add(found, session_id, project_of(event), event)
+    return _recent_first(found)
+
+
+class SessionsView:
+    name = "sessions"
+
+    def initial(self) -> SessionsState:
+        return SessionsState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): every note and handoff stays; other kinds are not ours."""
+        return {event.id: () for event in events if event.kind not in ENTRY_KINDS}
+
+    def apply(self, state: SessionsState, event: Event) -> None:
+        if event.kind not in ENTRY_KINDS:
+            return
+        project = project_of(event)
+        bisect.insort(state.by_project.setdefault(project, []), event, key=_by_key)
+        session_id = session_of(event)
+        if not session_id:
+            return
+        bisect.insort(state.by_session.setdefault((project, session_id), []), event, key=_by_key)
+        _add(state.summaries.setdefault(project, {}), session_id, project, event)
