@@ -80,8 +80,15 @@ def main() -> None:
         seed_store(env, args.events)
         transcript = root / "transcript.jsonl"
         transcript.write_text("")
-        payload = json.dumps({"session_id": "s1", "cwd": str(root), "transcript_path": str(transcript),
-                              "prompt": "fix the parser", "last_assistant_message": "done"}).encode()
+        payload = json.dumps(
+            {
+                "session_id": "s1",
+                "cwd": str(root),
+                "transcript_path": str(transcript),
+                "prompt": "fix the parser",
+                "last_assistant_message": "done",
+            }
+        ).encode()
         errlog = root / "server.err"
         contenders: dict[str, Callable[[], float]] = {
             "python -c pass": lambda: timed([PYTHON, "-c", "pass"], env),
@@ -108,8 +115,14 @@ def main() -> None:
         if name.endswith("initialize"):
             rows.append((name, f"{value * 1000:.0f} ms", f"{value / floor:.2f}x the no-op server", "ratio <= 1.0"))
         else:
-            rows.append((name, f"{value * 1000:.0f} ms", f"{value / bare:.1f}x python -c pass",
-                         "" if name.startswith("python") else "<= 5x"))
+            rows.append(
+                (
+                    name,
+                    f"{value * 1000:.0f} ms",
+                    f"{value / bare:.1f}x python -c pass",
+                    "" if name.startswith("python") else "<= 5x",
+                )
+            )
     table(("command", "median", "ratio", "target"), rows)
 
 

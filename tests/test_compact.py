@@ -43,8 +43,12 @@ class Machine:
         return self.folder / f"events.{self.writer}.jsonl"
 
     def open(self, writer: str | None = None, **kwargs: Any) -> App:
-        env = {**os.environ, "CONTEXTFLOW_STORE": str(self.folder), "CONTEXTFLOW_WRITER": writer or self.writer,
-               "CONTEXTFLOW_STATE": str(self.root / f"{self.writer}-state-{len(self.apps)}")}
+        env = {
+            **os.environ,
+            "CONTEXTFLOW_STORE": str(self.folder),
+            "CONTEXTFLOW_WRITER": writer or self.writer,
+            "CONTEXTFLOW_STATE": str(self.root / f"{self.writer}-state-{len(self.apps)}"),
+        }
         app = App.open(env, **kwargs)
         self.apps.append(app)
         return app
@@ -104,12 +108,16 @@ def test_compacting_on_a_while_b_writes_loses_and_revives_nothing(pair, tmp_path
     for i in range(6, 9):  # b writes while a compacts, a writes after it
         write_round(app_b, i)
         write_round(app_a, i)
-    appended_after = a.log.read_bytes()[len(compacted):]
+    appended_after = a.log.read_bytes()[len(compacted) :]
     sync(a, b)
 
     expected = reference(tmp_path, {"alpha": old_a + appended_after, "beta": b.log.read_bytes()})
-    for name, app in (("a incremental", app_a), ("b incremental", app_b),
-                      ("a fresh", a.open(use_snapshot=False)), ("b fresh", b.open(use_snapshot=False))):
+    for name, app in (
+        ("a incremental", app_a),
+        ("b incremental", app_b),
+        ("a fresh", a.open(use_snapshot=False)),
+        ("b fresh", b.open(use_snapshot=False)),
+    ):
         assert differences(expected, picture(app)) == [], name
 
 
@@ -183,8 +191,24 @@ def test_notes_and_handoffs_are_never_dropped(pair):
 # -- a random mix of writes, syncs and compactions ---------------------------------------------
 
 KEYS = ("k1", "k2")
-OPS = st.sampled_from(["set", "set_expired", "delete", "save", "thread_update", "position", "node_update",
-                       "tag", "untag", "edge", "unedge", "note", "sync", "compact"])
+OPS = st.sampled_from(
+    [
+        "set",
+        "set_expired",
+        "delete",
+        "save",
+        "thread_update",
+        "position",
+        "node_update",
+        "tag",
+        "untag",
+        "edge",
+        "unedge",
+        "note",
+        "sync",
+        "compact",
+    ]
+)
 
 
 def apply_op(app: App, op: str, n: int, anchors: dict[str, str]) -> None:

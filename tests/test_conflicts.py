@@ -21,8 +21,9 @@ COPY_SUFFIX = ".sync-conflict-20260101-101010-YYYYYYY.jsonl"
 
 
 def machine(folder: Path, writer: str, state: Path) -> App:
-    return App.open({**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_WRITER": writer,
-                     "CONTEXTFLOW_STATE": str(state)})
+    return App.open(
+        {**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_WRITER": writer, "CONTEXTFLOW_STATE": str(state)}
+    )
 
 
 def ids_in(path: Path) -> list[str]:

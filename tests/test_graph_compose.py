@@ -28,8 +28,9 @@ def synthetic(sizes_and_tiers):
 
 
 nodes = st.lists(
-    st.tuples(st.integers(0, 3000), st.sampled_from(("", "tier:pinned", "tier:reference", "tier:working")),
-              st.booleans()),
+    st.tuples(
+        st.integers(0, 3000), st.sampled_from(("", "tier:pinned", "tier:reference", "tier:working")), st.booleans()
+    ),
     max_size=25,
 )
 
@@ -67,15 +68,23 @@ def test_what_does_not_fit_is_dropped_by_priority_and_reported(app):
 
 
 def test_a_node_too_big_for_the_budget_is_shown_by_its_summary(app):
-    big = writes.add_node(app, type="source", content="z" * 8000, summary="The README, in short", tags=["tier:reference"])
+    big = writes.add_node(
+        app, type="source", content="z" * 8000, summary="The README, in short", tags=["tier:reference"]
+    )
     result = compose(app, "", 300)
     assert result.summarized == [big.id] and "The README, in short" in result.text and "zzzz" not in result.text
 
 
 def test_sections_follow_the_seed_format_with_dependencies_and_rationale(app):
     fact = writes.add_node(app, type="fact", content="Single binary wanted", tags=["tier:reference"])
-    decision = writes.add_node(app, type="decision", content="Chose Go", tags=["tier:reference"],
-                            metadata={"rationale": "no runtime"}, links=[writes.Link(fact.id, "DEPENDS_ON")])
+    decision = writes.add_node(
+        app,
+        type="decision",
+        content="Chose Go",
+        tags=["tier:reference"],
+        metadata={"rationale": "no runtime"},
+        links=[writes.Link(fact.id, "DEPENDS_ON")],
+    )
     writes.add_node(app, type="observation", content="parser half done\nnext: NOT", tags=["tier:working"])
     text = compose(app, None, 5000).text
     assert text.startswith("<!-- ctx: 3 nodes, ") and text.rstrip().endswith("<!-- ctx:end -->")

@@ -28,7 +28,9 @@ def test_the_tables_copy_the_core_constants_they_show():
     assert search_kinds() == search_table.SEARCH_KINDS
     assert (search_table.DEFAULT_LIMIT, search_table.MAX_LIMIT) == (retrieval.DEFAULT_LIMIT, retrieval.MAX_LIMIT)
     assert (search_table.DEFAULT_BUDGET, search_table.MIN_BUDGET, search_table.MAX_BUDGET) == (
-        retrieval.DEFAULT_BUDGET, retrieval.MIN_BUDGET, retrieval.MAX_BUDGET,
+        retrieval.DEFAULT_BUDGET,
+        retrieval.MIN_BUDGET,
+        retrieval.MAX_BUDGET,
     )
     assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
     from contextflow.timeline import operations as timeline_table
@@ -36,7 +38,8 @@ def test_the_tables_copy_the_core_constants_they_show():
 
     assert timeline_table.THREAD_STATUSES == timeline_view.THREAD_STATUSES
     assert (timeline_table.THOUGHT_TYPES, timeline_table.THOUGHT_STATUSES) == (
-        timeline_view.THOUGHT_TYPES, timeline_view.THOUGHT_STATUSES,
+        timeline_view.THOUGHT_TYPES,
+        timeline_view.THOUGHT_STATUSES,
     )
 
 
@@ -54,9 +57,15 @@ def test_graph_update_changes_fields_and_tags_in_one_write(app, monkeypatch):
     batches = []
     original = app.store.append_many
     monkeypatch.setattr(app.store, "append_many", lambda items: batches.append(list(items)) or original(items))
-    reply = present_graph.graph_update(app, {
-        "id": node.id, "content": "final", "add_tags": ["tier:reference"], "remove_tags": ["tier:working"],
-    })
+    reply = present_graph.graph_update(
+        app,
+        {
+            "id": node.id,
+            "content": "final",
+            "add_tags": ["tier:reference"],
+            "remove_tags": ["tier:working"],
+        },
+    )
     assert len(batches) == 1 and [kind for kind, _ in batches[0]] == [model.NODE_UPDATE, model.TAG, model.UNTAG]
     assert (reply.data["content"], reply.data["tags"]) == ("final", ["tier:reference"])
 

@@ -13,8 +13,14 @@ def count_events(app):
 
 
 def test_a_node_keeps_type_content_tags_metadata_agent_and_token_estimate(app):
-    event = writes.add_node(app, type="fact", content="abcdefghi", tags=["project:x", "project:x"],
-                         metadata={"confidence": "high"}, agent="claude")
+    event = writes.add_node(
+        app,
+        type="fact",
+        content="abcdefghi",
+        tags=["project:x", "project:x"],
+        metadata={"confidence": "high"},
+        agent="claude",
+    )
     node = writes.graph(app).node(event.id)
     assert (node.type, node.content, node.agent, node.tokens) == ("fact", "abcdefghi", "claude", 3)
     assert writes.graph(app).tags_of(event.id) == {"project:x"} and node.metadata == {"confidence": "high"}
@@ -113,7 +119,9 @@ def test_supersede_sets_superseded_by_and_related_walks_any_edge(app):
 
 def test_status_counts_types_tokens_edges_and_tiers(app):
     a = writes.add_node(app, type="fact", content="x" * 40, tags=["tier:pinned"])
-    writes.add_node(app, type="decision", content="y" * 8, tags=["tier:reference"], links=[writes.Link(a.id, "DEPENDS_ON")])
+    writes.add_node(
+        app, type="decision", content="y" * 8, tags=["tier:reference"], links=[writes.Link(a.id, "DEPENDS_ON")]
+    )
     info = explore.status(app)
     assert info["nodes"] == 2 and info["tokens"] == 12 and info["edges"] == 1 and info["tags"] == 2
     assert info["types"] == {"decision": 1, "fact": 1}

@@ -14,10 +14,12 @@ DAY = 86_400_000
 @pytest.fixture
 def graph(app):
     """Four nodes: ids by name, plus the time they were written."""
-    a = writes.add_node(app, type="fact", content="Database uses SQLite with WAL mode",
-                     tags=["project:x", "tier:reference"])
-    b = writes.add_node(app, type="decision", content="Chose Go for a single binary", tags=["project:y"],
-                     summary="Go, one binary")
+    a = writes.add_node(
+        app, type="fact", content="Database uses SQLite with WAL mode", tags=["project:x", "tier:reference"]
+    )
+    b = writes.add_node(
+        app, type="decision", content="Chose Go for a single binary", tags=["project:y"], summary="Go, one binary"
+    )
     c = writes.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
     d = writes.add_node(app, type="pattern", content="Errors say how to fix them", tags=["task:auth"])
     writes.link(app, b.id, a.id, "DEPENDS_ON")

@@ -50,8 +50,10 @@ def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
         ([], "not a contextflow graph export"),
         ({"format": "contextflow-graph", "version": 9}, "version 9 is not supported"),
         ({"format": "contextflow-graph", "version": 1, "nodes": "x"}, "'nodes' must be a list"),
-        ({"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
-         r"nodes\[0\] \(q\): node type"),
+        (
+            {"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
+            r"nodes\[0\] \(q\): node type",
+        ),
     ],
 )
 def test_bad_imports_are_refused_and_nothing_is_written(app, doc, message):

@@ -13,27 +13,56 @@ TAGS = ("tier:working", "tier:reference", "project:x")
 META_VALUES = st.none() | st.integers(0, 3)
 
 op = st.one_of(
-    st.tuples(st.just("graph.node_update"), st.sampled_from(NODES),
-              st.fixed_dictionaries({"content": st.text(max_size=6), "type": st.sampled_from(("fact", "decision"))})),
-    st.tuples(st.just("graph.node_update"), st.sampled_from(NODES),
-              st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from("ab"), META_VALUES)})),
-    st.tuples(st.sampled_from(("graph.tag", "graph.untag")), st.sampled_from(NODES),
-              st.builds(lambda t: {"tags": [t]}, st.sampled_from(TAGS))),
+    st.tuples(
+        st.just("graph.node_update"),
+        st.sampled_from(NODES),
+        st.fixed_dictionaries({"content": st.text(max_size=6), "type": st.sampled_from(("fact", "decision"))}),
+    ),
+    st.tuples(
+        st.just("graph.node_update"),
+        st.sampled_from(NODES),
+        st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from("ab"), META_VALUES)}),
+    ),
+    st.tuples(
+        st.sampled_from(("graph.tag", "graph.untag")),
+        st.sampled_from(NODES),
+        st.builds(lambda t: {"tags": [t]}, st.sampled_from(TAGS)),
+    ),
     st.tuples(st.just("graph.node_delete"), st.sampled_from(NODES), st.just({})),
-    st.tuples(st.sampled_from(("graph.edge", "graph.edge_delete")), st.sampled_from(NODES),
-              st.builds(lambda to, kind: {"to": to, "type": kind}, st.sampled_from(NODES),
-                        st.sampled_from(("DEPENDS_ON", "SUPERSEDES")))),
-    st.tuples(st.sampled_from(("graph.view", "graph.view_delete")), st.just(""),
-              st.builds(lambda q, b: {"name": "v", "query": q, "budget": b}, st.sampled_from(("", "type:fact")),
-                        st.integers(1, 5))),
+    st.tuples(
+        st.sampled_from(("graph.edge", "graph.edge_delete")),
+        st.sampled_from(NODES),
+        st.builds(
+            lambda to, kind: {"to": to, "type": kind},
+            st.sampled_from(NODES),
+            st.sampled_from(("DEPENDS_ON", "SUPERSEDES")),
+        ),
+    ),
+    st.tuples(
+        st.sampled_from(("graph.view", "graph.view_delete")),
+        st.just(""),
+        st.builds(
+            lambda q, b: {"name": "v", "query": q, "budget": b}, st.sampled_from(("", "type:fact")), st.integers(1, 5)
+        ),
+    ),
 )
 
 
 def build(rows, clash_ms: bool) -> list[Event]:
     events = [
-        Event(node, "alpha", n + 1, (1000 + n) << 16, "graph.node",
-              {"type": "fact", "content": node, "tags": ["project:x"],
-               "links": [{"to": "n1", "type": "DEPENDS_ON"}] if node == "n2" else []})
+        Event(
+            node,
+            "alpha",
+            n + 1,
+            (1000 + n) << 16,
+            "graph.node",
+            {
+                "type": "fact",
+                "content": node,
+                "tags": ["project:x"],
+                "links": [{"to": "n1", "type": "DEPENDS_ON"}] if node == "n2" else [],
+            },
+        )
         for n, node in enumerate(NODES)
     ]
     seqs = {"alpha": len(NODES), "beta": 0}

@@ -35,13 +35,27 @@ def hook(capsys, monkeypatch, name, stdin):
 
 def line(kind, content, uuid, parent=None, **extra):
     entry = {
-        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/work/app",
-        "sessionId": SESSION, "version": "2.0.14", "gitBranch": "main", "type": kind, "uuid": uuid,
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/work/app",
+        "sessionId": SESSION,
+        "version": "2.0.14",
+        "gitBranch": "main",
+        "type": kind,
+        "uuid": uuid,
         "timestamp": "2026-01-15T10:30:00.000Z",
     }
     if kind == "assistant":
-        entry["message"] = {"id": f"msg_{uuid}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                            "content": content, "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+        entry["message"] = {
+            "id": f"msg_{uuid}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": content,
+            "stop_reason": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         entry["requestId"] = f"req_{uuid}"
     else:
         entry["message"] = {"role": "user", "content": content}
@@ -68,8 +82,7 @@ Here is the syntax for later: `<ctx:remember type="fact">inline example</ctx:rem
 """
 
 
-def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch,
-                                                                                     tmp_path):
+def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch, tmp_path):
     from contextflow.timeline import core as timeline
 
     writes.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
@@ -238,8 +251,10 @@ def test_prompt_submit_and_a_reply_without_directives_never_read_the_store(app, 
 
 
 def test_stop_carries_out_a_remember_written_before_a_tool_call_in_the_same_turn(app, capsys, monkeypatch, tmp_path):
-    early = [{"type": "text", "text": '<ctx:remember type="fact">written before the tool call</ctx:remember>'},
-             TOOL_USE]
+    early = [
+        {"type": "text", "text": '<ctx:remember type="fact">written before the tool call</ctx:remember>'},
+        TOOL_USE,
+    ]
     write_transcript(
         tmp_path,
         line("user", "Look into the parser", "u1"),
@@ -285,9 +300,15 @@ def test_stop_state_files_are_private_to_the_user(app, capsys, monkeypatch, tmp_
 
 
 def test_gemini_after_agent_payload_is_carried_out_from_prompt_response(app, capsys, monkeypatch, tmp_path):
-    gemini = {"session_id": "g1", "transcript_path": "", "cwd": "/work/app", "hook_event_name": "AfterAgent",
-              "prompt": "go", "prompt_response": '<ctx:remember type="fact">from gemini</ctx:remember>',
-              "stop_hook_active": False}
+    gemini = {
+        "session_id": "g1",
+        "transcript_path": "",
+        "cwd": "/work/app",
+        "hook_event_name": "AfterAgent",
+        "prompt": "go",
+        "prompt_response": '<ctx:remember type="fact">from gemini</ctx:remember>',
+        "stop_hook_active": False,
+    }
     code, out, _ = hook(capsys, monkeypatch, "stop", json.dumps(gemini))
     assert code == 0 and out == "{}\n"
     assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["from gemini"]
@@ -305,7 +326,8 @@ def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app,
 def test_a_final_message_split_over_transcript_entries_runs_once(app, capsys, monkeypatch, tmp_path):
     first, second = "Checked.", "<ctx:status/>"
     write_transcript(
-        tmp_path, line("user", "go", "u1"),
+        tmp_path,
+        line("user", "go", "u1"),
         line("assistant", [{"type": "text", "text": first}], "a1", "u1"),
         line("assistant", [{"type": "text", "text": second}], "a2", "a1"),
     )
@@ -320,15 +342,17 @@ def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
     writes.delete_node(app, next(iter(writes.graph(app).live)))
     write_transcript(  # the same reply, now in the transcript as two entries
-        tmp_path, line("user", "go", "u1"),
+        tmp_path,
+        line("user", "go", "u1"),
         line("assistant", [{"type": "text", "text": "Noted."}], "a1", "u1"),
         line("assistant", [{"type": "text", "text": remember}], "a2", "a1"),
     )
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
     assert writes.graph(app).live == set()
     # a later turn saying the same thing again is carried out
-    write_transcript(tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}],
-                                                                   "a3", "u3"))
+    write_transcript(
+        tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}], "a3", "u3")
+    )
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=remember))
     assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["said once"]
 
@@ -351,8 +375,12 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
         "'contextflow.core.store', 'mcp', 'orjson', 'platformdirs', 'dataclasses')))\n"
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
-    env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "state"),
-           "HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "CONTEXTFLOW_STORE": str(tmp_path / "store"),
+        "CONTEXTFLOW_STATE": str(tmp_path / "state"),
+        "HOME": str(tmp_path),
+    }
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert "HEAVY [] 0" in done.stderr, done.stderr
 

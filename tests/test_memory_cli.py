@@ -8,6 +8,7 @@ import json
 import pytest
 
 from contextflow.adapters.cli import build_parser, main
+from contextflow.core.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from contextflow.timeline import core as timeline
 
 
@@ -43,7 +44,7 @@ def test_context_set_get_list_and_delete(capsys):
     assert [r["key"] for r in listed["records"]] == ["machine:chisel"]
     assert ok_json(capsys, "context", "delete", "machine:chisel")["key"] == "machine:chisel"
     code, _, err = run(capsys, "context", "get", "machine:chisel")
-    assert code == 2 and "was deleted" in err
+    assert code == 3 and "was deleted" in err
 
 
 def test_context_set_reads_the_value_from_stdin(capsys, monkeypatch):
@@ -66,14 +67,23 @@ def test_context_set_reads_the_value_from_stdin(capsys, monkeypatch):
 )
 def test_context_commands_report_bad_input_on_stderr_with_a_non_zero_exit(capsys, app, argv, message):
     code, out, err = run(capsys, *argv)
-    assert code == 2 and message in err and out == ""
+    assert code == (EXIT_NOT_FOUND if message.startswith("no ") else EXIT_BAD_INPUT) and message in err and out == ""
     assert app.store.event_count == 0
 
 
 def test_timeline_commands_work_together_by_id_prefix(capsys):
     thread = ok_json(capsys, "timeline", "create", "UDM Pro", "--description", "track devices")["id"]
-    thought = ok_json(capsys, "timeline", "add", thread[:5], "working on credentials", "--type", "blocker",
-                      "--metadata", '{"files": ["api.py"]}')["id"]
+    thought = ok_json(
+        capsys,
+        "timeline",
+        "add",
+        thread[:5],
+        "working on credentials",
+        "--type",
+        "blocker",
+        "--metadata",
+        '{"files": ["api.py"]}',
+    )["id"]
     assert ok_json(capsys, "timeline", "update", thought[:6], "--status", "resolved")["thought_id"] == thought
     tangent = ok_json(capsys, "timeline", "tangent", thread[:5], "NAS check")["id"]
     where = ok_json(capsys, "timeline", "where")
@@ -100,7 +110,7 @@ def test_timeline_commands_work_together_by_id_prefix(capsys):
 )
 def test_timeline_commands_report_unknown_ids_and_bad_input(capsys, argv, message):
     code, _, err = run(capsys, *argv)
-    assert code == 2 and message in err
+    assert code == (EXIT_NOT_FOUND if message.startswith("no ") else EXIT_BAD_INPUT) and message in err
 
 
 def test_returning_from_a_root_thread_fails_and_an_ambiguous_prefix_asks_for_more(capsys, app):

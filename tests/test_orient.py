@@ -82,8 +82,9 @@ def test_wherewasi_shows_paused_threads_how_long_ago_their_last_thought_and_link
     thread = timeline.create_thread(then, name="UDM Pro device tracking").id
     timeline.add_thought(then, thread_id=thread, content="Tabled. Need correct API credentials.")
     timeline.update_thread(then, thread_id=thread, status="paused")
-    records.set_record(then, key="fact:synology-nas", value={"note": "htnas03 is the only Synology"},
-                       thread_id=thread, now=T0)
+    records.set_record(
+        then, key="fact:synology-nas", value={"note": "htnas03 is the only Synology"}, thread_id=thread, now=T0
+    )
     timeline.create_thread(then, name="still active")
     then.close()
     now = app_at(T0)
@@ -108,8 +109,15 @@ def test_remember_prompt_quotes_the_request_and_shows_the_context_set_call():
 
 
 def test_something_remembered_on_writer_a_shows_in_writer_bs_whereami_on_a_shared_folder(app):
-    records.set_record(app, key="waiting:pr-1777", value={"description": "PR #1777 from Yeraze"},
-                       category="waiting", label="Waiting on PR #1777", pinned=True, agent="claude")
+    records.set_record(
+        app,
+        key="waiting:pr-1777",
+        value={"description": "PR #1777 from Yeraze"},
+        category="waiting",
+        label="Waiting on PR #1777",
+        pinned=True,
+        agent="claude",
+    )
     other = open_app("writer-b")
     try:
         report = orient.orientation(other)
@@ -121,8 +129,14 @@ def test_something_remembered_on_writer_a_shows_in_writer_bs_whereami_on_a_share
 
 def test_something_remembered_on_machine_a_reaches_machine_b_when_its_log_is_copied(tmp_path: Path):
     def machine(name: str) -> App:
-        return App.open({**os.environ, "CONTEXTFLOW_WRITER": name, "CONTEXTFLOW_STORE": str(tmp_path / name),
-                         "CONTEXTFLOW_STATE": str(tmp_path / f"{name}-state")})
+        return App.open(
+            {
+                **os.environ,
+                "CONTEXTFLOW_WRITER": name,
+                "CONTEXTFLOW_STORE": str(tmp_path / name),
+                "CONTEXTFLOW_STATE": str(tmp_path / f"{name}-state"),
+            }
+        )
 
     chisel, terminus = machine("chisel"), machine("terminus")
     thread = timeline.create_thread(chisel, name="ssh keys").id

@@ -41,8 +41,13 @@ def clocked_app(writer: str, moment: datetime, folder: Path | None = None, **env
 
 def test_a_set_record_reads_back_with_its_source_machine_and_agent(app):
     records.set_record(
-        app, key="pr:Yeraze/meshmonitor:1777", value={"status": "waiting"}, category="pr",
-        label="MeshCore PR #1777", pinned=True, agent="claude",
+        app,
+        key="pr:Yeraze/meshmonitor:1777",
+        value={"status": "waiting"},
+        category="pr",
+        label="MeshCore PR #1777",
+        pinned=True,
+        agent="claude",
     )
     found = records.record_dict(records.get_record(app, key="pr:Yeraze/meshmonitor:1777"))
     assert found["value"] == {"status": "waiting"}
@@ -216,8 +221,13 @@ def test_list_shows_only_records_updated_within_since_days(tmp_path):
 
 @pytest.mark.parametrize(
     ("filters", "message"),
-    [({"since_days": -1}, "since_days"), ({"limit": 0}, "limit"), ({"category": "A B"}, "category"),
-     ({"pinned_only": "yes"}, "pinned_only"), ({"thread_id": "nope"}, "no thread id")],
+    [
+        ({"since_days": -1}, "since_days"),
+        ({"limit": 0}, "limit"),
+        ({"category": "A B"}, "category"),
+        ({"pinned_only": "yes"}, "pinned_only"),
+        ({"thread_id": "nope"}, "no thread id"),
+    ],
 )
 def test_list_refuses_bad_filters(app, filters, message):
     with pytest.raises(InputError, match=message):

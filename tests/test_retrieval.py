@@ -26,10 +26,15 @@ SECRETARY = {
     "topic": "Secretary auto-invocation",
     "categories": ["backend"],
     "decisions": [
-        {"decision": "Wrap every Secretary call in try-catch", "reasoning": "the quality gate must keep working "
-         "when the Secretary service is unavailable"},
-        {"decision": "A shared trait or middleware for injection", "reasoning": "over-engineering for this scope",
-         "status": "rejected"},
+        {
+            "decision": "Wrap every Secretary call in try-catch",
+            "reasoning": "the quality gate must keep working when the Secretary service is unavailable",
+        },
+        {
+            "decision": "A shared trait or middleware for injection",
+            "reasoning": "over-engineering for this scope",
+            "status": "rejected",
+        },
     ],
     "open_questions": ["Verify prompt slugs in the production database"],
     "related_entities": ["app/Services/Tasks/TaskReviewService.php", "SecretaryBriefService"],
@@ -41,10 +46,17 @@ REVIEW = {
     "topic": "Architecture review",
     "overall_summary": "Reviewed two unrelated subjects.",
     "topics": [
-        {"topic": "Cache", "summary": "Cache layer.", "decisions": [
-            {"decision": "Write-through caching", "reasoning": "stale reads broke the invoice totals"}]},
-        {"topic": "Deploys", "summary": "Release flow.", "related_entities": ["ArgoCD"],
-         "open_questions": ["Should canaries gate on error budgets?"]},
+        {
+            "topic": "Cache",
+            "summary": "Cache layer.",
+            "decisions": [{"decision": "Write-through caching", "reasoning": "stale reads broke the invoice totals"}],
+        },
+        {
+            "topic": "Deploys",
+            "summary": "Release flow.",
+            "related_entities": ["ArgoCD"],
+            "open_questions": ["Should canaries gate on error budgets?"],
+        },
     ],
 }
 
@@ -168,8 +180,11 @@ def test_no_match_says_so_and_suggests_better_words(stocked):
 def crowded(app: App) -> App:
     for n in range(30):
         sessions.write_handoff(
-            app, agent=f"agent{n}", summary=f"Deploy pipeline step {n}: " + "rollout canary metrics " * (n * 10),
-            next_steps=[f"check dashboard {n}"] * 5, project="ops",
+            app,
+            agent=f"agent{n}",
+            summary=f"Deploy pipeline step {n}: " + "rollout canary metrics " * (n * 10),
+            next_steps=[f"check dashboard {n}"] * 5,
+            project="ops",
         )
     return app
 

@@ -2,9 +2,10 @@
 
 Each operation with `command` words becomes a command whose flags come from its parameters;
 running it parses, checks the arguments (errors name the flags as typed here), calls the
-same function as the MCP tool and prints its reply as text, markdown or JSON. Errors go to
-stderr with exit code 2. Nothing but argparse and the table is imported until a command
-runs; `--version` and `hook EVENT` (run on every prompt) answer before even that.
+same function as the MCP tool and prints its reply as text or JSON. Errors go to stderr
+with the exit code `core.errors.exit_code` gives (2 bad input, 3 not found, 4 store failure).
+Nothing but argparse and the table is imported until a command runs; `--version` and
+`hook EVENT` (run on every prompt) answer before even that.
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.operations import Operation, Param
 
-FORMATS = ("text", "json", "markdown")
-
 # Help for command words that group several operations (`contextflow context set` ...).
 GROUPS = {
     "context": "keyed context records (set, get, list, delete)",
-    "timeline": "threads, thoughts and tangents",
+    "timeline": "threads, thoughts, tangents (create, threads, show, add, update, set-thread, where, tangent, return)",
     "conversations": "saved conversation records (list, show, save, new-id)",
     "view": "saved graph views (create, list, render, delete)",
 }
@@ -72,6 +71,8 @@ def add_command(sub: Any, op: Operation) -> None:
         if param.cli:
             _add_argument(command, param)
     if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
+        from contextflow.operations.spec import FORMATS
+
         command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     command.set_defaults(operation=op)
 
@@ -202,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
     op: Operation = args.operation
     app: App | None = None
-    from contextflow.core.errors import ContextflowError
+    from contextflow.core.errors import ContextflowError, exit_code
     from contextflow.operations.arguments import check_arguments
 
     try:
@@ -219,14 +220,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from contextflow.operations.provenance import dumps
 
             print(dumps(clean_data(reply.data)))
-        else:  # text and markdown: the text
+        else:  # the text (a graph command's markdown is its own text)
             print(reply.text.rstrip("\n"))
         if reply.note:
             print(f"contextflow: {reply.note}", file=sys.stderr)
         return 0
     except ContextflowError as exc:
         print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
-        return 2
+        return exit_code(exc)
     except KeyboardInterrupt:
         return 130
     finally:

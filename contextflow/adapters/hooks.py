@@ -388,4 +388,3 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
     for error in outcome.errors:
         log_reason(error)
     return outcome.done
-

@@ -46,6 +46,8 @@ def install(app: None, args: JSON) -> Reply:
         blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
     elif not changed:
         blocks.append("contextflow is already installed; nothing changed.")
-    data = [{"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
-            for c in changes]
+    data = [
+        {"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
+        for c in changes
+    ]
     return Reply("\n\n".join(blocks), {"client": args["client"], "dry_run": dry_run, "changes": data})

@@ -112,14 +112,18 @@ def problems(info: dict[str, Any]) -> list[str]:
         found.append(f"{info['bad_lines']} malformed line(s) were skipped (see bad_line_samples); the rest reads fine")
     kinds = info.get("bad_line_kinds", {})
     if kinds.get("clock stamp out of range"):
-        found.append(f"{kinds['clock stamp out of range']} line(s) carry a clock stamp out of range (past year "
-                     "9999 or negative): skipped, left on disk; the machine that wrote them has a broken clock")
+        found.append(
+            f"{kinds['clock stamp out of range']} line(s) carry a clock stamp out of range (past year "
+            "9999 or negative): skipped, left on disk; the machine that wrote them has a broken clock"
+        )
     if kinds.get("oversized line"):
         found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")
     for writer in info.get("writers_ahead", []):
-        found.append(f"writer {writer['writer']}'s clock runs {_duration(writer['ahead_s'] * 1000)} ahead of this "
-                     f"machine; its events order after newer ones until then (this clock follows it at most "
-                     f"{MAX_DRIFT_MS // 60000} minutes ahead): fix that machine's clock")
+        found.append(
+            f"writer {writer['writer']}'s clock runs {_duration(writer['ahead_s'] * 1000)} ahead of this "
+            f"machine; its events order after newer ones until then (this clock follows it at most "
+            f"{MAX_DRIFT_MS // 60000} minutes ahead): fix that machine's clock"
+        )
     for path in info.get("loose_state_permissions", []):
         found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
     if info["quarantined_fragments"]:
@@ -129,5 +133,5 @@ def problems(info: dict[str, Any]) -> list[str]:
         if mode & 0o077:
             found.append(f"the store folder is readable by other users (mode {mode:o}); chmod 700 it")
     except FileNotFoundError:
-        found.append("the store folder does not exist yet; it is created on the first write")
+        pass  # the normal state before the first write: `doctor` says so beside the store, not as a problem
     return found

@@ -62,8 +62,10 @@ class Change:
 
     def diff(self) -> str:
         lines = difflib.unified_diff(
-            (self.before or "").splitlines(keepends=True), self.after.splitlines(keepends=True),
-            fromfile=str(self.path) if self.before is not None else "/dev/null", tofile=str(self.path),
+            (self.before or "").splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path),
         )
         return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
@@ -201,10 +203,17 @@ def _is_ours(command: Any, sub: str) -> bool:
     return isinstance(command, str) and "contextflow" in command and command.rstrip().endswith(f"hook {sub}")
 
 
-def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *,
-                  events: tuple[tuple[str, str], ...] = HOOKS, timeout: int = HOOK_TIMEOUT,
-                  start_matcher: bool = True) -> Mutator:
+def hooks_mutator(
+    path: Path,
+    command: list[str],
+    settings: Mapping[str, str],
+    *,
+    events: tuple[tuple[str, str], ...] = HOOKS,
+    timeout: int = HOOK_TIMEOUT,
+    start_matcher: bool = True,
+) -> Mutator:
     """Our hooks in a Claude Code-style `hooks` table (Claude Code, Codex hooks.json, Gemini CLI)."""
+
     def mutate(data: dict[str, Any]) -> None:
         hooks = _table(data, "hooks", str(path))
         for event, sub in events:
@@ -212,8 +221,13 @@ def hooks_mutator(path: Path, command: list[str], settings: Mapping[str, str], *
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
                 raise InputError(f"{path}: hooks.{event} is not a list; fix it and run install again")
-            ours = [h for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                    for h in g["hooks"] if isinstance(h, dict) and _is_ours(h.get("command"), sub)]
+            ours = [
+                h
+                for g in groups
+                if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                for h in g["hooks"]
+                if isinstance(h, dict) and _is_ours(h.get("command"), sub)
+            ]
             if ours:
                 ours[0].update({"type": "command", "command": wanted})
                 continue
@@ -271,16 +285,26 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
 # -- planning and applying ---------------------------------------------------------------
 
 
-def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | None = None,
-         command: list[str] | None = None, env: Mapping[str, str] | None = None) -> list[Change]:
+def plan(
+    client: str,
+    *,
+    project: bool,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    command: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[Change]:
     if client not in CLIENTS:
         raise InputError(f"unknown client {client!r}; install supports {', '.join(CLIENTS)}")
     home = home or Path(os.environ.get("HOME") or Path.home())
     root = (cwd or Path.cwd()) if project else home
     command = command or server_command()
-    config = {"claude-code": root / ".mcp.json" if project else home / ".claude.json",
-              "codex": root / ".codex" / "config.toml", "gemini": root / ".gemini" / "settings.json",
-              "cursor": root / ".cursor" / "mcp.json"}[client]
+    config = {
+        "claude-code": root / ".mcp.json" if project else home / ".claude.json",
+        "codex": root / ".codex" / "config.toml",
+        "gemini": root / ".gemini" / "settings.json",
+        "cursor": root / ".cursor" / "mcp.json",
+    }[client]
     settings = store_settings(env, existing_entry_env(config))
     if client == "claude-code":
         skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
@@ -292,11 +316,18 @@ def plan(client: str, *, project: bool, home: Path | None = None, cwd: Path | No
         ]
     if client == "codex":
         hooks = root / ".codex" / "hooks.json"
-        return [codex_entry(config, command, settings),
-                merge_json(hooks, hooks_mutator(hooks, command, settings, start_matcher=False))]
+        return [
+            codex_entry(config, command, settings),
+            merge_json(hooks, hooks_mutator(hooks, command, settings, start_matcher=False)),
+        ]
     if client == "gemini":
-        return [merge_json(config, server_mutator(config, command, {}, settings),
-                           hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT))]
+        return [
+            merge_json(
+                config,
+                server_mutator(config, command, {}, settings),
+                hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT),
+            )
+        ]
     return [merge_json(config, server_mutator(config, command, {}, settings))]
 
 
@@ -312,9 +343,16 @@ def write(change: Change) -> None:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def install(client: str, *, project: bool = False, dry_run: bool = False, home: Path | None = None,
-            cwd: Path | None = None, command: list[str] | None = None,
-            env: Mapping[str, str] | None = None) -> list[Change]:
+def install(
+    client: str,
+    *,
+    project: bool = False,
+    dry_run: bool = False,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    command: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[Change]:
     """Plan every change first (so a bad file stops all of them), then write unless dry_run."""
     changes = plan(client, project=project, home=home, cwd=cwd, command=command, env=env)
     if not dry_run:

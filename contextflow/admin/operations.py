@@ -36,8 +36,8 @@ OPERATIONS = (
         present.serve,
         command=("serve",),
         tool=False,
-        cli_description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to projects "
-        "(see docs/http-bridge.md).",
+        cli_description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to "
+        "projects (see docs/http-bridge.md).",
     ),
     op(
         "doctor",
@@ -76,9 +76,10 @@ OPERATIONS = (
         present.compact_log,
         command=("compact",),
         tool=False,
-        cli_description="Rewrite only this writer's own log, dropping events that later events in the same log supersede "
-        "(overwritten, deleted, replaced) and keeping everything other machines need to merge. Atomic: temp file, "
-        "fsync, rename. Other machines refold from the new file after sync.",
+        cli_description="Rewrite only this writer's own log, dropping events that later events in the same log "
+        "supersede "
+        "(overwritten, deleted, replaced) and keeping everything other machines need to merge. Atomic: temp "
+        "file, fsync, rename. Other machines refold from the new file after sync.",
         read_only=False,
     ),
     op(
@@ -88,9 +89,9 @@ OPERATIONS = (
         clients.hook,
         command=("hook",),
         tool=False,
-        cli_description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting recall/status "
-        "results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; problems are logged "
-        "to stderr and hooks.log in the state folder.",
+        cli_description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting "
+        "recall/status results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; "
+        "problems are logged to stderr and hooks.log in the state folder.",
         needs_store=False,
         read_only=False,
     ),
@@ -105,10 +106,12 @@ OPERATIONS = (
         clients.install,
         command=("install",),
         tool=False,
-        cli_description="Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, Codex and Gemini "
-        "CLI, and the skill file for Claude Code), keeping every other setting. The server and every hook get the "
-        "store settings of this shell (CONTEXTFLOW_STORE as an absolute path, and CONTEXTFLOW_STATE / "
-        "CONTEXTFLOW_WRITER when set). Shows a diff of each change; running it twice is a no-op.",
+        cli_description="Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, "
+        "Codex and "
+        "Gemini CLI, and the skill file for Claude Code), keeping every other setting. The server and every "
+        "hook get the store settings of this shell (CONTEXTFLOW_STORE as an absolute path, and "
+        "CONTEXTFLOW_STATE / CONTEXTFLOW_WRITER when set). Shows a diff of each change; running it twice is a"
+        " no-op.",
         needs_store=False,
         read_only=False,
     ),

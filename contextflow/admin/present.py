@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +38,7 @@ def doctor(app: App, args: JSON) -> Reply:
     found = problems(info) + conflicts.findings(app) + client_store_findings()
     info["problems"] = found
     lines = [
-        f"store:        {info['store']}",
+        f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
         f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
         f"writer:       {info['writer']}",
         f"state:        {info['state_dir']}",
@@ -86,9 +87,12 @@ def compact_log(app: App, args: JSON) -> Reply:
     if report.bytes_before == 0:
         return Reply(f"nothing to compact: {report.log} does not exist yet", report.as_dict())
     verb = "would compact" if report.dry_run else "compacted"
-    lines = [f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
-             f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}" if report.changed
-             else f"nothing to compact in {report.log} ({report.lines_before} lines)"]
+    lines = [
+        f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
+        f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}"
+        if report.changed
+        else f"nothing to compact in {report.log} ({report.lines_before} lines)"
+    ]
     if report.blocked_by:
         lines.append(
             f"nothing dropped: the view(s) {', '.join(report.blocked_by)} cannot tell which events they no longer "

@@ -41,8 +41,18 @@ DEFAULT_LIMIT = 20
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
 
 TOPIC_FIELDS = ("topic", "categories", "decisions", "open_questions", "related_entities", "summary")
-TOP_FIELDS = ("conversation_id", "source", "project", "session_id", "conversation_type", *TOPIC_FIELDS,
-              "overall_summary", "cross_topic_insights", "topics", "full_transcript")
+TOP_FIELDS = (
+    "conversation_id",
+    "source",
+    "project",
+    "session_id",
+    "conversation_type",
+    *TOPIC_FIELDS,
+    "overall_summary",
+    "cross_topic_insights",
+    "topics",
+    "full_transcript",
+)
 DECISION_FIELDS = ("decision", "reasoning", "status")
 RECORD_EXAMPLE = '{"topic": ..., "summary": ..., "decisions": [...]}'
 DECISION_EXAMPLE = '{"decision": "what was decided", "reasoning": "why", "status": "chosen"}'

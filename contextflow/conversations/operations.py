@@ -133,8 +133,8 @@ OPERATIONS = (
         present.instructions,
         command=("instructions",),
         tool=False,
-        cli_description="Print instruction-file lines that make agents search shared memory at the start of a task and save a "
-        "conversation record at the end. Append them to AGENTS.md, CLAUDE.md or GEMINI.md.",
+        cli_description="Print instruction-file lines that make agents search shared memory at the start of a task "
+        "and save a conversation record at the end. Append them to AGENTS.md, CLAUDE.md or GEMINI.md.",
         needs_store=False,
     ),
 )

@@ -80,9 +80,14 @@ def conversation_body(entry: ConversationEntry) -> str:
 
 
 def _saved(app: App, saved: conversations.Saved) -> Reply:
-    data: JSON = {"id": saved.conversation_id, "conversation_id": saved.conversation_id, "event_id": saved.event.id,
-                  "replaced": saved.replaced, "transcript_tokens": saved.transcript_tokens,
-                  "transcript_blob": saved.transcript_blob}
+    data: JSON = {
+        "id": saved.conversation_id,
+        "conversation_id": saved.conversation_id,
+        "event_id": saved.event.id,
+        "replaced": saved.replaced,
+        "transcript_tokens": saved.transcript_tokens,
+        "transcript_blob": saved.transcript_blob,
+    }
     text = f"{'Replaced' if saved.replaced else 'Saved'} conversation {saved.conversation_id} in {app.store.folder}"
     if saved.transcript_blob:
         text += f"\ntranscript ({saved.transcript_tokens} tokens) stored apart as blob {saved.transcript_blob[:12]}..."
@@ -121,8 +126,14 @@ def get_conversation(app: App, args: JSON) -> Reply:
     transcript = conversations.load_transcript(app, entry) if args.get("include_transcript") else None
     event = entry.event
     head = header(
-        stored_header("conversation", entry.conversation_id, event.writer, event.data.get("source"), event.ts,
-                   event.data.get("project")),
+        stored_header(
+            "conversation",
+            entry.conversation_id,
+            event.writer,
+            event.data.get("source"),
+            event.ts,
+            event.data.get("project"),
+        ),
         ("first_saved", entry.first_ts),
         ("versions", entry.versions),
     )
@@ -143,8 +154,10 @@ def list_conversations(app: App, args: JSON) -> Reply:
             data = entry.event.data
             topics = [t for t in data.get("topics") or [] if isinstance(t, dict)]
             decisions = sum(len(part.get("decisions") or []) for part in [data, *topics])
-            lines.append(f"{entry.conversation_id}  {entry.event.ts}  project={clip(data.get('project', ''), 40)}  "
-                         f"source={clip(data.get('source', ''), 30)}  decisions={decisions}")
+            lines.append(
+                f"{entry.conversation_id}  {entry.event.ts}  project={clip(data.get('project', ''), 40)}  "
+                f"source={clip(data.get('source', ''), 30)}  decisions={decisions}"
+            )
             lines.append(f"> {clip(data.get('topic', ''), 100)}")
         text = "\n".join(lines)
     return Reply(text, [conversations.record_json(entry) for entry in found])

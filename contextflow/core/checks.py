@@ -7,8 +7,6 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from contextflow.core import timeutil
 from contextflow.core.errors import InputError
 
@@ -92,6 +90,8 @@ def json_object(
     if not isinstance(value, dict):
         raise InputError(f"{name} must be a JSON object, e.g. {example}" + (f"; {hint}" if hint else ""))
     try:
+        import orjson  # only a value check pays for it: a hook reading a yes/no attribute does not
+
         size = len(orjson.dumps(value))
     except TypeError as exc:
         raise InputError(
@@ -138,7 +138,19 @@ def json_file(path: str, hint: str) -> Any:
         raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
+    import orjson
+
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"{path} is not valid JSON ({exc}); {hint}") from None
+
+
+TRUE_WORDS = ("1", "on", "true", "yes", "always")
+FALSE_WORDS = ("", "0", "off", "false", "no", "never")
+
+
+def flag(value: str | None) -> bool | None:
+    """A yes/no setting or attribute as written by a person: True, False, or None when it is neither."""
+    word = (value or "").strip().lower()
+    return True if word in TRUE_WORDS else False if word in FALSE_WORDS else None

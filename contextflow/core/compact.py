@@ -55,12 +55,19 @@ class CompactReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "log": self.log, "dry_run": self.dry_run, "changed": self.changed,
-            "lines_before": self.lines_before, "lines_after": self.lines_after,
-            "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
-            "dropped": dict(sorted(self.dropped.items())), "reduced": dict(sorted(self.reduced.items())),
-            "duplicates_removed": self.duplicates, "unreadable_lines_kept": self.kept_unreadable,
-            "blocked_by": self.blocked_by, "archive": self.archive,
+            "log": self.log,
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "lines_before": self.lines_before,
+            "lines_after": self.lines_after,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "dropped": dict(sorted(self.dropped.items())),
+            "reduced": dict(sorted(self.reduced.items())),
+            "duplicates_removed": self.duplicates,
+            "unreadable_lines_kept": self.kept_unreadable,
+            "blocked_by": self.blocked_by,
+            "archive": self.archive,
         }
 
 
@@ -145,8 +152,10 @@ def compact(app: App, *, archive: Path | None = None, dry_run: bool = False) -> 
     path = store.log_writer.path
     report = CompactReport(str(path), dry_run)
     if archive is not None and archive.resolve().is_relative_to(store.folder.resolve()):
-        raise InputError(f"the archive folder {archive} is inside the synced store; choose a folder outside it "
-                         f"(the default is {default_archive_dir(app)})")
+        raise InputError(
+            f"the archive folder {archive} is inside the synced store; choose a folder outside it "
+            f"(the default is {default_archive_dir(app)})"
+        )
     with store.log_writer.locked():
         before = signature(path)
         if before is None:

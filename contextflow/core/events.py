@@ -60,13 +60,21 @@ class Event:
 
 
 def encode(event: Event) -> bytes:
-    record = {"v": SCHEMA_VERSION, "id": event.id, "w": event.writer, "seq": event.seq, "hlc": event.hlc,
-              "kind": event.kind, "data": event.data}
+    record = {
+        "v": SCHEMA_VERSION,
+        "id": event.id,
+        "w": event.writer,
+        "seq": event.seq,
+        "hlc": event.hlc,
+        "kind": event.kind,
+        "data": event.data,
+    }
     try:
         line = orjson.dumps(record) + b"\n"
     except (orjson.JSONEncodeError, TypeError) as exc:
-        raise InputError(f"this {event.kind} cannot be stored as JSON ({exc}); "
-                         "pass plain, shallow JSON values") from None
+        raise InputError(
+            f"this {event.kind} cannot be stored as JSON ({exc}); pass plain, shallow JSON values"
+        ) from None
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
     return line
@@ -88,8 +96,14 @@ def decode(line: bytes, position: int = 0) -> Event:
         event = Event(record["id"], record["w"], record["seq"], record["hlc"], record["kind"], record["data"])
     except KeyError as exc:
         raise BadLine(f"missing field {exc.args[0]!r}") from None
-    if not (isinstance(event.id, str) and isinstance(event.writer, str) and type(event.seq) is int
-            and type(event.hlc) is int and isinstance(event.kind, str) and isinstance(event.data, dict)):
+    if not (
+        isinstance(event.id, str)
+        and isinstance(event.writer, str)
+        and type(event.seq) is int
+        and type(event.hlc) is int
+        and isinstance(event.kind, str)
+        and isinstance(event.data, dict)
+    ):
         raise BadLine("a field has the wrong type")
     if not 0 <= event.hlc <= MAX_HLC:
         raise BadLine(f"clock stamp out of range ({event.hlc}): past year 9999 or negative")
@@ -115,8 +129,18 @@ def decode_lines(numbered: list[tuple[int, bytes]]) -> list[tuple[bytes, Event |
     return lines
 
 
-LEGACY_FIELDS = ("project", "agent", "session_id", "task", "text", "summary", "tags", "next_steps", "open_questions",
-                 "files")
+LEGACY_FIELDS = (
+    "project",
+    "agent",
+    "session_id",
+    "task",
+    "text",
+    "summary",
+    "tags",
+    "next_steps",
+    "open_questions",
+    "files",
+)
 
 
 def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:

@@ -49,8 +49,9 @@ def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Ha
         for slot in writes(event):
             if slot not in latest or event.key > latest[slot]:
                 latest[slot] = event.key
-    return {event.id for event in events
-            if (slots := writes(event)) and all(latest[slot] > event.key for slot in slots)}
+    return {
+        event.id for event in events if (slots := writes(event)) and all(latest[slot] > event.key for slot in slots)
+    }
 
 
 class LazyView:

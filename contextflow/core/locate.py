@@ -157,21 +157,29 @@ def private_folder(path: Path, setting: str) -> Path:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         st = os.lstat(path)
     except OSError as exc:
-        raise InputError(f"{setting} cannot be used: {path} cannot be a folder ({(exc.strerror or str(exc)).lower()}); "
-                         "point CONTEXTFLOW_STATE at a folder you own on this machine") from None
+        raise InputError(
+            f"{setting} cannot be used: {path} cannot be a folder ({(exc.strerror or str(exc)).lower()}); "
+            "point CONTEXTFLOW_STATE at a folder you own on this machine"
+        ) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{setting} cannot be used: {path} is not a folder (a symbolic link or a file); "
-                         "point CONTEXTFLOW_STATE at a folder you own on this machine")
+        raise InputError(
+            f"{setting} cannot be used: {path} is not a folder (a symbolic link or a file); "
+            "point CONTEXTFLOW_STATE at a folder you own on this machine"
+        )
     uid = current_uid()
     if uid is None:
         return path  # no POSIX owners or modes to check
     if st.st_uid != uid:
-        raise InputError(f"{setting} cannot be used: {path} is owned by another user (uid {st.st_uid}); "
-                         "use a folder you own (CONTEXTFLOW_STATE)")
+        raise InputError(
+            f"{setting} cannot be used: {path} is owned by another user (uid {st.st_uid}); "
+            "use a folder you own (CONTEXTFLOW_STATE)"
+        )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o022:
-        raise InputError(f"{setting} cannot be used: {path} is writable by other users (mode {mode:o}); "
-                         f"run `chmod 700 {path}` or point CONTEXTFLOW_STATE at a private folder")
+        raise InputError(
+            f"{setting} cannot be used: {path} is writable by other users (mode {mode:o}); "
+            f"run `chmod 700 {path}` or point CONTEXTFLOW_STATE at a private folder"
+        )
     if mode & 0o077:
         os.chmod(path, 0o700)
     return path
@@ -205,8 +213,10 @@ def validate_writer(writer: str, setting: str = "CONTEXTFLOW_WRITER") -> str:
     if not WRITER_PATTERN.fullmatch(writer) or ".." in writer:
         raise InputError(f"{setting}={writer!r} is not a valid writer id: {hint}")
     if "conflict" in writer.lower():
-        raise InputError(f"{setting}={writer!r} looks like a sync-conflict copy's name, which would make its log "
-                         f"read as another writer's conflict copy: {hint}")
+        raise InputError(
+            f"{setting}={writer!r} looks like a sync-conflict copy's name, which would make its log "
+            f"read as another writer's conflict copy: {hint}"
+        )
     return writer
 
 
@@ -227,6 +237,8 @@ def writer_id(env: Mapping[str, str] | None = None) -> str:
     try:
         atomic_write(stored, (chosen + "\n").encode())
     except OSError as exc:
-        raise InputError(f"cannot save this machine's writer id in {stored}: {exc.strerror}; "
-                         "set CONTEXTFLOW_WRITER or point CONTEXTFLOW_STATE at a folder you can write") from None
+        raise InputError(
+            f"cannot save this machine's writer id in {stored}: {exc.strerror}; "
+            "set CONTEXTFLOW_WRITER or point CONTEXTFLOW_STATE at a folder you can write"
+        ) from None
     return chosen

@@ -68,8 +68,10 @@ def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Pat
     except NotADirectoryError:
         raise StoreError(f"the store {folder} is not a folder; point CONTEXTFLOW_STORE at a folder") from None
     except OSError as exc:
-        raise StoreError(f"cannot read the store folder {folder}: {(exc.strerror or str(exc)).lower()}; "
-                         "give your user read and write access to it (chmod 700)") from None
+        raise StoreError(
+            f"cannot read the store folder {folder}: {(exc.strerror or str(exc)).lower()}; "
+            "give your user read and write access to it (chmod 700)"
+        ) from None
     found.sort()
     return [*found, *(p for p in legacy_files if p.is_file())]
 
@@ -177,8 +179,10 @@ def ensure_folder(folder: Path) -> None:
     except FileExistsError:
         pass
     except OSError as exc:
-        raise StoreError(f"cannot create the store folder {folder}: {exc.strerror}; "
-                         "point CONTEXTFLOW_STORE at a folder you can write") from None
+        raise StoreError(
+            f"cannot create the store folder {folder}: {exc.strerror}; "
+            "point CONTEXTFLOW_STORE at a folder you can write"
+        ) from None
 
 
 class LogWriter:

@@ -52,8 +52,14 @@ def _plain(value: Any) -> bool:
 
 def _keyed_pair(value: Any) -> bool:
     """((a, b, c), plain value): a last-writer-wins slot (order key, value)."""
-    return (type(value) is tuple and len(value) == 2 and type(value[0]) is tuple and len(value[0]) == 3
-            and all(map(_scalar, value[0])) and _plain(value[1]))
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and type(value[0]) is tuple
+        and len(value[0]) == 3
+        and all(map(_scalar, value[0]))
+        and _plain(value[1])
+    )
 
 
 def _keyed_pairs(flat: list[Any]) -> dict[str, Any]:
@@ -148,8 +154,11 @@ def _resolve(name: Any) -> tuple[type, tuple[str, ...], bool]:
         raise ValueError(f"{name!r} is not a contextflow dataclass")
     fields = dataclasses.fields(kind)
     # the dataclass's generated __init__ only stores its arguments: the fast way to rebuild one
-    stores_only = (kind.__dataclass_params__.init and not hasattr(kind, "__post_init__")  # type: ignore[attr-defined]
-                   and all(f.init for f in fields))
+    stores_only = (
+        kind.__dataclass_params__.init  # type: ignore[attr-defined]
+        and not hasattr(kind, "__post_init__")
+        and all(f.init for f in fields)
+    )
     return kind, tuple(f.name for f in fields), stores_only
 
 
@@ -167,8 +176,14 @@ def decode_tree(blob: dict[str, Any], binary: bytes | memoryview = b"") -> Any:
         tag = node[0]
         if tag == EVENT:
             _, event_id, writer, seq, hlc, kind, data = node
-            if not (type(event_id) is str and type(writer) is str and type(seq) is int and type(hlc) is int
-                    and type(kind) is str and type(data) is dict):
+            if not (
+                type(event_id) is str
+                and type(writer) is str
+                and type(seq) is int
+                and type(hlc) is int
+                and type(kind) is str
+                and type(data) is dict
+            ):
                 raise ValueError("a bad event row")
             event = new_object(Event)
             id_slot.__set__(event, event_id)
@@ -205,10 +220,12 @@ def decode_tree(blob: dict[str, Any], binary: bytes | memoryview = b"") -> Any:
         if tag == LIST:
             items: list[Any] = []
             remember(items)
-            items.extend([
-                (memo[item[1]] if item[0] == REF else decode(item)) if type(item) is list else item
-                for item in node[1:]
-            ])
+            items.extend(
+                [
+                    (memo[item[1]] if item[0] == REF else decode(item)) if type(item) is list else item
+                    for item in node[1:]
+                ]
+            )
             return items
         if tag == DICT:
             mapping: dict[Any, Any] = {}

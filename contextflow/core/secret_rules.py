@@ -114,8 +114,13 @@ def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0) -> 
     return Rule(kind, re.compile(pattern, flags), needles, accept=is_jwt if kind == JWT else None)
 
 
-def _context(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0,
-             accept: Callable[[str, bool], bool] | None = is_literal) -> Rule:
+def _context(
+    kind: str,
+    pattern: str,
+    needles: tuple[str, ...],
+    flags: int = 0,
+    accept: Callable[[str, bool], bool] | None = is_literal,
+) -> Rule:
     return Rule(kind, re.compile(pattern, flags), needles, in_context=True, min_length=1, accept=accept)
 
 
@@ -179,28 +184,51 @@ EXTRA_RULES = (
     _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
     _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
     # user:password@ in any URL; the password runs to the authority's last @, so it may hold an @
-    _context("URL password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
-             ("://",)),
+    _context(
+        "URL password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]", ("://",)
+    ),
     # shell and dotenv: NAME=value, no spaces (with spaces it is code: the rules below need quotes or 8+ chars)
-    _context("credential", _ENV_NAME + "=" + _VALUE, ("pass", "pwd", "secret", "token", "key", "auth",
-                                                                "credential")),
+    _context("credential", _ENV_NAME + "=" + _VALUE, ("pass", "pwd", "secret", "token", "key", "auth", "credential")),
     # code, config and prose: a quoted value of any length, or a bare one of 8+ characters
-    _context("credential", r"(?i)(?=[pscae])(?:" + _KEYWORD + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'"
-             r"|([^\s\"'`,;$<{(\[][^\s\"'`,;]{7,}))", _CREDENTIAL_WORDS, accept=is_code_literal),
-    _context("command-line password", r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"
-             r"|api-?key|api-?token|token|secret)(?:=" + _FLAG_VALUE + r"|\s+" + _QUOTED + ")",
-             ("--",)),
+    _context(
+        "credential",
+        r"(?i)(?=[pscae])(?:" + _KEYWORD + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'"
+        r"|([^\s\"'`,;$<{(\[][^\s\"'`,;]{7,}))",
+        _CREDENTIAL_WORDS,
+        accept=is_code_literal,
+    ),
+    _context(
+        "command-line password",
+        r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"
+        r"|api-?key|api-?token|token|secret)(?:=" + _FLAG_VALUE + r"|\s+" + _QUOTED + ")",
+        ("--",),
+    ),
     _context("command-line password", r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]*?\s-p" + _VALUE, ("mysql", "mariadb")),
     _context("command-line password", r"\bsshpass\b[^\n|;&]*?\s-p\s*" + _VALUE, ("sshpass",)),
-    _context("command-line password", r"\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user)(?:=|\s*)"
-             r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""", ("curl", "wget")),
-    _context("netrc password", r"(?i)\bmachine\s+\S+\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
-             r"(?:(?:account|port)\s+\S+\s+)*password\s+(\S+)", ("machine",)),
-    _context("pgpass password", r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
-             r":[^:\s'\"]+:((?:\\.|[^:\s'\"\\])+)(?![^\s'\"])", (":",)),
+    _context(
+        "command-line password",
+        r"\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user)(?:=|\s*)"
+        r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""",
+        ("curl", "wget"),
+    ),
+    _context(
+        "netrc password",
+        r"(?i)\bmachine\s+\S+\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
+        r"(?:(?:account|port)\s+\S+\s+)*password\s+(\S+)",
+        ("machine",),
+    ),
+    _context(
+        "pgpass password",
+        r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
+        r":[^:\s'\"]+:((?:\\.|[^:\s'\"\\])+)(?![^\s'\"])",
+        (":",),
+    ),
     _context("registry auth", r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,}={0,2})\"", ('"auth"',), accept=is_docker_auth),
-    _context("registry token", r"\"(?:identitytoken|registrytoken)\"\s*:\s*\"([^\"\s]{8,})\"",
-             ("identitytoken", "registrytoken")),
+    _context(
+        "registry token",
+        r"\"(?:identitytoken|registrytoken)\"\s*:\s*\"([^\"\s]{8,})\"",
+        ("identitytoken", "registrytoken"),
+    ),
 )
 
 # detect-secrets detectors used, each with the words that must occur for it to run at all (a
@@ -236,8 +264,10 @@ _LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
 @cache
 def rules() -> tuple[Rule, ...]:
     """Our rules first (they cover whole blocks), then detect-secrets' denylist patterns."""
-    return (*EXTRA_RULES, *(_rule(kind, pattern, tuple(needles), flags) for kind, pattern, flags, needles in
-                            library_patterns()))
+    return (
+        *EXTRA_RULES,
+        *(_rule(kind, pattern, tuple(needles), flags) for kind, pattern, flags, needles in library_patterns()),
+    )
 
 
 @cache

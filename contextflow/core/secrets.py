@@ -188,8 +188,14 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
     if how == "off":
         return data, []
     leaves = [leaf for leaf in _leaves(data) if not (leaf.path and leaf.path[0] == REDACTED_FIELD)]
-    by_field = {leaf.path: kind for leaf in leaves if not leaf.is_key and leaf.path and isinstance(leaf.path[-1], str)
-                and (kind := credential_field_kind(leaf.path[-1], leaf.text))}
+    by_field = {
+        leaf.path: kind
+        for leaf in leaves
+        if not leaf.is_key
+        and leaf.path
+        and isinstance(leaf.path[-1], str)
+        and (kind := credential_field_kind(leaf.path[-1], leaf.text))
+    }
     dirty = [leaf.text for leaf in leaves if needs_cleaning(leaf.text)]
     shown = "\n".join(clean(leaf.text) for leaf in leaves)
     if not by_field and not find(shown) and not (dirty and find("\n".join(dirty))):

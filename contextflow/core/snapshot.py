@@ -177,10 +177,15 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         offsets[name] = (position, len(data))
         position += len(data)
     encoder = Encoder()
-    header = orjson.dumps({
-        "key": key, "counters": counters, "blobs": offsets, "versions": versions,
-        "segments": {"value": encoder.encode(segments), "classes": encoder.class_names},
-    })
+    header = orjson.dumps(
+        {
+            "key": key,
+            "counters": counters,
+            "blobs": offsets,
+            "versions": versions,
+            "segments": {"value": encoder.encode(segments), "classes": encoder.class_names},
+        }
+    )
 
     def fill(fd: int) -> None:
         write_all(fd, MAGIC + position.to_bytes(_HEADER_OFFSET, "big"))

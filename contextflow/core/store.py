@@ -20,7 +20,7 @@ from typing import Any
 from contextflow import __version__
 from contextflow.core import snapshot
 from contextflow.core.clock import HybridClock
-from contextflow.core.errors import StoreError
+from contextflow.core.errors import InputError, StoreError
 from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
 from contextflow.core.fold import Fold, View
 from contextflow.core.fsutil import signature
@@ -86,12 +86,12 @@ def code_fingerprint() -> str:
 
 
 def fsync_setting(env: Mapping[str, str]) -> bool:
+    from contextflow.core.checks import flag
+
     value = env.get("CONTEXTFLOW_FSYNC", "off").strip().lower()
-    if value in ("1", "on", "true", "always", "yes"):
-        return True
-    if value in ("", "0", "off", "false", "never", "no"):
-        return False
-    raise StoreError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")
+    if (chosen := flag(value)) is not None:
+        return chosen
+    raise InputError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")
 
 
 class Store:

@@ -121,8 +121,10 @@ def clean_reply(text: str) -> str:
         with suppress(ValueError, TypeError):
             return orjson.dumps(clean_data(orjson.loads(text)), option=indent).decode()
         with suppress(ValueError, TypeError):
-            lines = [orjson.dumps(clean_data(orjson.loads(line))).decode() if line.strip() else line
-                     for line in text.split("\n")]
+            lines = [
+                orjson.dumps(clean_data(orjson.loads(line))).decode() if line.strip() else line
+                for line in text.split("\n")
+            ]
             return "\n".join(lines)
     return clean(text)
 

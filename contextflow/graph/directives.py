@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from contextflow.app import App
+from contextflow.core.checks import flag
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clip
 from contextflow.core.timeutil import now_ms
@@ -59,8 +60,10 @@ def parse(text: str) -> list[Directive]:
     prose = _FENCE.sub("", text)
     found: list[Directive] = []
     for match in _DIRECTIVE.finditer(prose):
-        attrs = {m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
-                 for m in _ATTR.finditer(match.group("attrs") or "")}
+        attrs = {
+            m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
+            for m in _ATTR.finditer(match.group("attrs") or "")
+        }
         body = html.unescape(match.group("body") or "").strip()
         found.append(Directive(match.group("name"), attrs, body))
     return found
@@ -71,7 +74,7 @@ def _split(value: str | None) -> list[str]:
 
 
 def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("true", "yes", "1", "on")
+    return flag(value) is True
 
 
 class Runner:
@@ -100,8 +103,14 @@ class Runner:
             tags.append(f"task:{self.task}")
             if model.tier_of(set(tags)) is None:
                 tags.append(model.WORKING)
-        event = writes.add_node(self.app, type=d.attrs.get("type", "observation"), content=d.body, tags=tags,
-                             summary=d.attrs.get("summary"), agent=AGENT)
+        event = writes.add_node(
+            self.app,
+            type=d.attrs.get("type", "observation"),
+            content=d.body,
+            tags=tags,
+            summary=d.attrs.get("summary"),
+            agent=AGENT,
+        )
         self.outcome.done.append(f"remembered [{event.data['type']}:{event.id}] {clip(d.body, 60)}")
 
     def do_recall(self, d: Directive) -> None:
@@ -122,9 +131,14 @@ class Runner:
         self.outcome.pending.append(f"## {title}\n\n{body}{note}")
 
     def do_summarize(self, d: Directive) -> None:
-        done = writes.summarize(self.app, _split(d.attrs.get("nodes")), d.body,
-                             archive_sources=_truthy(d.attrs.get("archive")), tags=_split(d.attrs.get("tags")),
-                             agent=AGENT)
+        done = writes.summarize(
+            self.app,
+            _split(d.attrs.get("nodes")),
+            d.body,
+            archive_sources=_truthy(d.attrs.get("archive")),
+            tags=_split(d.attrs.get("tags")),
+            agent=AGENT,
+        )
         self.outcome.done.append(f"summarized {len(done.sources)} node(s) as [summary:{done.id}]")
 
     def do_link(self, d: Directive) -> None:
@@ -171,8 +185,10 @@ class Runner:
         others = [i for i in members if i not in decisions]
         items = writes.archive_items(state, others)
         for node_id in decisions:
-            items += [(model.UNTAG, {"node": node_id, "tags": [model.WORKING]}),
-                      (model.TAG, {"node": node_id, "tags": [model.REFERENCE]})]
+            items += [
+                (model.UNTAG, {"node": node_id, "tags": [model.WORKING]}),
+                (model.TAG, {"node": node_id, "tags": [model.REFERENCE]}),
+            ]
         if items:
             self.app.store.append_many(items)
         self.outcome.done.append(f"task {name} ended: {len(others)} archived, {len(decisions)} decision(s) promoted")

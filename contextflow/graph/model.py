@@ -15,7 +15,15 @@ from contextflow.core import checks
 from contextflow.core.errors import InputError
 
 NODE_TYPES = (
-    "fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question",
+    "fact",
+    "decision",
+    "pattern",
+    "observation",
+    "hypothesis",
+    "task",
+    "summary",
+    "source",
+    "open-question",
 )
 EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
 TIERS = ("pinned", "reference", "working", "off-context")

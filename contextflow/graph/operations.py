@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from contextflow.operations.spec import JSON, Feature, Operation, Param, deferred
+from contextflow.operations.spec import FORMATS, JSON, Feature, Operation, Param, deferred
 
 if TYPE_CHECKING:
     from contextflow.graph import present
@@ -61,9 +61,8 @@ def _arg(name: str, schema: JSON = _S, help: str | None = None, **cli: Any) -> P
 
 
 NODE_ID = _arg("id", required=True, positional=True)
-FORMAT = _arg(
-    "format", {**_S, "enum": ["text", "json", "markdown"]}, "output format (default text)", cli_default="text"
-)
+# show, list, query and export also render nodes as ctx markdown
+FORMAT = _arg("format", {**_S, "enum": [*FORMATS, "markdown"]}, "output format (default text)", cli_default="text")
 STDIN = _arg("stdin", _BOOL, "read the content from standard input")
 TAG = _arg("tags", _STRINGS, "a namespace:value tag (repeatable)", flag="--tag")
 AGENT = _arg("agent", help="who writes it (default 'human')", cli_default="human")
@@ -319,8 +318,8 @@ COMMANDS = (
         present.export,
         command=("export",),
         tool=False,
-        cli_description="Write the graph (or the nodes a query matches) as JSON to stdout or --output (the export is JSON "
-        "whatever --format says; --format shapes the --output report).",
+        cli_description="Write the graph (or the nodes a query matches) as JSON to stdout or --output (the export "
+        "is JSON whatever --format says; --format shapes the --output report).",
     ),
     op(
         "import",
@@ -333,8 +332,8 @@ COMMANDS = (
         command=("import",),
         tool=False,
         read_only=False,
-        cli_description="Import an export from FILE or stdin. With --merge, nodes already here are skipped, so importing "
-        "the same export twice changes nothing.",
+        cli_description="Import an export from FILE or stdin. With --merge, nodes already here are skipped, so "
+        "importing the same export twice changes nothing.",
     ),
     op(
         "ingest",

@@ -58,8 +58,10 @@ def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = 
     """The nodes around one: along any edge (related), what it rests on, or what rests on it."""
     root, steps = explore.around(app, node_id, follow, depth)
     state = writes.graph(app)
-    data = [{"depth": s.depth, "edge_type": s.edge_type, "via": s.via, "node": explore.node_dict(state, s.node)}
-            for s in steps]
+    data = [
+        {"depth": s.depth, "edge_type": s.edge_type, "via": s.via, "node": explore.node_dict(state, s.node)}
+        for s in steps
+    ]
     return Reply(notice + steps_text(state, root, steps, WALKS[follow]), {"id": root.id, "steps": data})
 
 
@@ -80,9 +82,15 @@ def _content(args: JSON, missing: str = "") -> str | None:
 
 def graph_remember(app: App, args: JSON) -> Reply:
     event = writes.add_node(
-        app, type=args.get("type", "observation"), content=args.get("content"), tags=args.get("tags"),
-        metadata=args.get("metadata"), summary=args.get("summary"), agent=args.get("agent"),
-        links=writes.parse_links(args.get("links")), supersedes=args.get("supersedes"),
+        app,
+        type=args.get("type", "observation"),
+        content=args.get("content"),
+        tags=args.get("tags"),
+        metadata=args.get("metadata"),
+        summary=args.get("summary"),
+        agent=args.get("agent"),
+        links=writes.parse_links(args.get("links")),
+        supersedes=args.get("supersedes"),
     )
     return _written(app, event.id, verb="Remembered")
 
@@ -132,11 +140,16 @@ def graph_update(app: App, args: JSON) -> Reply:
     if args.get("delete"):
         deleted = writes.delete_node(app, node.id, cascade=bool(args.get("cascade")))
         return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
-    changes = {name: args[name] for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
-               if name in args}
+    changes = {
+        name: args[name]
+        for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
+        if name in args
+    }
     if not changes:
-        raise InputError("graph_update needs something to change: content, type, summary, metadata, add_tags, "
-                         "remove_tags, or delete: true")
+        raise InputError(
+            "graph_update needs something to change: content, type, summary, metadata, add_tags, "
+            "remove_tags, or delete: true"
+        )
     writes.update_node(app, node.id, **changes)
     return _written(app, node.id, verb="Updated")
 
@@ -147,8 +160,14 @@ def graph_summarize(app: App, args: JSON) -> Reply:
 
 def _summarized(app: App, args: JSON, content: str | None, *, tool: bool) -> Reply:
     """graph_summarize and summarize: the written summary, its sources and what was archived."""
-    done = writes.summarize(app, args["ids"], content, archive_sources=bool(args.get("archive_sources")),
-                         tags=args.get("tags"), agent=args.get("agent"))
+    done = writes.summarize(
+        app,
+        args["ids"],
+        content,
+        archive_sources=bool(args.get("archive_sources")),
+        tags=args.get("tags"),
+        agent=args.get("agent"),
+    )
     if tool:
         reply = _written(app, done.id, verb=f"Summarized {len(done.sources)} node(s) as")
     else:
@@ -159,9 +178,14 @@ def _summarized(app: App, args: JSON, content: str | None, *, tool: bool) -> Rep
 
 def graph_compose(app: App, args: JSON) -> Reply:
     """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
-    result = compose(app, args.get("query"), args.get("budget"), view=args.get("view"),
-                     include_archived=bool(args.get("include_archived")),
-                     include_superseded=bool(args.get("include_superseded")))
+    result = compose(
+        app,
+        args.get("query"),
+        args.get("budget"),
+        view=args.get("view"),
+        include_archived=bool(args.get("include_archived")),
+        include_superseded=bool(args.get("include_superseded")),
+    )
     return Reply(result.text, result.as_dict(), note=result.report())
 
 
@@ -176,8 +200,14 @@ def graph_status(app: App, args: JSON) -> Reply:
 def add(app: App, args: JSON) -> Reply:
     content = _content(args, "add needs the content: pass it as an argument or with --stdin")
     event = writes.add_node(
-        app, type=args["type"], content=content, tags=args.get("tags"), metadata=model.meta_pairs(args.get("meta")),
-        summary=args.get("summary"), agent=args.get("agent"), supersedes=args.get("supersedes"),
+        app,
+        type=args["type"],
+        content=content,
+        tags=args.get("tags"),
+        metadata=model.meta_pairs(args.get("meta")),
+        summary=args.get("summary"),
+        agent=args.get("agent"),
+        supersedes=args.get("supersedes"),
     )
     return _written(app, event.id, f"Added: {event.id}")
 
@@ -192,7 +222,11 @@ def show(app: App, args: JSON) -> Reply:
 
 def update(app: App, args: JSON) -> Reply:
     node = writes.update_node(
-        app, args["id"], content=_content(args), type=args.get("type"), summary=args.get("summary"),
+        app,
+        args["id"],
+        content=_content(args),
+        type=args.get("type"),
+        summary=args.get("summary"),
         metadata=model.meta_pairs(args.get("meta")) or None,
     )
     return _written(app, node.id, f"Updated: {node.id}")
@@ -204,8 +238,9 @@ def delete(app: App, args: JSON) -> Reply:
 
 
 def list_nodes(app: App, args: JSON) -> Reply:
-    nodes, total = explore.list_nodes(app, type=args.get("type"), tag=args.get("tag"), since=args.get("since"),
-                                      limit=args.get("limit"))
+    nodes, total = explore.list_nodes(
+        app, type=args.get("type"), tag=args.get("tag"), since=args.get("since"), limit=args.get("limit")
+    )
     return _nodes(app, args, nodes, total, "Nodes")
 
 
@@ -330,4 +365,3 @@ def picture(app: App, args: JSON) -> Reply:
     draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid
     note = f"drew {len(nodes)} of {total} nodes; raise --limit or narrow the query" if total > len(nodes) else None
     return Reply(draw(writes.graph(app), nodes), None, note=note)
-

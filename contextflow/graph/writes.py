@@ -42,8 +42,15 @@ def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
 
 
 def node_item(
-    *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
-    agent: Any = None, origin: str | None = None, links: list[tuple[str, str]] | None = None,
+    *,
+    type: Any,
+    content: Any,
+    tags: Any = None,
+    metadata: Any = None,
+    summary: Any = None,
+    agent: Any = None,
+    origin: str | None = None,
+    links: list[tuple[str, str]] | None = None,
 ) -> Item:
     """A `graph.node` event; `links` (resolved target id, edge type) become its outgoing edges."""
     data: dict[str, Any] = {"type": model.node_type(type), "content": model.content(content)}
@@ -91,15 +98,24 @@ def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) 
     """The oldest live node with exactly this type, content and tags, if any."""
     wanted = set(tags)
     found = [
-        state.nodes[node_id] for node_id in state.by_type.get(node_type, ())
+        state.nodes[node_id]
+        for node_id in state.by_type.get(node_type, ())
         if node_id in state.live and state.nodes[node_id].content == content and state.tags_of(node_id) == wanted
     ]
     return min(found, key=lambda node: node.created_key) if found else None
 
 
 def add_node(
-    app: App, *, type: Any, content: Any, tags: Any = None, metadata: Any = None, summary: Any = None,
-    agent: Any = None, links: list[Link] | None = None, supersedes: Any = None,
+    app: App,
+    *,
+    type: Any,
+    content: Any,
+    tags: Any = None,
+    metadata: Any = None,
+    summary: Any = None,
+    agent: Any = None,
+    links: list[Link] | None = None,
+    supersedes: Any = None,
 ) -> Event:
     """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event.
     Identical content with the same type and tags is one node: remembering it again writes
@@ -108,13 +124,17 @@ def add_node(
     targets = [(resolve(state, link.target, "links[].to").id, link.type) for link in links or []]
     if supersedes is not None:
         targets.append((resolve(state, supersedes, "supersedes").id, "SUPERSEDES"))
-    item = node_item(type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent,
-                     links=targets)
+    item = node_item(
+        type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent, links=targets
+    )
     existing = same_node(state, item[1]["type"], item[1]["content"], item[1]["tags"])
     if existing is None:
         return app.store.append(*item)
-    missing = [(target, kind) for target, kind in dict.fromkeys(targets)
-               if target != existing.id and not state.edge_live(existing.id, target, kind)]
+    missing = [
+        (target, kind)
+        for target, kind in dict.fromkeys(targets)
+        if target != existing.id and not state.edge_live(existing.id, target, kind)
+    ]
     if missing:
         app.store.append_many([edge_item(existing.id, target, kind) for target, kind in missing])
     hlc, writer, seq = existing.created_key  # its creating event, as far as the folded state remembers it
@@ -124,8 +144,15 @@ def add_node(
 
 
 def update_node(
-    app: App, node_id: Any, *, content: Any = None, type: Any = None, summary: Any = None, metadata: Any = None,
-    add_tags: Any = None, remove_tags: Any = None,
+    app: App,
+    node_id: Any,
+    *,
+    content: Any = None,
+    type: Any = None,
+    summary: Any = None,
+    metadata: Any = None,
+    add_tags: Any = None,
+    remove_tags: Any = None,
 ) -> Node:
     """Change fields and tags in one write (tags added, then removed); tags already so change nothing."""
     state = graph(app)
@@ -235,7 +262,13 @@ class Summarized:
 
 
 def summarize(
-    app: App, node_ids: Any, content: Any, *, archive_sources: bool = False, tags: Any = None, agent: Any = None,
+    app: App,
+    node_ids: Any,
+    content: Any,
+    *,
+    archive_sources: bool = False,
+    tags: Any = None,
+    agent: Any = None,
 ) -> Summarized:
     """A summary node with DERIVED_FROM edges to each source; optionally archive the sources."""
     if isinstance(node_ids, str):
@@ -244,8 +277,9 @@ def summarize(
         raise InputError("summarize needs the ids of the nodes it summarizes")
     state = graph(app)
     sources = list(dict.fromkeys(resolve(state, node_id, "source id").id for node_id in node_ids))
-    item = node_item(type="summary", content=content, tags=tags, agent=agent,
-                     links=[(source, "DERIVED_FROM") for source in sources])
+    item = node_item(
+        type="summary", content=content, tags=tags, agent=agent, links=[(source, "DERIVED_FROM") for source in sources]
+    )
     archived = archive_items(state, sources) if archive_sources else []
     event = app.store.append_many([item, *archived])[0]
     return Summarized(event.id, sources, sources if archive_sources else [])

@@ -38,7 +38,11 @@ def header(*parts: Part, limit: int = 120) -> str:
 def stored_header(kind: str, ref: str, writer: Any, agent: Any, time: str, project: Any) -> str:
     """The header over one stored item of any kind (a search hit, a conversation record)."""
     return header(
-        ("kind", kind), ("id", ref), ("writer", writer or "unknown"), ("agent", agent or "unknown"), ("time", time),
+        ("kind", kind),
+        ("id", ref),
+        ("writer", writer or "unknown"),
+        ("agent", agent or "unknown"),
+        ("time", time),
         ("project", project or DEFAULT_PROJECT),
     )
 

@@ -107,9 +107,9 @@ class Param:
         return self.flag or "--" + self.name.replace("_", "-")
 
 
-FORMAT = Param(
-    "format", {"type": "string", "enum": ["text", "json"], "description": "text (default) or json."}, cli=False
-)
+# The output formats every operation answers in: text for people and models, json for the reply's data.
+FORMATS = ("text", "json")
+FORMAT = Param("format", {"type": "string", "enum": list(FORMATS), "description": "text (default) or json."}, cli=False)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
+from contextflow.records.operations import CATEGORIES, CLIPBOARD
 from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState
 from contextflow.timeline.core import agent_field, resolve_thread
 
@@ -36,9 +37,7 @@ DEFAULT_SINCE_DAYS = 7
 DEFAULT_LIMIT = 50
 MAX_SORTED_POOL = 2000
 WAITING_SHOWN = 20
-CLIPBOARD = "clipboard"
 CLIPBOARD_EXPIRY = timedelta(hours=24)
-CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
 DEFAULT_CATEGORY = "fact"  # for a key whose prefix is not a category, e.g. ticket:123
 NEVER = ("never", "none", "off")
 
@@ -120,7 +119,10 @@ def set_record(
     chosen = check_category(category)
     owner = checks.name(project, "project", MAX_PROJECT_CHARS) or app.settings.default_project
     checked = checks.json_object(
-        value, "value", example='{"status": "waiting", "title": "MeshCore support"}', max_bytes=MAX_VALUE_BYTES,
+        value,
+        "value",
+        example='{"status": "waiting", "title": "MeshCore support"}',
+        max_bytes=MAX_VALUE_BYTES,
         hint='wrap plain text as {"text": "..."}',
         size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
     )

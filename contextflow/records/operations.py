@@ -16,6 +16,10 @@ else:
 
 op = partial(Operation, group="context")
 
+# The record categories, a closed list (the core checks against it; stated here so the table stays light).
+CLIPBOARD = "clipboard"
+CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
+
 KEY = string(
     "key", "Namespaced key prefix:name, e.g. pr:owner/repo:1777, machine:chisel.", required=True, positional=True
 )
@@ -39,7 +43,7 @@ OPERATIONS = (
             string(
                 "category",
                 "Default: the key prefix if it is one of these, else fact.",
-                ["project", "pr", "machine", "waiting", "fact", "clipboard"],
+                list(CATEGORIES),
             ),
             string("label", "Human-readable title."),
             string("thread_id", "Timeline thread to link (id or prefix); '' unlinks.", flag="--thread"),

@@ -219,5 +219,3 @@ def wherewasi_prompt(app: App, args: dict[str, str]) -> str:
 
 def remember_prompt(app: App, args: dict[str, str]) -> str:
     return remember_text(args["what"].strip())  # required: the server checks it is given
-
-

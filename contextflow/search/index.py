@@ -148,7 +148,8 @@ class SearchIndex:
         """The live postings of a term by document id (for tests and comparisons, not queries)."""
         pairs = self.postings.get(term, array("I"))
         return {
-            doc.doc_id: weight for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
+            doc.doc_id: weight
+            for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
             if self.lengths[num] and (doc := self.by_num[num]) is not None
         }
 

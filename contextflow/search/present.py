@@ -93,7 +93,11 @@ def get_context(app: App, args: JSON) -> Reply:
     from contextflow.search import retrieval  # imports the index: only a search pays
 
     result = retrieval.get_context(
-        app, query=args.get("query"), project=args.get("project"), kinds=args.get("kinds"),
-        limit=args.get("limit"), budget_tokens=args.get("budget_tokens", args.get("budget")),
+        app,
+        query=args.get("query"),
+        project=args.get("project"),
+        kinds=args.get("kinds"),
+        limit=args.get("limit"),
+        budget_tokens=args.get("budget_tokens", args.get("budget")),
     )
     return Reply(result.text, {**result.as_dict(), "markdown": result.text})

@@ -99,8 +99,14 @@ def search_index(app: App) -> SearchIndex:
 
 
 def get_context(
-    app: App, *, query: Any, project: Any = None, kinds: Any = None, limit: Any = None,
-    budget_tokens: Any = None, now_ms: int | None = None,
+    app: App,
+    *,
+    query: Any,
+    project: Any = None,
+    kinds: Any = None,
+    limit: Any = None,
+    budget_tokens: Any = None,
+    now_ms: int | None = None,
 ) -> ContextResult:
     """The best matches for `query`, as markdown within `budget_tokens`."""
     text = checks.text(query, "query", required=True, max_chars=2_000) or ""

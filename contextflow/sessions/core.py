@@ -154,8 +154,15 @@ def _lists(app: App, **values: object) -> dict[str, list[str]]:
 
 
 def append_note(
-    app: App, *, agent: object, text: object = None, content: object = None, project: object = None,
-    session_id: object = None, task: object = None, tags: object = None,
+    app: App,
+    *,
+    agent: object,
+    text: object = None,
+    content: object = None,
+    project: object = None,
+    session_id: object = None,
+    task: object = None,
+    tags: object = None,
 ) -> Event:
     """Append a progress note. `content` is an alias for `text`, used when `text` is empty."""
     limit = app.settings.max_note_chars
@@ -167,8 +174,16 @@ def append_note(
 
 
 def write_handoff(
-    app: App, *, agent: object, summary: object, next_steps: object = None, open_questions: object = None,
-    files: object = None, project: object = None, session_id: object = None, task: object = None,
+    app: App,
+    *,
+    agent: object,
+    summary: object,
+    next_steps: object = None,
+    open_questions: object = None,
+    files: object = None,
+    project: object = None,
+    session_id: object = None,
+    task: object = None,
 ) -> Event:
     data = _base(app, agent, project, session_id, task)
     data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
@@ -197,7 +212,12 @@ class EntryFilter:
 
 
 def entry_filter(
-    app: App, *, project: object = None, agent: object = None, session_id: object = None, kind: object = None,
+    app: App,
+    *,
+    project: object = None,
+    agent: object = None,
+    session_id: object = None,
+    kind: object = None,
     since: object = None,
 ) -> EntryFilter:
     return EntryFilter(
@@ -257,7 +277,12 @@ class SessionQuery:
 
 
 def session_query(
-    app: App, *, project: object = None, agent: object = None, since: object = None, limit: object = None,
+    app: App,
+    *,
+    project: object = None,
+    agent: object = None,
+    since: object = None,
+    limit: object = None,
     include_unsessioned: object = None,
 ) -> SessionQuery:
     if include_unsessioned is not None and not isinstance(include_unsessioned, bool):

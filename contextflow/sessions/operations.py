@@ -44,7 +44,7 @@ OPERATIONS = (
         "Append a progress note to shared memory while you work.",
         (
             writer("Your name, e.g. claude, codex, gemini.", required=True),
-            string("text", "The note. Or pass it as `content`.", positional=True),
+            string("text", "The note. Or pass it as `content`.", positional=True, cli_help="the note"),
             string("content", "Alias of `text`.", cli=False),
             PROJECT,
             SESSION,

@@ -31,8 +31,15 @@ def entries_text(entries: list[Event], title: str, bad_lines: int = 0) -> str:
 
 
 def session_text(summary: SessionSummary, index: int, with_handoff: bool = True) -> str:
-    lines = [header(f"[{index}] session={clean(summary.session_id, True)}", f"entries={summary.entry_count}",
-                    f"handoffs={summary.handoff_count}", ("last", summary.latest_ts), ("task", summary.task))]
+    lines = [
+        header(
+            f"[{index}] session={clean(summary.session_id, True)}",
+            f"entries={summary.entry_count}",
+            f"handoffs={summary.handoff_count}",
+            ("last", summary.latest_ts),
+            ("task", summary.task),
+        )
+    ]
     if summary.agents:
         lines.append("agents: " + ", ".join(clean(agent, True) for agent in sorted(summary.agents)))
     if with_handoff and summary.latest_handoff_summary:
@@ -105,7 +112,11 @@ def list_sessions(app: App, args: JSON) -> Reply:
     project = query.project
     payload = {"project": project, "count": len(found), "sessions": [s.as_dict() for s in found]}
     if not found:
-        return Reply(f"No resumable sessions for project={project}. Start one with the new_session prompt.", payload)
+        return Reply(
+            f"No resumable sessions for project={project}. A session starts with its first note or handoff "
+            "(the new_session prompt, or `contextflow use NAME` in a shell).",
+            payload,
+        )
     body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
     return Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload)
 
@@ -117,20 +128,24 @@ def choose_session(app: App, args: JSON) -> Reply:
     payload = {"selected_session": selected.as_dict(), "resume_tool": "resume_session", "resume_args": resume_args}
     text = (
         f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
-        f"Next: call resume_session with {orjson.dumps(resume_args).decode()}"
+        f"Next: resume it (resume_session with {orjson.dumps(resume_args).decode()}, "
+        f"or `contextflow resume {clean(selected.session_id, True)}` in a shell)"
     )
     return Reply(text, payload)
 
 
 def resume_session(app: App, args: JSON) -> Reply:
     resume = sessions.resume_session(app, **args)
-    return Reply(resume_text(resume), {
-        "project": resume.project,
-        "session_id": resume.session_id,
-        "summary": resume.summary.as_dict() if resume.summary else None,
-        "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
-        "entries": [as_dict(event) for event in resume.entries],
-    })
+    return Reply(
+        resume_text(resume),
+        {
+            "project": resume.project,
+            "session_id": resume.session_id,
+            "summary": resume.summary.as_dict() if resume.summary else None,
+            "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
+            "entries": [as_dict(event) for event in resume.entries],
+        },
+    )
 
 
 def use_session(app: App, args: JSON) -> Reply:
@@ -216,8 +231,16 @@ def read_latest(app: App) -> str:
     handoff = sessions.latest_handoff(app, where)
     recent = sessions.read_entries(app, where, 10)
     handoff_text = entry_text(handoff) if handoff else "(none)"
-    return "\n".join([f"store: {app.store.folder}", f"default_project: {where.project}", "",
-                      f"latest_handoff:\n{handoff_text}", "", entries_text(recent, "recent_entries")])
+    return "\n".join(
+        [
+            f"store: {app.store.folder}",
+            f"default_project: {where.project}",
+            "",
+            f"latest_handoff:\n{handoff_text}",
+            "",
+            entries_text(recent, "recent_entries"),
+        ]
+    )
 
 
 def read_info(app: App) -> str:

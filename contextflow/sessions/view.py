@@ -15,7 +15,8 @@ from typing import Any
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.project import project_of
 
-ENTRY_KINDS = ("note", "handoff")
+NOTE, HANDOFF = "note", "handoff"
+ENTRY_KINDS = (NOTE, HANDOFF)
 NO_SESSION = "(no-session-id)"
 _ZERO: OrderKey = (0, "", 0)
 
@@ -66,8 +67,12 @@ class SessionSummary:
 
     def as_dict(self) -> dict[str, Any]:
         shown = {name: value for name, value in vars(self).items() if not name.endswith("_key")}
-        return {**shown, "task": self.task or None, "agents": sorted(self.agents),
-                "latest_handoff_summary": self.latest_handoff_summary or None}
+        return {
+            **shown,
+            "task": self.task or None,
+            "agents": sorted(self.agents),
+            "latest_handoff_summary": self.latest_handoff_summary or None,
+        }
 
 
 @dataclass

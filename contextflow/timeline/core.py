@@ -97,7 +97,12 @@ def create_thread(
 
 
 def update_thread(
-    app: App, *, thread_id: object, name: object = None, description: object = None, status: object = None,
+    app: App,
+    *,
+    thread_id: object,
+    name: object = None,
+    description: object = None,
+    status: object = None,
     agent: object = None,
 ) -> Event:
     thread = resolve_thread(app, thread_id)
@@ -174,7 +179,12 @@ def _thought_data(
 
 
 def add_thought(
-    app: App, *, thread_id: object, content: object, thought_type: object = None, metadata: object = None,
+    app: App,
+    *,
+    thread_id: object,
+    content: object,
+    thought_type: object = None,
+    metadata: object = None,
     agent: object = None,
 ) -> Event:
     """A new thought after the thread's current position; the position moves to it."""
@@ -183,8 +193,14 @@ def add_thought(
 
 
 def update_thought(
-    app: App, *, thought_id: object, status: object = None, content: object = None, thought_type: object = None,
-    metadata: object = None, agent: object = None,
+    app: App,
+    *,
+    thought_id: object,
+    status: object = None,
+    content: object = None,
+    thought_type: object = None,
+    metadata: object = None,
+    agent: object = None,
 ) -> Event:
     thought = resolve_thought(app, thought_id)
     changes: dict[str, Any] = {}
@@ -260,8 +276,14 @@ class Tangent:
 
 
 def go_tangent(
-    app: App, *, thread_id: object, name: object, description: object = None, content: object = None,
-    metadata: object = None, agent: object = None,
+    app: App,
+    *,
+    thread_id: object,
+    name: object,
+    description: object = None,
+    content: object = None,
+    metadata: object = None,
+    agent: object = None,
 ) -> Tangent:
     """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
     parent = resolve_thread(app, thread_id)

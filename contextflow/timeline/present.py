@@ -45,7 +45,15 @@ def thought_text(thought: Thought, now: datetime, limit: int | None = None, labe
 
 THREAD_FIELDS = ("id", "name", "description", "status", "parent_thought_id", "writer", "agent")
 THOUGHT_FIELDS = (
-    "id", "thread_id", "previous_thought_id", "content", "thought_type", "status", "metadata", "writer", "agent"
+    "id",
+    "thread_id",
+    "previous_thought_id",
+    "content",
+    "thought_type",
+    "status",
+    "metadata",
+    "writer",
+    "agent",
 )
 
 
@@ -133,8 +141,11 @@ def timeline_create_thread(app: App, args: JSON) -> Reply:
 def timeline_list_threads(app: App, args: JSON) -> Reply:
     state = timeline.timeline_state(app)
     found = [timeline.whereabouts(state, thread) for thread in timeline.list_threads(app, **args)]
-    return _threads(found, f"Threads, most recently active first: {len(found)}.",
-                    "No threads yet. Start one with timeline_create_thread.")
+    return _threads(
+        found,
+        f"Threads, most recently active first: {len(found)}.",
+        "No threads yet. Start one with timeline_create_thread.",
+    )
 
 
 def timeline_get_thread(app: App, args: JSON) -> Reply:
@@ -151,8 +162,13 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
 
 def timeline_add_thought(app: App, args: JSON) -> Reply:
     event = timeline.add_thought(app, **args)
-    return _created("thought", event.id, f"Added {event.data['thought_type']} thought; you are here",
-                    thread_id=event.data["thread_id"], previous_thought_id=event.data.get("previous_thought_id"))
+    return _created(
+        "thought",
+        event.id,
+        f"Added {event.data['thought_type']} thought; you are here",
+        thread_id=event.data["thread_id"],
+        previous_thought_id=event.data.get("previous_thought_id"),
+    )
 
 
 def _updated(what: str, id_field: str, event: Event) -> Reply:
@@ -175,20 +191,35 @@ def timeline_where_am_i(app: App, args: JSON) -> Reply:
     total = timeline.thread_count(app, "active")
     hidden = total - len(found)
     tail = f"\n\n({hidden} older active threads not shown; pass a larger limit.)" if hidden > 0 else ""
-    return _threads(found, f"You are here, on {total} active thread(s).",
-                    "No active threads. Start one with timeline_create_thread.", tail, total=total)
+    return _threads(
+        found,
+        f"You are here, on {total} active thread(s).",
+        "No active threads. Start one with timeline_create_thread.",
+        tail,
+        total=total,
+    )
 
 
 def timeline_go_tangent(app: App, args: JSON) -> Reply:
     tangent = timeline.go_tangent(app, **args)
     text = f"Went on a tangent: new thread {tangent.thread.id}, marked by thought {tangent.thought.id}"
-    return _created("thread", tangent.thread.id, text, thread_id=tangent.thread.id,
-                    tangent_start_thought_id=tangent.thought.id, parent_thread_id=tangent.thought.data["thread_id"])
+    return _created(
+        "thread",
+        tangent.thread.id,
+        text,
+        thread_id=tangent.thread.id,
+        tangent_start_thought_id=tangent.thought.id,
+        parent_thread_id=tangent.thought.data["thread_id"],
+    )
 
 
 def timeline_return(app: App, args: JSON) -> Reply:
     done = timeline.return_from(app, **args)
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
-    data = {"thread_id": done.tangent.id, "status": done.status, "parent_thread_id": done.parent.id,
-            "position_thought_id": done.position.id}
+    data = {
+        "thread_id": done.tangent.id,
+        "status": done.status,
+        "parent_thread_id": done.parent.id,
+        "position_thought_id": done.position.id,
+    }
     return Reply(text, data)

@@ -77,8 +77,15 @@ def _plan_sessions(rng: random.Random, now_ms: int) -> list[SessionPlan]:
         session_id = f"{kind}/{_words(rng, 2, 3).replace(' ', '-').strip('.,;:')[:40]}-{n}"
         tasks = tuple(_words(rng, 3, 8).capitalize() for _ in range(rng.randint(1, 3)))
         plans.append(
-            SessionPlan(session_id, project, rng.choices(writers, writer_shares)[0], start,
-                        min(start + length, now_ms - 1000), tasks, 1.0 / (1 + n % 50))
+            SessionPlan(
+                session_id,
+                project,
+                rng.choices(writers, writer_shares)[0],
+                start,
+                min(start + length, now_ms - 1000),
+                tasks,
+                1.0 / (1 + n % 50),
+            )
         )
     return plans
 

@@ -70,7 +70,6 @@ def test_claude_code_model_is_shown_the_quoted_text_rendering_with_its_notice_no
     assert_reads_reach_the_model_as_quoted_text(loop.resumed)
 
 
-
 def test_claude_code_hooks_use_the_store_given_to_claude_mcp_add(
     claude_bin: Path, anthropic_mock: MockModel, tmp_path: Path
 ):
@@ -79,8 +78,11 @@ def test_claude_code_hooks_use_the_store_given_to_claude_mcp_add(
     place = make_place(tmp_path / "machine")
     claude = claude_code(claude_bin, anthropic_mock, place, installed=False)
     flags = [arg for key, value in place.store_env().items() for arg in ("-e", f"{key}={value}")]
-    added = run_bounded([claude_bin, "mcp", "add", "--scope", "user", "contextflow", *flags, "--",
-                         "contextflow", "serve"], env=claude.env, cwd=place.work)
+    added = run_bounded(
+        [claude_bin, "mcp", "add", "--scope", "user", "contextflow", *flags, "--", "contextflow", "serve"],
+        env=claude.env,
+        cwd=place.work,
+    )
     assert added.returncode == 0, describe(added)
     installed = run_bounded([contextflow_command(), "install", "claude-code"], env=claude.env, cwd=place.work)
     assert installed.returncode == 0, describe(installed)

@@ -45,8 +45,12 @@ def test_codex_accepts_every_setting_of_the_live_loop_config(loop: Loop):
 
 
 def test_codex_tool_search_finds_the_contextflow_tools(loop: Loop):
-    searches = [item for request in loop.stored.requests for item in request.body.get("input", [])
-                if item.get("type") == "tool_search_output"]
+    searches = [
+        item
+        for request in loop.stored.requests
+        for item in request.body.get("input", [])
+        if item.get("type") == "tool_search_output"
+    ]
     found = {tool["name"] for item in searches for group in item["tools"] for tool in group.get("tools", [])}
     assert {"append_shared_note", "write_shared_handoff"} <= found
 

@@ -97,7 +97,8 @@ def test_a_web_token_saving_a_conversation_id_secret_uses_leaves_secrets_convers
     found = conversations.find_conversation(app, "c-1", project="secret")
     assert found.event.data["summary"] == "the secret plan"
     assert {(e.event.data["project"], e.event.data["summary"]) for e in conversations.list_conversations(app)} == {
-        ("secret", "the secret plan"), ("web", "the web plan")
+        ("secret", "the secret plan"),
+        ("web", "the web plan"),
     }
 
 

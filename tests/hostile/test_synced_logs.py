@@ -115,11 +115,13 @@ def test_a_foreign_line_claiming_this_writers_id_with_a_huge_seq_does_not_block_
 # -- 4. an oversized line in another writer's log ----------------------------------------------
 
 
-def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapshot_or_the_exit_code(
-    store_dir, capsys
-):
-    plant(store_dir, "events.big.jsonl", line(writer="big", seq=1),
-          line(writer="big", seq=2, data={"text": "x" * (5 * 1024 * 1024)}))
+def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapshot_or_the_exit_code(store_dir, capsys):
+    plant(
+        store_dir,
+        "events.big.jsonl",
+        line(writer="big", seq=1),
+        line(writer="big", seq=2, data={"text": "x" * (5 * 1024 * 1024)}),
+    )
     code, _, err = run(capsys, "note", "stored", "--session", "s1")
     assert code == 0 and "Traceback" not in err
     code, out, err = run(capsys, "sessions", "--format", "json")
@@ -138,8 +140,10 @@ def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapsho
 
 
 def _log_lines(count: int, writer: str = "remote") -> list[bytes]:
-    return [line(writer=writer, seq=n, hlc=now_stamp() + n, data={"text": f"entry {n} " + "y" * 300})
-            for n in range(1, count + 1)]
+    return [
+        line(writer=writer, seq=n, hlc=now_stamp() + n, data={"text": f"entry {n} " + "y" * 300})
+        for n in range(1, count + 1)
+    ]
 
 
 def _torn(raw: bytes) -> bytes:

@@ -40,8 +40,15 @@ def write_round(app: App, i: int) -> None:
     sessions.append_note(app, agent=w, text=f"{w} note {i} about the build", project=project, session_id="shared")
     if i % 3 == 0:
         sessions.write_handoff(
-            app, agent=w, summary=f"{w} handoff {i}: deploy cache warmed", next_steps=[f"step {i}"],
-            open_questions=None, files=None, project=project, session_id=f"{w}-session", task="sync test",
+            app,
+            agent=w,
+            summary=f"{w} handoff {i}: deploy cache warmed",
+            next_steps=[f"step {i}"],
+            open_questions=None,
+            files=None,
+            project=project,
+            session_id=f"{w}-session",
+            task="sync test",
         )
     records.set_record(app, key=SHARED_KEYS[i % 4], value={"by": w, "round": i, "text": f"release {i}"})
     records.set_record(app, key=f"machine:{w}", value={"round": i}, pinned=True)

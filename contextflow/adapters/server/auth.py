@@ -89,8 +89,9 @@ def parse_grant(entry: Any, index: int) -> Grant:
         raise InputError(f"{where} must be an object with name, token (or sha256), read and write")
     unknown = sorted(set(entry) - {"name", "token", "sha256", "read", "write", "project"})
     if unknown:
-        raise InputError(f"{where} has unknown field(s) {', '.join(unknown)}; allowed: name, token, sha256, "
-                         "read, write, project")
+        raise InputError(
+            f"{where} has unknown field(s) {', '.join(unknown)}; allowed: name, token, sha256, read, write, project"
+        )
     name = entry.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise InputError(f"{where}.name must be 1-64 letters, digits, '.', '_' or '-'")
@@ -99,9 +100,11 @@ def parse_grant(entry: Any, index: int) -> Grant:
         raise InputError(f"{where} ({name}) needs exactly one of token or sha256")
     if token is not None:
         if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or token != token.strip():
-            raise InputError(f"{where} ({name}): token must be a string of at least {MIN_TOKEN_CHARS} characters "
-                             "without surrounding spaces; make one with `python -c \"import secrets; "
-                             "print(secrets.token_urlsafe(32))\"`")
+            raise InputError(
+                f"{where} ({name}): token must be a string of at least {MIN_TOKEN_CHARS} characters "
+                'without surrounding spaces; make one with `python -c "import secrets; '
+                'print(secrets.token_urlsafe(32))"`'
+            )
         token_digest = digest(token)
     elif not isinstance(hashed, str) or not _HEX64.match(hashed.lower()):
         raise InputError(f"{where} ({name}): sha256 must be 64 hex digits (sha256 of the token)")
@@ -113,7 +116,7 @@ def parse_grant(entry: Any, index: int) -> Grant:
     elif write is None:
         read = None
     if read is not None and not read:
-        raise InputError(f"{where} ({name}) may read nothing: give it read and/or write projects, or [\"*\"]")
+        raise InputError(f'{where} ({name}) may read nothing: give it read and/or write projects, or ["*"]')
     project = entry.get("project")
     if project is not None and (not isinstance(project, str) or not project.strip()):
         raise InputError(f"{where}.project must be a project name")
@@ -182,5 +185,6 @@ class GrantVerifier:
         if not matched:
             return None
         grant = matched[0]
-        return AccessToken(token=f"grant:{grant.name}", client_id=grant.name,
-                           scopes=["read"] if grant.read_only else ["read", "write"])
+        return AccessToken(
+            token=f"grant:{grant.name}", client_id=grant.name, scopes=["read"] if grant.read_only else ["read", "write"]
+        )

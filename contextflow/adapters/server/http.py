@@ -113,14 +113,24 @@ def grant_app(base: App, grant: Grant) -> App:
         views = [ProjectFilter(resolved(view), grant.read) for view in views]  # a filtered fold reads every view
     source = base.store
     # a filtered fold must never overwrite the shared snapshot
-    store = GrantStore(source.location, source.writer, source.state_dir, views=views, fsync=fsync_setting(os.environ),
-                       use_snapshot=grant.read is None)
+    store = GrantStore(
+        source.location,
+        source.writer,
+        source.state_dir,
+        views=views,
+        fsync=fsync_setting(os.environ),
+        use_snapshot=grant.read is None,
+    )
     store.grant = grant
     store.default_project = grant.default_project(base.settings.default_project)
     session_dir = source.state_dir / "http-sessions"
     session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    settings = replace(base.settings, default_project=store.default_project, active_session=None,
-                       active_session_file=session_dir / f"{grant.name}.txt")
+    settings = replace(
+        base.settings,
+        default_project=store.default_project,
+        active_session=None,
+        active_session_file=session_dir / f"{grant.name}.txt",
+    )
     return App(store, settings)
 
 
@@ -148,10 +158,13 @@ class ReadOnlyServer(ContextflowServer):
 
     def get_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[types.GetPromptResult, bool]:
         if SESSION_MOVING_PROMPTS.match(name):
-            raise MCPError(types.INVALID_PARAMS, (
-                f"{name} makes a session the active one, and the token {self.grant.name!r} is read-only "
-                f"({self.grant.describe()}); call resume_session with a session_id to read a session instead"
-            ))
+            raise MCPError(
+                types.INVALID_PARAMS,
+                (
+                    f"{name} makes a session the active one, and the token {self.grant.name!r} is read-only "
+                    f"({self.grant.describe()}); call resume_session with a session_id to read a session instead"
+                ),
+            )
         return super().get_prompt(name, arguments)
 
 
@@ -235,11 +248,19 @@ def run_http(base: App, grants: Sequence[Grant], host: str = DEFAULT_HOST, port:
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     where = f"[{host}]" if ":" in host else host
-    print(f"contextflow: MCP over HTTP at http://{where}:{bound}{MCP_PATH} for {len(grants)} token(s): "
-          + "; ".join(grant.describe() for grant in grants), file=sys.stderr, flush=True)
+    print(
+        f"contextflow: MCP over HTTP at http://{where}:{bound}{MCP_PATH} for {len(grants)} token(s): "
+        + "; ".join(grant.describe() for grant in grants),
+        file=sys.stderr,
+        flush=True,
+    )
     if host not in LOOPBACK:
-        print("contextflow: warning: listening beyond this machine over plain HTTP; put TLS in front of it "
-              "(a reverse proxy) so tokens never cross the network in clear text", file=sys.stderr, flush=True)
+        print(
+            "contextflow: warning: listening beyond this machine over plain HTTP; put TLS in front of it "
+            "(a reverse proxy) so tokens never cross the network in clear text",
+            file=sys.stderr,
+            flush=True,
+        )
     config = uvicorn.Config(build_http_app(bridge, host), log_level="warning", access_log=False, lifespan="on")
     try:
         uvicorn.Server(config).run(sockets=[sock])

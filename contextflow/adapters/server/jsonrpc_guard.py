@@ -34,8 +34,11 @@ def _error(code: int, message: str, request_id: str | int | None = None) -> dict
 def _not_json(reason: str, too_deep: str) -> dict[str, Any]:
     """The reply for a message a JSON parser refused with `reason`."""
     if "surrogate" in reason:
-        return _error(types.PARSE_ERROR, "Parse error: the message holds a lone UTF-16 surrogate "
-                      "(e.g. \\ud800 without its pair); send valid Unicode")
+        return _error(
+            types.PARSE_ERROR,
+            "Parse error: the message holds a lone UTF-16 surrogate "
+            "(e.g. \\ud800 without its pair); send valid Unicode",
+        )
     if "depth" in reason or "recursion" in reason:
         return _error(types.INVALID_REQUEST, f"Invalid request: JSON nested {too_deep}")
     return _error(types.PARSE_ERROR, f"Parse error: not valid JSON ({reason})")
@@ -44,8 +47,12 @@ def _not_json(reason: str, too_deep: str) -> dict[str, Any]:
 def _depth_exceeds(value: Any, limit: int) -> bool:
     level = [value]  # the arrays and objects one level down, level by level
     for _ in range(limit):
-        level = [child for item in level if isinstance(item, dict | list)
-                 for child in (item.values() if isinstance(item, dict) else item)]
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
     return any(isinstance(item, dict | list) for item in level)
 
 
@@ -88,8 +95,14 @@ class JsonRpcGuard:
                 return  # the client went away
             received += event.get("body", b"")
             if len(received) > MAX_BODY_BYTES:
-                await _answer(send, 413, _error(types.INVALID_REQUEST, (
-                    f"Invalid request: the message is over {MAX_BODY_BYTES // (1024 * 1024)} MiB")))
+                await _answer(
+                    send,
+                    413,
+                    _error(
+                        types.INVALID_REQUEST,
+                        (f"Invalid request: the message is over {MAX_BODY_BYTES // (1024 * 1024)} MiB"),
+                    ),
+                )
                 return
             more = bool(event.get("more_body", False))
         body = bytes(received)
@@ -145,4 +158,3 @@ async def guard_stdio(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]
             yield guarded
         finally:
             group.cancel_scope.cancel()
-
