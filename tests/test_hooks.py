@@ -390,3 +390,27 @@ def test_the_hook_budget_limit_is_the_graphs():
     from contextflow.graph import model
 
     assert hooks.MAX_BUDGET == model.MAX_BUDGET
+
+
+def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_first(app, capsys, monkeypatch, tmp_path):
+    """Claude Code and Codex show at most 10,000 characters of a hook's output: the default fits whole,
+    and the latest handoff comes first (no session active, written without a session id)."""
+    from contextflow.adapters.hooks import CLIENT_LIMIT_CHARS
+
+    app.store.append_many(
+        [
+            ("note", {"agent": "codex", "text": f"progress {n} " + "x" * 200, "session_id": f"s{n % 40}"})
+            for n in range(1_700)
+        ]
+    )
+    for n in range(300):
+        tier = ("tier:pinned", "tier:reference", "tier:working")[n % 3]
+        writes.add_node(app, type="fact", content=f"fact {n} " + "k" * 240, tags=[tier])
+    sessions.write_handoff(app, agent="claude", summary="Parser done; next: wire the CLI", next_steps=["wire CLI"])
+    assert app.store.event_count >= 2_000
+    code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and len(context) < CLIENT_LIMIT_CHARS and len(context.encode()) < CLIENT_LIMIT_CHARS
+    assert context.startswith("## Latest handoff in project shared") and "> Parser done; next: wire the CLI" in context
+    assert "## Recent sessions" in context and "fact " in context
+    assert context.index("## Recent sessions") < context.index("fact ")

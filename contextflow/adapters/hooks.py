@@ -3,8 +3,9 @@
 Each reads the JSON the client sends on stdin (Claude Code, Codex and Gemini CLI send the same
 fields) and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
 
-- session-start: the composed default view, the active session's latest handoff and the open
-  timeline threads, within `CONTEXTFLOW_HOOK_BUDGET` tokens (default 8000);
+- session-start: the latest handoff, the open timeline threads, the recent sessions and the
+  composed default view, in that order, within `CONTEXTFLOW_HOOK_BUDGET` tokens (default 2250,
+  about 9,000 characters: Claude Code and Codex show at most 10,000 characters of a hook's output);
 - prompt-submit: results waiting from the last reply's `<ctx:recall|status|expand>`;
 - stop: carries out the `<ctx:...>` directives of every assistant message of the turn that no
   earlier call processed (Claude Code's transcript JSONL; remembered by message uuid), plus the
@@ -36,7 +37,11 @@ if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook,
     from contextflow.graph import directives
 
 EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
-DEFAULT_BUDGET = 8_000
+# Claude Code and Codex show the model at most 10,000 characters of one hook's output (Claude Code
+# swaps the rest for a preview and a file path; Codex drops the middle): the default fits whole.
+CLIENT_LIMIT_CHARS = 10_000
+DEFAULT_BUDGET = 2_250  # tokens, about 9,000 characters
+RECENT_SESSIONS = 5
 MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
 MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
@@ -171,18 +176,22 @@ def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
     return DEFAULT_QUERY, None
 
 
-def handoff_text(app: App, budget_chars: int) -> str:
+def handoff_text(app: App, project: str, budget_chars: int) -> str:
+    """The latest handoff, written or automatic: the active session's when it has one, else the project's."""
+    from contextflow.operations.provenance import entry_text
     from contextflow.sessions import core as sessions
 
     session_id = sessions.active_session(app)
-    if not session_id:
-        return ""
-    event = sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project, session_id=session_id))
+    event = None
+    if session_id:
+        event = sessions.latest_handoff(app, sessions.EntryFilter(project, session_id=session_id))
+    title = "Latest handoff of the active session"
+    if event is None:
+        event = sessions.latest_handoff(app, sessions.EntryFilter(project))
+        title = f"Latest handoff in project {project}"
     if event is None:
         return ""
-    from contextflow.operations.provenance import entry_text
-
-    return "## Latest handoff of the active session\n\n" + clip_block(entry_text(event), budget_chars)
+    return f"## {title}\n\n" + clip_block(entry_text(event), budget_chars)
 
 
 def threads_text(app: App, budget_chars: int) -> str:
@@ -199,13 +208,37 @@ def threads_text(app: App, budget_chars: int) -> str:
     return "## Open threads\n\n" + clip_block(body, budget_chars)
 
 
+def sessions_text(app: App, project: str, budget_chars: int) -> str:
+    """The last few sessions of the project, one line each with its id (more: list_sessions, resume_session)."""
+    from contextflow.core.text import clean, clip
+    from contextflow.sessions import core as sessions
+
+    found = sessions.list_sessions(app, sessions.SessionQuery(project=project, limit=RECENT_SESSIONS))
+    if not found:
+        return ""
+    lines = [
+        f"- {clip(clean(s.session_id, True), 60)} | last {s.latest_ts[:16]} | {', '.join(sorted(s.agents)) or '?'}"
+        + (f" | {clip(clean(s.latest_handoff_summary, True), 120)}" if s.latest_handoff_summary else "")
+        for s in found
+    ]
+    body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"
+    return "## Recent sessions\n\n" + clip_block(body, budget_chars)
+
+
 def clip_block(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 20)].rstrip() + "\n[... clipped]"
 
 
-def session_start(app: App, hooks: Path, budget: int) -> str:
-    share = budget  # characters each for the handoff and the threads: a quarter of the budget (4 chars a token)
-    parts = [part for part in (handoff_text(app, share), threads_text(app, share)) if part]
+def session_start(app: App, hooks: Path, budget: int, project: str | None = None) -> str:
+    """What a new session is told, most important first, so whatever a client cuts is the least of it:
+    the latest handoff, open threads, recent sessions (one line each), then the composed knowledge
+    (pinned first) in the room left. The whole fits `budget` tokens (about 4 characters each)."""
+    project = project or app.settings.default_project
+    chars = budget * 4
+    parts = [handoff_text(app, project, chars // 3)]
+    parts.append(threads_text(app, chars // 6))
+    parts.append(sessions_text(app, project, chars // 6))
+    parts = [part for part in parts if part]
     query, saved_budget = default_query(app, hooks)
     room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)
     if room >= 100:
@@ -213,8 +246,8 @@ def session_start(app: App, hooks: Path, budget: int) -> str:
 
         composed = compose(app, query, room)
         if composed.included and composed.text:
-            parts.insert(0, composed.text)  # the graph view first, then the handoff and the threads
-    return "\n\n".join(parts)
+            parts.append(composed.text)
+    return clip_block("\n\n".join(parts), chars)
 
 
 # -- prompt-submit ----------------------------------------------------------------------
