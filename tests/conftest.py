@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,21 @@ def app() -> Iterator[App]:
     opened = App.open()
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def app_with_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], App]]:
+    """Opens Apps whose MCP server offers these tool groups (`CONTEXTFLOW_TOOLS`); closes them after."""
+    opened: list[App] = []
+
+    def open_with(groups: str) -> App:
+        monkeypatch.setenv("CONTEXTFLOW_TOOLS", groups)
+        opened.append(App.open())
+        return opened[-1]
+
+    yield open_with
+    for app in opened:
+        app.close()
 
 
 def open_app(writer: str, **env: str) -> App:

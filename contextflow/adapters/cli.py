@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextflow.adapters.server.app import serve_main
 
         return serve_main()
-    if len(argv) == 2 and argv[0] == "hook":  # runs on every prompt a user types: no parser, no table
+    if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):  # on every prompt: no parser, no table
         from contextflow.admin.clients import hook
 
         return hook(None, {"event": argv[1]})
