@@ -178,8 +178,8 @@ def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
 
 def handoff_text(app: App, project: str, budget_chars: int) -> str:
     """The latest handoff, written or automatic: the active session's when it has one, else the project's."""
-    from contextflow.operations.provenance import entry_text
     from contextflow.sessions import core as sessions
+    from contextflow.sessions.present import entry_text
 
     session_id = sessions.active_session(app)
     event = None
