@@ -222,8 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(dumps(clean_data(reply.data)))
         else:  # the text (a graph command's markdown is its own text)
             print(reply.text.rstrip("\n"))
-        if reply.note:
-            print(f"contextflow: {reply.note}", file=sys.stderr)
+        if reply.remark:
+            print(f"contextflow: {reply.remark}", file=sys.stderr)
         return 0
     except ContextflowError as exc:
         print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)

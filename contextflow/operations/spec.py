@@ -36,7 +36,7 @@ class Reply:
 
     text: str
     data: Any = None
-    note: str | None = None  # the CLI prints it on stderr (e.g. what did not fit a budget)
+    remark: str | None = None  # said beside the reply (the CLI prints it on stderr), e.g. what did not fit
 
 
 class Deferred:

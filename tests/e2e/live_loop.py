@@ -335,11 +335,12 @@ class Loop:
     place: Place
     stored: Seen
     resumed: Seen
+    agent: str
 
 
 def run_loop(client: LiveClient, place: Place, agent: str) -> Loop:
     stored = client.session("Save where we are on the parser.", store_script(agent))
-    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT))
+    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT), agent)
 
 
 def assert_note_and_handoff_stored(loop: Loop, agent: str) -> None:
