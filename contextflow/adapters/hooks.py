@@ -84,12 +84,12 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
         if event == "stop":
-            stop(payload, hooks, lambda: _open_app(env))
+            stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
             return "{}"
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
-        app = _open_app(env)
+        app = _open_app(env, payload)
         try:
             return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
         finally:
@@ -99,10 +99,35 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         return ""
 
 
-def _open_app(env: Mapping[str, str]) -> App:
+def client_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """Which client runs this hook: CONTEXTFLOW_CLIENT (install puts it in each hook command),
+    else what the client's environment or payload gives away, else "unknown"."""
+    named = env.get("CONTEXTFLOW_CLIENT", "").strip()
+    if named and len(named) <= 64 and named.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        return named
+    if env.get("GEMINI_CLI") or "prompt_response" in payload or payload.get("hook_event_name") == "AfterAgent":
+        return "gemini-cli"
+    transcript = payload.get("transcript_path")
+    transcript = transcript.replace("\\", "/") if isinstance(transcript, str) else ""
+    if "/.codex/" in transcript or "/rollout-" in transcript:
+        return "codex"
+    if env.get("CLAUDECODE") or "/.claude/" in transcript:
+        return "claude-code"
+    return "unknown"
+
+
+def payload_cwd(payload: Mapping[str, Any]) -> str:
+    """The session's working folder from the payload (clients send `cwd`), else the hook's own."""
+    value = payload.get("cwd")
+    if isinstance(value, str) and value.strip() and len(value) <= 4_096 and "\0" not in value:
+        return value
+    return os.getcwd()
+
+
+def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
     from contextflow.app import App
 
-    return App.open(env)
+    return App.open(env, cwd=payload_cwd(payload))
 
 
 def _inject(event_name: str, text: str) -> str:
@@ -209,9 +234,9 @@ def session_start(app: App, hooks: Path, budget: int) -> str:
     query, saved_budget = default_query(app, hooks)
     room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)
     if room >= 100:
-        from contextflow.graph.compose import compose
+        from contextflow.graph.compose import compose, scoped_query
 
-        composed = compose(app, query, room)
+        composed = compose(app, scoped_query(query, app.settings.default_project), room)  # this repo + shared + pinned
         if composed.included and composed.text:
             parts.insert(0, composed.text)  # the graph view first, then the handoff and the threads
     return "\n\n".join(parts)
@@ -357,9 +382,10 @@ def plan_turn(messages: list[Message], final: str | None, processed: list[str], 
     return Work(todo, [*processed, *new][-PROCESSED_KEEP:], waiting[-PROCESSED_KEEP:])
 
 
-def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
-    """Carry out the directives of every assistant message of the turn not processed before;
-    returns what was done. The store is opened only when there is something to do."""
+def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App], agent: str = "unknown") -> list[str]:
+    """Carry out the directives of every assistant message of the turn not processed before,
+    written under `agent` (the client, `client_of`); returns what was done. The store is opened
+    only when there is something to do."""
     session_id = payload.get("session_id")
     messages, final = read_turn(payload)
     pending = load_pending(hooks, session_id)
@@ -375,7 +401,7 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
 
     app = open_app()
     try:
-        runner = directives.Runner(app, task)
+        runner = directives.Runner(app, task, agent)
         outcome = runner.run(work.todo)
     finally:
         app.close()
