@@ -119,6 +119,8 @@ def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
     feature.mkdir()
     (feature / ".git").write_text(f"gitdir: {worktree_git}\n")
     assert project_for(feature) == ("acme/shop", RULE_REMOTE)
+    (main_repo / ".git" / "config").write_text("[core]\n")
+    assert project_for(feature) == ("main", RULE_FOLDER)  # a linked worktree is named after its repository
     sub_git = main_repo / ".git" / "modules" / "lib"
     sub_git.mkdir(parents=True)
     (sub_git / "config").write_text('[remote "origin"]\n\turl = https://gitlab.com/g/sub/lib.git\n')
@@ -238,3 +240,76 @@ def test_a_note_in_repository_a_stays_there_while_shared_and_pinned_knowledge_re
     assert "project:acme/a" in tags["A uses Postgres"] and not any(
         t.startswith("project:") for t in tags["Deploys need a VPN"]
     )
+
+
+# -- the fixes found in the live loop -------------------------------------------------------
+
+
+def agents() -> dict[str, str]:
+    opened = App.open()
+    try:
+        state = writes.graph(opened)
+        return {state.nodes[i].content: state.nodes[i].agent for i in state.live}
+    finally:
+        opened.close()
+
+
+def test_a_directive_is_attributed_to_the_client_that_wrote_it(tmp_path, capsys, monkeypatch):
+    gemini = {"session_id": "g", "cwd": str(tmp_path), "hook_event_name": "AfterAgent", "prompt": "go"}
+    run_hook(
+        capsys, monkeypatch, "stop", {**gemini, "prompt_response": '<ctx:remember type="fact">g fact</ctx:remember>'}
+    )
+    monkeypatch.setenv("CONTEXTFLOW_CLIENT", "codex")  # what `install codex` puts in each hook command
+    remember(capsys, monkeypatch, tmp_path, '<ctx:remember type="fact">x fact</ctx:remember>')
+    monkeypatch.delenv("CONTEXTFLOW_CLIENT")
+    monkeypatch.setenv("CLAUDECODE", "1")
+    remember(capsys, monkeypatch, tmp_path, '<ctx:remember type="fact">c fact</ctx:remember>')
+    assert agents() == {"g fact": "gemini-cli", "x fact": "codex", "c fact": "claude-code"}
+
+
+def test_install_puts_the_client_in_every_hook_command(tmp_path):
+    from contextflow.admin.install import install
+    from contextflow.admin.install_check import command_env
+
+    home = tmp_path / "home"
+    for client, path in (("codex", ".codex/hooks.json"), ("gemini", ".gemini/settings.json")):
+        install(client, home=home, command=["/bin/contextflow"], env={"CONTEXTFLOW_STORE": "/s"})
+        hooks = json.loads((home / path).read_text())["hooks"]
+        commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+        wanted = {"codex": "codex", "gemini": "gemini-cli"}[client]
+        assert commands and all(command_env(c)["CONTEXTFLOW_CLIENT"] == wanted for c in commands)
+
+
+@pytest.mark.parametrize("variant", ["Staging is eu-west-1", "staging  is\nEU-west-1.", "Staging is eu-west-1!  "])
+def test_a_remember_differing_in_case_space_or_final_punctuation_is_one_node(app, variant):
+    first = writes.add_node(app, type="fact", content="Staging is eu-west-1", tags=["tier:reference"])
+    again = writes.add_node(app, type="fact", content=variant, tags=["tier:reference"])
+    assert again.id == first.id and len(writes.graph(app).live) == 1
+    assert writes.graph(app).nodes[first.id].content == "Staging is eu-west-1"  # the stored text is the first one's
+    other = writes.add_node(app, type="fact", content="Staging is eu-west-2", tags=["tier:reference"])
+    assert other.id != first.id
+
+
+def test_an_untagged_fact_is_shown_at_session_start_after_pinned(app, tmp_path, capsys, monkeypatch):
+    remember(capsys, monkeypatch, tmp_path, '<ctx:remember type="fact">Untagged but worth knowing</ctx:remember>')
+    writes.add_node(app, type="fact", content="Pinned rule", tags=["tier:pinned"])
+    app.close()
+    context = start_context(capsys, monkeypatch, tmp_path)
+    assert "Pinned rule" in context and "Untagged but worth knowing" in context
+    assert context.index("Pinned rule") < context.index("Untagged but worth knowing")
+
+
+def test_install_warns_when_another_client_uses_a_different_store(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "synced"))
+    assert main(["install", "claude-code"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "local"))
+    assert main(["install", "gemini"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: gemini now uses the store" in err and str(tmp_path / "synced") in err and "claude-code" in err
+    assert main(["doctor"]) == 1  # problems found: the clients disagree
+    out = capsys.readouterr().out
+    assert "disagree on the store" in out
+    monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "synced"))
+    main(["install", "gemini"])
+    assert "warning" not in capsys.readouterr().err

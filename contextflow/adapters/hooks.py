@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from contextflow.adapters.hook_payload import client_of, payload_cwd
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store, state_root, store_state_dir
 from contextflow.core.text import estimate_tokens, quote
@@ -97,31 +98,6 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
         return ""
-
-
-def client_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    """Which client runs this hook: CONTEXTFLOW_CLIENT (install puts it in each hook command),
-    else what the client's environment or payload gives away, else "unknown"."""
-    named = env.get("CONTEXTFLOW_CLIENT", "").strip()
-    if named and len(named) <= 64 and named.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        return named
-    if env.get("GEMINI_CLI") or "prompt_response" in payload or payload.get("hook_event_name") == "AfterAgent":
-        return "gemini-cli"
-    transcript = payload.get("transcript_path")
-    transcript = transcript.replace("\\", "/") if isinstance(transcript, str) else ""
-    if "/.codex/" in transcript or "/rollout-" in transcript:
-        return "codex"
-    if env.get("CLAUDECODE") or "/.claude/" in transcript:
-        return "claude-code"
-    return "unknown"
-
-
-def payload_cwd(payload: Mapping[str, Any]) -> str:
-    """The session's working folder from the payload (clients send `cwd`), else the hook's own."""
-    value = payload.get("cwd")
-    if isinstance(value, str) and value.strip() and len(value) <= 4_096 and "\0" not in value:
-        return value
-    return os.getcwd()
 
 
 def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:

@@ -143,6 +143,17 @@ def _config_of(git_dir: Path) -> Path:
     return (base if base.is_absolute() else git_dir / base) / "config"
 
 
+def _main_folder(git_dir: Path) -> Path | None:
+    """The main working folder of a linked worktree's repository (`commondir` is its `.git`)."""
+    try:
+        common = Path(_read_bounded(git_dir / "commondir", 4_096).strip())
+    except OSError:
+        return None
+    common = common if common.is_absolute() else git_dir / common
+    resolved = Path(os.path.normpath(common))
+    return resolved.parent if resolved.name == ".git" else None
+
+
 def repository_root(start: Path) -> Path | None:
     """The nearest folder at or above `start` that holds a `.git` folder or file."""
     for depth, folder in enumerate((start, *start.parents)):
@@ -165,6 +176,7 @@ def project_for(cwd: str | os.PathLike[str] | None = None) -> tuple[str, str]:
     root = repository_root(start)
     if root is None:
         return DEFAULT_PROJECT, RULE_DEFAULT
+    git_dir: Path | None = None
     try:
         git_dir = _git_dir(root / ".git")
         url = remote_url(_read_bounded(_config_of(git_dir), MAX_CONFIG_BYTES)) if git_dir else None
@@ -173,7 +185,9 @@ def project_for(cwd: str | os.PathLike[str] | None = None) -> tuple[str, str]:
     name = normalise_remote(url) if url else None
     if name:
         return name, RULE_REMOTE
-    folder = clean_name(root.name) if root.name else None
+    main = _main_folder(git_dir) if git_dir else None  # a linked worktree is its repository's
+    folder_name = (main or root).name
+    folder = clean_name(folder_name) if folder_name else None
     if folder:
         return folder, RULE_FOLDER
     return DEFAULT_PROJECT, RULE_DEFAULT
