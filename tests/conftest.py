@@ -20,6 +20,7 @@ ENV_KEYS = (
     "CONTEXTFLOW_WRITER",
     "CONTEXTFLOW_TOOLS",
     "CONTEXTFLOW_FSYNC",
+    "CONTEXTFLOW_CLIENT",
     "MCP_SHARED_CONTEXT_FILE",
     "MCP_SHARED_CONTEXT_FOLDER",
     "MCP_SHARED_CONTEXT_PROJECT",
@@ -34,7 +35,7 @@ ENV_KEYS = (
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point HOME, the store and machine-local state at tmp_path; never the real home."""
+    """Point HOME, the store, machine-local state and the working folder at tmp_path; never the real home."""
     for key in ENV_KEYS:
         monkeypatch.delenv(key, raising=False)
     home = tmp_path / "home"
@@ -47,6 +48,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("CONTEXTFLOW_WRITER", "writer-a")
+    monkeypatch.chdir(tmp_path)  # the project follows the working folder's repository: not this checkout's
     yield tmp_path
 
 

@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if op.needs_store:
             from contextflow.app import App
 
-            app = App.open()
+            app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
         reply = op.run(app, checked)
         if isinstance(reply, int):
             return reply
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(reply.text.rstrip("\n"))
         if reply.remark:
             print(f"contextflow: {reply.remark}", file=sys.stderr)
-        return 0
+        return reply.exit
     except ContextflowError as exc:
         print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
         return exit_code(exc)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from contextflow.adapters.hook_payload import client_of, payload_cwd
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store, state_root, store_state_dir
 from contextflow.core.text import estimate_tokens, quote
@@ -89,12 +90,12 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
         if event == "stop":
-            stop(payload, hooks, lambda: _open_app(env))
+            stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
             return "{}"
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
-        app = _open_app(env)
+        app = _open_app(env, payload)
         try:
             return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
         finally:
@@ -104,10 +105,10 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         return ""
 
 
-def _open_app(env: Mapping[str, str]) -> App:
+def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
     from contextflow.app import App
 
-    return App.open(env)
+    return App.open(env, cwd=payload_cwd(payload))
 
 
 def _inject(event_name: str, text: str) -> str:
@@ -242,9 +243,9 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     query, saved_budget = default_query(app, hooks)
     room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)
     if room >= 100:
-        from contextflow.graph.compose import compose
+        from contextflow.graph.compose import compose, scoped_query
 
-        composed = compose(app, query, room)
+        composed = compose(app, scoped_query(query, app.settings.default_project), room)  # this repo + shared + pinned
         if composed.included and composed.text:
             parts.append(composed.text)
     return clip_block("\n\n".join(parts), chars)
@@ -390,9 +391,10 @@ def plan_turn(messages: list[Message], final: str | None, processed: list[str], 
     return Work(todo, [*processed, *new][-PROCESSED_KEEP:], waiting[-PROCESSED_KEEP:])
 
 
-def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
-    """Carry out the directives of every assistant message of the turn not processed before;
-    returns what was done. The store is opened only when there is something to do."""
+def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App], agent: str = "unknown") -> list[str]:
+    """Carry out the directives of every assistant message of the turn not processed before,
+    written under `agent` (the client, `client_of`); returns what was done. The store is opened
+    only when there is something to do."""
     session_id = payload.get("session_id")
     messages, final = read_turn(payload)
     pending = load_pending(hooks, session_id)
@@ -408,7 +410,7 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
 
     app = open_app()
     try:
-        runner = directives.Runner(app, task)
+        runner = directives.Runner(app, task, agent)
         outcome = runner.run(work.todo)
     finally:
         app.close()

@@ -311,7 +311,8 @@ def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool
         env.update(place.store_env())
         done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
         assert done.returncode == 0, describe(done)
-    wait = ["-c", "mcp_servers.contextflow.required=true"] if installed else []
+        assert "required = true" in path.read_text(), "install codex must mark the server entry required"
+    wait: list[str] = []  # install writes `required = true` itself (and the hand-written entry has it)
     return LiveClient(
         "codex",
         place,

@@ -310,7 +310,7 @@ def run_stdio(app: App) -> None:
 def serve_main() -> int:
     """`contextflow serve` as clients start it: a bad store or setting is one line on stderr, before any protocol."""
     try:
-        run_stdio(App.open())
+        run_stdio(App.open(cwd=os.getcwd()))  # clients start the server in the folder they were launched from
     except ContextflowError as exc:
         print(f"contextflow: error: {exc}", file=sys.stderr)
         return 2
