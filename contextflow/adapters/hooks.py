@@ -35,7 +35,13 @@ if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook,
     from contextflow.app import App
     from contextflow.graph import directives
 
-EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
+EVENTS = {
+    "session-start": "SessionStart",
+    "prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session-end": "SessionEnd",  # capture only
+    "pre-compact": "PreCompact",  # capture only
+}
 DEFAULT_BUDGET = 8_000
 MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
 MAX_STDIN = 1 << 20
@@ -83,9 +89,11 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         hooks = hook_dir(folder, env)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
-        if event == "stop":
-            stop(payload, hooks, lambda: _open_app(env))
-            return "{}"
+        if event in ("stop", "session-end", "pre-compact"):
+            if event == "stop":
+                stop(payload, hooks, lambda: _open_app(env))
+            capture(payload, hooks.parent, env)
+            return "{}" if event == "stop" else ""
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
@@ -97,6 +105,16 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
         return ""
+
+
+def capture(payload: dict[str, Any], state_dir: Path, env: Mapping[str, str]) -> None:
+    """Store the turn's activity and the automatic handoff (contextflow.capture); never raises."""
+    try:
+        from contextflow.capture.core import capture as capture_turns
+
+        capture_turns(payload, state_dir, lambda: _open_app(env), env)
+    except Exception as exc:
+        log_reason(f"capture did nothing: {type(exc).__name__}", env)  # no message: it may quote a command
 
 
 def _open_app(env: Mapping[str, str]) -> App:
