@@ -118,7 +118,9 @@ def _result(turn: Turn, calls: dict[str, Any], tasks: dict[str, list[str]], bloc
             tasks[str(task.get("id"))] = [str(task.get("subject") or args.get("subject") or ""), "pending"]
         change = result.get("statusChange")
         if name == "TaskUpdate" and isinstance(change, dict):
-            tasks.setdefault(str(result.get("taskId")), [f"task #{result.get('taskId')}", ""])[1] = str(change.get("to"))
+            tasks.setdefault(str(result.get("taskId")), [f"task #{result.get('taskId')}", ""])[1] = str(
+                change.get("to")
+            )
         turn.set_todos([(subject, status) for subject, status in tasks.values()])
     elif failed and name:
         turn.error(f"{name}: {output}")

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import cursor as cursors
 from contextflow.capture.project import project_for, repo_root
-from contextflow.capture.turns import Turn
 from contextflow.core.fsutil import atomic_write
 
 if TYPE_CHECKING:
     from contextflow.app import App
 
-TURN_KIND = "capture.turn"
+from contextflow.capture.turns import TURN_KIND, Turn
+
 OFF_FILE = ".contextflow-capture-off"
 OFF_WORDS = ("off", "0", "no", "false", "none")
 TURN_END_EVENTS = ("Stop", "AfterAgent")
@@ -145,9 +145,9 @@ def capture(
         turns, _ = read_turns(payload, state, client, path)
     except FileNotFoundError:
         turns = []
-        final = _final_of(payload)
-        if final and payload.get("hook_event_name") in TURN_END_EVENTS and final != state.get("last_final"):
-            turns = [Turn(str(payload.get("prompt") or ""))]
+        final, prompt = _final_of(payload), payload.get("prompt")  # Gemini's AfterAgent: the turn in the payload
+        if final and isinstance(prompt, str) and prompt.strip() and final != state.get("last_final"):
+            turns = [Turn(prompt)]
             turns[0].set_final(final)
     if not turns:
         _save(state_path, state)
@@ -176,9 +176,9 @@ def capture(
     base = {"project": project, "session_id": session_id.strip(), "agent": client, "transcript": path}
     items: list[tuple[str, dict[str, Any]]] = []
     count = state.get("stored", 0)
-    for turn in stored:
+    for record in stored:
         if count < MAX_SESSION_TURNS:
-            items.append((TURN_KIND, {**base, **turn}))
+            items.append((TURN_KIND, {**base, **record}))
             count += 1
     state["stored"] = count
     app = open_app()
@@ -207,10 +207,10 @@ def _auto_handoff(
         return None  # a handoff the agent wrote since its last activity stands
     fields = auto_handoff(state["digest"])
     summary = _summary_text(fields, app.settings.max_summary_chars)
-    data = {
+    data: dict[str, Any] = {
         **{k: v for k, v in base.items() if k != "transcript"},
         "summary": summary,
-        **{k: fields[k][: app.settings.max_array_items] for k in ("files", "next_steps") if k in fields},
+        **{name: fields[name][: app.settings.max_array_items] for name in ("files", "next_steps") if name in fields},
         "auto": True,
         "provenance": {"client": client, "transcript": path, "turns": fields.get("turns", 0)},
     }

@@ -7,6 +7,7 @@ into the fields of a normal `handoff` event marked `auto: true`.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -25,7 +26,7 @@ def _merge_unique(old: list[str], new: list[str], limit: int) -> list[str]:
 
 def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     """The digest with one more turn (a new dict; the old one is not changed)."""
-    out = {key: (list(value) if isinstance(value, list) else dict(value)) for key, value in digest.items()}
+    out: dict[str, Any] = copy.deepcopy(digest)
     files = out.setdefault("files", [])
     for kind in ("created", "edited"):
         out["files"] = files = _merge_unique(files, turn.get("files", {}).get(kind, []), MAX_FILES)
@@ -38,7 +39,7 @@ def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     if "todos" in turn:
         out["todos"] = turn["todos"]
     if turn.get("final"):
-        out["finals"] = (out.get("finals", []) + [turn["final"]])[-MAX_FINALS:]
+        out["finals"] = ([*out.get("finals", []), turn["final"]])[-MAX_FINALS:]
     if turn.get("request"):
         out["request"] = turn["request"]
     out["errors"] = (out.get("errors", []) + turn.get("errors", []))[-MAX_ERRORS:]

@@ -40,7 +40,7 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
         if entry["type"] == "user":
             texts = [c.get("text") for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
             if isinstance(content, list) and texts:
-                turns.append(Turn("\n".join(texts)))
+                turns.append(Turn("\n".join(str(text) for text in texts)))
             continue
         if not turns:
             turns.append(Turn(continued=True))

@@ -11,6 +11,7 @@ import os
 import re
 from typing import Any
 
+TURN_KIND = "capture.turn"  # the event kind of one captured turn
 MAX_PROMPT = 200
 MAX_FINAL = 1_000
 MAX_COMMAND = 300
