@@ -225,8 +225,9 @@ def test_stop_with_a_missing_transcript_exits_zero_and_logs(capsys, monkeypatch,
     assert code == 0 and out == "" and "FileNotFoundError" in err
 
 
-def test_stop_without_directives_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
+def test_stop_without_directives_and_capture_off_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "absent"))
+    monkeypatch.setenv("CONTEXTFLOW_CAPTURE", "off")
     write_transcript(tmp_path, line("user", "hi", "u1"), line("assistant", [{"type": "text", "text": "hello"}], "a1"))
     code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
     assert code == 0 and out == "{}\n" and not (tmp_path / "absent").exists()

@@ -251,8 +251,8 @@ def test_every_client_gets_the_same_store_settings_in_its_server_entry_and_every
     if hook_file is None:
         return
     commands = hook_commands(json.loads(hook_file.read_text()))
-    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent"}}.get(
-        client, {"SessionStart", "UserPromptSubmit", "Stop"}
+    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"}}.get(
+        client, {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreCompact"}
     )
     assert set(commands) == expected_events
     assert all(store_env(command) == wanted for command in commands.values())

@@ -37,7 +37,13 @@ if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook,
     from contextflow.app import App
     from contextflow.graph import directives
 
-EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
+EVENTS = {
+    "session-start": "SessionStart",
+    "prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session-end": "SessionEnd",  # capture only
+    "pre-compact": "PreCompact",  # capture only
+}
 # Claude Code and Codex show the model at most 10,000 characters of one hook's output (Claude Code
 # swaps the rest for a preview and a file path; Codex drops the middle): the default fits whole.
 CLIENT_LIMIT_CHARS = 10_000
@@ -89,9 +95,11 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         hooks = hook_dir(folder, env)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
-        if event == "stop":
-            stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
-            return "{}"
+        if event in ("stop", "session-end", "pre-compact"):
+            if event == "stop":
+                stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
+            capture(payload, hooks.parent, env)
+            return "{}" if event == "stop" else ""
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
@@ -103,6 +111,16 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
         return ""
+
+
+def capture(payload: dict[str, Any], state_dir: Path, env: Mapping[str, str]) -> None:
+    """Store the turn's activity and the automatic handoff (contextflow.capture); never raises."""
+    try:
+        from contextflow.capture.core import capture as capture_turns
+
+        capture_turns(payload, state_dir, lambda: _open_app(env, payload), env)
+    except Exception as exc:
+        log_reason(f"capture did nothing: {type(exc).__name__}", env)  # no message: it may quote a command
 
 
 def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:

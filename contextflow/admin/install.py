@@ -38,8 +38,19 @@ from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store
 
 SERVER_NAME = "contextflow"
-HOOKS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt-submit"), ("Stop", "stop"))
-GEMINI_HOOKS = (("SessionStart", "session-start"), ("BeforeAgent", "prompt-submit"), ("AfterAgent", "stop"))
+HOOKS = (
+    ("SessionStart", "session-start"),
+    ("UserPromptSubmit", "prompt-submit"),
+    ("Stop", "stop"),
+    ("SessionEnd", "session-end"),
+    ("PreCompact", "pre-compact"),
+)
+GEMINI_HOOKS = (
+    ("SessionStart", "session-start"),
+    ("BeforeAgent", "prompt-submit"),
+    ("AfterAgent", "stop"),
+    ("SessionEnd", "session-end"),
+)
 HOOK_TIMEOUT = 30  # seconds (Claude Code, Codex)
 GEMINI_HOOK_TIMEOUT = 30_000  # Gemini CLI counts milliseconds
 STORE_VARIABLES = ("CONTEXTFLOW_STORE", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER")
