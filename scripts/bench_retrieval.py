@@ -36,8 +36,9 @@ import time  # noqa: E402
 from itertools import accumulate  # noqa: E402
 from typing import Any  # noqa: E402
 
-from contextflow import conversations, retrieval  # noqa: E402
 from contextflow.app import App  # noqa: E402
+from contextflow.conversations import core as conversations  # noqa: E402
+from contextflow.search import retrieval  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load, recall_at  # noqa: E402
 
 P95_TARGET_MS = 30.0
@@ -51,8 +52,12 @@ os.environ["CONTEXTFLOW_SECRETS"] = "off"  # synthetic text holds no secrets; sc
 
 
 def open_app(folder: Path) -> App:
-    env = {**os.environ, "CONTEXTFLOW_STORE": str(folder / "store"), "CONTEXTFLOW_STATE": str(folder / "state"),
-           "CONTEXTFLOW_WRITER": "bench"}
+    env = {
+        **os.environ,
+        "CONTEXTFLOW_STORE": str(folder / "store"),
+        "CONTEXTFLOW_STATE": str(folder / "state"),
+        "CONTEXTFLOW_WRITER": "bench",
+    }
     for name in ("MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER", "MCP_SHARED_CONTEXT_PROJECT"):
         env.pop(name, None)
     return App.open(env)
@@ -80,17 +85,37 @@ def synthetic(words: Words, rng: random.Random) -> tuple[str, dict[str, Any]]:
     project, agent = rng.choice(PROJECTS), rng.choice(AGENTS)
     shape = rng.random()
     if shape < 0.6:
-        return "note", {"project": project, "agent": agent, "text": words.text(rng.randint(15, 60)),
-                        "task": words.text(4)}
+        return "note", {
+            "project": project,
+            "agent": agent,
+            "text": words.text(rng.randint(15, 60)),
+            "task": words.text(4),
+        }
     if shape < 0.75:
-        return "handoff", {"project": project, "agent": agent, "summary": words.text(rng.randint(30, 80)),
-                           "next_steps": words.items(3, 8), "files": words.items(2, 2)}
-    record = conversations.validate_record({
-        "topic": words.text(4), "summary": words.text(rng.randint(80, 200)), "categories": words.items(3, 1),
-        "decisions": [{"decision": words.text(10), "reasoning": words.text(20),
-                       "status": rng.choice(("chosen", "chosen", "rejected"))} for _ in range(rng.randint(1, 4))],
-        "open_questions": words.items(2, 10), "related_entities": words.items(4, 1),
-    })
+        return "handoff", {
+            "project": project,
+            "agent": agent,
+            "summary": words.text(rng.randint(30, 80)),
+            "next_steps": words.items(3, 8),
+            "files": words.items(2, 2),
+        }
+    record = conversations.validate_record(
+        {
+            "topic": words.text(4),
+            "summary": words.text(rng.randint(80, 200)),
+            "categories": words.items(3, 1),
+            "decisions": [
+                {
+                    "decision": words.text(10),
+                    "reasoning": words.text(20),
+                    "status": rng.choice(("chosen", "chosen", "rejected")),
+                }
+                for _ in range(rng.randint(1, 4))
+            ],
+            "open_questions": words.items(2, 10),
+            "related_entities": words.items(4, 1),
+        }
+    )
     conversation_id = f"c{rng.getrandbits(64):016x}"
     return "conversation.save", {"conversation_id": conversation_id, "source": agent, "project": project, **record}
 
@@ -138,22 +163,30 @@ def main() -> int:
     sharing = [q for q in queries if q["shares_words"]]
     paraphrases = [q for q in queries if not q["shares_words"]]
     texts = [q["query"] for q in queries]
-    print(f"retrieval fixture: {len(records)} records, {len(queries)} questions "
-          f"({len(sharing)} share words with their answer, {len(paraphrases)} are paraphrases)")
+    print(
+        f"retrieval fixture: {len(records)} records, {len(queries)} questions "
+        f"({len(sharing)} share words with their answer, {len(paraphrases)} are paraphrases)"
+    )
     with tempfile.TemporaryDirectory(prefix="cf-bench-retrieval-") as tmp:
         app = open_app(Path(tmp) / "fixture")
         ids = load(app, records)
         for k in (1, 5):
             found = recall_at(app, ids, sharing, k)
-            print(f"  recall@{k}: {found.value:.3f} ({found.hits}/{found.asked})"
-                  + (f"  target >= {RECALL_TARGET}" if k == 5 else ""))
+            print(
+                f"  recall@{k}: {found.value:.3f} ({found.hits}/{found.asked})"
+                + (f"  target >= {RECALL_TARGET}" if k == 5 else "")
+            )
         print(f"  recall@5, paraphrases without shared words: {recall_at(app, ids, paraphrases, 5).value:.3f}")
         app.close()
         load_avg = os.getloadavg()[0]
-        print(f"\nget_context latency, in-process, warm, default limit and budget ({args.reps} calls per size; "
-              f"machine load {load_avg:.1f} on {os.cpu_count()} cores)")
-        print(f"  {'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>8} "
-              f"{'cpu p95':>8} {'recall@5':>9} {'terms':>8} {'RSS MB':>7}")
+        print(
+            f"\nget_context latency, in-process, warm, default limit and budget ({args.reps} calls per size; "
+            f"machine load {load_avg:.1f} on {os.cpu_count()} cores)"
+        )
+        print(
+            f"  {'records':>8} {'build s':>8} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>8} "
+            f"{'cpu p95':>8} {'recall@5':>9} {'terms':>8} {'RSS MB':>7}"
+        )
         for size in sizes:
             app = open_app(Path(tmp) / f"store-{size}")
             ids, seconds = fill(app, size, records)
@@ -161,12 +194,16 @@ def main() -> int:
             found = recall_at(app, ids, sharing, 5)
             index = retrieval.search_index(app)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"  {size:>8} {seconds:>8.1f} {statistics.median(wall):>7.2f} {percentile(wall, 0.95):>7.2f} "
-                  f"{max(wall):>7.2f} {statistics.median(cpu):>8.2f} {percentile(cpu, 0.95):>8.2f} "
-                  f"{found.value:>9.3f} {len(index.postings):>8} {rss:>7.0f}")
+            print(
+                f"  {size:>8} {seconds:>8.1f} {statistics.median(wall):>7.2f} {percentile(wall, 0.95):>7.2f} "
+                f"{max(wall):>7.2f} {statistics.median(cpu):>8.2f} {percentile(cpu, 0.95):>8.2f} "
+                f"{found.value:>9.3f} {len(index.postings):>8} {rss:>7.0f}"
+            )
             app.close()
-    print(f"\ntargets: get_context p95 < {P95_TARGET_MS:.0f} ms at 100k records; recall@5 >= {RECALL_TARGET} "
-          "(figures only; nothing here fails)")
+    print(
+        f"\ntargets: get_context p95 < {P95_TARGET_MS:.0f} ms at 100k records; recall@5 >= {RECALL_TARGET} "
+        "(figures only; nothing here fails)"
+    )
     return 0
 
 

@@ -79,8 +79,8 @@ def api_calls(url: str, project: str) -> tuple[float, float, float]:
 
 def live_update(page: Any, env: dict[str, str], project: str) -> float:
     """Seconds from another writer's append to its entry on the open page (no reload)."""
-    from contextflow import sessions
     from contextflow.app import App
+    from contextflow.sessions import core as sessions
 
     other = App.open({**env, "CONTEXTFLOW_WRITER": "elsewhere"})
     try:
@@ -116,8 +116,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         inherited = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_"))}
-        env = {**inherited, "HOME": str(root), "CONTEXTFLOW_STORE": str(root / "store"),
-               "CONTEXTFLOW_STATE": str(root / "state"), "CONTEXTFLOW_WRITER": "bench"}
+        env = {
+            **inherited,
+            "HOME": str(root),
+            "CONTEXTFLOW_STORE": str(root / "store"),
+            "CONTEXTFLOW_STATE": str(root / "state"),
+            "CONTEXTFLOW_WRITER": "bench",
+        }
         store = generate_store(root / "store", events)
         project = max(store.sessions, key=lambda p: len(store.sessions[p]))
         print(f"store: {events:,} events, {store.bytes / 1e6:.1f} MB; page: project {project}")
@@ -129,9 +134,11 @@ def main() -> int:
                 warm = first_page(page, url, project)
                 calls, search, again = api_calls(url, project)
                 shown = live_update(page, env, project)
-            print(f"{label:14} first page right after start-up: {cold:6.2f} s | warm: {warm:5.2f} s "
-                  f"(budget 1 s) | its JSON calls: {calls * 1000:5.0f} ms | first search {search:5.2f} s, "
-                  f"next {again * 1000:4.0f} ms | another writer's note on screen after {shown:4.2f} s")
+            print(
+                f"{label:14} first page right after start-up: {cold:6.2f} s | warm: {warm:5.2f} s "
+                f"(budget 1 s) | its JSON calls: {calls * 1000:5.0f} ms | first search {search:5.2f} s, "
+                f"next {again * 1000:4.0f} ms | another writer's note on screen after {shown:4.2f} s"
+            )
     return 0
 
 

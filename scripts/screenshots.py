@@ -30,8 +30,12 @@ def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ.update(CONTEXTFLOW_STORE=f"{tmp}/store", CONTEXTFLOW_STATE=f"{tmp}/state",
-                          CONTEXTFLOW_WRITER="laptop", MCP_SHARED_CONTEXT_PROJECT="acme/shop")
+        os.environ.update(
+            CONTEXTFLOW_STORE=f"{tmp}/store",
+            CONTEXTFLOW_STATE=f"{tmp}/state",
+            CONTEXTFLOW_WRITER="laptop",
+            MCP_SHARED_CONTEXT_PROJECT="acme/shop",
+        )
         from contextflow.app import App
         from tests.ui.serving import browser, have_chromium, running
         from tests.ui.workload import write_store_sync

@@ -29,7 +29,11 @@ def test_quick_benchmark_prints_every_section_and_exits_zero(tmp_path: Path) -> 
     env = {**os.environ, "HOME": str(tmp_path / "home")}
     done = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--reps", "5", "--workdir", str(workdir)],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     for section in SECTIONS:

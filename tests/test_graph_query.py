@@ -2,9 +2,9 @@
 
 import pytest
 
-from contextflow.cli import main
-from contextflow.clock import stamp_ms
-from contextflow.graph import ops
+from contextflow.adapters.cli import main
+from contextflow.core.clock import stamp_ms
+from contextflow.graph import writes
 from contextflow.graph.compose import compose
 from contextflow.graph.query import And, Leaf, Not, Or, QueryError, evaluate, parse
 
@@ -14,20 +14,22 @@ DAY = 86_400_000
 @pytest.fixture
 def graph(app):
     """Four nodes: ids by name, plus the time they were written."""
-    a = ops.add_node(app, type="fact", content="Database uses SQLite with WAL mode",
-                     tags=["project:x", "tier:reference"])
-    b = ops.add_node(app, type="decision", content="Chose Go for a single binary", tags=["project:y"],
-                     summary="Go, one binary")
-    c = ops.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
-    d = ops.add_node(app, type="pattern", content="Errors say how to fix them", tags=["task:auth"])
-    ops.link(app, b.id, a.id, "DEPENDS_ON")
+    a = writes.add_node(
+        app, type="fact", content="Database uses SQLite with WAL mode", tags=["project:x", "tier:reference"]
+    )
+    b = writes.add_node(
+        app, type="decision", content="Chose Go for a single binary", tags=["project:y"], summary="Go, one binary"
+    )
+    c = writes.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
+    d = writes.add_node(app, type="pattern", content="Errors say how to fix them", tags=["task:auth"])
+    writes.link(app, b.id, a.id, "DEPENDS_ON")
     nodes = {"a": a.id, "b": b.id, "c": c.id, "d": d.id}
     return app, nodes, stamp_ms(d.hlc)
 
 
 def names(graph, query, now=None):
     app, nodes, written = graph
-    found = evaluate(parse(query), ops.graph(app), written + 1000 if now is None else now)
+    found = evaluate(parse(query), writes.graph(app), written + 1000 if now is None else now)
     return sorted(name for name, node_id in nodes.items() if node_id in found)
 
 
@@ -122,13 +124,13 @@ def test_parse_errors_name_the_position_and_what_was_expected(query, position, e
 def test_an_unknown_or_ambiguous_node_in_from_is_a_clear_error(graph):
     app, _, _ = graph
     with pytest.raises(Exception, match="no node id in from: starts with 'zzzz'"):
-        evaluate(parse("from:zzzz"), ops.graph(app), 0)
+        evaluate(parse("from:zzzz"), writes.graph(app), 0)
 
 
 def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
-    archived = ops.add_node(app, type="fact", content="old", tags=["status:archived"])
-    other = ops.add_node(app, type="fact", content="other", tags=["status:active"])
-    state = ops.graph(app)
+    archived = writes.add_node(app, type="fact", content="old", tags=["status:archived"])
+    other = writes.add_node(app, type="fact", content="other", tags=["status:active"])
+    state = writes.graph(app)
     state.by_tag.setdefault("archived", set()).add(other.id)  # a plain tag, as other implementations store them
     assert evaluate(parse("tag:archived"), state, 0) == {archived.id, other.id}
     assert evaluate(parse("tag:active"), state, 0) == {other.id}
@@ -136,7 +138,7 @@ def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
 
 
 def test_a_plain_tier_tag_brings_archived_nodes_into_compose(app):
-    ops.add_node(app, type="fact", content="put away", tags=["tier:off-context"])
+    writes.add_node(app, type="fact", content="put away", tags=["tier:off-context"])
     assert compose(app, "tag:off-context", 2000).included != []
 
 

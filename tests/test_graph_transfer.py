@@ -2,15 +2,15 @@
 
 import pytest
 
-from contextflow.errors import InputError
-from contextflow.graph import ops, picture, transfer
+from contextflow.core.errors import InputError
+from contextflow.graph import picture, transfer, writes
 from tests.conftest import open_app
 
 
 def seed(app):
-    a = ops.add_node(app, type="fact", content="a fact", tags=["project:x"])
-    b = ops.add_node(app, type="decision", content='a "quoted" decision', links=[ops.Link(a.id, "DEPENDS_ON")])
-    ops.create_view(app, "facts", "type:fact", 1000)
+    a = writes.add_node(app, type="fact", content="a fact", tags=["project:x"])
+    b = writes.add_node(app, type="decision", content='a "quoted" decision', links=[writes.Link(a.id, "DEPENDS_ON")])
+    writes.create_view(app, "facts", "type:fact", 1000)
     return a, b
 
 
@@ -21,7 +21,7 @@ def test_importing_an_export_into_another_store_keeps_nodes_edges_tags_and_views
     try:
         result = transfer.import_graph(other, doc)
         assert (result.nodes_added, result.edges_added, result.views_added) == (2, 1, 1)
-        state = ops.graph(other)
+        state = writes.graph(other)
         new_a, new_b = result.id_map[a.id], result.id_map[b.id]
         assert state.edge_live(new_b, new_a, "DEPENDS_ON") and state.tags_of(new_a) == {"project:x"}
         assert state.nodes[new_a].origin == a.id
@@ -50,8 +50,10 @@ def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
         ([], "not a contextflow graph export"),
         ({"format": "contextflow-graph", "version": 9}, "version 9 is not supported"),
         ({"format": "contextflow-graph", "version": 1, "nodes": "x"}, "'nodes' must be a list"),
-        ({"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
-         r"nodes\[0\] \(q\): node type"),
+        (
+            {"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
+            r"nodes\[0\] \(q\): node type",
+        ),
     ],
 )
 def test_bad_imports_are_refused_and_nothing_is_written(app, doc, message):
@@ -66,12 +68,12 @@ def test_ingest_stores_a_file_once_and_supersedes_it_when_it_changes(app, tmp_pa
     file.write_text("# Title\nbody\n")
     first = transfer.ingest_file(app, str(file), tags=["project:x"])
     assert first.created and transfer.ingest_file(app, file).id == first.id
-    node = ops.graph(app).node(first.id)
+    node = writes.graph(app).node(first.id)
     assert node.type == "source" and node.metadata["name"] == "README.md" and node.metadata["bytes"] == 13
     file.write_text("# Title\nnew body\n")
     second = transfer.ingest_file(app, file)
     assert second.created and second.replaced == first.id
-    assert ops.graph(app).superseded_by(first.id) == second.id
+    assert writes.graph(app).superseded_by(first.id) == second.id
 
 
 def test_ingest_refuses_missing_and_binary_files(app, tmp_path):
@@ -85,7 +87,7 @@ def test_ingest_refuses_missing_and_binary_files(app, tmp_path):
 
 def test_pictures_draw_nodes_and_edges_with_escaped_labels(app):
     a, b = seed(app)
-    state = ops.graph(app)
+    state = writes.graph(app)
     nodes = [state.nodes[a.id], state.nodes[b.id]]
     mermaid = picture.mermaid(state, nodes)
     assert mermaid.startswith("graph LR") and f"n{b.id} -->|DEPENDS_ON| n{a.id}" in mermaid

@@ -9,14 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow import hooks, sessions
+from contextflow.adapters import hooks
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.errors import NotFoundError
-from contextflow.events import Event
-from contextflow.fold import Fold
-from contextflow.handoff_marks import mark_handoff_wrong
-from contextflow.views import all_views
+from contextflow.core.errors import NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.fold import Fold
+from contextflow.features import all_views
+from contextflow.sessions import core as sessions
+from contextflow.sessions.marks import mark_handoff_wrong
 from tests.conftest import call_with_data, connect, text_of
 
 pytestmark = pytest.mark.anyio
@@ -122,8 +123,10 @@ def _events(rows: list[tuple[int, str, int]]) -> list[Event]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(("s1", "s2")), st.integers(0, 20)), max_size=20),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.tuples(st.integers(0, 1), st.sampled_from(("s1", "s2")), st.integers(0, 20)), max_size=20),
+    st.randoms(use_true_random=False),
+)
 def test_marks_fold_the_same_in_any_order(rows: list[tuple[int, str, int]], rng: object) -> None:
     events = _events(rows)
     shuffled = list(events)

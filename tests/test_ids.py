@@ -2,8 +2,8 @@
 
 import pytest
 
-from contextflow.errors import InputError, NotFoundError
-from contextflow.ids import ALPHABET, ID_LENGTH, new_id, resolve_prefix
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.ids import ALPHABET, ID_LENGTH, new_id, resolve_prefix
 
 KNOWN = ["ab12", "ab34", "abc5", "cd00"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from contextflow import secret_rules, secrets
 from contextflow.app import App
-from contextflow.errors import InputError
+from contextflow.core import secret_rules, secrets
+from contextflow.core.errors import InputError
 from tests.conftest import text_of
 
 A40 = "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7m"
@@ -22,15 +22,20 @@ def fake(*parts: str) -> str:
 
 TOKENS = {
     "private key (OpenSSH)": fake(
-        "-----BEGIN OPENSSH ", "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n",
-        "AAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH ", "PRIVATE KEY-----",
+        "-----BEGIN OPENSSH ",
+        "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n",
+        "AAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH ",
+        "PRIVATE KEY-----",
     ),
     "private key (RSA PEM)": fake(
         "-----BEGIN RSA ", "PRIVATE KEY-----\nMIIEowIBAAKCAQEA", A40, "\n-----END RSA ", "PRIVATE KEY-----"
     ),
     "private key (PKCS8 in JSON)": fake(
-        '{"private_key": "-----BEGIN ', 'PRIVATE KEY-----\\nMIIEvQIBADANBg', A40,
-        '\\n-----END ', 'PRIVATE KEY-----\\n"}'
+        '{"private_key": "-----BEGIN ',
+        "PRIVATE KEY-----\\nMIIEvQIBADANBg",
+        A40,
+        "\\n-----END ",
+        'PRIVATE KEY-----\\n"}',
     ),
     "private key (PGP)": fake(
         "-----BEGIN PGP ", "PRIVATE KEY BLOCK-----\n\nlQOYBF", A40, "\n-----END PGP ", "PRIVATE KEY BLOCK-----"
@@ -55,8 +60,12 @@ TOKENS = {
     "PyPI token": fake("pypi-AgEIcHlwaS5vcmc", A40, A40),
     "SendGrid key": fake("SG.", A40[:22], ".", A40, "abc"),
     "JWT bearer": fake(
-        "Authorization: Bearer ", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", ".",
-        "eyJzdWIiOiIxMjM0NTY3ODkwIn0", ".", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        "Authorization: Bearer ",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
+        ".",
+        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+        ".",
+        "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     ),
     "opaque bearer": fake("curl -H 'Authorization: Bearer ", A40, "'"),
     "URL credentials": fake("git clone https://deploy:", "s3cr3t-", A40[:10], "@git.example.com/repo.git"),
@@ -110,8 +119,13 @@ def test_redaction_is_idempotent() -> None:
 
 
 def test_nested_values_are_scrubbed_and_the_fields_are_named() -> None:
-    data = {"key": "machine:chisel", "value": {"ssh": {"fingerprint": PUBLIC["md5 fingerprint"]},
-                                              "tokens": ["fine", TOKENS["GitHub classic token"]]}}
+    data = {
+        "key": "machine:chisel",
+        "value": {
+            "ssh": {"fingerprint": PUBLIC["md5 fingerprint"]},
+            "tokens": ["fine", TOKENS["GitHub classic token"]],
+        },
+    }
     cleaned, notes = secrets.scrub(data, "redact")
     assert cleaned["value"]["tokens"][1] == "[REDACTED:GitHub token]"
     assert cleaned["value"]["ssh"] == data["value"]["ssh"]
@@ -164,7 +178,6 @@ def test_an_unknown_mode_is_a_clear_error(app: App, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("CONTEXTFLOW_SECRETS", "maybe")
     with pytest.raises(InputError, match=r"CONTEXTFLOW_SECRETS='maybe'.*redact.*refuse.*off"):
         app.store.append("note", {"agent": "claude", "text": "hello"})
-
 
 
 @pytest.mark.anyio

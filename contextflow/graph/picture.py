@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from contextflow.core.text import clip
 from contextflow.graph.view import Edge, GraphState, Node
-from contextflow.text import clip
 
 SHAPES = {"decision": ("{{", "}}"), "summary": ("[[", "]]"), "source": ("[(", ")]"), "open-question": ("((", "))")}
 

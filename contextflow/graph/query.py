@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from contextflow.clock import COUNTER_BITS
-from contextflow.errors import InputError
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.errors import InputError
+from contextflow.core.ids import resolve_prefix
+from contextflow.core.timeutil import parse_duration, parse_iso
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
-from contextflow.ids import resolve_prefix
-from contextflow.timeutil import parse_duration, parse_iso
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200
@@ -219,7 +219,8 @@ class _Parser:
         found = repr(value) if value else None
         if name not in FIELDS:
             raise _error(
-                self.text, token.position,
+                self.text,
+                token.position,
                 f"a filter ({', '.join(f + ':' for f in FIELDS)}); quote text that contains a colon",
                 repr(name + ":"),
             )
@@ -241,8 +242,12 @@ class _Parser:
         op, rest = _COMPARE.match(value).groups()  # type: ignore[union-attr]
         if name == "tokens":
             if not rest.isdigit():
-                raise _error(self.text, at + len(op or ""), "a whole number of tokens, e.g. tokens:<500",
-                             repr(rest) if rest else None)
+                raise _error(
+                    self.text,
+                    at + len(op or ""),
+                    "a whole number of tokens, e.g. tokens:<500",
+                    repr(rest) if rest else None,
+                )
             return Leaf("tokens", op or "=", rest, int(rest))
         return self.time_leaf(name, op, rest, at)
 
@@ -250,13 +255,18 @@ class _Parser:
         duration = parse_duration(rest)
         if duration is not None:
             if op not in (">", "<", ">=", "<="):
-                raise _error(self.text, at, f"> or < before a duration, e.g. {name}:>24h (newer) or {name}:<1w (older)",
-                             repr(rest))
+                raise _error(
+                    self.text,
+                    at,
+                    f"> or < before a duration, e.g. {name}:>24h (newer) or {name}:<1w (older)",
+                    repr(rest),
+                )
             return Leaf(name, op, rest, int(duration.total_seconds()) * 1000, relative=True)
         moment = parse_iso(rest)
         if moment is None:
             raise _error(
-                self.text, at + len(op or ""),
+                self.text,
+                at + len(op or ""),
                 f"a duration (30m, 24h, 7d, 2w, 1y) or a date (2024-01-01) after {name}:{op or ''}",
                 repr(rest) if rest else None,
             )
@@ -273,7 +283,7 @@ class _Parser:
 
 def parse(text: str) -> Expr:
     if not isinstance(text, str):
-        raise QueryError("query must be a string, e.g. \"type:fact AND tag:project:x\"")
+        raise QueryError('query must be a string, e.g. "type:fact AND tag:project:x"')
     try:
         return _Parser(text).parse()
     except RecursionError:  # the limits above keep it out of reach; never a traceback
@@ -283,7 +293,11 @@ def parse(text: str) -> Expr:
 # -- evaluation ------------------------------------------------------------------------
 
 _CMP: dict[str, Callable[[int, int], bool]] = {
-    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le, "=": operator.eq,
+    ">": operator.gt,
+    "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+    "=": operator.eq,
 }
 _NUMBERS: dict[str, Callable[[Node], int]] = {  # what tokens:, created: and updated: compare (times in ms)
     "tokens": operator.attrgetter("tokens"),

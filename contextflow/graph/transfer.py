@@ -16,14 +16,14 @@ from typing import Any
 
 from contextflow import __version__
 from contextflow.app import App
-from contextflow.clock import stamp_from_ms, stamp_iso
-from contextflow.errors import InputError
-from contextflow.events import Event
+from contextflow.core.clock import stamp_from_ms, stamp_iso
+from contextflow.core.errors import InputError
+from contextflow.core.events import Event
+from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.ops import edge_item, graph, node_item
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import GraphState
-from contextflow.timeutil import now_ms
+from contextflow.graph.writes import edge_item, graph, node_item
 
 FORMAT = "contextflow-graph"
 VERSION = 1
@@ -43,10 +43,17 @@ def export_graph(app: App, query: Any = None) -> dict[str, Any]:
         "query": query or None,
         "nodes": [
             {
-                "id": node.id, "type": node.type, "content": node.content, "summary": node.summary or None,
-                "metadata": node.metadata, "tags": sorted(state.tags_of(node.id)), "agent": node.agent or None,
-                "writer": node.writer, "origin": node.origin or None,
-                "created_at": node.created_at, "updated_at": node.updated_at,
+                "id": node.id,
+                "type": node.type,
+                "content": node.content,
+                "summary": node.summary or None,
+                "metadata": node.metadata,
+                "tags": sorted(state.tags_of(node.id)),
+                "agent": node.agent or None,
+                "writer": node.writer,
+                "origin": node.origin or None,
+                "created_at": node.created_at,
+                "updated_at": node.updated_at,
             }
             for node in chosen
         ],
@@ -90,7 +97,7 @@ def _local_id(state: GraphState, exported_id: str, origin: str | None) -> str | 
 
 def _check_document(doc: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(f"not a contextflow graph export: expected a JSON object with \"format\": \"{FORMAT}\"")
+        raise InputError(f'not a contextflow graph export: expected a JSON object with "format": "{FORMAT}"')
     if doc.get("version") != VERSION:
         raise InputError(f"export version {doc.get('version')!r} is not supported; this contextflow reads {VERSION}")
     parts = []
@@ -122,9 +129,13 @@ def import_graph(app: App, doc: Any, *, merge: bool = False) -> Imported:
             continue
         try:
             item = node_item(
-                type=node.get("type"), content=node.get("content"), tags=node.get("tags"),
-                metadata=node.get("metadata"), summary=node.get("summary"),
-                agent=node.get("agent") or "import", origin=origin or exported_id,
+                type=node.get("type"),
+                content=node.get("content"),
+                tags=node.get("tags"),
+                metadata=node.get("metadata"),
+                summary=node.get("summary"),
+                agent=node.get("agent") or "import",
+                origin=origin or exported_id,
             )
         except InputError as exc:
             raise InputError(f"nodes[{index}] ({exported_id}): {exc}; nothing was imported") from None
@@ -160,7 +171,10 @@ def import_graph(app: App, doc: Any, *, merge: bool = False) -> Imported:
 
 
 def _view_items(
-    state: GraphState, views: list[dict[str, Any]], merge: bool, result: Imported,
+    state: GraphState,
+    views: list[dict[str, Any]],
+    merge: bool,
+    result: Imported,
 ) -> list[tuple[str, dict[str, Any]]]:
     items: list[tuple[str, dict[str, Any]]] = []
     for view in views:

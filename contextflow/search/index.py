@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import stamp_ms
-from contextflow.events import OrderKey
+from contextflow.core.clock import stamp_ms
+from contextflow.core.events import OrderKey
 from contextflow.search.tokens import iter_tokens
 
 FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities": 2, "files": 2, "decisions": 2}
@@ -148,7 +148,8 @@ class SearchIndex:
         """The live postings of a term by document id (for tests and comparisons, not queries)."""
         pairs = self.postings.get(term, array("I"))
         return {
-            doc.doc_id: weight for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
+            doc.doc_id: weight
+            for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
             if self.lengths[num] and (doc := self.by_num[num]) is not None
         }
 

@@ -40,13 +40,23 @@ SESSION_TIMEOUT = 180.0
 def store_script(agent: str) -> Script:
     """Session 1: a note, a handoff, and a final answer carrying a `<ctx:remember>` (FACT); the
     message with the handoff call carries another one (DECISION) before the call."""
-    before_handoff = (f'Handing off. <ctx:remember type="decision" tags="project:{PROJECT},tier:reference">'
-                      f"{DECISION}</ctx:remember>")
+    before_handoff = (
+        f'Handing off. <ctx:remember type="decision" tags="project:{PROJECT},tier:reference">{DECISION}</ctx:remember>'
+    )
     return Script(
         (
             ToolCall("append_shared_note", {"agent": agent, "text": NOTE, "project": PROJECT, "session_id": SESSION}),
-            ToolCall("write_shared_handoff", {"agent": agent, "summary": HANDOFF, "next_steps": [NEXT_STEP],
-                                              "project": PROJECT, "session_id": SESSION}, before_handoff),
+            ToolCall(
+                "write_shared_handoff",
+                {
+                    "agent": agent,
+                    "summary": HANDOFF,
+                    "next_steps": [NEXT_STEP],
+                    "project": PROJECT,
+                    "session_id": SESSION,
+                },
+                before_handoff,
+            ),
         ),
         f'Saved. <ctx:remember type="fact" tags="project:{PROJECT},tier:reference">{FACT}</ctx:remember>',
     )
@@ -76,26 +86,41 @@ class Place:
         return self.root / "work"
 
     def store_env(self) -> dict[str, str]:
-        return {"CONTEXTFLOW_STORE": str(self.root / "store"), "CONTEXTFLOW_STATE": str(self.root / "state"),
-                "CONTEXTFLOW_WRITER": WRITER, "MCP_SHARED_CONTEXT_PROJECT": PROJECT}
+        return {
+            "CONTEXTFLOW_STORE": str(self.root / "store"),
+            "CONTEXTFLOW_STATE": str(self.root / "state"),
+            "CONTEXTFLOW_WRITER": WRITER,
+            "MCP_SHARED_CONTEXT_PROJECT": PROJECT,
+        }
 
     def base_env(self, **extra: str) -> dict[str, str]:
         """A client's environment: this HOME, no store variables, offline, loopback never proxied,
         and none of the developer's client settings (keys, base URLs, config folders)."""
         home = self.home
-        env = with_on_path(_without_client_settings(client_env(
-            HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
-            XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CACHE_HOME=str(home / ".cache"),
-            NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
-        )) | extra, contextflow_command().parent)
+        env = with_on_path(
+            _without_client_settings(
+                client_env(
+                    HOME=str(home),
+                    XDG_CONFIG_HOME=str(home / ".config"),
+                    XDG_DATA_HOME=str(home / ".local" / "share"),
+                    XDG_STATE_HOME=str(home / ".local" / "state"),
+                    XDG_CACHE_HOME=str(home / ".cache"),
+                    NO_PROXY="127.0.0.1,localhost",
+                    no_proxy="127.0.0.1,localhost",
+                )
+            )
+            | extra,
+            contextflow_command().parent,
+        )
         for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             env.pop(key, None)
         return env
 
     def contextflow(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The contextflow CLI on this store, as a user on this machine would run it."""
-        result = run_bounded([contextflow_command(), *args], env={**self.base_env(), **self.store_env()},
-                             cwd=self.work, timeout=60)
+        result = run_bounded(
+            [contextflow_command(), *args], env={**self.base_env(), **self.store_env()}, cwd=self.work, timeout=60
+        )
         assert result.returncode == 0, describe(result)
         return result
 
@@ -114,8 +139,9 @@ _CLIENT_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "GEMINI_", "GOOGLE_", "OPENAI_", "C
 def _without_client_settings(env: dict[str, str]) -> dict[str, str]:
     """`env` without the variables that point a client at a real account or config folder
     (CLAUDE_CONFIG_DIR, OPENAI_BASE_URL, ...), keeping the offline switches."""
-    return {key: value for key, value in env.items()
-            if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV}
+    return {
+        key: value for key, value in env.items() if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV
+    }
 
 
 def make_place(root: Path) -> Place:
@@ -142,10 +168,16 @@ class Seen:
         """The one result of `tool` the model was shown; fails clearly when there is not one."""
         shown = self.results.get(tool, [])
         if len(shown) != 1:
-            offered = [str(t.get("name") or t.get("type")) for r in self.requests for t in r.body.get("tools") or []
-                       if isinstance(t, dict)]
-            raise AssertionError(f"the model was shown {len(shown)} results of {tool}, not one; "
-                                 f"tools offered: {sorted(set(offered))}\n{self.output[-2000:]}")
+            offered = [
+                str(t.get("name") or t.get("type"))
+                for r in self.requests
+                for t in r.body.get("tools") or []
+                if isinstance(t, dict)
+            ]
+            raise AssertionError(
+                f"the model was shown {len(shown)} results of {tool}, not one; "
+                f"tools offered: {sorted(set(offered))}\n{self.output[-2000:]}"
+            )
         return shown[0]
 
 
@@ -171,8 +203,9 @@ class LiveClient:
         assert self.mock.recorded(), f"{self.name} never called the scripted model\n{describe(result)}"
         if traced:
             assert outside_connections(trace_file) == [], f"{self.name} or the server reached outside this machine"
-        return Seen(result.stdout, self.mock.recorded(),
-                    {call.tool: self.mock.tool_results(call.tool) for call in script.calls})
+        return Seen(
+            result.stdout, self.mock.recorded(), {call.tool: self.mock.tool_results(call.tool) for call in script.calls}
+        )
 
 
 def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, installed: bool = True) -> LiveClient:
@@ -184,16 +217,36 @@ def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, installed: b
     Without `installed`, the test sets Claude Code up itself.
     """
     # MCP_TIMEOUT: on a loaded machine the server may take seconds to answer `initialize`.
-    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy", MCP_TIMEOUT="60000",
-                         MCP_SHARED_CONTEXT_PROJECT=PROJECT)
+    env = place.base_env(
+        ANTHROPIC_BASE_URL=mock.url,
+        ANTHROPIC_API_KEY="sk-ant-e2e-dummy",
+        MCP_TIMEOUT="60000",
+        MCP_SHARED_CONTEXT_PROJECT=PROJECT,
+    )
     if installed:
-        done = run_bounded([contextflow_command(), "install", "claude-code"],
-                           env={**place.base_env(), **place.store_env()}, cwd=place.work)
+        done = run_bounded(
+            [contextflow_command(), "install", "claude-code"],
+            env={**place.base_env(), **place.store_env()},
+            cwd=place.work,
+        )
         assert done.returncode == 0, describe(done)
-    return LiveClient("claude", place, mock, env, lambda prompt: [
-        claude_bin, "-p", prompt, "--output-format", "json", "--model", "claude-sonnet-4-5",
-        "--allowedTools", "mcp__contextflow",
-    ])
+    return LiveClient(
+        "claude",
+        place,
+        mock,
+        env,
+        lambda prompt: [
+            claude_bin,
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--model",
+            "claude-sonnet-4-5",
+            "--allowedTools",
+            "mcp__contextflow",
+        ],
+    )
 
 
 def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
@@ -203,16 +256,29 @@ def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "mcpServers": {"contextflow": {"command": "contextflow", "args": ["serve"], "env": place.store_env(),
-                                       "trust": True}},
+        "mcpServers": {
+            "contextflow": {"command": "contextflow", "args": ["serve"], "env": place.store_env(), "trust": True}
+        },
     }
     path = place.home / ".gemini" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(settings, indent=2))
     env = place.base_env(GOOGLE_GEMINI_BASE_URL=mock.url, GEMINI_API_KEY="gemini-e2e-dummy")
-    return LiveClient("gemini", place, mock, env, lambda prompt: [
-        gemini_bin, "-p", prompt, "--output-format", "json", "-m", "gemini-2.5-flash",
-    ])
+    return LiveClient(
+        "gemini",
+        place,
+        mock,
+        env,
+        lambda prompt: [
+            gemini_bin,
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "-m",
+            "gemini-2.5-flash",
+        ],
+    )
 
 
 def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool = False) -> LiveClient:
@@ -233,8 +299,10 @@ def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool
         'env_key = "CODEX_E2E_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n'
     )
     if not installed:
-        config += ('[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
-                   f"[mcp_servers.contextflow.env]\n{store}")
+        config += (
+            '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
+            f"[mcp_servers.contextflow.env]\n{store}"
+        )
     path = place.home / ".codex" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(config)
@@ -243,10 +311,22 @@ def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool
         env.update(place.store_env())
         done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
         assert done.returncode == 0, describe(done)
-    wait = ["-c", "mcp_servers.contextflow.required=true"] if installed else []
-    return LiveClient("codex", place, mock, env, lambda prompt: [
-        codex_bin, "exec", *wait, "--skip-git-repo-check", "--json", prompt,
-    ])
+        assert "required = true" in path.read_text(), "install codex must mark the server entry required"
+    wait: list[str] = []  # install writes `required = true` itself (and the hand-written entry has it)
+    return LiveClient(
+        "codex",
+        place,
+        mock,
+        env,
+        lambda prompt: [
+            codex_bin,
+            "exec",
+            *wait,
+            "--skip-git-repo-check",
+            "--json",
+            prompt,
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -256,18 +336,21 @@ class Loop:
     place: Place
     stored: Seen
     resumed: Seen
+    agent: str
 
 
 def run_loop(client: LiveClient, place: Place, agent: str) -> Loop:
     stored = client.session("Save where we are on the parser.", store_script(agent))
-    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT))
+    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT), agent)
 
 
 def assert_note_and_handoff_stored(loop: Loop, agent: str) -> None:
     """The tool calls of session 1 stored a note and a handoff, and the note's id reached the model."""
     entries = loop.place.entries()
     assert [(e["kind"], e["agent"], e["session_id"]) for e in entries] == [
-        ("note", agent, SESSION), ("handoff", agent, SESSION)]
+        ("note", agent, SESSION),
+        ("handoff", agent, SESSION),
+    ]
     assert entries[0]["text"] == NOTE and entries[1]["summary"] == HANDOFF
     assert str(entries[0]["id"]) in loop.stored.result("append_shared_note"), "the note's id never reached the model"
 

@@ -21,8 +21,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from contextflow import records
 from contextflow.app import App
+from contextflow.records import core as records
 from tests.test_http import HEADERS, INITIALIZE, TOKENS, all_tools_app, connect, running
 
 __all__ = ["all_tools_app"]  # the fixture, shared with tests/test_http.py
@@ -105,8 +105,9 @@ def test_a_malformed_http_request_gets_a_json_rpc_error(app: App, case: str) -> 
     with running(app) as url:
         headers = _session_headers(url)
         response = httpx2.post(url, content=HOSTILE[case], headers=headers, timeout=REPLY_TIMEOUT)
-        still = httpx2.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"}, headers=headers,
-                            timeout=REPLY_TIMEOUT)
+        still = httpx2.post(
+            url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"}, headers=headers, timeout=REPLY_TIMEOUT
+        )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == EXPECTED_CODE[case]
@@ -124,8 +125,11 @@ class StdioServer:
     def __init__(self, tmp_path: Path) -> None:
         env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "st")}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "contextflow", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env,
+            [sys.executable, "-m", "contextflow", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         self.selector = selectors.DefaultSelector()
         assert self.process.stdout is not None

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from contextflow import secrets
 from contextflow.app import App
-from contextflow.text import clean
+from contextflow.core import secrets
+from contextflow.core.text import clean
 from tests.conftest import connect, text_of
 
 MIXED40 = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKQ"  # an AWS-secret-shaped string (mixed case, 40)
@@ -33,10 +33,18 @@ def b64(text: str) -> str:
 
 # (text, pieces that must vanish, pieces that must stay)
 POSITIVE: list[Any] = [
-    pytest.param(j("cache at redis://:", "Sup3rPw", "@cache.internal:6379/0"), ["Sup3rPw"], ["cache.internal"],
-                 id="redis URL with an empty user"),
-    pytest.param(j("git clone https://bob:", "p@ss", "@git.example.com/repo.git"), ["p@ss", "ss@git"],
-                 ["git.example.com/repo.git"], id="URL password containing @"),
+    pytest.param(
+        j("cache at redis://:", "Sup3rPw", "@cache.internal:6379/0"),
+        ["Sup3rPw"],
+        ["cache.internal"],
+        id="redis URL with an empty user",
+    ),
+    pytest.param(
+        j("git clone https://bob:", "p@ss", "@git.example.com/repo.git"),
+        ["p@ss", "ss@git"],
+        ["git.example.com/repo.git"],
+        id="URL password containing @",
+    ),
     pytest.param(j("DB_PASS=", "hunter2x"), ["hunter2x"], ["DB_PASS="], id="DB_PASS="),
     pytest.param(j("export MYSQL_PWD=", "m7sqlpw"), ["m7sqlpw"], ["MYSQL_PWD="], id="MYSQL_PWD="),
     pytest.param(j("API_TOKEN=", "tok9f8e7d6c"), ["tok9f8e7d6c"], [], id="API_TOKEN="),
@@ -45,20 +53,33 @@ POSITIVE: list[Any] = [
     pytest.param(j("PGPASSWORD='", "pgPw0rd", "' psql -h db"), ["pgPw0rd"], ["psql -h db"], id="PGPASSWORD="),
     pytest.param(j("mysql -u root -p", "Pw0rd42", " shop"), ["Pw0rd42"], ["shop"], id="mysql -pPW"),
     pytest.param(j("mysqldump --password=", "x9", " shop"), ["x9 "], ["shop"], id="mysqldump --password="),
-    pytest.param(j("sshpass -p '", "sshPw77", "' ssh deploy@host"), ["sshPw77"], ["deploy@host"],
-                 id="sshpass -p"),
-    pytest.param(j("curl -u admin:", "s3cretpw", " https://api.example.com/v1"), ["s3cretpw"],
-                 ["api.example.com"], id="curl -u user:pw"),
+    pytest.param(j("sshpass -p '", "sshPw77", "' ssh deploy@host"), ["sshPw77"], ["deploy@host"], id="sshpass -p"),
+    pytest.param(
+        j("curl -u admin:", "s3cretpw", " https://api.example.com/v1"),
+        ["s3cretpw"],
+        ["api.example.com"],
+        id="curl -u user:pw",
+    ),
     pytest.param(j("curl --user 'admin:", "s3cret pw", "' https://x.example"), ["s3cret"], [], id="curl --user"),
-    pytest.param(j("machine api.example.com login bob password ", "n3trcpw"), ["n3trcpw"], ["api.example.com"],
-                 id="netrc line"),
-    pytest.param(j("machine h.example.com\n  login bob\n  password ", "n3trcpw2", "\n"), ["n3trcpw2"], [],
-                 id="netrc block"),
+    pytest.param(
+        j("machine api.example.com login bob password ", "n3trcpw"), ["n3trcpw"], ["api.example.com"], id="netrc line"
+    ),
+    pytest.param(
+        j("machine h.example.com\n  login bob\n  password ", "n3trcpw2", "\n"), ["n3trcpw2"], [], id="netrc block"
+    ),
     pytest.param(j("db.example.com:5432:shop:app:", "pgPw0rd"), ["pgPw0rd"], ["db.example.com"], id="pgpass line"),
-    pytest.param(j("echo '*:*:*:postgres:", "pgStar9", "' > ~/.pgpass"), ["pgStar9"], ["~/.pgpass"],
-                 id="pgpass line with wildcards"),
-    pytest.param(j('{"auths": {"ghcr.io": {"auth": "', b64("bob:dockerpw1"), '"}}}'), [b64("bob:dockerpw1")],
-                 ["ghcr.io"], id="docker config auth"),
+    pytest.param(
+        j("echo '*:*:*:postgres:", "pgStar9", "' > ~/.pgpass"),
+        ["pgStar9"],
+        ["~/.pgpass"],
+        id="pgpass line with wildcards",
+    ),
+    pytest.param(
+        j('{"auths": {"ghcr.io": {"auth": "', b64("bob:dockerpw1"), '"}}}'),
+        [b64("bob:dockerpw1")],
+        ["ghcr.io"],
+        id="docker config auth",
+    ),
     pytest.param(j(KEY_ID, " ", MIXED40), [KEY_ID, MIXED40], [], id="bare AWS secret next to its key id"),
     pytest.param(j("id=", KEY_ID, ",\nsecret=", MIXED40), [KEY_ID, MIXED40], [], id="AWS pair on two lines"),
     pytest.param(j('{"password": "', "hunter2", '"}'), ["hunter2"], [], id="quoted short password in JSON"),
@@ -93,11 +114,13 @@ NEGATIVE = [
     pytest.param("machine learning: password reset flow", id="prose with machine and password"),
     pytest.param("the secret: stay curious", id="secret in prose"),
     pytest.param("MIN_GROUP_SECRET = 8\nCHARS_PER_TOKEN = 4", id="numeric constants in code"),
-    pytest.param("self.access_token = auth_info; f(client_secret=client_secret, password=password)",
-                 id="variables passed along"),
+    pytest.param(
+        "self.access_token = auth_info; f(client_secret=client_secret, password=password)", id="variables passed along"
+    ),
     pytest.param(":param key_password:\n    Optional password to decrypt", id="docstring"),
-    pytest.param("def f(private_key: ed25519.Ed25519PrivateKey, is_password: FilterOrBool = False)",
-                 id="type annotations"),
+    pytest.param(
+        "def f(private_key: ed25519.Ed25519PrivateKey, is_password: FilterOrBool = False)", id="type annotations"
+    ),
     pytest.param("use the --username and --password options", id="prose about flags"),
     pytest.param('password = ":****" and `NAME_PASSWORD=...`', id="masked values"),
     pytest.param("zero\u200bwidth and \u202ebidi with no secret", id="invisible characters, no secret"),
@@ -151,8 +174,11 @@ def test_a_list_of_topics_and_imported_keys_are_scanned() -> None:
     [
         pytest.param({"db": {"password": j("hun", "ter2")}}, "hunter2", id="password field"),
         pytest.param({"DB_PASS": j("x", "1")}, "x1", id="env-style field"),
-        pytest.param({"auths": {"ghcr.io": {"auth": b64("bob:dockerpw1")}}}, b64("bob:dockerpw1"),
-                     id="docker config as an object"),
+        pytest.param(
+            {"auths": {"ghcr.io": {"auth": b64("bob:dockerpw1")}}},
+            b64("bob:dockerpw1"),
+            id="docker config as an object",
+        ),
         pytest.param({"api_token": j("tok", "9f8e7d6c")}, "tok9f8e7d6c", id="api_token field"),
     ],
 )

@@ -18,8 +18,15 @@ from contextflow.adapters.ui.server import bind, build_app
 from contextflow.app import App
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 15.0
 
@@ -31,8 +38,13 @@ def running(app: App) -> Iterator[str]:
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(16)
     api = Api(app)
-    config = uvicorn.Config(build_app(app, token, port, api), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        build_app(app, token, port, api),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+    )
     server = uvicorn.Server(config)
     api.stopping = lambda: server.should_exit
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from contextflow import hooks, sessions
+from contextflow.adapters import hooks
 from contextflow.app import App
+from contextflow.sessions import core as sessions
 from tests.conftest import open_app
 from tests.ui.serving import browser, have_chromium, running
 from tests.ui.workload import HOSTILE_IMG, HOSTILE_SCRIPT, Written, write_store_sync
@@ -79,12 +80,15 @@ def assert_no_markup_ran(page: Any) -> None:
 
 def test_every_page_shows_the_store(ui: tuple[Any, str], written: Written) -> None:
     page, base = ui
-    assert page.locator("main table tbody tr").count() == 2
+    assert page.locator("main table tbody tr").count() == 3
     assert "acme/shop" in main_text(page) and "acme/api" in main_text(page)
     settled(page, lambda: page.click("text=acme/shop"))
     text = main_text(page)
     assert "machine laptop" in text and "machine desktop" in text and "Handoff by codex" in text
     assert page.locator("#timeline article").count() == 5
+    visit(page, base, f"/project/example-owner%2Fcalc-demo?session={written.captured_session}")
+    text = main_text(page)
+    assert "Automatic handoff by" in text and "Asked: Create calc.py" in text and "created: calc.py" in text
     for route, expected in [
         ("/start/acme%2Fshop?session=checkout-flow", "Refunds done and tested"),
         ("/records", "pr:acme/shop:42"),
@@ -177,8 +181,9 @@ def test_a_note_written_elsewhere_appears_without_reloading(ui: tuple[Any, str])
     page.evaluate("window.__sameDocument = true")
     other = open_app("other-machine")
     try:
-        sessions.append_note(other, agent="gemini", text="written on another machine", project="acme/shop",
-                             session_id="checkout-flow")
+        sessions.append_note(
+            other, agent="gemini", text="written on another machine", project="acme/shop", session_id="checkout-flow"
+        )
     finally:
         other.close()
     page.wait_for_selector("text=written on another machine", timeout=5_000)  # live: no reload

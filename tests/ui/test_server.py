@@ -15,10 +15,11 @@ import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
-from contextflow import hooks, sessions
+from contextflow.adapters import hooks
 from contextflow.adapters.ui.server import CSP, bind, build_app, cookie_name
 from contextflow.app import App
-from tests.ui.workload import HOSTILE_IMG, Written, write_store_sync
+from contextflow.sessions import core as sessions
+from tests.ui.workload import CAPTURED_PROJECT, HOSTILE_IMG, Written, write_store_sync
 
 PORT = 8766
 TOKEN = "t0ken-for-tests-0123456789abcdef"
@@ -54,8 +55,10 @@ def send(ui: TestClient, name: str, body: dict) -> httpx.Response:
 # -- who may connect -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("headers", [{}, {"cookie": f"{cookie_name(PORT)}=wrong"}, {"cookie": f"other={TOKEN}"},
-                                     {"authorization": f"Bearer {TOKEN}"}])
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"cookie": f"{cookie_name(PORT)}=wrong"}, {"cookie": f"other={TOKEN}"}, {"authorization": f"Bearer {TOKEN}"}],
+)
 def test_requests_without_the_token_are_refused(ui: TestClient, headers: dict[str, str]) -> None:
     for path in ("/", "/api/overview", "/static/app.js", "/api/events"):
         response = ui.get(path, headers=headers)
@@ -77,15 +80,21 @@ def test_the_token_in_the_url_becomes_a_strict_http_only_cookie(ui: TestClient) 
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     assert ui.get("/", headers=COOKIE).status_code == 200
     app = App.open()
-    scope = {"type": "http", "method": "GET", "path": "//evil.example/x", "query_string": f"token={TOKEN}&a=1".encode(),
-             "headers": [(b"host", f"127.0.0.1:{PORT}".encode())]}
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "//evil.example/x",
+        "query_string": f"token={TOKEN}&a=1".encode(),
+        "headers": [(b"host", f"127.0.0.1:{PORT}".encode())],
+    }
     redirect = build_app(app, TOKEN, PORT).refusal(scope)
     app.close()
     assert redirect is not None and redirect.headers["location"] == "/evil.example/x?a=1"  # never to another host
 
 
-@pytest.mark.parametrize("host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1:9999", f"0.0.0.0:{PORT}",
-                                  f"127.0.0.1.nip.io:{PORT}"])
+@pytest.mark.parametrize(
+    "host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1:9999", f"0.0.0.0:{PORT}", f"127.0.0.1.nip.io:{PORT}"]
+)
 def test_a_foreign_host_header_is_refused_even_with_the_token(ui: TestClient, host: str) -> None:
     for path in ("/api/overview", f"/?token={TOKEN}"):
         response = ui.get(path, headers={**COOKIE, "host": host})
@@ -93,12 +102,14 @@ def test_a_foreign_host_header_is_refused_even_with_the_token(ui: TestClient, ho
         assert "Host" in response.text
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", f"http://127.0.0.1:{PORT + 1}", "null",
-                                    f"https://127.0.0.1:{PORT}"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", f"http://127.0.0.1:{PORT + 1}", "null", f"https://127.0.0.1:{PORT}"]
+)
 def test_a_foreign_origin_is_refused(ui: TestClient, origin: str, written: Written) -> None:
     assert ui.get("/api/overview", headers={**COOKIE, "origin": origin}).status_code == 403
-    response = ui.post("/api/node", json={"id": written.nodes["fact"], "action": "pin"},
-                       headers={**COOKIE, "origin": origin})
+    response = ui.post(
+        "/api/node", json={"id": written.nodes["fact"], "action": "pin"}, headers={**COOKIE, "origin": origin}
+    )
     assert response.status_code == 403
 
 
@@ -142,7 +153,7 @@ def test_the_command_prints_the_url_with_a_fresh_token_first_and_serves_only_wit
                 with httpx.Client(timeout=15, follow_redirects=True) as client:
                     assert client.get(first).status_code == 200  # redirected, with the cookie
                     projects = client.get(base + "/api/overview").json()["projects"]
-                assert {p["name"] for p in projects} == {"acme/shop", "acme/api"}
+                assert {p["name"] for p in projects} == {"acme/shop", "acme/api", CAPTURED_PROJECT}
             finally:
                 process.terminate()
                 process.wait(15)
@@ -157,8 +168,8 @@ def test_projects_and_a_timeline_across_agents_and_machines(ui: TestClient, writ
     sessions.set_active_session(other, "rate-limits")  # the timeline is every session's, whatever is active
     other.close()
     projects = api(ui, "overview")["projects"]
-    assert [p["name"] for p in projects] == ["acme/shop", "acme/api"]
-    shop = projects[0]
+    assert [p["name"] for p in projects] == ["example-owner/calc-demo", "acme/shop", "acme/api"]
+    shop = projects[1]
     assert shop["sessions"] == 1 and shop["entries"] == 5 and shop["agents"] == ["claude", "codex"]
     entries = api(ui, "entries", project="acme/shop")["entries"]
     assert {e["writer"] for e in entries} == {"laptop", "desktop"}
@@ -168,10 +179,23 @@ def test_projects_and_a_timeline_across_agents_and_machines(ui: TestClient, writ
     assert [e["id"] for e in older + page] == [e["id"] for e in entries[-4:]]
 
 
+def test_a_captured_session_shows_its_turns_and_its_automatic_handoff(ui: TestClient, written: Written) -> None:
+    session = written.captured_session
+    turns = api(ui, "activity", project=CAPTURED_PROJECT, session=session)["turns"]
+    assert len(turns) == 1 and turns[0]["turn"]["files"]["created"] == ["calc.py"]
+    handoff = api(ui, "entries", project=CAPTURED_PROJECT, session=session)["entries"][-1]
+    assert handoff["kind"] == "handoff" and handoff["auto"] is True
+    missing = ui.get("/api/activity", params={"project": CAPTURED_PROJECT}, headers=COOKIE)
+    assert missing.status_code == 400 and "session_id" in missing.json()["error"]
+
+
 def test_the_session_start_preview_is_exactly_what_the_hook_prints(ui: TestClient, written: Written) -> None:
     data = api(ui, "start", project="acme/shop", session="checkout-flow")
-    env = {**os.environ, "MCP_SHARED_CONTEXT_PROJECT": "acme/shop",
-           "MCP_SHARED_CONTEXT_ACTIVE_SESSION": "checkout-flow"}
+    env = {
+        **os.environ,
+        "MCP_SHARED_CONTEXT_PROJECT": "acme/shop",
+        "MCP_SHARED_CONTEXT_ACTIVE_SESSION": "checkout-flow",
+    }
     rendered = re.compile(r"rendered at [0-9TZ:.-]+")  # the composed view says when it was rendered
     assert rendered.sub("", data["output"]) == rendered.sub("", hooks.run("session-start", b"{}", env))
     assert "Refunds done and tested" in data["context"]
@@ -210,6 +234,7 @@ def test_pinning_a_node_reaches_the_next_session_start(ui: TestClient, written: 
     assert "Refunds go through the payments service" in api(ui, "start")["context"]
     send(ui, "node", {"id": fact, "action": "archive"})
     assert api(ui, "node", id=fact)["tags"] == ["project:shop", "tier:off-context"]
+    assert "Refunds go through the payments service" not in api(ui, "start")["context"]
     send(ui, "node", {"id": fact, "action": "tags", "add_tags": ["task:refunds"], "remove_tags": ["project:shop"]})
     assert api(ui, "node", id=fact)["tags"] == ["task:refunds", "tier:off-context"]
     assert _last_event(ui)["data"] == {"node": fact, "tags": ["project:shop"], "agent": "human"}  # the person
@@ -220,7 +245,7 @@ def test_pinning_a_node_reaches_the_next_session_start(ui: TestClient, written: 
 
 def _last_event(ui: TestClient) -> dict:
     """The newest line of this machine's log (the page's writes land there)."""
-    from contextflow.locate import writer_id
+    from contextflow.core.locate import writer_id
 
     log = next(Path(os.environ["CONTEXTFLOW_STORE"]).glob(f"events.{writer_id(os.environ)}.jsonl"))
     return dict(json.loads(log.read_bytes().splitlines()[-1]))
@@ -250,7 +275,9 @@ def test_records_threads_conversations_and_health(ui: TestClient, written: Writt
     threads = api(ui, "threads")["threads"]
     assert [t["name"] for t in threads] == ["Refunds"]
     assert [t["content"] for t in api(ui, "thread", id=written.thread)["thoughts"]] == [
-        "Start with full refunds", "Partial refunds later"]
+        "Start with full refunds",
+        "Partial refunds later",
+    ]
     conversations = api(ui, "conversations")["conversations"]
     assert [c["topic"] for c in conversations] == ["Money representation"]
     assert api(ui, "conversation", id=written.conversation)["decisions"][1]["status"] == "rejected"

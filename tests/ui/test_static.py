@@ -34,14 +34,23 @@ def test_nothing_is_fetched_from_elsewhere_and_no_script_is_inline() -> None:
 def test_the_scripts_never_parse_text_as_html() -> None:
     for path in STATIC.glob("*.js"):
         code = re.sub(r"//[^\n]*", "", path.read_text())  # without comments
-        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
-                     "setAttribute(\"on", "srcdoc"):
+        for sink in (
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+            'setAttribute("on',
+            "srcdoc",
+        ):
             assert sink not in code, (path.name, sink)
 
 
 def test_filters_become_one_graph_query_and_bad_ones_are_refused() -> None:
     assert query_of("auth", "decision", "project:shop", "pinned") == (
-        "(auth) AND type:decision AND tag:project:shop AND tag:tier:pinned")
+        "(auth) AND type:decision AND tag:project:shop AND tag:tier:pinned"
+    )
     assert query_of("", "", "", "") == ""
     for bad in (("", "nonsense", "", ""), ("", "", "a b", ""), ("", "", "x) OR (y", ""), ("", "", "", "gold")):
         try:

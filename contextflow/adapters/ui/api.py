@@ -21,11 +21,11 @@ from starlette.routing import Route
 
 from contextflow.adapters.ui import graphview, live
 from contextflow.app import App
-from contextflow.errors import ContextflowError, InputError
-from contextflow.operations import operations
+from contextflow.core.errors import ContextflowError, InputError
+from contextflow.core.text import clean_data
+from contextflow.features import operations
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import JSON, Operation, Reply
-from contextflow.text import clean_data
 
 AGENT = "human"  # who the page's changes are attributed to (the CLI's default too)
 PAGE = 50  # entries, sessions and records per page
@@ -90,18 +90,32 @@ class Api:
 
     def routes(self) -> list[Route]:
         gets: dict[str, Callable[[Request], Any]] = {
-            "overview": self.overview, "entries": self.entries, "sessions": self.sessions, "start": self.start,
-            "search": self.search, "graph": self.graph, "node": self.node, "records": self.records,
-            "record": self.record, "threads": self.threads, "thread": self.thread,
-            "conversations": self.conversations, "conversation": self.conversation, "health": self.health,
+            "overview": self.overview,
+            "entries": self.entries,
+            "activity": self.activity,
+            "sessions": self.sessions,
+            "start": self.start,
+            "search": self.search,
+            "graph": self.graph,
+            "node": self.node,
+            "records": self.records,
+            "record": self.record,
+            "threads": self.threads,
+            "thread": self.thread,
+            "conversations": self.conversations,
+            "conversation": self.conversation,
+            "health": self.health,
         }
         posts: dict[str, Callable[[JSON], Any]] = {
-            "node": self.curate_node, "record": self.curate_record, "handoff-wrong": self.mark_wrong,
+            "node": self.curate_node,
+            "record": self.curate_record,
+            "handoff-wrong": self.mark_wrong,
         }
         routes = [Route(f"/api/{name}", self._get(handler), methods=["GET"]) for name, handler in gets.items()]
         routes += [Route(f"/api/{name}", self._post(handler), methods=["POST"]) for name, handler in posts.items()]
-        routes.append(Route("/api/events", lambda request: live.stream(request, self.signature, self.stopping),
-                            methods=["GET"]))
+        routes.append(
+            Route("/api/events", lambda request: live.stream(request, self.signature, self.stopping), methods=["GET"])
+        )
         return routes
 
     def _get(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
@@ -135,9 +149,23 @@ class Api:
 
     async def entries(self, request: Request) -> Any:
         q = request.query_params
-        return await self.call("read_shared_context", {
-            "project": q.get("project"), "session_id": q.get("session") or "", "before": q.get("before"),
-            "kind": q.get("kind"), "limit": _limit(q.get("limit"))}, unscoped=True)
+        return await self.call(
+            "read_shared_context",
+            {
+                "project": q.get("project"),
+                "session_id": q.get("session") or "",
+                "before": q.get("before"),
+                "kind": q.get("kind"),
+                "limit": _limit(q.get("limit")),
+            },
+            unscoped=True,
+        )
+
+    async def activity(self, request: Request) -> Any:
+        q = request.query_params
+        return await self.call(
+            "session_activity", {"project": q.get("project"), "session_id": q.get("session"), "limit": 200}
+        )
 
     async def sessions(self, request: Request) -> Any:
         q = request.query_params
@@ -150,8 +178,10 @@ class Api:
     async def search(self, request: Request) -> Any:
         q = request.query_params
         kinds = [q["kind"]] if q.get("kind") else None
-        return await self.call("get_context", {"query": q.get("q"), "kinds": kinds, "project": q.get("project"),
-                                               "limit": 30, "budget_tokens": 50_000})
+        return await self.call(
+            "get_context",
+            {"query": q.get("q"), "kinds": kinds, "project": q.get("project"), "limit": 30, "budget_tokens": 50_000},
+        )
 
     async def graph(self, request: Request) -> Any:
         q = request.query_params
@@ -164,8 +194,9 @@ class Api:
 
     async def records(self, request: Request) -> Any:
         q = request.query_params
-        return await self.call("context_list", {"prefix": q.get("prefix"), "category": q.get("category"),
-                                                "limit": _limit(q.get("limit"))})
+        return await self.call(
+            "context_list", {"prefix": q.get("prefix"), "category": q.get("category"), "limit": _limit(q.get("limit"))}
+        )
 
     async def record(self, request: Request) -> Any:
         q = request.query_params
@@ -218,12 +249,15 @@ class Api:
         if action not in ("pin", "unpin"):
             raise InputError("action must be pin, unpin or forget")
         record = await self.call("context_get", {"key": key, "project": project})
-        return await self.call("context_set", {"key": key, "project": project, "value": record["value"],
-                                               "pinned": action == "pin", "agent": AGENT})
+        return await self.call(
+            "context_set",
+            {"key": key, "project": project, "value": record["value"], "pinned": action == "pin", "agent": AGENT},
+        )
 
     async def mark_wrong(self, body: JSON) -> Any:
-        return await self.call("mark_handoff_wrong", {"handoff_id": body.get("id"), "reason": body.get("reason"),
-                                                      "agent": AGENT})
+        return await self.call(
+            "mark_handoff_wrong", {"handoff_id": body.get("id"), "reason": body.get("reason"), "agent": AGENT}
+        )
 
 
 def _limit(raw: str | None, default: int = PAGE, high: int = MAX_PAGE) -> int:

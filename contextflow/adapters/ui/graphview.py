@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from contextflow.errors import InputError
+from contextflow.core.errors import InputError
 
 WIDTH, HEIGHT, MARGIN = 1000.0, 700.0, 40.0
 GRAVITY = 1.0  # pull toward the middle, so unlinked nodes do not drift to the edges
@@ -47,8 +47,10 @@ def layout(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[str
     if count == 1:
         return {order[0]["id"]: [cx, cy]}
     radius = min(WIDTH, HEIGHT) / 2 - MARGIN
-    pos = [[cx + radius * math.cos(2 * math.pi * i / count), cy + radius * math.sin(2 * math.pi * i / count)]
-           for i in range(count)]
+    pos = [
+        [cx + radius * math.cos(2 * math.pi * i / count), cy + radius * math.sin(2 * math.pi * i / count)]
+        for i in range(count)
+    ]
     index = {node["id"]: i for i, node in enumerate(order)}
     links = [(index[e["from"]], index[e["to"]]) for e in edges if e["from"] in index and e["to"] in index]
     k = math.sqrt((WIDTH - 2 * MARGIN) * (HEIGHT - 2 * MARGIN) / count)

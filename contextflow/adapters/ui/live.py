@@ -21,8 +21,11 @@ HEARTBEAT_S = 15.0
 
 def stream(request: Request, signature: Callable[[], Any], stopping: Callable[[], bool]) -> StreamingResponse:
     """The stream; it ends when the client goes or `stopping()` says the server is shutting down."""
-    return StreamingResponse(_ticker(request, signature, stopping), media_type="text/event-stream",
-                             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+    return StreamingResponse(
+        _ticker(request, signature, stopping),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
 
 
 async def _ticker(request: Request, signature: Callable[[], Any], stopping: Callable[[], bool]) -> AsyncIterator[str]:

@@ -31,12 +31,14 @@ from starlette.staticfiles import StaticFiles
 
 from contextflow.adapters.ui.api import Api
 from contextflow.app import App
-from contextflow.errors import InputError
+from contextflow.core.errors import InputError
 
 HOST = "127.0.0.1"
 STATIC = Path(__file__).parent / "static"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -152,8 +154,13 @@ def run_ui(app: App, port: int, open_browser: bool = True) -> None:
     threading.Thread(target=api.warm, daemon=True).start()  # fold the store before the first page asks
     if open_browser:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    config = uvicorn.Config(build_app(app, token, bound, api), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        build_app(app, token, bound, api),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+    )
     server = uvicorn.Server(config)
     api.stopping = lambda: server.should_exit  # open pages' streams end, so Ctrl-C stops at once
     try:

@@ -34,7 +34,7 @@ async function projectsPage() {
 function entryCard(entry, wrong) {
   const isHandoff = entry.kind === "handoff";
   const card = h("article", { class: "entry " + (isHandoff ? "handoff" : "note"), "data-id": entry.id },
-    h("h3", {}, (isHandoff ? "Handoff" : "Note") + " by " + (entry.agent || "unknown"),
+    h("h3", {}, (isHandoff ? (entry.auto ? "Automatic handoff" : "Handoff") : "Note") + " by " + (entry.agent || "unknown"),
       wrong.has(entry.id) ? h("span", { class: "badge bad" }, "marked wrong") : null),
     meta(when(entry.ts), "machine " + entry.writer, entry.session_id ? "session " + entry.session_id : "no session",
       entry.task ? "task " + entry.task : "", "id " + entry.id),
@@ -63,10 +63,29 @@ function wrongForm(id) {
   return h("div", {}, open, form);
 }
 
+function turnCard(turn) {
+  const t = turn.turn || {};
+  const card = h("article", { class: "entry turn", "data-id": turn.id },
+    h("h3", {}, "Turn by " + (turn.agent || "unknown")),
+    meta(when(turn.ts), "machine " + turn.writer, "id " + turn.id),
+    t.request ? h("p", {}, "Asked: ", t.request) : null);
+  for (const [kind, paths] of Object.entries(t.files || {})) {
+    if (Array.isArray(paths) && paths.length) card.append(h("p", {}, kind + ": " + paths.join(", ")));
+  }
+  for (const test of t.tests || []) {
+    card.append(h("p", {}, h("span", { class: test.passed ? "badge ok" : "badge bad" }, test.passed ? "passed" : "failed"),
+      " ", test.command));
+  }
+  for (const error of t.errors || []) card.append(h("p", { class: "error" }, error));
+  if (t.final) card.append(pre(t.final, { class: "text" }));
+  return card;
+}
+
 async function projectPage(name, query) {
   const session = query.get("session") || "";
-  const [sessions, first] = await Promise.all([
+  const [sessions, first, activity] = await Promise.all([
     get("sessions", { project: name }), get("entries", { project: name, session }),
+    session ? get("activity", { project: name, session }) : Promise.resolve(null),
   ]);
   const timeline = h("div", { class: "timeline", id: "timeline" });
   const wrong = new Set();
@@ -93,6 +112,9 @@ async function projectPage(name, query) {
     h("h2", {}, "Sessions"),
     rows.length ? table("Sessions, most recently active first (latest handoff not marked wrong)",
       ["Session", "Agents", "Entries", "Handoffs", "Last activity", "Latest handoff"], rows) : h("p", {}, "No sessions."),
+    activity ? h("h2", {}, "Captured activity of session " + session + ", oldest first") : null,
+    activity ? (activity.turns.length ? activity.turns.map(turnCard)
+      : h("p", {}, "No captured turns (capture runs in the clients' hooks).")) : null,
     h("h2", {}, session ? "Timeline of session " + session : "Timeline, newest first"),
     session ? h("p", {}, link(route("/project", name), "Show every session")) : null,
     first.entries.length ? timeline : h("p", {}, "No entries."), more);

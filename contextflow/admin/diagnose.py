@@ -1,0 +1,138 @@
+"""What `contextflow doctor` and the info resource report about a store."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from contextflow.app import App
+from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
+from contextflow.core.log import iter_quarantine
+
+# ContextFlowMCP's `contextFileSource` values for the rule that chose the store
+_SOURCES = {
+    "CONTEXTFLOW_STORE": "env:CONTEXTFLOW_STORE",
+    "--store": "option:--store",
+    "MCP_SHARED_CONTEXT_FILE": "env:MCP_SHARED_CONTEXT_FILE",
+    "MCP_SHARED_CONTEXT_FOLDER": "env:MCP_SHARED_CONTEXT_FOLDER",
+    "client-config": "client-config",
+    "legacy-file": "discovered",
+    "default": "default",
+}
+_STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
+_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
+
+
+def store_info(app: App) -> dict[str, Any]:
+    from contextflow.sessions.core import active_session
+
+    store = app.store
+    health = store.health()
+    location = store.location
+    bad_kinds: Counter[str] = Counter()
+    for segment in health.segments:
+        bad_kinds.update(segment.bad_kinds)
+    return {
+        "store": str(store.folder),
+        "chosen_by": location.rule,
+        "chosen_detail": location.detail or None,
+        "writer": store.writer,
+        "state_dir": str(store.state_dir),
+        "active_session": active_session(app),
+        "active_session_file": str(app.settings.active_session_file),
+        "default_project": app.settings.default_project,
+        "project_chosen_by": app.settings.project_rule,
+        "events": store.event_count,
+        "duplicate_events_ignored": store.duplicates,
+        "bad_lines": health.bad_line_count,
+        "bad_line_kinds": dict(bad_kinds),
+        "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
+        "writers_ahead": writers_ahead(health.segments),
+        "logs": [
+            {"file": str(segment.path), **{name: getattr(segment, name) for name in _LOG_FIELDS}}
+            for segment in health.segments
+        ],
+        "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
+        "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
+        # ContextFlowMCP's names for the same facts (tools written against its info resource)
+        "file": str(store.log_writer.path),
+        "contextFileSource": _SOURCES.get(location.rule, location.rule),
+        "contextFileDiscovery": {
+            "rule": location.rule,
+            "detail": location.detail or None,
+            "store": str(store.folder),
+            "legacy_files": [str(path) for path in location.legacy_files],
+        },
+    }
+
+
+def writers_ahead(segments: Any) -> list[dict[str, Any]]:
+    """Writers whose newest stamp lies more than the drift bound ahead of this machine's clock."""
+    found: dict[str, int] = {}
+    for segment in segments:
+        ahead = ahead_ms(segment.newest)
+        if ahead > MAX_DRIFT_MS:
+            found[segment.writer] = max(found.get(segment.writer, 0), ahead)
+    return [{"writer": writer, "ahead_s": ms // 1000} for writer, ms in sorted(found.items())]
+
+
+def loose_state_permissions(root: Path) -> list[str]:
+    """State files not 0600 / folders not 0700 (the state folder holds a copy of the store)."""
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            seen += 1
+            if seen > _STATE_SCAN_LIMIT:
+                return found
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_IMODE(st.st_mode) & 0o077 and not stat.S_ISLNK(st.st_mode):
+                found.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o})")
+    return found
+
+
+def _duration(ms: int) -> str:
+    seconds = ms // 1000
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds} s"
+
+
+def problems(info: dict[str, Any]) -> list[str]:
+    """Plain-language findings that need a person's attention (conflict copies: conflicts.findings)."""
+    found: list[str] = []
+    if info["bad_lines"]:
+        found.append(f"{info['bad_lines']} malformed line(s) were skipped (see bad_line_samples); the rest reads fine")
+    kinds = info.get("bad_line_kinds", {})
+    if kinds.get("clock stamp out of range"):
+        found.append(
+            f"{kinds['clock stamp out of range']} line(s) carry a clock stamp out of range (past year "
+            "9999 or negative): skipped, left on disk; the machine that wrote them has a broken clock"
+        )
+    if kinds.get("oversized line"):
+        found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")
+    for writer in info.get("writers_ahead", []):
+        found.append(
+            f"writer {writer['writer']}'s clock runs {_duration(writer['ahead_s'] * 1000)} ahead of this "
+            f"machine; its events order after newer ones until then (this clock follows it at most "
+            f"{MAX_DRIFT_MS // 60000} minutes ahead): fix that machine's clock"
+        )
+    for path in info.get("loose_state_permissions", []):
+        found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
+    if info["quarantined_fragments"]:
+        found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
+    try:
+        mode = stat.S_IMODE(os.stat(info["store"]).st_mode)
+        if mode & 0o077:
+            found.append(f"the store folder is readable by other users (mode {mode:o}); chmod 700 it")
+    except FileNotFoundError:
+        pass  # the normal state before the first write: `doctor` says so beside the store, not as a problem
+    return found

@@ -1,0 +1,151 @@
+"""Folding events into views. Pure: no I/O here.
+
+A view has a `name`, an `initial()` state and an `apply(state, event)` that updates that state
+in place, looking only at the state and the event. The state after folding a set of events must
+not depend on their order: keep "latest" values by `Event.key`, never by arrival (tests fold in
+every order). Compaction asks each view which events it no longer needs (`Compactable`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from contextflow.core.events import Event, OrderKey
+
+
+class View(Protocol):
+    name: str
+
+    def initial(self) -> Any: ...
+
+    def apply(self, state: Any, event: Event) -> None: ...
+
+
+@runtime_checkable
+class Compactable(Protocol):
+    """Optional for a view: which events of one log it can do without (without it, compaction drops nothing).
+
+    `unneeded(events)` gets every event of one writer's log (in file order) and maps each event
+    this view does not need to the data fields it still needs kept: `()` lets it go entirely,
+    fields keep it reduced to them (an overwritten record still counts as a version). Events left
+    out are kept whole; events of kinds the view does not fold are unneeded by it.
+
+    What keeps merges correct: an event is unneeded only when events *in the same list* supersede
+    it (by `Event.key`) whatever other writers have written or will write, since the log is
+    rewritten in one atomic rename and its superseding events travel with it. A view must not
+    care whether an event it calls unneeded is absent or reduced to fields another view keeps.
+    """
+
+    def unneeded(self, events: Sequence[Event]) -> Mapping[str, tuple[str, ...]]: ...
+
+
+def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Hashable]]) -> set[str]:
+    """Ids of events each of whose last-writer-wins slots (`writes(event)`, e.g. one field of one node)
+    a later event (by key) in `events` writes again; an event writing none is never overwritten."""
+    latest: dict[Hashable, OrderKey] = {}
+    for event in events:
+        for slot in writes(event):
+            if slot not in latest or event.key > latest[slot]:
+                latest[slot] = event.key
+    return {
+        event.id for event in events if (slots := writes(event)) and all(latest[slot] > event.key for slot in slots)
+    }
+
+
+class LazyView:
+    """A view known by name whose class (`"module:Class"`) is imported when it first folds or loads,
+    so a process that reads two views from the snapshot imports only those two."""
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name, self.path = name, path
+        self._view: View | None = None
+
+    def resolve(self) -> View:
+        if self._view is None:
+            module, _, attr = self.path.partition(":")
+            self._view = getattr(importlib.import_module(module), attr)()
+        return self._view
+
+    def initial(self) -> Any:
+        return self.resolve().initial()
+
+    def apply(self, state: Any, event: Event) -> None:
+        self.resolve().apply(state, event)
+
+    def __getattr__(self, attr: str) -> Any:  # `version`, `unneeded`, ...
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.resolve(), attr)
+
+
+def resolved(view: View) -> View:
+    """The view itself, its class imported first when it is a `LazyView`."""
+    return view.resolve() if isinstance(view, LazyView) else view
+
+
+class Fold:
+    """The states of a set of views over a set of events; each event id applies once.
+
+    A state (and the set of seen ids) may be *deferred*: a loader called when it is first needed
+    (a snapshot loads views lazily). Events arriving meanwhile are applied once it loads. A
+    deferred `LazyView` is imported only then.
+    """
+
+    def __init__(self, views: Sequence[View], deferred: Mapping[str, Callable[[], Any]] | None = None) -> None:
+        self.deferred: dict[str, Callable[[], Any]] = dict(deferred or {})
+        self.views = [view if view.name in self.deferred else resolved(view) for view in views]
+        self.states: dict[str, Any] = {v.name: v.initial() for v in self.views if v.name not in self.deferred}
+        self.seen: set[str] = set()
+        self.count = 0
+        self.duplicates = 0
+        self.last_seq: dict[str, int] = {}
+        self.per_writer: dict[str, int] = {}  # events per writer id; more than its last seq: two machines share it
+        self.max_hlc = 0
+        self._pending: dict[str, list[Event]] = {}
+        self._seen_loader: Callable[[], set[str]] | None = None
+
+    def defer_seen(self, loader: Callable[[], set[str]]) -> None:
+        self._seen_loader = loader
+
+    @property
+    def seen_deferred(self) -> bool:
+        return self._seen_loader is not None
+
+    def pending(self, name: str) -> int:
+        return len(self._pending.get(name, ()))
+
+    def state(self, name: str) -> Any:
+        """View `name`'s state, loading it first when it is deferred."""
+        loader = self.deferred.get(name)
+        if loader is not None:
+            state = loader()
+            index = next(i for i, v in enumerate(self.views) if v.name == name)
+            view = self.views[index] = resolved(self.views[index])
+            for event in self._pending.pop(name, ()):
+                view.apply(state, event)
+            self.states[name] = state
+            del self.deferred[name]
+        return self.states[name]
+
+    def apply(self, event: Event) -> bool:
+        if self._seen_loader is not None:
+            self.seen, self._seen_loader = self._seen_loader(), None
+        if event.id in self.seen:
+            self.duplicates += 1
+            return False
+        self.seen.add(event.id)
+        self.count += 1
+        self.per_writer[event.writer] = self.per_writer.get(event.writer, 0) + 1
+        if event.seq > self.last_seq.get(event.writer, 0):
+            self.last_seq[event.writer] = event.seq
+        if event.hlc > self.max_hlc:
+            self.max_hlc = event.hlc
+        deferred = self.deferred
+        for view in self.views:
+            if deferred and view.name in deferred:
+                self._pending.setdefault(view.name, []).append(event)
+            else:
+                view.apply(self.states[view.name], event)
+        return True
