@@ -19,6 +19,8 @@ from contextflow.adapters import hooks
 from contextflow.adapters.ui.server import CSP, bind, build_app, cookie_name
 from contextflow.app import App
 from contextflow.sessions import core as sessions
+from tests.conftest import open_app
+from tests.ui.serving import running
 from tests.ui.workload import CAPTURED_PROJECT, HOSTILE_IMG, Written, write_store_sync
 
 PORT = 8766
@@ -158,6 +160,23 @@ def test_the_command_prints_the_url_with_a_fresh_token_first_and_serves_only_wit
                 process.terminate()
                 process.wait(15)
     assert urls[0].split("token=")[1] != urls[1].split("token=")[1]
+
+
+def test_the_live_stream_says_when_another_writer_appends(written: Written) -> None:
+    app = App.open()
+    try:
+        with running(app) as url, httpx.Client(timeout=15, follow_redirects=True) as client:
+            client.get(url)  # the cookie
+            with client.stream("GET", url.split("/?")[0] + "/api/events") as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                events = (line for line in stream.iter_lines() if line.startswith("data:"))
+                assert next(events) == "data: 0"
+                other = open_app("other-machine")
+                sessions.append_note(other, agent="gemini", text="from elsewhere", project="acme/shop")
+                other.close()
+                assert next(events) == "data: 1"  # within a poll or two, bounded by the read timeout
+    finally:
+        app.close()
 
 
 # -- the JSON API ------------------------------------------------------------------------------
