@@ -337,3 +337,18 @@ def test_captured_activity_is_searchable(app, tmp_path, monkeypatch, capsys, rep
     run_hook(monkeypatch, capsys, "stop", payload)
     (put,) = EXTRACTORS[TURN_KIND][1](_all(app)[0])
     assert "calc.py" in put.fields["files"] and "coerce" in put.fields["text"]
+
+
+def test_a_session_that_only_talks_stores_its_turn_but_hands_nothing_over(app, tmp_path, monkeypatch, capsys, repo):
+    payload, _ = client_payload(tmp_path, repo, *CLAUDE)
+    run_hook(monkeypatch, capsys, "stop", payload)  # real work: the automatic handoff names calc.py
+    chat = tmp_path / "home" / "chat.jsonl"
+    chat.write_text(
+        json.dumps({"type": "user", "isSidechain": False, "message": {"role": "user", "content": "Thanks!"}}) + "\n"
+    )
+    talk = {**payload, "session_id": "just-talk", "transcript_path": str(chat), "last_assistant_message": "Noted."}
+    run_hook(monkeypatch, capsys, "stop", talk)
+    assert {turn.data["session_id"] for turn in _all(app)} == {payload["session_id"], "just-talk"}
+    latest = sessions.latest_handoff(app, sessions.EntryFilter("example-owner/calc-demo"))
+    assert latest is not None and latest.data["session_id"] == payload["session_id"]
+    assert "calc.py" in latest.data["files"]
