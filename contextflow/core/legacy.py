@@ -55,9 +55,14 @@ class Found(NamedTuple):
     discovery: tuple[tuple[str, str], ...] = ()
 
 
-def resolve(value: str, base: Path | None = None) -> Path:
-    """A path as ContextFlowMCP reads one: `~` expanded, relative to `base` (else the current folder)."""
-    expanded = Path(os.path.expanduser(value.strip()))
+def resolve(value: str, base: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """A path as ContextFlowMCP reads one: a leading `~` is the home folder (of `env`), a relative path
+    is relative to `base` (else the current folder)."""
+    value = value.strip()
+    if value == "~" or value.startswith(("~/", "~\\")):
+        expanded = home(os.environ if env is None else env) / value[2:]
+    else:
+        expanded = Path(os.path.expanduser(value))  # `~user/...` too, as the shell would
     if not expanded.is_absolute():
         expanded = (base or Path.cwd()) / expanded
     return Path(os.path.abspath(expanded))
@@ -109,7 +114,7 @@ def from_client_configs(env: Mapping[str, str]) -> Found | None:
         except (OSError, UnicodeDecodeError):
             continue
         if value := path_in_config(text):
-            found = resolve(value, config.parent)
+            found = resolve(value, config.parent, env)
             return Found(found, "auto-discovered-config", (("client", client), ("configFile", str(config))))
     return None
 

@@ -54,8 +54,8 @@ class Location(NamedTuple):  # not a dataclass: hooks locate the store, and skip
     store_note: str = ""  # why the store is not the legacy file's folder
 
 
-def _path(value: str, base: Path | None = None) -> Path:
-    return legacy.resolve(value, base)
+def _path(value: str, base: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    return legacy.resolve(value, base, env)
 
 
 def default_store_folder() -> Path:
@@ -64,8 +64,8 @@ def default_store_folder() -> Path:
     return Path(platformdirs.user_data_dir(APP, appauthor=False)) / "store"
 
 
-def _store_folder(value: str, setting: str) -> Path:
-    folder = _path(value)
+def _store_folder(value: str, setting: str, env: Mapping[str, str] | None = None) -> Path:
+    folder = _path(value, env=env)
     if folder.exists() and not folder.is_dir():
         raise InputError(
             f"{setting}={value.strip()!r} is a file, but the store is a folder of logs: point {setting} at a "
@@ -96,9 +96,9 @@ def store_beside(found: legacy.Found, env: Mapping[str, str]) -> tuple[Path, str
 def _explicit(env: Mapping[str, str]) -> tuple[str, legacy.Found] | None:
     """The ContextFlowMCP file an environment variable names: (the variable, the file)."""
     if env.get("MCP_SHARED_CONTEXT_FILE", "").strip():
-        return "MCP_SHARED_CONTEXT_FILE", legacy.Found(_path(env["MCP_SHARED_CONTEXT_FILE"]), "env")
+        return "MCP_SHARED_CONTEXT_FILE", legacy.Found(_path(env["MCP_SHARED_CONTEXT_FILE"], env=env), "env")
     if env.get("MCP_SHARED_CONTEXT_FOLDER", "").strip():
-        folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER")
+        folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER", env)
         where = (("folder", str(folder)), ("fileName", legacy.FOLDER_FILE))
         return "MCP_SHARED_CONTEXT_FOLDER", legacy.Found(folder / legacy.FOLDER_FILE, "env-folder", where)
     return None
@@ -110,10 +110,11 @@ def locate_store(env: Mapping[str, str] | None = None) -> Location:
     if env.get("CONTEXTFLOW_STORE", "").strip():
         value = env["CONTEXTFLOW_STORE"]
         rule = "--store" if env.get(STORE_OPTION_MARKER) == value else "CONTEXTFLOW_STORE"
+        folder = _store_folder(value, rule, env)
         if named is None:
-            return Location(_store_folder(value, rule), rule)
+            return Location(folder, rule)
         _, found = named
-        return Location(_store_folder(value, rule), rule, f"also reads {found.path}", (found.path,), *found[1:])
+        return Location(folder, rule, f"also reads {found.path}", (found.path,), *found[1:])
     if named is not None:
         rule, found = named
         detail = str(found.path) if rule == "MCP_SHARED_CONTEXT_FILE" else ""
