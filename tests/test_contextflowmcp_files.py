@@ -99,6 +99,27 @@ async def test_a_line_the_other_server_appends_is_seen_on_the_next_read(context_
         app.close()
 
 
+def test_a_new_session_file_and_a_new_context_file_are_found_though_the_listing_is_cached(context_file: Path) -> None:
+    append(session_file(context_file, "a"), entry("first", "a", n=1))
+    app = App.open()
+    try:
+        app.store.append("note", {"text": "mine", "project": "shared"})
+        an_hour_ago = os.stat(context_file.parent).st_mtime - 3600
+        for folder in (context_file.parent, legacy.sessions_dir(context_file)):
+            os.utime(folder, (an_hour_ago, an_hour_ago))  # old enough for the folder listing to be reused
+        assert sorted(texts(app)) == ["first", "mine"]
+        append(session_file(context_file, "b"), entry("in a new session file", "b", n=2))
+        assert "in a new session file" in texts(app)
+        os.utime(legacy.sessions_dir(context_file), (an_hour_ago, an_hour_ago))
+        os.utime(context_file.parent, (an_hour_ago, an_hour_ago))
+        texts(app)
+        append(context_file, entry("in the context file, made later", "c", n=3))
+        os.utime(context_file.parent, (an_hour_ago, an_hour_ago))  # only the file's appearance changed
+        assert "in the context file, made later" in texts(app)
+    finally:
+        app.close()
+
+
 async def read(client: Client, session: str) -> str:
     result = await client.call_tool("read_shared_context", {"session_id": session, "limit": 20})
     assert not result.is_error, text_of(result)

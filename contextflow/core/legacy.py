@@ -172,17 +172,29 @@ def is_legacy(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(path == root or path.parent == sessions_dir(root) for root in roots)
 
 
-def listing_stamp(roots: tuple[Path, ...]) -> tuple[int | None, ...]:
-    """What must stay the same for a cached listing of these sources to hold: whether each context
-    file exists, and the modification time of each session folder (None while absent)."""
+def listing_stamp(folder: Path, roots: tuple[Path, ...]) -> tuple[tuple[int | None, ...], int | None]:
+    """What a listing of the store `folder` and these sources depends on (the folder's mtime; whether
+    each context file exists; each session folder's mtime, None while absent), and the newest of
+    those mtimes: None when the store folder is missing (a listing is then never reused)."""
     stamp: list[int | None] = []
-    for root in roots:
-        stamp.append(1 if root.is_file() else None)
+    mtimes: list[int] = []
+    for where in (folder, *map(sessions_dir, roots)):
         try:
-            stamp.append(os.stat(sessions_dir(root)).st_mtime_ns)
+            mtimes.append(os.stat(where).st_mtime_ns)
+            stamp.append(mtimes[-1])
         except OSError:
             stamp.append(None)
-    return tuple(stamp)
+    stamp += [1 if root.is_file() else None for root in roots]
+    return tuple(stamp), max(mtimes) if stamp[0] is not None else None
+
+
+def oversize(path: Path, roots: tuple[Path, ...], limit: int) -> int:
+    """The size of `path` when it is one of these sources' files and larger than `limit`, else 0."""
+    try:
+        size = os.stat(path).st_size if is_legacy(path, roots) else 0
+    except OSError:
+        return 0
+    return size if size > limit else 0
 
 
 def max_file_bytes(env: Mapping[str, str]) -> int:

@@ -7,7 +7,6 @@ snapshot of the folded state (checked against the logs on load) lets a new proce
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -172,14 +171,9 @@ class Store:
         """The logs to read. The folders are listed again only when an mtime moved (the store's, a legacy
         .sessions folder's), or is too recent to trust (file times are coarse: two files made in one
         tick share an mtime)."""
-        try:
-            mtime: int | None = os.stat(self.folder).st_mtime_ns
-        except OSError:
-            mtime = None
-        stamp = (mtime, *legacy.listing_stamp(self.location.legacy_files))
-        newest = max((t for t in stamp if t is not None and t > 1), default=None)
+        stamp, newest = legacy.listing_stamp(self.folder, self.location.legacy_files)
         cached = self._listing
-        if cached is not None and mtime is not None and cached[0] == stamp and time.time_ns() - (newest or 0) > 2e9:
+        if cached is not None and newest is not None and cached[0] == stamp and time.time_ns() - newest > 2_000_000_000:
             return cached[1]
         paths = list_segments(self.folder, self.location.legacy_files)
         self._listing = (stamp, paths)
@@ -215,8 +209,11 @@ class Store:
         segment = self._segments.get(path)
         if segment is not None and unchanged(path, segment.cursor):
             return True
-        if (segment is None or segment.legacy) and self._too_large(path):
+        limit = self.legacy_max_bytes
+        if (segment is None or segment.legacy) and (size := legacy.oversize(path, self.location.legacy_files, limit)):
+            self._oversized[path] = size
             return segment is None  # read no further; a file already folded refolds without it
+        self._oversized.pop(path, None)
         try:
             chunk = read_new(path, segment.cursor if segment else None)
         except FileNotFoundError:
@@ -250,17 +247,6 @@ class Store:
         segment.newest, segment.max_seq = newest, max_seq
         self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
-
-    def _too_large(self, path: Path) -> bool:
-        """A ContextFlowMCP file over MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES: noted, and reads refuse."""
-        if not legacy.is_legacy(path, self.location.legacy_files):
-            return False
-        with contextlib.suppress(OSError):
-            if (size := os.stat(path).st_size) > self.legacy_max_bytes:
-                self._oversized[path] = size
-                return True
-        self._oversized.pop(path, None)
-        return False
 
     def _new_segment(self, path: Path) -> Segment:
         if legacy.is_legacy(path, self.location.legacy_files):
