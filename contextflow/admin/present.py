@@ -42,7 +42,9 @@ def doctor(app: App, args: JSON) -> Reply:
         f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
         *([f"store note:   {info['store_note']}"] if info["store_note"] else []),
         *(
-            f"ContextFlowMCP: {path} and its .sessions/ (its {info['contextFileSource']}; read, never written)"
+            f"ContextFlowMCP: {path} and its .sessions/ (its {info['contextFileSource']}; read, never written"
+            + ("" if any(log["legacy"] for log in info["logs"]) else "; nothing there yet")
+            + ")"
             for path in info["legacy_files"][:1]
         ),
         f"writer:       {info['writer']}",
