@@ -100,13 +100,20 @@ class Server:
             found.append(self.reply())
         return found
 
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait(REPLY_TIMEOUT)
+    def close(self) -> int:
+        """Close its input: the server ends by itself (what a client does), or is killed."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            code = self.process.wait(REPLY_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(REPLY_TIMEOUT)
         self.selector.close()
-        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+        for pipe in (self.process.stdout, self.process.stderr):
             if pipe is not None:
                 pipe.close()
+        return code
 
 
 def test_the_server_refuses_an_oversized_line_and_an_overfull_buffer_and_goes_on_serving() -> None:
@@ -129,6 +136,7 @@ def test_the_server_refuses_an_oversized_line_and_an_overfull_buffer_and_goes_on
         answers = server.replies_until(4)
         assert answers[-1] == {"jsonrpc": "2.0", "id": 4, "result": {}}
         assert all(a["id"] is None and a["error"]["code"] in (-32600, -32700) for a in answers[:-1])
+        assert server.close() == 0  # the end of its input ends the server
     finally:
         server.close()
 
