@@ -4,7 +4,7 @@ On-disk contract:
 
 - The store is a folder; writer W appends only to its `events.<W>.jsonl`, so a sync tool never
   sees two machines change one file. Files are created 0600; a store folder made here is 0700.
-- An append holds W's machine-local lock (`filelock`) and writes each batch of lines with one
+- An append holds W's machine-local lock (`core/lock.py`, flock) and writes each batch of lines with one
   `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. A last line without its `\\n` (a crash
   mid-write) is copied to `quarantine/` and cut off before the next append, never silently dropped.
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
@@ -37,7 +37,7 @@ from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
 
 if TYPE_CHECKING:
-    from filelock import FileLock
+    from contextflow.core.lock import WriterLock
 
 LOG_PREFIX = "events."
 LOG_SUFFIX = ".jsonl"
@@ -196,9 +196,9 @@ class LogWriter:
         self.fsync = fsync
         self.lock_file = lock_file
         lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._lock: FileLock | None = None  # filelock is imported by the first writer, not by readers
+        self._lock: WriterLock | None = None  # made by the first write, not by readers
 
-    def locked(self) -> FileLock:
+    def locked(self) -> WriterLock:
         """The writer lock; hold it across read-own-log, stamp, append. A lock file that is a
         symbolic link is refused: taking the lock would create or truncate what it points at."""
         if os.path.islink(self.lock_file):
@@ -207,9 +207,9 @@ class LogWriter:
                 "Remove it (it is machine-local state and is recreated)"
             )
         if self._lock is None:
-            from filelock import FileLock
+            from contextflow.core.lock import WriterLock
 
-            self._lock = FileLock(self.lock_file, timeout=LOCK_TIMEOUT_S, mode=0o600)
+            self._lock = WriterLock(self.lock_file, LOCK_TIMEOUT_S)
         return self._lock
 
     def append(self, data: bytes) -> int:

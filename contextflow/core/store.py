@@ -329,8 +329,7 @@ class Store:
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
         """Append events in one locked write; they are folded before this returns."""
-        from filelock import Timeout
-
+        from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
