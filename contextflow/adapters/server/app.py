@@ -27,7 +27,7 @@ from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from contextflow import __version__
-from contextflow.adapters.server.jsonrpc_guard import guard_stdio
+from contextflow.adapters.server.jsonrpc_guard import guard_stdio, stdin_stream
 from contextflow.adapters.server.registry import features_for
 from contextflow.app import App
 from contextflow.core.errors import ContextflowError, InputError
@@ -290,8 +290,12 @@ async def serve_stdio(app: App) -> None:
         loop.add_signal_handler(signum, _exit_now, app)
     server = ContextflowServer(app).server
     try:
-        async with stdio_server() as (read_stream, write_stream), guard_stdio(read_stream, write_stream) as guarded:
-            await server.run(guarded, write_stream, server.create_initialization_options())
+        with stdin_stream() as stdin:
+            async with (
+                stdio_server(stdin=stdin) as (read_stream, write_stream),
+                guard_stdio(read_stream, write_stream) as guarded,
+            ):
+                await server.run(guarded, write_stream, server.create_initialization_options())
     finally:
         app.close()
 
