@@ -10,6 +10,7 @@ from typing import Any
 
 from contextflow.app import App
 from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
+from contextflow.core.events import MAX_DEPTH
 from contextflow.core.log import iter_quarantine
 
 # ContextFlowMCP's `contextFileSource` values for the rule that chose the store
@@ -115,6 +116,11 @@ def problems(info: dict[str, Any]) -> list[str]:
         found.append(
             f"{kinds['clock stamp out of range']} line(s) carry a clock stamp out of range (past year "
             "9999 or negative): skipped, left on disk; the machine that wrote them has a broken clock"
+        )
+    if kinds.get("nested too deeply"):
+        found.append(
+            f"{kinds['nested too deeply']} line(s) have arrays and objects nested more than {MAX_DEPTH} levels deep: "
+            "skipped, left on disk; no contextflow writes such a line"
         )
     if kinds.get("oversized line"):
         found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")
