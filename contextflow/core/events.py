@@ -82,7 +82,7 @@ def encode(event: Event) -> bytes:
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
     if too_deep(line, record):
-        raise InputError(f"this {event.kind} has arrays and objects nested more than {MAX_DEPTH} levels deep; flatten it")
+        raise InputError(f"this {event.kind} has arrays and objects nested over {MAX_DEPTH} levels deep; flatten it")
     return line
 
 

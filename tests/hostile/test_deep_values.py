@@ -11,8 +11,8 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
-from contextflow.core.events import MAX_DEPTH, Event, encode
 from contextflow.core.errors import InputError
+from contextflow.core.events import MAX_DEPTH, Event, encode
 from tests.hostile.helpers import line, now_stamp, plant
 
 
@@ -65,5 +65,5 @@ def test_a_deeply_nested_synced_value_never_breaks_a_read_or_the_snapshot(store_
 
 def test_a_line_nested_deeper_than_the_bound_is_never_written() -> None:
     event = Event("id1", "writer-a", 1, now_stamp(), "note", {"text": "x", "tags": nested(MAX_DEPTH)})
-    with pytest.raises(InputError, match="nested"):
+    with pytest.raises(InputError, match="nested over"):
         encode(event)
