@@ -50,6 +50,7 @@ def store_info(app: App) -> dict[str, Any]:
         "bad_lines": health.bad_line_count,
         "bad_line_kinds": dict(bad_kinds),
         "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
+        "bad_fields": health.bad_fields,
         "writers_ahead": writers_ahead(health.segments),
         "logs": [
             {"file": str(segment.path), **{name: getattr(segment, name) for name in _LOG_FIELDS}}
@@ -124,6 +125,12 @@ def problems(info: dict[str, Any]) -> list[str]:
         )
     if kinds.get("oversized line"):
         found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")
+    if bad_fields := info.get("bad_fields"):
+        listed = ", ".join(f"{name} ({count})" for name, count in list(bad_fields.items())[:10])
+        found.append(
+            f"{sum(bad_fields.values())} field(s) of synced events had the wrong type and were left out as "
+            f"they were read: {listed}; the lines are left on disk, the rest of each event reads fine"
+        )
     for writer in info.get("writers_ahead", []):
         found.append(
             f"writer {writer['writer']}'s clock runs {_duration(writer['ahead_s'] * 1000)} ahead of this "

@@ -22,6 +22,7 @@ from contextflow.core import snapshot
 from contextflow.core.clock import HybridClock
 from contextflow.core.errors import InputError, StoreError
 from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
+from contextflow.core.fields import Schema, conform
 from contextflow.core.fold import Fold, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
@@ -53,6 +54,7 @@ class Segment:
     newest: int = 0  # the highest clock stamp read from this log
     max_seq: int = 0  # the highest seq of the log's own writer read from it
     bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
+    bad_fields: dict[str, int] = field(default_factory=dict)  # fields left out for their type, by kind.field
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,15 @@ class Health:
     segments: list[Segment] = field(default_factory=list)
     bad_lines: list[BadLineReport] = field(default_factory=list)
     bad_line_count: int = 0
+
+    @property
+    def bad_fields(self) -> dict[str, int]:
+        """Fields left out of events for their type (`core/fields.py`), by `kind.field`, over every log."""
+        total: dict[str, int] = {}
+        for segment in self.segments:
+            for name, count in segment.bad_fields.items():
+                total[name] = total.get(name, 0) + count
+        return dict(sorted(total.items()))
 
 
 def bad_kind(reason: str) -> str:
@@ -102,6 +113,7 @@ class Store:
         state_dir: Path,
         *,
         views: Sequence[View] | Callable[[], list[View]] = (),
+        fields: Schema | Callable[[], Schema] | None = None,
         fsync: bool = False,
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
@@ -113,6 +125,7 @@ class Store:
         self.clock = clock or HybridClock()
         # the views to fold: given by whoever builds the app (the core knows no feature)
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
+        self._fields = fields  # the shape of every field of every kind (a factory until first needed)
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
         # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
         # filtered views must neither read nor write them)
@@ -219,6 +232,7 @@ class Store:
             self._segments[path] = segment
         segment.cursor = chunk.cursor
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
+        schema = self.fields
         for line_no, raw in chunk.lines:
             try:
                 event = decode(raw, line_no)
@@ -228,6 +242,11 @@ class Store:
                 segment.bad_kinds[kind] = segment.bad_kinds.get(kind, 0) + 1
                 self._note_bad(path, line_no, str(exc))
                 continue
+            data, dropped = conform(schema, event.kind, event.data)
+            if dropped:
+                event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
+                for name in dropped:
+                    segment.bad_fields[name] = segment.bad_fields.get(name, 0) + 1
             if self._fold.apply(event):
                 segment.events += 1
                 self._new_since_snapshot += 1
@@ -238,6 +257,13 @@ class Store:
         segment.newest, segment.max_seq = newest, max_seq
         self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
+
+    @property
+    def fields(self) -> Schema:
+        """The shape of every field of every kind, as events are checked when read."""
+        if callable(self._fields):
+            self._fields = self._fields()
+        return self._fields or {}
 
     def _new_segment(self, path: Path) -> Segment:
         if path in self.location.legacy_files:

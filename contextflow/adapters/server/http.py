@@ -118,6 +118,7 @@ def grant_app(base: App, grant: Grant) -> App:
         source.writer,
         source.state_dir,
         views=views,
+        fields=source.fields,
         fsync=fsync_setting(os.environ),
         use_snapshot=grant.read is None,
     )
