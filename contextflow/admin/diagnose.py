@@ -52,6 +52,7 @@ def store_info(app: App) -> dict[str, Any]:
         "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
         "bad_fields": health.bad_fields,
         "writers_ahead": writers_ahead(health.segments),
+        "future_stamped": future_stamped(health.bounded, health.waiting),
         "logs": [
             {"file": str(segment.path), **{name: getattr(segment, name) for name in _LOG_FIELDS}}
             for segment in health.segments
@@ -78,6 +79,15 @@ def writers_ahead(segments: Any) -> list[dict[str, Any]]:
         if ahead > MAX_DRIFT_MS:
             found[segment.writer] = max(found.get(segment.writer, 0), ahead)
     return [{"writer": writer, "ahead_s": ms // 1000} for writer, ms in sorted(found.items())]
+
+
+def future_stamped(bounded: dict[str, int], waiting: dict[str, int]) -> list[dict[str, Any]]:
+    """Per writer: events stamped beyond the drift bound that a bound ordered before later writes, and
+    those no bound names yet (the next write here bounds them)."""
+    return [
+        {"writer": writer, "bounded": bounded.get(writer, 0), "waiting": waiting.get(writer, 0)}
+        for writer in sorted({*bounded, *waiting})
+    ]
 
 
 def loose_state_permissions(root: Path) -> list[str]:
@@ -133,10 +143,21 @@ def problems(info: dict[str, Any]) -> list[str]:
         )
     for writer in info.get("writers_ahead", []):
         found.append(
-            f"writer {writer['writer']}'s clock runs {_duration(writer['ahead_s'] * 1000)} ahead of this "
-            f"machine; its events order after newer ones until then (this clock follows it at most "
-            f"{MAX_DRIFT_MS // 60000} minutes ahead): fix that machine's clock"
+            f"writer {writer['writer']}'s newest event is stamped {_duration(writer['ahead_s'] * 1000)} ahead of "
+            f"this machine's clock (more than the {MAX_DRIFT_MS // 60000}-minute drift bound): fix that machine's "
+            f"clock, or if no machine of yours is {writer['writer']}, remove its log from the store"
         )
+    for writer in info.get("future_stamped", []):
+        if writer["bounded"]:
+            found.append(
+                f"writer {writer['writer']}: {writer['bounded']} event(s) stamped beyond the drift bound are "
+                "ordered just before the write that bounded them (the same on every machine)"
+            )
+        if writer["waiting"]:
+            found.append(
+                f"writer {writer['writer']}: {writer['waiting']} event(s) stamped beyond the drift bound wait for "
+                "this machine's next write, which bounds them; until then they order after every other event"
+            )
     for path in info.get("loose_state_permissions", []):
         found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
     if info["quarantined_fragments"]:

@@ -90,7 +90,7 @@ def _counters(value: Any) -> dict[str, Any]:
     for name in ("count", "duplicates", "max_hlc"):
         if type(value.get(name)) is not int:
             raise ValueError(f"bad counter {name}")
-    for name in ("last_seq", "per_writer"):
+    for name in ("last_seq", "per_writer", "caps", "bounded"):
         table = value.get(name)
         if not isinstance(table, dict) or not all(type(v) is int for v in table.values()):
             raise ValueError(f"bad counter {name}")
@@ -153,6 +153,7 @@ def restore(views: Sequence[View], header: Header, blobs: Blobs) -> Fold:
     counters = header.counters
     fold.count, fold.duplicates, fold.max_hlc = counters["count"], counters["duplicates"], counters["max_hlc"]
     fold.last_seq, fold.per_writer = dict(counters["last_seq"]), dict(counters["per_writer"])
+    fold.caps, fold.bound_caps, fold.bounded = dict(counters["caps"]), dict(counters["caps"]), dict(counters["bounded"])
     fold.defer_seen(functools.partial(blobs.load, "seen"))
     return fold
 
@@ -170,7 +171,10 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         else:
             parts.append((name, dumps(fold.state(view.name))))
             versions[view.name] = getattr(view, "version", "")
-    counters = {name: getattr(fold, name) for name in ("count", "duplicates", "max_hlc", "last_seq", "per_writer")}
+    if not fold.exact:
+        raise ValueError("the fold awaits a refold with its bounds known")
+    names = ("count", "duplicates", "max_hlc", "last_seq", "per_writer", "caps", "bounded")
+    counters = {name: getattr(fold, name) for name in names}
     offsets: dict[str, tuple[int, int]] = {}
     position = len(MAGIC) + _HEADER_OFFSET
     for name, data in parts:

@@ -7,23 +7,21 @@ snapshot of the folded state (checked against the logs on load) lets a new proce
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contextflow import __version__
 from contextflow.core import snapshot
+from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded
 from contextflow.core.clock import HybridClock
 from contextflow.core.errors import InputError, StoreError
 from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fold import Fold, View
+from contextflow.core.fold import BOUND_KIND, Fold, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
@@ -36,64 +34,11 @@ from contextflow.core.log import (
     read_new,
     unchanged,
 )
+from contextflow.core.segments import BadLineReport, Health, Segment, bad_kind, code_fingerprint
 
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
-
-
-@dataclass
-class Segment:
-    path: Path
-    writer: str
-    conflict_copy: bool
-    legacy: bool
-    cursor: Cursor | None = None
-    events: int = 0
-    bad_lines: int = 0
-    newest: int = 0  # the highest clock stamp read from this log
-    max_seq: int = 0  # the highest seq of the log's own writer read from it
-    bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
-    bad_fields: dict[str, int] = field(default_factory=dict)  # fields left out for their type, by kind.field
-
-
-@dataclass(frozen=True)
-class BadLineReport:
-    file: str
-    line: int
-    reason: str
-
-
-@dataclass
-class Health:
-    segments: list[Segment] = field(default_factory=list)
-    bad_lines: list[BadLineReport] = field(default_factory=list)
-    bad_line_count: int = 0
-
-    @property
-    def bad_fields(self) -> dict[str, int]:
-        """Fields left out of events for their type (`core/fields.py`), by `kind.field`, over every log."""
-        total: dict[str, int] = {}
-        for segment in self.segments:
-            for name, count in segment.bad_fields.items():
-                total[name] = total.get(name, 0) + count
-        return dict(sorted(total.items()))
-
-
-def bad_kind(reason: str) -> str:
-    """The kind of a bad line's problem: its reason up to the first detail."""
-    return reason.split(" (", 1)[0].split(":", 1)[0]
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it saved."""
-    package = Path(__file__).parent
-    digest = hashlib.blake2b(digest_size=8)
-    for path in sorted(package.rglob("*.py")):
-        st = path.stat()
-        digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return digest.hexdigest()
 
 
 def fsync_setting(env: Mapping[str, str]) -> bool:
@@ -145,11 +90,12 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
 
-    def _reset(self) -> None:
+    def _reset(self, caps: dict[str, int] | None = None) -> None:
         if self._blobs is not None:
             self._blobs.close()  # the old snapshot's views are no longer wanted
             self._blobs = None
         self._fold_made: Fold | None = None  # made on first use: building the views imports their modules
+        self._caps = caps or {}  # the bounds known before folding (fold.py)
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
@@ -157,8 +103,13 @@ class Store:
     @property
     def _fold(self) -> Fold:
         if self._fold_made is None:
-            self._fold_made = Fold(self._view_factory())
+            self._fold_made = Fold(self._view_factory(), caps=self._caps)
         return self._fold_made
+
+    @property
+    def _stale(self) -> bool:
+        """A bound read since lowered an event already applied: the views need a refold."""
+        return self._fold_made is not None and self._fold_made.stale
 
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
@@ -192,19 +143,27 @@ class Store:
     def _refresh_own_log(self) -> None:
         self._ensure_loaded()
         own = self._writer.path
-        if not self._continues(own) or (own not in self._segments and own.exists()):
+        if not self._continues(own) or (own not in self._segments and own.exists()) or self._stale:
             self.refresh()
 
     def refresh(self) -> None:
         self._ensure_loaded()
         paths = self._segment_paths()
-        if any(path not in paths for path in self._segments) or not all(map(self._continues, paths)):
+        if any(path not in paths for path in self._segments) or not all(map(self._continues, paths)) or self._stale:
             self._rebuild(paths)
 
     def _rebuild(self, paths: list[Path]) -> None:
-        self._reset()
-        for path in paths:
-            self._read_segment(path)
+        """Fold every log again. The bounds the last fold read are known from the start, and it folds
+        once more when the bounds it reads differ (a log lost or gained one), so every event is applied
+        at the stamp its bounds give it."""
+        caps = dict(self._fold_made.bound_caps) if self._fold_made is not None else {}
+        for _ in range(3):
+            self._reset(caps)
+            for path in paths:
+                self._read_segment(path)
+            if self._fold.exact:
+                break
+            caps = dict(self._fold.bound_caps)
         self._new_since_snapshot = self._fold.count
 
     def _continues(self, path: Path) -> bool:
@@ -232,7 +191,7 @@ class Store:
             self._segments[path] = segment
         segment.cursor = chunk.cursor
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
-        schema = self.fields
+        schema, edge, ahead = self.fields, horizon(), segment.ahead
         for line_no, raw in chunk.lines:
             try:
                 event = decode(raw, line_no)
@@ -252,6 +211,8 @@ class Store:
                 self._new_since_snapshot += 1
             if event.hlc > newest:
                 newest = event.hlc
+            if event.hlc > edge and len(ahead) < MAX_AHEAD_TRACKED:
+                ahead[event.id] = event.hlc
             if event.seq > max_seq and event.writer == own:
                 max_seq = event.seq
         segment.newest, segment.max_seq = newest, max_seq
@@ -297,7 +258,13 @@ class Store:
 
     def health(self) -> Health:
         self.refresh()
-        return Health(list(self._segments.values()), list(self._bad), self._bad_count)
+        fold, segments = self._fold, list(self._segments.values())
+        pending = set(unbounded(segments, fold.caps, MAX_AHEAD_TRACKED))
+        waiting: dict[str, int] = {}
+        for segment in segments:
+            if found := sum(event_id in pending for event_id in segment.ahead):
+                waiting[segment.writer] = waiting.get(segment.writer, 0) + found
+        return Health(segments, list(self._bad), self._bad_count, dict(fold.bounded), waiting)
 
     @property
     def bad_line_count(self) -> int:
@@ -320,12 +287,16 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
-    def _observe_other_logs(self) -> None:
+    def _observe_other_logs(self) -> bool:
         """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
-        write orders after everything already on this machine however far behind its clock is."""
+        write orders after everything already on this machine however far behind its clock is.
+        True when a log ends beyond the drift bound (its events are then read, to be bounded)."""
+        edge, beyond = horizon(), False
         for path in self._segment_paths():
             if path != self._writer.path and (stamp := last_stamp(path)) is not None:
                 self.clock.observe(stamp)
+                beyond = beyond or stamp > edge
+        return beyond
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
@@ -340,7 +311,8 @@ class Store:
         return self.append_many([(kind, data)])[0]
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        """Append events in one locked write; they are folded before this returns."""
+        """Append events in one locked write; they are folded before this returns. Events read
+        stamped beyond the drift bound are first named in a bound (ahead.py), written with them."""
         from filelock import Timeout
 
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
@@ -349,20 +321,25 @@ class Store:
         try:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
-                self._observe_other_logs()
+                if self._observe_other_logs():
+                    self.refresh()  # a log ends beyond the drift bound: learn which events are
+                pending = unbounded(self._segments.values(), self._fold.caps)
+                batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
+                if not batch:
+                    return []
                 seq = self._own_seq()
                 events = [
                     Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
-                    for offset, (kind, data) in enumerate(items, start=1)
+                    for offset, (kind, data) in enumerate(batch, start=1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
-                self._refresh_own_log()  # fold exactly what was just written
+                self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
             raise StoreError(
                 f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
                 "try again, and if it persists run `contextflow doctor`"
             ) from None
-        return events
+        return events[len(events) - len(items) :]
 
     # -- snapshot ------------------------------------------------------------------------
 

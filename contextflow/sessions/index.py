@@ -20,7 +20,8 @@ import orjson
 
 from contextflow.core.events import Event, decode, encode
 from contextflow.core.fsutil import atomic_write
-from contextflow.core.store import Store, code_fingerprint
+from contextflow.core.segments import code_fingerprint
+from contextflow.core.store import Store
 from contextflow.sessions.view import SessionsState, SessionSummary
 
 INDEX_FORMAT = 4

@@ -1,0 +1,69 @@
+"""What the store knows about each log it reads (`Segment`), the health report built from them,
+and the code fingerprint that keys the snapshot. Plain data: the snapshot saves segments as they are."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from contextflow.core.log import Cursor
+
+
+@dataclass
+class Segment:
+    path: Path
+    writer: str
+    conflict_copy: bool
+    legacy: bool
+    cursor: Cursor | None = None
+    events: int = 0
+    bad_lines: int = 0
+    newest: int = 0  # the highest clock stamp read from this log
+    max_seq: int = 0  # the highest seq of the log's own writer read from it
+    bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
+    bad_fields: dict[str, int] = field(default_factory=dict)  # fields left out for their type, by kind.field
+    ahead: dict[str, int] = field(default_factory=dict)  # id -> stamp of events read beyond the drift bound
+
+
+@dataclass(frozen=True)
+class BadLineReport:
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass
+class Health:
+    segments: list[Segment] = field(default_factory=list)
+    bad_lines: list[BadLineReport] = field(default_factory=list)
+    bad_line_count: int = 0
+    bounded: dict[str, int] = field(default_factory=dict)  # events a bound ordered earlier, per writer
+    waiting: dict[str, int] = field(default_factory=dict)  # per log's writer: events ahead beyond the drift
+    # bound that no bound names yet (the next write here names them)
+
+    @property
+    def bad_fields(self) -> dict[str, int]:
+        """Fields left out of events for their type (`core/fields.py`), by `kind.field`, over every log."""
+        total: dict[str, int] = {}
+        for segment in self.segments:
+            for name, count in segment.bad_fields.items():
+                total[name] = total.get(name, 0) + count
+        return dict(sorted(total.items()))
+
+
+def bad_kind(reason: str) -> str:
+    """The kind of a bad line's problem: its reason up to the first detail."""
+    return reason.split(" (", 1)[0].split(":", 1)[0]
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it saved."""
+    package = Path(__file__).parent.parent  # all of contextflow, every feature's views included
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(package.rglob("*.py")):
+        st = path.stat()
+        digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()
