@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
+from contextflow.core.blobs import bad_blobs
 from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.core.events import MAX_DEPTH
-from contextflow.core.log import iter_quarantine
+from contextflow.core.log import iter_quarantine, unread_logs
 
 # ContextFlowMCP's `contextFileSource` values for the rule that chose the store
 _SOURCES = {
@@ -58,6 +59,9 @@ def store_info(app: App) -> dict[str, Any]:
             for segment in health.segments
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
+        "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
+        "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
+        "snapshot": snapshot_check(app),
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
         # ContextFlowMCP's names for the same facts (tools written against its info resource)
         "file": str(store.log_writer.path),
@@ -79,6 +83,33 @@ def writers_ahead(segments: Any) -> list[dict[str, Any]]:
         if ahead > MAX_DRIFT_MS:
             found[segment.writer] = max(found.get(segment.writer, 0), ahead)
     return [{"writer": writer, "ahead_s": ms // 1000} for writer, ms in sorted(found.items())]
+
+
+SNAPSHOT_CHECK_MAX_EVENTS = 300_000  # beyond this `doctor` does not fold the logs again to check the snapshot
+CHECKED_VIEWS = ("sessions", "records", "timeline", "conversations", "graph")  # search ranks ties by arrival
+
+
+def snapshot_check(app: App) -> dict[str, Any]:
+    """Whether the machine-local views (the snapshot this process loaded, the sessions sidecar) say what
+    a fresh fold of the logs says: forged or damaged state could show what no log holds. They are trusted
+    and never checked on load (that would cost the fold they save): `doctor` asks, and deletes a liar."""
+    from contextflow.core.snapshot import FILE_NAME
+    from contextflow.core.store import Store
+    from contextflow.sessions import index as sessions_index
+
+    store = app.store
+    if store.event_count > SNAPSHOT_CHECK_MAX_EVENTS:
+        return {"loaded": store.from_snapshot, "checked": False}
+    views, fields = store.fresh_views, store.fields
+    fresh = Store(store.location, store.writer, store.state_dir, views=views, fields=fields, use_snapshot=False)
+    found: dict[str, Any] = {"loaded": store.from_snapshot, "checked": True}
+    if store.from_snapshot:
+        differ = [name for name in CHECKED_VIEWS if store.view(name) != fresh.view(name)]
+        if differ:
+            (store.state_dir / FILE_NAME).unlink(missing_ok=True)
+        found["views_differing_from_logs"] = differ
+    found["sessions_index_matches_logs"] = sessions_index.check(store, fresh.view("sessions"))
+    return found
 
 
 def future_stamped(bounded: dict[str, int], waiting: dict[str, int]) -> list[dict[str, Any]]:
@@ -160,6 +191,24 @@ def problems(info: dict[str, Any]) -> list[str]:
             )
     for path in info.get("loose_state_permissions", []):
         found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
+    state = info.get("snapshot", {})
+    if differ := state.get("views_differing_from_logs"):
+        found.append(
+            f"the snapshot's {', '.join(differ)} view(s) do not match the logs (forged or damaged): it was deleted, "
+            "and the next command folds the logs again. Check who can write the state folder"
+        )
+    if state.get("sessions_index_matches_logs") is False:
+        found.append(
+            "the sessions index (sessions-index.json) does not match the logs (forged or damaged): it was deleted "
+            "and is rebuilt from the logs. Check who can write the state folder"
+        )
+    for log in info.get("unread_logs", []):
+        found.append(
+            f"{log['file']} is {log['why']}, so its events are not read (contextflow never follows links in "
+            "the store: one could point anywhere); if it is yours, replace it with the file itself"
+        )
+    for blob in info.get("bad_blobs", []):
+        found.append(f"blob {blob['file']} is {blob['why']}: it is never read; remove it")
     if info["quarantined_fragments"]:
         found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
     try:

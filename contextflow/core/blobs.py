@@ -118,3 +118,33 @@ def _read_checked(fd: int, path: Path, sha: str) -> bytes:
     if total > MAX_BLOB_BYTES or digest.hexdigest() != sha:
         raise StoreError(f"blob {path} does not match its hash (damaged or still syncing); ask again after the sync")
     return b"".join(parts)
+
+
+def bad_blobs(folder: Path, limit: int = 10_000) -> list[tuple[Path, str]]:
+    """Blob files a read would refuse (not a regular file, over MAX_BLOB_BYTES), looking at `limit`
+    entries at most; nothing is read or followed."""
+    found: list[tuple[Path, str]] = []
+    root = folder / BLOB_DIR
+    try:
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            return [(root, "a symbolic link or not a folder")]
+        with os.scandir(root) as listing:
+            subs = sorted(listing, key=lambda e: e.name)
+        seen = 0
+        for sub in subs:
+            if not sub.is_dir(follow_symlinks=False):
+                found.append((Path(sub.path), "a symbolic link or not a folder"))
+                continue
+            with os.scandir(sub.path) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > limit:
+                        return found
+                    st = entry.stat(follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode):
+                        found.append((Path(entry.path), "not a regular file"))
+                    elif st.st_size > MAX_BLOB_BYTES:
+                        found.append((Path(entry.path), f"{st.st_size} bytes, over the {MAX_BLOB_BYTES}-byte limit"))
+    except OSError:
+        pass
+    return found

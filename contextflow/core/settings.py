@@ -53,3 +53,13 @@ class Settings:
             max_array_item_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_ARRAY_ITEM_CHARS", 1_000),
             tool_groups=env.get("CONTEXTFLOW_TOOLS", "").strip() or "default",
         )
+
+
+def fsync_setting(env: Mapping[str, str]) -> bool:
+    """`CONTEXTFLOW_FSYNC`: whether every append is flushed to disk (default off)."""
+    from contextflow.core.checks import flag
+
+    value = env.get("CONTEXTFLOW_FSYNC", "off").strip().lower()
+    if (chosen := flag(value)) is not None:
+        return chosen
+    raise InputError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from contextflow.core.fold import Fold, View
 from contextflow.core.fsutil import atomic_write, remove_stale_temps, write_all
 from contextflow.core.plaindata import OBJECT, Encoder, decode_tree, dumps, gc_paused, loads
 
-__all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "loads", "read", "restore", "write"]
+__all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "in_background", "loads", "read", "restore", "write"]
 
 FILE_NAME = "snapshot.cfsnap"
 MAGIC = b"CFSNAP3\n"
@@ -200,3 +201,25 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
     remove_stale_temps(path)  # a server killed while saving leaves its temp file behind
     atomic_write(path, fill, fsync=False)
     (path.parent / "snapshot.pickle").unlink(missing_ok=True)  # an older version's file: never read, so gone
+
+
+def in_background(work: Callable[[], object]) -> None:
+    """Run `work` (a save) in a forked grandchild, so the caller neither waits for it nor has a child to
+    reap; its standard streams point at the null device, so a client reading the caller's output to its
+    end never waits for it either. POSIX only: the caller checks `os.fork` exists."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
+        child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                try:
+                    null = os.open(os.devnull, os.O_RDWR)
+                    for fd in (0, 1, 2):
+                        os.dup2(null, fd)
+                    work()
+                finally:
+                    os._exit(0)  # never flush the parent's buffered output a second time
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)

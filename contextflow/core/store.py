@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from contextflow import __version__
 from contextflow.core import snapshot
 from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded
 from contextflow.core.clock import HybridClock
-from contextflow.core.errors import InputError, StoreError
+from contextflow.core.errors import StoreError
 from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
 from contextflow.core.fold import BOUND_KIND, Fold, View
@@ -35,19 +34,12 @@ from contextflow.core.log import (
     unchanged,
 )
 from contextflow.core.segments import BadLineReport, Health, Segment, bad_kind, code_fingerprint
+from contextflow.core.settings import fsync_setting
 
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
-
-
-def fsync_setting(env: Mapping[str, str]) -> bool:
-    from contextflow.core.checks import flag
-
-    value = env.get("CONTEXTFLOW_FSYNC", "off").strip().lower()
-    if (chosen := flag(value)) is not None:
-        return chosen
-    raise InputError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")
+PROGRESS_BYTES = 8 * 1024 * 1024
 
 
 class Store:
@@ -78,6 +70,8 @@ class Store:
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
+        self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
+        self.from_snapshot = False  # the views were loaded from the snapshot (not folded here)
         self._listing: tuple[int | None, list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
@@ -102,8 +96,9 @@ class Store:
 
     @property
     def _fold(self) -> Fold:
-        if self._fold_made is None:
-            self._fold_made = Fold(self._view_factory(), caps=self._caps)
+        if self._fold_made is None:  # each view folds when first read (its events wait till then)
+            views = self._view_factory()
+            self._fold_made = Fold(views, {view.name: view.initial for view in views}, caps=self._caps)
         return self._fold_made
 
     @property
@@ -157,6 +152,7 @@ class Store:
         once more when the bounds it reads differ (a log lost or gained one), so every event is applied
         at the stamp its bounds give it."""
         caps = dict(self._fold_made.bound_caps) if self._fold_made is not None else {}
+        self.from_snapshot = False
         for _ in range(3):
             self._reset(caps)
             for path in paths:
@@ -177,6 +173,8 @@ class Store:
         segment = self._segments.get(path)
         if segment is not None and unchanged(path, segment.cursor):
             return True
+        if self.progress is not None:
+            self._announce(path, segment.cursor if segment else None)
         try:
             chunk = read_new(path, segment.cursor if segment else None)
         except FileNotFoundError:
@@ -218,6 +216,15 @@ class Store:
         segment.newest, segment.max_seq = newest, max_seq
         self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
+
+    def _announce(self, path: Path, cursor: Cursor | None) -> None:
+        """Tell `progress` (a person at a terminal) when a log has much to read: a first read is slow."""
+        try:
+            new = os.stat(path).st_size - (cursor.offset if cursor else 0)
+        except OSError:
+            return
+        if new >= PROGRESS_BYTES and self.progress is not None:
+            self.progress(f"reading {new / 1e6:.1f} MB of {path.name} (later reads take only what is new)...")
 
     @property
     def fields(self) -> Schema:
@@ -365,6 +372,7 @@ class Store:
         self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
         self.clock.observe(self._fold.max_hlc)
         self._new_since_snapshot = 0
+        self.from_snapshot = True
 
     def save_snapshot(self, force: bool = False) -> bool:
         """Persist the folded state when enough changed since the last save."""
@@ -382,19 +390,7 @@ class Store:
         long-running server keeps answering and its work survives being killed at exit."""
         if not self.shares_state or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
             return False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
-            child = os.fork()
-        if child == 0:
-            try:
-                if os.fork() == 0:  # the grandchild saves, so the server has no child to wait for
-                    try:
-                        self.save_snapshot(force=True)
-                    finally:
-                        os._exit(0)  # never flush the parent's buffered stdout a second time
-            finally:
-                os._exit(0)
-        os.waitpid(child, 0)
+        snapshot.in_background(lambda: self.save_snapshot(force=True))
         self._new_since_snapshot = 0
         return True
 

@@ -94,3 +94,21 @@ def test_a_good_blob_still_reads_in_bounded_pieces(app: App) -> None:
     conversation_id, _ = _saved_with_blob(app)
     entry = conversations.find_conversation(app, conversation_id)
     assert conversations.load_transcript(app, entry) == ("word " * 20_000).strip()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_doctor_names_a_planted_fifo_and_a_huge_blob(app: App) -> None:
+    from contextflow.admin.diagnose import problems, store_info
+
+    _, fifo = _saved_with_blob(app)
+    _plant_fifo(fifo)
+    huge = fifo.parent.parent / "ab" / ("ab" * 32)
+    huge.parent.mkdir(exist_ok=True)
+    with open(huge, "wb") as handle:
+        handle.truncate(HUGE)
+    info = store_info(app)
+    assert sorted(blob["why"].split(",")[0] for blob in info["bad_blobs"]) == [
+        f"{HUGE} bytes",
+        "not a regular file",
+    ]
+    assert sum("blob" in problem for problem in problems(info)) == 2

@@ -46,7 +46,8 @@ from contextflow.core.errors import InputError
 from contextflow.core.events import Event
 from contextflow.core.fold import View, resolved
 from contextflow.core.project import project_of
-from contextflow.core.store import Store, fsync_setting
+from contextflow.core.settings import fsync_setting
+from contextflow.core.store import Store
 
 T = TypeVar("T")
 
