@@ -28,7 +28,9 @@ _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permi
 _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
 
 
-def store_info(app: App) -> dict[str, Any]:
+def store_info(app: App, verify: bool = False) -> dict[str, Any]:
+    """What doctor and the info resource show; `verify` (doctor) also checks the machine-local
+    views against a fresh fold of the logs (`snapshot_check`: as costly as a cold read)."""
     from contextflow.sessions.core import active_session
 
     store = app.store
@@ -61,7 +63,7 @@ def store_info(app: App) -> dict[str, Any]:
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
         "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
-        "snapshot": snapshot_check(app),
+        "snapshot": snapshot_check(app) if verify else {"loaded": app.store.from_snapshot, "checked": False},
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
         # ContextFlowMCP's names for the same facts (tools written against its info resource)
         "file": str(store.log_writer.path),

@@ -43,7 +43,7 @@ def test_a_forged_snapshot_is_found_by_doctor_and_deleted(app, capsys):
     (forger.store.state_dir / "sessions-index.json").unlink()  # so the reader asks the views
     assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged snapshot is what a reader gets"
 
-    info = store_info(App.open())
+    info = store_info(App.open(), verify=True)
     assert info["snapshot"]["views_differing_from_logs"] == ["sessions"]
     assert any("snapshot" in problem and "do not match the logs" in problem for problem in problems(info))
     code, out, _ = run(capsys, "latest", "--session", "s1")
@@ -54,7 +54,7 @@ def test_doctor_finds_nothing_wrong_with_an_honest_snapshot(app):
     sessions.append_note(app, agent="me", text="hello", session_id="s1")
     assert app.store.save_snapshot(force=True)
     app.close()
-    info = store_info(App.open())
+    info = store_info(App.open(), verify=True)
     assert info["snapshot"] == {
         "loaded": True,
         "checked": True,
@@ -106,7 +106,7 @@ def test_a_forged_sessions_index_is_found_by_doctor_and_deleted(app, capsys):
     sidecar.write_bytes(sidecar.read_bytes().replace(b"the real handoff", b"FORGED"))
     assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged sidecar is what a reader gets"
 
-    info = store_info(App.open())
+    info = store_info(App.open(), verify=True)
     assert info["snapshot"]["sessions_index_matches_logs"] is False
     assert any("sessions index" in problem for problem in problems(info))
     code, out, _ = run(capsys, "latest", "--session", "s1")
