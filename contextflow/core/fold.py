@@ -156,13 +156,13 @@ class Fold:
             self.duplicates += 1
             return False
         self.seen.add(event.id)
+        if event.kind == BOUND_KIND:
+            self._bound(event)  # by its stamp as written, whatever bounds it: bounds never chain
         if self.caps:
             cap = self.caps.get(event.id)
             if cap is not None and event.hlc > cap:
                 event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
                 self.bounded[event.writer] = self.bounded.get(event.writer, 0) + 1
-        if event.kind == BOUND_KIND:
-            self._bound(event)
         self.count += 1
         self.per_writer[event.writer] = self.per_writer.get(event.writer, 0) + 1
         if event.seq > self.last_seq.get(event.writer, 0):

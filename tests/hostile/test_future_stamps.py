@@ -199,3 +199,16 @@ def test_compaction_keeps_the_bounds_every_fold_needs(store_dir, capsys):
     _, out, _ = run(capsys, "context", "get", "fact:x", "--format", "json")
     assert json.loads(out)["value"] == {"mine": 2}
     every_machine_agrees()
+
+
+def test_bounds_that_name_bounds_settle_in_one_more_fold():
+    """A bound acts by its stamp as written, even when another bound moves it: no chain to follow."""
+    rows = [
+        ("alpha", "note", 0, 221_845_392_000_000, []),
+        ("alpha", BOUND_KIND, 0, 221_845_392_000_000, [0]),
+        ("alpha", BOUND_KIND, 0, 1_600_000_000_001, [1]),
+        ("beta", BOUND_KIND, 0, 1_600_000_000_000, [2]),
+        ("beta", "note", 0, 1_600_000_000_002, []),
+    ]
+    events = to_events(rows)
+    assert fold_exactly(events) == fold_exactly(events[::-1]) == fold_exactly(events[1:] + events[:1])
