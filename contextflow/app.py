@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contextflow.core.errors import StoreError
 from contextflow.core.settings import Settings
 from contextflow.core.store import Store
 
@@ -17,19 +19,23 @@ class App:
     settings: Settings
 
     @classmethod
-    def open(cls, env: Mapping[str, str] | None = None, **store_kwargs: Any) -> App:
-        """The store the environment names, folding every feature's views (`contextflow.features`)."""
+    def open(
+        cls, env: Mapping[str, str] | None = None, *, cwd: str | os.PathLike[str] | None = None, **store_kwargs: Any
+    ) -> App:
+        """The store the environment names, folding every feature's views (`contextflow.features`).
+        `cwd`: the working folder whose repository names the default project (core.project)."""
         from contextflow import features
 
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.all_views)
         store_kwargs.setdefault("fields", features.all_fields)
         store = Store.open(env, **store_kwargs)
-        return cls(store, Settings.from_env(store.state_dir, env))
+        return cls(store, Settings.from_env(store.state_dir, env, cwd))
 
     def close(self) -> None:
         if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close
             from contextflow.sessions import index as sessions_index
 
-            sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
+            with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
+                sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
         self.store.close()

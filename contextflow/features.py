@@ -35,6 +35,7 @@ VIEWS = {
     "conversations": "contextflow.conversations.view:ConversationsView",
     "search": "contextflow.search.view:SearchView",
     "graph": "contextflow.graph.view:GraphView",
+    "activity": "contextflow.capture.view:ActivityView",
 }
 
 # the shape of every field of every event kind each feature writes (core/fields.py checks them on read)
@@ -44,6 +45,7 @@ FIELDS = (
     "contextflow.timeline.fields",
     "contextflow.conversations.fields",
     "contextflow.graph.fields",
+    "contextflow.capture.fields",
 )
 
 

@@ -9,21 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
+from contextflow.core import legacy
 from contextflow.core.blobs import bad_blobs
 from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.core.events import MAX_DEPTH
 from contextflow.core.log import iter_quarantine, unread_logs
 
-# ContextFlowMCP's `contextFileSource` values for the rule that chose the store
-_SOURCES = {
-    "CONTEXTFLOW_STORE": "env:CONTEXTFLOW_STORE",
-    "--store": "option:--store",
-    "MCP_SHARED_CONTEXT_FILE": "env:MCP_SHARED_CONTEXT_FILE",
-    "MCP_SHARED_CONTEXT_FOLDER": "env:MCP_SHARED_CONTEXT_FOLDER",
-    "client-config": "client-config",
-    "legacy-file": "discovered",
-    "default": "default",
-}
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
 _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
 
@@ -39,15 +30,20 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
     bad_kinds: Counter[str] = Counter()
     for segment in health.segments:
         bad_kinds.update(segment.bad_kinds)
+    context_file = location.legacy_files[0] if location.legacy_files else None
     return {
         "store": str(store.folder),
         "chosen_by": location.rule,
         "chosen_detail": location.detail or None,
+        "store_note": location.store_note or None,
+        "legacy_files": [str(path) for path in location.legacy_files],
+        "oversized_legacy_files": health.oversized,
         "writer": store.writer,
         "state_dir": str(store.state_dir),
         "active_session": active_session(app),
         "active_session_file": str(app.settings.active_session_file),
         "default_project": app.settings.default_project,
+        "project_chosen_by": app.settings.project_rule,
         "events": store.event_count,
         "duplicate_events_ignored": store.duplicates,
         "bad_lines": health.bad_line_count,
@@ -65,10 +61,14 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
         "snapshot": snapshot_check(app) if verify else {"loaded": app.store.from_snapshot, "checked": False},
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
-        # ContextFlowMCP's names for the same facts (tools written against its info resource)
-        "file": str(store.log_writer.path),
-        "contextFileSource": _SOURCES.get(location.rule, location.rule),
+        # ContextFlowMCP's names for the same facts (tools written against its info resource): its
+        # context file and how it was found, in its words; its session folder is read, never written
+        "file": str(context_file or store.log_writer.path),
+        "sessionDataDir": str(legacy.sessions_dir(context_file)) if context_file else None,
+        "sessionIndexFile": str(legacy.index_file(context_file)) if context_file else None,
+        "contextFileSource": location.source,
         "contextFileDiscovery": {
+            **dict(location.discovery),
             "rule": location.rule,
             "detail": location.detail or None,
             "store": str(store.folder),
@@ -165,6 +165,11 @@ def problems(info: dict[str, Any]) -> list[str]:
         found.append(
             f"{kinds['nested too deeply']} line(s) have arrays and objects nested more than {MAX_DEPTH} levels deep: "
             "skipped, left on disk; no contextflow writes such a line"
+        )
+    for path, size in info.get("oversized_legacy_files", {}).items():
+        found.append(
+            f"the ContextFlowMCP file {path} ({size} bytes) is over {legacy.MAX_FILE_SETTING}: it is not read and "
+            "reads are refused until the limit is raised or the file is smaller"
         )
     if kinds.get("oversized line"):
         found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")

@@ -28,10 +28,18 @@ def serve(app: App, args: JSON) -> int:
     return 0
 
 
+def ui(app: App, args: JSON) -> int:
+    from contextflow.adapters.ui.server import run_ui
+
+    run_ui(app, args["port"], open_browser=not args.get("no_open"))
+    return 0
+
+
 def doctor(app: App, args: JSON) -> Reply:
     from contextflow.admin.diagnose import problems, store_info
     from contextflow.admin.install_check import client_store_findings
     from contextflow.core import conflicts
+    from contextflow.core.errors import EXIT_PROBLEMS
 
     fixed = conflicts.fix(app) if args.get("fix") else None
     info = store_info(app, verify=True)
@@ -40,11 +48,19 @@ def doctor(app: App, args: JSON) -> Reply:
     lines = [
         f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
         f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
+        *([f"store note:   {info['store_note']}"] if info["store_note"] else []),
+        *(
+            f"ContextFlowMCP: {path} and its .sessions/ (its {info['contextFileSource']}; read, never written"
+            + ("" if any(log["legacy"] for log in info["logs"]) else "; nothing there yet")
+            + ")"
+            for path in info["legacy_files"][:1]
+        ),
         f"writer:       {info['writer']}",
         f"state:        {info['state_dir']}",
         f"events:       {info['events']} (duplicates ignored: {info['duplicate_events_ignored']})",
         f"bad lines:    {info['bad_lines']}",
         f"active:       {info['active_session'] or '(none)'}",
+        f"project:      {info['default_project']} (chosen by {info['project_chosen_by']})",
         "logs:",
     ]
     for log in info["logs"]:
@@ -56,7 +72,7 @@ def doctor(app: App, args: JSON) -> Reply:
     if fixed is not None:
         info["fix"] = fixed.as_dict()
         lines += fixed.lines()
-    return Reply("\n".join(lines), info)
+    return Reply("\n".join(lines), info, exit=EXIT_PROBLEMS if found else 0)
 
 
 def pick_session(app: App, args: JSON) -> int:

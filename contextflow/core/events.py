@@ -11,7 +11,7 @@ writer's events from 1; `hlc` is a hybrid logical clock stamp (clock.py). Events
 characters, a line over MAX_LINE_BYTES, or arrays and objects nested more than MAX_DEPTH levels
 is a `BadLine` (skipped, counted, reported).
 Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
-events of writer `legacy` whose clock comes from their `ts`.
+events of writer `legacy` whose clock comes from their `ts` and whose seq is a hash of their id.
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ def too_deep(line: bytes, record: Any) -> bool:
 
 
 def decode(line: bytes, position: int = 0) -> Event:
-    """Parse one line (without its newline). `position` names legacy lines that lack an id."""
+    """Parse one line (without its newline). `position`, its line number, no longer changes the result:
+    a legacy line's id and order come from its content, whichever file and line holds it."""
     if len(line) >= MAX_LINE_BYTES:
         raise BadLine(f"oversized line: {len(line)} bytes, over the size limit of {MAX_LINE_BYTES}")
     try:
@@ -119,7 +120,7 @@ def decode(line: bytes, position: int = 0) -> Event:
     if too_deep(line, record):
         raise BadLine(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels")
     if "v" not in record:
-        return _decode_legacy(record, line, position)
+        return _decode_legacy(record)
     try:
         event = Event(record["id"], record["w"], record["seq"], record["hlc"], record["kind"], record["data"])
     except KeyError as exc:
@@ -171,7 +172,7 @@ LEGACY_FIELDS = (
 )
 
 
-def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
+def _decode_legacy(record: dict[str, Any]) -> Event:
     kind = record.get("kind")
     if kind not in ("note", "handoff"):
         raise BadLine("neither an event nor a ContextFlowMCP note/handoff")
@@ -183,9 +184,12 @@ def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
         raise BadLine(f"clock stamp out of range: legacy ts {str(ts)[:40]!r}")
     data = {name: record[name] for name in LEGACY_FIELDS if record.get(name) is not None}
     event_id = record.get("id")
-    if not isinstance(event_id, str) or not _ID.fullmatch(event_id):
-        event_id = "legacy-" + hashlib.sha256(line).hexdigest()[:16]
-    return Event(id=event_id, writer=LEGACY_WRITER, seq=position, hlc=stamp_from_ms(ms), kind=kind, data=data)
+    if not isinstance(event_id, str) or not _ID.fullmatch(event_id):  # the same entry has the same id in any file
+        event_id = "legacy-" + hashlib.sha256(orjson.dumps(record)).hexdigest()[:16]
+    # the order key comes from the entry alone: ContextFlowMCP copies entries between its files (its
+    # migration to session files), and every copy must sort the same whatever file is read first
+    seq = int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=6).digest(), "big")
+    return Event(id=event_id, writer=LEGACY_WRITER, seq=seq, hlc=stamp_from_ms(ms), kind=kind, data=data)
 
 
 def as_dict(event: Event) -> dict[str, Any]:

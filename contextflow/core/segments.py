@@ -39,6 +39,7 @@ class Health:
     segments: list[Segment] = field(default_factory=list)
     bad_lines: list[BadLineReport] = field(default_factory=list)
     bad_line_count: int = 0
+    oversized: dict[str, int] = field(default_factory=dict)  # legacy files not read: over the size limit
     bounded: dict[str, int] = field(default_factory=dict)  # events a bound ordered earlier, per writer
     waiting: dict[str, int] = field(default_factory=dict)  # per log's writer: events ahead beyond the drift
     # bound that no bound names yet (the next write here names them)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from contextflow import __version__
-from contextflow.core import snapshot
+from contextflow.core import legacy, snapshot
 from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded
 from contextflow.core.clock import HybridClock
 from contextflow.core.errors import StoreError
@@ -54,12 +54,14 @@ class Store:
         fsync: bool = False,
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
+        legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
     ) -> None:
         self.location = location
         self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
         self.writer = writer
         self.state_dir = state_dir
         self.clock = clock or HybridClock()
+        self.legacy_max_bytes = legacy_max_bytes  # a ContextFlowMCP file larger than this is not read
         # the views to fold: given by whoever builds the app (the core knows no feature)
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
         self._fields = fields  # the shape of every field of every kind (a factory until first needed)
@@ -72,7 +74,7 @@ class Store:
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
         self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
         self.from_snapshot = False  # the views were loaded from the snapshot (not folded here)
-        self._listing: tuple[int | None, list[Path]] | None = None
+        self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
 
@@ -80,6 +82,7 @@ class Store:
     def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
         env = os.environ if env is None else env
         location = locate_store(env)
+        kwargs.setdefault("legacy_max_bytes", legacy.max_file_bytes(env))
         return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
 
     # -- reading -------------------------------------------------------------------------
@@ -93,9 +96,12 @@ class Store:
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
+        self._oversized: dict[Path, int] = {}
 
     @property
-    def _fold(self) -> Fold:
+    def fold(self) -> Fold:
+        """The folded views, as far as read (a view folds or loads from the snapshot when first read:
+        until then it is deferred, `Fold.deferred`, its events waiting)."""
         if self._fold_made is None:  # each view folds when first read (its events wait till then)
             views = self._view_factory()
             self._fold_made = Fold(views, {view.name: view.initial for view in views}, caps=self._caps)
@@ -122,17 +128,15 @@ class Store:
                 self._load_snapshot()
 
     def _segment_paths(self) -> list[Path]:
-        """The logs to read. The folder is listed again only when its mtime moved, or is too
-        recent to trust (file times are coarse, so two files made in one tick share an mtime)."""
-        try:
-            mtime = os.stat(self.folder).st_mtime_ns
-        except OSError:
-            mtime = None
+        """The logs to read. The folders are listed again only when an mtime moved (the store's, a legacy
+        .sessions folder's), or is too recent to trust (file times are coarse: two files made in one
+        tick share an mtime)."""
+        stamp, newest = legacy.listing_stamp(self.folder, self.location.legacy_files)
         cached = self._listing
-        if cached is not None and mtime is not None and cached[0] == mtime and time.time_ns() - mtime > 2_000_000_000:
+        if cached is not None and newest is not None and cached[0] == stamp and time.time_ns() - newest > 2_000_000_000:
             return cached[1]
         paths = list_segments(self.folder, self.location.legacy_files)
-        self._listing = (mtime, paths)
+        self._listing = (stamp, paths)
         return paths
 
     def _refresh_own_log(self) -> None:
@@ -144,7 +148,8 @@ class Store:
     def refresh(self) -> None:
         self._ensure_loaded()
         paths = self._segment_paths()
-        if any(path not in paths for path in self._segments) or not all(map(self._continues, paths)) or self._stale:
+        gone = any(path not in paths for path in [*self._segments, *self._oversized])
+        if gone or not all(map(self._continues, paths)) or self._stale:
             self._rebuild(paths)
 
     def _rebuild(self, paths: list[Path]) -> None:
@@ -157,10 +162,10 @@ class Store:
             self._reset(caps)
             for path in paths:
                 self._read_segment(path)
-            if self._fold.exact:
+            if self.fold.exact:
                 break
-            caps = dict(self._fold.bound_caps)
-        self._new_since_snapshot = self._fold.count
+            caps = dict(self.fold.bound_caps)
+        self._new_since_snapshot = self.fold.count
 
     def _continues(self, path: Path) -> bool:
         try:
@@ -173,6 +178,11 @@ class Store:
         segment = self._segments.get(path)
         if segment is not None and unchanged(path, segment.cursor):
             return True
+        limit = self.legacy_max_bytes
+        if (segment is None or segment.legacy) and (size := legacy.oversize(path, self.location.legacy_files, limit)):
+            self._oversized[path] = size
+            return segment is None  # read no further; a file already folded refolds without it
+        self._oversized.pop(path, None)
         if self.progress is not None:
             self._announce(path, segment.cursor if segment else None)
         try:
@@ -204,7 +214,7 @@ class Store:
                 event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
                 for name in dropped:
                     segment.bad_fields[name] = segment.bad_fields.get(name, 0) + 1
-            if self._fold.apply(event):
+            if self.fold.apply(event):
                 segment.events += 1
                 self._new_since_snapshot += 1
             if event.hlc > newest:
@@ -234,7 +244,7 @@ class Store:
         return self._fields or {}
 
     def _new_segment(self, path: Path) -> Segment:
-        if path in self.location.legacy_files:
+        if legacy.is_legacy(path, self.location.legacy_files):
             return Segment(path, LEGACY_WRITER, False, True)
         parsed = parse_log_name(path.name)
         writer, conflict = parsed if parsed else (path.name, False)
@@ -246,32 +256,36 @@ class Store:
             self._bad.append(BadLineReport(str(path), line, reason))
 
     def view(self, name: str) -> Any:
-        """The current state of one view (after picking up new events)."""
+        """The current state of one view (after picking up new events); refused while a legacy file is
+        over its size limit (reading it in part would show a history that is not the whole one)."""
         self.refresh()
+        for path, size in self._oversized.items():
+            raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
         try:
-            return self._fold.state(name)
+            return self.fold.state(name)
         except snapshot.SnapshotBroken:
             self._rebuild(list_segments(self.folder, self.location.legacy_files))
-            return self._fold.state(name)
+            return self.fold.state(name)
 
     def view_loaded(self, name: str) -> bool:
         """False while view `name` still waits in the snapshot (reading it would load it)."""
-        return name not in self._fold.deferred
+        return name not in self.fold.deferred
 
     @property
     def event_count(self) -> int:
         self.refresh()
-        return self._fold.count
+        return self.fold.count
 
     def health(self) -> Health:
         self.refresh()
-        fold, segments = self._fold, list(self._segments.values())
+        fold, segments = self.fold, list(self._segments.values())
         pending = set(unbounded(segments, fold.caps, MAX_AHEAD_TRACKED))
         waiting: dict[str, int] = {}
         for segment in segments:
             if found := sum(event_id in pending for event_id in segment.ahead):
                 waiting[segment.writer] = waiting.get(segment.writer, 0) + found
-        return Health(segments, list(self._bad), self._bad_count, dict(fold.bounded), waiting)
+        oversized = {str(path): size for path, size in self._oversized.items()}
+        return Health(segments, list(self._bad), self._bad_count, oversized, dict(fold.bounded), waiting)
 
     @property
     def bad_line_count(self) -> int:
@@ -280,12 +294,12 @@ class Store:
 
     @property
     def duplicates(self) -> int:
-        return self._fold.duplicates
+        return self.fold.duplicates
 
     def writer_counts(self) -> dict[str, tuple[int, int]]:
         """(events, highest seq) per writer id; more events than the seq means two machines share the id."""
         self.refresh()
-        return {w: (count, self._fold.last_seq.get(w, 0)) for w, count in self._fold.per_writer.items()}
+        return {w: (count, self.fold.last_seq.get(w, 0)) for w, count in self.fold.per_writer.items()}
 
     @property
     def log_writer(self) -> LogWriter:
@@ -330,7 +344,7 @@ class Store:
                 self._refresh_own_log()  # other processes of this machine may have appended
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
-                pending = unbounded(self._segments.values(), self._fold.caps)
+                pending = unbounded(self._segments.values(), self.fold.caps)
                 batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
                 if not batch:
                     return []
@@ -370,7 +384,7 @@ class Store:
         self._fold_made = snapshot.restore(self._view_factory(), header, self._blobs)
         self._segments = header.segments
         self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
-        self.clock.observe(self._fold.max_hlc)
+        self.clock.observe(self.fold.max_hlc)
         self._new_since_snapshot = 0
         self.from_snapshot = True
 
@@ -379,7 +393,7 @@ class Store:
         if not self.shares_state or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
             return False
         try:
-            snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
+            snapshot.write(self._snapshot_path, self._snapshot_key(), self.fold, self._segments, self._blobs)
         except Exception:
             return False
         self._new_since_snapshot = 0

@@ -95,12 +95,15 @@ def parse_links(value: Any) -> list[Link]:
 
 
 def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) -> Node | None:
-    """The oldest live node with exactly this type, content and tags, if any."""
-    wanted = set(tags)
+    """The oldest live node with this type and tags and the same content but for case, white
+    space and final punctuation (`model.dedupe_key`), if any."""
+    wanted, key = set(tags), model.dedupe_key(content)
     found = [
         state.nodes[node_id]
         for node_id in state.by_type.get(node_type, ())
-        if node_id in state.live and state.nodes[node_id].content == content and state.tags_of(node_id) == wanted
+        if node_id in state.live
+        and model.dedupe_key(state.nodes[node_id].content) == key
+        and state.tags_of(node_id) == wanted
     ]
     return min(found, key=lambda node: node.created_key) if found else None
 
@@ -118,14 +121,17 @@ def add_node(
     supersedes: Any = None,
 ) -> Event:
     """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event.
-    Identical content with the same type and tags is one node: remembering it again writes
-    only the links it lacks and returns the existing node's event."""
+    Outside the shared project a node without a `project:` tag gets the project's. The same
+    content (but for case, white space and final punctuation) with the same type and tags is
+    one node: remembering it again writes only the links it lacks and returns the existing
+    node's event."""
     state = graph(app)
     targets = [(resolve(state, link.target, "links[].to").id, link.type) for link in links or []]
     if supersedes is not None:
         targets.append((resolve(state, supersedes, "supersedes").id, "SUPERSEDES"))
+    scoped = model.scoped_tags(tags, app.settings.default_project)  # a node written in a repository is its project's
     item = node_item(
-        type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent, links=targets
+        type=type, content=content, tags=scoped, metadata=metadata, summary=summary, agent=agent, links=targets
     )
     existing = same_node(state, item[1]["type"], item[1]["content"], item[1]["tags"])
     if existing is None:
@@ -143,6 +149,12 @@ def add_node(
     return Event(existing.id, writer, seq, hlc, model.NODE, data)
 
 
+def _by(agent: Any) -> dict[str, str]:
+    """Who made a change, on the events that change or delete a node (when given)."""
+    name = checks.text(agent, "agent", max_chars=200)
+    return {"agent": name} if name else {}
+
+
 def update_node(
     app: App,
     node_id: Any,
@@ -153,6 +165,7 @@ def update_node(
     metadata: Any = None,
     add_tags: Any = None,
     remove_tags: Any = None,
+    agent: Any = None,
 ) -> Node:
     """Change fields and tags in one write (tags added, then removed); tags already so change nothing."""
     state = graph(app)
@@ -173,22 +186,23 @@ def update_node(
     current = state.tags_of(node.id)
     new = [name for name in adding if name not in current]
     gone = [name for name in removing if name in current or name in new]
-    items: list[Item] = [(model.NODE_UPDATE, data)] if len(data) > 1 else []
-    items += [(model.TAG, {"node": node.id, "tags": new})] if new else []
-    items += [(model.UNTAG, {"node": node.id, "tags": gone})] if gone else []
+    by = _by(agent)
+    items: list[Item] = [(model.NODE_UPDATE, {**data, **by})] if len(data) > 1 else []
+    items += [(model.TAG, {"node": node.id, "tags": new, **by})] if new else []
+    items += [(model.UNTAG, {"node": node.id, "tags": gone, **by})] if gone else []
     if items:
         app.store.append_many(items)
     return graph(app).nodes[node.id]
 
 
-def delete_node(app: App, node_id: Any, *, cascade: bool = False) -> list[str]:
+def delete_node(app: App, node_id: Any, *, cascade: bool = False, agent: Any = None) -> list[str]:
     """Delete a node (its edges go with it); with cascade also what was derived from it."""
     state = graph(app)
     node = resolve(state, node_id)
     depth = len(state.live) if cascade else 0
     derived = state.walk(node.id, depth, forward=False, backward=True, types=("DERIVED_FROM",))
     doomed = [node.id, *(step.node.id for step in derived)]
-    app.store.append_many([(model.NODE_DELETE, {"node": target}) for target in doomed])
+    app.store.append_many([(model.NODE_DELETE, {"node": target, **_by(agent)}) for target in doomed])
     return doomed
 
 

@@ -23,9 +23,9 @@ from contextflow.core.fields import Schema, conform
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.segments import code_fingerprint
 from contextflow.core.store import Store
-from contextflow.sessions.view import SessionsState, SessionSummary
+from contextflow.sessions.view import Marks, SessionsState, SessionSummary
 
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 FILE_NAME = "sessions-index.json"
 PROJECT_TAIL = 200  # recent entries kept per project (the largest `limit` a read accepts)
 SESSION_TAIL = 20  # recent entries kept per session (the default `limit`)
@@ -46,8 +46,9 @@ class Tail:
 class SessionsIndex:
     sessions: dict[str, list[SessionSummary]]  # per project, most recent first
     tails: dict[tuple[str, str], Tail]  # per (project, session id); session "" is the whole project
-    latest_handoffs: dict[tuple[str, str], Event]
+    latest_handoffs: dict[tuple[str, str], Event]  # none marked wrong
     bad_lines: int
+    wrong: Marks
 
     def tail(self, project: str, session_id: str | None = None) -> Tail:
         return self.tails.get((project, session_id or ""), Tail([], True))
@@ -102,6 +103,7 @@ def load(store: Store) -> SessionsIndex | None:
             },
             latest_handoffs={(p, s): _decode(line, schema) for p, s, line in saved["latest_handoffs"]},
             bad_lines=saved["bad_lines"],
+            wrong={(p, s, h): note for p, s, h, note in saved["wrong"]},
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -126,7 +128,7 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
     handoffs: list[list[str]] = []
     for (project, session_id), entries in state.by_session.items():
         tails.append([project, session_id, _lines(entries[-SESSION_TAIL:]), len(entries) <= SESSION_TAIL])
-        handoff = next((e for e in reversed(entries) if e.kind == "handoff"), None)
+        handoff = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
         if handoff is not None:
             handoffs.append([project, session_id, _lines([handoff])[0]])
     return {
@@ -139,6 +141,7 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
         "tails": tails,
         "latest_handoffs": handoffs,
         "bad_lines": store.bad_line_count,
+        "wrong": [[*mark, note] for mark, note in state.wrong.items()],
     }
 
 
@@ -152,7 +155,7 @@ def check(store: Store, state: SessionsState) -> bool | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     fresh = orjson.loads(orjson.dumps(_record(store, state)))
-    same = all(_same(saved.get(name), fresh[name]) for name in ("projects", "tails", "latest_handoffs"))
+    same = all(_same(saved.get(name), fresh[name]) for name in ("projects", "tails", "latest_handoffs", "wrong"))
     if not same:
         _path(store).unlink(missing_ok=True)
         _loaded.pop(store, None)

@@ -21,6 +21,7 @@ from contextflow.features import all_fields
 from contextflow.graph import writes
 from contextflow.records import core as records
 from contextflow.sessions import core as sessions
+from contextflow.sessions import marks
 from contextflow.timeline import core as timeline
 from tests.hostile.helpers import now_stamp, plant
 
@@ -29,6 +30,26 @@ def base_store(app: App) -> dict[str, str]:
     """One event of every kind, every field filled; the ids reads need."""
     sessions.set_active_session(app, "s1")
     sessions.append_note(app, agent="a", text="note word", session_id="s1", task="t", tags=["x"])
+    sessions.write_handoff(
+        app, agent="a", summary="sum word", session_id="s1", next_steps=["n"], open_questions=["q"], files=["f"]
+    )
+    wrong = sessions.write_handoff(app, agent="a", summary="a wrong one", session_id="s1")
+    marks.mark_handoff_wrong(app, handoff_id=wrong.id, agent="a", reason="it was wrong")
+    turn = {
+        "request": "fix the parser",
+        "final": "fixed word",
+        "files": {"created": ["a.py"], "edited": ["b.py"], "read": ["c.py"]},
+        "commands": [{"command": "pytest", "exit": 0}],
+        "tests": [{"command": "pytest", "exit": 0, "passed": True}],
+        "errors": ["`make` exited 2"],
+        "todos": [{"text": "more", "status": "pending"}],
+        "continued": True,
+    }
+    capture = {"project": "shared", "session_id": "s1", "agent": "claude", "transcript": "/t.jsonl"}
+    app.store.append("capture.turn", {**capture, "turn_id": "turn-1", "turn": turn})
+    automatic = {"client": "claude", "transcript": "/t.jsonl", "turns": 1}
+    auto = {"project": "shared", "session_id": "s1", "agent": "claude", "auto": True, "provenance": automatic}
+    app.store.append("handoff", {**auto, "summary": "[automatic handoff] auto", "files": ["b.py"]})
     sessions.write_handoff(
         app, agent="a", summary="sum word", session_id="s1", next_steps=["n"], open_questions=["q"], files=["f"]
     )
@@ -145,6 +166,7 @@ READS = [
     ("graph_recall", {"query": "type:fact OR type:decision", "format": "json"}),
     ("graph_compose", {}),
     ("graph_status", {}),
+    ("get_context", {"query": "parser", "format": "json"}),
 ]
 CLI = [
     ["read"],
@@ -208,4 +230,5 @@ def test_wrong_typed_fields_of_every_kind_never_break_a_read(
         capsys.readouterr()
         code = main(argv)
         _, err = capsys.readouterr()
-        assert code in (0, 3) and "Traceback" not in err, (argv, code, err[-500:])
+        allowed = (0, 1) if argv == ["doctor"] else (0, 3)  # doctor exits 1 when it lists problems
+        assert code in allowed and "Traceback" not in err, (argv, code, err[-500:])

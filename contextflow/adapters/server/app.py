@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -27,7 +27,8 @@ from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from contextflow import __version__
-from contextflow.adapters.server.jsonrpc_guard import guard_stdio, stdin_stream
+from contextflow.adapters.server import inbound
+from contextflow.adapters.server.jsonrpc_guard import guard_stdio
 from contextflow.adapters.server.registry import features_for
 from contextflow.app import App
 from contextflow.core.errors import ContextflowError, InputError
@@ -208,7 +209,7 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
         data = {**data, "redacted": redacted}
     data = clean_data(data)
     # the CLI prints the note on stderr; a model reads it after the text
-    text = dumps(data) if as_json else clean_reply(reply.text + (f"\n({reply.note})" if reply.note else ""))
+    text = dumps(data) if as_json else clean_reply(reply.text + (f"\n({reply.remark})" if reply.remark else ""))
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if redacted:  # tell the agent what was redacted before storing
         from contextflow.core import secrets
@@ -279,21 +280,23 @@ def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
 
 
-async def serve_stdio(app: App) -> None:
+async def serve_stdio(app: App, limits: inbound.Limits | None = None) -> None:
     """Serve until stdin closes; SIGINT or SIGTERM save the machine-local state and exit at once.
 
-    The SDK reads stdin in a thread no signal interrupts, so a clean unwind would wait for the client
+    Stdin is read in a thread no signal interrupts, so a clean unwind would wait for the client
     to close the pipe. The event loop handles the signals between tool calls, and every acknowledged
     append is already whole in the log, so exiting then is safe."""
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _exit_now, app)
     server = ContextflowServer(app).server
+    sdk_stdin = inbound.UntilDone()  # the SDK writes stdout; stdin is read here, within the inbound limits
     try:
-        with stdin_stream() as stdin:
+        with inbound.claimed_stdin() as fd:
+            lines = inbound.stdin_lines(fd, limits or inbound.Limits())
             async with (
-                stdio_server(stdin=stdin) as (read_stream, write_stream),
-                guard_stdio(read_stream, write_stream) as guarded,
+                stdio_server(stdin=cast(Any, sdk_stdin)) as (_, write_stream),
+                guard_stdio(lines, write_stream, sdk_stdin.done.set) as guarded,
             ):
                 await server.run(guarded, write_stream, server.create_initialization_options())
     finally:
@@ -308,13 +311,13 @@ def _exit_now(app: App) -> None:
 
 
 def run_stdio(app: App) -> None:
-    anyio.run(serve_stdio, app)
+    anyio.run(serve_stdio, app, inbound.Limits.from_env())
 
 
 def serve_main() -> int:
     """`contextflow serve` as clients start it: a bad store or setting is one line on stderr, before any protocol."""
     try:
-        run_stdio(App.open())
+        run_stdio(App.open(cwd=os.getcwd()))  # clients start the server in the folder they were launched from
     except ContextflowError as exc:
         print(f"contextflow: error: {exc}", file=sys.stderr)
         return 2

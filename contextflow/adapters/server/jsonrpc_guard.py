@@ -5,20 +5,12 @@ hundreds deep, a batch), so the client waited for its timeout; over HTTP the SDK
 own wording. Both transports now answer the same way: not UTF-8, not JSON, or a lone surrogate
 is `-32700` parse error; a batch, a non-object or nesting deeper than `MAX_DEPTH` is `-32600`
 invalid request. `problem(body)` is the pure check, `JsonRpcGuard` the ASGI middleware in front
-of the SDK's HTTP endpoint, `guard_stdio` the wrapper of the stdio transport's streams.
-
-The SDK decodes stdin with `errors="replace"`, so a byte that is not UTF-8 would arrive as U+FFFD
-and be stored; `stdin_stream` decodes it with `surrogateescape` instead, which the SDK's parser
-refuses (`string_unicode`), and that refusal becomes the `-32700` reply.
+of the SDK's HTTP endpoint, `guard_stdio` the read stream of the stdio transport (over `inbound.py`'s lines).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -138,8 +130,6 @@ def problem_of_error(error: Exception) -> dict[str, Any]:
     if isinstance(error, ValidationError):
         details = error.errors(include_url=False)
         first: dict[str, Any] = dict(details[0]) if details else {}
-        if first.get("type") == "string_unicode":  # a byte that is not UTF-8 (see stdin_stream)
-            return _error(types.PARSE_ERROR, "Parse error: the message is not UTF-8; send UTF-8 text")
         if first.get("type") == "json_invalid":
             return _not_json(str(first.get("ctx", {}).get("error", first.get("msg", ""))), "too deeply")
         if isinstance(first.get("input"), list):
@@ -149,18 +139,32 @@ def problem_of_error(error: Exception) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def guard_stdio(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]:
-    """A read stream for `Server.run` that answers each unreadable line with a JSON-RPC error."""
+async def guard_stdio(
+    lines: AsyncIterator[str | dict[str, Any]], write_stream: Any, on_end: Callable[[], None] = lambda: None
+) -> AsyncIterator[Any]:
+    """A read stream for `Server.run` from the input's lines (`inbound.stdin_lines`): a line that is
+    not a JSON-RPC message, or an error the inbound limits put in a line's place, is answered on
+    `write_stream` and never reaches the server. `on_end` runs when the input ends."""
     guarded_writer, guarded = create_context_streams[SessionMessage | Exception](0)
 
+    async def answer(error: dict[str, Any]) -> None:
+        await write_stream.send(SessionMessage(types.JSONRPCError.model_validate(error)))
+
     async def forward() -> None:
-        async with guarded_writer:
-            async for item in read_stream:
-                if isinstance(item, Exception):
-                    error = types.JSONRPCError.model_validate(problem_of_error(item))
-                    await write_stream.send(SessionMessage(error))
-                else:
-                    await guarded_writer.send(item)
+        try:
+            async with guarded_writer:
+                async for item in lines:
+                    if isinstance(item, dict):
+                        await answer(item)
+                        continue
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(item, by_name=False)
+                    except Exception as exc:
+                        await answer(problem_of_error(exc))
+                        continue
+                    await guarded_writer.send(SessionMessage(message))
+        finally:
+            on_end()
 
     async with anyio.create_task_group() as group:
         group.start_soon(forward)
@@ -168,29 +172,3 @@ async def guard_stdio(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]
             yield guarded
         finally:
             group.cancel_scope.cancel()
-
-
-@contextlib.contextmanager
-def stdin_stream() -> Iterator[anyio.AsyncFile[str]]:
-    """The process's stdin as the SDK's stdio transport reads it, but decoding a byte that is not
-    UTF-8 as a lone surrogate (its parser then refuses the line) instead of U+FFFD. As the SDK does,
-    fd 0 points at the null device meanwhile, so a child process never reads the protocol."""
-    try:
-        private = os.dup(sys.stdin.fileno())
-    except (AttributeError, OSError, ValueError):  # no real stdin (embedded, tests): read what is there
-        yield anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape"))
-        return
-    os.set_inheritable(private, False)
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-    finally:
-        os.close(null)
-    # closefd=False: the SDK's reader thread may still block on it after the transport exits
-    binary = os.fdopen(private, "rb", closefd=False)
-    text = io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape")
-    try:
-        yield anyio.wrap_file(text)
-    finally:
-        with contextlib.suppress(OSError):
-            os.dup2(private, 0)
