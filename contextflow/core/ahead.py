@@ -25,6 +25,7 @@ from contextflow.core.timeutil import now_ms
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
+    from contextflow.core.fold import Fold
     from contextflow.core.segments import Segment
     from contextflow.core.store import Store
 
@@ -51,6 +52,16 @@ def unbounded(segments: Iterable[Segment], caps: dict[str, int], limit: int | No
                 found.append((stamp, event_id))
     found.sort(reverse=True)
     return [event_id for _, event_id in found[: MAX_BOUND_IDS if limit is None else limit]]
+
+
+def waiting(segments: list[Segment], fold: Fold) -> dict[str, int]:
+    """Per log's writer: events read beyond the drift bound that no bound names yet."""
+    pending = set(unbounded(segments, fold.caps, MAX_AHEAD_TRACKED))
+    found: dict[str, int] = {}
+    for segment in segments:
+        if count := sum(event_id in pending for event_id in segment.ahead):
+            found[segment.writer] = found.get(segment.writer, 0) + count
+    return found
 
 
 class Winner(NamedTuple):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contextflow.core.log import Cursor
+from contextflow.core.events import LEGACY_WRITER
+from contextflow.core.log import Cursor, parse_log_name
 
 
 @dataclass
@@ -52,6 +54,29 @@ class Health:
             for name, count in segment.bad_fields.items():
                 total[name] = total.get(name, 0) + count
         return dict(sorted(total.items()))
+
+
+PROGRESS_BYTES = 8 * 1024 * 1024  # a log with this much new to read is announced to a terminal
+
+
+def new_segment(path: Path, legacy: bool) -> Segment:
+    """What is known of a log before it is read: its writer (from its name) and what it is."""
+    if legacy:
+        return Segment(path, LEGACY_WRITER, False, True)
+    parsed = parse_log_name(path.name)
+    writer, conflict = parsed if parsed else (path.name, False)
+    return Segment(path, writer, conflict, False)
+
+
+def much_to_read(path: Path, cursor: Cursor | None) -> str | None:
+    """A line for a person at a terminal when `path` has PROGRESS_BYTES or more new to read."""
+    try:
+        new = os.stat(path).st_size - (cursor.offset if cursor else 0)
+    except OSError:
+        return None
+    if new < PROGRESS_BYTES:
+        return None
+    return f"reading {new / 1e6:.1f} MB of {path.name} (later reads take only what is new)..."
 
 
 def bad_kind(reason: str) -> str:

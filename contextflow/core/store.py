@@ -15,10 +15,10 @@ from typing import Any
 
 from contextflow import __version__
 from contextflow.core import legacy, snapshot
-from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded
+from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
 from contextflow.core.clock import HybridClock
 from contextflow.core.errors import StoreError
-from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
+from contextflow.core.events import BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
 from contextflow.core.fold import BOUND_KIND, Fold, View
 from contextflow.core.fsutil import signature
@@ -29,17 +29,23 @@ from contextflow.core.log import (
     LogWriter,
     last_stamp,
     list_segments,
-    parse_log_name,
     read_new,
     unchanged,
 )
-from contextflow.core.segments import BadLineReport, Health, Segment, bad_kind, code_fingerprint
+from contextflow.core.segments import (
+    BadLineReport,
+    Health,
+    Segment,
+    bad_kind,
+    code_fingerprint,
+    much_to_read,
+    new_segment,
+)
 from contextflow.core.settings import fsync_setting
 
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
-PROGRESS_BYTES = 8 * 1024 * 1024
 
 
 class Store:
@@ -183,8 +189,8 @@ class Store:
             self._oversized[path] = size
             return segment is None  # read no further; a file already folded refolds without it
         self._oversized.pop(path, None)
-        if self.progress is not None:
-            self._announce(path, segment.cursor if segment else None)
+        if self.progress is not None and (note := much_to_read(path, segment.cursor if segment else None)):
+            self.progress(note)  # a person at a terminal: a first read of a big log is slow
         try:
             chunk = read_new(path, segment.cursor if segment else None)
         except FileNotFoundError:
@@ -195,7 +201,7 @@ class Store:
         if chunk.reset:
             return False
         if segment is None:
-            segment = self._new_segment(path)
+            segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
         segment.cursor = chunk.cursor
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
@@ -227,28 +233,12 @@ class Store:
         self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
 
-    def _announce(self, path: Path, cursor: Cursor | None) -> None:
-        """Tell `progress` (a person at a terminal) when a log has much to read: a first read is slow."""
-        try:
-            new = os.stat(path).st_size - (cursor.offset if cursor else 0)
-        except OSError:
-            return
-        if new >= PROGRESS_BYTES and self.progress is not None:
-            self.progress(f"reading {new / 1e6:.1f} MB of {path.name} (later reads take only what is new)...")
-
     @property
     def fields(self) -> Schema:
         """The shape of every field of every kind, as events are checked when read."""
         if callable(self._fields):
             self._fields = self._fields()
         return self._fields or {}
-
-    def _new_segment(self, path: Path) -> Segment:
-        if legacy.is_legacy(path, self.location.legacy_files):
-            return Segment(path, LEGACY_WRITER, False, True)
-        parsed = parse_log_name(path.name)
-        writer, conflict = parsed if parsed else (path.name, False)
-        return Segment(path, writer, conflict, False)
 
     def _note_bad(self, path: Path, line: int, reason: str) -> None:
         self._bad_count += 1
@@ -279,13 +269,10 @@ class Store:
     def health(self) -> Health:
         self.refresh()
         fold, segments = self.fold, list(self._segments.values())
-        pending = set(unbounded(segments, fold.caps, MAX_AHEAD_TRACKED))
-        waiting: dict[str, int] = {}
-        for segment in segments:
-            if found := sum(event_id in pending for event_id in segment.ahead):
-                waiting[segment.writer] = waiting.get(segment.writer, 0) + found
         oversized = {str(path): size for path, size in self._oversized.items()}
-        return Health(segments, list(self._bad), self._bad_count, oversized, dict(fold.bounded), waiting)
+        return Health(
+            segments, list(self._bad), self._bad_count, oversized, dict(fold.bounded), waiting(segments, fold)
+        )
 
     @property
     def bad_line_count(self) -> int:

@@ -13,7 +13,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
-from contextflow.core import store as store_module
+from contextflow.core import segments as segments_module
 from contextflow.core.events import Event
 from contextflow.sessions import core as sessions
 from tests.hostile.helpers import line, now_stamp, plant
@@ -73,7 +73,7 @@ def test_a_cold_read_of_a_big_foreign_log_folds_only_the_views_it_reads(store_di
     app.close()
 
     shutil.rmtree(app.store.state_dir)  # cold again, now through the CLI at a terminal
-    monkeypatch.setattr(store_module, "PROGRESS_BYTES", 1024)
+    monkeypatch.setattr(segments_module, "PROGRESS_BYTES", 1024)
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
     code, _, err = run(capsys, "read", "--limit", "1")
     assert code == 0 and "reading" in err and "events.foreign.jsonl" in err
