@@ -28,6 +28,7 @@ class App:
 
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.all_views)
+        store_kwargs.setdefault("fields", features.all_fields)
         store = Store.open(env, **store_kwargs)
         return cls(store, Settings.from_env(store.state_dir, env, cwd))
 

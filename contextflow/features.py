@@ -1,7 +1,7 @@
 """The features contextflow is made of: their operations tables and their views, named once.
 
 This is the composition root's registry: the adapters build the MCP server and the CLI from
-`operations()`, and `App.open` hands the store `all_views()`; the core imports none of it.
+`operations()`, and `App.open` hands the store `all_views()` and `all_fields()`; the core imports none of it.
 Each feature's table module imports nothing heavy; each view is imported when it first folds
 or loads (a process that reads two views from the snapshot imports only those).
 A new feature adds one line to each table here.
@@ -14,6 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contextflow.core.fields import Schema
     from contextflow.core.fold import View
     from contextflow.operations.spec import Feature, Operation
 
@@ -37,6 +38,16 @@ VIEWS = {
     "activity": "contextflow.capture.view:ActivityView",
 }
 
+# the shape of every field of every event kind each feature writes (core/fields.py checks them on read)
+FIELDS = (
+    "contextflow.sessions.fields",
+    "contextflow.records.fields",
+    "contextflow.timeline.fields",
+    "contextflow.conversations.fields",
+    "contextflow.graph.fields",
+    "contextflow.capture.fields",
+)
+
 
 @cache
 def features() -> tuple[Feature, ...]:
@@ -51,3 +62,10 @@ def all_views() -> list[View]:
     from contextflow.core.fold import LazyView
 
     return [LazyView(name, path) for name, path in VIEWS.items()]
+
+
+@cache
+def all_fields() -> Schema:
+    from contextflow.core.fields import merged
+
+    return merged(*(importlib.import_module(name).FIELDS for name in FIELDS))

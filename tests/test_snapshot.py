@@ -60,7 +60,7 @@ def test_a_view_whose_version_changed_is_refolded_when_read(saved, monkeypatch):
     again.store.view("sessions")  # same version: loaded from the snapshot
     assert "timeline" in again.store.fold.deferred
     again.store.view("timeline")
-    assert not again.store.fold.deferred  # refolded from the logs
+    assert not again.store.from_snapshot  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -167,7 +167,7 @@ def test_broken_seen_ids_refold_when_the_next_event_arrives(saved):
     again.store.fold.defer_seen(broken)
     write_round(open_app("writer-b"), 3)
     again.store.refresh()
-    assert not again.store.fold.deferred  # refolded from the logs
+    assert not again.store.from_snapshot  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 

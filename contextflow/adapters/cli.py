@@ -212,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from contextflow.app import App
 
             app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
+            if sys.stderr.isatty():
+                app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
         reply = op.run(app, checked)
         if isinstance(reply, int):
             return reply
@@ -232,4 +234,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         if app is not None:
+            sys.stdout.flush()  # the reply is out before any snapshot work
+            app.store.save_snapshot_soon()  # after a long first read: saved from a forked child, the CLI exits
             app.close()

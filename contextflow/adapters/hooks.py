@@ -103,6 +103,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         try:
             return session_start_output(app, hooks, hook_budget(env))
         finally:
+            app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)

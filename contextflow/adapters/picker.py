@@ -19,7 +19,7 @@ def choices(app: App, project: str | None) -> list[questionary.Choice]:
     suggested = _unused(sessions.suggest_session_id(app), {summary.session_id for summary in found})
     items = [questionary.Choice(f"+ New session ({suggested})", value=(NEW, suggested))]
     for summary in found:
-        agents = ", ".join(sorted(summary.agents)) or "?"
+        agents = clip(", ".join(sorted(summary.agents)), 60) or "?"
         when = summary.latest_ts.replace("T", " ")[:16]
         handoff = clip(summary.latest_handoff_summary, 60) if summary.latest_handoff_summary else "no handoff yet"
         label = f"{clip(summary.session_id, 40)}  ·  {agents}  ·  {when}  ·  {handoff}"

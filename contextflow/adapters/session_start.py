@@ -76,15 +76,15 @@ def threads_text(app: App, budget_chars: int) -> str:
 
 def sessions_text(app: App, project: str, budget_chars: int) -> str:
     """The last few sessions of the project, one line each with its id (more: list_sessions, resume_session)."""
-    from contextflow.core.text import clean, clip
+    from contextflow.core.text import clip
     from contextflow.sessions import core as sessions
 
     found = sessions.list_sessions(app, sessions.SessionQuery(project=project, limit=RECENT_SESSIONS))
     if not found:
         return ""
     lines = [
-        f"- {clip(clean(s.session_id, True), 60)} | last {s.latest_ts[:16]} | {', '.join(sorted(s.agents)) or '?'}"
-        + (f" | {clip(clean(s.latest_handoff_summary, True), 120)}" if s.latest_handoff_summary else "")
+        f"- {clip(s.session_id, 60)} | last {s.latest_ts[:16]} | {clip(', '.join(sorted(s.agents)), 80) or '?'}"
+        + (f" | {clip(s.latest_handoff_summary, 120)}" if s.latest_handoff_summary else "")
         for s in found
     ]
     body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"

@@ -42,7 +42,7 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.core.errors import EXIT_PROBLEMS
 
     fixed = conflicts.fix(app) if args.get("fix") else None
-    info = store_info(app)
+    info = store_info(app, verify=True)
     found = problems(info) + conflicts.findings(app) + client_store_findings()
     info["problems"] = found
     lines = [

@@ -4,7 +4,9 @@ A stamp is one int: wall-clock milliseconds shifted left by 16 bits plus a logic
 `tick()` never returns a stamp at or below one already seen (`observe()`), so a write made after
 reading another machine's write orders after it even when this machine's clock is behind.
 Stamps from other machines are untrusted: past MAX_HLC (year 9999) the line is bad, and
-`observe()` never moves this clock more than MAX_DRIFT_MS ahead of wall time.
+`observe()` ignores a stamp more than MAX_DRIFT_MS ahead of wall time (such events are bounded
+instead, so later writes still order after them: `ahead.py`), so this clock never runs ahead of
+wall time by more than that.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ class HybridClock:
         self._last = 0
 
     def observe(self, stamp: int) -> None:
-        """Order later ticks after `stamp`, but never further ahead of wall time than MAX_DRIFT_MS."""
-        if stamp > self._last:
-            self._last = max(self._last, min(stamp, (self._now_ms() + MAX_DRIFT_MS) << COUNTER_BITS))
+        """Order later ticks after `stamp`, unless it lies more than MAX_DRIFT_MS ahead of wall time
+        (a clock that far ahead drags no other: its events are bounded instead, `ahead.py`)."""
+        if stamp > self._last and stamp >> COUNTER_BITS <= self._now_ms() + MAX_DRIFT_MS:
+            self._last = stamp
 
     def tick(self) -> int:
         stamp = max(self._now_ms() << COUNTER_BITS, self._last + 1)

@@ -26,7 +26,7 @@ from typing import Any
 from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.core.events import Event, decode_lines, encode
-from contextflow.core.fold import Compactable
+from contextflow.core.fold import BOUND_KIND, Compactable
 from contextflow.core.fsutil import fsync_folder, signature
 from contextflow.core.log import read_whole, replace_log
 
@@ -105,6 +105,9 @@ def plan(app: App, lines: list[tuple[bytes, Event | None]], report: CompactRepor
     decided, report.blocked_by = verdicts(app.store.fresh_views(), events)
     for event_id in _newest_own(events, app.store.writer):
         decided.pop(event_id, None)
+    for event in events:
+        if event.kind == BOUND_KIND:  # no view folds a bound, and every fold needs it
+            decided.pop(event.id, None)
     out: list[bytes] = []
     for raw, event in lines:
         if event is None:

@@ -78,9 +78,9 @@ def findings(app: App) -> list[str]:
     """Plain-language problems about conflict copies and shared writer ids, for `doctor`."""
     found = []
     contents, present = _read_copies(app.store)
-    if contents:
-        only_here = sum(len(copy.lines.keys() - present) for copy in contents)
-        unreadable = sum(copy.unreadable for copy in contents)
+    only_here = sum(len(copy.lines.keys() - present) for copy in contents)
+    unreadable = sum(copy.unreadable for copy in contents)
+    if only_here or unreadable:  # copies holding nothing new are harmless: `doctor --fix` still removes them
         detail = f"; {unreadable} line(s) in them are unreadable" if unreadable else ""
         found.append(
             f"{only_here} event(s) exist only in sync-conflict copies (they are read, not lost){detail}; {FIX_HINT}"

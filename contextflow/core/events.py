@@ -8,7 +8,8 @@ A line is one JSON object, UTF-8, ending in `\\n`:
 writer's events from 1; `hlc` is a hybrid logical clock stamp (clock.py). Events order by
 `(hlc, w, seq)`, the same on every machine. Every field is checked on read: a stamp past year
 9999, a seq outside 0..2^53-1, an id or writer that is too long or holds control or path
-characters, or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported).
+characters, a line over MAX_LINE_BYTES, or arrays and objects nested more than MAX_DEPTH levels
+is a `BadLine` (skipped, counted, reported).
 Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
 events of writer `legacy` whose clock comes from their `ts` and whose seq is a hash of their id.
 """
@@ -29,6 +30,9 @@ from contextflow.core.timeutil import iso_ms
 SCHEMA_VERSION = 1
 LEGACY_WRITER = "legacy"
 MAX_LINE_BYTES = 4 * 1024 * 1024
+# Arrays and objects in one line, the line's own object included. Tool arguments take 64 levels; every
+# reader of a view (the JSON printers, orjson's 255-level limit when the snapshot is saved) copes with this.
+MAX_DEPTH = 100
 
 MAX_SEQ = 2**53 - 1  # exact in every JSON reader
 OrderKey = tuple[int, str, int]
@@ -77,7 +81,27 @@ def encode(event: Event) -> bytes:
         ) from None
     if len(line) > MAX_LINE_BYTES:
         raise InputError(f"this {event.kind} is {len(line)} bytes once encoded; the limit is {MAX_LINE_BYTES}")
+    if too_deep(line, record):
+        raise InputError(f"this {event.kind} has arrays and objects nested over {MAX_DEPTH} levels deep; flatten it")
     return line
+
+
+def too_deep(line: bytes, record: Any) -> bool:
+    """Whether `record` (parsed from `line`) nests arrays and objects more than MAX_DEPTH levels.
+    A line with fewer brackets than that cannot (counting is cheap); only the others are walked."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        return False
+    level = [record]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return False
+    return any(isinstance(item, dict | list) for item in level)
 
 
 def decode(line: bytes, position: int = 0) -> Event:
@@ -88,9 +112,13 @@ def decode(line: bytes, position: int = 0) -> Event:
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        if "recursion" in str(exc).lower():
+            raise BadLine(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels") from None
         raise BadLine(f"not JSON: {exc}") from None
     if not isinstance(record, dict):
         raise BadLine("not a JSON object")
+    if too_deep(line, record):
+        raise BadLine(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels")
     if "v" not in record:
         return _decode_legacy(record)
     try:

@@ -4,6 +4,13 @@ A view has a `name`, an `initial()` state and an `apply(state, event)` that upda
 in place, looking only at the state and the event. The state after folding a set of events must
 not depend on their order: keep "latest" values by `Event.key`, never by arrival (tests fold in
 every order). Compaction asks each view which events it no longer needs (`Compactable`).
+
+Bounds (`clock.bound` events, the one kind the fold itself reads): a writer that finds events
+stamped beyond the drift bound of its wall clock names them in a bound before its next write, and
+every fold then orders each named event just before the bound (its stamp becomes the bound's minus
+one, when that is lower). So a stamp in year 9000 cannot win over later writes, the same way on
+every machine: the result depends only on the set of events. A bound read after an event it lowers
+was already applied leaves the fold `stale`; the store folds again with the bounds known (`caps`).
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from contextflow.core.events import Event, OrderKey
+
+BOUND_KIND = "clock.bound"  # data: {"ids": [event ids whose stamps lie beyond the drift bound]}
 
 
 class View(Protocol):
@@ -93,7 +102,12 @@ class Fold:
     deferred `LazyView` is imported only then.
     """
 
-    def __init__(self, views: Sequence[View], deferred: Mapping[str, Callable[[], Any]] | None = None) -> None:
+    def __init__(
+        self,
+        views: Sequence[View],
+        deferred: Mapping[str, Callable[[], Any]] | None = None,
+        caps: Mapping[str, int] | None = None,
+    ) -> None:
         self.deferred: dict[str, Callable[[], Any]] = dict(deferred or {})
         self.views = [view if view.name in self.deferred else resolved(view) for view in views]
         self.states: dict[str, Any] = {v.name: v.initial() for v in self.views if v.name not in self.deferred}
@@ -103,6 +117,12 @@ class Fold:
         self.last_seq: dict[str, int] = {}
         self.per_writer: dict[str, int] = {}  # events per writer id; more than its last seq: two machines share it
         self.max_hlc = 0
+        # bounds: the highest stamp each named event may order at; `caps` is what applying uses (those
+        # known in advance, from an earlier fold, plus those read), `bound_caps` only those read
+        self.caps: dict[str, int] = dict(caps or {})
+        self.bound_caps: dict[str, int] = {}
+        self.bounded: dict[str, int] = {}  # events a bound lowered, per writer
+        self.stale = False  # a bound lowered an event already applied: fold again with `bound_caps` known
         self._pending: dict[str, list[Event]] = {}
         self._seen_loader: Callable[[], set[str]] | None = None
 
@@ -136,6 +156,13 @@ class Fold:
             self.duplicates += 1
             return False
         self.seen.add(event.id)
+        if event.kind == BOUND_KIND:
+            self._bound(event)  # by its stamp as written, whatever bounds it: bounds never chain
+        if self.caps:
+            cap = self.caps.get(event.id)
+            if cap is not None and event.hlc > cap:
+                event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
+                self.bounded[event.writer] = self.bounded.get(event.writer, 0) + 1
         self.count += 1
         self.per_writer[event.writer] = self.per_writer.get(event.writer, 0) + 1
         if event.seq > self.last_seq.get(event.writer, 0):
@@ -149,3 +176,22 @@ class Fold:
             else:
                 view.apply(self.states[view.name], event)
         return True
+
+    def _bound(self, bound: Event) -> None:
+        """Order every event `bound` names just before it (never later than it was)."""
+        ids = bound.data.get("ids")
+        cap = max(bound.hlc - 1, 0)
+        for event_id in ids if isinstance(ids, list) else ():
+            if not isinstance(event_id, str) or event_id == bound.id:
+                continue
+            if cap < self.bound_caps.get(event_id, cap + 1):
+                self.bound_caps[event_id] = cap
+            if cap < self.caps.get(event_id, cap + 1):
+                self.caps[event_id] = cap
+                if event_id in self.seen:  # already applied at its own stamp
+                    self.stale = True
+
+    @property
+    def exact(self) -> bool:
+        """Whether every event was applied at the stamp its bounds give it."""
+        return not self.stale and self.caps == self.bound_caps

@@ -78,6 +78,21 @@ def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Pat
     return [*found, *legacy.files(legacy_files)]
 
 
+def unread_logs(folder: Path) -> list[tuple[Path, str]]:
+    """Entries named like logs that `list_segments` leaves out, each with why: a symbolic link (never
+    followed in the store: it could point anywhere) or not a regular file."""
+    found: list[tuple[Path, str]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if parse_log_name(entry.name) and not entry.is_file(follow_symlinks=False):
+                    why = "a symbolic link" if entry.is_symlink() else "not a regular file"
+                    found.append((Path(entry.path), why))
+    except OSError:
+        return []
+    return sorted(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Cursor:
     """How far one file has been read, and what it looked like then."""
@@ -388,4 +403,5 @@ __all__ = [
     "replace_log",
     "signature",
     "unchanged",
+    "unread_logs",
 ]

@@ -77,3 +77,13 @@ def default_project(env: Mapping[str, str], cwd: str | os.PathLike[str] | None) 
     if cwd is None:
         return DEFAULT_PROJECT, RULE_DEFAULT
     return project_for(cwd)
+
+
+def fsync_setting(env: Mapping[str, str]) -> bool:
+    """`CONTEXTFLOW_FSYNC`: whether every append is flushed to disk (default off)."""
+    from contextflow.core.checks import flag
+
+    value = env.get("CONTEXTFLOW_FSYNC", "off").strip().lower()
+    if (chosen := flag(value)) is not None:
+        return chosen
+    raise InputError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from contextflow.core.fold import Fold, View
 from contextflow.core.fsutil import atomic_write, remove_stale_temps, write_all
 from contextflow.core.plaindata import OBJECT, Encoder, decode_tree, dumps, gc_paused, loads
 
-__all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "loads", "read", "restore", "write"]
+__all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "in_background", "loads", "read", "restore", "write"]
 
 FILE_NAME = "snapshot.cfsnap"
 MAGIC = b"CFSNAP3\n"
@@ -90,7 +91,7 @@ def _counters(value: Any) -> dict[str, Any]:
     for name in ("count", "duplicates", "max_hlc"):
         if type(value.get(name)) is not int:
             raise ValueError(f"bad counter {name}")
-    for name in ("last_seq", "per_writer"):
+    for name in ("last_seq", "per_writer", "caps", "bounded"):
         table = value.get(name)
         if not isinstance(table, dict) or not all(type(v) is int for v in table.values()):
             raise ValueError(f"bad counter {name}")
@@ -153,6 +154,7 @@ def restore(views: Sequence[View], header: Header, blobs: Blobs) -> Fold:
     counters = header.counters
     fold.count, fold.duplicates, fold.max_hlc = counters["count"], counters["duplicates"], counters["max_hlc"]
     fold.last_seq, fold.per_writer = dict(counters["last_seq"]), dict(counters["per_writer"])
+    fold.caps, fold.bound_caps, fold.bounded = dict(counters["caps"]), dict(counters["caps"]), dict(counters["bounded"])
     fold.defer_seen(functools.partial(blobs.load, "seen"))
     return fold
 
@@ -170,7 +172,10 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
         else:
             parts.append((name, dumps(fold.state(view.name))))
             versions[view.name] = getattr(view, "version", "")
-    counters = {name: getattr(fold, name) for name in ("count", "duplicates", "max_hlc", "last_seq", "per_writer")}
+    if not fold.exact:
+        raise ValueError("the fold awaits a refold with its bounds known")
+    names = ("count", "duplicates", "max_hlc", "last_seq", "per_writer", "caps", "bounded")
+    counters = {name: getattr(fold, name) for name in names}
     offsets: dict[str, tuple[int, int]] = {}
     position = len(MAGIC) + _HEADER_OFFSET
     for name, data in parts:
@@ -196,3 +201,25 @@ def write(path: Path, key: tuple[Any, ...], fold: Fold, segments: dict[Any, Any]
     remove_stale_temps(path)  # a server killed while saving leaves its temp file behind
     atomic_write(path, fill, fsync=False)
     (path.parent / "snapshot.pickle").unlink(missing_ok=True)  # an older version's file: never read, so gone
+
+
+def in_background(work: Callable[[], object]) -> None:
+    """Run `work` (a save) in a forked grandchild, so the caller neither waits for it nor has a child to
+    reap; its standard streams point at the null device, so a client reading the caller's output to its
+    end never waits for it either. POSIX only: the caller checks `os.fork` exists."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
+        child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                try:
+                    null = os.open(os.devnull, os.O_RDWR)
+                    for fd in (0, 1, 2):
+                        os.dup2(null, fd)
+                    work()
+                finally:
+                    os._exit(0)  # never flush the parent's buffered output a second time
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)

@@ -7,22 +7,20 @@ snapshot of the folded state (checked against the logs on load) lets a new proce
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contextflow import __version__
 from contextflow.core import legacy, snapshot
+from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
 from contextflow.core.clock import HybridClock
-from contextflow.core.errors import InputError, StoreError
-from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
-from contextflow.core.fold import Fold, View
+from contextflow.core.errors import StoreError
+from contextflow.core.events import BadLine, Event, decode, encode
+from contextflow.core.fields import Schema, conform
+from contextflow.core.fold import BOUND_KIND, Fold, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
@@ -31,68 +29,23 @@ from contextflow.core.log import (
     LogWriter,
     last_stamp,
     list_segments,
-    parse_log_name,
     read_new,
     unchanged,
 )
+from contextflow.core.segments import (
+    BadLineReport,
+    Health,
+    Segment,
+    bad_kind,
+    code_fingerprint,
+    much_to_read,
+    new_segment,
+)
+from contextflow.core.settings import fsync_setting
 
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
-
-
-@dataclass
-class Segment:
-    path: Path
-    writer: str
-    conflict_copy: bool
-    legacy: bool
-    cursor: Cursor | None = None
-    events: int = 0
-    bad_lines: int = 0
-    newest: int = 0  # the highest clock stamp read from this log
-    max_seq: int = 0  # the highest seq of the log's own writer read from it
-    bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
-
-
-@dataclass(frozen=True)
-class BadLineReport:
-    file: str
-    line: int
-    reason: str
-
-
-@dataclass
-class Health:
-    segments: list[Segment] = field(default_factory=list)
-    bad_lines: list[BadLineReport] = field(default_factory=list)
-    bad_line_count: int = 0
-    oversized: dict[str, int] = field(default_factory=dict)  # legacy files not read: over the size limit
-
-
-def bad_kind(reason: str) -> str:
-    """The kind of a bad line's problem: its reason up to the first detail."""
-    return reason.split(" (", 1)[0].split(":", 1)[0]
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it saved."""
-    package = Path(__file__).parent
-    digest = hashlib.blake2b(digest_size=8)
-    for path in sorted(package.rglob("*.py")):
-        st = path.stat()
-        digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return digest.hexdigest()
-
-
-def fsync_setting(env: Mapping[str, str]) -> bool:
-    from contextflow.core.checks import flag
-
-    value = env.get("CONTEXTFLOW_FSYNC", "off").strip().lower()
-    if (chosen := flag(value)) is not None:
-        return chosen
-    raise InputError(f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'")
 
 
 class Store:
@@ -103,6 +56,7 @@ class Store:
         state_dir: Path,
         *,
         views: Sequence[View] | Callable[[], list[View]] = (),
+        fields: Schema | Callable[[], Schema] | None = None,
         fsync: bool = False,
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
@@ -116,6 +70,7 @@ class Store:
         self.legacy_max_bytes = legacy_max_bytes  # a ContextFlowMCP file larger than this is not read
         # the views to fold: given by whoever builds the app (the core knows no feature)
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
+        self._fields = fields  # the shape of every field of every kind (a factory until first needed)
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
         # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
         # filtered views must neither read nor write them)
@@ -123,6 +78,8 @@ class Store:
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
+        self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
+        self.from_snapshot = False  # the views were loaded from the snapshot (not folded here)
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
@@ -136,11 +93,12 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
 
-    def _reset(self) -> None:
+    def _reset(self, caps: dict[str, int] | None = None) -> None:
         if self._blobs is not None:
             self._blobs.close()  # the old snapshot's views are no longer wanted
             self._blobs = None
         self._fold_made: Fold | None = None  # made on first use: building the views imports their modules
+        self._caps = caps or {}  # the bounds known before folding (fold.py)
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
@@ -148,10 +106,17 @@ class Store:
 
     @property
     def fold(self) -> Fold:
-        """The folded views, as far as read (views still in the snapshot are deferred: `Fold.deferred`)."""
-        if self._fold_made is None:
-            self._fold_made = Fold(self._view_factory())
+        """The folded views, as far as read (a view folds or loads from the snapshot when first read:
+        until then it is deferred, `Fold.deferred`, its events waiting)."""
+        if self._fold_made is None:  # each view folds when first read (its events wait till then)
+            views = self._view_factory()
+            self._fold_made = Fold(views, {view.name: view.initial for view in views}, caps=self._caps)
         return self._fold_made
+
+    @property
+    def _stale(self) -> bool:
+        """A bound read since lowered an event already applied: the views need a refold."""
+        return self._fold_made is not None and self._fold_made.stale
 
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
@@ -183,20 +148,29 @@ class Store:
     def _refresh_own_log(self) -> None:
         self._ensure_loaded()
         own = self._writer.path
-        if not self._continues(own) or (own not in self._segments and own.exists()):
+        if not self._continues(own) or (own not in self._segments and own.exists()) or self._stale:
             self.refresh()
 
     def refresh(self) -> None:
         self._ensure_loaded()
         paths = self._segment_paths()
         gone = any(path not in paths for path in [*self._segments, *self._oversized])
-        if gone or not all(map(self._continues, paths)):
+        if gone or not all(map(self._continues, paths)) or self._stale:
             self._rebuild(paths)
 
     def _rebuild(self, paths: list[Path]) -> None:
-        self._reset()
-        for path in paths:
-            self._read_segment(path)
+        """Fold every log again. The bounds the last fold read are known from the start, and it folds
+        once more when the bounds it reads differ (a log lost or gained one), so every event is applied
+        at the stamp its bounds give it."""
+        caps = dict(self._fold_made.bound_caps) if self._fold_made is not None else {}
+        self.from_snapshot = False
+        for _ in range(3):
+            self._reset(caps)
+            for path in paths:
+                self._read_segment(path)
+            if self.fold.exact:
+                break
+            caps = dict(self.fold.bound_caps)
         self._new_since_snapshot = self.fold.count
 
     def _continues(self, path: Path) -> bool:
@@ -215,6 +189,8 @@ class Store:
             self._oversized[path] = size
             return segment is None  # read no further; a file already folded refolds without it
         self._oversized.pop(path, None)
+        if self.progress is not None and (note := much_to_read(path, segment.cursor if segment else None)):
+            self.progress(note)  # a person at a terminal: a first read of a big log is slow
         try:
             chunk = read_new(path, segment.cursor if segment else None)
         except FileNotFoundError:
@@ -225,10 +201,11 @@ class Store:
         if chunk.reset:
             return False
         if segment is None:
-            segment = self._new_segment(path)
+            segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
         segment.cursor = chunk.cursor
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
+        schema, edge, ahead = self.fields, horizon(), segment.ahead
         for line_no, raw in chunk.lines:
             try:
                 event = decode(raw, line_no)
@@ -238,23 +215,30 @@ class Store:
                 segment.bad_kinds[kind] = segment.bad_kinds.get(kind, 0) + 1
                 self._note_bad(path, line_no, str(exc))
                 continue
+            data, dropped = conform(schema, event.kind, event.data)
+            if dropped:
+                event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
+                for name in dropped:
+                    segment.bad_fields[name] = segment.bad_fields.get(name, 0) + 1
             if self.fold.apply(event):
                 segment.events += 1
                 self._new_since_snapshot += 1
             if event.hlc > newest:
                 newest = event.hlc
+            if event.hlc > edge and len(ahead) < MAX_AHEAD_TRACKED:
+                ahead[event.id] = event.hlc
             if event.seq > max_seq and event.writer == own:
                 max_seq = event.seq
         segment.newest, segment.max_seq = newest, max_seq
         self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
 
-    def _new_segment(self, path: Path) -> Segment:
-        if legacy.is_legacy(path, self.location.legacy_files):
-            return Segment(path, LEGACY_WRITER, False, True)
-        parsed = parse_log_name(path.name)
-        writer, conflict = parsed if parsed else (path.name, False)
-        return Segment(path, writer, conflict, False)
+    @property
+    def fields(self) -> Schema:
+        """The shape of every field of every kind, as events are checked when read."""
+        if callable(self._fields):
+            self._fields = self._fields()
+        return self._fields or {}
 
     def _note_bad(self, path: Path, line: int, reason: str) -> None:
         self._bad_count += 1
@@ -284,8 +268,11 @@ class Store:
 
     def health(self) -> Health:
         self.refresh()
+        fold, segments = self.fold, list(self._segments.values())
         oversized = {str(path): size for path, size in self._oversized.items()}
-        return Health(list(self._segments.values()), list(self._bad), self._bad_count, oversized)
+        return Health(
+            segments, list(self._bad), self._bad_count, oversized, dict(fold.bounded), waiting(segments, fold)
+        )
 
     @property
     def bad_line_count(self) -> int:
@@ -308,12 +295,16 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
-    def _observe_other_logs(self) -> None:
+    def _observe_other_logs(self) -> bool:
         """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
-        write orders after everything already on this machine however far behind its clock is."""
+        write orders after everything already on this machine however far behind its clock is.
+        True when a log ends beyond the drift bound (its events are then read, to be bounded)."""
+        edge, beyond = horizon(), False
         for path in self._segment_paths():
             if path != self._writer.path and (stamp := last_stamp(path)) is not None:
                 self.clock.observe(stamp)
+                beyond = beyond or stamp > edge
+        return beyond
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
@@ -328,7 +319,8 @@ class Store:
         return self.append_many([(kind, data)])[0]
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        """Append events in one locked write; they are folded before this returns."""
+        """Append events in one locked write; they are folded before this returns. Events read
+        stamped beyond the drift bound are first named in a bound (ahead.py), written with them."""
         from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
@@ -336,20 +328,25 @@ class Store:
         try:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
-                self._observe_other_logs()
+                if self._observe_other_logs():
+                    self.refresh()  # a log ends beyond the drift bound: learn which events are
+                pending = unbounded(self._segments.values(), self.fold.caps)
+                batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
+                if not batch:
+                    return []
                 seq = self._own_seq()
                 events = [
                     Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
-                    for offset, (kind, data) in enumerate(items, start=1)
+                    for offset, (kind, data) in enumerate(batch, start=1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
-                self._refresh_own_log()  # fold exactly what was just written
+                self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
             raise StoreError(
                 f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
                 "try again, and if it persists run `contextflow doctor`"
             ) from None
-        return events
+        return events[len(events) - len(items) :]
 
     # -- snapshot ------------------------------------------------------------------------
 
@@ -375,6 +372,7 @@ class Store:
         self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
         self.clock.observe(self.fold.max_hlc)
         self._new_since_snapshot = 0
+        self.from_snapshot = True
 
     def save_snapshot(self, force: bool = False) -> bool:
         """Persist the folded state when enough changed since the last save."""
@@ -392,19 +390,7 @@ class Store:
         long-running server keeps answering and its work survives being killed at exit."""
         if not self.shares_state or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
             return False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes a file
-            child = os.fork()
-        if child == 0:
-            try:
-                if os.fork() == 0:  # the grandchild saves, so the server has no child to wait for
-                    try:
-                        self.save_snapshot(force=True)
-                    finally:
-                        os._exit(0)  # never flush the parent's buffered stdout a second time
-            finally:
-                os._exit(0)
-        os.waitpid(child, 0)
+        snapshot.in_background(lambda: self.save_snapshot(force=True))
         self._new_since_snapshot = 0
         return True
 

@@ -6,6 +6,10 @@ and clipboard writes; any other ESC), C0 controls but newline and tab, DEL, C1 c
 controls, zero-width and invisible format characters, Unicode tag characters and supplementary
 variation selectors (invisible channels that can smuggle a whole prompt). U+2028/U+2029 become
 newlines and tabs four spaces, so `quote` prefixes every line a reader would see.
+
+Stored text shown as text never opens or closes an HTML comment (`<!--`, `-->`: the composed
+memory block's own markers, `<!-- ctx:end -->`): `quote` and single-line cleaning (`clip`, every
+provenance header) write them as `< !--` and `-- >`, so stored text cannot end the block it sits in.
 """
 
 from __future__ import annotations
@@ -33,14 +37,24 @@ def needs_cleaning(text: str) -> bool:
     return (_NEEDS_CLEANING_ASCII if text.isascii() else _NEEDS_CLEANING).search(text) is not None
 
 
+def defang(text: str) -> str:
+    """`text` without an HTML comment opener or closer (`<!--` becomes `< !--`, `-->` becomes `-- >`)."""
+    if "<!--" in text or "-->" in text:
+        text = text.replace("<!--", "< !--").replace("-->", "-- >")
+    return text
+
+
 def clean(value: object, single_line: bool = False) -> str:
-    """Text with escape sequences, control, bidi and invisible characters removed."""
+    """Text with escape sequences, control, bidi and invisible characters removed; `single_line`
+    also folds it onto one line without a comment marker (`defang`), to sit inside a line of ours."""
     text = str(value)
     if needs_cleaning(text):  # the fast path: most text is clean already
         text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\t", "    ")
         text = _CONTROL.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n"))
-    if single_line and (text.isspace() or "  " in text or not text.isprintable() or text != text.strip()):
-        text = " ".join(text.split())
+    if single_line:
+        if text.isspace() or "  " in text or not text.isprintable() or text != text.strip():
+            text = " ".join(text.split())
+        text = defang(text)
     return text
 
 
@@ -50,8 +64,9 @@ def clip(value: object, limit: int) -> str:
 
 
 def quote(value: object) -> str:
-    """Stored text as a quoted block: every line starts with '> ', so it cannot pose as a header."""
-    return "\n".join("> " + line if line else ">" for line in clean(value).split("\n"))
+    """Stored text as a quoted block: every line starts with '> ', so it cannot pose as a header,
+    and holds no comment marker (`defang`), so it cannot pose as the end of a block either."""
+    return "\n".join("> " + line if line else ">" for line in defang(clean(value)).split("\n"))
 
 
 # -- structured replies ----------------------------------------------------------------------

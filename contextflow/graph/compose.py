@@ -19,7 +19,7 @@ from typing import Any
 from contextflow.app import App
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
-from contextflow.core.text import clean, clip, estimate_tokens
+from contextflow.core.text import clean, clip, defang, estimate_tokens
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, mentions_tag, parse
@@ -131,10 +131,10 @@ def _distinct(state: GraphState, order: list[Node]) -> tuple[list[Node], int]:
 
 def render_node(state: GraphState, node: Node, *, use_summary: bool = False) -> str:
     """A node's bullet: typed id with provenance, content (later lines quoted), rationale, links."""
-    text = clean(node.summary if use_summary else node.content).strip()
+    text = defang(clean(node.summary if use_summary else node.content).strip())
     first, *rest = text.split("\n") or [""]
     who = clip(node.agent or node.writer, 40)
-    lines = [f"- [{node.type}:{node.id} by {who} {node.created_at[:10]}] {first}"]
+    lines = [f"- [{_ref(node)} by {who} {node.created_at[:10]}] {first}"]
     lines += ["  > " + line if line.strip() else "  >" for line in rest]
     if use_summary:
         lines.append(f"  - (summary of {node.tokens:,} tokens; expand with `contextflow show {node.id}`)")
@@ -146,8 +146,13 @@ def render_node(state: GraphState, node: Node, *, use_summary: bool = False) -> 
         ids = [edge.target for edge in out if edge.type == edge_type]
         if ids:
             more = f" and {len(ids) - MAX_REFS} more" if len(ids) > MAX_REFS else ""
-            lines.append(f"  - {label}: " + ", ".join(f"[{state.nodes[i].type}:{i}]" for i in ids[:MAX_REFS]) + more)
+            lines.append(f"  - {label}: " + ", ".join(f"[{_ref(state.nodes[i])}]" for i in ids[:MAX_REFS]) + more)
     return "\n".join(lines) + "\n"
+
+
+def _ref(node: Node) -> str:
+    """`type:id` on one line: a synced node's id is any 128 characters but line breaks."""
+    return clean(f"{node.type}:{node.id}", single_line=True)
 
 
 def _header(count: int, tokens: int, dropped: int, at: str) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from contextflow.core.project import DEFAULT_PROJECT
-from contextflow.core.text import clip
+from contextflow.core.text import clean, clip
 
 if TYPE_CHECKING:
     from contextflow.core.events import OrderKey
@@ -22,8 +22,9 @@ Part = str | tuple[str, object] | None
 
 
 def header(*parts: Part, limit: int = 120) -> str:
-    """`part | name=value | ...`: plain strings are kept as given, (name, value) pairs are cleaned and
-    clipped; None, and pairs whose value is None or empty, are left out."""
+    """`part | name=value | ...`: (name, value) pairs are cleaned and clipped, plain strings (which
+    may hold stored values, e.g. a thought's type) cleaned onto one line; None, and pairs whose value
+    is None or empty, are left out."""
     shown: list[str] = []
     for part in parts:
         if isinstance(part, tuple):
@@ -31,7 +32,7 @@ def header(*parts: Part, limit: int = 120) -> str:
             if value is not None and value != "":
                 shown.append(f"{name}={clip(value, limit)}")
         elif part:
-            shown.append(part)
+            shown.append(clean(part, single_line=True))
     return " | ".join(shown)
 
 

@@ -15,12 +15,13 @@ category is the key's prefix when that is one of them, else `fact`.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
 from contextflow.app import App
 from contextflow.core import checks, timeutil
+from contextflow.core.ahead import Winner, confirm
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
@@ -151,7 +152,21 @@ def set_record(
         data["expires_at"] = previous["expires_at"]
     elif data["category"] == CLIPBOARD:
         data["expires_at"] = timeutil.to_iso(moment + CLIPBOARD_EXPIRY)
-    return app.store.append(SET_KIND, {**data, **agent_field(agent)})
+    payload = {**data, **agent_field(agent)}
+    write = lambda: app.store.append(SET_KIND, payload)  # noqa: E731
+    return confirm(app.store, write, _shown(app, (owner, name)), f"context {name}")
+
+
+def _shown(app: App, identity: RecordId) -> Callable[[Event], Winner | None]:
+    """What readers see under `identity` in place of a write (None when they see the write itself)."""
+
+    def shown(event: Event) -> Winner | None:
+        record = records_state(app).records.get(identity)
+        if record is None or record.event_id == event.id:
+            return None
+        return Winner(record.event_id, record.writer, record.event_key[0])
+
+    return shown
 
 
 def _existing(state: RecordsState, identity: RecordId, now_ms: int | None) -> Record:
@@ -191,7 +206,9 @@ def delete_record(app: App, *, key: object, project: object = None, agent: objec
     """Write a tombstone for a live (or expired) record."""
     state = records_state(app)
     record = _existing(state, _identity(app, state, check_key(key), project), None)
-    return app.store.append(DELETE_KIND, {"key": record.key, "project": record.project, **agent_field(agent)})
+    data = {"key": record.key, "project": record.project, **agent_field(agent)}
+    write = lambda: app.store.append(DELETE_KIND, data)  # noqa: E731
+    return confirm(app.store, write, _shown(app, record.identity), f"deleting context {record.key}")
 
 
 def list_records(

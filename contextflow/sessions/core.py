@@ -15,6 +15,7 @@ from typing import cast
 
 from contextflow.app import App
 from contextflow.core import checks
+from contextflow.core.ahead import Winner, confirm
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
 from contextflow.core.fsutil import atomic_write
@@ -188,7 +189,15 @@ def write_handoff(
     data = _base(app, agent, project, session_id, task)
     data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
     data.update(_lists(app, next_steps=next_steps, open_questions=open_questions, files=files))
-    return app.store.append("handoff", data)
+    return confirm(app.store, lambda: app.store.append("handoff", data), lambda event: _latest(app, event), "handoff")
+
+
+def _latest(app: App, written: Event) -> Winner | None:
+    """The latest handoff of the session (or project) `written` went to, unless it is `written`."""
+    state = sessions_state(app)
+    entries = state.session_entries(str(written.data["project"]), session_of(written) or None)
+    latest = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
+    return None if latest is None or latest.id == written.id else Winner(latest.id, latest.writer, latest.hlc)
 
 
 def wrong_marks(app: App) -> Marks:

@@ -19,8 +19,10 @@ from weakref import WeakKeyDictionary
 import orjson
 
 from contextflow.core.events import Event, decode, encode
+from contextflow.core.fields import Schema, conform
 from contextflow.core.fsutil import atomic_write
-from contextflow.core.store import Store, code_fingerprint
+from contextflow.core.segments import code_fingerprint
+from contextflow.core.store import Store
 from contextflow.sessions.view import Marks, SessionsState, SessionSummary
 
 INDEX_FORMAT = 5
@@ -65,8 +67,11 @@ def _lines(events: list[Event]) -> list[str]:
     return [encode(event)[:-1].decode() for event in events]
 
 
-def _decode(line: str) -> Event:
-    return decode(line.encode())
+def _decode(line: str, schema: Schema) -> Event:
+    """An entry as saved; its fields conformed again (core/fields.py), as a sidecar is a file like any other."""
+    event = decode(line.encode())
+    data, dropped = conform(schema, event.kind, event.data)
+    return Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
 
 
 def usable(store: Store) -> SessionsIndex | None:
@@ -90,10 +95,13 @@ def load(store: Store) -> SessionsIndex | None:
             return None
         if saved["logs"] != {path: list(sig) for path, sig in current.items()}:
             return None
+        schema = store.fields
         index = SessionsIndex(
             sessions={p: [_summary(r) for r in records] for p, records in saved["projects"].items()},
-            tails={(p, s): Tail([_decode(line) for line in lines], done) for p, s, lines, done in saved["tails"]},
-            latest_handoffs={(p, s): _decode(line) for p, s, line in saved["latest_handoffs"]},
+            tails={
+                (p, s): Tail([_decode(line, schema) for line in lines], done) for p, s, lines, done in saved["tails"]
+            },
+            latest_handoffs={(p, s): _decode(line, schema) for p, s, line in saved["latest_handoffs"]},
             bad_lines=saved["bad_lines"],
             wrong={(p, s, h): note for p, s, h, note in saved["wrong"]},
         )
@@ -135,6 +143,30 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
         "bad_lines": store.bad_line_count,
         "wrong": [[*mark, note] for mark, note in state.wrong.items()],
     }
+
+
+def check(store: Store, state: SessionsState) -> bool | None:
+    """Whether the sidecar (when one matches the logs' signatures) says what `state`, a fresh fold of
+    the logs, says; one that does not (forged or damaged) is deleted. None: no sidecar to check."""
+    try:
+        saved = orjson.loads(_path(store).read_bytes())
+        if saved["logs"] != {path: list(sig) for path, sig in store.current_signatures().items()}:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    fresh = orjson.loads(orjson.dumps(_record(store, state)))
+    same = all(_same(saved.get(name), fresh[name]) for name in ("projects", "tails", "latest_handoffs", "wrong"))
+    if not same:
+        _path(store).unlink(missing_ok=True)
+        _loaded.pop(store, None)
+    return same
+
+
+def _same(saved: Any, fresh: Any) -> bool:
+    """Equal up to the order of projects and sessions (a fold's dict order follows arrival)."""
+    if isinstance(fresh, list):
+        return isinstance(saved, list) and sorted(map(orjson.dumps, saved)) == sorted(map(orjson.dumps, fresh))
+    return bool(saved == fresh)
 
 
 def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> None:

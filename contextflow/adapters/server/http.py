@@ -46,7 +46,8 @@ from contextflow.core.errors import InputError
 from contextflow.core.events import Event
 from contextflow.core.fold import View, resolved
 from contextflow.core.project import project_of
-from contextflow.core.store import Store, fsync_setting
+from contextflow.core.settings import fsync_setting
+from contextflow.core.store import Store
 
 T = TypeVar("T")
 
@@ -118,6 +119,7 @@ def grant_app(base: App, grant: Grant) -> App:
         source.writer,
         source.state_dir,
         views=views,
+        fields=source.fields,
         fsync=fsync_setting(os.environ),
         use_snapshot=grant.read is None,
         legacy_max_bytes=source.legacy_max_bytes,

@@ -8,9 +8,11 @@
   the chunk just read would exceed this, both are dropped and answered `-32600` "Incoming MCP
   message exceeds max buffer size (N bytes)", as ContextFlowMCP does; reading goes on.
 
-Both answers carry id null, and the server goes on serving. Unset, the limits are contextflow's
-own (`MAX_LINE_BYTES`, `MAX_BUFFER_BYTES`): larger than ContextFlowMCP's 2 and 4 MiB, because
-`save_conversation` takes transcripts of up to 16 million characters in one message.
+A line that is not UTF-8 is answered `-32700` too (never decoded with U+FFFD in its bytes' place,
+which would store them so). All these answers carry id null, and the server goes on serving.
+Unset, the limits are contextflow's own (`MAX_LINE_BYTES`, `MAX_BUFFER_BYTES`): larger than
+ContextFlowMCP's 2 and 4 MiB, because `save_conversation` takes transcripts of up to 16 million
+characters in one message.
 
 While serving, fd 0 points at the null device (as the SDK does when it reads stdin itself), so a
 child process cannot read the client's bytes; the input comes from a private duplicate.
@@ -68,6 +70,11 @@ def line_too_long(limit: int) -> dict[str, Any]:
     }
 
 
+def not_utf8(position: int) -> dict[str, Any]:
+    message = f"Parse error: the message is not UTF-8 (byte {position}); send UTF-8 text"
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": message}}
+
+
 def buffer_full(limit: int) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
@@ -90,7 +97,10 @@ def split(held: bytes, chunk: bytes, limits: Limits) -> tuple[list[str | dict[st
         if len(line) > limits.line:
             found.append(line_too_long(limits.line))
         elif line.strip():
-            found.append(line.decode("utf-8", errors="replace"))  # as the SDK's own stdin reader decodes
+            try:
+                found.append(line.decode("utf-8"))
+            except UnicodeDecodeError as exc:  # answered, never stored with U+FFFD in place of the bytes
+                found.append(not_utf8(exc.start))
     return found, held
 
 
