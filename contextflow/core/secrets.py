@@ -15,6 +15,7 @@ was found) or `off`.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -24,7 +25,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
-from contextflow.core.secret_rules import credential_field_kind, needles, rules
+from contextflow.core.secret_rules import CREDENTIAL_FIELD, credential_field_kind, needles, rules
 from contextflow.core.text import clean, map_strings, needs_cleaning
 
 ENV_VAR = "CONTEXTFLOW_SECRETS"
@@ -226,10 +227,83 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
     return result, notes
 
 
+@lru_cache(maxsize=4096)
+def _credential_name(name: str) -> bool:
+    """Whether a value stored under `name` may be judged by its field name (`credential_field_kind`)."""
+    return name.lower() == "auth" or CREDENTIAL_FIELD.fullmatch(name) is not None
+
+
+def _plain_text(data: Any) -> str | None:
+    """Every key and string of `data` joined by newlines, which `find` sees as `scrub` would; None when
+    `scrub` must look closer anyway (a string to clean, a credential-named field)."""
+    texts: list[str] = []
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    if isinstance(item, str) and _credential_name(key) and credential_field_kind(key, item):
+                        return None
+                    texts.append(key)
+                stack.append(item)
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+        elif isinstance(value, str):
+            texts.append(value)
+    text = "\n".join(texts)
+    return None if needs_cleaning(text) else text
+
+
+BATCH_MIN = 16  # from this many events, one scan of all their text picks the few to scrub
+
+
+def _raw_spans(text: str) -> list[tuple[int, int]]:
+    """Where any rule's pattern matches `text`, before `find` trims, checks or merges anything."""
+    lowered = text.lower()
+    present = {needle for needle in needles() if needle in lowered}
+    spans: list[tuple[int, int]] = []
+    for rule in rules():
+        if rule.needles and present.isdisjoint(rule.needles):
+            continue
+        spans += [match.span() for match in rule.pattern.finditer(text)]
+    return spans
+
+
 def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The hook Store.append_many calls before anything is written."""
+    """The hook Store.append_many calls before anything is written.
+
+    Many events at once (an import) are scanned together: their text joined by newlines, as `scrub`
+    joins one event's strings, and each rule run once over all of it. An event no pattern touches
+    (not even with a match `find` would then reject) has nothing `scrub` would find and is stored as
+    it is; the others (and any with a string to clean or a credential-named field) go through
+    `scrub`. A pattern that matches within one event matches there in the joined text too: the
+    rules' edges are word boundaries and lookbehinds that a newline satisfies as a string's start
+    does, and a match that runs on into the next event touches both. The result is the same as
+    scrubbing each event, at a fraction of the cost."""
     how = mode()
-    return [(kind, scrub(data, how)[0]) for kind, data in items]
+    if how == "off" or len(items) < BATCH_MIN:
+        return [(kind, scrub(data, how)[0]) for kind, data in items]
+    texts = [_plain_text(data) for _, data in items]
+    starts: list[int] = []
+    owners: list[int] = []
+    offset = 0
+    for index, text in enumerate(texts):
+        if text is not None:
+            starts.append(offset)
+            owners.append(index)
+            offset += len(text) + 1
+    suspects = {index for index, text in enumerate(texts) if text is None}
+    joined = "\n".join(text for text in texts if text is not None)
+    for begin, end in _raw_spans(joined):
+        first = bisect.bisect_right(starts, begin) - 1
+        last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
+        suspects.update(owners[max(first, 0) : last + 1])
+    result = list(items)
+    for index in suspects:
+        kind, data = items[index]
+        result[index] = (kind, scrub(data, how)[0])
+    return result
 
 
 # -- telling the caller --------------------------------------------------------------------

@@ -12,7 +12,7 @@ import hashlib
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -313,21 +313,30 @@ class Store:
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
-    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        """Append events in one locked write; they are folded before this returns."""
+    def known(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
+        self.refresh()
+        return self._fold.known(ids)
+
+    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str] | None = None) -> list[Event]:
+        """Append events in one locked write; they are folded before this returns. `ids` (one per item)
+        replaces the random event ids: an importer's ids derived from what it imports."""
         from filelock import Timeout
 
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
+        if ids is not None and len(ids) != len(items):
+            raise ValueError("append_many: one id per item")
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         try:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
                 self._observe_other_logs()
                 seq = self._own_seq()
+                chosen = ids if ids is not None else [new_id() for _ in items]
                 events = [
-                    Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
-                    for offset, (kind, data) in enumerate(items, start=1)
+                    Event(event_id, self.writer, seq + offset, self.clock.tick(), kind, data)
+                    for offset, (event_id, (kind, data)) in enumerate(zip(chosen, items, strict=True), start=1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
                 self._refresh_own_log()  # fold exactly what was just written
