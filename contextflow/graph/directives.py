@@ -9,7 +9,8 @@
     <ctx:task name="implement-oauth" action="start"/>   (action="end" summarize="true")
     <ctx:expand node="id"/>
 
-Directives inside code (``` fences or `backticks`) are examples, not commands, and are
+Directives inside code (fenced blocks of ``` or ~~~, inline code spans of any number of
+backticks, as CommonMark reads them: `core/markdown.py`) are examples, not commands, and are
 ignored. Each directive runs on its own: one failing does not stop the others, and its
 error is reported back. Results meant for the agent (recall, status, expand, errors) come
 back as `Outcome.pending` text for the next prompt.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from contextflow.app import App
 from contextflow.core.checks import flag
 from contextflow.core.errors import ContextflowError, InputError
+from contextflow.core.markdown import mask_code
 from contextflow.core.text import clip
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import explore, model, writes
@@ -33,7 +35,6 @@ from contextflow.graph.render import status_text
 AGENT = "claude-code"
 RECALL_BUDGET = 4_000
 NAMES = ("remember", "recall", "summarize", "link", "status", "task", "expand", "supersede")
-_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.S)
 _DIRECTIVE = re.compile(
     r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*"
     r"(?:/>|>(?P<body>.*?)</ctx:(?P=name)\s*>)",
@@ -57,14 +58,16 @@ class Outcome:
 
 
 def parse(text: str) -> list[Directive]:
-    prose = _FENCE.sub("", text)
+    """The directives written in prose: code blocks and inline code are masked out first (same
+    offsets), so an example is never carried out, while a directive's body keeps any code it quotes."""
     found: list[Directive] = []
-    for match in _DIRECTIVE.finditer(prose):
+    for match in _DIRECTIVE.finditer(mask_code(text)):
         attrs = {
             m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
             for m in _ATTR.finditer(match.group("attrs") or "")
         }
-        body = html.unescape(match.group("body") or "").strip()
+        start, end = match.span("body")
+        body = html.unescape(text[start:end] if start >= 0 else "").strip()
         found.append(Directive(match.group("name"), attrs, body))
     return found
 
