@@ -308,34 +308,6 @@ COMMANDS = (
         cli_description="Delete a saved view.",
     ),
     op(
-        "export",
-        "Export the graph as JSON.",
-        (
-            _arg("query", help="only nodes matching this query"),
-            _arg("output", help="write to this file instead of stdout", aliases=("-o",)),
-            FORMAT,
-        ),
-        present.export,
-        command=("export",),
-        tool=False,
-        cli_description="Write the graph (or the nodes a query matches) as JSON to stdout or --output (the export "
-        "is JSON whatever --format says; --format shapes the --output report).",
-    ),
-    op(
-        "import",
-        "Import a JSON export.",
-        (
-            _arg("file", help="export file (default: stdin)", positional=True),
-            _arg("merge", _BOOL, "skip what is already here instead of failing"),
-        ),
-        present.import_,
-        command=("import",),
-        tool=False,
-        read_only=False,
-        cli_description="Import an export from FILE or stdin. With --merge, nodes already here are skipped, so "
-        "importing the same export twice changes nothing.",
-    ),
-    op(
         "ingest",
         "Store a text file as a source node.",
         (_arg("file", required=True, positional=True), TAG, AGENT),
