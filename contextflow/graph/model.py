@@ -41,6 +41,9 @@ UNTAG = "graph.untag"
 VIEW = "graph.view"
 VIEW_DELETE = "graph.view_delete"
 
+# metadata that says where or when a node came from, not what it knows: kept, but not searched
+UNSEARCHED_METADATA = frozenset({"source_version", "created_at", "updated_at", "closed_at"})
+
 MAX_CONTENT_CHARS = 500_000
 MAX_SUMMARY_CHARS = 20_000
 MAX_TAGS = 50

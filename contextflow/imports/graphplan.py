@@ -33,7 +33,7 @@ from contextflow.graph.view import GraphState
 from contextflow.graph.writes import edge_item, graph, node_item
 from contextflow.imports.model import EdgeRecord, NodeRecord, Planned, Records, SourceError
 
-VERSION_KEY = "source_version"
+VERSION_KEY = "source_version"  # in model.UNSEARCHED_METADATA: kept on the node, not in the search index
 TICK = 1000
 
 

@@ -164,7 +164,11 @@ def _node_fields(data: dict[str, Any]) -> dict[str, str]:
     fields = {field: _text(data[key]) for field, key in (("text", "content"), ("summary", "summary")) if key in data}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
-        fields.update((f"meta.{name}", _lines(_flatten(value))) for name, value in metadata.items())
+        fields.update(
+            (f"meta.{name}", _lines(_flatten(value)))
+            for name, value in metadata.items()
+            if name not in graph.UNSEARCHED_METADATA
+        )
     return fields
 
 
