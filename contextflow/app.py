@@ -17,14 +17,17 @@ class App:
     settings: Settings
 
     @classmethod
-    def open(cls, env: Mapping[str, str] | None = None, **store_kwargs: Any) -> App:
-        """The store the environment names, folding every feature's views (`contextflow.features`)."""
+    def open(
+        cls, env: Mapping[str, str] | None = None, *, cwd: str | os.PathLike[str] | None = None, **store_kwargs: Any
+    ) -> App:
+        """The store the environment names, folding every feature's views (`contextflow.features`).
+        `cwd`: the working folder whose repository names the default project (core.project)."""
         from contextflow import features
 
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.all_views)
         store = Store.open(env, **store_kwargs)
-        return cls(store, Settings.from_env(store.state_dir, env))
+        return cls(store, Settings.from_env(store.state_dir, env, cwd))
 
     def close(self) -> None:
         if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close

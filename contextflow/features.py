@@ -35,6 +35,7 @@ VIEWS = {
     "conversations": "contextflow.conversations.view:ConversationsView",
     "search": "contextflow.search.view:SearchView",
     "graph": "contextflow.graph.view:GraphView",
+    "activity": "contextflow.capture.view:ActivityView",
 }
 
 

@@ -49,9 +49,10 @@ def cloned(tmp_path: Path, store_dir: Path) -> tuple[Path, set[str]]:
 
 
 def doctor(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
-    assert main(["doctor", "--format", "json", *args]) == 0
+    code = main(["doctor", "--format", "json", *args])
     shown = orjson.loads(capsys.readouterr().out)
     assert isinstance(shown, dict)
+    assert code == (1 if shown["problems"] else 0)  # exit 1: problems found
     return shown
 
 
@@ -161,8 +162,9 @@ def test_doctor_fix_without_copies_changes_nothing(app, store_dir: Path, capsys)
 
 def test_doctor_fix_in_text_says_what_it_did(cloned, capsys, monkeypatch):
     monkeypatch.setenv("CONTEXTFLOW_WRITER", "laptop")
-    assert main(["doctor", "--fix"]) == 0
+    code = main(["doctor", "--fix"])
     out = capsys.readouterr().out
+    assert code == (0 if "problems:     none" in out else 1)
     assert "fix:" in out and "removed" in out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from contextflow.adapters.cli import build_parser, main
+from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.core.blobs import BLOB_DIR, blob_path, read_blob, write_blob
@@ -356,16 +356,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def test_every_conversations_action_has_help_text():
-    parser = build_parser()
-    top = next(a for a in parser._actions if a.dest == "command")
-    actions = next(a for a in top.choices["conversations"]._actions if a.dest == "conversations_command")
-    for name, command in actions.choices.items():
-        assert command.description, name
-        assert next(a.help for a in actions._choices_actions if a.dest == name), name
-    assert top.choices["search"].description and top.choices["instructions"].description
 
 
 def test_cli_saves_lists_and_shows_a_record(capsys, tmp_path: Path):

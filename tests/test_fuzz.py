@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
@@ -177,9 +178,8 @@ def check(server: ContextflowServer, name: str, arguments: Any) -> None:
 
 
 @pytest.fixture
-def every_tool_app(monkeypatch: pytest.MonkeyPatch) -> App:
-    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "all")
-    return App.open()
+def every_tool_app(app_with_tools: Callable[[str], App]) -> App:
+    return app_with_tools("all")
 
 
 def fuzz_one(server: ContextflowServer, tool: types.Tool, examples: int = EXAMPLES) -> None:

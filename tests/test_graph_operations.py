@@ -9,7 +9,6 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.adapters.server.app import ContextflowServer
-from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.conversations import operations as recall_table
 from contextflow.graph import compose, model, writes
@@ -86,11 +85,8 @@ def test_update_with_nothing_to_change_names_what_it_takes(app):
 
 
 @pytest.fixture
-def server(monkeypatch):
-    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "recall,graph")
-    opened = App.open()
-    yield ContextflowServer(opened)
-    opened.close()
+def server(app_with_tools):
+    return ContextflowServer(app_with_tools("recall,graph"))
 
 
 def test_add_and_graph_remember_answer_with_the_same_payload(server, capsys):

@@ -2,19 +2,15 @@
 
 import pytest
 
-from contextflow.app import App
 from tests.conftest import call_with_data, connect, text_of
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def graph_client(monkeypatch):
-    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "graph")
-    opened = App.open()
-    async with connect(opened) as connected:
+async def graph_client(app_with_tools):
+    async with connect(app_with_tools("graph")) as connected:
         yield connected
-    opened.close()
 
 
 async def call(client, name, args):

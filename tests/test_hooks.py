@@ -225,8 +225,9 @@ def test_stop_with_a_missing_transcript_exits_zero_and_logs(capsys, monkeypatch,
     assert code == 0 and out == "" and "FileNotFoundError" in err
 
 
-def test_stop_without_directives_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
+def test_stop_without_directives_and_capture_off_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "absent"))
+    monkeypatch.setenv("CONTEXTFLOW_CAPTURE", "off")
     write_transcript(tmp_path, line("user", "hi", "u1"), line("assistant", [{"type": "text", "text": "hello"}], "a1"))
     code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
     assert code == 0 and out == "{}\n" and not (tmp_path / "absent").exists()
@@ -376,7 +377,7 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE")},  # coverage's own imports
         "CONTEXTFLOW_STORE": str(tmp_path / "store"),
         "CONTEXTFLOW_STATE": str(tmp_path / "state"),
         "HOME": str(tmp_path),
@@ -395,7 +396,7 @@ def test_the_hook_budget_limit_is_the_graphs():
 def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_first(app, capsys, monkeypatch, tmp_path):
     """Claude Code and Codex show at most 10,000 characters of a hook's output: the default fits whole,
     and the latest handoff comes first (no session active, written without a session id)."""
-    from contextflow.adapters.hooks import CLIENT_LIMIT_CHARS
+    from contextflow.adapters.session_start import CLIENT_LIMIT_CHARS
 
     app.store.append_many(
         [

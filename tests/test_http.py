@@ -169,6 +169,10 @@ async def test_token_values_never_reach_logs_or_output(
 
 
 async def test_a_read_only_token_sees_only_read_tools_and_cannot_write(app: App) -> None:
+    from contextflow.sessions import core as sessions
+
+    sessions.append_note(app, agent="owner", text="there is a session to choose", session_id="s")
+    before = app.store.event_count
     with running(app) as url:
         async with connect(url, TOKENS["ro"]) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
@@ -177,8 +181,10 @@ async def test_a_read_only_token_sees_only_read_tools_and_cannot_write(app: App)
     assert "read_shared_context" in names
     assert not names & {"append_shared_note", "write_shared_handoff", "choose_session"}
     assert note.is_error and "read-only" in note.content[0].text  # type: ignore[union-attr]
-    assert choose.is_error
-    assert app.store.event_count == 0
+    # choosing would succeed (session "s" exists): it is refused because the token may only read
+    assert choose.is_error and "is read-only" in choose.content[0].text  # type: ignore[union-attr]
+    assert sessions.active_session(app) is None
+    assert app.store.event_count == before
 
 
 async def test_a_token_cannot_write_a_project_it_may_only_read(app: App) -> None:

@@ -15,8 +15,13 @@ ENV = {"CONTEXTFLOW_STORE": "/data/store"}
 STORE = {"CONTEXTFLOW_STORE": "/data/store"}
 
 
-def hook_cmd(sub: str) -> str:
-    return f"CONTEXTFLOW_STORE=/data/store {CMD[0]} hook {sub}"
+def hook_cmd(sub: str, client: str = "claude-code") -> str:
+    return f"CONTEXTFLOW_STORE=/data/store CONTEXTFLOW_CLIENT={client} {CMD[0]} hook {sub}"
+
+
+def store_env(command: str) -> dict[str, str]:
+    """A hook command's settings but the client's name (which only the hooks carry)."""
+    return {k: v for k, v in command_env(command).items() if k != "CONTEXTFLOW_CLIENT"}
 
 
 @pytest.fixture
@@ -134,6 +139,7 @@ def test_codex_toml_is_edited_in_place_keeping_comments_and_other_keys(home):
         "command": CMD[0],
         "args": ["serve"],
         "startup_timeout_sec": 20,
+        "required": True,  # Codex's first tool_search finds contextflow's tools
         "env": {"CONTEXTFLOW_STORE": "/data/store"},
     }
     assert data["model"] == "o3" and data["projects"]["/work/app"]["trust_level"] == "trusted"
@@ -146,7 +152,8 @@ def test_codex_gets_a_new_table_when_it_has_none(home):
     install("codex", command=[*CMD, "--store", "/x y"], env=ENV)
     data = tomllib.loads(config.read_text())
     assert data["model"] == "o3"
-    assert data["mcp_servers"]["contextflow"] == {"command": CMD[0], "args": ["--store", "/x y", "serve"], "env": STORE}
+    entry = data["mcp_servers"]["contextflow"]
+    assert entry == {"command": CMD[0], "args": ["--store", "/x y", "serve"], "required": True, "env": STORE}
 
 
 def test_cursor_and_gemini_keep_their_other_servers(home):
@@ -244,11 +251,11 @@ def test_every_client_gets_the_same_store_settings_in_its_server_entry_and_every
     if hook_file is None:
         return
     commands = hook_commands(json.loads(hook_file.read_text()))
-    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent"}}.get(
-        client, {"SessionStart", "UserPromptSubmit", "Stop"}
+    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"}}.get(
+        client, {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreCompact"}
     )
     assert set(commands) == expected_events
-    assert all(command_env(command) == wanted for command in commands.values())
+    assert all(store_env(command) == wanted for command in commands.values())
 
 
 def test_gemini_hook_timeouts_are_in_milliseconds(home):
@@ -302,7 +309,7 @@ def test_doctor_finds_clients_that_disagree_on_the_store(home, tmp_path, capsys)
     found = client_store_findings(home, tmp_path)
     assert len(found) == 1 and "disagree on the store" in found[0]
     assert "codex server in ~/.codex/config.toml: /data/b" in found[0] and "/data/a" in found[0]
-    assert main(["doctor"]) == 0 and "disagree on the store" in capsys.readouterr().out
+    assert main(["doctor"]) == 1 and "disagree on the store" in capsys.readouterr().out  # exit 1: problems found
 
 
 def test_doctor_finds_a_server_and_its_hooks_on_different_stores(home, tmp_path):
@@ -388,8 +395,7 @@ def test_install_with_no_store_in_the_shell_keeps_the_store_the_server_entry_alr
     }
     commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
     assert commands and all(
-        command_env(c) == {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop"}
-        for c in commands.values()
+        store_env(c) == {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop"} for c in commands.values()
     )
 
 
@@ -400,7 +406,7 @@ def test_a_store_named_in_the_shell_replaces_the_one_the_server_entry_names(home
     install(client, command=CMD, env={"CONTEXTFLOW_STORE": "/data/new"})
     assert server_env(home, client) == {"CONTEXTFLOW_STORE": "/data/new", "MCP_SHARED_CONTEXT_PROJECT": "p"}
     commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
-    assert all(command_env(c) == {"CONTEXTFLOW_STORE": "/data/new"} for c in commands.values())
+    assert all(store_env(c) == {"CONTEXTFLOW_STORE": "/data/new"} for c in commands.values())
 
 
 @pytest.mark.parametrize("text", ['mcp_servers = "x"\n', "[mcp_servers]\ncontextflow = 3\n"])

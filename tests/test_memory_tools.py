@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from mcp import Client
@@ -29,11 +29,8 @@ TIMELINE_TOOLS = {
 
 
 @pytest.fixture
-def memory_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "sessions,context,timeline")
-    opened = App.open()
-    yield opened
-    opened.close()
+def memory_app(app_with_tools: Callable[[str], App]) -> App:
+    return app_with_tools("sessions,context,timeline")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.adapters.cli import build_parser
 from contextflow.features import features, operations
 from contextflow.operations.spec import Deferred
 
@@ -47,13 +46,6 @@ def test_every_prompt_and_resource_is_in_the_docs():
         for resource in feature.resources:
             assert resource.uri in DOCS, resource.uri
     assert "`resume_1`" in DOCS and "`resume_by_id`" in DOCS
-
-
-def test_every_command_has_a_description_and_a_help_line():
-    top = next(a for a in build_parser()._actions if a.dest == "command")
-    for name, command in top.choices.items():
-        assert command.description, name
-        assert next(a.help for a in top._choices_actions if a.dest == name), name
 
 
 def test_reading_the_table_imports_only_table_modules():

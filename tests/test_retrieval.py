@@ -221,7 +221,10 @@ def test_a_small_budget_clips_the_best_match_and_lists_what_was_left_out(crowded
         ({"query": "ok", "limit": 0}, "limit must be from 1 to 50"),
         ({"query": "ok", "budget_tokens": 10}, "budget_tokens must be from 200 to 50000"),
         ({"query": "ok", "kinds": "note"}, "kinds must be a list"),
-        ({"query": "ok", "kinds": ["nodes"]}, "kinds[0]='nodes' is not a searchable kind; kinds are: context,"),
+        (
+            {"query": "ok", "kinds": ["nodes"]},
+            "kinds[0]='nodes' is not a searchable kind; kinds are: activity, context,",
+        ),
         ({"query": "ok", "project": 5}, "project must be a string"),
     ],
 )

@@ -24,7 +24,16 @@ def found(app, query: str, **options) -> list[tuple[str, str]]:
 
 
 def test_every_kind_is_registered_once_with_its_search_kind():
-    assert set(search_kinds()) == {"note", "handoff", "conversation", "context", "thread", "thought", "node"}
+    assert set(search_kinds()) == {
+        "note",
+        "handoff",
+        "conversation",
+        "context",
+        "thread",
+        "thought",
+        "node",
+        "activity",
+    }
     assert EXTRACTORS["graph.node_delete"][0] == "node" and EXTRACTORS["context.delete"][0] == "context"
 
 

@@ -69,12 +69,12 @@ def test_a_snapshot_index_built_by_another_stemmer_is_not_reused(app, monkeypatc
     assert app.store.save_snapshot(force=True)
     same = App.open()
     same.store.refresh()
-    assert same.store._fold.deferred  # same stemmer: the snapshot loads
+    assert same.store.fold.deferred  # same stemmer: the snapshot loads
     monkeypatch.setattr(SearchView, "version", "another-stemmer")
     again = App.open()
     again.store.refresh()
     assert again.store.view("search").docs  # read: its version differs, so everything is refolded from the logs
-    assert not again.store._fold.deferred
+    assert not again.store.fold.deferred
 
 
 def test_non_ascii_words_are_kept_whole():

@@ -33,8 +33,8 @@ def saved(app: App) -> App:
 def test_a_new_process_loads_only_the_views_it_reads(saved):
     again = App.open()
     again.store.refresh()
-    fold = again.store._fold
-    assert set(fold.deferred) == {"sessions", "records", "timeline", "graph", "conversations", "search"}
+    fold = again.store.fold
+    assert set(fold.deferred) == {"sessions", "records", "timeline", "graph", "conversations", "search", "activity"}
     assert fold.seen_deferred
     again.store.view("records")
     assert "records" not in fold.deferred and "sessions" in fold.deferred
@@ -58,9 +58,9 @@ def test_a_view_whose_version_changed_is_refolded_when_read(saved, monkeypatch):
     monkeypatch.setattr(TimelineView, "version", "2", raising=False)
     again = App.open()
     again.store.view("sessions")  # same version: loaded from the snapshot
-    assert "timeline" in again.store._fold.deferred
+    assert "timeline" in again.store.fold.deferred
     again.store.view("timeline")
-    assert not again.store._fold.deferred  # refolded from the logs
+    assert not again.store.fold.deferred  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -70,7 +70,7 @@ def test_events_another_writer_adds_after_the_snapshot_reach_views_loaded_later(
     other = open_app("writer-b")
     write_round(other, 9)
     again.store.refresh()  # folded while every view is still deferred: kept as pending
-    assert again.store._fold.pending("sessions") > 0
+    assert again.store.fold.pending("sessions") > 0
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -92,7 +92,7 @@ def test_a_broken_snapshot_refolds_instead_of_failing(saved, app):
     path.write_bytes(data[:start] + b"\0" * 64 + data[start + 64 :])  # the header reads, the sessions blob not
     again = App.open()
     again.store.refresh()
-    assert again.store._fold.deferred  # the header was accepted
+    assert again.store.fold.deferred  # the header was accepted
     assert differences(fresh_picture(), picture(again)) == []
     path.write_bytes(data[: len(data) // 2])  # no header
     assert differences(fresh_picture(), picture(App.open())) == []
@@ -107,8 +107,8 @@ def test_a_blob_that_fails_to_load_refolds_on_first_read(saved, app, monkeypatch
     def broken(name: str) -> Any:
         raise snapshot.SnapshotBroken("simulated")
 
-    for name in list(again.store._fold.deferred):
-        again.store._fold.deferred[name] = lambda name=name: broken(name)
+    for name in list(again.store.fold.deferred):
+        again.store.fold.deferred[name] = lambda name=name: broken(name)
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -164,10 +164,10 @@ def test_broken_seen_ids_refold_when_the_next_event_arrives(saved):
     def broken() -> set[str]:
         raise snapshot.SnapshotBroken("simulated")
 
-    again.store._fold.defer_seen(broken)
+    again.store.fold.defer_seen(broken)
     write_round(open_app("writer-b"), 3)
     again.store.refresh()
-    assert not again.store._fold.deferred  # refolded from the logs
+    assert not again.store.fold.deferred  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 

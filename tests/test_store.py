@@ -53,10 +53,10 @@ def test_another_writers_appends_are_picked_up_without_refolding(app, store_dir)
     other = open_app("writer-b")
     append_note(app, agent="a", text="one")
     assert texts(other) == ["one"]
-    before = other.store._fold  # the folded state object survives an incremental read
+    before = other.store.fold  # the folded state object survives an incremental read
     append_note(app, agent="a", text="two")
     assert texts(other) == ["one", "two"]
-    assert other.store._fold is before
+    assert other.store.fold is before
 
 
 def test_a_log_rewritten_in_place_is_refolded_from_scratch(app, store_dir):

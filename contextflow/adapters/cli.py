@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextflow.adapters.server.app import serve_main
 
         return serve_main()
-    if len(argv) == 2 and argv[0] == "hook":  # runs on every prompt a user types: no parser, no table
+    if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):  # on every prompt: no parser, no table
         from contextflow.admin.clients import hook
 
         return hook(None, {"event": argv[1]})
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if op.needs_store:
             from contextflow.app import App
 
-            app = App.open()
+            app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
         reply = op.run(app, checked)
         if isinstance(reply, int):
             return reply
@@ -222,9 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(dumps(clean_data(reply.data)))
         else:  # the text (a graph command's markdown is its own text)
             print(reply.text.rstrip("\n"))
-        if reply.note:
-            print(f"contextflow: {reply.note}", file=sys.stderr)
-        return 0
+        if reply.remark:
+            print(f"contextflow: {reply.remark}", file=sys.stderr)
+        return reply.exit
     except ContextflowError as exc:
         print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
         return exit_code(exc)

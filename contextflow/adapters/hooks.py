@@ -28,20 +28,23 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from contextflow.adapters.hook_payload import client_of, payload_cwd
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store, state_root, store_state_dir
-from contextflow.core.text import estimate_tokens, quote
+from contextflow.core.text import quote
 
 if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook, and pays for its imports
     from contextflow.app import App
     from contextflow.graph import directives
 
-EVENTS = {"session-start": "SessionStart", "prompt-submit": "UserPromptSubmit", "stop": "Stop"}
-# Claude Code and Codex show the model at most 10,000 characters of one hook's output (Claude Code
-# swaps the rest for a preview and a file path; Codex drops the middle): the default fits whole.
-CLIENT_LIMIT_CHARS = 10_000
-DEFAULT_BUDGET = 2_250  # tokens, about 9,000 characters
-RECENT_SESSIONS = 5
+EVENTS = {
+    "session-start": "SessionStart",
+    "prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session-end": "SessionEnd",  # capture only
+    "pre-compact": "PreCompact",  # capture only
+}
+DEFAULT_BUDGET = 2_250  # tokens, about 9,000 characters: see session_start.CLIENT_LIMIT_CHARS
 MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
 MAX_STDIN = 1 << 20
 MAX_TRANSCRIPT_TAIL = 4 << 20
@@ -88,14 +91,18 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         hooks = hook_dir(folder, env)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
-        if event == "stop":
-            stop(payload, hooks, lambda: _open_app(env))
-            return "{}"
+        if event in ("stop", "session-end", "pre-compact"):
+            if event == "stop":
+                stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
+            capture(payload, hooks.parent, env)
+            return "{}" if event == "stop" else ""
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
-        app = _open_app(env)
+        app = _open_app(env, payload)
         try:
+            from contextflow.adapters.session_start import session_start
+
             return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
         finally:
             app.close()
@@ -104,10 +111,20 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         return ""
 
 
-def _open_app(env: Mapping[str, str]) -> App:
+def capture(payload: dict[str, Any], state_dir: Path, env: Mapping[str, str]) -> None:
+    """Store the turn's activity and the automatic handoff (contextflow.capture); never raises."""
+    try:
+        from contextflow.capture.core import capture as capture_turns
+
+        capture_turns(payload, state_dir, lambda: _open_app(env, payload), env)
+    except Exception as exc:
+        log_reason(f"capture did nothing: {type(exc).__name__}", env)  # no message: it may quote a command
+
+
+def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
     from contextflow.app import App
 
-    return App.open(env)
+    return App.open(env, cwd=payload_cwd(payload))
 
 
 def _inject(event_name: str, text: str) -> str:
@@ -157,97 +174,6 @@ def set_current_task(hooks: Path, name: str | None) -> None:
         path.write_text(name + "\n", encoding="utf-8")
     else:
         path.unlink(missing_ok=True)
-
-
-# -- session-start ---------------------------------------------------------------------
-
-
-def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
-    from contextflow.graph.compose import DEFAULT_QUERY
-    from contextflow.graph.writes import graph
-
-    saved = graph(app).saved_view("default")
-    if saved is not None:
-        return saved.query, saved.budget
-    task = current_task(hooks)
-    if task:
-        working = f"(tag:tier:working AND tag:task:{task})"
-        return DEFAULT_QUERY.replace("tag:tier:working", working), None
-    return DEFAULT_QUERY, None
-
-
-def handoff_text(app: App, project: str, budget_chars: int) -> str:
-    """The latest handoff, written or automatic: the active session's when it has one, else the project's."""
-    from contextflow.operations.provenance import entry_text
-    from contextflow.sessions import core as sessions
-
-    session_id = sessions.active_session(app)
-    event = None
-    if session_id:
-        event = sessions.latest_handoff(app, sessions.EntryFilter(project, session_id=session_id))
-    title = "Latest handoff of the active session"
-    if event is None:
-        event = sessions.latest_handoff(app, sessions.EntryFilter(project))
-        title = f"Latest handoff in project {project}"
-    if event is None:
-        return ""
-    return f"## {title}\n\n" + clip_block(entry_text(event), budget_chars)
-
-
-def threads_text(app: App, budget_chars: int) -> str:
-    """Open timeline threads; empty when there are none."""
-    from contextflow.core import timeutil
-    from contextflow.timeline import core as timeline
-    from contextflow.timeline import present  # not imported by hooks that need no threads
-
-    found = timeline.where_am_i(app, status="active", limit=5)
-    if not found:
-        return ""
-    now = timeutil.now()
-    body = "\n\n".join(present.whereabouts_text(where, now) for where in found)
-    return "## Open threads\n\n" + clip_block(body, budget_chars)
-
-
-def sessions_text(app: App, project: str, budget_chars: int) -> str:
-    """The last few sessions of the project, one line each with its id (more: list_sessions, resume_session)."""
-    from contextflow.core.text import clean, clip
-    from contextflow.sessions import core as sessions
-
-    found = sessions.list_sessions(app, sessions.SessionQuery(project=project, limit=RECENT_SESSIONS))
-    if not found:
-        return ""
-    lines = [
-        f"- {clip(clean(s.session_id, True), 60)} | last {s.latest_ts[:16]} | {', '.join(sorted(s.agents)) or '?'}"
-        + (f" | {clip(clean(s.latest_handoff_summary, True), 120)}" if s.latest_handoff_summary else "")
-        for s in found
-    ]
-    body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"
-    return "## Recent sessions\n\n" + clip_block(body, budget_chars)
-
-
-def clip_block(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 20)].rstrip() + "\n[... clipped]"
-
-
-def session_start(app: App, hooks: Path, budget: int, project: str | None = None) -> str:
-    """What a new session is told, most important first, so whatever a client cuts is the least of it:
-    the latest handoff, open threads, recent sessions (one line each), then the composed knowledge
-    (pinned first) in the room left. The whole fits `budget` tokens (about 4 characters each)."""
-    project = project or app.settings.default_project
-    chars = budget * 4
-    parts = [handoff_text(app, project, chars // 3)]
-    parts.append(threads_text(app, chars // 6))
-    parts.append(sessions_text(app, project, chars // 6))
-    parts = [part for part in parts if part]
-    query, saved_budget = default_query(app, hooks)
-    room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)
-    if room >= 100:
-        from contextflow.graph.compose import compose
-
-        composed = compose(app, query, room)
-        if composed.included and composed.text:
-            parts.append(composed.text)
-    return clip_block("\n\n".join(parts), chars)
 
 
 # -- prompt-submit ----------------------------------------------------------------------
@@ -390,9 +316,10 @@ def plan_turn(messages: list[Message], final: str | None, processed: list[str], 
     return Work(todo, [*processed, *new][-PROCESSED_KEEP:], waiting[-PROCESSED_KEEP:])
 
 
-def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> list[str]:
-    """Carry out the directives of every assistant message of the turn not processed before;
-    returns what was done. The store is opened only when there is something to do."""
+def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App], agent: str = "unknown") -> list[str]:
+    """Carry out the directives of every assistant message of the turn not processed before,
+    written under `agent` (the client, `client_of`); returns what was done. The store is opened
+    only when there is something to do."""
     session_id = payload.get("session_id")
     messages, final = read_turn(payload)
     pending = load_pending(hooks, session_id)
@@ -408,7 +335,7 @@ def stop(payload: dict[str, Any], hooks: Path, open_app: Callable[[], App]) -> l
 
     app = open_app()
     try:
-        runner = directives.Runner(app, task)
+        runner = directives.Runner(app, task, agent)
         outcome = runner.run(work.todo)
     finally:
         app.close()

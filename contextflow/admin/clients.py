@@ -50,4 +50,10 @@ def install(app: None, args: JSON) -> Reply:
         {"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
         for c in changes
     ]
-    return Reply("\n\n".join(blocks), {"client": args["client"], "dry_run": dry_run, "changes": data})
+    warnings: list[str] = []
+    if not dry_run:
+        from contextflow.admin.install_check import install_warnings
+
+        warnings = install_warnings(args["client"])
+    info = {"client": args["client"], "dry_run": dry_run, "changes": data, "warnings": warnings}
+    return Reply("\n\n".join(blocks), info, remark="\n".join(f"warning: {w}" for w in warnings) or None)

@@ -44,6 +44,7 @@ def store_info(app: App) -> dict[str, Any]:
         "active_session": active_session(app),
         "active_session_file": str(app.settings.active_session_file),
         "default_project": app.settings.default_project,
+        "project_chosen_by": app.settings.project_rule,
         "events": store.event_count,
         "duplicate_events_ignored": store.duplicates,
         "bad_lines": health.bad_line_count,

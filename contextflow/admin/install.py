@@ -38,8 +38,19 @@ from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store
 
 SERVER_NAME = "contextflow"
-HOOKS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt-submit"), ("Stop", "stop"))
-GEMINI_HOOKS = (("SessionStart", "session-start"), ("BeforeAgent", "prompt-submit"), ("AfterAgent", "stop"))
+HOOKS = (
+    ("SessionStart", "session-start"),
+    ("UserPromptSubmit", "prompt-submit"),
+    ("Stop", "stop"),
+    ("SessionEnd", "session-end"),
+    ("PreCompact", "pre-compact"),
+)
+GEMINI_HOOKS = (
+    ("SessionStart", "session-start"),
+    ("BeforeAgent", "prompt-submit"),
+    ("AfterAgent", "stop"),
+    ("SessionEnd", "session-end"),
+)
 HOOK_TIMEOUT = 30  # seconds (Claude Code, Codex)
 GEMINI_HOOK_TIMEOUT = 30_000  # Gemini CLI counts milliseconds
 STORE_VARIABLES = ("CONTEXTFLOW_STORE", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER")
@@ -124,6 +135,10 @@ def existing_entry_env(path: Path) -> Any:
         return servers[SERVER_NAME].get("env")
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+CLIENT_VARIABLE = "CONTEXTFLOW_CLIENT"  # in each hook command: who wrote what the Stop hook carries out
+HOOK_CLIENTS = {"gemini": "gemini-cli"}  # the agent name a client's hooks write under, when not its install name
 
 
 def hook_command(command: list[str], sub: str, settings: Mapping[str, str]) -> str:
@@ -268,7 +283,9 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
     entry = servers.setdefault(SERVER_NAME, tomlkit.table()) if isinstance(servers, dict) else None
     if not isinstance(entry, dict):
         raise InputError(f"{path}: mcp_servers.{SERVER_NAME} is not a table; fix it and run install again")
-    _set(entry, {"command": command[0], "args": [*command[1:], "serve"]})
+    # required: Codex waits for a required server before the first turn, so the model's first
+    # tool_search finds contextflow's tools (without it 3 of 3 measured first searches found none)
+    _set(entry, {"command": command[0], "args": [*command[1:], "serve"], "required": True})
     current = entry.get("env")
     env = _merged_env(current, settings)
     if isinstance(current, dict):
@@ -306,26 +323,27 @@ def plan(
         "cursor": root / ".cursor" / "mcp.json",
     }[client]
     settings = store_settings(env, existing_entry_env(config))
+    hook_settings = {**settings, CLIENT_VARIABLE: HOOK_CLIENTS.get(client, client)}  # the hook knows its client
     if client == "claude-code":
         skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
         hooks = root / ".claude" / "settings.json"
         return [
             merge_json(config, server_mutator(config, command, {"type": "stdio"}, settings)),
-            merge_json(hooks, hooks_mutator(hooks, command, settings)),
+            merge_json(hooks, hooks_mutator(hooks, command, hook_settings)),
             Change(skill, _read(skill), skill_text()),
         ]
     if client == "codex":
         hooks = root / ".codex" / "hooks.json"
         return [
             codex_entry(config, command, settings),
-            merge_json(hooks, hooks_mutator(hooks, command, settings, start_matcher=False)),
+            merge_json(hooks, hooks_mutator(hooks, command, hook_settings, start_matcher=False)),
         ]
     if client == "gemini":
         return [
             merge_json(
                 config,
                 server_mutator(config, command, {}, settings),
-                hooks_mutator(config, command, settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT),
+                hooks_mutator(config, command, hook_settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT),
             )
         ]
     return [merge_json(config, server_mutator(config, command, {}, settings))]

@@ -131,3 +131,21 @@ def client_store_findings(home: Path | None = None, cwd: Path | None = None) -> 
             "want and run `contextflow install CLIENT` again for each client, so the servers and hooks share it"
         )
     return problems
+
+
+def install_warnings(client: str, home: Path | None = None, cwd: Path | None = None) -> list[str]:
+    """After `install CLIENT`: a line per other configured client whose store differs from the
+    one CLIENT now uses (the memory would be split over two stores)."""
+    home = home or Path(os.environ.get("HOME") or Path.home())
+    places, _ = configured_places(home, cwd if cwd is not None else Path.cwd())
+    mine = sorted({place.store for place in places if place.client == client})
+    others: dict[str, set[str]] = {}
+    for place in places:
+        if place.client != client and place.store not in mine:
+            others.setdefault(place.client, set()).add(place.store)
+    return [
+        f"{client} now uses the store {', '.join(mine)}, but {other} uses {', '.join(sorted(stores))}: "
+        f"the memory is split. Run `CONTEXTFLOW_STORE=<the one you want> contextflow install {other}` "
+        f"(and the same for {client}) so they share one store; `contextflow doctor` checks"
+        for other, stores in sorted(others.items())
+    ]

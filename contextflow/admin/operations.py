@@ -85,12 +85,22 @@ OPERATIONS = (
     op(
         "hook",
         "Run a client hook (Claude Code, Codex, Gemini CLI; reads its JSON on stdin)",
-        (string("event", "session-start, prompt-submit or stop.", required=True, positional=True, metavar="EVENT"),),
+        (
+            string(
+                "event",
+                "session-start, prompt-submit, stop, session-end or pre-compact.",
+                required=True,
+                positional=True,
+                metavar="EVENT",
+            ),
+        ),
         clients.hook,
         command=("hook",),
         tool=False,
         cli_description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting "
-        "recall/status results, stop carries out <ctx:...> directives in the turn's replies. Always exits 0; "
+        "recall/status results, stop carries out <ctx:...> directives in the turn's replies "
+        "and, like session-end and pre-compact, captures the turn's activity and the automatic handoff "
+        "(CONTEXTFLOW_CAPTURE=off turns that off). Always exits 0; "
         "problems are logged to stderr and hooks.log in the state folder.",
         needs_store=False,
         read_only=False,

@@ -32,6 +32,7 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.admin.diagnose import problems, store_info
     from contextflow.admin.install_check import client_store_findings
     from contextflow.core import conflicts
+    from contextflow.core.errors import EXIT_PROBLEMS
 
     fixed = conflicts.fix(app) if args.get("fix") else None
     info = store_info(app)
@@ -45,6 +46,7 @@ def doctor(app: App, args: JSON) -> Reply:
         f"events:       {info['events']} (duplicates ignored: {info['duplicate_events_ignored']})",
         f"bad lines:    {info['bad_lines']}",
         f"active:       {info['active_session'] or '(none)'}",
+        f"project:      {info['default_project']} (chosen by {info['project_chosen_by']})",
         "logs:",
     ]
     for log in info["logs"]:
@@ -56,7 +58,7 @@ def doctor(app: App, args: JSON) -> Reply:
     if fixed is not None:
         info["fix"] = fixed.as_dict()
         lines += fixed.lines()
-    return Reply("\n".join(lines), info)
+    return Reply("\n".join(lines), info, exit=EXIT_PROBLEMS if found else 0)
 
 
 def pick_session(app: App, args: JSON) -> int:

@@ -21,6 +21,7 @@ class StoreError(ContextflowError):
 
 # The CLI's exit codes (documented in README): 0 done, 1 a problem `doctor` reports, 2 bad input
 # (as argparse's usage errors), 3 not found, 4 the store could not be read or written.
+EXIT_PROBLEMS = 1  # a check ran and found problems (`doctor`)
 EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_STORE = 2, 3, 4
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextflow.core.errors import InputError
-from contextflow.core.project import DEFAULT_PROJECT
+from contextflow.core.project import DEFAULT_PROJECT, RULE_DEFAULT, RULE_ENV, clean_name, project_for
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -27,6 +27,7 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
 @dataclass(frozen=True)
 class Settings:
     default_project: str = DEFAULT_PROJECT
+    project_rule: str = RULE_DEFAULT  # which rule chose default_project (core.project's RULE_*)
     new_session_prefix: str = "session"
     active_session: str | None = None
     active_session_file: Path | None = None
@@ -37,11 +38,18 @@ class Settings:
     tool_groups: str = "default"
 
     @classmethod
-    def from_env(cls, state_dir: Path, env: Mapping[str, str] | None = None) -> Settings:
+    def from_env(
+        cls, state_dir: Path, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+    ) -> Settings:
+        """`cwd` is the working folder whose repository names the default project (the adapters
+        pass it: the server's and the CLI's own folder, a hook's payload `cwd`); without it, and
+        without MCP_SHARED_CONTEXT_PROJECT, the project is `shared`."""
         env = os.environ if env is None else env
+        project, rule = default_project(env, cwd)
         active_file = env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION_FILE", "").strip()
         return cls(
-            default_project=env.get("MCP_SHARED_CONTEXT_PROJECT", "").strip() or DEFAULT_PROJECT,
+            default_project=project,
+            project_rule=rule,
             new_session_prefix=env.get("MCP_SHARED_CONTEXT_NEW_SESSION_PREFIX", "").strip() or "session",
             active_session=env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION", "").strip() or None,
             active_session_file=(
@@ -53,3 +61,19 @@ class Settings:
             max_array_item_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_ARRAY_ITEM_CHARS", 1_000),
             tool_groups=env.get("CONTEXTFLOW_TOOLS", "").strip() or "default",
         )
+
+
+def default_project(env: Mapping[str, str], cwd: str | os.PathLike[str] | None) -> tuple[str, str]:
+    """(project, rule): MCP_SHARED_CONTEXT_PROJECT, else the repository of `cwd`, else `shared`."""
+    raw = env.get("MCP_SHARED_CONTEXT_PROJECT", "").strip()
+    if raw:
+        named = clean_name(raw)
+        if named is None:
+            raise InputError(
+                f"MCP_SHARED_CONTEXT_PROJECT holds a control character or is over 200 characters: {raw[:60]!r}; "
+                "set it to a plain name such as owner/repo"
+            )
+        return named, RULE_ENV
+    if cwd is None:
+        return DEFAULT_PROJECT, RULE_DEFAULT
+    return project_for(cwd)

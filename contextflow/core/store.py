@@ -142,7 +142,8 @@ class Store:
         self._bad_count = 0
 
     @property
-    def _fold(self) -> Fold:
+    def fold(self) -> Fold:
+        """The folded views, as far as read (views still in the snapshot are deferred: `Fold.deferred`)."""
         if self._fold_made is None:
             self._fold_made = Fold(self._view_factory())
         return self._fold_made
@@ -192,7 +193,7 @@ class Store:
         self._reset()
         for path in paths:
             self._read_segment(path)
-        self._new_since_snapshot = self._fold.count
+        self._new_since_snapshot = self.fold.count
 
     def _continues(self, path: Path) -> bool:
         try:
@@ -228,7 +229,7 @@ class Store:
                 segment.bad_kinds[kind] = segment.bad_kinds.get(kind, 0) + 1
                 self._note_bad(path, line_no, str(exc))
                 continue
-            if self._fold.apply(event):
+            if self.fold.apply(event):
                 segment.events += 1
                 self._new_since_snapshot += 1
             if event.hlc > newest:
@@ -255,19 +256,19 @@ class Store:
         """The current state of one view (after picking up new events)."""
         self.refresh()
         try:
-            return self._fold.state(name)
+            return self.fold.state(name)
         except snapshot.SnapshotBroken:
             self._rebuild(list_segments(self.folder, self.location.legacy_files))
-            return self._fold.state(name)
+            return self.fold.state(name)
 
     def view_loaded(self, name: str) -> bool:
         """False while view `name` still waits in the snapshot (reading it would load it)."""
-        return name not in self._fold.deferred
+        return name not in self.fold.deferred
 
     @property
     def event_count(self) -> int:
         self.refresh()
-        return self._fold.count
+        return self.fold.count
 
     def health(self) -> Health:
         self.refresh()
@@ -280,12 +281,12 @@ class Store:
 
     @property
     def duplicates(self) -> int:
-        return self._fold.duplicates
+        return self.fold.duplicates
 
     def writer_counts(self) -> dict[str, tuple[int, int]]:
         """(events, highest seq) per writer id; more events than the seq means two machines share the id."""
         self.refresh()
-        return {w: (count, self._fold.last_seq.get(w, 0)) for w, count in self._fold.per_writer.items()}
+        return {w: (count, self.fold.last_seq.get(w, 0)) for w, count in self.fold.per_writer.items()}
 
     @property
     def log_writer(self) -> LogWriter:
@@ -369,7 +370,7 @@ class Store:
         self._fold_made = snapshot.restore(self._view_factory(), header, self._blobs)
         self._segments = header.segments
         self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
-        self.clock.observe(self._fold.max_hlc)
+        self.clock.observe(self.fold.max_hlc)
         self._new_since_snapshot = 0
 
     def save_snapshot(self, force: bool = False) -> bool:
@@ -377,7 +378,7 @@ class Store:
         if not self.shares_state or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
             return False
         try:
-            snapshot.write(self._snapshot_path, self._snapshot_key(), self._fold, self._segments, self._blobs)
+            snapshot.write(self._snapshot_path, self._snapshot_key(), self.fold, self._segments, self._blobs)
         except Exception:
             return False
         self._new_since_snapshot = 0

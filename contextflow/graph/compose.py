@@ -26,7 +26,10 @@ from contextflow.graph.query import evaluate, mentions_tag, parse
 from contextflow.graph.view import GraphState, Node
 from contextflow.graph.writes import get_view, graph
 
-DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
+DEFAULT_QUERY = (
+    "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
+    " OR (NOT tag:tier:* AND created:>7d)"
+)
 SECTIONS = (
     ("fact", "Facts"),
     ("decision", "Decisions"),
@@ -268,6 +271,16 @@ def candidates_for(
         else:
             chosen.append(state.nodes[node_id])
     return chosen, {reason: count for reason, count in excluded.items() if count}
+
+
+def scoped_query(query: str, project: str) -> str:
+    """`query` narrowed to what a session in `project` should see: the project's nodes, the
+    shared ones (tagged `project:shared` or with no project tag, as every node written before
+    projects followed the repository) and pinned nodes of any project."""
+    tag = model.project_tag(project)
+    if tag is None:
+        return query
+    return f"({query}) AND (tag:{model.PINNED} OR tag:{tag} OR tag:project:shared OR NOT tag:project:*)"
 
 
 def compose(

@@ -32,7 +32,7 @@ from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import candidates_for, compose_nodes
 from contextflow.graph.render import status_text
 
-AGENT = "claude-code"
+AGENT = "unknown"  # when the hook cannot tell which client wrote the reply
 RECALL_BUDGET = 4_000
 NAMES = ("remember", "recall", "summarize", "link", "status", "task", "expand", "supersede")
 _DIRECTIVE = re.compile(
@@ -81,11 +81,13 @@ def _truthy(value: str | None) -> bool:
 
 
 class Runner:
-    """Carries out directives against the store; `current_task` is the task in progress (machine-local)."""
+    """Carries out directives against the store as `agent` (the client that wrote them);
+    `current_task` is the task in progress (machine-local)."""
 
-    def __init__(self, app: App, current_task: str | None) -> None:
+    def __init__(self, app: App, current_task: str | None, agent: str = AGENT) -> None:
         self.app = app
         self.task = current_task
+        self.agent = agent or AGENT  # the client that wrote the directives
         self.outcome = Outcome()
 
     def run(self, directives: list[Directive]) -> Outcome:
@@ -112,7 +114,7 @@ class Runner:
             content=d.body,
             tags=tags,
             summary=d.attrs.get("summary"),
-            agent=AGENT,
+            agent=self.agent,
         )
         self.outcome.done.append(f"remembered [{event.data['type']}:{event.id}] {clip(d.body, 60)}")
 
@@ -140,7 +142,7 @@ class Runner:
             d.body,
             archive_sources=_truthy(d.attrs.get("archive")),
             tags=_split(d.attrs.get("tags")),
-            agent=AGENT,
+            agent=self.agent,
         )
         self.outcome.done.append(f"summarized {len(done.sources)} node(s) as [summary:{done.id}]")
 

@@ -95,6 +95,32 @@ def tag(value: Any) -> str:
     return text
 
 
+def project_tag(project: str) -> str | None:
+    """The tag that scopes a node to `project` (`project:owner/repo`; spaces and parentheses
+    become `-`), or None for the shared project and for a name no tag can hold."""
+    from contextflow.core.project import DEFAULT_PROJECT
+
+    if project == DEFAULT_PROJECT:
+        return None
+    text = "project:" + re.sub(r'[\s()"]', "-", project)
+    return text if _TAG.match(text) and len(text) <= MAX_TAG_CHARS else None
+
+
+def scoped_tags(values: Any, project: str) -> list[str]:
+    """`values` checked, plus the project's tag when none names a project (and room is left)."""
+    checked = tags(values)
+    extra = project_tag(project)
+    if extra and len(checked) < MAX_TAGS and not any(t.lower().startswith("project:") for t in checked):
+        checked.append(extra)
+    return checked
+
+
+def dedupe_key(content: str) -> str:
+    """What makes two remembered texts the same node: compared without case, runs of white
+    space and final punctuation (the stored content keeps its own)."""
+    return " ".join(content.split()).casefold().rstrip(" .!?;:,")
+
+
 def tags(values: Any) -> list[str]:
     """Tags from a list (or one comma-separated string), validated, deduplicated, order kept."""
     if values is None:

@@ -28,7 +28,10 @@ EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_O
 MAX_TAGS = 50
 DEFAULT_VIEW_BUDGET = 50_000
 MAX_BUDGET = 2_000_000
-DEFAULT_QUERY = "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
+DEFAULT_QUERY = (
+    "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
+    " OR (NOT tag:tier:* AND created:>7d)"
+)
 
 _S: JSON = {"type": "string"}
 _INT: JSON = {"type": "integer"}

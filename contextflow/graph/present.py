@@ -182,7 +182,7 @@ def graph_compose(app: App, args: JSON) -> Reply:
         include_archived=bool(args.get("include_archived")),
         include_superseded=bool(args.get("include_superseded")),
     )
-    return Reply(result.text, result.as_dict(), note=result.report())
+    return Reply(result.text, result.as_dict(), remark=result.report())
 
 
 def graph_status(app: App, args: JSON) -> Reply:
@@ -337,4 +337,4 @@ def picture(app: App, args: JSON) -> Reply:
     nodes, total = explore.run_query(app, args.get("query") or "", args.get("limit"))
     draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid
     note = f"drew {len(nodes)} of {total} nodes; raise --limit or narrow the query" if total > len(nodes) else None
-    return Reply(draw(writes.graph(app), nodes), None, note=note)
+    return Reply(draw(writes.graph(app), nodes), None, remark=note)

@@ -95,12 +95,15 @@ def parse_links(value: Any) -> list[Link]:
 
 
 def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) -> Node | None:
-    """The oldest live node with exactly this type, content and tags, if any."""
-    wanted = set(tags)
+    """The oldest live node with this type and tags and the same content but for case, white
+    space and final punctuation (`model.dedupe_key`), if any."""
+    wanted, key = set(tags), model.dedupe_key(content)
     found = [
         state.nodes[node_id]
         for node_id in state.by_type.get(node_type, ())
-        if node_id in state.live and state.nodes[node_id].content == content and state.tags_of(node_id) == wanted
+        if node_id in state.live
+        and model.dedupe_key(state.nodes[node_id].content) == key
+        and state.tags_of(node_id) == wanted
     ]
     return min(found, key=lambda node: node.created_key) if found else None
 
@@ -118,14 +121,17 @@ def add_node(
     supersedes: Any = None,
 ) -> Event:
     """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event.
-    Identical content with the same type and tags is one node: remembering it again writes
-    only the links it lacks and returns the existing node's event."""
+    Outside the shared project a node without a `project:` tag gets the project's. The same
+    content (but for case, white space and final punctuation) with the same type and tags is
+    one node: remembering it again writes only the links it lacks and returns the existing
+    node's event."""
     state = graph(app)
     targets = [(resolve(state, link.target, "links[].to").id, link.type) for link in links or []]
     if supersedes is not None:
         targets.append((resolve(state, supersedes, "supersedes").id, "SUPERSEDES"))
+    scoped = model.scoped_tags(tags, app.settings.default_project)  # a node written in a repository is its project's
     item = node_item(
-        type=type, content=content, tags=tags, metadata=metadata, summary=summary, agent=agent, links=targets
+        type=type, content=content, tags=scoped, metadata=metadata, summary=summary, agent=agent, links=targets
     )
     existing = same_node(state, item[1]["type"], item[1]["content"], item[1]["tags"])
     if existing is None:

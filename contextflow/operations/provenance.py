@@ -1,5 +1,5 @@
-"""The one provenance header: the line above stored text that says whose it is and when; and a
-note or handoff shown under it (light imports: hooks show handoffs too).
+"""The one provenance header: the line above stored text that says whose it is and when, and the
+small helpers every presenter shares (ages, JSON values). Light imports: hooks use them too.
 
 Stored text is untrusted, so every value in a header is cleaned to one line and clipped;
 the writer (the log that holds it) is always labelled `writer=`.
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from contextflow.core.project import DEFAULT_PROJECT
-from contextflow.core.text import clean, clip, quote
+from contextflow.core.text import clip
 
 if TYPE_CHECKING:
-    from contextflow.core.events import Event, OrderKey
+    from contextflow.core.events import OrderKey
 
 Part = str | tuple[str, object] | None
 
@@ -45,30 +45,6 @@ def stored_header(kind: str, ref: str, writer: Any, agent: Any, time: str, proje
         ("time", time),
         ("project", project or DEFAULT_PROJECT),
     )
-
-
-def entry_text(event: Event, index: int | None = None) -> str:
-    """One note or handoff: its provenance header, then its text quoted line by line."""
-    data = event.data
-    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
-    head = header(
-        f"[{index}] {title}" if index is not None else title,
-        ("writer", event.writer),
-        ("project", data.get("project") or DEFAULT_PROJECT),
-        ("session", data.get("session_id")),
-        ("task", data.get("task")),
-        ("id", event.id),
-    )
-    if event.kind == "note":
-        body = [quote(data.get("text", ""))]
-    else:
-        body = ["summary:", quote(data.get("summary", ""))]
-        for name in ("next_steps", "open_questions", "files"):
-            if items := data.get(name):
-                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
-    if data.get("tags"):
-        body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
-    return "\n".join([head, *body])
 
 
 def dumps(value: Any) -> str:

@@ -36,7 +36,8 @@ class Reply:
 
     text: str
     data: Any = None
-    note: str | None = None  # the CLI prints it on stderr (e.g. what did not fit a budget)
+    remark: str | None = None  # said beside the reply (the CLI prints it on stderr), e.g. what did not fit
+    exit: int = 0  # the CLI's exit code after printing the text (doctor: 1 when it found problems)
 
 
 class Deferred:

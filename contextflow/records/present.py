@@ -12,11 +12,12 @@ from contextflow.core.events import as_dict
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.core.timeutil import now
 from contextflow.core.timeutil import to_iso as iso
-from contextflow.operations.provenance import age_of, entry_text, header, value_text
+from contextflow.operations.provenance import age_of, header, value_text
 from contextflow.operations.spec import JSON, Reply
 from contextflow.records import core as records
 from contextflow.records.view import Record
 from contextflow.sessions import core as sessions
+from contextflow.sessions.present import entry_text
 from contextflow.timeline import core as timeline
 from contextflow.timeline import present as timeline_present
 

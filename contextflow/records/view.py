@@ -69,7 +69,7 @@ class Record:
     def expired(self, now_ms: int) -> bool:
         return self.expires_ms is not None and self.expires_ms <= now_ms
 
-    def note(self, kind: str, order: OrderKey) -> None:
+    def record_write(self, kind: str, order: OrderKey) -> None:
         """Remember a write's key for `created_key`, whether or not it is the latest."""
         if kind == DELETE_KIND:
             if self.tombstone is None or order > self.tombstone:
@@ -188,7 +188,7 @@ class RecordsView:
         order = event.key
         current = state.records.get(identity)
         if current is not None and order <= current.event_key:
-            current.note(event.kind, order)
+            current.record_write(event.kind, order)
             return
         expires = None if deleted else iso_ms(event.data.get("expires_at"))
         fresh = Record(project, key, order, event.id, event.writer, deleted, event.data, expires)
@@ -197,7 +197,7 @@ class RecordsView:
             fresh.live_sets, fresh.tombstone = current.live_sets, current.tombstone
             if was_live:
                 state._unindex(current, stays_live=not deleted)
-        fresh.note(event.kind, order)
+        fresh.record_write(event.kind, order)
         state.records[identity] = fresh
         state.projects_of.setdefault(key, set()).add(project)
         if not deleted:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from contextflow.capture import view as capture
 from contextflow.conversations import view as conversations
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
@@ -202,6 +203,27 @@ def node_tag_docs(event: Event) -> list[Op]:
     return _tag_ops(node_id, event.data.get("tags"), event.kind == graph.TAG) if node_id else []
 
 
+# -- captured turns (contextflow/capture) ----------------------------------------------------
+
+
+def capture_turn_docs(event: Event) -> list[Op]:
+    """One document per captured turn: the request, final message, files, commands and errors."""
+    turn = event.data.get("turn")
+    if not isinstance(turn, dict):
+        return []
+    files = turn["files"] if isinstance(turn.get("files"), dict) else {}
+    commands = [c.get("command") for c in _list(turn.get("commands")) if isinstance(c, dict)]
+    fields = _fields(
+        title=_text(turn.get("request")),
+        text=_text(turn.get("final")),
+        files=_lines(dict.fromkeys(path for kind in ("created", "edited", "read") for path in _texts(files.get(kind)))),
+        commands=_lines(_texts(commands)),
+        errors=_lines(_texts(turn.get("errors"))),
+    )
+    meta = {"project": project_of(event), "agent": _text(event.data.get("agent")), "session_id": session_of(event)}
+    return [Put(event.id, fields, meta)]
+
+
 _THREAD = {"title": "name", "text": "description"}
 _THOUGHT = {"text": "content"}
 _SESSION = ("project", "agent", "session_id")
@@ -213,6 +235,7 @@ EXTRACTORS: dict[str, tuple[str, Extractor]] = {
         _put({"title": "task", "summary": "summary"}, ("next_steps", "open_questions", "files"), _SESSION),
     ),
     conversations.SAVE_KIND: ("conversation", conversation_docs),
+    capture.TURN_KIND: ("activity", capture_turn_docs),
     records.SET_KIND: ("context", context_set_docs),
     records.DELETE_KIND: ("context", _delete("key")),
     timeline.THREAD: ("thread", _put(_THREAD, status=("status",))),

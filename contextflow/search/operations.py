@@ -16,7 +16,7 @@ else:
 op = partial(Operation, group="recall")
 # Copies of core constants, so that reading the table stays cheap (a test checks they agree):
 # contextflow.search.extractors.search_kinds(), contextflow.search.retrieval's limits.
-SEARCH_KINDS = ("context", "conversation", "handoff", "node", "note", "thought", "thread")
+SEARCH_KINDS = ("activity", "context", "conversation", "handoff", "node", "note", "thought", "thread")
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
 

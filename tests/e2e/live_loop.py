@@ -311,7 +311,8 @@ def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool
         env.update(place.store_env())
         done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
         assert done.returncode == 0, describe(done)
-    wait = ["-c", "mcp_servers.contextflow.required=true"] if installed else []
+        assert "required = true" in path.read_text(), "install codex must mark the server entry required"
+    wait: list[str] = []  # install writes `required = true` itself (and the hand-written entry has it)
     return LiveClient(
         "codex",
         place,
@@ -335,11 +336,12 @@ class Loop:
     place: Place
     stored: Seen
     resumed: Seen
+    agent: str
 
 
 def run_loop(client: LiveClient, place: Place, agent: str) -> Loop:
     stored = client.session("Save where we are on the parser.", store_script(agent))
-    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT))
+    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT), agent)
 
 
 def assert_note_and_handoff_stored(loop: Loop, agent: str) -> None:

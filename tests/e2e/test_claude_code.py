@@ -121,6 +121,5 @@ def test_the_documented_claude_code_setup_connects(claude_bin: Path, tmp_path: P
     assert server["env"] == {
         "CONTEXTFLOW_STORE": f"{home}/Sync/contextflow",
         "CONTEXTFLOW_WRITER": "laptop",
-        "MCP_SHARED_CONTEXT_PROJECT": "myproject",
     }
     assert server_state_made(home / "Sync" / "contextflow", home)

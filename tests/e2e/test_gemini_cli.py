@@ -29,7 +29,6 @@ CONNECTED = re.compile(r"^✓ contextflow: contextflow serve \(stdio\) - Connect
 DOCUMENTED_ENV = {
     "CONTEXTFLOW_STORE": "~/Sync/contextflow",
     "CONTEXTFLOW_WRITER": "laptop",
-    "MCP_SHARED_CONTEXT_PROJECT": "myproject",
 }
 
 

@@ -106,7 +106,7 @@ def test_doctor_reports_an_unsafe_state_folder_it_could_still_open(tmp_path, cap
     App.open().close()
     (root / "stray").write_text("x")
     os.chmod(root / "stray", 0o644)
-    assert main(["doctor", "--format", "json"]) == 0
+    assert main(["doctor", "--format", "json"]) == 1  # problems found
     info = json.loads(capsys.readouterr().out)
     assert any("stray" in problem and "readable by other users" in problem for problem in info["problems"])
 

@@ -208,7 +208,7 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
         data = {**data, "redacted": redacted}
     data = clean_data(data)
     # the CLI prints the note on stderr; a model reads it after the text
-    text = dumps(data) if as_json else clean_reply(reply.text + (f"\n({reply.note})" if reply.note else ""))
+    text = dumps(data) if as_json else clean_reply(reply.text + (f"\n({reply.remark})" if reply.remark else ""))
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if redacted:  # tell the agent what was redacted before storing
         from contextflow.core import secrets
@@ -310,7 +310,7 @@ def run_stdio(app: App) -> None:
 def serve_main() -> int:
     """`contextflow serve` as clients start it: a bad store or setting is one line on stderr, before any protocol."""
     try:
-        run_stdio(App.open())
+        run_stdio(App.open(cwd=os.getcwd()))  # clients start the server in the folder they were launched from
     except ContextflowError as exc:
         print(f"contextflow: error: {exc}", file=sys.stderr)
         return 2
