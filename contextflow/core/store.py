@@ -317,7 +317,7 @@ class Store:
     def known(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
         self.refresh()
-        return self._fold.known(ids)
+        return self.fold.known(ids)
 
     def append_many(self, items: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str] | None = None) -> list[Event]:
         """Append events in one locked write; they are folded before this returns. `ids` (one per item)
