@@ -19,7 +19,7 @@ from typing import Any
 
 from contextflow import __version__
 from contextflow.core import snapshot
-from contextflow.core.clock import HybridClock
+from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import InputError, StoreError
 from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
 from contextflow.core.fold import Fold, View
@@ -319,15 +319,24 @@ class Store:
         self.refresh()
         return self.fold.known(ids)
 
-    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str] | None = None) -> list[Event]:
+    def append_many(
+        self,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        ids: Sequence[str] | None = None,
+        stamps: Sequence[int] | None = None,
+    ) -> list[Event]:
         """Append events in one locked write; they are folded before this returns. `ids` (one per item)
-        replaces the random event ids: an importer's ids derived from what it imports."""
+        replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
+        per item) replaces the clock: an importer's events dated when they happened (a past session's
+        turns), which order by those stamps like any event; the clock does not move for them."""
         from filelock import Timeout
 
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
-        if ids is not None and len(ids) != len(items):
-            raise ValueError("append_many: one id per item")
+        if (ids is not None and len(ids) != len(items)) or (stamps is not None and len(stamps) != len(items)):
+            raise ValueError("append_many: one id and one stamp per item")
+        if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
+            raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         try:
             with self._writer.locked():
@@ -335,9 +344,10 @@ class Store:
                 self._observe_other_logs()
                 seq = self._own_seq()
                 chosen = ids if ids is not None else [new_id() for _ in items]
+                times = stamps if stamps is not None else [self.clock.tick() for _ in items]
                 events = [
-                    Event(event_id, self.writer, seq + offset, self.clock.tick(), kind, data)
-                    for offset, (event_id, (kind, data)) in enumerate(zip(chosen, items, strict=True), start=1)
+                    Event(event_id, self.writer, seq + offset, stamp, kind, data)
+                    for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, items, strict=True), 1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
                 self._refresh_own_log()  # fold exactly what was just written

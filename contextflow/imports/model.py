@@ -106,7 +106,7 @@ class Report:
         return "\n".join(lines)
 
 
-ORDER = ("node", "update", "tag", "edge", "delete", "view")
+ORDER = ("node", "update", "tag", "edge", "delete", "view", "turn", "handoff")
 
 
 def _counts(counter: Counter[str]) -> str:

@@ -21,7 +21,7 @@ else:
 op = partial(Operation, group="imports")
 
 # a copy of contextflow.imports.detect.FORMATS, so reading the table stays cheap (a test checks they agree)
-IMPORT_FORMATS = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem")
+IMPORT_FORMATS = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem", "claude-code", "codex")
 EXPORT_FORMATS = ("contextflow", "server-memory")
 _BOOL: JSON = {"type": "boolean"}
 
@@ -41,8 +41,9 @@ OPERATIONS = (
         tool=False,
         read_only=False,
         cli_description="Import a contextflow export, a server-memory memory.json, beads' issues.jsonl, a "
-        "basic-memory folder or a claude-mem export; the format is detected from the content (--from names it). "
-        "Importing the same source again stores nothing new. See docs/graph.md.",
+        "basic-memory folder, a claude-mem export, or past Claude Code sessions (~/.claude/projects) and Codex "
+        "rollouts (~/.codex/sessions) as their activity and automatic handoffs; the format is detected from the "
+        "content (--from names it). Importing the same source again stores nothing new. See docs/graph.md.",
     ),
     op(
         "export",

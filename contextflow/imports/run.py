@@ -17,7 +17,7 @@ import orjson
 from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.graph import transfer
-from contextflow.imports import basicmemory, beads, claudemem, servermemory
+from contextflow.imports import basicmemory, beads, claudemem, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_folder
 from contextflow.imports.graphplan import Planner
 from contextflow.imports.model import Planned, Records, Report, SourceError
@@ -59,6 +59,8 @@ def run_import(
             raise InputError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
         if where.is_dir():
             fmt = fmt or detect_folder(where)
+            if fmt in transcripts.FORMATS:
+                return _import_sessions(app, fmt, where, dry_run, progress)
             if fmt == "beads":
                 issues = beads.issues_file(where)
                 return _import_file(app, str(issues), _read_bytes(issues), fmt, dry_run, merge, progress)
@@ -67,6 +69,8 @@ def run_import(
             return _import_records(app, fmt, str(where), basicmemory.read_folder(where), dry_run, progress)
         raw = _read_bytes(where)
         fmt = fmt or detect_bytes(str(where), raw)
+        if fmt in transcripts.FORMATS:
+            return _import_sessions(app, fmt, where, dry_run, progress)
         if fmt == "basic-memory":
             return _import_records(app, fmt, str(where), basicmemory.read_folder(where), dry_run, progress)
         return _import_file(app, str(where), raw, fmt, dry_run, merge, progress)
@@ -141,6 +145,39 @@ def _import_records(
         app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned])
     progress.advance(progress.total)
     if report.errors and len(units) == 1:
+        raise InputError(report.errors[0])
+    return report
+
+
+def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: Progress) -> Report:
+    """Each transcript file a session: all of them planned, then stored in one write (dated when they happened)."""
+    paths = transcripts.files(where, fmt)
+    report = Report(fmt, str(where), dry_run, files=len(paths))
+    known = set(app.store.view("activity").turn_ids)  # turns captured live or imported before
+    planned: list[Planned] = []
+    stamps: list[int] = []
+    progress.start(len(paths) + 1, f"reading {len(paths)} session(s)")
+    for path in paths:
+        try:
+            plan = transcripts.plan_file(app, fmt, path, _read_bytes(path), known)
+        except SourceError as exc:
+            report.errors.append(str(exc))
+            progress.advance(1)
+            continue
+        planned += plan.events
+        stamps += plan.stamps
+        report.present["turn"] += plan.present
+        report.skipped.update(plan.skipped)
+        progress.advance(1)
+    report.present = +report.present
+    report.stored.update(Counter(event.what for event in planned))
+    if dry_run:
+        report.planned = planned
+    elif planned:
+        progress.advance(0, f"storing {len(planned)} event(s)")
+        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned], stamps=stamps)
+    progress.advance(1)
+    if report.errors and len(paths) == 1:
         raise InputError(report.errors[0])
     return report
 
