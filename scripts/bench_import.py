@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark `contextflow import`: items per second for each format at 10,000 items.
 
-For every format, a source of N items (nodes plus the links between them) is generated in a
+For every format, a source of N items (nodes plus the links between them; for past sessions,
+turns plus each session's automatic handoff) is generated in a
 temporary folder and imported into a fresh store in this process (`run_import`, what the command
 runs), then imported again (nothing new: the cost of checking). Prints wall and CPU seconds and
 items per second; figures only, no target is asserted (the goal is 10,000 items a second).
@@ -32,7 +33,20 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 LINK_SHARE = 0.3  # of the items, links; the rest nodes
-WORDS = "payments cart ledger retry gateway cents invoice refund webhook latency queue schema".split()
+WORDS = [
+    "payments",
+    "cart",
+    "ledger",
+    "retry",
+    "gateway",
+    "cents",
+    "invoice",
+    "refund",
+    "webhook",
+    "latency",
+    "queue",
+    "schema",
+]
 
 
 def _text(n: int) -> str:
@@ -46,7 +60,9 @@ def server_memory(folder: Path, nodes: int, links: int) -> Path:
         for n in range(nodes)
     ]
     lines += [
-        json.dumps({"type": "relation", "from": f"e{n % nodes}", "to": f"e{(n * 31 + 1) % nodes}", "relationType": "calls"})
+        json.dumps(
+            {"type": "relation", "from": f"e{n % nodes}", "to": f"e{(n * 31 + 1) % nodes}", "relationType": "calls"}
+        )
         for n in range(links)
     ]
     path.write_text("\n".join(lines))
@@ -114,7 +130,9 @@ def contextflow(folder: Path, nodes: int, links: int) -> Path:
     doc = {
         "format": "contextflow-graph",
         "version": 1,
-        "nodes": [{"id": f"n{n:06d}", "type": "fact", "content": _text(n), "tags": ["project:shop"]} for n in range(nodes)],
+        "nodes": [
+            {"id": f"n{n:06d}", "type": "fact", "content": _text(n), "tags": ["project:shop"]} for n in range(nodes)
+        ],
         "edges": [
             {"from": f"n{n % nodes:06d}", "to": f"n{(n * 31 + 1) % nodes:06d}", "type": "RELATES_TO"}
             for n in range(links)
@@ -126,12 +144,99 @@ def contextflow(folder: Path, nodes: int, links: int) -> Path:
     return path
 
 
+TURNS_PER_SESSION = 19  # with its automatic handoff, a session is 20 items
+
+
+def _sessions(items: int) -> range:
+    return range(max(1, items // (TURNS_PER_SESSION + 1)))
+
+
+def claude_code(folder: Path, nodes: int, links: int) -> Path:
+    """Sessions of 19 turns (a prompt, a Bash call and its result, a final answer); items: turns and handoffs."""
+    root = folder / "projects" / "-work-shop"
+    root.mkdir(parents=True)
+    for s in _sessions(nodes + links):
+        session, lines = f"0000{s:04d}-aaaa-bbbb-cccc-dddddddddddd", []
+        for t in range(TURNS_PER_SESSION):
+            stamp = f"2026-01-{1 + s % 28:02d}T10:{t:02d}:00.000Z"
+            common = {"isSidechain": False, "sessionId": session, "cwd": "/work/shop", "timestamp": stamp}
+            tool = f"toolu_{s}_{t}"
+            lines += [
+                {**common, "type": "user", "message": {"role": "user", "content": _text(s * 100 + t)}},
+                {
+                    **common,
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": f"pytest -k t{t}"}}
+                        ],
+                    },
+                },
+                {
+                    **common,
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tool, "content": "1 passed"}],
+                    },
+                },
+                {
+                    **common,
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": f"Done: {_text(t)}. Next step: turn {t + 1}."}],
+                    },
+                },
+            ]
+        (root / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return folder / "projects"
+
+
+def _codex_item(session: str, turn: str, stamp: str, kind: str, **fields: object) -> dict[str, object]:
+    payload = {"type": "item_completed", "thread_id": session, "turn_id": turn, "item": {"type": kind, **fields}}
+    return {"timestamp": stamp, "type": "event_msg", "payload": payload}
+
+
+def codex(folder: Path, nodes: int, links: int) -> Path:
+    """Rollouts of 19 turns (a user message, a command, an agent message, task_complete)."""
+    root = folder / "sessions" / "2026" / "01" / "01"
+    root.mkdir(parents=True)
+    for s in _sessions(nodes + links):
+        session = f"0000{s:04d}-aaaa-7bbb-cccc-dddddddddddd"
+        meta = {"id": session, "cwd": "/work/shop", "git": {"repository_url": "https://github.com/acme/shop.git"}}
+        lines: list[dict[str, object]] = [
+            {"timestamp": "2026-01-01T10:00:00.000Z", "type": "session_meta", "payload": meta}
+        ]
+        for t in range(TURNS_PER_SESSION):
+            stamp = f"2026-01-01T10:{t:02d}:00.000Z"
+            turn = f"turn-{s}-{t}"
+            answer = f"Done: {_text(t)}. Next step: turn {t + 1}."
+            command = ["/bin/bash", "-lc", f"pytest -k t{t}"]
+            prompt = [{"type": "text", "text": _text(s * 100 + t)}]
+            lines += [
+                _codex_item(session, turn, stamp, "UserMessage", content=prompt),
+                _codex_item(session, turn, stamp, "CommandExecution", command=command, exit_code=0, parsed_cmd=[]),
+                _codex_item(session, turn, stamp, "AgentMessage", content=[{"type": "Text", "text": answer}]),
+                {
+                    "timestamp": stamp,
+                    "type": "event_msg",
+                    "payload": {"type": "task_complete", "turn_id": turn, "last_agent_message": answer},
+                },
+            ]
+        (root / f"rollout-2026-01-01T10-00-00-{session}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return folder / "sessions"
+
+
 MAKERS: dict[str, Callable[[Path, int, int], Path]] = {
     "contextflow": contextflow,
     "server-memory": server_memory,
     "beads": beads,
     "basic-memory": basic_memory,
     "claude-mem": claude_mem,
+    "claude-code": claude_code,
+    "codex": codex,
 }
 
 
@@ -198,7 +303,9 @@ def main() -> int:
         parser.error(f"unknown format(s) {', '.join(unknown)}; known: {', '.join(MAKERS)}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"== import, {args.items} items per format ({100 - int(LINK_SHARE * 100)}% nodes), load average {load:.1f}")
-    print(f"{'format':<14} {'stored':>7} {'wall s':>8} {'cpu s':>8} {'items/s':>10} {'items/cpu-s':>10} {'again s':>10}")
+    print(
+        f"{'format':<14} {'stored':>7} {'wall s':>8} {'cpu s':>8} {'items/s':>10} {'items/cpu-s':>10} {'again s':>10}"
+    )
     for fmt in formats:
         measure(fmt, args.items, args.profile == fmt)
     return 0

@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_graph import reference_entry  # noqa: E402  (the cached npm install of the server)
+from bench_graph import reference_entry  # the cached npm install of the server
 
 FIXTURE = Path(__file__).parent.parent / "tests" / "fixtures" / "imports" / "server-memory" / "memory.json"
 

@@ -314,17 +314,23 @@ def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
     how = mode()
     if how == "off" or len(items) < BATCH_MIN:
         return [(kind, scrub(data, how)[0]) for kind, data in items]
-    texts = [_plain_text(data) for _, data in items]
-    suspects = {index for index, text in enumerate(texts) if text is None}
-    plain = [(index, text) for index, text in enumerate(texts) if text is not None]
-    for start in range(0, len(plain), CHUNK):
-        chunk = plain[start : start + CHUNK]
-        suspects.update(chunk[at][0] for at in _touched([text for _, text in chunk]))
     result = list(items)
-    for index in suspects:
+    for index in suspects([data for _, data in items]):
         kind, data = items[index]
         result[index] = (kind, scrub(data, how)[0])
     return result
+
+
+def suspects(values: Sequence[Any]) -> set[int]:
+    """The indexes of `values` that may hold a secret or text to clean: the others come out of
+    `scrub` (and of `redact_text` on each of their strings) unchanged. See `scrub_items`."""
+    texts = [_plain_text(value) for value in values]
+    found = {index for index, text in enumerate(texts) if text is None}
+    plain = [(index, text) for index, text in enumerate(texts) if text is not None]
+    for start in range(0, len(plain), CHUNK):
+        chunk = plain[start : start + CHUNK]
+        found.update(chunk[at][0] for at in _touched([text for _, text in chunk]))
+    return found
 
 
 # -- telling the caller --------------------------------------------------------------------

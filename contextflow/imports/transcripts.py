@@ -28,6 +28,7 @@ import orjson
 from contextflow.app import App
 from contextflow.capture import core as capture
 from contextflow.capture.turns import TURN_KIND
+from contextflow.core import secrets
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.ids import derived_id
 from contextflow.core.project import DEFAULT_PROJECT, normalise_remote, project_for
@@ -140,8 +141,10 @@ def plan_file(app: App, fmt: str, path: Path, raw: bytes, known_turns: set[str])
     base = {"project": project, "session_id": session_id, "agent": client, "transcript": str(path)}
     stamp = stamp_from_ms(_last_ms(entries) or int(path.stat().st_mtime * 1000))
     digest: dict[str, Any] = {}
-    for index, turn in enumerate(turns[: capture.MAX_SESSION_TURNS]):
-        data = capture.redacted(turn.data(root))
+    records = [turn.data(root) for turn in turns[: capture.MAX_SESSION_TURNS]]
+    dirty = secrets.suspects(records)  # the rest have nothing to redact: capture.redacted would return them as is
+    for index, record in enumerate(records):
+        data = capture.redacted(record) if index in dirty else record
         key = capture.turn_id(session_id, data)
         digest = digests.fold(digest, data)
         if key in known_turns:
