@@ -48,3 +48,8 @@ def test_derived_ids_are_a_function_of_their_parts_and_look_like_any_other_id():
     assert one == derived_id("server-memory", "Alice") and len(one) == ID_LENGTH and set(one) <= set(ALPHABET)
     others = {derived_id("server-memory", "alice"), derived_id("server-memoryAlice"), derived_id("beads", "Alice")}
     assert len({one, *others}) == 4
+
+
+def test_a_derived_id_never_changes_between_versions():
+    """An import recognises what an earlier contextflow imported only while the ids stay the same."""
+    assert derived_id("server-memory", "Alice") == "47ds6q6j3xr0ngsw"

@@ -7,7 +7,6 @@ item of the same source) gets the same id both times and the second copy is reco
 
 from __future__ import annotations
 
-import base64
 import bisect
 import hashlib
 import itertools
@@ -22,11 +21,14 @@ _SHOWN = 5  # candidates named in an "ambiguous" error
 
 
 _ID_BYTES = ID_LENGTH * 5 // 8
-_FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+_PAIRS = [first + second for first in ALPHABET for second in ALPHABET]  # 10 bits -> two characters
+_SHIFTS = tuple(range(_ID_BYTES * 8 - 10, -1, -10))
 
 
 def _spell(raw: bytes) -> str:
-    return base64.b32encode(raw).translate(_FROM_RFC4648).decode()
+    """`raw` in base32, most significant bits first (what base64.b32encode spells, in ALPHABET)."""
+    number = int.from_bytes(raw, "big")
+    return "".join([_PAIRS[(number >> shift) & 1023] for shift in _SHIFTS])
 
 
 def new_id() -> str:

@@ -73,10 +73,11 @@ class Planner:
         edges = _merged(records.edges)
         versions = {key: version(record) for key, record in nodes.items()}
         ids = {key: node_id(self.fmt, key) for key in nodes}
-        candidates = [*ids.values(), *(self._update_id(k, v) for k, v in versions.items())]
-        candidates += [self._edge_id(edge) for edge in edges]
+        candidates = [*ids.values(), *(self._edge_id(edge) for edge in edges)]
         candidates += [derived_id(self.fmt, "delete", key) for key in records.deleted]
         known = self.app.store.known(candidates)
+        updates = [self._update_id(key, versions[key]) for key, nid in ids.items() if nid in known]
+        known |= self.app.store.known(updates)  # only a node imported before can have an update
         for done, (key, record) in enumerate(nodes.items(), start=1):
             self._node(state, record, ids[key], versions[key], known)
             if tick and done % TICK == 0:
