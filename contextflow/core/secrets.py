@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -273,10 +273,11 @@ BATCH_MIN = 16  # from this many events, one scan per chunk of them picks the fe
 CHUNK = 32  # events scanned together: a rule runs on a chunk only when one of its needles is in it
 
 
-def _raw_spans(text: str) -> list[tuple[int, int]]:
-    """Where any rule's pattern matches `text`, before `find` trims, checks or merges anything."""
+def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tuple[int, int]]:
+    """Where any rule's pattern matches `text`, before `find` trims, checks or merges anything;
+    `candidates`: the needles that may be in it (the others are known to be absent)."""
     lowered = text.lower()
-    present = {needle for needle in needles() if needle in lowered}
+    present = {needle for needle in (needles() if candidates is None else candidates) if needle in lowered}
     spans: list[tuple[int, int]] = []
     for rule in rules():
         if rule.needles and present.isdisjoint(rule.needles):
@@ -285,7 +286,7 @@ def _raw_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _touched(texts: list[str]) -> set[int]:
+def _touched(texts: list[str], candidates: Collection[str] | None = None) -> set[int]:
     """The indexes of `texts` that some rule's pattern touches when they are scanned joined by newlines."""
     starts: list[int] = []
     offset = 0
@@ -293,7 +294,7 @@ def _touched(texts: list[str]) -> set[int]:
         starts.append(offset)
         offset += len(text) + 1
     touched: set[int] = set()
-    for begin, end in _raw_spans("\n".join(texts)):
+    for begin, end in _raw_spans("\n".join(texts), candidates):
         first = bisect.bisect_right(starts, begin) - 1
         last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
         touched.update(range(max(first, 0), last + 1))
@@ -327,9 +328,11 @@ def suspects(values: Sequence[Any]) -> set[int]:
     texts = [_plain_text(value) for value in values]
     found = {index for index, text in enumerate(texts) if text is None}
     plain = [(index, text) for index, text in enumerate(texts) if text is not None]
+    everywhere = "\n".join(text for _, text in plain).lower()
+    candidates = [needle for needle in needles() if needle in everywhere]  # a chunk can hold no other
     for start in range(0, len(plain), CHUNK):
         chunk = plain[start : start + CHUNK]
-        found.update(chunk[at][0] for at in _touched([text for _, text in chunk]))
+        found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))
     return found
 
 
