@@ -48,7 +48,8 @@ _QUERY: JSON = {
     **_S,
     "maxLength": 4000,
     "description": "Filters type:fact, tag:project:x, tag:task:*, created:>24h, updated:<2w, created:>=2024-06-01, "
-    'tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or "phrases"; NOT, AND, OR (binding in that order), ( ).',
+    'tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or "phrases"; '
+    "NOT, AND, OR (binding in that order), ( ).",
 }
 _AGENT: JSON = {**_S, "description": "Your name, e.g. claude, codex."}
 _EDGE_TYPE: JSON = {"type": "string", "enum": list(EDGE_TYPES)}

@@ -9,7 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.graph.operations import FORMAT, _arg
-from contextflow.operations.spec import JSON, Feature, Operation
+from contextflow.operations.spec import FORMATS, JSON, Feature, Operation
 
 if TYPE_CHECKING:
     from contextflow.imports import present
@@ -24,6 +24,7 @@ op = partial(Operation, group="imports")
 IMPORT_FORMATS = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem", "claude-code", "codex")
 EXPORT_FORMATS = ("contextflow", "server-memory")
 _BOOL: JSON = {"type": "boolean"}
+_FORMATS: JSON = {"type": "string", "enum": list(FORMATS)}
 
 OPERATIONS = (
     op(
@@ -34,7 +35,7 @@ OPERATIONS = (
             _arg("from", {"type": "string", "enum": list(IMPORT_FORMATS)}, "its format, instead of detecting it"),
             _arg("dry_run", _BOOL, "print what would be stored and store nothing"),
             _arg("merge", _BOOL, "contextflow exports: keep a local view of the same name instead of stopping"),
-            FORMAT,
+            _arg("format", _FORMATS, "output format (default text)", cli_default="text"),
         ),
         present.import_,
         command=("import",),
