@@ -48,7 +48,9 @@ def test_each_clients_sample_is_one_turn_with_files_commands_tests_and_todos(par
     assert exits["ls -1 && git status --short"] == 0
     assert [code for cmd, code in exits.items() if "sys.exit(3)" in cmd] == [3]
     assert data["tests"] == [{"command": "python3 -m unittest -v", "exit": 0, "passed": True}]
-    assert any("exited 3" in error for error in data["errors"])
+    assert [error for error in data["errors"] if "exited 3" in error] == [
+        """`python3 -c 'import sys; print("boom", file=sys.stderr); sys.exit(3)'` exited 3: boom"""
+    ]  # the command's own output, not the client's "Exit code 3" wrapper
     assert data["final"] == FINAL
     assert {"text": "Add a CLI entry point", "status": "pending"} in data["todos"]
 
@@ -65,6 +67,41 @@ def test_a_resumed_session_is_two_turns_and_compaction_noise_is_no_turn(parser, 
     turns = parser.parse(lines(name), {})
     assert [turn.prompt for turn in turns][1:] == ["Run the tests again."]
     assert len(turns) == 2
+
+
+def test_a_failed_command_without_output_is_reported_by_its_exit_code_alone():
+    """Seen live: Claude Code answers a silent failure with `Exit code 3`, Gemini CLI with
+    `Output: (empty)`; neither is the command's output."""
+    command = "python3 -c 'import sys; sys.exit(3)'"
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 3", "is_error": True}
+    transcript = [
+        {"type": "user", "message": {"content": "run it"}},
+        {"type": "assistant", "message": {"content": [use]}},
+        {"type": "user", "message": {"content": [result]}},
+    ]
+    shell = {
+        "name": "run_shell_command",
+        "args": {"command": command},
+        "status": "success",
+        "result": [
+            {
+                "functionResponse": {
+                    "response": {
+                        "output": "<untrusted_context>\nOutput: (empty)\nExit Code: 3\n"
+                        "Process Group PGID: 7\n</untrusted_context>"
+                    }
+                }
+            }
+        ],
+    }
+    chat = [
+        {"id": "u1", "type": "user", "content": [{"text": "run it"}]},
+        {"id": "g1", "type": "gemini", "content": "", "toolCalls": [shell]},
+    ]
+    for parser, records in ((claude, transcript), (gemini, chat)):
+        turns = parser.parse([json.dumps(record).encode() for record in records], {})
+        assert turns[0].data(None)["errors"] == [f"`{command}` exited 3"], parser
 
 
 def test_gemini_drops_the_injected_session_start_context_from_the_prompt():
@@ -300,3 +337,18 @@ def test_captured_activity_is_searchable(app, tmp_path, monkeypatch, capsys, rep
     run_hook(monkeypatch, capsys, "stop", payload)
     (put,) = EXTRACTORS[TURN_KIND][1](_all(app)[0])
     assert "calc.py" in put.fields["files"] and "coerce" in put.fields["text"]
+
+
+def test_a_session_that_only_talks_stores_its_turn_but_hands_nothing_over(app, tmp_path, monkeypatch, capsys, repo):
+    payload, _ = client_payload(tmp_path, repo, *CLAUDE)
+    run_hook(monkeypatch, capsys, "stop", payload)  # real work: the automatic handoff names calc.py
+    chat = tmp_path / "home" / "chat.jsonl"
+    chat.write_text(
+        json.dumps({"type": "user", "isSidechain": False, "message": {"role": "user", "content": "Thanks!"}}) + "\n"
+    )
+    talk = {**payload, "session_id": "just-talk", "transcript_path": str(chat), "last_assistant_message": "Noted."}
+    run_hook(monkeypatch, capsys, "stop", talk)
+    assert {turn.data["session_id"] for turn in _all(app)} == {payload["session_id"], "just-talk"}
+    latest = sessions.latest_handoff(app, sessions.EntryFilter("example-owner/calc-demo"))
+    assert latest is not None and latest.data["session_id"] == payload["session_id"]
+    assert "calc.py" in latest.data["files"]

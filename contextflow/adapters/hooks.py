@@ -101,9 +101,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env, payload)
         try:
-            from contextflow.adapters.session_start import session_start
-
-            return _inject("SessionStart", session_start(app, hooks, hook_budget(env)))
+            return session_start_output(app, hooks, hook_budget(env))
         finally:
             app.close()
     except Exception as exc:
@@ -125,6 +123,13 @@ def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
     from contextflow.app import App
 
     return App.open(env, cwd=payload_cwd(payload))
+
+
+def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None) -> str:
+    """What `hook session-start` prints for this app: the exact JSON a client receives."""
+    from contextflow.adapters.session_start import session_start
+
+    return _inject("SessionStart", session_start(app, hooks, budget, project))
 
 
 def _inject(event_name: str, text: str) -> str:

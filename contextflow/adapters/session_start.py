@@ -17,7 +17,14 @@ from contextflow.core.text import estimate_tokens
 if TYPE_CHECKING:
     from contextflow.app import App
 
-CLIENT_LIMIT_CHARS = 10_000
+# What each client shows the model of one hook's output, in characters (None: no documented cap).
+# The web page (`contextflow ui`) and `contextflow start-preview` measure a session start against it.
+CLIENT_LIMITS: tuple[tuple[str, str, int | None], ...] = (
+    ("claude-code", "Claude Code", 10_000),
+    ("codex", "Codex CLI", 10_000),
+    ("gemini", "Gemini CLI", None),
+)
+CLIENT_LIMIT_CHARS = min(limit for _, _, limit in CLIENT_LIMITS if limit)
 RECENT_SESSIONS = 5
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contextflow.app import App
     from contextflow.operations.spec import JSON, Reply
 
 
@@ -24,6 +25,52 @@ def hook(app: None, args: JSON) -> int:
             sys.stdout.write(output + "\n")
             sys.stdout.flush()
     return 0
+
+
+def start_preview(app: App, args: JSON) -> Reply:
+    """What the next session start would inject (project and session as given, else the defaults),
+    produced by the hook's own code, and its size against each client's limit."""
+    import json
+    import os
+    from dataclasses import replace
+
+    from contextflow.adapters.hooks import hook_budget, hook_dir, session_start_output
+    from contextflow.adapters.session_start import CLIENT_LIMITS
+    from contextflow.app import App as AppType
+    from contextflow.operations.spec import Reply
+    from contextflow.sessions.core import active_session
+
+    project = args.get("project") or app.settings.default_project
+    settings = replace(
+        app.settings, default_project=project, active_session=args.get("session_id") or active_session(app)
+    )
+    budget = hook_budget(os.environ)
+    hooks = hook_dir(app.store.folder, os.environ)
+    output = session_start_output(AppType(app.store, settings), hooks, budget, project)
+    context = json.loads(output)["hookSpecificOutput"]["additionalContext"] if output else ""
+    limits = [
+        {"client": key, "name": name, "limit": limit, "fits": limit is None or len(context) <= limit}
+        for key, name, limit in CLIENT_LIMITS
+    ]
+    lines = [
+        f"session start for project={project} session={settings.active_session or '(none)'}: "
+        f"{len(context):,} characters (hook budget {budget:,} tokens)"
+    ]
+    for item in limits:
+        verdict = "fits" if item["fits"] else "OVER"
+        size = f"limit {item['limit']:,} characters, {verdict}" if item["limit"] else "no documented limit"
+        lines.append(f"  {item['name']}: {size}")
+    lines += ["", output or "(nothing: the hook prints nothing)"]
+    data = {
+        "project": project,
+        "session_id": settings.active_session,
+        "output": output,
+        "context": context,
+        "chars": len(context),
+        "budget_tokens": budget,
+        "limits": limits,
+    }
+    return Reply("\n".join(lines), data)
 
 
 def install(app: None, args: JSON) -> Reply:

@@ -1,4 +1,5 @@
-"""Commands for running and keeping contextflow: serve, doctor, pick-session, compact, hook, install.
+"""Commands for running and keeping contextflow: serve, doctor, pick-session, compact, hook, start-preview, ui,
+install.
 CLI only: none is an MCP tool."""
 
 from __future__ import annotations
@@ -103,6 +104,37 @@ OPERATIONS = (
         "(CONTEXTFLOW_CAPTURE=off turns that off). Always exits 0; "
         "problems are logged to stderr and hooks.log in the state folder.",
         needs_store=False,
+        read_only=False,
+    ),
+    op(
+        "start-preview",
+        "Show what the next session start injects, and its size against each client's limit",
+        (
+            string("project", "Project key (default: this repository's)."),
+            string(
+                "session_id", "Session whose latest handoff it carries (default the active session).", flag="--session"
+            ),
+        ),
+        clients.start_preview,
+        command=("start-preview",),
+        tool=False,
+        cli_description="Run the session-start hook's own code for a project and session without changing "
+        "anything, and print exactly what a client would receive, with its size against each client's limit.",
+    ),
+    op(
+        "ui",
+        "Open the local web page to see and curate memory",
+        (
+            integer("port", 0, 65535, "Port on 127.0.0.1 (default 8766; 0 picks a free one).", cli_default=8766),
+            boolean("no_open", "Print the URL only; do not open a browser."),
+        ),
+        present.ui,
+        command=("ui",),
+        tool=False,
+        cli_description="Serve a local web page on 127.0.0.1 (its first output line is the URL with a fresh "
+        "token): projects and their sessions, what the next session start injects, search, the knowledge graph, "
+        "records, threads, conversations and store health, updated live; pin, archive, forget, tag, and mark "
+        "handoffs wrong (see docs/ui.md).",
         read_only=False,
     ),
     op(

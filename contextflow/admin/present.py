@@ -28,6 +28,13 @@ def serve(app: App, args: JSON) -> int:
     return 0
 
 
+def ui(app: App, args: JSON) -> int:
+    from contextflow.adapters.ui.server import run_ui
+
+    run_ui(app, args["port"], open_browser=not args.get("no_open"))
+    return 0
+
+
 def doctor(app: App, args: JSON) -> Reply:
     from contextflow.admin.diagnose import problems, store_info
     from contextflow.admin.install_check import client_store_findings

@@ -106,6 +106,8 @@ def _result(turn: Turn, calls: dict[str, Any], tasks: dict[str, list[str]], bloc
             turn.error(f"{name} {args.get('file_path', '')}: {output}")
     elif name == "Bash":
         code = _EXIT.search(output[:200]) if failed else None
+        if code:  # "Exit code 3\n<the command's output>": the output is what tells what went wrong
+            output = output[: code.start()] + output[code.end() :]
         turn.command(args.get("command"), int(code.group(1)) if code else (1 if failed else 0), output)
     elif name == "TodoWrite":
         todos = result.get("newTodos") if isinstance(result, dict) else None

@@ -205,7 +205,11 @@ def _auto_handoff(
     app: App, state: dict[str, Any], base: dict[str, Any], client: str, path: str
 ) -> dict[str, Any] | None:
     """The automatic handoff to append, or None (unchanged, or the agent wrote one since the last capture)."""
+    from contextflow.capture.digest import has_work
     from contextflow.sessions import core as sessions
+
+    if not has_work(state["digest"]):
+        return None  # it only talked: its turns are stored, the latest real handoff stands
 
     latest = sessions.latest_handoff(app, sessions.EntryFilter(base["project"], session_id=base["session_id"]))
     if latest is not None and not latest.data.get("auto") and list(latest.key) > state.get("last_key", []):

@@ -51,6 +51,12 @@ def _outcome(code: Any) -> str:
     return "exit ?" if code is None else ("ok" if code == 0 else f"exit {code}")
 
 
+def has_work(digest: dict[str, Any]) -> bool:
+    """Whether the session did anything to hand over: touched a file, ran a command or keeps a todo list.
+    A session that only talked hands nothing over (it would push real work out of the latest handoff)."""
+    return bool(digest.get("files") or digest.get("commands") or digest.get("todos"))
+
+
 def auto_handoff(digest: dict[str, Any]) -> dict[str, Any]:
     """`summary`, `files`, `next_steps`, `open_questions`-free handoff fields from a digest."""
     finals = digest.get("finals") or []

@@ -15,6 +15,10 @@ from typing import Any
 from contextflow.capture.turns import Turn
 
 _EXIT = re.compile(r"Exit Code: (\d+)")
+# what run_shell_command's result holds besides the command's output (`Output: (empty)` when it had none)
+_NOT_OUTPUT = re.compile(
+    r"\s*(</?untrusted_context>|\(empty\)|(Exit Code|Signal|Background PIDs|Process Group PGID):.*)\s*"
+)
 _FILES = {"write_file": "created", "replace": "edited", "edit": "edited", "read_file": "read"}
 
 
@@ -77,7 +81,8 @@ def _call(turn: Turn, call: dict[str, Any]) -> None:
             turn.file(kind, args.get("file_path"))
     elif name == "run_shell_command":
         code = _EXIT.search(output)
-        body = output.replace("<untrusted_context>", "").replace("Output:", "", 1)
+        lines = output.replace("Output:", "", 1).splitlines()
+        body = "\n".join(line for line in lines if not _NOT_OUTPUT.fullmatch(line))
         turn.command(args.get("command"), int(code.group(1)) if code else (1 if failed else 0), body)
     elif name == "write_todos" and isinstance(args.get("todos"), list):
         turn.set_todos([(t.get("description"), t.get("status")) for t in args["todos"] if isinstance(t, dict)])

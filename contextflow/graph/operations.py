@@ -416,6 +416,7 @@ TOOLS = (
             Param("remove_tags", _TAGS),
             Param("delete", _BOOL),
             Param("cascade", {"type": "boolean", "description": "With delete: also delete nodes derived from it."}),
+            Param("agent", _AGENT, tool=False),  # who changes it (the web page passes the person)
         ),
         present.graph_update,
         read_only=False,

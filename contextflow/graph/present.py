@@ -134,7 +134,7 @@ def _deleted(node_id: str, deleted: list[str], text: str) -> Reply:
 def graph_update(app: App, args: JSON) -> Reply:
     node = writes.resolve(writes.graph(app), args["id"])
     if args.get("delete"):
-        deleted = writes.delete_node(app, node.id, cascade=bool(args.get("cascade")))
+        deleted = writes.delete_node(app, node.id, cascade=bool(args.get("cascade")), agent=args.get("agent"))
         return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
     changes = {
         name: args[name]
@@ -146,7 +146,7 @@ def graph_update(app: App, args: JSON) -> Reply:
             "graph_update needs something to change: content, type, summary, metadata, add_tags, "
             "remove_tags, or delete: true"
         )
-    writes.update_node(app, node.id, **changes)
+    writes.update_node(app, node.id, **changes, agent=args.get("agent"))
     return _written(app, node.id, verb="Updated")
 
 
@@ -337,4 +337,11 @@ def picture(app: App, args: JSON) -> Reply:
     nodes, total = explore.run_query(app, args.get("query") or "", args.get("limit"))
     draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid
     note = f"drew {len(nodes)} of {total} nodes; raise --limit or narrow the query" if total > len(nodes) else None
-    return Reply(draw(writes.graph(app), nodes), None, remark=note)
+    state = writes.graph(app)
+    data = {
+        "count": len(nodes),
+        "total": total,
+        "nodes": [explore.node_dict(state, node) for node in nodes],
+        "edges": [edge.as_dict() for edge in pictures.edges_among(state, nodes)],
+    }
+    return Reply(draw(state, nodes), data, remark=note)

@@ -149,6 +149,12 @@ def add_node(
     return Event(existing.id, writer, seq, hlc, model.NODE, data)
 
 
+def _by(agent: Any) -> dict[str, str]:
+    """Who made a change, on the events that change or delete a node (when given)."""
+    name = checks.text(agent, "agent", max_chars=200)
+    return {"agent": name} if name else {}
+
+
 def update_node(
     app: App,
     node_id: Any,
@@ -159,6 +165,7 @@ def update_node(
     metadata: Any = None,
     add_tags: Any = None,
     remove_tags: Any = None,
+    agent: Any = None,
 ) -> Node:
     """Change fields and tags in one write (tags added, then removed); tags already so change nothing."""
     state = graph(app)
@@ -179,22 +186,23 @@ def update_node(
     current = state.tags_of(node.id)
     new = [name for name in adding if name not in current]
     gone = [name for name in removing if name in current or name in new]
-    items: list[Item] = [(model.NODE_UPDATE, data)] if len(data) > 1 else []
-    items += [(model.TAG, {"node": node.id, "tags": new})] if new else []
-    items += [(model.UNTAG, {"node": node.id, "tags": gone})] if gone else []
+    by = _by(agent)
+    items: list[Item] = [(model.NODE_UPDATE, {**data, **by})] if len(data) > 1 else []
+    items += [(model.TAG, {"node": node.id, "tags": new, **by})] if new else []
+    items += [(model.UNTAG, {"node": node.id, "tags": gone, **by})] if gone else []
     if items:
         app.store.append_many(items)
     return graph(app).nodes[node.id]
 
 
-def delete_node(app: App, node_id: Any, *, cascade: bool = False) -> list[str]:
+def delete_node(app: App, node_id: Any, *, cascade: bool = False, agent: Any = None) -> list[str]:
     """Delete a node (its edges go with it); with cascade also what was derived from it."""
     state = graph(app)
     node = resolve(state, node_id)
     depth = len(state.live) if cascade else 0
     derived = state.walk(node.id, depth, forward=False, backward=True, types=("DERIVED_FROM",))
     doomed = [node.id, *(step.node.id for step in derived)]
-    app.store.append_many([(model.NODE_DELETE, {"node": target}) for target in doomed])
+    app.store.append_many([(model.NODE_DELETE, {"node": target, **_by(agent)}) for target in doomed])
     return doomed
 
 

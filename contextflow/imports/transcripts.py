@@ -155,6 +155,9 @@ def plan_file(app: App, fmt: str, path: Path, raw: bytes, known_turns: set[str])
         label = f"{session_id} turn {index + 1}: {data.get('request') or '(continued)'}"
         plan.events.append(Planned(derived_id(fmt, "turn", key), TURN_KIND, event, "turn", label[:100]))
         plan.stamps.append(stamp)
+    if not digests.has_work(digest):  # it only talked: its turns are stored, no automatic handoff (as live)
+        plan.skipped["session that only talked"] = 1
+        return plan
     latest = sessions.latest_handoff(app, sessions.EntryFilter(project, session_id=session_id))
     if latest is not None:
         plan.skipped["session that has a handoff"] = 1

@@ -19,7 +19,7 @@ from contextflow.core.text import DATA_NOTICE, clip, estimate_tokens
 from contextflow.search.extractors import search_kinds
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.present import Views, hit_block, hit_json
-from contextflow.search.tokens import query_terms
+from contextflow.search.tokens import iter_tokens, query_terms
 from contextflow.search.view import VIEW_NAME
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
@@ -59,6 +59,7 @@ class ContextResult:
         return estimate_tokens(self.text)
 
     def as_dict(self) -> dict[str, Any]:
+        terms = query_terms(self.query.text)
         return {
             "query": self.query.text,
             "project": self.query.project,
@@ -66,8 +67,29 @@ class ContextResult:
             "count": len(self.shown),
             "tokens": self.tokens,
             "budget_tokens": self.budget,
-            "results": [{"rank": n, **hit_json(s.hit), "shown": s.status} for n, s in enumerate(self.shown, 1)],
+            "results": [
+                {"rank": n, **hit_json(s.hit), "shown": s.status, **why(s.hit.doc, terms)}
+                for n, s in enumerate(self.shown, 1)
+            ],
         }
+
+
+def why(doc: Doc, terms: list[str]) -> dict[str, Any]:
+    """What matched (field -> terms) and an excerpt of the first field that matched."""
+    found = matched(doc, terms)
+    first = next(iter(found), None) or next((name for name, text in doc.field_texts() if text), "")
+    return {"matched": found, "excerpt": clip(doc.text(first), 240) if first else None}
+
+
+def matched(doc: Doc, terms: list[str]) -> dict[str, list[str]]:
+    """Why a document matched: the query's (stemmed) terms each of its fields holds."""
+    wanted = set(terms)
+    found: dict[str, list[str]] = {}
+    for name, text in doc.field_texts():
+        hits = wanted.intersection(iter_tokens(text)) if text else set()
+        if hits:
+            found[name] = sorted(hits)
+    return found
 
 
 def recency(doc_ms: int, now_ms: int) -> float:

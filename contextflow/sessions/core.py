@@ -20,7 +20,7 @@ from contextflow.core.events import Event
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.ids import new_id
 from contextflow.sessions import index as sessions_index
-from contextflow.sessions.view import NO_SESSION, SessionsState, SessionSummary, session_of, summarize
+from contextflow.sessions.view import NO_SESSION, Marks, SessionsState, SessionSummary, session_of, summarize
 
 DEFAULT_LIMIT = 20
 PROMPT_SESSIONS = 50
@@ -191,6 +191,35 @@ def write_handoff(
     return app.store.append("handoff", data)
 
 
+def wrong_marks(app: App) -> Marks:
+    """Handoffs marked wrong, keyed by (project, session, handoff id)."""
+    index = sessions_index.usable(app.store)
+    return index.wrong if index is not None else sessions_state(app).wrong
+
+
+# -- projects ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    entries: int
+    sessions: int
+    latest_ts: str
+    agents: list[str]
+
+
+def list_projects(app: App) -> list[Project]:
+    """Every project with entries, most recently active first."""
+    state = sessions_state(app)
+    found = []
+    for name, entries in state.by_project.items():
+        summaries = state.summaries.get(name, {})
+        agents = sorted({agent for s in summaries.values() for agent in s.agents})
+        found.append(Project(name, len(entries), len(summaries), entries[-1].ts if entries else "", agents))
+    return sorted(found, key=lambda p: (p.latest_ts, p.name), reverse=True)
+
+
 # -- reading -------------------------------------------------------------------------------
 
 
@@ -201,6 +230,8 @@ class EntryFilter:
     session_id: str | None = None
     kind: str | None = None
     since: str | None = None
+    before: str | None = None  # an entry id: only entries older than it (the next page)
+    skip: frozenset[str] = frozenset()  # entry ids left out (handoffs marked wrong)
 
     def matches(self, event: Event) -> bool:
         return (
@@ -208,6 +239,7 @@ class EntryFilter:
             and (not self.session_id or session_of(event) == self.session_id)
             and (not self.kind or event.kind == self.kind)
             and not (self.since and event.ts < self.since)
+            and event.id not in self.skip
         )
 
 
@@ -219,6 +251,7 @@ def entry_filter(
     session_id: object = None,
     kind: object = None,
     since: object = None,
+    before: object = None,
 ) -> EntryFilter:
     return EntryFilter(
         project=checks.text(project, "project") or app.settings.default_project,
@@ -226,6 +259,7 @@ def entry_filter(
         session_id=resolve_session(app, session_id),
         kind=checks.choice(kind, "kind", ("note", "handoff")),
         since=checks.iso_time(since, "since"),
+        before=checks.text(before, "before", max_chars=200),
     )
 
 
@@ -252,18 +286,25 @@ def bad_line_count(app: App) -> int:
 
 
 def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple[list[Event], bool]:
-    """Up to `count` newest matches, oldest first, and whether the search could stop early."""
+    """Up to `count` newest matches (older than `where.before` when set), oldest first, and whether
+    the search could stop early."""
     found: list[Event] = []
+    waiting = where.before is not None  # skipping until the cursor entry
     for event in reversed(pool):
+        if waiting:
+            waiting = event.id != where.before
+            continue
         if len(found) >= count or (where.since and event.ts < where.since):
             return found[::-1], True
         if where.matches(event):
             found.append(event)
-    return found[::-1], len(found) >= count
+    return found[::-1], len(found) >= count and not waiting
 
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
-    found = read_entries(app, replace(where, kind="handoff"), 1)
+    """The newest handoff no note marked wrong."""
+    wrong = frozenset(handoff for (p, s, handoff) in wrong_marks(app) if p == where.project)
+    found = read_entries(app, replace(where, kind="handoff", skip=where.skip | wrong), 1)
     return found[0] if found else None
 
 
@@ -299,8 +340,9 @@ def session_query(
 def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
     if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
         where = EntryFilter(query.project, query.agent, since=query.since)
-        entries = [event for event in sessions_state(app).project_entries(query.project) if where.matches(event)]
-        return summarize(entries, query.include_unsessioned)
+        state = sessions_state(app)
+        entries = [event for event in state.project_entries(query.project) if where.matches(event)]
+        return summarize(entries, query.include_unsessioned, state.wrong)
     index = sessions_index.usable(app.store)
     if index is not None:
         return index.sessions.get(query.project, [])
@@ -367,5 +409,5 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
         summary = found[0] if found else None
     else:
         summary = state.summaries.get(name, {}).get(chosen)  # kept current by the view
-    handoff = next((event for event in reversed(entries) if event.kind == "handoff"), None)
+    handoff = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
     return Resume(name, chosen, summary, handoff, entries[-count:])

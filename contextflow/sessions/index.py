@@ -21,9 +21,9 @@ import orjson
 from contextflow.core.events import Event, decode, encode
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.store import Store, code_fingerprint
-from contextflow.sessions.view import SessionsState, SessionSummary
+from contextflow.sessions.view import Marks, SessionsState, SessionSummary
 
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 FILE_NAME = "sessions-index.json"
 PROJECT_TAIL = 200  # recent entries kept per project (the largest `limit` a read accepts)
 SESSION_TAIL = 20  # recent entries kept per session (the default `limit`)
@@ -44,8 +44,9 @@ class Tail:
 class SessionsIndex:
     sessions: dict[str, list[SessionSummary]]  # per project, most recent first
     tails: dict[tuple[str, str], Tail]  # per (project, session id); session "" is the whole project
-    latest_handoffs: dict[tuple[str, str], Event]
+    latest_handoffs: dict[tuple[str, str], Event]  # none marked wrong
     bad_lines: int
+    wrong: Marks
 
     def tail(self, project: str, session_id: str | None = None) -> Tail:
         return self.tails.get((project, session_id or ""), Tail([], True))
@@ -94,6 +95,7 @@ def load(store: Store) -> SessionsIndex | None:
             tails={(p, s): Tail([_decode(line) for line in lines], done) for p, s, lines, done in saved["tails"]},
             latest_handoffs={(p, s): _decode(line) for p, s, line in saved["latest_handoffs"]},
             bad_lines=saved["bad_lines"],
+            wrong={(p, s, h): note for p, s, h, note in saved["wrong"]},
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -118,7 +120,7 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
     handoffs: list[list[str]] = []
     for (project, session_id), entries in state.by_session.items():
         tails.append([project, session_id, _lines(entries[-SESSION_TAIL:]), len(entries) <= SESSION_TAIL])
-        handoff = next((e for e in reversed(entries) if e.kind == "handoff"), None)
+        handoff = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
         if handoff is not None:
             handoffs.append([project, session_id, _lines([handoff])[0]])
     return {
@@ -131,6 +133,7 @@ def _record(store: Store, state: SessionsState) -> dict[str, Any]:
         "tails": tails,
         "latest_handoffs": handoffs,
         "bad_lines": store.bad_line_count,
+        "wrong": [[*mark, note] for mark, note in state.wrong.items()],
     }
 
 

@@ -28,9 +28,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ToolCall:
-    tool: str  # the bare MCP tool name
+    tool: str  # the bare tool name: an MCP tool (`resume_session`) or the client's own (`Write`, `exec_command`)
     arguments: dict[str, Any] = field(default_factory=dict)
     preface: str = ""  # text the model writes before the call, in the same message
+    freeform: str | None = None  # the input of a freeform tool (Codex's `apply_patch`), sent instead of arguments
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Call:
     name: str
     arguments: dict[str, Any]
     preface: str = ""
+    freeform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,11 +166,11 @@ class MockModel:
         step = self.script.calls[len(done)]
         name = advertised_name(step.tool, advertised)
         if name in advertised or discovery is None or discovery not in advertised:
-            return Call(name, step.arguments, step.preface)
+            return Call(name, step.arguments, step.preface, step.freeform)
         full = full_name(step.tool, request_text)
         if not any(call[0] == discovery and step.tool in call[1] for call in made):
             return Call(discovery, self.discovery_arguments(full))
-        return Call(full, step.arguments, step.preface)
+        return Call(full, step.arguments, step.preface, step.freeform)
 
     def discovery_arguments(self, name: str) -> dict[str, Any]:
         return {"query": name}
@@ -391,7 +393,8 @@ def _parts(contents: Any) -> Iterator[dict[str, Any]]:
 class ResponsesMock(MockModel):
     """Codex defers MCP tools: a client-side `tool_search` call (a `tool_search_call` item) makes
     it send their definitions back (`tool_search_output`, tools grouped in namespaces); a call
-    then names the tool and its namespace."""
+    then names the tool and its namespace. A scripted call with `freeform` input is sent as a
+    `custom_tool_call` (Codex's own `apply_patch` is such a freeform tool)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -402,7 +405,11 @@ class ResponsesMock(MockModel):
             return 404, "application/json", b'{"error":{"message":"not found","type":"invalid_request_error"}}'
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
         tools = _responses_tools(body.get("tools"), items)
-        made = [(str(i.get("name")), str(i.get("arguments"))) for i in items if i.get("type") == "function_call"]
+        made = [
+            (str(i.get("name")), str(i.get("arguments") if i.get("type") == "function_call" else i.get("input")))
+            for i in items
+            if i.get("type") in ("function_call", "custom_tool_call")
+        ]
         made += [("tool_search", json.dumps(i.get("arguments"))) for i in items if i.get("type") == "tool_search_call"]
         call = self.next_call(made, list(tools), json.dumps(body), "tool_search") if tools else None
         number = next(self._count)
@@ -426,6 +433,17 @@ class ResponsesMock(MockModel):
                     "status": "completed",
                     "execution": "client",
                     "arguments": {"query": call.arguments["query"], "limit": 8},
+                }
+            )
+        elif call is not None and call.freeform is not None:
+            output.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_{number:04d}",
+                    "call_id": f"call_{number:04d}",
+                    "status": "completed",
+                    "name": call.name,
+                    "input": call.freeform,
                 }
             )
         elif call is not None:
@@ -477,12 +495,13 @@ class ResponsesMock(MockModel):
         calls = {
             i.get("call_id")
             for i in items
-            if i.get("type") == "function_call" and is_tool(f"{i.get('namespace') or ''}__{i.get('name')}", tool)
+            if i.get("type") in ("function_call", "custom_tool_call")
+            and is_tool(f"{i.get('namespace') or ''}__{i.get('name')}", tool)
         }
         return {
             str(i["call_id"]): _content_text(i.get("output"))
             for i in items
-            if i.get("type") == "function_call_output" and i.get("call_id") in calls
+            if i.get("type") in ("function_call_output", "custom_tool_call_output") and i.get("call_id") in calls
         }
 
 

@@ -21,15 +21,13 @@ from tests.e2e.live_loop import (
     FACT,
     HANDOFF,
     NOTE,
-    LiveClient,
     Loop,
-    Place,
     assert_note_and_handoff_stored,
     assert_reads_reach_the_model_as_quoted_text,
     assert_resume_shows_the_handoff_and_the_note,
     claude_code,
     codex_cli,
-    gemini_cli,
+    live_client,
     make_place,
     run_loop,
     store_script,
@@ -38,15 +36,6 @@ from tests.e2e.live_loop import (
 pytestmark = pytest.mark.slow
 
 AGENTS = ("claude", "codex", "gemini")
-
-
-def live_client(request: pytest.FixtureRequest, agent: str, place: Place) -> LiveClient:
-    """The agent's client, installed from npm, pointed at its scripted model."""
-    if agent == "claude":
-        return claude_code(request.getfixturevalue("claude_bin"), request.getfixturevalue("anthropic_mock"), place)
-    if agent == "codex":
-        return codex_cli(request.getfixturevalue("codex_bin"), request.getfixturevalue("responses_mock"), place)
-    return gemini_cli(request.getfixturevalue("gemini_bin"), request.getfixturevalue("gemini_mock"), place)
 
 
 @pytest.fixture(scope="module")
