@@ -99,3 +99,16 @@ def test_the_format_of_a_transcript_file_is_detected(tmp_path, repo):
         _, transcript = place(tmp_path, repo, client)
         assert detect_bytes(str(transcript), transcript.read_bytes()) == fmt
     assert FIXTURES.is_dir()
+
+
+def test_a_session_that_only_talked_stores_its_turns_and_no_automatic_handoff(app, tmp_path):
+    folder = tmp_path / "home" / ".claude" / "projects" / "-work"
+    folder.mkdir(parents=True)
+    common = {"isSidechain": False, "sessionId": "s-talk", "cwd": str(tmp_path), "timestamp": "2026-01-02T10:00:00Z"}
+    lines = [
+        {**common, "type": "user", "message": {"role": "user", "content": "What does calc.add do?"}},
+        {**common, "type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Adds."}]}},
+    ]
+    (folder / "s-talk.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = run_import(app, str(folder.parent))
+    assert report.stored == {"turn": 1} and report.skipped == {"session that only talked": 1}
