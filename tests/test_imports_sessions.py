@@ -104,11 +104,11 @@ def test_the_format_of_a_transcript_file_is_detected(tmp_path, repo):
 def test_a_session_that_only_talked_stores_its_turns_and_no_automatic_handoff(app, tmp_path):
     folder = tmp_path / "home" / ".claude" / "projects" / "-work"
     folder.mkdir(parents=True)
-    ANSWER = [{"type": "text", "text": "Adds."}]  # noqa: N806
+    answer = [{"type": "text", "text": "Adds."}]
     common = {"isSidechain": False, "sessionId": "s-talk", "cwd": str(tmp_path), "timestamp": "2026-01-02T10:00:00Z"}
     lines = [
         {**common, "type": "user", "message": {"role": "user", "content": "What does calc.add do?"}},
-        {**common, "type": "assistant", "message": {"role": "assistant", "content": ANSWER}},
+        {**common, "type": "assistant", "message": {"role": "assistant", "content": answer}},
     ]
     (folder / "s-talk.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     report = run_import(app, str(folder.parent))
