@@ -2,9 +2,11 @@
 redaction, detection; `export --to server-memory` and the round trip back.
 
 Fixtures (tests/fixtures/imports/): server-memory/memory.json was written by the real
-`@modelcontextprotocol/server-memory` (scripts/make_import_fixtures.py); beads, basic-memory and
-claude-mem were made by hand from each project's own format definitions (beads' internal/types,
-basic-memory's note format reference, claude-mem's scripts/export-memories.ts and import/bulk.ts).
+`@modelcontextprotocol/server-memory` (scripts/make_import_fixtures.py) and basic-memory-real/ by
+basic-memory 0.24.1 (`basic-memory tool write-note`, Python 3.13); beads, basic-memory (edge cases:
+no front matter, custom fields, a link in a code block) and claude-mem were made by hand from each
+project's own format definitions (beads' internal/types, basic-memory's note format reference,
+claude-mem's scripts/export-memories.ts and import/bulk.ts).
 """
 
 from __future__ import annotations
@@ -239,6 +241,26 @@ def test_a_basic_memory_folder_becomes_notes_linked_by_their_relations(app):
     assert state.edge_live(origins.id, brewing.id, "RELATES_TO")  # a [[link|alias]] in prose
     assert state.edge_live(inbox.id, origins.id, "RELATES_TO")
     assert "Not A Real Note" in origins.content and not any("Not A Real" in str(e.metadata) for e in state.all_edges())
+
+
+def test_notes_written_by_basic_memory_itself_import_with_their_relations(app):
+    """tests/fixtures/imports/basic-memory-real: written by basic-memory 0.24.1 (`basic-memory tool write-note`)."""
+    report = run_import(app, str(FIXTURES / "basic-memory-real"))
+    assert report.format == "basic-memory" and report.stored == {"node": 4, "edge": 6}
+    assert report.skipped == {"link to a note not in the folder": 1}  # [[Tea Brewing Methods]] was never written
+    notes = nodes_by(app, "title")
+    state = writes.graph(app)
+    brewing, origins = notes["Coffee Brewing Methods"], notes["Coffee Bean Origins"]
+    grinding, inbox = notes["Proper Grinding Technique"], notes["Inbox"]
+    assert origins.metadata["permalink"] == "main/coffee/coffee-bean-origins" and grinding.type == "decision"
+    assert state.tags_of(origins.id) == {"imported:basic-memory", "kind:note", "label:coffee", "label:origins"}
+    assert state.edge_live(brewing.id, origins.id, "RELATES_TO") and state.edge_live(
+        brewing.id, grinding.id, "DEPENDS_ON"
+    )
+    assert state.edge_live(origins.id, brewing.id, "CHILD_OF") and state.edge_live(origins.id, brewing.id, "RELATES_TO")
+    assert state.edge_live(grinding.id, origins.id, "DEPENDS_ON") and state.edge_live(
+        inbox.id, origins.id, "RELATES_TO"
+    )
 
 
 def test_a_note_with_bad_front_matter_is_left_out_and_the_rest_is_stored(app, tmp_path, capsys):
