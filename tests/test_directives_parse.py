@@ -143,3 +143,20 @@ def test_masking_keeps_offsets_and_line_breaks():
     masked = mask_code(text)
     assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
     assert [text[start:end] for start, end in code_regions(text)] == ["`code`", "```\nx\n```\n"]
+
+
+def _cpu(function, argument) -> float:
+    import time
+
+    start = time.process_time()
+    function(argument)
+    return time.process_time() - start
+
+
+@pytest.mark.parametrize("unit", ["``a", "`a ``b ", "\\`x`` "])
+def test_finding_code_takes_linear_time_on_hostile_text(unit):
+    """A reply full of unmatched or escaped backticks (the Stop hook parses every reply): eight times
+    the text costs about eight times the work, not sixty-four."""
+    small, large = unit * 20_000, unit * 160_000
+    _cpu(mask_code, small)  # warm up
+    assert _cpu(mask_code, large) < 24 * max(_cpu(mask_code, small), 1e-3)

@@ -373,3 +373,19 @@ def test_the_progress_bar_draws_only_on_a_terminal():
         bar.advance(4)
         bar.close()
     assert "[" + "#" * 30 + "] 100%" in shown.getvalue() and hidden.getvalue() == ""
+
+
+def test_front_matter_lines_are_read_in_linear_time():
+    """A crafted key line (a letter, then spaces without a colon) once took quadratic time."""
+    import time
+
+    from contextflow.imports.frontmatter import FrontMatterError, parse
+
+    def cost(n: int) -> float:
+        start = time.process_time()
+        with pytest.raises(FrontMatterError):
+            parse(["a" + " " * n + "x"])
+        return time.process_time() - start
+
+    cost(1000)
+    assert cost(400_000) < 0.5  # quadratic: minutes

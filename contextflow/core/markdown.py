@@ -12,6 +12,7 @@ masked text finds only prose, at the offsets it has in the original.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})(.*)$")
@@ -43,26 +44,32 @@ def _fences(text: str) -> list[tuple[int, int]]:
 
 
 def _spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Inline code spans within text[start:end] (no fence inside)."""
+    """Inline code spans within text[start:end] (no fence inside). Every backtick run and blank line
+    is found once, and each opener looks its closer up by length: linear time, however many
+    unmatched runs a hostile text holds."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text, start, end)]
+    blanks = [m.start() for m in _BLANK_LINE.finditer(text, start, end)]
+    by_length: dict[int, list[int]] = {}
+    for index, (begin, finish) in enumerate(runs):
+        by_length.setdefault(finish - begin, []).append(index)
     regions: list[tuple[int, int]] = []
-    position = start
-    while True:
-        match = _TICKS.search(text, position, end)
-        if match is None:
-            return regions
-        opening = match.group()
-        begin = match.start()
-        if begin > 0 and text[begin - 1] == "\\":  # an escaped backtick, then maybe a shorter run
-            position = begin + 1
+    index = 0
+    while index < len(runs):
+        begin, finish = runs[index]
+        if begin > 0 and text[begin - 1] == "\\":  # an escaped backtick: the rest of the run may open
+            begin += 1
+        length = finish - begin
+        stop_at = bisect.bisect_left(blanks, finish)
+        stop = blanks[stop_at] if stop_at < len(blanks) else end  # a span never crosses a blank line
+        same = by_length.get(length, [])
+        after = bisect.bisect_right(same, index)
+        closer = same[after] if length and after < len(same) else None
+        if closer is None or runs[closer][1] > stop:
+            index += 1  # no partner: literal backticks
             continue
-        limit = _BLANK_LINE.search(text, match.end(), end)
-        stop = limit.start() if limit else end
-        closer = next((m for m in _TICKS.finditer(text, match.end(), stop) if m.group() == opening), None)
-        if closer is None:
-            position = match.end()
-            continue
-        regions.append((begin, closer.end()))
-        position = closer.end()
+        regions.append((begin, runs[closer][1]))
+        index = closer + 1
+    return regions
 
 
 def code_regions(text: str) -> list[tuple[int, int]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from contextflow.core.errors import InputError
 
-_KEY = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_ .-]*?)\s*:(?:\s+(.*))?$")
+_KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .-]*")
 _INT = re.compile(r"^[-+]?\d{1,18}$")
 
 
@@ -133,10 +133,11 @@ def parse(lines: list[str], first_line: int = 1) -> dict[str, Any]:
             continue
         if text[0].isspace():
             raise FrontMatterError(number, "nested mappings are not supported in front matter")
-        match = _KEY.match(text.rstrip())
-        if not match:
+        name, colon, after = text.rstrip().partition(":")  # no regex over the whole line: linear time
+        key = name.rstrip()
+        if not colon or not _KEY_NAME.fullmatch(key) or (after and not after[0].isspace()):
             raise FrontMatterError(number, "expected key: value")
-        key, raw = match.group(1), _strip_comment((match.group(2) or "").strip()).strip()
+        raw = _strip_comment(after.strip()).strip()
         current = None
         if key in result:
             raise FrontMatterError(number, f"the key {key!r} is given twice")
