@@ -160,3 +160,12 @@ def test_finding_code_takes_linear_time_on_hostile_text(unit):
     small, large = unit * 20_000, unit * 160_000
     _cpu(mask_code, small)  # warm up
     assert _cpu(mask_code, large) < 24 * max(_cpu(mask_code, small), 1e-3)
+
+
+def test_unclosed_directives_are_parsed_in_linear_time():
+    """Each opening tag finds its closing tag by lookup, not by scanning the rest of the reply."""
+    small, large = '<ctx:remember type="fact">x ' * 2_000, '<ctx:remember type="fact">x ' * 16_000
+    _cpu(parse, small)
+    assert _cpu(parse, large) < 24 * max(_cpu(parse, small), 1e-3)
+    (only,) = parse(small + "</ctx:remember>")  # the first opening runs to the one closing tag
+    assert only.attrs == {"type": "fact"} and only.body.startswith("x <ctx:remember")
