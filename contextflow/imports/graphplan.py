@@ -56,8 +56,11 @@ def _label(record: NodeRecord) -> str:
 class Planner:
     """Plans one file's records against the graph as it is now."""
 
-    def __init__(self, app: App, fmt: str, file: Path | str, owner: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, app: App, fmt: str, file: Path | str, owner: dict[str, str] | None = None, labels: bool = True
+    ) -> None:
         self.app, self.fmt, self.file = app, fmt, file
+        self.labels = labels  # a line per event for --dry-run (an import that stores skips making them)
         self.owner = owner or {}  # item key -> the file it came from (for errors)
         self.events: list[Planned] = []
         self.present: Counter[str] = Counter()
@@ -120,7 +123,7 @@ class Planner:
                     origin=f"{self.fmt}:{record.key}",
                 ),
             )
-            self.events.append(Planned(nid, kind, data, "node", _label(record)))
+            self.events.append(Planned(nid, kind, data, "node", _label(record) if self.labels else ""))
             return
         node = state.node(nid)
         if node is None:
@@ -137,7 +140,7 @@ class Planner:
         )
         change = {"node": nid, "type": data["type"], "content": data["content"], "summary": record.summary or ""}
         change["metadata"] = data["metadata"]
-        self.events.append(Planned(update, model.NODE_UPDATE, change, "update", _label(record)))
+        self.events.append(Planned(update, model.NODE_UPDATE, change, "update", _label(record) if self.labels else ""))
         gained = [tag for tag in data["tags"] if tag not in state.tags_of(nid)]
         if gained:
             tag_id = derived_id(self.fmt, "tag", record.key, digest)

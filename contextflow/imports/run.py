@@ -124,7 +124,7 @@ def _import_records(
     planned: list[Planned] = []
     while good:  # an item the store refuses drops its file, and the rest is planned again
         merged, owner = _merge(good)
-        planner = Planner(app, fmt, label, owner)
+        planner = Planner(app, fmt, label, owner, labels=dry_run)
         progress.start(2 * (len(merged.nodes) + len(merged.edges)), f"planning {len(merged.nodes)} item(s)")
         try:
             planned = planner.plan(merged, progress.advance)
