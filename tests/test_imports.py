@@ -389,3 +389,23 @@ def test_front_matter_lines_are_read_in_linear_time():
 
     cost(1000)
     assert cost(400_000) < 0.5  # quadratic: minutes
+
+
+def test_odd_values_never_refuse_a_file(app, tmp_path):
+    """A type with no usable characters gets no kind: tag; a field too long for metadata is cut or left out."""
+    source = tmp_path / "memory.json"
+    source.write_text(json.dumps({"type": "entity", "name": "Odd", "entityType": "!!!", "observations": ["x"]}))
+    run_import(app, str(source))
+    odd = nodes_by(app, "name")["Odd"]
+    assert writes.graph(app).tags_of(odd.id) == {"imported:server-memory"}
+    from contextflow.imports.model import MAX_META_VALUE, fitted
+
+    kept = fitted({"files": [f"src/{n:05d}.py" for n in range(5000)], "long": "x" * 30_000, "short": "y"})
+    assert set(kept) == {"files", "short"} and 0 < len(kept["files"]) < 5000
+    assert len(str(kept["files"])) <= MAX_META_VALUE
+
+
+def test_notes_and_sessions_are_read_from_their_files_not_standard_input(app, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"---\ntitle: x\n---\nbody\n")))
+    with pytest.raises(InputError, match="basic-memory is read from its files"):
+        run_import(app, "-")

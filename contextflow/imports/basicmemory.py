@@ -30,7 +30,16 @@ from typing import Any
 from contextflow.core.markdown import mask_code
 from contextflow.graph.model import NODE_TYPES
 from contextflow.imports.frontmatter import FrontMatterError, split
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, tag_value
+from contextflow.imports.model import (
+    EdgeRecord,
+    NodeRecord,
+    Records,
+    SourceError,
+    edge_type_for,
+    fitted,
+    tag_value,
+    tags_of,
+)
 
 FORMAT = "basic-memory"
 STANDARD = ("title", "type", "tags", "permalink")
@@ -82,10 +91,10 @@ class Note:
         body = self.body.strip()
         if not re.match(r"#\s", body):
             body = f"# {self.title}\n\n{body}".strip()
-        tags = ["imported:basic-memory", f"kind:{self.kind}"]
         raw_tags = self.meta.get("tags")
         listed = raw_tags if isinstance(raw_tags, list) else str(raw_tags or "").split(",")
-        tags += [f"label:{value}" for tag in listed if tag is not None and (value := tag_value(tag))]
+        pairs = [("imported", "basic-memory"), ("kind", self.kind)]
+        tags = tags_of(*pairs, *(("label", tag) for tag in listed if tag is not None))
         metadata: dict[str, Any] = {"title": self.title, "path": self.rel}
         if self.meta.get("permalink"):
             metadata["permalink"] = self.key
@@ -96,7 +105,7 @@ class Note:
         ]
         metadata.update(custom[:MAX_CUSTOM])
         node_type = self.kind if self.kind in NODE_TYPES else "fact"
-        return NodeRecord(self.key, node_type, body, list(dict.fromkeys(tags))[:50], metadata)
+        return NodeRecord(self.key, node_type, body, tags[:50], fitted(metadata))
 
     def links(self) -> list[tuple[str, str]]:
         """(relation name, target as written) for each relation line and each other [[link]] in prose."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, tag_value
+from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, fitted, tags_of
 from contextflow.imports.servermemory import parse_lines
 
 FORMAT = "beads"
@@ -64,11 +64,11 @@ def issue_record(item: dict[str, Any], path: Path, line: int) -> tuple[NodeRecor
     labels = item.get("labels") or []
     if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
         raise SourceError(path, '"labels" must be a list of strings', line)
-    tags = ["imported:beads", f"kind:{tag_value(issue_type)}", f"status:{tag_value(status)}", f"priority:p{priority}"]
-    tags += [f"label:{value}" for label in labels if (value := tag_value(label))]
+    pairs = [("imported", "beads"), ("kind", issue_type), ("status", status), ("priority", f"p{priority}")]
+    tags = tags_of(*pairs, *(("label", label) for label in labels))
     metadata: dict[str, Any] = {"beads_id": key, "status": status, "priority": priority, "issue_type": issue_type}
     metadata.update({name: item[name] for name in KEPT if isinstance(item.get(name), str | int) and item[name] != ""})
-    record = NodeRecord(key, "task", "\n\n".join(parts), tags[:50], metadata, summary=f"{key}: {title}")
+    record = NodeRecord(key, "task", "\n\n".join(parts), tags[:50], fitted(metadata), summary=f"{key}: {title}")
     return record, _dependencies(item, key, path, line)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, tag_value
+from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, fitted, tags_of
 
 FORMAT = "claude-mem"
 SUMMARY_PARTS = (
@@ -70,7 +70,7 @@ def _text(item: dict[str, Any], key: str, where: str, path: Path) -> str:
 def _common(item: dict[str, Any], where: str, path: Path) -> tuple[str, list[str], dict[str, Any]]:
     session = _text(item, "memory_session_id", where, path)
     project = _text(item, "project", where, path)
-    tags = ["imported:claude-mem"] + ([f"project:{value}"] if (value := tag_value(project)) else [])
+    tags = tags_of(("imported", "claude-mem"), ("project", project))
     metadata: dict[str, Any] = {"session": session} if session else {}
     if created := _text(item, "created_at", where, path):
         metadata["created_at"] = created
@@ -91,15 +91,11 @@ def _observation(item: dict[str, Any], where: str, path: Path) -> NodeRecord:
     content = "\n\n".join(part for part in parts if part)
     if not content:
         raise SourceError(path, f"{where} has no title, narrative, text or facts")
-    tags.append(f"kind:{tag_value(kind)}")
-    tags += [
-        f"concept:{value}"
-        for concept in _strings(item.get("concepts"), f"{where}.concepts", path)
-        if (value := tag_value(concept))
-    ]
+    concepts = _strings(item.get("concepts"), f"{where}.concepts", path)
+    tags += tags_of(("kind", kind), *(("concept", concept) for concept in concepts))
     key = f"observation:{session}:{_text(item, 'created_at_epoch', where, path)}:{title or content[:200]}"
     node_type = "decision" if kind == "decision" else "observation"
-    return NodeRecord(key, node_type, content, list(dict.fromkeys(tags))[:50], metadata, summary=title or None)
+    return NodeRecord(key, node_type, content, list(dict.fromkeys(tags))[:50], fitted(metadata), summary=title or None)
 
 
 def _summary(item: dict[str, Any], where: str, path: Path) -> NodeRecord:
@@ -108,7 +104,7 @@ def _summary(item: dict[str, Any], where: str, path: Path) -> NodeRecord:
     if not parts:
         raise SourceError(path, f"{where} has none of request, investigated, learned, completed, next_steps")
     key = f"summary:{session or _text(item, 'created_at_epoch', where, path)}"
-    return NodeRecord(key, "summary", "\n\n".join(parts), tags, metadata)
+    return NodeRecord(key, "summary", "\n\n".join(parts), tags, fitted(metadata))
 
 
 def read(label: str, raw: bytes) -> Records:

@@ -145,6 +145,31 @@ def tag_value(value: Any) -> str:
     return text[:120]
 
 
+def tags_of(*pairs: tuple[str, Any]) -> list[str]:
+    """`namespace:value` tags for the (namespace, value) pairs whose value leaves a tag value (once each)."""
+    return list(dict.fromkeys(f"{namespace}:{value}" for namespace, raw in pairs if (value := tag_value(raw))))
+
+
+MAX_META_VALUE = 19_000  # under graph.model.MAX_META_CHARS: what does not fit is cut (lists) or left out
+
+
+def fitted(metadata: dict[str, Any]) -> dict[str, Any]:
+    """`metadata` with every value within the graph's metadata limit: a long list keeps its first
+    items, a long text is left out (it belongs in the content), so one odd field never refuses a file."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, list):
+            kept: list[Any] = []
+            for item in value:
+                if len(str([*kept, item])) > MAX_META_VALUE:
+                    break
+                kept.append(item)
+            value = kept
+        if len(str(value)) <= MAX_META_VALUE:
+            out[key] = value
+    return out
+
+
 def line_of(raw: bytes | str, offset: int) -> int:
     """The 1-based line holding `offset` of `raw` (for a JSON error's position)."""
     head = raw[:offset]

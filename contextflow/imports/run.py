@@ -53,7 +53,10 @@ def run_import(
     try:
         if path == "-":
             raw = sys.stdin.buffer.read()
-            return _import_file(app, "stdin", raw, fmt or detect_bytes("stdin", raw), dry_run, merge, progress)
+            fmt = fmt or detect_bytes("stdin", raw)
+            if fmt == "basic-memory" or fmt in transcripts.FORMATS:
+                raise InputError(f"{fmt} is read from its files: pass the file or folder instead of standard input")
+            return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
         where = Path(path).expanduser()
         if not where.exists():
             raise InputError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")

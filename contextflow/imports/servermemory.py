@@ -23,7 +23,7 @@ import orjson
 
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, tag_value
+from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, tag_value, tags_of
 
 FORMAT = "server-memory"
 PREFIX = FORMAT + ":"
@@ -89,7 +89,7 @@ def read(label: str, raw: bytes) -> Records:
                 raise SourceError(path, '"observations" must be a list of strings', line)
             slug = tag_value(entity_type)
             node_type = slug if slug in NODE_TYPES else "fact"
-            tags = ["imported:server-memory"] + ([f"kind:{slug}"] if slug else [])
+            tags = tags_of(("imported", FORMAT), ("kind", entity_type))
             metadata = {"name": name, "entityType": entity_type}
             records.nodes.append(
                 NodeRecord(name, node_type, entity_content(name, entity_type, observations), tags, metadata)
