@@ -9,8 +9,8 @@ digest of them its automatic handoff, exactly as the Stop hook would have stored
 they are dated when the session happened (its last line's time), so an old session does not pose
 as the latest one. A turn's id is capture's own (a hash of the session and the turn), so a session
 that was also captured live, or imported before, stores nothing again; a session that already has a
-handoff (written by the agent, or captured), or that only talked, gets no automatic one. The project follows the session's
-working folder (its repository), as for live capture.
+handoff (written by the agent, or captured), or that only talked, gets no automatic one. The
+project follows the session's working folder (its repository), as for live capture.
 
 A line that is not JSON is an error naming the file and line (nothing of that file is stored), except
 a last line cut short without its newline (a client stopped mid-write), which is left out.
