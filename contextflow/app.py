@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contextflow.core.errors import StoreError
 from contextflow.core.settings import Settings
 from contextflow.core.store import Store
 
@@ -33,5 +35,6 @@ class App:
         if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close
             from contextflow.sessions import index as sessions_index
 
-            sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
+            with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
+                sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
         self.store.close()

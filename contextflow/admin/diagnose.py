@@ -9,19 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
+from contextflow.core import legacy
 from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.core.log import iter_quarantine
 
-# ContextFlowMCP's `contextFileSource` values for the rule that chose the store
-_SOURCES = {
-    "CONTEXTFLOW_STORE": "env:CONTEXTFLOW_STORE",
-    "--store": "option:--store",
-    "MCP_SHARED_CONTEXT_FILE": "env:MCP_SHARED_CONTEXT_FILE",
-    "MCP_SHARED_CONTEXT_FOLDER": "env:MCP_SHARED_CONTEXT_FOLDER",
-    "client-config": "client-config",
-    "legacy-file": "discovered",
-    "default": "default",
-}
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
 _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
 
@@ -35,10 +26,14 @@ def store_info(app: App) -> dict[str, Any]:
     bad_kinds: Counter[str] = Counter()
     for segment in health.segments:
         bad_kinds.update(segment.bad_kinds)
+    context_file = location.legacy_files[0] if location.legacy_files else None
     return {
         "store": str(store.folder),
         "chosen_by": location.rule,
         "chosen_detail": location.detail or None,
+        "store_note": location.store_note or None,
+        "legacy_files": [str(path) for path in location.legacy_files],
+        "oversized_legacy_files": health.oversized,
         "writer": store.writer,
         "state_dir": str(store.state_dir),
         "active_session": active_session(app),
@@ -57,10 +52,14 @@ def store_info(app: App) -> dict[str, Any]:
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
-        # ContextFlowMCP's names for the same facts (tools written against its info resource)
-        "file": str(store.log_writer.path),
-        "contextFileSource": _SOURCES.get(location.rule, location.rule),
+        # ContextFlowMCP's names for the same facts (tools written against its info resource): its
+        # context file and how it was found, in its words; its session folder is read, never written
+        "file": str(context_file or store.log_writer.path),
+        "sessionDataDir": str(legacy.sessions_dir(context_file)) if context_file else None,
+        "sessionIndexFile": str(legacy.index_file(context_file)) if context_file else None,
+        "contextFileSource": location.source,
         "contextFileDiscovery": {
+            **dict(location.discovery),
             "rule": location.rule,
             "detail": location.detail or None,
             "store": str(store.folder),
@@ -116,6 +115,11 @@ def problems(info: dict[str, Any]) -> list[str]:
         found.append(
             f"{kinds['clock stamp out of range']} line(s) carry a clock stamp out of range (past year "
             "9999 or negative): skipped, left on disk; the machine that wrote them has a broken clock"
+        )
+    for path, size in info.get("oversized_legacy_files", {}).items():
+        found.append(
+            f"the ContextFlowMCP file {path} ({size} bytes) is over {legacy.MAX_FILE_SETTING}: it is not read and "
+            "reads are refused until the limit is raised or the file is smaller"
         )
     if kinds.get("oversized line"):
         found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.admin.operations import CLIENTS
+from contextflow.core import legacy
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store
@@ -103,9 +104,11 @@ def store_settings(env: Mapping[str, str] | None = None, entry_env: Any = None) 
     if where.rule in ("MCP_SHARED_CONTEXT_FILE", "client-config") and where.legacy_files:
         settings = {"MCP_SHARED_CONTEXT_FILE": str(where.legacy_files[0])}
     elif where.rule == "MCP_SHARED_CONTEXT_FOLDER":
-        settings = {"MCP_SHARED_CONTEXT_FOLDER": str(where.folder)}
+        settings = {"MCP_SHARED_CONTEXT_FOLDER": str(where.legacy_files[0].parent)}
     else:
         settings = {"CONTEXTFLOW_STORE": str(where.folder)}
+        if where.rule in ("legacy-file", "default") and legacy.files(where.legacy_files):
+            settings["MCP_SHARED_CONTEXT_FILE"] = str(where.legacy_files[0])  # the ContextFlowMCP file found now
     if env.get("CONTEXTFLOW_STATE", "").strip():
         settings["CONTEXTFLOW_STATE"] = os.path.abspath(os.path.expanduser(env["CONTEXTFLOW_STATE"].strip()))
     if env.get("CONTEXTFLOW_WRITER", "").strip():

@@ -30,13 +30,19 @@ class Place:
     store: str
 
 
-def store_of(env: Mapping[str, Any]) -> str:
-    """The store folder an environment selects (as an absolute path), or DEFAULT."""
+def store_of(env: Mapping[str, Any], home: Path | None = None) -> str:
+    """The store folder an environment selects (as an absolute path), or DEFAULT. A ContextFlowMCP
+    file's folder is the store unless it is the home folder or holds it (`locate.store_beside`)."""
+    from contextflow.core.locate import holds_home
+
     for key in STORE_VARIABLES:
         value = env.get(key)
         if isinstance(value, str) and value.strip():
             path = os.path.abspath(os.path.expanduser(value.strip()))
-            return os.path.dirname(path) if key == "MCP_SHARED_CONTEXT_FILE" else path
+            folder = os.path.dirname(path) if key == "MCP_SHARED_CONTEXT_FILE" else path
+            if key != "CONTEXTFLOW_STORE" and holds_home(Path(folder), {"HOME": str(home or Path.home())}):
+                return DEFAULT
+            return folder
     return DEFAULT
 
 
@@ -112,9 +118,9 @@ def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place],
         entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
         if isinstance(entry, dict):
             env = entry.get("env")
-            places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {})))
+            places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {}, home)))
         for event, command in _hooks(data):
-            places.append(Place(client, f"{event} hook in {shown}", store_of(command_env(command))))
+            places.append(Place(client, f"{event} hook in {shown}", store_of(command_env(command), home)))
     return places, problems
 
 

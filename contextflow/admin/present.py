@@ -48,6 +48,13 @@ def doctor(app: App, args: JSON) -> Reply:
     lines = [
         f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
         f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
+        *([f"store note:   {info['store_note']}"] if info["store_note"] else []),
+        *(
+            f"ContextFlowMCP: {path} and its .sessions/ (its {info['contextFileSource']}; read, never written"
+            + ("" if any(log["legacy"] for log in info["logs"]) else "; nothing there yet")
+            + ")"
+            for path in info["legacy_files"][:1]
+        ),
         f"writer:       {info['writer']}",
         f"state:        {info['state_dir']}",
         f"events:       {info['events']} (duplicates ignored: {info['duplicate_events_ignored']})",

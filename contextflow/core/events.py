@@ -10,7 +10,7 @@ writer's events from 1; `hlc` is a hybrid logical clock stamp (clock.py). Events
 9999, a seq outside 0..2^53-1, an id or writer that is too long or holds control or path
 characters, or a line over MAX_LINE_BYTES is a `BadLine` (skipped, counted, reported).
 Legacy ContextFlowMCP lines (`{"id","ts","kind":"note"|"handoff","project",...}`) decode into
-events of writer `legacy` whose clock comes from their `ts`.
+events of writer `legacy` whose clock comes from their `ts` and whose seq is a hash of their id.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def encode(event: Event) -> bytes:
 
 
 def decode(line: bytes, position: int = 0) -> Event:
-    """Parse one line (without its newline). `position` names legacy lines that lack an id."""
+    """Parse one line (without its newline). `position`, its line number, no longer changes the result:
+    a legacy line's id and order come from its content, whichever file and line holds it."""
     if len(line) >= MAX_LINE_BYTES:
         raise BadLine(f"oversized line: {len(line)} bytes, over the size limit of {MAX_LINE_BYTES}")
     try:
@@ -91,7 +92,7 @@ def decode(line: bytes, position: int = 0) -> Event:
     if not isinstance(record, dict):
         raise BadLine("not a JSON object")
     if "v" not in record:
-        return _decode_legacy(record, line, position)
+        return _decode_legacy(record)
     try:
         event = Event(record["id"], record["w"], record["seq"], record["hlc"], record["kind"], record["data"])
     except KeyError as exc:
@@ -143,7 +144,7 @@ LEGACY_FIELDS = (
 )
 
 
-def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
+def _decode_legacy(record: dict[str, Any]) -> Event:
     kind = record.get("kind")
     if kind not in ("note", "handoff"):
         raise BadLine("neither an event nor a ContextFlowMCP note/handoff")
@@ -155,9 +156,12 @@ def _decode_legacy(record: dict[str, Any], line: bytes, position: int) -> Event:
         raise BadLine(f"clock stamp out of range: legacy ts {str(ts)[:40]!r}")
     data = {name: record[name] for name in LEGACY_FIELDS if record.get(name) is not None}
     event_id = record.get("id")
-    if not isinstance(event_id, str) or not _ID.fullmatch(event_id):
-        event_id = "legacy-" + hashlib.sha256(line).hexdigest()[:16]
-    return Event(id=event_id, writer=LEGACY_WRITER, seq=position, hlc=stamp_from_ms(ms), kind=kind, data=data)
+    if not isinstance(event_id, str) or not _ID.fullmatch(event_id):  # the same entry has the same id in any file
+        event_id = "legacy-" + hashlib.sha256(orjson.dumps(record)).hexdigest()[:16]
+    # the order key comes from the entry alone: ContextFlowMCP copies entries between its files (its
+    # migration to session files), and every copy must sort the same whatever file is read first
+    seq = int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=6).digest(), "big")
+    return Event(id=event_id, writer=LEGACY_WRITER, seq=seq, hlc=stamp_from_ms(ms), kind=kind, data=data)
 
 
 def as_dict(event: Event) -> dict[str, Any]:

@@ -1,17 +1,23 @@
 """Where the store is, who this writer is, and where machine-local state lives.
 
-Store resolution, first match wins (`contextflow doctor` reports which one chose it):
+Store resolution, first match wins (`contextflow doctor` reports which one chose it). The rules
+after the first follow ContextFlowMCP's order for finding its context file (`legacy.py`); that
+file and its per-session files are a legacy source, read where they are and never written:
 
-1. `CONTEXTFLOW_STORE`: the store folder.
-2. `MCP_SHARED_CONTEXT_FILE`: its folder is the store; the file itself, when it exists,
-   is a legacy ContextFlowMCP log that is read and never rewritten.
+1. `CONTEXTFLOW_STORE`: the store folder (with `MCP_SHARED_CONTEXT_FILE` or `_FOLDER` also set,
+   that ContextFlowMCP file is read too).
+2. `MCP_SHARED_CONTEXT_FILE`: the file is legacy; its folder is the store.
 3. `MCP_SHARED_CONTEXT_FOLDER`: the store folder (its `.mcp-shared-context.jsonl` is legacy).
 4. `MCP_SHARED_CONTEXT_FILE` found in a Codex, Claude or Gemini config file: as rule 2.
-5. An existing legacy file with a common name in a user config folder: it is read as legacy
-   and the store is the default folder.
-6. The default folder: `<platformdirs user data dir>/contextflow/store`.
+5. An existing legacy file with a common name in a user config folder: read as legacy; the store
+   is the default folder.
+6. The default folder, `<platformdirs user data dir>/contextflow/store`; ContextFlowMCP's home
+   default `~/.mcp-shared-context.jsonl` is read as legacy (once it exists).
 
-The CLI's `--store` sets CONTEXTFLOW_STORE and STORE_OPTION_MARKER alike, so `doctor` can name it.
+A legacy file's folder is never made the store when it is the home folder or holds it (a file
+in `~` is synced as itself, with its companions, not as the home folder): contextflow's own logs
+then go to the default folder, and `Location.store_note` says so. The CLI's `--store` sets
+CONTEXTFLOW_STORE and STORE_OPTION_MARKER alike, so `doctor` can name it.
 
 The state folder is a trust boundary: owned by this user, writable by no one else (refused
 otherwise; made 0700 when merely readable by others), never inside the synced store. Per-store
@@ -29,45 +35,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from contextflow.core import legacy
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write
 
 APP = "contextflow"
-LEGACY_FOLDER_FILE = ".mcp-shared-context.jsonl"
-LEGACY_FILE_NAMES = (
-    ".mcp-shared-context.jsonl",
-    "shared-context.jsonl",
-    "agent-context.jsonl",
-    "contextflow-context.jsonl",
-    "contextflow-shared-context.jsonl",
-)
-_CLIENTS = ("codex", "claude", "gemini")
-_CLIENT_CONFIG_NAMES = ("config.toml", "config.json", "settings.json", "claude_desktop_config.json")
 WRITER_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 STORE_OPTION_MARKER = "CONTEXTFLOW_STORE_FROM_OPTION"
-_CONFIG_PATTERNS = (
-    re.compile(r"""^["']MCP_SHARED_CONTEXT_FILE["']\s*:\s*["']([^"']+)["']""", re.I),
-    re.compile(r"""^MCP_SHARED_CONTEXT_FILE\s*=\s*["']([^"']+)["']""", re.I),
-    re.compile(r"""^MCP_SHARED_CONTEXT_FILE\s*=\s*([^\s#;]+)""", re.I),
-)
 
 
 class Location(NamedTuple):  # not a dataclass: hooks locate the store, and skip that import
-    folder: Path
-    rule: str
+    folder: Path  # contextflow's own store: the folder of its logs
+    rule: str  # contextflow's name for the rule that chose it
     detail: str = ""
-    legacy_files: tuple[Path, ...] = ()
+    legacy_files: tuple[Path, ...] = ()  # ContextFlowMCP context files read with it (and their .sessions/)
+    source: str = "env"  # ContextFlowMCP's `contextFileSource` for the legacy file (or the store setting)
+    discovery: tuple[tuple[str, str], ...] = ()  # ContextFlowMCP's `contextFileDiscovery` fields
+    store_note: str = ""  # why the store is not the legacy file's folder
 
 
-def _path(value: str, base: Path | None = None) -> Path:
-    expanded = Path(os.path.expanduser(value.strip()))
-    if not expanded.is_absolute():
-        expanded = (base or Path.cwd()) / expanded
-    return Path(os.path.abspath(expanded))
-
-
-def _home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("HOME") or os.path.expanduser("~"))
+def _path(value: str, base: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    return legacy.resolve(value, base, env)
 
 
 def default_store_folder() -> Path:
@@ -76,32 +64,8 @@ def default_store_folder() -> Path:
     return Path(platformdirs.user_data_dir(APP, appauthor=False)) / "store"
 
 
-def _from_client_configs(env: Mapping[str, str]) -> tuple[Path, Path] | None:
-    """(legacy file, the client config file naming it) from the first config that sets MCP_SHARED_CONTEXT_FILE."""
-    roots = [_home(env) / f".{client}" for client in _CLIENTS]
-    if env.get("XDG_CONFIG_HOME"):
-        roots += [Path(env["XDG_CONFIG_HOME"]) / client for client in _CLIENTS]
-    for config in (root / name for root in roots for name in _CLIENT_CONFIG_NAMES):
-        try:
-            text = config.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for line in text.splitlines():
-            for pattern in _CONFIG_PATTERNS:
-                if match := pattern.match(line.strip()):
-                    return _path(match.group(1), config.parent), config
-    return None
-
-
-def _common_legacy_file(env: Mapping[str, str]) -> Path | None:
-    home = _home(env)
-    folders = [home, *(home / f".{client}" for client in _CLIENTS), *(home / ".config" / client for client in _CLIENTS)]
-    candidates = (folder / name for folder in folders for name in LEGACY_FILE_NAMES)
-    return next((candidate for candidate in candidates if candidate.is_file()), None)
-
-
-def _store_folder(value: str, setting: str) -> Path:
-    folder = _path(value)
+def _store_folder(value: str, setting: str, env: Mapping[str, str] | None = None) -> Path:
+    folder = _path(value, env=env)
     if folder.exists() and not folder.is_dir():
         raise InputError(
             f"{setting}={value.strip()!r} is a file, but the store is a folder of logs: point {setting} at a "
@@ -111,24 +75,59 @@ def _store_folder(value: str, setting: str) -> Path:
     return folder
 
 
+def holds_home(folder: Path, env: Mapping[str, str]) -> bool:
+    """True when `folder` is the home folder or one of its parents: never a store."""
+    return Path(os.path.realpath(legacy.home(env))).is_relative_to(os.path.realpath(folder))
+
+
+def store_beside(found: legacy.Found, env: Mapping[str, str]) -> tuple[Path, str]:
+    """contextflow's store for a ContextFlowMCP file named explicitly: its folder, unless that folder
+    is the home folder or holds it; then the default folder. (folder, the note doctor shows)."""
+    folder = found.path.parent
+    if not holds_home(folder, env):
+        return folder, ""
+    return default_store_folder(), (
+        f"{found.path} is in {folder}, your home folder or a folder holding it, which is never a store "
+        "(the file and its .sessions folder are synced as themselves): contextflow's own logs go to the "
+        "default store; set CONTEXTFLOW_STORE to choose another"
+    )
+
+
+def _explicit(env: Mapping[str, str]) -> tuple[str, legacy.Found] | None:
+    """The ContextFlowMCP file an environment variable names: (the variable, the file)."""
+    if env.get("MCP_SHARED_CONTEXT_FILE", "").strip():
+        return "MCP_SHARED_CONTEXT_FILE", legacy.Found(_path(env["MCP_SHARED_CONTEXT_FILE"], env=env), "env")
+    if env.get("MCP_SHARED_CONTEXT_FOLDER", "").strip():
+        folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER", env)
+        where = (("folder", str(folder)), ("fileName", legacy.FOLDER_FILE))
+        return "MCP_SHARED_CONTEXT_FOLDER", legacy.Found(folder / legacy.FOLDER_FILE, "env-folder", where)
+    return None
+
+
 def locate_store(env: Mapping[str, str] | None = None) -> Location:
     env = os.environ if env is None else env
+    named = _explicit(env)
     if env.get("CONTEXTFLOW_STORE", "").strip():
         value = env["CONTEXTFLOW_STORE"]
         rule = "--store" if env.get(STORE_OPTION_MARKER) == value else "CONTEXTFLOW_STORE"
-        return Location(_store_folder(value, rule), rule)
-    if env.get("MCP_SHARED_CONTEXT_FILE", "").strip():
-        legacy = _path(env["MCP_SHARED_CONTEXT_FILE"])
-        return Location(legacy.parent, "MCP_SHARED_CONTEXT_FILE", str(legacy), (legacy,))
-    if env.get("MCP_SHARED_CONTEXT_FOLDER", "").strip():
-        folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER")
-        return Location(folder, "MCP_SHARED_CONTEXT_FOLDER", "", (folder / LEGACY_FOLDER_FILE,))
-    if found := _from_client_configs(env):
-        legacy, config = found
-        return Location(legacy.parent, "client-config", f"MCP_SHARED_CONTEXT_FILE in {config}", (legacy,))
-    if common := _common_legacy_file(env):
-        return Location(default_store_folder(), "legacy-file", f"read {common} as legacy", (common,))
-    return Location(default_store_folder(), "default")
+        folder = _store_folder(value, rule, env)
+        if named is None:
+            return Location(folder, rule)
+        _, found = named
+        return Location(folder, rule, f"also reads {found.path}", (found.path,), *found[1:])
+    if named is not None:
+        rule, found = named
+        detail = str(found.path) if rule == "MCP_SHARED_CONTEXT_FILE" else ""
+    elif (found_in_config := legacy.from_client_configs(env)) is not None:
+        rule, found = "client-config", found_in_config
+        detail = f"MCP_SHARED_CONTEXT_FILE in {dict(found.discovery)['configFile']}"
+    else:
+        common = legacy.from_common_folders(env)
+        rule, found = ("legacy-file", common) if common else ("default", legacy.home_default(env))
+        detail = f"read {found.path} as legacy" if common else ""
+        return Location(default_store_folder(), rule, detail, (found.path,), *found[1:])
+    folder, note = store_beside(found, env)
+    return Location(folder, rule, detail, (found.path,), *found[1:], note)
 
 
 def current_uid() -> int | None:

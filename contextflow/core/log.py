@@ -8,10 +8,11 @@ On-disk contract:
   `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. A last line without its `\\n` (a crash
   mid-write) is copied to `quarantine/` and cut off before the next append, never silently dropped.
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
-  ContextFlowMCP files, and read whole lines only. A cursor keeps, per file, the offset read, a
-  hash of the bytes just before it and a chain of 32 KiB block hashes over the whole prefix. A
-  later read continues when the file only grew (also when a sync tool replaced it with a longer
-  copy: a new inode's whole prefix is checked against the chain) and reports a reset otherwise.
+  ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
+  lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
+  chain of 32 KiB block hashes over the whole prefix. A later read continues when the file only
+  grew (also when a sync tool replaced it with a longer copy: a new inode's whole prefix is
+  checked against the chain) and reports a reset otherwise.
 - Compaction replaces a writer's own log atomically (temp file, fsync, rename, folder fsync)
   under its lock; readers elsewhere see a reset and refold. Sync-conflict copies are removed
   only by `remove_conflict_copy`, after the caller verified their events are kept.
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from contextflow.core import legacy
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
@@ -58,7 +60,7 @@ def parse_log_name(name: str) -> tuple[str, bool] | None:
 
 
 def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Path]:
-    """Every log file to read, in a stable order."""
+    """Every log file to read, in a stable order: the store's logs, then each legacy source's files."""
     found: list[Path] = []
     try:
         with os.scandir(folder) as entries:
@@ -73,7 +75,7 @@ def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Pat
             "give your user read and write access to it (chmod 700)"
         ) from None
     found.sort()
-    return [*found, *(p for p in legacy_files if p.is_file())]
+    return [*found, *legacy.files(legacy_files)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from contextflow import __version__
-from contextflow.core import snapshot
+from contextflow.core import legacy, snapshot
 from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import InputError, StoreError
 from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
@@ -67,6 +67,7 @@ class Health:
     segments: list[Segment] = field(default_factory=list)
     bad_lines: list[BadLineReport] = field(default_factory=list)
     bad_line_count: int = 0
+    oversized: dict[str, int] = field(default_factory=dict)  # legacy files not read: over the size limit
 
 
 def bad_kind(reason: str) -> str:
@@ -105,12 +106,14 @@ class Store:
         fsync: bool = False,
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
+        legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
     ) -> None:
         self.location = location
         self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
         self.writer = writer
         self.state_dir = state_dir
         self.clock = clock or HybridClock()
+        self.legacy_max_bytes = legacy_max_bytes  # a ContextFlowMCP file larger than this is not read
         # the views to fold: given by whoever builds the app (the core knows no feature)
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
@@ -120,7 +123,7 @@ class Store:
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
-        self._listing: tuple[int | None, list[Path]] | None = None
+        self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._reset()
 
@@ -128,6 +131,7 @@ class Store:
     def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
         env = os.environ if env is None else env
         location = locate_store(env)
+        kwargs.setdefault("legacy_max_bytes", legacy.max_file_bytes(env))
         return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
 
     # -- reading -------------------------------------------------------------------------
@@ -140,6 +144,7 @@ class Store:
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
+        self._oversized: dict[Path, int] = {}
 
     @property
     def fold(self) -> Fold:
@@ -164,17 +169,15 @@ class Store:
                 self._load_snapshot()
 
     def _segment_paths(self) -> list[Path]:
-        """The logs to read. The folder is listed again only when its mtime moved, or is too
-        recent to trust (file times are coarse, so two files made in one tick share an mtime)."""
-        try:
-            mtime = os.stat(self.folder).st_mtime_ns
-        except OSError:
-            mtime = None
+        """The logs to read. The folders are listed again only when an mtime moved (the store's, a legacy
+        .sessions folder's), or is too recent to trust (file times are coarse: two files made in one
+        tick share an mtime)."""
+        stamp, newest = legacy.listing_stamp(self.folder, self.location.legacy_files)
         cached = self._listing
-        if cached is not None and mtime is not None and cached[0] == mtime and time.time_ns() - mtime > 2_000_000_000:
+        if cached is not None and newest is not None and cached[0] == stamp and time.time_ns() - newest > 2_000_000_000:
             return cached[1]
         paths = list_segments(self.folder, self.location.legacy_files)
-        self._listing = (mtime, paths)
+        self._listing = (stamp, paths)
         return paths
 
     def _refresh_own_log(self) -> None:
@@ -186,7 +189,8 @@ class Store:
     def refresh(self) -> None:
         self._ensure_loaded()
         paths = self._segment_paths()
-        if any(path not in paths for path in self._segments) or not all(map(self._continues, paths)):
+        gone = any(path not in paths for path in [*self._segments, *self._oversized])
+        if gone or not all(map(self._continues, paths)):
             self._rebuild(paths)
 
     def _rebuild(self, paths: list[Path]) -> None:
@@ -206,6 +210,11 @@ class Store:
         segment = self._segments.get(path)
         if segment is not None and unchanged(path, segment.cursor):
             return True
+        limit = self.legacy_max_bytes
+        if (segment is None or segment.legacy) and (size := legacy.oversize(path, self.location.legacy_files, limit)):
+            self._oversized[path] = size
+            return segment is None  # read no further; a file already folded refolds without it
+        self._oversized.pop(path, None)
         try:
             chunk = read_new(path, segment.cursor if segment else None)
         except FileNotFoundError:
@@ -241,7 +250,7 @@ class Store:
         return True
 
     def _new_segment(self, path: Path) -> Segment:
-        if path in self.location.legacy_files:
+        if legacy.is_legacy(path, self.location.legacy_files):
             return Segment(path, LEGACY_WRITER, False, True)
         parsed = parse_log_name(path.name)
         writer, conflict = parsed if parsed else (path.name, False)
@@ -253,8 +262,11 @@ class Store:
             self._bad.append(BadLineReport(str(path), line, reason))
 
     def view(self, name: str) -> Any:
-        """The current state of one view (after picking up new events)."""
+        """The current state of one view (after picking up new events); refused while a legacy file is
+        over its size limit (reading it in part would show a history that is not the whole one)."""
         self.refresh()
+        for path, size in self._oversized.items():
+            raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
         try:
             return self.fold.state(name)
         except snapshot.SnapshotBroken:
@@ -272,7 +284,8 @@ class Store:
 
     def health(self) -> Health:
         self.refresh()
-        return Health(list(self._segments.values()), list(self._bad), self._bad_count)
+        oversized = {str(path): size for path, size in self._oversized.items()}
+        return Health(list(self._segments.values()), list(self._bad), self._bad_count, oversized)
 
     @property
     def bad_line_count(self) -> int:

@@ -95,7 +95,7 @@ def test_the_info_resource_carries_contextflowmcp_field_names(app, store_dir):
     app.store.append("note", {"text": "x"})
     info = store_info(app)
     assert info["file"] == str(store_dir / "events.writer-a.jsonl")
-    assert info["contextFileSource"] == "env:CONTEXTFLOW_STORE"
+    assert info["contextFileSource"] == "env"  # ContextFlowMCP's name for a path an environment variable set
     assert isinstance(info["contextFileDiscovery"], dict)
     assert info["contextFileDiscovery"]["store"] == str(store_dir)
 

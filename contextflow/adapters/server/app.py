@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -27,6 +27,7 @@ from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from contextflow import __version__
+from contextflow.adapters.server import inbound
 from contextflow.adapters.server.jsonrpc_guard import guard_stdio
 from contextflow.adapters.server.registry import features_for
 from contextflow.app import App
@@ -279,19 +280,25 @@ def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=clean(message))], is_error=True)
 
 
-async def serve_stdio(app: App) -> None:
+async def serve_stdio(app: App, limits: inbound.Limits | None = None) -> None:
     """Serve until stdin closes; SIGINT or SIGTERM save the machine-local state and exit at once.
 
-    The SDK reads stdin in a thread no signal interrupts, so a clean unwind would wait for the client
+    Stdin is read in a thread no signal interrupts, so a clean unwind would wait for the client
     to close the pipe. The event loop handles the signals between tool calls, and every acknowledged
     append is already whole in the log, so exiting then is safe."""
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _exit_now, app)
     server = ContextflowServer(app).server
+    sdk_stdin = inbound.UntilDone()  # the SDK writes stdout; stdin is read here, within the inbound limits
     try:
-        async with stdio_server() as (read_stream, write_stream), guard_stdio(read_stream, write_stream) as guarded:
-            await server.run(guarded, write_stream, server.create_initialization_options())
+        with inbound.claimed_stdin() as fd:
+            lines = inbound.stdin_lines(fd, limits or inbound.Limits())
+            async with (
+                stdio_server(stdin=cast(Any, sdk_stdin)) as (_, write_stream),
+                guard_stdio(lines, write_stream, sdk_stdin.done.set) as guarded,
+            ):
+                await server.run(guarded, write_stream, server.create_initialization_options())
     finally:
         app.close()
 
@@ -304,7 +311,7 @@ def _exit_now(app: App) -> None:
 
 
 def run_stdio(app: App) -> None:
-    anyio.run(serve_stdio, app)
+    anyio.run(serve_stdio, app, inbound.Limits.from_env())
 
 
 def serve_main() -> int:

@@ -125,6 +125,7 @@ def grant_app(base: App, grant: Grant) -> App:
         views=views,
         fsync=fsync_setting(os.environ),
         use_snapshot=grant.read is None,
+        legacy_max_bytes=source.legacy_max_bytes,
     )
     store.grant = grant
     store.default_project = grant.default_project(base.settings.default_project)

@@ -5,12 +5,12 @@ hundreds deep, a batch), so the client waited for its timeout; over HTTP the SDK
 own wording. Both transports now answer the same way: not UTF-8, not JSON, or a lone surrogate
 is `-32700` parse error; a batch, a non-object or nesting deeper than `MAX_DEPTH` is `-32600`
 invalid request. `problem(body)` is the pure check, `JsonRpcGuard` the ASGI middleware in front
-of the SDK's HTTP endpoint, `guard_stdio` the wrapper of the stdio transport's streams.
+of the SDK's HTTP endpoint, `guard_stdio` the read stream of the stdio transport (over `inbound.py`'s lines).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -139,18 +139,32 @@ def problem_of_error(error: Exception) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def guard_stdio(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]:
-    """A read stream for `Server.run` that answers each unreadable line with a JSON-RPC error."""
+async def guard_stdio(
+    lines: AsyncIterator[str | dict[str, Any]], write_stream: Any, on_end: Callable[[], None] = lambda: None
+) -> AsyncIterator[Any]:
+    """A read stream for `Server.run` from the input's lines (`inbound.stdin_lines`): a line that is
+    not a JSON-RPC message, or an error the inbound limits put in a line's place, is answered on
+    `write_stream` and never reaches the server. `on_end` runs when the input ends."""
     guarded_writer, guarded = create_context_streams[SessionMessage | Exception](0)
 
+    async def answer(error: dict[str, Any]) -> None:
+        await write_stream.send(SessionMessage(types.JSONRPCError.model_validate(error)))
+
     async def forward() -> None:
-        async with guarded_writer:
-            async for item in read_stream:
-                if isinstance(item, Exception):
-                    error = types.JSONRPCError.model_validate(problem_of_error(item))
-                    await write_stream.send(SessionMessage(error))
-                else:
-                    await guarded_writer.send(item)
+        try:
+            async with guarded_writer:
+                async for item in lines:
+                    if isinstance(item, dict):
+                        await answer(item)
+                        continue
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(item, by_name=False)
+                    except Exception as exc:
+                        await answer(problem_of_error(exc))
+                        continue
+                    await guarded_writer.send(SessionMessage(message))
+        finally:
+            on_end()
 
     async with anyio.create_task_group() as group:
         group.start_soon(forward)
