@@ -25,6 +25,7 @@ FEATURES = (
     "contextflow.search.operations",
     "contextflow.conversations.operations",
     "contextflow.graph.operations",
+    "contextflow.imports.operations",
     "contextflow.admin.operations",
 )
 

@@ -99,10 +99,8 @@ def test_export_import_and_ingest(capsys, tmp_path):
     assert code == 0 and json.loads(out)["nodes"][0]["id"] == a
     path = tmp_path / "g.json"
     assert run(capsys, "export", "-o", str(path))[0] == 0
-    code, out, err = run(capsys, "import", str(path))
-    assert code == 2 and "--merge" in err and out == ""
-    code, out, _ = run(capsys, "import", str(path), "--merge", "--format", "json")
-    assert code == 0 and json.loads(out)["nodes_present"] == 1
+    code, out, _ = run(capsys, "import", str(path), "--format", "json")
+    assert code == 0 and json.loads(out)["already_present"] == {"node": 1} and json.loads(out)["stored"] == {}
     doc = tmp_path / "notes.md"
     doc.write_text("ingest me")
     code, out, _ = run(capsys, "ingest", str(doc), "--tag", "project:x", "--format", "json")

@@ -1,5 +1,7 @@
 """Export, import (with and without merge), ingest, and the Mermaid/dot pictures."""
 
+import shutil
+
 import pytest
 
 from contextflow.core.errors import InputError
@@ -26,16 +28,39 @@ def test_importing_an_export_into_another_store_keeps_nodes_edges_tags_and_views
         assert state.edge_live(new_b, new_a, "DEPENDS_ON") and state.tags_of(new_a) == {"project:x"}
         assert state.nodes[new_a].origin == a.id
         events = other.store.event_count
-        again = transfer.import_graph(other, doc, merge=True)
-        assert again.nodes_added == 0 and again.edges_added == 0 and other.store.event_count == events
-        with pytest.raises(InputError, match=r"already here .* --merge"):
-            transfer.import_graph(other, doc)
+        again = transfer.import_graph(other, doc)
+        assert (again.nodes_added, again.edges_added, again.views_added) == (0, 0, 0)
+        assert (again.nodes_present, again.edges_present, again.views_present) == (2, 1, 1)
         assert other.store.event_count == events
         # and back: the nodes that came from here are recognised by their origin
-        back = transfer.import_graph(app, transfer.export_graph(other), merge=True)
+        back = transfer.import_graph(app, transfer.export_graph(other))
         assert back.nodes_added == 0
     finally:
         other.close()
+
+
+def test_two_machines_importing_one_export_store_each_node_once(app, tmp_path):
+    seed(app)
+    doc = transfer.export_graph(app)
+    first = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "one"), CONTEXTFLOW_STATE=str(tmp_path / "st2"))
+    second = open_app("writer-c", CONTEXTFLOW_STORE=str(tmp_path / "two"), CONTEXTFLOW_STATE=str(tmp_path / "st3"))
+    try:
+        transfer.import_graph(first, doc)
+        transfer.import_graph(second, doc)  # each machine imports before the other's log reaches it
+        shutil.copy(tmp_path / "two" / "events.writer-c.jsonl", tmp_path / "one")  # then the sync
+        assert len(writes.graph(first).live) == 2 and first.store.duplicates == 4
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_view_of_the_same_name_with_another_query_needs_merge(app, tmp_path):
+    seed(app)
+    doc = transfer.export_graph(app)
+    doc["views"][0]["query"] = "type:decision"
+    with pytest.raises(InputError, match=r"view 'facts' exists here with another query; import with --merge"):
+        transfer.import_graph(app, doc)
+    assert transfer.import_graph(app, doc, merge=True).views_present == 1
 
 
 def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):

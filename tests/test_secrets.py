@@ -217,3 +217,36 @@ def test_library_patterns_are_cached_per_machine_and_a_bad_cache_is_rebuilt() ->
     cache_file.write_text("not json")
     assert secret_rules.library_patterns() == fresh
     assert secret_rules.library_patterns() == fresh, "the rebuilt cache reads back"
+
+
+def _batch_corpus() -> list[tuple[str, dict[str, object]]]:
+    """Events as an import writes them: mostly clean, with every kind of secret and every public
+    look-alike in a field, a key, a list, a credential-named field, text to clean, and a private key
+    whose BEGIN and END lines land in two neighbouring events."""
+    clean = [("graph.node", {"content": f"entity {i} works at Acme", "tags": ["kind:person"]}) for i in range(40)]
+    dirty: list[tuple[str, dict[str, object]]] = []
+    for name, token in TOKENS.items():
+        dirty.append(("graph.node", {"content": f"{name}: {token}", "metadata": {"n": 1}}))
+        dirty.append(("graph.node", {"content": "x", "metadata": {"note": ["fine", token]}}))
+    dirty += [("graph.node", {"content": text, "tags": ["a:b"]}) for text in PUBLIC.values()]
+    dirty += [
+        ("graph.node", {"content": "y", "metadata": {"password": "hunter2hunter2"}}),
+        ("graph.node", {"content": "y", "metadata": {"secret": "the cache was stale"}}),
+        ("graph.node", {"content": fake("ghp_", A40[:18], "\u200b", A40[18:36])}),
+        ("graph.node", {"content": fake("-----BEGIN RSA ", "PRIVATE KEY-----\nMIIEowIBAAKCAQEA")}),
+        ("graph.node", {"content": fake(A40, "\n-----END RSA ", "PRIVATE KEY-----")}),
+        ("graph.node", {fake("ghp_", A40[:36]): "a secret as a key"}),
+    ]
+    return [item for pair in zip(clean, dirty, strict=False) for item in pair] + clean[len(dirty) :] + dirty[40:]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_batch_is_scrubbed_exactly_as_each_event_alone(seed: int) -> None:
+    import random
+
+    items = _batch_corpus()
+    random.Random(seed).shuffle(items)
+    assert len(items) >= secrets.BATCH_MIN
+    alone = [(kind, secrets.scrub(data, "redact")[0]) for kind, data in items]
+    assert secrets.scrub_items(items) == alone
+    assert any("redacted" in data for _, data in alone)

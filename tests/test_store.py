@@ -159,3 +159,13 @@ def test_a_server_saves_the_snapshot_from_a_forked_child_after_a_big_refold(app,
     assert not app.store.save_snapshot_soon()  # nothing new since
     later = open_app("writer-a")
     assert texts(later) == ["0", "1", "2", "3"] and later.store._new_since_snapshot == 0
+
+
+def test_given_ids_are_the_event_ids_and_known_reports_which_are_stored(app):
+    events = app.store.append_many([("note", {"text": "one"}), ("note", {"text": "two"})], ids=["id-one", "id-two"])
+    assert [event.id for event in events] == ["id-one", "id-two"]
+    other = open_app("writer-b")
+    try:
+        assert other.store.known(["id-one", "id-two", "id-three"]) == {"id-one", "id-two"}
+    finally:
+        other.close()

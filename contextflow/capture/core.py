@@ -205,7 +205,7 @@ def _auto_handoff(
     app: App, state: dict[str, Any], base: dict[str, Any], client: str, path: str
 ) -> dict[str, Any] | None:
     """The automatic handoff to append, or None (unchanged, or the agent wrote one since the last capture)."""
-    from contextflow.capture.digest import auto_handoff, has_work
+    from contextflow.capture.digest import has_work
     from contextflow.sessions import core as sessions
 
     if not has_work(state["digest"]):
@@ -214,20 +214,28 @@ def _auto_handoff(
     latest = sessions.latest_handoff(app, sessions.EntryFilter(base["project"], session_id=base["session_id"]))
     if latest is not None and not latest.data.get("auto") and list(latest.key) > state.get("last_key", []):
         return None  # a handoff the agent wrote since its last activity stands
-    fields = auto_handoff(state["digest"])
-    summary = _summary_text(fields, app.settings.max_summary_chars)
-    data: dict[str, Any] = {
-        **{k: v for k, v in base.items() if k != "transcript"},
-        "summary": summary,
-        **{name: fields[name][: app.settings.max_array_items] for name in ("files", "next_steps") if name in fields},
-        "auto": True,
-        "provenance": {"client": client, "transcript": path, "turns": fields.get("turns", 0)},
-    }
+    data = handoff_data(app, state["digest"], base, client, path)
     digest = hashlib.sha256(json.dumps([data["summary"], data.get("files"), data.get("next_steps")]).encode())
     if state.get("auto_hash") == digest.hexdigest():
         return None
     state["auto_hash"] = digest.hexdigest()
     return data
+
+
+def handoff_data(app: App, digest: dict[str, Any], base: dict[str, Any], client: str, path: str) -> dict[str, Any]:
+    """The automatic handoff of a session whose turns folded into `digest` (also what an import of
+    a past session writes)."""
+    from contextflow.capture.digest import auto_handoff
+
+    fields = auto_handoff(digest)
+    limit = app.settings.max_array_items
+    return {
+        **{k: v for k, v in base.items() if k != "transcript"},
+        "summary": _summary_text(fields, app.settings.max_summary_chars),
+        **{name: fields[name][:limit] for name in ("files", "next_steps") if name in fields},
+        "auto": True,
+        "provenance": {"client": client, "transcript": path, "turns": fields.get("turns", 0)},
+    }
 
 
 def _summary_text(fields: dict[str, Any], limit: int) -> str:

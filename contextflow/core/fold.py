@@ -16,7 +16,7 @@ was already applied leaves the fold `stale`; the store folds again with the boun
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from contextflow.core.events import Event, OrderKey
@@ -149,9 +149,17 @@ class Fold:
             del self.deferred[name]
         return self.states[name]
 
-    def apply(self, event: Event) -> bool:
+    def _load_seen(self) -> None:
         if self._seen_loader is not None:
             self.seen, self._seen_loader = self._seen_loader(), None
+
+    def known(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` already applied."""
+        self._load_seen()
+        return {event_id for event_id in ids if event_id in self.seen}
+
+    def apply(self, event: Event) -> bool:
+        self._load_seen()
         if event.id in self.seen:
             self.duplicates += 1
             return False

@@ -1,8 +1,14 @@
-"""Ids: random, unique across machines without coordination, short to type by prefix."""
+"""Ids: random, unique across machines without coordination, short to type by prefix.
+
+An id is 80 bits written as 16 Crockford base32 characters (lower case). `new_id` draws the bits
+at random; `derived_id` takes them from a hash of its parts, so something imported twice (the same
+item of the same source) gets the same id both times and the second copy is recognised.
+"""
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import secrets
 from collections.abc import Collection
@@ -14,8 +20,25 @@ ID_LENGTH = 16  # 80 random bits
 _SHOWN = 5  # candidates named in an "ambiguous" error
 
 
+_ID_BYTES = ID_LENGTH * 5 // 8
+_PAIRS = [first + second for first in ALPHABET for second in ALPHABET]  # 10 bits -> two characters
+_SHIFTS = tuple(range(_ID_BYTES * 8 - 10, -1, -10))
+
+
+def _spell(raw: bytes) -> str:
+    """`raw` in base32, most significant bits first (what base64.b32encode spells, in ALPHABET)."""
+    number = int.from_bytes(raw, "big")
+    return "".join([_PAIRS[(number >> shift) & 1023] for shift in _SHIFTS])
+
+
 def new_id() -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(ID_LENGTH))
+    return _spell(secrets.token_bytes(_ID_BYTES))
+
+
+def derived_id(*parts: str) -> str:
+    """An id that is a function of `parts` (e.g. a format, a source's item key): the same parts give the same id."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=_ID_BYTES, person=b"contextflow-id")
+    return _spell(digest.digest())
 
 
 def _starting_with(wanted: str, known: Collection[str]) -> list[str]:

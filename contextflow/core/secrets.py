@@ -15,16 +15,17 @@ was found) or `off`.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
-from contextflow.core.secret_rules import credential_field_kind, needles, rules
+from contextflow.core.secret_rules import CREDENTIAL_FIELD, credential_field_kind, needles, rules
 from contextflow.core.text import clean, map_strings, needs_cleaning
 
 ENV_VAR = "CONTEXTFLOW_SECRETS"
@@ -226,10 +227,113 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
     return result, notes
 
 
+@lru_cache(maxsize=4096)
+def _credential_name(name: str) -> bool:
+    """Whether a value stored under `name` may be judged by its field name (`credential_field_kind`)."""
+    return name.lower() == "auth" or CREDENTIAL_FIELD.fullmatch(name) is not None
+
+
+def _plain_text(data: Any) -> str | None:
+    """Every key and string of `data` joined by newlines, which `find` sees as `scrub` would; None when
+    `scrub` must look closer anyway (a string to clean, a credential-named field, an unusual type).
+    Exact type checks and strings added without a trip through the stack: this runs for every event
+    of an import."""
+    texts: list[str] = []
+    add = texts.append
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            for key, item in value.items():
+                if type(key) is str:
+                    if type(item) is str:
+                        if _credential_name(key) and credential_field_kind(key, item):
+                            return None
+                        add(key)
+                        add(item)
+                        continue
+                    add(key)
+                stack.append(item)
+        elif kind is list or kind is tuple:
+            for item in value:
+                if type(item) is str:
+                    add(item)
+                else:
+                    stack.append(item)
+        elif kind is str:
+            add(value)
+        elif isinstance(value, str | dict | list | tuple):  # a subclass: let scrub judge it
+            return None
+    text = "\n".join(texts)
+    return None if needs_cleaning(text) else text
+
+
+BATCH_MIN = 16  # from this many events, one scan per chunk of them picks the few to scrub
+CHUNK = 32  # events scanned together: a rule runs on a chunk only when one of its needles is in it
+
+
+def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tuple[int, int]]:
+    """Where any rule's pattern matches `text`, before `find` trims, checks or merges anything;
+    `candidates`: the needles that may be in it (the others are known to be absent)."""
+    lowered = text.lower()
+    present = {needle for needle in (needles() if candidates is None else candidates) if needle in lowered}
+    spans: list[tuple[int, int]] = []
+    for rule in rules():
+        if rule.needles and present.isdisjoint(rule.needles):
+            continue
+        spans += [match.span() for match in rule.pattern.finditer(text)]
+    return spans
+
+
+def _touched(texts: list[str], candidates: Collection[str] | None = None) -> set[int]:
+    """The indexes of `texts` that some rule's pattern touches when they are scanned joined by newlines."""
+    starts: list[int] = []
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text) + 1
+    touched: set[int] = set()
+    for begin, end in _raw_spans("\n".join(texts), candidates):
+        first = bisect.bisect_right(starts, begin) - 1
+        last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
+        touched.update(range(max(first, 0), last + 1))
+    return touched
+
+
 def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The hook Store.append_many calls before anything is written."""
+    """The hook Store.append_many calls before anything is written.
+
+    Many events at once (an import) are scanned in chunks: a chunk's text joined by newlines, as
+    `scrub` joins one event's strings, and each rule whose needles the chunk holds run once over
+    it. An event no pattern touches (not even with a match `find` would then reject) has nothing
+    `scrub` would find and is stored as it is; the others (and any with a string to clean or a
+    credential-named field) go through `scrub`. A pattern that matches within one event matches
+    there in its chunk too: the chunk holds the event's needles, and the rules' edges are word
+    boundaries and lookbehinds that a newline satisfies as a string's start does; a match that
+    runs on into the next event touches both. The result is the same as scrubbing each event."""
     how = mode()
-    return [(kind, scrub(data, how)[0]) for kind, data in items]
+    if how == "off" or len(items) < BATCH_MIN:
+        return [(kind, scrub(data, how)[0]) for kind, data in items]
+    result = list(items)
+    for index in suspects([data for _, data in items]):
+        kind, data = items[index]
+        result[index] = (kind, scrub(data, how)[0])
+    return result
+
+
+def suspects(values: Sequence[Any]) -> set[int]:
+    """The indexes of `values` that may hold a secret or text to clean: the others come out of
+    `scrub` (and of `redact_text` on each of their strings) unchanged. See `scrub_items`."""
+    texts = [_plain_text(value) for value in values]
+    found = {index for index, text in enumerate(texts) if text is None}
+    plain = [(index, text) for index, text in enumerate(texts) if text is not None]
+    everywhere = "\n".join(text for _, text in plain).lower()
+    candidates = [needle for needle in needles() if needle in everywhere]  # a chunk can hold no other
+    for start in range(0, len(plain), CHUNK):
+        chunk = plain[start : start + CHUNK]
+        found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))
+    return found
 
 
 # -- telling the caller --------------------------------------------------------------------

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from contextflow import __version__
 from contextflow.core import legacy, snapshot
 from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
-from contextflow.core.clock import HybridClock
+from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
@@ -318,12 +318,29 @@ class Store:
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
-    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
-        """Append events in one locked write; they are folded before this returns. Events read
-        stamped beyond the drift bound are first named in a bound (ahead.py), written with them."""
+    def known(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
+        self.refresh()
+        return self.fold.known(ids)
+
+    def append_many(
+        self,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        ids: Sequence[str] | None = None,
+        stamps: Sequence[int] | None = None,
+    ) -> list[Event]:
+        """Append events in one locked write; they are folded before this returns. Events read stamped
+        beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
+        replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
+        per item) replaces the clock: an importer's events dated when they happened (a past session's
+        turns), which order by those stamps like any event; the clock does not move for them."""
         from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
+        if (ids is not None and len(ids) != len(items)) or (stamps is not None and len(stamps) != len(items)):
+            raise ValueError("append_many: one id and one stamp per item")
+        if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
+            raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
         items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         try:
             with self._writer.locked():
@@ -335,9 +352,14 @@ class Store:
                 if not batch:
                     return []
                 seq = self._own_seq()
+                lead = len(batch) - len(items)  # the bound, if any, gets a new id and a clock stamp
+                chosen = [new_id() for _ in range(lead)] + (list(ids) if ids is not None else [new_id() for _ in items])
+                times = [self.clock.tick() for _ in range(lead)] + (
+                    list(stamps) if stamps is not None else [self.clock.tick() for _ in items]
+                )
                 events = [
-                    Event(new_id(), self.writer, seq + offset, self.clock.tick(), kind, data)
-                    for offset, (kind, data) in enumerate(batch, start=1)
+                    Event(event_id, self.writer, seq + offset, stamp, kind, data)
+                    for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
                 self._refresh_own_log()  # fold exactly what was just written (a bound: refold)

@@ -9,7 +9,8 @@
     <ctx:task name="implement-oauth" action="start"/>   (action="end" summarize="true")
     <ctx:expand node="id"/>
 
-Directives inside code (``` fences or `backticks`) are examples, not commands, and are
+Directives inside code (fenced blocks of ``` or ~~~, inline code spans of any number of
+backticks, as CommonMark reads them: `core/markdown.py`) are examples, not commands, and are
 ignored. Each directive runs on its own: one failing does not stop the others, and its
 error is reported back. Results meant for the agent (recall, status, expand, errors) come
 back as `Outcome.pending` text for the next prompt.
@@ -17,6 +18,7 @@ back as `Outcome.pending` text for the next prompt.
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from contextflow.app import App
 from contextflow.core.checks import flag
 from contextflow.core.errors import ContextflowError, InputError
+from contextflow.core.markdown import mask_code
 from contextflow.core.text import clip
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import explore, model, writes
@@ -33,12 +36,8 @@ from contextflow.graph.render import status_text
 AGENT = "unknown"  # when the hook cannot tell which client wrote the reply
 RECALL_BUDGET = 4_000
 NAMES = ("remember", "recall", "summarize", "link", "status", "task", "expand", "supersede")
-_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.S)
-_DIRECTIVE = re.compile(
-    r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*"
-    r"(?:/>|>(?P<body>.*?)</ctx:(?P=name)\s*>)",
-    re.S,
-)
+_OPEN = re.compile(r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?P<end>/?>)")
+_CLOSE = re.compile(r"</ctx:(?P<name>[a-z-]+)\s*>")
 _ATTR = re.compile(r"([a-zA-Z_-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 
 
@@ -57,15 +56,32 @@ class Outcome:
 
 
 def parse(text: str) -> list[Directive]:
-    prose = _FENCE.sub("", text)
+    """The directives written in prose: code blocks and inline code are masked out first (same
+    offsets), so an example is never carried out, while a directive's body keeps any code it quotes."""
+    masked = mask_code(text)
+    closers: dict[str, list[tuple[int, int]]] = {}  # name -> (start, end) of each closing tag, in order
+    for match in _CLOSE.finditer(masked):
+        closers.setdefault(match.group("name"), []).append(match.span())
     found: list[Directive] = []
-    for match in _DIRECTIVE.finditer(prose):
+    consumed = 0  # the end of the last directive: tags inside its body are its text
+    for opening in _OPEN.finditer(masked):
+        name = opening.group("name")
+        if opening.start() < consumed:
+            continue
+        body = ""
+        if opening.group("end") == ">":  # the body runs to the first closing tag of the same name
+            ends = closers.get(name, [])
+            at = bisect.bisect_left(ends, (opening.end(), -1))
+            if at == len(ends):
+                continue  # never closed: not a directive
+            body, consumed = text[opening.end() : ends[at][0]], ends[at][1]
+        else:
+            consumed = opening.end()
         attrs = {
             m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
-            for m in _ATTR.finditer(match.group("attrs") or "")
+            for m in _ATTR.finditer(opening.group("attrs") or "")
         }
-        body = html.unescape(match.group("body") or "").strip()
-        found.append(Directive(match.group("name"), attrs, body))
+        found.append(Directive(name, attrs, html.unescape(body).strip()))
     return found
 
 

@@ -9,6 +9,7 @@ context composition loads. Token estimates are `text.estimate_tokens`.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from contextflow.core import checks
@@ -40,6 +41,9 @@ TAG = "graph.tag"
 UNTAG = "graph.untag"
 VIEW = "graph.view"
 VIEW_DELETE = "graph.view_delete"
+
+# metadata that says where or when a node came from, not what it knows: kept, but not searched
+UNSEARCHED_METADATA = frozenset({"source_version", "created_at", "updated_at", "closed_at"})
 
 MAX_CONTENT_CHARS = 500_000
 MAX_SUMMARY_CHARS = 20_000
@@ -81,7 +85,7 @@ def summary(value: Any) -> str | None:
 
 def tag(value: Any) -> str:
     text = value.strip() if isinstance(value, str) else ""
-    if not _TAG.match(text) or len(text) > MAX_TAG_CHARS:
+    if not _well_formed(text):
         raise InputError(
             f"tag {value!r} is not valid: use namespace:value without spaces, "
             "e.g. project:viberent, task:auth, tier:reference"
@@ -90,6 +94,12 @@ def tag(value: Any) -> str:
     if namespace.lower() == "tier" and rest not in TIERS:
         raise InputError(f"tier tag {text!r} is not known: use one of {', '.join(TIER_TAGS)}")
     return text
+
+
+@lru_cache(maxsize=4096)
+def _well_formed(text: str) -> bool:
+    """namespace:value within the length limit (an import checks the same few tags thousands of times)."""
+    return bool(_TAG.match(text)) and len(text) <= MAX_TAG_CHARS
 
 
 def project_tag(project: str) -> str | None:

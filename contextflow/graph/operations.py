@@ -48,7 +48,8 @@ _QUERY: JSON = {
     **_S,
     "maxLength": 4000,
     "description": "Filters type:fact, tag:project:x, tag:task:*, created:>24h, updated:<2w, created:>=2024-06-01, "
-    'tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or "phrases"; AND, OR, NOT, ( ).',
+    'tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or "phrases"; '
+    "NOT, AND, OR (binding in that order), ( ).",
 }
 _AGENT: JSON = {**_S, "description": "Your name, e.g. claude, codex."}
 _EDGE_TYPE: JSON = {"type": "string", "enum": list(EDGE_TYPES)}
@@ -309,34 +310,6 @@ COMMANDS = (
         tool=False,
         read_only=False,
         cli_description="Delete a saved view.",
-    ),
-    op(
-        "export",
-        "Export the graph as JSON.",
-        (
-            _arg("query", help="only nodes matching this query"),
-            _arg("output", help="write to this file instead of stdout", aliases=("-o",)),
-            FORMAT,
-        ),
-        present.export,
-        command=("export",),
-        tool=False,
-        cli_description="Write the graph (or the nodes a query matches) as JSON to stdout or --output (the export "
-        "is JSON whatever --format says; --format shapes the --output report).",
-    ),
-    op(
-        "import",
-        "Import a JSON export.",
-        (
-            _arg("file", help="export file (default: stdin)", positional=True),
-            _arg("merge", _BOOL, "skip what is already here instead of failing"),
-        ),
-        present.import_,
-        command=("import",),
-        tool=False,
-        read_only=False,
-        cli_description="Import an export from FILE or stdin. With --merge, nodes already here are skipped, so "
-        "importing the same export twice changes nothing.",
     ),
     op(
         "ingest",

@@ -7,12 +7,8 @@ A tool and the commands of its family share one payload per result: a written no
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-import orjson
 
 from contextflow.app import App
-from contextflow.core import checks
 from contextflow.core.errors import InputError
 from contextflow.core.text import DATA_NOTICE
 from contextflow.graph import explore, model, transfer, writes
@@ -328,29 +324,6 @@ def view_list(app: App, args: JSON) -> Reply:
 def view_delete(app: App, args: JSON) -> Reply:
     name = writes.delete_view(app, args["name"])
     return Reply(f"Deleted view {name}", {"deleted": name})
-
-
-def export(app: App, args: JSON) -> Reply | int:
-    """The export is JSON on stdout whatever --format says; with --output, --format shapes the report."""
-    doc = transfer.export_graph(app, args.get("query"))
-    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
-    output = args.get("output")
-    if not output:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return 0
-    try:
-        Path(output).write_bytes(data)
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    counts = {"file": output, **{name: len(doc[name]) for name in ("nodes", "edges", "views")}}
-    return Reply(f"Exported {counts['nodes']} node(s), {counts['edges']} edge(s) to {output}", counts)
-
-
-def import_(app: App, args: JSON) -> Reply:
-    doc = checks.json_file(args.get("file") or "-", "pass a file written by `contextflow export`")
-    result = transfer.import_graph(app, doc, merge=bool(args.get("merge")))
-    return Reply(result.text(), result.as_dict())
 
 
 def ingest(app: App, args: JSON) -> Reply:

@@ -11,11 +11,15 @@
     from:<id>  to:<id>                             an edge from that node to this one / from this
                                                    node to that one (ids may be unique prefixes)
     word  "a phrase"                               case-insensitive text in content or summary
-    AND  OR  NOT  ( )                              NOT binds tightest, then AND, then OR; two terms
-                                                   side by side mean AND
+    AND  OR  NOT  ( )                              in any case (and, Or); NOT binds tightest, then
+                                                   AND, then OR: a OR b AND c is a OR (b AND c);
+                                                   two terms side by side mean AND; quote an
+                                                   operator word to search for it ("and")
 
-`>24h` reads "newer than 24 hours ago", `<1w` "older than a week". For a date, `>2024-01-01`
-means after that day and `>=2024-01-01` from it on; a date with no operator means that day.
+`>24h` reads "newer than 24 hours ago", `<1w` "older than a week". A date stands for the start of
+that day (00:00 UTC): `>2024-01-01` and `>=2024-01-01` are from then on (January 1 included, as
+someone writing "since the 1st" means), `<2024-01-01` is before it, `<=2024-01-01` takes the whole
+day in, and a date with no operator is that day.
 Errors name the 1-based position and what was expected there. A query holds at most
 MAX_TERMS terms and MAX_DEPTH nested parentheses or NOTs.
 """
@@ -138,11 +142,11 @@ class _Parser:
         return self.tokens[self.index - 1]
 
     def is_op(self, name: str) -> bool:
-        return self.peek.kind == "word" and self.peek.text == name
+        return self.peek.kind == "word" and self.peek.text.upper() == name
 
     def starts_operand(self) -> bool:
         token = self.peek
-        return token.kind in ("(", "phrase") or (token.kind == "word" and token.text not in ("AND", "OR"))
+        return token.kind in ("(", "phrase") or (token.kind == "word" and token.text.upper() not in ("AND", "OR"))
 
     def parse(self) -> Expr:
         if self.peek.kind == "end":
@@ -197,9 +201,12 @@ class _Parser:
             self.take()
             self.depth -= 1
             return expr
-        if token.kind == "end" or token.kind == ")" or token.text in OPERATORS:
-            before = self.tokens[self.index - 1].text if self.index else ""
-            where = f"a term after {before}" if before in OPERATORS else "a term (a filter like type:fact, or a word)"
+        if token.kind == "end" or token.kind == ")" or (token.kind == "word" and token.text.upper() in OPERATORS):
+            before = self.tokens[self.index - 1] if self.index else None
+            after_op = before is not None and before.kind == "word" and before.text.upper() in OPERATORS
+            where = (
+                f"a term after {before.text}" if before and after_op else "a term (a filter like type:fact, or a word)"
+            )
             found = None if token.kind == "end" else repr(token.text)
             raise _error(self.text, token.position, where, found)
         self.take()
@@ -271,9 +278,9 @@ class _Parser:
                 repr(rest) if rest else None,
             )
         start = int(moment.timestamp() * 1000)
-        if _DATE.match(rest):  # a whole day: > is after it, >= from it on, none is within it
+        if _DATE.match(rest):  # the day's start for > >= <; <= takes the whole day in, no operator is the day
             end = int((moment + timedelta(days=1)).timestamp() * 1000)
-            bounds = {">": (">=", end), ">=": (">=", start), "<": ("<", start), "<=": ("<", end)}
+            bounds = {">": (">", start), ">=": (">=", start), "<": ("<", start), "<=": ("<", end)}
             if op in bounds:
                 new_op, point = bounds[op]
                 return Leaf(name, new_op, rest, point)

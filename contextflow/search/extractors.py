@@ -165,7 +165,11 @@ def _node_fields(data: dict[str, Any]) -> dict[str, str]:
     fields = {field: _text(data[key]) for field, key in (("text", "content"), ("summary", "summary")) if key in data}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
-        fields.update((f"meta.{name}", _lines(_flatten(value))) for name, value in metadata.items())
+        fields.update(
+            (f"meta.{name}", _lines(_flatten(value)))
+            for name, value in metadata.items()
+            if name not in graph.UNSEARCHED_METADATA
+        )
     return fields
 
 
@@ -177,9 +181,16 @@ def _tag_ops(node_id: str, tags: Any, adding: bool) -> list[Op]:
 
 
 def node_docs(event: Event) -> list[Op]:
+    """One Put with the node's tags in it: the same document as a Put and a tag Patch of the same
+    event would give, indexed once."""
     data = event.data
+    fields = _node_fields(data)
     meta = {"agent": _text(data.get("agent")), **_status_meta(data, "type")}
-    return [Put(event.id, _node_fields(data), meta), *_tag_ops(event.id, data.get("tags"), True)]
+    for op in _tag_ops(event.id, data.get("tags"), True):
+        if isinstance(op, Patch):
+            fields.update(op.fields)
+            meta.update(op.meta)
+    return [Put(event.id, fields, meta)]
 
 
 def node_update_docs(event: Event) -> list[Op]:

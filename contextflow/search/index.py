@@ -106,13 +106,19 @@ class Hit:
 
 
 def _weights(doc: Doc) -> dict[str, int]:
-    """Weighted term frequencies of a document's fields (a deterministic function of them)."""
-    weights: dict[str, int] = {}
+    """Weighted term frequencies of a document's fields (a deterministic function of them): the
+    fields of one weight are counted together (one tokenizing pass each)."""
+    by_weight: dict[int, list[str]] = {}
     for name, (_, text) in doc.fields.items():
-        if not text:
-            continue
-        weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
-        for term, count in Counter(iter_tokens(text)).items():
+        if text:
+            by_weight.setdefault(FIELD_WEIGHTS.get(name.split(".", 1)[0], 1), []).append(text)
+    if len(by_weight) == 1:
+        ((weight, texts),) = by_weight.items()
+        counts = Counter(iter_tokens("\n".join(texts)))
+        return dict(counts) if weight == 1 else {term: count * weight for term, count in counts.items()}
+    weights: dict[str, int] = {}
+    for weight, texts in by_weight.items():
+        for term, count in Counter(iter_tokens("\n".join(texts))).items():
             weights[term] = weights.get(term, 0) + count * weight
     return weights
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import chain
 
 import Stemmer
 
@@ -179,8 +180,7 @@ def word_terms(raw: str) -> tuple[str, ...]:
 
 def iter_tokens(text: str) -> Iterator[str]:
     """Every index term of `text`, in order, repeats included."""
-    for raw in _WORD.findall(text):
-        yield from word_terms(raw)
+    return chain.from_iterable(map(word_terms, _WORD.findall(text)))
 
 
 def query_terms(text: str) -> list[str]:

@@ -69,6 +69,8 @@ CLIENTS = {
     "claude": NodeClient("@anthropic-ai/claude-code", "2.1.330", "claude"),
     "gemini": NodeClient("@google/gemini-cli", "0.61.0", "gemini"),
     "codex": NodeClient("@openai/codex", "0.169.0", "codex"),
+    # not a client: the reference memory server, whose memory.json contextflow imports and exports
+    "server-memory": NodeClient("@modelcontextprotocol/server-memory", "2026.8.31", "mcp-server-memory"),
 }
 
 
