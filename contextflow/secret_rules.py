@@ -4,6 +4,13 @@ Our rules (whole private-key blocks, token formats detect-secrets lacks, credent
 their context) run first, then detect-secrets' maintained token patterns. A context rule's group
 is the secret, and must look like a literal, not a reference to one (`settings.SECRET_KEY`,
 `get_password()`, `${DB_PASSWORD}`, `<your token>`).
+
+Every rule scans in time linear in the text. Python's regex engine backtracks, so a rule turns
+quadratic when a scan from one start runs far, fails, and runs again from a later start; here a
+scan either consumes what it read, stops within a bounded distance, or stops where the next
+start could begin (`_command`'s gap stops at the next command word). Library patterns that did
+not are rewritten (`LIBRARY_REWRITES`). `tests/hostile/test_secret_scan_cost.py` times every
+rule on texts built to break it.
 """
 
 from __future__ import annotations
@@ -140,6 +147,17 @@ _AWS_SECRET = (
     r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 _AWS_NEEDLES = ("akia", "asia", "abia", "acca", "a3t")
+_GAP = r"[^\n|;&]"  # within one shell command
+
+
+def _command(words: str, rest: str, tail: str = "") -> str:
+    """A command word (`words` alternatives, `tail` after them), then `rest` later in the same command.
+
+    The gap is lazy and stops at a separator or where the next command word starts, so no
+    character is scanned from two starts: `mysql mysql mysql ...` stays linear.
+    """
+    return rf"\b(?:{words}){tail}\b(?:(?!\b(?:{words})){_GAP})*?{rest}"
+
 
 # Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
 EXTRA_RULES = (
@@ -175,12 +193,12 @@ EXTRA_RULES = (
     _rule("npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}", ("npm_",)),
     _rule("DigitalOcean token", r"(?<![A-Za-z0-9])do[por]_v1_[a-f0-9]{64}", ("_v1_",)),
     _rule("Shopify token", r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
-    _rule(JWT, r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
+    _rule(JWT, r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
     _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
     _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
     # user:password@ in any URL; the password runs to the authority's last @, so it may hold an @
-    _context("URL password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
-             ("://",)),
+    _context("URL password", r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://"
+             r"[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]", ("://",)),
     # shell and dotenv: NAME=value, no spaces (with spaces it is code: the rules below need quotes or 8+ chars)
     _context("credential", _ENV_NAME + "=" + _VALUE, ("pass", "pwd", "secret", "token", "key", "auth",
                                                                 "credential")),
@@ -190,10 +208,11 @@ EXTRA_RULES = (
     _context("command-line password", r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"
              r"|api-?key|api-?token|token|secret)(?:=" + _FLAG_VALUE + r"|\s+" + _QUOTED + ")",
              ("--",)),
-    _context("command-line password", r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]*?\s-p" + _VALUE, ("mysql", "mariadb")),
-    _context("command-line password", r"\bsshpass\b[^\n|;&]*?\s-p\s*" + _VALUE, ("sshpass",)),
-    _context("command-line password", r"\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user)(?:=|\s*)"
-             r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""", ("curl", "wget")),
+    _context("command-line password", "(?i)" + _command("mysql|mariadb", r"\s-p" + _VALUE, r"\w*"),
+             ("mysql", "mariadb")),
+    _context("command-line password", _command("sshpass", r"\s-p\s*" + _VALUE), ("sshpass",)),
+    _context("command-line password", _command("curl|wget", r"\s(?:-u|--user)(?:=|\s*)"
+             r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))"""), ("curl", "wget")),
     _context("netrc password", r"(?i)\bmachine\s+\S+\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
              r"(?:(?:account|port)\s+\S+\s+)*password\s+(\S+)", ("machine",)),
     _context("pgpass password", r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
@@ -209,7 +228,7 @@ EXTRA_RULES = (
 # (matches capitalised words), the private-key header detector (the block rule above replaces
 # the whole key instead) and basic auth (the URL password rule above also finds an empty user
 # and a password holding an @, and keeps the host).
-_LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
+LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
     "aws.AWSKeyDetector": ("akia", "asia", "abia", "acca", "a3t", "aws"),
     "azure_storage_key.AzureStorageKeyDetector": ("accountkey",),
     "cloudant.CloudantDetector": ("cl",),
@@ -233,11 +252,27 @@ _LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Library patterns that rescan, rewritten to match the same text in linear time. The first
+# backtracked cubically: a credential word and 1,000 spaces took 4 s.
+LIBRARY_REWRITES = (
+    ("(?: *)(?:=|:|:=|=>| +|::)(?: *)", "(?: *+(?:=>|:=|::|=|:) *+| ++)"),  # IBM, Cloudant, SoftLayer
+    ("eyJ[A-Za-z0-9-_=]+\\.[A-Za-z0-9-_=]+\\.?[A-Za-z0-9-_.+/=]*?",  # JWT: the header ends where another starts
+     "eyJ(?:(?!eyJ)[A-Za-z0-9_=-])++\\.[A-Za-z0-9_=-]++\\.?"),
+    ("\\/\\/.+\\/:_authToken=", "//(?:(?!//)[^\\n])+?/:_authToken="),  # .npmrc: the path ends at the next //
+)
+
+
+def rewritten(pattern: str) -> str:
+    for old, new in LIBRARY_REWRITES:
+        pattern = pattern.replace(old, new)
+    return pattern
+
+
 @cache
 def rules() -> tuple[Rule, ...]:
     """Our rules first (they cover whole blocks), then detect-secrets' denylist patterns."""
-    return (*EXTRA_RULES, *(_rule(kind, pattern, tuple(needles), flags) for kind, pattern, flags, needles in
-                            library_patterns()))
+    return (*EXTRA_RULES, *(_rule(kind, rewritten(pattern), tuple(needles), flags) for kind, pattern, flags, needles
+                            in library_patterns()))
 
 
 @cache
@@ -261,7 +296,7 @@ def library_patterns() -> list[PatternRow]:
     import importlib
 
     found: list[PatternRow] = []
-    for dotted, words in _LIBRARY_DETECTORS.items():
+    for dotted, words in LIBRARY_DETECTORS.items():
         module_name, class_name = dotted.split(".")
         detector = getattr(importlib.import_module(f"detect_secrets.plugins.{module_name}"), class_name)()
         found += [(str(detector.secret_type), p.pattern, p.flags, list(words)) for p in detector.denylist]
@@ -283,5 +318,5 @@ def pattern_cache_file() -> Path:
         version = b"".join(Path(folder, "__version__.py").read_bytes() for folder in folders)
     except OSError:
         version = b"unknown"
-    key = hashlib.blake2b(version + repr(sorted(_LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
+    key = hashlib.blake2b(version + repr(sorted(LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
     return state_root() / "cache" / f"secret-patterns-{key}.json"
