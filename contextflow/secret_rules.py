@@ -61,6 +61,11 @@ def is_literal(value: str, quoted: bool = True) -> bool:
     )
 
 
+def is_token_like(value: str, quoted: bool = True) -> bool:
+    """A header value that is a key, not a word or a placeholder: letters and digits, literal."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and is_literal(value)
+
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIAL_NAME_PART = re.compile(r"(?i)pass|secret|token|key|auth|credential")
 _CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
@@ -90,7 +95,7 @@ def is_docker_auth(value: str, quoted: bool = True) -> bool:
 # A field (JSON key or assigned name) whose value is a credential.
 CREDENTIAL_FIELD = re.compile(
     r"(?i)(?:[a-z0-9]+[_\-.])*(?:password|passwd|passphrase|pwd|secret|client_secret|api_?key|apikey|access_?key"
-    r"|secret_?key|private_?key|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
+    r"|secret_?key|private_?key(?:_?id)?|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
     r"|auth_?token|refresh_?token|bearer_?token|credentials?)"
     r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH"
 )
@@ -159,6 +164,12 @@ def _command(words: str, rest: str, tail: str = "") -> str:
     return rf"\b(?:{words}){tail}\b(?:(?!\b(?:{words})){_GAP})*?{rest}"
 
 
+# An HTTP header carrying a key: X-API-Key, X-Auth-Token, Ocp-Apim-Subscription-Key, ...
+_KEY_HEADER = (
+    r"(?i)(?<![\w-])(?:[a-z0-9]+-){0,3}(?:api-?key|api-?token|auth-?token|access-?token|subscription-key"
+    r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?([A-Za-z0-9._~+/=\-]{8,})"
+)
+
 # Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
 EXTRA_RULES = (
     _rule(
@@ -193,6 +204,22 @@ EXTRA_RULES = (
     _rule("npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}", ("npm_",)),
     _rule("DigitalOcean token", r"(?<![A-Za-z0-9])do[por]_v1_[a-f0-9]{64}", ("_v1_",)),
     _rule("Shopify token", r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
+    # fixed-prefix tokens, after gitleaks' rules and the vendors' documented formats
+    _rule("Vault token", r"(?<![A-Za-z0-9_.\-])hv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _rule("Mailgun API key", r"(?<![A-Za-z0-9_\-])key-(?=[a-z]{0,31}[0-9])[0-9a-z]{32}(?![0-9A-Za-z])", ("key-",)),
+    _rule("Databricks token", r"(?<![A-Za-z0-9_])dapi[0-9a-f]{32}(?:-\d)?(?![0-9A-Za-z])", ("dapi",)),
+    _rule("Grafana token", r"(?<![A-Za-z0-9_])(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![A-Za-z0-9])"
+          r"|glc_[A-Za-z0-9+/]{32,}={0,2})", ("glsa_", "glc_")),
+    _rule("Linear API key", r"(?<![A-Za-z0-9_])lin_api_[A-Za-z0-9]{40}(?![A-Za-z0-9])", ("lin_api_",)),
+    _rule("Notion token", r"(?<![A-Za-z0-9_])(?:secret_(?=[A-Za-z]{0,42}[0-9])[A-Za-z0-9]{43}"
+          r"|ntn_[0-9]{11}[A-Za-z0-9]{35})(?![A-Za-z0-9])", ("secret_", "ntn_")),
+    _rule("Doppler token", r"(?<![A-Za-z0-9_])dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[A-Za-z0-9_\-]{2,35}\.)?"
+          r"[A-Za-z0-9]{40,44}(?![A-Za-z0-9])", ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit.")),
+    _rule("Azure SAS signature", r"(?i)(?<![A-Za-z0-9_])sig=([A-Za-z0-9%+/]{20,}={0,2})", ("sig=",)),
+    _rule("GCP private key id", r"(?i)\bprivate_key_id[\"']?\s*[:=]\s*[\"']?([0-9a-f]{40})(?![0-9a-f])",
+          ("private_key_id",)),
+    _rule("Sentry DSN key", r"(?i)://([0-9a-f]{32})(?::[0-9a-f]{32})?@", ("://",)),  # Sentry: https://KEY@o1.ingest...
+    _context("API key header", _KEY_HEADER, ("key", "token"), accept=is_token_like),
     _rule(JWT, r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
     _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
     _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
@@ -213,6 +240,10 @@ EXTRA_RULES = (
     _context("command-line password", _command("sshpass", r"\s-p\s*" + _VALUE), ("sshpass",)),
     _context("command-line password", _command("curl|wget", r"\s(?:-u|--user)(?:=|\s*)"
              r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))"""), ("curl", "wget")),
+    # docker login -p PW, --password PW (login within three words of the command)
+    _context("command-line password", _command(
+        "docker|podman|nerdctl|buildah|helm", r"\s(?:-p|--password)(?:=|\s+)" + _FLAG_VALUE,
+        r"(?:\s+[^\s|;&]+){0,2}?\s+login"), ("login",)),
     _context("netrc password", r"(?i)\bmachine\s+\S+\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
              r"(?:(?:account|port)\s+\S+\s+)*password\s+(\S+)", ("machine",)),
     _context("pgpass password", r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
@@ -266,6 +297,13 @@ def rewritten(pattern: str) -> str:
     for old, new in LIBRARY_REWRITES:
         pattern = pattern.replace(old, new)
     return pattern
+
+
+# Found in every string of an event when the trigger is in any of them: an AWS secret in one
+# field of a graph node's metadata, its key id in another (`secrets.scrub`).
+EVENT_RULES = (
+    (re.compile(_AWS_ID), Rule("AWS secret key", re.compile(_AWS_SECRET), in_context=True, min_length=1)),
+)
 
 
 @cache
