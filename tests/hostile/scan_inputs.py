@@ -138,7 +138,7 @@ def cost(pattern: re.Pattern[str], text: str) -> float:
 def worst(
     rule: Rule, keep: int = 1, small: int = 256, larger: int = 1024, hopeless: float = 0.002
 ) -> list[tuple[str, Make]]:
-    """The `keep` inputs that cost `rule` the most on a `larger`-character text.
+    """The `keep` inputs holding one of `rule`'s needles that cost it the most on a `larger`-character text.
 
     Each is first timed at `small` characters: one already slower than `hopeless` seconds there
     is ranked first without the larger run (a cubic rule would take minutes at full size).
@@ -147,8 +147,8 @@ def worst(
     seen: set[str] = set()
     for label, make in inputs(rule):
         sample = make(small)
-        if sample in seen:
-            continue
+        if sample in seen or (rule.needles and not any(needle in sample.lower() for needle in rule.needles)):
+            continue  # `find` skips a rule when none of its needles is in the text
         seen.add(sample)
         first = cost(rule.pattern, sample)
         score = float("inf") if first > hopeless else cost(rule.pattern, make(larger))
