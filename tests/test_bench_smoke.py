@@ -18,6 +18,7 @@ SECTIONS = (
     "== cold start to the first answered call at",
     "== peak RSS",
     "== tools/list size",
+    "== secret scan",
     "== records and timeline tools",
     "== peers",
     "== targets",

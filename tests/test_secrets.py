@@ -250,3 +250,40 @@ def test_a_batch_is_scrubbed_exactly_as_each_event_alone(seed: int) -> None:
     alone = [(kind, secrets.scrub(data, "redact")[0]) for kind, data in items]
     assert secrets.scrub_items(items) == alone
     assert any("redacted" in data for _, data in alone)
+
+
+REWRITE_SAMPLES = [
+    'ibm_cloud_iam_api_key = "'
+    + A40
+    + 'Ab3d" and cloudant_password: '
+    + "0f" * 32
+    + "\nsoftlayer_api_key => "
+    + "a1" * 32
+    + ", ibm_cos_hmac_secret_access_key   "
+    + "0f" * 24
+    + " done",
+    fake(
+        "Authorization: Bearer ",
+        "eyJhbGciOiJIUzI1NiJ9",
+        ".",
+        "eyJzdWIiOiIxIn0",
+        ".",
+        A40,
+        " and unsigned eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0.",
+    ),
+    fake("//registry.npmjs.org/:_authToken=", "npm_", A40[:36], "\n//npm.pkg.github.com/owner/:_authToken=", A40[:36]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(secret_rules.LIBRARY_REWRITES)))
+def test_each_rewrite_of_a_library_pattern_still_applies_and_finds_what_the_original_finds(index: int) -> None:
+    import re
+
+    old, _ = secret_rules.LIBRARY_REWRITES[index]
+    touched = [(pattern, flags) for _, pattern, flags, _ in secret_rules.library_patterns() if old in pattern]
+    assert touched, f"detect-secrets no longer has {old!r}: update or drop the rewrite"
+    for pattern, flags in touched:
+        original, linear = re.compile(pattern, flags), re.compile(secret_rules.rewritten(pattern), flags)
+        found = [match.group(0) for match in original.finditer(REWRITE_SAMPLES[index])]
+        assert [match.group(0) for match in linear.finditer(REWRITE_SAMPLES[index])] == found
+    assert any(re.compile(pattern, flags).search(REWRITE_SAMPLES[index]) for pattern, flags in touched)

@@ -4,6 +4,13 @@ Our rules (whole private-key blocks, token formats detect-secrets lacks, credent
 their context) run first, then detect-secrets' maintained token patterns. A context rule's group
 is the secret, and must look like a literal, not a reference to one (`settings.SECRET_KEY`,
 `get_password()`, `${DB_PASSWORD}`, `<your token>`).
+
+Every rule scans in time linear in the text. Python's regex engine backtracks, so a rule turns
+quadratic when a scan from one start runs far, fails, and runs again from a later start; here a
+scan either consumes what it read, stops within a bounded distance, or stops where the next
+start could begin (`_command`'s gap stops at the next command word). Library patterns that did
+not are rewritten (`LIBRARY_REWRITES`). `tests/hostile/test_secret_scan_cost.py` times every
+rule on texts built to break it.
 """
 
 from __future__ import annotations
@@ -54,6 +61,11 @@ def is_literal(value: str, quoted: bool = True) -> bool:
     )
 
 
+def is_token_like(value: str, quoted: bool = True) -> bool:
+    """A header value that is a key, not a word or a placeholder: letters and digits, literal."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and is_literal(value)
+
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIAL_NAME_PART = re.compile(r"(?i)pass|secret|token|key|auth|credential")
 _CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
@@ -83,7 +95,7 @@ def is_docker_auth(value: str, quoted: bool = True) -> bool:
 # A field (JSON key or assigned name) whose value is a credential.
 CREDENTIAL_FIELD = re.compile(
     r"(?i)(?:[a-z0-9]+[_\-.])*(?:password|passwd|passphrase|pwd|secret|client_secret|api_?key|apikey|access_?key"
-    r"|secret_?key|private_?key|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
+    r"|secret_?key|private_?key(?:_?id)?|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
     r"|auth_?token|refresh_?token|bearer_?token|credentials?)"
     r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH"
 )
@@ -145,6 +157,23 @@ _AWS_SECRET = (
     r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 _AWS_NEEDLES = ("akia", "asia", "abia", "acca", "a3t")
+_GAP = r"[^\n|;&]"  # within one shell command
+
+
+def _command(words: str, rest: str, tail: str = "") -> str:
+    """A command word (`words` alternatives, `tail` after them), then `rest` later in the same command.
+
+    The gap is lazy and stops at a separator or where the next command word starts, so no
+    character is scanned from two starts: `mysql mysql mysql ...` stays linear.
+    """
+    return rf"\b(?:{words}){tail}\b(?:(?!\b(?:{words})){_GAP})*?{rest}"
+
+
+# An HTTP header carrying a key: X-API-Key, X-Auth-Token, Ocp-Apim-Subscription-Key, ...
+_KEY_HEADER = (
+    r"(?i)(?<![\w-])(?:[a-z0-9]+-){0,3}(?:api-?key|api-?token|auth-?token|access-?token|subscription-key"
+    r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?([A-Za-z0-9._~+/=\-]{8,})"
+)
 
 # Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
 EXTRA_RULES = (
@@ -180,12 +209,46 @@ EXTRA_RULES = (
     _rule("npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}", ("npm_",)),
     _rule("DigitalOcean token", r"(?<![A-Za-z0-9])do[por]_v1_[a-f0-9]{64}", ("_v1_",)),
     _rule("Shopify token", r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
-    _rule(JWT, r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
+    # fixed-prefix tokens, after gitleaks' rules and the vendors' documented formats
+    _rule("Vault token", r"(?<![A-Za-z0-9_.\-])hv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _rule("Mailgun API key", r"(?<![A-Za-z0-9_\-])key-(?=[a-z]{0,31}[0-9])[0-9a-z]{32}(?![0-9A-Za-z])", ("key-",)),
+    _rule("Databricks token", r"(?<![A-Za-z0-9_])dapi[0-9a-f]{32}(?:-\d)?(?![0-9A-Za-z])", ("dapi",)),
+    _rule(
+        "Grafana token",
+        r"(?<![A-Za-z0-9_])(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![A-Za-z0-9])"
+        r"|glc_[A-Za-z0-9+/]{32,}={0,2})",
+        ("glsa_", "glc_"),
+    ),
+    _rule("Linear API key", r"(?<![A-Za-z0-9_])lin_api_[A-Za-z0-9]{40}(?![A-Za-z0-9])", ("lin_api_",)),
+    _rule(
+        "Notion token",
+        r"(?<![A-Za-z0-9_])(?:secret_(?=[A-Za-z]{0,42}[0-9])[A-Za-z0-9]{43}"
+        r"|ntn_[0-9]{11}[A-Za-z0-9]{35})(?![A-Za-z0-9])",
+        ("secret_", "ntn_"),
+    ),
+    _rule(
+        "Doppler token",
+        r"(?<![A-Za-z0-9_])dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[A-Za-z0-9_\-]{2,35}\.)?"
+        r"[A-Za-z0-9]{40,44}(?![A-Za-z0-9])",
+        ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."),
+    ),
+    _rule("Azure SAS signature", r"(?i)(?<![A-Za-z0-9_])sig=([A-Za-z0-9%+/]{20,}={0,2})", ("sig=",)),
+    _rule(
+        "GCP private key id",
+        r"(?i)\bprivate_key_id[\"']?\s*[:=]\s*[\"']?([0-9a-f]{40})(?![0-9a-f])",
+        ("private_key_id",),
+    ),
+    _rule("Sentry DSN key", r"(?i)://([0-9a-f]{32})(?::[0-9a-f]{32})?@", ("://",)),  # Sentry: https://KEY@o1.ingest...
+    _context("API key header", _KEY_HEADER, ("key", "token"), accept=is_token_like),
+    _rule(JWT, r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
     _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
     _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
     # user:password@ in any URL; the password runs to the authority's last @, so it may hold an @
     _context(
-        "URL password", r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]", ("://",)
+        "URL password",
+        r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://"
+        r"[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
+        ("://",),
     ),
     # shell and dotenv: NAME=value, no spaces (with spaces it is code: the rules below need quotes or 8+ chars)
     _context("credential", _ENV_NAME + "=" + _VALUE, ("pass", "pwd", "secret", "token", "key", "auth", "credential")),
@@ -203,13 +266,28 @@ EXTRA_RULES = (
         r"|api-?key|api-?token|token|secret)(?:=" + _FLAG_VALUE + r"|\s+" + _QUOTED + ")",
         ("--",),
     ),
-    _context("command-line password", r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]*?\s-p" + _VALUE, ("mysql", "mariadb")),
-    _context("command-line password", r"\bsshpass\b[^\n|;&]*?\s-p\s*" + _VALUE, ("sshpass",)),
+    _context(
+        "command-line password", "(?i)" + _command("mysql|mariadb", r"\s-p" + _VALUE, r"\w*"), ("mysql", "mariadb")
+    ),
+    _context("command-line password", _command("sshpass", r"\s-p\s*" + _VALUE), ("sshpass",)),
     _context(
         "command-line password",
-        r"\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user)(?:=|\s*)"
-        r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""",
+        _command(
+            "curl|wget",
+            r"\s(?:-u|--user)(?:=|\s*)"
+            r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""",
+        ),
         ("curl", "wget"),
+    ),
+    # docker login -p PW, --password PW (login within three words of the command)
+    _context(
+        "command-line password",
+        _command(
+            "docker|podman|nerdctl|buildah|helm",
+            r"\s(?:-p|--password)(?:=|\s+)" + _FLAG_VALUE,
+            r"(?:\s+[^\s|;&]+){0,2}?\s+login",
+        ),
+        ("login",),
     ),
     _context(
         "netrc password",
@@ -237,7 +315,7 @@ EXTRA_RULES = (
 # (matches capitalised words), the private-key header detector (the block rule above replaces
 # the whole key instead) and basic auth (the URL password rule above also finds an empty user
 # and a password holding an @, and keeps the host).
-_LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
+LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
     "aws.AWSKeyDetector": ("akia", "asia", "abia", "acca", "a3t", "aws"),
     "azure_storage_key.AzureStorageKeyDetector": ("accountkey",),
     "cloudant.CloudantDetector": ("cl",),
@@ -261,12 +339,38 @@ _LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Library patterns that rescan, rewritten to match the same text in linear time. The first
+# backtracked cubically: a credential word and 1,000 spaces took 4 s.
+LIBRARY_REWRITES = (
+    ("(?: *)(?:=|:|:=|=>| +|::)(?: *)", "(?: *+(?:=>|:=|::|=|:) *+| ++)"),  # IBM, Cloudant, SoftLayer
+    (
+        "eyJ[A-Za-z0-9-_=]+\\.[A-Za-z0-9-_=]+\\.?[A-Za-z0-9-_.+/=]*?",  # JWT: the header ends where another starts
+        "eyJ(?:(?!eyJ)[A-Za-z0-9_=-])++\\.[A-Za-z0-9_=-]++\\.?",
+    ),
+    ("\\/\\/.+\\/:_authToken=", "//(?:(?!//)[^\\n])+?/:_authToken="),  # .npmrc: the path ends at the next //
+)
+
+
+def rewritten(pattern: str) -> str:
+    for old, new in LIBRARY_REWRITES:
+        pattern = pattern.replace(old, new)
+    return pattern
+
+
+# Found in every string of an event when the trigger is in any of them: an AWS secret in one
+# field of a graph node's metadata, its key id in another (`secrets.scrub`).
+EVENT_RULES = ((re.compile(_AWS_ID), Rule("AWS secret key", re.compile(_AWS_SECRET), in_context=True, min_length=1)),)
+
+
 @cache
 def rules() -> tuple[Rule, ...]:
     """Our rules first (they cover whole blocks), then detect-secrets' denylist patterns."""
     return (
         *EXTRA_RULES,
-        *(_rule(kind, pattern, tuple(needles), flags) for kind, pattern, flags, needles in library_patterns()),
+        *(
+            _rule(kind, rewritten(pattern), tuple(needles), flags)
+            for kind, pattern, flags, needles in library_patterns()
+        ),
     )
 
 
@@ -291,7 +395,7 @@ def library_patterns() -> list[PatternRow]:
     import importlib
 
     found: list[PatternRow] = []
-    for dotted, words in _LIBRARY_DETECTORS.items():
+    for dotted, words in LIBRARY_DETECTORS.items():
         module_name, class_name = dotted.split(".")
         detector = getattr(importlib.import_module(f"detect_secrets.plugins.{module_name}"), class_name)()
         found += [(str(detector.secret_type), p.pattern, p.flags, list(words)) for p in detector.denylist]
@@ -313,5 +417,5 @@ def pattern_cache_file() -> Path:
         version = b"".join(Path(folder, "__version__.py").read_bytes() for folder in folders)
     except OSError:
         version = b"unknown"
-    key = hashlib.blake2b(version + repr(sorted(_LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
+    key = hashlib.blake2b(version + repr(sorted(LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
     return state_root() / "cache" / f"secret-patterns-{key}.json"

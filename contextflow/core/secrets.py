@@ -4,7 +4,8 @@ Every event passes through `scrub_items` before it is written (Store.append_many
 in its data, at any depth, keys included, is scanned with the rules of `contextflow.core.secret_rules`:
 whole private-key blocks; token formats (detect-secrets' maintained patterns and ones it lacks);
 credentials known by their context (assignments, URL passwords, command lines, netrc, pgpass,
-docker config, an AWS secret next to its key id, a string under a credential-named key). Text is
+docker config, an AWS secret next to its key id or in any field of an event holding one, a
+string under a credential-named key). Each rule scans in time linear in the text. Text is
 scanned as stored and as `contextflow.core.text.clean` would show it, so a token split by a zero-width
 character or an escape sequence is found too (and the cleaned text is stored). Public keys,
 certificates and fingerprints pass. A match becomes `[REDACTED:<kind>]` and the event gains
@@ -25,7 +26,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
-from contextflow.core.secret_rules import CREDENTIAL_FIELD, credential_field_kind, needles, rules
+from contextflow.core.secret_rules import CREDENTIAL_FIELD, EVENT_RULES, Rule, credential_field_kind, needles, rules
 from contextflow.core.text import clean, map_strings, needs_cleaning
 
 ENV_VAR = "CONTEXTFLOW_SECRETS"
@@ -58,12 +59,12 @@ def _secret_spans(match: re.Match[str], in_context: bool) -> list[tuple[int, int
     return [match.span()]
 
 
-def find(text: str) -> list[Finding]:
-    """Non-overlapping secret spans in `text` as written, in order."""
+def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
+    """Non-overlapping secret spans in `text` as written, in order; `also` are rules run whatever the text holds."""
     spans: list[Finding] = []
     lowered = text.lower()
     present = {needle for needle in needles() if needle in lowered}
-    for rule in rules():
+    for rule in (*rules(), *also):
         if rule.needles and present.isdisjoint(rule.needles):
             continue
         for match in rule.pattern.finditer(text):
@@ -97,19 +98,19 @@ def _redacted(text: str, found: list[Finding]) -> str:
     return "".join(pieces)
 
 
-def redact_text(text: str) -> tuple[str, list[str]]:
+def redact_text(text: str, also: Sequence[Rule] = ()) -> tuple[str, list[str]]:
     """`text` with every secret replaced, and the kinds that were found (in order, repeated).
 
     Secrets are looked for in the text as written and in what the output cleaner makes of it:
     a token split by a zero-width character or an escape sequence is whole once cleaned, so
     when the cleaned text holds one, the cleaned text (redacted) is what comes back.
     """
-    found = find(text)
+    found = find(text, also)
     result = _redacted(text, found) if found else text
     kinds = [finding.kind for finding in found]
     if needs_cleaning(result):
         visible = clean(result)
-        hidden = find(visible)
+        hidden = find(visible, also)
         if hidden:
             result = _redacted(visible, hidden)
             kinds += [finding.kind for finding in hidden]
@@ -199,7 +200,9 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
     }
     dirty = [leaf.text for leaf in leaves if needs_cleaning(leaf.text)]
     shown = "\n".join(clean(leaf.text) for leaf in leaves)
-    if not by_field and not find(shown) and not (dirty and find("\n".join(dirty))):
+    # rules whose trigger may sit in another field: each string is scanned with them too
+    also = [rule for trigger, rule in EVENT_RULES if trigger.search(shown) or any(map(trigger.search, dirty))]
+    if not by_field and not also and not find(shown) and not (dirty and find("\n".join(dirty))):
         return data, []  # the common case: one scan over all the text (two when some of it needs cleaning)
     notes: list[str] = []
     result = map_strings(data, str)  # a copy to redact in
@@ -207,7 +210,7 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
     keys = sorted((leaf for leaf in leaves if leaf.is_key), key=lambda leaf: -len(leaf.path))
     for leaf in [leaf for leaf in leaves if not leaf.is_key] + keys:
         kind = by_field.get(leaf.path) if not leaf.is_key else None
-        cleaned, kinds = (f"[REDACTED:{kind}]", [kind]) if kind else redact_text(leaf.text)
+        cleaned, kinds = (f"[REDACTED:{kind}]", [kind]) if kind else redact_text(leaf.text, also)
         if not kinds:
             continue
         field = f"key of {_field_name(leaf.path[:-1])}" if leaf.is_key else _field_name(leaf.path)

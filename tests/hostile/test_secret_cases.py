@@ -21,6 +21,8 @@ MIXED40 = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzEXAMPLEKQ"  # an AWS-secret-shaped str
 KEY_ID = "AKIA" + "QWERTYUIOPASDFGH"
 GH = "ghp_" + "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5"
 ANT = "sk-ant-api03-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7m"
+A40 = "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7m"
+HEX32 = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
 
 def j(*parts: str) -> str:
@@ -89,6 +91,81 @@ POSITIVE: list[Any] = [
     pytest.param(j(GH[:18], "\U000e0041", GH[18:]), [GH], [], id="token split by a tag character"),
     pytest.param(j(ANT[:20], "\x1b[0m", ANT[20:]), [ANT], [], id="token split by an escape sequence"),
     pytest.param(j("title \x1b]0;", GH, "\x07 done"), [GH], ["done"], id="token hidden in a terminal title"),
+    pytest.param(
+        j(
+            "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2026-01-01&sig=",
+            "q7Zk2%2BfP9wXyL3mN8aB4cD6eF1gH5iJ0kL2mN4oP6qR%3D",
+        ),
+        ["q7Zk2%2BfP9wXyL3mN8aB4cD6eF1gH5iJ0"],
+        ["acct.blob.core.windows.net/c/b.txt?sv=2022-11-02"],
+        id="Azure SAS sig=",
+    ),
+    pytest.param(
+        j("vault login ", "hvs.", "CAESIJ3kP9xQ2mZ7wL4nB8vR1tY6uH0sD5fG3jK9cX2aE7bV"),
+        ["CAESIJ3kP9xQ2mZ7"],
+        ["vault login"],
+        id="Vault hvs. token",
+    ),
+    pytest.param(
+        j("docker login -u ci -p ", "Dk3rPw0rd", " registry.example.com"),
+        ["Dk3rPw0rd"],
+        ["registry.example.com"],
+        id="docker login -p",
+    ),
+    pytest.param(
+        j("docker login --username ci --password ", "Dk3rPw0rd", " ghcr.io"),
+        ["Dk3rPw0rd"],
+        ["ghcr.io"],
+        id="docker login --password",
+    ),
+    pytest.param(
+        j("helm registry login oci.example.com -u ci -p '", "Hm9Pw", "'"),
+        ["Hm9Pw"],
+        ["oci.example.com"],
+        id="helm registry login -p",
+    ),
+    pytest.param(
+        j("curl -H 'X-API-Key: ", "a8f3k29dm4x7q1w5", "' https://api.example.com/v1"),
+        ["a8f3k29dm4x7q1w5"],
+        ["api.example.com"],
+        id="X-API-Key header",
+    ),
+    pytest.param(
+        j('{"headers": {"X-Auth-Token": "', "tK7p2m9x4q8w1z5r", '"}}'),
+        ["tK7p2m9x4q8w1z5r"],
+        ["X-Auth-Token"],
+        id="X-Auth-Token header in JSON",
+    ),
+    pytest.param(
+        j("MAILGUN_KEY is ", "key-", "3ax6xnjp29jd6fds4gc373sgvjxteol0"),
+        ["3ax6xnjp29jd6fds4gc373sgvjxteol0"],
+        [],
+        id="Mailgun key-",
+    ),
+    pytest.param(
+        j("token ", "dapi", "f2a9c4e17b3d58a06e9b2c4d1f7a3e85", " for the workspace"),
+        ["f2a9c4e17b3d58a06e9b2c4d"],
+        ["for the workspace"],
+        id="Databricks dapi",
+    ),
+    pytest.param(j("GF_TOKEN ", "glsa_", A40[:32], "_1a2b3c4d"), [A40[:32]], [], id="Grafana glsa_"),
+    pytest.param(j("linear: ", "lin_api_", A40), [A40], [], id="Linear lin_api_"),
+    pytest.param(j("notion ", "secret_", A40, "xY7"), [A40], [], id="Notion secret_"),
+    pytest.param(j("notion ", "ntn_", "12345678901", A40[:35]), [A40[:35]], [], id="Notion ntn_"),
+    pytest.param(j("DOPPLER_TOKEN ", "dp.st.", "prd.", A40, "Qz"), [A40], [], id="Doppler dp.st."),
+    pytest.param(j("doppler ", "dp.pt.", A40, "Qz9"), [A40], [], id="Doppler dp.pt."),
+    pytest.param(
+        j('{"type": "service_account", "private_key_id": "', "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", '"}'),
+        ["a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"],
+        ["service_account"],
+        id="GCP private_key_id",
+    ),
+    pytest.param(
+        j("dsn = https://", HEX32, "@o123456.ingest.sentry.io/4505"),
+        [HEX32],
+        ["o123456.ingest.sentry.io/4505"],
+        id="Sentry DSN key",
+    ),
 ]
 
 NEGATIVE = [
@@ -124,6 +201,14 @@ NEGATIVE = [
     pytest.param("use the --username and --password options", id="prose about flags"),
     pytest.param('password = ":****" and `NAME_PASSWORD=...`', id="masked values"),
     pytest.param("zero\u200bwidth and \u202ebidi with no secret", id="invisible characters, no secret"),
+    pytest.param("a key-value store; key-based routing; the key-rotation-schedule-for-2024", id="key-value"),
+    pytest.param("secret_sauce = the cache; secret_santa_list_2024 and SECRET_SAUCE_RECIPE_VERSION", id="secret_sauce"),
+    pytest.param("the sig= parameter of a SAS URL is signed; sig=1", id="prose about sig="),
+    pytest.param("X-API-Key: <your key> and X-Api-Key: required and api-key: ${API_KEY}", id="header placeholders"),
+    pytest.param("docker login registry.example.com; docker run -p 8080:80 nginx", id="docker without a password"),
+    pytest.param("dapi is our data API; hvs. prefixes Vault tokens; dp.st marks Doppler ones", id="prefixes in prose"),
+    pytest.param("https://user@example.com/repo and https://git@github.com/org/repo", id="URL users"),
+    pytest.param('"private_key_id": "<from the console>"', id="private_key_id placeholder"),
 ]
 
 
@@ -180,11 +265,35 @@ def test_a_list_of_topics_and_imported_keys_are_scanned() -> None:
             id="docker config as an object",
         ),
         pytest.param({"api_token": j("tok", "9f8e7d6c")}, "tok9f8e7d6c", id="api_token field"),
+        pytest.param({"private_key_id": j("a1b2c3d4", "e5f60718")}, "a1b2c3d4e5f60718", id="private_key_id field"),
     ],
 )
 def test_a_credential_field_in_structured_data_is_redacted(value: dict[str, Any], gone: str) -> None:
     stored, notes = secrets.scrub({"value": value}, "redact")
     assert gone not in repr(stored) and notes
+
+
+def test_an_aws_secret_is_redacted_when_its_key_id_is_in_another_field() -> None:
+    data = {"type": "fact", "content": "deploy account", "metadata": {"key_id": KEY_ID, "value": MIXED40}}
+    stored, notes = secrets.scrub(data, "redact")
+    assert MIXED40 not in repr(stored) and KEY_ID not in repr(stored)
+    assert stored["metadata"]["value"] == "[REDACTED:AWS secret key]"
+    assert "AWS secret key in metadata.value" in notes
+
+
+def test_a_mixed_case_40_character_string_alone_is_kept() -> None:
+    data = {"type": "fact", "content": "deploy account", "metadata": {"value": MIXED40}}
+    assert secrets.scrub(data, "redact") == (data, [])
+
+
+def test_graph_node_metadata_never_stores_an_aws_secret_whose_key_id_is_beside_it(app: App) -> None:
+    from contextflow.adapters.cli import main
+
+    code = main(["add", "deploy account", "--type", "fact", "--meta", f"key_id={KEY_ID}", "--meta", f"value={MIXED40}"])
+    assert code == 0
+    raw = b"".join(path.read_bytes() for path in app.store.folder.glob("events.*.jsonl")).decode()
+    assert "graph.node" in raw and "deploy account" in raw
+    assert MIXED40 not in raw and KEY_ID not in raw
 
 
 @pytest.mark.parametrize(
