@@ -33,11 +33,23 @@ from contextflow.core.fsutil import atomic_write
 @dataclass(frozen=True, slots=True)
 class Rule:
     kind: str
-    pattern: re.Pattern[str]
+    source: str  # the regular expression, compiled when the rule first runs (`pattern`)
     needles: tuple[str, ...] = ()  # run only when one of these (lowercase) is in the text
     in_context: bool = False  # our context rule: the non-empty group is the secret, whatever its length
     min_length: int = 4
     accept: Callable[[str, bool], bool] | None = None  # a last check on the secret, and whether it was quoted
+    flags: int = 0
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: a write whose text holds none of a rule's needles never pays for it
+        (compiling every rule cost a short-lived hook about 40 ms)."""
+        return _compiled(self.source, self.flags)
+
+
+@cache
+def _compiled(source: str, flags: int) -> re.Pattern[str]:
+    return re.compile(source, flags)
 
 
 # -- what is a reference, a placeholder or prose, not a secret ---------------------------------
@@ -123,7 +135,7 @@ def is_jwt(token: str, quoted: bool = True) -> bool:
 
 
 def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), needles, accept=is_jwt if kind == JWT else None)
+    return Rule(kind, pattern, needles, accept=is_jwt if kind == JWT else None, flags=flags)
 
 
 def _context(
@@ -133,7 +145,7 @@ def _context(
     flags: int = 0,
     accept: Callable[[str, bool], bool] | None = is_literal,
 ) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), needles, in_context=True, min_length=1, accept=accept)
+    return Rule(kind, pattern, needles, in_context=True, min_length=1, accept=accept, flags=flags)
 
 
 _CREDENTIAL_WORDS = ("pass", "secret", "key", "token", "pwd")
@@ -359,7 +371,7 @@ def rewritten(pattern: str) -> str:
 
 # Found in every string of an event when the trigger is in any of them: an AWS secret in one
 # field of a graph node's metadata, its key id in another (`secrets.scrub`).
-EVENT_RULES = ((re.compile(_AWS_ID), Rule("AWS secret key", re.compile(_AWS_SECRET), in_context=True, min_length=1)),)
+EVENT_RULES = ((re.compile(_AWS_ID), Rule("AWS secret key", _AWS_SECRET, in_context=True, min_length=1)),)
 
 
 @cache
