@@ -353,7 +353,8 @@ class Store:
         if not ids:  # events with ids were collected (and scrubbed) by `collecting`
             items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:
-            self.refresh()
+            if not self._collected:
+                self.refresh()  # once: the batch's own events are folded as they come
             seq = self._own_seq() + len(self._collected)
             found = [Event(new_id(), self.writer, seq + n, self.clock.tick(), kind, data)
                      for n, (kind, data) in enumerate(items, start=1)]
@@ -372,7 +373,8 @@ class Store:
                     for offset, (kind, data) in enumerate(items, start=1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
-                self._refresh_own_log()  # fold exactly what was just written
+                if not ids:  # (a batch's events were folded already, and `collecting` forgets them next)
+                    self._refresh_own_log()  # fold exactly what was just written
         except Timeout:
             raise StoreError(
                 f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
