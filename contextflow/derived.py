@@ -25,6 +25,7 @@ import gc
 import hashlib
 import os
 import shutil
+import threading
 import time
 import weakref
 from collections import deque
@@ -119,6 +120,7 @@ class DerivedSearch:
         self._index: DiskIndex | None = None
         self._seen: tuple[Any, ...] | None = None  # state.json's signature when this process last read it
         self._state: dict[str, Any] = {}
+        self._mutex = threading.RLock()  # the HTTP bridge's threads share one handle
 
     # -- state.json --------------------------------------------------------------------------
 
@@ -195,6 +197,10 @@ class DerivedSearch:
 
     def index(self) -> DiskIndex:
         """The index with every event of the logs in it (brought up to date first when a log changed)."""
+        with self._mutex:
+            return self._current()
+
+    def _current(self) -> DiskIndex:
         try:
             if not self._fresh(self._read_state(), self._paths()):
                 self.update()
@@ -225,7 +231,7 @@ class DerivedSearch:
     def update(self, rebuild: bool = False) -> int:
         """Fold the logs' new events into the index under the lock; returns how many were read.
         `rebuild` (or a damaged index, a version change, a log that no longer continues) starts over."""
-        with self.locked():
+        with self._mutex, self.locked():
             self._seen = None  # another process may have written it while this one waited
             state = self._read_state()
             if rebuild or not state:
@@ -246,13 +252,14 @@ class DerivedSearch:
 
     def search(self, run: Callable[[DiskIndex], T]) -> T:
         """`run(index)` on the current index; an index that fails to read is rebuilt and `run` tried again."""
-        try:
-            return run(self.index())
-        except BaseException as exc:
-            if not damage(exc):
-                raise
-            self.update(rebuild=True)
-            return run(self.index())
+        with self._mutex:
+            try:
+                return run(self.index())
+            except BaseException as exc:
+                if not damage(exc):
+                    raise
+                self.update(rebuild=True)
+                return run(self.index())
 
     def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
         segments: dict[str, Any] = dict(state["segments"])

@@ -284,3 +284,18 @@ def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(p
             else:
                 joined[doc_id] = doc
     assert joined == {doc_id: doc for doc_id, (doc, _) in whole.items()}
+
+
+def test_threads_of_one_process_search_and_update_one_handle(app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    stock(app)
+
+    def work(n: int) -> int:
+        app.store.append("note", {"project": "web", "text": f"threaded websocket note {n}"})
+        return len(refs(app, "threaded", limit=50))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(found >= 1 for found in pool.map(work, range(12)))
+    assert len(refs(app, "threaded", limit=50)) == 12
+    assert on_disk(app) == in_memory(app)
