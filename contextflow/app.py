@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextflow.core.errors import StoreError
+from contextflow.core.fold import View
 from contextflow.core.settings import Settings
 from contextflow.core.store import Store
 
@@ -27,7 +28,7 @@ class App:
         from contextflow import features
 
         env = os.environ if env is None else env
-        store_kwargs.setdefault("views", features.all_views)
+        store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
         store = Store.open(env, **store_kwargs)
         return cls(store, Settings.from_env(store.state_dir, env, cwd))
@@ -39,3 +40,9 @@ class App:
             with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
                 sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
         self.store.close()
+
+    def every_view(self) -> list[View]:
+        """Fresh instances of every feature's view, search included (compaction asks each of them)."""
+        from contextflow import features
+
+        return features.all_views()

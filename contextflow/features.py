@@ -70,3 +70,12 @@ def all_fields() -> Schema:
     from contextflow.core.fields import merged
 
     return merged(*(importlib.import_module(name).FIELDS for name in FIELDS))
+
+
+def folded_views() -> list[View]:
+    """The views a store folds in memory: every view but `search` when the shared on-disk index
+    (`contextflow.search.derived`) can serve it, which needs the `tantivy` package."""
+    from importlib.util import find_spec
+
+    on_disk = find_spec("tantivy") is not None
+    return [view for view in all_views() if not (on_disk and view.name == "search")]

@@ -20,6 +20,7 @@ SECTIONS = (
     "== tools/list size",
     "== secret scan",
     "== records and timeline tools",
+    "== search on the shared on-disk index at",
     "== peers",
     "== targets",
 )

@@ -61,7 +61,7 @@ def test_reading_the_table_imports_only_table_modules():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     table = re.compile(
         r"contextflow(\.\w+)?(\.operations)?|contextflow\.operations\.(spec|params)|contextflow\.features"
-        r"|contextflow\.adapters\.cli"
+        r"|contextflow\.adapters\.(cli|batch)"
     )
     loaded = done.stdout.split()
     assert "contextflow.records.operations" in loaded

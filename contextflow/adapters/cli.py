@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow import __version__
+from contextflow.adapters.batch import BATCH_OPERATIONS, BATCH_WORDS
 
 if TYPE_CHECKING:
     import argparse
@@ -32,9 +33,10 @@ GROUPS = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, batch: bool = False) -> argparse.ArgumentParser:
     """The whole CLI, or with `only` just that command's branch (a hook or a script pays for one
-    command's flags, not sixty; usage errors and --help of that command read the same)."""
+    command's flags, not sixty; usage errors and --help of that command read the same). With
+    `batch` (`--stdin` given), required arguments may come from the lines instead."""
     import argparse
 
     from contextflow.features import operations
@@ -58,18 +60,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 group = top.add_parser(word, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".")
                 groups[word] = group.add_subparsers(dest=f"{word}_command", metavar="ACTION", required=True)
             sub = groups[word]
-        add_command(sub, op)
+        add_command(sub, op, batch)
     return parser
 
 
-def add_command(sub: Any, op: Operation) -> None:
+def add_command(sub: Any, op: Operation, batch: bool = False) -> None:
     description = op.cli_description or op.summary
     command: argparse.ArgumentParser = sub.add_parser(
         op.command[-1] if op.command else op.name, help=_first_lower(op.summary.rstrip(".")), description=description
     )
     for param in op.params:
         if param.cli:
-            _add_argument(command, param)
+            _add_argument(command, param, batch)
+    if op.name in BATCH_OPERATIONS:
+        command.add_argument(
+            "--stdin",
+            action="store_true",
+            help="read many items as JSON lines (the tool's "
+            "arguments, flags as defaults) and store them in one write: all or nothing",
+        )
     if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
         from contextflow.operations.spec import FORMATS
 
@@ -77,8 +86,9 @@ def add_command(sub: Any, op: Operation) -> None:
     command.set_defaults(operation=op)
 
 
-def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
+def _add_argument(parser: argparse.ArgumentParser, param: Param, batch: bool = False) -> None:
     schema = param.schema
+    required = param.required and not batch
     kind = schema.get("type")
     options: dict[str, Any] = {"help": param.cli_help or _first_lower(param.description.rstrip(".")) or None}
     if param.metavar:
@@ -91,8 +101,8 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
         options["type"] = int if kind == "integer" else float
     if param.positional:
         if kind == "array":
-            options["nargs"] = "+" if param.required else "*"
-        elif not param.required:
+            options["nargs"] = "+" if required else "*"
+        elif not required:
             options["nargs"] = "?"
         parser.add_argument(param.name, **options)
         return
@@ -104,7 +114,7 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param) -> None:
         options["action"] = BooleanOptionalAction if param.negatable else "store_true"
     elif kind == "array":
         options["action"] = "append"
-    if param.required and param.cli_default is None:
+    if required and param.cli_default is None:
         options["required"] = True
     parser.add_argument(param.cli_name(), *param.aliases, **options)
 
@@ -182,6 +192,20 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _batch(op: Operation, app: App, defaults: dict[str, Any], format_: str) -> int:
+    from contextflow.adapters.batch import run_batch
+
+    stored, replies = run_batch(op, app, defaults)
+    if format_ == "json":
+        from contextflow.core.text import clean_data
+        from contextflow.operations.provenance import dumps
+
+        print(dumps(clean_data({"stored": stored, "results": replies})))
+    else:
+        print(f"Stored {stored} item(s) from stdin in one write ({op.command_line()} --stdin).")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
@@ -195,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextflow.admin.clients import hook
 
         return hook(None, {"event": argv[1]})
-    args = build_parser(_command_word(argv)).parse_args(argv)
+    word = _command_word(argv)
+    args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.core.locate import STORE_OPTION_MARKER
@@ -207,6 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from contextflow.operations.arguments import check_arguments
 
     try:
+        if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
+            from contextflow.app import App
+
+            app = App.open()
+            return _batch(op, app, arguments_of(op, args), args.format)
         checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
             from contextflow.app import App

@@ -14,6 +14,7 @@ from contextflow.core.blobs import bad_blobs
 from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.core.events import MAX_DEPTH
 from contextflow.core.log import iter_quarantine, unread_logs
+from contextflow.search import derived
 
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
 _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
@@ -57,6 +58,7 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
             for segment in health.segments
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
+        "derived": derived.describe(store),
         "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
         "snapshot": snapshot_check(app) if verify else {"loaded": app.store.from_snapshot, "checked": False},

@@ -49,11 +49,13 @@ OPERATIONS = (
                 "Fold sync-conflict copies into this writer's log, then remove each copy once every event "
                 "in it is verified (see docs/sync.md).",
             ),
+            boolean("rebuild", "Rebuild this machine's search index from the logs first (it is derived state)."),
         ),
         present.doctor,
         command=("doctor",),
         tool=False,
-        cli_description="Report the store location (and the rule that chose it), logs, counts, bad lines and problems.",
+        cli_description="Report the store location (and the rule that chose it), logs, counts, bad lines, the search "
+        "index and problems.",
     ),
     op(
         "pick-session",

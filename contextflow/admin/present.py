@@ -42,6 +42,10 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.core.errors import EXIT_PROBLEMS
 
     fixed = conflicts.fix(app) if args.get("fix") else None
+    if args.get("rebuild"):
+        from contextflow.search import derived
+
+        derived.search_for(app.store).update(rebuild=True)
     info = store_info(app, verify=True)
     found = problems(info) + conflicts.findings(app) + client_store_findings()
     info["problems"] = found
@@ -67,6 +71,13 @@ def doctor(app: App, args: JSON) -> Reply:
         tags = [t for t, on in (("legacy", log["legacy"]), ("conflict copy", log["conflict_copy"])) if on]
         extra = f" [{', '.join(tags)}]" if tags else ""
         lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
+    index = info["derived"]
+    status = "current" if index["current"] else ("behind the logs" if index["version_matches"] else "not built")
+    lines += [
+        f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {index['documents'] or 0} documents, "
+        f"{status} (updated {index['updated'] or 'never'})",
+        f"  rebuild:    {index['rebuild']}",
+    ]
     lines.append("problems:" if found else "problems:     none")
     lines += [f"  - {problem}" for problem in found]
     if fixed is not None:

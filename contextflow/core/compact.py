@@ -102,7 +102,7 @@ def plan(app: App, lines: list[tuple[bytes, Event | None]], report: CompactRepor
         if event is not None:
             first.setdefault(event.id, event)
     events = list(first.values())
-    decided, report.blocked_by = verdicts(app.store.fresh_views(), events)
+    decided, report.blocked_by = verdicts(app.every_view(), events)
     for event_id in _newest_own(events, app.store.writer):
         decided.pop(event_id, None)
     for event in events:

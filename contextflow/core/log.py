@@ -147,8 +147,9 @@ def unchanged(path: Path, cursor: Cursor | None) -> bool:
     return cursor is not None and signature(path) == cursor.signature
 
 
-def read_new(path: Path, cursor: Cursor | None) -> Chunk:
-    """Whole lines added since `cursor` (all lines when it is None or no longer valid)."""
+def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chunk:
+    """Whole lines added since `cursor` (all lines when it is None or no longer valid); with `limit`,
+    stop once about that many bytes were read (the cursor then ends before the file does)."""
     fd = _open_read(path)
     try:
         st = os.fstat(fd)
@@ -178,6 +179,8 @@ def read_new(path: Path, cursor: Cursor | None) -> Chunk:
                     lines.append((line_no, raw))
             offset += cut + 1
             pending = data[cut + 1 :]
+            if limit is not None and offset - start >= limit:
+                break
         known = cursor.blocks if start and cursor is not None else b""  # the chain below start's block
         blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
         tail = _tail_hash(fd, offset)

@@ -7,9 +7,11 @@ snapshot of the folded state (checked against the logs on load) lets a new proce
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,7 @@ class Store:
         self.from_snapshot = False  # the views were loaded from the snapshot (not folded here)
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
+        self._collected: list[Event] | None = None  # appends held back by `collecting`
         self._reset()
 
     @classmethod
@@ -172,6 +175,7 @@ class Store:
                 break
             caps = dict(self.fold.bound_caps)
         self._new_since_snapshot = self.fold.count
+        gc.freeze()  # the folded state is long-lived: no full collection walks it again (no pauses on appends)
 
     def _continues(self, path: Path) -> bool:
         try:
@@ -252,14 +256,23 @@ class Store:
         for path, size in self._oversized.items():
             raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
         try:
+            if name in self.fold.deferred:
+                state = self.fold.state(name)
+                gc.freeze()  # a loaded view is long-lived: keep it out of every later full collection
+                return state
             return self.fold.state(name)
         except snapshot.SnapshotBroken:
             self._rebuild(list_segments(self.folder, self.location.legacy_files))
             return self.fold.state(name)
 
+    def folds(self, name: str) -> bool:
+        """True when view `name` is folded in this process (else it is served from derived state on disk)."""
+        return any(view.name == name for view in self._view_factory())
+
     def view_loaded(self, name: str) -> bool:
-        """False while view `name` still waits in the snapshot (reading it would load it)."""
-        return name not in self.fold.deferred
+        """False while view `name` still waits in the snapshot (reading it would load it), or is not
+        folded in this process at all."""
+        return name in self.fold.states and name not in self.fold.deferred
 
     @property
     def event_count(self) -> int:
@@ -323,11 +336,35 @@ class Store:
         self.refresh()
         return self.fold.known(ids)
 
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[list[Event]]:
+        """Appends made inside are collected, not written: each returns a provisional event (its id is
+        final, its seq and clock are not), folded so later reads see it. Leaving the block writes them
+        all in one append; an exception drops them. Either way the provisional state is forgotten (the
+        next read reloads from the logs), so it is never saved."""
+        collected: list[Event] = []
+        self._collected = collected
+        try:
+            yield collected
+            self._collected = None
+            if collected:
+                self.append_many(
+                    [(event.kind, event.data) for event in collected],
+                    [event.id for event in collected],
+                    collected=True,
+                )
+        finally:
+            self._collected = None
+            self._reset()
+            self.loaded, self._new_since_snapshot = False, 0
+
     def append_many(
         self,
         items: Sequence[tuple[str, dict[str, Any]]],
         ids: Sequence[str] | None = None,
         stamps: Sequence[int] | None = None,
+        *,
+        collected: bool = False,
     ) -> list[Event]:
         """Append events in one locked write; they are folded before this returns. Events read stamped
         beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
@@ -341,7 +378,20 @@ class Store:
             raise ValueError("append_many: one id and one stamp per item")
         if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
             raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
-        items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+        if not collected:  # a batch's events were scrubbed as `collecting` made them
+            items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+        if self._collected is not None:
+            if not self._collected:
+                self.refresh()  # once: the batch's own events are folded as they come
+            seq = self._own_seq() + len(self._collected)
+            found = [
+                Event(new_id(), self.writer, seq + n, self.clock.tick(), kind, data)
+                for n, (kind, data) in enumerate(items, start=1)
+            ]
+            for event in found:
+                self.fold.apply(event)
+            self._collected.extend(found)
+            return found
         try:
             with self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
@@ -362,7 +412,8 @@ class Store:
                     for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
                 ]
                 self._writer.append(b"".join(encode(event) for event in events))
-                self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
+                if not collected:  # (a batch's events were folded already, and `collecting` forgets them next)
+                    self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
             raise StoreError(
                 f"another contextflow process has held the writer lock for {self.writer} over 10 s; "

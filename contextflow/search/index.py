@@ -18,13 +18,13 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from contextflow.core.clock import stamp_ms
 from contextflow.core.events import OrderKey
-from contextflow.search.tokens import iter_tokens
+from contextflow.search.tokens import WORD, word_terms
 
 FIELD_WEIGHTS: Mapping[str, int] = {"title": 3, "key": 3, "tags": 2, "entities": 2, "files": 2, "decisions": 2}
 K1 = 1.2
@@ -106,21 +106,81 @@ class Hit:
 
 
 def _weights(doc: Doc) -> dict[str, int]:
-    """Weighted term frequencies of a document's fields (a deterministic function of them): the
-    fields of one weight are counted together (one tokenizing pass each)."""
-    by_weight: dict[int, list[str]] = {}
-    for name, (_, text) in doc.fields.items():
-        if text:
-            by_weight.setdefault(FIELD_WEIGHTS.get(name.split(".", 1)[0], 1), []).append(text)
-    if len(by_weight) == 1:
-        ((weight, texts),) = by_weight.items()
-        counts = Counter(iter_tokens("\n".join(texts)))
-        return dict(counts) if weight == 1 else {term: count * weight for term, count in counts.items()}
+    """Weighted term frequencies of a document's fields (a deterministic function of them)."""
+    return weighted_terms(doc.field_texts())
+
+
+def weighted_terms(fields: Iterable[tuple[str, str]]) -> dict[str, int]:
+    """Term -> sum over fields of its count times the field's weight (BM25F's weighted tf)."""
     weights: dict[str, int] = {}
-    for weight, texts in by_weight.items():
-        for term, count in Counter(iter_tokens("\n".join(texts))).items():
-            weights[term] = weights.get(term, 0) + count * weight
+    get = weights.get
+    for name, text in fields:
+        if not text:
+            continue
+        weight = FIELD_WEIGHTS.get(name.split(".", 1)[0], 1)
+        for raw, count in Counter(WORD.findall(text)).items():
+            for term in word_terms(raw):
+                weights[term] = get(term, 0) + count * weight
     return weights
+
+
+def admits(doc: Doc, op: Op, key: OrderKey) -> bool:
+    """Record a put's or delete's key; False when `op` is older than the document's floor (its
+    latest put or delete) and so changes nothing else."""
+    floor = max(doc.put_key, doc.delete_key)
+    if isinstance(op, Delete):
+        doc.delete_key = max(doc.delete_key, key)
+    elif isinstance(op, Put):
+        doc.put_key = max(doc.put_key, key)
+    return key >= floor
+
+
+def merge(doc: Doc, op: Op, key: OrderKey, writer: str) -> None:
+    """Apply an admitted operation's fields and metadata (last writer wins), then `derive`."""
+    if not isinstance(op, Patch):  # a put or delete raises the floor: older values go
+        _drop_older(doc.fields, key)
+        _drop_older(doc.meta, key)
+    if not isinstance(op, Delete):
+        _merge(doc.fields, op.fields, key)
+        _merge(doc.meta, {**op.meta, "writer": writer}, key)
+    derive(doc)
+
+
+def put_new(doc_id: str, kind: str, op: Put, key: OrderKey, writer: str) -> Doc:
+    """A document made by one put (what `admits` and `merge` make of it, built directly: a build's common case)."""
+    doc = Doc(doc_id, kind, op.ref, -1, put_key=key)
+    doc.fields = {name: (key, text) for name, text in op.fields.items()}
+    doc.meta = {name: (key, value) for name, value in op.meta.items()}
+    doc.meta["writer"] = (key, writer)
+    project, expires = op.meta.get("project"), op.meta.get("expires_ms")
+    doc.project = project if isinstance(project, str) else ""
+    doc.latest, doc.latest_ms = key, stamp_ms(key[0])
+    doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
+    return doc
+
+
+def join(doc: Doc, other: Doc) -> None:
+    """Fold into `doc` another state of the same document, made from other operations: the result is
+    the state of both sets of operations (floors and keys are maxima, fields below the floor go)."""
+    doc.put_key, doc.delete_key = max(doc.put_key, other.put_key), max(doc.delete_key, other.delete_key)
+    floor = max(doc.put_key, doc.delete_key)
+    for target, source in ((doc.fields, other.fields), (doc.meta, other.meta)):
+        for name, (key, value) in source.items():
+            current = target.get(name)
+            if current is None or current[0] < key:
+                target[name] = (key, value)
+        _drop_older(target, floor)
+    derive(doc)
+
+
+def derive(doc: Doc) -> None:
+    """The fields kept for fast filtering and ranking, from the document's state."""
+    project = doc.value("project")
+    doc.project = project if isinstance(project, str) else ""
+    doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()], default=ZERO)
+    doc.latest_ms = stamp_ms(doc.latest[0])
+    expires = doc.value("expires_ms")
+    doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
 
 
 @dataclass(eq=False)
@@ -171,20 +231,10 @@ class SearchIndex:
         doc = self.docs.get(doc_id)
         if doc is None:
             doc = self.docs[doc_id] = Doc(doc_id, kind, op.ref, -1)
-        floor = max(doc.put_key, doc.delete_key)
-        if isinstance(op, Delete):
-            doc.delete_key = max(doc.delete_key, key)
-        elif isinstance(op, Put):
-            doc.put_key = max(doc.put_key, key)
-        if key < floor:
+        if not admits(doc, op, key):
             return  # superseded; visibility (put_key > delete_key) cannot have changed
         self._retire(doc)
-        if not isinstance(op, Patch):  # a put or delete raises the floor: older values go
-            _drop_older(doc.fields, key)
-            _drop_older(doc.meta, key)
-        if not isinstance(op, Delete):
-            _merge(doc.fields, op.fields, key)
-            _merge(doc.meta, {**op.meta, "writer": writer}, key)
+        merge(doc, op, key, writer)
         self._reindex(doc)
 
     def _retire(self, doc: Doc) -> None:
@@ -208,12 +258,6 @@ class SearchIndex:
         doc.num = -1
 
     def _reindex(self, doc: Doc) -> None:
-        project = doc.value("project")
-        doc.project = project if isinstance(project, str) else ""
-        doc.latest = max([key for key, _ in doc.fields.values()] + [key for key, _ in doc.meta.values()], default=ZERO)
-        doc.latest_ms = stamp_ms(doc.latest[0])
-        expires = doc.value("expires_ms")
-        doc.expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
         if not doc.visible:
             return
         weights = _weights(doc)

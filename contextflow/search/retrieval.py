@@ -8,19 +8,25 @@ budget (`estimate_tokens`, about four characters a token).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.errors import InputError
+from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, estimate_tokens
+from contextflow.search import derived
 from contextflow.search.extractors import search_kinds
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.present import Views, hit_block, hit_json
 from contextflow.search.tokens import iter_tokens, query_terms
 from contextflow.search.view import VIEW_NAME
+
+if TYPE_CHECKING:
+    from contextflow.search.disk import DiskIndex
 
 DEFAULT_LIMIT, MAX_LIMIT = 8, 50
 DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
@@ -99,7 +105,7 @@ def recency(doc_ms: int, now_ms: int) -> float:
     return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * decay
 
 
-def rank(index: SearchIndex, query: Query, now_ms: int) -> list[Hit]:
+def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
     """BM25 from the index, times a mild recency factor, within the query's filters."""
     kinds, project = query.kinds, query.project
 
@@ -112,11 +118,52 @@ def rank(index: SearchIndex, query: Query, now_ms: int) -> list[Hit]:
             return 0.0  # expiry is judged at read time, never in the fold
         return recency(doc.latest_ms, now_ms)
 
-    return index.search(query_terms(query.text), query.limit, factor)
+    if isinstance(index, SearchIndex):
+        return index.search(query_terms(query.text), query.limit, factor)
+    from contextflow.search.disk import top
+
+    return top(index, query_terms(query.text), query.limit, factor, kinds, project)
+
+
+def search_source(app: App) -> SearchIndex | DiskIndex:
+    """The shared on-disk index, brought up to date; the in-memory view where the store folds it (a
+    grant's filtered store) or where the disk index cannot be used."""
+    if app.store.folds(VIEW_NAME):
+        index: SearchIndex = app.store.view(VIEW_NAME)
+        return index
+    try:
+        return derived.search_for(app.store).index()
+    except (ImportError, OSError, ValueError, derived.IndexDamaged):
+        return search_index(app)
 
 
 def search_index(app: App) -> SearchIndex:
-    index: SearchIndex = app.store.view(VIEW_NAME)
+    """The search view folded in memory (the reference the disk index is tested against)."""
+    if app.store.folds(VIEW_NAME):
+        index: SearchIndex = app.store.view(VIEW_NAME)
+        return index
+    return memory_index(app.store)
+
+
+_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
+
+
+def memory_index(store: Store) -> SearchIndex:
+    """The search view folded in this process's memory by a twin store that folds only it (the
+    fallback when the disk index cannot be used, and the reference it is tested against)."""
+    from contextflow.core.fold import LazyView
+    from contextflow.features import VIEWS
+
+    twin = _MEMORY.get(store)
+    if twin is None:
+        twin = _MEMORY[store] = Store(
+            store.location,
+            store.writer,
+            store.state_dir,
+            views=[LazyView("search", VIEWS["search"])],
+            use_snapshot=False,
+        )
+    index: SearchIndex = twin.view("search")
     return index
 
 
@@ -147,7 +194,12 @@ def get_context(
         project=checks.text(project, "project", max_chars=200),
     )
     budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
-    hits = rank(search_index(app), wanted, timeutil.now_ms() if now_ms is None else now_ms)
+    now = timeutil.now_ms() if now_ms is None else now_ms
+    source = search_source(app)
+    if isinstance(source, SearchIndex):
+        hits = rank(source, wanted, now)
+    else:  # a damaged index is rebuilt and asked again
+        hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
     return hydrate(app, wanted, hits, budget)
 
 

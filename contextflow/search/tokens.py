@@ -16,7 +16,7 @@ from itertools import chain
 
 import Stemmer
 
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ENGLISH = Stemmer.Stemmer("english")
 STEMMER = f"snowball-english/pystemmer-{Stemmer.version()}"
@@ -180,7 +180,7 @@ def word_terms(raw: str) -> tuple[str, ...]:
 
 def iter_tokens(text: str) -> Iterator[str]:
     """Every index term of `text`, in order, repeats included."""
-    return chain.from_iterable(map(word_terms, _WORD.findall(text)))
+    return chain.from_iterable(map(word_terms, WORD.findall(text)))
 
 
 def query_terms(text: str) -> list[str]:

@@ -17,7 +17,7 @@ from contextflow.search.tokens import STEMMER
 VIEW_NAME = "search"
 
 
-def _ops(event: Event) -> list[tuple[str, Op]] | None:
+def extract(event: Event) -> list[tuple[str, Op]] | None:
     """The event's index operations with their search kind (none for other kinds); None when its extractor fails."""
     entry = EXTRACTORS.get(event.kind)
     if entry is None:
@@ -40,7 +40,7 @@ class SearchView:
         the same log supersedes can go: a Put or Patch by a later Put or Delete of the same
         document, a Patch also by later writes of all its fields, a Delete by a later Delete.
         Events whose extractor fails stay (they are counted as skipped)."""
-        extracted = [(event, ops) for event in events if (ops := _ops(event)) is not None]
+        extracted = [(event, ops) for event in events if (ops := extract(event)) is not None]
         latest: dict[tuple[str, ...], OrderKey] = {}
         for event, ops in extracted:
             for slot in (slot for kind, op in ops for slot in _slots(kind, op)):
@@ -48,7 +48,7 @@ class SearchView:
         return {event.id: () for event, ops in extracted if all(_superseded(*item, event.key, latest) for item in ops)}
 
     def apply(self, state: SearchIndex, event: Event) -> None:
-        ops = _ops(event)
+        ops = extract(event)
         if ops is None:
             state.skipped_events += 1
         for kind, op in ops or ():

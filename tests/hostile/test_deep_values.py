@@ -56,7 +56,7 @@ def test_a_deeply_nested_synced_value_never_breaks_a_read_or_the_snapshot(store_
     info = store_info(app)
     assert info["bad_lines"] == 2 and info["bad_line_kinds"] == {"nested too deeply": 2}
     assert any("nested" in problem for problem in problems(info))
-    app.store.view("records"), app.store.view("sessions"), app.store.view("search")
+    app.store.view("records"), app.store.view("sessions")
     assert app.store.save_snapshot(force=True), "the snapshot saves"
     app.close()
     again = App.open()

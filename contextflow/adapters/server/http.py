@@ -104,19 +104,21 @@ class GrantStore(Store):
         items: Sequence[tuple[str, dict[str, Any]]],
         ids: Sequence[str] | None = None,
         stamps: Sequence[int] | None = None,
+        *,
+        collected: bool = False,
     ) -> list[Event]:
         admitted = [(kind, self.admit(kind, data)) for kind, data in items]
         with _APPENDING:  # grants' threads queue here instead of polling the writer's file lock
-            return super().append_many(admitted, ids, stamps)
+            return super().append_many(admitted, ids, stamps, collected=collected)
 
 
 def grant_app(base: App, grant: Grant) -> App:
     """An App over the same store folder that only sees and writes what `grant` allows."""
-    from contextflow.features import all_views
+    from contextflow.features import all_views, folded_views
 
-    views: list[View] = all_views()
-    if grant.read is not None:
-        views = [ProjectFilter(resolved(view), grant.read) for view in views]  # a filtered fold reads every view
+    views: list[View] = folded_views()  # search from the machine's shared index on disk
+    if grant.read is not None:  # a filtered fold reads every view, search included (the index holds every project)
+        views = [ProjectFilter(resolved(view), grant.read) for view in all_views()]
     source = base.store
     # a filtered fold must never overwrite the shared snapshot
     store = GrantStore(

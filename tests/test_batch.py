@@ -1,0 +1,73 @@
+"""`--stdin`: many items of one command as JSON lines, stored in one write, all or nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+
+import pytest
+
+from contextflow.adapters.cli import main
+from contextflow.app import App
+from contextflow.core.log import list_segments, read_whole
+
+
+def feed(monkeypatch: pytest.MonkeyPatch, *lines: object) -> None:
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+
+
+def stored_kinds() -> Counter[str]:
+    app = App.open()
+    lines = [raw for path in list_segments(app.store.folder) for _, raw in read_whole(path)[1]]
+    return Counter(json.loads(raw)["kind"] for raw in lines)
+
+
+def test_notes_from_stdin_are_stored_in_one_write_with_flags_as_defaults(monkeypatch, capsys):
+    feed(
+        monkeypatch,
+        *({"text": f"note {n} about the websocket", **({"project": "api"} if n % 2 else {})} for n in range(50)),
+    )
+    assert main(["note", "--stdin", "--agent", "codex", "--project", "web"]) == 0
+    assert "Stored 50 item(s)" in capsys.readouterr().out
+    assert stored_kinds()["note"] == 50
+    assert main(["search", "websocket", "--project", "api", "--format", "json", "--limit", "50"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["count"] == 25
+    assert all(item["project"] == "api" and item["agent"] == "codex" for item in found["results"])
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (['{"text": "fine"}', "not json"], "line 2 is not valid JSON"),
+        (['{"text": "fine"}', "[1, 2]"], "line 2 must be a JSON object"),
+        (['{"text": "fine"}', "", '{"text": 5}'], "line 3: text must be a string"),
+        (['{"text": "fine"}', '{"txt": "typo"}'], "line 2: `contextflow note` does not take 'txt'"),
+    ],
+)
+def test_a_bad_line_is_named_and_nothing_of_the_batch_is_stored(monkeypatch, capsys, lines, expected):
+    feed(monkeypatch, *lines)
+    assert main(["note", "--stdin", "--agent", "codex"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "nothing was stored" in err
+    assert stored_kinds()["note"] == 0
+
+
+def test_handoffs_context_records_and_conversations_take_stdin_too(monkeypatch):
+    feed(monkeypatch, {"summary": "shipped the index", "task": "index"}, {"summary": "second", "task": "t2"})
+    assert main(["handoff", "--stdin", "--agent", "codex"]) == 0
+    feed(monkeypatch, {"key": "pr:12", "value": {"state": "open"}}, {"key": "pr:13", "value": {"state": "merged"}})
+    assert main(["context", "set", "--stdin"]) == 0
+    feed(monkeypatch, {"topic": "disk index", "summary": "tantivy chosen"}, {"topic": "batch", "summary": "stdin"})
+    assert main(["conversations", "save", "--stdin"]) == 0
+    kinds = stored_kinds()
+    assert (kinds["handoff"], kinds["context.set"], kinds["conversation.save"]) == (2, 2, 2)
+
+
+def test_json_output_lists_each_items_reply(monkeypatch, capsys):
+    feed(monkeypatch, {"key": "fact:a", "value": {"n": 1}}, {"key": "fact:b", "value": {"n": 2}})
+    assert main(["context", "set", "--stdin", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stored"] == 2 and len(out["results"]) == 2

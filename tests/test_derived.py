@@ -1,0 +1,316 @@
+"""The on-disk search index (contextflow/derived.py, search/disk.py): incremental updates equal a
+rebuild and the in-memory fold, damage and version changes rebuild, processes share one index."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextflow.app import App
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.compact import compact
+from contextflow.core.events import Event, encode
+from contextflow.core.log import log_path
+from contextflow.core.progress import Progress
+from contextflow.features import all_views
+from contextflow.search import derived, retrieval
+from contextflow.search.disk import DiskIndex
+from contextflow.search.index import Doc
+
+WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
+text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+REFS = ("k1", "k2", "n1", "n2")
+payloads = st.one_of(
+    st.tuples(st.just("note"), st.fixed_dictionaries({"project": st.sampled_from(["p", "q"]), "text": text})),
+    st.tuples(
+        st.just("context.set"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2]), "value": text, "label": text})
+    ),
+    st.tuples(st.just("context.delete"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2])})),
+    st.tuples(
+        st.just("graph.node_update"), st.fixed_dictionaries({"node": st.sampled_from(REFS[2:]), "content": text})
+    ),
+    st.tuples(
+        st.sampled_from(["graph.tag", "graph.untag"]),
+        st.fixed_dictionaries(
+            {"node": st.sampled_from(REFS[2:]), "tags": st.lists(st.sampled_from(["a", "project:p", "b"]), min_size=1)}
+        ),
+    ),
+    st.tuples(st.just("graph.node_delete"), st.fixed_dictionaries({"node": st.sampled_from(REFS[2:])})),
+)
+# (writer, clock stamp, kind, data): stamps from a small range, so later lines often order before earlier ones
+events = st.lists(st.tuples(st.sampled_from(["w-a", "w-b"]), st.integers(1, 40), payloads), min_size=1, max_size=30)
+
+
+def open_app(root: Path, writer: str = "writer-a", state: str = "state") -> App:
+    env = {
+        **os.environ,
+        "CONTEXTFLOW_STORE": str(root / "store"),
+        "CONTEXTFLOW_STATE": str(root / state),
+        "CONTEXTFLOW_WRITER": writer,
+    }
+    return App.open(env)
+
+
+def on_disk(app: App) -> dict[str, Doc]:
+    index = derived.search_for(app.store).index()
+    return {doc.doc_id: doc for doc in index.all_docs()}
+
+
+def in_memory(app: App) -> dict[str, Doc]:
+    return dict(retrieval.memory_index(app.store).docs)
+
+
+def write_lines(folder: Path, plan: list[tuple[str, int, tuple[str, dict[str, Any]]]], start: int) -> None:
+    """Append the planned events straight to each writer's log (what another machine's sync brings)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, (writer, stamp, (kind, data)) in enumerate(plan, start):
+        event = Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
+        with open(log_path(folder, writer), "ab") as log:
+            log.write(encode(event))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=events, cuts=st.lists(st.integers(0, 30), max_size=3))
+def test_updating_after_each_chunk_equals_a_rebuild_and_the_in_memory_fold(plan, cuts):
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp)
+        app = open_app(root)
+        edges = sorted({0, len(plan), *(min(cut, len(plan)) for cut in cuts)})
+        for begin, end in itertools.pairwise(edges):
+            write_lines(root / "store", plan[begin:end], begin)
+            derived.search_for(app.store).index()  # folds only what this chunk added
+        incremental = on_disk(app)
+        rebuilt = on_disk(open_app(root, state="state-2"))
+        assert incremental == rebuilt == in_memory(app)
+
+
+def stock(app: App) -> None:
+    app.store.append("note", {"project": "web", "text": "the websocket reconnect drops queued messages"})
+    app.store.append("note", {"project": "api", "text": "token refresh retries once before failing"})
+    app.store.append("context.set", {"key": "deploy.target", "value": {"host": "blue"}, "label": "deploy target"})
+
+
+def refs(app: App, query: str, **options: Any) -> list[str]:
+    return [shown.hit.doc.ref for shown in retrieval.get_context(app, query=query, **options).shown]
+
+
+def test_search_reads_the_index_on_disk_not_a_folded_view(app):
+    stock(app)
+    assert not app.store.folds("search")
+    assert len(refs(app, "websocket messages")) == 1
+    folder = app.store.state_dir / derived.FOLDER
+    assert (folder / derived.STATE_FILE).is_file() and DiskIndex.exists(derived.search_for(app.store).index_folder())
+    assert refs(app, "deploy target", project="web") == ["deploy.target"]  # no project: in every project
+    assert refs(app, "websocket token", kinds=["context"]) == []
+
+
+def test_results_match_the_in_memory_ranking(app):
+    stock(app)
+    for n in range(30):
+        app.store.append("note", {"project": "web", "text": f"retry budget {n} " + " ".join(WORDS[: n % 9 + 1])})
+    memory = App.open(views=all_views())  # folds search in memory, as a grant's filtered store does
+    for query in ("retry budget", "websocket token deploy", "flaky review schema"):
+        for project in (None, "web"):
+            assert refs(app, query, project=project, limit=10) == refs(memory, query, project=project, limit=10)
+
+
+def test_a_damaged_index_is_detected_and_rebuilt(app):
+    stock(app)
+    assert refs(app, "websocket")
+    folder = derived.search_for(app.store).index_folder()
+    for path in folder.iterdir():
+        if path.is_file():
+            path.write_bytes(b"\0garbage")  # a torn or overwritten file
+    fresh = App.open()
+    assert len(refs(fresh, "websocket")) == 1
+    assert on_disk(fresh) == in_memory(fresh)
+
+
+@pytest.mark.parametrize("suffix", [".store", ".idx", ".term", "meta.json"])
+def test_a_damaged_file_of_the_index_is_detected_when_read_and_rebuilt(app, suffix):
+    stock(app)
+    assert refs(app, "websocket")
+    for path in derived.search_for(app.store).index_folder().iterdir():
+        if path.name.endswith(suffix):
+            path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # torn in the middle
+    for reader in (app, App.open()):  # a process with the index open, and a new one
+        assert len(refs(reader, "websocket")) == 1
+    assert on_disk(app) == in_memory(app)
+
+
+def test_a_half_written_state_file_or_a_version_change_rebuilds(app, monkeypatch):
+    stock(app)
+    assert refs(app, "websocket")
+    state = app.store.state_dir / derived.FOLDER / derived.STATE_FILE
+    before = orjson.loads(state.read_bytes())["instance"]
+    state.write_bytes(state.read_bytes()[:20])
+    assert len(refs(App.open(), "websocket")) == 1
+    after = orjson.loads(state.read_bytes())["instance"]
+    assert after != before
+    monkeypatch.setattr(derived, "FORMAT", derived.FORMAT + 1)
+    assert len(refs(App.open(), "websocket")) == 1
+    assert orjson.loads(state.read_bytes())["instance"] != after
+
+
+def test_deleting_the_derived_folder_is_safe(app):
+    stock(app)
+    assert refs(app, "websocket")
+    shutil.rmtree(app.store.state_dir / derived.FOLDER)
+    assert len(refs(app, "websocket")) == 1
+
+
+def test_a_rewritten_log_rebuilds_and_keeps_every_visible_record(app):
+    stock(app)
+    for n in range(5):
+        app.store.append("context.set", {"key": "deploy.target", "value": {"host": f"green-{n}"}})
+    assert refs(app, "deploy target")
+    compact(app)
+    assert on_disk(app) == in_memory(app)
+    assert refs(app, "green") == ["deploy.target"]
+
+
+def test_an_update_reads_only_the_new_events(app):
+    stock(app)
+    search = derived.search_for(app.store)
+    search.index()
+    app.store.append("note", {"project": "web", "text": "one more"})
+    assert search.update() == 1
+    assert search.update() == 0
+
+
+PEER = r"""
+import sys
+from contextflow.app import App
+from contextflow.search import derived
+app = App.open()
+app.store.append("note", {"project": "web", "text": "written and indexed by another process: " + sys.argv[1]})
+print(derived.search_for(app.store).update())
+"""
+
+
+def test_another_process_updates_and_this_one_reads_what_it_wrote(app, monkeypatch):
+    stock(app)
+    assert refs(app, "websocket")
+    done = subprocess.run([sys.executable, "-c", PEER, "zeppelin"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "1"
+    search = derived.search_for(app.store)
+    monkeypatch.setattr(search, "update", lambda rebuild=False: pytest.fail("the index was already current"))
+    assert len(refs(app, "zeppelin")) == 1
+
+
+STORM = r"""
+import sys
+from contextflow.app import App
+from contextflow.search import derived
+app = App.open()
+search = derived.search_for(app.store)
+for n in range(1000):
+    app.store.append_many([("note", {"project": "web", "text": f"storm {sys.argv[1]} {n} websocket"})] * 20)
+    print("appended", flush=True)
+    search.update()
+"""
+
+
+def test_killing_the_process_that_updates_the_index_loses_nothing(app):
+    rng = random.Random(5)
+    stock(app)
+    for round_ in range(6):
+        child = subprocess.Popen([sys.executable, "-c", STORM, str(round_)], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        for _ in range(rng.randint(1, 4)):
+            child.stdout.readline()
+        child.send_signal(signal.SIGKILL)  # lands inside an update (or an append) at a random point
+        child.wait()
+        child.stdout.close()
+    fresh = App.open()
+    assert on_disk(fresh) == in_memory(fresh)
+
+
+def test_progress_is_shown_only_on_a_terminal(capsys, monkeypatch):
+    quiet = Progress(1000)
+    quiet.update(500, 10, force=True)
+    quiet.finish(10)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    shown = Progress(1000)
+    shown.update(500, 10, force=True)
+    shown.finish(20)
+    err = capsys.readouterr().err
+    assert "10 events" in err and "s left" in err and "indexed 20 events" in err
+
+
+def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkeypatch):
+    rng = random.Random(3)
+    items = []
+    for n in range(600):  # documents touched in many chunks: notes, records set again and deleted, tags
+        key = f"fact:k{rng.randint(0, 30)}"
+        items.append(
+            rng.choice(
+                [
+                    ("note", {"project": rng.choice(["web", "api"]), "text": f"note {n} " + rng.choice(WORDS)}),
+                    ("context.set", {"key": key, "value": {"n": n}, "label": rng.choice(WORDS)}),
+                    ("context.delete", {"key": key}),
+                    ("graph.tag", {"node": f"n{rng.randint(0, 5)}", "tags": [rng.choice(["a", "b"])]}),
+                ]
+            )
+        )
+    for start in range(0, len(items), 50):
+        app.store.append_many(items[start : start + 50])
+    monkeypatch.setattr(derived, "READ_BYTES", 4096)  # many chunks
+    monkeypatch.setattr(derived, "PARALLEL_BYTES", 0)  # folded by the workers
+    monkeypatch.setattr(derived, "COMMIT_EVENTS", 150)  # joined with committed documents too
+    assert derived.search_for(app.store).update(rebuild=True) == 600
+    assert on_disk(app) == in_memory(app)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plan=events, parts=st.lists(st.integers(0, 2), min_size=30, max_size=30))
+def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(plan, parts):
+    from contextflow.search.index import join
+    from contextflow.search.sink import fold
+
+    made = [
+        Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
+        for n, (writer, stamp, (kind, data)) in enumerate(plan)
+    ]
+    whole: dict[str, tuple[Doc, bool]] = {}
+    split: list[dict[str, tuple[Doc, bool]]] = [{}, {}, {}]
+    for event, part in zip(made, parts, strict=False):
+        fold(whole, event, lambda _: None)
+        fold(split[part], event, lambda _: None)
+    joined: dict[str, Doc] = {}
+    for docs in split:
+        for doc_id, (doc, _) in docs.items():
+            if doc_id in joined:
+                join(joined[doc_id], doc)
+            else:
+                joined[doc_id] = doc
+    assert joined == {doc_id: doc for doc_id, (doc, _) in whole.items()}
+
+
+def test_threads_of_one_process_search_and_update_one_handle(app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    stock(app)
+
+    def work(n: int) -> int:
+        app.store.append("note", {"project": "web", "text": f"threaded websocket note {n}"})
+        return len(refs(app, "threaded", limit=50))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(found >= 1 for found in pool.map(work, range(12)))
+    assert len(refs(app, "threaded", limit=50)) == 12
+    assert on_disk(app) == in_memory(app)
