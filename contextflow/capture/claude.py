@@ -8,11 +8,10 @@ text line comes later): the caller passes the payload's `last_assistant_message`
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn
+from contextflow.capture.turns import Turn, decoded
 
 _NOISE_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation', b'{"type":"last-prompt', b'{"type":"atis')
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
@@ -54,14 +53,7 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
             turns.append(Turn(continued=True))
         return turns[-1]
 
-    for line in lines:
-        if _is_noise(line):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            counts["bad"] = counts.get("bad", 0) + 1
-            continue
+    for entry in decoded(lines, counts, _is_noise):
         if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant") or entry.get("isSidechain"):
             continue
         message = entry.get("message")

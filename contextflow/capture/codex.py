@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contextflow.capture.turns import Turn
+from contextflow.capture.turns import Turn, decoded
 
 _KEEP = (b'"item_completed"', b'"function_call"', b'"task_complete"')
 
@@ -33,14 +33,7 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
             turns.append(Turn(continued=True))
         return turns[-1]
 
-    for line in lines:
-        if not any(marker in line[:400] for marker in _KEEP):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            counts["bad"] = counts.get("bad", 0) + 1
-            continue
+    for entry in decoded(lines, counts, lambda line: not any(marker in line[:400] for marker in _KEEP)):
         payload = entry.get("payload") if isinstance(entry, dict) else None
         if not isinstance(payload, dict):
             counts["bad"] = counts.get("bad", 0) + 1

@@ -8,11 +8,10 @@ records' `toolCalls` carry files, shell commands (`Exit Code: N` in the output) 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn
+from contextflow.capture.turns import Turn, decoded
 
 _EXIT = re.compile(r"Exit Code: (\d+)")
 # what run_shell_command's result holds besides the command's output (`Output: (empty)` when it had none)
@@ -24,14 +23,7 @@ _FILES = {"write_file": "created", "replace": "edited", "edit": "edited", "read_
 
 def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
     records: dict[str, dict[str, Any]] = {}
-    for line in lines:
-        if line.startswith(b'{"$set"'):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            counts["bad"] = counts.get("bad", 0) + 1
-            continue
+    for entry in decoded(lines, counts, lambda line: line.startswith(b'{"$set"')):
         if not isinstance(entry, dict):
             counts["bad"] = counts.get("bad", 0) + 1
             continue

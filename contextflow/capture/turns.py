@@ -7,8 +7,10 @@ Plain classes only: the Stop hook imports this module before it knows there is w
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 TURN_KIND = "capture.turn"  # the event kind of one captured turn
@@ -26,6 +28,17 @@ _TESTS = re.compile(
     r"vitest|go test|cargo test|mvn test|gradle test|\./gradlew test|rspec|phpunit|ctest|make test|"
     r"bash scripts/test|scripts/test)\b"
 )
+
+
+def decoded(lines: Iterable[bytes], counts: dict[str, int], skip: Callable[[bytes], bool]) -> Iterator[Any]:
+    """Each line `skip` does not pass over, as JSON; a line that is not JSON is counted as bad."""
+    for line in lines:
+        if skip(line):
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            counts["bad"] = counts.get("bad", 0) + 1
 
 
 def without_private(text: str) -> str:
