@@ -1,5 +1,5 @@
 import sys
 
-from contextflow.cli import main
+from contextflow.adapters.cli import main
 
 sys.exit(main())

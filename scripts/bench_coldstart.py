@@ -45,9 +45,9 @@ from benchlib.mcp_timing import server_command  # noqa: E402
 from benchlib.procs import ColdStart, cold_start  # noqa: E402
 from benchlib.storegen import generate_store  # noqa: E402
 
-from contextflow.clock import COUNTER_BITS  # noqa: E402
-from contextflow.events import Event, encode  # noqa: E402
-from contextflow.ids import new_id  # noqa: E402
+from contextflow.core.clock import COUNTER_BITS  # noqa: E402
+from contextflow.core.events import Event, encode  # noqa: E402
+from contextflow.core.ids import new_id  # noqa: E402
 
 CALLS = {  # first call -> the view it needs
     "read_shared_context": ({"project": "shared", "limit": 20}, "sessions index sidecar, else the sessions"),
@@ -75,10 +75,16 @@ def env_for(root: Path) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_", "XDG_"))},
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_STATE_HOME": str(home / ".local/state"), "XDG_CACHE_HOME": str(home / ".cache"),
-        "CONTEXTFLOW_STORE": str(root / "store"), "CONTEXTFLOW_STATE": str(root / "state"),
-        "CONTEXTFLOW_WRITER": "bench", "MCP_SHARED_CONTEXT_PROJECT": "shared", "CONTEXTFLOW_TOOLS": "default,context",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "CONTEXTFLOW_STORE": str(root / "store"),
+        "CONTEXTFLOW_STATE": str(root / "state"),
+        "CONTEXTFLOW_WRITER": "bench",
+        "MCP_SHARED_CONTEXT_PROJECT": "shared",
+        "CONTEXTFLOW_TOOLS": "default,context",
     }
 
 
@@ -124,15 +130,18 @@ def measure(size: int, reps: int, keep: bool) -> None:
         env = env_for(root)
         errlog = root / "server-stderr.log"
         took = time.perf_counter() - began
-        print(f"\n== {size:,} events: notes and handoffs, {RECORD_SHARE:.0%} context records "
-              f"({store.bytes / 1e6:.0f} MB of notes, generated in {took:.0f} s)")
+        print(
+            f"\n== {size:,} events: notes and handoffs, {RECORD_SHARE:.0%} context records "
+            f"({store.bytes / 1e6:.0f} MB of notes, generated in {took:.0f} s)"
+        )
 
         without: list[ColdStart] = []
         for _ in range(max(1, reps // 2)):
             for path in snapshot_files(root):
                 path.unlink()
-            without.append(cold_start(server_command(False), env, "read_shared_context",
-                                      CALLS["read_shared_context"][0], errlog))
+            without.append(
+                cold_start(server_command(False), env, "read_shared_context", CALLS["read_shared_context"][0], errlog)
+            )
         if not snapshot_files(root):  # the server saves one on exit once enough changed; make sure
             save = "from contextflow.app import App; a = App.open(); a.store.refresh(); a.store.save_snapshot(True)"
             subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=3600, cwd=env["HOME"])
@@ -150,8 +159,10 @@ def measure(size: int, reps: int, keep: bool) -> None:
         print(f"  snapshot on disk: {snapshot_bytes / 1e6:.0f} MB in {len(snapshot_files(root))} file(s)")
         load, load_rss = in_process(env, True)
         refold, refold_rss = in_process(env, False)
-        print(f"  in-process, the sessions view (every note): from the snapshot {load:.2f} s ({load_rss:.0f} MB), "
-              f"refolded {refold:.2f} s ({refold_rss:.0f} MB)")
+        print(
+            f"  in-process, the sessions view (every note): from the snapshot {load:.2f} s ({load_rss:.0f} MB), "
+            f"refolded {refold:.2f} s ({refold_rss:.0f} MB)"
+        )
         for tool, runs in with_snapshot.items():
             first = median([r.to_first_call for r in runs])
             verdict = "met" if first < 1.0 else "NOT met"

@@ -73,7 +73,7 @@ def words(rng: random.Random, vocabulary: list[str], count: int) -> str:
 
 def fill(app: Any, nodes: int, seed: int = 7) -> list[str]:
     """`nodes` random nodes (types, tiers, projects, tasks) plus about nodes/2 edges."""
-    from contextflow.graph.ops import edge_item, node_item
+    from contextflow.graph.writes import edge_item, node_item
 
     rng = random.Random(seed)
     vocabulary = [f"w{n}" for n in range(3000)] + ["sqlite", "parser", "oauth", "payments", "budget"]
@@ -88,20 +88,28 @@ def fill(app: Any, nodes: int, seed: int = 7) -> list[str]:
                 tags.append(tier)
             if rng.random() < 0.2:
                 tags.append(f"task:t{rng.randrange(200)}")
-            items.append(node_item(type=rng.choice(TYPES), content=words(rng, vocabulary, rng.randrange(8, 60)),
-                                   tags=tags, agent="bench"))
+            items.append(
+                node_item(
+                    type=rng.choice(TYPES),
+                    content=words(rng, vocabulary, rng.randrange(8, 60)),
+                    tags=tags,
+                    agent="bench",
+                )
+            )
         ids += [event.id for event in app.store.append_many(items)]
     for start in range(0, nodes // 2, batch):
-        edges = [edge_item(rng.choice(ids), rng.choice(ids), rng.choice(("DEPENDS_ON", "RELATES_TO", "CHILD_OF")))
-                 for _ in range(min(batch, nodes // 2 - start))]
+        edges = [
+            edge_item(rng.choice(ids), rng.choice(ids), rng.choice(("DEPENDS_ON", "RELATES_TO", "CHILD_OF")))
+            for _ in range(min(batch, nodes // 2 - start))
+        ]
         app.store.append_many(edges)
     return ids
 
 
 def bench_big_graph(nodes: int, runs: int) -> None:
+    from contextflow.adapters.server.app import ContextflowServer
     from contextflow.app import App
-    from contextflow.graph import compose, explore, ops
-    from contextflow.server.app import ContextflowServer
+    from contextflow.graph import compose, explore, writes
 
     print(f"\n== graph at {nodes:,} nodes (in process) ==")
     app = App.open()
@@ -127,10 +135,16 @@ def bench_big_graph(nodes: int, runs: int) -> None:
         label = f"compose {budget:>6,} tokens {query[:36]}"
         print(f"{label:<66} {len(result.included):>7,} in   {summary(times)}")
     target = ids[len(ids) // 2]
-    adds = sample(lambda: ops.add_node(app, type="observation", content="bench observation", agent="bench",
-                                       links=[ops.Link(target, "CHILD_OF")]), runs * 4)
+    adds = sample(
+        lambda: writes.add_node(
+            app, type="observation", content="bench observation", agent="bench", links=[writes.Link(target, "CHILD_OF")]
+        ),
+        runs * 4,
+    )
     print(f"{'add observation (node + CHILD_OF edge, 2 locked appends)':<74} {summary(adds)}")
-    adds = sample(lambda: ops.add_node(app, type="observation", content="bench observation", agent="bench"), runs * 4)
+    adds = sample(
+        lambda: writes.add_node(app, type="observation", content="bench observation", agent="bench"), runs * 4
+    )
     print(f"{'add observation (node only, 1 locked append)':<74} {summary(adds)}")
     app.store.save_snapshot(force=True)
     app.close()
@@ -154,8 +168,9 @@ await server.connect(new StdioServerTransport());
 class Timed:
     """One server's client, the call to time and its latencies."""
 
-    def __init__(self, key: str, label: str, client: Client, tool: str,
-                 make_args: Callable[[int], dict[str, Any]]) -> None:
+    def __init__(
+        self, key: str, label: str, client: Client, tool: str, make_args: Callable[[int], dict[str, Any]]
+    ) -> None:
         self.key, self.label, self.client, self.tool, self.make_args = key, label, client, tool, make_args
         self.times: list[float] = []
 
@@ -179,13 +194,15 @@ async def interleave(timed: list[Timed], calls: int, warmup: int = 3) -> None:
 
 def seed_entities(env: dict[str, str], entities: int) -> list[str]:
     from contextflow.app import App
-    from contextflow.graph.ops import node_item
+    from contextflow.graph.writes import node_item
 
     app = App.open(env)
     ids: list[str] = []
     for start in range(0, entities, 1000):
-        items = [node_item(type="fact", content=f"entity {n}: a person or project", tags=["kind:entity"], agent="bench")
-                 for n in range(start, min(entities, start + 1000))]
+        items = [
+            node_item(type="fact", content=f"entity {n}: a person or project", tags=["kind:entity"], agent="bench")
+            for n in range(start, min(entities, start + 1000))
+        ]
         ids += [event.id for event in app.store.append_many(items)]
     app.store.save_snapshot(force=True)
     app.close()
@@ -203,7 +220,10 @@ def reference_entry() -> Path | None:
     try:
         done = subprocess.run(
             ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(CACHE), REFERENCE],
-            capture_output=True, text=True, timeout=300, check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         print(f"skipped the {REFERENCE} comparison: npm could not be run ({exc})")
@@ -216,8 +236,10 @@ def reference_entry() -> Path | None:
 
 async def create_reference_entities(client: Client, entities: int) -> None:
     for start in range(0, entities, 500):
-        batch = [{"name": f"entity-{n}", "entityType": "person", "observations": [f"entity {n}"]}
-                 for n in range(start, min(entities, start + 500))]
+        batch = [
+            {"name": f"entity-{n}", "entityType": "person", "observations": [f"entity {n}"]}
+            for n in range(start, min(entities, start + 500))
+        ]
         result = await client.call_tool("create_entities", {"entities": batch})
         if result.is_error:
             raise RuntimeError(f"create_entities failed: {result.content[0].text[:300]}")  # type: ignore[union-attr]
@@ -227,37 +249,82 @@ async def bench_reference(entities: int, calls: int, skip: bool) -> None:
     print(f"\n== adding an observation at {entities:,} entities, over stdio, same MCP client, interleaved ==")
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
-        env = {**os.environ, "CONTEXTFLOW_STORE": str(base / "cf-store"), "CONTEXTFLOW_STATE": str(base / "cf-state"),
-               "CONTEXTFLOW_TOOLS": "graph"}
+        env = {
+            **os.environ,
+            "CONTEXTFLOW_STORE": str(base / "cf-store"),
+            "CONTEXTFLOW_STATE": str(base / "cf-state"),
+            "CONTEXTFLOW_TOOLS": "graph",
+        }
         ids = seed_entities(env, entities)
         entry = None if skip else reference_entry()
         if skip:
             print(f"skipped the {REFERENCE} comparison (--skip-reference)")
         memory = base / "memory.jsonl"
         async with AsyncExitStack() as stack:
-            ours = await stack.enter_async_context(Client(StdioServerParameters(
-                command=sys.executable, args=["-m", "contextflow", "serve"], env=env), mode="legacy"))
-            timed = [Timed("ours", "contextflow graph_remember (observation + CHILD_OF edge)", ours, "graph_remember",
-                           lambda n: {"type": "observation", "content": f"observation {n}", "agent": "bench",
-                                      "links": [{"to": ids[(n * 7919) % len(ids)], "type": "CHILD_OF"}]})]
+            ours = await stack.enter_async_context(
+                Client(
+                    StdioServerParameters(command=sys.executable, args=["-m", "contextflow", "serve"], env=env),
+                    mode="legacy",
+                )
+            )
+            timed = [
+                Timed(
+                    "ours",
+                    "contextflow graph_remember (observation + CHILD_OF edge)",
+                    ours,
+                    "graph_remember",
+                    lambda n: {
+                        "type": "observation",
+                        "content": f"observation {n}",
+                        "agent": "bench",
+                        "links": [{"to": ids[(n * 7919) % len(ids)], "type": "CHILD_OF"}],
+                    },
+                )
+            ]
             if FLOOR.exists():
-                floor = await stack.enter_async_context(Client(StdioServerParameters(
-                    command=sys.executable, args=[str(FLOOR)], env=env), mode="legacy"))
+                floor = await stack.enter_async_context(
+                    Client(StdioServerParameters(command=sys.executable, args=[str(FLOOR)], env=env), mode="legacy")
+                )
                 timed.append(Timed("py_floor", "floor: a no-op tool, Python SDK server", floor, "noop", lambda n: {}))
             if entry is not None:
-                theirs = await stack.enter_async_context(Client(StdioServerParameters(
-                    command="node", args=[str(entry)], env={**os.environ, "MEMORY_FILE_PATH": str(memory)}),
-                    mode="legacy"))
+                theirs = await stack.enter_async_context(
+                    Client(
+                        StdioServerParameters(
+                            command="node", args=[str(entry)], env={**os.environ, "MEMORY_FILE_PATH": str(memory)}
+                        ),
+                        mode="legacy",
+                    )
+                )
                 await create_reference_entities(theirs, entities)
-                timed.append(Timed("theirs", f"{REFERENCE} add_observations", theirs, "add_observations", lambda n: {
-                    "observations": [{"entityName": f"entity-{(n * 7919) % entities}", "contents": [f"obs {n}"]}],
-                }))
+                timed.append(
+                    Timed(
+                        "theirs",
+                        f"{REFERENCE} add_observations",
+                        theirs,
+                        "add_observations",
+                        lambda n: {
+                            "observations": [
+                                {"entityName": f"entity-{(n * 7919) % entities}", "contents": [f"obs {n}"]}
+                            ],
+                        },
+                    )
+                )
                 script = CACHE / "floor.mjs"
                 script.write_text(NODE_FLOOR)
-                node_floor = await stack.enter_async_context(Client(StdioServerParameters(
-                    command="node", args=[str(script)], env=dict(os.environ)), mode="legacy"))
-                timed.append(Timed("node_floor", "floor: a no-op tool, Node SDK server (the reference's own SDK)",
-                                   node_floor, "noop", lambda n: {}))
+                node_floor = await stack.enter_async_context(
+                    Client(
+                        StdioServerParameters(command="node", args=[str(script)], env=dict(os.environ)), mode="legacy"
+                    )
+                )
+                timed.append(
+                    Timed(
+                        "node_floor",
+                        "floor: a no-op tool, Node SDK server (the reference's own SDK)",
+                        node_floor,
+                        "noop",
+                        lambda n: {},
+                    )
+                )
             await interleave(timed, calls)
         for one in timed:
             print(f"{one.label:<64} {summary(one.times)}")
@@ -291,10 +358,14 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
-        os.environ.update({
-            "HOME": str(home / "home"), "CONTEXTFLOW_STORE": str(home / "store"),
-            "CONTEXTFLOW_STATE": str(home / "state"), "CONTEXTFLOW_WRITER": "bench",
-        })
+        os.environ.update(
+            {
+                "HOME": str(home / "home"),
+                "CONTEXTFLOW_STORE": str(home / "store"),
+                "CONTEXTFLOW_STATE": str(home / "state"),
+                "CONTEXTFLOW_WRITER": "bench",
+            }
+        )
         for name in ("CONTEXTFLOW_TOOLS", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER"):
             os.environ.pop(name, None)
         print(f"contextflow graph benchmark (python {sys.version.split()[0]}, {os.cpu_count()} cpu)")

@@ -64,8 +64,13 @@ def arguments(tool: str, client: int, n: int, project: str | None) -> dict[str, 
     if tool == "append_shared_note":
         return {**common, "agent": f"bench-{client}", "text": f"note {client}-{n}", "tags": ["bench"]}
     if tool == "write_shared_handoff":
-        return {**common, "agent": f"bench-{client}", "summary": f"handoff {client}-{n}",
-                "next_steps": ["keep going"], "files": ["scripts/bench_http.py"]}
+        return {
+            **common,
+            "agent": f"bench-{client}",
+            "summary": f"handoff {client}-{n}",
+            "next_steps": ["keep going"],
+            "files": ["scripts/bench_http.py"],
+        }
     if tool == "list_sessions":
         return {k: v for k, v in common.items() if k == "project"} | {"limit": 20}
     if tool == "read_shared_context":
@@ -115,7 +120,11 @@ def start_server(workdir: Path, tokens_file: Path) -> tuple[subprocess.Popen[str
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "contextflow", "serve", "--http", "--port", "0", "--tokens", str(tokens_file)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert process.stderr is not None
     ready, _, _ = select.select([process.stderr], [], [], START_TIMEOUT)
@@ -144,8 +153,10 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def report(results: Results, wall: float, clients: int) -> None:
     every = [value for values in results.latency.values() for value in values]
-    print(f"== HTTP bridge load: {clients} clients, {len(every)} calls answered in {wall:.1f}s "
-          f"({len(every) / wall:.0f} calls/s)")
+    print(
+        f"== HTTP bridge load: {clients} clients, {len(every)} calls answered in {wall:.1f}s "
+        f"({len(every) / wall:.0f} calls/s)"
+    )
     print(f"{'tool':24s} {'calls':>6s} {'p50 ms':>8s} {'p90 ms':>8s} {'p99 ms':>8s} {'max ms':>8s}")
     for tool, values in [*sorted(results.latency.items()), ("all", every)]:
         figures = [percentile(values, 0.5), percentile(values, 0.9), percentile(values, 0.99), max(values)]
@@ -165,10 +176,16 @@ def main() -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         tokens = {"scoped": "bench-scoped-" + os.urandom(16).hex(), "all": "bench-all-" + os.urandom(16).hex()}
         tokens_file = workdir / "tokens.json"
-        tokens_file.write_text(json.dumps({"tokens": [
-            {"name": "scoped", "token": tokens["scoped"], "read": ["alpha"], "write": ["alpha"]},
-            {"name": "all", "token": tokens["all"], "read": ["*"], "write": ["*"]},
-        ]}))
+        tokens_file.write_text(
+            json.dumps(
+                {
+                    "tokens": [
+                        {"name": "scoped", "token": tokens["scoped"], "read": ["alpha"], "write": ["alpha"]},
+                        {"name": "all", "token": tokens["all"], "read": ["*"], "write": ["*"]},
+                    ]
+                }
+            )
+        )
         tokens_file.chmod(0o600)
         process, url = start_server(workdir, tokens_file)
         results = Results()
@@ -180,9 +197,15 @@ def main() -> int:
                 async with anyio.create_task_group() as group:
                     for client, calls in enumerate(per_client):
                         scoped = client % 2 == 0
-                        group.start_soon(run_client, url, tokens["scoped" if scoped else "all"], client, calls,
-                                         None if scoped else random.Random(client).choice(["alpha", "beta", "gamma"]),
-                                         results)
+                        group.start_soon(
+                            run_client,
+                            url,
+                            tokens["scoped" if scoped else "all"],
+                            client,
+                            calls,
+                            None if scoped else random.Random(client).choice(["alpha", "beta", "gamma"]),
+                            results,
+                        )
 
             anyio.run(everyone)
             wall = time.perf_counter() - started
@@ -190,8 +213,10 @@ def main() -> int:
             stop(process)
         report(results, wall, args.clients)
         lost = lost_writes(workdir, results.written)
-        print(f"writes acknowledged: {len(results.written)}; missing from the store: {len(lost)}; "
-              f"errors: {len(results.errors)}")
+        print(
+            f"writes acknowledged: {len(results.written)}; missing from the store: {len(lost)}; "
+            f"errors: {len(results.errors)}"
+        )
         for problem in results.errors[:10]:
             print(f"  error: {problem}")
         for event_id in lost[:10]:

@@ -41,9 +41,10 @@ import time  # noqa: E402
 from itertools import accumulate  # noqa: E402
 from typing import Any  # noqa: E402
 
-from contextflow import conversations, retrieval  # noqa: E402
 from contextflow.app import App  # noqa: E402
-from contextflow.clock import HybridClock  # noqa: E402
+from contextflow.conversations import core as conversations  # noqa: E402
+from contextflow.core.clock import HybridClock  # noqa: E402
+from contextflow.search import retrieval  # noqa: E402
 from tests.fixtures.retrieval import dialogs  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load, recall_at  # noqa: E402
 

@@ -8,7 +8,10 @@ the ratios the targets are stated in:
 - the time until `contextflow serve` answers `initialize`, against a no-op server on the
   same SDK (target: no slower, ratio about 1.0).
 
-    python scripts/bench_startup.py [--runs 15] [--events 2000]
+- the Stop hook with capture, in CPU time against `python -c pass`, on transcripts of 1, 5
+  and 20 MB: the first call (reads the whole transcript) and the next turn (new bytes only).
+
+    python scripts/bench_startup.py [--runs 15] [--events 2000] [--no-capture]
 """
 
 from __future__ import annotations
@@ -62,10 +65,71 @@ def seed_store(env: dict[str, str], events: int) -> None:
     subprocess.run([PYTHON, "-c", code], env=env, check=True, timeout=600)
 
 
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "capture" / "claude-transcript.jsonl"
+SAMPLE_CWD = "/work/research/capture/runs/claude-full/work"
+
+
+def cpu_time(command: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
+    """User + system CPU seconds of one child process."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    timed(command, env, stdin)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def one_turn(n: int, cwd: str) -> bytes:
+    """The real Claude Code sample turn, its prompt made unique (so no two turns are identical)."""
+    text = FIXTURE.read_text().replace(SAMPLE_CWD, cwd)
+    return text.replace("Create calc.py with an add function", f"Create calc{n}.py with an add function").encode()
+
+
+def transcript_of(path: Path, megabytes: float, cwd: str) -> int:
+    turns, size = 0, 0
+    with open(path, "wb") as handle:
+        while size < megabytes * (1 << 20):
+            size += handle.write(one_turn(turns, cwd))
+            turns += 1
+    return turns
+
+
+def capture_costs(env: dict[str, str], root: Path, runs: int) -> None:
+    """The Stop hook with capture: first call on a transcript of each size, then one new turn."""
+    work = root / "work"
+    (work / ".git").mkdir(parents=True, exist_ok=True)
+    bare = statistics.median(cpu_time([PYTHON, "-c", "pass"], env) for _ in range(runs))
+    rows = []
+    for megabytes in (1, 5, 20):
+        first, again = [], []
+        for run in range(max(1, runs // 3)):
+            transcript = root / f"t-{megabytes}-{run}.jsonl"
+            turns = transcript_of(transcript, megabytes, str(work))
+            payload = json.dumps(
+                {
+                    "session_id": f"bench-{megabytes}-{run}",
+                    "cwd": str(work),
+                    "transcript_path": str(transcript),
+                    "hook_event_name": "Stop",
+                    "last_assistant_message": "done",
+                }
+            ).encode()
+            first.append(cpu_time([*CONTEXTFLOW, "hook", "stop"], env, payload))
+            with open(transcript, "ab") as handle:
+                handle.write(one_turn(turns + 1, str(work)))
+            again.append(cpu_time([*CONTEXTFLOW, "hook", "stop"], env, payload))
+        for label, values in (("first call", first), ("next turn", again)):
+            value = statistics.median(values)
+            rows.append((f"{megabytes} MB transcript, {label}", f"{value * 1000:.0f} ms", f"{value / bare:.1f}x"))
+    heading(f"Stop hook with capture (CPU time; python -c pass = {bare * 1000:.0f} ms)")
+    table(("case", "CPU", "ratio to python -c pass (target: next turn <= 3x)"), rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="runs of each command (default 15)")
     parser.add_argument("--events", type=int, default=2000, help="notes in the store (default 2000)")
+    parser.add_argument("--no-capture", dest="capture", action="store_false", help="skip the capture section")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
@@ -80,8 +144,15 @@ def main() -> None:
         seed_store(env, args.events)
         transcript = root / "transcript.jsonl"
         transcript.write_text("")
-        payload = json.dumps({"session_id": "s1", "cwd": str(root), "transcript_path": str(transcript),
-                              "prompt": "fix the parser", "last_assistant_message": "done"}).encode()
+        payload = json.dumps(
+            {
+                "session_id": "s1",
+                "cwd": str(root),
+                "transcript_path": str(transcript),
+                "prompt": "fix the parser",
+                "last_assistant_message": "done",
+            }
+        ).encode()
         errlog = root / "server.err"
         contenders: dict[str, Callable[[], float]] = {
             "python -c pass": lambda: timed([PYTHON, "-c", "pass"], env),
@@ -108,9 +179,27 @@ def main() -> None:
         if name.endswith("initialize"):
             rows.append((name, f"{value * 1000:.0f} ms", f"{value / floor:.2f}x the no-op server", "ratio <= 1.0"))
         else:
-            rows.append((name, f"{value * 1000:.0f} ms", f"{value / bare:.1f}x python -c pass",
-                         "" if name.startswith("python") else "<= 5x"))
+            rows.append(
+                (
+                    name,
+                    f"{value * 1000:.0f} ms",
+                    f"{value / bare:.1f}x python -c pass",
+                    "" if name.startswith("python") else "<= 5x",
+                )
+            )
     table(("command", "median", "ratio", "target"), rows)
+    if args.capture:
+        with tempfile.TemporaryDirectory(prefix="cf-capture-") as tmp:
+            root = Path(tmp)
+            env = {
+                **os.environ,
+                "HOME": str(root / "home"),
+                "CONTEXTFLOW_STORE": str(root / "store"),
+                "CONTEXTFLOW_STATE": str(root / "state"),
+                "CONTEXTFLOW_WRITER": "bench",
+            }
+            seed_store(env, args.events)
+            capture_costs(env, root, args.runs)
 
 
 if __name__ == "__main__":

@@ -37,9 +37,9 @@ from contextlib import contextmanager  # noqa: E402
 from typing import Any  # noqa: E402
 
 from contextflow.app import App  # noqa: E402
-from contextflow.clock import HybridClock  # noqa: E402
+from contextflow.core.clock import HybridClock  # noqa: E402
+from contextflow.features import all_views  # noqa: E402
 from contextflow.search import index as index_module  # noqa: E402
-from contextflow.views import all_views  # noqa: E402
 from tests.fixtures.retrieval import dialogs  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load  # noqa: E402
 
@@ -51,10 +51,14 @@ Result = list[tuple[str, float, float]]  # per question: (fold, recall@5, recall
 os.environ["CONTEXTFLOW_SECRETS"] = "off"
 
 
+def in_memory(memory: bool) -> dict[str, Any]:
+    return {"views": all_views()} if memory else {}
+
+
 def open_app(folder: Path, memory: bool, clock: Any = None) -> App:
     env = {**os.environ, "CONTEXTFLOW_STORE": str(folder / "store"), "CONTEXTFLOW_STATE": str(folder / "state"),
            "CONTEXTFLOW_WRITER": "tune"}  # fmt: skip
-    return App.open(env, clock=HybridClock(clock) if clock else None, views=all_views() if memory else None)
+    return App.open(env, **({"clock": HybridClock(clock)} if clock else {}), **in_memory(memory))
 
 
 def per_question(memory: bool) -> Result:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
-from contextflow.server.app import ContextflowServer
 
 ENV_KEYS = (
     "CONTEXTFLOW_STORE",
@@ -20,6 +20,7 @@ ENV_KEYS = (
     "CONTEXTFLOW_WRITER",
     "CONTEXTFLOW_TOOLS",
     "CONTEXTFLOW_FSYNC",
+    "CONTEXTFLOW_CLIENT",
     "MCP_SHARED_CONTEXT_FILE",
     "MCP_SHARED_CONTEXT_FOLDER",
     "MCP_SHARED_CONTEXT_PROJECT",
@@ -34,7 +35,7 @@ ENV_KEYS = (
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point HOME, the store and machine-local state at tmp_path; never the real home."""
+    """Point HOME, the store, machine-local state and the working folder at tmp_path; never the real home."""
     for key in ENV_KEYS:
         monkeypatch.delenv(key, raising=False)
     home = tmp_path / "home"
@@ -47,6 +48,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("CONTEXTFLOW_WRITER", "writer-a")
+    monkeypatch.chdir(tmp_path)  # the project follows the working folder's repository: not this checkout's
     yield tmp_path
 
 
@@ -60,6 +62,21 @@ def app() -> Iterator[App]:
     opened = App.open()
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def app_with_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], App]]:
+    """Opens Apps whose MCP server offers these tool groups (`CONTEXTFLOW_TOOLS`); closes them after."""
+    opened: list[App] = []
+
+    def open_with(groups: str) -> App:
+        monkeypatch.setenv("CONTEXTFLOW_TOOLS", groups)
+        opened.append(App.open())
+        return opened[-1]
+
+    yield open_with
+    for app in opened:
+        app.close()
 
 
 def open_app(writer: str, **env: str) -> App:

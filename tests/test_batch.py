@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.log import list_segments, read_whole
+from contextflow.core.log import list_segments, read_whole
 
 
 def feed(monkeypatch: pytest.MonkeyPatch, *lines: object) -> None:
@@ -25,8 +25,10 @@ def stored_kinds() -> Counter[str]:
 
 
 def test_notes_from_stdin_are_stored_in_one_write_with_flags_as_defaults(monkeypatch, capsys):
-    feed(monkeypatch, *({"text": f"note {n} about the websocket", **({"project": "api"} if n % 2 else {})}
-                        for n in range(50)))
+    feed(
+        monkeypatch,
+        *({"text": f"note {n} about the websocket", **({"project": "api"} if n % 2 else {})} for n in range(50)),
+    )
     assert main(["note", "--stdin", "--agent", "codex", "--project", "web"]) == 0
     assert "Stored 50 item(s)" in capsys.readouterr().out
     assert stored_kinds()["note"] == 50

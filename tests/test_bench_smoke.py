@@ -18,6 +18,7 @@ SECTIONS = (
     "== cold start to the first answered call at",
     "== peak RSS",
     "== tools/list size",
+    "== secret scan",
     "== records and timeline tools",
     "== search on the shared on-disk index at",
     "== peers",
@@ -30,7 +31,11 @@ def test_quick_benchmark_prints_every_section_and_exits_zero(tmp_path: Path) -> 
     env = {**os.environ, "HOME": str(tmp_path / "home")}
     done = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--reps", "5", "--workdir", str(workdir)],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     for section in SECTIONS:
@@ -39,3 +44,20 @@ def test_quick_benchmark_prints_every_section_and_exits_zero(tmp_path: Path) -> 
     assert "ContextFlowMCP" in done.stdout
     assert (workdir / "store-1000" / "store").is_dir(), "the store lives in the work folder it was given"
     assert not (tmp_path / "home" / ".local").exists(), "the benchmark never writes into the caller's HOME"
+
+
+def test_the_import_benchmark_prints_a_line_per_format(tmp_path: Path) -> None:
+    script = BENCH.with_name("bench_import.py")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(script), "--items", "200"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    formats = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem", "claude-code", "codex")
+    assert [line.split()[0] for line in done.stdout.splitlines()[2:]] == list(formats)
+    assert list((tmp_path / "home").iterdir()) == [], "the benchmark never writes into the caller's HOME"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from contextflow import checks
-from contextflow.errors import InputError
+from contextflow.core import checks
+from contextflow.core.errors import InputError
 
 
 @pytest.mark.parametrize(

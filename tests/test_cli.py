@@ -4,22 +4,13 @@ import json
 
 import pytest
 
-from contextflow.cli import build_parser, main
+from contextflow.adapters.cli import main
 
 
 def run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def test_every_command_has_help_text():
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    for name, command in sub.choices.items():
-        assert command.description, f"{name} has no description"
-        helps = [a.help for a in sub._choices_actions if a.dest == name]
-        assert helps and helps[0], f"{name} has no help line"
 
 
 def test_note_handoff_read_and_resume_work_together(capsys):
@@ -112,31 +103,38 @@ def test_every_command_appears_in_the_readme_or_the_docs():
 
     root = Path(__file__).resolve().parent.parent
     docs = (root / "README.md").read_text() + "".join(p.read_text() for p in (root / "docs").glob("*.md"))
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    missing = [name for name in sub.choices if f"contextflow {name}" not in docs]
+    from contextflow.features import operations
+
+    words = {op.command[0] for op in operations() if op.command}
+    missing = [name for name in sorted(words) if f"contextflow {name}" not in docs]
     assert missing == []
 
 
 @pytest.mark.parametrize(
-    ("argv", "says", "never"),
+    ("argv", "exit_code", "says", "never"),
     [
-        (("context", "get", "pr:nope"), "run `contextflow context list` with --prefix='pr:'", "context_list"),
-        (("context", "list", "--since-days", "-1"), "--since-days must be from 0", "since_days"),
-        (("context", "set", "fact:x", "{}", "--expires", "soon"), "--expires='soon' is not understood", "expires_at"),
-        (("timeline", "add", "zzzz", "x"), "run `contextflow timeline threads`", "timeline_list_threads"),
-        (("choose", "3"), "no session at index 3: `contextflow sessions` shows 0", "list_sessions"),
+        (("context", "get", "pr:nope"), 3, "run `contextflow context list` with --prefix='pr:'", "context_list"),
+        (("context", "list", "--since-days", "-1"), 2, "--since-days must be from 0", "since_days"),
+        (
+            ("context", "set", "fact:x", "{}", "--expires", "soon"),
+            2,
+            "--expires='soon' is not understood",
+            "expires_at",
+        ),
+        (("timeline", "add", "zzzz", "x"), 3, "run `contextflow timeline threads`", "timeline_list_threads"),
+        (("choose", "3"), 3, "no session at index 3: `contextflow sessions` shows 0", "list_sessions"),
     ],
 )
-def test_cli_errors_name_commands_and_flags_not_tool_arguments(capsys, argv, says, never):
+def test_cli_errors_name_commands_and_flags_not_tool_arguments(capsys, argv, exit_code, says, never):
     code, out, err = run(capsys, *argv)
-    assert code == 2 and out == "" and says in err and never not in err, err
+    assert code == exit_code and out == "" and says in err and never not in err, err
 
 
 def test_the_cli_and_the_tool_print_the_same_json(capsys, app):
     import anyio
     from mcp import Client
 
-    from contextflow.server.app import ContextflowServer
+    from contextflow.adapters.server.app import ContextflowServer
 
     assert run(capsys, "note", "shared payload", "--session", "s")[0] == 0
     code, out, _ = run(capsys, "read", "--session", "s", "--format", "json")
@@ -147,3 +145,25 @@ def test_the_cli_and_the_tool_print_the_same_json(capsys, app):
             return result.structured_content
 
     assert code == 0 and json.loads(out) == anyio.run(tool)
+
+
+def test_doctor_on_a_store_not_written_yet_reports_no_problem(capsys, store_dir):
+    code, out, _ = run(capsys, "doctor")
+    assert code == 0 and "(created on the first write)" in out and "problems:     none" in out
+
+
+def test_exit_codes_tell_bad_input_from_not_found_from_a_store_failure(capsys, store_dir):
+    assert run(capsys, "context", "set", "k", "not json")[0] == 2
+    code, _, err = run(capsys, "context", "get", "no:such-key")
+    assert code == 3 and "no:such-key" in err
+    store_dir.mkdir(parents=True, exist_ok=True)
+    (store_dir / "events.writer-a.jsonl").mkdir()  # this writer's log cannot be opened for appending
+    code, _, err = run(capsys, "note", "x")
+    assert code == 4 and "contextflow: error:" in err
+
+
+def test_empty_session_listings_and_choose_speak_to_a_shell_user_too(capsys, store_dir):
+    assert "`contextflow use NAME`" in run(capsys, "sessions")[1]
+    run(capsys, "note", "x", "--session", "auth-fix")
+    out = run(capsys, "choose", "1")[1]
+    assert "`contextflow resume auth-fix`" in out

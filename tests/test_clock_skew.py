@@ -1,5 +1,5 @@
 """Clock skew: a write made after reading another machine's write orders after it, even when
-this machine's clock is minutes behind (the hybrid logical clock in contextflow/clock.py).
+this machine's clock is minutes behind (the hybrid logical clock in contextflow/core/clock.py).
 
 Checked twice: with injected clocks in one process, and with a real process whose clock is
 ten minutes behind under `faketime` (Debian package `faketime`; skipped when it is missing).
@@ -19,9 +19,10 @@ import orjson
 import pytest
 
 from contextflow.app import App
-from contextflow.clock import HybridClock, stamp_ms
-from contextflow.settings import Settings
-from contextflow.store import Store
+from contextflow.core.clock import HybridClock, stamp_ms
+from contextflow.core.settings import Settings
+from contextflow.core.store import Store
+from contextflow.features import all_views
 
 MINUTE_MS = 60_000
 NOW_MS = 1_800_000_000_000
@@ -34,7 +35,7 @@ def fixed(ms: int) -> Callable[[], int]:
 def machine(writer: str, now_ms: Callable[[], int]) -> App:
     """A writer on the shared store whose wall clock reads `now_ms()`."""
     env = {**os.environ, "CONTEXTFLOW_WRITER": writer}
-    store = Store.open(env, clock=HybridClock(now_ms), use_snapshot=False)
+    store = Store.open(env, clock=HybridClock(now_ms), use_snapshot=False, views=all_views)
     return App(store, Settings.from_env(store.state_dir, env))
 
 
@@ -129,8 +130,8 @@ def test_a_real_skewed_process_overwrites_a_context_record_and_wins_everywhere(s
 
 
 def test_the_newest_stamp_of_a_log_is_read_from_its_tail(tmp_path: Path):
-    from contextflow.events import Event, encode
-    from contextflow.log import last_stamp
+    from contextflow.core.events import Event, encode
+    from contextflow.core.log import last_stamp
 
     log = tmp_path / "events.w.jsonl"
     assert last_stamp(log) is None

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.compact import compact
-from contextflow.errors import InputError, StoreError
-from contextflow.log import replace_log, signature
+from contextflow.core.compact import compact
+from contextflow.core.errors import InputError, StoreError
+from contextflow.core.log import replace_log, signature
 from tests.sync.workload import differences, picture, write_round
 
 
@@ -43,8 +43,12 @@ class Machine:
         return self.folder / f"events.{self.writer}.jsonl"
 
     def open(self, writer: str | None = None, **kwargs: Any) -> App:
-        env = {**os.environ, "CONTEXTFLOW_STORE": str(self.folder), "CONTEXTFLOW_WRITER": writer or self.writer,
-               "CONTEXTFLOW_STATE": str(self.root / f"{self.writer}-state-{len(self.apps)}")}
+        env = {
+            **os.environ,
+            "CONTEXTFLOW_STORE": str(self.folder),
+            "CONTEXTFLOW_WRITER": writer or self.writer,
+            "CONTEXTFLOW_STATE": str(self.root / f"{self.writer}-state-{len(self.apps)}"),
+        }
         app = App.open(env, **kwargs)
         self.apps.append(app)
         return app
@@ -104,12 +108,16 @@ def test_compacting_on_a_while_b_writes_loses_and_revives_nothing(pair, tmp_path
     for i in range(6, 9):  # b writes while a compacts, a writes after it
         write_round(app_b, i)
         write_round(app_a, i)
-    appended_after = a.log.read_bytes()[len(compacted):]
+    appended_after = a.log.read_bytes()[len(compacted) :]
     sync(a, b)
 
     expected = reference(tmp_path, {"alpha": old_a + appended_after, "beta": b.log.read_bytes()})
-    for name, app in (("a incremental", app_a), ("b incremental", app_b),
-                      ("a fresh", a.open(use_snapshot=False)), ("b fresh", b.open(use_snapshot=False))):
+    for name, app in (
+        ("a incremental", app_a),
+        ("b incremental", app_b),
+        ("a fresh", a.open(use_snapshot=False)),
+        ("b fresh", b.open(use_snapshot=False)),
+    ):
         assert differences(expected, picture(app)) == [], name
 
 
@@ -183,8 +191,24 @@ def test_notes_and_handoffs_are_never_dropped(pair):
 # -- a random mix of writes, syncs and compactions ---------------------------------------------
 
 KEYS = ("k1", "k2")
-OPS = st.sampled_from(["set", "set_expired", "delete", "save", "thread_update", "position", "node_update",
-                       "tag", "untag", "edge", "unedge", "note", "sync", "compact"])
+OPS = st.sampled_from(
+    [
+        "set",
+        "set_expired",
+        "delete",
+        "save",
+        "thread_update",
+        "position",
+        "node_update",
+        "tag",
+        "untag",
+        "edge",
+        "unedge",
+        "note",
+        "sync",
+        "compact",
+    ]
+)
 
 
 def apply_op(app: App, op: str, n: int, anchors: dict[str, str]) -> None:
@@ -341,7 +365,7 @@ def test_an_archive_folder_inside_the_store_is_refused(pair):
 
 
 def test_a_view_that_cannot_answer_keeps_everything(pair, monkeypatch):
-    from contextflow import views
+    from contextflow import features as views
 
     class Opaque:
         name = "opaque"

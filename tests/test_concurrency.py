@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from contextflow.app import App
-from contextflow.sessions import append_note
+from contextflow.sessions.core import append_note
 
 PROCESSES = 8
 APPENDS = 250

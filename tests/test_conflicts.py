@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from contextflow import conflicts
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
+from contextflow.core import conflicts
 from tests.conftest import open_app
 from tests.sync.workload import picture, write_round
 
@@ -21,8 +21,9 @@ COPY_SUFFIX = ".sync-conflict-20260101-101010-YYYYYYY.jsonl"
 
 
 def machine(folder: Path, writer: str, state: Path) -> App:
-    return App.open({**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_WRITER": writer,
-                     "CONTEXTFLOW_STATE": str(state)})
+    return App.open(
+        {**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_WRITER": writer, "CONTEXTFLOW_STATE": str(state)}
+    )
 
 
 def ids_in(path: Path) -> list[str]:
@@ -48,9 +49,10 @@ def cloned(tmp_path: Path, store_dir: Path) -> tuple[Path, set[str]]:
 
 
 def doctor(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
-    assert main(["doctor", "--format", "json", *args]) == 0
+    code = main(["doctor", "--format", "json", *args])
     shown = orjson.loads(capsys.readouterr().out)
     assert isinstance(shown, dict)
+    assert code == (1 if shown["problems"] else 0)  # exit 1: problems found
     return shown
 
 
@@ -160,8 +162,9 @@ def test_doctor_fix_without_copies_changes_nothing(app, store_dir: Path, capsys)
 
 def test_doctor_fix_in_text_says_what_it_did(cloned, capsys, monkeypatch):
     monkeypatch.setenv("CONTEXTFLOW_WRITER", "laptop")
-    assert main(["doctor", "--fix"]) == 0
+    code = main(["doctor", "--fix"])
     out = capsys.readouterr().out
+    assert code == (0 if "problems:     none" in out else 1)
     assert "fix:" in out and "removed" in out
 
 
@@ -173,8 +176,8 @@ def test_doctor_with_an_unknown_option_fails_with_usage(capsys):
 
 
 def test_the_remover_refuses_anything_but_a_conflict_copy(app, store_dir: Path):
-    from contextflow.errors import StoreError
-    from contextflow.log import remove_conflict_copy
+    from contextflow.core.errors import StoreError
+    from contextflow.core.log import remove_conflict_copy
 
     app.store.append("note", {"text": "precious", "session_id": "s"})
     with pytest.raises(StoreError, match="not a sync-conflict copy"):

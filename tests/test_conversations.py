@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from contextflow import conversations
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.blobs import BLOB_DIR, blob_path, read_blob, write_blob
-from contextflow.cli import build_parser, main
-from contextflow.errors import InputError, NotFoundError, StoreError
+from contextflow.conversations import core as conversations
+from contextflow.core.blobs import BLOB_DIR, blob_path, read_blob, write_blob
+from contextflow.core.errors import InputError, NotFoundError, StoreError
 from tests.conftest import call_with_data, connect, open_app, text_of
 
 SINGLE: dict[str, Any] = {
@@ -40,10 +40,18 @@ MULTI: dict[str, Any] = {
     "overall_summary": "Reviewed caching and deployment.",
     "cross_topic_insights": ["Both topics hinge on the Redis cluster"],
     "topics": [
-        {"topic": "Cache invalidation", "summary": "Chose write-through.", "categories": ["cache"],
-         "decisions": [{"decision": "Write-through cache", "reasoning": "Simpler consistency"}]},
-        {"topic": "Blue-green deploys", "summary": "Deferred.", "open_questions": ["Who owns the load balancer?"],
-         "related_entities": ["nginx"]},
+        {
+            "topic": "Cache invalidation",
+            "summary": "Chose write-through.",
+            "categories": ["cache"],
+            "decisions": [{"decision": "Write-through cache", "reasoning": "Simpler consistency"}],
+        },
+        {
+            "topic": "Blue-green deploys",
+            "summary": "Deferred.",
+            "open_questions": ["Who owns the load balancer?"],
+            "related_entities": ["nginx"],
+        },
     ],
 }
 
@@ -120,8 +128,13 @@ def test_a_bad_record_is_refused_with_an_error_naming_the_field(raw, expected):
 
 
 def test_the_error_for_a_deep_field_names_its_whole_path():
-    bad = {**MULTI, "topics": [*MULTI["topics"], {"topic": "c", "summary": "s", "decisions": [
-        {"decision": "d", "reasoning": ["not", "a", "string"]}]}]}
+    bad = {
+        **MULTI,
+        "topics": [
+            *MULTI["topics"],
+            {"topic": "c", "summary": "s", "decisions": [{"decision": "d", "reasoning": ["not", "a", "string"]}]},
+        ],
+    }
     with pytest.raises(InputError, match=r"^topics\[2\]\.decisions\[0\]\.reasoning must be a string, got a list$"):
         conversations.validate_record(bad)
 
@@ -242,7 +255,8 @@ def test_list_is_newest_first_and_filters_by_project(app):
     first = conversations.save_conversation(app, record(project="web"))
     second = conversations.save_conversation(app, record(project="api"))
     assert [e.conversation_id for e in conversations.list_conversations(app)] == [
-        second.conversation_id, first.conversation_id,
+        second.conversation_id,
+        first.conversation_id,
     ]
     assert [e.conversation_id for e in conversations.list_conversations(app, project="web")] == [first.conversation_id]
     with pytest.raises(InputError, match="limit must be from 1 to 200"):
@@ -257,6 +271,7 @@ def test_show_finds_a_record_by_unique_prefix_and_says_how_to_list_them(app):
 
 
 # -- MCP -----------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def recall_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
@@ -343,16 +358,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_every_conversations_action_has_help_text():
-    parser = build_parser()
-    top = next(a for a in parser._actions if a.dest == "command")
-    actions = next(a for a in top.choices["conversations"]._actions if a.dest == "conversations_command")
-    for name, command in actions.choices.items():
-        assert command.description, name
-        assert next(a.help for a in actions._choices_actions if a.dest == name), name
-    assert top.choices["search"].description and top.choices["instructions"].description
-
-
 def test_cli_saves_lists_and_shows_a_record(capsys, tmp_path: Path):
     path = tmp_path / "record.json"
     path.write_text(json.dumps({**SINGLE, "full_transcript": "we talked"}))
@@ -384,7 +389,7 @@ def test_cli_save_reads_stdin_and_reports_bad_json_or_fields_on_stderr(capsys, m
     code, _, err = run(capsys, "conversations", "save", "/nonexistent/record.json")
     assert code == 2 and "cannot read" in err
     code, _, err = run(capsys, "conversations", "show", "nope")
-    assert code == 2 and "no conversation id starts with" in err
+    assert code == 3 and "no conversation id starts with" in err
     assert app.store.event_count == 0
 
 

@@ -7,13 +7,13 @@ import sys
 import time
 from pathlib import Path
 
-from contextflow.sessions import EntryFilter, append_note, read_entries
+from contextflow.sessions.core import EntryFilter, append_note, read_entries
 from tests.conftest import open_app
 
 WRITER_SCRIPT = """
 import sys
 from contextflow.app import App
-from contextflow.sessions import append_note
+from contextflow.sessions.core import append_note
 app = App.open()
 n = 0
 while True:

@@ -19,16 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextflow import derived, retrieval
 from contextflow.app import App
-from contextflow.clock import COUNTER_BITS
-from contextflow.compact import compact
-from contextflow.events import Event, encode
-from contextflow.log import log_path
-from contextflow.progress import Progress
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.compact import compact
+from contextflow.core.events import Event, encode
+from contextflow.core.log import log_path
+from contextflow.core.progress import Progress
+from contextflow.features import all_views
+from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
 from contextflow.search.index import Doc
-from contextflow.views import all_views
 
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
@@ -36,20 +36,33 @@ REFS = ("k1", "k2", "n1", "n2")
 speaker = st.sampled_from(["maria", "claude"])
 payloads = st.one_of(
     st.tuples(st.just("note"), st.fixed_dictionaries({"project": st.sampled_from(["p", "q"]), "text": text})),
-    st.tuples(st.just("note"), st.fixed_dictionaries({"project": st.just("p"), "agent": speaker, "text": text,
-                                                      "session_id": st.sampled_from(["s1", "s2"])})),
-    st.tuples(st.just("timeline.thought"), st.fixed_dictionaries({"thread_id": st.just("t"), "agent": speaker,
-                                                                  "content": text})),
-    st.tuples(st.just("timeline.thought_update"),
-              st.fixed_dictionaries({"thought_id": st.sampled_from([f"e{n:04d}" for n in range(6)]), "content": text})),
-    st.tuples(st.just("context.set"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2]), "value": text,
-                                                            "label": text})),
+    st.tuples(
+        st.just("note"),
+        st.fixed_dictionaries(
+            {"project": st.just("p"), "agent": speaker, "text": text, "session_id": st.sampled_from(["s1", "s2"])}
+        ),
+    ),
+    st.tuples(
+        st.just("timeline.thought"),
+        st.fixed_dictionaries({"thread_id": st.just("t"), "agent": speaker, "content": text}),
+    ),
+    st.tuples(
+        st.just("timeline.thought_update"),
+        st.fixed_dictionaries({"thought_id": st.sampled_from([f"e{n:04d}" for n in range(6)]), "content": text}),
+    ),
+    st.tuples(
+        st.just("context.set"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2]), "value": text, "label": text})
+    ),
     st.tuples(st.just("context.delete"), st.fixed_dictionaries({"key": st.sampled_from(REFS[:2])})),
-    st.tuples(st.just("graph.node_update"), st.fixed_dictionaries({"node": st.sampled_from(REFS[2:]),
-                                                                  "content": text})),
-    st.tuples(st.sampled_from(["graph.tag", "graph.untag"]),
-              st.fixed_dictionaries({"node": st.sampled_from(REFS[2:]),
-                                     "tags": st.lists(st.sampled_from(["a", "project:p", "b"]), min_size=1)})),
+    st.tuples(
+        st.just("graph.node_update"), st.fixed_dictionaries({"node": st.sampled_from(REFS[2:]), "content": text})
+    ),
+    st.tuples(
+        st.sampled_from(["graph.tag", "graph.untag"]),
+        st.fixed_dictionaries(
+            {"node": st.sampled_from(REFS[2:]), "tags": st.lists(st.sampled_from(["a", "project:p", "b"]), min_size=1)}
+        ),
+    ),
     st.tuples(st.just("graph.node_delete"), st.fixed_dictionaries({"node": st.sampled_from(REFS[2:])})),
 )
 # (writer, clock stamp, kind, data): stamps from a small range, so later lines often order before earlier ones
@@ -57,8 +70,12 @@ events = st.lists(st.tuples(st.sampled_from(["w-a", "w-b"]), st.integers(1, 40),
 
 
 def open_app(root: Path, writer: str = "writer-a", state: str = "state") -> App:
-    env = {**os.environ, "CONTEXTFLOW_STORE": str(root / "store"), "CONTEXTFLOW_STATE": str(root / state),
-           "CONTEXTFLOW_WRITER": writer}
+    env = {
+        **os.environ,
+        "CONTEXTFLOW_STORE": str(root / "store"),
+        "CONTEXTFLOW_STATE": str(root / state),
+        "CONTEXTFLOW_WRITER": writer,
+    }
     return App.open(env)
 
 
@@ -193,7 +210,7 @@ def test_an_update_reads_only_the_new_events(app):
 PEER = r"""
 import sys
 from contextflow.app import App
-from contextflow import derived
+from contextflow.search import derived
 app = App.open()
 app.store.append("note", {"project": "web", "text": "written and indexed by another process: " + sys.argv[1]})
 print(derived.search_for(app.store).update())
@@ -213,7 +230,7 @@ def test_another_process_updates_and_this_one_reads_what_it_wrote(app, monkeypat
 STORM = r"""
 import sys
 from contextflow.app import App
-from contextflow import derived
+from contextflow.search import derived
 app = App.open()
 search = derived.search_for(app.store)
 for n in range(1000):
@@ -256,14 +273,25 @@ def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkey
     items = []
     for n in range(600):  # documents touched in many chunks: notes, records set again and deleted, tags
         key = f"fact:k{rng.randint(0, 30)}"
-        items.append(rng.choice([
-            ("note", {"project": rng.choice(["web", "api"]), "text": f"note {n} " + rng.choice(WORDS)}),
-            ("note", {"project": "web", "session_id": rng.choice(["s1", "s2"]), "agent": rng.choice(["maria", "tom"]),
-                      "text": f"turn {n} " + rng.choice(WORDS)}),
-            ("context.set", {"key": key, "value": {"n": n}, "label": rng.choice(WORDS)}),
-            ("context.delete", {"key": key}),
-            ("graph.tag", {"node": f"n{rng.randint(0, 5)}", "tags": [rng.choice(["a", "b"])]}),
-        ]))
+        items.append(
+            rng.choice(
+                [
+                    ("note", {"project": rng.choice(["web", "api"]), "text": f"note {n} " + rng.choice(WORDS)}),
+                    (
+                        "note",
+                        {
+                            "project": "web",
+                            "session_id": rng.choice(["s1", "s2"]),
+                            "agent": rng.choice(["maria", "tom"]),
+                            "text": f"turn {n} " + rng.choice(WORDS),
+                        },
+                    ),
+                    ("context.set", {"key": key, "value": {"n": n}, "label": rng.choice(WORDS)}),
+                    ("context.delete", {"key": key}),
+                    ("graph.tag", {"node": f"n{rng.randint(0, 5)}", "tags": [rng.choice(["a", "b"])]}),
+                ]
+            )
+        )
     other = open_app(app.store.folder.parent, writer="writer-b", state="state-b")  # another machine, same sessions
     for start in range(0, len(items), 50):
         (app if start % 100 else other).store.append_many(items[start : start + 50])
@@ -282,8 +310,10 @@ def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(p
     from contextflow.search.index import join
     from contextflow.search.sink import fold
 
-    made = [Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
-            for n, (writer, stamp, (kind, data)) in enumerate(plan)]
+    made = [
+        Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
+        for n, (writer, stamp, (kind, data)) in enumerate(plan)
+    ]
     whole: dict[str, tuple[Doc, bool]] = {}
     split: list[dict[str, tuple[Doc, bool]]] = [{}, {}, {}]
     for event, part in zip(made, parts, strict=False):
@@ -303,15 +333,38 @@ def test_late_lines_inside_a_long_session_give_only_their_neighbours_new_near_fi
     """A session of 60 notes indexed, then another machine's lines land between some of them: the
     sink reads only the entries beside them, and the result equals a rebuild and the in-memory fold."""
     root = app.store.folder.parent
-    plan = [("w-a", 10 * n, ("note", {"project": "p", "session_id": "s", "agent": "maria",
-                                      "text": f"{WORDS[n % 10]} turn {n}"})) for n in range(1, 61)]
+    plan = [
+        (
+            "w-a",
+            10 * n,
+            ("note", {"project": "p", "session_id": "s", "agent": "maria", "text": f"{WORDS[n % 10]} turn {n}"}),
+        )
+        for n in range(1, 61)
+    ]
     write_lines(root / "store", plan, 0)
     derived.search_for(app.store).index()
-    late = [("w-b", stamp, ("note", {"project": "p", "session_id": "s", "agent": "tom", "text": f"late {stamp}"}))
-            for stamp in (15, 16, 305, 600, 601)]
+    late = [
+        ("w-b", stamp, ("note", {"project": "p", "session_id": "s", "agent": "tom", "text": f"late {stamp}"}))
+        for stamp in (15, 16, 305, 600, 601)
+    ]
     write_lines(root / "store", late, 100)
     derived.search_for(app.store).index()
     docs = on_disk(app)
     assert docs == on_disk(open_app(root, state="state-2")) == in_memory(app)
     late_ids = {f"note:e{n:04d}" for n in range(100, 105)}
     assert {docs["note:e0000"].near[1], docs["note:e0001"].near[0]} <= late_ids  # turns 1 and 2 now border late lines
+
+
+def test_threads_of_one_process_search_and_update_one_handle(app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    stock(app)
+
+    def work(n: int) -> int:
+        app.store.append("note", {"project": "web", "text": f"threaded websocket note {n}"})
+        return len(refs(app, "threaded", limit=50))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(found >= 1 for found in pool.map(work, range(12)))
+    assert len(refs(app, "threaded", limit=50)) == 12
+    assert on_disk(app) == in_memory(app)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
-from contextflow.errors import StoreError
-from contextflow.events import decode
-from contextflow.server.app import ContextflowServer
+from contextflow.core.errors import StoreError
+from contextflow.core.events import decode
 from tests.conftest import text_of
 
 SIZE_KB = 96

@@ -1,8 +1,8 @@
 import orjson
 import pytest
 
-from contextflow.clock import HybridClock, stamp_iso
-from contextflow.events import LEGACY_WRITER, BadLine, Event, decode, encode
+from contextflow.core.clock import HybridClock, stamp_iso
+from contextflow.core.events import LEGACY_WRITER, BadLine, Event, decode, encode
 
 
 def test_an_event_survives_a_round_trip_through_its_line():

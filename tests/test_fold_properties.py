@@ -6,11 +6,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow.events import Event
-from contextflow.fold import Fold
-from contextflow.locate import Location
-from contextflow.store import Store
-from contextflow.views import all_views
+from contextflow.core.events import Event
+from contextflow.core.fold import Fold
+from contextflow.core.locate import Location
+from contextflow.core.store import Store
+from contextflow.features import all_views
 
 WRITERS = ("alpha", "beta", "gamma")
 
@@ -68,12 +68,12 @@ def test_incremental_reads_after_each_append_match_a_full_fold(rows):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         location = Location(root / "store", "test")
-        stores = {w: Store(location, w, root / "state" / w, use_snapshot=False) for w in WRITERS}
-        watcher = Store(location, "watcher", root / "state" / "watcher", use_snapshot=False)
+        stores = {w: Store(location, w, root / "state" / w, use_snapshot=False, views=all_views) for w in WRITERS}
+        watcher = Store(location, "watcher", root / "state" / "watcher", use_snapshot=False, views=all_views)
         for writer, kind, project, session, text, _ms in rows:
             field = "text" if kind == "note" else "summary"
             data = {"project": project, "agent": writer, field: text, **({"session_id": session} if session else {})}
             stores[writer].append(kind, data)
             watcher.refresh()  # incremental: only the new line
-        fresh = Store(location, "fresh", root / "state" / "fresh", use_snapshot=False)
+        fresh = Store(location, "fresh", root / "state" / "fresh", use_snapshot=False, views=all_views)
         assert watcher.view("sessions") == fresh.view("sessions")

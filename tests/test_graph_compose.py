@@ -4,12 +4,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextflow.errors import InputError
-from contextflow.events import Event
-from contextflow.graph import ops
+from contextflow.core.errors import InputError
+from contextflow.core.events import Event
+from contextflow.core.text import estimate_tokens
+from contextflow.graph import writes
 from contextflow.graph.compose import compose, compose_nodes
 from contextflow.graph.view import GraphView
-from contextflow.text import estimate_tokens
 
 AT = 1_700_000_000_000
 
@@ -28,8 +28,9 @@ def synthetic(sizes_and_tiers):
 
 
 nodes = st.lists(
-    st.tuples(st.integers(0, 3000), st.sampled_from(("", "tier:pinned", "tier:reference", "tier:working")),
-              st.booleans()),
+    st.tuples(
+        st.integers(0, 3000), st.sampled_from(("", "tier:pinned", "tier:reference", "tier:working")), st.booleans()
+    ),
     max_size=25,
 )
 
@@ -46,19 +47,19 @@ def test_the_composed_text_never_exceeds_the_budget(specs, budget):
 
 
 def test_pinned_come_first_then_reference_then_working_then_newest(app):
-    old_ref = ops.add_node(app, type="fact", content="old reference", tags=["tier:reference"])
-    working = ops.add_node(app, type="fact", content="working note", tags=["tier:working"])
-    new_ref = ops.add_node(app, type="fact", content="new reference", tags=["tier:reference"])
-    plain = ops.add_node(app, type="fact", content="no tier at all")
-    pinned = ops.add_node(app, type="fact", content="pinned one", tags=["tier:pinned"])
+    old_ref = writes.add_node(app, type="fact", content="old reference", tags=["tier:reference"])
+    working = writes.add_node(app, type="fact", content="working note", tags=["tier:working"])
+    new_ref = writes.add_node(app, type="fact", content="new reference", tags=["tier:reference"])
+    plain = writes.add_node(app, type="fact", content="no tier at all")
+    pinned = writes.add_node(app, type="fact", content="pinned one", tags=["tier:pinned"])
     result = compose(app, "type:fact", 10_000)
     assert result.included == [pinned.id, new_ref.id, old_ref.id, working.id, plain.id]
 
 
 def test_what_does_not_fit_is_dropped_by_priority_and_reported(app):
-    pinned = ops.add_node(app, type="fact", content="keep me", tags=["tier:pinned"])
-    big = ops.add_node(app, type="fact", content="y" * 4000, tags=["tier:reference"])
-    small = ops.add_node(app, type="observation", content="small but last")
+    pinned = writes.add_node(app, type="fact", content="keep me", tags=["tier:pinned"])
+    big = writes.add_node(app, type="fact", content="y" * 4000, tags=["tier:reference"])
+    small = writes.add_node(app, type="observation", content="small but last")
     result = compose(app, "", 200)
     assert result.included == [pinned.id, small.id]
     assert [d.id for d in result.dropped] == [big.id] and result.dropped[0].tokens == 1000
@@ -67,16 +68,24 @@ def test_what_does_not_fit_is_dropped_by_priority_and_reported(app):
 
 
 def test_a_node_too_big_for_the_budget_is_shown_by_its_summary(app):
-    big = ops.add_node(app, type="source", content="z" * 8000, summary="The README, in short", tags=["tier:reference"])
+    big = writes.add_node(
+        app, type="source", content="z" * 8000, summary="The README, in short", tags=["tier:reference"]
+    )
     result = compose(app, "", 300)
     assert result.summarized == [big.id] and "The README, in short" in result.text and "zzzz" not in result.text
 
 
 def test_sections_follow_the_seed_format_with_dependencies_and_rationale(app):
-    fact = ops.add_node(app, type="fact", content="Single binary wanted", tags=["tier:reference"])
-    decision = ops.add_node(app, type="decision", content="Chose Go", tags=["tier:reference"],
-                            metadata={"rationale": "no runtime"}, links=[ops.Link(fact.id, "DEPENDS_ON")])
-    ops.add_node(app, type="observation", content="parser half done\nnext: NOT", tags=["tier:working"])
+    fact = writes.add_node(app, type="fact", content="Single binary wanted", tags=["tier:reference"])
+    decision = writes.add_node(
+        app,
+        type="decision",
+        content="Chose Go",
+        tags=["tier:reference"],
+        metadata={"rationale": "no runtime"},
+        links=[writes.Link(fact.id, "DEPENDS_ON")],
+    )
+    writes.add_node(app, type="observation", content="parser half done\nnext: NOT", tags=["tier:working"])
     text = compose(app, None, 5000).text
     assert text.startswith("<!-- ctx: 3 nodes, ") and text.rstrip().endswith("<!-- ctx:end -->")
     facts, decisions, working = text.index("## Facts"), text.index("## Decisions"), text.index("## Working Context")
@@ -87,9 +96,9 @@ def test_sections_follow_the_seed_format_with_dependencies_and_rationale(app):
 
 
 def test_archived_and_superseded_nodes_stay_out_unless_asked_for(app):
-    old = ops.add_node(app, type="fact", content="old way", tags=["tier:reference"])
-    ops.add_node(app, type="fact", content="new way", tags=["tier:reference"], supersedes=old.id)
-    gone = ops.add_node(app, type="fact", content="archived", tags=["tier:off-context"])
+    old = writes.add_node(app, type="fact", content="old way", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="new way", tags=["tier:reference"], supersedes=old.id)
+    gone = writes.add_node(app, type="fact", content="archived", tags=["tier:off-context"])
     result = compose(app, "type:fact", 5000)
     assert old.id not in result.included and gone.id not in result.included
     assert result.excluded == {"archived (tier:off-context)": 1, "superseded": 1}
@@ -99,8 +108,8 @@ def test_archived_and_superseded_nodes_stay_out_unless_asked_for(app):
 
 
 def test_a_saved_view_supplies_query_and_budget_and_a_given_budget_overrides_it(app):
-    ops.add_node(app, type="fact", content="f" * 2000)
-    ops.create_view(app, "facts", "type:fact", 150)
+    writes.add_node(app, type="fact", content="f" * 2000)
+    writes.create_view(app, "facts", "type:fact", 150)
     assert compose(app, view="facts").budget == 150 and compose(app, view="facts").dropped
     assert compose(app, view="facts", budget=5000).dropped == []
 
@@ -113,13 +122,13 @@ def test_a_budget_smaller_than_the_frame_is_refused(app):
 
 
 def test_stored_control_sequences_do_not_reach_the_output(app):
-    ops.add_node(app, type="fact", content="safe\x1b[31m red\x07 text")
+    writes.add_node(app, type="fact", content="safe\x1b[31m red\x07 text")
     text = compose(app, "", 1000).text
     assert "\x1b" not in text and "\x07" not in text and "safe red text" in text
 
 
 def test_compose_nodes_accepts_an_empty_candidate_list(app):
-    state = ops.graph(app)
+    state = writes.graph(app)
     result = compose_nodes(state, [], 100, at_ms=AT)
     assert result.included == [] and result.text.startswith("<!-- ctx: 0 nodes")
 
@@ -127,11 +136,11 @@ def test_compose_nodes_accepts_an_empty_candidate_list(app):
 def test_identical_nodes_from_two_writers_are_listed_once(app, tmp_path):
     from tests.conftest import open_app
 
-    ops.add_node(app, type="fact", content="Deploys run on Fridays", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="Deploys run on Fridays", tags=["tier:reference"])
     other = open_app("writer-b")
     try:
-        ops.graph(other)
-        other.store.append(*ops.node_item(type="fact", content="Deploys run on Fridays", tags=["tier:reference"]))
+        writes.graph(other)
+        other.store.append(*writes.node_item(type="fact", content="Deploys run on Fridays", tags=["tier:reference"]))
     finally:
         other.close()
     composed = compose(app, "type:fact", 2000)
@@ -140,7 +149,7 @@ def test_identical_nodes_from_two_writers_are_listed_once(app, tmp_path):
 
 
 def test_a_budget_that_fits_no_node_says_the_least_budget_that_does(app):
-    ops.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
     small = compose(app, None, 50)
     assert small.included == [] and small.minimum_budget > 50
     assert f"use a budget of at least {small.minimum_budget}" in small.report()
@@ -151,6 +160,6 @@ def test_a_budget_that_fits_no_node_says_the_least_budget_that_does(app):
 
 
 def test_a_budget_below_the_frame_names_the_least_budget_that_fits_a_node(app):
-    ops.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
     with pytest.raises(InputError, match=r"budget 10 is too small: .*use a budget of at least \d+"):
         compose(app, None, 10)

@@ -7,15 +7,16 @@ import sys
 
 import pytest
 
-from contextflow import conversations, retrieval
-from contextflow.app import App
-from contextflow.cli import main
-from contextflow.graph import compose, model, ops
-from contextflow.operations import graph as graph_table
-from contextflow.operations import recall as recall_table
-from contextflow.present import graph as present_graph
+from contextflow.adapters.cli import main
+from contextflow.adapters.server.app import ContextflowServer
+from contextflow.conversations import core as conversations
+from contextflow.conversations import operations as recall_table
+from contextflow.graph import compose, model, writes
+from contextflow.graph import operations as graph_table
+from contextflow.graph import present as present_graph
+from contextflow.search import operations as search_table
+from contextflow.search import retrieval
 from contextflow.search.extractors import search_kinds
-from contextflow.server.app import ContextflowServer
 
 
 def test_the_tables_copy_the_core_constants_they_show():
@@ -23,63 +24,69 @@ def test_the_tables_copy_the_core_constants_they_show():
     assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
     assert graph_table.DEFAULT_VIEW_BUDGET == model.DEFAULT_VIEW_BUDGET
     assert graph_table.DEFAULT_QUERY == compose.DEFAULT_QUERY
-    assert search_kinds() == recall_table.SEARCH_KINDS
-    assert (recall_table.DEFAULT_LIMIT, recall_table.MAX_LIMIT) == (retrieval.DEFAULT_LIMIT, retrieval.MAX_LIMIT)
-    assert (recall_table.DEFAULT_BUDGET, recall_table.MIN_BUDGET, recall_table.MAX_BUDGET) == (
-        retrieval.DEFAULT_BUDGET, retrieval.MIN_BUDGET, retrieval.MAX_BUDGET,
+    assert search_kinds() == search_table.SEARCH_KINDS
+    assert (search_table.DEFAULT_LIMIT, search_table.MAX_LIMIT) == (retrieval.DEFAULT_LIMIT, retrieval.MAX_LIMIT)
+    assert (search_table.DEFAULT_BUDGET, search_table.MIN_BUDGET, search_table.MAX_BUDGET) == (
+        retrieval.DEFAULT_BUDGET,
+        retrieval.MIN_BUDGET,
+        retrieval.MAX_BUDGET,
     )
     assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
-    from contextflow.operations import timeline as timeline_table
-    from contextflow.views import timeline as timeline_view
+    from contextflow.timeline import operations as timeline_table
+    from contextflow.timeline import view as timeline_view
 
     assert timeline_table.THREAD_STATUSES == timeline_view.THREAD_STATUSES
     assert (timeline_table.THOUGHT_TYPES, timeline_table.THOUGHT_STATUSES) == (
-        timeline_view.THOUGHT_TYPES, timeline_view.THOUGHT_STATUSES,
+        timeline_view.THOUGHT_TYPES,
+        timeline_view.THOUGHT_STATUSES,
     )
 
 
 def test_reading_the_tables_imports_neither_the_graph_nor_the_search_index():
     code = (
-        "import sys, contextflow.operations.graph, contextflow.operations.recall\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search'))))"
+        "import sys, contextflow.graph.operations, contextflow.conversations.operations\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.graph.', 'contextflow.search.'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.strip() == "['contextflow.graph.operations']"
 
 
 def test_graph_update_changes_fields_and_tags_in_one_write(app, monkeypatch):
-    node = ops.add_node(app, type="observation", content="draft", tags=["tier:working"])
-    writes = []
+    node = writes.add_node(app, type="observation", content="draft", tags=["tier:working"])
+    batches = []
     original = app.store.append_many
-    monkeypatch.setattr(app.store, "append_many", lambda items: writes.append(list(items)) or original(items))
-    reply = present_graph.graph_update(app, {
-        "id": node.id, "content": "final", "add_tags": ["tier:reference"], "remove_tags": ["tier:working"],
-    })
-    assert len(writes) == 1 and [kind for kind, _ in writes[0]] == [model.NODE_UPDATE, model.TAG, model.UNTAG]
+    monkeypatch.setattr(app.store, "append_many", lambda items: batches.append(list(items)) or original(items))
+    reply = present_graph.graph_update(
+        app,
+        {
+            "id": node.id,
+            "content": "final",
+            "add_tags": ["tier:reference"],
+            "remove_tags": ["tier:working"],
+        },
+    )
+    assert len(batches) == 1 and [kind for kind, _ in batches[0]] == [model.NODE_UPDATE, model.TAG, model.UNTAG]
     assert (reply.data["content"], reply.data["tags"]) == ("final", ["tier:reference"])
 
 
 def test_a_tag_added_and_removed_in_one_update_ends_removed_and_repeats_write_nothing(app):
-    node = ops.add_node(app, type="fact", content="x", tags=["task:a"])
-    ops.update_node(app, node.id, add_tags=["task:b"], remove_tags=["task:b"])
-    assert ops.graph(app).tags_of(node.id) == {"task:a"}
+    node = writes.add_node(app, type="fact", content="x", tags=["task:a"])
+    writes.update_node(app, node.id, add_tags=["task:b"], remove_tags=["task:b"])
+    assert writes.graph(app).tags_of(node.id) == {"task:a"}
     before = app.store.event_count
-    ops.update_node(app, node.id, add_tags=["task:a"])
+    writes.update_node(app, node.id, add_tags=["task:a"])
     assert app.store.event_count == before
 
 
 def test_update_with_nothing_to_change_names_what_it_takes(app):
-    node = ops.add_node(app, type="fact", content="x")
+    node = writes.add_node(app, type="fact", content="x")
     with pytest.raises(Exception, match="nothing to update: pass content, type, summary or metadata"):
-        ops.update_node(app, node.id, add_tags=[])
+        writes.update_node(app, node.id, add_tags=[])
 
 
 @pytest.fixture
-def server(monkeypatch):
-    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "recall,graph")
-    opened = App.open()
-    yield ContextflowServer(opened)
-    opened.close()
+def server(app_with_tools):
+    return ContextflowServer(app_with_tools("recall,graph"))
 
 
 def test_add_and_graph_remember_answer_with_the_same_payload(server, capsys):

@@ -1,12 +1,15 @@
 """The query language: every filter and operator, precedence, and errors that point at the spot."""
 
+from datetime import datetime
+
 import pytest
 
-from contextflow.cli import main
-from contextflow.clock import stamp_ms
-from contextflow.graph import ops
+from contextflow.adapters.cli import main
+from contextflow.core.clock import COUNTER_BITS, stamp_ms
+from contextflow.graph import writes
 from contextflow.graph.compose import compose
-from contextflow.graph.query import And, Leaf, Not, Or, QueryError, evaluate, parse
+from contextflow.graph.query import All, And, Leaf, Not, Or, QueryError, evaluate, parse
+from contextflow.graph.view import GraphState, Node
 
 DAY = 86_400_000
 
@@ -14,20 +17,22 @@ DAY = 86_400_000
 @pytest.fixture
 def graph(app):
     """Four nodes: ids by name, plus the time they were written."""
-    a = ops.add_node(app, type="fact", content="Database uses SQLite with WAL mode",
-                     tags=["project:x", "tier:reference"])
-    b = ops.add_node(app, type="decision", content="Chose Go for a single binary", tags=["project:y"],
-                     summary="Go, one binary")
-    c = ops.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
-    d = ops.add_node(app, type="pattern", content="Errors say how to fix them", tags=["task:auth"])
-    ops.link(app, b.id, a.id, "DEPENDS_ON")
+    a = writes.add_node(
+        app, type="fact", content="Database uses SQLite with WAL mode", tags=["project:x", "tier:reference"]
+    )
+    b = writes.add_node(
+        app, type="decision", content="Chose Go for a single binary", tags=["project:y"], summary="Go, one binary"
+    )
+    c = writes.add_node(app, type="observation", content="Working on the query PARSER " * 40, tags=["tier:working"])
+    d = writes.add_node(app, type="pattern", content="Errors say how to fix them", tags=["task:auth"])
+    writes.link(app, b.id, a.id, "DEPENDS_ON")
     nodes = {"a": a.id, "b": b.id, "c": c.id, "d": d.id}
     return app, nodes, stamp_ms(d.hlc)
 
 
 def names(graph, query, now=None):
     app, nodes, written = graph
-    found = evaluate(parse(query), ops.graph(app), written + 1000 if now is None else now)
+    found = evaluate(parse(query), writes.graph(app), written + 1000 if now is None else now)
     return sorted(name for name, node_id in nodes.items() if node_id in found)
 
 
@@ -48,8 +53,21 @@ def test_and_or_not_and_parentheses(graph):
 
 def test_not_binds_tighter_than_and_which_binds_tighter_than_or():
     assert parse("a OR b AND c") == Or(Leaf("text", "", "a"), And(Leaf("text", "", "b"), Leaf("text", "", "c")))
+    assert parse("a AND b OR c") == Or(And(Leaf("text", "", "a"), Leaf("text", "", "b")), Leaf("text", "", "c"))
     assert parse("NOT a AND b") == And(Not(Leaf("text", "", "a")), Leaf("text", "", "b"))
     assert parse("(a OR b) c") == And(Or(Leaf("text", "", "a"), Leaf("text", "", "b")), Leaf("text", "", "c"))
+
+
+def test_operators_are_operators_in_any_case_and_quoting_makes_one_a_word(graph):
+    assert parse("type:fact and tag:tier:pinned") == parse("type:fact AND tag:tier:pinned")
+    assert parse("a or b and not c") == parse("a OR b AND NOT c")
+    assert parse("a Or b") == parse("a OR b")
+    assert parse('salt "and" pepper') == And(
+        And(Leaf("text", "", "salt"), Leaf("text", "", "and")), Leaf("text", "", "pepper")
+    )
+    assert names(graph, "type:fact and tag:tier:reference") == ["a"]
+    assert names(graph, "type:fact or type:pattern") == ["a", "d"]
+    assert names(graph, "not type:fact and not type:decision") == ["c", "d"]
 
 
 def test_words_and_phrases_match_content_and_summary_ignoring_case(graph):
@@ -69,11 +87,42 @@ def test_created_and_updated_compare_with_durations_and_dates(graph):
     assert names(graph, "created:<2000-01-01") == []
 
 
-def test_a_date_without_operator_means_that_whole_day():
-    leaf = parse("created:2024-03-05")
-    assert leaf.op == "day"
-    after = parse("created:>2024-03-05")
-    assert after.op == ">=" and after.number == parse("created:2024-03-06").number
+def _state_with_nodes_created_at(*moments: str) -> GraphState:
+    state = GraphState()
+    for moment in moments:
+        ms = int(datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp() * 1000)
+        state.nodes[moment] = Node(moment, exists=True, created_key=(ms << COUNTER_BITS, "w", 1))
+        state.live.add(moment)
+    return state
+
+
+MOMENTS = (
+    "2024-03-04T23:59:59.999Z",
+    "2024-03-05T00:00:00.000Z",
+    "2024-03-05T12:00:00.000Z",
+    "2024-03-05T23:59:59.999Z",
+    "2024-03-06T00:00:00.000Z",
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "matched"),
+    [
+        # a date is the start of its day: "since the 5th" includes the 5th
+        ("created:>2024-03-05", MOMENTS[2:]),
+        ("created:>=2024-03-05", MOMENTS[1:]),
+        ("created:<2024-03-05", MOMENTS[:1]),
+        # <= takes the whole day in; no operator is the day itself
+        ("created:<=2024-03-05", MOMENTS[:4]),
+        ("created:2024-03-05", MOMENTS[1:4]),
+        # a date with a time is that instant
+        ("created:>2024-03-05T12:00:00Z", MOMENTS[3:]),
+        ("created:<=2024-03-05T12:00:00Z", MOMENTS[:3]),
+    ],
+)
+def test_a_date_means_the_start_of_its_day_and_le_takes_the_whole_day_in(query, matched):
+    state = _state_with_nodes_created_at(*MOMENTS)
+    assert sorted(evaluate(parse(query), state, 0)) == sorted(matched)
 
 
 def test_tokens_has_from_and_to(graph):
@@ -122,13 +171,13 @@ def test_parse_errors_name_the_position_and_what_was_expected(query, position, e
 def test_an_unknown_or_ambiguous_node_in_from_is_a_clear_error(graph):
     app, _, _ = graph
     with pytest.raises(Exception, match="no node id in from: starts with 'zzzz'"):
-        evaluate(parse("from:zzzz"), ops.graph(app), 0)
+        evaluate(parse("from:zzzz"), writes.graph(app), 0)
 
 
 def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
-    archived = ops.add_node(app, type="fact", content="old", tags=["status:archived"])
-    other = ops.add_node(app, type="fact", content="other", tags=["status:active"])
-    state = ops.graph(app)
+    archived = writes.add_node(app, type="fact", content="old", tags=["status:archived"])
+    other = writes.add_node(app, type="fact", content="other", tags=["status:active"])
+    state = writes.graph(app)
     state.by_tag.setdefault("archived", set()).add(other.id)  # a plain tag, as other implementations store them
     assert evaluate(parse("tag:archived"), state, 0) == {archived.id, other.id}
     assert evaluate(parse("tag:active"), state, 0) == {other.id}
@@ -136,7 +185,7 @@ def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
 
 
 def test_a_plain_tier_tag_brings_archived_nodes_into_compose(app):
-    ops.add_node(app, type="fact", content="put away", tags=["tier:off-context"])
+    writes.add_node(app, type="fact", content="put away", tags=["tier:off-context"])
     assert compose(app, "tag:off-context", 2000).included != []
 
 
@@ -152,3 +201,41 @@ def test_the_cli_reports_a_deeply_nested_query_in_one_line(capsys):
     assert main(["query", "(" * 3000 + "x"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "more than 50 nested parentheses" in err
+
+
+# Memdown (github.com/Zate/Memdown, internal/query/parser_test.go) implements the same query language;
+# its 15 parser cases, each with the tree contextflow builds (None: it must not parse).
+MEMDOWN_QUERY_CASES = [
+    ("simple type predicate", "type:fact", Leaf("type", "", "fact")),
+    ("simple tag predicate", "tag:project:ctx", Leaf("tag", "", "project:ctx")),
+    ("AND expression", "type:fact AND tag:project:ctx", And(Leaf("type", "", "fact"), Leaf("tag", "", "project:ctx"))),
+    ("OR expression", "type:fact OR type:decision", Or(Leaf("type", "", "fact"), Leaf("type", "", "decision"))),
+    ("NOT expression", "NOT type:fact", Not(Leaf("type", "", "fact"))),
+    ("created time filter - relative", "created:>24h", Leaf("created", ">", "24h", 86_400_000, relative=True)),
+    ("tokens filter", "tokens:<1000", Leaf("tokens", "<", "1000", 1000)),
+    ("has predicate", "has:summary", Leaf("has", "", "summary")),
+    ("empty query", "", All()),
+    ("malformed - missing value", "type:", None),
+    ("malformed - unclosed paren", "(type:fact", None),
+    ("malformed - unknown key", "unknown:value", None),
+    ("tag with tier namespace", "tag:tier:reference", Leaf("tag", "", "tier:reference")),
+    (
+        "complex query",
+        "type:fact AND (tag:tier:reference OR tag:tier:working)",
+        And(Leaf("type", "", "fact"), Or(Leaf("tag", "", "tier:reference"), Leaf("tag", "", "tier:working"))),
+    ),
+    (
+        "complex with NOT",
+        "(type:fact OR type:decision) AND NOT tag:archived",
+        And(Or(Leaf("type", "", "fact"), Leaf("type", "", "decision")), Not(Leaf("tag", "plain", "archived"))),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "query", "tree"), MEMDOWN_QUERY_CASES, ids=[c[0] for c in MEMDOWN_QUERY_CASES])
+def test_memdown_query_parser_cases(name, query, tree):
+    if tree is None:
+        with pytest.raises(QueryError):
+            parse(query)
+    else:
+        assert parse(query) == tree

@@ -1,16 +1,18 @@
 """Export, import (with and without merge), ingest, and the Mermaid/dot pictures."""
 
+import shutil
+
 import pytest
 
-from contextflow.errors import InputError
-from contextflow.graph import ops, picture, transfer
+from contextflow.core.errors import InputError
+from contextflow.graph import picture, transfer, writes
 from tests.conftest import open_app
 
 
 def seed(app):
-    a = ops.add_node(app, type="fact", content="a fact", tags=["project:x"])
-    b = ops.add_node(app, type="decision", content='a "quoted" decision', links=[ops.Link(a.id, "DEPENDS_ON")])
-    ops.create_view(app, "facts", "type:fact", 1000)
+    a = writes.add_node(app, type="fact", content="a fact", tags=["project:x"])
+    b = writes.add_node(app, type="decision", content='a "quoted" decision', links=[writes.Link(a.id, "DEPENDS_ON")])
+    writes.create_view(app, "facts", "type:fact", 1000)
     return a, b
 
 
@@ -21,21 +23,44 @@ def test_importing_an_export_into_another_store_keeps_nodes_edges_tags_and_views
     try:
         result = transfer.import_graph(other, doc)
         assert (result.nodes_added, result.edges_added, result.views_added) == (2, 1, 1)
-        state = ops.graph(other)
+        state = writes.graph(other)
         new_a, new_b = result.id_map[a.id], result.id_map[b.id]
         assert state.edge_live(new_b, new_a, "DEPENDS_ON") and state.tags_of(new_a) == {"project:x"}
         assert state.nodes[new_a].origin == a.id
         events = other.store.event_count
-        again = transfer.import_graph(other, doc, merge=True)
-        assert again.nodes_added == 0 and again.edges_added == 0 and other.store.event_count == events
-        with pytest.raises(InputError, match=r"already here .* --merge"):
-            transfer.import_graph(other, doc)
+        again = transfer.import_graph(other, doc)
+        assert (again.nodes_added, again.edges_added, again.views_added) == (0, 0, 0)
+        assert (again.nodes_present, again.edges_present, again.views_present) == (2, 1, 1)
         assert other.store.event_count == events
         # and back: the nodes that came from here are recognised by their origin
-        back = transfer.import_graph(app, transfer.export_graph(other), merge=True)
+        back = transfer.import_graph(app, transfer.export_graph(other))
         assert back.nodes_added == 0
     finally:
         other.close()
+
+
+def test_two_machines_importing_one_export_store_each_node_once(app, tmp_path):
+    seed(app)
+    doc = transfer.export_graph(app)
+    first = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "one"), CONTEXTFLOW_STATE=str(tmp_path / "st2"))
+    second = open_app("writer-c", CONTEXTFLOW_STORE=str(tmp_path / "two"), CONTEXTFLOW_STATE=str(tmp_path / "st3"))
+    try:
+        transfer.import_graph(first, doc)
+        transfer.import_graph(second, doc)  # each machine imports before the other's log reaches it
+        shutil.copy(tmp_path / "two" / "events.writer-c.jsonl", tmp_path / "one")  # then the sync
+        assert len(writes.graph(first).live) == 2 and first.store.duplicates == 4
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_view_of_the_same_name_with_another_query_needs_merge(app, tmp_path):
+    seed(app)
+    doc = transfer.export_graph(app)
+    doc["views"][0]["query"] = "type:decision"
+    with pytest.raises(InputError, match=r"view 'facts' exists here with another query; import with --merge"):
+        transfer.import_graph(app, doc)
+    assert transfer.import_graph(app, doc, merge=True).views_present == 1
 
 
 def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
@@ -50,8 +75,10 @@ def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
         ([], "not a contextflow graph export"),
         ({"format": "contextflow-graph", "version": 9}, "version 9 is not supported"),
         ({"format": "contextflow-graph", "version": 1, "nodes": "x"}, "'nodes' must be a list"),
-        ({"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
-         r"nodes\[0\] \(q\): node type"),
+        (
+            {"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
+            r"nodes\[0\] \(q\): node type",
+        ),
     ],
 )
 def test_bad_imports_are_refused_and_nothing_is_written(app, doc, message):
@@ -66,12 +93,12 @@ def test_ingest_stores_a_file_once_and_supersedes_it_when_it_changes(app, tmp_pa
     file.write_text("# Title\nbody\n")
     first = transfer.ingest_file(app, str(file), tags=["project:x"])
     assert first.created and transfer.ingest_file(app, file).id == first.id
-    node = ops.graph(app).node(first.id)
+    node = writes.graph(app).node(first.id)
     assert node.type == "source" and node.metadata["name"] == "README.md" and node.metadata["bytes"] == 13
     file.write_text("# Title\nnew body\n")
     second = transfer.ingest_file(app, file)
     assert second.created and second.replaced == first.id
-    assert ops.graph(app).superseded_by(first.id) == second.id
+    assert writes.graph(app).superseded_by(first.id) == second.id
 
 
 def test_ingest_refuses_missing_and_binary_files(app, tmp_path):
@@ -85,7 +112,7 @@ def test_ingest_refuses_missing_and_binary_files(app, tmp_path):
 
 def test_pictures_draw_nodes_and_edges_with_escaped_labels(app):
     a, b = seed(app)
-    state = ops.graph(app)
+    state = writes.graph(app)
     nodes = [state.nodes[a.id], state.nodes[b.id]]
     mermaid = picture.mermaid(state, nodes)
     assert mermaid.startswith("graph LR") and f"n{b.id} -->|DEPENDS_ON| n{a.id}" in mermaid

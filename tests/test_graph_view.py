@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow.events import Event
+from contextflow.core.events import Event
 from contextflow.graph.view import GraphState, GraphView
 from tests.conftest import open_app
 
@@ -13,27 +13,56 @@ TAGS = ("tier:working", "tier:reference", "project:x")
 META_VALUES = st.none() | st.integers(0, 3)
 
 op = st.one_of(
-    st.tuples(st.just("graph.node_update"), st.sampled_from(NODES),
-              st.fixed_dictionaries({"content": st.text(max_size=6), "type": st.sampled_from(("fact", "decision"))})),
-    st.tuples(st.just("graph.node_update"), st.sampled_from(NODES),
-              st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from("ab"), META_VALUES)})),
-    st.tuples(st.sampled_from(("graph.tag", "graph.untag")), st.sampled_from(NODES),
-              st.builds(lambda t: {"tags": [t]}, st.sampled_from(TAGS))),
+    st.tuples(
+        st.just("graph.node_update"),
+        st.sampled_from(NODES),
+        st.fixed_dictionaries({"content": st.text(max_size=6), "type": st.sampled_from(("fact", "decision"))}),
+    ),
+    st.tuples(
+        st.just("graph.node_update"),
+        st.sampled_from(NODES),
+        st.fixed_dictionaries({"metadata": st.dictionaries(st.sampled_from("ab"), META_VALUES)}),
+    ),
+    st.tuples(
+        st.sampled_from(("graph.tag", "graph.untag")),
+        st.sampled_from(NODES),
+        st.builds(lambda t: {"tags": [t]}, st.sampled_from(TAGS)),
+    ),
     st.tuples(st.just("graph.node_delete"), st.sampled_from(NODES), st.just({})),
-    st.tuples(st.sampled_from(("graph.edge", "graph.edge_delete")), st.sampled_from(NODES),
-              st.builds(lambda to, kind: {"to": to, "type": kind}, st.sampled_from(NODES),
-                        st.sampled_from(("DEPENDS_ON", "SUPERSEDES")))),
-    st.tuples(st.sampled_from(("graph.view", "graph.view_delete")), st.just(""),
-              st.builds(lambda q, b: {"name": "v", "query": q, "budget": b}, st.sampled_from(("", "type:fact")),
-                        st.integers(1, 5))),
+    st.tuples(
+        st.sampled_from(("graph.edge", "graph.edge_delete")),
+        st.sampled_from(NODES),
+        st.builds(
+            lambda to, kind: {"to": to, "type": kind},
+            st.sampled_from(NODES),
+            st.sampled_from(("DEPENDS_ON", "SUPERSEDES")),
+        ),
+    ),
+    st.tuples(
+        st.sampled_from(("graph.view", "graph.view_delete")),
+        st.just(""),
+        st.builds(
+            lambda q, b: {"name": "v", "query": q, "budget": b}, st.sampled_from(("", "type:fact")), st.integers(1, 5)
+        ),
+    ),
 )
 
 
 def build(rows, clash_ms: bool) -> list[Event]:
     events = [
-        Event(node, "alpha", n + 1, (1000 + n) << 16, "graph.node",
-              {"type": "fact", "content": node, "tags": ["project:x"],
-               "links": [{"to": "n1", "type": "DEPENDS_ON"}] if node == "n2" else []})
+        Event(
+            node,
+            "alpha",
+            n + 1,
+            (1000 + n) << 16,
+            "graph.node",
+            {
+                "type": "fact",
+                "content": node,
+                "tags": ["project:x"],
+                "links": [{"to": "n1", "type": "DEPENDS_ON"}] if node == "n2" else [],
+            },
+        )
         for n, node in enumerate(NODES)
     ]
     seqs = {"alpha": len(NODES), "beta": 0}
@@ -76,25 +105,25 @@ def test_a_later_untag_wins_over_an_earlier_tag_whatever_the_arrival_order():
 
 
 def test_edges_of_a_deleted_node_disappear_with_it(app):
-    from contextflow.graph import ops
+    from contextflow.graph import writes
 
-    a = ops.add_node(app, type="fact", content="a")
-    b = ops.add_node(app, type="decision", content="b")
-    ops.link(app, b.id, a.id, "DEPENDS_ON")
-    ops.delete_node(app, a.id)
-    state = ops.graph(app)
+    a = writes.add_node(app, type="fact", content="a")
+    b = writes.add_node(app, type="decision", content="b")
+    writes.link(app, b.id, a.id, "DEPENDS_ON")
+    writes.delete_node(app, a.id)
+    state = writes.graph(app)
     assert state.edges_out(b.id) == [] and not state.has_edges(b.id) and state.node(a.id) is None
 
 
 def test_a_second_writer_sees_the_first_writers_graph(app):
-    from contextflow.graph import ops
+    from contextflow.graph import writes
 
-    a = ops.add_node(app, type="fact", content="shared fact", tags=["tier:reference"])
+    a = writes.add_node(app, type="fact", content="shared fact", tags=["tier:reference"])
     other = open_app("writer-b")
     try:
-        b = ops.add_node(other, type="decision", content="built on it", links=[ops.Link(a.id, "DEPENDS_ON")])
-        assert ops.graph(app).edge_live(b.id, a.id, "DEPENDS_ON")
-        assert ops.graph(other).tags_of(a.id) == {"tier:reference"}
+        b = writes.add_node(other, type="decision", content="built on it", links=[writes.Link(a.id, "DEPENDS_ON")])
+        assert writes.graph(app).edge_live(b.id, a.id, "DEPENDS_ON")
+        assert writes.graph(other).tags_of(a.id) == {"tier:reference"}
     finally:
         other.close()
 

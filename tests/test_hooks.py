@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import sessions
-from contextflow.cli import main
-from contextflow.graph import ops
-from contextflow.text import estimate_tokens
+from contextflow.adapters.cli import main
+from contextflow.core.text import estimate_tokens
+from contextflow.graph import writes
+from contextflow.sessions import core as sessions
 
 SESSION = "9f2c1a7e-5b3d-4e0a-8c6f-1d2e3f4a5b6c"
 
@@ -35,13 +35,27 @@ def hook(capsys, monkeypatch, name, stdin):
 
 def line(kind, content, uuid, parent=None, **extra):
     entry = {
-        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/work/app",
-        "sessionId": SESSION, "version": "2.0.14", "gitBranch": "main", "type": kind, "uuid": uuid,
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/work/app",
+        "sessionId": SESSION,
+        "version": "2.0.14",
+        "gitBranch": "main",
+        "type": kind,
+        "uuid": uuid,
         "timestamp": "2026-01-15T10:30:00.000Z",
     }
     if kind == "assistant":
-        entry["message"] = {"id": f"msg_{uuid}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                            "content": content, "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+        entry["message"] = {
+            "id": f"msg_{uuid}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": content,
+            "stop_reason": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         entry["requestId"] = f"req_{uuid}"
     else:
         entry["message"] = {"role": "user", "content": content}
@@ -68,12 +82,11 @@ Here is the syntax for later: `<ctx:remember type="fact">inline example</ctx:rem
 """
 
 
-def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch,
-                                                                                     tmp_path):
-    from contextflow import timeline
+def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch, tmp_path):
+    from contextflow.timeline import core as timeline
 
-    ops.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
-    ops.add_node(app, type="fact", content="archived detail", tags=["tier:off-context"])
+    writes.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="archived detail", tags=["tier:off-context"])
     sessions.set_active_session(app, "feature-x")
     sessions.write_handoff(app, agent="codex", summary="Half-way through the parser", session_id="feature-x")
     timeline.create_thread(app, name="parser rewrite", agent="codex")
@@ -89,7 +102,7 @@ def test_session_start_injects_the_default_view_the_active_handoff_and_open_thre
 
 def test_session_start_stays_within_the_hook_budget(app, capsys, monkeypatch, tmp_path):
     for n in range(30):
-        ops.add_node(app, type="fact", content=f"fact {n} " + "w" * 300, tags=["tier:reference"])
+        writes.add_node(app, type="fact", content=f"fact {n} " + "w" * 300, tags=["tier:reference"])
     sessions.set_active_session(app, "s")
     sessions.write_handoff(app, agent="me", summary="h" * 5000, session_id="s")
     monkeypatch.setenv("CONTEXTFLOW_HOOK_BUDGET", "1000")
@@ -99,9 +112,9 @@ def test_session_start_stays_within_the_hook_budget(app, capsys, monkeypatch, tm
 
 
 def test_session_start_uses_a_saved_default_view(app, capsys, monkeypatch, tmp_path):
-    ops.add_node(app, type="pattern", content="only patterns here")
-    ops.add_node(app, type="fact", content="a fact", tags=["tier:reference"])
-    ops.create_view(app, "default", "type:pattern", 2000)
+    writes.add_node(app, type="pattern", content="only patterns here")
+    writes.add_node(app, type="fact", content="a fact", tags=["tier:reference"])
+    writes.create_view(app, "default", "type:pattern", 2000)
     _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "only patterns here" in context and "a fact" not in context
@@ -119,7 +132,7 @@ def test_a_missing_store_injects_nothing_and_says_why(capsys, monkeypatch, tmp_p
 @pytest.mark.parametrize("stdin", [b"{not json", b"[1, 2]", b"\xff\xfe", b'"just a string"'])
 @pytest.mark.parametrize("event", ["session-start", "prompt-submit", "stop"])
 def test_malformed_stdin_exits_zero_prints_nothing_and_logs_the_reason(app, capsys, monkeypatch, stdin, event):
-    ops.add_node(app, type="fact", content="x", tags=["tier:pinned"])
+    writes.add_node(app, type="fact", content="x", tags=["tier:pinned"])
     code, out, err = hook(capsys, monkeypatch, event, stdin)
     assert code == 0 and out == "" and "did nothing" in err
 
@@ -130,7 +143,7 @@ def test_an_unknown_hook_event_exits_zero(capsys, monkeypatch):
 
 
 def test_stop_carries_out_directives_of_the_last_reply_only(app, capsys, monkeypatch, tmp_path):
-    ops.add_node(app, type="fact", content="Prices are in cents", tags=["tier:reference"])
+    writes.add_node(app, type="fact", content="Prices are in cents", tags=["tier:reference"])
     write_transcript(
         tmp_path,
         line("user", "earlier question", "u0"),
@@ -142,16 +155,16 @@ def test_stop_carries_out_directives_of_the_last_reply_only(app, capsys, monkeyp
     )
     code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=False))
     assert code == 0 and json.loads(out) == {}
-    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    contents = [writes.graph(app).nodes[i].content for i in writes.graph(app).live]
     assert "Payments go through Stripe Checkout & we store no card data." in contents
     assert not {"old turn", "inline example", "fenced example"} & set(contents)
-    remembered = next(i for i in ops.graph(app).live if ops.graph(app).nodes[i].type == "decision")
-    assert ops.graph(app).tags_of(remembered) == {"project:shop", "tier:reference"}
-    assert ops.graph(app).nodes[remembered].agent == "claude-code"
+    remembered = next(i for i in writes.graph(app).live if writes.graph(app).nodes[i].type == "decision")
+    assert writes.graph(app).tags_of(remembered) == {"project:shop", "tier:reference"}
+    assert writes.graph(app).nodes[remembered].agent == "claude-code"
 
     # the same reply again (the client re-ran the hook) does nothing twice
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
-    assert len(ops.graph(app).live) == 2
+    assert len(writes.graph(app).live) == 2
 
     code, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="go on"))
     output = json.loads(out)["hookSpecificOutput"]
@@ -173,17 +186,17 @@ def test_stop_prefers_last_assistant_message_when_the_client_sends_it(app, capsy
 
 
 def test_summarize_supersede_and_expand_directives(app, capsys, monkeypatch, tmp_path):
-    a = ops.add_node(app, type="observation", content="detail one", tags=["tier:working"])
-    b = ops.add_node(app, type="observation", content="detail two", tags=["tier:working"])
+    a = writes.add_node(app, type="observation", content="detail one", tags=["tier:working"])
+    b = writes.add_node(app, type="observation", content="detail two", tags=["tier:working"])
     text = f'<ctx:summarize nodes="{a.id[:8]},{b.id}" archive="true">both details</ctx:summarize>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    state = ops.graph(app)
+    state = writes.graph(app)
     summary = next(i for i in state.live if state.nodes[i].type == "summary")
     assert state.tags_of(a.id) == {"tier:off-context"}
-    newer = ops.add_node(app, type="summary", content="both details, revised")
+    newer = writes.add_node(app, type="summary", content="both details, revised")
     text = f'<ctx:supersede old="{summary}" new="{newer.id}"/><ctx:expand node="{summary}"/>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    assert ops.graph(app).superseded_by(summary) == newer.id
+    assert writes.graph(app).superseded_by(summary) == newer.id
     _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert f"## Sources of [summary:{summary}]" in context and "detail one" in context and "detail two" in context
@@ -195,12 +208,12 @@ def test_task_boundaries_tag_working_memory_then_archive_it_and_promote_decision
 
     say('<ctx:task name="oauth" action="start"/><ctx:remember type="observation">token endpoint found</ctx:remember>')
     say('<ctx:remember type="decision">refresh tokens stay server-side</ctx:remember>')
-    state = ops.graph(app)
+    state = writes.graph(app)
     by_content = {state.nodes[i].content: i for i in state.live}
     note, decision = by_content["token endpoint found"], by_content["refresh tokens stay server-side"]
     assert state.tags_of(note) == {"task:oauth", "tier:working"}
     say('<ctx:task name="oauth" action="end" summarize="true"/>')
-    state = ops.graph(app)
+    state = writes.graph(app)
     assert state.tags_of(note) == {"task:oauth", "tier:off-context"}
     assert state.tags_of(decision) == {"task:oauth", "tier:reference"}
     _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
@@ -212,8 +225,9 @@ def test_stop_with_a_missing_transcript_exits_zero_and_logs(capsys, monkeypatch,
     assert code == 0 and out == "" and "FileNotFoundError" in err
 
 
-def test_stop_without_directives_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
+def test_stop_without_directives_and_capture_off_writes_nothing_even_to_a_missing_store(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "absent"))
+    monkeypatch.setenv("CONTEXTFLOW_CAPTURE", "off")
     write_transcript(tmp_path, line("user", "hi", "u1"), line("assistant", [{"type": "text", "text": "hello"}], "a1"))
     code, out, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
     assert code == 0 and out == "{}\n" and not (tmp_path / "absent").exists()
@@ -238,8 +252,10 @@ def test_prompt_submit_and_a_reply_without_directives_never_read_the_store(app, 
 
 
 def test_stop_carries_out_a_remember_written_before_a_tool_call_in_the_same_turn(app, capsys, monkeypatch, tmp_path):
-    early = [{"type": "text", "text": '<ctx:remember type="fact">written before the tool call</ctx:remember>'},
-             TOOL_USE]
+    early = [
+        {"type": "text", "text": '<ctx:remember type="fact">written before the tool call</ctx:remember>'},
+        TOOL_USE,
+    ]
     write_transcript(
         tmp_path,
         line("user", "Look into the parser", "u1"),
@@ -249,7 +265,7 @@ def test_stop_carries_out_a_remember_written_before_a_tool_call_in_the_same_turn
     )
     code, _, _ = hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="Done looking."))
     assert code == 0
-    contents = [ops.graph(app).nodes[i].content for i in ops.graph(app).live]
+    contents = [writes.graph(app).nodes[i].content for i in writes.graph(app).live]
     assert contents == ["written before the tool call"]
 
 
@@ -257,25 +273,25 @@ def test_stop_processes_each_message_once_across_calls_and_reads_new_ones(app, c
     first = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">one</ctx:remember>'}], "a1", "u1")
     write_transcript(tmp_path, line("user", "go", "u1"), first)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path))
-    ops.delete_node(app, next(iter(ops.graph(app).live)))  # a re-run would bring it back
+    writes.delete_node(app, next(iter(writes.graph(app).live)))  # a re-run would bring it back
     second = line("assistant", [{"type": "text", "text": '<ctx:remember type="fact">two</ctx:remember>'}], "a2", "a1")
     write_transcript(tmp_path, line("user", "go", "u1"), first, second)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, stop_hook_active=True))
-    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["two"]
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["two"]
 
 
 def test_a_final_message_the_transcript_lacks_is_carried_out_once(app, capsys, monkeypatch, tmp_path):
     text = '<ctx:remember type="fact">only in the payload</ctx:remember>'
     write_transcript(tmp_path, line("user", "go", "u1"))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    node_id = next(iter(ops.graph(app).live))
-    ops.delete_node(app, node_id)
+    node_id = next(iter(writes.graph(app).live))
+    writes.delete_node(app, node_id)
     # the transcript catches up: the same message, now with its uuid, is not carried out again
     reply = line("assistant", [{"type": "text", "text": text}], "a1", "u1")
     write_transcript(tmp_path, line("user", "go", "u1"), reply)
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
-    assert ops.graph(app).live == set()
+    assert writes.graph(app).live == set()
 
 
 def test_stop_state_files_are_private_to_the_user(app, capsys, monkeypatch, tmp_path):
@@ -285,19 +301,25 @@ def test_stop_state_files_are_private_to_the_user(app, capsys, monkeypatch, tmp_
 
 
 def test_gemini_after_agent_payload_is_carried_out_from_prompt_response(app, capsys, monkeypatch, tmp_path):
-    gemini = {"session_id": "g1", "transcript_path": "", "cwd": "/work/app", "hook_event_name": "AfterAgent",
-              "prompt": "go", "prompt_response": '<ctx:remember type="fact">from gemini</ctx:remember>',
-              "stop_hook_active": False}
+    gemini = {
+        "session_id": "g1",
+        "transcript_path": "",
+        "cwd": "/work/app",
+        "hook_event_name": "AfterAgent",
+        "prompt": "go",
+        "prompt_response": '<ctx:remember type="fact">from gemini</ctx:remember>',
+        "stop_hook_active": False,
+    }
     code, out, _ = hook(capsys, monkeypatch, "stop", json.dumps(gemini))
     assert code == 0 and out == "{}\n"
-    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["from gemini"]
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["from gemini"]
 
 
 def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app, capsys, monkeypatch, tmp_path):
     text = '<ctx:remember type="fact" tags="tier:reference">Staging is eu-west-1</ctx:remember>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message="ok\n" + text))
-    assert len(ops.graph(app).live) == 1
+    assert len(writes.graph(app).live) == 1
     _, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     assert json.loads(out)["hookSpecificOutput"]["additionalContext"].count("Staging is eu-west-1") == 1
 
@@ -305,7 +327,8 @@ def test_the_same_remember_in_two_turns_is_one_node_in_the_composed_context(app,
 def test_a_final_message_split_over_transcript_entries_runs_once(app, capsys, monkeypatch, tmp_path):
     first, second = "Checked.", "<ctx:status/>"
     write_transcript(
-        tmp_path, line("user", "go", "u1"),
+        tmp_path,
+        line("user", "go", "u1"),
         line("assistant", [{"type": "text", "text": first}], "a1", "u1"),
         line("assistant", [{"type": "text", "text": second}], "a2", "a1"),
     )
@@ -318,19 +341,21 @@ def test_a_lagging_transcript_does_not_rerun_what_the_final_message_already_did(
     remember = '<ctx:remember type="fact">said once</ctx:remember>'
     write_transcript(tmp_path, line("user", "go", "u1"))
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
-    ops.delete_node(app, next(iter(ops.graph(app).live)))
+    writes.delete_node(app, next(iter(writes.graph(app).live)))
     write_transcript(  # the same reply, now in the transcript as two entries
-        tmp_path, line("user", "go", "u1"),
+        tmp_path,
+        line("user", "go", "u1"),
         line("assistant", [{"type": "text", "text": "Noted."}], "a1", "u1"),
         line("assistant", [{"type": "text", "text": remember}], "a2", "a1"),
     )
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=f"Noted.\n{remember}"))
-    assert ops.graph(app).live == set()
+    assert writes.graph(app).live == set()
     # a later turn saying the same thing again is carried out
-    write_transcript(tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}],
-                                                                   "a3", "u3"))
+    write_transcript(
+        tmp_path, line("user", "again", "u3"), line("assistant", [{"type": "text", "text": remember}], "a3", "u3")
+    )
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=remember))
-    assert [ops.graph(app).nodes[i].content for i in ops.graph(app).live] == ["said once"]
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["said once"]
 
 
 @pytest.mark.parametrize(
@@ -345,20 +370,48 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
     script = (
         "import io, sys\n"
         f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(body).encode()!r}))\n"
-        "from contextflow.cli import main\n"
+        "from contextflow.adapters.cli import main\n"
         f"code = main(['hook', {event!r}])\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.graph', 'contextflow.search', "
-        "'contextflow.store', 'mcp', 'orjson', 'platformdirs', 'dataclasses')))\n"
+        "'contextflow.core.store', 'mcp', 'orjson', 'platformdirs', 'dataclasses')))\n"
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
-    env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "state"),
-           "HOME": str(tmp_path)}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE")},  # coverage's own imports
+        "CONTEXTFLOW_STORE": str(tmp_path / "store"),
+        "CONTEXTFLOW_STATE": str(tmp_path / "state"),
+        "HOME": str(tmp_path),
+    }
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert "HEAVY [] 0" in done.stderr, done.stderr
 
 
 def test_the_hook_budget_limit_is_the_graphs():
-    from contextflow import hooks
+    from contextflow.adapters import hooks
     from contextflow.graph import model
 
     assert hooks.MAX_BUDGET == model.MAX_BUDGET
+
+
+def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_first(app, capsys, monkeypatch, tmp_path):
+    """Claude Code and Codex show at most 10,000 characters of a hook's output: the default fits whole,
+    and the latest handoff comes first (no session active, written without a session id)."""
+    from contextflow.adapters.session_start import CLIENT_LIMIT_CHARS
+
+    app.store.append_many(
+        [
+            ("note", {"agent": "codex", "text": f"progress {n} " + "x" * 200, "session_id": f"s{n % 40}"})
+            for n in range(1_700)
+        ]
+    )
+    for n in range(300):
+        tier = ("tier:pinned", "tier:reference", "tier:working")[n % 3]
+        writes.add_node(app, type="fact", content=f"fact {n} " + "k" * 240, tags=[tier])
+    sessions.write_handoff(app, agent="claude", summary="Parser done; next: wire the CLI", next_steps=["wire CLI"])
+    assert app.store.event_count >= 2_000
+    code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and len(context) < CLIENT_LIMIT_CHARS and len(context.encode()) < CLIENT_LIMIT_CHARS
+    assert context.startswith("## Latest handoff in project shared") and "> Parser done; next: wire the CLI" in context
+    assert "## Recent sessions" in context and "fact " in context
+    assert context.index("## Recent sessions") < context.index("fact ")

@@ -23,10 +23,10 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from contextflow.adapters.server.auth import Grant, GrantVerifier, load_grants, parse_grants
+from contextflow.adapters.server.http import HttpBridge, bind, build_http_app
 from contextflow.app import App
-from contextflow.errors import InputError
-from contextflow.server.auth import Grant, GrantVerifier, load_grants, parse_grants
-from contextflow.server.http import HttpBridge, bind, build_http_app
+from contextflow.core.errors import InputError
 
 pytestmark = pytest.mark.anyio
 
@@ -100,7 +100,9 @@ def all_tools_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
 
 
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -112,7 +114,11 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 @pytest.mark.parametrize(
     "authorization",
     [
-        None, "Bearer wrong-token-0123456789", "Bearer " + TOKENS["a"][:-1], "Basic " + TOKENS["a"], TOKENS["a"],
+        None,
+        "Bearer wrong-token-0123456789",
+        "Bearer " + TOKENS["a"][:-1],
+        "Basic " + TOKENS["a"],
+        TOKENS["a"],
         "Bearer  x",
     ],
 )
@@ -163,6 +169,10 @@ async def test_token_values_never_reach_logs_or_output(
 
 
 async def test_a_read_only_token_sees_only_read_tools_and_cannot_write(app: App) -> None:
+    from contextflow.sessions import core as sessions
+
+    sessions.append_note(app, agent="owner", text="there is a session to choose", session_id="s")
+    before = app.store.event_count
     with running(app) as url:
         async with connect(url, TOKENS["ro"]) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
@@ -171,8 +181,10 @@ async def test_a_read_only_token_sees_only_read_tools_and_cannot_write(app: App)
     assert "read_shared_context" in names
     assert not names & {"append_shared_note", "write_shared_handoff", "choose_session"}
     assert note.is_error and "read-only" in note.content[0].text  # type: ignore[union-attr]
-    assert choose.is_error
-    assert app.store.event_count == 0
+    # choosing would succeed (session "s" exists): it is refused because the token may only read
+    assert choose.is_error and "is read-only" in choose.content[0].text  # type: ignore[union-attr]
+    assert sessions.active_session(app) is None
+    assert app.store.event_count == before
 
 
 async def test_a_token_cannot_write_a_project_it_may_only_read(app: App) -> None:
@@ -188,7 +200,7 @@ async def test_a_token_cannot_write_a_project_it_may_only_read(app: App) -> None
 
 
 async def test_each_token_has_its_own_active_session(app: App) -> None:
-    from contextflow import sessions
+    from contextflow.sessions import core as sessions
 
     app.store.append("note", {"agent": "x", "project": "A", "session_id": "alpha", "text": "a"})
     with running(app) as url:
@@ -219,8 +231,24 @@ def _value_for(name: str, schema: dict[str, Any], marker: str, payload: str = ""
     return marker
 
 
-FREE_TEXT = {"text", "content", "summary", "value", "description", "name", "title", "topic", "agent", "task",
-             "label", "category", "source", "decision", "reasoning", "overall_summary"}
+FREE_TEXT = {
+    "text",
+    "content",
+    "summary",
+    "value",
+    "description",
+    "name",
+    "title",
+    "topic",
+    "agent",
+    "task",
+    "label",
+    "category",
+    "source",
+    "decision",
+    "reasoning",
+    "overall_summary",
+}
 
 
 async def _seed_everything(client: Client) -> list[str]:
@@ -308,10 +336,19 @@ async def test_the_verifier_matches_plain_and_hashed_tokens() -> None:
     import hashlib
 
     hashed = hashlib.sha256(b"hashed-token-0123456789").hexdigest()
-    verifier = GrantVerifier(parse_grants(json.dumps({"tokens": [
-        {"name": "plain", "token": "plain-token-0123456789", "read": ["*"]},
-        {"name": "hashed", "sha256": hashed, "read": ["p"], "write": ["p"]},
-    ]}), "t"))
+    verifier = GrantVerifier(
+        parse_grants(
+            json.dumps(
+                {
+                    "tokens": [
+                        {"name": "plain", "token": "plain-token-0123456789", "read": ["*"]},
+                        {"name": "hashed", "sha256": hashed, "read": ["p"], "write": ["p"]},
+                    ]
+                }
+            ),
+            "t",
+        )
+    )
     assert (await verifier.verify_token("plain-token-0123456789")).client_id == "plain"  # type: ignore[union-attr]
     assert (await verifier.verify_token("hashed-token-0123456789")).scopes == ["read", "write"]  # type: ignore[union-attr]
     assert await verifier.verify_token("hashed-token-012345678") is None
@@ -329,8 +366,11 @@ async def test_the_verifier_matches_plain_and_hashed_tokens() -> None:
         ('{"tokens": [{"name": "x", "token": "0123456789abcdefgh", "read": "A"}]}', "list of project names"),
         ('{"tokens": [{"name": "x", "token": "0123456789abcdefgh", "read": ["*"], "admin": true}]}', "unknown field"),
         ('{"tokens": [{"name": "bad name", "token": "0123456789abcdefgh", "read": ["*"]}]}', "name must be"),
-        ('{"tokens": [{"name": "x", "token": "0123456789abcdefgh", "read": ["*"]},'
-         ' {"name": "x", "token": "0123456789abcdefgX", "read": ["*"]}]}', "unique"),
+        (
+            '{"tokens": [{"name": "x", "token": "0123456789abcdefgh", "read": ["*"]},'
+            ' {"name": "x", "token": "0123456789abcdefgX", "read": ["*"]}]}',
+            "unique",
+        ),
     ],
 )
 def test_bad_grant_documents_are_clear_errors(document: str, message: str) -> None:
@@ -358,8 +398,12 @@ def test_grants_come_from_the_environment_too() -> None:
 
 def _cli(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "contextflow", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True, **kwargs,
+        [sys.executable, "-m", "contextflow", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        **kwargs,
     )
 
 
@@ -416,7 +460,7 @@ def _listening_addresses(pid: int) -> list[str]:
             fields = line.split()
             if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
                 host_hex, port_hex = fields[1].split(":")
-                host = ".".join(str(int(host_hex[i:i + 2], 16)) for i in (6, 4, 2, 0)) if width == 8 else host_hex
+                host = ".".join(str(int(host_hex[i : i + 2], 16)) for i in (6, 4, 2, 0)) if width == 8 else host_hex
                 found.append(f"{host}:{int(port_hex, 16)}")
     return found
 
@@ -432,13 +476,27 @@ def test_the_mcp_inspector_cli_connects_with_a_bearer_header(app: App) -> None:
     env = client_env()
     with running(app) as url:
         base = [str(inspector), "--cli", "--server-url", url, "--transport", "http"]
-        listed = run_bounded([*base, "--header", f"Authorization: Bearer {TOKENS['a']}", "--method", "tools/list"],
-                             env=env)
-        called = run_bounded([*base, "--header", f"Authorization: Bearer {TOKENS['a']}", "--method", "tools/call",
-                              "--tool-name", "append_shared_note", "--tool-arg", "agent=inspector",
-                              "text=from the inspector"], env=env)
-        refused = run_bounded([*base, "--header", "Authorization: Bearer wrong-wrong-wrong-wrong",
-                               "--method", "tools/list"], env=env)
+        listed = run_bounded(
+            [*base, "--header", f"Authorization: Bearer {TOKENS['a']}", "--method", "tools/list"], env=env
+        )
+        called = run_bounded(
+            [
+                *base,
+                "--header",
+                f"Authorization: Bearer {TOKENS['a']}",
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "append_shared_note",
+                "--tool-arg",
+                "agent=inspector",
+                "text=from the inspector",
+            ],
+            env=env,
+        )
+        refused = run_bounded(
+            [*base, "--header", "Authorization: Bearer wrong-wrong-wrong-wrong", "--method", "tools/list"], env=env
+        )
     assert listed.returncode == 0, describe(listed)
     names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
     assert "append_shared_note" in names
@@ -453,7 +511,10 @@ def test_the_load_benchmark_runs_clean_on_a_small_load(tmp_path: Path) -> None:
     bench = Path(__file__).resolve().parent.parent / "scripts" / "bench_http.py"
     done = subprocess.run(
         [sys.executable, str(bench), "--clients", "4", "--calls", "300", "--workdir", str(tmp_path / "bench")],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "result: PASS (zero errors, zero lost writes)" in done.stdout

@@ -2,8 +2,8 @@
 
 import pytest
 
-from contextflow.errors import InputError, NotFoundError
-from contextflow.ids import ALPHABET, ID_LENGTH, new_id, resolve_prefix
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.ids import ALPHABET, ID_LENGTH, derived_id, new_id, resolve_prefix
 
 KNOWN = ["ab12", "ab34", "abc5", "cd00"]
 
@@ -41,3 +41,15 @@ def test_an_unknown_prefix_says_how_to_see_the_ids_that_exist():
 def test_an_empty_prefix_is_refused():
     with pytest.raises(InputError, match="node id is empty: pass the node id or a unique prefix of it"):
         resolve_prefix("  ", KNOWN, "node id")
+
+
+def test_derived_ids_are_a_function_of_their_parts_and_look_like_any_other_id():
+    one = derived_id("server-memory", "Alice")
+    assert one == derived_id("server-memory", "Alice") and len(one) == ID_LENGTH and set(one) <= set(ALPHABET)
+    others = {derived_id("server-memory", "alice"), derived_id("server-memoryAlice"), derived_id("beads", "Alice")}
+    assert len({one, *others}) == 4
+
+
+def test_a_derived_id_never_changes_between_versions():
+    """An import recognises what an earlier contextflow imported only while the ids stay the same."""
+    assert derived_id("server-memory", "Alice") == "47ds6q6j3xr0ngsw"

@@ -6,17 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.cli import main
-from contextflow.errors import InputError
-from contextflow.install import install, skill_text
+from contextflow.adapters.cli import main
+from contextflow.admin.install import install, skill_text
+from contextflow.core.errors import InputError
 
 CMD = ["/opt/contextflow/bin/contextflow"]
 ENV = {"CONTEXTFLOW_STORE": "/data/store"}
 STORE = {"CONTEXTFLOW_STORE": "/data/store"}
 
 
-def hook_cmd(sub: str) -> str:
-    return f"CONTEXTFLOW_STORE=/data/store {CMD[0]} hook {sub}"
+def hook_cmd(sub: str, client: str = "claude-code") -> str:
+    return f"CONTEXTFLOW_STORE=/data/store CONTEXTFLOW_CLIENT={client} {CMD[0]} hook {sub}"
+
+
+def store_env(command: str) -> dict[str, str]:
+    """A hook command's settings but the client's name (which only the hooks carry)."""
+    return {k: v for k, v in command_env(command).items() if k != "CONTEXTFLOW_CLIENT"}
 
 
 @pytest.fixture
@@ -31,17 +36,30 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_claude_code_gets_server_hooks_and_skill_and_keeps_everything_else(home):
-    claude_json = write(home / ".claude.json", json.dumps({
-        "numStartups": 42, "theme": "dark", "projects": {"/work/app": {"allowedTools": ["Bash"]}},
-        "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}},
-    }))
-    settings = write(home / ".claude" / "settings.json", json.dumps({
-        "model": "opus", "permissions": {"allow": ["Bash(git status)"]},
-        "hooks": {
-            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
-            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
-        },
-    }))
+    claude_json = write(
+        home / ".claude.json",
+        json.dumps(
+            {
+                "numStartups": 42,
+                "theme": "dark",
+                "projects": {"/work/app": {"allowedTools": ["Bash"]}},
+                "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}},
+            }
+        ),
+    )
+    settings = write(
+        home / ".claude" / "settings.json",
+        json.dumps(
+            {
+                "model": "opus",
+                "permissions": {"allow": ["Bash(git status)"]},
+                "hooks": {
+                    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+                    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
+                },
+            }
+        ),
+    )
     changes = install("claude-code", command=CMD, env=ENV)
     assert [c.changed for c in changes] == [True, True, True]
     config = json.loads(claude_json.read_text())
@@ -118,7 +136,11 @@ def test_codex_toml_is_edited_in_place_keeping_comments_and_other_keys(home):
     text = config.read_text()
     data = tomllib.loads(text)
     assert data["mcp_servers"]["contextflow"] == {
-        "command": CMD[0], "args": ["serve"], "startup_timeout_sec": 20, "env": {"CONTEXTFLOW_STORE": "/data/store"},
+        "command": CMD[0],
+        "args": ["serve"],
+        "startup_timeout_sec": 20,
+        "required": True,  # Codex's first tool_search finds contextflow's tools
+        "env": {"CONTEXTFLOW_STORE": "/data/store"},
     }
     assert data["model"] == "o3" and data["projects"]["/work/app"]["trust_level"] == "trusted"
     assert "# my codex settings" in text and "# keep me" in text and "/old/contextflow" not in text
@@ -130,7 +152,8 @@ def test_codex_gets_a_new_table_when_it_has_none(home):
     install("codex", command=[*CMD, "--store", "/x y"], env=ENV)
     data = tomllib.loads(config.read_text())
     assert data["model"] == "o3"
-    assert data["mcp_servers"]["contextflow"] == {"command": CMD[0], "args": ["--store", "/x y", "serve"], "env": STORE}
+    entry = data["mcp_servers"]["contextflow"]
+    assert entry == {"command": CMD[0], "args": ["--store", "/x y", "serve"], "required": True, "env": STORE}
 
 
 def test_cursor_and_gemini_keep_their_other_servers(home):
@@ -145,8 +168,12 @@ def test_cursor_and_gemini_keep_their_other_servers(home):
 
 
 def test_an_existing_entry_keeps_the_users_env(home):
-    write(home / ".gemini" / "settings.json", json.dumps(
-        {"mcpServers": {"contextflow": {"command": "old", "args": [], "env": {"CONTEXTFLOW_TOOLS": "all"}}}}))
+    write(
+        home / ".gemini" / "settings.json",
+        json.dumps(
+            {"mcpServers": {"contextflow": {"command": "old", "args": [], "env": {"CONTEXTFLOW_TOOLS": "all"}}}}
+        ),
+    )
     install("gemini", command=CMD, env=ENV)
     entry = json.loads((home / ".gemini" / "settings.json").read_text())["mcpServers"]["contextflow"]
     assert entry == {"command": CMD[0], "args": ["serve"], "env": {"CONTEXTFLOW_TOOLS": "all", **STORE}}
@@ -192,7 +219,7 @@ import shlex  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from contextflow.install_check import client_store_findings, command_env  # noqa: E402
+from contextflow.admin.install_check import client_store_findings, command_env  # noqa: E402
 
 SETTINGS_ENV = {"CONTEXTFLOW_STORE": "rel/store", "CONTEXTFLOW_STATE": "/var/cf-state", "CONTEXTFLOW_WRITER": "laptop"}
 
@@ -202,8 +229,9 @@ def hook_commands(data):
 
 
 @pytest.mark.parametrize("client", ["claude-code", "codex", "gemini", "cursor"])
-def test_every_client_gets_the_same_store_settings_in_its_server_entry_and_every_hook(home, tmp_path, monkeypatch,
-                                                                                    client):
+def test_every_client_gets_the_same_store_settings_in_its_server_entry_and_every_hook(
+    home, tmp_path, monkeypatch, client
+):
     monkeypatch.chdir(tmp_path)
     install(client, command=CMD, env=SETTINGS_ENV)
     wanted = {**SETTINGS_ENV, "CONTEXTFLOW_STORE": str(tmp_path / "rel" / "store")}
@@ -214,15 +242,20 @@ def test_every_client_gets_the_same_store_settings_in_its_server_entry_and_every
         "cursor": lambda: json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["contextflow"],
     }[client]()
     assert server["env"] == wanted
-    hook_file = {"claude-code": home / ".claude" / "settings.json", "codex": home / ".codex" / "hooks.json",
-                 "gemini": home / ".gemini" / "settings.json", "cursor": None}[client]
+    hook_file = {
+        "claude-code": home / ".claude" / "settings.json",
+        "codex": home / ".codex" / "hooks.json",
+        "gemini": home / ".gemini" / "settings.json",
+        "cursor": None,
+    }[client]
     if hook_file is None:
         return
     commands = hook_commands(json.loads(hook_file.read_text()))
-    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent"}}.get(
-        client, {"SessionStart", "UserPromptSubmit", "Stop"})
+    expected_events = {"gemini": {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"}}.get(
+        client, {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreCompact"}
+    )
     assert set(commands) == expected_events
-    assert all(command_env(command) == wanted for command in commands.values())
+    assert all(store_env(command) == wanted for command in commands.values())
 
 
 def test_gemini_hook_timeouts_are_in_milliseconds(home):
@@ -232,8 +265,12 @@ def test_gemini_hook_timeouts_are_in_milliseconds(home):
 
 
 def test_reinstalling_with_another_store_updates_the_codex_env_table_in_place(home):
-    config = write(home / ".codex" / "config.toml", CODEX.replace(
-        'CONTEXTFLOW_STORE = "/data/store"', 'CONTEXTFLOW_STORE = "/data/store"  # mine\nCONTEXTFLOW_TOOLS = "all"'))
+    config = write(
+        home / ".codex" / "config.toml",
+        CODEX.replace(
+            'CONTEXTFLOW_STORE = "/data/store"', 'CONTEXTFLOW_STORE = "/data/store"  # mine\nCONTEXTFLOW_TOOLS = "all"'
+        ),
+    )
     install("codex", command=CMD, env={"CONTEXTFLOW_STORE": "/new/store"})
     data = tomllib.loads(config.read_text())
     assert data["mcp_servers"]["contextflow"]["env"] == {"CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_TOOLS": "all"}
@@ -245,13 +282,21 @@ def test_a_stop_hook_command_as_installed_writes_to_the_servers_store(home, tmp_
     store = tmp_path / "shared-store"
     store.mkdir()
     command = [sys.executable, "-m", "contextflow"]
-    install("claude-code", command=command,
-            env={"CONTEXTFLOW_STORE": str(store), "CONTEXTFLOW_STATE": str(tmp_path / "st")})
+    install(
+        "claude-code", command=command, env={"CONTEXTFLOW_STORE": str(store), "CONTEXTFLOW_STATE": str(tmp_path / "st")}
+    )
     stop = hook_commands(json.loads((home / ".claude" / "settings.json").read_text()))["Stop"]
     clean = {"HOME": str(home), "PATH": os.environ.get("PATH", "")}  # as a client starts it: no CONTEXTFLOW_*
     payload = {"session_id": "s", "last_assistant_message": '<ctx:remember type="fact">one store</ctx:remember>'}
-    done = subprocess.run(["sh", "-c", stop], input=json.dumps(payload), env=clean, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        ["sh", "-c", stop],
+        input=json.dumps(payload),
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert list(store.glob("events.*.jsonl")) and "one store" in next(store.glob("events.*.jsonl")).read_text()
     assert shlex.split(stop)[0] == f"CONTEXTFLOW_STORE={store}"
@@ -264,7 +309,7 @@ def test_doctor_finds_clients_that_disagree_on_the_store(home, tmp_path, capsys)
     found = client_store_findings(home, tmp_path)
     assert len(found) == 1 and "disagree on the store" in found[0]
     assert "codex server in ~/.codex/config.toml: /data/b" in found[0] and "/data/a" in found[0]
-    assert main(["doctor"]) == 0 and "disagree on the store" in capsys.readouterr().out
+    assert main(["doctor"]) == 1 and "disagree on the store" in capsys.readouterr().out  # exit 1: problems found
 
 
 def test_doctor_finds_a_server_and_its_hooks_on_different_stores(home, tmp_path):
@@ -284,25 +329,49 @@ def test_an_unreadable_client_config_is_reported_not_fatal(home, tmp_path):
 
 
 def test_an_inline_codex_env_table_is_rewritten_keeping_the_users_keys(home):
-    config = write(home / ".codex" / "config.toml", '[mcp_servers.contextflow]\ncommand = "contextflow"\n'
-                   'args = ["serve"]\n'
-                   'env = { CONTEXTFLOW_STORE = "~/Sync/contextflow", MCP_SHARED_CONTEXT_PROJECT = "p" }\n')
+    config = write(
+        home / ".codex" / "config.toml",
+        '[mcp_servers.contextflow]\ncommand = "contextflow"\n'
+        'args = ["serve"]\n'
+        'env = { CONTEXTFLOW_STORE = "~/Sync/contextflow", MCP_SHARED_CONTEXT_PROJECT = "p" }\n',
+    )
     settings = {"CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
     install("codex", command=CMD, env=settings)
     data = tomllib.loads(config.read_text())
     assert data["mcp_servers"]["contextflow"]["env"] == {
-        "MCP_SHARED_CONTEXT_PROJECT": "p", "CONTEXTFLOW_STORE": "/new/store", "CONTEXTFLOW_WRITER": "laptop"}
+        "MCP_SHARED_CONTEXT_PROJECT": "p",
+        "CONTEXTFLOW_STORE": "/new/store",
+        "CONTEXTFLOW_WRITER": "laptop",
+    }
     assert not install("codex", command=CMD, env=settings)[0].changed
 
 
 ADDED_BY_HAND = {  # as `claude mcp add -e ...` / `codex mcp add --env ...` leave the server entry
-    "claude-code": (".claude.json", json.dumps({"mcpServers": {"contextflow": {
-        "type": "stdio", "command": "contextflow", "args": ["serve"],
-        "env": {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop", "MCP_SHARED_CONTEXT_PROJECT": "p"},
-    }}})),
-    "codex": (".codex/config.toml", '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\n\n'
-              '[mcp_servers.contextflow.env]\nCONTEXTFLOW_STORE = "/data/synced"\nCONTEXTFLOW_WRITER = "laptop"\n'
-              'MCP_SHARED_CONTEXT_PROJECT = "p"\n'),
+    "claude-code": (
+        ".claude.json",
+        json.dumps(
+            {
+                "mcpServers": {
+                    "contextflow": {
+                        "type": "stdio",
+                        "command": "contextflow",
+                        "args": ["serve"],
+                        "env": {
+                            "CONTEXTFLOW_STORE": "/data/synced",
+                            "CONTEXTFLOW_WRITER": "laptop",
+                            "MCP_SHARED_CONTEXT_PROJECT": "p",
+                        },
+                    }
+                }
+            }
+        ),
+    ),
+    "codex": (
+        ".codex/config.toml",
+        '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\n\n'
+        '[mcp_servers.contextflow.env]\nCONTEXTFLOW_STORE = "/data/synced"\nCONTEXTFLOW_WRITER = "laptop"\n'
+        'MCP_SHARED_CONTEXT_PROJECT = "p"\n',
+    ),
 }
 HOOK_FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}
 
@@ -320,10 +389,14 @@ def test_install_with_no_store_in_the_shell_keeps_the_store_the_server_entry_alr
     write(home / path, text)
     install(client, command=CMD, env={})
     assert server_env(home, client) == {
-        "CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop", "MCP_SHARED_CONTEXT_PROJECT": "p"}
+        "CONTEXTFLOW_STORE": "/data/synced",
+        "CONTEXTFLOW_WRITER": "laptop",
+        "MCP_SHARED_CONTEXT_PROJECT": "p",
+    }
     commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
-    assert commands and all(command_env(c) == {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop"}
-                            for c in commands.values())
+    assert commands and all(
+        store_env(c) == {"CONTEXTFLOW_STORE": "/data/synced", "CONTEXTFLOW_WRITER": "laptop"} for c in commands.values()
+    )
 
 
 @pytest.mark.parametrize("client", ["claude-code", "codex"])
@@ -333,10 +406,10 @@ def test_a_store_named_in_the_shell_replaces_the_one_the_server_entry_names(home
     install(client, command=CMD, env={"CONTEXTFLOW_STORE": "/data/new"})
     assert server_env(home, client) == {"CONTEXTFLOW_STORE": "/data/new", "MCP_SHARED_CONTEXT_PROJECT": "p"}
     commands = hook_commands(json.loads((home / HOOK_FILES[client]).read_text()))
-    assert all(command_env(c) == {"CONTEXTFLOW_STORE": "/data/new"} for c in commands.values())
+    assert all(store_env(c) == {"CONTEXTFLOW_STORE": "/data/new"} for c in commands.values())
 
 
-@pytest.mark.parametrize("text", ['mcp_servers = "x"\n', '[mcp_servers]\ncontextflow = 3\n'])
+@pytest.mark.parametrize("text", ['mcp_servers = "x"\n', "[mcp_servers]\ncontextflow = 3\n"])
 def test_a_codex_server_table_that_is_not_a_table_is_refused_and_left_alone(home, text):
     config = write(home / ".codex" / "config.toml", text)
     with pytest.raises(InputError, match=r"mcp_servers\.contextflow is not a table"):

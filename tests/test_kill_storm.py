@@ -25,9 +25,9 @@ from pathlib import Path
 
 import orjson
 
-from contextflow.events import decode
-from contextflow.locate import Location
-from contextflow.store import Store
+from contextflow.core.events import decode
+from contextflow.core.locate import Location
+from contextflow.core.store import Store
 
 WRITERS = 220
 LIVE = 8  # writers alive at once
@@ -39,8 +39,8 @@ ZYGOTE = r"""
 import os, random, signal, sys
 from pathlib import Path
 from filelock import FileLock
-from contextflow.locate import Location
-from contextflow.store import Store
+from contextflow.core.locate import Location
+from contextflow.core.store import Store
 
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
 folder = Path(sys.argv[1])
@@ -81,7 +81,9 @@ for command in sys.stdin:
 class Zygote:
     def __init__(self, folder: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", ZYGOTE, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-c", ZYGOTE, str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             env={**os.environ, "CONTEXTFLOW_SECRETS": "off"},
         )
         assert self.readline() == "ready"
@@ -150,8 +152,9 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
             kill_and_wait(pid)
         zygote.close()
 
-    acknowledged = {event_id for path in acks.iterdir() for line in path.read_text().splitlines()
-                    for event_id in line.split()}
+    acknowledged = {
+        event_id for path in acks.iterdir() for line in path.read_text().splitlines() for event_id in line.split()
+    }
     assert len(acknowledged) > WRITERS, "too few appends were acknowledged for the storm to mean anything"
 
     # the next writer on each id proceeds, repairing a torn tail first
@@ -182,5 +185,7 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
         except orjson.JSONDecodeError:
             continue
         raise AssertionError(f"{fragment.name} holds a whole event: quarantine must only take torn tails")
-    print(f"\nkill storm: {WRITERS} writers ({tears} died mid-line), {len(acknowledged)} acknowledged events, "
-          f"{len(on_disk)} on disk, {len(fragments)} quarantined fragments, {time.monotonic() - started:.1f}s")
+    print(
+        f"\nkill storm: {WRITERS} writers ({tears} died mid-line), {len(acknowledged)} acknowledged events, "
+        f"{len(on_disk)} on disk, {len(fragments)} quarantined fragments, {time.monotonic() - started:.1f}s"
+    )

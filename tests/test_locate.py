@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.errors import InputError
-from contextflow.locate import locate_store, validate_writer, writer_id
+from contextflow.core.errors import InputError
+from contextflow.core.locate import locate_store, validate_writer, writer_id
 
 
 def env_with(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.errors import StoreError
-from contextflow.log import LogWriter, list_segments, log_path, parse_log_name, read_new
+from contextflow.core.errors import StoreError
+from contextflow.core.log import LogWriter, list_segments, log_path, parse_log_name, read_new
 
 
 def writer(folder: Path, name: str = "w1") -> LogWriter:

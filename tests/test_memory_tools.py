@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from mcp import Client
@@ -16,18 +16,21 @@ pytestmark = pytest.mark.anyio
 
 CONTEXT_TOOLS = {"context_set", "context_get", "context_list", "context_delete"}
 TIMELINE_TOOLS = {
-    "timeline_create_thread", "timeline_list_threads", "timeline_get_thread", "timeline_add_thought",
-    "timeline_update_thought", "timeline_update_thread", "timeline_where_am_i", "timeline_go_tangent",
+    "timeline_create_thread",
+    "timeline_list_threads",
+    "timeline_get_thread",
+    "timeline_add_thought",
+    "timeline_update_thought",
+    "timeline_update_thread",
+    "timeline_where_am_i",
+    "timeline_go_tangent",
     "timeline_return",
 }
 
 
 @pytest.fixture
-def memory_app(monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("CONTEXTFLOW_TOOLS", "sessions,context,timeline")
-    opened = App.open()
-    yield opened
-    opened.close()
+def memory_app(app_with_tools: Callable[[str], App]) -> App:
+    return app_with_tools("sessions,context,timeline")
 
 
 @pytest.fixture
@@ -70,8 +73,15 @@ async def test_context_tools_are_in_the_default_tool_list_and_timeline_tools_are
 
 
 async def test_context_set_returns_the_new_id_and_context_get_reads_the_record_back(mc):
-    saved = await ok(mc, "context_set", key="machine:chisel", value={"fp": "SHA256:jgoxosq"}, label="chisel",
-                     pinned=True, agent="claude")
+    saved = await ok(
+        mc,
+        "context_set",
+        key="machine:chisel",
+        value={"fp": "SHA256:jgoxosq"},
+        label="chisel",
+        pinned=True,
+        agent="claude",
+    )
     assert saved["id"] and saved["key"] == "machine:chisel" and saved["source"] == "writer-a"
     got = await mc.call_tool("context_get", {"key": "machine:chisel"})
     assert got.structured_content is None  # the model reads the delimited text, not raw data
@@ -133,8 +143,14 @@ async def test_stored_text_never_reaches_tool_descriptions(mc):
 
 async def test_a_thread_is_created_found_by_prefix_and_takes_thoughts(mc):
     thread = (await ok(mc, "timeline_create_thread", name="claudecluster v0.2", description="ship"))["id"]
-    thought = await ok(mc, "timeline_add_thought", thread_id=thread[:5], content="schema drafted",
-                       thought_type="decision", metadata={"files": ["schema.sql"]})
+    thought = await ok(
+        mc,
+        "timeline_add_thought",
+        thread_id=thread[:5],
+        content="schema drafted",
+        thought_type="decision",
+        metadata={"files": ["schema.sql"]},
+    )
     assert thought["id"] and thought["thread_id"] == thread
     detail = await mc.call_tool("timeline_get_thread", {"thread_id": thread[:4]})
     assert (await ok(mc, "timeline_get_thread", thread_id=thread[:4]))["position_thought_id"] == thought["id"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.sessions import append_note
+from contextflow.sessions.core import append_note
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)")
 

@@ -11,19 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import derived, records, retrieval, sessions, timeline, timeutil
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.clock import COUNTER_BITS, HybridClock
-from contextflow.errors import InputError
-from contextflow.events import Event, encode
-from contextflow.log import log_path
-from contextflow.search import ranking, when
-from contextflow.views import all_views
+from contextflow.core import timeutil
+from contextflow.core.clock import COUNTER_BITS, HybridClock
+from contextflow.core.errors import InputError
+from contextflow.core.events import Event, encode
+from contextflow.core.log import log_path
+from contextflow.features import all_views
+from contextflow.records import core as records
+from contextflow.search import derived, ranking, retrieval, when
+from contextflow.sessions import core as sessions
+from contextflow.timeline import core as timeline
 from tests.conftest import call_with_data, connect, text_of
 from tests.fixtures.retrieval import dialogs
 
 NOW = dialogs.NOW_MS
+
+
+def in_memory(memory: bool) -> dict[str, object]:
+    """App.open's arguments for an app that folds search in memory (as a grant's filtered store does)."""
+    return {"views": all_views()} if memory else {}
 
 
 class Clock:
@@ -47,7 +55,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 def timed(engine: str) -> Iterator[tuple[App, Clock]]:
     """An app whose writes happen when the test says; `memory` folds search in memory (a grant's store)."""
     clock = Clock()
-    opened = App.open(clock=HybridClock(clock), views=all_views() if engine == "memory" else None)
+    opened = App.open(clock=HybridClock(clock), **in_memory(engine == "memory"))
     yield opened, clock
     opened.close()
 
@@ -158,9 +166,7 @@ def test_the_rankings_of_the_disk_and_the_memory_index_agree_on_the_dialog_fixtu
     for engine in ("disk", "memory"):
         clock = dialogs.FixtureClock()
         env = {"CONTEXTFLOW_STORE": str(tmp_path / engine / "store"), "CONTEXTFLOW_STATE": str(tmp_path / engine)}
-        app = App.open(
-            {**os.environ, **env}, clock=HybridClock(clock), views=all_views() if engine == "memory" else None
-        )
+        app = App.open({**os.environ, **env}, clock=HybridClock(clock), **in_memory(engine == "memory"))
         entry_of = {stored: entry for entry, stored in dialogs.load(app, clock).items()}
         results[engine] = [[entry_of.get(ref, ref) for ref in dialogs.found_refs(app, q.text, 5)]
                            for q in dialogs.questions()[::4]]  # fmt: skip
@@ -260,10 +266,27 @@ async def test_the_tool_and_the_cli_flag_weak_matches(monkeypatch, capsys):
 
 
 def test_expired_records_do_not_crowd_a_live_one_out_of_the_pool(engine):
-    app = App.open(views=all_views() if engine == "memory" else None)
+    app = App.open(**in_memory(engine == "memory"))
     for n in range(70):
         records.set_record(app, key=f"fact:old-{n}", value={"text": "deploy target"}, expires_at="1h")
     records.set_record(app, key="fact:live", value={"text": "deploy target: the green cluster, used by every service"})
     later = retrieval.get_context(app, query="deploy target", limit=1, now_ms=timeutil.now_ms() + 2 * 3_600_000)
     assert [shown.hit.doc.ref for shown in later.shown] == ["fact:live"]
+    app.close()
+
+
+def test_captured_turns_of_a_session_lend_each_other_their_words(engine):
+    app = App.open(**in_memory(engine == "memory"))
+    turn = {"project": "shop", "session_id": "s1", "agent": "claude_code"}
+    first = app.store.append(
+        "capture.turn",
+        {
+            **turn,
+            "turn": {"request": "why is kafka consumer lag growing", "final": "One hot partition keyed by tenant."},
+        },
+    )
+    second = app.store.append(
+        "capture.turn", {**turn, "turn": {"request": "ok do it", "final": "Re-keyed by session."}}
+    )
+    assert {first.id, second.id} <= set(found(app, "kafka lag"))
     app.close()

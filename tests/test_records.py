@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow import records, timeline
 from contextflow.app import App
-from contextflow.clock import HybridClock
-from contextflow.errors import InputError, NotFoundError
-from contextflow.events import Event
-from contextflow.fold import Fold
-from contextflow.views.records import RecordsView
+from contextflow.core.clock import HybridClock
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.fold import Fold
+from contextflow.records import core as records
+from contextflow.records.view import RecordsView
+from contextflow.timeline import core as timeline
 from tests.conftest import open_app
 
 T0 = datetime(2026, 2, 8, 12, 0, tzinfo=UTC)
@@ -40,8 +41,13 @@ def clocked_app(writer: str, moment: datetime, folder: Path | None = None, **env
 
 def test_a_set_record_reads_back_with_its_source_machine_and_agent(app):
     records.set_record(
-        app, key="pr:Yeraze/meshmonitor:1777", value={"status": "waiting"}, category="pr",
-        label="MeshCore PR #1777", pinned=True, agent="claude",
+        app,
+        key="pr:Yeraze/meshmonitor:1777",
+        value={"status": "waiting"},
+        category="pr",
+        label="MeshCore PR #1777",
+        pinned=True,
+        agent="claude",
     )
     found = records.record_dict(records.get_record(app, key="pr:Yeraze/meshmonitor:1777"))
     assert found["value"] == {"status": "waiting"}
@@ -215,8 +221,13 @@ def test_list_shows_only_records_updated_within_since_days(tmp_path):
 
 @pytest.mark.parametrize(
     ("filters", "message"),
-    [({"since_days": -1}, "since_days"), ({"limit": 0}, "limit"), ({"category": "A B"}, "category"),
-     ({"pinned_only": "yes"}, "pinned_only"), ({"thread_id": "nope"}, "no thread id")],
+    [
+        ({"since_days": -1}, "since_days"),
+        ({"limit": 0}, "limit"),
+        ({"category": "A B"}, "category"),
+        ({"pinned_only": "yes"}, "pinned_only"),
+        ({"thread_id": "nope"}, "no thread id"),
+    ],
 )
 def test_list_refuses_bad_filters(app, filters, message):
     with pytest.raises(InputError, match=message):

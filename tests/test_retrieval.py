@@ -10,11 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from contextflow import conversations, records, retrieval, sessions
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.errors import InputError
-from contextflow.text import estimate_tokens
+from contextflow.conversations import core as conversations
+from contextflow.core.errors import InputError
+from contextflow.core.text import estimate_tokens
+from contextflow.records import core as records
+from contextflow.search import retrieval
+from contextflow.sessions import core as sessions
 from tests.conftest import call_with_data, connect, open_app, text_of
 
 SECRETARY = {
@@ -23,10 +26,15 @@ SECRETARY = {
     "topic": "Secretary auto-invocation",
     "categories": ["backend"],
     "decisions": [
-        {"decision": "Wrap every Secretary call in try-catch", "reasoning": "the quality gate must keep working "
-         "when the Secretary service is unavailable"},
-        {"decision": "A shared trait or middleware for injection", "reasoning": "over-engineering for this scope",
-         "status": "rejected"},
+        {
+            "decision": "Wrap every Secretary call in try-catch",
+            "reasoning": "the quality gate must keep working when the Secretary service is unavailable",
+        },
+        {
+            "decision": "A shared trait or middleware for injection",
+            "reasoning": "over-engineering for this scope",
+            "status": "rejected",
+        },
     ],
     "open_questions": ["Verify prompt slugs in the production database"],
     "related_entities": ["app/Services/Tasks/TaskReviewService.php", "SecretaryBriefService"],
@@ -38,10 +46,17 @@ REVIEW = {
     "topic": "Architecture review",
     "overall_summary": "Reviewed two unrelated subjects.",
     "topics": [
-        {"topic": "Cache", "summary": "Cache layer.", "decisions": [
-            {"decision": "Write-through caching", "reasoning": "stale reads broke the invoice totals"}]},
-        {"topic": "Deploys", "summary": "Release flow.", "related_entities": ["ArgoCD"],
-         "open_questions": ["Should canaries gate on error budgets?"]},
+        {
+            "topic": "Cache",
+            "summary": "Cache layer.",
+            "decisions": [{"decision": "Write-through caching", "reasoning": "stale reads broke the invoice totals"}],
+        },
+        {
+            "topic": "Deploys",
+            "summary": "Release flow.",
+            "related_entities": ["ArgoCD"],
+            "open_questions": ["Should canaries gate on error budgets?"],
+        },
     ],
 }
 
@@ -165,8 +180,11 @@ def test_no_match_says_so_and_suggests_better_words(stocked):
 def crowded(app: App) -> App:
     for n in range(30):
         sessions.write_handoff(
-            app, agent=f"agent{n}", summary=f"Deploy pipeline step {n}: " + "rollout canary metrics " * (n * 10),
-            next_steps=[f"check dashboard {n}"] * 5, project="ops",
+            app,
+            agent=f"agent{n}",
+            summary=f"Deploy pipeline step {n}: " + "rollout canary metrics " * (n * 10),
+            next_steps=[f"check dashboard {n}"] * 5,
+            project="ops",
         )
     return app
 
@@ -203,7 +221,10 @@ def test_a_small_budget_clips_the_best_match_and_lists_what_was_left_out(crowded
         ({"query": "ok", "limit": 0}, "limit must be from 1 to 50"),
         ({"query": "ok", "budget_tokens": 10}, "budget_tokens must be from 200 to 50000"),
         ({"query": "ok", "kinds": "note"}, "kinds must be a list"),
-        ({"query": "ok", "kinds": ["nodes"]}, "kinds[0]='nodes' is not a searchable kind; kinds are: context,"),
+        (
+            {"query": "ok", "kinds": ["nodes"]},
+            "kinds[0]='nodes' is not a searchable kind; kinds are: activity, context,",
+        ),
         ({"query": "ok", "project": 5}, "project must be a string"),
     ],
 )

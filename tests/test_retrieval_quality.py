@@ -4,7 +4,7 @@ multi-session dialogs and questions by type."""
 from __future__ import annotations
 
 from contextflow.app import App
-from contextflow.clock import HybridClock
+from contextflow.core.clock import HybridClock
 from tests.fixtures.retrieval import dialogs
 from tests.fixtures.retrieval.evaluate import fixture, load, recall_at
 

@@ -8,10 +8,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from contextflow import conversations, records, retrieval, sessions, timeline
-from contextflow.cli import main
-from contextflow.graph import ops as graph
+from contextflow.adapters.cli import main
+from contextflow.conversations import core as conversations
+from contextflow.graph import writes as graph
+from contextflow.records import core as records
+from contextflow.search import retrieval
 from contextflow.search.extractors import EXTRACTORS, search_kinds
+from contextflow.sessions import core as sessions
+from contextflow.timeline import core as timeline
 
 
 def found(app, query: str, **options) -> list[tuple[str, str]]:
@@ -20,15 +24,28 @@ def found(app, query: str, **options) -> list[tuple[str, str]]:
 
 
 def test_every_kind_is_registered_once_with_its_search_kind():
-    assert set(search_kinds()) == {"note", "handoff", "conversation", "context", "thread", "thought", "node"}
+    assert set(search_kinds()) == {
+        "note",
+        "handoff",
+        "conversation",
+        "context",
+        "thread",
+        "thought",
+        "node",
+        "activity",
+    }
     assert EXTRACTORS["graph.node_delete"][0] == "node" and EXTRACTORS["context.delete"][0] == "context"
 
 
 def test_notes_and_handoffs_are_found_by_text_task_tags_steps_and_files(app):
     note = sessions.append_note(app, agent="codex", text="Bumped the tokio runtime", task="Upgrade deps", tags=["rust"])
     handoff = sessions.write_handoff(
-        app, agent="claude", summary="Login form done", next_steps=["wire the OAuth callback"],
-        open_questions=["which scopes?"], files=["src/auth/LoginForm.tsx"],
+        app,
+        agent="claude",
+        summary="Login form done",
+        next_steps=["wire the OAuth callback"],
+        open_questions=["which scopes?"],
+        files=["src/auth/LoginForm.tsx"],
     )
     assert found(app, "tokio") == [("note", note.id)]
     assert found(app, "upgrade deps rust") == [("note", note.id)]
@@ -69,8 +86,14 @@ def test_threads_and_thoughts_are_found_and_follow_their_updates(app):
 
 
 def test_graph_nodes_follow_updates_tags_and_deletes(app):
-    node = graph.add_node(app, type="decision", content="Use SQLite for the cache", summary="embedded store",
-                          tags=["project:viberent", "area:storage"], metadata={"confidence": "high"})
+    node = graph.add_node(
+        app,
+        type="decision",
+        content="Use SQLite for the cache",
+        summary="embedded store",
+        tags=["project:viberent", "area:storage"],
+        metadata={"confidence": "high"},
+    )
     assert found(app, "sqlite cache", kinds=["node"]) == [("node", node.id)]
     assert found(app, "embedded") == [("node", node.id)] and found(app, "storage area") == [("node", node.id)]
     graph.update_node(app, node.id, content="Use DuckDB for the cache")
@@ -92,8 +115,14 @@ def test_a_graph_nodes_project_tag_scopes_it_like_a_project(app):
 
 
 def test_a_node_shows_its_type_tags_and_metadata_with_provenance(app):
-    node = graph.add_node(app, type="pattern", content="Retry with jitter", tags=["area:net"],
-                          metadata={"source": "SRE book"}, agent="claude")
+    node = graph.add_node(
+        app,
+        type="pattern",
+        content="Retry with jitter",
+        tags=["area:net"],
+        metadata={"source": "SRE book"},
+        agent="claude",
+    )
     text = retrieval.get_context(app, query="jitter").text
     assert f"kind=node | id={node.id} | writer=writer-a | agent=claude" in text
     assert "type=pattern" in text and "> area:net" in text and "> source: SRE book" in text

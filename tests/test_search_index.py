@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.app import App
-from contextflow.events import Event
-from contextflow.retrieval import Query, rank
+from contextflow.core.events import Event
+from contextflow.features import all_views
 from contextflow.search import index as index_module
 from contextflow.search.extractors import EXTRACTORS
 from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
 from contextflow.search.ranking import recency
+from contextflow.search.retrieval import Query, rank
 from contextflow.search.tokens import query_terms, stem
 from contextflow.search.view import SearchView
-from contextflow.views import all_views
 
 DAY = 86_400_000
 NOW = 1_800_000_000_000
@@ -72,12 +72,12 @@ def test_a_snapshot_index_built_by_another_stemmer_is_not_reused(monkeypatch):
     assert app.store.save_snapshot(force=True)
     same = App.open(views=all_views())
     same.store.refresh()
-    assert same.store._fold.deferred  # same stemmer: the snapshot loads
+    assert same.store.from_snapshot  # same stemmer: the snapshot loads
     monkeypatch.setattr(SearchView, "version", "another-stemmer")
     again = App.open(views=all_views())
     again.store.refresh()
     assert again.store.view("search").docs  # read: its version differs, so everything is refolded from the logs
-    assert not again.store._fold.deferred
+    assert not again.store.from_snapshot
 
 
 def test_non_ascii_words_are_kept_whole():
@@ -230,8 +230,19 @@ def test_rank_filters_by_kind_and_project_and_treats_projectless_documents_as_ev
 
 # -- the view: any order, any writer -------------------------------------------------------
 
-KINDS = ("note", "conversation.save", "context.set", "context.delete", "graph.node", "graph.node_update",
-         "graph.node_delete", "graph.tag", "graph.untag", "timeline.thought", "timeline.thought_update")
+KINDS = (
+    "note",
+    "conversation.save",
+    "context.set",
+    "context.delete",
+    "graph.node",
+    "graph.node_update",
+    "graph.node_delete",
+    "graph.tag",
+    "graph.untag",
+    "timeline.thought",
+    "timeline.thought_update",
+)
 WORDS = ("redis", "cache", "deploy", "rollback", "kafka", "postgres")
 
 
@@ -254,8 +265,11 @@ def event_data(kind: str, target: int, words: list[str]) -> dict:
 
 event_rows = st.lists(
     st.tuples(
-        st.sampled_from(("alpha", "beta")), st.sampled_from(KINDS), st.integers(0, 3),
-        st.lists(st.sampled_from(WORDS), max_size=3), st.integers(1, 40),
+        st.sampled_from(("alpha", "beta")),
+        st.sampled_from(KINDS),
+        st.integers(0, 3),
+        st.lists(st.sampled_from(WORDS), max_size=3),
+        st.integers(1, 40),
     ),
     max_size=25,
 )
@@ -299,10 +313,12 @@ def test_odd_stored_data_is_indexed_quietly_and_a_failing_extractor_skips_only_i
         raise KeyError("surprise")
 
     monkeypatch.setitem(EXTRACTORS, "handoff", ("handoff", broken))
-    state = fold([
-        Event("x", "w", 1, 1 << 16, "conversation.save", {"conversation_id": "c", "topics": "x", "decisions": [3]}),
-        Event("y", "w", 2, 2 << 16, "handoff", {"summary": "lost"}),
-        Event("z", "w", 3, 3 << 16, "note", {"text": "still indexed", "tags": "not-a-list"}),
-    ])
+    state = fold(
+        [
+            Event("x", "w", 1, 1 << 16, "conversation.save", {"conversation_id": "c", "topics": "x", "decisions": [3]}),
+            Event("y", "w", 2, 2 << 16, "handoff", {"summary": "lost"}),
+            Event("z", "w", 3, 3 << 16, "note", {"text": "still indexed", "tags": "not-a-list"}),
+        ]
+    )
     assert state.skipped_events == 1
     assert ids(state.search(query_terms("indexed"), 5, everything)) == ["note:z"] and state.visible_count == 2

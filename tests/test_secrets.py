@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from contextflow import secret_rules, secrets
 from contextflow.app import App
-from contextflow.errors import InputError
+from contextflow.core import secret_rules, secrets
+from contextflow.core.errors import InputError
 from tests.conftest import text_of
 
 A40 = "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3gH5jK7m"
@@ -22,15 +22,20 @@ def fake(*parts: str) -> str:
 
 TOKENS = {
     "private key (OpenSSH)": fake(
-        "-----BEGIN OPENSSH ", "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n",
-        "AAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH ", "PRIVATE KEY-----",
+        "-----BEGIN OPENSSH ",
+        "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n",
+        "AAAAMwAAAAtzc2gtZWQyNTUxOQ\n-----END OPENSSH ",
+        "PRIVATE KEY-----",
     ),
     "private key (RSA PEM)": fake(
         "-----BEGIN RSA ", "PRIVATE KEY-----\nMIIEowIBAAKCAQEA", A40, "\n-----END RSA ", "PRIVATE KEY-----"
     ),
     "private key (PKCS8 in JSON)": fake(
-        '{"private_key": "-----BEGIN ', 'PRIVATE KEY-----\\nMIIEvQIBADANBg', A40,
-        '\\n-----END ', 'PRIVATE KEY-----\\n"}'
+        '{"private_key": "-----BEGIN ',
+        "PRIVATE KEY-----\\nMIIEvQIBADANBg",
+        A40,
+        "\\n-----END ",
+        'PRIVATE KEY-----\\n"}',
     ),
     "private key (PGP)": fake(
         "-----BEGIN PGP ", "PRIVATE KEY BLOCK-----\n\nlQOYBF", A40, "\n-----END PGP ", "PRIVATE KEY BLOCK-----"
@@ -55,8 +60,12 @@ TOKENS = {
     "PyPI token": fake("pypi-AgEIcHlwaS5vcmc", A40, A40),
     "SendGrid key": fake("SG.", A40[:22], ".", A40, "abc"),
     "JWT bearer": fake(
-        "Authorization: Bearer ", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", ".",
-        "eyJzdWIiOiIxMjM0NTY3ODkwIn0", ".", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        "Authorization: Bearer ",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
+        ".",
+        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+        ".",
+        "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     ),
     "opaque bearer": fake("curl -H 'Authorization: Bearer ", A40, "'"),
     "URL credentials": fake("git clone https://deploy:", "s3cr3t-", A40[:10], "@git.example.com/repo.git"),
@@ -110,8 +119,13 @@ def test_redaction_is_idempotent() -> None:
 
 
 def test_nested_values_are_scrubbed_and_the_fields_are_named() -> None:
-    data = {"key": "machine:chisel", "value": {"ssh": {"fingerprint": PUBLIC["md5 fingerprint"]},
-                                              "tokens": ["fine", TOKENS["GitHub classic token"]]}}
+    data = {
+        "key": "machine:chisel",
+        "value": {
+            "ssh": {"fingerprint": PUBLIC["md5 fingerprint"]},
+            "tokens": ["fine", TOKENS["GitHub classic token"]],
+        },
+    }
     cleaned, notes = secrets.scrub(data, "redact")
     assert cleaned["value"]["tokens"][1] == "[REDACTED:GitHub token]"
     assert cleaned["value"]["ssh"] == data["value"]["ssh"]
@@ -166,7 +180,6 @@ def test_an_unknown_mode_is_a_clear_error(app: App, monkeypatch: pytest.MonkeyPa
         app.store.append("note", {"agent": "claude", "text": "hello"})
 
 
-
 @pytest.mark.anyio
 async def test_a_tool_reply_tells_the_agent_what_was_redacted(client) -> None:  # type: ignore[no-untyped-def]
     token = TOKENS["AWS access key id"]
@@ -204,3 +217,73 @@ def test_library_patterns_are_cached_per_machine_and_a_bad_cache_is_rebuilt() ->
     cache_file.write_text("not json")
     assert secret_rules.library_patterns() == fresh
     assert secret_rules.library_patterns() == fresh, "the rebuilt cache reads back"
+
+
+def _batch_corpus() -> list[tuple[str, dict[str, object]]]:
+    """Events as an import writes them: mostly clean, with every kind of secret and every public
+    look-alike in a field, a key, a list, a credential-named field, text to clean, and a private key
+    whose BEGIN and END lines land in two neighbouring events."""
+    clean = [("graph.node", {"content": f"entity {i} works at Acme", "tags": ["kind:person"]}) for i in range(40)]
+    dirty: list[tuple[str, dict[str, object]]] = []
+    for name, token in TOKENS.items():
+        dirty.append(("graph.node", {"content": f"{name}: {token}", "metadata": {"n": 1}}))
+        dirty.append(("graph.node", {"content": "x", "metadata": {"note": ["fine", token]}}))
+    dirty += [("graph.node", {"content": text, "tags": ["a:b"]}) for text in PUBLIC.values()]
+    dirty += [
+        ("graph.node", {"content": "y", "metadata": {"password": "hunter2hunter2"}}),
+        ("graph.node", {"content": "y", "metadata": {"secret": "the cache was stale"}}),
+        ("graph.node", {"content": fake("ghp_", A40[:18], "\u200b", A40[18:36])}),
+        ("graph.node", {"content": fake("-----BEGIN RSA ", "PRIVATE KEY-----\nMIIEowIBAAKCAQEA")}),
+        ("graph.node", {"content": fake(A40, "\n-----END RSA ", "PRIVATE KEY-----")}),
+        ("graph.node", {fake("ghp_", A40[:36]): "a secret as a key"}),
+    ]
+    return [item for pair in zip(clean, dirty, strict=False) for item in pair] + clean[len(dirty) :] + dirty[40:]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_batch_is_scrubbed_exactly_as_each_event_alone(seed: int) -> None:
+    import random
+
+    items = _batch_corpus()
+    random.Random(seed).shuffle(items)
+    assert len(items) >= secrets.BATCH_MIN
+    alone = [(kind, secrets.scrub(data, "redact")[0]) for kind, data in items]
+    assert secrets.scrub_items(items) == alone
+    assert any("redacted" in data for _, data in alone)
+
+
+REWRITE_SAMPLES = [
+    'ibm_cloud_iam_api_key = "'
+    + A40
+    + 'Ab3d" and cloudant_password: '
+    + "0f" * 32
+    + "\nsoftlayer_api_key => "
+    + "a1" * 32
+    + ", ibm_cos_hmac_secret_access_key   "
+    + "0f" * 24
+    + " done",
+    fake(
+        "Authorization: Bearer ",
+        "eyJhbGciOiJIUzI1NiJ9",
+        ".",
+        "eyJzdWIiOiIxIn0",
+        ".",
+        A40,
+        " and unsigned eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0.",
+    ),
+    fake("//registry.npmjs.org/:_authToken=", "npm_", A40[:36], "\n//npm.pkg.github.com/owner/:_authToken=", A40[:36]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(secret_rules.LIBRARY_REWRITES)))
+def test_each_rewrite_of_a_library_pattern_still_applies_and_finds_what_the_original_finds(index: int) -> None:
+    import re
+
+    old, _ = secret_rules.LIBRARY_REWRITES[index]
+    touched = [(pattern, flags) for _, pattern, flags, _ in secret_rules.library_patterns() if old in pattern]
+    assert touched, f"detect-secrets no longer has {old!r}: update or drop the rewrite"
+    for pattern, flags in touched:
+        original, linear = re.compile(pattern, flags), re.compile(secret_rules.rewritten(pattern), flags)
+        found = [match.group(0) for match in original.finditer(REWRITE_SAMPLES[index])]
+        assert [match.group(0) for match in linear.finditer(REWRITE_SAMPLES[index])] == found
+    assert any(re.compile(pattern, flags).search(REWRITE_SAMPLES[index]) for pattern, flags in touched)

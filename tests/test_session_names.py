@@ -6,9 +6,11 @@ import json
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from contextflow import conversations, records, sessions
-from contextflow.cli import main
-from contextflow.errors import InputError, NotFoundError
+from contextflow.adapters.cli import main
+from contextflow.conversations import core as conversations
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.records import core as records
+from contextflow.sessions import core as sessions
 from tests.conftest import text_of
 
 
@@ -40,10 +42,10 @@ def test_an_explicitly_started_session_resumes_empty(app):
     assert resume.session_id == "brand-new" and resume.entries == []
 
 
-def test_the_cli_resume_of_an_unknown_id_exits_2_and_names_the_closest(capsys, app):
+def test_the_cli_resume_of_an_unknown_id_exits_3_and_names_the_closest(capsys, app):
     stored(app, "feature-login")
     code, out, err = run(capsys, "resume", "feature-logn")
-    assert code == 2 and out == "" and "closest: 'feature-login'" in err
+    assert code == 3 and out == "" and "closest: 'feature-login'" in err
 
 
 @pytest.mark.anyio

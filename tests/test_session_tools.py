@@ -7,7 +7,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from contextflow.server.app import ContextflowServer
+from contextflow.adapters.server.app import ContextflowServer
 from tests.conftest import text_of
 
 pytestmark = pytest.mark.anyio

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from contextflow import sessions
-from contextflow.errors import NotFoundError
-from contextflow.sessions import EntryFilter, SessionQuery
+from contextflow.core.errors import NotFoundError
+from contextflow.sessions import core as sessions
+from contextflow.sessions.core import EntryFilter, SessionQuery
 from tests.conftest import open_app
 
 
@@ -92,8 +92,8 @@ def test_a_fresh_process_reports_bad_lines_from_the_sidecar_without_loading_the_
 
 
 def test_a_store_with_filtered_views_never_reads_or_writes_the_sidecar(app):
-    from contextflow import sessions_index
-    from contextflow.store import Store
+    from contextflow.core.store import Store
+    from contextflow.sessions import index as sessions_index
 
     sessions.append_note(app, agent="claude", text="secret of project b", project="b", session_id="s")
     sessions.list_sessions(app, SessionQuery("b"))  # the shared sidecar now knows project b

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from contextflow import snapshot
 from contextflow.app import App
-from contextflow.compact import compact
+from contextflow.core import snapshot
+from contextflow.core.compact import compact
 from tests.conftest import open_app
 from tests.sync.workload import differences, picture, write_round
 
@@ -33,8 +33,15 @@ def saved(app: App) -> App:
 def test_a_new_process_loads_only_the_views_it_reads(saved):
     again = App.open()
     again.store.refresh()
-    fold = again.store._fold
-    assert set(fold.deferred) == {"sessions", "records", "timeline", "graph", "conversations"}  # search: on disk
+    fold = again.store.fold
+    assert set(fold.deferred) == {
+        "sessions",
+        "records",
+        "timeline",
+        "graph",
+        "conversations",
+        "activity",
+    }  # search: on disk
     assert fold.seen_deferred
     again.store.view("records")
     assert "records" not in fold.deferred and "sessions" in fold.deferred
@@ -45,22 +52,22 @@ def test_a_new_process_imports_only_the_views_it_reads(saved):
     code = (
         "import sys\nfrom contextflow.app import App\n"
         "app = App.open()\napp.store.view('sessions')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('contextflow.views.', 'contextflow.search', "
-        "'contextflow.graph', 'contextflow.operations'))))"
+        "print(sorted(m for m in sys.modules if m.endswith('.view') or m.startswith(('contextflow.search.', "
+        "'contextflow.graph.', 'contextflow.operations'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.strip() == "['contextflow.views.sessions']"
+    assert done.stdout.strip() == "['contextflow.sessions.view']"
 
 
 def test_a_view_whose_version_changed_is_refolded_when_read(saved, monkeypatch):
-    from contextflow.views.timeline import TimelineView
+    from contextflow.timeline.view import TimelineView
 
     monkeypatch.setattr(TimelineView, "version", "2", raising=False)
     again = App.open()
     again.store.view("sessions")  # same version: loaded from the snapshot
-    assert "timeline" in again.store._fold.deferred
+    assert "timeline" in again.store.fold.deferred
     again.store.view("timeline")
-    assert not again.store._fold.deferred  # refolded from the logs
+    assert not again.store.from_snapshot  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -70,7 +77,7 @@ def test_events_another_writer_adds_after_the_snapshot_reach_views_loaded_later(
     other = open_app("writer-b")
     write_round(other, 9)
     again.store.refresh()  # folded while every view is still deferred: kept as pending
-    assert again.store._fold.pending("sessions") > 0
+    assert again.store.fold.pending("sessions") > 0
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -92,7 +99,7 @@ def test_a_broken_snapshot_refolds_instead_of_failing(saved, app):
     path.write_bytes(data[:start] + b"\0" * 64 + data[start + 64 :])  # the header reads, the sessions blob not
     again = App.open()
     again.store.refresh()
-    assert again.store._fold.deferred  # the header was accepted
+    assert again.store.fold.deferred  # the header was accepted
     assert differences(fresh_picture(), picture(again)) == []
     path.write_bytes(data[: len(data) // 2])  # no header
     assert differences(fresh_picture(), picture(App.open())) == []
@@ -107,8 +114,8 @@ def test_a_blob_that_fails_to_load_refolds_on_first_read(saved, app, monkeypatch
     def broken(name: str) -> Any:
         raise snapshot.SnapshotBroken("simulated")
 
-    for name in list(again.store._fold.deferred):
-        again.store._fold.deferred[name] = lambda name=name: broken(name)
+    for name in list(again.store.fold.deferred):
+        again.store.fold.deferred[name] = lambda name=name: broken(name)
     assert differences(fresh_picture(), picture(again)) == []
 
 
@@ -133,7 +140,7 @@ def test_a_log_rewritten_by_compaction_on_another_machine_refolds(saved, app, st
 
 
 def test_a_log_that_only_grew_is_read_from_the_saved_offset(saved, app, monkeypatch):
-    from contextflow import store as store_module
+    from contextflow.core import store as store_module
 
     write_round(app, 7)
     again = App.open()
@@ -164,10 +171,10 @@ def test_broken_seen_ids_refold_when_the_next_event_arrives(saved):
     def broken() -> set[str]:
         raise snapshot.SnapshotBroken("simulated")
 
-    again.store._fold.defer_seen(broken)
+    again.store.fold.defer_seen(broken)
     write_round(open_app("writer-b"), 3)
     again.store.refresh()
-    assert not again.store._fold.deferred  # refolded from the logs
+    assert not again.store.from_snapshot  # refolded from the logs
     assert differences(fresh_picture(), picture(again)) == []
 
 

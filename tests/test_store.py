@@ -3,9 +3,9 @@ import shutil
 import orjson
 
 from contextflow.app import App
-from contextflow.events import decode
-from contextflow.log import log_path
-from contextflow.sessions import EntryFilter, append_note, read_entries
+from contextflow.core.events import decode
+from contextflow.core.log import log_path
+from contextflow.sessions.core import EntryFilter, append_note, read_entries
 from tests.conftest import open_app
 
 
@@ -53,10 +53,10 @@ def test_another_writers_appends_are_picked_up_without_refolding(app, store_dir)
     other = open_app("writer-b")
     append_note(app, agent="a", text="one")
     assert texts(other) == ["one"]
-    before = other.store._fold  # the folded state object survives an incremental read
+    before = other.store.fold  # the folded state object survives an incremental read
     append_note(app, agent="a", text="two")
     assert texts(other) == ["one", "two"]
-    assert other.store._fold is before
+    assert other.store.fold is before
 
 
 def test_a_log_rewritten_in_place_is_refolded_from_scratch(app, store_dir):
@@ -119,7 +119,7 @@ def test_a_legacy_contextflowmcp_file_is_read_and_never_rewritten(tmp_path, monk
 
 
 def test_a_new_process_lists_sessions_from_the_sidecar_without_folding(app):
-    from contextflow.sessions import SessionQuery, list_sessions
+    from contextflow.sessions.core import SessionQuery, list_sessions
 
     append_note(app, agent="a", text="x", session_id="indexed")
     assert [s.session_id for s in list_sessions(app, SessionQuery("shared"))] == ["indexed"]  # writes the sidecar
@@ -129,7 +129,7 @@ def test_a_new_process_lists_sessions_from_the_sidecar_without_folding(app):
 
 
 def test_a_stale_or_deleted_sidecar_is_rebuilt(app):
-    from contextflow.sessions import SessionQuery, list_sessions
+    from contextflow.sessions.core import SessionQuery, list_sessions
 
     append_note(app, agent="a", text="x", session_id="one")
     list_sessions(app, SessionQuery("shared"))
@@ -144,7 +144,7 @@ def test_a_stale_or_deleted_sidecar_is_rebuilt(app):
 def test_a_server_saves_the_snapshot_from_a_forked_child_after_a_big_refold(app, monkeypatch):
     import time
 
-    from contextflow import store as store_module
+    from contextflow.core import store as store_module
 
     monkeypatch.setattr(store_module, "SNAPSHOT_MIN_NEW_EVENTS", 3)
     for n in range(4):
@@ -159,3 +159,13 @@ def test_a_server_saves_the_snapshot_from_a_forked_child_after_a_big_refold(app,
     assert not app.store.save_snapshot_soon()  # nothing new since
     later = open_app("writer-a")
     assert texts(later) == ["0", "1", "2", "3"] and later.store._new_since_snapshot == 0
+
+
+def test_given_ids_are_the_event_ids_and_known_reports_which_are_stored(app):
+    events = app.store.append_many([("note", {"text": "one"}), ("note", {"text": "two"})], ids=["id-one", "id-two"])
+    assert [event.id for event in events] == ["id-one", "id-two"]
+    other = open_app("writer-b")
+    try:
+        assert other.store.known(["id-one", "id-two", "id-three"]) == {"id-one", "id-two"}
+    finally:
+        other.close()

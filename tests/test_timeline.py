@@ -6,19 +6,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow import timeline
-from contextflow.errors import InputError, NotFoundError
-from contextflow.events import Event
-from contextflow.fold import Fold
-from contextflow.views.timeline import TimelineView
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.fold import Fold
+from contextflow.timeline import core as timeline
+from contextflow.timeline.view import TimelineView
 from tests.conftest import open_app
 
 
 def test_a_new_thread_is_active_and_found_by_any_unique_prefix(app):
     event = timeline.create_thread(app, name="claudecluster v0.2", description="ship it", agent="claude")
     thread = timeline.resolve_thread(app, event.id[:3].upper())
-    assert (thread.id, thread.name, thread.description, thread.status) == (event.id, "claudecluster v0.2", "ship it",
-                                                                         "active")
+    assert (thread.id, thread.name, thread.description, thread.status) == (
+        event.id,
+        "claudecluster v0.2",
+        "ship it",
+        "active",
+    )
     assert thread.agent == "claude" and thread.writer == "writer-a"
 
 
@@ -156,11 +160,19 @@ THREADS = ("T0", "T1", "T2")
 THOUGHTS = ("H0", "H1", "H2", "H3")
 step = st.one_of(
     st.tuples(st.just("thread"), st.sampled_from(THREADS), st.sampled_from((None, *THOUGHTS)), st.text(max_size=4)),
-    st.tuples(st.just("thread_update"), st.sampled_from(THREADS), st.sampled_from(("active", "paused", "completed")),
-              st.text(max_size=4)),
+    st.tuples(
+        st.just("thread_update"),
+        st.sampled_from(THREADS),
+        st.sampled_from(("active", "paused", "completed")),
+        st.text(max_size=4),
+    ),
     st.tuples(st.just("thought"), st.sampled_from(THOUGHTS), st.sampled_from(THREADS), st.text(max_size=4)),
-    st.tuples(st.just("thought_update"), st.sampled_from(THOUGHTS), st.sampled_from(("resolved", "active")),
-              st.text(max_size=4)),
+    st.tuples(
+        st.just("thought_update"),
+        st.sampled_from(THOUGHTS),
+        st.sampled_from(("resolved", "active")),
+        st.text(max_size=4),
+    ),
     st.tuples(st.just("position"), st.sampled_from(THREADS), st.sampled_from(THOUGHTS), st.just("")),
 )
 

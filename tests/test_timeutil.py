@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from contextflow import checks
-from contextflow.errors import InputError
-from contextflow.events import decode
+from contextflow.core import checks
+from contextflow.core.errors import InputError
+from contextflow.core.events import decode
+from contextflow.core.timeutil import age, expiry, iso_ms, parse_duration, parse_iso
 from contextflow.graph.query import parse
-from contextflow.timeutil import age, expiry, iso_ms, parse_duration, parse_iso
 
 NOW = datetime(2026, 2, 8, 12, 0, tzinfo=UTC)
 

@@ -9,7 +9,8 @@
     <ctx:task name="implement-oauth" action="start"/>   (action="end" summarize="true")
     <ctx:expand node="id"/>
 
-Directives inside code (``` fences or `backticks`) are examples, not commands, and are
+Directives inside code (fenced blocks of ``` or ~~~, inline code spans of any number of
+backticks, as CommonMark reads them: `core/markdown.py`) are examples, not commands, and are
 ignored. Each directive runs on its own: one failing does not stop the others, and its
 error is reported back. Results meant for the agent (recall, status, expand, errors) come
 back as `Outcome.pending` text for the next prompt.
@@ -17,27 +18,26 @@ back as `Outcome.pending` text for the next prompt.
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from dataclasses import dataclass, field
 
 from contextflow.app import App
-from contextflow.errors import ContextflowError, InputError
-from contextflow.graph import explore, model, ops
+from contextflow.core.checks import flag
+from contextflow.core.errors import ContextflowError, InputError
+from contextflow.core.markdown import mask_code
+from contextflow.core.text import clip
+from contextflow.core.timeutil import now_ms
+from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import candidates_for, compose_nodes
-from contextflow.present.nodes import status_text
-from contextflow.text import clip
-from contextflow.timeutil import now_ms
+from contextflow.graph.render import status_text
 
-AGENT = "claude-code"
+AGENT = "unknown"  # when the hook cannot tell which client wrote the reply
 RECALL_BUDGET = 4_000
 NAMES = ("remember", "recall", "summarize", "link", "status", "task", "expand", "supersede")
-_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.S)
-_DIRECTIVE = re.compile(
-    r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*"
-    r"(?:/>|>(?P<body>.*?)</ctx:(?P=name)\s*>)",
-    re.S,
-)
+_OPEN = re.compile(r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?P<end>/?>)")
+_CLOSE = re.compile(r"</ctx:(?P<name>[a-z-]+)\s*>")
 _ATTR = re.compile(r"([a-zA-Z_-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 
 
@@ -56,13 +56,32 @@ class Outcome:
 
 
 def parse(text: str) -> list[Directive]:
-    prose = _FENCE.sub("", text)
+    """The directives written in prose: code blocks and inline code are masked out first (same
+    offsets), so an example is never carried out, while a directive's body keeps any code it quotes."""
+    masked = mask_code(text)
+    closers: dict[str, list[tuple[int, int]]] = {}  # name -> (start, end) of each closing tag, in order
+    for match in _CLOSE.finditer(masked):
+        closers.setdefault(match.group("name"), []).append(match.span())
     found: list[Directive] = []
-    for match in _DIRECTIVE.finditer(prose):
-        attrs = {m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
-                 for m in _ATTR.finditer(match.group("attrs") or "")}
-        body = html.unescape(match.group("body") or "").strip()
-        found.append(Directive(match.group("name"), attrs, body))
+    consumed = 0  # the end of the last directive: tags inside its body are its text
+    for opening in _OPEN.finditer(masked):
+        name = opening.group("name")
+        if opening.start() < consumed:
+            continue
+        body = ""
+        if opening.group("end") == ">":  # the body runs to the first closing tag of the same name
+            ends = closers.get(name, [])
+            at = bisect.bisect_left(ends, (opening.end(), -1))
+            if at == len(ends):
+                continue  # never closed: not a directive
+            body, consumed = text[opening.end() : ends[at][0]], ends[at][1]
+        else:
+            consumed = opening.end()
+        attrs = {
+            m.group(1).lower(): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
+            for m in _ATTR.finditer(opening.group("attrs") or "")
+        }
+        found.append(Directive(name, attrs, html.unescape(body).strip()))
     return found
 
 
@@ -71,15 +90,17 @@ def _split(value: str | None) -> list[str]:
 
 
 def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("true", "yes", "1", "on")
+    return flag(value) is True
 
 
 class Runner:
-    """Carries out directives against the store; `current_task` is the task in progress (machine-local)."""
+    """Carries out directives against the store as `agent` (the client that wrote them);
+    `current_task` is the task in progress (machine-local)."""
 
-    def __init__(self, app: App, current_task: str | None) -> None:
+    def __init__(self, app: App, current_task: str | None, agent: str = AGENT) -> None:
         self.app = app
         self.task = current_task
+        self.agent = agent or AGENT  # the client that wrote the directives
         self.outcome = Outcome()
 
     def run(self, directives: list[Directive]) -> Outcome:
@@ -100,8 +121,14 @@ class Runner:
             tags.append(f"task:{self.task}")
             if model.tier_of(set(tags)) is None:
                 tags.append(model.WORKING)
-        event = ops.add_node(self.app, type=d.attrs.get("type", "observation"), content=d.body, tags=tags,
-                             summary=d.attrs.get("summary"), agent=AGENT)
+        event = writes.add_node(
+            self.app,
+            type=d.attrs.get("type", "observation"),
+            content=d.body,
+            tags=tags,
+            summary=d.attrs.get("summary"),
+            agent=self.agent,
+        )
         self.outcome.done.append(f"remembered [{event.data['type']}:{event.id}] {clip(d.body, 60)}")
 
     def do_recall(self, d: Directive) -> None:
@@ -110,7 +137,7 @@ class Runner:
         self.outcome.done.append(f"recalled {clip(query, 80)}")
 
     def _show(self, title: str, query: str, ids: list[str] | None = None) -> None:
-        state = ops.graph(self.app)
+        state = writes.graph(self.app)
         moment = now_ms()
         if ids is None:
             nodes, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
@@ -122,17 +149,22 @@ class Runner:
         self.outcome.pending.append(f"## {title}\n\n{body}{note}")
 
     def do_summarize(self, d: Directive) -> None:
-        done = ops.summarize(self.app, _split(d.attrs.get("nodes")), d.body,
-                             archive_sources=_truthy(d.attrs.get("archive")), tags=_split(d.attrs.get("tags")),
-                             agent=AGENT)
+        done = writes.summarize(
+            self.app,
+            _split(d.attrs.get("nodes")),
+            d.body,
+            archive_sources=_truthy(d.attrs.get("archive")),
+            tags=_split(d.attrs.get("tags")),
+            agent=self.agent,
+        )
         self.outcome.done.append(f"summarized {len(done.sources)} node(s) as [summary:{done.id}]")
 
     def do_link(self, d: Directive) -> None:
-        ops.link(self.app, d.attrs.get("from"), d.attrs.get("to"), d.attrs.get("type", "RELATES_TO"))
+        writes.link(self.app, d.attrs.get("from"), d.attrs.get("to"), d.attrs.get("type", "RELATES_TO"))
         self.outcome.done.append(f"linked {d.attrs.get('from')} -> {d.attrs.get('to')}")
 
     def do_supersede(self, d: Directive) -> None:
-        ops.supersede(self.app, d.attrs.get("old"), d.attrs.get("new"))
+        writes.supersede(self.app, d.attrs.get("old"), d.attrs.get("new"))
         self.outcome.done.append(f"superseded {d.attrs.get('old')} by {d.attrs.get('new')}")
 
     def do_status(self, d: Directive) -> None:
@@ -143,8 +175,8 @@ class Runner:
         self.outcome.done.append("status")
 
     def do_expand(self, d: Directive) -> None:
-        state = ops.graph(self.app)
-        node = ops.resolve(state, d.attrs.get("node"), "node")
+        state = writes.graph(self.app)
+        node = writes.resolve(state, d.attrs.get("node"), "node")
         sources = [edge.target for edge in state.edges_out(node.id) if edge.type == "DERIVED_FROM"]
         if not sources:
             raise InputError(f"node {node.id} has no DERIVED_FROM sources to expand")
@@ -165,14 +197,16 @@ class Runner:
         if self.task == name:
             self.task = None
         # the end archives the task's working nodes and promotes its decisions to the reference tier
-        state = ops.graph(self.app)
+        state = writes.graph(self.app)
         members = sorted(state.by_tag.get(f"task:{name}", set()) & state.by_tag.get(model.WORKING, set()) & state.live)
         decisions = [i for i in members if state.nodes[i].type == "decision"]
         others = [i for i in members if i not in decisions]
-        items = ops.archive_items(state, others)
+        items = writes.archive_items(state, others)
         for node_id in decisions:
-            items += [(model.UNTAG, {"node": node_id, "tags": [model.WORKING]}),
-                      (model.TAG, {"node": node_id, "tags": [model.REFERENCE]})]
+            items += [
+                (model.UNTAG, {"node": node_id, "tags": [model.WORKING]}),
+                (model.TAG, {"node": node_id, "tags": [model.REFERENCE]}),
+            ]
         if items:
             self.app.store.append_many(items)
         self.outcome.done.append(f"task {name} ended: {len(others)} archived, {len(decisions)} decision(s) promoted")

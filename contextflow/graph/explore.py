@@ -1,5 +1,5 @@
 """Graph reads: query, list, show, edges, tags, walks, status, as result objects
-(contextflow.present.nodes renders them)."""
+(contextflow.graph.render renders them)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import heapq
 from collections import Counter
 from typing import Any
 
-from contextflow import checks
 from contextflow.app import App
+from contextflow.core import checks
+from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.ops import graph, resolve
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node, Step
-from contextflow.timeutil import now_ms
+from contextflow.graph.writes import graph, resolve
 
 MAX_LIMIT = 10_000
 
@@ -29,7 +29,12 @@ def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = Non
 
 
 def list_nodes(
-    app: App, *, type: Any = None, tag: Any = None, since: Any = None, limit: Any = None,
+    app: App,
+    *,
+    type: Any = None,
+    tag: Any = None,
+    since: Any = None,
+    limit: Any = None,
 ) -> tuple[list[Node], int]:
     """The seed's `list` filters, expressed as a query."""
     parts: list[str] = []
@@ -44,10 +49,18 @@ def list_nodes(
 
 def node_dict(state: GraphState, node: Node, *, with_edges: bool = False) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "id": node.id, "type": node.type, "content": node.content, "summary": node.summary or None,
-        "tags": sorted(state.tags_of(node.id)), "metadata": node.metadata, "token_estimate": node.tokens,
-        "superseded_by": state.superseded_by(node.id), "created_at": node.created_at,
-        "updated_at": node.updated_at, "agent": node.agent or None, "writer": node.writer,
+        "id": node.id,
+        "type": node.type,
+        "content": node.content,
+        "summary": node.summary or None,
+        "tags": sorted(state.tags_of(node.id)),
+        "metadata": node.metadata,
+        "token_estimate": node.tokens,
+        "superseded_by": state.superseded_by(node.id),
+        "created_at": node.created_at,
+        "updated_at": node.updated_at,
+        "agent": node.agent or None,
+        "writer": node.writer,
     }
     if with_edges:
         data["edges_out"] = [edge.as_dict() for edge in state.edges_out(node.id)]
@@ -101,8 +114,14 @@ def status(app: App) -> dict[str, Any]:
     types = Counter(node.type for node in nodes)
     tag_names = {name for name, members in state.by_tag.items() if members & state.live}
     return {
-        "store": str(app.store.folder), "nodes": len(nodes), "tokens": sum(node.tokens for node in nodes),
+        "store": str(app.store.folder),
+        "nodes": len(nodes),
+        "tokens": sum(node.tokens for node in nodes),
         "types": dict(sorted(types.items(), key=lambda pair: (-pair[1], pair[0]))),
-        "edges": len(state.all_edges()), "tags": len(tag_names), "tiers": tiers, "untiered": untiered,
-        "superseded": sum(1 for node in nodes if state.superseded_by(node.id)), "views": len(state.saved_views()),
+        "edges": len(state.all_edges()),
+        "tags": len(tag_names),
+        "tiers": tiers,
+        "untiered": untiered,
+        "superseded": sum(1 for node in nodes if state.superseded_by(node.id)),
+        "views": len(state.saved_views()),
     }

@@ -9,13 +9,22 @@ context composition loads. Token estimates are `text.estimate_tokens`.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
-from contextflow import checks
-from contextflow.errors import InputError
+from contextflow.core import checks
+from contextflow.core.errors import InputError
 
 NODE_TYPES = (
-    "fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question",
+    "fact",
+    "decision",
+    "pattern",
+    "observation",
+    "hypothesis",
+    "task",
+    "summary",
+    "source",
+    "open-question",
 )
 EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
 TIERS = ("pinned", "reference", "working", "off-context")
@@ -32,6 +41,9 @@ TAG = "graph.tag"
 UNTAG = "graph.untag"
 VIEW = "graph.view"
 VIEW_DELETE = "graph.view_delete"
+
+# metadata that says where or when a node came from, not what it knows: kept, but not searched
+UNSEARCHED_METADATA = frozenset({"source_version", "created_at", "updated_at", "closed_at"})
 
 MAX_CONTENT_CHARS = 500_000
 MAX_SUMMARY_CHARS = 20_000
@@ -73,7 +85,7 @@ def summary(value: Any) -> str | None:
 
 def tag(value: Any) -> str:
     text = value.strip() if isinstance(value, str) else ""
-    if not _TAG.match(text) or len(text) > MAX_TAG_CHARS:
+    if not _well_formed(text):
         raise InputError(
             f"tag {value!r} is not valid: use namespace:value without spaces, "
             "e.g. project:viberent, task:auth, tier:reference"
@@ -82,6 +94,38 @@ def tag(value: Any) -> str:
     if namespace.lower() == "tier" and rest not in TIERS:
         raise InputError(f"tier tag {text!r} is not known: use one of {', '.join(TIER_TAGS)}")
     return text
+
+
+@lru_cache(maxsize=4096)
+def _well_formed(text: str) -> bool:
+    """namespace:value within the length limit (an import checks the same few tags thousands of times)."""
+    return bool(_TAG.match(text)) and len(text) <= MAX_TAG_CHARS
+
+
+def project_tag(project: str) -> str | None:
+    """The tag that scopes a node to `project` (`project:owner/repo`; spaces and parentheses
+    become `-`), or None for the shared project and for a name no tag can hold."""
+    from contextflow.core.project import DEFAULT_PROJECT
+
+    if project == DEFAULT_PROJECT:
+        return None
+    text = "project:" + re.sub(r'[\s()"]', "-", project)
+    return text if _TAG.match(text) and len(text) <= MAX_TAG_CHARS else None
+
+
+def scoped_tags(values: Any, project: str) -> list[str]:
+    """`values` checked, plus the project's tag when none names a project (and room is left)."""
+    checked = tags(values)
+    extra = project_tag(project)
+    if extra and len(checked) < MAX_TAGS and not any(t.lower().startswith("project:") for t in checked):
+        checked.append(extra)
+    return checked
+
+
+def dedupe_key(content: str) -> str:
+    """What makes two remembered texts the same node: compared without case, runs of white
+    space and final punctuation (the stored content keeps its own)."""
+    return " ".join(content.split()).casefold().rstrip(" .!?;:,")
 
 
 def tags(values: Any) -> list[str]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from contextflow.core.text import clip
 from contextflow.graph.view import Edge, GraphState, Node
-from contextflow.text import clip
 
 SHAPES = {"decision": ("{{", "}}"), "summary": ("[[", "]]"), "source": ("[(", ")]"), "open-question": ("((", "))")}
 
 
-def _edges_among(state: GraphState, nodes: list[Node]) -> list[Edge]:
+def edges_among(state: GraphState, nodes: list[Node]) -> list[Edge]:
     ids = {node.id for node in nodes}
     return [edge for node in nodes for edge in state.edges_out(node.id) if edge.target in ids]
 
@@ -19,7 +19,7 @@ def mermaid(state: GraphState, nodes: list[Node]) -> str:
         left, right = SHAPES.get(node.type, ("[", "]"))
         text = f"{node.type}: {clip(node.content, 48)}".replace('"', "#quot;")
         lines.append(f'  n{node.id}{left}"{text}"{right}')
-    lines += [f"  n{edge.source} -->|{edge.type}| n{edge.target}" for edge in _edges_among(state, nodes)]
+    lines += [f"  n{edge.source} -->|{edge.type}| n{edge.target}" for edge in edges_among(state, nodes)]
     return "\n".join(lines) + "\n"
 
 
@@ -31,6 +31,6 @@ def dot(state: GraphState, nodes: list[Node]) -> str:
     lines = ["digraph contextflow {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
     for node in nodes:
         lines.append(f'  "{node.id}" [label="{_dot_text(node.type)}\\n{_dot_text(clip(node.content, 48))}"];')
-    lines += [f'  "{edge.source}" -> "{edge.target}" [label="{edge.type}"];' for edge in _edges_among(state, nodes)]
+    lines += [f'  "{edge.source}" -> "{edge.target}" [label="{edge.type}"];' for edge in edges_among(state, nodes)]
     lines.append("}")
     return "\n".join(lines) + "\n"

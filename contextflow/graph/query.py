@@ -11,11 +11,15 @@
     from:<id>  to:<id>                             an edge from that node to this one / from this
                                                    node to that one (ids may be unique prefixes)
     word  "a phrase"                               case-insensitive text in content or summary
-    AND  OR  NOT  ( )                              NOT binds tightest, then AND, then OR; two terms
-                                                   side by side mean AND
+    AND  OR  NOT  ( )                              in any case (and, Or); NOT binds tightest, then
+                                                   AND, then OR: a OR b AND c is a OR (b AND c);
+                                                   two terms side by side mean AND; quote an
+                                                   operator word to search for it ("and")
 
-`>24h` reads "newer than 24 hours ago", `<1w` "older than a week". For a date, `>2024-01-01`
-means after that day and `>=2024-01-01` from it on; a date with no operator means that day.
+`>24h` reads "newer than 24 hours ago", `<1w` "older than a week". A date stands for the start of
+that day (00:00 UTC): `>2024-01-01` and `>=2024-01-01` are from then on (January 1 included, as
+someone writing "since the 1st" means), `<2024-01-01` is before it, `<=2024-01-01` takes the whole
+day in, and a date with no operator is that day.
 Errors name the 1-based position and what was expected there. A query holds at most
 MAX_TERMS terms and MAX_DEPTH nested parentheses or NOTs.
 """
@@ -28,12 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from contextflow.clock import COUNTER_BITS
-from contextflow.errors import InputError
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.errors import InputError
+from contextflow.core.ids import resolve_prefix
+from contextflow.core.timeutil import parse_duration, parse_iso
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
-from contextflow.ids import resolve_prefix
-from contextflow.timeutil import parse_duration, parse_iso
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200
@@ -138,11 +142,11 @@ class _Parser:
         return self.tokens[self.index - 1]
 
     def is_op(self, name: str) -> bool:
-        return self.peek.kind == "word" and self.peek.text == name
+        return self.peek.kind == "word" and self.peek.text.upper() == name
 
     def starts_operand(self) -> bool:
         token = self.peek
-        return token.kind in ("(", "phrase") or (token.kind == "word" and token.text not in ("AND", "OR"))
+        return token.kind in ("(", "phrase") or (token.kind == "word" and token.text.upper() not in ("AND", "OR"))
 
     def parse(self) -> Expr:
         if self.peek.kind == "end":
@@ -197,9 +201,12 @@ class _Parser:
             self.take()
             self.depth -= 1
             return expr
-        if token.kind == "end" or token.kind == ")" or token.text in OPERATORS:
-            before = self.tokens[self.index - 1].text if self.index else ""
-            where = f"a term after {before}" if before in OPERATORS else "a term (a filter like type:fact, or a word)"
+        if token.kind == "end" or token.kind == ")" or (token.kind == "word" and token.text.upper() in OPERATORS):
+            before = self.tokens[self.index - 1] if self.index else None
+            after_op = before is not None and before.kind == "word" and before.text.upper() in OPERATORS
+            where = (
+                f"a term after {before.text}" if before and after_op else "a term (a filter like type:fact, or a word)"
+            )
             found = None if token.kind == "end" else repr(token.text)
             raise _error(self.text, token.position, where, found)
         self.take()
@@ -219,7 +226,8 @@ class _Parser:
         found = repr(value) if value else None
         if name not in FIELDS:
             raise _error(
-                self.text, token.position,
+                self.text,
+                token.position,
                 f"a filter ({', '.join(f + ':' for f in FIELDS)}); quote text that contains a colon",
                 repr(name + ":"),
             )
@@ -241,8 +249,12 @@ class _Parser:
         op, rest = _COMPARE.match(value).groups()  # type: ignore[union-attr]
         if name == "tokens":
             if not rest.isdigit():
-                raise _error(self.text, at + len(op or ""), "a whole number of tokens, e.g. tokens:<500",
-                             repr(rest) if rest else None)
+                raise _error(
+                    self.text,
+                    at + len(op or ""),
+                    "a whole number of tokens, e.g. tokens:<500",
+                    repr(rest) if rest else None,
+                )
             return Leaf("tokens", op or "=", rest, int(rest))
         return self.time_leaf(name, op, rest, at)
 
@@ -250,20 +262,25 @@ class _Parser:
         duration = parse_duration(rest)
         if duration is not None:
             if op not in (">", "<", ">=", "<="):
-                raise _error(self.text, at, f"> or < before a duration, e.g. {name}:>24h (newer) or {name}:<1w (older)",
-                             repr(rest))
+                raise _error(
+                    self.text,
+                    at,
+                    f"> or < before a duration, e.g. {name}:>24h (newer) or {name}:<1w (older)",
+                    repr(rest),
+                )
             return Leaf(name, op, rest, int(duration.total_seconds()) * 1000, relative=True)
         moment = parse_iso(rest)
         if moment is None:
             raise _error(
-                self.text, at + len(op or ""),
+                self.text,
+                at + len(op or ""),
                 f"a duration (30m, 24h, 7d, 2w, 1y) or a date (2024-01-01) after {name}:{op or ''}",
                 repr(rest) if rest else None,
             )
         start = int(moment.timestamp() * 1000)
-        if _DATE.match(rest):  # a whole day: > is after it, >= from it on, none is within it
+        if _DATE.match(rest):  # the day's start for > >= <; <= takes the whole day in, no operator is the day
             end = int((moment + timedelta(days=1)).timestamp() * 1000)
-            bounds = {">": (">=", end), ">=": (">=", start), "<": ("<", start), "<=": ("<", end)}
+            bounds = {">": (">", start), ">=": (">=", start), "<": ("<", start), "<=": ("<", end)}
             if op in bounds:
                 new_op, point = bounds[op]
                 return Leaf(name, new_op, rest, point)
@@ -273,7 +290,7 @@ class _Parser:
 
 def parse(text: str) -> Expr:
     if not isinstance(text, str):
-        raise QueryError("query must be a string, e.g. \"type:fact AND tag:project:x\"")
+        raise QueryError('query must be a string, e.g. "type:fact AND tag:project:x"')
     try:
         return _Parser(text).parse()
     except RecursionError:  # the limits above keep it out of reach; never a traceback
@@ -283,7 +300,11 @@ def parse(text: str) -> Expr:
 # -- evaluation ------------------------------------------------------------------------
 
 _CMP: dict[str, Callable[[int, int], bool]] = {
-    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le, "=": operator.eq,
+    ">": operator.gt,
+    "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+    "=": operator.eq,
 }
 _NUMBERS: dict[str, Callable[[Node], int]] = {  # what tokens:, created: and updated: compare (times in ms)
     "tokens": operator.attrgetter("tokens"),

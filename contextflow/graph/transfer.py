@@ -1,10 +1,11 @@
 """Moving knowledge in and out: export to JSON, import (optionally merging), ingest a file.
 
 An export holds nodes (with their ids, tags and provenance), the edges between them and
-the saved views. Importing appends new nodes (new ids; each remembers the id it came
-from as `origin`) and then the edges between them. A node whose id or origin is already
-known here counts as present: without `merge` that is a conflict and nothing is written;
-with `merge` it is skipped, so importing the same export twice changes nothing.
+the saved views. Importing appends, in one write, the new nodes (each with an id derived from
+the id it came from, which it keeps as `origin`), the edges between them and the views. A node
+whose id or origin is already known here is present and skipped, so importing the same export
+twice, or back into the store it came from, writes nothing. A view of the same name with another
+query stops the import unless `merge` (then the local view stays).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from typing import Any
 
 from contextflow import __version__
 from contextflow.app import App
-from contextflow.clock import stamp_from_ms, stamp_iso
-from contextflow.errors import InputError
-from contextflow.events import Event
+from contextflow.core.clock import stamp_from_ms, stamp_iso
+from contextflow.core.errors import InputError
+from contextflow.core.ids import derived_id
+from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.ops import edge_item, graph, node_item
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import GraphState
-from contextflow.timeutil import now_ms
+from contextflow.graph.writes import edge_item, graph, node_item
 
 FORMAT = "contextflow-graph"
 VERSION = 1
@@ -43,10 +44,17 @@ def export_graph(app: App, query: Any = None) -> dict[str, Any]:
         "query": query or None,
         "nodes": [
             {
-                "id": node.id, "type": node.type, "content": node.content, "summary": node.summary or None,
-                "metadata": node.metadata, "tags": sorted(state.tags_of(node.id)), "agent": node.agent or None,
-                "writer": node.writer, "origin": node.origin or None,
-                "created_at": node.created_at, "updated_at": node.updated_at,
+                "id": node.id,
+                "type": node.type,
+                "content": node.content,
+                "summary": node.summary or None,
+                "metadata": node.metadata,
+                "tags": sorted(state.tags_of(node.id)),
+                "agent": node.agent or None,
+                "writer": node.writer,
+                "origin": node.origin or None,
+                "created_at": node.created_at,
+                "updated_at": node.updated_at,
             }
             for node in chosen
         ],
@@ -90,7 +98,7 @@ def _local_id(state: GraphState, exported_id: str, origin: str | None) -> str | 
 
 def _check_document(doc: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(f"not a contextflow graph export: expected a JSON object with \"format\": \"{FORMAT}\"")
+        raise InputError(f'not a contextflow graph export: expected a JSON object with "format": "{FORMAT}"')
     if doc.get("version") != VERSION:
         raise InputError(f"export version {doc.get('version')!r} is not supported; this contextflow reads {VERSION}")
     parts = []
@@ -102,13 +110,14 @@ def _check_document(doc: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     return parts[0], parts[1], parts[2]
 
 
-def import_graph(app: App, doc: Any, *, merge: bool = False) -> Imported:
+def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, list[tuple[str, str, dict[str, Any]]]]:
+    """What importing `doc` would write, as (id, kind, data), and its counts. New nodes get ids
+    derived from the exported node's origin (or id), edges and views from what they join, so the
+    same export imported twice, or on two machines of one store, writes each thing once."""
     nodes, edges, views = _check_document(doc)
     state = graph(app)
     result = Imported()
-    new_items: list[tuple[str, dict[str, Any]]] = []
-    new_keys: list[str] = []
-    conflicts: list[str] = []
+    planned: list[tuple[str, str, dict[str, Any]]] = []
     for index, node in enumerate(nodes):
         exported_id = node.get("id")
         if not isinstance(exported_id, str) or not exported_id:
@@ -118,49 +127,62 @@ def import_graph(app: App, doc: Any, *, merge: bool = False) -> Imported:
         if local is not None:
             result.id_map[exported_id] = local
             result.nodes_present += 1
-            conflicts.append(exported_id)
             continue
         try:
-            item = node_item(
-                type=node.get("type"), content=node.get("content"), tags=node.get("tags"),
-                metadata=node.get("metadata"), summary=node.get("summary"),
-                agent=node.get("agent") or "import", origin=origin or exported_id,
+            kind, data = node_item(
+                type=node.get("type"),
+                content=node.get("content"),
+                tags=node.get("tags"),
+                metadata=node.get("metadata"),
+                summary=node.get("summary"),
+                agent=node.get("agent") or "import",
+                origin=origin or exported_id,
             )
         except InputError as exc:
             raise InputError(f"nodes[{index}] ({exported_id}): {exc}; nothing was imported") from None
-        new_items.append(item)
-        new_keys.append(exported_id)
-    if conflicts and not merge:
-        shown = ", ".join(conflicts[:5]) + (" ..." if len(conflicts) > 5 else "")
-        raise InputError(
-            f"{len(conflicts)} node(s) of this export are already here ({shown}); "
-            "import with --merge to skip them and add the rest. Nothing was imported"
-        )
-    view_items = _view_items(state, views, merge, result)
-    created: list[Event] = app.store.append_many(new_items) if new_items else []
-    for exported_id, event in zip(new_keys, created, strict=True):
-        result.id_map[exported_id] = event.id
-    result.nodes_added = len(created)
-    state = graph(app)
-    edge_items = []
+        new_id = derived_id(FORMAT, "node", origin or exported_id)
+        result.id_map[exported_id] = new_id
+        planned.append((new_id, kind, data))
+    result.nodes_added = len(planned)
+    edge_items: list[tuple[str, str, dict[str, Any]]] = []
     for edge in edges:
         source, target = result.id_map.get(str(edge.get("from"))), result.id_map.get(str(edge.get("to")))
-        kind = edge.get("type")
-        if not source or not target or kind not in model.EDGE_TYPES:
+        edge_type = str(edge.get("type"))
+        if not source or not target or edge_type not in model.EDGE_TYPES:
             continue
-        if state.edge_live(source, target, str(kind)):
+        if state.edge_live(source, target, edge_type):
             result.edges_present += 1
             continue
         meta = edge.get("metadata") if isinstance(edge.get("metadata"), dict) else None
-        edge_items.append(edge_item(source, target, str(kind), meta))
-    if edge_items or view_items:
-        app.store.append_many(edge_items + view_items)
-    result.edges_added = len(edge_items)
+        edge_items.append(
+            (derived_id(FORMAT, "edge", source, target, edge_type), *edge_item(source, target, edge_type, meta))
+        )
+    view_items = [
+        (derived_id(FORMAT, "view", data["name"], data["query"], str(data["budget"])), kind, data)
+        for kind, data in _view_items(state, views, merge, result)
+    ]
+    known = app.store.known(item[0] for item in edge_items + view_items)
+    result.edges_present += sum(1 for item in edge_items if item[0] in known)
+    result.views_present += sum(1 for item in view_items if item[0] in known)
+    fresh = [item for item in edge_items + view_items if item[0] not in known]
+    result.edges_added = sum(1 for item in fresh if item[1] == model.EDGE)
+    result.views_added = len(fresh) - result.edges_added
+    return result, planned + fresh
+
+
+def import_graph(app: App, doc: Any, *, merge: bool = False, dry_run: bool = False) -> Imported:
+    """Import an export in one write (nothing of it when any node is invalid); what is already here is skipped."""
+    result, planned = plan_import(app, doc, merge=merge)
+    if planned and not dry_run:
+        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[event_id for event_id, _, _ in planned])
     return result
 
 
 def _view_items(
-    state: GraphState, views: list[dict[str, Any]], merge: bool, result: Imported,
+    state: GraphState,
+    views: list[dict[str, Any]],
+    merge: bool,
+    result: Imported,
 ) -> list[tuple[str, dict[str, Any]]]:
     items: list[tuple[str, dict[str, Any]]] = []
     for view in views:
@@ -177,7 +199,6 @@ def _view_items(
             result.views_present += 1
             continue
         items.append((model.VIEW, {"name": name, "query": query, "budget": amount}))
-    result.views_added = len(items)
     return items
 
 

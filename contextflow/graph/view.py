@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from contextflow.clock import stamp_iso
-from contextflow.events import Event, OrderKey
-from contextflow.fold import overwritten
+from contextflow.core.clock import stamp_iso
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.fold import overwritten
+from contextflow.core.text import estimate_tokens
 from contextflow.graph import model
-from contextflow.text import estimate_tokens
 
 ZERO: OrderKey = (0, "", 0)
 
@@ -71,8 +71,14 @@ class Edge:
     metadata: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "from": self.source, "to": self.target, "type": self.type,
-                "created_at": self.created_at, "metadata": self.metadata}
+        return {
+            "id": self.id,
+            "from": self.source,
+            "to": self.target,
+            "type": self.type,
+            "created_at": self.created_at,
+            "metadata": self.metadata,
+        }
 
 
 @dataclass(frozen=True)
@@ -152,7 +158,13 @@ class GraphState:
         return best[1] if best else None
 
     def walk(
-        self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None,
+        self,
+        root: str,
+        depth_limit: int,
+        *,
+        forward: bool,
+        backward: bool,
+        types: tuple[str, ...] | None = None,
     ) -> list[Step]:
         """Breadth first from `root`, each node once, at most `depth_limit` hops along edges (of `types`,
         or any), outgoing when `forward`, incoming when `backward`."""

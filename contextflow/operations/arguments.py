@@ -12,7 +12,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from contextflow.errors import InputError
+from contextflow.core.errors import InputError
 from contextflow.operations.spec import JSON, Operation, Param
 
 # Each schema type: the Python type(s) a value of it has, and how messages name it.

@@ -1,8 +1,19 @@
 """What an operation is: one row of the table that both the MCP server and the CLI are built from.
 
 An `Operation` names its parameters once (JSON schema, help text, CLI spelling), the function
-that runs it (`module:function`, imported on first call so start-up stays cheap), whether it
-writes, and which tool group shows it. Tool schema and CLI command derive from the same `Param`s.
+that runs it, whether it writes, and which tool group shows it. Tool schema and CLI command
+derive from the same `Param`s.
+
+Handlers are real references, imported on their first call so that reading the table stays
+cheap. A table module names its presenter module once:
+
+    if TYPE_CHECKING:
+        from contextflow.records import present
+    else:
+        present = deferred("contextflow.records.present")
+
+and then writes `present.context_set` in a row: the type checker and an editor see the real
+function; at run time it is a `Deferred` that imports the module when first called.
 """
 
 from __future__ import annotations
@@ -25,19 +36,48 @@ class Reply:
 
     text: str
     data: Any = None
-    note: str | None = None  # the CLI prints it on stderr (e.g. what did not fit a budget)
+    remark: str | None = None  # said beside the reply (the CLI prints it on stderr), e.g. what did not fit
+    exit: int = 0  # the CLI's exit code after printing the text (doctor: 1 when it found problems)
 
 
-def lazy(path: str) -> Callable[..., Any]:
-    """The function at "module:function", imported on its first call (keeps start-up cheap)."""
-    module, _, function = path.partition(":")
-    load = cache(lambda: getattr(importlib.import_module(module), function))
+class Deferred:
+    """A function of a module not imported yet: the module is imported on the first call."""
 
-    def call(*args: Any) -> Any:
-        return load()(*args)
+    __slots__ = ("module", "name")
 
-    call.__qualname__ = path
-    return call
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def resolve(self) -> Callable[..., Any]:
+        return _attribute(self.module, self.name)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.resolve()(*args)
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.name}"
+
+
+@cache
+def _attribute(module: str, name: str) -> Callable[..., Any]:
+    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return function
+
+
+class deferred:
+    """A stand-in for a module in a table: each attribute is a `Deferred` function of it."""
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Deferred:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Deferred(self._module, name)
+
+
+# Presenters take the App (None for operations with needs_store=False) and the checked arguments.
+Handler = Callable[[Any, JSON], "Reply | int"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +108,9 @@ class Param:
         return self.flag or "--" + self.name.replace("_", "-")
 
 
-FORMAT = Param(
-    "format", {"type": "string", "enum": ["text", "json"], "description": "text (default) or json."}, cli=False
-)
+# The output formats every operation answers in: text for people and models, json for the reply's data.
+FORMATS = ("text", "json")
+FORMAT = Param("format", {"type": "string", "enum": list(FORMATS), "description": "text (default) or json."}, cli=False)
 
 
 @dataclass(frozen=True)
@@ -78,7 +118,7 @@ class Operation:
     name: str  # the MCP tool name; also how errors and docs refer to it
     summary: str  # tool description and CLI help
     params: tuple[Param, ...]
-    handler: str  # "module:function", taking (App, arguments) and returning a Reply (or an exit code)
+    handler: Handler  # takes (App or None, arguments), returns a Reply (or an exit code)
     command: tuple[str, ...] | None = None  # CLI words, e.g. ("context", "set"); None: not on the CLI
     tool: bool = True  # offered as an MCP tool
     group: str = "sessions"
@@ -91,9 +131,7 @@ class Operation:
     cli_description: str | None = None  # longer CLI description, when the summary is not enough
 
     def run(self, app: App | None, arguments: JSON) -> Reply | int:
-        module, _, function = self.handler.partition(":")  # imported on the first run
-        handler: Callable[..., Reply | int] = getattr(importlib.import_module(module), function)
-        return handler(app, arguments)
+        return self.handler(app, arguments)
 
     @property
     def always_structured(self) -> bool:
@@ -145,7 +183,7 @@ class Feature:
     """One capability: its operations, and the prompts and resources the MCP server adds for it.
 
     `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command
-    whatever the groups (every store folds the views listed in `contextflow.views`). Dynamic
+    whatever the groups (every store folds the views listed in `contextflow.features`). Dynamic
     prompts are built from the store on each listing; `prompt_signature` is a cheap value that
     changes exactly when their names or descriptions do.
     """

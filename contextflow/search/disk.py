@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import orjson
 import tantivy
 
-from contextflow.events import OrderKey
+from contextflow.core.events import OrderKey
 from contextflow.search import ranking
 from contextflow.search.docs import SEQUENCE_FIELDS, Doc, Hit, derive, own_terms, repeats
 from contextflow.search.ranking import Candidate
@@ -203,8 +203,14 @@ class DiskIndex:
         return decode_doc(raw, links if isinstance(links, bytes) else None, timely)
 
     def pool(
-        self, terms: list[str], size: int, kinds: Iterable[str], project: str | None, near: bool,
-        speakers: Sequence[str] = (), spans: Sequence[tuple[int, int]] = (),
+        self,
+        terms: list[str],
+        size: int,
+        kinds: Iterable[str],
+        project: str | None,
+        near: bool,
+        speakers: Sequence[str] = (),
+        spans: Sequence[tuple[int, int]] = (),
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (body, and the near field at NEAR_WEIGHT when
         `near`) as the ranking's candidates, within the kinds (none: all), the project (None: all;
@@ -232,8 +238,9 @@ class DiskIndex:
                 (should, query_.range_query(schema, "at", tantivy.FieldType.Unsigned, lo, hi, include_upper=False))
                 for lo, hi in spans
             ]))  # fmt: skip
-        query = query_.boolean_query([(must, query_.boolean_query(text)),
-                                      *((must, query_.const_score_query(f, 0.0)) for f in filters)])
+        query = query_.boolean_query(
+            [(must, query_.boolean_query(text)), *((must, query_.const_score_query(f, 0.0)) for f in filters)]
+        )
         hits = self.searcher.search(query, size, count=False).hits
         addresses = [address for _, address in hits]
         values = [self.searcher.fast_field_values(name, addresses) for name in FAST]

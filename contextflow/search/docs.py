@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.clock import stamp_ms
-from contextflow.events import OrderKey
+from contextflow.core.clock import stamp_ms
+from contextflow.core.events import OrderKey
 from contextflow.search.ranking import speaker_of
 from contextflow.search.tokens import WORD, term_string, word_terms
 from contextflow.search.when import has_time_words

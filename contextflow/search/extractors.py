@@ -14,10 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from contextflow.events import Event
+from contextflow.capture import view as capture
+from contextflow.conversations import view as conversations
+from contextflow.core.events import Event
+from contextflow.core.project import project_of
+from contextflow.core.timeutil import iso_ms
+from contextflow.graph import model as graph
+from contextflow.records import view as records
 from contextflow.search.index import Delete, Op, Patch, Put
-from contextflow.timeutil import iso_ms
-from contextflow.views.sessions import project_of, session_of
+from contextflow.sessions import view as sessions
+from contextflow.sessions.view import session_of
+from contextflow.timeline import view as timeline
 
 Extractor = Callable[[Event], list[Op]]
 
@@ -84,7 +91,7 @@ def _delete(ref: str) -> Extractor:
     return extract
 
 
-# -- conversations (contextflow/conversations.py) -------------------------------------------
+# -- conversations (contextflow/conversations/core.py) -------------------------------------------
 
 
 def conversation_docs(event: Event) -> list[Op]:
@@ -117,7 +124,7 @@ def conversation_docs(event: Event) -> list[Op]:
     return [Put(conversation_id, fields, meta)]
 
 
-# -- keyed context records (contextflow/records.py) -----------------------------------------
+# -- keyed context records (contextflow/records/core.py) -----------------------------------------
 
 
 MAX_VALUE_LINES = 200
@@ -158,7 +165,11 @@ def _node_fields(data: dict[str, Any]) -> dict[str, str]:
     fields = {field: _text(data[key]) for field, key in (("text", "content"), ("summary", "summary")) if key in data}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
-        fields.update((f"meta.{name}", _lines(_flatten(value))) for name, value in metadata.items())
+        fields.update(
+            (f"meta.{name}", _lines(_flatten(value)))
+            for name, value in metadata.items()
+            if name not in graph.UNSEARCHED_METADATA
+        )
     return fields
 
 
@@ -170,9 +181,16 @@ def _tag_ops(node_id: str, tags: Any, adding: bool) -> list[Op]:
 
 
 def node_docs(event: Event) -> list[Op]:
+    """One Put with the node's tags in it: the same document as a Put and a tag Patch of the same
+    event would give, indexed once."""
     data = event.data
+    fields = _node_fields(data)
     meta = {"agent": _text(data.get("agent")), **_status_meta(data, "type")}
-    return [Put(event.id, _node_fields(data), meta), *_tag_ops(event.id, data.get("tags"), True)]
+    for op in _tag_ops(event.id, data.get("tags"), True):
+        if isinstance(op, Patch):
+            fields.update(op.fields)
+            meta.update(op.meta)
+    return [Put(event.id, fields, meta)]
 
 
 def node_update_docs(event: Event) -> list[Op]:
@@ -182,7 +200,28 @@ def node_update_docs(event: Event) -> list[Op]:
 
 def node_tag_docs(event: Event) -> list[Op]:
     node_id = _text(event.data.get("node"))
-    return _tag_ops(node_id, event.data.get("tags"), event.kind == "graph.tag") if node_id else []
+    return _tag_ops(node_id, event.data.get("tags"), event.kind == graph.TAG) if node_id else []
+
+
+# -- captured turns (contextflow/capture) ----------------------------------------------------
+
+
+def capture_turn_docs(event: Event) -> list[Op]:
+    """One document per captured turn: the request, final message, files, commands and errors."""
+    turn = event.data.get("turn")
+    if not isinstance(turn, dict):
+        return []
+    files = turn["files"] if isinstance(turn.get("files"), dict) else {}
+    commands = [c.get("command") for c in _list(turn.get("commands")) if isinstance(c, dict)]
+    fields = _fields(
+        title=_text(turn.get("request")),
+        text=_text(turn.get("final")),
+        files=_lines(dict.fromkeys(path for kind in ("created", "edited", "read") for path in _texts(files.get(kind)))),
+        commands=_lines(_texts(commands)),
+        errors=_lines(_texts(turn.get("errors"))),
+    )
+    meta = {"project": project_of(event), "agent": _text(event.data.get("agent")), "session_id": session_of(event)}
+    return [Put(event.id, fields, meta)]
 
 
 _THREAD = {"title": "name", "text": "description"}
@@ -190,23 +229,24 @@ _THOUGHT = {"text": "content"}
 _SESSION = ("project", "agent", "session_id")
 
 EXTRACTORS: dict[str, tuple[str, Extractor]] = {
-    "note": ("note", _put({"title": "task", "text": "text"}, ("tags",), _SESSION)),
-    "handoff": (
+    sessions.NOTE: ("note", _put({"title": "task", "text": "text"}, ("tags",), _SESSION)),
+    sessions.HANDOFF: (
         "handoff",
         _put({"title": "task", "summary": "summary"}, ("next_steps", "open_questions", "files"), _SESSION),
     ),
-    "conversation.save": ("conversation", conversation_docs),
-    "context.set": ("context", context_set_docs),
-    "context.delete": ("context", _delete("key")),
-    "timeline.thread": ("thread", _put(_THREAD, status=("status",))),
-    "timeline.thread_update": ("thread", _patch("thread_id", _THREAD, ("status",))),
-    "timeline.thought": ("thought", _put(_THOUGHT, meta=("agent", "thread_id"), status=("status", "thought_type"))),
-    "timeline.thought_update": ("thought", _patch("thought_id", _THOUGHT, ("status", "thought_type"))),
-    "graph.node": ("node", node_docs),
-    "graph.node_update": ("node", node_update_docs),
-    "graph.node_delete": ("node", _delete("node")),
-    "graph.tag": ("node", node_tag_docs),
-    "graph.untag": ("node", node_tag_docs),
+    conversations.SAVE_KIND: ("conversation", conversation_docs),
+    capture.TURN_KIND: ("activity", capture_turn_docs),
+    records.SET_KIND: ("context", context_set_docs),
+    records.DELETE_KIND: ("context", _delete("key")),
+    timeline.THREAD: ("thread", _put(_THREAD, status=("status",))),
+    timeline.THREAD_UPDATE: ("thread", _patch("thread_id", _THREAD, ("status",))),
+    timeline.THOUGHT: ("thought", _put(_THOUGHT, meta=("agent", "thread_id"), status=("status", "thought_type"))),
+    timeline.THOUGHT_UPDATE: ("thought", _patch("thought_id", _THOUGHT, ("status", "thought_type"))),
+    graph.NODE: ("node", node_docs),
+    graph.NODE_UPDATE: ("node", node_update_docs),
+    graph.NODE_DELETE: ("node", _delete("node")),
+    graph.TAG: ("node", node_tag_docs),
+    graph.UNTAG: ("node", node_tag_docs),
 }
 
 

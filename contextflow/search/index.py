@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.events import OrderKey
+from contextflow.core.events import OrderKey
 from contextflow.search import ranking
 from contextflow.search.docs import (
     FIELD_WEIGHTS,
@@ -39,8 +39,25 @@ from contextflow.search.docs import (
 )
 from contextflow.search.ranking import K1, B
 
-__all__ = ["FIELD_WEIGHTS", "K1", "ZERO", "B", "Delete", "Doc", "Hit", "Op", "Patch", "Put", "SearchIndex", "admits",
-           "derive", "join", "merge", "put_new", "weighted_terms"]
+__all__ = [
+    "FIELD_WEIGHTS",
+    "K1",
+    "ZERO",
+    "B",
+    "Delete",
+    "Doc",
+    "Hit",
+    "Op",
+    "Patch",
+    "Put",
+    "SearchIndex",
+    "admits",
+    "derive",
+    "join",
+    "merge",
+    "put_new",
+    "weighted_terms",
+]
 
 MIN_COMPACT_PAIRS = 100_000
 NEAR = "~"  # near-field terms share the postings under this prefix (index terms never start with it)
@@ -77,14 +94,24 @@ class SearchIndex:
 
     def _canonical(self) -> tuple[Any, ...]:
         postings = {term: self.posting(term) for term in self.postings}
-        return (self.docs, postings, self.df, self.visible_count, self.total_length, self.near_total,
-                self.sequences, self.speakers, self.skipped_events)
+        return (
+            self.docs,
+            postings,
+            self.df,
+            self.visible_count,
+            self.total_length,
+            self.near_total,
+            self.sequences,
+            self.speakers,
+            self.skipped_events,
+        )
 
     def posting(self, term: str) -> dict[str, int]:
         """The live postings of a term by document id (for tests and comparisons, not queries)."""
         pairs = self.postings.get(term, array("I"))
         return {
-            doc.doc_id: weight for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
+            doc.doc_id: weight
+            for num, weight in zip(pairs[::2], pairs[1::2], strict=True)
             if self.lengths[num] and (doc := self.by_num[num]) is not None
         }
 
@@ -259,9 +286,10 @@ class SearchIndex:
         count = self.visible_count
         lists = []  # (the most a term can add to a score, its postings, the lengths it is normalised by, per length)
         for term in dict.fromkeys(terms):
-            for name, weight, lengths, total in ((term, 1.0, self.lengths, self.total_length),
-                                                  (NEAR + term, ranking.NEAR_WEIGHT, self.near_lengths,
-                                                   self.near_total)):
+            for name, weight, lengths, total in (
+                (term, 1.0, self.lengths, self.total_length),
+                (NEAR + term, ranking.NEAR_WEIGHT, self.near_lengths, self.near_total),
+            ):
                 pairs = self.postings.get(name)
                 if pairs and (near or weight == 1.0):
                     idf = ranking.idf(self.df[name], count)
@@ -314,8 +342,14 @@ class SearchIndex:
             pool *= 4
 
     def pool(
-        self, terms: list[str], size: int, kinds: Collection[str], project: str | None, near: bool,
-        speakers: Sequence[str] = (), spans: Sequence[tuple[int, int]] = (),
+        self,
+        terms: list[str],
+        size: int,
+        kinds: Collection[str],
+        project: str | None,
+        near: bool,
+        speakers: Sequence[str] = (),
+        spans: Sequence[tuple[int, int]] = (),
     ) -> list[ranking.Candidate]:
         """The `size` best raw scores as the ranking's candidates, with the filters of `DiskIndex.pool`."""
 
@@ -344,6 +378,13 @@ class SearchIndex:
 def candidate(doc: Doc, raw: float) -> ranking.Candidate:
     hashed = ranking.stable_hash
     return ranking.Candidate(
-        raw, hashed(doc.doc_id), doc.at_ms, doc.latest_ms, doc.expires_ms or 0,
-        hashed(doc.group) if doc.group else 0, hashed(doc.speaker) if doc.speaker else 0, doc.timely, doc,
+        raw,
+        hashed(doc.doc_id),
+        doc.at_ms,
+        doc.latest_ms,
+        doc.expires_ms or 0,
+        hashed(doc.group) if doc.group else 0,
+        hashed(doc.speaker) if doc.speaker else 0,
+        doc.timely,
+        doc,
     )

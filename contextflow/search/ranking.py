@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from contextflow.errors import InputError
+from contextflow.core.errors import InputError
 from contextflow.search import when
 from contextflow.search.tokens import word_terms
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 
-from contextflow.events import BadLine, Event, OrderKey, decode
+from contextflow.core.events import BadLine, Event, OrderKey, decode
 from contextflow.search.disk import DiskIndex, Row, decode_doc, row
 from contextflow.search.docs import Doc, Put, admits, join, merge, put_new
 from contextflow.search.view import extract
@@ -153,8 +153,10 @@ class SearchSink:
         found.update(((f"\0{n}", ((stamp, "", 0), None)) for n, stamp in enumerate(elsewhere)))  # places only
         ordered = sorted(found.items(), key=lambda item: (item[1][0], item[0]))
         ids = [doc_id for doc_id, _ in ordered]
-        owns = [None if entry is None else entry.own if isinstance(entry, Row) else entry.own_terms()
-                for _, (_, entry) in ordered]
+        owns = [
+            None if entry is None else entry.own if isinstance(entry, Row) else entry.own_terms()
+            for _, (_, entry) in ordered
+        ]
         last = len(ordered) - 1
         rewrites = []
         for n, (doc_id, (_, entry)) in enumerate(ordered):
@@ -220,4 +222,3 @@ class SearchSink:
 
     def count(self) -> int:
         return self.index.count()
-

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextflow.events import Event, OrderKey
+from contextflow.core.events import Event, OrderKey
 from contextflow.search.extractors import EXTRACTORS
 from contextflow.search.index import ZERO, Delete, Op, Patch, Put, SearchIndex
 from contextflow.search.ranking import weight_scale

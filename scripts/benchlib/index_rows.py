@@ -24,12 +24,19 @@ from typing import Any
 from benchlib.mcp_timing import Call, server_command, stdio_client, time_calls
 from benchlib.procs import child_pids, cold_start, vm_hwm_kb
 
-QUERIES = ("token refresh websocket", "flaky test fixture ordering", "terraform module review",
-           "gradient checkpointing GPU", "search endpoint latency index")
-BUILD = ("import resource, sys, time\nfrom contextflow.app import App\nfrom contextflow import derived\n"
-         "app = App.open(); t = time.perf_counter(); n = derived.search_for(app.store).update(rebuild=True)\n"
-         "own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
-         "print(n, time.perf_counter() - t, own.ru_maxrss // 1024, workers.ru_maxrss // 1024)")
+QUERIES = (
+    "token refresh websocket",
+    "flaky test fixture ordering",
+    "terraform module review",
+    "gradient checkpointing GPU",
+    "search endpoint latency index",
+)
+BUILD = (
+    "import resource, sys, time\nfrom contextflow.app import App\nfrom contextflow.search import derived\n"
+    "app = App.open(); t = time.perf_counter(); n = derived.search_for(app.store).update(rebuild=True)\n"
+    "own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+    "print(n, time.perf_counter() - t, own.ru_maxrss // 1024, workers.ru_maxrss // 1024)"
+)
 
 
 def p50(values: list[float]) -> float:
@@ -61,8 +68,11 @@ async def warm_calls(env: dict[str, str], reps: int) -> dict[str, float]:
         found["peak"] = max((vm_hwm_kb(pid) for pid in pids), default=0) // 1024  # searches only
         note = {"agent": "bench", "text": "bench append about the websocket", "project": "shared"}
         appends = await time_calls([Call("append", cf, "append_shared_note", note), noop], reps * 2, warmup=2)
-        found |= {"append50": p50(appends["append"]), "append95": p95(appends["append"]),
-                  "floor95": p95(appends["floor"])}
+        found |= {
+            "append50": p50(appends["append"]),
+            "append95": p95(appends["append"]),
+            "floor95": p95(appends["floor"]),
+        }
         after = await time_calls([Call("append", cf, "append_shared_note", note), calls[0], noop], reps, warmup=1)
         found["after_append"] = p50(after["q0"])
         found["peak_all"] = max((vm_hwm_kb(pid) for pid in pids), default=0) // 1024
@@ -83,13 +93,17 @@ def batch_rate(env: dict[str, str], items: int = 10_000) -> tuple[float, float]:
     lines = "".join(f'{{"text": "batch note {n} about websocket retries", "project": "web"}}\n' for n in range(items))
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "contextflow", "note", "--stdin", "--agent", "bench"], input=lines,
-                   env=env, capture_output=True, text=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "contextflow", "note", "--stdin", "--agent", "bench"],
+        input=lines,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     wall = time.perf_counter() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return items / wall, items / (after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime)
-
-
 
 
 @dataclass(frozen=True)
@@ -107,44 +121,87 @@ def size_rows(size: int, env: dict[str, str], log: Path, reps: int, servers: int
     if built is not None:
         events, seconds, peak, worker = built
         total = peak + 2 * worker
-        rows.append(Row(f"{size:,}: index build", f"{seconds:.1f} s, peak {peak} MB + {worker} MB a worker, "
-                        f"{events:,} events", "<= 60 s and 2 GB at 1M" if big else "",
-                        (seconds <= 60 and total <= 2048) if big else None))
+        rows.append(
+            Row(
+                f"{size:,}: index build",
+                f"{seconds:.1f} s, peak {peak} MB + {worker} MB a worker, {events:,} events",
+                "<= 60 s and 2 GB at 1M" if big else "",
+                (seconds <= 60 and total <= 2048) if big else None,
+            )
+        )
     warm = asyncio.run(warm_calls(env, reps))
     floor = warm["floor"]
     ratio = warm["search"] / floor
-    rows.append(Row(f"{size:,}: search p50 (project filter)", f"{warm['search']:.1f} ms = {ratio:.1f}x floor "
-                    f"({floor:.2f} ms)", f"<= {10 if big else 5}x floor", ratio <= (10 if big else 5)))
-    rows.append(Row(f"{size:,}: server peak RSS after its searches", f"{warm['peak']} MB",
-                    "<= 500 MB at 1M" if big else "", warm["peak"] <= 500 if big else None))
-    rows.append(Row(f"{size:,}: search right after an append", f"{warm['after_append']:.1f} ms = "
-                    f"{warm['after_append'] / floor:.1f}x floor"))
+    rows.append(
+        Row(
+            f"{size:,}: search p50 (project filter)",
+            f"{warm['search']:.1f} ms = {ratio:.1f}x floor ({floor:.2f} ms)",
+            f"<= {10 if big else 5}x floor",
+            ratio <= (10 if big else 5),
+        )
+    )
+    rows.append(
+        Row(
+            f"{size:,}: server peak RSS after its searches",
+            f"{warm['peak']} MB",
+            "<= 500 MB at 1M" if big else "",
+            warm["peak"] <= 500 if big else None,
+        )
+    )
+    rows.append(
+        Row(
+            f"{size:,}: search right after an append",
+            f"{warm['after_append']:.1f} ms = {warm['after_append'] / floor:.1f}x floor",
+        )
+    )
     append = warm["append95"] / warm["floor95"]
-    rows.append(Row(f"{size:,}: append p50 / p95", f"{warm['append50']:.1f} / {warm['append95']:.1f} ms = "
-                    f"{append:.1f}x floor p95; server peak after appends {warm['peak_all']} MB", "p95 <= 3x floor",
-                    append <= 3))
+    rows.append(
+        Row(
+            f"{size:,}: append p50 / p95",
+            f"{warm['append50']:.1f} / {warm['append95']:.1f} ms = "
+            f"{append:.1f}x floor p95; server peak after appends {warm['peak_all']} MB",
+            "p95 <= 3x floor",
+            append <= 3,
+        )
+    )
     if not servers:
         return rows
     ask = {"query": QUERIES[0], "project": "shared"}
     first, rss = together(env, servers, False, "get_context", ask, log)
     first_floor, rss_floor = together(env, servers, True, "noop", {}, log)
     time_ratio, rss_ratio = first / first_floor, rss / max(rss_floor, 1)
-    rows.append(Row(f"{size:,}: {servers} servers, first search", f"{first:.2f} s = {time_ratio:.1f}x floor, "
-                    f"{rss} MB = {rss_ratio:.1f}x floor", "<= 3x floor, time and RSS",
-                    time_ratio <= 3 and rss_ratio <= 3))
+    rows.append(
+        Row(
+            f"{size:,}: {servers} servers, first search",
+            f"{first:.2f} s = {time_ratio:.1f}x floor, {rss} MB = {rss_ratio:.1f}x floor",
+            "<= 3x floor, time and RSS",
+            time_ratio <= 3 and rss_ratio <= 3,
+        )
+    )
     if fresh:
         shutil.rmtree(Path(env["CONTEXTFLOW_STATE"]), ignore_errors=True)  # a fresh machine: no derived state
         first_read, _ = together(env, servers, False, "read_shared_context", {"limit": 5}, log)
         shutil.rmtree(Path(env["CONTEXTFLOW_STATE"]), ignore_errors=True)
         fresh_search, fresh_rss = together(env, servers, False, "get_context", ask, log)
         read_ratio, search_ratio = first_read / first_floor, fresh_search / first_floor
-        rows.append(Row(f"{size:,}: fresh machine, {servers} servers", f"first read {first_read:.2f} s = "
-                        f"{read_ratio:.1f}x, first search {fresh_search:.2f} s = {search_ratio:.1f}x floor, "
-                        f"{fresh_rss} MB summed", "read <= 5x, search <= 10x", read_ratio <= 5 and search_ratio <= 10))
+        rows.append(
+            Row(
+                f"{size:,}: fresh machine, {servers} servers",
+                f"first read {first_read:.2f} s = "
+                f"{read_ratio:.1f}x, first search {fresh_search:.2f} s = {search_ratio:.1f}x floor, "
+                f"{fresh_rss} MB summed",
+                "read <= 5x, search <= 10x",
+                read_ratio <= 5 and search_ratio <= 10,
+            )
+        )
     return rows
 
 
 def batch_row(env: dict[str, str], items: int = 10_000) -> Row:
     rate, cpu_rate = batch_rate(env, items)
-    return Row("note --stdin", f"{rate:,.0f} items/s wall, {cpu_rate:,.0f} per CPU second ({items:,} items, "
-               "one process, start-up included)", ">= 10,000 items/s", rate >= 10_000)
+    return Row(
+        "note --stdin",
+        f"{rate:,.0f} items/s wall, {cpu_rate:,.0f} per CPU second ({items:,} items, one process, start-up included)",
+        ">= 10,000 items/s",
+        rate >= 10_000,
+    )

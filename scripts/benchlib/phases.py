@@ -20,16 +20,16 @@ from benchlib.floor_server import build_floor
 from benchlib.mcp_timing import Call, CallFailed, call_once, server_command, stdio_client, time_calls
 from benchlib.procs import ColdStart, child_pids, cold_start, vm_hwm_kb
 from benchlib.storegen import GeneratedStore, fast_ids
+from contextflow.adapters.server.app import ContextflowServer
+from contextflow.adapters.server.registry import groups
 from contextflow.app import App
-from contextflow.clock import HybridClock
-from contextflow.locate import Location, store_state_dir
-from contextflow.server.app import ContextflowServer
-from contextflow.server.registry import groups
-from contextflow.store import Store
+from contextflow.core.clock import HybridClock
+from contextflow.core.locate import Location, store_state_dir
+from contextflow.core.store import Store
 
 # Checked once, at import: another part of the product may not exist yet.
-HAVE_RECORDS = importlib.util.find_spec("contextflow.records") is not None
-HAVE_TIMELINE = importlib.util.find_spec("contextflow.timeline") is not None
+HAVE_RECORDS = importlib.util.find_spec("contextflow.records.core") is not None
+HAVE_TIMELINE = importlib.util.find_spec("contextflow.timeline.core") is not None
 EXTRA_TOOLS = ("context_get", "context_list", "timeline_where_am_i")
 PROJECT = "shared"
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -81,8 +81,12 @@ def snapshot_path(root: Path) -> Path:
 
 def tool_calls(client: Client, session: str) -> list[Call]:
     return [
-        Call("append_shared_note", client, "append_shared_note",
-             {"agent": "bench", "text": NOTE, "project": PROJECT, "session_id": session, "task": "benchmark"}),
+        Call(
+            "append_shared_note",
+            client,
+            "append_shared_note",
+            {"agent": "bench", "text": NOTE, "project": PROJECT, "session_id": session, "task": "benchmark"},
+        ),
         Call("read_shared_context", client, "read_shared_context", {"project": PROJECT}),
         Call("list_sessions", client, "list_sessions", {"project": PROJECT}),
         Call("resume_session", client, "resume_session", {"project": PROJECT, "session_id": session}),
@@ -92,8 +96,10 @@ def tool_calls(client: Client, session: str) -> list[Call]:
 def extra_calls(client: Client) -> list[Call]:
     calls = []
     if HAVE_RECORDS:
-        calls += [Call("context_get", client, "context_get", {"key": "fact:bench-7"}),
-                  Call("context_list", client, "context_list", {})]
+        calls += [
+            Call("context_get", client, "context_get", {"key": "fact:bench-7"}),
+            Call("context_list", client, "context_list", {}),
+        ]
     if HAVE_TIMELINE:
         calls.append(Call("timeline_where_am_i", client, "timeline_where_am_i", {}))
     return calls
@@ -106,21 +112,43 @@ async def populate_extras(client: Client, settings: Settings) -> str:
         if HAVE_RECORDS:
             categories = ("project", "pr", "machine", "waiting", "fact")
             for n in range(settings.records):
-                await call_once(Call("set", client, "context_set", {
-                    "key": f"fact:bench-{n}" if n < 60 else f"{categories[n % 5]}:bench-{n}",
-                    "value": {"status": "waiting", "n": n, "note": NOTE[:80]},
-                    "category": categories[n % 5], "label": f"Bench record {n}", "pinned": n % 25 == 0}))
+                await call_once(
+                    Call(
+                        "set",
+                        client,
+                        "context_set",
+                        {
+                            "key": f"fact:bench-{n}" if n < 60 else f"{categories[n % 5]}:bench-{n}",
+                            "value": {"status": "waiting", "n": n, "note": NOTE[:80]},
+                            "category": categories[n % 5],
+                            "label": f"Bench record {n}",
+                            "pinned": n % 25 == 0,
+                        },
+                    )
+                )
     except CallFailed as exc:
         problems.append(f"records: {exc}")
     try:
         if HAVE_TIMELINE:
             for t in range(settings.threads):
-                _, made = await call_once(Call("thread", client, "timeline_create_thread",
-                                               {"name": f"bench thread {t}", "description": NOTE[:80]}))
+                _, made = await call_once(
+                    Call(
+                        "thread",
+                        client,
+                        "timeline_create_thread",
+                        {"name": f"bench thread {t}", "description": NOTE[:80]},
+                    )
+                )
                 thread_id = (made.structured_content or {}).get("id")
                 for n in range(settings.threads):
-                    await call_once(Call("thought", client, "timeline_add_thought",
-                                         {"thread_id": thread_id, "content": f"{NOTE[:60]} {n}"}))
+                    await call_once(
+                        Call(
+                            "thought",
+                            client,
+                            "timeline_add_thought",
+                            {"thread_id": thread_id, "content": f"{NOTE[:60]} {n}"},
+                        )
+                    )
     except CallFailed as exc:
         problems.append(f"timeline: {exc}")
     return "; ".join(problems)
@@ -176,8 +204,15 @@ async def warm_stdio(run: SizeRun, root: Path, env: Mapping[str, str], settings:
         for rep in range(settings.ext_reps):
             for k in settings.ks:
                 if k:
-                    writer.append_many([("note", {"project": PROJECT, "agent": "ext", "session_id": "ext",
-                                                   "text": f"{NOTE} {rep}.{n}"}) for n in range(k)])
+                    writer.append_many(
+                        [
+                            (
+                                "note",
+                                {"project": PROJECT, "agent": "ext", "session_id": "ext", "text": f"{NOTE} {rep}.{n}"},
+                            )
+                            for n in range(k)
+                        ]
+                    )
                 elapsed, _ = await call_once(read)
                 run.after_append[k].append(elapsed)
             elapsed, _ = await call_once(floor_call)
@@ -241,7 +276,7 @@ async def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) ->
             result.floor.append(cold_start(server_command(True), full_env, "noop", {}, errlog))
     if settings.import_probe:
         began = time.perf_counter()
-        probe = [sys.executable, "-c", "import contextflow.server.app, contextflow.cli"]
+        probe = [sys.executable, "-c", "import contextflow.adapters.server.app, contextflow.adapters.cli"]
         subprocess.run(probe, env=full_env, check=True)
         result.import_seconds = time.perf_counter() - began
     result.open_snapshot = _timed_open(True)
@@ -271,4 +306,3 @@ async def tools_list_sizes(root: Path) -> list[tuple[str, int, int]]:
 def new_run(store: GeneratedStore) -> SizeRun:
     busiest = store.sessions.get(PROJECT) or [f"bench-{fast_ids(1)[0]}"]
     return SizeRun(store, busiest[0])
-

@@ -93,7 +93,11 @@ def _receive(process: subprocess.Popen[bytes], want_id: int, deadline: float) ->
 
 
 def cold_start(
-    command: Sequence[str], env: Mapping[str, str], tool: str, arguments: dict[str, Any], errlog: Path,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    tool: str,
+    arguments: dict[str, Any],
+    errlog: Path,
     timeout: float = 600.0,
 ) -> ColdStart:
     """Spawn a stdio server (stderr to `errlog`), time the handshake and one tools/call, then close it."""
@@ -110,8 +114,19 @@ def _probe(
 ) -> ColdStart:
     deadline = time.monotonic() + timeout
     try:
-        _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        _send(
+            process,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": HANDSHAKE_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        )
         _receive(process, 1, deadline)
         initialized = time.perf_counter() - began
         _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})

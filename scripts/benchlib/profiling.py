@@ -16,8 +16,8 @@ from mcp import Client
 from benchlib.mcp_timing import call_once
 from benchlib.phases import SizeRun, extra_calls, tool_calls
 from benchlib.report import table
+from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
-from contextflow.server.app import ContextflowServer
 
 CALLS = 100
 TOP = 10
@@ -40,12 +40,16 @@ def _print_stats(profiler: cProfile.Profile) -> None:
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(tt for _, _, tt, _, _ in stats.values()) or 1.0
     by_own = sorted(stats.items(), key=lambda item: -item[1][2])[:TOP]
-    table(("function (own time)", "calls", "own %", "cum %"),
-          [(_name(f), nc, f"{tt / total:.1%}", f"{ct / total:.1%}") for f, (_, nc, tt, ct, _) in by_own])
+    table(
+        ("function (own time)", "calls", "own %", "cum %"),
+        [(_name(f), nc, f"{tt / total:.1%}", f"{ct / total:.1%}") for f, (_, nc, tt, ct, _) in by_own],
+    )
     ours = [(f, s) for f, s in stats.items() if f[0].startswith(ROOT + "contextflow/")]
     by_cum = sorted(ours, key=lambda item: -item[1][3])[:TOP]
-    table(("contextflow function (cumulative)", "calls", "cum %", "own %"),
-          [(_name(f), nc, f"{ct / total:.1%}", f"{tt / total:.1%}") for f, (_, nc, tt, ct, _) in by_cum])
+    table(
+        ("contextflow function (cumulative)", "calls", "cum %", "own %"),
+        [(_name(f), nc, f"{ct / total:.1%}", f"{tt / total:.1%}") for f, (_, nc, tt, ct, _) in by_cum],
+    )
 
 
 async def profile_tools(run: SizeRun) -> None:
@@ -64,8 +68,10 @@ async def profile_tools(run: SizeRun) -> None:
                     await call_once(call)
                 profiler.disable()
                 seconds = sum(s[2] for s in pstats.Stats(profiler).stats.values())  # type: ignore[attr-defined]
-                print(f"  {call.tool}: {seconds / CALLS * 1000:.2f} ms per call under the profiler "
-                      f"(client and server in one process)")
+                print(
+                    f"  {call.tool}: {seconds / CALLS * 1000:.2f} ms per call under the profiler "
+                    f"(client and server in one process)"
+                )
                 _print_stats(profiler)
     finally:
         app.close()

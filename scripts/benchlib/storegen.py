@@ -2,7 +2,7 @@
 
 A store of N events spreads notes and handoffs over ~200 sessions in several projects,
 written by three writers (machines) over 60 days, with the default project `shared`
-holding the largest share. Lines go through `contextflow.events.encode`, so they are
+holding the largest share. Lines go through `contextflow.core.events.encode`, so they are
 exactly what the server itself would write; only the slow per-event lock is skipped.
 """
 
@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextflow.clock import COUNTER_BITS
-from contextflow.events import Event, encode
-from contextflow.ids import ALPHABET
-from contextflow.log import log_path
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.events import Event, encode
+from contextflow.core.ids import ALPHABET
+from contextflow.core.log import log_path
 
 PROJECTS = (("shared", 40), ("webapp", 20), ("infra", 15), ("ml-pipeline", 15), ("docs", 10))
 WRITERS = (("laptop-3f9a1c", 50), ("desktop-8b27e0", 35), ("buildbox-51d4aa", 15))
@@ -42,7 +42,7 @@ _B32 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
 
 
 def fast_ids(count: int) -> list[str]:
-    """`count` ids shaped like contextflow.ids.new_id (16 Crockford base32 chars), made in bulk."""
+    """`count` ids shaped like contextflow.core.ids.new_id (16 Crockford base32 chars), made in bulk."""
     raw = os.urandom(10 * count)
     return [base64.b32encode(raw[i : i + 10]).translate(_B32).decode() for i in range(0, 10 * count, 10)]
 
@@ -77,8 +77,15 @@ def _plan_sessions(rng: random.Random, now_ms: int) -> list[SessionPlan]:
         session_id = f"{kind}/{_words(rng, 2, 3).replace(' ', '-').strip('.,;:')[:40]}-{n}"
         tasks = tuple(_words(rng, 3, 8).capitalize() for _ in range(rng.randint(1, 3)))
         plans.append(
-            SessionPlan(session_id, project, rng.choices(writers, writer_shares)[0], start,
-                        min(start + length, now_ms - 1000), tasks, 1.0 / (1 + n % 50))
+            SessionPlan(
+                session_id,
+                project,
+                rng.choices(writers, writer_shares)[0],
+                start,
+                min(start + length, now_ms - 1000),
+                tasks,
+                1.0 / (1 + n % 50),
+            )
         )
     return plans
 

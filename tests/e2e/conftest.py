@@ -69,6 +69,8 @@ CLIENTS = {
     "claude": NodeClient("@anthropic-ai/claude-code", "2.1.330", "claude"),
     "gemini": NodeClient("@google/gemini-cli", "0.61.0", "gemini"),
     "codex": NodeClient("@openai/codex", "0.169.0", "codex"),
+    # not a client: the reference memory server, whose memory.json contextflow imports and exports
+    "server-memory": NodeClient("@modelcontextprotocol/server-memory", "2026.8.31", "mcp-server-memory"),
 }
 
 
@@ -92,8 +94,14 @@ def run_bounded(
     """
     shown = " ".join(map(str, args))
     with subprocess.Popen(
-        [str(arg) for arg in args], env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [str(arg) for arg in args],
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     ) as process:
         try:
             out, err = process.communicate(timeout=timeout)
@@ -168,7 +176,7 @@ def doc_snippets(heading: str, language: str) -> list[str]:
     text = CLIENT_DOCS.read_text(encoding="utf-8")
     start = text.index(f"\n## {heading}\n")
     end = text.find("\n## ", start + 1)
-    section = text[start:end if end != -1 else None]
+    section = text[start : end if end != -1 else None]
     blocks = section.split("```")
     return [block.split("\n", 1)[1] for block in blocks[1::2] if block.split("\n", 1)[0].strip() == language]
 
@@ -177,8 +185,12 @@ def doc_snippets(heading: str, language: str) -> list[str]:
 
 
 def _npm_env() -> dict[str, str]:
-    return {**_START_ENV, "npm_config_update_notifier": "false", "npm_config_fund": "false",
-            "npm_config_audit": "false"}
+    return {
+        **_START_ENV,
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+    }
 
 
 @cache
@@ -189,8 +201,12 @@ def _registry_problem() -> str | None:
         return "npm is not installed, so the npm registry cannot be reached"
     try:
         pinged = subprocess.run(
-            [npm, "ping", "--fetch-retries=0"], env=_npm_env(), capture_output=True, text=True,
-            timeout=PING_TIMEOUT, check=False,
+            [npm, "ping", "--fetch-retries=0"],
+            env=_npm_env(),
+            capture_output=True,
+            text=True,
+            timeout=PING_TIMEOUT,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return f"npm registry unreachable: `npm ping` gave no answer within {PING_TIMEOUT:.0f}s"
@@ -218,12 +234,19 @@ def install_client(client: NodeClient) -> Path:
     if problem:
         pytest.skip(f"{problem}; cannot install {client.spec}")
     folder.mkdir(parents=True, exist_ok=True)
-    manifest = {"name": f"contextflow-e2e-{client.bin}", "private": True,
-                "dependencies": {client.package: client.version}}
+    manifest = {
+        "name": f"contextflow-e2e-{client.bin}",
+        "private": True,
+        "dependencies": {client.package: client.version},
+    }
     (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
     npm = shutil.which("npm", path=_START_ENV.get("PATH")) or "npm"
-    result = run_bounded([npm, "install", "--no-audit", "--no-fund", "--no-package-lock"], env=_npm_env(),
-                         timeout=INSTALL_TIMEOUT, cwd=folder)
+    result = run_bounded(
+        [npm, "install", "--no-audit", "--no-fund", "--no-package-lock"],
+        env=_npm_env(),
+        timeout=INSTALL_TIMEOUT,
+        cwd=folder,
+    )
     if result.returncode != 0 or not executable.exists():
         pytest.fail(f"installing {client.spec} failed (the registry answered npm ping)\n{describe(result)}")
     return executable

@@ -4,6 +4,10 @@ on 127.0.0.1 and starts `contextflow serve` itself; every client on the machine 
 The scenario: session 1 stores a note and a handoff through MCP tool calls (and, in Claude Code,
 a `<ctx:remember>` that the Stop hook captures); session 2, in the same or another client, calls
 `resume_session` and `get_context` and must be shown what session 1 stored.
+
+The capture scenario (`work_script`, `live_client(..., capture=True)`): the model uses only the
+client's own write and shell tools in a git repository, and the hooks `contextflow install` wrote
+capture it and hand it to the next session.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import (
     OFFLINE_CLIENT_ENV,
@@ -40,16 +46,64 @@ SESSION_TIMEOUT = 180.0
 def store_script(agent: str) -> Script:
     """Session 1: a note, a handoff, and a final answer carrying a `<ctx:remember>` (FACT); the
     message with the handoff call carries another one (DECISION) before the call."""
-    before_handoff = (f'Handing off. <ctx:remember type="decision" tags="project:{PROJECT},tier:reference">'
-                      f"{DECISION}</ctx:remember>")
+    before_handoff = (
+        f'Handing off. <ctx:remember type="decision" tags="project:{PROJECT},tier:reference">{DECISION}</ctx:remember>'
+    )
     return Script(
         (
             ToolCall("append_shared_note", {"agent": agent, "text": NOTE, "project": PROJECT, "session_id": SESSION}),
-            ToolCall("write_shared_handoff", {"agent": agent, "summary": HANDOFF, "next_steps": [NEXT_STEP],
-                                              "project": PROJECT, "session_id": SESSION}, before_handoff),
+            ToolCall(
+                "write_shared_handoff",
+                {
+                    "agent": agent,
+                    "summary": HANDOFF,
+                    "next_steps": [NEXT_STEP],
+                    "project": PROJECT,
+                    "session_id": SESSION,
+                },
+                before_handoff,
+            ),
         ),
         f'Saved. <ctx:remember type="fact" tags="project:{PROJECT},tier:reference">{FACT}</ctx:remember>',
     )
+
+
+# -- capture: a session that uses only the client's own tools ---------------------------------
+
+CALC = "def add(a, b):\n    return int(a) + int(b)\n"
+FAILING_COMMAND = "python3 -c 'import sys; sys.exit(3)'"  # exit 3
+PASSING_COMMAND = "python3 -c 'import calc; print(calc.add(\"2\", 3))'"  # prints 5, exit 0: calc.py was written
+SECRET_TOKEN = "sk-test-AAAABBBBCCCCDDDD1234EEEE"
+SECRET_COMMAND = f'curl -s -m 2 -H "Authorization: Bearer {SECRET_TOKEN}" http://127.0.0.1:9/ || echo unreachable'
+WORK_DECISION = "I decided to coerce inputs with int()"
+WORK_FINAL = f"{WORK_DECISION}: calc.add now returns int(a) + int(b). Next step: add a CLI entry point."
+
+
+def work_script(agent: str, repository: Path) -> Script:
+    """A session that never calls a contextflow tool and writes no `<ctx:...>` directive: the
+    model writes `calc.py` with the client's own write tool, runs a command that exits 3, one that
+    succeeds and one with a bearer token in it, and ends by stating a decision."""
+    commands = (FAILING_COMMAND, PASSING_COMMAND, SECRET_COMMAND)
+    calc = str(repository / "calc.py")
+    calls: tuple[ToolCall, ...]
+    if agent == "claude":
+        calls = (
+            ToolCall("Write", {"file_path": calc, "content": CALC}),
+            *(ToolCall("Bash", {"command": command, "description": "Run it"}) for command in commands),
+        )
+    elif agent == "gemini":
+        calls = (
+            ToolCall("write_file", {"file_path": calc, "content": CALC}),
+            *(ToolCall("run_shell_command", {"command": command, "description": "Run it"}) for command in commands),
+        )
+    else:  # Codex writes files with its freeform apply_patch tool, and runs commands with exec_command
+        lines = "".join(f"+{line}\n" for line in CALC.splitlines())
+        patch = f"*** Begin Patch\n*** Add File: calc.py\n{lines}*** End Patch\n"
+        calls = (
+            ToolCall("apply_patch", freeform=patch),
+            *(ToolCall("exec_command", {"cmd": command}) for command in commands),
+        )
+    return Script(calls, WORK_FINAL)
 
 
 RESUME_SCRIPT = Script(
@@ -75,27 +129,63 @@ class Place:
     def work(self) -> Path:
         return self.root / "work"
 
-    def store_env(self) -> dict[str, str]:
-        return {"CONTEXTFLOW_STORE": str(self.root / "store"), "CONTEXTFLOW_STATE": str(self.root / "state"),
-                "CONTEXTFLOW_WRITER": WRITER, "MCP_SHARED_CONTEXT_PROJECT": PROJECT}
+    @property
+    def store(self) -> Path:
+        return self.root / "store"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    def machine_env(self) -> dict[str, str]:
+        """The store settings `contextflow install` writes into a client: store, state and writer."""
+        return {
+            "CONTEXTFLOW_STORE": str(self.store),
+            "CONTEXTFLOW_STATE": str(self.state),
+            "CONTEXTFLOW_WRITER": WRITER,
+        }
+
+    def store_env(self, project: str | None = PROJECT) -> dict[str, str]:
+        """The machine's store settings and, unless `project` is None (it follows the repository), the project."""
+        return self.machine_env() | ({"MCP_SHARED_CONTEXT_PROJECT": project} if project else {})
+
+    def repository(self, name: str, remote: str) -> Path:
+        """A new git repository `name` beside `work`, whose `origin` is `remote` (its project: owner/name)."""
+        folder = self.root / name
+        folder.mkdir()
+        for args in (["init", "-q"], ["remote", "add", "origin", remote]):
+            done = run_bounded(["git", *args], env=self.base_env(), cwd=folder, timeout=60)
+            assert done.returncode == 0, describe(done)
+        return folder
 
     def base_env(self, **extra: str) -> dict[str, str]:
         """A client's environment: this HOME, no store variables, offline, loopback never proxied,
         and none of the developer's client settings (keys, base URLs, config folders)."""
         home = self.home
-        env = with_on_path(_without_client_settings(client_env(
-            HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
-            XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CACHE_HOME=str(home / ".cache"),
-            NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost",
-        )) | extra, contextflow_command().parent)
+        env = with_on_path(
+            _without_client_settings(
+                client_env(
+                    HOME=str(home),
+                    XDG_CONFIG_HOME=str(home / ".config"),
+                    XDG_DATA_HOME=str(home / ".local" / "share"),
+                    XDG_STATE_HOME=str(home / ".local" / "state"),
+                    XDG_CACHE_HOME=str(home / ".cache"),
+                    NO_PROXY="127.0.0.1,localhost",
+                    no_proxy="127.0.0.1,localhost",
+                )
+            )
+            | extra,
+            contextflow_command().parent,
+        )
         for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             env.pop(key, None)
         return env
 
     def contextflow(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The contextflow CLI on this store, as a user on this machine would run it."""
-        result = run_bounded([contextflow_command(), *args], env={**self.base_env(), **self.store_env()},
-                             cwd=self.work, timeout=60)
+        result = run_bounded(
+            [contextflow_command(), *args], env={**self.base_env(), **self.store_env()}, cwd=self.work, timeout=60
+        )
         assert result.returncode == 0, describe(result)
         return result
 
@@ -114,8 +204,9 @@ _CLIENT_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "GEMINI_", "GOOGLE_", "OPENAI_", "C
 def _without_client_settings(env: dict[str, str]) -> dict[str, str]:
     """`env` without the variables that point a client at a real account or config folder
     (CLAUDE_CONFIG_DIR, OPENAI_BASE_URL, ...), keeping the offline switches."""
-    return {key: value for key, value in env.items()
-            if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV}
+    return {
+        key: value for key, value in env.items() if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV
+    }
 
 
 def make_place(root: Path) -> Place:
@@ -142,10 +233,16 @@ class Seen:
         """The one result of `tool` the model was shown; fails clearly when there is not one."""
         shown = self.results.get(tool, [])
         if len(shown) != 1:
-            offered = [str(t.get("name") or t.get("type")) for r in self.requests for t in r.body.get("tools") or []
-                       if isinstance(t, dict)]
-            raise AssertionError(f"the model was shown {len(shown)} results of {tool}, not one; "
-                                 f"tools offered: {sorted(set(offered))}\n{self.output[-2000:]}")
+            offered = [
+                str(t.get("name") or t.get("type"))
+                for r in self.requests
+                for t in r.body.get("tools") or []
+                if isinstance(t, dict)
+            ]
+            raise AssertionError(
+                f"the model was shown {len(shown)} results of {tool}, not one; "
+                f"tools offered: {sorted(set(offered))}\n{self.output[-2000:]}"
+            )
         return shown[0]
 
 
@@ -159,94 +256,191 @@ class LiveClient:
     env: dict[str, str]
     command: Callable[[str], Sequence[str | Path]]
 
-    def session(self, prompt: str, script: Script) -> Seen:
-        """One non-interactive session, bounded in time; it must end well and reach no other host."""
+    def session(self, prompt: str, script: Script, cwd: Path | None = None) -> Seen:
+        """One non-interactive session in `cwd` (default: the place's work folder), bounded in
+        time; it must end well and reach no other host."""
         self.mock.script = script
         self.mock.clear()
         args = list(self.command(prompt))
         trace_file = self.place.root / f"{self.name}-network.trace"
         traced = traced_network(args, trace_file)
-        result = run_bounded(traced or args, env=self.env, cwd=self.place.work, timeout=SESSION_TIMEOUT)
+        result = run_bounded(traced or args, env=self.env, cwd=cwd or self.place.work, timeout=SESSION_TIMEOUT)
         assert result.returncode == 0, describe(result)
         assert self.mock.recorded(), f"{self.name} never called the scripted model\n{describe(result)}"
         if traced:
             assert outside_connections(trace_file) == [], f"{self.name} or the server reached outside this machine"
-        return Seen(result.stdout, self.mock.recorded(),
-                    {call.tool: self.mock.tool_results(call.tool) for call in script.calls})
+        return Seen(
+            result.stdout, self.mock.recorded(), {call.tool: self.mock.tool_results(call.tool) for call in script.calls}
+        )
 
 
-def claude_code(claude_bin: Path, mock: MockModel, place: Place, *, installed: bool = True) -> LiveClient:
+def install(client: str, place: Place, env: dict[str, str]) -> None:
+    """`contextflow install CLIENT` as a user runs it: in the work folder, with `env` (the shell's
+    store settings among it)."""
+    done = run_bounded([contextflow_command(), "install", client], env=env, cwd=place.work)
+    assert done.returncode == 0, describe(done)
+
+
+def claude_code(
+    claude_bin: Path,
+    mock: MockModel,
+    place: Place,
+    *,
+    installed: bool = True,
+    project: str | None = PROJECT,
+    own_tools: bool = False,
+) -> LiveClient:
     """Claude Code pointed at the mock. With `installed` it is set up as docs/clients.md's short
     way says: the store settings exported in the shell, then `contextflow install claude-code`
-    (server, three hooks, skill), which writes them into the server entry and every hook
-    command. Claude Code itself then runs with no CONTEXTFLOW_* variable (only the project key),
-    so the store reaches the server and the hooks through what install wrote or not at all.
-    Without `installed`, the test sets Claude Code up itself.
+    (server, hooks, skill), which writes them into the server entry and every hook
+    command. Claude Code itself then runs with no CONTEXTFLOW_* variable (only `project`, unless
+    None: then the project follows the repository), so the store reaches the server and the hooks
+    through what install wrote or not at all. Without `installed`, the test sets Claude Code up
+    itself. `own_tools`: its Write and Bash tools run without asking.
     """
     # MCP_TIMEOUT: on a loaded machine the server may take seconds to answer `initialize`.
-    env = place.base_env(ANTHROPIC_BASE_URL=mock.url, ANTHROPIC_API_KEY="sk-ant-e2e-dummy", MCP_TIMEOUT="60000",
-                         MCP_SHARED_CONTEXT_PROJECT=PROJECT)
+    env = place.base_env(
+        ANTHROPIC_BASE_URL=mock.url,
+        ANTHROPIC_API_KEY="sk-ant-e2e-dummy",
+        MCP_TIMEOUT="60000",
+        **({"MCP_SHARED_CONTEXT_PROJECT": project} if project else {}),
+    )
     if installed:
-        done = run_bounded([contextflow_command(), "install", "claude-code"],
-                           env={**place.base_env(), **place.store_env()}, cwd=place.work)
-        assert done.returncode == 0, describe(done)
-    return LiveClient("claude", place, mock, env, lambda prompt: [
-        claude_bin, "-p", prompt, "--output-format", "json", "--model", "claude-sonnet-4-5",
-        "--allowedTools", "mcp__contextflow",
-    ])
+        install("claude-code", place, {**place.base_env(), **place.machine_env()})
+    allowed = "mcp__contextflow Write Bash" if own_tools else "mcp__contextflow"
+    return LiveClient(
+        "claude",
+        place,
+        mock,
+        env,
+        lambda prompt: [
+            claude_bin,
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--model",
+            "claude-sonnet-4-5",
+            "--allowedTools",
+            allowed,
+        ],
+    )
 
 
-def gemini_cli(gemini_bin: Path, mock: MockModel, place: Place) -> LiveClient:
-    """Gemini CLI with an API key (dummy) and the base URL of the mock, usage statistics off."""
-    settings = {
+def gemini_cli(
+    gemini_bin: Path,
+    mock: MockModel,
+    place: Place,
+    *,
+    installed: bool = False,
+    project: str | None = PROJECT,
+    own_tools: bool = False,
+) -> LiveClient:
+    """Gemini CLI with an API key (dummy) and the base URL of the mock, usage statistics off.
+    The test writes the server entry (with the store settings and `project`), or with
+    `installed` `contextflow install gemini` writes it and the hooks. `own_tools`: its write and
+    shell tools run without asking (`--approval-mode yolo`)."""
+    settings: dict[str, object] = {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "mcpServers": {"contextflow": {"command": "contextflow", "args": ["serve"], "env": place.store_env(),
-                                       "trust": True}},
     }
+    if not installed:
+        entry = {"command": "contextflow", "args": ["serve"], "env": place.store_env(project), "trust": True}
+        settings["mcpServers"] = {"contextflow": entry}
     path = place.home / ".gemini" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(settings, indent=2))
-    env = place.base_env(GOOGLE_GEMINI_BASE_URL=mock.url, GEMINI_API_KEY="gemini-e2e-dummy")
-    return LiveClient("gemini", place, mock, env, lambda prompt: [
-        gemini_bin, "-p", prompt, "--output-format", "json", "-m", "gemini-2.5-flash",
-    ])
+    env = place.base_env(
+        GOOGLE_GEMINI_BASE_URL=mock.url,
+        GEMINI_API_KEY="gemini-e2e-dummy",
+        **({"MCP_SHARED_CONTEXT_PROJECT": project} if project and installed else {}),
+    )
+    if installed:
+        install("gemini", place, {**place.base_env(), **place.machine_env()})
+    approval = ["--approval-mode", "yolo"] if own_tools else []
+    return LiveClient(
+        "gemini",
+        place,
+        mock,
+        env,
+        lambda prompt: [gemini_bin, "-p", prompt, "--output-format", "json", "-m", "gemini-2.5-flash", *approval],
+    )
 
 
-def codex_cli(codex_bin: Path, mock: MockModel, place: Place, *, installed: bool = False) -> LiveClient:
+def codex_cli(
+    codex_bin: Path,
+    mock: MockModel,
+    place: Place,
+    *,
+    installed: bool = False,
+    project: str | None = PROJECT,
+    own_tools: bool = False,
+    trust_hooks: bool = False,
+) -> LiveClient:
     """Codex with a custom Responses-API provider at the mock. `required = true` makes Codex wait
     for the server before the first turn (else its first `tool_search` can come back empty).
     Without the update check, analytics, plugins and apps turned off, Codex looks up
     api.github.com, chatgpt.com and ab.chatgpt.com.
 
-    The server entry carries the store settings; with `installed`, `contextflow install codex`
-    writes the entry instead, and the store settings are exported in Codex's environment.
+    The server entry carries the store settings (and `project`); with `installed`, `contextflow
+    install codex` writes the entry and the hooks instead, and the store settings are exported in
+    Codex's environment. Codex runs hooks only once trusted: `trust_hooks` runs them with
+    `--dangerously-bypass-hook-trust` (a user trusts them once with /hooks). `own_tools`: no
+    sandbox, so its apply_patch and shell commands can write the repository.
     """
-    store = "".join(f"{key} = {json.dumps(value)}\n" for key, value in place.store_env().items())
+    sandbox = "danger-full-access" if own_tools else "read-only"
     config = (
-        'model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "read-only"\n'
+        f'model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "{sandbox}"\n'
         "check_for_update_on_startup = false\n\n"
         "[analytics]\nenabled = false\n\n[features]\nplugins = false\napps = false\n\n"
         f'[model_providers.mock]\nname = "mock"\nbase_url = "{mock.url}/v1"\nwire_api = "responses"\n'
         'env_key = "CODEX_E2E_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n'
     )
     if not installed:
-        config += ('[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
-                   f"[mcp_servers.contextflow.env]\n{store}")
+        store = "".join(f"{key} = {json.dumps(value)}\n" for key, value in place.store_env(project).items())
+        config += (
+            '[mcp_servers.contextflow]\ncommand = "contextflow"\nargs = ["serve"]\nrequired = true\n\n'
+            f"[mcp_servers.contextflow.env]\n{store}"
+        )
     path = place.home / ".codex" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(config)
     env = place.base_env(CODEX_E2E_KEY="codex-e2e-dummy", CODEX_HOME=str(path.parent))
     if installed:
-        env.update(place.store_env())
-        done = run_bounded([contextflow_command(), "install", "codex"], env=env, cwd=place.work)
-        assert done.returncode == 0, describe(done)
-    wait = ["-c", "mcp_servers.contextflow.required=true"] if installed else []
-    return LiveClient("codex", place, mock, env, lambda prompt: [
-        codex_bin, "exec", *wait, "--skip-git-repo-check", "--json", prompt,
-    ])
+        env.update(place.store_env(project))
+        install("codex", place, env)
+        assert "required = true" in path.read_text(), "install codex must mark the server entry required"
+    trust = ["--dangerously-bypass-hook-trust"] if trust_hooks else []
+    return LiveClient(
+        "codex",
+        place,
+        mock,
+        env,
+        lambda prompt: [codex_bin, "exec", *trust, "--skip-git-repo-check", "--json", prompt],
+    )
+
+
+def live_client(request: pytest.FixtureRequest, agent: str, place: Place, *, capture: bool = False) -> LiveClient:
+    """The agent's client (claude, codex or gemini), installed from npm, pointed at its scripted
+    model. With `capture` it is set up the way a user sets up capture: `contextflow install`
+    writes its server entry and hooks (Codex's hooks run without the /hooks trust step), no
+    project is set (it follows the repository), and its own write and shell tools run unasked."""
+    if agent == "claude":
+        mock = request.getfixturevalue("anthropic_mock")
+        if capture:
+            return claude_code(request.getfixturevalue("claude_bin"), mock, place, project=None, own_tools=True)
+        return claude_code(request.getfixturevalue("claude_bin"), mock, place)
+    if agent == "codex":
+        codex, mock = request.getfixturevalue("codex_bin"), request.getfixturevalue("responses_mock")
+        if capture:
+            return codex_cli(codex, mock, place, installed=True, project=None, own_tools=True, trust_hooks=True)
+        return codex_cli(codex, mock, place)
+    gemini, mock = request.getfixturevalue("gemini_bin"), request.getfixturevalue("gemini_mock")
+    if capture:
+        return gemini_cli(gemini, mock, place, installed=True, project=None, own_tools=True)
+    return gemini_cli(gemini, mock, place)
 
 
 @dataclass(frozen=True)
@@ -256,18 +450,21 @@ class Loop:
     place: Place
     stored: Seen
     resumed: Seen
+    agent: str
 
 
 def run_loop(client: LiveClient, place: Place, agent: str) -> Loop:
     stored = client.session("Save where we are on the parser.", store_script(agent))
-    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT))
+    return Loop(place, stored, client.session("Where were we?", RESUME_SCRIPT), agent)
 
 
 def assert_note_and_handoff_stored(loop: Loop, agent: str) -> None:
     """The tool calls of session 1 stored a note and a handoff, and the note's id reached the model."""
     entries = loop.place.entries()
     assert [(e["kind"], e["agent"], e["session_id"]) for e in entries] == [
-        ("note", agent, SESSION), ("handoff", agent, SESSION)]
+        ("note", agent, SESSION),
+        ("handoff", agent, SESSION),
+    ]
     assert entries[0]["text"] == NOTE and entries[1]["summary"] == HANDOFF
     assert str(entries[0]["id"]) in loop.stored.result("append_shared_note"), "the note's id never reached the model"
 

@@ -28,9 +28,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ToolCall:
-    tool: str  # the bare MCP tool name
+    tool: str  # the bare tool name: an MCP tool (`resume_session`) or the client's own (`Write`, `exec_command`)
     arguments: dict[str, Any] = field(default_factory=dict)
     preface: str = ""  # text the model writes before the call, in the same message
+    freeform: str | None = None  # the input of a freeform tool (Codex's `apply_patch`), sent instead of arguments
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Call:
     name: str
     arguments: dict[str, Any]
     preface: str = ""
+    freeform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,8 +151,9 @@ class MockModel:
         """Call id -> result text for the calls of `tool` in one request body."""
         raise NotImplementedError
 
-    def next_call(self, made: list[tuple[str, str]], advertised: list[str], request_text: str,
-                  discovery: str | None = None) -> Call | None:
+    def next_call(
+        self, made: list[tuple[str, str]], advertised: list[str], request_text: str, discovery: str | None = None
+    ) -> Call | None:
         """The next call to make, or None when the final text is due.
 
         `made` holds (name, JSON arguments) of the calls already in the conversation. A tool the
@@ -163,11 +166,11 @@ class MockModel:
         step = self.script.calls[len(done)]
         name = advertised_name(step.tool, advertised)
         if name in advertised or discovery is None or discovery not in advertised:
-            return Call(name, step.arguments, step.preface)
+            return Call(name, step.arguments, step.preface, step.freeform)
         full = full_name(step.tool, request_text)
         if not any(call[0] == discovery and step.tool in call[1] for call in made):
             return Call(discovery, self.discovery_arguments(full))
-        return Call(full, step.arguments, step.preface)
+        return Call(full, step.arguments, step.preface, step.freeform)
 
     def discovery_arguments(self, name: str) -> dict[str, Any]:
         return {"query": name}
@@ -237,8 +240,11 @@ class AnthropicMock(MockModel):
         if "/v1/messages" not in path:
             return 404, "application/json", b'{"type":"error","error":{"type":"not_found_error","message":"no"}}'
         tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        made = [(str(b.get("name")), json.dumps(b.get("input"))) for b in _blocks(body.get("messages"))
-                if b.get("type") == "tool_use"]
+        made = [
+            (str(b.get("name")), json.dumps(b.get("input")))
+            for b in _blocks(body.get("messages"))
+            if b.get("type") == "tool_use"
+        ]
         call = self.next_call(made, tools, json.dumps(body), "ToolSearch") if tools else None
         number = next(self._count)
         blocks: list[dict[str, Any]]
@@ -247,20 +253,28 @@ class AnthropicMock(MockModel):
             blocks.append({"type": "tool_use", "id": f"toolu_{number:04d}", "name": call.name, "input": call.arguments})
         else:
             blocks = [{"type": "text", "text": self.script.final_text if tools else "Mock side answer."}]
-        message = {"id": f"msg_{number:04d}", "type": "message", "role": "assistant",
-                   "model": body.get("model", "mock"), "content": blocks,
-                   "stop_reason": "tool_use" if call else "end_turn", "stop_sequence": None,
-                   "usage": {"input_tokens": 10, "output_tokens": 5}}
+        message = {
+            "id": f"msg_{number:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "mock"),
+            "content": blocks,
+            "stop_reason": "tool_use" if call else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         if not body.get("stream"):
             return 200, "application/json", json.dumps(message).encode()
         return 200, "text/event-stream", sse(_anthropic_events(message))
 
-
     def results_in(self, body: dict[str, Any], tool: str) -> dict[str, str]:
         blocks = list(_blocks(body.get("messages")))
         calls = {b.get("id") for b in blocks if b.get("type") == "tool_use" and is_tool(str(b.get("name")), tool)}
-        return {str(b["tool_use_id"]): _content_text(b.get("content")) for b in blocks
-                if b.get("type") == "tool_result" and b.get("tool_use_id") in calls}
+        return {
+            str(b["tool_use_id"]): _content_text(b.get("content"))
+            for b in blocks
+            if b.get("type") == "tool_result" and b.get("tool_use_id") in calls
+        }
 
 
 def is_tool(name: str, bare: str) -> bool:
@@ -298,10 +312,18 @@ def _anthropic_events(message: dict[str, Any]) -> list[tuple[str | None, dict[st
             ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
             ("content_block_stop", {"type": "content_block_stop", "index": index}),
         ]
-    return [*events,
-            ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 5},
-                               "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}}),
-            ("message_stop", {"type": "message_stop"})]
+    return [
+        *events,
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "usage": {"output_tokens": 5},
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
 
 
 # -- Gemini API (Gemini CLI) ---------------------------------------------------------------------
@@ -316,10 +338,18 @@ class GeminiMock(MockModel):
             return 200, "application/json", json.dumps({"totalTokens": len(json.dumps(body)) // 4}).encode()
         if ":generateContent" not in path and ":streamGenerateContent" not in path:
             return 404, "application/json", b'{"error":{"code":404,"message":"no","status":"NOT_FOUND"}}'
-        tools = [str(d.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)
-                 for d in t.get("functionDeclarations") or [] if isinstance(d, dict)]
-        made = [(str(p["functionCall"].get("name")), json.dumps(p["functionCall"].get("args")))
-                for p in _parts(body.get("contents")) if isinstance(p.get("functionCall"), dict)]
+        tools = [
+            str(d.get("name"))
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+            for d in t.get("functionDeclarations") or []
+            if isinstance(d, dict)
+        ]
+        made = [
+            (str(p["functionCall"].get("name")), json.dumps(p["functionCall"].get("args")))
+            for p in _parts(body.get("contents"))
+            if isinstance(p.get("functionCall"), dict)
+        ]
         call = self.next_call(made, tools, json.dumps(body)) if tools else None
         parts: list[dict[str, Any]]
         if call is not None:
@@ -330,13 +360,14 @@ class GeminiMock(MockModel):
         else:
             wants_json = (body.get("generationConfig") or {}).get("responseMimeType") == "application/json"
             parts = [{"text": json.dumps(GEMINI_SIDE_JSON) if wants_json else "Mock side answer."}]
-        chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-                 "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-                 "modelVersion": "mock"}
+        chunk = {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "mock",
+        }
         if ":streamGenerateContent" in path:
             return 200, "text/event-stream", sse([(None, chunk)])
         return 200, "application/json", json.dumps(chunk).encode()
-
 
     def results_in(self, body: dict[str, Any], tool: str) -> dict[str, str]:
         found = {}
@@ -362,7 +393,8 @@ def _parts(contents: Any) -> Iterator[dict[str, Any]]:
 class ResponsesMock(MockModel):
     """Codex defers MCP tools: a client-side `tool_search` call (a `tool_search_call` item) makes
     it send their definitions back (`tool_search_output`, tools grouped in namespaces); a call
-    then names the tool and its namespace."""
+    then names the tool and its namespace. A scripted call with `freeform` input is sent as a
+    `custom_tool_call` (Codex's own `apply_patch` is such a freeform tool)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -373,42 +405,104 @@ class ResponsesMock(MockModel):
             return 404, "application/json", b'{"error":{"message":"not found","type":"invalid_request_error"}}'
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
         tools = _responses_tools(body.get("tools"), items)
-        made = [(str(i.get("name")), str(i.get("arguments"))) for i in items if i.get("type") == "function_call"]
+        made = [
+            (str(i.get("name")), str(i.get("arguments") if i.get("type") == "function_call" else i.get("input")))
+            for i in items
+            if i.get("type") in ("function_call", "custom_tool_call")
+        ]
         made += [("tool_search", json.dumps(i.get("arguments"))) for i in items if i.get("type") == "tool_search_call"]
         call = self.next_call(made, list(tools), json.dumps(body), "tool_search") if tools else None
         number = next(self._count)
         output: list[dict[str, Any]] = []
         if call is None or call.preface:
             text = call.preface if call else self.script.final_text
-            output.append({"type": "message", "role": "assistant", "id": f"msg_{number:04d}",
-                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+            output.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": f"msg_{number:04d}",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            )
         if call is not None and call.name == "tool_search":
-            output.append({"type": "tool_search_call", "id": f"tsc_{number:04d}", "call_id": f"call_{number:04d}",
-                           "status": "completed", "execution": "client",
-                           "arguments": {"query": call.arguments["query"], "limit": 8}})
+            output.append(
+                {
+                    "type": "tool_search_call",
+                    "id": f"tsc_{number:04d}",
+                    "call_id": f"call_{number:04d}",
+                    "status": "completed",
+                    "execution": "client",
+                    "arguments": {"query": call.arguments["query"], "limit": 8},
+                }
+            )
+        elif call is not None and call.freeform is not None:
+            output.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_{number:04d}",
+                    "call_id": f"call_{number:04d}",
+                    "status": "completed",
+                    "name": call.name,
+                    "input": call.freeform,
+                }
+            )
         elif call is not None:
             namespace, name = tools.get(call.name, ("", call.name))
-            item = {"type": "function_call", "id": f"fc_{number:04d}", "call_id": f"call_{number:04d}",
-                    "name": name, "arguments": json.dumps(call.arguments)}
+            item = {
+                "type": "function_call",
+                "id": f"fc_{number:04d}",
+                "call_id": f"call_{number:04d}",
+                "name": name,
+                "arguments": json.dumps(call.arguments),
+            }
             output.append({**item, "namespace": namespace} if namespace else item)
-        response = {"id": f"resp_{number:04d}", "object": "response", "status": "completed", "output": output,
-                    "usage": {"input_tokens": 10, "input_tokens_details": None, "output_tokens": 5,
-                              "output_tokens_details": None, "total_tokens": 15}}
-        return 200, "text/event-stream", sse([
-            ("response.created", {"type": "response.created", "response": {**response, "status": "in_progress",
-                                                                             "output": []}}),
-            *[("response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": item})
-              for index, item in enumerate(output)],
-            ("response.completed", {"type": "response.completed", "response": response}),
-        ])
-
+        response = {
+            "id": f"resp_{number:04d}",
+            "object": "response",
+            "status": "completed",
+            "output": output,
+            "usage": {
+                "input_tokens": 10,
+                "input_tokens_details": None,
+                "output_tokens": 5,
+                "output_tokens_details": None,
+                "total_tokens": 15,
+            },
+        }
+        return (
+            200,
+            "text/event-stream",
+            sse(
+                [
+                    (
+                        "response.created",
+                        {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}},
+                    ),
+                    *[
+                        (
+                            "response.output_item.done",
+                            {"type": "response.output_item.done", "output_index": index, "item": item},
+                        )
+                        for index, item in enumerate(output)
+                    ],
+                    ("response.completed", {"type": "response.completed", "response": response}),
+                ]
+            ),
+        )
 
     def results_in(self, body: dict[str, Any], tool: str) -> dict[str, str]:
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
-        calls = {i.get("call_id") for i in items if i.get("type") == "function_call"
-                 and is_tool(f"{i.get('namespace') or ''}__{i.get('name')}", tool)}
-        return {str(i["call_id"]): _content_text(i.get("output")) for i in items
-                if i.get("type") == "function_call_output" and i.get("call_id") in calls}
+        calls = {
+            i.get("call_id")
+            for i in items
+            if i.get("type") in ("function_call", "custom_tool_call")
+            and is_tool(f"{i.get('namespace') or ''}__{i.get('name')}", tool)
+        }
+        return {
+            str(i["call_id"]): _content_text(i.get("output"))
+            for i in items
+            if i.get("type") in ("function_call_output", "custom_tool_call_output") and i.get("call_id") in calls
+        }
 
 
 def _responses_tools(declared: Any, items: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:

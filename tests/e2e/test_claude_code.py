@@ -33,11 +33,27 @@ def test_claude_code_adds_contextflow_for_the_user_and_lists_it_connected(claude
     store, state = tmp_path / "claude-store", tmp_path / "claude-state"
     env = client_env()
     added = run_bounded(
-        [claude_bin, "mcp", "add", "--scope", "user", "contextflow",
-         "-e", f"CONTEXTFLOW_STORE={store}", "-e", f"CONTEXTFLOW_STATE={state}",
-         "-e", "CONTEXTFLOW_WRITER=claude-e2e", "-e", "MCP_SHARED_CONTEXT_PROJECT=e2e",
-         "--", contextflow_command(), "serve"],
-        env=env, cwd=tmp_path,
+        [
+            claude_bin,
+            "mcp",
+            "add",
+            "--scope",
+            "user",
+            "contextflow",
+            "-e",
+            f"CONTEXTFLOW_STORE={store}",
+            "-e",
+            f"CONTEXTFLOW_STATE={state}",
+            "-e",
+            "CONTEXTFLOW_WRITER=claude-e2e",
+            "-e",
+            "MCP_SHARED_CONTEXT_PROJECT=e2e",
+            "--",
+            contextflow_command(),
+            "serve",
+        ],
+        env=env,
+        cwd=tmp_path,
     )
     assert added.returncode == 0, describe(added)
 
@@ -46,8 +62,12 @@ def test_claude_code_adds_contextflow_for_the_user_and_lists_it_connected(claude
         "type": "stdio",
         "command": str(contextflow_command()),
         "args": ["serve"],
-        "env": {"CONTEXTFLOW_STORE": str(store), "CONTEXTFLOW_STATE": str(state),
-                "CONTEXTFLOW_WRITER": "claude-e2e", "MCP_SHARED_CONTEXT_PROJECT": "e2e"},
+        "env": {
+            "CONTEXTFLOW_STORE": str(store),
+            "CONTEXTFLOW_STATE": str(state),
+            "CONTEXTFLOW_WRITER": "claude-e2e",
+            "MCP_SHARED_CONTEXT_PROJECT": "e2e",
+        },
     }
 
     trace_file = tmp_path / "network.trace"
@@ -65,9 +85,21 @@ def test_claude_code_reports_a_server_that_cannot_start_as_failed(claude_bin: Pa
     """The Connected check above means something: a broken store setting is not reported Connected."""
     env = client_env()
     added = run_bounded(
-        [claude_bin, "mcp", "add", "--scope", "user", "contextflow", "-e", "CONTEXTFLOW_WRITER=not/valid",
-         "--", contextflow_command(), "serve"],
-        env=env, cwd=tmp_path,
+        [
+            claude_bin,
+            "mcp",
+            "add",
+            "--scope",
+            "user",
+            "contextflow",
+            "-e",
+            "CONTEXTFLOW_WRITER=not/valid",
+            "--",
+            contextflow_command(),
+            "serve",
+        ],
+        env=env,
+        cwd=tmp_path,
     )
     assert added.returncode == 0, describe(added)
     listed = run_bounded([claude_bin, "mcp", "list"], env=env, cwd=tmp_path)
@@ -86,6 +118,8 @@ def test_the_documented_claude_code_setup_connects(claude_bin: Path, tmp_path: P
 
     server = json.loads((home / ".claude.json").read_text())["mcpServers"]["contextflow"]
     assert server["command"] == "contextflow" and server["args"] == ["serve"]
-    assert server["env"] == {"CONTEXTFLOW_STORE": f"{home}/Sync/contextflow", "CONTEXTFLOW_WRITER": "laptop",
-                             "MCP_SHARED_CONTEXT_PROJECT": "myproject"}
+    assert server["env"] == {
+        "CONTEXTFLOW_STORE": f"{home}/Sync/contextflow",
+        "CONTEXTFLOW_WRITER": "laptop",
+    }
     assert server_state_made(home / "Sync" / "contextflow", home)

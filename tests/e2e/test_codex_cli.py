@@ -19,7 +19,6 @@ pytestmark = pytest.mark.slow
 DOCUMENTED_ENV = {
     "CONTEXTFLOW_STORE": "~/Sync/contextflow",
     "CONTEXTFLOW_WRITER": "laptop",
-    "MCP_SHARED_CONTEXT_PROJECT": "myproject",
 }
 
 

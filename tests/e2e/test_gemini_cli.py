@@ -29,7 +29,6 @@ CONNECTED = re.compile(r"^✓ contextflow: contextflow serve \(stdio\) - Connect
 DOCUMENTED_ENV = {
     "CONTEXTFLOW_STORE": "~/Sync/contextflow",
     "CONTEXTFLOW_WRITER": "laptop",
-    "MCP_SHARED_CONTEXT_PROJECT": "myproject",
 }
 
 
@@ -77,8 +76,11 @@ def test_the_documented_gemini_mcp_add_command_writes_the_documented_entry(gemin
     assert CONNECTED.search(ran.stdout + ran.stderr), describe(ran)
 
     server = json.loads((home / ".gemini" / "settings.json").read_text())["mcpServers"]["contextflow"]
-    assert server == {"command": "contextflow", "args": ["serve"],
-                      "env": {**DOCUMENTED_ENV, "CONTEXTFLOW_STORE": f"{home}/Sync/contextflow"}}
+    assert server == {
+        "command": "contextflow",
+        "args": ["serve"],
+        "env": {**DOCUMENTED_ENV, "CONTEXTFLOW_STORE": f"{home}/Sync/contextflow"},
+    }
 
 
 def test_documented_gemini_and_cursor_entries_are_the_same_server():

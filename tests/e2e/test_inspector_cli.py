@@ -12,15 +12,20 @@ from typing import Any
 
 import pytest
 
-from contextflow import sessions
+from contextflow.sessions import core as sessions
 from tests.conftest import open_app
 from tests.e2e.conftest import client_env, contextflow_command, describe, run_bounded
 
 pytestmark = pytest.mark.slow
 
 SESSION_TOOLS = {
-    "read_shared_context", "append_shared_note", "write_shared_handoff", "get_latest_handoff",
-    "list_sessions", "choose_session", "resume_session",
+    "read_shared_context",
+    "append_shared_note",
+    "write_shared_handoff",
+    "get_latest_handoff",
+    "list_sessions",
+    "choose_session",
+    "resume_session",
 }
 
 
@@ -39,7 +44,8 @@ def inspect(inspector_bin: Path, tmp_path: Path):
     def run(*method_args: str) -> tuple[int, Any, str]:
         result = run_bounded(
             [inspector_bin, "--cli", *flags, contextflow_command(), "serve", *method_args],
-            env=client_env(), cwd=tmp_path,
+            env=client_env(),
+            cwd=tmp_path,
         )
         try:
             output = json.loads(result.stdout)
@@ -64,8 +70,16 @@ def test_inspector_lists_the_session_tools_with_portable_schemas(inspect):
 
 def test_inspector_appends_a_note_that_reaches_the_store_and_reads_back(inspect, tmp_path):
     code, written, stderr = inspect(
-        "--method", "tools/call", "--tool-name", "append_shared_note", "--tool-arg", "agent=inspector",
-        "--tool-arg", "text=written by the MCP Inspector", "--tool-arg", "session_id=inspected",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "append_shared_note",
+        "--tool-arg",
+        "agent=inspector",
+        "--tool-arg",
+        "text=written by the MCP Inspector",
+        "--tool-arg",
+        "session_id=inspected",
     )
     assert code == 0, stderr
     assert written["isError"] is False
@@ -83,7 +97,12 @@ def test_inspector_appends_a_note_that_reaches_the_store_and_reads_back(inspect,
     ]
 
     code, read, stderr = inspect(
-        "--method", "tools/call", "--tool-name", "read_shared_context", "--tool-arg", "session_id=inspected",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_shared_context",
+        "--tool-arg",
+        "session_id=inspected",
     )
     assert code == 0, stderr
     assert "> written by the MCP Inspector" in read["content"][0]["text"]
@@ -91,8 +110,14 @@ def test_inspector_appends_a_note_that_reaches_the_store_and_reads_back(inspect,
 
 def test_inspector_sees_a_bad_argument_as_a_tool_error_with_a_helpful_message(inspect):
     code, result, _ = inspect(
-        "--method", "tools/call", "--tool-name", "append_shared_note", "--tool-arg", "agent=inspector",
-        "--tool-arg", "limit=3",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "append_shared_note",
+        "--tool-arg",
+        "agent=inspector",
+        "--tool-arg",
+        "limit=3",
     )
     assert code != 0  # the inspector exits non-zero on an isError result
     assert result["isError"] is True
@@ -105,8 +130,18 @@ def test_inspector_gets_the_session_prompts(inspect):
     assert code == 0, stderr
     assert "Active session selected: " in started["messages"][0]["content"]["text"]
 
-    inspect("--method", "tools/call", "--tool-name", "append_shared_note", "--tool-arg", "agent=inspector",
-            "--tool-arg", "text=first step", "--tool-arg", "session_id=named")
+    inspect(
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "append_shared_note",
+        "--tool-arg",
+        "agent=inspector",
+        "--tool-arg",
+        "text=first step",
+        "--tool-arg",
+        "session_id=named",
+    )
     code, listed, stderr = inspect("--method", "prompts/list")
     assert code == 0, stderr
     names = [p["name"] for p in listed["prompts"]]

@@ -38,9 +38,15 @@ class Machine:
 
 
 @pytest.fixture(scope="module")
-def machine(claude_bin: Path, gemini_bin: Path, codex_bin: Path, anthropic_mock: MockModel,
-            gemini_mock: MockModel, responses_mock: MockModel,
-            tmp_path_factory: pytest.TempPathFactory) -> Machine:
+def machine(
+    claude_bin: Path,
+    gemini_bin: Path,
+    codex_bin: Path,
+    anthropic_mock: MockModel,
+    gemini_mock: MockModel,
+    responses_mock: MockModel,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Machine:
     place = make_place(tmp_path_factory.mktemp("one-machine"))
     claude_code(claude_bin, anthropic_mock, place).session("Save where we are.", store_script("claude"))
     gemini = gemini_cli(gemini_bin, gemini_mock, place).session("Where were we?", RESUME_SCRIPT)

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from contextflow import sessions
+from contextflow.sessions import core as sessions
 from tests.conftest import open_app, text_of
 
 pytestmark = pytest.mark.anyio
@@ -31,8 +31,13 @@ pytestmark = pytest.mark.anyio
 TIMEOUT = 30
 MODES = ("legacy", "auto")
 SESSION_TOOLS = {
-    "read_shared_context", "append_shared_note", "write_shared_handoff", "get_latest_handoff",
-    "list_sessions", "choose_session", "resume_session",
+    "read_shared_context",
+    "append_shared_note",
+    "write_shared_handoff",
+    "get_latest_handoff",
+    "list_sessions",
+    "choose_session",
+    "resume_session",
 }
 RESOURCES = {"shared-context://info", "shared-context://latest", "shared-context://raw"}
 
@@ -158,8 +163,9 @@ async def resumes_through_the_resume_prompts(client: Client) -> None:
 
 
 async def describes_the_store_in_its_resources(client: Client, server_env: dict[str, str]) -> None:
-    await client.call_tool("write_shared_handoff", {"agent": "gemini", "summary": "ready for review",
-                                                    "next_steps": ["run e2e"]})
+    await client.call_tool(
+        "write_shared_handoff", {"agent": "gemini", "summary": "ready for review", "next_steps": ["run e2e"]}
+    )
     info = json.loads((await client.read_resource("shared-context://info")).contents[0].text)
     assert info["store"] == server_env["CONTEXTFLOW_STORE"]
     assert info["chosen_by"] == "CONTEXTFLOW_STORE"
@@ -305,9 +311,15 @@ async def test_stdout_carries_only_json_rpc_and_the_server_exits_when_stdin_clos
             [sys.executable, "-m", "contextflow", "serve"], env=server_env, cwd=tmp_path, stderr=stderr
         ) as process:
             peer = RawPeer(process)
-            hello = await peer.request(1, "initialize", {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"},
-            })
+            hello = await peer.request(
+                1,
+                "initialize",
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            )
             assert hello["result"]["capabilities"]["prompts"]["listChanged"] is True
             await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             tools = await peer.request(2, "tools/list")
@@ -317,8 +329,9 @@ async def test_stdout_carries_only_json_rpc_and_the_server_exits_when_stdin_clos
             await peer.send("this line is not JSON")
             unknown = await peer.request(4, "tools/call", {"name": "no_such_tool", "arguments": {}})
             assert unknown["result"]["isError"] is True and "unknown tool" in unknown["result"]["content"][0]["text"]
-            good = await peer.request(5, "tools/call", {"name": "append_shared_note",
-                                                        "arguments": {"agent": "raw", "text": "on the wire"}})
+            good = await peer.request(
+                5, "tools/call", {"name": "append_shared_note", "arguments": {"agent": "raw", "text": "on the wire"}}
+            )
             assert good["result"]["structuredContent"]["agent"] == "raw"
             assert process.stdin is not None
             await process.stdin.aclose()

@@ -35,8 +35,10 @@ from tests.e2e.live_loop import (
 from tests.e2e.mock_models import AnthropicMock, GeminiMock, MockModel, ResponsesMock
 
 START_MARK = "SessionStart hook additional context"  # how Claude Code labels the hook's context
-CALLS = {"resume_session": {"session_id": SESSION, "project": PROJECT},
-         "get_context": {"query": "parser", "project": PROJECT}}
+CALLS = {
+    "resume_session": {"session_id": SESSION, "project": PROJECT},
+    "get_context": {"query": "parser", "project": PROJECT},
+}
 
 
 def form(text: str) -> str:
@@ -77,11 +79,15 @@ def run(folder: Path, full: bool) -> None:
     try:
         claude = claude_code(install_client(CLIENTS["claude"]), mocks[0], place)
         claude.session("Save where we are.", store_script("claude"))
-        seen = {"Claude Code": claude.session("Where were we?", RESUME_SCRIPT),
-                "Gemini CLI": gemini_cli(install_client(CLIENTS["gemini"]), mocks[1], place)
-                .session("Where were we?", RESUME_SCRIPT),
-                "Codex": codex_cli(install_client(CLIENTS["codex"]), mocks[2], place)
-                .session("Where were we?", RESUME_SCRIPT)}
+        seen = {
+            "Claude Code": claude.session("Where were we?", RESUME_SCRIPT),
+            "Gemini CLI": gemini_cli(install_client(CLIENTS["gemini"]), mocks[1], place).session(
+                "Where were we?", RESUME_SCRIPT
+            ),
+            "Codex": codex_cli(install_client(CLIENTS["codex"]), mocks[2], place).session(
+                "Where were we?", RESUME_SCRIPT
+            ),
+        }
     finally:
         for mock in mocks:
             mock.stop()

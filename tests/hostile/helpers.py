@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from contextflow.clock import COUNTER_BITS
-from contextflow.ids import new_id
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.ids import new_id
 
 
 def now_stamp(offset_ms: int = 0) -> int:
@@ -20,8 +20,16 @@ def now_stamp(offset_ms: int = 0) -> int:
 def line(writer: str = "evil", seq: int = 1, hlc: int | None = None, kind: str = "note", **fields: Any) -> bytes:
     data = {"project": "shared", "session_id": "s1", "agent": "other", "text": f"from {writer} #{seq}"}
     data.update(fields.pop("data", {}))
-    record = {"v": 1, "id": fields.pop("id", new_id()), "w": writer, "seq": seq,
-              "hlc": now_stamp() if hlc is None else hlc, "kind": kind, "data": data, **fields}
+    record = {
+        "v": 1,
+        "id": fields.pop("id", new_id()),
+        "w": writer,
+        "seq": seq,
+        "hlc": now_stamp() if hlc is None else hlc,
+        "kind": kind,
+        "data": data,
+        **fields,
+    }
     return _dumps(record)
 
 

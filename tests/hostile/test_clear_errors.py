@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from contextflow.adapters.cli import main
+from contextflow.adapters.server.app import ContextflowServer
+from contextflow.admin.diagnose import store_info
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.diagnose import store_info
-from contextflow.errors import ContextflowError
-from contextflow.server.app import ContextflowServer
+from contextflow.core.errors import EXIT_BAD_INPUT, EXIT_STORE, ContextflowError
 
 
 def one_line_error(capsys, *argv: str) -> str:
     code = main(list(argv))
     err = capsys.readouterr().err
-    assert code == 2, err
+    assert code in (EXIT_BAD_INPUT, EXIT_STORE), err  # a store failure or a bad setting, never a traceback
     assert "Traceback" not in err and err.startswith("contextflow: error: ") and err.count("\n") == 1, err
     return err
 
@@ -95,7 +95,7 @@ def test_the_info_resource_carries_contextflowmcp_field_names(app, store_dir):
     app.store.append("note", {"text": "x"})
     info = store_info(app)
     assert info["file"] == str(store_dir / "events.writer-a.jsonl")
-    assert info["contextFileSource"] == "env:CONTEXTFLOW_STORE"
+    assert info["contextFileSource"] == "env"  # ContextFlowMCP's name for a path an environment variable set
     assert isinstance(info["contextFileDiscovery"], dict)
     assert info["contextFileDiscovery"]["store"] == str(store_dir)
 
@@ -106,7 +106,7 @@ def test_doctor_reports_an_unsafe_state_folder_it_could_still_open(tmp_path, cap
     App.open().close()
     (root / "stray").write_text("x")
     os.chmod(root / "stray", 0o644)
-    assert main(["doctor", "--format", "json"]) == 0
+    assert main(["doctor", "--format", "json"]) == 1  # problems found
     info = json.loads(capsys.readouterr().out)
     assert any("stray" in problem and "readable by other users" in problem for problem in info["problems"])
 

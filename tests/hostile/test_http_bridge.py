@@ -21,8 +21,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from contextflow import records
 from contextflow.app import App
+from contextflow.records import core as records
 from tests.test_http import HEADERS, INITIALIZE, TOKENS, all_tools_app, connect, running
 
 __all__ = ["all_tools_app"]  # the fixture, shared with tests/test_http.py
@@ -34,8 +34,9 @@ HOSTILE = {
     "lone surrogate": b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"\\ud800"}}',
     "nested 500 levels": b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":' + b"[" * 500 + b"]" * 500 + b"}}",
     "batch": b'[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]',
+    "invalid UTF-8": b'{"jsonrpc":"2.0","id":6,"method":"ping","params":{"x":"\xff\xfe"}}',
 }
-EXPECTED_CODE = {"lone surrogate": -32700, "nested 500 levels": -32600, "batch": -32600}
+EXPECTED_CODE = {"lone surrogate": -32700, "nested 500 levels": -32600, "batch": -32600, "invalid UTF-8": -32700}
 
 
 # -- read-only tokens never move their active session ----------------------------------------
@@ -105,8 +106,9 @@ def test_a_malformed_http_request_gets_a_json_rpc_error(app: App, case: str) -> 
     with running(app) as url:
         headers = _session_headers(url)
         response = httpx2.post(url, content=HOSTILE[case], headers=headers, timeout=REPLY_TIMEOUT)
-        still = httpx2.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"}, headers=headers,
-                            timeout=REPLY_TIMEOUT)
+        still = httpx2.post(
+            url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"}, headers=headers, timeout=REPLY_TIMEOUT
+        )
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == EXPECTED_CODE[case]
@@ -124,8 +126,11 @@ class StdioServer:
     def __init__(self, tmp_path: Path) -> None:
         env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "store"), "CONTEXTFLOW_STATE": str(tmp_path / "st")}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "contextflow", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env,
+            [sys.executable, "-m", "contextflow", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         self.selector = selectors.DefaultSelector()
         assert self.process.stdout is not None
@@ -171,6 +176,23 @@ def test_a_malformed_stdio_line_gets_a_json_rpc_error_and_the_server_goes_on(tmp
         server.stop()
     for case, answer in answers.items():
         assert answer is not None, f"no reply to a {case}"
-        assert answer["id"] is None and answer["error"]["code"] in (-32700, -32600), answer
-    assert answers["batch"]["error"]["code"] == -32600  # type: ignore[index]
+        assert answer["id"] is None and answer["error"]["code"] == EXPECTED_CODE[case], (case, answer)
     assert after == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+
+def test_a_note_with_bytes_that_are_not_utf8_over_stdio_is_a_parse_error_and_nothing_is_stored(tmp_path: Path) -> None:
+    server = StdioServer(tmp_path)
+    arguments = b'{"agent":"a","session_id":"s","text":"bad \xff\xfe byte"}'
+    call = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_shared_note","arguments":'
+    try:
+        server.send(json.dumps(INITIALIZE).encode())
+        assert (server.reply() or {}).get("id") == 1
+        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        server.send(call + arguments + b"}}")
+        answer = server.reply() or {}
+    finally:
+        server.stop()
+    assert answer.get("error", {}).get("code") == -32700, answer
+    assert "UTF-8" in answer["error"]["message"]
+    logs = list((tmp_path / "store").glob("events.*.jsonl"))
+    assert not any("\ufffd" in path.read_text(encoding="utf-8") for path in logs)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contextflow import records
 from contextflow.app import App
-from contextflow.errors import InputError
+from contextflow.core.errors import InputError
+from contextflow.records import core as records
 
 ALLOWED = "project, pr, machine, waiting, fact, clipboard"
 

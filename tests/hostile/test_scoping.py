@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import conversations, records
+from contextflow.adapters.server.auth import Grant, parse_grants
+from contextflow.adapters.server.http import grant_app
 from contextflow.app import App
-from contextflow.compact import compact
-from contextflow.errors import InputError, NotFoundError
-from contextflow.server.auth import Grant, parse_grants
-from contextflow.server.http import grant_app
+from contextflow.conversations import core as conversations
+from contextflow.core.compact import compact
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.records import core as records
 
 GRANTS = {
     "tokens": [
@@ -96,7 +97,8 @@ def test_a_web_token_saving_a_conversation_id_secret_uses_leaves_secrets_convers
     found = conversations.find_conversation(app, "c-1", project="secret")
     assert found.event.data["summary"] == "the secret plan"
     assert {(e.event.data["project"], e.event.data["summary"]) for e in conversations.list_conversations(app)} == {
-        ("secret", "the secret plan"), ("web", "the web plan")
+        ("secret", "the secret plan"),
+        ("web", "the web plan"),
     }
 
 

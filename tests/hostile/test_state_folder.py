@@ -11,10 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from contextflow import blobs, locate, snapshot
+from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.errors import ContextflowError, InputError, StoreError
+from contextflow.core import blobs, locate, snapshot
+from contextflow.core.errors import ContextflowError, InputError, StoreError
 from tests.sync.workload import differences, picture, write_round
 
 
@@ -59,8 +59,17 @@ def test_the_snapshot_holds_plain_data_and_round_trips(app):
     assert differences(picture(App.open(use_snapshot=False)), picture(App.open())) == []
 
 
-@pytest.mark.parametrize("name", ["os:system", "subprocess:Popen", "builtins:object", "contextflow.nowhere:X",
-                                  "contextflow.store:code_fingerprint", "pickle:loads"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "os:system",
+        "subprocess:Popen",
+        "builtins:object",
+        "contextflow.nowhere:X",
+        "contextflow.core.store:code_fingerprint",
+        "pickle:loads",
+    ],
+)
 def test_a_snapshot_blob_naming_anything_but_a_contextflow_dataclass_is_refused(name):
     blob = orjson.dumps({"classes": [name], "value": [snapshot.OBJECT, 0]})
     with pytest.raises(ValueError):
@@ -157,8 +166,11 @@ def test_the_same_store_through_a_symlink_shares_one_lock_and_one_writer_sequenc
     linked = App.open({**os.environ, "CONTEXTFLOW_STORE": str(link)})
     assert linked.store.state_dir == direct.store.state_dir
     assert linked.store.log_writer.lock_file == direct.store.log_writer.lock_file
-    seqs = [direct.store.append("note", {"text": "a"}).seq, linked.store.append("note", {"text": "b"}).seq,
-            direct.store.append("note", {"text": "c"}).seq]
+    seqs = [
+        direct.store.append("note", {"text": "a"}).seq,
+        linked.store.append("note", {"text": "b"}).seq,
+        direct.store.append("note", {"text": "c"}).seq,
+    ]
     assert seqs == [1, 2, 3]
 
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextflow import sessions_index
+from contextflow.adapters.cli import main
+from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
-from contextflow.cli import main
-from contextflow.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_ms
-from contextflow.diagnose import problems, store_info
+from contextflow.core.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_ms
+from contextflow.sessions import index as sessions_index
 from tests.hostile.helpers import line, now_stamp, plant, replace_file
 from tests.sync.workload import differences, picture
 
@@ -82,7 +82,8 @@ def test_a_clock_ten_years_ahead_moves_the_local_clock_at_most_the_drift_bound(s
     again = App.open().store.append("note", {"project": "shared", "text": "mine again"})
     assert stamp_ms(again.hlc) <= system_ms() + MAX_DRIFT_MS
     texts = [e.data["text"] for e in App.open(use_snapshot=False).store.view("sessions").project_entries("shared")]
-    assert texts == ["mine", "mine again", "from fast #1"]  # nothing dropped; the fast writer orders last
+    # nothing dropped; the first local write bounded the fast writer's note, which orders just before it
+    assert texts == ["from fast #1", "mine", "mine again"]
 
 
 def test_doctor_names_the_writer_whose_clock_runs_ahead(app, store_dir):
@@ -115,11 +116,13 @@ def test_a_foreign_line_claiming_this_writers_id_with_a_huge_seq_does_not_block_
 # -- 4. an oversized line in another writer's log ----------------------------------------------
 
 
-def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapshot_or_the_exit_code(
-    store_dir, capsys
-):
-    plant(store_dir, "events.big.jsonl", line(writer="big", seq=1),
-          line(writer="big", seq=2, data={"text": "x" * (5 * 1024 * 1024)}))
+def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapshot_or_the_exit_code(store_dir, capsys):
+    plant(
+        store_dir,
+        "events.big.jsonl",
+        line(writer="big", seq=1),
+        line(writer="big", seq=2, data={"text": "x" * (5 * 1024 * 1024)}),
+    )
     code, _, err = run(capsys, "note", "stored", "--session", "s1")
     assert code == 0 and "Traceback" not in err
     code, out, err = run(capsys, "sessions", "--format", "json")
@@ -138,8 +141,10 @@ def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapsho
 
 
 def _log_lines(count: int, writer: str = "remote") -> list[bytes]:
-    return [line(writer=writer, seq=n, hlc=now_stamp() + n, data={"text": f"entry {n} " + "y" * 300})
-            for n in range(1, count + 1)]
+    return [
+        line(writer=writer, seq=n, hlc=now_stamp() + n, data={"text": f"entry {n} " + "y" * 300})
+        for n in range(1, count + 1)
+    ]
 
 
 def _torn(raw: bytes) -> bytes:

@@ -61,11 +61,17 @@ class Daemon:
         self.home.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [SYNCTHING, "generate", f"--home={self.home}", "--no-default-folder", "--skip-port-probing"],
-            capture_output=True, timeout=60, check=True, env=_env(self.home),
+            capture_output=True,
+            timeout=60,
+            check=True,
+            env=_env(self.home),
         )
         done = subprocess.run(
             [SYNCTHING, "serve", f"--home={self.home}", "--device-id"],
-            capture_output=True, timeout=60, check=True, env=_env(self.home),
+            capture_output=True,
+            timeout=60,
+            check=True,
+            env=_env(self.home),
         )
         self.device_id = done.stdout.decode().strip()
 
@@ -79,9 +85,20 @@ class Daemon:
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child, closed when it stops
         try:
             self.process = subprocess.Popen(
-                [SYNCTHING, "serve", f"--home={self.home}", "--no-browser", "--no-restart", "--no-upgrade",
-                 "--no-default-folder", f"--logfile={self.home / 'daemon.log'}"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_env(self.home),
+                [
+                    SYNCTHING,
+                    "serve",
+                    f"--home={self.home}",
+                    "--no-browser",
+                    "--no-restart",
+                    "--no-upgrade",
+                    "--no-default-folder",
+                    f"--logfile={self.home / 'daemon.log'}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=_env(self.home),
             )
         finally:
             log.close()

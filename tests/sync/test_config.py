@@ -38,7 +38,10 @@ def test_every_device_is_dialled_at_an_explicit_loopback_address(tmp_path: Path)
     a, b = pair(tmp_path)
     root = ET.fromstring(config_xml(a, b))
     addresses = {d.get("id"): [e.text for e in d.iterfind("address")] for d in root.iterfind("device")}
-    assert addresses == {"AAAA-AAAA": [f"tcp://127.0.0.1:{a.sync_port}"], "BBBB-BBBB": [f"tcp://127.0.0.1:{b.sync_port}"]}
+    assert addresses == {
+        "AAAA-AAAA": [f"tcp://127.0.0.1:{a.sync_port}"],
+        "BBBB-BBBB": [f"tcp://127.0.0.1:{b.sync_port}"],
+    }
 
 
 def test_discovery_relays_nat_reporting_and_upgrades_are_all_off(tmp_path: Path) -> None:

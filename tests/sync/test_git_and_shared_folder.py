@@ -28,9 +28,15 @@ def machine(folder: Path, writer: str, state: Path) -> App:
 
 def git(cwd: Path, *args: str) -> str:
     assert GIT is not None
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_NOSYSTEM": "1",
-           "HOME": str(cwd.parent)}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(cwd.parent),
+    }
     done = subprocess.run([GIT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr + done.stdout
     return done.stdout
@@ -67,8 +73,9 @@ def test_two_clones_that_share_a_writer_id_merge_without_conflicts_or_loss(tmp_p
     assert "<<<<<<<" not in (one / "events.laptop.jsonl").read_text()
     expected = event_ids(one)
     assert expected >= event_ids(two)
-    merged = App.open({**os.environ, "CONTEXTFLOW_STORE": str(one), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")},
-                      use_snapshot=False)
+    merged = App.open(
+        {**os.environ, "CONTEXTFLOW_STORE": str(one), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")}, use_snapshot=False
+    )
     assert merged.store.event_count == len(expected)
     assert merged.store.health().bad_line_count == 0
     assert differences(picture(merged), picture(first)) == []  # the incremental reader converged too
@@ -81,9 +88,15 @@ def test_two_machines_writing_one_shared_folder_directly_lose_nothing(tmp_path: 
     folder = tmp_path / "nas-share"
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.sync.workload", "20"], cwd=REPO, stderr=subprocess.PIPE,
-            env={**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_WRITER": writer,
-                 "CONTEXTFLOW_STATE": str(tmp_path / f"state-{writer}")},
+            [sys.executable, "-m", "tests.sync.workload", "20"],
+            cwd=REPO,
+            stderr=subprocess.PIPE,
+            env={
+                **os.environ,
+                "CONTEXTFLOW_STORE": str(folder),
+                "CONTEXTFLOW_WRITER": writer,
+                "CONTEXTFLOW_STATE": str(tmp_path / f"state-{writer}"),
+            },
         )
         for writer in ("alpha", "beta")
     ]
@@ -93,7 +106,9 @@ def test_two_machines_writing_one_shared_folder_directly_lose_nothing(tmp_path: 
     for process in processes:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err.decode()
-    fresh = App.open({**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")},
-                     use_snapshot=False)
+    fresh = App.open(
+        {**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")},
+        use_snapshot=False,
+    )
     assert fresh.store.event_count == len(event_ids(folder))
     assert differences(picture(fresh), picture(reader)) == []

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.app import App
-from contextflow.events import decode
+from contextflow.core.events import decode
 from tests.sync import harness
 from tests.sync.workload import differences, picture
 
@@ -45,7 +45,10 @@ def side_env(folder: Path, state: Path, writer: str) -> dict[str, str]:
 def start_writer(folder: Path, state: Path, writer: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.sync.workload", str(ROUNDS), str(PAUSE_S)],
-        cwd=REPO, env=side_env(folder, state, writer), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=REPO,
+        env=side_env(folder, state, writer),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -89,8 +92,9 @@ def assert_same_everywhere(tmp_path: Path, folders: dict[str, Path], readers: di
     assert ids == event_ids(folders["b"])
     apps = dict(readers)
     for side, folder in folders.items():
-        apps[f"fresh-{side}"] = App.open(side_env(folder, tmp_path / f"fresh-{side}-{time.time_ns()}", "f"),
-                                         use_snapshot=False)
+        apps[f"fresh-{side}"] = App.open(
+            side_env(folder, tmp_path / f"fresh-{side}-{time.time_ns()}", "f"), use_snapshot=False
+        )
     pictures = {name: picture(app) for name, app in apps.items()}
     for app in apps.values():
         assert app.store.event_count == len(ids)
@@ -110,8 +114,10 @@ def test_two_machines_writing_at_once_converge_without_conflicts_or_loss(tmp_pat
         folders = {"a": pair.a.folder, "b": pair.b.folder}
         readers = open_readers(tmp_path, folders)
         seen = run_until_done(
-            [start_writer(folders["a"], tmp_path / "state-a", "alpha"),
-             start_writer(folders["b"], tmp_path / "state-b", "beta")],
+            [
+                start_writer(folders["a"], tmp_path / "state-a", "alpha"),
+                start_writer(folders["b"], tmp_path / "state-b", "beta"),
+            ],
             readers,
         )
         pair.wait_converged(CONVERGE_TIMEOUT_S)
@@ -126,8 +132,10 @@ def test_compacting_on_one_machine_while_the_other_writes_converges_with_nothing
         folders = {"a": pair.a.folder, "b": pair.b.folder}
         readers = open_readers(tmp_path, folders)
         run_until_done(
-            [start_writer(folders["a"], tmp_path / "state-a", "alpha"),
-             start_writer(folders["b"], tmp_path / "state-b", "beta")],
+            [
+                start_writer(folders["a"], tmp_path / "state-a", "alpha"),
+                start_writer(folders["b"], tmp_path / "state-b", "beta"),
+            ],
             readers,
         )
         pair.wait_converged(CONVERGE_TIMEOUT_S)
@@ -136,10 +144,20 @@ def test_compacting_on_one_machine_while_the_other_writes_converges_with_nothing
         old_alpha = (folders["a"] / "events.alpha.jsonl").read_bytes()
 
         compactor = subprocess.Popen(
-            [sys.executable, "-m", "contextflow", "compact", "--format", "json", "--archive-dir",
-             str(tmp_path / "archive")],
-            cwd=REPO, env=side_env(folders["a"], tmp_path / "state-a", "alpha"),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "contextflow",
+                "compact",
+                "--format",
+                "json",
+                "--archive-dir",
+                str(tmp_path / "archive"),
+            ],
+            cwd=REPO,
+            env=side_env(folders["a"], tmp_path / "state-a", "alpha"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         run_until_done([compactor, start_writer(folders["b"], tmp_path / "state-b", "beta")], readers)
         pair.wait_converged(CONVERGE_TIMEOUT_S)

@@ -19,12 +19,15 @@ import sys
 import time
 from typing import Any
 
-from contextflow import conversations, records, sessions, timeline
 from contextflow.app import App
-from contextflow.errors import NotFoundError
-from contextflow.graph import ops as graph_ops
-from contextflow.retrieval import search_index
+from contextflow.conversations import core as conversations
+from contextflow.core.errors import NotFoundError
+from contextflow.graph import writes as graph_ops
+from contextflow.records import core as records
+from contextflow.search.retrieval import search_index
 from contextflow.search.tokens import query_terms
+from contextflow.sessions import core as sessions
+from contextflow.timeline import core as timeline
 
 VIEW_NAMES = ("sessions", "records", "timeline", "graph", "conversations")
 QUERIES = ("build", "deploy cache", "decision", "thought", "node", "shared", "release")
@@ -37,8 +40,15 @@ def write_round(app: App, i: int) -> None:
     sessions.append_note(app, agent=w, text=f"{w} note {i} about the build", project=project, session_id="shared")
     if i % 3 == 0:
         sessions.write_handoff(
-            app, agent=w, summary=f"{w} handoff {i}: deploy cache warmed", next_steps=[f"step {i}"],
-            open_questions=None, files=None, project=project, session_id=f"{w}-session", task="sync test",
+            app,
+            agent=w,
+            summary=f"{w} handoff {i}: deploy cache warmed",
+            next_steps=[f"step {i}"],
+            open_questions=None,
+            files=None,
+            project=project,
+            session_id=f"{w}-session",
+            task="sync test",
         )
     records.set_record(app, key=SHARED_KEYS[i % 4], value={"by": w, "round": i, "text": f"release {i}"})
     records.set_record(app, key=f"machine:{w}", value={"round": i}, pinned=True)

@@ -1,0 +1,269 @@
+"""`contextflow` command line, built from the operations table.
+
+Each operation with `command` words becomes a command whose flags come from its parameters;
+running it parses, checks the arguments (errors name the flags as typed here), calls the
+same function as the MCP tool and prints its reply as text or JSON. Errors go to stderr
+with the exit code `core.errors.exit_code` gives (2 bad input, 3 not found, 4 store failure).
+Nothing but argparse and the table is imported until a command runs; `--version` and
+`hook EVENT` (run on every prompt) answer before even that.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from contextflow import __version__
+from contextflow.adapters.batch import BATCH_OPERATIONS, BATCH_WORDS
+
+if TYPE_CHECKING:
+    import argparse
+
+    from contextflow.app import App
+    from contextflow.operations import Operation, Param
+
+# Help for command words that group several operations (`contextflow context set` ...).
+GROUPS = {
+    "context": "keyed context records (set, get, list, delete)",
+    "timeline": "threads, thoughts, tangents (create, threads, show, add, update, set-thread, where, tangent, return)",
+    "conversations": "saved conversation records (list, show, save, new-id)",
+    "view": "saved graph views (create, list, render, delete)",
+}
+
+
+def build_parser(only: str | None = None, batch: bool = False) -> argparse.ArgumentParser:
+    """The whole CLI, or with `only` just that command's branch (a hook or a script pays for one
+    command's flags, not sixty; usage errors and --help of that command read the same). With
+    `batch` (`--stdin` given), required arguments may come from the lines instead."""
+    import argparse
+
+    from contextflow.features import operations
+
+    parser = argparse.ArgumentParser(
+        prog="contextflow",
+        description="Shared memory for AI coding agents: MCP server and CLI over append-only JSONL logs.",
+    )
+    parser.add_argument("--version", action="version", version=f"contextflow {__version__}")
+    parser.add_argument("--store", help="store folder (overrides CONTEXTFLOW_STORE and discovery)")
+    top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    groups: dict[str, Any] = {}
+    for op in operations():
+        if op.command is None or (only is not None and op.command[0] != only):
+            continue
+        sub = top
+        if len(op.command) == 2:
+            word = op.command[0]
+            if word not in groups:
+                help_text = GROUPS[word]
+                group = top.add_parser(word, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".")
+                groups[word] = group.add_subparsers(dest=f"{word}_command", metavar="ACTION", required=True)
+            sub = groups[word]
+        add_command(sub, op, batch)
+    return parser
+
+
+def add_command(sub: Any, op: Operation, batch: bool = False) -> None:
+    description = op.cli_description or op.summary
+    command: argparse.ArgumentParser = sub.add_parser(
+        op.command[-1] if op.command else op.name, help=_first_lower(op.summary.rstrip(".")), description=description
+    )
+    for param in op.params:
+        if param.cli:
+            _add_argument(command, param, batch)
+    if op.name in BATCH_OPERATIONS:
+        command.add_argument(
+            "--stdin",
+            action="store_true",
+            help="read many items as JSON lines (the tool's "
+            "arguments, flags as defaults) and store them in one write: all or nothing",
+        )
+    if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
+        from contextflow.operations.spec import FORMATS
+
+        command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    command.set_defaults(operation=op)
+
+
+def _add_argument(parser: argparse.ArgumentParser, param: Param, batch: bool = False) -> None:
+    schema = param.schema
+    required = param.required and not batch
+    kind = schema.get("type")
+    options: dict[str, Any] = {"help": param.cli_help or _first_lower(param.description.rstrip(".")) or None}
+    if param.metavar:
+        options["metavar"] = param.metavar
+    if "enum" in schema:
+        options["choices"] = schema["enum"]
+    elif kind == "array" and "enum" in schema.get("items", {}):  # each repeated value is checked
+        options["choices"] = schema["items"]["enum"]
+    if kind in ("integer", "number"):
+        options["type"] = int if kind == "integer" else float
+    if param.positional:
+        if kind == "array":
+            options["nargs"] = "+" if required else "*"
+        elif not required:
+            options["nargs"] = "?"
+        parser.add_argument(param.name, **options)
+        return
+    options["dest"] = param.name
+    options["default"] = param.cli_default
+    if kind == "boolean":
+        from argparse import BooleanOptionalAction
+
+        options["action"] = BooleanOptionalAction if param.negatable else "store_true"
+    elif kind == "array":
+        options["action"] = "append"
+    if required and param.cli_default is None:
+        options["required"] = True
+    parser.add_argument(param.cli_name(), *param.aliases, **options)
+
+
+def _first_lower(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text
+
+
+def arguments_of(op: Operation, namespace: argparse.Namespace) -> dict[str, Any]:
+    """The parsed flags as the operation's arguments; JSON objects are read from their text (or stdin)."""
+    given: dict[str, Any] = {}
+    for param in op.params:
+        if not param.cli:
+            continue
+        value = getattr(namespace, param.name, None)
+        if value is None:
+            continue
+        if param.schema.get("type") == "object" and isinstance(value, str):
+            value = json_object(value, param.cli_name())
+        given[param.name] = value
+    return given
+
+
+def json_object(raw: str, name: str) -> dict[str, Any]:
+    """A JSON object from the command line; '-' reads it from stdin."""
+    import orjson
+
+    from contextflow.core.errors import InputError
+
+    text = sys.stdin.read() if raw == "-" else raw
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise InputError(
+            f'{name} is not valid JSON; pass an object such as \'{{"status": "waiting"}}\' (or - to read stdin)'
+        ) from None
+    if not isinstance(value, dict):
+        raise InputError(f'{name} must be a JSON object such as \'{{"text": "..."}}\', got {type(value).__name__}')
+    return value
+
+
+def in_cli_words(message: str, op: Operation) -> str:
+    """A core error as a CLI user reads it: tools become commands, arguments become flags.
+
+    "call context_list with prefix='pr:'" reads "run `contextflow context list` with --prefix='pr:'",
+    and "since_days must be ..." reads "--since-days must be ..."."""
+    import re
+
+    from contextflow.features import operations
+
+    for other in operations():
+        if other.tool and other.command and other.name in message:
+            message = re.sub(rf"\bcall {other.name}\b", f"run `{other.command_line()}`", message)
+            message = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", message)
+        for param in other.params:
+            if param.cli and not param.positional and f"{param.name}=" in message:
+                message = re.sub(rf"(?<![\w-]){param.name}=", f"{param.cli_name()}=", message)
+    for param in op.params:
+        if param.cli and not param.positional and "_" in param.name:
+            message = re.sub(rf"(?<![\w-]){param.name}\b", param.cli_name(), message)
+    return message
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command the arguments name, when they name a known one before anything else."""
+    from contextflow.features import operations
+
+    words = list(argv)
+    if words[:1] == ["--store"]:
+        words = words[2:]
+    elif words[:1] and words[0].startswith("--store="):
+        words = words[1:]
+    if words and any(op.command and op.command[0] == words[0] for op in operations()):
+        return words[0]
+    return None
+
+
+def _batch(op: Operation, app: App, defaults: dict[str, Any], format_: str) -> int:
+    from contextflow.adapters.batch import run_batch
+
+    stored, replies = run_batch(op, app, defaults)
+    if format_ == "json":
+        from contextflow.core.text import clean_data
+        from contextflow.operations.provenance import dumps
+
+        print(dumps(clean_data({"stored": stored, "results": replies})))
+    else:
+        print(f"Stored {stored} item(s) from stdin in one write ({op.command_line()} --stdin).")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
+        print(f"contextflow {__version__}")
+        return 0
+    if argv == ["serve"]:  # how every client starts the server: no parser before the handshake
+        from contextflow.adapters.server.app import serve_main
+
+        return serve_main()
+    if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):  # on every prompt: no parser, no table
+        from contextflow.admin.clients import hook
+
+        return hook(None, {"event": argv[1]})
+    word = _command_word(argv)
+    args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
+    if args.store:
+        os.environ["CONTEXTFLOW_STORE"] = args.store
+        from contextflow.core.locate import STORE_OPTION_MARKER
+
+        os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
+    op: Operation = args.operation
+    app: App | None = None
+    from contextflow.core.errors import ContextflowError, exit_code
+    from contextflow.operations.arguments import check_arguments
+
+    try:
+        if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
+            from contextflow.app import App
+
+            app = App.open()
+            return _batch(op, app, arguments_of(op, args), args.format)
+        checked = check_arguments(op, arguments_of(op, args), cli=True)
+        if op.needs_store:
+            from contextflow.app import App
+
+            app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
+            if sys.stderr.isatty():
+                app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
+        reply = op.run(app, checked)
+        if isinstance(reply, int):
+            return reply
+        if args.format == "json":  # the data, every string cleaned
+            from contextflow.core.text import clean_data
+            from contextflow.operations.provenance import dumps
+
+            print(dumps(clean_data(reply.data)))
+        else:  # the text (a graph command's markdown is its own text)
+            print(reply.text.rstrip("\n"))
+        if reply.remark:
+            print(f"contextflow: {reply.remark}", file=sys.stderr)
+        return reply.exit
+    except ContextflowError as exc:
+        print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
+        return exit_code(exc)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if app is not None:
+            sys.stdout.flush()  # the reply is out before any snapshot work
+            app.store.save_snapshot_soon()  # after a long first read: saved from a forked child, the CLI exits
+            app.close()

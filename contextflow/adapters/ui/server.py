@@ -1,0 +1,169 @@
+"""The `contextflow ui` web server: one local page, reachable only from this machine.
+
+It binds 127.0.0.1 only. Every request needs the token printed with the URL (`?token=`), which
+is swapped for an HttpOnly, SameSite=Strict cookie at once (the page's links then work). A
+request whose Host is not this server's loopback address, or whose Origin is another site,
+is refused before anything else runs: a web page elsewhere cannot reach the server through
+DNS rebinding or a cross-site form. Writes (POST) must come from the page itself (Origin set).
+Every response carries a strict Content-Security-Policy: scripts and styles from the server
+only, no inline script, nothing fetched from elsewhere.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import socket
+import sys
+import threading
+import webbrowser
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.datastructures import Headers, QueryParams
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from contextflow.adapters.ui.api import Api
+from contextflow.app import App
+from contextflow.core.errors import InputError
+
+HOST = "127.0.0.1"
+STATIC = Path(__file__).parent / "static"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def cookie_name(port: int) -> str:
+    return f"contextflow_ui_{port}"  # cookies ignore ports: two servers must not share one
+
+
+class Guard:
+    """ASGI middleware: loopback Host, same Origin, then the token (query once, cookie after)."""
+
+    def __init__(self, app: ASGI, token: str, port: int) -> None:
+        self.app, self.token, self.cookie = app, token, cookie_name(port)
+        self.hosts = {f"{HOST}:{port}", f"localhost:{port}"}
+        self.origins = {f"http://{host}" for host in self.hosts}
+
+    def _valid(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        response = self.refusal(scope)
+        if response is not None:
+            await response(scope, receive, secured)
+            return
+        await self.app(scope, receive, secured)
+
+    def refusal(self, scope: Scope) -> Response | None:
+        """Why this request may not go on (a response to send), or None."""
+        headers = Headers(scope=scope)
+        if headers.get("host") not in self.hosts:
+            return PlainTextResponse("refused: the Host header is not this server's local address", 403)
+        origin = headers.get("origin")
+        if origin is not None and origin not in self.origins:
+            return PlainTextResponse("refused: the request comes from another site (Origin)", 403)
+        if headers.get("sec-fetch-site") == "cross-site":
+            return PlainTextResponse("refused: the request comes from another site", 403)
+        if scope["method"] not in ("GET", "HEAD") and origin is None:
+            return PlainTextResponse("refused: changes must come from the contextflow page (no Origin)", 403)
+        query = QueryParams(scope.get("query_string", b"").decode("latin-1"))
+        if self._valid(query.get("token")):  # the printed URL: swap the token for a cookie, drop it from the URL
+            rest = urlencode([(k, v) for k, v in query.multi_items() if k != "token"])
+            path = "/" + scope["path"].lstrip("/")  # never `//host`: a redirect stays on this server
+            redirect = RedirectResponse(path + (f"?{rest}" if rest else ""), 303)
+            redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
+            return redirect
+        cookies = SimpleCookie()
+        try:
+            cookies.load(headers.get("cookie", ""))
+        except Exception:
+            cookies = SimpleCookie()
+        morsel = cookies.get(self.cookie)
+        if self._valid(morsel.value if morsel is not None else None):
+            return None
+        return PlainTextResponse("unauthorized: open the URL that `contextflow ui` printed (it carries the token)", 401)
+
+
+def build_app(app: App, token: str, port: int, api: Api | None = None) -> Guard:
+    """The whole server as an ASGI app: the page, its assets, the JSON API and the live stream."""
+    api = api or Api(app)
+
+    async def index(request: Any) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    routes = [Route("/", index), *api.routes(), Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    return Guard(Starlette(routes=routes), token, port)
+
+
+def bind(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(
+            f"cannot listen on {HOST}:{port}: {exc.strerror}; pick another --port (0: any free one)"
+        ) from None
+    sock.listen(64)
+    return sock
+
+
+def run_ui(app: App, port: int, open_browser: bool = True) -> None:
+    """Serve until interrupted. The first line printed is the URL with its fresh token."""
+    import uvicorn
+
+    sock = bind(port)
+    bound = sock.getsockname()[1]
+    token = secrets.token_urlsafe(32)
+    url = f"http://{HOST}:{bound}/?token={token}"
+    print(url, flush=True)
+    print("contextflow ui: serving on this machine only; Ctrl-C stops it", file=sys.stderr, flush=True)
+    api = Api(app)
+    threading.Thread(target=api.warm, daemon=True).start()  # fold the store before the first page asks
+    if open_browser:
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    config = uvicorn.Config(
+        build_app(app, token, bound, api),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    api.stopping = lambda: server.should_exit  # open pages' streams end, so Ctrl-C stops at once
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,1 @@
+"""Running and keeping contextflow: serve, doctor, install, hooks' setup, compaction."""

@@ -1,0 +1,106 @@
+"""hook and install: what runs inside MCP clients and what sets them up. Imports stay light:
+a hook runs on every prompt a user types, so it pays only for what its event needs."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+    from contextflow.operations.spec import JSON, Reply
+
+
+def hook(app: None, args: JSON) -> int:
+    from contextflow.adapters.hooks import run
+
+    try:
+        raw = sys.stdin.buffer.read()
+    except Exception:
+        raw = b""
+    output = run(args["event"], raw)
+    if output:
+        with contextlib.suppress(OSError):  # the client stopped listening: still never fail it
+            sys.stdout.write(output + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def start_preview(app: App, args: JSON) -> Reply:
+    """What the next session start would inject (project and session as given, else the defaults),
+    produced by the hook's own code, and its size against each client's limit."""
+    import json
+    import os
+    from dataclasses import replace
+
+    from contextflow.adapters.hooks import hook_budget, hook_dir, session_start_output
+    from contextflow.adapters.session_start import CLIENT_LIMITS
+    from contextflow.app import App as AppType
+    from contextflow.operations.spec import Reply
+    from contextflow.sessions.core import active_session
+
+    project = args.get("project") or app.settings.default_project
+    settings = replace(
+        app.settings, default_project=project, active_session=args.get("session_id") or active_session(app)
+    )
+    budget = hook_budget(os.environ)
+    hooks = hook_dir(app.store.folder, os.environ)
+    output = session_start_output(AppType(app.store, settings), hooks, budget, project)
+    context = json.loads(output)["hookSpecificOutput"]["additionalContext"] if output else ""
+    limits = [
+        {"client": key, "name": name, "limit": limit, "fits": limit is None or len(context) <= limit}
+        for key, name, limit in CLIENT_LIMITS
+    ]
+    lines = [
+        f"session start for project={project} session={settings.active_session or '(none)'}: "
+        f"{len(context):,} characters (hook budget {budget:,} tokens)"
+    ]
+    for item in limits:
+        verdict = "fits" if item["fits"] else "OVER"
+        size = f"limit {item['limit']:,} characters, {verdict}" if item["limit"] else "no documented limit"
+        lines.append(f"  {item['name']}: {size}")
+    lines += ["", output or "(nothing: the hook prints nothing)"]
+    data = {
+        "project": project,
+        "session_id": settings.active_session,
+        "output": output,
+        "context": context,
+        "chars": len(context),
+        "budget_tokens": budget,
+        "limits": limits,
+    }
+    return Reply("\n".join(lines), data)
+
+
+def install(app: None, args: JSON) -> Reply:
+    from contextflow.admin.install import AFTER_INSTALL
+    from contextflow.admin.install import install as install_client
+    from contextflow.operations.spec import Reply
+
+    dry_run = bool(args.get("dry_run"))
+    changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
+    changed = any(change.changed for change in changes)
+    blocks: list[str] = []
+    for change in changes:
+        action = "create" if change.before is None else "update"
+        if change.changed:
+            blocks.append(f"{'would ' + action if dry_run else action + 'd'}  {change.path}\n{change.diff()}".rstrip())
+        else:
+            blocks.append(f"unchanged  {change.path}")
+    if changed and not dry_run:
+        note = AFTER_INSTALL.get(args["client"], "")
+        blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
+    elif not changed:
+        blocks.append("contextflow is already installed; nothing changed.")
+    data = [
+        {"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
+        for c in changes
+    ]
+    warnings: list[str] = []
+    if not dry_run:
+        from contextflow.admin.install_check import install_warnings
+
+        warnings = install_warnings(args["client"])
+    info = {"client": args["client"], "dry_run": dry_run, "changes": data, "warnings": warnings}
+    return Reply("\n\n".join(blocks), info, remark="\n".join(f"warning: {w}" for w in warnings) or None)

@@ -1,0 +1,229 @@
+"""What `contextflow doctor` and the info resource report about a store."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from contextflow.app import App
+from contextflow.core import legacy
+from contextflow.core.blobs import bad_blobs
+from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
+from contextflow.core.events import MAX_DEPTH
+from contextflow.core.log import iter_quarantine, unread_logs
+from contextflow.search import derived
+
+_STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
+_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
+
+
+def store_info(app: App, verify: bool = False) -> dict[str, Any]:
+    """What doctor and the info resource show; `verify` (doctor) also checks the machine-local
+    views against a fresh fold of the logs (`snapshot_check`: as costly as a cold read)."""
+    from contextflow.sessions.core import active_session
+
+    store = app.store
+    health = store.health()
+    location = store.location
+    bad_kinds: Counter[str] = Counter()
+    for segment in health.segments:
+        bad_kinds.update(segment.bad_kinds)
+    context_file = location.legacy_files[0] if location.legacy_files else None
+    return {
+        "store": str(store.folder),
+        "chosen_by": location.rule,
+        "chosen_detail": location.detail or None,
+        "store_note": location.store_note or None,
+        "legacy_files": [str(path) for path in location.legacy_files],
+        "oversized_legacy_files": health.oversized,
+        "writer": store.writer,
+        "state_dir": str(store.state_dir),
+        "active_session": active_session(app),
+        "active_session_file": str(app.settings.active_session_file),
+        "default_project": app.settings.default_project,
+        "project_chosen_by": app.settings.project_rule,
+        "events": store.event_count,
+        "duplicate_events_ignored": store.duplicates,
+        "bad_lines": health.bad_line_count,
+        "bad_line_kinds": dict(bad_kinds),
+        "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
+        "bad_fields": health.bad_fields,
+        "writers_ahead": writers_ahead(health.segments),
+        "future_stamped": future_stamped(health.bounded, health.waiting),
+        "logs": [
+            {"file": str(segment.path), **{name: getattr(segment, name) for name in _LOG_FIELDS}}
+            for segment in health.segments
+        ],
+        "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
+        "derived": derived.describe(store),
+        "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
+        "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
+        "snapshot": snapshot_check(app) if verify else {"loaded": app.store.from_snapshot, "checked": False},
+        "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
+        # ContextFlowMCP's names for the same facts (tools written against its info resource): its
+        # context file and how it was found, in its words; its session folder is read, never written
+        "file": str(context_file or store.log_writer.path),
+        "sessionDataDir": str(legacy.sessions_dir(context_file)) if context_file else None,
+        "sessionIndexFile": str(legacy.index_file(context_file)) if context_file else None,
+        "contextFileSource": location.source,
+        "contextFileDiscovery": {
+            **dict(location.discovery),
+            "rule": location.rule,
+            "detail": location.detail or None,
+            "store": str(store.folder),
+            "legacy_files": [str(path) for path in location.legacy_files],
+        },
+    }
+
+
+def writers_ahead(segments: Any) -> list[dict[str, Any]]:
+    """Writers whose newest stamp lies more than the drift bound ahead of this machine's clock."""
+    found: dict[str, int] = {}
+    for segment in segments:
+        ahead = ahead_ms(segment.newest)
+        if ahead > MAX_DRIFT_MS:
+            found[segment.writer] = max(found.get(segment.writer, 0), ahead)
+    return [{"writer": writer, "ahead_s": ms // 1000} for writer, ms in sorted(found.items())]
+
+
+SNAPSHOT_CHECK_MAX_EVENTS = 300_000  # beyond this `doctor` does not fold the logs again to check the snapshot
+CHECKED_VIEWS = ("sessions", "records", "timeline", "conversations", "graph")  # search ranks ties by arrival
+
+
+def snapshot_check(app: App) -> dict[str, Any]:
+    """Whether the machine-local views (the snapshot this process loaded, the sessions sidecar) say what
+    a fresh fold of the logs says: forged or damaged state could show what no log holds. They are trusted
+    and never checked on load (that would cost the fold they save): `doctor` asks, and deletes a liar."""
+    from contextflow.core.snapshot import FILE_NAME
+    from contextflow.core.store import Store
+    from contextflow.sessions import index as sessions_index
+
+    store = app.store
+    if store.event_count > SNAPSHOT_CHECK_MAX_EVENTS:
+        return {"loaded": store.from_snapshot, "checked": False}
+    views, fields = store.fresh_views, store.fields
+    fresh = Store(store.location, store.writer, store.state_dir, views=views, fields=fields, use_snapshot=False)
+    found: dict[str, Any] = {"loaded": store.from_snapshot, "checked": True}
+    if store.from_snapshot:
+        differ = [name for name in CHECKED_VIEWS if store.view(name) != fresh.view(name)]
+        if differ:
+            (store.state_dir / FILE_NAME).unlink(missing_ok=True)
+        found["views_differing_from_logs"] = differ
+    found["sessions_index_matches_logs"] = sessions_index.check(store, fresh.view("sessions"))
+    return found
+
+
+def future_stamped(bounded: dict[str, int], waiting: dict[str, int]) -> list[dict[str, Any]]:
+    """Per writer: events stamped beyond the drift bound that a bound ordered before later writes, and
+    those no bound names yet (the next write here bounds them)."""
+    return [
+        {"writer": writer, "bounded": bounded.get(writer, 0), "waiting": waiting.get(writer, 0)}
+        for writer in sorted({*bounded, *waiting})
+    ]
+
+
+def loose_state_permissions(root: Path) -> list[str]:
+    """State files not 0600 / folders not 0700 (the state folder holds a copy of the store)."""
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            seen += 1
+            if seen > _STATE_SCAN_LIMIT:
+                return found
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_IMODE(st.st_mode) & 0o077 and not stat.S_ISLNK(st.st_mode):
+                found.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o})")
+    return found
+
+
+def _duration(ms: int) -> str:
+    seconds = ms // 1000
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds} s"
+
+
+def problems(info: dict[str, Any]) -> list[str]:
+    """Plain-language findings that need a person's attention (conflict copies: conflicts.findings)."""
+    found: list[str] = []
+    if info["bad_lines"]:
+        found.append(f"{info['bad_lines']} malformed line(s) were skipped (see bad_line_samples); the rest reads fine")
+    kinds = info.get("bad_line_kinds", {})
+    if kinds.get("clock stamp out of range"):
+        found.append(
+            f"{kinds['clock stamp out of range']} line(s) carry a clock stamp out of range (past year "
+            "9999 or negative): skipped, left on disk; the machine that wrote them has a broken clock"
+        )
+    if kinds.get("nested too deeply"):
+        found.append(
+            f"{kinds['nested too deeply']} line(s) have arrays and objects nested more than {MAX_DEPTH} levels deep: "
+            "skipped, left on disk; no contextflow writes such a line"
+        )
+    for path, size in info.get("oversized_legacy_files", {}).items():
+        found.append(
+            f"the ContextFlowMCP file {path} ({size} bytes) is over {legacy.MAX_FILE_SETTING}: it is not read and "
+            "reads are refused until the limit is raised or the file is smaller"
+        )
+    if kinds.get("oversized line"):
+        found.append(f"{kinds['oversized line']} line(s) are over the size limit (oversized): skipped, left on disk")
+    if bad_fields := info.get("bad_fields"):
+        listed = ", ".join(f"{name} ({count})" for name, count in list(bad_fields.items())[:10])
+        found.append(
+            f"{sum(bad_fields.values())} field(s) of synced events had the wrong type and were left out as "
+            f"they were read: {listed}; the lines are left on disk, the rest of each event reads fine"
+        )
+    for writer in info.get("writers_ahead", []):
+        found.append(
+            f"writer {writer['writer']}'s newest event is stamped {_duration(writer['ahead_s'] * 1000)} ahead of "
+            f"this machine's clock (more than the {MAX_DRIFT_MS // 60000}-minute drift bound): fix that machine's "
+            f"clock, or if no machine of yours is {writer['writer']}, remove its log from the store"
+        )
+    for writer in info.get("future_stamped", []):
+        if writer["bounded"]:
+            found.append(
+                f"writer {writer['writer']}: {writer['bounded']} event(s) stamped beyond the drift bound are "
+                "ordered just before the write that bounded them (the same on every machine)"
+            )
+        if writer["waiting"]:
+            found.append(
+                f"writer {writer['writer']}: {writer['waiting']} event(s) stamped beyond the drift bound wait for "
+                "this machine's next write, which bounds them; until then they order after every other event"
+            )
+    for path in info.get("loose_state_permissions", []):
+        found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
+    state = info.get("snapshot", {})
+    if differ := state.get("views_differing_from_logs"):
+        found.append(
+            f"the snapshot's {', '.join(differ)} view(s) do not match the logs (forged or damaged): it was deleted, "
+            "and the next command folds the logs again. Check who can write the state folder"
+        )
+    if state.get("sessions_index_matches_logs") is False:
+        found.append(
+            "the sessions index (sessions-index.json) does not match the logs (forged or damaged): it was deleted "
+            "and is rebuilt from the logs. Check who can write the state folder"
+        )
+    for log in info.get("unread_logs", []):
+        found.append(
+            f"{log['file']} is {log['why']}, so its events are not read (contextflow never follows links in "
+            "the store: one could point anywhere); if it is yours, replace it with the file itself"
+        )
+    for blob in info.get("bad_blobs", []):
+        found.append(f"blob {blob['file']} is {blob['why']}: it is never read; remove it")
+    if info["quarantined_fragments"]:
+        found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
+    try:
+        mode = stat.S_IMODE(os.stat(info["store"]).st_mode)
+        if mode & 0o077:
+            found.append(f"the store folder is readable by other users (mode {mode:o}); chmod 700 it")
+    except FileNotFoundError:
+        pass  # the normal state before the first write: `doctor` says so beside the store, not as a problem
+    return found

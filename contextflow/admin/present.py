@@ -1,0 +1,138 @@
+"""serve, doctor, pick-session and compact: running and keeping contextflow."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contextflow.operations.spec import JSON, Reply
+
+if TYPE_CHECKING:  # `serve` imports only what serving needs
+    from contextflow.app import App
+
+
+def serve(app: App, args: JSON) -> int:
+    if args.get("http"):
+        import os
+
+        from contextflow.adapters.server.auth import load_grants
+        from contextflow.adapters.server.http import run_http
+
+        run_http(app, load_grants(os.environ, args.get("tokens")), args["host"], args["port"])
+        return 0
+    from contextflow.adapters.server.app import run_stdio
+
+    run_stdio(app)
+    return 0
+
+
+def ui(app: App, args: JSON) -> int:
+    from contextflow.adapters.ui.server import run_ui
+
+    run_ui(app, args["port"], open_browser=not args.get("no_open"))
+    return 0
+
+
+def doctor(app: App, args: JSON) -> Reply:
+    from contextflow.admin.diagnose import problems, store_info
+    from contextflow.admin.install_check import client_store_findings
+    from contextflow.core import conflicts
+    from contextflow.core.errors import EXIT_PROBLEMS
+
+    fixed = conflicts.fix(app) if args.get("fix") else None
+    if args.get("rebuild"):
+        from contextflow.search import derived
+
+        derived.search_for(app.store).update(rebuild=True)
+    info = store_info(app, verify=True)
+    found = problems(info) + conflicts.findings(app) + client_store_findings()
+    info["problems"] = found
+    lines = [
+        f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
+        f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
+        *([f"store note:   {info['store_note']}"] if info["store_note"] else []),
+        *(
+            f"ContextFlowMCP: {path} and its .sessions/ (its {info['contextFileSource']}; read, never written"
+            + ("" if any(log["legacy"] for log in info["logs"]) else "; nothing there yet")
+            + ")"
+            for path in info["legacy_files"][:1]
+        ),
+        f"writer:       {info['writer']}",
+        f"state:        {info['state_dir']}",
+        f"events:       {info['events']} (duplicates ignored: {info['duplicate_events_ignored']})",
+        f"bad lines:    {info['bad_lines']}",
+        f"active:       {info['active_session'] or '(none)'}",
+        f"project:      {info['default_project']} (chosen by {info['project_chosen_by']})",
+        "logs:",
+    ]
+    for log in info["logs"]:
+        tags = [t for t, on in (("legacy", log["legacy"]), ("conflict copy", log["conflict_copy"])) if on]
+        extra = f" [{', '.join(tags)}]" if tags else ""
+        lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
+    index = info["derived"]
+    status = "current" if index["current"] else ("behind the logs" if index["version_matches"] else "not built")
+    lines += [
+        f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {index['documents'] or 0} documents, "
+        f"{status} (updated {index['updated'] or 'never'})",
+        f"  rebuild:    {index['rebuild']}",
+    ]
+    lines.append("problems:" if found else "problems:     none")
+    lines += [f"  - {problem}" for problem in found]
+    if fixed is not None:
+        info["fix"] = fixed.as_dict()
+        lines += fixed.lines()
+    return Reply("\n".join(lines), info, exit=EXIT_PROBLEMS if found else 0)
+
+
+def pick_session(app: App, args: JSON) -> int:
+    from contextflow.adapters.picker import run_picker
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "contextflow: pick-session needs an interactive terminal; in scripts use "
+            "`contextflow use SESSION_ID` or the choose_session tool instead",
+            file=sys.stderr,
+        )
+        return 2
+    return run_picker(app, args.get("project"))
+
+
+def human_size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    return f"{count / 1024:.1f} KB" if count < 1024 * 1024 else f"{count / (1024 * 1024):.1f} MB"
+
+
+def compact_log(app: App, args: JSON) -> Reply:
+    from contextflow.core.compact import compact, default_archive_dir
+
+    given = args.get("archive_dir")
+    archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
+    report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))
+    if report.bytes_before == 0:
+        return Reply(f"nothing to compact: {report.log} does not exist yet", report.as_dict())
+    verb = "would compact" if report.dry_run else "compacted"
+    lines = [
+        f"{verb} {report.log}: {report.lines_before} -> {report.lines_after} lines, "
+        f"{human_size(report.bytes_before)} -> {human_size(report.bytes_after)}"
+        if report.changed
+        else f"nothing to compact in {report.log} ({report.lines_before} lines)"
+    ]
+    if report.blocked_by:
+        lines.append(
+            f"nothing dropped: the view(s) {', '.join(report.blocked_by)} cannot tell which events they no longer "
+            "need, so every event is kept"
+        )
+    if report.changed:
+        for label, counts in (("dropped", report.dropped), ("reduced", report.reduced)):
+            if counts:
+                lines.append(f"{label}: " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
+        if report.duplicates:
+            lines.append(f"repeated lines removed: {report.duplicates}")
+        if report.kept_unreadable:
+            lines.append(f"unreadable lines kept as they are: {report.kept_unreadable}")
+        if report.archive:
+            lines.append(f"old log archived at {report.archive}")
+    return Reply("\n".join(lines), report.as_dict())

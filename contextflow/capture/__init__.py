@@ -1,0 +1,3 @@
+"""Capture: one compact activity record per turn, read deterministically from the client's own
+record of the session (Claude Code's transcript, Codex's rollout, Gemini CLI's chat file), and
+an automatic handoff kept current after each turn. No model calls; new bytes only."""

@@ -1,0 +1,71 @@
+"""Per-transcript cursors: read only the bytes a client appended since the last hook call.
+
+A cursor is `{"offset", "ino", "check"}`: the byte offset read up to (always just after a
+`\\n`), the file's inode, and a hash of the (up to) 4 KB before the offset. When the file was
+replaced, truncated or rewritten before the offset, the cursor no longer matches and reading
+restarts from 0 (identical turns are then recognised by their id and not stored twice).
+A call reads at most MAX_READ bytes; a line longer than MAX_LINE is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+MAX_READ = 8 << 20
+MAX_LINE = 2 << 20
+CHECK_BYTES = 4096
+
+
+class Chunk:
+    """The complete new lines of one read, where the next read starts, and what was skipped."""
+
+    def __init__(self, lines: list[bytes], cursor: dict[str, Any], skipped: int, restarted: bool) -> None:
+        self.lines, self.cursor, self.skipped, self.restarted = lines, cursor, skipped, restarted
+
+
+def _check(handle: Any, offset: int) -> str:
+    start = max(0, offset - CHECK_BYTES)
+    handle.seek(start)
+    return hashlib.sha256(handle.read(offset - start)).hexdigest()[:32]
+
+
+def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ) -> Chunk:
+    cursor = cursor or {}
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        offset = cursor.get("offset", 0)
+        offset = offset if isinstance(offset, int) and offset >= 0 else 0
+        valid = (
+            0 < offset <= info.st_size
+            and cursor.get("ino") == info.st_ino
+            and cursor.get("check") == _check(handle, offset)
+        )
+        restarted = offset > 0 and not valid
+        if not valid:
+            offset = 0
+        skipping = bool(cursor.get("skipping")) and valid
+        handle.seek(offset)
+        data = handle.read(max_read)
+        end = data.rfind(b"\n")
+        skipped = 0
+        if end < 0:  # no complete line yet; or one line longer than a whole read: skip it
+            if len(data) < max_read:
+                return Chunk([], cursor if valid else _cursor(handle, 0, info.st_ino), 0, restarted)
+            new = offset + len(data)
+            return Chunk([], {**_cursor(handle, new, info.st_ino), "skipping": True}, 0 if skipping else 1, restarted)
+        lines = data[:end].split(b"\n")
+        if skipping:  # the rest of a line skipped in the last read
+            lines = lines[1:]
+        kept = []
+        for line in lines:
+            if len(line) > MAX_LINE:
+                skipped += 1
+            elif line.strip():
+                kept.append(line)
+        return Chunk(kept, _cursor(handle, offset + end + 1, info.st_ino), skipped, restarted)
+
+
+def _cursor(handle: Any, offset: int, ino: int) -> dict[str, Any]:
+    return {"offset": offset, "ino": ino, "check": _check(handle, offset)}

@@ -1,0 +1,1 @@
+"""Structured conversation records, saved whole, with their transcripts kept apart as blobs."""

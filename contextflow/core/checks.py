@@ -1,0 +1,156 @@
+"""Argument checks shared by the core functions. Each failure says what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from contextflow.core import timeutil
+from contextflow.core.errors import InputError
+
+
+def json_type(value: Any) -> str:
+    """What a JSON value is, for "must be X, got Y" messages: "null", "a number (7)", "a list"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def text(
+    value: Any, name: str, *, required: bool = False, max_chars: int | None = None, hint: str | None = None
+) -> str | None:
+    """A string argument, trimmed; None when absent or blank and not required. `hint` says
+    what to pass when a required one is missing or empty."""
+    if value is None:
+        if required:
+            raise InputError(f"{name} is required: {hint or 'pass it as a non-empty string'}")
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {json_type(value)}")
+    stripped = value.strip()
+    if not stripped:
+        if required:
+            raise InputError(f"{name} is empty: {hint or 'pass a non-empty string'}")
+        return None
+    if max_chars is not None and len(stripped) > max_chars:
+        raise InputError(f"{name} is {len(stripped)} characters; the limit is {max_chars}. Shorten it or split it up")
+    return stripped
+
+
+def name(value: Any, what: str, max_chars: int = 200) -> str | None:
+    """A session id or project name: refused when it holds a line break or another control or
+    format character (it would display as something else)."""
+    found = text(value, what, max_chars=max_chars) or ""
+    for position, char in enumerate(found, 1):
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            raise InputError(
+                f"{what} contains a control character (U+{ord(char):04X} at position {position}); "
+                "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
+            )
+    return found or None
+
+
+def json_list(value: Any, name: str, max_items: int, shape: str) -> list[Any]:
+    """A list argument, empty when absent; `shape` ends the message "NAME must be a list of ..."."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"{name} must be a list of {shape}")
+    if len(value) > max_items:
+        raise InputError(f"{name} has {len(value)} items; the limit is {max_items}")
+    return value
+
+
+def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[str]:
+    out: list[str] = []
+    for index, item in enumerate(json_list(value, name, max_items, 'strings, for example ["first", "second"]')):
+        if not isinstance(item, str) or not item.strip():
+            raise InputError(f"{name}[{index}] must be a non-empty string")
+        if len(item.strip()) > max_chars:
+            raise InputError(f"{name}[{index}] is {len(item.strip())} characters; the limit is {max_chars}")
+        out.append(item.strip())
+    return out
+
+
+def json_object(
+    value: Any, name: str, *, example: str, max_bytes: int | None = None, hint: str = "", size_hint: str = ""
+) -> dict[str, Any]:
+    """A JSON object argument, at most `max_bytes` once encoded. `hint` follows the message for
+    a value that is not an object, `size_hint` the one for a value over the limit."""
+    if not isinstance(value, dict):
+        raise InputError(f"{name} must be a JSON object, e.g. {example}" + (f"; {hint}" if hint else ""))
+    try:
+        import orjson  # only a value check pays for it: a hook reading a yes/no attribute does not
+
+        size = len(orjson.dumps(value))
+    except TypeError as exc:
+        raise InputError(
+            f"{name} is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
+        ) from None
+    if max_bytes is not None and size > max_bytes:
+        limit = f"the limit is {max_bytes} ({max_bytes // 1024} KB)"
+        raise InputError(f"{name} is {size} bytes as JSON; {limit}" + (f". {size_hint}" if size_hint else ""))
+    return value
+
+
+def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 200) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{name} must be from {low} to {high}, got {value}")
+    return value
+
+
+def iso_time(value: Any, name: str) -> str | None:
+    """An ISO-8601 time as a UTC string comparable with event timestamps (no zone means UTC)."""
+    raw = text(value, name)
+    if raw is None:
+        return None
+    moment = timeutil.parse_iso(raw)
+    if moment is None:
+        raise InputError(f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z")
+    return timeutil.to_iso(moment)
+
+
+def choice(value: Any, name: str, options: tuple[str, ...], default: str | None = None) -> str | None:
+    if value is None:
+        return default
+    if value not in options:
+        raise InputError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return str(value)
+
+
+def json_file(path: str, hint: str) -> Any:
+    """The JSON in file `path` (`-` reads stdin); each error names the file and ends with `hint`."""
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
+    import orjson
+
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc}); {hint}") from None
+
+
+TRUE_WORDS = ("1", "on", "true", "yes", "always")
+FALSE_WORDS = ("", "0", "off", "false", "no", "never")
+
+
+def flag(value: str | None) -> bool | None:
+    """A yes/no setting or attribute as written by a person: True, False, or None when it is neither."""
+    word = (value or "").strip().lower()
+    return True if word in TRUE_WORDS else False if word in FALSE_WORDS else None

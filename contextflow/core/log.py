@@ -1,0 +1,410 @@
+"""Log I/O: the only module that reads or writes the store's log files.
+
+On-disk contract:
+
+- The store is a folder; writer W appends only to its `events.<W>.jsonl`, so a sync tool never
+  sees two machines change one file. Files are created 0600; a store folder made here is 0700.
+- An append holds W's machine-local lock (`core/lock.py`, flock) and writes each batch of lines with one
+  `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. A last line without its `\\n` (a crash
+  mid-write) is copied to `quarantine/` and cut off before the next append, never silently dropped.
+- Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
+  ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
+  lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
+  chain of 32 KiB block hashes over the whole prefix. A later read continues when the file only
+  grew (also when a sync tool replaced it with a longer copy: a new inode's whole prefix is
+  checked against the chain) and reports a reset otherwise.
+- Compaction replaces a writer's own log atomically (temp file, fsync, rename, folder fsync)
+  under its lock; readers elsewhere see a reset and refold. Sync-conflict copies are removed
+  only by `remove_conflict_copy`, after the caller verified their events are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contextflow.core import legacy
+from contextflow.core.clock import MAX_HLC
+from contextflow.core.errors import StoreError
+from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
+
+if TYPE_CHECKING:
+    from contextflow.core.lock import WriterLock
+
+LOG_PREFIX = "events."
+LOG_SUFFIX = ".jsonl"
+QUARANTINE_DIR = "quarantine"
+TAIL_WINDOW = 4096
+PREFIX_BLOCK = 32 * 1024
+READ_CHUNK = 8 * 1024 * 1024
+LOCK_TIMEOUT_S = 10.0
+_LOG_NAME = re.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
+
+
+def log_path(folder: Path, writer: str) -> Path:
+    return folder / f"{LOG_PREFIX}{writer}{LOG_SUFFIX}"
+
+
+def parse_log_name(name: str) -> tuple[str, bool] | None:
+    """(writer, is_conflict_copy) for a log file name, or None when it is not a log."""
+    match = _LOG_NAME.match(name)
+    return (match["writer"], match["conflict"] is not None) if match else None
+
+
+def list_segments(folder: Path, legacy_files: tuple[Path, ...] = ()) -> list[Path]:
+    """Every log file to read, in a stable order: the store's logs, then each legacy source's files."""
+    found: list[Path] = []
+    try:
+        with os.scandir(folder) as entries:
+            found = [Path(e.path) for e in entries if parse_log_name(e.name) and e.is_file(follow_symlinks=False)]
+    except FileNotFoundError:
+        pass
+    except NotADirectoryError:
+        raise StoreError(f"the store {folder} is not a folder; point CONTEXTFLOW_STORE at a folder") from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the store folder {folder}: {(exc.strerror or str(exc)).lower()}; "
+            "give your user read and write access to it (chmod 700)"
+        ) from None
+    found.sort()
+    return [*found, *legacy.files(legacy_files)]
+
+
+def unread_logs(folder: Path) -> list[tuple[Path, str]]:
+    """Entries named like logs that `list_segments` leaves out, each with why: a symbolic link (never
+    followed in the store: it could point anywhere) or not a regular file."""
+    found: list[tuple[Path, str]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if parse_log_name(entry.name) and not entry.is_file(follow_symlinks=False):
+                    why = "a symbolic link" if entry.is_symlink() else "not a regular file"
+                    found.append((Path(entry.path), why))
+    except OSError:
+        return []
+    return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """How far one file has been read, and what it looked like then."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    lines: int
+    tail: bytes
+    blocks: bytes = b""  # hash chain over the whole PREFIX_BLOCKs before offset
+    partial: bytes = b""  # hash of the bytes after them, up to offset
+
+    @property
+    def signature(self) -> tuple[int, int, int, int]:
+        """The file's signature when read (fsutil.signature's form)."""
+        return (self.dev, self.ino, self.size, self.mtime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    lines: list[tuple[int, bytes]]  # (line number, line without newline)
+    cursor: Cursor
+    reset: bool  # the file no longer continues what the old cursor read
+
+
+def _tail_hash(fd: int, offset: int) -> bytes:
+    start = max(0, offset - TAIL_WINDOW)
+    return hashlib.blake2b(os.pread(fd, offset - start, start), digest_size=16).digest()
+
+
+def _prefix_hash(fd: int, blocks: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """Extend the block chain `blocks` (covering [0, start), start a multiple of PREFIX_BLOCK) to
+    `end`: (chain over the whole blocks below end, hash of the rest). Independent of how the
+    prefix was read in pieces, so a process can compare a replaced file with what it read."""
+    position = start
+    while end - position >= PREFIX_BLOCK:
+        block = os.pread(fd, PREFIX_BLOCK, position)
+        blocks = hashlib.blake2b(blocks + block, digest_size=16).digest()
+        position += PREFIX_BLOCK
+    partial = hashlib.blake2b(os.pread(fd, end - position, position), digest_size=16).digest()
+    return blocks, partial
+
+
+def _open_read(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def unchanged(path: Path, cursor: Cursor | None) -> bool:
+    """True when the file's signature still matches the cursor (one stat, no read)."""
+    return cursor is not None and signature(path) == cursor.signature
+
+
+def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chunk:
+    """Whole lines added since `cursor` (all lines when it is None or no longer valid); with `limit`,
+    stop once about that many bytes were read (the cursor then ends before the file does)."""
+    fd = _open_read(path)
+    try:
+        st = os.fstat(fd)
+        reset, start, line_no = False, 0, 0
+        if cursor is not None:
+            continues = st.st_size >= cursor.offset and _tail_hash(fd, cursor.offset) == cursor.tail
+            if continues and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):  # replaced: check all we read
+                continues = _prefix_hash(fd, b"", 0, cursor.offset) == (cursor.blocks, cursor.partial)
+            reset = not continues
+            if continues:
+                start, line_no = cursor.offset, cursor.lines
+        lines: list[tuple[int, bytes]] = []
+        offset = start
+        pending = b""
+        while True:
+            block = os.pread(fd, READ_CHUNK, offset + len(pending))
+            if not block:
+                break
+            data = pending + block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                continue
+            for raw in data[:cut].split(b"\n"):
+                line_no += 1
+                if raw.strip():
+                    lines.append((line_no, raw))
+            offset += cut + 1
+            pending = data[cut + 1 :]
+            if limit is not None and offset - start >= limit:
+                break
+        known = cursor.blocks if start and cursor is not None else b""  # the chain below start's block
+        blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
+        tail = _tail_hash(fd, offset)
+        cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
+        return Chunk(lines, cursor, reset)
+    finally:
+        os.close(fd)
+
+
+def ensure_folder(folder: Path) -> None:
+    if folder.is_dir():
+        return
+    try:
+        folder.mkdir(parents=True, mode=0o700)
+        os.chmod(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store folder {folder}: {exc.strerror}; "
+            "point CONTEXTFLOW_STORE at a folder you can write"
+        ) from None
+
+
+class LogWriter:
+    """Appends whole lines to one writer's log under that writer's machine-local lock."""
+
+    def __init__(self, folder: Path, writer: str, lock_file: Path, fsync: bool = False) -> None:
+        self.folder = folder
+        self.path = log_path(folder, writer)
+        self.fsync = fsync
+        self.lock_file = lock_file
+        lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock: WriterLock | None = None  # made by the first write, not by readers
+
+    def locked(self) -> WriterLock:
+        """The writer lock; hold it across read-own-log, stamp, append. A lock file that is a
+        symbolic link is refused: taking the lock would create or truncate what it points at."""
+        if os.path.islink(self.lock_file):
+            raise StoreError(
+                f"{self.lock_file} is a symbolic link; contextflow never follows one there. "
+                "Remove it (it is machine-local state and is recreated)"
+            )
+        if self._lock is None:
+            from contextflow.core.lock import WriterLock
+
+            self._lock = WriterLock(self.lock_file, LOCK_TIMEOUT_S)
+        return self._lock
+
+    def append(self, data: bytes) -> int:
+        """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
+        ensure_folder(self.folder)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                before = self._repair_tail(fd)  # failing to quarantine a torn tail leaves the log as it was
+                try:
+                    if os.write(fd, data) != len(data):
+                        raise OSError(errno.ENOSPC, "short write")
+                    if self.fsync:
+                        os.fsync(fd)
+                except OSError:
+                    os.ftruncate(fd, before)  # leave no torn line behind
+                    raise
+                return before
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StoreError(_explain(exc, self.path)) from None
+
+    def _repair_tail(self, fd: int) -> int:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return size
+        cut = _last_newline(fd, size) + 1
+        fragment = os.pread(fd, size - cut, cut)
+        self._quarantine(fragment)
+        os.ftruncate(fd, cut)
+        return cut
+
+    def _quarantine(self, fragment: bytes) -> None:
+        target_dir = self.folder / QUARANTINE_DIR
+        with contextlib.suppress(FileExistsError):
+            target_dir.mkdir(mode=0o700)
+        try:  # the folder itself, never a symbolic link to somewhere else
+            dir_fd = os.open(target_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise StoreError(
+                    f"{target_dir} is a symbolic link or not a folder; contextflow never writes through one. "
+                    "Remove it so the torn line at the end of your log can be quarantined "
+                    "(it stays in the log until then)"
+                ) from None
+            raise
+        name = f"{self.path.name}.{time.time_ns()}.{os.getpid()}.frag"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+            try:
+                if os.write(fd, fragment) != len(fragment):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.fsync(fd)
+            except OSError:
+                os.unlink(name, dir_fd=dir_fd)  # no half copy: the fragment stays in the log until it fits
+                raise
+            finally:
+                os.close(fd)
+        finally:
+            os.close(dir_fd)
+
+
+def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:
+    """Atomically replace a writer's log with `data` (the caller holds its lock). When its signature
+    is no longer `expected` (a sync tool replaced it), nothing is written and StoreError says so."""
+    remove_stale_temps(path)
+
+    def unchanged_since() -> None:
+        if signature(path) != expected:
+            raise StoreError(f"{path} changed while it was being rewritten; nothing was changed, run it again")
+
+    try:
+        atomic_write(path, data, check=unchanged_since)
+    except OSError as exc:
+        raise StoreError(f"cannot rewrite {path}: {exc.strerror or exc}. Nothing already stored was changed.") from None
+
+
+def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
+    """A log's bytes, its whole lines (numbered; blank ones left out) and a torn last line's bytes."""
+    fd = _open_read(path)
+    try:
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
+    cut = data.rfind(b"\n") + 1
+    lines = [(n, raw) for n, raw in enumerate(data[:cut].split(b"\n")[:-1], start=1) if raw.strip()]
+    return data, lines, data[cut:]
+
+
+def remove_conflict_copy(path: Path) -> None:
+    """Delete a `*.sync-conflict-*` log copy whose events the caller verified are kept elsewhere."""
+    parsed = parse_log_name(path.name)
+    if parsed is None or not parsed[1]:
+        raise StoreError(f"{path} is not a sync-conflict copy of a log; refusing to remove it")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot remove {path}: {exc.strerror}") from None
+    fsync_folder(path.parent)
+
+
+_HLC_FIELD = re.compile(rb'"hlc":(\d+)')
+
+
+def last_stamp(path: Path) -> int | None:
+    """The clock stamp of a log's last whole line (its newest event), read from its tail only."""
+    try:
+        fd = _open_read(path)
+    except OSError:
+        return None
+    try:
+        end = _last_newline(fd, os.fstat(fd).st_size)
+        if end < 0:
+            return None
+        start = _last_newline(fd, end) + 1
+        head = os.pread(fd, min(end - start, 256), start)  # "hlc" comes before the payload
+    finally:
+        os.close(fd)
+    found = _HLC_FIELD.search(head)
+    if not found or len(found[1]) > 20:
+        return None
+    stamp = int(found[1])
+    return stamp if stamp <= MAX_HLC else None  # an out-of-range stamp is a bad line, not a clock
+
+
+def _last_newline(fd: int, size: int) -> int:
+    """Offset of the last b'\\n' before `size`, or -1."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        block = os.pread(fd, end - start, start)
+        found = block.rfind(b"\n")
+        if found >= 0:
+            return start + found
+        end = start
+    return -1
+
+
+def _explain(exc: OSError, path: Path) -> str:
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is exhausted",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.ELOOP: "it is a symbolic link, which contextflow never writes through",
+    }
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    return f"cannot append to {path}: {reason}. Nothing already stored was changed."
+
+
+def iter_quarantine(folder: Path) -> Iterator[Path]:
+    target = folder / QUARANTINE_DIR
+    if target.is_dir() and not target.is_symlink():
+        yield from sorted(target.iterdir())
+
+
+__all__ = [
+    "Chunk",
+    "Cursor",
+    "LogWriter",
+    "ensure_folder",
+    "fsync_folder",
+    "iter_quarantine",
+    "last_stamp",
+    "list_segments",
+    "log_path",
+    "parse_log_name",
+    "read_new",
+    "read_whole",
+    "remove_conflict_copy",
+    "remove_stale_temps",
+    "replace_log",
+    "signature",
+    "unchanged",
+    "unread_logs",
+]

@@ -1,0 +1,433 @@
+"""What a secret looks like: the patterns `contextflow.core.secrets` scans with, and what is not one.
+
+Our rules (whole private-key blocks, token formats detect-secrets lacks, credentials known by
+their context) run first, then detect-secrets' maintained token patterns. A context rule's group
+is the secret, and must look like a literal, not a reference to one (`settings.SECRET_KEY`,
+`get_password()`, `${DB_PASSWORD}`, `<your token>`).
+
+Every rule scans in time linear in the text. Python's regex engine backtracks, so a rule turns
+quadratic when a scan from one start runs far, fails, and runs again from a later start; here a
+scan either consumes what it read, stops within a bounded distance, or stops where the next
+start could begin (`_command`'s gap stops at the next command word). Library patterns that did
+not are rewritten (`LIBRARY_REWRITES`). `tests/hostile/test_secret_scan_cost.py` times every
+rule on texts built to break it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import orjson
+
+from contextflow.core.fsutil import atomic_write
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    kind: str
+    source: str  # the regular expression, compiled when the rule first runs (`pattern`)
+    needles: tuple[str, ...] = ()  # run only when one of these (lowercase) is in the text
+    in_context: bool = False  # our context rule: the non-empty group is the secret, whatever its length
+    min_length: int = 4
+    accept: Callable[[str, bool], bool] | None = None  # a last check on the secret, and whether it was quoted
+    flags: int = 0
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: a write whose text holds none of a rule's needles never pays for it
+        (compiling every rule cost a short-lived hook about 40 ms)."""
+        return _compiled(self.source, self.flags)
+
+
+@cache
+def _compiled(source: str, flags: int) -> re.Pattern[str]:
+    return re.compile(source, flags)
+
+
+# -- what is a reference, a placeholder or prose, not a secret ---------------------------------
+
+_PLACEHOLDER_WORDS = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty", "redacted"})
+_REFERENCE = re.compile(r"[A-Za-z_][\w.\-]*[\[(]")  # get_password(...), os.environ[...]
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # settings.SECRET_KEY, process.env.TOKEN
+
+
+def is_literal(value: str, quoted: bool = True) -> bool:
+    """Whether a value assigned to a credential name is the credential itself (not a placeholder)."""
+    value = value.strip()
+    return not (
+        not value
+        or value.lower() in _PLACEHOLDER_WORDS
+        or value.startswith(("$", "%", "<", "{{", "[REDACTED", "#", "`"))
+        or value.endswith((">", "}}"))
+        or set(value) <= set("*xX.-_:")  # masked: ****, xxxx
+        or _REFERENCE.match(value)
+        or (_DOTTED_NAME.fullmatch(value) and not any(c.isdigit() for c in value))
+    )
+
+
+def is_token_like(value: str, quoted: bool = True) -> bool:
+    """A header value that is a key, not a word or a placeholder: letters and digits, literal."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and is_literal(value)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CREDENTIAL_NAME_PART = re.compile(r"(?i)pass|secret|token|key|auth|credential")
+_CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
+
+
+def is_code_literal(value: str, quoted: bool) -> bool:
+    """A value assigned in code or prose: a literal, and when unquoted not a variable (`auth_info`,
+    `password=password`), an expression (`f(x)`, `a.b`) or a type (`key: Ed25519PrivateKey`)."""
+    if quoted:
+        return is_literal(value)
+    if any(c in value for c in "()[]{}") or _DOTTED_NAME.fullmatch(value) or _CAMEL_CASE.fullmatch(value):
+        return False
+    if _IDENTIFIER.fullmatch(value) and ("_" in value or _CREDENTIAL_NAME_PART.search(value)):
+        return False
+    return is_literal(value)
+
+
+def is_docker_auth(value: str, quoted: bool = True) -> bool:
+    """A docker config `auth` value: base64 of `user:password`."""
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded
+
+
+# A field (JSON key or assigned name) whose value is a credential.
+CREDENTIAL_FIELD = re.compile(
+    r"(?i)(?:[a-z0-9]+[_\-.])*(?:password|passwd|passphrase|pwd|secret|client_secret|api_?key|apikey|access_?key"
+    r"|secret_?key|private_?key(?:_?id)?|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
+    r"|auth_?token|refresh_?token|bearer_?token|credentials?)"
+    r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH"
+)
+_PROSE_ALLOWED_FIELD = re.compile(r"(?i).*(?:password|passwd|passphrase)")
+
+
+def credential_field_kind(name: str, value: str) -> str | None:
+    """The kind to redact `value` as, judged by the field it is stored under; None when it is not one."""
+    if name.lower() == "auth":
+        return "registry auth" if is_docker_auth(value) else None
+    if not CREDENTIAL_FIELD.fullmatch(name) or not is_literal(value):
+        return None
+    if any(c.isspace() for c in value.strip()) and not _PROSE_ALLOWED_FIELD.fullmatch(name):
+        return None  # {"secret": "the cache was stale"}: prose under a credential-like name
+    return "credential"
+
+
+JWT = "JSON Web Token"
+
+
+def is_jwt(token: str, quoted: bool = True) -> bool:
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    return bool(JwtTokenDetector.is_formally_valid(token))
+
+
+def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0) -> Rule:
+    return Rule(kind, pattern, needles, accept=is_jwt if kind == JWT else None, flags=flags)
+
+
+def _context(
+    kind: str,
+    pattern: str,
+    needles: tuple[str, ...],
+    flags: int = 0,
+    accept: Callable[[str, bool], bool] | None = is_literal,
+) -> Rule:
+    return Rule(kind, pattern, needles, in_context=True, min_length=1, accept=accept, flags=flags)
+
+
+_CREDENTIAL_WORDS = ("pass", "secret", "key", "token", "pwd")
+# An assigned value: quoted (any length) or bare (no spaces, quotes or shell separators).
+_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|([^\s"'`;|&][^\s"'`;|&]*))"""
+_QUOTED = r"""(?:"([^"\n]+)"|'([^'\n]+)')"""
+_FLAG_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|([^\s"'`;|&-][^\s"'`;|&]*))"""  # not the next --flag
+# (the rule using it starts with a lookahead for the keywords' first letters: ten times faster)
+_KEYWORD = (
+    r"(?:\b|(?<=_))(?:password|passwd|passphrase|secret|client_secret|api_?key|apikey|api_?token|access_?token"
+    r"|auth_?token|secret_?key|private_?key|encryption_?key)\b|(?<=_)(?:pass|pwd)\b"
+)
+_ENV_NAME = (
+    r"(?<![A-Za-z0-9_])(?:(?:[A-Z0-9]+_)*(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|SECRET|TOKEN|API_?KEY|APIKEY"
+    r"|ACCESS_?KEY|PRIVATE_?KEY|SECRET_?KEY|ENCRYPTION_?KEY|SIGNING_?KEY|MASTER_?KEY|AUTH|CREDENTIALS?)"
+    r"|PGPASSWORD|REDISCLI_AUTH)"
+)
+_AWS_ID = r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"
+_AWS_SECRET = (
+    r"(?<![A-Za-z0-9/+=])((?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[0-9/+])"
+    r"[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+_AWS_NEEDLES = ("akia", "asia", "abia", "acca", "a3t")
+_GAP = r"[^\n|;&]"  # within one shell command
+
+
+def _command(words: str, rest: str, tail: str = "") -> str:
+    """A command word (`words` alternatives, `tail` after them), then `rest` later in the same command.
+
+    The gap is lazy and stops at a separator or where the next command word starts, so no
+    character is scanned from two starts: `mysql mysql mysql ...` stays linear.
+    """
+    return rf"\b(?:{words}){tail}\b(?:(?!\b(?:{words})){_GAP})*?{rest}"
+
+
+# An HTTP header carrying a key: X-API-Key, X-Auth-Token, Ocp-Apim-Subscription-Key, ...
+_KEY_HEADER = (
+    r"(?i)(?<![\w-])(?:[a-z0-9]+-){0,3}(?:api-?key|api-?token|auth-?token|access-?token|subscription-key"
+    r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?([A-Za-z0-9._~+/=\-]{8,})"
+)
+
+# Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
+EXTRA_RULES = (
+    _rule(
+        "private key",
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        ("private key",),
+        re.DOTALL,
+    ),
+    _rule("private key", r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\Z)", ("putty-user-key-file",), re.DOTALL),
+    _rule("private key", r"AGE-SECRET-KEY-1[0-9A-Z]{50,}", ("age-secret-key-",)),
+    _rule("Anthropic API key", r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
+    _rule("OpenAI API key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}", ("sk-",)),
+    _rule("OpenAI-style API key", r"(?<![A-Za-z0-9_\-])sk-[A-Za-z0-9]{32,}(?![A-Za-z0-9])", ("sk-",)),
+    _rule("GitHub token", r"github_pat_[A-Za-z0-9_]{22,}", ("github_pat_",)),
+    _rule("GitHub token", r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _rule("Google API key", r"AIza[0-9A-Za-z_\-]{35}", ("aiza",)),
+    _rule("Google OAuth secret", r"GOCSPX-[A-Za-z0-9_\-]{20,}", ("gocspx-",)),
+    _rule("Google OAuth token", r"ya29\.[0-9A-Za-z_\-]{20,}", ("ya29.",)),
+    _rule(
+        "AWS secret key",
+        r"(?i)aws.{0,3}secret.{0,3}(?:access.{0,3})?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})",
+        ("secret",),
+    ),
+    _context("AWS secret key", _AWS_ID + r"[\s\S]{0,120}?" + _AWS_SECRET, _AWS_NEEDLES, accept=None),
+    _context("AWS secret key", _AWS_SECRET + r"[\s\S]{0,120}?" + _AWS_ID, _AWS_NEEDLES, accept=None),
+    _rule("Azure key", r"(?i)(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{20,})", ("accountkey", "sharedaccesskey")),
+    _rule("Stripe key", r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", ("_live_", "_test_")),
+    _rule("Stripe webhook secret", r"whsec_[A-Za-z0-9]{24,}", ("whsec_",)),
+    _rule("Slack token", r"xox[a-z]-[A-Za-z0-9\-]{10,}", ("xox",)),
+    _rule("Slack token", r"xapp-\d-[A-Za-z0-9]+-\d+-[a-f0-9]+", ("xapp-",)),
+    _rule("Hugging Face token", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}", ("hf_",)),
+    _rule("npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}", ("npm_",)),
+    _rule("DigitalOcean token", r"(?<![A-Za-z0-9])do[por]_v1_[a-f0-9]{64}", ("_v1_",)),
+    _rule("Shopify token", r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
+    # fixed-prefix tokens, after gitleaks' rules and the vendors' documented formats
+    _rule("Vault token", r"(?<![A-Za-z0-9_.\-])hv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _rule("Mailgun API key", r"(?<![A-Za-z0-9_\-])key-(?=[a-z]{0,31}[0-9])[0-9a-z]{32}(?![0-9A-Za-z])", ("key-",)),
+    _rule("Databricks token", r"(?<![A-Za-z0-9_])dapi[0-9a-f]{32}(?:-\d)?(?![0-9A-Za-z])", ("dapi",)),
+    _rule(
+        "Grafana token",
+        r"(?<![A-Za-z0-9_])(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![A-Za-z0-9])"
+        r"|glc_[A-Za-z0-9+/]{32,}={0,2})",
+        ("glsa_", "glc_"),
+    ),
+    _rule("Linear API key", r"(?<![A-Za-z0-9_])lin_api_[A-Za-z0-9]{40}(?![A-Za-z0-9])", ("lin_api_",)),
+    _rule(
+        "Notion token",
+        r"(?<![A-Za-z0-9_])(?:secret_(?=[A-Za-z]{0,42}[0-9])[A-Za-z0-9]{43}"
+        r"|ntn_[0-9]{11}[A-Za-z0-9]{35})(?![A-Za-z0-9])",
+        ("secret_", "ntn_"),
+    ),
+    _rule(
+        "Doppler token",
+        r"(?<![A-Za-z0-9_])dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[A-Za-z0-9_\-]{2,35}\.)?"
+        r"[A-Za-z0-9]{40,44}(?![A-Za-z0-9])",
+        ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."),
+    ),
+    _rule("Azure SAS signature", r"(?i)(?<![A-Za-z0-9_])sig=([A-Za-z0-9%+/]{20,}={0,2})", ("sig=",)),
+    _rule(
+        "GCP private key id",
+        r"(?i)\bprivate_key_id[\"']?\s*[:=]\s*[\"']?([0-9a-f]{40})(?![0-9a-f])",
+        ("private_key_id",),
+    ),
+    _rule("Sentry DSN key", r"(?i)://([0-9a-f]{32})(?::[0-9a-f]{32})?@", ("://",)),  # Sentry: https://KEY@o1.ingest...
+    _context("API key header", _KEY_HEADER, ("key", "token"), accept=is_token_like),
+    _rule(JWT, r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
+    _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
+    _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
+    # user:password@ in any URL; the password runs to the authority's last @, so it may hold an @
+    _context(
+        "URL password",
+        r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://"
+        r"[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
+        ("://",),
+    ),
+    # shell and dotenv: NAME=value, no spaces (with spaces it is code: the rules below need quotes or 8+ chars)
+    _context("credential", _ENV_NAME + "=" + _VALUE, ("pass", "pwd", "secret", "token", "key", "auth", "credential")),
+    # code, config and prose: a quoted value of any length, or a bare one of 8+ characters
+    _context(
+        "credential",
+        r"(?i)(?=[pscae])(?:" + _KEYWORD + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'"
+        r"|([^\s\"'`,;$<{(\[][^\s\"'`,;]{7,}))",
+        _CREDENTIAL_WORDS,
+        accept=is_code_literal,
+    ),
+    _context(
+        "command-line password",
+        r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"
+        r"|api-?key|api-?token|token|secret)(?:=" + _FLAG_VALUE + r"|\s+" + _QUOTED + ")",
+        ("--",),
+    ),
+    _context(
+        "command-line password", "(?i)" + _command("mysql|mariadb", r"\s-p" + _VALUE, r"\w*"), ("mysql", "mariadb")
+    ),
+    _context("command-line password", _command("sshpass", r"\s-p\s*" + _VALUE), ("sshpass",)),
+    _context(
+        "command-line password",
+        _command(
+            "curl|wget",
+            r"\s(?:-u|--user)(?:=|\s*)"
+            r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""",
+        ),
+        ("curl", "wget"),
+    ),
+    # docker login -p PW, --password PW (login within three words of the command)
+    _context(
+        "command-line password",
+        _command(
+            "docker|podman|nerdctl|buildah|helm",
+            r"\s(?:-p|--password)(?:=|\s+)" + _FLAG_VALUE,
+            r"(?:\s+[^\s|;&]+){0,2}?\s+login",
+        ),
+        ("login",),
+    ),
+    _context(
+        "netrc password",
+        r"(?i)\bmachine\s+\S+\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
+        r"(?:(?:account|port)\s+\S+\s+)*password\s+(\S+)",
+        ("machine",),
+    ),
+    _context(
+        "pgpass password",
+        r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
+        r":[^:\s'\"]+:((?:\\.|[^:\s'\"\\])+)(?![^\s'\"])",
+        (":",),
+    ),
+    _context("registry auth", r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,}={0,2})\"", ('"auth"',), accept=is_docker_auth),
+    _context(
+        "registry token",
+        r"\"(?:identitytoken|registrytoken)\"\s*:\s*\"([^\"\s]{8,})\"",
+        ("identitytoken", "registrytoken"),
+    ),
+)
+
+# detect-secrets detectors used, each with the words that must occur for it to run at all (a
+# cheap pre-check: most text contains none). Left out: the entropy scanners (they flag
+# fingerprints and hashes), the keyword and public-IP detectors (too noisy for prose), Artifactory
+# (matches capitalised words), the private-key header detector (the block rule above replaces
+# the whole key instead) and basic auth (the URL password rule above also finds an empty user
+# and a password holding an @, and keeps the host).
+LIBRARY_DETECTORS: dict[str, tuple[str, ...]] = {
+    "aws.AWSKeyDetector": ("akia", "asia", "abia", "acca", "a3t", "aws"),
+    "azure_storage_key.AzureStorageKeyDetector": ("accountkey",),
+    "cloudant.CloudantDetector": ("cl",),
+    "discord.DiscordBotTokenDetector": (".",),
+    "github_token.GitHubTokenDetector": ("gh",),
+    "gitlab_token.GitLabTokenDetector": ("gl", "gr1348941"),
+    "ibm_cloud_iam.IbmCloudIamDetector": _CREDENTIAL_WORDS,
+    "ibm_cos_hmac.IbmCosHmacDetector": ("secret",),
+    "jwt.JwtTokenDetector": ("eyj",),
+    "mailchimp.MailchimpDetector": ("-us",),
+    "npm.NpmDetector": ("_authtoken",),
+    "openai.OpenAIDetector": ("t3blbkfj",),
+    "pypi_token.PypiTokenDetector": ("pypi-",),
+    "sendgrid.SendGridDetector": ("sg.",),
+    "slack.SlackDetector": ("xox", "hooks.slack.com"),
+    "softlayer.SoftlayerDetector": ("sl", "softlayer"),
+    "square_oauth.SquareOAuthDetector": ("sq0csp-",),
+    "stripe.StripeDetector": ("_live_",),
+    "telegram_token.TelegramBotTokenDetector": (":",),
+    "twilio.TwilioKeyDetector": ("ac", "sk"),
+}
+
+
+# Library patterns that rescan, rewritten to match the same text in linear time. The first
+# backtracked cubically: a credential word and 1,000 spaces took 4 s.
+LIBRARY_REWRITES = (
+    ("(?: *)(?:=|:|:=|=>| +|::)(?: *)", "(?: *+(?:=>|:=|::|=|:) *+| ++)"),  # IBM, Cloudant, SoftLayer
+    (
+        "eyJ[A-Za-z0-9-_=]+\\.[A-Za-z0-9-_=]+\\.?[A-Za-z0-9-_.+/=]*?",  # JWT: the header ends where another starts
+        "eyJ(?:(?!eyJ)[A-Za-z0-9_=-])++\\.[A-Za-z0-9_=-]++\\.?",
+    ),
+    ("\\/\\/.+\\/:_authToken=", "//(?:(?!//)[^\\n])+?/:_authToken="),  # .npmrc: the path ends at the next //
+)
+
+
+def rewritten(pattern: str) -> str:
+    for old, new in LIBRARY_REWRITES:
+        pattern = pattern.replace(old, new)
+    return pattern
+
+
+# Found in every string of an event when the trigger is in any of them: an AWS secret in one
+# field of a graph node's metadata, its key id in another (`secrets.scrub`).
+EVENT_RULES = ((re.compile(_AWS_ID), Rule("AWS secret key", _AWS_SECRET, in_context=True, min_length=1)),)
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    """Our rules first (they cover whole blocks), then detect-secrets' denylist patterns."""
+    return (
+        *EXTRA_RULES,
+        *(
+            _rule(kind, rewritten(pattern), tuple(needles), flags)
+            for kind, pattern, flags, needles in library_patterns()
+        ),
+    )
+
+
+@cache
+def needles() -> frozenset[str]:
+    return frozenset(needle for rule in rules() for needle in rule.needles)
+
+
+PatternRow = tuple[str, str, int, list[str]]
+
+
+def library_patterns() -> list[PatternRow]:
+    """detect-secrets' patterns, from a machine-local cache when this version was read before.
+
+    Importing the library (and the HTTP client it pulls in) costs ~150 ms; a process that only
+    needs its regular expressions reads them from the cache instead. Deleting it is safe.
+    """
+    cache_file = pattern_cache_file()
+    with suppress(OSError, ValueError, TypeError):
+        rows = orjson.loads(cache_file.read_bytes())
+        return [(str(k), str(p), int(f), [str(n) for n in needles]) for k, p, f, needles in rows]
+    import importlib
+
+    found: list[PatternRow] = []
+    for dotted, words in LIBRARY_DETECTORS.items():
+        module_name, class_name = dotted.split(".")
+        detector = getattr(importlib.import_module(f"detect_secrets.plugins.{module_name}"), class_name)()
+        found += [(str(detector.secret_type), p.pattern, p.flags, list(words)) for p in detector.denylist]
+    with suppress(OSError):  # a cache: the next process computes it again
+        cache_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        atomic_write(cache_file, orjson.dumps(found), fsync=False)
+    return found
+
+
+def pattern_cache_file() -> Path:
+    """Named after the installed library's version file and our detector list (without importing it)."""
+    from importlib.util import find_spec
+
+    from contextflow.core.locate import state_root
+
+    spec = find_spec("detect_secrets")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    try:
+        version = b"".join(Path(folder, "__version__.py").read_bytes() for folder in folders)
+    except OSError:
+        version = b"unknown"
+    key = hashlib.blake2b(version + repr(sorted(LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
+    return state_root() / "cache" / f"secret-patterns-{key}.json"

@@ -1,0 +1,364 @@
+"""Secret redaction: nothing that looks like a credential reaches the logs.
+
+Every event passes through `scrub_items` before it is written (Store.append_many). Each string
+in its data, at any depth, keys included, is scanned with the rules of `contextflow.core.secret_rules`:
+whole private-key blocks; token formats (detect-secrets' maintained patterns and ones it lacks);
+credentials known by their context (assignments, URL passwords, command lines, netrc, pgpass,
+docker config, an AWS secret next to its key id or in any field of an event holding one, a
+string under a credential-named key). Each rule scans in time linear in the text. Text is
+scanned as stored and as `contextflow.core.text.clean` would show it, so a token split by a zero-width
+character or an escape sequence is found too (and the cleaned text is stored). Public keys,
+certificates and fingerprints pass. A match becomes `[REDACTED:<kind>]` and the event gains
+`redacted: ["<kind> in <field>", ...]`, which the MCP server repeats in the tool reply.
+`CONTEXTFLOW_SECRETS` picks the mode: `redact` (default), `refuse` (the write fails naming what
+was found) or `off`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from contextflow.core.errors import InputError
+from contextflow.core.secret_rules import CREDENTIAL_FIELD, EVENT_RULES, Rule, credential_field_kind, needles, rules
+from contextflow.core.text import clean, map_strings, needs_cleaning
+
+ENV_VAR = "CONTEXTFLOW_SECRETS"
+MODES = ("redact", "refuse", "off")
+REDACTED_FIELD = "redacted"
+MIN_GROUP_SECRET = 8
+
+_collected: ContextVar[list[str] | None] = ContextVar("contextflow_redactions", default=None)
+
+
+class Finding(NamedTuple):
+    kind: str
+    start: int
+    end: int
+
+
+_TRIM = " \t\r\n\"'=:"
+_TRIM_CONTEXT = " \t\r\n"
+
+
+def _secret_spans(match: re.Match[str], in_context: bool) -> list[tuple[int, int]]:
+    """The groups when they hold the secret (context rules, assignment patterns), else the whole match.
+
+    Some library patterns group only a prefix (`(glpat|gldt)-...`); a group that short is not
+    the secret, so the whole match is taken instead.
+    """
+    groups = [match.span(g) for g in range(1, (match.re.groups or 0) + 1) if match.group(g)]
+    if groups and (in_context or all(end - start >= MIN_GROUP_SECRET for start, end in groups)):
+        return groups
+    return [match.span()]
+
+
+def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
+    """Non-overlapping secret spans in `text` as written, in order; `also` are rules run whatever the text holds."""
+    spans: list[Finding] = []
+    lowered = text.lower()
+    present = {needle for needle in needles() if needle in lowered}
+    for rule in (*rules(), *also):
+        if rule.needles and present.isdisjoint(rule.needles):
+            continue
+        for match in rule.pattern.finditer(text):
+            trim = _TRIM_CONTEXT if rule.in_context else _TRIM  # a context group is the secret exactly
+            for start, end in _secret_spans(match, rule.in_context):
+                while start < end and text[start] in trim:
+                    start += 1
+                while end > start and text[end - 1] in trim:
+                    end -= 1
+                if end - start < rule.min_length:
+                    continue
+                if rule.accept and not rule.accept(text[start:end], start > 0 and text[start - 1] in "\"'"):
+                    continue
+                spans.append(Finding(rule.kind, start, end))
+    merged: list[Finding] = []
+    for span in sorted(spans, key=lambda f: (f.start, -f.end)):
+        if merged and span.start < merged[-1].end:  # overlapping: one finding, named by the first
+            merged[-1] = merged[-1]._replace(end=max(span.end, merged[-1].end))
+        else:
+            merged.append(span)
+    return merged
+
+
+def _redacted(text: str, found: list[Finding]) -> str:
+    pieces: list[str] = []
+    cursor = 0
+    for finding in found:
+        pieces += [text[cursor : finding.start], f"[REDACTED:{finding.kind}]"]
+        cursor = finding.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def redact_text(text: str, also: Sequence[Rule] = ()) -> tuple[str, list[str]]:
+    """`text` with every secret replaced, and the kinds that were found (in order, repeated).
+
+    Secrets are looked for in the text as written and in what the output cleaner makes of it:
+    a token split by a zero-width character or an escape sequence is whole once cleaned, so
+    when the cleaned text holds one, the cleaned text (redacted) is what comes back.
+    """
+    found = find(text, also)
+    result = _redacted(text, found) if found else text
+    kinds = [finding.kind for finding in found]
+    if needs_cleaning(result):
+        visible = clean(result)
+        hidden = find(visible, also)
+        if hidden:
+            result = _redacted(visible, hidden)
+            kinds += [finding.kind for finding in hidden]
+    return (result, kinds) if kinds else (text, [])
+
+
+def mode() -> str:
+    value = os.environ.get(ENV_VAR, "").strip().lower() or "redact"
+    if value in ("0", "no", "false", "none"):
+        value = "off"
+    if value not in MODES:
+        raise InputError(f"{ENV_VAR}={value!r} is not understood: use redact (default), refuse or off")
+    return value
+
+
+# -- events --------------------------------------------------------------------------------
+
+Path_ = tuple[str | int, ...]
+
+
+class Leaf(NamedTuple):
+    path: Path_  # to the value; for a key, to the value stored under it
+    text: str
+    is_key: bool
+
+
+def _leaves(data: Any) -> Iterator[Leaf]:
+    """Every string, value or key, with its path; iterative, so deep values cannot exhaust the stack."""
+    stack: list[tuple[Path_, Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            yield Leaf(path, value, False)
+        elif isinstance(value, dict):
+            for key in value:
+                if isinstance(key, str):
+                    yield Leaf((*path, key), key, True)
+            stack += [((*path, key), item) for key, item in reversed(value.items())]
+        elif isinstance(value, list | tuple):
+            stack += [((*path, index), item) for index, item in reversed(list(enumerate(value)))]
+
+
+@lru_cache(maxsize=1024)
+def _shown(part: str) -> str:
+    """A key as it may appear in a field name: redacted, so the name never repeats a secret key."""
+    return redact_text(part)[0]
+
+
+def _field_name(path: Path_) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{_shown(part)}" if name else _shown(part))
+    return name or "(value)"
+
+
+def _set(data: Any, leaf: Leaf, new: str) -> None:
+    """Set the value at `leaf.path` in `data` to `new`, or rename the key ending it (unique in its object, in place)."""
+    node = data
+    for part in leaf.path[:-1]:
+        node = node[part]
+    old = leaf.path[-1]
+    if not leaf.is_key:
+        node[old] = new
+        return
+    unique, n = new, 1
+    while unique in node and unique != old:
+        n += 1
+        unique = f"{new} #{n}"
+    renamed = {(unique if key == old else key): value for key, value in node.items()}
+    node.clear()
+    node.update(renamed)
+
+
+def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Event data with secrets redacted (or refused), and one 'kind in field' line per finding."""
+    how = how or mode()
+    if how == "off":
+        return data, []
+    leaves = [leaf for leaf in _leaves(data) if not (leaf.path and leaf.path[0] == REDACTED_FIELD)]
+    by_field = {
+        leaf.path: kind
+        for leaf in leaves
+        if not leaf.is_key
+        and leaf.path
+        and isinstance(leaf.path[-1], str)
+        and (kind := credential_field_kind(leaf.path[-1], leaf.text))
+    }
+    dirty = [leaf.text for leaf in leaves if needs_cleaning(leaf.text)]
+    shown = "\n".join(clean(leaf.text) for leaf in leaves)
+    # rules whose trigger may sit in another field: each string is scanned with them too
+    also = [rule for trigger, rule in EVENT_RULES if trigger.search(shown) or any(map(trigger.search, dirty))]
+    if not by_field and not also and not find(shown) and not (dirty and find("\n".join(dirty))):
+        return data, []  # the common case: one scan over all the text (two when some of it needs cleaning)
+    notes: list[str] = []
+    result = map_strings(data, str)  # a copy to redact in
+    # values first, then keys deepest first, so a rename never moves a path still to be visited
+    keys = sorted((leaf for leaf in leaves if leaf.is_key), key=lambda leaf: -len(leaf.path))
+    for leaf in [leaf for leaf in leaves if not leaf.is_key] + keys:
+        kind = by_field.get(leaf.path) if not leaf.is_key else None
+        cleaned, kinds = (f"[REDACTED:{kind}]", [kind]) if kind else redact_text(leaf.text, also)
+        if not kinds:
+            continue
+        field = f"key of {_field_name(leaf.path[:-1])}" if leaf.is_key else _field_name(leaf.path)
+        notes += [f"{found} in {field}" for found in dict.fromkeys(kinds)]
+        _set(result, leaf, cleaned)
+    if not notes:
+        return data, []
+    if how == "refuse":
+        raise InputError(
+            f"refused to store what looks like secrets: {', '.join(notes)}. Remove them, or set "
+            f"{ENV_VAR}=redact to store a copy with them replaced by [REDACTED:...]"
+        )
+    previous = data.get(REDACTED_FIELD)
+    result[REDACTED_FIELD] = ([str(item) for item in previous] if isinstance(previous, list) else []) + notes
+    if (collected := _collected.get()) is not None:
+        collected.extend(notes)
+    return result, notes
+
+
+@lru_cache(maxsize=4096)
+def _credential_name(name: str) -> bool:
+    """Whether a value stored under `name` may be judged by its field name (`credential_field_kind`)."""
+    return name.lower() == "auth" or CREDENTIAL_FIELD.fullmatch(name) is not None
+
+
+def _plain_text(data: Any) -> str | None:
+    """Every key and string of `data` joined by newlines, which `find` sees as `scrub` would; None when
+    `scrub` must look closer anyway (a string to clean, a credential-named field, an unusual type).
+    Exact type checks and strings added without a trip through the stack: this runs for every event
+    of an import."""
+    texts: list[str] = []
+    add = texts.append
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            for key, item in value.items():
+                if type(key) is str:
+                    if type(item) is str:
+                        if _credential_name(key) and credential_field_kind(key, item):
+                            return None
+                        add(key)
+                        add(item)
+                        continue
+                    add(key)
+                stack.append(item)
+        elif kind is list or kind is tuple:
+            for item in value:
+                if type(item) is str:
+                    add(item)
+                else:
+                    stack.append(item)
+        elif kind is str:
+            add(value)
+        elif isinstance(value, str | dict | list | tuple):  # a subclass: let scrub judge it
+            return None
+    text = "\n".join(texts)
+    return None if needs_cleaning(text) else text
+
+
+BATCH_MIN = 16  # from this many events, one scan per chunk of them picks the few to scrub
+CHUNK = 32  # events scanned together: a rule runs on a chunk only when one of its needles is in it
+
+
+def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tuple[int, int]]:
+    """Where any rule's pattern matches `text`, before `find` trims, checks or merges anything;
+    `candidates`: the needles that may be in it (the others are known to be absent)."""
+    lowered = text.lower()
+    present = {needle for needle in (needles() if candidates is None else candidates) if needle in lowered}
+    spans: list[tuple[int, int]] = []
+    for rule in rules():
+        if rule.needles and present.isdisjoint(rule.needles):
+            continue
+        spans += [match.span() for match in rule.pattern.finditer(text)]
+    return spans
+
+
+def _touched(texts: list[str], candidates: Collection[str] | None = None) -> set[int]:
+    """The indexes of `texts` that some rule's pattern touches when they are scanned joined by newlines."""
+    starts: list[int] = []
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text) + 1
+    touched: set[int] = set()
+    for begin, end in _raw_spans("\n".join(texts), candidates):
+        first = bisect.bisect_right(starts, begin) - 1
+        last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
+        touched.update(range(max(first, 0), last + 1))
+    return touched
+
+
+def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The hook Store.append_many calls before anything is written.
+
+    Many events at once (an import) are scanned in chunks: a chunk's text joined by newlines, as
+    `scrub` joins one event's strings, and each rule whose needles the chunk holds run once over
+    it. An event no pattern touches (not even with a match `find` would then reject) has nothing
+    `scrub` would find and is stored as it is; the others (and any with a string to clean or a
+    credential-named field) go through `scrub`. A pattern that matches within one event matches
+    there in its chunk too: the chunk holds the event's needles, and the rules' edges are word
+    boundaries and lookbehinds that a newline satisfies as a string's start does; a match that
+    runs on into the next event touches both. The result is the same as scrubbing each event."""
+    how = mode()
+    if how == "off" or len(items) < BATCH_MIN:
+        return [(kind, scrub(data, how)[0]) for kind, data in items]
+    result = list(items)
+    for index in suspects([data for _, data in items]):
+        kind, data = items[index]
+        result[index] = (kind, scrub(data, how)[0])
+    return result
+
+
+def suspects(values: Sequence[Any]) -> set[int]:
+    """The indexes of `values` that may hold a secret or text to clean: the others come out of
+    `scrub` (and of `redact_text` on each of their strings) unchanged. See `scrub_items`."""
+    texts = [_plain_text(value) for value in values]
+    found = {index for index, text in enumerate(texts) if text is None}
+    plain = [(index, text) for index, text in enumerate(texts) if text is not None]
+    everywhere = "\n".join(text for _, text in plain).lower()
+    candidates = [needle for needle in needles() if needle in everywhere]  # a chunk can hold no other
+    for start in range(0, len(plain), CHUNK):
+        chunk = plain[start : start + CHUNK]
+        found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))
+    return found
+
+
+# -- telling the caller --------------------------------------------------------------------
+
+
+@contextmanager
+def collect() -> Iterator[list[str]]:
+    """Gather the redactions made while the block runs (the MCP server wraps each tool call)."""
+    found: list[str] = []
+    token = _collected.set(found)
+    try:
+        yield found
+    finally:
+        _collected.reset(token)
+
+
+def notice(redactions: list[str]) -> str:
+    """A line for a tool reply saying what was redacted before storing."""
+    if not redactions:
+        return ""
+    listed = ", ".join(dict.fromkeys(redactions))
+    return (
+        f"\n\nRedacted before storing (stored as [REDACTED:...]): {listed}. "
+        f"Keep secrets out of shared memory; {ENV_VAR}=refuse makes such writes fail instead."
+    )

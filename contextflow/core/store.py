@@ -1,0 +1,477 @@
+"""The store: a folder of logs folded into views, the one object the adapters hold.
+
+Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
+look are read; a file that changed in any other way refolds everything. A machine-local
+snapshot of the folded state (checked against the logs on load) lets a new process skip the refold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from contextflow import __version__
+from contextflow.core import legacy, snapshot
+from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
+from contextflow.core.clock import MAX_HLC, HybridClock
+from contextflow.core.errors import StoreError
+from contextflow.core.events import BadLine, Event, decode, encode
+from contextflow.core.fields import Schema, conform
+from contextflow.core.fold import BOUND_KIND, Fold, View
+from contextflow.core.fsutil import signature
+from contextflow.core.ids import new_id
+from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
+from contextflow.core.log import (
+    Cursor,
+    LogWriter,
+    last_stamp,
+    list_segments,
+    read_new,
+    unchanged,
+)
+from contextflow.core.segments import (
+    BadLineReport,
+    Health,
+    Segment,
+    bad_kind,
+    code_fingerprint,
+    much_to_read,
+    new_segment,
+)
+from contextflow.core.settings import fsync_setting
+
+SNAPSHOT_FORMAT = 2
+SNAPSHOT_MIN_NEW_EVENTS = 2000
+MAX_BAD_LINE_REPORTS = 100
+
+
+class Store:
+    def __init__(
+        self,
+        location: Location,
+        writer: str,
+        state_dir: Path,
+        *,
+        views: Sequence[View] | Callable[[], list[View]] = (),
+        fields: Schema | Callable[[], Schema] | None = None,
+        fsync: bool = False,
+        clock: HybridClock | None = None,
+        use_snapshot: bool = True,
+        legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
+    ) -> None:
+        self.location = location
+        self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
+        self.writer = writer
+        self.state_dir = state_dir
+        self.clock = clock or HybridClock()
+        self.legacy_max_bytes = legacy_max_bytes  # a ContextFlowMCP file larger than this is not read
+        # the views to fold: given by whoever builds the app (the core knows no feature)
+        self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
+        self._fields = fields  # the shape of every field of every kind (a factory until first needed)
+        self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
+        # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
+        # filtered views must neither read nor write them)
+        self.shares_state = use_snapshot
+        self._snapshot_path = state_dir / snapshot.FILE_NAME
+        self._new_since_snapshot = 0
+        self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
+        self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
+        self.from_snapshot = False  # the views were loaded from the snapshot (not folded here)
+        self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
+        self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
+        self._collected: list[Event] | None = None  # appends held back by `collecting`
+        self._reset()
+
+    @classmethod
+    def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
+        env = os.environ if env is None else env
+        location = locate_store(env)
+        kwargs.setdefault("legacy_max_bytes", legacy.max_file_bytes(env))
+        return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _reset(self, caps: dict[str, int] | None = None) -> None:
+        if self._blobs is not None:
+            self._blobs.close()  # the old snapshot's views are no longer wanted
+            self._blobs = None
+        self._fold_made: Fold | None = None  # made on first use: building the views imports their modules
+        self._caps = caps or {}  # the bounds known before folding (fold.py)
+        self._segments: dict[Path, Segment] = {}
+        self._bad: list[BadLineReport] = []
+        self._bad_count = 0
+        self._oversized: dict[Path, int] = {}
+
+    @property
+    def fold(self) -> Fold:
+        """The folded views, as far as read (a view folds or loads from the snapshot when first read:
+        until then it is deferred, `Fold.deferred`, its events waiting)."""
+        if self._fold_made is None:  # each view folds when first read (its events wait till then)
+            views = self._view_factory()
+            self._fold_made = Fold(views, {view.name: view.initial for view in views}, caps=self._caps)
+        return self._fold_made
+
+    @property
+    def _stale(self) -> bool:
+        """A bound read since lowered an event already applied: the views need a refold."""
+        return self._fold_made is not None and self._fold_made.stale
+
+    def signatures(self) -> dict[str, tuple[int, int, int, int]]:
+        """(device, inode, size, mtime_ns) of every log as folded; compare with `current_signatures()`."""
+        return {str(path): segment.cursor.signature for path, segment in self._segments.items() if segment.cursor}
+
+    def current_signatures(self) -> dict[str, tuple[int, int, int, int]]:
+        """The same for the logs as they are on disk now (one stat each, nothing read)."""
+        found = {str(path): signature(path) for path in list_segments(self.folder, self.location.legacy_files)}
+        return {path: sig for path, sig in found.items() if sig is not None}
+
+    def _ensure_loaded(self) -> None:
+        if not self.loaded:
+            self.loaded = True
+            if self.shares_state:
+                self._load_snapshot()
+
+    def _segment_paths(self) -> list[Path]:
+        """The logs to read. The folders are listed again only when an mtime moved (the store's, a legacy
+        .sessions folder's), or is too recent to trust (file times are coarse: two files made in one
+        tick share an mtime)."""
+        stamp, newest = legacy.listing_stamp(self.folder, self.location.legacy_files)
+        cached = self._listing
+        if cached is not None and newest is not None and cached[0] == stamp and time.time_ns() - newest > 2_000_000_000:
+            return cached[1]
+        paths = list_segments(self.folder, self.location.legacy_files)
+        self._listing = (stamp, paths)
+        return paths
+
+    def _refresh_own_log(self) -> None:
+        self._ensure_loaded()
+        own = self._writer.path
+        if not self._continues(own) or (own not in self._segments and own.exists()) or self._stale:
+            self.refresh()
+
+    def refresh(self) -> None:
+        self._ensure_loaded()
+        paths = self._segment_paths()
+        gone = any(path not in paths for path in [*self._segments, *self._oversized])
+        if gone or not all(map(self._continues, paths)) or self._stale:
+            self._rebuild(paths)
+
+    def _rebuild(self, paths: list[Path]) -> None:
+        """Fold every log again. The bounds the last fold read are known from the start, and it folds
+        once more when the bounds it reads differ (a log lost or gained one), so every event is applied
+        at the stamp its bounds give it."""
+        caps = dict(self._fold_made.bound_caps) if self._fold_made is not None else {}
+        self.from_snapshot = False
+        for _ in range(3):
+            self._reset(caps)
+            for path in paths:
+                self._read_segment(path)
+            if self.fold.exact:
+                break
+            caps = dict(self.fold.bound_caps)
+        self._new_since_snapshot = self.fold.count
+        gc.freeze()  # the folded state is long-lived: no full collection walks it again (no pauses on appends)
+
+    def _continues(self, path: Path) -> bool:
+        try:
+            return self._read_segment(path)
+        except snapshot.SnapshotBroken:  # the saved state does not load: refold
+            return False
+
+    def _read_segment(self, path: Path) -> bool:
+        """Fold what `path` gained; False when it no longer continues what was read."""
+        segment = self._segments.get(path)
+        if segment is not None and unchanged(path, segment.cursor):
+            return True
+        limit = self.legacy_max_bytes
+        if (segment is None or segment.legacy) and (size := legacy.oversize(path, self.location.legacy_files, limit)):
+            self._oversized[path] = size
+            return segment is None  # read no further; a file already folded refolds without it
+        self._oversized.pop(path, None)
+        if self.progress is not None and (note := much_to_read(path, segment.cursor if segment else None)):
+            self.progress(note)  # a person at a terminal: a first read of a big log is slow
+        try:
+            chunk = read_new(path, segment.cursor if segment else None)
+        except FileNotFoundError:
+            return segment is None
+        except OSError as exc:
+            self._note_bad(path, 0, f"unreadable: {exc.strerror}")
+            return True
+        if chunk.reset:
+            return False
+        if segment is None:
+            segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
+            self._segments[path] = segment
+        segment.cursor = chunk.cursor
+        newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
+        schema, edge, ahead = self.fields, horizon(), segment.ahead
+        for line_no, raw in chunk.lines:
+            try:
+                event = decode(raw, line_no)
+            except BadLine as exc:
+                segment.bad_lines += 1
+                kind = bad_kind(str(exc))
+                segment.bad_kinds[kind] = segment.bad_kinds.get(kind, 0) + 1
+                self._note_bad(path, line_no, str(exc))
+                continue
+            data, dropped = conform(schema, event.kind, event.data)
+            if dropped:
+                event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
+                for name in dropped:
+                    segment.bad_fields[name] = segment.bad_fields.get(name, 0) + 1
+            if self.fold.apply(event):
+                segment.events += 1
+                self._new_since_snapshot += 1
+            if event.hlc > newest:
+                newest = event.hlc
+            if event.hlc > edge and len(ahead) < MAX_AHEAD_TRACKED:
+                ahead[event.id] = event.hlc
+            if event.seq > max_seq and event.writer == own:
+                max_seq = event.seq
+        segment.newest, segment.max_seq = newest, max_seq
+        self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
+        return True
+
+    @property
+    def fields(self) -> Schema:
+        """The shape of every field of every kind, as events are checked when read."""
+        if callable(self._fields):
+            self._fields = self._fields()
+        return self._fields or {}
+
+    def _note_bad(self, path: Path, line: int, reason: str) -> None:
+        self._bad_count += 1
+        if len(self._bad) < MAX_BAD_LINE_REPORTS:
+            self._bad.append(BadLineReport(str(path), line, reason))
+
+    def view(self, name: str) -> Any:
+        """The current state of one view (after picking up new events); refused while a legacy file is
+        over its size limit (reading it in part would show a history that is not the whole one)."""
+        self.refresh()
+        for path, size in self._oversized.items():
+            raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
+        try:
+            if name in self.fold.deferred:
+                state = self.fold.state(name)
+                gc.freeze()  # a loaded view is long-lived: keep it out of every later full collection
+                return state
+            return self.fold.state(name)
+        except snapshot.SnapshotBroken:
+            self._rebuild(list_segments(self.folder, self.location.legacy_files))
+            return self.fold.state(name)
+
+    def folds(self, name: str) -> bool:
+        """True when view `name` is folded in this process (else it is served from derived state on disk)."""
+        return any(view.name == name for view in self._view_factory())
+
+    def view_loaded(self, name: str) -> bool:
+        """False while view `name` still waits in the snapshot (reading it would load it), or is not
+        folded in this process at all."""
+        return name in self.fold.states and name not in self.fold.deferred
+
+    @property
+    def event_count(self) -> int:
+        self.refresh()
+        return self.fold.count
+
+    def health(self) -> Health:
+        self.refresh()
+        fold, segments = self.fold, list(self._segments.values())
+        oversized = {str(path): size for path, size in self._oversized.items()}
+        return Health(
+            segments, list(self._bad), self._bad_count, oversized, dict(fold.bounded), waiting(segments, fold)
+        )
+
+    @property
+    def bad_line_count(self) -> int:
+        """Bad lines among the logs as last read (no refresh: read first)."""
+        return self._bad_count
+
+    @property
+    def duplicates(self) -> int:
+        return self.fold.duplicates
+
+    def writer_counts(self) -> dict[str, tuple[int, int]]:
+        """(events, highest seq) per writer id; more events than the seq means two machines share the id."""
+        self.refresh()
+        return {w: (count, self.fold.last_seq.get(w, 0)) for w, count in self.fold.per_writer.items()}
+
+    @property
+    def log_writer(self) -> LogWriter:
+        """This writer's own log (path, lock, raw append): for doctor --fix and compaction only."""
+        return self._writer
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _observe_other_logs(self) -> bool:
+        """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
+        write orders after everything already on this machine however far behind its clock is.
+        True when a log ends beyond the drift bound (its events are then read, to be bounded)."""
+        edge, beyond = horizon(), False
+        for path in self._segment_paths():
+            if path != self._writer.path and (stamp := last_stamp(path)) is not None:
+                self.clock.observe(stamp)
+                beyond = beyond or stamp > edge
+        return beyond
+
+    def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
+        return data
+
+    def _own_seq(self) -> int:
+        """The highest seq in this writer's own log (a line elsewhere claiming its id never moves it)."""
+        own = self._segments.get(self._writer.path)
+        return own.max_seq if own is not None else 0
+
+    def append(self, kind: str, data: dict[str, Any]) -> Event:
+        return self.append_many([(kind, data)])[0]
+
+    def known(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
+        self.refresh()
+        return self.fold.known(ids)
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[list[Event]]:
+        """Appends made inside are collected, not written: each returns a provisional event (its id is
+        final, its seq and clock are not), folded so later reads see it. Leaving the block writes them
+        all in one append; an exception drops them. Either way the provisional state is forgotten (the
+        next read reloads from the logs), so it is never saved."""
+        collected: list[Event] = []
+        self._collected = collected
+        try:
+            yield collected
+            self._collected = None
+            if collected:
+                self.append_many(
+                    [(event.kind, event.data) for event in collected],
+                    [event.id for event in collected],
+                    collected=True,
+                )
+        finally:
+            self._collected = None
+            self._reset()
+            self.loaded, self._new_since_snapshot = False, 0
+
+    def append_many(
+        self,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        ids: Sequence[str] | None = None,
+        stamps: Sequence[int] | None = None,
+        *,
+        collected: bool = False,
+    ) -> list[Event]:
+        """Append events in one locked write; they are folded before this returns. Events read stamped
+        beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
+        replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
+        per item) replaces the clock: an importer's events dated when they happened (a past session's
+        turns), which order by those stamps like any event; the clock does not move for them."""
+        from contextflow.core.lock import LockTimeout as Timeout
+        from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
+
+        if (ids is not None and len(ids) != len(items)) or (stamps is not None and len(stamps) != len(items)):
+            raise ValueError("append_many: one id and one stamp per item")
+        if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
+            raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
+        if not collected:  # a batch's events were scrubbed as `collecting` made them
+            items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+        if self._collected is not None:
+            if not self._collected:
+                self.refresh()  # once: the batch's own events are folded as they come
+            seq = self._own_seq() + len(self._collected)
+            found = [
+                Event(new_id(), self.writer, seq + n, self.clock.tick(), kind, data)
+                for n, (kind, data) in enumerate(items, start=1)
+            ]
+            for event in found:
+                self.fold.apply(event)
+            self._collected.extend(found)
+            return found
+        try:
+            with self._writer.locked():
+                self._refresh_own_log()  # other processes of this machine may have appended
+                if self._observe_other_logs():
+                    self.refresh()  # a log ends beyond the drift bound: learn which events are
+                pending = unbounded(self._segments.values(), self.fold.caps)
+                batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
+                if not batch:
+                    return []
+                seq = self._own_seq()
+                lead = len(batch) - len(items)  # the bound, if any, gets a new id and a clock stamp
+                chosen = [new_id() for _ in range(lead)] + (list(ids) if ids is not None else [new_id() for _ in items])
+                times = [self.clock.tick() for _ in range(lead)] + (
+                    list(stamps) if stamps is not None else [self.clock.tick() for _ in items]
+                )
+                events = [
+                    Event(event_id, self.writer, seq + offset, stamp, kind, data)
+                    for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
+                ]
+                self._writer.append(b"".join(encode(event) for event in events))
+                if not collected:  # (a batch's events were folded already, and `collecting` forgets them next)
+                    self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
+        except Timeout:
+            raise StoreError(
+                f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
+                "try again, and if it persists run `contextflow doctor`"
+            ) from None
+        return events[len(events) - len(items) :]
+
+    # -- snapshot ------------------------------------------------------------------------
+
+    def _snapshot_key(self) -> tuple[Any, ...]:
+        # each view's `version` (what the code fingerprint cannot cover, e.g. a library's) is checked as it loads
+        names = tuple(view.name for view in self._view_factory())
+        return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
+
+    def _load_snapshot(self) -> None:
+        found = snapshot.read(self._snapshot_path, self._snapshot_key())
+        if found is None:
+            return
+        header, blobs = found
+        if not all(
+            isinstance(path, Path) and isinstance(segment, Segment) and isinstance(segment.cursor, Cursor | None)
+            for path, segment in header.segments.items()
+        ):
+            blobs.close()
+            return
+        self._blobs = blobs
+        self._fold_made = snapshot.restore(self._view_factory(), header, self._blobs)
+        self._segments = header.segments
+        self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
+        self.clock.observe(self.fold.max_hlc)
+        self._new_since_snapshot = 0
+        self.from_snapshot = True
+
+    def save_snapshot(self, force: bool = False) -> bool:
+        """Persist the folded state when enough changed since the last save."""
+        if not self.shares_state or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
+            return False
+        try:
+            snapshot.write(self._snapshot_path, self._snapshot_key(), self.fold, self._segments, self._blobs)
+        except Exception:
+            return False
+        self._new_since_snapshot = 0
+        return True
+
+    def save_snapshot_soon(self) -> bool:
+        """Once enough is new, save the snapshot from a forked child (POSIX only; else on close), so a
+        long-running server keeps answering and its work survives being killed at exit."""
+        if not self.shares_state or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
+            return False
+        snapshot.in_background(lambda: self.save_snapshot(force=True))
+        self._new_since_snapshot = 0
+        return True
+
+    def close(self) -> None:
+        self.save_snapshot()
+        if self._blobs is not None:
+            self._blobs.close()
+
+    def fresh_views(self) -> list[View]:
+        """New instances of this store's views (to fold events apart from the store, as compaction does)."""
+        return self._view_factory()

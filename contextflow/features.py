@@ -1,0 +1,81 @@
+"""The features contextflow is made of: their operations tables and their views, named once.
+
+This is the composition root's registry: the adapters build the MCP server and the CLI from
+`operations()`, and `App.open` hands the store `all_views()` and `all_fields()`; the core imports none of it.
+Each feature's table module imports nothing heavy; each view is imported when it first folds
+or loads (a process that reads two views from the snapshot imports only those).
+A new feature adds one line to each table here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextflow.core.fields import Schema
+    from contextflow.core.fold import View
+    from contextflow.operations.spec import Feature, Operation
+
+FEATURES = (
+    "contextflow.sessions.operations",
+    "contextflow.records.operations",
+    "contextflow.timeline.operations",
+    "contextflow.search.operations",
+    "contextflow.conversations.operations",
+    "contextflow.graph.operations",
+    "contextflow.imports.operations",
+    "contextflow.admin.operations",
+)
+
+VIEWS = {
+    "sessions": "contextflow.sessions.view:SessionsView",
+    "records": "contextflow.records.view:RecordsView",
+    "timeline": "contextflow.timeline.view:TimelineView",
+    "conversations": "contextflow.conversations.view:ConversationsView",
+    "search": "contextflow.search.view:SearchView",
+    "graph": "contextflow.graph.view:GraphView",
+    "activity": "contextflow.capture.view:ActivityView",
+}
+
+# the shape of every field of every event kind each feature writes (core/fields.py checks them on read)
+FIELDS = (
+    "contextflow.sessions.fields",
+    "contextflow.records.fields",
+    "contextflow.timeline.fields",
+    "contextflow.conversations.fields",
+    "contextflow.graph.fields",
+    "contextflow.capture.fields",
+)
+
+
+@cache
+def features() -> tuple[Feature, ...]:
+    return tuple(importlib.import_module(name).FEATURE for name in FEATURES)
+
+
+def operations() -> tuple[Operation, ...]:
+    return tuple(op for feature in features() for op in feature.operations)
+
+
+def all_views() -> list[View]:
+    from contextflow.core.fold import LazyView
+
+    return [LazyView(name, path) for name, path in VIEWS.items()]
+
+
+@cache
+def all_fields() -> Schema:
+    from contextflow.core.fields import merged
+
+    return merged(*(importlib.import_module(name).FIELDS for name in FIELDS))
+
+
+def folded_views() -> list[View]:
+    """The views a store folds in memory: every view but `search` when the shared on-disk index
+    (`contextflow.search.derived`) can serve it, which needs the `tantivy` package."""
+    from importlib.util import find_spec
+
+    on_disk = find_spec("tantivy") is not None
+    return [view for view in all_views() if not (on_disk and view.name == "search")]

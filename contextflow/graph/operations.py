@@ -1,0 +1,472 @@
+"""The knowledge graph: seven MCP tools (group "graph") and the graph commands.
+
+Each tool covers a family of commands: graph_remember (add), graph_recall (query, show, trace,
+related), graph_link (link, unlink, supersede), graph_update (update, tag, untag, delete),
+graph_summarize (summarize), graph_compose (compose, view render), graph_status (status).
+Where a tool and a command take the same arguments they are one row; where they differ
+(stdin, key=value metadata, required flags) they are two rows over the same presenter.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from contextflow.operations.spec import FORMATS, JSON, Feature, Operation, Param, deferred
+
+if TYPE_CHECKING:
+    from contextflow.graph import present
+else:
+    present = deferred("contextflow.graph.present")
+
+op = partial(Operation, group="graph")
+
+# Copies of contextflow.graph.model and .compose constants, so that reading the table stays
+# cheap (importing contextflow.graph folds nothing but costs ~0.1 s); a test checks they agree.
+NODE_TYPES = ("fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question")
+EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
+MAX_TAGS = 50
+DEFAULT_VIEW_BUDGET = 50_000
+MAX_BUDGET = 2_000_000
+DEFAULT_QUERY = (
+    "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
+    " OR (NOT tag:tier:* AND created:>7d)"
+)
+
+_S: JSON = {"type": "string"}
+_INT: JSON = {"type": "integer"}
+_BOOL: JSON = {"type": "boolean"}
+_STRINGS: JSON = {"type": "array", "items": _S}
+_ID: JSON = {**_S, "description": "Node id or a unique prefix of it."}
+_TAGS: JSON = {
+    "type": "array",
+    "items": _S,
+    "maxItems": MAX_TAGS,
+    "description": "namespace:value tags, e.g. project:shop, task:oauth, tier:reference.",
+}
+_QUERY: JSON = {
+    **_S,
+    "maxLength": 4000,
+    "description": "Filters type:fact, tag:project:x, tag:task:*, created:>24h, updated:<2w, created:>=2024-06-01, "
+    'tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or "phrases"; '
+    "NOT, AND, OR (binding in that order), ( ).",
+}
+_AGENT: JSON = {**_S, "description": "Your name, e.g. claude, codex."}
+_EDGE_TYPE: JSON = {"type": "string", "enum": list(EDGE_TYPES)}
+_NODE_TYPE: JSON = {"type": "string", "enum": list(NODE_TYPES)}
+
+
+# -- CLI parameters ----------------------------------------------------------------------------
+
+
+def _arg(name: str, schema: JSON = _S, help: str | None = None, **cli: Any) -> Param:
+    """A command-line argument (tool=False): `help` is its --help text."""
+    return Param(name, schema, tool=False, cli_help=help, **cli)
+
+
+NODE_ID = _arg("id", required=True, positional=True)
+# show, list, query and export also render nodes as ctx markdown
+FORMAT = _arg("format", {**_S, "enum": [*FORMATS, "markdown"]}, "output format (default text)", cli_default="text")
+STDIN = _arg("stdin", _BOOL, "read the content from standard input")
+TAG = _arg("tags", _STRINGS, "a namespace:value tag (repeatable)", flag="--tag")
+AGENT = _arg("agent", help="who writes it (default 'human')", cli_default="human")
+INCLUDE_ARCHIVED = _arg("include_archived", _BOOL, "also load tier:off-context nodes")
+ENDS = (
+    _arg("source", required=True, positional=True, metavar="FROM"),
+    _arg("target", required=True, positional=True, metavar="TO"),
+)
+TAGGED = (NODE_ID, _arg("tags", _STRINGS, required=True, positional=True, metavar="TAG"))
+
+
+COMMANDS = (
+    op(
+        "add",
+        "Add a knowledge node.",
+        (
+            _arg("content", help="the node's content (or --stdin)", positional=True),
+            _arg("type", _NODE_TYPE, "node type", required=True),
+            TAG,
+            _arg("meta", _STRINGS, "metadata key=value (repeatable)"),
+            _arg("summary", help="a short summary of the content"),
+            _arg("supersedes", help="id of a node this one replaces"),
+            AGENT,
+            STDIN,
+        ),
+        present.add,
+        command=("add",),
+        tool=False,
+        read_only=False,
+        cli_description="Add a node, e.g. add --type fact --tag tier:reference TEXT",
+    ),
+    op(
+        "show",
+        "Show a node.",
+        (NODE_ID, _arg("with_edges", _BOOL, "also list its edges"), FORMAT),
+        present.show,
+        command=("show",),
+        tool=False,
+        cli_description="Show one node by id or unique id prefix.",
+    ),
+    op(
+        "update",
+        "Change a node.",
+        (
+            NODE_ID,
+            _arg("content"),
+            _arg("type", _NODE_TYPE),
+            _arg("summary"),
+            _arg("meta", _STRINGS, "key=value to set, key= to remove (repeatable)"),
+            _arg("stdin", _BOOL, "read the new content from standard input"),
+        ),
+        present.update,
+        command=("update",),
+        tool=False,
+        read_only=False,
+        cli_description="Change a node's content, type, summary or metadata.",
+    ),
+    op(
+        "delete",
+        "Delete a node and its edges.",
+        (NODE_ID, _arg("cascade", _BOOL, "also delete nodes DERIVED_FROM it (recursively)")),
+        present.delete,
+        command=("delete",),
+        tool=False,
+        read_only=False,
+        cli_description="Delete a node; its edges go with it.",
+    ),
+    op(
+        "list",
+        "List nodes, newest first.",
+        (
+            _arg("type", _NODE_TYPE),
+            _arg("tag"),
+            _arg("since", help="a duration back from now, e.g. 1h, 7d (or a date)"),
+            _arg("limit", _INT, cli_default=20),
+            FORMAT,
+        ),
+        present.list_nodes,
+        command=("list",),
+        tool=False,
+        cli_description="List nodes, most recently updated first.",
+    ),
+    op(
+        "link",
+        "Link two nodes.",
+        (*ENDS, _arg("type", help=f"one of {', '.join(EDGE_TYPES)}", cli_default="RELATES_TO")),
+        present.link,
+        command=("link",),
+        tool=False,
+        read_only=False,
+        cli_description="Add a typed edge FROM -> TO (linking twice is a no-op).",
+    ),
+    op(
+        "unlink",
+        "Remove edges between two nodes.",
+        (*ENDS, _arg("type", help="only this edge type")),
+        present.unlink,
+        command=("unlink",),
+        tool=False,
+        read_only=False,
+        cli_description="Remove edges FROM -> TO (of one type, or all).",
+    ),
+    op(
+        "edges",
+        "Show a node's edges.",
+        (NODE_ID, _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
+        present.edges,
+        command=("edges",),
+        tool=False,
+        cli_description="Show the edges of a node.",
+    ),
+    op(
+        "tag",
+        "Add tags to a node.",
+        TAGGED,
+        present.tag,
+        command=("tag",),
+        tool=False,
+        read_only=False,
+        cli_description="Add tags to a node (namespace:value, e.g. tier:working).",
+    ),
+    op(
+        "untag",
+        "Remove tags from a node.",
+        TAGGED,
+        present.untag,
+        command=("untag",),
+        tool=False,
+        read_only=False,
+        cli_description="Remove tags from a node (namespace:value, e.g. tier:working).",
+    ),
+    op(
+        "tags",
+        "List tags with node counts.",
+        (_arg("prefix", help="only tags starting with this, e.g. task:"),),
+        present.tags,
+        command=("tags",),
+        tool=False,
+        cli_description="List the tags in use and how many nodes carry each.",
+    ),
+    op(
+        "query",
+        "Find nodes with the query language.",
+        (_arg("query", required=True, positional=True), _arg("limit", _INT, cli_default=50), FORMAT),
+        present.query,
+        command=("query",),
+        tool=False,
+        cli_description='Find nodes, e.g. contextflow query "type:decision AND created:>7d". See docs/graph.md.',
+    ),
+    op(
+        "trace",
+        "Show provenance.",
+        (
+            NODE_ID,
+            _arg("reverse", _BOOL, "what depends on or derives from this node instead"),
+            _arg("depth", _INT, cli_default=20),
+        ),
+        present.trace,
+        command=("trace",),
+        tool=False,
+        cli_description="What a node was derived from or depends on, recursively.",
+    ),
+    op(
+        "related",
+        "Nodes near a node.",
+        (NODE_ID, _arg("depth", _INT, cli_default=1)),
+        present.related,
+        command=("related",),
+        tool=False,
+        cli_description="Nodes within --depth hops along any edge.",
+    ),
+    op(
+        "summarize",
+        "Summarize nodes with provenance.",
+        (
+            _arg("ids", _STRINGS, required=True, positional=True, metavar="ID"),
+            _arg("content", help="the summary text (or --stdin)"),
+            _arg("stdin", _BOOL, "read the summary from standard input"),
+            _arg("archive_sources", _BOOL, "move the sources to tier:off-context"),
+            TAG,
+            AGENT,
+        ),
+        present.summarize,
+        command=("summarize",),
+        tool=False,
+        read_only=False,
+        cli_description="Create a summary node with DERIVED_FROM edges to each source.",
+    ),
+    op(
+        "supersede",
+        "Mark a node as replaced by another.",
+        (_arg("old", required=True, positional=True), _arg("new", required=True, positional=True)),
+        present.supersede,
+        command=("supersede",),
+        tool=False,
+        read_only=False,
+        cli_description="Mark OLD as superseded by NEW; superseded nodes leave composed context.",
+    ),
+    op(
+        "view create",
+        "Save a view.",
+        (
+            _arg("name", required=True, positional=True),
+            _arg("query", help='e.g. "type:fact OR type:decision"', required=True),
+            _arg("budget", _INT, "token budget (default 50000)", cli_default=DEFAULT_VIEW_BUDGET),
+        ),
+        present.view_create,
+        command=("view", "create"),
+        tool=False,
+        read_only=False,
+        cli_description="Save (or replace) a named view.",
+    ),
+    op(
+        "view list",
+        "List views.",
+        (),
+        present.view_list,
+        command=("view", "list"),
+        tool=False,
+        cli_description="List saved views.",
+    ),
+    op(
+        "view render",
+        "Compose a view.",
+        (
+            _arg("view", required=True, positional=True, metavar="name"),
+            _arg("budget", _INT, "override the view's budget"),
+            INCLUDE_ARCHIVED,
+        ),
+        present.graph_compose,
+        command=("view", "render"),
+        tool=False,
+        cli_description="Compose context from a saved view.",
+    ),
+    op(
+        "view delete",
+        "Delete a view.",
+        (_arg("name", required=True, positional=True),),
+        present.view_delete,
+        command=("view", "delete"),
+        tool=False,
+        read_only=False,
+        cli_description="Delete a saved view.",
+    ),
+    op(
+        "ingest",
+        "Store a text file as a source node.",
+        (_arg("file", required=True, positional=True), TAG, AGENT),
+        present.ingest,
+        command=("ingest",),
+        tool=False,
+        read_only=False,
+        cli_description="Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
+        "supersedes its previous version).",
+    ),
+    op(
+        "graph",
+        "Draw the graph (Mermaid or dot).",
+        (
+            _arg("query", positional=True),
+            _arg(
+                "format", {**_S, "enum": ["mermaid", "dot"]}, "picture format (default mermaid)", cli_default="mermaid"
+            ),
+            _arg("limit", _INT, "at most this many nodes (default 200)", cli_default=200),
+        ),
+        present.picture,
+        command=("graph",),
+        tool=False,
+        cli_description="Print a Mermaid or Graphviz dot picture of the nodes a query matches (default: all) and the "
+        "edges between them.",
+    ),
+)
+
+TOOLS = (
+    op(
+        "graph_remember",
+        "Store a piece of knowledge as a graph node that persists across sessions, agents and machines. "
+        "Returns its id. Can link it to existing nodes and replace an outdated one in the same call.",
+        (
+            Param("type", {**_NODE_TYPE, "description": "Default observation."}),
+            Param("content", {**_S, "description": "The knowledge itself, self-contained."}, required=True),
+            Param("tags", _TAGS),
+            Param("summary", {**_S, "description": "Short form used when the content does not fit a budget."}),
+            Param("metadata", {"type": "object", "description": 'Flat JSON, e.g. {"rationale": "..."}.'}),
+            Param(
+                "links",
+                {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"to": _S, "type": _EDGE_TYPE}},
+                    "description": 'Edges from the new node, e.g. [{"to": "ID", "type": "DEPENDS_ON"}].',
+                },
+            ),
+            Param("supersedes", {**_S, "description": "Id of a node this one replaces; it leaves composed context."}),
+            Param("agent", _AGENT),
+        ),
+        present.graph_remember,
+        read_only=False,
+    ),
+    op(
+        "graph_recall",
+        "Find stored knowledge: nodes matching a query (newest first), full nodes with their edges by id, "
+        "or the nodes around one node (related, provenance, dependents).",
+        (
+            Param("query", _QUERY),
+            Param("ids", {"type": "array", "items": _S, "maxItems": 50, "description": "Show these nodes in full."}),
+            Param("around", {**_ID, "description": "Walk the graph from this node."}),
+            Param(
+                "follow",
+                {
+                    "type": "string",
+                    "enum": ["related", "provenance", "dependents"],
+                    "description": "With around: any edge (default), what it derives from, or what rests on it.",
+                },
+            ),
+            Param("depth", {"type": "integer", "minimum": 1, "maximum": 10}),
+            Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "description": "Default 20."}),
+        ),
+        present.graph_recall,
+    ),
+    op(
+        "graph_link",
+        "Link two nodes with a typed edge (linking twice is a no-op), or remove edges with remove: true. "
+        "SUPERSEDES from the new node to the old marks the old one replaced.",
+        (
+            Param("from", _ID, required=True),
+            Param("to", _ID, required=True),
+            Param("type", {**_EDGE_TYPE, "description": "Default RELATES_TO."}),
+            Param(
+                "remove",
+                {"type": "boolean", "description": "Remove the edge(s) instead; all types unless type is given."},
+            ),
+        ),
+        present.graph_link,
+        read_only=False,
+    ),
+    op(
+        "graph_update",
+        "Change a node (content, type, summary, metadata; a null metadata value removes the key), add or remove "
+        "tags (tier:off-context archives), or delete it with its edges.",
+        (
+            Param("id", _ID, required=True),
+            Param("content", _S),
+            Param("type", _NODE_TYPE),
+            Param("summary", _S),
+            Param("metadata", {"type": "object"}),
+            Param("add_tags", _TAGS),
+            Param("remove_tags", _TAGS),
+            Param("delete", _BOOL),
+            Param("cascade", {"type": "boolean", "description": "With delete: also delete nodes derived from it."}),
+            Param("agent", _AGENT, tool=False),  # who changes it (the web page passes the person)
+        ),
+        present.graph_update,
+        read_only=False,
+        destructive=True,
+    ),
+    op(
+        "graph_summarize",
+        "Write a summary node of several nodes, linked to each by DERIVED_FROM so its provenance stays "
+        "traceable; archive_sources moves the sources out of default context.",
+        (
+            Param("ids", {"type": "array", "items": _S, "maxItems": 500}, required=True),
+            Param("content", {**_S, "description": "The summary."}, required=True),
+            Param("archive_sources", _BOOL),
+            Param("tags", _TAGS),
+            Param("agent", _AGENT),
+        ),
+        present.graph_summarize,
+        read_only=False,
+    ),
+    op(
+        "graph_compose",
+        "Compose stored knowledge into markdown context within a token budget: pinned first, then by tier, "
+        "then most recent; reports what did not fit.",
+        (
+            Param(
+                "query", {**_QUERY, "description": f"Default: {DEFAULT_QUERY}"}, cli_help=f"default: {DEFAULT_QUERY}"
+            ),
+            Param("view", {**_S, "description": "A saved view's name instead of query."}, cli=False),
+            Param(
+                "budget",
+                {"type": "integer", "minimum": 1, "maximum": MAX_BUDGET, "description": "Default 50000."},
+                cli_default=DEFAULT_VIEW_BUDGET,
+                cli_help="tokens (default 50000)",
+            ),
+            Param("include_archived", _BOOL, cli_help="also load tier:off-context nodes"),
+            Param("include_superseded", _BOOL, tool=False, cli_help="also load superseded nodes"),
+        ),
+        present.graph_compose,
+        command=("compose",),
+        cli_description="Compose markdown context from a query within a token budget: pinned first, then by tier, "
+        "then most recent. What did not fit is reported on stderr.",
+    ),
+    op(
+        "graph_status",
+        "Memory overview: node counts per type, tokens, edges, tags, tier breakdown.",
+        (),
+        present.graph_status,
+        command=("status",),
+        cli_description="Node counts per type, token estimates, edges, tags and the tier breakdown.",
+    ),
+)
+
+FEATURE = Feature(group="graph", operations=TOOLS + COMMANDS)

@@ -1,0 +1,347 @@
+"""The graph tools and commands: call contextflow.graph, answer with text and JSON.
+
+A tool and the commands of its family share one payload per result: a written node
+(`_written`: the node with its tags and outgoing links), a list of nodes (`_nodes`), a walk (`_walk`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from contextflow.app import App
+from contextflow.core.errors import InputError
+from contextflow.core.text import DATA_NOTICE
+from contextflow.graph import explore, model, transfer, writes
+from contextflow.graph import picture as pictures
+from contextflow.graph.compose import compose, render_node
+from contextflow.graph.render import (
+    edge_lines,
+    node_header,
+    node_text,
+    nodes_markdown,
+    nodes_text,
+    status_text,
+    steps_text,
+)
+from contextflow.graph.view import Node
+from contextflow.operations.spec import JSON, Reply
+
+# -- payloads --------------------------------------------------------------------------------
+
+
+def _written(app: App, node_id: str, text: str = "", *, verb: str = "") -> Reply:
+    """A write's reply: as data the node (everything `show` gives, plus its outgoing links); as text
+    `text`, or for a tool `verb` and the node's header (the caller has its content)."""
+    state = writes.graph(app)
+    node = state.nodes[node_id]
+    if verb:
+        text = f"{verb} {node.type} {node.id}.\n" + node_header(state, node)
+    links = [{"to": e.target, "type": e.type} for e in state.edges_out(node.id)]
+    return Reply(text, {**explore.node_dict(state, node), "links": links})
+
+
+def _nodes(app: App, args: JSON, nodes: list[Node], total: int, title: str) -> Reply:
+    state = writes.graph(app)
+    markdown = args.get("format") == "markdown"
+    text = nodes_markdown(state, nodes) if markdown else nodes_text(state, nodes, title, total)
+    return Reply(text, {"count": len(nodes), "total": total, "nodes": [explore.node_dict(state, n) for n in nodes]})
+
+
+WALKS = {"related": "Related to", "provenance": "Provenance of", "dependents": "Depended on by"}
+
+
+def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = "") -> Reply:
+    """The nodes around one: along any edge (related), what it rests on, or what rests on it."""
+    root, steps = explore.around(app, node_id, follow, depth)
+    state = writes.graph(app)
+    data = [
+        {"depth": s.depth, "edge_type": s.edge_type, "via": s.via, "node": explore.node_dict(state, s.node)}
+        for s in steps
+    ]
+    return Reply(notice + steps_text(state, root, steps, WALKS[follow]), {"id": root.id, "steps": data})
+
+
+def _content(args: JSON, missing: str = "") -> str | None:
+    """The content argument or standard input; `missing` is the error when neither is given."""
+    value = args.get("content")
+    if args.get("stdin"):
+        if value:
+            raise InputError("pass the content as an argument or with --stdin, not both")
+        return sys.stdin.read()
+    if value is None and missing:
+        raise InputError(missing)
+    return value
+
+
+# -- tools (graph_compose and graph_status are also the compose and status commands) -----------
+
+
+def graph_remember(app: App, args: JSON) -> Reply:
+    event = writes.add_node(
+        app,
+        type=args.get("type", "observation"),
+        content=args.get("content"),
+        tags=args.get("tags"),
+        metadata=args.get("metadata"),
+        summary=args.get("summary"),
+        agent=args.get("agent"),
+        links=writes.parse_links(args.get("links")),
+        supersedes=args.get("supersedes"),
+    )
+    return _written(app, event.id, verb="Remembered")
+
+
+def graph_recall(app: App, args: JSON) -> Reply:
+    state = writes.graph(app)
+    ids, around = args.get("ids"), args.get("around")
+    if ids:
+        nodes = [writes.resolve(state, node_id) for node_id in ids]
+        blocks = [node_text(state, node, with_edges=True) for node in nodes]
+        data: JSON = {"nodes": [explore.node_dict(state, node, with_edges=True) for node in nodes]}
+        return Reply(DATA_NOTICE + "\n\n" + "\n\n".join(blocks), data)
+    if around:
+        return _walk(app, around, args.get("follow", "related"), args.get("depth"), DATA_NOTICE + "\n\n")
+    if "query" not in args:
+        raise InputError('graph_recall needs query, ids or around, e.g. {"query": "type:decision AND tag:project:x"}')
+    nodes, total = explore.run_query(app, args["query"], args.get("limit", 20))
+    return _nodes(app, args, nodes, total, "Recall")
+
+
+def graph_link(app: App, args: JSON) -> Reply:
+    state = writes.graph(app)
+    a, b = writes.resolve(state, args["from"], "from"), writes.resolve(state, args["to"], "to")
+    if args.get("remove"):
+        return _unlinked(a.id, b.id, writes.unlink(app, a.id, b.id, args.get("type")))
+    kind = args.get("type", "RELATES_TO")
+    created = writes.link(app, a.id, b.id, kind)
+    note = "" if created else " (it already existed; nothing changed)"
+    return Reply(f"Linked {a.id} -{kind}-> {b.id}{note}.", _link_data(a.id, b.id, kind, created))
+
+
+def _link_data(source: str, target: str, kind: str, created: bool) -> JSON:
+    return {"from": source, "to": target, "type": kind, "created": created}
+
+
+def _unlinked(source: str, target: str, removed: list[str], text: str | None = None) -> Reply:
+    data = {"from": source, "to": target, "removed": removed}
+    return Reply(text or f"Removed {', '.join(removed)} from {source} to {target}.", data)
+
+
+def _deleted(node_id: str, deleted: list[str], text: str) -> Reply:
+    return Reply(text, {"id": node_id, "deleted": deleted})
+
+
+def graph_update(app: App, args: JSON) -> Reply:
+    node = writes.resolve(writes.graph(app), args["id"])
+    if args.get("delete"):
+        deleted = writes.delete_node(app, node.id, cascade=bool(args.get("cascade")), agent=args.get("agent"))
+        return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
+    changes = {
+        name: args[name]
+        for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
+        if name in args
+    }
+    if not changes:
+        raise InputError(
+            "graph_update needs something to change: content, type, summary, metadata, add_tags, "
+            "remove_tags, or delete: true"
+        )
+    writes.update_node(app, node.id, **changes, agent=args.get("agent"))
+    return _written(app, node.id, verb="Updated")
+
+
+def graph_summarize(app: App, args: JSON) -> Reply:
+    return _summarized(app, args, args.get("content"), tool=True)
+
+
+def _summarized(app: App, args: JSON, content: str | None, *, tool: bool) -> Reply:
+    """graph_summarize and summarize: the written summary, its sources and what was archived."""
+    done = writes.summarize(
+        app,
+        args["ids"],
+        content,
+        archive_sources=bool(args.get("archive_sources")),
+        tags=args.get("tags"),
+        agent=args.get("agent"),
+    )
+    if tool:
+        reply = _written(app, done.id, verb=f"Summarized {len(done.sources)} node(s) as")
+    else:
+        reply = _written(app, done.id, f"Created summary: {done.id}")
+    data = {**reply.data, "sources": done.sources, "archived": done.archived}
+    return Reply(reply.text + (f"\nArchived: {', '.join(done.archived)}" if done.archived else ""), data)
+
+
+def graph_compose(app: App, args: JSON) -> Reply:
+    """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
+    result = compose(
+        app,
+        args.get("query"),
+        args.get("budget"),
+        view=args.get("view"),
+        include_archived=bool(args.get("include_archived")),
+        include_superseded=bool(args.get("include_superseded")),
+    )
+    return Reply(result.text, result.as_dict(), remark=result.report())
+
+
+def graph_status(app: App, args: JSON) -> Reply:
+    info = explore.status(app)
+    return Reply(status_text(info), info)
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def add(app: App, args: JSON) -> Reply:
+    content = _content(args, "add needs the content: pass it as an argument or with --stdin")
+    event = writes.add_node(
+        app,
+        type=args["type"],
+        content=content,
+        tags=args.get("tags"),
+        metadata=model.meta_pairs(args.get("meta")),
+        summary=args.get("summary"),
+        agent=args.get("agent"),
+        supersedes=args.get("supersedes"),
+    )
+    return _written(app, event.id, f"Added: {event.id}")
+
+
+def show(app: App, args: JSON) -> Reply:
+    state = writes.graph(app)
+    node = writes.resolve(state, args["id"])
+    linked = bool(args.get("with_edges"))
+    text = render_node(state, node) if args.get("format") == "markdown" else node_text(state, node, with_edges=linked)
+    return Reply(text, explore.node_dict(state, node, with_edges=linked))
+
+
+def update(app: App, args: JSON) -> Reply:
+    node = writes.update_node(
+        app,
+        args["id"],
+        content=_content(args),
+        type=args.get("type"),
+        summary=args.get("summary"),
+        metadata=model.meta_pairs(args.get("meta")) or None,
+    )
+    return _written(app, node.id, f"Updated: {node.id}")
+
+
+def delete(app: App, args: JSON) -> Reply:
+    deleted = writes.delete_node(app, args["id"], cascade=bool(args.get("cascade")))
+    return _deleted(deleted[0], deleted, "Deleted: " + ", ".join(deleted))
+
+
+def list_nodes(app: App, args: JSON) -> Reply:
+    nodes, total = explore.list_nodes(
+        app, type=args.get("type"), tag=args.get("tag"), since=args.get("since"), limit=args.get("limit")
+    )
+    return _nodes(app, args, nodes, total, "Nodes")
+
+
+def query(app: App, args: JSON) -> Reply:
+    nodes, total = explore.run_query(app, args["query"], args.get("limit"))
+    return _nodes(app, args, nodes, total, "Query results")
+
+
+def link(app: App, args: JSON) -> Reply:
+    created = writes.link(app, args["source"], args["target"], args.get("type"))
+    state = writes.graph(app)
+    a, b = writes.resolve(state, args["source"]), writes.resolve(state, args["target"])
+    kind = model.edge_type(args.get("type"))
+    text = f"Linked: {a.id} -{kind}-> {b.id}" + ("" if created else " (already linked)")
+    return Reply(text, _link_data(a.id, b.id, kind, created))
+
+
+def unlink(app: App, args: JSON) -> Reply:
+    removed = writes.unlink(app, args["source"], args["target"], args.get("type"))
+    state = writes.graph(app)
+    a, b = writes.resolve(state, args["source"]), writes.resolve(state, args["target"])
+    return _unlinked(a.id, b.id, removed, "Unlinked: " + ", ".join(removed))
+
+
+def edges(app: App, args: JSON) -> Reply:
+    node, out, inc = explore.edges_of(app, args["id"], args.get("direction"))
+    state = writes.graph(app)
+    lines = [node_header(state, node), *edge_lines(state, out, inc)]
+    if not out and not inc:
+        lines.append("  (no edges)")
+    return Reply("\n".join(lines), {"id": node.id, "out": [e.as_dict() for e in out], "in": [e.as_dict() for e in inc]})
+
+
+def tag(app: App, args: JSON) -> Reply:
+    node = writes.resolve(writes.graph(app), args["id"])
+    added = writes.tag(app, node.id, args["tags"])
+    return Reply(f"Tagged {node.id}: " + (", ".join(added) or "(already tagged)"), {"id": node.id, "added": added})
+
+
+def untag(app: App, args: JSON) -> Reply:
+    node = writes.resolve(writes.graph(app), args["id"])
+    removed = writes.untag(app, node.id, args["tags"])
+    text = f"Untagged {node.id}: " + (", ".join(removed) or "(was not tagged)")
+    return Reply(text, {"id": node.id, "removed": removed})
+
+
+def tags(app: App, args: JSON) -> Reply:
+    counts = explore.tag_counts(app, args.get("prefix"))
+    text = "\n".join(f"{name}  ({count})" for name, count in counts) or "(no tags)"
+    return Reply(text, [{"tag": name, "nodes": count} for name, count in counts])
+
+
+def trace(app: App, args: JSON) -> Reply:
+    return _walk(app, args["id"], "dependents" if args.get("reverse") else "provenance", args.get("depth"))
+
+
+def related(app: App, args: JSON) -> Reply:
+    return _walk(app, args["id"], "related", args.get("depth"))
+
+
+def summarize(app: App, args: JSON) -> Reply:
+    content = _content(args, "summarize needs the summary text: pass --content TEXT or --stdin")
+    return _summarized(app, args, content, tool=False)
+
+
+def supersede(app: App, args: JSON) -> Reply:
+    state = writes.graph(app)
+    old, new = writes.resolve(state, args["old"], "old id"), writes.resolve(state, args["new"], "new id")
+    created = writes.supersede(app, old.id, new.id)
+    text = f"Superseded: {old.id} by {new.id}" + ("" if created else " (already)")
+    return Reply(text, {"old": old.id, "new": new.id, "created": created})
+
+
+def view_create(app: App, args: JSON) -> Reply:
+    saved = writes.create_view(app, args["name"], args["query"], args.get("budget"))
+    return Reply(f"Saved view {saved['name']}: {saved['query']} (budget {saved['budget']:,})", saved)
+
+
+def view_list(app: App, args: JSON) -> Reply:
+    views = writes.graph(app).saved_views()
+    text = "\n".join(f"{v.name}: {v.query} (budget {v.budget:,})" for v in views) or "(no views)"
+    return Reply(text, [v.as_dict() for v in views])
+
+
+def view_delete(app: App, args: JSON) -> Reply:
+    name = writes.delete_view(app, args["name"])
+    return Reply(f"Deleted view {name}", {"deleted": name})
+
+
+def ingest(app: App, args: JSON) -> Reply:
+    done = transfer.ingest_file(app, args["file"], tags=args.get("tags"), agent=args.get("agent"))
+    replaced = f" (supersedes {done.replaced})" if done.replaced else ""
+    text = f"Ingested: {done.id}{replaced}" if done.created else f"Unchanged: {done.id}"
+    return Reply(text, {"id": done.id, "created": done.created, "supersedes": done.replaced})
+
+
+def picture(app: App, args: JSON) -> Reply:
+    nodes, total = explore.run_query(app, args.get("query") or "", args.get("limit"))
+    draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid
+    note = f"drew {len(nodes)} of {total} nodes; raise --limit or narrow the query" if total > len(nodes) else None
+    state = writes.graph(app)
+    data = {
+        "count": len(nodes),
+        "total": total,
+        "nodes": [explore.node_dict(state, node) for node in nodes],
+        "edges": [edge.as_dict() for edge in pictures.edges_among(state, nodes)],
+    }
+    return Reply(draw(state, nodes), data, remark=note)

@@ -1,0 +1,67 @@
+"""The `import` and `export` commands: call the importers and exporters, answer with text and JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+
+from contextflow.app import App
+from contextflow.core.errors import InputError
+from contextflow.core.timeutil import now_ms
+from contextflow.graph import transfer
+from contextflow.graph.query import evaluate, parse
+from contextflow.graph.writes import graph
+from contextflow.imports import servermemory
+from contextflow.imports.run import run_import
+from contextflow.operations.provenance import dumps
+from contextflow.operations.spec import JSON, Reply
+
+
+def import_(app: App, args: JSON) -> Reply:
+    """A folder with some files refused: the report of what was stored, then an error (exit 2)."""
+    report = run_import(
+        app,
+        args.get("path") or "-",
+        fmt=args.get("from"),
+        dry_run=bool(args.get("dry_run")),
+        merge=bool(args.get("merge")),
+    )
+    if report.errors:
+        if not (report.stored or report.present or report.skipped):
+            raise InputError("\n".join(report.errors))
+        print(dumps(report.as_dict()) if args.get("format") == "json" else report.text())
+        raise InputError(f"{len(report.errors)} file(s) were not imported (listed above); the rest was")
+    return Reply(report.text(), report.as_dict())
+
+
+def _write(output: str | None, data: bytes) -> None:
+    if not output:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        Path(output).write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def export(app: App, args: JSON) -> Reply | int:
+    """The export goes to stdout whatever --format says; with --output, --format shapes the report."""
+    output = args.get("output")
+    if args.get("to") == "server-memory":
+        query = args.get("query")
+        state = graph(app)
+        ids = evaluate(parse(query), state, now_ms()) if query else set(state.live)
+        data, entities, relations = servermemory.export_lines(state, ids)
+        _write(output, data)
+        counts = {"file": output, "format": "server-memory", "entities": entities, "relations": relations}
+        text = f"Exported {entities} entit(ies), {relations} relation(s) as a server-memory memory.json to {output}"
+    else:
+        doc = transfer.export_graph(app, args.get("query"))
+        _write(output, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        counts = {"file": output, "format": "contextflow"}
+        counts.update({name: len(doc[name]) for name in ("nodes", "edges", "views")})
+        text = f"Exported {counts['nodes']} node(s), {counts['edges']} edge(s) to {output}"
+    return Reply(text, counts) if output else 0

@@ -1,0 +1,1 @@
+"""Keyed context records and orientation (whereami, wherewasi, remember)."""

@@ -1,0 +1,322 @@
+"""Keyed context records: namespaced keys holding small JSON values (`context_*` tools, `contextflow context`).
+
+A record is written whole as a `context.set` event (its writer is the source machine);
+`context.delete` is a tombstone; across writers the latest by `Event.key` wins. Expiry is
+judged when read, against the `now` the caller passes (default: the current time). On update,
+arguments left out keep the record's current values (label, category, thread, pinned, expiry).
+
+A record is identified by its project and key (see views/records.py). Writes go to the project
+named, else the default project (a scoped HTTP token's own); a read or delete that names no
+project takes the default project's record, else the only project holding the key, and asks
+for `project` when several do. Categories are a closed list (`CATEGORIES`); left out, the
+category is the key's prefix when that is one of them, else `fact`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from datetime import datetime, timedelta
+from typing import Any
+
+from contextflow.app import App
+from contextflow.core import checks, timeutil
+from contextflow.core.ahead import Winner, confirm
+from contextflow.core.clock import stamp_from_ms, stamp_iso
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.project import project_of
+from contextflow.records.operations import CATEGORIES, CLIPBOARD
+from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState
+from contextflow.timeline.core import agent_field, resolve_thread
+
+MAX_VALUE_BYTES = 64 * 1024
+MAX_KEY_CHARS = 256
+MAX_LABEL_CHARS = 200
+MAX_PROJECT_CHARS = 200
+DEFAULT_SINCE_DAYS = 7
+DEFAULT_LIMIT = 50
+MAX_SORTED_POOL = 2000
+WAITING_SHOWN = 20
+CLIPBOARD_EXPIRY = timedelta(hours=24)
+DEFAULT_CATEGORY = "fact"  # for a key whose prefix is not a category, e.g. ticket:123
+NEVER = ("never", "none", "off")
+
+_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
+KEY_HELP = (
+    "a key is prefix:name, e.g. pr:owner/repo:1777, machine:chisel, project:meshcore-monitor, "
+    "waiting:pr-1777, fact:synology-nas (prefix: lower-case letters, digits, - or _; name: no spaces)"
+)
+
+
+def records_state(app: App) -> RecordsState:
+    state: RecordsState = app.store.view("records")
+    return state
+
+
+def _ms(moment: datetime | None) -> int:
+    return int((moment or timeutil.now()).timestamp() * 1000)
+
+
+def check_key(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"key is required: {KEY_HELP}")
+    key = value.strip()
+    if len(key) > MAX_KEY_CHARS:
+        raise InputError(f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}. {KEY_HELP}")
+    if not _KEY.match(key):
+        raise InputError(f"key={key!r} is not a namespaced key: {KEY_HELP}")
+    return key
+
+
+def check_category(value: object, also: Collection[str] = ()) -> str | None:
+    """One of CATEGORIES (or of `also`: categories stored before the list was closed, for filtering)."""
+    category = checks.text(value, "category", max_chars=32)
+    if category is not None and category not in CATEGORIES and category not in also:
+        raise InputError(
+            f"category {category!r} is not one of {', '.join(CATEGORIES)}; pick one of those, "
+            f"or leave it out to use the key's prefix (else {DEFAULT_CATEGORY})"
+        )
+    return category
+
+
+def check_project(value: object) -> str | None:
+    return checks.text(value, "project", max_chars=MAX_PROJECT_CHARS)
+
+
+def _identity(app: App, state: RecordsState, key: str, project: object) -> RecordId:
+    """Which record a read or delete of `key` means; see the module docstring."""
+    named = check_project(project)
+    if named:
+        return (named, key)
+    default = app.settings.default_project
+    if (default, key) in state.records:
+        return (default, key)
+    holders = state.holders(key)
+    live = [name for name in holders if state.live((name, key)) is not None]
+    candidates = live or holders
+    if len(candidates) > 1:
+        raise InputError(f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one")
+    return (candidates[0], key) if candidates else (default, key)
+
+
+def set_record(
+    app: App,
+    *,
+    key: object,
+    value: object,
+    category: object = None,
+    label: object = None,
+    thread_id: object = None,
+    pinned: object = None,
+    expires_at: object = None,
+    agent: object = None,
+    project: object = None,
+    now: datetime | None = None,
+) -> Event:
+    """Create or replace the record under (`project`, `key`). Omitted optional fields keep their current values."""
+    moment = now or timeutil.now()
+    name = check_key(key)
+    chosen = check_category(category)
+    owner = checks.name(project, "project", MAX_PROJECT_CHARS) or app.settings.default_project
+    checked = checks.json_object(
+        value,
+        "value",
+        example='{"status": "waiting", "title": "MeshCore support"}',
+        max_bytes=MAX_VALUE_BYTES,
+        hint='wrap plain text as {"text": "..."}',
+        size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
+    )
+    data: dict[str, Any] = {"key": name, "project": owner, "value": checked}
+    current = records_state(app).live((owner, name))
+    previous = current.data if current is not None and not current.expired(_ms(moment)) else {}
+    prefix = name.split(":", 1)[0]
+    data["category"] = chosen or previous.get("category") or (prefix if prefix in CATEGORIES else DEFAULT_CATEGORY)
+    shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS) if label is not None else previous.get("label")
+    if shown:
+        data["label"] = shown
+    if thread_id is not None:
+        if checks.text(thread_id, "thread_id"):
+            data["thread_id"] = resolve_thread(app, thread_id).id
+    elif previous.get("thread_id"):
+        data["thread_id"] = previous["thread_id"]
+    if pinned is not None and not isinstance(pinned, bool):
+        raise InputError(f"pinned must be true or false, got {pinned!r}")
+    data["pinned"] = pinned if pinned is not None else previous.get("pinned") is True
+    if isinstance(expires_at, str) and expires_at.strip().lower() in NEVER:
+        pass
+    elif expires_at is not None:
+        expiry = timeutil.expiry(expires_at, moment)
+        data["expires_at"] = timeutil.to_iso(expiry) if expiry else None
+    elif previous.get("expires_at"):
+        data["expires_at"] = previous["expires_at"]
+    elif data["category"] == CLIPBOARD:
+        data["expires_at"] = timeutil.to_iso(moment + CLIPBOARD_EXPIRY)
+    payload = {**data, **agent_field(agent)}
+    write = lambda: app.store.append(SET_KIND, payload)  # noqa: E731
+    return confirm(app.store, write, _shown(app, (owner, name)), f"context {name}")
+
+
+def _shown(app: App, identity: RecordId) -> Callable[[Event], Winner | None]:
+    """What readers see under `identity` in place of a write (None when they see the write itself)."""
+
+    def shown(event: Event) -> Winner | None:
+        record = records_state(app).records.get(identity)
+        if record is None or record.event_id == event.id:
+            return None
+        return Winner(record.event_id, record.writer, record.event_key[0])
+
+    return shown
+
+
+def _existing(state: RecordsState, identity: RecordId, now_ms: int | None) -> Record:
+    """The record under `identity`, else an error saying why not. An expired one counts when `now_ms` is None."""
+    key = identity[1]
+    record = state.records.get(identity)
+    if record is None:
+        hint = key.split(":", 1)[0] + ":"
+        raise NotFoundError(
+            f"no context record under {key!r} in project {identity[0]!r}; "
+            f"call context_list with prefix={hint!r} to see keys"
+        )
+    if record.deleted:
+        raise NotFoundError(
+            f"context record {key!r} was deleted at {stamp_iso(record.event_key[0])} "
+            f"(writer {record.writer}); set it again with context_set to restore it"
+        )
+    if now_ms is not None and record.expired(now_ms):
+        raise NotFoundError(
+            f"context record {key!r} expired at {record.data.get('expires_at')}; "
+            "set it again with context_set to restore it"
+        )
+    return record
+
+
+def get_record(app: App, *, key: object, project: object = None, now: datetime | None = None) -> Record:
+    state = records_state(app)
+    return _existing(state, _identity(app, state, check_key(key), project), _ms(now))
+
+
+def record_of(app: App, event: Event) -> Record:
+    """The record a set or delete event wrote, as folded (even if it expired since)."""
+    return records_state(app).records[(project_of(event), str(event.data["key"]))]
+
+
+def delete_record(app: App, *, key: object, project: object = None, agent: object = None) -> Event:
+    """Write a tombstone for a live (or expired) record."""
+    state = records_state(app)
+    record = _existing(state, _identity(app, state, check_key(key), project), None)
+    data = {"key": record.key, "project": record.project, **agent_field(agent)}
+    write = lambda: app.store.append(DELETE_KIND, data)  # noqa: E731
+    return confirm(app.store, write, _shown(app, record.identity), f"deleting context {record.key}")
+
+
+def list_records(
+    app: App,
+    *,
+    category: object = None,
+    thread_id: object = None,
+    pinned_only: object = None,
+    since_days: object = None,
+    limit: object = None,
+    prefix: object = None,
+    project: object = None,
+    now: datetime | None = None,
+) -> list[Record]:
+    """Live, unexpired records updated within `since_days` (0: any time), newest first."""
+    state = records_state(app)
+    wanted_category = check_category(category, also=state.by_category)
+    wanted_project = check_project(project)
+    thread = resolve_thread(app, thread_id).id if checks.text(thread_id, "thread_id") else None
+    if pinned_only is not None and not isinstance(pinned_only, bool):
+        raise InputError(f"pinned_only must be true or false, got {pinned_only!r}")
+    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, 0, 36_500)
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, 500)
+    start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
+    now_ms = _ms(now)
+    cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
+    return _select(state, now_ms, count, cutoff, wanted_category, thread, bool(pinned_only), start, wanted_project)
+
+
+def _select(
+    state: RecordsState,
+    now_ms: int,
+    count: int,
+    cutoff: int = 0,
+    category: str | None = None,
+    thread: str | None = None,
+    pinned: bool = False,
+    prefix: str | None = None,
+    project: str | None = None,
+) -> list[Record]:
+    """Up to `count` unexpired records passing every filter given, updated since `cutoff`, newest first."""
+
+    def keep(record: Record) -> bool:
+        return (
+            not record.expired(now_ms)
+            and (category is None or record.category == category)
+            and (thread is None or record.thread_id == thread)
+            and (not pinned or record.pinned)
+            and (prefix is None or record.key.startswith(prefix))
+            and (project is None or record.project == project)
+        )
+
+    # Sort a small keyed pool when one answers; else walk a recency list and stop early.
+    pools: list[Collection[RecordId]] = []
+    if pinned:
+        pools.append(state.pinned)
+    if thread is not None:
+        pools.append(state.by_thread.get(thread, set()))
+    if prefix is not None:
+        pools.append(state.keys_with_prefix(prefix))
+    pool = min(pools, key=len, default=None)
+    if pool is not None and len(pool) <= MAX_SORTED_POOL:
+        found = [state.records[identity] for identity in pool if state.records[identity].event_key[0] >= cutoff]
+        found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
+        return [record for record in found if keep(record)][:count]
+    ranked = state.recent if category is None else state.by_category.get(category, [])
+    out: list[Record] = []
+    for stamp, _writer, _seq, owner, key in reversed(ranked):
+        if stamp < cutoff or len(out) >= count:
+            break
+        record = state.records[(owner, key)]
+        if keep(record):
+            out.append(record)
+    return out
+
+
+def linked_records(app: App, thread_id: str, now: datetime | None = None) -> list[Record]:
+    """Live records linked to a thread (any age), newest first."""
+    state = records_state(app)
+    return _select(state, _ms(now), len(state.records), thread=thread_id)
+
+
+def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
+    state = records_state(app)
+    return _select(state, _ms(now), len(state.records), pinned=True)
+
+
+def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_SHOWN) -> list[Record]:
+    """The `limit` most recently updated records of category `waiting`, longest waiting first."""
+    found = _select(records_state(app), _ms(now), limit, category="waiting")
+    return sorted(found, key=lambda r: (r.created_key, r.key))
+
+
+def record_dict(record: Record) -> dict[str, Any]:
+    """A record as JSON for output, with its provenance."""
+    data = record.data
+    return {
+        "key": record.key,
+        "project": record.project,
+        "value": data.get("value"),
+        "category": record.category,
+        "label": data.get("label"),
+        "thread_id": record.thread_id,
+        "pinned": record.pinned,
+        "expires_at": data.get("expires_at"),
+        "source": record.writer,
+        "agent": data.get("agent"),
+        "created_at": stamp_iso(record.created_key[0]),
+        "updated_at": stamp_iso(record.event_key[0]),
+        "id": record.event_id,
+    }

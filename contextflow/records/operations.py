@@ -1,0 +1,129 @@
+"""Keyed context records: context_set/get/list/delete, the whereami/wherewasi/remember prompts, and
+the `contextflow context ...`, `whereami` and `wherewasi` commands."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from contextflow.operations.params import PROJECT, boolean, integer, string, writer
+from contextflow.operations.spec import Feature, Operation, Param, PromptArg, PromptSpec, deferred
+
+if TYPE_CHECKING:
+    from contextflow.records import present
+else:
+    present = deferred("contextflow.records.present")
+
+op = partial(Operation, group="context")
+
+# The record categories, a closed list (the core checks against it; stated here so the table stays light).
+CLIPBOARD = "clipboard"
+CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
+
+KEY = string(
+    "key", "Namespaced key prefix:name, e.g. pr:owner/repo:1777, machine:chisel.", required=True, positional=True
+)
+AGENT = writer()
+
+
+OPERATIONS = (
+    op(
+        "context_set",
+        "Create or update a shared context record (facts, PRs, machines, things waited on). "
+        "Omitted optional fields keep their current values.",
+        (
+            KEY,
+            Param(
+                "value",
+                {"type": "object", "description": "JSON object, at most 64 KB."},
+                required=True,
+                positional=True,
+                cli_help='JSON object, e.g. \'{"ip": "10.0.0.2"}\'; - reads it from stdin',
+            ),
+            string(
+                "category",
+                "Default: the key prefix if it is one of these, else fact.",
+                list(CATEGORIES),
+            ),
+            string("label", "Human-readable title."),
+            string("thread_id", "Timeline thread to link (id or prefix); '' unlinks.", flag="--thread"),
+            boolean("pinned", "Always show in /whereami.", negatable=True),
+            string("expires_at", "ISO time or duration (24h, 7d); 'never' clears.", flag="--expires"),
+            AGENT,
+            PROJECT,
+        ),
+        present.context_set,
+        command=("context", "set"),
+        read_only=False,
+    ),
+    op(
+        "context_get",
+        "Get one context record by exact key.",
+        (KEY, PROJECT),
+        present.context_get,
+        command=("context", "get"),
+    ),
+    op(
+        "context_list",
+        "List context records, newest first.",
+        (
+            string("category"),
+            string("thread_id", "Thread id or a unique prefix of it.", flag="--thread"),
+            boolean("pinned_only"),
+            integer("since_days", 0, 36500, "Updated within N days; default 7, 0 = any time."),
+            integer("limit", 1, 500, "Default 50."),
+            string("prefix", "Key prefix, e.g. pr: or pr:owner/repo."),
+            string("project", "Only this project's records."),
+        ),
+        present.context_list,
+        command=("context", "list"),
+    ),
+    op(
+        "context_delete",
+        "Delete a context record by exact key.",
+        (KEY, AGENT, PROJECT),
+        present.context_delete,
+        command=("context", "delete"),
+        read_only=False,
+        destructive=True,
+    ),
+    op(
+        "whereami",
+        "Active threads, pinned context, waiting items, latest handoff.",
+        (),
+        present.whereami,
+        command=("whereami",),
+        tool=False,
+    ),
+    op(
+        "wherewasi",
+        "Paused threads with their last thought and linked context.",
+        (),
+        present.wherewasi,
+        command=("wherewasi",),
+        tool=False,
+    ),
+)
+
+FEATURE = Feature(
+    group="context",
+    operations=OPERATIONS,
+    prompts=(
+        PromptSpec(
+            "whereami",
+            "Where am I: active threads, pinned context, waiting items, latest handoff",
+            present.whereami_prompt,
+        ),
+        PromptSpec(
+            "wherewasi",
+            "Where was I: paused threads, how long ago, their last thought and context",
+            present.wherewasi_prompt,
+        ),
+        PromptSpec(
+            "remember",
+            "Remember something in shared context (stores it with context_set)",
+            present.remember_prompt,
+            (PromptArg("what", "What to remember, in plain words", True),),
+        ),
+    ),
+)

@@ -1,0 +1,204 @@
+"""Keyed context records view: the latest `context.set` / `context.delete` per (project, key).
+
+A record's identity is its project (the event's `project` field, else `shared`, as for events
+written before records carried one) and its key: two projects may each hold `pr:foo`.
+
+Pure fold. Per identity the event with the highest `Event.key` wins, whichever writer made
+it and whatever order events arrive in; a delete is a tombstone that wins the same way (a set
+ordered after it revives the record). Expiry is stored as a number and judged at read time.
+
+Indexes kept current so reads never scan every event: live records by recency (global and
+per category), per thread, pinned, and a sorted key list for prefix ranges.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.project import project_of
+from contextflow.core.timeutil import iso_ms
+from contextflow.timeline.view import nonempty
+
+SET_KIND = "context.set"
+DELETE_KIND = "context.delete"
+
+RecordId = tuple[str, str]  # (project, key)
+Ranked = tuple[int, str, int, str, str]  # (*order key of the latest write, project, key): flat compares fast
+
+
+@dataclass(slots=True)
+class Record:
+    """One record's latest write. `deleted` marks a tombstone."""
+
+    project: str
+    key: str
+    event_key: OrderKey
+    event_id: str
+    writer: str
+    deleted: bool
+    data: dict[str, Any]
+    expires_ms: int | None = None
+    # set events ordered after the latest tombstone; the first one is when the record was created
+    live_sets: list[OrderKey] = field(default_factory=list)
+    tombstone: OrderKey | None = None
+
+    @property
+    def identity(self) -> RecordId:
+        return (self.project, self.key)
+
+    @property
+    def category(self) -> str:
+        return nonempty(self.data.get("category")) or self.key.split(":", 1)[0]
+
+    @property
+    def thread_id(self) -> str | None:
+        return nonempty(self.data.get("thread_id"))
+
+    @property
+    def pinned(self) -> bool:
+        return self.data.get("pinned") is True
+
+    @property
+    def created_key(self) -> OrderKey:
+        return self.live_sets[0] if self.live_sets else self.event_key
+
+    def expired(self, now_ms: int) -> bool:
+        return self.expires_ms is not None and self.expires_ms <= now_ms
+
+    def record_write(self, kind: str, order: OrderKey) -> None:
+        """Remember a write's key for `created_key`, whether or not it is the latest."""
+        if kind == DELETE_KIND:
+            if self.tombstone is None or order > self.tombstone:
+                self.tombstone = order
+                del self.live_sets[: bisect.bisect_right(self.live_sets, order)]
+        elif self.tombstone is None or order > self.tombstone:
+            _insort(self.live_sets, order)
+
+
+@dataclass
+class RecordsState:
+    records: dict[RecordId, Record] = field(default_factory=dict)
+    recent: list[Ranked] = field(default_factory=list)
+    by_category: dict[str, list[Ranked]] = field(default_factory=dict)
+    by_thread: dict[str, set[RecordId]] = field(default_factory=dict)
+    pinned: set[RecordId] = field(default_factory=set)
+    live_keys: list[tuple[str, str]] = field(default_factory=list)  # (key, project), sorted
+    projects_of: dict[str, set[str]] = field(default_factory=dict)  # key -> projects with a write to it
+
+    def live(self, identity: RecordId) -> Record | None:
+        """The record unless deleted (expiry is the reader's call)."""
+        record = self.records.get(identity)
+        return None if record is None or record.deleted else record
+
+    def holders(self, key: str) -> list[str]:
+        """The projects holding a record (live, deleted or expired) under `key`, sorted."""
+        return sorted(self.projects_of.get(key, ()))
+
+    def keys_with_prefix(self, prefix: str) -> list[RecordId]:
+        start = bisect.bisect_left(self.live_keys, (prefix,))
+        end = bisect.bisect_left(self.live_keys, (prefix + "\U0010ffff",), start)
+        return [(project, key) for key, project in self.live_keys[start:end]]
+
+    def _index(self, record: Record, was_live: bool) -> None:
+        ranked = (*record.event_key, record.project, record.key)
+        _insort(self.recent, ranked)
+        _insort(self.by_category.setdefault(record.category, []), ranked)
+        if record.thread_id:
+            self.by_thread.setdefault(record.thread_id, set()).add(record.identity)
+        if record.pinned:
+            self.pinned.add(record.identity)
+        if not was_live:
+            _insort(self.live_keys, (record.key, record.project))
+
+    def _unindex(self, record: Record, stays_live: bool) -> None:
+        ranked = (*record.event_key, record.project, record.key)
+        _remove(self.recent, ranked)
+        bucket = self.by_category.get(record.category, [])
+        _remove(bucket, ranked)
+        if not bucket:
+            self.by_category.pop(record.category, None)
+        if record.thread_id:
+            linked = self.by_thread.get(record.thread_id, set())
+            linked.discard(record.identity)
+            if not linked:
+                self.by_thread.pop(record.thread_id, None)
+        self.pinned.discard(record.identity)
+        if not stays_live:
+            _remove(self.live_keys, (record.key, record.project))
+
+
+def _insort(ordered: list[Any], item: Any) -> None:
+    """Insert in order; appending is the common case (events mostly arrive in clock order)."""
+    if not ordered or item > ordered[-1]:
+        ordered.append(item)
+    else:
+        bisect.insort(ordered, item)
+
+
+def _record_id(event: Event) -> RecordId | None:
+    """The record a set or delete writes (None for other kinds and for what apply ignores)."""
+    key = event.data.get("key") if event.kind in (SET_KIND, DELETE_KIND) else None
+    return (project_of(event), key) if isinstance(key, str) and key else None
+
+
+def _remove(ordered: list[Any], item: Any) -> None:
+    index = bisect.bisect_left(ordered, item)
+    if index < len(ordered) and ordered[index] == item:
+        del ordered[index]
+
+
+class RecordsView:
+    name = "records"
+
+    def initial(self) -> RecordsState:
+        return RecordsState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): a write to a record that a later delete in the same log
+        follows can go; a set that a later set follows keeps only its key and project (it may
+        still be when the record was created). The latest write of a record stays whole, and so
+        does a delete followed only by sets: a tombstone hides older writes other machines may hold."""
+        latest: dict[RecordId, OrderKey] = {}
+        latest_delete: dict[RecordId, OrderKey] = {}
+        for event in events:
+            key = _record_id(event)
+            if key is not None:
+                latest[key] = max(latest.get(key, event.key), event.key)
+                if event.kind == DELETE_KIND:
+                    latest_delete[key] = max(latest_delete.get(key, event.key), event.key)
+        found: dict[str, tuple[str, ...]] = {}
+        for event in events:
+            key = _record_id(event)
+            if key is None or (key in latest_delete and event.key < latest_delete[key]):
+                found[event.id] = ()
+            elif event.kind == SET_KIND and event.key < latest[key]:
+                found[event.id] = ("key", "project")
+        return found
+
+    def apply(self, state: RecordsState, event: Event) -> None:
+        identity = _record_id(event)
+        if identity is None:
+            return
+        project, key = identity
+        deleted = event.kind == DELETE_KIND
+        order = event.key
+        current = state.records.get(identity)
+        if current is not None and order <= current.event_key:
+            current.record_write(event.kind, order)
+            return
+        expires = None if deleted else iso_ms(event.data.get("expires_at"))
+        fresh = Record(project, key, order, event.id, event.writer, deleted, event.data, expires)
+        was_live = current is not None and not current.deleted
+        if current is not None:
+            fresh.live_sets, fresh.tombstone = current.live_sets, current.tombstone
+            if was_live:
+                state._unindex(current, stays_live=not deleted)
+        fresh.record_write(event.kind, order)
+        state.records[identity] = fresh
+        state.projects_of.setdefault(key, set()).add(project)
+        if not deleted:
+            state._index(fresh, was_live)

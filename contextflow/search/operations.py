@@ -1,0 +1,64 @@
+"""Ranked search (tool group `recall`): the get_context tool and the `contextflow search` command."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from contextflow.operations.params import STRING, integer, string
+from contextflow.operations.spec import Feature, Operation, Param, deferred
+
+if TYPE_CHECKING:
+    from contextflow.search import present
+else:
+    present = deferred("contextflow.search.present")
+
+op = partial(Operation, group="recall")
+# Copies of core constants, so that reading the table stays cheap (a test checks they agree):
+# contextflow.search.extractors.search_kinds(), contextflow.search.retrieval's limits.
+SEARCH_KINDS = ("activity", "context", "conversation", "handoff", "node", "note", "thought", "thread")
+DEFAULT_LIMIT, MAX_LIMIT = 8, 50
+DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
+
+
+OPERATIONS = (
+    op(
+        "get_context",
+        "Search shared memory (conversations, handoffs, notes, context records, thoughts, graph nodes) and get "
+        "the best matches as markdown within a token budget. Call it at the start of a task.",
+        (
+            string(
+                "query",
+                "What you need to know: topics, files, components, decisions.",
+                required=True,
+                positional=True,
+                cli_help="what to look for: topics, files, components, decisions",
+            ),
+            Param(
+                "kinds",
+                {"type": "array", "items": {**STRING, "enum": list(SEARCH_KINDS)}, "description": "Only these kinds."},
+                flag="--kind",
+                cli_help="only this kind (repeatable)",
+            ),
+            string(
+                "project",
+                "Only this project's records (plus records without a project).",
+                cli_help="only this project (plus records without a project)",
+            ),
+            integer("limit", 1, MAX_LIMIT, "Default 8.", cli_help=f"at most N matches (default {DEFAULT_LIMIT})"),
+            integer("budget_tokens", MIN_BUDGET, MAX_BUDGET, "Most tokens to return. Default 2000.", cli=False),
+            # the CLI's --budget: checked by the core, so its message names budget_tokens as before
+            Param(
+                "budget",
+                {"type": "integer", "description": f"most tokens to print (default {DEFAULT_BUDGET})"},
+                tool=False,
+            ),
+        ),
+        present.get_context,
+        command=("search",),
+        cli_description="Ranked search across conversations, handoffs, notes, context records, thoughts and graph "
+        "nodes; prints the best matches as markdown within a token budget.",
+    ),
+)
+
+FEATURE = Feature(group="recall", operations=OPERATIONS)

@@ -1,0 +1,277 @@
+"""get_context: ranked retrieval across every kind of record, packed into budgeted markdown.
+
+The search view ranks the documents; each hit's block (contextflow.search.present: provenance
+header, stored text quoted as untrusted data) is packed best first until `budget_tokens`: the
+block that crosses it is clipped, the rest are listed as left out. The text never exceeds the
+budget (`estimate_tokens`, about four characters a token).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from contextflow.app import App
+from contextflow.core import checks, timeutil
+from contextflow.core.errors import InputError
+from contextflow.core.store import Store
+from contextflow.core.text import DATA_NOTICE, clip, estimate_tokens
+from contextflow.search import derived, ranking, when
+from contextflow.search.extractors import search_kinds
+from contextflow.search.index import Doc, Hit, SearchIndex
+from contextflow.search.present import Views, hit_block, hit_json
+from contextflow.search.tokens import iter_tokens, query_terms
+from contextflow.search.view import VIEW_NAME
+
+if TYPE_CHECKING:
+    from contextflow.search.disk import DiskIndex
+
+DEFAULT_LIMIT, MAX_LIMIT = 8, 50
+DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
+CHARS_PER_TOKEN = 4
+MIN_CLIPPED_CHARS = 320
+FOOTER_RESERVE = 160
+CLIP_MARK = "[clipped to stay within budget_tokens]"
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    limit: int
+    kinds: frozenset[str] = frozenset()  # empty: every kind
+    project: str | None = None  # None: every project
+
+
+@dataclass(frozen=True)
+class Shown:
+    hit: Hit
+    status: str  # full | clipped | omitted
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    query: Query
+    budget: int
+    shown: list[Shown]
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+    @property
+    def weak(self) -> bool:
+        """Nothing matched strongly: every result is only the closest there is."""
+        return bool(self.shown) and all(shown.hit.weak for shown in self.shown)
+
+    def as_dict(self) -> dict[str, Any]:
+        terms = query_terms(self.query.text)
+        return {
+            "query": self.query.text,
+            "project": self.query.project,
+            "kinds": sorted(self.query.kinds),
+            "count": len(self.shown),
+            "weak": self.weak,
+            "tokens": self.tokens,
+            "budget_tokens": self.budget,
+            "results": [
+                {"rank": n, **hit_json(s.hit), "shown": s.status, **why(s.hit.doc, terms)}
+                for n, s in enumerate(self.shown, 1)
+            ],
+        }
+
+
+def why(doc: Doc, terms: list[str]) -> dict[str, Any]:
+    """What matched (field -> terms) and an excerpt of the first field that matched."""
+    found = matched(doc, terms)
+    first = next(iter(found), None) or next((name for name, text in doc.field_texts() if text), "")
+    return {"matched": found, "excerpt": clip(doc.text(first), 240) if first else None}
+
+
+def matched(doc: Doc, terms: list[str]) -> dict[str, list[str]]:
+    """Why a document matched: the query's (stemmed) terms each of its fields holds."""
+    wanted = set(terms)
+    found: dict[str, list[str]] = {}
+    for name, text in doc.field_texts():
+        hits = wanted.intersection(iter_tokens(text)) if text else set()
+        if hits:
+            found[name] = sorted(hits)
+    return found
+
+
+def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
+    """BM25 candidates from the index, within the query's filters, reranked by the levers
+    (`search/ranking.py`), each hit marked weak when it is not a strong match (`ranking.weak_flags`).
+    Beside the main pool, a query naming a speaker or a date takes one more pool of that speaker's
+    entries or of entries created then, so the levers can lift entries the plain scores ranked low."""
+    terms = query_terms(query.text)
+    if not terms:
+        return []
+    wanted = ranking.plan(query.text, index.knows_speaker)
+    size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
+    named = [word for word in ranking.speaker_words(query.text) if index.knows_speaker(word)] if wanted.speakers else []
+    spans = when.month_spans(wanted.dates, now_ms)
+    while True:
+        pools = [index.pool(terms, size, kinds, project, near)]
+        if named:
+            pools.append(index.pool(terms, size, kinds, project, near, speakers=named))
+        if spans:
+            pools.append(index.pool(terms, size, kinds, project, near, spans=spans))
+        ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, query.limit)
+        if len(ranked) == query.limit or len(pools[0]) < size:
+            break
+        size *= 4  # expired records took places in the pool: look further
+    hits = index.hits(ranked)
+    words = ranking.asked_words(query.text, named)
+    asked = {term for word in words for term in word}
+    held = [asked & hit.doc.terms() for hit in hits]
+    flags = ranking.weak_flags(words, index.frequency, index.count(), held)
+    for hit, weak in zip(hits, flags, strict=True):
+        hit.weak = weak
+    return hits
+
+
+def search_source(app: App) -> SearchIndex | DiskIndex:
+    """The shared on-disk index, brought up to date; the in-memory view where the store folds it (a
+    grant's filtered store) or where the disk index cannot be used."""
+    if app.store.folds(VIEW_NAME):
+        index: SearchIndex = app.store.view(VIEW_NAME)
+        return index
+    try:
+        return derived.search_for(app.store).index()
+    except (ImportError, OSError, ValueError, derived.IndexDamaged):
+        return search_index(app)
+
+
+def search_index(app: App) -> SearchIndex:
+    """The search view folded in memory (the reference the disk index is tested against)."""
+    if app.store.folds(VIEW_NAME):
+        index: SearchIndex = app.store.view(VIEW_NAME)
+        return index
+    return memory_index(app.store)
+
+
+_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
+
+
+def memory_index(store: Store) -> SearchIndex:
+    """The search view folded in this process's memory by a twin store that folds only it (the
+    fallback when the disk index cannot be used, and the reference it is tested against)."""
+    from contextflow.core.fold import LazyView
+    from contextflow.features import VIEWS
+
+    twin = _MEMORY.get(store)
+    if twin is None:
+        twin = _MEMORY[store] = Store(
+            store.location,
+            store.writer,
+            store.state_dir,
+            views=[LazyView("search", VIEWS["search"])],
+            use_snapshot=False,
+        )
+    index: SearchIndex = twin.view("search")
+    return index
+
+
+def get_context(
+    app: App,
+    *,
+    query: Any,
+    project: Any = None,
+    kinds: Any = None,
+    limit: Any = None,
+    budget_tokens: Any = None,
+    now_ms: int | None = None,
+) -> ContextResult:
+    """The best matches for `query`, as markdown within `budget_tokens`."""
+    text = checks.text(query, "query", required=True, max_chars=2_000) or ""
+    if not query_terms(text):
+        raise InputError("query has no searchable words: use names of files, components, topics or decisions")
+    known = search_kinds()
+    if kinds is not None and not isinstance(kinds, list | tuple):
+        raise InputError(f'kinds must be a list such as ["conversation", "handoff"]; kinds are: {", ".join(known)}')
+    for n, kind in enumerate(kinds or ()):
+        if kind not in known:
+            raise InputError(f"kinds[{n}]={kind!r} is not a searchable kind; kinds are: {', '.join(known)}")
+    wanted = Query(
+        text=text,
+        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+        kinds=frozenset(kinds or ()),
+        project=checks.text(project, "project", max_chars=200),
+    )
+    budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
+    now = timeutil.now_ms() if now_ms is None else now_ms
+    source = search_source(app)
+    if isinstance(source, SearchIndex):
+        hits = rank(source, wanted, now)
+    else:  # a damaged index is rebuilt and asked again
+        hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
+    return hydrate(app, wanted, hits, budget)
+
+
+# -- hydration -----------------------------------------------------------------------------
+
+
+def _clipped(block: str, room: int) -> str:
+    """`block` cut at a line boundary (or inside its last line) to fit `room` characters."""
+    limit = room - len(CLIP_MARK) - 2
+    kept: list[str] = []
+    used = 0
+    for line in block.split("\n"):
+        if used + len(line) + 1 > limit:
+            space = limit - used - 4
+            if space >= 40:
+                kept.append(line[:space] + "...")
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join([*kept, CLIP_MARK])
+
+
+def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResult:
+    limit = budget * CHARS_PER_TOKEN
+    scope = []
+    if query.project is not None:
+        scope.append(f"project={clip(query.project, 80)}")
+    if query.kinds:
+        scope.append("kinds=" + ",".join(sorted(query.kinds)))
+    where = f" ({'; '.join(scope)})" if scope else ""
+    if not hits:
+        text = (
+            f"# Context for: {clip(query.text, 200)}\nNo stored records match{where}. Try other words: names of "
+            "files, components, people or decisions, or drop the filters."
+        )
+        return ContextResult(query, budget, [], text[:limit])
+    weak, count = sum(hit.weak for hit in hits), len(hits)
+    if weak == count:  # an honest empty answer: say so, and show the closest as such
+        found = (
+            f"Nothing stored matches this strongly{where}; the closest {count} "
+            f"{'record' if count == 1 else 'records'}, best first, each marked match=weak."
+        )
+    else:
+        partly = f"; {weak} only partly (match=weak)" if weak else ""
+        found = f"{count} {'match' if count == 1 else 'matches'}, best first{where}{partly}."
+    parts = [f"# Context for: {clip(query.text, 200)}\n{found} {DATA_NOTICE}"]
+    used = len(parts[0])
+    shown: list[Shown] = []
+    views: Views = cache(app.store.view)
+    for position, hit in enumerate(hits, 1):
+        block = hit_block(views, hit, position, limit)
+        room = limit - used - 2 - FOOTER_RESERVE
+        if len(block) > room:
+            if room >= MIN_CLIPPED_CHARS:
+                parts.append(_clipped(block, room))
+                shown.append(Shown(hit, "clipped"))
+            break
+        parts.append(block)
+        shown.append(Shown(hit, "full"))
+        used += len(block) + 2
+    omitted = hits[len(shown) :]
+    if omitted:
+        ids = ", ".join(f"{hit.doc.kind} {clip(hit.doc.ref, 20)}" for hit in omitted[:3])
+        note = f"{len(omitted)} more match(es) left out by budget_tokens={budget} (e.g. {ids})"
+        parts.append(clip(note, FOOTER_RESERVE - 4))
+        shown += [Shown(hit, "omitted") for hit in omitted]
+    return ContextResult(query, budget, shown, "\n\n".join(parts))

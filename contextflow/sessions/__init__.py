@@ -1,0 +1,1 @@
+"""Sessions (ContextFlowMCP's model): notes, handoffs, the active session, the sessions sidecar."""

@@ -1,0 +1,422 @@
+"""Session notes and handoffs (ContextFlowMCP's model): the core functions behind the tools and CLI.
+
+A session is a `session_id` within a project. Where a call needs one and none is given, the
+active session is used: `MCP_SHARED_CONTEXT_ACTIVE_SESSION`, else the active-session file.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import cast
+
+from contextflow.app import App
+from contextflow.core import checks
+from contextflow.core.ahead import Winner, confirm
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.fsutil import atomic_write
+from contextflow.core.ids import new_id
+from contextflow.sessions import index as sessions_index
+from contextflow.sessions.view import NO_SESSION, Marks, SessionsState, SessionSummary, session_of, summarize
+
+DEFAULT_LIMIT = 20
+PROMPT_SESSIONS = 50
+PICK_HINT = (
+    "Pick one first: call list_sessions then choose_session, use the new_session or resume_N prompts, "
+    "run `contextflow pick-session`, or pass session_id explicitly."
+)
+
+
+def sessions_state(app: App) -> SessionsState:
+    return cast(SessionsState, app.store.view("sessions"))
+
+
+# -- active session ------------------------------------------------------------------------
+
+
+def active_session(app: App) -> str | None:
+    path = app.settings.active_session_file
+    if app.settings.active_session or path is None:
+        return app.settings.active_session or None
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def set_active_session(app: App, session_id: str) -> Path:
+    """Make a session active (it need not have entries yet). An id with a control character
+    is refused unless it is a stored session's (older versions accepted such ids); a line
+    break never fits the one-line active-session file."""
+    chosen = checks.text(session_id, "session_id", required=True, max_chars=200) or ""
+    if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
+    controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
+    if controls and chosen not in known_session_ids(app, app.settings.default_project):
+        checks.name(chosen, "session_id")  # raises, saying which character
+    path = app.settings.active_session_file
+    assert path is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, (chosen + "\n").encode(), fsync=False)
+    return path
+
+
+def new_session(app: App, session_id: object = None, cwd: Path | None = None) -> str:
+    """Start a session explicitly: check its id (or suggest one) and make it active."""
+    chosen = checks.name(session_id, "session_id") or suggest_session_id(app, cwd)
+    set_active_session(app, chosen)
+    return chosen
+
+
+def known_session_ids(app: App, project: str) -> list[str]:
+    """The ids of the sessions that have entries in `project`, most recent first when known."""
+    index = sessions_index.usable(app.store)
+    found = index.sessions.get(project, []) if index is not None else sessions_state(app).recent_sessions(project)
+    return [summary.session_id for summary in found]
+
+
+def require_session(app: App, session_id: str, project: str) -> None:
+    """An error listing the closest known ids when `session_id` has no entries in `project`
+    and is not the active session (which `new_session` or `use` created explicitly)."""
+    if session_id == NO_SESSION or session_id == active_session(app):
+        return
+    known = known_session_ids(app, project)
+    if session_id in known:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(session_id, known, n=5, cutoff=0.5)
+    if close:
+        hint = "closest: " + ", ".join(repr(c) for c in close)
+    elif known:
+        hint = "recent: " + ", ".join(repr(c) for c in known[:5])
+    else:
+        hint = "it has no sessions yet"
+    raise NotFoundError(
+        f"no session {session_id!r} in project {project!r} ({hint}). To start it, use the new_session prompt "
+        f"or `contextflow use {session_id}`; list_sessions shows the existing ones"
+    )
+
+
+def resolve_session(app: App, explicit: object, *, required: bool = False) -> str | None:
+    given = checks.text(explicit, "session_id", max_chars=200)
+    if given:
+        return given
+    active = active_session(app)
+    if active or not required:
+        return active
+    raise InputError(f"No session_id given and no active session is set. {PICK_HINT}")
+
+
+def suggest_session_id(app: App, cwd: Path | None = None) -> str:
+    """The current git branch inside a repo, else `<prefix>-<timestamp>-<random>`."""
+    import subprocess
+
+    try:
+        result = subprocess.run(
+            ["git", "branch", "--show-current"], cwd=cwd, capture_output=True, text=True, timeout=1.5, check=False
+        )
+        branch = result.stdout.strip() if result.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        branch = ""
+    cleaned = re.sub(r"-+", "-", re.sub(r"[^\w./-]+", "-", branch)).strip("-")
+    if cleaned:
+        return cleaned
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"{app.settings.new_session_prefix}-{stamp}-{new_id()[:6]}"
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def _base(app: App, agent: object, project: object, session_id: object, task: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "project": checks.name(project, "project") or app.settings.default_project,
+        "agent": checks.text(agent, "agent", required=True, max_chars=200),
+    }
+    resolved = checks.name(session_id, "session_id") or resolve_session(app, None)
+    if resolved:
+        base["session_id"] = resolved
+    task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)
+    if task_text:
+        base["task"] = task_text
+    return base
+
+
+def _lists(app: App, **values: object) -> dict[str, list[str]]:
+    """The non-empty lists among `values`, each checked against the array limits."""
+    limits = {"max_items": app.settings.max_array_items, "max_chars": app.settings.max_array_item_chars}
+    checked = {name: checks.text_list(value, name, **limits) for name, value in values.items()}
+    return {name: items for name, items in checked.items() if items}
+
+
+def append_note(
+    app: App,
+    *,
+    agent: object,
+    text: object = None,
+    content: object = None,
+    project: object = None,
+    session_id: object = None,
+    task: object = None,
+    tags: object = None,
+) -> Event:
+    """Append a progress note. `content` is an alias for `text`, used when `text` is empty."""
+    limit = app.settings.max_note_chars
+    body = checks.text(text, "text", max_chars=limit) or checks.text(content, "content", max_chars=limit)
+    if body is None:
+        raise InputError("text is required: pass the note as `text` (or its alias `content`)")
+    data = {**_base(app, agent, project, session_id, task), "text": body, **_lists(app, tags=tags)}
+    return app.store.append("note", data)
+
+
+def write_handoff(
+    app: App,
+    *,
+    agent: object,
+    summary: object,
+    next_steps: object = None,
+    open_questions: object = None,
+    files: object = None,
+    project: object = None,
+    session_id: object = None,
+    task: object = None,
+) -> Event:
+    data = _base(app, agent, project, session_id, task)
+    data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
+    data.update(_lists(app, next_steps=next_steps, open_questions=open_questions, files=files))
+    return confirm(app.store, lambda: app.store.append("handoff", data), lambda event: _latest(app, event), "handoff")
+
+
+def _latest(app: App, written: Event) -> Winner | None:
+    """The latest handoff of the session (or project) `written` went to, unless it is `written`."""
+    state = sessions_state(app)
+    entries = state.session_entries(str(written.data["project"]), session_of(written) or None)
+    latest = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
+    return None if latest is None or latest.id == written.id else Winner(latest.id, latest.writer, latest.hlc)
+
+
+def wrong_marks(app: App) -> Marks:
+    """Handoffs marked wrong, keyed by (project, session, handoff id)."""
+    index = sessions_index.usable(app.store)
+    return index.wrong if index is not None else sessions_state(app).wrong
+
+
+# -- projects ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    entries: int
+    sessions: int
+    latest_ts: str
+    agents: list[str]
+
+
+def list_projects(app: App) -> list[Project]:
+    """Every project with entries, most recently active first."""
+    state = sessions_state(app)
+    found = []
+    for name, entries in state.by_project.items():
+        summaries = state.summaries.get(name, {})
+        agents = sorted({agent for s in summaries.values() for agent in s.agents})
+        found.append(Project(name, len(entries), len(summaries), entries[-1].ts if entries else "", agents))
+    return sorted(found, key=lambda p: (p.latest_ts, p.name), reverse=True)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntryFilter:
+    project: str
+    agent: str | None = None
+    session_id: str | None = None
+    kind: str | None = None
+    since: str | None = None
+    before: str | None = None  # an entry id: only entries older than it (the next page)
+    skip: frozenset[str] = frozenset()  # entry ids left out (handoffs marked wrong)
+
+    def matches(self, event: Event) -> bool:
+        return (
+            (not self.agent or event.data.get("agent") == self.agent)
+            and (not self.session_id or session_of(event) == self.session_id)
+            and (not self.kind or event.kind == self.kind)
+            and not (self.since and event.ts < self.since)
+            and event.id not in self.skip
+        )
+
+
+def entry_filter(
+    app: App,
+    *,
+    project: object = None,
+    agent: object = None,
+    session_id: object = None,
+    kind: object = None,
+    since: object = None,
+    before: object = None,
+) -> EntryFilter:
+    return EntryFilter(
+        project=checks.text(project, "project") or app.settings.default_project,
+        agent=checks.text(agent, "agent"),
+        session_id=resolve_session(app, session_id),
+        kind=checks.choice(kind, "kind", ("note", "handoff")),
+        since=checks.iso_time(since, "since"),
+        before=checks.text(before, "before", max_chars=200),
+    )
+
+
+def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Event]:
+    """The most recent matching entries, oldest first."""
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        tail = index.tail(where.project, where.session_id)
+        found, done = _newest_matching(tail.entries, where, count)
+        if done or tail.complete:  # the tail holds every entry that could match
+            return found
+    pool = sessions_state(app).session_entries(where.project, where.session_id)
+    return _newest_matching(pool, where, count)[0]
+
+
+def bad_line_count(app: App) -> int:
+    """Malformed lines skipped in the logs, as of the last read (from the sidecar before a fold)."""
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        return index.bad_lines
+    app.store.refresh()
+    return app.store.bad_line_count
+
+
+def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple[list[Event], bool]:
+    """Up to `count` newest matches (older than `where.before` when set), oldest first, and whether
+    the search could stop early."""
+    found: list[Event] = []
+    waiting = where.before is not None  # skipping until the cursor entry
+    for event in reversed(pool):
+        if waiting:
+            waiting = event.id != where.before
+            continue
+        if len(found) >= count or (where.since and event.ts < where.since):
+            return found[::-1], True
+        if where.matches(event):
+            found.append(event)
+    return found[::-1], len(found) >= count and not waiting
+
+
+def latest_handoff(app: App, where: EntryFilter) -> Event | None:
+    """The newest handoff no note marked wrong."""
+    wrong = frozenset(handoff for (p, s, handoff) in wrong_marks(app) if p == where.project)
+    found = read_entries(app, replace(where, kind="handoff", skip=where.skip | wrong), 1)
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    project: str
+    agent: str | None = None
+    since: str | None = None
+    limit: int = DEFAULT_LIMIT
+    include_unsessioned: bool = False
+
+
+def session_query(
+    app: App,
+    *,
+    project: object = None,
+    agent: object = None,
+    since: object = None,
+    limit: object = None,
+    include_unsessioned: object = None,
+) -> SessionQuery:
+    if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
+        raise InputError("include_unsessioned must be true or false")
+    return SessionQuery(
+        project=checks.text(project, "project") or app.settings.default_project,
+        agent=checks.text(agent, "agent"),
+        since=checks.iso_time(since, "since"),
+        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT),
+        include_unsessioned=bool(include_unsessioned),
+    )
+
+
+def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
+    if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
+        where = EntryFilter(query.project, query.agent, since=query.since)
+        state = sessions_state(app)
+        entries = [event for event in state.project_entries(query.project) if where.matches(event)]
+        return summarize(entries, query.include_unsessioned, state.wrong)
+    index = sessions_index.usable(app.store)
+    if index is not None:
+        return index.sessions.get(query.project, [])
+    state = sessions_state(app)
+    sessions_index.save_if_stale(app.store, state)
+    return state.recent_sessions(query.project)
+
+
+def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
+    return all_sessions(app, query)[: query.limit]
+
+
+def choose_session(app: App, query: SessionQuery, *, index: object = None, session_id: object = None) -> SessionSummary:
+    """Pick a session by 1-based index in `list_sessions` order or by id, and make it active."""
+    wanted = checks.text(session_id, "session_id")
+    if index is None and wanted is None:
+        raise InputError("choose_session needs either index (from list_sessions) or session_id")
+    if index is not None and wanted is not None:
+        raise InputError("choose_session takes index or session_id, not both")
+    if wanted is not None:
+        selected = next((s for s in all_sessions(app, query) if s.session_id == wanted), None)
+        if selected is None:
+            raise NotFoundError(
+                f"session {wanted!r} not found in project {query.project!r}; call list_sessions to see them"
+            )
+    else:
+        position = checks.bounded_int(index, "index", 1)
+        visible = list_sessions(app, query)
+        if position > len(visible):
+            raise NotFoundError(
+                f"no session at index {position}: list_sessions shows {len(visible)} for project {query.project!r}"
+            )
+        selected = visible[position - 1]
+    set_active_session(app, selected.session_id)
+    return selected
+
+
+@dataclass(frozen=True)
+class Resume:
+    project: str
+    session_id: str
+    summary: SessionSummary | None
+    latest_handoff: Event | None
+    entries: list[Event]
+
+
+def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
+    """A session's latest handoff and recent entries. An id given explicitly must exist (or be
+    the active session): a typo is an error listing the closest ids, never a new session."""
+    chosen = resolve_session(app, session_id, required=True) or ""
+    name = checks.text(project, "project") or app.settings.default_project
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+    if checks.text(session_id, "session_id"):
+        require_session(app, chosen, name)
+    index = sessions_index.usable(app.store) if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL else None
+    if index is not None:
+        summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
+        handoff = index.latest_handoffs.get((name, chosen))
+        return Resume(name, chosen, summary, handoff, index.tail(name, chosen).entries[-count:])
+    state = sessions_state(app)
+    entries = state.session_entries(name, chosen)
+    if chosen == NO_SESSION:
+        found = summarize(entries, include_unsessioned=True)
+        summary = found[0] if found else None
+    else:
+        summary = state.summaries.get(name, {}).get(chosen)  # kept current by the view
+    handoff = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
+    return Resume(name, chosen, summary, handoff, entries[-count:])

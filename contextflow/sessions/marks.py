@@ -1,0 +1,38 @@
+"""Marking a handoff as wrong: a note in the handoff's own session (`wrong_handoff: <id>`) that the
+sessions view, the sidecar and every "latest handoff" read honour (`core.wrong_marks`)."""
+
+from __future__ import annotations
+
+from contextflow.app import App
+from contextflow.core import checks
+from contextflow.core.errors import NotFoundError
+from contextflow.core.events import Event
+from contextflow.core.project import project_of
+from contextflow.sessions.core import sessions_state
+from contextflow.sessions.view import WRONG_FIELD, session_of
+
+
+def mark_handoff_wrong(app: App, *, handoff_id: object, agent: object, reason: object = None) -> Event:
+    """A note in the handoff's own session saying it is wrong (and why): from then on it is no
+    session's latest handoff, for every agent and machine. Nothing is rewritten."""
+    wanted = checks.text(handoff_id, "handoff_id", required=True, max_chars=200) or ""
+    handoff = _find_handoff(app, wanted)
+    why = checks.text(reason, "reason", max_chars=app.settings.max_note_chars)
+    data: dict[str, object] = {
+        "project": project_of(handoff),
+        "agent": checks.text(agent, "agent", required=True, max_chars=200),
+        "text": f"Marked handoff {handoff.id} as wrong" + (f": {why}" if why else "."),
+        WRONG_FIELD: handoff.id,
+    }
+    if session_of(handoff):
+        data["session_id"] = session_of(handoff)
+    return app.store.append("note", data)
+
+
+def _find_handoff(app: App, handoff_id: str) -> Event:
+    state = sessions_state(app)
+    for entries in state.by_project.values():
+        for event in reversed(entries):
+            if event.id == handoff_id and event.kind == "handoff":
+                return event
+    raise NotFoundError(f"no handoff with id {handoff_id!r}; get_latest_handoff or read_shared_context show ids")

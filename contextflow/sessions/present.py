@@ -1,0 +1,321 @@
+"""Session entries, handoffs and sessions as text and JSON, for every adapter; the session prompts and resources.
+
+Stored text is untrusted: it is stripped of control sequences and quoted line by line under
+a header that carries its provenance (kind, time, agent, writer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from contextflow import __version__
+from contextflow.app import App
+from contextflow.core import checks
+from contextflow.core.errors import InputError
+from contextflow.core.events import Event, as_dict
+from contextflow.core.project import DEFAULT_PROJECT
+from contextflow.core.text import DATA_NOTICE, clean, clip, quote
+from contextflow.operations.provenance import dumps, header
+from contextflow.operations.spec import JSON, PromptSpec, Reply
+from contextflow.sessions import core as sessions
+from contextflow.sessions.core import Resume
+from contextflow.sessions.view import SessionSummary
+
+
+def entry_text(event: Event, index: int | None = None) -> str:
+    """One note or handoff: its provenance header, then its text quoted line by line."""
+    data = event.data
+    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
+    head = header(
+        f"[{index}] {title}" if index is not None else title,
+        ("writer", event.writer),
+        ("project", data.get("project") or DEFAULT_PROJECT),
+        ("session", data.get("session_id")),
+        ("task", data.get("task")),
+        ("id", event.id),
+    )
+    if event.kind == "note":
+        body = [quote(data.get("text", ""))]
+    else:
+        body = ["summary:", quote(data.get("summary", ""))]
+        for name in ("next_steps", "open_questions", "files"):
+            if items := data.get(name):
+                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
+    if data.get("tags"):
+        body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
+    return "\n".join([head, *body])
+
+
+def entries_text(entries: list[Event], title: str, bad_lines: int = 0) -> str:
+    bad = f" (skipped {bad_lines} malformed line(s); run `contextflow doctor`)" if bad_lines else ""
+    if not entries:
+        return f"{title}: no matching entries.{bad}"
+    noun = "entry" if len(entries) == 1 else "entries"
+    blocks = "\n\n".join(entry_text(event, n) for n, event in enumerate(entries, 1))
+    return f"{title}: {len(entries)} {noun}. {DATA_NOTICE}{bad}\n\n{blocks}"
+
+
+def session_text(summary: SessionSummary, index: int, with_handoff: bool = True) -> str:
+    lines = [
+        header(
+            f"[{index}] session={clean(summary.session_id, True)}",
+            f"entries={summary.entry_count}",
+            f"handoffs={summary.handoff_count}",
+            ("last", summary.latest_ts),
+            ("task", summary.task),
+        )
+    ]
+    if summary.agents:
+        lines.append("agents: " + ", ".join(clean(agent, True) for agent in sorted(summary.agents)))
+    if with_handoff and summary.latest_handoff_summary:
+        lines.append(quote("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
+    return "\n".join(lines)
+
+
+def resume_text(resume: Resume) -> str:
+    """The session line, the latest handoff in full, then the other recent entries: each said once."""
+    lines = [f"Resume session {clean(resume.session_id, True)} (project={clean(resume.project, True)})"]
+    if resume.summary is None:
+        lines.append("No entries yet for this session. Start working and write notes and handoffs.")
+        return "\n".join(lines)
+    lines += ["", session_text(resume.summary, 1, with_handoff=False), "", DATA_NOTICE, "", "latest_handoff:"]
+    lines.append(entry_text(resume.latest_handoff) if resume.latest_handoff else "(none)")
+    handoff_id = resume.latest_handoff.id if resume.latest_handoff else None
+    others = [event for event in resume.entries if event.id != handoff_id]
+    if others:
+        lines += ["", "other recent entries:"]
+        lines += [entry_text(event, n) + "\n" for n, event in enumerate(others, 1)]
+    return "\n".join(lines).rstrip()
+
+
+# -- operations ----------------------------------------------------------------------------
+
+
+def read_shared_context(app: App, args: JSON) -> Reply:
+    where = sessions.entry_filter(app, **{k: v for k, v in args.items() if k != "limit"})
+    entries = sessions.read_entries(app, where, args.get("limit"))
+    bad_lines = sessions.bad_line_count(app)
+    payload = {
+        "store": str(app.store.folder),
+        "filters": {k: v for k, v in vars(where).items() if v is not None and k != "skip"},
+        "count": len(entries),
+        "bad_lines": bad_lines,
+        "entries": [as_dict(event) for event in entries],
+    }
+    return Reply(entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload)
+
+
+def append_shared_note(app: App, args: JSON) -> Reply:
+    return _written(app, "Appended note", sessions.append_note(app, **args))
+
+
+def write_shared_handoff(app: App, args: JSON) -> Reply:
+    return _written(app, "Wrote handoff", sessions.write_handoff(app, **args))
+
+
+def _written(app: App, done: str, event: Event) -> Reply:
+    data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
+    fields = "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
+    return Reply(f"{done} {event.id} to {app.store.folder}\n{fields}", data)
+
+
+def mark_handoff_wrong(app: App, args: JSON) -> Reply:
+    from contextflow.sessions.marks import mark_handoff_wrong as mark
+
+    return _written(app, "Marked handoff wrong with note", mark(app, **args))
+
+
+def session_activity(app: App, args: JSON) -> Reply:
+    """A session's captured turns (contextflow.capture), oldest first: request, files, tests, errors."""
+    from contextflow.capture.view import ActivityState
+
+    where = sessions.entry_filter(app, project=args.get("project"), session_id=args.get("session_id"))
+    if not where.session_id:
+        raise InputError(f"session_activity needs a session_id (no active session is set). {sessions.PICK_HINT}")
+    state: ActivityState = app.store.view("activity")
+    limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
+    turns = state.session_turns(where.project, where.session_id)[-limit:]
+    blocks = []
+    for event in turns:
+        raw = event.data.get("turn")
+        turn: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
+        lines = [
+            header(("turn", event.ts), ("agent", event.data.get("agent")), ("writer", event.writer), ("id", event.id))
+        ]
+        lines += [quote(f"{name}: {turn[name]}") for name in ("request", "final") if turn.get(name)]
+        lines += [quote(f"{kind}: {', '.join(map(str, paths))}") for kind, paths in files.items() if paths]
+        lines += [quote(f"error: {error}") for error in turn.get("errors") or []]
+        blocks.append("\n".join(lines))
+    title = f"Activity of session {clean(where.session_id, True)} (project={clean(where.project, True)})"
+    text = f"{title}: {len(turns)} turn(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks) if turns else f"{title}: none."
+    data = {
+        "project": where.project,
+        "session_id": where.session_id,
+        "count": len(turns),
+        "turns": [as_dict(event) for event in turns],
+    }
+    return Reply(text, data)
+
+
+def list_projects(app: App, args: JSON) -> Reply:
+    found = sessions.list_projects(app)
+    lines = [f"{clean(p.name, True)}  sessions={p.sessions}  entries={p.entries}  last={p.latest_ts}" for p in found]
+    return Reply("\n".join(lines) or "No projects yet.", {"count": len(found), "projects": [vars(p) for p in found]})
+
+
+def get_latest_handoff(app: App, args: JSON) -> Reply:
+    where = sessions.entry_filter(app, **args)
+    event = sessions.latest_handoff(app, where)
+    text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
+    return Reply(text, {"store": str(app.store.folder), "handoff": as_dict(event) if event else None})
+
+
+def _query(app: App, args: JSON) -> sessions.SessionQuery:
+    """The listing filters among `args` (choose_session's index and session_id pick within them)."""
+    return sessions.session_query(app, **{k: v for k, v in args.items() if k not in ("index", "session_id")})
+
+
+def list_sessions(app: App, args: JSON) -> Reply:
+    query = _query(app, args)
+    found = sessions.list_sessions(app, query)
+    project = query.project
+    payload = {"project": project, "count": len(found), "sessions": [s.as_dict() for s in found]}
+    if not found:
+        return Reply(
+            f"No resumable sessions for project={project}. A session starts with its first note or handoff "
+            "(the new_session prompt, or `contextflow use NAME` in a shell).",
+            payload,
+        )
+    body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
+    return Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload)
+
+
+def choose_session(app: App, args: JSON) -> Reply:
+    query = _query(app, args)
+    selected = sessions.choose_session(app, query, index=args.get("index"), session_id=args.get("session_id"))
+    resume_args = {"session_id": selected.session_id, "project": query.project}
+    payload = {"selected_session": selected.as_dict(), "resume_tool": "resume_session", "resume_args": resume_args}
+    text = (
+        f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
+        f"Next: resume it (resume_session with {orjson.dumps(resume_args).decode()}, "
+        f"or `contextflow resume {clean(selected.session_id, True)}` in a shell)"
+    )
+    return Reply(text, payload)
+
+
+def resume_session(app: App, args: JSON) -> Reply:
+    resume = sessions.resume_session(app, **args)
+    return Reply(
+        resume_text(resume),
+        {
+            "project": resume.project,
+            "session_id": resume.session_id,
+            "summary": resume.summary.as_dict() if resume.summary else None,
+            "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
+            "entries": [as_dict(event) for event in resume.entries],
+        },
+    )
+
+
+def use_session(app: App, args: JSON) -> Reply:
+    session_id = args.get("session_id") or sessions.suggest_session_id(app)
+    path = sessions.set_active_session(app, session_id)
+    return Reply(f"Active session: {session_id} (saved in {path})", {"session_id": session_id, "file": str(path)})
+
+
+# -- prompts -------------------------------------------------------------------------------
+
+
+def new_session_prompt(app: App, args: dict[str, str]) -> str:
+    session_id = args.get("session_id", "").strip() or sessions.suggest_session_id(app)
+    sessions.set_active_session(app, session_id)
+    project = args.get("project", "").strip() or app.settings.default_project
+    return (
+        f"Active session selected: {session_id}\nproject={project}\n\nNext steps:\n"
+        "1. Call resume_session with no session_id (it uses the active session).\n"
+        "2. If this session is new, start working; record progress with append_shared_note "
+        "and finish with write_shared_handoff."
+    )
+
+
+def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
+    sessions.require_session(app, session_id, project)  # a typo is an error, not a new active session
+    sessions.set_active_session(app, session_id)
+    resume = sessions.resume_session(app, session_id=session_id, project=project, limit=8)
+    return resume_text(resume) + (
+        "\n\nContinue from the latest handoff (this is the whole resume: no need to call resume_session again). "
+        "Record progress with append_shared_note and finish with write_shared_handoff."
+    )
+
+
+def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
+    session_id = args["session_id"].strip()  # required: the server checks it is given
+    project = args.get("project", "").strip() or app.settings.default_project
+    return _resume_prompt_text(app, session_id, project)
+
+
+def _session_description(summary: SessionSummary) -> str:
+    """Last active day, task and latest handoff: what tells sessions apart, and changes rarely
+    (each change re-sends the prompt list to clients)."""
+    parts = [summary.latest_ts[:10] or "unknown"]
+    if summary.task:
+        parts.append(f"task:{clip(summary.task, 36)}")
+    if summary.latest_handoff_summary:
+        parts.append(f"handoff:{clip(summary.latest_handoff_summary, 48)}")
+    return f"{clip(summary.session_id, 60)} - " + " | ".join(parts)
+
+
+def _recent_sessions(app: App) -> list[SessionSummary]:
+    query = sessions.SessionQuery(project=app.settings.default_project, limit=sessions.PROMPT_SESSIONS)
+    return sessions.list_sessions(app, query)
+
+
+def resume_prompts(app: App) -> list[PromptSpec]:
+    """resume_1..resume_N: one per recent session of the default project."""
+
+    def resumer(session_id: str) -> Any:
+        return lambda app, args: _resume_prompt_text(app, session_id, app.settings.default_project)
+
+    return [
+        PromptSpec(f"resume_{n}", _session_description(summary), resumer(summary.session_id))
+        for n, summary in enumerate(_recent_sessions(app), 1)
+    ]
+
+
+def resume_signature(app: App) -> object:
+    """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
+    return tuple((s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app))
+
+
+# -- resources -----------------------------------------------------------------------------
+
+
+def read_raw(app: App) -> str:
+    entries = sessions.read_entries(app, sessions.EntryFilter(app.settings.default_project), 200)
+    return "".join(dumps(as_dict(event)).replace("\n", "") + "\n" for event in entries)
+
+
+def read_latest(app: App) -> str:
+    where = sessions.EntryFilter(app.settings.default_project)
+    handoff = sessions.latest_handoff(app, where)
+    recent = sessions.read_entries(app, where, 10)
+    handoff_text = entry_text(handoff) if handoff else "(none)"
+    return "\n".join(
+        [
+            f"store: {app.store.folder}",
+            f"default_project: {where.project}",
+            "",
+            f"latest_handoff:\n{handoff_text}",
+            "",
+            entries_text(recent, "recent_entries"),
+        ]
+    )
+
+
+def read_info(app: App) -> str:
+    from contextflow.admin.diagnose import store_info
+
+    return dumps({"server": {"name": "contextflow", "version": __version__}, **store_info(app)})

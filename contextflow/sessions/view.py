@@ -1,0 +1,177 @@
+"""Sessions view: notes and handoffs grouped by project and session, plus per-session summaries.
+
+Pure fold over `note` and `handoff` events (new and legacy). Lists stay sorted by
+`Event.key` and summaries keep their "latest" fields by key, so the state does not depend
+on the order events arrive in. A note with `wrong_handoff: <id>` marks a handoff of its own
+project and session as wrong: that handoff is no longer any session's latest.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.project import project_of
+
+NOTE, HANDOFF = "note", "handoff"
+ENTRY_KINDS = (NOTE, HANDOFF)
+NO_SESSION = "(no-session-id)"
+WRONG_FIELD = "wrong_handoff"  # a note that marks a handoff as wrong names it here
+_ZERO: OrderKey = (0, "", 0)
+
+
+def _by_key(event: Event) -> OrderKey:
+    return event.key
+
+
+def session_of(event: Event) -> str:
+    value = event.data.get("session_id")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def marked_wrong(event: Event) -> str | None:
+    """The handoff id a note marks as wrong, if it is such a note."""
+    value = event.data.get(WRONG_FIELD) if event.kind == "note" else None
+    return value if isinstance(value, str) and value else None
+
+
+Marks = dict[tuple[str, str, str], str]  # (project, session, handoff id) -> id of the note that marks it wrong
+
+
+@dataclass
+class SessionSummary:
+    session_id: str
+    project: str
+    entry_count: int = 0
+    note_count: int = 0
+    handoff_count: int = 0
+    latest_key: OrderKey = _ZERO
+    latest_ts: str = ""
+    last_entry_kind: str = ""
+    task_key: OrderKey = _ZERO
+    task: str = ""
+    agents: set[str] = field(default_factory=set)
+    handoff_key: OrderKey = _ZERO
+    latest_handoff_summary: str = ""
+
+    def add(self, event: Event, wrong: Marks | None = None) -> None:
+        self.entry_count += 1
+        if event.kind == "note":
+            self.note_count += 1
+        else:
+            self.handoff_count += 1
+        agent = event.data.get("agent")
+        if isinstance(agent, str) and agent.strip():
+            self.agents.add(agent.strip())
+        key = event.key
+        if key > self.latest_key:
+            self.latest_key, self.latest_ts, self.last_entry_kind = key, event.ts, event.kind
+        task = event.data.get("task")
+        if isinstance(task, str) and task.strip() and key > self.task_key:
+            self.task_key, self.task = key, task.strip()
+        summary = event.data.get("summary")
+        marked = wrong is not None and (self.project, self.session_id, event.id) in wrong
+        if event.kind == "handoff" and isinstance(summary, str) and key > self.handoff_key and not marked:
+            self.handoff_key, self.latest_handoff_summary = key, summary.strip()
+
+    def recount_handoff(self, entries: list[Event], wrong: Marks) -> None:
+        """The latest handoff again, once one was marked wrong (entries: this session's, sorted)."""
+        self.handoff_key, self.latest_handoff_summary = _ZERO, ""
+        for event in reversed(entries):
+            summary = event.data.get("summary")
+            mark = (self.project, self.session_id, event.id)
+            if event.kind == "handoff" and isinstance(summary, str) and mark not in wrong:
+                self.handoff_key, self.latest_handoff_summary = event.key, summary.strip()
+                return
+
+    def as_dict(self) -> dict[str, Any]:
+        shown = {name: value for name, value in vars(self).items() if not name.endswith("_key")}
+        return {
+            **shown,
+            "task": self.task or None,
+            "agents": sorted(self.agents),
+            "latest_handoff_summary": self.latest_handoff_summary or None,
+        }
+
+
+@dataclass
+class SessionsState:
+    by_project: dict[str, list[Event]] = field(default_factory=dict)
+    by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
+    summaries: dict[str, dict[str, SessionSummary]] = field(default_factory=dict)
+    wrong: Marks = field(default_factory=dict)
+
+    def project_entries(self, project: str | None) -> list[Event]:
+        if project is not None:
+            return self.by_project.get(project, [])
+        merged = [event for events in self.by_project.values() for event in events]
+        merged.sort(key=_by_key)
+        return merged
+
+    def session_entries(self, project: str, session_id: str | None) -> list[Event]:
+        """A session's entries; all of the project's when `session_id` is None or empty."""
+        if not session_id:
+            return self.by_project.get(project, [])
+        if session_id == NO_SESSION:
+            return [event for event in self.by_project.get(project, []) if not session_of(event)]
+        return self.by_session.get((project, session_id), [])
+
+    def recent_sessions(self, project: str) -> list[SessionSummary]:
+        return _recent_first(self.summaries.get(project, {}))
+
+    def is_wrong(self, event: Event) -> bool:
+        return (project_of(event), session_of(event), event.id) in self.wrong
+
+
+def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
+    return sorted(summaries.values(), key=lambda s: (s.latest_key, s.session_id), reverse=True)
+
+
+def _add(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event, wrong: Marks) -> None:
+    summary = bucket.get(session_id)
+    if summary is None:
+        summary = bucket[session_id] = SessionSummary(session_id, project)
+    summary.add(event, wrong)
+
+
+def summarize(events: list[Event], include_unsessioned: bool, wrong: Marks | None = None) -> list[SessionSummary]:
+    """Summaries built from an explicit list of entries (the slow path for filtered listings)."""
+    found: dict[str, SessionSummary] = {}
+    for event in events:
+        session_id = session_of(event) or (NO_SESSION if include_unsessioned else "")
+        if session_id:
+            _add(found, session_id, project_of(event), event, wrong or {})
+    return _recent_first(found)
+
+
+class SessionsView:
+    name = "sessions"
+
+    def initial(self) -> SessionsState:
+        return SessionsState()
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction (fold.Compactable): every note and handoff stays; other kinds are not ours."""
+        return {event.id: () for event in events if event.kind not in ENTRY_KINDS}
+
+    def apply(self, state: SessionsState, event: Event) -> None:
+        if event.kind not in ENTRY_KINDS:
+            return
+        project = project_of(event)
+        bisect.insort(state.by_project.setdefault(project, []), event, key=_by_key)
+        session_id = session_of(event)
+        if not session_id:
+            return
+        entries = state.by_session.setdefault((project, session_id), [])
+        bisect.insort(entries, event, key=_by_key)
+        bucket = state.summaries.setdefault(project, {})
+        _add(bucket, session_id, project, event, state.wrong)
+        handoff = marked_wrong(event)
+        if handoff is not None:
+            mark = (project, session_id, handoff)
+            if mark not in state.wrong or event.id < state.wrong[mark]:  # the same mark whatever the order
+                state.wrong[mark] = event.id
+            bucket[session_id].recount_handoff(entries, state.wrong)

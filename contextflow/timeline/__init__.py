@@ -1,0 +1,1 @@
+"""Timeline threads: thoughts, tangents and "you are here" positions."""

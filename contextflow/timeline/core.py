@@ -1,0 +1,330 @@
+"""Timeline: threads of thoughts, tangents and "you are here" positions.
+
+Core functions behind the `timeline_*` tools and `contextflow timeline`. Every id argument
+accepts a unique prefix, as git does. The events written here (the `timeline.*` kinds of
+views/timeline.py) are documented in docs/context-and-timeline.md.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, cast
+
+from contextflow.app import App
+from contextflow.core import checks
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.ids import resolve_prefix
+from contextflow.timeline.view import (
+    POSITION,
+    THOUGHT,
+    THOUGHT_STATUSES,
+    THOUGHT_TYPES,
+    THOUGHT_UPDATE,
+    THREAD,
+    THREAD_STATUSES,
+    THREAD_UPDATE,
+    Thought,
+    Thread,
+    TimelineState,
+)
+
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 4_000
+MAX_METADATA_BYTES = 16 * 1024
+MAX_TRAIL = 20
+DEFAULT_THOUGHTS = 100
+DEFAULT_WHERE = 20
+
+
+def timeline_state(app: App) -> TimelineState:
+    return cast(TimelineState, app.store.view("timeline"))
+
+
+def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
+    state = timeline_state(app)
+    given = checks.text(value, name, required=True) or ""
+    hint = "call timeline_list_threads to see thread ids"
+    return state.threads[resolve_prefix(given, state.thread_ids, "thread id", hint)]
+
+
+def resolve_thought(app: App, value: object, name: str = "thought_id") -> Thought:
+    state = timeline_state(app)
+    given = checks.text(value, name, required=True) or ""
+    hint = "call timeline_get_thread to see a thread's thought ids"
+    return state.thoughts[resolve_prefix(given, state.thought_ids, "thought id", hint)]
+
+
+def agent_field(value: object) -> dict[str, str]:
+    """{"agent": name} for an event's data when an agent is named, else {}."""
+    agent = checks.text(value, "agent", max_chars=200)
+    return {"agent": agent} if agent else {}
+
+
+def _metadata(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    example = '{"files": ["src/app.py"], "commit": "abc123"}'
+    return checks.json_object(
+        value, "metadata", example=example, max_bytes=MAX_METADATA_BYTES, size_hint="Keep links, not contents"
+    )
+
+
+# -- threads -------------------------------------------------------------------------------
+
+
+def _new_thread(name: object, description: object, agent: object) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS),
+        "status": "active",
+        **agent_field(agent),
+    }
+    described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
+    if described:
+        data["description"] = described
+    return data
+
+
+def create_thread(
+    app: App, *, name: object, description: object = None, parent_thought_id: object = None, agent: object = None
+) -> Event:
+    data = _new_thread(name, description, agent)
+    if parent_thought_id is not None:
+        data["parent_thought_id"] = resolve_thought(app, parent_thought_id, "parent_thought_id").id
+    return app.store.append(THREAD, data)
+
+
+def update_thread(
+    app: App,
+    *,
+    thread_id: object,
+    name: object = None,
+    description: object = None,
+    status: object = None,
+    agent: object = None,
+) -> Event:
+    thread = resolve_thread(app, thread_id)
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
+    if description is not None:
+        changes["description"] = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
+    if status is not None:
+        changes["status"] = checks.choice(status, "status", THREAD_STATUSES)
+    if not changes:
+        raise InputError("nothing to change: pass name, description or status (active|paused|completed|abandoned)")
+    return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
+
+
+def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list[Thread]:
+    """Up to `count` of these threads, most recently active first (an update, a thought or a position move)."""
+
+    def last_active(thread: Thread) -> tuple[OrderKey, str]:
+        return (state.activity.get(thread.id) or thread.updated, thread.id)
+
+    return heapq.nlargest(count, (state.threads[i] for i in ids), key=last_active)
+
+
+def list_threads(app: App, *, status: object = None, limit: object = None) -> list[Thread]:
+    """Threads, most recently active first; all statuses unless `status` is given."""
+    wanted = checks.choice(status, "status", THREAD_STATUSES)
+    count = checks.bounded_int(limit, "limit", 50, 1, 500)
+    state = timeline_state(app)
+    return _most_active(state, state.by_status[wanted] if wanted else state.thread_ids, count)
+
+
+@dataclass(frozen=True)
+class ThreadDetail:
+    thread: Thread
+    thoughts: list[Thought]
+    total_thoughts: int
+    position: Thought | None
+    children: list[Thread]
+    parent_thought: Thought | None
+
+
+def get_thread(app: App, *, thread_id: object, limit: object = None) -> ThreadDetail:
+    thread = resolve_thread(app, thread_id)
+    count = checks.bounded_int(limit, "limit", DEFAULT_THOUGHTS, 1, 1000)
+    state = timeline_state(app)
+    thoughts = state.ordered_thoughts(thread.id)
+    parent = state.thought(thread.parent_thought_id) if thread.parent_thought_id else None
+    return ThreadDetail(
+        thread, thoughts[-count:], len(thoughts), state.position(thread.id), state.children(thread.id), parent
+    )
+
+
+# -- thoughts ------------------------------------------------------------------------------
+
+
+def _thought_data(
+    app: App, thread: Thread, content: object, thought_type: object, metadata: object, agent: object
+) -> dict[str, Any]:
+    here = timeline_state(app).position(thread.id)
+    data: dict[str, Any] = {
+        "thread_id": thread.id,
+        "content": checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars),
+        "thought_type": checks.choice(thought_type, "thought_type", THOUGHT_TYPES, "progress"),
+        "status": "active",
+        **agent_field(agent),
+    }
+    if here is not None:
+        data["previous_thought_id"] = here.id
+    meta = _metadata(metadata)
+    if meta:
+        data["metadata"] = meta
+    return data
+
+
+def add_thought(
+    app: App,
+    *,
+    thread_id: object,
+    content: object,
+    thought_type: object = None,
+    metadata: object = None,
+    agent: object = None,
+) -> Event:
+    """A new thought after the thread's current position; the position moves to it."""
+    thread = resolve_thread(app, thread_id)
+    return app.store.append(THOUGHT, _thought_data(app, thread, content, thought_type, metadata, agent))
+
+
+def update_thought(
+    app: App,
+    *,
+    thought_id: object,
+    status: object = None,
+    content: object = None,
+    thought_type: object = None,
+    metadata: object = None,
+    agent: object = None,
+) -> Event:
+    thought = resolve_thought(app, thought_id)
+    changes: dict[str, Any] = {}
+    if content is not None:
+        changes["content"] = checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars)
+    if status is not None:
+        changes["status"] = checks.choice(status, "status", THOUGHT_STATUSES)
+    if thought_type is not None:
+        changes["thought_type"] = checks.choice(thought_type, "thought_type", THOUGHT_TYPES)
+    if metadata is not None:
+        changes["metadata"] = _metadata(metadata)
+    if not changes:
+        raise InputError(
+            "nothing to change: pass status (active|resolved|abandoned), content, thought_type or metadata"
+        )
+    return app.store.append(THOUGHT_UPDATE, {"thought_id": thought.id, **changes, **agent_field(agent)})
+
+
+# -- where am I ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Crumb:
+    """A thread and the thought it branched from, walking back to the root."""
+
+    thread: Thread
+    thought: Thought | None
+
+
+@dataclass(frozen=True)
+class Whereabouts:
+    thread: Thread
+    position: Thought | None
+    last_thought: Thought | None
+    thought_count: int
+    trail: list[Crumb]  # parent thread first, up to the root
+
+
+def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
+    crumbs: list[Crumb] = []
+    seen = {thread.id}
+    current = thread
+    while current.parent_thought_id and len(crumbs) < MAX_TRAIL:
+        thought = state.thought(current.parent_thought_id)
+        parent = state.thread(thought.thread_id) if thought else None
+        if thought is None or parent is None or parent.id in seen:
+            break
+        crumbs.append(Crumb(parent, thought))
+        seen.add(parent.id)
+        current = parent
+    count = len(state.thread_thoughts.get(thread.id, []))
+    return Whereabouts(thread, state.position(thread.id), state.last_thought(thread.id), count, crumbs)
+
+
+def thread_count(app: App, status: str) -> int:
+    return len(timeline_state(app).by_status[status])
+
+
+def where_am_i(app: App, *, status: str = "active", limit: object = None) -> list[Whereabouts]:
+    """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
+    count = checks.bounded_int(limit, "limit", DEFAULT_WHERE, 1, 500)
+    state = timeline_state(app)
+    return [whereabouts(state, thread) for thread in _most_active(state, state.by_status[status], count)]
+
+
+# -- tangents ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tangent:
+    thought: Event  # the tangent_start thought on the parent thread
+    thread: Event  # the new child thread
+
+
+def go_tangent(
+    app: App,
+    *,
+    thread_id: object,
+    name: object,
+    description: object = None,
+    content: object = None,
+    metadata: object = None,
+    agent: object = None,
+) -> Tangent:
+    """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
+    parent = resolve_thread(app, thread_id)
+    child = _new_thread(name, description, agent)
+    note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {child['name']}"
+    marker = app.store.append(THOUGHT, _thought_data(app, parent, note, "tangent_start", metadata, agent))
+    return Tangent(marker, app.store.append(THREAD, {**child, "parent_thought_id": marker.id}))
+
+
+@dataclass(frozen=True)
+class Return:
+    tangent: Thread
+    status: str
+    parent: Thread
+    position: Thought
+    events: list[Event]
+
+
+def return_from(app: App, *, thread_id: object, status: object = None, agent: object = None) -> Return:
+    """Close (completed) or pause a tangent and put the parent thread back at the tangent_start thought."""
+    tangent = resolve_thread(app, thread_id)
+    closing = checks.choice(status, "status", ("completed", "paused", "abandoned"), "completed") or ""
+    if not tangent.parent_thought_id:
+        raise InputError(
+            f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "
+            "pass the id of a thread started with timeline_go_tangent, "
+            "or use timeline_update_thread to change this thread's status"
+        )
+    state = timeline_state(app)
+    marker = state.thought(tangent.parent_thought_id)
+    parent = state.thread(marker.thread_id) if marker else None
+    if marker is None or parent is None:
+        raise NotFoundError(
+            f"the thought {tangent.parent_thought_id} this tangent started from is not in this store yet "
+            "(another machine wrote it); wait for the store folder to sync, then return again"
+        )
+    who = agent_field(agent)
+    items: list[tuple[str, dict[str, Any]]] = [
+        (THREAD_UPDATE, {"thread_id": tangent.id, "status": closing, **who}),
+        (POSITION, {"thread_id": parent.id, "thought_id": marker.id, **who}),
+    ]
+    if parent.status == "paused":
+        items.append((THREAD_UPDATE, {"thread_id": parent.id, "status": "active", **who}))
+    return Return(tangent, closing, parent, marker, app.store.append_many(items))

@@ -1,0 +1,147 @@
+"""The timeline: threads of thoughts, tangents and "you are here" positions (`timeline_*` tools and
+`contextflow timeline ...` commands)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from contextflow.operations.params import integer, string, writer
+from contextflow.operations.spec import Feature, Operation, Param, deferred
+
+if TYPE_CHECKING:
+    from contextflow.timeline import present
+else:
+    present = deferred("contextflow.timeline.present")
+
+op = partial(Operation, group="timeline")
+
+# Copies of contextflow.timeline.view's constants, so that reading the table stays cheap (a test checks).
+THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
+THOUGHT_TYPES = ("idea", "decision", "discovery", "blocker", "progress", "tangent_start")
+THOUGHT_STATUSES = ("active", "resolved", "abandoned")
+
+AGENT = writer()
+THREAD = string("thread_id", "Thread id or a unique prefix of it.", required=True, positional=True)
+METADATA = Param(
+    "metadata",
+    {"type": "object", "description": "Links: files, commits, session ids."},
+    cli_help="JSON object of links (files, commits, ...)",
+)
+THREAD_STATUS = string("status", enum=THREAD_STATUSES)
+
+
+OPERATIONS = (
+    op(
+        "timeline_create_thread",
+        "Start a named thread of work (a journey from A to B).",
+        (
+            string("name", required=True, positional=True),
+            string("description"),
+            string("parent_thought_id", "Makes it a tangent.", flag="--parent-thought"),
+            AGENT,
+        ),
+        present.timeline_create_thread,
+        command=("timeline", "create"),
+        read_only=False,
+    ),
+    op(
+        "timeline_list_threads",
+        "List threads with status and current position, most recent first.",
+        (
+            THREAD_STATUS,
+            integer("limit", 1, 500),
+        ),
+        present.timeline_list_threads,
+        command=("timeline", "threads"),
+    ),
+    op(
+        "timeline_get_thread",
+        "A thread's ordered thoughts, position and tangent threads.",
+        (
+            THREAD,
+            integer("limit", 1, 1000, "Latest N thoughts; default 100."),
+        ),
+        present.timeline_get_thread,
+        command=("timeline", "show"),
+    ),
+    op(
+        "timeline_add_thought",
+        "Add a thought after the thread's current position and move there.",
+        (
+            THREAD,
+            string("content", required=True, positional=True),
+            string("thought_type", "Default progress.", THOUGHT_TYPES, flag="--type"),
+            METADATA,
+            AGENT,
+        ),
+        present.timeline_add_thought,
+        command=("timeline", "add"),
+        read_only=False,
+    ),
+    op(
+        "timeline_update_thought",
+        "Change a thought's status, content, type or metadata.",
+        (
+            string("thought_id", "Thought id or unique prefix.", required=True, positional=True),
+            string("status", enum=THOUGHT_STATUSES),
+            string("content"),
+            string("thought_type", enum=THOUGHT_TYPES, flag="--type"),
+            METADATA,
+            AGENT,
+        ),
+        present.timeline_update_thought,
+        command=("timeline", "update"),
+        read_only=False,
+    ),
+    op(
+        "timeline_update_thread",
+        "Rename a thread or set its status (pause, resume, complete, abandon).",
+        (
+            THREAD,
+            string("name"),
+            string("description"),
+            THREAD_STATUS,
+            AGENT,
+        ),
+        present.timeline_update_thread,
+        command=("timeline", "set-thread"),
+        read_only=False,
+    ),
+    op(
+        "timeline_where_am_i",
+        "Current position, last thought and trail of every active thread.",
+        (integer("limit", 1, 500, "Most recent N; default 20."),),
+        present.timeline_where_am_i,
+        command=("timeline", "where"),
+    ),
+    op(
+        "timeline_go_tangent",
+        "Mark a tangent_start on a thread and start a child thread for the tangent.",
+        (
+            string("thread_id", "The thread you leave (id or prefix).", required=True, positional=True),
+            string("name", "Tangent thread name.", required=True, positional=True),
+            string("description"),
+            string("content", "Why; default 'Tangent: <name>'."),
+            Param("metadata", METADATA.schema, cli=False),
+            AGENT,
+        ),
+        present.timeline_go_tangent,
+        command=("timeline", "tangent"),
+        read_only=False,
+    ),
+    op(
+        "timeline_return",
+        "Close or pause a tangent thread and restore the parent thread's position.",
+        (
+            string("thread_id", "The tangent thread id or prefix.", required=True, positional=True),
+            string("status", "Default completed.", ["completed", "paused", "abandoned"]),
+            AGENT,
+        ),
+        present.timeline_return,
+        command=("timeline", "return"),
+        read_only=False,
+    ),
+)
+
+FEATURE = Feature(group="timeline", operations=OPERATIONS)

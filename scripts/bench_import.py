@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Benchmark `contextflow import`: items per second for each format at 10,000 items.
+
+For every format, a source of N items (nodes plus the links between them; for past sessions,
+turns plus each session's automatic handoff) is generated in a
+temporary folder and imported into a fresh store in this process (`run_import`, what the command
+runs), then imported again (nothing new: the cost of checking). Prints wall and CPU seconds and
+items per second; figures only, no target is asserted (the goal is 10,000 items a second).
+
+    scripts/bench_import.py                  10,000 items per format
+    scripts/bench_import.py --items 2000     a smaller run
+    scripts/bench_import.py --profile beads  a cProfile breakdown of one format's first import
+
+Everything lives in a temporary folder (HOME, store, state); the real home is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+if (VENV / "bin" / "python").exists() and Path(sys.prefix).resolve() != VENV.resolve():
+    os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
+sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+LINK_SHARE = 0.3  # of the items, links; the rest nodes
+WORDS = [
+    "payments",
+    "cart",
+    "ledger",
+    "retry",
+    "gateway",
+    "cents",
+    "invoice",
+    "refund",
+    "webhook",
+    "latency",
+    "queue",
+    "schema",
+]
+
+
+def _text(n: int) -> str:
+    return f"item {n}: the {WORDS[n % 12]} service talks to {WORDS[(n * 7) % 12]} and {WORDS[(n * 5) % 12]}"
+
+
+def server_memory(folder: Path, nodes: int, links: int) -> Path:
+    path = folder / "memory.json"
+    lines = [
+        json.dumps({"type": "entity", "name": f"e{n}", "entityType": "service", "observations": [_text(n)]})
+        for n in range(nodes)
+    ]
+    lines += [
+        json.dumps(
+            {"type": "relation", "from": f"e{n % nodes}", "to": f"e{(n * 31 + 1) % nodes}", "relationType": "calls"}
+        )
+        for n in range(links)
+    ]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def beads(folder: Path, nodes: int, links: int) -> Path:
+    path = folder / "issues.jsonl"
+    with path.open("w") as out:
+        for n in range(nodes):
+            deps = [
+                {"issue_id": f"bd-{n}", "depends_on_id": f"bd-{(n * 31 + k + 1) % nodes}", "type": "blocks"}
+                for k in range(links // nodes + (1 if n < links % nodes else 0))
+            ]
+            issue = {
+                "id": f"bd-{n}",
+                "title": _text(n)[:40],
+                "description": _text(n),
+                "status": "open",
+                "priority": n % 5,
+                "issue_type": "task",
+                "labels": [WORDS[n % 12]],
+                "dependencies": deps,
+            }
+            out.write(json.dumps(issue) + "\n")
+    return path
+
+
+def basic_memory(folder: Path, nodes: int, links: int) -> Path:
+    notes = folder / "notes"
+    notes.mkdir()
+    for n in range(nodes):
+        count = links // nodes + (1 if n < links % nodes else 0)
+        relations = "\n".join(f"- relates_to [[Note {(n * 31 + k + 1) % nodes}]]" for k in range(count))
+        front = f"---\ntitle: Note {n}\ntype: note\ntags: [{WORDS[n % 12]}]\npermalink: note-{n}\n---\n"
+        (notes / f"note-{n}.md").write_text(f"{front}\n# Note {n}\n\n- [fact] {_text(n)}\n{relations}\n")
+    return notes
+
+
+def claude_mem(folder: Path, nodes: int, links: int) -> Path:
+    """Observations in sessions of ten; `links` of them are in sessions with a summary, which derives
+    from each (the links), the others in sessions without one."""
+    sessions = max(1, links // 10)
+    observations = [
+        {
+            "memory_session_id": f"s{n // 10}" if n < links else f"open-{n // 10}",
+            "project": "shop",
+            "type": "discovery",
+            "title": _text(n)[:40],
+            "narrative": _text(n),
+            "facts": json.dumps([_text(n + 1)]),
+            "concepts": json.dumps(["how-it-works"]),
+            "created_at_epoch": 1_700_000_000_000 + n,
+        }
+        for n in range(nodes - sessions)
+    ]
+    summaries = [{"memory_session_id": f"s{n}", "project": "shop", "request": _text(n)} for n in range(sessions)]
+    path = folder / "export.json"
+    doc = {"exportedAt": "2026-01-01T00:00:00Z", "totalObservations": len(observations)}
+    path.write_text(json.dumps({**doc, "observations": observations, "summaries": summaries}))
+    return path
+
+
+def contextflow(folder: Path, nodes: int, links: int) -> Path:
+    doc = {
+        "format": "contextflow-graph",
+        "version": 1,
+        "nodes": [
+            {"id": f"n{n:06d}", "type": "fact", "content": _text(n), "tags": ["project:shop"]} for n in range(nodes)
+        ],
+        "edges": [
+            {"from": f"n{n % nodes:06d}", "to": f"n{(n * 31 + 1) % nodes:06d}", "type": "RELATES_TO"}
+            for n in range(links)
+        ],
+        "views": [],
+    }
+    path = folder / "graph.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+TURNS_PER_SESSION = 19  # with its automatic handoff, a session is 20 items
+
+
+def _sessions(items: int) -> range:
+    return range(max(1, items // (TURNS_PER_SESSION + 1)))
+
+
+def claude_code(folder: Path, nodes: int, links: int) -> Path:
+    """Sessions of 19 turns (a prompt, a Bash call and its result, a final answer); items: turns and handoffs."""
+    root = folder / "projects" / "-work-shop"
+    root.mkdir(parents=True)
+    for s in _sessions(nodes + links):
+        session, lines = f"0000{s:04d}-aaaa-bbbb-cccc-dddddddddddd", []
+        for t in range(TURNS_PER_SESSION):
+            stamp = f"2026-01-{1 + s % 28:02d}T10:{t:02d}:00.000Z"
+            common = {"isSidechain": False, "sessionId": session, "cwd": "/work/shop", "timestamp": stamp}
+            tool = f"toolu_{s}_{t}"
+            lines += [
+                {**common, "type": "user", "message": {"role": "user", "content": _text(s * 100 + t)}},
+                {
+                    **common,
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": f"pytest -k t{t}"}}
+                        ],
+                    },
+                },
+                {
+                    **common,
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tool, "content": "1 passed"}],
+                    },
+                },
+                {
+                    **common,
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": f"Done: {_text(t)}. Next step: turn {t + 1}."}],
+                    },
+                },
+            ]
+        (root / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return folder / "projects"
+
+
+def _codex_item(session: str, turn: str, stamp: str, kind: str, **fields: object) -> dict[str, object]:
+    payload = {"type": "item_completed", "thread_id": session, "turn_id": turn, "item": {"type": kind, **fields}}
+    return {"timestamp": stamp, "type": "event_msg", "payload": payload}
+
+
+def codex(folder: Path, nodes: int, links: int) -> Path:
+    """Rollouts of 19 turns (a user message, a command, an agent message, task_complete)."""
+    root = folder / "sessions" / "2026" / "01" / "01"
+    root.mkdir(parents=True)
+    for s in _sessions(nodes + links):
+        session = f"0000{s:04d}-aaaa-7bbb-cccc-dddddddddddd"
+        meta = {"id": session, "cwd": "/work/shop", "git": {"repository_url": "https://github.com/acme/shop.git"}}
+        lines: list[dict[str, object]] = [
+            {"timestamp": "2026-01-01T10:00:00.000Z", "type": "session_meta", "payload": meta}
+        ]
+        for t in range(TURNS_PER_SESSION):
+            stamp = f"2026-01-01T10:{t:02d}:00.000Z"
+            turn = f"turn-{s}-{t}"
+            answer = f"Done: {_text(t)}. Next step: turn {t + 1}."
+            command = ["/bin/bash", "-lc", f"pytest -k t{t}"]
+            prompt = [{"type": "text", "text": _text(s * 100 + t)}]
+            lines += [
+                _codex_item(session, turn, stamp, "UserMessage", content=prompt),
+                _codex_item(session, turn, stamp, "CommandExecution", command=command, exit_code=0, parsed_cmd=[]),
+                _codex_item(session, turn, stamp, "AgentMessage", content=[{"type": "Text", "text": answer}]),
+                {
+                    "timestamp": stamp,
+                    "type": "event_msg",
+                    "payload": {"type": "task_complete", "turn_id": turn, "last_agent_message": answer},
+                },
+            ]
+        (root / f"rollout-2026-01-01T10-00-00-{session}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return folder / "sessions"
+
+
+MAKERS: dict[str, Callable[[Path, int, int], Path]] = {
+    "contextflow": contextflow,
+    "server-memory": server_memory,
+    "beads": beads,
+    "basic-memory": basic_memory,
+    "claude-mem": claude_mem,
+    "claude-code": claude_code,
+    "codex": codex,
+}
+
+
+def _environment(folder: Path) -> None:
+    for name in [n for n in os.environ if n.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_", "XDG_"))]:
+        del os.environ[name]
+    os.environ.update(
+        HOME=str(folder / "home"),
+        CONTEXTFLOW_STORE=str(folder / "store"),
+        CONTEXTFLOW_STATE=str(folder / "state"),
+        CONTEXTFLOW_WRITER="bench",
+    )
+
+
+def measure(fmt: str, items: int, profile: bool) -> None:
+    from contextflow.app import App
+    from contextflow.core.secrets import BATCH_MIN, scrub_items
+    from contextflow.imports.run import run_import
+
+    with tempfile.TemporaryDirectory(prefix=f"cf-import-{fmt}-") as tmp:
+        folder = Path(tmp)
+        _environment(folder)
+        links = int(items * LINK_SHARE)
+        source = MAKERS[fmt](folder, items - links, links)
+        app = App.open()
+        app.store.view("graph")  # an empty store, folded: the import's own cost
+        scrub_items([("warm", {"text": "x"})] * BATCH_MIN)  # the secret patterns load once per process
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        wall, cpu = time.perf_counter(), time.process_time()
+        report = run_import(app, str(source), fmt=fmt)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if profiler is not None:
+            import pstats
+
+            profiler.disable()
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+        stored = sum(report.stored.values())
+        again_wall = time.perf_counter()
+        again = run_import(app, str(source), fmt=fmt)
+        again_wall = time.perf_counter() - again_wall
+        app.close()
+        assert not again.stored, f"{fmt}: a second import stored {dict(again.stored)}"
+        print(
+            f"{fmt:<14} {stored:>7} {wall:>8.2f} {cpu:>8.2f} {stored / wall:>10,.0f} {stored / cpu:>10,.0f}"
+            f" {again_wall:>10.2f}",
+            flush=True,
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=10_000, help="items per format (default 10000)")
+    parser.add_argument("--formats", default=",".join(MAKERS), help="comma list of formats")
+    parser.add_argument("--profile", metavar="FORMAT", help="print a cProfile breakdown of this format's import")
+    args = parser.parse_args()
+    formats = [name.strip() for name in args.formats.split(",") if name.strip()]
+    unknown = [name for name in formats if name not in MAKERS]
+    if unknown:
+        parser.error(f"unknown format(s) {', '.join(unknown)}; known: {', '.join(MAKERS)}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"== import, {args.items} items per format ({100 - int(LINK_SHARE * 100)}% nodes), load average {load:.1f}")
+    print(
+        f"{'format':<14} {'stored':>7} {'wall s':>8} {'cpu s':>8} {'items/s':>10} {'items/cpu-s':>10} {'again s':>10}"
+    )
+    for fmt in formats:
+        measure(fmt, args.items, args.profile == fmt)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

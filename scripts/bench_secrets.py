@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Secret scanning on hostile text: the slowest rule, as a ratio to plain text of the same size.
+
+Every write is scanned for secrets (`contextflow.core.secrets.find`), so a rule that backtracks
+quadratically lets one large write stall a server. For each rule this picks the text that costs
+it the most (`tests/hostile/scan_inputs.py`: its trigger words repeated, or followed by one long
+run), scans it through `secrets.find` at --size characters (default 1 MB) and prints the CPU
+time beside that of plain prose of the same size. Each text is scanned at growing sizes first;
+when the growth measured so far says the next size would take longer than --limit seconds, it
+stops there: the figure printed is then the measured one at that size, a lower bound (">="), and
+an estimate at full size from the measured growth ("~").
+
+    .venv/bin/python scripts/bench_secrets.py [--size 1000000] [--limit 30] [--top 8]
+
+`scripts/bench` runs it as its `secret scan` section. State (the cached library patterns) goes
+to a temporary folder unless CONTEXTFLOW_STATE is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
+
+from benchlib.report import heading, table  # noqa: E402
+
+STEP = 4  # each stage is four times the last
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: str
+    text: str  # how the hostile text is built
+    size: int  # the largest size scanned
+    seconds: float  # at that size
+    growth: float  # exponent measured over the last two sizes (1 linear, 2 quadratic)
+    complete: bool  # scanned at full size
+
+
+@dataclass(frozen=True)
+class Report:
+    size: int
+    plain: float  # seconds for plain text of `size` characters
+    rows: list[Row]
+
+    def ratio(self, row: Row) -> float:
+        return row.seconds / self.plain
+
+    def estimate(self, row: Row) -> float:
+        """The ratio at full size: measured, or extrapolated from the measured growth."""
+        return self.ratio(row) * (self.size / row.size) ** row.growth
+
+    def slowest(self) -> Row:
+        return max(self.rows, key=self.estimate)
+
+
+def _cost(text: str) -> float:
+    from contextflow.core import secrets
+
+    began = time.process_time()
+    secrets.find(text)
+    return time.process_time() - began
+
+
+def _stages(size: int) -> list[int]:
+    sizes = [256]
+    while sizes[-1] * STEP < size:
+        sizes.append(sizes[-1] * STEP)
+    return [*sizes, size]
+
+
+def measure_rule(kind: str, label: str, make: Callable[[int], str], size: int, limit: float) -> Row:
+    seen: list[tuple[int, float]] = []
+    growth = 3.0  # until two sizes are measured, assume the worst seen (cubic)
+    for stage in _stages(size):
+        if seen:
+            last_size, last = seen[-1]
+            if len(seen) > 1:
+                before_size, before = seen[-2]
+                growth = max(1.0, math.log(max(last, 1e-6) / max(before, 1e-6)) / math.log(last_size / before_size))
+            if last * (stage / last_size) ** growth > limit:
+                return Row(kind, label, last_size, last, growth, False)
+        seen.append((stage, _cost(make(stage))))
+    return Row(kind, label, size, seen[-1][1], growth, True)
+
+
+def measure(size: int, limit: float) -> Report:
+    from contextflow.core.secret_rules import rules
+    from tests.hostile import scan_inputs
+
+    plain_text = scan_inputs.plain(size)
+    _cost(plain_text)  # patterns compiled first
+    plain = min(_cost(plain_text) for _ in range(3))
+    rows = []
+    for rule in rules():
+        label, make = scan_inputs.worst(rule, keep=1)[0]
+        rows.append(measure_rule(rule.kind, label, make, size, limit))
+    return Report(size, plain, rows)
+
+
+def describe(report: Report, row: Row) -> str:
+    if row.complete:
+        return f"{report.ratio(row):.1f}x"
+    return f">= {report.ratio(row):.1f}x (~{report.estimate(row):.2g}x)"
+
+
+def print_report(report: Report, top: int = 8) -> None:
+    heading("secret scan")
+    print(f"  secrets.find on {report.size:,} characters, CPU time; plain prose {report.plain * 1000:.1f} ms")
+    print("  each rule on the text that costs it most (its trigger words repeated, or one long run);")
+    print("  '>=': stopped at a smaller size, measured there; '~': extrapolated to full size by its growth")
+    rows = sorted(report.rows, key=report.estimate, reverse=True)[:top]
+    table(
+        ("rule", "hostile text", "chars scanned", "ms", "growth", "vs plain"),
+        [
+            (
+                row.kind,
+                row.text[:44],
+                f"{row.size:,}",
+                f"{row.seconds * 1000:.1f}",
+                f"n^{row.growth:.1f}",
+                describe(report, row),
+            )
+            for row in rows
+        ],
+    )
+    slowest = report.slowest()
+    print(
+        f"  slowest rule on {report.size:,} hostile characters: {slowest.kind}, {describe(report, slowest)} "
+        f"plain text\n",
+        flush=True,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--size", type=int, default=1_000_000, help="characters per text (default 1,000,000)")
+    parser.add_argument("--limit", type=float, default=30.0, help="seconds one scan may take (default 30)")
+    parser.add_argument("--top", type=int, default=8, help="rules to list (default 8)")
+    args = parser.parse_args()
+    if args.size < 1024:
+        parser.error("--size needs 1024 characters or more")
+    with tempfile.TemporaryDirectory(prefix="contextflow-bench-secrets-") as state:
+        os.environ.setdefault("CONTEXTFLOW_STATE", state)
+        print_report(measure(args.size, args.limit), args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The docs that are generated from the operations table are current, and the CLI's group help
+names exactly the actions each group has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from contextflow.adapters.cli import GROUPS
+from contextflow.admin.reference import BEGIN, END, tool_groups_table, with_tables
+from contextflow.features import operations
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_the_readme_tool_table_is_the_generated_one():
+    readme = README.read_text(encoding="utf-8")
+    assert BEGIN in readme and END in readme
+    assert with_tables(readme) == readme, "run: python -m contextflow.admin.reference --write"
+
+
+def test_the_generated_table_names_every_tool_once():
+    tools = "".join(row.split(" | ")[1].split("; prompts")[0] for row in tool_groups_table().splitlines()[2:])
+    for op in operations():
+        if op.tool:
+            assert tools.count(f"`{op.name}`") == 1, op.name
+
+
+def test_a_stale_table_is_noticed():
+    stale = f"intro\n{BEGIN}\n| group | tools | default |\n{END}\n"
+    assert with_tables(stale) != stale
+
+
+def test_each_command_group_help_lists_exactly_its_actions():
+    actions: dict[str, set[str]] = {}
+    for op in operations():
+        if op.command and len(op.command) == 2:
+            actions.setdefault(op.command[0], set()).add(op.command[1])
+    assert set(GROUPS) == set(actions)
+    for word, help_text in GROUPS.items():
+        listed = re.search(r"\(([^)]*)\)", help_text)
+        assert listed, f"{word}: its help names no actions"
+        assert {a.strip() for a in listed.group(1).split(",")} == actions[word], word

@@ -1,0 +1,314 @@
+"""`contextflow ui` without a browser: who may connect (token, Host, Origin), the port, and the JSON API
+over a store written by real tool calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from starlette.testclient import TestClient
+
+from contextflow.adapters import hooks
+from contextflow.adapters.ui.server import CSP, bind, build_app, cookie_name
+from contextflow.app import App
+from contextflow.sessions import core as sessions
+from tests.conftest import open_app
+from tests.ui.serving import running
+from tests.ui.workload import CAPTURED_PROJECT, HOSTILE_IMG, Written, write_store_sync
+
+PORT = 8766
+TOKEN = "t0ken-for-tests-0123456789abcdef"
+BASE = f"http://127.0.0.1:{PORT}"
+COOKIE = {"cookie": f"{cookie_name(PORT)}={TOKEN}"}
+
+
+@pytest.fixture
+def written() -> Written:
+    return write_store_sync()
+
+
+@pytest.fixture
+def ui(written: Written) -> Iterator[TestClient]:
+    app = App.open()
+    try:
+        with TestClient(build_app(app, TOKEN, PORT), base_url=BASE, follow_redirects=False) as client:
+            yield client
+    finally:
+        app.close()
+
+
+def api(ui: TestClient, name: str, **params: str) -> dict:
+    response = ui.get(f"/api/{name}", params=params, headers=COOKIE)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def send(ui: TestClient, name: str, body: dict) -> httpx.Response:
+    return ui.post(f"/api/{name}", json=body, headers={**COOKIE, "origin": BASE})
+
+
+# -- who may connect -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"cookie": f"{cookie_name(PORT)}=wrong"}, {"cookie": f"other={TOKEN}"}, {"authorization": f"Bearer {TOKEN}"}],
+)
+def test_requests_without_the_token_are_refused(ui: TestClient, headers: dict[str, str]) -> None:
+    for path in ("/", "/api/overview", "/static/app.js", "/api/events"):
+        response = ui.get(path, headers=headers)
+        assert response.status_code == 401, path
+        assert TOKEN not in response.text
+        assert response.headers["content-security-policy"] == CSP
+
+
+def test_a_wrong_token_in_the_url_is_refused(ui: TestClient) -> None:
+    assert ui.get("/?token=" + TOKEN[:-1] + "x").status_code == 401
+
+
+def test_the_token_in_the_url_becomes_a_strict_http_only_cookie(ui: TestClient) -> None:
+    response = ui.get(f"/?token={TOKEN}")
+    assert response.status_code == 303
+    assert response.headers["location"] == "/"  # the token leaves the address bar
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{cookie_name(PORT)}={TOKEN};")
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert ui.get("/", headers=COOKIE).status_code == 200
+    app = App.open()
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "//evil.example/x",
+        "query_string": f"token={TOKEN}&a=1".encode(),
+        "headers": [(b"host", f"127.0.0.1:{PORT}".encode())],
+    }
+    redirect = build_app(app, TOKEN, PORT).refusal(scope)
+    app.close()
+    assert redirect is not None and redirect.headers["location"] == "/evil.example/x?a=1"  # never to another host
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1:9999", f"0.0.0.0:{PORT}", f"127.0.0.1.nip.io:{PORT}"]
+)
+def test_a_foreign_host_header_is_refused_even_with_the_token(ui: TestClient, host: str) -> None:
+    for path in ("/api/overview", f"/?token={TOKEN}"):
+        response = ui.get(path, headers={**COOKIE, "host": host})
+        assert response.status_code == 403, (host, path)
+        assert "Host" in response.text
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", f"http://127.0.0.1:{PORT + 1}", "null", f"https://127.0.0.1:{PORT}"]
+)
+def test_a_foreign_origin_is_refused(ui: TestClient, origin: str, written: Written) -> None:
+    assert ui.get("/api/overview", headers={**COOKIE, "origin": origin}).status_code == 403
+    response = ui.post(
+        "/api/node", json={"id": written.nodes["fact"], "action": "pin"}, headers={**COOKIE, "origin": origin}
+    )
+    assert response.status_code == 403
+
+
+def test_writes_need_the_page_origin_and_cross_site_fetches_are_refused(ui: TestClient, written: Written) -> None:
+    body = {"id": written.nodes["fact"], "action": "pin"}
+    assert ui.post("/api/node", json=body, headers=COOKIE).status_code == 403  # no Origin: not from the page
+    assert ui.get("/api/overview", headers={**COOKIE, "sec-fetch-site": "cross-site"}).status_code == 403
+    assert send(ui, "node", body).status_code == 200
+
+
+def test_every_response_carries_the_security_headers(ui: TestClient) -> None:
+    for path in ("/", "/static/app.js", "/api/overview"):
+        response = ui.get(path, headers=COOKIE)
+        assert response.headers["content-security-policy"] == CSP
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "no-referrer"
+    assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP
+
+
+def test_port_0_binds_a_free_loopback_port() -> None:
+    sock = bind(0)
+    try:
+        host, port = sock.getsockname()
+        assert host == "127.0.0.1" and port > 0
+    finally:
+        sock.close()
+
+
+def test_the_command_prints_the_url_with_a_fresh_token_first_and_serves_only_with_it(written: Written) -> None:
+    command = [sys.executable, "-m", "contextflow", "ui", "--port", "0", "--no-open"]
+    urls = []
+    for _ in range(2):
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as process:
+            try:
+                assert process.stdout is not None
+                first = process.stdout.readline().strip()  # printed once the socket listens
+                assert first.startswith("http://127.0.0.1:") and "/?token=" in first, first
+                urls.append(first)
+                base = first.split("/?")[0]
+                assert httpx.get(base + "/api/overview", timeout=15).status_code == 401
+                with httpx.Client(timeout=15, follow_redirects=True) as client:
+                    assert client.get(first).status_code == 200  # redirected, with the cookie
+                    projects = client.get(base + "/api/overview").json()["projects"]
+                assert {p["name"] for p in projects} == {"acme/shop", "acme/api", CAPTURED_PROJECT}
+            finally:
+                process.terminate()
+                process.wait(15)
+    assert urls[0].split("token=")[1] != urls[1].split("token=")[1]
+
+
+def test_the_live_stream_says_when_another_writer_appends(written: Written) -> None:
+    app = App.open()
+    try:
+        with running(app) as url, httpx.Client(timeout=15, follow_redirects=True) as client:
+            client.get(url)  # the cookie
+            with client.stream("GET", url.split("/?")[0] + "/api/events") as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                events = (line for line in stream.iter_lines() if line.startswith("data:"))
+                assert next(events) == "data: 0"
+                other = open_app("other-machine")
+                sessions.append_note(other, agent="gemini", text="from elsewhere", project="acme/shop")
+                other.close()
+                assert next(events) == "data: 1"  # within a poll or two, bounded by the read timeout
+    finally:
+        app.close()
+
+
+# -- the JSON API ------------------------------------------------------------------------------
+
+
+def test_projects_and_a_timeline_across_agents_and_machines(ui: TestClient, written: Written) -> None:
+    other = App.open()
+    sessions.set_active_session(other, "rate-limits")  # the timeline is every session's, whatever is active
+    other.close()
+    projects = api(ui, "overview")["projects"]
+    assert [p["name"] for p in projects] == ["example-owner/calc-demo", "acme/shop", "acme/api"]
+    shop = projects[1]
+    assert shop["sessions"] == 1 and shop["entries"] == 5 and shop["agents"] == ["claude", "codex"]
+    entries = api(ui, "entries", project="acme/shop")["entries"]
+    assert {e["writer"] for e in entries} == {"laptop", "desktop"}
+    assert any(e.get("text") == HOSTILE_IMG for e in entries)  # stored text comes back as it was written
+    page = api(ui, "entries", project="acme/shop", limit="2")["entries"]
+    older = api(ui, "entries", project="acme/shop", limit="2", before=page[0]["id"])["entries"]
+    assert [e["id"] for e in older + page] == [e["id"] for e in entries[-4:]]
+
+
+def test_a_captured_session_shows_its_turns_and_its_automatic_handoff(ui: TestClient, written: Written) -> None:
+    session = written.captured_session
+    turns = api(ui, "activity", project=CAPTURED_PROJECT, session=session)["turns"]
+    assert len(turns) == 1 and turns[0]["turn"]["files"]["created"] == ["calc.py"]
+    handoff = api(ui, "entries", project=CAPTURED_PROJECT, session=session)["entries"][-1]
+    assert handoff["kind"] == "handoff" and handoff["auto"] is True
+    missing = ui.get("/api/activity", params={"project": CAPTURED_PROJECT}, headers=COOKIE)
+    assert missing.status_code == 400 and "session_id" in missing.json()["error"]
+
+
+def test_the_session_start_preview_is_exactly_what_the_hook_prints(ui: TestClient, written: Written) -> None:
+    data = api(ui, "start", project="acme/shop", session="checkout-flow")
+    env = {
+        **os.environ,
+        "MCP_SHARED_CONTEXT_PROJECT": "acme/shop",
+        "MCP_SHARED_CONTEXT_ACTIVE_SESSION": "checkout-flow",
+    }
+    rendered = re.compile(r"rendered at [0-9TZ:.-]+")  # the composed view says when it was rendered
+    assert rendered.sub("", data["output"]) == rendered.sub("", hooks.run("session-start", b"{}", env))
+    assert "Refunds done and tested" in data["context"]
+    assert data["chars"] == len(data["context"])
+    limits = {item["client"]: item for item in data["limits"]}
+    assert limits["claude-code"]["limit"] == 10_000 and limits["claude-code"]["fits"]
+
+
+def test_search_ranks_as_get_context_and_says_why(ui: TestClient) -> None:
+    data = api(ui, "search", q="refunds payments")
+    first = data["results"][0]
+    assert first["kind"] == "node" and first["excerpt"] == "Refunds go through the payments service"
+    assert first["matched"] == {"text": ["payment", "refund"]}  # stemmed, as the index holds them
+    thread = next(result for result in data["results"] if result["kind"] == "thread")  # its thoughts may rank above it
+    assert thread["matched"] == {"title": ["refund"], "text": ["refund"]}
+
+
+def test_the_graph_picture_filters_and_lays_out_nodes(ui: TestClient, written: Written) -> None:
+    everything = api(ui, "graph")
+    assert everything["count"] == 3
+    assert set(everything["layout"]) == {n["id"] for n in everything["nodes"]}
+    assert all(40 <= x <= 960 and 40 <= y <= 660 for x, y in everything["layout"].values())
+    assert [(e["from"], e["to"]) for e in everything["edges"]] == [(written.nodes["fact"], written.nodes["decision"])]
+    decisions = api(ui, "graph", type="decision")
+    assert [n["id"] for n in decisions["nodes"]] == [written.nodes["decision"]]
+    assert api(ui, "graph", tier="reference")["count"] == 1
+    assert api(ui, "graph", tag="project:shop", q="refunds")["count"] == 1
+    bad = ui.get("/api/graph", params={"type": "nonsense"}, headers=COOKIE)
+    assert bad.status_code == 400 and "type must be one of" in bad.json()["error"]
+
+
+def test_pinning_a_node_reaches_the_next_session_start(ui: TestClient, written: Written) -> None:
+    fact = written.nodes["fact"]
+    assert "Refunds go through the payments service" not in api(ui, "start")["context"]
+    assert send(ui, "node", {"id": fact, "action": "pin"}).status_code == 200
+    assert "tier:pinned" in api(ui, "node", id=fact)["tags"]
+    assert "Refunds go through the payments service" in api(ui, "start")["context"]
+    send(ui, "node", {"id": fact, "action": "archive"})
+    assert api(ui, "node", id=fact)["tags"] == ["project:shop", "tier:off-context"]
+    assert "Refunds go through the payments service" not in api(ui, "start")["context"]
+    send(ui, "node", {"id": fact, "action": "tags", "add_tags": ["task:refunds"], "remove_tags": ["project:shop"]})
+    assert api(ui, "node", id=fact)["tags"] == ["task:refunds", "tier:off-context"]
+    assert _last_event(ui)["data"] == {"node": fact, "tags": ["project:shop"], "agent": "human"}  # the person
+    send(ui, "node", {"id": fact, "action": "forget"})
+    assert ui.get("/api/node", params={"id": fact}, headers=COOKIE).status_code == 400
+    assert api(ui, "graph")["count"] == 2
+
+
+def _last_event(ui: TestClient) -> dict:
+    """The newest line of this machine's log (the page's writes land there)."""
+    from contextflow.core.locate import writer_id
+
+    log = next(Path(os.environ["CONTEXTFLOW_STORE"]).glob(f"events.{writer_id(os.environ)}.jsonl"))
+    return dict(json.loads(log.read_bytes().splitlines()[-1]))
+
+
+def test_marking_a_handoff_wrong_changes_what_agents_resume_from(ui: TestClient, written: Written) -> None:
+    start = api(ui, "start", project="acme/shop", session="checkout-flow")["context"]
+    assert written.handoffs["second"] in start
+    assert send(ui, "handoff-wrong", {"id": written.handoffs["second"], "reason": "refunds fail"}).status_code == 200
+    start = api(ui, "start", project="acme/shop", session="checkout-flow")["context"]
+    assert written.handoffs["first"] in start and written.handoffs["second"] not in start
+    note = api(ui, "entries", project="acme/shop")["entries"][-1]
+    assert note["agent"] == "human" and note["wrong_handoff"] == written.handoffs["second"]
+    assert "refunds fail" in note["text"]
+    sessions = api(ui, "sessions", project="acme/shop")["sessions"]
+    assert sessions[0]["latest_handoff_summary"].startswith("Checkout works end to end")
+
+
+def test_records_threads_conversations_and_health(ui: TestClient, written: Written) -> None:
+    records = api(ui, "records")["records"]
+    assert [r["key"] for r in records] == ["pr:acme/shop:42"] and records[0]["pinned"]
+    assert api(ui, "record", key="pr:acme/shop:42")["value"]["title"] == "Refund endpoint"
+    send(ui, "record", {"key": "pr:acme/shop:42", "action": "unpin"})
+    assert not api(ui, "record", key="pr:acme/shop:42")["pinned"]
+    send(ui, "record", {"key": "pr:acme/shop:42", "action": "forget"})
+    assert api(ui, "records")["records"] == []
+    threads = api(ui, "threads")["threads"]
+    assert [t["name"] for t in threads] == ["Refunds"]
+    assert [t["content"] for t in api(ui, "thread", id=written.thread)["thoughts"]] == [
+        "Start with full refunds",
+        "Partial refunds later",
+    ]
+    conversations = api(ui, "conversations")["conversations"]
+    assert [c["topic"] for c in conversations] == ["Money representation"]
+    assert api(ui, "conversation", id=written.conversation)["decisions"][1]["status"] == "rejected"
+    health = api(ui, "health")
+    assert health["bad_lines"] == 0 and {log["writer"] for log in health["logs"]} >= {"laptop", "desktop"}
+
+
+def test_bad_requests_say_what_was_wrong(ui: TestClient) -> None:
+    response = ui.post("/api/node", content=b"not json", headers={**COOKIE, "origin": BASE})
+    assert response.status_code == 400 and "not JSON" in response.json()["error"]
+    response = send(ui, "node", {"id": "zzzz", "action": "pin"})
+    assert response.status_code == 400 and "zzzz" in response.json()["error"]
+    assert send(ui, "node", {"id": "zzzz", "action": "explode"}).status_code == 400
+    assert json.loads(ui.get("/api/search", headers=COOKIE).text)["error"]
