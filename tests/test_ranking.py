@@ -290,3 +290,12 @@ def test_captured_turns_of_a_session_lend_each_other_their_words(engine):
     )
     assert {first.id, second.id} <= set(found(app, "kafka lag"))
     app.close()
+
+
+def test_a_reply_found_by_its_neighbour_is_not_weak(dialog):
+    app, ids = dialog
+    result = retrieval.get_context(app, query="price cache TTL marketing", limit=10, now_ms=NOW)
+    reply = next(shown.hit for shown in result.shown if shown.hit.doc.ref == ids["reply"])
+    assert not reply.weak  # "marketing" in its own text, "price cache TTL" in the entry before it
+    alone = retrieval.get_context(app, query="price cache TTL", limit=10, now_ms=NOW)
+    assert not next(shown.hit for shown in alone.shown if shown.hit.doc.ref == ids["reply"]).weak

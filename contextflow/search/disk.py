@@ -273,6 +273,21 @@ class DiskIndex:
     def knows_speaker(self, word: str) -> bool:
         return bool(self.searcher.doc_freq("agent", word))
 
+    def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
+        """The asked terms each hit's neighbour field holds (its terms are not stored: one small query a term)."""
+        found: list[set[str]] = [set() for _ in hits]
+        if not hits:
+            return found
+        query_, schema, must = tantivy.Query, self.schema, tantivy.Occur.Must
+        ids = query_.term_set_query(schema, "id", [hit.doc.doc_id for hit in hits])
+        where = {ranking.stable_hash(hit.doc.doc_id): n for n, hit in enumerate(hits)}
+        for term in sorted(asked):
+            query = query_.boolean_query([(must, query_.term_query(schema, "near", term)), (must, ids)])
+            addresses = [address for _, address in self.searcher.search(query, len(hits), count=False).hits]
+            for tie in self.searcher.fast_field_values("tie", addresses) if addresses else ():
+                found[where[int(tie or 0)]].add(term)
+        return found
+
     def frequency(self, term: str) -> int:
         """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
         return int(self.searcher.doc_freq("body", term)) or min(1, int(self.searcher.doc_freq("near", term)))

@@ -370,6 +370,10 @@ class SearchIndex:
     def count(self) -> int:
         return self.visible_count
 
+    def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
+        """The asked terms each hit's neighbour field holds (`Doc.terms` has them already here)."""
+        return [asked & {term for side in hit.doc.near_terms or () for term in side.split()} for hit in hits]
+
     def frequency(self, term: str) -> int:
         """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
         return self.df.get(term, 0) or min(1, self.df.get(NEAR + term, 0))

@@ -128,6 +128,11 @@ def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]
     asked = {term for word in words for term in word}
     held = [asked & hit.doc.terms() for hit in hits]
     flags = ranking.weak_flags(words, index.frequency, index.count(), held)
+    if any(flags) and not ranking.weak_flags(words, index.frequency, index.count(), [asked])[0]:
+        doubtful = [n for n, weak in enumerate(flags) if weak]  # their neighbour fields may hold more
+        for n, more in zip(doubtful, index.near_holds(asked, [hits[n] for n in doubtful]), strict=True):
+            held[n] |= more
+        flags = ranking.weak_flags(words, index.frequency, index.count(), held)
     for hit, weak in zip(hits, flags, strict=True):
         hit.weak = weak
     return hits
