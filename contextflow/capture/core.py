@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import cursor as cursors
+from contextflow.core.checks import flag
 from contextflow.core.fsutil import atomic_write
-from contextflow.core.project import project_for, repository_root
+from contextflow.core.project import repository_root
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 from contextflow.capture.turns import TURN_KIND, Turn
 
 OFF_FILE = ".contextflow-capture-off"
-OFF_WORDS = ("off", "0", "no", "false", "none")
 TURN_END_EVENTS = ("Stop", "AfterAgent")
 KEEP_TURN_IDS = 500
 MAX_SESSION_TURNS = 2_000  # turns stored per session; later ones only update the digest
@@ -45,12 +45,13 @@ def repo_root(cwd: str) -> str | None:
     return str(root) if root else None
 
 
-def capture_off(env: Mapping[str, str], cwd: str | None) -> str | None:
-    """Why capture is off for this call, or None when it is on."""
-    if env.get("CONTEXTFLOW_CAPTURE", "").strip().lower() in OFF_WORDS:
+def capture_off(env: Mapping[str, str], cwd: str | None, root: str | None) -> str | None:
+    """Why capture is off for this call, or None when it is on (`root`: the repository holding `cwd`)."""
+    setting = env.get("CONTEXTFLOW_CAPTURE", "").strip()
+    if setting and flag(setting) is False:
         return "CONTEXTFLOW_CAPTURE=off"
     if cwd:
-        for folder in dict.fromkeys([repo_root(cwd), cwd]):
+        for folder in dict.fromkeys([root, cwd]):
             if folder and os.path.exists(os.path.join(folder, OFF_FILE)):
                 return f"{OFF_FILE} in {folder}"
     return None
@@ -142,7 +143,8 @@ def capture(
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     if not isinstance(path, str) or not path or not isinstance(session_id, str) or not session_id.strip():
         return []
-    if capture_off(env, cwd):
+    root = repo_root(cwd) if cwd else None
+    if capture_off(env, cwd, root):
         return []
     client = client_of(payload, path)
     state_path = _state_path(state_dir, path)
@@ -158,7 +160,6 @@ def capture(
     if not turns:
         _save(state_path, state)
         return []
-    root = repo_root(cwd) if cwd else None
     seen = list(state.get("turn_ids", []))
     stored: list[dict[str, Any]] = []
     digest = state.get("digest", {})
@@ -178,17 +179,17 @@ def capture(
         _save(state_path, state)
         return []
     state["digest"] = digest
-    project = env.get("MCP_SHARED_CONTEXT_PROJECT", "").strip() or project_for(cwd)[0]
-    base = {"project": project, "session_id": session_id.strip(), "agent": client, "transcript": path}
-    items: list[tuple[str, dict[str, Any]]] = []
-    count = state.get("stored", 0)
-    for record in stored:
-        if count < MAX_SESSION_TURNS:
-            items.append((TURN_KIND, {**base, **record}))
-            count += 1
-    state["stored"] = count
-    app = open_app()
+    app = open_app()  # opened for the payload's folder: its settings name the project (the one rule)
     try:
+        project = app.settings.default_project
+        base = {"project": project, "session_id": session_id.strip(), "agent": client, "transcript": path}
+        items: list[tuple[str, dict[str, Any]]] = []
+        count = state.get("stored", 0)
+        for record in stored:
+            if count < MAX_SESSION_TURNS:
+                items.append((TURN_KIND, {**base, **record}))
+                count += 1
+        state["stored"] = count
         handoff = _auto_handoff(app, state, base, client, path)
         if handoff is not None:
             items.append(("handoff", handoff))

@@ -147,7 +147,7 @@ def json_file(path: str, hint: str) -> Any:
 
 
 TRUE_WORDS = ("1", "on", "true", "yes", "always")
-FALSE_WORDS = ("", "0", "off", "false", "no", "never")
+FALSE_WORDS = ("", "0", "off", "false", "no", "never", "none")
 
 
 def flag(value: str | None) -> bool | None:
