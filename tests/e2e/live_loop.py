@@ -13,6 +13,7 @@ capture it and hand it to the next session.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -255,6 +256,12 @@ class LiveClient:
     mock: MockModel
     env: dict[str, str]
     command: Callable[[str], Sequence[str | Path]]
+    settle: Callable[[], None] | None = None  # waits for work the client leaves running after it exits
+
+    def settled(self) -> None:
+        """Wait (bounded) for what the last session left running to finish, if anything."""
+        if self.settle is not None:
+            self.settle()
 
     def session(self, prompt: str, script: Script, cwd: Path | None = None) -> Seen:
         """One non-interactive session in `cwd` (default: the place's work folder), bounded in
@@ -274,6 +281,32 @@ class LiveClient:
         )
 
 
+REPO = Path(__file__).resolve().parents[2]
+MARKETPLACE = "contextflow"  # the name in .claude-plugin/marketplace.json
+
+
+def checkout(root: Path) -> Path:
+    """A copy of this repository as a user's clone holds it: the files git tracks, or would
+    (untracked and not ignored), without what is ignored (.venv, .e2e-node, caches)."""
+    folder = root / "checkout"
+    if folder.is_dir():
+        return folder
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        source = REPO / name.decode()
+        if source.is_file():
+            target = folder / name.decode()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return folder
+
+
 def install(client: str, place: Place, env: dict[str, str]) -> None:
     """`contextflow install CLIENT` as a user runs it: in the work folder, with `env` (the shell's
     store settings among it)."""
@@ -289,8 +322,13 @@ def claude_code(
     installed: bool = True,
     project: str | None = PROJECT,
     own_tools: bool = False,
+    plugin: bool = False,
 ) -> LiveClient:
-    """Claude Code pointed at the mock. With `installed` it is set up as docs/clients.md's short
+    """Claude Code pointed at the mock. With `plugin` it is set up only through its plugin
+    commands, as a user of plugins does: `claude plugin marketplace add <checkout>` and `claude
+    plugin install contextflow@contextflow` (no network), with the store settings exported in the
+    shell Claude Code runs in (the plugin's server and hooks both read them there).
+    With `installed` it is set up as docs/clients.md's short
     way says: the store settings exported in the shell, then `contextflow install claude-code`
     (server, hooks, skill), which writes them into the server entry and every hook
     command. Claude Code itself then runs with no CONTEXTFLOW_* variable (only `project`, unless
@@ -305,9 +343,16 @@ def claude_code(
         MCP_TIMEOUT="60000",
         **({"MCP_SHARED_CONTEXT_PROJECT": project} if project else {}),
     )
-    if installed:
+    if plugin:
+        env.update(place.machine_env())
+        source = checkout(place.root)
+        for args in (["marketplace", "add", str(source)], ["install", f"contextflow@{MARKETPLACE}"]):
+            done = run_bounded([claude_bin, "plugin", *args], env=env, cwd=place.work)
+            assert done.returncode == 0, describe(done)
+    elif installed:
         install("claude-code", place, {**place.base_env(), **place.machine_env()})
-    allowed = "mcp__contextflow Write Bash" if own_tools else "mcp__contextflow"
+    tools = "mcp__contextflow mcp__plugin_contextflow_contextflow"
+    allowed = f"{tools} Write Bash" if own_tools else tools
     return LiveClient(
         "claude",
         place,
@@ -335,8 +380,11 @@ def gemini_cli(
     installed: bool = False,
     project: str | None = PROJECT,
     own_tools: bool = False,
+    extension: bool = False,
 ) -> LiveClient:
     """Gemini CLI with an API key (dummy) and the base URL of the mock, usage statistics off.
+    With `extension` it is set up only by `gemini extensions install <checkout> --consent`, with
+    the store settings exported in its shell.
     The test writes the server entry (with the store settings and `project`), or with
     `installed` `contextflow install gemini` writes it and the hooks. `own_tools`: its write and
     shell tools run without asking (`--approval-mode yolo`)."""
@@ -346,7 +394,7 @@ def gemini_cli(
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
     }
-    if not installed:
+    if not installed and not extension:
         entry = {"command": "contextflow", "args": ["serve"], "env": place.store_env(project), "trust": True}
         settings["mcpServers"] = {"contextflow": entry}
     path = place.home / ".gemini" / "settings.json"
@@ -357,7 +405,13 @@ def gemini_cli(
         GEMINI_API_KEY="gemini-e2e-dummy",
         **({"MCP_SHARED_CONTEXT_PROJECT": project} if project and installed else {}),
     )
-    if installed:
+    if extension:
+        env.update(place.machine_env())
+        done = run_bounded(
+            [gemini_bin, "extensions", "install", str(checkout(place.root)), "--consent"], env=env, cwd=place.work
+        )
+        assert done.returncode == 0, describe(done)
+    elif installed:
         install("gemini", place, {**place.base_env(), **place.machine_env()})
     approval = ["--approval-mode", "yolo"] if own_tools else []
     return LiveClient(
@@ -422,15 +476,22 @@ def codex_cli(
     )
 
 
-def live_client(request: pytest.FixtureRequest, agent: str, place: Place, *, capture: bool = False) -> LiveClient:
+def live_client(
+    request: pytest.FixtureRequest, agent: str, place: Place, *, capture: bool = False, packaged: bool = False
+) -> LiveClient:
     """The agent's client (claude, codex or gemini), installed from npm, pointed at its scripted
     model. With `capture` it is set up the way a user sets up capture: `contextflow install`
     writes its server entry and hooks (Codex's hooks run without the /hooks trust step), no
-    project is set (it follows the repository), and its own write and shell tools run unasked."""
+    project is set (it follows the repository), and its own write and shell tools run unasked.
+    `packaged`: set up through the client's own plugin (Claude Code) or extension (Gemini CLI)
+    commands instead of `contextflow install`."""
     if agent == "claude":
         mock = request.getfixturevalue("anthropic_mock")
         if capture:
-            return claude_code(request.getfixturevalue("claude_bin"), mock, place, project=None, own_tools=True)
+            claude = request.getfixturevalue("claude_bin")
+            return claude_code(
+                claude, mock, place, installed=not packaged, plugin=packaged, project=None, own_tools=True
+            )
         return claude_code(request.getfixturevalue("claude_bin"), mock, place)
     if agent == "codex":
         codex, mock = request.getfixturevalue("codex_bin"), request.getfixturevalue("responses_mock")
@@ -439,7 +500,7 @@ def live_client(request: pytest.FixtureRequest, agent: str, place: Place, *, cap
         return codex_cli(codex, mock, place)
     gemini, mock = request.getfixturevalue("gemini_bin"), request.getfixturevalue("gemini_mock")
     if capture:
-        return gemini_cli(gemini, mock, place, installed=True, project=None, own_tools=True)
+        return gemini_cli(gemini, mock, place, installed=not packaged, extension=packaged, project=None, own_tools=True)
     return gemini_cli(gemini, mock, place)
 
 

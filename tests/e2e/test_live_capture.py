@@ -73,18 +73,30 @@ def handovers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
     def handover_of(first: str) -> Handover:
         if first not in done:
-            second = NEXT[first]
-            place = make_place(tmp_path_factory.mktemp(f"{first}-to-{second}"))
-            r1, r2 = repositories(place)
-            a = live_client(request, first, place, capture=True)
-            b = live_client(request, second, place, capture=True)
-            worked = a.session("Write calc.py and check it.", work_script(first, r1), cwd=r1)
-            same = b.session("Where were we?", QUIET, cwd=r1)
-            other = b.session("Where were we?", QUIET, cwd=r2)
-            done[first] = Handover(first, second, place, r1, worked, same, other)
+            done[first] = run_handover(request, tmp_path_factory, first, NEXT[first])
         return done[first]
 
     return handover_of
+
+
+def run_handover(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    first: str,
+    second: str,
+    packaged: frozenset[str] = frozenset(),
+) -> Handover:
+    """A's work session in R1, then B's quiet sessions in R1 and R2, on one machine; the clients
+    named in `packaged` are set up through their own plugin or extension commands."""
+    place = make_place(tmp_path_factory.mktemp(f"{first}-to-{second}"))
+    r1, r2 = repositories(place)
+    a = live_client(request, first, place, capture=True, packaged=first in packaged)
+    b = live_client(request, second, place, capture=True, packaged=second in packaged)
+    worked = a.session("Write calc.py and check it.", work_script(first, r1), cwd=r1)
+    a.settled()
+    same = b.session("Where were we?", QUIET, cwd=r1)
+    other = b.session("Where were we?", QUIET, cwd=r2)
+    return Handover(first, second, place, r1, worked, same, other)
 
 
 @pytest.fixture(scope="module", params=AGENTS)
