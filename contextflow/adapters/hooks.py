@@ -92,6 +92,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
+            payload = with_final_reply(payload, env)
             if event == "stop":
                 stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
             capture(payload, hooks.parent, env)
@@ -108,6 +109,26 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
         return ""
+
+
+def with_final_reply(payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """OpenCode's plugin sends no transcript: its turn's final reply comes from OpenCode's session
+    database (`capture.opencode`). Other clients' payloads are returned as they are."""
+    event, session_id = payload.get("hook_event_name"), payload.get("session_id")
+    if not (isinstance(event, str) and event.startswith("session.") and isinstance(session_id, str)):
+        return payload
+    import sqlite3
+
+    from contextflow.capture import opencode
+
+    if event not in opencode.EVENTS or "last_assistant_message" in payload:
+        return payload
+    try:
+        final = opencode.final_reply(opencode.transcript(env, session_id))
+    except (OSError, sqlite3.Error) as exc:
+        log_reason(f"opencode: cannot read its session database: {type(exc).__name__}", env)
+        final = None
+    return {**payload, "last_assistant_message": final or ""}
 
 
 def capture(payload: dict[str, Any], state_dir: Path, env: Mapping[str, str]) -> None:

@@ -17,7 +17,7 @@ else:
 
 op = partial(Operation, group="admin")
 
-CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # what `install` supports
+CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor")  # what `install` supports
 
 
 OPERATIONS = (

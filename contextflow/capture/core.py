@@ -57,7 +57,19 @@ def capture_off(env: Mapping[str, str], cwd: str | None, root: str | None) -> st
     return None
 
 
+def _from_opencode(payload: Mapping[str, Any]) -> bool:
+    """OpenCode's plugin names its calls after OpenCode's events (`session.idle`, ...)."""
+    event = payload.get("hook_event_name")
+    if not isinstance(event, str) or not event.startswith("session."):
+        return False
+    from contextflow.capture import opencode
+
+    return event in opencode.EVENTS
+
+
 def client_of(payload: dict[str, Any], path: str) -> str:
+    if _from_opencode(payload):
+        return "opencode"
     name = os.path.basename(path)
     if payload.get("hook_event_name") == "AfterAgent" or ("/.gemini/" in path and name.startswith("session-")):
         return "gemini-cli"
@@ -75,6 +87,10 @@ def _parser(client: str) -> Callable[[list[bytes], dict[str, int]], list[Turn]]:
         from contextflow.capture import gemini
 
         return gemini.parse
+    if client == "opencode":
+        from contextflow.capture import opencode
+
+        return opencode.parse
     from contextflow.capture import claude
 
     return claude.parse
@@ -105,7 +121,12 @@ def _final_of(payload: dict[str, Any]) -> str | None:
 
 def read_turns(payload: dict[str, Any], state: dict[str, Any], client: str, path: str) -> tuple[list[Turn], int]:
     """The turns in the bytes appended since the cursor (the state's cursor moves on)."""
-    chunk = cursors.read_new(path, state.get("cursor"))
+    if client == "opencode":  # its session database, not a transcript file
+        from contextflow.capture import opencode
+
+        chunk = opencode.read_new(path, state.get("cursor"))
+    else:
+        chunk = cursors.read_new(path, state.get("cursor"))
     counts: dict[str, int] = {}
     turns = _parser(client)(chunk.lines, counts)
     state["cursor"] = chunk.cursor
@@ -140,6 +161,10 @@ def capture(
     """Store the new turns of the payload's transcript and refresh the automatic handoff; returns
     the turns stored. Opens the store only when there is a new turn."""
     path, session_id = payload.get("transcript_path"), payload.get("session_id")
+    if _from_opencode(payload) and isinstance(session_id, str) and session_id.strip():
+        from contextflow.capture import opencode
+
+        path = opencode.transcript(env, session_id.strip())
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     if not isinstance(path, str) or not path or not isinstance(session_id, str) or not session_id.strip():
         return []

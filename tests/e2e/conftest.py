@@ -69,6 +69,8 @@ CLIENTS = {
     "claude": NodeClient("@anthropic-ai/claude-code", "2.1.330", "claude"),
     "gemini": NodeClient("@google/gemini-cli", "0.61.0", "gemini"),
     "codex": NodeClient("@openai/codex", "0.169.0", "codex"),
+    # its binary comes in a platform package (opencode-linux-x64, ...) from the same registry
+    "opencode": NodeClient("opencode-ai", "1.18.33", "opencode"),
     # not a client: the reference memory server, whose memory.json contextflow imports and exports
     "server-memory": NodeClient("@modelcontextprotocol/server-memory", "2026.8.31", "mcp-server-memory"),
 }
@@ -270,6 +272,11 @@ def gemini_bin() -> Path:
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
     return install_client(CLIENTS["codex"])
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> Path:
+    return install_client(CLIENTS["opencode"])
 
 
 # -- network check -------------------------------------------------------------------------------

@@ -12,9 +12,11 @@ capture it and hand it to the next session.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +98,11 @@ def work_script(agent: str, repository: Path) -> Script:
         calls = (
             ToolCall("write_file", {"file_path": calc, "content": CALC}),
             *(ToolCall("run_shell_command", {"command": command, "description": "Run it"}) for command in commands),
+        )
+    elif agent == "opencode":
+        calls = (
+            ToolCall("write", {"filePath": calc, "content": CALC}),
+            *(ToolCall("bash", {"command": command, "description": "Run it"}) for command in commands),
         )
     else:  # Codex writes files with its freeform apply_patch tool, and runs commands with exec_command
         lines = "".join(f"+{line}\n" for line in CALC.splitlines())
@@ -256,12 +263,7 @@ class LiveClient:
     mock: MockModel
     env: dict[str, str]
     command: Callable[[str], Sequence[str | Path]]
-    settle: Callable[[], None] | None = None  # waits for work the client leaves running after it exits
-
-    def settled(self) -> None:
-        """Wait (bounded) for what the last session left running to finish, if anything."""
-        if self.settle is not None:
-            self.settle()
+    settle: Callable[[str], None] | None = None  # waits (bounded) for what a session left running, given its stdout
 
     def session(self, prompt: str, script: Script, cwd: Path | None = None) -> Seen:
         """One non-interactive session in `cwd` (default: the place's work folder), bounded in
@@ -271,8 +273,12 @@ class LiveClient:
         args = list(self.command(prompt))
         trace_file = self.place.root / f"{self.name}-network.trace"
         traced = traced_network(args, trace_file)
-        result = run_bounded(traced or args, env=self.env, cwd=cwd or self.place.work, timeout=SESSION_TIMEOUT)
+        folder = cwd or self.place.work
+        env = {**self.env, "PWD": str(folder)}  # OpenCode takes its folder from PWD
+        result = run_bounded(traced or args, env=env, cwd=folder, timeout=SESSION_TIMEOUT)
         assert result.returncode == 0, describe(result)
+        if self.settle is not None:
+            self.settle(result.stdout)
         assert self.mock.recorded(), f"{self.name} never called the scripted model\n{describe(result)}"
         if traced:
             assert outside_connections(trace_file) == [], f"{self.name} or the server reached outside this machine"
@@ -476,6 +482,75 @@ def codex_cli(
     )
 
 
+OPENCODE_MODEL = "anthropic/claude-sonnet-4-5"
+OPENCODE_OFFLINE = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # the models list it ships with, not models.dev
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "npm_config_registry": "http://127.0.0.1:9/",  # it installs its plugin SDK into the config folder: not here
+}
+CAPTURE_WAIT = 120.0
+
+
+def opencode_cli(opencode_bin: Path, mock: MockModel, place: Place) -> LiveClient:
+    """OpenCode set up as docs/clients.md says: `contextflow install opencode` (its MCP entry in
+    opencode.json and the plugin in its plugins folder, with the store settings of the shell),
+    its Anthropic provider pointed at the Messages API mock on 127.0.0.1, its tools allowed. Its
+    plugin captures each turn in a detached `contextflow hook stop` once the session is idle:
+    `settle` waits for that call to have saved its read position."""
+    config = place.home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "$schema": "https://opencode.ai/config.json",
+        "model": OPENCODE_MODEL,
+        "small_model": OPENCODE_MODEL,
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"edit": "allow", "bash": "allow", "external_directory": "allow"},
+        "provider": {"anthropic": {"options": {"baseURL": f"{mock.url}/v1", "apiKey": "sk-ant-e2e-dummy"}}},
+    }
+    config.write_text(json.dumps(settings, indent=2))
+    env = place.base_env(**OPENCODE_OFFLINE)
+    install("opencode", place, {**place.base_env(), **place.machine_env()})
+
+    def settle(output: str) -> None:
+        from contextflow.capture.opencode import transcript
+        from contextflow.core.locate import store_state_dir
+
+        sessions = {line.get("sessionID") for line in _json_lines(output)} - {None}
+        assert len(sessions) == 1, f"OpenCode ran {len(sessions)} sessions\n{output[-2000:]}"
+        name = transcript(env, str(sessions.pop()))
+        state = store_state_dir(place.store, place.machine_env()) / "capture"
+        marker = state / (hashlib.sha256(name.encode()).hexdigest()[:24] + ".json")
+        deadline = time.monotonic() + CAPTURE_WAIT
+        while not marker.exists():
+            assert time.monotonic() < deadline, f"OpenCode's plugin never captured the session ({marker})"
+            time.sleep(0.05)
+
+    return LiveClient(
+        "opencode",
+        place,
+        mock,
+        env,
+        lambda prompt: [opencode_bin, "run", "--format", "json", "--auto", "-m", OPENCODE_MODEL, prompt],
+        settle,
+    )
+
+
+def _json_lines(text: str) -> list[dict[str, object]]:
+    found = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
 def live_client(
     request: pytest.FixtureRequest, agent: str, place: Place, *, capture: bool = False, packaged: bool = False
 ) -> LiveClient:
@@ -493,6 +568,8 @@ def live_client(
                 claude, mock, place, installed=not packaged, plugin=packaged, project=None, own_tools=True
             )
         return claude_code(request.getfixturevalue("claude_bin"), mock, place)
+    if agent == "opencode":
+        return opencode_cli(request.getfixturevalue("opencode_bin"), request.getfixturevalue("anthropic_mock"), place)
     if agent == "codex":
         codex, mock = request.getfixturevalue("codex_bin"), request.getfixturevalue("responses_mock")
         if capture:

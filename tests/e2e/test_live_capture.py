@@ -45,7 +45,7 @@ NEXT = {"claude": "gemini", "gemini": "codex", "codex": "claude"}  # A -> B: alw
 R1_REMOTE = "https://github.com/Owner/R1.git"  # project owner/r1
 R2_REMOTE = "git@github.com:owner/r2.git"  # project owner/r2
 AUTO = "[automatic handoff]"  # how the automatic handoff's summary begins
-CLIENT_NAMES = {"claude": "claude-code", "gemini": "gemini-cli", "codex": "codex"}
+CLIENT_NAMES = {"claude": "claude-code", "gemini": "gemini-cli", "codex": "codex", "opencode": "opencode"}
 QUIET = Script((), "Noted.")  # a session whose model only answers
 
 
@@ -93,7 +93,6 @@ def run_handover(
     a = live_client(request, first, place, capture=True, packaged=first in packaged)
     b = live_client(request, second, place, capture=True, packaged=second in packaged)
     worked = a.session("Write calc.py and check it.", work_script(first, r1), cwd=r1)
-    a.settled()
     same = b.session("Where were we?", QUIET, cwd=r1)
     other = b.session("Where were we?", QUIET, cwd=r2)
     return Handover(first, second, place, r1, worked, same, other)

@@ -1,0 +1,197 @@
+"""OpenCode's sessions into turns: read from its own session database, new messages only.
+
+OpenCode (1.18) keeps every session in one SQLite file (`<data>/opencode/opencode.db`, or
+`$OPENCODE_DB`): a `message` row per user or assistant message (`data`: JSON with `role`, `time`)
+and a `part` row per text, tool call or step (`data`: JSON with `type`; a tool part's `state`
+holds `input`, `output`, `status` and, for `bash`, `metadata.exit`). contextflow's OpenCode plugin
+(`opencode-plugin/contextflow.js`) runs `contextflow hook stop` when a session goes idle; this
+module reads that session's messages created after the cursor, read-only, and turns them into
+`Turn`s. The plugin events carry no transcript, and OpenCode's `run` exits as soon as the session
+is idle, so the database (written before the event) is the reliable record.
+
+The cursor is `{"after": [time_created, message id]}`: the last complete message read. An
+assistant message not completed yet stops the read (the next call starts there). A message or
+part over MAX_ROW bytes is skipped and counted; a row that is not JSON is counted as bad.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from contextflow.capture.cursor import Chunk
+from contextflow.capture.turns import Turn, decoded
+
+EVENTS = ("session.idle", "session.compacted")  # what the plugin names the hook calls it makes
+MAX_MESSAGES = 2_000  # per read; the rest on the next call
+MAX_ROW = 2 << 20
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+_FILES = {"write": "created", "edit": "edited", "multiedit": "edited", "read": "read"}
+
+
+def database(env: Mapping[str, str]) -> str:
+    """Where OpenCode keeps its sessions: `$OPENCODE_DB` (absolute, or a name in its data folder),
+    else `<XDG_DATA_HOME or ~/.local/share>/opencode/opencode.db`."""
+    data = env.get("XDG_DATA_HOME", "").strip()
+    if not os.path.isabs(data):
+        data = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    named = env.get("OPENCODE_DB", "").strip()
+    if named and named != ":memory:":
+        return named if os.path.isabs(named) else os.path.join(data, "opencode", named)
+    return os.path.join(data, "opencode", "opencode.db")
+
+
+def transcript(env: Mapping[str, str], session_id: str) -> str:
+    """The name capture keeps a session's read position under: the database and the session."""
+    return f"{database(env)}#{session_id}"
+
+
+def _split(name: str) -> tuple[str, str]:
+    path, _, session = name.rpartition("#")
+    return path, session
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    """A read-only connection; a missing or non-regular file (a FIFO, a device) is not opened."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(path)
+    return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
+
+
+def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
+    """The session's complete messages after the cursor, each as one JSON line
+    `{"id", "info", "parts"}`, and the cursor after them."""
+    path, session_id = _split(name)
+    after = (cursor or {}).get("after")
+    start = after if isinstance(after, list) and len(after) == 2 else [0, ""]
+    connection = _connect(path)
+    lines: list[bytes] = []
+    skipped = 0
+    try:
+        rows = connection.execute(
+            "SELECT id, time_created, CASE WHEN length(data) <= ? THEN data END FROM message "
+            "WHERE session_id = ? AND (time_created > ? OR (time_created = ? AND id > ?)) "
+            "ORDER BY time_created, id LIMIT ?",
+            (MAX_ROW, session_id, start[0], start[0], start[1], MAX_MESSAGES),
+        ).fetchall()
+        for key, created, data in rows:
+            if data is None:
+                skipped += 1
+                start = [created, key]
+                continue
+            info = _json(data)
+            if isinstance(info, dict) and info.get("role") == "assistant" and not _completed(info):
+                break  # still being written: read again from here next time
+            parts = connection.execute(
+                "SELECT CASE WHEN length(data) <= ? THEN data END FROM part WHERE message_id = ? ORDER BY id",
+                (MAX_ROW, key),
+            ).fetchall()
+            skipped += sum(1 for (part,) in parts if part is None)
+            body = [_json(part) for (part,) in parts if part is not None]
+            lines.append(json.dumps({"id": key, "info": info, "parts": body}).encode())
+            start = [created, key]
+    finally:
+        connection.close()
+    return Chunk(lines, {"after": start}, skipped, False)
+
+
+def final_reply(name: str) -> str | None:
+    """The text of the session's last completed assistant message, or None."""
+    path, session_id = _split(name)
+    connection = _connect(path)
+    try:
+        row = connection.execute(
+            "SELECT id FROM message WHERE session_id = ? AND json_extract(data, '$.role') = 'assistant' "
+            "AND json_extract(data, '$.time.completed') IS NOT NULL ORDER BY time_created DESC, id DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        parts = connection.execute(
+            "SELECT data FROM part WHERE message_id = ? AND length(data) <= ? ORDER BY id", (row[0], MAX_ROW)
+        ).fetchall()
+    finally:
+        connection.close()
+    texts = [_text(_json(data)) for (data,) in parts]
+    return "\n".join(text for text in texts if text) or None
+
+
+def _json(data: Any) -> Any:
+    try:
+        return json.loads(data)
+    except (TypeError, ValueError):
+        return None
+
+
+def _completed(info: dict[str, Any]) -> bool:
+    time = info.get("time")
+    return isinstance(time, dict) and time.get("completed") is not None
+
+
+def _text(part: Any) -> str:
+    """A part's own text: a text part not added by OpenCode or a plugin (`synthetic`)."""
+    if isinstance(part, dict) and part.get("type") == "text" and not part.get("synthetic"):
+        text = part.get("text")
+        return text if isinstance(text, str) else ""
+    return ""
+
+
+def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+    """Turns from `read_new`'s lines: a user message with text of its own starts a turn; assistant
+    messages add their tool calls and their text (the last one is the final reply)."""
+    turns: list[Turn] = []
+    for entry in decoded(lines, counts, lambda line: False):
+        info = entry.get("info") if isinstance(entry, dict) else None
+        parts = entry.get("parts") if isinstance(entry, dict) else None
+        if not isinstance(info, dict) or not isinstance(parts, list):
+            counts["bad"] = counts.get("bad", 0) + 1
+            continue
+        if info.get("role") == "user":
+            prompt = "\n".join(text for text in map(_text, parts) if text)
+            if prompt.strip():
+                turns.append(Turn(prompt))
+            continue
+        if info.get("role") != "assistant":
+            continue
+        if not turns:
+            turns.append(Turn(continued=True))
+        for part in parts:
+            if isinstance(part, dict) and part.get("type") == "tool":
+                _tool(turns[-1], part)
+            elif _text(part).strip():
+                turns[-1].set_final(_text(part))
+    return turns
+
+
+def _tool(turn: Turn, part: dict[str, Any]) -> None:
+    name, state = part.get("tool"), part.get("state")
+    if not isinstance(state, dict) or state.get("status") not in ("completed", "error"):
+        return
+    args = state.get("input") if isinstance(state.get("input"), dict) else {}
+    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+    output = state.get("output") if isinstance(state.get("output"), str) else ""
+    if state["status"] == "error":
+        detail = state.get("error") if isinstance(state.get("error"), str) else "failed"
+        if name == "bash":
+            turn.command(args.get("command"), 1, detail)
+        else:
+            turn.error(f"{name} {args.get('filePath', '')}: {detail}".replace("  ", " "))
+        return
+    if name in _FILES:
+        kind = _FILES[name]
+        if name == "write" and metadata.get("exists") is True:
+            kind = "edited"
+        turn.file(kind, args.get("filePath"))
+    elif name == "bash":
+        code = metadata.get("exit")
+        turn.command(args.get("command"), code if isinstance(code, int) else 0, output)
+    elif name in ("apply_patch", "patch") and isinstance(args.get("patchText"), str):
+        for action, path in _PATCH_FILE.findall(args["patchText"]):
+            turn.file("created" if action == "Add" else "edited", path.strip())
+    elif name == "todowrite" and isinstance(args.get("todos"), list):
+        turn.set_todos([(t.get("content"), t.get("status")) for t in args["todos"] if isinstance(t, dict)])
