@@ -30,6 +30,7 @@ from contextflow.capture.turns import Turn, decoded
 EVENTS = ("session.idle", "session.compacted")  # what the plugin names the hook calls it makes
 MAX_MESSAGES = 2_000  # per read; the rest on the next call
 MAX_ROW = 2 << 20
+NO_OUTPUT = "(no output)"
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 _FILES = {"write": "created", "edit": "edited", "multiedit": "edited", "read": "read"}
 
@@ -189,7 +190,8 @@ def _tool(turn: Turn, part: dict[str, Any]) -> None:
         turn.file(kind, args.get("filePath"))
     elif name == "bash":
         code = metadata.get("exit")
-        turn.command(args.get("command"), code if isinstance(code, int) else 0, output)
+        shown = "" if output.strip() == NO_OUTPUT else output  # OpenCode's placeholder, not the command's
+        turn.command(args.get("command"), code if isinstance(code, int) else 0, shown)
     elif name in ("apply_patch", "patch") and isinstance(args.get("patchText"), str):
         for action, path in _PATCH_FILE.findall(args["patchText"]):
             turn.file("created" if action == "Add" else "edited", path.strip())
