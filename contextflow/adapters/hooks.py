@@ -87,6 +87,13 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = json.loads(raw[:MAX_STDIN]) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
+        if env.get("CONTEXTFLOW_VIA"):  # run by the plugin or extension: one set of hooks per client
+            from contextflow.admin.packaged import defers
+
+            reason = defers(env, payload_cwd(payload))
+            if reason:
+                log_reason(f"{event}: {reason}", env)
+                return ""
         folder = locate_store(env).folder
         hooks = hook_dir(folder, env)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store

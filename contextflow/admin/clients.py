@@ -74,6 +74,10 @@ def start_preview(app: App, args: JSON) -> Reply:
 
 
 def install(app: None, args: JSON) -> Reply:
+    import os
+    from pathlib import Path
+
+    from contextflow.admin import packaged
     from contextflow.admin.install import AFTER_INSTALL
     from contextflow.admin.install import install as install_client
     from contextflow.operations.spec import Reply
@@ -82,6 +86,11 @@ def install(app: None, args: JSON) -> Reply:
     changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
     changed = any(change.changed for change in changes)
     blocks: list[str] = []
+    found = packaged.find(args["client"], Path(os.environ.get("HOME") or Path.home()), Path.cwd())
+    if found is not None:
+        from contextflow.admin.install_plugins import note
+
+        blocks.append(note(found, changed))
     for change in changes:
         action = "create" if change.before is None else "update"
         if change.changed:
@@ -91,7 +100,7 @@ def install(app: None, args: JSON) -> Reply:
     if changed and not dry_run:
         note = AFTER_INSTALL.get(args["client"], "")
         blocks.append(f"Restart {args['client']} to load contextflow. {note}".rstrip())
-    elif not changed:
+    elif not changed and found is None:
         blocks.append("contextflow is already installed; nothing changed.")
     data = [
         {"path": str(c.path), "changed": c.changed, "created": c.before is None and c.changed, "diff": c.diff()}
@@ -103,4 +112,5 @@ def install(app: None, args: JSON) -> Reply:
 
         warnings = install_warnings(args["client"])
     info = {"client": args["client"], "dry_run": dry_run, "changes": data, "warnings": warnings}
+    info["packaged"] = found._asdict() if found is not None else None
     return Reply("\n\n".join(blocks), info, remark="\n".join(f"warning: {w}" for w in warnings) or None)

@@ -328,6 +328,13 @@ def plan(
         "gemini": root / ".gemini" / "settings.json",
         "cursor": root / ".cursor" / "mcp.json",
     }[client]
+    from contextflow.admin import packaged
+
+    found = packaged.find(client, home, cwd or Path.cwd())
+    if found is not None:
+        from contextflow.admin.install_plugins import plan_beside
+
+        return plan_beside(found, config, root)
     settings = store_settings(env, existing_entry_env(config))
     hook_settings = {**settings, CLIENT_VARIABLE: HOOK_CLIENTS.get(client, client)}  # the hook knows its client
     if client == "claude-code":
