@@ -131,9 +131,7 @@ def run_hook(monkeypatch, capsys, event, payload, **env):
     return out
 
 
-def test_the_plugins_idle_call_stores_the_turn_once_and_the_automatic_handoff(
-    app, database, repo, monkeypatch, capsys
-):
+def test_the_plugins_idle_call_stores_the_turn_once_and_the_automatic_handoff(app, database, repo, monkeypatch, capsys):
     payload = {"session_id": SESSION, "cwd": str(repo), "hook_event_name": "session.idle"}
     run_hook(monkeypatch, capsys, "stop", payload, CONTEXTFLOW_CLIENT="opencode")
     run_hook(monkeypatch, capsys, "stop", payload, CONTEXTFLOW_CLIENT="opencode")  # nothing new

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextflow.admin import packaged
 from contextflow.admin.install import SERVER_NAME, STORE_VARIABLES, load_config
 
 DEFAULT = "(the default store)"
@@ -81,6 +82,40 @@ def _hooks(data: Any) -> Iterator[tuple[str, str]]:
                     yield event, command
 
 
+def _opencode_places(home: Path, cwd: Path | None) -> list[tuple[Path, Path]]:
+    """(opencode.json, plugin file) per scope: user (XDG_CONFIG_HOME or ~/.config), then project."""
+    from contextflow.admin.install_opencode import paths
+
+    scopes = [paths(home, home, False, os.environ)]
+    if cwd is not None and cwd.resolve() != home.resolve():
+        scopes.append(paths(home, cwd, True, os.environ))
+    return scopes
+
+
+def _opencode(home: Path, cwd: Path | None) -> tuple[list[Place], list[str]]:
+    """OpenCode's server entry (`mcp.contextflow.environment`) and plugin (its INSTALLED line)."""
+    from contextflow.admin.install_opencode import installed_settings
+
+    places: list[Place] = []
+    problems: list[str] = []
+    for config, plugin in _opencode_places(home, cwd):
+        try:
+            data = load_config(config)
+            entry = data.get("mcp", {}).get(SERVER_NAME) if isinstance(data, dict) else None
+            if isinstance(entry, dict):
+                env = entry.get("environment")
+                store = store_of(env if isinstance(env, dict) else {}, home)
+                places.append(Place("opencode", f"server in {_shown(config, home)}", store))
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+            problems.append(f"cannot read {_shown(config, home)} to check its contextflow settings: {exc}")
+        settings = installed_settings(plugin)
+        if settings is not None:
+            places.append(Place("opencode", f"plugin {_shown(plugin, home)}", store_of(settings, home)))
+    return places, problems
+
+
 def _files(home: Path, cwd: Path | None) -> list[tuple[str, Path, str]]:
     """(client, config file, key of its MCP server table), user scope first; the key is "" for
     hook-only files."""
@@ -121,14 +156,50 @@ def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place],
             places.append(Place(client, f"server in {shown}", store_of(env if isinstance(env, dict) else {}, home)))
         for event, command in _hooks(data):
             places.append(Place(client, f"{event} hook in {shown}", store_of(command_env(command), home)))
+    found, unread = _opencode(home, cwd)
+    places += found
+    problems += unread
+    for client in ("claude-code", "gemini"):
+        way = packaged.find(client, home, cwd)
+        if way is not None:  # its server and hooks read the store settings of the client's environment
+            places.append(Place(client, f"{way.kind} {way.name}", store_of(os.environ, home)))
     return places, problems
+
+
+def client_ways(home: Path, cwd: Path | None) -> tuple[list[str], list[str]]:
+    """For doctor: a line per client saying how contextflow is installed in it and which way is
+    active, and a problem per client where both ways are (two servers, and hooks that stand aside)."""
+    places, _ = configured_places(home, cwd)
+    lines: list[str] = []
+    problems: list[str] = []
+    for client in sorted({place.client for place in places}):
+        way = packaged.find(client, home, cwd)
+        own = [p.where for p in places if p.client == client and (way is None or not p.where.startswith(way.kind))]
+        if way is None:
+            lines.append(f"{client}: contextflow install ({'; '.join(own)})")
+        elif not own:
+            lines.append(f"{client}: {way.kind} {way.name} (active)")
+        else:
+            hooks = [where for where in own if " hook in " in where]
+            active = "the hooks `contextflow install` wrote" if hooks else f"the {way.kind}'s hooks"
+            lines.append(
+                f"{client}: both the {way.kind} {way.name} and contextflow install ({'; '.join(own)}); active: {active}"
+            )
+            problems.append(
+                f"{client} has contextflow twice, as the {way.kind} {way.name} and by `contextflow install` "
+                f"({'; '.join(own)}): two servers start and the {way.kind}'s hooks stand aside. Run "
+                f"`contextflow install {client}` again to leave it to the {way.kind}, or remove the {way.kind}"
+            )
+    return lines, problems
 
 
 def client_store_findings(home: Path | None = None, cwd: Path | None = None) -> list[str]:
     """Problems for `doctor`: configured clients (or a client's server and hooks) that select
     different stores, and config files that could not be read."""
     home = home or Path(os.environ.get("HOME") or Path.home())
-    places, problems = configured_places(home, cwd if cwd is not None else Path.cwd())
+    cwd = cwd if cwd is not None else Path.cwd()
+    places, problems = configured_places(home, cwd)
+    problems += client_ways(home, cwd)[1]
     stores = sorted({place.store for place in places})
     if len(stores) > 1:
         listed = "; ".join(f"{p.client} {p.where}: {p.store}" for p in places)

@@ -63,6 +63,25 @@ def plugin_text(command: list[str], settings: Mapping[str, str]) -> str:
     return template.replace(INSTALLED_LINE, f"const INSTALLED = {installed}")
 
 
+def installed_settings(plugin: Path) -> dict[str, str] | None:
+    """The store settings in an installed plugin's INSTALLED line, or None when there is no
+    plugin (a plugin placed by hand, with an empty INSTALLED, reads the client's environment)."""
+    try:
+        text = plugin.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("const INSTALLED = "):
+            value = line.removeprefix("const INSTALLED = ").split(" // ", 1)[0]
+            try:
+                installed = json.loads(value)
+            except ValueError:
+                return {}
+            env = installed.get("env") if isinstance(installed, dict) else None
+            return {k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
+    return None
+
+
 def existing_environment(path: Path) -> Any:
     """The `environment` of the contextflow entry in opencode.json, or None."""
     try:

@@ -78,6 +78,11 @@ def doctor(app: App, args: JSON) -> Reply:
         f"{status} (updated {index['updated'] or 'never'})",
         f"  rebuild:    {index['rebuild']}",
     ]
+    from contextflow.admin.install_check import client_ways
+
+    ways, _ = client_ways(Path(os.environ.get("HOME") or Path.home()), Path.cwd())
+    info["clients"] = ways
+    lines += ["clients:", *(f"  {way}" for way in ways)] if ways else ["clients:      none configured"]
     lines.append("problems:" if found else "problems:     none")
     lines += [f"  - {problem}" for problem in found]
     if fixed is not None:
