@@ -43,6 +43,7 @@ EVENTS = {
     "stop": "Stop",
     "session-end": "SessionEnd",  # capture only
     "pre-compact": "PreCompact",  # capture only
+    "cursor": "Cursor",  # every Cursor agent event (adapters/cursor_hook.py)
 }
 DEFAULT_BUDGET = 2_250  # tokens, about 9,000 characters: see session_start.CLIENT_LIMIT_CHARS
 MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
@@ -96,6 +97,14 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
                 return ""
         folder = locate_store(env).folder
         hooks = hook_dir(folder, env)
+        if event == "cursor":
+            from contextflow.adapters.cursor_hook import run_cursor
+
+            def capture_and_carry_out(turn: dict[str, Any]) -> None:
+                stop(turn, hooks, lambda: _open_app(env, turn), "cursor")
+                capture(turn, hooks.parent, env)
+
+            return run_cursor(payload, hooks, env, capture_and_carry_out)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):

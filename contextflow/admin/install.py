@@ -359,7 +359,13 @@ def plan(
                 hooks_mutator(config, command, hook_settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT),
             )
         ]
-    return [merge_json(config, server_mutator(config, command, {}, settings))]
+    from contextflow.admin.install_cursor import hooks_mutator as cursor_hooks
+
+    hooks = root / ".cursor" / "hooks.json"
+    return [
+        merge_json(config, server_mutator(config, command, {}, settings)),
+        merge_json(hooks, cursor_hooks(hooks, command, hook_settings)),
+    ]
 
 
 def _plan_opencode(home: Path, root: Path, project: bool, command: list[str], env: Mapping[str, str]) -> list[Change]:

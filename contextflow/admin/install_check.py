@@ -75,7 +75,7 @@ def _hooks(data: Any) -> Iterator[tuple[str, str]]:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     for event, groups in hooks.items() if isinstance(hooks, dict) else ():
         for group in groups if isinstance(groups, list) else ():
-            handlers = group.get("hooks") if isinstance(group, dict) else None
+            handlers = group.get("hooks") if isinstance(group, dict) and "hooks" in group else [group]
             for handler in handlers if isinstance(handlers, list) else ():
                 command = handler.get("command") if isinstance(handler, dict) else None
                 if isinstance(command, str) and "contextflow" in command and " hook " in command:
@@ -132,6 +132,7 @@ def _files(home: Path, cwd: Path | None) -> list[tuple[str, Path, str]]:
             ("codex", ".codex/hooks.json", ""),
             ("gemini", ".gemini/settings.json", "mcpServers"),
             ("cursor", ".cursor/mcp.json", "mcpServers"),
+            ("cursor", ".cursor/hooks.json", ""),
         )
     ]
 

@@ -70,6 +70,8 @@ def _from_opencode(payload: Mapping[str, Any]) -> bool:
 def client_of(payload: dict[str, Any], path: str) -> str:
     if _from_opencode(payload):
         return "opencode"
+    if payload.get("hook_event_name") == "stop" and "conversation_id" in payload:
+        return "cursor"  # the journal `contextflow hook cursor` keeps (capture.cursor_events)
     name = os.path.basename(path)
     if payload.get("hook_event_name") == "AfterAgent" or ("/.gemini/" in path and name.startswith("session-")):
         return "gemini-cli"
@@ -91,6 +93,10 @@ def _parser(client: str) -> Callable[[list[bytes], dict[str, int]], list[Turn]]:
         from contextflow.capture import opencode
 
         return opencode.parse
+    if client == "cursor":
+        from contextflow.capture import cursor_events
+
+        return cursor_events.parse
     from contextflow.capture import claude
 
     return claude.parse

@@ -1,0 +1,67 @@
+"""`contextflow hook cursor`: the one command `contextflow install cursor` puts under each of
+Cursor's agent events (`capture.cursor_events` says what they carry). Every event but `stop`
+becomes one redacted line of the conversation's journal; `stop` captures the journal's new lines
+(the turn, the automatic handoff) and carries out `<ctx:...>` directives in the agent's response.
+Cursor's documented hooks cannot add context to a session, so nothing is injected.
+
+Prints what Cursor reads from each event: `{"continue": true}` for beforeSubmitPrompt, `{}` else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+def run_cursor(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], capture: Callable[..., None]) -> str:
+    from contextflow.capture import cursor_events
+    from contextflow.capture.core import capture_off, redacted, repo_root
+
+    event = payload.get("hook_event_name")
+    answer = '{"continue":true}' if event == "beforeSubmitPrompt" else "{}"
+    conversation = payload.get("conversation_id")
+    if not cursor_events.is_cursor(payload) or not isinstance(conversation, str) or not conversation.strip():
+        return answer
+    cwd = cursor_events.workspace(payload)
+    if capture_off(env, cwd, repo_root(cwd) if cwd else None):
+        return answer
+    journal = cursor_events.journal_path(hooks.parent, conversation.strip())
+    if event != "stop":
+        line = cursor_events.record(payload)
+        if line is not None:
+            cursor_events.append(journal, redacted(line))
+        return answer
+    final = _last_response(journal)
+    turn = {
+        "session_id": conversation.strip(),
+        "cwd": cwd,
+        "transcript_path": str(journal),
+        "hook_event_name": "stop",
+        "conversation_id": conversation,
+        "last_assistant_message": final or "",
+    }
+    capture(turn)
+    return answer
+
+
+def _last_response(journal: Path) -> str | None:
+    """The agent's last response in the journal's tail (for the directives it carries)."""
+    import json
+
+    try:
+        with open(journal, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - (256 << 10)))
+            lines = handle.read().split(b"\n")
+    except OSError:
+        return None
+    for raw in reversed(lines):
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("event") == "afterAgentResponse":
+            text = entry.get("text")
+            return text if isinstance(text, str) else None
+        if isinstance(entry, dict) and entry.get("event") == "beforeSubmitPrompt":
+            return None
+    return None
