@@ -79,6 +79,7 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
                 continue
             if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
                 calls[str(block.get("id"))] = (str(block.get("name")), block["input"])
+                current().tool_call(block.get("name"), block["input"])
             elif block.get("type") == "text" and _text([block]).strip():
                 current().set_final(_text([block]))
     return turns

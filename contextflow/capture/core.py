@@ -1,4 +1,4 @@
-"""Capture one hook call: new transcript bytes -> `capture.turn` events -> the automatic handoff.
+"""Capture one hook call: new transcript bytes -> one bounded `capture.turn` event per turn.
 
 On-disk contract (machine-local, `<store state>/capture/<hash of transcript path>.json`):
 `{"cursor": {...}, "turn_ids": [...], "digest": {...}, "auto_hash": str, "last_key": [...],
@@ -6,9 +6,13 @@ On-disk contract (machine-local, `<store state>/capture/<hash of transcript path
 
 Turn events (`capture.turn`): `{project, session_id, agent (the client), turn_id, turn,
 transcript}`; `turn_id` is a hash of the session id and the turn's content, so a transcript read
-again from 0 stores no turn twice. The automatic handoff is a normal `handoff` with `auto: true`
-and `provenance {client, transcript}`; it is appended only when its content changed, and not at
-all while the newest handoff of the session is one the agent wrote after the last capture.
+again from 0 stores no turn twice. The turn record carries what the turn said (decisions,
+questions, todos), each command's outcome and error line, the state of the files it wrote
+(`filestate.py`) and the handoff the agent wrote in it (linked by id: the tool call carries no
+session). What the next session is told is derived from these records (`recall.py`); the small
+derived events are written only when needed: the automatic handoff (`handoff`, `auto: true`)
+when the session first has work and when it closes, the session's conversation record when what
+it decided or left open changed.
 
 Off switches: `CONTEXTFLOW_CAPTURE=off` (environment), or a `.contextflow-capture-off` file at
 the repository root (or in the working folder).
@@ -35,6 +39,7 @@ from contextflow.capture.turns import TURN_KIND, Turn
 
 OFF_FILE = ".contextflow-capture-off"
 TURN_END_EVENTS = ("Stop", "AfterAgent")
+CLOSING_EVENTS = ("SessionEnd", "PreCompact")
 KEEP_TURN_IDS = 500
 MAX_SESSION_TURNS = 2_000  # turns stored per session; later ones only update the digest
 
@@ -137,8 +142,9 @@ def turn_id(session_id: str, turn: dict[str, Any]) -> str:
 def capture(
     payload: dict[str, Any], state_dir: Path, open_app: Callable[[], App], env: Mapping[str, str]
 ) -> list[dict[str, Any]]:
-    """Store the new turns of the payload's transcript and refresh the automatic handoff; returns
-    the turns stored. Opens the store only when there is a new turn."""
+    """Store the new turns of the payload's transcript (one bounded record each) and, when needed,
+    the small events derived from them; returns the turns stored. Opens the store only when there
+    is something to write."""
     path, session_id = payload.get("transcript_path"), payload.get("session_id")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     if not isinstance(path, str) or not path or not isinstance(session_id, str) or not session_id.strip():
@@ -157,13 +163,11 @@ def capture(
         if final and isinstance(prompt, str) and prompt.strip() and final != state.get("last_final"):
             turns = [Turn(prompt)]
             turns[0].set_final(final)
-    if not turns:
-        _save(state_path, state)
-        return []
     seen = list(state.get("turn_ids", []))
     stored: list[dict[str, Any]] = []
     digest = state.get("digest", {})
     from contextflow.capture import digest as digests
+    from contextflow.capture import filestate
 
     for turn in turns:
         data = redacted(turn.data(root))
@@ -171,14 +175,18 @@ def capture(
         if key in seen:
             continue
         seen.append(key)
-        digest = digests.fold(digest, data)
+        cited = [*data.get("files", {}).get("created", []), *data.get("files", {}).get("edited", [])]
+        cited += data.get("handoff", {}).get("files", [])
+        files_state = filestate.states(root, cited)
+        if files_state:
+            data["state"] = files_state  # after the id: the same turn read again is the same turn
         stored.append({"turn_id": key, "turn": data})
     state["turn_ids"] = seen[-KEEP_TURN_IDS:]
     state["last_final"] = _final_of(payload) or state.get("last_final")
-    if not stored:
+    closing = payload.get("hook_event_name") in CLOSING_EVENTS
+    if not stored and not (closing and _auto_due(state, digests)):
         _save(state_path, state)
         return []
-    state["digest"] = digest
     app = open_app()  # opened for the payload's folder: its settings name the project (the one rule)
     try:
         project = app.settings.default_project
@@ -186,13 +194,19 @@ def capture(
         items: list[tuple[str, dict[str, Any]]] = []
         count = state.get("stored", 0)
         for record in stored:
+            _link_handoff(app, project, record["turn"])
+            digest = digests.fold(digest, record["turn"])
             if count < MAX_SESSION_TURNS:
                 items.append((TURN_KIND, {**base, **record}))
                 count += 1
         state["stored"] = count
-        handoff = _auto_handoff(app, state, base, client, path)
+        state["digest"] = digest
+        handoff = _auto_handoff(app, state, base, client, path, closing)
         if handoff is not None:
             items.append(("handoff", handoff))
+        record = _conversation(state, base, client)
+        if record is not None:
+            items.append(("conversation.save", record))
         if items:
             events = app.store.append_many(items)
             state["last_key"] = list(events[-1].key)
@@ -202,25 +216,84 @@ def capture(
     return stored
 
 
-def _auto_handoff(
-    app: App, state: dict[str, Any], base: dict[str, Any], client: str, path: str
-) -> dict[str, Any] | None:
-    """The automatic handoff to append, or None (unchanged, or the agent wrote one since the last capture)."""
-    from contextflow.capture.digest import has_work
+def _link_handoff(app: App, project: str, turn: dict[str, Any]) -> None:
+    """A handoff the agent wrote in this turn (its tool or CLI: no session id) is found in the store
+    by its summary and named in the turn record, which links it to this session."""
+    called = turn.get("handoff")
+    if not isinstance(called, dict) or not isinstance(called.get("summary"), str):
+        return
     from contextflow.sessions import core as sessions
 
-    if not has_work(state["digest"]):
-        return None  # it only talked: its turns are stored, the latest real handoff stands
+    wanted = called["summary"].rstrip("…").strip()
+    for event in reversed(sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff"), 20)):
+        summary = event.data.get("summary")
+        if not event.data.get("auto") and isinstance(summary, str) and summary.strip().startswith(wanted):
+            called["id"] = event.id
+            return
 
-    latest = sessions.latest_handoff(app, sessions.EntryFilter(base["project"], session_id=base["session_id"]))
-    if latest is not None and not latest.data.get("auto") and list(latest.key) > state.get("last_key", []):
-        return None  # a handoff the agent wrote since its last activity stands
-    data = handoff_data(app, state["digest"], base, client, path)
-    digest = hashlib.sha256(json.dumps([data["summary"], data.get("files"), data.get("next_steps")]).encode())
-    if state.get("auto_hash") == digest.hexdigest():
+
+def _auto_due(state: dict[str, Any], digests: Any) -> bool:
+    digest = state.get("digest", {})
+    return bool(digests.has_work(digest)) and state.get("auto_hash") != _auto_hash(digest)
+
+
+def _auto_hash(digest: dict[str, Any]) -> str:
+    from contextflow.capture.digest import auto_handoff
+
+    fields = auto_handoff(digest)
+    body = json.dumps([fields.get("summary"), fields.get("files"), fields.get("next_steps"), fields.get("tests")])
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _auto_handoff(
+    app: App, state: dict[str, Any], base: dict[str, Any], client: str, path: str, closing: bool
+) -> dict[str, Any] | None:
+    """The automatic handoff event to append, or None. What a session start shows is derived from
+    the turn records; this event only lists the session among the project's sessions: it is written
+    when the session first has work, and again when it closes (SessionEnd, PreCompact) if changed."""
+    from contextflow.capture.digest import has_work
+
+    digest = state["digest"]
+    if not has_work(digest) or state.get("auto_hash") == _auto_hash(digest):
         return None
-    state["auto_hash"] = digest.hexdigest()
-    return data
+    if state.get("auto_hash") and not closing:
+        return None
+    if digest.get("handoff") and not digest["handoff"].get("work_after"):
+        return None  # the agent's own handoff stands
+    state["auto_hash"] = _auto_hash(digest)
+    return handoff_data(app, digest, base, client, path)
+
+
+def _conversation(state: dict[str, Any], base: dict[str, Any], client: str) -> dict[str, Any] | None:
+    """The session as a conversation record (`conversation.save`, one per session, latest wins), when
+    what it decided or left open changed."""
+    from contextflow.capture.digest import auto_handoff
+
+    digest = state["digest"]
+    said = digest.get("substance", {})
+    if not said.get("decisions") and not said.get("questions") and not said.get("todos_said"):
+        return None
+    version = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+    if state.get("conversation_hash") == version:
+        return None
+    state["conversation_hash"] = version
+    fields = auto_handoff(digest)
+    name = hashlib.sha256(f"{base['project']}\0{base['session_id']}".encode()).hexdigest()[:16]
+    return {
+        "conversation_id": f"capture-{name}",
+        "source": client,
+        "project": base["project"],
+        "session_id": base["session_id"],
+        "conversation_type": "single_topic",
+        "topic": str(digest.get("request") or "captured session")[:200],
+        "summary": str(fields.get("summary", ""))[:2_000],
+        "decisions": [
+            {"decision": d["decision"], "reasoning": d.get("reasoning", ""), "status": d["status"]}
+            for d in said.get("decisions", [])
+        ],
+        "open_questions": [*said.get("questions", []), *said.get("todos_said", [])],
+        "related_entities": digest.get("files", [])[:20],
+    }
 
 
 def handoff_data(app: App, digest: dict[str, Any], base: dict[str, Any], client: str, path: str) -> dict[str, Any]:
@@ -244,6 +317,12 @@ def _summary_text(fields: dict[str, Any], limit: int) -> str:
     for label, name in (("Tests", "tests"), ("Commands", "commands"), ("Open todos", "open_todos")):
         if fields.get(name):
             lines.append(f"{label}: " + "; ".join(fields[name]))
+    if fields.get("decisions"):
+        from contextflow.capture.digest import decision_text
+
+        lines.append("Decisions: " + "; ".join(decision_text(d) for d in fields["decisions"][-5:]))
+    if fields.get("open_questions"):
+        lines.append("Open questions: " + "; ".join(fields["open_questions"][-5:]))
     if fields.get("errors"):
         lines.append("Errors: " + "; ".join(fields["errors"]))
     text = "\n".join(lines)

@@ -20,6 +20,9 @@ MAX_COMMAND = 300
 MAX_ERROR = 200
 MAX_ITEMS = 20  # files of each kind, commands, errors, todos per turn
 MAX_TURN_BYTES = 4_000
+MAX_PROSE = 20_000  # characters of the turn's assistant prose read for its substance
+_HANDOFF_TOOL = "write_shared_handoff"
+_HANDOFF_COMMAND = re.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
 
 _PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
 _HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
@@ -87,6 +90,8 @@ class Turn:
         self.errors: list[str] = []
         self.todos: list[dict[str, str]] | None = None
         self.final = ""
+        self.prose: list[str] = []  # every assistant text of the turn, in order (the final one last)
+        self.handoffs: list[dict[str, Any]] = []  # handoffs the agent wrote in this turn (tool or CLI)
 
     def file(self, kind: str, path: object) -> None:
         if isinstance(path, str) and path and kind in self.files:
@@ -97,10 +102,31 @@ class Turn:
     def command(self, command: object, exit_code: int | None, output: str = "") -> None:
         if not isinstance(command, str) or not command.strip():
             return
-        self.commands.append({"command": command, "exit": exit_code})
+        entry: dict[str, Any] = {"command": command, "exit": exit_code}
+        if _HANDOFF_COMMAND.search(command) and exit_code == 0:
+            self.handoff_written(_cli_summary(command))
         if exit_code:
-            detail = first_line(output, MAX_ERROR) if output else ""
+            from contextflow.capture.outcomes import error_line
+
+            detail = error_line(without_private(output), MAX_ERROR) if output else ""
+            if detail:
+                entry["error"] = detail
             self.error(f"`{clip(command, 80)}` exited {exit_code}" + (f": {detail}" if detail else ""))
+        self.commands.append(entry)
+
+    def tool_call(self, name: object, args: object) -> None:
+        """A tool the model called: a handoff written through contextflow's tool is noted."""
+        if isinstance(name, str) and name.rsplit("__", 1)[-1].rsplit("_contextflow_", 1)[-1] == _HANDOFF_TOOL:
+            summary = args.get("summary") if isinstance(args, dict) else None
+            files = args.get("files") if isinstance(args, dict) else None
+            self.handoff_written(summary, files)
+
+    def handoff_written(self, summary: object, files: object = None) -> None:
+        if isinstance(summary, str) and summary.strip():
+            entry: dict[str, Any] = {"summary": clip(summary, MAX_PROMPT)}
+            if isinstance(files, list):
+                entry["files"] = [f for f in files if isinstance(f, str) and f][:MAX_ITEMS]
+            self.handoffs.append(entry)
 
     def error(self, text: str) -> None:
         self.errors.append(clip(text, MAX_ERROR))
@@ -111,6 +137,8 @@ class Turn:
     def set_final(self, text: object) -> None:
         if isinstance(text, str) and text.strip():
             self.final = text
+            if not self.prose or self.prose[-1] != text:
+                self.prose.append(text)
 
     def has_activity(self) -> bool:
         return bool(any(self.files.values()) or self.commands or self.errors or self.todos is not None)
@@ -130,6 +158,11 @@ class Turn:
         }
         if self.todos is not None:
             record["todos"] = self.todos[:MAX_ITEMS]
+        from contextflow.capture.substance import extract
+
+        record.update(extract(without_private("\n".join(self.prose))[-MAX_PROSE:]))
+        if self.handoffs:
+            record["handoff"] = self.handoffs[-1]
         if self.continued:
             record["continued"] = True
         while len(repr(record)) > MAX_TURN_BYTES and _shrink(record):
@@ -137,8 +170,35 @@ class Turn:
         return {name: value for name, value in record.items() if value not in ("", [], {})}
 
 
+def _cli_summary(command: str) -> str | None:
+    """The summary a `contextflow handoff` command line gives (its first positional or --summary)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    after = words[words.index("handoff") + 1 :] if "handoff" in words else []
+    for n, word in enumerate(after):
+        if word == "--summary" and n + 1 < len(after):
+            return after[n + 1]
+        if word.startswith("--summary="):
+            return word.split("=", 1)[1]
+    skip = False
+    for word in after:
+        if skip:
+            skip = False
+        elif word.startswith("--"):
+            skip = "=" not in word
+        elif word not in ("&&", "||", ";", "|"):
+            return word
+        else:
+            return None
+    return None
+
+
 def _shrink(record: dict[str, Any]) -> bool:
-    for name in ("commands", "errors", "todos", "tests"):
+    for name in ("commands", "errors", "todos", "tests", "decisions", "questions", "todos_said", "resolved"):
         items = record.get(name)
         if isinstance(items, list) and len(items) > 3:
             del items[: len(items) // 2]
