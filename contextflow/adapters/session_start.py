@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.adapters.hooks import current_task
+from contextflow.capture.turn_directives import current_task
 from contextflow.core.text import estimate_tokens
 
 if TYPE_CHECKING:

@@ -19,7 +19,10 @@ MAX_FINAL = 1_000
 MAX_COMMAND = 300
 MAX_ERROR = 200
 MAX_ITEMS = 20  # files of each kind, commands, errors, todos per turn
-MAX_TURN_BYTES = 4_000
+MAX_PATH = 1_024  # a file path longer than this is not a path anyone typed: dropped, not stored
+MAX_TURN_BYTES = 4_000  # the stored record's JSON, in UTF-8 bytes
+EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (None)
+UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 _PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
 _HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
@@ -31,13 +34,24 @@ _TESTS = re.compile(
 
 
 def decoded(lines: Iterable[bytes], counts: dict[str, int], skip: Callable[[bytes], bool]) -> Iterator[Any]:
-    """Each line `skip` does not pass over, as JSON; a line that is not JSON is counted as bad."""
+    """Each line `skip` does not pass over, as JSON; a line that is not JSON (or nested too deep
+    to decode) is counted as bad."""
     for line in lines:
         if skip(line):
             continue
         try:
             yield json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
+            counts["bad"] = counts.get("bad", 0) + 1
+
+
+def each(entries: Iterable[Any], counts: dict[str, int], handle: Callable[[Any], None]) -> None:
+    """`handle` each entry; an entry it cannot take (it raises on its shape) is skipped and counted
+    as bad: one odd line never stops a read."""
+    for entry in entries:
+        try:
+            handle(entry)
+        except UNREADABLE:
             counts["bad"] = counts.get("bad", 0) + 1
 
 
@@ -87,26 +101,35 @@ class Turn:
         self.errors: list[str] = []
         self.todos: list[dict[str, str]] | None = None
         self.final = ""
+        self.messages: list[tuple[str, str]] = []  # (key, text) of each assistant message: directives are read here
+
+    def say(self, key: object, text: object) -> None:
+        """One assistant message (`key`: the client's id for it), for the directives; not stored."""
+        if isinstance(text, str) and text.strip():
+            self.messages.append((key if isinstance(key, str) and key else "", text))
 
     def file(self, kind: str, path: object) -> None:
-        if isinstance(path, str) and path and kind in self.files:
+        if isinstance(path, str) and path and len(path) <= MAX_PATH and kind in self.files:
             bucket = self.files[kind]
-            if path not in bucket:
+            if path not in bucket and len(bucket) < 4 * MAX_ITEMS:
                 bucket.append(path)
 
-    def command(self, command: object, exit_code: int | None, output: str = "") -> None:
+    def command(self, command: object, exit_code: object, output: str = "") -> None:
         if not isinstance(command, str) or not command.strip():
             return
-        self.commands.append({"command": command, "exit": exit_code})
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
+            exit_code = None
+        self.commands.append({"command": clip(command, MAX_COMMAND), "exit": exit_code})
         if exit_code:
             detail = first_line(output, MAX_ERROR) if output else ""
             self.error(f"`{clip(command, 80)}` exited {exit_code}" + (f": {detail}" if detail else ""))
 
     def error(self, text: str) -> None:
-        self.errors.append(clip(text, MAX_ERROR))
+        self.errors.append(clip(text[: 8 * MAX_ERROR], MAX_ERROR))
 
     def set_todos(self, items: list[tuple[object, object]]) -> None:
-        self.todos = [{"text": clip(str(t), 120), "status": str(s)} for t, s in items if isinstance(t, str) and t]
+        todos = [(t, s) for t, s in items if isinstance(t, str) and t][: 4 * MAX_ITEMS]
+        self.todos = [{"text": clip(t[:1_000], 120), "status": clip(str(s)[:100], 40)} for t, s in todos]
 
     def set_final(self, text: object) -> None:
         if isinstance(text, str) and text.strip():
@@ -132,22 +155,32 @@ class Turn:
             record["todos"] = self.todos[:MAX_ITEMS]
         if self.continued:
             record["continued"] = True
-        while len(repr(record)) > MAX_TURN_BYTES and _shrink(record):
+        while _size(record) > MAX_TURN_BYTES and _shrink(record):
             pass
         return {name: value for name, value in record.items() if value not in ("", [], {})}
 
 
+def _size(record: dict[str, Any]) -> int:
+    return len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def _shrink(record: dict[str, Any]) -> bool:
-    for name in ("commands", "errors", "todos", "tests"):
-        items = record.get(name)
-        if isinstance(items, list) and len(items) > 3:
-            del items[: len(items) // 2]
+    """Make the record smaller by one step (lists first, oldest items out, then the final text);
+    False when nothing is left to cut."""
+    for floor in (3, 0):
+        for name in ("commands", "errors", "todos", "tests"):
+            items = record.get(name)
+            if isinstance(items, list) and len(items) > floor:
+                del items[: max(1, (len(items) - floor) // 2)]
+                return True
+        for items in record["files"].values():
+            if len(items) > floor:
+                del items[max(floor, len(items) // 2) :]
+                return True
+        if floor and len(record["final"]) > 200:
+            record["final"] = record["final"][:200] + "…"
             return True
-    for items in record["files"].values():
-        if len(items) > 3:
-            del items[3:]
-            return True
-    if len(record["final"]) > 200:
-        record["final"] = record["final"][:200] + "…"
+    if record["final"]:
+        record["final"] = ""
         return True
     return False
