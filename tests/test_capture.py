@@ -326,7 +326,8 @@ def test_an_agents_written_handoff_stands_until_later_work(app, tmp_path, monkey
     }
     with open(transcript, "ab") as handle:  # later work: the automatic handoff is the latest again
         handle.write(b'{"id":"u11","type":"user","content":[{"text":"run the tests"}]}\n')
-        handle.write(json.dumps({"id": "g11", "type": "gemini", "content": "Tests pass.", "toolCalls": [shell]}).encode())
+        entry = {"id": "g11", "type": "gemini", "content": "Tests pass.", "toolCalls": [shell]}
+        handle.write(json.dumps(entry).encode())
         handle.write(b"\n")
     run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "run the tests", "prompt_response": "Tests pass."})
     latest = recall.latest_handoff(app, project)

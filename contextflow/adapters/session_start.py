@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.adapters.hooks import current_task
+from contextflow.capture.turn_directives import current_task
 from contextflow.core.text import clean, estimate_tokens, quote
 
 if TYPE_CHECKING:
@@ -137,7 +137,8 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
         ]
         changed = [c for c in _changes(root, said.state) if c.path in cited]
         mark = ("; " + ", ".join(c.text() for c in changed)) if changed else ""
-        line = f"- {said.kind}: {clean(said.text, True)} ({said.ts[:10]}, {clean(said.agent, True)}, session {clean(said.session_id, True)[:40]}{mark})"
+        where = f"{said.ts[:10]}, {clean(said.agent, True)}, session {clean(said.session_id, True)[:40]}"
+        line = f"- {said.kind}: {clean(said.text, True)} ({where}{mark})"
         if used + len(line) > budget_chars - 80:
             break
         lines.append(line)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn, decoded
+from contextflow.capture.turns import Turn, decoded, each
 
-_EXIT = re.compile(r"Exit Code: (\d+)")
+_EXIT = re.compile(r"Exit Code: (\d{1,10})\b")
 # what run_shell_command's result holds besides the command's output (`Output: (empty)` when it had none)
 _NOT_OUTPUT = re.compile(
     r"\s*(</?untrusted_context>|\(empty\)|(Exit Code|Signal|Background PIDs|Process Group PGID):.*)\s*"
@@ -21,7 +21,8 @@ _NOT_OUTPUT = re.compile(
 _FILES = {"write_file": "created", "replace": "edited", "edit": "edited", "read_file": "read"}
 
 
-def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | None = None) -> list[Turn]:
+    """`pending` is unused: a record written again under its id replaces the earlier one."""
     records: dict[str, dict[str, Any]] = {}
     for entry in decoded(lines, counts, lambda line: line.startswith(b'{"$set"')):
         if not isinstance(entry, dict):
@@ -31,13 +32,14 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
             records.pop(entry["id"], None)  # keep the last version, at its last position
             records[entry["id"]] = entry
     turns: list[Turn] = []
-    for entry in records.values():
+
+    def take(entry: dict[str, Any]) -> None:
         content = entry.get("content")
         if entry["type"] == "user":
             texts = [c.get("text") for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
             if isinstance(content, list) and texts:
                 turns.append(Turn("\n".join(str(text) for text in texts)))
-            continue
+            return
         if not turns:
             turns.append(Turn(continued=True))
         for call in entry.get("toolCalls") or []:
@@ -45,6 +47,9 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
                 _call(turns[-1], call)
         if isinstance(content, str) and content.strip():
             turns[-1].set_final(content)
+            turns[-1].say(entry["id"], content)
+
+    each(records.values(), counts, take)
     return turns
 
 

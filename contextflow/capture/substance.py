@@ -24,7 +24,8 @@ _DECISION = re.compile(
 )
 _REJECTED = re.compile(
     r"\b(?:rather than|instead of|over|not)\s+(.+?)(?=\s*(?:because|since|as|so that|,|;|$))"
-    r"|\b(?:rejected|ruled out|decided against|dropped the idea of|chose not to)\s+(.+?)(?=\s*(?:because|since|as|,|;|$))",
+    r"|\b(?:rejected|ruled out|decided against|dropped the idea of|chose not to)\s+"
+    r"(.+?)(?=\s*(?:because|since|as|,|;|$))",
     re.I,
 )
 _REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that|to avoid|to keep)\b\s*(.+)$", re.I)

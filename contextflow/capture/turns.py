@@ -19,10 +19,13 @@ MAX_FINAL = 1_000
 MAX_COMMAND = 300
 MAX_ERROR = 200
 MAX_ITEMS = 20  # files of each kind, commands, errors, todos per turn
-MAX_TURN_BYTES = 4_000
+MAX_PATH = 1_024  # a file path longer than this is not a path anyone typed: dropped, not stored
+MAX_TURN_BYTES = 4_000  # the stored record's JSON, in UTF-8 bytes
 MAX_PROSE = 20_000  # characters of the turn's assistant prose read for its substance
 _HANDOFF_TOOL = "write_shared_handoff"
 _HANDOFF_COMMAND = re.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
+EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (None)
+UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 _PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
 _HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
@@ -34,13 +37,24 @@ _TESTS = re.compile(
 
 
 def decoded(lines: Iterable[bytes], counts: dict[str, int], skip: Callable[[bytes], bool]) -> Iterator[Any]:
-    """Each line `skip` does not pass over, as JSON; a line that is not JSON is counted as bad."""
+    """Each line `skip` does not pass over, as JSON; a line that is not JSON (or nested too deep
+    to decode) is counted as bad."""
     for line in lines:
         if skip(line):
             continue
         try:
             yield json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
+            counts["bad"] = counts.get("bad", 0) + 1
+
+
+def each(entries: Iterable[Any], counts: dict[str, int], handle: Callable[[Any], None]) -> None:
+    """`handle` each entry; an entry it cannot take (it raises on its shape) is skipped and counted
+    as bad: one odd line never stops a read."""
+    for entry in entries:
+        try:
+            handle(entry)
+        except UNREADABLE:
             counts["bad"] = counts.get("bad", 0) + 1
 
 
@@ -90,25 +104,32 @@ class Turn:
         self.errors: list[str] = []
         self.todos: list[dict[str, str]] | None = None
         self.final = ""
-        self.prose: list[str] = []  # every assistant text of the turn, in order (the final one last)
+        self.messages: list[tuple[str, str]] = []  # (key, text) of each assistant message: directives are read here
         self.handoffs: list[dict[str, Any]] = []  # handoffs the agent wrote in this turn (tool or CLI)
 
+    def say(self, key: object, text: object) -> None:
+        """One assistant message (`key`: the client's id for it), for the directives; not stored."""
+        if isinstance(text, str) and text.strip():
+            self.messages.append((key if isinstance(key, str) and key else "", text))
+
     def file(self, kind: str, path: object) -> None:
-        if isinstance(path, str) and path and kind in self.files:
+        if isinstance(path, str) and path and len(path) <= MAX_PATH and kind in self.files:
             bucket = self.files[kind]
-            if path not in bucket:
+            if path not in bucket and len(bucket) < 4 * MAX_ITEMS:
                 bucket.append(path)
 
-    def command(self, command: object, exit_code: int | None, output: str = "") -> None:
+    def command(self, command: object, exit_code: object, output: str = "") -> None:
         if not isinstance(command, str) or not command.strip():
             return
-        entry: dict[str, Any] = {"command": command, "exit": exit_code}
-        if _HANDOFF_COMMAND.search(command) and exit_code == 0:
-            self.handoff_written(_cli_summary(command))
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
+            exit_code = None
+        entry: dict[str, Any] = {"command": clip(command, MAX_COMMAND), "exit": exit_code}
+        if exit_code == 0 and _HANDOFF_COMMAND.search(command):
+            self.handoff_written(_cli_summary(command[:8_000]))
         if exit_code:
             from contextflow.capture.outcomes import error_line
 
-            detail = error_line(without_private(output), MAX_ERROR) if output else ""
+            detail = error_line(without_private(output[-64_000:]), MAX_ERROR) if output else ""
             if detail:
                 entry["error"] = detail
             self.error(f"`{clip(command, 80)}` exited {exit_code}" + (f": {detail}" if detail else ""))
@@ -123,22 +144,28 @@ class Turn:
 
     def handoff_written(self, summary: object, files: object = None) -> None:
         if isinstance(summary, str) and summary.strip():
-            entry: dict[str, Any] = {"summary": clip(summary, MAX_PROMPT)}
+            entry: dict[str, Any] = {"summary": clip(summary[:8_000], MAX_PROMPT)}
             if isinstance(files, list):
-                entry["files"] = [f for f in files if isinstance(f, str) and f][:MAX_ITEMS]
+                entry["files"] = [f for f in files if isinstance(f, str) and 0 < len(f) <= MAX_PATH][:MAX_ITEMS]
             self.handoffs.append(entry)
 
+    def prose(self) -> str:
+        """The turn's assistant text, every message (the final reply too), at most MAX_PROSE characters."""
+        texts = [text for _, text in self.messages]
+        if self.final and (not texts or self.final.strip() not in texts[-1]):
+            texts.append(self.final)
+        return "\n".join(texts)[-MAX_PROSE:]
+
     def error(self, text: str) -> None:
-        self.errors.append(clip(text, MAX_ERROR))
+        self.errors.append(clip(text[: 8 * MAX_ERROR], MAX_ERROR))
 
     def set_todos(self, items: list[tuple[object, object]]) -> None:
-        self.todos = [{"text": clip(str(t), 120), "status": str(s)} for t, s in items if isinstance(t, str) and t]
+        todos = [(t, s) for t, s in items if isinstance(t, str) and t][: 4 * MAX_ITEMS]
+        self.todos = [{"text": clip(t[:1_000], 120), "status": clip(str(s)[:100], 40)} for t, s in todos]
 
     def set_final(self, text: object) -> None:
         if isinstance(text, str) and text.strip():
             self.final = text
-            if not self.prose or self.prose[-1] != text:
-                self.prose.append(text)
 
     def has_activity(self) -> bool:
         return bool(any(self.files.values()) or self.commands or self.errors or self.todos is not None)
@@ -146,8 +173,8 @@ class Turn:
     def data(self, root: str | None) -> dict[str, Any]:
         """The bounded record: ~MAX_TURN_BYTES at most (lists are cut first, then the final text)."""
         files = {k: [relative(p, root) for p in v][:MAX_ITEMS] for k, v in self.files.items() if v}
-        commands = [{"command": clip(c["command"], MAX_COMMAND), "exit": c["exit"]} for c in self.commands]
-        tests = [c for c in commands if is_test_command(c["command"])]
+        commands = [{**c, "command": clip(c["command"], MAX_COMMAND)} for c in self.commands]
+        tests = [{"command": c["command"], "exit": c["exit"]} for c in commands if is_test_command(c["command"])]
         record: dict[str, Any] = {
             "request": self.prompt,
             "files": files,
@@ -160,12 +187,12 @@ class Turn:
             record["todos"] = self.todos[:MAX_ITEMS]
         from contextflow.capture.substance import extract
 
-        record.update(extract(without_private("\n".join(self.prose))[-MAX_PROSE:]))
+        record.update(extract(without_private(self.prose())))
         if self.handoffs:
             record["handoff"] = self.handoffs[-1]
         if self.continued:
             record["continued"] = True
-        while len(repr(record)) > MAX_TURN_BYTES and _shrink(record):
+        while _size(record) > MAX_TURN_BYTES and _shrink(record):
             pass
         return {name: value for name, value in record.items() if value not in ("", [], {})}
 
@@ -190,24 +217,34 @@ def _cli_summary(command: str) -> str | None:
             skip = False
         elif word.startswith("--"):
             skip = "=" not in word
-        elif word not in ("&&", "||", ";", "|"):
-            return word
-        else:
+        elif word in ("&&", "||", ";", "|"):
             return None
+        else:
+            return word
     return None
 
 
+def _size(record: dict[str, Any]) -> int:
+    return len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def _shrink(record: dict[str, Any]) -> bool:
-    for name in ("commands", "errors", "todos", "tests", "decisions", "questions", "todos_said", "resolved"):
-        items = record.get(name)
-        if isinstance(items, list) and len(items) > 3:
-            del items[: len(items) // 2]
+    """Make the record smaller by one step (lists first, oldest items out, then the final text);
+    False when nothing is left to cut."""
+    for floor in (3, 0):
+        for name in ("commands", "errors", "todos", "tests", "decisions", "questions", "todos_said", "resolved"):
+            items = record.get(name)
+            if isinstance(items, list) and len(items) > floor:
+                del items[: max(1, (len(items) - floor) // 2)]
+                return True
+        for items in record["files"].values():
+            if len(items) > floor:
+                del items[max(floor, len(items) // 2) :]
+                return True
+        if floor and len(record["final"]) > 200:
+            record["final"] = record["final"][:200] + "…"
             return True
-    for items in record["files"].values():
-        if len(items) > 3:
-            del items[3:]
-            return True
-    if len(record["final"]) > 200:
-        record["final"] = record["final"][:200] + "…"
+    if record["final"]:
+        record["final"] = ""
         return True
     return False
