@@ -29,6 +29,7 @@ CLIENT_LIMITS: tuple[tuple[str, str, int | None], ...] = (
 )
 CLIENT_LIMIT_CHARS = min(limit for _, _, limit in CLIENT_LIMITS if limit)
 RECENT_SESSIONS = 5
+AUTO_PREFIX = "[automatic handoff]"
 
 
 def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
@@ -102,7 +103,8 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
     block("files", [f + (" (changed since)" if f in moved else "") for f in fields.get("files", [])[:20]])
     block("tests", fields.get("tests", []))
     block("commands", fields.get("commands", []))
-    current, stale = [], []
+    current: list[str] = []
+    stale: list[str] = []
     for failure in fields.get("failing", []):
         cited = set(targets_of(failure["command"])) or set(fields.get("files", []))
         text = f"`{failure['command'][:80]}` exited {failure['exit']}" + (
@@ -172,11 +174,17 @@ def sessions_text(app: App, project: str, budget_chars: int) -> str:
         return ""
     lines = [
         f"- {clip(s.session_id, 60)} | last {s.latest_ts[:16]} | {clip(', '.join(sorted(s.agents)), 80) or '?'}"
-        + (f" | {clip(s.latest_handoff_summary, 120)}" if s.latest_handoff_summary else "")
+        + (f" | {clip(s.latest_handoff_summary, 120)}" if _written_summary(s.latest_handoff_summary) else "")
         for s in found
     ]
     body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"
     return "## Recent sessions\n\n" + clip_block(body, budget_chars)
+
+
+def _written_summary(summary: str) -> bool:
+    """Whether a session's latest handoff summary is shown in its line: an automatic one is a snapshot
+    of the session's turns when it was written (the handoff and decisions above are derived now)."""
+    return bool(summary) and not summary.startswith(AUTO_PREFIX)
 
 
 def clip_block(text: str, limit: int) -> str:

@@ -29,7 +29,7 @@ def _merge_unique(old: list[str], new: list[str], limit: int) -> list[str]:
 
 
 def turn_has_work(turn: dict[str, Any]) -> bool:
-    files = turn.get("files") if isinstance(turn.get("files"), dict) else {}
+    files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
     return bool(files.get("created") or files.get("edited") or turn.get("commands") or "todos" in turn)
 
 
@@ -38,7 +38,7 @@ def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = copy.deepcopy(digest)
     number = out.get("turns", 0) + 1
     out["turns"] = number
-    files_of = turn.get("files") if isinstance(turn.get("files"), dict) else {}
+    files_of: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
     files = out.get("files", [])
     for kind in ("created", "edited"):
         files = _merge_unique(files, [p for p in files_of.get(kind, []) if isinstance(p, str)], MAX_FILES)

@@ -129,17 +129,17 @@ def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) ->
     events = sorted((e for _, evs in recent for e in evs), key=lambda e: e.key)
     total: dict[str, list[Any]] = {}
     where: dict[tuple[str, str], Event] = {}
-    for event in events:
-        turn = _turn(event)
+    for turn_event in events:
+        turn = _turn(turn_event)
         said = {name: turn[name] for name in ("decisions", "questions", "todos_said", "resolved") if turn.get(name)}
         if not said:
             continue
         total = substance.accumulate(total, said)
         for item in said.get("decisions", []):
-            where[("decision", digests.decision_text(item))] = event
+            where[("decision", digests.decision_text(item))] = turn_event
         for name, kind in (("questions", "question"), ("todos_said", "todo")):
             for text in said.get(name, []):
-                where[(kind, text)] = event
+                where[(kind, text)] = turn_event
     found: list[Said] = []
     items = [("decision", digests.decision_text(d)) for d in total.get("decisions", [])]
     items += [("question", q) for q in total.get("questions", [])] + [("todo", t) for t in total.get("todos_said", [])]

@@ -175,7 +175,10 @@ def accumulate(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> dict[str
     out: dict[str, list[Any]] = {name: list(items) for name, items in old.items()}
     decisions = out.setdefault("decisions", [])
     for item in new.get("decisions", []):
-        decisions[:] = [d for d in decisions if not same(d.get("decision", ""), item["decision"])] + [item]
+        kept = [
+            d for d in decisions if d.get("status") != item.get("status") or not same(d["decision"], item["decision"])
+        ]
+        decisions[:] = [*kept, item]
     resolved = new.get("resolved", [])
     fresh = new.get("decisions", [])
     for name in ("questions", "todos_said"):
