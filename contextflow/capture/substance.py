@@ -41,36 +41,8 @@ _POLITE = re.compile(
 _TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
 _RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
 _STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "with",
-        "is",
-        "are",
-        "was",
-        "be",
-        "it",
-        "this",
-        "that",
-        "we",
-        "i",
-        "our",
-        "by",
-        "as",
-        "at",
-        "from",
-        "not",
-        "so",
-        "use",
-    ]
+    "a an the to of in on for and or with is are was be it this that we i our by as at from not so use "
+    "which what how whether should do does can could would will shall decided decide chose question open".split()
 )
 
 
@@ -152,7 +124,8 @@ def extract(text: str) -> dict[str, list[Any]]:
 
 
 def key_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in re.findall(r"[a-z0-9_./]+", text.lower()) if w not in _STOP and len(w) > 1)
+    words = (w.strip("./") for w in re.findall(r"[a-z0-9_./]+", text.lower()))
+    return frozenset(w for w in words if w not in _STOP and len(w) > 1)
 
 
 def same(a: str, b: str) -> bool:
