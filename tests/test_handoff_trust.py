@@ -337,3 +337,25 @@ def test_a_failure_in_a_file_changed_since_is_not_shown_as_current(tmp_path: Pat
     assert "failing now" not in shown
     assert "failed before files it covers changed (re-run to know)" in shown
     assert "tests/test_calc.py changed since (not committed)" in shown
+
+
+def test_turn_records_of_any_shape_from_another_machine_never_break_the_session_start(tmp_path: Path, repo: Path):
+    from contextflow.app import App
+
+    env = machine(tmp_path, "laptop")
+    captured(env, repo, "s1", [{"prompt": "work", "steps": [{"write": "calc.py"}], "final": "We decided to keep it."}])
+    hostile = [
+        {"decisions": [{"reasoning": "no decision"}, "text", {"decision": 3}], "questions": [1, None, "ok?"]},
+        {"state": "calc.py", "handoff": {"id": 5}, "commands": [{"command": None}, "rm -rf /"], "files": {"edited": 3}},
+        {"state": {"files": {"calc.py": 7, "../../etc/passwd": "x"}, "commit": ["a"]}, "todos": "all"},
+        {"decisions": {"decision": "not a list"}, "todos_said": "x", "resolved": [{"a": 1}], "final": 42},
+    ]
+    app = App.open(machine(tmp_path, "desktop"), cwd=repo)
+    try:
+        for n, turn in enumerate(hostile):
+            data = {"session_id": "s9", "turn_id": f"bad-{n}", "turn": {"files": {"created": ["x.py"]}, **turn}}
+            app.store.append("capture.turn", {**data, "agent": "codex", "project": app.settings.default_project})
+    finally:
+        app.close()
+    shown = started(env, repo)
+    assert "## Latest handoff" in shown and "We decided to keep it." in shown, shown

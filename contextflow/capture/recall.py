@@ -59,6 +59,11 @@ def _turn(event: Event) -> dict[str, Any]:
     return turn if isinstance(turn, dict) else {}
 
 
+def _state(event: Event) -> dict[str, Any]:
+    state = _turn(event).get("state")
+    return state if isinstance(state, dict) else {}
+
+
 def session_digest(events: list[Event]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for event in events:
@@ -90,7 +95,7 @@ def latest_handoff(app: App, project: str) -> Latest | None:
         if event.id in links:
             sid, turn = links[event.id]
         key = max(event.key, turn.key) if turn is not None else event.key
-        state = _turn(turn).get("state", {}) if turn is not None else {}
+        state = _state(turn) if turn is not None else {}
         agent = str(event.data.get("agent") or "")
         candidates.append((key, 1, Latest(sid, key, event=event, agent=agent, ts=event.ts, state=state)))
     by_id = {event.id: event for event in written}
@@ -131,7 +136,7 @@ def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) ->
     where: dict[tuple[str, str], Event] = {}
     for turn_event in events:
         turn = _turn(turn_event)
-        said = {name: turn[name] for name in ("decisions", "questions", "todos_said", "resolved") if turn.get(name)}
+        said = substance.of_turn(turn)
         if not said:
             continue
         total = substance.accumulate(total, said)
@@ -147,7 +152,7 @@ def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) ->
         event = where.get((kind, text))
         if event is None:
             continue
-        state = _turn(event).get("state", {})
+        state = _state(event)
         agent = str(event.data.get("agent") or "")
         found.append(Said(kind, text, str(event.data.get("session_id") or ""), event.ts, agent, state))
     found.sort(key=lambda said: said.ts, reverse=True)

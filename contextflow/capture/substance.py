@@ -28,7 +28,7 @@ _REJECTED = re.compile(
     r"(.+?)(?=\s*(?:because|since|as|,|;|$))",
     re.I,
 )
-_REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that|to avoid|to keep)\b\s*(.+)$", re.I)
+_REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that)\b\s*(.+)$", re.I)
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
@@ -41,8 +41,53 @@ _POLITE = re.compile(
 _TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
 _RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
 _STOP = frozenset(
-    "a an the to of in on for and or with is are was be it this that we i our by as at from not so use "
-    "which what how whether should do does can could would will shall decided decide chose question open".split()
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "with",
+        "is",
+        "are",
+        "was",
+        "be",
+        "it",
+        "this",
+        "that",
+        "we",
+        "i",
+        "our",
+        "by",
+        "as",
+        "at",
+        "from",
+        "not",
+        "so",
+        "use",
+        "which",
+        "what",
+        "how",
+        "whether",
+        "should",
+        "do",
+        "does",
+        "can",
+        "could",
+        "would",
+        "will",
+        "shall",
+        "decided",
+        "decide",
+        "chose",
+        "question",
+        "open",
+    ]
 )
 
 
@@ -138,6 +183,23 @@ def same(a: str, b: str) -> bool:
 
 def _answered(item: str, resolved: list[str], decisions: list[dict[str, str]]) -> bool:
     return any(same(item, r) for r in resolved) or any(same(item, d.get("decision", "")) for d in decisions)
+
+
+def of_turn(turn: dict[str, Any]) -> dict[str, list[Any]]:
+    """What a stored turn record says (a record from another machine may hold anything: only
+    well-formed items are kept)."""
+    found: dict[str, list[Any]] = {}
+    decisions = turn.get("decisions")
+    if isinstance(decisions, list):
+        kept = [d for d in decisions if isinstance(d, dict) and isinstance(d.get("decision"), str) and d["decision"]]
+        found["decisions"] = [
+            {**d, "status": d.get("status") if d.get("status") in ("chosen", "rejected") else "chosen"} for d in kept
+        ]
+    for name in ("questions", "todos_said", "resolved"):
+        items = turn.get(name)
+        if isinstance(items, list):
+            found[name] = [item for item in items if isinstance(item, str) and item]
+    return {name: items[:MAX_KEEP] for name, items in found.items() if items}
 
 
 def accumulate(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> dict[str, list[Any]]:
