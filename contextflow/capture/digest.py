@@ -27,6 +27,10 @@ def _merge_unique(old: list[str], new: list[str], limit: int) -> list[str]:
     return merged[-limit:]
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def turn_has_work(turn: dict[str, Any]) -> bool:
     files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
     return bool(files.get("created") or files.get("edited") or turn.get("commands") or "todos" in turn)
@@ -40,14 +44,12 @@ def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     files_of: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
     files = out.get("files", [])
     for kind in ("created", "edited"):
-        paths = files_of.get(kind) if isinstance(files_of.get(kind), list) else []
-        files = _merge_unique(files, [p for p in paths if isinstance(p, str)], MAX_FILES)
+        files = _merge_unique(files, [p for p in _list(files_of.get(kind)) if isinstance(p, str)], MAX_FILES)
     out["files"] = files
-    read = files_of.get("read") if isinstance(files_of.get("read"), list) else []
-    out["read"] = _merge_unique(out.get("read", []), [p for p in read if isinstance(p, str)], MAX_FILES)
+    read = [p for p in _list(files_of.get("read")) if isinstance(p, str)]
+    out["read"] = _merge_unique(out.get("read", []), read, MAX_FILES)
     checks: dict[str, Any] = out.setdefault("checks", {})
-    commands = turn.get("commands") if isinstance(turn.get("commands"), list) else []
-    for command in commands:
+    for command in _list(turn.get("commands")):
         if isinstance(command, dict):
             outcomes.fold(checks, command, number)
     if isinstance(turn.get("todos"), list):
@@ -60,8 +62,7 @@ def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
         out["request"] = turn["request"]
     out["substance"] = substance.accumulate(out.get("substance", {}), said)
     if work:
-        errors = turn.get("errors") if isinstance(turn.get("errors"), list) else []
-        tool_errors = [e for e in errors if isinstance(e, str) and "` exited " not in e]
+        tool_errors = [e for e in _list(turn.get("errors")) if isinstance(e, str) and "` exited " not in e]
         out["errors"] = tool_errors[-MAX_ERRORS:]
     state = turn.get("state")
     if isinstance(state, dict) and isinstance(state.get("files"), dict):

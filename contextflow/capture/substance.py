@@ -40,55 +40,11 @@ _POLITE = re.compile(
 )
 _TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
 _RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "with",
-        "is",
-        "are",
-        "was",
-        "be",
-        "it",
-        "this",
-        "that",
-        "we",
-        "i",
-        "our",
-        "by",
-        "as",
-        "at",
-        "from",
-        "not",
-        "so",
-        "use",
-        "which",
-        "what",
-        "how",
-        "whether",
-        "should",
-        "do",
-        "does",
-        "can",
-        "could",
-        "would",
-        "will",
-        "shall",
-        "decided",
-        "decide",
-        "chose",
-        "question",
-        "open",
-    ]
+_STOP_WORDS = (
+    "a an the to of in on for and or with is are was be it this that we i our by as at from not so use "
+    "which what how whether should do does can could would will shall decided decide chose question open"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def _clip(text: str, limit: int) -> str:
