@@ -359,3 +359,22 @@ def test_turn_records_of_any_shape_from_another_machine_never_break_the_session_
         app.close()
     shown = started(env, repo)
     assert "## Latest handoff" in shown and "We decided to keep it." in shown, shown
+
+
+def test_a_captured_session_is_a_conversation_record_get_context_finds(tmp_path: Path, repo: Path):
+    from contextflow.app import App
+    from contextflow.search import retrieval
+
+    env = machine(tmp_path, "laptop")
+    final = "We decided to round per line rather than per invoice because per-invoice rounding hides cents."
+    captured(env, repo, "s1", [{"prompt": "totals", "steps": [{"write": "totals.py"}], "final": final}])
+    captured(env, repo, "s1", [{"prompt": "totals", "steps": [{"write": "totals.py"}], "final": final}])
+    app = App.open(env, cwd=repo)
+    try:
+        assert len(app.store.view("conversations").records) == 1  # one record per session
+        found = retrieval.get_context(app, query="why did we round per line?", kinds=["conversation"])
+    finally:
+        app.close()
+    assert "per-invoice rounding hides cents" in found.text and "rejected" in found.text, found.text
+    lines = [line for log in (tmp_path / "store").glob("events.*.jsonl") for line in log.read_text().splitlines()]
+    assert sum('"kind":"conversation.save"' in line for line in lines) == 1  # written again only when it changed
