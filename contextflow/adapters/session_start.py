@@ -124,20 +124,23 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
 
 def decisions_text(app: App, project: str, budget_chars: int, root: str | None, shown: str) -> str:
     """Decisions, open questions and todos of the repository's recent sessions (newest first), the
-    ones the handoff above shows left out, each marked when a file it cites changed since."""
+    ones the handoff above shows left out, each marked when a file it cites (else a file its turn
+    wrote) changed since."""
     from contextflow.capture import recall
 
     lines: list[str] = []
     used = 0
+    checked: dict[int, list[Change]] = {}  # the files of one turn are checked once
     for said in recall.recent_substance(app, project):
         if said.text in shown:
             continue
-        cited = [
-            path
-            for path in (said.state.get("files") or {})
-            if path in said.text or path.rsplit("/", 1)[-1] in said.text
-        ]
-        changed = [c for c in _changes(root, said.state) if c.path in cited]
+        files = list(said.state.get("files") or {})
+        named = [path for path in files if path in said.text or path.rsplit("/", 1)[-1] in said.text]
+        cited = named or files  # a claim naming no file is about the files its turn wrote
+        key = id(said.state)
+        if key not in checked:
+            checked[key] = _changes(root, said.state)
+        changed = [c for c in checked[key] if c.path in cited][:3]
         mark = ("; " + ", ".join(c.text() for c in changed)) if changed else ""
         where = f"{said.ts[:10]}, {clean(said.agent, True)}, session {clean(said.session_id, True)[:40]}"
         line = f"- {said.kind}: {clean(said.text, True)} ({where}{mark})"
