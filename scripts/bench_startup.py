@@ -195,7 +195,8 @@ def file_check_cost(env: dict[str, str], work: Path, runs: int) -> str | None:
         "cost(sys.argv[1])\n"
         "with_root = statistics.median(cost(sys.argv[1]) for _ in range(int(sys.argv[2])))\n"
         "without = statistics.median(cost(None) for _ in range(int(sys.argv[2])))\n"
-        "print(f'{(with_root - without) * 1000:.1f} ms ({with_root * 1000:.1f} ms with, {without * 1000:.1f} ms without)')\n"
+        "w, wo = with_root * 1000, without * 1000\n"
+        "print(f'{w - wo:.1f} ms ({w:.1f} ms with, {wo:.1f} ms without)')\n"
     )
     done = subprocess.run(
         [PYTHON, "-c", code, str(work), str(max(5, runs))], env=env, capture_output=True, text=True, timeout=300
