@@ -14,7 +14,7 @@ functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from contextflow.capture import digest as digests
@@ -98,20 +98,19 @@ def latest_handoff(app: App, project: str) -> Latest | None:
         state = _state(turn) if turn is not None else {}
         agent = str(event.data.get("agent") or "")
         candidates.append((key, 1, Latest(sid, key, event=event, agent=agent, ts=event.ts, state=state)))
-    by_id = {event.id: event for event in written}
     for sid, events in captured.items():
-        work = [e for e in events if turn_has_work(_turn(e)) and "handoff" not in _turn(e)]
-        if not work:
-            continue
-        digest = session_digest(events)
-        earlier = digest.get("handoff", {}).get("id")
-        last = work[-1]
-        agent = str(last.data.get("agent") or "")
-        latest = Latest(sid, last.key, digest=digest, agent=agent, ts=last.ts, earlier=by_id.get(str(earlier)))
-        candidates.append((last.key, 0, latest))
+        last = next((e for e in reversed(events) if turn_has_work(_turn(e)) and "handoff" not in _turn(e)), None)
+        if last is not None:  # its digest is folded only if it wins
+            candidates.append((last.key, 0, Latest(sid, last.key, agent=str(last.data.get("agent") or ""), ts=last.ts)))
     if not candidates:
         return None
-    return max(candidates, key=lambda c: (c[0], c[1]))[2]
+    best = max(candidates, key=lambda c: (c[0], c[1]))[2]
+    if best.event is not None:
+        return best
+    digest = session_digest(captured[best.session_id])
+    earlier = digest.get("handoff", {}).get("id")
+    by_id = {event.id: event for event in written}
+    return replace(best, digest=digest, earlier=by_id.get(str(earlier)))
 
 
 @dataclass(frozen=True)
