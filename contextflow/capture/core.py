@@ -132,7 +132,7 @@ def capture(
     from contextflow.capture import digest as digests
     from contextflow.capture import filestate
 
-    if not turns and not (closing and _auto_due(state, digests)):
+    if not turns and not (closing and _closing_due(state, digests)):
         return []
     seen = [key for key in state.get("turn_ids", []) if isinstance(key, str)]
     stored: list[dict[str, Any]] = []
@@ -149,7 +149,7 @@ def capture(
         if files_state:
             data["state"] = files_state  # after the id: the same turn read again is the same turn
         stored.append({"turn_id": key, "turn": data})
-    if not stored and not (closing and _auto_due(state, digests)):
+    if not stored and not (closing and _closing_due(state, digests)):
         state["turn_ids"] = seen[-KEEP_TURN_IDS:]
         return []
     app = open_app()  # opened for the payload's folder: its settings name the project (the one rule)
@@ -168,7 +168,7 @@ def capture(
         handoff = _auto_handoff(app, work, base, hook.client, hook.transcript, closing)
         if handoff is not None:
             items.append(("handoff", handoff))
-        conversation = _conversation(work, base, hook.client)
+        conversation = _conversation(work, base, hook.client, closing)
         if conversation is not None:
             items.append(("conversation.save", conversation))
         if items:
@@ -195,6 +195,13 @@ def _link_handoff(app: App, project: str, turn: dict[str, Any]) -> None:
         if not event.data.get("auto") and isinstance(summary, str) and summary.strip().startswith(wanted):
             called["id"] = event.id
             return
+
+
+def _closing_due(state: dict[str, Any], digests: Any) -> bool:
+    """Whether a closing call (SessionEnd, PreCompact) with no new turn has something to write."""
+    said = state.get("digest", {}).get("substance", {})
+    whole = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+    return _auto_due(state, digests) or bool(said and state.get("conversation_whole") != whole)
 
 
 def _auto_due(state: dict[str, Any], digests: Any) -> bool:
@@ -229,19 +236,22 @@ def _auto_handoff(
     return handoff_data(app, digest, base, client, path)
 
 
-def _conversation(state: dict[str, Any], base: dict[str, Any], client: str) -> dict[str, Any] | None:
-    """The session as a conversation record (`conversation.save`, one per session, latest wins), when
-    what it decided or left open changed."""
+def _conversation(state: dict[str, Any], base: dict[str, Any], client: str, closing: bool) -> dict[str, Any] | None:
+    """The session as a conversation record (`conversation.save`, one per session, latest wins): written
+    when a decision or an open question was added or dropped, and when the session closes if anything
+    it said changed since (a todo reworded each turn does not rewrite it)."""
     from contextflow.capture.digest import auto_handoff
 
     digest = state["digest"]
     said = digest.get("substance", {})
     if not said.get("decisions") and not said.get("questions") and not said.get("todos_said"):
         return None
-    version = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
-    if state.get("conversation_hash") == version:
+    decided = [sorted(d.get("decision", "") for d in said.get("decisions", [])), sorted(said.get("questions", []))]
+    version = hashlib.sha256(json.dumps(decided).encode()).hexdigest()
+    whole = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+    if state.get("conversation_hash") == version and not (closing and state.get("conversation_whole") != whole):
         return None
-    state["conversation_hash"] = version
+    state["conversation_hash"], state["conversation_whole"] = version, whole
     fields = auto_handoff(digest)
     name = hashlib.sha256(f"{base['project']}\0{base['session_id']}".encode()).hexdigest()[:16]
     return {
