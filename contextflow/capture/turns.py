@@ -114,15 +114,18 @@ class Turn:
             if path not in bucket and len(bucket) < 4 * MAX_ITEMS:
                 bucket.append(path)
 
-    def command(self, command: object, exit_code: object, output: str = "") -> None:
+    def command(self, command: object, exit_code: object, output: str = "", failed: bool = False) -> None:
+        """One command run: its exit code (None when unknown or out of range); `failed`: the client
+        says it failed even when its code is unknown."""
         if not isinstance(command, str) or not command.strip():
             return
         if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
             exit_code = None
         self.commands.append({"command": clip(command, MAX_COMMAND), "exit": exit_code})
-        if exit_code:
+        if exit_code or (failed and exit_code is None):
             detail = first_line(output, MAX_ERROR) if output else ""
-            self.error(f"`{clip(command, 80)}` exited {exit_code}" + (f": {detail}" if detail else ""))
+            how = f"exited {exit_code}" if exit_code else "failed (exit code unknown)"
+            self.error(f"`{clip(command, 80)}` {how}" + (f": {detail}" if detail else ""))
 
     def error(self, text: str) -> None:
         self.errors.append(clip(text[: 8 * MAX_ERROR], MAX_ERROR))
