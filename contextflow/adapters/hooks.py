@@ -105,7 +105,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env, payload)
         try:
-            return session_start_output(app, hooks, hook_budget(env))
+            return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
         finally:
             app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
@@ -154,11 +154,11 @@ def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
     return App.open(env, cwd=payloads.payload_cwd(payload))
 
 
-def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None) -> str:
+def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:
     """What `hook session-start` prints for this app: the exact JSON a client receives."""
     from contextflow.adapters.session_start import session_start
 
-    return _inject("SessionStart", session_start(app, hooks, budget, project))
+    return _inject("SessionStart", session_start(app, hooks, budget, project, cwd))
 
 
 def _inject(event_name: str, text: str) -> str:

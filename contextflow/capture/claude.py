@@ -90,6 +90,7 @@ def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | 
                 continue
             if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
                 calls[str(block.get("id"))] = [str(block.get("name")), block["input"]]
+                current().tool_call(block.get("name"), block["input"])
             elif block.get("type") == "text" and _text([block]).strip():
                 texts.append(_text([block]))
                 current().set_final(texts[-1])

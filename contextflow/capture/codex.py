@@ -8,6 +8,7 @@ The structured `event_msg`/`item_completed` items carry the turn: `UserMessage` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -80,6 +81,10 @@ def _item(turn: Turn, item: dict[str, Any]) -> None:
 
 def _plan(turn: Turn, payload: dict[str, Any], goals: dict[str, str]) -> None:
     name = payload.get("name")
+    if isinstance(name, str) and name.endswith("write_shared_handoff"):
+        with contextlib.suppress(TypeError, ValueError):
+            turn.tool_call(name, json.loads(payload.get("arguments") or "{}"))
+        return
     if name not in ("update_plan", "create_goal", "update_goal"):
         return
     try:

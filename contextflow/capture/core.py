@@ -9,9 +9,13 @@ redaction first.
 
 Turn events (`capture.turn`): `{project, session_id, agent (the client), turn_id, turn,
 transcript}`; `turn_id` is a hash of the session id and the turn's content, so a transcript read
-again from 0 stores no turn twice. The automatic handoff is a normal `handoff` with `auto: true`
-and `provenance {client, transcript}`; it is appended only when its content changed, and not at
-all while the newest handoff of the session is one the agent wrote after the last capture.
+again from 0 stores no turn twice. The turn record carries what the turn said (decisions,
+questions, todos), each command's outcome and error line, the state of the files it wrote
+(`filestate.py`) and the handoff the agent wrote in it (linked by id: the tool call carries no
+session). What the next session is told is derived from these records (`recall.py`); the small
+derived events are written only when needed: the automatic handoff (`handoff`, `auto: true`)
+when the session first has work and when it closes, the session's conversation record when what
+it decided or left open changed.
 A store write that fails keeps the cursor for MAX_RETRIES more calls, then moves on (never stuck).
 
 Off switches: `CONTEXTFLOW_CAPTURE=off` (environment), or a `.contextflow-capture-off` file at
@@ -45,6 +49,7 @@ OFF_FILE = ".contextflow-capture-off"
 KEEP_TURN_IDS = 500
 MAX_SESSION_TURNS = 2_000  # turns stored per session; later ones only update the digest
 MAX_RETRIES = 2
+CLOSING_EVENTS = ("SessionEnd", "PreCompact")
 
 
 def repo_root(cwd: str) -> str | None:
@@ -114,30 +119,37 @@ def turn_id(session_id: str, turn: dict[str, Any]) -> str:
 def capture(
     hook: Hook, reading: Reading, state: dict[str, Any], open_app: Callable[[], App], env: Mapping[str, str]
 ) -> list[dict[str, Any]]:
-    """Store the new turns of one reading and refresh the automatic handoff; returns the turns
-    stored. Opens the store only when there is a new turn."""
+    """Store the new turns of one reading (one bounded record each) and, when needed, the small
+    events derived from them; returns the turns stored. Opens the store only when there is
+    something to write."""
     if hook.transcript is None or not hook.session_id:
         return []
     root = repo_root(hook.cwd) if hook.cwd else None
     if capture_off(env, hook.cwd, root):
         return []
     turns: list[Turn] = transcript.stored_turns(reading)
-    if not turns:
+    closing = hook.event in CLOSING_EVENTS
+    from contextflow.capture import digest as digests
+    from contextflow.capture import filestate
+
+    if not turns and not (closing and _auto_due(state, digests)):
         return []
     seen = [key for key in state.get("turn_ids", []) if isinstance(key, str)]
     stored: list[dict[str, Any]] = []
     digest = state.get("digest", {}) if isinstance(state.get("digest"), dict) else {}
-    from contextflow.capture import digest as digests
-
     for turn in turns:
         data = redacted(turn.data(root))
         key = turn_id(hook.session_id, data)
         if key in seen:
             continue
         seen.append(key)
-        digest = digests.fold(digest, data)
+        cited = [*data.get("files", {}).get("created", []), *data.get("files", {}).get("edited", [])]
+        cited += data.get("handoff", {}).get("files", [])
+        files_state = filestate.states(root, cited)
+        if files_state:
+            data["state"] = files_state  # after the id: the same turn read again is the same turn
         stored.append({"turn_id": key, "turn": data})
-    if not stored:
+    if not stored and not (closing and _auto_due(state, digests)):
         state["turn_ids"] = seen[-KEEP_TURN_IDS:]
         return []
     app = open_app()  # opened for the payload's folder: its settings name the project (the one rule)
@@ -147,13 +159,18 @@ def capture(
         items: list[tuple[str, dict[str, Any]]] = []
         count = state.get("stored", 0) if isinstance(state.get("stored"), int) else 0
         for record in stored:
+            _link_handoff(app, project, record["turn"])
+            digest = digests.fold(digest, record["turn"])
             if count < MAX_SESSION_TURNS:
                 items.append((TURN_KIND, {**base, **record}))
                 count += 1
         work = {**state, "digest": digest}
-        handoff = _auto_handoff(app, work, base, hook.client, hook.transcript)
+        handoff = _auto_handoff(app, work, base, hook.client, hook.transcript, closing)
         if handoff is not None:
             items.append(("handoff", handoff))
+        conversation = _conversation(work, base, hook.client)
+        if conversation is not None:
+            items.append(("conversation.save", conversation))
         if items:
             events = app.store.append_many(items)
             work["last_key"] = list(events[-1].key)
@@ -164,25 +181,84 @@ def capture(
     return stored
 
 
-def _auto_handoff(
-    app: App, state: dict[str, Any], base: dict[str, Any], client: str, path: str
-) -> dict[str, Any] | None:
-    """The automatic handoff to append, or None (unchanged, or the agent wrote one since the last capture)."""
-    from contextflow.capture.digest import has_work
+def _link_handoff(app: App, project: str, turn: dict[str, Any]) -> None:
+    """A handoff the agent wrote in this turn (its tool or CLI: no session id) is found in the store
+    by its summary and named in the turn record, which links it to this session."""
+    called = turn.get("handoff")
+    if not isinstance(called, dict) or not isinstance(called.get("summary"), str):
+        return
     from contextflow.sessions import core as sessions
 
-    if not has_work(state["digest"]):
-        return None  # it only talked: its turns are stored, the latest real handoff stands
+    wanted = called["summary"].rstrip("…").strip()
+    for event in reversed(sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff"), 20)):
+        summary = event.data.get("summary")
+        if not event.data.get("auto") and isinstance(summary, str) and summary.strip().startswith(wanted):
+            called["id"] = event.id
+            return
 
-    latest = sessions.latest_handoff(app, sessions.EntryFilter(base["project"], session_id=base["session_id"]))
-    if latest is not None and not latest.data.get("auto") and list(latest.key) > state.get("last_key", []):
-        return None  # a handoff the agent wrote since its last activity stands
-    data = handoff_data(app, state["digest"], base, client, path)
-    digest = hashlib.sha256(json.dumps([data["summary"], data.get("files"), data.get("next_steps")]).encode())
-    if state.get("auto_hash") == digest.hexdigest():
+
+def _auto_due(state: dict[str, Any], digests: Any) -> bool:
+    digest = state.get("digest", {})
+    return bool(digests.has_work(digest)) and state.get("auto_hash") != _auto_hash(digest)
+
+
+def _auto_hash(digest: dict[str, Any]) -> str:
+    from contextflow.capture.digest import auto_handoff
+
+    fields = auto_handoff(digest)
+    body = json.dumps([fields.get("summary"), fields.get("files"), fields.get("next_steps"), fields.get("tests")])
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _auto_handoff(
+    app: App, state: dict[str, Any], base: dict[str, Any], client: str, path: str, closing: bool
+) -> dict[str, Any] | None:
+    """The automatic handoff event to append, or None. What a session start shows is derived from
+    the turn records; this event only lists the session among the project's sessions: it is written
+    when the session first has work, and again when it closes (SessionEnd, PreCompact) if changed."""
+    from contextflow.capture.digest import has_work
+
+    digest = state["digest"]
+    if not has_work(digest) or state.get("auto_hash") == _auto_hash(digest):
         return None
-    state["auto_hash"] = digest.hexdigest()
-    return data
+    if state.get("auto_hash") and not closing:
+        return None
+    if digest.get("handoff") and not digest["handoff"].get("work_after"):
+        return None  # the agent's own handoff stands
+    state["auto_hash"] = _auto_hash(digest)
+    return handoff_data(app, digest, base, client, path)
+
+
+def _conversation(state: dict[str, Any], base: dict[str, Any], client: str) -> dict[str, Any] | None:
+    """The session as a conversation record (`conversation.save`, one per session, latest wins), when
+    what it decided or left open changed."""
+    from contextflow.capture.digest import auto_handoff
+
+    digest = state["digest"]
+    said = digest.get("substance", {})
+    if not said.get("decisions") and not said.get("questions") and not said.get("todos_said"):
+        return None
+    version = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+    if state.get("conversation_hash") == version:
+        return None
+    state["conversation_hash"] = version
+    fields = auto_handoff(digest)
+    name = hashlib.sha256(f"{base['project']}\0{base['session_id']}".encode()).hexdigest()[:16]
+    return {
+        "conversation_id": f"capture-{name}",
+        "source": client,
+        "project": base["project"],
+        "session_id": base["session_id"],
+        "conversation_type": "single_topic",
+        "topic": str(digest.get("request") or "captured session")[:200],
+        "summary": str(fields.get("summary", ""))[:2_000],
+        "decisions": [
+            {"decision": d["decision"], "reasoning": d.get("reasoning", ""), "status": d["status"]}
+            for d in said.get("decisions", [])
+        ],
+        "open_questions": [*said.get("questions", []), *said.get("todos_said", [])],
+        "related_entities": digest.get("files", [])[:20],
+    }
 
 
 def handoff_data(app: App, digest: dict[str, Any], base: dict[str, Any], client: str, path: str) -> dict[str, Any]:
@@ -206,6 +282,12 @@ def _summary_text(fields: dict[str, Any], limit: int) -> str:
     for label, name in (("Tests", "tests"), ("Commands", "commands"), ("Open todos", "open_todos")):
         if fields.get(name):
             lines.append(f"{label}: " + "; ".join(fields[name]))
+    if fields.get("decisions"):
+        from contextflow.capture.digest import decision_text
+
+        lines.append("Decisions: " + "; ".join(decision_text(d) for d in fields["decisions"][-5:]))
+    if fields.get("open_questions"):
+        lines.append("Open questions: " + "; ".join(fields["open_questions"][-5:]))
     if fields.get("errors"):
         lines.append("Errors: " + "; ".join(fields["errors"]))
     text = "\n".join(lines)

@@ -66,6 +66,8 @@ def _call(turn: Turn, call: dict[str, Any]) -> None:
     if not isinstance(args, dict):
         return
     failed = call.get("status") not in ("success", None)
+    if not failed:
+        turn.tool_call(name, args)
     output = _output(call)
     if name in _FILES:
         kind = _FILES[name]

@@ -21,6 +21,9 @@ MAX_ERROR = 200
 MAX_ITEMS = 20  # files of each kind, commands, errors, todos per turn
 MAX_PATH = 1_024  # a file path longer than this is not a path anyone typed: dropped, not stored
 MAX_TURN_BYTES = 4_000  # the stored record's JSON, in UTF-8 bytes
+MAX_PROSE = 20_000  # characters of the turn's assistant prose read for its substance
+_HANDOFF_TOOL = "write_shared_handoff"
+_HANDOFF_COMMAND = re.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
 EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (None)
 UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
@@ -102,6 +105,7 @@ class Turn:
         self.todos: list[dict[str, str]] | None = None
         self.final = ""
         self.messages: list[tuple[str, str]] = []  # (key, text) of each assistant message: directives are read here
+        self.handoffs: list[dict[str, Any]] = []  # handoffs the agent wrote in this turn (tool or CLI)
 
     def say(self, key: object, text: object) -> None:
         """One assistant message (`key`: the client's id for it), for the directives; not stored."""
@@ -121,11 +125,39 @@ class Turn:
             return
         if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
             exit_code = None
-        self.commands.append({"command": clip(command, MAX_COMMAND), "exit": exit_code})
+        entry: dict[str, Any] = {"command": clip(command, MAX_COMMAND), "exit": exit_code}
+        if exit_code == 0 and _HANDOFF_COMMAND.search(command):
+            self.handoff_written(_cli_summary(command[:8_000]))
         if exit_code or (failed and exit_code is None):
-            detail = first_line(output, MAX_ERROR) if output else ""
+            from contextflow.capture.outcomes import error_line
+
+            detail = error_line(without_private(output[-64_000:]), MAX_ERROR) if output else ""
+            if detail:
+                entry["error"] = detail
             how = f"exited {exit_code}" if exit_code else "failed (exit code unknown)"
             self.error(f"`{clip(command, 80)}` {how}" + (f": {detail}" if detail else ""))
+        self.commands.append(entry)
+
+    def tool_call(self, name: object, args: object) -> None:
+        """A tool the model called: a handoff written through contextflow's tool is noted."""
+        if isinstance(name, str) and name.rsplit("__", 1)[-1].rsplit("_contextflow_", 1)[-1] == _HANDOFF_TOOL:
+            summary = args.get("summary") if isinstance(args, dict) else None
+            files = args.get("files") if isinstance(args, dict) else None
+            self.handoff_written(summary, files)
+
+    def handoff_written(self, summary: object, files: object = None) -> None:
+        if isinstance(summary, str) and summary.strip():
+            entry: dict[str, Any] = {"summary": clip(summary[:8_000], MAX_PROMPT)}
+            if isinstance(files, list):
+                entry["files"] = [f for f in files if isinstance(f, str) and 0 < len(f) <= MAX_PATH][:MAX_ITEMS]
+            self.handoffs.append(entry)
+
+    def prose(self) -> str:
+        """The turn's assistant text, every message (the final reply too), at most MAX_PROSE characters."""
+        texts = [text for _, text in self.messages]
+        if self.final and (not texts or self.final.strip() not in texts[-1]):
+            texts.append(self.final)
+        return "\n".join(texts)[-MAX_PROSE:]
 
     def error(self, text: str) -> None:
         self.errors.append(clip(text[: 8 * MAX_ERROR], MAX_ERROR))
@@ -144,8 +176,8 @@ class Turn:
     def data(self, root: str | None) -> dict[str, Any]:
         """The bounded record: ~MAX_TURN_BYTES at most (lists are cut first, then the final text)."""
         files = {k: [relative(p, root) for p in v][:MAX_ITEMS] for k, v in self.files.items() if v}
-        commands = [{"command": clip(c["command"], MAX_COMMAND), "exit": c["exit"]} for c in self.commands]
-        tests = [c for c in commands if is_test_command(c["command"])]
+        commands = [{**c, "command": clip(c["command"], MAX_COMMAND)} for c in self.commands]
+        tests = [{"command": c["command"], "exit": c["exit"]} for c in commands if is_test_command(c["command"])]
         record: dict[str, Any] = {
             "request": self.prompt,
             "files": files,
@@ -156,11 +188,43 @@ class Turn:
         }
         if self.todos is not None:
             record["todos"] = self.todos[:MAX_ITEMS]
+        from contextflow.capture.substance import extract
+
+        record.update(extract(without_private(self.prose())))
+        if self.handoffs:
+            record["handoff"] = self.handoffs[-1]
         if self.continued:
             record["continued"] = True
         while _size(record) > MAX_TURN_BYTES and _shrink(record):
             pass
         return {name: value for name, value in record.items() if value not in ("", [], {})}
+
+
+def _cli_summary(command: str) -> str | None:
+    """The summary a `contextflow handoff` command line gives (its first positional or --summary)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    after = words[words.index("handoff") + 1 :] if "handoff" in words else []
+    for n, word in enumerate(after):
+        if word == "--summary" and n + 1 < len(after):
+            return after[n + 1]
+        if word.startswith("--summary="):
+            return word.split("=", 1)[1]
+    skip = False
+    for word in after:
+        if skip:
+            skip = False
+        elif word.startswith("--"):
+            skip = "=" not in word
+        elif word in ("&&", "||", ";", "|"):
+            return None
+        else:
+            return word
+    return None
 
 
 def _size(record: dict[str, Any]) -> int:
@@ -171,12 +235,13 @@ def _shrink(record: dict[str, Any]) -> bool:
     """Make the record smaller by one step (lists first, oldest items out, then the final text);
     False when nothing is left to cut."""
     for floor in (3, 0):
-        for name in ("commands", "errors", "todos", "tests"):
+        for name in ("commands", "errors", "todos", "tests", "decisions", "questions", "todos_said", "resolved"):
             items = record.get(name)
             if isinstance(items, list) and len(items) > floor:
                 del items[: max(1, (len(items) - floor) // 2)]
                 return True
-        for items in record["files"].values():
+        handoff = record.get("handoff")
+        for items in [*record["files"].values(), handoff.get("files", []) if isinstance(handoff, dict) else []]:
             if len(items) > floor:
                 del items[max(floor, len(items) // 2) :]
                 return True
