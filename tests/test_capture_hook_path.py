@@ -295,3 +295,20 @@ def test_doctor_shows_capture_health_per_client(app, tmp_path, monkeypatch, caps
     out = capsys.readouterr().out
     assert "claude-code: 1 turns stored from 1 transcript(s), 0 lines skipped, 1 unreadable" in out
     assert "last error" in out
+
+
+def test_a_fifo_planted_as_hooks_log_or_hook_state_blocks_no_hook(tmp_path, hook_env, repo):
+    from contextflow.capture.turn_directives import _pending_path
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "hooks.log", 0o600)
+    hook_process("stop", {"session_id": "s", "transcript_path": "/dev/zero", "cwd": str(repo)}, hook_env)
+    hooks = next(state.rglob("hooks"))
+    os.mkfifo(_pending_path(hooks, "s"), 0o600)
+    os.mkfifo(hooks / "current-task.txt", 0o600)
+    os.mkfifo(next(state.rglob("capture")) / "planted.json", 0o600)
+    hook_process("prompt-submit", {"session_id": "s", "prompt": "go", "cwd": str(repo)}, hook_env)
+    hook_process("stop", {"session_id": "s", "last_assistant_message": "<ctx:status/>", "cwd": str(repo)}, hook_env)
+    hook_process("session-start", {"session_id": "s", "cwd": str(repo)}, hook_env)
+    assert capture_health(hooks.parent)[0]["last_error"].startswith("transcript not read")

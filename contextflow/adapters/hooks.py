@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -65,10 +66,17 @@ def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
         print(line, file=sys.stderr)
         path = state_root(env) / "hooks.log"
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
-            path.replace(path.with_suffix(".log.old"))
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o600)  # never waits: a FIFO planted there is refused below
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{path} is not a regular file")
+            if info.st_size > MAX_LOG_BYTES:
+                path.replace(path.with_suffix(".log.old"))
+            os.write(fd, (line + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
     except Exception:  # logging must not fail the hook either
         pass
 
