@@ -254,7 +254,7 @@ def test_secrets_in_prompt_reply_command_and_directives_reach_no_file(app, tmp_p
     )
     pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": f"curl -u x:{PASSWORD} h"}}
     lines = [
-        entry("user", f"Deploy staging, password: {PASSWORD} <private>{PRIVATE}</private>"),
+        entry("user", f"Deploy staging; my password is {PASSWORD} <private>{PRIVATE}</private>"),
         *bash("c1", f"AWS_ACCESS_KEY_ID={API_KEY} deploy --token {GITHUB}", f"denied for {GITHUB}", True),
         entry("assistant", [pending_call]),
     ]
@@ -312,3 +312,19 @@ def test_a_fifo_planted_as_hooks_log_or_hook_state_blocks_no_hook(tmp_path, hook
     hook_process("stop", {"session_id": "s", "last_assistant_message": "<ctx:status/>", "cwd": str(repo)}, hook_env)
     hook_process("session-start", {"session_id": "s", "cwd": str(repo)}, hook_env)
     assert capture_health(hooks.parent)[0]["last_error"].startswith("transcript not read")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("my password is Tr0ub4dor&3xyz, use it", "my password is [REDACTED:credential], use it"),
+        ("The secret is 'blue moon 42'", "The secret is '[REDACTED:credential]'"),
+        ("the password is wrong", None),
+        ("the token was rotated in 2024", None),
+        ("password is required", None),
+    ],
+)
+def test_a_secret_typed_in_prose_is_redacted_and_plain_words_are_not(text, kept):
+    from contextflow.core.secrets import redact_text
+
+    assert redact_text(text)[0] == (kept or text)
