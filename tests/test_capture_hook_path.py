@@ -328,3 +328,10 @@ def test_a_secret_typed_in_prose_is_redacted_and_plain_words_are_not(text, kept)
     from contextflow.core.secrets import redact_text
 
     assert redact_text(text)[0] == (kept or text)
+
+
+def test_a_stop_payload_with_neither_transcript_nor_reply_says_so(app, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"session_id": "s", "hook_event_name": "Stop"}')))
+    assert main(["hook", "stop"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "the payload names no transcript_path and no final reply" in err

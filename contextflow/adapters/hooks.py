@@ -130,6 +130,9 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
     hook = payloads.read(payload, env)
     if hook.refused:
         log_reason(f"{event}: {hook.refused}; the transcript is not read", env)
+    elif hook.transcript is None and not (event == "stop" and hook.final):
+        log_reason(f"{event}: the payload names no transcript_path{'' if event != 'stop' else ' and no final reply'}", env)
+        return event != "stop"
 
     def directives(reading: Reading) -> None:
         if hook.transcript and reading.missing and not hook.final and not reading.error:
