@@ -131,7 +131,8 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
     if hook.refused:
         log_reason(f"{event}: {hook.refused}; the transcript is not read", env)
     elif hook.transcript is None and not (event == "stop" and hook.final):
-        log_reason(f"{event}: the payload names no transcript_path{'' if event != 'stop' else ' and no final reply'}", env)
+        lacking = " and no final reply" if event == "stop" else ""
+        log_reason(f"{event}: the payload names no transcript_path{lacking}", env)
         return event != "stop"
 
     def directives(reading: Reading) -> None:
