@@ -29,6 +29,7 @@ CLIENT_LIMITS: tuple[tuple[str, str, int | None], ...] = (
 )
 CLIENT_LIMIT_CHARS = min(limit for _, _, limit in CLIENT_LIMITS if limit)
 RECENT_SESSIONS = 5
+AUTO_PREFIX = "[automatic handoff]"
 
 
 def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
@@ -102,7 +103,8 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
     block("files", [f + (" (changed since)" if f in moved else "") for f in fields.get("files", [])[:20]])
     block("tests", fields.get("tests", []))
     block("commands", fields.get("commands", []))
-    current, stale = [], []
+    current: list[str] = []
+    stale: list[str] = []
     for failure in fields.get("failing", []):
         cited = set(targets_of(failure["command"])) or set(fields.get("files", []))
         text = f"`{failure['command'][:80]}` exited {failure['exit']}" + (
@@ -122,20 +124,23 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
 
 def decisions_text(app: App, project: str, budget_chars: int, root: str | None, shown: str) -> str:
     """Decisions, open questions and todos of the repository's recent sessions (newest first), the
-    ones the handoff above shows left out, each marked when a file it cites changed since."""
+    ones the handoff above shows left out, each marked when a file it cites (else a file its turn
+    wrote) changed since."""
     from contextflow.capture import recall
 
     lines: list[str] = []
     used = 0
+    checked: dict[int, list[Change]] = {}  # the files of one turn are checked once
     for said in recall.recent_substance(app, project):
         if said.text in shown:
             continue
-        cited = [
-            path
-            for path in (said.state.get("files") or {})
-            if path in said.text or path.rsplit("/", 1)[-1] in said.text
-        ]
-        changed = [c for c in _changes(root, said.state) if c.path in cited]
+        files = list(said.state.get("files") or {})
+        named = [path for path in files if path in said.text or path.rsplit("/", 1)[-1] in said.text]
+        cited = named or files  # a claim naming no file is about the files its turn wrote
+        key = id(said.state)
+        if key not in checked:
+            checked[key] = _changes(root, said.state)
+        changed = [c for c in checked[key] if c.path in cited][:3]
         mark = ("; " + ", ".join(c.text() for c in changed)) if changed else ""
         where = f"{said.ts[:10]}, {clean(said.agent, True)}, session {clean(said.session_id, True)[:40]}"
         line = f"- {said.kind}: {clean(said.text, True)} ({where}{mark})"
@@ -172,11 +177,17 @@ def sessions_text(app: App, project: str, budget_chars: int) -> str:
         return ""
     lines = [
         f"- {clip(s.session_id, 60)} | last {s.latest_ts[:16]} | {clip(', '.join(sorted(s.agents)), 80) or '?'}"
-        + (f" | {clip(s.latest_handoff_summary, 120)}" if s.latest_handoff_summary else "")
+        + (f" | {clip(s.latest_handoff_summary, 120)}" if _written_summary(s.latest_handoff_summary) else "")
         for s in found
     ]
     body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"
     return "## Recent sessions\n\n" + clip_block(body, budget_chars)
+
+
+def _written_summary(summary: str) -> bool:
+    """Whether a session's latest handoff summary is shown in its line: an automatic one is a snapshot
+    of the session's turns when it was written (the handoff and decisions above are derived now)."""
+    return bool(summary) and not summary.startswith(AUTO_PREFIX)
 
 
 def clip_block(text: str, limit: int) -> str:

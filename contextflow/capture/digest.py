@@ -20,7 +20,6 @@ MAX_FINALS = 2
 MAX_ERRORS = 5
 _NEXT = re.compile(r"\bnext steps?\s*[:\-]\s*(.+)", re.I)
 _DONE = ("completed", "complete", "done", "cancelled", "canceled")
-_SUBSTANCE = ("decisions", "questions", "todos_said", "resolved")
 
 
 def _merge_unique(old: list[str], new: list[str], limit: int) -> list[str]:
@@ -28,8 +27,12 @@ def _merge_unique(old: list[str], new: list[str], limit: int) -> list[str]:
     return merged[-limit:]
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def turn_has_work(turn: dict[str, Any]) -> bool:
-    files = turn.get("files") if isinstance(turn.get("files"), dict) else {}
+    files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
     return bool(files.get("created") or files.get("edited") or turn.get("commands") or "todos" in turn)
 
 
@@ -38,35 +41,37 @@ def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = copy.deepcopy(digest)
     number = out.get("turns", 0) + 1
     out["turns"] = number
-    files_of = turn.get("files") if isinstance(turn.get("files"), dict) else {}
+    files_of: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
     files = out.get("files", [])
     for kind in ("created", "edited"):
-        files = _merge_unique(files, [p for p in files_of.get(kind, []) if isinstance(p, str)], MAX_FILES)
+        files = _merge_unique(files, [p for p in _list(files_of.get(kind)) if isinstance(p, str)], MAX_FILES)
     out["files"] = files
-    out["read"] = _merge_unique(out.get("read", []), files_of.get("read", []), MAX_FILES)
+    read = [p for p in _list(files_of.get("read")) if isinstance(p, str)]
+    out["read"] = _merge_unique(out.get("read", []), read, MAX_FILES)
     checks: dict[str, Any] = out.setdefault("checks", {})
-    for command in turn.get("commands", []):
+    for command in _list(turn.get("commands")):
         if isinstance(command, dict):
             outcomes.fold(checks, command, number)
-    if "todos" in turn:
-        out["todos"] = turn["todos"]
+    if isinstance(turn.get("todos"), list):
+        out["todos"] = [t for t in turn["todos"] if isinstance(t, dict) and isinstance(t.get("text"), str)]
     work = turn_has_work(turn)
-    said = {name: turn[name] for name in _SUBSTANCE if turn.get(name)}
-    if turn.get("final") and (work or said or not out.get("finals")):
+    said = substance.of_turn(turn)
+    if isinstance(turn.get("final"), str) and turn["final"] and (work or said or not out.get("finals")):
         out["finals"] = ([*out.get("finals", []), turn["final"]])[-MAX_FINALS:]
-    if turn.get("request") and (work or said or not out.get("request")):
+    if isinstance(turn.get("request"), str) and turn["request"] and (work or said or not out.get("request")):
         out["request"] = turn["request"]
     out["substance"] = substance.accumulate(out.get("substance", {}), said)
     if work:
-        tool_errors = [e for e in turn.get("errors", []) if isinstance(e, str) and "` exited " not in e]
+        tool_errors = [e for e in _list(turn.get("errors")) if isinstance(e, str) and "` exited " not in e]
         out["errors"] = tool_errors[-MAX_ERRORS:]
     state = turn.get("state")
     if isinstance(state, dict) and isinstance(state.get("files"), dict):
         known = out.setdefault("state", {"commit": "", "files": {}})
-        known["files"].update(state["files"])
-        known["commit"] = state.get("commit") or known.get("commit", "")
+        known["files"].update({p: b for p, b in state["files"].items() if isinstance(b, str)})
+        commit = state.get("commit")
+        known["commit"] = commit if isinstance(commit, str) and commit else known.get("commit", "")
     handoff = turn.get("handoff")
-    if isinstance(handoff, dict):
+    if isinstance(handoff, dict) and isinstance(handoff.get("summary", ""), str):
         out["handoff"] = {**handoff, "turn": number}
     elif work and "handoff" in out:
         out["handoff"]["work_after"] = True

@@ -14,7 +14,7 @@ functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from contextflow.capture import digest as digests
@@ -59,6 +59,11 @@ def _turn(event: Event) -> dict[str, Any]:
     return turn if isinstance(turn, dict) else {}
 
 
+def _state(event: Event) -> dict[str, Any]:
+    state = _turn(event).get("state")
+    return state if isinstance(state, dict) else {}
+
+
 def session_digest(events: list[Event]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for event in events:
@@ -90,23 +95,22 @@ def latest_handoff(app: App, project: str) -> Latest | None:
         if event.id in links:
             sid, turn = links[event.id]
         key = max(event.key, turn.key) if turn is not None else event.key
-        state = _turn(turn).get("state", {}) if turn is not None else {}
+        state = _state(turn) if turn is not None else {}
         agent = str(event.data.get("agent") or "")
         candidates.append((key, 1, Latest(sid, key, event=event, agent=agent, ts=event.ts, state=state)))
-    by_id = {event.id: event for event in written}
     for sid, events in captured.items():
-        work = [e for e in events if turn_has_work(_turn(e)) and "handoff" not in _turn(e)]
-        if not work:
-            continue
-        digest = session_digest(events)
-        earlier = digest.get("handoff", {}).get("id")
-        last = work[-1]
-        agent = str(last.data.get("agent") or "")
-        latest = Latest(sid, last.key, digest=digest, agent=agent, ts=last.ts, earlier=by_id.get(str(earlier)))
-        candidates.append((last.key, 0, latest))
+        last = next((e for e in reversed(events) if turn_has_work(_turn(e)) and "handoff" not in _turn(e)), None)
+        if last is not None:  # its digest is folded only if it wins
+            candidates.append((last.key, 0, Latest(sid, last.key, agent=str(last.data.get("agent") or ""), ts=last.ts)))
     if not candidates:
         return None
-    return max(candidates, key=lambda c: (c[0], c[1]))[2]
+    best = max(candidates, key=lambda c: (c[0], c[1]))[2]
+    if best.event is not None:
+        return best
+    digest = session_digest(captured[best.session_id])
+    earlier = digest.get("handoff", {}).get("id")
+    by_id = {event.id: event for event in written}
+    return replace(best, digest=digest, earlier=by_id.get(str(earlier)))
 
 
 @dataclass(frozen=True)
@@ -129,17 +133,17 @@ def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) ->
     events = sorted((e for _, evs in recent for e in evs), key=lambda e: e.key)
     total: dict[str, list[Any]] = {}
     where: dict[tuple[str, str], Event] = {}
-    for event in events:
-        turn = _turn(event)
-        said = {name: turn[name] for name in ("decisions", "questions", "todos_said", "resolved") if turn.get(name)}
+    for turn_event in events:
+        turn = _turn(turn_event)
+        said = substance.of_turn(turn)
         if not said:
             continue
         total = substance.accumulate(total, said)
         for item in said.get("decisions", []):
-            where[("decision", digests.decision_text(item))] = event
+            where[("decision", digests.decision_text(item))] = turn_event
         for name, kind in (("questions", "question"), ("todos_said", "todo")):
             for text in said.get(name, []):
-                where[(kind, text)] = event
+                where[(kind, text)] = turn_event
     found: list[Said] = []
     items = [("decision", digests.decision_text(d)) for d in total.get("decisions", [])]
     items += [("question", q) for q in total.get("questions", [])] + [("todo", t) for t in total.get("todos_said", [])]
@@ -147,7 +151,7 @@ def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) ->
         event = where.get((kind, text))
         if event is None:
             continue
-        state = _turn(event).get("state", {})
+        state = _state(event)
         agent = str(event.data.get("agent") or "")
         found.append(Said(kind, text, str(event.data.get("session_id") or ""), event.ts, agent, state))
     found.sort(key=lambda said: said.ts, reverse=True)

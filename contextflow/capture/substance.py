@@ -28,7 +28,7 @@ _REJECTED = re.compile(
     r"(.+?)(?=\s*(?:because|since|as|,|;|$))",
     re.I,
 )
-_REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that|to avoid|to keep)\b\s*(.+)$", re.I)
+_REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that)\b\s*(.+)$", re.I)
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
@@ -40,38 +40,11 @@ _POLITE = re.compile(
 )
 _TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
 _RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "with",
-        "is",
-        "are",
-        "was",
-        "be",
-        "it",
-        "this",
-        "that",
-        "we",
-        "i",
-        "our",
-        "by",
-        "as",
-        "at",
-        "from",
-        "not",
-        "so",
-        "use",
-    ]
+_STOP_WORDS = (
+    "a an the to of in on for and or with is are was be it this that we i our by as at from not so use "
+    "which what how whether should do does can could would will shall decided decide chose question open"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def _clip(text: str, limit: int) -> str:
@@ -152,7 +125,8 @@ def extract(text: str) -> dict[str, list[Any]]:
 
 
 def key_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in re.findall(r"[a-z0-9_./]+", text.lower()) if w not in _STOP and len(w) > 1)
+    words = (w.strip("./") for w in re.findall(r"[a-z0-9_./]+", text.lower()))
+    return frozenset(w for w in words if w not in _STOP and len(w) > 1)
 
 
 def same(a: str, b: str) -> bool:
@@ -167,6 +141,23 @@ def _answered(item: str, resolved: list[str], decisions: list[dict[str, str]]) -
     return any(same(item, r) for r in resolved) or any(same(item, d.get("decision", "")) for d in decisions)
 
 
+def of_turn(turn: dict[str, Any]) -> dict[str, list[Any]]:
+    """What a stored turn record says (a record from another machine may hold anything: only
+    well-formed items are kept)."""
+    found: dict[str, list[Any]] = {}
+    decisions = turn.get("decisions")
+    if isinstance(decisions, list):
+        kept = [d for d in decisions if isinstance(d, dict) and isinstance(d.get("decision"), str) and d["decision"]]
+        found["decisions"] = [
+            {**d, "status": d.get("status") if d.get("status") in ("chosen", "rejected") else "chosen"} for d in kept
+        ]
+    for name in ("questions", "todos_said", "resolved"):
+        items = turn.get(name)
+        if isinstance(items, list):
+            found[name] = [item for item in items if isinstance(item, str) and item]
+    return {name: items[:MAX_KEEP] for name, items in found.items() if items}
+
+
 def accumulate(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """The session's substance with one more turn's: newer items replace the same older ones;
     questions a later decision or "resolved:" answers, and todos said done, are dropped."""
@@ -175,7 +166,10 @@ def accumulate(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> dict[str
     out: dict[str, list[Any]] = {name: list(items) for name, items in old.items()}
     decisions = out.setdefault("decisions", [])
     for item in new.get("decisions", []):
-        decisions[:] = [d for d in decisions if not same(d.get("decision", ""), item["decision"])] + [item]
+        kept = [
+            d for d in decisions if d.get("status") != item.get("status") or not same(d["decision"], item["decision"])
+        ]
+        decisions[:] = [*kept, item]
     resolved = new.get("resolved", [])
     fresh = new.get("decisions", [])
     for name in ("questions", "todos_said"):
