@@ -335,3 +335,20 @@ def test_a_stop_payload_with_neither_transcript_nor_reply_says_so(app, monkeypat
     assert main(["hook", "stop"]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "the payload names no transcript_path and no final reply" in err
+
+
+def test_a_turn_with_many_long_file_paths_and_their_states_keeps_its_byte_bound(
+    app, tmp_path, monkeypatch, capsys, repo
+):
+    path = tmp_path / "home" / ".claude" / "projects" / "w" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [entry("user", "Write many files")]
+    for n in range(30):
+        name = str(repo / ("src/" + "n" * 150 + f"{n}.py"))
+        write = {"type": "tool_use", "id": f"w{n}", "name": "Write", "input": {"file_path": name, "content": "x"}}
+        lines += [entry("assistant", [write]), entry("user", [{"type": "tool_result", "tool_use_id": f"w{n}"}])]
+    path.write_text("\n".join(lines) + "\n")
+    run_hook(monkeypatch, capsys, "stop", stop_payload(path, repo, last_assistant_message="Wrote them. " * 300))
+    (record,) = stored(app)
+    assert len(json.dumps(record, ensure_ascii=False).encode()) <= turns.MAX_TURN_BYTES
+    assert record["files"]["created"] and record.get("state", {}).get("files")

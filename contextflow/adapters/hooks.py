@@ -104,7 +104,8 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             from contextflow.capture.turn_directives import prompt_submit
 
-            return _inject("UserPromptSubmit", prompt_submit(hooks, payload.get("session_id"), hook_budget(env)))
+            session_id = payloads.read(payload, env).session_id
+            return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
             done = transcript_event(event, payload, hooks, env)
             return "{}" if event == "stop" and done else ""

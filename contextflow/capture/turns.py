@@ -195,7 +195,7 @@ class Turn:
             record["handoff"] = self.handoffs[-1]
         if self.continued:
             record["continued"] = True
-        while _size(record) > MAX_TURN_BYTES and _shrink(record):
+        while record_bytes(record) > MAX_TURN_BYTES and _shrink(record):
             pass
         return {name: value for name, value in record.items() if value not in ("", [], {})}
 
@@ -227,7 +227,8 @@ def _cli_summary(command: str) -> str | None:
     return None
 
 
-def _size(record: dict[str, Any]) -> int:
+def record_bytes(record: dict[str, Any]) -> int:
+    """The record's size as stored: its JSON in UTF-8 bytes."""
     return len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
