@@ -352,3 +352,22 @@ def test_a_turn_with_many_long_file_paths_and_their_states_keeps_its_byte_bound(
     (record,) = stored(app)
     assert len(json.dumps(record, ensure_ascii=False).encode()) <= turns.MAX_TURN_BYTES
     assert record["files"]["created"] and record.get("state", {}).get("files")
+
+
+def test_a_directive_the_transcript_holds_only_after_the_stop_is_carried_out_at_session_end(
+    app, tmp_path, monkeypatch, capsys, repo
+):
+    from contextflow.graph import writes
+
+    path = tmp_path / "home" / ".claude" / "projects" / "w" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    said = '<ctx:remember type="fact">kept after the stop</ctx:remember>'
+    path.write_text(entry("user", "go") + "\n" + entry("assistant", [{"type": "text", "text": "Working."}]) + "\n")
+    run_hook(monkeypatch, capsys, "stop", {**stop_payload(path, repo), "last_assistant_message": "Working."})
+    assert writes.graph(app).live == set()
+    with open(path, "a") as handle:  # a later message, then the session ends before any Stop reads it
+        handle.write(entry("assistant", [{"type": "text", "text": said}]) + "\n")
+    end = {**stop_payload(path, repo), "hook_event_name": "SessionEnd"}
+    run_hook(monkeypatch, capsys, "session-end", end)
+    run_hook(monkeypatch, capsys, "session-end", end)  # once only
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["kept after the stop"]

@@ -124,8 +124,9 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
 
 
 def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapping[str, str]) -> bool:
-    """Stop, SessionEnd, PreCompact: the new turns read once; Stop carries out their directives;
-    the turns are captured (`contextflow.capture.core.handle`). False when it failed (logged)."""
+    """Stop, SessionEnd, PreCompact: the new turns read once, their directives carried out (also
+    those the transcript only held after the last Stop), the turns captured
+    (`contextflow.capture.core.handle`). False when it failed (logged)."""
     from contextflow.capture import core
 
     hook = payloads.read(payload, env)
@@ -137,7 +138,7 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
         return event != "stop"
 
     def directives(reading: Reading) -> None:
-        if hook.transcript and reading.missing and not hook.final and not reading.error:
+        if event == "stop" and hook.transcript and reading.missing and not hook.final and not reading.error:
             raise FileNotFoundError("the transcript is not there and the payload carries no final reply")
         if reading.error:
             log_reason(f"{event}: {reading.error}", env)
@@ -153,7 +154,7 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
             hooks.parent,
             lambda: _open_app(env, payload),
             env,
-            directives if event == "stop" else None,
+            directives,
         )
     except Exception as exc:  # no message: it may quote a command or a reply
         log_reason(f"{event} did nothing: {type(exc).__name__}", env)
