@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -65,10 +66,17 @@ def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
         print(line, file=sys.stderr)
         path = state_root(env) / "hooks.log"
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
-            path.replace(path.with_suffix(".log.old"))
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o600)  # never waits: a FIFO planted there is refused below
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{path} is not a regular file")
+            if info.st_size > MAX_LOG_BYTES:
+                path.replace(path.with_suffix(".log.old"))
+            os.write(fd, (line + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
     except Exception:  # logging must not fail the hook either
         pass
 
@@ -96,7 +104,8 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             from contextflow.capture.turn_directives import prompt_submit
 
-            return _inject("UserPromptSubmit", prompt_submit(hooks, payload.get("session_id"), hook_budget(env)))
+            session_id = payloads.read(payload, env).session_id
+            return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
             done = transcript_event(event, payload, hooks, env)
             return "{}" if event == "stop" and done else ""
@@ -115,16 +124,21 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
 
 
 def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapping[str, str]) -> bool:
-    """Stop, SessionEnd, PreCompact: the new turns read once; Stop carries out their directives;
-    the turns are captured (`contextflow.capture.core.handle`). False when it failed (logged)."""
+    """Stop, SessionEnd, PreCompact: the new turns read once, their directives carried out (also
+    those the transcript only held after the last Stop), the turns captured
+    (`contextflow.capture.core.handle`). False when it failed (logged)."""
     from contextflow.capture import core
 
     hook = payloads.read(payload, env)
     if hook.refused:
         log_reason(f"{event}: {hook.refused}; the transcript is not read", env)
+    elif hook.transcript is None and not (event == "stop" and hook.final):
+        lacking = " and no final reply" if event == "stop" else ""
+        log_reason(f"{event}: the payload names no transcript_path{lacking}", env)
+        return event != "stop"
 
     def directives(reading: Reading) -> None:
-        if hook.transcript and reading.missing and not hook.final and not reading.error:
+        if event == "stop" and hook.transcript and reading.missing and not hook.final and not reading.error:
             raise FileNotFoundError("the transcript is not there and the payload carries no final reply")
         if reading.error:
             log_reason(f"{event}: {reading.error}", env)
@@ -140,7 +154,7 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
             hooks.parent,
             lambda: _open_app(env, payload),
             env,
-            directives if event == "stop" else None,
+            directives,
         )
     except Exception as exc:  # no message: it may quote a command or a reply
         log_reason(f"{event} did nothing: {type(exc).__name__}", env)

@@ -17,7 +17,7 @@ from contextflow.capture.turns import Turn, decoded, each
 
 _NOISE_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation', b'{"type":"last-prompt', b'{"type":"atis')
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
-_EXIT = re.compile(r"Exit code (\d{1,10})\b")
+_EXIT = re.compile(r"Exit code (\d+)")
 _WRITE_TOOLS = {"Write": "created", "Edit": "edited", "MultiEdit": "edited", "NotebookEdit": "edited", "Read": "read"}
 
 
@@ -128,10 +128,13 @@ def _result(turn: Turn, calls: dict[str, Any], tasks: dict[str, list[str]], bloc
         else:
             turn.error(f"{name} {args.get('file_path', '')}: {output}")
     elif name == "Bash":
-        code = _EXIT.search(output[:200]) if failed else None
+        at = output.find("Exit code ", 0, 200) if failed else -1
+        code = _EXIT.match(output, at) if at >= 0 else None
         if code:  # "Exit code 3\n<the command's output>": the output is what tells what went wrong
             output = output[: code.start()] + output[code.end() :]
-        turn.command(args.get("command"), int(code.group(1)) if code else (1 if failed else 0), output)
+        digits = code.group(1) if code else ""
+        exit_code = int(digits) if 0 < len(digits) <= 10 else None if digits or failed else 0
+        turn.command(args.get("command"), exit_code, output, failed)
     elif name == "TodoWrite":
         todos = result.get("newTodos") if isinstance(result, dict) else None
         todos = todos if isinstance(todos, list) else args.get("todos")

@@ -148,6 +148,7 @@ def capture(
         files_state = filestate.states(root, cited)
         if files_state:
             data["state"] = files_state  # after the id: the same turn read again is the same turn
+            _within_bound(data)
         stored.append({"turn_id": key, "turn": data})
     if not stored and not (closing and _closing_due(state, digests)):
         state["turn_ids"] = seen[-KEEP_TURN_IDS:]
@@ -179,6 +180,17 @@ def capture(
     state.update(work)  # only once the events are written
     state.update({"turn_ids": seen[-KEEP_TURN_IDS:], "stored": count})
     return stored
+
+
+def _within_bound(data: dict[str, Any]) -> None:
+    """The turn record with its file states still within MAX_TURN_BYTES (the last states go first)."""
+    from contextflow.capture.turns import MAX_TURN_BYTES, record_bytes
+
+    files = data["state"]["files"]
+    while files and record_bytes(data) > MAX_TURN_BYTES:
+        files.popitem()
+    if not files:
+        del data["state"]
 
 
 def _link_handoff(app: App, project: str, turn: dict[str, Any]) -> None:

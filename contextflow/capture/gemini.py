@@ -13,7 +13,7 @@ from typing import Any
 
 from contextflow.capture.turns import Turn, decoded, each
 
-_EXIT = re.compile(r"Exit Code: (\d{1,10})\b")
+_EXIT = re.compile(r"Exit Code: (\d+)")
 # what run_shell_command's result holds besides the command's output (`Output: (empty)` when it had none)
 _NOT_OUTPUT = re.compile(
     r"\s*(</?untrusted_context>|\(empty\)|(Exit Code|Signal|Background PIDs|Process Group PGID):.*)\s*"
@@ -82,7 +82,9 @@ def _call(turn: Turn, call: dict[str, Any]) -> None:
         code = _EXIT.search(output)
         lines = output.replace("Output:", "", 1).splitlines()
         body = "\n".join(line for line in lines if not _NOT_OUTPUT.fullmatch(line))
-        turn.command(args.get("command"), int(code.group(1)) if code else (1 if failed else 0), body)
+        digits = code.group(1) if code else ""
+        exit_code = int(digits) if 0 < len(digits) <= 10 else None if digits or failed else 0
+        turn.command(args.get("command"), exit_code, body, failed or bool(digits and digits.strip("0")))
     elif name == "write_todos" and isinstance(args.get("todos"), list):
         turn.set_todos([(t.get("description"), t.get("status")) for t in args["todos"] if isinstance(t, dict)])
     elif failed and isinstance(name, str):

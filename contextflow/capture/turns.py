@@ -118,7 +118,9 @@ class Turn:
             if path not in bucket and len(bucket) < 4 * MAX_ITEMS:
                 bucket.append(path)
 
-    def command(self, command: object, exit_code: object, output: str = "") -> None:
+    def command(self, command: object, exit_code: object, output: str = "", failed: bool = False) -> None:
+        """One command run: its exit code (None when unknown or out of range); `failed`: the client
+        says it failed even when its code is unknown."""
         if not isinstance(command, str) or not command.strip():
             return
         if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
@@ -126,13 +128,14 @@ class Turn:
         entry: dict[str, Any] = {"command": clip(command, MAX_COMMAND), "exit": exit_code}
         if exit_code == 0 and _HANDOFF_COMMAND.search(command):
             self.handoff_written(_cli_summary(command[:8_000]))
-        if exit_code:
+        if exit_code or (failed and exit_code is None):
             from contextflow.capture.outcomes import error_line
 
             detail = error_line(without_private(output[-64_000:]), MAX_ERROR) if output else ""
             if detail:
                 entry["error"] = detail
-            self.error(f"`{clip(command, 80)}` exited {exit_code}" + (f": {detail}" if detail else ""))
+            how = f"exited {exit_code}" if exit_code else "failed (exit code unknown)"
+            self.error(f"`{clip(command, 80)}` {how}" + (f": {detail}" if detail else ""))
         self.commands.append(entry)
 
     def tool_call(self, name: object, args: object) -> None:
@@ -192,7 +195,7 @@ class Turn:
             record["handoff"] = self.handoffs[-1]
         if self.continued:
             record["continued"] = True
-        while _size(record) > MAX_TURN_BYTES and _shrink(record):
+        while record_bytes(record) > MAX_TURN_BYTES and _shrink(record):
             pass
         return {name: value for name, value in record.items() if value not in ("", [], {})}
 
@@ -224,7 +227,8 @@ def _cli_summary(command: str) -> str | None:
     return None
 
 
-def _size(record: dict[str, Any]) -> int:
+def record_bytes(record: dict[str, Any]) -> int:
+    """The record's size as stored: its JSON in UTF-8 bytes."""
     return len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
@@ -237,7 +241,8 @@ def _shrink(record: dict[str, Any]) -> bool:
             if isinstance(items, list) and len(items) > floor:
                 del items[: max(1, (len(items) - floor) // 2)]
                 return True
-        for items in record["files"].values():
+        handoff = record.get("handoff")
+        for items in [*record["files"].values(), handoff.get("files", []) if isinstance(handoff, dict) else []]:
             if len(items) > floor:
                 del items[max(floor, len(items) // 2) :]
                 return True
