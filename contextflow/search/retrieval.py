@@ -1,6 +1,6 @@
 """get_context: ranked retrieval across every kind of record, packed into budgeted markdown.
 
-The search view ranks the documents; each hit's block (contextflow.search.present: provenance
+The search view ranks the documents; each hit's block (contextflow.search.hits: provenance
 header, stored text quoted as untrusted data) is packed best first until `budget_tokens`: the
 block that crosses it is clipped, the rest are listed as left out. The text never exceeds the
 budget (`estimate_tokens`, about four characters a token).
@@ -20,8 +20,8 @@ from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, estimate_tokens
 from contextflow.search import derived, ranking, when
 from contextflow.search.extractors import search_kinds
+from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
-from contextflow.search.present import Views, hit_block, hit_json
 from contextflow.search.tokens import iter_tokens, query_terms
 from contextflow.search.view import VIEW_NAME
 
@@ -165,7 +165,7 @@ def memory_index(store: Store) -> SearchIndex:
     """The search view folded in this process's memory by a twin store that folds only it (the
     fallback when the disk index cannot be used, and the reference it is tested against)."""
     from contextflow.core.fold import LazyView
-    from contextflow.features import VIEWS
+    from contextflow.features import view_paths
 
     twin = _MEMORY.get(store)
     if twin is None:
@@ -173,7 +173,7 @@ def memory_index(store: Store) -> SearchIndex:
             store.location,
             store.writer,
             store.state_dir,
-            views=[LazyView("search", VIEWS["search"])],
+            views=[LazyView("search", view_paths()["search"])],
             use_snapshot=False,
         )
     index: SearchIndex = twin.view("search")
