@@ -17,7 +17,7 @@ from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.errors import InputError
 from contextflow.core.store import Store
-from contextflow.core.text import DATA_NOTICE, clip, estimate_tokens
+from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
 from contextflow.search.extractors import search_kinds
 from contextflow.search.hits import Views, hit_block, hit_json
@@ -101,7 +101,7 @@ def matched(doc: Doc, terms: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
+def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     """BM25 candidates from the index, within the query's filters, reranked by the levers
     (`search/ranking.py`), each hit marked weak when it is not a strong match (`ranking.weak_flags`).
     Beside the main pool, a query naming a speaker or a date takes one more pool of that speaker's
@@ -228,7 +228,7 @@ def _clipped(block: str, room: int) -> str:
         if used + len(line) + 1 > limit:
             space = limit - used - 4
             if space >= 40:
-                kept.append(line[:space] + "...")
+                kept.append(cut(line, space + 3))
             break
         kept.append(line)
         used += len(line) + 1
