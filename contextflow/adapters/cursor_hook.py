@@ -15,7 +15,8 @@ from typing import Any
 
 def run_cursor(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], capture: Callable[..., None]) -> str:
     from contextflow.capture import cursor_events
-    from contextflow.capture.core import capture_off, redacted, repo_root
+    from contextflow.capture.core import capture_off, repo_root
+    from contextflow.capture.transcript import redacted
 
     event = payload.get("hook_event_name")
     answer = '{"continue":true}' if event == "beforeSubmitPrompt" else "{}"
@@ -31,37 +32,14 @@ def run_cursor(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], cap
         if line is not None:
             cursor_events.append(journal, redacted(line))
         return answer
-    final = _last_response(journal)
+    if not journal.is_file():
+        return answer  # no event of this conversation was journaled: nothing to capture
     turn = {
         "session_id": conversation.strip(),
         "cwd": cwd,
         "transcript_path": str(journal),
         "hook_event_name": "stop",
         "conversation_id": conversation,
-        "last_assistant_message": final or "",
     }
-    capture(turn)
+    capture(turn)  # the directives are read from the journal's responses (capture.cursor_events)
     return answer
-
-
-def _last_response(journal: Path) -> str | None:
-    """The agent's last response in the journal's tail (for the directives it carries)."""
-    import json
-
-    try:
-        with open(journal, "rb") as handle:
-            handle.seek(max(0, handle.seek(0, 2) - (256 << 10)))
-            lines = handle.read().split(b"\n")
-    except OSError:
-        return None
-    for raw in reversed(lines):
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("event") == "afterAgentResponse":
-            text = entry.get("text")
-            return text if isinstance(text, str) else None
-        if isinstance(entry, dict) and entry.get("event") == "beforeSubmitPrompt":
-            return None
-    return None

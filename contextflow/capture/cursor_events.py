@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from contextflow.capture.turns import MAX_COMMAND, MAX_FINAL, MAX_PROMPT, Turn, clip, decoded
+from contextflow.capture.turns import MAX_COMMAND, MAX_FINAL, MAX_PROMPT, Turn, clip, decoded, each
 
 EVENTS = ("beforeSubmitPrompt", "afterFileEdit", "afterShellExecution", "afterAgentResponse", "stop")
 KEPT = {
@@ -78,25 +78,28 @@ def append(path: Path, line: dict[str, Any]) -> bool:
     return True
 
 
-def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | None = None) -> list[Turn]:
     """Turns from journal lines: a prompt starts a turn; edits, commands and the agent's response
     fill it (a command's exit status is not in Cursor's payload: it is stored as unknown)."""
     turns: list[Turn] = []
-    for entry in decoded(lines, counts, lambda line: False):
-        event = entry.get("event") if isinstance(entry, dict) else None
+
+    def take(entry: Any) -> None:
+        event = entry["event"]
         if event == "beforeSubmitPrompt":
             turns.append(Turn(str(entry.get("prompt") or "")))
-            continue
+            return
         if event not in KEPT:
-            counts["bad"] = counts.get("bad", 0) + 1
-            continue
+            raise ValueError(f"not a journal event: {event!r}")
         if not turns:
             turns.append(Turn(continued=True))
         turn = turns[-1]
         if event == "afterFileEdit":
             turn.file("edited", entry.get("file_path"))
-        elif event == "afterShellExecution" and isinstance(entry.get("command"), str):
-            turn.commands.append({"command": entry["command"], "exit": None})
-        elif event == "afterAgentResponse":
-            turn.set_final(entry.get("text"))
+        elif event == "afterShellExecution":
+            turn.command(entry.get("command"), None)
+        elif event == "afterAgentResponse" and isinstance(entry.get("text"), str):
+            turn.set_final(entry["text"])
+            turn.say(f"cursor:{len(turn.messages)}", entry["text"])
+
+    each(decoded(lines, counts, lambda line: False), counts, take)
     return turns

@@ -25,9 +25,8 @@ from typing import Any
 from urllib.parse import quote
 
 from contextflow.capture.cursor import Chunk
-from contextflow.capture.turns import Turn, decoded
+from contextflow.capture.turns import Turn, decoded, each
 
-EVENTS = ("session.idle", "session.compacted")  # what the plugin names the hook calls it makes
 MAX_MESSAGES = 2_000  # per read; the rest on the next call
 MAX_ROW = 2 << 20
 NO_OUTPUT = "(no output)"
@@ -98,28 +97,7 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
             start = [created, key]
     finally:
         connection.close()
-    return Chunk(lines, {"after": start}, skipped, False)
-
-
-def final_reply(name: str) -> str | None:
-    """The text of the session's last completed assistant message, or None."""
-    path, session_id = _split(name)
-    connection = _connect(path)
-    try:
-        row = connection.execute(
-            "SELECT id FROM message WHERE session_id = ? AND json_extract(data, '$.role') = 'assistant' "
-            "AND json_extract(data, '$.time.completed') IS NOT NULL ORDER BY time_created DESC, id DESC LIMIT 1",
-            (session_id,),
-        ).fetchone()
-        if row is None:
-            return None
-        parts = connection.execute(
-            "SELECT data FROM part WHERE message_id = ? AND length(data) <= ? ORDER BY id", (row[0], MAX_ROW)
-        ).fetchall()
-    finally:
-        connection.close()
-    texts = [_text(_json(data)) for (data,) in parts]
-    return "\n".join(text for text in texts if text) or None
+    return Chunk(lines, {"after": start}, skipped, False, 0 if start == [0, ""] or after is None else 1)
 
 
 def _json(data: Any) -> Any:
@@ -142,23 +120,23 @@ def _text(part: Any) -> str:
     return ""
 
 
-def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | None = None) -> list[Turn]:
     """Turns from `read_new`'s lines: a user message with text of its own starts a turn; assistant
-    messages add their tool calls and their text (the last one is the final reply)."""
+    messages add their tool calls and their texts (the last one is the final reply). `pending` is
+    unused: a message is read only once it is complete."""
     turns: list[Turn] = []
-    for entry in decoded(lines, counts, lambda line: False):
-        info = entry.get("info") if isinstance(entry, dict) else None
-        parts = entry.get("parts") if isinstance(entry, dict) else None
+
+    def take(entry: Any) -> None:
+        info, parts = entry["info"], entry["parts"]
         if not isinstance(info, dict) or not isinstance(parts, list):
-            counts["bad"] = counts.get("bad", 0) + 1
-            continue
+            raise ValueError("not a message")
         if info.get("role") == "user":
             prompt = "\n".join(text for text in map(_text, parts) if text)
             if prompt.strip():
                 turns.append(Turn(prompt))
-            continue
+            return
         if info.get("role") != "assistant":
-            continue
+            return
         if not turns:
             turns.append(Turn(continued=True))
         for part in parts:
@@ -166,6 +144,9 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
                 _tool(turns[-1], part)
             elif _text(part).strip():
                 turns[-1].set_final(_text(part))
+                turns[-1].say(part.get("id") or entry.get("id"), _text(part))
+
+    each(decoded(lines, counts, lambda line: False), counts, take)
     return turns
 
 
@@ -176,10 +157,12 @@ def _tool(turn: Turn, part: dict[str, Any]) -> None:
     args = state.get("input") if isinstance(state.get("input"), dict) else {}
     metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
     output = state.get("output") if isinstance(state.get("output"), str) else ""
+    if state["status"] == "completed":
+        turn.tool_call(name, args)
     if state["status"] == "error":
         detail = state.get("error") if isinstance(state.get("error"), str) else "failed"
         if name == "bash":
-            turn.command(args.get("command"), 1, detail)
+            turn.command(args.get("command"), None, detail, failed=True)
         else:
             turn.error(f"{name} {args.get('filePath', '')}: {detail}".replace("  ", " "))
         return
