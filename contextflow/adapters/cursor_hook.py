@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 
-def run_cursor(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], capture: Callable[..., None]) -> str:
+def run_cursor(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], capture: Callable[..., object]) -> str:
     from contextflow.capture import cursor_events
     from contextflow.capture.core import capture_off, repo_root
     from contextflow.capture.transcript import redacted

@@ -88,9 +88,9 @@ def install(app: None, args: JSON) -> Reply:
     blocks: list[str] = []
     found = packaged.find(args["client"], Path(os.environ.get("HOME") or Path.home()), Path.cwd())
     if found is not None:
-        from contextflow.admin.install_plugins import note
+        from contextflow.admin.install_plugins import note as packaged_note
 
-        blocks.append(note(found, changed))
+        blocks.append(packaged_note(found, changed))
     for change in changes:
         action = "create" if change.before is None else "update"
         if change.changed:

@@ -22,6 +22,13 @@ from typing import Any
 from contextflow.core.errors import InputError
 
 PLUGIN_NAME = "contextflow.js"
+OWNED = (
+    "CONTEXTFLOW_STORE",
+    "MCP_SHARED_CONTEXT_FILE",
+    "MCP_SHARED_CONTEXT_FOLDER",
+    "CONTEXTFLOW_STATE",
+    "CONTEXTFLOW_WRITER",
+)
 INSTALLED_LINE = "const INSTALLED = {}"
 PACKAGED = "clients/opencode/contextflow.js"  # where the wheel carries the plugin
 
@@ -100,8 +107,7 @@ def mcp_mutator(path: Path, command: list[str], settings: Mapping[str, str]) -> 
             raise InputError(f"{path}: mcp is not a JSON object; fix it and run install again. Nothing was changed")
         entry = servers.get("contextflow")
         entry = dict(entry) if isinstance(entry, dict) else {}
-        owned = ("CONTEXTFLOW_STORE", "MCP_SHARED_CONTEXT_FILE", "MCP_SHARED_CONTEXT_FOLDER")
-        owned += ("CONTEXTFLOW_STATE", "CONTEXTFLOW_WRITER")
+        owned = OWNED
         current = entry.get("environment")
         kept = {k: v for k, v in current.items() if k not in owned} if isinstance(current, dict) else {}
         entry.update({"type": "local", "command": [*command, "serve"], "enabled": True})

@@ -154,13 +154,13 @@ def _tool(turn: Turn, part: dict[str, Any]) -> None:
     name, state = part.get("tool"), part.get("state")
     if not isinstance(state, dict) or state.get("status") not in ("completed", "error"):
         return
-    args = state.get("input") if isinstance(state.get("input"), dict) else {}
-    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
-    output = state.get("output") if isinstance(state.get("output"), str) else ""
+    args: dict[str, Any] = state["input"] if isinstance(state.get("input"), dict) else {}
+    metadata: dict[str, Any] = state["metadata"] if isinstance(state.get("metadata"), dict) else {}
+    output: str = state["output"] if isinstance(state.get("output"), str) else ""
     if state["status"] == "completed":
         turn.tool_call(name, args)
     if state["status"] == "error":
-        detail = state.get("error") if isinstance(state.get("error"), str) else "failed"
+        detail: str = state["error"] if isinstance(state.get("error"), str) else "failed"
         if name == "bash":
             turn.command(args.get("command"), None, detail, failed=True)
         else:
