@@ -408,14 +408,14 @@ def claude_code(
         MCP_TIMEOUT="60000",
         **({"MCP_SHARED_CONTEXT_PROJECT": project} if project else {}),
     )
+    if installed:  # first, as a user who had it before the plugin existed
+        install("claude-code", place, {**place.base_env(), **place.machine_env()})
     if plugin:
         env.update(place.machine_env())
         source = checkout(place.root)
         for args in (["marketplace", "add", str(source)], ["install", f"contextflow@{MARKETPLACE}"]):
             done = run_bounded([claude_bin, "plugin", *args], env=env, cwd=place.work)
             assert done.returncode == 0, describe(done)
-    elif installed:
-        install("claude-code", place, {**place.base_env(), **place.machine_env()})
     tools = "mcp__contextflow mcp__plugin_contextflow_contextflow"
     allowed = f"{tools} Write Bash" if own_tools else tools
     return LiveClient(

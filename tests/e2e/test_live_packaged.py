@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
+from tests.e2e.conftest import contextflow_command, run_bounded
+from tests.e2e.live_loop import Seen, claude_code, make_place
 from tests.e2e.test_live_capture import (  # collected again here, on this module's handovers
+    QUIET,
     Handover,
+    repositories,
     run_handover,
     test_a_secret_in_a_captured_command_is_nowhere_on_disk,
     test_a_session_in_another_repository_is_handed_none_of_it,
@@ -65,3 +70,66 @@ def test_the_clients_were_set_up_by_their_own_commands_only(handover: Handover):
     assert "contextflow" not in json.loads((home / ".claude.json").read_text()).get("mcpServers", {})
     assert "contextflow" not in (home / ".gemini" / "settings.json").read_text()
     assert (home / ".gemini" / "extensions" / "contextflow" / "gemini-extension.json").is_file()
+
+
+# -- both ways in one client ---------------------------------------------------------------------
+
+BOTH_HANDOFF = "Both ways: the parser rewrite is merged"
+
+
+@dataclass(frozen=True)
+class Both:
+    before: Seen  # contextflow install, then the plugin: install's hooks run, the plugin's stand aside
+    doctor_before: str
+    after: Seen  # contextflow install run again: the plugin alone
+    doctor_after: str
+    hooks_log: str
+
+
+@pytest.fixture(scope="module")
+def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Both:
+    place = make_place(tmp_path_factory.mktemp("both-ways"))
+    r1, _ = repositories(place)
+    claude = claude_code(
+        request.getfixturevalue("claude_bin"),
+        request.getfixturevalue("anthropic_mock"),
+        place,
+        installed=True,
+        plugin=True,
+        project=None,
+    )
+    env = {**place.base_env(), **place.machine_env()}
+    handoff = ["handoff", BOTH_HANDOFF, "--agent", "codex", "--session", "s-both"]
+    assert run_bounded([contextflow_command(), *handoff], env=env, cwd=r1).returncode == 0
+
+    def doctor() -> str:
+        return run_bounded([contextflow_command(), "doctor"], env=env, cwd=r1).stdout
+
+    before, doctor_before = claude.session("Where were we?", QUIET, cwd=r1), doctor()
+    done = run_bounded([contextflow_command(), "install", "claude-code"], env=env, cwd=place.work)
+    assert done.returncode == 0 and "plugin (contextflow@contextflow) is enabled" in done.stdout, done.stdout
+    after, doctor_after = claude.session("Where were we?", QUIET, cwd=r1), doctor()
+    return Both(before, doctor_before, after, doctor_after, (place.state / "hooks.log").read_text())
+
+
+def session_starts(seen: Seen) -> list[str]:
+    return [text for text in seen.first_turn().texts() if "SessionStart hook additional context" in text]
+
+
+def test_installed_both_ways_the_session_start_comes_once(both: Both):
+    for seen in (both.before, both.after):
+        starts = session_starts(seen)
+        assert len(starts) == 1 and starts[0].count("## Latest handoff") == 1, [s[:300] for s in starts]
+        assert f"> {BOTH_HANDOFF}" in starts[0]
+
+
+def test_the_plugins_hooks_stand_aside_while_installs_are_there(both: Both):
+    assert "run instead" in both.hooks_log
+
+
+def test_doctor_says_which_way_is_active(both: Both):
+    assert "claude-code: both the plugin contextflow@contextflow and contextflow install" in both.doctor_before
+    assert "active: the hooks `contextflow install` wrote" in both.doctor_before
+    assert "has contextflow twice" in both.doctor_before
+    assert "claude-code: plugin contextflow@contextflow (active)" in both.doctor_after
+    assert "has contextflow twice" not in both.doctor_after
