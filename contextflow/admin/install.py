@@ -321,7 +321,9 @@ def plan(
     command = command or server_command()
     env = os.environ if env is None else env
     if client == "opencode":
-        return _plan_opencode(home, root, project, command, env)
+        from contextflow.admin import install_opencode
+
+        return install_opencode.plan(home, root, project, command, env)
     config = {
         "claude-code": root / ".mcp.json" if project else home / ".claude.json",
         "codex": root / ".codex" / "config.toml",
@@ -365,18 +367,6 @@ def plan(
     return [
         merge_json(config, server_mutator(config, command, {}, settings)),
         merge_json(hooks, cursor_hooks(hooks, command, hook_settings)),
-    ]
-
-
-def _plan_opencode(home: Path, root: Path, project: bool, command: list[str], env: Mapping[str, str]) -> list[Change]:
-    from contextflow.admin import install_opencode as opencode
-
-    config, plugin = opencode.paths(home, root, project, env)
-    entry = opencode.existing_environment(config)
-    settings = store_settings(env, entry)
-    return [
-        merge_json(config, opencode.mcp_mutator(config, command, settings)),
-        Change(plugin, _read(plugin), opencode.plugin_text(command, settings)),
     ]
 
 

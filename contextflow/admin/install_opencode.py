@@ -119,3 +119,15 @@ def mcp_mutator(path: Path, command: list[str], settings: Mapping[str, str]) -> 
         servers["contextflow"] = entry
 
     return mutate
+
+
+def plan(home: Path, root: Path, project: bool, command: list[str], env: Mapping[str, str]) -> list[Any]:
+    """The two changes: the MCP entry in opencode.json and the plugin file."""
+    from contextflow.admin.install import Change, _read, merge_json, store_settings
+
+    config, plugin = paths(home, root, project, env)
+    settings = store_settings(env, existing_environment(config))
+    return [
+        merge_json(config, mcp_mutator(config, command, settings)),
+        Change(plugin, _read(plugin), plugin_text(command, settings)),
+    ]
