@@ -1,4 +1,4 @@
-"""Client hooks: `contextflow hook session-start | prompt-submit | stop | session-end | pre-compact`.
+"""Client hooks: `contextflow hook session-start | prompt-submit | stop | session-end | pre-compact | cursor`.
 
 Each reads the JSON the client sends on stdin (`capture.payload`: one reader for every client)
 and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
@@ -11,6 +11,12 @@ and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
   are read once (`capture.transcript`), stop carries out their `<ctx:...>` directives
   (`capture.turn_directives`, also from the client's final reply when the transcript lags), and
   the turns are captured (`capture.core`).
+
+- cursor: every Cursor agent event (`adapters.cursor_hook`: a journal line per event, `stop` the
+  transcript path above on that journal).
+
+A hook run by contextflow's Claude Code plugin or Gemini CLI extension (`CONTEXTFLOW_VIA`) does
+nothing while hooks `contextflow install` wrote are in the client's settings (`admin.packaged`).
 
 A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the reason
 (redacted) to stderr and to `hooks.log` in the machine-local state folder, where what waits
