@@ -202,3 +202,17 @@ def test_a_hand_placed_opencode_plugin_reads_the_clients_environment(tmp_path):
     assert installed_settings(tmp_path / "missing.js") is None
     broken = write(tmp_path / "b.js", "const INSTALLED = {not json}\n")
     assert installed_settings(broken) == {}
+
+
+def test_install_beside_the_plugin_keeps_the_store_it_chose_in_claude_codes_env(home, tmp_path):
+    install("claude-code", home=home, command=CMD, env=ENV)
+    enable_claude_plugin(home)
+    install("claude-code", home=home, command=CMD, env={})  # the shell names no store: the entry's is kept
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert settings["env"] == ENV and "hooks" not in settings
+    from contextflow.admin.install_check import configured_places
+
+    places, _ = configured_places(home, None)
+    assert [(p.where, p.store) for p in places if p.client == "claude-code"] == [
+        ("plugin contextflow@contextflow", "/data/store")
+    ]

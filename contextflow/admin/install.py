@@ -333,11 +333,11 @@ def plan(
     from contextflow.admin import packaged
 
     found = packaged.find(client, home, cwd or Path.cwd())
+    settings = store_settings(env, existing_entry_env(config))
     if found is not None:
         from contextflow.admin.install_plugins import plan_beside
 
-        return plan_beside(found, config, root)
-    settings = store_settings(env, existing_entry_env(config))
+        return plan_beside(found, config, root, settings)
     hook_settings = {**settings, CLIENT_VARIABLE: HOOK_CLIENTS.get(client, client)}  # the hook knows its client
     if client == "claude-code":
         skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"

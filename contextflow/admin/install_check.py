@@ -163,7 +163,8 @@ def configured_places(home: Path, cwd: Path | None = None) -> tuple[list[Place],
     for client in ("claude-code", "gemini"):
         way = packaged.find(client, home, cwd)
         if way is not None:  # its server and hooks read the store settings of the client's environment
-            places.append(Place(client, f"{way.kind} {way.name}", store_of(os.environ, home)))
+            env = {**os.environ, **(packaged.claude_env(home, cwd) if client == "claude-code" else {})}
+            places.append(Place(client, f"{way.kind} {way.name}", store_of(env, home)))
     return places, problems
 
 

@@ -5,10 +5,11 @@ its server and hooks read the store settings of the environment the client runs 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextflow.admin.install import HOOKS, SERVER_NAME, Change, Mutator, merge_json
+from contextflow.admin.install import HOOKS, OWNED_VARIABLES, SERVER_NAME, Change, Mutator, merge_json
 from contextflow.admin.packaged import Packaged
 
 GEMINI_EVENTS = ("SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd")
@@ -59,12 +60,26 @@ def without_hooks(events: tuple[str, ...]) -> Mutator:
     return mutate
 
 
-def plan_beside(found: Packaged, config: Path, root: Path) -> list[Change]:
-    """The changes that leave the client to its plugin or extension."""
+def with_store(settings: Mapping[str, str]) -> Mutator:
+    """Claude Code's `env` setting (its sessions' environment, so the plugin's server and hooks
+    too) with the store settings install would have written into its own entries."""
+
+    def mutate(data: dict[str, Any]) -> None:
+        env = data.get("env")
+        kept = {k: v for k, v in env.items() if k not in OWNED_VARIABLES} if isinstance(env, dict) else {}
+        if kept or settings:
+            data["env"] = {**kept, **settings}
+
+    return mutate
+
+
+def plan_beside(found: Packaged, config: Path, root: Path, settings: Mapping[str, str]) -> list[Change]:
+    """The changes that leave the client to its plugin or extension (for Claude Code, with the
+    store settings in its `env` setting, so the store stays the one install chose)."""
     if found.client == "claude-code":
         hooks = root / ".claude" / "settings.json"
         events = tuple(event for event, _ in HOOKS)
-        return [merge_json(config, without_server), merge_json(hooks, without_hooks(events))]
+        return [merge_json(config, without_server), merge_json(hooks, without_hooks(events), with_store(settings))]
     return [merge_json(config, without_server, without_hooks(GEMINI_EVENTS))]
 
 
@@ -80,9 +95,14 @@ def note(found: Packaged, removed: bool) -> str:
         "gemini": f"gemini extensions disable {found.name}",
     }[found.client]
     taken = " and took back the server entry and hooks it wrote before" if removed else ""
+    store = {
+        "claude-code": "Its server and hooks use the store settings install wrote into Claude Code's `env` "
+        "setting (~/.claude/settings.json).",
+        "gemini": "Its server and hooks use the store settings of the environment Gemini CLI runs in "
+        "(CONTEXTFLOW_STORE, ...).",
+    }[found.client]
     return (
         f"contextflow's {client} {found.kind} ({found.name}) is enabled ({found.where}): it gives {client} "
-        f"{parts[found.client]}, so install wrote none of them{taken}. Its server and hooks use the store "
-        f"settings of the environment {client} runs in (CONTEXTFLOW_STORE, ...). To use `contextflow install "
+        f"{parts[found.client]}, so install wrote none of them{taken}. {store} To use `contextflow install "
         f"{found.client}` instead, run `{off}` and install again."
     )

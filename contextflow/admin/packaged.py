@@ -63,6 +63,17 @@ def claude_plugin(home: Path, cwd: Path | None = None) -> Packaged | None:
     return found
 
 
+def claude_env(home: Path, cwd: Path | None = None) -> dict[str, str]:
+    """Claude Code's `env` setting (user, then project files, the later winning): the environment
+    its sessions, and so the plugin's server and hooks, get on top of the shell's."""
+    merged: dict[str, str] = {}
+    for path in _claude_settings(home, cwd):
+        data = _load(path)
+        env = data.get("env") if isinstance(data, dict) else None
+        merged.update({k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {})
+    return merged
+
+
 def gemini_extension(home: Path, cwd: Path | None = None) -> Packaged | None:
     """The `contextflow` extension in ~/.gemini/extensions, unless disabled for this folder."""
     folder = home / ".gemini" / "extensions" / PLUGIN_NAME

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -108,7 +108,10 @@ def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     before, doctor_before = claude.session("Where were we?", QUIET, cwd=r1), doctor()
     done = run_bounded([contextflow_command(), "install", "claude-code"], env=env, cwd=place.work)
     assert done.returncode == 0 and "plugin (contextflow@contextflow) is enabled" in done.stdout, done.stdout
-    after, doctor_after = claude.session("Where were we?", QUIET, cwd=r1), doctor()
+    # Claude Code now runs without the store settings in its environment: the plugin reads the ones
+    # install wrote into its `env` setting
+    alone = replace(claude, env={k: v for k, v in claude.env.items() if k not in place.machine_env()})
+    after, doctor_after = alone.session("Where were we?", QUIET, cwd=r1), doctor()
     return Both(before, doctor_before, after, doctor_after, (place.state / "hooks.log").read_text())
 
 
