@@ -470,14 +470,14 @@ def gemini_cli(
         GEMINI_API_KEY="gemini-e2e-dummy",
         **({"MCP_SHARED_CONTEXT_PROJECT": project} if project and installed else {}),
     )
+    if installed:  # first, as a user who had it before the extension
+        install("gemini", place, {**place.base_env(), **place.machine_env()})
     if extension:
         env.update(place.machine_env())
         done = run_bounded(
             [gemini_bin, "extensions", "install", str(checkout(place.root)), "--consent"], env=env, cwd=place.work
         )
         assert done.returncode == 0, describe(done)
-    elif installed:
-        install("gemini", place, {**place.base_env(), **place.machine_env()})
     approval = ["--approval-mode", "yolo"] if own_tools else []
     return LiveClient(
         "gemini",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from tests.e2e.conftest import contextflow_command, run_bounded
-from tests.e2e.live_loop import Seen, claude_code, make_place
+from tests.e2e.live_loop import Seen, claude_code, gemini_cli, make_place
 from tests.e2e.test_live_capture import (  # collected again here, on this module's handovers
     QUIET,
     Handover,
@@ -79,25 +79,37 @@ BOTH_HANDOFF = "Both ways: the parser rewrite is merged"
 
 @dataclass(frozen=True)
 class Both:
-    before: Seen  # contextflow install, then the plugin: install's hooks run, the plugin's stand aside
+    client: str
+    before: Seen  # contextflow install, then the plugin: install's hooks run, the package's stand aside
     doctor_before: str
-    after: Seen  # contextflow install run again: the plugin alone
+    after: Seen  # contextflow install run again: the plugin or extension alone
     doctor_after: str
     hooks_log: str
 
 
-@pytest.fixture(scope="module")
+WAYS = {
+    "claude": ("claude-code", "plugin contextflow@contextflow", "plugin (contextflow@contextflow) is enabled"),
+    "gemini": ("gemini", "extension contextflow", "extension (contextflow) is enabled"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(WAYS))
 def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Both:
-    place = make_place(tmp_path_factory.mktemp("both-ways"))
+    """Installed by `contextflow install`, then by the client's own commands; a session; install
+    again; a session. Claude Code's second session runs with no store variable in its environment
+    (the plugin gets the store from the `env` setting install wrote); Gemini CLI's keeps them."""
+    agent = request.param
+    client, _, said = WAYS[agent]
+    place = make_place(tmp_path_factory.mktemp(f"both-ways-{agent}"))
     r1, _ = repositories(place)
-    claude = claude_code(
-        request.getfixturevalue("claude_bin"),
-        request.getfixturevalue("anthropic_mock"),
-        place,
-        installed=True,
-        plugin=True,
-        project=None,
-    )
+    if agent == "claude":
+        mock = request.getfixturevalue("anthropic_mock")
+        live = claude_code(request.getfixturevalue("claude_bin"), mock, place, plugin=True, project=None)
+    else:
+        mock = request.getfixturevalue("gemini_mock")
+        live = gemini_cli(
+            request.getfixturevalue("gemini_bin"), mock, place, installed=True, extension=True, project=None
+        )
     env = {**place.base_env(), **place.machine_env()}
     handoff = ["handoff", BOTH_HANDOFF, "--agent", "codex", "--session", "s-both"]
     assert run_bounded([contextflow_command(), *handoff], env=env, cwd=r1).returncode == 0
@@ -105,34 +117,36 @@ def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     def doctor() -> str:
         return run_bounded([contextflow_command(), "doctor"], env=env, cwd=r1).stdout
 
-    before, doctor_before = claude.session("Where were we?", QUIET, cwd=r1), doctor()
-    done = run_bounded([contextflow_command(), "install", "claude-code"], env=env, cwd=place.work)
-    assert done.returncode == 0 and "plugin (contextflow@contextflow) is enabled" in done.stdout, done.stdout
-    # Claude Code now runs without the store settings in its environment: the plugin reads the ones
-    # install wrote into its `env` setting
-    alone = replace(claude, env={k: v for k, v in claude.env.items() if k not in place.machine_env()})
-    after, doctor_after = alone.session("Where were we?", QUIET, cwd=r1), doctor()
-    return Both(before, doctor_before, after, doctor_after, (place.state / "hooks.log").read_text())
+    before, doctor_before = live.session("Where were we?", QUIET, cwd=r1), doctor()
+    done = run_bounded([contextflow_command(), "install", client], env=env, cwd=place.work)
+    assert done.returncode == 0 and said in done.stdout, done.stdout
+    if agent == "claude":
+        live = replace(live, env={k: v for k, v in live.env.items() if k not in place.machine_env()})
+    after, doctor_after = live.session("Where were we?", QUIET, cwd=r1), doctor()
+    return Both(agent, before, doctor_before, after, doctor_after, (place.state / "hooks.log").read_text())
 
 
 def session_starts(seen: Seen) -> list[str]:
-    return [text for text in seen.first_turn().texts() if "SessionStart hook additional context" in text]
+    """The texts of the first request holding a session start (Claude Code's reminder, Gemini CLI's
+    `<hook_context>`, whose system prompt also names that tag)."""
+    return [text for text in seen.first_turn().texts() if "## Latest handoff in project" in text]
 
 
 def test_installed_both_ways_the_session_start_comes_once(both: Both):
     for seen in (both.before, both.after):
         starts = session_starts(seen)
         assert len(starts) == 1 and starts[0].count("## Latest handoff") == 1, [s[:300] for s in starts]
-        assert f"> {BOTH_HANDOFF}" in starts[0]
+        assert BOTH_HANDOFF in starts[0]
 
 
-def test_the_plugins_hooks_stand_aside_while_installs_are_there(both: Both):
+def test_the_packages_hooks_stand_aside_while_installs_are_there(both: Both):
     assert "run instead" in both.hooks_log
 
 
 def test_doctor_says_which_way_is_active(both: Both):
-    assert "claude-code: both the plugin contextflow@contextflow and contextflow install" in both.doctor_before
+    client, way, _ = WAYS[both.client]
+    assert f"{client}: both the {way} and contextflow install" in both.doctor_before
     assert "active: the hooks `contextflow install` wrote" in both.doctor_before
     assert "has contextflow twice" in both.doctor_before
-    assert "claude-code: plugin contextflow@contextflow (active)" in both.doctor_after
+    assert f"{client}: {way} (active)" in both.doctor_after
     assert "has contextflow twice" not in both.doctor_after
