@@ -38,3 +38,11 @@ def test_the_setup_command_installs_a_working_contextflow_in_an_empty_home(tmp_p
     assert note.returncode == 0, note.stderr
     doctor = subprocess.run([str(installed), "doctor"], env=run_env, capture_output=True, text=True)
     assert doctor.returncode == 0 and "events:       1" in doctor.stdout and "problems:     none" in doctor.stdout
+    # the installed package (not this checkout) carries the OpenCode plugin `install opencode` writes
+    opencode = subprocess.run([str(installed), "install", "opencode"], env=run_env, capture_output=True, text=True)
+    assert opencode.returncode == 0, opencode.stderr
+    plugin = home / ".config" / "opencode" / "plugins" / "contextflow.js"
+    assert f'"CONTEXTFLOW_STORE": "{store}"' in plugin.read_text()
+    launcher = ROOT / "claude-plugin" / "bin" / "contextflow-launch"  # finds it in ~/.local/bin, off PATH
+    found = subprocess.run(["sh", str(launcher), "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0 and found.stdout.startswith("contextflow "), found.stderr
