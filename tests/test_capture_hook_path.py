@@ -371,3 +371,28 @@ def test_a_directive_the_transcript_holds_only_after_the_stop_is_carried_out_at_
     run_hook(monkeypatch, capsys, "session-end", end)
     run_hook(monkeypatch, capsys, "session-end", end)  # once only
     assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["kept after the stop"]
+
+
+def test_a_store_that_fails_keeps_the_turns_for_two_more_calls_then_capture_moves_on(tmp_path, repo):
+    from contextflow.capture import core
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([entry("user", "go"), *bash("b", "ls", "a", False)]) + "\n")
+    hook = Hook("Stop", "s", str(path), str(repo), "done", None, "claude-code")
+    attempts = []
+
+    def broken_store():
+        attempts.append(1)
+        raise OSError("disk full")
+
+    where = transcript.state_path(tmp_path / "state", str(path))
+    for call in range(3):
+        with pytest.raises(OSError):
+            core.handle(hook, "claude-code", tmp_path / "state", broken_store, {})
+        state = transcript.load_state(where)
+        assert state["last_error"] == "storing the turns failed: OSError"
+        if call < 2:
+            assert state["retries"] == call + 1 and "cursor" not in state  # read again next call
+    assert state["cursor"]["offset"] == path.stat().st_size and "retries" not in state  # moved on
+    assert core.handle(hook, "claude-code", tmp_path / "state", broken_store, {}) == []  # nothing new
+    assert attempts == [1, 1, 1]

@@ -97,9 +97,14 @@ def handle(
         stored = capture(hook, reading, state, open_app, env)
         state.pop("retries", None)
     except Exception as exc:
-        retries = state.get("retries", 0) if isinstance(state.get("retries"), int) else MAX_RETRIES
+        retries = state.get("retries", 0)
+        retries = retries if isinstance(retries, int) and not isinstance(retries, bool) else MAX_RETRIES
         if retries < MAX_RETRIES:  # read these bytes again next call
-            state.update({key: value for key, value in before.items() if value is not None})
+            for key, value in before.items():
+                if value is None:
+                    state.pop(key, None)
+                else:
+                    state[key] = value
             state["retries"] = retries + 1
         else:
             state.pop("retries", None)
