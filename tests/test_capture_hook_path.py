@@ -396,3 +396,23 @@ def test_a_store_that_fails_keeps_the_turns_for_two_more_calls_then_capture_move
     assert state["cursor"]["offset"] == path.stat().st_size and "retries" not in state  # moved on
     assert core.handle(hook, "claude-code", tmp_path / "state", broken_store, {}) == []  # nothing new
     assert attempts == [1, 1, 1]
+
+
+def test_a_stop_with_nothing_new_in_the_transcript_imports_nothing_heavy(tmp_path, hook_env, repo):
+    """Every turn runs the Stop hook: one with nothing new pays for no redaction, store or digest."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(entry("user", "go") + "\n")
+    payload = {**stop_payload(path, repo), "last_assistant_message": "done"}
+    script = (
+        "import io, sys\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(payload).encode()!r}))\n"
+        "from contextflow.adapters.cli import main\n"
+        "code = main(['hook', 'stop'])\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('detect_secrets', 'contextflow.core.secrets', "
+        "'contextflow.core.store', 'contextflow.graph', 'contextflow.capture.digest', "
+        "'contextflow.capture.filestate')))\n"
+        "print('HEAVY', heavy, code, file=sys.stderr)\n"
+    )
+    hook_process("stop", payload, hook_env)  # the first call stores the turn
+    done = subprocess.run([sys.executable, "-c", script], env=hook_env, capture_output=True, text=True, timeout=60)
+    assert "HEAVY [] 0" in done.stderr, done.stderr

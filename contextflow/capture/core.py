@@ -135,10 +135,12 @@ def capture(
         return []
     turns: list[Turn] = transcript.stored_turns(reading)
     closing = hook.event in CLOSING_EVENTS
+    if not turns and not closing:
+        return []  # most calls of a turn's hooks: nothing new, nothing more to import
     from contextflow.capture import digest as digests
     from contextflow.capture import filestate
 
-    if not turns and not (closing and _closing_due(state, digests)):
+    if not turns and not _closing_due(state, digests):
         return []
     seen = [key for key in state.get("turn_ids", []) if isinstance(key, str)]
     stored: list[dict[str, Any]] = []
