@@ -10,7 +10,7 @@ exception), never progress output. Pure functions: capture and the session start
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from contextflow.capture.turns import is_test_command
@@ -60,6 +60,7 @@ def _words(command: str) -> list[str]:
         return command.split()
 
 
+@lru_cache(maxsize=1_024)  # a session runs the same few commands again and again
 def check_key(command: str) -> str:
     """What a command checks: `runner` + `|` + target (WHOLE for the suite) for a test command,
     else the command with its spacing collapsed."""
