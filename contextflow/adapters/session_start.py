@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextflow.capture.turn_directives import current_task
-from contextflow.core.text import clean, estimate_tokens, quote
+from contextflow.core.text import clean, cut, estimate_tokens, quote
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -191,7 +191,7 @@ def _written_summary(summary: str) -> bool:
 
 
 def clip_block(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 20)].rstrip() + "\n[... clipped]"
+    return cut(text, limit, "\n[... clipped]", keep=max(0, limit - 20), tidy=True)
 
 
 def session_start(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:

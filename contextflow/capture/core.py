@@ -39,6 +39,7 @@ from contextflow.capture.transcript import Reading
 from contextflow.capture.transcript import redacted as redacted
 from contextflow.core.checks import flag
 from contextflow.core.project import repository_root
+from contextflow.core.text import cut
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -312,5 +313,4 @@ def _summary_text(fields: dict[str, Any], limit: int) -> str:
         lines.append("Open questions: " + "; ".join(fields["open_questions"][-5:]))
     if fields.get("errors"):
         lines.append("Errors: " + "; ".join(fields["errors"]))
-    text = "\n".join(lines)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut("\n".join(lines), limit, "…")
