@@ -252,7 +252,8 @@ def test_secrets_in_prompt_reply_command_and_directives_reach_no_file(app, tmp_p
         f'<ctx:recall query="{GITHUB}"/>\n<ctx:link from="{GITHUB}" to="yyyy" type="DEPENDS_ON"/>\n'
         f'<ctx:task name="t-{GITHUB}" action="start"/>'
     )
-    pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": f"curl -u x:{PASSWORD} h"}}
+    command = f"curl -u x:{PASSWORD} h <private>{PRIVATE}</private>"
+    pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": command}}
     lines = [
         entry("user", f"Deploy staging; my password is {PASSWORD} <private>{PRIVATE}</private>"),
         *bash("c1", f"AWS_ACCESS_KEY_ID={API_KEY} deploy --token {GITHUB}", f"denied for {GITHUB}", True),
