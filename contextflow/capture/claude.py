@@ -110,7 +110,8 @@ def _kept(calls: dict[str, Any]) -> dict[str, Any]:
     for key, call in list(calls.items())[-MAX_PENDING:]:
         if isinstance(call, list) and len(call) == 2 and isinstance(call[1], dict):
             given = call[1]
-            args = {name: without_private(given[name][:4_096]) for name in _KEPT_ARGS if isinstance(given.get(name), str)}
+            names = [name for name in _KEPT_ARGS if isinstance(given.get(name), str)]
+            args = {name: without_private(given[name][:4_096]) for name in names}
             kept[key[:200]] = [str(call[0])[:100], args]
     return kept
 
