@@ -252,7 +252,8 @@ def test_secrets_in_prompt_reply_command_and_directives_reach_no_file(app, tmp_p
         f'<ctx:recall query="{GITHUB}"/>\n<ctx:link from="{GITHUB}" to="yyyy" type="DEPENDS_ON"/>\n'
         f'<ctx:task name="t-{GITHUB}" action="start"/>'
     )
-    pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": f"curl -u x:{PASSWORD} h"}}
+    command = f"curl -u x:{PASSWORD} h <private>{PRIVATE}</private>"
+    pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": command}}
     lines = [
         entry("user", f"Deploy staging; my password is {PASSWORD} <private>{PRIVATE}</private>"),
         *bash("c1", f"AWS_ACCESS_KEY_ID={API_KEY} deploy --token {GITHUB}", f"denied for {GITHUB}", True),
@@ -371,3 +372,48 @@ def test_a_directive_the_transcript_holds_only_after_the_stop_is_carried_out_at_
     run_hook(monkeypatch, capsys, "session-end", end)
     run_hook(monkeypatch, capsys, "session-end", end)  # once only
     assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["kept after the stop"]
+
+
+def test_a_store_that_fails_keeps_the_turns_for_two_more_calls_then_capture_moves_on(tmp_path, repo):
+    from contextflow.capture import core
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([entry("user", "go"), *bash("b", "ls", "a", False)]) + "\n")
+    hook = Hook("Stop", "s", str(path), str(repo), "done", None, "claude-code")
+    attempts = []
+
+    def broken_store():
+        attempts.append(1)
+        raise OSError("disk full")
+
+    where = transcript.state_path(tmp_path / "state", str(path))
+    for call in range(3):
+        with pytest.raises(OSError):
+            core.handle(hook, "claude-code", tmp_path / "state", broken_store, {})
+        state = transcript.load_state(where)
+        assert state["last_error"] == "storing the turns failed: OSError"
+        if call < 2:
+            assert state["retries"] == call + 1 and "cursor" not in state  # read again next call
+    assert state["cursor"]["offset"] == path.stat().st_size and "retries" not in state  # moved on
+    assert core.handle(hook, "claude-code", tmp_path / "state", broken_store, {}) == []  # nothing new
+    assert attempts == [1, 1, 1]
+
+
+def test_a_stop_with_nothing_new_in_the_transcript_imports_nothing_heavy(tmp_path, hook_env, repo):
+    """Every turn runs the Stop hook: one with nothing new pays for no redaction, store or digest."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(entry("user", "go") + "\n")
+    payload = {**stop_payload(path, repo), "last_assistant_message": "done"}
+    script = (
+        "import io, sys\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(payload).encode()!r}))\n"
+        "from contextflow.adapters.cli import main\n"
+        "code = main(['hook', 'stop'])\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('detect_secrets', 'contextflow.core.secrets', "
+        "'contextflow.core.store', 'contextflow.graph', 'contextflow.capture.digest', "
+        "'contextflow.capture.filestate')))\n"
+        "print('HEAVY', heavy, code, file=sys.stderr)\n"
+    )
+    hook_process("stop", payload, hook_env)  # the first call stores the turn
+    done = subprocess.run([sys.executable, "-c", script], env=hook_env, capture_output=True, text=True, timeout=60)
+    assert "HEAVY [] 0" in done.stderr, done.stderr
