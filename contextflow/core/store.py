@@ -467,6 +467,12 @@ class Store:
         self._new_since_snapshot = 0
         return True
 
+    def forget(self) -> None:
+        """Drop the folded state (found forged or damaged): the next read folds the logs again, and nothing
+        of what was dropped is saved (neither the snapshot nor anything built from the views on close)."""
+        self._reset()
+        self.loaded, self.from_snapshot, self._new_since_snapshot = False, False, 0
+
     def close(self) -> None:
         self.save_snapshot()
         if self._blobs is not None:
