@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contextflow.adapters.hook_payload import client_of, payload_cwd
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.locate import locate_store, state_root, store_state_dir
 from contextflow.core.text import quote
 
@@ -157,7 +157,7 @@ def _pending_path(hooks: Path, session_id: Any) -> Path:
 
 def load_pending(hooks: Path, session_id: Any) -> dict[str, Any]:
     try:
-        data = json.loads(_pending_path(hooks, session_id).read_bytes())
+        data = json.loads(read_regular(_pending_path(hooks, session_id)))
     except (OSError, ValueError):
         data = None
     return data if isinstance(data, dict) else {"items": [], "processed": []}
@@ -169,7 +169,7 @@ def save_pending(hooks: Path, session_id: Any, data: dict[str, Any]) -> None:
 
 def current_task(hooks: Path) -> str | None:
     try:
-        return (hooks / "current-task.txt").read_text(encoding="utf-8").strip() or None
+        return read_regular(hooks / "current-task.txt").decode("utf-8", "replace").strip() or None
     except OSError:
         return None
 

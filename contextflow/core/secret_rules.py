@@ -27,7 +27,7 @@ from pathlib import Path
 
 import orjson
 
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +402,7 @@ def library_patterns() -> list[PatternRow]:
     """
     cache_file = pattern_cache_file()
     with suppress(OSError, ValueError, TypeError):
-        rows = orjson.loads(cache_file.read_bytes())
+        rows = orjson.loads(read_regular(cache_file))
         return [(str(k), str(p), int(f), [str(n) for n in needles]) for k, p, f, needles in rows]
     import importlib
 

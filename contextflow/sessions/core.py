@@ -15,6 +15,7 @@ from typing import cast
 
 from contextflow.app import App
 from contextflow.core import checks
+from contextflow.core.fsutil import read_regular
 from contextflow.core.ahead import Winner, confirm
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
@@ -43,7 +44,7 @@ def active_session(app: App) -> str | None:
     if app.settings.active_session or path is None:
         return app.settings.active_session or None
     try:
-        return path.read_text(encoding="utf-8").strip() or None
+        return read_regular(path).decode("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
