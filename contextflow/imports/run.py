@@ -17,7 +17,7 @@ import orjson
 from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.graph import transfer
-from contextflow.imports import basicmemory, beads, claudemem, servermemory, transcripts
+from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_folder
 from contextflow.imports.graphplan import Planner
 from contextflow.imports.model import Planned, Records, Report, SourceError
@@ -33,7 +33,7 @@ FILE_READERS: dict[str, Reader] = {
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return files.read(path)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}; pass {EXPECTED}") from None
 
@@ -60,12 +60,15 @@ def run_import(
         where = Path(path).expanduser()
         if not where.exists():
             raise InputError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
+        files.check_given(where)  # a FIFO or a device is refused before anything opens it
         if where.is_dir():
             fmt = fmt or detect_folder(where)
             if fmt in transcripts.FORMATS:
                 return _import_sessions(app, fmt, where, dry_run, progress)
             if fmt == "beads":
                 issues = beads.issues_file(where)
+                if issues != where and (why := files.refusal(issues, where)):
+                    raise InputError(f"{issues}: {why}; nothing was stored")
                 return _import_file(app, str(issues), _read_bytes(issues), fmt, dry_run, merge, progress)
             if fmt != "basic-memory":
                 raise InputError(f"{fmt} imports a file, and {path} is a folder; pass the file")
@@ -154,8 +157,9 @@ def _import_records(
 
 def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: Progress) -> Report:
     """Each transcript file a session: all of them planned, then stored in one write (dated when they happened)."""
-    paths = transcripts.files(where, fmt)
+    paths, refused = transcripts.files(where, fmt)
     report = Report(fmt, str(where), dry_run, files=len(paths))
+    report.errors += [str(error) for error in refused]
     known = set(app.store.view("activity").turn_ids)  # turns captured live or imported before
     planned: list[Planned] = []
     stamps: list[int] = []

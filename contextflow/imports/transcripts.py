@@ -33,6 +33,7 @@ from contextflow.core.clock import stamp_from_ms
 from contextflow.core.ids import derived_id
 from contextflow.core.project import DEFAULT_PROJECT, normalise_remote, project_for
 from contextflow.core.timeutil import iso_ms
+from contextflow.imports import files as source_files
 from contextflow.imports.model import Planned, SourceError
 
 FORMATS = {"claude-code": "claude-code", "codex": "codex"}  # format -> capture's client name
@@ -51,10 +52,10 @@ def looks_like(line: dict[str, Any]) -> str | None:
 def first_line_format(path: Path) -> str | None:
     """The transcript format of a file, judged by its first line."""
     try:
-        with path.open("rb") as handle:
+        with source_files.opened(path) as handle:
             first = handle.readline(1 << 20)
         line = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, SourceError, orjson.JSONDecodeError):
         return None
     return looks_like(line) if isinstance(line, dict) else None
 
@@ -62,16 +63,17 @@ def first_line_format(path: Path) -> str | None:
 def detect_folder(root: Path) -> str | None:
     """claude-code or codex when the first transcripts found under `root` are such, else None."""
     for pattern in ("rollout-*.jsonl", "*.jsonl"):
-        for path in sorted(root.rglob(pattern))[:5]:
+        for path in source_files.walk(root, pattern)[0][:5]:
             if fmt := first_line_format(path):
                 return fmt
     return None
 
 
-def files(root: Path, fmt: str) -> list[Path]:
-    if root.is_file():
-        return [root]
-    return sorted(path for path in root.rglob(PATTERNS[fmt]) if path.is_file())
+def files(root: Path, fmt: str) -> tuple[list[Path], list[SourceError]]:
+    """The transcripts under `root`, and those refused (links out of it, special files)."""
+    if not root.is_dir():
+        return [root], []
+    return source_files.walk(root, PATTERNS[fmt])
 
 
 def _lines(path: Path, raw: bytes) -> list[tuple[int, bytes, dict[str, Any]]]:
