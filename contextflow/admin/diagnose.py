@@ -17,7 +17,7 @@ from contextflow.core.log import iter_quarantine, unread_logs
 from contextflow.search import derived
 
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
-_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
+_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy", "held", "torn")
 
 
 def store_info(app: App, verify: bool = False) -> dict[str, Any]:
@@ -219,6 +219,22 @@ def problems(info: dict[str, Any]) -> list[str]:
         )
     for blob in info.get("bad_blobs", []):
         found.append(f"blob {blob['file']} is {blob['why']}: it is never read; remove it")
+    for log in info.get("logs", []):
+        if log.get("held"):
+            own = log["writer"] == info.get("writer") and not log.get("conflict_copy")
+            found.append(
+                f"{log['file']} ends in an unfinished batch of {log['held']} event(s) (a write stopped midway, or "
+                "one in progress): none of it is applied; "
+                + (
+                    "this machine's next write moves it to quarantine/; run the command that wrote it again"
+                    if own
+                    else "its machine's next write moves it to quarantine/"
+                )
+            )
+        if log.get("torn"):
+            found.append(
+                f"{log['file']}: {log['torn']} line(s) of batches with no commit where they said were left out"
+            )
     if info["quarantined_fragments"]:
         found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
     try:

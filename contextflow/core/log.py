@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.core import legacy
+from contextflow.core import batches, legacy
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
@@ -115,9 +115,12 @@ class Cursor:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    lines: list[tuple[int, bytes]]  # (line number, line without newline)
+    lines: list[tuple[int, bytes]]  # (line number, line without newline); only lines of complete batches
     cursor: Cursor
     reset: bool  # the file no longer continues what the old cursor read
+    held: int = 0  # events of a batch whose commit is not on disk yet: not returned, the cursor waits before it
+    held_at: int | None = None  # that batch's begin line's offset (the cursor's offset)
+    torn: int = 0  # lines of torn batches dropped (batches.py)
 
 
 def _tail_hash(fd: int, offset: int) -> bytes:
@@ -164,6 +167,7 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
         lines: list[tuple[int, bytes]] = []
         offset = start
         pending = b""
+        walk = batches.Lines(fd)
         while True:
             block = os.pread(fd, READ_CHUNK, offset + len(pending))
             if not block:
@@ -173,10 +177,17 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
             if cut < 0:
                 pending = data
                 continue
-            for raw in data[:cut].split(b"\n"):
-                line_no += 1
-                if raw.strip():
-                    lines.append((line_no, raw))
+            body = data[:cut]
+            if walk.simple(body, offset):
+                for raw in body.split(b"\n"):
+                    line_no += 1
+                    if raw.strip():
+                        lines.append((line_no, raw))
+            else:
+                line_no = walk.take(body, offset, line_no, lines)
+                if walk.held_at is not None:  # wait at the batch's begin line: read from there next time
+                    offset = walk.held_at
+                    break
             offset += cut + 1
             pending = data[cut + 1 :]
             if limit is not None and offset - start >= limit:
@@ -185,7 +196,7 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
         blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
         tail = _tail_hash(fd, offset)
         cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
-        return Chunk(lines, cursor, reset)
+        return Chunk(lines, cursor, reset, walk.held, walk.held_at, walk.torn)
     finally:
         os.close(fd)
 
@@ -230,13 +241,21 @@ class LogWriter:
             self._lock = WriterLock(self.lock_file, LOCK_TIMEOUT_S)
         return self._lock
 
-    def append(self, data: bytes) -> int:
+    def append_lines(self, lines: list[bytes], held_at: int | None = None) -> int:
+        """Append whole lines in one write, framed as a batch when there are several (`batches.py`), so
+        readers apply all of them or none. `held_at`: where a batch held back at the end of this log
+        begins (only a killed write leaves one: the caller holds the lock), moved to quarantine first."""
+        from contextflow.core.ids import new_id
+
+        return self.append(batches.frame(lines, new_id()), held_at)
+
+    def append(self, data: bytes, held_at: int | None = None) -> int:
         """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                before = self._repair_tail(fd)  # failing to quarantine a torn tail leaves the log as it was
+                before = self._repair_tail(fd, held_at)  # failing to quarantine leaves the log as it was
                 try:
                     if os.write(fd, data) != len(data):
                         raise OSError(errno.ENOSPC, "short write")
@@ -251,8 +270,12 @@ class LogWriter:
         except OSError as exc:
             raise StoreError(_explain(exc, self.path)) from None
 
-    def _repair_tail(self, fd: int) -> int:
+    def _repair_tail(self, fd: int, held_at: int | None = None) -> int:
         size = os.fstat(fd).st_size
+        if held_at is not None and 0 <= held_at < size and os.pread(fd, len(batches.PREFIX), held_at) == batches.PREFIX:
+            self._quarantine(os.pread(fd, size - held_at, held_at), ".batch")  # a batch a kill cut short
+            os.ftruncate(fd, held_at)
+            return held_at
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return size
         cut = _last_newline(fd, size) + 1
@@ -261,7 +284,7 @@ class LogWriter:
         os.ftruncate(fd, cut)
         return cut
 
-    def _quarantine(self, fragment: bytes) -> None:
+    def _quarantine(self, fragment: bytes, what: str = "") -> None:
         target_dir = self.folder / QUARANTINE_DIR
         with contextlib.suppress(FileExistsError):
             target_dir.mkdir(mode=0o700)
@@ -275,7 +298,7 @@ class LogWriter:
                     "(it stays in the log until then)"
                 ) from None
             raise
-        name = f"{self.path.name}.{time.time_ns()}.{os.getpid()}.frag"
+        name = f"{self.path.name}.{time.time_ns()}.{os.getpid()}{what}.frag"
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
             try:
@@ -307,15 +330,19 @@ def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | N
 
 
 def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
-    """A log's bytes, its whole lines (numbered; blank ones left out) and a torn last line's bytes."""
+    """A log's bytes, its whole lines (numbered; blank ones left out; batches as `read_new` returns them)
+    and the bytes after them: a torn last line, or a batch held back at the end with what follows it."""
     fd = _open_read(path)
     try:
         data = os.pread(fd, os.fstat(fd).st_size, 0)
+        cut = data.rfind(b"\n") + 1
+        walk = batches.Lines(fd)
+        lines: list[tuple[int, bytes]] = []
+        if cut:
+            walk.take(data[: cut - 1], 0, 0, lines)
     finally:
         os.close(fd)
-    cut = data.rfind(b"\n") + 1
-    lines = [(n, raw) for n, raw in enumerate(data[:cut].split(b"\n")[:-1], start=1) if raw.strip()]
-    return data, lines, data[cut:]
+    return data, lines, data[cut if walk.held_at is None else walk.held_at :]
 
 
 def remove_conflict_copy(path: Path) -> None:

@@ -108,8 +108,32 @@ _CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
 
 _CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\([^()]*\)?|\[[^\[\]]*\]?)*")
 _OBJECTS = frozenset(
-    "self this cls os env environ process settings config cfg conf options opts args params props ctx "
-    "context secrets vars app request creds credentials".split()
+    [
+        "self",
+        "this",
+        "cls",
+        "os",
+        "env",
+        "environ",
+        "process",
+        "settings",
+        "config",
+        "cfg",
+        "conf",
+        "options",
+        "opts",
+        "args",
+        "params",
+        "props",
+        "ctx",
+        "context",
+        "secrets",
+        "vars",
+        "app",
+        "request",
+        "creds",
+        "credentials",
+    ]
 )
 
 
@@ -316,7 +340,10 @@ EXTRA_RULES = (
     # code, config and prose: a quoted value of any length, or a bare one of 8+ characters
     _context(
         "credential",
-        r"(?i)(?=[pscae])(?:" + _KEYWORD + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'|" + _SPACED
+        r"(?i)(?=[pscae])(?:"
+        + _KEYWORD
+        + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'|"
+        + _SPACED
         + r"|([^\s\"',;][^\s\"',;]{7,}))",
         _CREDENTIAL_WORDS,
         accept=is_code_literal,

@@ -208,6 +208,7 @@ class Store:
             segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
         segment.cursor = chunk.cursor
+        segment.held, segment.held_at, segment.torn = chunk.held, chunk.held_at, segment.torn + chunk.torn
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
         schema, edge, ahead = self.fields, horizon(), segment.ahead
         for line_no, raw in chunk.lines:
@@ -411,7 +412,9 @@ class Store:
                     Event(event_id, self.writer, seq + offset, stamp, kind, data)
                     for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
                 ]
-                self._writer.append(b"".join(encode(event) for event in events))
+                own = self._segments.get(self._writer.path)
+                held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
+                self._writer.append_lines([encode(event) for event in events], held_at)
                 if not collected:  # (a batch's events were folded already, and `collecting` forgets them next)
                     self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:

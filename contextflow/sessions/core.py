@@ -15,11 +15,10 @@ from typing import cast
 
 from contextflow.app import App
 from contextflow.core import checks
-from contextflow.core.fsutil import read_regular
 from contextflow.core.ahead import Winner, confirm
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.ids import new_id
 from contextflow.sessions import index as sessions_index
 from contextflow.sessions.view import NO_SESSION, Marks, SessionsState, SessionSummary, session_of, summarize
