@@ -1,6 +1,7 @@
 """Batches: a write of more than one line is all-or-nothing for every reader, even when cut short.
 
-`log.LogWriter.append_lines` frames such a write, in its one `os.write`:
+`log.LogWriter.append_lines` frames such a write (written in pieces: the framing, not one system
+call, is what makes it all-or-nothing, so nothing joins a large batch into one buffer):
 
     {"batch":"begin","id":"<random>","events":N,"bytes":L}
     ... N event lines, L bytes ...
@@ -43,14 +44,12 @@ class Marker(NamedTuple):
     bytes: int  # begin: the length of the event lines it frames
 
 
-def frame(lines: list[bytes], batch_id: str) -> bytes:
-    """The lines (each ending in a newline) as one framed batch; a single line is left as it is."""
-    body = b"".join(lines)
-    if len(lines) < 2:
-        return body
-    begin = orjson.dumps({"batch": "begin", "id": batch_id, "events": len(lines), "bytes": len(body)})
+def markers(lines: list[bytes], batch_id: str) -> tuple[bytes, bytes]:
+    """The begin and commit lines that frame `lines` (each ending in a newline) as one batch."""
+    size = sum(map(len, lines))
+    begin = orjson.dumps({"batch": "begin", "id": batch_id, "events": len(lines), "bytes": size})
     commit = orjson.dumps({"batch": "commit", "id": batch_id, "events": len(lines)})
-    return begin + b"\n" + body + commit + b"\n"
+    return begin + b"\n", commit + b"\n"
 
 
 def parse(raw: bytes) -> Marker | None:

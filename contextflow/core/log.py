@@ -4,9 +4,10 @@ On-disk contract:
 
 - The store is a folder; writer W appends only to its `events.<W>.jsonl`, so a sync tool never
   sees two machines change one file. Files are created 0600; a store folder made here is 0700.
-- An append holds W's machine-local lock (`core/lock.py`, flock) and writes each batch of lines with one
-  `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. A last line without its `\\n` (a crash
-  mid-write) is copied to `quarantine/` and cut off before the next append, never silently dropped.
+- An append holds W's machine-local lock (`core/lock.py`, flock) and writes on an `O_APPEND|O_NOFOLLOW`
+  descriptor; several lines are framed as a batch (`batches.py`) that readers apply whole or not at
+  all. A last line without its `\\n` (a crash mid-write), or a batch cut short, is copied to
+  `quarantine/` and cut off before the next append, never silently dropped.
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
   ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
   lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
@@ -45,6 +46,7 @@ QUARANTINE_DIR = "quarantine"
 TAIL_WINDOW = 4096
 PREFIX_BLOCK = 32 * 1024
 READ_CHUNK = 8 * 1024 * 1024
+WRITE_BYTES = 4 * 1024 * 1024  # a batch is written in pieces of about this size
 LOCK_TIMEOUT_S = 10.0
 _LOG_NAME = re.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
 
@@ -247,18 +249,25 @@ class LogWriter:
         begins (only a killed write leaves one: the caller holds the lock), moved to quarantine first."""
         from contextflow.core.ids import new_id
 
-        return self.append(batches.frame(lines, new_id()), held_at)
+        if len(lines) < 2:
+            return self.append(b"".join(lines), held_at)
+        begin, commit = batches.markers(lines, new_id())
+        return self._write([begin, *lines, commit], held_at)
 
     def append(self, data: bytes, held_at: int | None = None) -> int:
         """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
+        return self._write([data], held_at)
+
+    def _write(self, pieces: list[bytes], held_at: int | None) -> int:
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 before = self._repair_tail(fd, held_at)  # failing to quarantine leaves the log as it was
                 try:
-                    if os.write(fd, data) != len(data):
-                        raise OSError(errno.ENOSPC, "short write")
+                    for group in _groups(pieces):
+                        if os.write(fd, group) != len(group):
+                            raise OSError(errno.ENOSPC, "short write")
                     if self.fsync:
                         os.fsync(fd)
                 except OSError:
@@ -312,6 +321,20 @@ class LogWriter:
                 os.close(fd)
         finally:
             os.close(dir_fd)
+
+
+def _groups(pieces: list[bytes], size: int = WRITE_BYTES) -> Iterator[bytes]:
+    """The pieces joined into writes of about `size` bytes (a large batch is never one buffer)."""
+    group: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        group.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(group)
+            group, held = [], 0
+    if group:
+        yield b"".join(group)
 
 
 def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:

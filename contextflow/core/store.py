@@ -366,12 +366,14 @@ class Store:
         stamps: Sequence[int] | None = None,
         *,
         collected: bool = False,
+        fold: bool = True,
     ) -> list[Event]:
         """Append events in one locked write; they are folded before this returns. Events read stamped
         beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
         replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
         per item) replaces the clock: an importer's events dated when they happened (a past session's
-        turns), which order by those stamps like any event; the clock does not move for them."""
+        turns), which order by those stamps like any event; the clock does not move for them. `fold=False`
+        leaves folding them to the next read (an import that ends here need not hold them all in memory)."""
         from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
@@ -415,7 +417,7 @@ class Store:
                 own = self._segments.get(self._writer.path)
                 held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
                 self._writer.append_lines([encode(event) for event in events], held_at)
-                if not collected:  # (a batch's events were folded already, and `collecting` forgets them next)
+                if fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
                     self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
             raise StoreError(

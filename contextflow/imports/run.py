@@ -73,6 +73,8 @@ def run_import(
             if fmt != "basic-memory":
                 raise InputError(f"{fmt} imports a file, and {path} is a folder; pass the file")
             return _import_records(app, fmt, str(where), basicmemory.read_folder(where), dry_run, progress)
+        if (fmt or transcripts.first_line_format(where)) in transcripts.FORMATS:  # streamed, never read whole
+            return _import_sessions(app, fmt or str(transcripts.first_line_format(where)), where, dry_run, progress)
         raw = _read_bytes(where)
         fmt = fmt or detect_bytes(str(where), raw)
         if fmt in transcripts.FORMATS:
@@ -108,7 +110,7 @@ def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) ->
     what = {"graph.node": "node", "graph.edge": "edge", "graph.view": "view"}
     report.planned = [Planned(i, kind, data, what.get(kind, kind), "") for i, kind, data in planned]
     if planned and not dry_run:
-        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[i for i, _, _ in planned])
+        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[i for i, _, _ in planned], fold=False)
     return report
 
 
@@ -148,7 +150,7 @@ def _import_records(
         report.planned = planned
     elif planned:
         progress.advance(0, f"storing {len(planned)} event(s)")
-        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned])
+        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned], fold=False)
     progress.advance(progress.total)
     if report.errors and len(units) == 1:
         raise InputError(report.errors[0])
@@ -166,7 +168,7 @@ def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: P
     progress.start(len(paths) + 1, f"reading {len(paths)} session(s)")
     for path in paths:
         try:
-            plan = transcripts.plan_file(app, fmt, path, _read_bytes(path), known)
+            plan = transcripts.plan_file(app, fmt, path, known)  # streamed: a line at a time
         except SourceError as exc:
             report.errors.append(str(exc))
             progress.advance(1)
@@ -182,7 +184,9 @@ def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: P
         report.planned = planned
     elif planned:
         progress.advance(0, f"storing {len(planned)} event(s)")
-        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned], stamps=stamps)
+        app.store.append_many(
+            [(p.kind, p.data) for p in planned], ids=[p.id for p in planned], stamps=stamps, fold=False
+        )
     progress.advance(1)
     if report.errors and len(paths) == 1:
         raise InputError(report.errors[0])

@@ -145,9 +145,7 @@ class Guard:
         return PlainTextResponse("unauthorized: open the URL that `contextflow ui` printed (it carries the token)", 401)
 
 
-def build_app(
-    app: App, token: str, port: int, api: Api | None = None, connections: Connections | None = None
-) -> Guard:
+def build_app(app: App, token: str, port: int, api: Api | None = None, connections: Connections | None = None) -> Guard:
     """The whole server as an ASGI app: the page, its assets, the JSON API and the live stream."""
     api = api or Api(app)
 
