@@ -67,7 +67,7 @@ def test_a_transcript_that_links_out_of_the_folder_is_refused(tmp_path, store_di
     leaked = outside.parent / "leak.jsonl"
     leaked.write_text(json.dumps({**line, "uuid": "u2", "message": {"role": "user", "content": SECRET}}) + "\n")
     (folder / "leak.jsonl").symlink_to(leaked)
-    code, out, err = run(capsys, "import", str(tmp_path / "projects"), "--from", "claude-code", "--format", "json")
+    _, out, err = run(capsys, "import", str(tmp_path / "projects"), "--from", "claude-code", "--format", "json")
     assert SECRET.encode() not in stored(store_dir)
     assert "leak.jsonl" in out + err
 

@@ -8,6 +8,7 @@ its final size), the case that tore imports before batches."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -91,10 +92,8 @@ def test_a_killed_import_is_all_or_nothing_and_a_second_import_completes_it(tmp_
         process = _start(source, root)
         try:
             if run % 2 == 0:  # a random moment of the whole import
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=rng.uniform(0, whole_s))
-                except subprocess.TimeoutExpired:
-                    pass
             else:  # a random point of its write
                 target = final_size * rng.uniform(0.01, 0.99)
                 while process.poll() is None and (not log.exists() or log.stat().st_size < target):
