@@ -106,10 +106,11 @@ class GrantStore(Store):
         stamps: Sequence[int] | None = None,
         *,
         collected: bool = False,
+        fold: bool = True,
     ) -> list[Event]:
         admitted = [(kind, self.admit(kind, data)) for kind, data in items]
         with _APPENDING:  # grants' threads queue here instead of polling the writer's file lock
-            return super().append_many(admitted, ids, stamps, collected=collected)
+            return super().append_many(admitted, ids, stamps, collected=collected, fold=fold)
 
 
 def grant_app(base: App, grant: Grant) -> App:

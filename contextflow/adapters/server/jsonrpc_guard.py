@@ -160,7 +160,7 @@ class AnswerWatch:
         await self.stream.send(item)
         message = getattr(item, "message", None)
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            self.waiting.discard(message.id)  # type: ignore[arg-type]
+            self.waiting.discard(message.id)
             if not self.waiting:
                 self._idle.set()
 
