@@ -86,24 +86,26 @@ def state(fd: int, body_start: int, begin: Marker) -> str:
 
 
 class Lines:
-    """The batch-aware walk over a log's whole lines, from one offset on (`log.read_new`'s slow path)."""
+    """The batch-aware walk over a log's whole lines, from one offset on (`log.read_new`, `log.read_whole`)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.skip_until = 0  # lines starting before this offset belong to a torn batch
         self.torn = 0  # lines dropped as parts of torn batches (their begin lines included)
         self.held_at: int | None = None  # offset of a held batch's begin line (the walk stops there)
-        self.held_line = 0  # the line number before it
         self.held = 0  # the held batch's events
 
-    def simple(self, body: bytes, offset: int) -> bool:
-        """True when `body` (whole lines at `offset`) needs no batch handling: the fast path."""
-        return self.skip_until <= offset and PREFIX not in body
-
-    def take(self, body: bytes, offset: int, line_no: int, out: list[tuple[int, bytes]]) -> int:
-        """Add `body`'s lines to `out`; returns the line number reached. Stops at a held batch (`held_at`)."""
+    def numbered(
+        self, raws: list[bytes], offset: int, line_no: int, end: int
+    ) -> tuple[list[tuple[int, bytes]], int, int]:
+        """The whole lines `raws` (read from `offset` to `end`, after line `line_no`), numbered, blank ones and
+        markers left out, only those of complete batches; with the offset and line number reached (before
+        a held batch's begin line, where the walk stops: `held_at`)."""
+        if self.skip_until <= offset and not any(raw.startswith(PREFIX) for raw in raws):  # the common case
+            return [(n, raw) for n, raw in enumerate(raws, start=line_no + 1) if raw.strip()], end, line_no + len(raws)
+        out: list[tuple[int, bytes]] = []
         position = offset
-        for raw in body.split(b"\n"):
+        for raw in raws:
             start, position = position, position + len(raw) + 1
             line_no += 1
             if start < self.skip_until:
@@ -118,9 +120,9 @@ class Lines:
                 continue  # a batch's end (its lines were returned), or a stray one: nothing to apply
             found = state(self.fd, position, marker)
             if found == HELD:
-                self.held_at, self.held_line, self.held = start, line_no - 1, marker.events
-                return line_no - 1
+                self.held_at, self.held = start, marker.events
+                return out, start, line_no - 1
             if found == TORN:
                 self.torn += 1
                 self.skip_until = position + marker.bytes
-        return line_no
+        return out, end, line_no
