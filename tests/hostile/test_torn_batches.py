@@ -132,3 +132,19 @@ def test_a_stdin_batch_is_one_framed_write_and_a_cut_one_lands_not_at_all(app, m
     assert raw.startswith(b'{"batch":"begin"') and raw.rstrip().endswith(b"}") and b'"batch":"commit"' in raw
     _log(app).write_bytes(raw[: len(raw) - 80])
     assert App.open().store.event_count == 0
+
+
+def test_a_reader_with_a_byte_limit_drops_a_torn_batch_whole_however_it_is_cut(store_dir):
+    lines = [line(writer="evil", seq=n) for n in range(1, 41)]
+    span = sum(map(len, lines[1:31]))  # a begin spanning 30 lines, with no commit after them
+    forged = b'{"batch":"begin","id":"x","events":30,"bytes":%d}\n' % span
+    path = plant(store_dir, "events.evil.jsonl", lines[0], forged, *lines[1:])
+    for limit in (200, 1000, 5000, None):
+        found, cursor = [], None
+        while True:
+            chunk = log.read_new(path, cursor, limit)
+            found += [raw + b"\n" for _, raw in chunk.lines]
+            if cursor is not None and chunk.cursor.offset == cursor.offset:
+                break
+            cursor = chunk.cursor
+        assert found == [lines[0], *lines[31:]], f"limit {limit}"
