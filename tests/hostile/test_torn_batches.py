@@ -148,3 +148,15 @@ def test_a_reader_with_a_byte_limit_drops_a_torn_batch_whole_however_it_is_cut(s
                 break
             cursor = chunk.cursor
         assert found == [lines[0], *lines[31:]], f"limit {limit}"
+
+
+def test_a_complete_batch_larger_than_a_readers_byte_limit_is_read_in_pieces(app):
+    _nodes(app)
+    found, cursor = 0, None
+    for _ in range(1000):
+        chunk = log.read_new(_log(app), cursor, 500)
+        found += len(chunk.lines)
+        if cursor is not None and chunk.cursor.offset == cursor.offset:
+            break
+        cursor = chunk.cursor
+    assert found == NODES
