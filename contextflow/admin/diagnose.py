@@ -235,8 +235,14 @@ def problems(info: dict[str, Any]) -> list[str]:
             found.append(
                 f"{log['file']}: {log['torn']} line(s) of batches with no commit where they said were left out"
             )
-    if info["quarantined_fragments"]:
-        found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
+    fragments = info["quarantined_fragments"]
+    if batches := sum(name.endswith(".batch.frag") for name in fragments):
+        found.append(
+            f"{batches} batch(es) cut short by a crash were quarantined (none of their events was applied; "
+            "run the command that wrote them again)"
+        )
+    if lines := len(fragments) - batches:
+        found.append(f"{lines} torn line fragment(s) were quarantined after a crash")
     try:
         mode = stat.S_IMODE(os.stat(info["store"]).st_mode)
         if mode & 0o077:
