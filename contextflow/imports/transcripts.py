@@ -28,6 +28,7 @@ import orjson
 
 from contextflow.app import App
 from contextflow.capture import core as capture
+from contextflow.capture import transcript
 from contextflow.capture.turns import TURN_KIND
 from contextflow.core import secrets
 from contextflow.core.clock import stamp_from_ms
@@ -146,7 +147,7 @@ def plan_file(app: App, fmt: str, path: Path, known_turns: set[str]) -> SessionP
     client = FORMATS[fmt]
     counts: dict[str, int] = {}
     with source_files.opened(path) as lines:
-        turns = capture._parser(client)(_checked(path, lines, seen), counts)  # type: ignore[arg-type]
+        turns = transcript.parser(client)(_checked(path, lines, seen), counts, {})  # type: ignore[arg-type]
     turns = [turn for turn in turns if not turn.continued or turn.has_activity()]
     if not turns:
         plan.skipped["file without turns"] = 1
