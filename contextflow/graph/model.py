@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from contextflow.core import checks
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg
 
 NODE_TYPES = (
     "fact",
@@ -72,10 +72,12 @@ def edge_type(value: Any) -> str:
 
 def content(value: Any, name: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{name} is required: pass the knowledge as a non-empty string")
+        raise InputError(f"{arg(name)} is required: pass the knowledge as a non-empty string")
     text = value.strip()
     if len(text) > MAX_CONTENT_CHARS:
-        raise InputError(f"{name} is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. Split it into nodes")
+        raise InputError(
+            f"{arg(name)} is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. Split it into nodes"
+        )
     return text
 
 

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from contextflow.app import App
 from contextflow.core import checks
-from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.errors import InputError, NotFoundError, arg
 from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
@@ -31,7 +31,7 @@ def graph(app: App) -> GraphState:
 def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
     """The live node whose id is `prefix` or starts with it (git-style)."""
     if not isinstance(prefix, str) or not prefix.strip():
-        raise InputError(f"{what} is required: pass a node id or a unique prefix of it")
+        raise InputError(f"{arg(what)} is required: pass a node id or a unique prefix of it")
     wanted = prefix.strip().lower()
     node = state.node(wanted)
     if node is not None:

@@ -104,7 +104,7 @@ class Param:
     def cli_name(self) -> str:
         """How the CLI user names this argument in messages."""
         if self.positional:
-            return self.metavar or self.name
+            return self.metavar or self.name.upper()
         return self.flag or "--" + self.name.replace("_", "-")
 
 

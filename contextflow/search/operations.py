@@ -44,12 +44,14 @@ OPERATIONS = (
                 cli_help="only this project (plus records without a project)",
             ),
             integer("limit", 1, MAX_LIMIT, "Default 8.", cli_help=f"at most N matches (default {DEFAULT_LIMIT})"),
-            integer("budget_tokens", MIN_BUDGET, MAX_BUDGET, "Most tokens to return. Default 2000.", cli=False),
-            # the CLI's --budget: checked by the core, so its message names budget_tokens as before
-            Param(
-                "budget",
-                {"type": "integer", "description": f"most tokens to print (default {DEFAULT_BUDGET})"},
-                tool=False,
+            integer(
+                "budget_tokens",
+                MIN_BUDGET,
+                MAX_BUDGET,
+                f"Most tokens to return. Default {DEFAULT_BUDGET}.",
+                flag="--budget",
+                metavar="BUDGET",
+                cli_help=f"most tokens to print (default {DEFAULT_BUDGET})",
             ),
         ),
         present.get_context,
