@@ -20,9 +20,7 @@ to open or read (a torn or damaged file) means a rebuild from the logs, which st
 
 from __future__ import annotations
 
-import functools
 import gc
-import hashlib
 import os
 import shutil
 import threading
@@ -38,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from contextflow.core.errors import StoreError
-from contextflow.core.events import BadLine, Event, decode
+from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, signature
 from contextflow.core.log import Chunk, Cursor, list_segments, read_new
 from contextflow.core.progress import Progress
@@ -48,7 +46,7 @@ if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
 
 T = TypeVar("T")
-FORMAT = 1
+FORMAT = 1  # this module's state file and folder layout
 FOLDER = "derived"
 STATE_FILE = "state.json"
 LOCK_FILE = "update.lock"
@@ -77,14 +75,17 @@ def _files(folder: Path) -> dict[str, int]:
         return {}
 
 
-@functools.cache
-def code_hash() -> str:
-    """Changes when the code that decides the index's content does."""
-    here = Path(__file__).parent
-    digest = hashlib.blake2b(digest_size=8)
-    for name in ("derived.py", "disk.py", "sink.py", "docs.py", "index.py", "extractors.py", "tokens.py", "when.py"):
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()
+def _index_roots() -> list[str]:
+    """The code that decides what goes into the index: the fold (sink, view, disk rows) and every
+    feature's extractors (imported by name, so named here)."""
+    from contextflow.features import features
+
+    extractors = [feature.extractors for feature in features() if feature.extractors]
+    return ["contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", *extractors]
+
+
+# What goes into the index: raise the version when it changes (a test guards the code it depends on).
+INDEX = Format("search-index", 2, _index_roots)
 
 
 def version_key(store_folder: Path) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def version_key(store_folder: Path) -> dict[str, Any]:
         "format": FORMAT,
         "engine": ENGINE,
         "stemmer": STEMMER,
-        "code": code_hash(),
+        "index": INDEX.version,
         "scale": weight_scale(),
         "store": str(store_folder),
     }
@@ -297,7 +298,7 @@ class DerivedSearch:
         if not todo:
             return 0
         total = sum(_unread(path, segments.get(str(path))) for path in todo)
-        from contextflow.search.sink import SearchSink, fold_chunk
+        from contextflow.search.sink import SearchSink, fold_chunk, readable
 
         sink = SearchSink(self._open(), fresh)
         progress = Progress(total if fresh or total > READ_BYTES else 0)
@@ -329,11 +330,9 @@ class DerivedSearch:
                 work = pool.submit(fold_chunk, chunk.lines, sink.index.scale) if pool is not None else None
                 if pool is None:
                     for line_no, raw in chunk.lines:
-                        try:
-                            event: Event = decode(raw, line_no)
-                        except BadLine:
-                            continue
-                        sink.apply(event)
+                        event = readable(raw, line_no, self.store.fields)
+                        if event is not None:
+                            sink.apply(event)
                 waiting.append((work, path, chunk, start))
                 while waiting and (len(waiting) > WORKERS or _done(waiting[0][0])):
                     settle()

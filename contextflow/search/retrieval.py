@@ -174,6 +174,7 @@ def memory_index(store: Store) -> SearchIndex:
             store.writer,
             store.state_dir,
             views=[LazyView("search", view_paths()["search"])],
+            fields=store.fields,  # the same shape checks as every view
             use_snapshot=False,
         )
     index: SearchIndex = twin.view("search")
