@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextflow.app import App
-from contextflow.capture.view import ActivityState
+from contextflow.capture.view import ActivityView
 from contextflow.core import checks
 from contextflow.core.errors import InputError, arg, tool
 from contextflow.core.events import as_dict
@@ -22,7 +22,7 @@ def session_activity(app: App, args: JSON) -> Reply:
         raise InputError(
             f"{tool('session_activity')} needs a {arg('session_id')} (no active session is set). {sessions.PICK_HINT}"
         )
-    state: ActivityState = app.store.view("activity")
+    state = app.store.view(ActivityView)
     limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
     turns = state.session_turns(where.project, where.session_id)[-limit:]
     blocks = []

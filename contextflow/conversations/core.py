@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from contextflow.app import App
-from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState
+from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
 from contextflow.core import checks, secrets
 from contextflow.core.blobs import read_blob, write_blob
 from contextflow.core.errors import InputError, arg, call
@@ -229,7 +229,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
 
 
 def conversations_state(app: App) -> ConversationsState:
-    state: ConversationsState = app.store.view("conversations")
+    state = app.store.view(ConversationsView)
     return state
 
 

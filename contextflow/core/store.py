@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from contextflow import __version__
 from contextflow.core import legacy, snapshot
@@ -22,7 +22,7 @@ from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fold import BOUND_KIND, Fold, View
+from contextflow.core.fold import BOUND_KIND, Fold, Folds, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
@@ -45,6 +45,7 @@ from contextflow.core.segments import (
 )
 from contextflow.core.settings import fsync_setting
 
+S = TypeVar("S")
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
@@ -249,9 +250,17 @@ class Store:
         if len(self._bad) < MAX_BAD_LINE_REPORTS:
             self._bad.append(BadLineReport(str(path), line, reason))
 
-    def view(self, name: str) -> Any:
-        """The current state of one view (after picking up new events); refused while a legacy file is
-        over its size limit (reading it in part would show a history that is not the whole one)."""
+    @overload
+    def view(self, kind: type[Folds[S]]) -> S: ...
+
+    @overload
+    def view(self, kind: str) -> Any: ...
+
+    def view(self, kind: type[Folds[Any]] | str) -> Any:
+        """The current state of one view (after picking up new events), typed when the view's class names
+        it (`store.view(SessionsView)`); refused while a legacy file is over its size limit (reading it in
+        part would show a history that is not the whole one)."""
+        name = kind if isinstance(kind, str) else kind.name
         self.refresh()
         for path, size in self._oversized.items():
             raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))

@@ -10,7 +10,7 @@ Linking or tagging what is already linked or tagged succeeds without writing any
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from contextflow.app import App
 from contextflow.core import checks
@@ -19,13 +19,13 @@ from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.query import parse
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import GraphState, GraphView, Node
 
 Item = tuple[str, dict[str, Any]]
 
 
 def graph(app: App) -> GraphState:
-    return cast(GraphState, app.store.view("graph"))
+    return app.store.view(GraphView)
 
 
 def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:

@@ -27,7 +27,7 @@ from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
 from contextflow.records.operations import CATEGORIES, CLIPBOARD
-from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState
+from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
 from contextflow.timeline.core import agent_field, resolve_thread
 
 MAX_VALUE_BYTES = 64 * 1024
@@ -50,7 +50,7 @@ KEY_HELP = (
 
 
 def records_state(app: App) -> RecordsState:
-    state: RecordsState = app.store.view("records")
+    state = app.store.view(RecordsView)
     return state
 
 

@@ -23,7 +23,7 @@ from contextflow.search.extractors import search_kinds
 from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import iter_tokens, query_terms
-from contextflow.search.view import VIEW_NAME
+from contextflow.search.view import VIEW_NAME, SearchView
 
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
@@ -142,8 +142,7 @@ def search_source(app: App) -> SearchIndex | DiskIndex:
     """The shared on-disk index, brought up to date; the in-memory view where the store folds it (a
     grant's filtered store) or where the disk index cannot be used."""
     if app.store.folds(VIEW_NAME):
-        index: SearchIndex = app.store.view(VIEW_NAME)
-        return index
+        return app.store.view(SearchView)
     try:
         return derived.search_for(app.store).index()
     except (ImportError, OSError, ValueError, derived.IndexDamaged):
@@ -153,8 +152,7 @@ def search_source(app: App) -> SearchIndex | DiskIndex:
 def search_index(app: App) -> SearchIndex:
     """The search view folded in memory (the reference the disk index is tested against)."""
     if app.store.folds(VIEW_NAME):
-        index: SearchIndex = app.store.view(VIEW_NAME)
-        return index
+        return app.store.view(SearchView)
     return memory_index(app.store)
 
 
@@ -177,8 +175,7 @@ def memory_index(store: Store) -> SearchIndex:
             fields=store.fields,  # the same shape checks as every view
             use_snapshot=False,
         )
-    index: SearchIndex = twin.view("search")
-    return index
+    return twin.view(SearchView)
 
 
 def get_context(

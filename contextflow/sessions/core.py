@@ -11,7 +11,6 @@ import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import cast
 
 from contextflow.app import App
 from contextflow.core import checks
@@ -21,7 +20,15 @@ from contextflow.core.events import Event
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.ids import new_id
 from contextflow.sessions import index as sessions_index
-from contextflow.sessions.view import NO_SESSION, Marks, SessionsState, SessionSummary, session_of, summarize
+from contextflow.sessions.view import (
+    NO_SESSION,
+    Marks,
+    SessionsState,
+    SessionSummary,
+    SessionsView,
+    session_of,
+    summarize,
+)
 
 DEFAULT_LIMIT = 20
 PROMPT_SESSIONS = 50
@@ -32,7 +39,7 @@ PICK_HINT = (
 
 
 def sessions_state(app: App) -> SessionsState:
-    return cast(SessionsState, app.store.view("sessions"))
+    return app.store.view(SessionsView)
 
 
 # -- active session ------------------------------------------------------------------------

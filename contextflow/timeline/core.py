@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from contextflow.app import App
 from contextflow.core import checks
@@ -29,6 +29,7 @@ from contextflow.timeline.view import (
     Thought,
     Thread,
     TimelineState,
+    TimelineView,
 )
 
 MAX_NAME_CHARS = 200
@@ -40,7 +41,7 @@ DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
-    return cast(TimelineState, app.store.view("timeline"))
+    return app.store.view(TimelineView)
 
 
 def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
