@@ -72,9 +72,13 @@ def test_doctor_reports_bad_lines(capsys, store_dir):
 
 
 def test_the_store_option_points_at_another_folder(capsys, tmp_path):
+    import os
+
+    before = dict(os.environ)
     other = tmp_path / "elsewhere"
     assert run(capsys, "--store", str(other), "note", "over there")[0] == 0
     assert (other / "events.writer-a.jsonl").exists()
+    assert dict(os.environ) == before  # the option chose this command's store; the process's environment is untouched
 
 
 def test_a_bad_environment_setting_is_reported_not_raised(capsys, monkeypatch):

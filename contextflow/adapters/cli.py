@@ -230,11 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook(None, {"event": argv[1]})
     word = _command_word(argv)
     args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
+    env: dict[str, str] = dict(os.environ)  # what this command's App is opened with; the process's is left alone
     if args.store:
-        os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.core.locate import STORE_OPTION_MARKER
 
-        os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
+        env.update({"CONTEXTFLOW_STORE": args.store, STORE_OPTION_MARKER: args.store})  # doctor: the option chose it
     op: Operation = args.operation
     app: App | None = None
     from contextflow.core.errors import ContextflowError, exit_code
@@ -244,16 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
             from contextflow.app import App
 
-            app = App.open()
+            app = App.open(env)
             return _batch(op, app, arguments_of(op, args), args.format)
         checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
             from contextflow.app import App
 
-            app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
+            app = App.open(env, cwd=os.getcwd())  # the project follows the current folder's repository
             if sys.stderr.isatty():
                 app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
-        reply = op.run(app, checked)
+        reply = op.run(app if op.needs_store else env, checked)  # no store: the environment it runs in
         if isinstance(reply, int):
             return reply
         if args.format == "json":  # the data, every string cleaned

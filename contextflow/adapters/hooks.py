@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contextflow.adapters.hook_payload import client_of, payload_cwd
 from contextflow.core.fsutil import atomic_write
-from contextflow.core.locate import locate_store, state_root, store_state_dir
+from contextflow.core.locate import Location, locate_store, state_root, store_state_dir
 from contextflow.core.text import quote
 
 if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook, and pays for its imports
@@ -87,19 +87,20 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = json.loads(raw[:MAX_STDIN]) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
-        folder = locate_store(env).folder
+        location = locate_store(env)  # once a call: the App below is opened on it
+        folder = location.folder
         hooks = hook_dir(folder, env)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             return _inject("UserPromptSubmit", prompt_submit(hooks, payload, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
             if event == "stop":
-                stop(payload, hooks, lambda: _open_app(env, payload), client_of(payload, env))
-            capture(payload, hooks.parent, env)
+                stop(payload, hooks, lambda: _open_app(env, payload, location), client_of(payload, env))
+            capture(payload, hooks.parent, env, location)
             return "{}" if event == "stop" else ""
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
-        app = _open_app(env, payload)
+        app = _open_app(env, payload, location)
         try:
             return session_start_output(app, hooks, hook_budget(env))
         finally:
@@ -110,20 +111,20 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         return ""
 
 
-def capture(payload: dict[str, Any], state_dir: Path, env: Mapping[str, str]) -> None:
+def capture(payload: dict[str, Any], state_dir: Path, env: Mapping[str, str], location: Location) -> None:
     """Store the turn's activity and the automatic handoff (contextflow.capture); never raises."""
     try:
         from contextflow.capture.core import capture as capture_turns
 
-        capture_turns(payload, state_dir, lambda: _open_app(env, payload), env)
+        capture_turns(payload, state_dir, lambda: _open_app(env, payload, location), env)
     except Exception as exc:
         log_reason(f"capture did nothing: {type(exc).__name__}", env)  # no message: it may quote a command
 
 
-def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
+def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Location) -> App:
     from contextflow.app import App
 
-    return App.open(env, cwd=payload_cwd(payload))
+    return App.open(env, cwd=payload_cwd(payload), location=location)
 
 
 def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None) -> str:

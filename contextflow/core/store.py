@@ -43,7 +43,7 @@ from contextflow.core.segments import (
     much_to_read,
     new_segment,
 )
-from contextflow.core.settings import fsync_setting
+from contextflow.core.settings import fsync_setting, secrets_mode
 
 S = TypeVar("S")
 SNAPSHOT_FORMAT = 2
@@ -64,8 +64,10 @@ class Store:
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
         legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
+        secrets: str | None = None,
     ) -> None:
         self.location = location
+        self.secrets = secrets  # CONTEXTFLOW_SECRETS of the environment the store was opened with
         self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
         self.writer = writer
         self.state_dir = state_dir
@@ -89,10 +91,12 @@ class Store:
         self._reset()
 
     @classmethod
-    def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
+    def open(cls, env: Mapping[str, str] | None = None, location: Location | None = None, **kwargs: Any) -> Store:
+        """The store `env` names (`location`: where a caller already found it, so it is located once)."""
         env = os.environ if env is None else env
-        location = locate_store(env)
+        location = location or locate_store(env)
         kwargs.setdefault("legacy_max_bytes", legacy.max_file_bytes(env))
+        kwargs.setdefault("secrets", secrets_mode(env))
         return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
 
     # -- reading -------------------------------------------------------------------------
@@ -394,7 +398,7 @@ class Store:
             raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
         items = [(kind, self.admit(kind, data)) for kind, data in items]
         if not collected:  # a batch's events were scrubbed as `collecting` made them
-            items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+            items = scrub_items(items, self.secrets)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:
             if not self._collected:
                 self.refresh()  # once: the batch's own events are folded as they come
