@@ -26,7 +26,15 @@ from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
-from contextflow.records.operations import CATEGORIES, CLIPBOARD
+from contextflow.records.fields import (
+    CATEGORIES,
+    CLIPBOARD,
+    DEFAULT_CATEGORY,
+    DEFAULT_LIMIT,
+    DEFAULT_SINCE_DAYS,
+    LIMIT,
+    SINCE_DAYS,
+)
 from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
 from contextflow.timeline.core import agent_field, resolve_thread
 
@@ -34,12 +42,9 @@ MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_LABEL_CHARS = 200
 MAX_PROJECT_CHARS = 200
-DEFAULT_SINCE_DAYS = 7
-DEFAULT_LIMIT = 50
 MAX_SORTED_POOL = 2000
 WAITING_SHOWN = 20
 CLIPBOARD_EXPIRY = timedelta(hours=24)
-DEFAULT_CATEGORY = "fact"  # for a key whose prefix is not a category, e.g. ticket:123
 NEVER = ("never", "none", "off")
 
 _KEY = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
@@ -232,8 +237,8 @@ def list_records(
     thread = resolve_thread(app, thread_id).id if checks.text(thread_id, "thread_id") else None
     if pinned_only is not None and not isinstance(pinned_only, bool):
         raise InputError(f"{arg('pinned_only')} must be true or false, got {pinned_only!r}")
-    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, 0, 36_500)
-    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, 500)
+    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, *SINCE_DAYS)
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, *LIMIT)
     start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(now)
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
