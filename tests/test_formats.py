@@ -1,8 +1,9 @@
 """Derived state on disk is rebuilt exactly when what goes into it changes (contextflow/core/formats.py).
 
-Each format's version is recorded here with the digest of the code it depends on. When this test
-fails, the code deciding that state's content changed: raise the format's version if what goes in
-changes (every machine rebuilds it once), else record the new digest here (nothing is rebuilt)."""
+Each format's version is recorded with the digest of the code it depends on: here for the search
+index's own code, in each feature's declaration (`Feature.search_version`) for its extractors. When a
+test here fails, the code deciding that content changed: raise the version if what goes in changes
+(every machine rebuilds once), else record the new digest (nothing is rebuilt)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (2, "ff06b0e1618cef8ab249"),
+    "search-index": (2, "6043267f6fb70bf91177"),
 }
 GUARDED = [derived.INDEX]
 
@@ -32,8 +33,23 @@ def test_each_format_version_matches_the_code_it_depends_on(found: Format):
     )
 
 
+@pytest.mark.parametrize("feature", sorted(derived.extractor_formats()))
+def test_each_features_extractors_version_matches_their_code(feature: str):
+    from contextflow.features import features
+
+    declared = next(f for f in features() if f.name == feature).search_version
+    now = derived.extractor_formats()[feature].digest(derived.INDEX)
+    assert declared[1] == now, (
+        f"{feature}'s extractors (or code only they import) changed. If what they put in the search index "
+        f"changes, raise the version in contextflow/{feature}/__init__.py's search_version; either way record "
+        f"the digest {now!r} there"
+    )
+
+
 def test_the_index_depends_on_the_ranking_extractors_projects_and_sessions_but_not_on_the_rest():
     modules = set(derived.INDEX.closure())
+    for found in derived.extractor_formats().values():
+        modules |= set(found.closure())
     wanted = {
         "contextflow.search.ranking",
         "contextflow.search.tokens",
@@ -59,6 +75,13 @@ def test_a_change_to_the_ranking_changes_the_digest_and_a_change_elsewhere_does_
         _append(copy / "graph" / "query.py", "\nUNRELATED = 1\n")
         formats.imports.cache_clear()
         assert derived.INDEX.digest() == before
+        sessions = derived.extractor_formats()["sessions"]
+        graph = derived.extractor_formats()["graph"]
+        stamps = sessions.digest(derived.INDEX), graph.digest(derived.INDEX)
+        _append(copy / "sessions" / "extract.py", "\nPRIORITY = 'priority'\n")
+        formats.imports.cache_clear()
+        assert derived.INDEX.digest() == before and graph.digest(derived.INDEX) == stamps[1]
+        assert sessions.digest(derived.INDEX) != stamps[0]  # only the sessions feature's version must move
         _append(copy / "search" / "ranking.py", "\nNEAR_WEIGHT = 0.25\n")
         formats.imports.cache_clear()
         assert derived.INDEX.digest() != before
@@ -70,9 +93,10 @@ def _append(path: Path, text: str) -> None:
     path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
 
 
-def test_the_index_key_holds_the_version_not_the_code(tmp_path):
+def test_the_index_key_holds_the_versions_not_the_code(tmp_path):
     key = derived.version_key(tmp_path)
     assert key["index"] == derived.INDEX.version
+    assert key["extractors"]["sessions"] == 1 and set(key["extractors"]) == set(derived.extractor_formats())
     assert "code" not in key
 
 

@@ -10,4 +10,5 @@ FEATURE = Feature(
     views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
+    search_version=(1, "1d114ae7d55738b15934"),
 )

@@ -44,10 +44,11 @@ class Format:
         """The roots and every module of ours they import, sorted."""
         return sorted(closure(self.root_modules()))
 
-    def digest(self) -> str:
-        """A hash of the closure's names and text."""
+    def digest(self, beside: Format | None = None) -> str:
+        """A hash of the closure's names and text (without `beside`'s closure: what this one adds to it)."""
         found = hashlib.blake2b(digest_size=10)
-        for module in self.closure():
+        shared = set(beside.closure()) if beside is not None else set()
+        for module in (name for name in self.closure() if name not in shared):
             found.update(module.encode() + b"\0" + module_path(module).read_bytes() + b"\0")
         return found.hexdigest()
 

@@ -9,5 +9,6 @@ FEATURE = Feature(
     views={"records": "contextflow.records.view:RecordsView"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
+    search_version=(1, "a031e1a86963c5eec68f"),
     commands={"context": "keyed context records"},
 )

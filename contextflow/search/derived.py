@@ -75,17 +75,25 @@ def _files(folder: Path) -> dict[str, int]:
         return {}
 
 
-def _index_roots() -> list[str]:
-    """The code that decides what goes into the index: the fold (sink, view, disk rows) and every
-    feature's extractors (imported by name, so named here)."""
+# What goes into the index: the fold (sink, view, disk rows), whose version is here, and each feature's
+# extractors, whose version is in its declaration (`Feature.search_version`). Raise a version when what
+# goes in changes; tests/test_formats.py guards the code each depends on.
+INDEX = Format(
+    "search-index",
+    2,
+    ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
+)
+
+
+def extractor_formats() -> dict[str, Format]:
+    """Each feature's extractors as a format: its version and its own code (beside the index's)."""
     from contextflow.features import features
 
-    extractors = [feature.extractors for feature in features() if feature.extractors]
-    return ["contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", *extractors]
-
-
-# What goes into the index: raise the version when it changes (a test guards the code it depends on).
-INDEX = Format("search-index", 2, _index_roots)
+    return {
+        f.name: Format(f"search-index/{f.name}", f.search_version[0], (f.extractors,))
+        for f in features()
+        if f.extractors
+    }
 
 
 def version_key(store_folder: Path) -> dict[str, Any]:
@@ -98,6 +106,7 @@ def version_key(store_folder: Path) -> dict[str, Any]:
         "engine": ENGINE,
         "stemmer": STEMMER,
         "index": INDEX.version,
+        "extractors": {name: found.version for name, found in extractor_formats().items()},
         "scale": weight_scale(),
         "store": str(store_folder),
     }
