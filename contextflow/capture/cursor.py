@@ -13,6 +13,8 @@ import hashlib
 import os
 from typing import Any
 
+from contextflow.core.lines import complete_lines
+
 MAX_READ = 8 << 20
 MAX_LINE = 2 << 20
 CHECK_BYTES = 4096
@@ -32,8 +34,6 @@ def _check(fd: int, offset: int) -> str:
 
 def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ) -> Chunk:
     cursor = cursor or {}
-    from contextflow.core.log import complete_lines  # the log module's reader, without its store imports
-
     with open(path, "rb") as handle:
         fd = handle.fileno()
         info = os.fstat(fd)

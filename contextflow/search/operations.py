@@ -6,17 +6,12 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import STRING, integer, string
 from contextflow.operations.spec import Operation, Param, Table, deferred
+from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET, SEARCH_KINDS
 
 if TYPE_CHECKING:
     from contextflow.search import present
 else:
     present = deferred("contextflow.search.present")
-
-# Copies of core constants, so that reading the table stays cheap (a test checks they agree):
-# contextflow.search.extractors.search_kinds(), contextflow.search.retrieval's limits.
-SEARCH_KINDS = ("activity", "context", "conversation", "handoff", "node", "note", "thought", "thread")
-DEFAULT_LIMIT, MAX_LIMIT = 8, 50
-DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
 
 
 OPERATIONS = (

@@ -20,6 +20,7 @@ from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
 from contextflow.search.extractors import search_kinds
+from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET
 from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import iter_tokens, query_terms
@@ -28,8 +29,6 @@ from contextflow.search.view import VIEW_NAME, SearchView
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
 
-DEFAULT_LIMIT, MAX_LIMIT = 8, 50
-DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
 CHARS_PER_TOKEN = 4
 MIN_CLIPPED_CHARS = 320
 FOOTER_RESERVE = 160

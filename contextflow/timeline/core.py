@@ -17,14 +17,12 @@ from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.ids import resolve_prefix
+from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
 from contextflow.timeline.view import (
     POSITION,
     THOUGHT,
-    THOUGHT_STATUSES,
-    THOUGHT_TYPES,
     THOUGHT_UPDATE,
     THREAD,
-    THREAD_STATUSES,
     THREAD_UPDATE,
     Thought,
     Thread,
