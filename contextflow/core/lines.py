@@ -1,5 +1,6 @@
-"""The one reader of a growing JSONL file: its complete lines from an offset (the logs, `core/log.py`; a
-client's transcript, `capture/cursor.py`). Light on purpose: a hook with nothing to do imports it."""
+"""The one reader of a growing JSONL file (the store's logs, the clients' transcripts): the complete
+lines from an offset. Stdlib only, apart from `core/log.py`: a hook reading a transcript pays for
+this module's import, not the log module's."""
 
 from __future__ import annotations
 
