@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from contextflow.admin.fields import CLIENTS
 from contextflow.admin.install import install
-from contextflow.admin.operations import CLIENTS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 NAMES = {"Claude Code": "claude-code", "Codex CLI": "codex", "Gemini CLI": "gemini", "OpenCode": "opencode"}
