@@ -111,9 +111,11 @@ def automatic_handoff_shown(request: Recorded) -> str:
 
 
 def stored_events(place: Place) -> list[dict[str, Any]]:
-    """Every event line in the store's logs."""
+    """Every event in the store's logs, as the log reader gives them (batch markers are not events)."""
+    from contextflow.core.log import read_whole
+
     logs = sorted(place.store.glob("events.*.jsonl"))
-    return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    return [json.loads(line) for log in logs for _, line in read_whole(log)[1]]
 
 
 # -- 1. an automatic handoff from one client to another, in its repository only -----------------
