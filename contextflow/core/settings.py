@@ -29,6 +29,8 @@ VARIABLES = {
     "CONTEXTFLOW_TOOLS": "the MCP tool groups offered",
     "CONTEXTFLOW_CAPTURE": "session capture on or off",
     "CONTEXTFLOW_CLIENT": "which client a hook runs for (install writes it)",
+    "CONTEXTFLOW_VIA": "set by the Claude Code plugin's or Gemini CLI extension's hooks (they stand aside for install's)",
+    "CONTEXTFLOW_COMMAND": "the contextflow command the plugin, extension and OpenCode plugin run (else PATH)",
     "CONTEXTFLOW_HOOK_BUDGET": "tokens the session-start hook may inject",
     "CONTEXTFLOW_FORMAT": "the output format of hook-level commands (text or json)",
     "CONTEXTFLOW_HTTP_TOKEN": "the HTTP bridge's one token",
