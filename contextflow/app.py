@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contextflow.core import legacy
 from contextflow.core.errors import StoreError
 from contextflow.core.fold import View
 from contextflow.core.settings import Settings
@@ -31,7 +32,9 @@ class App:
         store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
         store = Store.open(env, **store_kwargs)
-        return cls(store, Settings.from_env(store.state_dir, env, cwd))
+        location = store.location
+        legacy_active = legacy.active_session_file(location.legacy_files, location.source)
+        return cls(store, Settings.from_env(store.state_dir, env, cwd, legacy_active))
 
     def close(self) -> None:
         if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close

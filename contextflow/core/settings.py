@@ -39,21 +39,28 @@ class Settings:
 
     @classmethod
     def from_env(
-        cls, state_dir: Path, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+        cls,
+        state_dir: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        legacy_active_file: Path | None = None,
     ) -> Settings:
         """`cwd` is the working folder whose repository names the default project (the adapters
         pass it: the server's and the CLI's own folder, a hook's payload `cwd`); without it, and
-        without MCP_SHARED_CONTEXT_PROJECT, the project is `shared`."""
+        without MCP_SHARED_CONTEXT_PROJECT, the project is `shared`. `legacy_active_file`:
+        ContextFlowMCP's active-session file when its context file is in use (it then holds the
+        active session, as for ContextFlowMCP and its picker)."""
         env = os.environ if env is None else env
         project, rule = default_project(env, cwd)
         active_file = env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION_FILE", "").strip()
+        fallback = legacy_active_file or state_dir / "active-session.txt"
         return cls(
             default_project=project,
             project_rule=rule,
             new_session_prefix=env.get("MCP_SHARED_CONTEXT_NEW_SESSION_PREFIX", "").strip() or "session",
             active_session=env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION", "").strip() or None,
             active_session_file=(
-                Path(os.path.expanduser(active_file)).absolute() if active_file else state_dir / "active-session.txt"
+                Path(os.path.expanduser(active_file)).absolute() if active_file else fallback
             ),
             max_note_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_NOTE_TEXT_CHARS", 20_000),
             max_summary_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_HANDOFF_SUMMARY_CHARS", 20_000),

@@ -42,10 +42,28 @@ def active_session(app: App) -> str | None:
     path = app.settings.active_session_file
     if app.settings.active_session or path is None:
         return app.settings.active_session or None
+    return _read_active_file(path)
+
+
+def _read_active_file(path: Path) -> str | None:
+    """The id in an active-session file (ContextFlowMCP's or contextflow's), trimmed as ContextFlowMCP
+    trims it: only a regular file, its first 4 KiB, never waiting on a FIFO."""
+    import os
+    import stat
+
     try:
-        return path.read_text(encoding="utf-8").strip() or None
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.read(fd, 4096).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
+    return text.strip() or None
 
 
 def set_active_session(app: App, session_id: str) -> Path:

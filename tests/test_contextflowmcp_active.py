@@ -1,0 +1,114 @@
+"""Coming from ContextFlowMCP: the session its picker chose is the active one, its history is found
+inside a repository, and its call shapes are accepted.
+
+Its files are written here as ContextFlowMCP writes them (tests/test_contextflowmcp_files.py);
+one test runs its own `pick-session.mjs` with Node when ContextFlowMCP is here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contextflow.adapters.cli import main
+from contextflow.app import App
+from tests.conftest import connect, text_of
+from tests.e2e.test_contextflowmcp_suite import find_contextflowmcp
+from tests.test_contextflowmcp_files import append, entry, session_file
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def context_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """ContextFlowMCP's file with two sessions in project `shared`, its default: `ui-fix` (a note
+    and a handoff) and `other` (a later handoff)."""
+    root = tmp_path / "shared" / ".mcp-shared-context.jsonl"
+    monkeypatch.delenv("CONTEXTFLOW_STORE")
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_FILE", str(root))
+    append(session_file(root, "ui-fix"), entry("ui note", "ui-fix", n=1, ts="2026-01-05T10:00:00.000Z"))
+    append(
+        session_file(root, "ui-fix"),
+        entry("ui handoff", "ui-fix", kind="handoff", n=2, ts="2026-01-05T10:01:00.000Z"),
+    )
+    append(
+        session_file(root, "other"),
+        entry("other handoff", "other", kind="handoff", n=3, ts="2026-01-05T11:00:00.000Z"),
+    )
+    return root
+
+
+async def test_its_active_session_file_is_the_active_session(context_file: Path) -> None:
+    (context_file.parent / "active-session.txt").write_text("ui-fix\n", encoding="utf-8")
+    app = App.open()
+    try:
+        async with connect(app) as client:
+            resumed = await client.call_tool("resume_session", {"format": "json"})
+            assert not resumed.is_error, text_of(resumed)
+            assert json.loads(text_of(resumed))["session_id"] == "ui-fix"
+            read = await client.call_tool("read_shared_context", {"format": "json"})
+            assert [e.get("text") or e.get("summary") for e in json.loads(text_of(read))["entries"]] == [
+                "ui note",
+                "ui handoff",
+            ]
+            latest = await client.call_tool("get_latest_handoff", {"format": "json"})
+            assert "ui handoff" in text_of(latest) and "other handoff" not in text_of(latest)
+    finally:
+        app.close()
+
+
+async def test_choosing_a_session_writes_its_active_session_file(context_file: Path) -> None:
+    assert main(["use", "other"]) == 0
+    assert (context_file.parent / "active-session.txt").read_text(encoding="utf-8") == "other\n"
+
+
+def test_its_file_not_in_use_keeps_the_active_session_in_the_state_folder(tmp_path: Path) -> None:
+    assert main(["use", "mine"]) == 0
+    assert not (tmp_path / "home" / "active-session.txt").exists()
+    assert (tmp_path / "state").is_dir()
+
+
+def test_a_fifo_as_its_active_session_file_never_blocks(context_file: Path) -> None:
+    os.mkfifo(context_file.parent / "active-session.txt")
+    app = App.open()
+    try:
+        from contextflow.sessions.core import active_session
+
+        assert active_session(app) is None
+    finally:
+        app.close()
+
+
+async def test_its_picker_chooses_and_contextflow_resumes(context_file: Path, tmp_path: Path) -> None:
+    peer = find_contextflowmcp()
+    node = shutil.which("node")
+    if peer is None or node is None:
+        pytest.skip("ContextFlowMCP's pick-session.mjs or Node is not here (tests/e2e/test_contextflowmcp_suite.py)")
+    # its picker reads its index, else the single file: the session's lines there too (same ids, read once)
+    append(context_file, *map(json.loads, session_file(context_file, "ui-fix").read_text().splitlines()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "MCP_SHARED_CONTEXT_"))}
+    env.update(MCP_SHARED_CONTEXT_FILE=str(context_file), MCP_SHARED_CONTEXT_PROJECT="shared")
+    picked = subprocess.run(
+        [node, str(peer / "pick-session.mjs"), "--non-interactive", "--select", "id:ui-fix", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert picked.returncode == 0, picked.stderr
+    assert json.loads(picked.stdout)["active_session_file"] == str(context_file.parent / "active-session.txt")
+    app = App.open()
+    try:
+        async with connect(app) as client:
+            resumed = await client.call_tool("resume_session", {})
+            assert not resumed.is_error, text_of(resumed)
+            assert "ui-fix" in text_of(resumed) and "ui handoff" in text_of(resumed)
+    finally:
+        app.close()
