@@ -112,3 +112,56 @@ async def test_its_picker_chooses_and_contextflow_resumes(context_file: Path, tm
             assert "ui-fix" in text_of(resumed) and "ui handoff" in text_of(resumed)
     finally:
         app.close()
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git checkout whose origin is acme/shop, the working folder."""
+    work = tmp_path / "shop"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30)
+    subprocess.run(
+        ["git", "-C", str(work), "remote", "add", "origin", "https://github.com/acme/shop.git"], check=True, timeout=30
+    )
+    monkeypatch.chdir(work)
+    return work
+
+
+def _legacy_sessions(context_file: Path) -> None:
+    append(session_file(context_file, "cf-s1"), entry("cf note", "cf-s1", n=4, ts="2026-01-06T09:00:00.000Z"))
+    append(session_file(context_file, "s1"), entry("s1 handoff", "s1", kind="handoff", n=5))
+
+
+async def test_in_a_checkout_its_named_sessions_are_found_in_its_project(
+    context_file: Path, checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _legacy_sessions(context_file)
+    assert main(["read", "--session", "cf-s1"]) == 0
+    out = capsys.readouterr().out
+    assert "cf note" in out and "project=shared" in out
+    app = App.open(cwd=checkout)
+    try:
+        assert app.settings.default_project == "acme/shop"
+        async with connect(app) as client:
+            resumed = await client.call_tool("resume_session", {"session_id": "s1"})
+            assert not resumed.is_error, text_of(resumed)
+            text = text_of(resumed)
+            assert "s1 handoff" in text and "Found in project shared" in text and "acme/shop" in text
+            wrong_place = await client.call_tool("resume_session", {"session_id": "s1", "project": "acme/shop"})
+            assert wrong_place.is_error and "it is in project 'shared'" in text_of(wrong_place)
+    finally:
+        app.close()
+
+
+def test_a_read_that_finds_nothing_here_says_where_entries_are(
+    context_file: Path, checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["read"]) == 0
+    out = capsys.readouterr().out
+    assert "no matching entries" in out and "other projects: shared (3)" in out
+
+
+def test_not_found_exits_3_as_the_readme_says(context_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["read", "--session", "nosuch"]) == 3
+    assert main(["latest", "--project", "empty"]) == 3
+    assert main(["latest"]) == 0  # project shared has handoffs

@@ -359,7 +359,7 @@ async def test_a_contextflowmcp_file_over_its_size_limit_is_refused_with_a_clear
     assert main(["doctor"]) == 1  # a problem found, reported on stdout
     assert "is over MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES" in capsys.readouterr().out
     big.unlink()
-    assert main(["read", "--session", "s"]) == 0
+    assert main(["read", "--session", "s"]) == 3  # readable again: session s has no entries left anywhere
 
 
 def test_a_bad_size_limit_is_a_clear_setting_error(context_file: Path) -> None:

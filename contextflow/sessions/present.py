@@ -77,6 +77,11 @@ def session_text(summary: SessionSummary, index: int, with_handoff: bool = True)
 def resume_text(resume: Resume) -> str:
     """The session line, the latest handoff in full, then the other recent entries: each said once."""
     lines = [f"Resume session {clean(resume.session_id, True)} (project={clean(resume.project, True)})"]
+    if resume.not_in:
+        lines.append(
+            f"Found in project {clean(resume.project, True)}: this folder's project {clean(resume.not_in, True)} "
+            "has no such session (pass project to choose)."
+        )
     if resume.summary is None:
         lines.append("No entries yet for this session. Start working and write notes and handoffs.")
         return "\n".join(lines)
@@ -104,7 +109,22 @@ def read_shared_context(app: App, args: JSON) -> Reply:
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
     }
-    return Reply(entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload)
+    text = entries_text(entries, f"Shared context (project={where.project})", bad_lines)
+    if entries:
+        return Reply(text, payload)
+    elsewhere = _entries_elsewhere(app, where) if not args.get("project") else ""
+    named = checks.text(args.get("session_id"), "session_id")
+    missing = bool(named) and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
+    return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, exit=3 if missing else 0)
+
+
+def _entries_elsewhere(app: App, where: sessions.EntryFilter) -> str:
+    """Where the entries are when the default project has none matching: the projects with any."""
+    others = [p for p in sessions.list_projects(app) if p.name != where.project]
+    if not others:
+        return ""
+    listed = ", ".join(f"{clean(p.name, True)} ({p.entries})" for p in others[:5])
+    return f" Entries are in other projects: {listed}; pass project (--project) to read one."
 
 
 def append_shared_note(app: App, args: JSON) -> Reply:
@@ -170,7 +190,8 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(app, **args)
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
-    return Reply(text, {"store": str(app.store.folder), "handoff": as_dict(event) if event else None})
+    data = {"store": str(app.store.folder), "handoff": as_dict(event) if event else None}
+    return Reply(text, data, exit=0 if event else 3)
 
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
