@@ -207,6 +207,32 @@ def _batch(op: Operation, app: App, defaults: dict[str, Any], format_: str) -> i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a reader that closed the pipe (`contextflow sessions | head -1`) ends it quietly, exit 0."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 0
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a test's capture): nothing will be flushed
+        pass
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
         print(f"contextflow {__version__}")
@@ -235,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
             from contextflow.app import App
 
-            app = App.open()
+            app = App.open(cwd=os.getcwd())  # the same project rule as a single write
             return _batch(op, app, arguments_of(op, args), args.format)
         checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
@@ -264,6 +290,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         if app is not None:
-            sys.stdout.flush()  # the reply is out before any snapshot work
+            _flush_stdout()  # the reply is out before any snapshot work
             app.store.save_snapshot_soon()  # after a long first read: saved from a forked child, the CLI exits
             app.close()

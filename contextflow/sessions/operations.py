@@ -7,7 +7,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, STRINGS, boolean, integer, string, writer
-from contextflow.operations.spec import Feature, Operation, Param, PromptArg, PromptSpec, ResourceSpec, deferred
+from contextflow.operations.spec import FORMAT, Feature, Operation, Param, PromptArg, PromptSpec, ResourceSpec, deferred
 
 if TYPE_CHECKING:
     from contextflow.sessions import present
@@ -101,6 +101,7 @@ OPERATIONS = (
             integer("index", 1, 200, "1-based index from list_sessions.", positional=True),
             string("session_id", "Choose by id instead of index.", flag="--session"),
             *LIST_FILTERS,
+            FORMAT,  # a write, so always structured; ContextFlowMCP's callers pass format too
         ),
         present.choose_session,
         command=("choose",),

@@ -1,0 +1,114 @@
+"""A newcomer's first hour: what a command's help, the README or another interface promises holds."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contextflow.adapters.cli import main
+from contextflow.app import App
+from tests.conftest import connect, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git checkout whose origin is acme/shop, the working folder."""
+    work = tmp_path / "shop"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30)
+    subprocess.run(
+        ["git", "-C", str(work), "remote", "add", "origin", "git@github.com:acme/shop.git"], check=True, timeout=30
+    )
+    monkeypatch.chdir(work)
+    return work
+
+
+def projects_of(kind: str) -> set[str]:
+    app = App.open()
+    try:
+        return {str(e.data.get("project")) for e in app.store.view("sessions").project_entries(None) if e.kind == kind}
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("command", [["note"], ["handoff"]])
+def test_a_batch_files_its_items_in_the_project_a_single_write_uses(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    line = {"text": "x"} if command == ["note"] else {"summary": "x"}
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(line) + "\n"))
+    assert main([*command, "--stdin", "--agent", "me"]) == 0
+    assert projects_of(command[0]) == {"acme/shop"}
+
+
+def test_a_batch_of_context_records_uses_the_repository_project_too(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"key": "k:1", "value": {"a": 1}}) + "\n"))
+    assert main(["context", "set", "--stdin"]) == 0
+    capsys.readouterr()
+    assert main(["context", "get", "k:1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["project"] == "acme/shop"
+
+
+@pytest.mark.parametrize("command", [["doctor"], ["sessions"], ["context", "list"]])
+def test_a_closed_pipe_ends_quietly_with_exit_0(tmp_path: Path, command: list[str]) -> None:
+    main(["note", "one", "--agent", "me", "--session", "s"])
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before a byte is written (`| head -0`)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "contextflow", *command],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr, done.stderr.decode()
+    assert done.returncode == 0
+
+
+@pytest.mark.parametrize(("word", "stored"), [("pause", "paused"), ("paused", "paused"), ("complete", "completed")])
+def test_set_thread_takes_the_words_its_help_offers(
+    word: str, stored: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["timeline", "create", "parser", "--format", "json"]) == 0
+    thread = json.loads(capsys.readouterr().out)["id"]
+    assert main(["timeline", "set-thread", thread, "--status", word]) == 0
+    capsys.readouterr()
+    assert main(["timeline", "threads", "--status", stored, "--format", "json"]) == 0
+    assert [t["id"] for t in json.loads(capsys.readouterr().out)["threads"]] == [thread]
+
+
+def test_set_thread_still_refuses_a_word_it_does_not_know(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["timeline", "create", "parser", "--format", "json"]) == 0
+    thread = json.loads(capsys.readouterr().out)["id"]
+    with pytest.raises(SystemExit) as refused:
+        main(["timeline", "set-thread", thread, "--status", "stopped"])
+    assert refused.value.code == 2 and "pause" in capsys.readouterr().err
+
+
+async def test_choose_session_takes_format_as_in_contextflowmcps_readme(app: App) -> None:
+    async with connect(app) as client:
+        await client.call_tool("append_shared_note", {"agent": "a", "text": "x", "session_id": "s1"})
+        chosen = await client.call_tool("choose_session", {"index": 1, "limit": 20, "format": "json"})
+        assert not chosen.is_error, text_of(chosen)
+        assert json.loads(text_of(chosen))["selected_session"]["session_id"] == "s1"
+        refused = await client.call_tool("choose_session", {"index": 1, "colour": "red"})
+        assert refused.is_error  # unknown arguments are still refused
+
+
+async def test_resource_templates_are_an_empty_list_not_an_unknown_method(app: App) -> None:
+    async with connect(app) as client:
+        listed = await client.list_resource_templates()
+        assert listed.resource_templates == []
