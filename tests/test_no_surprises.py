@@ -112,3 +112,18 @@ async def test_resource_templates_are_an_empty_list_not_an_unknown_method(app: A
     async with connect(app) as client:
         listed = await client.list_resource_templates()
         assert listed.resource_templates == []
+
+
+def test_a_write_without_a_session_starts_one_the_next_agent_can_resume(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["note", "parser done", "--agent", "codex"]) == 0
+    said = capsys.readouterr().out
+    assert "No session was active: this started session" in said
+    assert main(["handoff", "tests pass", "--agent", "codex"]) == 0
+    capsys.readouterr()
+    assert main(["sessions", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["sessions"]
+    assert len(listed) == 1 and listed[0]["entry_count"] == 2
+    assert main(["resume", listed[0]["session_id"]]) == 0
+    assert "tests pass" in capsys.readouterr().out

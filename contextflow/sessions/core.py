@@ -179,9 +179,8 @@ def _base(app: App, agent: object, project: object, session_id: object, task: ob
         "project": checks.name(project, "project") or app.settings.default_project,
         "agent": checks.text(agent, "agent", required=True, max_chars=200),
     }
-    resolved = checks.name(session_id, "session_id") or resolve_session(app, None)
-    if resolved:
-        base["session_id"] = resolved
+    # with no session named or active, a new one (as new_session names it), made active: the next agent can resume it
+    base["session_id"] = checks.name(session_id, "session_id") or resolve_session(app, None) or new_session(app)
     task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)
     if task_text:
         base["task"] = task_text

@@ -128,17 +128,31 @@ def _entries_elsewhere(app: App, where: sessions.EntryFilter) -> str:
 
 
 def append_shared_note(app: App, args: JSON) -> Reply:
-    return _written(app, "Appended note", sessions.append_note(app, **args))
+    started = _starts_session(app, args)
+    return _written(app, "Appended note", sessions.append_note(app, **args), started)
 
 
 def write_shared_handoff(app: App, args: JSON) -> Reply:
-    return _written(app, "Wrote handoff", sessions.write_handoff(app, **args))
+    started = _starts_session(app, args)
+    return _written(app, "Wrote handoff", sessions.write_handoff(app, **args), started)
 
 
-def _written(app: App, done: str, event: Event) -> Reply:
+def _starts_session(app: App, args: JSON) -> bool:
+    """Whether a write starts a new session: it names none and none is active."""
+    return not args.get("session_id") and not sessions.active_session(app)
+
+
+def _written(app: App, done: str, event: Event, started: bool = False) -> Reply:
     data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
     fields = "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
-    return Reply(f"{done} {event.id} to {app.store.folder}\n{fields}", data)
+    text = f"{done} {event.id} to {app.store.folder}\n{fields}"
+    if started:
+        data["new_session"] = True
+        text += (
+            f"\nNo session was active: this started session {clean(data['session_id'], True)}, now the active one "
+            "(the next agent resumes it with resume_session; pass session_id to choose another)."
+        )
+    return Reply(text, data)
 
 
 def mark_handoff_wrong(app: App, args: JSON) -> Reply:
