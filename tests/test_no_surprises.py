@@ -127,3 +127,21 @@ def test_a_write_without_a_session_starts_one_the_next_agent_can_resume(
     assert len(listed) == 1 and listed[0]["entry_count"] == 2
     assert main(["resume", listed[0]["session_id"]]) == 0
     assert "tests pass" in capsys.readouterr().out
+
+
+def test_a_hit_holding_no_query_term_is_never_shown_as_a_plain_match(capsys: pytest.CaptureFixture[str]) -> None:
+    for text, session in [
+        ("the login token refresh returns 401 after an hour", "auth"),
+        ("found bug in cart total rounding", "auth"),
+        ("refresh the cache nightly", "cache"),
+    ]:
+        assert main(["note", text, "--agent", "a", "--session", session]) == 0
+    capsys.readouterr()
+    assert main(["search", "token refresh 401", "--format", "json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    for result in results:
+        assert result["matched"], result  # what matched, always: its own fields, or the entry beside it
+    cart = next(r for r in results if "cart" in r["excerpt"])
+    assert cart["weak"] or cart["matched"] == {"the entry beside it": ["401", "refresh", "token"]}
+    assert main(["search", "token refresh 401"]) == 0
+    assert "matched=only in the entry beside it: 401, refresh, token" in capsys.readouterr().out
