@@ -79,9 +79,7 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(tmp_path: Path, command: list[st
 
 
 @pytest.mark.parametrize(("word", "stored"), [("pause", "paused"), ("paused", "paused"), ("complete", "completed")])
-def test_set_thread_takes_the_words_its_help_offers(
-    word: str, stored: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_set_thread_takes_the_words_its_help_offers(word: str, stored: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["timeline", "create", "parser", "--format", "json"]) == 0
     thread = json.loads(capsys.readouterr().out)["id"]
     assert main(["timeline", "set-thread", thread, "--status", word]) == 0

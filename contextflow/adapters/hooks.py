@@ -65,7 +65,8 @@ def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
             path.replace(path.with_suffix(".log.old"))
-        with open(path, "a", encoding="utf-8") as handle:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+        with open(fd, "a", encoding="utf-8") as handle:  # private, as every state file (doctor checks)
             handle.write(line + "\n")
     except Exception:  # logging must not fail the hook either
         pass

@@ -144,6 +144,34 @@ def loose_state_permissions(root: Path) -> list[str]:
     return found
 
 
+def fix_permissions(app: App) -> list[str]:
+    """`doctor --fix`: the state files and folders contextflow writes (and the store folder) made private
+    again (0600 / 0700); only this user's own, never through a link. What was changed, each once."""
+    from contextflow.core.locate import current_uid
+
+    uid = current_uid()
+    root = app.store.state_dir.parent.parent
+    paths = [entry.split(" (mode ")[0] for entry in loose_state_permissions(root)]
+    fixed: list[str] = []
+    for path in [*paths, str(app.store.folder)]:
+        try:  # opened without following a link or waiting on a FIFO, then changed through the descriptor
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            mode = stat.S_IMODE(st.st_mode)
+            private = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+            if (uid is None or st.st_uid == uid) and mode & 0o077:
+                os.fchmod(fd, mode & private)
+                fixed.append(f"{path}: mode {mode:o} -> {mode & private:o}")
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return fixed
+
+
 def _duration(ms: int) -> str:
     seconds = ms // 1000
     for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):

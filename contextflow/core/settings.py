@@ -59,9 +59,7 @@ class Settings:
             project_rule=rule,
             new_session_prefix=env.get("MCP_SHARED_CONTEXT_NEW_SESSION_PREFIX", "").strip() or "session",
             active_session=env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION", "").strip() or None,
-            active_session_file=(
-                Path(os.path.expanduser(active_file)).absolute() if active_file else fallback
-            ),
+            active_session_file=(Path(os.path.expanduser(active_file)).absolute() if active_file else fallback),
             max_note_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_NOTE_TEXT_CHARS", 20_000),
             max_summary_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_HANDOFF_SUMMARY_CHARS", 20_000),
             max_array_items=_int(env, "MCP_SHARED_CONTEXT_MAX_ARRAY_ITEMS", 200),

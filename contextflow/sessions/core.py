@@ -100,7 +100,9 @@ def known_session_ids(app: App, project: str) -> list[str]:
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
     index = sessions_index.usable(app.store)
-    by_project = index.sessions if index is not None else {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
+    by_project = (
+        index.sessions if index is not None else {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
+    )
     found = [(s.latest_key, p) for p, summaries in by_project.items() for s in summaries if s.session_id == session_id]
     return [p for _, p in sorted(found, reverse=True)]
 

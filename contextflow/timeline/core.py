@@ -118,7 +118,13 @@ def update_thread(
     return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
 
 
-STATUS_VERBS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned", "resolve": "resolved"}
+STATUS_VERBS = {
+    "pause": "paused",
+    "resume": "active",
+    "complete": "completed",
+    "abandon": "abandoned",
+    "resolve": "resolved",
+}
 
 
 def _status(value: object, options: tuple[str, ...], default: str | None = None) -> str | None:

@@ -136,7 +136,9 @@ OPERATIONS = (
         "Close or pause a tangent thread and restore the parent thread's position.",
         (
             string("thread_id", "The tangent thread id or prefix.", required=True, positional=True),
-            string("status", "Default completed.", ["completed", "paused", "abandoned", "complete", "pause", "abandon"]),
+            string(
+                "status", "Default completed.", ["completed", "paused", "abandoned", "complete", "pause", "abandon"]
+            ),
             AGENT,
         ),
         present.timeline_return,

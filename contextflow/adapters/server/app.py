@@ -258,7 +258,9 @@ def sdk_server(
         on_list_resources=handler(lambda server, params: types.ListResourcesResult(resources=server.resource_list())),
         on_read_resource=handler(lambda server, params: server.read_resource(str(params.uri))),
         # none, as ContextFlowMCP answers (not "method not found")
-        on_list_resource_templates=handler(lambda server, params: types.ListResourceTemplatesResult(resource_templates=[])),
+        on_list_resource_templates=handler(
+            lambda server, params: types.ListResourceTemplatesResult(resource_templates=[])
+        ),
         on_subscriptions_listen=ListenHandler(bus),
     )
     original = server.create_initialization_options
