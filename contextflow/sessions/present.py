@@ -114,7 +114,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
         return Reply(text, payload)
     elsewhere = _entries_elsewhere(app, where) if not args.get("project") else ""
     named = checks.text(args.get("session_id"), "session_id")
-    missing = bool(named) and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
+    missing = named is not None and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
     return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, exit=3 if missing else 0)
 
 

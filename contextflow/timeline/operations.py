@@ -97,7 +97,8 @@ OPERATIONS = (
     ),
     op(
         "timeline_update_thread",
-        "Rename a thread or set its status: paused (pause), active (resume), completed (complete), abandoned (abandon).",
+        "Rename a thread or set its status: paused (or pause), active (resume), completed (complete), "
+        "abandoned (abandon).",
         (
             THREAD,
             string("name"),
