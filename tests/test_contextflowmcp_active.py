@@ -165,3 +165,41 @@ def test_not_found_exits_3_as_the_readme_says(context_file: Path, capsys: pytest
     assert main(["read", "--session", "nosuch"]) == 3
     assert main(["latest", "--project", "empty"]) == 3
     assert main(["latest"]) == 0  # project shared has handoffs
+
+
+async def test_json_replies_carry_its_keys_beside_contextflows(context_file: Path) -> None:
+    app = App.open()
+    try:
+        async with connect(app) as client:
+            read = json.loads(text_of(await client.call_tool("read_shared_context", {"format": "json", "limit": 5})))
+            assert read["filters"]["limit"] == 5 and read["parseErrors"] == [] and "indexFile" in read
+            assert read["file"] == str(context_file) or read["file"].endswith(".jsonl")
+            listed = json.loads(text_of(await client.call_tool("list_sessions", {"format": "json"})))
+            assert listed["filters"]["limit"] == 20 and listed["parseErrors"] == []
+            assert listed["sessions"][0]["latest_ts_ms"] == 1767610800000  # 2026-01-05T11:00:00Z, `other`
+            latest = json.loads(
+                text_of(await client.call_tool("get_latest_handoff", {"session_id": "ui-fix", "format": "json"}))
+            )
+            assert {"file", "indexFile", "parseErrors", "handoff"} <= set(latest)
+            resumed = json.loads(
+                text_of(await client.call_tool("resume_session", {"session_id": "ui-fix", "format": "json"}))
+            )
+            assert {"file", "indexFile", "parseErrors", "latest_handoff", "entries"} <= set(resumed)
+            prompts = {p.name: p.description for p in (await client.list_prompts()).prompts}
+            assert prompts["resume_1"] == "other - 2026-01-05 11:00:00 | entries:1 | handoff:other handoff"
+    finally:
+        app.close()
+
+
+async def test_a_malformed_line_is_named_in_parse_errors(context_file: Path) -> None:
+    with session_file(context_file, "ui-fix").open("a") as out:
+        out.write("{not json\n")
+    app = App.open()
+    try:
+        async with connect(app) as client:
+            read = json.loads(text_of(await client.call_tool("read_shared_context", {"format": "json"})))
+            assert read["bad_lines"] == 1
+            assert read["parseErrors"][0]["file"] == str(session_file(context_file, "ui-fix"))
+            assert read["parseErrors"][0]["line"] == 3
+    finally:
+        app.close()

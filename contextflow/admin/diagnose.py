@@ -66,8 +66,14 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         # ContextFlowMCP's names for the same facts (tools written against its info resource): its
         # context file and how it was found, in its words; its session folder is read, never written
         "file": str(context_file or store.log_writer.path),
-        "sessionDataDir": str(legacy.sessions_dir(context_file)) if context_file else None,
-        "sessionIndexFile": str(legacy.index_file(context_file)) if context_file else None,
+        # its companions only where they exist: contextflow reads them, never creates them
+        "sessionDataDir": _existing(legacy.sessions_dir(context_file)) if context_file else None,
+        "sessionIndexFile": _existing(legacy.index_file(context_file)) if context_file else None,
+        "lockFile": str(store.log_writer.lock_file),  # contextflow's writer lock (ContextFlowMCP: `<file>.lock`)
+        "activeSessionFile": str(app.settings.active_session_file),
+        "activeSessionId": active_session(app),
+        "defaultProject": app.settings.default_project,
+        "contextFolder": str(context_file.parent) if context_file else str(store.folder),
         "contextFileSource": location.source,
         "contextFileDiscovery": {
             **dict(location.discovery),
@@ -77,6 +83,10 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
             "legacy_files": [str(path) for path in location.legacy_files],
         },
     }
+
+
+def _existing(path: Path) -> str | None:
+    return str(path) if path.exists() else None
 
 
 def writers_ahead(segments: Any) -> list[dict[str, Any]]:

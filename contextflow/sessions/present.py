@@ -98,13 +98,29 @@ def resume_text(resume: Resume) -> str:
 # -- operations ----------------------------------------------------------------------------
 
 
+def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
+    """ContextFlowMCP's keys of a JSON reply, beside contextflow's own: the file its entries come from
+    (its context file when in use, else this machine's log), its index (contextflow's sessions index),
+    and the malformed lines skipped (`parseErrors`, as {file, line, error})."""
+    from contextflow.sessions import index as sessions_index
+
+    legacy = app.store.location.legacy_files
+    found = legacy[0] if legacy and legacy[0].exists() else app.store.log_writer.path
+    errors: list[dict[str, Any]] = []
+    if bad_lines:  # rare: only then are the logs read to name them
+        errors = [{"file": r.file, "line": r.line, "error": r.reason} for r in app.store.health().bad_lines[:50]]
+    return {"file": str(found), "indexFile": str(sessions_index.index_path(app.store)), "parseErrors": errors}
+
+
 def read_shared_context(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(app, **{k: v for k, v in args.items() if k != "limit"})
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = sessions.bad_line_count(app)
+    filters = {k: v for k, v in vars(where).items() if v is not None and k != "skip"}
     payload = {
+        **compat_keys(app, bad_lines),
         "store": str(app.store.folder),
-        "filters": {k: v for k, v in vars(where).items() if v is not None and k != "skip"},
+        "filters": {**filters, "limit": checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)},
         "count": len(entries),
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
@@ -204,7 +220,11 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(app, **args)
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
-    data = {"store": str(app.store.folder), "handoff": as_dict(event) if event else None}
+    data = {
+        **compat_keys(app, sessions.bad_line_count(app)),
+        "store": str(app.store.folder),
+        "handoff": as_dict(event) if event else None,
+    }
     return Reply(text, data, exit=0 if event else 3)
 
 
@@ -217,7 +237,14 @@ def list_sessions(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     found = sessions.list_sessions(app, query)
     project = query.project
-    payload = {"project": project, "count": len(found), "sessions": [s.as_dict() for s in found]}
+    filters = {"agent": query.agent, "since": query.since, "limit": query.limit}
+    payload = {
+        **compat_keys(app, sessions.bad_line_count(app)),
+        "project": project,
+        "filters": {**filters, "include_unsessioned": query.include_unsessioned},
+        "count": len(found),
+        "sessions": [s.as_dict() for s in found],
+    }
     if not found:
         return Reply(
             f"No resumable sessions for project={project}. A session starts with its first note or handoff "
@@ -232,7 +259,15 @@ def choose_session(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     selected = sessions.choose_session(app, query, index=args.get("index"), session_id=args.get("session_id"))
     resume_args = {"session_id": selected.session_id, "project": query.project}
-    payload = {"selected_session": selected.as_dict(), "resume_tool": "resume_session", "resume_args": resume_args}
+    choice = {"index": args["index"]} if args.get("index") is not None else {"session_id": selected.session_id}
+    payload = {
+        **compat_keys(app, sessions.bad_line_count(app)),
+        "project": query.project,
+        "selected_session": selected.as_dict(),
+        "choice": choice,
+        "resume_tool": "resume_session",
+        "resume_args": resume_args,
+    }
     text = (
         f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
         f"Next: resume it (resume_session with {orjson.dumps(resume_args).decode()}, "
@@ -246,6 +281,7 @@ def resume_session(app: App, args: JSON) -> Reply:
     return Reply(
         resume_text(resume),
         {
+            **compat_keys(app, sessions.bad_line_count(app)),
             "project": resume.project,
             "session_id": resume.session_id,
             "summary": resume.summary.as_dict() if resume.summary else None,
@@ -293,9 +329,8 @@ def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
 
 
 def _session_description(summary: SessionSummary) -> str:
-    """Last active day, task and latest handoff: what tells sessions apart, and changes rarely
-    (each change re-sends the prompt list to clients)."""
-    parts = [summary.latest_ts[:10] or "unknown"]
+    """Last active time, entry count, task and latest handoff, as ContextFlowMCP describes them."""
+    parts = [summary.latest_ts[:19].replace("T", " ") or "unknown", f"entries:{summary.entry_count}"]
     if summary.task:
         parts.append(f"task:{clip(summary.task, 36)}")
     if summary.latest_handoff_summary:
@@ -322,7 +357,9 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
-    return tuple((s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app))
+    return tuple(
+        (s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
+    )
 
 
 # -- resources -----------------------------------------------------------------------------
