@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.operations import Operation, Param
 
+OUTPUT_FORMATS = ("text", "json", "markdown")
+STORE_FLAGS = ("--store", "--db", "--format")  # global flags that take a value, before the command word
+
 # Help for command words that group several operations (`contextflow context set` ...).
 GROUPS = {
     "context": "keyed context records (set, get, list, delete)",
@@ -46,7 +49,15 @@ def build_parser(only: str | None = None, batch: bool = False) -> argparse.Argum
         description="Shared memory for AI coding agents: MCP server and CLI over append-only JSONL logs.",
     )
     parser.add_argument("--version", action="version", version=f"contextflow {__version__}")
-    parser.add_argument("--store", help="store folder (overrides CONTEXTFLOW_STORE and discovery)")
+    parser.add_argument(
+        "--store", "--db", dest="store", help="store folder (overrides CONTEXTFLOW_STORE and discovery; --db as ctx)"
+    )
+    parser.add_argument(
+        "--format",
+        dest="global_format",
+        choices=(*OUTPUT_FORMATS,),
+        help="output format of any command, as after it: text (default), json or markdown",
+    )
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     groups: dict[str, Any] = {}
     for op in operations():
@@ -82,7 +93,9 @@ def add_command(sub: Any, op: Operation, batch: bool = False) -> None:
     if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
         from contextflow.operations.spec import FORMATS
 
-        command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+        command.add_argument(
+            "--format", choices=(*FORMATS, "markdown"), help="output format: text (default; markdown is the same), json"
+        )
     command.set_defaults(operation=op)
 
 
@@ -178,15 +191,23 @@ def in_cli_words(message: str, op: Operation) -> str:
     return message
 
 
+def _apply_global_format(op: Operation, args: argparse.Namespace) -> None:
+    """`--format` before the command (ctx's global flag) is the command's own when that was not given."""
+    own = next((p for p in op.params if p.cli and p.cli_name() == "--format"), None)
+    wanted = args.global_format
+    if own is None:
+        args.format = args.format or wanted or "text"
+    elif wanted and args.format == own.cli_default and wanted in own.schema.get("enum", ()):
+        args.format = wanted
+
+
 def _command_word(argv: Sequence[str]) -> str | None:
     """The command the arguments name, when they name a known one before anything else."""
     from contextflow.features import operations
 
     words = list(argv)
-    if words[:1] == ["--store"]:
-        words = words[2:]
-    elif words[:1] and words[0].startswith("--store="):
-        words = words[1:]
+    while words[:1] and words[0].split("=")[0] in STORE_FLAGS:
+        words = words[1:] if "=" in words[0] else words[2:]
     if words and any(op.command and op.command[0] == words[0] for op in operations()):
         return words[0]
     return None
@@ -253,6 +274,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
     op: Operation = args.operation
+    _apply_global_format(op, args)
     app: App | None = None
     from contextflow.core.errors import ContextflowError, exit_code
     from contextflow.operations.arguments import check_arguments

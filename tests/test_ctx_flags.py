@@ -1,0 +1,59 @@
+"""Seed 003 (`ctx`) users: its global flags and variable work as the spec says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextflow.adapters.cli import main
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compose", "--format", "markdown"],
+        ["--format", "markdown", "compose"],
+        ["--format=markdown", "sessions"],
+        ["sessions", "--format", "markdown"],
+        ["--format", "markdown", "show", "NODE"],
+    ],
+)
+def test_format_markdown_is_accepted_on_every_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["add", "--type", "fact", "parser uses JSONL", "--format", "json"]) == 0
+    node = json.loads(capsys.readouterr().out)["id"]
+    assert main([node if word == "NODE" else word for word in argv]) == 0
+    out = capsys.readouterr().out
+    assert not out.lstrip().startswith("{")  # the document, not JSON
+
+
+def test_a_global_format_json_gives_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--format", "json", "sessions"]) == 0
+    assert "sessions" in json.loads(capsys.readouterr().out)
+
+
+def test_an_unknown_format_is_still_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["sessions", "--format", "yaml"])
+    assert refused.value.code == 2 and "markdown" in capsys.readouterr().err
+
+
+def test_db_flag_names_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "ctx-store"
+    assert main(["--db", str(other), "note", "kept here", "--agent", "a", "--session", "s"]) == 0
+    assert list(other.glob("events.*.jsonl"))
+    assert not (tmp_path / "store").exists()
+
+
+def test_ctx_db_names_the_store_when_contextflow_store_is_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "ctx-store"
+    monkeypatch.delenv("CONTEXTFLOW_STORE")
+    monkeypatch.setenv("CTX_DB", str(other))
+    assert main(["note", "kept here", "--agent", "a", "--session", "s"]) == 0
+    assert list(other.glob("events.*.jsonl"))
+    capsys.readouterr()
+    assert main(["doctor", "--format", "json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["chosen_by"] == "CTX_DB"
