@@ -57,3 +57,32 @@ def test_ctx_db_names_the_store_when_contextflow_store_is_unset(
     capsys.readouterr()
     assert main(["doctor", "--format", "json"]) in (0, 1)
     assert json.loads(capsys.readouterr().out)["chosen_by"] == "CTX_DB"
+
+
+def test_a_plain_import_fails_on_a_conflicting_node_and_merge_keeps_the_local_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["add", "--type", "fact", "cache TTL is 5 minutes", "--format", "json"]) == 0
+    node = json.loads(capsys.readouterr().out)["id"]
+    export = tmp_path / "graph.json"
+    assert main(["export", "-o", str(export)]) == 0
+    assert main(["update", node, "--content", "cache TTL is 10 minutes"]) == 0
+    capsys.readouterr()
+    assert main(["import", str(export)]) == 2
+    assert "a plain import stops on a conflict" in capsys.readouterr().err
+    assert main(["import", str(export), "--merge"]) == 0
+    assert "node differing here, kept (--merge) (1)" in capsys.readouterr().out
+    assert main(["show", node]) == 0
+    assert "10 minutes" in capsys.readouterr().out
+    assert main(["import", str(export)]) == 2  # still a conflict: nothing was changed by --merge
+
+
+def test_importing_an_unchanged_export_again_is_already_present(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["add", "--type", "fact", "cache TTL is 5 minutes"]) == 0
+    export = tmp_path / "graph.json"
+    assert main(["export", "-o", str(export)]) == 0
+    capsys.readouterr()
+    assert main(["import", str(export)]) == 0
+    assert "Already present: 1 node(s)" in capsys.readouterr().out

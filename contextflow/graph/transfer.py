@@ -5,7 +5,7 @@ the saved views. Importing appends, in one write, the new nodes (each with an id
 the id it came from, which it keeps as `origin`), the edges between them and the views. A node
 whose id or origin is already known here is present and skipped, so importing the same export
 twice, or back into the store it came from, writes nothing. A view of the same name with another
-query stops the import unless `merge` (then the local view stays).
+query, or a node here whose content differs, stops the import unless `merge` (then the local one stays).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class Imported:
     edges_present: int = 0
     views_added: int = 0
     views_present: int = 0
+    nodes_differing: int = 0  # present here with other content: kept as they are here (--merge)
     id_map: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,7 +82,16 @@ class Imported:
             f"Imported {self.nodes_added} node(s), {self.edges_added} edge(s), {self.views_added} view(s); "
             f"already present: {self.nodes_present} node(s), {self.edges_present} edge(s), "
             f"{self.views_present} view(s)."
+            + (f" Kept {self.nodes_differing} node(s) as they are here (--merge)." if self.nodes_differing else "")
         )
+
+
+def _differs(here: Any, exported: dict[str, Any]) -> bool:
+    """Whether an exported node says something else than the same node here (its type or content)."""
+    content = exported.get("content")
+    if here is None or not isinstance(content, str):
+        return False
+    return content.strip() != here.content.strip() or exported.get("type") not in (None, here.type)
 
 
 def _local_id(state: GraphState, exported_id: str, origin: str | None) -> str | None:
@@ -118,6 +128,7 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
     state = graph(app)
     result = Imported()
     planned: list[tuple[str, str, dict[str, Any]]] = []
+    differing: list[str] = []
     for index, node in enumerate(nodes):
         exported_id = node.get("id")
         if not isinstance(exported_id, str) or not exported_id:
@@ -126,7 +137,10 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
         local = _local_id(state, exported_id, origin)
         if local is not None:
             result.id_map[exported_id] = local
-            result.nodes_present += 1
+            if _differs(state.nodes.get(local), node):
+                differing.append(exported_id)
+            else:
+                result.nodes_present += 1
             continue
         try:
             kind, data = node_item(
@@ -143,6 +157,13 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
         new_id = derived_id(FORMAT, "node", origin or exported_id)
         result.id_map[exported_id] = new_id
         planned.append((new_id, kind, data))
+    if differing and not merge:
+        raise InputError(
+            f"{len(differing)} node(s) of this export are here with other content (e.g. {differing[0]}): a plain "
+            "import stops on a conflict and stored nothing. Import with --merge to keep the versions here and "
+            "import the rest, or update the nodes here first"
+        )
+    result.nodes_differing = len(differing)
     result.nodes_added = len(planned)
     edge_items: list[tuple[str, str, dict[str, Any]]] = []
     for edge in edges:

@@ -101,7 +101,8 @@ def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) ->
     report = Report("contextflow", label, dry_run, files=1)
     report.stored.update({"node": result.nodes_added, "edge": result.edges_added, "view": result.views_added})
     report.present.update({"node": result.nodes_present, "edge": result.edges_present, "view": result.views_present})
-    report.stored, report.present = +report.stored, +report.present  # drop the zero counts
+    report.skipped["node differing here, kept (--merge)"] = result.nodes_differing
+    report.stored, report.present, report.skipped = +report.stored, +report.present, +report.skipped
     what = {"graph.node": "node", "graph.edge": "edge", "graph.view": "view"}
     report.planned = [Planned(i, kind, data, what.get(kind, kind), "") for i, kind, data in planned]
     if planned and not dry_run:
