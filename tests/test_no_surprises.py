@@ -143,3 +143,33 @@ def test_a_hit_holding_no_query_term_is_never_shown_as_a_plain_match(capsys: pyt
     assert cart["weak"] or cart["matched"] == {"the entry beside it": ["401", "refresh", "token"]}
     assert main(["search", "token refresh 401"]) == 0
     assert "matched=only in the entry beside it: 401, refresh, token" in capsys.readouterr().out
+
+
+def test_records_left_out_by_age_are_counted_and_the_page_shows_all(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import timedelta
+
+    from starlette.testclient import TestClient
+
+    from contextflow.adapters.ui.server import build_app, cookie_name
+    from contextflow.core.timeutil import now as real_now
+    from contextflow.records.present import orientation
+
+    assert main(["context", "set", "fact:nas", '{"ip": "10.0.0.2"}']) == 0
+    later = real_now() + timedelta(days=10)
+    monkeypatch.setattr("contextflow.records.present.now", lambda: later)
+    capsys.readouterr()
+    assert main(["context", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "1 older record(s) not updated in the last 7 days are left out" in out and "--since-days 0" in out
+    assert main(["context", "list", "--since-days", "0"]) == 0
+    assert "fact:nas" in capsys.readouterr().out
+    app = App.open()
+    try:
+        assert "1 older record(s) left out" in orientation(app, now=later).text
+        with TestClient(build_app(app, "t" * 32, 8765), base_url="http://127.0.0.1:8765") as ui:
+            listed = ui.get("/api/records", headers={"cookie": f"{cookie_name(8765)}={'t' * 32}"}).json()
+        assert [r["key"] for r in listed["records"]] == ["fact:nas"]
+    finally:
+        app.close()
