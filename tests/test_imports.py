@@ -149,7 +149,7 @@ def test_export_to_server_memory_gives_back_the_same_entities_and_relations(app,
     run_import(app, str(MEMORY))
     out = tmp_path / "out.json"
     assert main(["export", "--to", "server-memory", "-o", str(out)]) == 0
-    assert "Exported 5 entit(ies), 5 relation(s)" in capsys.readouterr().out
+    assert "Exported 5 entities, 5 relations" in capsys.readouterr().out
     assert graph_lines(out.read_bytes()) == graph_lines(MEMORY.read_bytes())
     # and the exported file imports into a fresh store as the same graph
     other = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "b"), CONTEXTFLOW_STATE=str(tmp_path / "sb"))

@@ -173,3 +173,31 @@ def test_records_left_out_by_age_are_counted_and_the_page_shows_all(
         assert [r["key"] for r in listed["records"]] == ["fact:nas"]
     finally:
         app.close()
+
+
+def test_a_missing_import_path_exits_3_as_not_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(tmp_path / "missing.json")]) == 3
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_start_preview_prints_the_context_as_text_not_escaped_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["handoff", "parser done", "--agent", "a", "--session", "s", "--next", "wire the CLI"]) == 0
+    capsys.readouterr()
+    assert main(["start-preview", "--session", "s"]) == 0
+    out = capsys.readouterr().out
+    assert "\\n" not in out and "\n> parser done" in out
+    assert main(["start-preview", "--session", "s", "--format", "json"]) == 0
+    assert json.loads(json.loads(capsys.readouterr().out)["output"])["hookSpecificOutput"]
+
+
+def test_counts_are_written_as_words_not_parenthesised_plurals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n in range(2):
+        assert main(["add", "--type", "fact", f"fact {n}"]) == 0
+    capsys.readouterr()
+    assert main(["list"]) == 0
+    assert "2 nodes." in capsys.readouterr().out
+    assert main(["export", "--to", "server-memory", "-o", str(tmp_path / "memory.json")]) == 0
+    said = capsys.readouterr().out
+    assert "(ies)" not in said and "(s)" not in said and "2 entities" in said

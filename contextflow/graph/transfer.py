@@ -18,7 +18,7 @@ from typing import Any
 from contextflow import __version__
 from contextflow.app import App
 from contextflow.core.clock import stamp_from_ms, stamp_iso
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import derived_id
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
@@ -237,6 +237,8 @@ def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> 
     file = Path(path).expanduser().absolute()
     try:
         raw = file.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"cannot read {file}: no such file; pass the path of a readable text file") from None
     except OSError as exc:
         raise InputError(f"cannot read {file}: {exc.strerror or exc}; pass the path of a readable text file") from None
     try:

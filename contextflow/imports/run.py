@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from contextflow.app import App
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, NotFoundError
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_folder
@@ -59,7 +59,7 @@ def run_import(
             return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
         where = Path(path).expanduser()
         if not where.exists():
-            raise InputError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
+            raise NotFoundError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
         if where.is_dir():
             fmt = fmt or detect_folder(where)
             if fmt in transcripts.FORMATS:
