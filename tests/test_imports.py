@@ -409,3 +409,12 @@ def test_notes_and_sessions_are_read_from_their_files_not_standard_input(app, mo
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"---\ntitle: x\n---\nbody\n")))
     with pytest.raises(InputError, match="basic-memory is read from its files"):
         run_import(app, "-")
+
+
+def test_a_basic_memory_tag_in_any_script_is_kept(app, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "n.md").write_text("---\ntitle: Ünï note\ntags: [ünï, café au lait]\n---\n# Ünï note\nbody\n")
+    run_import(app, str(folder), fmt="basic-memory")
+    note = nodes_by(app, "title")["Ünï note"]
+    assert {"label:ünï", "label:café-au-lait"} <= writes.graph(app).tags_of(note.id)

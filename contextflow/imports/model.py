@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
 
-_TAG_VALUE = re.compile(r"[^A-Za-z0-9_.:/@+-]+")
+_TAG_VALUE = re.compile(r"[^\w.:/@+-]+")  # letters of any script stay (a tag value is any non-space)
 
 
 class SourceError(InputError):
