@@ -418,3 +418,14 @@ def test_a_basic_memory_tag_in_any_script_is_kept(app, tmp_path):
     run_import(app, str(folder), fmt="basic-memory")
     note = nodes_by(app, "title")["Ünï note"]
     assert {"label:ünï", "label:café-au-lait"} <= writes.graph(app).tags_of(note.id)
+
+
+def test_a_claude_mem_body_without_exported_at_imports_with_from(app, tmp_path):
+    doc = json.loads(CLAUDE_MEM.read_text())
+    doc.pop("exportedAt", None)
+    doc.pop("totalObservations", None)
+    doc.pop("summaries", None)
+    bare = tmp_path / "observations.json"
+    bare.write_text(json.dumps(doc))
+    report = run_import(app, str(bare), fmt="claude-mem")
+    assert report.stored["node"] == len(doc["observations"]) and not report.errors
