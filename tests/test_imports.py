@@ -132,7 +132,7 @@ def test_a_dry_run_lists_what_would_be_stored_and_stores_nothing(app, capsys):
     assert report["would_store"] == {"node": 5, "edge": 5} and len(report["events"]) == 10
     assert app.store.event_count == 0
     assert main(["import", str(MEMORY), "--dry-run"]) == 0
-    assert "Would store 5 node(s), 5 edge(s)" in capsys.readouterr().out
+    assert "Would store 5 nodes, 5 edges" in capsys.readouterr().out
 
 
 def test_observations_round_trip_through_the_node_content():
@@ -269,7 +269,7 @@ def test_a_note_with_bad_front_matter_is_left_out_and_the_rest_is_stored(app, tm
     (folder / "broken.md").write_text("---\ntitle: Broken\nkey: !!python/object:os.system x\n---\nbody\n")
     code = main(["import", str(folder)])
     out, err = capsys.readouterr()
-    assert code == 2 and "Stored 4 node(s), 5 edge(s)" in out
+    assert code == 2 and "Stored 4 nodes, 5 edges" in out
     assert f"{folder / 'broken.md'}:3: front matter: unsupported YAML here" in out
     assert "1 file(s) were not imported" in err
     assert "Broken" not in nodes_by(app, "title")
@@ -429,3 +429,20 @@ def test_a_claude_mem_body_without_exported_at_imports_with_from(app, tmp_path):
     bare.write_text(json.dumps(doc))
     report = run_import(app, str(bare), fmt="claude-mem")
     assert report.stored["node"] == len(doc["observations"]) and not report.errors
+
+
+def test_a_server_memory_relation_named_supersedes_does_not_hide_its_target(app, tmp_path):
+    memory = tmp_path / "memory.json"
+    lines = [
+        {"type": "entity", "name": "v2 plan", "entityType": "decision", "observations": ["ship v2"]},
+        {"type": "entity", "name": "v1 plan", "entityType": "decision", "observations": ["ship v1"]},
+        {"type": "relation", "from": "v2 plan", "to": "v1 plan", "relationType": "supersedes"},
+        {"type": "relation", "from": "v2 plan", "to": "ghost", "relationType": "knows"},
+    ]
+    memory.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = run_import(app, str(memory))
+    assert report.skipped == {"link to an item not imported": 1}  # said, not dropped silently
+    state = writes.graph(app)
+    v1 = nodes_by(app, "name")["v1 plan"]
+    assert not state.superseded_by(v1.id)
+    assert "Left out: link to an item not imported (1)." in report.text()
