@@ -446,3 +446,25 @@ def test_a_server_memory_relation_named_supersedes_does_not_hide_its_target(app,
     v1 = nodes_by(app, "name")["v1 plan"]
     assert not state.superseded_by(v1.id)
     assert "Left out: link to an item not imported (1)." in report.text()
+
+
+def test_a_beads_issue_keeps_its_owner_times_pin_and_metadata(app, tmp_path):
+    issue = {
+        "id": "bd-9",
+        "title": "Ship it",
+        "status": "open",
+        "owner": "ana",
+        "created_by": "bo",
+        "started_at": "2026-01-02T10:00:00Z",
+        "due_at": "2026-02-01T00:00:00Z",
+        "defer_until": "2026-01-10T00:00:00Z",
+        "pinned": True,
+        "metadata": {"sprint": 4},
+    }
+    path = tmp_path / "issues.jsonl"
+    path.write_text(json.dumps(issue) + "\n")
+    run_import(app, str(path), fmt="beads")
+    meta = nodes_by(app, "beads_id")["bd-9"].metadata
+    assert meta["owner"] == "ana" and meta["created_by"] == "bo" and meta["pinned"] is True
+    assert meta["started_at"] == "2026-01-02T10:00:00Z" and meta["due_at"] and meta["defer_until"]
+    assert meta["beads_metadata"] == {"sprint": 4}
