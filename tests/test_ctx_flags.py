@@ -85,4 +85,33 @@ def test_importing_an_unchanged_export_again_is_already_present(
     assert main(["export", "-o", str(export)]) == 0
     capsys.readouterr()
     assert main(["import", str(export)]) == 0
-    assert "Already present: 1 node(s)" in capsys.readouterr().out
+    assert "Already present: 1 node." in capsys.readouterr().out
+
+
+def test_ingest_splits_a_file_over_the_node_limit_into_parts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from contextflow.app import App
+    from contextflow.graph.model import MAX_CONTENT_CHARS
+    from contextflow.graph.writes import graph
+
+    big = tmp_path / "big.md"
+    line = "a line of the design notes, long enough to matter\n"
+    big.write_text(line * (MAX_CONTENT_CHARS // len(line) * 2 + 10))
+    assert main(["ingest", str(big), "--format", "json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["created"] and len(done["parts"]) == 2
+    assert main(["ingest", str(big), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {**done, "created": False, "parts": []} | {"supersedes": None}
+    big.write_text("short now\n")
+    assert main(["ingest", str(big), "--format", "json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    app = App.open()
+    try:
+        state = graph(app)
+        kept = "\n".join(state.nodes[i].content for i in [done["id"], *done["parts"]])
+        assert kept == (line * (MAX_CONTENT_CHARS // len(line) * 2 + 10)).strip()  # nothing lost between parts
+        assert all(state.superseded_by(i) for i in [done["id"], *done["parts"]])
+        assert state.nodes[again["id"]].content == "short now"
+    finally:
+        app.close()

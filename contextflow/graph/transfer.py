@@ -19,7 +19,7 @@ from contextflow import __version__
 from contextflow.app import App
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
-from contextflow.core.ids import derived_id
+from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, parse
@@ -228,6 +228,7 @@ class Ingested:
     id: str
     created: bool
     replaced: str | None
+    parts: tuple[str, ...] = ()  # a file over the content limit: its parts after the first, each CHILD_OF it
 
 
 def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> Ingested:
@@ -247,15 +248,34 @@ def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> 
         raise InputError(f"{file} is not UTF-8 text; only text files can be ingested") from None
     digest = hashlib.sha256(raw).hexdigest()
     state = graph(app)
-    previous = None
-    for node_id in state.by_type.get("source", set()) & state.live:
+    previous: list[str] = []  # the file's current node (each part of it), superseded by the new one
+    for node_id in sorted(state.by_type.get("source", set()) & state.live):
         node = state.nodes[node_id]
         if node.metadata.get("path") == str(file) and not state.superseded_by(node_id):
-            if node.metadata.get("sha256") == digest:
+            if node.metadata.get("sha256") == digest and node.metadata.get("part", 1) == 1:
                 return Ingested(node_id, False, None)
-            previous = node_id
-    meta = {"path": str(file), "name": file.name, "bytes": len(raw), "sha256": digest}
-    links = [(previous, "SUPERSEDES")] if previous else None
-    item = node_item(type="source", content=text, tags=tags, metadata=meta, agent=agent, links=links)
-    event = app.store.append(*item)
-    return Ingested(event.id, True, previous)
+            previous.append(node_id)
+    meta: dict[str, Any] = {"path": str(file), "name": file.name, "bytes": len(raw), "sha256": digest}
+    pieces = split_text(text, model.MAX_CONTENT_CHARS)
+    ids = [new_id() for _ in pieces]
+    items = []
+    for number, piece in enumerate(pieces, 1):
+        links = [(old, "SUPERSEDES") for old in previous] if number == 1 else [(ids[0], "CHILD_OF")]
+        part = {"part": number, "parts": len(pieces)} if len(pieces) > 1 else {}
+        items.append(
+            node_item(type="source", content=piece, tags=tags, metadata={**meta, **part}, agent=agent, links=links)
+        )
+    app.store.append_many(items, ids=ids)  # all parts or none
+    first = previous[0] if previous else None
+    return Ingested(ids[0], True, first, tuple(ids[1:]))
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """`text` in parts of at most `limit` characters, cut at a line break in the last quarter of each
+    (the break itself dropped: the parts joined by line breaks are the file), else at the limit."""
+    parts: list[str] = []
+    while len(text) > limit:
+        cut = text.rfind("\n", limit * 3 // 4, limit)
+        parts.append(text[: cut if cut > 0 else limit])
+        text = text[cut + 1 if cut > 0 else limit :]
+    return [*parts, text]
