@@ -203,3 +203,20 @@ async def test_a_malformed_line_is_named_in_parse_errors(context_file: Path) -> 
             assert read["parseErrors"][0]["line"] == 3
     finally:
         app.close()
+
+
+async def test_new_session_is_listed_with_the_id_it_would_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "feature-login", str(work)], check=True, timeout=30)
+    monkeypatch.chdir(work)
+    app = App.open(cwd=work)
+    try:
+        async with connect(app) as client:
+            prompts = {p.name: p.description for p in (await client.list_prompts()).prompts}
+            assert prompts["new_session"].startswith("New session (feature-login)")
+            started = await client.get_prompt("new_session", {})
+            assert "Active session selected: feature-login" in started.messages[0].content.text  # type: ignore[union-attr]
+    finally:
+        app.close()

@@ -163,6 +163,7 @@ FEATURE = Feature(
             "Start a new session (default id: the current git branch) and make it active",
             present.new_session_prompt,
             (PromptArg("session_id", "Session id; default the git branch or a timestamp"), PROJECT_ARG),
+            describe=present.new_session_description,
         ),
         PromptSpec(
             "resume_by_id",

@@ -300,6 +300,11 @@ def use_session(app: App, args: JSON) -> Reply:
 # -- prompts -------------------------------------------------------------------------------
 
 
+def new_session_description(app: App) -> str:
+    """As ContextFlowMCP lists it: the id it would start, e.g. `New session (feature-login)`."""
+    return f"New session ({clean(sessions.suggest_session_id(app), True)}): start it and make it active"
+
+
 def new_session_prompt(app: App, args: dict[str, str]) -> str:
     session_id = args.get("session_id", "").strip() or sessions.suggest_session_id(app)
     sessions.set_active_session(app, session_id)

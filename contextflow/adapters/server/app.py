@@ -152,7 +152,7 @@ class ContextflowServer:
         return [
             types.Prompt(
                 name=spec.name,
-                description=clean(spec.description),
+                description=clean(spec.describe(self.app) if spec.describe else spec.description),
                 arguments=[
                     types.PromptArgument(name=a.name, description=a.description, required=a.required)
                     for a in spec.arguments
