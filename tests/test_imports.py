@@ -468,3 +468,22 @@ def test_a_beads_issue_keeps_its_owner_times_pin_and_metadata(app, tmp_path):
     assert meta["owner"] == "ana" and meta["created_by"] == "bo" and meta["pinned"] is True
     assert meta["started_at"] == "2026-01-02T10:00:00Z" and meta["due_at"] and meta["defer_until"]
     assert meta["beads_metadata"] == {"sprint": 4}
+
+
+def test_a_beads_export_with_memories_imports_its_issues_and_memories(app, tmp_path):
+    lines = [
+        {"_type": "issue", "id": "bd-1", "title": "Fix login", "status": "open"},
+        {"_type": "memory", "key": "deploy-order", "value": "migrate before deploy"},
+        {"_type": "schema", "version": 3},
+    ]
+    path = tmp_path / "beads.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = run_import(app, str(path))
+    assert report.format == "beads" and report.stored == {"node": 2} and not report.errors
+    assert report.skipped == {"beads schema record": 1}
+    memory = nodes_by(app, "beads_memory")["deploy-order"]
+    assert memory.content == "migrate before deploy" and "kind:memory" in writes.graph(app).tags_of(memory.id)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"_type": "memory", "key": "k"}) + "\n")
+    with pytest.raises(InputError, match='a memory needs "key" and "value" strings'):
+        run_import(app, str(bad), fmt="beads")

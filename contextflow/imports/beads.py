@@ -11,7 +11,9 @@ acceptance criteria, notes and comments; summary `id: title`; tags `imported:bea
 and its own `metadata` as `beads_metadata`. `bd` leaves a
 priority of 0 out of the line, so a missing priority is 0. Dependencies become edges from the issue:
 `blocks` DEPENDS_ON its blocker, `parent-child` CHILD_OF its parent, `discovered-from` DERIVED_FROM,
-`related` RELATES_TO. A tombstone (a deleted issue) deletes the node an earlier import made.
+`related` RELATES_TO. A tombstone (a deleted issue) deletes the node an earlier import made. A memory line
+(`bd export --include-memories`: `{"_type": "memory", "key", "value"}`) becomes a `fact` node tagged
+`kind:memory`; another `_type` (a schema header) is counted and left out.
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ def read(label: str, raw: bytes) -> Records:
     path = Path(label)
     records = Records()
     for line, item in parse_lines(raw, path):
+        marked = item.get("_type")
+        if marked == "memory":  # `bd export --include-memories`: one of its `bd remember` memories
+            records.nodes.append(memory_record(item, path, line))
+            continue
+        if marked is not None and marked != "issue":  # a schema header or a record type it adds later
+            records.skipped[f"beads {marked!s:.40} record"] += 1
+            continue
         if item.get("status") == "tombstone" or item.get("deleted_at"):
             if isinstance(item.get("id"), str):
                 records.deleted.append(item["id"])
@@ -115,6 +124,15 @@ def read(label: str, raw: bytes) -> Records:
         records.nodes.append(record)
         records.edges += edges
     return records
+
+
+def memory_record(item: dict[str, Any], path: Path, line: int) -> NodeRecord:
+    """A `{"_type": "memory", "key": ..., "value": ...}` line as a `fact` node keyed on its key."""
+    key, value = item.get("key"), item.get("value")
+    if not isinstance(key, str) or not key.strip() or not isinstance(value, str):
+        raise SourceError(path, 'a memory needs "key" and "value" strings', line)
+    tags = tags_of(("imported", "beads"), ("kind", "memory"))
+    return NodeRecord(f"memory:{key.strip()}", "fact", value.strip() or key, tags, {"beads_memory": key.strip()})
 
 
 def issues_file(path: Path) -> Path:
