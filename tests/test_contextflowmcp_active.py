@@ -163,6 +163,7 @@ def test_a_read_that_finds_nothing_here_says_where_entries_are(
 
 def test_not_found_exits_3_as_the_readme_says(context_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["read", "--session", "nosuch"]) == 3
+    assert "no session 'nosuch' in any project" in capsys.readouterr().err
     assert main(["latest", "--project", "empty"]) == 3
     assert main(["latest"]) == 0  # project shared has handoffs
 

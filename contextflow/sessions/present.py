@@ -131,7 +131,8 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     elsewhere = _entries_elsewhere(app, where) if not args.get("project") else ""
     named = checks.text(args.get("session_id"), "session_id")
     missing = named is not None and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
-    return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, exit=3 if missing else 0)
+    remark = f"no session {clean(named or '', True)!r} in any project; list_sessions shows them" if missing else None
+    return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0)
 
 
 def _entries_elsewhere(app: App, where: sessions.EntryFilter) -> str:
