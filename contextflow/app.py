@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from contextflow.core import legacy
-from contextflow.core.errors import StoreError
 from contextflow.core.fold import View
 from contextflow.core.settings import Settings
 from contextflow.core.store import Store
@@ -37,11 +35,10 @@ class App:
         return cls(store, Settings.from_env(store.state_dir, env, cwd, legacy_active))
 
     def close(self) -> None:
-        if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close
-            from contextflow.sessions import index as sessions_index
+        if self.store.loaded:  # each feature's close-time work, for the views this process loaded
+            from contextflow import features
 
-            with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
-                sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
+            features.close(self.store)
         self.store.close()
 
     def every_view(self) -> list[View]:

@@ -46,10 +46,10 @@ def settings_findings(env: Mapping[str, str] | None = None) -> list[str]:
 def _tools(value: str) -> list[str]:
     if not value.strip():
         return []
-    from contextflow.adapters.server.registry import features_for
+    from contextflow.adapters.server.registry import tables_for
 
     try:
-        features_for(value)
+        tables_for(value)
     except InputError as exc:
         return [f"{exc}: `contextflow serve` refuses to start with it (exit 2)"]
     return []

@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 import orjson
 
+from contextflow.core.errors import StoreError
 from contextflow.core.events import Event, decode, encode
 from contextflow.core.fields import Schema, conform
 from contextflow.core.fsutil import atomic_write
@@ -181,6 +182,12 @@ def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> No
         return
     save(store, state)
     _written[store] = (signatures, time.monotonic())
+
+
+def save_on_close(store: Store) -> None:
+    """The sidecar brought up to date when the process closes the store (`Feature.on_close`)."""
+    with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
+        save_if_stale(store, store.view("sessions"), force=True)
 
 
 _written: WeakKeyDictionary[Store, tuple[Signatures, float]] = WeakKeyDictionary()

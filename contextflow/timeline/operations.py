@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import integer, string, writer
-from contextflow.operations.spec import Feature, Operation, Param, deferred
+from contextflow.operations.spec import Operation, Param, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.timeline import present
 else:
     present = deferred("contextflow.timeline.present")
 
-op = partial(Operation, group="timeline")
 
 # Copies of contextflow.timeline.view's constants, so that reading the table stays cheap (a test checks).
 THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
@@ -33,7 +31,7 @@ THREAD_STATUS = string("status", enum=(*THREAD_STATUSES, "pause", "resume", "com
 
 
 OPERATIONS = (
-    op(
+    Operation(
         "timeline_create_thread",
         "Start a named thread of work (a journey from A to B).",
         (
@@ -46,7 +44,7 @@ OPERATIONS = (
         command=("timeline", "create"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_list_threads",
         "List threads with status and current position, most recent first.",
         (
@@ -56,7 +54,7 @@ OPERATIONS = (
         present.timeline_list_threads,
         command=("timeline", "threads"),
     ),
-    op(
+    Operation(
         "timeline_get_thread",
         "A thread's ordered thoughts, position and tangent threads.",
         (
@@ -66,7 +64,7 @@ OPERATIONS = (
         present.timeline_get_thread,
         command=("timeline", "show"),
     ),
-    op(
+    Operation(
         "timeline_add_thought",
         "Add a thought after the thread's current position and move there.",
         (
@@ -80,7 +78,7 @@ OPERATIONS = (
         command=("timeline", "add"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_update_thought",
         "Change a thought's status, content, type or metadata.",
         (
@@ -95,7 +93,7 @@ OPERATIONS = (
         command=("timeline", "update"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_update_thread",
         "Rename a thread or set its status: paused (or pause), active (resume), completed (complete), "
         "abandoned (abandon).",
@@ -110,14 +108,14 @@ OPERATIONS = (
         command=("timeline", "set-thread"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_where_am_i",
         "Current position, last thought and trail of every active thread.",
         (integer("limit", 1, 500, "Most recent N; default 20."),),
         present.timeline_where_am_i,
         command=("timeline", "where"),
     ),
-    op(
+    Operation(
         "timeline_go_tangent",
         "Mark a tangent_start on a thread and start a child thread for the tangent.",
         (
@@ -132,7 +130,7 @@ OPERATIONS = (
         command=("timeline", "tangent"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_return",
         "Close or pause a tangent thread and restore the parent thread's position.",
         (
@@ -148,4 +146,4 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(group="timeline", operations=OPERATIONS)
+TABLE = Table(operations=OPERATIONS)

@@ -99,17 +99,7 @@ class GrantStore(Store):
             )
         return data
 
-    def append_many(
-        self,
-        items: Sequence[tuple[str, dict[str, Any]]],
-        ids: Sequence[str] | None = None,
-        stamps: Sequence[int] | None = None,
-        *,
-        collected: bool = False,
-    ) -> list[Event]:
-        admitted = [(kind, self.admit(kind, data)) for kind, data in items]
-        with _APPENDING:  # grants' threads queue here instead of polling the writer's file lock
-            return super().append_many(admitted, ids, stamps, collected=collected)
+    appending = _APPENDING  # grants' threads queue here instead of polling the writer's file lock
 
 
 def grant_app(base: App, grant: Grant) -> App:
