@@ -115,10 +115,7 @@ def snapshot_check(app: App) -> dict[str, Any]:
     if store.event_count > SNAPSHOT_CHECK_MAX_EVENTS:
         return {"loaded": store.from_snapshot, "checked": False}
     views, fields = store.fresh_views, store.fields
-    if store.from_snapshot:
-        fresh = Store(store.location, store.writer, store.state_dir, views=views, fields=fields, use_snapshot=False)
-    else:  # this process read the logs itself: its views are a fresh fold already (not paid twice)
-        fresh = store
+    fresh = Store(store.location, store.writer, store.state_dir, views=views, fields=fields, use_snapshot=False)
     found: dict[str, Any] = {"loaded": store.from_snapshot, "checked": True}
     if store.from_snapshot:
         differ = [name for name in CHECKED_VIEWS if store.view(name) != fresh.view(name)]
