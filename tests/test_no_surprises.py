@@ -201,3 +201,11 @@ def test_counts_are_written_as_words_not_parenthesised_plurals(
     assert main(["export", "--to", "server-memory", "-o", str(tmp_path / "memory.json")]) == 0
     said = capsys.readouterr().out
     assert "(ies)" not in said and "(s)" not in said and "2 entities" in said
+
+
+def test_help_names_commands_and_flags_not_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["choose", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "list_sessions" not in out and "`contextflow sessions`" in out
+    assert "by --session" in out and "session_id." not in out

@@ -195,6 +195,24 @@ def in_cli_words(message: str, op: Operation) -> str:
     return message
 
 
+def _help_in_cli_words(parser: argparse.ArgumentParser) -> None:
+    """Each command's description and flag help as `in_cli_words` puts them (`list_sessions` reads
+    `contextflow sessions`, `session_id` reads `--session`)."""
+    import argparse
+
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in action.choices.values():
+            op = sub.get_default("operation")
+            if op is not None:
+                sub.description = in_cli_words(sub.description, op) if sub.description else None
+                for flag in sub._actions:
+                    if flag.help:
+                        flag.help = in_cli_words(flag.help, op)
+            _help_in_cli_words(sub)
+
+
 def _apply_global_format(op: Operation, args: argparse.Namespace) -> None:
     """`--format` before the command (ctx's global flag) is the command's own when that was not given."""
     own = next((p for p in op.params if p.cli and p.cli_name() == "--format"), None)
@@ -271,7 +289,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         return hook(None, {"event": argv[1]})
     word = _command_word(argv)
-    args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
+    parser = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS)
+    if {"-h", "--help"} & set(argv):  # help in the words of this interface: commands and flags, not tools
+        _help_in_cli_words(parser)
+    args = parser.parse_args(argv)
     if args.store:
         os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.core.locate import STORE_OPTION_MARKER
