@@ -289,8 +289,9 @@ def test_private_text_and_a_token_in_a_command_are_nowhere_on_disk(app, tmp_path
 
 def test_an_agents_written_handoff_stands_until_later_work(app, tmp_path, monkeypatch, capsys, repo):
     """The agent writes its handoff with no session id (as a tool call does; it starts a session of its
-    own, as every write without one does); the turn that called the tool links it to the captured session; turns that only talk leave it standing, a turn with work
-    makes the automatic handoff, derived from the turns, the latest again."""
+    own, as every write without one does); the turn that called the tool links it to the captured
+    session; turns that only talk leave it standing, a turn with work makes the automatic handoff,
+    derived from the turns, the latest again."""
     from contextflow.capture import recall
 
     project = "example-owner/calc-demo"
