@@ -56,9 +56,11 @@ def _tools(value: str) -> list[str]:
 
 
 def _hook_budget(value: str) -> list[str]:
+    if not value:
+        return []
     from contextflow.adapters.hooks import DEFAULT_BUDGET, MAX_BUDGET, hook_budget
 
-    if not value or hook_budget({"CONTEXTFLOW_HOOK_BUDGET": value}) != DEFAULT_BUDGET or value == str(DEFAULT_BUDGET):
+    if hook_budget({"CONTEXTFLOW_HOOK_BUDGET": value}) != DEFAULT_BUDGET or value == str(DEFAULT_BUDGET):
         return []
     return [
         f"CONTEXTFLOW_HOOK_BUDGET={value!r} is not a whole number of tokens from 200 to {MAX_BUDGET}, so the "
