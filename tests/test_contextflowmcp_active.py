@@ -221,3 +221,11 @@ async def test_new_session_is_listed_with_the_id_it_would_start(
             assert "Active session selected: feature-login" in started.messages[0].content.text  # type: ignore[union-attr]
     finally:
         app.close()
+
+
+def test_a_session_in_another_project_is_named_with_the_flag_on_the_command_line(
+    context_file: Path, checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _legacy_sessions(context_file)
+    assert main(["resume", "s1", "--project", "acme/shop"]) == 3
+    assert "it is in project 'shared': pass --project='shared'" in capsys.readouterr().err

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import argparse
 
     from contextflow.app import App
+    from contextflow.core.errors import ContextflowError
     from contextflow.operations import Operation, Param
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
@@ -108,8 +109,8 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param, batch: bool = F
     required = param.required and not batch
     kind = schema.get("type")
     options: dict[str, Any] = {"help": param.cli_help or _first_lower(param.description.rstrip(".")) or None}
-    if param.metavar:
-        options["metavar"] = param.metavar
+    if param.metavar or param.positional:
+        options["metavar"] = param.cli_name() if param.positional else param.metavar
     if "enum" in schema:
         options["choices"] = schema["enum"]
     elif kind == "array" and "enum" in schema.get("items", {}):  # each repeated value is checked
@@ -173,31 +174,50 @@ def json_object(raw: str, name: str) -> dict[str, Any]:
     return value
 
 
-def in_cli_words(message: str, op: Operation) -> str:
-    """A core error as a CLI user reads it: tools become commands, arguments become flags.
+def in_cli_words(error: ContextflowError, op: Operation) -> str:
+    """An error as a CLI user reads it: the arguments and operations its message names (`InputError`'s
+    marks) said as this command's flags and the commands that run them."""
+    from contextflow.core.errors import InputError
+    from contextflow.features import operations
 
-    "call context_list with prefix='pr:'" reads "run `contextflow context list` with --prefix='pr:'",
-    and "since_days must be ..." reads "--since-days must be ..."."""
+    if not isinstance(error, InputError):
+        return str(error)
+    table = {other.name: other for other in operations()}
+
+    def argument(name: str) -> str:
+        mine = [p for p in op.params if p.name == name and p.cli]
+        found = mine or [p for other in table.values() for p in other.params if p.name == name and p.cli]
+        return found[0].cli_name() if found else name
+
+    def command(name: str) -> str:
+        other = table.get(name)
+        return f"`{other.command_line()}`" if other is not None and other.command else name
+
+    def run(name: str) -> str:
+        other = table.get(name)
+        return f"run `{other.command_line()}`" if other is not None and other.command else f"call {name}"
+
+    return error.worded(argument, command, run)
+
+
+def help_words(text: str, op: Operation) -> str:
+    """Help text in this interface's words: a tool it names reads as its command (`list_sessions`:
+    `contextflow sessions`), an argument of this command as its flag (`session_id`: `--session`)."""
     import re
 
     from contextflow.features import operations
 
     for other in operations():
-        if other.tool and other.command and other.name in message:
-            message = re.sub(rf"\bcall {other.name}\b", f"run `{other.command_line()}`", message)
-            message = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", message)
-        for param in other.params:
-            if param.cli and not param.positional and f"{param.name}=" in message:
-                message = re.sub(rf"(?<![\w-]){param.name}=", f"{param.cli_name()}=", message)
+        if other.tool and other.command and other.name in text:
+            text = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", text)
     for param in op.params:
         if param.cli and not param.positional and "_" in param.name:
-            message = re.sub(rf"(?<![\w-]){param.name}\b", param.cli_name(), message)
-    return message
+            text = re.sub(rf"(?<![\w-]){param.name}\b", param.cli_name(), text)
+    return text
 
 
 def _help_in_cli_words(parser: argparse.ArgumentParser) -> None:
-    """Each command's description and flag help as `in_cli_words` puts them (`list_sessions` reads
-    `contextflow sessions`, `session_id` reads `--session`)."""
+    """Each command's description and flag help in this interface's words (`help_words`)."""
     import argparse
 
     for action in parser._actions:
@@ -206,10 +226,10 @@ def _help_in_cli_words(parser: argparse.ArgumentParser) -> None:
         for sub in action.choices.values():
             op = sub.get_default("operation")
             if op is not None:
-                sub.description = in_cli_words(sub.description, op) if sub.description else None
+                sub.description = help_words(sub.description, op) if sub.description else None
                 for flag in sub._actions:
                     if flag.help:
-                        flag.help = in_cli_words(flag.help, op)
+                        flag.help = help_words(flag.help, op)
             _help_in_cli_words(sub)
 
 
@@ -293,11 +313,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if {"-h", "--help"} & set(argv):  # help in the words of this interface: commands and flags, not tools
         _help_in_cli_words(parser)
     args = parser.parse_args(argv)
+    env: dict[str, str] = dict(os.environ)  # what this command's App is opened with; the process's is left alone
     if args.store:
-        os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.core.locate import STORE_OPTION_MARKER
 
-        os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
+        env.update({"CONTEXTFLOW_STORE": args.store, STORE_OPTION_MARKER: args.store})  # doctor: the option chose it
     op: Operation = args.operation
     _apply_global_format(op, args)
     app: App | None = None
@@ -308,16 +328,16 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
             from contextflow.app import App
 
-            app = App.open(cwd=os.getcwd())  # the same project rule as a single write
+            app = App.open(env, cwd=os.getcwd())  # the same project rule as a single write
             return _batch(op, app, arguments_of(op, args), args.format)
         checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
             from contextflow.app import App
 
-            app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
+            app = App.open(env, cwd=os.getcwd())  # the project follows the current folder's repository
             if sys.stderr.isatty():
                 app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
-        reply = op.run(app, checked)
+        reply = op.run(app if op.needs_store else env, checked)  # no store: the environment it runs in
         if isinstance(reply, int):
             return reply
         if args.format == "json":  # the data, every string cleaned
@@ -331,7 +351,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             print(f"contextflow: {reply.remark}", file=sys.stderr)
         return reply.exit
     except ContextflowError as exc:
-        print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
+        print(f"contextflow: error: {in_cli_words(exc, op)}", file=sys.stderr)
         return exit_code(exc)
     except KeyboardInterrupt:
         return 130

@@ -15,12 +15,10 @@ if TYPE_CHECKING:  # `serve` imports only what serving needs
 
 def serve(app: App, args: JSON) -> int:
     if args.get("http"):
-        import os
-
         from contextflow.adapters.server.auth import load_grants
         from contextflow.adapters.server.http import run_http
 
-        run_http(app, load_grants(os.environ, args.get("tokens")), args["host"], args["port"])
+        run_http(app, load_grants(app.env, args.get("tokens")), args["host"], args["port"])
         return 0
     from contextflow.adapters.server.app import run_stdio
 
@@ -53,7 +51,12 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.capture.health import capture_health, health_lines
 
     info = store_info(app, verify=True)
-    found = problems(info) + conflicts.findings(app.store) + client_store_findings() + settings_findings()
+    found = (
+        problems(info)
+        + conflicts.findings(app.store)
+        + client_store_findings()
+        + settings_findings(app.env, app.settings)
+    )
     info["problems"] = found
     info["capture"] = capture_health(app.store.state_dir)
     lines = [

@@ -12,9 +12,11 @@ from collections.abc import Mapping
 
 from contextflow.core.checks import flag
 from contextflow.core.errors import InputError
+from contextflow.core.settings import Settings
 
 PATH_SETTINGS = (
     "CONTEXTFLOW_STORE",
+    "CTX_DB",
     "CONTEXTFLOW_STATE",
     "MCP_SHARED_CONTEXT_FILE",
     "MCP_SHARED_CONTEXT_FOLDER",
@@ -22,8 +24,9 @@ PATH_SETTINGS = (
 )
 
 
-def settings_findings(env: Mapping[str, str] | None = None) -> list[str]:
-    env = os.environ if env is None else env
+def settings_findings(env: Mapping[str, str], settings: Settings | None = None) -> list[str]:
+    """`env`: the environment the App was opened with; `settings`: its typed Settings (the tool
+    groups are checked as they were resolved there)."""
     found: list[str] = []
     for name in PATH_SETTINGS:
         value = env.get(name, "").strip()
@@ -32,7 +35,7 @@ def settings_findings(env: Mapping[str, str] | None = None) -> list[str]:
                 f"{name}={value!r} is a relative path: every folder a client starts in would get its own; "
                 f"set it to an absolute path, e.g. {os.path.abspath(value)}"
             )
-    found += _tools(env.get("CONTEXTFLOW_TOOLS", ""))
+    found += _tools(settings.tool_groups if settings is not None else env.get("CONTEXTFLOW_TOOLS", ""))
     found += _hook_budget(env.get("CONTEXTFLOW_HOOK_BUDGET", "").strip())
     capture = env.get("CONTEXTFLOW_CAPTURE", "").strip()
     if capture and flag(capture) is None:

@@ -15,6 +15,7 @@ from contextflow.core.timeutil import to_iso as iso
 from contextflow.operations.provenance import age_of, header, value_text
 from contextflow.operations.spec import JSON, Reply
 from contextflow.records import core as records
+from contextflow.records.fields import DEFAULT_SINCE_DAYS
 from contextflow.records.view import Record
 from contextflow.sessions import core as sessions
 from contextflow.sessions.present import entry_text
@@ -90,7 +91,7 @@ def orientation(app: App, now: datetime | None = None) -> Reply:
     ] or ["(nothing)"]
     if len(waiting) >= records.WAITING_SHOWN:
         lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
-    lines += ["", f"## Recent context ({records.DEFAULT_SINCE_DAYS} days)"]
+    lines += ["", f"## Recent context ({DEFAULT_SINCE_DAYS} days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]
     if older := _older(app, {}, moment):
         lines.append(f"({older} older record(s) left out: context_list since_days=0 lists them)")
@@ -166,7 +167,19 @@ def remember_text(what: str) -> str:
 
 
 def context_set(app: App, args: JSON) -> Reply:
-    event = records.set_record(app, **args, now=now())
+    event = records.set_record(
+        app,
+        key=args.get("key"),
+        value=args.get("value"),
+        category=args.get("category"),
+        label=args.get("label"),
+        thread_id=args.get("thread_id"),
+        pinned=args.get("pinned"),
+        expires_at=args.get("expires_at"),
+        agent=args.get("agent"),
+        project=args.get("project"),
+        now=now(),
+    )
     record = records.record_of(app, event)  # as folded, even if expired since
     data = {**records.record_dict(record), "id": event.id}
     return Reply(f"Saved context {record.key} (id {event.id}).\n" + record_header(record, now()), data)
@@ -181,7 +194,17 @@ def context_get(app: App, args: JSON) -> Reply:
 
 def context_list(app: App, args: JSON) -> Reply:
     moment = now()
-    found = records.list_records(app, **args, now=moment)
+    found = records.list_records(
+        app,
+        category=args.get("category"),
+        thread_id=args.get("thread_id"),
+        pinned_only=args.get("pinned_only"),
+        since_days=args.get("since_days"),
+        limit=args.get("limit"),
+        prefix=args.get("prefix"),
+        project=args.get("project"),
+        now=moment,
+    )
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
     listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
@@ -189,7 +212,7 @@ def context_list(app: App, args: JSON) -> Reply:
     payload = {"count": len(found), "records": listed, "older_left_out": older}
     text = records_text(found, title, moment)
     if older:
-        days = args.get("since_days") or records.DEFAULT_SINCE_DAYS
+        days = args.get("since_days") or DEFAULT_SINCE_DAYS
         text += (
             f"\n({older}{'+' if older >= 500 else ''} older record(s) not updated in the last {days} days are left "
             "out: since_days=0 (--since-days 0) shows every record)"
@@ -207,7 +230,7 @@ def _older(app: App, args: JSON, moment: datetime) -> int:
 
 
 def context_delete(app: App, args: JSON) -> Reply:
-    event = records.delete_record(app, **args)
+    event = records.delete_record(app, key=args.get("key"), agent=args.get("agent"), project=args.get("project"))
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 

@@ -21,10 +21,10 @@ import orjson
 from contextflow.core.errors import StoreError
 from contextflow.core.events import Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.segments import code_fingerprint
 from contextflow.core.store import Store
-from contextflow.sessions.view import Marks, SessionsState, SessionSummary
+from contextflow.sessions.view import Marks, SessionsState, SessionSummary, SessionsView
 
 INDEX_FORMAT = 5
 FILE_NAME = "sessions-index.json"
@@ -94,7 +94,7 @@ def load(store: Store) -> SessionsIndex | None:
     if cached is not None and cached[0] == current:
         return cached[1]
     try:
-        saved = orjson.loads(_path(store).read_bytes())
+        saved = orjson.loads(read_regular(_path(store)))
         if saved["format"] != INDEX_FORMAT or saved["code"] != code_fingerprint():
             return None
         if saved["logs"] != {path: list(sig) for path, sig in current.items()}:
@@ -153,7 +153,7 @@ def check(store: Store, state: SessionsState) -> bool | None:
     """Whether the sidecar (when one matches the logs' signatures) says what `state`, a fresh fold of
     the logs, says; one that does not (forged or damaged) is deleted. None: no sidecar to check."""
     try:
-        saved = orjson.loads(_path(store).read_bytes())
+        saved = orjson.loads(read_regular(_path(store)))
         if saved["logs"] != {path: list(sig) for path, sig in store.current_signatures().items()}:
             return None
     except (OSError, ValueError, KeyError, TypeError):
@@ -187,7 +187,7 @@ def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> No
 def save_on_close(store: Store) -> None:
     """The sidecar brought up to date when the process closes the store (`Feature.on_close`)."""
     with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
-        save_if_stale(store, store.view("sessions"), force=True)
+        save_if_stale(store, store.view(SessionsView), force=True)
 
 
 _written: WeakKeyDictionary[Store, tuple[Signatures, float]] = WeakKeyDictionary()
