@@ -7,7 +7,9 @@ off it, imported when first asked for:
   adapters build the MCP server and the CLI;
 - `views`: its views, `name: "module:Class"` (the name is the class's `name`), folded by the store;
 - `fields`: the module whose `FIELDS` gives the shape of every field of its event kinds;
-- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index;
+- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index, and
+  `search_version`: what its kinds put in the index, (version, digest of that module's own code): raise
+  the version when what goes in changes (the index is rebuilt); tests/test_formats.py checks the digest;
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
   process closes it, and only when that view was loaded (nothing is loaded just to close);
 - `commands`: help for the CLI command words that group several of its commands.
@@ -37,7 +39,17 @@ class Feature:
     """One feature's declaration (see the module docstring); `group` is the MCP tool group
     `CONTEXTFLOW_TOOLS` turns on (None: it offers no tools of its own)."""
 
-    __slots__ = ("commands", "extractors", "fields", "group", "name", "on_close", "table_module", "views")
+    __slots__ = (
+        "commands",
+        "extractors",
+        "fields",
+        "group",
+        "name",
+        "on_close",
+        "search_version",
+        "table_module",
+        "views",
+    )
 
     def __init__(
         self,
@@ -48,12 +60,13 @@ class Feature:
         views: Mapping[str, str] | None = None,
         fields: str | None = None,
         extractors: str | None = None,
+        search_version: tuple[int, str] = (0, ""),
         on_close: Mapping[str, str] | None = None,
         commands: Mapping[str, str] | None = None,
     ) -> None:
         self.name, self.group, self.table_module = name, group, table
         self.views = dict(views or {})
-        self.fields, self.extractors = fields, extractors
+        self.fields, self.extractors, self.search_version = fields, extractors, search_version
         self.on_close = dict(on_close or {})
         self.commands = dict(commands or {})
 

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from contextflow.capture.fields import TURN_KIND as TURN_KIND  # the event kind, said once there
 from contextflow.core.text import cut
 
-TURN_KIND = "capture.turn"  # the event kind of one captured turn
 MAX_PROMPT = 200
 MAX_FINAL = 1_000
 MAX_COMMAND = 300
@@ -248,7 +248,7 @@ def _shrink(record: dict[str, Any]) -> bool:
                 del items[max(floor, len(items) // 2) :]
                 return True
         if floor and len(record["final"]) > 200:
-            record["final"] = cut(record["final"], 200, "…", keep=200)
+            record["final"] = cut(record["final"], 200, "…")  # 200 characters with the mark: progress
             return True
     if record["final"]:
         record["final"] = ""

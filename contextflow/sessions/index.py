@@ -24,7 +24,7 @@ from contextflow.core.fields import Schema, conform
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.segments import code_fingerprint
 from contextflow.core.store import Store
-from contextflow.sessions.view import Marks, SessionsState, SessionSummary
+from contextflow.sessions.view import Marks, SessionsState, SessionSummary, SessionsView
 
 INDEX_FORMAT = 5
 FILE_NAME = "sessions-index.json"
@@ -184,7 +184,7 @@ def save_if_stale(store: Store, state: SessionsState, force: bool = False) -> No
 def save_on_close(store: Store) -> None:
     """The sidecar brought up to date when the process closes the store (`Feature.on_close`)."""
     with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
-        save_if_stale(store, store.view("sessions"), force=True)
+        save_if_stale(store, store.view(SessionsView), force=True)
 
 
 _written: WeakKeyDictionary[Store, tuple[Signatures, float]] = WeakKeyDictionary()
