@@ -21,7 +21,7 @@ import orjson
 from contextflow.core.errors import StoreError
 from contextflow.core.events import Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.segments import code_fingerprint
 from contextflow.core.store import Store
 from contextflow.sessions.view import Marks, SessionsState, SessionSummary, SessionsView
@@ -91,7 +91,7 @@ def load(store: Store) -> SessionsIndex | None:
     if cached is not None and cached[0] == current:
         return cached[1]
     try:
-        saved = orjson.loads(_path(store).read_bytes())
+        saved = orjson.loads(read_regular(_path(store)))
         if saved["format"] != INDEX_FORMAT or saved["code"] != code_fingerprint():
             return None
         if saved["logs"] != {path: list(sig) for path, sig in current.items()}:
@@ -150,7 +150,7 @@ def check(store: Store, state: SessionsState) -> bool | None:
     """Whether the sidecar (when one matches the logs' signatures) says what `state`, a fresh fold of
     the logs, says; one that does not (forged or damaged) is deleted. None: no sidecar to check."""
     try:
-        saved = orjson.loads(_path(store).read_bytes())
+        saved = orjson.loads(read_regular(_path(store)))
         if saved["logs"] != {path: list(sig) for path, sig in store.current_signatures().items()}:
             return None
     except (OSError, ValueError, KeyError, TypeError):
