@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextflow.core import legacy
 from contextflow.core.fold import View
 from contextflow.core.locate import Location
 from contextflow.core.settings import Settings, adopt
@@ -37,7 +38,9 @@ class App:
         store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
         store = Store.open(env, location, **store_kwargs)
-        settings = Settings.from_env(store.state_dir, env, cwd)
+        found = store.location
+        legacy_active = legacy.active_session_file(found.legacy_files, found.source)
+        settings = Settings.from_env(store.state_dir, env, cwd, legacy_active)
         adopt(settings)  # what has no App at hand (the search ranking) reads the same settings
         return cls(store, settings, env)
 

@@ -18,7 +18,7 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (2, "6043267f6fb70bf91177"),
+    "search-index": (2, "bf930193879b0d898e99"),
 }
 GUARDED = [derived.INDEX]
 

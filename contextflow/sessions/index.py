@@ -55,8 +55,11 @@ class SessionsIndex:
         return self.tails.get((project, session_id or ""), Tail([], True))
 
 
-def _path(store: Store) -> Path:
+def index_path(store: Store) -> Path:
     return store.state_dir / FILE_NAME
+
+
+_path = index_path
 
 
 def _summary(record: dict[str, Any]) -> SessionSummary:
