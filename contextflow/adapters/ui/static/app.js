@@ -43,11 +43,43 @@ export function when(iso) {
   return String(iso).replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
-export function table(caption, headers, rows) {
-  return h("table", {},
+// A table whose cells never break a word: each holds one line, cut with "…" when too long; a cut
+// cell shows its whole text on demand (click, or Tab to it and press Enter) and as a tooltip.
+export function table(caption, headers, rows, props) {
+  return h("table", { class: "data", ...(props || {}) },
     h("caption", {}, caption),
     h("thead", {}, h("tr", {}, headers.map((name) => h("th", { scope: "col" }, name)))),
-    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", {}, cell))))));
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", {}, cellOf(cell)))))));
+}
+
+function cellOf(cell) {
+  const inner = h("div", { class: "cell" }, cell);
+  const text = inner.textContent;
+  if (text.length > 24 && !(cell instanceof Node && cell.matches && cell.matches("a, button"))) {
+    inner.title = text;
+    inner.tabIndex = 0;
+    inner.setAttribute("aria-expanded", "false");
+    const toggle = () => {
+      const open = inner.classList.toggle("open");
+      inner.setAttribute("aria-expanded", String(open));
+    };
+    inner.addEventListener("click", (event) => { if (!event.target.closest("a, button")) toggle(); });
+    inner.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target === inner) { event.preventDefault(); toggle(); }
+    });
+  }
+  return inner;
+}
+
+// Long stored text, shown cut to a few lines with a button for the whole of it.
+export function longText(text, props) {
+  const body = pre(text, { class: "text clamp", ...(props || {}) });
+  if (String(text || "").split("\n").length <= 8 && String(text || "").length <= 700) return body;
+  const more = button("Show the whole text", () => {
+    const open = body.classList.toggle("clamp");
+    more.textContent = open ? "Show the whole text" : "Show less";
+  }, { class: "linkish" });
+  return h("div", {}, body, more);
 }
 
 let fields = 0;
@@ -75,12 +107,19 @@ export async function get(name, query) {
   return answer(response);
 }
 
-export async function post(name, body) {
-  const response = await fetch("/api/" + name, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-  });
-  const data = await answer(response);
-  notice("Saved: " + (data && data.id ? data.id : "done"), false);
+// A change; `done` says what happened, in words (shown once it is saved).
+export async function post(name, body, done) {
+  let data;
+  try {
+    const response = await fetch("/api/" + name, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    data = await answer(response);
+  } catch (error) {
+    notice("Not saved: " + error.message);
+    throw error;
+  }
+  if (done) notice(typeof done === "function" ? done(data) : done, false);
   return data;
 }
 
@@ -94,13 +133,55 @@ async function answer(response) {
   return data;
 }
 
-export function notice(message, isError = true) {
+// A notice that says what happened and goes away (after a few seconds, or when the page changes).
+// `action` adds a button (e.g. Undo) to it.
+export function notice(message, isError = true, action) {
   const el = document.getElementById("notice");
-  el.textContent = message;
+  el.replaceChildren(h("span", {}, message));
+  if (action) el.append(" ", button(action.label, () => { hideNotice(); action.run(); }));
   el.className = isError ? "notice error" : "notice";
   el.hidden = false;
   clearTimeout(notice.timer);
-  notice.timer = setTimeout(() => { el.hidden = true; }, isError ? 8000 : 3000);
+  notice.timer = setTimeout(hideNotice, action ? action.seconds * 1000 : (isError ? 8000 : 4000));
+}
+
+export function hideNotice() {
+  clearTimeout(notice.timer);
+  document.getElementById("notice").hidden = true;
+}
+
+// A change that can be taken back for a few seconds before it is sent: the notice counts down
+// with an Undo button; leaving the page does not cancel it (it is sent at once then).
+export function undoable(message, seconds, send) {
+  let pending = true;
+  const commit = async () => {
+    if (!pending) return;
+    pending = false;
+    window.removeEventListener("hashchange", commit);
+    await send();
+  };
+  window.addEventListener("hashchange", commit);
+  notice(message + " (in " + seconds + " s)", false, {
+    label: "Undo", seconds, run: () => {
+      pending = false;
+      window.removeEventListener("hashchange", commit);
+      notice("Undone: nothing was changed.", false);
+    },
+  });
+  setTimeout(commit, seconds * 1000);
+}
+
+// Asks before a change that removes something; resolves to true when confirmed.
+export function confirmed(question, yes) {
+  return new Promise((resolve) => {
+    const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" }, h("p", {}, question));
+    const close = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+    dialog.append(h("div", { class: "actions" }, button(yes, () => close(true), { class: "danger" }),
+      button("Cancel", () => close(false))));
+    dialog.addEventListener("cancel", () => close(false));
+    document.body.append(dialog);
+    dialog.showModal();
+  });
 }
 
 // -- router ------------------------------------------------------------------------------
@@ -146,6 +227,8 @@ function refresh() {
     return;
   }
   stale = false;
+  const held = document.querySelector("main [data-live]");
+  if (held) { held.dispatchEvent(new CustomEvent("changed")); return; }  // the page updates itself
   render(true);
 }
 
@@ -179,7 +262,7 @@ function live() {
   });
 }
 
-window.addEventListener("hashchange", () => render(false));
+window.addEventListener("hashchange", () => { hideNotice(); render(false); });
 document.addEventListener("focusout", () => { if (stale) setTimeout(refresh, 0); });
 render(false);
 live();
