@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow.core.errors import StoreError
 from contextflow.core.fold import View
 from contextflow.core.settings import Settings
 from contextflow.core.store import Store
+
+if TYPE_CHECKING:
+    from contextflow.core.tables import Tables
 
 
 @dataclass
@@ -39,7 +43,16 @@ class App:
 
             with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
                 sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
+        if "contextflow.core.tables" in sys.modules:  # (never imported just to close)
+            sys.modules["contextflow.core.tables"].close_for(self.store)
         self.store.close()
+
+    def tables(self) -> Tables:
+        """The derived tables on disk every process of this machine shares (`core/tables.py`)."""
+        from contextflow import features
+        from contextflow.core.tables import tables_for
+
+        return tables_for(self.store, features.all_tables)
 
     def every_view(self) -> list[View]:
         """Fresh instances of every feature's view, search included (compaction asks each of them)."""

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from contextflow.core.fields import Schema
     from contextflow.core.fold import View
+    from contextflow.core.formats import Format
+    from contextflow.core.tables import TableSet
     from contextflow.operations.spec import Feature, Operation
 
 FEATURES = (
@@ -37,6 +39,11 @@ VIEWS = {
     "search": "contextflow.search.view:SearchView",
     "graph": "contextflow.graph.view:GraphView",
     "activity": "contextflow.capture.view:ActivityView",
+}
+
+# derived tables on disk (core/tables.py): each feature's `TableSet`, its format versioned (core/formats.py)
+TABLES = {
+    "feed": "contextflow.feed.table:TABLES",
 }
 
 # the shape of every field of every event kind each feature writes (core/fields.py checks them on read)
@@ -79,3 +86,18 @@ def folded_views() -> list[View]:
 
     on_disk = find_spec("tantivy") is not None
     return [view for view in all_views() if not (on_disk and view.name == "search")]
+
+
+@cache
+def all_tables() -> tuple[TableSet, ...]:
+    """Every feature's derived tables (imported when a process first reads one)."""
+    found = []
+    for path in TABLES.values():
+        module, name = path.split(":")
+        found.append(getattr(importlib.import_module(module), name))
+    return tuple(found)
+
+
+def all_formats() -> list[Format]:
+    """Every versioned derived format (`core/formats.py` guards them)."""
+    return [table_set.format for table_set in all_tables()]
