@@ -401,3 +401,22 @@ def test_health_shows_the_search_index_and_capture(ui: TestClient, written: Writ
     health = api(ui, "health")
     assert health["derived"]["current"] is True and health["derived"]["documents"] > 0
     assert health["capture"]["transcripts"] == 1 and health["capture"]["last_capture"]
+
+
+def test_the_feed_shows_every_agent_and_machine_newest_first_and_filters(ui: TestClient, written: Written) -> None:
+    feed = api(ui, "feed")
+    items = feed["items"]
+    assert [item["at"] for item in items] == sorted((item["at"] for item in items), reverse=True)
+    assert {"laptop", "desktop"} <= {item["machine"] for item in items}
+    assert {"laptop", "desktop"} <= set(feed["facets"]["machines"]) and "acme/shop" in feed["facets"]["projects"]
+    handoff = next(item for item in items if item["id"] == written.handoffs["second"])
+    assert handoff["kind"] == "handoff" and handoff["agent"] == "codex" and handoff["session_id"] == "checkout-flow"
+    from_desktop = api(ui, "feed", machine="desktop")["items"]
+    assert from_desktop and all(item["machine"] == "desktop" for item in from_desktop)
+    notes = api(ui, "feed", project="acme/shop", kind="note", agent="claude")["items"]
+    assert notes and all((i["project"], i["kind"], i["agent"]) == ("acme/shop", "note", "claude") for i in notes)
+    older = api(ui, "feed", before=items[0]["id"], limit="2")["items"]
+    assert [item["id"] for item in older] == [item["id"] for item in items[1:3]]
+    assert api(ui, "feed", before="2000-01-01T00:00:00Z")["items"] == []
+    bad = ui.get("/api/feed", params={"before": "not a cursor"}, headers=COOKIE)
+    assert bad.status_code == 400 and "before must be the id of a feed item" in bad.json()["error"]

@@ -60,6 +60,12 @@ function cellOf(cell) {
     inner.tabIndex = 0;
     inner.setAttribute("aria-expanded", "false");
     const toggle = () => {
+      // opened, the text wraps between words only: each word (hyphens and slashes too) stays whole
+      if (!inner.dataset.words && !inner.firstElementChild) {
+        inner.replaceChildren(...text.split(/(\s+)/).map((part) => /\S/.test(part) ? h("span", { class: "word" }, part)
+          : document.createTextNode(part)));
+        inner.dataset.words = "1";
+      }
       const open = inner.classList.toggle("open");
       inner.setAttribute("aria-expanded", String(open));
     };

@@ -146,17 +146,13 @@ export async function graphPage(_, query) {
   const choose = async (id) => {
     selected = id;
     history.replaceState(null, "", "#" + where(id));  // no new render: the picture keeps its zoom and place
-    cy.$(":selected").unselect();
-    cy.$id(id).select();
+    if (cy) { cy.$(":selected").unselect(); cy.$id(id).select(); }
     await reload(id);
   };
-  const cy = cytoscape({ container: canvas, elements: elements(data), style: styles(), minZoom: 0.05, maxZoom: 4,
-    boxSelectionEnabled: false, autoungrabify: false });
-  canvas._cy = cy;  // for the browser tests
-  cy.on("tap", "node", (event) => choose(event.target.id()));
-  const zoom = (factor) => cy.zoom({ level: cy.zoom() * factor, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+  let cy = null;  // drawn once the canvas is in the page (it needs its size)
+  const zoom = (factor) => cy && cy.zoom({ level: cy.zoom() * factor, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
   const list = h("ul", { class: "node-list" }, data.nodes.map((n) => h("li", {},
-    button(n.type + ": " + clip(n.content, 60), () => { choose(n.id); cy.animate({ center: { eles: cy.$id(n.id) } }); },
+    button(n.type + ": " + clip(n.content, 60), () => { choose(n.id); if (cy) cy.animate({ center: { eles: cy.$id(n.id) } }); },
       { class: "linkish", "data-id": n.id }))));
   const changed = h("p", { class: "hint", hidden: true }, "The graph changed since it was drawn. ", button("Draw it again", rerender));
   const view = h("section", { class: "wide", "data-live": "manual" }, h("h1", {}, "Knowledge graph"), form,
@@ -169,13 +165,17 @@ export async function graphPage(_, query) {
       data.total > data.count && data.count < 500
         ? link(route("/graph", null, { ...filters, limit: String(Math.min(500, data.count * 2)) }), "show more") : null].map((part, i) => [i ? " · " : "", part])),
     h("div", { class: "zoom actions" }, button("Zoom in", () => zoom(1.4)), button("Zoom out", () => zoom(1 / 1.4)),
-      button("Fit", () => cy.fit(undefined, 30)), changed),
+      button("Fit", () => cy && cy.fit(undefined, 30)), changed),
     canvas, h("div", { class: "legend-row" }, legend()), side, nodeForm(),
     h("details", {}, h("summary", {}, "The " + data.count + " nodes in the picture, as a list"), list));
   view.addEventListener("changed", () => { changed.hidden = false; });
   // lay out once the canvas is in the page (it needs its size)
   requestAnimationFrame(() => {
-    cy.resize();
+    if (!canvas.isConnected) return;  // another page replaced this one meanwhile
+    cy = cytoscape({ container: canvas, elements: elements(data), style: styles(), minZoom: 0.05, maxZoom: 4,
+      boxSelectionEnabled: false });
+    canvas._cy = cy;  // for the browser tests
+    cy.on("tap", "node", (event) => choose(event.target.id()));
     cy.layout({ name: "cose", animate: false, randomize: false, fit: true, padding: 30, nodeDimensionsIncludeLabels: false,
       idealEdgeLength: () => 70, nodeOverlap: 40, nodeRepulsion: () => 60000, componentSpacing: 60, numIter: 600 }).run();
     if (selected && cy.$id(selected).length) cy.$id(selected).select();
