@@ -81,7 +81,11 @@ class Api:
                     self.app.store.view(view)
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)
-        self.index.start()
+        try:
+            if self.index.behind() > 0:
+                self.index.start()
+        except Exception as exc:  # the first search says the same when it asks
+            print(f"contextflow ui: could not start the search index build: {exc}", flush=True)
 
     def signature(self) -> Any:
         return self.app.store.current_signatures()
