@@ -139,9 +139,12 @@ export async function graphPage(_, query) {
   const side = h("div", { id: "graph-side" }, h("p", { class: "hint" },
     "Click a node (or choose it in the list under the picture) to see its content, edges and provenance."));
   const where = (node) => route("/graph", null, around ? { around, depth, node } : { ...filters, node });
+  let asked = 0;  // clicks in quick succession: only the last one's details are shown
   const reload = async (id) => {
     if (!id) { rerender(); return; }
-    side.replaceChildren(await details(id, reload).catch((error) => h("p", { class: "error" }, error.message)));
+    const ticket = ++asked;
+    const panel = await details(id, reload).catch((error) => h("p", { class: "error" }, error.message));
+    if (ticket === asked) side.replaceChildren(panel);
   };
   const choose = async (id) => {
     selected = id;
@@ -156,14 +159,14 @@ export async function graphPage(_, query) {
       { class: "linkish", "data-id": n.id }))));
   const changed = h("p", { class: "hint", hidden: true }, "The graph changed since it was drawn. ", button("Draw it again", rerender));
   const view = h("section", { class: "wide", "data-live": "manual" }, h("h1", {}, "Knowledge graph"), form,
-    h("p", { class: "meta", id: "graph-count" }, around
+    h("p", { class: "meta", id: "graph-count" }, (around
       ? ["The neighbourhood of one node: " + data.count + " nodes within " + depth + (depth === "1" ? " hop" : " hops"),
         depth < "3" ? link(route("/graph", null, { around, depth: String(Number(depth) + 1), node: selected }), "one hop further") : null,
         link("/graph", "back to the whole graph")]
       : ["Showing " + data.count + " of " + data.total + " nodes" + (data.query ? " for " + data.query : "")
         + (data.total > data.count ? " (the most recently updated; filter, or open a node's neighbourhood, to see others)" : ""),
       data.total > data.count && data.count < 500
-        ? link(route("/graph", null, { ...filters, limit: String(Math.min(500, data.count * 2)) }), "show more") : null].map((part, i) => [i ? " · " : "", part])),
+        ? link(route("/graph", null, { ...filters, limit: String(Math.min(500, data.count * 2)) }), "show more") : null]).filter(Boolean).map((part, i) => [i ? " · " : "", part])),
     h("div", { class: "zoom actions" }, button("Zoom in", () => zoom(1.4)), button("Zoom out", () => zoom(1 / 1.4)),
       button("Fit", () => cy && cy.fit(undefined, 30)), changed),
     canvas, h("div", { class: "legend-row" }, legend()), side, nodeForm(),
@@ -177,7 +180,7 @@ export async function graphPage(_, query) {
     canvas._cy = cy;  // for the browser tests
     cy.on("tap", "node", (event) => choose(event.target.id()));
     cy.layout({ name: "cose", animate: false, randomize: false, fit: true, padding: 30, nodeDimensionsIncludeLabels: false,
-      idealEdgeLength: () => 70, nodeOverlap: 40, nodeRepulsion: () => 60000, componentSpacing: 60, numIter: 600 }).run();
+      idealEdgeLength: () => 45, nodeOverlap: 20, nodeRepulsion: () => 6000, componentSpacing: 40, numIter: 600 }).run();
     if (selected && cy.$id(selected).length) cy.$id(selected).select();
     canvas.dataset.ready = "1";
   });
