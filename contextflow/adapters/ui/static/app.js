@@ -208,11 +208,14 @@ async function render(keepPlace) {
   const page = pages[where.name] || pages.projects;
   const ticket = ++rendering;
   const scroll = window.scrollY;
+  const waiting = keepPlace ? null : waitingNote(main, ticket);
   let content;
   try {
     content = await page(where.arg, where.query);
   } catch (error) {
     content = h("section", {}, h("h1", {}, "Could not load this page"), h("p", { class: "error" }, String(error.message)));
+  } finally {
+    if (waiting) clearInterval(waiting);
   }
   if (ticket !== rendering) return;  // a newer render started meanwhile
   main.replaceChildren(content);
@@ -223,6 +226,22 @@ async function render(keepPlace) {
   if (keepPlace) window.scrollTo(0, scroll);
   else main.focus({ preventScroll: true });
   document.body.dataset.rendered = String(ticket);
+}
+
+// Never a silent wait: a page that takes a moment says so, and how long it has waited.
+function waitingNote(main, ticket) {
+  const began = Date.now();
+  return setInterval(() => {
+    if (ticket !== rendering) return;
+    const seconds = Math.round((Date.now() - began) / 1000);
+    let note = document.getElementById("waiting");
+    if (!note) {
+      note = h("p", { id: "waiting", role: "status", class: "hint" });
+      main.replaceChildren(note);
+    }
+    note.textContent = "Reading the store… " + seconds + " s. The first read on a machine (or after many new "
+      + "events) brings its derived state up to date from the logs; later pages answer at once.";
+  }, 1000);
 }
 
 // A live change re-renders the page, unless someone is typing in it (then once they leave the field).
