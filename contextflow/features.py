@@ -41,9 +41,14 @@ VIEWS = {
     "activity": "contextflow.capture.view:ActivityView",
 }
 
+# each view's format in the snapshot (core/formats.py): a snapshot made at other versions is not loaded, one made
+# at these is kept across upgrades; `SNAPSHOT` covers the store and the snapshot's own code
+VIEW_VERSIONS = {name: 1 for name in VIEWS}
+
 # derived tables on disk (core/tables.py): each feature's `TableSet`, its format versioned (core/formats.py)
 TABLES = {
     "feed": "contextflow.feed.table:TABLES",
+    "sessions": "contextflow.sessions.table:TABLES",
 }
 
 # the shape of every field of every event kind each feature writes (core/fields.py checks them on read)
@@ -98,6 +103,21 @@ def all_tables() -> tuple[TableSet, ...]:
     return tuple(found)
 
 
+def view_formats() -> list[Format]:
+    from contextflow.core.formats import Format
+    from contextflow.core.snapshot import SNAPSHOT
+
+    views = [Format(f"view.{name}", VIEW_VERSIONS[name], (VIEWS[name].split(":")[0],)) for name in VIEWS]
+    return [SNAPSHOT, *views]
+
+
+def snapshot_versions() -> dict[str, int]:
+    """What a snapshot is keyed on instead of the code: its own format's and each view's version."""
+    return {fmt.name: fmt.version for fmt in view_formats()}
+
+
 def all_formats() -> list[Format]:
     """Every versioned derived format (`core/formats.py` guards them)."""
-    return [table_set.format for table_set in all_tables()]
+    from contextflow.search.derived import INDEX_FORMAT
+
+    return [*view_formats(), INDEX_FORMAT, *(table_set.format for table_set in all_tables())]

@@ -78,6 +78,13 @@ def doctor(app: App, args: JSON) -> Reply:
         f"{status} (updated {index['updated'] or 'never'})",
         f"  rebuild:    {index['rebuild']}",
     ]
+    on_disk = info["tables"]
+    versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())
+    lines += [
+        f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), "
+        f"{'current' if on_disk['current'] else 'behind the logs'}",
+        f"  rebuild:    {on_disk['rebuild']}",
+    ]
     lines.append("problems:" if found else "problems:     none")
     lines += [f"  - {problem}" for problem in found]
     if fixed is not None:

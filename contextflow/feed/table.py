@@ -21,19 +21,19 @@ TEXT_CHARS = 280  # a feed line's text, at most
 NAME_CHARS = 100  # an agent's name or a session id, at most
 FACETS = ("project", "agent", "machine", "kind")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS feed(
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS feed(
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
-    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT NOT NULL, dedupe TEXT UNIQUE);
-CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_project ON feed(project, hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc, seq);
-CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc, w, seq);
-CREATE TABLE IF NOT EXISTS feed_facets(
-    facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID
-"""
+    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT NOT NULL, dedupe TEXT UNIQUE)""",
+    "CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_project ON feed(project, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc, w, seq)",
+    """CREATE TABLE IF NOT EXISTS feed_facets(
+    facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID""",
+)
 
 # a turn captured twice (two machines, a transcript read again) is listed once: its earliest event
 INSERTS = {
