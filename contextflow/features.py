@@ -49,6 +49,7 @@ VIEW_VERSIONS = {name: 1 for name in VIEWS}
 TABLES = {
     "feed": "contextflow.feed.table:TABLES",
     "sessions": "contextflow.sessions.table:TABLES",
+    "view-events": "contextflow.ondisk:TABLES",  # the events of the views folded from disk
 }
 
 # the shape of every field of every event kind each feature writes (core/fields.py checks them on read)

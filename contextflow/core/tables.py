@@ -67,7 +67,7 @@ def stamp_of(value: int) -> int:
 
 
 _META = """
-CREATE TABLE IF NOT EXISTS formats(name TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS formats(name TEXT PRIMARY KEY, version INTEGER NOT NULL, built TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cursors(
     format TEXT NOT NULL, path TEXT NOT NULL, cursor BLOB NOT NULL, complete INTEGER NOT NULL,
     bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(format, path)) WITHOUT ROWID;
@@ -145,6 +145,7 @@ class Tables:
                 if db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
                     raise sqlite3.DatabaseError("the database does not take WAL mode")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a power cut may cost the last commits
+                db.execute("PRAGMA cache_size=-16384")  # 16 MB of pages: a chunk's index updates stay in memory
                 db.executescript(_META)
             except BaseException:
                 db.close()
@@ -319,7 +320,11 @@ class Tables:
         for statement in table_set.schema:
             db.execute(statement)
         db.execute("DELETE FROM cursors WHERE format = ?", (name,))
-        db.execute("INSERT OR REPLACE INTO formats(name, version) VALUES (?, ?)", (name, table_set.format.version))
+        built = os.urandom(8).hex()  # a new build: readers that folded the old rows start over
+        db.execute(
+            "INSERT OR REPLACE INTO formats(name, version, built) VALUES (?, ?, ?)",
+            (name, table_set.format.version, built),
+        )
 
     def _read(self, db: sqlite3.Connection, path: Path, blob: bytes | None, names: list[str]) -> int:
         """Read one chunk of `path`'s new lines into formats `names` (inside the caller's transaction)."""

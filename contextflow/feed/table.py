@@ -6,6 +6,7 @@ store, the order and "newest first" are `core/tables.py`'s and the queries' (`fe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -90,7 +91,13 @@ KINDS = tuple(TEXTS)
 
 
 def _name(value: Any) -> str | None:
-    return clip(value, NAME_CHARS) or None if isinstance(value, str) and value.strip() else None
+    return _clipped(value) if isinstance(value, str) and value.strip() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _clipped(name: str) -> str | None:
+    """A name as the feed shows it (names repeat: each is cleaned once)."""
+    return clip(name, NAME_CHARS) or None
 
 
 def rows(event: Event) -> Iterator[Row]:
@@ -98,7 +105,7 @@ def rows(event: Event) -> Iterator[Row]:
     if text_of is None:
         return
     data = event.data
-    project = clip(project_of(event), NAME_CHARS)
+    project = _clipped(project_of(event)) or ""
     agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
     turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
     dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None
