@@ -37,6 +37,10 @@ class App:
         return cls(store, Settings.from_env(store.state_dir, env, cwd))
 
     def close(self) -> None:
+        if self.store.loaded:  # each feature's close-time work, for the views this process loaded
+            from contextflow import features
+
+            features.close(self.store)
         if "contextflow.core.tables" in sys.modules:  # (never imported just to close)
             sys.modules["contextflow.core.tables"].close_for(self.store)
         self.store.close()

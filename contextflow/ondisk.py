@@ -63,14 +63,14 @@ def view(app: App, name: str) -> Any:
     if name not in KINDS or not disk(app):
         return app.store.view(name)
     from contextflow.core.fold import LazyView
-    from contextflow.features import VIEWS
+    from contextflow.features import view_paths
 
     tables = app.tables()
     tables.update()
     built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
     bounds = tables.query("SELECT count(*) FROM bounds")[0][0]
     folded = _FOLDED.setdefault(app.store, {}).get(name)
-    shape = LazyView(name, VIEWS[name])
+    shape = LazyView(name, view_paths()[name])
     if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one
         folded = _FOLDED[app.store][name] = _Folded(shape.initial(), built, bounds)
     found = tables.query(

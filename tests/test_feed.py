@@ -278,14 +278,14 @@ def test_an_upgrade_that_changes_no_format_keeps_the_snapshot_and_the_tables(mon
 
 
 def test_a_view_format_change_retires_the_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
-    from contextflow import features
+    from contextflow.records import FEATURE
 
     first = App.open()
     fill(first)
     first.store.view("records")
     assert first.store.save_snapshot(force=True)
     first.close()
-    monkeypatch.setitem(features.VIEW_VERSIONS, "records", 2)
+    monkeypatch.setitem(FEATURE.versions, "records", 2)
     changed = App.open()
     try:
         changed.store.view("records")

@@ -285,7 +285,7 @@ def read_entries(app: App, where: EntryFilter, limit: object = None, *, supersed
 
 
 def bad_line_count(app: App) -> int:
-    """Malformed lines skipped in the logs, as of the last read (from the sidecar before a fold)."""
+    """Malformed lines skipped in the logs, as of the last read (from the derived tables when they serve)."""
     if stored.disk(app):
         return stored.bad_lines(app)
     app.store.refresh()

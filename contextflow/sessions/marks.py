@@ -1,5 +1,5 @@
 """Marking a handoff as wrong: a note in the handoff's own session (`wrong_handoff: <id>`) that the
-sessions view, the sidecar and every "latest handoff" read honour (`core.wrong_marks`)."""
+sessions view, the derived tables and every "latest handoff" read honour (`core.wrong_marks`)."""
 
 from __future__ import annotations
 
