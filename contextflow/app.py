@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contextflow.core.errors import StoreError
 from contextflow.core.fold import View
 from contextflow.core.settings import Settings
 from contextflow.core.store import Store
@@ -34,15 +32,15 @@ class App:
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
+        store_kwargs.setdefault("snapshot_versions", features.snapshot_versions)
         store = Store.open(env, **store_kwargs)
         return cls(store, Settings.from_env(store.state_dir, env, cwd))
 
     def close(self) -> None:
-        if self.store.loaded and self.store.view_loaded("sessions"):  # never load a view just to close
-            from contextflow.sessions import index as sessions_index
+        if self.store.loaded:  # each feature's close-time work, for the views this process loaded
+            from contextflow import features
 
-            with contextlib.suppress(StoreError):  # a view that cannot be read now (a legacy file too large)
-                sessions_index.save_if_stale(self.store, self.store.view("sessions"), force=True)
+            features.close(self.store)
         if "contextflow.core.tables" in sys.modules:  # (never imported just to close)
             sys.modules["contextflow.core.tables"].close_for(self.store)
         self.store.close()

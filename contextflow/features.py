@@ -1,82 +1,166 @@
-"""The features contextflow is made of: their operations tables and their views, named once.
+"""The features contextflow is made of, each named once (`PACKAGES`), each declaring itself once.
 
-This is the composition root's registry: the adapters build the MCP server and the CLI from
-`operations()`, and `App.open` hands the store `all_views()` and `all_fields()`; the core imports none of it.
-Each feature's table module imports nothing heavy; each view is imported when it first folds
-or loads (a process that reads two views from the snapshot imports only those).
-A new feature adds one line to each table here.
+A feature package's `__init__.py` holds its `FEATURE = Feature(...)`: plain names only (module
+paths), so reading every declaration imports nothing heavy and a hook pays for none of it. Hanging
+off it, imported when first asked for:
+- `table`: its operations table module (`TABLE`: operations, prompts, resources), from which the
+  adapters build the MCP server and the CLI;
+- `views`: its views, `name: "module:Class"` (the name is the class's `name`), folded by the store;
+- `fields`: the module whose `FIELDS` gives the shape of every field of its event kinds;
+- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index;
+- `on_close`: close-time work, `view name: "module:function"`, called with the store when the
+  process closes it, and only when that view was loaded (nothing is loaded just to close);
+- `commands`: help for the CLI command words that group several of its commands;
+- `versions`: each of its views' format version in the snapshot (core/formats.py; 1 when not named):
+  a snapshot made at other versions is not loaded, one made at these is kept across upgrades;
+- `tables`: its derived tables on disk, `name: "module:TABLES"` (core/tables.py `TableSet`s, each
+  with its own format version).
+
+`App.open` hands the store `folded_views()` and `all_fields()`; the core imports none of this.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contextflow.core.fields import Schema
     from contextflow.core.fold import View
     from contextflow.core.formats import Format
+    from contextflow.core.store import Store
     from contextflow.core.tables import TableSet
-    from contextflow.operations.spec import Feature, Operation
+    from contextflow.operations.spec import Operation, Table
+    from contextflow.search.extractors import Extractor
 
-FEATURES = (
-    "contextflow.sessions.operations",
-    "contextflow.records.operations",
-    "contextflow.timeline.operations",
-    "contextflow.search.operations",
-    "contextflow.conversations.operations",
-    "contextflow.graph.operations",
-    "contextflow.imports.operations",
-    "contextflow.admin.operations",
+# every feature, in the order the CLI's help and the tool list show them
+PACKAGES = (
+    "sessions",
+    "capture",
+    "records",
+    "timeline",
+    "search",
+    "conversations",
+    "graph",
+    "imports",
+    "admin",
+    "feed",
 )
 
-VIEWS = {
-    "sessions": "contextflow.sessions.view:SessionsView",
-    "records": "contextflow.records.view:RecordsView",
-    "timeline": "contextflow.timeline.view:TimelineView",
-    "conversations": "contextflow.conversations.view:ConversationsView",
-    "search": "contextflow.search.view:SearchView",
-    "graph": "contextflow.graph.view:GraphView",
-    "activity": "contextflow.capture.view:ActivityView",
-}
 
-# derived tables on disk (core/tables.py): each feature's `TableSet`, its format versioned (core/formats.py)
-TABLES = {
-    "feed": "contextflow.feed.table:TABLES",
-}
+class Feature:
+    """One feature's declaration (see the module docstring); `group` is the MCP tool group
+    `CONTEXTFLOW_TOOLS` turns on (None: it offers no tools of its own)."""
 
-# the shape of every field of every event kind each feature writes (core/fields.py checks them on read)
-FIELDS = (
-    "contextflow.sessions.fields",
-    "contextflow.records.fields",
-    "contextflow.timeline.fields",
-    "contextflow.conversations.fields",
-    "contextflow.graph.fields",
-    "contextflow.capture.fields",
-)
+    __slots__ = (
+        "commands",
+        "extractors",
+        "fields",
+        "group",
+        "name",
+        "on_close",
+        "table_module",
+        "tables",
+        "versions",
+        "views",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        group: str | None = None,
+        table: str | None = None,
+        views: Mapping[str, str] | None = None,
+        fields: str | None = None,
+        extractors: str | None = None,
+        on_close: Mapping[str, str] | None = None,
+        commands: Mapping[str, str] | None = None,
+        versions: Mapping[str, int] | None = None,
+        tables: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name, self.group, self.table_module = name, group, table
+        self.views = dict(views or {})
+        self.fields, self.extractors = fields, extractors
+        self.on_close = dict(on_close or {})
+        self.commands = dict(commands or {})
+        self.versions = dict(versions or {})
+        self.tables = dict(tables or {})
+
+    @property
+    def table(self) -> Table | None:
+        if self.table_module is None:
+            return None
+        table: Table = importlib.import_module(self.table_module).TABLE
+        return table
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        table = self.table
+        return table.operations if table is not None else ()
+
+    def __repr__(self) -> str:
+        return f"Feature({self.name!r})"
+
+
+def target(path: str) -> Any:
+    """The function `"module:function"` names, its module imported now."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 @cache
 def features() -> tuple[Feature, ...]:
-    return tuple(importlib.import_module(name).FEATURE for name in FEATURES)
+    found = []
+    for package in PACKAGES:
+        feature = importlib.import_module(f"contextflow.{package}").FEATURE
+        assert isinstance(feature, Feature) and feature.name == package, package
+        found.append(feature)
+    return tuple(found)
 
 
 def operations() -> tuple[Operation, ...]:
     return tuple(op for feature in features() for op in feature.operations)
 
 
+@cache
+def view_paths() -> dict[str, str]:
+    """Every view's `"module:Class"`, by view name."""
+    return {name: path for feature in features() for name, path in feature.views.items()}
+
+
 def all_views() -> list[View]:
     from contextflow.core.fold import LazyView
 
-    return [LazyView(name, path) for name, path in VIEWS.items()]
+    return [LazyView(name, path) for name, path in view_paths().items()]
 
 
 @cache
 def all_fields() -> Schema:
     from contextflow.core.fields import merged
 
-    return merged(*(importlib.import_module(name).FIELDS for name in FIELDS))
+    return merged(*(importlib.import_module(f.fields).FIELDS for f in features() if f.fields))
+
+
+@cache
+def extractors() -> dict[str, tuple[str, Extractor]]:
+    """What each event kind adds to the search index: event kind -> (search kind, extractor)."""
+    found: dict[str, tuple[str, Extractor]] = {}
+    for feature in features():
+        if feature.extractors:
+            found.update(importlib.import_module(feature.extractors).EXTRACTORS)
+    return found
+
+
+def close(store: Store) -> None:
+    """Each feature's close-time work whose view this process loaded (`Feature.on_close`)."""
+    for feature in features():
+        for view, path in feature.on_close.items():
+            if store.view_loaded(view):
+                run: Callable[[Store], None] = target(path)
+                run(store)
 
 
 def folded_views() -> list[View]:
@@ -88,16 +172,37 @@ def folded_views() -> list[View]:
     return [view for view in all_views() if not (on_disk and view.name == "search")]
 
 
+# derived tables that belong to no one feature: the events of the views folded from disk (`ondisk.py`)
+SHARED_TABLES = {"view-events": "contextflow.ondisk:TABLES"}
+
+
 @cache
 def all_tables() -> tuple[TableSet, ...]:
-    """Every feature's derived tables (imported when a process first reads one)."""
-    found = []
-    for path in TABLES.values():
-        module, name = path.split(":")
-        found.append(getattr(importlib.import_module(module), name))
-    return tuple(found)
+    """Every derived table set (imported when a process first reads one)."""
+    paths = [*SHARED_TABLES.values(), *(path for feature in features() for path in feature.tables.values())]
+    return tuple(target(path) for path in paths)
+
+
+def view_formats() -> list[Format]:
+    """The snapshot's own format and each view's (`Feature.versions`)."""
+    from contextflow.core.formats import Format
+    from contextflow.core.snapshot import SNAPSHOT
+
+    views = [
+        Format(f"view.{name}", feature.versions.get(name, 1), (path.split(":")[0],))
+        for feature in features()
+        for name, path in feature.views.items()
+    ]
+    return [SNAPSHOT, *views]
+
+
+def snapshot_versions() -> dict[str, int]:
+    """What a snapshot is keyed on instead of the code: its own format's and each view's version."""
+    return {fmt.name: fmt.version for fmt in view_formats()}
 
 
 def all_formats() -> list[Format]:
     """Every versioned derived format (`core/formats.py` guards them)."""
-    return [table_set.format for table_set in all_tables()]
+    from contextflow.search.derived import INDEX_FORMAT
+
+    return [*view_formats(), INDEX_FORMAT, *(table_set.format for table_set in all_tables())]

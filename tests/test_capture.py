@@ -331,11 +331,11 @@ def test_capture_off_stores_nothing(app, tmp_path, monkeypatch, capsys, repo, sw
 
 
 def test_captured_activity_is_searchable(app, tmp_path, monkeypatch, capsys, repo):
-    from contextflow.search.extractors import EXTRACTORS
+    from contextflow.features import extractors
 
     payload, _ = client_payload(tmp_path, repo, *CODEX)
     run_hook(monkeypatch, capsys, "stop", payload)
-    (put,) = EXTRACTORS[TURN_KIND][1](_all(app)[0])
+    (put,) = extractors()[TURN_KIND][1](_all(app)[0])
     assert "calc.py" in put.fields["files"] and "coerce" in put.fields["text"]
 
 

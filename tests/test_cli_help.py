@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextflow.adapters.cli import GROUPS, build_parser, main
-from contextflow.features import operations
+from contextflow.adapters.cli import build_parser, group_help, main
+from contextflow.features import features, operations
 
 COMMANDS = sorted({op.command for op in operations() if op.command})
 
@@ -41,7 +41,16 @@ def test_the_top_level_help_lists_every_command_and_group_with_a_help_line():
         assert help_line(shown, word), f"{word} has no help line"
 
 
-@pytest.mark.parametrize("group", sorted(GROUPS))
+GROUPS = sorted({word for feature in features() for word in feature.commands})
+
+
+def test_every_command_word_with_actions_is_described_by_its_feature():
+    words = {op.command[0] for op in operations() if op.command and len(op.command) == 2}
+    assert words == set(GROUPS)
+    assert group_help("context") == "keyed context records (set, get, list, delete)"
+
+
+@pytest.mark.parametrize("group", GROUPS)
 def test_each_group_help_lists_every_action_with_a_help_line(capsys, group):
     shown = help_of(capsys, group)
     for words in COMMANDS:

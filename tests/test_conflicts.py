@@ -104,7 +104,7 @@ def test_folded_lines_keep_their_id_writer_sequence_and_clock(cloned, store_dir,
     copy, _ = cloned
     original = {orjson.loads(line)["id"]: line for line in copy.read_bytes().splitlines()}
     app = App.open()
-    conflicts.fix(app)
+    conflicts.fix(app.store)
     app.close()
     folded = {orjson.loads(line)["id"]: line for line in (store_dir / "events.laptop.jsonl").read_bytes().splitlines()}
     assert all(folded[event_id] == line for event_id, line in original.items())
@@ -115,7 +115,7 @@ def test_a_hand_copied_log_of_another_writer_is_folded_with_its_writer_kept(app,
     note = other.store.append("note", {"text": "only on the desktop", "session_id": "s"})
     store_dir.mkdir(mode=0o700)
     shutil.copyfile(tmp_path / "elsewhere" / "events.desktop.jsonl", store_dir / f"events.desktop{COPY_SUFFIX}")
-    report = conflicts.fix(app)
+    report = conflicts.fix(app.store)
     assert report.folded_events == 1 and len(report.removed) == 1
     line = orjson.loads((store_dir / "events.writer-a.jsonl").read_bytes().splitlines()[-1])
     assert (line["id"], line["w"]) == (note.id, "desktop")
@@ -127,7 +127,7 @@ def test_a_copy_whose_events_are_all_elsewhere_is_removed_without_appending(app,
     own = store_dir / "events.writer-a.jsonl"
     shutil.copyfile(own, store_dir / f"events.writer-a{COPY_SUFFIX}")
     size = own.stat().st_size
-    report = conflicts.fix(app)
+    report = conflicts.fix(app.store)
     assert (report.folded_events, len(report.removed)) == (0, 1)
     assert own.stat().st_size == size
 
@@ -138,7 +138,7 @@ def test_a_copy_with_an_unreadable_line_is_kept_and_its_good_events_still_folded
     copy = store_dir / f"events.desktop{COPY_SUFFIX}"
     copy.write_bytes((store_dir / "events.desktop.jsonl").read_bytes() + b"{not json\n")
     (store_dir / "events.desktop.jsonl").unlink()
-    report = conflicts.fix(app)
+    report = conflicts.fix(app.store)
     assert report.removed == [] and "unreadable" in report.kept[str(copy)]
     assert copy.exists()
     assert note.id in ids_in(store_dir / "events.writer-a.jsonl")
@@ -148,7 +148,7 @@ def test_a_copy_with_a_torn_last_line_is_kept(app, store_dir: Path):
     app.store.append("note", {"text": "whole", "session_id": "s"})
     copy = store_dir / f"events.writer-a{COPY_SUFFIX}"
     copy.write_bytes((store_dir / "events.writer-a.jsonl").read_bytes() + b'{"v": 1, "id": "torn')
-    report = conflicts.fix(app)
+    report = conflicts.fix(app.store)
     assert str(copy) in report.kept and copy.exists()
 
 

@@ -193,7 +193,7 @@ def test_a_rewritten_log_rebuilds_and_keeps_every_visible_record(app):
     for n in range(5):
         app.store.append("context.set", {"key": "deploy.target", "value": {"host": f"green-{n}"}})
     assert refs(app, "deploy target")
-    compact(app)
+    compact(app.store, app.every_view())
     assert on_disk(app) == in_memory(app)
     assert refs(app, "green") == ["deploy.target"]
 

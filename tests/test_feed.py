@@ -253,3 +253,42 @@ def test_the_guard_fails_when_code_changes_without_a_version_change(
     module.write_text("X = 2\n")
     assert "changed but its version is still 1" in formats.unrecorded([fmt])[0]
     assert formats.unrecorded([formats.Format("fake", 2, ("fake_fill",))])  # raised: record it
+
+
+def test_an_upgrade_that_changes_no_format_keeps_the_snapshot_and_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.core import store
+
+    first = App.open()
+    fill(first)
+    recent(first)
+    first.store.view("records")
+    assert first.store.save_snapshot(force=True)
+    first.close()
+    # another release: other code, another version string, the same formats
+    monkeypatch.setattr(store, "__version__", "99.0")
+    monkeypatch.setattr(store, "code_fingerprint", lambda: "other code")
+    upgraded = App.open()
+    try:
+        assert len(recent(upgraded)) == 5
+        assert upgraded.tables().caught_up == 0  # nothing rebuilt
+        upgraded.store.view("records")
+        assert upgraded.store.from_snapshot
+    finally:
+        upgraded.close()
+
+
+def test_a_view_format_change_retires_the_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.records import FEATURE
+
+    first = App.open()
+    fill(first)
+    first.store.view("records")
+    assert first.store.save_snapshot(force=True)
+    first.close()
+    monkeypatch.setitem(FEATURE.versions, "records", 2)
+    changed = App.open()
+    try:
+        changed.store.view("records")
+        assert not changed.store.from_snapshot
+    finally:
+        changed.close()

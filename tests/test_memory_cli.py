@@ -138,5 +138,5 @@ def test_every_memory_command_and_tool_appears_in_the_docs():
             assert f"contextflow {group} {name}" in docs, f"{group} {name} is not in docs/context-and-timeline.md"
     assert "contextflow whereami" in docs and "contextflow wherewasi" in docs
     tools = [op for op in (*context.OPERATIONS, *timeline.OPERATIONS) if op.tool]
-    for spec in [*tools, *context.FEATURE.prompts]:
+    for spec in [*tools, *context.TABLE.prompts]:
         assert f"`{spec.name}`" in docs, f"{spec.name} is not in docs/context-and-timeline.md"

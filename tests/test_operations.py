@@ -41,9 +41,10 @@ def test_every_command_is_in_the_docs(op):
 
 def test_every_prompt_and_resource_is_in_the_docs():
     for feature in features():
-        for prompt in feature.prompts:
+        table = feature.table
+        for prompt in table.prompts if table else ():
             assert f"`{prompt.name}`" in DOCS, prompt.name
-        for resource in feature.resources:
+        for resource in table.resources if table else ():
             assert resource.uri in DOCS, resource.uri
     assert "`resume_1`" in DOCS and "`resume_by_id`" in DOCS
 

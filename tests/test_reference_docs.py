@@ -3,10 +3,8 @@ names exactly the actions each group has."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from contextflow.adapters.cli import GROUPS
 from contextflow.admin.reference import BEGIN, END, tool_groups_table, with_tables
 from contextflow.features import operations
 
@@ -29,15 +27,3 @@ def test_the_generated_table_names_every_tool_once():
 def test_a_stale_table_is_noticed():
     stale = f"intro\n{BEGIN}\n| group | tools | default |\n{END}\n"
     assert with_tables(stale) != stale
-
-
-def test_each_command_group_help_lists_exactly_its_actions():
-    actions: dict[str, set[str]] = {}
-    for op in operations():
-        if op.command and len(op.command) == 2:
-            actions.setdefault(op.command[0], set()).add(op.command[1])
-    assert set(GROUPS) == set(actions)
-    for word, help_text in GROUPS.items():
-        listed = re.search(r"\(([^)]*)\)", help_text)
-        assert listed, f"{word}: its help names no actions"
-        assert {a.strip() for a in listed.group(1).split(",")} == actions[word], word

@@ -10,10 +10,11 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.conversations import core as conversations
+from contextflow.features import extractors
 from contextflow.graph import writes as graph
 from contextflow.records import core as records
 from contextflow.search import retrieval
-from contextflow.search.extractors import EXTRACTORS, search_kinds
+from contextflow.search.extractors import search_kinds
 from contextflow.sessions import core as sessions
 from contextflow.timeline import core as timeline
 
@@ -34,7 +35,7 @@ def test_every_kind_is_registered_once_with_its_search_kind():
         "node",
         "activity",
     }
-    assert EXTRACTORS["graph.node_delete"][0] == "node" and EXTRACTORS["context.delete"][0] == "context"
+    assert extractors()["graph.node_delete"][0] == "node" and extractors()["context.delete"][0] == "context"
 
 
 def test_notes_and_handoffs_are_found_by_text_task_tags_steps_and_files(app):

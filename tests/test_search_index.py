@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 
 from contextflow.app import App
 from contextflow.core.events import Event
-from contextflow.features import all_views
+from contextflow.features import all_views, extractors
 from contextflow.search import index as index_module
-from contextflow.search.extractors import EXTRACTORS
 from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
 from contextflow.search.ranking import recency
 from contextflow.search.retrieval import Query, rank
@@ -312,7 +311,7 @@ def test_odd_stored_data_is_indexed_quietly_and_a_failing_extractor_skips_only_i
     def broken(event: Event) -> list:
         raise KeyError("surprise")
 
-    monkeypatch.setitem(EXTRACTORS, "handoff", ("handoff", broken))
+    monkeypatch.setitem(extractors(), "handoff", ("handoff", broken))
     state = fold(
         [
             Event("x", "w", 1, 1 << 16, "conversation.save", {"conversation_id": "c", "topics": "x", "decisions": [3]}),

@@ -134,7 +134,7 @@ def test_a_log_rewritten_by_compaction_on_another_machine_refolds(saved, app, st
         write_round(other, i)
     app.store.refresh()
     assert app.store.save_snapshot(force=True)
-    assert compact(other).changed
+    assert compact(other.store, other.every_view()).changed
     again = App.open()
     assert differences(fresh_picture(), picture(again)) == []
 

@@ -24,13 +24,17 @@ if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.operations import Operation, Param
 
-# Help for command words that group several operations (`contextflow context set` ...).
-GROUPS = {
-    "context": "keyed context records (set, get, list, delete)",
-    "timeline": "threads, thoughts, tangents (create, threads, show, add, update, set-thread, where, tangent, return)",
-    "conversations": "saved conversation records (list, show, save, new-id)",
-    "view": "saved graph views (create, list, render, delete)",
-}
+
+def group_help(word: str) -> str:
+    """Help for a command word that groups several commands (`contextflow context set` ...): what its
+    feature says of it (`Feature.commands`), then its actions as the table lists them."""
+    from contextflow.features import features
+
+    for feature in features():
+        if word in feature.commands:
+            actions = [op.command[1] for op in feature.operations if op.command and op.command[0] == word]
+            return f"{feature.commands[word]} ({', '.join(actions)})"
+    raise KeyError(f"no feature describes the command word {word!r} (Feature.commands)")
 
 
 def build_parser(only: str | None = None, batch: bool = False) -> argparse.ArgumentParser:
@@ -56,7 +60,7 @@ def build_parser(only: str | None = None, batch: bool = False) -> argparse.Argum
         if len(op.command) == 2:
             word = op.command[0]
             if word not in groups:
-                help_text = GROUPS[word]
+                help_text = group_help(word)
                 group = top.add_parser(word, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".")
                 groups[word] = group.add_subparsers(dest=f"{word}_command", metavar="ACTION", required=True)
             sub = groups[word]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextflow.adapters.hooks import current_task
-from contextflow.core.text import estimate_tokens
+from contextflow.core.text import cut, estimate_tokens
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -92,7 +92,7 @@ def sessions_text(app: App, project: str, budget_chars: int) -> str:
 
 
 def clip_block(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 20)].rstrip() + "\n[... clipped]"
+    return cut(text, limit, "\n[... clipped]", keep=max(0, limit - 20), tidy=True)
 
 
 def session_start(app: App, hooks: Path, budget: int, project: str | None = None) -> str:

@@ -4,24 +4,22 @@ CLI only: none is an MCP tool."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import boolean, integer, string
-from contextflow.operations.spec import Feature, Operation, deferred
+from contextflow.operations.spec import Operation, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.admin import clients, present
 else:
     clients, present = deferred("contextflow.admin.clients"), deferred("contextflow.admin.present")
 
-op = partial(Operation, group="admin")
 
 CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # what `install` supports
 
 
 OPERATIONS = (
-    op(
+    Operation(
         "serve",
         "Run the MCP server (stdio, or HTTP with --http)",
         (
@@ -40,7 +38,7 @@ OPERATIONS = (
         cli_description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to "
         "projects (see docs/http-bridge.md).",
     ),
-    op(
+    Operation(
         "doctor",
         "Check the store and say which rule chose it",
         (
@@ -57,7 +55,7 @@ OPERATIONS = (
         cli_description="Report the store location (and the rule that chose it), logs, counts, bad lines, the search "
         "index and problems.",
     ),
-    op(
+    Operation(
         "pick-session",
         "Choose the active session in a terminal picker",
         (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),),
@@ -66,7 +64,7 @@ OPERATIONS = (
         tool=False,
         cli_description="Pick a new or recent session in a terminal menu and make it the active session.",
     ),
-    op(
+    Operation(
         "compact",
         "Rewrite this machine's log without superseded events",
         (
@@ -85,7 +83,7 @@ OPERATIONS = (
         "file, fsync, rename. Other machines refold from the new file after sync.",
         read_only=False,
     ),
-    op(
+    Operation(
         "hook",
         "Run a client hook (Claude Code, Codex, Gemini CLI; reads its JSON on stdin)",
         (
@@ -108,7 +106,7 @@ OPERATIONS = (
         needs_store=False,
         read_only=False,
     ),
-    op(
+    Operation(
         "start-preview",
         "Show what the next session start injects, and its size against each client's limit",
         (
@@ -123,7 +121,7 @@ OPERATIONS = (
         cli_description="Run the session-start hook's own code for a project and session without changing "
         "anything, and print exactly what a client would receive, with its size against each client's limit.",
     ),
-    op(
+    Operation(
         "ui",
         "Open the local web page to see and curate memory",
         (
@@ -139,7 +137,7 @@ OPERATIONS = (
         "handoffs wrong (see docs/ui.md).",
         read_only=False,
     ),
-    op(
+    Operation(
         "install",
         "Add contextflow to an MCP client's config",
         (
@@ -161,4 +159,4 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(group="admin", operations=OPERATIONS)
+TABLE = Table(operations=OPERATIONS)

@@ -41,13 +41,13 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.core import conflicts
     from contextflow.core.errors import EXIT_PROBLEMS
 
-    fixed = conflicts.fix(app) if args.get("fix") else None
+    fixed = conflicts.fix(app.store) if args.get("fix") else None
     if args.get("rebuild"):
         from contextflow.search import derived
 
         derived.search_for(app.store).update(rebuild=True)
     info = store_info(app, verify=True)
-    found = problems(info) + conflicts.findings(app) + client_store_findings()
+    found = problems(info) + conflicts.findings(app.store) + client_store_findings()
     info["problems"] = found
     lines = [
         f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
@@ -77,6 +77,13 @@ def doctor(app: App, args: JSON) -> Reply:
         f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {index['documents'] or 0} documents, "
         f"{status} (updated {index['updated'] or 'never'})",
         f"  rebuild:    {index['rebuild']}",
+    ]
+    on_disk = info["tables"]
+    versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())
+    lines += [
+        f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), "
+        f"{'current' if on_disk['current'] else 'behind the logs'}",
+        f"  rebuild:    {on_disk['rebuild']}",
     ]
     lines.append("problems:" if found else "problems:     none")
     lines += [f"  - {problem}" for problem in found]
@@ -109,8 +116,8 @@ def compact_log(app: App, args: JSON) -> Reply:
     from contextflow.core.compact import compact, default_archive_dir
 
     given = args.get("archive_dir")
-    archive = Path(given) if given else (default_archive_dir(app) if args.get("archive") else None)
-    report = compact(app, archive=archive, dry_run=bool(args.get("dry_run")))
+    archive = Path(given) if given else (default_archive_dir(app.store) if args.get("archive") else None)
+    report = compact(app.store, app.every_view(), archive=archive, dry_run=bool(args.get("dry_run")))
     if report.bytes_before == 0:
         return Reply(f"nothing to compact: {report.log} does not exist yet", report.as_dict())
     verb = "would compact" if report.dry_run else "compacted"
@@ -136,3 +143,12 @@ def compact_log(app: App, args: JSON) -> Reply:
         if report.archive:
             lines.append(f"old log archived at {report.archive}")
     return Reply("\n".join(lines), report.as_dict())
+
+
+def read_info(app: App) -> str:
+    """The `shared-context://info` resource (the sessions feature offers it, ContextFlowMCP's API)."""
+    from contextflow import __version__
+    from contextflow.admin.diagnose import store_info
+    from contextflow.operations.provenance import dumps
+
+    return dumps({"server": {"name": "contextflow", "version": __version__}, **store_info(app)})

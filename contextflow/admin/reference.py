@@ -19,9 +19,9 @@ DYNAMIC_PROMPTS = {"sessions": "`resume_1`..`resume_N`"}
 
 def tool_groups_table() -> str:
     rows = ["| group | tools | default |", "|---|---|---|"]
-    for group, features in groups().items():
-        tools = [f"`{op.name}`" for feature in features for op in feature.operations if op.tool]
-        prompts = [f"`{p.name}`" for feature in features for p in feature.prompts]
+    for group, tables in groups().items():
+        tools = [f"`{op.name}`" for table in tables for op in table.operations if op.tool]
+        prompts = [f"`{p.name}`" for table in tables for p in table.prompts]
         if group in DYNAMIC_PROMPTS:
             prompts.insert(1, DYNAMIC_PROMPTS[group])
         cell = ", ".join(tools) + (f"; prompts {', '.join(prompts)}" if prompts else "")

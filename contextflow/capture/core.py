@@ -27,6 +27,7 @@ from contextflow.capture import cursor as cursors
 from contextflow.core.checks import flag
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.project import repository_root
+from contextflow.core.text import cut
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -246,5 +247,4 @@ def _summary_text(fields: dict[str, Any], limit: int) -> str:
             lines.append(f"{label}: " + "; ".join(fields[name]))
     if fields.get("errors"):
         lines.append("Errors: " + "; ".join(fields["errors"]))
-    text = "\n".join(lines)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut("\n".join(lines), limit, "…")

@@ -25,37 +25,37 @@ class Chunk:
         self.lines, self.cursor, self.skipped, self.restarted = lines, cursor, skipped, restarted
 
 
-def _check(handle: Any, offset: int) -> str:
+def _check(fd: int, offset: int) -> str:
     start = max(0, offset - CHECK_BYTES)
-    handle.seek(start)
-    return hashlib.sha256(handle.read(offset - start)).hexdigest()[:32]
+    return hashlib.sha256(os.pread(fd, offset - start, start)).hexdigest()[:32]
 
 
 def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ) -> Chunk:
     cursor = cursor or {}
+    from contextflow.core.log import complete_lines  # the log module's reader, without its store imports
+
     with open(path, "rb") as handle:
-        info = os.fstat(handle.fileno())
+        fd = handle.fileno()
+        info = os.fstat(fd)
         offset = cursor.get("offset", 0)
         offset = offset if isinstance(offset, int) and offset >= 0 else 0
         valid = (
             0 < offset <= info.st_size
             and cursor.get("ino") == info.st_ino
-            and cursor.get("check") == _check(handle, offset)
+            and cursor.get("check") == _check(fd, offset)
         )
         restarted = offset > 0 and not valid
         if not valid:
             offset = 0
         skipping = bool(cursor.get("skipping")) and valid
-        handle.seek(offset)
-        data = handle.read(max_read)
-        end = data.rfind(b"\n")
+        read = complete_lines(fd, offset, most=max_read, block=max_read)
         skipped = 0
-        if end < 0:  # no complete line yet; or one line longer than a whole read: skip it
-            if len(data) < max_read:
-                return Chunk([], cursor if valid else _cursor(handle, 0, info.st_ino), 0, restarted)
-            new = offset + len(data)
-            return Chunk([], {**_cursor(handle, new, info.st_ino), "skipping": True}, 0 if skipping else 1, restarted)
-        lines = data[:end].split(b"\n")
+        if not read.lines:  # no complete line yet; or one line longer than a whole read: skip it
+            if read.unfinished < max_read:
+                return Chunk([], cursor if valid else _cursor(fd, 0, info.st_ino), 0, restarted)
+            new = offset + read.unfinished
+            return Chunk([], {**_cursor(fd, new, info.st_ino), "skipping": True}, 0 if skipping else 1, restarted)
+        lines = read.lines
         if skipping:  # the rest of a line skipped in the last read
             lines = lines[1:]
         kept = []
@@ -64,8 +64,8 @@ def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ)
                 skipped += 1
             elif line.strip():
                 kept.append(line)
-        return Chunk(kept, _cursor(handle, offset + end + 1, info.st_ino), skipped, restarted)
+        return Chunk(kept, _cursor(fd, read.end, info.st_ino), skipped, restarted)
 
 
-def _cursor(handle: Any, offset: int, ino: int) -> dict[str, Any]:
-    return {"offset": offset, "ino": ino, "check": _check(handle, offset)}
+def _cursor(fd: int, offset: int, ino: int) -> dict[str, Any]:
+    return {"offset": offset, "ino": ino, "check": _check(fd, offset)}

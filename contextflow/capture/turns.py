@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from contextflow.core.text import cut
+
 TURN_KIND = "capture.turn"  # the event kind of one captured turn
 MAX_PROMPT = 200
 MAX_FINAL = 1_000
@@ -47,8 +49,7 @@ def without_private(text: str) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    text = without_private(text).strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return cut(without_private(text).strip(), limit, "…", tidy=True)
 
 
 def first_line(text: str, limit: int = MAX_PROMPT) -> str:
@@ -148,6 +149,6 @@ def _shrink(record: dict[str, Any]) -> bool:
             del items[3:]
             return True
     if len(record["final"]) > 200:
-        record["final"] = record["final"][:200] + "…"
+        record["final"] = cut(record["final"], 200, "…", keep=200)
         return True
     return False

@@ -1,1 +1,13 @@
 """Structured conversation records, saved whole, with their transcripts kept apart as blobs."""
+
+from contextflow.features import Feature
+
+FEATURE = Feature(
+    "conversations",
+    group="recall",
+    table="contextflow.conversations.operations",
+    views={"conversations": "contextflow.conversations.view:ConversationsView"},
+    fields="contextflow.conversations.fields",
+    extractors="contextflow.conversations.extract",
+    commands={"conversations": "saved conversation records"},
+)

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState
 from contextflow.core import checks, secrets
@@ -228,7 +229,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
 
 
 def conversations_state(app: App) -> ConversationsState:
-    state: ConversationsState = app.store.view("conversations")
+    state: ConversationsState = ondisk.view(app, "conversations")
     return state
 
 

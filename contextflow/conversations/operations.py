@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import STRING, STRINGS, boolean, string
-from contextflow.operations.spec import JSON, Feature, Operation, Param, PromptArg, PromptSpec, deferred
+from contextflow.operations.spec import JSON, Operation, Param, PromptArg, PromptSpec, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.conversations import present
 else:
     present = deferred("contextflow.conversations.present")
 
-op = partial(Operation, group="recall")
 
 _DECISIONS: JSON = {
     "type": "array",
@@ -57,7 +55,7 @@ SAVE_FIELDS = (
 )
 
 OPERATIONS = (
-    op(
+    Operation(
         "generate_conversation_id",
         "Mint a conversation id at the start of a session, to save (and re-save) its record under.",
         (),
@@ -65,7 +63,7 @@ OPERATIONS = (
         needs_store=False,
         structured=True,
     ),
-    op(
+    Operation(
         "conversations new-id",
         "Mint a conversation id.",
         (),
@@ -75,14 +73,14 @@ OPERATIONS = (
         cli_description="Print a new conversation id.",
         needs_store=False,
     ),
-    op(
+    Operation(
         "save_conversation",
         "Save a structured record of this conversation (see the save_conversation prompt). Same id replaces.",
         SAVE_FIELDS,
         present.save_conversation,
         read_only=False,
     ),
-    op(
+    Operation(
         "conversations save",
         "Save a record from a JSON file.",
         (
@@ -100,7 +98,7 @@ OPERATIONS = (
         cli_description="Validate and save a record given as JSON.",
         read_only=False,
     ),
-    op(
+    Operation(
         "get_conversation",
         "Show one saved conversation record in full; include_transcript adds its full transcript.",
         (
@@ -114,7 +112,7 @@ OPERATIONS = (
         command=("conversations", "show"),
         cli_description="Show one record by id or prefix.",
     ),
-    op(
+    Operation(
         "conversations list",
         "List records, most recently saved first.",
         (
@@ -126,7 +124,7 @@ OPERATIONS = (
         tool=False,
         cli_description="List records.",
     ),
-    op(
+    Operation(
         "instructions",
         "Print the lines for AGENTS.md / CLAUDE.md / GEMINI.md.",
         (),
@@ -139,8 +137,7 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(
-    group="recall",
+TABLE = Table(
     operations=OPERATIONS,
     prompts=(
         PromptSpec(

@@ -19,16 +19,17 @@ import gzip
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.core.events import Event, decode_lines, encode
-from contextflow.core.fold import BOUND_KIND, Compactable
+from contextflow.core.fold import BOUND_KIND, Compactable, View, resolved
 from contextflow.core.fsutil import fsync_folder, signature
 from contextflow.core.log import read_whole, replace_log
+from contextflow.core.store import Store
 
 ARCHIVE_DIR = "archive"
 SCOPING_FIELDS = ("project",)  # kept in every reduced event: what project scopes (HTTP grants) filter on
@@ -71,17 +72,18 @@ class CompactReport:
         }
 
 
-def default_archive_dir(app: App) -> Path:
-    return app.store.state_dir / ARCHIVE_DIR
+def default_archive_dir(store: Store) -> Path:
+    return store.state_dir / ARCHIVE_DIR
 
 
-def verdicts(views: list[Any], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
+def verdicts(views: Sequence[View], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
     """Per event id: None to drop it, or the data fields to reduce it to (absent ids stay whole); and
     the names of views that cannot answer (they keep everything)."""
-    blocked = [view.name for view in views if not isinstance(view, Compactable)]
+    compactable = [view for view in map(resolved, views) if isinstance(view, Compactable)]
+    blocked = [view.name for view in views if not isinstance(resolved(view), Compactable)]
     if blocked or not events:
         return {}, blocked
-    answers = [view.unneeded(events) for view in views]
+    answers = [view.unneeded(events) for view in compactable]
     found: dict[str, tuple[str, ...] | None] = {}
     for event in events:
         if all(event.id in answer for answer in answers):
@@ -95,15 +97,17 @@ def _newest_own(events: list[Event], writer: str) -> set[str]:
     return {max(own, key=lambda e: e.seq).id, max(own, key=lambda e: e.key).id} if own else set()
 
 
-def plan(app: App, lines: list[tuple[bytes, Event | None]], report: CompactReport) -> list[bytes]:
-    """The lines of the compacted log, in their original order; fills in `report`."""
+def plan(
+    views: Sequence[View], writer: str, lines: list[tuple[bytes, Event | None]], report: CompactReport
+) -> list[bytes]:
+    """The lines of `writer`'s compacted log, in their original order, as `views` decide; fills in `report`."""
     first: dict[str, Event] = {}  # each id's first line
     for _, event in lines:
         if event is not None:
             first.setdefault(event.id, event)
     events = list(first.values())
-    decided, report.blocked_by = verdicts(app.every_view(), events)
-    for event_id in _newest_own(events, app.store.writer):
+    decided, report.blocked_by = verdicts(views, events)
+    for event_id in _newest_own(events, writer):
         decided.pop(event_id, None)
     for event in events:
         if event.kind == BOUND_KIND:  # no view folds a bound, and every fold needs it
@@ -149,15 +153,17 @@ def archive_old(path: Path, data: bytes, folder: Path) -> Path:
     return target
 
 
-def compact(app: App, *, archive: Path | None = None, dry_run: bool = False) -> CompactReport:
-    """Rewrite this writer's own log without what no view needs; see the module docstring."""
-    store = app.store
+def compact(
+    store: Store, views: Sequence[View], *, archive: Path | None = None, dry_run: bool = False
+) -> CompactReport:
+    """Rewrite this writer's own log without what none of `views` needs (every view, search included:
+    `App.every_view()`); see the module docstring."""
     path = store.log_writer.path
     report = CompactReport(str(path), dry_run)
     if archive is not None and archive.resolve().is_relative_to(store.folder.resolve()):
         raise InputError(
             f"the archive folder {archive} is inside the synced store; choose a folder outside it "
-            f"(the default is {default_archive_dir(app)})"
+            f"(the default is {default_archive_dir(store)})"
         )
     with store.log_writer.locked():
         before = signature(path)
@@ -165,7 +171,7 @@ def compact(app: App, *, archive: Path | None = None, dry_run: bool = False) -> 
             return report
         old, numbered, tail = read_whole(path)
         lines = decode_lines(numbered)
-        kept = plan(app, lines, report)
+        kept = plan(views, store.writer, lines, report)
         new = b"".join(raw + b"\n" for raw in kept) + tail
         report.lines_before, report.lines_after = len(lines), len(kept)
         report.bytes_before, report.bytes_after = len(old), len(new)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextflow.app import App
 from contextflow.core.events import LEGACY_WRITER, decode_lines
 from contextflow.core.log import read_whole, remove_conflict_copy
 from contextflow.core.store import Store
@@ -74,10 +73,10 @@ def _read_copies(store: Store) -> tuple[list[CopyContents], set[str]]:
     return [read_copy(path) for path in copies], present
 
 
-def findings(app: App) -> list[str]:
+def findings(store: Store) -> list[str]:
     """Plain-language problems about conflict copies and shared writer ids, for `doctor`."""
     found = []
-    contents, present = _read_copies(app.store)
+    contents, present = _read_copies(store)
     only_here = sum(len(copy.lines.keys() - present) for copy in contents)
     unreadable = sum(copy.unreadable for copy in contents)
     if only_here or unreadable:  # copies holding nothing new are harmless: `doctor --fix` still removes them
@@ -85,10 +84,10 @@ def findings(app: App) -> list[str]:
         found.append(
             f"{only_here} event(s) exist only in sync-conflict copies (they are read, not lost){detail}; {FIX_HINT}"
         )
-    for writer, (count, last_seq) in sorted(app.store.writer_counts().items()):
+    for writer, (count, last_seq) in sorted(store.writer_counts().items()):
         if writer == LEGACY_WRITER or count <= last_seq:  # more events than the highest seq: two machines
             continue
-        mine = " (this machine)" if writer == app.store.writer else ""
+        mine = " (this machine)" if writer == store.writer else ""
         found.append(
             f"writer id {writer}{mine} was used by more than one machine: {count} events but the "
             f"highest sequence number is {last_seq}. Give each machine its own CONTEXTFLOW_WRITER (or delete "
@@ -97,9 +96,8 @@ def findings(app: App) -> list[str]:
     return found
 
 
-def fix(app: App) -> FixReport:
+def fix(store: Store) -> FixReport:
     """Fold conflict copies into this writer's log; remove each only once all its events are verified."""
-    store = app.store
     report = FixReport()
     with store.log_writer.locked():
         store.refresh()

@@ -86,13 +86,12 @@ def encode(event: Event) -> bytes:
     return line
 
 
-def too_deep(line: bytes, record: Any) -> bool:
-    """Whether `record` (parsed from `line`) nests arrays and objects more than MAX_DEPTH levels.
-    A line with fewer brackets than that cannot (counting is cheap); only the others are walked."""
-    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
-        return False
-    level = [record]
-    for _ in range(MAX_DEPTH):
+def nested_deeper(value: Any, limit: int) -> bool:
+    """Whether `value` (parsed JSON) nests arrays and objects more than `limit` levels: the one depth
+    walk (log lines, tool arguments, JSON-RPC bodies), level by level, so hostile nesting cannot
+    exhaust the stack."""
+    level = [value]  # the arrays and objects one level down, level by level
+    for _ in range(limit):
         level = [
             child
             for item in level
@@ -102,6 +101,12 @@ def too_deep(line: bytes, record: Any) -> bool:
         if not level:
             return False
     return any(isinstance(item, dict | list) for item in level)
+
+
+def too_deep(line: bytes, record: Any) -> bool:
+    """Whether `record` (parsed from `line`) nests arrays and objects more than MAX_DEPTH levels.
+    A line with fewer brackets than that cannot (counting is cheap); only the others are walked."""
+    return line.count(b"[") + line.count(b"{") > MAX_DEPTH and nested_deeper(record, MAX_DEPTH)
 
 
 def decode(line: bytes, position: int = 0) -> Event:

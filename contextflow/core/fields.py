@@ -2,7 +2,7 @@
 
 A synced line is untrusted input: a note whose `tags` is a number must not reach a renderer that
 iterates it. Each feature declares the shape of every field of its kinds (`<feature>/fields.py`,
-named in `features.FIELDS`); the store conforms each event it reads (`conform`): a field without
+named in its `Feature`, `contextflow.features`); the store conforms each event it reads (`conform`): a field without
 its shape is left out, a list keeps only its items that have theirs, and every such repair is
 counted per log and reported (`doctor`, the info resource). A pure function of the line, so every
 machine folds the same data. `null` passes as "absent"; fields and kinds no shape names pass

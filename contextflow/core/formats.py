@@ -12,31 +12,84 @@ code: raise the format's version if what it holds changes (else nothing is rebui
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 
 RECORD_FILE = Path(__file__).with_name("formats.json")
+_REGISTRIES = ("contextflow.features",)  # names the formats, fills none (this module's `main` reads it)
 
 
 @dataclass(frozen=True, slots=True)
 class Format:
     name: str
     version: int
-    closure: tuple[str, ...]  # modules whose code fills it (dotted names; never imported to hash)
+    roots: tuple[str, ...]  # the modules that fill it; its closure is them and what they import of ours
+
+
+def _source(module: str) -> Path | None:
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+
+
+def _imports(module: str, source: Path) -> set[str]:
+    """contextflow modules `source` imports (those only a type checker reads left out)."""
+    import ast
+
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):  # (nested blocks and function bodies)
+                    visit([child])
+
+    visit(ast.parse(source.read_bytes()).body)
+    return {name for name in found if name.split(".")[0] == "contextflow" and name not in (module, *_REGISTRIES)}
+
+
+def closure(fmt: Format) -> list[str]:
+    """The modules whose code decides what the format holds: its roots and, transitively, the
+    contextflow modules they import (found and parsed, never imported)."""
+    seen: dict[str, Path] = {}
+    todo = list(fmt.roots)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        source = _source(module)
+        if source is None:
+            if module in fmt.roots:
+                raise LookupError(f"format {fmt.name}: module {module} is not found")
+            continue  # a name imported from a module, not a module
+        seen[module] = source
+        todo += _imports(module, source)
+    return sorted(seen)
 
 
 def closure_hash(fmt: Format) -> str:
-    """A hash of the source of every module of the format's closure (found, not imported)."""
+    """A hash of the source of every module of the format's closure."""
+    import hashlib
+
     digest = hashlib.blake2b(digest_size=8)
-    for module in sorted(fmt.closure):
-        spec = find_spec(module)
-        if spec is None or spec.origin is None:
-            raise LookupError(f"format {fmt.name}: module {module} of its closure is not found")
-        digest.update(module.encode() + b"\0" + Path(spec.origin).read_bytes() + b"\0")
+    for module in closure(fmt):
+        source = _source(module)
+        assert source is not None
+        digest.update(module.encode() + b"\0" + source.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from contextflow.core import legacy
 from contextflow.core.clock import MAX_HLC
@@ -147,6 +147,39 @@ def unchanged(path: Path, cursor: Cursor | None) -> bool:
     return cursor is not None and signature(path) == cursor.signature
 
 
+class Lines(NamedTuple):
+    lines: list[bytes]  # every complete line read (blank ones too), without its newline
+    end: int  # the offset just after the last newline read
+    unfinished: int  # bytes read after it: a line not ended yet (or cut by `most`)
+
+
+def complete_lines(
+    fd: int, start: int, *, limit: int | None = None, most: int | None = None, block: int = READ_CHUNK
+) -> Lines:
+    """The one reader of a growing JSONL file: the complete lines from `start`, read `block` bytes at a
+    time to the end of the file; with `limit`, stop once that many bytes of whole lines were read; with
+    `most`, once that many bytes were read at all (a line longer than that is left unfinished)."""
+    lines: list[bytes] = []
+    offset, pending = start, b""
+    while True:
+        chunk = os.pread(fd, block, offset + len(pending))
+        if not chunk:
+            break
+        data = pending + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            pending = data
+        else:
+            lines += data[:cut].split(b"\n")
+            offset += cut + 1
+            pending = data[cut + 1 :]
+            if limit is not None and offset - start >= limit:
+                break
+        if most is not None and offset + len(pending) - start >= most:
+            break
+    return Lines(lines, offset, len(pending))
+
+
 def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chunk:
     """Whole lines added since `cursor` (all lines when it is None or no longer valid); with `limit`,
     stop once about that many bytes were read (the cursor then ends before the file does)."""
@@ -161,26 +194,9 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
             reset = not continues
             if continues:
                 start, line_no = cursor.offset, cursor.lines
-        lines: list[tuple[int, bytes]] = []
-        offset = start
-        pending = b""
-        while True:
-            block = os.pread(fd, READ_CHUNK, offset + len(pending))
-            if not block:
-                break
-            data = pending + block
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                pending = data
-                continue
-            for raw in data[:cut].split(b"\n"):
-                line_no += 1
-                if raw.strip():
-                    lines.append((line_no, raw))
-            offset += cut + 1
-            pending = data[cut + 1 :]
-            if limit is not None and offset - start >= limit:
-                break
+        read = complete_lines(fd, start, limit=limit)
+        lines = [(n, raw) for n, raw in enumerate(read.lines, start=line_no + 1) if raw.strip()]
+        offset, line_no = read.end, line_no + len(read.lines)
         known = cursor.blocks if start and cursor is not None else b""  # the chain below start's block
         blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
         tail = _tail_hash(fd, offset)

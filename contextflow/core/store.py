@@ -63,6 +63,7 @@ class Store:
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
         legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
+        snapshot_versions: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self.location = location
         self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
@@ -74,9 +75,11 @@ class Store:
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
         self._fields = fields  # the shape of every field of every kind (a factory until first needed)
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
-        # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
+        # the standard views: may use the machine-local snapshot and derived tables (a store with an HTTP grant's
         # filtered views must neither read nor write them)
         self.shares_state = use_snapshot
+        # what the snapshot is keyed on: each format's explicit version (features.py), else the code itself
+        self._snapshot_versions = snapshot_versions
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
@@ -238,6 +241,11 @@ class Store:
         return True
 
     @property
+    def batching(self) -> bool:
+        """Inside `collecting`: appends made so far are folded here but not yet in the logs."""
+        return self._collected is not None
+
+    @property
     def fields(self) -> Schema:
         """The shape of every field of every kind, as events are checked when read."""
         if callable(self._fields):
@@ -320,7 +328,8 @@ class Store:
         return beyond
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        """The data as `append` would store it, or the error it would raise (a scoped store checks its grant)."""
+        """The data as `append` would store it, or the error it would raise (a scoped store checks its grant).
+        Every append passes each item through it."""
         return data
 
     def _own_seq(self) -> int:
@@ -330,6 +339,10 @@ class Store:
 
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
+
+    # Threads of one process that append through stores of the same writer queue on this (a store
+    # shared by threads sets a lock) instead of polling the writer's file lock.
+    appending: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
     def known(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
@@ -378,6 +391,7 @@ class Store:
             raise ValueError("append_many: one id and one stamp per item")
         if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
             raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
+        items = [(kind, self.admit(kind, data)) for kind, data in items]
         if not collected:  # a batch's events were scrubbed as `collecting` made them
             items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:
@@ -393,7 +407,7 @@ class Store:
             self._collected.extend(found)
             return found
         try:
-            with self._writer.locked():
+            with self.appending, self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
@@ -426,6 +440,8 @@ class Store:
     def _snapshot_key(self) -> tuple[Any, ...]:
         # each view's `version` (what the code fingerprint cannot cover, e.g. a library's) is checked as it loads
         names = tuple(view.name for view in self._view_factory())
+        if self._snapshot_versions is not None:  # kept across upgrades that change none of them
+            return (SNAPSHOT_FORMAT, self._snapshot_versions(), str(self.folder), names)
         return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
 
     def _load_snapshot(self) -> None:

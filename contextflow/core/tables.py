@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from contextflow.core import legacy
 from contextflow.core.events import BadLine, Event, decode
 from contextflow.core.fields import conform
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, list_segments, read_new
+from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:
     from contextflow.core.store import Store
@@ -65,10 +67,10 @@ def stamp_of(value: int) -> int:
 
 
 _META = """
-CREATE TABLE IF NOT EXISTS formats(name TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS formats(name TEXT PRIMARY KEY, version INTEGER NOT NULL, built TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cursors(
     format TEXT NOT NULL, path TEXT NOT NULL, cursor BLOB NOT NULL, complete INTEGER NOT NULL,
-    PRIMARY KEY(format, path)) WITHOUT ROWID;
+    bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(format, path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -78,10 +80,11 @@ class TableSet:
     """One derived format's tables: what a feature declares, the rest is done here."""
 
     format: Format
-    schema: str  # CREATE TABLE / CREATE INDEX statements (IF NOT EXISTS)
+    schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
     inserts: Mapping[str, str]  # table -> its INSERT statement (`?` parameters)
     rows: Callable[[Event], Iterable[Row]]  # the pure fold
     bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
+    tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default
 
     @property
     def name(self) -> str:
@@ -120,13 +123,15 @@ def _damaged(exc: BaseException) -> bool:
 class Tables:
     """The derived tables of one store, as this process sees them (one connection, one thread at a time)."""
 
-    def __init__(self, store: Store, sets: Sequence[TableSet]) -> None:
+    def __init__(self, store: Store, sets: Sequence[TableSet], path: Path | None = None) -> None:
         self.store = store
         self.sets = {s.name: s for s in sets}
-        self.path = store.state_dir / DB_FILE
+        self.path = path or store.state_dir / DB_FILE
         self._db: sqlite3.Connection | None = None
         self._mutex = threading.RLock()  # the HTTP bridge's threads share the connection
         self.caught_up = 0  # events this process folded in (for tests and benchmarks)
+        self._failed = False  # the database does not open here
+        self._told: tuple[Path, Cursor | None] | None = None  # the last read a person was told about
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -140,6 +145,7 @@ class Tables:
                 if db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
                     raise sqlite3.DatabaseError("the database does not take WAL mode")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a power cut may cost the last commits
+                db.execute("PRAGMA cache_size=-16384")  # 16 MB of pages: a chunk's index updates stay in memory
                 db.executescript(_META)
             except BaseException:
                 db.close()
@@ -154,6 +160,27 @@ class Tables:
             self._db = None
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def usable(self) -> bool:
+        """Whether the database opens here (else readers use the in-memory views: a state folder that is
+        read-only or full must not stop a read)."""
+        with self._mutex:
+            if self._failed:
+                return False
+            try:
+                self._connect()
+            except sqlite3.DatabaseError as exc:
+                if not _damaged(exc):
+                    self._failed = True
+                    return False
+                self._discard()
+                try:
+                    self._connect()
+                except (sqlite3.DatabaseError, OSError):
+                    self._failed = True
+            except OSError:
+                self._failed = True
+            return not self._failed
 
     def close(self) -> None:
         with self._mutex:
@@ -181,8 +208,41 @@ class Tables:
         with self._mutex:
             return not self._plan(self._connect(), self._paths())[1]
 
+    def differing(self) -> list[str]:
+        """The tables whose rows differ from a fresh build from the logs (for `doctor`); when any do, the
+        database is deleted (forged or damaged: the next read builds it again)."""
+        import tempfile
+
+        with self._mutex, tempfile.TemporaryDirectory(dir=self.path.parent) as folder:
+            fresh = Tables(self.store, list(self.sets.values()), Path(folder) / DB_FILE)
+            try:
+                fresh.update(BUILD_WAIT_S)
+                self.update(BUILD_WAIT_S)
+                differ = [
+                    table
+                    for table_set in self.sets.values()
+                    for table in table_set.tables or tuple(table_set.inserts)
+                    if not _same_rows(self._connect(), fresh._connect(), table)
+                ]
+            finally:
+                fresh.close()
+            if differ:
+                self._discard()
+            return differ
+
+    def bad_lines(self) -> int:
+        """Lines of the logs that are not readable events, as far as the tables have read."""
+        found = self.query("SELECT max(bad) FROM cursors GROUP BY path")
+        return sum(count for (count,) in found)
+
     def _paths(self) -> list[Path]:
         return list_segments(self.store.folder, self.store.location.legacy_files)
+
+    def oversized(self) -> bool:
+        """A ContextFlowMCP file over its size limit is never read: reads that would need it go to the
+        store, which refuses them (core/legacy.py) as ContextFlowMCP would."""
+        roots, limit = self.store.location.legacy_files, self.store.legacy_max_bytes
+        return bool(roots) and any(legacy.oversize(path, roots, limit) for path in legacy.files(roots))
 
     # -- updating ---------------------------------------------------------------------------
 
@@ -196,7 +256,7 @@ class Tables:
                 return -1
             except sqlite3.DatabaseError as exc:
                 if not _damaged(exc):
-                    raise
+                    return -1  # the disk is full or read-only: the tables answer as they are
                 self._discard()
                 return self._update(wait)
 
@@ -255,17 +315,23 @@ class Tables:
     def _reset(self, db: sqlite3.Connection, name: str) -> None:
         """Start format `name` over (in the caller's transaction): tables empty, no cursor, its version recorded."""
         table_set = self.sets[name]
-        for table in table_set.inserts:
-            db.execute(f'DROP TABLE IF EXISTS "{table}"')
-        for statement in table_set.schema.split(";"):
-            if statement.strip():
-                db.execute(statement)
+        for table in table_set.tables or tuple(table_set.inserts):
+            db.execute(f'DROP TABLE IF EXISTS "{table}"')  # (its indexes and triggers go with it)
+        for statement in table_set.schema:
+            db.execute(statement)
         db.execute("DELETE FROM cursors WHERE format = ?", (name,))
-        db.execute("INSERT OR REPLACE INTO formats(name, version) VALUES (?, ?)", (name, table_set.format.version))
+        built = os.urandom(8).hex()  # a new build: readers that folded the old rows start over
+        db.execute(
+            "INSERT OR REPLACE INTO formats(name, version, built) VALUES (?, ?, ?)",
+            (name, table_set.format.version, built),
+        )
 
     def _read(self, db: sqlite3.Connection, path: Path, blob: bytes | None, names: list[str]) -> int:
         """Read one chunk of `path`'s new lines into formats `names` (inside the caller's transaction)."""
         start = _cursor(blob) if blob is not None else None
+        if self.store.progress is not None and (note := much_to_read(path, start)) and self._told != (path, start):
+            self._told = (path, start)
+            self.store.progress(note)  # a person at a terminal: a first read of a big log is slow
         try:
             chunk = read_new(path, start, READ_BYTES)
         except FileNotFoundError:  # gone since it was listed: the next pass lists again
@@ -277,11 +343,12 @@ class Tables:
         caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall()) if chunk.lines else {}
         sets = [self.sets[name] for name in names]
         rows: dict[str, dict[tuple[Any, ...], None]] = {}
-        schema, count = self.store.fields, 0
+        schema, count, bad = self.store.fields, 0, 0
         for line_no, raw in chunk.lines:
             try:
                 event = decode(raw, line_no)
             except BadLine:
+                bad += 1
                 continue
             data, dropped = conform(schema, event.kind, event.data)
             if dropped:
@@ -299,9 +366,10 @@ class Tables:
             name, table = where.split("\0")
             db.executemany(self.sets[name].inserts[table], list(found))
         complete = chunk.cursor.offset - (start.offset if start else 0) < READ_BYTES
+        before = dict(db.execute("SELECT format, bad FROM cursors WHERE path = ?", (str(path),)).fetchall())
         db.executemany(
-            "INSERT OR REPLACE INTO cursors(format, path, cursor, complete) VALUES (?, ?, ?, ?)",
-            [(name, str(path), _cursor_blob(chunk.cursor), int(complete)) for name in names],
+            "INSERT OR REPLACE INTO cursors(format, path, cursor, complete, bad) VALUES (?, ?, ?, ?, ?)",
+            [(name, str(path), _cursor_blob(chunk.cursor), int(complete), before.get(name, 0) + bad) for name in names],
         )
         self.caught_up += count
         return count
@@ -320,6 +388,20 @@ class Tables:
                         f'UPDATE "{table}" SET hlc = ? WHERE id = ? AND hlc > ?',
                         (db_stamp(cap), event_id, db_stamp(cap)),
                     )
+
+
+def _same_rows(one: sqlite3.Connection, other: sqlite3.Connection, table: str) -> bool:
+    """Whether two databases' `table` hold the same rows (compared in order, a row at a time)."""
+    columns = len(one.execute(f'SELECT * FROM "{table}" LIMIT 0').description)
+    order = ", ".join(str(n) for n in range(1, columns + 1))
+    sql = f'SELECT * FROM "{table}" ORDER BY {order}'
+    left, right = one.execute(sql), other.execute(sql)
+    while True:
+        a, b = left.fetchmany(1000), right.fetchmany(1000)
+        if a != b:
+            return False
+        if not a:
+            return True
 
 
 class _Txn:

@@ -58,9 +58,18 @@ def clean(value: object, single_line: bool = False) -> str:
     return text
 
 
+def cut(text: str, limit: int, mark: str = "...", *, keep: int | None = None, tidy: bool = False) -> str:
+    """`text` when it fits `limit` characters, else its first `keep` (default: what leaves room for
+    `mark`) followed by `mark`; `tidy` drops the white space the cut leaves at the end. The one clip."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - len(mark) if keep is None else keep)]
+    return (head.rstrip() if tidy else head) + mark
+
+
 def clip(value: object, limit: int) -> str:
-    text = clean(value, single_line=True)
-    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+    """Stored text on one line of ours, cut to `limit` characters."""
+    return cut(clean(value, single_line=True), limit)
 
 
 def quote(value: object) -> str:

@@ -6,6 +6,7 @@ store, the order and "newest first" are `core/tables.py`'s and the queries' (`fe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,19 +22,19 @@ TEXT_CHARS = 280  # a feed line's text, at most
 NAME_CHARS = 100  # an agent's name or a session id, at most
 FACETS = ("project", "agent", "machine", "kind")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS feed(
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS feed(
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
-    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT NOT NULL, dedupe TEXT UNIQUE);
-CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_project ON feed(project, hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc, seq);
-CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc, w, seq);
-CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc, w, seq);
-CREATE TABLE IF NOT EXISTS feed_facets(
-    facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID
-"""
+    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT NOT NULL, dedupe TEXT UNIQUE)""",
+    "CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_project ON feed(project, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc, w, seq)",
+    """CREATE TABLE IF NOT EXISTS feed_facets(
+    facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID""",
+)
 
 # a turn captured twice (two machines, a transcript read again) is listed once: its earliest event
 INSERTS = {
@@ -90,7 +91,13 @@ KINDS = tuple(TEXTS)
 
 
 def _name(value: Any) -> str | None:
-    return clip(value, NAME_CHARS) or None if isinstance(value, str) and value.strip() else None
+    return _clipped(value) if isinstance(value, str) and value.strip() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _clipped(name: str) -> str | None:
+    """A name as the feed shows it (names repeat: each is cleaned once)."""
+    return clip(name, NAME_CHARS) or None
 
 
 def rows(event: Event) -> Iterator[Row]:
@@ -98,7 +105,7 @@ def rows(event: Event) -> Iterator[Row]:
     if text_of is None:
         return
     data = event.data
-    project = clip(project_of(event), NAME_CHARS)
+    project = _clipped(project_of(event)) or ""
     agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
     turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
     dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None

@@ -9,17 +9,15 @@ Where a tool and a command take the same arguments they are one row; where they 
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from contextflow.operations.spec import FORMATS, JSON, Feature, Operation, Param, deferred
+from contextflow.operations.spec import FORMATS, JSON, Operation, Param, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.graph import present
 else:
     present = deferred("contextflow.graph.present")
 
-op = partial(Operation, group="graph")
 
 # Copies of contextflow.graph.model and .compose constants, so that reading the table stays
 # cheap (importing contextflow.graph folds nothing but costs ~0.1 s); a test checks they agree.
@@ -79,7 +77,7 @@ TAGGED = (NODE_ID, _arg("tags", _STRINGS, required=True, positional=True, metava
 
 
 COMMANDS = (
-    op(
+    Operation(
         "add",
         "Add a knowledge node.",
         (
@@ -98,7 +96,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Add a node, e.g. add --type fact --tag tier:reference TEXT",
     ),
-    op(
+    Operation(
         "show",
         "Show a node.",
         (NODE_ID, _arg("with_edges", _BOOL, "also list its edges"), FORMAT),
@@ -107,7 +105,7 @@ COMMANDS = (
         tool=False,
         cli_description="Show one node by id or unique id prefix.",
     ),
-    op(
+    Operation(
         "update",
         "Change a node.",
         (
@@ -124,7 +122,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Change a node's content, type, summary or metadata.",
     ),
-    op(
+    Operation(
         "delete",
         "Delete a node and its edges.",
         (NODE_ID, _arg("cascade", _BOOL, "also delete nodes DERIVED_FROM it (recursively)")),
@@ -134,7 +132,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Delete a node; its edges go with it.",
     ),
-    op(
+    Operation(
         "list",
         "List nodes, newest first.",
         (
@@ -149,7 +147,7 @@ COMMANDS = (
         tool=False,
         cli_description="List nodes, most recently updated first.",
     ),
-    op(
+    Operation(
         "link",
         "Link two nodes.",
         (*ENDS, _arg("type", help=f"one of {', '.join(EDGE_TYPES)}", cli_default="RELATES_TO")),
@@ -159,7 +157,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Add a typed edge FROM -> TO (linking twice is a no-op).",
     ),
-    op(
+    Operation(
         "unlink",
         "Remove edges between two nodes.",
         (*ENDS, _arg("type", help="only this edge type")),
@@ -169,7 +167,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Remove edges FROM -> TO (of one type, or all).",
     ),
-    op(
+    Operation(
         "edges",
         "Show a node's edges.",
         (NODE_ID, _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
@@ -178,7 +176,7 @@ COMMANDS = (
         tool=False,
         cli_description="Show the edges of a node.",
     ),
-    op(
+    Operation(
         "tag",
         "Add tags to a node.",
         TAGGED,
@@ -188,7 +186,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Add tags to a node (namespace:value, e.g. tier:working).",
     ),
-    op(
+    Operation(
         "untag",
         "Remove tags from a node.",
         TAGGED,
@@ -198,7 +196,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Remove tags from a node (namespace:value, e.g. tier:working).",
     ),
-    op(
+    Operation(
         "tags",
         "List tags with node counts.",
         (_arg("prefix", help="only tags starting with this, e.g. task:"),),
@@ -207,7 +205,7 @@ COMMANDS = (
         tool=False,
         cli_description="List the tags in use and how many nodes carry each.",
     ),
-    op(
+    Operation(
         "query",
         "Find nodes with the query language.",
         (_arg("query", required=True, positional=True), _arg("limit", _INT, cli_default=50), FORMAT),
@@ -216,7 +214,7 @@ COMMANDS = (
         tool=False,
         cli_description='Find nodes, e.g. contextflow query "type:decision AND created:>7d". See docs/graph.md.',
     ),
-    op(
+    Operation(
         "trace",
         "Show provenance.",
         (
@@ -229,7 +227,7 @@ COMMANDS = (
         tool=False,
         cli_description="What a node was derived from or depends on, recursively.",
     ),
-    op(
+    Operation(
         "related",
         "Nodes near a node.",
         (NODE_ID, _arg("depth", _INT, cli_default=1)),
@@ -238,7 +236,7 @@ COMMANDS = (
         tool=False,
         cli_description="Nodes within --depth hops along any edge.",
     ),
-    op(
+    Operation(
         "summarize",
         "Summarize nodes with provenance.",
         (
@@ -255,7 +253,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Create a summary node with DERIVED_FROM edges to each source.",
     ),
-    op(
+    Operation(
         "supersede",
         "Mark a node as replaced by another.",
         (_arg("old", required=True, positional=True), _arg("new", required=True, positional=True)),
@@ -265,7 +263,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Mark OLD as superseded by NEW; superseded nodes leave composed context.",
     ),
-    op(
+    Operation(
         "view create",
         "Save a view.",
         (
@@ -279,7 +277,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Save (or replace) a named view.",
     ),
-    op(
+    Operation(
         "view list",
         "List views.",
         (),
@@ -288,7 +286,7 @@ COMMANDS = (
         tool=False,
         cli_description="List saved views.",
     ),
-    op(
+    Operation(
         "view render",
         "Compose a view.",
         (
@@ -301,7 +299,7 @@ COMMANDS = (
         tool=False,
         cli_description="Compose context from a saved view.",
     ),
-    op(
+    Operation(
         "view delete",
         "Delete a view.",
         (_arg("name", required=True, positional=True),),
@@ -311,7 +309,7 @@ COMMANDS = (
         read_only=False,
         cli_description="Delete a saved view.",
     ),
-    op(
+    Operation(
         "ingest",
         "Store a text file as a source node.",
         (_arg("file", required=True, positional=True), TAG, AGENT),
@@ -322,7 +320,7 @@ COMMANDS = (
         cli_description="Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
         "supersedes its previous version).",
     ),
-    op(
+    Operation(
         "graph",
         "Draw the graph (Mermaid or dot).",
         (
@@ -341,7 +339,7 @@ COMMANDS = (
 )
 
 TOOLS = (
-    op(
+    Operation(
         "graph_remember",
         "Store a piece of knowledge as a graph node that persists across sessions, agents and machines. "
         "Returns its id. Can link it to existing nodes and replace an outdated one in the same call.",
@@ -365,7 +363,7 @@ TOOLS = (
         present.graph_remember,
         read_only=False,
     ),
-    op(
+    Operation(
         "graph_recall",
         "Find stored knowledge: nodes matching a query (newest first), full nodes with their edges by id, "
         "or the nodes around one node (related, provenance, dependents).",
@@ -386,7 +384,7 @@ TOOLS = (
         ),
         present.graph_recall,
     ),
-    op(
+    Operation(
         "graph_link",
         "Link two nodes with a typed edge (linking twice is a no-op), or remove edges with remove: true. "
         "SUPERSEDES from the new node to the old marks the old one replaced.",
@@ -402,7 +400,7 @@ TOOLS = (
         present.graph_link,
         read_only=False,
     ),
-    op(
+    Operation(
         "graph_update",
         "Change a node (content, type, summary, metadata; a null metadata value removes the key), add or remove "
         "tags (tier:off-context archives), or delete it with its edges.",
@@ -422,7 +420,7 @@ TOOLS = (
         read_only=False,
         destructive=True,
     ),
-    op(
+    Operation(
         "graph_summarize",
         "Write a summary node of several nodes, linked to each by DERIVED_FROM so its provenance stays "
         "traceable; archive_sources moves the sources out of default context.",
@@ -436,7 +434,7 @@ TOOLS = (
         present.graph_summarize,
         read_only=False,
     ),
-    op(
+    Operation(
         "graph_compose",
         "Compose stored knowledge into markdown context within a token budget: pinned first, then by tier, "
         "then most recent; reports what did not fit.",
@@ -459,7 +457,7 @@ TOOLS = (
         cli_description="Compose markdown context from a query within a token budget: pinned first, then by tier, "
         "then most recent. What did not fit is reported on stderr.",
     ),
-    op(
+    Operation(
         "graph_status",
         "Memory overview: node counts per type, tokens, edges, tags, tier breakdown.",
         (),
@@ -469,4 +467,4 @@ TOOLS = (
     ),
 )
 
-FEATURE = Feature(group="graph", operations=TOOLS + COMMANDS)
+TABLE = Table(operations=TOOLS + COMMANDS)

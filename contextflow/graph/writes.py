@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError
@@ -25,7 +26,7 @@ Item = tuple[str, dict[str, Any]]
 
 
 def graph(app: App) -> GraphState:
-    return cast(GraphState, app.store.view("graph"))
+    return cast(GraphState, ondisk.view(app, "graph"))
 
 
 def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:

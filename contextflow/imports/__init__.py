@@ -14,3 +14,7 @@ The contract every format keeps:
   the line, and nothing of that file is written (the other files of a folder still are);
 - everything goes through `Store.append_many`, so secrets are redacted as for every write.
 """
+
+from contextflow.features import Feature
+
+FEATURE = Feature("imports", group="imports", table="contextflow.imports.operations")

@@ -5,11 +5,10 @@ CLI only (no MCP tool): an import reads files on the machine running the command
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.graph.operations import FORMAT, _arg
-from contextflow.operations.spec import FORMATS, JSON, Feature, Operation
+from contextflow.operations.spec import FORMATS, JSON, Operation, Table
 
 if TYPE_CHECKING:
     from contextflow.imports import present
@@ -18,7 +17,6 @@ else:
 
     present = deferred("contextflow.imports.present")
 
-op = partial(Operation, group="imports")
 
 # a copy of contextflow.imports.detect.FORMATS, so reading the table stays cheap (a test checks they agree)
 IMPORT_FORMATS = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem", "claude-code", "codex")
@@ -27,7 +25,7 @@ _BOOL: JSON = {"type": "boolean"}
 _FORMATS: JSON = {"type": "string", "enum": list(FORMATS)}
 
 OPERATIONS = (
-    op(
+    Operation(
         "import",
         "Import another memory tool's data.",
         (
@@ -46,7 +44,7 @@ OPERATIONS = (
         "rollouts (~/.codex/sessions) as their activity and automatic handoffs; the format is detected from the "
         "content (--from names it). Importing the same source again stores nothing new. See docs/graph.md.",
     ),
-    op(
+    Operation(
         "export",
         "Export the graph as JSON.",
         (
@@ -69,4 +67,4 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(group="imports", operations=OPERATIONS)
+TABLE = Table(operations=OPERATIONS)

@@ -27,8 +27,9 @@ _TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
 
 
 def _describe(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
+    from contextflow.core.text import cut
+
+    return cut(repr(value), 40)
 
 
 def _check_value(value: Any, schema: JSON, where: str) -> None:
@@ -85,15 +86,17 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _check_storable(value: Any, where: str) -> None:
     """Refuse what a JSON log line cannot hold faithfully: deep nesting, huge or non-finite numbers,
     unpaired surrogates. Iterative, so hostile nesting cannot exhaust the stack."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    from contextflow.core.events import nested_deeper  # the event format (orjson) only where arguments nest
+
+    if isinstance(value, dict | list) and nested_deeper(value, MAX_DEPTH):
+        raise InputError(f"{where} is nested more than {MAX_DEPTH} levels deep; flatten it")
+    stack: list[Any] = [value]
     while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise InputError(f"{where} is nested more than {MAX_DEPTH} levels deep; flatten it")
+        item = stack.pop()
         if isinstance(item, dict):
-            stack += [(part, depth + 1) for pair in item.items() for part in pair]
+            stack += [part for pair in item.items() for part in pair]
         elif isinstance(item, list):
-            stack += [(part, depth + 1) for part in item]
+            stack += item
         elif isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**64:
             raise InputError(f"{where} holds a whole number beyond 64 bits; send it as a string")
         elif isinstance(item, float) and not math.isfinite(item):

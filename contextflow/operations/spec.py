@@ -1,7 +1,7 @@
 """What an operation is: one row of the table that both the MCP server and the CLI are built from.
 
 An `Operation` names its parameters once (JSON schema, help text, CLI spelling), the function
-that runs it, whether it writes, and which tool group shows it. Tool schema and CLI command
+that runs it, whether it writes, and and its CLI words. Tool schema and CLI command
 derive from the same `Param`s.
 
 Handlers are real references, imported on their first call so that reading the table stays
@@ -121,7 +121,6 @@ class Operation:
     handler: Handler  # takes (App or None, arguments), returns a Reply (or an exit code)
     command: tuple[str, ...] | None = None  # CLI words, e.g. ("context", "set"); None: not on the CLI
     tool: bool = True  # offered as an MCP tool
-    group: str = "sessions"
     read_only: bool = True
     destructive: bool = False
     needs_store: bool = True  # False: the CLI runs it without opening the store
@@ -179,16 +178,15 @@ class ResourceSpec:
 
 
 @dataclass(frozen=True)
-class Feature:
-    """One capability: its operations, and the prompts and resources the MCP server adds for it.
+class Table:
+    """One feature's table: its operations, and the prompts and resources the MCP server adds for it.
 
-    `group` is the tool group that `CONTEXTFLOW_TOOLS` turns on; the CLI offers every command
-    whatever the groups (every store folds the views listed in `contextflow.features`). Dynamic
-    prompts are built from the store on each listing; `prompt_signature` is a cheap value that
-    changes exactly when their names or descriptions do.
+    The feature declares itself (its tool group, views, fields...) in its package's `__init__.py`
+    (`contextflow.features.Feature`), which names this table's module. Dynamic prompts are built
+    from the store on each listing; `prompt_signature` is a cheap value that changes exactly when
+    their names or descriptions do.
     """
 
-    group: str
     operations: tuple[Operation, ...] = ()
     prompts: tuple[PromptSpec, ...] = ()
     resources: tuple[ResourceSpec, ...] = ()

@@ -1,1 +1,13 @@
 """Keyed context records and orientation (whereami, wherewasi, remember)."""
+
+from contextflow.features import Feature
+
+FEATURE = Feature(
+    "records",
+    group="context",
+    table="contextflow.records.operations",
+    views={"records": "contextflow.records.view:RecordsView"},
+    fields="contextflow.records.fields",
+    extractors="contextflow.records.extract",
+    commands={"context": "keyed context records"},
+)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.ahead import Winner, confirm
@@ -50,7 +51,7 @@ KEY_HELP = (
 
 
 def records_state(app: App) -> RecordsState:
-    state: RecordsState = app.store.view("records")
+    state: RecordsState = ondisk.view(app, "records")
     return state
 
 

@@ -3,18 +3,16 @@ the `contextflow context ...`, `whereami` and `wherewasi` commands."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, boolean, integer, string, writer
-from contextflow.operations.spec import Feature, Operation, Param, PromptArg, PromptSpec, deferred
+from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.records import present
 else:
     present = deferred("contextflow.records.present")
 
-op = partial(Operation, group="context")
 
 # The record categories, a closed list (the core checks against it; stated here so the table stays light).
 CLIPBOARD = "clipboard"
@@ -27,7 +25,7 @@ AGENT = writer()
 
 
 OPERATIONS = (
-    op(
+    Operation(
         "context_set",
         "Create or update a shared context record (facts, PRs, machines, things waited on). "
         "Omitted optional fields keep their current values.",
@@ -56,14 +54,14 @@ OPERATIONS = (
         command=("context", "set"),
         read_only=False,
     ),
-    op(
+    Operation(
         "context_get",
         "Get one context record by exact key.",
         (KEY, PROJECT),
         present.context_get,
         command=("context", "get"),
     ),
-    op(
+    Operation(
         "context_list",
         "List context records, newest first.",
         (
@@ -78,7 +76,7 @@ OPERATIONS = (
         present.context_list,
         command=("context", "list"),
     ),
-    op(
+    Operation(
         "context_delete",
         "Delete a context record by exact key.",
         (KEY, AGENT, PROJECT),
@@ -87,7 +85,7 @@ OPERATIONS = (
         read_only=False,
         destructive=True,
     ),
-    op(
+    Operation(
         "whereami",
         "Active threads, pinned context, waiting items, latest handoff.",
         (),
@@ -95,7 +93,7 @@ OPERATIONS = (
         command=("whereami",),
         tool=False,
     ),
-    op(
+    Operation(
         "wherewasi",
         "Paused threads with their last thought and linked context.",
         (),
@@ -105,8 +103,7 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(
-    group="context",
+TABLE = Table(
     operations=OPERATIONS,
     prompts=(
         PromptSpec(

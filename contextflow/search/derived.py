@@ -4,8 +4,8 @@ On-disk contract (`<state folder>/derived/`, machine-local, never synced, always
 
 - `search-<instance>/`: the tantivy index (`search/disk.py`), a new folder for each build; readers
   map it, so processes share it through the page cache instead of each decoding its own copy.
-- `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
-  store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
+- `state.json`: the version key (the format's explicit version, index engine, stemmer, the store
+  folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
   offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
 - `update.lock`: held by the one process bringing the index up to date.
 
@@ -20,9 +20,7 @@ to open or read (a torn or damaged file) means a rebuild from the logs, which st
 
 from __future__ import annotations
 
-import functools
 import gc
-import hashlib
 import os
 import shutil
 import threading
@@ -39,6 +37,7 @@ import orjson
 
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode
+from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, signature
 from contextflow.core.log import Chunk, Cursor, list_segments, read_new
 from contextflow.core.progress import Progress
@@ -77,14 +76,8 @@ def _files(folder: Path) -> dict[str, int]:
         return {}
 
 
-@functools.cache
-def code_hash() -> str:
-    """Changes when the code that decides the index's content does."""
-    here = Path(__file__).parent
-    digest = hashlib.blake2b(digest_size=8)
-    for name in ("derived.py", "disk.py", "sink.py", "docs.py", "index.py", "extractors.py", "tokens.py", "when.py"):
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()
+# the index's format (core/formats.py): raise its version when what the index holds changes
+INDEX_FORMAT = Format("search-index", FORMAT, ("contextflow.search.derived", "contextflow.search.sink"))
 
 
 def version_key(store_folder: Path) -> dict[str, Any]:
@@ -96,7 +89,7 @@ def version_key(store_folder: Path) -> dict[str, Any]:
         "format": FORMAT,
         "engine": ENGINE,
         "stemmer": STEMMER,
-        "code": code_hash(),
+        "version": INDEX_FORMAT.version,
         "scale": weight_scale(),
         "store": str(store_folder),
     }

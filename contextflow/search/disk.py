@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -206,16 +206,14 @@ class DiskIndex:
         self,
         terms: list[str],
         size: int,
-        kinds: Iterable[str],
+        kinds: Collection[str],
         project: str | None,
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (body, and the near field at NEAR_WEIGHT when
-        `near`) as the ranking's candidates, within the kinds (none: all), the project (None: all;
-        documents without a project are in every project) and, when given, the agents named
-        `speakers` and the creation-time `spans`: all index filters, none applied afterwards."""
+        `near`) as the ranking's candidates (`ranking.Searchable.pool`): all index filters, none applied afterwards."""
         query_, schema, should, must = tantivy.Query, self.schema, tantivy.Occur.Should, tantivy.Occur.Must
         fields = (("body", 1.0), ("near", ranking.NEAR_WEIGHT)) if near else (("body", 1.0),)
         text = []

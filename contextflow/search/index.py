@@ -351,7 +351,7 @@ class SearchIndex:
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
     ) -> list[ranking.Candidate]:
-        """The `size` best raw scores as the ranking's candidates, with the filters of `DiskIndex.pool`."""
+        """The `size` best raw scores as the ranking's candidates (`ranking.Searchable.pool`), filtered here."""
 
         def accept(doc: Doc) -> float:
             if kinds and doc.kind not in kinds:

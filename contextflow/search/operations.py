@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import STRING, integer, string
-from contextflow.operations.spec import Feature, Operation, Param, deferred
+from contextflow.operations.spec import Operation, Param, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.search import present
 else:
     present = deferred("contextflow.search.present")
 
-op = partial(Operation, group="recall")
 # Copies of core constants, so that reading the table stays cheap (a test checks they agree):
 # contextflow.search.extractors.search_kinds(), contextflow.search.retrieval's limits.
 SEARCH_KINDS = ("activity", "context", "conversation", "handoff", "node", "note", "thought", "thread")
@@ -22,7 +20,7 @@ DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
 
 
 OPERATIONS = (
-    op(
+    Operation(
         "get_context",
         "Search shared memory (conversations, handoffs, notes, context records, thoughts, graph nodes) and get "
         "the best matches as markdown within a token budget. Call it at the start of a task.",
@@ -61,4 +59,4 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(group="recall", operations=OPERATIONS)
+TABLE = Table(operations=OPERATIONS)

@@ -29,12 +29,15 @@ import heapq
 import math
 import os
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from contextflow.core.errors import InputError
 from contextflow.search import when
 from contextflow.search.tokens import word_terms
+
+if TYPE_CHECKING:
+    from contextflow.search.docs import Hit
 
 ENV = "CONTEXTFLOW_RANKING"
 LEVERS = ("neighbours", "speaker", "session", "dates", "k1")
@@ -152,6 +155,35 @@ class Candidate(NamedTuple):
     speaker: int  # stable_hash(speaker_of(agent)), 0: none
     timely: bool  # states a time
     handle: Any  # the index's own way back to the document
+
+
+class Searchable(Protocol):
+    """What the ranking reads from an index: the in-memory `SearchIndex` and the on-disk `DiskIndex` alike."""
+
+    def pool(
+        self,
+        terms: list[str],
+        size: int,
+        kinds: Collection[str],
+        project: str | None,
+        near: bool,
+        speakers: Sequence[str] = (),
+        spans: Sequence[tuple[int, int]] = (),
+    ) -> list[Candidate]:
+        """The `size` best raw BM25 scores for `terms` (and the neighbour field when `near`) as candidates,
+        within the kinds (none: all), the project (None: all; documents without a project are in every
+        project) and, when given, the agents named `speakers` and the creation-time `spans`."""
+        ...
+
+    def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]: ...
+
+    def knows_speaker(self, word: str) -> bool: ...
+
+    def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]: ...
+
+    def frequency(self, term: str) -> int: ...
+
+    def count(self) -> int: ...
 
 
 class Plan(NamedTuple):

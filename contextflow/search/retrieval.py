@@ -1,6 +1,6 @@
 """get_context: ranked retrieval across every kind of record, packed into budgeted markdown.
 
-The search view ranks the documents; each hit's block (contextflow.search.present: provenance
+The search view ranks the documents; each hit's block (contextflow.search.hits: provenance
 header, stored text quoted as untrusted data) is packed best first until `budget_tokens`: the
 block that crosses it is clipped, the rest are listed as left out. The text never exceeds the
 budget (`estimate_tokens`, about four characters a token).
@@ -17,11 +17,11 @@ from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.errors import InputError
 from contextflow.core.store import Store
-from contextflow.core.text import DATA_NOTICE, clip, estimate_tokens
+from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
 from contextflow.search.extractors import search_kinds
+from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
-from contextflow.search.present import Views, hit_block, hit_json
 from contextflow.search.tokens import iter_tokens, query_terms
 from contextflow.search.view import VIEW_NAME
 
@@ -101,7 +101,7 @@ def matched(doc: Doc, terms: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def rank(index: SearchIndex | DiskIndex, query: Query, now_ms: int) -> list[Hit]:
+def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     """BM25 candidates from the index, within the query's filters, reranked by the levers
     (`search/ranking.py`), each hit marked weak when it is not a strong match (`ranking.weak_flags`).
     Beside the main pool, a query naming a speaker or a date takes one more pool of that speaker's
@@ -165,7 +165,7 @@ def memory_index(store: Store) -> SearchIndex:
     """The search view folded in this process's memory by a twin store that folds only it (the
     fallback when the disk index cannot be used, and the reference it is tested against)."""
     from contextflow.core.fold import LazyView
-    from contextflow.features import VIEWS
+    from contextflow.features import view_paths
 
     twin = _MEMORY.get(store)
     if twin is None:
@@ -173,7 +173,7 @@ def memory_index(store: Store) -> SearchIndex:
             store.location,
             store.writer,
             store.state_dir,
-            views=[LazyView("search", VIEWS["search"])],
+            views=[LazyView("search", view_paths()["search"])],
             use_snapshot=False,
         )
     index: SearchIndex = twin.view("search")
@@ -228,7 +228,7 @@ def _clipped(block: str, room: int) -> str:
         if used + len(line) + 1 > limit:
             space = limit - used - 4
             if space >= 40:
-                kept.append(line[:space] + "...")
+                kept.append(cut(line, space + 3))
             break
         kept.append(line)
         used += len(line) + 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextflow.core.events import Event, OrderKey
-from contextflow.search.extractors import EXTRACTORS
+from contextflow.features import extractors
 from contextflow.search.index import ZERO, Delete, Op, Patch, Put, SearchIndex
 from contextflow.search.ranking import weight_scale
 from contextflow.search.tokens import STEMMER
@@ -20,7 +20,7 @@ VIEW_NAME = "search"
 
 def extract(event: Event) -> list[tuple[str, Op]] | None:
     """The event's index operations with their search kind (none for other kinds); None when its extractor fails."""
-    entry = EXTRACTORS.get(event.kind)
+    entry = extractors().get(event.kind)
     if entry is None:
         return []
     try:

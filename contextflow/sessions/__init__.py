@@ -1,1 +1,13 @@
-"""Sessions (ContextFlowMCP's model): notes, handoffs, the active session, the sessions sidecar."""
+"""Sessions (ContextFlowMCP's model): notes, handoffs, the active session, sessions on disk."""
+
+from contextflow.features import Feature
+
+FEATURE = Feature(
+    "sessions",
+    group="sessions",
+    table="contextflow.sessions.operations",
+    views={"sessions": "contextflow.sessions.view:SessionsView"},
+    fields="contextflow.sessions.fields",
+    extractors="contextflow.sessions.extract",
+    tables={"sessions": "contextflow.sessions.table:TABLES"},
+)

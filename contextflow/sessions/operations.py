@@ -3,18 +3,17 @@ prompts and three resources; and the session commands (note, handoff, read, sess
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, STRINGS, boolean, integer, string, writer
-from contextflow.operations.spec import Feature, Operation, Param, PromptArg, PromptSpec, ResourceSpec, deferred
+from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, ResourceSpec, Table, deferred
 
 if TYPE_CHECKING:
+    from contextflow.admin import present as admin
     from contextflow.sessions import present
 else:
+    admin = deferred("contextflow.admin.present")  # the info resource: what doctor reports
     present = deferred("contextflow.sessions.present")
-
-op = partial(Operation, group="sessions")
 
 
 SESSION = string("session_id", "Session id. Default: the active session.", flag="--session")
@@ -32,7 +31,7 @@ def _list(name: str, description: str, flag: str, help: str) -> Param:
 
 
 OPERATIONS = (
-    op(
+    Operation(
         "read_shared_context",
         "Read recent shared notes and handoffs so you can pick up where another assistant left off.",
         (
@@ -47,7 +46,7 @@ OPERATIONS = (
         present.read_shared_context,
         command=("read",),
     ),
-    op(
+    Operation(
         "append_shared_note",
         "Append a progress note to shared memory while you work.",
         (
@@ -63,7 +62,7 @@ OPERATIONS = (
         command=("note",),
         read_only=False,
     ),
-    op(
+    Operation(
         "write_shared_handoff",
         "Write a structured handoff so the next assistant can continue your work.",
         (
@@ -80,21 +79,21 @@ OPERATIONS = (
         command=("handoff",),
         read_only=False,
     ),
-    op(
+    Operation(
         "get_latest_handoff",
         "Get the most recent handoff (optionally by project, agent or session).",
         (PROJECT, AGENT_FILTER, SESSION),
         present.get_latest_handoff,
         command=("latest",),
     ),
-    op(
+    Operation(
         "list_sessions",
         "List resumable work sessions, most recently active first.",
         LIST_FILTERS,
         present.list_sessions,
         command=("sessions",),
     ),
-    op(
+    Operation(
         "choose_session",
         "Make a session active, by its 1-based index in list_sessions or by session_id.",
         (
@@ -106,14 +105,14 @@ OPERATIONS = (
         command=("choose",),
         read_only=False,
     ),
-    op(
+    Operation(
         "resume_session",
         "Load a session's latest handoff and recent entries to resume its exact work item.",
         (Param("session_id", SESSION.schema, positional=True), PROJECT, LIMIT),
         present.resume_session,
         command=("resume",),
     ),
-    op(
+    Operation(
         "use_session",
         "Make a session the active one (default: a new id from the git branch or the time).",
         (string("session_id", "Session id; default a new one from the git branch or time.", positional=True),),
@@ -122,7 +121,7 @@ OPERATIONS = (
         read_only=False,
         tool=False,
     ),
-    op(
+    Operation(
         "mark_handoff_wrong",
         "Mark a handoff as wrong: it stops being any session's latest handoff.",
         (
@@ -135,15 +134,7 @@ OPERATIONS = (
         read_only=False,
         tool=False,
     ),
-    op(
-        "session_activity",
-        "What a session did, turn by turn, as captured from the client's own transcript.",
-        (PROJECT, Param("session_id", SESSION.schema, positional=True), LIMIT),
-        present.session_activity,
-        command=("activity",),
-        tool=False,
-    ),
-    op(
+    Operation(
         "list_projects",
         "List the projects that have notes or handoffs, most recently active first.",
         (),
@@ -153,8 +144,7 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(
-    group="sessions",
+TABLE = Table(
     operations=OPERATIONS,
     prompts=(
         PromptSpec(
@@ -190,7 +180,7 @@ FEATURE = Feature(
             "Store info",
             "Store path and the rule that chose it, writer, logs, counts.",
             "application/json",
-            present.read_info,
+            admin.read_info,
         ),
     ),
     dynamic_prompts=(present.resume_prompts,),

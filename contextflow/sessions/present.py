@@ -10,10 +10,7 @@ from typing import Any
 
 import orjson
 
-from contextflow import __version__
 from contextflow.app import App
-from contextflow.core import checks
-from contextflow.core.errors import InputError
 from contextflow.core.events import Event, as_dict
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
@@ -125,39 +122,6 @@ def mark_handoff_wrong(app: App, args: JSON) -> Reply:
     from contextflow.sessions.marks import mark_handoff_wrong as mark
 
     return _written(app, "Marked handoff wrong with note", mark(app, **args))
-
-
-def session_activity(app: App, args: JSON) -> Reply:
-    """A session's captured turns (contextflow.capture), oldest first: request, files, tests, errors."""
-    from contextflow.capture.view import ActivityState
-
-    where = sessions.entry_filter(app, project=args.get("project"), session_id=args.get("session_id"))
-    if not where.session_id:
-        raise InputError(f"session_activity needs a session_id (no active session is set). {sessions.PICK_HINT}")
-    state: ActivityState = app.store.view("activity")
-    limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
-    turns = state.session_turns(where.project, where.session_id)[-limit:]
-    blocks = []
-    for event in turns:
-        raw = event.data.get("turn")
-        turn: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
-        lines = [
-            header(("turn", event.ts), ("agent", event.data.get("agent")), ("writer", event.writer), ("id", event.id))
-        ]
-        lines += [quote(f"{name}: {turn[name]}") for name in ("request", "final") if turn.get(name)]
-        lines += [quote(f"{kind}: {', '.join(map(str, paths))}") for kind, paths in files.items() if paths]
-        lines += [quote(f"error: {error}") for error in turn.get("errors") or []]
-        blocks.append("\n".join(lines))
-    title = f"Activity of session {clean(where.session_id, True)} (project={clean(where.project, True)})"
-    text = f"{title}: {len(turns)} turn(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks) if turns else f"{title}: none."
-    data = {
-        "project": where.project,
-        "session_id": where.session_id,
-        "count": len(turns),
-        "turns": [as_dict(event) for event in turns],
-    }
-    return Reply(text, data)
 
 
 def list_projects(app: App, args: JSON) -> Reply:
@@ -313,9 +277,3 @@ def read_latest(app: App) -> str:
             entries_text(recent, "recent_entries"),
         ]
     )
-
-
-def read_info(app: App) -> str:
-    from contextflow.admin.diagnose import store_info
-
-    return dumps({"server": {"name": "contextflow", "version": __version__}, **store_info(app)})

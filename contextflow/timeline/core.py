@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, cast
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError
@@ -40,7 +41,7 @@ DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
-    return cast(TimelineState, app.store.view("timeline"))
+    return cast(TimelineState, ondisk.view(app, "timeline"))
 
 
 def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import integer, string, writer
-from contextflow.operations.spec import Feature, Operation, Param, deferred
+from contextflow.operations.spec import Operation, Param, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.timeline import present
 else:
     present = deferred("contextflow.timeline.present")
 
-op = partial(Operation, group="timeline")
 
 # Copies of contextflow.timeline.view's constants, so that reading the table stays cheap (a test checks).
 THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
@@ -32,7 +30,7 @@ THREAD_STATUS = string("status", enum=THREAD_STATUSES)
 
 
 OPERATIONS = (
-    op(
+    Operation(
         "timeline_create_thread",
         "Start a named thread of work (a journey from A to B).",
         (
@@ -45,7 +43,7 @@ OPERATIONS = (
         command=("timeline", "create"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_list_threads",
         "List threads with status and current position, most recent first.",
         (
@@ -55,7 +53,7 @@ OPERATIONS = (
         present.timeline_list_threads,
         command=("timeline", "threads"),
     ),
-    op(
+    Operation(
         "timeline_get_thread",
         "A thread's ordered thoughts, position and tangent threads.",
         (
@@ -65,7 +63,7 @@ OPERATIONS = (
         present.timeline_get_thread,
         command=("timeline", "show"),
     ),
-    op(
+    Operation(
         "timeline_add_thought",
         "Add a thought after the thread's current position and move there.",
         (
@@ -79,7 +77,7 @@ OPERATIONS = (
         command=("timeline", "add"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_update_thought",
         "Change a thought's status, content, type or metadata.",
         (
@@ -94,7 +92,7 @@ OPERATIONS = (
         command=("timeline", "update"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_update_thread",
         "Rename a thread or set its status (pause, resume, complete, abandon).",
         (
@@ -108,14 +106,14 @@ OPERATIONS = (
         command=("timeline", "set-thread"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_where_am_i",
         "Current position, last thought and trail of every active thread.",
         (integer("limit", 1, 500, "Most recent N; default 20."),),
         present.timeline_where_am_i,
         command=("timeline", "where"),
     ),
-    op(
+    Operation(
         "timeline_go_tangent",
         "Mark a tangent_start on a thread and start a child thread for the tangent.",
         (
@@ -130,7 +128,7 @@ OPERATIONS = (
         command=("timeline", "tangent"),
         read_only=False,
     ),
-    op(
+    Operation(
         "timeline_return",
         "Close or pause a tangent thread and restore the parent thread's position.",
         (
@@ -144,4 +142,4 @@ OPERATIONS = (
     ),
 )
 
-FEATURE = Feature(group="timeline", operations=OPERATIONS)
+TABLE = Table(operations=OPERATIONS)

@@ -113,7 +113,7 @@ def test_after_compact_a_shared_token_lists_no_conversation_or_record_of_project
     for value in (1, 2):
         records.set_record(scoped["secret"], key="pr:hidden", value={"v": value})
     records.set_record(app, key="fact:last", value={"v": 0})  # this writer's newest event always stays whole
-    report = compact(app)
+    report = compact(app.store, app.every_view())
     assert report.reduced  # the older save and set were reduced
     fresh = grant_app(app, _grant("shared"))
     try:

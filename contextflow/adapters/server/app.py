@@ -29,7 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from contextflow import __version__
 from contextflow.adapters.server import inbound
 from contextflow.adapters.server.jsonrpc_guard import guard_stdio
-from contextflow.adapters.server.registry import features_for
+from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean, clean_data, clean_reply
@@ -52,9 +52,9 @@ INSTRUCTIONS = (
 class ContextflowServer:
     def __init__(self, app: App) -> None:
         self.app = app
-        self.features = features_for(app.settings.tool_groups)
-        self.tools: dict[str, Operation] = {op.name: op for f in self.features for op in f.operations if op.tool}
-        self.resources = {r.uri: r for f in self.features for r in f.resources}
+        self.tables = tables_for(app.settings.tool_groups)
+        self.tools: dict[str, Operation] = {op.name: op for f in self.tables for op in f.operations if op.tool}
+        self.resources = {r.uri: r for f in self.tables for r in f.resources}
         self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
 
@@ -117,18 +117,18 @@ class ContextflowServer:
 
     def prompt_specs(self) -> list[PromptSpec]:
         ordered: list[PromptSpec] = []
-        for feature in self.features:
-            dynamic = [spec for provider in feature.dynamic_prompts for spec in provider(self.app)]
-            ordered += [*feature.prompts[:1], *dynamic, *feature.prompts[1:]]
+        for table in self.tables:
+            dynamic = [spec for provider in table.dynamic_prompts for spec in provider(self.app)]
+            ordered += [*table.prompts[:1], *dynamic, *table.prompts[1:]]
         return ordered
 
     def prompt_signature(self) -> object:
         """Cheap stand-in for the dynamic prompts: equal exactly when their names and descriptions are."""
         return tuple(
-            feature.prompt_signature(self.app)
-            if feature.prompt_signature
-            else tuple((s.name, s.description) for provider in feature.dynamic_prompts for s in provider(self.app))
-            for feature in self.features
+            table.prompt_signature(self.app)
+            if table.prompt_signature
+            else tuple((s.name, s.description) for provider in table.dynamic_prompts for s in provider(self.app))
+            for table in self.tables
         )
 
     def prompts_changed(self) -> bool:

@@ -10,7 +10,7 @@ lists and runs only read-only tools, and no prompt that moves its active session
 
 Store work runs in worker threads, never on the event loop. Calls of one grant run one at a
 time; grants that read every project share one lock (their stores also write the machine-local
-snapshot and sessions sidecar); scoped grants run side by side, their appends serialized.
+snapshot and derived tables); scoped grants run side by side, their appends serialized.
 """
 
 from __future__ import annotations
@@ -99,17 +99,7 @@ class GrantStore(Store):
             )
         return data
 
-    def append_many(
-        self,
-        items: Sequence[tuple[str, dict[str, Any]]],
-        ids: Sequence[str] | None = None,
-        stamps: Sequence[int] | None = None,
-        *,
-        collected: bool = False,
-    ) -> list[Event]:
-        admitted = [(kind, self.admit(kind, data)) for kind, data in items]
-        with _APPENDING:  # grants' threads queue here instead of polling the writer's file lock
-            return super().append_many(admitted, ids, stamps, collected=collected)
+    appending = _APPENDING  # grants' threads queue here instead of polling the writer's file lock
 
 
 def grant_app(base: App, grant: Grant) -> App:

@@ -22,7 +22,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-MAX_DEPTH = 100  # arrays/objects; tool arguments are checked to 64 levels, the envelope adds a few
+from contextflow.core.events import MAX_DEPTH, nested_deeper  # a log line's limit (arguments: 64 + the envelope)
+
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the SDK's own limit for one HTTP message
 BATCH = "JSON-RPC batches are not supported: send one request per message"
 
@@ -44,18 +45,6 @@ def _not_json(reason: str, too_deep: str) -> dict[str, Any]:
     return _error(types.PARSE_ERROR, f"Parse error: not valid JSON ({reason})")
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    level = [value]  # the arrays and objects one level down, level by level
-    for _ in range(limit):
-        level = [
-            child
-            for item in level
-            if isinstance(item, dict | list)
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-    return any(isinstance(item, dict | list) for item in level)
-
-
 def problem(body: bytes) -> dict[str, Any] | None:
     """What is wrong with one JSON-RPC message, or None when the SDK may have it."""
     try:
@@ -72,7 +61,7 @@ def problem(body: bytes) -> dict[str, Any] | None:
         return _error(types.INVALID_REQUEST, "Invalid request: a JSON-RPC message is a JSON object")
     request_id = message.get("id")
     echoed = request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
-    if _depth_exceeds(message, MAX_DEPTH):
+    if nested_deeper(message, MAX_DEPTH):
         return _error(types.INVALID_REQUEST, f"Invalid request: JSON nested more than {MAX_DEPTH} levels", echoed)
     return None
 

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from contextflow.core.errors import InputError
 from contextflow.features import features
-from contextflow.operations import Feature
+from contextflow.operations import Table
 
 DEFAULT_GROUPS = ("sessions", "context", "recall")
 
 
-def groups() -> dict[str, list[Feature]]:
-    """Each tool group's features (search and conversations share `recall`); features with nothing for MCP
+def groups() -> dict[str, list[Table]]:
+    """Each tool group's tables (search and conversations share `recall`); features with nothing for MCP
     clients (CLI-only commands) are not groups."""
-    found: dict[str, list[Feature]] = {}
+    found: dict[str, list[Table]] = {}
     for feature in features():
-        if any(op.tool for op in feature.operations) or not feature.operations:
-            found.setdefault(feature.group, []).append(feature)
+        table = feature.table
+        if feature.group is not None and table is not None and any(op.tool for op in table.operations):
+            found.setdefault(feature.group, []).append(table)
     return found
 
 
-def features_for(setting: str) -> list[Feature]:
+def tables_for(setting: str) -> list[Table]:
     known = groups()
     names: dict[str, None] = {}  # in order, once each
     for part in [part.strip() for part in setting.split(",") if part.strip()] or ["default"]:
@@ -29,4 +30,4 @@ def features_for(setting: str) -> list[Feature]:
                     f"CONTEXTFLOW_TOOLS names an unknown group {name!r}; groups are: {', '.join(known)}, default, all"
                 )
             names[name] = None
-    return [feature for name in names for feature in known[name]]
+    return [table for name in names for table in known[name]]

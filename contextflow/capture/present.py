@@ -1,0 +1,46 @@
+"""The `activity` command: what a session did, turn by turn, as captured (contextflow.capture)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextflow.app import App
+from contextflow.capture.view import ActivityState
+from contextflow.core import checks
+from contextflow.core.errors import InputError
+from contextflow.core.events import as_dict
+from contextflow.core.text import DATA_NOTICE, clean, quote
+from contextflow.operations.provenance import header
+from contextflow.operations.spec import JSON, Reply
+from contextflow.sessions import core as sessions
+
+
+def session_activity(app: App, args: JSON) -> Reply:
+    """A session's captured turns (contextflow.capture), oldest first: request, files, tests, errors."""
+    where = sessions.entry_filter(app, project=args.get("project"), session_id=args.get("session_id"))
+    if not where.session_id:
+        raise InputError(f"session_activity needs a session_id (no active session is set). {sessions.PICK_HINT}")
+    state: ActivityState = app.store.view("activity")
+    limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
+    turns = state.session_turns(where.project, where.session_id)[-limit:]
+    blocks = []
+    for event in turns:
+        raw = event.data.get("turn")
+        turn: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
+        lines = [
+            header(("turn", event.ts), ("agent", event.data.get("agent")), ("writer", event.writer), ("id", event.id))
+        ]
+        lines += [quote(f"{name}: {turn[name]}") for name in ("request", "final") if turn.get(name)]
+        lines += [quote(f"{kind}: {', '.join(map(str, paths))}") for kind, paths in files.items() if paths]
+        lines += [quote(f"error: {error}") for error in turn.get("errors") or []]
+        blocks.append("\n".join(lines))
+    title = f"Activity of session {clean(where.session_id, True)} (project={clean(where.project, True)})"
+    text = f"{title}: {len(turns)} turn(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks) if turns else f"{title}: none."
+    data = {
+        "project": where.project,
+        "session_id": where.session_id,
+        "count": len(turns),
+        "turns": [as_dict(event) for event in turns],
+    }
+    return Reply(text, data)
