@@ -306,7 +306,8 @@ def test_records_threads_conversations_and_health(ui: TestClient, written: Writt
         "Partial refunds later",
     ]
     conversations = api(ui, "conversations")["conversations"]
-    assert [c["topic"] for c in conversations] == ["Money representation"]
+    topics = [c["topic"] for c in conversations]  # and the captured session's own conversation record
+    assert "Money representation" in topics and any(t.startswith("Create calc.py") for t in topics), topics
     assert api(ui, "conversation", id=written.conversation)["decisions"][1]["status"] == "rejected"
     health = api(ui, "health")
     assert health["bad_lines"] == 0 and {log["writer"] for log in health["logs"]} >= {"laptop", "desktop"}
