@@ -101,6 +101,9 @@ def test_every_page_shows_the_store(ui: tuple[Any, str], written: Written) -> No
         visit(page, base, route)
         assert expected in main_text(page), route
         assert_labelled(page)
+    visit(page, base, "/health")
+    assert page.locator("#capture-state tbody tr").count() == 1  # one transcript captured (the Stop hook's)
+    assert "not built yet on this machine" in page.inner_text("#index-state")  # no search yet
     visit(page, base, "/start/acme%2Fshop?session=checkout-flow")
     assert re.search(r"Claude Code\s+10,000 characters\s+[\d,]+\s+fits", main_text(page))
     visit(page, base, "/records")

@@ -254,9 +254,8 @@ class Api:
         return await self.call("get_conversation", {"conversation_id": q.get("id"), "project": q.get("project")})
 
     async def health(self, request: Request) -> Any:
-        report = await self.call("doctor", {})
-        capture = await anyio.to_thread.run_sync(lambda: indexing.capture_state(self.app))
-        return {**report, "capture": capture, "indexing": self.index.building()}
+        report = await self.call("doctor", {})  # with `capture`: capture health per client (capture/health.py)
+        return {**report, "indexing": await anyio.to_thread.run_sync(self.index.building)}
 
     async def index_state(self, request: Request) -> Any:
         return {"indexing": await anyio.to_thread.run_sync(self.index.building)}

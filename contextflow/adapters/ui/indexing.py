@@ -6,8 +6,7 @@ keeps its memory and its interpreter for the pages meanwhile, and the index on d
 every process of the machine anyway. The child prints its progress (bytes and events read, time
 left) as JSON lines; it stops when the server goes (its stdin closes). `Indexer.building()` says
 whether a build is under way (or starts one when the index is far behind) and how far it is. A
-small gap is caught up by the search itself, as every process does. Also the capture state the
-health page shows.
+small gap is caught up by the search itself, as every process does.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from contextflow.core.log import list_segments
 from contextflow.search import derived
 
 if TYPE_CHECKING:
-    from contextflow.app import App
     from contextflow.core.store import Store
 
 BACKGROUND_BYTES = 4 * 1024 * 1024  # a search further behind than this waits for a background build
@@ -95,18 +93,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def capture_state(app: App) -> dict[str, Any]:
-    """What this machine's capture keeps: transcripts followed and when each was last read."""
-    folder = app.store.state_dir / "capture"
-    try:
-        files = [entry for entry in folder.iterdir() if entry.is_file() and entry.suffix == ".json"]
-    except OSError:
-        files = []
-    stamps = [entry.stat().st_mtime for entry in files]
-    last = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(max(stamps))) if stamps else None
-    return {"folder": str(folder), "transcripts": len(files), "last_capture": last}
 
 
 def _build(expected_state_dir: str) -> int:

@@ -76,14 +76,12 @@ function indexRows(d) {
     ["To rebuild", index.rebuild || ""]];
 }
 
-function captureRows(c) {
-  if (!c) return [["State", "unknown"]];
-  const rows = [];
-  for (const [name, value] of Object.entries(c)) {
-    if (value === null || value === undefined || typeof value === "object") continue;
-    rows.push([name.replace(/_/g, " "), String(value)]);
-  }
-  return rows;
+function captureTable(rows) {
+  if (!Array.isArray(rows) || !rows.length) return h("p", { id: "capture-state" }, "Nothing captured on this machine yet.");
+  return table("Capture on this machine, per client (from each transcript's capture state)", ["Client", "Transcripts",
+    "Turns stored", "Lines skipped (too long)", "Unreadable lines", "Last error"], rows.map((r) => [r.client,
+    String(r.transcripts), String(r.turns), String(r.skipped), String(r.bad),
+    r.last_error ? when(r.last_error_at) + ": " + r.last_error : "none"]), { id: "capture-state" });
 }
 
 async function healthPage() {
@@ -101,7 +99,7 @@ async function healthPage() {
     d.indexing ? indexProgress(d.indexing) : null,
     table("The search index", ["", ""], indexRows(d), { id: "index-state" }),
     h("h2", {}, "Capture (each agent turn, from the clients' own transcripts)"),
-    table("What capture keeps on this machine", ["", ""], captureRows(d.capture), { id: "capture-state" }),
+    captureTable(d.capture),
     table("Logs", ["File", "Writer", "Events", "Bad lines", ""], logs));
 }
 
