@@ -48,7 +48,7 @@ def doctor(app: App, args: JSON) -> Reply:
         derived.search_for(app.store).update(rebuild=True)
     from contextflow.capture.health import capture_health, health_lines
 
-    info = store_info(app, verify=True)
+    info = store_info(app, verify=not args.get("quick"))
     found = problems(info) + conflicts.findings(app.store) + client_store_findings()
     info["problems"] = found
     info["capture"] = capture_health(app.store.state_dir)
