@@ -68,7 +68,7 @@ def view(app: App, name: str) -> Any:
     tables = app.tables()
     tables.update()
     built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
-    bounds = tables.query("SELECT count(*) FROM bounds")[0][0]
+    bounds = tables.query("SELECT count(*) FROM bounds")
     folded = _FOLDED.setdefault(app.store, {}).get(name)
     shape = LazyView(name, view_paths()[name])
     if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one
