@@ -49,7 +49,7 @@ TABLES = TableSet(Format("view-events", 1, ("contextflow.ondisk",)), SCHEMA, INS
 
 
 class _Folded:
-    def __init__(self, state: Any, built: Any, bounds: int) -> None:
+    def __init__(self, state: Any, built: Any, bounds: Any) -> None:
         self.state, self.built, self.bounds, self.last = state, built, bounds, 0
 
 
