@@ -9,6 +9,7 @@ ContextFlowMCP file over its size limit) folds them in memory as before (`Store.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -54,6 +55,7 @@ class _Folded:
 
 
 _FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
+_APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
 
 
 def view(app: App, name: str) -> Any:
@@ -62,6 +64,11 @@ def view(app: App, name: str) -> Any:
 
     if name not in KINDS or not disk(app):
         return app.store.view(name)
+    with _APPLYING:
+        return _folded(app, name)
+
+
+def _folded(app: App, name: str) -> Any:
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths
 
