@@ -9,6 +9,7 @@ ContextFlowMCP file over its size limit) folds them in memory as before (`Store.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -49,11 +50,12 @@ TABLES = TableSet(Format("view-events", 1, ("contextflow.ondisk",)), SCHEMA, INS
 
 
 class _Folded:
-    def __init__(self, state: Any, built: Any, bounds: int) -> None:
+    def __init__(self, state: Any, built: Any, bounds: Any) -> None:
         self.state, self.built, self.bounds, self.last = state, built, bounds, 0
 
 
 _FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
+_APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
 
 
 def view(app: App, name: str) -> Any:
@@ -62,13 +64,18 @@ def view(app: App, name: str) -> Any:
 
     if name not in KINDS or not disk(app):
         return app.store.view(name)
+    with _APPLYING:
+        return _folded(app, name)
+
+
+def _folded(app: App, name: str) -> Any:
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths
 
     tables = app.tables()
     tables.update()
     built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
-    bounds = tables.query("SELECT count(*) FROM bounds")[0][0]
+    bounds = tables.query("SELECT count(*) FROM bounds")
     folded = _FOLDED.setdefault(app.store, {}).get(name)
     shape = LazyView(name, view_paths()[name])
     if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one

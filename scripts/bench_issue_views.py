@@ -10,7 +10,8 @@ fresh machine's first `hook session-start` (no state at all). Prints figures; as
     scripts/bench_issue_views.py --before /tmp/cf-main          compare with a copy of main
     scripts/bench_issue_views.py --sizes 100000 --reps 5
 
-(`git archive main | tar -x -C /tmp/cf-main` makes such a copy without touching any worktree.)
+(`git archive main | tar -x -C /tmp/cf-main` makes such a copy without touching any worktree; --after
+takes another such copy, so editing this checkout during a long run changes nothing measured.)
 Everything lives in a temporary folder (HOME, store, state); the real home is never touched.
 """
 
@@ -46,6 +47,9 @@ APPEND = (
 )
 
 
+OUTPUT: dict[str, int] = {}  # characters each command last printed (a check that it did its work)
+
+
 def timed(command: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[float, float]:
     """(wall seconds, peak RSS MB) of one child process."""
     began = time.perf_counter()
@@ -53,6 +57,7 @@ def timed(command: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[
         ["/usr/bin/time", "-f", "%M", *command], input=stdin, env=env, capture_output=True, timeout=900
     )
     wall = time.perf_counter() - began
+    OUTPUT[" ".join(command[-2:])] = len(done.stdout)
     if done.returncode:
         raise SystemExit(f"{command} failed: {done.stderr.decode()[-2000:]}")
     return wall, int(done.stderr.decode().strip().splitlines()[-1]) / 1024
@@ -70,7 +75,7 @@ class Tree:
         (self.work / "repo" / ".git").mkdir(parents=True)
         (self.work / "home").mkdir()
         self.env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},  # as installed: .pyc files
             "HOME": str(self.work / "home"),
             "CONTEXTFLOW_STORE": str(store),
             "CONTEXTFLOW_STATE": str(self.work / "state"),
@@ -122,13 +127,18 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--before", type=Path, help="another code tree to compare with (a copy of main)")
+    parser.add_argument("--after", type=Path, default=ROOT, help="the code tree measured (default: this checkout)")
     args = parser.parse_args()
+    for tree in (args.before, args.after):  # compiled once, as an installed package is
+        if tree is not None:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "contextflow")], check=True)
     work = Path(tempfile.mkdtemp(prefix="cf-bench-issue-views-"))
+    os.chdir(work)  # `python -m` puts the working folder first on the path: never this checkout's code
     try:
         for size in (int(s) for s in args.sizes.split(",")):
             root = work / str(size)
             store = generate_store(root / "store", size)
-            trees = [Tree("after", ROOT, root, store.folder)]
+            trees = [Tree("after", args.after.resolve(), root, store.folder)]
             if args.before:
                 trees.insert(0, Tree("before", args.before.resolve(), root, store.folder))
             print(f"\n## {size:,} events ({store.bytes / 1e6:.0f} MB of logs)")
@@ -161,6 +171,7 @@ def main() -> int:
                 wall, rss = median(found)
                 base = noop if "server" in name else bare
                 print(f"{name}: {wall * 1000:.0f} ms ({wall / base:.1f}x), peak {rss:.0f} MB")
+            print(f"(characters printed by the last call of each: {OUTPUT})")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

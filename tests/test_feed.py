@@ -292,3 +292,19 @@ def test_a_view_format_change_retires_the_snapshot(monkeypatch: pytest.MonkeyPat
         assert not changed.store.from_snapshot
     finally:
         changed.close()
+
+
+def test_while_another_process_makes_the_database_a_reader_answers_from_what_is_there(app: App) -> None:
+    fill(app)
+    path = app.tables().path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    builder = sqlite3.connect(path, isolation_level=None)
+    builder.execute("PRAGMA journal_mode=WAL")
+    builder.execute("BEGIN IMMEDIATE")  # a first build under way: nothing committed yet
+    try:
+        assert recent(app) == [] and facets(app)["kinds"] == []  # answered, nothing deleted or built twice
+        assert app.tables().caught_up == 0
+    finally:
+        builder.execute("ROLLBACK")
+        builder.close()
+    assert path.exists() and len(recent(app)) == 5

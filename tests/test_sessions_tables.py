@@ -158,3 +158,15 @@ def test_automatic_handoffs_read_in_any_order_keep_the_newest_current(app, store
     handoffs = sessions.read_entries(app, EntryFilter("shared", kind="handoff"))
     assert [e.data["summary"] for e in handoffs] == ["z3"]
     assert answers(app) == answers(in_memory("writer-a"))
+
+
+def test_get_context_shows_one_automatic_handoff_per_session(app):
+    from contextflow.search.retrieval import get_context
+
+    for n in range(5):
+        auto(app, "s1", f"zeppelin migration step {n}")
+    auto(app, "s2", "zeppelin migration elsewhere")
+    found = get_context(app, query="zeppelin migration", kinds=["handoff"])
+    texts = found.text
+    assert "step 4" in texts and "elsewhere" in texts and len(found.shown) == 2
+    assert not any(f"step {n}" in texts for n in range(4)), texts

@@ -117,7 +117,12 @@ def _damaged(exc: BaseException) -> bool:
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
     message = str(exc).lower()
-    return not any(word in message for word in ("locked", "busy", "full", "readonly", "read-only", "interrupt"))
+    passing = ("locked", "busy", "full", "readonly", "read-only", "interrupt", "no such table")
+    return not any(word in message for word in passing)
+
+
+def _busy(exc: BaseException) -> bool:
+    return "locked" in str(exc).lower() or "busy" in str(exc).lower()
 
 
 class Tables:
@@ -146,7 +151,6 @@ class Tables:
                     raise sqlite3.DatabaseError("the database does not take WAL mode")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a power cut may cost the last commits
                 db.execute("PRAGMA cache_size=-16384")  # 16 MB of pages: a chunk's index updates stay in memory
-                db.executescript(_META)
             except BaseException:
                 db.close()
                 raise
@@ -198,6 +202,8 @@ class Tables:
                     self.update(wait)
                     return self._connect().execute(sql, params).fetchall()
                 except sqlite3.DatabaseError as exc:
+                    if "no such table" in str(exc):
+                        return []  # another process is building the database: nothing in it yet
                     if attempt or not _damaged(exc):
                         raise
                     self._discard()
@@ -206,7 +212,13 @@ class Tables:
     def current(self) -> bool:
         """Whether every format holds every log's events (one small query and a stat per log)."""
         with self._mutex:
-            return not self._plan(self._connect(), self._paths())[1]
+            try:
+                retire, todo = self._plan(self._connect(), self._paths())
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return False
+                raise
+            return not retire and not todo
 
     def differing(self) -> list[str]:
         """The tables whose rows differ from a fresh build from the logs (for `doctor`); when any do, the
@@ -262,14 +274,22 @@ class Tables:
 
     def _update(self, wait: float) -> int:
         db = self._connect()
+        try:
+            db.executescript(_META)  # (nothing to do once they exist)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise
+            raise Busy(str(exc)) from None  # another process is making the database
         retire, todo = self._plan(db, self._paths())
         if not retire and not todo:
             return 0
         read, resets = 0, 0
         paths = self._paths()
         passes = 2 * sum(_unread(path, None) for path in paths) // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
-        for _ in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
-            with _Txn(db, wait):
+        backlog = bool(retire) or sum(_unread(path, blob) for path, blob, _ in todo) > READ_BYTES
+        for number in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
+            # much to read and another process already at it: answer from what is there (`Busy`), never build twice
+            with _Txn(db, 0 if backlog and not number else wait):
                 retire, todo = self._plan(db, self._paths())
                 for name in retire:
                     self._reset(db, name)
@@ -415,7 +435,7 @@ class _Txn:
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+            if _busy(exc):
                 raise Busy(str(exc)) from None
             raise
 

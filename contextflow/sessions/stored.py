@@ -147,6 +147,13 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
     return found
 
 
+def superseded(app: App, ids: Sequence[str]) -> set[str]:
+    """Those of `ids` that are automatic handoffs a newer one of their session replaced."""
+    marks = ", ".join("?" * len(ids))
+    sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1"
+    return {event_id for (event_id,) in app.tables().query(sql, list(ids))}
+
+
 def session_ids(app: App, project: str) -> list[str]:
     """The ids of the project's sessions, most recent first."""
     sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
