@@ -252,7 +252,8 @@ def test_secrets_in_prompt_reply_command_and_directives_reach_no_file(app, tmp_p
         f'<ctx:recall query="{GITHUB}"/>\n<ctx:link from="{GITHUB}" to="yyyy" type="DEPENDS_ON"/>\n'
         f'<ctx:task name="t-{GITHUB}" action="start"/>'
     )
-    pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": f"curl -u x:{PASSWORD} h"}}
+    command = f"curl -u x:{PASSWORD} h <private>{PRIVATE}</private>"
+    pending_call = {"type": "tool_use", "id": "c2", "name": "Bash", "input": {"command": command}}
     lines = [
         entry("user", f"Deploy staging; my password is {PASSWORD} <private>{PRIVATE}</private>"),
         *bash("c1", f"AWS_ACCESS_KEY_ID={API_KEY} deploy --token {GITHUB}", f"denied for {GITHUB}", True),
@@ -396,3 +397,76 @@ def test_a_store_that_fails_keeps_the_turns_for_two_more_calls_then_capture_move
     assert state["cursor"]["offset"] == path.stat().st_size and "retries" not in state  # moved on
     assert core.handle(hook, "claude-code", tmp_path / "state", broken_store, {}) == []  # nothing new
     assert attempts == [1, 1, 1]
+
+
+def test_a_stop_with_nothing_new_in_the_transcript_imports_nothing_heavy(tmp_path, hook_env, repo):
+    """Every turn runs the Stop hook: one with nothing new pays for no redaction, store or digest."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(entry("user", "go") + "\n")
+    payload = {**stop_payload(path, repo), "last_assistant_message": "done"}
+    script = (
+        "import io, sys\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(payload).encode()!r}))\n"
+        "from contextflow.adapters.cli import main\n"
+        "code = main(['hook', 'stop'])\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('detect_secrets', 'contextflow.core.secrets', "
+        "'contextflow.core.store', 'contextflow.graph', 'contextflow.capture.digest', "
+        "'contextflow.capture.filestate')))\n"
+        "print('HEAVY', heavy, code, file=sys.stderr)\n"
+    )
+    hook_process("stop", payload, hook_env)  # the first call stores the turn
+    done = subprocess.run([sys.executable, "-c", script], env=hook_env, capture_output=True, text=True, timeout=60)
+    assert "HEAVY [] 0" in done.stderr, done.stderr
+
+
+def test_a_codex_message_before_the_last_one_carries_its_directive(app, tmp_path, monkeypatch, capsys, repo):
+    """One transcript reader for every client: Codex's earlier messages are read, not only its last."""
+    from contextflow.graph import writes
+
+    text = (FIXTURES / "codex-rollout.jsonl").read_text()
+    said = 'Noted. <ctx:remember type="fact">rollouts carry directives</ctx:remember>'
+    earlier = {
+        "type": "event_msg",
+        "payload": {
+            "type": "item_completed",
+            "item": {"type": "AgentMessage", "id": "msg_early", "content": [{"type": "Text", "text": said}]},
+        },
+    }
+    lines = text.splitlines()
+    at = next(n for n, line in enumerate(lines) if '"AgentMessage"' in line)
+    lines.insert(at, json.dumps(earlier))
+    path = tmp_path / "home" / ".codex" / "sessions" / "rollout-x.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n")
+    payload = {**json.loads((FIXTURES / "codex-Stop.json").read_text()), "transcript_path": str(path), "cwd": str(repo)}
+    run_hook(monkeypatch, capsys, "stop", payload)
+    run_hook(monkeypatch, capsys, "stop", payload)
+    assert [writes.graph(app).nodes[i].content for i in writes.graph(app).live] == ["rollouts carry directives"]
+    assert writes.graph(app).nodes[next(iter(writes.graph(app).live))].agent == "codex"
+
+
+@pytest.mark.parametrize(
+    ("payload", "env", "client"),
+    [
+        ({"transcript_path": "/h/.claude/projects/x/s.jsonl"}, {"CONTEXTFLOW_CLIENT": "codex"}, "codex"),
+        ({"hook_event_name": "AfterAgent", "prompt_response": "x"}, {}, "gemini-cli"),
+        ({"transcript_path": "/h/.gemini/tmp/w/chats/session-1.jsonl"}, {}, "gemini-cli"),
+        ({"transcript_path": "/h/.codex/sessions/2026/rollout-1.jsonl"}, {}, "codex"),
+        ({"turn_id": "t"}, {}, "codex"),
+        ({"transcript_path": "/h/.claude/projects/x/s.jsonl"}, {}, "claude-code"),
+        ({"transcript_path": "/tmp/t.jsonl"}, {"CONTEXTFLOW_CLIENT": "bad name!"}, "unknown"),
+    ],
+)
+def test_one_client_of_for_every_hook(payload, env, client):
+    from contextflow.capture.payload import client_of
+
+    assert client_of(payload, env) == client
+
+
+def test_the_payload_reader_refuses_a_path_it_must_not_open():
+    from contextflow.capture.payload import read
+
+    assert read({"transcript_path": "/tmp/a\0b"}, {}).refused == "transcript_path holds a NUL byte"
+    long = read({"transcript_path": "/" + "a" * 5_000, "session_id": " s ", "cwd": 7}, {})
+    assert long.transcript is None and "at most 4,096" in long.refused and long.session_id == "s" and long.cwd is None
+    assert read({"transcript_path": 7, "session_id": "x" * 300}, {})[1:3] == (None, None)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.capture import digest, filestate, outcomes, substance
+from contextflow.capture import digest, filestate, outcomes, prose, substance
 
 # -- outcomes ------------------------------------------------------------------------------
 
@@ -67,7 +67,7 @@ def test_a_failure_names_its_assertion_not_its_progress_line():
 
 
 def test_a_decision_carries_its_reason_and_the_option_it_rejected():
-    said = substance.extract(
+    said = prose.extract(
         "Looked at both. We decided to round per line rather than per invoice because per-invoice "
         "rounding hides cents.\n\nOpen question: should refunds reuse the invoice id?\nTODO: add a CLI"
     )
@@ -88,29 +88,29 @@ def test_a_decision_carries_its_reason_and_the_option_it_rejected():
     ["Thanks, that's all!", "Glad to help! Anything else?", "Would you like me to run the tests?", ""],
 )
 def test_a_closing_turn_states_nothing_and_changes_nothing(closing):
-    said = substance.extract(closing)
+    said = prose.extract(closing)
     assert said == {}
-    before = substance.extract("I decided to keep the cache because reads dominate.")
+    before = prose.extract("I decided to keep the cache because reads dominate.")
     assert substance.accumulate(before, said) == before
 
 
 def test_a_later_decision_answers_an_open_question_and_resolved_drops_it():
-    session = substance.accumulate({}, substance.extract("Open question: which cache backend should we use?"))
-    session = substance.accumulate(session, substance.extract("Open question: is the token scope right?"))
-    session = substance.accumulate(session, substance.extract("We decided to use sqlite as the cache backend."))
+    session = substance.accumulate({}, prose.extract("Open question: which cache backend should we use?"))
+    session = substance.accumulate(session, prose.extract("Open question: is the token scope right?"))
+    session = substance.accumulate(session, prose.extract("We decided to use sqlite as the cache backend."))
     assert session["questions"] == ["is the token scope right?"]
-    session = substance.accumulate(session, substance.extract("Resolved: the token scope is right."))
+    session = substance.accumulate(session, prose.extract("Resolved: the token scope is right."))
     assert "questions" not in session
 
 
 def test_the_same_decision_restated_is_kept_once_in_its_latest_wording():
-    session = substance.accumulate({}, substance.extract("We decided to store money as integer cents."))
-    session = substance.accumulate(session, substance.extract("We decided to store money as integer cents, always."))
+    session = substance.accumulate({}, prose.extract("We decided to store money as integer cents."))
+    session = substance.accumulate(session, prose.extract("We decided to store money as integer cents, always."))
     assert [d["decision"] for d in session["decisions"]] == ["We decided to store money as integer cents, always."]
 
 
 def test_prose_that_is_huge_or_strange_is_read_within_bounds():
-    said = substance.extract(("I decided to " + "x" * 5_000 + ". ") * 200 + "```\nDecision: in code\n```")
+    said = prose.extract(("I decided to " + "x" * 5_000 + ". ") * 200 + "```\nDecision: in code\n```")
     assert len(said["decisions"]) <= substance.MAX_KEEP
     assert all(len(d["decision"]) <= substance.MAX_ITEM for d in said["decisions"])
     assert not any("in code" in d["decision"] for d in said["decisions"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn, decoded, each
+from contextflow.capture.turns import Turn, decoded, each, without_private
 
 _NOISE_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation', b'{"type":"last-prompt', b'{"type":"atis')
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
@@ -104,11 +104,14 @@ def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | 
 
 
 def _kept(calls: dict[str, Any]) -> dict[str, Any]:
-    """The calls still waiting for their result, with only what their result will need (bounded)."""
+    """The calls still waiting for their result, with only what their result will need (bounded,
+    `<private>` text left out)."""
     kept = {}
     for key, call in list(calls.items())[-MAX_PENDING:]:
         if isinstance(call, list) and len(call) == 2 and isinstance(call[1], dict):
-            args = {name: call[1][name][:4_096] for name in _KEPT_ARGS if isinstance(call[1].get(name), str)}
+            given = call[1]
+            names = [name for name in _KEPT_ARGS if isinstance(given.get(name), str)]
+            args = {name: without_private(given[name][:4_096]) for name in names}
             kept[key[:200]] = [str(call[0])[:100], args]
     return kept
 

@@ -25,7 +25,6 @@ directives need it), and nothing of the turns is stored.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -84,7 +83,7 @@ def handle(
     is raised after the turns are stored and the state saved."""
     path = transcript.state_path(state_dir, hook.transcript) if hook.transcript else None
     state = transcript.load_state(path) if path else {}
-    before = {key: copy.deepcopy(state.get(key)) for key in ("cursor", "pending", "last_final")}
+    before = json.dumps({key: state.get(key) for key in ("cursor", "pending", "last_final")})  # a copy
     reading = transcript.read(hook, state, transcript.parser_of(hook, payload_client))
     failure: Exception | None = None
     if directives is not None:
@@ -100,7 +99,7 @@ def handle(
         retries = state.get("retries", 0)
         retries = retries if isinstance(retries, int) and not isinstance(retries, bool) else MAX_RETRIES
         if retries < MAX_RETRIES:  # read these bytes again next call
-            for key, value in before.items():
+            for key, value in json.loads(before).items():
                 if value is None:
                     state.pop(key, None)
                 else:
@@ -135,10 +134,12 @@ def capture(
         return []
     turns: list[Turn] = transcript.stored_turns(reading)
     closing = hook.event in CLOSING_EVENTS
+    if not turns and not closing:
+        return []  # most calls of a turn's hooks: nothing new, nothing more to import
     from contextflow.capture import digest as digests
     from contextflow.capture import filestate
 
-    if not turns and not (closing and _closing_due(state, digests)):
+    if not turns and not _closing_due(state, digests):
         return []
     seen = [key for key in state.get("turn_ids", []) if isinstance(key, str)]
     stored: list[dict[str, Any]] = []

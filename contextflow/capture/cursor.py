@@ -65,7 +65,7 @@ def _check(fd: int, offset: int) -> str:
 
 def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ) -> Chunk:
     cursor = cursor or {}
-    from contextflow.core.log import complete_lines  # the log module's reader, without its store imports
+    from contextflow.core.lines import complete_lines  # the one reader of growing JSONL, without the log module
 
     with open_regular(path) as handle:
         fd = handle.fileno()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from contextflow.capture import outcomes, substance
@@ -39,6 +40,20 @@ def turn_has_work(turn: dict[str, Any]) -> bool:
 def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     """The digest with one more turn (a new dict; the old one is not changed)."""
     out: dict[str, Any] = copy.deepcopy(digest)
+    fold_in(out, turn)
+    return out
+
+
+def fold_all(turns: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The digest of a session's turns, oldest first (one dict, folded in place)."""
+    out: dict[str, Any] = {}
+    for turn in turns:
+        fold_in(out, turn)
+    return out
+
+
+def fold_in(out: dict[str, Any], turn: dict[str, Any]) -> None:
+    """Fold one more turn into `out`, in place (`turn` is not changed)."""
     number = out.get("turns", 0) + 1
     out["turns"] = number
     files_of: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
@@ -75,7 +90,6 @@ def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
         out["handoff"] = {**handoff, "turn": number}
     elif work and "handoff" in out:
         out["handoff"]["work_after"] = True
-    return out
 
 
 def _outcome(code: Any) -> str:

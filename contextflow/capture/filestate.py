@@ -13,9 +13,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 MAX_FILE_BYTES = 8 << 20
 MAX_FILES = 40
@@ -112,8 +111,7 @@ def states(root: str | None, paths: list[str]) -> dict[str, object]:
     return {"commit": head_commit(root) or "", "files": files}
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     path: str
     commits: int | None  # commits that touched it since the claim; None: unknown (no git, or uncommitted)
     deleted: bool = False
@@ -152,6 +150,8 @@ def changes(root: str | None, recorded: dict[str, object], head: str | None = No
 def commits_since(root: str, commit: str, path: str) -> int | None:
     if not all(c in "0123456789abcdef" for c in commit) or path.startswith("-"):
         return None
+    import subprocess  # only when a file changed while HEAD moved: a session start rarely pays for it
+
     try:
         done = subprocess.run(
             ["git", "rev-list", "--count", f"{commit}..HEAD", "--", path],

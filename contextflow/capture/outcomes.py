@@ -10,50 +10,65 @@ exception), never progress output. Pure functions: capture and the session start
 from __future__ import annotations
 
 import re
-import shlex
+from functools import cache, lru_cache
 from typing import Any
 
 from contextflow.capture.turns import is_test_command
 
 MAX_CHECKS = 15
 WHOLE = ""  # the target of a run over the whole suite
-_RUNNERS = (
-    ("pytest", re.compile(r"(^|[\s/])(py\.test|pytest)\b")),
-    ("unittest", re.compile(r"\bunittest\b")),
-    ("tox", re.compile(r"\btox\b")),
-    ("nox", re.compile(r"\bnox\b")),
-    ("jest", re.compile(r"\bjest\b")),
-    ("vitest", re.compile(r"\bvitest\b")),
-    ("npm test", re.compile(r"\b(npm|yarn|pnpm)( run)? test\b")),
-    ("go test", re.compile(r"\bgo test\b")),
-    ("cargo test", re.compile(r"\bcargo test\b")),
-    ("make test", re.compile(r"\bmake test\b")),
-    ("scripts/test", re.compile(r"\bscripts/test\b")),
+_RUNNER_NAMES = {
+    "pytest": "pytest",
+    "unittest": "unittest",
+    "tox": "tox",
+    "nox": "nox",
+    "jest": "jest",
+    "vitest": "vitest",
+    "npm": "npm test",
+    "go": "go test",
+    "cargo": "cargo test",
+    "make": "make test",
+    "script": "scripts/test",
+}
+_RUNNER = re.compile(  # one pattern, one compile: a hook pays for it on every call
+    r"(?P<pytest>(?:^|[\s/])(?:py\.test|pytest)\b)|(?P<unittest>\bunittest\b)|(?P<tox>\btox\b)|(?P<nox>\bnox\b)"
+    r"|(?P<jest>\bjest\b)|(?P<vitest>\bvitest\b)|(?P<npm>\b(?:npm|yarn|pnpm)(?: run)? test\b)|(?P<go>\bgo test\b)"
+    r"|(?P<cargo>\bcargo test\b)|(?P<make>\bmake test\b)|(?P<script>\bscripts/test\b)"
 )
 _SUITE_FOLDERS = {"tests", "test", "spec", ".", "./...", "..."}
-_PROGRESS = re.compile(r"^[\s.FEsxX]*(\[\s*\d+%\])?\s*$|^=+.*=+$|^-+$|^collected \d+|^platform |^rootdir")
-_MEANING = (
-    re.compile(r"^E\s+\S"),  # pytest's assertion and exception lines
-    re.compile(r"^FAILED\s+\S"),  # pytest's short summary
-    re.compile(r"\b(AssertionError|Error|Exception|panicked at|FAIL:|error\[|error:)", re.I),
-    re.compile(r"\b(fail(ed|ure)?|not found|no such|denied|refused|timed? ?out)\b", re.I),
-)
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
+    """Progress lines, and what makes a line meaningful, most telling first (compiled on first failure)."""
+    progress = re.compile(r"^[\s.FEsxX]*(\[\s*\d+%\])?\s*$|^=+.*=+$|^-+$|^collected \d+|^platform |^rootdir")
+    meaning = (
+        re.compile(r"^E\s+\S"),  # pytest's assertion and exception lines
+        re.compile(r"^FAILED\s+\S"),  # pytest's short summary
+        re.compile(r"\b(AssertionError|Error|Exception|panicked at|FAIL:|error\[|error:)", re.I),
+        re.compile(r"\b(fail(ed|ure)?|not found|no such|denied|refused|timed? ?out)\b", re.I),
+    )
+    return progress, meaning
 
 
 def _words(command: str) -> list[str]:
+    import shlex
+
     try:
         return shlex.split(command)
     except ValueError:
         return command.split()
 
 
+@lru_cache(maxsize=1_024)  # a session runs the same few commands again and again
 def check_key(command: str) -> str:
     """What a command checks: `runner` + `|` + target (WHOLE for the suite) for a test command,
     else the command with its spacing collapsed."""
     text = " ".join(command.split())
     if not is_test_command(text):
         return text
-    runner = next((name for name, pattern in _RUNNERS if pattern.search(text)), "tests")
+    found = _RUNNER.search(text)
+    runner = _RUNNER_NAMES.get(found.lastgroup or "", "tests") if found else "tests"
     targets = []
     for word in _words(text.split("&&")[-1].split("|")[0]):
         if word.startswith("-") or "=" in word or not ("/" in word or word.endswith(".py") or "::" in word):
@@ -84,12 +99,13 @@ def covers(wider: str, narrower: str) -> bool:
 def error_line(output: str, limit: int = 200) -> str:
     """The line of a failure's output that says what went wrong: an assertion or exception line
     first, then a failure summary, else the last line that is not progress output."""
+    progress, meaning = _patterns()
     lines = [line.rstrip() for line in output.splitlines() if line.strip()]
-    for pattern in _MEANING:
-        found = [line for line in lines if pattern.search(line) and not _PROGRESS.match(line)]
+    for pattern in meaning:
+        found = [line for line in lines if pattern.search(line) and not progress.match(line)]
         if found:
-            return _clip(found[0] if pattern is _MEANING[0] else found[-1], limit)
-    rest = [line for line in lines if not _PROGRESS.match(line)]
+            return _clip(found[0] if pattern is meaning[0] else found[-1], limit)
+    rest = [line for line in lines if not progress.match(line)]
     return _clip(rest[-1], limit) if rest else ""
 
 

@@ -65,9 +65,29 @@ def _state(event: Event) -> dict[str, Any]:
 
 
 def session_digest(events: list[Event]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for event in events:
-        found = digests.fold(found, _turn(event))
+    return digests.fold_all(_turn(event) for event in events)
+
+
+def _written_handoffs(app: App, project: str, captured: dict[str, list[Event]], wrong: frozenset[str]) -> list[Event]:
+    """The project's newest handoffs back to the newest one the agent wrote (the automatic ones of
+    captured sessions are skipped: they are derived from the turns), one page at a time so the
+    sessions sidecar's tail answers without a fold."""
+    from contextflow.sessions import core as sessions
+    from contextflow.sessions.view import session_of
+
+    found: list[Event] = []
+    before = None
+    for _ in range(RECENT_HANDOFFS):
+        page = sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff", before=before, skip=wrong), 1)
+        if not page:
+            break
+        event = page[0]
+        before = event.id
+        if event.data.get("auto") and session_of(event) in captured:
+            continue  # derived from its turns instead
+        found.append(event)
+        if not event.data.get("auto"):
+            break
     return found
 
 
@@ -83,14 +103,10 @@ def latest_handoff(app: App, project: str) -> Latest | None:
             if isinstance(handoff, dict) and isinstance(handoff.get("id"), str):
                 links[handoff["id"]] = (sid, event)
     candidates: list[tuple[OrderKey, int, Latest]] = []
-    written = sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff"), RECENT_HANDOFFS)
-    wrong = {handoff for (p, _, handoff) in sessions.wrong_marks(app) if p == project}
+    wrong = frozenset(handoff for (p, _, handoff) in sessions.wrong_marks(app) if p == project)
+    written = _written_handoffs(app, project, captured, wrong)
     for event in written:
-        if event.id in wrong:
-            continue
         sid = session_of(event)
-        if event.data.get("auto") and sid in captured:
-            continue  # derived from its turns instead
         turn = None
         if event.id in links:
             sid, turn = links[event.id]

@@ -83,8 +83,9 @@ def load_state(path: Path) -> dict[str, Any]:
 def save_state(path: Path, state: dict[str, Any]) -> None:
     from contextflow.core.fsutil import atomic_write
 
-    if state.get("pending"):
-        state["pending"] = redacted(state["pending"])
+    pending = state.get("pending")
+    pending = {key: value for key, value in pending.items() if value} if isinstance(pending, dict) else {}
+    state["pending"] = redacted(pending) if pending else {}  # the redaction's import only when there is text
     atomic_write(path, json.dumps(state, separators=(",", ":")).encode(), fsync=False)
 
 

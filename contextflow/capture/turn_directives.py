@@ -21,8 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contextflow.capture.turns import without_private
-
 if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.capture.payload import Hook
@@ -104,6 +102,8 @@ def _directive_key(directive: directives.Directive) -> str:
 def _directives_in(text: str) -> list[directives.Directive]:
     if "<ctx:" not in text:  # most replies: skip importing the graph machinery
         return []
+    from contextflow.capture.turns import without_private
+
     text = without_private(text)
     if "<ctx:" not in text:
         return []

@@ -189,7 +189,7 @@ class Turn:
         }
         if self.todos is not None:
             record["todos"] = self.todos[:MAX_ITEMS]
-        from contextflow.capture.substance import extract
+        from contextflow.capture.prose import extract
 
         record.update(extract(without_private(self.prose())))
         if self.handoffs:
