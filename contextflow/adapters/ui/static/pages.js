@@ -63,7 +63,16 @@ async function startPage(project, query) {
 // -- health -------------------------------------------------------------------------------
 
 function mb(bytes) {
-  return bytes === null || bytes === undefined ? "?" : (bytes / 1e6).toLocaleString("en", { maximumFractionDigits: 1 }) + " MB";
+  if (bytes === null || bytes === undefined) return "?";
+  if (bytes < 1e6) return Math.ceil(bytes / 1e3).toLocaleString("en") + " KB";
+  return (bytes / 1e6).toLocaleString("en", { maximumFractionDigits: 1 }) + " MB";
+}
+
+function tableRows(t) {
+  if (!t) return [["State", "unknown"]];
+  return [["State", t.current ? "up to date" : "behind the logs (the next read brings them up to date)"],
+    ["Formats", Object.entries(t.formats || {}).map(([name, version]) => name + " v" + version).join(", ")],
+    ["Size on disk", mb(t.bytes)], ["File", t.file || ""], ["To rebuild", t.rebuild || ""]];
 }
 
 function indexRows(d) {
@@ -98,6 +107,8 @@ async function healthPage() {
     h("h2", {}, "Search index (machine-local, rebuilt from the logs)"),
     d.indexing ? indexProgress(d.indexing) : null,
     table("The search index", ["", ""], indexRows(d), { id: "index-state" }),
+    h("h2", {}, "Views on disk (machine-local tables, rebuilt from the logs)"),
+    table("The derived tables", ["", ""], tableRows(d.tables), { id: "tables-state" }),
     h("h2", {}, "Capture (each agent turn, from the clients' own transcripts)"),
     captureTable(d.capture),
     table("Logs", ["File", "Writer", "Events", "Bad lines", ""], logs));
