@@ -254,7 +254,7 @@ class Api:
         return await self.call("get_conversation", {"conversation_id": q.get("id"), "project": q.get("project")})
 
     async def health(self, request: Request) -> Any:
-        report = await self.call("doctor", {"quick": True})  # with `capture`: capture health per client (capture/health.py)
+        report = await self.call("doctor", {"quick": True})  # `capture`: per client (capture/health.py)
         return {**report, "indexing": await anyio.to_thread.run_sync(self.index.building)}
 
     async def index_state(self, request: Request) -> Any:
