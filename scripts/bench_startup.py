@@ -9,7 +9,10 @@ the ratios the targets are stated in:
   same SDK (target: no slower, ratio about 1.0).
 
 - the Stop hook with capture, in CPU time against `python -c pass`, on transcripts of 1, 5
-  and 20 MB: the first call (reads the whole transcript) and the next turn (new bytes only).
+  and 20 MB: the first call (reads the whole transcript) and the next turn (new bytes only);
+- store bytes per captured turn (one Stop call a turn, each turn with its own reply), and the
+  session start's CPU time on that store (its handoff, decisions and file checks) against
+  `python -c pass`.
 
     python scripts/bench_startup.py [--runs 15] [--events 2000] [--no-capture]
 """
@@ -79,9 +82,12 @@ def cpu_time(command: list[str], env: dict[str, str], stdin: bytes = b"") -> flo
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def one_turn(n: int, cwd: str) -> bytes:
+FINAL = "Next step: add a CLI entry point."
+
+
+def one_turn(n: int, cwd: str, final: str = FINAL) -> bytes:
     """The real Claude Code sample turn, its prompt made unique (so no two turns are identical)."""
-    text = FIXTURE.read_text().replace(SAMPLE_CWD, cwd)
+    text = FIXTURE.read_text().replace(SAMPLE_CWD, cwd).replace(FINAL, final)
     return text.replace("Create calc.py with an add function", f"Create calc{n}.py with an add function").encode()
 
 
@@ -125,11 +131,85 @@ def capture_costs(env: dict[str, str], root: Path, runs: int) -> None:
     table(("case", "CPU", "ratio to python -c pass (target: next turn <= 3x)"), rows)
 
 
+def store_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def growth_per_turn(env: dict[str, str], root: Path, turns: int, runs: int) -> None:
+    """Store bytes per captured turn (a Stop call per turn, each reply its own), and the session
+    start's CPU time on the store those turns left, against `python -c pass`."""
+    work = root / "grow"
+    (work / ".git").mkdir(parents=True, exist_ok=True)
+    (work / "calc.py").write_text("def add(a, b):\n    return int(a) + int(b)\n")
+    store = Path(env["CONTEXTFLOW_STORE"])
+    before = store_bytes(store)
+    transcript = root / "grow.jsonl"
+    for n in range(turns):
+        final = f"Turn {n}: calc.add coerces with int(). Next step: add CLI entry point {n}."
+        with open(transcript, "ab") as handle:
+            handle.write(one_turn(n, str(work), final))
+        payload = {"session_id": "grow", "cwd": str(work), "transcript_path": str(transcript)}
+        payload |= {"hook_event_name": "Stop", "last_assistant_message": final}
+        timed([*CONTEXTFLOW, "hook", "stop"], env, json.dumps(payload).encode())
+    grown = store_bytes(store) - before
+    kinds: dict[str, int] = {}
+    for log in store.glob("events.*.jsonl"):
+        for line in log.read_bytes().splitlines():
+            kind = json.loads(line).get("kind", "?")
+            kinds[kind] = kinds.get(kind, 0) + 1
+    start = json.dumps({"session_id": "next", "cwd": str(work), "hook_event_name": "SessionStart"}).encode()
+    bare, started = [], []
+    for _ in range(runs):
+        bare.append(cpu_time([PYTHON, "-c", "pass"], env))
+        started.append(cpu_time([*CONTEXTFLOW, "hook", "session-start"], env, start))
+    ratio = statistics.median(started) / statistics.median(bare)
+    rows = [
+        ("store bytes per turn", f"{grown / turns:,.0f}"),
+        ("events written", ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()) if kind != "note")),
+        ("session start CPU", f"{statistics.median(started) * 1000:.0f} ms, {ratio:.1f}x python -c pass"),
+    ]
+    checks = file_check_cost(env, work, runs)
+    if checks is not None:
+        rows.append(("of which the file checks", checks))
+    heading(f"Store growth over {turns} captured turns, and the session start after them")
+    table(("measure", "value"), rows)
+
+
+def file_check_cost(env: dict[str, str], work: Path, runs: int) -> str | None:
+    """What checking the cited files against the code adds to a session start, in process: the
+    session start with the repository (files hashed, git asked only when HEAD moved) against the
+    same without it."""
+    code = (
+        "import sys, time, statistics\n"
+        "from pathlib import Path\n"
+        "from contextflow.app import App\n"
+        "from contextflow.adapters import session_start as start\n"
+        "from contextflow.adapters.hooks import hook_dir\n"
+        "import os\n"
+        "app = App.open(os.environ, cwd=sys.argv[1])\n"
+        "hooks = hook_dir(app.store.folder, os.environ)\n"
+        "def cost(cwd):\n"
+        "    began = time.process_time()\n"
+        "    start.session_start(app, hooks, 2250, cwd=cwd)\n"
+        "    return time.process_time() - began\n"
+        "cost(sys.argv[1])\n"
+        "with_root = statistics.median(cost(sys.argv[1]) for _ in range(int(sys.argv[2])))\n"
+        "without = statistics.median(cost(None) for _ in range(int(sys.argv[2])))\n"
+        "w, wo = with_root * 1000, without * 1000\n"
+        "print(f'{w - wo:.1f} ms ({w:.1f} ms with, {wo:.1f} ms without)')\n"
+    )
+    done = subprocess.run(
+        [PYTHON, "-c", code, str(work), str(max(5, runs))], env=env, capture_output=True, text=True, timeout=300
+    )
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="runs of each command (default 15)")
     parser.add_argument("--events", type=int, default=2000, help="notes in the store (default 2000)")
     parser.add_argument("--no-capture", dest="capture", action="store_false", help="skip the capture section")
+    parser.add_argument("--turns", type=int, default=40, help="captured turns for the growth figure (default 40)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
@@ -199,6 +279,7 @@ def main() -> None:
                 "CONTEXTFLOW_WRITER": "bench",
             }
             seed_store(env, args.events)
+            growth_per_turn(env, root, args.turns, args.runs)
             capture_costs(env, root, args.runs)
 
 

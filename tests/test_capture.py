@@ -251,10 +251,11 @@ def test_claudes_lagging_final_line_and_a_new_turn_are_read_incrementally(app, t
     turns = [e.data["turn"] for e in _all(app)]
     assert [t["request"] for t in turns] == [turns[0]["request"], "Now add a CLI"]
     assert turns[0]["final"] == FINAL and turns[1]["final"] == "CLI added."
-    handoff = sessions.latest_handoff(
-        app, sessions.EntryFilter("example-owner/calc-demo", session_id=payload["session_id"])
-    )
-    assert handoff.data["summary"].startswith("[automatic handoff] CLI added.")
+    from contextflow.capture import recall
+
+    latest = recall.latest_handoff(app, "example-owner/calc-demo")
+    assert latest is not None and latest.session_id == payload["session_id"] and latest.digest["turns"] == 2
+    assert latest.digest["finals"][-1] == FINAL  # a turn that only talks does not replace the work's summary
 
 
 def test_a_rewritten_transcript_is_read_again_without_storing_a_turn_twice(app, tmp_path, monkeypatch, capsys, repo):
@@ -286,28 +287,52 @@ def test_private_text_and_a_token_in_a_command_are_nowhere_on_disk(app, tmp_path
     assert (tmp_path / "state").exists()
 
 
-def test_an_agents_written_handoff_supersedes_the_automatic_one(app, tmp_path, monkeypatch, capsys, repo):
+def test_an_agents_written_handoff_stands_until_later_work(app, tmp_path, monkeypatch, capsys, repo):
+    """The agent writes its handoff with no session id (as a tool call does); the turn that called
+    the tool links it to the session; turns that only talk leave it standing, a turn with work
+    makes the automatic handoff, derived from the turns, the latest again."""
+    from contextflow.capture import recall
+
+    project = "example-owner/calc-demo"
     payload, transcript = client_payload(tmp_path, repo, *GEMINI)
-    where = sessions.EntryFilter("example-owner/calc-demo", session_id=payload["session_id"])
     run_hook(monkeypatch, capsys, "stop", payload)
-    sessions.write_handoff(
-        app,
-        agent="gemini-cli",
-        summary="My own words",
-        project="example-owner/calc-demo",
-        session_id=payload["session_id"],
-    )
-    with open(transcript, "ab") as handle:  # the next turn, ended in the same call as the written handoff's turn
-        handle.write(b'{"id":"u9","type":"user","content":[{"text":"and more"}]}\n')
-        handle.write(b'{"id":"g9","type":"gemini","content":"More done."}\n')
-    run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "and more", "prompt_response": "More done."})
-    assert sessions.latest_handoff(app, where).data["summary"] == "My own words"
-    with open(transcript, "ab") as handle:  # a later turn with no written handoff: the automatic one is current again
-        handle.write(b'{"id":"u10","type":"user","content":[{"text":"last"}]}\n')
-        handle.write(b'{"id":"g10","type":"gemini","content":"Last one."}\n')
-    run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "last", "prompt_response": "Last one."})
-    latest = sessions.latest_handoff(app, where)
-    assert latest.data["auto"] is True and "Last one." in latest.data["summary"]
+    assert recall.latest_handoff(app, project).event is None  # the automatic one, from the turns
+    written = sessions.write_handoff(app, agent="gemini-cli", summary="My own words", project=project)
+    assert "session_id" not in written.data
+    call = {
+        "name": "write_shared_handoff",
+        "args": {"agent": "gemini-cli", "summary": "My own words"},
+        "status": "success",
+        "result": [{"functionResponse": {"response": {"output": "ok"}}}],
+    }
+    with open(transcript, "ab") as handle:  # the turn that called the tool
+        handle.write(b'{"id":"u9","type":"user","content":[{"text":"hand off"}]}\n')
+        handle.write(json.dumps({"id": "g9", "type": "gemini", "content": "Handed off.", "toolCalls": [call]}).encode())
+        handle.write(b"\n")
+    run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "hand off", "prompt_response": "Handed off."})
+    latest = recall.latest_handoff(app, project)
+    assert latest.event is not None and latest.event.id == written.id
+    assert latest.session_id == payload["session_id"]  # linked by the turn that called the tool
+    with open(transcript, "ab") as handle:  # a turn that only talks: the agent's word stands
+        handle.write(b'{"id":"u10","type":"user","content":[{"text":"thanks"}]}\n')
+        handle.write(b'{"id":"g10","type":"gemini","content":"Glad to help!"}\n')
+    run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "thanks", "prompt_response": "Glad to help!"})
+    assert recall.latest_handoff(app, project).event.id == written.id
+    shell = {
+        "name": "run_shell_command",
+        "args": {"command": "pytest -q"},
+        "status": "success",
+        "result": [{"functionResponse": {"response": {"output": "Output: 3 passed\nExit Code: 0"}}}],
+    }
+    with open(transcript, "ab") as handle:  # later work: the automatic handoff is the latest again
+        handle.write(b'{"id":"u11","type":"user","content":[{"text":"run the tests"}]}\n')
+        entry = {"id": "g11", "type": "gemini", "content": "Tests pass.", "toolCalls": [shell]}
+        handle.write(json.dumps(entry).encode())
+        handle.write(b"\n")
+    run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "run the tests", "prompt_response": "Tests pass."})
+    latest = recall.latest_handoff(app, project)
+    assert latest.event is None and latest.earlier is not None and latest.earlier.id == written.id
+    assert "Tests pass." in latest.digest["finals"]
 
 
 def test_an_unchanged_automatic_handoff_is_not_appended_again(app, tmp_path, monkeypatch, capsys, repo):

@@ -96,7 +96,8 @@ def test_session_start_injects_the_default_view_the_active_handoff_and_open_thre
     assert output["hookEventName"] == "SessionStart"
     context = output["additionalContext"]
     assert "User prefers Go" in context and "archived detail" not in context
-    assert "## Latest handoff of the active session" in context and "> Half-way through the parser" in context
+    assert "## Latest handoff in project shared (written by the agent)" in context
+    assert "> Half-way through the parser" in context
     assert "## Open threads" in context and "parser rewrite" in context
 
 

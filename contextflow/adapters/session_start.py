@@ -1,5 +1,6 @@
-"""What a new session is told (the SessionStart hook): the latest handoff, open threads, recent
-sessions and the composed knowledge, most important first, sized for what clients show.
+"""What a new session is told (the SessionStart hook): the latest handoff, recent decisions and open
+questions, open threads, recent sessions and the composed knowledge, most important first, sized
+for what clients show. The reads of earlier sessions are `capture.recall`'s.
 
 Claude Code and Codex show the model at most 10,000 characters of one hook's output (Claude Code
 swaps the rest for a preview and a file path; Codex drops the middle), so the default budget
@@ -11,11 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.adapters.hooks import current_task
-from contextflow.core.text import cut, estimate_tokens
+from contextflow.capture.turn_directives import current_task
+from contextflow.core.text import clean, cut, estimate_tokens, quote
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.capture.filestate import Change
+    from contextflow.capture.recall import Latest
 
 # What each client shows the model of one hook's output, in characters (None: no documented cap).
 # The web page (`contextflow ui`) and `contextflow start-preview` measure a session start against it.
@@ -26,6 +29,7 @@ CLIENT_LIMITS: tuple[tuple[str, str, int | None], ...] = (
 )
 CLIENT_LIMIT_CHARS = min(limit for _, _, limit in CLIENT_LIMITS if limit)
 RECENT_SESSIONS = 5
+AUTO_PREFIX = "[automatic handoff]"
 
 
 def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
@@ -42,22 +46,111 @@ def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
     return DEFAULT_QUERY, None
 
 
-def handoff_text(app: App, project: str, budget_chars: int) -> str:
-    """The latest handoff, written or automatic: the active session's when it has one, else the project's."""
-    from contextflow.sessions import core as sessions
-    from contextflow.sessions.present import entry_text
+def handoff_text(app: App, project: str, budget_chars: int, root: str | None = None) -> str:
+    """The repository's latest handoff (`capture.recall.latest_handoff`: the agent's word, or the
+    automatic one derived from the captured turns of the session that worked last), with the files
+    it cites checked against the code now."""
+    from contextflow.capture import recall
 
-    session_id = sessions.active_session(app)
-    event = None
-    if session_id:
-        event = sessions.latest_handoff(app, sessions.EntryFilter(project, session_id=session_id))
-    title = "Latest handoff of the active session"
-    if event is None:
-        event = sessions.latest_handoff(app, sessions.EntryFilter(project))
-        title = f"Latest handoff in project {project}"
-    if event is None:
+    latest = recall.latest_handoff(app, project)
+    if latest is None:
         return ""
-    return f"## {title}\n\n" + clip_block(entry_text(event), budget_chars)
+    changed = _changes(root, latest.state if latest.event is not None else latest.digest.get("state", {}))
+    if latest.event is not None:
+        from contextflow.sessions.present import entry_text
+
+        automatic = bool(latest.event.data.get("auto"))
+        title = f"Latest handoff in project {project}" + (" (automatic)" if automatic else " (written by the agent)")
+        body = entry_text(latest.event)
+        if latest.session_id and not latest.event.data.get("session_id"):
+            body += f"\n(written in session {clean(latest.session_id, True)})"
+    else:
+        title = f"Latest handoff in project {project} (automatic, from the captured turns of the session)"
+        body = automatic_text(latest, changed)
+    if changed:
+        body += "\nChanged since this handoff (check before relying on it):\n" + "\n".join(
+            f"- {clean(change.text(), True)}" for change in changed
+        )
+    return f"## {title}\n\n" + clip_block(body, budget_chars)
+
+
+def _changes(root: str | None, state: dict[str, object]) -> list[Change]:
+    from contextflow.capture.filestate import changes
+
+    return changes(root, state) if root and state else []
+
+
+def automatic_text(latest: Latest, changed: list[Change]) -> str:
+    """An automatic handoff derived from a session's turns: a provenance header, then its fields
+    quoted; a failing check whose files changed since is not shown as current."""
+    from contextflow.capture.digest import auto_handoff, decision_text
+    from contextflow.capture.outcomes import targets_of
+    from contextflow.operations.provenance import header
+
+    fields = auto_handoff(latest.digest)
+    moved = {change.path for change in changed}
+    head = header(
+        f"{latest.ts} automatic handoff of {clean(latest.agent or 'a client', True)}",
+        ("session", latest.session_id),
+        ("turns", str(fields.get("turns", ""))),
+    )
+    lines = [head, "summary:", quote("[automatic handoff] " + str(fields["summary"]))]
+
+    def block(label: str, items: list[str]) -> None:
+        if items:
+            lines.extend([f"{label}:", quote("\n".join(f"- {item}" for item in items))])
+
+    block("files", [f + (" (changed since)" if f in moved else "") for f in fields.get("files", [])[:20]])
+    block("tests", fields.get("tests", []))
+    block("commands", fields.get("commands", []))
+    current: list[str] = []
+    stale: list[str] = []
+    for failure in fields.get("failing", []):
+        cited = set(targets_of(failure["command"])) or set(fields.get("files", []))
+        text = f"`{failure['command'][:80]}` exited {failure['exit']}" + (
+            f": {failure['error']}" if failure.get("error") else ""
+        )
+        (stale if cited & moved else current).append(text)
+    block("failing now (as last run)", current)
+    block("failed before files it covers changed (re-run to know)", stale)
+    block("decisions", [decision_text(d) for d in fields.get("decisions", [])][::-1][:8])
+    block("open questions", fields.get("open_questions", [])[::-1][:8])
+    block("next steps", fields.get("next_steps", [])[:8])
+    if latest.earlier is not None:
+        lines.append("earlier in this session the agent handed off (later work followed):")
+        lines.append(quote(str(latest.earlier.data.get("summary", ""))))
+    return "\n".join(lines)
+
+
+def decisions_text(app: App, project: str, budget_chars: int, root: str | None, shown: str) -> str:
+    """Decisions, open questions and todos of the repository's recent sessions (newest first), the
+    ones the handoff above shows left out, each marked when a file it cites (else a file its turn
+    wrote) changed since."""
+    from contextflow.capture import recall
+
+    lines: list[str] = []
+    used = 0
+    checked: dict[int, list[Change]] = {}  # the files of one turn are checked once
+    for said in recall.recent_substance(app, project):
+        if said.text in shown:
+            continue
+        files = list(said.state.get("files") or {})
+        named = [path for path in files if path in said.text or path.rsplit("/", 1)[-1] in said.text]
+        cited = named or files  # a claim naming no file is about the files its turn wrote
+        key = id(said.state)
+        if key not in checked:
+            checked[key] = _changes(root, said.state)
+        changed = [c for c in checked[key] if c.path in cited][:3]
+        mark = ("; " + ", ".join(c.text() for c in changed)) if changed else ""
+        where = f"{said.ts[:10]}, {clean(said.agent, True)}, session {clean(said.session_id, True)[:40]}"
+        line = f"- {said.kind}: {clean(said.text, True)} ({where}{mark})"
+        if used + len(line) > budget_chars - 80:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if not lines:
+        return ""
+    return "## Decisions and open questions of recent sessions\n\n" + "\n".join(lines)
 
 
 def threads_text(app: App, budget_chars: int) -> str:
@@ -84,24 +177,37 @@ def sessions_text(app: App, project: str, budget_chars: int) -> str:
         return ""
     lines = [
         f"- {clip(s.session_id, 60)} | last {s.latest_ts[:16]} | {clip(', '.join(sorted(s.agents)), 80) or '?'}"
-        + (f" | {clip(s.latest_handoff_summary, 120)}" if s.latest_handoff_summary else "")
+        + (f" | {clip(s.latest_handoff_summary, 120)}" if _written_summary(s.latest_handoff_summary) else "")
         for s in found
     ]
     body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"
     return "## Recent sessions\n\n" + clip_block(body, budget_chars)
 
 
+def _written_summary(summary: str) -> bool:
+    """Whether a session's latest handoff summary is shown in its line: an automatic one is a snapshot
+    of the session's turns when it was written (the handoff and decisions above are derived now)."""
+    return bool(summary) and not summary.startswith(AUTO_PREFIX)
+
+
 def clip_block(text: str, limit: int) -> str:
     return cut(text, limit, "\n[... clipped]", keep=max(0, limit - 20), tidy=True)
 
 
-def session_start(app: App, hooks: Path, budget: int, project: str | None = None) -> str:
+def session_start(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:
     """What a new session is told, most important first, so whatever a client cuts is the least of it:
-    the latest handoff, open threads, recent sessions (one line each), then the composed knowledge
-    (pinned first) in the room left. The whole fits `budget` tokens (about 4 characters each)."""
+    the latest handoff, the recent decisions and open questions, open threads, recent sessions (one
+    line each), then the composed knowledge (pinned first) in the room left. The whole fits `budget`
+    tokens (about 4 characters each). `cwd`: the session's folder, whose repository the files
+    cited are checked in."""
+    from contextflow.core.project import repository_root
+
     project = project or app.settings.default_project
     chars = budget * 4
-    parts = [handoff_text(app, project, chars // 3)]
+    found = repository_root(Path(cwd)) if cwd else None
+    root = str(found) if found else None
+    parts = [handoff_text(app, project, chars // 3, root)]
+    parts.append(decisions_text(app, project, chars // 6, root, parts[0]))
     parts.append(threads_text(app, chars // 6))
     parts.append(sessions_text(app, project, chars // 6))
     parts = [part for part in parts if part]

@@ -46,9 +46,12 @@ def doctor(app: App, args: JSON) -> Reply:
         from contextflow.search import derived
 
         derived.search_for(app.store).update(rebuild=True)
+    from contextflow.capture.health import capture_health, health_lines
+
     info = store_info(app, verify=True)
     found = problems(info) + conflicts.findings(app.store) + client_store_findings()
     info["problems"] = found
+    info["capture"] = capture_health(app.store.state_dir)
     lines = [
         f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
         f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
@@ -77,6 +80,7 @@ def doctor(app: App, args: JSON) -> Reply:
         f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {index['documents'] or 0} documents, "
         f"{status} (updated {index['updated'] or 'never'})",
         f"  rebuild:    {index['rebuild']}",
+        *health_lines(info["capture"]),
     ]
     on_disk = info["tables"]
     versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())

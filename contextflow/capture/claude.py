@@ -3,7 +3,9 @@
 Only main-thread `user`/`assistant` lines count (not sidechains, meta lines, compact summaries
 or `<command-name>`-style wrappers); the big noise lines (api-request*, attachments) are
 skipped by a prefix test before any JSON decoding. The transcript lags the Stop hook (its final
-text line comes later): the caller passes the payload's `last_assistant_message`.
+text line, and often the last tool result, come later): the caller passes the payload's
+`last_assistant_message`, and a tool call whose result is not written yet stays in `pending`
+(the capture state) until a later read brings its result.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn, decoded
+from contextflow.capture.turns import Turn, decoded, each, without_private
 
 _NOISE_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation', b'{"type":"last-prompt', b'{"type":"atis')
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
@@ -43,49 +45,81 @@ def _text(content: Any) -> str:
     return ""
 
 
-def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+_KEPT_ARGS = ("file_path", "notebook_path", "command", "subject")  # what a pending call needs of its input
+MAX_PENDING = 50
+
+
+def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | None = None) -> list[Turn]:
     turns: list[Turn] = []
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    tasks: dict[str, list[str]] = {}  # task id -> [subject, status]
+    pending = {} if pending is None else pending
+    calls = pending["calls"] if isinstance(pending.get("calls"), dict) else {}  # tool_use id -> [name, input]
+    tasks = {  # task id -> [subject, status]
+        str(key)[:200]: value
+        for key, value in (pending["tasks"] if isinstance(pending.get("tasks"), dict) else {}).items()
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(part, str) for part in value)
+    }
 
     def current() -> Turn:
         if not turns:
             turns.append(Turn(continued=True))
         return turns[-1]
 
-    for entry in decoded(lines, counts, _is_noise):
+    def take(entry: Any) -> None:
         if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant") or entry.get("isSidechain"):
-            continue
+            return
         message = entry.get("message")
         if not isinstance(message, dict):
             counts["bad"] = counts.get("bad", 0) + 1
-            continue
+            return
         content = message.get("content")
         if entry["type"] == "user":
             prompt = _prompt(entry, content)
             if prompt is not None:
                 turns.append(Turn(prompt))
                 tasks.clear()
-                continue
-            if isinstance(content, list):
+            elif isinstance(content, list):
                 for block in content:
                     if isinstance(block, dict) and block.get("type") == "tool_result":
                         _result(current(), calls, tasks, block, entry.get("toolUseResult"))
-            continue
+            return
         if not isinstance(content, list):
-            continue
+            return
+        texts = []
         for block in content:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
-                calls[str(block.get("id"))] = (str(block.get("name")), block["input"])
+                calls[str(block.get("id"))] = [str(block.get("name")), block["input"]]
+                current().tool_call(block.get("name"), block["input"])
             elif block.get("type") == "text" and _text([block]).strip():
-                current().set_final(_text([block]))
+                texts.append(_text([block]))
+                current().set_final(texts[-1])
+        if texts:
+            current().say(entry.get("uuid"), "\n".join(texts))
+
+    each(decoded(lines, counts, _is_noise), counts, take)
+    pending["calls"] = _kept(calls)
+    pending["tasks"] = dict(list(tasks.items())[-MAX_PENDING:])
     return turns
 
 
+def _kept(calls: dict[str, Any]) -> dict[str, Any]:
+    """The calls still waiting for their result, with only what their result will need (bounded,
+    `<private>` text left out)."""
+    kept = {}
+    for key, call in list(calls.items())[-MAX_PENDING:]:
+        if isinstance(call, list) and len(call) == 2 and isinstance(call[1], dict):
+            given = call[1]
+            names = [name for name in _KEPT_ARGS if isinstance(given.get(name), str)]
+            args = {name: without_private(given[name][:4_096]) for name in names}
+            kept[key[:200]] = [str(call[0])[:100], args]
+    return kept
+
+
 def _result(turn: Turn, calls: dict[str, Any], tasks: dict[str, list[str]], block: dict[str, Any], result: Any) -> None:
-    name, args = calls.pop(str(block.get("tool_use_id")), ("", {}))
+    call = calls.pop(str(block.get("tool_use_id")), None)
+    name, args = (call[0], call[1]) if isinstance(call, list) and len(call) == 2 else ("", {})
+    name, args = (name, args) if isinstance(name, str) and isinstance(args, dict) else ("", {})
     failed = block.get("is_error") is True
     output = _text(block.get("content"))
     if name in _WRITE_TOOLS:
@@ -97,10 +131,13 @@ def _result(turn: Turn, calls: dict[str, Any], tasks: dict[str, list[str]], bloc
         else:
             turn.error(f"{name} {args.get('file_path', '')}: {output}")
     elif name == "Bash":
-        code = _EXIT.search(output[:200]) if failed else None
+        at = output.find("Exit code ", 0, 200) if failed else -1
+        code = _EXIT.match(output, at) if at >= 0 else None
         if code:  # "Exit code 3\n<the command's output>": the output is what tells what went wrong
             output = output[: code.start()] + output[code.end() :]
-        turn.command(args.get("command"), int(code.group(1)) if code else (1 if failed else 0), output)
+        digits = code.group(1) if code else ""
+        exit_code = int(digits) if 0 < len(digits) <= 10 else None if digits or failed else 0
+        turn.command(args.get("command"), exit_code, output, failed)
     elif name == "TodoWrite":
         todos = result.get("newTodos") if isinstance(result, dict) else None
         todos = todos if isinstance(todos, list) else args.get("todos")

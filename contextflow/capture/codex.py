@@ -8,10 +8,11 @@ The structured `event_msg`/`item_completed` items carry the turn: `UserMessage` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
-from contextflow.capture.turns import Turn, decoded
+from contextflow.capture.turns import Turn, decoded, each
 
 _KEEP = (b'"item_completed"', b'"function_call"', b'"task_complete"')
 
@@ -24,7 +25,8 @@ def _command(item: dict[str, Any]) -> str:
     return command if isinstance(command, str) else ""
 
 
-def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | None = None) -> list[Turn]:
+    """`pending` is unused: a rollout writes each item once, complete."""
     turns: list[Turn] = []
     goals: dict[str, str] = {}
 
@@ -33,11 +35,11 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
             turns.append(Turn(continued=True))
         return turns[-1]
 
-    for entry in decoded(lines, counts, lambda line: not any(marker in line[:400] for marker in _KEEP)):
+    def take(entry: Any) -> None:
         payload = entry.get("payload") if isinstance(entry, dict) else None
         if not isinstance(payload, dict):
             counts["bad"] = counts.get("bad", 0) + 1
-            continue
+            return
         kind = payload.get("type")
         if kind == "item_completed" and isinstance(payload.get("item"), dict):
             item = payload["item"]
@@ -53,6 +55,8 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
             _plan(current(), payload, goals)
         elif kind == "task_complete":
             current().set_final(payload.get("last_agent_message"))
+
+    each(decoded(lines, counts, lambda line: not any(marker in line[:400] for marker in _KEEP)), counts, take)
     return turns
 
 
@@ -65,19 +69,22 @@ def _item(turn: Turn, item: dict[str, Any]) -> None:
         if item.get("status") == "failed":
             turn.error(f"apply_patch failed: {item.get('stderr') or item.get('stdout') or ''}")
     elif kind == "CommandExecution":
-        code = item.get("exit_code")
-        code = code if isinstance(code, int) and not isinstance(code, bool) else None
-        turn.command(_command(item), code, str(item.get("aggregated_output") or ""))
+        turn.command(_command(item), item.get("exit_code"), str(item.get("aggregated_output") or ""))
         for parsed in item.get("parsed_cmd") or []:
             if isinstance(parsed, dict) and parsed.get("type") == "read":
                 turn.file("read", parsed.get("path"))
     elif kind == "AgentMessage":
         texts = [str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict)]
         turn.set_final("\n".join(texts))
+        turn.say(item.get("id"), "\n".join(texts))
 
 
 def _plan(turn: Turn, payload: dict[str, Any], goals: dict[str, str]) -> None:
     name = payload.get("name")
+    if isinstance(name, str) and name.endswith("write_shared_handoff"):
+        with contextlib.suppress(TypeError, ValueError):
+            turn.tool_call(name, json.loads(payload.get("arguments") or "{}"))
+        return
     if name not in ("update_plan", "create_goal", "update_goal"):
         return
     try:

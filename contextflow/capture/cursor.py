@@ -5,24 +5,57 @@ A cursor is `{"offset", "ino", "check"}`: the byte offset read up to (always jus
 replaced, truncated or rewritten before the offset, the cursor no longer matches and reading
 restarts from 0 (identical turns are then recognised by their id and not stored twice).
 A call reads at most MAX_READ bytes; a line longer than MAX_LINE is skipped and counted.
+Only a regular file is read: a FIFO, a device or a folder (also behind a link) is refused at once
+(`NotRegular`), never waited on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
+import stat
+from typing import IO, Any
 
 MAX_READ = 8 << 20
 MAX_LINE = 2 << 20
 CHECK_BYTES = 4096
 
 
-class Chunk:
-    """The complete new lines of one read, where the next read starts, and what was skipped."""
+class NotRegular(OSError):
+    """The path names a FIFO, a device, a socket or a folder: refused without reading."""
 
-    def __init__(self, lines: list[bytes], cursor: dict[str, Any], skipped: int, restarted: bool) -> None:
-        self.lines, self.cursor, self.skipped, self.restarted = lines, cursor, skipped, restarted
+
+def open_regular(path: str) -> IO[bytes]:
+    """`path` opened for reading, only when it is a regular file; the open never blocks (a FIFO
+    without a writer is opened non-blocking, then refused)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
+            raise NotRegular(f"{kind}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """A small regular file whole (a state file): at most `limit` bytes, else ValueError."""
+    with open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path} is over {limit:,} bytes")
+    return data
+
+
+class Chunk:
+    """The complete new lines of one read, where the next read starts, and what was skipped.
+    `start`: the offset this read began at (0: the first read, or the file was rewritten)."""
+
+    def __init__(self, lines: list[bytes], cursor: dict[str, Any], skipped: int, restarted: bool, start: int) -> None:
+        self.lines, self.cursor, self.skipped, self.restarted, self.start = lines, cursor, skipped, restarted, start
 
 
 def _check(fd: int, offset: int) -> str:
@@ -32,9 +65,9 @@ def _check(fd: int, offset: int) -> str:
 
 def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ) -> Chunk:
     cursor = cursor or {}
-    from contextflow.core.log import complete_lines  # the log module's reader, without its store imports
+    from contextflow.core.lines import complete_lines  # the one reader of growing JSONL, without the log module
 
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         fd = handle.fileno()
         info = os.fstat(fd)
         offset = cursor.get("offset", 0)
@@ -52,9 +85,10 @@ def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ)
         skipped = 0
         if not read.lines:  # no complete line yet; or one line longer than a whole read: skip it
             if read.unfinished < max_read:
-                return Chunk([], cursor if valid else _cursor(fd, 0, info.st_ino), 0, restarted)
+                return Chunk([], cursor if valid else _cursor(fd, 0, info.st_ino), 0, restarted, offset)
             new = offset + read.unfinished
-            return Chunk([], {**_cursor(fd, new, info.st_ino), "skipping": True}, 0 if skipping else 1, restarted)
+            cursor = {**_cursor(fd, new, info.st_ino), "skipping": True}
+            return Chunk([], cursor, 0 if skipping else 1, restarted, offset)
         lines = read.lines
         if skipping:  # the rest of a line skipped in the last read
             lines = lines[1:]
@@ -64,7 +98,7 @@ def read_new(path: str, cursor: dict[str, Any] | None, max_read: int = MAX_READ)
                 skipped += 1
             elif line.strip():
                 kept.append(line)
-        return Chunk(kept, _cursor(fd, read.end, info.st_ino), skipped, restarted)
+        return Chunk(kept, _cursor(fd, read.end, info.st_ino), skipped, restarted, offset)
 
 
 def _cursor(fd: int, offset: int, ino: int) -> dict[str, Any]:

@@ -1,18 +1,22 @@
-"""A session's running digest (machine-local), and the automatic handoff derived from it.
+"""A session's digest: its turn records folded in order, and the automatic handoff derived from it.
 
-The digest folds each stored turn in: files touched, each command's last outcome, tests' last
-outcome, the latest todo list, the last final messages, recent errors. `auto_handoff` turns it
-into the fields of a normal `handoff` event marked `auto: true`.
+The digest holds the files touched (and their state when last captured), each check's last
+outcome (`outcomes.py`), the latest todo list, the session's substance (`substance.py`), the
+last final reply of a turn that did or decided something (a closing "thanks" is not one), and
+the latest handoff the agent wrote in the session (`handoff`, with whether work followed it).
+The same fold runs over the turn records a session start reads and over a capture's new turns.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from typing import Any
 
+from contextflow.capture import outcomes, substance
+
 MAX_FILES = 40
-MAX_COMMANDS = 15
 MAX_FINALS = 2
 MAX_ERRORS = 5
 _NEXT = re.compile(r"\bnext steps?\s*[:\-]\s*(.+)", re.I)
@@ -24,27 +28,68 @@ def _merge_unique(old: list[str], new: list[str], limit: int) -> list[str]:
     return merged[-limit:]
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def turn_has_work(turn: dict[str, Any]) -> bool:
+    files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
+    return bool(files.get("created") or files.get("edited") or turn.get("commands") or "todos" in turn)
+
+
 def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     """The digest with one more turn (a new dict; the old one is not changed)."""
     out: dict[str, Any] = copy.deepcopy(digest)
-    files = out.setdefault("files", [])
-    for kind in ("created", "edited"):
-        out["files"] = files = _merge_unique(files, turn.get("files", {}).get(kind, []), MAX_FILES)
-    out["read"] = _merge_unique(out.get("read", []), turn.get("files", {}).get("read", []), MAX_FILES)
-    outcomes: dict[str, Any] = out.setdefault("commands", {})
-    for command in turn.get("commands", []):
-        outcomes.pop(command["command"], None)
-        outcomes[command["command"]] = command["exit"]
-    out["commands"] = dict(list(outcomes.items())[-MAX_COMMANDS:])
-    if "todos" in turn:
-        out["todos"] = turn["todos"]
-    if turn.get("final"):
-        out["finals"] = ([*out.get("finals", []), turn["final"]])[-MAX_FINALS:]
-    if turn.get("request"):
-        out["request"] = turn["request"]
-    out["errors"] = (out.get("errors", []) + turn.get("errors", []))[-MAX_ERRORS:]
-    out["turns"] = out.get("turns", 0) + 1
+    fold_in(out, turn)
     return out
+
+
+def fold_all(turns: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The digest of a session's turns, oldest first (one dict, folded in place)."""
+    out: dict[str, Any] = {}
+    for turn in turns:
+        fold_in(out, turn)
+    return out
+
+
+def fold_in(out: dict[str, Any], turn: dict[str, Any]) -> None:
+    """Fold one more turn into `out`, in place (`turn` is not changed)."""
+    number = out.get("turns", 0) + 1
+    out["turns"] = number
+    files_of: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
+    files = out.get("files", [])
+    for kind in ("created", "edited"):
+        files = _merge_unique(files, [p for p in _list(files_of.get(kind)) if isinstance(p, str)], MAX_FILES)
+    out["files"] = files
+    read = [p for p in _list(files_of.get("read")) if isinstance(p, str)]
+    out["read"] = _merge_unique(out.get("read", []), read, MAX_FILES)
+    checks: dict[str, Any] = out.setdefault("checks", {})
+    for command in _list(turn.get("commands")):
+        if isinstance(command, dict):
+            outcomes.fold(checks, command, number)
+    if isinstance(turn.get("todos"), list):
+        out["todos"] = [t for t in turn["todos"] if isinstance(t, dict) and isinstance(t.get("text"), str)]
+    work = turn_has_work(turn)
+    said = substance.of_turn(turn)
+    if isinstance(turn.get("final"), str) and turn["final"] and (work or said or not out.get("finals")):
+        out["finals"] = ([*out.get("finals", []), turn["final"]])[-MAX_FINALS:]
+    if isinstance(turn.get("request"), str) and turn["request"] and (work or said or not out.get("request")):
+        out["request"] = turn["request"]
+    out["substance"] = substance.accumulate(out.get("substance", {}), said)
+    if work:
+        tool_errors = [e for e in _list(turn.get("errors")) if isinstance(e, str) and "` exited " not in e]
+        out["errors"] = tool_errors[-MAX_ERRORS:]
+    state = turn.get("state")
+    if isinstance(state, dict) and isinstance(state.get("files"), dict):
+        known = out.setdefault("state", {"commit": "", "files": {}})
+        known["files"].update({p: b for p, b in state["files"].items() if isinstance(b, str)})
+        commit = state.get("commit")
+        known["commit"] = commit if isinstance(commit, str) and commit else known.get("commit", "")
+    handoff = turn.get("handoff")
+    if isinstance(handoff, dict) and isinstance(handoff.get("summary", ""), str):
+        out["handoff"] = {**handoff, "turn": number}
+    elif work and "handoff" in out:
+        out["handoff"]["work_after"] = True
 
 
 def _outcome(code: Any) -> str:
@@ -54,26 +99,31 @@ def _outcome(code: Any) -> str:
 def has_work(digest: dict[str, Any]) -> bool:
     """Whether the session did anything to hand over: touched a file, ran a command or keeps a todo list.
     A session that only talked hands nothing over (it would push real work out of the latest handoff)."""
-    return bool(digest.get("files") or digest.get("commands") or digest.get("todos"))
+    return bool(digest.get("files") or digest.get("checks") or digest.get("commands") or digest.get("todos"))
 
 
 def auto_handoff(digest: dict[str, Any]) -> dict[str, Any]:
-    """`summary`, `files`, `next_steps`, `open_questions`-free handoff fields from a digest."""
+    """The automatic handoff's fields: summary, files, next steps, tests and commands with their last
+    outcomes, failing checks with their error line, decisions and open questions."""
     finals = digest.get("finals") or []
     summary = finals[-1] if finals else f"Worked on: {digest.get('request') or 'an unnamed request'}"
-    from contextflow.capture.turns import is_test_command
-
-    commands = digest.get("commands", {})
-    tests = [f"{cmd} -> {_outcome(code)}" for cmd, code in commands.items() if is_test_command(cmd)]
-    others = [f"{cmd} -> {_outcome(code)}" for cmd, code in commands.items() if not is_test_command(cmd)]
+    checks = digest.get("checks", {})
+    tests = [f"{c['command']} -> {_outcome(c['exit'])}" for c in checks.values() if c.get("test")]
+    others = [f"{c['command']} -> {_outcome(c['exit'])}" for c in checks.values() if not c.get("test")]
     todos = [t["text"] for t in digest.get("todos") or [] if t.get("status", "").lower() not in _DONE]
+    said = digest.get("substance", {})
     next_steps = []
     for final in reversed(finals):
         found = _NEXT.search(final)
         if found:
             next_steps.append(found.group(1).strip()[:300])
             break
-    next_steps += [f"todo: {todo}" for todo in todos if all(todo not in step for step in next_steps)]
+    for item in [*said.get("todos_said", []), *todos]:
+        if all(not substance.same(item, step) for step in next_steps):
+            next_steps.append(f"todo: {item}" if item in todos else item)
+    errors = [
+        f"`{c['command'][:80]}` exited {c['exit']}: {c['error']}" for c in outcomes.failing(checks) if c.get("error")
+    ]
     fields: dict[str, Any] = {
         "summary": summary,
         "files": digest.get("files", []),
@@ -81,8 +131,18 @@ def auto_handoff(digest: dict[str, Any]) -> dict[str, Any]:
         "commands": others[-10:],
         "tests": tests[-5:],
         "open_todos": todos[:20],
-        "errors": digest.get("errors", [])[-3:],
+        "errors": (errors + digest.get("errors", []))[-MAX_ERRORS:],
+        "failing": outcomes.failing(checks),
+        "decisions": said.get("decisions", []),
+        "open_questions": said.get("questions", []),
         "request": digest.get("request", ""),
         "turns": digest.get("turns", 0),
     }
     return {name: value for name, value in fields.items() if value not in ("", [], None)}
+
+
+def decision_text(item: dict[str, Any]) -> str:
+    text = str(item.get("decision", ""))
+    if item.get("status") == "rejected":
+        text = f"rejected: {text}"
+    return text + (f" (because {item['reasoning']})" if item.get("reasoning") else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn, decoded
+from contextflow.capture.turns import Turn, decoded, each
 
 _EXIT = re.compile(r"Exit Code: (\d+)")
 # what run_shell_command's result holds besides the command's output (`Output: (empty)` when it had none)
@@ -21,7 +21,8 @@ _NOT_OUTPUT = re.compile(
 _FILES = {"write_file": "created", "replace": "edited", "edit": "edited", "read_file": "read"}
 
 
-def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
+def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | None = None) -> list[Turn]:
+    """`pending` is unused: a record written again under its id replaces the earlier one."""
     records: dict[str, dict[str, Any]] = {}
     for entry in decoded(lines, counts, lambda line: line.startswith(b'{"$set"')):
         if not isinstance(entry, dict):
@@ -31,13 +32,14 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
             records.pop(entry["id"], None)  # keep the last version, at its last position
             records[entry["id"]] = entry
     turns: list[Turn] = []
-    for entry in records.values():
+
+    def take(entry: dict[str, Any]) -> None:
         content = entry.get("content")
         if entry["type"] == "user":
             texts = [c.get("text") for c in content or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
             if isinstance(content, list) and texts:
                 turns.append(Turn("\n".join(str(text) for text in texts)))
-            continue
+            return
         if not turns:
             turns.append(Turn(continued=True))
         for call in entry.get("toolCalls") or []:
@@ -45,6 +47,9 @@ def parse(lines: list[bytes], counts: dict[str, int]) -> list[Turn]:
                 _call(turns[-1], call)
         if isinstance(content, str) and content.strip():
             turns[-1].set_final(content)
+            turns[-1].say(entry["id"], content)
+
+    each(records.values(), counts, take)
     return turns
 
 
@@ -61,6 +66,8 @@ def _call(turn: Turn, call: dict[str, Any]) -> None:
     if not isinstance(args, dict):
         return
     failed = call.get("status") not in ("success", None)
+    if not failed:
+        turn.tool_call(name, args)
     output = _output(call)
     if name in _FILES:
         kind = _FILES[name]
@@ -75,7 +82,9 @@ def _call(turn: Turn, call: dict[str, Any]) -> None:
         code = _EXIT.search(output)
         lines = output.replace("Output:", "", 1).splitlines()
         body = "\n".join(line for line in lines if not _NOT_OUTPUT.fullmatch(line))
-        turn.command(args.get("command"), int(code.group(1)) if code else (1 if failed else 0), body)
+        digits = code.group(1) if code else ""
+        exit_code = int(digits) if 0 < len(digits) <= 10 else None if digits or failed else 0
+        turn.command(args.get("command"), exit_code, body, failed or bool(digits and digits.strip("0")))
     elif name == "write_todos" and isinstance(args.get("todos"), list):
         turn.set_todos([(t.get("description"), t.get("status")) for t in args["todos"] if isinstance(t, dict)])
     elif failed and isinstance(name, str):

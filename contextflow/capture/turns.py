@@ -21,7 +21,13 @@ MAX_FINAL = 1_000
 MAX_COMMAND = 300
 MAX_ERROR = 200
 MAX_ITEMS = 20  # files of each kind, commands, errors, todos per turn
-MAX_TURN_BYTES = 4_000
+MAX_PATH = 1_024  # a file path longer than this is not a path anyone typed: dropped, not stored
+MAX_TURN_BYTES = 4_000  # the stored record's JSON, in UTF-8 bytes
+MAX_PROSE = 20_000  # characters of the turn's assistant prose read for its substance
+_HANDOFF_TOOL = "write_shared_handoff"
+_HANDOFF_COMMAND = re.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
+EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (None)
+UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 _PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
 _HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
@@ -33,13 +39,24 @@ _TESTS = re.compile(
 
 
 def decoded(lines: Iterable[bytes], counts: dict[str, int], skip: Callable[[bytes], bool]) -> Iterator[Any]:
-    """Each line `skip` does not pass over, as JSON; a line that is not JSON is counted as bad."""
+    """Each line `skip` does not pass over, as JSON; a line that is not JSON (or nested too deep
+    to decode) is counted as bad."""
     for line in lines:
         if skip(line):
             continue
         try:
             yield json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
+            counts["bad"] = counts.get("bad", 0) + 1
+
+
+def each(entries: Iterable[Any], counts: dict[str, int], handle: Callable[[Any], None]) -> None:
+    """`handle` each entry; an entry it cannot take (it raises on its shape) is skipped and counted
+    as bad: one odd line never stops a read."""
+    for entry in entries:
+        try:
+            handle(entry)
+        except UNREADABLE:
             counts["bad"] = counts.get("bad", 0) + 1
 
 
@@ -88,26 +105,67 @@ class Turn:
         self.errors: list[str] = []
         self.todos: list[dict[str, str]] | None = None
         self.final = ""
+        self.messages: list[tuple[str, str]] = []  # (key, text) of each assistant message: directives are read here
+        self.handoffs: list[dict[str, Any]] = []  # handoffs the agent wrote in this turn (tool or CLI)
+
+    def say(self, key: object, text: object) -> None:
+        """One assistant message (`key`: the client's id for it), for the directives; not stored."""
+        if isinstance(text, str) and text.strip():
+            self.messages.append((key if isinstance(key, str) and key else "", text))
 
     def file(self, kind: str, path: object) -> None:
-        if isinstance(path, str) and path and kind in self.files:
+        if isinstance(path, str) and path and len(path) <= MAX_PATH and kind in self.files:
             bucket = self.files[kind]
-            if path not in bucket:
+            if path not in bucket and len(bucket) < 4 * MAX_ITEMS:
                 bucket.append(path)
 
-    def command(self, command: object, exit_code: int | None, output: str = "") -> None:
+    def command(self, command: object, exit_code: object, output: str = "", failed: bool = False) -> None:
+        """One command run: its exit code (None when unknown or out of range); `failed`: the client
+        says it failed even when its code is unknown."""
         if not isinstance(command, str) or not command.strip():
             return
-        self.commands.append({"command": command, "exit": exit_code})
-        if exit_code:
-            detail = first_line(output, MAX_ERROR) if output else ""
-            self.error(f"`{clip(command, 80)}` exited {exit_code}" + (f": {detail}" if detail else ""))
+        if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
+            exit_code = None
+        entry: dict[str, Any] = {"command": clip(command, MAX_COMMAND), "exit": exit_code}
+        if exit_code == 0 and _HANDOFF_COMMAND.search(command):
+            self.handoff_written(_cli_summary(command[:8_000]))
+        if exit_code or (failed and exit_code is None):
+            from contextflow.capture.outcomes import error_line
+
+            detail = error_line(without_private(output[-64_000:]), MAX_ERROR) if output else ""
+            if detail:
+                entry["error"] = detail
+            how = f"exited {exit_code}" if exit_code else "failed (exit code unknown)"
+            self.error(f"`{clip(command, 80)}` {how}" + (f": {detail}" if detail else ""))
+        self.commands.append(entry)
+
+    def tool_call(self, name: object, args: object) -> None:
+        """A tool the model called: a handoff written through contextflow's tool is noted."""
+        if isinstance(name, str) and name.rsplit("__", 1)[-1].rsplit("_contextflow_", 1)[-1] == _HANDOFF_TOOL:
+            summary = args.get("summary") if isinstance(args, dict) else None
+            files = args.get("files") if isinstance(args, dict) else None
+            self.handoff_written(summary, files)
+
+    def handoff_written(self, summary: object, files: object = None) -> None:
+        if isinstance(summary, str) and summary.strip():
+            entry: dict[str, Any] = {"summary": clip(summary[:8_000], MAX_PROMPT)}
+            if isinstance(files, list):
+                entry["files"] = [f for f in files if isinstance(f, str) and 0 < len(f) <= MAX_PATH][:MAX_ITEMS]
+            self.handoffs.append(entry)
+
+    def prose(self) -> str:
+        """The turn's assistant text, every message (the final reply too), at most MAX_PROSE characters."""
+        texts = [text for _, text in self.messages]
+        if self.final and (not texts or self.final.strip() not in texts[-1]):
+            texts.append(self.final)
+        return "\n".join(texts)[-MAX_PROSE:]
 
     def error(self, text: str) -> None:
-        self.errors.append(clip(text, MAX_ERROR))
+        self.errors.append(clip(text[: 8 * MAX_ERROR], MAX_ERROR))
 
     def set_todos(self, items: list[tuple[object, object]]) -> None:
-        self.todos = [{"text": clip(str(t), 120), "status": str(s)} for t, s in items if isinstance(t, str) and t]
+        todos = [(t, s) for t, s in items if isinstance(t, str) and t][: 4 * MAX_ITEMS]
+        self.todos = [{"text": clip(t[:1_000], 120), "status": clip(str(s)[:100], 40)} for t, s in todos]
 
     def set_final(self, text: object) -> None:
         if isinstance(text, str) and text.strip():
@@ -119,8 +177,8 @@ class Turn:
     def data(self, root: str | None) -> dict[str, Any]:
         """The bounded record: ~MAX_TURN_BYTES at most (lists are cut first, then the final text)."""
         files = {k: [relative(p, root) for p in v][:MAX_ITEMS] for k, v in self.files.items() if v}
-        commands = [{"command": clip(c["command"], MAX_COMMAND), "exit": c["exit"]} for c in self.commands]
-        tests = [c for c in commands if is_test_command(c["command"])]
+        commands = [{**c, "command": clip(c["command"], MAX_COMMAND)} for c in self.commands]
+        tests = [{"command": c["command"], "exit": c["exit"]} for c in commands if is_test_command(c["command"])]
         record: dict[str, Any] = {
             "request": self.prompt,
             "files": files,
@@ -131,24 +189,68 @@ class Turn:
         }
         if self.todos is not None:
             record["todos"] = self.todos[:MAX_ITEMS]
+        from contextflow.capture.prose import extract
+
+        record.update(extract(without_private(self.prose())))
+        if self.handoffs:
+            record["handoff"] = self.handoffs[-1]
         if self.continued:
             record["continued"] = True
-        while len(repr(record)) > MAX_TURN_BYTES and _shrink(record):
+        while record_bytes(record) > MAX_TURN_BYTES and _shrink(record):
             pass
         return {name: value for name, value in record.items() if value not in ("", [], {})}
 
 
+def _cli_summary(command: str) -> str | None:
+    """The summary a `contextflow handoff` command line gives (its first positional or --summary)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    after = words[words.index("handoff") + 1 :] if "handoff" in words else []
+    for n, word in enumerate(after):
+        if word == "--summary" and n + 1 < len(after):
+            return after[n + 1]
+        if word.startswith("--summary="):
+            return word.split("=", 1)[1]
+    skip = False
+    for word in after:
+        if skip:
+            skip = False
+        elif word.startswith("--"):
+            skip = "=" not in word
+        elif word in ("&&", "||", ";", "|"):
+            return None
+        else:
+            return word
+    return None
+
+
+def record_bytes(record: dict[str, Any]) -> int:
+    """The record's size as stored: its JSON in UTF-8 bytes."""
+    return len(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def _shrink(record: dict[str, Any]) -> bool:
-    for name in ("commands", "errors", "todos", "tests"):
-        items = record.get(name)
-        if isinstance(items, list) and len(items) > 3:
-            del items[: len(items) // 2]
+    """Make the record smaller by one step (lists first, oldest items out, then the final text);
+    False when nothing is left to cut."""
+    for floor in (3, 0):
+        for name in ("commands", "errors", "todos", "tests", "decisions", "questions", "todos_said", "resolved"):
+            items = record.get(name)
+            if isinstance(items, list) and len(items) > floor:
+                del items[: max(1, (len(items) - floor) // 2)]
+                return True
+        handoff = record.get("handoff")
+        for items in [*record["files"].values(), handoff.get("files", []) if isinstance(handoff, dict) else []]:
+            if len(items) > floor:
+                del items[max(floor, len(items) // 2) :]
+                return True
+        if floor and len(record["final"]) > 200:
+            record["final"] = cut(record["final"], 200, "…")  # 200 characters with the mark: progress
             return True
-    for items in record["files"].values():
-        if len(items) > 3:
-            del items[3:]
-            return True
-    if len(record["final"]) > 200:
-        record["final"] = cut(record["final"], 200, "…", keep=200)
+    if record["final"]:
+        record["final"] = ""
         return True
     return False

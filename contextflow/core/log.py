@@ -29,12 +29,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from contextflow.core import legacy
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
+from contextflow.core.lines import complete_lines
 
 if TYPE_CHECKING:
     from contextflow.core.lock import WriterLock
@@ -44,7 +45,6 @@ LOG_SUFFIX = ".jsonl"
 QUARANTINE_DIR = "quarantine"
 TAIL_WINDOW = 4096
 PREFIX_BLOCK = 32 * 1024
-READ_CHUNK = 8 * 1024 * 1024
 LOCK_TIMEOUT_S = 10.0
 _LOG_NAME = re.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
 
@@ -145,39 +145,6 @@ def _open_read(path: Path) -> int:
 def unchanged(path: Path, cursor: Cursor | None) -> bool:
     """True when the file's signature still matches the cursor (one stat, no read)."""
     return cursor is not None and signature(path) == cursor.signature
-
-
-class Lines(NamedTuple):
-    lines: list[bytes]  # every complete line read (blank ones too), without its newline
-    end: int  # the offset just after the last newline read
-    unfinished: int  # bytes read after it: a line not ended yet (or cut by `most`)
-
-
-def complete_lines(
-    fd: int, start: int, *, limit: int | None = None, most: int | None = None, block: int = READ_CHUNK
-) -> Lines:
-    """The one reader of a growing JSONL file: the complete lines from `start`, read `block` bytes at a
-    time to the end of the file; with `limit`, stop once that many bytes of whole lines were read; with
-    `most`, once that many bytes were read at all (a line longer than that is left unfinished)."""
-    lines: list[bytes] = []
-    offset, pending = start, b""
-    while True:
-        chunk = os.pread(fd, block, offset + len(pending))
-        if not chunk:
-            break
-        data = pending + chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            pending = data
-        else:
-            lines += data[:cut].split(b"\n")
-            offset += cut + 1
-            pending = data[cut + 1 :]
-            if limit is not None and offset - start >= limit:
-                break
-        if most is not None and offset + len(pending) - start >= most:
-            break
-    return Lines(lines, offset, len(pending))
 
 
 def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chunk:

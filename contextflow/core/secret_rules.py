@@ -272,6 +272,14 @@ EXTRA_RULES = (
         _CREDENTIAL_WORDS,
         accept=is_code_literal,
     ),
+    # prose typed to an agent: "my password is Tr0ub4dor3", "the token was 'abc123xyz'" (a bare value needs a digit)
+    _context(
+        "credential",
+        r"(?i)(?=[pst])\b(?:password|passwd|passphrase|pass ?code|pin|secret|token)\s+(?:is|was|will be)\s+"
+        r"(?:\"([^\"\n]{4,})\"|'([^'\n]{4,})'|([^\s\"'`,;]{6,}))",
+        ("pass", "pin", "secret", "token"),
+        accept=is_token_like,
+    ),
     _context(
         "command-line password",
         r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"

@@ -27,6 +27,7 @@ import orjson
 
 from contextflow.app import App
 from contextflow.capture import core as capture
+from contextflow.capture import transcript
 from contextflow.capture.turns import TURN_KIND
 from contextflow.core import secrets
 from contextflow.core.clock import stamp_from_ms
@@ -130,7 +131,7 @@ def plan_file(app: App, fmt: str, path: Path, raw: bytes, known_turns: set[str])
     entries = [entry for _, _, entry in rows]
     client = FORMATS[fmt]
     counts: dict[str, int] = {}
-    turns = capture._parser(client)([line for _, line, _ in rows], counts)
+    turns = transcript.parser(client)([line for _, line, _ in rows], counts, {})
     turns = [turn for turn in turns if not turn.continued or turn.has_activity()]
     if not turns:
         plan.skipped["file without turns"] = 1

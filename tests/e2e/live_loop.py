@@ -106,6 +106,43 @@ def work_script(agent: str, repository: Path) -> Script:
     return Script(calls, WORK_FINAL)
 
 
+AGENT_SUMMARY = "calc.add coerces its inputs; the CLI entry point is next"
+
+
+def _codex_add(name: str, text: str) -> ToolCall:
+    """Codex's apply_patch adding file `name` with `text`."""
+    lines = "".join(f"+{line}\n" for line in text.splitlines())
+    return ToolCall("apply_patch", freeform=f"*** Begin Patch\n*** Add File: {name}\n{lines}*** End Patch\n")
+
+
+UNRELATED_FINAL = "Wrote NOTES.md with the release checklist."
+
+
+def handoff_script(agent: str, repository: Path) -> Script:
+    """A session that writes calc.py with the client's own tool, then calls write_shared_handoff with
+    no session id (no tool call carries the client's session id)."""
+    calc = str(repository / "calc.py")
+    write = {
+        "claude": ToolCall("Write", {"file_path": calc, "content": CALC}),
+        "gemini": ToolCall("write_file", {"file_path": calc, "content": CALC}),
+    }.get(agent) or _codex_add("calc.py", CALC)
+    client = {"claude": "claude-code", "gemini": "gemini-cli"}.get(agent, agent)
+    handoff = ToolCall("write_shared_handoff", {"agent": client, "summary": AGENT_SUMMARY, "files": ["calc.py"]})
+    return Script((write, handoff), "Handed off.")
+
+
+def unrelated_script(agent: str, repository: Path) -> Script:
+    """Work that has nothing to do with calc.py: the model writes NOTES.md and decides nothing."""
+    notes, text = str(repository / "NOTES.md"), "- tag the release\n"
+    if agent == "claude":
+        call = ToolCall("Write", {"file_path": notes, "content": text})
+    elif agent == "gemini":
+        call = ToolCall("write_file", {"file_path": notes, "content": text})
+    else:
+        call = _codex_add("NOTES.md", text)
+    return Script((call,), UNRELATED_FINAL)
+
+
 RESUME_SCRIPT = Script(
     (
         ToolCall("resume_session", {"session_id": SESSION, "project": PROJECT}),
@@ -207,6 +244,28 @@ def _without_client_settings(env: dict[str, str]) -> dict[str, str]:
     return {
         key: value for key, value in env.items() if not key.startswith(_CLIENT_PREFIXES) or key in OFFLINE_CLIENT_ENV
     }
+
+
+@dataclass(frozen=True)
+class OtherMachine(Place):
+    """A second machine: its own HOME, state folder and writer id, the same (synced) store folder."""
+
+    shared: Path = Path()
+    writer: str = "desktop-e2e"
+
+    @property
+    def store(self) -> Path:
+        return self.shared
+
+    def machine_env(self) -> dict[str, str]:
+        return {**super().machine_env(), "CONTEXTFLOW_WRITER": self.writer}
+
+
+def other_machine(root: Path, place: Place) -> OtherMachine:
+    machine = OtherMachine(root, shared=place.store)
+    machine.home.mkdir(parents=True, exist_ok=True)
+    machine.work.mkdir(parents=True, exist_ok=True)
+    return machine
 
 
 def make_place(root: Path) -> Place:

@@ -115,10 +115,10 @@ def test_the_session_used_the_clients_own_tools_and_they_worked(handover: Handov
 
 
 def test_nothing_but_capture_wrote_the_store(handover: Handover):
-    """No session called a contextflow tool or wrote a directive: the store holds captured turns
-    and automatic handoffs only."""
+    """No session called a contextflow tool or wrote a directive: the store holds captured turns,
+    automatic handoffs and the session's conversation record (it stated a decision) only."""
     kinds = {(event["kind"], event["data"].get("auto")) for event in stored_events(handover.place)}
-    assert kinds == {("capture.turn", None), ("handoff", True)}
+    assert kinds == {("capture.turn", None), ("handoff", True), ("conversation.save", None)}  # the session's record
 
 
 def test_the_store_holds_an_automatic_handoff_of_the_first_client_in_the_first_repository(handover: Handover):

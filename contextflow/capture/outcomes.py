@@ -1,0 +1,147 @@
+"""Each check's last outcome: commands keyed by what they check, not by how they were spelled.
+
+`check_key("pytest -q")` and `check_key("python -m pytest tests/")` are the same check (the
+whole pytest suite); `pytest tests/test_a.py::test_x` is a narrower one inside it. A later
+passing run clears every failure it covers; a later failing run replaces the outcome of its own
+check. `error_line` picks the meaningful line of a failure's output (the assertion, the
+exception), never progress output. Pure functions: capture and the session start share them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache, lru_cache
+from typing import Any
+
+from contextflow.capture.turns import is_test_command
+
+MAX_CHECKS = 15
+WHOLE = ""  # the target of a run over the whole suite
+_RUNNER_NAMES = {
+    "pytest": "pytest",
+    "unittest": "unittest",
+    "tox": "tox",
+    "nox": "nox",
+    "jest": "jest",
+    "vitest": "vitest",
+    "npm": "npm test",
+    "go": "go test",
+    "cargo": "cargo test",
+    "make": "make test",
+    "script": "scripts/test",
+}
+_RUNNER = re.compile(  # one pattern, one compile: a hook pays for it on every call
+    r"(?P<pytest>(?:^|[\s/])(?:py\.test|pytest)\b)|(?P<unittest>\bunittest\b)|(?P<tox>\btox\b)|(?P<nox>\bnox\b)"
+    r"|(?P<jest>\bjest\b)|(?P<vitest>\bvitest\b)|(?P<npm>\b(?:npm|yarn|pnpm)(?: run)? test\b)|(?P<go>\bgo test\b)"
+    r"|(?P<cargo>\bcargo test\b)|(?P<make>\bmake test\b)|(?P<script>\bscripts/test\b)"
+)
+_SUITE_FOLDERS = {"tests", "test", "spec", ".", "./...", "..."}
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
+    """Progress lines, and what makes a line meaningful, most telling first (compiled on first failure)."""
+    progress = re.compile(r"^[\s.FEsxX]*(\[\s*\d+%\])?\s*$|^=+.*=+$|^-+$|^collected \d+|^platform |^rootdir")
+    meaning = (
+        re.compile(r"^E\s+\S"),  # pytest's assertion and exception lines
+        re.compile(r"^FAILED\s+\S"),  # pytest's short summary
+        re.compile(r"\b(AssertionError|Error|Exception|panicked at|FAIL:|error\[|error:)", re.I),
+        re.compile(r"\b(fail(ed|ure)?|not found|no such|denied|refused|timed? ?out)\b", re.I),
+    )
+    return progress, meaning
+
+
+def _words(command: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+@lru_cache(maxsize=1_024)  # a session runs the same few commands again and again
+def check_key(command: str) -> str:
+    """What a command checks: `runner` + `|` + target (WHOLE for the suite) for a test command,
+    else the command with its spacing collapsed."""
+    text = " ".join(command.split())
+    if not is_test_command(text):
+        return text
+    found = _RUNNER.search(text)
+    runner = _RUNNER_NAMES.get(found.lastgroup or "", "tests") if found else "tests"
+    targets = []
+    for word in _words(text.split("&&")[-1].split("|")[0]):
+        if word.startswith("-") or "=" in word or not ("/" in word or word.endswith(".py") or "::" in word):
+            continue
+        word = word.removeprefix("./").rstrip("/")
+        if word not in _SUITE_FOLDERS:
+            targets.append(word)
+    return f"{runner}|{','.join(sorted(targets)) or WHOLE}"
+
+
+def covers(wider: str, narrower: str) -> bool:
+    """Whether a passing run of check `wider` also shows check `narrower` passes."""
+    if wider == narrower:
+        return True
+    runner, _, scope = wider.partition("|")
+    other_runner, bar, other_scope = narrower.partition("|")
+    if not bar or runner != other_runner:
+        return False
+    if scope == WHOLE:
+        return True
+    inside = other_scope.split(",") if other_scope else []
+    scopes = scope.split(",")
+    return bool(inside) and all(
+        any(t == s or t.startswith(s + "/") or t.startswith(s + "::") for s in scopes) for t in inside
+    )
+
+
+def error_line(output: str, limit: int = 200) -> str:
+    """The line of a failure's output that says what went wrong: an assertion or exception line
+    first, then a failure summary, else the last line that is not progress output."""
+    progress, meaning = _patterns()
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    for pattern in meaning:
+        found = [line for line in lines if pattern.search(line) and not progress.match(line)]
+        if found:
+            return _clip(found[0] if pattern is meaning[0] else found[-1], limit)
+    rest = [line for line in lines if not progress.match(line)]
+    return _clip(rest[-1], limit) if rest else ""
+
+
+def _clip(line: str, limit: int) -> str:
+    line = line.strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def fold(checks: dict[str, dict[str, Any]], command: dict[str, Any], turn: int) -> None:
+    """Record one command's outcome (`{command, exit, error?}`) in `checks` (key -> outcome), in place:
+    it replaces its own check's outcome, and a pass clears the failures it covers."""
+    raw = command.get("command")
+    if not isinstance(raw, str) or not raw.strip():
+        return
+    key = check_key(raw)
+    code = command.get("exit")
+    if code == 0:
+        for other in [k for k, v in checks.items() if v.get("exit") not in (0,) and covers(key, k)]:
+            del checks[other]
+    checks.pop(key, None)
+    outcome: dict[str, Any] = {"command": raw, "exit": code, "turn": turn, "test": is_test_command(raw)}
+    if code and isinstance(command.get("error"), str) and command["error"]:
+        outcome["error"] = command["error"]
+    checks[key] = outcome
+    while len(checks) > MAX_CHECKS:
+        del checks[next(iter(checks))]
+
+
+def failing(checks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [outcome for outcome in checks.values() if outcome.get("exit") != 0]
+
+
+def targets_of(command: str) -> list[str]:
+    """The paths a test command names (its targets, without `::node` parts)."""
+    key = check_key(command)
+    _, bar, scope = key.partition("|")
+    if not bar or not scope:
+        return []
+    return list(dict.fromkeys(target.split("::")[0] for target in scope.split(",")))
