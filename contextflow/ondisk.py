@@ -1,5 +1,5 @@
 """Views folded from their own events, kept on disk: a process that reads the timeline, the graph,
-the records or the conversations folds that view from its kinds' events in the derived tables
+the records, the conversations or the capture activity folds that view from its kinds' events in the derived tables
 (`view_events`), never from the whole logs, and catches up on the rows added since.
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
 
 # each view served this way and the kinds it folds (its events' kinds start with one of these)
-KINDS = {"timeline": "timeline.", "graph": "graph.", "records": "context.", "conversations": "conversation."}
+KINDS = {
+    "timeline": "timeline.",
+    "graph": "graph.",
+    "records": "context.",
+    "conversations": "conversation.",
+    "activity": "capture.",
+}
 
 SCHEMA = (
     """CREATE TABLE view_events(
@@ -46,7 +52,7 @@ def rows(event: Event) -> Iterator[Row]:
             yield "view_events", (event.id, view, db_stamp(event.hlc), event.writer, event.seq, event.kind, data)
 
 
-TABLES = TableSet(Format("view-events", 1, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",))
+TABLES = TableSet(Format("view-events", 2, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",))
 
 
 class _Folded:

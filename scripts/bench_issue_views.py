@@ -35,7 +35,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from benchlib.procs import cold_start  # noqa: E402
+from benchlib.procs import ProbeError, cold_start  # noqa: E402
 from benchlib.storegen import generate_store  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "capture" / "claude-transcript.jsonl"
@@ -114,7 +114,10 @@ class Tree:
         return timed(self.cli("hook", "stop"), self.env, self.payload(True))
 
     def first_read(self, errlog: Path) -> tuple[float, float]:
-        found = cold_start(self.cli("serve"), self.env, "read_shared_context", {"limit": 20}, errlog)
+        try:
+            found = cold_start(self.cli("serve"), self.env, "read_shared_context", {"limit": 20}, errlog)
+        except ProbeError as exc:
+            raise SystemExit(f"{self.name}: {exc}; its stderr ends:\n{errlog.read_text()[-3000:]}") from None
         return found.to_first_call, found.peak_rss_kb / 1024
 
 

@@ -42,7 +42,7 @@ app = App.open()
 what = sys.argv[1]
 if what == "build":
     from contextflow.core.tables import BUILD_WAIT_S
-    read = app.tables().update(BUILD_WAIT_S)
+    read = app.tables().update(BUILD_WAIT_S, foreground=True)
     out = {"read": read}
 elif what == "feed":
     from contextflow.feed.core import recent

@@ -308,3 +308,24 @@ def test_while_another_process_makes_the_database_a_reader_answers_from_what_is_
         builder.execute("ROLLBACK")
         builder.close()
     assert path.exists() and len(recent(app)) == 5
+
+
+def test_a_big_backlog_is_built_by_one_background_process_while_readers_answer(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from contextflow.core import tables as tables_module
+
+    fill(app)
+    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 100)  # as if the logs were big
+    told: list[str] = []
+    app.store.progress = told.append
+    first = recent(app)  # answered at once from what is built so far (nothing, or part of it)
+    assert len(first) <= 5 and told and "in the background" in told[0]
+    deadline = time.monotonic() + 60
+    while not app.tables().current():  # the background builder's work arrives
+        assert time.monotonic() < deadline, "the background build did not finish"
+        time.sleep(0.05)
+    assert len(recent(app)) == 5 and app.tables().caught_up == 0  # this process read nothing itself
+    assert app.tables().differing() == []

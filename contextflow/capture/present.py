@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture.view import ActivityState
 from contextflow.core import checks
@@ -20,7 +21,7 @@ def session_activity(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(app, project=args.get("project"), session_id=args.get("session_id"))
     if not where.session_id:
         raise InputError(f"session_activity needs a session_id (no active session is set). {sessions.PICK_HINT}")
-    state: ActivityState = app.store.view("activity")
+    state: ActivityState = ondisk.view(app, "activity")
     limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
     turns = state.session_turns(where.project, where.session_id)[-limit:]
     blocks = []

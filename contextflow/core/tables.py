@@ -19,8 +19,10 @@ A read first compares every log's signature with the cursors (one stat each, one
 log grew, the process that sees it takes SQLite's write lock (waiting at most `wait` seconds), reads
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk; a process
 that cannot get the lock in time answers from what is there (a build in progress is partial, never
-wrong). A log that no longer continues (compaction, a removed conflict copy) rebuilds the formats
-that read it; a database that fails to open or read is deleted and rebuilt.
+wrong). A backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built by one forked
+background process (`views.build.lock`) while readers answer from what is built so far. A log that
+no longer continues (compaction, a removed conflict copy) rebuilds the formats that read it; a
+database that fails to open or read is deleted and rebuilt.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 DB_FILE = "views.sqlite3"
 READ_BYTES = 8 * 1024 * 1024  # new bytes read (and committed) at a time
 WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
+BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this has it built in the background
+BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
 Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
 STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
@@ -228,8 +232,8 @@ class Tables:
         with self._mutex, tempfile.TemporaryDirectory(dir=self.path.parent) as folder:
             fresh = Tables(self.store, list(self.sets.values()), Path(folder) / DB_FILE)
             try:
-                fresh.update(BUILD_WAIT_S)
-                self.update(BUILD_WAIT_S)
+                fresh.update(BUILD_WAIT_S, foreground=True)
+                self.update(BUILD_WAIT_S, foreground=True)
                 differ = [
                     table
                     for table_set in self.sets.values()
@@ -258,21 +262,23 @@ class Tables:
 
     # -- updating ---------------------------------------------------------------------------
 
-    def update(self, wait: float = WAIT_S) -> int:
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False) -> int:
         """Fold the logs' new events into every format; returns how many events were read. When another
-        process holds the write lock longer than `wait` s, returns -1 (the tables answer as they are)."""
+        process holds the write lock longer than `wait` s, returns -1 (the tables answer as they are).
+        Unless `foreground`, a backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built
+        by one background process while this one answers from what is there (also -1)."""
         with self._mutex:
             try:
-                return self._update(wait)
+                return self._update(wait, foreground)
             except Busy:
                 return -1
             except sqlite3.DatabaseError as exc:
                 if not _damaged(exc):
                     return -1  # the disk is full or read-only: the tables answer as they are
                 self._discard()
-                return self._update(wait)
+                return self._update(wait, foreground)
 
-    def _update(self, wait: float) -> int:
+    def _update(self, wait: float, foreground: bool) -> int:
         db = self._connect()
         try:
             db.executescript(_META)  # (nothing to do once they exist)
@@ -286,7 +292,11 @@ class Tables:
         read, resets = 0, 0
         paths = self._paths()
         passes = 2 * sum(_unread(path, None) for path in paths) // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
-        backlog = bool(retire) or sum(_unread(path, blob) for path, blob, _ in todo) > READ_BYTES
+        unread = sum(_unread(path, None) for path in paths) if retire else sum(_unread(p, b) for p, b, _ in todo)
+        backlog = unread > READ_BYTES
+        if not foreground and unread > BACKGROUND_BYTES and hasattr(os, "fork"):
+            self._build_in_background(unread)
+            return -1
         for number in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
             # much to read and another process already at it: answer from what is there (`Busy`), never build twice
             with _Txn(db, 0 if backlog and not number else wait):
@@ -301,6 +311,26 @@ class Tables:
                 path, blob, names = todo[0]
                 read += self._read(db, path, blob, names)
         return read
+
+    def _build_in_background(self, unread: int) -> None:
+        """Have one background process build the tables (none when one already does)."""
+        from contextflow.core.lock import LockTimeout, WriterLock
+        from contextflow.core.snapshot import in_background
+
+        lock = WriterLock(self.path.with_name(BUILD_LOCK), 0)
+        try:
+            lock.acquire()
+        except LockTimeout:
+            return  # another process builds them
+        lock.release()  # the builder takes it
+        if self.store.progress is not None:
+            self.store.progress(
+                f"building this machine's views from {unread / 1e6:.0f} MB of logs in the background; "
+                "until it is done, answers hold what is built so far"
+            )
+        self.close()  # no database connection crosses the fork
+        store, sets, path = self.store, list(self.sets.values()), self.path
+        in_background(lambda: _build(store, sets, path))
 
     def _plan(
         self, db: sqlite3.Connection, paths: list[Path]
@@ -408,6 +438,22 @@ class Tables:
                         f'UPDATE "{table}" SET hlc = ? WHERE id = ? AND hlc > ?',
                         (db_stamp(cap), event_id, db_stamp(cap)),
                     )
+
+
+def _build(store: Store, sets: list[TableSet], path: Path) -> None:
+    """The background builder: the whole backlog, under the build lock (released when it exits)."""
+    from contextflow.core.lock import LockTimeout, WriterLock
+
+    lock = WriterLock(path.with_name(BUILD_LOCK), BUILD_WAIT_S)
+    try:
+        with lock:
+            tables = Tables(store, sets, path)
+            try:
+                tables.update(BUILD_WAIT_S, foreground=True)
+            finally:
+                tables.close()
+    except LockTimeout:
+        return
 
 
 def _same_rows(one: sqlite3.Connection, other: sqlite3.Connection, table: str) -> bool:

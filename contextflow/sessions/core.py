@@ -195,9 +195,7 @@ def write_handoff(
 
 def _latest(app: App, written: Event) -> Winner | None:
     """The latest handoff of the session (or project) `written` went to, unless it is `written`."""
-    state = sessions_state(app)
-    entries = state.session_entries(str(written.data["project"]), session_of(written) or None)
-    latest = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
+    latest = latest_handoff(app, EntryFilter(str(written.data["project"]), session_id=session_of(written) or None))
     return None if latest is None or latest.id == written.id else Winner(latest.id, latest.writer, latest.hlc)
 
 
