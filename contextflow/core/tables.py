@@ -224,6 +224,24 @@ class Tables:
                 raise
             return not retire and not todo
 
+    def built(self) -> tuple[int, int]:
+        """(bytes of the logs every format holds, bytes of the logs): how far a build is (the web page
+        shows it while answers hold what is built so far)."""
+        paths = self._paths()
+        total = sum(_unread(path, None) for path in paths)
+        with self._mutex:
+            try:
+                rows = self._connect().execute("SELECT format, path, cursor FROM cursors").fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return 0, total
+                raise
+        held: dict[str, dict[str, int]] = {}
+        for name, path, blob in rows:
+            held.setdefault(str(path), {})[name] = int(orjson.loads(blob)[4])
+        done = sum(min((held.get(str(path), {}).get(name, 0) for name in self.sets), default=0) for path in paths)
+        return min(done, total), total
+
     def differing(self) -> list[str]:
         """The tables whose rows differ from a fresh build from the logs (for `doctor`); when any do, the
         database is deleted (forged or damaged: the next read builds it again)."""

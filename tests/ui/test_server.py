@@ -17,6 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from contextflow.adapters import hooks
+from contextflow.adapters.ui.api import Api
 from contextflow.adapters.ui.server import CSP, bind, build_app, cookie_name
 from contextflow.app import App
 from contextflow.sessions import core as sessions
@@ -38,10 +39,12 @@ def written() -> Written:
 @pytest.fixture
 def ui(written: Written) -> Iterator[TestClient]:
     app = App.open()
+    pages = Api(app)
     try:
-        with TestClient(build_app(app, TOKEN, PORT), base_url=BASE, follow_redirects=False) as client:
+        with TestClient(build_app(app, TOKEN, PORT, pages), base_url=BASE, follow_redirects=False) as client:
             yield client
     finally:
+        pages.close()
         app.close()
 
 

@@ -87,6 +87,9 @@ class Api:
         except Exception as exc:  # the first search says the same when it asks
             print(f"contextflow ui: could not start the search index build: {exc}", flush=True)
 
+    def close(self) -> None:
+        self.index.stop()
+
     def signature(self) -> Any:
         return self.app.store.current_signatures()
 
@@ -111,6 +114,7 @@ class Api:
             "health": self.health,
             "feed": self.feed,
             "index": self.index_state,
+            "state": self.derived_state,
         }
         posts: dict[str, Callable[[JSON], Any]] = {
             "node": lambda body: curate.node(self, body),
@@ -256,6 +260,17 @@ class Api:
     async def health(self, request: Request) -> Any:
         report = await self.call("doctor", {"quick": True})  # `capture`: per client (capture/health.py)
         return {**report, "indexing": await anyio.to_thread.run_sync(self.index.building)}
+
+    async def derived_state(self, request: Request) -> Any:
+        """Whether this machine's derived tables hold every log's events, and how far a build is: until
+        they do, pages show what is built so far, and say so."""
+
+        def read() -> Any:
+            tables = self.app.tables()
+            done, total = tables.built()
+            return {"tables": {"current": tables.current(), "done_bytes": done, "total_bytes": total}}
+
+        return await anyio.to_thread.run_sync(read)
 
     async def index_state(self, request: Request) -> Any:
         return {"indexing": await anyio.to_thread.run_sync(self.index.building)}

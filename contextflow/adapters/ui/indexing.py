@@ -69,6 +69,17 @@ class Indexer:
         error = child.stderr.read().decode(errors="replace").strip()
         if child.wait() != 0:
             self.failed = error.splitlines()[-1] if error else f"the index build stopped (exit {child.returncode})"
+        for stream in (child.stdin, child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+
+    def stop(self) -> None:
+        """Stop a build under way (it starts over from its last commit next time); when the server stops."""
+        with self.mutex:
+            child = self.child
+        if child is not None and child.poll() is None:
+            child.terminate()
+            child.wait(30)
 
     def behind(self) -> int:
         """Bytes of the logs not yet in the index (all of them when there is no index yet)."""

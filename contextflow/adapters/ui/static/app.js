@@ -226,6 +226,38 @@ async function render(keepPlace) {
   if (keepPlace) window.scrollTo(0, scroll);
   else main.focus({ preventScroll: true });
   document.body.dataset.rendered = String(ticket);
+  checkBuilding();
+}
+
+// A guess never hides: while this machine's views are built from the logs (a new machine), pages
+// show what is built so far, and this banner says so and how far; the page is drawn again once done.
+let watching = false;
+
+async function checkBuilding() {
+  if (watching) return;
+  watching = true;
+  const banner = document.getElementById("building");
+  let wasBuilding = false;
+  try {
+    for (;;) {
+      const state = (await get("state")).tables;
+      if (state.current) break;
+      wasBuilding = true;
+      const share = state.total_bytes ? Math.floor((100 * state.done_bytes) / state.total_bytes) : 0;
+      banner.textContent = "Building this machine's views from the logs: " + share + "% ("
+        + Math.round(state.done_bytes / 1e6) + " of " + Math.round(state.total_bytes / 1e6) + " MB). "
+        + "Until it is done, pages show what is built so far; this page is drawn again when it is.";
+      banner.hidden = false;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } catch {
+    // the server is away: the live status says so
+  } finally {
+    watching = false;
+  }
+  banner.hidden = true;
+  delete document.body.dataset.building;
+  if (wasBuilding) render(true);
 }
 
 // Never a silent wait: a page that takes a moment says so, and how long it has waited.
