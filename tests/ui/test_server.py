@@ -428,3 +428,16 @@ def test_the_feed_shows_every_agent_and_machine_newest_first_and_filters(ui: Tes
     assert api(ui, "feed", before="2000-01-01T00:00:00Z")["items"] == []
     bad = ui.get("/api/feed", params={"before": "not a cursor"}, headers=COOKIE)
     assert bad.status_code == 400 and "before must be the id of a feed item" in bad.json()["error"]
+
+
+def test_the_state_says_whether_this_machines_views_hold_every_log(ui: TestClient) -> None:
+    api(ui, "feed")  # a read brings them up to date
+    tables = api(ui, "state")["tables"]
+    assert tables["current"] is True and tables["done_bytes"] == tables["total_bytes"] > 0
+    other = open_app("other-machine")
+    try:
+        sessions.append_note(other, agent="gemini", text="new bytes", project="acme/shop")
+    finally:
+        other.close()
+    behind = api(ui, "state")["tables"]
+    assert behind["current"] is False and behind["done_bytes"] < behind["total_bytes"]
