@@ -163,7 +163,9 @@ def test_every_node_of_the_graphs_first_view_can_be_clicked(ui: tuple[Any, str, 
             missed.append(node["id"])
     assert missed == []
     page.wait_for_selector(f'#node-detail[data-id="{nodes[-1]["id"]}"]')
+    before = page.evaluate("document.body.dataset.rendered")
     page.get_by_role("link", name="Its neighbourhood").click()
+    page.wait_for_function("before => document.body.dataset.rendered !== before", arg=before)
     page.wait_for_selector("#graph-canvas[data-ready]")
     assert "The neighbourhood of one node" in page.inner_text("#graph-count")
 
