@@ -220,6 +220,8 @@ class Project:
 
 def list_projects(app: App) -> list[Project]:
     """Every project with entries, most recently active first."""
+    if stored.disk(app):
+        return [Project(*found) for found in stored.projects(app)]
     state = sessions_state(app)
     found = []
     for name, entries in state.by_project.items():
