@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from contextflow.app import App
+from contextflow.capture.view import ActivityView
 from contextflow.core.errors import InputError
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, servermemory, transcripts
@@ -156,7 +157,7 @@ def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: P
     """Each transcript file a session: all of them planned, then stored in one write (dated when they happened)."""
     paths = transcripts.files(where, fmt)
     report = Report(fmt, str(where), dry_run, files=len(paths))
-    known = set(app.store.view("activity").turn_ids)  # turns captured live or imported before
+    known = set(app.store.view(ActivityView).turn_ids)  # turns captured live or imported before
     planned: list[Planned] = []
     stamps: list[int] = []
     progress.start(len(paths) + 1, f"reading {len(paths)} session(s)")

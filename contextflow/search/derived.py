@@ -4,8 +4,8 @@ On-disk contract (`<state folder>/derived/`, machine-local, never synced, always
 
 - `search-<instance>/`: the tantivy index (`search/disk.py`), a new folder for each build; readers
   map it, so processes share it through the page cache instead of each decoding its own copy.
-- `state.json`: the version key (the format's explicit version, index engine, stemmer, the store
-  folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
+- `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
+  store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
   offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
 - `update.lock`: held by the one process bringing the index up to date.
 
@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from contextflow.core.errors import StoreError
-from contextflow.core.events import BadLine, Event, decode
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, signature
 from contextflow.core.log import Chunk, Cursor, list_segments, read_new
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
 
 T = TypeVar("T")
-FORMAT = 1
+FORMAT = 1  # this module's state file and folder layout
 FOLDER = "derived"
 STATE_FILE = "state.json"
 LOCK_FILE = "update.lock"
@@ -76,8 +75,25 @@ def _files(folder: Path) -> dict[str, int]:
         return {}
 
 
-# the index's format (core/formats.py): raise its version when what the index holds changes
-INDEX_FORMAT = Format("search-index", FORMAT, ("contextflow.search.derived", "contextflow.search.sink"))
+# What goes into the index: the fold (sink, view, disk rows), whose version is here, and each feature's
+# extractors, whose version is in its declaration (`Feature.search_version`). Raise a version when what
+# goes in changes; tests/test_formats.py guards the code each depends on.
+INDEX = Format(
+    "search-index",
+    2,
+    ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
+)
+
+
+def extractor_formats() -> dict[str, Format]:
+    """Each feature's extractors as a format: its version and its own code (beside the index's)."""
+    from contextflow.features import features
+
+    return {
+        f.name: Format(f"search-index/{f.name}", f.search_version[0], (f.extractors,))
+        for f in features()
+        if f.extractors
+    }
 
 
 def version_key(store_folder: Path) -> dict[str, Any]:
@@ -89,7 +105,8 @@ def version_key(store_folder: Path) -> dict[str, Any]:
         "format": FORMAT,
         "engine": ENGINE,
         "stemmer": STEMMER,
-        "version": INDEX_FORMAT.version,
+        "index": INDEX.version,
+        "extractors": {name: found.version for name, found in extractor_formats().items()},
         "scale": weight_scale(),
         "store": str(store_folder),
     }
@@ -290,7 +307,7 @@ class DerivedSearch:
         if not todo:
             return 0
         total = sum(_unread(path, segments.get(str(path))) for path in todo)
-        from contextflow.search.sink import SearchSink, fold_chunk
+        from contextflow.search.sink import SearchSink, fold_chunk, readable
 
         sink = SearchSink(self._open(), fresh)
         progress = Progress(total if fresh or total > READ_BYTES else 0)
@@ -322,11 +339,9 @@ class DerivedSearch:
                 work = pool.submit(fold_chunk, chunk.lines, sink.index.scale) if pool is not None else None
                 if pool is None:
                     for line_no, raw in chunk.lines:
-                        try:
-                            event: Event = decode(raw, line_no)
-                        except BadLine:
-                            continue
-                        sink.apply(event)
+                        event = readable(raw, line_no, self.store.fields)
+                        if event is not None:
+                            sink.apply(event)
                 waiting.append((work, path, chunk, start))
                 while waiting and (len(waiting) > WORKERS or _done(waiting[0][0])):
                     settle()
