@@ -26,7 +26,15 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
-from contextflow.core.secret_rules import CREDENTIAL_FIELD, EVENT_RULES, Rule, credential_field_kind, needles, rules
+from contextflow.core.secret_rules import (
+    CREDENTIAL_FIELD,
+    EVENT_RULES,
+    Rule,
+    credential_field_kind,
+    needles,
+    rules,
+    tag_start,
+)
 from contextflow.core.settings import SECRETS_VARIABLE as ENV_VAR
 from contextflow.core.settings import secrets_mode
 from contextflow.core.text import clean, map_strings, needs_cleaning
@@ -74,6 +82,8 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
                     start += 1
                 while end > start and text[end - 1] in trim:
                     end -= 1
+                if rule.in_context:  # a tag written right after a credential is kept, and never shields it
+                    end = start + tag_start(text[start:end])
                 if end - start < rule.min_length:
                     continue
                 if rule.accept and not rule.accept(text[start:end], start > 0 and text[start - 1] in "\"'"):

@@ -216,6 +216,7 @@ class Store:
             segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
         segment.cursor = chunk.cursor
+        segment.held, segment.held_at, segment.torn = chunk.held, chunk.held_at, segment.torn + chunk.torn
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
         schema, edge, ahead = self.fields, horizon(), segment.ahead
         for line_no, raw in chunk.lines:
@@ -391,12 +392,14 @@ class Store:
         stamps: Sequence[int] | None = None,
         *,
         collected: bool = False,
+        fold: bool = True,
     ) -> list[Event]:
         """Append events in one locked write; they are folded before this returns. Events read stamped
         beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
         replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
         per item) replaces the clock: an importer's events dated when they happened (a past session's
-        turns), which order by those stamps like any event; the clock does not move for them."""
+        turns), which order by those stamps like any event; the clock does not move for them. `fold=False`
+        leaves folding them to the next read (an import that ends here need not hold them all in memory)."""
         from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
@@ -438,8 +441,10 @@ class Store:
                     Event(event_id, self.writer, seq + offset, stamp, kind, data)
                     for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
                 ]
-                self._writer.append(b"".join(encode(event) for event in events))
-                if not collected:  # (a batch's events were folded already, and `collecting` forgets them next)
+                own = self._segments.get(self._writer.path)
+                held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
+                self._writer.append_lines([encode(event) for event in events], held_at)
+                if fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
                     self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
             raise StoreError(
@@ -495,6 +500,12 @@ class Store:
         snapshot.in_background(lambda: self.save_snapshot(force=True))
         self._new_since_snapshot = 0
         return True
+
+    def forget(self) -> None:
+        """Drop the folded state (found forged or damaged): the next read folds the logs again, and nothing
+        of what was dropped is saved (neither the snapshot nor anything built from the views on close)."""
+        self._reset()
+        self.loaded, self.from_snapshot, self._new_since_snapshot = False, False, 0
 
     def close(self) -> None:
         self.save_snapshot()

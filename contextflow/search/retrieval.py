@@ -144,7 +144,7 @@ def search_source(app: App) -> SearchIndex | DiskIndex:
         return app.store.view(SearchView)
     try:
         return derived.search_for(app.store).index()
-    except (ImportError, OSError, ValueError, derived.IndexDamaged):
+    except (ImportError, OSError, ValueError, derived.IndexDamaged, derived.IndexBusy):
         return search_index(app)
 
 
@@ -208,8 +208,11 @@ def get_context(
     source = search_source(app)
     if isinstance(source, SearchIndex):
         hits = rank(source, wanted, now)
-    else:  # a damaged index is rebuilt and asked again
-        hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
+    else:  # a damaged index is rebuilt and asked again; one locked by a silent process is passed by
+        try:
+            hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
+        except derived.IndexBusy:
+            hits = rank(search_index(app), wanted, now)
     return hydrate(app, wanted, current_handoffs(app, hits), budget)
 
 

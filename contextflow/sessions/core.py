@@ -17,7 +17,7 @@ from contextflow.core import checks
 from contextflow.core.ahead import Winner, confirm
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.ids import new_id
 from contextflow.core.project import project_of
 from contextflow.sessions import stored
@@ -51,7 +51,7 @@ def active_session(app: App) -> str | None:
     if app.settings.active_session or path is None:
         return app.settings.active_session or None
     try:
-        return path.read_text(encoding="utf-8").strip() or None
+        return read_regular(path).decode("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
