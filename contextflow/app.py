@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core.fold import View
-from contextflow.core.settings import Settings
+from contextflow.core.locate import Location
+from contextflow.core.settings import Settings, adopt
 from contextflow.core.store import Store
 
 if TYPE_CHECKING:
@@ -20,21 +21,30 @@ if TYPE_CHECKING:
 class App:
     store: Store
     settings: Settings
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)  # the environment it was opened with
 
     @classmethod
     def open(
-        cls, env: Mapping[str, str] | None = None, *, cwd: str | os.PathLike[str] | None = None, **store_kwargs: Any
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        location: Location | None = None,
+        **store_kwargs: Any,
     ) -> App:
-        """The store the environment names, folding every feature's views (`contextflow.features`).
-        `cwd`: the working folder whose repository names the default project (core.project)."""
+        """The store the environment names, folding every feature's views (`contextflow.features`), and
+        the settings resolved from that environment. `cwd`: the working folder whose repository names the
+        default project (core.project); `location=`: where the caller already found the store."""
         from contextflow import features
 
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
         store_kwargs.setdefault("snapshot_versions", features.snapshot_versions)
-        store = Store.open(env, **store_kwargs)
-        return cls(store, Settings.from_env(store.state_dir, env, cwd))
+        store = Store.open(env, location, **store_kwargs)
+        settings = Settings.from_env(store.state_dir, env, cwd)
+        adopt(settings)  # what has no App at hand (the search ranking) reads the same settings
+        return cls(store, settings, env)
 
     def close(self) -> None:
         if self.store.loaded:  # each feature's close-time work, for the views this process loaded

@@ -7,7 +7,9 @@ off it, imported when first asked for:
   adapters build the MCP server and the CLI;
 - `views`: its views, `name: "module:Class"` (the name is the class's `name`), folded by the store;
 - `fields`: the module whose `FIELDS` gives the shape of every field of its event kinds;
-- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index;
+- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index, and
+  `search_version`: what its kinds put in the index, (version, digest of that module's own code): raise
+  the version when what goes in changes (the index is rebuilt); tests/test_formats.py checks the digest;
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
   process closes it, and only when that view was loaded (nothing is loaded just to close);
 - `commands`: help for the CLI command words that group several of its commands;
@@ -61,6 +63,7 @@ class Feature:
         "group",
         "name",
         "on_close",
+        "search_version",
         "table_module",
         "tables",
         "versions",
@@ -76,6 +79,7 @@ class Feature:
         views: Mapping[str, str] | None = None,
         fields: str | None = None,
         extractors: str | None = None,
+        search_version: tuple[int, str] = (0, ""),
         on_close: Mapping[str, str] | None = None,
         commands: Mapping[str, str] | None = None,
         versions: Mapping[str, int] | None = None,
@@ -83,7 +87,7 @@ class Feature:
     ) -> None:
         self.name, self.group, self.table_module = name, group, table
         self.views = dict(views or {})
-        self.fields, self.extractors = fields, extractors
+        self.fields, self.extractors, self.search_version = fields, extractors, search_version
         self.on_close = dict(on_close or {})
         self.commands = dict(commands or {})
         self.versions = dict(versions or {})
@@ -203,6 +207,6 @@ def snapshot_versions() -> dict[str, int]:
 
 def all_formats() -> list[Format]:
     """Every versioned derived format (`core/formats.py` guards them)."""
-    from contextflow.search.derived import INDEX_FORMAT
+    from contextflow.search.derived import INDEX
 
-    return [*view_formats(), INDEX_FORMAT, *(table_set.format for table_set in all_tables())]
+    return [*view_formats(), INDEX, *(table_set.format for table_set in all_tables())]

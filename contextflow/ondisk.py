@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 import orjson
@@ -23,7 +23,10 @@ from contextflow.core.tables import Row, TableSet, db_stamp, stamp_of
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.fold import Folds
     from contextflow.core.store import Store
+
+S = TypeVar("S")
 
 # each view served this way and the kinds it folds (its events' kinds start with one of these)
 KINDS = {
@@ -64,14 +67,17 @@ _FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
 _APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
 
 
-def view(app: App, name: str) -> Any:
-    """The current state of view `name`, folded from its events on disk when it can be."""
+def view(app: App, kind: type[Folds[S]] | str) -> S:
+    """The current state of a view (its class, typed, or its name), folded from its events on disk when
+    it can be."""
     from contextflow.sessions.stored import disk
 
+    name = kind if isinstance(kind, str) else kind.name
+
     if name not in KINDS or not disk(app):
-        return app.store.view(name)
+        return cast(S, app.store.view(name))
     with _APPLYING:
-        return _folded(app, name)
+        return cast(S, _folded(app, name))
 
 
 def _folded(app: App, name: str) -> Any:

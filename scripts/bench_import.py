@@ -10,6 +10,8 @@ items per second; figures only, no target is asserted (the goal is 10,000 items 
     scripts/bench_import.py                  10,000 items per format
     scripts/bench_import.py --items 2000     a smaller run
     scripts/bench_import.py --profile beads  a cProfile breakdown of one format's first import
+    scripts/bench_import.py --memory         peak RSS importing a 1M-line memory.json and a 1 GB transcript
+                                             (--lines, --transcript-mb to scale; target under 300 MB)
 
 Everything lives in a temporary folder (HOME, store, state); the real home is never touched.
 """
@@ -291,12 +293,117 @@ def measure(fmt: str, items: int, profile: bool) -> None:
         )
 
 
+MEMORY_TARGET_MB = 300  # peak RSS of an import, whatever the size of its input
+
+
+def big_memory_json(folder: Path, lines: int) -> Path:
+    """A server-memory memory.json of `lines` entities (one observation each), written a line at a time."""
+    path = folder / "memory.json"
+    with path.open("w") as handle:
+        for n in range(lines):
+            entity = {"type": "entity", "name": f"entity-{n}", "entityType": "fact", "observations": [_text(n)]}
+            handle.write(json.dumps(entity) + "\n")
+    return path
+
+
+def big_transcript(folder: Path, size: int) -> Path:
+    """One Claude Code transcript of about `size` bytes: turns whose Bash results are large (64 KB each)."""
+    path = folder / "projects" / "-work-shop" / "00000001-aaaa-bbbb-cccc-dddddddddddd.jsonl"
+    path.parent.mkdir(parents=True)
+    output = ("PASSED tests/test_cart.py::test_total " * 1700)[:65536]
+    common = {"isSidechain": False, "sessionId": path.stem, "cwd": "/work/shop"}
+    written, turn = 0, 0
+    with path.open("w") as handle:
+        while written < size:
+            stamp = f"2026-01-01T10:{turn // 60 % 60:02d}:{turn % 60:02d}.000Z"
+            tool = f"toolu_{turn}"
+            lines = [
+                {**common, "timestamp": stamp, "type": "user", "message": {"role": "user", "content": _text(turn)}},
+                {
+                    **common,
+                    "timestamp": stamp,
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": "pytest -q"}}
+                        ],
+                    },
+                },
+                {
+                    **common,
+                    "timestamp": stamp,
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tool, "content": output}],
+                    },
+                },
+            ]
+            text = "".join(json.dumps(line) + "\n" for line in lines)
+            handle.write(text)
+            written += len(text)
+            turn += 1
+    return path
+
+
+def peak_rss(source: Path, folder: Path) -> tuple[float, float, str]:
+    """(peak RSS in MB, wall seconds, the command's last line) of `contextflow import SOURCE` in a fresh store."""
+    import subprocess
+
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTFLOW_", "XDG_"))},
+        "HOME": str(folder / "home"),
+        "CONTEXTFLOW_STORE": str(folder / "store"),
+        "CONTEXTFLOW_STATE": str(folder / "state"),
+        "CONTEXTFLOW_WRITER": "bench",
+    }
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "contextflow", "import", str(source)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    last = out.strip().splitlines()[0] if out.strip() else f"exit {process.returncode}"
+    return usage.ru_maxrss / 1024, wall, last
+
+
+def measure_memory(lines: int, transcript_bytes: int) -> None:
+    """Peak RSS of importing a big memory.json and a big transcript, each into a fresh store."""
+    print(f"== import memory: peak RSS (target under {MEMORY_TARGET_MB} MB whatever the input size)")
+    print(f"{'source':<34} {'input MB':>9} {'peak RSS MB':>12} {'wall s':>8}  result")
+    for name, make in (
+        (f"memory.json, {lines:,} lines", lambda f: big_memory_json(f, lines)),
+        (f"Claude transcript, {transcript_bytes / 1e9:.1f} GB", lambda f: big_transcript(f, transcript_bytes)),
+    ):
+        with tempfile.TemporaryDirectory(prefix="cf-import-memory-") as tmp:
+            folder = Path(tmp)
+            source = make(folder)
+            size = source.stat().st_size / 1e6
+            peak, wall, last = peak_rss(source, folder)
+            verdict = "within target" if peak < MEMORY_TARGET_MB else "OVER TARGET"
+            print(f"{name:<34} {size:>9,.0f} {peak:>12,.0f} {wall:>8.1f}  {verdict}; {last}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000, help="items per format (default 10000)")
     parser.add_argument("--formats", default=",".join(MAKERS), help="comma list of formats")
     parser.add_argument("--profile", metavar="FORMAT", help="print a cProfile breakdown of this format's import")
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead: peak RSS of importing a big memory.json and a big transcript (see --lines, --transcript-mb)",
+    )
+    parser.add_argument("--lines", type=int, default=1_000_000, help="memory.json lines for --memory (1,000,000)")
+    parser.add_argument("--transcript-mb", type=int, default=1000, help="transcript size for --memory (1000 MB)")
     args = parser.parse_args()
+    if args.memory:
+        measure_memory(args.lines, args.transcript_mb * 1_000_000)
+        return 0
     formats = [name.strip() for name in args.formats.split(",") if name.strip()]
     unknown = [name for name in formats if name not in MAKERS]
     if unknown:

@@ -10,7 +10,11 @@ when the growth measured so far says the next size would take longer than --limi
 stops there: the figure printed is then the measured one at that size, a lower bound (">="), and
 an estimate at full size from the measured growth ("~").
 
-    .venv/bin/python scripts/bench_secrets.py [--size 1000000] [--limit 30] [--top 8]
+    .venv/bin/python scripts/bench_secrets.py [--size 1000000] [--limit 30] [--top 8] [--evidence-only]
+
+It first prints both sides of redaction by evidence: how many of the generated credential forms
+(`tests/hostile/secret_corpus.py`) stay in clear, and the findings (false positives) in ordinary
+code, shell scripts and prose found on this machine.
 
 `scripts/bench` runs it as its `secret scan` section. State (the cached library patterns) goes
 to a temporary folder unless CONTEXTFLOW_STATE is set.
@@ -141,17 +145,54 @@ def print_report(report: Report, top: int = 8) -> None:
     )
 
 
+def evidence(show: int = 5) -> None:
+    """Both sides of redaction by evidence: the generated credential corpus (every context rule x every
+    value shape x what follows; must be 0 in clear) and ordinary code, shell and prose from this machine
+    (every finding there is a false positive)."""
+    from contextflow.core import secrets
+    from tests.hostile.secret_corpus import benign_files, credential_texts
+
+    heading("redaction by evidence")
+    corpus = list(credential_texts())
+    clear = [(rule, shape, after) for rule, shape, after, core, text in corpus if core in secrets.redact_text(text)[0]]
+    print(f"  credential corpus: {len(corpus):,} texts, {len(clear)} in clear")
+    for rule, shape, after in clear[:show]:
+        print(f"    in clear: {rule} / {shape} / followed by {after}")
+    totals: dict[str, list[int]] = {}
+    examples: list[str] = []
+    for what, path in benign_files():
+        text = path.read_bytes().decode("utf-8", "replace")
+        counts = totals.setdefault(what, [0, 0, 0])  # files, bytes, findings
+        counts[0] += 1
+        counts[1] += len(text)
+        for finding in secrets.find(text):
+            counts[2] += 1
+            line = text.count("\n", 0, finding.start) + 1
+            examples.append(f"{what}: {finding.kind} at {path}:{line}")
+    rows = [
+        [what, f"{files:,}", f"{size / 1e6:.1f} MB", f"{found:,}", f"{found / (size / 1e6):.2f}"]
+        for what, (files, size, found) in totals.items()
+    ]
+    print("  ordinary text from this machine (stdlib code, shell scripts, package docs): false positives")
+    table(["text", "files", "size", "findings", "per MB"], rows)
+    for example in examples[:show]:
+        print(f"    {example}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--size", type=int, default=1_000_000, help="characters per text (default 1,000,000)")
     parser.add_argument("--limit", type=float, default=30.0, help="seconds one scan may take (default 30)")
     parser.add_argument("--top", type=int, default=8, help="rules to list (default 8)")
+    parser.add_argument("--evidence-only", action="store_true", help="only the corpora (no scan cost)")
     args = parser.parse_args()
     if args.size < 1024:
         parser.error("--size needs 1024 characters or more")
     with tempfile.TemporaryDirectory(prefix="contextflow-bench-secrets-") as state:
         os.environ.setdefault("CONTEXTFLOW_STATE", state)
-        print_report(measure(args.size, args.limit), args.top)
+        evidence()
+        if not args.evidence_only:
+            print_report(measure(args.size, args.limit), args.top)
     return 0
 
 

@@ -153,8 +153,10 @@ def growth_per_turn(env: dict[str, str], root: Path, turns: int, runs: int) -> N
         timed([*CONTEXTFLOW, "hook", "stop"], env, json.dumps(payload).encode())
     grown = store_bytes(store) - before
     kinds: dict[str, int] = {}
+    from contextflow.core.log import read_whole
+
     for log in store.glob("events.*.jsonl"):
-        for line in log.read_bytes().splitlines():
+        for _, line in read_whole(log)[1]:  # the log reader's lines (batch markers left out)
             kind = json.loads(line).get("kind", "?")
             kinds[kind] = kinds.get(kind, 0) + 1
     start = json.dumps({"session_id": "next", "cwd": str(work), "hook_event_name": "SessionStart"}).encode()

@@ -17,6 +17,7 @@ from contextflow.capture import claude, cursor, transcript, turns
 from contextflow.capture.health import capture_health, health_lines
 from contextflow.capture.payload import Hook
 from contextflow.capture.turns import TURN_KIND
+from contextflow.core.log import read_whole
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
 SAMPLE_ROOT = "/work/research/capture/runs/claude-full/work"
@@ -179,7 +180,8 @@ def test_wedge_lines_are_skipped_and_counted_and_the_next_turn_is_still_captured
             )
         costs.append(hook_process("stop", {**payload, "last_assistant_message": f"Turn {n} done."}, hook_env)[0])
     assert max(costs) < 1.0, costs  # CPU seconds of each hook call
-    lines = [line for line in (tmp_path / "store").glob("events.*.jsonl") for line in line.read_bytes().splitlines()]
+    logs = (tmp_path / "store").glob("events.*.jsonl")
+    lines = [line for log in logs for _, line in read_whole(log)[1]]  # the log reader's lines: no batch markers
     records = [json.loads(line)["data"] for line in lines if json.loads(line)["kind"] == TURN_KIND]
     assert [r["turn"]["request"] for r in records] == ["Run the checks", "Next turn 0", "Next turn 1", "Next turn 2"]
     assert all(len(json.dumps(r["turn"], ensure_ascii=False).encode()) <= turns.MAX_TURN_BYTES for r in records)

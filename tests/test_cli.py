@@ -34,12 +34,12 @@ def test_sessions_and_use_pick_the_active_session(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (("note", "   "), "text is required"),
+        (("note", "   "), "TEXT is required"),
         (("read", "--limit", "0"), "limit must be from 1 to 200"),
         (("read", "--since", "soon"), "not an ISO-8601 time"),
         (("sessions", "--limit", "999"), "limit must be from 1 to 200"),
         (("resume",), "no active session is set"),
-        (("handoff", ""), "summary"),
+        (("handoff", ""), "SUMMARY is empty"),
     ],
 )
 def test_bad_input_exits_non_zero_with_the_reason_on_stderr(capsys, argv, message):
@@ -83,9 +83,13 @@ def test_doctor_reports_bad_lines(capsys, store_dir):
 
 
 def test_the_store_option_points_at_another_folder(capsys, tmp_path):
+    import os
+
+    before = dict(os.environ)
     other = tmp_path / "elsewhere"
     assert run(capsys, "--store", str(other), "note", "over there")[0] == 0
     assert (other / "events.writer-a.jsonl").exists()
+    assert dict(os.environ) == before  # the option chose this command's store; the process's environment is untouched
 
 
 def test_a_bad_environment_setting_is_reported_not_raised(capsys, monkeypatch):
@@ -134,11 +138,29 @@ def test_every_command_appears_in_the_readme_or_the_docs():
         ),
         (("timeline", "add", "zzzz", "x"), 3, "run `contextflow timeline threads`", "timeline_list_threads"),
         (("choose", "3"), 3, "no session at index 3: `contextflow sessions` shows 0", "list_sessions"),
+        (("note",), 2, "TEXT is required: pass the note as TEXT", "as text"),
+        (("search", "ok", "--budget", "1"), 2, "--budget must be from 200", "budget_tokens"),
+        (("read", "--limit", "0"), 2, "--limit must be from 1 to 200", "error: limit"),
     ],
 )
 def test_cli_errors_name_commands_and_flags_not_tool_arguments(capsys, argv, exit_code, says, never):
     code, out, err = run(capsys, *argv)
     assert code == exit_code and out == "" and says in err and never not in err, err
+
+
+def test_an_input_error_names_its_argument_and_each_adapter_words_it():
+    from contextflow.adapters.cli import in_cli_words
+    from contextflow.core.errors import InputError, arg, call
+    from contextflow.features import operations
+
+    error = InputError(f"{arg('since_days')} must be from 0; {call('context_list')} with {arg('prefix')}='pr:'")
+    assert error.argument == "since_days"
+    assert str(error) == "since_days must be from 0; call context_list with prefix='pr:'"
+    context_list = next(op for op in operations() if op.name == "context_list")
+    worded = in_cli_words(error, context_list)
+    assert worded == "--since-days must be from 0; run `contextflow context list` with --prefix='pr:'"
+    plain = InputError('since_days in a message without marks stays as written {"a": 1}')
+    assert in_cli_words(plain, context_list) == str(plain) and plain.argument is None
 
 
 def test_the_cli_and_the_tool_print_the_same_json(capsys, app):

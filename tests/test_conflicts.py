@@ -14,6 +14,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.core import conflicts
+from contextflow.core.log import read_whole
 from tests.conftest import open_app
 from tests.sync.workload import picture, write_round
 
@@ -27,7 +28,7 @@ def machine(folder: Path, writer: str, state: Path) -> App:
 
 
 def ids_in(path: Path) -> list[str]:
-    return [orjson.loads(line)["id"] for line in path.read_bytes().splitlines() if line.strip()]
+    return [orjson.loads(line)["id"] for _, line in read_whole(path)[1]]  # the reader's lines: no batch markers
 
 
 @pytest.fixture

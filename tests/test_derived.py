@@ -384,3 +384,15 @@ def test_a_build_that_commits_midway_writes_each_document_once(tmp_path):
     sink.apply(Event("e2", "w", 2, 2 << COUNTER_BITS, "context.set", {"key": "k", "value": {"v": "two"}}))
     sink.commit()
     assert [doc.text("value") for doc in index.all_docs()] == ["v: two"]
+
+
+def test_the_index_reads_events_through_the_same_shape_checks_as_every_view(app):
+    """A note whose `tags` is a string, not a list, has that field left out by every view (fields.conform):
+    the index on disk and the in-memory fold (the reference) alike, so its word is not found."""
+    write_lines(app.store.folder, [("w-x", 5, ("note", {"text": "ordinary words", "tags": "zebra"}))], 0)
+    write_lines(app.store.folder, [("w-x", 6, ("note", {"text": "zebra crossing", "tags": ["street"]}))], 1)
+    disk, memory = on_disk(app), in_memory(app)
+    assert {k: d.fields for k, d in disk.items()} == {k: d.fields for k, d in memory.items()}
+    assert "tags.zebra" not in str(disk["note:e0000"].fields) and "zebra" not in str(disk["note:e0000"].fields)
+    assert refs(app, "zebra") == ["e0001"]
+    assert app.store.health().bad_fields == {"note.tags": 1}

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from contextflow.app import App
-from contextflow.core import formats
 from contextflow.core.errors import InputError
 from contextflow.core.log import log_path
 from contextflow.core.tables import DB_FILE, tables_for
-from contextflow.features import all_formats, all_tables
+from contextflow.features import all_tables
 from contextflow.feed import table as feed_table
 from contextflow.feed.core import FeedItem, facets, recent
 from tests.conftest import open_app
@@ -234,25 +233,6 @@ def test_a_grant_sees_only_its_projects(app: App) -> None:
     assert {i.project for i in recent(app)} == {"api"}
     assert recent(app, project="web") == []
     assert facets(app)["projects"] == ["api"]
-
-
-def test_every_derived_format_is_recorded() -> None:
-    assert formats.unrecorded(all_formats()) == []
-
-
-def test_the_guard_fails_when_code_changes_without_a_version_change(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    module = tmp_path / "fake_fill.py"
-    module.write_text("X = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    fmt = formats.Format("fake", 1, ("fake_fill",))
-    monkeypatch.setattr(formats, "RECORD_FILE", tmp_path / "formats.json")
-    formats.write([fmt])
-    assert formats.unrecorded([fmt]) == []
-    module.write_text("X = 2\n")
-    assert "changed but its version is still 1" in formats.unrecorded([fmt])[0]
-    assert formats.unrecorded([formats.Format("fake", 2, ("fake_fill",))])  # raised: record it
 
 
 def test_an_upgrade_that_changes_no_format_keeps_the_snapshot_and_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,27 +19,26 @@ from contextflow.search import retrieval
 from contextflow.search.extractors import search_kinds
 
 
-def test_the_tables_copy_the_core_constants_they_show():
-    assert graph_table.NODE_TYPES == model.NODE_TYPES and graph_table.EDGE_TYPES == model.EDGE_TYPES
-    assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
-    assert graph_table.DEFAULT_VIEW_BUDGET == model.DEFAULT_VIEW_BUDGET
-    assert graph_table.DEFAULT_QUERY == compose.DEFAULT_QUERY
-    assert search_kinds() == search_table.SEARCH_KINDS
-    assert (search_table.DEFAULT_LIMIT, search_table.MAX_LIMIT) == (retrieval.DEFAULT_LIMIT, retrieval.MAX_LIMIT)
-    assert (search_table.DEFAULT_BUDGET, search_table.MIN_BUDGET, search_table.MAX_BUDGET) == (
-        retrieval.DEFAULT_BUDGET,
-        retrieval.MIN_BUDGET,
-        retrieval.MAX_BUDGET,
-    )
-    assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
+def test_the_tables_and_the_cores_share_each_limit_and_list():
+    """Said once, in the feature's light fields.py: the table and the core use the same object."""
+    from contextflow.search import fields as search_fields
+    from contextflow.timeline import core as timeline_core
     from contextflow.timeline import operations as timeline_table
-    from contextflow.timeline import view as timeline_view
 
-    assert timeline_table.THREAD_STATUSES == timeline_view.THREAD_STATUSES
-    assert (timeline_table.THOUGHT_TYPES, timeline_table.THOUGHT_STATUSES) == (
-        timeline_view.THOUGHT_TYPES,
-        timeline_view.THOUGHT_STATUSES,
-    )
+    assert graph_table.NODE_TYPES is model.NODE_TYPES and graph_table.EDGE_TYPES is model.EDGE_TYPES
+    assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
+    assert graph_table.DEFAULT_VIEW_BUDGET is model.DEFAULT_VIEW_BUDGET
+    assert search_table.SEARCH_KINDS is search_fields.SEARCH_KINDS
+    assert retrieval.MAX_BUDGET is search_table.MAX_BUDGET is search_fields.MAX_BUDGET
+    assert timeline_table.THREAD_STATUSES is timeline_core.THREAD_STATUSES
+    assert timeline_table.THOUGHT_TYPES is timeline_core.THOUGHT_TYPES
+
+
+def test_the_copies_a_table_still_keeps_agree_with_the_core():
+    """What only the core can compute (the extractors' kinds) or what lives with the core's code."""
+    assert search_kinds() == search_table.SEARCH_KINDS
+    assert graph_table.DEFAULT_QUERY == compose.DEFAULT_QUERY
+    assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
 
 
 def test_reading_the_tables_imports_neither_the_graph_nor_the_search_index():
@@ -48,7 +47,7 @@ def test_reading_the_tables_imports_neither_the_graph_nor_the_search_index():
         "print(sorted(m for m in sys.modules if m.startswith(('contextflow.graph.', 'contextflow.search.'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['contextflow.graph.operations']"
+    assert out.strip() == "['contextflow.graph.fields', 'contextflow.graph.operations']"  # fields.py: light
 
 
 def test_graph_update_changes_fields_and_tags_in_one_write(app, monkeypatch):

@@ -416,3 +416,27 @@ def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_fir
     assert context.startswith("## Latest handoff in project shared") and "> Parser done; next: wire the CLI" in context
     assert "## Recent sessions" in context and "fact " in context
     assert context.index("## Recent sessions") < context.index("fact ")
+
+
+@pytest.mark.parametrize("event", ["session-start", "stop"])
+def test_a_hook_call_locates_the_store_once(app, capsys, monkeypatch, tmp_path, event):
+    """Finding the store can read every client's config file: a hook call does it once, and the App it
+    opens uses that location."""
+    from contextflow.core import locate
+
+    sessions.write_handoff(app, agent="codex", summary="Half-way through the parser", session_id="s")
+    transcript = tmp_path / "home/.claude/projects/-work-app" / f"{SESSION}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript.write_text(line("user", "fix the parser", "u1") + "\n" + line("assistant", "done", "a1", "u1") + "\n")
+    calls = []
+    real = locate.locate_store
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(locate, "locate_store", counted)
+    monkeypatch.setattr("contextflow.adapters.hooks.locate_store", counted)
+    monkeypatch.setattr("contextflow.core.store.locate_store", counted)
+    code, _, _ = hook(capsys, monkeypatch, event, payload("Stop" if event == "stop" else "SessionStart", tmp_path))
+    assert code == 0 and len(calls) == 1

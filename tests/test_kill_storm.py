@@ -29,6 +29,7 @@ import orjson
 
 from contextflow.core.events import decode
 from contextflow.core.locate import Location
+from contextflow.core.log import read_whole
 from contextflow.core.store import Store
 from contextflow.core.tables import Tables
 from contextflow.features import all_tables
@@ -177,7 +178,9 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
     for log in sorted(folder.glob("events.*.jsonl")):
         data = log.read_bytes()
         assert data.endswith(b"\n"), f"{log.name} still ends in a torn line"
-        for number, line in enumerate(data.splitlines(), 1):
+        _, lines, rest = read_whole(log)  # (batch markers are the reader's, not events)
+        assert not rest, f"{log.name} still ends in a torn line or an unfinished batch"
+        for number, line in lines:
             event = decode(line, number)  # raises on any line that is not a whole event
             on_disk[event.id] = on_disk.get(event.id, 0) + 1
             assert (event.writer, event.seq) not in pairs, f"seq {event.seq} of {event.writer} used twice"

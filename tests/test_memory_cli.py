@@ -45,8 +45,8 @@ def test_context_set_reads_the_value_from_stdin(capsys, monkeypatch):
     ("argv", "message"),
     [
         (("context", "set", "nocolon", "{}"), "not a namespaced key"),
-        (("context", "set", "fact:x", "not json"), "value is not valid JSON"),
-        (("context", "set", "fact:x", "[1, 2]"), "value must be a JSON object"),
+        (("context", "set", "fact:x", "not json"), "VALUE is not valid JSON"),
+        (("context", "set", "fact:x", "[1, 2]"), "VALUE must be a JSON object"),
         (("context", "set", "fact:x", "{}", "--expires", "whenever"), "--expires='whenever' is not understood"),
         (("context", "set", "fact:x", json.dumps({"b": "x" * 70_000})), "64 KB"),
         (("context", "get", "fact:none"), "no context record"),
@@ -94,7 +94,7 @@ def test_timeline_commands_work_together_by_id_prefix(capsys):
         (("timeline", "show", "zzzz"), "no thread id starts with"),
         (("timeline", "update", "zzzz", "--status", "resolved"), "no thought id starts with"),
         (("timeline", "return", "zzzz"), "no thread id starts with"),
-        (("timeline", "create", " "), "name is empty"),
+        (("timeline", "create", " "), "NAME is empty"),
     ],
 )
 def test_timeline_commands_report_unknown_ids_and_bad_input(capsys, argv, message):

@@ -29,6 +29,16 @@ from tests.fixtures.retrieval import dialogs
 NOW = dialogs.NOW_MS
 
 
+def levers(patch: pytest.MonkeyPatch, spec: str) -> None:
+    """CONTEXTFLOW_RANKING as this process resolved it (App.open's environment), changed for a while."""
+    from dataclasses import replace
+
+    from contextflow.core import settings
+
+    current = settings.resolved() or settings.Settings()
+    patch.setattr(settings, "_resolved", [replace(current, ranking=spec)])
+
+
 def in_memory(memory: bool) -> dict[str, object]:
     """App.open's arguments for an app that folds search in memory (as a grant's filtered store does)."""
     return {"views": all_views()} if memory else {}
@@ -89,7 +99,7 @@ def test_a_short_reply_is_found_by_the_words_of_the_entry_before_it(dialog):
     app, ids = dialog
     assert ids["reply"] in found(app, "price cache TTL", limit=10)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTEXTFLOW_RANKING", "-neighbours")
+        levers(patch, "-neighbours")
         assert ids["reply"] not in found(app, "price cache TTL", limit=10)
 
 
@@ -115,7 +125,7 @@ def test_a_named_speaker_lifts_that_speakers_entries(dialog):
     assert [speakers[ref] for ref in found(app, "What did maria say about the price cache TTL?")][:2] == [
         "march-maria", "reply"]  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTEXTFLOW_RANKING", "-speaker")
+        levers(patch, "-speaker")
         assert speakers[found(app, "What did maria say about the price cache TTL?")[0]] in ("ask", "other", "march")
 
 
@@ -137,7 +147,7 @@ def test_a_named_month_lifts_the_entries_of_that_month(timed):
     assert found(app, "the price cache TTL in January")[0] == january
     assert found(app, "what was the price cache TTL in 2026?")[0] == may  # all match: the newest
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTEXTFLOW_RANKING", "-dates")
+        levers(patch, "-dates")
         assert found(app, "price cache TTL in March 2026")[0] == may
 
 
@@ -147,7 +157,7 @@ def test_a_when_question_favours_entries_that_state_a_time(timed):
     plain = say(app, clock, "2026-02-01T09:30", "s1", "tom", "The app release is planned and ready.")
     assert found(app, "When is the release?")[0] == dated
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTEXTFLOW_RANKING", "-dates")
+        levers(patch, "-dates")
         assert found(app, "When is the release?")[0] == plain
 
 
@@ -191,9 +201,9 @@ def test_contextflow_ranking_turns_levers_off_one_by_one_or_all():
 
 def test_the_k1_lever_sets_the_weight_scale_which_the_index_versions_carry(monkeypatch, app):
     assert ranking.weight_scale() == ranking.TUNED_SCALE  # what the leave-one-out run chose
-    monkeypatch.setenv("CONTEXTFLOW_RANKING", "-k1")
+    levers(monkeypatch, "-k1")
     assert ranking.weight_scale() == 1
-    monkeypatch.setenv("CONTEXTFLOW_RANKING", "scale=3")  # k1 1.2 / 3: every word counted three times
+    levers(monkeypatch, "scale=3")  # k1 1.2 / 3: every word counted three times
     assert ranking.weight_scale() == 3 and derived.version_key(Path("x"))["scale"] == 3
     sessions.append_note(app, agent="tom", text="kafka lag kafka", project="p")
     index = derived.search_for(app.store).index()

@@ -160,6 +160,7 @@ def test_the_log_on_disk_never_holds_the_secret(app: App) -> None:
 
 def test_refuse_mode_fails_the_write_and_stores_nothing(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONTEXTFLOW_SECRETS", "refuse")
+    app = App.open()  # the setting of the environment the app is opened with
     token = TOKENS["GitHub classic token"]
     with pytest.raises(InputError) as caught:
         app.store.append("note", {"agent": "claude", "text": token})
@@ -170,6 +171,7 @@ def test_refuse_mode_fails_the_write_and_stores_nothing(app: App, monkeypatch: p
 
 def test_off_mode_stores_text_verbatim(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONTEXTFLOW_SECRETS", "off")
+    app = App.open()
     token = TOKENS["GitHub classic token"]
     assert app.store.append("note", {"agent": "claude", "text": token}).data["text"] == token
 
@@ -177,7 +179,18 @@ def test_off_mode_stores_text_verbatim(app: App, monkeypatch: pytest.MonkeyPatch
 def test_an_unknown_mode_is_a_clear_error(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONTEXTFLOW_SECRETS", "maybe")
     with pytest.raises(InputError, match=r"CONTEXTFLOW_SECRETS='maybe'.*redact.*refuse.*off"):
-        app.store.append("note", {"agent": "claude", "text": "hello"})
+        App.open()  # resolved once, when the app opens
+    assert app.store.append("note", {"agent": "claude", "text": "hello"})  # an app opened before keeps its mode
+
+
+def test_the_mode_comes_from_the_environment_the_app_is_given_not_the_process(app: App) -> None:
+    import os
+
+    token = TOKENS["GitHub classic token"]
+    refusing = App.open({**os.environ, "CONTEXTFLOW_SECRETS": "refuse"})
+    assert os.environ.get("CONTEXTFLOW_SECRETS") is None
+    with pytest.raises(InputError):
+        refusing.store.append("note", {"agent": "claude", "text": token})
 
 
 @pytest.mark.anyio
@@ -196,9 +209,13 @@ async def test_a_tool_reply_tells_the_agent_what_was_redacted(client) -> None:  
     assert "[REDACTED:AWS Access Key]" in text_of(read)
 
 
+@pytest.fixture
+def refusing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTEXTFLOW_SECRETS", "refuse")  # before the server's app opens
+
+
 @pytest.mark.anyio
-async def test_refusal_reaches_the_agent_as_a_tool_error(client, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("CONTEXTFLOW_SECRETS", "refuse")
+async def test_refusal_reaches_the_agent_as_a_tool_error(refusing, client) -> None:  # type: ignore[no-untyped-def]
     result = await client.call_tool(
         "write_shared_handoff", {"agent": "codex", "summary": "done", "next_steps": [TOKENS["Slack bot token"]]}
     )

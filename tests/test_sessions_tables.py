@@ -47,6 +47,7 @@ def answers(app) -> list:
                     )
                 )
         found.append([s.as_dict() for s in sessions.list_sessions(app, SessionQuery(project))])
+    found.append(sessions.list_projects(app))
     return found
 
 

@@ -46,7 +46,7 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
     """Check and run every line, then store them all in one write; (items stored, each line's reply data)."""
     import orjson
 
-    from contextflow.core.errors import ContextflowError, InputError
+    from contextflow.core.errors import ContextflowError, InputError, call, tool
     from contextflow.operations.arguments import check_arguments
 
     stream = sys.stdin if stream is None else stream
@@ -66,8 +66,9 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
                 )
             try:
                 reply = op.run(app, check_arguments(op, {**defaults, **item}))
-            except ContextflowError as exc:
-                raise InputError(f"line {number}: {exc}; nothing was stored") from None
+            except ContextflowError as exc:  # a line's arguments are its JSON keys; operations stay marked
+                said = exc.worded(tool=tool, call=call) if isinstance(exc, InputError) else str(exc)
+                raise InputError(f"line {number}: {said}; nothing was stored") from None
             if isinstance(reply, int):
                 raise InputError(f"line {number}: {op.name} cannot run in a batch")
             replies.append(reply)

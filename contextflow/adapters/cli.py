@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import argparse
 
     from contextflow.app import App
+    from contextflow.core.errors import ContextflowError
     from contextflow.operations import Operation, Param
 
 
@@ -95,8 +96,8 @@ def _add_argument(parser: argparse.ArgumentParser, param: Param, batch: bool = F
     required = param.required and not batch
     kind = schema.get("type")
     options: dict[str, Any] = {"help": param.cli_help or _first_lower(param.description.rstrip(".")) or None}
-    if param.metavar:
-        options["metavar"] = param.metavar
+    if param.metavar or param.positional:
+        options["metavar"] = param.cli_name() if param.positional else param.metavar
     if "enum" in schema:
         options["choices"] = schema["enum"]
     elif kind == "array" and "enum" in schema.get("items", {}):  # each repeated value is checked
@@ -160,26 +161,30 @@ def json_object(raw: str, name: str) -> dict[str, Any]:
     return value
 
 
-def in_cli_words(message: str, op: Operation) -> str:
-    """A core error as a CLI user reads it: tools become commands, arguments become flags.
-
-    "call context_list with prefix='pr:'" reads "run `contextflow context list` with --prefix='pr:'",
-    and "since_days must be ..." reads "--since-days must be ..."."""
-    import re
-
+def in_cli_words(error: ContextflowError, op: Operation) -> str:
+    """An error as a CLI user reads it: the arguments and operations its message names (`InputError`'s
+    marks) said as this command's flags and the commands that run them."""
+    from contextflow.core.errors import InputError
     from contextflow.features import operations
 
-    for other in operations():
-        if other.tool and other.command and other.name in message:
-            message = re.sub(rf"\bcall {other.name}\b", f"run `{other.command_line()}`", message)
-            message = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", message)
-        for param in other.params:
-            if param.cli and not param.positional and f"{param.name}=" in message:
-                message = re.sub(rf"(?<![\w-]){param.name}=", f"{param.cli_name()}=", message)
-    for param in op.params:
-        if param.cli and not param.positional and "_" in param.name:
-            message = re.sub(rf"(?<![\w-]){param.name}\b", param.cli_name(), message)
-    return message
+    if not isinstance(error, InputError):
+        return str(error)
+    table = {other.name: other for other in operations()}
+
+    def argument(name: str) -> str:
+        mine = [p for p in op.params if p.name == name and p.cli]
+        found = mine or [p for other in table.values() for p in other.params if p.name == name and p.cli]
+        return found[0].cli_name() if found else name
+
+    def command(name: str) -> str:
+        other = table.get(name)
+        return f"`{other.command_line()}`" if other is not None and other.command else name
+
+    def run(name: str) -> str:
+        other = table.get(name)
+        return f"run `{other.command_line()}`" if other is not None and other.command else f"call {name}"
+
+    return error.worded(argument, command, run)
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -225,11 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook(None, {"event": argv[1]})
     word = _command_word(argv)
     args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
+    env: dict[str, str] = dict(os.environ)  # what this command's App is opened with; the process's is left alone
     if args.store:
-        os.environ["CONTEXTFLOW_STORE"] = args.store
         from contextflow.core.locate import STORE_OPTION_MARKER
 
-        os.environ[STORE_OPTION_MARKER] = args.store  # so doctor can say the option chose it
+        env.update({"CONTEXTFLOW_STORE": args.store, STORE_OPTION_MARKER: args.store})  # doctor: the option chose it
     op: Operation = args.operation
     app: App | None = None
     from contextflow.core.errors import ContextflowError, exit_code
@@ -239,16 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
             from contextflow.app import App
 
-            app = App.open()
+            app = App.open(env)
             return _batch(op, app, arguments_of(op, args), args.format)
         checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
             from contextflow.app import App
 
-            app = App.open(cwd=os.getcwd())  # the project follows the current folder's repository
+            app = App.open(env, cwd=os.getcwd())  # the project follows the current folder's repository
             if sys.stderr.isatty():
                 app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
-        reply = op.run(app, checked)
+        reply = op.run(app if op.needs_store else env, checked)  # no store: the environment it runs in
         if isinstance(reply, int):
             return reply
         if args.format == "json":  # the data, every string cleaned
@@ -262,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"contextflow: {reply.remark}", file=sys.stderr)
         return reply.exit
     except ContextflowError as exc:
-        print(f"contextflow: error: {in_cli_words(str(exc), op)}", file=sys.stderr)
+        print(f"contextflow: error: {in_cli_words(exc, op)}", file=sys.stderr)
         return exit_code(exc)
     except KeyboardInterrupt:
         return 130

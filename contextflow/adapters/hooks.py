@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import payload as payloads
-from contextflow.core.locate import locate_store, state_root, store_state_dir
+from contextflow.core.locate import Location, locate_store, state_root, store_state_dir
 
 if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook, and pays for its imports
     from contextflow.app import App
@@ -99,7 +99,8 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
-        folder = locate_store(env).folder
+        location = locate_store(env)  # once a call: the App below is opened on it
+        folder = location.folder
         hooks = hook_dir(folder, env)
         if event == "prompt-submit":  # answers from machine-local state: no need to read the store
             from contextflow.capture.turn_directives import prompt_submit
@@ -107,12 +108,12 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             session_id = payloads.read(payload, env).session_id
             return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
-            done = transcript_event(event, payload, hooks, env)
+            done = transcript_event(event, payload, hooks, env, location)
             return "{}" if event == "stop" and done else ""
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
-        app = _open_app(env, payload)
+        app = _open_app(env, payload, location)
         try:
             return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
         finally:
@@ -123,7 +124,9 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         return ""
 
 
-def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapping[str, str]) -> bool:
+def transcript_event(
+    event: str, payload: dict[str, Any], hooks: Path, env: Mapping[str, str], location: Location
+) -> bool:
     """Stop, SessionEnd, PreCompact: the new turns read once, their directives carried out (also
     those the transcript only held after the last Stop), the turns captured
     (`contextflow.capture.core.handle`). False when it failed (logged)."""
@@ -144,7 +147,7 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
             log_reason(f"{event}: {reading.error}", env)
         from contextflow.capture.turn_directives import carry_out
 
-        for error in carry_out(hook, reading, hooks, lambda: _open_app(env, payload))[1]:
+        for error in carry_out(hook, reading, hooks, lambda: _open_app(env, payload, location))[1]:
             log_reason(error, env)
 
     try:
@@ -152,7 +155,7 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
             hook,
             payloads.client_of(payload, {}),
             hooks.parent,
-            lambda: _open_app(env, payload),
+            lambda: _open_app(env, payload, location),
             env,
             directives,
         )
@@ -162,10 +165,10 @@ def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapp
     return True
 
 
-def _open_app(env: Mapping[str, str], payload: Mapping[str, Any]) -> App:
+def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Location) -> App:
     from contextflow.app import App
 
-    return App.open(env, cwd=payloads.payload_cwd(payload))
+    return App.open(env, cwd=payloads.payload_cwd(payload), location=location)
 
 
 def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:

@@ -55,7 +55,8 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     latest = recall.latest_handoff(app, project)
     if latest is None:
         return ""
-    changed = _changes(root, latest.state if latest.event is not None else latest.digest.get("state", {}))
+    digest = latest.digest or {}
+    changed = _changes(root, (latest.state or {}) if latest.event is not None else digest.get("state", {}))
     if latest.event is not None:
         from contextflow.sessions.present import entry_text
 
@@ -87,7 +88,7 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
     from contextflow.capture.outcomes import targets_of
     from contextflow.operations.provenance import header
 
-    fields = auto_handoff(latest.digest)
+    fields = auto_handoff(latest.digest or {})
     moved = {change.path for change in changed}
     head = header(
         f"{latest.ts} automatic handoff of {clean(latest.agent or 'a client', True)}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,14 +13,15 @@ if TYPE_CHECKING:
     from contextflow.operations.spec import JSON, Reply
 
 
-def hook(app: None, args: JSON) -> int:
+def hook(env: Mapping[str, str] | None, args: JSON) -> int:
+    """`contextflow hook EVENT` (no store opened: `env` is the environment the CLI runs in)."""
     from contextflow.adapters.hooks import run
 
     try:
         raw = sys.stdin.buffer.read()
     except Exception:
         raw = b""
-    output = run(args["event"], raw)
+    output = run(args["event"], raw, env)
     if output:
         with contextlib.suppress(OSError):  # the client stopped listening: still never fail it
             sys.stdout.write(output + "\n")
@@ -31,7 +33,6 @@ def start_preview(app: App, args: JSON) -> Reply:
     """What the next session start would inject (project and session as given, else the defaults),
     produced by the hook's own code, and its size against each client's limit."""
     import json
-    import os
     from dataclasses import replace
 
     from contextflow.adapters.hooks import hook_budget, hook_dir, session_start_output
@@ -44,8 +45,8 @@ def start_preview(app: App, args: JSON) -> Reply:
     settings = replace(
         app.settings, default_project=project, active_session=args.get("session_id") or active_session(app)
     )
-    budget = hook_budget(os.environ)
-    hooks = hook_dir(app.store.folder, os.environ)
+    budget = hook_budget(app.env)
+    hooks = hook_dir(app.store.folder, app.env)
     output = session_start_output(AppType(app.store, settings), hooks, budget, project)
     context = json.loads(output)["hookSpecificOutput"]["additionalContext"] if output else ""
     limits = [
@@ -73,13 +74,13 @@ def start_preview(app: App, args: JSON) -> Reply:
     return Reply("\n".join(lines), data)
 
 
-def install(app: None, args: JSON) -> Reply:
+def install(env: Mapping[str, str] | None, args: JSON) -> Reply:
     from contextflow.admin.install import AFTER_INSTALL
     from contextflow.admin.install import install as install_client
     from contextflow.operations.spec import Reply
 
     dry_run = bool(args.get("dry_run"))
-    changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run)
+    changes = install_client(args["client"], project=bool(args.get("project")), dry_run=dry_run, env=env)
     changed = any(change.changed for change in changes)
     blocks: list[str] = []
     for change in changes:

@@ -17,7 +17,7 @@ from contextflow.core.log import iter_quarantine, unread_logs
 from contextflow.search import derived
 
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
-_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy")
+_LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy", "held", "torn")
 
 
 def store_info(app: App, verify: bool = False) -> dict[str, Any]:
@@ -111,6 +111,7 @@ def snapshot_check(app: App) -> dict[str, Any]:
         differ = [name for name in CHECKED_VIEWS if store.view(name) != fresh.view(name)]
         if differ:
             (store.state_dir / FILE_NAME).unlink(missing_ok=True)
+            store.forget()  # this process's own close must not write the forged views back
         found["views_differing_from_logs"] = differ
     found["derived_tables_differing"] = app.tables().differing()
     return found
@@ -218,8 +219,30 @@ def problems(info: dict[str, Any]) -> list[str]:
         )
     for blob in info.get("bad_blobs", []):
         found.append(f"blob {blob['file']} is {blob['why']}: it is never read; remove it")
-    if info["quarantined_fragments"]:
-        found.append(f"{len(info['quarantined_fragments'])} torn line fragment(s) were quarantined after a crash")
+    for log in info.get("logs", []):
+        if log.get("held"):
+            own = log["writer"] == info.get("writer") and not log.get("conflict_copy")
+            found.append(
+                f"{log['file']} ends in an unfinished batch of {log['held']} event(s) (a write stopped midway, or "
+                "one in progress): none of it is applied; "
+                + (
+                    "this machine's next write moves it to quarantine/; run the command that wrote it again"
+                    if own
+                    else "its machine's next write moves it to quarantine/"
+                )
+            )
+        if log.get("torn"):
+            found.append(
+                f"{log['file']}: {log['torn']} line(s) of batches with no commit where they said were left out"
+            )
+    fragments = info["quarantined_fragments"]
+    if batches := sum(name.endswith(".batch.frag") for name in fragments):
+        found.append(
+            f"{batches} batch(es) cut short by a crash were quarantined (none of their events was applied; "
+            "run the command that wrote them again)"
+        )
+    if lines := len(fragments) - batches:
+        found.append(f"{lines} torn line fragment(s) were quarantined after a crash")
     try:
         mode = stat.S_IMODE(os.stat(info["store"]).st_mode)
         if mode & 0o077:

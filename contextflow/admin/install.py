@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from contextflow.admin.operations import CLIENTS
+from contextflow.admin.fields import CLIENTS
 from contextflow.core import legacy
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from contextflow.admin.fields import CLIENTS
 from contextflow.operations.params import boolean, integer, string
 from contextflow.operations.spec import Operation, Table, deferred
 
@@ -13,9 +14,6 @@ if TYPE_CHECKING:
     from contextflow.admin import clients, present
 else:
     clients, present = deferred("contextflow.admin.clients"), deferred("contextflow.admin.present")
-
-
-CLIENTS = ("claude-code", "codex", "gemini", "cursor")  # what `install` supports
 
 
 OPERATIONS = (

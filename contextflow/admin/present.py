@@ -15,12 +15,10 @@ if TYPE_CHECKING:  # `serve` imports only what serving needs
 
 def serve(app: App, args: JSON) -> int:
     if args.get("http"):
-        import os
-
         from contextflow.adapters.server.auth import load_grants
         from contextflow.adapters.server.http import run_http
 
-        run_http(app, load_grants(os.environ, args.get("tokens")), args["host"], args["port"])
+        run_http(app, load_grants(app.env, args.get("tokens")), args["host"], args["port"])
         return 0
     from contextflow.adapters.server.app import run_stdio
 

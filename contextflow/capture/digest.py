@@ -9,7 +9,6 @@ The same fold runs over the turn records a session start reads and over a captur
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -39,6 +38,8 @@ def turn_has_work(turn: dict[str, Any]) -> bool:
 
 def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     """The digest with one more turn (a new dict; the old one is not changed)."""
+    import copy  # the session start folds in place and never needs it
+
     out: dict[str, Any] = copy.deepcopy(digest)
     fold_in(out, turn)
     return out

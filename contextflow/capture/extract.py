@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextflow.capture.turns import TURN_KIND
+from contextflow.capture.fields import TURN_KIND
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
 from contextflow.search.extractors import Extractors, lines, list_of, nonempty, text_of, texts_of

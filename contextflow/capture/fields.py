@@ -2,6 +2,8 @@
 
 from contextflow.core.fields import BOOL, INT, OBJECT, STR, STRS, Shape, listof, record
 
+TURN_KIND = "capture.turn"  # the event kind of one captured turn
+
 _COMMAND: dict[str, Shape] = {"command": STR, "exit": INT}
 _DECISION = record({"decision": STR, "reasoning": STR, "status": STR})
 _TURN = record(
@@ -23,5 +25,5 @@ _TURN = record(
     }
 )
 FIELDS: dict[str, dict[str, Shape]] = {
-    "capture.turn": {"session_id": STR, "turn_id": STR, "turn": _TURN, "transcript": STR},
+    TURN_KIND: {"session_id": STR, "turn_id": STR, "turn": _TURN, "transcript": STR},
 }

@@ -14,7 +14,6 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-from typing import NamedTuple
 
 MAX_FILE_BYTES = 8 << 20
 MAX_FILES = 40
@@ -111,10 +110,26 @@ def states(root: str | None, paths: list[str]) -> dict[str, object]:
     return {"commit": head_commit(root) or "", "files": files}
 
 
-class Change(NamedTuple):
-    path: str
-    commits: int | None  # commits that touched it since the claim; None: unknown (no git, or uncommitted)
-    deleted: bool = False
+class Change:
+    """A file a claim cites whose content is no longer the one captured (a plain class: a hook
+    builds no NamedTuple or dataclass it can do without)."""
+
+    __slots__ = ("commits", "deleted", "path")
+
+    def __init__(self, path: str, commits: int | None, deleted: bool = False) -> None:
+        self.path = path
+        self.commits = commits  # commits that touched it since; None: unknown (no git, or uncommitted)
+        self.deleted = deleted
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Change) and (self.path, self.commits, self.deleted) == (
+            other.path,
+            other.commits,
+            other.deleted,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.commits, self.deleted))
 
     def text(self) -> str:
         if self.deleted:

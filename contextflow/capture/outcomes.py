@@ -30,11 +30,18 @@ _RUNNER_NAMES = {
     "make": "make test",
     "script": "scripts/test",
 }
-_RUNNER = re.compile(  # one pattern, one compile: a hook pays for it on every call
-    r"(?P<pytest>(?:^|[\s/])(?:py\.test|pytest)\b)|(?P<unittest>\bunittest\b)|(?P<tox>\btox\b)|(?P<nox>\bnox\b)"
-    r"|(?P<jest>\bjest\b)|(?P<vitest>\bvitest\b)|(?P<npm>\b(?:npm|yarn|pnpm)(?: run)? test\b)|(?P<go>\bgo test\b)"
-    r"|(?P<cargo>\bcargo test\b)|(?P<make>\bmake test\b)|(?P<script>\bscripts/test\b)"
-)
+
+
+@cache
+def _runner() -> re.Pattern[str]:
+    """One pattern for every test runner (compiled the first time a test command is keyed)."""
+    return re.compile(
+        r"(?P<pytest>(?:^|[\s/])(?:py\.test|pytest)\b)|(?P<unittest>\bunittest\b)|(?P<tox>\btox\b)|(?P<nox>\bnox\b)"
+        r"|(?P<jest>\bjest\b)|(?P<vitest>\bvitest\b)|(?P<npm>\b(?:npm|yarn|pnpm)(?: run)? test\b)|(?P<go>\bgo test\b)"
+        r"|(?P<cargo>\bcargo test\b)|(?P<make>\bmake test\b)|(?P<script>\bscripts/test\b)"
+    )
+
+
 _SUITE_FOLDERS = {"tests", "test", "spec", ".", "./...", "..."}
 
 
@@ -67,7 +74,7 @@ def check_key(command: str) -> str:
     text = " ".join(command.split())
     if not is_test_command(text):
         return text
-    found = _RUNNER.search(text)
+    found = _runner().search(text)
     runner = _RUNNER_NAMES.get(found.lastgroup or "", "tests") if found else "tests"
     targets = []
     for word in _words(text.split("&&")[-1].split("|")[0]):

@@ -6,9 +6,9 @@ from typing import Any
 
 from contextflow import ondisk
 from contextflow.app import App
-from contextflow.capture.view import ActivityState
+from contextflow.capture.view import ActivityView
 from contextflow.core import checks
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg, tool
 from contextflow.core.events import as_dict
 from contextflow.core.text import DATA_NOTICE, clean, quote
 from contextflow.operations.provenance import header
@@ -20,8 +20,10 @@ def session_activity(app: App, args: JSON) -> Reply:
     """A session's captured turns (contextflow.capture), oldest first: request, files, tests, errors."""
     where = sessions.entry_filter(app, project=args.get("project"), session_id=args.get("session_id"))
     if not where.session_id:
-        raise InputError(f"session_activity needs a session_id (no active session is set). {sessions.PICK_HINT}")
-    state: ActivityState = ondisk.view(app, "activity")
+        raise InputError(
+            f"{tool('session_activity')} needs a {arg('session_id')} (no active session is set). {sessions.PICK_HINT}"
+        )
+    state = ondisk.view(app, ActivityView)
     limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
     turns = state.session_turns(where.project, where.session_id)[-limit:]
     blocks = []

@@ -14,7 +14,6 @@ functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from contextflow.capture import digest as digests
@@ -30,18 +29,26 @@ RECENT_HANDOFFS = 50
 RECENT_SESSIONS = 10
 
 
-@dataclass(frozen=True)
 class Latest:
-    """The current handoff: the agent's (`event`) or one derived from a session's turns (`digest`)."""
+    """The current handoff: the agent's (`event`) or one derived from a session's turns (`digest`).
+    Plain classes here: every session start pays for each class it builds at import."""
 
-    session_id: str
-    key: OrderKey
-    event: Event | None = None  # an agent-written handoff (or an automatic one with no turns to derive from)
-    digest: dict[str, Any] = field(default_factory=dict)  # the session's turns folded: the automatic handoff
-    agent: str = ""
-    ts: str = ""
-    earlier: Event | None = None  # the agent's handoff in this session that later work superseded
-    state: dict[str, Any] = field(default_factory=dict)  # files' state when the handoff was captured
+    __slots__ = ("agent", "digest", "earlier", "event", "key", "session_id", "state", "ts")
+
+    def __init__(
+        self,
+        session_id: str,
+        key: OrderKey,
+        *,
+        event: Event | None = None,  # an agent-written handoff (or an automatic one with no turns to derive from)
+        digest: dict[str, Any] | None = None,  # the session's turns folded: the automatic handoff
+        agent: str = "",
+        ts: str = "",
+        earlier: Event | None = None,  # the agent's handoff in this session that later work superseded
+        state: dict[str, Any] | None = None,  # files' state when the handoff was captured
+    ) -> None:
+        self.session_id, self.key, self.event, self.digest = session_id, key, event, digest
+        self.agent, self.ts, self.earlier, self.state = agent, ts, earlier, state
 
 
 def _activity(app: App) -> ActivityState:
@@ -128,19 +135,19 @@ def latest_handoff(app: App, project: str) -> Latest | None:
     digest = session_digest(captured[best.session_id])
     earlier = digest.get("handoff", {}).get("id")
     by_id = {event.id: event for event in written}
-    return replace(best, digest=digest, earlier=by_id.get(str(earlier)))
+    best.digest, best.earlier = digest, by_id.get(str(earlier))
+    return best
 
 
-@dataclass(frozen=True)
 class Said:
     """One decision, open question or todo, with where it was said."""
 
-    kind: str  # "decision", "question" or "todo"
-    text: str
-    session_id: str
-    ts: str
-    agent: str
-    state: dict[str, Any]  # the state of the files of the turn that said it
+    __slots__ = ("agent", "kind", "session_id", "state", "text", "ts")
+
+    def __init__(self, kind: str, text: str, session_id: str, ts: str, agent: str, state: dict[str, Any]) -> None:
+        self.kind = kind  # "decision", "question" or "todo"
+        self.text, self.session_id, self.ts, self.agent = text, session_id, ts, agent
+        self.state = state  # the state of the files of the turn that said it
 
 
 def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) -> list[Said]:

@@ -9,6 +9,7 @@ that's all") changes nothing.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 MAX_ITEM = 300
@@ -26,11 +27,13 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+@lru_cache(maxsize=4_096)  # a session restates the same items turn after turn
 def key_words(text: str) -> frozenset[str]:
     words = (w.strip("./") for w in re.findall(r"[a-z0-9_./]+", text.lower()))
     return frozenset(w for w in words if w not in _STOP and len(w) > 1)
 
 
+@lru_cache(maxsize=8_192)
 def same(a: str, b: str) -> bool:
     """Whether two items say the same thing (most of their words shared)."""
     left, right = key_words(a), key_words(b)

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from contextflow.capture.fields import TURN_KIND as TURN_KIND  # the event kind, said once there
 from contextflow.core.text import cut
 
-TURN_KIND = "capture.turn"  # the event kind of one captured turn
 MAX_PROMPT = 200
 MAX_FINAL = 1_000
 MAX_COMMAND = 300

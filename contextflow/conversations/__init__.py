@@ -9,5 +9,6 @@ FEATURE = Feature(
     views={"conversations": "contextflow.conversations.view:ConversationsView"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
+    search_version=(1, "2d1a1bf034a913da9ea6"),
     commands={"conversations": "saved conversation records"},
 )

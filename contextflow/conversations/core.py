@@ -23,10 +23,10 @@ import orjson
 
 from contextflow import ondisk
 from contextflow.app import App
-from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState
+from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
 from contextflow.core import checks, secrets
 from contextflow.core.blobs import read_blob, write_blob
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg, call
 from contextflow.core.events import Event
 from contextflow.core.ids import new_id, resolve_prefix
 from contextflow.core.text import estimate_tokens
@@ -74,10 +74,10 @@ def _strings(value: Any, where: str) -> list[str]:
 
 def _object(value: Any, where: str, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InputError(f"{where} must be an object like {example}, got {checks.json_type(value)}")
+        raise InputError(f"{arg(where)} must be an object like {example}, got {checks.json_type(value)}")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise InputError(f"{where} has unknown field(s) {', '.join(unknown)}; it takes: {', '.join(allowed)}")
+        raise InputError(f"{arg(where)} has unknown field(s) {', '.join(unknown)}; it takes: {', '.join(allowed)}")
     return value
 
 
@@ -91,7 +91,7 @@ def _decisions(value: Any, where: str) -> list[dict[str, str]]:
         reasoning = _required(item.get("reasoning"), f"{at}.reasoning", ITEM, "say why it was chosen or rejected")
         status = item.get("status", CHOSEN)
         if status not in (CHOSEN, REJECTED):
-            raise InputError(f"{at}.status must be 'chosen' or 'rejected', got {status!r}")
+            raise InputError(f"{arg(at)}.status must be 'chosen' or 'rejected', got {status!r}")
         found.append({"decision": decision, "reasoning": reasoning, "status": status})
     return found
 
@@ -123,7 +123,8 @@ def validate_record(raw: Any) -> dict[str, Any]:
         for name in ("topics", "overall_summary", "cross_topic_insights"):
             if record.get(name):
                 raise InputError(
-                    f"{name} is only for multi_topic records: set conversation_type to multi_topic or drop {name}"
+                    f"{arg(name)} is only for multi_topic records: set {arg('conversation_type')} to multi_topic "
+                    f"or drop {arg(name)}"
                 )
         out["summary"] = _required(record.get("summary"), "summary", LONG, "write a 2-3 paragraph synthesis")
         return out
@@ -151,8 +152,8 @@ def conversation_id_of(value: Any) -> str | None:
     given = (checks.text(value, "conversation_id", max_chars=128) or "").lower()
     if given and not _ID.match(given):
         raise InputError(
-            "conversation_id may hold only letters, digits and _.:- (up to 128 characters); "
-            "call generate_conversation_id for one"
+            f"{arg('conversation_id')} may hold only letters, digits and _.:- (up to 128 characters); "
+            f"{call('generate_conversation_id')} for one"
         )
     return given or None
 
@@ -229,7 +230,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
 
 
 def conversations_state(app: App) -> ConversationsState:
-    state: ConversationsState = ondisk.view(app, "conversations")
+    state: ConversationsState = ondisk.view(app, ConversationsView)
     return state
 
 
@@ -254,7 +255,9 @@ def find_conversation(app: App, conversation_id: Any, project: Any = None) -> Co
     if app.settings.default_project in holders:
         return records[(app.settings.default_project, chosen)]
     if len(holders) > 1:
-        raise InputError(f"conversation {chosen} exists in projects {', '.join(holders)}; pass project= to choose one")
+        raise InputError(
+            f"conversation {chosen} exists in projects {', '.join(holders)}; pass {arg('project')}= to choose one"
+        )
     return records[(holders[0], chosen)]
 
 

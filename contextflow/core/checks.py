@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.core import timeutil
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg
 
 
 def json_type(value: Any) -> str:
@@ -33,17 +33,19 @@ def text(
     what to pass when a required one is missing or empty."""
     if value is None:
         if required:
-            raise InputError(f"{name} is required: {hint or 'pass it as a non-empty string'}")
+            raise InputError(f"{arg(name)} is required: {hint or 'pass it as a non-empty string'}")
         return None
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {json_type(value)}")
+        raise InputError(f"{arg(name)} must be a string, got {json_type(value)}")
     stripped = value.strip()
     if not stripped:
         if required:
-            raise InputError(f"{name} is empty: {hint or 'pass a non-empty string'}")
+            raise InputError(f"{arg(name)} is empty: {hint or 'pass a non-empty string'}")
         return None
     if max_chars is not None and len(stripped) > max_chars:
-        raise InputError(f"{name} is {len(stripped)} characters; the limit is {max_chars}. Shorten it or split it up")
+        raise InputError(
+            f"{arg(name)} is {len(stripped)} characters; the limit is {max_chars}. Shorten it or split it up"
+        )
     return stripped
 
 
@@ -54,7 +56,7 @@ def name(value: Any, what: str, max_chars: int = 200) -> str | None:
     for position, char in enumerate(found, 1):
         if unicodedata.category(char) in ("Cc", "Cf"):
             raise InputError(
-                f"{what} contains a control character (U+{ord(char):04X} at position {position}); "
+                f"{arg(what)} contains a control character (U+{ord(char):04X} at position {position}); "
                 "use letters, digits, spaces and punctuation only, e.g. 'feature-login'"
             )
     return found or None
@@ -65,9 +67,9 @@ def json_list(value: Any, name: str, max_items: int, shape: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError(f"{name} must be a list of {shape}")
+        raise InputError(f"{arg(name)} must be a list of {shape}")
     if len(value) > max_items:
-        raise InputError(f"{name} has {len(value)} items; the limit is {max_items}")
+        raise InputError(f"{arg(name)} has {len(value)} items; the limit is {max_items}")
     return value
 
 
@@ -75,9 +77,9 @@ def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[
     out: list[str] = []
     for index, item in enumerate(json_list(value, name, max_items, 'strings, for example ["first", "second"]')):
         if not isinstance(item, str) or not item.strip():
-            raise InputError(f"{name}[{index}] must be a non-empty string")
+            raise InputError(f"{arg(name)}[{index}] must be a non-empty string")
         if len(item.strip()) > max_chars:
-            raise InputError(f"{name}[{index}] is {len(item.strip())} characters; the limit is {max_chars}")
+            raise InputError(f"{arg(name)}[{index}] is {len(item.strip())} characters; the limit is {max_chars}")
         out.append(item.strip())
     return out
 
@@ -88,18 +90,18 @@ def json_object(
     """A JSON object argument, at most `max_bytes` once encoded. `hint` follows the message for
     a value that is not an object, `size_hint` the one for a value over the limit."""
     if not isinstance(value, dict):
-        raise InputError(f"{name} must be a JSON object, e.g. {example}" + (f"; {hint}" if hint else ""))
+        raise InputError(f"{arg(name)} must be a JSON object, e.g. {example}" + (f"; {hint}" if hint else ""))
     try:
         import orjson  # only a value check pays for it: a hook reading a yes/no attribute does not
 
         size = len(orjson.dumps(value))
     except TypeError as exc:
         raise InputError(
-            f"{name} is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
+            f"{arg(name)} is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
         ) from None
     if max_bytes is not None and size > max_bytes:
         limit = f"the limit is {max_bytes} ({max_bytes // 1024} KB)"
-        raise InputError(f"{name} is {size} bytes as JSON; {limit}" + (f". {size_hint}" if size_hint else ""))
+        raise InputError(f"{arg(name)} is {size} bytes as JSON; {limit}" + (f". {size_hint}" if size_hint else ""))
     return value
 
 
@@ -107,9 +109,9 @@ def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 2
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+        raise InputError(f"{arg(name)} must be a whole number from {low} to {high}, got {value!r}")
     if not low <= value <= high:
-        raise InputError(f"{name} must be from {low} to {high}, got {value}")
+        raise InputError(f"{arg(name)} must be from {low} to {high}, got {value}")
     return value
 
 
@@ -120,7 +122,7 @@ def iso_time(value: Any, name: str) -> str | None:
         return None
     moment = timeutil.parse_iso(raw)
     if moment is None:
-        raise InputError(f"{name}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z")
+        raise InputError(f"{arg(name)}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z")
     return timeutil.to_iso(moment)
 
 
@@ -128,7 +130,7 @@ def choice(value: Any, name: str, options: tuple[str, ...], default: str | None 
     if value is None:
         return default
     if value not in options:
-        raise InputError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+        raise InputError(f"{arg(name)} must be one of {', '.join(options)}; got {value!r}")
     return str(value)
 
 

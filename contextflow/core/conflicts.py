@@ -107,7 +107,7 @@ def fix(store: Store) -> FixReport:
         for copy in contents:
             missing = [raw for event_id, raw in copy.lines.items() if event_id not in present]
             if missing:
-                store.log_writer.append(b"\n".join(missing) + b"\n")
+                store.log_writer.append_lines([raw + b"\n" for raw in missing])
                 present.update(copy.lines)
                 report.folded_events += len(missing)
         store.refresh()

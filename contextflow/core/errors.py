@@ -2,13 +2,61 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
+# How a message names an argument or an operation, for each adapter to word: `{arg:since_days}` (MCP
+# clients read `since_days`, the CLI `--since-days`), `{tool:context_list}` (`context_list`, or
+# `contextflow context list`), `{call:context_list}` ("call context_list", or "run `contextflow context list`").
+NAMED = re.compile(r"\{(arg|tool|call):([A-Za-z_][\w.]*)\}")
+Wording = Callable[[str], str]
+
+
+def arg(name: str) -> str:
+    """An argument named in a message (`kinds[2]`, `topics[0].summary`: the argument is the leading name)."""
+    head = re.match(r"[A-Za-z_]\w*", name)
+    return f"{{arg:{head.group()}}}{name[head.end() :]}" if head else name
+
+
+def tool(name: str) -> str:
+    """An operation named in a message."""
+    return f"{{tool:{name}}}"
+
+
+def call(name: str) -> str:
+    """ "call NAME" in a message: an invitation to run an operation."""
+    return f"{{call:{name}}}"
+
+
+def _same(name: str) -> str:
+    return name
+
+
+def _call(name: str) -> str:
+    return f"call {name}"
+
 
 class ContextflowError(Exception):
     """Base class for every error contextflow raises on purpose."""
 
 
 class InputError(ContextflowError):
-    """The caller's input was wrong; the message tells how to call it right."""
+    """The caller's input was wrong; the message tells how to call it right.
+
+    The message names arguments and operations with marks (`NAMED`) that each adapter words in its
+    own terms (`worded`); `str()` is the MCP wording. `argument` is the argument it is about: the
+    first one the message names, unless given."""
+
+    def __init__(self, message: str, argument: str | None = None) -> None:
+        self.template = message
+        first = next((name for kind, name in NAMED.findall(message) if kind == "arg"), None)
+        self.argument = argument or first
+        super().__init__(self.worded())
+
+    def worded(self, argument: Wording = _same, tool: Wording = _same, call: Wording = _call) -> str:
+        """The message with each name said as `argument`, `tool` and `call` word it."""
+        words = {"arg": argument, "tool": tool, "call": call}
+        return NAMED.sub(lambda found: words[found.group(1)](found.group(2)), self.template)
 
 
 class NotFoundError(InputError):

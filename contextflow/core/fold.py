@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from contextflow.core.events import Event, OrderKey
 
@@ -30,6 +30,17 @@ class View(Protocol):
     def initial(self) -> Any: ...
 
     def apply(self, state: Any, event: Event) -> None: ...
+
+
+S = TypeVar("S", covariant=True)
+
+
+class Folds(Protocol[S]):
+    """A view class as `Store.view` takes it: `store.view(SessionsView)` is a `SessionsState`."""
+
+    name: str
+
+    def initial(self) -> S: ...
 
 
 @runtime_checkable

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 from contextflow.core import legacy
 from contextflow.core.errors import InputError
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 
 APP = "contextflow"
 WRITER_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
@@ -226,7 +226,7 @@ def writer_id(env: Mapping[str, str] | None = None) -> str:
         return validate_writer(env["CONTEXTFLOW_WRITER"].strip())
     stored = checked_state_root(env) / "writer-id"
     with contextlib.suppress(OSError, UnicodeDecodeError, InputError):
-        return validate_writer(stored.read_text(encoding="utf-8").strip(), f"the writer id in {stored}")
+        return validate_writer(read_regular(stored).decode("utf-8").strip(), f"the writer id in {stored}")
     import secrets  # a new machine only: hooks and commands that find the id pay nothing for these
     import socket
 

@@ -4,9 +4,10 @@ On-disk contract:
 
 - The store is a folder; writer W appends only to its `events.<W>.jsonl`, so a sync tool never
   sees two machines change one file. Files are created 0600; a store folder made here is 0700.
-- An append holds W's machine-local lock (`core/lock.py`, flock) and writes each batch of lines with one
-  `os.write` on an `O_APPEND|O_NOFOLLOW` descriptor. A last line without its `\\n` (a crash
-  mid-write) is copied to `quarantine/` and cut off before the next append, never silently dropped.
+- An append holds W's machine-local lock (`core/lock.py`, flock) and writes on an `O_APPEND|O_NOFOLLOW`
+  descriptor; several lines are framed as a batch (`batches.py`) that readers apply whole or not at
+  all. A last line without its `\\n` (a crash mid-write), or a batch cut short, is copied to
+  `quarantine/` and cut off before the next append, never silently dropped.
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
   ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
   lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.core import legacy
+from contextflow.core import batches, legacy
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
@@ -45,6 +46,7 @@ LOG_SUFFIX = ".jsonl"
 QUARANTINE_DIR = "quarantine"
 TAIL_WINDOW = 4096
 PREFIX_BLOCK = 32 * 1024
+WRITE_BYTES = 4 * 1024 * 1024  # a batch is written in pieces of about this size
 LOCK_TIMEOUT_S = 10.0
 _LOG_NAME = re.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
 
@@ -115,9 +117,12 @@ class Cursor:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    lines: list[tuple[int, bytes]]  # (line number, line without newline)
+    lines: list[tuple[int, bytes]]  # (line number, line without newline); only lines of complete batches
     cursor: Cursor
     reset: bool  # the file no longer continues what the old cursor read
+    held: int = 0  # events of a batch whose commit is not on disk yet: not returned, the cursor waits before it
+    held_at: int | None = None  # that batch's begin line's offset (the cursor's offset)
+    torn: int = 0  # lines of torn batches dropped (batches.py)
 
 
 def _tail_hash(fd: int, offset: int) -> bytes:
@@ -162,13 +167,19 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
             if continues:
                 start, line_no = cursor.offset, cursor.lines
         read = complete_lines(fd, start, limit=limit)
-        lines = [(n, raw) for n, raw in enumerate(read.lines, start=line_no + 1) if raw.strip()]
-        offset, line_no = read.end, line_no + len(read.lines)
+        walk = batches.Lines(fd)  # only lines of complete batches; the cursor waits before a held one
+        lines, offset, line_no = walk.numbered(read.lines, start, line_no, read.end)
+        while walk.held_at is None and walk.skip_until > offset:  # a torn batch spans past what was read
+            more = complete_lines(fd, offset, limit=walk.skip_until - offset)
+            if not more.lines:
+                break
+            found, offset, line_no = walk.numbered(more.lines, offset, line_no, more.end)
+            lines += found
         known = cursor.blocks if start and cursor is not None else b""  # the chain below start's block
         blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
         tail = _tail_hash(fd, offset)
         cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
-        return Chunk(lines, cursor, reset)
+        return Chunk(lines, cursor, reset, walk.held, walk.held_at, walk.torn)
     finally:
         os.close(fd)
 
@@ -213,16 +224,31 @@ class LogWriter:
             self._lock = WriterLock(self.lock_file, LOCK_TIMEOUT_S)
         return self._lock
 
-    def append(self, data: bytes) -> int:
+    def append_lines(self, lines: list[bytes], held_at: int | None = None) -> int:
+        """Append whole lines in one write, framed as a batch when there are several (`batches.py`), so
+        readers apply all of them or none. `held_at`: where a batch held back at the end of this log
+        begins (only a killed write leaves one: the caller holds the lock), moved to quarantine first."""
+        from contextflow.core.ids import new_id
+
+        if len(lines) < 2:
+            return self.append(b"".join(lines), held_at)
+        begin, commit = batches.markers(lines, new_id())
+        return self._write([begin, *lines, commit], held_at)
+
+    def append(self, data: bytes, held_at: int | None = None) -> int:
         """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
+        return self._write([data], held_at)
+
+    def _write(self, pieces: list[bytes], held_at: int | None) -> int:
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                before = self._repair_tail(fd)  # failing to quarantine a torn tail leaves the log as it was
+                before = self._repair_tail(fd, held_at)  # failing to quarantine leaves the log as it was
                 try:
-                    if os.write(fd, data) != len(data):
-                        raise OSError(errno.ENOSPC, "short write")
+                    for group in _groups(pieces):
+                        if os.write(fd, group) != len(group):
+                            raise OSError(errno.ENOSPC, "short write")
                     if self.fsync:
                         os.fsync(fd)
                 except OSError:
@@ -234,8 +260,12 @@ class LogWriter:
         except OSError as exc:
             raise StoreError(_explain(exc, self.path)) from None
 
-    def _repair_tail(self, fd: int) -> int:
+    def _repair_tail(self, fd: int, held_at: int | None = None) -> int:
         size = os.fstat(fd).st_size
+        if held_at is not None and 0 <= held_at < size and os.pread(fd, len(batches.PREFIX), held_at) == batches.PREFIX:
+            self._quarantine(os.pread(fd, size - held_at, held_at), ".batch")  # a batch a kill cut short
+            os.ftruncate(fd, held_at)
+            return held_at
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return size
         cut = _last_newline(fd, size) + 1
@@ -244,7 +274,7 @@ class LogWriter:
         os.ftruncate(fd, cut)
         return cut
 
-    def _quarantine(self, fragment: bytes) -> None:
+    def _quarantine(self, fragment: bytes, what: str = "") -> None:
         target_dir = self.folder / QUARANTINE_DIR
         with contextlib.suppress(FileExistsError):
             target_dir.mkdir(mode=0o700)
@@ -258,7 +288,7 @@ class LogWriter:
                     "(it stays in the log until then)"
                 ) from None
             raise
-        name = f"{self.path.name}.{time.time_ns()}.{os.getpid()}.frag"
+        name = f"{self.path.name}.{time.time_ns()}.{os.getpid()}{what}.frag"
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
             try:
@@ -272,6 +302,20 @@ class LogWriter:
                 os.close(fd)
         finally:
             os.close(dir_fd)
+
+
+def _groups(pieces: list[bytes], size: int = WRITE_BYTES) -> Iterator[bytes]:
+    """The pieces joined into writes of about `size` bytes (a large batch is never one buffer)."""
+    group: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        group.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(group)
+            group, held = [], 0
+    if group:
+        yield b"".join(group)
 
 
 def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | None) -> None:
@@ -290,15 +334,17 @@ def replace_log(path: Path, data: bytes, expected: tuple[int, int, int, int] | N
 
 
 def read_whole(path: Path) -> tuple[bytes, list[tuple[int, bytes]], bytes]:
-    """A log's bytes, its whole lines (numbered; blank ones left out) and a torn last line's bytes."""
+    """A log's bytes, its whole lines (numbered; blank ones left out; batches as `read_new` returns them)
+    and the bytes after them: a torn last line, or a batch held back at the end with what follows it."""
     fd = _open_read(path)
     try:
         data = os.pread(fd, os.fstat(fd).st_size, 0)
+        cut = data.rfind(b"\n") + 1
+        walk = batches.Lines(fd)
+        lines = walk.numbered(data[: cut - 1].split(b"\n"), 0, 0, cut)[0] if cut else []
     finally:
         os.close(fd)
-    cut = data.rfind(b"\n") + 1
-    lines = [(n, raw) for n, raw in enumerate(data[:cut].split(b"\n")[:-1], start=1) if raw.strip()]
-    return data, lines, data[cut:]
+    return data, lines, data[cut if walk.held_at is None else walk.held_at :]
 
 
 def remove_conflict_copy(path: Path) -> None:

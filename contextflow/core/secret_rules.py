@@ -27,7 +27,7 @@ from pathlib import Path
 
 import orjson
 
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,46 +53,117 @@ def _compiled(source: str, flags: int) -> re.Pattern[str]:
 
 
 # -- what is a reference, a placeholder or prose, not a secret ---------------------------------
+# Decided on evidence, not shape: a value is exempt only when the whole of it is a reference (a
+# credential that merely holds `(`, starts with `$` or ends in `>` is still one), and a tag after a
+# credential is cut off before the check (`tag_start`), so it never shields it.
 
 _PLACEHOLDER_WORDS = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty", "redacted"})
-_REFERENCE = re.compile(r"[A-Za-z_][\w.\-]*[\[(]")  # get_password(...), os.environ[...]
-_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # settings.SECRET_KEY, process.env.TOKEN
+REFERENCE = re.compile(
+    r"\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
+    r"|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:?+=\-#%/][^{}\n]*)?\}"  # ${VAR}, ${VAR:-default}
+    r"|\$\([^()\n]+\)|`[^`\n]+`"  # a command's output: $(cat /run/secrets/db), `pass show db`
+    r"|%[A-Za-z_][A-Za-z0-9_]*%"  # %VAR% (Windows)
+    r"|%(?:\([A-Za-z_]\w*\))?[sdr]|\{[A-Za-z_]?[\w.]*\}"  # %s, %(name)s, {name}: format fields
+    r"|<[A-Za-z][A-Za-z _.\-]{0,60}>"  # <your token>: words, no digits
+    r"|\{\{[^{}\n]{1,120}\}\}"  # {{ secrets.X }}, {{ vault_pwd }}
+    r"|\[REDACTED[^\]\n]*\]|<redacted>"  # already redacted
+)
+_MASK = frozenset("*xX\u2022.-_:")  # ****, xxxx, ...
+_TAG = re.compile(r"</?[A-Za-z][\w:.\-]*(?:\s[^<>\n]*)?/?>")  # <ctx:remember>, </ctx:remember>, <br/>
 
 
-def is_literal(value: str, quoted: bool = True) -> bool:
-    """Whether a value assigned to a credential name is the credential itself (not a placeholder)."""
+def is_reference(value: str) -> bool:
+    """The whole value names a credential kept elsewhere, or stands for one (a mask, a placeholder word)."""
     value = value.strip()
-    return not (
+    return (
         not value
         or value.lower() in _PLACEHOLDER_WORDS
-        or value.startswith(("$", "%", "<", "{{", "[REDACTED", "#", "`"))
-        or value.endswith((">", "}}"))
-        or set(value) <= set("*xX.-_:")  # masked: ****, xxxx
-        or _REFERENCE.match(value)
-        or (_DOTTED_NAME.fullmatch(value) and not any(c.isdigit() for c in value))
+        or set(value) <= _MASK
+        or value.startswith("[REDACTED")  # ours (a bare value stops at its space: `[REDACTED:netrc`)
+        or bool(REFERENCE.fullmatch(value))
     )
 
 
+def tag_start(value: str) -> int:
+    """Where a markup tag written right after a credential begins in `value` (len(value) when none)."""
+    found = _TAG.search(value, 1)
+    return found.start() if found else len(value)
+
+
+def is_literal(value: str, quoted: bool = True) -> bool:
+    """Whether a value assigned to a credential name is the credential itself (not a reference to one)."""
+    return not is_reference(value)
+
+
 def is_token_like(value: str, quoted: bool = True) -> bool:
-    """A header value that is a key, not a word or a placeholder: letters and digits, literal."""
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and is_literal(value)
+    """A header value that is a key, not a word (`X-Api-Key: required`): a letter and a digit or a symbol."""
+    value = value.rstrip(".,;:)")
+    has_other = any(c.isdigit() or (not c.isalnum() and c not in "-_") for c in value)
+    return has_other and any(c.isalpha() for c in value) and is_literal(value)
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIAL_NAME_PART = re.compile(r"(?i)pass|secret|token|key|auth|credential")
 _CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
 
 
+_CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\([^()]*\)?|\[[^\[\]]*\]?)*")
+_OBJECTS = frozenset(
+    [
+        "self",
+        "this",
+        "cls",
+        "os",
+        "env",
+        "environ",
+        "process",
+        "settings",
+        "config",
+        "cfg",
+        "conf",
+        "options",
+        "opts",
+        "args",
+        "params",
+        "props",
+        "ctx",
+        "context",
+        "secrets",
+        "vars",
+        "app",
+        "request",
+        "creds",
+        "credentials",
+    ]
+)
+
+
+def is_code_reference(value: str) -> bool:
+    """An unquoted value that is code: a call or an index (`get_password()`, `os.environ[`), a variable
+    (`auth_info`, `password`), an attribute of a settings-like object (`settings.SECRET_KEY`,
+    `config.db.password`) or a type (`Ed25519PrivateKey`). `Tr0ub4dor(3)x` or `correct.horse.staple`
+    are not: the evidence is the whole value's syntax, not one character in it."""
+    value = value.rstrip(")]},.;:")  # closing what the assignment sits in: f(password=password)
+    if not _CODE_REFERENCE.fullmatch(value):
+        return False
+    if "(" in value or "[" in value:
+        return True
+    parts = value.split(".")
+    if len(parts) == 1:
+        return bool(_CAMEL_CASE.fullmatch(value) or "_" in value or _CREDENTIAL_NAME_PART.search(value))
+    return parts[0] in _OBJECTS or any(
+        "_" in part
+        or (part.isupper() and len(part) > 1)
+        or _CREDENTIAL_NAME_PART.search(part)
+        or _CAMEL_CASE.fullmatch(part)
+        for part in parts
+    )
+
+
 def is_code_literal(value: str, quoted: bool) -> bool:
-    """A value assigned in code or prose: a literal, and when unquoted not a variable (`auth_info`,
-    `password=password`), an expression (`f(x)`, `a.b`) or a type (`key: Ed25519PrivateKey`)."""
+    """A value assigned in code or prose: a literal, and when unquoted not code (`is_code_reference`)."""
     if quoted:
         return is_literal(value)
-    if any(c in value for c in "()[]{}") or _DOTTED_NAME.fullmatch(value) or _CAMEL_CASE.fullmatch(value):
-        return False
-    if _IDENTIFIER.fullmatch(value) and ("_" in value or _CREDENTIAL_NAME_PART.search(value)):
-        return False
-    return is_literal(value)
+    return is_literal(value) and not is_code_reference(value)
 
 
 def is_docker_auth(value: str, quoted: bool = True) -> bool:
@@ -149,10 +220,12 @@ def _context(
 
 
 _CREDENTIAL_WORDS = ("pass", "secret", "key", "token", "pwd")
-# An assigned value: quoted (any length) or bare (no spaces, quotes or shell separators).
-_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|([^\s"'`;|&][^\s"'`;|&]*))"""
+# An assigned value: quoted (any length), a reference holding spaces (`<your token>`, `{{ x }}`,
+# `$(cat f)`, a backtick command), or bare (no spaces, quotes or shell separators).
+_SPACED = r"""(<[^<>\n]{1,60}>|\{\{[^{}\n]{1,120}\}\}|\$\([^()\n]{1,200}\)|`[^`\n]{1,200}`)"""
+_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|""" + _SPACED + r"""|([^\s"';|&][^\s"'`;|&]*))"""
 _QUOTED = r"""(?:"([^"\n]+)"|'([^'\n]+)')"""
-_FLAG_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|([^\s"'`;|&-][^\s"'`;|&]*))"""  # not the next --flag
+_FLAG_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|""" + _SPACED + r"""|([^\s"';|&-][^\s"'`;|&]*))"""  # not a --flag
 # (the rule using it starts with a lookahead for the keywords' first letters: ten times faster)
 _KEYWORD = (
     r"(?:\b|(?<=_))(?:password|passwd|passphrase|secret|client_secret|api_?key|apikey|api_?token|access_?token"
@@ -184,7 +257,7 @@ def _command(words: str, rest: str, tail: str = "") -> str:
 # An HTTP header carrying a key: X-API-Key, X-Auth-Token, Ocp-Apim-Subscription-Key, ...
 _KEY_HEADER = (
     r"(?i)(?<![\w-])(?:[a-z0-9]+-){0,3}(?:api-?key|api-?token|auth-?token|access-?token|subscription-key"
-    r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?([A-Za-z0-9._~+/=\-]{8,})"
+    r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?(?:(<[^<>\n]{1,60}>)|([^\s\"',;]{8,}))"
 )
 
 # Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
@@ -259,7 +332,7 @@ EXTRA_RULES = (
     _context(
         "URL password",
         r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://"
-        r"[^\s/?#@:'\"]*:([^\s/?#'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
+        r"[^\s/?#@:'\"]*:([^\s/?'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
         ("://",),
     ),
     # shell and dotenv: NAME=value, no spaces (with spaces it is code: the rules below need quotes or 8+ chars)
@@ -267,8 +340,11 @@ EXTRA_RULES = (
     # code, config and prose: a quoted value of any length, or a bare one of 8+ characters
     _context(
         "credential",
-        r"(?i)(?=[pscae])(?:" + _KEYWORD + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'"
-        r"|([^\s\"'`,;$<{(\[][^\s\"'`,;]{7,}))",
+        r"(?i)(?=[pscae])(?:"
+        + _KEYWORD
+        + r")[\"']?[ \t]*[:=][ \t]*(?:\"([^\"\n]+)\"|'([^'\n]+)'|"
+        + _SPACED
+        + r"|([^\s\"',;][^\s\"',;]{7,}))",
         _CREDENTIAL_WORDS,
         accept=is_code_literal,
     ),
@@ -295,7 +371,7 @@ EXTRA_RULES = (
         _command(
             "curl|wget",
             r"\s(?:-u|--user)(?:=|\s*)"
-            r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"'`;|&]+))""",
+            r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"';|&]+))""",
         ),
         ("curl", "wget"),
     ),
@@ -318,7 +394,7 @@ EXTRA_RULES = (
     _context(
         "pgpass password",
         r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
-        r":[^:\s'\"]+:((?:\\.|[^:\s'\"\\])+)(?![^\s'\"])",
+        r":[^:\s'\"]+:((?:\\.|[^:\s'\"\\])+)(?![^\s'\"<])",
         (":",),
     ),
     _context("registry auth", r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,}={0,2})\"", ('"auth"',), accept=is_docker_auth),
@@ -410,7 +486,7 @@ def library_patterns() -> list[PatternRow]:
     """
     cache_file = pattern_cache_file()
     with suppress(OSError, ValueError, TypeError):
-        rows = orjson.loads(cache_file.read_bytes())
+        rows = orjson.loads(read_regular(cache_file))
         return [(str(k), str(p), int(f), [str(n) for n in needles]) for k, p, f, needles in rows]
     import importlib
 

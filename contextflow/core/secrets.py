@@ -19,18 +19,26 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
-from contextflow.core.secret_rules import CREDENTIAL_FIELD, EVENT_RULES, Rule, credential_field_kind, needles, rules
+from contextflow.core.secret_rules import (
+    CREDENTIAL_FIELD,
+    EVENT_RULES,
+    Rule,
+    credential_field_kind,
+    needles,
+    rules,
+    tag_start,
+)
+from contextflow.core.settings import SECRETS_VARIABLE as ENV_VAR
+from contextflow.core.settings import secrets_mode
 from contextflow.core.text import clean, map_strings, needs_cleaning
 
-ENV_VAR = "CONTEXTFLOW_SECRETS"
-MODES = ("redact", "refuse", "off")
 REDACTED_FIELD = "redacted"
 MIN_GROUP_SECRET = 8
 
@@ -74,6 +82,8 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
                     start += 1
                 while end > start and text[end - 1] in trim:
                     end -= 1
+                if rule.in_context:  # a tag written right after a credential is kept, and never shields it
+                    end = start + tag_start(text[start:end])
                 if end - start < rule.min_length:
                     continue
                 if rule.accept and not rule.accept(text[start:end], start > 0 and text[start - 1] in "\"'"):
@@ -117,13 +127,9 @@ def redact_text(text: str, also: Sequence[Rule] = ()) -> tuple[str, list[str]]:
     return (result, kinds) if kinds else (text, [])
 
 
-def mode() -> str:
-    value = os.environ.get(ENV_VAR, "").strip().lower() or "redact"
-    if value in ("0", "no", "false", "none"):
-        value = "off"
-    if value not in MODES:
-        raise InputError(f"{ENV_VAR}={value!r} is not understood: use redact (default), refuse or off")
-    return value
+def mode(env: Mapping[str, str] | None = None) -> str:
+    """`CONTEXTFLOW_SECRETS` of `env` (the process's environment when not given): redact, refuse or off."""
+    return secrets_mode(os.environ if env is None else env)
 
 
 # -- events --------------------------------------------------------------------------------
@@ -304,7 +310,9 @@ def _touched(texts: list[str], candidates: Collection[str] | None = None) -> set
     return touched
 
 
-def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+def scrub_items(
+    items: Sequence[tuple[str, dict[str, Any]]], how: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """The hook Store.append_many calls before anything is written.
 
     Many events at once (an import) are scanned in chunks: a chunk's text joined by newlines, as
@@ -315,7 +323,7 @@ def scrub_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
     there in its chunk too: the chunk holds the event's needles, and the rules' edges are word
     boundaries and lookbehinds that a newline satisfies as a string's start does; a match that
     runs on into the next event touches both. The result is the same as scrubbing each event."""
-    how = mode()
+    how = how or mode()
     if how == "off" or len(items) < BATCH_MIN:
         return [(kind, scrub(data, how)[0]) for kind, data in items]
     result = list(items)

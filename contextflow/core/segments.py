@@ -27,6 +27,9 @@ class Segment:
     bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
     bad_fields: dict[str, int] = field(default_factory=dict)  # fields left out for their type, by kind.field
     ahead: dict[str, int] = field(default_factory=dict)  # id -> stamp of events read beyond the drift bound
+    held: int = 0  # events of a batch at the log's end whose commit is not on disk (not applied; batches.py)
+    held_at: int | None = None  # where that batch begins
+    torn: int = 0  # lines of torn batches dropped
 
 
 @dataclass(frozen=True)

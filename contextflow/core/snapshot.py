@@ -30,12 +30,12 @@ import orjson
 
 from contextflow.core.fold import Fold, View
 from contextflow.core.formats import Format
-from contextflow.core.fsutil import atomic_write, remove_stale_temps, write_all
+from contextflow.core.fsutil import atomic_write, open_regular, remove_stale_temps, write_all
 from contextflow.core.plaindata import OBJECT, Encoder, decode_tree, dumps, gc_paused, loads
 
 __all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "in_background", "loads", "read", "restore", "write"]
 # the snapshot's own format (what the store folds and how it is written), beside each view's (features.py)
-SNAPSHOT = Format("snapshot", 1, ("contextflow.core.store", "contextflow.core.snapshot"))
+SNAPSHOT = Format("snapshot", 2, ("contextflow.core.store", "contextflow.core.snapshot"))
 
 FILE_NAME = "snapshot.cfsnap"
 MAGIC = b"CFSNAP3\n"
@@ -117,7 +117,7 @@ def _blob_places(value: Any, end: int) -> dict[str, tuple[int, int]]:
 def read(path: Path, key: tuple[Any, ...]) -> tuple[Header, Blobs] | None:
     """The header and a blob reader when `path` is a snapshot made with `key`; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = open_regular(path)
     except OSError:
         return None
     try:

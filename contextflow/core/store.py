@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from contextflow import __version__
 from contextflow.core import legacy, snapshot
@@ -22,7 +22,7 @@ from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fold import BOUND_KIND, Fold, View
+from contextflow.core.fold import BOUND_KIND, Fold, Folds, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
@@ -43,8 +43,9 @@ from contextflow.core.segments import (
     much_to_read,
     new_segment,
 )
-from contextflow.core.settings import fsync_setting
+from contextflow.core.settings import fsync_setting, secrets_mode
 
+S = TypeVar("S")
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
@@ -64,8 +65,10 @@ class Store:
         use_snapshot: bool = True,
         legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
         snapshot_versions: Callable[[], dict[str, int]] | None = None,
+        secrets: str | None = None,
     ) -> None:
         self.location = location
+        self.secrets = secrets  # CONTEXTFLOW_SECRETS of the environment the store was opened with
         self.folder = Path(os.path.realpath(location.folder))  # one store, one lock, however it is reached
         self.writer = writer
         self.state_dir = state_dir
@@ -91,10 +94,12 @@ class Store:
         self._reset()
 
     @classmethod
-    def open(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Store:
+    def open(cls, env: Mapping[str, str] | None = None, location: Location | None = None, **kwargs: Any) -> Store:
+        """The store `env` names (`location`: where a caller already found it, so it is located once)."""
         env = os.environ if env is None else env
-        location = locate_store(env)
+        location = location or locate_store(env)
         kwargs.setdefault("legacy_max_bytes", legacy.max_file_bytes(env))
+        kwargs.setdefault("secrets", secrets_mode(env))
         return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
 
     # -- reading -------------------------------------------------------------------------
@@ -211,6 +216,7 @@ class Store:
             segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
         segment.cursor = chunk.cursor
+        segment.held, segment.held_at, segment.torn = chunk.held, chunk.held_at, segment.torn + chunk.torn
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
         schema, edge, ahead = self.fields, horizon(), segment.ahead
         for line_no, raw in chunk.lines:
@@ -257,9 +263,17 @@ class Store:
         if len(self._bad) < MAX_BAD_LINE_REPORTS:
             self._bad.append(BadLineReport(str(path), line, reason))
 
-    def view(self, name: str) -> Any:
-        """The current state of one view (after picking up new events); refused while a legacy file is
-        over its size limit (reading it in part would show a history that is not the whole one)."""
+    @overload
+    def view(self, kind: type[Folds[S]]) -> S: ...
+
+    @overload
+    def view(self, kind: str) -> Any: ...
+
+    def view(self, kind: type[Folds[Any]] | str) -> Any:
+        """The current state of one view (after picking up new events), typed when the view's class names
+        it (`store.view(SessionsView)`); refused while a legacy file is over its size limit (reading it in
+        part would show a history that is not the whole one)."""
+        name = kind if isinstance(kind, str) else kind.name
         self.refresh()
         for path, size in self._oversized.items():
             raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
@@ -378,12 +392,14 @@ class Store:
         stamps: Sequence[int] | None = None,
         *,
         collected: bool = False,
+        fold: bool = True,
     ) -> list[Event]:
         """Append events in one locked write; they are folded before this returns. Events read stamped
         beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
         replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
         per item) replaces the clock: an importer's events dated when they happened (a past session's
-        turns), which order by those stamps like any event; the clock does not move for them."""
+        turns), which order by those stamps like any event; the clock does not move for them. `fold=False`
+        leaves folding them to the next read (an import that ends here need not hold them all in memory)."""
         from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
@@ -393,7 +409,7 @@ class Store:
             raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
         items = [(kind, self.admit(kind, data)) for kind, data in items]
         if not collected:  # a batch's events were scrubbed as `collecting` made them
-            items = scrub_items(items)  # secrets are redacted (or refused) before anything is persisted
+            items = scrub_items(items, self.secrets)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:
             if not self._collected:
                 self.refresh()  # once: the batch's own events are folded as they come
@@ -425,8 +441,10 @@ class Store:
                     Event(event_id, self.writer, seq + offset, stamp, kind, data)
                     for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
                 ]
-                self._writer.append(b"".join(encode(event) for event in events))
-                if not collected:  # (a batch's events were folded already, and `collecting` forgets them next)
+                own = self._segments.get(self._writer.path)
+                held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
+                self._writer.append_lines([encode(event) for event in events], held_at)
+                if fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
                     self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
             raise StoreError(
@@ -482,6 +500,12 @@ class Store:
         snapshot.in_background(lambda: self.save_snapshot(force=True))
         self._new_since_snapshot = 0
         return True
+
+    def forget(self) -> None:
+        """Drop the folded state (found forged or damaged): the next read folds the logs again, and nothing
+        of what was dropped is saved (neither the snapshot nor anything built from the views on close)."""
+        self._reset()
+        self.loaded, self.from_snapshot, self._new_since_snapshot = False, False, 0
 
     def close(self) -> None:
         self.save_snapshot()

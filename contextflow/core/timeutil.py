@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 # short units, or ISO-8601 (in lower case), where `m` is minutes too: its date part has no months
@@ -81,19 +81,21 @@ def expiry(value: Any, now: datetime, name: str = "expires_at") -> datetime | No
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{name} must be {EXPIRY_HOW}; got {value!r}")
+        raise InputError(f"{arg(name)} must be {EXPIRY_HOW}; got {value!r}")
     span = parse_duration(value)
     if span is not None:
         if span <= timedelta(0):
-            raise InputError(f"{name}={value!r} is zero; give a positive duration such as 24h")
+            raise InputError(f"{arg(name)}={value!r} is zero; give a positive duration such as 24h")
         if span > MAX_EXPIRY:
-            raise InputError(f"{name}={value!r} is over 10 years; give a shorter duration or omit it")
+            raise InputError(f"{arg(name)}={value!r} is over 10 years; give a shorter duration or omit it")
         return now + span
     moment = parse_iso(value)
     if moment is None:
-        raise InputError(f"{name}={value!r} is not understood; use {EXPIRY_HOW}")
+        raise InputError(f"{arg(name)}={value!r} is not understood; use {EXPIRY_HOW}")
     if moment <= now:
-        raise InputError(f"{name}={value!r} is already past (now is {to_iso(now)}); give a future time or a duration")
+        raise InputError(
+            f"{arg(name)}={value!r} is already past (now is {to_iso(now)}); give a future time or a duration"
+        )
     return moment
 
 

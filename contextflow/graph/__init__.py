@@ -15,5 +15,6 @@ FEATURE = Feature(
     views={"graph": "contextflow.graph.view:GraphView"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
+    search_version=(1, "2fe6250c9186695dde3c"),
     commands={"view": "saved graph views"},
 )

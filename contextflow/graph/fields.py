@@ -1,6 +1,13 @@
-"""The shape of every field of the graph's events (core/fields.py checks them as lines are read)."""
+"""The shape of every field of the graph's events (core/fields.py checks them as lines are read), and the
+vocabulary and limits its table and its core both use (this module stays light: the table imports it)."""
 
 from contextflow.core.fields import INT, OBJECT, STR, STRS, Shape, listof, record
+
+NODE_TYPES = ("fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question")
+EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
+MAX_TAGS = 50
+DEFAULT_VIEW_BUDGET = 50_000
+MAX_BUDGET = 2_000_000
 
 _NODE: dict[str, Shape] = {"type": STR, "content": STR, "summary": STR, "metadata": OBJECT}
 _EDGE: dict[str, Shape] = {"from": STR, "to": STR, "type": STR, "metadata": OBJECT}

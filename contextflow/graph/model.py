@@ -13,20 +13,15 @@ from functools import lru_cache
 from typing import Any
 
 from contextflow.core import checks
-from contextflow.core.errors import InputError
-
-NODE_TYPES = (
-    "fact",
-    "decision",
-    "pattern",
-    "observation",
-    "hypothesis",
-    "task",
-    "summary",
-    "source",
-    "open-question",
+from contextflow.core.errors import InputError, arg
+from contextflow.graph.fields import (  # the vocabulary and limits the table shares, said once there
+    DEFAULT_VIEW_BUDGET as DEFAULT_VIEW_BUDGET,
 )
-EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
+from contextflow.graph.fields import EDGE_TYPES as EDGE_TYPES
+from contextflow.graph.fields import MAX_BUDGET as MAX_BUDGET
+from contextflow.graph.fields import MAX_TAGS as MAX_TAGS
+from contextflow.graph.fields import NODE_TYPES as NODE_TYPES
+
 TIERS = ("pinned", "reference", "working", "off-context")
 TIER_TAGS = tuple(f"tier:{tier}" for tier in TIERS)
 PINNED, REFERENCE, WORKING, OFF_CONTEXT = TIER_TAGS
@@ -47,12 +42,9 @@ UNSEARCHED_METADATA = frozenset({"source_version", "created_at", "updated_at", "
 
 MAX_CONTENT_CHARS = 500_000
 MAX_SUMMARY_CHARS = 20_000
-MAX_TAGS = 50
 MAX_TAG_CHARS = 200
 MAX_META_KEYS = 50
 MAX_META_CHARS = 20_000
-DEFAULT_VIEW_BUDGET = 50_000
-MAX_BUDGET = 2_000_000
 
 _TAG = re.compile(r"^[A-Za-z0-9_.-]+:\S+$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # a view name or metadata key
@@ -72,10 +64,12 @@ def edge_type(value: Any) -> str:
 
 def content(value: Any, name: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{name} is required: pass the knowledge as a non-empty string")
+        raise InputError(f"{arg(name)} is required: pass the knowledge as a non-empty string")
     text = value.strip()
     if len(text) > MAX_CONTENT_CHARS:
-        raise InputError(f"{name} is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. Split it into nodes")
+        raise InputError(
+            f"{arg(name)} is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}. Split it into nodes"
+        )
     return text
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, EDGE_TYPES, MAX_BUDGET, MAX_TAGS, NODE_TYPES
 from contextflow.operations.spec import FORMATS, JSON, Operation, Param, Table, deferred
 
 if TYPE_CHECKING:
@@ -19,13 +20,7 @@ else:
     present = deferred("contextflow.graph.present")
 
 
-# Copies of contextflow.graph.model and .compose constants, so that reading the table stays
-# cheap (importing contextflow.graph folds nothing but costs ~0.1 s); a test checks they agree.
-NODE_TYPES = ("fact", "decision", "pattern", "observation", "hypothesis", "task", "summary", "source", "open-question")
-EDGE_TYPES = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES", "RELATES_TO", "CHILD_OF")
-MAX_TAGS = 50
-DEFAULT_VIEW_BUDGET = 50_000
-MAX_BUDGET = 2_000_000
+# A copy of contextflow.graph.compose's default query, so that reading the table stays cheap (a test checks).
 DEFAULT_QUERY = (
     "tag:tier:pinned OR tag:tier:reference OR tag:tier:working OR (type:observation AND created:>24h)"
     " OR (NOT tag:tier:* AND created:>7d)"

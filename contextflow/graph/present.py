@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from contextflow.app import App
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg, tool
 from contextflow.core.text import DATA_NOTICE
 from contextflow.graph import explore, model, transfer, writes
 from contextflow.graph import picture as pictures
@@ -143,8 +143,8 @@ def graph_update(app: App, args: JSON) -> Reply:
     }
     if not changes:
         raise InputError(
-            "graph_update needs something to change: content, type, summary, metadata, add_tags, "
-            "remove_tags, or delete: true"
+            f"{tool('graph_update')} needs something to change: {arg('content')}, {arg('type')}, {arg('summary')}, "
+            f"{arg('metadata')}, {arg('add_tags')}, {arg('remove_tags')}, or {arg('delete')}: true"
         )
     writes.update_node(app, node.id, **changes, agent=args.get("agent"))
     return _written(app, node.id, verb="Updated")

@@ -214,7 +214,10 @@ def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> 
     if not isinstance(path, str | Path) or not str(path).strip():
         raise InputError("ingest needs the path of a text file")
     file = Path(path).expanduser().absolute()
+    from contextflow.imports.files import check_given  # a FIFO or device is refused, never waited on
+
     try:
+        check_given(file)
         raw = file.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {file}: {exc.strerror or exc}; pass the path of a readable text file") from None

@@ -10,29 +10,30 @@ Linking or tagging what is already linked or tagged succeeds without writing any
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
-from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.errors import InputError, NotFoundError, arg
 from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.query import parse
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import GraphState, GraphView, Node
 
 Item = tuple[str, dict[str, Any]]
 
 
 def graph(app: App) -> GraphState:
-    return cast(GraphState, ondisk.view(app, "graph"))
+    state: GraphState = ondisk.view(app, GraphView)
+    return state
 
 
 def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
     """The live node whose id is `prefix` or starts with it (git-style)."""
     if not isinstance(prefix, str) or not prefix.strip():
-        raise InputError(f"{what} is required: pass a node id or a unique prefix of it")
+        raise InputError(f"{arg(what)} is required: pass a node id or a unique prefix of it")
     wanted = prefix.strip().lower()
     node = state.node(wanted)
     if node is not None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from contextflow.core.markdown import mask_code
 from contextflow.graph.model import NODE_TYPES
+from contextflow.imports import files
 from contextflow.imports.frontmatter import FrontMatterError, split
 from contextflow.imports.model import (
     EdgeRecord,
@@ -49,14 +50,11 @@ _META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_CUSTOM = 40
 
 
-def note_files(root: Path) -> list[Path]:
-    if root.is_file():
-        return [root]
-    return sorted(
-        path
-        for path in root.rglob("*.md")
-        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts)
-    )
+def note_files(root: Path) -> tuple[list[Path], list[SourceError]]:
+    """The notes under `root` (hidden folders left out), and those refused (links out of it, special files)."""
+    if not root.is_dir():
+        return [root], []
+    return files.walk(root, "*.md", hidden=False)
 
 
 def _slug(text: str) -> str:
@@ -67,7 +65,7 @@ class Note:
     def __init__(self, path: Path, root: Path) -> None:
         self.path = path
         try:
-            text = path.read_bytes().decode("utf-8-sig")
+            text = files.read(path).decode("utf-8-sig")
         except UnicodeDecodeError:
             raise SourceError(path, "not UTF-8 text") from None
         try:
@@ -129,8 +127,9 @@ def _plain(value: Any) -> bool:
 def read_folder(root: Path) -> list[tuple[str, Records | SourceError]]:
     """One entry per note file: its node and the edges it starts, or why it cannot be imported."""
     notes: list[Note] = []
-    results: dict[Path, SourceError] = {}
-    for path in note_files(root):
+    found, refused = note_files(root)
+    results: dict[Path, SourceError] = {Path(error.file): error for error in refused}
+    for path in found:
         try:
             notes.append(Note(path, root))
         except SourceError as exc:

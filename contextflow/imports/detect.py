@@ -32,7 +32,7 @@ def detect_folder(path: Path) -> str:
         return "beads"
     if fmt := transcripts.detect_folder(path):
         return fmt
-    if basicmemory.note_files(path):
+    if any(basicmemory.note_files(path)):
         return "basic-memory"
     raise InputError(f"{path} holds nothing contextflow can import; expected {EXPECTED}")
 

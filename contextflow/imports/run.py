@@ -15,9 +15,10 @@ from pathlib import Path
 import orjson
 
 from contextflow.app import App
+from contextflow.capture.view import ActivityView
 from contextflow.core.errors import InputError
 from contextflow.graph import transfer
-from contextflow.imports import basicmemory, beads, claudemem, servermemory, transcripts
+from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_folder
 from contextflow.imports.graphplan import Planner
 from contextflow.imports.model import Planned, Records, Report, SourceError
@@ -33,7 +34,7 @@ FILE_READERS: dict[str, Reader] = {
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return files.read(path)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}; pass {EXPECTED}") from None
 
@@ -60,16 +61,21 @@ def run_import(
         where = Path(path).expanduser()
         if not where.exists():
             raise InputError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
+        files.check_given(where)  # a FIFO or a device is refused before anything opens it
         if where.is_dir():
             fmt = fmt or detect_folder(where)
             if fmt in transcripts.FORMATS:
                 return _import_sessions(app, fmt, where, dry_run, progress)
             if fmt == "beads":
                 issues = beads.issues_file(where)
+                if issues != where and (why := files.refusal(issues, where)):
+                    raise InputError(f"{issues}: {why}; nothing was stored")
                 return _import_file(app, str(issues), _read_bytes(issues), fmt, dry_run, merge, progress)
             if fmt != "basic-memory":
                 raise InputError(f"{fmt} imports a file, and {path} is a folder; pass the file")
             return _import_records(app, fmt, str(where), basicmemory.read_folder(where), dry_run, progress)
+        if (fmt or transcripts.first_line_format(where)) in transcripts.FORMATS:  # streamed, never read whole
+            return _import_sessions(app, fmt or str(transcripts.first_line_format(where)), where, dry_run, progress)
         raw = _read_bytes(where)
         fmt = fmt or detect_bytes(str(where), raw)
         if fmt in transcripts.FORMATS:
@@ -105,7 +111,7 @@ def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) ->
     what = {"graph.node": "node", "graph.edge": "edge", "graph.view": "view"}
     report.planned = [Planned(i, kind, data, what.get(kind, kind), "") for i, kind, data in planned]
     if planned and not dry_run:
-        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[i for i, _, _ in planned])
+        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[i for i, _, _ in planned], fold=False)
     return report
 
 
@@ -145,7 +151,7 @@ def _import_records(
         report.planned = planned
     elif planned:
         progress.advance(0, f"storing {len(planned)} event(s)")
-        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned])
+        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned], fold=False)
     progress.advance(progress.total)
     if report.errors and len(units) == 1:
         raise InputError(report.errors[0])
@@ -154,15 +160,16 @@ def _import_records(
 
 def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: Progress) -> Report:
     """Each transcript file a session: all of them planned, then stored in one write (dated when they happened)."""
-    paths = transcripts.files(where, fmt)
+    paths, refused = transcripts.files(where, fmt)
     report = Report(fmt, str(where), dry_run, files=len(paths))
-    known = set(app.store.view("activity").turn_ids)  # turns captured live or imported before
+    report.errors += [str(error) for error in refused]
+    known = set(app.store.view(ActivityView).turn_ids)  # turns captured live or imported before
     planned: list[Planned] = []
     stamps: list[int] = []
     progress.start(len(paths) + 1, f"reading {len(paths)} session(s)")
     for path in paths:
         try:
-            plan = transcripts.plan_file(app, fmt, path, _read_bytes(path), known)
+            plan = transcripts.plan_file(app, fmt, path, known)  # streamed: a line at a time
         except SourceError as exc:
             report.errors.append(str(exc))
             progress.advance(1)
@@ -178,7 +185,9 @@ def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: P
         report.planned = planned
     elif planned:
         progress.advance(0, f"storing {len(planned)} event(s)")
-        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned], stamps=stamps)
+        app.store.append_many(
+            [(p.kind, p.data) for p in planned], ids=[p.id for p in planned], stamps=stamps, fold=False
+        )
     progress.advance(1)
     if report.errors and len(paths) == 1:
         raise InputError(report.errors[0])

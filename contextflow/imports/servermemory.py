@@ -15,7 +15,7 @@ others RELATES_TO) with the name in the edge's `relations`, so export gives the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +59,13 @@ def _string(value: Any, what: str, path: Path, line: int, required: bool = True)
     raise SourceError(path, f"{what} must be a non-empty string", line)
 
 
-def parse_lines(raw: bytes, path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """The JSON object on each non-blank line, with its line number."""
-    found: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
+def parse_lines(raw: bytes, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON object on each non-blank line, with its line number (one at a time)."""
+    start, number = 0, 0
+    while start <= len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        line, start, number = raw[start:end], end + 1, number + 1
         if not line.strip():
             continue
         try:
@@ -71,8 +74,7 @@ def parse_lines(raw: bytes, path: Path) -> list[tuple[int, dict[str, Any]]]:
             raise SourceError(path, f"not valid JSON ({exc})", number) from None
         if not isinstance(value, dict):
             raise SourceError(path, "expected a JSON object on this line", number)
-        found.append((number, value))
-    return found
+        yield number, value
 
 
 def read(label: str, raw: bytes) -> Records:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from contextflow.core.clock import stamp_from_ms
 from contextflow.core.ids import derived_id
 from contextflow.core.project import DEFAULT_PROJECT, normalise_remote, project_for
 from contextflow.core.timeutil import iso_ms
+from contextflow.imports import files as source_files
 from contextflow.imports.model import Planned, SourceError
 
 FORMATS = {"claude-code": "claude-code", "codex": "codex"}  # format -> capture's client name
@@ -52,10 +54,10 @@ def looks_like(line: dict[str, Any]) -> str | None:
 def first_line_format(path: Path) -> str | None:
     """The transcript format of a file, judged by its first line."""
     try:
-        with path.open("rb") as handle:
+        with source_files.opened(path) as handle:
             first = handle.readline(1 << 20)
         line = orjson.loads(first)
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, SourceError, orjson.JSONDecodeError):
         return None
     return looks_like(line) if isinstance(line, dict) else None
 
@@ -63,53 +65,66 @@ def first_line_format(path: Path) -> str | None:
 def detect_folder(root: Path) -> str | None:
     """claude-code or codex when the first transcripts found under `root` are such, else None."""
     for pattern in ("rollout-*.jsonl", "*.jsonl"):
-        for path in sorted(root.rglob(pattern))[:5]:
+        for path in source_files.walk(root, pattern)[0][:5]:
             if fmt := first_line_format(path):
                 return fmt
     return None
 
 
-def files(root: Path, fmt: str) -> list[Path]:
-    if root.is_file():
-        return [root]
-    return sorted(path for path in root.rglob(PATTERNS[fmt]) if path.is_file())
+def files(root: Path, fmt: str) -> tuple[list[Path], list[SourceError]]:
+    """The transcripts under `root`, and those refused (links out of it, special files)."""
+    if not root.is_dir():
+        return [root], []
+    return source_files.walk(root, PATTERNS[fmt])
 
 
-def _lines(path: Path, raw: bytes) -> list[tuple[int, bytes, dict[str, Any]]]:
-    found = []
-    lines = raw.split(b"\n")
+class _Seen:
+    """What one pass over a transcript learns beside its turns: the session, its folder, its last time."""
+
+    def __init__(self) -> None:
+        self.session: str | None = None
+        self.cwd: str | None = None
+        self.meta: dict[str, Any] | None = None  # codex's session_meta payload
+        self.last_ms: int | None = None
+
+    def note(self, entry: dict[str, Any]) -> None:
+        if self.session is None and isinstance(entry.get("sessionId"), str):
+            self.session = entry["sessionId"]
+        if self.cwd is None and isinstance(entry.get("cwd"), str):
+            self.cwd = entry["cwd"]
+        if self.meta is None and entry.get("type") == "session_meta" and isinstance(entry.get("payload"), dict):
+            self.meta = entry["payload"]
+        ms = iso_ms(entry.get("timestamp"))
+        if ms is not None and (self.last_ms is None or ms > self.last_ms):
+            self.last_ms = ms
+
+    def session_of(self, fmt: str, path: Path) -> tuple[str, str | None, str | None]:
+        """(session id, working folder, project from the record itself) of the file."""
+        if fmt == "codex":
+            meta = self.meta or {}
+            session = meta.get("id") or meta.get("session_id") or path.stem
+            git = meta.get("git")
+            url = git.get("repository_url") if isinstance(git, dict) else None
+            return str(session), meta.get("cwd"), normalise_remote(url) if isinstance(url, str) else None
+        return self.session or path.stem, self.cwd, None
+
+
+def _checked(path: Path, lines: Iterable[bytes], seen: _Seen) -> Iterator[bytes]:
+    """Each line (streamed: a transcript of any size is read a line at a time), checked to be a JSON object
+    and noted in `seen`; a line that is not is a SourceError naming it, except a last line cut short."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            if number == len(lines):  # no newline after it: a write cut short
+            if not line.endswith(b"\n"):  # the last line, no newline after it: a write cut short
                 continue
             raise SourceError(path, f"not valid JSON ({exc})", number) from None
         if not isinstance(value, dict):
             raise SourceError(path, "expected a JSON object on this line", number)
-        found.append((number, line, value))
-    return found
-
-
-def _session(fmt: str, path: Path, entries: list[dict[str, Any]]) -> tuple[str, str | None, str | None]:
-    """(session id, working folder, project from the record itself) of one file."""
-    if fmt == "codex":
-        found = next((e.get("payload") for e in entries if e.get("type") == "session_meta"), None)
-        meta: dict[str, Any] = found if isinstance(found, dict) else {}
-        session = meta.get("id") or meta.get("session_id") or path.stem
-        git = meta.get("git")
-        url = git.get("repository_url") if isinstance(git, dict) else None
-        return str(session), meta.get("cwd"), normalise_remote(url) if isinstance(url, str) else None
-    session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), path.stem)
-    cwd = next((e["cwd"] for e in entries if isinstance(e.get("cwd"), str)), None)
-    return session, cwd, None
-
-
-def _last_ms(entries: list[dict[str, Any]]) -> int | None:
-    stamps = [ms for e in entries if (ms := iso_ms(e.get("timestamp"))) is not None]
-    return max(stamps) if stamps else None
+        seen.note(value)
+        yield line.rstrip(b"\n")
 
 
 class SessionPlan:
@@ -122,25 +137,26 @@ class SessionPlan:
         self.skipped: dict[str, int] = {}
 
 
-def plan_file(app: App, fmt: str, path: Path, raw: bytes, known_turns: set[str]) -> SessionPlan:
+def plan_file(app: App, fmt: str, path: Path, known_turns: set[str]) -> SessionPlan:
+    """One transcript's plan; the file is streamed a line at a time (its size does not bound memory)."""
     from contextflow.capture import digest as digests
     from contextflow.sessions import core as sessions
 
     plan = SessionPlan()
-    rows = _lines(path, raw)
-    entries = [entry for _, _, entry in rows]
+    seen = _Seen()
     client = FORMATS[fmt]
     counts: dict[str, int] = {}
-    turns = transcript.parser(client)([line for _, line, _ in rows], counts, {})
+    with source_files.opened(path) as lines:
+        turns = transcript.parser(client)(_checked(path, lines, seen), counts, {})  # type: ignore[arg-type]
     turns = [turn for turn in turns if not turn.continued or turn.has_activity()]
     if not turns:
         plan.skipped["file without turns"] = 1
         return plan
-    session_id, cwd, named = _session(fmt, path, entries)
+    session_id, cwd, named = seen.session_of(fmt, path)
     root = capture.repo_root(cwd) if cwd and Path(cwd).is_dir() else None
     project = project_for(cwd)[0] if root else named or (project_for(cwd)[0] if cwd else DEFAULT_PROJECT)
     base = {"project": project, "session_id": session_id, "agent": client, "transcript": str(path)}
-    stamp = stamp_from_ms(_last_ms(entries) or int(path.stat().st_mtime * 1000))
+    stamp = stamp_from_ms(seen.last_ms or int(path.stat().st_mtime * 1000))
     digest: dict[str, Any] = {}
     records = [turn.data(root) for turn in turns[: capture.MAX_SESSION_TURNS]]
     dirty = secrets.suspects(records)  # the rest have nothing to redact: capture.redacted would return them as is

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
-from contextflow.core.errors import InputError
-from contextflow.operations.spec import JSON, Operation, Param
+from contextflow.core.errors import InputError, arg, tool
+from contextflow.operations.spec import JSON, Operation
 
 # Each schema type: the Python type(s) a value of it has, and how messages name it.
 _TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
@@ -38,18 +36,18 @@ def _check_value(value: Any, schema: JSON, where: str) -> None:
         python_type, shown = _TYPES[expected]
         # a bool is an int to Python, never a number to JSON
         if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
-            raise InputError(f"{where} must be {shown}, got {_describe(value)}")
+            raise InputError(f"{arg(where)} must be {shown}, got {_describe(value)}")
     if "enum" in schema and value not in schema["enum"]:
-        raise InputError(f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
+        raise InputError(f"{arg(where)} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
     if isinstance(value, int | float) and not isinstance(value, bool):
         low, high = schema.get("minimum"), schema.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
-            raise InputError(f"{where} must be from {low} to {high}, got {value}")
+            raise InputError(f"{arg(where)} must be from {low} to {high}, got {value}")
     if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
-        raise InputError(f"{where} is {len(value)} characters; the limit is {schema['maxLength']}")
+        raise InputError(f"{arg(where)} is {len(value)} characters; the limit is {schema['maxLength']}")
     if isinstance(value, list):
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise InputError(f"{where} has {len(value)} items; the limit is {schema['maxItems']}")
+            raise InputError(f"{arg(where)} has {len(value)} items; the limit is {schema['maxItems']}")
         items = schema.get("items")
         if isinstance(items, dict):
             for index, item in enumerate(value):
@@ -57,23 +55,23 @@ def _check_value(value: Any, schema: JSON, where: str) -> None:
 
 
 def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
-    """Validate call arguments against the operation (as its CLI command with `cli`); null values count as absent."""
+    """Validate call arguments against the operation (as its CLI command with `cli`: its CLI parameters);
+    null values count as absent. Messages name the arguments and the operation for each adapter to word."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise InputError(f"{op.name} takes a JSON object of named arguments")
-    name_of: Callable[[Param], str] = Param.cli_name if cli else attrgetter("name")
+        raise InputError(f"{tool(op.name)} takes a JSON object of named arguments")
     params = {p.name: p for p in (op.params if cli else op.tool_params())}
     unknown = sorted(set(arguments) - set(params))
     if unknown:
-        accepted = ", ".join(params) or "no arguments"
-        raise InputError(f"{op.name} does not take {', '.join(map(repr, unknown))}; it accepts: {accepted}")
+        accepted = ", ".join(map(arg, params)) or "no arguments"
+        raise InputError(f"{tool(op.name)} does not take {', '.join(map(repr, unknown))}; it accepts: {accepted}")
     cleaned = {name: value for name, value in arguments.items() if value is not None}
     for param in params.values():
         if param.required and param.name not in cleaned:
-            raise InputError(f"{op.name} needs {name_of(param)!r}: {param.description}".rstrip(": "))
+            raise InputError(f"{tool(op.name)} needs '{arg(param.name)}': {param.description}".rstrip(": "))
     for name, value in cleaned.items():
-        shown = name_of(params[name])
+        shown = name
         _check_storable(value, shown)
         _check_value(value, params[name].schema, shown)
     return cleaned
@@ -89,7 +87,7 @@ def _check_storable(value: Any, where: str) -> None:
     from contextflow.core.events import nested_deeper  # the event format (orjson) only where arguments nest
 
     if isinstance(value, dict | list) and nested_deeper(value, MAX_DEPTH):
-        raise InputError(f"{where} is nested more than {MAX_DEPTH} levels deep; flatten it")
+        raise InputError(f"{arg(where)} is nested more than {MAX_DEPTH} levels deep; flatten it")
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()
@@ -98,8 +96,8 @@ def _check_storable(value: Any, where: str) -> None:
         elif isinstance(item, list):
             stack += item
         elif isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**64:
-            raise InputError(f"{where} holds a whole number beyond 64 bits; send it as a string")
+            raise InputError(f"{arg(where)} holds a whole number beyond 64 bits; send it as a string")
         elif isinstance(item, float) and not math.isfinite(item):
-            raise InputError(f"{where} holds NaN or infinity; send a finite number")
+            raise InputError(f"{arg(where)} holds NaN or infinity; send a finite number")
         elif isinstance(item, str) and _SURROGATE.search(item):
-            raise InputError(f"{where} holds an unpaired UTF-16 surrogate; send valid Unicode text")
+            raise InputError(f"{arg(where)} holds an unpaired UTF-16 surrogate; send valid Unicode text")

@@ -19,7 +19,7 @@ function; at run time it is a `Deferred` that imports the module when first call
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -76,7 +76,8 @@ class deferred:
         return Deferred(self._module, name)
 
 
-# Presenters take the App (None for operations with needs_store=False) and the checked arguments.
+# Presenters take the App (for operations with needs_store=False, the environment the CLI runs in, or
+# None) and the checked arguments.
 Handler = Callable[[Any, JSON], "Reply | int"]
 
 
@@ -104,7 +105,7 @@ class Param:
     def cli_name(self) -> str:
         """How the CLI user names this argument in messages."""
         if self.positional:
-            return self.metavar or self.name
+            return self.metavar or self.name.upper()
         return self.flag or "--" + self.name.replace("_", "-")
 
 
@@ -129,7 +130,7 @@ class Operation:
     structured: bool | None = None
     cli_description: str | None = None  # longer CLI description, when the summary is not enough
 
-    def run(self, app: App | None, arguments: JSON) -> Reply | int:
+    def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply | int:
         return self.handler(app, arguments)
 
     @property

@@ -24,23 +24,28 @@ from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.ahead import Winner, confirm
 from contextflow.core.clock import stamp_from_ms, stamp_iso
-from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
-from contextflow.records.operations import CATEGORIES, CLIPBOARD
-from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState
+from contextflow.records.fields import (
+    CATEGORIES,
+    CLIPBOARD,
+    DEFAULT_CATEGORY,
+    DEFAULT_LIMIT,
+    DEFAULT_SINCE_DAYS,
+    LIMIT,
+    SINCE_DAYS,
+)
+from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
 from contextflow.timeline.core import agent_field, resolve_thread
 
 MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_LABEL_CHARS = 200
 MAX_PROJECT_CHARS = 200
-DEFAULT_SINCE_DAYS = 7
-DEFAULT_LIMIT = 50
 MAX_SORTED_POOL = 2000
 WAITING_SHOWN = 20
 CLIPBOARD_EXPIRY = timedelta(hours=24)
-DEFAULT_CATEGORY = "fact"  # for a key whose prefix is not a category, e.g. ticket:123
 NEVER = ("never", "none", "off")
 
 _KEY = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
@@ -51,7 +56,7 @@ KEY_HELP = (
 
 
 def records_state(app: App) -> RecordsState:
-    state: RecordsState = ondisk.view(app, "records")
+    state: RecordsState = ondisk.view(app, RecordsView)
     return state
 
 
@@ -66,7 +71,7 @@ def check_key(value: object) -> str:
     if len(key) > MAX_KEY_CHARS:
         raise InputError(f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}. {KEY_HELP}")
     if not _KEY.match(key):
-        raise InputError(f"key={key!r} is not a namespaced key: {KEY_HELP}")
+        raise InputError(f"{arg('key')}={key!r} is not a namespaced key: {KEY_HELP}")
     return key
 
 
@@ -97,7 +102,9 @@ def _identity(app: App, state: RecordsState, key: str, project: object) -> Recor
     live = [name for name in holders if state.live((name, key)) is not None]
     candidates = live or holders
     if len(candidates) > 1:
-        raise InputError(f"the key {key!r} exists in projects {', '.join(candidates)}; pass project= to choose one")
+        raise InputError(
+            f"the key {key!r} exists in projects {', '.join(candidates)}; pass {arg('project')}= to choose one"
+        )
     return (candidates[0], key) if candidates else (default, key)
 
 
@@ -178,17 +185,17 @@ def _existing(state: RecordsState, identity: RecordId, now_ms: int | None) -> Re
         hint = key.split(":", 1)[0] + ":"
         raise NotFoundError(
             f"no context record under {key!r} in project {identity[0]!r}; "
-            f"call context_list with prefix={hint!r} to see keys"
+            f"{call('context_list')} with {arg('prefix')}={hint!r} to see keys"
         )
     if record.deleted:
         raise NotFoundError(
             f"context record {key!r} was deleted at {stamp_iso(record.event_key[0])} "
-            f"(writer {record.writer}); set it again with context_set to restore it"
+            f"(writer {record.writer}); set it again with {tool('context_set')} to restore it"
         )
     if now_ms is not None and record.expired(now_ms):
         raise NotFoundError(
             f"context record {key!r} expired at {record.data.get('expires_at')}; "
-            "set it again with context_set to restore it"
+            f"set it again with {tool('context_set')} to restore it"
         )
     return record
 
@@ -230,9 +237,9 @@ def list_records(
     wanted_project = check_project(project)
     thread = resolve_thread(app, thread_id).id if checks.text(thread_id, "thread_id") else None
     if pinned_only is not None and not isinstance(pinned_only, bool):
-        raise InputError(f"pinned_only must be true or false, got {pinned_only!r}")
-    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, 0, 36_500)
-    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, 500)
+        raise InputError(f"{arg('pinned_only')} must be true or false, got {pinned_only!r}")
+    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, *SINCE_DAYS)
+    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, *LIMIT)
     start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(now)
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0

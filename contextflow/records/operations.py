@@ -7,16 +7,13 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, boolean, integer, string, writer
 from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, Table, deferred
+from contextflow.records.fields import CATEGORIES, DEFAULT_LIMIT, DEFAULT_SINCE_DAYS, LIMIT, SINCE_DAYS
 
 if TYPE_CHECKING:
     from contextflow.records import present
 else:
     present = deferred("contextflow.records.present")
 
-
-# The record categories, a closed list (the core checks against it; stated here so the table stays light).
-CLIPBOARD = "clipboard"
-CATEGORIES = ("project", "pr", "machine", "waiting", "fact", CLIPBOARD)
 
 KEY = string(
     "key", "Namespaced key prefix:name, e.g. pr:owner/repo:1777, machine:chisel.", required=True, positional=True
@@ -68,8 +65,8 @@ OPERATIONS = (
             string("category"),
             string("thread_id", "Thread id or a unique prefix of it.", flag="--thread"),
             boolean("pinned_only"),
-            integer("since_days", 0, 36500, "Updated within N days; default 7, 0 = any time."),
-            integer("limit", 1, 500, "Default 50."),
+            integer("since_days", *SINCE_DAYS, f"Updated within N days; default {DEFAULT_SINCE_DAYS}, 0 = any time."),
+            integer("limit", *LIMIT, f"Default {DEFAULT_LIMIT}."),
             string("prefix", "Key prefix, e.g. pr: or pr:owner/repo."),
             string("project", "Only this project's records."),
         ),

@@ -164,7 +164,19 @@ def remember_text(what: str) -> str:
 
 
 def context_set(app: App, args: JSON) -> Reply:
-    event = records.set_record(app, **args, now=now())
+    event = records.set_record(
+        app,
+        key=args.get("key"),
+        value=args.get("value"),
+        category=args.get("category"),
+        label=args.get("label"),
+        thread_id=args.get("thread_id"),
+        pinned=args.get("pinned"),
+        expires_at=args.get("expires_at"),
+        agent=args.get("agent"),
+        project=args.get("project"),
+        now=now(),
+    )
     record = records.record_of(app, event)  # as folded, even if expired since
     data = {**records.record_dict(record), "id": event.id}
     return Reply(f"Saved context {record.key} (id {event.id}).\n" + record_header(record, now()), data)
@@ -179,7 +191,17 @@ def context_get(app: App, args: JSON) -> Reply:
 
 def context_list(app: App, args: JSON) -> Reply:
     moment = now()
-    found = records.list_records(app, **args, now=moment)
+    found = records.list_records(
+        app,
+        category=args.get("category"),
+        thread_id=args.get("thread_id"),
+        pinned_only=args.get("pinned_only"),
+        since_days=args.get("since_days"),
+        limit=args.get("limit"),
+        prefix=args.get("prefix"),
+        project=args.get("project"),
+        now=moment,
+    )
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
     listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
@@ -188,7 +210,7 @@ def context_list(app: App, args: JSON) -> Reply:
 
 
 def context_delete(app: App, args: JSON) -> Reply:
-    event = records.delete_record(app, **args)
+    event = records.delete_record(app, key=args.get("key"), agent=args.get("agent"), project=args.get("project"))
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 

@@ -4,8 +4,8 @@ On-disk contract (`<state folder>/derived/`, machine-local, never synced, always
 
 - `search-<instance>/`: the tantivy index (`search/disk.py`), a new folder for each build; readers
   map it, so processes share it through the page cache instead of each decoding its own copy.
-- `state.json`: the version key (the format's explicit version, index engine, stemmer, the store
-  folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
+- `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
+  store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
   offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
 - `update.lock`: held by the one process bringing the index up to date.
 
@@ -20,9 +20,11 @@ to open or read (a torn or damaged file) means a rebuild from the logs, which st
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shutil
+import stat
 import threading
 import time
 import weakref
@@ -36,9 +38,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from contextflow.core.errors import StoreError
-from contextflow.core.events import BadLine, Event, decode
 from contextflow.core.formats import Format
-from contextflow.core.fsutil import atomic_write, signature
+from contextflow.core.fsutil import atomic_write, read_regular, signature
 from contextflow.core.log import Chunk, Cursor, list_segments, read_new
 from contextflow.core.progress import Progress
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
 
 T = TypeVar("T")
-FORMAT = 1
+FORMAT = 1  # this module's state file and folder layout
 FOLDER = "derived"
 STATE_FILE = "state.json"
 LOCK_FILE = "update.lock"
@@ -56,10 +57,17 @@ PARALLEL_BYTES = 64 * 1024 * 1024  # a build reading more folds its chunks in wo
 WORKERS = 2
 COMMIT_EVENTS = 50_000  # events folded between commits while catching up
 LOCK_TIMEOUT_S = 600.0
+BUSY_AFTER_S = 2.0  # a lock holder showing no sign of life this long: a reader answers without the index
+HEARTBEAT_S = 0.5  # how often the holder touches the lock file (its sign of life)
 
 
 class IndexDamaged(RuntimeError):
     """The index on disk does not open or read: it is rebuilt from the logs."""
+
+
+class IndexBusy(StoreError):
+    """Another process holds the update lock and shows no sign of life (stuck, stopped, or a lock planted
+    by something else): a reader answers from the logs instead of waiting for it."""
 
 
 def damage(exc: BaseException) -> bool:
@@ -76,8 +84,25 @@ def _files(folder: Path) -> dict[str, int]:
         return {}
 
 
-# the index's format (core/formats.py): raise its version when what the index holds changes
-INDEX_FORMAT = Format("search-index", FORMAT, ("contextflow.search.derived", "contextflow.search.sink"))
+# What goes into the index: the fold (sink, view, disk rows), whose version is here, and each feature's
+# extractors, whose version is in its declaration (`Feature.search_version`). Raise a version when what
+# goes in changes; tests/test_formats.py guards the code each depends on.
+INDEX = Format(
+    "search-index",
+    2,
+    ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
+)
+
+
+def extractor_formats() -> dict[str, Format]:
+    """Each feature's extractors as a format: its version and its own code (beside the index's)."""
+    from contextflow.features import features
+
+    return {
+        f.name: Format(f"search-index/{f.name}", f.search_version[0], (f.extractors,))
+        for f in features()
+        if f.extractors
+    }
 
 
 def version_key(store_folder: Path) -> dict[str, Any]:
@@ -89,7 +114,8 @@ def version_key(store_folder: Path) -> dict[str, Any]:
         "format": FORMAT,
         "engine": ENGINE,
         "stemmer": STEMMER,
-        "version": INDEX_FORMAT.version,
+        "index": INDEX.version,
+        "extractors": {name: found.version for name, found in extractor_formats().items()},
         "scale": weight_scale(),
         "store": str(store_folder),
     }
@@ -149,7 +175,7 @@ class DerivedSearch:
         if sig is not None and sig == self._seen:
             return self._state
         try:
-            state = orjson.loads(path.read_bytes())
+            state = orjson.loads(read_regular(path))
         except (OSError, orjson.JSONDecodeError):
             state = {}
         if not isinstance(state, dict) or state.get("key") != self.key or not isinstance(state.get("segments"), dict):
@@ -234,20 +260,40 @@ class DerivedSearch:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
+        """The update lock. A holder touches the lock file every HEARTBEAT_S; a waiter gives up with
+        `IndexBusy` once the holder has shown no sign of life for BUSY_AFTER_S (a live builder keeps it
+        waiting, up to LOCK_TIMEOUT_S)."""
         from filelock import FileLock, Timeout
 
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.folder / LOCK_FILE
+        if (sig := os.lstat(path) if os.path.lexists(path) else None) is not None and not stat.S_ISREG(sig.st_mode):
+            raise IndexBusy(f"{path} is not a regular file; remove it (it is recreated)")
+        lock = FileLock(path, mode=0o600)
+        started = time.monotonic()
+        while True:
+            try:
+                lock.acquire(timeout=HEARTBEAT_S)
+                break
+            except Timeout:
+                waited = time.monotonic() - started
+                if waited >= LOCK_TIMEOUT_S:
+                    raise StoreError(
+                        f"another contextflow process has been updating the search index in {self.folder} for "
+                        f"over {LOCK_TIMEOUT_S:.0f} s; try again, or run `contextflow doctor`"
+                    ) from None
+                if waited >= BUSY_AFTER_S and _silent_for(path) >= BUSY_AFTER_S:
+                    raise IndexBusy(
+                        f"the search index in {self.folder} is locked by a process that shows no sign of life "
+                        f"({path}); answering from the logs. If it stays so, end that process or delete the file"
+                    ) from None
         mask = os.umask(0o077)  # tantivy creates its files with the process's umask: keep them private
         try:
-            with FileLock(self.folder / LOCK_FILE, timeout=LOCK_TIMEOUT_S, mode=0o600):
+            with _heartbeat(path):
                 yield
-        except Timeout:
-            raise StoreError(
-                f"another contextflow process has been updating the search index in {self.folder} for "
-                f"over {LOCK_TIMEOUT_S:.0f} s; try again, or run `contextflow doctor`"
-            ) from None
         finally:
             os.umask(mask)
+            lock.release()
 
     def update(self, rebuild: bool = False) -> int:
         """Fold the logs' new events into the index under the lock; returns how many were read.
@@ -290,7 +336,7 @@ class DerivedSearch:
         if not todo:
             return 0
         total = sum(_unread(path, segments.get(str(path))) for path in todo)
-        from contextflow.search.sink import SearchSink, fold_chunk
+        from contextflow.search.sink import SearchSink, fold_chunk, readable
 
         sink = SearchSink(self._open(), fresh)
         progress = Progress(total if fresh or total > READ_BYTES else 0)
@@ -322,11 +368,9 @@ class DerivedSearch:
                 work = pool.submit(fold_chunk, chunk.lines, sink.index.scale) if pool is not None else None
                 if pool is None:
                     for line_no, raw in chunk.lines:
-                        try:
-                            event: Event = decode(raw, line_no)
-                        except BadLine:
-                            continue
-                        sink.apply(event)
+                        event = readable(raw, line_no, self.store.fields)
+                        if event is not None:
+                            sink.apply(event)
                 waiting.append((work, path, chunk, start))
                 while waiting and (len(waiting) > WORKERS or _done(waiting[0][0])):
                     settle()
@@ -345,6 +389,35 @@ class DerivedSearch:
                 gc.enable()
         progress.finish(counts[0])
         return counts[0]
+
+
+def _silent_for(path: Path) -> float:
+    """Seconds since the lock file was last touched (its holder's sign of life)."""
+    try:
+        return time.time() - os.stat(path, follow_symlinks=False).st_mtime
+    except OSError:
+        return 0.0
+
+
+@contextmanager
+def _heartbeat(path: Path) -> Iterator[None]:
+    """Touch `path` every HEARTBEAT_S while the block runs (a thread: a long commit still shows life)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            with contextlib.suppress(OSError):
+                os.utime(path, follow_symlinks=False)
+            if stop.wait(HEARTBEAT_S):
+                return
+
+    beater = threading.Thread(target=beat, name="derived-heartbeat", daemon=True)
+    beater.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beater.join()
 
 
 def _done(work: Future[Any] | None) -> bool:
@@ -384,7 +457,7 @@ def describe(store: Store) -> dict[str, Any]:
     """Where the derived state is, how big, how current and how to rebuild it (for `doctor`; reads, never updates)."""
     folder = store.state_dir / FOLDER
     try:
-        state = orjson.loads((folder / STATE_FILE).read_bytes())
+        state = orjson.loads(read_regular(folder / STATE_FILE))
         updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((folder / STATE_FILE).stat().st_mtime))
     except (OSError, orjson.JSONDecodeError):
         state, updated = {}, None

@@ -6,17 +6,12 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import STRING, integer, string
 from contextflow.operations.spec import Operation, Param, Table, deferred
+from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET, SEARCH_KINDS
 
 if TYPE_CHECKING:
     from contextflow.search import present
 else:
     present = deferred("contextflow.search.present")
-
-# Copies of core constants, so that reading the table stays cheap (a test checks they agree):
-# contextflow.search.extractors.search_kinds(), contextflow.search.retrieval's limits.
-SEARCH_KINDS = ("activity", "context", "conversation", "handoff", "node", "note", "thought", "thread")
-DEFAULT_LIMIT, MAX_LIMIT = 8, 50
-DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
 
 
 OPERATIONS = (
@@ -44,12 +39,14 @@ OPERATIONS = (
                 cli_help="only this project (plus records without a project)",
             ),
             integer("limit", 1, MAX_LIMIT, "Default 8.", cli_help=f"at most N matches (default {DEFAULT_LIMIT})"),
-            integer("budget_tokens", MIN_BUDGET, MAX_BUDGET, "Most tokens to return. Default 2000.", cli=False),
-            # the CLI's --budget: checked by the core, so its message names budget_tokens as before
-            Param(
-                "budget",
-                {"type": "integer", "description": f"most tokens to print (default {DEFAULT_BUDGET})"},
-                tool=False,
+            integer(
+                "budget_tokens",
+                MIN_BUDGET,
+                MAX_BUDGET,
+                f"Most tokens to return. Default {DEFAULT_BUDGET}.",
+                flag="--budget",
+                metavar="BUDGET",
+                cli_help=f"most tokens to print (default {DEFAULT_BUDGET})",
             ),
         ),
         present.get_context,

@@ -15,6 +15,6 @@ def get_context(app: App, args: JSON) -> Reply:
         project=args.get("project"),
         kinds=args.get("kinds"),
         limit=args.get("limit"),
-        budget_tokens=args.get("budget_tokens", args.get("budget")),
+        budget_tokens=args.get("budget_tokens"),
     )
     return Reply(result.text, {**result.as_dict(), "markdown": result.text})

@@ -33,13 +33,14 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from contextflow.core.errors import InputError
+from contextflow.core.settings import RANKING_VARIABLE, resolved
 from contextflow.search import when
 from contextflow.search.tokens import word_terms
 
 if TYPE_CHECKING:
     from contextflow.search.docs import Hit
 
-ENV = "CONTEXTFLOW_RANKING"
+ENV = RANKING_VARIABLE
 LEVERS = ("neighbours", "speaker", "session", "dates", "k1")
 
 K1, B = 1.2, 0.75  # BM25 as tantivy fixes it; k1 moves only through weight_scale
@@ -98,7 +99,10 @@ def parse(value: str) -> Settings:
 
 
 def settings() -> Settings:
-    return parse(os.environ.get(ENV, ""))
+    """The levers, from the settings this process resolved (`core.settings.resolved`: the environment
+    `App.open` was given), else from the process's environment."""
+    chosen = resolved()
+    return parse(chosen.ranking if chosen is not None else os.environ.get(ENV, ""))
 
 
 def weight_scale() -> int:

@@ -20,16 +20,15 @@ from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
 from contextflow.search.extractors import search_kinds
+from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET
 from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import iter_tokens, query_terms
-from contextflow.search.view import VIEW_NAME
+from contextflow.search.view import VIEW_NAME, SearchView
 
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
 
-DEFAULT_LIMIT, MAX_LIMIT = 8, 50
-DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 2_000, 200, 50_000
 CHARS_PER_TOKEN = 4
 MIN_CLIPPED_CHARS = 320
 FOOTER_RESERVE = 160
@@ -142,19 +141,17 @@ def search_source(app: App) -> SearchIndex | DiskIndex:
     """The shared on-disk index, brought up to date; the in-memory view where the store folds it (a
     grant's filtered store) or where the disk index cannot be used."""
     if app.store.folds(VIEW_NAME):
-        index: SearchIndex = app.store.view(VIEW_NAME)
-        return index
+        return app.store.view(SearchView)
     try:
         return derived.search_for(app.store).index()
-    except (ImportError, OSError, ValueError, derived.IndexDamaged):
+    except (ImportError, OSError, ValueError, derived.IndexDamaged, derived.IndexBusy):
         return search_index(app)
 
 
 def search_index(app: App) -> SearchIndex:
     """The search view folded in memory (the reference the disk index is tested against)."""
     if app.store.folds(VIEW_NAME):
-        index: SearchIndex = app.store.view(VIEW_NAME)
-        return index
+        return app.store.view(SearchView)
     return memory_index(app.store)
 
 
@@ -174,10 +171,10 @@ def memory_index(store: Store) -> SearchIndex:
             store.writer,
             store.state_dir,
             views=[LazyView("search", view_paths()["search"])],
+            fields=store.fields,  # the same shape checks as every view
             use_snapshot=False,
         )
-    index: SearchIndex = twin.view("search")
-    return index
+    return twin.view(SearchView)
 
 
 def get_context(
@@ -211,8 +208,11 @@ def get_context(
     source = search_source(app)
     if isinstance(source, SearchIndex):
         hits = rank(source, wanted, now)
-    else:  # a damaged index is rebuilt and asked again
-        hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
+    else:  # a damaged index is rebuilt and asked again; one locked by a silent process is passed by
+        try:
+            hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
+        except derived.IndexBusy:
+            hits = rank(search_index(app), wanted, now)
     return hydrate(app, wanted, current_handoffs(app, hits), budget)
 
 

@@ -18,6 +18,7 @@ import gc
 from collections.abc import Callable
 
 from contextflow.core.events import BadLine, Event, OrderKey, decode
+from contextflow.core.fields import Schema, conform
 from contextflow.search.disk import DiskIndex, Row, decode_doc, row
 from contextflow.search.docs import Doc, Put, admits, join, merge, put_new
 from contextflow.search.view import extract
@@ -46,17 +47,29 @@ def fold(docs: Docs, event: Event, lookup: Callable[[str], Doc | None]) -> bool:
     return True
 
 
+def readable(raw: bytes, line_no: int, schema: Schema) -> Event | None:
+    """One log line as the index folds it: decoded and shaped (`fields.conform`) as every view reads
+    it; None for a bad line (the store counts and reports those)."""
+    try:
+        event = decode(raw, line_no)
+    except BadLine:
+        return None
+    data, dropped = conform(schema, event.kind, event.data)
+    return Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
+
+
 def fold_chunk(lines: list[tuple[int, bytes]], scale: int) -> tuple[list[Row], int]:
     """A worker's share of a build: one chunk's lines as rows, and how many events it folded."""
+    from contextflow.features import all_fields  # a fresh worker: the shapes every store checks
+
     gc.disable()  # a short-lived worker: its objects are freed by reference counting
     docs: Docs = {}
     folded = 0
+    schema = all_fields()
     for line_no, raw in lines:
-        try:
-            event = decode(raw, line_no)
-        except BadLine:
-            continue
-        folded += fold(docs, event, lambda _: None)
+        event = readable(raw, line_no, schema)
+        if event is not None:
+            folded += fold(docs, event, lambda _: None)
     return [row(doc, scale) for doc, _ in docs.values()], folded
 
 

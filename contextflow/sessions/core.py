@@ -11,29 +11,36 @@ import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import cast
 
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.ahead import Winner, confirm
-from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
-from contextflow.core.fsutil import atomic_write
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.ids import new_id
 from contextflow.core.project import project_of
 from contextflow.sessions import stored
-from contextflow.sessions.view import NO_SESSION, Marks, SessionsState, SessionSummary, session_of, summarize
+from contextflow.sessions.view import (
+    NO_SESSION,
+    Marks,
+    SessionsState,
+    SessionSummary,
+    SessionsView,
+    session_of,
+    summarize,
+)
 
 DEFAULT_LIMIT = 20
 PROMPT_SESSIONS = 50
 PICK_HINT = (
-    "Pick one first: call list_sessions then choose_session, use the new_session or resume_N prompts, "
-    "run `contextflow pick-session`, or pass session_id explicitly."
+    f"Pick one first: {call('list_sessions')} then {tool('choose_session')}, use the new_session or resume_N prompts, "
+    f"run `contextflow pick-session`, or pass {arg('session_id')} explicitly."
 )
 
 
 def sessions_state(app: App) -> SessionsState:
-    return cast(SessionsState, app.store.view("sessions"))
+    return app.store.view(SessionsView)
 
 
 # -- active session ------------------------------------------------------------------------
@@ -44,7 +51,7 @@ def active_session(app: App) -> str | None:
     if app.settings.active_session or path is None:
         return app.settings.active_session or None
     try:
-        return path.read_text(encoding="utf-8").strip() or None
+        return read_regular(path).decode("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -55,7 +62,7 @@ def set_active_session(app: App, session_id: str) -> Path:
     break never fits the one-line active-session file."""
     chosen = checks.text(session_id, "session_id", required=True, max_chars=200) or ""
     if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
-        raise InputError("session_id contains a line break; use a single-line id, e.g. 'feature-login'")
+        raise InputError(f"{arg('session_id')} contains a line break; use a single-line id, e.g. 'feature-login'")
     controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
     if controls and chosen not in known_session_ids(app, app.settings.default_project):
         checks.name(chosen, "session_id")  # raises, saying which character
@@ -99,7 +106,7 @@ def require_session(app: App, session_id: str, project: str) -> None:
         hint = "it has no sessions yet"
     raise NotFoundError(
         f"no session {session_id!r} in project {project!r} ({hint}). To start it, use the new_session prompt "
-        f"or `contextflow use {session_id}`; list_sessions shows the existing ones"
+        f"or `contextflow use {session_id}`; {tool('list_sessions')} shows the existing ones"
     )
 
 
@@ -110,7 +117,7 @@ def resolve_session(app: App, explicit: object, *, required: bool = False) -> st
     active = active_session(app)
     if active or not required:
         return active
-    raise InputError(f"No session_id given and no active session is set. {PICK_HINT}")
+    raise InputError(f"No {arg('session_id')} given and no active session is set. {PICK_HINT}")
 
 
 def suggest_session_id(app: App, cwd: Path | None = None) -> str:
@@ -170,7 +177,7 @@ def append_note(
     limit = app.settings.max_note_chars
     body = checks.text(text, "text", max_chars=limit) or checks.text(content, "content", max_chars=limit)
     if body is None:
-        raise InputError("text is required: pass the note as `text` (or its alias `content`)")
+        raise InputError(f"{arg('text')} is required: pass the note as {arg('text')}")
     data = {**_base(app, agent, project, session_id, task), "text": body, **_lists(app, tags=tags)}
     return app.store.append("note", data)
 
@@ -220,6 +227,8 @@ class Project:
 
 def list_projects(app: App) -> list[Project]:
     """Every project with entries, most recently active first."""
+    if stored.disk(app):
+        return [Project(*found) for found in stored.projects(app)]
     state = sessions_state(app)
     found = []
     for name, entries in state.by_project.items():
@@ -342,7 +351,7 @@ def session_query(
     include_unsessioned: object = None,
 ) -> SessionQuery:
     if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
-        raise InputError("include_unsessioned must be true or false")
+        raise InputError(f"{arg('include_unsessioned')} must be true or false")
     return SessionQuery(
         project=checks.text(project, "project") or app.settings.default_project,
         agent=checks.text(agent, "agent"),
@@ -376,23 +385,27 @@ def choose_session(app: App, query: SessionQuery, *, index: object = None, sessi
     """Pick a session by 1-based index in `list_sessions` order or by id, and make it active."""
     wanted = checks.text(session_id, "session_id")
     if index is None and wanted is None:
-        raise InputError("choose_session needs either index (from list_sessions) or session_id")
+        raise InputError(
+            f"{tool('choose_session')} needs either {arg('index')} (from {tool('list_sessions')}) "
+            f"or {arg('session_id')}"
+        )
     if index is not None and wanted is not None:
-        raise InputError("choose_session takes index or session_id, not both")
+        raise InputError(f"{tool('choose_session')} takes {arg('index')} or {arg('session_id')}, not both")
     if wanted is not None:
         plain = not (query.agent or query.since or query.include_unsessioned) and stored.disk(app)
         found = stored.summaries(app, query.project, session_id=wanted) if plain else all_sessions(app, query)
         selected = next((s for s in found if s.session_id == wanted), None)
         if selected is None:
             raise NotFoundError(
-                f"session {wanted!r} not found in project {query.project!r}; call list_sessions to see them"
+                f"session {wanted!r} not found in project {query.project!r}; {call('list_sessions')} to see them"
             )
     else:
         position = checks.bounded_int(index, "index", 1)
         visible = list_sessions(app, query)
         if position > len(visible):
             raise NotFoundError(
-                f"no session at index {position}: list_sessions shows {len(visible)} for project {query.project!r}"
+                f"no session at index {position}: {tool('list_sessions')} shows {len(visible)} "
+                f"for project {query.project!r}"
             )
         selected = visible[position - 1]
     set_active_session(app, selected.session_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextflow.app import App
 from contextflow.core import checks
-from contextflow.core.errors import NotFoundError
+from contextflow.core.errors import NotFoundError, tool
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
 from contextflow.sessions.core import sessions_state
@@ -42,4 +42,6 @@ def _find_handoff(app: App, handoff_id: str) -> Event:
         for event in reversed(entries):
             if event.id == handoff_id and event.kind == "handoff":
                 return event
-    raise NotFoundError(f"no handoff with id {handoff_id!r}; get_latest_handoff or read_shared_context show ids")
+    raise NotFoundError(
+        f"no handoff with id {handoff_id!r}; {tool('get_latest_handoff')} or {tool('read_shared_context')} show ids"
+    )

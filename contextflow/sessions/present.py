@@ -105,11 +105,38 @@ def read_shared_context(app: App, args: JSON) -> Reply:
 
 
 def append_shared_note(app: App, args: JSON) -> Reply:
-    return _written(app, "Appended note", sessions.append_note(app, **args))
+    return _written(
+        app,
+        "Appended note",
+        sessions.append_note(
+            app,
+            agent=args.get("agent"),
+            text=args.get("text"),
+            content=args.get("content"),
+            project=args.get("project"),
+            session_id=args.get("session_id"),
+            task=args.get("task"),
+            tags=args.get("tags"),
+        ),
+    )
 
 
 def write_shared_handoff(app: App, args: JSON) -> Reply:
-    return _written(app, "Wrote handoff", sessions.write_handoff(app, **args))
+    return _written(
+        app,
+        "Wrote handoff",
+        sessions.write_handoff(
+            app,
+            agent=args.get("agent"),
+            summary=args.get("summary"),
+            next_steps=args.get("next_steps"),
+            open_questions=args.get("open_questions"),
+            files=args.get("files"),
+            project=args.get("project"),
+            session_id=args.get("session_id"),
+            task=args.get("task"),
+        ),
+    )
 
 
 def _written(app: App, done: str, event: Event) -> Reply:
@@ -121,7 +148,11 @@ def _written(app: App, done: str, event: Event) -> Reply:
 def mark_handoff_wrong(app: App, args: JSON) -> Reply:
     from contextflow.sessions.marks import mark_handoff_wrong as mark
 
-    return _written(app, "Marked handoff wrong with note", mark(app, **args))
+    return _written(
+        app,
+        "Marked handoff wrong with note",
+        mark(app, handoff_id=args.get("handoff_id"), agent=args.get("agent"), reason=args.get("reason")),
+    )
 
 
 def list_projects(app: App, args: JSON) -> Reply:
@@ -131,7 +162,9 @@ def list_projects(app: App, args: JSON) -> Reply:
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
-    where = sessions.entry_filter(app, **args)
+    where = sessions.entry_filter(
+        app, project=args.get("project"), agent=args.get("agent"), session_id=args.get("session_id")
+    )
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
     return Reply(text, {"store": str(app.store.folder), "handoff": as_dict(event) if event else None})
@@ -171,7 +204,9 @@ def choose_session(app: App, args: JSON) -> Reply:
 
 
 def resume_session(app: App, args: JSON) -> Reply:
-    resume = sessions.resume_session(app, **args)
+    resume = sessions.resume_session(
+        app, session_id=args.get("session_id"), project=args.get("project"), limit=args.get("limit")
+    )
     return Reply(
         resume_text(resume),
         {

@@ -154,6 +154,21 @@ def superseded(app: App, ids: Sequence[str]) -> set[str]:
     return {event_id for (event_id,) in app.tables().query(sql, list(ids))}
 
 
+def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
+    """(name, entries, sessions, latest time, agents) of every project with entries, most recent first."""
+    tables = app.tables()
+    entries = tables.query("SELECT project, count(*), max(hlc) FROM sessions_entries GROUP BY project")
+    sessions = dict(tables.query("SELECT project, count(*) FROM sessions GROUP BY project"))
+    agents: dict[str, set[str]] = {}
+    for project, agent in tables.query("SELECT DISTINCT project, agent FROM sessions_agents"):
+        agents.setdefault(project, set()).add(agent)
+    found = [
+        (name, count, sessions.get(name, 0), stamp_iso(stamp_of(newest)), sorted(agents.get(name, ())))
+        for name, count, newest in entries
+    ]
+    return sorted(found, key=lambda p: (p[3], p[0]), reverse=True)
+
+
 def session_ids(app: App, project: str) -> list[str]:
     """The ids of the project's sessions, most recent first."""
     sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"

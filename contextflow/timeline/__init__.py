@@ -9,5 +9,6 @@ FEATURE = Feature(
     views={"timeline": "contextflow.timeline.view:TimelineView"},
     fields="contextflow.timeline.fields",
     extractors="contextflow.timeline.extract",
+    search_version=(1, "cb8fd58ba8d07134179f"),
     commands={"timeline": "threads, thoughts, tangents"},
 )

@@ -10,26 +10,25 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
-from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.ids import resolve_prefix
+from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
 from contextflow.timeline.view import (
     POSITION,
     THOUGHT,
-    THOUGHT_STATUSES,
-    THOUGHT_TYPES,
     THOUGHT_UPDATE,
     THREAD,
-    THREAD_STATUSES,
     THREAD_UPDATE,
     Thought,
     Thread,
     TimelineState,
+    TimelineView,
 )
 
 MAX_NAME_CHARS = 200
@@ -41,20 +40,21 @@ DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
-    return cast(TimelineState, ondisk.view(app, "timeline"))
+    state: TimelineState = ondisk.view(app, TimelineView)
+    return state
 
 
 def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
     state = timeline_state(app)
     given = checks.text(value, name, required=True) or ""
-    hint = "call timeline_list_threads to see thread ids"
+    hint = f"{call('timeline_list_threads')} to see thread ids"
     return state.threads[resolve_prefix(given, state.thread_ids, "thread id", hint)]
 
 
 def resolve_thought(app: App, value: object, name: str = "thought_id") -> Thought:
     state = timeline_state(app)
     given = checks.text(value, name, required=True) or ""
-    hint = "call timeline_get_thread to see a thread's thought ids"
+    hint = f"{call('timeline_get_thread')} to see a thread's thought ids"
     return state.thoughts[resolve_prefix(given, state.thought_ids, "thought id", hint)]
 
 
@@ -215,7 +215,8 @@ def update_thought(
         changes["metadata"] = _metadata(metadata)
     if not changes:
         raise InputError(
-            "nothing to change: pass status (active|resolved|abandoned), content, thought_type or metadata"
+            f"nothing to change: pass {arg('status')} (active|resolved|abandoned), {arg('content')}, "
+            f"{arg('thought_type')} or {arg('metadata')}"
         )
     return app.store.append(THOUGHT_UPDATE, {"thought_id": thought.id, **changes, **agent_field(agent)})
 
@@ -310,8 +311,8 @@ def return_from(app: App, *, thread_id: object, status: object = None, agent: ob
     if not tangent.parent_thought_id:
         raise InputError(
             f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "
-            "pass the id of a thread started with timeline_go_tangent, "
-            "or use timeline_update_thread to change this thread's status"
+            f"pass the id of a thread started with {tool('timeline_go_tangent')}, "
+            f"or use {tool('timeline_update_thread')} to change this thread's status"
         )
     state = timeline_state(app)
     marker = state.thought(tangent.parent_thought_id)

@@ -7,17 +7,13 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import integer, string, writer
 from contextflow.operations.spec import Operation, Param, Table, deferred
+from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
 
 if TYPE_CHECKING:
     from contextflow.timeline import present
 else:
     present = deferred("contextflow.timeline.present")
 
-
-# Copies of contextflow.timeline.view's constants, so that reading the table stays cheap (a test checks).
-THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
-THOUGHT_TYPES = ("idea", "decision", "discovery", "blocker", "progress", "tangent_start")
-THOUGHT_STATUSES = ("active", "resolved", "abandoned")
 
 AGENT = writer()
 THREAD = string("thread_id", "Thread id or a unique prefix of it.", required=True, positional=True)

@@ -134,13 +134,22 @@ def _threads(found: list[timeline.Whereabouts], title: str, empty: str, tail: st
 
 
 def timeline_create_thread(app: App, args: JSON) -> Reply:
-    event = timeline.create_thread(app, **args)
+    event = timeline.create_thread(
+        app,
+        name=args.get("name"),
+        description=args.get("description"),
+        parent_thought_id=args.get("parent_thought_id"),
+        agent=args.get("agent"),
+    )
     return _created("thread", event.id, f"Created thread {event.data['name']!r}", name=event.data["name"])
 
 
 def timeline_list_threads(app: App, args: JSON) -> Reply:
     state = timeline.timeline_state(app)
-    found = [timeline.whereabouts(state, thread) for thread in timeline.list_threads(app, **args)]
+    found = [
+        timeline.whereabouts(state, thread)
+        for thread in timeline.list_threads(app, status=args.get("status"), limit=args.get("limit"))
+    ]
     return _threads(
         found,
         f"Threads, most recently active first: {len(found)}.",
@@ -149,7 +158,7 @@ def timeline_list_threads(app: App, args: JSON) -> Reply:
 
 
 def timeline_get_thread(app: App, args: JSON) -> Reply:
-    detail = timeline.get_thread(app, **args)
+    detail = timeline.get_thread(app, thread_id=args.get("thread_id"), limit=args.get("limit"))
     payload = {
         **thread_dict(detail.thread),
         "thought_count": detail.total_thoughts,
@@ -161,7 +170,14 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
 
 
 def timeline_add_thought(app: App, args: JSON) -> Reply:
-    event = timeline.add_thought(app, **args)
+    event = timeline.add_thought(
+        app,
+        thread_id=args.get("thread_id"),
+        content=args.get("content"),
+        thought_type=args.get("thought_type"),
+        metadata=args.get("metadata"),
+        agent=args.get("agent"),
+    )
     return _created(
         "thought",
         event.id,
@@ -179,11 +195,34 @@ def _updated(what: str, id_field: str, event: Event) -> Reply:
 
 
 def timeline_update_thought(app: App, args: JSON) -> Reply:
-    return _updated("thought", "thought_id", timeline.update_thought(app, **args))
+    return _updated(
+        "thought",
+        "thought_id",
+        timeline.update_thought(
+            app,
+            thought_id=args.get("thought_id"),
+            status=args.get("status"),
+            content=args.get("content"),
+            thought_type=args.get("thought_type"),
+            metadata=args.get("metadata"),
+            agent=args.get("agent"),
+        ),
+    )
 
 
 def timeline_update_thread(app: App, args: JSON) -> Reply:
-    return _updated("thread", "thread_id", timeline.update_thread(app, **args))
+    return _updated(
+        "thread",
+        "thread_id",
+        timeline.update_thread(
+            app,
+            thread_id=args.get("thread_id"),
+            name=args.get("name"),
+            description=args.get("description"),
+            status=args.get("status"),
+            agent=args.get("agent"),
+        ),
+    )
 
 
 def timeline_where_am_i(app: App, args: JSON) -> Reply:
@@ -201,7 +240,15 @@ def timeline_where_am_i(app: App, args: JSON) -> Reply:
 
 
 def timeline_go_tangent(app: App, args: JSON) -> Reply:
-    tangent = timeline.go_tangent(app, **args)
+    tangent = timeline.go_tangent(
+        app,
+        thread_id=args.get("thread_id"),
+        name=args.get("name"),
+        description=args.get("description"),
+        content=args.get("content"),
+        metadata=args.get("metadata"),
+        agent=args.get("agent"),
+    )
     text = f"Went on a tangent: new thread {tangent.thread.id}, marked by thought {tangent.thought.id}"
     return _created(
         "thread",
@@ -214,7 +261,9 @@ def timeline_go_tangent(app: App, args: JSON) -> Reply:
 
 
 def timeline_return(app: App, args: JSON) -> Reply:
-    done = timeline.return_from(app, **args)
+    done = timeline.return_from(
+        app, thread_id=args.get("thread_id"), status=args.get("status"), agent=args.get("agent")
+    )
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
     data = {
         "thread_id": done.tangent.id,

@@ -19,6 +19,7 @@ from typing import Any
 
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.fold import overwritten
+from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
 
 THREAD = "timeline.thread"
 THREAD_UPDATE = "timeline.thread_update"
@@ -26,9 +27,6 @@ THOUGHT = "timeline.thought"
 THOUGHT_UPDATE = "timeline.thought_update"
 POSITION = "timeline.position"
 
-THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
-THOUGHT_TYPES = ("idea", "decision", "discovery", "blocker", "progress", "tangent_start")
-THOUGHT_STATUSES = ("active", "resolved", "abandoned")
 THREAD_FIELDS = ("name", "description", "status")
 THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
 

@@ -17,6 +17,7 @@ from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.core.fields import ANY
+from contextflow.core.log import read_whole
 from contextflow.features import all_fields
 from contextflow.graph import writes
 from contextflow.records import core as records
@@ -109,7 +110,7 @@ def wrong_values(value: Any) -> list[Any]:
 
 def own_events(app: App) -> list[dict[str, Any]]:
     path = app.store.log_writer.path
-    return [json.loads(raw) for raw in path.read_bytes().splitlines()]
+    return [json.loads(raw) for _, raw in read_whole(path)[1]]  # the log reader's lines (no batch markers)
 
 
 def kinds_written() -> list[str]:

@@ -276,9 +276,10 @@ def test_pinning_a_node_reaches_the_next_session_start(ui: TestClient, written: 
 def _last_event(ui: TestClient) -> dict:
     """The newest line of this machine's log (the page's writes land there)."""
     from contextflow.core.locate import writer_id
+    from contextflow.core.log import read_whole
 
     log = next(Path(os.environ["CONTEXTFLOW_STORE"]).glob(f"events.{writer_id(os.environ)}.jsonl"))
-    return dict(json.loads(log.read_bytes().splitlines()[-1]))
+    return dict(json.loads(read_whole(log)[1][-1][1]))  # the reader's lines: batch markers left out
 
 
 def test_marking_a_handoff_wrong_changes_what_agents_resume_from(ui: TestClient, written: Written) -> None:

@@ -296,9 +296,9 @@ async def serve_stdio(app: App, limits: inbound.Limits | None = None) -> None:
             lines = inbound.stdin_lines(fd, limits or inbound.Limits())
             async with (
                 stdio_server(stdin=cast(Any, sdk_stdin)) as (_, write_stream),
-                guard_stdio(lines, write_stream, sdk_stdin.done.set) as guarded,
+                guard_stdio(lines, write_stream, sdk_stdin.done.set) as (guarded, answers),
             ):
-                await server.run(guarded, write_stream, server.create_initialization_options())
+                await server.run(guarded, answers, server.create_initialization_options())
     finally:
         app.close()
 

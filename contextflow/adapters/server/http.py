@@ -16,7 +16,6 @@ snapshot and derived tables); scoped grants run side by side, their appends seri
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import socket
 import sys
@@ -46,7 +45,6 @@ from contextflow.core.errors import InputError
 from contextflow.core.events import Event
 from contextflow.core.fold import View, resolved
 from contextflow.core.project import project_of
-from contextflow.core.settings import fsync_setting
 from contextflow.core.store import Store
 
 T = TypeVar("T")
@@ -117,7 +115,7 @@ def grant_app(base: App, grant: Grant) -> App:
         source.state_dir,
         views=views,
         fields=source.fields,
-        fsync=fsync_setting(os.environ),
+        fsync=base.settings.fsync,
         use_snapshot=grant.read is None,
         legacy_max_bytes=source.legacy_max_bytes,
     )

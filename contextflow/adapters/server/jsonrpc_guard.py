@@ -127,14 +127,56 @@ def problem_of_error(error: Exception) -> dict[str, Any]:
     return _error(types.PARSE_ERROR, f"Parse error: {type(error).__name__}")
 
 
+END_OF_INPUT_GRACE_S = 60.0  # at end of input, how long requests already read may still run to their answer
+
+
+class AnswerWatch:
+    """The write stream the server answers on, noting which requests read are still unanswered, so the
+    end of input waits for their answers instead of cancelling them (`printf ... | contextflow serve`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.waiting: set[str | int] = set()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def asked(self, request_id: str | int) -> None:
+        self.waiting.add(request_id)
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    async def send(self, item: Any) -> None:
+        await self.stream.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self.waiting.discard(message.id)
+            if not self.waiting:
+                self._idle.set()
+
+    async def all_answered(self, limit_s: float = END_OF_INPUT_GRACE_S) -> None:
+        with anyio.move_on_after(limit_s):
+            await self._idle.wait()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> AnswerWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def guard_stdio(
     lines: AsyncIterator[str | dict[str, Any]], write_stream: Any, on_end: Callable[[], None] = lambda: None
-) -> AsyncIterator[Any]:
-    """A read stream for `Server.run` from the input's lines (`inbound.stdin_lines`): a line that is
-    not a JSON-RPC message, or an error the inbound limits put in a line's place, is answered on
-    `write_stream` and never reaches the server. `on_end` runs when the input ends."""
+) -> AsyncIterator[tuple[Any, AnswerWatch]]:
+    """A read stream for `Server.run` from the input's lines (`inbound.stdin_lines`), and the write stream
+    to give it: a line that is not a JSON-RPC message, or an error the inbound limits put in a line's
+    place, is answered on `write_stream` and never reaches the server. When the input ends, the read
+    stream closes only once every request read was answered. `on_end` runs when the input ends."""
     guarded_writer, guarded = create_context_streams[SessionMessage | Exception](0)
+    watch = AnswerWatch(write_stream)
 
     async def answer(error: dict[str, Any]) -> None:
         await write_stream.send(SessionMessage(types.JSONRPCError.model_validate(error)))
@@ -151,13 +193,16 @@ async def guard_stdio(
                     except Exception as exc:
                         await answer(problem_of_error(exc))
                         continue
+                    if isinstance(message, types.JSONRPCRequest):
+                        watch.asked(message.id)
                     await guarded_writer.send(SessionMessage(message))
+                await watch.all_answered()  # the input ended: the requests read still get their answers
         finally:
             on_end()
 
     async with anyio.create_task_group() as group:
         group.start_soon(forward)
         try:
-            yield guarded
+            yield guarded, watch
         finally:
             group.cancel_scope.cancel()

@@ -1,7 +1,9 @@
 """The `contextflow ui` web server: one local page, reachable only from this machine.
 
 It binds 127.0.0.1 only. Every request needs the token printed with the URL (`?token=`), which
-is swapped for an HttpOnly, SameSite=Strict cookie at once (the page's links then work). A
+is swapped for an HttpOnly, SameSite=Strict cookie at once (the page's links then work); the browser
+is opened on a one-time code instead (its command line is readable by every local user). Connections
+that have not shown the token are capped and timed out (`transport.py`). A
 request whose Host is not this server's loopback address, or whose Origin is another site,
 is refused before anything else runs: a web page elsewhere cannot reach the server through
 DNS rebinding or a cross-site form. Writes (POST) must come from the page itself (Origin set).
@@ -16,6 +18,7 @@ import secrets
 import socket
 import sys
 import threading
+import time
 import webbrowser
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
@@ -30,10 +33,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from contextflow.adapters.ui.api import Api
+from contextflow.adapters.ui.transport import Connections, protocol_for
 from contextflow.app import App
 from contextflow.core.errors import InputError
 
 HOST = "127.0.0.1"
+CODE_TTL_S = 120.0  # how long the browser's one-time code opens the page
 STATIC = Path(__file__).parent / "static"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -59,15 +64,36 @@ def cookie_name(port: int) -> str:
 
 
 class Guard:
-    """ASGI middleware: loopback Host, same Origin, then the token (query once, cookie after)."""
+    """ASGI middleware: loopback Host, same Origin, then the token (query once, cookie after) or the
+    one-time code the browser was opened with (`one_time_code`: the token is never on a command line)."""
 
-    def __init__(self, app: ASGI, token: str, port: int) -> None:
+    def __init__(self, app: ASGI, token: str, port: int, connections: Connections | None = None) -> None:
         self.app, self.token, self.cookie = app, token, cookie_name(port)
         self.hosts = {f"{HOST}:{port}", f"localhost:{port}"}
         self.origins = {f"http://{host}" for host in self.hosts}
+        self.connections = connections  # told which connections showed the token (transport.py)
+        self._code: tuple[str, float] | None = None
 
     def _valid(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def one_time_code(self) -> str:
+        """A code that opens the page once, within CODE_TTL_S (for the browser's command line)."""
+        code = secrets.token_urlsafe(24)
+        self._code = (code, time.monotonic() + CODE_TTL_S)
+        return code
+
+    def _take_code(self, given: str | None) -> bool:
+        if given is None or self._code is None:
+            return False
+        code, expires = self._code
+        if time.monotonic() >= expires:
+            self._code = None
+            return False
+        if not hmac.compare_digest(given.encode(), code.encode()):
+            return False
+        self._code = None  # once
+        return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,6 +106,9 @@ class Guard:
             await send(message)
 
         response = self.refusal(scope)
+        proven = response is None or response.status_code == 303
+        if proven and self.connections is not None:
+            self.connections.proven(scope.get("client"))
         if response is not None:
             await response(scope, receive, secured)
             return
@@ -98,8 +127,9 @@ class Guard:
         if scope["method"] not in ("GET", "HEAD") and origin is None:
             return PlainTextResponse("refused: changes must come from the contextflow page (no Origin)", 403)
         query = QueryParams(scope.get("query_string", b"").decode("latin-1"))
-        if self._valid(query.get("token")):  # the printed URL: swap the token for a cookie, drop it from the URL
-            rest = urlencode([(k, v) for k, v in query.multi_items() if k != "token"])
+        if self._valid(query.get("token")) or self._take_code(query.get("code")):
+            # the printed URL (or the browser's one-time code): swap it for a cookie, drop it from the URL
+            rest = urlencode([(k, v) for k, v in query.multi_items() if k not in ("token", "code")])
             path = "/" + scope["path"].lstrip("/")  # never `//host`: a redirect stays on this server
             redirect = RedirectResponse(path + (f"?{rest}" if rest else ""), 303)
             redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
@@ -115,7 +145,7 @@ class Guard:
         return PlainTextResponse("unauthorized: open the URL that `contextflow ui` printed (it carries the token)", 401)
 
 
-def build_app(app: App, token: str, port: int, api: Api | None = None) -> Guard:
+def build_app(app: App, token: str, port: int, api: Api | None = None, connections: Connections | None = None) -> Guard:
     """The whole server as an ASGI app: the page, its assets, the JSON API and the live stream."""
     api = api or Api(app)
 
@@ -123,7 +153,7 @@ def build_app(app: App, token: str, port: int, api: Api | None = None) -> Guard:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
     routes = [Route("/", index), *api.routes(), Mount("/static", StaticFiles(directory=STATIC), name="static")]
-    return Guard(Starlette(routes=routes), token, port)
+    return Guard(Starlette(routes=routes), token, port, connections)
 
 
 def bind(port: int) -> socket.socket:
@@ -152,10 +182,14 @@ def run_ui(app: App, port: int, open_browser: bool = True) -> None:
     print("contextflow ui: serving on this machine only; Ctrl-C stops it", file=sys.stderr, flush=True)
     api = Api(app)
     threading.Thread(target=api.warm, daemon=True).start()  # fold the store before the first page asks
-    if open_browser:
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    connections = Connections()
+    guard = build_app(app, token, bound, api, connections)
+    if open_browser:  # a browser's command line is readable by every local user: a one-time code, not the token
+        opened = f"http://{HOST}:{bound}/?code={guard.one_time_code()}"
+        threading.Thread(target=webbrowser.open, args=(opened,), daemon=True).start()
     config = uvicorn.Config(
-        build_app(app, token, bound, api),
+        guard,
+        http=protocol_for(connections),
         log_level="warning",
         access_log=False,
         lifespan="off",
