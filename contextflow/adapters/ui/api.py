@@ -194,9 +194,8 @@ class Api:
 
     async def records(self, request: Request) -> Any:
         q = request.query_params
-        return await self.call(
-            "context_list", {"prefix": q.get("prefix"), "category": q.get("category"), "limit": _limit(q.get("limit"))}
-        )
+        wanted = {"prefix": q.get("prefix"), "category": q.get("category"), "limit": _limit(q.get("limit"))}
+        return await self.call("context_list", {**wanted, "since_days": 0})  # every record, however old
 
     async def record(self, request: Request) -> Any:
         q = request.query_params
