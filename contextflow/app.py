@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contextflow.core import legacy
 from contextflow.core.fold import View
 from contextflow.core.locate import Location
 from contextflow.core.settings import Settings, adopt
@@ -42,7 +43,9 @@ class App:
         store_kwargs.setdefault("fields", features.all_fields)
         store_kwargs.setdefault("snapshot_versions", features.snapshot_versions)
         store = Store.open(env, location, **store_kwargs)
-        settings = Settings.from_env(store.state_dir, env, cwd)
+        found = store.location
+        legacy_active = legacy.active_session_file(found.legacy_files, found.source)
+        settings = Settings.from_env(store.state_dir, env, cwd, legacy_active)
         adopt(settings)  # what has no App at hand (the search ranking) reads the same settings
         return cls(store, settings, env)
 

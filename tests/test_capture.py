@@ -288,9 +288,10 @@ def test_private_text_and_a_token_in_a_command_are_nowhere_on_disk(app, tmp_path
 
 
 def test_an_agents_written_handoff_stands_until_later_work(app, tmp_path, monkeypatch, capsys, repo):
-    """The agent writes its handoff with no session id (as a tool call does); the turn that called
-    the tool links it to the session; turns that only talk leave it standing, a turn with work
-    makes the automatic handoff, derived from the turns, the latest again."""
+    """The agent writes its handoff with no session id (as a tool call does; it starts a session of its
+    own, as every write without one does); the turn that called the tool links it to the captured
+    session; turns that only talk leave it standing, a turn with work makes the automatic handoff,
+    derived from the turns, the latest again."""
     from contextflow.capture import recall
 
     project = "example-owner/calc-demo"
@@ -298,7 +299,7 @@ def test_an_agents_written_handoff_stands_until_later_work(app, tmp_path, monkey
     run_hook(monkeypatch, capsys, "stop", payload)
     assert recall.latest_handoff(app, project).event is None  # the automatic one, from the turns
     written = sessions.write_handoff(app, agent="gemini-cli", summary="My own words", project=project)
-    assert "session_id" not in written.data
+    assert written.data["session_id"] != payload["session_id"]  # no session named: it started its own
     call = {
         "name": "write_shared_handoff",
         "args": {"agent": "gemini-cli", "summary": "My own words"},

@@ -296,6 +296,8 @@ def test_install_names_a_discovered_contextflowmcp_file_so_the_server_reads_it_t
 
 
 async def test_the_info_resource_names_its_file_and_source_in_its_words(context_file: Path) -> None:
+    append(session_file(context_file, "s"), entry("x", "s"))
+    (context_file.parent / "active-session.txt").write_text("s\n")
     app = App.open()
     try:
         async with connect(app) as client:
@@ -306,7 +308,12 @@ async def test_the_info_resource_names_its_file_and_source_in_its_words(context_
     assert info["file"] == str(context_file)
     assert info["contextFileSource"] == "env" and info["chosen_by"] == "MCP_SHARED_CONTEXT_FILE"
     assert info["sessionDataDir"] == str(context_file) + ".sessions"
-    assert info["sessionIndexFile"] == str(context_file) + ".sessions-index.json"
+    assert info["sessionIndexFile"] is None  # ContextFlowMCP has not written its index; contextflow never does
+    assert info["activeSessionId"] == "s" and info["activeSessionFile"] == str(
+        context_file.parent / "active-session.txt"
+    )
+    assert info["defaultProject"] == "shared" and info["contextFolder"] == str(context_file.parent)
+    assert info["lockFile"]
     assert info["contextFileDiscovery"]["store"] == str(context_file.parent)
 
 
@@ -360,7 +367,7 @@ async def test_a_contextflowmcp_file_over_its_size_limit_is_refused_with_a_clear
     assert main(["doctor"]) == 1  # a problem found, reported on stdout
     assert "is over MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES" in capsys.readouterr().out
     big.unlink()
-    assert main(["read", "--session", "s"]) == 0
+    assert main(["read", "--session", "s"]) == 3  # readable again: session s has no entries left anywhere
 
 
 def test_a_bad_size_limit_is_a_clear_setting_error(context_file: Path) -> None:

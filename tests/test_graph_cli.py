@@ -151,7 +151,8 @@ def test_graph_draws_mermaid_and_dot(capsys):
 )
 def test_bad_input_exits_non_zero_with_the_reason_on_stderr(capsys, argv, message):
     code, out, err = run(capsys, *argv)
-    assert code == (EXIT_NOT_FOUND if message.startswith("no ") else EXIT_BAD_INPUT) and message in err and out == ""
+    missing = message.startswith("no ") or "/no/such/" in " ".join(argv)  # no such id, or no such file
+    assert code == (EXIT_NOT_FOUND if missing else EXIT_BAD_INPUT) and message in err and out == ""
 
 
 def test_import_refuses_text_that_is_not_json(capsys, tmp_path):

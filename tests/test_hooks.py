@@ -396,7 +396,7 @@ def test_the_hook_budget_limit_is_the_graphs():
 
 def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_first(app, capsys, monkeypatch, tmp_path):
     """Claude Code and Codex show at most 10,000 characters of a hook's output: the default fits whole,
-    and the latest handoff comes first (no session active, written without a session id)."""
+    and the latest handoff comes first (written without a session id: in the session it started)."""
     from contextflow.adapters.session_start import CLIENT_LIMIT_CHARS
 
     app.store.append_many(
@@ -413,7 +413,7 @@ def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_fir
     code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert code == 0 and len(context) < CLIENT_LIMIT_CHARS and len(context.encode()) < CLIENT_LIMIT_CHARS
-    assert context.startswith("## Latest handoff in project shared") and "> Parser done; next: wire the CLI" in context
+    assert context.startswith("## Latest handoff") and "> Parser done; next: wire the CLI" in context
     assert "## Recent sessions" in context and "fact " in context
     assert context.index("## Recent sessions") < context.index("fact ")
 

@@ -132,7 +132,7 @@ def test_a_dry_run_lists_what_would_be_stored_and_stores_nothing(app, capsys):
     assert report["would_store"] == {"node": 5, "edge": 5} and len(report["events"]) == 10
     assert app.store.event_count == 0
     assert main(["import", str(MEMORY), "--dry-run"]) == 0
-    assert "Would store 5 node(s), 5 edge(s)" in capsys.readouterr().out
+    assert "Would store 5 nodes, 5 edges" in capsys.readouterr().out
 
 
 def test_observations_round_trip_through_the_node_content():
@@ -149,7 +149,7 @@ def test_export_to_server_memory_gives_back_the_same_entities_and_relations(app,
     run_import(app, str(MEMORY))
     out = tmp_path / "out.json"
     assert main(["export", "--to", "server-memory", "-o", str(out)]) == 0
-    assert "Exported 5 entit(ies), 5 relation(s)" in capsys.readouterr().out
+    assert "Exported 5 entities, 5 relations" in capsys.readouterr().out
     assert graph_lines(out.read_bytes()) == graph_lines(MEMORY.read_bytes())
     # and the exported file imports into a fresh store as the same graph
     other = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "b"), CONTEXTFLOW_STATE=str(tmp_path / "sb"))
@@ -269,7 +269,7 @@ def test_a_note_with_bad_front_matter_is_left_out_and_the_rest_is_stored(app, tm
     (folder / "broken.md").write_text("---\ntitle: Broken\nkey: !!python/object:os.system x\n---\nbody\n")
     code = main(["import", str(folder)])
     out, err = capsys.readouterr()
-    assert code == 2 and "Stored 4 node(s), 5 edge(s)" in out
+    assert code == 2 and "Stored 4 nodes, 5 edges" in out
     assert f"{folder / 'broken.md'}:3: front matter: unsupported YAML here" in out
     assert "1 file(s) were not imported" in err
     assert "Broken" not in nodes_by(app, "title")
@@ -409,3 +409,81 @@ def test_notes_and_sessions_are_read_from_their_files_not_standard_input(app, mo
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"---\ntitle: x\n---\nbody\n")))
     with pytest.raises(InputError, match="basic-memory is read from its files"):
         run_import(app, "-")
+
+
+def test_a_basic_memory_tag_in_any_script_is_kept(app, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "n.md").write_text("---\ntitle: Ünï note\ntags: [ünï, café au lait]\n---\n# Ünï note\nbody\n")
+    run_import(app, str(folder), fmt="basic-memory")
+    note = nodes_by(app, "title")["Ünï note"]
+    assert {"label:ünï", "label:café-au-lait"} <= writes.graph(app).tags_of(note.id)
+
+
+def test_a_claude_mem_body_without_exported_at_imports_with_from(app, tmp_path):
+    doc = json.loads(CLAUDE_MEM.read_text())
+    doc.pop("exportedAt", None)
+    doc.pop("totalObservations", None)
+    doc.pop("summaries", None)
+    bare = tmp_path / "observations.json"
+    bare.write_text(json.dumps(doc))
+    report = run_import(app, str(bare), fmt="claude-mem")
+    assert report.stored["node"] == len(doc["observations"]) and not report.errors
+
+
+def test_a_server_memory_relation_named_supersedes_does_not_hide_its_target(app, tmp_path):
+    memory = tmp_path / "memory.json"
+    lines = [
+        {"type": "entity", "name": "v2 plan", "entityType": "decision", "observations": ["ship v2"]},
+        {"type": "entity", "name": "v1 plan", "entityType": "decision", "observations": ["ship v1"]},
+        {"type": "relation", "from": "v2 plan", "to": "v1 plan", "relationType": "supersedes"},
+        {"type": "relation", "from": "v2 plan", "to": "ghost", "relationType": "knows"},
+    ]
+    memory.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = run_import(app, str(memory))
+    assert report.skipped == {"link to an item not imported": 1}  # said, not dropped silently
+    state = writes.graph(app)
+    v1 = nodes_by(app, "name")["v1 plan"]
+    assert not state.superseded_by(v1.id)
+    assert "Left out: link to an item not imported (1)." in report.text()
+
+
+def test_a_beads_issue_keeps_its_owner_times_pin_and_metadata(app, tmp_path):
+    issue = {
+        "id": "bd-9",
+        "title": "Ship it",
+        "status": "open",
+        "owner": "ana",
+        "created_by": "bo",
+        "started_at": "2026-01-02T10:00:00Z",
+        "due_at": "2026-02-01T00:00:00Z",
+        "defer_until": "2026-01-10T00:00:00Z",
+        "pinned": True,
+        "metadata": {"sprint": 4},
+    }
+    path = tmp_path / "issues.jsonl"
+    path.write_text(json.dumps(issue) + "\n")
+    run_import(app, str(path), fmt="beads")
+    meta = nodes_by(app, "beads_id")["bd-9"].metadata
+    assert meta["owner"] == "ana" and meta["created_by"] == "bo" and meta["pinned"] is True
+    assert meta["started_at"] == "2026-01-02T10:00:00Z" and meta["due_at"] and meta["defer_until"]
+    assert meta["beads_metadata"] == {"sprint": 4}
+
+
+def test_a_beads_export_with_memories_imports_its_issues_and_memories(app, tmp_path):
+    lines = [
+        {"_type": "issue", "id": "bd-1", "title": "Fix login", "status": "open"},
+        {"_type": "memory", "key": "deploy-order", "value": "migrate before deploy"},
+        {"_type": "schema", "version": 3},
+    ]
+    path = tmp_path / "beads.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = run_import(app, str(path))
+    assert report.format == "beads" and report.stored == {"node": 2} and not report.errors
+    assert report.skipped == {"beads schema record": 1}
+    memory = nodes_by(app, "beads_memory")["deploy-order"]
+    assert memory.content == "migrate before deploy" and "kind:memory" in writes.graph(app).tags_of(memory.id)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"_type": "memory", "key": "k"}) + "\n")
+    with pytest.raises(InputError, match='a memory needs "key" and "value" strings'):
+        run_import(app, str(bad), fmt="beads")

@@ -89,7 +89,7 @@ def test_a_dry_run_of_a_folder_lists_each_sessions_events(app, tmp_path, repo):
     _, transcript = place(tmp_path, repo, CLAUDE)
     report = run_import(app, str(transcript.parent), dry_run=True)
     assert [p.what for p in report.planned] == ["turn", "handoff"] and activity(app) == []
-    assert "Would store 1 turn(s), 1 handoff(s)" in report.text()
+    assert "Would store 1 turn, 1 handoff" in report.text()
 
 
 def test_the_format_of_a_transcript_file_is_detected(tmp_path, repo):

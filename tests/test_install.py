@@ -309,6 +309,7 @@ def test_doctor_finds_clients_that_disagree_on_the_store(home, tmp_path, capsys)
     found = client_store_findings(home, tmp_path)
     assert len(found) == 1 and "disagree on the store" in found[0]
     assert "codex server in ~/.codex/config.toml: /data/b" in found[0] and "/data/a" in found[0]
+    assert max(map(len, found[0].splitlines())) < 160  # a line per store, not one long line
     assert main(["doctor"]) == 1 and "disagree on the store" in capsys.readouterr().out  # exit 1: problems found
 
 

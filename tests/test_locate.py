@@ -61,7 +61,8 @@ def test_a_bad_writer_id_is_refused_with_an_example(bad):
 
 
 def test_every_variable_contextflow_reads_is_named_once_in_the_settings():
-    """`core.settings.VARIABLES` lists every CONTEXTFLOW_* and MCP_SHARED_CONTEXT_* variable the code names."""
+    """`core.settings.VARIABLES` lists every CONTEXTFLOW_* and MCP_SHARED_CONTEXT_* variable the code names
+    (and ctx's CTX_DB)."""
     import re
     from pathlib import Path
 
@@ -70,7 +71,9 @@ def test_every_variable_contextflow_reads_is_named_once_in_the_settings():
     package = Path(__file__).resolve().parents[1] / "contextflow"
     named = set()
     for path in package.rglob("*.py"):
-        named |= set(re.findall(r"\b(?:CONTEXTFLOW|MCP_SHARED_CONTEXT)_[A-Z_]+\b", path.read_text(encoding="utf-8")))
+        named |= set(
+            re.findall(r"\b(?:(?:CONTEXTFLOW|MCP_SHARED_CONTEXT)_[A-Z_]+|CTX_DB)\b", path.read_text(encoding="utf-8"))
+        )
     named -= {"CONTEXTFLOW_E2E_NODE_DIR"}  # the tests' own
     assert named - set(VARIABLES) == set()
     assert set(VARIABLES) - named == set()

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from contextflow.core.errors import ContextflowError
     from contextflow.operations import Operation, Param
 
+OUTPUT_FORMATS = ("text", "json", "markdown")
+STORE_FLAGS = ("--store", "--db", "--format")  # global flags that take a value, before the command word
+
 
 def group_help(word: str) -> str:
     """Help for a command word that groups several commands (`contextflow context set` ...): what its
@@ -51,7 +54,15 @@ def build_parser(only: str | None = None, batch: bool = False) -> argparse.Argum
         description="Shared memory for AI coding agents: MCP server and CLI over append-only JSONL logs.",
     )
     parser.add_argument("--version", action="version", version=f"contextflow {__version__}")
-    parser.add_argument("--store", help="store folder (overrides CONTEXTFLOW_STORE and discovery)")
+    parser.add_argument(
+        "--store", "--db", dest="store", help="store folder (overrides CONTEXTFLOW_STORE and discovery; --db as ctx)"
+    )
+    parser.add_argument(
+        "--format",
+        dest="global_format",
+        choices=(*OUTPUT_FORMATS,),
+        help="output format of any command, as after it: text (default), json or markdown",
+    )
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     groups: dict[str, Any] = {}
     for op in operations():
@@ -87,7 +98,9 @@ def add_command(sub: Any, op: Operation, batch: bool = False) -> None:
     if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
         from contextflow.operations.spec import FORMATS
 
-        command.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+        command.add_argument(
+            "--format", choices=(*FORMATS, "markdown"), help="output format: text (default; markdown is the same), json"
+        )
     command.set_defaults(operation=op)
 
 
@@ -187,15 +200,56 @@ def in_cli_words(error: ContextflowError, op: Operation) -> str:
     return error.worded(argument, command, run)
 
 
+def help_words(text: str, op: Operation) -> str:
+    """Help text in this interface's words: a tool it names reads as its command (`list_sessions`:
+    `contextflow sessions`), an argument of this command as its flag (`session_id`: `--session`)."""
+    import re
+
+    from contextflow.features import operations
+
+    for other in operations():
+        if other.tool and other.command and other.name in text:
+            text = re.sub(rf"(?<![`\w]){other.name}\b", f"`{other.command_line()}`", text)
+    for param in op.params:
+        if param.cli and not param.positional and "_" in param.name:
+            text = re.sub(rf"(?<![\w-]){param.name}\b", param.cli_name(), text)
+    return text
+
+
+def _help_in_cli_words(parser: argparse.ArgumentParser) -> None:
+    """Each command's description and flag help in this interface's words (`help_words`)."""
+    import argparse
+
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in action.choices.values():
+            op = sub.get_default("operation")
+            if op is not None:
+                sub.description = help_words(sub.description, op) if sub.description else None
+                for flag in sub._actions:
+                    if flag.help:
+                        flag.help = help_words(flag.help, op)
+            _help_in_cli_words(sub)
+
+
+def _apply_global_format(op: Operation, args: argparse.Namespace) -> None:
+    """`--format` before the command (ctx's global flag) is the command's own when that was not given."""
+    own = next((p for p in op.params if p.cli and p.cli_name() == "--format"), None)
+    wanted = args.global_format
+    if own is None:
+        args.format = args.format or wanted or "text"
+    elif wanted and args.format == own.cli_default and wanted in own.schema.get("enum", ()):
+        args.format = wanted
+
+
 def _command_word(argv: Sequence[str]) -> str | None:
     """The command the arguments name, when they name a known one before anything else."""
     from contextflow.features import operations
 
     words = list(argv)
-    if words[:1] == ["--store"]:
-        words = words[2:]
-    elif words[:1] and words[0].startswith("--store="):
-        words = words[1:]
+    while words[:1] and words[0].split("=")[0] in STORE_FLAGS:
+        words = words[1:] if "=" in words[0] else words[2:]
     if words and any(op.command and op.command[0] == words[0] for op in operations()):
         return words[0]
     return None
@@ -216,6 +270,32 @@ def _batch(op: Operation, app: App, defaults: dict[str, Any], format_: str) -> i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a reader that closed the pipe (`contextflow sessions | head -1`) ends it quietly, exit 0."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 0
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a test's capture): nothing will be flushed
+        pass
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
         print(f"contextflow {__version__}")
@@ -229,13 +309,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return hook(None, {"event": argv[1]})
     word = _command_word(argv)
-    args = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS).parse_args(argv)
+    parser = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS)
+    if {"-h", "--help"} & set(argv):  # help in the words of this interface: commands and flags, not tools
+        _help_in_cli_words(parser)
+    args = parser.parse_args(argv)
     env: dict[str, str] = dict(os.environ)  # what this command's App is opened with; the process's is left alone
     if args.store:
         from contextflow.core.locate import STORE_OPTION_MARKER
 
         env.update({"CONTEXTFLOW_STORE": args.store, STORE_OPTION_MARKER: args.store})  # doctor: the option chose it
     op: Operation = args.operation
+    _apply_global_format(op, args)
     app: App | None = None
     from contextflow.core.errors import ContextflowError, exit_code
     from contextflow.operations.arguments import check_arguments
@@ -244,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if op.name in BATCH_OPERATIONS and getattr(args, "stdin", False):
             from contextflow.app import App
 
-            app = App.open(env)
+            app = App.open(env, cwd=os.getcwd())  # the same project rule as a single write
             return _batch(op, app, arguments_of(op, args), args.format)
         checked = check_arguments(op, arguments_of(op, args), cli=True)
         if op.needs_store:
@@ -273,6 +357,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         if app is not None:
-            sys.stdout.flush()  # the reply is out before any snapshot work
+            _flush_stdout()  # the reply is out before any snapshot work
             app.store.save_snapshot_soon()  # after a long first read: saved from a forked child, the CLI exits
             app.close()

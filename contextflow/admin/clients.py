@@ -61,7 +61,8 @@ def start_preview(app: App, args: JSON) -> Reply:
         verdict = "fits" if item["fits"] else "OVER"
         size = f"limit {item['limit']:,} characters, {verdict}" if item["limit"] else "no documented limit"
         lines.append(f"  {item['name']}: {size}")
-    lines += ["", output or "(nothing: the hook prints nothing)"]
+    # the context as the model reads it (the hook's JSON is in --format json's `output`)
+    lines += ["", context or "(nothing: the hook prints nothing)"]
     data = {
         "project": project,
         "session_id": settings.active_session,

@@ -67,8 +67,14 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         # ContextFlowMCP's names for the same facts (tools written against its info resource): its
         # context file and how it was found, in its words; its session folder is read, never written
         "file": str(context_file or store.log_writer.path),
-        "sessionDataDir": str(legacy.sessions_dir(context_file)) if context_file else None,
-        "sessionIndexFile": str(legacy.index_file(context_file)) if context_file else None,
+        # its companions only where they exist: contextflow reads them, never creates them
+        "sessionDataDir": _existing(legacy.sessions_dir(context_file)) if context_file else None,
+        "sessionIndexFile": _existing(legacy.index_file(context_file)) if context_file else None,
+        "lockFile": str(store.log_writer.lock_file),  # contextflow's writer lock (ContextFlowMCP: `<file>.lock`)
+        "activeSessionFile": str(app.settings.active_session_file),
+        "activeSessionId": active_session(app),
+        "defaultProject": app.settings.default_project,
+        "contextFolder": str(context_file.parent) if context_file else str(store.folder),
         "contextFileSource": location.source,
         "contextFileDiscovery": {
             **dict(location.discovery),
@@ -78,6 +84,10 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
             "legacy_files": [str(path) for path in location.legacy_files],
         },
     }
+
+
+def _existing(path: Path) -> str | None:
+    return str(path) if path.exists() else None
 
 
 def writers_ahead(segments: Any) -> list[dict[str, Any]]:
@@ -143,6 +153,34 @@ def loose_state_permissions(root: Path) -> list[str]:
             if stat.S_IMODE(st.st_mode) & 0o077 and not stat.S_ISLNK(st.st_mode):
                 found.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o})")
     return found
+
+
+def fix_permissions(app: App) -> list[str]:
+    """`doctor --fix`: the state files and folders contextflow writes (and the store folder) made private
+    again (0600 / 0700); only this user's own, never through a link. What was changed, each once."""
+    from contextflow.core.locate import current_uid
+
+    uid = current_uid()
+    root = app.store.state_dir.parent.parent
+    paths = [entry.split(" (mode ")[0] for entry in loose_state_permissions(root)]
+    fixed: list[str] = []
+    for path in [*paths, str(app.store.folder)]:
+        try:  # opened without following a link or waiting on a FIFO, then changed through the descriptor
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            mode = stat.S_IMODE(st.st_mode)
+            private = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+            if (uid is None or st.st_uid == uid) and mode & 0o077:
+                os.fchmod(fd, mode & private)
+                fixed.append(f"{path}: mode {mode:o} -> {mode & private:o}")
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return fixed
 
 
 def _duration(ms: int) -> str:

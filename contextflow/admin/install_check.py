@@ -131,9 +131,9 @@ def client_store_findings(home: Path | None = None, cwd: Path | None = None) -> 
     places, problems = configured_places(home, cwd if cwd is not None else Path.cwd())
     stores = sorted({place.store for place in places})
     if len(stores) > 1:
-        listed = "; ".join(f"{p.client} {p.where}: {p.store}" for p in places)
+        listed = "".join(f"\n      {p.client} {p.where}: {p.store}" for p in places)  # a line each
         problems.append(
-            f"the configured clients disagree on the store ({listed}). Set CONTEXTFLOW_STORE to the one you "
+            f"the configured clients disagree on the store:{listed}\n    Set CONTEXTFLOW_STORE to the one you "
             "want and run `contextflow install CLIENT` again for each client, so the servers and hooks share it"
         )
     return problems

@@ -40,6 +40,10 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.core.errors import EXIT_PROBLEMS
 
     fixed = conflicts.fix(app.store) if args.get("fix") else None
+    from contextflow.admin.diagnose import fix_permissions
+    from contextflow.admin.settings_check import settings_findings
+
+    chmodded = fix_permissions(app) if args.get("fix") else []
     if args.get("rebuild"):
         from contextflow.search import derived
 
@@ -47,7 +51,12 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.capture.health import capture_health, health_lines
 
     info = store_info(app, verify=not args.get("quick"))
-    found = problems(info) + conflicts.findings(app.store) + client_store_findings()
+    found = (
+        problems(info)
+        + conflicts.findings(app.store)
+        + client_store_findings()
+        + settings_findings(app.env, app.settings)
+    )
     info["problems"] = found
     info["capture"] = capture_health(app.store.state_dir)
     lines = [
@@ -66,7 +75,7 @@ def doctor(app: App, args: JSON) -> Reply:
         f"bad lines:    {info['bad_lines']}",
         f"active:       {info['active_session'] or '(none)'}",
         f"project:      {info['default_project']} (chosen by {info['project_chosen_by']})",
-        "logs:",
+        "logs:" if info["logs"] else "logs:         none yet (the first write creates this machine's)",
     ]
     for log in info["logs"]:
         tags = [t for t, on in (("legacy", log["legacy"]), ("conflict copy", log["conflict_copy"])) if on]
@@ -90,8 +99,9 @@ def doctor(app: App, args: JSON) -> Reply:
     lines.append("problems:" if found else "problems:     none")
     lines += [f"  - {problem}" for problem in found]
     if fixed is not None:
-        info["fix"] = fixed.as_dict()
+        info["fix"], info["permissions_fixed"] = fixed.as_dict(), chmodded
         lines += fixed.lines()
+        lines += [f"fixed: {path}" for path in chmodded]
     return Reply("\n".join(lines), info, exit=EXIT_PROBLEMS if found else 0)
 
 

@@ -10,5 +10,5 @@ FEATURE = Feature(
     views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
-    search_version=(1, "67b7547af7381f8ad154"),
+    search_version=(1, "619bf32f6c3ba5101806"),
 )

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"conversations": "contextflow.conversations.view:ConversationsView"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "2d1a1bf034a913da9ea6"),
+    search_version=(1, "ba8bf6ae5e9115ce6f9b"),
     commands={"conversations": "saved conversation records"},
 )

@@ -146,6 +146,23 @@ def sessions_dir(root: Path) -> Path:
     return root.with_name(root.name + SESSIONS_SUFFIX)
 
 
+ACTIVE_SESSION_NAME = "active-session.txt"
+
+
+def in_use(found: Path, source: str) -> bool:
+    """Whether ContextFlowMCP's file is in use: named by a variable, or found and present
+    (the file or its `.sessions` folder)."""
+    return source in ("env", "env-folder") or found.is_file() or sessions_dir(found).is_dir()
+
+
+def active_session_file(roots: tuple[Path, ...], source: str) -> Path | None:
+    """ContextFlowMCP's active-session file (`active-session.txt` beside its context file, where its
+    server and `pick-session.mjs` keep the chosen session) when its file is in use, else None."""
+    if roots and in_use(roots[0], source):
+        return roots[0].parent / ACTIVE_SESSION_NAME
+    return None
+
+
 def index_file(root: Path) -> Path:
     """ContextFlowMCP's sessions index for `root` (its own cache; contextflow never reads it)."""
     return root.with_name(root.name + INDEX_SUFFIX)

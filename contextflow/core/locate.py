@@ -107,6 +107,14 @@ def _explicit(env: Mapping[str, str]) -> tuple[str, legacy.Found] | None:
 def locate_store(env: Mapping[str, str] | None = None) -> Location:
     env = os.environ if env is None else env
     named = _explicit(env)
+    if not env.get("CONTEXTFLOW_STORE", "").strip() and env.get("CTX_DB", "").strip():  # ctx's variable
+        value = env["CTX_DB"]
+        folder = _store_folder(value, "CTX_DB", env)
+        return (
+            Location(folder, "CTX_DB")
+            if named is None
+            else Location(folder, "CTX_DB", f"also reads {named[1].path}", (named[1].path,), *named[1][1:])
+        )
     if env.get("CONTEXTFLOW_STORE", "").strip():
         value = env["CONTEXTFLOW_STORE"]
         rule = "--store" if env.get(STORE_OPTION_MARKER) == value else "CONTEXTFLOW_STORE"

@@ -20,6 +20,7 @@ from contextflow.core.project import DEFAULT_PROJECT, RULE_DEFAULT, RULE_ENV, cl
 # every variable contextflow reads, and what it sets (README's "Settings" documents them for users)
 VARIABLES = {
     "CONTEXTFLOW_STORE": "the store folder (the CLI's --store overrides it)",
+    "CTX_DB": "seed 003's (ctx's) name for the store, read when CONTEXTFLOW_STORE is not set",
     "CONTEXTFLOW_STORE_FROM_OPTION": "set by the CLI beside CONTEXTFLOW_STORE when --store chose it (for doctor)",
     "CONTEXTFLOW_STATE": "the machine-local state folder",
     "CONTEXTFLOW_WRITER": "this machine's writer id",
@@ -94,22 +95,27 @@ class Settings:
 
     @classmethod
     def from_env(
-        cls, state_dir: Path, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+        cls,
+        state_dir: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        legacy_active_file: Path | None = None,
     ) -> Settings:
         """`cwd` is the working folder whose repository names the default project (the adapters
         pass it: the server's and the CLI's own folder, a hook's payload `cwd`); without it, and
-        without MCP_SHARED_CONTEXT_PROJECT, the project is `shared`."""
+        without MCP_SHARED_CONTEXT_PROJECT, the project is `shared`. `legacy_active_file`:
+        ContextFlowMCP's active-session file when its context file is in use (it then holds the
+        active session, as for ContextFlowMCP and its picker)."""
         env = os.environ if env is None else env
         project, rule = default_project(env, cwd)
         active_file = env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION_FILE", "").strip()
+        fallback = legacy_active_file or state_dir / "active-session.txt"
         return cls(
             default_project=project,
             project_rule=rule,
             new_session_prefix=env.get("MCP_SHARED_CONTEXT_NEW_SESSION_PREFIX", "").strip() or "session",
             active_session=env.get("MCP_SHARED_CONTEXT_ACTIVE_SESSION", "").strip() or None,
-            active_session_file=(
-                Path(os.path.expanduser(active_file)).absolute() if active_file else state_dir / "active-session.txt"
-            ),
+            active_session_file=(Path(os.path.expanduser(active_file)).absolute() if active_file else fallback),
             max_note_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_NOTE_TEXT_CHARS", 20_000),
             max_summary_chars=_int(env, "MCP_SHARED_CONTEXT_MAX_HANDOFF_SUMMARY_CHARS", 20_000),
             max_array_items=_int(env, "MCP_SHARED_CONTEXT_MAX_ARRAY_ITEMS", 200),

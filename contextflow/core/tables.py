@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -149,6 +150,8 @@ class Tables:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():  # private from the start (SQLite gives its -wal and -shm the same mode)
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+            elif not stat.S_ISREG(os.lstat(self.path).st_mode):  # a FIFO, device or link planted there: never opened
+                raise sqlite3.DatabaseError(f"{self.path} is not a regular file")
             db = sqlite3.connect(self.path, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
             try:
                 if db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":

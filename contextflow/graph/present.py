@@ -330,7 +330,10 @@ def ingest(app: App, args: JSON) -> Reply:
     done = transfer.ingest_file(app, args["file"], tags=args.get("tags"), agent=args.get("agent"))
     replaced = f" (supersedes {done.replaced})" if done.replaced else ""
     text = f"Ingested: {done.id}{replaced}" if done.created else f"Unchanged: {done.id}"
-    return Reply(text, {"id": done.id, "created": done.created, "supersedes": done.replaced})
+    if done.parts:
+        text += f" and {len(done.parts)} more parts CHILD_OF it (the file is over the node limit)"
+    data = {"id": done.id, "created": done.created, "supersedes": done.replaced, "parts": list(done.parts)}
+    return Reply(text, data)
 
 
 def picture(app: App, args: JSON) -> Reply:

@@ -53,7 +53,8 @@ def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | No
         return f"{title}: no matching nodes."
     shown = f"{len(nodes)} of {total}" if total is not None and total > len(nodes) else str(len(nodes))
     blocks = [node_text(state, node, brief=True) for node in nodes]
-    return f"{title}: {shown} node(s). {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
+    noun = "node" if len(nodes) == 1 and total in (None, 1) else "nodes"
+    return f"{title}: {shown} {noun}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
 
 
 def nodes_markdown(state: GraphState, nodes: list[Node]) -> str:

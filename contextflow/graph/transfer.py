@@ -5,7 +5,7 @@ the saved views. Importing appends, in one write, the new nodes (each with an id
 the id it came from, which it keeps as `origin`), the edges between them and the views. A node
 whose id or origin is already known here is present and skipped, so importing the same export
 twice, or back into the store it came from, writes nothing. A view of the same name with another
-query stops the import unless `merge` (then the local view stays).
+query, or a node here whose content differs, stops the import unless `merge` (then the local one stays).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from contextflow import __version__
 from contextflow.app import App
 from contextflow.core.clock import stamp_from_ms, stamp_iso
-from contextflow.core.errors import InputError
-from contextflow.core.ids import derived_id
+from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, parse
@@ -71,6 +71,7 @@ class Imported:
     edges_present: int = 0
     views_added: int = 0
     views_present: int = 0
+    nodes_differing: int = 0  # present here with other content: kept as they are here (--merge)
     id_map: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,7 +82,16 @@ class Imported:
             f"Imported {self.nodes_added} node(s), {self.edges_added} edge(s), {self.views_added} view(s); "
             f"already present: {self.nodes_present} node(s), {self.edges_present} edge(s), "
             f"{self.views_present} view(s)."
+            + (f" Kept {self.nodes_differing} node(s) as they are here (--merge)." if self.nodes_differing else "")
         )
+
+
+def _differs(here: Any, exported: dict[str, Any]) -> bool:
+    """Whether an exported node says something else than the same node here (its type or content)."""
+    content = exported.get("content")
+    if here is None or not isinstance(content, str):
+        return False
+    return content.strip() != here.content.strip() or exported.get("type") not in (None, here.type)
 
 
 def _local_id(state: GraphState, exported_id: str, origin: str | None) -> str | None:
@@ -118,6 +128,7 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
     state = graph(app)
     result = Imported()
     planned: list[tuple[str, str, dict[str, Any]]] = []
+    differing: list[str] = []
     for index, node in enumerate(nodes):
         exported_id = node.get("id")
         if not isinstance(exported_id, str) or not exported_id:
@@ -126,7 +137,10 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
         local = _local_id(state, exported_id, origin)
         if local is not None:
             result.id_map[exported_id] = local
-            result.nodes_present += 1
+            if _differs(state.nodes.get(local), node):
+                differing.append(exported_id)
+            else:
+                result.nodes_present += 1
             continue
         try:
             kind, data = node_item(
@@ -143,6 +157,13 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
         new_id = derived_id(FORMAT, "node", origin or exported_id)
         result.id_map[exported_id] = new_id
         planned.append((new_id, kind, data))
+    if differing and not merge:
+        raise InputError(
+            f"{len(differing)} node(s) of this export are here with other content (e.g. {differing[0]}): a plain "
+            "import stops on a conflict and stored nothing. Import with --merge to keep the versions here and "
+            "import the rest, or update the nodes here first"
+        )
+    result.nodes_differing = len(differing)
     result.nodes_added = len(planned)
     edge_items: list[tuple[str, str, dict[str, Any]]] = []
     for edge in edges:
@@ -207,6 +228,7 @@ class Ingested:
     id: str
     created: bool
     replaced: str | None
+    parts: tuple[str, ...] = ()  # a file over the content limit: its parts after the first, each CHILD_OF it
 
 
 def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> Ingested:
@@ -219,6 +241,8 @@ def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> 
     try:
         check_given(file)
         raw = file.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"cannot read {file}: no such file; pass the path of a readable text file") from None
     except OSError as exc:
         raise InputError(f"cannot read {file}: {exc.strerror or exc}; pass the path of a readable text file") from None
     try:
@@ -227,15 +251,34 @@ def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> 
         raise InputError(f"{file} is not UTF-8 text; only text files can be ingested") from None
     digest = hashlib.sha256(raw).hexdigest()
     state = graph(app)
-    previous = None
-    for node_id in state.by_type.get("source", set()) & state.live:
+    previous: list[str] = []  # the file's current node (each part of it), superseded by the new one
+    for node_id in sorted(state.by_type.get("source", set()) & state.live):
         node = state.nodes[node_id]
         if node.metadata.get("path") == str(file) and not state.superseded_by(node_id):
-            if node.metadata.get("sha256") == digest:
+            if node.metadata.get("sha256") == digest and node.metadata.get("part", 1) == 1:
                 return Ingested(node_id, False, None)
-            previous = node_id
-    meta = {"path": str(file), "name": file.name, "bytes": len(raw), "sha256": digest}
-    links = [(previous, "SUPERSEDES")] if previous else None
-    item = node_item(type="source", content=text, tags=tags, metadata=meta, agent=agent, links=links)
-    event = app.store.append(*item)
-    return Ingested(event.id, True, previous)
+            previous.append(node_id)
+    meta: dict[str, Any] = {"path": str(file), "name": file.name, "bytes": len(raw), "sha256": digest}
+    pieces = split_text(text, model.MAX_CONTENT_CHARS)
+    ids = [new_id() for _ in pieces]
+    items = []
+    for number, piece in enumerate(pieces, 1):
+        links = [(old, "SUPERSEDES") for old in previous] if number == 1 else [(ids[0], "CHILD_OF")]
+        part = {"part": number, "parts": len(pieces)} if len(pieces) > 1 else {}
+        items.append(
+            node_item(type="source", content=piece, tags=tags, metadata={**meta, **part}, agent=agent, links=links)
+        )
+    app.store.append_many(items, ids=ids)  # all parts or none
+    first = previous[0] if previous else None
+    return Ingested(ids[0], True, first, tuple(ids[1:]))
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """`text` in parts of at most `limit` characters, cut at a line break in the last quarter of each
+    (the break itself dropped: the parts joined by line breaks are the file), else at the limit."""
+    parts: list[str] = []
+    while len(text) > limit:
+        cut = text.rfind("\n", limit * 3 // 4, limit)
+        parts.append(text[: cut if cut > 0 else limit])
+        text = text[cut + 1 if cut > 0 else limit :]
+    return [*parts, text]

@@ -7,10 +7,13 @@
 An issue becomes a `task` node keyed on its id: content `id: title`, then the description, design,
 acceptance criteria, notes and comments; summary `id: title`; tags `imported:beads`,
 `kind:<issue_type>`, `status:<status>`, `priority:p<0-4>` and `label:<label>`; metadata
-`beads_id`, `status`, `priority`, `issue_type` and the assignee and times when set. `bd` leaves a
+`beads_id`, `status`, `priority`, `issue_type`, the assignee, owner, creator, times and pin when set,
+and its own `metadata` as `beads_metadata`. `bd` leaves a
 priority of 0 out of the line, so a missing priority is 0. Dependencies become edges from the issue:
 `blocks` DEPENDS_ON its blocker, `parent-child` CHILD_OF its parent, `discovered-from` DERIVED_FROM,
-`related` RELATES_TO. A tombstone (a deleted issue) deletes the node an earlier import made.
+`related` RELATES_TO. A tombstone (a deleted issue) deletes the node an earlier import made. A memory line
+(`bd export --include-memories`: `{"_type": "memory", "key", "value"}`) becomes a `fact` node tagged
+`kind:memory`; another `_type` (a schema header) is counted and left out.
 """
 
 from __future__ import annotations
@@ -23,7 +26,21 @@ from contextflow.imports.servermemory import parse_lines
 
 FORMAT = "beads"
 SECTIONS = (("design", "Design"), ("acceptance_criteria", "Acceptance criteria"), ("notes", "Notes"))
-KEPT = ("assignee", "created_at", "updated_at", "closed_at", "close_reason", "external_ref", "estimated_minutes")
+KEPT = (
+    "assignee",
+    "owner",
+    "created_by",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "due_at",
+    "defer_until",
+    "closed_at",
+    "close_reason",
+    "external_ref",
+    "estimated_minutes",
+    "pinned",
+)
 
 
 def _text(item: dict[str, Any], key: str, path: Path, line: int) -> str:
@@ -68,6 +85,8 @@ def issue_record(item: dict[str, Any], path: Path, line: int) -> tuple[NodeRecor
     tags = tags_of(*pairs, *(("label", label) for label in labels))
     metadata: dict[str, Any] = {"beads_id": key, "status": status, "priority": priority, "issue_type": issue_type}
     metadata.update({name: item[name] for name in KEPT if isinstance(item.get(name), str | int) and item[name] != ""})
+    if isinstance(item.get("metadata"), dict) and item["metadata"]:
+        metadata["beads_metadata"] = item["metadata"]  # its own free-form fields, as they are
     record = NodeRecord(key, "task", "\n\n".join(parts), tags[:50], fitted(metadata), summary=f"{key}: {title}")
     return record, _dependencies(item, key, path, line)
 
@@ -90,6 +109,13 @@ def read(label: str, raw: bytes) -> Records:
     path = Path(label)
     records = Records()
     for line, item in parse_lines(raw, path):
+        marked = item.get("_type")
+        if marked == "memory":  # `bd export --include-memories`: one of its `bd remember` memories
+            records.nodes.append(memory_record(item, path, line))
+            continue
+        if marked is not None and marked != "issue":  # a schema header or a record type it adds later
+            records.skipped[f"beads {marked!s:.40} record"] += 1
+            continue
         if item.get("status") == "tombstone" or item.get("deleted_at"):
             if isinstance(item.get("id"), str):
                 records.deleted.append(item["id"])
@@ -98,6 +124,15 @@ def read(label: str, raw: bytes) -> Records:
         records.nodes.append(record)
         records.edges += edges
     return records
+
+
+def memory_record(item: dict[str, Any], path: Path, line: int) -> NodeRecord:
+    """A `{"_type": "memory", "key": ..., "value": ...}` line as a `fact` node keyed on its key."""
+    key, value = item.get("key"), item.get("value")
+    if not isinstance(key, str) or not key.strip() or not isinstance(value, str):
+        raise SourceError(path, 'a memory needs "key" and "value" strings', line)
+    tags = tags_of(("imported", "beads"), ("kind", "memory"))
+    return NodeRecord(f"memory:{key.strip()}", "fact", value.strip() or key, tags, {"beads_memory": key.strip()})
 
 
 def issues_file(path: Path) -> Path:

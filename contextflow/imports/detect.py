@@ -55,6 +55,8 @@ def detect_bytes(label: str, raw: bytes) -> str:
             return fmt
         if isinstance(line.get("id"), str) and "title" in line and ("status" in line or "issue_type" in line):
             return "beads"
+        if line.get("_type") in ("issue", "memory"):  # `bd export --include-memories` marks its records
+            return "beads"
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

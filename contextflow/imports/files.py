@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, NotFoundError
 from contextflow.imports.model import SourceError
 
 EXPECTED_KIND = "pass a regular file or a folder"
@@ -37,7 +37,8 @@ def check_given(path: Path) -> None:
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {(exc.strerror or str(exc)).lower()}; {EXPECTED_KIND}") from None
+        missing = NotFoundError if isinstance(exc, FileNotFoundError) else InputError  # exit 3: not found
+        raise missing(f"cannot read {path}: {(exc.strerror or str(exc)).lower()}; {EXPECTED_KIND}") from None
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise InputError(f"{path} is {_kind(mode)}, which an import never reads; {EXPECTED_KIND}")
 

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from contextflow.core.errors import InputError
 
-_TAG_VALUE = re.compile(r"[^A-Za-z0-9_.:/@+-]+")
+_TAG_VALUE = re.compile(r"[^\w.:/@+-]+")  # letters of any script stay (a tag value is any non-space)
 
 
 class SourceError(InputError):
@@ -93,7 +93,8 @@ class Report:
 
     def text(self, shown: int = 20) -> str:
         verb = "Would store" if self.dry_run else "Stored"
-        lines = [f"{verb} {_counts(self.stored)} from {self.path} ({self.format}, {self.files} file(s))."]
+        files = f"{self.files} file" + ("" if self.files == 1 else "s")
+        lines = [f"{verb} {_counts(self.stored)} from {self.path} ({self.format}, {files})."]
         if self.present:
             lines.append(f"Already present: {_counts(self.present)}.")
         if self.skipped:
@@ -111,7 +112,11 @@ ORDER = ("node", "update", "tag", "edge", "delete", "view", "turn", "handoff")
 
 def _counts(counter: Counter[str]) -> str:
     ranked = sorted(counter.items(), key=lambda item: (ORDER.index(item[0]) if item[0] in ORDER else len(ORDER), item))
-    return ", ".join(f"{n} {what}(s)" for what, n in ranked if n) or "nothing"
+    return ", ".join(f"{n} {what if n == 1 else _plural(what)}" for what, n in ranked if n) or "nothing"
+
+
+def _plural(what: str) -> str:
+    return what[:-1] + "ies" if what.endswith("y") else what + ("es" if what.endswith("s") else "s")
 
 
 # a source's name for a link -> the edge type it means; any other name is RELATES_TO (the name is kept)

@@ -57,7 +57,10 @@ def export(app: App, args: JSON) -> Reply | int:
         data, entities, relations = servermemory.export_lines(state, ids)
         _write(output, data)
         counts = {"file": output, "format": "server-memory", "entities": entities, "relations": relations}
-        text = f"Exported {entities} entit(ies), {relations} relation(s) as a server-memory memory.json to {output}"
+        text = (
+            f"Exported {_count(entities, 'entity', 'entities')}, {_count(relations, 'relation')} "
+            f"as a server-memory memory.json to {output}"
+        )
     else:
         doc = transfer.export_graph(app, args.get("query"))
         _write(output, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
@@ -65,3 +68,7 @@ def export(app: App, args: JSON) -> Reply | int:
         counts.update({name: len(doc[name]) for name in ("nodes", "edges", "views")})
         text = f"Exported {counts['nodes']} node(s), {counts['edges']} edge(s) to {output}"
     return Reply(text, counts) if output else 0
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

@@ -16,7 +16,7 @@ import orjson
 
 from contextflow.app import App
 from contextflow.capture.view import ActivityView
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, NotFoundError
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_folder
@@ -60,7 +60,7 @@ def run_import(
             return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
         where = Path(path).expanduser()
         if not where.exists():
-            raise InputError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
+            raise NotFoundError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
         files.check_given(where)  # a FIFO or a device is refused before anything opens it
         if where.is_dir():
             fmt = fmt or detect_folder(where)
@@ -107,7 +107,8 @@ def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) ->
     report = Report("contextflow", label, dry_run, files=1)
     report.stored.update({"node": result.nodes_added, "edge": result.edges_added, "view": result.views_added})
     report.present.update({"node": result.nodes_present, "edge": result.edges_present, "view": result.views_present})
-    report.stored, report.present = +report.stored, +report.present  # drop the zero counts
+    report.skipped["node differing here, kept (--merge)"] = result.nodes_differing
+    report.stored, report.present, report.skipped = +report.stored, +report.present, +report.skipped
     what = {"graph.node": "node", "graph.edge": "edge", "graph.view": "view"}
     report.planned = [Planned(i, kind, data, what.get(kind, kind), "") for i, kind, data in planned]
     if planned and not dry_run:

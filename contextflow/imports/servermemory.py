@@ -100,7 +100,10 @@ def read(label: str, raw: bytes) -> Records:
             source = _string(item.get("from"), '"from"', path, line)
             target = _string(item.get("to"), '"to"', path, line)
             relation = _string(item.get("relationType"), '"relationType"', path, line)
-            records.edges.append(EdgeRecord(source, target, edge_type_for(relation), (relation,)))
+            # a user's own word: never contextflow's SUPERSEDES, which would hide the target from composed context
+            edge_type = edge_type_for(relation)
+            edge_type = "RELATES_TO" if edge_type == "SUPERSEDES" else edge_type
+            records.edges.append(EdgeRecord(source, target, edge_type, (relation,)))
         else:
             raise SourceError(path, 'expected "type": "entity" or "relation" (a server-memory memory.json line)', line)
     return records

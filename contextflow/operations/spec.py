@@ -167,6 +167,7 @@ class PromptSpec:
     description: str
     handler: Callable[[App, dict[str, str]], str]
     arguments: tuple[PromptArg, ...] = ()
+    describe: Callable[[App], str] | None = None  # the description at listing time, when it names current facts
 
 
 @dataclass(frozen=True)

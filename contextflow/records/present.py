@@ -15,6 +15,7 @@ from contextflow.core.timeutil import to_iso as iso
 from contextflow.operations.provenance import age_of, header, value_text
 from contextflow.operations.spec import JSON, Reply
 from contextflow.records import core as records
+from contextflow.records.fields import DEFAULT_SINCE_DAYS
 from contextflow.records.view import Record
 from contextflow.sessions import core as sessions
 from contextflow.sessions.present import entry_text
@@ -90,8 +91,10 @@ def orientation(app: App, now: datetime | None = None) -> Reply:
     ] or ["(nothing)"]
     if len(waiting) >= records.WAITING_SHOWN:
         lines.append(f"(the {len(waiting)} most recently updated; context_list category=waiting shows more)")
-    lines += ["", "## Recent context (7 days)"]
+    lines += ["", f"## Recent context ({DEFAULT_SINCE_DAYS} days)"]
     lines += [record_text(r, moment) for r in recent] or ["(none)"]
+    if older := _older(app, {}, moment):
+        lines.append(f"({older} older record(s) left out: context_list since_days=0 lists them)")
     lines += ["", "## Latest handoff" + (f" (active session {clean(session_id, True)})" if session_id else "")]
     lines.append(entry_text(handoff) if handoff else "(no active session)" if not session_id else "(none yet)")
     data = {
@@ -205,8 +208,25 @@ def context_list(app: App, args: JSON) -> Reply:
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
     listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
-    payload = {"count": len(found), "records": listed}
-    return Reply(records_text(found, title, moment), payload)
+    older = _older(app, args, moment)
+    payload = {"count": len(found), "records": listed, "older_left_out": older}
+    text = records_text(found, title, moment)
+    if older:
+        days = args.get("since_days") or DEFAULT_SINCE_DAYS
+        text += (
+            f"\n({older}{'+' if older >= 500 else ''} older record(s) not updated in the last {days} days are left "
+            "out: since_days=0 (--since-days 0) shows every record)"
+        )
+    return Reply(text, payload)
+
+
+def _older(app: App, args: JSON, moment: datetime) -> int:
+    """How many records the `since_days` window leaves out (0 when it is 0: none are)."""
+    if args.get("since_days") == 0:
+        return 0
+    everything = records.list_records(app, **{**args, "since_days": 0, "limit": 500}, now=moment)
+    recent = records.list_records(app, **{**args, "limit": 500}, now=moment)
+    return len(everything) - len(recent)
 
 
 def context_delete(app: App, args: JSON) -> Reply:

@@ -23,14 +23,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import shutil
 import stat
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,7 +41,9 @@ from contextflow.core.fsutil import atomic_write, read_regular, signature
 from contextflow.core.log import Chunk, Cursor, list_segments, read_new
 from contextflow.core.progress import Progress
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the process pool and shutil are imported by a build only: a search skips their 0.1 s
+    from concurrent.futures import Future, ProcessPoolExecutor
+
     from contextflow.core.store import Store
     from contextflow.search.disk import DiskIndex
 
@@ -311,6 +311,8 @@ class DerivedSearch:
                 return self._rebuild()
 
     def _rebuild(self) -> int:
+        import shutil
+
         self._index = None
         for old in self.folder.glob("search*"):  # earlier builds (a reader elsewhere may still map one)
             shutil.rmtree(old, ignore_errors=True)
@@ -449,6 +451,7 @@ def _pool() -> ProcessPoolExecutor | None:
     if (os.cpu_count() or 1) < 2:
         return None
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
 

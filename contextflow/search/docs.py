@@ -144,6 +144,7 @@ class Hit:
     doc: Doc
     score: float
     weak: bool = False  # not a strong match: only the closest there is (`ranking.weak_flags`)
+    beside: tuple[str, ...] = ()  # query terms only its neighbour field holds, when its own text holds none
 
 
 def _merge(target: dict[str, tuple[OrderKey, Any]], values: Mapping[str, Any], key: OrderKey) -> None:

@@ -83,6 +83,7 @@ def hit_block(views: Views, hit: Hit, position: int, max_chars: int) -> str:
         *((name, clip(doc.value(name), 40)) for name in DETAILS if doc.value(name)),
         ("score", info["score"]),
         *((("match", "weak"),) if hit.weak else ()),
+        *((("matched", "only in the entry beside it: " + ", ".join(hit.beside)),) if hit.beside else ()),
     )
     hydrator = HYDRATORS.get(doc.kind)
     body = (hydrator(views, doc) if hydrator else None) or generic_body(doc, max_chars)

@@ -76,16 +76,22 @@ class ContextResult:
             "tokens": self.tokens,
             "budget_tokens": self.budget,
             "results": [
-                {"rank": n, **hit_json(s.hit), "shown": s.status, **why(s.hit.doc, terms)}
+                {"rank": n, **hit_json(s.hit), "shown": s.status, **why(s.hit.doc, terms, s.hit.beside)}
                 for n, s in enumerate(self.shown, 1)
             ],
         }
 
 
-def why(doc: Doc, terms: list[str]) -> dict[str, Any]:
-    """What matched (field -> terms) and an excerpt of the first field that matched."""
+NEIGHBOUR = "the entry beside it"  # where a hit's terms are when its own text holds none
+
+
+def why(doc: Doc, terms: list[str], beside: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What matched (field -> terms) and an excerpt of the first field that matched; a hit whose own
+    text holds no query term says which terms its neighbour holds."""
     found = matched(doc, terms)
     first = next(iter(found), None) or next((name for name, text in doc.field_texts() if text), "")
+    if not found and beside:
+        found = {NEIGHBOUR: list(beside)}
     return {"matched": found, "excerpt": clip(doc.text(first), 240) if first else None}
 
 
@@ -126,14 +132,17 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     words = ranking.asked_words(query.text, named)
     asked = {term for word in words for term in word}
     held = [asked & hit.doc.terms() for hit in hits]
+    own = [bool(holds) for holds in held]
     flags = ranking.weak_flags(words, index.frequency, index.count(), held)
     if any(flags) and not ranking.weak_flags(words, index.frequency, index.count(), [asked])[0]:
         doubtful = [n for n, weak in enumerate(flags) if weak]  # their neighbour fields may hold more
         for n, more in zip(doubtful, index.near_holds(asked, [hits[n] for n in doubtful]), strict=True):
             held[n] |= more
         flags = ranking.weak_flags(words, index.frequency, index.count(), held)
-    for hit, weak in zip(hits, flags, strict=True):
+    for hit, weak, holds, itself in zip(hits, flags, held, own, strict=True):
         hit.weak = weak
+        if not itself:  # never shown as a plain match: it is said to match beside it
+            hit.beside = tuple(sorted(holds))
     return hits
 
 
@@ -269,6 +278,8 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
         )
     else:
         partly = f"; {weak} only partly (match=weak)" if weak else ""
+        if beside := sum(bool(hit.beside) and not hit.weak for hit in hits):
+            partly += f"; {beside} only through the entry beside it (matched=only in the entry beside it)"
         found = f"{count} {'match' if count == 1 else 'matches'}, best first{where}{partly}."
     parts = [f"# Context for: {clip(query.text, 200)}\n{found} {DATA_NOTICE}"]
     used = len(parts[0])

@@ -50,7 +50,7 @@ def active_session(app: App) -> str | None:
     path = app.settings.active_session_file
     if app.settings.active_session or path is None:
         return app.settings.active_session or None
-    try:
+    try:  # a regular file only, never waiting on a FIFO; trimmed as ContextFlowMCP trims it
         return read_regular(path).decode("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
@@ -87,6 +87,27 @@ def known_session_ids(app: App, project: str) -> list[str]:
     return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
 
 
+def projects_holding(app: App, session_id: str) -> list[str]:
+    """The projects with entries in session `session_id`, most recently active first."""
+    if stored.disk(app):
+        return stored.projects_holding(app, session_id)
+    by_project = {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
+    found = [(s.latest_key, p) for p, summaries in by_project.items() for s in summaries if s.session_id == session_id]
+    return [p for _, p in sorted(found, reverse=True)]
+
+
+def session_project(app: App, session_id: str | None, project: object) -> tuple[str, str | None]:
+    """(the project to read `session_id` in, the default project it was not in): a project given
+    wins; else the default project when it holds the session; else the project that holds it (an
+    explicitly named session is found in whichever project holds it, e.g. ContextFlowMCP's `shared`)."""
+    named = checks.text(project, "project")
+    default = app.settings.default_project
+    if named or not session_id or session_id == NO_SESSION or session_id in known_session_ids(app, default):
+        return named or default, None
+    holders = projects_holding(app, session_id)
+    return (holders[0], default) if holders else (default, None)
+
+
 def require_session(app: App, session_id: str, project: str) -> None:
     """An error listing the closest known ids when `session_id` has no entries in `project`
     and is not the active session (which `new_session` or `use` created explicitly)."""
@@ -104,6 +125,9 @@ def require_session(app: App, session_id: str, project: str) -> None:
         hint = "recent: " + ", ".join(repr(c) for c in known[:5])
     else:
         hint = "it has no sessions yet"
+    elsewhere = [p for p in projects_holding(app, session_id) if p != project]
+    if elsewhere:
+        hint = f"it is in project {elsewhere[0]!r}: pass {arg('project')}={elsewhere[0]!r}"
     raise NotFoundError(
         f"no session {session_id!r} in project {project!r} ({hint}). To start it, use the new_session prompt "
         f"or `contextflow use {session_id}`; {tool('list_sessions')} shows the existing ones"
@@ -146,9 +170,8 @@ def _base(app: App, agent: object, project: object, session_id: object, task: ob
         "project": checks.name(project, "project") or app.settings.default_project,
         "agent": checks.text(agent, "agent", required=True, max_chars=200),
     }
-    resolved = checks.name(session_id, "session_id") or resolve_session(app, None)
-    if resolved:
-        base["session_id"] = resolved
+    # with no session named or active, a new one (as new_session names it), made active: the next agent can resume it
+    base["session_id"] = checks.name(session_id, "session_id") or resolve_session(app, None) or new_session(app)
     task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)
     if task_text:
         base["task"] = task_text
@@ -271,10 +294,11 @@ def entry_filter(
     since: object = None,
     before: object = None,
 ) -> EntryFilter:
+    session = resolve_session(app, session_id)
     return EntryFilter(
-        project=checks.text(project, "project") or app.settings.default_project,
+        project=session_project(app, session, project)[0],
         agent=checks.text(agent, "agent"),
-        session_id=resolve_session(app, session_id),
+        session_id=session,
         kind=checks.choice(kind, "kind", ("note", "handoff")),
         since=checks.iso_time(since, "since"),
         before=checks.text(before, "before", max_chars=200),
@@ -419,15 +443,22 @@ class Resume:
     summary: SessionSummary | None
     latest_handoff: Event | None
     entries: list[Event]
+    not_in: str | None = None  # the default project, when the session was found in another
 
 
 def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
     """A session's latest handoff and recent entries. An id given explicitly must exist (or be
-    the active session): a typo is an error listing the closest ids, never a new session."""
+    the active session): a typo is an error listing the closest ids, never a new session. A
+    session not in the default project is found in whichever project holds it."""
     chosen = resolve_session(app, session_id, required=True) or ""
-    name = checks.text(project, "project") or app.settings.default_project
+    name, not_in = session_project(app, chosen, project)
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
-    if checks.text(session_id, "session_id"):
+    found = _resume(app, chosen, name, count, explicit=bool(checks.text(session_id, "session_id")))
+    return replace(found, not_in=not_in)
+
+
+def _resume(app: App, chosen: str, name: str, count: int, *, explicit: bool) -> Resume:
+    if explicit:
         require_session(app, chosen, name)
     if stored.disk(app):
         where = EntryFilter(name, session_id=chosen)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, STRINGS, boolean, integer, string, writer
-from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, ResourceSpec, Table, deferred
+from contextflow.operations.spec import FORMAT, Operation, Param, PromptArg, PromptSpec, ResourceSpec, Table, deferred
 
 if TYPE_CHECKING:
     from contextflow.admin import present as admin
@@ -100,6 +100,7 @@ OPERATIONS = (
             integer("index", 1, 200, "1-based index from list_sessions.", positional=True),
             string("session_id", "Choose by id instead of index.", flag="--session"),
             *LIST_FILTERS,
+            FORMAT,  # a write, so always structured; ContextFlowMCP's callers pass format too
         ),
         present.choose_session,
         command=("choose",),
@@ -152,6 +153,7 @@ TABLE = Table(
             "Start a new session (default id: the current git branch) and make it active",
             present.new_session_prompt,
             (PromptArg("session_id", "Session id; default the git branch or a timestamp"), PROJECT_ARG),
+            describe=present.new_session_description,
         ),
         PromptSpec(
             "resume_by_id",

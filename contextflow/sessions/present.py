@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from contextflow.app import App
+from contextflow.core import checks
 from contextflow.core.events import Event, as_dict
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
@@ -74,6 +75,11 @@ def session_text(summary: SessionSummary, index: int, with_handoff: bool = True)
 def resume_text(resume: Resume) -> str:
     """The session line, the latest handoff in full, then the other recent entries: each said once."""
     lines = [f"Resume session {clean(resume.session_id, True)} (project={clean(resume.project, True)})"]
+    if resume.not_in:
+        lines.append(
+            f"Found in project {clean(resume.project, True)}: this folder's project {clean(resume.not_in, True)} "
+            "has no such session (pass project to choose)."
+        )
     if resume.summary is None:
         lines.append("No entries yet for this session. Start working and write notes and handoffs.")
         return "\n".join(lines)
@@ -90,21 +96,52 @@ def resume_text(resume: Resume) -> str:
 # -- operations ----------------------------------------------------------------------------
 
 
+def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
+    """ContextFlowMCP's keys of a JSON reply, beside contextflow's own: the file its entries come from
+    (its context file when in use, else this machine's log), its index (contextflow's derived tables),
+    and the malformed lines skipped (`parseErrors`, as {file, line, error})."""
+    legacy = app.store.location.legacy_files
+    found = legacy[0] if legacy and legacy[0].exists() else app.store.log_writer.path
+    errors: list[dict[str, Any]] = []
+    if bad_lines:  # rare: only then are the logs read to name them
+        errors = [{"file": r.file, "line": r.line, "error": r.reason} for r in app.store.health().bad_lines[:50]]
+    return {"file": str(found), "indexFile": str(app.tables().path), "parseErrors": errors}
+
+
 def read_shared_context(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(app, **{k: v for k, v in args.items() if k != "limit"})
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = sessions.bad_line_count(app)
+    filters = {k: v for k, v in vars(where).items() if v is not None and k != "skip"}
     payload = {
+        **compat_keys(app, bad_lines),
         "store": str(app.store.folder),
-        "filters": {k: v for k, v in vars(where).items() if v is not None and k != "skip"},
+        "filters": {**filters, "limit": checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)},
         "count": len(entries),
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
     }
-    return Reply(entries_text(entries, f"Shared context (project={where.project})", bad_lines), payload)
+    text = entries_text(entries, f"Shared context (project={where.project})", bad_lines)
+    if entries:
+        return Reply(text, payload)
+    elsewhere = _entries_elsewhere(app, where) if not args.get("project") else ""
+    named = checks.text(args.get("session_id"), "session_id")
+    missing = named is not None and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
+    remark = f"no session {clean(named or '', True)!r} in any project; list_sessions shows them" if missing else None
+    return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0)
+
+
+def _entries_elsewhere(app: App, where: sessions.EntryFilter) -> str:
+    """Where the entries are when the default project has none matching: the projects with any."""
+    others = [p for p in sessions.list_projects(app) if p.name != where.project]
+    if not others:
+        return ""
+    listed = ", ".join(f"{clean(p.name, True)} ({p.entries})" for p in others[:5])
+    return f" Entries are in other projects: {listed}; pass project (--project) to read one."
 
 
 def append_shared_note(app: App, args: JSON) -> Reply:
+    started = _starts_session(app, args)
     return _written(
         app,
         "Appended note",
@@ -118,10 +155,12 @@ def append_shared_note(app: App, args: JSON) -> Reply:
             task=args.get("task"),
             tags=args.get("tags"),
         ),
+        started,
     )
 
 
 def write_shared_handoff(app: App, args: JSON) -> Reply:
+    started = _starts_session(app, args)
     return _written(
         app,
         "Wrote handoff",
@@ -136,13 +175,26 @@ def write_shared_handoff(app: App, args: JSON) -> Reply:
             session_id=args.get("session_id"),
             task=args.get("task"),
         ),
+        started,
     )
 
 
-def _written(app: App, done: str, event: Event) -> Reply:
+def _starts_session(app: App, args: JSON) -> bool:
+    """Whether a write starts a new session: it names none and none is active."""
+    return not args.get("session_id") and not sessions.active_session(app)
+
+
+def _written(app: App, done: str, event: Event, started: bool = False) -> Reply:
     data = {"id": event.id, "ts": event.ts, **{k: event.data.get(k) for k in ("project", "agent", "session_id")}}
     fields = "\n".join(f"{key}={clean(value, True)}" for key, value in data.items() if value is not None)
-    return Reply(f"{done} {event.id} to {app.store.folder}\n{fields}", data)
+    text = f"{done} {event.id} to {app.store.folder}\n{fields}"
+    if started:
+        data["new_session"] = True
+        text += (
+            f"\nNo session was active: this started session {clean(data['session_id'], True)}, now the active one "
+            "(the next agent resumes it with resume_session; pass session_id to choose another)."
+        )
+    return Reply(text, data)
 
 
 def mark_handoff_wrong(app: App, args: JSON) -> Reply:
@@ -167,7 +219,12 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
     )
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
-    return Reply(text, {"store": str(app.store.folder), "handoff": as_dict(event) if event else None})
+    data = {
+        **compat_keys(app, sessions.bad_line_count(app)),
+        "store": str(app.store.folder),
+        "handoff": as_dict(event) if event else None,
+    }
+    return Reply(text, data, exit=0 if event else 3)
 
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
@@ -179,7 +236,14 @@ def list_sessions(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     found = sessions.list_sessions(app, query)
     project = query.project
-    payload = {"project": project, "count": len(found), "sessions": [s.as_dict() for s in found]}
+    filters = {"agent": query.agent, "since": query.since, "limit": query.limit}
+    payload = {
+        **compat_keys(app, sessions.bad_line_count(app)),
+        "project": project,
+        "filters": {**filters, "include_unsessioned": query.include_unsessioned},
+        "count": len(found),
+        "sessions": [s.as_dict() for s in found],
+    }
     if not found:
         return Reply(
             f"No resumable sessions for project={project}. A session starts with its first note or handoff "
@@ -194,7 +258,15 @@ def choose_session(app: App, args: JSON) -> Reply:
     query = _query(app, args)
     selected = sessions.choose_session(app, query, index=args.get("index"), session_id=args.get("session_id"))
     resume_args = {"session_id": selected.session_id, "project": query.project}
-    payload = {"selected_session": selected.as_dict(), "resume_tool": "resume_session", "resume_args": resume_args}
+    choice = {"index": args["index"]} if args.get("index") is not None else {"session_id": selected.session_id}
+    payload = {
+        **compat_keys(app, sessions.bad_line_count(app)),
+        "project": query.project,
+        "selected_session": selected.as_dict(),
+        "choice": choice,
+        "resume_tool": "resume_session",
+        "resume_args": resume_args,
+    }
     text = (
         f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
         f"Next: resume it (resume_session with {orjson.dumps(resume_args).decode()}, "
@@ -210,6 +282,7 @@ def resume_session(app: App, args: JSON) -> Reply:
     return Reply(
         resume_text(resume),
         {
+            **compat_keys(app, sessions.bad_line_count(app)),
             "project": resume.project,
             "session_id": resume.session_id,
             "summary": resume.summary.as_dict() if resume.summary else None,
@@ -226,6 +299,11 @@ def use_session(app: App, args: JSON) -> Reply:
 
 
 # -- prompts -------------------------------------------------------------------------------
+
+
+def new_session_description(app: App) -> str:
+    """As ContextFlowMCP lists it: the id it would start, e.g. `New session (feature-login)`."""
+    return f"New session ({clean(sessions.suggest_session_id(app), True)}): start it and make it active"
 
 
 def new_session_prompt(app: App, args: dict[str, str]) -> str:
@@ -257,9 +335,8 @@ def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
 
 
 def _session_description(summary: SessionSummary) -> str:
-    """Last active day, task and latest handoff: what tells sessions apart, and changes rarely
-    (each change re-sends the prompt list to clients)."""
-    parts = [summary.latest_ts[:10] or "unknown"]
+    """Last active time, entry count, task and latest handoff, as ContextFlowMCP describes them."""
+    parts = [summary.latest_ts[:19].replace("T", " ") or "unknown", f"entries:{summary.entry_count}"]
     if summary.task:
         parts.append(f"task:{clip(summary.task, 36)}")
     if summary.latest_handoff_summary:
@@ -286,7 +363,9 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
-    return tuple((s.session_id, s.latest_ts[:10], s.task, s.latest_handoff_summary) for s in _recent_sessions(app))
+    return tuple(
+        (s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
+    )
 
 
 # -- resources -----------------------------------------------------------------------------

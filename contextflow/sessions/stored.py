@@ -169,6 +169,12 @@ def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
     return sorted(found, key=lambda p: (p[3], p[0]), reverse=True)
 
 
+def projects_holding(app: App, session_id: str) -> list[str]:
+    """The projects with entries in session `session_id`, most recently active first."""
+    sql = "SELECT project FROM sessions WHERE session_id = ? ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
+    return [project for (project,) in app.tables().query(sql, (session_id,))]
+
+
 def session_ids(app: App, project: str) -> list[str]:
     """The ids of the project's sessions, most recent first."""
     sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"

@@ -89,8 +89,11 @@ class SessionSummary:
 
     def as_dict(self) -> dict[str, Any]:
         shown = {name: value for name, value in vars(self).items() if not name.endswith("_key")}
+        from contextflow.core.timeutil import iso_ms
+
         return {
             **shown,
+            "latest_ts_ms": iso_ms(self.latest_ts),  # ContextFlowMCP's key beside latest_ts
             "task": self.task or None,
             "agents": sorted(self.agents),
             "latest_handoff_summary": self.latest_handoff_summary or None,

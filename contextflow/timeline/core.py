@@ -113,10 +113,25 @@ def update_thread(
     if description is not None:
         changes["description"] = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
     if status is not None:
-        changes["status"] = checks.choice(status, "status", THREAD_STATUSES)
+        changes["status"] = _status(status, THREAD_STATUSES)
     if not changes:
         raise InputError("nothing to change: pass name, description or status (active|paused|completed|abandoned)")
     return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
+
+
+STATUS_VERBS = {
+    "pause": "paused",
+    "resume": "active",
+    "complete": "completed",
+    "abandon": "abandoned",
+    "resolve": "resolved",
+}
+
+
+def _status(value: object, options: tuple[str, ...], default: str | None = None) -> str | None:
+    """A status by its name (`paused`) or by the verb that sets it (`pause`), as help words it."""
+    word = STATUS_VERBS.get(value, value) if isinstance(value, str) else value
+    return checks.choice(word, "status", options, default)
 
 
 def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list[Thread]:
@@ -130,7 +145,7 @@ def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list
 
 def list_threads(app: App, *, status: object = None, limit: object = None) -> list[Thread]:
     """Threads, most recently active first; all statuses unless `status` is given."""
-    wanted = checks.choice(status, "status", THREAD_STATUSES)
+    wanted = _status(status, THREAD_STATUSES)
     count = checks.bounded_int(limit, "limit", 50, 1, 500)
     state = timeline_state(app)
     return _most_active(state, state.by_status[wanted] if wanted else state.thread_ids, count)
@@ -208,7 +223,7 @@ def update_thought(
     if content is not None:
         changes["content"] = checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars)
     if status is not None:
-        changes["status"] = checks.choice(status, "status", THOUGHT_STATUSES)
+        changes["status"] = _status(status, THOUGHT_STATUSES)
     if thought_type is not None:
         changes["thought_type"] = checks.choice(thought_type, "thought_type", THOUGHT_TYPES)
     if metadata is not None:
@@ -307,7 +322,7 @@ class Return:
 def return_from(app: App, *, thread_id: object, status: object = None, agent: object = None) -> Return:
     """Close (completed) or pause a tangent and put the parent thread back at the tangent_start thought."""
     tangent = resolve_thread(app, thread_id)
-    closing = checks.choice(status, "status", ("completed", "paused", "abandoned"), "completed") or ""
+    closing = _status(status, ("completed", "paused", "abandoned"), "completed") or ""
     if not tangent.parent_thought_id:
         raise InputError(
             f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "

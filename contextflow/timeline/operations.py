@@ -22,7 +22,8 @@ METADATA = Param(
     {"type": "object", "description": "Links: files, commits, session ids."},
     cli_help="JSON object of links (files, commits, ...)",
 )
-THREAD_STATUS = string("status", enum=THREAD_STATUSES)
+# each status by its name or by the verb that sets it (the descriptions use both)
+THREAD_STATUS = string("status", enum=(*THREAD_STATUSES, "pause", "resume", "complete", "abandon"))
 
 
 OPERATIONS = (
@@ -90,7 +91,8 @@ OPERATIONS = (
     ),
     Operation(
         "timeline_update_thread",
-        "Rename a thread or set its status (pause, resume, complete, abandon).",
+        "Rename a thread or set its status: paused (or pause), active (resume), completed (complete), "
+        "abandoned (abandon).",
         (
             THREAD,
             string("name"),
@@ -129,7 +131,9 @@ OPERATIONS = (
         "Close or pause a tangent thread and restore the parent thread's position.",
         (
             string("thread_id", "The tangent thread id or prefix.", required=True, positional=True),
-            string("status", "Default completed.", ["completed", "paused", "abandoned"]),
+            string(
+                "status", "Default completed.", ["completed", "paused", "abandoned", "complete", "pause", "abandon"]
+            ),
             AGENT,
         ),
         present.timeline_return,

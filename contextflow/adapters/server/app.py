@@ -152,7 +152,7 @@ class ContextflowServer:
         return [
             types.Prompt(
                 name=spec.name,
-                description=clean(spec.description),
+                description=clean(spec.describe(self.app) if spec.describe else spec.description),
                 arguments=[
                     types.PromptArgument(name=a.name, description=a.description, required=a.required)
                     for a in spec.arguments
@@ -257,6 +257,10 @@ def sdk_server(
         on_get_prompt=handler(lambda server, params: server.get_prompt(params.name, params.arguments), True),
         on_list_resources=handler(lambda server, params: types.ListResourcesResult(resources=server.resource_list())),
         on_read_resource=handler(lambda server, params: server.read_resource(str(params.uri))),
+        # none, as ContextFlowMCP answers (not "method not found")
+        on_list_resource_templates=handler(
+            lambda server, params: types.ListResourceTemplatesResult(resource_templates=[])
+        ),
         on_subscriptions_listen=ListenHandler(bus),
     )
     original = server.create_initialization_options
