@@ -309,3 +309,63 @@ def test_a_big_backlog_is_built_by_one_background_process_while_readers_answer(
         time.sleep(0.05)
     assert len(recent(app)) == 5 and app.tables().caught_up == 0  # this process read nothing itself
     assert app.tables().differing() == []
+
+
+# -- the `feed` command (the operations table's row the page calls too) ----------------------------
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from contextflow.adapters.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_feed_command_lists_newest_first_with_provenance(capsys: pytest.CaptureFixture[str]) -> None:
+    _cli(capsys, "note", "parser done", "--session", "s1", "--project", "web", "--agent", "codex")
+    _cli(capsys, "handoff", "tests pass", "--session", "s1", "--project", "web", "--agent", "codex")
+    code, out, _ = _cli(capsys, "feed", "--project", "web")
+    assert code == 0
+    assert out.index("> tests pass") < out.index("> parser done"), out
+    assert "agent=codex" in out and "session=s1" in out and "project=web" in out
+    code, out, _ = _cli(capsys, "feed", "--kind", "note", "--format", "json")
+    data = __import__("json").loads(out)
+    assert code == 0 and [item["text"] for item in data["items"]] == ["parser done"]
+    assert "web" in data["facets"]["projects"]
+
+
+def test_the_feed_command_pages_with_before(capsys: pytest.CaptureFixture[str]) -> None:
+    for n in range(3):
+        _cli(capsys, "note", f"note {n}", "--session", "s1", "--project", "web")
+    code, out, _ = _cli(capsys, "feed", "--limit", "2", "--kind", "note")
+    assert code == 0 and "Older: pass before=" in out
+    cursor = out.rsplit("before=", 1)[1].strip().rstrip(".")
+    code, out, _ = _cli(capsys, "feed", "--kind", "note", "--before", cursor)
+    assert code == 0 and "> note 0" in out and "> note 2" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("feed", "--limit", "0"), "--limit"),
+        (("feed", "--limit", "9999"), "--limit"),
+        (("feed", "--before", "not a time"), "ISO time"),
+    ],
+)
+def test_the_feed_command_refuses_bad_input_and_says_why(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], message: str
+) -> None:
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and message in err, err
+
+
+def test_an_empty_feed_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(capsys, "feed", "--agent", "nobody")
+    assert code == 0 and "nothing matches" in out
+
+
+def test_the_feed_command_refuses_an_unknown_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        _cli(capsys, "feed", "--bogus")
+    assert refused.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err

@@ -2,4 +2,4 @@
 
 from contextflow.features import Feature
 
-FEATURE = Feature("feed", tables={"feed": "contextflow.feed.table:TABLES"})
+FEATURE = Feature("feed", table="contextflow.feed.operations", tables={"feed": "contextflow.feed.table:TABLES"})

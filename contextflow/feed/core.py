@@ -14,11 +14,11 @@ from contextflow.core.clock import MAX_HLC, stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
 from contextflow.core.tables import db_stamp, stamp_of
 from contextflow.core.timeutil import iso_ms
+from contextflow.feed.fields import MAX_LIMIT
 
 if TYPE_CHECKING:
     from contextflow.app import App
 
-MAX_LIMIT = 500
 _COLUMNS = "id, hlc, w, seq, project, agent, kind, session_id, text"
 _FILTERS = {"project": "project", "agent": "agent", "machine": "w", "kind": "kind", "session_id": "session_id"}
 

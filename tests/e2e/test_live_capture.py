@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from contextflow.core.log import read_whole
 from tests.e2e.conftest import contextflow_command, describe
 from tests.e2e.live_loop import (
     CALC,
@@ -102,7 +103,7 @@ def automatic_handoff_shown(request: Recorded) -> str:
 def stored_events(place: Place) -> list[dict[str, Any]]:
     """Every event line in the store's logs."""
     logs = sorted(place.store.glob("events.*.jsonl"))
-    return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    return [json.loads(line) for log in logs for _, line in read_whole(log)[1]]
 
 
 # -- 1. an automatic handoff from one client to another, in its repository only -----------------

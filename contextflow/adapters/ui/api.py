@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -277,23 +277,10 @@ class Api:
 
     async def feed(self, request: Request) -> Any:
         """What every agent on every machine wrote, newest first, with the filters' choices."""
-        from contextflow.feed import core as feed
-
         q = request.query_params
-        filters = {name: q.get(name) or None for name in ("project", "agent", "machine", "kind")}
-
-        def read() -> Any:
-            with self.lock:
-                items = feed.recent(
-                    self.unscoped,
-                    **filters,
-                    session_id=q.get("session") or None,
-                    before=q.get("before") or None,
-                    limit=_limit(q.get("limit")),
-                )
-                return {"items": [asdict(item) for item in items], "facets": feed.facets(self.unscoped)}
-
-        return await anyio.to_thread.run_sync(read)
+        filters = {name: q.get(name) for name in ("project", "agent", "machine", "kind", "before")}
+        arguments = {**filters, "session_id": q.get("session"), "limit": _limit(q.get("limit"))}
+        return await self.call("recent_activity", arguments, unscoped=True)
 
 
 def _limit(raw: str | None, default: int = PAGE, high: int = MAX_PAGE) -> int:
