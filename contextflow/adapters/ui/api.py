@@ -26,6 +26,7 @@ from contextflow.core.text import clean_data
 from contextflow.features import operations
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import JSON, Operation, Reply
+from contextflow.sessions import stored
 
 PAGE = 50  # entries, sessions and records per page
 MAX_PAGE = 200
@@ -71,14 +72,18 @@ class Api:
 
     def warm(self) -> None:
         """Fold (or load) what the first pages read, so the first request does not pay for it: the
-        sessions, then the graph, giving way to requests between; then bring the search index up to
+        sessions (the derived tables brought up to date, or the fold where they cannot serve), then the
+        graph, giving way to requests between; then bring the search index up to
         date (a first build shows its progress on the search page)."""
         try:
             for view in ("sessions", "graph"):
                 with self.idle:
                     self.idle.wait_for(lambda: self.waiting == 0)
                 with self.lock:
-                    self.app.store.view(view)
+                    if view == "sessions" and stored.disk(self.app):
+                        self.app.tables().update()  # sessions are read from the tables: no fold to hold
+                    else:
+                        self.app.store.view(view)
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)
         try:
