@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow.core import legacy
 from contextflow.core.fold import View
 from contextflow.core.locate import Location
 from contextflow.core.settings import Settings, adopt
 from contextflow.core.store import Store
+
+if TYPE_CHECKING:
+    from contextflow.core.tables import Tables
 
 
 @dataclass
@@ -37,6 +41,7 @@ class App:
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
+        store_kwargs.setdefault("snapshot_versions", features.snapshot_versions)
         store = Store.open(env, location, **store_kwargs)
         found = store.location
         legacy_active = legacy.active_session_file(found.legacy_files, found.source)
@@ -49,7 +54,16 @@ class App:
             from contextflow import features
 
             features.close(self.store)
+        if "contextflow.core.tables" in sys.modules:  # (never imported just to close)
+            sys.modules["contextflow.core.tables"].close_for(self.store)
         self.store.close()
+
+    def tables(self) -> Tables:
+        """The derived tables on disk every process of this machine shares (`core/tables.py`)."""
+        from contextflow import features
+        from contextflow.core.tables import tables_for
+
+        return tables_for(self.store, features.all_tables)
 
     def every_view(self) -> list[View]:
         """Fresh instances of every feature's view, search included (compaction asks each of them)."""

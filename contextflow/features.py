@@ -12,7 +12,11 @@ off it, imported when first asked for:
   the version when what goes in changes (the index is rebuilt); tests/test_formats.py checks the digest;
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
   process closes it, and only when that view was loaded (nothing is loaded just to close);
-- `commands`: help for the CLI command words that group several of its commands.
+- `commands`: help for the CLI command words that group several of its commands;
+- `versions`: each of its views' format version in the snapshot (core/formats.py; 1 when not named):
+  a snapshot made at other versions is not loaded, one made at these is kept across upgrades;
+- `tables`: its derived tables on disk, `name: "module:TABLES"` (core/tables.py `TableSet`s, each
+  with its own format version).
 
 `App.open` hands the store `folded_views()` and `all_fields()`; the core imports none of this.
 """
@@ -27,12 +31,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from contextflow.core.fields import Schema
     from contextflow.core.fold import View
+    from contextflow.core.formats import Format
     from contextflow.core.store import Store
+    from contextflow.core.tables import TableSet
     from contextflow.operations.spec import Operation, Table
     from contextflow.search.extractors import Extractor
 
 # every feature, in the order the CLI's help and the tool list show them
-PACKAGES = ("sessions", "capture", "records", "timeline", "search", "conversations", "graph", "imports", "admin")
+PACKAGES = (
+    "sessions",
+    "capture",
+    "records",
+    "timeline",
+    "search",
+    "conversations",
+    "graph",
+    "imports",
+    "admin",
+    "feed",
+)
 
 
 class Feature:
@@ -48,6 +65,8 @@ class Feature:
         "on_close",
         "search_version",
         "table_module",
+        "tables",
+        "versions",
         "views",
     )
 
@@ -63,12 +82,16 @@ class Feature:
         search_version: tuple[int, str] = (0, ""),
         on_close: Mapping[str, str] | None = None,
         commands: Mapping[str, str] | None = None,
+        versions: Mapping[str, int] | None = None,
+        tables: Mapping[str, str] | None = None,
     ) -> None:
         self.name, self.group, self.table_module = name, group, table
         self.views = dict(views or {})
         self.fields, self.extractors, self.search_version = fields, extractors, search_version
         self.on_close = dict(on_close or {})
         self.commands = dict(commands or {})
+        self.versions = dict(versions or {})
+        self.tables = dict(tables or {})
 
     @property
     def table(self) -> Table | None:
@@ -151,3 +174,39 @@ def folded_views() -> list[View]:
 
     on_disk = find_spec("tantivy") is not None
     return [view for view in all_views() if not (on_disk and view.name == "search")]
+
+
+# derived tables that belong to no one feature: the events of the views folded from disk (`ondisk.py`)
+SHARED_TABLES = {"view-events": "contextflow.ondisk:TABLES"}
+
+
+@cache
+def all_tables() -> tuple[TableSet, ...]:
+    """Every derived table set (imported when a process first reads one)."""
+    paths = [*SHARED_TABLES.values(), *(path for feature in features() for path in feature.tables.values())]
+    return tuple(target(path) for path in paths)
+
+
+def view_formats() -> list[Format]:
+    """The snapshot's own format and each view's (`Feature.versions`)."""
+    from contextflow.core.formats import Format
+    from contextflow.core.snapshot import SNAPSHOT
+
+    views = [
+        Format(f"view.{name}", feature.versions.get(name, 1), (path.split(":")[0],))
+        for feature in features()
+        for name, path in feature.views.items()
+    ]
+    return [SNAPSHOT, *views]
+
+
+def snapshot_versions() -> dict[str, int]:
+    """What a snapshot is keyed on instead of the code: its own format's and each view's version."""
+    return {fmt.name: fmt.version for fmt in view_formats()}
+
+
+def all_formats() -> list[Format]:
+    """Every versioned derived format (`core/formats.py` guards them)."""
+    from contextflow.search.derived import INDEX
+
+    return [*view_formats(), INDEX, *(table_set.format for table_set in all_tables())]

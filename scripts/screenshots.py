@@ -1,7 +1,8 @@
 """Screenshots of the main pages of `contextflow ui` for the README (docs/screenshots/*.png).
 
-Writes a demo store by real tool calls (the one the UI tests use) in a temporary folder, serves
-the UI on a free loopback port and photographs each page in Debian's chromium through Playwright.
+Writes a demo store by real tool calls (the one the UI tests use, and a few dozen more graph nodes
+through the same operations) in a temporary folder, serves the UI on a free loopback port and
+photographs each page in Debian's chromium through Playwright.
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR]
 """
@@ -17,13 +18,44 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PAGES = [  # file name, route, what to wait for
+    ("feed", "/feed", "#feed li"),
     ("projects", "/", "main table"),
     ("timeline", "/project/acme%2Fshop", "#timeline article"),
     ("session-start", "/start/acme%2Fshop?session=checkout-flow", "#start-context"),
     ("search", "/search?q=refunds+cents", "ol.results li"),
     ("graph", "/graph?node={fact}", "#node-detail"),
+    ("graph-neighbourhood", "/graph?around={decision}&depth=2", "#graph-canvas[data-ready]"),
     ("health", "/health", "main table"),
 ]
+
+
+TOPICS = (
+    "Refunds settle asynchronously through the payments worker",
+    "Partial refunds need the original line items",
+    "Cart totals are integers in cents everywhere",
+    "The checkout API rejects floats with a 422",
+    "Currency conversion happens once, at order time",
+    "Refund emails are sent by the notifications service",
+    "Idempotency keys guard every payment call",
+    "Stripe webhooks retry for three days",
+    "Order history is paginated by created_at",
+    "Taxes are computed by the tax service, never locally",
+    "Discount codes are case-insensitive",
+    "The settlement report runs nightly at 02:00 UTC",
+)
+
+
+def more_nodes(app: object, decision: str) -> None:
+    """A few dozen nodes and edges written through the operations table, for a graph worth a picture."""
+    from contextflow.features import operations
+
+    ops = {op.name: op for op in operations()}
+    made = [decision]
+    kinds = ("fact", "decision", "pattern", "observation", "task", "open-question")
+    for n, topic in enumerate(TOPICS * 3):
+        links = [{"to": made[(n * 7) % len(made)], "type": ("DEPENDS_ON", "RELATES_TO", "DERIVED_FROM")[n % 3]}]
+        args = {"type": kinds[n % len(kinds)], "content": f"{topic} ({n // len(TOPICS) + 1})", "links": links}
+        made.append(ops["graph_remember"].run(app, {**args, "agent": ("claude", "codex", "gemini")[n % 3]}).data["id"])
 
 
 def main() -> int:
@@ -51,11 +83,13 @@ def main() -> int:
                 page.goto(url)
                 base = url.split("/?")[0]
                 for name, route, ready in PAGES:
+                    if name == "search":  # after the feed and the timeline: a graph worth a picture
+                        more_nodes(app, written.nodes["decision"])
                     page.goto(f"{base}/#{route.format(**written.nodes)}")
                     page.wait_for_selector(ready)
                     page.wait_for_function("document.getElementById('live').textContent === 'live'")
                     target = out / f"{name}.png"
-                    page.screenshot(path=str(target), full_page=False)
+                    page.screenshot(path=str(target), full_page=name.startswith("graph"))
                     print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
         finally:
             app.close()

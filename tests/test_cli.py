@@ -63,6 +63,17 @@ def test_doctor_reports_the_store_and_the_rule_that_chose_it(capsys, store_dir):
     assert info["events"] == 1 and info["problems"] == []
 
 
+def test_doctor_quick_skips_only_the_check_against_a_fresh_fold(capsys, store_dir):
+    run(capsys, "note", "x")
+    full = json.loads(run(capsys, "doctor", "--format", "json")[1])
+    quick = json.loads(run(capsys, "doctor", "--quick", "--format", "json")[1])
+    assert full["snapshot"]["checked"] is True and quick["snapshot"]["checked"] is False
+    assert quick["events"] == full["events"] == 1 and quick["problems"] == []
+    with pytest.raises(SystemExit) as refused:  # a flag takes no value: argparse says so
+        main(["doctor", "--quick=yes"])
+    assert refused.value.code == 2 and "--quick: ignored explicit argument 'yes'" in capsys.readouterr().err
+
+
 def test_doctor_reports_bad_lines(capsys, store_dir):
     run(capsys, "note", "x")
     with open(store_dir / "events.writer-a.jsonl", "ab") as handle:

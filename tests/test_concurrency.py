@@ -1,4 +1,4 @@
-"""Many processes appending to one store lose nothing and tear nothing."""
+"""Many processes appending to one store (and updating its derived tables) lose nothing and tear nothing."""
 
 import multiprocessing
 import os
@@ -7,7 +7,8 @@ from pathlib import Path
 import orjson
 
 from contextflow.app import App
-from contextflow.sessions.core import append_note
+from contextflow.feed.core import recent
+from contextflow.sessions.core import EntryFilter, append_note, read_entries
 
 PROCESSES = 8
 APPENDS = 250
@@ -17,6 +18,11 @@ def _append_many(worker: int, env: dict[str, str]) -> None:
     app = App.open(env)
     for n in range(APPENDS):
         append_note(app, agent=f"worker-{worker}", text=f"{worker}:{n}", session_id=f"s{worker}")
+        if n % 10 == worker % 10:  # the derived tables are updated by whichever process reads first
+            assert (
+                read_entries(app, EntryFilter("shared", session_id=f"s{worker}"), 1)[0].data["text"] == f"{worker}:{n}"
+            )
+            recent(app, limit=5)
 
 
 def test_eight_processes_appending_250_notes_each_leave_exactly_2000_valid_events(store_dir: Path):
@@ -35,4 +41,7 @@ def test_eight_processes_appending_250_notes_each_leave_exactly_2000_valid_event
     assert len({r["id"] for r in records}) == PROCESSES * APPENDS
     texts = {r["data"]["text"] for r in records}
     assert texts == {f"{w}:{n}" for w in range(PROCESSES) for n in range(APPENDS)}
-    assert App.open(env).store.event_count == PROCESSES * APPENDS
+    reader = App.open(env)
+    assert reader.store.event_count == PROCESSES * APPENDS
+    assert len(recent(reader, limit=500)) == 500 and reader.tables().differing() == []
+    assert reader.tables().query("SELECT count(*) FROM sessions_entries") == [(PROCESSES * APPENDS,)]

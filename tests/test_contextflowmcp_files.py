@@ -136,7 +136,8 @@ def test_entries_copied_between_its_files_count_once_and_sort_the_same(
     try:
         from_single_file = texts(app)
         append(session_file(context_file, "s"), second, first)  # its migrated copy, in another order
-        assert texts(app) == from_single_file and app.store.duplicates == 2
+        assert texts(app) == from_single_file
+        assert app.store.event_count == 2 and app.store.duplicates == 2  # (the in-memory fold counts them)
     finally:
         app.close()
     copy_only = context_file.with_name("copy.jsonl")

@@ -47,10 +47,10 @@ def test_a_handoff_marked_wrong_is_no_longer_the_latest_anywhere(app: App) -> No
     assert latest(app) == newer
 
 
-def test_a_new_process_honours_the_mark_from_the_sidecar_and_the_session_start_hook(app: App) -> None:
+def test_a_new_process_honours_the_mark_from_the_tables_and_the_session_start_hook(app: App) -> None:
     good, bad = handoff(app, "tests pass"), handoff(app, "wrong one")
     mark_handoff_wrong(app, handoff_id=bad, agent="human")
-    app.close()  # writes the sessions sidecar
+    app.close()
     fresh = App.open()
     try:
         assert latest(fresh) == good
@@ -96,7 +96,7 @@ async def test_read_shared_context_pages_with_before_on_the_cli_but_not_as_a_too
         assert result.is_error and "before" in text_of(result)
 
 
-def test_before_falls_back_from_the_sidecar_when_the_cursor_is_older_than_its_tails(store_dir: Path) -> None:
+def test_before_pages_past_the_most_recent_entries(store_dir: Path) -> None:
     app = App.open()
     ids = [sessions.append_note(app, agent="a", text=f"n{i}", project="web").id for i in range(250)]
     app.close()

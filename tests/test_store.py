@@ -36,6 +36,7 @@ def test_a_conflict_copy_is_read_and_its_duplicates_apply_once(app, store_dir):
     shutil.copy(log, store_dir / "events.writer-a.sync-conflict-20260101-000000-ABC.jsonl")
     fresh = open_app("writer-c")
     assert texts(fresh) == ["kept"]
+    assert fresh.store.event_count == 1  # (folds in memory too)
     assert fresh.store.duplicates == 1
 
 
@@ -118,26 +119,27 @@ def test_a_legacy_contextflowmcp_file_is_read_and_never_rewritten(tmp_path, monk
     assert (legacy.parent / "events.writer-a.jsonl").exists()
 
 
-def test_a_new_process_lists_sessions_from_the_sidecar_without_folding(app):
+def test_a_new_process_lists_sessions_from_the_tables_without_folding(app):
     from contextflow.sessions.core import SessionQuery, list_sessions
 
     append_note(app, agent="a", text="x", session_id="indexed")
-    assert [s.session_id for s in list_sessions(app, SessionQuery("shared"))] == ["indexed"]  # writes the sidecar
+    assert [s.session_id for s in list_sessions(app, SessionQuery("shared"))] == ["indexed"]
     fresh = open_app("writer-a")
     assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["indexed"]
-    assert not fresh.store.loaded  # answered by the sidecar alone
+    assert not fresh.store.loaded  # answered by the derived tables alone
 
 
-def test_a_stale_or_deleted_sidecar_is_rebuilt(app):
+def test_stale_or_deleted_tables_are_brought_up_to_date(app):
     from contextflow.sessions.core import SessionQuery, list_sessions
 
     append_note(app, agent="a", text="x", session_id="one")
     list_sessions(app, SessionQuery("shared"))
-    append_note(open_app("writer-b"), agent="b", text="y", session_id="two")  # the sidecar is now stale
+    append_note(open_app("writer-b"), agent="b", text="y", session_id="two")  # the tables are now behind
     fresh = open_app("writer-a")
     assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["two", "one"]
-    assert fresh.store.loaded
-    (fresh.store.state_dir / "sessions-index.json").unlink()
+    assert not fresh.store.loaded
+    fresh.close()
+    (app.store.state_dir / "views.sqlite3").unlink()
     assert [s.session_id for s in list_sessions(open_app("writer-a"), SessionQuery("shared"))] == ["two", "one"]
 
 

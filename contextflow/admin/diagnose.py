@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
-from contextflow.core import legacy
+from contextflow.core import legacy, tables
 from contextflow.core.blobs import bad_blobs
 from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.core.events import MAX_DEPTH
@@ -59,6 +59,7 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
         "derived": derived.describe(store),
+        "tables": tables.describe(app.tables()),
         "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
         "snapshot": snapshot_check(app) if verify else {"loaded": app.store.from_snapshot, "checked": False},
@@ -104,12 +105,11 @@ CHECKED_VIEWS = ("sessions", "records", "timeline", "conversations", "graph")  #
 
 
 def snapshot_check(app: App) -> dict[str, Any]:
-    """Whether the machine-local views (the snapshot this process loaded, the sessions sidecar) say what
+    """Whether the machine-local views (the snapshot this process loaded, the derived tables) say what
     a fresh fold of the logs says: forged or damaged state could show what no log holds. They are trusted
     and never checked on load (that would cost the fold they save): `doctor` asks, and deletes a liar."""
     from contextflow.core.snapshot import FILE_NAME
     from contextflow.core.store import Store
-    from contextflow.sessions import index as sessions_index
 
     store = app.store
     if store.event_count > SNAPSHOT_CHECK_MAX_EVENTS:
@@ -123,7 +123,7 @@ def snapshot_check(app: App) -> dict[str, Any]:
             (store.state_dir / FILE_NAME).unlink(missing_ok=True)
             store.forget()  # this process's own close must not write the forged views back
         found["views_differing_from_logs"] = differ
-    found["sessions_index_matches_logs"] = sessions_index.check(store, fresh.view("sessions"))
+    found["derived_tables_differing"] = app.tables().differing()
     return found
 
 
@@ -245,10 +245,10 @@ def problems(info: dict[str, Any]) -> list[str]:
             f"the snapshot's {', '.join(differ)} view(s) do not match the logs (forged or damaged): it was deleted, "
             "and the next command folds the logs again. Check who can write the state folder"
         )
-    if state.get("sessions_index_matches_logs") is False:
+    if differ := state.get("derived_tables_differing"):
         found.append(
-            "the sessions index (sessions-index.json) does not match the logs (forged or damaged): it was deleted "
-            "and is rebuilt from the logs. Check who can write the state folder"
+            f"the derived tables {', '.join(differ)} do not match the logs (forged or damaged): views.sqlite3 was "
+            "deleted and is rebuilt from the logs. Check who can write the state folder"
         )
     for log in info.get("unread_logs", []):
         found.append(

@@ -46,6 +46,11 @@ OPERATIONS = (
                 "in it is verified (see docs/sync.md).",
             ),
             boolean("rebuild", "Rebuild this machine's search index from the logs first (it is derived state)."),
+            boolean(
+                "quick",
+                "Skip checking this machine's derived views against a fresh fold of the logs (that check costs a "
+                "first read; the web page's health view skips it).",
+            ),
         ),
         present.doctor,
         command=("doctor",),

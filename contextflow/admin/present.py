@@ -50,7 +50,7 @@ def doctor(app: App, args: JSON) -> Reply:
         derived.search_for(app.store).update(rebuild=True)
     from contextflow.capture.health import capture_health, health_lines
 
-    info = store_info(app, verify=True)
+    info = store_info(app, verify=not args.get("quick"))
     found = (
         problems(info)
         + conflicts.findings(app.store)
@@ -88,6 +88,13 @@ def doctor(app: App, args: JSON) -> Reply:
         f"{status} (updated {index['updated'] or 'never'})",
         f"  rebuild:    {index['rebuild']}",
         *health_lines(info["capture"]),
+    ]
+    on_disk = info["tables"]
+    versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())
+    lines += [
+        f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), "
+        f"{'current' if on_disk['current'] else 'behind the logs'}",
+        f"  rebuild:    {on_disk['rebuild']}",
     ]
     from contextflow.admin.install_check import client_ways
 

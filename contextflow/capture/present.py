@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture.view import ActivityView
 from contextflow.core import checks
@@ -22,7 +23,7 @@ def session_activity(app: App, args: JSON) -> Reply:
         raise InputError(
             f"{tool('session_activity')} needs a {arg('session_id')} (no active session is set). {sessions.PICK_HINT}"
         )
-    state = app.store.view(ActivityView)
+    state = ondisk.view(app, ActivityView)
     limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
     turns = state.session_turns(where.project, where.session_id)[-limit:]
     blocks = []

@@ -52,7 +52,9 @@ class Latest:
 
 
 def _activity(app: App) -> ActivityState:
-    return cast("ActivityState", app.store.view("activity"))
+    from contextflow import ondisk
+
+    return cast("ActivityState", ondisk.view(app, "activity"))
 
 
 def project_sessions(app: App, project: str) -> dict[str, list[Event]]:

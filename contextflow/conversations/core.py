@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
 from contextflow.core import checks, secrets
@@ -229,7 +230,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
 
 
 def conversations_state(app: App) -> ConversationsState:
-    state = app.store.view(ConversationsView)
+    state: ConversationsState = ondisk.view(app, ConversationsView)
     return state
 
 

@@ -29,10 +29,13 @@ from typing import Any
 import orjson
 
 from contextflow.core.fold import Fold, View
+from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, open_regular, remove_stale_temps, write_all
 from contextflow.core.plaindata import OBJECT, Encoder, decode_tree, dumps, gc_paused, loads
 
 __all__ = ["OBJECT", "Blobs", "Header", "SnapshotBroken", "dumps", "in_background", "loads", "read", "restore", "write"]
+# the snapshot's own format (what the store folds and how it is written), beside each view's (features.py)
+SNAPSHOT = Format("snapshot", 2, ("contextflow.core.store", "contextflow.core.snapshot"))
 
 FILE_NAME = "snapshot.cfsnap"
 MAGIC = b"CFSNAP3\n"

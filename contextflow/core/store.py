@@ -64,6 +64,7 @@ class Store:
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
         legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
+        snapshot_versions: Callable[[], dict[str, int]] | None = None,
         secrets: str | None = None,
     ) -> None:
         self.location = location
@@ -77,9 +78,11 @@ class Store:
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
         self._fields = fields  # the shape of every field of every kind (a factory until first needed)
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
-        # the standard views: may use the machine-local snapshot and sidecar (a store with an HTTP grant's
+        # the standard views: may use the machine-local snapshot and derived tables (a store with an HTTP grant's
         # filtered views must neither read nor write them)
         self.shares_state = use_snapshot
+        # what the snapshot is keyed on: each format's explicit version (features.py), else the code itself
+        self._snapshot_versions = snapshot_versions
         self._snapshot_path = state_dir / snapshot.FILE_NAME
         self._new_since_snapshot = 0
         self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
@@ -242,6 +245,11 @@ class Store:
         segment.newest, segment.max_seq = newest, max_seq
         self.clock.observe(newest)  # bounded: a clock far ahead does not drag this one along
         return True
+
+    @property
+    def batching(self) -> bool:
+        """Inside `collecting`: appends made so far are folded here but not yet in the logs."""
+        return self._collected is not None
 
     @property
     def fields(self) -> Schema:
@@ -450,6 +458,8 @@ class Store:
     def _snapshot_key(self) -> tuple[Any, ...]:
         # each view's `version` (what the code fingerprint cannot cover, e.g. a library's) is checked as it loads
         names = tuple(view.name for view in self._view_factory())
+        if self._snapshot_versions is not None:  # kept across upgrades that change none of them
+            return (SNAPSHOT_FORMAT, self._snapshot_versions(), str(self.folder), names)
         return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
 
     def _load_snapshot(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg
@@ -25,7 +26,8 @@ Item = tuple[str, dict[str, Any]]
 
 
 def graph(app: App) -> GraphState:
-    return app.store.view(GraphView)
+    state: GraphState = ondisk.view(app, GraphView)
+    return state
 
 
 def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:

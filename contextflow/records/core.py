@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.ahead import Winner, confirm
@@ -55,7 +56,7 @@ KEY_HELP = (
 
 
 def records_state(app: App) -> RecordsState:
-    state = app.store.view(RecordsView)
+    state: RecordsState = ondisk.view(app, RecordsView)
     return state
 
 

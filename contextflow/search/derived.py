@@ -384,6 +384,7 @@ class DerivedSearch:
             sink.discard()
             raise
         finally:
+            progress.close()
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
             if enabled:

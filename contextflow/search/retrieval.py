@@ -222,7 +222,19 @@ def get_context(
             hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
         except derived.IndexBusy:
             hits = rank(search_index(app), wanted, now)
-    return hydrate(app, wanted, hits, budget)
+    return hydrate(app, wanted, current_handoffs(app, hits), budget)
+
+
+def current_handoffs(app: App, hits: list[Hit]) -> list[Hit]:
+    """The hits without automatic handoffs a newer one of their session replaced: one per session, as
+    every recent read shows them (the superseded stay in the activity feed)."""
+    from contextflow.sessions import stored
+
+    handoffs = [hit.doc.ref for hit in hits if hit.doc.kind == "handoff"]  # (`ref`: the event's id)
+    if not handoffs or not stored.disk(app):
+        return hits
+    replaced = stored.superseded(app, handoffs)
+    return [hit for hit in hits if hit.doc.ref not in replaced]
 
 
 # -- hydration -----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Sessions (ContextFlowMCP's model): notes, handoffs, the active session, the sessions sidecar."""
+"""Sessions (ContextFlowMCP's model): notes, handoffs, the active session, sessions on disk."""
 
 from contextflow.features import Feature
 
@@ -10,5 +10,5 @@ FEATURE = Feature(
     fields="contextflow.sessions.fields",
     extractors="contextflow.sessions.extract",
     search_version=(1, "03fa5d9d9611785cda3f"),
-    on_close={"sessions": "contextflow.sessions.index:save_on_close"},
+    tables={"sessions": "contextflow.sessions.table:TABLES"},
 )

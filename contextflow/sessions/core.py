@@ -19,7 +19,8 @@ from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
 from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.ids import new_id
-from contextflow.sessions import index as sessions_index
+from contextflow.core.project import project_of
+from contextflow.sessions import stored
 from contextflow.sessions.view import (
     NO_SESSION,
     Marks,
@@ -81,17 +82,16 @@ def new_session(app: App, session_id: object = None, cwd: Path | None = None) ->
 
 def known_session_ids(app: App, project: str) -> list[str]:
     """The ids of the sessions that have entries in `project`, most recent first when known."""
-    index = sessions_index.usable(app.store)
-    found = index.sessions.get(project, []) if index is not None else sessions_state(app).recent_sessions(project)
-    return [summary.session_id for summary in found]
+    if stored.disk(app):
+        return stored.session_ids(app, project)
+    return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
 
 
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
-    index = sessions_index.usable(app.store)
-    by_project = (
-        index.sessions if index is not None else {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
-    )
+    if stored.disk(app):
+        return stored.projects_holding(app, session_id)
+    by_project = {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
     found = [(s.latest_key, p) for p, summaries in by_project.items() for s in summaries if s.session_id == session_id]
     return [p for _, p in sorted(found, reverse=True)]
 
@@ -225,16 +225,15 @@ def write_handoff(
 
 def _latest(app: App, written: Event) -> Winner | None:
     """The latest handoff of the session (or project) `written` went to, unless it is `written`."""
-    state = sessions_state(app)
-    entries = state.session_entries(str(written.data["project"]), session_of(written) or None)
-    latest = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
+    latest = latest_handoff(app, EntryFilter(str(written.data["project"]), session_id=session_of(written) or None))
     return None if latest is None or latest.id == written.id else Winner(latest.id, latest.writer, latest.hlc)
 
 
 def wrong_marks(app: App) -> Marks:
     """Handoffs marked wrong, keyed by (project, session, handoff id)."""
-    index = sessions_index.usable(app.store)
-    return index.wrong if index is not None else sessions_state(app).wrong
+    if stored.disk(app):
+        return stored.marks(app)
+    return sessions_state(app).wrong
 
 
 # -- projects ------------------------------------------------------------------------------
@@ -251,6 +250,8 @@ class Project:
 
 def list_projects(app: App) -> list[Project]:
     """Every project with entries, most recently active first."""
+    if stored.disk(app):
+        return [Project(*found) for found in stored.projects(app)]
     state = sessions_state(app)
     found = []
     for name, entries in state.by_project.items():
@@ -304,34 +305,38 @@ def entry_filter(
     )
 
 
-def read_entries(app: App, where: EntryFilter, limit: object = None) -> list[Event]:
-    """The most recent matching entries, oldest first."""
+def read_entries(app: App, where: EntryFilter, limit: object = None, *, superseded: bool = False) -> list[Event]:
+    """The most recent matching entries, oldest first. An automatic handoff a newer one of its session
+    replaced is left out (one entry per session), unless `superseded`."""
     count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
-    index = sessions_index.usable(app.store)
-    if index is not None:
-        tail = index.tail(where.project, where.session_id)
-        found, done = _newest_matching(tail.entries, where, count)
-        if done or tail.complete:  # the tail holds every entry that could match
-            return found
+    if stored.disk(app):
+        return stored.entries(app, where, count, superseded=superseded)
     pool = sessions_state(app).session_entries(where.project, where.session_id)
-    return _newest_matching(pool, where, count)[0]
+    return _newest_matching(pool, where, count, superseded)[0]
 
 
 def bad_line_count(app: App) -> int:
-    """Malformed lines skipped in the logs, as of the last read (from the sidecar before a fold)."""
-    index = sessions_index.usable(app.store)
-    if index is not None:
-        return index.bad_lines
+    """Malformed lines skipped in the logs, as of the last read (from the derived tables when they serve)."""
+    if stored.disk(app):
+        return stored.bad_lines(app)
     app.store.refresh()
     return app.store.bad_line_count
 
 
-def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple[list[Event], bool]:
+def _newest_matching(
+    pool: list[Event], where: EntryFilter, count: int, superseded: bool = False
+) -> tuple[list[Event], bool]:
     """Up to `count` newest matches (older than `where.before` when set), oldest first, and whether
-    the search could stop early."""
+    the search could stop early. Automatic handoffs: the newest of each session only, unless `superseded`."""
     found: list[Event] = []
     waiting = where.before is not None  # skipping until the cursor entry
+    current: set[tuple[str, str]] = set()  # sessions whose newest automatic handoff was passed
     for event in reversed(pool):
+        if not superseded and event.kind == "handoff" and event.data.get("auto") is True:
+            session = (project_of(event), session_of(event))
+            if session in current:
+                continue
+            current.add(session)
         if waiting:
             waiting = event.id != where.before
             continue
@@ -344,8 +349,10 @@ def _newest_matching(pool: list[Event], where: EntryFilter, count: int) -> tuple
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
     """The newest handoff no note marked wrong."""
+    if stored.disk(app):
+        return stored.latest_handoff(app, where)
     wrong = frozenset(handoff for (p, s, handoff) in wrong_marks(app) if p == where.project)
-    found = read_entries(app, replace(where, kind="handoff", skip=where.skip | wrong), 1)
+    found = read_entries(app, replace(where, kind="handoff", skip=where.skip | wrong), 1, superseded=True)
     return found[0] if found else None
 
 
@@ -378,22 +385,24 @@ def session_query(
     )
 
 
-def all_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
+def all_sessions(app: App, query: SessionQuery, limit: int | None = None) -> list[SessionSummary]:
+    """The project's sessions, most recent first (the first `limit` of them, from the derived tables)."""
     if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
         where = EntryFilter(query.project, query.agent, since=query.since)
+        if stored.disk(app):
+            return summarize(
+                stored.entries(app, where, None, superseded=True), query.include_unsessioned, wrong_marks(app)
+            )
         state = sessions_state(app)
         entries = [event for event in state.project_entries(query.project) if where.matches(event)]
         return summarize(entries, query.include_unsessioned, state.wrong)
-    index = sessions_index.usable(app.store)
-    if index is not None:
-        return index.sessions.get(query.project, [])
-    state = sessions_state(app)
-    sessions_index.save_if_stale(app.store, state)
-    return state.recent_sessions(query.project)
+    if stored.disk(app):
+        return stored.summaries(app, query.project, limit)
+    return sessions_state(app).recent_sessions(query.project)
 
 
 def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
-    return all_sessions(app, query)[: query.limit]
+    return all_sessions(app, query, query.limit)[: query.limit]
 
 
 def choose_session(app: App, query: SessionQuery, *, index: object = None, session_id: object = None) -> SessionSummary:
@@ -407,7 +416,9 @@ def choose_session(app: App, query: SessionQuery, *, index: object = None, sessi
     if index is not None and wanted is not None:
         raise InputError(f"{tool('choose_session')} takes {arg('index')} or {arg('session_id')}, not both")
     if wanted is not None:
-        selected = next((s for s in all_sessions(app, query) if s.session_id == wanted), None)
+        plain = not (query.agent or query.since or query.include_unsessioned) and stored.disk(app)
+        found = stored.summaries(app, query.project, session_id=wanted) if plain else all_sessions(app, query)
+        selected = next((s for s in found if s.session_id == wanted), None)
         if selected is None:
             raise NotFoundError(
                 f"session {wanted!r} not found in project {query.project!r}; {call('list_sessions')} to see them"
@@ -449,11 +460,15 @@ def resume_session(app: App, *, session_id: object = None, project: object = Non
 def _resume(app: App, chosen: str, name: str, count: int, *, explicit: bool) -> Resume:
     if explicit:
         require_session(app, chosen, name)
-    index = sessions_index.usable(app.store) if chosen != NO_SESSION and count <= sessions_index.SESSION_TAIL else None
-    if index is not None:
-        summary = next((s for s in index.sessions.get(name, []) if s.session_id == chosen), None)
-        handoff = index.latest_handoffs.get((name, chosen))
-        return Resume(name, chosen, summary, handoff, index.tail(name, chosen).entries[-count:])
+    if stored.disk(app):
+        where = EntryFilter(name, session_id=chosen)
+        found = (
+            summarize(stored.entries(app, where, None), include_unsessioned=True)
+            if chosen == NO_SESSION
+            else stored.summaries(app, name, session_id=chosen)
+        )
+        latest = stored.latest_handoff(app, where)
+        return Resume(name, chosen, found[0] if found else None, latest, stored.entries(app, where, count))
     state = sessions_state(app)
     entries = state.session_entries(name, chosen)
     if chosen == NO_SESSION:
@@ -462,4 +477,4 @@ def _resume(app: App, chosen: str, name: str, count: int, *, explicit: bool) -> 
     else:
         summary = state.summaries.get(name, {}).get(chosen)  # kept current by the view
     handoff = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
-    return Resume(name, chosen, summary, handoff, entries[-count:])
+    return Resume(name, chosen, summary, handoff, _newest_matching(entries, EntryFilter(name), count)[0])

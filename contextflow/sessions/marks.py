@@ -1,5 +1,5 @@
 """Marking a handoff as wrong: a note in the handoff's own session (`wrong_handoff: <id>`) that the
-sessions view, the sidecar and every "latest handoff" read honour (`core.wrong_marks`)."""
+sessions view, the derived tables and every "latest handoff" read honour (`core.wrong_marks`)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,13 @@ def mark_handoff_wrong(app: App, *, handoff_id: object, agent: object, reason: o
 
 
 def _find_handoff(app: App, handoff_id: str) -> Event:
+    from contextflow.sessions import stored
+
+    if stored.disk(app):
+        found = stored.entry(app, handoff_id)
+        if found is not None and found.kind == "handoff":
+            return found
+        raise NotFoundError(f"no handoff with id {handoff_id!r}; get_latest_handoff or read_shared_context show ids")
     state = sessions_state(app)
     for entries in state.by_project.values():
         for event in reversed(entries):

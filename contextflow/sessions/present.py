@@ -98,16 +98,14 @@ def resume_text(resume: Resume) -> str:
 
 def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
     """ContextFlowMCP's keys of a JSON reply, beside contextflow's own: the file its entries come from
-    (its context file when in use, else this machine's log), its index (contextflow's sessions index),
+    (its context file when in use, else this machine's log), its index (contextflow's derived tables),
     and the malformed lines skipped (`parseErrors`, as {file, line, error})."""
-    from contextflow.sessions import index as sessions_index
-
     legacy = app.store.location.legacy_files
     found = legacy[0] if legacy and legacy[0].exists() else app.store.log_writer.path
     errors: list[dict[str, Any]] = []
     if bad_lines:  # rare: only then are the logs read to name them
         errors = [{"file": r.file, "line": r.line, "error": r.reason} for r in app.store.health().bad_lines[:50]]
-    return {"file": str(found), "indexFile": str(sessions_index.index_path(app.store)), "parseErrors": errors}
+    return {"file": str(found), "indexFile": str(app.tables().path), "parseErrors": errors}
 
 
 def read_shared_context(app: App, args: JSON) -> Reply:

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
@@ -39,7 +40,8 @@ DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
-    return app.store.view(TimelineView)
+    state: TimelineState = ondisk.view(app, TimelineView)
+    return state
 
 
 def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from contextflow.core.log import read_whole
 from tests.e2e.conftest import contextflow_command, describe
 from tests.e2e.live_loop import (
     CALC,
@@ -112,7 +113,6 @@ def automatic_handoff_shown(request: Recorded) -> str:
 
 def stored_events(place: Place) -> list[dict[str, Any]]:
     """Every event in the store's logs, as the log reader gives them (batch markers are not events)."""
-    from contextflow.core.log import read_whole
 
     logs = sorted(place.store.glob("events.*.jsonl"))
     return [json.loads(line) for log in logs for _, line in read_whole(log)[1]]

@@ -40,8 +40,7 @@ def test_a_forged_snapshot_is_found_by_doctor_and_deleted(app, capsys):
     state.by_session[("shared", "s1")].append(fake)
     assert forger.store.save_snapshot(force=True)
     forger.store.close()
-    (forger.store.state_dir / "sessions-index.json").unlink()  # so the reader asks the views
-    assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged snapshot is what a reader gets"
+    assert "FORGED" not in run(capsys, "latest", "--session", "s1")[1], "readers ask the derived tables"
 
     info = store_info(App.open(), verify=True)
     assert info["snapshot"]["views_differing_from_logs"] == ["sessions"]
@@ -59,7 +58,7 @@ def test_doctor_finds_nothing_wrong_with_an_honest_snapshot(app):
         "loaded": True,
         "checked": True,
         "views_differing_from_logs": [],
-        "sessions_index_matches_logs": True,
+        "derived_tables_differing": [],
     }
 
 
@@ -68,7 +67,7 @@ def test_a_cold_read_of_a_big_foreign_log_folds_only_the_views_it_reads(store_di
     plant(store_dir, "events.foreign.jsonl", *(line(writer="foreign", seq=n, hlc=stamp + n) for n in range(1, 3001)))
     app = App.open()
     assert len(sessions.read_entries(app, sessions.EntryFilter("shared"), 5)) == 5
-    assert [name for name in ("sessions", "search", "graph", "records") if app.store.view_loaded(name)] == ["sessions"]
+    assert [name for name in ("sessions", "search", "graph", "records") if app.store.view_loaded(name)] == []
     assert app.store.save_snapshot(force=True), "saving folds the rest first"
     app.close()
 
@@ -99,15 +98,16 @@ def test_a_conflict_copy_holding_nothing_new_is_not_a_problem(app, store_dir, ca
     assert not any("sync-conflict" in problem for problem in found), found
 
 
-def test_a_forged_sessions_index_is_found_by_doctor_and_deleted(app, capsys):
+def test_forged_derived_tables_are_found_by_doctor_and_deleted(app, capsys):
     sessions.write_handoff(app, agent="me", summary="the real handoff", session_id="s1")
+    app.tables().query(
+        "UPDATE sessions_entries SET data = replace(data, 'the real handoff', 'FORGED') WHERE kind = 'handoff'"
+    )
     app.close()
-    sidecar = app.store.state_dir / "sessions-index.json"
-    sidecar.write_bytes(sidecar.read_bytes().replace(b"the real handoff", b"FORGED"))
-    assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged sidecar is what a reader gets"
+    assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged tables are what a reader gets"
 
     info = store_info(App.open(), verify=True)
-    assert info["snapshot"]["sessions_index_matches_logs"] is False
-    assert any("sessions index" in problem for problem in problems(info))
+    assert info["snapshot"]["derived_tables_differing"] == ["sessions_entries"]
+    assert any("derived tables" in problem for problem in problems(info))
     code, out, _ = run(capsys, "latest", "--session", "s1")
     assert code == 0 and "the real handoff" in out and "FORGED" not in out

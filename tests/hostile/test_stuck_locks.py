@@ -83,10 +83,10 @@ def test_search_answers_while_the_index_state_file_is_a_fifo(app):
     assert "evicts the oldest" in result.text
 
 
-def test_a_sessions_index_that_is_a_fifo_is_refused_not_opened(app):
+def test_derived_tables_that_are_a_fifo_are_refused_not_opened(app):
     sessions.write_handoff(app, agent="me", summary="the real handoff", session_id="s1")
     app.close()
-    sidecar = app.store.state_dir / "sessions-index.json"
+    sidecar = app.store.state_dir / "views.sqlite3"
     sidecar.unlink(missing_ok=True)
     os.mkfifo(sidecar)
     fresh = App.open()

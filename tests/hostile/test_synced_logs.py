@@ -15,7 +15,6 @@ from contextflow.adapters.cli import main
 from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
 from contextflow.core.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_ms
-from contextflow.sessions import index as sessions_index
 from tests.hostile.helpers import line, now_stamp, plant, replace_file
 from tests.sync.workload import differences, picture
 
@@ -116,7 +115,7 @@ def test_a_foreign_line_claiming_this_writers_id_with_a_huge_seq_does_not_block_
 # -- 4. an oversized line in another writer's log ----------------------------------------------
 
 
-def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapshot_or_the_exit_code(store_dir, capsys):
+def test_an_oversized_foreign_line_never_breaks_sessions_the_tables_the_snapshot_or_the_exit_code(store_dir, capsys):
     plant(
         store_dir,
         "events.big.jsonl",
@@ -130,8 +129,7 @@ def test_an_oversized_foreign_line_never_breaks_sessions_the_sidecar_the_snapsho
     app = App.open()
     assert app.store.health().bad_line_count == 1
     assert any("oversized" in problem or "over the size limit" in problem for problem in problems(store_info(app)))
-    sessions_index.save(app.store, app.store.view("sessions"))
-    assert sessions_index.load(app.store) is not None
+    assert app.tables().bad_lines() == 1 and app.tables().current()
     assert app.store.save_snapshot(force=True)
     app.close()
     assert differences(fresh_picture(), picture(App.open())) == []

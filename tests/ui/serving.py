@@ -57,6 +57,7 @@ def running(app: App) -> Iterator[str]:
         server.should_exit = True
         thread.join(STOP_TIMEOUT)
         sock.close()
+        api.close()  # a search index build it started stops too
         assert not thread.is_alive(), "the UI server did not stop"
 
 

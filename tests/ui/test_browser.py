@@ -96,10 +96,14 @@ def test_every_page_shows_the_store(ui: tuple[Any, str], written: Written) -> No
         ("/conversations", "Money representation"),
         ("/health", "Bad lines"),
         ("/graph", "Showing 3 of 3 nodes"),
+        ("/feed", "Picked up checkout on desktop"),
     ]:
         visit(page, base, route)
         assert expected in main_text(page), route
         assert_labelled(page)
+    visit(page, base, "/health")
+    assert page.locator("#capture-state tbody tr").count() == 1  # one transcript captured (the Stop hook's)
+    assert "not built yet on this machine" in page.inner_text("#index-state")  # no search yet
     visit(page, base, "/start/acme%2Fshop?session=checkout-flow")
     assert re.search(r"Claude Code\s+10,000 characters\s+[\d,]+\s+fits", main_text(page))
     visit(page, base, "/records")
@@ -132,14 +136,17 @@ def test_pinning_a_node_in_the_graph_puts_it_in_the_next_session_start(ui: tuple
     page, base = ui
     assert "Refunds go through the payments service" not in session_start()
     visit(page, base, "/graph")
-    node = page.locator(f'g.node[data-id="{written.nodes["fact"]}"]')
+    page.wait_for_selector("#graph-canvas[data-ready]")
+    page.locator("summary", has_text="as a list").click()
+    node = page.locator(f'.node-list button[data-id="{written.nodes["fact"]}"]')
     node.focus()
-    page.keyboard.press("Enter")  # keyboard: a focused node opens its details
+    page.keyboard.press("Enter")  # keyboard: a node of the list opens its details
     page.wait_for_selector("#node-detail")
     detail = page.inner_text("#node-detail")
     assert "agent claude" in detail and "machine laptop" in detail and "DEPENDS_ON" in detail
     page.get_by_role("button", name="Pin", exact=True).click()
     page.get_by_role("button", name="Unpin").wait_for()
+    assert "Pinned: every session start now carries it." in page.inner_text("#notice")
     assert "Refunds go through the payments service" in session_start()
     visit(page, base, "/start")
     assert "Refunds go through the payments service" in page.inner_text("#start-context")
@@ -169,7 +176,11 @@ def test_stored_markup_stays_text(ui: tuple[Any, str], written: Written) -> None
     visit(page, base, f"/graph?node={written.nodes['hostile']}")
     page.wait_for_selector("#node-detail")
     assert page.inner_text("#node-content") == HOSTILE_SCRIPT
-    assert page.locator(f'g.node[data-id="{written.nodes["hostile"]}"] text').text_content().startswith("</script>")
+    page.wait_for_selector("#graph-canvas[data-ready]")
+    label = page.evaluate(
+        f"document.querySelector('#graph-canvas')._cy.$id('{written.nodes['hostile']}').data('label')"
+    )
+    assert label.startswith("</script>")  # drawn on the canvas as text
     visit(page, base, "/search?q=script+pwned")
     assert "</script>" in main_text(page)
     assert_no_markup_ran(page)
@@ -189,3 +200,49 @@ def test_a_note_written_elsewhere_appears_without_reloading(ui: tuple[Any, str])
     page.wait_for_selector("text=written on another machine", timeout=5_000)  # live: no reload
     assert page.evaluate("window.__sameDocument") is True
     assert page.locator("#live").inner_text() == "live"
+
+
+def test_forgetting_asks_first_can_be_undone_and_says_what_happened(ui: tuple[Any, str], written: Written) -> None:
+    page, base = ui
+    fact = written.nodes["fact"]
+    visit(page, base, f"/graph?node={fact}")
+    page.wait_for_selector("#node-detail")
+    page.get_by_role("button", name="Forget (delete)").click()
+    page.get_by_role("dialog").get_by_role("button", name="Cancel").click()  # asked first: cancelled, nothing sent
+    page.get_by_role("button", name="Forget (delete)").click()
+    page.get_by_role("dialog").get_by_role("button", name="Forget").click()
+    assert "Forgetting node Refunds go through" in page.inner_text("#notice")
+    page.locator("#notice").get_by_role("button", name="Undo").click()
+    assert page.inner_text("#notice") == "Undone: nothing was changed."
+    page.wait_for_selector("#notice", state="hidden", timeout=10_000)  # a notice goes away by itself
+    app = App.open()
+    try:
+        from contextflow.graph.writes import graph
+
+        assert fact in graph(app).live  # undone: still there
+    finally:
+        app.close()
+    page.get_by_role("button", name="Forget (delete)").click()
+    page.get_by_role("dialog").get_by_role("button", name="Forget").click()
+    page.wait_for_function(
+        "() => document.getElementById('notice').textContent.startsWith('Forgot node')", timeout=15_000
+    )
+    app = App.open()
+    try:
+        assert fact not in graph(app).live
+    finally:
+        app.close()
+    visit(page, base, "/records")
+    assert page.locator("#notice").is_hidden()  # a notice does not follow you to another page
+
+
+def test_a_note_added_from_the_page_reaches_the_timeline(ui: tuple[Any, str]) -> None:
+    page, base = ui
+    visit(page, base, "/project/acme%2Fshop?session=checkout-flow")
+    page.locator("summary", has_text="Add a note").click()
+    page.get_by_label("Note", exact=True).fill("Refund emails go out from the worker")
+    page.get_by_role("button", name="Add the note").click()
+    page.wait_for_selector("#timeline >> text=Refund emails go out from the worker")
+    assert "Added a note to acme/shop (session checkout-flow)" in page.inner_text("#notice")
+    visit(page, base, "/feed")
+    assert "Refund emails go out from the worker" in page.inner_text("#feed li >> nth=0")

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from contextflow.adapters import hooks
+from contextflow.adapters.ui.api import Api
 from contextflow.adapters.ui.server import CSP, bind, build_app, cookie_name
 from contextflow.app import App
 from contextflow.sessions import core as sessions
@@ -37,10 +39,12 @@ def written() -> Written:
 @pytest.fixture
 def ui(written: Written) -> Iterator[TestClient]:
     app = App.open()
+    pages = Api(app)
     try:
-        with TestClient(build_app(app, TOKEN, PORT), base_url=BASE, follow_redirects=False) as client:
+        with TestClient(build_app(app, TOKEN, PORT, pages), base_url=BASE, follow_redirects=False) as client:
             yield client
     finally:
+        pages.close()
         app.close()
 
 
@@ -232,16 +236,22 @@ def test_search_ranks_as_get_context_and_says_why(ui: TestClient) -> None:
     assert thread["matched"] == {"title": ["refund"], "text": ["refund"]}
 
 
-def test_the_graph_picture_filters_and_lays_out_nodes(ui: TestClient, written: Written) -> None:
+def test_the_graph_filters_and_shows_a_nodes_neighbourhood(ui: TestClient, written: Written) -> None:
     everything = api(ui, "graph")
-    assert everything["count"] == 3
-    assert set(everything["layout"]) == {n["id"] for n in everything["nodes"]}
-    assert all(40 <= x <= 960 and 40 <= y <= 660 for x, y in everything["layout"].values())
-    assert [(e["from"], e["to"]) for e in everything["edges"]] == [(written.nodes["fact"], written.nodes["decision"])]
+    assert everything["count"] == 3 and everything["total"] == 3
+    assert [(e["from"], e["to"], e["type"]) for e in everything["edges"]] == [
+        (written.nodes["fact"], written.nodes["decision"], "DEPENDS_ON")
+    ]
     decisions = api(ui, "graph", type="decision")
     assert [n["id"] for n in decisions["nodes"]] == [written.nodes["decision"]]
     assert api(ui, "graph", tier="reference")["count"] == 1
     assert api(ui, "graph", tag="project:shop", q="refunds")["count"] == 1
+    near = api(ui, "graph", around=written.nodes["decision"])
+    assert near["around"] == written.nodes["decision"] and near["nodes"][0]["id"] == written.nodes["decision"]
+    assert {n["id"] for n in near["nodes"]} == {written.nodes["decision"], written.nodes["fact"]}
+    assert [(e["from"], e["to"]) for e in near["edges"]] == [(written.nodes["fact"], written.nodes["decision"])]
+    missing = ui.get("/api/graph", params={"around": "zzzz"}, headers=COOKIE)
+    assert missing.status_code == 400 and "zzzz" in missing.json()["error"]
     bad = ui.get("/api/graph", params={"type": "nonsense"}, headers=COOKIE)
     assert bad.status_code == 400 and "type must be one of" in bad.json()["error"]
 
@@ -317,3 +327,118 @@ def test_bad_requests_say_what_was_wrong(ui: TestClient) -> None:
     assert response.status_code == 400 and "zzzz" in response.json()["error"]
     assert send(ui, "node", {"id": "zzzz", "action": "explode"}).status_code == 400
     assert json.loads(ui.get("/api/search", headers=COOKIE).text)["error"]
+
+
+def test_a_note_a_record_and_a_node_added_from_the_page(ui: TestClient) -> None:
+    note = send(ui, "note", {"project": "acme/shop", "session_id": "checkout-flow", "text": "added on the page"})
+    assert note.status_code == 200, note.text
+    entries = api(ui, "entries", project="acme/shop", session="checkout-flow")["entries"]
+    assert entries[-1]["text"] == "added on the page" and entries[-1]["agent"] == "human"
+    record = send(ui, "new-record", {"key": "waiting:pr-7", "value": "review from the platform team"})
+    assert record.status_code == 200, record.text
+    assert api(ui, "record", key="waiting:pr-7")["value"] == {"text": "review from the platform team"}
+    as_json = send(ui, "new-record", {"key": "machine:nas", "value": '{"ip": "10.0.0.2"}', "label": "the NAS"})
+    assert api(ui, "record", key="machine:nas")["value"] == {"ip": "10.0.0.2"} and as_json.json()["label"] == "the NAS"
+    node = send(
+        ui, "new-node", {"type": "decision", "content": "Refunds are asynchronous", "tags": "project:shop, x:y"}
+    )
+    assert node.status_code == 200, node.text
+    shown = api(ui, "node", id=node.json()["id"])
+    assert shown["type"] == "decision" and shown["tags"] == ["project:shop", "x:y"] and shown["agent"] == "human"
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "says"),
+    [
+        ("note", {"project": "acme/shop", "text": "  "}, "note's text"),
+        ("new-record", {"key": "no prefix", "value": "x"}, "prefix:name"),
+        ("new-record", {"key": "waiting:x", "value": "{not json"}, "not a JSON object"),
+        ("new-record", {"key": "waiting:x", "value": ""}, "give the record a value"),
+        ("new-node", {"type": "nonsense", "content": "x"}, "type"),
+        ("new-node", {"type": "fact"}, "content"),
+    ],
+)
+def test_bad_additions_say_what_was_wrong_and_store_nothing(ui: TestClient, name: str, body: dict, says: str) -> None:
+    before = api(ui, "health")["events"]
+    response = send(ui, name, body)
+    assert response.status_code == 400 and says in response.json()["error"], response.text
+    assert api(ui, "health")["events"] == before
+
+
+def test_records_of_any_age_are_reachable(ui: TestClient) -> None:
+    from datetime import UTC, datetime
+
+    from contextflow.core.clock import HybridClock
+    from contextflow.records import core as records
+
+    moment = datetime(2020, 1, 1, tzinfo=UTC)
+    old = App.open(
+        {**os.environ, "CONTEXTFLOW_WRITER": "old-laptop"}, clock=HybridClock(lambda: int(moment.timestamp() * 1000))
+    )
+    try:
+        records.set_record(old, key="fact:old-one", value={"v": 1}, now=moment)
+    finally:
+        old.close()
+    assert "fact:old-one" in [r["key"] for r in api(ui, "records")["records"]]  # any age by default
+    assert "fact:old-one" not in [r["key"] for r in api(ui, "records", days="7")["records"]]
+
+
+def test_a_search_far_behind_the_logs_says_how_far_the_index_is(
+    ui: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.adapters.ui import indexing
+    from contextflow.core import progress
+
+    monkeypatch.setattr(indexing, "BACKGROUND_BYTES", 0)  # this small store counts as far behind
+    first = api(ui, "search", q="refunds payments")
+    assert set(first["indexing"]) >= {"done_bytes", "total_bytes", "events", "seconds_left", "seconds"}
+    for _ in range(600):  # the build runs in the background; the page asks again until it is done
+        found = api(ui, "search", q="refunds payments")
+        if "results" in found:
+            break
+        progress_state = api(ui, "index")["indexing"]
+        assert progress_state is None or progress_state["done_bytes"] <= max(progress_state["total_bytes"], 1)
+        wait = threading.Event()
+        wait.wait(0.05)
+    assert found["results"][0]["excerpt"] == "Refunds go through the payments service"
+    assert progress.running() is None
+
+
+def test_health_shows_the_search_index_and_capture(ui: TestClient, written: Written) -> None:
+    api(ui, "search", q="refunds")
+    health = api(ui, "health")
+    assert health["derived"]["current"] is True and health["derived"]["documents"] > 0
+    assert [(row["transcripts"], row["turns"], row["bad"]) for row in health["capture"]] == [(1, 1, 0)]
+    assert health["indexing"] is None  # nothing being built
+
+
+def test_the_feed_shows_every_agent_and_machine_newest_first_and_filters(ui: TestClient, written: Written) -> None:
+    feed = api(ui, "feed")
+    items = feed["items"]
+    assert [item["at"] for item in items] == sorted((item["at"] for item in items), reverse=True)
+    assert {"laptop", "desktop"} <= {item["machine"] for item in items}
+    assert {"laptop", "desktop"} <= set(feed["facets"]["machines"]) and "acme/shop" in feed["facets"]["projects"]
+    handoff = next(item for item in items if item["id"] == written.handoffs["second"])
+    assert handoff["kind"] == "handoff" and handoff["agent"] == "codex" and handoff["session_id"] == "checkout-flow"
+    from_desktop = api(ui, "feed", machine="desktop")["items"]
+    assert from_desktop and all(item["machine"] == "desktop" for item in from_desktop)
+    notes = api(ui, "feed", project="acme/shop", kind="note", agent="claude")["items"]
+    assert notes and all((i["project"], i["kind"], i["agent"]) == ("acme/shop", "note", "claude") for i in notes)
+    older = api(ui, "feed", before=items[0]["id"], limit="2")["items"]
+    assert [item["id"] for item in older] == [item["id"] for item in items[1:3]]
+    assert api(ui, "feed", before="2000-01-01T00:00:00Z")["items"] == []
+    bad = ui.get("/api/feed", params={"before": "not a cursor"}, headers=COOKIE)
+    assert bad.status_code == 400 and "before must be the id of a feed item" in bad.json()["error"]
+
+
+def test_the_state_says_whether_this_machines_views_hold_every_log(ui: TestClient) -> None:
+    api(ui, "feed")  # a read brings them up to date
+    tables = api(ui, "state")["tables"]
+    assert tables["current"] is True and tables["done_bytes"] == tables["total_bytes"] > 0
+    other = open_app("other-machine")
+    try:
+        sessions.append_note(other, agent="gemini", text="new bytes", project="acme/shop")
+    finally:
+        other.close()
+    behind = api(ui, "state")["tables"]
+    assert behind["current"] is False and behind["done_bytes"] < behind["total_bytes"]

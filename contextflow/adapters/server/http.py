@@ -10,7 +10,7 @@ lists and runs only read-only tools, and no prompt that moves its active session
 
 Store work runs in worker threads, never on the event loop. Calls of one grant run one at a
 time; grants that read every project share one lock (their stores also write the machine-local
-snapshot and sessions sidecar); scoped grants run side by side, their appends serialized.
+snapshot and derived tables); scoped grants run side by side, their appends serialized.
 """
 
 from __future__ import annotations

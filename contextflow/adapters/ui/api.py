@@ -2,7 +2,7 @@
 
 No reading or writing is done here: an endpoint picks the operation, passes the request's
 arguments (checked as the CLI checks them), and returns the reply's data with every string
-cleaned of control sequences (`text.clean_data`). Writes are attributed to `AGENT`. Store work
+cleaned of control sequences (`text.clean_data`). Writes (`curate.py`) are attributed to `curate.AGENT`. Store work
 runs in a worker thread, one call at a time (a store is not shared between threads).
 """
 
@@ -19,18 +19,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from contextflow.adapters.ui import graphview, live
+from contextflow.adapters.ui import curate, graphview, indexing, live
 from contextflow.app import App
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean_data
 from contextflow.features import operations
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import JSON, Operation, Reply
+from contextflow.sessions import stored
 
-AGENT = "human"  # who the page's changes are attributed to (the CLI's default too)
 PAGE = 50  # entries, sessions and records per page
 MAX_PAGE = 200
-TIERS = ("tier:pinned", "tier:reference", "tier:working", "tier:off-context")
 
 
 def json_response(data: Any, status: int = 200) -> Response:
@@ -48,6 +47,7 @@ class Api:
         self.idle = threading.Condition()
         self.ops: dict[str, Operation] = {op.name: op for op in operations()}
         self.stopping: Callable[[], bool] = lambda: False  # the server sets it: live streams end with it
+        self.index = indexing.Indexer(app.store)
 
     # -- calling operations ---------------------------------------------------------------
 
@@ -72,16 +72,28 @@ class Api:
 
     def warm(self) -> None:
         """Fold (or load) what the first pages read, so the first request does not pay for it: the
-        sessions, then the graph, giving way to requests between. The search index (the largest
-        view to load) is loaded by the first search."""
+        sessions (the derived tables brought up to date, or the fold where they cannot serve), then the
+        graph, giving way to requests between; then bring the search index up to
+        date (a first build shows its progress on the search page)."""
         try:
             for view in ("sessions", "graph"):
                 with self.idle:
                     self.idle.wait_for(lambda: self.waiting == 0)
                 with self.lock:
-                    self.app.store.view(view)
+                    if view == "sessions" and stored.disk(self.app):
+                        self.app.tables().update()  # sessions are read from the tables: no fold to hold
+                    else:
+                        self.app.store.view(view)
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)
+        try:
+            if self.index.behind() > 0:
+                self.index.start()
+        except Exception as exc:  # the first search says the same when it asks
+            print(f"contextflow ui: could not start the search index build: {exc}", flush=True)
+
+    def close(self) -> None:
+        self.index.stop()
 
     def signature(self) -> Any:
         return self.app.store.current_signatures()
@@ -105,11 +117,17 @@ class Api:
             "conversations": self.conversations,
             "conversation": self.conversation,
             "health": self.health,
+            "feed": self.feed,
+            "index": self.index_state,
+            "state": self.derived_state,
         }
         posts: dict[str, Callable[[JSON], Any]] = {
-            "node": self.curate_node,
-            "record": self.curate_record,
-            "handoff-wrong": self.mark_wrong,
+            "node": lambda body: curate.node(self, body),
+            "record": lambda body: curate.record(self, body),
+            "handoff-wrong": lambda body: curate.mark_wrong(self, body),
+            "note": lambda body: curate.add_note(self, body),
+            "new-record": lambda body: curate.add_record(self, body),
+            "new-node": lambda body: curate.add_node(self, body),
         }
         routes = [Route(f"/api/{name}", self._get(handler), methods=["GET"]) for name, handler in gets.items()]
         routes += [Route(f"/api/{name}", self._post(handler), methods=["POST"]) for name, handler in posts.items()]
@@ -156,6 +174,8 @@ class Api:
                 "session_id": q.get("session") or "",
                 "before": q.get("before"),
                 "kind": q.get("kind"),
+                "agent": q.get("agent"),
+                "since": q.get("since"),
                 "limit": _limit(q.get("limit")),
             },
             unscoped=True,
@@ -169,14 +189,26 @@ class Api:
 
     async def sessions(self, request: Request) -> Any:
         q = request.query_params
-        return await self.call("list_sessions", {"project": q.get("project"), "limit": _limit(q.get("limit"))})
+        return await self.call(
+            "list_sessions",
+            {
+                "project": q.get("project"),
+                "agent": q.get("agent"),
+                "since": q.get("since"),
+                "limit": _limit(q.get("limit")),
+            },
+        )
 
     async def start(self, request: Request) -> Any:
         q = request.query_params
         return await self.call("start-preview", {"project": q.get("project"), "session_id": q.get("session")})
 
     async def search(self, request: Request) -> Any:
+        """Results, or (while the index is being built) how far the build is: the page asks again."""
         q = request.query_params
+        building = await anyio.to_thread.run_sync(self.index.building)
+        if building is not None:
+            return {"indexing": building}
         kinds = [q["kind"]] if q.get("kind") else None
         return await self.call(
             "get_context",
@@ -184,18 +216,31 @@ class Api:
         )
 
     async def graph(self, request: Request) -> Any:
+        """The nodes a filter matches (most recently updated first) and the edges among them; or, with
+        `around`, the nodes within `depth` hops of one node."""
         q = request.query_params
+        if q.get("around"):
+            depth = _limit(q.get("depth"), 1, graphview.MAX_DEPTH)
+            walk = await self.call("related", {"id": q.get("around"), "depth": depth})
+            return graphview.neighbourhood(walk, await self.call("show", {"id": walk["id"], "with_edges": True}))
         query = graphview.query_of(q.get("q", ""), q.get("type", ""), q.get("tag", ""), q.get("tier", ""))
-        data = await self.call("graph", {"query": query, "limit": _limit(q.get("limit"), 80, 300)})
-        return {**data, "query": query, "layout": graphview.layout(data["nodes"], data["edges"])}
+        data = await self.call("graph", {"query": query, "limit": _limit(q.get("limit"), graphview.SHOWN, 500)})
+        return {**data, "query": query}
 
     async def node(self, request: Request) -> Any:
         return await self.call("show", {"id": request.query_params.get("id"), "with_edges": True})
 
     async def records(self, request: Request) -> Any:
         q = request.query_params
-        wanted = {"prefix": q.get("prefix"), "category": q.get("category"), "limit": _limit(q.get("limit"))}
-        return await self.call("context_list", {**wanted, "since_days": 0})  # every record, however old
+        return await self.call(
+            "context_list",
+            {
+                "prefix": q.get("prefix"),
+                "category": q.get("category"),
+                "since_days": _days(q.get("days")),
+                "limit": _limit(q.get("limit")),
+            },
+        )
 
     async def record(self, request: Request) -> Any:
         q = request.query_params
@@ -218,45 +263,29 @@ class Api:
         return await self.call("get_conversation", {"conversation_id": q.get("id"), "project": q.get("project")})
 
     async def health(self, request: Request) -> Any:
-        return await self.call("doctor", {})
+        report = await self.call("doctor", {"quick": True})  # `capture`: per client (capture/health.py)
+        return {**report, "indexing": await anyio.to_thread.run_sync(self.index.building)}
 
-    # -- curation: each an ordinary append --------------------------------------------------
+    async def derived_state(self, request: Request) -> Any:
+        """Whether this machine's derived tables hold every log's events, and how far a build is: until
+        they do, pages show what is built so far, and say so."""
 
-    async def curate_node(self, body: JSON) -> Any:
-        """pin, unpin, archive, unarchive, forget, or tags (add_tags / remove_tags)."""
-        node_id, action = body.get("id"), body.get("action")
-        changes: dict[str, list[str]] = {
-            "pin": {"add_tags": ["tier:pinned"], "remove_tags": ["tier:off-context"]},
-            "unpin": {"remove_tags": ["tier:pinned"]},
-            "archive": {"add_tags": ["tier:off-context"], "remove_tags": [t for t in TIERS if t != "tier:off-context"]},
-            "unarchive": {"remove_tags": ["tier:off-context"]},
-        }.get(str(action), {})
-        if action == "forget":
-            return await self.call("graph_update", {"id": node_id, "delete": True, "agent": AGENT})
-        if action == "tags":
-            changes = {"add_tags": body.get("add_tags") or [], "remove_tags": body.get("remove_tags") or []}
-        if not changes:
-            raise InputError("action must be pin, unpin, archive, unarchive, forget or tags")
-        given = {name: tags for name, tags in changes.items() if tags}
-        return await self.call("graph_update", {"id": node_id, "agent": AGENT, **given})
+        def read() -> Any:
+            tables = self.app.tables()
+            done, total = tables.built()
+            return {"tables": {"current": tables.current(), "done_bytes": done, "total_bytes": total}}
 
-    async def curate_record(self, body: JSON) -> Any:
-        """pin, unpin or forget a keyed context record."""
-        key, project, action = body.get("key"), body.get("project"), body.get("action")
-        if action == "forget":
-            return await self.call("context_delete", {"key": key, "project": project, "agent": AGENT})
-        if action not in ("pin", "unpin"):
-            raise InputError("action must be pin, unpin or forget")
-        record = await self.call("context_get", {"key": key, "project": project})
-        return await self.call(
-            "context_set",
-            {"key": key, "project": project, "value": record["value"], "pinned": action == "pin", "agent": AGENT},
-        )
+        return await anyio.to_thread.run_sync(read)
 
-    async def mark_wrong(self, body: JSON) -> Any:
-        return await self.call(
-            "mark_handoff_wrong", {"handoff_id": body.get("id"), "reason": body.get("reason"), "agent": AGENT}
-        )
+    async def index_state(self, request: Request) -> Any:
+        return {"indexing": await anyio.to_thread.run_sync(self.index.building)}
+
+    async def feed(self, request: Request) -> Any:
+        """What every agent on every machine wrote, newest first, with the filters' choices."""
+        q = request.query_params
+        filters = {name: q.get(name) for name in ("project", "agent", "machine", "kind", "before")}
+        arguments = {**filters, "session_id": q.get("session"), "limit": _limit(q.get("limit"))}
+        return await self.call("recent_activity", arguments, unscoped=True)
 
 
 def _limit(raw: str | None, default: int = PAGE, high: int = MAX_PAGE) -> int:
@@ -264,3 +293,11 @@ def _limit(raw: str | None, default: int = PAGE, high: int = MAX_PAGE) -> int:
         return max(1, min(high, int(raw))) if raw else default
     except ValueError:
         return default
+
+
+def _days(raw: str | None) -> int:
+    """The records' age window in days; 0 (the default) is any age."""
+    try:
+        return max(0, min(36_500, int(raw))) if raw else 0
+    except ValueError:
+        return 0

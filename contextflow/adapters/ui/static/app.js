@@ -43,11 +43,49 @@ export function when(iso) {
   return String(iso).replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
-export function table(caption, headers, rows) {
-  return h("table", {},
+// A table whose cells never break a word: each holds one line, cut with "…" when too long; a cut
+// cell shows its whole text on demand (click, or Tab to it and press Enter) and as a tooltip.
+export function table(caption, headers, rows, props) {
+  return h("table", { class: "data", ...(props || {}) },
     h("caption", {}, caption),
     h("thead", {}, h("tr", {}, headers.map((name) => h("th", { scope: "col" }, name)))),
-    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", {}, cell))))));
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", {}, cellOf(cell)))))));
+}
+
+function cellOf(cell) {
+  const inner = h("div", { class: "cell" }, cell);
+  const text = inner.textContent;
+  if (text.length > 24 && !(cell instanceof Node && cell.matches && cell.matches("a, button"))) {
+    inner.title = text;
+    inner.tabIndex = 0;
+    inner.setAttribute("aria-expanded", "false");
+    const toggle = () => {
+      // opened, the text wraps between words only: each word (hyphens and slashes too) stays whole
+      if (!inner.dataset.words && !inner.firstElementChild) {
+        inner.replaceChildren(...text.split(/(\s+)/).map((part) => /\S/.test(part) ? h("span", { class: "word" }, part)
+          : document.createTextNode(part)));
+        inner.dataset.words = "1";
+      }
+      const open = inner.classList.toggle("open");
+      inner.setAttribute("aria-expanded", String(open));
+    };
+    inner.addEventListener("click", (event) => { if (!event.target.closest("a, button")) toggle(); });
+    inner.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target === inner) { event.preventDefault(); toggle(); }
+    });
+  }
+  return inner;
+}
+
+// Long stored text, shown cut to a few lines with a button for the whole of it.
+export function longText(text, props) {
+  const body = pre(text, { class: "text clamp", ...(props || {}) });
+  if (String(text || "").split("\n").length <= 8 && String(text || "").length <= 700) return body;
+  const more = button("Show the whole text", () => {
+    const open = body.classList.toggle("clamp");
+    more.textContent = open ? "Show the whole text" : "Show less";
+  }, { class: "linkish" });
+  return h("div", {}, body, more);
 }
 
 let fields = 0;
@@ -75,12 +113,19 @@ export async function get(name, query) {
   return answer(response);
 }
 
-export async function post(name, body) {
-  const response = await fetch("/api/" + name, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-  });
-  const data = await answer(response);
-  notice("Saved: " + (data && data.id ? data.id : "done"), false);
+// A change; `done` says what happened, in words (shown once it is saved).
+export async function post(name, body, done) {
+  let data;
+  try {
+    const response = await fetch("/api/" + name, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    data = await answer(response);
+  } catch (error) {
+    notice("Not saved: " + error.message);
+    throw error;
+  }
+  if (done) notice(typeof done === "function" ? done(data) : done, false);
   return data;
 }
 
@@ -94,13 +139,55 @@ async function answer(response) {
   return data;
 }
 
-export function notice(message, isError = true) {
+// A notice that says what happened and goes away (after a few seconds, or when the page changes).
+// `action` adds a button (e.g. Undo) to it.
+export function notice(message, isError = true, action) {
   const el = document.getElementById("notice");
-  el.textContent = message;
+  el.replaceChildren(h("span", {}, message));
+  if (action) el.append(" ", button(action.label, () => { hideNotice(); action.run(); }));
   el.className = isError ? "notice error" : "notice";
   el.hidden = false;
   clearTimeout(notice.timer);
-  notice.timer = setTimeout(() => { el.hidden = true; }, isError ? 8000 : 3000);
+  notice.timer = setTimeout(hideNotice, action ? action.seconds * 1000 : (isError ? 8000 : 4000));
+}
+
+export function hideNotice() {
+  clearTimeout(notice.timer);
+  document.getElementById("notice").hidden = true;
+}
+
+// A change that can be taken back for a few seconds before it is sent: the notice counts down
+// with an Undo button; leaving the page does not cancel it (it is sent at once then).
+export function undoable(message, seconds, send) {
+  let pending = true;
+  const commit = async () => {
+    if (!pending) return;
+    pending = false;
+    window.removeEventListener("hashchange", commit);
+    await send();
+  };
+  window.addEventListener("hashchange", commit);
+  notice(message + " (in " + seconds + " s)", false, {
+    label: "Undo", seconds, run: () => {
+      pending = false;
+      window.removeEventListener("hashchange", commit);
+      notice("Undone: nothing was changed.", false);
+    },
+  });
+  setTimeout(commit, seconds * 1000);
+}
+
+// Asks before a change that removes something; resolves to true when confirmed.
+export function confirmed(question, yes) {
+  return new Promise((resolve) => {
+    const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" }, h("p", {}, question));
+    const close = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+    dialog.append(h("div", { class: "actions" }, button(yes, () => close(true), { class: "danger" }),
+      button("Cancel", () => close(false))));
+    dialog.addEventListener("cancel", () => close(false));
+    document.body.append(dialog);
+    dialog.showModal();
+  });
 }
 
 // -- router ------------------------------------------------------------------------------
@@ -121,11 +208,14 @@ async function render(keepPlace) {
   const page = pages[where.name] || pages.projects;
   const ticket = ++rendering;
   const scroll = window.scrollY;
+  const waiting = keepPlace ? null : waitingNote(main, ticket);
   let content;
   try {
     content = await page(where.arg, where.query);
   } catch (error) {
     content = h("section", {}, h("h1", {}, "Could not load this page"), h("p", { class: "error" }, String(error.message)));
+  } finally {
+    if (waiting) clearInterval(waiting);
   }
   if (ticket !== rendering) return;  // a newer render started meanwhile
   main.replaceChildren(content);
@@ -136,6 +226,54 @@ async function render(keepPlace) {
   if (keepPlace) window.scrollTo(0, scroll);
   else main.focus({ preventScroll: true });
   document.body.dataset.rendered = String(ticket);
+  checkBuilding();
+}
+
+// A guess never hides: while this machine's views are built from the logs (a new machine), pages
+// show what is built so far, and this banner says so and how far; the page is drawn again once done.
+let watching = false;
+
+async function checkBuilding() {
+  if (watching) return;
+  watching = true;
+  const banner = document.getElementById("building");
+  let wasBuilding = false;
+  try {
+    for (;;) {
+      const state = (await get("state")).tables;
+      if (state.current) break;
+      wasBuilding = true;
+      const share = state.total_bytes ? Math.floor((100 * state.done_bytes) / state.total_bytes) : 0;
+      banner.textContent = "Building this machine's views from the logs: " + share + "% ("
+        + Math.round(state.done_bytes / 1e6) + " of " + Math.round(state.total_bytes / 1e6) + " MB). "
+        + "Until it is done, pages show what is built so far; this page is drawn again when it is.";
+      banner.hidden = false;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } catch {
+    // the server is away: the live status says so
+  } finally {
+    watching = false;
+  }
+  banner.hidden = true;
+  delete document.body.dataset.building;
+  if (wasBuilding) render(true);
+}
+
+// Never a silent wait: a page that takes a moment says so, and how long it has waited.
+function waitingNote(main, ticket) {
+  const began = Date.now();
+  return setInterval(() => {
+    if (ticket !== rendering) return;
+    const seconds = Math.round((Date.now() - began) / 1000);
+    let note = document.getElementById("waiting");
+    if (!note) {
+      note = h("p", { id: "waiting", role: "status", class: "hint" });
+      main.replaceChildren(note);
+    }
+    note.textContent = "Reading the store… " + seconds + " s. The first read on a machine (or after many new "
+      + "events) brings its derived state up to date from the logs; later pages answer at once.";
+  }, 1000);
 }
 
 // A live change re-renders the page, unless someone is typing in it (then once they leave the field).
@@ -146,6 +284,8 @@ function refresh() {
     return;
   }
   stale = false;
+  const held = document.querySelector("main [data-live]");
+  if (held) { held.dispatchEvent(new CustomEvent("changed")); return; }  // the page updates itself
   render(true);
 }
 
@@ -179,7 +319,7 @@ function live() {
   });
 }
 
-window.addEventListener("hashchange", () => render(false));
+window.addEventListener("hashchange", () => { hideNotice(); render(false); });
 document.addEventListener("focusout", () => { if (stale) setTimeout(refresh, 0); });
 render(false);
 live();

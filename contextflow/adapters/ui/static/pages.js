@@ -1,16 +1,14 @@
-// The pages: projects, a project's timeline, the next session start, search, records, health.
-import { add, button, field, get, h, link, post, pre, rerender, route, table, when } from "./app.js";
+// The pages: projects, the next session start, health; the others have their own modules.
+import { field, get, h, link, pre, route, table, when } from "./app.js";
+import { feedPage } from "./feed.js";
 import { graphPage } from "./graph.js";
 import { conversationPage, conversationsPage, threadPage, threadsPage } from "./more.js";
-
-const KINDS = ["", "conversation", "handoff", "note", "node", "context", "thought", "thread"];
+import { meta, projectPage, short } from "./project.js";
+import { recordsPage } from "./records.js";
+import { indexProgress, searchPage } from "./search.js";
 
 function section(title, ...children) {
   return h("section", {}, h("h1", {}, title), ...children);
-}
-
-function meta(...parts) {
-  return h("p", { class: "meta" }, parts.filter(Boolean).join(" · "));
 }
 
 // -- projects ----------------------------------------------------------------------------
@@ -19,105 +17,16 @@ async function projectsPage() {
   const data = await get("overview");
   const rows = data.projects.map((p) => [
     link(route("/project", p.name), p.name),
-    String(p.sessions), String(p.entries), when(p.latest_ts), p.agents.join(", "),
+    String(p.sessions), String(p.entries), h("time", { datetime: p.latest_ts, title: when(p.latest_ts) }, short(p.latest_ts)),
+    p.agents.join(", "),
     link(route("/start", p.name), "next session start"),
   ]);
   return section("Projects",
     meta("store " + data.store, "default project " + data.default_project),
+    h("p", {}, link("/feed", "What every agent is doing now: the live feed")),
     rows.length ? table("Projects with notes or handoffs, most recently active first",
       ["Project", "Sessions", "Entries", "Last activity", "Agents", ""], rows)
       : h("p", {}, "No notes or handoffs yet. Agents write them with append_shared_note and write_shared_handoff."));
-}
-
-// -- a project's timeline --------------------------------------------------------------------
-
-function entryCard(entry, wrong) {
-  const isHandoff = entry.kind === "handoff";
-  const card = h("article", { class: "entry " + (isHandoff ? "handoff" : "note"), "data-id": entry.id },
-    h("h3", {}, (isHandoff ? (entry.auto ? "Automatic handoff" : "Handoff") : "Note") + " by " + (entry.agent || "unknown"),
-      wrong.has(entry.id) ? h("span", { class: "badge bad" }, "marked wrong") : null),
-    meta(when(entry.ts), "machine " + entry.writer, entry.session_id ? "session " + entry.session_id : "no session",
-      entry.task ? "task " + entry.task : "", "id " + entry.id),
-    pre(isHandoff ? entry.summary : entry.text, { class: "text" }));
-  for (const [name, label] of [["next_steps", "Next steps"], ["open_questions", "Open questions"], ["files", "Files"],
-    ["tags", "Tags"]]) {
-    if (Array.isArray(entry[name]) && entry[name].length) {
-      card.append(h("h4", {}, label), h("ul", {}, entry[name].map((item) => h("li", {}, item))));
-    }
-  }
-  if (entry.wrong_handoff) card.append(h("p", { class: "badge bad" }, "marks handoff " + entry.wrong_handoff + " as wrong"));
-  if (isHandoff && !wrong.has(entry.id)) card.append(wrongForm(entry.id));
-  return card;
-}
-
-function wrongForm(id) {
-  const reason = h("input", { type: "text", placeholder: "what is wrong with it", maxlength: "2000" });
-  const form = h("form", { class: "inline", hidden: true },
-    field("Reason", reason), h("button", { type: "submit" }, "Mark wrong"), button("Cancel", () => { form.hidden = true; }));
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    await post("handoff-wrong", { id, reason: reason.value });
-    rerender();
-  });
-  const open = button("Mark this handoff as wrong", () => { form.hidden = false; reason.focus(); });
-  return h("div", {}, open, form);
-}
-
-function turnCard(turn) {
-  const t = turn.turn || {};
-  const card = h("article", { class: "entry turn", "data-id": turn.id },
-    h("h3", {}, "Turn by " + (turn.agent || "unknown")),
-    meta(when(turn.ts), "machine " + turn.writer, "id " + turn.id),
-    t.request ? h("p", {}, "Asked: ", t.request) : null);
-  for (const [kind, paths] of Object.entries(t.files || {})) {
-    if (Array.isArray(paths) && paths.length) card.append(h("p", {}, kind + ": " + paths.join(", ")));
-  }
-  for (const test of t.tests || []) {
-    card.append(h("p", {}, h("span", { class: test.passed ? "badge ok" : "badge bad" }, test.passed ? "passed" : "failed"),
-      " ", test.command));
-  }
-  for (const error of t.errors || []) card.append(h("p", { class: "error" }, error));
-  if (t.final) card.append(pre(t.final, { class: "text" }));
-  return card;
-}
-
-async function projectPage(name, query) {
-  const session = query.get("session") || "";
-  const [sessions, first, activity] = await Promise.all([
-    get("sessions", { project: name }), get("entries", { project: name, session }),
-    session ? get("activity", { project: name, session }) : Promise.resolve(null),
-  ]);
-  const timeline = h("div", { class: "timeline", id: "timeline" });
-  const wrong = new Set();
-  let oldest = null;
-  const show = (entries) => {
-    for (const entry of entries) if (entry.wrong_handoff) wrong.add(entry.wrong_handoff);
-    for (const entry of [...entries].reverse()) timeline.append(entryCard(entry, wrong));
-    oldest = entries.length ? entries[0].id : null;
-  };
-  show(first.entries);
-  const more = button("Older entries", async () => {
-    const page = await get("entries", { project: name, session, before: oldest });
-    show(page.entries);
-    if (page.entries.length < 50) more.hidden = true;
-  });
-  more.hidden = first.entries.length < 50;
-  const rows = sessions.sessions.map((s) => [
-    link(route("/project", name, { session: s.session_id }), s.session_id),
-    s.agents.join(", "), String(s.entry_count), String(s.handoff_count), when(s.latest_ts),
-    s.latest_handoff_summary || "",
-  ]);
-  return section("Project " + name,
-    h("p", {}, link(route("/start", name), "What the next session start injects for " + name)),
-    h("h2", {}, "Sessions"),
-    rows.length ? table("Sessions, most recently active first (latest handoff not marked wrong)",
-      ["Session", "Agents", "Entries", "Handoffs", "Last activity", "Latest handoff"], rows) : h("p", {}, "No sessions."),
-    activity ? h("h2", {}, "Captured activity of session " + session + ", oldest first") : null,
-    activity ? (activity.turns.length ? activity.turns.map(turnCard)
-      : h("p", {}, "No captured turns (capture runs in the clients' hooks).")) : null,
-    h("h2", {}, session ? "Timeline of session " + session : "Timeline, newest first"),
-    session ? h("p", {}, link(route("/project", name), "Show every session")) : null,
-    first.entries.length ? timeline : h("p", {}, "No entries."), more);
 }
 
 // -- the next session start ------------------------------------------------------------------
@@ -127,7 +36,7 @@ async function startPage(project, query) {
   const chosen = project || overview.default_project;
   const session = query.get("session") || "";
   const [data, sessions] = await Promise.all([
-    get("start", { project: chosen, session }), get("sessions", { project: chosen }),
+    get("start", { project: chosen, session }), get("sessions", { project: chosen, limit: 200 }),
   ]);
   const projectSelect = h("select", {}, [...new Set([overview.default_project, ...overview.projects.map((p) => p.name)])]
     .map((name) => h("option", { value: name, selected: name === chosen }, name)));
@@ -151,76 +60,38 @@ async function startPage(project, query) {
     h("details", {}, h("summary", {}, "The hook's exact output (JSON on stdout)"), pre(data.output || "(empty)")));
 }
 
-// -- search ----------------------------------------------------------------------------------
-
-function why(matched) {
-  const parts = Object.entries(matched || {}).map(([name, terms]) => terms.join(", ") + " in " + name);
-  return parts.length ? "matched " + parts.join("; ") : "matched";
-}
-
-async function searchPage(_, query) {
-  const text = query.get("q") || "";
-  const input = h("input", { type: "search", value: text, placeholder: "words, names, files, decisions" });
-  const kind = h("select", {}, KINDS.map((k) => h("option", { value: k, selected: k === (query.get("kind") || "") },
-    k || "every kind")));
-  const project = h("input", { type: "text", value: query.get("project") || "", placeholder: "every project" });
-  const form = h("form", { class: "filters", role: "search" }, field("Search", input), field("Kind", kind),
-    field("Project", project), h("button", { type: "submit" }, "Search"));
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    location.hash = route("/search", null, { q: input.value, kind: kind.value, project: project.value });
-  });
-  const page = section("Search", h("p", {}, "Ranked as get_context ranks (BM25 over every kind, newer a little first)."),
-    form);
-  if (!text) return page;
-  const data = await get("search", { q: text, kind: query.get("kind"), project: query.get("project") });
-  const list = h("ol", { class: "results" }, data.results.map((r) => h("li", {},
-    h("h3", {}, r.kind + ": ", r.kind === "node" ? link(route("/graph", null, { node: r.id }), r.title || r.id)
-      : (r.title || r.id)),
-    r.excerpt && r.excerpt !== r.title ? h("p", { class: "excerpt" }, r.excerpt) : null,
-    meta("id " + r.id, r.project ? "project " + r.project : "", "agent " + (r.agent || "unknown"),
-      "machine " + (r.writer || "unknown"), when(r.time), "score " + r.score),
-    h("p", { class: "why" }, why(r.matched)))));
-  add(page, h("h2", {}, data.count + (data.count === 1 ? " result" : " results")), list);
-  return page;
-}
-
-// -- context records ---------------------------------------------------------------------------
-
-async function recordsPage(key, query) {
-  const prefix = query.get("prefix") || "";
-  const limit = Number(query.get("limit") || 50);
-  const data = await get("records", { prefix, limit });
-  const input = h("input", { type: "text", value: prefix, placeholder: "pr:, machine:, ..." });
-  const form = h("form", { class: "filters" }, field("Key prefix", input), h("button", { type: "submit" }, "Filter"));
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    location.hash = route("/records", null, { prefix: input.value });
-  });
-  const rows = data.records.map((r) => [link(route("/records", r.key, { prefix, project: r.project }), r.key),
-    r.project, r.category, r.label || "", r.pinned ? "pinned" : "", r.agent || "", when(r.updated_at)]);
-  const page = section("Context records", form,
-    table("Keyed context records, newest first", ["Key", "Project", "Category", "Label", "Pinned", "Agent", "Updated"],
-      rows));
-  if (data.count >= limit) {
-    add(page, link(route("/records", null, { prefix, limit: String(limit + 50) }), "Show more records"));
-  }
-  if (key) add(page, await recordDetail(key, query.get("project")));
-  return page;
-}
-
-async function recordDetail(key, project) {
-  const r = await get("record", { key, project });
-  const act = (action) => async () => { await post("record", { key, project: r.project, action }); rerender(); };
-  return h("section", { class: "detail", "aria-label": "Record" }, h("h2", {}, r.key),
-    meta("project " + r.project, "category " + r.category, "agent " + (r.agent || "unknown"),
-      "machine " + r.source, "updated " + when(r.updated_at), r.expires_at ? "expires " + when(r.expires_at) : ""),
-    pre(JSON.stringify(r.value, null, 2), { class: "text" }),
-    h("div", { class: "actions" }, button(r.pinned ? "Unpin" : "Pin", act(r.pinned ? "unpin" : "pin")),
-      button("Forget (delete)", act("forget"), { class: "danger" })));
-}
-
 // -- health -------------------------------------------------------------------------------
+
+function mb(bytes) {
+  if (bytes === null || bytes === undefined) return "?";
+  if (bytes < 1e6) return Math.ceil(bytes / 1e3).toLocaleString("en") + " KB";
+  return (bytes / 1e6).toLocaleString("en", { maximumFractionDigits: 1 }) + " MB";
+}
+
+function tableRows(t) {
+  if (!t) return [["State", "unknown"]];
+  return [["State", t.current ? "up to date" : "behind the logs (the next read brings them up to date)"],
+    ["Formats", Object.entries(t.formats || {}).map(([name, version]) => name + " v" + version).join(", ")],
+    ["Size on disk", mb(t.bytes)], ["File", t.file || ""], ["To rebuild", t.rebuild || ""]];
+}
+
+function indexRows(d) {
+  const index = d.derived || {};
+  const state = d.indexing ? "being built now"
+    : index.current ? "up to date" : index.version_matches ? mb(index.log_bytes_behind) + " of the logs not in it yet (the next search adds them)"
+      : "not built yet on this machine (the first search builds it)";
+  return [["State", state], ["Documents", index.documents === null || index.documents === undefined ? "?" : String(index.documents)],
+    ["Size on disk", mb(index.bytes)], ["Last updated", when(index.updated) || "never"], ["Folder", index.folder || ""],
+    ["To rebuild", index.rebuild || ""]];
+}
+
+function captureTable(rows) {
+  if (!Array.isArray(rows) || !rows.length) return h("p", { id: "capture-state" }, "Nothing captured on this machine yet.");
+  return table("Capture on this machine, per client (from each transcript's capture state)", ["Client", "Transcripts",
+    "Turns stored", "Lines skipped (too long)", "Unreadable lines", "Last error"], rows.map((r) => [r.client,
+    String(r.transcripts), String(r.turns), String(r.skipped), String(r.bad),
+    r.last_error ? when(r.last_error_at) + ": " + r.last_error : "none"]), { id: "capture-state" });
+}
 
 async function healthPage() {
   const d = await get("health");
@@ -233,11 +104,18 @@ async function healthPage() {
     ["Active session", d.active_session || "(none)"]]),
     h("h2", {}, "Problems"),
     d.problems.length ? h("ul", { class: "problems" }, d.problems.map((p) => h("li", {}, p))) : h("p", {}, "None."),
+    h("h2", {}, "Search index (machine-local, rebuilt from the logs)"),
+    d.indexing ? indexProgress(d.indexing) : null,
+    table("The search index", ["", ""], indexRows(d), { id: "index-state" }),
+    h("h2", {}, "Views on disk (machine-local tables, rebuilt from the logs)"),
+    table("The derived tables", ["", ""], tableRows(d.tables), { id: "tables-state" }),
+    h("h2", {}, "Capture (each agent turn, from the clients' own transcripts)"),
+    captureTable(d.capture),
     table("Logs", ["File", "Writer", "Events", "Bad lines", ""], logs));
 }
 
 export const pages = {
-  projects: projectsPage, project: projectPage, start: startPage, search: searchPage, graph: graphPage,
+  projects: projectsPage, project: projectPage, feed: feedPage, start: startPage, search: searchPage, graph: graphPage,
   records: recordsPage, threads: threadsPage, thread: threadPage, conversations: conversationsPage,
   conversation: conversationPage, health: healthPage,
 };

@@ -1,0 +1,116 @@
+"""The activity feed: what happened across every project, agent and machine, newest first, page by page.
+
+Served from the derived tables (`feed/table.py`, kept by `core/tables.py`): a page is one indexed
+query, so it answers in milliseconds whatever the store's size, and a process reads only its page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contextflow.core import checks
+from contextflow.core.clock import MAX_HLC, stamp_from_ms, stamp_iso
+from contextflow.core.errors import InputError
+from contextflow.core.tables import db_stamp, stamp_of
+from contextflow.core.timeutil import iso_ms
+from contextflow.feed.fields import MAX_LIMIT
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+
+_COLUMNS = "id, hlc, w, seq, project, agent, kind, session_id, text"
+_FILTERS = {"project": "project", "agent": "agent", "machine": "w", "kind": "kind", "session_id": "session_id"}
+
+
+@dataclass(frozen=True, slots=True)
+class FeedItem:
+    id: str  # the event's id (pass it as `before` for the next page)
+    at: str  # ISO-8601 UTC
+    project: str
+    agent: str | None
+    machine: str  # the writer that appended it
+    kind: str  # the event kind: note, handoff, capture.turn, graph.node, context.set, timeline.*, conversation.save
+    session_id: str | None
+    text: str  # cleaned, on one line, at most feed.table.TEXT_CHARS characters
+
+
+def _position(app: App, before: str) -> tuple[int, str, int]:
+    """The order key a page ends at: a feed item's id, or an ISO time (items strictly older)."""
+    found = app.tables().query("SELECT hlc, w, seq FROM feed WHERE id = ?", (before,))
+    if found:
+        hlc, writer, seq = found[0]
+        return int(hlc), str(writer), int(seq)  # (as stored)
+    when = iso_ms(before)
+    if when is None:
+        raise InputError(
+            f"before must be the id of a feed item (the last one of the page before) or an ISO time such as "
+            f"2026-05-01T12:00:00Z; {before[:80]!r} is neither"
+        )
+    return db_stamp(min(stamp_from_ms(max(when, 0)), MAX_HLC)), "", -1
+
+
+def _text(value: Any, name: str) -> str | None:
+    return checks.text(value, name, max_chars=200) if value is not None else None
+
+
+def recent(
+    app: App,
+    *,
+    project: str | None = None,
+    agent: str | None = None,
+    machine: str | None = None,
+    kind: str | None = None,
+    session_id: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+) -> list[FeedItem]:
+    """The newest feed items matching every filter given, older than `before` when given."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit must be a whole number from 1 to {MAX_LIMIT}; got {limit!r}")
+    given = {"project": project, "agent": agent, "machine": machine, "kind": kind, "session_id": session_id}
+    where: list[str] = []
+    params: list[Any] = []
+    for name, value in given.items():
+        text = _text(value, name)
+        if text:
+            where.append(f"{_FILTERS[name]} = ?")
+            params.append(text)
+    allowed = readable_projects(app)
+    if allowed is not None:
+        where.append(f"project IN ({', '.join('?' * len(allowed))})" if allowed else "0")
+        params += sorted(allowed)
+    if before is not None:
+        cursor = _text(before, "before")
+        if cursor:
+            where.append("(hlc, w, seq) < (?, ?, ?)")
+            params += _position(app, cursor)
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    found = app.tables().query(
+        f"SELECT {_COLUMNS} FROM feed {clause}ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?", (*params, limit)
+    )
+    return [
+        FeedItem(row[0], stamp_iso(stamp_of(row[1])), row[4], row[5], row[2], row[6], row[7], row[8]) for row in found
+    ]
+
+
+def facets(app: App) -> dict[str, list[str]]:
+    """The distinct projects, agents, machines and kinds of the feed (for its filters), sorted."""
+    found: dict[str, list[str]] = {"project": [], "agent": [], "machine": [], "kind": []}
+    allowed = readable_projects(app)
+    for facet, value in app.tables().query("SELECT facet, value FROM feed_facets ORDER BY facet, value"):
+        if facet in found and (facet != "project" or allowed is None or value in allowed):
+            found[facet].append(value)
+    return {
+        "projects": found["project"],
+        "agents": found["agent"],
+        "machines": found["machine"],
+        "kinds": found["kind"],
+    }
+
+
+def readable_projects(app: App) -> frozenset[str] | None:
+    """The projects this app may read (an HTTP grant's), or None for all of them."""
+    grant = getattr(app.store, "grant", None)
+    read = getattr(grant, "read", None)
+    return frozenset(read) if read is not None else None

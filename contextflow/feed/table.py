@@ -1,0 +1,132 @@
+"""The feed's derived tables: one row per event a person cares about, and the distinct values to filter on.
+
+A pure fold (`rows`): an event gives its feed row (cleaned, bounded text) and its facet rows; the
+store, the order and "newest first" are `core/tables.py`'s and the queries' (`feed/core.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from contextflow.core.events import Event
+from contextflow.core.formats import Format
+from contextflow.core.project import project_of
+from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.core.text import clip
+
+TEXT_CHARS = 280  # a feed line's text, at most
+NAME_CHARS = 100  # an agent's name or a session id, at most
+FACETS = ("project", "agent", "machine", "kind")
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS feed(
+    id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT NOT NULL, dedupe TEXT UNIQUE)""",
+    "CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_project ON feed(project, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc, w, seq)",
+    """CREATE TABLE IF NOT EXISTS feed_facets(
+    facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID""",
+)
+
+# a turn captured twice (two machines, a transcript read again) is listed once: its earliest event
+INSERTS = {
+    "feed": "INSERT INTO feed(id, hlc, w, seq, kind, project, agent, session_id, text, dedupe) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(dedupe) DO UPDATE SET id = excluded.id, hlc = excluded.hlc, w = excluded.w, seq = excluded.seq, "
+    "project = excluded.project, agent = excluded.agent, session_id = excluded.session_id, text = excluded.text "
+    "WHERE (excluded.hlc, excluded.w, excluded.seq) < (hlc, w, seq) "
+    "ON CONFLICT DO NOTHING",
+    "feed_facets": "INSERT OR IGNORE INTO feed_facets(facet, value) VALUES (?, ?)",
+}
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return ""
+
+
+def _joined(*parts: Any) -> str:
+    return " - ".join(text for text in (_str(part).strip() for part in parts) if text)
+
+
+def _turn(data: dict[str, Any]) -> str:
+    found = data.get("turn")
+    turn: dict[str, Any] = found if isinstance(found, dict) else {}
+    request, final = _str(turn.get("request")).strip(), _str(turn.get("final")).strip()
+    return f"{request} -> {final}" if request and final else request or final
+
+
+def _node(data: dict[str, Any]) -> str:
+    kind = _str(data.get("type")).strip()
+    body = _str(data.get("summary")).strip() or _str(data.get("content")).strip()
+    return f"[{kind}] {body}" if kind else body
+
+
+# the kinds a person follows, and the text each shows
+TEXTS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "note": lambda d: _str(d.get("text")),
+    "handoff": lambda d: _joined(d.get("task"), d.get("summary")),
+    "capture.turn": _turn,
+    "graph.node": _node,
+    "context.set": lambda d: f"{_str(d.get('key'))}: {_str(d.get('value'))}",
+    "timeline.thread": lambda d: _joined(d.get("name"), d.get("description")),
+    "timeline.thought": lambda d: _joined(d.get("thought_type"), d.get("content")),
+    "conversation.save": lambda d: _joined(d.get("topic"), d.get("summary")),
+}
+KINDS = tuple(TEXTS)
+
+
+def _name(value: Any) -> str | None:
+    return _clipped(value) if isinstance(value, str) and value.strip() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _clipped(name: str) -> str | None:
+    """A name as the feed shows it (names repeat: each is cleaned once)."""
+    return clip(name, NAME_CHARS) or None
+
+
+def rows(event: Event) -> Iterator[Row]:
+    text_of = TEXTS.get(event.kind)
+    if text_of is None:
+        return
+    data = event.data
+    project = _clipped(project_of(event)) or ""
+    agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
+    turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
+    dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None
+    text = clip(text_of(data), TEXT_CHARS)
+    yield (
+        "feed",
+        (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, agent, session_id, text, dedupe),
+    )
+    for facet, value in zip(FACETS, (project, agent, event.writer, event.kind), strict=True):
+        if value:
+            yield "feed_facets", (facet, value)
+
+
+TABLES = TableSet(
+    Format(
+        "feed",
+        1,
+        ("contextflow.feed.table", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
+    ),
+    SCHEMA,
+    INSERTS,
+    rows,
+    ("feed",),
+)

@@ -1,0 +1,105 @@
+"""Views folded from their own events, kept on disk: a process that reads the timeline, the graph,
+the records, the conversations or the capture activity folds that view from its kinds' events in the derived tables
+(`view_events`), never from the whole logs, and catches up on the rows added since.
+
+The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
+the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
+ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from weakref import WeakKeyDictionary
+
+import orjson
+
+from contextflow.core.events import Event
+from contextflow.core.fields import conform
+from contextflow.core.formats import Format
+from contextflow.core.tables import Row, TableSet, db_stamp, stamp_of
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+    from contextflow.core.fold import Folds
+    from contextflow.core.store import Store
+
+S = TypeVar("S")
+
+# each view served this way and the kinds it folds (its events' kinds start with one of these)
+KINDS = {
+    "timeline": "timeline.",
+    "graph": "graph.",
+    "records": "context.",
+    "conversations": "conversation.",
+    "activity": "capture.",
+}
+
+SCHEMA = (
+    """CREATE TABLE view_events(
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, view TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL,
+    seq INTEGER NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL)""",
+    "CREATE INDEX view_events_by_view ON view_events(view, n)",
+)
+INSERTS = {
+    "view_events": "INSERT OR IGNORE INTO view_events(id, view, hlc, w, seq, kind, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+}
+
+
+def rows(event: Event) -> Iterator[Row]:
+    for view, prefix in KINDS.items():
+        if event.kind.startswith(prefix):
+            data = orjson.dumps(event.data)
+            yield "view_events", (event.id, view, db_stamp(event.hlc), event.writer, event.seq, event.kind, data)
+
+
+TABLES = TableSet(Format("view-events", 2, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",))
+
+
+class _Folded:
+    def __init__(self, state: Any, built: Any, bounds: Any) -> None:
+        self.state, self.built, self.bounds, self.last = state, built, bounds, 0
+
+
+_FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
+_APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
+
+
+def view(app: App, kind: type[Folds[S]] | str) -> S:
+    """The current state of a view (its class, typed, or its name), folded from its events on disk when
+    it can be."""
+    from contextflow.sessions.stored import disk
+
+    name = kind if isinstance(kind, str) else kind.name
+
+    if name not in KINDS or not disk(app):
+        return cast(S, app.store.view(name))
+    with _APPLYING:
+        return cast(S, _folded(app, name))
+
+
+def _folded(app: App, name: str) -> Any:
+    from contextflow.core.fold import LazyView
+    from contextflow.features import view_paths
+
+    tables = app.tables()
+    tables.update()
+    built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
+    bounds = tables.query("SELECT count(*) FROM bounds")
+    folded = _FOLDED.setdefault(app.store, {}).get(name)
+    shape = LazyView(name, view_paths()[name])
+    if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one
+        folded = _FOLDED[app.store][name] = _Folded(shape.initial(), built, bounds)
+    found = tables.query(
+        "SELECT n, id, hlc, w, seq, kind, data FROM view_events WHERE view = ? AND n > ? ORDER BY n",
+        (name, folded.last),
+        wait=0,
+    )
+    schema = app.store.fields
+    for rowid, event_id, hlc, writer, seq, kind, blob in found:
+        data, _ = conform(schema, kind, orjson.loads(blob))  # a file like any other: checked as read
+        shape.apply(folded.state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
+        folded.last = rowid
+    return folded.state

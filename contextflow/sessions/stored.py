@@ -1,0 +1,191 @@
+"""Sessions read from the derived tables on disk (`sessions/table.py`): each call reads only what it
+shows (a latest handoff, a page of entries, a few summaries), whatever the store's size.
+
+`sessions/core.py` chooses these over the in-memory view (`disk`); both say the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.core.clock import stamp_from_ms, stamp_iso
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.fields import conform
+from contextflow.core.tables import db_stamp, stamp_of
+from contextflow.core.timeutil import iso_ms
+from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+    from contextflow.sessions.core import EntryFilter
+
+_ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.data"
+_NOT_WRONG = (
+    "NOT EXISTS (SELECT 1 FROM sessions_marks m WHERE m.project = e.project AND m.session_id = e.session_id "
+    "AND m.handoff = e.id)"
+)
+_NEWEST_FIRST = "ORDER BY e.hlc DESC, e.w DESC, e.seq DESC"
+
+
+def disk(app: App) -> bool:
+    """Whether this app reads sessions from the derived tables: a store that shares this machine's
+    state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs yet)."""
+    if not app.store.shares_state or app.store.batching:
+        return False
+    tables = app.tables()
+    return not tables.oversized() and tables.usable()
+
+
+def _event(app: App, row: Sequence[Any]) -> Event:
+    event_id, hlc, writer, seq, kind, blob = row[:6]
+    data, _ = conform(app.store.fields, kind, orjson.loads(blob))  # a file like any other: checked as read
+    return Event(event_id, writer, seq, stamp_of(hlc), kind, data)
+
+
+def _key(app: App, event_id: str) -> tuple[int, str, int] | None:
+    found = app.tables().query("SELECT hlc, w, seq FROM sessions_entries WHERE id = ?", (event_id,))
+    return (int(found[0][0]), str(found[0][1]), int(found[0][2])) if found else None
+
+
+def _where(app: App, where: EntryFilter) -> tuple[list[str], list[Any]] | None:
+    """The SQL conditions of `where` (None: nothing can match, its `before` entry is unknown)."""
+    clauses: list[str] = ["e.project = ?"]
+    params: list[Any] = [where.project]
+    if where.session_id == NO_SESSION:
+        clauses.append("e.session_id = ''")
+    elif where.session_id:
+        clauses.append("e.session_id = ?")
+        params.append(where.session_id)
+    if where.agent:
+        clauses.append("e.agent = ?")
+        params.append(where.agent)
+    if where.kind:
+        clauses.append("e.kind = ?")
+        params.append(where.kind)
+    if where.since and (since := iso_ms(where.since)) is not None:
+        clauses.append("e.hlc >= ?")
+        params.append(db_stamp(stamp_from_ms(max(since, 0))))
+    if where.before:
+        key = _key(app, where.before)
+        if key is None:
+            return None
+        clauses.append("(e.hlc, e.w, e.seq) < (?, ?, ?)")
+        params += key
+    if where.skip:
+        clauses.append(f"e.id NOT IN ({', '.join('?' * len(where.skip))})")
+        params += sorted(where.skip)
+    return clauses, params
+
+
+def entries(app: App, where: EntryFilter, count: int | None, *, superseded: bool = False) -> list[Event]:
+    """Up to `count` newest entries matching `where` (older than `where.before`), oldest first; an
+    automatic handoff a newer one of its session replaced is left out unless `superseded`."""
+    found = _where(app, where)
+    if found is None:
+        return []
+    clauses, params = found
+    if not superseded:
+        clauses.append("e.superseded = 0")
+    sql = f"SELECT {_ENTRY} FROM sessions_entries e WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT ?"
+    return [_event(app, row) for row in reversed(app.tables().query(sql, (*params, -1 if count is None else count)))]
+
+
+def entry(app: App, event_id: str) -> Event | None:
+    """The note or handoff with this id."""
+    rows = app.tables().query(f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?", (event_id,))
+    return _event(app, rows[0]) if rows else None
+
+
+def latest_handoff(app: App, where: EntryFilter) -> Event | None:
+    """The newest handoff matching `where` that no note marked wrong (superseded ones included: the
+    current automatic handoff may be the one marked)."""
+    found = _where(app, where)
+    if found is None:
+        return None
+    clauses, params = found
+    clauses += ["e.kind = 'handoff'", _NOT_WRONG]
+    sql = f"SELECT {_ENTRY} FROM sessions_entries e WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT 1"
+    rows = app.tables().query(sql, params)
+    return _event(app, rows[0]) if rows else None
+
+
+_SUMMARY = "session_id, entries, notes, handoffs, hlc, w, seq, last_kind, task, task_hlc, task_w, task_seq"
+
+
+def summaries(app: App, project: str, limit: int | None = None, session_id: str | None = None) -> list[SessionSummary]:
+    """Session summaries of a project, most recent first (or the one of `session_id`)."""
+    where, params = "project = ?", [project]
+    if session_id is not None:
+        where += " AND session_id = ?"
+        params.append(session_id)
+    sql = f"SELECT {_SUMMARY} FROM sessions WHERE {where} ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
+    tables = app.tables()
+    rows = tables.query(
+        sql + (" LIMIT ?" if limit is not None else ""), (*params, limit) if limit is not None else params
+    )
+    found = []
+    for row in rows:
+        sid, count, notes, handoffs, hlc, writer, seq, last_kind, task, task_hlc, task_w, task_seq = row
+        latest: OrderKey = (stamp_of(hlc), writer, seq)
+        summary = SessionSummary(sid, project, count, notes, handoffs, latest, stamp_iso(latest[0]), last_kind)
+        if task is not None:
+            summary.task, summary.task_key = task, (stamp_of(task_hlc), task_w, task_seq)
+        agents = tables.query("SELECT agent FROM sessions_agents WHERE project = ? AND session_id = ?", (project, sid))
+        summary.agents = {agent for (agent,) in agents}
+        handoff = tables.query(
+            "SELECT e.hlc, e.w, e.seq, e.summary FROM sessions_entries e WHERE e.project = ? AND e.session_id = ? "
+            f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1",
+            (project, sid),
+        )
+        if handoff:
+            summary.handoff_key = (stamp_of(handoff[0][0]), handoff[0][1], handoff[0][2])
+            summary.latest_handoff_summary = str(handoff[0][3]).strip()
+        found.append(summary)
+    return found
+
+
+def superseded(app: App, ids: Sequence[str]) -> set[str]:
+    """Those of `ids` that are automatic handoffs a newer one of their session replaced."""
+    marks = ", ".join("?" * len(ids))
+    sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1"
+    return {event_id for (event_id,) in app.tables().query(sql, list(ids))}
+
+
+def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
+    """(name, entries, sessions, latest time, agents) of every project with entries, most recent first."""
+    tables = app.tables()
+    entries = tables.query("SELECT project, count(*), max(hlc) FROM sessions_entries GROUP BY project")
+    sessions = dict(tables.query("SELECT project, count(*) FROM sessions GROUP BY project"))
+    agents: dict[str, set[str]] = {}
+    for project, agent in tables.query("SELECT DISTINCT project, agent FROM sessions_agents"):
+        agents.setdefault(project, set()).add(agent)
+    found = [
+        (name, count, sessions.get(name, 0), stamp_iso(stamp_of(newest)), sorted(agents.get(name, ())))
+        for name, count, newest in entries
+    ]
+    return sorted(found, key=lambda p: (p[3], p[0]), reverse=True)
+
+
+def projects_holding(app: App, session_id: str) -> list[str]:
+    """The projects with entries in session `session_id`, most recently active first."""
+    sql = "SELECT project FROM sessions WHERE session_id = ? ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
+    return [project for (project,) in app.tables().query(sql, (session_id,))]
+
+
+def session_ids(app: App, project: str) -> list[str]:
+    """The ids of the project's sessions, most recent first."""
+    sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
+    return [sid for (sid,) in app.tables().query(sql, (project,))]
+
+
+def marks(app: App) -> Marks:
+    """Handoffs marked wrong, keyed by (project, session, handoff id)."""
+    found = app.tables().query("SELECT project, session_id, handoff, note FROM sessions_marks")
+    return {(project, sid, handoff): note for project, sid, handoff, note in found}
+
+
+def bad_lines(app: App) -> int:
+    return app.tables().bad_lines()

@@ -1,0 +1,139 @@
+"""The sessions' derived tables: every note and handoff, per-session summaries, marks and agents.
+
+`rows` is the pure fold (an entry gives its row, its agent, the mark it makes); the summaries and
+which automatic handoffs are superseded are kept by triggers, so they follow from the set of rows
+whatever the order they arrive in (a clock bound that lowers an entry recomputes its session).
+Queries are in `sessions/stored.py`; the in-memory view (`sessions/view.py`) says the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from contextflow.core.events import Event
+from contextflow.core.formats import Format
+from contextflow.core.project import project_of
+from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.sessions.view import ENTRY_KINDS, marked_wrong, session_of
+
+_KEY_NEWER = "(excluded.hlc, excluded.w, excluded.seq) > (hlc, w, seq)"
+_TASK_NEWER = (
+    "excluded.task IS NOT NULL AND "
+    "(task_hlc IS NULL OR (excluded.hlc, excluded.w, excluded.seq) > (task_hlc, task_w, task_seq))"
+)
+_SAME_SESSION = "project = new.project AND session_id = new.session_id"
+_NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC LIMIT 1"
+
+SCHEMA = (
+    """CREATE TABLE sessions_entries(
+    id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+    project TEXT NOT NULL, session_id TEXT NOT NULL, agent TEXT, task TEXT, auto INTEGER NOT NULL,
+    summary TEXT, data BLOB NOT NULL, superseded INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE INDEX sessions_by_project ON sessions_entries(project, hlc, w, seq)",
+    "CREATE INDEX sessions_by_session ON sessions_entries(project, session_id, hlc, w, seq)",
+    "CREATE INDEX sessions_handoffs ON sessions_entries(project, hlc, w, seq) WHERE kind = 'handoff'",
+    "CREATE INDEX sessions_session_handoffs ON sessions_entries(project, session_id, hlc, w, seq) "
+    "WHERE kind = 'handoff'",
+    "CREATE INDEX sessions_autos ON sessions_entries(project, session_id, hlc, w, seq) "
+    "WHERE kind = 'handoff' AND auto = 1",
+    "CREATE INDEX sessions_current_autos ON sessions_entries(project, session_id, hlc, w, seq) "
+    "WHERE kind = 'handoff' AND auto = 1 AND superseded = 0",
+    """CREATE TABLE sessions(
+    project TEXT NOT NULL, session_id TEXT NOT NULL, entries INTEGER NOT NULL, notes INTEGER NOT NULL,
+    handoffs INTEGER NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, last_kind TEXT NOT NULL,
+    task TEXT, task_hlc INTEGER, task_w TEXT, task_seq INTEGER, PRIMARY KEY(project, session_id)) WITHOUT ROWID""",
+    "CREATE INDEX sessions_recent ON sessions(project, hlc, w, seq, session_id)",
+    """CREATE TABLE sessions_agents(
+    project TEXT NOT NULL, session_id TEXT NOT NULL, agent TEXT NOT NULL,
+    PRIMARY KEY(project, session_id, agent)) WITHOUT ROWID""",
+    """CREATE TABLE sessions_marks(
+    project TEXT NOT NULL, session_id TEXT NOT NULL, handoff TEXT NOT NULL, note TEXT NOT NULL,
+    PRIMARY KEY(project, session_id, handoff)) WITHOUT ROWID""",
+    # a session's summary: counts, its newest entry, its newest task (by order key, whatever the arrival order)
+    f"""CREATE TRIGGER sessions_add AFTER INSERT ON sessions_entries WHEN new.session_id != '' BEGIN
+    INSERT INTO sessions(project, session_id, entries, notes, handoffs, hlc, w, seq, last_kind, task, task_hlc, task_w,
+        task_seq)
+    VALUES (new.project, new.session_id, 1, new.kind = 'note', new.kind = 'handoff', new.hlc, new.w, new.seq, new.kind,
+        new.task, iif(new.task IS NULL, NULL, new.hlc), iif(new.task IS NULL, NULL, new.w),
+        iif(new.task IS NULL, NULL, new.seq))
+    ON CONFLICT(project, session_id) DO UPDATE SET
+        entries = entries + 1, notes = notes + excluded.notes, handoffs = handoffs + excluded.handoffs,
+        last_kind = iif({_KEY_NEWER}, excluded.last_kind, last_kind),
+        task = iif({_TASK_NEWER}, excluded.task, task),
+        task_w = iif({_TASK_NEWER}, excluded.w, task_w),
+        task_seq = iif({_TASK_NEWER}, excluded.seq, task_seq),
+        task_hlc = iif({_TASK_NEWER}, excluded.hlc, task_hlc),
+        w = iif({_KEY_NEWER}, excluded.w, w),
+        seq = iif({_KEY_NEWER}, excluded.seq, seq),
+        hlc = iif({_KEY_NEWER}, excluded.hlc, hlc);
+    END""",
+    # one automatic handoff per session is current: the newest
+    f"""CREATE TRIGGER sessions_supersede AFTER INSERT ON sessions_entries
+    WHEN new.kind = 'handoff' AND new.auto = 1 BEGIN
+    UPDATE sessions_entries SET superseded = 1 WHERE {_SAME_SESSION} AND kind = 'handoff' AND auto = 1
+        AND superseded = 0 AND (hlc, w, seq) < (new.hlc, new.w, new.seq);
+    UPDATE sessions_entries SET superseded = 1 WHERE id = new.id AND EXISTS (SELECT 1 FROM sessions_entries e
+        WHERE e.project = new.project AND e.session_id = new.session_id AND e.kind = 'handoff' AND e.auto = 1
+        AND (e.hlc, e.w, e.seq) > (new.hlc, new.w, new.seq));
+    END""",
+    # a clock bound lowered an entry: its session's newest entry, task and current automatic handoff again
+    f"""CREATE TRIGGER sessions_rekey AFTER UPDATE OF hlc ON sessions_entries BEGIN
+    UPDATE sessions SET (hlc, w, seq, last_kind) = (SELECT hlc, w, seq, kind FROM sessions_entries e
+        WHERE e.project = new.project AND e.session_id = new.session_id {_NEWEST})
+        WHERE {_SAME_SESSION};
+    UPDATE sessions SET (task, task_hlc, task_w, task_seq) = (SELECT task, hlc, w, seq FROM sessions_entries e
+        WHERE e.project = new.project AND e.session_id = new.session_id AND e.task IS NOT NULL {_NEWEST})
+        WHERE {_SAME_SESSION};
+    UPDATE sessions_entries SET superseded = EXISTS (SELECT 1 FROM sessions_entries e
+        WHERE e.project = sessions_entries.project AND e.session_id = sessions_entries.session_id
+        AND e.kind = 'handoff' AND e.auto = 1
+        AND (e.hlc, e.w, e.seq) > (sessions_entries.hlc, sessions_entries.w, sessions_entries.seq))
+        WHERE {_SAME_SESSION} AND kind = 'handoff' AND auto = 1;
+    END""",
+)
+
+INSERTS = {
+    "sessions_entries": "INSERT OR IGNORE INTO sessions_entries(id, hlc, w, seq, kind, project, session_id, "
+    "agent, task, auto, summary, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "sessions_agents": "INSERT OR IGNORE INTO sessions_agents(project, session_id, agent) VALUES (?, ?, ?)",
+    # the same mark whatever the order: the smallest note id names it
+    "sessions_marks": "INSERT INTO sessions_marks(project, session_id, handoff, note) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT DO UPDATE SET note = excluded.note WHERE excluded.note < note",
+}
+
+
+def _stripped(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def rows(event: Event) -> Iterator[Row]:
+    if event.kind not in ENTRY_KINDS:
+        return
+    data = event.data
+    project, session_id = project_of(event), session_of(event)
+    agent = data.get("agent") if isinstance(data.get("agent"), str) else None
+    summary = data.get("summary") if event.kind == "handoff" and isinstance(data.get("summary"), str) else None
+    auto = int(event.kind == "handoff" and data.get("auto") is True)
+    extra = (_stripped(data.get("task")), auto, summary, orjson.dumps(data))
+    yield (
+        "sessions_entries",
+        (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, session_id, agent, *extra),
+    )
+    if session_id and (name := _stripped(agent)):
+        yield "sessions_agents", (project, session_id, name)
+    handoff = marked_wrong(event)
+    if session_id and handoff is not None:
+        yield "sessions_marks", (project, session_id, handoff, event.id)
+
+
+TABLES = TableSet(
+    Format("sessions", 1, ("contextflow.sessions.table",)),
+    SCHEMA,
+    INSERTS,
+    rows,
+    ("sessions_entries",),
+    ("sessions_entries", "sessions", "sessions_agents", "sessions_marks"),
+)

@@ -1,0 +1,371 @@
+"""The activity feed and the derived tables under it (core/tables.py): newest first, filters, paging,
+incremental updates from the logs' new bytes, rebuilds on damage, version changes and rewritten logs."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from contextflow.app import App
+from contextflow.core.errors import InputError
+from contextflow.core.log import log_path
+from contextflow.core.tables import DB_FILE, tables_for
+from contextflow.features import all_tables
+from contextflow.feed import table as feed_table
+from contextflow.feed.core import FeedItem, facets, recent
+from tests.conftest import open_app
+
+
+def fill(app: App) -> None:
+    store = app.store
+    store.append("note", {"project": "web", "agent": "claude", "session_id": "s1", "text": "first note"})
+    store.append("handoff", {"project": "web", "agent": "claude", "session_id": "s1", "summary": "done with login"})
+    store.append("clock.tick", {"nothing": "a kind no person follows"})
+    store.append("graph.node", {"project": "api", "agent": "codex", "type": "decision", "content": "use sqlite"})
+    store.append("context.set", {"project": "api", "key": "db", "value": {"engine": "sqlite"}})
+    store.append(
+        "capture.turn",
+        {
+            "project": "web",
+            "agent": "claude",
+            "session_id": "s2",
+            "turn_id": "t1",
+            "turn": {"request": "fix", "final": "fixed"},
+        },
+    )
+
+
+def test_recent_lists_what_people_follow_newest_first(app: App) -> None:
+    fill(app)
+    items = recent(app)
+    assert [item.kind for item in items] == ["capture.turn", "context.set", "graph.node", "handoff", "note"]
+    assert items[0] == FeedItem(
+        items[0].id, items[0].at, "web", "claude", "writer-a", "capture.turn", "s2", "fix -> fixed"
+    )
+    assert items[1].text == 'db: {"engine":"sqlite"}'
+    assert items[2].text == "[decision] use sqlite"
+    assert items[0].at.endswith("Z") and items[0].at >= items[-1].at
+
+
+def test_filters_and_facets(app: App) -> None:
+    fill(app)
+    assert [i.kind for i in recent(app, project="api")] == ["context.set", "graph.node"]
+    assert [i.text for i in recent(app, agent="codex")] == ["[decision] use sqlite"]
+    assert [i.kind for i in recent(app, session_id="s1")] == ["handoff", "note"]
+    assert [i.kind for i in recent(app, kind="note", project="web")] == ["note"]
+    assert recent(app, machine="writer-b") == []
+    assert len(recent(app, machine="writer-a")) == 5
+    assert facets(app) == {
+        "projects": ["api", "web"],
+        "agents": ["claude", "codex"],
+        "machines": ["writer-a"],
+        "kinds": ["capture.turn", "context.set", "graph.node", "handoff", "note"],
+    }
+
+
+def test_paging_with_before(app: App) -> None:
+    for n in range(7):
+        app.store.append("note", {"project": "p", "text": f"note {n}"})
+    first = recent(app, limit=3)
+    second = recent(app, limit=3, before=first[-1].id)
+    third = recent(app, limit=3, before=second[-1].id)
+    assert [i.text for i in first + second + third] == [f"note {n}" for n in range(6, -1, -1)]
+    assert recent(app, before="1970-01-02T00:00:00Z") == []
+    assert len(recent(app, before="9999-01-01T00:00:00Z")) == 7
+
+
+def test_bad_arguments_say_what_to_pass(app: App) -> None:
+    fill(app)
+    with pytest.raises(InputError, match="limit must be a whole number from 1 to 500"):
+        recent(app, limit=0)
+    with pytest.raises(InputError, match="limit must be"):
+        recent(app, limit=True)
+    with pytest.raises(InputError, match="before must be the id of a feed item"):
+        recent(app, before="yesterday-ish")
+    with pytest.raises(InputError, match="project must be a string"):
+        recent(app, project=3)  # type: ignore[arg-type]
+    assert len(recent(app)) == 5  # nothing stored was touched
+
+
+def test_text_is_cleaned_and_bounded(app: App) -> None:
+    app.store.append("note", {"project": "p", "text": "\x1b[31mred\x1b[0m line\nnext <!-- x --> " + "w" * 2000})
+    (item,) = recent(app)
+    assert item.text.startswith("red line next < !-- x -- > ")
+    assert len(item.text) == feed_table.TEXT_CHARS and item.text.endswith("...")
+
+
+def test_a_turn_captured_twice_is_listed_once(app: App) -> None:
+    turn = {"project": "p", "session_id": "s", "turn_id": "same", "turn": {"request": "r"}}
+    first = app.store.append("capture.turn", turn)
+    other = open_app("writer-b")
+    try:
+        other.store.append("capture.turn", turn)
+        assert [i.id for i in recent(other)] == [first.id]
+        assert [i.id for i in recent(app)] == [first.id]
+    finally:
+        other.close()
+
+
+def test_another_process_appends_and_only_the_new_bytes_are_read(app: App) -> None:
+    fill(app)
+    assert len(recent(app)) == 5
+    tables = app.tables()
+    before = tables.caught_up
+    other = open_app("writer-b")
+    try:
+        other.store.append("note", {"project": "web", "agent": "gemini", "text": "from b"})
+        items = recent(app)
+        assert items[0].text == "from b" and items[0].machine == "writer-b"
+        assert tables.caught_up - before == 1  # only writer-b's one new line was read
+        assert "writer-b" in facets(app)["machines"]
+        assert recent(other)[0].text == "from b"
+        assert tables_for(other.store, all_tables).caught_up == 0  # the other process found it current
+    finally:
+        other.close()
+
+
+def rows(app: App) -> list[tuple[object, ...]]:
+    return app.tables().query("SELECT id, hlc, w, seq, kind, project, agent, session_id, text FROM feed ORDER BY id")
+
+
+def test_equal_to_a_fresh_rebuild(app: App, tmp_path: Path) -> None:
+    other = open_app("writer-b")
+    try:
+        for n in range(30):
+            (app if n % 3 else other).store.append("note", {"project": f"p{n % 4}", "text": f"n{n}"})
+            if n % 7 == 0:
+                recent(app)  # read in between: incremental
+        incremental = rows(app)
+    finally:
+        other.close()
+    app.tables().close()
+    db = tmp_path / "state"
+    for found in db.rglob(DB_FILE + "*"):
+        found.unlink()
+    assert rows(app) == incremental and len(incremental) == 30
+
+
+def test_a_damaged_database_is_rebuilt(app: App) -> None:
+    fill(app)
+    recent(app)
+    path = app.tables().path
+    app.tables().close()
+    path.write_bytes(b"this is not a database" * 100)
+    assert len(recent(app)) == 5
+
+
+def test_a_rewritten_log_rebuilds(app: App, store_dir: Path) -> None:
+    fill(app)
+    assert len(recent(app)) == 5
+    log = log_path(store_dir, "writer-a")
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:2]))  # as compaction would: the file no longer continues
+    assert [i.kind for i in recent(app)] == ["handoff", "note"]
+
+
+def test_a_version_change_rebuilds_only_that_format(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(app)
+    recent(app)
+    tables = app.tables()
+    tables.query("UPDATE feed SET text = 'stale'")  # what a format built by older code would hold
+    assert recent(app)[0].text == "stale"  # same version: kept
+    table_set = tables.sets["feed"]
+    bumped = replace(table_set, format=replace(table_set.format, version=table_set.format.version + 1))
+    monkeypatch.setitem(tables.sets, "feed", bumped)
+    assert recent(app)[0].text == "fix -> fixed"
+    assert tables.query("SELECT version FROM formats WHERE name = 'feed'") == [(table_set.format.version + 1,)]
+
+
+def test_a_clock_bound_lowers_an_event_whichever_is_read_first(app: App) -> None:
+    from contextflow.core.clock import stamp_from_ms
+    from contextflow.core.events import Event, encode
+
+    early = app.store.append("note", {"project": "p", "text": "early"})
+    future = Event(
+        "F" * 16, "writer-z", 1, stamp_from_ms(253_000_000_000_000), "note", {"project": "p", "text": "year 9987"}
+    )
+    bound = Event("B" * 16, "writer-z", 2, early.hlc + 10, "clock.bound", {"ids": [future.id]})
+    log = log_path(app.store.folder, "writer-z")
+    log.write_bytes(encode(future))
+    assert recent(app)[0].text == "year 9987"  # read before its bound
+    with log.open("ab") as handle:
+        handle.write(encode(bound))
+    later = app.store.append("note", {"project": "p", "text": "later"})
+    assert [i.text for i in recent(app)] == ["later", "year 9987", "early"]
+    assert later.hlc > early.hlc + 10
+
+
+def test_a_reader_does_not_wait_for_a_stuck_writer(app: App) -> None:
+    fill(app)
+    recent(app)
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process updating (or stuck)
+    try:
+        app.store.append("note", {"project": "web", "text": "new"})
+        done = threading.Event()
+        found: list[FeedItem] = []
+
+        def read() -> None:
+            found.extend(recent(app))
+            done.set()
+
+        worker = threading.Thread(target=read, daemon=True)
+        worker.start()
+        assert done.wait(30), "the read waited without end"
+        assert len(found) == 5  # answered from what is there
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert recent(app)[0].text == "new"
+
+
+def test_a_grant_sees_only_its_projects(app: App) -> None:
+    fill(app)
+
+    class Grant:
+        read = frozenset({"api"})
+
+    app.store.grant = Grant()  # type: ignore[attr-defined]
+    assert {i.project for i in recent(app)} == {"api"}
+    assert recent(app, project="web") == []
+    assert facets(app)["projects"] == ["api"]
+
+
+def test_an_upgrade_that_changes_no_format_keeps_the_snapshot_and_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.core import store
+
+    first = App.open()
+    fill(first)
+    recent(first)
+    first.store.view("records")
+    assert first.store.save_snapshot(force=True)
+    first.close()
+    # another release: other code, another version string, the same formats
+    monkeypatch.setattr(store, "__version__", "99.0")
+    monkeypatch.setattr(store, "code_fingerprint", lambda: "other code")
+    upgraded = App.open()
+    try:
+        assert len(recent(upgraded)) == 5
+        assert upgraded.tables().caught_up == 0  # nothing rebuilt
+        upgraded.store.view("records")
+        assert upgraded.store.from_snapshot
+    finally:
+        upgraded.close()
+
+
+def test_a_view_format_change_retires_the_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.records import FEATURE
+
+    first = App.open()
+    fill(first)
+    first.store.view("records")
+    assert first.store.save_snapshot(force=True)
+    first.close()
+    monkeypatch.setitem(FEATURE.versions, "records", 2)
+    changed = App.open()
+    try:
+        changed.store.view("records")
+        assert not changed.store.from_snapshot
+    finally:
+        changed.close()
+
+
+def test_while_another_process_makes_the_database_a_reader_answers_from_what_is_there(app: App) -> None:
+    fill(app)
+    path = app.tables().path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    builder = sqlite3.connect(path, isolation_level=None)
+    builder.execute("PRAGMA journal_mode=WAL")
+    builder.execute("BEGIN IMMEDIATE")  # a first build under way: nothing committed yet
+    try:
+        assert recent(app) == [] and facets(app)["kinds"] == []  # answered, nothing deleted or built twice
+        assert app.tables().caught_up == 0
+    finally:
+        builder.execute("ROLLBACK")
+        builder.close()
+    assert path.exists() and len(recent(app)) == 5
+
+
+def test_a_big_backlog_is_built_by_one_background_process_while_readers_answer(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from contextflow.core import tables as tables_module
+
+    fill(app)
+    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 100)  # as if the logs were big
+    told: list[str] = []
+    app.store.progress = told.append
+    first = recent(app)  # answered at once from what is built so far (nothing, or part of it)
+    assert len(first) <= 5 and told and "in the background" in told[0]
+    deadline = time.monotonic() + 60
+    while not app.tables().current():  # the background builder's work arrives
+        assert time.monotonic() < deadline, "the background build did not finish"
+        time.sleep(0.05)
+    assert len(recent(app)) == 5 and app.tables().caught_up == 0  # this process read nothing itself
+    assert app.tables().differing() == []
+
+
+# -- the `feed` command (the operations table's row the page calls too) ----------------------------
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from contextflow.adapters.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_feed_command_lists_newest_first_with_provenance(capsys: pytest.CaptureFixture[str]) -> None:
+    _cli(capsys, "note", "parser done", "--session", "s1", "--project", "web", "--agent", "codex")
+    _cli(capsys, "handoff", "tests pass", "--session", "s1", "--project", "web", "--agent", "codex")
+    code, out, _ = _cli(capsys, "feed", "--project", "web")
+    assert code == 0
+    assert out.index("> tests pass") < out.index("> parser done"), out
+    assert "agent=codex" in out and "session=s1" in out and "project=web" in out
+    code, out, _ = _cli(capsys, "feed", "--kind", "note", "--format", "json")
+    data = __import__("json").loads(out)
+    assert code == 0 and [item["text"] for item in data["items"]] == ["parser done"]
+    assert "web" in data["facets"]["projects"]
+
+
+def test_the_feed_command_pages_with_before(capsys: pytest.CaptureFixture[str]) -> None:
+    for n in range(3):
+        _cli(capsys, "note", f"note {n}", "--session", "s1", "--project", "web")
+    code, out, _ = _cli(capsys, "feed", "--limit", "2", "--kind", "note")
+    assert code == 0 and "Older: pass before=" in out
+    cursor = out.rsplit("before=", 1)[1].strip().rstrip(".")
+    code, out, _ = _cli(capsys, "feed", "--kind", "note", "--before", cursor)
+    assert code == 0 and "> note 0" in out and "> note 2" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("feed", "--limit", "0"), "--limit"),
+        (("feed", "--limit", "9999"), "--limit"),
+        (("feed", "--before", "not a time"), "ISO time"),
+    ],
+)
+def test_the_feed_command_refuses_bad_input_and_says_why(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], message: str
+) -> None:
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and message in err, err
+
+
+def test_an_empty_feed_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(capsys, "feed", "--agent", "nobody")
+    assert code == 0 and "nothing matches" in out
+
+
+def test_the_feed_command_refuses_an_unknown_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        _cli(capsys, "feed", "--bogus")
+    assert refused.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err

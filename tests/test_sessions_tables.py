@@ -1,0 +1,173 @@
+"""Sessions from the derived tables on disk answer exactly as the full in-memory view would."""
+
+import os
+import random
+
+import pytest
+
+from contextflow.app import App
+from contextflow.core.errors import NotFoundError
+from contextflow.sessions import core as sessions
+from contextflow.sessions import stored
+from contextflow.sessions.core import EntryFilter, SessionQuery
+from tests.conftest import open_app
+
+
+def fill(app, rng: random.Random, count: int) -> None:
+    for n in range(count):
+        session = rng.choice(["a", "b", "c", ""])
+        agent = rng.choice(["claude", "codex"])
+        project = rng.choice(["shared", "web"])
+        if rng.random() < 0.2:
+            sessions.write_handoff(app, agent=agent, summary=f"h{n}", session_id=session or None, project=project)
+        else:
+            sessions.append_note(app, agent=agent, text=f"n{n}", session_id=session or None, project=project)
+
+
+def answers(app) -> list:
+    found = []
+    for project in ("shared", "web", "none"):
+        for session in (None, "a", "b", "zzz"):
+            for agent in (None, "codex"):
+                for kind in (None, "handoff"):
+                    for limit in (1, 20, 200):
+                        where = EntryFilter(project, agent, session, kind)
+                        found.append([e.id for e in sessions.read_entries(app, where, limit)])
+            if session:
+                try:
+                    resume = sessions.resume_session(app, session_id=session, project=project)
+                except NotFoundError as exc:  # an unknown id: both must refuse it alike
+                    found.append(str(exc))
+                    continue
+                found.append(
+                    (
+                        [e.id for e in resume.entries],
+                        resume.latest_handoff.id if resume.latest_handoff else None,
+                        resume.summary.as_dict() if resume.summary else None,
+                    )
+                )
+        found.append([s.as_dict() for s in sessions.list_sessions(app, SessionQuery(project))])
+    found.append(sessions.list_projects(app))
+    return found
+
+
+def in_memory(writer: str) -> App:
+    """An app whose sessions come from the in-memory view (a store that shares no machine-local state)."""
+    return App.open({**os.environ, "CONTEXTFLOW_WRITER": writer}, use_snapshot=False)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("count", [5, 60, 450])
+def test_the_tables_answer_as_the_full_view(app, seed, count):
+    fill(app, random.Random(seed), count)
+    fresh = open_app("writer-a")
+    on_disk = answers(fresh)
+    assert not fresh.store.loaded  # nothing folded in memory
+    assert answers(in_memory("writer-a")) == on_disk
+
+
+def test_a_fresh_process_reads_recent_entries_without_loading_the_store(app):
+    for n in range(30):
+        sessions.append_note(app, agent="claude", text=f"n{n}", session_id="s")
+    sessions.write_handoff(app, agent="claude", summary="stop", session_id="s")
+    fresh = open_app("writer-a")
+    assert [e.data.get("text") for e in sessions.read_entries(fresh, EntryFilter("shared"), 3)] == ["n28", "n29", None]
+    assert sessions.resume_session(fresh, session_id="s").latest_handoff.data["summary"] == "stop"
+    assert not fresh.store.loaded
+
+
+def test_another_process_appends_and_the_next_read_has_it(app):
+    sessions.append_note(app, agent="claude", text="old", session_id="s")
+    assert [e.data["text"] for e in sessions.read_entries(app, EntryFilter("shared"), 5)] == ["old"]
+    sessions.append_note(open_app("writer-b"), agent="codex", text="new", session_id="s")
+    assert [e.data["text"] for e in sessions.read_entries(app, EntryFilter("shared"), 5)] == ["old", "new"]
+    (summary,) = sessions.list_sessions(app, SessionQuery("shared"))
+    assert summary.agents == {"claude", "codex"} and summary.entry_count == 2
+
+
+def test_a_fresh_process_reports_bad_lines_without_loading_the_store(app, store_dir):
+    sessions.append_note(app, agent="claude", text="good", session_id="s")
+    with open(store_dir / "events.writer-a.jsonl", "ab") as handle:
+        handle.write(b"{not json\n")
+    fresh = open_app("writer-a")
+    assert sessions.bad_line_count(fresh) == 1
+    assert not fresh.store.loaded
+
+
+def test_a_store_with_filtered_views_never_reads_the_tables(app):
+    sessions.append_note(app, agent="claude", text="secret of project b", project="b", session_id="s")
+    filtered = in_memory("writer-a")
+    assert not filtered.store.shares_state and not stored.disk(filtered)
+
+
+def auto(app, session, summary, project="shared"):
+    return app.store.append(
+        "handoff", {"project": project, "agent": "claude", "session_id": session, "summary": summary, "auto": True}
+    )
+
+
+@pytest.mark.parametrize("disk", [True, False])
+def test_recent_reads_show_one_automatic_handoff_per_session(app, disk):
+    reader = app if disk else in_memory("writer-a")
+    for n in range(5):
+        auto(app, "s1", f"auto {n}")
+        sessions.append_note(app, agent="claude", text=f"note {n}", session_id="s1")
+    auto(app, "s2", "other session")
+    sessions.write_handoff(app, agent="claude", summary="written", session_id="s1")
+    texts = [e.data.get("summary") or e.data.get("text") for e in sessions.read_entries(reader, EntryFilter("shared"))]
+    assert texts == ["note 0", "note 1", "note 2", "note 3", "auto 4", "note 4", "other session", "written"]
+    handoffs = sessions.read_entries(reader, EntryFilter("shared", session_id="s1", kind="handoff"))
+    assert [e.data["summary"] for e in handoffs] == ["auto 4", "written"]
+    every = sessions.read_entries(reader, EntryFilter("shared", session_id="s1", kind="handoff"), superseded=True)
+    assert [e.data["summary"] for e in every] == ["auto 0", "auto 1", "auto 2", "auto 3", "auto 4", "written"]
+    resume = sessions.resume_session(reader, session_id="s1")
+    assert [e.data.get("summary") for e in resume.entries if e.kind == "handoff"] == ["auto 4", "written"]
+
+
+@pytest.mark.parametrize("disk", [True, False])
+def test_a_superseded_automatic_handoff_is_latest_again_when_the_newer_is_marked_wrong(app, disk):
+    from contextflow.sessions import marks
+
+    reader = app if disk else in_memory("writer-a")
+    auto(app, "s1", "first")
+    newer = auto(app, "s1", "second")
+    marks.mark_handoff_wrong(app, handoff_id=newer.id, agent="claude", reason="it is wrong")
+    assert sessions.latest_handoff(reader, EntryFilter("shared", session_id="s1")).data["summary"] == "first"
+
+
+def test_automatic_handoffs_read_in_any_order_keep_the_newest_current(app, store_dir):
+    from contextflow.core.events import Event, encode
+    from contextflow.core.log import log_path
+
+    base = auto(app, "s", "base").hlc
+    made = [
+        Event(
+            f"A{n:015d}",
+            "writer-z",
+            n + 1,
+            base + 10 * (n + 1),
+            "handoff",
+            {"session_id": "s", "summary": f"z{n}", "auto": True},
+        )
+        for n in range(4)
+    ]
+    log = log_path(store_dir, "writer-z")
+    for event in (made[2], made[0], made[3], made[1]):  # written out of order
+        with log.open("ab") as handle:
+            handle.write(encode(event))
+        sessions.read_entries(app, EntryFilter("shared"))  # read after each one
+    handoffs = sessions.read_entries(app, EntryFilter("shared", kind="handoff"))
+    assert [e.data["summary"] for e in handoffs] == ["z3"]
+    assert answers(app) == answers(in_memory("writer-a"))
+
+
+def test_get_context_shows_one_automatic_handoff_per_session(app):
+    from contextflow.search.retrieval import get_context
+
+    for n in range(5):
+        auto(app, "s1", f"zeppelin migration step {n}")
+    auto(app, "s2", "zeppelin migration elsewhere")
+    found = get_context(app, query="zeppelin migration", kinds=["handoff"])
+    texts = found.text
+    assert "step 4" in texts and "elsewhere" in texts and len(found.shown) == 2
+    assert not any(f"step {n}" in texts for n in range(4)), texts
