@@ -5,7 +5,9 @@ For each store size (benchlib.storegen) and each code tree, with derived state p
 process having appended 10 events before each call: `hook session-start`, the Stop hook capturing
 one new turn, and a new server's first `read_shared_context` (beside the no-op SDK server's). Wall
 time and peak RSS, medians of --reps, ratios to `python -c pass` and to the no-op server. Also a
-fresh machine's first `hook session-start` (no state at all). Prints figures; asserts nothing.
+fresh machine's first `hook session-start` (no state at all), and (benchlib.issue_rows, once each)
+four new servers' first reads beside four no-op servers, a new server's first call of each tool,
+and a host that listed prompts calling list_sessions after new bytes. Prints figures; asserts nothing.
 
     scripts/bench_issue_views.py --before /tmp/cf-main          compare with a copy of main
     scripts/bench_issue_views.py --sizes 100000 --reps 5
@@ -35,11 +37,13 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+from benchlib import issue_rows  # noqa: E402
 from benchlib.procs import ProbeError, cold_start  # noqa: E402
 from benchlib.storegen import generate_store  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "capture" / "claude-transcript.jsonl"
 SAMPLE_CWD = "/work/research/capture/runs/claude-full/work"
+SERVERS = 4  # started together, as the issue counts them
 APPEND = (
     "import sys\nfrom contextflow.app import App\napp = App.open()\n"
     "app.store.append_many([('note', {'project': 'shared', 'agent': 'other', 'session_id': 'elsewhere', "
@@ -125,6 +129,44 @@ def median(samples: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), max(s[1] for s in samples)
 
 
+def more_rows(trees: list[Tree], env: dict[str, str], floor: list[str], log: Path, noop: float, noop_mb: float) -> None:
+    """Many servers at once, each tool's first call, and a host that listed prompts (benchlib.issue_rows)."""
+    n = SERVERS
+    floor_wall, floor_mb = issue_rows.together(floor, env, "noop", {}, log, n)
+    print(f"{n} no-op SDK servers, first calls: {floor_wall * 1000:.0f} ms, {floor_mb:.0f} MB summed")
+    for tree in trees:
+        tree.append_elsewhere()
+        wall, mb = issue_rows.together(tree.cli("serve"), tree.env, "read_shared_context", {"limit": 20}, log, n)
+        print(
+            f"{tree.name} {n} new servers, first read_shared_context: {wall * 1000:.0f} ms "
+            f"({wall / floor_wall:.1f}x), {mb:.0f} MB summed ({mb / floor_mb:.1f}x)"
+        )
+    for tree in trees:
+        made = issue_rows.make_things([sys.executable], tree.env)
+        every = {**tree.env, "CONTEXTFLOW_TOOLS": "all"}  # every tool group offered
+        arguments = issue_rows.tool_arguments(made)
+        found = issue_rows.first_calls(tree.cli("serve"), every, arguments, tree.append_elsewhere, log)
+        slow = max(found, key=lambda tool: found[tool].to_first_call)
+        big = max(found, key=lambda tool: found[tool].peak_rss_kb)
+        print(
+            f"{tree.name} new server, first call of each of {len(found)} tools: slowest {slow} "
+            f"{found[slow].to_first_call * 1000:.0f} ms ({found[slow].to_first_call / noop:.1f}x the no-op server), "
+            f"largest {big} peak {found[big].peak_rss_kb / 1024:.0f} MB (no-op {noop_mb:.0f} MB)"
+        )
+        print(
+            "  "
+            + ", ".join(
+                f"{tool} {run.to_first_call / noop:.1f}x {run.peak_rss_kb / 1024:.0f} MB" for tool, run in found.items()
+            )
+        )
+    for tree in trees:
+        times, mb = issue_rows.after_prompts(tree.cli("serve"), tree.env, tree.append_elsewhere, 5, log)
+        print(
+            f"{tree.name} host that listed prompts, list_sessions after another process appended: "
+            f"p50 {statistics.median(times) * 1000:.0f} ms (max {max(times) * 1000:.0f}), server peak {mb:.0f} MB"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100000")
@@ -175,6 +217,7 @@ def main() -> int:
                 base = noop if "server" in name else bare
                 print(f"{name}: {wall * 1000:.0f} ms ({wall / base:.1f}x), peak {rss:.0f} MB")
             print(f"(characters printed by the last call of each: {OUTPUT})")
+            more_rows(trees, env, floor_command, errlog, noop, median(samples["no-op SDK server, first call"])[1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

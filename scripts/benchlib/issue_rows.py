@@ -1,0 +1,176 @@
+"""More rows of the views-on-disk issue for scripts/bench_issue_views.py, each with another process having
+appended before it is measured (derived state present):
+
+- N new servers started together, time until the last answered its first `read_shared_context` and
+  their summed peak RSS, beside N no-op SDK servers started the same way;
+- a new server's first call of each tool (every tool of the operations table, valid arguments), its
+  time to the first answer and peak RSS, beside the no-op server's first call;
+- a host that listed prompts (so the server keeps `resume_N` current), then a `list_sessions` call after
+  another process wrote new bytes: that call's time and the server's peak RSS.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchlib.procs import HANDSHAKE_VERSION, ColdStart, ProbeError, cold_start, receive, send, vm_hwm_kb
+
+# makes one of each thing a tool names by id (a record, a thread and thought, a conversation, graph nodes)
+SETUP = r"""
+import sys, orjson
+from contextflow.app import App
+from contextflow.features import operations
+ops = {op.name: op for op in operations()}
+app = App.open()
+def run(tool, args):
+    reply = ops[tool].run(app, args)
+    if getattr(reply, "data", None) is None:
+        raise SystemExit(f"{tool} gave no data: {getattr(reply, 'text', reply)}")
+    return reply.data
+run("context_set", {"key": "fact:bench-tools", "value": {"n": 1}, "agent": "bench"})
+thread = run("timeline_create_thread", {"name": "bench tools", "agent": "bench"})
+thread_id = thread.get("thread_id") or thread.get("id") or thread["thread"]["id"]
+thought = run("timeline_add_thought", {"thread_id": thread_id, "content": "a thought", "agent": "bench"})
+tangent = run("timeline_go_tangent", {"thread_id": thread_id, "name": "bench tangent", "agent": "bench"})
+conversation = run("save_conversation", {"topic": "bench tools", "project": "shared", "summary": "s"})
+one = run("graph_remember", {"content": "bench node one", "agent": "bench"})
+two = run("graph_remember", {"content": "bench node two", "agent": "bench"})
+app.close()
+made = {"thread": thread, "tangent": tangent, "thought": thought, "conversation": conversation, "one": one, "two": two}
+print(orjson.dumps(made).decode())
+"""
+
+
+def _id(found: dict[str, Any], *names: str) -> str:
+    for name in names:
+        if isinstance(found.get(name), str):
+            return str(found[name])
+    for value in found.values():  # nested: {"node": {"id": ...}}
+        if isinstance(value, dict):
+            try:
+                return _id(value, *names)
+            except KeyError:
+                continue
+    raise KeyError(f"none of {names} in {found}")
+
+
+def tool_arguments(made: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Valid arguments for every tool (reads and writes), naming what SETUP made."""
+    thread, thought = _id(made["thread"], "thread_id", "id"), _id(made["thought"], "thought_id", "id")
+    conversation = _id(made["conversation"], "conversation_id", "id")
+    tangent = _id(made["tangent"], "thread_id", "id")
+    one, two = _id(made["one"], "id", "node_id"), _id(made["two"], "id", "node_id")
+    return {
+        "read_shared_context": {"limit": 20},
+        "append_shared_note": {"agent": "bench", "text": "first call", "project": "shared"},
+        "write_shared_handoff": {"agent": "bench", "summary": "first call", "project": "shared", "session_id": "bt"},
+        "get_latest_handoff": {"project": "shared"},
+        "list_sessions": {"project": "shared"},
+        "choose_session": {"project": "shared", "session_id": "bt"},
+        "resume_session": {"project": "shared", "session_id": "bt"},
+        "context_set": {"key": "fact:bench-first", "value": {"n": 2}, "agent": "bench"},
+        "context_get": {"key": "fact:bench-tools"},
+        "context_list": {},
+        "context_delete": {"key": "fact:bench-first", "agent": "bench"},
+        "timeline_create_thread": {"name": "first call", "agent": "bench"},
+        "timeline_list_threads": {},
+        "timeline_get_thread": {"thread_id": thread},
+        "timeline_add_thought": {"thread_id": thread, "content": "first call", "agent": "bench"},
+        "timeline_update_thought": {"thought_id": thought, "content": "updated", "agent": "bench"},
+        "timeline_update_thread": {"thread_id": thread, "description": "updated", "agent": "bench"},
+        "timeline_where_am_i": {},
+        "timeline_go_tangent": {"thread_id": thread, "name": "tangent", "agent": "bench"},
+        "timeline_return": {"thread_id": tangent, "agent": "bench"},
+        "get_context": {"query": "token refresh websocket", "project": "shared"},
+        "generate_conversation_id": {},
+        "save_conversation": {"topic": "first call", "project": "shared", "summary": "s"},
+        "get_conversation": {"conversation_id": conversation},
+        "graph_remember": {"content": "first call node", "agent": "bench"},
+        "graph_recall": {"query": "bench node"},
+        "graph_link": {"from": one, "to": two},
+        "graph_update": {"id": one, "summary": "updated"},
+        "graph_summarize": {"ids": [one, two], "content": "both", "agent": "bench"},
+        "graph_compose": {"query": "bench"},
+        "graph_status": {},
+    }
+
+
+def make_things(command: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
+    done = subprocess.run([*command, "-c", SETUP], env=dict(env), capture_output=True, timeout=900, check=False)
+    if done.returncode:
+        raise SystemExit(f"making the tools' ids failed: {done.stderr.decode()[-2000:]}")
+    found: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def together(
+    command: Sequence[str], env: Mapping[str, str], tool: str, args: dict[str, Any], log: Path, n: int
+) -> tuple[float, float]:
+    """N servers started at once: seconds until the last answered its first call, summed peak RSS (MB)."""
+    with ThreadPoolExecutor(n) as pool:
+        runs = list(pool.map(lambda _: cold_start(command, env, tool, args, log), range(n)))
+    return max(run.to_first_call for run in runs), sum(run.peak_rss_kb for run in runs) / 1024
+
+
+def first_calls(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    arguments: dict[str, dict[str, Any]],
+    appended: Callable[[], None],
+    log: Path,
+) -> dict[str, ColdStart]:
+    """Each tool's first call in a new server, another process having appended just before."""
+    found = {}
+    for tool, args in arguments.items():
+        appended()
+        try:
+            found[tool] = cold_start(command, env, tool, args, log)
+        except ProbeError as exc:
+            raise SystemExit(f"{tool}: {exc}; the servers' stderr ends:\n{log.read_text()[-3000:]}") from None
+    return found
+
+
+def after_prompts(
+    command: Sequence[str], env: Mapping[str, str], appended: Callable[[], None], reps: int, log: Path
+) -> tuple[list[float], float]:
+    """A host that listed prompts; then, `reps` times, another process appends and the host calls
+    list_sessions: each call's seconds, and the server's peak RSS (MB)."""
+    with open(log, "ab") as stderr:
+        process = subprocess.Popen(
+            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env), bufsize=0
+        )
+    deadline = time.monotonic() + 1800
+    try:
+        client = {"name": "bench", "version": "1"}
+        hello = {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": client}
+        send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        receive(process, 1, deadline)
+        send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(process, {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"})
+        receive(process, 2, deadline)
+        times = []
+        for n in range(reps):
+            appended()
+            began = time.perf_counter()
+            ask = {"name": "list_sessions", "arguments": {"project": "shared"}}
+            send(process, {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": ask})
+            receive(process, 10 + n, deadline)
+            times.append(time.perf_counter() - began)
+        return times, vm_hwm_kb(process.pid) / 1024
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
