@@ -129,7 +129,7 @@ def median(samples: list[tuple[float, float]]) -> tuple[float, float]:
     return statistics.median(s[0] for s in samples), max(s[1] for s in samples)
 
 
-def more_rows(trees: list[Tree], env: dict[str, str], floor: list[str], log: Path, noop: float, noop_mb: float) -> None:
+def more_rows(trees: list[Tree], env: dict[str, str], floor: list[str], log: Path, noop_mb: float) -> None:
     """Many servers at once, each tool's first call, and a host that listed prompts (benchlib.issue_rows)."""
     n = SERVERS
     floor_wall, floor_mb = issue_rows.together(floor, env, "noop", {}, log, n)
@@ -145,20 +145,34 @@ def more_rows(trees: list[Tree], env: dict[str, str], floor: list[str], log: Pat
         made = issue_rows.make_things([sys.executable], tree.env)
         every = {**tree.env, "CONTEXTFLOW_TOOLS": "all"}  # every tool group offered
         arguments = issue_rows.tool_arguments(made)
-        found = issue_rows.first_calls(tree.cli("serve"), every, arguments, tree.append_elsewhere, log)
-        slow = max(found, key=lambda tool: found[tool].to_first_call)
-        big = max(found, key=lambda tool: found[tool].peak_rss_kb)
+        found = issue_rows.first_calls(tree.cli("serve"), floor, every, env, arguments, tree.append_elsewhere, log)
+        ratios = {tool: run.to_first_call / noop_run.to_first_call for tool, (run, noop_run) in found.items()}
+        slow = max(ratios, key=lambda tool: ratios[tool])
+        big = max(found, key=lambda tool: found[tool][0].peak_rss_kb)
         print(
-            f"{tree.name} new server, first call of each of {len(found)} tools: slowest {slow} "
-            f"{found[slow].to_first_call * 1000:.0f} ms ({found[slow].to_first_call / noop:.1f}x the no-op server), "
-            f"largest {big} peak {found[big].peak_rss_kb / 1024:.0f} MB (no-op {noop_mb:.0f} MB)"
+            f"{tree.name} new server, first call of each of {len(found)} tools (each beside a no-op server's): "
+            f"median {statistics.median(ratios.values()):.1f}x, slowest {slow} {ratios[slow]:.1f}x "
+            f"({found[slow][0].to_first_call * 1000:.0f} ms), largest {big} peak "
+            f"{found[big][0].peak_rss_kb / 1024:.0f} MB (no-op {noop_mb:.0f} MB)"
         )
         print(
             "  "
             + ", ".join(
-                f"{tool} {run.to_first_call / noop:.1f}x {run.peak_rss_kb / 1024:.0f} MB" for tool, run in found.items()
+                f"{tool} {ratios[tool]:.1f}x {run.peak_rss_kb / 1024:.0f} MB" for tool, (run, _) in found.items()
             )
         )
+    for tree in trees:
+        fresh = {**tree.env, "CONTEXTFLOW_STATE": str(tree.work / "build-state")}
+        built = issue_rows.build_all(sys.executable, fresh)
+        tables, search = built["tables"], built["search"]
+        summed = tables["peak_mb"] + search["peak_mb"] + 2 * search["worker_mb"]
+        print(
+            f"{tree.name} building all derived state (tables and search index at once): "
+            f"{built['both']['seconds']:.1f} s, {tables['cpu'] + search['cpu']:.0f} CPU s; "
+            f"tables {tables['seconds']:.1f} s, {tables['peak_mb']:.0f} MB; search index {search['seconds']:.1f} s, "
+            f"{search['peak_mb']:.0f} MB + {search['worker_mb']:.0f} MB a worker; {summed:.0f} MB summed"
+        )
+        shutil.rmtree(tree.work / "build-state", ignore_errors=True)
     for tree in trees:
         times, mb = issue_rows.after_prompts(tree.cli("serve"), tree.env, tree.append_elsewhere, 5, log)
         print(
@@ -217,7 +231,7 @@ def main() -> int:
                 base = noop if "server" in name else bare
                 print(f"{name}: {wall * 1000:.0f} ms ({wall / base:.1f}x), peak {rss:.0f} MB")
             print(f"(characters printed by the last call of each: {OUTPUT})")
-            more_rows(trees, env, floor_command, errlog, noop, median(samples["no-op SDK server, first call"])[1])
+            more_rows(trees, env, floor_command, errlog, median(samples["no-op SDK server, first call"])[1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

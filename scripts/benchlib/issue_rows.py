@@ -6,7 +6,10 @@ appended before it is measured (derived state present):
 - a new server's first call of each tool (every tool of the operations table, valid arguments), its
   time to the first answer and peak RSS, beside the no-op server's first call;
 - a host that listed prompts (so the server keeps `resume_N` current), then a `list_sessions` call after
-  another process wrote new bytes: that call's time and the server's peak RSS.
+  another process wrote new bytes: that call's time and the server's peak RSS;
+- building all derived state from the logs in a fresh state folder: the tables and the search index
+  built at once by two processes, as a fresh machine's background builder and first search do (wall
+  time until both are done, CPU seconds, peak RSS of each process and of a search build worker).
 """
 
 from __future__ import annotations
@@ -46,6 +49,45 @@ app.close()
 made = {"thread": thread, "tangent": tangent, "thought": thought, "conversation": conversation, "one": one, "two": two}
 print(orjson.dumps(made).decode())
 """
+
+
+BUILD = r"""
+import json, resource, sys, time
+from contextflow.app import App
+began = time.perf_counter()
+app = App.open()
+if sys.argv[1] == "tables":
+    from contextflow.core.tables import BUILD_WAIT_S
+    events = app.tables().update(BUILD_WAIT_S, foreground=True)
+else:
+    from contextflow.search import derived
+    events = derived.search_for(app.store).update(rebuild=True)
+app.close()
+own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+print(json.dumps({"events": events, "seconds": time.perf_counter() - began, "peak_mb": own.ru_maxrss / 1024,
+    "worker_mb": workers.ru_maxrss / 1024, "cpu": own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime}))
+"""
+
+
+def build_all(python: str, env: Mapping[str, str]) -> dict[str, dict[str, float]]:
+    """The tables and the search index built at once from the logs (env's state folder should be empty):
+    per builder its events, seconds (until its process ended: merges included), peak MB, a worker's peak
+    MB and CPU seconds; and "both": the wall time until both were done."""
+    began = time.perf_counter()
+    running = {
+        what: subprocess.Popen(
+            [python, "-c", BUILD, what], env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for what in ("tables", "search")
+    }
+    found: dict[str, dict[str, float]] = {}
+    for what, process in running.items():
+        out, err = process.communicate(timeout=3600)
+        if process.returncode:
+            raise SystemExit(f"building the {what} failed: {err.decode()[-2000:]}")
+        found[what] = orjson.loads(out.strip().splitlines()[-1])
+    found["both"] = {"seconds": time.perf_counter() - began}
+    return found
 
 
 def _id(found: dict[str, Any], *names: str) -> str:
@@ -121,17 +163,20 @@ def together(
 
 def first_calls(
     command: Sequence[str],
+    floor: Sequence[str],
     env: Mapping[str, str],
+    floor_env: Mapping[str, str],
     arguments: dict[str, dict[str, Any]],
     appended: Callable[[], None],
     log: Path,
-) -> dict[str, ColdStart]:
-    """Each tool's first call in a new server, another process having appended just before."""
+) -> dict[str, tuple[ColdStart, ColdStart]]:
+    """Each tool's first call in a new server, another process having appended just before, each beside
+    a no-op server's first call started right after it (so a burst of load lands on both)."""
     found = {}
     for tool, args in arguments.items():
         appended()
         try:
-            found[tool] = cold_start(command, env, tool, args, log)
+            found[tool] = (cold_start(command, env, tool, args, log), cold_start(floor, floor_env, "noop", {}, log))
         except ProbeError as exc:
             raise SystemExit(f"{tool}: {exc}; the servers' stderr ends:\n{log.read_text()[-3000:]}") from None
     return found
