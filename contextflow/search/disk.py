@@ -117,7 +117,6 @@ class Row(NamedTuple):
     project: str
     state: bytes
     body: str
-    pbody: str  # the body's terms qualified by the project (made where the row is: a build's worker)
     agent: tuple[str, ...]  # ranking.agent_terms of its agent
     group: str  # its session or thread
     key: OrderKey | None  # its creation key when it is a member of a sequence
@@ -138,7 +137,7 @@ def row(doc: Doc, scale: int) -> Row:
     if doc.own is None and member:
         doc.own = own
     return Row(
-        doc.doc_id, doc.kind, doc.project, encode_doc(doc), text, _scoped(doc.project, text) if text else "",
+        doc.doc_id, doc.kind, doc.project, encode_doc(doc), text,
         ranking.agent_terms(agent) if visible and isinstance(agent, str) else (), doc.group,
         doc.put_key if member else None, own if member else "", (doc.near_terms or ("", "")) if member else ("", ""),
         doc.near if member else ("", ""),
@@ -384,7 +383,7 @@ class DiskIndex:
             "timely": int(item.timely),
         }  # fmt: skip
         if item.body:
-            fields["body"], fields["pbody"] = item.body, item.pbody
+            fields["body"], fields["pbody"] = item.body, _scoped(item.project, item.body)
         if near := " ".join(side for side in item.near if side):
             fields["near"] = (near + " ") * self.scale
             fields["pnear"] = _scoped(item.project, fields["near"])
