@@ -44,6 +44,11 @@ from benchlib.storegen import generate_store  # noqa: E402
 FIXTURE = ROOT / "tests" / "fixtures" / "capture" / "claude-transcript.jsonl"
 SAMPLE_CWD = "/work/research/capture/runs/claude-full/work"
 SERVERS = 4  # started together, as the issue counts them
+SETTLE = (  # derived state present: the tables' build finished (waiting for the background builder) and the index built
+    "import time\nfrom contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\n"
+    "from contextflow.search import derived\napp = App.open()\nwhile not app.tables().current():\n"
+    "    app.tables().update(BUILD_WAIT_S, foreground=True)\nderived.search_for(app.store).index()\napp.close()\n"
+)
 APPEND = (
     "import sys\nfrom contextflow.app import App\napp = App.open()\n"
     "app.store.append_many([('note', {'project': 'shared', 'agent': 'other', 'session_id': 'elsewhere', "
@@ -107,6 +112,9 @@ class Tree:
     def append_elsewhere(self) -> None:
         other = {**self.env, "CONTEXTFLOW_WRITER": "bench-other", "CONTEXTFLOW_STATE": str(self.work / "other-state")}
         subprocess.run([sys.executable, "-c", APPEND, self.name], env=other, check=True, timeout=900)
+
+    def settle(self) -> None:
+        subprocess.run([sys.executable, "-c", SETTLE], env=self.env, check=True, timeout=3600)
 
     def session_start(self) -> tuple[float, float]:
         return timed(self.cli("hook", "session-start"), self.env, self.payload(False))
@@ -205,6 +213,9 @@ def main() -> int:
                 wall, rss = tree.session_start()
                 print(f"{tree.name}: fresh machine, first hook session-start {wall:.2f} s, {rss:.0f} MB")
                 tree.stop()  # the first capture of the transcript (its later turns are the measured ones)
+                began = time.perf_counter()
+                tree.settle()
+                print(f"{tree.name}: derived state complete {time.perf_counter() - began:.0f} s later")
             errlog = root / "server.err"
             floor_command = [sys.executable, "-m", "benchlib.floor_server"]
             samples: dict[str, list[tuple[float, float]]] = {}
