@@ -29,9 +29,9 @@ RECORDED = {
     "view.search": (1, "2e0c4bcd8a3316940c93"),
     "view.conversations": (1, "541219de95fada822acf"),
     "view.graph": (1, "1652b41ff29181c045ed"),
-    "view-events": (2, "9beaf6509a20596b177a"),
-    "sessions": (1, "c9379fb99e78a46ba25a"),
-    "feed": (1, "5e975bd9d164f457df67"),
+    "view-events": (2, "390c033cee92e1ec82f9"),
+    "sessions": (1, "de54d9e44c69607b8783"),
+    "feed": (1, "8a39f28965dac9de3e80"),
 }
 GUARDED = all_formats()
 

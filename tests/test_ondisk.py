@@ -58,3 +58,35 @@ def test_a_rebuilt_table_refolds_the_view(app: App) -> None:
     app.tables().path.unlink()
     records.set_record(open_app("writer-b"), key="fact:b", value={"text": "two"})
     assert ondisk.view(app, "records") == in_memory().store.view("records")
+
+
+def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_after_it(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.core import tables as tables_module
+
+    other = open_app("writer-b")
+    try:
+        churn(app, other, random.Random(3), 20)  # history in both logs, none of it in the tables yet
+        app.tables().close()
+        app.tables().path.unlink()
+        monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 10)  # as if the logs were big...
+        monkeypatch.setattr(
+            tables_module.Tables, "_build_in_background", lambda self, unread: None
+        )  # ...and built elsewhere
+        made = timeline.create_thread(app, name="just made")
+        timeline.add_thought(app, thread_id=made.id, content="found at once")  # (NotFoundError on the built part alone)
+        records.set_record(app, key="fact:new", value={"text": "set while building"})
+        assert records.get_record(app, key="fact:new").data["value"] == {"text": "set while building"}
+        node = writes.add_node(app, content="remembered while building", type="fact", agent="a")
+        assert not app.tables().current()  # nothing was built here: every answer came from the logs' tails
+        memory = in_memory()
+        for name in ondisk.KINDS:
+            assert ondisk.view(app, name) == memory.store.view(name), name
+        monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
+        assert node.id in str(ondisk.view(app, "graph"))
+        assert app.tables().current()
+        for name in ondisk.KINDS:
+            assert ondisk.view(app, name) == in_memory().store.view(name), name
+    finally:
+        other.close()

@@ -269,6 +269,21 @@ class Tables:
                 self._discard()
             return differ
 
+    def cursors(self, name: str) -> dict[str, Cursor]:
+        """Per log, the cursor up to which format `name` holds its events (reads, never updates)."""
+        with self._mutex:
+            try:
+                found = self._connect().execute("SELECT path, cursor FROM cursors WHERE format = ?", (name,)).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return {}
+                raise
+        return {str(path): _cursor(blob) for path, blob in found}
+
+    def paths(self) -> list[Path]:
+        """The logs the tables read."""
+        return self._paths()
+
     def bad_lines(self) -> int:
         """Lines of the logs that are not readable events, as far as the tables have read."""
         found = self.query("SELECT max(bad) FROM cursors GROUP BY path")
