@@ -3,9 +3,11 @@ the records, the conversations or the capture activity folds that view from its 
 (`view_events`), never from the whole logs, and catches up on the rows added since.
 
 While the table is being built (a fresh machine, a format rebuilt: another process builds it in the
-background), a view is folded from the rows built so far and the events of its kinds the logs hold
-past them, read from the logs, so a write is seen by the read after it (`timeline_add_thought` to a
-thread just made), never only what is built so far; it is cached only once the table is current.
+background), a view is folded from the rows built so far and the events of its kinds this machine's
+log holds past them, so a write of this machine is seen by the read after it (`timeline_add_thought`
+to a thread just made, the Stop hook's check for a turn captured already); other machines' events
+arrive as the build goes, as every derived table's do. The builder reads this machine's log first, so
+that tail is short; the view is cached only once the table is current.
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
@@ -113,12 +115,12 @@ def _folded(app: App, name: str) -> Any:
 
 
 def _partial(app: App, name: str) -> Any:
-    """The view while its table is being built: the rows built so far and, past each log's cursor, the
-    events of its kinds read from the log (each event once; the cursors are read before the rows, so a
-    chunk committed meanwhile is in both, never in neither)."""
+    """The view while its table is being built: the rows built so far and, past this machine's log's
+    cursor, the events of its kinds read from that log (each event once; the cursor is read before the
+    rows, so a chunk committed meanwhile is in both, never in neither)."""
     from contextflow.core.events import BadLine, decode
     from contextflow.core.fold import LazyView
-    from contextflow.core.log import read_new
+    from contextflow.core.log import log_path, read_new
     from contextflow.core.tables import READ_BYTES
     from contextflow.features import view_paths
 
@@ -134,7 +136,8 @@ def _partial(app: App, name: str) -> Any:
         shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         seen.add(event_id)
     marker = prefix.encode()
-    for path in tables.paths():
+    own = log_path(app.store.folder, app.store.writer)
+    for path in (path for path in tables.paths() if path == own):
         cursor = cursors.get(str(path))
         while True:
             start = cursor.offset if cursor else 0

@@ -29,9 +29,9 @@ RECORDED = {
     "view.search": (1, "2e0c4bcd8a3316940c93"),
     "view.conversations": (1, "541219de95fada822acf"),
     "view.graph": (1, "1652b41ff29181c045ed"),
-    "view-events": (2, "390c033cee92e1ec82f9"),
-    "sessions": (1, "de54d9e44c69607b8783"),
-    "feed": (1, "8a39f28965dac9de3e80"),
+    "view-events": (2, "d893a433848703ee2d44"),
+    "sessions": (1, "cdbffe01a128f1c46e15"),
+    "feed": (1, "bab09004507a36434264"),
 }
 GUARDED = all_formats()
 
