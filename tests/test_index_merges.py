@@ -4,6 +4,7 @@ for no merge, merges never look like damage, and a torn or truncated file still 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
@@ -81,3 +82,41 @@ def test_a_truncated_file_of_a_live_segment_or_a_torn_meta_file_is_damage(app, t
         check(folder, recorded)
     assert committed(folder) == {}  # nothing to record where nothing is committed
     check(tmp_path / "nowhere", {})  # an index not written yet holds nothing to check
+
+
+def test_a_file_deleted_while_the_folder_is_scanned_is_only_left_out(app, monkeypatch):
+
+    app.store.append("note", {"project": "p", "text": "websocket once"})
+    refs(app, "websocket")
+    search = derived.search_for(app.store)
+    search.index().settle()
+    folder = search.index_folder()
+    recorded = committed(folder)
+    real = os.scandir
+
+    class Gone:  # an entry a merge's clean-up deleted between the listing and its stat
+        name, path = "0123456789abcdef0123456789abcdef.term", str(folder / "gone")
+
+        def is_file(self, follow_symlinks: bool = True) -> bool:
+            raise FileNotFoundError(self.path)
+
+        def stat(self, follow_symlinks: bool = True) -> os.stat_result:
+            raise FileNotFoundError(self.path)
+
+    class Listing:
+        def __init__(self, path: Path) -> None:
+            self.inner = real(path)
+
+        def __enter__(self) -> Listing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+        def __iter__(self):
+            yield Gone()
+            yield from self.inner
+
+    monkeypatch.setattr(os, "scandir", Listing)
+    check(folder, recorded)  # the live segments' files are all there: no damage
+    assert committed(folder) == recorded

@@ -41,10 +41,19 @@ def _live(folder: Path) -> dict[str, str] | None:
 
 
 def _scan(folder: Path) -> dict[str, int]:
+    """The folder's files and sizes; a file deleted while it is scanned (a merge's clean-up) is left out."""
+    found: dict[str, int] = {}
     try:
-        return {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file(follow_symlinks=False)}
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        found[entry.name] = entry.stat(follow_symlinks=False).st_size
+                except FileNotFoundError:
+                    continue
     except OSError:
         return {}
+    return found
 
 
 def _of(live: dict[str, str], name: str) -> bool:
