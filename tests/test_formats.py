@@ -32,6 +32,7 @@ RECORDED = {
     "view-events": (2, "76fde97a55c096b8ff0d"),
     "sessions": (1, "044262ece9ce48c50d12"),
     "feed": (1, "1594b085c029eb2cd47e"),
+    "capture": (1, "44ab9dad53250b40ecd0"),
 }
 GUARDED = all_formats()
 

@@ -11,4 +11,5 @@ FEATURE = Feature(
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
     search_version=(1, "619bf32f6c3ba5101806"),
+    tables={"capture": "contextflow.capture.table:TABLES"},
 )
