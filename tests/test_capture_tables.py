@@ -1,0 +1,104 @@
+"""What a session start reads of captured sessions, from the derived tables, equals the in-memory view's."""
+
+import os
+import random
+
+import pytest
+
+from contextflow import ondisk
+from contextflow.app import App
+from contextflow.capture import recall
+from contextflow.capture.stored import DiskTurns, turns
+from tests.conftest import open_app
+
+PROJECTS = ("shared", "web")
+WORDS = "parser cache retry index token config docs build".split()
+
+
+def _turn(rng: random.Random, n: int, linked: str | None) -> dict:
+    turn: dict = {"request": f"request {n}", "final": f"final {n} " + " ".join(rng.sample(WORDS, 3))}
+    if rng.random() < 0.5:
+        turn["files"] = {"edited": [f"src/{rng.choice(WORDS)}.py"]}
+        turn["state"] = {"commit": "c" * 40, "files": {turn["files"]["edited"][0]: "b" * 40}}
+    if rng.random() < 0.3:
+        turn["commands"] = [{"command": "pytest -q", "exit": rng.choice([0, 1])}]
+    if rng.random() < 0.3:
+        turn["decisions"] = [{"decision": f"use the {rng.choice(WORDS)} {n}", "reasoning": "faster", "status": "chosen"}]
+    if rng.random() < 0.2:
+        turn["questions"] = [f"what about the {rng.choice(WORDS)}?"]
+    if rng.random() < 0.1:
+        turn["todos_said"] = [f"write the {rng.choice(WORDS)} docs"]
+    if linked is not None:
+        turn["handoff"] = {"id": linked, "summary": "handed off"}
+    return turn
+
+
+def fill(app: App, rng: random.Random, count: int) -> None:
+    """Captured turns (some captured twice), automatic and written handoffs, turns linking handoffs."""
+    written: list[str] = []
+    previous: list[tuple[str, dict]] = []
+    for n in range(count):
+        project, session = rng.choice(PROJECTS), rng.choice(["s1", "s2", "s3", "s4", " s5 "])
+        base = {"project": project, "session_id": session, "agent": rng.choice(["claude-code", "codex"])}
+        roll = rng.random()
+        if roll < 0.1:
+            event = app.store.append("handoff", {**base, "summary": f"written {n}"})
+            written.append(event.id)
+        elif roll < 0.18:
+            app.store.append("handoff", {**base, "summary": f"[automatic handoff] {n}", "auto": True})
+        elif roll < 0.25 and previous:  # the same turn captured again (another machine, a transcript read again)
+            turn_id, data = rng.choice(previous)
+            app.store.append("capture.turn", {**data, "turn_id": turn_id})
+        else:
+            linked = written[-1] if written and rng.random() < 0.15 else None
+            data = {**base, "turn": _turn(rng, n, linked)}
+            if rng.random() < 0.9:
+                turn_id = f"turn-{n}"
+                previous.append((turn_id, data))
+                data = {**data, "turn_id": turn_id}
+            app.store.append("capture.turn", data)
+
+
+def answers(app: App) -> list:
+    found: list = []
+    for project in (*PROJECTS, "none"):
+        latest = recall.latest_handoff(app, project)
+        if latest is None:
+            found.append(None)
+        else:
+            event = latest.event.id if latest.event else None
+            earlier = latest.earlier.id if latest.earlier else None
+            found.append((latest.session_id, latest.key, event, latest.digest, earlier, latest.state, latest.agent))
+        substance = recall.recent_substance(app, project)
+        found.append([(s.kind, s.text, s.session_id, s.ts, s.agent, s.state) for s in substance])
+    return found
+
+
+def in_memory(writer: str) -> App:
+    return App.open({**os.environ, "CONTEXTFLOW_WRITER": writer}, use_snapshot=False)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("count", [4, 40, 300])
+def test_the_tables_answer_as_the_activity_view(app, seed, count):
+    fill(app, random.Random(seed), count)
+    fresh = open_app("writer-a")
+    assert isinstance(turns(fresh, "shared"), DiskTurns)
+    on_disk = answers(fresh)
+    assert not fresh.store.loaded  # nothing folded in memory
+    assert "activity" not in ondisk._FOLDED.get(fresh.store, {})  # nor the captured turns folded from the tables
+    memory = in_memory("writer-a")
+    assert not isinstance(turns(memory, "shared"), DiskTurns)
+    assert answers(memory) == on_disk
+
+
+def test_a_turn_captured_twice_keeps_its_earliest_copy_whatever_the_order(app, tmp_path):
+    turn = {"files": {"edited": ["a.py"]}, "final": "done"}
+    first = app.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    other = open_app("writer-b")
+    other.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    fresh = open_app("writer-c")
+    rows = fresh.tables().query("SELECT id FROM capture_turns")
+    assert rows == [(first.id,)]
+    latest = recall.latest_handoff(fresh, "shared")
+    assert latest is not None and latest.digest is not None and latest.digest["turns"] == 1
