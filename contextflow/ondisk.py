@@ -80,6 +80,16 @@ def view(app: App, kind: type[Folds[S]] | str) -> S:
         return cast(S, _folded(app, name))
 
 
+def empty(app: App, name: str) -> bool:
+    """Whether view `name` holds no events at all, known from one indexed query of the derived tables
+    (False when this store does not read them): a reader can then skip the view, and its imports."""
+    from contextflow.sessions.stored import disk
+
+    if name not in KINDS or not disk(app):
+        return False
+    return not app.tables().query("SELECT 1 FROM view_events WHERE view = ? LIMIT 1", (name,))
+
+
 def _folded(app: App, name: str) -> Any:
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths

@@ -12,7 +12,7 @@ from contextflow.capture.stored import DiskTurns, turns
 from tests.conftest import open_app
 
 PROJECTS = ("shared", "web")
-WORDS = "parser cache retry index token config docs build".split()
+WORDS = ["parser", "cache", "retry", "index", "token", "config", "docs", "build"]
 
 
 def _turn(rng: random.Random, n: int, linked: str | None) -> dict:
@@ -23,7 +23,9 @@ def _turn(rng: random.Random, n: int, linked: str | None) -> dict:
     if rng.random() < 0.3:
         turn["commands"] = [{"command": "pytest -q", "exit": rng.choice([0, 1])}]
     if rng.random() < 0.3:
-        turn["decisions"] = [{"decision": f"use the {rng.choice(WORDS)} {n}", "reasoning": "faster", "status": "chosen"}]
+        turn["decisions"] = [
+            {"decision": f"use the {rng.choice(WORDS)} {n}", "reasoning": "faster", "status": "chosen"}
+        ]
     if rng.random() < 0.2:
         turn["questions"] = [f"what about the {rng.choice(WORDS)}?"]
     if rng.random() < 0.1:
@@ -102,3 +104,57 @@ def test_a_turn_captured_twice_keeps_its_earliest_copy_whatever_the_order(app, t
     assert rows == [(first.id,)]
     latest = recall.latest_handoff(fresh, "shared")
     assert latest is not None and latest.digest is not None and latest.digest["turns"] == 1
+
+
+# -- a fresh machine: the session start answers from the logs' newest events while the tables are built
+
+
+def _session_start(capsys, monkeypatch, cwd: str) -> str:
+    import io
+    import json
+
+    from contextflow.adapters.cli import main
+
+    stdin = json.dumps({"session_id": "next", "cwd": cwd, "hook_event_name": "SessionStart"}).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    assert main(["hook", "session-start"]) == 0
+    out = capsys.readouterr().out
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(
+    app, capsys, monkeypatch, tmp_path
+):
+    from contextflow.adapters.session_start import PARTIAL_NOTE
+    from contextflow.core import tables as tables_module
+
+    for n in range(40):
+        app.store.append("note", {"project": "shared", "session_id": "old", "text": f"filler {n} " + "x" * 300})
+    app.store.append("handoff", {"project": "shared", "session_id": "s9", "summary": "Parser half done", "agent": "a"})
+    turn = {"files": {"edited": ["src/parser.py"]}, "final": "done", "decisions": [{"decision": "use a PEG parser"}]}
+    app.store.append("capture.turn", {"project": "shared", "session_id": "s9", "turn_id": "t1", "turn": turn})
+    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
+    context = _session_start(capsys, monkeypatch, str(tmp_path))
+    assert "use a PEG parser" in context and "## Latest handoff in project shared" in context
+    assert context.endswith(PARTIAL_NOTE)
+    assert "s9" in context.split("## Recent sessions")[1]
+
+
+def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, tmp_path):
+    from contextflow import features
+    from contextflow.core.tables import TailTables
+
+    other = open_app("writer-b")
+    for n in range(30):  # writer-a's log: long; writer-b's: short (read whole)
+        app.store.append("note", {"project": "shared", "session_id": "a", "text": f"a{n} " + "y" * 200})
+        if n % 10 == 0:
+            other.store.append("note", {"project": "shared", "session_id": "b", "text": f"b{n}"})
+    tail = TailTables(app.store, features.all_tables(), limit=2_000)
+    try:
+        texts = [row[0] for row in tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")]
+        assert texts and texts[-1].startswith("a29") and len(texts) < 20  # the newest only
+        assert all(not text.startswith("b0") and not text.startswith("b10") for text in texts)  # older: left out
+        assert tail.horizon > 0
+    finally:
+        tail.close()

@@ -133,7 +133,11 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env, payload, location)
         try:
-            return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
+            partial = _answer_while_building(app)
+            text = session_start_output(
+                app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
+            )
+            return text
         finally:
             app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
@@ -189,11 +193,29 @@ def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Loca
     return App.open(env, cwd=payloads.payload_cwd(payload), location=location)
 
 
-def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:
-    """What `hook session-start` prints for this app: the exact JSON a client receives."""
-    from contextflow.adapters.session_start import session_start
+def session_start_output(
+    app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None, *, partial: bool = False
+) -> str:
+    """What `hook session-start` prints for this app: the exact JSON a client receives (`partial`: read
+    from the logs' newest events, which it says)."""
+    from contextflow.adapters.session_start import PARTIAL_NOTE, session_start
 
-    return _inject("SessionStart", session_start(app, hooks, budget, project, cwd))
+    text = session_start(app, hooks, budget, project, cwd)
+    return _inject("SessionStart", f"{text}\n\n{PARTIAL_NOTE}" if partial and text.strip() else text)
+
+
+def _answer_while_building(app: App) -> bool:
+    """A fresh machine (or a derived format rebuilt) whose tables a background process is building:
+    this process answers from the logs' newest events instead of from nothing (`core.tables.TailTables`)."""
+    from contextflow.sessions.stored import disk
+
+    if not disk(app):
+        return False
+    from contextflow import features
+    from contextflow.core.tables import answer_from_tail
+
+    app.tables().update()
+    return answer_from_tail(app.store, features.all_tables)
 
 
 def _inject(event_name: str, text: str) -> str:

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from benchlib.storegen import WORDS, GeneratedStore, fast_ids
-
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
