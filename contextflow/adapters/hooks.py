@@ -25,6 +25,7 @@ between calls and the current task live too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -134,10 +135,10 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         app = _open_app(env, payload, location)
         try:
             partial = _answer_while_building(app)
-            text = session_start_output(
-                app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
-            )
-            return text
+            with _as_of_now(app):  # the logs are checked once for all its reads
+                return session_start_output(
+                    app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
+                )
         finally:
             app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
@@ -202,6 +203,12 @@ def session_start_output(
 
     text = session_start(app, hooks, budget, project, cwd)
     return _inject("SessionStart", f"{text}\n\n{PARTIAL_NOTE}" if partial and text.strip() else text)
+
+
+def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:
+    from contextflow.sessions.stored import disk
+
+    return app.tables().as_of_now() if disk(app) else contextlib.nullcontext()
 
 
 def _answer_while_building(app: App) -> bool:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from contextflow.app import App
 
 RECENT_HANDOFFS = 50
+PAGE = 8
 RECENT_SESSIONS = 10
 
 
@@ -68,13 +69,21 @@ def _written_handoffs(app: App, project: str, captured: Turns, wrong: frozenset[
     from contextflow.sessions.view import session_of
 
     found: list[Event] = []
-    page = sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff", skip=wrong), RECENT_HANDOFFS)
-    for event in reversed(page):
-        if event.data.get("auto") and captured.has(session_of(event)):
-            continue  # derived from its turns instead
-        found.append(event)
-        if not event.data.get("auto"):
+    before, read = None, 0
+    while read < RECENT_HANDOFFS:  # a page at a time: the agent's newest handoff is usually near
+        where = sessions.EntryFilter(project, kind="handoff", before=before, skip=wrong)
+        page = sessions.read_entries(app, where, min(PAGE, RECENT_HANDOFFS - read))
+        if not page:
             break
+        read, before = read + len(page), page[0].id
+        autos = {session_of(event) for event in page if event.data.get("auto")}
+        derived = captured.holding(sorted(autos))
+        for event in reversed(page):
+            if event.data.get("auto") and session_of(event) in derived:
+                continue  # derived from its turns instead
+            found.append(event)
+            if not event.data.get("auto"):
+                return found
     return found
 
 

@@ -60,8 +60,9 @@ class Turns:
                         links[handoff["id"]] = (sid, event)
         return links
 
-    def has(self, session_id: str) -> bool:
-        return session_id in self.sessions()
+    def holding(self, session_ids: Sequence[str]) -> set[str]:
+        """Those of `session_ids` with captured turns."""
+        return {sid for sid in session_ids if sid in self.sessions()}
 
     def session(self, session_id: str) -> list[Event]:
         return self.sessions().get(session_id, [])
@@ -105,9 +106,12 @@ class DiskTurns(Turns):
         events = self._events([row[2:] for row in rows])
         return {str(row[1]): (str(row[0]), event) for row, event in zip(rows, events, strict=True)}  # newest wins
 
-    def has(self, session_id: str) -> bool:
-        sql = "SELECT 1 FROM capture_sessions WHERE project = ? AND session_id = ?"
-        return bool(self._query(sql, (self.project, session_id)))
+    def holding(self, session_ids: Sequence[str]) -> set[str]:
+        if not session_ids:
+            return set()
+        marks = ", ".join("?" * len(session_ids))
+        sql = f"SELECT session_id FROM capture_sessions WHERE project = ? AND session_id IN ({marks})"
+        return {str(sid) for (sid,) in self._query(sql, (self.project, *session_ids))}
 
     def session(self, session_id: str) -> list[Event]:
         sql = f"SELECT {_TURN} FROM capture_turns WHERE project = ? AND session_id = ? {_OLDEST_FIRST}"

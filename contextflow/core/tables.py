@@ -27,6 +27,7 @@ database that fails to open or read is deleted and rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -143,6 +144,7 @@ class Tables:
         self._failed = False  # the database does not open here
         self._told: tuple[Path, Cursor | None] | None = None  # the last read a person was told about
         self.building = False  # a background process builds the backlog (answers hold what is built so far)
+        self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -202,12 +204,25 @@ class Tables:
 
     # -- reading ----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def as_of_now(self, wait: float = WAIT_S) -> Iterator[None]:
+        """Queries inside read the tables brought up to date once, at the start: the reads of one call (a
+        session start's dozens of small queries) check the logs once, not once each."""
+        with self._mutex:
+            self.update(wait)
+            self._settled += 1
+            try:
+                yield
+            finally:
+                self._settled -= 1
+
     def query(self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S) -> list[tuple[Any, ...]]:
         """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer)."""
         with self._mutex:
             for attempt in range(2):
                 try:
-                    self.update(wait)
+                    if not self._settled:
+                        self.update(wait)
                     return self._connect().execute(sql, params).fetchall()
                 except sqlite3.DatabaseError as exc:
                     if "no such table" in str(exc):
