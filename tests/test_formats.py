@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "1394fe04edf86d3b87fa"),
     "view.conversations": (1, "541219de95fada822acf"),
     "view.graph": (1, "1652b41ff29181c045ed"),
-    "view-events": (2, "e3c82a55ab0af6d076db"),
-    "sessions": (1, "8f2582a6dff90475e6c0"),
-    "feed": (1, "6157418fb74adadba857"),
-    "capture": (1, "6a3eeac8db78c9f80eac"),
+    "view-events": (2, "dcd2b1e279dc7f56bbc8"),
+    "sessions": (1, "df1374d1f26708cba12d"),
+    "feed": (1, "575b76fbd8d3eff3b3c4"),
+    "capture": (1, "1644e99b7e8f6d2be80d"),
 }
 GUARDED = all_formats()
 

@@ -55,6 +55,7 @@ MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not impo
 MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
+SESSION_START_TABLES = ("sessions", "capture", "view-events")  # the derived formats a session start reads
 
 
 def _dumps(value: Any) -> str:  # the stdlib's JSON: orjson's import costs a hook more than its speed saves
@@ -222,7 +223,7 @@ def _answer_while_building(app: App) -> bool:
     from contextflow.core.tables import answer_from_tail
 
     app.tables().update()
-    return answer_from_tail(app.store, features.all_tables)
+    return answer_from_tail(app.store, features.all_tables, SESSION_START_TABLES)
 
 
 def _inject(event_name: str, text: str) -> str:

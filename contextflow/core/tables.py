@@ -565,7 +565,7 @@ def close_for(store: Store) -> None:
         found.close()
 
 
-TAIL_BYTES = 2 * 1024 * 1024  # of each log, read by a process answering while the tables are built
+TAIL_BYTES = 1024 * 1024  # of each log, read by a process answering while the tables are built
 
 
 class TailTables(Tables):
@@ -638,12 +638,16 @@ def _events(lines: list[tuple[int, bytes]], store: Store) -> Iterator[Event]:
         yield Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
 
 
-def answer_from_tail(store: Store, sets: Callable[[], Sequence[TableSet]], limit: int = TAIL_BYTES) -> bool:
+def answer_from_tail(
+    store: Store, sets: Callable[[], Sequence[TableSet]], needed: Iterable[str], limit: int = TAIL_BYTES
+) -> bool:
     """While this machine's tables are built in the background, have this process's reads of `store`
-    answered from the logs' newest events (`TailTables`); False when the tables are there to answer."""
+    answered from the logs' newest events (`TailTables` of the formats `needed`; the others read as
+    empty); False when the tables are there to answer."""
     tables = tables_for(store, sets)
     if not tables.building:
         return False
     tables.close()
-    _OPEN[store] = TailTables(store, sets(), limit)
+    wanted = set(needed)
+    _OPEN[store] = TailTables(store, [s for s in sets() if s.name in wanted], limit)
     return True
