@@ -32,7 +32,7 @@ RECORDED = {
     "view-events": (2, "dcd2b1e279dc7f56bbc8"),
     "sessions": (1, "df1374d1f26708cba12d"),
     "feed": (1, "575b76fbd8d3eff3b3c4"),
-    "capture": (1, "1644e99b7e8f6d2be80d"),
+    "capture": (1, "470a27ed726606cf9065"),
 }
 GUARDED = all_formats()
 

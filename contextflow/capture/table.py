@@ -30,9 +30,9 @@ _SAME_SESSION = "project = new.project AND session_id = new.session_id"
 SCHEMA = (
     # `turn`: "t:" + the turn id, or "e:" + the event id for a turn without one (never deduplicated)
     """CREATE TABLE capture_turns(
-    turn TEXT PRIMARY KEY, id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
+    turn TEXT NOT NULL UNIQUE, id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
     project TEXT NOT NULL, session_id TEXT NOT NULL, work INTEGER NOT NULL, handoff TEXT, said INTEGER NOT NULL,
-    data BLOB NOT NULL) WITHOUT ROWID""",
+    data BLOB NOT NULL)""",  # a rowid table: rows of a few KB would make a WITHOUT ROWID tree three times the size
     "CREATE INDEX capture_by_id ON capture_turns(id)",
     "CREATE INDEX capture_by_session ON capture_turns(project, session_id, hlc, w, seq)",
     "CREATE INDEX capture_work ON capture_turns(project, hlc, w, seq) WHERE work = 1",
