@@ -122,9 +122,7 @@ def _session_start(capsys, monkeypatch, cwd: str) -> str:
     return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
 
 
-def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(
-    app, capsys, monkeypatch, tmp_path
-):
+def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(app, capsys, monkeypatch, tmp_path):
     from contextflow.adapters.session_start import PARTIAL_NOTE
     from contextflow.core import tables as tables_module
 
