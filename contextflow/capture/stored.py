@@ -50,7 +50,8 @@ class Turns:
 
     def linking(self, ids: Sequence[str]) -> dict[str, tuple[str, Event]]:
         """Handoff id -> (session, the newest turn that wrote it), for the given ids."""
-        wanted, links = set(ids), {}
+        wanted: set[str] = set(ids)
+        links: dict[str, tuple[str, Event]] = {}
         for sid, events in self.sessions().items():
             for event in events:
                 handoff = turn_of(event.data).get("handoff")
