@@ -35,6 +35,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -57,17 +58,23 @@ APPEND = (
 OUTPUT: dict[str, int] = {}  # characters each command last printed (a check that it did its work)
 
 
-def timed(command: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one child process."""
+Sample = tuple[float, float, float]  # wall seconds, peak RSS MB, CPU seconds (user + system; 0: not measured)
+
+
+def timed(command: list[str], env: dict[str, str], stdin: bytes = b"") -> Sample:
+    """(wall seconds, peak RSS MB, CPU seconds) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(
         ["/usr/bin/time", "-f", "%M", *command], input=stdin, env=env, capture_output=True, timeout=900
     )
     wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     OUTPUT[" ".join(command[-2:])] = len(done.stdout)
     if done.returncode:
         raise SystemExit(f"{command} failed: {done.stderr.decode()[-2000:]}")
-    return wall, int(done.stderr.decode().strip().splitlines()[-1]) / 1024
+    return wall, int(done.stderr.decode().strip().splitlines()[-1]) / 1024, cpu
 
 
 def one_turn(n: int, cwd: str) -> bytes:
@@ -128,31 +135,35 @@ class Tree:
         other = {**self.env, "CONTEXTFLOW_WRITER": "bench-other", "CONTEXTFLOW_STATE": str(self.work / "other-state")}
         subprocess.run([sys.executable, "-c", APPEND, self.name], env=other, check=True, timeout=900)
 
-    def session_start(self) -> tuple[float, float]:
+    def session_start(self) -> Sample:
         return timed(self.cli("hook", "session-start"), self.env, self.payload(False))
 
-    def stop(self) -> tuple[float, float]:
+    def stop(self) -> Sample:
         self.turns += 1
         with open(self.transcript, "ab") as handle:
             handle.write(one_turn(self.turns, str(self.work / "repo")))
         return timed(self.cli("hook", "stop"), self.env, self.payload(True))
 
-    def first_read(self, errlog: Path) -> tuple[float, float]:
+    def first_read(self, errlog: Path) -> Sample:
         try:
             found = cold_start(self.cli("serve"), self.env, "read_shared_context", {"limit": 20}, errlog)
         except ProbeError as exc:
             raise SystemExit(f"{self.name}: {exc}; its stderr ends:\n{errlog.read_text()[-3000:]}") from None
-        return found.to_first_call, found.peak_rss_kb / 1024
+        return found.to_first_call, found.peak_rss_kb / 1024, 0.0
 
 
-def median(samples: list[tuple[float, float]]) -> tuple[float, float]:
-    return statistics.median(s[0] for s in samples), max(s[1] for s in samples)
+def median(samples: list[Sample]) -> Sample:
+    """Median wall time, highest peak RSS, median CPU time."""
+    return (
+        statistics.median(s[0] for s in samples),
+        max(s[1] for s in samples),
+        statistics.median(s[2] for s in samples),
+    )
 
 
-def upgraded_copy(code: Path, work: Path) -> Path:
+def upgraded_copy(code: Path, target: Path) -> Path:
     """A copy of `code` as the next release that changes no derived format: another version string and
     a changed module that no format's code closure holds (the terminal picker)."""
-    target = work / "upgraded"
     shutil.copytree(code / "contextflow", target / "contextflow", ignore=shutil.ignore_patterns("__pycache__"))
     init = target / "contextflow" / "__init__.py"
     init.write_text(init.read_text().replace('__version__ = "', '__version__ = "99.'))
@@ -194,23 +205,23 @@ def main() -> int:
                 trees.insert(0, Tree("before", args.before.resolve(), root, folder))
             print(f"\n## {label} ({size / 1e6:.0f} MB of logs)")
             for tree in trees:  # a fresh machine: no state at all
-                wall, rss = tree.session_start()
+                wall, rss, _ = tree.session_start()
                 chars = OUTPUT[" ".join(tree.cli("hook", "session-start")[-2:])]
                 print(f"{tree.name}: fresh machine, first hook session-start {wall:.2f} s, {rss:.0f} MB, {chars} chars")
                 tree.stop()  # the first capture of the transcript (its later turns are the measured ones)
                 tree.wait_for_tables()
             stores.append((label, trees))
-        upgrade = None if args.no_upgrade else upgraded_copy(args.after.resolve(), work)
+        upgrades = [] if args.no_upgrade else [upgraded_copy(args.after.resolve(), work / f"u{n}") for n in range(3)]
         errlog = work / "server.err"
         floor_command = [sys.executable, "-m", "benchlib.floor_server"]
-        samples: dict[str, list[tuple[float, float]]] = {}
-        first_upgraded: dict[str, tuple[float, float]] = {}
+        samples: dict[str, list[Sample]] = {}
+        first_upgraded: dict[str, list[Sample]] = {}
         env = {**stores[-1][1][-1].env, "PYTHONPATH": str(Path(__file__).resolve().parent)}
         for rep in range(args.reps):
             samples.setdefault("python -c pass", []).append(timed([sys.executable, "-c", "pass"], env))
             floor = cold_start(floor_command, env, "noop", {}, errlog)
             samples.setdefault("no-op SDK server, first call", []).append(
-                (floor.to_first_call, floor.peak_rss_kb / 1024)
+                (floor.to_first_call, floor.peak_rss_kb / 1024, 0.0)
             )
             for label, trees in stores:
                 for tree in trees:
@@ -222,11 +233,12 @@ def main() -> int:
                     samples.setdefault(f"{label}: {tree.name} new server, first read_shared_context", []).append(
                         tree.first_read(errlog)
                     )
-                if upgrade is not None and rep == args.reps - 1:  # after the code before it ran: the upgrade
+                if upgrades and rep == args.reps - 1:  # after the code before it ran: each upgrade's first call
                     after = trees[-1]
-                    upgraded = Tree.sharing(after, "upgraded", upgrade)
-                    upgraded.append_elsewhere()
-                    first_upgraded[label] = upgraded.session_start()
+                    for n, code in enumerate(upgrades):
+                        upgraded = Tree.sharing(after, f"upgraded-{n}", code)
+                        upgraded.append_elsewhere()
+                        first_upgraded.setdefault(label, []).append(upgraded.session_start())
                     for _ in range(args.reps):
                         samples.setdefault("python -c pass, upgrade rows", []).append(
                             timed([sys.executable, "-c", "pass"], env)
@@ -238,16 +250,23 @@ def main() -> int:
         bare = median(samples["python -c pass"])[0]
         noop = median(samples["no-op SDK server, first call"])[0]
         print("\n## one interleaved run")
-        later = median(samples.get("python -c pass, upgrade rows", samples["python -c pass"]))[0]
+        later_samples = samples.get("python -c pass, upgrade rows", samples["python -c pass"])
+        later, later_cpu = median(later_samples)[0], median(later_samples)[2]
+        bare_cpu = median(samples["python -c pass"])[2]
         for name, found in samples.items():
-            wall, rss = median(found)
-            base = noop if "server" in name else later if "again" in name or "upgrade" in name else bare
-            print(f"{name}: {wall * 1000:.0f} ms ({wall / base:.1f}x), peak {rss:.0f} MB")
-        for label, (wall, rss) in first_upgraded.items():
-            before = median(samples[f"{label}: after, again"])[0]
+            wall, rss, cpu = median(found)
+            upgrade_row = "again" in name or "upgrade" in name
+            base = noop if "server" in name else later if upgrade_row else bare
+            cpu_base = later_cpu if upgrade_row else bare_cpu
+            cpu_text = f", CPU {cpu * 1000:.0f} ms ({cpu / cpu_base:.1f}x)" if cpu and cpu_base else ""
+            print(f"{name}: {wall * 1000:.0f} ms ({wall / base:.1f}x){cpu_text}, peak {rss:.0f} MB")
+        for label, found in first_upgraded.items():
+            wall, rss, cpu = median(found)
+            before = median(samples[f"{label}: after, again"])
             print(
-                f"{label}: the first hook session-start after an upgrade that changes no format: {wall * 1000:.0f} ms "
-                f"({wall / later:.1f}x python -c pass; {wall / before:.2f}x the code before it), peak {rss:.0f} MB"
+                f"{label}: the first hook session-start after an upgrade that changes no format (median of "
+                f"{len(found)} upgrades): {wall * 1000:.0f} ms ({wall / later:.1f}x python -c pass; "
+                f"{wall / before[0]:.2f}x the code before it; CPU {cpu / before[2]:.2f}x), peak {rss:.0f} MB"
             )
         print(f"(characters printed by the last call of each: {OUTPUT})")
     finally:
