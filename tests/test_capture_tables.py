@@ -156,3 +156,15 @@ def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, 
         assert tail.horizon > 0
     finally:
         tail.close()
+
+
+def test_an_earlier_copy_of_a_turn_read_later_moves_it_and_its_sessions_follow(app):
+    turn = {"files": {"edited": ["a.py"]}, "final": "done"}
+    other = open_app("writer-z")  # written first (the earlier copy), its log read after writer-a's (by name)
+    other.store.append("capture.turn", {"project": "web", "session_id": "s1", "turn_id": "t", "turn": turn})
+    app.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    app.store.append("capture.turn", {"project": "shared", "session_id": "s2", "turn_id": "u", "turn": turn})
+    fresh = open_app("writer-c")
+    sessions = fresh.tables().query("SELECT project, session_id FROM capture_sessions ORDER BY 1, 2")
+    assert sessions == [("shared", "s2"), ("web", "s1")]  # the turn is the earliest copy's: web's
+    assert answers(fresh) == answers(in_memory("writer-c"))

@@ -23,7 +23,7 @@ RECORDED = {
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
     "snapshot": (2, "adab17dcc514ff43cf41"),
     "view.sessions": (1, "e54c8a04b64a58a5e72f"),
-    "view.activity": (1, "318b4fa3198816ae6c89"),
+    "view.activity": (2, "e84a6ab674486555165a"),
     "view.records": (1, "edde60990ce9a9df68d9"),
     "view.timeline": (1, "f24a36eb72985fa2f538"),
     "view.search": (1, "1394fe04edf86d3b87fa"),
@@ -32,7 +32,7 @@ RECORDED = {
     "view-events": (2, "dcd2b1e279dc7f56bbc8"),
     "sessions": (1, "df1374d1f26708cba12d"),
     "feed": (1, "575b76fbd8d3eff3b3c4"),
-    "capture": (1, "470a27ed726606cf9065"),
+    "capture": (1, "2ad3195f8984d0714e68"),
 }
 GUARDED = all_formats()
 

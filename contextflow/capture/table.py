@@ -48,13 +48,15 @@ SCHEMA = (
     ON CONFLICT(project, session_id) DO UPDATE SET (hlc, w, seq) = (excluded.hlc, excluded.w, excluded.seq)
         WHERE (excluded.hlc, excluded.w, excluded.seq) > {_KEY};
     END""",
-    # an earlier copy of a turn replaced the row, or a clock bound lowered it: its sessions again
+    # an earlier copy of a turn replaced the row, or a clock bound lowered it: its sessions' newest turns again
     f"""CREATE TRIGGER capture_rekey AFTER UPDATE OF hlc ON capture_turns BEGIN
     DELETE FROM capture_sessions WHERE project = old.project AND session_id = old.session_id;
+    DELETE FROM capture_sessions WHERE {_SAME_SESSION};
     INSERT INTO capture_sessions(project, session_id, hlc, w, seq) SELECT project, session_id, hlc, w, seq
         FROM capture_turns WHERE project = old.project AND session_id = old.session_id {_NEWEST};
-    INSERT OR REPLACE INTO capture_sessions(project, session_id, hlc, w, seq) SELECT project, session_id, hlc, w,
-        seq FROM capture_turns WHERE {_SAME_SESSION} {_NEWEST};
+    INSERT INTO capture_sessions(project, session_id, hlc, w, seq) SELECT project, session_id, hlc, w, seq
+        FROM capture_turns WHERE {_SAME_SESSION} AND (new.project, new.session_id) != (old.project, old.session_id)
+        {_NEWEST};
     END""",
 )
 
