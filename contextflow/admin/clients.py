@@ -13,15 +13,22 @@ if TYPE_CHECKING:
     from contextflow.operations.spec import JSON, Reply
 
 
-def hook(env: Mapping[str, str] | None, args: JSON) -> int:
+def hook(env: Mapping[str, str] | None, args: JSON) -> Reply:
     """`contextflow hook EVENT` (no store opened: `env` is the environment the CLI runs in)."""
+    from contextflow.operations.spec import Reply  # loaded with the table that runs this row
+
+    return Reply.finished(run_hook(env, args["event"]))
+
+
+def run_hook(env: Mapping[str, str] | None, event: str) -> int:
+    """One hook call: the payload on stdin, the answer on stdout; the CLI's fast path calls it without the table."""
     from contextflow.adapters.hooks import run
 
     try:
         raw = sys.stdin.buffer.read()
     except Exception:
         raw = b""
-    output = run(args["event"], raw, env)
+    output = run(event, raw, env)
     if output:
         with contextlib.suppress(OSError):  # the client stopped listening: still never fail it
             sys.stdout.write(output + "\n")

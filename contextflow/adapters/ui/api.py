@@ -25,7 +25,7 @@ from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean_data
 from contextflow.features import operations
 from contextflow.operations.arguments import check_arguments
-from contextflow.operations.spec import JSON, Operation, Reply
+from contextflow.operations.spec import JSON, Operation
 from contextflow.sessions import stored
 
 PAGE = 50  # entries, sessions and records per page
@@ -64,7 +64,6 @@ class Api:
             with self.idle:
                 self.waiting -= 1
                 self.idle.notify_all()
-        assert isinstance(reply, Reply), name
         return reply.data
 
     async def call(self, name: str, arguments: JSON, unscoped: bool = False) -> Any:
