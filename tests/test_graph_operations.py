@@ -21,7 +21,11 @@ from contextflow.search.extractors import search_kinds
 
 def test_the_tables_and_the_cores_share_each_limit_and_list():
     """Said once, in the feature's light fields.py: the table and the core use the same object."""
+    from contextflow.records import core as records_core
+    from contextflow.records import fields as records_fields
     from contextflow.search import fields as search_fields
+    from contextflow.sessions import core as sessions_core
+    from contextflow.sessions import operations as sessions_table
     from contextflow.timeline import core as timeline_core
     from contextflow.timeline import operations as timeline_table
 
@@ -30,8 +34,12 @@ def test_the_tables_and_the_cores_share_each_limit_and_list():
     assert graph_table.DEFAULT_VIEW_BUDGET is model.DEFAULT_VIEW_BUDGET
     assert search_table.SEARCH_KINDS is search_fields.SEARCH_KINDS
     assert retrieval.MAX_BUDGET is search_table.MAX_BUDGET is search_fields.MAX_BUDGET
-    assert timeline_table.THREAD_STATUSES is timeline_core.THREAD_STATUSES
-    assert timeline_table.THOUGHT_TYPES is timeline_core.THOUGHT_TYPES
+    # the table checks each status and type; the core maps a status verb and fills in the defaults
+    assert timeline_table.STATUS_VERBS is timeline_core.STATUS_VERBS
+    assert timeline_table.DEFAULT_WHERE is timeline_core.DEFAULT_WHERE
+    assert timeline_table.DEFAULT_THOUGHTS is timeline_core.DEFAULT_THOUGHTS
+    assert records_core.DEFAULT_SINCE_DAYS is records_fields.DEFAULT_SINCE_DAYS
+    assert sessions_core.DEFAULT_LIMIT is sessions_table.fields.DEFAULT_LIMIT
 
 
 def test_the_copies_a_table_still_keeps_agree_with_the_core():

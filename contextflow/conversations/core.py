@@ -203,10 +203,11 @@ def save_conversation(app: App, raw: Any) -> Saved:
     data: dict[str, Any] = {
         "conversation_id": conversation_id,
         "source": checks.text(raw.get("source"), "source", max_chars=SHORT) or "unknown",
-        "project": checks.name(raw.get("project"), "project", SHORT) or _owner(app, conversation_id),
+        "project": checks.name(checks.string(raw.get("project"), "project"), "project", SHORT)
+        or _owner(app, conversation_id),
         **record,
     }
-    session_id = checks.name(raw.get("session_id"), "session_id", SHORT)
+    session_id = checks.name(checks.string(raw.get("session_id"), "session_id"), "session_id", SHORT)
     if session_id:
         data["session_id"] = session_id
     size = len(orjson.dumps(data))

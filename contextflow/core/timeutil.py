@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from contextflow.core.errors import InputError, arg
 
@@ -76,11 +75,11 @@ def parse_duration(raw: object) -> timedelta | None:
     return timedelta(seconds=min(sum(int(amount) * _UNITS[unit] for amount, unit in parts), _LONGEST))
 
 
-def expiry(value: Any, now: datetime, name: str = "expires_at") -> datetime | None:
+def expiry(value: str | None, now: datetime, name: str = "expires_at") -> datetime | None:
     """When something passed as `expires_at` (a duration from now, or an ISO time) expires; None when not given."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if not value.strip():
         raise InputError(f"{arg(name)} must be {EXPIRY_HOW}; got {value!r}")
     span = parse_duration(value)
     if span is not None:

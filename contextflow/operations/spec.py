@@ -103,6 +103,7 @@ class Param:
     cli_default: Any = None  # CLI default when the flag is left out (e.g. agent 'human')
     cli_help: str | None = None  # CLI help, when it differs from the schema description
     negatable: bool = False  # CLI booleans: also --no-FLAG
+    hint: str | None = None  # said after a wrong value's error, e.g. an example of the right form
 
     @property
     def description(self) -> str:
