@@ -106,6 +106,12 @@ def test_a_value_just_under_the_cap_is_kept(app):
     assert len(records.get_record(app, key="fact:big").data["value"]["blob"]) == 64 * 1024 - 20
 
 
+def test_an_expiry_that_is_not_text_says_what_to_pass(app):
+    with pytest.raises(InputError, match=r"expires_at must be a string, got 5; pass a duration such as 24h"):
+        run(app, "context_set", key="fact:x", value={}, expires_at=5)
+    assert app.store.event_count == 0
+
+
 def test_a_bad_category_or_pinned_flag_is_refused(app):
     with pytest.raises(
         InputError,

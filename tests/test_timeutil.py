@@ -56,7 +56,7 @@ def test_expiry_is_now_plus_a_duration_or_an_iso_time():
         ("99999d", "over 10 years"),
         ("2026-02-01T00:00:00Z", "already past"),
         ("someday", "not understood; use a duration such as 30m"),
-        (5, "must be a duration"),
+        ("  ", "must be a duration"),
     ],
 )
 def test_bad_expiry_values_say_what_to_pass(raw, message):

@@ -40,7 +40,6 @@ def start_preview(app: App, args: JSON) -> Reply:
     """What the next session start would inject (project and session as given, else the defaults),
     produced by the hook's own code, and its size against each client's limit."""
     import json
-    from dataclasses import replace
 
     from contextflow.adapters.hooks import hook_budget, hook_dir, session_start_output
     from contextflow.adapters.session_start import CLIENT_LIMITS
@@ -49,8 +48,8 @@ def start_preview(app: App, args: JSON) -> Reply:
     from contextflow.sessions.core import active_session
 
     project = args.get("project") or app.settings.default_project
-    settings = replace(
-        app.settings, default_project=project, active_session=args.get("session_id") or active_session(app)
+    settings = app.settings._replace(
+        default_project=project, active_session=args.get("session_id") or active_session(app)
     )
     budget = hook_budget(app.env)
     hooks = hook_dir(app.store.folder, app.env)

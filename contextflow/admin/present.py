@@ -98,7 +98,7 @@ def doctor(app: App, args: JSON) -> Reply:
     ]
     from contextflow.admin.install_check import client_ways
 
-    ways, _ = client_ways(Path(os.environ.get("HOME") or Path.home()), Path.cwd())
+    ways, _ = client_ways(Path(app.env.get("HOME") or Path.home()), Path.cwd())
     info["clients"] = ways
     lines += ["clients:", *(f"  {way}" for way in ways)] if ways else ["clients:      none configured"]
     lines.append("problems:" if found else "problems:     none")

@@ -74,7 +74,9 @@ def read(payload: Mapping[str, Any], env: Mapping[str, str]) -> Hook:
 def client_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Which client runs this hook: CONTEXTFLOW_CLIENT (install puts it in each hook command),
     else what the client's environment or payload gives away, else "unknown"."""
-    named = env.get("CONTEXTFLOW_CLIENT", "").strip()
+    from contextflow.core.settings import read
+
+    named = read(env).client
     if named and len(named) <= 64 and named.replace("-", "").replace("_", "").replace(".", "").isalnum():
         return named
     if payload.get("hook_event_name") in OPENCODE_EVENTS:

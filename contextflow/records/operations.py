@@ -52,7 +52,12 @@ OPERATIONS = (
             string("label", "Human-readable title."),
             string("thread_id", "Timeline thread to link (id or prefix); '' unlinks.", flag="--thread"),
             boolean("pinned", "Always show in /whereami.", negatable=True),
-            string("expires_at", "ISO time or duration (24h, 7d); 'never' clears.", flag="--expires"),
+            string(
+                "expires_at",
+                "ISO time or duration (24h, 7d); 'never' clears.",
+                flag="--expires",
+                hint="pass a duration such as 24h or 7d, an ISO-8601 time such as 2026-02-10T09:00:00Z, or never",
+            ),
             AGENT,
             PROJECT,
         ),

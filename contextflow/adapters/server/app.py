@@ -314,7 +314,7 @@ def _exit_now(app: App) -> None:
 
 
 def run_stdio(app: App) -> None:
-    anyio.run(serve_stdio, app, inbound.Limits.from_env())
+    anyio.run(serve_stdio, app, inbound.Limits.from_env(app.env))
 
 
 def serve_main() -> int:

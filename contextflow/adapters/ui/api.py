@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -41,7 +40,7 @@ class Api:
     def __init__(self, app: App) -> None:
         self.app = app
         # the same store, without an active session: reads that name no session read them all
-        self.unscoped = App(app.store, replace(app.settings, active_session=None, active_session_file=None))
+        self.unscoped = App(app.store, app.settings._replace(active_session=None, active_session_file=None))
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for or holding the lock: warming up gives way to them
         self.idle = threading.Condition()
