@@ -29,7 +29,7 @@ RECORDED = {
     "view.search": (1, "4dbfea9d6505729feca2"),
     "view.conversations": (1, "c497a99db95f0c215280"),
     "view.graph": (1, "4dc081b242ce12d86b74"),
-    "view-events": (2, "35517312cfe8fe43265e"),
+    "view-events": (2, "8bab2b8476168c85f3c9"),
     "sessions": (1, "42eeec6522bb55098079"),
     "feed": (1, "fed27b66902e04c714dd"),
 }

@@ -14,7 +14,7 @@ functions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import digest as digests
 from contextflow.capture import substance
@@ -53,8 +53,9 @@ class Latest:
 
 def _activity(app: App) -> ActivityState:
     from contextflow import ondisk
+    from contextflow.capture.view import ActivityView  # the view's own module: the store folds it anyway
 
-    return cast("ActivityState", ondisk.view(app, "activity"))
+    return ondisk.view(app, ActivityView)
 
 
 def project_sessions(app: App, project: str) -> dict[str, list[Event]]:
