@@ -11,9 +11,9 @@ import pytest
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture.view import ActivityView
+from contextflow.conversations.view import ConversationsView
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes
-from contextflow.conversations.view import ConversationsView
 from contextflow.graph.view import GraphView
 from contextflow.records import core as records
 from contextflow.records.view import RecordsView
