@@ -160,6 +160,9 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
 def _parse(values: dict[str, str | None]) -> Settings:
     problems: list[tuple[str, str]] = []
 
+    def not_understood(name: str, raw: str, how: str) -> None:
+        problems.append((name, f"{name}={raw!r} {how}"))
+
     def text(name: str) -> str | None:
         """The value as written, None when unset or blank."""
         raw = values[name]
@@ -176,17 +179,29 @@ def _parse(values: dict[str, str | None]) -> Settings:
         if unit:  # ContextFlowMCP's byte limits, worded as it words them
             if raw.isdigit() and int(raw) >= 1:
                 return int(raw)
-            problems.append((name, f"{name}={raw!r} is not a positive whole number of {unit} ({default} if unset)"))
+            not_understood(name, raw, f"is not a positive whole number of {unit} ({default} if unset)")
             return default
         try:
             value = int(raw)
         except ValueError:
-            problems.append((name, f"{name}={raw!r} is not a whole number; set it to a positive integer"))
+            not_understood(name, raw, "is not a whole number; set it to a positive integer")
             return default
         if value < 1:
-            problems.append((name, f"{name}={raw!r} must be a positive integer"))
+            not_understood(name, raw, "must be a positive integer")
             return default
         return value
+
+    def yes_no(name: str, how: str, default: str = "") -> bool | None:
+        """A yes/no word (None when unset), else `how` says what to write."""
+        raw = (values[name] or default).strip().lower()
+        if not raw or raw == "off":  # the common cases, without importing the checks
+            return None if not raw else False
+        from contextflow.core.checks import flag
+
+        chosen = flag(raw)
+        if chosen is None:
+            not_understood(name, raw, how)
+        return chosen
 
     def secrets() -> str:
         value = (values[SECRETS_VARIABLE] or "").strip().lower() or "redact"
@@ -194,20 +209,8 @@ def _parse(values: dict[str, str | None]) -> Settings:
             value = "off"
         if value in SECRETS_MODES:
             return value
-        message = f"{SECRETS_VARIABLE}={value!r} is not understood: use redact (default), refuse or off"
-        problems.append((SECRETS_VARIABLE, message))
+        not_understood(SECRETS_VARIABLE, value, "is not understood: use redact (default), refuse or off")
         return "redact"
-
-    def fsync() -> bool:
-        value = (values["CONTEXTFLOW_FSYNC"] or "off").strip().lower()
-        if value == "off":
-            return False
-        from contextflow.core.checks import flag
-
-        chosen = flag(value)
-        if chosen is None:
-            problems.append(("CONTEXTFLOW_FSYNC", f"CONTEXTFLOW_FSYNC={value!r} is not understood: use 'on' or 'off'"))
-        return bool(chosen)
 
     def project() -> str | None:
         raw = stripped("MCP_SHARED_CONTEXT_PROJECT")
@@ -226,36 +229,12 @@ def _parse(values: dict[str, str | None]) -> Settings:
             )
         return named
 
-    def capture() -> bool | None:
-        raw = stripped("CONTEXTFLOW_CAPTURE")
-        if raw is None:
-            return None
-        from contextflow.core.checks import flag
-
-        chosen = flag(raw)
-        if chosen is None:
-            problems.append(
-                (
-                    "CONTEXTFLOW_CAPTURE",
-                    f"CONTEXTFLOW_CAPTURE={raw!r} is not understood (capture stays on): use off to turn capture "
-                    "off, on (or unset) to keep it",
-                )
-            )
-        return chosen
-
     def hook_budget() -> int:
         raw = stripped("CONTEXTFLOW_HOOK_BUDGET")
-        if raw is None:
-            return HOOK_BUDGET
-        if raw.isdigit() and 200 <= int(raw) <= MAX_HOOK_BUDGET:
-            return int(raw)
-        problems.append(
-            (
-                "CONTEXTFLOW_HOOK_BUDGET",
-                f"CONTEXTFLOW_HOOK_BUDGET={raw!r} is not a whole number of tokens from 200 to {MAX_HOOK_BUDGET}, "
-                f"so the session-start hook ignores it and uses {HOOK_BUDGET}; set it to e.g. 2250",
-            )
-        )
+        if raw is None or (raw.isdigit() and 200 <= int(raw) <= MAX_HOOK_BUDGET):
+            return int(raw) if raw else HOOK_BUDGET
+        how = f"is not a whole number of tokens from 200 to {MAX_HOOK_BUDGET}, so the session-start hook ignores it"
+        not_understood("CONTEXTFLOW_HOOK_BUDGET", raw, f"{how} and uses {HOOK_BUDGET}; set it to e.g. 2250")
         return HOOK_BUDGET
 
     return Settings(
@@ -267,12 +246,15 @@ def _parse(values: dict[str, str | None]) -> Settings:
         legacy_max_bytes=positive("MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES", LEGACY_MAX_BYTES, "bytes"),
         state=text("CONTEXTFLOW_STATE"),
         writer=stripped("CONTEXTFLOW_WRITER"),
-        fsync=fsync(),
+        fsync=bool(yes_no("CONTEXTFLOW_FSYNC", "is not understood: use 'on' or 'off'", "off")),
         secrets=secrets(),
         ranking=values[RANKING_VARIABLE] or "",
         tool_groups=stripped("CONTEXTFLOW_TOOLS") or "default",
         hook_budget=hook_budget(),
-        capture=capture(),
+        capture=yes_no(
+            "CONTEXTFLOW_CAPTURE",
+            "is not understood (capture stays on): use off to turn capture off, on (or unset) to keep it",
+        ),
         client=stripped("CONTEXTFLOW_CLIENT"),
         via=stripped("CONTEXTFLOW_VIA"),
         inbound_line_bytes=positive(INBOUND[0], MAX_LINE_BYTES, "bytes"),
