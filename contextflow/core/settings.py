@@ -9,10 +9,9 @@ state folder, hooks, capture, the server's inbound limits, the HTTP bridge's tok
 Reading never fails: a value that is not understood keeps its default and is kept in `problems`, and
 the code that uses it refuses it with `refuse` (the store's settings when it opens, the inbound limits
 when the server starts), so a bad value stops only what needs it. Light to import: hooks read it on
-every prompt (a NamedTuple, no dataclass; the project rules are imported only to find a project).
+every prompt (a NamedTuple, no dataclass, with real annotations: no `from __future__ import annotations`,
+which would make the class slower to build; the project rules are imported only to find a project).
 """
-
-from __future__ import annotations
 
 import os
 from collections.abc import Mapping
@@ -124,7 +123,7 @@ class Settings(NamedTuple):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         legacy_active_file: Path | None = None,
-    ) -> Settings:
+    ) -> "Settings":
         """The settings of `env`, checked, and completed with what needs the store. `cwd` is the working
         folder whose repository names the default project (the adapters pass it: the server's and the
         CLI's own folder, a hook's payload `cwd`); without it, and without MCP_SHARED_CONTEXT_PROJECT,
