@@ -36,10 +36,8 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def parse_iso(raw: object) -> datetime | None:
+def parse_iso(raw: str) -> datetime | None:
     """An ISO-8601 time or date as an aware UTC datetime (no zone means UTC); None when it is not one."""
-    if not isinstance(raw, str):
-        return None
     try:
         moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
@@ -53,8 +51,9 @@ def parse_iso(raw: object) -> datetime | None:
 
 
 def iso_ms(raw: object) -> int | None:
-    """Milliseconds since the epoch of an ISO-8601 time (no zone means UTC), or None."""
-    moment = parse_iso(raw)
+    """Milliseconds since the epoch of an ISO-8601 time (no zone means UTC), or None: a stored value
+    of any type (a field of someone else's line) is read here."""
+    moment = parse_iso(raw) if isinstance(raw, str) else None
     return None if moment is None else int(moment.timestamp() * 1000)
 
 
@@ -63,11 +62,9 @@ def to_iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def parse_duration(raw: object) -> timedelta | None:
+def parse_duration(raw: str) -> timedelta | None:
     """The duration `raw` spells, or None when it is not a duration. Huge ones are capped near
     2,700 years, so a caller's own limit (not an overflow) turns them down."""
-    if not isinstance(raw, str):
-        return None
     text = raw.strip().lower()
     parts = _PART.findall(text) if _DURATION.match(text) else []
     if not parts:  # also `P` and `PT`, which name no amount
