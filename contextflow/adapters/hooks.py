@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import payload as payloads
 from contextflow.core.locate import Location, locate_store, state_root, store_state_dir
+from contextflow.core.settings import HOOK_BUDGET, MAX_HOOK_BUDGET, read
 
 if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook, and pays for its imports
     from contextflow.app import App
@@ -50,8 +51,7 @@ EVENTS = {
     "pre-compact": "PreCompact",  # capture only
     "cursor": "Cursor",  # every Cursor agent event (adapters/cursor_hook.py)
 }
-DEFAULT_BUDGET = 2_250  # tokens, about 9,000 characters: see session_start.CLIENT_LIMIT_CHARS
-MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
+DEFAULT_BUDGET, MAX_BUDGET = HOOK_BUDGET, MAX_HOOK_BUDGET  # tokens (core.settings)
 MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
@@ -91,10 +91,8 @@ def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
 
 
 def hook_budget(env: Mapping[str, str]) -> int:
-    raw = env.get("CONTEXTFLOW_HOOK_BUDGET", "").strip()
-    if raw.isdigit() and 200 <= int(raw) <= MAX_BUDGET:
-        return int(raw)
-    return DEFAULT_BUDGET
+    """CONTEXTFLOW_HOOK_BUDGET when it is from 200 to MAX_BUDGET tokens, else DEFAULT_BUDGET (a hook never fails)."""
+    return read(env).hook_budget
 
 
 def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
@@ -108,7 +106,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
-        if env.get("CONTEXTFLOW_VIA"):  # run by the plugin or extension: one set of hooks per client
+        if read(env).via:  # run by the plugin or extension: one set of hooks per client
             from contextflow.admin.packaged import defers
 
             reason = defers(env, payloads.payload_cwd(payload))
