@@ -19,19 +19,20 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (2, "16f88508a1bd3d9d85f6"),
+    "search-index": (2, "fb3419c0c0d8930ed952"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "4ffecdb3fc4d7d0edc04"),
-    "view.sessions": (1, "e54c8a04b64a58a5e72f"),
-    "view.activity": (1, "318b4fa3198816ae6c89"),
-    "view.records": (1, "edde60990ce9a9df68d9"),
-    "view.timeline": (1, "f24a36eb72985fa2f538"),
-    "view.search": (1, "f7c0efe23eae41ea73d7"),
-    "view.conversations": (1, "541219de95fada822acf"),
-    "view.graph": (1, "1652b41ff29181c045ed"),
-    "view-events": (2, "e4ae54c78198d60d7e60"),
-    "sessions": (1, "cdbffe01a128f1c46e15"),
-    "feed": (1, "bab09004507a36434264"),
+    "snapshot": (2, "0bc5cbe51a141a151b7a"),
+    "view.sessions": (1, "ff08f0713f8a72a79824"),
+    "view.activity": (2, "c3e0d9730b76a2868d4d"),
+    "view.records": (1, "d377dc8891cbe520e3d8"),
+    "view.timeline": (1, "787d30f84b12931884fd"),
+    "view.search": (1, "eb998f55687a4e397b67"),
+    "view.conversations": (1, "923961d5e916ed477f04"),
+    "view.graph": (1, "6565a08091eeb2e2d338"),
+    "view-events": (2, "71f521e37fea0fe5d287"),
+    "sessions": (1, "f972e6ea507d3bb83c27"),
+    "feed": (1, "278844bd6f62ed98207f"),
+    "capture": (1, "2f40fbd57c354ed13c7f"),
 }
 GUARDED = all_formats()
 

@@ -14,7 +14,10 @@ appended before it is measured (derived state present):
 
 from __future__ import annotations
 
+import shutil
+import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +27,12 @@ from typing import Any
 import orjson
 
 from benchlib.procs import HANDSHAKE_VERSION, ColdStart, ProbeError, cold_start, receive, send, vm_hwm_kb
+
+SERVERS = 4  # started together, as the issue counts them
+INDEX = (
+    "from contextflow.app import App\nfrom contextflow.search import derived\n"
+    "app = App.open()\nderived.search_for(app.store).index()\napp.close()\n"
+)
 
 # makes one of each thing a tool names by id (a record, a thread and thought, a conversation, graph nodes)
 SETUP = r"""
@@ -221,3 +230,57 @@ def after_prompts(
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def more_rows(trees: Sequence[Any], env: dict[str, str], floor: list[str], log: Path, noop_mb: float) -> None:
+    """The rows above for `trees` (bench_issue_views.Tree: name, env, work, cli, append_elsewhere), their
+    derived tables current; `floor` and `env`: the no-op server and its environment."""
+    n = SERVERS
+    floor_wall, floor_mb = together(floor, env, "noop", {}, log, n)
+    print(f"{n} no-op SDK servers, first calls: {floor_wall * 1000:.0f} ms, {floor_mb:.0f} MB summed")
+    for tree in trees:
+        tree.append_elsewhere()
+        wall, mb = together(tree.cli("serve"), tree.env, "read_shared_context", {"limit": 20}, log, n)
+        print(
+            f"{tree.name} {n} new servers, first read_shared_context: {wall * 1000:.0f} ms "
+            f"({wall / floor_wall:.1f}x), {mb:.0f} MB summed ({mb / floor_mb:.1f}x)"
+        )
+    for tree in trees:
+        subprocess.run([sys.executable, "-c", INDEX], env=tree.env, check=True, timeout=3600)  # the index present
+        made = make_things([sys.executable], tree.env)
+        every = {**tree.env, "CONTEXTFLOW_TOOLS": "all"}  # every tool group offered
+        arguments = tool_arguments(made)
+        found = first_calls(tree.cli("serve"), floor, every, env, arguments, tree.append_elsewhere, log)
+        ratios = {tool: run.to_first_call / noop_run.to_first_call for tool, (run, noop_run) in found.items()}
+        slow = max(ratios, key=lambda tool: ratios[tool])
+        big = max(found, key=lambda tool: found[tool][0].peak_rss_kb)
+        print(
+            f"{tree.name} new server, first call of each of {len(found)} tools (each beside a no-op server's): "
+            f"median {statistics.median(ratios.values()):.1f}x, slowest {slow} {ratios[slow]:.1f}x "
+            f"({found[slow][0].to_first_call * 1000:.0f} ms), largest {big} peak "
+            f"{found[big][0].peak_rss_kb / 1024:.0f} MB (no-op {noop_mb:.0f} MB)"
+        )
+        print(
+            "  "
+            + ", ".join(
+                f"{tool} {ratios[tool]:.1f}x {run.peak_rss_kb / 1024:.0f} MB" for tool, (run, _) in found.items()
+            )
+        )
+    for tree in trees:
+        fresh = {**tree.env, "CONTEXTFLOW_STATE": str(tree.work / "build-state")}
+        built = build_all(sys.executable, fresh)
+        tables, search = built["tables"], built["search"]
+        summed = tables["peak_mb"] + search["peak_mb"] + 2 * search["worker_mb"]
+        print(
+            f"{tree.name} building all derived state (tables and search index at once): "
+            f"{built['both']['seconds']:.1f} s, {tables['cpu'] + search['cpu']:.0f} CPU s; "
+            f"tables {tables['seconds']:.1f} s, {tables['peak_mb']:.0f} MB; search index {search['seconds']:.1f} s, "
+            f"{search['peak_mb']:.0f} MB + {search['worker_mb']:.0f} MB a worker; {summed:.0f} MB summed"
+        )
+        shutil.rmtree(tree.work / "build-state", ignore_errors=True)
+    for tree in trees:
+        times, mb = after_prompts(tree.cli("serve"), tree.env, tree.append_elsewhere, 5, log)
+        print(
+            f"{tree.name} host that listed prompts, list_sessions after another process appended: "
+            f"p50 {statistics.median(times) * 1000:.0f} ms (max {max(times) * 1000:.0f}), server peak {mb:.0f} MB"
+        )
