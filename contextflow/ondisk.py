@@ -6,8 +6,8 @@ While the table is being built (a fresh machine, a format rebuilt: another proce
 background), a view is folded from the rows built so far and the events of its kinds this machine's
 log holds past them, so a write of this machine is seen by the read after it (`timeline_add_thought`
 to a thread just made, the Stop hook's check for a turn captured already); other machines' events
-arrive as the build goes, as every derived table's do. The builder reads this machine's log first, so
-that tail is short; the view is cached only once the table is current.
+arrive as the build goes, as every derived table's do. The view is cached only once the table is
+current.
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a

@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "eb998f55687a4e397b67"),
     "view.conversations": (1, "923961d5e916ed477f04"),
     "view.graph": (1, "6565a08091eeb2e2d338"),
-    "view-events": (2, "71f521e37fea0fe5d287"),
-    "sessions": (1, "f972e6ea507d3bb83c27"),
-    "feed": (1, "278844bd6f62ed98207f"),
-    "capture": (1, "2f40fbd57c354ed13c7f"),
+    "view-events": (2, "252e8e083bc9e945a93f"),
+    "sessions": (1, "9f6fc8c1512564138682"),
+    "feed": (1, "6625fe6de9553211260c"),
+    "capture": (1, "7fd6a271b0f1470a708c"),
 }
 GUARDED = all_formats()
 

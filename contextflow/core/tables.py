@@ -46,7 +46,7 @@ from contextflow.core.fields import conform
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor, list_segments, log_path, read_new, read_tail
+from contextflow.core.log import Cursor, list_segments, read_new, read_tail
 from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:
@@ -372,8 +372,7 @@ class Tables:
                     continue
                 if not todo:
                     break
-                own = log_path(self.store.folder, self.store.writer)  # first: views read its tail meanwhile
-                path, blob, names = min(todo, key=lambda item: item[0] != own)
+                path, blob, names = todo[0]
                 read += self._read(db, path, blob, names)
         return read
 
