@@ -28,7 +28,7 @@ RECORDED = {
     "view.timeline": (1, "787d30f84b12931884fd"),
     "view.search": (1, "8909e456da95db643411"),
     "view.conversations": (1, "923961d5e916ed477f04"),
-    "view.graph": (1, "6565a08091eeb2e2d338"),
+    "view.graph": (1, "6dc721e806919db791fc"),
     "view-events": (2, "11d346f44ac442e9afb2"),
     "sessions": (1, "a744d540da6d804be818"),
     "feed": (1, "32e5ccf03187657c6ce1"),
