@@ -9,7 +9,7 @@ sessions. `recall.py` composes them into what a session start shows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from contextflow.capture.table import turn_of
 from contextflow.core.events import Event, OrderKey
@@ -32,9 +32,9 @@ class Turns:
     def sessions(self) -> dict[str, list[Event]]:
         if self._sessions is None:
             from contextflow import ondisk
-            from contextflow.capture.view import ActivityState
+            from contextflow.capture.view import ActivityView
 
-            state = cast(ActivityState, ondisk.view(self.app, "activity"))
+            state = ondisk.view(self.app, ActivityView)
             found = state.by_session.items()
             self._sessions = {sid: events for (p, sid), events in found if p == self.project and events}
         return self._sessions
