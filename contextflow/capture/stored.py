@@ -32,9 +32,9 @@ class Turns:
     def sessions(self) -> dict[str, list[Event]]:
         if self._sessions is None:
             from contextflow import ondisk
-            from contextflow.capture.view import ActivityState, ActivityView
+            from contextflow.capture.view import ActivityView
 
-            state: ActivityState = ondisk.view(self.app, ActivityView)
+            state = ondisk.view(self.app, ActivityView)
             found = state.by_session.items()
             self._sessions = {sid: events for (p, sid), events in found if p == self.project and events}
         return self._sessions
