@@ -49,7 +49,6 @@ DEFAULT_QUERY = (
 )
 
 _S: JSON = {"type": "string"}
-_INT: JSON = {"type": "integer"}
 _BOOL: JSON = {"type": "boolean"}
 _STRINGS: JSON = {"type": "array", "items": _S}
 _TAG_LIST: JSON = {**_STRINGS, "maxItems": MAX_TAGS}
