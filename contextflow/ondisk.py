@@ -62,7 +62,9 @@ def rows(event: Event) -> Iterator[Row]:
             yield "view_events", (event.id, view, db_stamp(event.hlc), event.writer, event.seq, event.kind, data)
 
 
-TABLES = TableSet(Format("view-events", 2, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",))
+TABLES = TableSet(
+    Format("view-events", 2, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",), ahead=False
+)  # (its `n` is the order read: `_partial` reads this machine's newest events itself)
 
 
 class _Folded:

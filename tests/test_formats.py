@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "9834fd7273459c5819ce"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "f132fa8c6394ca5c58b4"),
-    "sessions": (1, "bd08f042300cd5bb8749"),
-    "feed": (1, "36d4d239125152e4075a"),
-    "capture": (1, "576cc1e35b9f2cc6b189"),
+    "view-events": (2, "b77f6f59b98ecab9ab6b"),
+    "sessions": (1, "5d49cd8f2e5dd98c3789"),
+    "feed": (1, "7c25b31c09c179922c6f"),
+    "capture": (1, "abb4713e270a222aba81"),
 }
 GUARDED = all_formats()
 

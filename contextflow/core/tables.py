@@ -46,7 +46,7 @@ from contextflow.core.fields import conform
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor, list_segments, read_new, read_tail
+from contextflow.core.log import Cursor, list_segments, log_path, read_new, read_tail
 from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ class TableSet:
     rows: Callable[[Event], Iterable[Row]]  # the pure fold
     bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
     tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default
+    ahead: bool = True  # rows whose order means nothing: this machine's newest may be added before a build reaches them
 
     @property
     def name(self) -> str:
@@ -146,6 +147,7 @@ class Tables:
         self._told: tuple[Path, Cursor | None] | None = None  # the last read a person was told about
         self.building = False  # a background process builds the backlog (answers hold what is built so far)
         self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
+        self._ahead: dict[str, tuple[str, int]] = {}  # format -> (its build, bytes of this machine's log added ahead)
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -322,14 +324,67 @@ class Tables:
         by one background process while this one answers from what is there (also -1)."""
         with self._mutex:
             try:
-                return self._update(wait, foreground)
+                read = self._update(wait, foreground)
             except Busy:
-                return -1
+                read = -1
             except sqlite3.DatabaseError as exc:
                 if not _damaged(exc):
                     return -1  # the disk is full or read-only: the tables answer as they are
                 self._discard()
-                return self._update(wait, foreground)
+                read = self._update(wait, foreground)
+            if read < 0 and not foreground:
+                self._add_own_newest(wait)
+            return read
+
+    def _add_own_newest(self, wait: float) -> None:
+        """While another process builds (or holds the write lock): the rows of this machine's log's newest
+        bytes that a format has not read yet are added ahead of it, cursors untouched, so what this
+        machine just wrote is read at once, by every process of it. Rows are keyed by their event (the
+        build adds them again as nothing) and order-free (`TableSet.ahead`), so the tables end as a fresh
+        build's. At most TAIL_BYTES back the first time, then only the new bytes; a busy writer past
+        `wait` s, or a full disk, leaves the tables as they are."""
+        own = log_path(self.store.folder, self.store.writer)
+        try:
+            info = os.lstat(own)
+            if not stat.S_ISREG(info.st_mode) or not self._ahead_starts(self._connect(), own, info.st_size):
+                return  # (nothing new since the last look: two small queries)
+            db = self._connect()
+            with _Txn(db, wait):
+                starts = self._ahead_starts(db, own, info.st_size, reset=True)
+                if not starts:
+                    return
+                begin = min(start for _, start in starts.values())
+                lines = read_tail(own, info.st_size - begin + 1 if begin else info.st_size + 1)  # (from `begin` on)
+                caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall())
+                self._insert(db, _events(lines, self.store), [self.sets[name] for name in starts], caps)
+        except (OSError, Busy, sqlite3.Error):
+            return
+        for name, (built, _) in starts.items():
+            self._ahead[name] = (built, info.st_size)
+
+    def _ahead_starts(
+        self, db: sqlite3.Connection, own: Path, size: int, *, reset: bool = False
+    ) -> dict[str, tuple[str, int]]:
+        """Per format that takes rows ahead: (its build, where in this machine's log its unread rows
+        start), when before `size`. A format not made yet (or by another version) is made first when
+        `reset` (in the caller's transaction: as the build would, which then only reads)."""
+        formats = {name: (version, built) for name, version, built in db.execute("SELECT * FROM formats")}
+        held = dict(db.execute("SELECT format, cursor FROM cursors WHERE path = ?", (str(own),)).fetchall())
+        starts: dict[str, tuple[str, int]] = {}
+        for name, table_set in self.sets.items():
+            if not table_set.ahead:
+                continue
+            version, built = formats.get(name, (None, ""))
+            if version != table_set.format.version and reset:
+                self._reset(db, name)
+                held.pop(name, None)
+                built = db.execute("SELECT built FROM formats WHERE name = ?", (name,)).fetchone()[0]
+            start = max(_cursor(held[name]).offset if name in held else 0, size - TAIL_BYTES)
+            added = self._ahead.get(name, ("", 0))
+            start = max(start, added[1] if added[0] == built else 0)
+            if start < size:
+                starts[name] = (built, start)
+        return starts
 
     def _update(self, wait: float, foreground: bool) -> int:
         db = self._connect()
@@ -489,6 +544,22 @@ class Tables:
         self.caught_up += count
         return count
 
+    def _insert(self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]) -> None:
+        """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied."""
+        rows: dict[str, dict[tuple[Any, ...], None]] = {}
+        for event in events:
+            if event.kind == BOUND_KIND:
+                self._bound(db, event, sets, caps)
+            cap = caps.get(event.id)
+            if cap is not None and event.hlc > cap:
+                event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
+            for table_set in sets:
+                for table, values in table_set.rows(event):
+                    rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
+        for where, found in rows.items():
+            name, table = where.split("\0")
+            db.executemany(self.sets[name].inserts[table], list(found))
+
     def _bound(self, db: sqlite3.Connection, bound: Event, sets: list[TableSet], caps: dict[str, int]) -> None:
         ids = bound.data.get("ids")
         cap = max(bound.hlc - 1, 0)
@@ -625,22 +696,9 @@ class TailTables(Tables):
         sets = list(self.sets.values())
         db.execute("BEGIN")
         for lines in tails:
-            rows: dict[str, dict[tuple[Any, ...], None]] = {}
-            for event in _events(lines, store):
-                if event.hlc < self.horizon:
-                    continue
-                self.caught_up += 1
-                if event.kind == BOUND_KIND:
-                    self._bound(db, event, sets, caps)
-                cap = caps.get(event.id)
-                if cap is not None and event.hlc > cap:
-                    event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
-                for table_set in sets:
-                    for table, values in table_set.rows(event):
-                        rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
-            for where, found in rows.items():
-                name, table = where.split("\0")
-                db.executemany(self.sets[name].inserts[table], list(found))
+            newer = [event for event in _events(lines, store) if event.hlc >= self.horizon]
+            self.caught_up += len(newer)
+            self._insert(db, newer, sets, caps)
         db.execute("COMMIT")
 
     def _connect(self) -> sqlite3.Connection:
