@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "9834fd7273459c5819ce"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "b77f6f59b98ecab9ab6b"),
-    "sessions": (1, "5d49cd8f2e5dd98c3789"),
-    "feed": (1, "7c25b31c09c179922c6f"),
-    "capture": (1, "abb4713e270a222aba81"),
+    "view-events": (2, "2cdfb032ff197a95aa33"),
+    "sessions": (1, "10e0fa14e10544b00f92"),
+    "feed": (1, "3eda93003bea3fdfb427"),
+    "capture": (1, "500f35e3c209b8c61284"),
 }
 GUARDED = all_formats()
 

@@ -67,3 +67,21 @@ def test_a_handoff_and_a_note_written_during_a_build_are_read_at_once(
         shows(app, "a note written while building", "the task handed off while building")
     finally:
         other.close()
+
+
+def test_only_the_newest_bytes_of_this_machines_log_are_added_ahead(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = {"agent": "claude", "project": "p", "session_id": "s-old"}
+    sessions.append_shared_note(app, {**base, "text": "an old note"})
+    for n in range(40):
+        sessions.append_shared_note(app, {**base, "session_id": f"s-{n}", "text": f"filler {n} " + "x" * 200})
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    monkeypatch.setattr(tables_module, "TAIL_BYTES", 2000)  # the first look reads this far back, no further
+    sessions.append_shared_note(app, {**base, "text": "the newest note"})
+    context = sessions.read_shared_context(app, {**base, "format": "json"}).text
+    assert "the newest note" in context and "an old note" not in context  # (the build brings the old one)
+    assert "filler 39" in feed.recent_activity(app, {"project": "p"}).text
+    assert "filler 0 " not in feed.recent_activity(app, {"project": "p"}).text
+    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 1 << 40)
+    assert "an old note" in sessions.read_shared_context(app, {**base, "format": "json"}).text

@@ -220,7 +220,7 @@ def _answer_while_building(app: App) -> bool:
     from contextflow import features
     from contextflow.core.tables import answer_from_tail
 
-    app.tables().update()
+    app.tables().update(ahead=False)  # (the logs' newest events answer it, this machine's among them)
     return answer_from_tail(app.store, features.all_tables, SESSION_START_TABLES)
 
 

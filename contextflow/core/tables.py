@@ -20,7 +20,8 @@ log grew, the process that sees it takes SQLite's write lock (waiting at most `w
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk; a process
 that cannot get the lock in time answers from what is there (a build in progress is partial, never
 wrong). A backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built by one forked
-background process (`views.build.lock`) while readers answer from what is built so far. A log that
+background process (`views.build.lock`) while readers answer from what is built so far, plus the
+rows of this machine's log's newest bytes, added ahead of the build (`TableSet.ahead`). A log that
 no longer continues (compaction, a removed conflict copy) rebuilds the formats that read it; a
 database that fails to open or read is deleted and rebuilt.
 """
@@ -57,6 +58,7 @@ READ_BYTES = 8 * 1024 * 1024  # new bytes read (and committed) at a time
 WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
 BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this has it built in the background
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
+AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
 CACHE_KB = 16 * 1024  # pages kept in memory: a chunk's index updates (a larger cache did not build faster)
 Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
@@ -317,11 +319,12 @@ class Tables:
 
     # -- updating ---------------------------------------------------------------------------
 
-    def update(self, wait: float = WAIT_S, *, foreground: bool = False) -> int:
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
         """Fold the logs' new events into every format; returns how many events were read. When another
         process holds the write lock longer than `wait` s, returns -1 (the tables answer as they are).
         Unless `foreground`, a backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built
-        by one background process while this one answers from what is there (also -1)."""
+        by one background process while this one answers from what is there and, when `ahead`, from
+        this machine's newest rows (also -1)."""
         with self._mutex:
             try:
                 read = self._update(wait, foreground)
@@ -332,7 +335,7 @@ class Tables:
                     return -1  # the disk is full or read-only: the tables answer as they are
                 self._discard()
                 read = self._update(wait, foreground)
-            if read < 0 and not foreground:
+            if read < 0 and ahead and not foreground:
                 self._add_own_newest(wait)
             return read
 
@@ -343,13 +346,15 @@ class Tables:
         build adds them again as nothing) and order-free (`TableSet.ahead`), so the tables end as a fresh
         build's. At most TAIL_BYTES back the first time, then only the new bytes; a busy writer past
         `wait` s, or a full disk, leaves the tables as they are."""
+        from contextflow.core.lock import LockTimeout, WriterLock
+
         own = log_path(self.store.folder, self.store.writer)
         try:
             info = os.lstat(own)
             if not stat.S_ISREG(info.st_mode) or not self._ahead_starts(self._connect(), own, info.st_size):
                 return  # (nothing new since the last look: two small queries)
             db = self._connect()
-            with _Txn(db, wait):
+            with WriterLock(self.path.with_name(AHEAD_LOCK), wait), _Txn(db, wait):
                 starts = self._ahead_starts(db, own, info.st_size, reset=True)
                 if not starts:
                     return
@@ -357,7 +362,7 @@ class Tables:
                 lines = read_tail(own, info.st_size - begin + 1 if begin else info.st_size + 1)  # (from `begin` on)
                 caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall())
                 self._insert(db, _events(lines, self.store), [self.sets[name] for name in starts], caps)
-        except (OSError, Busy, sqlite3.Error):
+        except (OSError, Busy, LockTimeout, sqlite3.Error):
             return
         for name, (built, _) in starts.items():
             self._ahead[name] = (built, info.st_size)
@@ -417,6 +422,8 @@ class Tables:
         """Up to `passes` chunks, each in its own transaction; returns how many events were read."""
         read, resets = 0, 0
         for number in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
+            if backlog:
+                self._let_ahead()
             # much to read and another process already at it: answer from what is there (`Busy`), never build twice
             with _Txn(db, 0 if backlog and not number else wait):
                 retire, todo = self._plan(db, self._paths())
@@ -430,6 +437,14 @@ class Tables:
                 path, blob, names = todo[0]
                 read += self._read(db, path, blob, names)
         return read
+
+    def _let_ahead(self) -> None:
+        """Before a build's next chunk: a process adding its newest rows ahead of it goes first (it waits
+        for one chunk at most, never for the whole build)."""
+        from contextflow.core.lock import LockTimeout, WriterLock
+
+        with contextlib.suppress(LockTimeout, OSError), WriterLock(self.path.with_name(AHEAD_LOCK), WAIT_S):
+            pass
 
     def _build_in_background(self, unread: int) -> None:
         """Have one background process build the tables (none when one already does)."""
@@ -544,7 +559,9 @@ class Tables:
         self.caught_up += count
         return count
 
-    def _insert(self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]) -> None:
+    def _insert(
+        self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]
+    ) -> None:
         """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied."""
         rows: dict[str, dict[tuple[Any, ...], None]] = {}
         for event in events:
@@ -705,7 +722,7 @@ class TailTables(Tables):
         assert self._db is not None
         return self._db
 
-    def update(self, wait: float = WAIT_S, *, foreground: bool = False) -> int:
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
         return 0
 
     def current(self) -> bool:
