@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "9834fd7273459c5819ce"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "2cdfb032ff197a95aa33"),
-    "sessions": (1, "10e0fa14e10544b00f92"),
-    "feed": (1, "3eda93003bea3fdfb427"),
-    "capture": (1, "500f35e3c209b8c61284"),
+    "view-events": (2, "ec39948aed5dd71ef76e"),
+    "sessions": (1, "6e977013b9b526485ceb"),
+    "feed": (1, "899b9515e4e5d7896f89"),
+    "capture": (1, "1e9f3e9c96c9eddad3c1"),
 }
 GUARDED = all_formats()
 
