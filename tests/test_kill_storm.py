@@ -6,8 +6,8 @@ store folder; on each, several processes contend for the lock. Writers append ba
 random size, some of them large enough that a kill can land inside the write itself, and
 record each acknowledged batch (append returned) in their own ack file. One writer in ten
 instead dies holding the lock after writing half a line, the worst tear there is. Half the
-time after an append a writer also brings the machine's derived tables up to date (so kills
-land inside their transactions too).
+time after an append a writer also brings the machine's derived tables up to date, a quarter of
+the time it adds its newest rows ahead of a build (so kills land inside their transactions too).
 
 Afterwards: every acknowledged event is on disk exactly once, every line decodes or was
 moved to quarantine, (writer, seq) pairs are unique, and the next writer on each id appends
@@ -74,6 +74,8 @@ def work(writer, state, ack_path, seed, tear):
         os.write(acks, (" ".join(e.id for e in events) + "\n").encode())  # acknowledged
         if rng.random() < 0.5:
             tables.update(5.0)
+        elif rng.random() < 0.5:  # as while a build runs elsewhere: this machine's newest rows added ahead
+            tables._add_own_newest(5.0)
         n += 1
 
 for command in sys.stdin:
