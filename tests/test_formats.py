@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "9834fd7273459c5819ce"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "ec39948aed5dd71ef76e"),
-    "sessions": (1, "6e977013b9b526485ceb"),
-    "feed": (1, "899b9515e4e5d7896f89"),
-    "capture": (1, "1e9f3e9c96c9eddad3c1"),
+    "view-events": (2, "4596e24d8540ab77dead"),
+    "sessions": (1, "a6b8474b4f57d7719abb"),
+    "feed": (1, "77ee1d496ac639544b08"),
+    "capture": (1, "b4aff0257f57eb654563"),
 }
 GUARDED = all_formats()
 

@@ -149,6 +149,7 @@ class Tables:
         self._told: tuple[Path, Cursor | None] | None = None  # the last read a person was told about
         self.building = False  # a background process builds the backlog (answers hold what is built so far)
         self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
+        self._backlog = False  # the last update found a build's worth to read (built in the background or elsewhere)
         self._ahead: dict[str, tuple[str, int]] = {}  # format -> (its build, bytes of this machine's log added ahead)
 
     # -- the connection ---------------------------------------------------------------------
@@ -335,7 +336,7 @@ class Tables:
                     return -1  # the disk is full or read-only: the tables answer as they are
                 self._discard()
                 read = self._update(wait, foreground)
-            if read < 0 and ahead and not foreground:
+            if read < 0 and ahead and not foreground and self._backlog:  # (not after a short update's wait)
                 self._add_own_newest(wait)
             return read
 
@@ -392,6 +393,7 @@ class Tables:
         return starts
 
     def _update(self, wait: float, foreground: bool) -> int:
+        self._backlog = False
         db = self._connect()
         try:
             db.executescript(_META)  # (nothing to do once they exist)
@@ -405,8 +407,9 @@ class Tables:
         paths = self._paths()
         passes = 2 * sum(_unread(path, None) for path in paths) // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
         unread = sum(_unread(path, None) for path in paths) if retire else sum(_unread(p, b) for p, b, _ in todo)
-        backlog = unread > READ_BYTES
+        backlog = self._backlog = unread > READ_BYTES
         if not foreground and unread > BACKGROUND_BYTES and hasattr(os, "fork"):
+            self._backlog = True
             self._build_in_background(unread)
             return -1
         if backlog:  # a build: no fsync per chunk (a crash of the OS may cost the derived state, which is rebuilt)
