@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "9834fd7273459c5819ce"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "4596e24d8540ab77dead"),
-    "sessions": (1, "a6b8474b4f57d7719abb"),
-    "feed": (1, "77ee1d496ac639544b08"),
-    "capture": (1, "b4aff0257f57eb654563"),
+    "view-events": (2, "25c6386e42d0b97efba6"),
+    "sessions": (1, "44d99a4f153f936d7680"),
+    "feed": (1, "14d24f1491316cf53d3e"),
+    "capture": (1, "dc99f73217968bbef7dd"),
 }
 GUARDED = all_formats()
 

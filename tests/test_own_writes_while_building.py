@@ -85,3 +85,17 @@ def test_only_the_newest_bytes_of_this_machines_log_are_added_ahead(app: App, mo
     assert "filler 0 " not in feed.recent_activity(app, {"project": "p"}).text
     monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 1 << 40)
     assert "an old note" in sessions.read_shared_context(app, {**base, "format": "json"}).text
+
+
+def test_a_stuck_ahead_lock_stops_neither_the_build_nor_a_read(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.core.lock import WriterLock
+
+    monkeypatch.setattr(tables_module, "WAIT_S", 0.05)
+    tables = app.tables()
+    stuck = WriterLock(tables.path.with_name(tables_module.AHEAD_LOCK), 0)
+    with stuck:  # held by a process that stopped
+        tables._let_ahead()
+        assert tables._ahead_stuck  # waited once, never again
+        sessions.append_shared_note(app, {"agent": "a", "project": "p", "text": "still written"})
+        tables._add_own_newest(0.05)  # gives up on the lock: the read answers from the tables as they are
+        assert "still written" in sessions.read_shared_context(app, {"project": "p", "format": "json"}).text

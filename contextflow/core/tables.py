@@ -151,6 +151,7 @@ class Tables:
         self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
         self._backlog = False  # the last update found a build's worth to read (built in the background or elsewhere)
         self._ahead: dict[str, tuple[str, int]] = {}  # format -> (its build, bytes of this machine's log added ahead)
+        self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -443,10 +444,16 @@ class Tables:
 
     def _let_ahead(self) -> None:
         """Before a build's next chunk: a process adding its newest rows ahead of it goes first (it waits
-        for one chunk at most, never for the whole build)."""
+        for one chunk at most, never for the whole build). A lock held past WAIT_S is stuck: not waited
+        for again."""
         from contextflow.core.lock import LockTimeout, WriterLock
 
-        with contextlib.suppress(LockTimeout, OSError), WriterLock(self.path.with_name(AHEAD_LOCK), WAIT_S):
+        try:
+            with WriterLock(self.path.with_name(AHEAD_LOCK), 0 if self._ahead_stuck else WAIT_S):
+                pass
+        except LockTimeout:
+            self._ahead_stuck = True
+        except OSError:
             pass
 
     def _build_in_background(self, unread: int) -> None:
