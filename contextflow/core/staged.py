@@ -25,7 +25,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.events import MAX_LINE_BYTES, SCHEMA_VERSION, Event, encode
 
 FOLDER = "staged"
-READ_BYTES = 4 * 1024 * 1024
+READ_BYTES = 1024 * 1024
 _PROBE_SEQ = 10**15  # a seq no log reaches: a line checked with it fits with any real one
 
 

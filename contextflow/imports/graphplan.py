@@ -33,7 +33,7 @@ from contextflow.imports.stage import VERSION_KEY, EdgeRow, Stage, node_id, vers
 
 __all__ = ["VERSION_KEY", "Planner", "node_id", "version"]
 TICK = 1000
-CHUNK = 5000  # items whose ids are checked against the store together
+CHUNK = 2000  # items whose ids are checked against the store together
 
 
 def _label(data: dict[str, Any]) -> str:

@@ -101,7 +101,7 @@ class Stage:
         self.path = folder / f"{os.getpid()}.{secrets.token_hex(6)}.sqlite"
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         os.chmod(self.path, 0o600)
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-16000", "temp_store=FILE"):
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-4000", "temp_store=FILE"):
             self.db.execute(f"PRAGMA {pragma}")
         self.db.executescript(_SCHEMA)
         self.fmt = fmt
