@@ -1,4 +1,6 @@
-"""From node and edge records to the `graph.*` events an import writes, each with a derived id.
+"""From node and edge records to the `graph.*` events an import writes, each with a derived id, an event
+at a time: the records are read back from the stage (`stage.py`) in order, a chunk at a time, and only
+their ids are checked against the store.
 
 For a format `f` and an item key `k`: the node's id is `derived_id(f, "node", k)` and its origin
 `f:k`; its metadata carries `source_version`, a digest of the record, so a later import of the
@@ -19,7 +21,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 from contextflow.app import App
@@ -48,8 +49,8 @@ def _chunks(rows: Iterator[Any]) -> Iterator[list[Any]]:
 class Planner:
     """Plans a staged import against the graph as it is now, an event at a time."""
 
-    def __init__(self, app: App, fmt: str, file: Path | str, labels: bool = True) -> None:
-        self.app, self.fmt, self.file = app, fmt, file
+    def __init__(self, app: App, fmt: str, labels: bool = True) -> None:
+        self.app, self.fmt = app, fmt
         self.labels = labels  # a line per event for --dry-run (an import that stores skips making them)
         self.present: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()

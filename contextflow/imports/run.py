@@ -161,7 +161,7 @@ def _import_graph(
                     stage.add(index, item)
                 progress.advance(1)
             stage.finish()
-            planner = Planner(app, fmt, label, labels=dry_run)
+            planner = Planner(app, fmt, labels=dry_run)
             progress.start(stage.items, f"planning {stage.items} item(s)")
             try:
                 if dry_run:
