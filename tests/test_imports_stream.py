@@ -244,3 +244,20 @@ def test_an_item_the_store_refuses_leaves_out_its_note_and_the_rest_is_planned_a
     assert dict(report.stored) == {"node": 2, "edge": 1}  # A -> B is left out with B
     assert len(report.errors) == 1 and "b.md" in report.errors[0] and "500000" in report.errors[0]
     assert report.skipped == {"link to an item not imported": 1}
+
+
+class _NeverWhole(io.BytesIO):
+    """Standard input that fails the test when read whole."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        assert size is not None and size >= 0, "standard input was read whole"
+        return super().read(size)
+
+
+def test_json_lines_on_standard_input_are_read_a_line_at_a_time(app, tmp_path, monkeypatch):
+    raw = "\n".join([entity("Alice", "a"), entity("Bob", "b"), relation("Alice", "Bob", "knows")]).encode()
+    stdin = io.TextIOWrapper(_NeverWhole(raw))
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert run_import(app, "-").stored == {"node": 2, "edge": 1}
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(CLAUDE_MEM.read_bytes())))  # a document: whole
+    assert run_import(app, "-").stored["node"] > 0

@@ -51,6 +51,14 @@ def detect_file(path: Path) -> str:
     return _detect(str(path), head, lambda: _document(str(path), path))
 
 
+def first_line_format(label: str, head: bytes) -> str | None:
+    """The format `head`, a file's first line, tells on its own (JSON Lines formats), or None."""
+    try:
+        return _detect(label, head, lambda: None)
+    except InputError:
+        return None
+
+
 def detect_bytes(label: str, raw: bytes) -> str:
     return _detect(label, raw, lambda: _whole_document(raw))
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -26,9 +26,9 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.staged import StagedBatch
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
-from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_file, detect_folder
+from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_file, detect_folder, first_line_format
 from contextflow.imports.graphplan import Planner
-from contextflow.imports.model import Item, Planned, Report, SourceError
+from contextflow.imports.model import MAX_SOURCE_LINE, Item, Planned, Report, SourceError
 from contextflow.imports.progress import Progress
 from contextflow.imports.stage import Stage
 
@@ -68,14 +68,7 @@ def run_import(
     progress = progress or Progress()
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read()
-            fmt = fmt or detect_bytes("stdin", raw)
-            if fmt == "basic-memory" or fmt in transcripts.FORMATS:
-                raise InputError(f"{fmt} is read from its files: pass the file or folder instead of standard input")
-            if fmt in FILE_READERS:
-                source = ("stdin", lambda: FILE_READERS[str(fmt)]("stdin", io.BytesIO(raw)))
-                return _import_graph(app, fmt, "stdin", [source], [], dry_run, progress)
-            return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
+            return _import_stdin(app, fmt, dry_run, merge, progress)
         where = Path(path).expanduser()
         if not where.exists():
             raise NotFoundError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
@@ -104,6 +97,46 @@ def run_import(
         return _import_file(app, str(where), _read_bytes(where), fmt, dry_run, merge, progress)
     finally:
         progress.close()
+
+
+def _import_stdin(app: App, fmt: str | None, dry_run: bool, merge: bool, progress: Progress) -> Report:
+    """Standard input: JSON Lines (told by its first line) streamed a line at a time, a document read whole."""
+    stream = sys.stdin.buffer
+    head = stream.readline(MAX_SOURCE_LINE)
+    lines = fmt or first_line_format("stdin", head)
+    if lines in ("server-memory", "beads"):
+        reader = FILE_READERS[lines]
+        chained = io.BufferedReader(_Chained(head, stream))
+        return _import_graph(app, lines, "stdin", [("stdin", lambda: reader("stdin", chained))], [], dry_run, progress)
+    raw = head + stream.read()
+    fmt = fmt or detect_bytes("stdin", raw)
+    if fmt == "basic-memory" or fmt in transcripts.FORMATS:
+        raise InputError(f"{fmt} is read from its files: pass the file or folder instead of standard input")
+    if fmt in FILE_READERS:
+        reader = FILE_READERS[fmt]
+        return _import_graph(
+            app, fmt, "stdin", [("stdin", lambda: reader("stdin", io.BytesIO(raw)))], [], dry_run, progress
+        )
+    return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
+
+
+class _Chained(io.RawIOBase):
+    """The first line already read, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.head:
+            size = min(len(buffer), len(self.head))
+            buffer[:size], self.head = self.head[:size], self.head[size:]
+            return size
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _import_file(app: App, label: str, raw: bytes, fmt: str, dry_run: bool, merge: bool, progress: Progress) -> Report:
