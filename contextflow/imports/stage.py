@@ -170,7 +170,7 @@ class Stage:
                 checked.append((kind, data))
             elif isinstance(item, EdgeRecord):
                 ends = (node_id(self.fmt, item.source), node_id(self.fmt, item.target), item.type)
-                rels = self.seal("\x1f".join(item.relations)) if item.relations else None
+                rels = self.seal(orjson.dumps(item.relations).decode()) if item.relations else None
                 edges.append((*ends, self.seal(item.source), self.seal(item.target), rels, file))
             elif isinstance(item, Deleted):
                 label = self.seal(item.key)
@@ -242,7 +242,7 @@ class Stage:
                 names = set()
             current, row = first, tuple(found)
             if found[5] is not None:
-                names.update(self.unseal(found[5]).split("\x1f"))
+                names.update(orjson.loads(self.unseal(found[5])))
         if current is not None:
             yield self._edge(row, names)
 
