@@ -218,12 +218,13 @@ def _import_graph(
 
 
 def _store(app: App, planned: Iterator[Planned], progress: Progress) -> None:
-    """The planned events staged (edges redacted: nodes were as they were staged), then written as one batch."""
+    """The planned events staged, then written as one batch. Only edges carrying the source's relation names
+    are redacted here: node data was redacted as it was staged, and the other events hold ids and types."""
     from contextflow.core.secrets import scrub_items
 
     with StagedBatch(app.store.state_dir, app.store.writer) as staged:
         while chunk := list(islice(planned, CHUNK)):
-            edges = [n for n, event in enumerate(chunk) if event.what == "edge"]
+            edges = [n for n, event in enumerate(chunk) if event.what == "edge" and "metadata" in event.data]
             items = [(event.id, event.kind, app.store.admit(event.kind, event.data)) for event in chunk]
             for n, (kind, data) in zip(edges, scrub_items([items[n][1:] for n in edges]), strict=True):
                 items[n] = (items[n][0], kind, data)
