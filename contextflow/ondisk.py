@@ -67,17 +67,26 @@ _FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
 _APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
 
 
-def view(app: App, kind: type[Folds[S]] | str) -> S:
-    """The current state of a view (its class, typed, or its name), folded from its events on disk when
-    it can be."""
+def view(app: App, kind: type[Folds[S]]) -> S:
+    """The current state of a view (named by its class: the state is typed), folded from its events on disk
+    when it can be."""
     from contextflow.sessions.stored import disk
 
-    name = kind if isinstance(kind, str) else kind.name
-
+    name = kind.name
     if name not in KINDS or not disk(app):
-        return cast(S, app.store.view(name))
+        return app.store.view(kind)
     with _APPLYING:
         return cast(S, _folded(app, name))
+
+
+def empty(app: App, name: str) -> bool:
+    """Whether view `name` holds no events at all, known from one indexed query of the derived tables
+    (False when this store does not read them): a reader can then skip the view, and its imports."""
+    from contextflow.sessions.stored import disk
+
+    if name not in KINDS or not disk(app):
+        return False
+    return not app.tables().query("SELECT 1 FROM view_events WHERE view = ? LIMIT 1", (name,))
 
 
 def _folded(app: App, name: str) -> Any:

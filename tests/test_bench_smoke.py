@@ -61,3 +61,23 @@ def test_the_import_benchmark_prints_a_line_per_format(tmp_path: Path) -> None:
     formats = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem", "claude-code", "codex")
     assert [line.split()[0] for line in done.stdout.splitlines()[2:]] == list(formats)
     assert list((tmp_path / "home").iterdir()) == [], "the benchmark never writes into the caller's HOME"
+
+
+def test_the_capture_store_generator_writes_a_year_of_readable_captured_sessions(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        from benchlib.capturegen import generate_capture_store
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    from contextflow.core.events import decode
+    from contextflow.core.log import read_whole
+
+    made = generate_capture_store(tmp_path / "store", 800)
+    kinds: dict[str, int] = {}
+    for log in (tmp_path / "store").glob("events.*.jsonl"):
+        for number, line in read_whole(log)[1]:
+            event = decode(line, number)
+            kinds[event.kind] = kinds.get(event.kind, 0) + 1
+    assert sum(kinds.values()) == made.events == 800
+    assert kinds["capture.turn"] > 0.8 * made.events and kinds["handoff"] and kinds["conversation.save"]
+    assert "shared" in made.sessions and made.bytes > 800 * 700  # records of about a kilobyte each

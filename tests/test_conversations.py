@@ -18,6 +18,7 @@ from contextflow.conversations import core as conversations
 from contextflow.core.blobs import BLOB_DIR, blob_path, read_blob, write_blob
 from contextflow.core.errors import InputError, NotFoundError, StoreError
 from tests.conftest import call_with_data, connect, open_app, text_of
+from tests.table import run as run_operation
 
 SINGLE: dict[str, Any] = {
     "source": "claude_code",
@@ -260,7 +261,7 @@ def test_list_is_newest_first_and_filters_by_project(app):
     ]
     assert [e.conversation_id for e in conversations.list_conversations(app, project="web")] == [first.conversation_id]
     with pytest.raises(InputError, match="limit must be from 1 to 200"):
-        conversations.list_conversations(app, limit=0)
+        run_operation(app, "conversations list", limit=0)
 
 
 def test_show_finds_a_record_by_unique_prefix_and_says_how_to_list_them(app):

@@ -18,6 +18,7 @@ from contextflow.features import all_tables
 from contextflow.feed import table as feed_table
 from contextflow.feed.core import FeedItem, facets, recent
 from tests.conftest import open_app
+from tests.table import run
 
 
 def fill(app: App) -> None:
@@ -80,14 +81,14 @@ def test_paging_with_before(app: App) -> None:
 
 def test_bad_arguments_say_what_to_pass(app: App) -> None:
     fill(app)
-    with pytest.raises(InputError, match="limit must be a whole number from 1 to 500"):
-        recent(app, limit=0)
-    with pytest.raises(InputError, match="limit must be"):
-        recent(app, limit=True)
+    with pytest.raises(InputError, match="limit must be from 1 to 500, got 0"):
+        run(app, "recent_activity", limit=0)
+    with pytest.raises(InputError, match="limit must be a whole number, got True"):
+        run(app, "recent_activity", limit=True)
     with pytest.raises(InputError, match="before must be the id of a feed item"):
-        recent(app, before="yesterday-ish")
+        run(app, "recent_activity", before="yesterday-ish")
     with pytest.raises(InputError, match="project must be a string"):
-        recent(app, project=3)  # type: ignore[arg-type]
+        run(app, "recent_activity", project=3)
     assert len(recent(app)) == 5  # nothing stored was touched
 
 

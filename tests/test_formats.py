@@ -19,19 +19,20 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (2, "e761082f1ca9179c3233"),
+    "search-index": (2, "98c4c79ea192f098001e"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "3ac8ded2c25e6f7011c1"),
-    "view.sessions": (1, "e54c8a04b64a58a5e72f"),
-    "view.activity": (1, "318b4fa3198816ae6c89"),
-    "view.records": (1, "edde60990ce9a9df68d9"),
-    "view.timeline": (1, "f24a36eb72985fa2f538"),
-    "view.search": (1, "711137b36e2ad8a2f33a"),
-    "view.conversations": (1, "541219de95fada822acf"),
-    "view.graph": (1, "1652b41ff29181c045ed"),
-    "view-events": (2, "596da822a03227e5e3dc"),
-    "sessions": (1, "d8feb59b2c2594cfd539"),
-    "feed": (1, "12188b858d5d2842f58a"),
+    "snapshot": (2, "e742c9b89c9aab27246e"),
+    "view.sessions": (1, "ff08f0713f8a72a79824"),
+    "view.activity": (2, "c3e0d9730b76a2868d4d"),
+    "view.records": (1, "d377dc8891cbe520e3d8"),
+    "view.timeline": (1, "787d30f84b12931884fd"),
+    "view.search": (1, "2af5bce3abf292574164"),
+    "view.conversations": (1, "923961d5e916ed477f04"),
+    "view.graph": (1, "6565a08091eeb2e2d338"),
+    "view-events": (2, "f71f1f16edb0a66645cc"),
+    "sessions": (1, "8e9485cae62b9a4b0a4b"),
+    "feed": (1, "007a08b8afc3c1cfe93c"),
+    "capture": (1, "4fb1f66a48b04a1b154d"),
 }
 GUARDED = all_formats()
 

@@ -9,19 +9,20 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.adapters.server.app import ContextflowServer
-from contextflow.conversations import core as conversations
-from contextflow.conversations import operations as recall_table
 from contextflow.graph import compose, model, writes
 from contextflow.graph import operations as graph_table
 from contextflow.graph import present as present_graph
 from contextflow.search import operations as search_table
-from contextflow.search import retrieval
 from contextflow.search.extractors import search_kinds
 
 
 def test_the_tables_and_the_cores_share_each_limit_and_list():
     """Said once, in the feature's light fields.py: the table and the core use the same object."""
+    from contextflow.records import core as records_core
+    from contextflow.records import fields as records_fields
     from contextflow.search import fields as search_fields
+    from contextflow.sessions import core as sessions_core
+    from contextflow.sessions import operations as sessions_table
     from contextflow.timeline import core as timeline_core
     from contextflow.timeline import operations as timeline_table
 
@@ -29,16 +30,19 @@ def test_the_tables_and_the_cores_share_each_limit_and_list():
     assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
     assert graph_table.DEFAULT_VIEW_BUDGET is model.DEFAULT_VIEW_BUDGET
     assert search_table.SEARCH_KINDS is search_fields.SEARCH_KINDS
-    assert retrieval.MAX_BUDGET is search_table.MAX_BUDGET is search_fields.MAX_BUDGET
-    assert timeline_table.THREAD_STATUSES is timeline_core.THREAD_STATUSES
-    assert timeline_table.THOUGHT_TYPES is timeline_core.THOUGHT_TYPES
+    assert search_table.MAX_BUDGET is search_fields.MAX_BUDGET
+    # the table checks each status and type; the core maps a status verb and fills in the defaults
+    assert timeline_table.STATUS_VERBS is timeline_core.STATUS_VERBS
+    assert timeline_table.DEFAULT_WHERE is timeline_core.DEFAULT_WHERE
+    assert timeline_table.DEFAULT_THOUGHTS is timeline_core.DEFAULT_THOUGHTS
+    assert records_core.DEFAULT_SINCE_DAYS is records_fields.DEFAULT_SINCE_DAYS
+    assert sessions_core.DEFAULT_LIMIT is sessions_table.fields.DEFAULT_LIMIT
 
 
 def test_the_copies_a_table_still_keeps_agree_with_the_core():
     """What only the core can compute (the extractors' kinds) or what lives with the core's code."""
     assert search_kinds() == search_table.SEARCH_KINDS
     assert graph_table.DEFAULT_QUERY == compose.DEFAULT_QUERY
-    assert recall_table.DEFAULT_LIST == conversations.DEFAULT_LIMIT
 
 
 def test_reading_the_tables_imports_neither_the_graph_nor_the_search_index():

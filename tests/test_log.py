@@ -94,3 +94,18 @@ def test_segments_are_logs_and_conflict_copies_but_nothing_else(tmp_path):
     assert names == ["events.a.jsonl", "events.b.sync-conflict-20260101-101010-ABCDEF.jsonl"]
     assert parse_log_name(names[1]) == ("b", True)
     assert parse_log_name("events.a.jsonl") == ("a", False)
+
+
+def test_the_tail_of_a_log_is_its_last_whole_lines_without_batch_markers(tmp_path):
+    from contextflow.core.log import LogWriter, read_tail
+
+    writer = LogWriter(tmp_path, "w1", tmp_path / "lock")
+    writer.append_lines([b'{"n":%d}\n' % n for n in range(50)])  # one batch: framed by markers
+    for n in range(50, 60):
+        writer.append(b'{"n":%d}\n' % n)
+    path = next(tmp_path.glob("events.*.jsonl"))
+    lines = [raw for _, raw in read_tail(path, 60)]
+    assert lines and lines[-1] == b'{"n":59}' and all(raw.startswith(b'{"n":') for raw in lines)
+    assert len(lines) <= 7  # whole lines only, from the first that starts within the tail
+    everything = [raw for _, raw in read_tail(path, 1 << 20)]
+    assert everything == [b'{"n":%d}' % n for n in range(60)]  # the markers never

@@ -10,10 +10,15 @@ import pytest
 
 from contextflow import ondisk
 from contextflow.app import App
+from contextflow.capture.view import ActivityView
+from contextflow.conversations.view import ConversationsView
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes
+from contextflow.graph.view import GraphView
 from contextflow.records import core as records
+from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
+from contextflow.timeline.view import TimelineView
 from tests.conftest import open_app
 
 
@@ -35,7 +40,7 @@ def churn(app: App, other: App, rng: random.Random, rounds: int) -> None:
         else:
             timeline.create_thread(writer, name=f"thread {n}")
         if rng.random() < 0.3:
-            ondisk.view(app, "records")  # read in between: incremental
+            ondisk.view(app, RecordsView)  # read in between: incremental
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -44,8 +49,10 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
     try:
         churn(app, other, random.Random(seed), 30)
         memory = in_memory()
-        for name in ondisk.KINDS:
-            assert ondisk.view(app, name) == memory.store.view(name), name
+        views = (TimelineView, GraphView, RecordsView, ConversationsView, ActivityView)
+        assert {view.name for view in views} == set(ondisk.KINDS)
+        for view in views:
+            assert ondisk.view(app, view) == memory.store.view(view), view.name
         assert not app.store.view_loaded("graph")  # folded from disk, not from the logs
     finally:
         other.close()
@@ -53,8 +60,8 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
 
 def test_a_rebuilt_table_refolds_the_view(app: App) -> None:
     records.set_record(app, key="fact:a", value={"text": "one"})
-    assert "fact:a" in str(ondisk.view(app, "records"))
+    assert "fact:a" in str(ondisk.view(app, RecordsView))
     app.tables().close()
     app.tables().path.unlink()
     records.set_record(open_app("writer-b"), key="fact:b", value={"text": "two"})
-    assert ondisk.view(app, "records") == in_memory().store.view("records")
+    assert ondisk.view(app, RecordsView) == in_memory().store.view(RecordsView)

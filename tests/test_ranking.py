@@ -31,12 +31,10 @@ NOW = dialogs.NOW_MS
 
 def levers(patch: pytest.MonkeyPatch, spec: str) -> None:
     """CONTEXTFLOW_RANKING as this process resolved it (App.open's environment), changed for a while."""
-    from dataclasses import replace
-
     from contextflow.core import settings
 
     current = settings.resolved() or settings.Settings()
-    patch.setattr(settings, "_resolved", [replace(current, ranking=spec)])
+    patch.setattr(settings, "_resolved", [current._replace(ranking=spec)])
 
 
 def in_memory(memory: bool) -> dict[str, object]:

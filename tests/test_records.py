@@ -20,6 +20,7 @@ from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
 from tests.conftest import open_app
+from tests.table import run
 
 T0 = datetime(2026, 2, 8, 12, 0, tzinfo=UTC)
 
@@ -88,8 +89,9 @@ def test_a_key_that_is_not_namespaced_is_refused_with_an_example(app, bad):
 
 
 def test_a_value_that_is_not_an_object_is_refused(app):
-    with pytest.raises(InputError, match="JSON object"):
-        records.set_record(app, key="fact:x", value="plain text")
+    with pytest.raises(InputError, match=r"value must be a JSON object.*wrap plain text as \{\"text\""):
+        run(app, "context_set", key="fact:x", value="plain text")
+    assert app.store.event_count == 0
 
 
 def test_a_value_over_64_kb_is_refused_and_nothing_is_stored(app):
@@ -104,11 +106,22 @@ def test_a_value_just_under_the_cap_is_kept(app):
     assert len(records.get_record(app, key="fact:big").data["value"]["blob"]) == 64 * 1024 - 20
 
 
+def test_an_expiry_that_is_not_text_says_what_to_pass(app):
+    with pytest.raises(InputError, match=r"expires_at must be a string, got 5; pass a duration such as 24h"):
+        run(app, "context_set", key="fact:x", value={}, expires_at=5)
+    assert app.store.event_count == 0
+
+
 def test_a_bad_category_or_pinned_flag_is_refused(app):
-    with pytest.raises(InputError, match="is not one of project, pr, machine, waiting, fact, clipboard"):
-        records.set_record(app, key="fact:x", value={}, category="Two Words")
+    with pytest.raises(
+        InputError,
+        match=r"category must be one of project, pr, machine, waiting, fact, clipboard.*"
+        r"leave it out to use the key's prefix",
+    ):
+        run(app, "context_set", key="fact:x", value={}, category="Two Words")
     with pytest.raises(InputError, match="pinned must be true or false"):
-        records.set_record(app, key="fact:x", value={}, pinned="yes")
+        run(app, "context_set", key="fact:x", value={}, pinned="yes")
+    assert app.store.event_count == 0
 
 
 def test_getting_an_unknown_key_says_how_to_find_keys(app):
@@ -231,7 +244,7 @@ def test_list_shows_only_records_updated_within_since_days(tmp_path):
 )
 def test_list_refuses_bad_filters(app, filters, message):
     with pytest.raises(InputError, match=message):
-        records.list_records(app, **filters)
+        run(app, "context_list", **filters)
 
 
 # -- across writers ------------------------------------------------------------------------

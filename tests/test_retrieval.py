@@ -19,6 +19,7 @@ from contextflow.records import core as records
 from contextflow.search import retrieval
 from contextflow.sessions import core as sessions
 from tests.conftest import call_with_data, connect, open_app, text_of
+from tests.table import run
 
 SECRETARY = {
     "source": "claude_code",
@@ -215,22 +216,19 @@ def test_a_small_budget_clips_the_best_match_and_lists_what_was_left_out(crowded
     ("options", "expected"),
     [
         ({"query": ""}, "query is empty"),
-        ({"query": None}, "query is required"),
+        ({"query": None}, "get_context needs 'query'"),
         ({"query": "the and of"}, "no searchable words"),
         ({"query": "x" * 2_001}, "the limit is 2000"),
         ({"query": "ok", "limit": 0}, "limit must be from 1 to 50"),
         ({"query": "ok", "budget_tokens": 10}, "budget_tokens must be from 200 to 50000"),
-        ({"query": "ok", "kinds": "note"}, "kinds must be a list"),
-        (
-            {"query": "ok", "kinds": ["nodes"]},
-            "kinds[0]='nodes' is not a searchable kind; kinds are: activity, context,",
-        ),
+        ({"query": "ok", "kinds": "note"}, 'kinds must be a list, got \'note\'; e.g. ["conversation", "handoff"]'),
+        ({"query": "ok", "kinds": ["nodes"]}, "kinds[0] must be one of activity, context,"),
         ({"query": "ok", "project": 5}, "project must be a string"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_helpful_error(app, options, expected):
     with pytest.raises(InputError) as caught:
-        retrieval.get_context(app, **options)
+        run(app, "get_context", **options)
     assert expected in str(caught.value)
 
 

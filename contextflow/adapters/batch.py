@@ -69,7 +69,7 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
             except ContextflowError as exc:  # a line's arguments are its JSON keys; operations stay marked
                 said = exc.worded(tool=tool, call=call) if isinstance(exc, InputError) else str(exc)
                 raise InputError(f"line {number}: {said}; nothing was stored") from None
-            if isinstance(reply, int):
+            if not reply.shown:
                 raise InputError(f"line {number}: {op.name} cannot run in a batch")
             replies.append(reply)
         stored = len(collected)

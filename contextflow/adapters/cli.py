@@ -305,9 +305,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         return serve_main()
     if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):  # on every prompt: no parser, no table
-        from contextflow.admin.clients import hook
+        from contextflow.admin.clients import run_hook
 
-        return hook(None, {"event": argv[1]})
+        return run_hook(None, argv[1])
     word = _command_word(argv)
     parser = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS)
     if {"-h", "--help"} & set(argv):  # help in the words of this interface: commands and flags, not tools
@@ -338,8 +338,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
             if sys.stderr.isatty():
                 app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
         reply = op.run(app if op.needs_store else env, checked)  # no store: the environment it runs in
-        if isinstance(reply, int):
-            return reply
+        if not reply.shown:
+            return reply.exit
         if args.format == "json":  # the data, every string cleaned
             from contextflow.core.text import clean_data
             from contextflow.operations.provenance import dumps

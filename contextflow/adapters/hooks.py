@@ -25,6 +25,7 @@ between calls and the current task live too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import payload as payloads
 from contextflow.core.locate import Location, locate_store, state_root, store_state_dir
+from contextflow.core.settings import HOOK_BUDGET, MAX_HOOK_BUDGET, read
 
 if TYPE_CHECKING:  # imported where used: every prompt a user types runs a hook, and pays for its imports
     from contextflow.app import App
@@ -49,11 +51,11 @@ EVENTS = {
     "pre-compact": "PreCompact",  # capture only
     "cursor": "Cursor",  # every Cursor agent event (adapters/cursor_hook.py)
 }
-DEFAULT_BUDGET = 2_250  # tokens, about 9,000 characters: see session_start.CLIENT_LIMIT_CHARS
-MAX_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
+DEFAULT_BUDGET, MAX_BUDGET = HOOK_BUDGET, MAX_HOOK_BUDGET  # tokens (core.settings)
 MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
+SESSION_START_TABLES = ("sessions", "capture", "view-events")  # the derived formats a session start reads
 
 
 def _dumps(value: Any) -> str:  # the stdlib's JSON: orjson's import costs a hook more than its speed saves
@@ -89,10 +91,8 @@ def log_reason(message: str, env: Mapping[str, str] | None = None) -> None:
 
 
 def hook_budget(env: Mapping[str, str]) -> int:
-    raw = env.get("CONTEXTFLOW_HOOK_BUDGET", "").strip()
-    if raw.isdigit() and 200 <= int(raw) <= MAX_BUDGET:
-        return int(raw)
-    return DEFAULT_BUDGET
+    """CONTEXTFLOW_HOOK_BUDGET when it is from 200 to MAX_BUDGET tokens, else DEFAULT_BUDGET (a hook never fails)."""
+    return read(env).hook_budget
 
 
 def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
@@ -106,7 +106,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("stdin is not a JSON object")
-        if env.get("CONTEXTFLOW_VIA"):  # run by the plugin or extension: one set of hooks per client
+        if read(env).via:  # run by the plugin or extension: one set of hooks per client
             from contextflow.admin.packaged import defers
 
             reason = defers(env, payloads.payload_cwd(payload))
@@ -133,7 +133,11 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env, payload, location)
         try:
-            return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
+            partial = _answer_while_building(app)
+            with _as_of_now(app):  # the logs are checked once for all its reads
+                return session_start_output(
+                    app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
+                )
         finally:
             app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
@@ -189,11 +193,35 @@ def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Loca
     return App.open(env, cwd=payloads.payload_cwd(payload), location=location)
 
 
-def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:
-    """What `hook session-start` prints for this app: the exact JSON a client receives."""
-    from contextflow.adapters.session_start import session_start
+def session_start_output(
+    app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None, *, partial: bool = False
+) -> str:
+    """What `hook session-start` prints for this app: the exact JSON a client receives (`partial`: read
+    from the logs' newest events, which it says)."""
+    from contextflow.adapters.session_start import PARTIAL_NOTE, session_start
 
-    return _inject("SessionStart", session_start(app, hooks, budget, project, cwd))
+    text = session_start(app, hooks, budget, project, cwd)
+    return _inject("SessionStart", f"{text}\n\n{PARTIAL_NOTE}" if partial and text.strip() else text)
+
+
+def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:
+    from contextflow.sessions.stored import disk
+
+    return app.tables().as_of_now() if disk(app) else contextlib.nullcontext()
+
+
+def _answer_while_building(app: App) -> bool:
+    """A fresh machine (or a derived format rebuilt) whose tables a background process is building:
+    this process answers from the logs' newest events instead of from nothing (`core.tables.TailTables`)."""
+    from contextflow.sessions.stored import disk
+
+    if not disk(app):
+        return False
+    from contextflow import features
+    from contextflow.core.tables import answer_from_tail
+
+    app.tables().update()
+    return answer_from_tail(app.store, features.all_tables, SESSION_START_TABLES)
 
 
 def _inject(event_name: str, text: str) -> str:

@@ -30,6 +30,10 @@ CLIENT_LIMITS: tuple[tuple[str, str, int | None], ...] = (
 CLIENT_LIMIT_CHARS = min(limit for _, _, limit in CLIENT_LIMITS if limit)
 RECENT_SESSIONS = 5
 AUTO_PREFIX = "[automatic handoff]"
+PARTIAL_NOTE = (
+    "(This machine is still reading the store's logs into its local views: the above is from the newest "
+    "events only; older sessions show at the next session start.)"
+)
 
 
 def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
@@ -156,6 +160,10 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
 
 def threads_text(app: App, budget_chars: int) -> str:
     """Open timeline threads; empty when there are none."""
+    from contextflow import ondisk
+
+    if ondisk.empty(app, "timeline"):
+        return ""  # (nothing of the timeline imported)
     from contextflow.core import timeutil
     from contextflow.timeline import core as timeline
     from contextflow.timeline import present  # not imported by hooks that need no threads
@@ -201,6 +209,7 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     line each), then the composed knowledge (pinned first) in the room left. The whole fits `budget`
     tokens (about 4 characters each). `cwd`: the session's folder, whose repository the files
     cited are checked in."""
+    from contextflow import ondisk
     from contextflow.core.project import repository_root
 
     project = project or app.settings.default_project
@@ -212,6 +221,8 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     parts.append(threads_text(app, chars // 6))
     parts.append(sessions_text(app, project, chars // 6))
     parts = [part for part in parts if part]
+    if ondisk.empty(app, "graph"):  # nothing to compose (and nothing of the graph imported)
+        return clip_block("\n\n".join(parts), chars)
     query, saved_budget = default_query(app, hooks)
     room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)
     if room >= 100:

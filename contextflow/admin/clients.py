@@ -13,15 +13,22 @@ if TYPE_CHECKING:
     from contextflow.operations.spec import JSON, Reply
 
 
-def hook(env: Mapping[str, str] | None, args: JSON) -> int:
+def hook(env: Mapping[str, str] | None, args: JSON) -> Reply:
     """`contextflow hook EVENT` (no store opened: `env` is the environment the CLI runs in)."""
+    from contextflow.operations.spec import Reply  # loaded with the table that runs this row
+
+    return Reply.finished(run_hook(env, args["event"]))
+
+
+def run_hook(env: Mapping[str, str] | None, event: str) -> int:
+    """One hook call: the payload on stdin, the answer on stdout; the CLI's fast path calls it without the table."""
     from contextflow.adapters.hooks import run
 
     try:
         raw = sys.stdin.buffer.read()
     except Exception:
         raw = b""
-    output = run(args["event"], raw, env)
+    output = run(event, raw, env)
     if output:
         with contextlib.suppress(OSError):  # the client stopped listening: still never fail it
             sys.stdout.write(output + "\n")
@@ -33,7 +40,6 @@ def start_preview(app: App, args: JSON) -> Reply:
     """What the next session start would inject (project and session as given, else the defaults),
     produced by the hook's own code, and its size against each client's limit."""
     import json
-    from dataclasses import replace
 
     from contextflow.adapters.hooks import hook_budget, hook_dir, session_start_output
     from contextflow.adapters.session_start import CLIENT_LIMITS
@@ -42,8 +48,8 @@ def start_preview(app: App, args: JSON) -> Reply:
     from contextflow.sessions.core import active_session
 
     project = args.get("project") or app.settings.default_project
-    settings = replace(
-        app.settings, default_project=project, active_session=args.get("session_id") or active_session(app)
+    settings = app.settings._replace(
+        default_project=project, active_session=args.get("session_id") or active_session(app)
     )
     budget = hook_budget(app.env)
     hooks = hook_dir(app.store.folder, app.env)

@@ -37,6 +37,7 @@ from contextflow.core import legacy
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store
+from contextflow.core.settings import read
 
 SERVER_NAME = "contextflow"
 HOOKS = (
@@ -109,10 +110,11 @@ def store_settings(env: Mapping[str, str] | None = None, entry_env: Any = None) 
         settings = {"CONTEXTFLOW_STORE": str(where.folder)}
         if where.rule in ("legacy-file", "default") and legacy.files(where.legacy_files):
             settings["MCP_SHARED_CONTEXT_FILE"] = str(where.legacy_files[0])  # the ContextFlowMCP file found now
-    if env.get("CONTEXTFLOW_STATE", "").strip():
-        settings["CONTEXTFLOW_STATE"] = os.path.abspath(os.path.expanduser(env["CONTEXTFLOW_STATE"].strip()))
-    if env.get("CONTEXTFLOW_WRITER", "").strip():
-        settings["CONTEXTFLOW_WRITER"] = env["CONTEXTFLOW_WRITER"].strip()
+    chosen = read(env)
+    if chosen.state:
+        settings["CONTEXTFLOW_STATE"] = os.path.abspath(os.path.expanduser(chosen.state.strip()))
+    if chosen.writer:
+        settings["CONTEXTFLOW_WRITER"] = chosen.writer
     return settings
 
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from contextflow.core.settings import read
+
 PLUGIN_NAME = "contextflow"  # the plugin's and the extension's name
 MAX_SETTINGS_BYTES = 4 << 20
 
@@ -139,14 +141,15 @@ CLIENT_OF_HOOK = {"claude-code": "claude-code", "gemini-cli": "gemini"}  # CONTE
 def defers(env: Mapping[str, str], cwd: str | None) -> str | None:
     """Why a plugin's or extension's hook does nothing this time (hooks `contextflow install`
     wrote run for the same client), or None when it runs."""
-    if not env.get("CONTEXTFLOW_VIA", "").strip():
+    settings = read(env)
+    if not settings.via:
         return None
-    client = CLIENT_OF_HOOK.get(env.get("CONTEXTFLOW_CLIENT", "").strip())
+    client = CLIENT_OF_HOOK.get(settings.client or "")
     home = env.get("HOME") or os.path.expanduser("~")
     if client is None or not home:
         return None
     folder = Path(cwd) if cwd and os.path.isabs(cwd) else None
     for path, _, _ in installed_hook_commands(client, Path(home), folder):
-        via = env["CONTEXTFLOW_VIA"]
+        via = settings.via
         return f"the hooks `contextflow install {client}` wrote in {path} run instead (install again: the {via}'s run)"
     return None

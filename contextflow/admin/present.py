@@ -13,24 +13,24 @@ if TYPE_CHECKING:  # `serve` imports only what serving needs
     from contextflow.app import App
 
 
-def serve(app: App, args: JSON) -> int:
+def serve(app: App, args: JSON) -> Reply:
     if args.get("http"):
         from contextflow.adapters.server.auth import load_grants
         from contextflow.adapters.server.http import run_http
 
         run_http(app, load_grants(app.env, args.get("tokens")), args["host"], args["port"])
-        return 0
+        return Reply.finished()
     from contextflow.adapters.server.app import run_stdio
 
     run_stdio(app)
-    return 0
+    return Reply.finished()
 
 
-def ui(app: App, args: JSON) -> int:
+def ui(app: App, args: JSON) -> Reply:
     from contextflow.adapters.ui.server import run_ui
 
     run_ui(app, args["port"], open_browser=not args.get("no_open"))
-    return 0
+    return Reply.finished()
 
 
 def doctor(app: App, args: JSON) -> Reply:
@@ -98,7 +98,7 @@ def doctor(app: App, args: JSON) -> Reply:
     ]
     from contextflow.admin.install_check import client_ways
 
-    ways, _ = client_ways(Path(os.environ.get("HOME") or Path.home()), Path.cwd())
+    ways, _ = client_ways(Path(app.env.get("HOME") or Path.home()), Path.cwd())
     info["clients"] = ways
     lines += ["clients:", *(f"  {way}" for way in ways)] if ways else ["clients:      none configured"]
     lines.append("problems:" if found else "problems:     none")
@@ -110,7 +110,7 @@ def doctor(app: App, args: JSON) -> Reply:
     return Reply("\n".join(lines), info, exit=EXIT_PROBLEMS if found else 0)
 
 
-def pick_session(app: App, args: JSON) -> int:
+def pick_session(app: App, args: JSON) -> Reply:
     from contextflow.adapters.picker import run_picker
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -119,8 +119,8 @@ def pick_session(app: App, args: JSON) -> int:
             "`contextflow use SESSION_ID` or the choose_session tool instead",
             file=sys.stderr,
         )
-        return 2
-    return run_picker(app, args.get("project"))
+        return Reply.finished(2)
+    return Reply.finished(run_picker(app, args.get("project")))
 
 
 def human_size(count: int) -> str:

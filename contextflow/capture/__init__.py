@@ -11,4 +11,6 @@ FEATURE = Feature(
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
     search_version=(1, "619bf32f6c3ba5101806"),
+    tables={"capture": "contextflow.capture.table:TABLES"},
+    versions={"activity": 2},  # 2: a turn captured twice keeps its earliest copy
 )

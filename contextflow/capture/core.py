@@ -36,8 +36,8 @@ from contextflow.capture import transcript
 from contextflow.capture.payload import Hook
 from contextflow.capture.transcript import Reading
 from contextflow.capture.transcript import redacted as redacted
-from contextflow.core.checks import flag
 from contextflow.core.project import repository_root
+from contextflow.core.settings import read
 from contextflow.core.text import cut
 
 if TYPE_CHECKING:
@@ -60,8 +60,7 @@ def repo_root(cwd: str) -> str | None:
 
 def capture_off(env: Mapping[str, str], cwd: str | None, root: str | None) -> str | None:
     """Why capture is off for this call, or None when it is on (`root`: the repository holding `cwd`)."""
-    setting = env.get("CONTEXTFLOW_CAPTURE", "").strip()
-    if setting and flag(setting) is False:
+    if read(env).capture is False:
         return "CONTEXTFLOW_CAPTURE=off"
     if cwd:
         for folder in dict.fromkeys([root, cwd]):

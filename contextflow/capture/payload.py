@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from contextflow.core import settings
+
 MAX_PATH = 4_096  # bytes: Linux's PATH_MAX; a longer "path" is refused, never opened
 TURN_END_EVENTS = ("Stop", "AfterAgent")
 
@@ -74,7 +76,7 @@ def read(payload: Mapping[str, Any], env: Mapping[str, str]) -> Hook:
 def client_of(payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Which client runs this hook: CONTEXTFLOW_CLIENT (install puts it in each hook command),
     else what the client's environment or payload gives away, else "unknown"."""
-    named = env.get("CONTEXTFLOW_CLIENT", "").strip()
+    named = settings.read(env).client
     if named and len(named) <= 64 and named.replace("-", "").replace("_", "").replace(".", "").isalnum():
         return named
     if payload.get("hook_event_name") in OPENCODE_EVENTS:

@@ -7,7 +7,6 @@ from typing import Any
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture.view import ActivityView
-from contextflow.core import checks
 from contextflow.core.errors import InputError, arg, tool
 from contextflow.core.events import as_dict
 from contextflow.core.text import DATA_NOTICE, clean, quote
@@ -24,7 +23,7 @@ def session_activity(app: App, args: JSON) -> Reply:
             f"{tool('session_activity')} needs a {arg('session_id')} (no active session is set). {sessions.PICK_HINT}"
         )
     state = ondisk.view(app, ActivityView)
-    limit = checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)
+    limit = args.get("limit") or sessions.DEFAULT_LIMIT
     turns = state.session_turns(where.project, where.session_id)[-limit:]
     blocks = []
     for event in turns:

@@ -8,24 +8,26 @@
 - `recent_substance(app, project)`: decisions, open questions and todos of the repository's
   recent sessions, deduplicated, newest first, resolved ones dropped.
 
-Both read the `sessions` and `activity` views; a later derived store can answer the same
-functions.
+Both read the sessions and the captured turns from the derived tables (`capture/stored.py`): only
+the turns they show (the newest that did work, the ones linking a handoff, the winning session's,
+the ones that said something in the recent sessions), whatever the store's size.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import digest as digests
 from contextflow.capture import substance
-from contextflow.capture.digest import turn_has_work
+from contextflow.capture.stored import Turns, turns
+from contextflow.capture.table import turn_of
 from contextflow.core.events import Event, OrderKey
 
 if TYPE_CHECKING:
     from contextflow.app import App
-    from contextflow.capture.view import ActivityState
 
 RECENT_HANDOFFS = 50
+PAGE = 8
 RECENT_SESSIONS = 10
 
 
@@ -51,52 +53,37 @@ class Latest:
         self.agent, self.ts, self.earlier, self.state = agent, ts, earlier, state
 
 
-def _activity(app: App) -> ActivityState:
-    from contextflow import ondisk
-
-    return cast("ActivityState", ondisk.view(app, "activity"))
-
-
-def project_sessions(app: App, project: str) -> dict[str, list[Event]]:
-    """The captured turns of each session of `project`, oldest first."""
-    state = _activity(app)
-    return {sid: events for (p, sid), events in state.by_session.items() if p == project and events}
-
-
-def _turn(event: Event) -> dict[str, Any]:
-    turn = event.data.get("turn")
-    return turn if isinstance(turn, dict) else {}
-
-
 def _state(event: Event) -> dict[str, Any]:
-    state = _turn(event).get("state")
+    state = turn_of(event.data).get("state")
     return state if isinstance(state, dict) else {}
 
 
 def session_digest(events: list[Event]) -> dict[str, Any]:
-    return digests.fold_all(_turn(event) for event in events)
+    return digests.fold_all(turn_of(event.data) for event in events)
 
 
-def _written_handoffs(app: App, project: str, captured: dict[str, list[Event]], wrong: frozenset[str]) -> list[Event]:
+def _written_handoffs(app: App, project: str, captured: Turns, wrong: frozenset[str]) -> list[Event]:
     """The project's newest handoffs back to the newest one the agent wrote (the automatic ones of
-    captured sessions are skipped: they are derived from the turns), one page at a time so the
-    sessions sidecar's tail answers without a fold."""
+    captured sessions are skipped: they are derived from the turns), newest first."""
     from contextflow.sessions import core as sessions
     from contextflow.sessions.view import session_of
 
     found: list[Event] = []
-    before = None
-    for _ in range(RECENT_HANDOFFS):
-        page = sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff", before=before, skip=wrong), 1)
+    before, read = None, 0
+    while read < RECENT_HANDOFFS:  # a page at a time: the agent's newest handoff is usually near
+        where = sessions.EntryFilter(project, kind="handoff", before=before, skip=wrong)
+        page = sessions.read_entries(app, where, min(PAGE, RECENT_HANDOFFS - read))
         if not page:
             break
-        event = page[0]
-        before = event.id
-        if event.data.get("auto") and session_of(event) in captured:
-            continue  # derived from its turns instead
-        found.append(event)
-        if not event.data.get("auto"):
-            break
+        read, before = read + len(page), page[0].id
+        autos = {session_of(event) for event in page if event.data.get("auto")}
+        derived = captured.holding(sorted(autos))
+        for event in reversed(page):
+            if event.data.get("auto") and session_of(event) in derived:
+                continue  # derived from its turns instead
+            found.append(event)
+            if not event.data.get("auto"):
+                return found
     return found
 
 
@@ -104,16 +91,11 @@ def latest_handoff(app: App, project: str) -> Latest | None:
     from contextflow.sessions import core as sessions
     from contextflow.sessions.view import session_of
 
-    captured = project_sessions(app, project)
-    links: dict[str, tuple[str, Event]] = {}
-    for sid, events in captured.items():
-        for event in events:
-            handoff = _turn(event).get("handoff")
-            if isinstance(handoff, dict) and isinstance(handoff.get("id"), str):
-                links[handoff["id"]] = (sid, event)
-    candidates: list[tuple[OrderKey, int, Latest]] = []
+    captured = turns(app, project)
     wrong = frozenset(handoff for (p, _, handoff) in sessions.wrong_marks(app) if p == project)
     written = _written_handoffs(app, project, captured, wrong)
+    links = captured.linking([event.id for event in written])
+    candidates: list[tuple[OrderKey, int, Latest]] = []
     for event in written:
         sid = session_of(event)
         turn = None
@@ -123,16 +105,16 @@ def latest_handoff(app: App, project: str) -> Latest | None:
         state = _state(turn) if turn is not None else {}
         agent = str(event.data.get("agent") or "")
         candidates.append((key, 1, Latest(sid, key, event=event, agent=agent, ts=event.ts, state=state)))
-    for sid, events in captured.items():
-        last = next((e for e in reversed(events) if turn_has_work(_turn(e)) and "handoff" not in _turn(e)), None)
-        if last is not None:  # its digest is folded only if it wins
-            candidates.append((last.key, 0, Latest(sid, last.key, agent=str(last.data.get("agent") or ""), ts=last.ts)))
+    work = captured.latest_work()
+    if work is not None:  # its digest is folded only if it wins
+        sid, last = work
+        candidates.append((last.key, 0, Latest(sid, last.key, agent=str(last.data.get("agent") or ""), ts=last.ts)))
     if not candidates:
         return None
     best = max(candidates, key=lambda c: (c[0], c[1]))[2]
     if best.event is not None:
         return best
-    digest = session_digest(captured[best.session_id])
+    digest = session_digest(captured.session(best.session_id))
     earlier = digest.get("handoff", {}).get("id")
     by_id = {event.id: event for event in written}
     best.digest, best.earlier = digest, by_id.get(str(earlier))
@@ -153,13 +135,11 @@ class Said:
 def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) -> list[Said]:
     """What the project's recent sessions decided and left open, newest first: each item once (its
     latest wording), questions a later decision or "resolved:" answered and todos said done left out."""
-    captured = project_sessions(app, project)
-    recent = sorted(captured.items(), key=lambda item: item[1][-1].key, reverse=True)[:sessions]
-    events = sorted((e for _, evs in recent for e in evs), key=lambda e: e.key)
+    events = turns(app, project).recent_said(sessions)
     total: dict[str, list[Any]] = {}
     where: dict[tuple[str, str], Event] = {}
     for turn_event in events:
-        turn = _turn(turn_event)
+        turn = turn_of(turn_event.data)
         said = substance.of_turn(turn)
         if not said:
             continue

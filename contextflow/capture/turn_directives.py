@@ -35,12 +35,12 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))  # ASCII: a lone surrogate read from a transcript still writes
 
 
-def _pending_path(hooks: Path, session_id: object) -> Path:
+def _pending_path(hooks: Path, session_id: str | None) -> Path:
     key = hashlib.sha256(str(session_id or "no-session").encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return hooks / f"pending-{key}.json"
 
 
-def load_pending(hooks: Path, session_id: object) -> dict[str, Any]:
+def load_pending(hooks: Path, session_id: str | None) -> dict[str, Any]:
     from contextflow.capture.cursor import read_regular
 
     try:
@@ -50,7 +50,7 @@ def load_pending(hooks: Path, session_id: object) -> dict[str, Any]:
     return data if isinstance(data, dict) else {"items": [], "turn": []}
 
 
-def save_pending(hooks: Path, session_id: object, data: dict[str, Any]) -> None:
+def save_pending(hooks: Path, session_id: str | None, data: dict[str, Any]) -> None:
     from contextflow.core.fsutil import atomic_write
 
     items = [str(item) for item in data.get("items", []) if item][-MAX_ITEMS:]
@@ -82,7 +82,7 @@ def set_current_task(hooks: Path, name: str | None) -> None:
         path.unlink(missing_ok=True)
 
 
-def prompt_submit(hooks: Path, session_id: object, budget: int) -> str:
+def prompt_submit(hooks: Path, session_id: str | None, budget: int) -> str:
     """What waits for this session's next prompt (used up), within `budget` tokens."""
     pending = load_pending(hooks, session_id)
     items = [str(item) for item in pending.get("items", []) if item]

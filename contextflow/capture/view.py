@@ -1,7 +1,8 @@
 """Activity view: captured turns (`capture.turn`) per project and session, each turn once.
 
 Pure fold. A turn id seen before (the same turn captured on two machines, or a transcript read
-again) is not listed twice; lists stay sorted by `Event.key`.
+again) is not listed twice: the copy with the earliest `Event.key` is kept, whatever the order they
+are read in (as `capture/table.py` keeps it); lists stay sorted by `Event.key`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _by_key(event: Event) -> OrderKey:
 @dataclass
 class ActivityState:
     by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
-    turn_ids: set[str] = field(default_factory=set)
+    turn_ids: dict[str, Event] = field(default_factory=dict)  # each turn id's kept event: the earliest by key
 
     def session_turns(self, project: str, session_id: str) -> list[Event]:
         return self.by_session.get((project, session_id), [])
@@ -52,8 +53,22 @@ class ActivityView:
         if not isinstance(session_id, str) or not session_id.strip():
             return
         if isinstance(turn_id, str):
-            if turn_id in state.turn_ids:
-                return
-            state.turn_ids.add(turn_id)
-        key = (project_of(event), session_id.strip())
-        bisect.insort(state.by_session.setdefault(key, []), event, key=_by_key)
+            kept = state.turn_ids.get(turn_id)
+            if kept is not None:
+                if kept.key <= event.key:
+                    return
+                _remove(state, kept)  # an earlier copy of the turn, read later: it is the one kept
+            state.turn_ids[turn_id] = event
+        bisect.insort(state.by_session.setdefault(_session(event), []), event, key=_by_key)
+
+
+def _session(event: Event) -> tuple[str, str]:
+    return project_of(event), str(event.data["session_id"]).strip()
+
+
+def _remove(state: ActivityState, event: Event) -> None:
+    where = _session(event)
+    events = state.by_session[where]
+    events.remove(event)
+    if not events:
+        del state.by_session[where]

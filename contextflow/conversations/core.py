@@ -23,6 +23,7 @@ import orjson
 
 from contextflow import ondisk
 from contextflow.app import App
+from contextflow.conversations.fields import DEFAULT_LIST
 from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
 from contextflow.core import checks, secrets
 from contextflow.core.blobs import read_blob, write_blob
@@ -38,7 +39,6 @@ MAX_TRANSCRIPT_CHARS = 16_000_000
 MAX_RECORD_BYTES = 1_000_000
 SHORT, ITEM, LONG = 200, 4_000, 20_000
 MAX_ITEMS, MAX_TOPICS = 200, 50
-DEFAULT_LIMIT = 20
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
 
 TOPIC_FIELDS = ("topic", "categories", "decisions", "open_questions", "related_entities", "summary")
@@ -203,10 +203,11 @@ def save_conversation(app: App, raw: Any) -> Saved:
     data: dict[str, Any] = {
         "conversation_id": conversation_id,
         "source": checks.text(raw.get("source"), "source", max_chars=SHORT) or "unknown",
-        "project": checks.name(raw.get("project"), "project", SHORT) or _owner(app, conversation_id),
+        "project": checks.name(checks.string(raw.get("project"), "project"), "project", SHORT)
+        or _owner(app, conversation_id),
         **record,
     }
-    session_id = checks.name(raw.get("session_id"), "session_id", SHORT)
+    session_id = checks.name(checks.string(raw.get("session_id"), "session_id"), "session_id", SHORT)
     if session_id:
         data["session_id"] = session_id
     size = len(orjson.dumps(data))
@@ -234,10 +235,11 @@ def conversations_state(app: App) -> ConversationsState:
     return state
 
 
-def list_conversations(app: App, *, project: Any = None, limit: Any = None) -> list[ConversationEntry]:
-    """Conversation records, most recently saved first (every project unless one is named)."""
-    wanted = checks.text(project, "project", max_chars=SHORT)
-    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+def list_conversations(app: App, *, project: str | None = None, limit: int | None = None) -> list[ConversationEntry]:
+    """Conversation records, most recently saved first (every project unless one is named); `limit`
+    within its table row's LIST_LIMIT."""
+    wanted = checks.trimmed(project, "project", max_chars=SHORT)
+    count = DEFAULT_LIST if limit is None else limit
     return conversations_state(app).newest_first(wanted)[:count]
 
 

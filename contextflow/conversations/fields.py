@@ -1,6 +1,9 @@
-"""The shape of every field of a saved conversation (core/fields.py checks them as lines are read)."""
+"""The shape of every field of a saved conversation (core/fields.py checks them as lines are read), and
+the limits its table and its core both use (this module stays light: the table imports it)."""
 
 from contextflow.core.fields import INT, STR, STRS, Shape, listof, record
+
+LIST_LIMIT, DEFAULT_LIST = (1, 200), 20  # `conversations list --limit`: lowest, highest; default
 
 _DECISIONS = listof(record({"decision": STR, "reasoning": STR, "status": STR}))
 _TOPIC: dict[str, Shape] = {

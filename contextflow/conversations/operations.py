@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextflow.operations.params import STRING, STRINGS, boolean, string
+from contextflow.conversations.fields import DEFAULT_LIST, LIST_LIMIT
+from contextflow.operations.params import STRING, STRINGS, boolean, integer, string
 from contextflow.operations.spec import JSON, Operation, Param, PromptArg, PromptSpec, Table, deferred
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ _DECISIONS: JSON = {
         "required": ["decision", "reasoning"],
     },
 }
-# A copy of contextflow.conversations.core.DEFAULT_LIMIT, so that reading the table stays cheap (a test checks).
-DEFAULT_LIST = 20
 
 
 def _record(name: str, schema: JSON, description: str | None = None) -> Param:
@@ -117,7 +116,7 @@ OPERATIONS = (
         "List records, most recently saved first.",
         (
             string("project", "Only this project."),
-            Param("limit", {"type": "integer", "description": f"At most N (default {DEFAULT_LIST})."}),
+            integer("limit", *LIST_LIMIT, f"At most N (default {DEFAULT_LIST})."),
         ),
         present.list_conversations,
         command=("conversations", "list"),

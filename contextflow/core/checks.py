@@ -26,8 +26,16 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def text(
-    value: Any, name: str, *, required: bool = False, max_chars: int | None = None, hint: str | None = None
+def string(value: Any, name: str) -> str | None:
+    """`value` when it is a string or absent: for values no table row checked (a field of an imported
+    document); an operation's own arguments come checked by the table."""
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{arg(name)} must be a string, got {json_type(value)}")
+    return value
+
+
+def trimmed(
+    value: str | None, name: str, *, required: bool = False, max_chars: int | None = None, hint: str | None = None
 ) -> str | None:
     """A string argument, trimmed; None when absent or blank and not required. `hint` says
     what to pass when a required one is missing or empty."""
@@ -35,8 +43,6 @@ def text(
         if required:
             raise InputError(f"{arg(name)} is required: {hint or 'pass it as a non-empty string'}")
         return None
-    if not isinstance(value, str):
-        raise InputError(f"{arg(name)} must be a string, got {json_type(value)}")
     stripped = value.strip()
     if not stripped:
         if required:
@@ -49,10 +55,17 @@ def text(
     return stripped
 
 
-def name(value: Any, what: str, max_chars: int = 200) -> str | None:
-    """A session id or project name: refused when it holds a line break or another control or
-    format character (it would display as something else)."""
-    found = text(value, what, max_chars=max_chars) or ""
+def text(
+    value: Any, name: str, *, required: bool = False, max_chars: int | None = None, hint: str | None = None
+) -> str | None:
+    """`trimmed` for a value no table row checked (`string`)."""
+    return trimmed(string(value, name), name, required=required, max_chars=max_chars, hint=hint)
+
+
+def name(value: str | None, what: str, max_chars: int = 200) -> str | None:
+    """A session id or project name, trimmed: refused when it holds a line break or another control
+    or format character (it would display as something else)."""
+    found = trimmed(value, what, max_chars=max_chars) or ""
     for position, char in enumerate(found, 1):
         if unicodedata.category(char) in ("Cc", "Cf"):
             raise InputError(
@@ -73,10 +86,14 @@ def json_list(value: Any, name: str, max_items: int, shape: str) -> list[Any]:
     return value
 
 
-def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[str]:
+def text_list(value: list[str] | None, name: str, *, max_items: int, max_chars: int) -> list[str]:
+    """A list of strings (the table checked the type), each trimmed and non-empty, within the limits given."""
+    items = value or []
+    if len(items) > max_items:
+        raise InputError(f"{arg(name)} has {len(items)} items; the limit is {max_items}")
     out: list[str] = []
-    for index, item in enumerate(json_list(value, name, max_items, 'strings, for example ["first", "second"]')):
-        if not isinstance(item, str) or not item.strip():
+    for index, item in enumerate(items):
+        if not item.strip():
             raise InputError(f"{arg(name)}[{index}] must be a non-empty string")
         if len(item.strip()) > max_chars:
             raise InputError(f"{arg(name)}[{index}] is {len(item.strip())} characters; the limit is {max_chars}")
@@ -87,10 +104,15 @@ def text_list(value: Any, name: str, *, max_items: int, max_chars: int) -> list[
 def json_object(
     value: Any, name: str, *, example: str, max_bytes: int | None = None, hint: str = "", size_hint: str = ""
 ) -> dict[str, Any]:
-    """A JSON object argument, at most `max_bytes` once encoded. `hint` follows the message for
-    a value that is not an object, `size_hint` the one for a value over the limit."""
+    """A JSON object no table row checked, at most `max_bytes` once encoded. `hint` follows the message
+    for a value that is not an object."""
     if not isinstance(value, dict):
         raise InputError(f"{arg(name)} must be a JSON object, e.g. {example}" + (f"; {hint}" if hint else ""))
+    return json_size(value, name, max_bytes=max_bytes, size_hint=size_hint)
+
+
+def json_size(value: dict[str, Any], name: str, *, max_bytes: int | None = None, size_hint: str = "") -> dict[str, Any]:
+    """A JSON object, at most `max_bytes` once encoded; `size_hint` follows the message for one over the limit."""
     try:
         import orjson  # only a value check pays for it: a hook reading a yes/no attribute does not
 
@@ -115,9 +137,9 @@ def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 2
     return value
 
 
-def iso_time(value: Any, name: str) -> str | None:
+def iso_time(value: str | None, name: str) -> str | None:
     """An ISO-8601 time as a UTC string comparable with event timestamps (no zone means UTC)."""
-    raw = text(value, name)
+    raw = trimmed(value, name)
     if raw is None:
         return None
     moment = timeutil.parse_iso(raw)

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from contextflow.core.settings import read
+
 FOLDER_FILE = ".mcp-shared-context.jsonl"
 FILE_NAMES = (
     ".mcp-shared-context.jsonl",
@@ -33,7 +35,6 @@ FILE_NAMES = (
 )
 SESSIONS_SUFFIX = ".sessions"
 INDEX_SUFFIX = ".sessions-index.json"
-MAX_FILE_BYTES = 50 * 1024 * 1024  # ContextFlowMCP's default for MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES
 MAX_FILE_SETTING = "MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES"
 _CONFIG_FILES = (  # (client, folder under a root, file), in ContextFlowMCP's order
     *(("codex", "codex", name) for name in ("config.toml", "config.json")),
@@ -216,16 +217,9 @@ def oversize(path: Path, roots: tuple[Path, ...], limit: int) -> int:
 
 def max_file_bytes(env: Mapping[str, str]) -> int:
     """MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES: a legacy file larger than this is not read."""
-    from contextflow.core.errors import InputError
-
-    raw = env.get(MAX_FILE_SETTING, "").strip()
-    if not raw:
-        return MAX_FILE_BYTES
-    if not raw.isdigit() or int(raw) < 1:
-        raise InputError(
-            f"{MAX_FILE_SETTING}={raw!r} is not a positive whole number of bytes ({MAX_FILE_BYTES} if unset)"
-        )
-    return int(raw)
+    settings = read(env)
+    settings.refuse(MAX_FILE_SETTING)
+    return settings.legacy_max_bytes
 
 
 def oversized_message(path: Path, size: int, limit: int) -> str:

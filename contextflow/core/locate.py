@@ -38,10 +38,11 @@ from typing import NamedTuple
 from contextflow.core import legacy
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write, read_regular
+from contextflow.core.settings import STORE_OPTION_MARKER as STORE_OPTION_MARKER
+from contextflow.core.settings import read
 
 APP = "contextflow"
 WRITER_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
-STORE_OPTION_MARKER = "CONTEXTFLOW_STORE_FROM_OPTION"
 
 
 class Location(NamedTuple):  # not a dataclass: hooks locate the store, and skip that import
@@ -95,10 +96,11 @@ def store_beside(found: legacy.Found, env: Mapping[str, str]) -> tuple[Path, str
 
 def _explicit(env: Mapping[str, str]) -> tuple[str, legacy.Found] | None:
     """The ContextFlowMCP file an environment variable names: (the variable, the file)."""
-    if env.get("MCP_SHARED_CONTEXT_FILE", "").strip():
-        return "MCP_SHARED_CONTEXT_FILE", legacy.Found(_path(env["MCP_SHARED_CONTEXT_FILE"], env=env), "env")
-    if env.get("MCP_SHARED_CONTEXT_FOLDER", "").strip():
-        folder = _store_folder(env["MCP_SHARED_CONTEXT_FOLDER"], "MCP_SHARED_CONTEXT_FOLDER", env)
+    settings = read(env)
+    if settings.legacy_file:
+        return "MCP_SHARED_CONTEXT_FILE", legacy.Found(_path(settings.legacy_file, env=env), "env")
+    if settings.legacy_folder:
+        folder = _store_folder(settings.legacy_folder, "MCP_SHARED_CONTEXT_FOLDER", env)
         where = (("folder", str(folder)), ("fileName", legacy.FOLDER_FILE))
         return "MCP_SHARED_CONTEXT_FOLDER", legacy.Found(folder / legacy.FOLDER_FILE, "env-folder", where)
     return None
@@ -106,18 +108,18 @@ def _explicit(env: Mapping[str, str]) -> tuple[str, legacy.Found] | None:
 
 def locate_store(env: Mapping[str, str] | None = None) -> Location:
     env = os.environ if env is None else env
+    settings = read(env)
     named = _explicit(env)
-    if not env.get("CONTEXTFLOW_STORE", "").strip() and env.get("CTX_DB", "").strip():  # ctx's variable
-        value = env["CTX_DB"]
-        folder = _store_folder(value, "CTX_DB", env)
+    if not settings.store and settings.ctx_db:  # ctx's variable
+        folder = _store_folder(settings.ctx_db, "CTX_DB", env)
         return (
             Location(folder, "CTX_DB")
             if named is None
             else Location(folder, "CTX_DB", f"also reads {named[1].path}", (named[1].path,), *named[1][1:])
         )
-    if env.get("CONTEXTFLOW_STORE", "").strip():
-        value = env["CONTEXTFLOW_STORE"]
-        rule = "--store" if env.get(STORE_OPTION_MARKER) == value else "CONTEXTFLOW_STORE"
+    if settings.store:
+        value = settings.store
+        rule = "--store" if settings.store_from_option == value else "CONTEXTFLOW_STORE"
         folder = _store_folder(value, rule, env)
         if named is None:
             return Location(folder, rule)
@@ -145,16 +147,16 @@ def current_uid() -> int | None:
 
 def state_root(env: Mapping[str, str] | None = None) -> Path:
     """Machine-local state (locks, caches, writer id); never inside the synced folder."""
-    env = os.environ if env is None else env
-    if env.get("CONTEXTFLOW_STATE", "").strip():
-        return _path(env["CONTEXTFLOW_STATE"])
+    chosen = read(env).state
+    if chosen:
+        return _path(chosen)
     import platformdirs
 
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 
 def _setting(env: Mapping[str, str]) -> str:
-    return "CONTEXTFLOW_STATE" if env.get("CONTEXTFLOW_STATE", "").strip() else "the default state folder"
+    return "CONTEXTFLOW_STATE" if read(env).state else "the default state folder"
 
 
 def private_folder(path: Path, setting: str) -> Path:
@@ -230,8 +232,9 @@ def validate_writer(writer: str, setting: str = "CONTEXTFLOW_WRITER") -> str:
 def writer_id(env: Mapping[str, str] | None = None) -> str:
     """`CONTEXTFLOW_WRITER`, else a stable id for this machine kept in the state folder."""
     env = os.environ if env is None else env
-    if env.get("CONTEXTFLOW_WRITER", "").strip():
-        return validate_writer(env["CONTEXTFLOW_WRITER"].strip())
+    named = read(env).writer
+    if named:
+        return validate_writer(named)
     stored = checked_state_root(env) / "writer-id"
     with contextlib.suppress(OSError, UnicodeDecodeError, InputError):
         return validate_writer(read_regular(stored).decode("utf-8").strip(), f"the writer id in {stored}")

@@ -380,6 +380,28 @@ def remove_conflict_copy(path: Path) -> None:
     fsync_folder(path.parent)
 
 
+def read_tail(path: Path, limit: int) -> list[tuple[int, bytes]]:
+    """The whole lines of about the last `limit` bytes of a log (from the first line that starts there;
+    numbered from that line; markers left out, batches as `read_new` walks them), for an answer from the
+    newest events while the rest is not read yet. A batch begun before that point is not known held: its
+    lines are returned as any others."""
+    fd = _open_read(path)
+    try:
+        size = os.fstat(fd).st_size
+        start = 0
+        if size > limit:
+            head = os.pread(fd, min(limit, MAX_TAIL_LINE), size - limit)
+            cut = head.find(b"\n")
+            if cut < 0:
+                return []  # one line longer than the tail: nothing whole to read in it
+            start = size - limit + cut + 1
+        read = complete_lines(fd, start)
+        return batches.Lines(fd).numbered(read.lines, start, 0, read.end)[0]
+    finally:
+        os.close(fd)
+
+
+MAX_TAIL_LINE = 4 * 1024 * 1024  # events.MAX_LINE_BYTES: a line starts within this many bytes of any offset
 _HLC_FIELD = re.compile(rb'"hlc":(\d+)')
 
 

@@ -129,7 +129,7 @@ def redact_text(text: str, also: Sequence[Rule] = ()) -> tuple[str, list[str]]:
 
 def mode(env: Mapping[str, str] | None = None) -> str:
     """`CONTEXTFLOW_SECRETS` of `env` (the process's environment when not given): redact, refuse or off."""
-    return secrets_mode(os.environ if env is None else env)
+    return secrets_mode(os.environ if env is None else env)  # the settings of `env`, refused when not understood
 
 
 # -- events --------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from contextflow.core.segments import (
     much_to_read,
     new_segment,
 )
-from contextflow.core.settings import fsync_setting, secrets_mode
+from contextflow.core.settings import LEGACY_MAX_BYTES, read
 from contextflow.core.staged import StagedBatch
 
 S = TypeVar("S")
@@ -66,7 +66,7 @@ class Store:
         fsync: bool = False,
         clock: HybridClock | None = None,
         use_snapshot: bool = True,
-        legacy_max_bytes: int = legacy.MAX_FILE_BYTES,
+        legacy_max_bytes: int = LEGACY_MAX_BYTES,
         snapshot_versions: Callable[[], dict[str, int]] | None = None,
         secrets: str | None = None,
     ) -> None:
@@ -100,10 +100,13 @@ class Store:
     def open(cls, env: Mapping[str, str] | None = None, location: Location | None = None, **kwargs: Any) -> Store:
         """The store `env` names (`location`: where a caller already found it, so it is located once)."""
         env = os.environ if env is None else env
+        settings = read(env)
+        settings.refuse()  # every setting but the server's own (its inbound limits)
         location = location or locate_store(env)
-        kwargs.setdefault("legacy_max_bytes", legacy.max_file_bytes(env))
-        kwargs.setdefault("secrets", secrets_mode(env))
-        return cls(location, writer_id(env), store_state_dir(location.folder, env), fsync=fsync_setting(env), **kwargs)
+        kwargs.setdefault("legacy_max_bytes", settings.legacy_max_bytes)
+        kwargs.setdefault("secrets", settings.secrets)
+        folder = location.folder
+        return cls(location, writer_id(env), store_state_dir(folder, env), fsync=settings.fsync, **kwargs)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -27,12 +27,13 @@ database that fails to open or read is deleted and rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ from contextflow.core.fields import conform
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor, list_segments, read_new
+from contextflow.core.log import Cursor, list_segments, read_new, read_tail
 from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:
@@ -142,6 +143,8 @@ class Tables:
         self.caught_up = 0  # events this process folded in (for tests and benchmarks)
         self._failed = False  # the database does not open here
         self._told: tuple[Path, Cursor | None] | None = None  # the last read a person was told about
+        self.building = False  # a background process builds the backlog (answers hold what is built so far)
+        self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -201,12 +204,25 @@ class Tables:
 
     # -- reading ----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def as_of_now(self, wait: float = WAIT_S) -> Iterator[None]:
+        """Queries inside read the tables brought up to date once, at the start: the reads of one call (a
+        session start's dozens of small queries) check the logs once, not once each."""
+        with self._mutex:
+            self.update(wait)
+            self._settled += 1
+            try:
+                yield
+            finally:
+                self._settled -= 1
+
     def query(self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S) -> list[tuple[Any, ...]]:
         """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer)."""
         with self._mutex:
             for attempt in range(2):
                 try:
-                    self.update(wait)
+                    if not self._settled:
+                        self.update(wait)
                     return self._connect().execute(sql, params).fetchall()
                 except sqlite3.DatabaseError as exc:
                     if "no such table" in str(exc):
@@ -338,6 +354,7 @@ class Tables:
         from contextflow.core.lock import LockTimeout, WriterLock
         from contextflow.core.snapshot import in_background
 
+        self.building = True
         lock = WriterLock(self.path.with_name(BUILD_LOCK), 0)
         try:
             lock.acquire()
@@ -546,3 +563,91 @@ def close_for(store: Store) -> None:
     found = _OPEN.pop(store, None)
     if found is not None:
         found.close()
+
+
+TAIL_BYTES = 1024 * 1024  # of each log, read by a process answering while the tables are built
+
+
+class TailTables(Tables):
+    """The tables of the logs' newest events only, in memory, never updated: what a short-lived process
+    (the session start) answers from while this machine's tables are built in the background, instead of
+    nothing. About `limit` bytes of each log are read; only events at or after `horizon` (the oldest stamp
+    every log's tail reaches back to) are kept, so what is there is every event since then."""
+
+    def __init__(self, store: Store, sets: Sequence[TableSet], limit: int = TAIL_BYTES) -> None:
+        super().__init__(store, sets, Path(":memory:"))
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        db.executescript(_META)
+        for table_set in self.sets.values():
+            for statement in table_set.schema:
+                db.execute(statement)
+        self._db = db
+        tails: list[list[tuple[int, bytes]]] = []
+        self.horizon = 0
+        for path in self._paths():
+            try:
+                lines = read_tail(path, limit)
+                cut = path.stat().st_size > limit
+            except OSError:
+                continue
+            tails.append(lines)
+            first = next((event for event in _events(lines[:50], store)), None)
+            if cut and first is not None:
+                self.horizon = max(self.horizon, first.hlc)
+        caps: dict[str, int] = {}
+        sets = list(self.sets.values())
+        db.execute("BEGIN")
+        for lines in tails:
+            rows: dict[str, dict[tuple[Any, ...], None]] = {}
+            for event in _events(lines, store):
+                if event.hlc < self.horizon:
+                    continue
+                self.caught_up += 1
+                if event.kind == BOUND_KIND:
+                    self._bound(db, event, sets, caps)
+                cap = caps.get(event.id)
+                if cap is not None and event.hlc > cap:
+                    event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
+                for table_set in sets:
+                    for table, values in table_set.rows(event):
+                        rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
+            for where, found in rows.items():
+                name, table = where.split("\0")
+                db.executemany(self.sets[name].inserts[table], list(found))
+        db.execute("COMMIT")
+
+    def _connect(self) -> sqlite3.Connection:
+        assert self._db is not None
+        return self._db
+
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False) -> int:
+        return 0
+
+    def current(self) -> bool:
+        return False
+
+
+def _events(lines: list[tuple[int, bytes]], store: Store) -> Iterator[Event]:
+    """The readable events of these lines, each field checked as every reader checks it."""
+    for line_no, raw in lines:
+        try:
+            event = decode(raw, line_no)
+        except BadLine:
+            continue
+        data, dropped = conform(store.fields, event.kind, event.data)
+        yield Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
+
+
+def answer_from_tail(
+    store: Store, sets: Callable[[], Sequence[TableSet]], needed: Iterable[str], limit: int = TAIL_BYTES
+) -> bool:
+    """While this machine's tables are built in the background, have this process's reads of `store`
+    answered from the logs' newest events (`TailTables` of the formats `needed`; the others read as
+    empty); False when the tables are there to answer."""
+    tables = tables_for(store, sets)
+    if not tables.building:
+        return False
+    tables.close()
+    wanted = set(needed)
+    _OPEN[store] = TailTables(store, [s for s in sets() if s.name in wanted], limit)
+    return True

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from contextflow.core.errors import InputError, arg
 
@@ -37,10 +36,8 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def parse_iso(raw: object) -> datetime | None:
+def parse_iso(raw: str) -> datetime | None:
     """An ISO-8601 time or date as an aware UTC datetime (no zone means UTC); None when it is not one."""
-    if not isinstance(raw, str):
-        return None
     try:
         moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
@@ -54,8 +51,9 @@ def parse_iso(raw: object) -> datetime | None:
 
 
 def iso_ms(raw: object) -> int | None:
-    """Milliseconds since the epoch of an ISO-8601 time (no zone means UTC), or None."""
-    moment = parse_iso(raw)
+    """Milliseconds since the epoch of an ISO-8601 time (no zone means UTC), or None: a stored value
+    of any type (a field of someone else's line) is read here."""
+    moment = parse_iso(raw) if isinstance(raw, str) else None
     return None if moment is None else int(moment.timestamp() * 1000)
 
 
@@ -64,11 +62,9 @@ def to_iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def parse_duration(raw: object) -> timedelta | None:
+def parse_duration(raw: str) -> timedelta | None:
     """The duration `raw` spells, or None when it is not a duration. Huge ones are capped near
     2,700 years, so a caller's own limit (not an overflow) turns them down."""
-    if not isinstance(raw, str):
-        return None
     text = raw.strip().lower()
     parts = _PART.findall(text) if _DURATION.match(text) else []
     if not parts:  # also `P` and `PT`, which name no amount
@@ -76,11 +72,11 @@ def parse_duration(raw: object) -> timedelta | None:
     return timedelta(seconds=min(sum(int(amount) * _UNITS[unit] for amount, unit in parts), _LONGEST))
 
 
-def expiry(value: Any, now: datetime, name: str = "expires_at") -> datetime | None:
+def expiry(value: str | None, now: datetime, name: str = "expires_at") -> datetime | None:
     """When something passed as `expires_at` (a duration from now, or an ISO time) expires; None when not given."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if not value.strip():
         raise InputError(f"{arg(name)} must be {EXPIRY_HOW}; got {value!r}")
     span = parse_duration(value)
     if span is not None:

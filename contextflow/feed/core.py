@@ -14,7 +14,6 @@ from contextflow.core.clock import MAX_HLC, stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
 from contextflow.core.tables import db_stamp, stamp_of
 from contextflow.core.timeutil import iso_ms
-from contextflow.feed.fields import MAX_LIMIT
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -50,8 +49,8 @@ def _position(app: App, before: str) -> tuple[int, str, int]:
     return db_stamp(min(stamp_from_ms(max(when, 0)), MAX_HLC)), "", -1
 
 
-def _text(value: Any, name: str) -> str | None:
-    return checks.text(value, name, max_chars=200) if value is not None else None
+def _text(value: str | None, name: str) -> str | None:
+    return checks.trimmed(value, name, max_chars=200)
 
 
 def recent(
@@ -65,9 +64,8 @@ def recent(
     before: str | None = None,
     limit: int = 50,
 ) -> list[FeedItem]:
-    """The newest feed items matching every filter given, older than `before` when given."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InputError(f"limit must be a whole number from 1 to {MAX_LIMIT}; got {limit!r}")
+    """The newest feed items matching every filter given, older than `before` when given; `limit` up to
+    feed.fields.MAX_LIMIT (the table's row checks it)."""
     given = {"project": project, "agent": agent, "machine": machine, "kind": kind, "session_id": session_id}
     where: list[str] = []
     params: list[Any] = []

@@ -47,7 +47,7 @@ def _write(output: str | None, data: bytes) -> None:
         raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
-def export(app: App, args: JSON) -> Reply | int:
+def export(app: App, args: JSON) -> Reply:
     """The export goes to stdout whatever --format says; with --output, --format shapes the report."""
     output = args.get("output")
     if args.get("to") == "server-memory":
@@ -67,7 +67,7 @@ def export(app: App, args: JSON) -> Reply | int:
         counts = {"file": output, "format": "contextflow"}
         counts.update({name: len(doc[name]) for name in ("nodes", "edges", "views")})
         text = f"Exported {counts['nodes']} node(s), {counts['edges']} edge(s) to {output}"
-    return Reply(text, counts) if output else 0
+    return Reply(text, counts) if output else Reply.finished()
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -30,15 +30,18 @@ def _describe(value: Any) -> str:
     return cut(repr(value), 40)
 
 
-def _check_value(value: Any, schema: JSON, where: str) -> None:
+def _check_value(value: Any, schema: JSON, where: str, hint: str | None = None) -> None:
+    """`hint` follows the message of a value of the wrong type or outside the enum."""
+    after = f"; {hint}" if hint else ""
     expected = schema.get("type")
     if isinstance(expected, str) and expected in _TYPES:
         python_type, shown = _TYPES[expected]
         # a bool is an int to Python, never a number to JSON
         if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
-            raise InputError(f"{arg(where)} must be {shown}, got {_describe(value)}")
+            raise InputError(f"{arg(where)} must be {shown}, got {_describe(value)}{after}")
     if "enum" in schema and value not in schema["enum"]:
-        raise InputError(f"{arg(where)} must be one of {', '.join(map(str, schema['enum']))}; got {_describe(value)}")
+        options = ", ".join(map(str, schema["enum"]))
+        raise InputError(f"{arg(where)} must be one of {options}; got {_describe(value)}{after}")
     if isinstance(value, int | float) and not isinstance(value, bool):
         low, high = schema.get("minimum"), schema.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
@@ -73,7 +76,7 @@ def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
     for name, value in cleaned.items():
         shown = name
         _check_storable(value, shown)
-        _check_value(value, params[name].schema, shown)
+        _check_value(value, params[name].schema, shown, params[name].hint)
     return cleaned
 
 

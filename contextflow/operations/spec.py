@@ -38,6 +38,12 @@ class Reply:
     data: Any = None
     remark: str | None = None  # said beside the reply (the CLI prints it on stderr), e.g. what did not fit
     exit: int = 0  # the CLI's exit code after printing the text (doctor: 1 when it found problems)
+    shown: bool = True  # False: the handler wrote its own output (serve, a hook, the picker); nothing to print
+
+    @classmethod
+    def finished(cls, exit: int = 0) -> Reply:
+        """The reply of a handler that wrote its own output: only its exit code is left to give."""
+        return cls("", exit=exit, shown=False)
 
 
 class Deferred:
@@ -78,7 +84,7 @@ class deferred:
 
 # Presenters take the App (for operations with needs_store=False, the environment the CLI runs in, or
 # None) and the checked arguments.
-Handler = Callable[[Any, JSON], "Reply | int"]
+Handler = Callable[[Any, JSON], Reply]
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ class Param:
     cli_default: Any = None  # CLI default when the flag is left out (e.g. agent 'human')
     cli_help: str | None = None  # CLI help, when it differs from the schema description
     negatable: bool = False  # CLI booleans: also --no-FLAG
+    hint: str | None = None  # said after a wrong value's error, e.g. an example of the right form
 
     @property
     def description(self) -> str:
@@ -119,7 +126,7 @@ class Operation:
     name: str  # the MCP tool name; also how errors and docs refer to it
     summary: str  # tool description and CLI help
     params: tuple[Param, ...]
-    handler: Handler  # takes (App or None, arguments), returns a Reply (or an exit code)
+    handler: Handler  # takes (App or None, arguments), returns a Reply
     command: tuple[str, ...] | None = None  # CLI words, e.g. ("context", "set"); None: not on the CLI
     tool: bool = True  # offered as an MCP tool
     read_only: bool = True
@@ -130,7 +137,7 @@ class Operation:
     structured: bool | None = None
     cli_description: str | None = None  # longer CLI description, when the summary is not enough
 
-    def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply | int:
+    def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply:
         return self.handler(app, arguments)
 
     @property

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"records": "contextflow.records.view:RecordsView"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "76df5f32a848fd3de88e"),
+    search_version=(1, "1b59a0dd1324a2454ffc"),
     commands={"context": "keyed context records"},
 )

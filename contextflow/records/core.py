@@ -33,8 +33,6 @@ from contextflow.records.fields import (
     DEFAULT_CATEGORY,
     DEFAULT_LIMIT,
     DEFAULT_SINCE_DAYS,
-    LIMIT,
-    SINCE_DAYS,
 )
 from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
 from contextflow.timeline.core import agent_field, resolve_thread
@@ -64,8 +62,8 @@ def _ms(moment: datetime | None) -> int:
     return int((moment or timeutil.now()).timestamp() * 1000)
 
 
-def check_key(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
+def check_key(value: str) -> str:
+    if not value.strip():
         raise InputError(f"key is required: {KEY_HELP}")
     key = value.strip()
     if len(key) > MAX_KEY_CHARS:
@@ -75,9 +73,10 @@ def check_key(value: object) -> str:
     return key
 
 
-def check_category(value: object, also: Collection[str] = ()) -> str | None:
-    """One of CATEGORIES (or of `also`: categories stored before the list was closed, for filtering)."""
-    category = checks.text(value, "category", max_chars=32)
+def check_category(value: str | None, also: Collection[str] = ()) -> str | None:
+    """A filter's category: one of CATEGORIES or of `also` (categories stored before the list was closed).
+    A write's category is one of CATEGORIES by its table row."""
+    category = checks.trimmed(value, "category", max_chars=32)
     if category is not None and category not in CATEGORIES and category not in also:
         raise InputError(
             f"category {category!r} is not one of {', '.join(CATEGORIES)}; pick one of those, "
@@ -86,11 +85,11 @@ def check_category(value: object, also: Collection[str] = ()) -> str | None:
     return category
 
 
-def check_project(value: object) -> str | None:
-    return checks.text(value, "project", max_chars=MAX_PROJECT_CHARS)
+def check_project(value: str | None) -> str | None:
+    return checks.trimmed(value, "project", max_chars=MAX_PROJECT_CHARS)
 
 
-def _identity(app: App, state: RecordsState, key: str, project: object) -> RecordId:
+def _identity(app: App, state: RecordsState, key: str, project: str | None) -> RecordId:
     """Which record a read or delete of `key` means; see the module docstring."""
     named = check_project(project)
     if named:
@@ -111,47 +110,40 @@ def _identity(app: App, state: RecordsState, key: str, project: object) -> Recor
 def set_record(
     app: App,
     *,
-    key: object,
-    value: object,
-    category: object = None,
-    label: object = None,
-    thread_id: object = None,
-    pinned: object = None,
-    expires_at: object = None,
-    agent: object = None,
-    project: object = None,
+    key: str,
+    value: dict[str, Any],
+    category: str | None = None,
+    label: str | None = None,
+    thread_id: str | None = None,
+    pinned: bool | None = None,
+    expires_at: str | None = None,
+    agent: str | None = None,
+    project: str | None = None,
     now: datetime | None = None,
 ) -> Event:
-    """Create or replace the record under (`project`, `key`). Omitted optional fields keep their current values."""
+    """Create or replace the record under (`project`, `key`). Omitted optional fields keep their current values.
+    `category` is one of CATEGORIES (the table's row checks it)."""
     moment = now or timeutil.now()
     name = check_key(key)
-    chosen = check_category(category)
+    chosen = checks.trimmed(category, "category")
     owner = checks.name(project, "project", MAX_PROJECT_CHARS) or app.settings.default_project
-    checked = checks.json_object(
-        value,
-        "value",
-        example='{"status": "waiting", "title": "MeshCore support"}',
-        max_bytes=MAX_VALUE_BYTES,
-        hint='wrap plain text as {"text": "..."}',
-        size_hint="Store a summary plus a path or URL to the large content, or split it over several keys",
-    )
+    size_hint = "Store a summary plus a path or URL to the large content, or split it over several keys"
+    checked = checks.json_size(value, "value", max_bytes=MAX_VALUE_BYTES, size_hint=size_hint)
     data: dict[str, Any] = {"key": name, "project": owner, "value": checked}
     current = records_state(app).live((owner, name))
     previous = current.data if current is not None and not current.expired(_ms(moment)) else {}
     prefix = name.split(":", 1)[0]
     data["category"] = chosen or previous.get("category") or (prefix if prefix in CATEGORIES else DEFAULT_CATEGORY)
-    shown = checks.text(label, "label", max_chars=MAX_LABEL_CHARS) if label is not None else previous.get("label")
+    shown = checks.trimmed(label, "label", max_chars=MAX_LABEL_CHARS) if label is not None else previous.get("label")
     if shown:
         data["label"] = shown
     if thread_id is not None:
-        if checks.text(thread_id, "thread_id"):
+        if checks.trimmed(thread_id, "thread_id"):
             data["thread_id"] = resolve_thread(app, thread_id).id
     elif previous.get("thread_id"):
         data["thread_id"] = previous["thread_id"]
-    if pinned is not None and not isinstance(pinned, bool):
-        raise InputError(f"pinned must be true or false, got {pinned!r}")
     data["pinned"] = pinned if pinned is not None else previous.get("pinned") is True
-    if isinstance(expires_at, str) and expires_at.strip().lower() in NEVER:
+    if expires_at is not None and expires_at.strip().lower() in NEVER:
         pass
     elif expires_at is not None:
         expiry = timeutil.expiry(expires_at, moment)
@@ -200,7 +192,7 @@ def _existing(state: RecordsState, identity: RecordId, now_ms: int | None) -> Re
     return record
 
 
-def get_record(app: App, *, key: object, project: object = None, now: datetime | None = None) -> Record:
+def get_record(app: App, *, key: str, project: str | None = None, now: datetime | None = None) -> Record:
     state = records_state(app)
     return _existing(state, _identity(app, state, check_key(key), project), _ms(now))
 
@@ -210,7 +202,7 @@ def record_of(app: App, event: Event) -> Record:
     return records_state(app).records[(project_of(event), str(event.data["key"]))]
 
 
-def delete_record(app: App, *, key: object, project: object = None, agent: object = None) -> Event:
+def delete_record(app: App, *, key: str, project: str | None = None, agent: str | None = None) -> Event:
     """Write a tombstone for a live (or expired) record."""
     state = records_state(app)
     record = _existing(state, _identity(app, state, check_key(key), project), None)
@@ -222,25 +214,25 @@ def delete_record(app: App, *, key: object, project: object = None, agent: objec
 def list_records(
     app: App,
     *,
-    category: object = None,
-    thread_id: object = None,
-    pinned_only: object = None,
-    since_days: object = None,
-    limit: object = None,
-    prefix: object = None,
-    project: object = None,
+    category: str | None = None,
+    thread_id: str | None = None,
+    pinned_only: bool | None = None,
+    since_days: int | None = None,
+    limit: int | None = None,
+    prefix: str | None = None,
+    project: str | None = None,
     now: datetime | None = None,
 ) -> list[Record]:
-    """Live, unexpired records updated within `since_days` (0: any time), newest first."""
+    """Live, unexpired records updated within `since_days` (0: any time; within SINCE_DAYS), newest first;
+    at most `limit` (within LIMIT)."""
     state = records_state(app)
     wanted_category = check_category(category, also=state.by_category)
     wanted_project = check_project(project)
-    thread = resolve_thread(app, thread_id).id if checks.text(thread_id, "thread_id") else None
-    if pinned_only is not None and not isinstance(pinned_only, bool):
-        raise InputError(f"{arg('pinned_only')} must be true or false, got {pinned_only!r}")
-    days = checks.bounded_int(since_days, "since_days", DEFAULT_SINCE_DAYS, *SINCE_DAYS)
-    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT, *LIMIT)
-    start = checks.text(prefix, "prefix", max_chars=MAX_KEY_CHARS)
+    linked = checks.trimmed(thread_id, "thread_id")
+    thread = resolve_thread(app, linked).id if linked else None
+    days = DEFAULT_SINCE_DAYS if since_days is None else since_days
+    count = DEFAULT_LIMIT if limit is None else limit
+    start = checks.trimmed(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(now)
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
     return _select(state, now_ms, count, cutoff, wanted_category, thread, bool(pinned_only), start, wanted_project)

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, boolean, integer, string, writer
 from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, Table, deferred
-from contextflow.records.fields import CATEGORIES, DEFAULT_LIMIT, DEFAULT_SINCE_DAYS, LIMIT, SINCE_DAYS
+from contextflow.records.fields import (
+    CATEGORIES,
+    DEFAULT_CATEGORY,
+    DEFAULT_LIMIT,
+    DEFAULT_SINCE_DAYS,
+    LIMIT,
+    SINCE_DAYS,
+)
 
 if TYPE_CHECKING:
     from contextflow.records import present
@@ -34,16 +41,23 @@ OPERATIONS = (
                 required=True,
                 positional=True,
                 cli_help='JSON object, e.g. \'{"ip": "10.0.0.2"}\'; - reads it from stdin',
+                hint='e.g. {"status": "waiting", "title": "MeshCore support"}; wrap plain text as {"text": "..."}',
             ),
             string(
                 "category",
                 "Default: the key prefix if it is one of these, else fact.",
                 list(CATEGORIES),
+                hint=f"pick one of those, or leave it out to use the key's prefix (else {DEFAULT_CATEGORY})",
             ),
             string("label", "Human-readable title."),
             string("thread_id", "Timeline thread to link (id or prefix); '' unlinks.", flag="--thread"),
             boolean("pinned", "Always show in /whereami.", negatable=True),
-            string("expires_at", "ISO time or duration (24h, 7d); 'never' clears.", flag="--expires"),
+            string(
+                "expires_at",
+                "ISO time or duration (24h, 7d); 'never' clears.",
+                flag="--expires",
+                hint="pass a duration such as 24h or 7d, an ISO-8601 time such as 2026-02-10T09:00:00Z, or never",
+            ),
             AGENT,
             PROJECT,
         ),

@@ -169,8 +169,8 @@ def remember_text(what: str) -> str:
 def context_set(app: App, args: JSON) -> Reply:
     event = records.set_record(
         app,
-        key=args.get("key"),
-        value=args.get("value"),
+        key=args["key"],
+        value=args["value"],
         category=args.get("category"),
         label=args.get("label"),
         thread_id=args.get("thread_id"),
@@ -187,24 +187,14 @@ def context_set(app: App, args: JSON) -> Reply:
 
 def context_get(app: App, args: JSON) -> Reply:
     moment = now()
-    record = records.get_record(app, key=args.get("key"), project=args.get("project"), now=moment)
+    record = records.get_record(app, key=args["key"], project=args.get("project"), now=moment)
     text = record_text(record, moment, value_limit=None)
     return Reply(DATA_NOTICE + "\n" + text, records.record_dict(record))
 
 
 def context_list(app: App, args: JSON) -> Reply:
     moment = now()
-    found = records.list_records(
-        app,
-        category=args.get("category"),
-        thread_id=args.get("thread_id"),
-        pinned_only=args.get("pinned_only"),
-        since_days=args.get("since_days"),
-        limit=args.get("limit"),
-        prefix=args.get("prefix"),
-        project=args.get("project"),
-        now=moment,
-    )
+    found = _listed(app, args, moment)
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
     listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
@@ -220,17 +210,33 @@ def context_list(app: App, args: JSON) -> Reply:
     return Reply(text, payload)
 
 
+def _listed(app: App, args: JSON, moment: datetime, **overrides: int) -> list[Record]:
+    """context_list's records for these arguments (`overrides`: since_days or limit in place of the arguments')."""
+    given = {**args, **overrides}
+    return records.list_records(
+        app,
+        category=given.get("category"),
+        thread_id=given.get("thread_id"),
+        pinned_only=given.get("pinned_only"),
+        since_days=given.get("since_days"),
+        limit=given.get("limit"),
+        prefix=given.get("prefix"),
+        project=given.get("project"),
+        now=moment,
+    )
+
+
 def _older(app: App, args: JSON, moment: datetime) -> int:
     """How many records the `since_days` window leaves out (0 when it is 0: none are)."""
     if args.get("since_days") == 0:
         return 0
-    everything = records.list_records(app, **{**args, "since_days": 0, "limit": 500}, now=moment)
-    recent = records.list_records(app, **{**args, "limit": 500}, now=moment)
+    everything = _listed(app, args, moment, since_days=0, limit=500)
+    recent = _listed(app, args, moment, limit=500)
     return len(everything) - len(recent)
 
 
 def context_delete(app: App, args: JSON) -> Reply:
-    event = records.delete_record(app, key=args.get("key"), agent=args.get("agent"), project=args.get("project"))
+    event = records.delete_record(app, key=args["key"], agent=args.get("agent"), project=args.get("project"))
     key = event.data["key"]
     return Reply(f"Deleted context {key} (tombstone id {event.id}).", {"id": event.id, "key": key, "deleted": True})
 

@@ -31,6 +31,7 @@ OPERATIONS = (
                 "kinds",
                 {"type": "array", "items": {**STRING, "enum": list(SEARCH_KINDS)}, "description": "Only these kinds."},
                 flag="--kind",
+                hint=f'e.g. ["conversation", "handoff"]; kinds are: {", ".join(SEARCH_KINDS)}',
                 cli_help="only this kind (repeatable)",
             ),
             string(

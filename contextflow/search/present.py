@@ -11,7 +11,7 @@ def get_context(app: App, args: JSON) -> Reply:
 
     result = retrieval.get_context(
         app,
-        query=args.get("query"),
+        query=args["query"],
         project=args.get("project"),
         kinds=args.get("kinds"),
         limit=args.get("limit"),

@@ -27,13 +27,12 @@ import functools
 import hashlib
 import heapq
 import math
-import os
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from contextflow.core.errors import InputError
-from contextflow.core.settings import RANKING_VARIABLE, resolved
+from contextflow.core.settings import RANKING_VARIABLE, read, resolved
 from contextflow.search import when
 from contextflow.search.tokens import word_terms
 
@@ -102,7 +101,7 @@ def settings() -> Settings:
     """The levers, from the settings this process resolved (`core.settings.resolved`: the environment
     `App.open` was given), else from the process's environment."""
     chosen = resolved()
-    return parse(chosen.ranking if chosen is not None else os.environ.get(ENV, ""))
+    return parse((chosen or read()).ranking)
 
 
 def weight_scale() -> int:

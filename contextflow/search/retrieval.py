@@ -9,6 +9,7 @@ budget (`estimate_tokens`, about four characters a token).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
-from contextflow.search.extractors import search_kinds
-from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET
+from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT
 from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import iter_tokens, query_terms
@@ -189,30 +189,25 @@ def memory_index(store: Store) -> SearchIndex:
 def get_context(
     app: App,
     *,
-    query: Any,
-    project: Any = None,
-    kinds: Any = None,
-    limit: Any = None,
-    budget_tokens: Any = None,
+    query: str,
+    project: str | None = None,
+    kinds: Sequence[str] | None = None,
+    limit: int | None = None,
+    budget_tokens: int | None = None,
     now_ms: int | None = None,
 ) -> ContextResult:
-    """The best matches for `query`, as markdown within `budget_tokens`."""
-    text = checks.text(query, "query", required=True, max_chars=2_000) or ""
+    """The best matches for `query`, as markdown within `budget_tokens`: up to `limit` (to MAX_LIMIT) of
+    `kinds` (SEARCH_KINDS: the table's row checks each), within MIN_BUDGET to MAX_BUDGET tokens."""
+    text = checks.trimmed(query, "query", required=True, max_chars=2_000) or ""
     if not query_terms(text):
         raise InputError("query has no searchable words: use names of files, components, topics or decisions")
-    known = search_kinds()
-    if kinds is not None and not isinstance(kinds, list | tuple):
-        raise InputError(f'kinds must be a list such as ["conversation", "handoff"]; kinds are: {", ".join(known)}')
-    for n, kind in enumerate(kinds or ()):
-        if kind not in known:
-            raise InputError(f"kinds[{n}]={kind!r} is not a searchable kind; kinds are: {', '.join(known)}")
     wanted = Query(
         text=text,
-        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+        limit=DEFAULT_LIMIT if limit is None else limit,
         kinds=frozenset(kinds or ()),
-        project=checks.text(project, "project", max_chars=200),
+        project=checks.trimmed(project, "project", max_chars=200),
     )
-    budget = checks.bounded_int(budget_tokens, "budget_tokens", DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET)
+    budget = DEFAULT_BUDGET if budget_tokens is None else budget_tokens
     now = timeutil.now_ms() if now_ms is None else now_ms
     source = search_source(app)
     if isinstance(source, SearchIndex):

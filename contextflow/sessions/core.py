@@ -21,6 +21,7 @@ from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.ids import new_id
 from contextflow.core.project import project_of
 from contextflow.sessions import stored
+from contextflow.sessions.fields import DEFAULT_LIMIT as DEFAULT_LIMIT
 from contextflow.sessions.view import (
     NO_SESSION,
     Marks,
@@ -31,7 +32,6 @@ from contextflow.sessions.view import (
     summarize,
 )
 
-DEFAULT_LIMIT = 20
 PROMPT_SESSIONS = 50
 PICK_HINT = (
     f"Pick one first: {call('list_sessions')} then {tool('choose_session')}, use the new_session or resume_N prompts, "
@@ -60,7 +60,7 @@ def set_active_session(app: App, session_id: str) -> Path:
     """Make a session active (it need not have entries yet). An id with a control character
     is refused unless it is a stored session's (older versions accepted such ids); a line
     break never fits the one-line active-session file."""
-    chosen = checks.text(session_id, "session_id", required=True, max_chars=200) or ""
+    chosen = checks.trimmed(session_id, "session_id", required=True, max_chars=200) or ""
     if any(c in chosen for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         raise InputError(f"{arg('session_id')} contains a line break; use a single-line id, e.g. 'feature-login'")
     controls = any(unicodedata.category(c) in ("Cc", "Cf") for c in chosen)
@@ -73,7 +73,7 @@ def set_active_session(app: App, session_id: str) -> Path:
     return path
 
 
-def new_session(app: App, session_id: object = None, cwd: Path | None = None) -> str:
+def new_session(app: App, session_id: str | None = None, cwd: Path | None = None) -> str:
     """Start a session explicitly: check its id (or suggest one) and make it active."""
     chosen = checks.name(session_id, "session_id") or suggest_session_id(app, cwd)
     set_active_session(app, chosen)
@@ -96,11 +96,11 @@ def projects_holding(app: App, session_id: str) -> list[str]:
     return [p for _, p in sorted(found, reverse=True)]
 
 
-def session_project(app: App, session_id: str | None, project: object) -> tuple[str, str | None]:
+def session_project(app: App, session_id: str | None, project: str | None) -> tuple[str, str | None]:
     """(the project to read `session_id` in, the default project it was not in): a project given
     wins; else the default project when it holds the session; else the project that holds it (an
     explicitly named session is found in whichever project holds it, e.g. ContextFlowMCP's `shared`)."""
-    named = checks.text(project, "project")
+    named = checks.trimmed(project, "project")
     default = app.settings.default_project
     if named or not session_id or session_id == NO_SESSION or session_id in known_session_ids(app, default):
         return named or default, None
@@ -134,8 +134,8 @@ def require_session(app: App, session_id: str, project: str) -> None:
     )
 
 
-def resolve_session(app: App, explicit: object, *, required: bool = False) -> str | None:
-    given = checks.text(explicit, "session_id", max_chars=200)
+def resolve_session(app: App, explicit: str | None, *, required: bool = False) -> str | None:
+    given = checks.trimmed(explicit, "session_id", max_chars=200)
     if given:
         return given
     active = active_session(app)
@@ -165,20 +165,20 @@ def suggest_session_id(app: App, cwd: Path | None = None) -> str:
 # -- writing -------------------------------------------------------------------------------
 
 
-def _base(app: App, agent: object, project: object, session_id: object, task: object) -> dict[str, object]:
+def _base(app: App, agent: str, project: str | None, session_id: str | None, task: str | None) -> dict[str, object]:
     base: dict[str, object] = {
         "project": checks.name(project, "project") or app.settings.default_project,
-        "agent": checks.text(agent, "agent", required=True, max_chars=200),
+        "agent": checks.trimmed(agent, "agent", required=True, max_chars=200),
     }
     # with no session named or active, a new one (as new_session names it), made active: the next agent can resume it
     base["session_id"] = checks.name(session_id, "session_id") or resolve_session(app, None) or new_session(app)
-    task_text = checks.text(task, "task", max_chars=app.settings.max_array_item_chars)
+    task_text = checks.trimmed(task, "task", max_chars=app.settings.max_array_item_chars)
     if task_text:
         base["task"] = task_text
     return base
 
 
-def _lists(app: App, **values: object) -> dict[str, list[str]]:
+def _lists(app: App, **values: list[str] | None) -> dict[str, list[str]]:
     """The non-empty lists among `values`, each checked against the array limits."""
     limits = {"max_items": app.settings.max_array_items, "max_chars": app.settings.max_array_item_chars}
     checked = {name: checks.text_list(value, name, **limits) for name, value in values.items()}
@@ -188,17 +188,17 @@ def _lists(app: App, **values: object) -> dict[str, list[str]]:
 def append_note(
     app: App,
     *,
-    agent: object,
-    text: object = None,
-    content: object = None,
-    project: object = None,
-    session_id: object = None,
-    task: object = None,
-    tags: object = None,
+    agent: str,
+    text: str | None = None,
+    content: str | None = None,
+    project: str | None = None,
+    session_id: str | None = None,
+    task: str | None = None,
+    tags: list[str] | None = None,
 ) -> Event:
     """Append a progress note. `content` is an alias for `text`, used when `text` is empty."""
     limit = app.settings.max_note_chars
-    body = checks.text(text, "text", max_chars=limit) or checks.text(content, "content", max_chars=limit)
+    body = checks.trimmed(text, "text", max_chars=limit) or checks.trimmed(content, "content", max_chars=limit)
     if body is None:
         raise InputError(f"{arg('text')} is required: pass the note as {arg('text')}")
     data = {**_base(app, agent, project, session_id, task), "text": body, **_lists(app, tags=tags)}
@@ -208,17 +208,17 @@ def append_note(
 def write_handoff(
     app: App,
     *,
-    agent: object,
-    summary: object,
-    next_steps: object = None,
-    open_questions: object = None,
-    files: object = None,
-    project: object = None,
-    session_id: object = None,
-    task: object = None,
+    agent: str,
+    summary: str,
+    next_steps: list[str] | None = None,
+    open_questions: list[str] | None = None,
+    files: list[str] | None = None,
+    project: str | None = None,
+    session_id: str | None = None,
+    task: str | None = None,
 ) -> Event:
     data = _base(app, agent, project, session_id, task)
-    data["summary"] = checks.text(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
+    data["summary"] = checks.trimmed(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
     data.update(_lists(app, next_steps=next_steps, open_questions=open_questions, files=files))
     return confirm(app.store, lambda: app.store.append("handoff", data), lambda event: _latest(app, event), "handoff")
 
@@ -287,28 +287,29 @@ class EntryFilter:
 def entry_filter(
     app: App,
     *,
-    project: object = None,
-    agent: object = None,
-    session_id: object = None,
-    kind: object = None,
-    since: object = None,
-    before: object = None,
+    project: str | None = None,
+    agent: str | None = None,
+    session_id: str | None = None,
+    kind: str | None = None,
+    since: str | None = None,
+    before: str | None = None,
 ) -> EntryFilter:
+    """The filter of a read; `kind` is one of KINDS or None (any)."""
     session = resolve_session(app, session_id)
     return EntryFilter(
         project=session_project(app, session, project)[0],
-        agent=checks.text(agent, "agent"),
+        agent=checks.trimmed(agent, "agent"),
         session_id=session,
-        kind=checks.choice(kind, "kind", ("note", "handoff")),
+        kind=kind,
         since=checks.iso_time(since, "since"),
-        before=checks.text(before, "before", max_chars=200),
+        before=checks.trimmed(before, "before", max_chars=200),
     )
 
 
-def read_entries(app: App, where: EntryFilter, limit: object = None, *, superseded: bool = False) -> list[Event]:
-    """The most recent matching entries, oldest first. An automatic handoff a newer one of its session
-    replaced is left out (one entry per session), unless `superseded`."""
-    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
+def read_entries(app: App, where: EntryFilter, limit: int | None = None, *, superseded: bool = False) -> list[Event]:
+    """The most recent matching entries (`limit`, default DEFAULT_LIMIT), oldest first. An automatic handoff
+    a newer one of its session replaced is left out (one entry per session), unless `superseded`."""
+    count = DEFAULT_LIMIT if limit is None else limit
     if stored.disk(app):
         return stored.entries(app, where, count, superseded=superseded)
     pool = sessions_state(app).session_entries(where.project, where.session_id)
@@ -368,19 +369,17 @@ class SessionQuery:
 def session_query(
     app: App,
     *,
-    project: object = None,
-    agent: object = None,
-    since: object = None,
-    limit: object = None,
-    include_unsessioned: object = None,
+    project: str | None = None,
+    agent: str | None = None,
+    since: str | None = None,
+    limit: int | None = None,
+    include_unsessioned: bool | None = None,
 ) -> SessionQuery:
-    if include_unsessioned is not None and not isinstance(include_unsessioned, bool):
-        raise InputError(f"{arg('include_unsessioned')} must be true or false")
     return SessionQuery(
-        project=checks.text(project, "project") or app.settings.default_project,
-        agent=checks.text(agent, "agent"),
+        project=checks.trimmed(project, "project") or app.settings.default_project,
+        agent=checks.trimmed(agent, "agent"),
         since=checks.iso_time(since, "since"),
-        limit=checks.bounded_int(limit, "limit", DEFAULT_LIMIT),
+        limit=DEFAULT_LIMIT if limit is None else limit,
         include_unsessioned=bool(include_unsessioned),
     )
 
@@ -405,9 +404,11 @@ def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
     return all_sessions(app, query, query.limit)[: query.limit]
 
 
-def choose_session(app: App, query: SessionQuery, *, index: object = None, session_id: object = None) -> SessionSummary:
+def choose_session(
+    app: App, query: SessionQuery, *, index: int | None = None, session_id: str | None = None
+) -> SessionSummary:
     """Pick a session by 1-based index in `list_sessions` order or by id, and make it active."""
-    wanted = checks.text(session_id, "session_id")
+    wanted = checks.trimmed(session_id, "session_id")
     if index is None and wanted is None:
         raise InputError(
             f"{tool('choose_session')} needs either {arg('index')} (from {tool('list_sessions')}) "
@@ -424,7 +425,7 @@ def choose_session(app: App, query: SessionQuery, *, index: object = None, sessi
                 f"session {wanted!r} not found in project {query.project!r}; {call('list_sessions')} to see them"
             )
     else:
-        position = checks.bounded_int(index, "index", 1)
+        position = index or 1
         visible = list_sessions(app, query)
         if position > len(visible):
             raise NotFoundError(
@@ -446,14 +447,16 @@ class Resume:
     not_in: str | None = None  # the default project, when the session was found in another
 
 
-def resume_session(app: App, *, session_id: object = None, project: object = None, limit: object = None) -> Resume:
+def resume_session(
+    app: App, *, session_id: str | None = None, project: str | None = None, limit: int | None = None
+) -> Resume:
     """A session's latest handoff and recent entries. An id given explicitly must exist (or be
     the active session): a typo is an error listing the closest ids, never a new session. A
     session not in the default project is found in whichever project holds it."""
     chosen = resolve_session(app, session_id, required=True) or ""
     name, not_in = session_project(app, chosen, project)
-    count = checks.bounded_int(limit, "limit", DEFAULT_LIMIT)
-    found = _resume(app, chosen, name, count, explicit=bool(checks.text(session_id, "session_id")))
+    count = DEFAULT_LIMIT if limit is None else limit
+    found = _resume(app, chosen, name, count, explicit=bool(checks.trimmed(session_id, "session_id")))
     return replace(found, not_in=not_in)
 
 

@@ -12,15 +12,15 @@ from contextflow.sessions.core import sessions_state
 from contextflow.sessions.view import WRONG_FIELD, session_of
 
 
-def mark_handoff_wrong(app: App, *, handoff_id: object, agent: object, reason: object = None) -> Event:
+def mark_handoff_wrong(app: App, *, handoff_id: str, agent: str | None, reason: str | None = None) -> Event:
     """A note in the handoff's own session saying it is wrong (and why): from then on it is no
     session's latest handoff, for every agent and machine. Nothing is rewritten."""
-    wanted = checks.text(handoff_id, "handoff_id", required=True, max_chars=200) or ""
+    wanted = checks.trimmed(handoff_id, "handoff_id", required=True, max_chars=200) or ""
     handoff = _find_handoff(app, wanted)
-    why = checks.text(reason, "reason", max_chars=app.settings.max_note_chars)
+    why = checks.trimmed(reason, "reason", max_chars=app.settings.max_note_chars)
     data: dict[str, object] = {
         "project": project_of(handoff),
-        "agent": checks.text(agent, "agent", required=True, max_chars=200),
+        "agent": checks.trimmed(agent, "agent", required=True, max_chars=200),
         "text": f"Marked handoff {handoff.id} as wrong" + (f": {why}" if why else "."),
         WRONG_FIELD: handoff.id,
     }

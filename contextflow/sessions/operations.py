@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, STRINGS, boolean, integer, string, writer
 from contextflow.operations.spec import FORMAT, Operation, Param, PromptArg, PromptSpec, ResourceSpec, Table, deferred
+from contextflow.sessions import fields
 
 if TYPE_CHECKING:
     from contextflow.admin import present as admin
@@ -19,7 +20,7 @@ else:
 SESSION = string("session_id", "Session id. Default: the active session.", flag="--session")
 AGENT_FILTER = string("agent", "Only entries by this agent.")
 SINCE = string("since", "ISO-8601 time; only activity at or after it.")
-LIMIT = integer("limit", 1, 200, "How many, newest first. Default 20.")
+LIMIT = integer("limit", *fields.LIMIT, f"How many, newest first. Default {fields.DEFAULT_LIMIT}.")
 UNSESSIONED = boolean("include_unsessioned", "Add a '(no-session-id)' bucket. Default false.")
 LIST_FILTERS = (PROJECT, AGENT_FILTER, SINCE, LIMIT, UNSESSIONED)
 PROJECT_ARG = PromptArg("project", "Project key")
@@ -38,7 +39,7 @@ OPERATIONS = (
             PROJECT,
             AGENT_FILTER,
             SESSION,
-            string("kind", enum=["note", "handoff"]),
+            string("kind", enum=fields.KINDS),
             SINCE,
             LIMIT,
             string("before", "An entry id: only entries older than it (the next page).", tool=False),
@@ -97,7 +98,7 @@ OPERATIONS = (
         "choose_session",
         "Make a session active, by its 1-based index in list_sessions or by session_id.",
         (
-            integer("index", 1, 200, "1-based index from list_sessions.", positional=True),
+            integer("index", *fields.LIMIT, "1-based index from list_sessions.", positional=True),
             string("session_id", "Choose by id instead of index.", flag="--session"),
             *LIST_FILTERS,
             FORMAT,  # a write, so always structured; ContextFlowMCP's callers pass format too

@@ -109,14 +109,22 @@ def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
 
 
 def read_shared_context(app: App, args: JSON) -> Reply:
-    where = sessions.entry_filter(app, **{k: v for k, v in args.items() if k != "limit"})
+    where = sessions.entry_filter(
+        app,
+        project=args.get("project"),
+        agent=args.get("agent"),
+        session_id=args.get("session_id"),
+        kind=args.get("kind"),
+        since=args.get("since"),
+        before=args.get("before"),
+    )
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = sessions.bad_line_count(app)
     filters = {k: v for k, v in vars(where).items() if v is not None and k != "skip"}
     payload = {
         **compat_keys(app, bad_lines),
         "store": str(app.store.folder),
-        "filters": {**filters, "limit": checks.bounded_int(args.get("limit"), "limit", sessions.DEFAULT_LIMIT)},
+        "filters": {**filters, "limit": args.get("limit") or sessions.DEFAULT_LIMIT},
         "count": len(entries),
         "bad_lines": bad_lines,
         "entries": [as_dict(event) for event in entries],
@@ -125,7 +133,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     if entries:
         return Reply(text, payload)
     elsewhere = _entries_elsewhere(app, where) if not args.get("project") else ""
-    named = checks.text(args.get("session_id"), "session_id")
+    named = checks.trimmed(args.get("session_id"), "session_id")
     missing = named is not None and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
     remark = f"no session {clean(named or '', True)!r} in any project; list_sessions shows them" if missing else None
     return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0)
@@ -147,7 +155,7 @@ def append_shared_note(app: App, args: JSON) -> Reply:
         "Appended note",
         sessions.append_note(
             app,
-            agent=args.get("agent"),
+            agent=args["agent"],
             text=args.get("text"),
             content=args.get("content"),
             project=args.get("project"),
@@ -166,8 +174,8 @@ def write_shared_handoff(app: App, args: JSON) -> Reply:
         "Wrote handoff",
         sessions.write_handoff(
             app,
-            agent=args.get("agent"),
-            summary=args.get("summary"),
+            agent=args["agent"],
+            summary=args["summary"],
             next_steps=args.get("next_steps"),
             open_questions=args.get("open_questions"),
             files=args.get("files"),
@@ -203,7 +211,7 @@ def mark_handoff_wrong(app: App, args: JSON) -> Reply:
     return _written(
         app,
         "Marked handoff wrong with note",
-        mark(app, handoff_id=args.get("handoff_id"), agent=args.get("agent"), reason=args.get("reason")),
+        mark(app, handoff_id=args["handoff_id"], agent=args.get("agent"), reason=args.get("reason")),
     )
 
 
@@ -229,7 +237,14 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
     """The listing filters among `args` (choose_session's index and session_id pick within them)."""
-    return sessions.session_query(app, **{k: v for k, v in args.items() if k not in ("index", "session_id")})
+    return sessions.session_query(
+        app,
+        project=args.get("project"),
+        agent=args.get("agent"),
+        since=args.get("since"),
+        limit=args.get("limit"),
+        include_unsessioned=args.get("include_unsessioned"),
+    )
 
 
 def list_sessions(app: App, args: JSON) -> Reply:

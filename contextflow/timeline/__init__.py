@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"timeline": "contextflow.timeline.view:TimelineView"},
     fields="contextflow.timeline.fields",
     extractors="contextflow.timeline.extract",
-    search_version=(1, "cb8fd58ba8d07134179f"),
+    search_version=(1, "a68ec8dd3e4f9bf23531"),
     commands={"timeline": "threads, thoughts, tangents"},
 )

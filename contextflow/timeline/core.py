@@ -18,7 +18,7 @@ from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.ids import resolve_prefix
-from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
+from contextflow.timeline.fields import DEFAULT_THOUGHTS, DEFAULT_THREADS, DEFAULT_WHERE, STATUS_VERBS
 from contextflow.timeline.view import (
     POSITION,
     THOUGHT,
@@ -35,8 +35,6 @@ MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4_000
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TRAIL = 20
-DEFAULT_THOUGHTS = 100
-DEFAULT_WHERE = 20
 
 
 def timeline_state(app: App) -> TimelineState:
@@ -44,52 +42,54 @@ def timeline_state(app: App) -> TimelineState:
     return state
 
 
-def resolve_thread(app: App, value: object, name: str = "thread_id") -> Thread:
+def resolve_thread(app: App, value: str, name: str = "thread_id") -> Thread:
     state = timeline_state(app)
-    given = checks.text(value, name, required=True) or ""
+    given = checks.trimmed(value, name, required=True) or ""
     hint = f"{call('timeline_list_threads')} to see thread ids"
     return state.threads[resolve_prefix(given, state.thread_ids, "thread id", hint)]
 
 
-def resolve_thought(app: App, value: object, name: str = "thought_id") -> Thought:
+def resolve_thought(app: App, value: str, name: str = "thought_id") -> Thought:
     state = timeline_state(app)
-    given = checks.text(value, name, required=True) or ""
+    given = checks.trimmed(value, name, required=True) or ""
     hint = f"{call('timeline_get_thread')} to see a thread's thought ids"
     return state.thoughts[resolve_prefix(given, state.thought_ids, "thought id", hint)]
 
 
-def agent_field(value: object) -> dict[str, str]:
+def agent_field(value: str | None) -> dict[str, str]:
     """{"agent": name} for an event's data when an agent is named, else {}."""
-    agent = checks.text(value, "agent", max_chars=200)
+    agent = checks.trimmed(value, "agent", max_chars=200)
     return {"agent": agent} if agent else {}
 
 
-def _metadata(value: object) -> dict[str, Any] | None:
+def _metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
     if value is None:
         return None
-    example = '{"files": ["src/app.py"], "commit": "abc123"}'
-    return checks.json_object(
-        value, "metadata", example=example, max_bytes=MAX_METADATA_BYTES, size_hint="Keep links, not contents"
-    )
+    return checks.json_size(value, "metadata", max_bytes=MAX_METADATA_BYTES, size_hint="Keep links, not contents")
 
 
 # -- threads -------------------------------------------------------------------------------
 
 
-def _new_thread(name: object, description: object, agent: object) -> dict[str, Any]:
+def _new_thread(name: str, description: str | None, agent: str | None) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "name": checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS),
+        "name": checks.trimmed(name, "name", required=True, max_chars=MAX_NAME_CHARS),
         "status": "active",
         **agent_field(agent),
     }
-    described = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
+    described = checks.trimmed(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
     if described:
         data["description"] = described
     return data
 
 
 def create_thread(
-    app: App, *, name: object, description: object = None, parent_thought_id: object = None, agent: object = None
+    app: App,
+    *,
+    name: str,
+    description: str | None = None,
+    parent_thought_id: str | None = None,
+    agent: str | None = None,
 ) -> Event:
     data = _new_thread(name, description, agent)
     if parent_thought_id is not None:
@@ -100,38 +100,29 @@ def create_thread(
 def update_thread(
     app: App,
     *,
-    thread_id: object,
-    name: object = None,
-    description: object = None,
-    status: object = None,
-    agent: object = None,
+    thread_id: str,
+    name: str | None = None,
+    description: str | None = None,
+    status: str | None = None,
+    agent: str | None = None,
 ) -> Event:
+    """Rename a thread or set its status (a name in THREAD_STATUSES or a verb of STATUS_VERBS)."""
     thread = resolve_thread(app, thread_id)
     changes: dict[str, Any] = {}
     if name is not None:
-        changes["name"] = checks.text(name, "name", required=True, max_chars=MAX_NAME_CHARS)
+        changes["name"] = checks.trimmed(name, "name", required=True, max_chars=MAX_NAME_CHARS)
     if description is not None:
-        changes["description"] = checks.text(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
+        changes["description"] = checks.trimmed(description, "description", max_chars=MAX_DESCRIPTION_CHARS) or ""
     if status is not None:
-        changes["status"] = _status(status, THREAD_STATUSES)
+        changes["status"] = _status(status)
     if not changes:
         raise InputError("nothing to change: pass name, description or status (active|paused|completed|abandoned)")
     return app.store.append(THREAD_UPDATE, {"thread_id": thread.id, **changes, **agent_field(agent)})
 
 
-STATUS_VERBS = {
-    "pause": "paused",
-    "resume": "active",
-    "complete": "completed",
-    "abandon": "abandoned",
-    "resolve": "resolved",
-}
-
-
-def _status(value: object, options: tuple[str, ...], default: str | None = None) -> str | None:
+def _status(value: str) -> str:
     """A status by its name (`paused`) or by the verb that sets it (`pause`), as help words it."""
-    word = STATUS_VERBS.get(value, value) if isinstance(value, str) else value
-    return checks.choice(word, "status", options, default)
+    return STATUS_VERBS.get(value, value)
 
 
 def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list[Thread]:
@@ -143,10 +134,10 @@ def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list
     return heapq.nlargest(count, (state.threads[i] for i in ids), key=last_active)
 
 
-def list_threads(app: App, *, status: object = None, limit: object = None) -> list[Thread]:
+def list_threads(app: App, *, status: str | None = None, limit: int | None = None) -> list[Thread]:
     """Threads, most recently active first; all statuses unless `status` is given."""
-    wanted = _status(status, THREAD_STATUSES)
-    count = checks.bounded_int(limit, "limit", 50, 1, 500)
+    wanted = _status(status) if status else None
+    count = DEFAULT_THREADS if limit is None else limit
     state = timeline_state(app)
     return _most_active(state, state.by_status[wanted] if wanted else state.thread_ids, count)
 
@@ -161,9 +152,9 @@ class ThreadDetail:
     parent_thought: Thought | None
 
 
-def get_thread(app: App, *, thread_id: object, limit: object = None) -> ThreadDetail:
+def get_thread(app: App, *, thread_id: str, limit: int | None = None) -> ThreadDetail:
     thread = resolve_thread(app, thread_id)
-    count = checks.bounded_int(limit, "limit", DEFAULT_THOUGHTS, 1, 1000)
+    count = DEFAULT_THOUGHTS if limit is None else limit
     state = timeline_state(app)
     thoughts = state.ordered_thoughts(thread.id)
     parent = state.thought(thread.parent_thought_id) if thread.parent_thought_id else None
@@ -176,13 +167,18 @@ def get_thread(app: App, *, thread_id: object, limit: object = None) -> ThreadDe
 
 
 def _thought_data(
-    app: App, thread: Thread, content: object, thought_type: object, metadata: object, agent: object
+    app: App,
+    thread: Thread,
+    content: str,
+    thought_type: str | None,
+    metadata: dict[str, Any] | None,
+    agent: str | None,
 ) -> dict[str, Any]:
     here = timeline_state(app).position(thread.id)
     data: dict[str, Any] = {
         "thread_id": thread.id,
-        "content": checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars),
-        "thought_type": checks.choice(thought_type, "thought_type", THOUGHT_TYPES, "progress"),
+        "content": checks.trimmed(content, "content", required=True, max_chars=app.settings.max_note_chars),
+        "thought_type": thought_type or "progress",
         "status": "active",
         **agent_field(agent),
     }
@@ -197,13 +193,13 @@ def _thought_data(
 def add_thought(
     app: App,
     *,
-    thread_id: object,
-    content: object,
-    thought_type: object = None,
-    metadata: object = None,
-    agent: object = None,
+    thread_id: str,
+    content: str,
+    thought_type: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    agent: str | None = None,
 ) -> Event:
-    """A new thought after the thread's current position; the position moves to it."""
+    """A new thought (of THOUGHT_TYPES, default progress) after the thread's current position, which moves to it."""
     thread = resolve_thread(app, thread_id)
     return app.store.append(THOUGHT, _thought_data(app, thread, content, thought_type, metadata, agent))
 
@@ -211,21 +207,22 @@ def add_thought(
 def update_thought(
     app: App,
     *,
-    thought_id: object,
-    status: object = None,
-    content: object = None,
-    thought_type: object = None,
-    metadata: object = None,
-    agent: object = None,
+    thought_id: str,
+    status: str | None = None,
+    content: str | None = None,
+    thought_type: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    agent: str | None = None,
 ) -> Event:
+    """Change a thought: its status (of THOUGHT_STATUSES), content, type (of THOUGHT_TYPES) or metadata."""
     thought = resolve_thought(app, thought_id)
     changes: dict[str, Any] = {}
     if content is not None:
-        changes["content"] = checks.text(content, "content", required=True, max_chars=app.settings.max_note_chars)
+        changes["content"] = checks.trimmed(content, "content", required=True, max_chars=app.settings.max_note_chars)
     if status is not None:
-        changes["status"] = _status(status, THOUGHT_STATUSES)
+        changes["status"] = status
     if thought_type is not None:
-        changes["thought_type"] = checks.choice(thought_type, "thought_type", THOUGHT_TYPES)
+        changes["thought_type"] = thought_type
     if metadata is not None:
         changes["metadata"] = _metadata(metadata)
     if not changes:
@@ -276,9 +273,9 @@ def thread_count(app: App, status: str) -> int:
     return len(timeline_state(app).by_status[status])
 
 
-def where_am_i(app: App, *, status: str = "active", limit: object = None) -> list[Whereabouts]:
+def where_am_i(app: App, *, status: str = "active", limit: int | None = None) -> list[Whereabouts]:
     """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
-    count = checks.bounded_int(limit, "limit", DEFAULT_WHERE, 1, 500)
+    count = DEFAULT_WHERE if limit is None else limit
     state = timeline_state(app)
     return [whereabouts(state, thread) for thread in _most_active(state, state.by_status[status], count)]
 
@@ -295,17 +292,17 @@ class Tangent:
 def go_tangent(
     app: App,
     *,
-    thread_id: object,
-    name: object,
-    description: object = None,
-    content: object = None,
-    metadata: object = None,
-    agent: object = None,
+    thread_id: str,
+    name: str,
+    description: str | None = None,
+    content: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    agent: str | None = None,
 ) -> Tangent:
     """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
     parent = resolve_thread(app, thread_id)
     child = _new_thread(name, description, agent)
-    note = checks.text(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {child['name']}"
+    note = checks.trimmed(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {child['name']}"
     marker = app.store.append(THOUGHT, _thought_data(app, parent, note, "tangent_start", metadata, agent))
     return Tangent(marker, app.store.append(THREAD, {**child, "parent_thought_id": marker.id}))
 
@@ -319,10 +316,11 @@ class Return:
     events: list[Event]
 
 
-def return_from(app: App, *, thread_id: object, status: object = None, agent: object = None) -> Return:
-    """Close (completed) or pause a tangent and put the parent thread back at the tangent_start thought."""
+def return_from(app: App, *, thread_id: str, status: str | None = None, agent: str | None = None) -> Return:
+    """Close (completed, the default), pause or abandon a tangent (RETURN_STATUSES, or their verbs) and put
+    the parent thread back at the tangent_start thought."""
     tangent = resolve_thread(app, thread_id)
-    closing = _status(status, ("completed", "paused", "abandoned"), "completed") or ""
+    closing = _status(status) if status else "completed"
     if not tangent.parent_thought_id:
         raise InputError(
             f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "

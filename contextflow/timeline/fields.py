@@ -6,6 +6,12 @@ from contextflow.core.fields import OBJECT, STR, Shape
 THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
 THOUGHT_TYPES = ("idea", "decision", "discovery", "blocker", "progress", "tangent_start")
 THOUGHT_STATUSES = ("active", "resolved", "abandoned")
+RETURN_STATUSES = ("completed", "paused", "abandoned")  # how a tangent ends; default completed
+# each status by its name or by the verb that sets it (the descriptions use both)
+STATUS_VERBS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
+THREADS_LIMIT, DEFAULT_THREADS = (1, 500), 50  # timeline_list_threads' limit: lowest, highest; default
+THOUGHTS_LIMIT, DEFAULT_THOUGHTS = (1, 1000), 100  # timeline_get_thread's
+WHERE_LIMIT, DEFAULT_WHERE = (1, 500), 20  # timeline_where_am_i's
 
 _THREAD: dict[str, Shape] = {"name": STR, "description": STR, "status": STR}
 _THOUGHT: dict[str, Shape] = {"content": STR, "thought_type": STR, "status": STR, "metadata": OBJECT}

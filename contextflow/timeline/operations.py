@@ -7,7 +7,18 @@ from typing import TYPE_CHECKING
 
 from contextflow.operations.params import integer, string, writer
 from contextflow.operations.spec import Operation, Param, Table, deferred
-from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
+from contextflow.timeline.fields import (
+    DEFAULT_THOUGHTS,
+    DEFAULT_WHERE,
+    RETURN_STATUSES,
+    STATUS_VERBS,
+    THOUGHT_STATUSES,
+    THOUGHT_TYPES,
+    THOUGHTS_LIMIT,
+    THREAD_STATUSES,
+    THREADS_LIMIT,
+    WHERE_LIMIT,
+)
 
 if TYPE_CHECKING:
     from contextflow.timeline import present
@@ -21,9 +32,11 @@ METADATA = Param(
     "metadata",
     {"type": "object", "description": "Links: files, commits, session ids."},
     cli_help="JSON object of links (files, commits, ...)",
+    hint='e.g. {"files": ["src/app.py"], "commit": "abc123"}',
 )
-# each status by its name or by the verb that sets it (the descriptions use both)
-THREAD_STATUS = string("status", enum=(*THREAD_STATUSES, "pause", "resume", "complete", "abandon"))
+THREAD_STATUS = string("status", enum=(*THREAD_STATUSES, *STATUS_VERBS))
+_RETURN_VERBS = tuple(verb for status in RETURN_STATUSES for verb, to in STATUS_VERBS.items() if to == status)
+RETURN_STATUS = string("status", "Default completed.", (*RETURN_STATUSES, *_RETURN_VERBS))
 
 
 OPERATIONS = (
@@ -45,7 +58,7 @@ OPERATIONS = (
         "List threads with status and current position, most recent first.",
         (
             THREAD_STATUS,
-            integer("limit", 1, 500),
+            integer("limit", *THREADS_LIMIT),
         ),
         present.timeline_list_threads,
         command=("timeline", "threads"),
@@ -55,7 +68,7 @@ OPERATIONS = (
         "A thread's ordered thoughts, position and tangent threads.",
         (
             THREAD,
-            integer("limit", 1, 1000, "Latest N thoughts; default 100."),
+            integer("limit", *THOUGHTS_LIMIT, f"Latest N thoughts; default {DEFAULT_THOUGHTS}."),
         ),
         present.timeline_get_thread,
         command=("timeline", "show"),
@@ -107,7 +120,7 @@ OPERATIONS = (
     Operation(
         "timeline_where_am_i",
         "Current position, last thought and trail of every active thread.",
-        (integer("limit", 1, 500, "Most recent N; default 20."),),
+        (integer("limit", *WHERE_LIMIT, f"Most recent N; default {DEFAULT_WHERE}."),),
         present.timeline_where_am_i,
         command=("timeline", "where"),
     ),
@@ -119,7 +132,7 @@ OPERATIONS = (
             string("name", "Tangent thread name.", required=True, positional=True),
             string("description"),
             string("content", "Why; default 'Tangent: <name>'."),
-            Param("metadata", METADATA.schema, cli=False),
+            Param("metadata", METADATA.schema, cli=False, hint=METADATA.hint),
             AGENT,
         ),
         present.timeline_go_tangent,
@@ -131,9 +144,7 @@ OPERATIONS = (
         "Close or pause a tangent thread and restore the parent thread's position.",
         (
             string("thread_id", "The tangent thread id or prefix.", required=True, positional=True),
-            string(
-                "status", "Default completed.", ["completed", "paused", "abandoned", "complete", "pause", "abandon"]
-            ),
+            RETURN_STATUS,
             AGENT,
         ),
         present.timeline_return,

@@ -136,7 +136,7 @@ def _threads(found: list[timeline.Whereabouts], title: str, empty: str, tail: st
 def timeline_create_thread(app: App, args: JSON) -> Reply:
     event = timeline.create_thread(
         app,
-        name=args.get("name"),
+        name=args["name"],
         description=args.get("description"),
         parent_thought_id=args.get("parent_thought_id"),
         agent=args.get("agent"),
@@ -158,7 +158,7 @@ def timeline_list_threads(app: App, args: JSON) -> Reply:
 
 
 def timeline_get_thread(app: App, args: JSON) -> Reply:
-    detail = timeline.get_thread(app, thread_id=args.get("thread_id"), limit=args.get("limit"))
+    detail = timeline.get_thread(app, thread_id=args["thread_id"], limit=args.get("limit"))
     payload = {
         **thread_dict(detail.thread),
         "thought_count": detail.total_thoughts,
@@ -172,8 +172,8 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
 def timeline_add_thought(app: App, args: JSON) -> Reply:
     event = timeline.add_thought(
         app,
-        thread_id=args.get("thread_id"),
-        content=args.get("content"),
+        thread_id=args["thread_id"],
+        content=args["content"],
         thought_type=args.get("thought_type"),
         metadata=args.get("metadata"),
         agent=args.get("agent"),
@@ -200,7 +200,7 @@ def timeline_update_thought(app: App, args: JSON) -> Reply:
         "thought_id",
         timeline.update_thought(
             app,
-            thought_id=args.get("thought_id"),
+            thought_id=args["thought_id"],
             status=args.get("status"),
             content=args.get("content"),
             thought_type=args.get("thought_type"),
@@ -216,7 +216,7 @@ def timeline_update_thread(app: App, args: JSON) -> Reply:
         "thread_id",
         timeline.update_thread(
             app,
-            thread_id=args.get("thread_id"),
+            thread_id=args["thread_id"],
             name=args.get("name"),
             description=args.get("description"),
             status=args.get("status"),
@@ -242,8 +242,8 @@ def timeline_where_am_i(app: App, args: JSON) -> Reply:
 def timeline_go_tangent(app: App, args: JSON) -> Reply:
     tangent = timeline.go_tangent(
         app,
-        thread_id=args.get("thread_id"),
-        name=args.get("name"),
+        thread_id=args["thread_id"],
+        name=args["name"],
         description=args.get("description"),
         content=args.get("content"),
         metadata=args.get("metadata"),
@@ -261,9 +261,7 @@ def timeline_go_tangent(app: App, args: JSON) -> Reply:
 
 
 def timeline_return(app: App, args: JSON) -> Reply:
-    done = timeline.return_from(
-        app, thread_id=args.get("thread_id"), status=args.get("status"), agent=args.get("agent")
-    )
+    done = timeline.return_from(app, thread_id=args["thread_id"], status=args.get("status"), agent=args.get("agent"))
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
     data = {
         "thread_id": done.tangent.id,

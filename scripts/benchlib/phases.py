@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import math
 import os
@@ -294,7 +293,7 @@ async def tools_list_sizes(root: Path) -> list[tuple[str, int, int]]:
     found = []
     try:
         for setting in ("default", "all", *groups()):
-            configured = App(app.store, dataclasses.replace(app.settings, tool_groups=setting))
+            configured = App(app.store, app.settings._replace(tool_groups=setting))
             async with Client(ContextflowServer(configured).server, mode="legacy") as client:
                 listed: types.ListToolsResult = await client.list_tools()
             found.append((setting, len(listed.tools), len(listed.model_dump_json(by_alias=True, exclude_none=True))))

@@ -7,13 +7,14 @@ import pytest
 from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.records import core as records
+from tests.table import run
 
 ALLOWED = "project, pr, machine, waiting, fact, clipboard"
 
 
 def test_an_unknown_category_is_refused_with_the_allowed_ones_listed_and_nothing_stored(app: App) -> None:
-    with pytest.raises(InputError, match=f"category 'bogus' is not one of {ALLOWED}"):
-        records.set_record(app, key="fact:x", value={"v": 1}, category="bogus")
+    with pytest.raises(InputError, match=f"category must be one of {ALLOWED}; got 'bogus'; pick one of those"):
+        run(app, "context_set", key="fact:x", value={"v": 1}, category="bogus")
     assert records.list_records(app, since_days=0) == []
 
 

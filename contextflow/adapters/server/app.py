@@ -96,7 +96,6 @@ class ContextflowServer:
 
             with secrets.collect() as redacted:
                 reply = spec.run(self.app, checked)
-            assert isinstance(reply, Reply), f"{name} returned an exit code, not a reply"
         except ContextflowError as exc:
             return tool_error(_about(name, exc))
         except Exception as exc:  # the boundary: report, never crash the server
@@ -315,7 +314,7 @@ def _exit_now(app: App) -> None:
 
 
 def run_stdio(app: App) -> None:
-    anyio.run(serve_stdio, app, inbound.Limits.from_env())
+    anyio.run(serve_stdio, app, inbound.Limits.from_env(app.env))
 
 
 def serve_main() -> int:

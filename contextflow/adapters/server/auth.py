@@ -156,14 +156,16 @@ def _read_file(path: Path) -> str:
 
 def load_grants(env: Mapping[str, str], tokens_file: str | None = None) -> list[Grant]:
     """The grants from the first configured source; an error when none is."""
-    chosen = tokens_file or env.get("CONTEXTFLOW_HTTP_TOKENS_FILE", "").strip()
+    from contextflow.core.settings import read
+
+    settings = read(env)
+    chosen = tokens_file or settings.http_tokens_file
     if chosen:
         path = Path(os.path.expanduser(chosen))
         return parse_grants(_read_file(path), str(path))
-    inline = env.get("CONTEXTFLOW_HTTP_TOKENS", "").strip()
-    if inline:
-        return parse_grants(inline, "CONTEXTFLOW_HTTP_TOKENS")
-    single = env.get("CONTEXTFLOW_HTTP_TOKEN", "")
+    if settings.http_tokens:
+        return parse_grants(settings.http_tokens, "CONTEXTFLOW_HTTP_TOKENS")
+    single = settings.http_token
     if single:
         return [parse_grant({"name": "default", "token": single, "read": [ALL], "write": [ALL]}, 0)]
     raise InputError(

@@ -21,7 +21,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -123,8 +123,7 @@ def grant_app(base: App, grant: Grant) -> App:
     store.default_project = grant.default_project(base.settings.default_project)
     session_dir = source.state_dir / "http-sessions"
     session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    settings = replace(
-        base.settings,
+    settings = base.settings._replace(
         default_project=store.default_project,
         active_session=None,
         active_session_file=session_dir / f"{grant.name}.txt",

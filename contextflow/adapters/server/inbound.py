@@ -29,11 +29,10 @@ from typing import Any, NamedTuple
 import anyio
 import anyio.to_thread
 
-MAX_LINE_BYTES = 128 * 1024 * 1024
-MAX_BUFFER_BYTES = 256 * 1024 * 1024
+from contextflow.core.settings import INBOUND, MAX_BUFFER_BYTES, MAX_LINE_BYTES, read
+
 READ_SIZE = 64 * 1024
-LINE_SETTING = "MCP_SHARED_CONTEXT_MAX_INBOUND_LINE_BYTES"
-BUFFER_SETTING = "MCP_SHARED_CONTEXT_MAX_INPUT_BUFFER_BYTES"
+LINE_SETTING, BUFFER_SETTING = INBOUND
 
 
 class Limits(NamedTuple):
@@ -42,19 +41,10 @@ class Limits(NamedTuple):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
-        env = os.environ if env is None else env
-        return cls(_bytes(env, LINE_SETTING, MAX_LINE_BYTES), _bytes(env, BUFFER_SETTING, MAX_BUFFER_BYTES))
-
-
-def _bytes(env: Mapping[str, str], name: str, default: int) -> int:
-    from contextflow.core.errors import InputError
-
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise InputError(f"{name}={raw!r} is not a positive whole number of bytes ({default} if unset)")
-    return int(raw)
+        """The limits `env` sets (the process's environment when None); a value not understood is refused."""
+        settings = read(env)
+        settings.refuse(LINE_SETTING, BUFFER_SETTING)
+        return cls(settings.inbound_line_bytes, settings.inbound_buffer_bytes)
 
 
 def line_too_long(limit: int) -> dict[str, Any]:

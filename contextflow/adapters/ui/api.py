@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -25,7 +24,7 @@ from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean_data
 from contextflow.features import operations
 from contextflow.operations.arguments import check_arguments
-from contextflow.operations.spec import JSON, Operation, Reply
+from contextflow.operations.spec import JSON, Operation
 from contextflow.sessions import stored
 
 PAGE = 50  # entries, sessions and records per page
@@ -41,7 +40,7 @@ class Api:
     def __init__(self, app: App) -> None:
         self.app = app
         # the same store, without an active session: reads that name no session read them all
-        self.unscoped = App(app.store, replace(app.settings, active_session=None, active_session_file=None))
+        self.unscoped = App(app.store, app.settings._replace(active_session=None, active_session_file=None))
         self.lock = threading.Lock()
         self.waiting = 0  # requests waiting for or holding the lock: warming up gives way to them
         self.idle = threading.Condition()
@@ -64,7 +63,6 @@ class Api:
             with self.idle:
                 self.waiting -= 1
                 self.idle.notify_all()
-        assert isinstance(reply, Reply), name
         return reply.data
 
     async def call(self, name: str, arguments: JSON, unscoped: bool = False) -> Any:

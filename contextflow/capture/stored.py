@@ -1,0 +1,147 @@
+"""Captured turns read from the derived tables (`capture/table.py`) or, where a store cannot use them
+(an HTTP grant's filtered fold, a batch), from the `activity` view: the same answers either way.
+
+Each query reads only the turns it returns: the newest turn of a project that did work, the turns
+linking given handoffs, one session's turns, the turns that said something in the most recent
+sessions. `recall.py` composes them into what a session start shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from contextflow.capture.table import turn_of
+from contextflow.core.events import Event, OrderKey
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+
+_TURN = "id, hlc, w, seq, data"
+_NEWEST_FIRST = "ORDER BY hlc DESC, w DESC, seq DESC"
+_OLDEST_FIRST = "ORDER BY hlc, w, seq"
+
+
+class Turns:
+    """A project's captured turns, from the activity view (the base: a fold of every turn in memory)."""
+
+    def __init__(self, app: App, project: str) -> None:
+        self.app, self.project = app, project
+        self._sessions: dict[str, list[Event]] | None = None
+
+    def sessions(self) -> dict[str, list[Event]]:
+        if self._sessions is None:
+            from contextflow import ondisk
+            from contextflow.capture.view import ActivityView
+
+            state = ondisk.view(self.app, ActivityView)
+            found = state.by_session.items()
+            self._sessions = {sid: events for (p, sid), events in found if p == self.project and events}
+        return self._sessions
+
+    def latest_work(self) -> tuple[str, Event] | None:
+        """(session, turn) of the newest turn that did work and wrote no handoff."""
+        best: tuple[OrderKey, str, Event] | None = None
+        for sid, events in self.sessions().items():
+            last = next((event for event in reversed(events) if _works(turn_of(event.data))), None)
+            if last is not None and (best is None or last.key > best[0]):
+                best = (last.key, sid, last)
+        return (best[1], best[2]) if best else None
+
+    def linking(self, ids: Sequence[str]) -> dict[str, tuple[str, Event]]:
+        """Handoff id -> (session, the newest turn that wrote it), for the given ids."""
+        wanted: set[str] = set(ids)
+        links: dict[str, tuple[str, Event]] = {}
+        for sid, events in self.sessions().items():
+            for event in events:
+                handoff = turn_of(event.data).get("handoff")
+                if isinstance(handoff, dict) and handoff.get("id") in wanted:
+                    linked = links.get(handoff["id"])
+                    if linked is None or event.key > linked[1].key:
+                        links[handoff["id"]] = (sid, event)
+        return links
+
+    def holding(self, session_ids: Sequence[str]) -> set[str]:
+        """Those of `session_ids` with captured turns."""
+        return {sid for sid in session_ids if sid in self.sessions()}
+
+    def session(self, session_id: str) -> list[Event]:
+        return self.sessions().get(session_id, [])
+
+    def recent_said(self, count: int) -> list[Event]:
+        """The turns that said something (a decision, question, todo) of the `count` most recently active
+        sessions, oldest first."""
+        recent = sorted(self.sessions().values(), key=lambda events: events[-1].key, reverse=True)[:count]
+        return sorted((e for events in recent for e in events if _says(turn_of(e.data))), key=lambda e: e.key)
+
+
+class DiskTurns(Turns):
+    """The same, each answer a query of the derived tables."""
+
+    def _query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self.app.tables().query(sql, params)
+
+    def _events(self, rows: list[tuple[Any, ...]]) -> list[Event]:
+        import orjson
+
+        from contextflow.core.fields import conform
+        from contextflow.core.tables import stamp_of
+
+        schema, found = self.app.store.fields, []
+        for event_id, hlc, writer, seq, blob in rows:
+            data, _ = conform(schema, "capture.turn", orjson.loads(blob))  # a file like any other: checked as read
+            found.append(Event(event_id, writer, seq, stamp_of(hlc), "capture.turn", data))
+        return found
+
+    def latest_work(self) -> tuple[str, Event] | None:
+        sql = f"SELECT session_id, {_TURN} FROM capture_turns WHERE project = ? AND work = 1 {_NEWEST_FIRST} LIMIT 1"
+        rows = self._query(sql, (self.project,))
+        return (str(rows[0][0]), self._events([rows[0][1:]])[0]) if rows else None
+
+    def linking(self, ids: Sequence[str]) -> dict[str, tuple[str, Event]]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" * len(ids))
+        sql = f"SELECT session_id, handoff, {_TURN} FROM capture_turns WHERE project = ? AND handoff IN ({marks})"
+        rows = self._query(f"{sql} {_OLDEST_FIRST}", (self.project, *ids))
+        events = self._events([row[2:] for row in rows])
+        return {str(row[1]): (str(row[0]), event) for row, event in zip(rows, events, strict=True)}  # newest wins
+
+    def holding(self, session_ids: Sequence[str]) -> set[str]:
+        if not session_ids:
+            return set()
+        marks = ", ".join("?" * len(session_ids))
+        sql = f"SELECT session_id FROM capture_sessions WHERE project = ? AND session_id IN ({marks})"
+        return {str(sid) for (sid,) in self._query(sql, (self.project, *session_ids))}
+
+    def session(self, session_id: str) -> list[Event]:
+        sql = f"SELECT {_TURN} FROM capture_turns WHERE project = ? AND session_id = ? {_OLDEST_FIRST}"
+        return self._events(self._query(sql, (self.project, session_id)))
+
+    def recent_said(self, count: int) -> list[Event]:
+        sql = f"SELECT session_id FROM capture_sessions WHERE project = ? {_NEWEST_FIRST} LIMIT ?"
+        recent = [sid for (sid,) in self._query(sql, (self.project, count))]
+        if not recent:
+            return []
+        marks = ", ".join("?" * len(recent))
+        sql = f"SELECT {_TURN} FROM capture_turns WHERE project = ? AND said = 1 AND session_id IN ({marks})"
+        return self._events(self._query(f"{sql} {_OLDEST_FIRST}", (self.project, *recent)))
+
+
+def turns(app: App, project: str) -> Turns:
+    """The project's captured turns, from the derived tables when this store can use them."""
+    from contextflow.sessions.stored import disk
+
+    return DiskTurns(app, project) if disk(app) else Turns(app, project)
+
+
+def _works(turn: dict[str, Any]) -> bool:
+    from contextflow.capture.digest import turn_has_work
+
+    return turn_has_work(turn) and "handoff" not in turn
+
+
+def _says(turn: dict[str, Any]) -> bool:
+    from contextflow.capture.substance import of_turn
+
+    return bool(of_turn(turn))

@@ -1,0 +1,100 @@
+"""Captured turns on disk: one row per turn (each turn id once), per-session summaries.
+
+What a session start reads of earlier sessions (`capture/recall.py`) is answered from these rows by
+index, whatever the store's size: the newest turn that did work, the turns that link a handoff, the
+turns of one session, the turns that said something of the most recent sessions. `rows` is the pure
+fold; a turn captured twice (two machines, a transcript read again) keeps its earliest event, and the
+sessions' newest turns are kept by triggers, so the result is the same in any order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from contextflow.capture.digest import turn_has_work
+from contextflow.capture.fields import TURN_KIND
+from contextflow.capture.substance import of_turn
+from contextflow.core.events import Event
+from contextflow.core.formats import Format
+from contextflow.core.project import project_of
+from contextflow.core.tables import Row, TableSet, db_stamp
+
+_KEY = "(hlc, w, seq)"
+_EARLIER = f"(excluded.hlc, excluded.w, excluded.seq) < {_KEY}"
+_NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC LIMIT 1"
+_SAME_SESSION = "project = new.project AND session_id = new.session_id"
+
+SCHEMA = (
+    # `turn`: "t:" + the turn id, or "e:" + the event id for a turn without one (never deduplicated)
+    """CREATE TABLE capture_turns(
+    turn TEXT NOT NULL UNIQUE, id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
+    project TEXT NOT NULL, session_id TEXT NOT NULL, work INTEGER NOT NULL, handoff TEXT, said INTEGER NOT NULL,
+    data BLOB NOT NULL)""",  # a rowid table: rows of a few KB would make a WITHOUT ROWID tree three times the size
+    "CREATE INDEX capture_by_id ON capture_turns(id)",
+    "CREATE INDEX capture_by_session ON capture_turns(project, session_id, hlc, w, seq)",
+    "CREATE INDEX capture_work ON capture_turns(project, hlc, w, seq) WHERE work = 1",
+    "CREATE INDEX capture_links ON capture_turns(project, handoff) WHERE handoff IS NOT NULL",
+    "CREATE INDEX capture_said ON capture_turns(project, session_id, hlc, w, seq) WHERE said = 1",
+    """CREATE TABLE capture_sessions(
+    project TEXT NOT NULL, session_id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY(project, session_id)) WITHOUT ROWID""",
+    "CREATE INDEX capture_recent ON capture_sessions(project, hlc, w, seq)",
+    f"""CREATE TRIGGER capture_add AFTER INSERT ON capture_turns BEGIN
+    INSERT INTO capture_sessions(project, session_id, hlc, w, seq) VALUES (new.project, new.session_id, new.hlc,
+        new.w, new.seq)
+    ON CONFLICT(project, session_id) DO UPDATE SET (hlc, w, seq) = (excluded.hlc, excluded.w, excluded.seq)
+        WHERE (excluded.hlc, excluded.w, excluded.seq) > {_KEY};
+    END""",
+    # an earlier copy of a turn replaced the row, or a clock bound lowered it: its sessions' newest turns again
+    f"""CREATE TRIGGER capture_rekey AFTER UPDATE OF hlc ON capture_turns BEGIN
+    DELETE FROM capture_sessions WHERE project = old.project AND session_id = old.session_id;
+    DELETE FROM capture_sessions WHERE {_SAME_SESSION};
+    INSERT INTO capture_sessions(project, session_id, hlc, w, seq) SELECT project, session_id, hlc, w, seq
+        FROM capture_turns WHERE project = old.project AND session_id = old.session_id {_NEWEST};
+    INSERT INTO capture_sessions(project, session_id, hlc, w, seq) SELECT project, session_id, hlc, w, seq
+        FROM capture_turns WHERE {_SAME_SESSION} AND (new.project, new.session_id) != (old.project, old.session_id)
+        {_NEWEST};
+    END""",
+)
+
+INSERTS = {
+    "capture_turns": "INSERT INTO capture_turns(turn, id, hlc, w, seq, project, session_id, work, handoff, said, "
+    "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn) DO UPDATE SET (id, hlc, w, seq, project, "
+    "session_id, work, handoff, said, data) = (excluded.id, excluded.hlc, excluded.w, excluded.seq, "
+    f"excluded.project, excluded.session_id, excluded.work, excluded.handoff, excluded.said, excluded.data) "
+    f"WHERE {_EARLIER}",
+}
+
+
+def turn_of(data: dict[str, Any]) -> dict[str, Any]:
+    turn = data.get("turn")
+    return turn if isinstance(turn, dict) else {}
+
+
+def rows(event: Event) -> Iterator[Row]:
+    """A captured turn's row (as the `activity` view lists it: a session id, each turn id once)."""
+    if event.kind != TURN_KIND:
+        return
+    session_id, turn_id = event.data.get("session_id"), event.data.get("turn_id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        return
+    turn = turn_of(event.data)
+    handoff = turn.get("handoff")
+    linked = handoff.get("id") if isinstance(handoff, dict) and isinstance(handoff.get("id"), str) else None
+    work = int(turn_has_work(turn) and "handoff" not in turn)  # what an automatic handoff is derived from
+    key = f"t:{turn_id}" if isinstance(turn_id, str) else f"e:{event.id}"
+    values = (event.id, db_stamp(event.hlc), event.writer, event.seq, project_of(event), session_id.strip())
+    yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), orjson.dumps(event.data))
+
+
+TABLES = TableSet(
+    Format("capture", 1, ("contextflow.capture.table",)),
+    SCHEMA,
+    INSERTS,
+    rows,
+    ("capture_turns",),
+    ("capture_turns", "capture_sessions"),
+)

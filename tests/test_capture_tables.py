@@ -1,0 +1,170 @@
+"""What a session start reads of captured sessions, from the derived tables, equals the in-memory view's."""
+
+import os
+import random
+
+import pytest
+
+from contextflow import ondisk
+from contextflow.app import App
+from contextflow.capture import recall
+from contextflow.capture.stored import DiskTurns, turns
+from tests.conftest import open_app
+
+PROJECTS = ("shared", "web")
+WORDS = ["parser", "cache", "retry", "index", "token", "config", "docs", "build"]
+
+
+def _turn(rng: random.Random, n: int, linked: str | None) -> dict:
+    turn: dict = {"request": f"request {n}", "final": f"final {n} " + " ".join(rng.sample(WORDS, 3))}
+    if rng.random() < 0.5:
+        turn["files"] = {"edited": [f"src/{rng.choice(WORDS)}.py"]}
+        turn["state"] = {"commit": "c" * 40, "files": {turn["files"]["edited"][0]: "b" * 40}}
+    if rng.random() < 0.3:
+        turn["commands"] = [{"command": "pytest -q", "exit": rng.choice([0, 1])}]
+    if rng.random() < 0.3:
+        turn["decisions"] = [
+            {"decision": f"use the {rng.choice(WORDS)} {n}", "reasoning": "faster", "status": "chosen"}
+        ]
+    if rng.random() < 0.2:
+        turn["questions"] = [f"what about the {rng.choice(WORDS)}?"]
+    if rng.random() < 0.1:
+        turn["todos_said"] = [f"write the {rng.choice(WORDS)} docs"]
+    if linked is not None:
+        turn["handoff"] = {"id": linked, "summary": "handed off"}
+    return turn
+
+
+def fill(app: App, rng: random.Random, count: int) -> None:
+    """Captured turns (some captured twice), automatic and written handoffs, turns linking handoffs."""
+    written: list[str] = []
+    previous: list[tuple[str, dict]] = []
+    for n in range(count):
+        project, session = rng.choice(PROJECTS), rng.choice(["s1", "s2", "s3", "s4", " s5 "])
+        base = {"project": project, "session_id": session, "agent": rng.choice(["claude-code", "codex"])}
+        roll = rng.random()
+        if roll < 0.1:
+            event = app.store.append("handoff", {**base, "summary": f"written {n}"})
+            written.append(event.id)
+        elif roll < 0.18:
+            app.store.append("handoff", {**base, "summary": f"[automatic handoff] {n}", "auto": True})
+        elif roll < 0.25 and previous:  # the same turn captured again (another machine, a transcript read again)
+            turn_id, data = rng.choice(previous)
+            app.store.append("capture.turn", {**data, "turn_id": turn_id})
+        else:
+            linked = written[-1] if written and rng.random() < 0.15 else None
+            data = {**base, "turn": _turn(rng, n, linked)}
+            if rng.random() < 0.9:
+                turn_id = f"turn-{n}"
+                previous.append((turn_id, data))
+                data = {**data, "turn_id": turn_id}
+            app.store.append("capture.turn", data)
+
+
+def answers(app: App) -> list:
+    found: list = []
+    for project in (*PROJECTS, "none"):
+        latest = recall.latest_handoff(app, project)
+        if latest is None:
+            found.append(None)
+        else:
+            event = latest.event.id if latest.event else None
+            earlier = latest.earlier.id if latest.earlier else None
+            found.append((latest.session_id, latest.key, event, latest.digest, earlier, latest.state, latest.agent))
+        substance = recall.recent_substance(app, project)
+        found.append([(s.kind, s.text, s.session_id, s.ts, s.agent, s.state) for s in substance])
+    return found
+
+
+def in_memory(writer: str) -> App:
+    return App.open({**os.environ, "CONTEXTFLOW_WRITER": writer}, use_snapshot=False)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("count", [4, 40, 300])
+def test_the_tables_answer_as_the_activity_view(app, seed, count):
+    fill(app, random.Random(seed), count)
+    fresh = open_app("writer-a")
+    assert isinstance(turns(fresh, "shared"), DiskTurns)
+    on_disk = answers(fresh)
+    assert not fresh.store.loaded  # nothing folded in memory
+    assert "activity" not in ondisk._FOLDED.get(fresh.store, {})  # nor the captured turns folded from the tables
+    memory = in_memory("writer-a")
+    assert not isinstance(turns(memory, "shared"), DiskTurns)
+    assert answers(memory) == on_disk
+
+
+def test_a_turn_captured_twice_keeps_its_earliest_copy_whatever_the_order(app, tmp_path):
+    turn = {"files": {"edited": ["a.py"]}, "final": "done"}
+    first = app.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    other = open_app("writer-b")
+    other.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    fresh = open_app("writer-c")
+    rows = fresh.tables().query("SELECT id FROM capture_turns")
+    assert rows == [(first.id,)]
+    latest = recall.latest_handoff(fresh, "shared")
+    assert latest is not None and latest.digest is not None and latest.digest["turns"] == 1
+
+
+# -- a fresh machine: the session start answers from the logs' newest events while the tables are built
+
+
+def _session_start(capsys, monkeypatch, cwd: str) -> str:
+    import io
+    import json
+
+    from contextflow.adapters.cli import main
+
+    stdin = json.dumps({"session_id": "next", "cwd": cwd, "hook_event_name": "SessionStart"}).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    assert main(["hook", "session-start"]) == 0
+    out = capsys.readouterr().out
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(app, capsys, monkeypatch, tmp_path):
+    from contextflow.adapters.session_start import PARTIAL_NOTE
+    from contextflow.core import tables as tables_module
+
+    for n in range(40):
+        app.store.append("note", {"project": "shared", "session_id": "old", "text": f"filler {n} " + "x" * 300})
+    app.store.append("handoff", {"project": "shared", "session_id": "s9", "summary": "Parser half done", "agent": "a"})
+    turn = {"files": {"edited": ["src/parser.py"]}, "final": "done", "decisions": [{"decision": "use a PEG parser"}]}
+    app.store.append("capture.turn", {"project": "shared", "session_id": "s9", "turn_id": "t1", "turn": turn})
+    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
+    context = _session_start(capsys, monkeypatch, str(tmp_path))
+    assert "use a PEG parser" in context and "## Latest handoff in project shared" in context
+    assert context.endswith(PARTIAL_NOTE)
+    assert "s9" in context.split("## Recent sessions")[1]
+
+
+def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, tmp_path):
+    from contextflow import features
+    from contextflow.core.tables import TailTables
+
+    other = open_app("writer-b")
+    for n in range(30):  # writer-a's log: long; writer-b's: short (read whole)
+        app.store.append("note", {"project": "shared", "session_id": "a", "text": f"a{n} " + "y" * 200})
+        if n % 10 == 0:
+            other.store.append("note", {"project": "shared", "session_id": "b", "text": f"b{n}"})
+    tail = TailTables(app.store, features.all_tables(), limit=2_000)
+    try:
+        texts = [row[0] for row in tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")]
+        assert texts and texts[-1].startswith("a29") and len(texts) < 20  # the newest only
+        assert all(not text.startswith("b0") and not text.startswith("b10") for text in texts)  # older: left out
+        assert tail.horizon > 0
+    finally:
+        tail.close()
+
+
+def test_an_earlier_copy_of_a_turn_read_later_moves_it_and_its_sessions_follow(app):
+    turn = {"files": {"edited": ["a.py"]}, "final": "done"}
+    other = open_app("writer-z")  # written first (the earlier copy), its log read after writer-a's (by name)
+    other.store.append("capture.turn", {"project": "web", "session_id": "s1", "turn_id": "t", "turn": turn})
+    app.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    app.store.append("capture.turn", {"project": "shared", "session_id": "s2", "turn_id": "u", "turn": turn})
+    fresh = open_app("writer-c")
+    sessions = fresh.tables().query("SELECT project, session_id FROM capture_sessions ORDER BY 1, 2")
+    assert sessions == [("shared", "s2"), ("web", "s1")]  # the turn is the earliest copy's: web's
+    assert answers(fresh) == answers(in_memory("writer-c"))
