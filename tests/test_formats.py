@@ -19,20 +19,20 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (2, "98c4c79ea192f098001e"),
+    "search-index": (2, "4dcc75ca349319216b5a"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "e742c9b89c9aab27246e"),
-    "view.sessions": (1, "ff08f0713f8a72a79824"),
-    "view.activity": (2, "c3e0d9730b76a2868d4d"),
-    "view.records": (1, "d377dc8891cbe520e3d8"),
+    "snapshot": (2, "457e7d1caaf143f6f62f"),
+    "view.sessions": (1, "580abebe49d87b069dd1"),
+    "view.activity": (2, "4e0856c0fdd051e6fe5f"),
+    "view.records": (1, "28d36b377a6abe5731d5"),
     "view.timeline": (1, "787d30f84b12931884fd"),
-    "view.search": (1, "2af5bce3abf292574164"),
-    "view.conversations": (1, "923961d5e916ed477f04"),
-    "view.graph": (1, "6565a08091eeb2e2d338"),
-    "view-events": (2, "f71f1f16edb0a66645cc"),
-    "sessions": (1, "8e9485cae62b9a4b0a4b"),
-    "feed": (1, "007a08b8afc3c1cfe93c"),
-    "capture": (1, "4fb1f66a48b04a1b154d"),
+    "view.search": (1, "63faf3d89fe7190accf4"),
+    "view.conversations": (1, "a0fdf029a33d698eabeb"),
+    "view.graph": (1, "7068e23da67e3df329a7"),
+    "view-events": (2, "7681e402e8b99d9b5a36"),
+    "sessions": (1, "afa432429904b0ddf724"),
+    "feed": (1, "ebf0e01fffea7f84601a"),
+    "capture": (1, "dd0732abcb3a2d721644"),
 }
 GUARDED = all_formats()
 

@@ -10,6 +10,7 @@ from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
 from contextflow.graph.compose import compose, compose_nodes
 from contextflow.graph.view import GraphView
+from tests.table import run
 
 AT = 1_700_000_000_000
 
@@ -117,8 +118,8 @@ def test_a_saved_view_supplies_query_and_budget_and_a_given_budget_overrides_it(
 def test_a_budget_smaller_than_the_frame_is_refused(app):
     with pytest.raises(InputError, match="budget 10 is too small"):
         compose(app, "", 10)
-    with pytest.raises(InputError, match="budget must be a whole number"):
-        compose(app, "", 0)
+    with pytest.raises(InputError, match=r"budget.* must be from 1 to 2000000, got 0"):  # the table's row
+        run(app, "graph_compose", query="", budget=0)
 
 
 def test_stored_control_sequences_do_not_reach_the_output(app):

@@ -18,6 +18,7 @@ from contextflow.search.extractors import search_kinds
 
 def test_the_tables_and_the_cores_share_each_limit_and_list():
     """Said once, in the feature's light fields.py: the table and the core use the same object."""
+    from contextflow.graph import explore as graph_explore
     from contextflow.records import core as records_core
     from contextflow.records import fields as records_fields
     from contextflow.search import fields as search_fields
@@ -27,7 +28,12 @@ def test_the_tables_and_the_cores_share_each_limit_and_list():
     from contextflow.timeline import operations as timeline_table
 
     assert graph_table.NODE_TYPES is model.NODE_TYPES and graph_table.EDGE_TYPES is model.EDGE_TYPES
-    assert (graph_table.MAX_TAGS, graph_table.MAX_BUDGET) == (model.MAX_TAGS, model.MAX_BUDGET)
+    assert graph_table.MAX_TAGS is model.MAX_TAGS and graph_table.BUDGET == (1, model.MAX_BUDGET)
+    assert graph_table.DEFAULT_LIMIT is graph_explore.DEFAULT_LIMIT
+    assert graph_table.DEFAULT_LIST_LIMIT is graph_explore.DEFAULT_LIST_LIMIT
+    assert graph_table.DEFAULT_TRACE_DEPTH is graph_explore.WALKS["provenance"][0]
+    assert graph_table.DEFAULT_RELATED_DEPTH is graph_explore.WALKS["related"][0]
+    assert tuple(graph_explore.WALKS) == graph_table.FOLLOWS
     assert graph_table.DEFAULT_VIEW_BUDGET is model.DEFAULT_VIEW_BUDGET
     assert search_table.SEARCH_KINDS is search_fields.SEARCH_KINDS
     assert search_table.MAX_BUDGET is search_fields.MAX_BUDGET

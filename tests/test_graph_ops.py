@@ -6,6 +6,7 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import ALPHABET
 from contextflow.graph import explore, writes
 from contextflow.graph.render import status_text
+from tests.table import run
 
 
 def count_events(app):
@@ -29,7 +30,9 @@ def test_a_node_keeps_type_content_tags_metadata_agent_and_token_estimate(app):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"type": "note", "content": "x"}, "node type must be one of fact"),
+        ({"type": "note", "content": "x"}, "type.* must be one of fact"),
+        ({"type": "fact", "content": "x", "tags": ["a:b"] * 51}, "tags.* has 51 items; the limit is 50"),
+        ({"type": "fact", "content": "x", "links": [{"to": "x", "type": "LIKES"}]}, "edge type must be one of"),
         ({"type": "fact", "content": "  "}, "content is required"),
         ({"type": "fact", "content": "x", "tags": ["nocolon"]}, "use namespace:value"),
         ({"type": "fact", "content": "x", "tags": ["tier:hot"]}, "tier tag 'tier:hot' is not known"),
@@ -40,7 +43,7 @@ def test_a_node_keeps_type_content_tags_metadata_agent_and_token_estimate(app):
 def test_bad_nodes_are_refused_with_the_reason_and_nothing_is_written(app, kwargs, message):
     before = count_events(app)
     with pytest.raises(InputError, match=message):
-        writes.add_node(app, **kwargs)
+        run(app, "graph_remember", **kwargs)  # the table's row, then the core
     assert count_events(app) == before
 
 

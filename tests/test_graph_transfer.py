@@ -71,6 +71,12 @@ def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
     assert [n["type"] for n in doc["nodes"]] == ["fact"] and doc["edges"] == []
 
 
+def _export(node: dict | None = None, views: list | None = None) -> dict:
+    """An export holding one node (`node` over a good one) and `views`."""
+    good = {"id": "q", "type": "fact", "content": "c"}
+    return {"format": "contextflow-graph", "version": 1, "nodes": [{**good, **(node or {})}], "views": views or []}
+
+
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
@@ -81,6 +87,15 @@ def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
             {"format": "contextflow-graph", "version": 1, "nodes": [{"id": "q", "type": "bogus", "content": "c"}]},
             r"nodes\[0\] \(q\): node type",
         ),
+        (_export({"content": 7}), r"nodes\[0\] \(q\): .*content.* must be a string, got a number \(7\)"),
+        (_export({"content": " "}), r"nodes\[0\] \(q\): .*content.* is required"),
+        (_export({"tags": "tier:working"}), r"nodes\[0\] \(q\): tags must be a list of namespace:value"),
+        (_export({"tags": ["a:b"] * 51}), r"nodes\[0\] \(q\): 51 tags given; the limit is 50"),
+        (_export({"tags": ["nocolon"]}), r"nodes\[0\] \(q\): tag 'nocolon' is not valid"),
+        (_export({"metadata": [1]}), r"nodes\[0\] \(q\): .*metadata.* must be a JSON object"),
+        (_export({"agent": ["x"]}), r"nodes\[0\] \(q\): .*agent.* must be a string"),
+        (_export(views=[{"name": "v", "query": "type:fact", "budget": 0}]), "budget must be a whole number of tokens"),
+        (_export(views=[{"name": 5, "query": "type:fact"}]), r"name.* must be a string"),
     ],
 )
 def test_bad_imports_are_refused_and_nothing_is_written(app, doc, message):

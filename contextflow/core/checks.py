@@ -127,16 +127,6 @@ def json_size(value: dict[str, Any], name: str, *, max_bytes: int | None = None,
     return value
 
 
-def bounded_int(value: Any, name: str, default: int, low: int = 1, high: int = 200) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{arg(name)} must be a whole number from {low} to {high}, got {value!r}")
-    if not low <= value <= high:
-        raise InputError(f"{arg(name)} must be from {low} to {high}, got {value}")
-    return value
-
-
 def iso_time(value: str | None, name: str) -> str | None:
     """An ISO-8601 time as a UTC string comparable with event timestamps (no zone means UTC)."""
     raw = trimmed(value, name)
@@ -146,14 +136,6 @@ def iso_time(value: str | None, name: str) -> str | None:
     if moment is None:
         raise InputError(f"{arg(name)}={raw!r} is not an ISO-8601 time; use e.g. 2026-01-31 or 2026-01-31T09:30:00Z")
     return timeutil.to_iso(moment)
-
-
-def choice(value: Any, name: str, options: tuple[str, ...], default: str | None = None) -> str | None:
-    if value is None:
-        return default
-    if value not in options:
-        raise InputError(f"{arg(name)} must be one of {', '.join(options)}; got {value!r}")
-    return str(value)
 
 
 def json_file(path: str, hint: str) -> Any:

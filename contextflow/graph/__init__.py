@@ -15,6 +15,6 @@ FEATURE = Feature(
     views={"graph": "contextflow.graph.view:GraphView"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
-    search_version=(1, "2fe6250c9186695dde3c"),
+    search_version=(1, "5d72dd9a40dedd9bf13e"),
     commands={"view": "saved graph views"},
 )

@@ -290,20 +290,24 @@ def scoped_query(query: str, project: str) -> str:
 
 def compose(
     app: App,
-    query: Any = None,
-    budget: Any = None,
+    query: str | None = None,
+    budget: int | None = None,
     *,
-    view: Any = None,
+    view: str | None = None,
     include_archived: bool = False,
     include_superseded: bool = False,
     at_ms: int | None = None,
 ) -> Composed:
-    """Compose context from a query, or from a saved view (whose budget a given one overrides)."""
+    """Compose context from a query, or from a saved view (whose budget a given one overrides); `budget`
+    is in BUDGET (the table's row), default DEFAULT_VIEW_BUDGET."""
     if view is not None:
         saved = get_view(app, view)
-        text, amount = saved.query, model.budget(budget, saved.budget)
-    else:  # parse() refuses a query that is not a string
-        text, amount = (query if query is not None else DEFAULT_QUERY), model.budget(budget)
+        text, amount = saved.query, saved.budget if budget is None else budget
+    else:
+        text, amount = (
+            (query if query is not None else DEFAULT_QUERY),
+            model.DEFAULT_VIEW_BUDGET if budget is None else budget,
+        )
     moment = now_ms() if at_ms is None else at_ms
     state = graph(app)
     chosen, excluded = candidates_for(

@@ -29,7 +29,7 @@ from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.markdown import mask_code
 from contextflow.core.text import clip
 from contextflow.core.timeutil import now_ms
-from contextflow.graph import explore, model, writes
+from contextflow.graph import explore, inbound, model, writes
 from contextflow.graph.compose import candidates_for, compose_nodes
 from contextflow.graph.render import status_text
 
@@ -116,14 +116,14 @@ class Runner:
         return self.outcome
 
     def do_remember(self, d: Directive) -> None:
-        tags = model.tags(_split(d.attrs.get("tags")))
+        tags = model.tags(inbound.tags(_split(d.attrs.get("tags"))))
         if self.task and not any(t.startswith("task:") for t in tags):
             tags.append(f"task:{self.task}")
             if model.tier_of(set(tags)) is None:
                 tags.append(model.WORKING)
         event = writes.add_node(
             self.app,
-            type=d.attrs.get("type", "observation"),
+            type=inbound.node_type(d.attrs.get("type", "observation")),
             content=d.body,
             tags=tags,
             summary=d.attrs.get("summary"),
@@ -154,17 +154,17 @@ class Runner:
             _split(d.attrs.get("nodes")),
             d.body,
             archive_sources=_truthy(d.attrs.get("archive")),
-            tags=_split(d.attrs.get("tags")),
+            tags=inbound.tags(_split(d.attrs.get("tags"))),
             agent=self.agent,
         )
         self.outcome.done.append(f"summarized {len(done.sources)} node(s) as [summary:{done.id}]")
 
     def do_link(self, d: Directive) -> None:
-        writes.link(self.app, d.attrs.get("from"), d.attrs.get("to"), d.attrs.get("type", "RELATES_TO"))
+        writes.link(self.app, d.attrs.get("from", ""), d.attrs.get("to", ""), d.attrs.get("type", "RELATES_TO"))
         self.outcome.done.append(f"linked {d.attrs.get('from')} -> {d.attrs.get('to')}")
 
     def do_supersede(self, d: Directive) -> None:
-        writes.supersede(self.app, d.attrs.get("old"), d.attrs.get("new"))
+        writes.supersede(self.app, d.attrs.get("old", ""), d.attrs.get("new", ""))
         self.outcome.done.append(f"superseded {d.attrs.get('old')} by {d.attrs.get('new')}")
 
     def do_status(self, d: Directive) -> None:
@@ -176,7 +176,7 @@ class Runner:
 
     def do_expand(self, d: Directive) -> None:
         state = writes.graph(self.app)
-        node = writes.resolve(state, d.attrs.get("node"), "node")
+        node = writes.resolve(state, d.attrs.get("node", ""), "node")
         sources = [edge.target for edge in state.edges_out(node.id) if edge.type == "DERIVED_FROM"]
         if not sources:
             raise InputError(f"node {node.id} has no DERIVED_FROM sources to expand")

@@ -8,20 +8,18 @@ from collections import Counter
 from typing import Any
 
 from contextflow.app import App
-from contextflow.core import checks
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
+from contextflow.graph.fields import DEFAULT_LIMIT, DEFAULT_LIST_LIMIT, DEFAULT_RELATED_DEPTH, DEFAULT_TRACE_DEPTH
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.view import Edge, GraphState, Node, Step
 from contextflow.graph.writes import graph, resolve
 
-MAX_LIMIT = 10_000
 
-
-def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = None) -> tuple[list[Node], int]:
-    """Matching nodes, most recently updated first, and how many matched in all."""
-    query = checks.text(text, "query", max_chars=4000) or ""
-    count = checks.bounded_int(limit, "limit", 50, high=MAX_LIMIT)
+def run_query(app: App, text: str, limit: int | None = None, *, at_ms: int | None = None) -> tuple[list[Node], int]:
+    """Matching nodes, most recently updated first, and how many matched in all (at most `limit`, in LIMIT)."""
+    query = text.strip()
+    count = DEFAULT_LIMIT if limit is None else limit
     state = graph(app)
     ids = evaluate(parse(query), state, now_ms() if at_ms is None else at_ms)
     newest = heapq.nlargest(count, ids, key=lambda i: state.nodes[i].updated_key)  # update keys are unique
@@ -31,20 +29,20 @@ def run_query(app: App, text: Any, limit: Any = None, *, at_ms: int | None = Non
 def list_nodes(
     app: App,
     *,
-    type: Any = None,
-    tag: Any = None,
-    since: Any = None,
-    limit: Any = None,
+    type: str | None = None,
+    tag: str | None = None,
+    since: str | None = None,
+    limit: int | None = None,
 ) -> tuple[list[Node], int]:
-    """The seed's `list` filters, expressed as a query."""
+    """The seed's `list` filters, expressed as a query (`type` is one of NODE_TYPES: the table's row)."""
     parts: list[str] = []
     if type is not None:
-        parts.append("type:" + model.node_type(type))
+        parts.append("type:" + type)
     if tag is not None:
         parts.append("tag:" + model.tag(tag))
     if since is not None:
-        parts.append(f"created:>={checks.text(since, 'since')}")
-    return run_query(app, " AND ".join(parts), limit if limit is not None else 20)
+        parts.append(f"created:>={since.strip()}")
+    return run_query(app, " AND ".join(parts), DEFAULT_LIST_LIMIT if limit is None else limit)
 
 
 def node_dict(state: GraphState, node: Node, *, with_edges: bool = False) -> dict[str, Any]:
@@ -68,8 +66,9 @@ def node_dict(state: GraphState, node: Node, *, with_edges: bool = False) -> dic
     return data
 
 
-def edges_of(app: App, node_id: Any, direction: Any = "both") -> tuple[Node, list[Edge], list[Edge]]:
-    chosen = checks.choice(direction, "direction", ("in", "out", "both"), "both")
+def edges_of(app: App, node_id: str, direction: str | None = None) -> tuple[Node, list[Edge], list[Edge]]:
+    """A node's outgoing and incoming edges; `direction` is one of DIRECTIONS (the table's row), default both."""
+    chosen = direction or "both"
     state = graph(app)
     node = resolve(state, node_id)
     out = state.edges_out(node.id) if chosen in ("out", "both") else []
@@ -77,25 +76,25 @@ def edges_of(app: App, node_id: Any, direction: Any = "both") -> tuple[Node, lis
     return node, out, inc
 
 
-def tag_counts(app: App, prefix: Any = None) -> list[tuple[str, int]]:
-    start = checks.text(prefix, "prefix", max_chars=200) or ""
+def tag_counts(app: App, prefix: str | None = None) -> list[tuple[str, int]]:
+    start = (prefix or "").strip()
     state = graph(app)
     counts = ((name, len(members & state.live)) for name, members in state.by_tag.items() if name.startswith(start))
     return sorted((pair for pair in counts if pair[1]), key=lambda pair: pair[0])
 
 
 PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
-WALKS = {  # follow: default depth, most depth, outgoing, incoming, edge types (None: any)
-    "related": (1, 10, True, True, None),  # nodes within `depth` hops along any edge
-    "provenance": (20, 100, True, False, PROVENANCE),  # what the node was derived from or depends on
-    "dependents": (20, 100, False, True, PROVENANCE),  # what rests on it
+WALKS = {  # follow (FOLLOWS): default depth, outgoing, incoming, edge types (None: any)
+    "related": (DEFAULT_RELATED_DEPTH, True, True, None),  # nodes within `depth` hops along any edge
+    "provenance": (DEFAULT_TRACE_DEPTH, True, False, PROVENANCE),  # what the node was derived from or depends on
+    "dependents": (DEFAULT_TRACE_DEPTH, False, True, PROVENANCE),  # what rests on it
 }
 
 
-def around(app: App, node_id: Any, follow: str = "related", depth: Any = None) -> tuple[Node, list[Step]]:
-    """The nodes around one, nearest first (see WALKS)."""
-    default, most, forward, backward, types = WALKS[follow]
-    depth_limit = checks.bounded_int(depth, "depth", default, high=most)
+def around(app: App, node_id: str, follow: str = "related", depth: int | None = None) -> tuple[Node, list[Step]]:
+    """The nodes around one, nearest first (see WALKS); `depth` is in the table row's range."""
+    default, forward, backward, types = WALKS[follow]
+    depth_limit = default if depth is None else depth
     state = graph(app)
     root = resolve(state, node_id)
     return root, state.walk(root.id, depth_limit, forward=forward, backward=backward, types=types)

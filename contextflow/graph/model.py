@@ -19,6 +19,8 @@ from contextflow.graph.fields import (  # the vocabulary and limits the table sh
 )
 from contextflow.graph.fields import EDGE_TYPES as EDGE_TYPES
 from contextflow.graph.fields import MAX_BUDGET as MAX_BUDGET
+from contextflow.graph.fields import MAX_CONTENT_CHARS as MAX_CONTENT_CHARS
+from contextflow.graph.fields import MAX_SUMMARY_CHARS as MAX_SUMMARY_CHARS
 from contextflow.graph.fields import MAX_TAGS as MAX_TAGS
 from contextflow.graph.fields import NODE_TYPES as NODE_TYPES
 
@@ -40,8 +42,6 @@ VIEW_DELETE = "graph.view_delete"
 # metadata that says where or when a node came from, not what it knows: kept, but not searched
 UNSEARCHED_METADATA = frozenset({"source_version", "created_at", "updated_at", "closed_at"})
 
-MAX_CONTENT_CHARS = 500_000
-MAX_SUMMARY_CHARS = 20_000
 MAX_TAG_CHARS = 200
 MAX_META_KEYS = 50
 MAX_META_CHARS = 20_000
@@ -50,20 +50,15 @@ _TAG = re.compile(r"^[A-Za-z0-9_.-]+:\S+$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # a view name or metadata key
 
 
-def node_type(value: Any) -> str:
-    if value not in NODE_TYPES:
-        raise InputError(f"node type must be one of {', '.join(NODE_TYPES)}; got {value!r}")
-    return str(value)
-
-
-def edge_type(value: Any) -> str:
-    if isinstance(value, str) and value.upper() in EDGE_TYPES:
+def edge_type(value: str) -> str:
+    """An edge type in any case (the CLI takes `depends_on`), as stored."""
+    if value.upper() in EDGE_TYPES:
         return value.upper()
     raise InputError(f"edge type must be one of {', '.join(EDGE_TYPES)}; got {value!r}")
 
 
-def content(value: Any, name: str = "content") -> str:
-    if not isinstance(value, str) or not value.strip():
+def content(value: str, name: str = "content") -> str:
+    if not value.strip():
         raise InputError(f"{arg(name)} is required: pass the knowledge as a non-empty string")
     text = value.strip()
     if len(text) > MAX_CONTENT_CHARS:
@@ -73,12 +68,12 @@ def content(value: Any, name: str = "content") -> str:
     return text
 
 
-def summary(value: Any) -> str | None:
-    return checks.text(value, "summary", max_chars=MAX_SUMMARY_CHARS)
+def summary(value: str | None) -> str | None:
+    return checks.trimmed(value, "summary", max_chars=MAX_SUMMARY_CHARS)
 
 
-def tag(value: Any) -> str:
-    text = value.strip() if isinstance(value, str) else ""
+def tag(value: str) -> str:
+    text = value.strip()
     if not _well_formed(text):
         raise InputError(
             f"tag {value!r} is not valid: use namespace:value without spaces, "
@@ -107,7 +102,7 @@ def project_tag(project: str) -> str | None:
     return text if _TAG.match(text) and len(text) <= MAX_TAG_CHARS else None
 
 
-def scoped_tags(values: Any, project: str) -> list[str]:
+def scoped_tags(values: list[str] | None, project: str) -> list[str]:
     """`values` checked, plus the project's tag when none names a project (and room is left)."""
     checked = tags(values)
     extra = project_tag(project)
@@ -122,29 +117,21 @@ def dedupe_key(content: str) -> str:
     return " ".join(content.split()).casefold().rstrip(" .!?;:,")
 
 
-def tags(values: Any) -> list[str]:
-    """Tags from a list (or one comma-separated string), validated, deduplicated, order kept."""
-    if values is None:
-        return []
-    if isinstance(values, str):
-        values = [part for part in values.split(",") if part.strip()]
-    if not isinstance(values, list):
-        raise InputError('tags must be a list of namespace:value strings, e.g. ["project:x", "tier:working"]')
-    if len(values) > MAX_TAGS:
-        raise InputError(f"{len(values)} tags given; the limit is {MAX_TAGS}")
+def tags(values: list[str] | None) -> list[str]:
+    """Tags validated (the table row, or `inbound.tags`, held their count), deduplicated, order kept."""
     out: list[str] = []
-    for value in values:
+    for value in values or []:
         checked = tag(value)
         if checked not in out:
             out.append(checked)
     return out
 
 
-def metadata(value: Any, *, allow_null: bool = False) -> dict[str, Any]:
+def metadata(value: dict[str, Any] | None, *, allow_null: bool = False) -> dict[str, Any]:
     """A flat JSON object of metadata; a null value (when allowed) removes that key."""
     if value is None:
         return {}
-    checks.json_object(value, "metadata", example='{"confidence": "high"}')
+    checks.json_size(value, "metadata")
     if len(value) > MAX_META_KEYS:
         raise InputError(f"metadata has {len(value)} keys; the limit is {MAX_META_KEYS}")
     out: dict[str, Any] = {}
@@ -172,18 +159,10 @@ def meta_pairs(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def view_name(value: Any) -> str:
-    if not isinstance(value, str) or not _NAME.match(value.strip()):
+def view_name(value: str) -> str:
+    if not _NAME.match(value.strip()):
         raise InputError(f"view name {value!r} is not valid: use 1-64 letters, digits, '_', '-' or '.'")
     return value.strip()
-
-
-def budget(value: Any, default: int = DEFAULT_VIEW_BUDGET) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BUDGET:
-        raise InputError(f"budget must be a whole number of tokens from 1 to {MAX_BUDGET}; got {value!r}")
-    return value
 
 
 def tier_of(node_tags: set[str] | frozenset[str]) -> str | None:

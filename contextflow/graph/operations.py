@@ -11,7 +11,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, EDGE_TYPES, MAX_BUDGET, MAX_TAGS, NODE_TYPES
+from contextflow.graph.fields import (
+    BUDGET,
+    DEFAULT_LIMIT,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_PICTURE_LIMIT,
+    DEFAULT_RECALL_LIMIT,
+    DEFAULT_RELATED_DEPTH,
+    DEFAULT_TRACE_DEPTH,
+    DEFAULT_VIEW_BUDGET,
+    DIRECTIONS,
+    EDGE_TYPES,
+    FOLLOWS,
+    LIMIT,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_IDS,
+    MAX_SUMMARIZED,
+    MAX_TAGS,
+    NODE_TYPES,
+    RECALL_LIMIT,
+    RELATED_DEPTH,
+    TRACE_DEPTH,
+)
 from contextflow.operations.spec import FORMATS, JSON, Operation, Param, Table, deferred
 
 if TYPE_CHECKING:
@@ -27,9 +49,9 @@ DEFAULT_QUERY = (
 )
 
 _S: JSON = {"type": "string"}
-_INT: JSON = {"type": "integer"}
 _BOOL: JSON = {"type": "boolean"}
 _STRINGS: JSON = {"type": "array", "items": _S}
+_TAG_LIST: JSON = {**_STRINGS, "maxItems": MAX_TAGS}
 _ID: JSON = {**_S, "description": "Node id or a unique prefix of it."}
 _TAGS: JSON = {
     "type": "array",
@@ -39,7 +61,7 @@ _TAGS: JSON = {
 }
 _QUERY: JSON = {
     **_S,
-    "maxLength": 4000,
+    "maxLength": MAX_QUERY_CHARS,
     "description": "Filters type:fact, tag:project:x, tag:task:*, created:>24h, updated:<2w, created:>=2024-06-01, "
     'tokens:<500, has:summary, has:edges, from:ID, to:ID, plus words or "phrases"; '
     "NOT, AND, OR (binding in that order), ( ).",
@@ -47,6 +69,13 @@ _QUERY: JSON = {
 _AGENT: JSON = {**_S, "description": "Your name, e.g. claude, codex."}
 _EDGE_TYPE: JSON = {"type": "string", "enum": list(EDGE_TYPES)}
 _NODE_TYPE: JSON = {"type": "string", "enum": list(NODE_TYPES)}
+_QUERY_TEXT: JSON = {**_S, "maxLength": MAX_QUERY_CHARS}
+
+
+def _range(low_high: tuple[int, int], description: str | None = None) -> JSON:
+    """A whole number from low to high."""
+    schema: JSON = {"type": "integer", "minimum": low_high[0], "maximum": low_high[1]}
+    return {**schema, "description": description} if description else schema
 
 
 # -- CLI parameters ----------------------------------------------------------------------------
@@ -61,14 +90,14 @@ NODE_ID = _arg("id", required=True, positional=True)
 # show, list, query and export also render nodes as ctx markdown
 FORMAT = _arg("format", {**_S, "enum": [*FORMATS, "markdown"]}, "output format (default text)", cli_default="text")
 STDIN = _arg("stdin", _BOOL, "read the content from standard input")
-TAG = _arg("tags", _STRINGS, "a namespace:value tag (repeatable)", flag="--tag")
+TAG = _arg("tags", _TAG_LIST, "a namespace:value tag (repeatable)", flag="--tag")
 AGENT = _arg("agent", help="who writes it (default 'human')", cli_default="human")
 INCLUDE_ARCHIVED = _arg("include_archived", _BOOL, "also load tier:off-context nodes")
 ENDS = (
     _arg("source", required=True, positional=True, metavar="FROM"),
     _arg("target", required=True, positional=True, metavar="TO"),
 )
-TAGGED = (NODE_ID, _arg("tags", _STRINGS, required=True, positional=True, metavar="TAG"))
+TAGGED = (NODE_ID, _arg("tags", _TAG_LIST, required=True, positional=True, metavar="TAG"))
 
 
 COMMANDS = (
@@ -134,7 +163,7 @@ COMMANDS = (
             _arg("type", _NODE_TYPE),
             _arg("tag"),
             _arg("since", help="a duration back from now, e.g. 1h, 7d (or a date)"),
-            _arg("limit", _INT, cli_default=20),
+            _arg("limit", _range(LIMIT), cli_default=DEFAULT_LIST_LIMIT),
             FORMAT,
         ),
         present.list_nodes,
@@ -165,7 +194,7 @@ COMMANDS = (
     Operation(
         "edges",
         "Show a node's edges.",
-        (NODE_ID, _arg("direction", {**_S, "enum": ["in", "out", "both"]}, cli_default="both")),
+        (NODE_ID, _arg("direction", {**_S, "enum": list(DIRECTIONS)}, cli_default="both")),
         present.edges,
         command=("edges",),
         tool=False,
@@ -194,7 +223,7 @@ COMMANDS = (
     Operation(
         "tags",
         "List tags with node counts.",
-        (_arg("prefix", help="only tags starting with this, e.g. task:"),),
+        (_arg("prefix", {**_S, "maxLength": MAX_NAME_CHARS}, "only tags starting with this, e.g. task:"),),
         present.tags,
         command=("tags",),
         tool=False,
@@ -203,7 +232,11 @@ COMMANDS = (
     Operation(
         "query",
         "Find nodes with the query language.",
-        (_arg("query", required=True, positional=True), _arg("limit", _INT, cli_default=50), FORMAT),
+        (
+            _arg("query", _QUERY_TEXT, required=True, positional=True),
+            _arg("limit", _range(LIMIT), cli_default=DEFAULT_LIMIT),
+            FORMAT,
+        ),
         present.query,
         command=("query",),
         tool=False,
@@ -215,7 +248,7 @@ COMMANDS = (
         (
             NODE_ID,
             _arg("reverse", _BOOL, "what depends on or derives from this node instead"),
-            _arg("depth", _INT, cli_default=20),
+            _arg("depth", _range(TRACE_DEPTH), cli_default=DEFAULT_TRACE_DEPTH),
         ),
         present.trace,
         command=("trace",),
@@ -225,7 +258,7 @@ COMMANDS = (
     Operation(
         "related",
         "Nodes near a node.",
-        (NODE_ID, _arg("depth", _INT, cli_default=1)),
+        (NODE_ID, _arg("depth", _range(RELATED_DEPTH), cli_default=DEFAULT_RELATED_DEPTH)),
         present.related,
         command=("related",),
         tool=False,
@@ -263,8 +296,8 @@ COMMANDS = (
         "Save a view.",
         (
             _arg("name", required=True, positional=True),
-            _arg("query", help='e.g. "type:fact OR type:decision"', required=True),
-            _arg("budget", _INT, "token budget (default 50000)", cli_default=DEFAULT_VIEW_BUDGET),
+            _arg("query", _QUERY_TEXT, 'e.g. "type:fact OR type:decision"', required=True),
+            _arg("budget", _range(BUDGET), "token budget (default 50000)", cli_default=DEFAULT_VIEW_BUDGET),
         ),
         present.view_create,
         command=("view", "create"),
@@ -286,7 +319,7 @@ COMMANDS = (
         "Compose a view.",
         (
             _arg("view", required=True, positional=True, metavar="name"),
-            _arg("budget", _INT, "override the view's budget"),
+            _arg("budget", _range(BUDGET), "override the view's budget"),
             INCLUDE_ARCHIVED,
         ),
         present.graph_compose,
@@ -319,11 +352,16 @@ COMMANDS = (
         "graph",
         "Draw the graph (Mermaid or dot).",
         (
-            _arg("query", positional=True),
+            _arg("query", _QUERY_TEXT, positional=True),
             _arg(
                 "format", {**_S, "enum": ["mermaid", "dot"]}, "picture format (default mermaid)", cli_default="mermaid"
             ),
-            _arg("limit", _INT, "at most this many nodes (default 200)", cli_default=200),
+            _arg(
+                "limit",
+                _range(LIMIT),
+                f"at most this many nodes (default {DEFAULT_PICTURE_LIMIT})",
+                cli_default=DEFAULT_PICTURE_LIMIT,
+            ),
         ),
         present.picture,
         command=("graph",),
@@ -364,18 +402,18 @@ TOOLS = (
         "or the nodes around one node (related, provenance, dependents).",
         (
             Param("query", _QUERY),
-            Param("ids", {"type": "array", "items": _S, "maxItems": 50, "description": "Show these nodes in full."}),
+            Param("ids", {**_STRINGS, "maxItems": MAX_RECALL_IDS, "description": "Show these nodes in full."}),
             Param("around", {**_ID, "description": "Walk the graph from this node."}),
             Param(
                 "follow",
                 {
                     "type": "string",
-                    "enum": ["related", "provenance", "dependents"],
+                    "enum": list(FOLLOWS),
                     "description": "With around: any edge (default), what it derives from, or what rests on it.",
                 },
             ),
-            Param("depth", {"type": "integer", "minimum": 1, "maximum": 10}),
-            Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "description": "Default 20."}),
+            Param("depth", _range(RELATED_DEPTH)),
+            Param("limit", _range(RECALL_LIMIT, f"Default {DEFAULT_RECALL_LIMIT}.")),
         ),
         present.graph_recall,
     ),
@@ -420,7 +458,7 @@ TOOLS = (
         "Write a summary node of several nodes, linked to each by DERIVED_FROM so its provenance stays "
         "traceable; archive_sources moves the sources out of default context.",
         (
-            Param("ids", {"type": "array", "items": _S, "maxItems": 500}, required=True),
+            Param("ids", {**_STRINGS, "maxItems": MAX_SUMMARIZED}, required=True),
             Param("content", {**_S, "description": "The summary."}, required=True),
             Param("archive_sources", _BOOL),
             Param("tags", _TAGS),
@@ -440,7 +478,7 @@ TOOLS = (
             Param("view", {**_S, "description": "A saved view's name instead of query."}, cli=False),
             Param(
                 "budget",
-                {"type": "integer", "minimum": 1, "maximum": MAX_BUDGET, "description": "Default 50000."},
+                _range(BUDGET, f"Default {DEFAULT_VIEW_BUDGET}."),
                 cli_default=DEFAULT_VIEW_BUDGET,
                 cli_help="tokens (default 50000)",
             ),

@@ -14,6 +14,7 @@ from contextflow.core.text import DATA_NOTICE
 from contextflow.graph import explore, model, transfer, writes
 from contextflow.graph import picture as pictures
 from contextflow.graph.compose import compose, render_node
+from contextflow.graph.fields import DEFAULT_RECALL_LIMIT
 from contextflow.graph.render import (
     edge_lines,
     node_header,
@@ -61,14 +62,20 @@ def _walk(app: App, node_id: str, follow: str, depth: int | None, notice: str = 
     return Reply(notice + steps_text(state, root, steps, WALKS[follow]), {"id": root.id, "steps": data})
 
 
-def _content(args: JSON, missing: str = "") -> str | None:
-    """The content argument or standard input; `missing` is the error when neither is given."""
-    value = args.get("content")
+def _content(args: JSON) -> str | None:
+    """The content argument or standard input."""
+    value: str | None = args.get("content")
     if args.get("stdin"):
         if value:
             raise InputError("pass the content as an argument or with --stdin, not both")
         return sys.stdin.read()
-    if value is None and missing:
+    return value
+
+
+def _required_content(args: JSON, missing: str) -> str:
+    """`_content`; `missing` is the error when neither is given."""
+    value = _content(args)
+    if value is None:
         raise InputError(missing)
     return value
 
@@ -80,7 +87,7 @@ def graph_remember(app: App, args: JSON) -> Reply:
     event = writes.add_node(
         app,
         type=args.get("type", "observation"),
-        content=args.get("content"),
+        content=args["content"],
         tags=args.get("tags"),
         metadata=args.get("metadata"),
         summary=args.get("summary"),
@@ -103,7 +110,7 @@ def graph_recall(app: App, args: JSON) -> Reply:
         return _walk(app, around, args.get("follow", "related"), args.get("depth"), DATA_NOTICE + "\n\n")
     if "query" not in args:
         raise InputError('graph_recall needs query, ids or around, e.g. {"query": "type:decision AND tag:project:x"}')
-    nodes, total = explore.run_query(app, args["query"], args.get("limit", 20))
+    nodes, total = explore.run_query(app, args["query"], args.get("limit", DEFAULT_RECALL_LIMIT))
     return _nodes(app, args, nodes, total, "Recall")
 
 
@@ -136,25 +143,30 @@ def graph_update(app: App, args: JSON) -> Reply:
     if args.get("delete"):
         deleted = writes.delete_node(app, node.id, cascade=bool(args.get("cascade")), agent=args.get("agent"))
         return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
-    changes = {
-        name: args[name]
-        for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
-        if name in args
-    }
-    if not changes:
+    if not any(name in args for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")):
         raise InputError(
             f"{tool('graph_update')} needs something to change: {arg('content')}, {arg('type')}, {arg('summary')}, "
             f"{arg('metadata')}, {arg('add_tags')}, {arg('remove_tags')}, or {arg('delete')}: true"
         )
-    writes.update_node(app, node.id, **changes, agent=args.get("agent"))
+    writes.update_node(
+        app,
+        node.id,
+        content=args.get("content"),
+        type=args.get("type"),
+        summary=args.get("summary"),
+        metadata=args.get("metadata"),
+        add_tags=args.get("add_tags"),
+        remove_tags=args.get("remove_tags"),
+        agent=args.get("agent"),
+    )
     return _written(app, node.id, verb="Updated")
 
 
 def graph_summarize(app: App, args: JSON) -> Reply:
-    return _summarized(app, args, args.get("content"), tool=True)
+    return _summarized(app, args, args["content"], tool=True)
 
 
-def _summarized(app: App, args: JSON, content: str | None, *, tool: bool) -> Reply:
+def _summarized(app: App, args: JSON, content: str, *, tool: bool) -> Reply:
     """graph_summarize and summarize: the written summary, its sources and what was archived."""
     done = writes.summarize(
         app,
@@ -194,7 +206,7 @@ def graph_status(app: App, args: JSON) -> Reply:
 
 
 def add(app: App, args: JSON) -> Reply:
-    content = _content(args, "add needs the content: pass it as an argument or with --stdin")
+    content = _required_content(args, "add needs the content: pass it as an argument or with --stdin")
     event = writes.add_node(
         app,
         type=args["type"],
@@ -246,10 +258,10 @@ def query(app: App, args: JSON) -> Reply:
 
 
 def link(app: App, args: JSON) -> Reply:
-    created = writes.link(app, args["source"], args["target"], args.get("type"))
+    kind = model.edge_type(args.get("type", "RELATES_TO"))
+    created = writes.link(app, args["source"], args["target"], kind)
     state = writes.graph(app)
     a, b = writes.resolve(state, args["source"]), writes.resolve(state, args["target"])
-    kind = model.edge_type(args.get("type"))
     text = f"Linked: {a.id} -{kind}-> {b.id}" + ("" if created else " (already linked)")
     return Reply(text, _link_data(a.id, b.id, kind, created))
 
@@ -298,7 +310,7 @@ def related(app: App, args: JSON) -> Reply:
 
 
 def summarize(app: App, args: JSON) -> Reply:
-    content = _content(args, "summarize needs the summary text: pass --content TEXT or --stdin")
+    content = _required_content(args, "summarize needs the summary text: pass --content TEXT or --stdin")
     return _summarized(app, args, content, tool=False)
 
 

@@ -21,18 +21,16 @@ from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
-from contextflow.graph import model
+from contextflow.graph import inbound, model
 from contextflow.graph.query import evaluate, parse
-from contextflow.graph.view import GraphState
+from contextflow.graph.view import GraphState, Node
 from contextflow.graph.writes import edge_item, graph, node_item
 
 FORMAT = "contextflow-graph"
 VERSION = 1
 
 
-def export_graph(app: App, query: Any = None) -> dict[str, Any]:
-    if query is not None and not isinstance(query, str):
-        raise InputError("query must be a string")
+def export_graph(app: App, query: str | None = None) -> dict[str, Any]:
     state = graph(app)
     ids = evaluate(parse(query), state, now_ms()) if query else state.live
     chosen = sorted((state.nodes[i] for i in ids), key=lambda node: node.created_key)
@@ -86,7 +84,7 @@ class Imported:
         )
 
 
-def _differs(here: Any, exported: dict[str, Any]) -> bool:
+def _differs(here: Node | None, exported: dict[str, Any]) -> bool:
     """Whether an exported node says something else than the same node here (its type or content)."""
     content = exported.get("content")
     if here is None or not isinstance(content, str):
@@ -144,12 +142,12 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
             continue
         try:
             kind, data = node_item(
-                type=node.get("type"),
-                content=node.get("content"),
-                tags=node.get("tags"),
-                metadata=node.get("metadata"),
-                summary=node.get("summary"),
-                agent=node.get("agent") or "import",
+                type=inbound.node_type(node.get("type")),
+                content=inbound.text(node.get("content"), "content") or "",
+                tags=inbound.tags(node.get("tags")),
+                metadata=inbound.metadata(node.get("metadata")),
+                summary=inbound.text(node.get("summary"), "summary"),
+                agent=inbound.text(node.get("agent"), "agent") or "import",
                 origin=origin or exported_id,
             )
         except InputError as exc:
@@ -207,8 +205,8 @@ def _view_items(
 ) -> list[tuple[str, dict[str, Any]]]:
     items: list[tuple[str, dict[str, Any]]] = []
     for view in views:
-        name = model.view_name(view.get("name"))
-        query, amount = str(view.get("query") or ""), model.budget(view.get("budget"))
+        name = model.view_name(inbound.text(view.get("name"), "name") or "")
+        query, amount = str(view.get("query") or ""), inbound.budget(view.get("budget"))
         parse(query)
         existing = state.saved_view(name)
         if existing is not None:
@@ -231,9 +229,9 @@ class Ingested:
     parts: tuple[str, ...] = ()  # a file over the content limit: its parts after the first, each CHILD_OF it
 
 
-def ingest_file(app: App, path: Any, *, tags: Any = None, agent: Any = None) -> Ingested:
+def ingest_file(app: App, path: str | Path, *, tags: list[str] | None = None, agent: str | None = None) -> Ingested:
     """The file as a `source` node. The same unchanged file again returns its node; a changed one supersedes it."""
-    if not isinstance(path, str | Path) or not str(path).strip():
+    if not str(path).strip():
         raise InputError("ingest needs the path of a text file")
     file = Path(path).expanduser().absolute()
     from contextflow.imports.files import check_given  # a FIFO or device is refused, never waited on

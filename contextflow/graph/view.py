@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import Event, OrderKey
@@ -247,9 +247,12 @@ def _discard(index: dict[str, set[str]], name: str, node_id: str) -> None:
             del index[name]
 
 
-def _set_mark(marks: dict[Any, Mark], name: Any, key: OrderKey, adding: bool, payload: tuple[Any, ...] = ()) -> Mark:
+Name = TypeVar("Name", str, EdgeKey)  # a tag or view name, or an edge
+
+
+def _set_mark(marks: dict[Name, Mark], name: Name, key: OrderKey, adding: bool, payload: tuple[Any, ...] = ()) -> Mark:
     """Record an add (with its payload) or a removal when it is newer than the one kept."""
-    old = marks.get(name, NO_MARK + payload if adding else NO_MARK)
+    old: Mark = marks.get(name, NO_MARK + payload if adding else NO_MARK)
     if adding and key > old[0]:
         new = (key, old[1], *payload)
     elif not adding and key > old[1]:
@@ -266,7 +269,7 @@ def _edge_mark(state: GraphState, edge: EdgeKey, key: OrderKey, adding: bool, pa
     state.inc.setdefault(edge[1], set()).add((edge[0], edge[2]))
 
 
-def _tag(state: GraphState, node_id: str, names: Any, key: OrderKey, adding: bool) -> None:
+def _tag(state: GraphState, node_id: str, names: object, key: OrderKey, adding: bool) -> None:
     if not isinstance(names, list):
         return
     marks = state.tag_marks.setdefault(node_id, {})

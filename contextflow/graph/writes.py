@@ -19,8 +19,9 @@ from contextflow.core.errors import InputError, NotFoundError, arg
 from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
+from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, MAX_NAME_CHARS
 from contextflow.graph.query import parse
-from contextflow.graph.view import GraphState, GraphView, Node
+from contextflow.graph.view import GraphState, GraphView, Node, SavedView
 
 Item = tuple[str, dict[str, Any]]
 
@@ -30,9 +31,9 @@ def graph(app: App) -> GraphState:
     return state
 
 
-def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
+def resolve(state: GraphState, prefix: str, what: str = "node id") -> Node:
     """The live node whose id is `prefix` or starts with it (git-style)."""
-    if not isinstance(prefix, str) or not prefix.strip():
+    if not prefix.strip():
         raise InputError(f"{arg(what)} is required: pass a node id or a unique prefix of it")
     wanted = prefix.strip().lower()
     node = state.node(wanted)
@@ -45,23 +46,24 @@ def resolve(state: GraphState, prefix: Any, what: str = "node id") -> Node:
 
 def node_item(
     *,
-    type: Any,
-    content: Any,
-    tags: Any = None,
-    metadata: Any = None,
-    summary: Any = None,
-    agent: Any = None,
+    type: str,
+    content: str,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    summary: str | None = None,
+    agent: str | None = None,
     origin: str | None = None,
     links: list[tuple[str, str]] | None = None,
 ) -> Item:
-    """A `graph.node` event; `links` (resolved target id, edge type) become its outgoing edges."""
-    data: dict[str, Any] = {"type": model.node_type(type), "content": model.content(content)}
+    """A `graph.node` event; `links` (resolved target id, edge type) become its outgoing edges. `type` is
+    one of NODE_TYPES (the table's row, `inbound.node_type` or the import's mapping chose it)."""
+    data: dict[str, Any] = {"type": type, "content": model.content(content)}
     text = model.summary(summary)
     if text:
         data["summary"] = text
     data["metadata"] = model.metadata(metadata)
     data["tags"] = model.tags(tags)
-    data["agent"] = checks.text(agent, "agent", max_chars=200) or "unknown"
+    data["agent"] = checks.trimmed(agent, "agent", max_chars=MAX_NAME_CHARS) or "unknown"
     if origin:
         data["origin"] = origin
     if links:
@@ -82,17 +84,15 @@ class Link:
     type: str
 
 
-def parse_links(value: Any) -> list[Link]:
-    """`[{"to": id, "type": "DEPENDS_ON"}, ...]` as given to graph_remember."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError('links must be a list like [{"to": "<node id>", "type": "DEPENDS_ON"}]')
+def parse_links(value: list[dict[str, Any]] | None) -> list[Link]:
+    """`[{"to": id, "type": "DEPENDS_ON"}, ...]` as given to graph_remember (its row checked each item's
+    types and edge type; an object's keys are not a schema's to require)."""
     links: list[Link] = []
-    for index, item in enumerate(value):
-        if not isinstance(item, dict) or not isinstance(item.get("to"), str):
+    for index, item in enumerate(value or []):
+        target, kind = item.get("to"), item.get("type", "RELATES_TO")
+        if not isinstance(target, str) or not isinstance(kind, str):
             raise InputError(f'links[{index}] must be an object like {{"to": "<node id>", "type": "DEPENDS_ON"}}')
-        links.append(Link(item["to"], model.edge_type(item.get("type", "RELATES_TO"))))
+        links.append(Link(target, model.edge_type(kind)))
     return links
 
 
@@ -113,14 +113,14 @@ def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) 
 def add_node(
     app: App,
     *,
-    type: Any,
-    content: Any,
-    tags: Any = None,
-    metadata: Any = None,
-    summary: Any = None,
-    agent: Any = None,
+    type: str,
+    content: str,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    summary: str | None = None,
+    agent: str | None = None,
     links: list[Link] | None = None,
-    supersedes: Any = None,
+    supersedes: str | None = None,
 ) -> Event:
     """A new node, linked to existing nodes and replacing one (SUPERSEDES) in the same event.
     Outside the shared project a node without a `project:` tag gets the project's. The same
@@ -151,23 +151,23 @@ def add_node(
     return Event(existing.id, writer, seq, hlc, model.NODE, data)
 
 
-def _by(agent: Any) -> dict[str, str]:
+def _by(agent: str | None) -> dict[str, str]:
     """Who made a change, on the events that change or delete a node (when given)."""
-    name = checks.text(agent, "agent", max_chars=200)
+    name = checks.trimmed(agent, "agent", max_chars=MAX_NAME_CHARS)
     return {"agent": name} if name else {}
 
 
 def update_node(
     app: App,
-    node_id: Any,
+    node_id: str,
     *,
-    content: Any = None,
-    type: Any = None,
-    summary: Any = None,
-    metadata: Any = None,
-    add_tags: Any = None,
-    remove_tags: Any = None,
-    agent: Any = None,
+    content: str | None = None,
+    type: str | None = None,
+    summary: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    add_tags: list[str] | None = None,
+    remove_tags: list[str] | None = None,
+    agent: str | None = None,
 ) -> Node:
     """Change fields and tags in one write (tags added, then removed); tags already so change nothing."""
     state = graph(app)
@@ -176,7 +176,7 @@ def update_node(
     if content is not None:
         data["content"] = model.content(content)
     if type is not None:
-        data["type"] = model.node_type(type)
+        data["type"] = type
     if summary is not None:
         data["summary"] = model.summary(summary) or ""
     meta = model.metadata(metadata, allow_null=True)
@@ -197,7 +197,7 @@ def update_node(
     return graph(app).nodes[node.id]
 
 
-def delete_node(app: App, node_id: Any, *, cascade: bool = False, agent: Any = None) -> list[str]:
+def delete_node(app: App, node_id: str, *, cascade: bool = False, agent: str | None = None) -> list[str]:
     """Delete a node (its edges go with it); with cascade also what was derived from it."""
     state = graph(app)
     node = resolve(state, node_id)
@@ -208,7 +208,9 @@ def delete_node(app: App, node_id: Any, *, cascade: bool = False, agent: Any = N
     return doomed
 
 
-def link(app: App, source: Any, target: Any, edge_type: Any = "RELATES_TO", metadata: Any = None) -> bool:
+def link(
+    app: App, source: str, target: str, edge_type: str = "RELATES_TO", metadata: dict[str, Any] | None = None
+) -> bool:
     """Link two nodes; False (and nothing written) when that edge already exists."""
     kind = model.edge_type(edge_type)
     state = graph(app)
@@ -221,7 +223,7 @@ def link(app: App, source: Any, target: Any, edge_type: Any = "RELATES_TO", meta
     return True
 
 
-def unlink(app: App, source: Any, target: Any, edge_type: Any = None) -> list[str]:
+def unlink(app: App, source: str, target: str, edge_type: str | None = None) -> list[str]:
     """Remove the edges from `source` to `target` (of one type, or all); returns the types removed."""
     state = graph(app)
     a, b = resolve(state, source, "from id"), resolve(state, target, "to id")
@@ -234,7 +236,7 @@ def unlink(app: App, source: Any, target: Any, edge_type: Any = None) -> list[st
     return live
 
 
-def _retag(app: App, node_id: Any, names: Any, adding: bool, missing: str) -> list[str]:
+def _retag(app: App, node_id: str, names: list[str], adding: bool, missing: str) -> list[str]:
     state = graph(app)
     node = resolve(state, node_id)
     wanted = model.tags(names)
@@ -247,12 +249,12 @@ def _retag(app: App, node_id: Any, names: Any, adding: bool, missing: str) -> li
     return changed
 
 
-def tag(app: App, node_id: Any, names: Any) -> list[str]:
+def tag(app: App, node_id: str, names: list[str]) -> list[str]:
     """Add tags; returns the ones that were new (tagging twice succeeds silently)."""
     return _retag(app, node_id, names, True, "pass one or more namespace:value tags, e.g. tier:reference")
 
 
-def untag(app: App, node_id: Any, names: Any) -> list[str]:
+def untag(app: App, node_id: str, names: list[str]) -> list[str]:
     """Remove tags; returns the ones that were set (removing an absent tag succeeds silently)."""
     return _retag(app, node_id, names, False, "pass the tags to remove")
 
@@ -279,17 +281,15 @@ class Summarized:
 
 def summarize(
     app: App,
-    node_ids: Any,
-    content: Any,
+    node_ids: list[str],
+    content: str,
     *,
     archive_sources: bool = False,
-    tags: Any = None,
-    agent: Any = None,
+    tags: list[str] | None = None,
+    agent: str | None = None,
 ) -> Summarized:
     """A summary node with DERIVED_FROM edges to each source; optionally archive the sources."""
-    if isinstance(node_ids, str):
-        node_ids = [part for part in node_ids.replace(",", " ").split() if part]
-    if not isinstance(node_ids, list) or not node_ids:
+    if not node_ids:
         raise InputError("summarize needs the ids of the nodes it summarizes")
     state = graph(app)
     sources = list(dict.fromkeys(resolve(state, node_id, "source id").id for node_id in node_ids))
@@ -301,7 +301,7 @@ def summarize(
     return Summarized(event.id, sources, sources if archive_sources else [])
 
 
-def supersede(app: App, old: Any, new: Any) -> bool:
+def supersede(app: App, old: str, new: str) -> bool:
     """Mark `old` as replaced by `new` (a SUPERSEDES edge from new to old)."""
     return link(app, new, old, "SUPERSEDES")
 
@@ -309,15 +309,16 @@ def supersede(app: App, old: Any, new: Any) -> bool:
 # -- saved views -----------------------------------------------------------------------
 
 
-def create_view(app: App, name: Any, query: Any, budget: Any = None) -> dict[str, Any]:
-    view: dict[str, Any] = {"name": model.view_name(name), "query": checks.text(query, "query", max_chars=4000) or ""}
+def create_view(app: App, name: str, query: str, budget: int | None = None) -> dict[str, Any]:
+    """Save (or replace) a view; `budget` is in BUDGET (the table's row), default DEFAULT_VIEW_BUDGET."""
+    view: dict[str, Any] = {"name": model.view_name(name), "query": query.strip()}
     parse(view["query"])
-    view["budget"] = model.budget(budget)
+    view["budget"] = DEFAULT_VIEW_BUDGET if budget is None else budget
     app.store.append(model.VIEW, view)
     return view
 
 
-def get_view(app: App, name: Any) -> Any:
+def get_view(app: App, name: str) -> SavedView:
     checked = model.view_name(name)
     found = graph(app).saved_view(checked)
     if found is None:
@@ -326,7 +327,7 @@ def get_view(app: App, name: Any) -> Any:
     return found
 
 
-def delete_view(app: App, name: Any) -> str:
+def delete_view(app: App, name: str) -> str:
     found = get_view(app, name)
     app.store.append(model.VIEW_DELETE, {"name": found.name})
-    return str(found.name)
+    return found.name
