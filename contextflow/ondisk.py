@@ -2,6 +2,13 @@
 the records, the conversations or the capture activity folds that view from its kinds' events in the derived tables
 (`view_events`), never from the whole logs, and catches up on the rows added since.
 
+While the table is being built (a fresh machine, a format rebuilt: another process builds it in the
+background), a view is folded from the rows built so far and the events of its kinds this machine's
+log holds past them, so a write of this machine is seen by the read after it (`timeline_add_thought`
+to a thread just made, the Stop hook's check for a turn captured already); other machines' events
+arrive as the build goes, as every derived table's do. The view is cached only once the table is
+current.
+
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
 ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`).
@@ -95,6 +102,8 @@ def _folded(app: App, name: str) -> Any:
 
     tables = app.tables()
     tables.update()
+    if not tables.current():
+        return _partial(app, name)
     built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
     bounds = tables.query("SELECT count(*) FROM bounds")
     folded = _FOLDED.setdefault(app.store, {}).get(name)
@@ -112,3 +121,52 @@ def _folded(app: App, name: str) -> Any:
         shape.apply(folded.state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         folded.last = rowid
     return folded.state
+
+
+def _partial(app: App, name: str) -> Any:
+    """The view while its table is being built: the rows built so far and, past this machine's log's
+    cursor, the events of its kinds read from that log (each event once; the cursor is read before the
+    rows, so a chunk committed meanwhile is in both, never in neither)."""
+    from contextflow.core.events import BadLine, decode
+    from contextflow.core.fold import LazyView
+    from contextflow.core.log import log_path, read_new
+    from contextflow.core.tables import READ_BYTES
+    from contextflow.features import view_paths
+
+    tables, schema, prefix = app.tables(), app.store.fields, KINDS[name]
+    cursors = tables.cursors(TABLES.name)
+    found = tables.query(
+        "SELECT id, hlc, w, seq, kind, data FROM view_events WHERE view = ? ORDER BY n", (name,), wait=0
+    )
+    shape = LazyView(name, view_paths()[name])
+    state, seen = shape.initial(), set()
+    for event_id, hlc, writer, seq, kind, blob in found:
+        data, _ = conform(schema, kind, orjson.loads(blob))
+        shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
+        seen.add(event_id)
+    marker = prefix.encode()
+    own = log_path(app.store.folder, app.store.writer)
+    for path in (path for path in tables.paths() if path == own):
+        cursor = cursors.get(str(path))
+        while True:
+            start = cursor.offset if cursor else 0
+            try:
+                chunk = read_new(path, cursor, READ_BYTES)
+            except FileNotFoundError:
+                break
+            for line_no, raw in chunk.lines:
+                if marker not in raw:
+                    continue
+                try:
+                    event = decode(raw, line_no)
+                except BadLine:
+                    continue
+                if not event.kind.startswith(prefix) or event.id in seen:
+                    continue
+                seen.add(event.id)
+                data, _ = conform(schema, event.kind, event.data)
+                shape.apply(state, Event(event.id, event.writer, event.seq, event.hlc, event.kind, data))
+            cursor = chunk.cursor
+            if chunk.cursor.offset - start < READ_BYTES:
+                break
+    return state

@@ -10,7 +10,10 @@ server: wall time and peak RSS, medians of --reps, ratios to `python -c pass` an
 server. Also a fresh machine's first `hook session-start` (no state at all), and an upgrade that
 changes no derived format (a copy of the code with another version and a changed module outside
 every format's code): its first `hook session-start` and its median beside the code before it, run
-after the rest (their ratios are to `python -c pass` timed beside them).
+after the rest (their ratios are to `python -c pass` timed beside them). Then, per store
+(benchlib.issue_rows; --no-more skips them): four new servers' first reads beside four no-op servers,
+a new server's first call of each tool beside a no-op server's, building all derived state (tables
+and search index at once), and a host that listed prompts calling list_sessions after new bytes.
 Prints figures; asserts nothing.
 
     scripts/bench_issue_views.py --before /tmp/cf-main          compare with a copy of main
@@ -42,6 +45,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+from benchlib import issue_rows  # noqa: E402
 from benchlib.capturegen import generate_capture_store  # noqa: E402
 from benchlib.procs import ProbeError, cold_start  # noqa: E402
 from benchlib.storegen import generate_store  # noqa: E402
@@ -189,6 +193,7 @@ def main() -> int:
     parser.add_argument("--before", type=Path, help="another code tree to compare with (a copy of main)")
     parser.add_argument("--after", type=Path, default=ROOT, help="the code tree measured (default: this checkout)")
     parser.add_argument("--no-upgrade", action="store_true", help="leave out the upgrade rows")
+    parser.add_argument("--no-more", action="store_true", help="leave out the rows of benchlib.issue_rows")
     args = parser.parse_args()
     for tree in (args.before, args.after):  # compiled once, as an installed package is
         if tree is not None:
@@ -269,6 +274,11 @@ def main() -> int:
                 f"{wall / before[0]:.2f}x the code before it; CPU {cpu / before[2]:.2f}x), peak {rss:.0f} MB"
             )
         print(f"(characters printed by the last call of each: {OUTPUT})")
+        if not args.no_more:
+            noop_mb = median(samples["no-op SDK server, first call"])[1]
+            for label, trees in stores:
+                print(f"\n## {label}: many servers, each tool's first call, building, prompts (benchlib.issue_rows)")
+                issue_rows.more_rows(trees, env, floor_command, errlog, noop_mb)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -65,3 +65,37 @@ def test_a_rebuilt_table_refolds_the_view(app: App) -> None:
     app.tables().path.unlink()
     records.set_record(open_app("writer-b"), key="fact:b", value={"text": "two"})
     assert ondisk.view(app, RecordsView) == in_memory().store.view(RecordsView)
+
+
+def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_after_it(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.core import tables as tables_module
+
+    other = open_app("writer-b")
+    try:
+        churn(app, other, random.Random(3), 20)  # history in both logs (two machines), none in the tables yet
+        records.set_record(other, key="fact:theirs", value={"text": "from the other machine"})
+        app.tables().close()
+        app.tables().path.unlink()
+        monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 10)  # as if the logs were big...
+        monkeypatch.setattr(
+            tables_module.Tables, "_build_in_background", lambda self, unread: None
+        )  # ...and built elsewhere
+        made = timeline.create_thread(app, name="just made")
+        timeline.add_thought(app, thread_id=made.id, content="found at once")  # (NotFoundError on the built part alone)
+        records.set_record(app, key="fact:new", value={"text": "set while building"})
+        assert records.get_record(app, key="fact:new").data["value"] == {"text": "set while building"}
+        node = writes.add_node(app, content="remembered while building", type="fact", agent="a")
+        assert not app.tables().current()  # nothing was built here: this machine's log's tail answered
+        assert node.id in str(ondisk.view(app, GraphView)) and made.id in str(ondisk.view(app, TimelineView))
+        assert "fact:new" in str(ondisk.view(app, RecordsView))
+        assert "fact:theirs" not in str(ondisk.view(app, RecordsView))  # another machine's: as the build brings it
+        monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
+        assert node.id in str(ondisk.view(app, GraphView)) and "fact:theirs" in str(ondisk.view(app, RecordsView))
+        assert app.tables().current()
+        memory = in_memory()
+        for view in (TimelineView, GraphView, RecordsView, ConversationsView, ActivityView):
+            assert ondisk.view(app, view) == memory.store.view(view), view.name
+    finally:
+        other.close()

@@ -58,6 +58,7 @@ WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what 
 BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this has it built in the background
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
+CACHE_KB = 16 * 1024  # pages kept in memory: a chunk's index updates (a larger cache did not build faster)
 Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
 STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
 
@@ -160,7 +161,7 @@ class Tables:
                 if db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
                     raise sqlite3.DatabaseError("the database does not take WAL mode")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a power cut may cost the last commits
-                db.execute("PRAGMA cache_size=-16384")  # 16 MB of pages: a chunk's index updates stay in memory
+                db.execute(f"PRAGMA cache_size=-{CACHE_KB}")  # a chunk's index updates stay in memory
             except BaseException:
                 db.close()
                 raise
@@ -283,6 +284,21 @@ class Tables:
                 self._discard()
             return differ
 
+    def cursors(self, name: str) -> dict[str, Cursor]:
+        """Per log, the cursor up to which format `name` holds its events (reads, never updates)."""
+        with self._mutex:
+            try:
+                found = self._connect().execute("SELECT path, cursor FROM cursors WHERE format = ?", (name,)).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return {}
+                raise
+        return {str(path): _cursor(blob) for path, blob in found}
+
+    def paths(self) -> list[Path]:
+        """The logs the tables read."""
+        return self._paths()
+
     def bad_lines(self) -> int:
         """Lines of the logs that are not readable events, as far as the tables have read."""
         found = self.query("SELECT max(bad) FROM cursors GROUP BY path")
@@ -326,7 +342,6 @@ class Tables:
         retire, todo = self._plan(db, self._paths())
         if not retire and not todo:
             return 0
-        read, resets = 0, 0
         paths = self._paths()
         passes = 2 * sum(_unread(path, None) for path in paths) // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
         unread = sum(_unread(path, None) for path in paths) if retire else sum(_unread(p, b) for p, b, _ in todo)
@@ -334,6 +349,18 @@ class Tables:
         if not foreground and unread > BACKGROUND_BYTES and hasattr(os, "fork"):
             self._build_in_background(unread)
             return -1
+        if backlog:  # a build: no fsync per chunk (a crash of the OS may cost the derived state, which is rebuilt)
+            db.execute("PRAGMA synchronous=OFF")
+        try:
+            return self._chunks(db, passes, backlog, wait)
+        finally:
+            if backlog:
+                with contextlib.suppress(sqlite3.Error):  # (a damaged database is deleted by the caller)
+                    db.execute("PRAGMA synchronous=NORMAL")
+
+    def _chunks(self, db: sqlite3.Connection, passes: int, backlog: bool, wait: float) -> int:
+        """Up to `passes` chunks, each in its own transaction; returns how many events were read."""
+        read, resets = 0, 0
         for number in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
             # much to read and another process already at it: answer from what is there (`Busy`), never build twice
             with _Txn(db, 0 if backlog and not number else wait):

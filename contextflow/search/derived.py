@@ -40,6 +40,7 @@ from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, read_regular, signature
 from contextflow.core.log import Chunk, Cursor, list_segments, read_new
 from contextflow.core.progress import Progress
+from contextflow.search.files import FilesDamaged, check, committed
 
 if TYPE_CHECKING:  # the process pool and shutil are imported by a build only: a search skips their 0.1 s
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -74,14 +75,6 @@ def damage(exc: BaseException) -> bool:
     """Whether `exc` says the index files are damaged: tantivy raises ValueError or, reading a torn
     file, panics (pyo3's PanicException, a BaseException)."""
     return isinstance(exc, ValueError | OSError | IndexDamaged) or type(exc).__name__ == "PanicException"
-
-
-def _files(folder: Path) -> dict[str, int]:
-    """The index's files and their sizes (locks aside): recorded at each commit, checked on opening."""
-    try:
-        return {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file() and not e.name.endswith(".lock")}
-    except OSError:
-        return {}
 
 
 # What goes into the index: the fold (sink, view, disk rows), whose version is here, and each feature's
@@ -196,7 +189,7 @@ class DerivedSearch:
         return state
 
     def _write_state(self, state: dict[str, Any]) -> None:
-        state = {**state, "files": _files(self.folder / f"search-{state['instance']}")}
+        state = {**state, "files": committed(self.folder / f"search-{state['instance']}")}
         atomic_write(self.folder / STATE_FILE, orjson.dumps(state), fsync=False)
         self._seen, self._state = signature(self.folder / STATE_FILE), state
 
@@ -228,10 +221,11 @@ class DerivedSearch:
 
     def _check_files(self) -> None:
         """A file the last commit recorded that is gone or has another size: torn, truncated or deleted."""
-        recorded, found = self._state.get("files") or {}, _files(self.index_folder())
-        if any(found.get(name) != size for name, size in recorded.items()):
+        try:
+            check(self.index_folder(), self._state.get("files") or {})
+        except FilesDamaged as exc:
             self._index = None
-            raise IndexDamaged(f"the files of {self.index_folder()} are not those its last commit wrote")
+            raise IndexDamaged(str(exc)) from None
 
     def index_folder(self) -> Path:
         """Each build gets its own folder (`search-<instance>`): readers of the one before keep theirs."""

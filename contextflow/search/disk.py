@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
+import time
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,6 +43,7 @@ from contextflow.search.tokens import WORD, term_string
 from contextflow.search.when import has_time_words
 
 WRITER_HEAP = 64_000_000
+WRITER_WAIT_S = 60.0  # how long a writer waits for another's merges to end (tantivy's writer lock)
 ENGINE = str(getattr(tantivy, "__version__", "tantivy"))  # part of the derived state's version key
 FAST = ("tie", "at", "latest", "expires", "group", "speaker", "timely")
 LAST_STAMP = (1 << 64) - 1
@@ -168,6 +171,7 @@ class DiskIndex:
         self.index = tantivy.Index(self.schema, str(folder), reuse=True)
         self._searcher: tantivy.Searcher | None = None
         self._writer: tantivy.IndexWriter | None = None
+        self._merging: threading.Thread | None = None  # the last writer, ending its merges
 
     @staticmethod
     def exists(folder: Path) -> bool:
@@ -356,7 +360,8 @@ class DiskIndex:
 
     def _writing(self) -> tantivy.IndexWriter:
         if self._writer is None:
-            self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+            self.settle()  # this process's last writer holds tantivy's writer lock until its merges end
+            self._writer = _writer(self.index)
         return self._writer
 
     def write(self, docs: Iterable[tuple[Doc, bool]]) -> None:
@@ -394,10 +399,17 @@ class DiskIndex:
         if self._writer is None:
             return
         self._writer.commit()
-        if last:
+        if last:  # the merges it started end in the background (a search right after a write waits not)
             writer, self._writer = self._writer, None
-            writer.wait_merging_threads()  # small merges now keep the segment count (and query cost) low
+            self._merging = threading.Thread(target=_end_merges, args=(writer,), name="search-merges")
+            self._merging.start()  # (not a daemon: a process ends once they are done)
         self.reload()
+
+    def settle(self) -> None:
+        """Wait for the merges of this process's last commit to end."""
+        if self._merging is not None:
+            self._merging.join()
+            self._merging = None
 
     def rollback(self) -> None:
         if self._writer is not None:
@@ -410,3 +422,25 @@ class DiskIndex:
             if entry.is_file(follow_symlinks=False):
                 total += entry.stat().st_size
         return total
+
+
+def _writer(index: tantivy.Index) -> tantivy.IndexWriter:
+    """A writer, once another process's merges let go of tantivy's writer lock (a few ms to seconds)."""
+    deadline, pause = time.monotonic() + WRITER_WAIT_S, 0.002
+    while True:
+        try:
+            return index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        except ValueError as exc:
+            if "LockBusy" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def _end_merges(writer: tantivy.IndexWriter) -> None:
+    """Let a committed writer's merges end, then drop it. A merge that fails (its folder rebuilt or
+    deleted meanwhile) leaves its segments unmerged: what was committed stays as it is."""
+    try:
+        writer.wait_merging_threads()
+    except BaseException:  # (pyo3's PanicException too) nothing committed depends on it
+        return

@@ -62,13 +62,13 @@ def child_pids(fragment: str) -> list[int]:
     return found
 
 
-def _send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
     assert process.stdin is not None
     process.stdin.write(orjson.dumps(message) + b"\n")
     process.stdin.flush()
 
 
-def _receive(process: subprocess.Popen[bytes], want_id: int, deadline: float) -> dict[str, Any]:
+def receive(process: subprocess.Popen[bytes], want_id: int, deadline: float) -> dict[str, Any]:
     assert process.stdout is not None
     fd = process.stdout.fileno()
     buffer = b""
@@ -114,7 +114,7 @@ def _probe(
 ) -> ColdStart:
     deadline = time.monotonic() + timeout
     try:
-        _send(
+        send(
             process,
             {
                 "jsonrpc": "2.0",
@@ -127,12 +127,12 @@ def _probe(
                 },
             },
         )
-        _receive(process, 1, deadline)
+        receive(process, 1, deadline)
         initialized = time.perf_counter() - began
-        _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         params = {"name": tool, "arguments": arguments}
-        _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
-        result = _receive(process, 2, deadline)
+        send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+        result = receive(process, 2, deadline)
         first_call = time.perf_counter() - began
         if result.get("isError"):
             raise ProbeError(f"{tool} returned an error: {result.get('content')}")
