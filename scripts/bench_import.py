@@ -10,8 +10,9 @@ items per second; figures only, no target is asserted (the goal is 10,000 items 
     scripts/bench_import.py                  10,000 items per format
     scripts/bench_import.py --items 2000     a smaller run
     scripts/bench_import.py --profile beads  a cProfile breakdown of one format's first import
-    scripts/bench_import.py --memory         peak RSS importing a 1M-line memory.json and a 1 GB transcript
-                                             (--lines, --transcript-mb to scale; target under 300 MB)
+    scripts/bench_import.py --memory         peak RSS importing a 1M-line memory.json, a 1e6-observation
+                                             claude-mem export and a 1 GB transcript (--lines,
+                                             --observations, --transcript-mb to scale; target under 300 MB)
 
 Everything lives in a temporary folder (HOME, store, state); the real home is never touched.
 """
@@ -306,6 +307,30 @@ def big_memory_json(folder: Path, lines: int) -> Path:
     return path
 
 
+def big_claude_mem(folder: Path, observations: int) -> Path:
+    """A claude-mem export of `observations` observations in sessions of ten, each session with a summary."""
+    path = folder / "export.json"
+    with path.open("w") as handle:
+        head = {"exportedAt": "2026-01-01T00:00:00Z", "totalObservations": observations}
+        handle.write(json.dumps(head)[:-1] + ', "observations": [')
+        for n in range(observations):
+            item = {
+                "memory_session_id": f"s{n // 10}",
+                "project": "shop",
+                "type": "discovery",
+                "title": _text(n)[:40],
+                "narrative": _text(n),
+                "facts": json.dumps([_text(n + 1)]),
+                "created_at_epoch": 1_700_000_000_000 + n,
+            }
+            handle.write(("," if n else "") + json.dumps(item))
+        handle.write('], "summaries": [')
+        for n in range(observations // 10):
+            handle.write(("," if n else "") + json.dumps({"memory_session_id": f"s{n}", "request": _text(n)}))
+        handle.write("]}")
+    return path
+
+
 def big_transcript(folder: Path, size: int) -> Path:
     """One Claude Code transcript of about `size` bytes: turns whose Bash results are large (64 KB each)."""
     path = folder / "projects" / "-work-shop" / "00000001-aaaa-bbbb-cccc-dddddddddddd.jsonl"
@@ -347,8 +372,9 @@ def big_transcript(folder: Path, size: int) -> Path:
     return path
 
 
-def peak_rss(source: Path, folder: Path) -> tuple[float, float, str]:
-    """(peak RSS in MB, wall seconds, the command's last line) of `contextflow import SOURCE` in a fresh store."""
+def peak_rss(source: Path, folder: Path) -> tuple[float, float, float, str]:
+    """(peak RSS in MB, wall and CPU seconds, the command's first line) of `contextflow import SOURCE` in a
+    fresh store (CPU seconds: user and system, what other load on the machine changes least)."""
     import subprocess
 
     env = {
@@ -368,24 +394,25 @@ def peak_rss(source: Path, folder: Path) -> tuple[float, float, str]:
     process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
     last = out.strip().splitlines()[0] if out.strip() else f"exit {process.returncode}"
-    return usage.ru_maxrss / 1024, wall, last
+    return usage.ru_maxrss / 1024, wall, usage.ru_utime + usage.ru_stime, last
 
 
-def measure_memory(lines: int, transcript_bytes: int) -> None:
-    """Peak RSS of importing a big memory.json and a big transcript, each into a fresh store."""
+def measure_memory(lines: int, observations: int, transcript_bytes: int) -> None:
+    """Peak RSS of importing a big memory.json, claude-mem export and transcript, each into a fresh store."""
     print(f"== import memory: peak RSS (target under {MEMORY_TARGET_MB} MB whatever the input size)")
-    print(f"{'source':<34} {'input MB':>9} {'peak RSS MB':>12} {'wall s':>8}  result")
+    print(f"{'source':<34} {'input MB':>9} {'peak RSS MB':>12} {'wall s':>8} {'cpu s':>8}  result")
     for name, make in (
         (f"memory.json, {lines:,} lines", lambda f: big_memory_json(f, lines)),
+        (f"claude-mem, {observations:,} observations", lambda f: big_claude_mem(f, observations)),
         (f"Claude transcript, {transcript_bytes / 1e9:.1f} GB", lambda f: big_transcript(f, transcript_bytes)),
     ):
         with tempfile.TemporaryDirectory(prefix="cf-import-memory-") as tmp:
             folder = Path(tmp)
             source = make(folder)
             size = source.stat().st_size / 1e6
-            peak, wall, last = peak_rss(source, folder)
+            peak, wall, cpu, last = peak_rss(source, folder)
             verdict = "within target" if peak < MEMORY_TARGET_MB else "OVER TARGET"
-            print(f"{name:<34} {size:>9,.0f} {peak:>12,.0f} {wall:>8.1f}  {verdict}; {last}", flush=True)
+            print(f"{name:<34} {size:>9,.0f} {peak:>12,.0f} {wall:>8.1f} {cpu:>8.1f}  {verdict}; {last}", flush=True)
 
 
 def main() -> int:
@@ -399,10 +426,13 @@ def main() -> int:
         help="instead: peak RSS of importing a big memory.json and a big transcript (see --lines, --transcript-mb)",
     )
     parser.add_argument("--lines", type=int, default=1_000_000, help="memory.json lines for --memory (1,000,000)")
+    parser.add_argument(
+        "--observations", type=int, default=1_000_000, help="claude-mem observations for --memory (1,000,000)"
+    )
     parser.add_argument("--transcript-mb", type=int, default=1000, help="transcript size for --memory (1000 MB)")
     args = parser.parse_args()
     if args.memory:
-        measure_memory(args.lines, args.transcript_mb * 1_000_000)
+        measure_memory(args.lines, args.observations, args.transcript_mb * 1_000_000)
         return 0
     formats = [name.strip() for name in args.formats.split(",") if name.strip()]
     unknown = [name for name in formats if name not in MAKERS]

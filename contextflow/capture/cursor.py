@@ -13,41 +13,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from typing import IO, Any
+
+from contextflow.core import regular
+from contextflow.core.regular import NotRegular as NotRegular
 
 MAX_READ = 8 << 20
 MAX_LINE = 2 << 20
 CHECK_BYTES = 4096
 
 
-class NotRegular(OSError):
-    """The path names a FIFO, a device, a socket or a folder: refused without reading."""
-
-
 def open_regular(path: str) -> IO[bytes]:
-    """`path` opened for reading, only when it is a regular file; the open never blocks (a FIFO
-    without a writer is opened non-blocking, then refused)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
-            raise NotRegular(f"{kind}, not a regular file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """`path` (a link is followed) opened for reading, only when it is a regular file; never blocks."""
+    return os.fdopen(regular.open_regular(path, follow_links=True), "rb")
 
 
 def read_regular(path: str, limit: int) -> bytes:
     """A small regular file whole (a state file): at most `limit` bytes, else ValueError."""
-    with open_regular(path) as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path} is over {limit:,} bytes")
-    return data
+    return regular.read_regular(path, limit, follow_links=True)
 
 
 class Chunk:

@@ -46,9 +46,13 @@ class Marker(NamedTuple):
 
 def markers(lines: list[bytes], batch_id: str) -> tuple[bytes, bytes]:
     """The begin and commit lines that frame `lines` (each ending in a newline) as one batch."""
-    size = sum(map(len, lines))
-    begin = orjson.dumps({"batch": "begin", "id": batch_id, "events": len(lines), "bytes": size})
-    commit = orjson.dumps({"batch": "commit", "id": batch_id, "events": len(lines)})
+    return frame(len(lines), sum(map(len, lines)), batch_id)
+
+
+def frame(events: int, size: int, batch_id: str) -> tuple[bytes, bytes]:
+    """The begin and commit lines of a batch of `events` lines that hold `size` bytes in all."""
+    begin = orjson.dumps({"batch": "begin", "id": batch_id, "events": events, "bytes": size})
+    commit = orjson.dumps({"batch": "commit", "id": batch_id, "events": events})
     return begin + b"\n", commit + b"\n"
 
 

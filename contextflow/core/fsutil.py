@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from contextflow.core.regular import open_regular as open_regular  # the one reader of regular files
+from contextflow.core.regular import read_regular as read_regular
 
 Signature = tuple[int, int, int, int]  # (device, inode, size, mtime_ns)
 
@@ -20,26 +21,6 @@ def signature(path: Path | str) -> Signature | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def open_regular(path: Path | str) -> int:
-    """A read-only descriptor on a regular file, never blocking: a FIFO, device or socket planted in its
-    place (or a symbolic link) is refused with OSError instead of being opened and waited on."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, f"{path} is not a regular file; remove it (it is recreated)")
-    return fd
-
-
-def read_regular(path: Path | str) -> bytes:
-    """A regular file's bytes (`open_regular`'s refusals apply)."""
-    fd = open_regular(path)
-    try:
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
 
 
 def fsync_folder(folder: Path) -> None:

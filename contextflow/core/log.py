@@ -27,7 +27,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -239,7 +239,15 @@ class LogWriter:
         """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
         return self._write([data], held_at)
 
-    def _write(self, pieces: list[bytes], held_at: int | None) -> int:
+    def append_framed(self, events: int, size: int, pieces: Iterable[bytes], held_at: int | None = None) -> int:
+        """Append `events` lines of `size` bytes in all, given in pieces (a staged batch: `staged.py`), framed
+        as one batch. Caller holds the lock. Pieces that do not add up to `size` are cut off again."""
+        from contextflow.core.ids import new_id
+
+        begin, commit = batches.frame(events, size, new_id())
+        return self._write(_counted(begin, pieces, size, commit), held_at)
+
+    def _write(self, pieces: Iterable[bytes], held_at: int | None) -> int:
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -304,7 +312,18 @@ class LogWriter:
             os.close(dir_fd)
 
 
-def _groups(pieces: list[bytes], size: int = WRITE_BYTES) -> Iterator[bytes]:
+def _counted(begin: bytes, pieces: Iterable[bytes], size: int, commit: bytes) -> Iterator[bytes]:
+    yield begin
+    written = 0
+    for piece in pieces:
+        written += len(piece)
+        yield piece
+    if written != size:
+        raise OSError(errno.EIO, f"a staged batch of {written} bytes announced {size}")
+    yield commit
+
+
+def _groups(pieces: Iterable[bytes], size: int = WRITE_BYTES) -> Iterator[bytes]:
     """The pieces joined into writes of about `size` bytes (a large batch is never one buffer)."""
     group: list[bytes] = []
     held = 0

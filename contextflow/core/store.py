@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import os
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -44,6 +46,7 @@ from contextflow.core.segments import (
     new_segment,
 )
 from contextflow.core.settings import LEGACY_MAX_BYTES, read
+from contextflow.core.staged import StagedBatch
 
 S = TypeVar("S")
 SNAPSHOT_FORMAT = 2
@@ -450,11 +453,43 @@ class Store:
                 if fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
                     self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
         except Timeout:
-            raise StoreError(
-                f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
-                "try again, and if it persists run `contextflow doctor`"
-            ) from None
+            raise self._lock_held() from None
         return events[len(events) - len(items) :]
+
+    def _lock_held(self) -> StoreError:
+        return StoreError(
+            f"another contextflow process has held the writer lock for {self.writer} over 10 s; "
+            "try again, and if it persists run `contextflow doctor`"
+        )
+
+    def append_staged(self, staged: StagedBatch) -> int:
+        """Write a batch staged outside the lock (`staged.py`: an import too large to hold in memory) as one
+        framed batch: under the writer lock only each event's seq and clock stamp are made. Its events are
+        folded by the next read. Returns how many were written."""
+        from contextflow.core.lock import LockTimeout as Timeout
+
+        if not len(staged):
+            return 0
+        try:
+            with self.appending, self._writer.locked():
+                self._refresh_own_log()  # other processes of this machine may have appended
+                if self._observe_other_logs():
+                    self.refresh()  # a log ends beyond the drift bound: learn which events are
+                pending = unbounded(self._segments.values(), self.fold.caps)
+                seq = self._own_seq()
+                lead = []
+                if pending:
+                    bound = Event(new_id(), self.writer, seq + 1, self.clock.tick(), BOUND_KIND, {"ids": pending})
+                    lead, seq = [encode(bound)], seq + 1
+                stamps = array("Q", (self.clock.tick() for _ in range(len(staged))))
+                size, pieces = staged.lines(seq + 1, stamps)
+                own = self._segments.get(self._writer.path)
+                held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
+                lines = itertools.chain(lead, pieces)
+                self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, held_at)
+        except Timeout:
+            raise self._lock_held() from None
+        return len(staged)
 
     # -- snapshot ------------------------------------------------------------------------
 

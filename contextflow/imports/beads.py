@@ -18,11 +18,22 @@ priority of 0 out of the line, so a missing priority is 0. Dependencies become e
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, fitted, tags_of
-from contextflow.imports.servermemory import parse_lines
+from contextflow.imports.model import (
+    Deleted,
+    EdgeRecord,
+    Item,
+    NodeRecord,
+    Skipped,
+    SourceError,
+    edge_type_for,
+    fitted,
+    parse_lines,
+    tags_of,
+)
 
 FORMAT = "beads"
 SECTIONS = (("design", "Design"), ("acceptance_criteria", "Acceptance criteria"), ("notes", "Notes"))
@@ -105,25 +116,24 @@ def _dependencies(item: dict[str, Any], key: str, path: Path, line: int) -> list
     return edges
 
 
-def read(label: str, raw: bytes) -> Records:
+def items(label: str, handle: BinaryIO) -> Iterator[Item]:
+    """The issues (and memories, tombstones) of an issues.jsonl, one line at a time."""
     path = Path(label)
-    records = Records()
-    for line, item in parse_lines(raw, path):
+    for line, item in parse_lines(handle, path):
         marked = item.get("_type")
         if marked == "memory":  # `bd export --include-memories`: one of its `bd remember` memories
-            records.nodes.append(memory_record(item, path, line))
+            yield memory_record(item, path, line)
             continue
         if marked is not None and marked != "issue":  # a schema header or a record type it adds later
-            records.skipped[f"beads {marked!s:.40} record"] += 1
+            yield Skipped(f"beads {marked!s:.40} record")
             continue
         if item.get("status") == "tombstone" or item.get("deleted_at"):
             if isinstance(item.get("id"), str):
-                records.deleted.append(item["id"])
+                yield Deleted(item["id"])
             continue
         record, edges = issue_record(item, path, line)
-        records.nodes.append(record)
-        records.edges += edges
-    return records
+        yield record
+        yield from edges
 
 
 def memory_record(item: dict[str, Any], path: Path, line: int) -> NodeRecord:

@@ -17,12 +17,14 @@ the observations of its session. Raw prompts and session records are counted and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, fitted, tags_of
+from contextflow.imports import jsondoc
+from contextflow.imports.model import GroupEdge, Item, Member, NodeRecord, Skipped, SourceError, fitted, tags_of
 
 FORMAT = "claude-mem"
 SUMMARY_PARTS = (
@@ -34,6 +36,7 @@ SUMMARY_PARTS = (
     ("notes", "Notes"),
 )
 MAX_FILES = 200
+NOT_AN_EXPORT = 'not a claude-mem export: expected an object with an "observations" list'
 
 
 def looks_like(doc: Any) -> bool:
@@ -107,32 +110,40 @@ def _summary(item: dict[str, Any], where: str, path: Path) -> NodeRecord:
     return NodeRecord(key, "summary", "\n\n".join(parts), tags, fitted(metadata))
 
 
-def read(label: str, raw: bytes) -> Records:
+def items(label: str, handle: BinaryIO) -> Iterator[Item]:
+    """The observations and summaries of an export, one at a time (the document is never read whole)."""
     path = Path(label)
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise SourceError(path, f"not valid JSON ({exc.msg})", exc.lineno) from None
-    if not (isinstance(doc, dict) and isinstance(doc.get("observations"), list)):  # detection also wants a marker
-        raise SourceError(path, 'not a claude-mem export: expected an object with an "observations" list')
-    records = Records()
-    by_session: dict[str, list[str]] = {}
-    for name, make in (("observations", _observation), ("summaries", _summary)):
-        items = doc.get(name) or []
-        if not isinstance(items, list):
-            raise SourceError(path, f'"{name}" must be a list')
-        for index, item in enumerate(items):
-            where = f"{name}[{index}]"
-            if not isinstance(item, dict):
-                raise SourceError(path, f"{where} must be an object")
-            record = make(item, where, path)
-            records.nodes.append(record)
-            if name == "observations" and (session := record.metadata.get("session")):
-                by_session.setdefault(session, []).append(record.key)
-    for record in records.nodes:
-        if record.type == "summary" and (session := record.metadata.get("session")):
-            records.edges += [EdgeRecord(record.key, key, "DERIVED_FROM") for key in by_session.get(session, [])]
-    for name, what in (("prompts", "prompt"), ("sessions", "session record")):
-        if isinstance(doc.get(name), list) and doc[name]:
-            records.skipped[what] += len(doc[name])
-    return records
+    found = False
+    index: dict[str, int] = {}
+    for event, name, value in jsondoc.members(handle, path, NOT_AN_EXPORT):
+        if name in ("prompts", "sessions"):
+            if event == "item":
+                yield Skipped("prompt" if name == "prompts" else "session record")
+            continue
+        if name not in ("observations", "summaries"):
+            continue
+        found = found or (name == "observations" and event == "array")
+        if event == "value":
+            if name == "observations":
+                raise SourceError(path, NOT_AN_EXPORT)
+            if value:  # no summaries: null or empty
+                raise SourceError(path, '"summaries" must be a list')
+            continue
+        if event != "item":
+            continue
+        where = f"{name}[{index.setdefault(name, 0)}]"
+        index[name] += 1
+        if not isinstance(value, dict):
+            raise SourceError(path, f"{where} must be an object")
+        if name == "observations":
+            record = _observation(value, where, path)
+            yield record
+            if session := record.metadata.get("session"):
+                yield Member(session, record.key)
+        else:
+            record = _summary(value, where, path)
+            yield record
+            if session := record.metadata.get("session"):
+                yield GroupEdge(record.key, session, "DERIVED_FROM")
+    if not found:  # detection also wants a marker
+        raise SourceError(path, NOT_AN_EXPORT)

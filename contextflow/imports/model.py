@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
+
+import orjson
 
 from contextflow.core.errors import InputError
 
@@ -42,14 +45,53 @@ class EdgeRecord(NamedTuple):
     relations: tuple[str, ...] = ()
 
 
+class Deleted(NamedTuple):
+    """A key the source marks deleted (a beads tombstone): the node an earlier import made is deleted."""
+
+    key: str
+
+
+class Skipped(NamedTuple):
+    """Items of a kind the format does not import, counted."""
+
+    what: str
+    n: int = 1
+
+
+class Member(NamedTuple):
+    """The node `key` belongs to `group` (a claude-mem observation to its session)."""
+
+    group: str
+    key: str
+
+
+class GroupEdge(NamedTuple):
+    """An edge from `source` to every node of `group` (a claude-mem summary to its session's observations)."""
+
+    source: str
+    group: str
+    type: str
+
+
+Item = NodeRecord | EdgeRecord | Deleted | Skipped | Member | GroupEdge  # what a reader yields, one at a time
+
+
 @dataclass
 class Records:
-    """What one file of a graph format holds."""
+    """What one file of a graph format holds (a folder of notes: one per note)."""
 
     nodes: list[NodeRecord] = field(default_factory=list)
     edges: list[EdgeRecord] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)  # keys the source marks deleted (beads tombstones)
     skipped: Counter[str] = field(default_factory=Counter)  # what the format does not import, by what
+
+    def items(self) -> list[Item]:
+        return [
+            *self.nodes,
+            *self.edges,
+            *map(Deleted, self.deleted),
+            *(Skipped(*pair) for pair in self.skipped.items()),
+        ]
 
 
 class Planned(NamedTuple):
@@ -173,6 +215,27 @@ def fitted(metadata: dict[str, Any]) -> dict[str, Any]:
         if len(str(value)) <= MAX_META_VALUE:
             out[key] = value
     return out
+
+
+MAX_SOURCE_LINE = 16 * 1024 * 1024  # a line of a JSON Lines source; a longer one is a bad line
+
+
+def parse_lines(handle: BinaryIO, path: Path | str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON object on each non-blank line of `handle`, with its line number (one line in memory at a time)."""
+    number = 0
+    while line := handle.readline(MAX_SOURCE_LINE + 1):
+        number += 1
+        if len(line) > MAX_SOURCE_LINE:
+            raise SourceError(path, f"a line longer than {MAX_SOURCE_LINE >> 20} MiB; split the item", number)
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise SourceError(path, f"not valid JSON ({exc})", number) from None
+        if not isinstance(value, dict):
+            raise SourceError(path, "expected a JSON object on this line", number)
+        yield number, value
 
 
 def line_of(raw: bytes | str, offset: int) -> int:

@@ -1,35 +1,45 @@
 """One import from start to end: detect the format, read every file, plan, store in one write.
 
 A file that cannot be read or has a bad item is reported and left out whole; the other files of
-a folder are planned together (a link may cross files) and stored with one `append_many`, so an
-import lands entirely or not at all. A dry run plans the same events and stores none.
+a folder are planned together (a link may cross files) and stored as one batch, so an import lands
+entirely or not at all. Graph formats stream: each file is read an item at a time into a stage on disk
+(`stage.py`), planned from it an event at a time into a staged batch (`core/staged.py`), and that is
+written as one framed batch, so memory stays bounded whatever the size of the input. A dry run plans
+the same events and stores none.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
 from contextflow.app import App
 from contextflow.capture.view import ActivityView
 from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.staged import StagedBatch
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
-from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_folder
+from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_file, detect_folder, first_line_format
 from contextflow.imports.graphplan import Planner
-from contextflow.imports.model import Planned, Records, Report, SourceError
+from contextflow.imports.model import MAX_SOURCE_LINE, Item, Planned, Report, SourceError
 from contextflow.imports.progress import Progress
+from contextflow.imports.stage import Stage
 
-Reader = Callable[[str, bytes], Records]
+Reader = Callable[[str, BinaryIO], Iterator[Item]]
 FILE_READERS: dict[str, Reader] = {
-    "server-memory": servermemory.read,
-    "beads": beads.read,
-    "claude-mem": claudemem.read,
+    "server-memory": servermemory.items,
+    "beads": beads.items,
+    "claude-mem": claudemem.items,
 }
+Source = tuple[str, Callable[[], Iterable[Item]]]  # a file's label, and its items (read again when planned again)
+CHUNK = 2000
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -37,6 +47,11 @@ def _read_bytes(path: Path) -> bytes:
         return files.read(path)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}; pass {EXPECTED}") from None
+
+
+def _file_items(fmt: str, path: Path) -> Iterator[Item]:
+    with files.opened(path) as handle:
+        yield from FILE_READERS[fmt](str(path), handle)
 
 
 def run_import(
@@ -53,11 +68,7 @@ def run_import(
     progress = progress or Progress()
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read()
-            fmt = fmt or detect_bytes("stdin", raw)
-            if fmt == "basic-memory" or fmt in transcripts.FORMATS:
-                raise InputError(f"{fmt} is read from its files: pass the file or folder instead of standard input")
-            return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
+            return _import_stdin(app, fmt, dry_run, merge, progress)
         where = Path(path).expanduser()
         if not where.exists():
             raise NotFoundError(f"cannot read {path}: no such file or folder; pass {EXPECTED}")
@@ -70,32 +81,68 @@ def run_import(
                 issues = beads.issues_file(where)
                 if issues != where and (why := files.refusal(issues, where)):
                     raise InputError(f"{issues}: {why}; nothing was stored")
-                return _import_file(app, str(issues), _read_bytes(issues), fmt, dry_run, merge, progress)
+                return _graph_file(app, fmt, issues, dry_run, progress)
             if fmt != "basic-memory":
                 raise InputError(f"{fmt} imports a file, and {path} is a folder; pass the file")
-            return _import_records(app, fmt, str(where), basicmemory.read_folder(where), dry_run, progress)
+            return _import_notes(app, where, dry_run, progress)
         if (fmt or transcripts.first_line_format(where)) in transcripts.FORMATS:  # streamed, never read whole
             return _import_sessions(app, fmt or str(transcripts.first_line_format(where)), where, dry_run, progress)
-        raw = _read_bytes(where)
-        fmt = fmt or detect_bytes(str(where), raw)
+        fmt = fmt or detect_file(where)
         if fmt in transcripts.FORMATS:
             return _import_sessions(app, fmt, where, dry_run, progress)
         if fmt == "basic-memory":
-            return _import_records(app, fmt, str(where), basicmemory.read_folder(where), dry_run, progress)
-        return _import_file(app, str(where), raw, fmt, dry_run, merge, progress)
+            return _import_notes(app, where, dry_run, progress)
+        if fmt in FILE_READERS:  # streamed: an item at a time
+            return _graph_file(app, fmt, where, dry_run, progress)
+        return _import_file(app, str(where), _read_bytes(where), fmt, dry_run, merge, progress)
     finally:
         progress.close()
+
+
+def _import_stdin(app: App, fmt: str | None, dry_run: bool, merge: bool, progress: Progress) -> Report:
+    """Standard input: JSON Lines (told by its first line) streamed a line at a time, a document read whole."""
+    stream = sys.stdin.buffer
+    head = stream.readline(MAX_SOURCE_LINE)
+    lines = fmt or first_line_format("stdin", head)
+    if lines in ("server-memory", "beads"):
+        reader = FILE_READERS[lines]
+        chained = io.BufferedReader(_Chained(head, stream))
+        return _import_graph(app, lines, "stdin", [("stdin", lambda: reader("stdin", chained))], [], dry_run, progress)
+    raw = head + stream.read()
+    fmt = fmt or detect_bytes("stdin", raw)
+    if fmt == "basic-memory" or fmt in transcripts.FORMATS:
+        raise InputError(f"{fmt} is read from its files: pass the file or folder instead of standard input")
+    if fmt in FILE_READERS:
+        reader = FILE_READERS[fmt]
+        return _import_graph(
+            app, fmt, "stdin", [("stdin", lambda: reader("stdin", io.BytesIO(raw)))], [], dry_run, progress
+        )
+    return _import_file(app, "stdin", raw, fmt, dry_run, merge, progress)
+
+
+class _Chained(io.RawIOBase):
+    """The first line already read, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.head:
+            size = min(len(buffer), len(self.head))
+            buffer[:size], self.head = self.head[:size], self.head[size:]
+            return size
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _import_file(app: App, label: str, raw: bytes, fmt: str, dry_run: bool, merge: bool, progress: Progress) -> Report:
     if fmt == "contextflow":
         return _import_own(app, label, raw, dry_run, merge)
-    if fmt not in FILE_READERS:
-        raise InputError(f"{fmt} imports a folder of notes; pass the folder, not {label}")
-    progress.start(1, f"reading {Path(label).name}")
-    records = FILE_READERS[fmt](label, raw)  # a bad line stops here: nothing of the file is stored
-    progress.advance(1)
-    return _import_records(app, fmt, label, [(label, records)], dry_run, progress)
+    raise InputError(f"{fmt} imports a folder of notes; pass the folder, not {label}")
 
 
 def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) -> Report:
@@ -116,47 +163,74 @@ def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) ->
     return report
 
 
-def _import_records(
-    app: App,
-    fmt: str,
-    label: str,
-    units: list[tuple[str, Records | SourceError]],
-    dry_run: bool,
-    progress: Progress,
-) -> Report:
-    report = Report(fmt, label, dry_run, files=len(units))
-    good: dict[str, Records] = {}
-    for file, result in units:
+def _graph_file(app: App, fmt: str, path: Path, dry_run: bool, progress: Progress) -> Report:
+    return _import_graph(app, fmt, str(path), [(str(path), lambda: _file_items(fmt, path))], [], dry_run, progress)
+
+
+def _import_notes(app: App, where: Path, dry_run: bool, progress: Progress) -> Report:
+    sources: list[Source] = []
+    errors: list[str] = []
+    for file, result in basicmemory.read_folder(where):
         if isinstance(result, SourceError):
-            report.errors.append(str(result))
+            errors.append(str(result))
         else:
-            good[file] = result
-    planned: list[Planned] = []
-    while good:  # an item the store refuses drops its file, and the rest is planned again
-        merged, owner = _merge(good)
-        planner = Planner(app, fmt, label, owner, labels=dry_run)
-        progress.start(2 * (len(merged.nodes) + len(merged.edges)), f"planning {len(merged.nodes)} item(s)")
-        try:
-            planned = planner.plan(merged, progress.advance)
-        except SourceError as exc:
-            if exc.file not in good:
-                raise
-            report.errors.append(str(exc))
-            del good[exc.file]
-            continue
+            sources.append((file, result.items))
+    return _import_graph(app, "basic-memory", str(where), sources, errors, dry_run, progress)
+
+
+def _import_graph(
+    app: App, fmt: str, label: str, sources: list[Source], errors: list[str], dry_run: bool, progress: Progress
+) -> Report:
+    """Stage every item of `sources`, plan, and store the events as one batch. A file whose item the store
+    refuses is left out, and the rest is staged and planned again; a bad line stops the whole import."""
+    report = Report(fmt, label, dry_run, files=len(sources) + len(errors))
+    report.errors += errors
+    while sources:
+        with Stage(app.store.state_dir, fmt) as stage:
+            progress.start(len(sources), f"reading {Path(label).name}")
+            for file, read in sources:  # a bad line stops here: nothing of the file is stored
+                index = stage.file(file)
+                for item in read():
+                    stage.add(index, item)
+                progress.advance(1)
+            stage.finish()
+            planner = Planner(app, fmt, labels=dry_run)
+            progress.start(stage.items, f"planning {stage.items} item(s)")
+            try:
+                if dry_run:
+                    report.planned = list(planner.plan(stage, progress.advance))
+                else:
+                    _store(app, planner.plan(stage, progress.advance), progress)
+            except SourceError as exc:
+                if exc.file not in {file for file, _ in sources}:
+                    raise
+                report.errors.append(str(exc))
+                sources = [source for source in sources if source[0] != exc.file]
+                continue
         report.present.update(planner.present)
         report.skipped.update(planner.skipped)
+        report.stored.update(planner.planned)
         break
-    report.stored.update(Counter(event.what for event in planned))
-    if dry_run:
-        report.planned = planned
-    elif planned:
-        progress.advance(0, f"storing {len(planned)} event(s)")
-        app.store.append_many([(p.kind, p.data) for p in planned], ids=[p.id for p in planned], fold=False)
     progress.advance(progress.total)
-    if report.errors and len(units) == 1:
+    if report.errors and report.files == 1:
         raise InputError(report.errors[0])
     return report
+
+
+def _store(app: App, planned: Iterator[Planned], progress: Progress) -> None:
+    """The planned events staged, then written as one batch. Only edges carrying the source's relation names
+    are redacted here: node data was redacted as it was staged, and the other events hold ids and types."""
+    from contextflow.core.secrets import scrub_items
+
+    with StagedBatch(app.store.state_dir, app.store.writer) as staged:
+        while chunk := list(islice(planned, CHUNK)):
+            edges = [n for n, event in enumerate(chunk) if event.what == "edge" and "metadata" in event.data]
+            items = [(event.id, event.kind, app.store.admit(event.kind, event.data)) for event in chunk]
+            for n, (kind, data) in zip(edges, scrub_items([items[n][1:] for n in edges]), strict=True):
+                items[n] = (items[n][0], kind, data)
+            staged.add_many(items, scrubbed=True)
+        progress.advance(0, f"storing {len(staged)} event(s)")
+        app.store.append_staged(staged)
 
 
 def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: Progress) -> Report:
@@ -193,15 +267,3 @@ def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: P
     if report.errors and len(paths) == 1:
         raise InputError(report.errors[0])
     return report
-
-
-def _merge(good: dict[str, Records]) -> tuple[Records, dict[str, str]]:
-    merged = Records()
-    owner: dict[str, str] = {}
-    for file, records in good.items():
-        merged.nodes += records.nodes
-        merged.edges += records.edges
-        merged.deleted += records.deleted
-        merged.skipped.update(records.skipped)
-        owner.update(dict.fromkeys((record.key for record in records.nodes), file))
-    return merged, owner

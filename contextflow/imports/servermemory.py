@@ -17,13 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.view import GraphState, Node
-from contextflow.imports.model import EdgeRecord, NodeRecord, Records, SourceError, edge_type_for, tag_value, tags_of
+from contextflow.imports.model import (
+    EdgeRecord,
+    Item,
+    NodeRecord,
+    SourceError,
+    edge_type_for,
+    parse_lines,
+    tag_value,
+    tags_of,
+)
 
 FORMAT = "server-memory"
 PREFIX = FORMAT + ":"
@@ -59,28 +68,10 @@ def _string(value: Any, what: str, path: Path, line: int, required: bool = True)
     raise SourceError(path, f"{what} must be a non-empty string", line)
 
 
-def parse_lines(raw: bytes, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The JSON object on each non-blank line, with its line number (one at a time)."""
-    start, number = 0, 0
-    while start <= len(raw):
-        end = raw.find(b"\n", start)
-        end = len(raw) if end < 0 else end
-        line, start, number = raw[start:end], end + 1, number + 1
-        if not line.strip():
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise SourceError(path, f"not valid JSON ({exc})", number) from None
-        if not isinstance(value, dict):
-            raise SourceError(path, "expected a JSON object on this line", number)
-        yield number, value
-
-
-def read(label: str, raw: bytes) -> Records:
+def items(label: str, handle: BinaryIO) -> Iterator[Item]:
+    """The entities and relations of a memory.json, one line at a time."""
     path = Path(label)
-    records = Records()
-    for line, item in parse_lines(raw, path):
+    for line, item in parse_lines(handle, path):
         kind = item.get("type")
         if kind == "entity":
             name = _string(item.get("name"), '"name"', path, line)
@@ -93,9 +84,7 @@ def read(label: str, raw: bytes) -> Records:
             node_type = slug if slug in NODE_TYPES else "fact"
             tags = tags_of(("imported", FORMAT), ("kind", entity_type))
             metadata = {"name": name, "entityType": entity_type}
-            records.nodes.append(
-                NodeRecord(name, node_type, entity_content(name, entity_type, observations), tags, metadata)
-            )
+            yield NodeRecord(name, node_type, entity_content(name, entity_type, observations), tags, metadata)
         elif kind == "relation":
             source = _string(item.get("from"), '"from"', path, line)
             target = _string(item.get("to"), '"to"', path, line)
@@ -103,10 +92,9 @@ def read(label: str, raw: bytes) -> Records:
             # a user's own word: never contextflow's SUPERSEDES, which would hide the target from composed context
             edge_type = edge_type_for(relation)
             edge_type = "RELATES_TO" if edge_type == "SUPERSEDES" else edge_type
-            records.edges.append(EdgeRecord(source, target, edge_type, (relation,)))
+            yield EdgeRecord(source, target, edge_type, (relation,))
         else:
             raise SourceError(path, 'expected "type": "entity" or "relation" (a server-memory memory.json line)', line)
-    return records
 
 
 # -- export ----------------------------------------------------------------------------------

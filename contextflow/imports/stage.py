@@ -1,0 +1,268 @@
+"""What the planner of a graph import needs of every item, kept on disk so memory stays bounded.
+
+A reader yields items one at a time (`model.Item`); `Stage` keeps them in a temporary SQLite file in the
+state folder (`import-stage/`, removed when the import ends; one left by a killed import is removed by the
+next), a chunk at a time:
+
+- a node once per key, where the key first appeared, with the last record given for it (a key given twice:
+  the last one counts, as before), its derived ids and source version, and its `graph.node` data already
+  checked and redacted (or why it cannot be stored);
+- every edge (merged by ends and type when planned), tombstones, and claude-mem's session groups.
+
+Text that is stored as it was read (keys, relation names, errors naming a key) is sealed with a key that
+only this process holds, so nothing readable of the source lands on disk unredacted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from contextflow.core.errors import InputError
+from contextflow.core.ids import derived_id
+from contextflow.graph.writes import node_item
+from contextflow.imports.model import Deleted, EdgeRecord, GroupEdge, Item, Member, NodeRecord, Skipped
+
+FOLDER = "import-stage"
+CHUNK = 2000
+VERSION_KEY = "source_version"  # in graph model.UNSEARCHED_METADATA: kept on the node, not in the search index
+
+_SCHEMA = """
+CREATE TABLE node(nid TEXT PRIMARY KEY, version TEXT, upd TEXT, tag TEXT, data BLOB, error BLOB, file INT);
+CREATE TABLE edge(snid TEXT, tnid TEXT, type TEXT, src BLOB, tgt BLOB, rels BLOB, file INT);
+CREATE TABLE gone(nid TEXT, del TEXT, label BLOB, file INT);
+CREATE TABLE member(grp BLOB, tnid TEXT, tgt BLOB);
+CREATE TABLE group_edge(grp BLOB, snid TEXT, src BLOB, type TEXT, file INT);
+"""
+
+
+class EdgeRow(NamedTuple):
+    record: EdgeRecord  # its relation names merged, sorted
+    source: str  # node ids
+    target: str
+    source_here: bool  # the end is a node of this import
+    target_here: bool
+
+
+def node_id(fmt: str, key: str) -> str:
+    return derived_id(fmt, "node", key)
+
+
+def version(record: NodeRecord) -> str:
+    raw = orjson.dumps(
+        [record.type, record.content, record.summary, sorted(record.tags), record.metadata],
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return hashlib.blake2b(raw, digest_size=6).hexdigest()
+
+
+# a key given again: its row keeps its place (where the key first appeared) and takes the later record
+_ADD_NODE = (
+    "INSERT INTO node VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(nid) DO UPDATE SET version = excluded.version,"
+    " upd = excluded.upd, tag = excluded.tag, data = excluded.data, error = excluded.error, file = excluded.file"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _remove_stale(folder: Path) -> None:
+    """Files a killed import left behind (its process is gone)."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            pid = entry.name.split(".", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+class Stage:
+    def __init__(self, state_dir: Path, fmt: str) -> None:
+        folder = state_dir / FOLDER
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _remove_stale(folder)
+        self.path = folder / f"{os.getpid()}.{secrets.token_hex(6)}.sqlite"
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        os.chmod(self.path, 0o600)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-4000", "temp_store=FILE"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.executescript(_SCHEMA)
+        self.fmt = fmt
+        self.files: list[str] = []  # file index -> its label
+        self.skipped: Counter[str] = Counter()
+        self.items = 0  # nodes and edges read (for progress)
+        self.repeated = 0  # node records given again for a key already read
+        self._pending: list[tuple[int, Item]] = []
+        self._key, self._nonce = secrets.token_bytes(32), count()
+
+    # -- sealing: text kept as read, unreadable on disk ------------------------------------
+
+    def seal(self, text: str) -> bytes:
+        raw, nonce = text.encode("utf-8", "surrogatepass"), next(self._nonce).to_bytes(8, "big")
+        pad = hashlib.shake_256(self._key + nonce).digest(len(raw))
+        return nonce + (int.from_bytes(raw, "big") ^ int.from_bytes(pad, "big")).to_bytes(len(raw), "big")
+
+    def unseal(self, sealed: bytes) -> str:
+        nonce, body = sealed[:8], sealed[8:]
+        pad = hashlib.shake_256(self._key + nonce).digest(len(body))
+        return (
+            (int.from_bytes(body, "big") ^ int.from_bytes(pad, "big"))
+            .to_bytes(len(body), "big")
+            .decode("utf-8", "surrogatepass")
+        )
+
+    def _group(self, group: str) -> bytes:
+        return hashlib.blake2b(group.encode("utf-8", "surrogatepass"), digest_size=16, key=self._key).digest()
+
+    # -- filling ---------------------------------------------------------------------------
+
+    def file(self, label: str) -> int:
+        self.files.append(label)
+        return len(self.files) - 1
+
+    def add(self, file: int, item: Item) -> None:
+        self._pending.append((file, item))
+        if len(self._pending) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        from contextflow.core.secrets import scrub_items  # its patterns compile on first use
+
+        pending, self._pending = self._pending, []
+        nodes: list[tuple[int, NodeRecord, str, str]] = []
+        checked: list[tuple[str, dict[str, Any]]] = []
+        edges, gone, members, grouped = [], [], [], []
+        for file, item in pending:
+            if isinstance(item, NodeRecord):
+                digest = version(item)
+                metadata = {**item.metadata, VERSION_KEY: digest}
+                try:
+                    kind, data = node_item(
+                        type=item.type,
+                        content=item.content,
+                        tags=item.tags,
+                        metadata=metadata,
+                        summary=item.summary,
+                        agent=self.fmt,
+                        origin=f"{self.fmt}:{item.key}",
+                    )
+                    error = ""
+                except InputError as exc:
+                    kind, data, error = "", {}, f"item {item.key!r}: {exc}"
+                nodes.append((file, item, digest, error))
+                checked.append((kind, data))
+            elif isinstance(item, EdgeRecord):
+                ends = (node_id(self.fmt, item.source), node_id(self.fmt, item.target), item.type)
+                rels = self.seal(orjson.dumps(item.relations).decode()) if item.relations else None
+                edges.append((*ends, self.seal(item.source), self.seal(item.target), rels, file))
+            elif isinstance(item, Deleted):
+                label = self.seal(item.key)
+                gone.append((node_id(self.fmt, item.key), derived_id(self.fmt, "delete", item.key), label, file))
+            elif isinstance(item, Member):
+                members.append((self._group(item.group), node_id(self.fmt, item.key), self.seal(item.key)))
+            elif isinstance(item, GroupEdge):
+                source = (node_id(self.fmt, item.source), self.seal(item.source), item.type, file)
+                grouped.append((self._group(item.group), *source))
+            elif isinstance(item, Skipped):
+                self.skipped[item.what] += item.n
+        scrubbed = scrub_items(checked)  # secrets are redacted (or refused) before the data touches disk
+        rows = []
+        for (file, record, digest, error), (_, data) in zip(nodes, scrubbed, strict=True):
+            nid = node_id(self.fmt, record.key)
+            upd, tag = (
+                derived_id(self.fmt, "update", record.key, digest),
+                derived_id(self.fmt, "tag", record.key, digest),
+            )
+            body = orjson.dumps(data) if not error else None
+            rows.append((nid, digest, upd, tag, body, self.seal(error) if error else None, file))
+        before = self._count("SELECT coalesce(max(rowid), 0) FROM node")  # a key given again adds no row
+        self.db.execute("BEGIN")
+        self.db.executemany(_ADD_NODE, rows)
+        self.db.executemany("INSERT INTO edge VALUES (?, ?, ?, ?, ?, ?, ?)", edges)
+        self.db.executemany("INSERT INTO gone VALUES (?, ?, ?, ?)", gone)
+        self.db.executemany("INSERT INTO member VALUES (?, ?, ?)", members)
+        self.db.executemany("INSERT INTO group_edge VALUES (?, ?, ?, ?, ?)", grouped)
+        self.db.execute("COMMIT")
+        self.repeated += len(rows) - (self._count("SELECT coalesce(max(rowid), 0) FROM node") - before)
+
+    def finish(self) -> None:
+        """Everything read: claude-mem's summaries linked to their sessions' observations, the indexes made."""
+        self.flush()
+        self.db.execute("CREATE INDEX member_grp ON member(grp)")
+        self.db.execute(
+            "INSERT INTO edge SELECT g.snid, m.tnid, g.type, g.src, m.tgt, NULL, g.file FROM group_edge g"
+            " JOIN member m ON m.grp = g.grp ORDER BY g.rowid, m.rowid"
+        )
+        self.db.execute("CREATE INDEX edge_ends ON edge(snid, tnid, type)")
+        self.items = self._count("SELECT count(*) FROM node") + self._count("SELECT count(*) FROM edge")
+
+    def _count(self, sql: str) -> int:
+        found: int = self.db.execute(sql).fetchone()[0]
+        return found
+
+    # -- reading back, in order ------------------------------------------------------------
+
+    def nodes(self) -> Iterator[tuple[str, str, str, str, dict[str, Any] | None, str, int]]:
+        """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order."""
+        for nid, digest, upd, tag, body, error, file in self.db.execute("SELECT * FROM node ORDER BY rowid"):
+            data = orjson.loads(body) if body is not None else None
+            yield nid, digest, upd, tag, data, self.unseal(error) if error else "", file
+
+    def edges(self) -> Iterator[EdgeRow]:
+        """Each edge merged by its ends and type (its relation names together), in first-seen order."""
+        rows = self.db.execute(
+            "SELECT g.first, e.snid, e.tnid, e.type, e.src, e.tgt, e.rels,"
+            " EXISTS(SELECT 1 FROM node WHERE nid = e.snid), EXISTS(SELECT 1 FROM node WHERE nid = e.tnid)"
+            " FROM (SELECT snid, tnid, type, min(rowid) AS first FROM edge GROUP BY snid, tnid, type) g"
+            " JOIN edge e ON e.snid = g.snid AND e.tnid = g.tnid AND e.type = g.type ORDER BY g.first, e.rowid"
+        )
+        current: int | None = None
+        names: set[str] = set()
+        row: tuple[Any, ...] = ()
+        for first, *found in rows:
+            if first != current and current is not None:
+                yield self._edge(row, names)
+                names = set()
+            current, row = first, tuple(found)
+            if found[5] is not None:
+                names.update(orjson.loads(self.unseal(found[5])))
+        if current is not None:
+            yield self._edge(row, names)
+
+    def _edge(self, row: tuple[Any, ...], names: set[str]) -> EdgeRow:
+        snid, tnid, kind, src, tgt, _, source_here, target_here = row
+        record = EdgeRecord(self.unseal(src), self.unseal(tgt), kind, tuple(sorted(names)))
+        return EdgeRow(record, snid, tnid, bool(source_here), bool(target_here))
+
+    def deleted(self) -> Iterator[tuple[str, str, str]]:
+        """(node id, delete id, key) per tombstone, in order."""
+        for nid, delete, label, _ in self.db.execute("SELECT * FROM gone ORDER BY rowid"):
+            yield nid, delete, self.unseal(label)
+
+    def close(self) -> None:
+        self.db.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def __enter__(self) -> Stage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
