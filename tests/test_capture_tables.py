@@ -124,14 +124,14 @@ def _session_start(capsys, monkeypatch, cwd: str) -> str:
 
 def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(app, capsys, monkeypatch, tmp_path):
     from contextflow.adapters.session_start import PARTIAL_NOTE
-    from contextflow.core import tables as tables_module
+    from contextflow.core import table_updates
 
     for n in range(40):
         app.store.append("note", {"project": "shared", "session_id": "old", "text": f"filler {n} " + "x" * 300})
     app.store.append("handoff", {"project": "shared", "session_id": "s9", "summary": "Parser half done", "agent": "a"})
     turn = {"files": {"edited": ["src/parser.py"]}, "final": "done", "decisions": [{"decision": "use a PEG parser"}]}
     app.store.append("capture.turn", {"project": "shared", "session_id": "s9", "turn_id": "t1", "turn": turn})
-    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
     context = _session_start(capsys, monkeypatch, str(tmp_path))
     assert "use a PEG parser" in context and "## Latest handoff in project shared" in context
@@ -141,7 +141,7 @@ def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_bui
 
 def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, tmp_path):
     from contextflow import features
-    from contextflow.core.tables import TailTables
+    from contextflow.core.table_tails import TailTables
 
     other = open_app("writer-b")
     for n in range(30):  # writer-a's log: long; writer-b's: short (read whole)

@@ -296,10 +296,10 @@ def test_a_big_backlog_is_built_by_one_background_process_while_readers_answer(
 ) -> None:
     import time
 
-    from contextflow.core import tables as tables_module
+    from contextflow.core import table_updates
 
     fill(app)
-    monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 100)  # as if the logs were big
+    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big
     told: list[str] = []
     app.store.progress = told.append
     first = recent(app)  # answered at once from what is built so far (nothing, or part of it)

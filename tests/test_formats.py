@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "abacdad9ef7bfd468e06"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "35a9437d96d16dff86a1"),
-    "sessions": (1, "5a2fa158d27e78f8f276"),
-    "feed": (1, "108f6adb57d6e81f4148"),
-    "capture": (1, "c848397987ecb2d14432"),
+    "view-events": (2, "92d7e840409d68bb1aba"),
+    "sessions": (1, "177636d5a954e34c9833"),
+    "feed": (1, "8f0a33aec0b0db16862d"),
+    "capture": (1, "db082ecfa33bf5420f62"),
 }
 GUARDED = all_formats()
 

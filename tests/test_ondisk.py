@@ -70,6 +70,7 @@ def test_a_rebuilt_table_refolds_the_view(app: App) -> None:
 def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_after_it(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from contextflow.core import table_updates
     from contextflow.core import tables as tables_module
 
     other = open_app("writer-b")
@@ -78,7 +79,7 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         records.set_record(other, key="fact:theirs", value={"text": "from the other machine"})
         app.tables().close()
         app.tables().path.unlink()
-        monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 10)  # as if the logs were big...
+        monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 10)  # as if the logs were big...
         monkeypatch.setattr(
             tables_module.Tables, "_build_in_background", lambda self, unread: None
         )  # ...and built elsewhere
@@ -91,7 +92,7 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         assert node.id in str(ondisk.view(app, GraphView)) and made.id in str(ondisk.view(app, TimelineView))
         assert "fact:new" in str(ondisk.view(app, RecordsView))
         assert "fact:theirs" not in str(ondisk.view(app, RecordsView))  # another machine's: as the build brings it
-        monkeypatch.setattr(tables_module, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
+        monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
         assert node.id in str(ondisk.view(app, GraphView)) and "fact:theirs" in str(ondisk.view(app, RecordsView))
         assert app.tables().current()
         memory = in_memory()

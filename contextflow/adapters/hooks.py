@@ -212,15 +212,18 @@ def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:
 
 def _answer_while_building(app: App) -> bool:
     """A fresh machine (or a derived format rebuilt) whose tables a background process is building:
-    this process answers from the logs' newest events instead of from nothing (`core.tables.TailTables`)."""
+    this process answers from the logs' newest events instead of from nothing (`core.table_tails.TailTables`)."""
     from contextflow.sessions.stored import disk
 
     if not disk(app):
         return False
+    tables = app.tables()
+    tables.update(ahead=False)  # (the logs' newest events answer it, this machine's among them)
+    if not tables.building:
+        return False  # (the tables answer: the tail reader is not even imported)
     from contextflow import features
-    from contextflow.core.tables import answer_from_tail
+    from contextflow.core.table_tails import answer_from_tail
 
-    app.tables().update(ahead=False)  # (the logs' newest events answer it, this machine's among them)
     return answer_from_tail(app.store, features.all_tables, SESSION_START_TABLES)
 
 

@@ -1,0 +1,136 @@
+"""What a feature declares for its derived tables (`TableSet`, its rows, clock stamps as stored) and
+what the handle (`core/tables.py`) and its updater (`core/table_updates.py`) share: the bookkeeping
+tables, the cursor as stored, the errors told apart, the write transaction, a log's readable events."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.core.events import BadLine, Event, decode
+from contextflow.core.fields import conform
+from contextflow.core.formats import Format
+from contextflow.core.fsutil import signature
+from contextflow.core.log import Cursor
+
+if TYPE_CHECKING:
+    from contextflow.core.store import Store
+
+WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
+TAIL_BYTES = 1024 * 1024  # of each log, read by a process answering while the tables are built
+Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
+STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
+
+
+def db_stamp(hlc: int) -> int:
+    """A clock stamp as an `hlc` column holds it (shifted into SQLite's range, order kept)."""
+    return hlc - STAMP_OFFSET
+
+
+def stamp_of(value: int) -> int:
+    """The clock stamp an `hlc` column holds."""
+    return value + STAMP_OFFSET
+
+
+META = """
+CREATE TABLE IF NOT EXISTS formats(name TEXT PRIMARY KEY, version INTEGER NOT NULL, built TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cursors(
+    format TEXT NOT NULL, path TEXT NOT NULL, cursor BLOB NOT NULL, complete INTEGER NOT NULL,
+    bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(format, path)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class TableSet:
+    """One derived format's tables: what a feature declares, the rest is done here."""
+
+    format: Format
+    schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
+    inserts: Mapping[str, str]  # table -> its INSERT statement (`?` parameters)
+    rows: Callable[[Event], Iterable[Row]]  # the pure fold
+    bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
+    tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default
+    ahead: bool = True  # rows whose order means nothing: this machine's newest may be added before a build reaches them
+
+    @property
+    def name(self) -> str:
+        return self.format.name
+
+
+def cursor_blob(cursor: Cursor) -> bytes:
+    """A log's cursor as the `cursors` table stores it."""
+    hashes = [cursor.tail.hex(), cursor.blocks.hex(), cursor.partial.hex()]
+    return orjson.dumps([cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns, cursor.offset, cursor.lines, *hashes])
+
+
+def cursor_of(blob: bytes) -> Cursor:
+    """The cursor a `cursors` row stores."""
+    dev, ino, size, mtime_ns, offset, lines, tail, blocks, partial = orjson.loads(blob)
+    return Cursor(
+        dev, ino, size, mtime_ns, offset, lines, bytes.fromhex(tail), bytes.fromhex(blocks), bytes.fromhex(partial)
+    )
+
+
+def unread_bytes(path: Path, blob: bytes | None) -> int:
+    """Bytes of the log at `path` past the stored cursor `blob` (all of them without one)."""
+    sig = signature(path)
+    return max(0, (sig[2] if sig else 0) - (orjson.loads(blob)[4] if blob else 0))
+
+
+def damaged(exc: BaseException) -> bool:
+    """A database that does not read (not one that is busy, full or read-only: those pass)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    message = str(exc).lower()
+    passing = ("locked", "busy", "full", "readonly", "read-only", "interrupt", "no such table")
+    return not any(word in message for word in passing)
+
+
+def busy(exc: BaseException) -> bool:
+    """Another process holds SQLite's lock."""
+    return "locked" in str(exc).lower() or "busy" in str(exc).lower()
+
+
+def readable_events(lines: list[tuple[int, bytes]], store: Store) -> Iterator[Event]:
+    """The readable events of these lines, each field checked as every reader checks it."""
+    for line_no, raw in lines:
+        try:
+            event = decode(raw, line_no)
+        except BadLine:
+            continue
+        data, dropped = conform(store.fields, event.kind, event.data)
+        yield Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
+
+
+class Busy(RuntimeError):
+    """Another process holds the write lock: answer from what is there."""
+
+
+class Txn:
+    """One write transaction under SQLite's lock, waiting at most `wait` s for it (else `Busy`)."""
+
+    def __init__(self, db: sqlite3.Connection, wait: float) -> None:
+        self.db, self.wait = db, wait
+
+    def __enter__(self) -> None:
+        self.db.execute(f"PRAGMA busy_timeout = {int(self.wait * 1000)}")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if busy(exc):
+                raise Busy(str(exc)) from None
+            raise
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if not self.db.in_transaction:
+            return
+        if kind is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")

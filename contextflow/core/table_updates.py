@@ -1,0 +1,376 @@
+"""Catching the derived tables up with the logs (`TableUpdates`, the part of `core/tables.py`'s
+`Tables` that writes): the new bytes of each log read a chunk at a time, rows and cursors committed
+together; a backlog built by one background process, this machine's newest rows added ahead of it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.core.events import BadLine, Event, decode
+from contextflow.core.fields import conform
+from contextflow.core.fold import BOUND_KIND
+from contextflow.core.fsutil import signature
+from contextflow.core.log import Cursor, log_path, read_new, read_tail
+from contextflow.core.segments import much_to_read
+from contextflow.core.table_sets import (
+    META,
+    TAIL_BYTES,
+    WAIT_S,
+    Busy,
+    TableSet,
+    Txn,
+    busy,
+    cursor_blob,
+    cursor_of,
+    damaged,
+    db_stamp,
+    readable_events,
+    unread_bytes,
+)
+
+if TYPE_CHECKING:
+    from contextflow.core.store import Store
+
+READ_BYTES = 8 * 1024 * 1024  # new bytes read (and committed) at a time
+BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this has it built in the background
+BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
+AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
+BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
+
+
+class TableUpdates:
+    """How `Tables` (core/tables.py) brings its tables up to date; it provides what is declared here."""
+
+    store: Store
+    sets: dict[str, TableSet]
+    path: Path
+    caught_up: int
+    building: bool
+    _mutex: threading.RLock
+    _told: tuple[Path, Cursor | None] | None
+    _backlog: bool
+    _ahead: dict[str, tuple[str, int]]
+    _ahead_stuck: bool
+
+    def _connect(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def _discard(self) -> None:
+        raise NotImplementedError
+
+    def _paths(self) -> list[Path]:
+        raise NotImplementedError
+
+    def _at(self, path: Path) -> TableUpdates:
+        """A handle on the same store's tables in the database at `path`."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
+        """Fold the logs' new events into every format; returns how many events were read. When another
+        process holds the write lock longer than `wait` s, returns -1 (the tables answer as they are).
+        Unless `foreground`, a backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built
+        by one background process while this one answers from what is there and, when `ahead`, from
+        this machine's newest rows (also -1)."""
+        with self._mutex:
+            try:
+                read = self._update(wait, foreground)
+            except Busy:
+                read = -1
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    return -1  # the disk is full or read-only: the tables answer as they are
+                self._discard()
+                read = self._update(wait, foreground)
+            if read < 0 and ahead and not foreground and self._backlog:  # (not after a short update's wait)
+                self._add_own_newest(wait)
+            return read
+
+    def _add_own_newest(self, wait: float) -> None:
+        """While another process builds (or holds the write lock): the rows of this machine's log's newest
+        bytes that a format has not read yet are added ahead of it, cursors untouched, so what this
+        machine just wrote is read at once, by every process of it. Rows are keyed by their event (the
+        build adds them again as nothing) and order-free (`TableSet.ahead`), so the tables end as a fresh
+        build's. At most TAIL_BYTES back the first time, then only the new bytes; a busy writer past
+        `wait` s, or a full disk, leaves the tables as they are."""
+        from contextflow.core.lock import LockTimeout, WriterLock
+
+        own = log_path(self.store.folder, self.store.writer)
+        try:
+            info = os.lstat(own)
+            if not stat.S_ISREG(info.st_mode) or not self._ahead_starts(self._connect(), own, info.st_size):
+                return  # (nothing new since the last look: two small queries)
+            db = self._connect()
+            with WriterLock(self.path.with_name(AHEAD_LOCK), wait), Txn(db, wait):
+                starts = self._ahead_starts(db, own, info.st_size, reset=True)
+                if not starts:
+                    return
+                begin = min(start for _, start in starts.values())
+                lines = read_tail(own, info.st_size - begin + 1 if begin else info.st_size + 1)  # (from `begin` on)
+                caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall())
+                self._insert(db, readable_events(lines, self.store), [self.sets[name] for name in starts], caps)
+        except (OSError, Busy, LockTimeout, sqlite3.Error):
+            return
+        for name, (built, _) in starts.items():
+            self._ahead[name] = (built, info.st_size)
+
+    def _ahead_starts(
+        self, db: sqlite3.Connection, own: Path, size: int, *, reset: bool = False
+    ) -> dict[str, tuple[str, int]]:
+        """Per format that takes rows ahead: (its build, where in this machine's log its unread rows
+        start), when before `size`. A format not made yet (or by another version) is made first when
+        `reset` (in the caller's transaction: as the build would, which then only reads)."""
+        formats = {name: (version, built) for name, version, built in db.execute("SELECT * FROM formats")}
+        held = dict(db.execute("SELECT format, cursor FROM cursors WHERE path = ?", (str(own),)).fetchall())
+        starts: dict[str, tuple[str, int]] = {}
+        for name, table_set in self.sets.items():
+            if not table_set.ahead:
+                continue
+            version, built = formats.get(name, (None, ""))
+            if version != table_set.format.version and reset:
+                self._reset(db, name)
+                held.pop(name, None)
+                built = db.execute("SELECT built FROM formats WHERE name = ?", (name,)).fetchone()[0]
+            start = max(cursor_of(held[name]).offset if name in held else 0, size - TAIL_BYTES)
+            added = self._ahead.get(name, ("", 0))
+            start = max(start, added[1] if added[0] == built else 0)
+            if start < size:
+                starts[name] = (built, start)
+        return starts
+
+    def _update(self, wait: float, foreground: bool) -> int:
+        self._backlog = False
+        db = self._connect()
+        try:
+            db.executescript(META)  # (nothing to do once they exist)
+        except sqlite3.OperationalError as exc:
+            if not busy(exc):
+                raise
+            raise Busy(str(exc)) from None  # another process is making the database
+        retire, todo = self._plan(db, self._paths())
+        if not retire and not todo:
+            return 0
+        paths = self._paths()
+        whole = sum(unread_bytes(path, None) for path in paths)
+        passes = 2 * whole // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
+        unread = whole if retire else sum(unread_bytes(p, b) for p, b, _ in todo)
+        backlog = self._backlog = unread > READ_BYTES
+        if not foreground and unread > BACKGROUND_BYTES and hasattr(os, "fork"):
+            self._backlog = True
+            self._build_in_background(unread)
+            return -1
+        if backlog:  # a build: no fsync per chunk (a crash of the OS may cost the derived state, which is rebuilt)
+            db.execute("PRAGMA synchronous=OFF")
+        try:
+            return self._chunks(db, passes, backlog, wait)
+        finally:
+            if backlog:
+                with contextlib.suppress(sqlite3.Error):  # (a damaged database is deleted by the caller)
+                    db.execute("PRAGMA synchronous=NORMAL")
+
+    def _chunks(self, db: sqlite3.Connection, passes: int, backlog: bool, wait: float) -> int:
+        """Up to `passes` chunks, each in its own transaction; returns how many events were read."""
+        read, resets = 0, 0
+        for number in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
+            if backlog:
+                self._let_ahead()
+            # much to read and another process already at it: answer from what is there (`Busy`), never build twice
+            with Txn(db, 0 if backlog and not number else wait):
+                retire, todo = self._plan(db, self._paths())
+                for name in retire:
+                    self._reset(db, name)
+                resets += bool(retire)
+                if retire and resets <= 4:
+                    continue
+                if not todo:
+                    break
+                path, blob, names = todo[0]
+                read += self._read(db, path, blob, names)
+        return read
+
+    def _let_ahead(self) -> None:
+        """Before a build's next chunk: a process adding its newest rows ahead of it goes first (it waits
+        for one chunk at most, never for the whole build). A lock held past WAIT_S is stuck: not waited
+        for again."""
+        from contextflow.core.lock import LockTimeout, WriterLock
+
+        try:
+            with WriterLock(self.path.with_name(AHEAD_LOCK), 0 if self._ahead_stuck else WAIT_S):
+                pass
+        except LockTimeout:
+            self._ahead_stuck = True
+        except OSError:
+            pass
+
+    def _build_in_background(self, unread: int) -> None:
+        """Have one background process build the tables (none when one already does)."""
+        from contextflow.core.lock import LockTimeout, WriterLock
+        from contextflow.core.snapshot import in_background
+
+        self.building = True
+        lock = WriterLock(self.path.with_name(BUILD_LOCK), 0)
+        try:
+            lock.acquire()
+        except LockTimeout:
+            return  # another process builds them
+        lock.release()  # the builder takes it
+        if self.store.progress is not None:
+            self.store.progress(
+                f"building this machine's views from {unread / 1e6:.0f} MB of logs in the background; "
+                "until it is done, answers hold what is built so far"
+            )
+        self.close()  # no database connection crosses the fork
+        path, at = self.path, self._at
+        in_background(lambda: _build(at, path))
+
+    def _plan(
+        self, db: sqlite3.Connection, paths: list[Path]
+    ) -> tuple[list[str], list[tuple[Path, bytes | None, list[str]]]]:
+        """(formats to rebuild, [(log, the cursor to read it from, the formats at that cursor)])."""
+        versions = dict(db.execute("SELECT name, version FROM formats").fetchall())
+        stored: dict[str, dict[str, tuple[bytes, int]]] = {}
+        for name, path, blob, complete in db.execute("SELECT format, path, cursor, complete FROM cursors"):
+            stored.setdefault(name, {})[path] = (blob, complete)
+        names = {str(p) for p in paths}
+        retire = [
+            name
+            for name, table_set in self.sets.items()
+            if versions.get(name) != table_set.format.version or any(p not in names for p in stored.get(name, {}))
+        ]
+        if retire:
+            return retire, []
+        todo: list[tuple[Path, bytes | None, list[str]]] = []
+        for path in paths:
+            sig = signature(path)
+            groups: dict[bytes | None, list[str]] = {}
+            for name in self.sets:
+                found = stored.get(name, {}).get(str(path))
+                if found is not None and found[1] and sig is not None and tuple(orjson.loads(found[0])[:4]) == sig:
+                    continue
+                if found is None and sig is None:
+                    continue
+                groups.setdefault(found[0] if found else None, []).append(name)
+            todo += [(path, blob, group) for blob, group in groups.items()]
+        return [], todo
+
+    def _reset(self, db: sqlite3.Connection, name: str) -> None:
+        """Start format `name` over (in the caller's transaction): tables empty, no cursor, its version recorded."""
+        table_set = self.sets[name]
+        for table in table_set.tables or tuple(table_set.inserts):
+            db.execute(f'DROP TABLE IF EXISTS "{table}"')  # (its indexes and triggers go with it)
+        for statement in table_set.schema:
+            db.execute(statement)
+        db.execute("DELETE FROM cursors WHERE format = ?", (name,))
+        built = os.urandom(8).hex()  # a new build: readers that folded the old rows start over
+        db.execute(
+            "INSERT OR REPLACE INTO formats(name, version, built) VALUES (?, ?, ?)",
+            (name, table_set.format.version, built),
+        )
+
+    def _read(self, db: sqlite3.Connection, path: Path, blob: bytes | None, names: list[str]) -> int:
+        """Read one chunk of `path`'s new lines into formats `names` (inside the caller's transaction)."""
+        start = cursor_of(blob) if blob is not None else None
+        if self.store.progress is not None and (note := much_to_read(path, start)) and self._told != (path, start):
+            self._told = (path, start)
+            self.store.progress(note)  # a person at a terminal: a first read of a big log is slow
+        try:
+            chunk = read_new(path, start, READ_BYTES)
+        except FileNotFoundError:  # gone since it was listed: the next pass lists again
+            return 0
+        if chunk.reset:
+            for name in names:
+                self._reset(db, name)
+            return 0
+        caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall()) if chunk.lines else {}
+        sets = [self.sets[name] for name in names]
+        rows: dict[str, dict[tuple[Any, ...], None]] = {}
+        schema, count, bad = self.store.fields, 0, 0
+        for line_no, raw in chunk.lines:
+            try:
+                event = decode(raw, line_no)
+            except BadLine:
+                bad += 1
+                continue
+            data, dropped = conform(schema, event.kind, event.data)
+            if dropped:
+                event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
+            count += 1
+            if event.kind == BOUND_KIND:
+                self._bound(db, event, sets, caps)
+            cap = caps.get(event.id)
+            if cap is not None and event.hlc > cap:
+                event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
+            for table_set in sets:
+                for table, values in table_set.rows(event):
+                    rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
+        for where, found in rows.items():
+            name, table = where.split("\0")
+            db.executemany(self.sets[name].inserts[table], list(found))
+        complete = chunk.cursor.offset - (start.offset if start else 0) < READ_BYTES
+        before = dict(db.execute("SELECT format, bad FROM cursors WHERE path = ?", (str(path),)).fetchall())
+        db.executemany(
+            "INSERT OR REPLACE INTO cursors(format, path, cursor, complete, bad) VALUES (?, ?, ?, ?, ?)",
+            [(name, str(path), cursor_blob(chunk.cursor), int(complete), before.get(name, 0) + bad) for name in names],
+        )
+        self.caught_up += count
+        return count
+
+    def _insert(
+        self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]
+    ) -> None:
+        """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied."""
+        rows: dict[str, dict[tuple[Any, ...], None]] = {}
+        for event in events:
+            if event.kind == BOUND_KIND:
+                self._bound(db, event, sets, caps)
+            cap = caps.get(event.id)
+            if cap is not None and event.hlc > cap:
+                event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
+            for table_set in sets:
+                for table, values in table_set.rows(event):
+                    rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
+        for where, found in rows.items():
+            name, table = where.split("\0")
+            db.executemany(self.sets[name].inserts[table], list(found))
+
+    def _bound(self, db: sqlite3.Connection, bound: Event, sets: list[TableSet], caps: dict[str, int]) -> None:
+        ids = bound.data.get("ids")
+        cap = max(bound.hlc - 1, 0)
+        for event_id in ids if isinstance(ids, list) else ():
+            if not isinstance(event_id, str) or event_id == bound.id or cap >= caps.get(event_id, cap + 1):
+                continue
+            caps[event_id] = cap
+            db.execute("INSERT OR REPLACE INTO bounds(id, cap) VALUES (?, ?)", (event_id, cap))
+            for table_set in sets:
+                for table in table_set.bounded:
+                    db.execute(
+                        f'UPDATE "{table}" SET hlc = ? WHERE id = ? AND hlc > ?',
+                        (db_stamp(cap), event_id, db_stamp(cap)),
+                    )
+
+
+def _build(at: Callable[[Path], TableUpdates], path: Path) -> None:
+    """The background builder: the whole backlog, under the build lock (released when it exits)."""
+    from contextflow.core.lock import LockTimeout, WriterLock
+
+    lock = WriterLock(path.with_name(BUILD_LOCK), BUILD_WAIT_S)
+    try:
+        with lock:
+            tables = at(path)
+            try:
+                tables.update(BUILD_WAIT_S, foreground=True)
+            finally:
+                tables.close()
+    except LockTimeout:
+        return
