@@ -21,7 +21,7 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (2, "5a47452066f42b2ebf8f"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "457e7d1caaf143f6f62f"),
+    "snapshot": (2, "e635bbff957671f98790"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
     "view.records": (1, "28d36b377a6abe5731d5"),

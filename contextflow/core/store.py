@@ -406,7 +406,6 @@ class Store:
         per item) replaces the clock: an importer's events dated when they happened (a past session's
         turns), which order by those stamps like any event; the clock does not move for them. `fold=False`
         leaves folding them to the next read (an import that ends here need not hold them all in memory)."""
-        from contextflow.core.lock import LockTimeout as Timeout
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
         if (ids is not None and len(ids) != len(items)) or (stamps is not None and len(stamps) != len(items)):
@@ -428,33 +427,40 @@ class Store:
                 self.fold.apply(event)
             self._collected.extend(found)
             return found
+        with self._locked_write() as (pending, seq, held_at):
+            batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
+            if not batch:
+                return []
+            lead = len(batch) - len(items)  # the bound, if any, gets a new id and a clock stamp
+            chosen = [new_id() for _ in range(lead)] + (list(ids) if ids is not None else [new_id() for _ in items])
+            times = [self.clock.tick() for _ in range(lead)] + (
+                list(stamps) if stamps is not None else [self.clock.tick() for _ in items]
+            )
+            events = [
+                Event(event_id, self.writer, seq + offset, stamp, kind, data)
+                for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
+            ]
+            self._writer.append_lines([encode(event) for event in events], held_at)
+            if fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
+                self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
+        return events[len(events) - len(items) :]
+
+    @contextlib.contextmanager
+    def _locked_write(self) -> Iterator[tuple[list[str], int, int | None]]:
+        """Under the writer lock with this machine's log read to its end: the ids a bound must name first,
+        the last sequence number written, and where a batch a kill cut short begins (quarantined first)."""
+        from contextflow.core.lock import LockTimeout as Timeout
+
         try:
             with self.appending, self._writer.locked():
                 self._refresh_own_log()  # other processes of this machine may have appended
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
-                pending = unbounded(self._segments.values(), self.fold.caps)
-                batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
-                if not batch:
-                    return []
-                seq = self._own_seq()
-                lead = len(batch) - len(items)  # the bound, if any, gets a new id and a clock stamp
-                chosen = [new_id() for _ in range(lead)] + (list(ids) if ids is not None else [new_id() for _ in items])
-                times = [self.clock.tick() for _ in range(lead)] + (
-                    list(stamps) if stamps is not None else [self.clock.tick() for _ in items]
-                )
-                events = [
-                    Event(event_id, self.writer, seq + offset, stamp, kind, data)
-                    for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
-                ]
                 own = self._segments.get(self._writer.path)
-                held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
-                self._writer.append_lines([encode(event) for event in events], held_at)
-                if fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
-                    self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
+                held_at = own.held_at if own is not None else None
+                yield unbounded(self._segments.values(), self.fold.caps), self._own_seq(), held_at
         except Timeout:
             raise self._lock_held() from None
-        return events[len(events) - len(items) :]
 
     def _lock_held(self) -> StoreError:
         return StoreError(
@@ -466,29 +472,17 @@ class Store:
         """Write a batch staged outside the lock (`staged.py`: an import too large to hold in memory) as one
         framed batch: under the writer lock only each event's seq and clock stamp are made. Its events are
         folded by the next read. Returns how many were written."""
-        from contextflow.core.lock import LockTimeout as Timeout
-
         if not len(staged):
             return 0
-        try:
-            with self.appending, self._writer.locked():
-                self._refresh_own_log()  # other processes of this machine may have appended
-                if self._observe_other_logs():
-                    self.refresh()  # a log ends beyond the drift bound: learn which events are
-                pending = unbounded(self._segments.values(), self.fold.caps)
-                seq = self._own_seq()
-                lead = []
-                if pending:
-                    bound = Event(new_id(), self.writer, seq + 1, self.clock.tick(), BOUND_KIND, {"ids": pending})
-                    lead, seq = [encode(bound)], seq + 1
-                stamps = array("Q", (self.clock.tick() for _ in range(len(staged))))
-                size, pieces = staged.lines(seq + 1, stamps)
-                own = self._segments.get(self._writer.path)
-                held_at = own.held_at if own is not None else None  # a batch a kill cut short: quarantined first
-                lines = itertools.chain(lead, pieces)
-                self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, held_at)
-        except Timeout:
-            raise self._lock_held() from None
+        with self._locked_write() as (pending, seq, held_at):
+            lead = []
+            if pending:
+                bound = Event(new_id(), self.writer, seq + 1, self.clock.tick(), BOUND_KIND, {"ids": pending})
+                lead, seq = [encode(bound)], seq + 1
+            stamps = array("Q", (self.clock.tick() for _ in range(len(staged))))
+            size, pieces = staged.lines(seq + 1, stamps)
+            lines = itertools.chain(lead, pieces)
+            self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, held_at)
         return len(staged)
 
     # -- snapshot ------------------------------------------------------------------------
