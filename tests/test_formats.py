@@ -29,10 +29,10 @@ RECORDED = {
     "view.search": (1, "abacdad9ef7bfd468e06"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "92d7e840409d68bb1aba"),
-    "sessions": (1, "177636d5a954e34c9833"),
-    "feed": (1, "8f0a33aec0b0db16862d"),
-    "capture": (1, "db082ecfa33bf5420f62"),
+    "view-events": (2, "c94daf20ce03267a8723"),
+    "sessions": (1, "76bcfed9e8bf3f26a3a7"),
+    "feed": (1, "5d693a0e4ba341b4d575"),
+    "capture": (1, "970adab2fbe4ed13e794"),
 }
 GUARDED = all_formats()
 

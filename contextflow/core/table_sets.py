@@ -97,13 +97,18 @@ def busy(exc: BaseException) -> bool:
     return "locked" in str(exc).lower() or "busy" in str(exc).lower()
 
 
-def readable_events(lines: list[tuple[int, bytes]], store: Store) -> Iterator[Event]:
-    """The readable events of these lines, each field checked as every reader checks it."""
+def readable_events(lines: list[tuple[int, bytes]], store: Store, tally: list[int] | None = None) -> Iterator[Event]:
+    """The readable events of these lines, each field checked as every reader checks it (`tally`, when
+    given, counts [events read, bad lines])."""
     for line_no, raw in lines:
         try:
             event = decode(raw, line_no)
         except BadLine:
+            if tally is not None:
+                tally[1] += 1
             continue
+        if tally is not None:
+            tally[0] += 1
         data, dropped = conform(store.fields, event.kind, event.data)
         yield Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
 

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from contextflow.core.events import BadLine, Event, decode
-from contextflow.core.fields import conform
+from contextflow.core.events import Event
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, log_path, read_new, read_tail
@@ -293,30 +292,9 @@ class TableUpdates:
                 self._reset(db, name)
             return 0
         caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall()) if chunk.lines else {}
-        sets = [self.sets[name] for name in names]
-        rows: dict[str, dict[tuple[Any, ...], None]] = {}
-        schema, count, bad = self.store.fields, 0, 0
-        for line_no, raw in chunk.lines:
-            try:
-                event = decode(raw, line_no)
-            except BadLine:
-                bad += 1
-                continue
-            data, dropped = conform(schema, event.kind, event.data)
-            if dropped:
-                event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
-            count += 1
-            if event.kind == BOUND_KIND:
-                self._bound(db, event, sets, caps)
-            cap = caps.get(event.id)
-            if cap is not None and event.hlc > cap:
-                event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
-            for table_set in sets:
-                for table, values in table_set.rows(event):
-                    rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
-        for where, found in rows.items():
-            name, table = where.split("\0")
-            db.executemany(self.sets[name].inserts[table], list(found))
+        tally = [0, 0]  # events read, bad lines
+        self._insert(db, readable_events(chunk.lines, self.store, tally), [self.sets[name] for name in names], caps)
+        count, bad = tally
         complete = chunk.cursor.offset - (start.offset if start else 0) < READ_BYTES
         before = dict(db.execute("SELECT format, bad FROM cursors WHERE path = ?", (str(path),)).fetchall())
         db.executemany(
