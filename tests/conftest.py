@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -115,3 +116,11 @@ async def call_with_data(client: Client, name: str, arguments: dict[str, Any]) -
 def text_of(result: Any) -> str:
     """The text of a tool result's first content block."""
     return str(result.content[0].text)
+
+
+def git_checkout(work: Path, origin: str) -> Path:
+    """A git repository at `work` whose remote origin is `origin` (no git command reaches the network)."""
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30)
+    subprocess.run(["git", "-C", str(work), "remote", "add", "origin", origin], check=True, timeout=30)
+    return work

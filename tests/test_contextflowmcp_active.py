@@ -17,7 +17,7 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.app import App
-from tests.conftest import connect, text_of
+from tests.conftest import connect, git_checkout, text_of
 from tests.e2e.test_contextflowmcp_suite import find_contextflowmcp
 from tests.test_contextflowmcp_files import append, entry, session_file
 
@@ -117,12 +117,7 @@ async def test_its_picker_chooses_and_contextflow_resumes(context_file: Path, tm
 @pytest.fixture
 def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A git checkout whose origin is acme/shop, the working folder."""
-    work = tmp_path / "shop"
-    work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30)
-    subprocess.run(
-        ["git", "-C", str(work), "remote", "add", "origin", "https://github.com/acme/shop.git"], check=True, timeout=30
-    )
+    work = git_checkout(tmp_path / "shop", "https://github.com/acme/shop.git")
     monkeypatch.chdir(work)
     return work
 

@@ -13,7 +13,7 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.app import App
-from tests.conftest import connect, text_of
+from tests.conftest import connect, git_checkout, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -21,12 +21,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A git checkout whose origin is acme/shop, the working folder."""
-    work = tmp_path / "shop"
-    work.mkdir()
-    subprocess.run(["git", "init", "-q", str(work)], check=True, timeout=30)
-    subprocess.run(
-        ["git", "-C", str(work), "remote", "add", "origin", "git@github.com:acme/shop.git"], check=True, timeout=30
-    )
+    work = git_checkout(tmp_path / "shop", "git@github.com:acme/shop.git")
     monkeypatch.chdir(work)
     return work
 
