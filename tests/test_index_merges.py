@@ -26,6 +26,16 @@ def on_disk(app: App) -> dict[str, Doc]:
     return {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
 
 
+def one_note_indexed(app: App) -> tuple[Path, dict[str, int]]:
+    """The index folder once a note is searched and its merges ended, and the files its commit recorded."""
+    app.store.append("note", {"project": "p", "text": "websocket once"})
+    refs(app, "websocket")
+    search = derived.search_for(app.store)
+    search.index().settle()
+    folder = search.index_folder()
+    return folder, committed(folder)
+
+
 def segments(folder: Path) -> int:
     return len(orjson.loads((folder / "meta.json").read_bytes())["segments"])
 
@@ -60,12 +70,7 @@ def test_merges_still_going_are_not_damage_and_another_writer_waits_for_them(app
 
 
 def test_a_truncated_file_of_a_live_segment_or_a_torn_meta_file_is_damage(app, tmp_path):
-    app.store.append("note", {"project": "p", "text": "websocket once"})
-    refs(app, "websocket")
-    search = derived.search_for(app.store)
-    search.index().settle()
-    folder = search.index_folder()
-    recorded = committed(folder)
+    folder, recorded = one_note_indexed(app)
     assert recorded and all(not name.startswith("meta") for name in recorded)
     victim = next(folder / name for name in recorded if name.endswith(".term"))
     whole = victim.read_bytes()
@@ -85,13 +90,7 @@ def test_a_truncated_file_of_a_live_segment_or_a_torn_meta_file_is_damage(app, t
 
 
 def test_a_file_deleted_while_the_folder_is_scanned_is_only_left_out(app, monkeypatch):
-
-    app.store.append("note", {"project": "p", "text": "websocket once"})
-    refs(app, "websocket")
-    search = derived.search_for(app.store)
-    search.index().settle()
-    folder = search.index_folder()
-    recorded = committed(folder)
+    folder, recorded = one_note_indexed(app)
     real = os.scandir
 
     class Gone:  # an entry a merge's clean-up deleted between the listing and its stat
