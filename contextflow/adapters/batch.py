@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from contextflow.app import App
-    from contextflow.operations import Operation, Reply
+    from contextflow.operations.spec import Operation, Reply
 
 # the commands that take --stdin, and the tool each line runs as (`conversations save` reads a file)
 BATCH_OPERATIONS = {

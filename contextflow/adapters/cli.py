@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from contextflow.app import App
     from contextflow.core.errors import ContextflowError
-    from contextflow.operations import Operation, Param
+    from contextflow.operations.spec import Operation, Param
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
 STORE_FLAGS = ("--store", "--db", "--format")  # global flags that take a value, before the command word

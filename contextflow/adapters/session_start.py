@@ -62,7 +62,7 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     digest = latest.digest or {}
     changed = _changes(root, (latest.state or {}) if latest.event is not None else digest.get("state", {}))
     if latest.event is not None:
-        from contextflow.sessions.present import entry_text
+        from contextflow.sessions.entry import entry_text
 
         automatic = bool(latest.event.data.get("auto"))
         title = f"Latest handoff in project {project}" + (" (automatic)" if automatic else " (written by the agent)")

@@ -2,10 +2,7 @@
 parameters several features share (params.py), the argument checker (arguments.py) and the one
 provenance header over stored text (provenance.py). Each feature package declares its own table
 in its `operations.py`; `contextflow.features` lists them.
+
+Import from the modules themselves: this package imports nothing, so a hook that needs only the
+provenance header does not build the table's classes.
 """
-
-from __future__ import annotations
-
-from contextflow.operations.spec import Operation, Param, PromptSpec, Reply, Table
-
-__all__ = ["Operation", "Param", "PromptSpec", "Reply", "Table"]

@@ -18,7 +18,7 @@ from contextflow.records import core as records
 from contextflow.records.fields import DEFAULT_SINCE_DAYS
 from contextflow.records.view import Record
 from contextflow.sessions import core as sessions
-from contextflow.sessions.present import entry_text
+from contextflow.sessions.entry import entry_text
 from contextflow.timeline import core as timeline
 from contextflow.timeline import present as timeline_present
 

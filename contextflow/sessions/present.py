@@ -13,37 +13,13 @@ import orjson
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.events import Event, as_dict
-from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.operations.provenance import dumps, header
 from contextflow.operations.spec import JSON, PromptSpec, Reply
 from contextflow.sessions import core as sessions
 from contextflow.sessions.core import Resume
+from contextflow.sessions.entry import entry_text
 from contextflow.sessions.view import SessionSummary
-
-
-def entry_text(event: Event, index: int | None = None) -> str:
-    """One note or handoff: its provenance header, then its text quoted line by line."""
-    data = event.data
-    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
-    head = header(
-        f"[{index}] {title}" if index is not None else title,
-        ("writer", event.writer),
-        ("project", data.get("project") or DEFAULT_PROJECT),
-        ("session", data.get("session_id")),
-        ("task", data.get("task")),
-        ("id", event.id),
-    )
-    if event.kind == "note":
-        body = [quote(data.get("text", ""))]
-    else:
-        body = ["summary:", quote(data.get("summary", ""))]
-        for name in ("next_steps", "open_questions", "files"):
-            if items := data.get(name):
-                body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
-    if data.get("tags"):
-        body.append("tags: " + ", ".join(clip(tag, 60) for tag in data["tags"]))
-    return "\n".join([head, *body])
 
 
 def entries_text(entries: list[Event], title: str, bad_lines: int = 0) -> str:

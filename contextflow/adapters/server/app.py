@@ -33,9 +33,9 @@ from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean, clean_data, clean_reply
-from contextflow.operations import Operation, PromptSpec, Reply
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.provenance import dumps
+from contextflow.operations.spec import Operation, PromptSpec, Reply
 
 log = logging.getLogger("contextflow.adapters.server")
 T = TypeVar("T")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextflow.core.errors import InputError
 from contextflow.features import features
-from contextflow.operations import Table
+from contextflow.operations.spec import Table
 
 DEFAULT_GROUPS = ("sessions", "context", "recall")
 
