@@ -387,6 +387,36 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
     assert "HEAVY [] 0" in done.stderr, done.stderr
 
 
+def test_a_session_start_reads_the_tables_without_the_operations_table_or_writers_modules(tmp_path):
+    """Every agent start runs this hook: it shows the handoff from the derived tables and imports
+    neither the operations table's classes, nor the presenters of tools, nor what only writes need."""
+    import subprocess
+    import sys
+
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("COVERAGE")},
+        "CONTEXTFLOW_STORE": str(tmp_path / "store"),
+        "CONTEXTFLOW_STATE": str(tmp_path / "state"),
+        "HOME": str(tmp_path),
+        "MCP_SHARED_CONTEXT_PROJECT": "shop",
+    }
+    wrote = [sys.executable, "-m", "contextflow", "handoff", "parser half done", "--session", "s1", "--next", "tests"]
+    assert subprocess.run(wrote, env=env, capture_output=True, timeout=60).returncode == 0
+    script = (
+        "import io, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
+        "from contextflow.adapters.cli import main\n"
+        "code = main(['hook', 'session-start'])\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.operations.spec', "
+        "'contextflow.sessions.present', 'contextflow.core.staged', 'contextflow.graph.view', 'contextflow.search.disk', "
+        "'tantivy', 'secrets', 'mcp', 'platformdirs')))\n"
+        "print('HEAVY', heavy, code, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert "parser half done" in done.stdout, done.stderr  # (it did read the handoff)
+    assert "HEAVY [] 0" in done.stderr, done.stderr
+
+
 def test_the_hook_budget_limit_is_the_graphs():
     from contextflow.adapters import hooks
     from contextflow.graph import model

@@ -15,7 +15,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from contextflow import __version__
 from contextflow.core import legacy, snapshot
@@ -46,7 +46,9 @@ from contextflow.core.segments import (
     new_segment,
 )
 from contextflow.core.settings import LEGACY_MAX_BYTES, read
-from contextflow.core.staged import StagedBatch
+
+if TYPE_CHECKING:
+    from contextflow.core.staged import StagedBatch  # (an import's; not loaded by a read)
 
 S = TypeVar("S")
 SNAPSHOT_FORMAT = 2
