@@ -1,5 +1,6 @@
 """What a session start reads of captured sessions, from the derived tables, equals the in-memory view's."""
 
+import json
 import os
 import random
 
@@ -148,7 +149,7 @@ def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, 
         app.store.append("note", {"project": "shared", "session_id": "a", "text": f"a{n} " + "y" * 200})
         if n % 10 == 0:
             other.store.append("note", {"project": "shared", "session_id": "b", "text": f"b{n}"})
-    tail = TailTables(app.store, features.all_tables(), limit=2_000)
+    tail = TailTables(app.store, features.all_tables(), limit=2_000, budget=2_000)  # (no room to read more)
     try:
         texts = [row[0] for row in tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")]
         assert texts and texts[-1].startswith("a29") and len(texts) < 20  # the newest only
@@ -156,6 +157,46 @@ def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, 
         assert tail.horizon > 0
     finally:
         tail.close()
+
+
+def test_the_busiest_writers_tail_is_read_further_back_within_the_budget(app):
+    """A busy writer's last megabyte spans minutes where a quiet one's spans days: its tail is read
+    further back (within the budget), so the window every tail covers is wider, and still whole."""
+    from contextflow import features
+    from contextflow.core.log import read_whole
+    from contextflow.core.table_tails import TailTables
+
+    quiet = open_app("writer-q")
+    for n in range(80):  # writer-a: 80 long notes; writer-q: one short note every 8
+        app.store.append("note", {"project": "shared", "session_id": "a", "text": f"a{n} " + "y" * 300})
+        if n % 8 == 0:
+            quiet.store.append("note", {"project": "shared", "session_id": "q", "text": f"q{n}"})
+    narrow = TailTables(app.store, features.all_tables(), limit=2_000, budget=2_000)  # no room to grow
+    wide = TailTables(app.store, features.all_tables(), limit=2_000, budget=20_000)
+    try:
+        logged = [json.loads(raw) for path in app.store.folder.glob("*.jsonl") for _, raw in read_whole(path)[1]]
+        every = sorted((event["hlc"], event["data"]["text"]) for event in logged if event["kind"] == "note")
+        for tail in (narrow, wide):
+            rows = tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")
+            assert [text for (text,) in rows] == [text for hlc, text in every if hlc >= tail.horizon]  # all since it
+        assert 0 < wide.horizon < narrow.horizon
+        assert len(wide.query("SELECT id FROM sessions_entries")) >= 2 * len(narrow.query("SELECT id FROM sessions_entries"))
+    finally:
+        narrow.close()
+        wide.close()
+
+
+def test_a_fresh_machine_says_why_when_the_newest_events_hold_nothing_of_the_project(app, capsys, monkeypatch, tmp_path):
+    from contextflow.core import table_updates
+
+    app.store.append("handoff", {"project": "shared", "session_id": "s1", "summary": "Parser half done", "agent": "a"})
+    other = [("note", {"project": "elsewhere", "session_id": "e", "text": f"{n} " + "x" * 400}) for n in range(19_000)]
+    app.store.append_many(other)  # more than all tails together read (table_sets.TAIL_BUDGET)
+    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))
+    context = _session_start(capsys, monkeypatch, str(tmp_path))
+    assert "Parser half done" not in context
+    assert "nothing of project shared is among the newest events read so far" in context
 
 
 def test_an_earlier_copy_of_a_turn_read_later_moves_it_and_its_sessions_follow(app):

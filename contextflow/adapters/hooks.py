@@ -198,10 +198,14 @@ def session_start_output(
 ) -> str:
     """What `hook session-start` prints for this app: the exact JSON a client receives (`partial`: read
     from the logs' newest events, which it says)."""
-    from contextflow.adapters.session_start import PARTIAL_NOTE, session_start
+    from contextflow.adapters.session_start import NOTHING_YET_NOTE, PARTIAL_NOTE, session_start
+    from contextflow.core.text import clean
 
     text = session_start(app, hooks, budget, project, cwd)
-    return _inject("SessionStart", f"{text}\n\n{PARTIAL_NOTE}" if partial and text.strip() else text)
+    if partial:  # (said also when the newest events hold nothing of this project: the agent knows why)
+        shown = clean(project or app.settings.default_project, True)
+        text = f"{text}\n\n{PARTIAL_NOTE}" if text.strip() else NOTHING_YET_NOTE.format(project=shown)
+    return _inject("SessionStart", text)
 
 
 def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:

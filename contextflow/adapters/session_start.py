@@ -34,6 +34,10 @@ PARTIAL_NOTE = (
     "(This machine is still reading the store's logs into its local views: the above is from the newest "
     "events only; older sessions show at the next session start.)"
 )
+NOTHING_YET_NOTE = (
+    "(This machine is still reading the store's logs into its local views, and nothing of project {project} is "
+    "among the newest events read so far: its handoffs and sessions show at a later session start.)"
+)
 
 
 def default_query(app: App, hooks: Path) -> tuple[str, int | None]:

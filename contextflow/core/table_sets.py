@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
 TAIL_BYTES = 1024 * 1024  # of each log, read by a process answering while the tables are built
+TAIL_BUDGET = 8 * TAIL_BYTES  # of all logs together: more of the busiest writer's, whose bytes span the least time
 Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
 STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
 

@@ -4,13 +4,14 @@ short-lived process (the session start) reads the logs' newest events into table
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from contextflow.core.log import read_tail
-from contextflow.core.table_sets import META, TAIL_BYTES, WAIT_S, TableSet, readable_events
+from contextflow.core.table_sets import META, TAIL_BUDGET, TAIL_BYTES, WAIT_S, TableSet, readable_events
 from contextflow.core.tables import _OPEN, Tables, tables_for
 
 if TYPE_CHECKING:
@@ -20,10 +21,13 @@ if TYPE_CHECKING:
 class TailTables(Tables):
     """The tables of the logs' newest events only, in memory, never updated: what a short-lived process
     (the session start) answers from while this machine's tables are built in the background, instead of
-    nothing. About `limit` bytes of each log are read; only events at or after `horizon` (the oldest stamp
-    every log's tail reaches back to) are kept, so what is there is every event since then."""
+    nothing. About `limit` bytes of each log are read, then more of the log whose tail reaches back least
+    (`_tails`); only events at or after `horizon` (the oldest stamp every log's tail reaches back to) are
+    kept, so what is there is every event since then."""
 
-    def __init__(self, store: Store, sets: Sequence[TableSet], limit: int = TAIL_BYTES) -> None:
+    def __init__(
+        self, store: Store, sets: Sequence[TableSet], limit: int = TAIL_BYTES, budget: int = TAIL_BUDGET
+    ) -> None:
         super().__init__(store, sets, Path(":memory:"))
         db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         db.executescript(META)
@@ -31,18 +35,7 @@ class TailTables(Tables):
             for statement in table_set.schema:
                 db.execute(statement)
         self._db = db
-        tails: list[list[tuple[int, bytes]]] = []
-        self.horizon = 0
-        for path in self._paths():
-            try:
-                lines = read_tail(path, limit)
-                cut = path.stat().st_size > limit
-            except OSError:
-                continue
-            tails.append(lines)
-            first = next((event for event in readable_events(lines[:50], store)), None)
-            if cut and first is not None:
-                self.horizon = max(self.horizon, first.hlc)
+        tails, self.horizon = _tails(self._paths(), store, limit, budget)
         caps: dict[str, int] = {}
         sets = list(self.sets.values())
         db.execute("BEGIN")
@@ -61,6 +54,39 @@ class TailTables(Tables):
 
     def current(self) -> bool:
         return False
+
+
+class _Tail(NamedTuple):
+    asked: int  # bytes
+    lines: list[tuple[int, bytes]]
+    first: int | None  # the stamp of its first event when the log holds more before it, else None
+
+
+def _tails(paths: Iterable[Path], store: Store, limit: int, budget: int) -> tuple[list[list[tuple[int, bytes]]], int]:
+    """Each log's newest lines, and the horizon (the newest first stamp of a log not read whole): about
+    `limit` bytes of each, then the log that sets the horizon (a busy writer's, whose bytes span the least
+    time) read twice as far back, and again, while all of them together stay within `budget` bytes."""
+
+    def read(path: Path, asked: int) -> _Tail:
+        lines = read_tail(path, asked)
+        first = next((event.hlc for event in readable_events(lines[:50], store)), None)
+        return _Tail(asked, lines, first if path.stat().st_size > asked else None)
+
+    found: dict[Path, _Tail] = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found[path] = read(path, limit)
+    while cut := [(tail.first, path) for path, tail in found.items() if tail.first is not None]:
+        _, narrowest = max(cut)
+        asked = found[narrowest].asked
+        if sum(tail.asked for tail in found.values()) + asked > budget:
+            break
+        try:
+            found[narrowest] = read(narrowest, 2 * asked)
+        except OSError:
+            break
+    horizon = max((tail.first for tail in found.values() if tail.first is not None), default=0)
+    return [tail.lines for tail in found.values()], horizon
 
 
 def answer_from_tail(
