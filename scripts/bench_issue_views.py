@@ -52,6 +52,9 @@ from benchlib.storegen import generate_store  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "capture" / "claude-transcript.jsonl"
 SAMPLE_CWD = "/work/research/capture/runs/claude-full/work"
+# What any session start imports before a line of contextflow runs (orjson imports dataclasses, inspect,
+# uuid, datetime; pathlib imports urllib.parse): the floor under the hook's ratio to `python -c pass`.
+LIBRARIES = "import orjson, sqlite3, pathlib, typing, hashlib, json, re, threading"
 APPEND = (
     "import sys\nfrom contextflow.app import App\napp = App.open()\n"
     "app.store.append_many([('note', {'project': 'shared', 'agent': 'other', 'session_id': 'elsewhere', "
@@ -224,6 +227,9 @@ def main() -> int:
         env = {**stores[-1][1][-1].env, "PYTHONPATH": str(Path(__file__).resolve().parent)}
         for rep in range(args.reps):
             samples.setdefault("python -c pass", []).append(timed([sys.executable, "-c", "pass"], env))
+            samples.setdefault("python importing the libraries a session start needs", []).append(
+                timed([sys.executable, "-c", LIBRARIES], env)
+            )
             floor = cold_start(floor_command, env, "noop", {}, errlog)
             samples.setdefault("no-op SDK server, first call", []).append(
                 (floor.to_first_call, floor.peak_rss_kb / 1024, 0.0)
