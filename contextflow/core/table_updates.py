@@ -171,12 +171,14 @@ class TableUpdates:
             return -1
         if backlog:  # a build: no fsync per chunk (a crash of the OS may cost the derived state, which is rebuilt)
             db.execute("PRAGMA synchronous=OFF")
+            db.execute("PRAGMA temp_store=MEMORY")  # statement journals (each row's triggers): 20x the tables' size
         try:
             return self._chunks(db, passes, backlog, wait)
         finally:
             if backlog:
                 with contextlib.suppress(sqlite3.Error):  # (a damaged database is deleted by the caller)
                     db.execute("PRAGMA synchronous=NORMAL")
+                    db.execute("PRAGMA temp_store=DEFAULT")
 
     def _chunks(self, db: sqlite3.Connection, passes: int, backlog: bool, wait: float) -> int:
         """Up to `passes` chunks, each in its own transaction; returns how many events were read."""
