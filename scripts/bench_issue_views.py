@@ -197,6 +197,7 @@ def main() -> int:
     parser.add_argument("--after", type=Path, default=ROOT, help="the code tree measured (default: this checkout)")
     parser.add_argument("--no-upgrade", action="store_true", help="leave out the upgrade rows")
     parser.add_argument("--no-more", action="store_true", help="leave out the rows of benchlib.issue_rows")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (stores, states) to look into")
     args = parser.parse_args()
     for tree in (args.before, args.after):  # compiled once, as an installed package is
         if tree is not None:
@@ -286,7 +287,10 @@ def main() -> int:
                 print(f"\n## {label}: many servers, each tool's first call, building, prompts (benchlib.issue_rows)")
                 issue_rows.more_rows(trees, env, floor_command, errlog, noop_mb)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"(kept: {work})")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -180,13 +180,17 @@ def test_the_busiest_writers_tail_is_read_further_back_within_the_budget(app):
             rows = tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")
             assert [text for (text,) in rows] == [text for hlc, text in every if hlc >= tail.horizon]  # all since it
         assert 0 < wide.horizon < narrow.horizon
-        assert len(wide.query("SELECT id FROM sessions_entries")) >= 2 * len(narrow.query("SELECT id FROM sessions_entries"))
+        assert len(wide.query("SELECT id FROM sessions_entries")) >= 2 * len(
+            narrow.query("SELECT id FROM sessions_entries")
+        )
     finally:
         narrow.close()
         wide.close()
 
 
-def test_a_fresh_machine_says_why_when_the_newest_events_hold_nothing_of_the_project(app, capsys, monkeypatch, tmp_path):
+def test_a_fresh_machine_says_why_when_the_newest_events_hold_nothing_of_the_project(
+    app, capsys, monkeypatch, tmp_path
+):
     from contextflow.core import table_updates
 
     app.store.append("handoff", {"project": "shared", "session_id": "s1", "summary": "Parser half done", "agent": "a"})
