@@ -118,10 +118,12 @@ class Tree:
         return found
 
     def wait_for_tables(self) -> None:
-        """Until this machine's derived tables hold every log (a fresh machine's build runs in the background)."""
+        """Until this machine's derived tables hold every log (a fresh machine's build runs in the background; a
+        wait that ends while the builder still holds the tables (-1) is taken again)."""
         code = (
             "from contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\n"
-            "app = App.open()\napp.tables().update(BUILD_WAIT_S, foreground=True)\napp.close()\n"
+            "app = App.open()\nfor _ in range(60):\n"
+            "    if app.tables().update(BUILD_WAIT_S, foreground=True) >= 0:\n        break\napp.close()\n"
         )
         subprocess.run([sys.executable, "-c", code], env=self.env, check=True, timeout=3600)
 
