@@ -86,7 +86,7 @@ def damage(exc: BaseException) -> bool:
 # goes in changes; tests/test_formats.py guards the code each depends on.
 INDEX = Format(
     "search-index",
-    2,
+    3,  # 3: each document's body and near lengths as fast fields (`disk.LENGTHS`, for the tail's scoring)
     ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
 )
 
