@@ -267,7 +267,10 @@ class DerivedSearch:
         from contextflow.search.sink import SearchSink
         from contextflow.search.tail import Follower
 
+        opened = self._index is not None
         index = self._open()
+        if opened:
+            self._check_files()  # (as `_current`) a file truncated under an open index
         key = (state.get("instance"), self._seen)
         if self._tail is None or self._tail.key != key or self._tail.sink.index is not index:
             self._tail = Follower(key, SearchSink(index))

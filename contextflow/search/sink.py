@@ -93,6 +93,7 @@ class SearchSink:
         self.origin: dict[str, tuple[str, OrderKey]] = {}  # pending entries' sequence and key on disk
         self.rewrites: dict[str, Doc] = {}  # entries on disk whose neighbours changed (`_settle`)
         self.touched: set[str] = set()  # documents the events folded since `touched` was last emptied
+        self.placed: dict[str, str] | None = None  # pending entries' sequences at the last `uncommitted`
         self.pending_events = 0
         self.skipped = 0
 
@@ -135,9 +136,14 @@ class SearchSink:
 
     # -- sequences ---------------------------------------------------------------------------
 
-    def _settle(self) -> None:
-        """Give every entry of the touched sequences its near field (see the module's docstring)."""
-        self.rewrites.clear()
+    def _settle(self, groups: set[str] | None = None) -> None:
+        """Give every entry of the touched sequences its near field (see the module's docstring); with
+        `groups`, only those sequences (the others' pending entries are as the last settle left them)."""
+        if groups is None:
+            self.rewrites.clear()
+        else:
+            for doc_id in [doc_id for doc_id, doc in self.rewrites.items() if doc.group in groups]:
+                del self.rewrites[doc_id]
         spans: dict[str, list[int]] = {}
         members: dict[str, dict[str, tuple[OrderKey, Doc | Row]]] = {}
         for doc_id, (doc, _) in self.pending.items():
@@ -154,7 +160,8 @@ class SearchSink:
                 spans.setdefault(ready.group, []).append(ready.key[0])
                 members.setdefault(ready.group, {})[doc_id] = (ready.key, ready)
         for group, stamps in spans.items():
-            self._settle_group(group, sorted(set(stamps)), members.get(group, {}))
+            if groups is None or group in groups:
+                self._settle_group(group, sorted(set(stamps)), members.get(group, {}))
 
     def _settle_group(self, group: str, stamps: list[int], mine: dict[str, tuple[OrderKey, Doc | Row]]) -> None:
         """One sequence: the entries on disk next to the pending ones (`DiskIndex.around`; the others in
@@ -214,13 +221,27 @@ class SearchSink:
     def uncommitted(self, kept: dict[str, Row]) -> list[tuple[Row, bool]]:
         """What a commit would write now (the entries it would rewrite and the pending documents), each
         with whether it replaces a document on disk, without writing (`search/tail.py` scores them beside
-        the index). `kept`: the rows of the last call, reused for documents no event touched since."""
-        self._settle()
+        the index). `kept`: the rows of the last call, reused for documents no event touched since (and
+        whose neighbours stayed); only the sequences the events since touched are settled again."""
+        groups = None
+        if self.placed is not None:
+            groups = set()
+            for doc_id in self.touched:
+                entry = self.pending.get(doc_id)
+                if entry is not None and entry[0].member:
+                    groups.add(entry[0].group)
+                for earlier in (self.placed.get(doc_id), self.origin.get(doc_id, ("",))[0]):
+                    if earlier:
+                        groups.add(earlier)
+        self._settle(groups)
+        self.placed = {doc_id: doc.group for doc_id, (doc, _) in self.pending.items() if doc.member}
         scale, touched = self.index.scale, self.touched
-        found = [(row(doc, scale), True) for doc in self.rewrites.values()]
-        for doc_id, (doc, known) in self.pending.items():
-            ready = kept.get(doc_id)
-            found.append((ready if ready is not None and not doc.member and doc_id not in touched else row(doc, scale), known))
+        found = []
+        for doc, known in [*((doc, True) for doc in self.rewrites.values()), *self.pending.values()]:
+            ready = kept.get(doc.doc_id)
+            if ready is None or doc.doc_id in touched or doc.member and (ready.links, ready.near) != (doc.near, doc.near_terms):
+                ready = row(doc, scale)
+            found.append((ready, known))
         touched.clear()
         return found
 
@@ -249,6 +270,7 @@ class SearchSink:
         self.prepared.clear()
         self.rewrites.clear()
         self.touched.clear()
+        self.placed = None
         self.origin.clear()
         self.pending_events = 0
 

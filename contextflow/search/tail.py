@@ -79,22 +79,28 @@ class Pending(NamedTuple):
 class TailedIndex:
     """The committed index and its tail as one `ranking.Searchable`."""
 
-    def __init__(self, disk: DiskIndex, rows: list[tuple[Row, bool]]) -> None:
+    def __init__(self, disk: DiskIndex, rows: list[tuple[Row, bool]], before: TailedIndex | None = None) -> None:
         self.disk = disk
-        self.pending = {item.doc_id: Pending.of(item, disk.scale) for item, _ in rows}
-        self.new = sum(not known for _, known in rows)  # documents not on disk yet
-        self.body_df: Counter[str] = Counter()  # over the documents not on disk yet (`_stats`)
-        self.near_df: Counter[str] = Counter()
-        self.lengths = [0, 0]
-        self.speakers: set[str] = set()
-        for item, known in rows:
-            entry = self.pending[item.doc_id]
-            self.speakers.update(item.agent)
-            if not known:
-                self.body_df.update(entry.body.keys())
-                self.near_df.update(entry.near.keys())
-                self.lengths[0] += entry.body_length
-                self.lengths[1] += entry.near_length
+        earlier = before.pending if before is not None else {}
+        self.pending = {
+            item.doc_id: entry if (entry := earlier.get(item.doc_id)) is not None and entry.row is item
+            else Pending.of(item, disk.scale)
+            for item, _ in rows
+        }  # fmt: skip
+        self.fresh = {item.doc_id for item, known in rows if not known}  # documents not on disk yet
+        self.new = len(self.fresh)
+        fresh = [self.pending[doc_id] for doc_id in self.fresh]
+        self.lengths = (sum(entry.body_length for entry in fresh), sum(entry.near_length for entry in fresh))
+        self._terms: dict[str, tuple[list[Pending], int, int]] = {}
+
+    def holding(self, term: str) -> tuple[list[Pending], int, int]:
+        """The tail's documents holding `term` (body or near), and how many new ones hold it in each."""
+        found = self._terms.get(term)
+        if found is None:
+            holders = [entry for entry in self.pending.values() if term in entry.body or term in entry.near]
+            new = [entry for entry in holders if entry.row.doc_id in self.fresh]
+            found = self._terms[term] = (holders, sum(term in e.body for e in new), sum(term in e.near for e in new))
+        return found
 
     def __len__(self) -> int:
         return len(self.pending)
@@ -136,19 +142,19 @@ class TailedIndex:
         """The tail's documents within the filters, scored as tantivy scores the index's query."""
         docs, body_avg, near_avg = self._stats()
         searcher = self.disk.searcher
-        fields = [("body", 1.0, body_avg, self.body_df)] + ([("near", ranking.NEAR_WEIGHT, near_avg, self.near_df)] if near else [])
-        weights = {
-            (name, term): boost * ranking.idf(int(searcher.doc_freq(name, term)) + df[term], docs) * (K1 + 1.0)
-            for name, boost, _, df in fields
-            for term in set(terms)
-            if any(term in entry.body or term in entry.near for entry in self.pending.values())
-        }
-        if not weights:
-            return []
+        fields = [("body", 1.0, body_avg, 1)] + ([("near", ranking.NEAR_WEIGHT, near_avg, 2)] if near else [])
+        weights, holders = {}, {}
+        for term in set(terms):
+            held = self.holding(term)
+            for entry in held[0]:
+                holders[entry.row.doc_id] = entry
+            for name, boost, _, at in fields:
+                df = int(searcher.doc_freq(name, term)) + held[at] if held[0] else 0
+                weights[(name, term)] = boost * ranking.idf(df, docs) * (K1 + 1.0)
         named = set(speakers)
         hashed = ranking.stable_hash
         found = []
-        for doc_id, entry in self.pending.items():
+        for doc_id, entry in holders.items():
             item = entry.row
             if kinds and item.kind not in kinds or project is not None and item.project not in (project, ""):
                 continue
@@ -178,7 +184,7 @@ class TailedIndex:
         ]
 
     def knows_speaker(self, word: str) -> bool:
-        return word in self.speakers or self.disk.knows_speaker(word)
+        return any(word in entry.row.agent for entry in self.pending.values()) or self.disk.knows_speaker(word)
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         mine = [hit.doc.doc_id in self.pending for hit in hits]
@@ -189,9 +195,8 @@ class TailedIndex:
         ]
 
     def frequency(self, term: str) -> int:
-        searcher = self.disk.searcher
-        body = int(searcher.doc_freq("body", term)) + self.body_df[term]
-        return body or min(1, int(searcher.doc_freq("near", term)) + self.near_df[term])
+        searcher, (_, body, near) = self.disk.searcher, self.holding(term)
+        return int(searcher.doc_freq("body", term)) + body or min(1, int(searcher.doc_freq("near", term)) + near)
 
     def count(self) -> int:
         return self.disk.count() + self.new
@@ -232,5 +237,5 @@ class Follower:
         if changed or self.view is None:
             rows = self.sink.uncommitted(self.kept)
             self.kept = {item.doc_id: item for item, _ in rows}
-            self.view = TailedIndex(self.sink.index, rows)
+            self.view = TailedIndex(self.sink.index, rows, self.view)
         return self.view
