@@ -48,7 +48,6 @@ if TYPE_CHECKING:  # the process pool and shutil are imported by a build only: a
     from contextflow.core.store import Store
     from contextflow.search.disk import DiskIndex
     from contextflow.search.tail import Follower, TailedIndex
-    from contextflow.search.tail import Follower, TailedIndex
 
 T = TypeVar("T")
 FORMAT = 1  # this module's state file and folder layout
@@ -254,23 +253,28 @@ class DerivedSearch:
                 found = None
             return found if found is not None else self._current()
 
-    def _follow(self) -> TailedIndex | None:
+    def _follow(self) -> DiskIndex | TailedIndex | None:
+        """The index when it is current, with its tail when that is within the bound; else None."""
         state, paths = self._read_state(), self._paths()
         segments = state.get("segments") or {}
-        if not state or self._fresh(state, paths) or not set(segments) <= {str(p) for p in paths}:
-            self._tail = None
-            return None
-        if any(not entry.get("complete") for entry in segments.values()):
-            return None  # a build was cut short: it goes on under the lock
-        if sum(_unread(path, segments.get(str(path))) for path in paths) > TAIL_BYTES:
-            return None
-        from contextflow.search.sink import SearchSink
-        from contextflow.search.tail import Follower
-
+        fresh = bool(state) and self._fresh(state, paths)
+        if not fresh:
+            if not state or not set(segments) <= {str(p) for p in paths}:
+                return None  # no index yet, or a log went away: (re)built under the lock
+            if any(not entry.get("complete") for entry in segments.values()):
+                return None  # a build was cut short: it goes on under the lock
+            if sum(_unread(path, segments.get(str(path))) for path in paths) > TAIL_BYTES:
+                return None
         opened = self._index is not None
         index = self._open()
         if opened:
             self._check_files()  # (as `_current`) a file truncated under an open index
+        if fresh:
+            self._tail = None
+            return index
+        from contextflow.search.sink import SearchSink
+        from contextflow.search.tail import Follower
+
         key = (state.get("instance"), self._seen)
         if self._tail is None or self._tail.key != key or self._tail.sink.index is not index:
             self._tail = Follower(key, SearchSink(index))

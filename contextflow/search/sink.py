@@ -239,7 +239,11 @@ class SearchSink:
         found = []
         for doc, known in [*((doc, True) for doc in self.rewrites.values()), *self.pending.values()]:
             ready = kept.get(doc.doc_id)
-            if ready is None or doc.doc_id in touched or doc.member and (ready.links, ready.near) != (doc.near, doc.near_terms):
+            if (
+                ready is None
+                or doc.doc_id in touched
+                or (doc.member and (ready.links, ready.near) != (doc.near, doc.near_terms))
+            ):
                 ready = row(doc, scale)
             found.append((ready, known))
         touched.clear()

@@ -29,7 +29,7 @@ from contextflow.core.log import Cursor, read_new
 from contextflow.search import ranking
 from contextflow.search.disk import DiskIndex, Row, decode_doc, near_text
 from contextflow.search.docs import Doc, Hit
-from contextflow.search.ranking import B, K1, Candidate
+from contextflow.search.ranking import K1, B, Candidate
 from contextflow.search.sink import SearchSink, readable
 
 
@@ -156,7 +156,7 @@ class TailedIndex:
         found = []
         for doc_id, entry in holders.items():
             item = entry.row
-            if kinds and item.kind not in kinds or project is not None and item.project not in (project, ""):
+            if (kinds and item.kind not in kinds) or (project is not None and item.project not in (project, "")):
                 continue
             if named and not named.intersection(item.agent):
                 continue
@@ -213,7 +213,9 @@ class Follower:
         self.kept: dict[str, Row] = {}
         self.view: TailedIndex | None = None
 
-    def follow(self, logs: list[tuple[Path, Cursor | None]], schema: Schema, events: int, size: int) -> TailedIndex | None:
+    def follow(
+        self, logs: list[tuple[Path, Cursor | None]], schema: Schema, events: int, size: int
+    ) -> TailedIndex | None:
         """The index with the logs' lines past the committed cursors; None when the tail is over `events`
         events or `size` bytes, or a log no longer continues (the caller commits instead). Bad lines are
         skipped, as a commit skips them (the store counts and reports them)."""
