@@ -81,8 +81,8 @@ class TailedIndex:
 
     def __init__(self, disk: DiskIndex, rows: list[tuple[Row, bool]], before: TailedIndex | None = None) -> None:
         self.disk = disk
-        earlier = before.pending if before is not None else {}
-        self.pending = {
+        earlier: dict[str, Pending] = before.pending if before is not None else {}
+        self.pending: dict[str, Pending] = {
             item.doc_id: entry if (entry := earlier.get(item.doc_id)) is not None and entry.row is item
             else Pending.of(item, disk.scale)
             for item, _ in rows
@@ -143,13 +143,14 @@ class TailedIndex:
         docs, body_avg, near_avg = self._stats()
         searcher = self.disk.searcher
         fields = [("body", 1.0, body_avg, 1)] + ([("near", ranking.NEAR_WEIGHT, near_avg, 2)] if near else [])
-        weights, holders = {}, {}
+        weights: dict[tuple[str, str], float] = {}
+        holders: dict[str, Pending] = {}
         for term in set(terms):
-            held = self.holding(term)
-            for entry in held[0]:
+            entries, body_new, near_new = self.holding(term)
+            for entry in entries:
                 holders[entry.row.doc_id] = entry
             for name, boost, _, at in fields:
-                df = int(searcher.doc_freq(name, term)) + held[at] if held[0] else 0
+                df = int(searcher.doc_freq(name, term)) + (body_new if at == 1 else near_new) if entries else 0
                 weights[(name, term)] = boost * ranking.idf(df, docs) * (K1 + 1.0)
         named = set(speakers)
         hashed = ranking.stable_hash
