@@ -72,7 +72,8 @@ def test_a_document_in_the_tail_scores_as_tantivy_scores_it_committed(app):
     updated with its text): the statistics are the same, so the scores must be too."""
     records, thoughts = [], []
     for n in range(30):
-        record = {"key": f"k{n}", "value": note(n)["text"], "project": "p" if n % 3 else "q"}
+        value = note(n)["text"] + (" filler words" * (20 + n) if n % 5 == 0 else "")  # long: one-byte norms
+        record = {"key": f"k{n}", "value": value, "project": "p" if n % 3 else "q"}
         app.store.append("context.set", record)
         content = note(n + 7)["text"]
         thought = app.store.append("timeline.thought", {"thread_id": f"t{n % 3}", "agent": "maria", "content": content})
@@ -223,3 +224,39 @@ def test_a_commit_by_another_handle_replaces_the_tail(app, tmp_path):
     app.store.append("note", {"project": "p", "text": "websocket third"})
     assert len(refs(app, "websocket")) == 3
     assert isinstance(search.searchable(), TailedIndex) and len(search.searchable()) == 1
+
+
+WRITER = r"""
+from contextflow.app import App
+from contextflow.search import derived, retrieval
+derived.TAIL_EVENTS = 3  # this process commits every few events
+app = App.open()
+for n in range(40):
+    app.store.append("note", {"project": "p", "text": f"storm item{n} websocket"})
+    retrieval.get_context(app, query="websocket")
+    print(n, flush=True)
+"""
+
+
+def test_searches_stay_whole_while_another_process_commits(app):
+    app.store.append("note", {"project": "p", "text": "websocket first"})
+    assert refs(app, "websocket")
+    child = subprocess.Popen([sys.executable, "-c", WRITER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        seen = 0
+        for line in child.stdout:  # after each of its commits or tail reads, this process searches
+            written = int(line) + 1
+            found = len(refs(app, "websocket"))
+            assert found >= written + 1 and found >= seen  # everything written so far, never fewer
+            seen = found
+        assert child.wait(timeout=120) == 0
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    assert len(refs(app, "websocket")) == 41
+    fresh = App.open(views=all_views())
+    on_disk = {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
+    assert on_disk == dict(retrieval.memory_index(fresh.store).docs)
