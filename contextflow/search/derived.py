@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the process pool and shutil are imported by a build only: a
 
     from contextflow.core.store import Store
     from contextflow.search.disk import DiskIndex
+    from contextflow.search.tail import Follower, TailedIndex
 
 T = TypeVar("T")
 FORMAT = 1  # this module's state file and folder layout
@@ -57,6 +58,8 @@ READ_BYTES = 8 * 1024 * 1024  # new bytes read from a log at a time (a build wor
 PARALLEL_BYTES = 64 * 1024 * 1024  # a build reading more folds its chunks in worker processes
 WORKERS = 2
 COMMIT_EVENTS = 50_000  # events folded between commits while catching up
+TAIL_EVENTS = 256  # a search ranks up to this many new events beside the index instead of committing them
+TAIL_BYTES = 1024 * 1024  # (and up to this many new bytes of the logs): `search/tail.py`
 LOCK_TIMEOUT_S = 600.0
 BUSY_AFTER_S = 2.0  # a lock holder showing no sign of life this long: a reader answers without the index
 HEARTBEAT_S = 0.5  # how often the holder touches the lock file (its sign of life)
@@ -82,7 +85,7 @@ def damage(exc: BaseException) -> bool:
 # goes in changes; tests/test_formats.py guards the code each depends on.
 INDEX = Format(
     "search-index",
-    2,
+    3,  # 3: each document's body and near lengths as fast fields (`disk.LENGTHS`, for the tail's scoring)
     ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
 )
 
@@ -159,6 +162,7 @@ class DerivedSearch:
         self._seen: tuple[Any, ...] | None = None  # state.json's signature when this process last read it
         self._state: dict[str, Any] = {}
         self._mutex = threading.RLock()  # the HTTP bridge's threads share one handle
+        self._tail: Follower | None = None  # the events past the last commit, as this process follows them
 
     # -- state.json --------------------------------------------------------------------------
 
@@ -239,6 +243,47 @@ class DerivedSearch:
         with self._mutex:
             return self._current()
 
+    def searchable(self) -> DiskIndex | TailedIndex:
+        """What a search reads: the index and, while it is small, the tail of events past its last commit
+        ranked beside it (`search/tail.py`: no commit on the request path); past the bound, it commits."""
+        with self._mutex:
+            try:
+                found = self._follow()
+            except IndexDamaged:
+                found = None
+            return found if found is not None else self._current()
+
+    def _follow(self) -> DiskIndex | TailedIndex | None:
+        """The index when it is current, with its tail when that is within the bound; else None."""
+        state, paths = self._read_state(), self._paths()
+        segments = state.get("segments") or {}
+        fresh = bool(state) and self._fresh(state, paths)
+        if not fresh:
+            if not state or not set(segments) <= {str(p) for p in paths}:
+                return None  # no index yet, or a log went away: (re)built under the lock
+            if any(not entry.get("complete") for entry in segments.values()):
+                return None  # a build was cut short: it goes on under the lock
+            if sum(_unread(path, segments.get(str(path))) for path in paths) > TAIL_BYTES:
+                return None
+        opened = self._index is not None
+        index = self._open()
+        if opened:
+            self._check_files()  # (as `_current`) a file truncated under an open index
+        if fresh:
+            self._tail = None
+            return index
+        from contextflow.search.sink import SearchSink
+        from contextflow.search.tail import Follower
+
+        key = (state.get("instance"), self._seen)
+        if self._tail is None or self._tail.key != key or self._tail.sink.index is not index:
+            self._tail = Follower(key, SearchSink(index))
+        logs = [(p, _cursor(segments[str(p)]["cursor"]) if str(p) in segments else None) for p in paths]
+        found = self._tail.follow(logs, self.store.fields, TAIL_EVENTS, TAIL_BYTES)
+        if found is None:
+            self._tail = None
+        return found
+
     def _current(self) -> DiskIndex:
         try:
             if not self._fresh(self._read_state(), self._paths()):
@@ -307,22 +352,24 @@ class DerivedSearch:
     def _rebuild(self) -> int:
         import shutil
 
-        self._index = None
+        self._index = self._tail = None
         for old in self.folder.glob("search*"):  # earlier builds (a reader elsewhere may still map one)
             shutil.rmtree(old, ignore_errors=True)
         self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "documents": 0})
         return self._catch_up(self._state, self._paths(), fresh=True)
 
-    def search(self, run: Callable[[DiskIndex], T]) -> T:
-        """`run(index)` on the current index; an index that fails to read is rebuilt and `run` tried again."""
+    def search(self, run: Callable[[DiskIndex | TailedIndex], T]) -> T:
+        """`run(index)` on the current index and its tail; an index that fails to read is rebuilt and `run`
+        tried again."""
         with self._mutex:
             try:
-                return run(self.index())
+                return run(self.searchable())
             except BaseException as exc:
                 if not damage(exc):
                     raise
+                self._tail = None
                 self.update(rebuild=True)
-                return run(self.index())
+                return run(self.searchable())
 
     def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
         segments: dict[str, Any] = dict(state["segments"])

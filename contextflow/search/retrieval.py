@@ -28,6 +28,7 @@ from contextflow.search.view import VIEW_NAME, SearchView
 
 if TYPE_CHECKING:
     from contextflow.search.disk import DiskIndex
+    from contextflow.search.tail import TailedIndex
 
 CHARS_PER_TOKEN = 4
 MIN_CLIPPED_CHARS = 320
@@ -146,13 +147,13 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     return hits
 
 
-def search_source(app: App) -> SearchIndex | DiskIndex:
-    """The shared on-disk index, brought up to date; the in-memory view where the store folds it (a
-    grant's filtered store) or where the disk index cannot be used."""
+def search_source(app: App) -> SearchIndex | DiskIndex | TailedIndex:
+    """The shared on-disk index with the events past its last commit (`search/tail.py`); the in-memory
+    view where the store folds it (a grant's filtered store) or where the disk index cannot be used."""
     if app.store.folds(VIEW_NAME):
         return app.store.view(SearchView)
     try:
-        return derived.search_for(app.store).index()
+        return derived.search_for(app.store).searchable()
     except (ImportError, OSError, ValueError, derived.IndexDamaged, derived.IndexBusy):
         return search_index(app)
 

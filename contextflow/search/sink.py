@@ -26,7 +26,7 @@ from contextflow.search.view import extract
 Docs = dict[str, tuple[Doc, bool]]  # doc id -> (state, whether it may already be on disk)
 
 
-def fold(docs: Docs, event: Event, lookup: Callable[[str], Doc | None]) -> bool:
+def fold(docs: Docs, event: Event, lookup: Callable[[str], Doc | None], touched: set[str] | None = None) -> bool:
     """Fold one event into `docs` (a document not there yet comes from `lookup`); False when skipped."""
     ops = extract(event)
     if ops is None:
@@ -34,6 +34,8 @@ def fold(docs: Docs, event: Event, lookup: Callable[[str], Doc | None]) -> bool:
     key, writer = event.key, event.writer
     for kind, op in ops:
         doc_id = f"{kind}:{op.ref}"
+        if touched is not None:
+            touched.add(doc_id)
         entry = docs.get(doc_id)
         if entry is None:
             found = lookup(doc_id)
@@ -89,6 +91,9 @@ class SearchSink:
         self.pending: Docs = {}
         self.prepared: dict[str, Row] = {}  # from workers, not touched since
         self.origin: dict[str, tuple[str, OrderKey]] = {}  # pending entries' sequence and key on disk
+        self.rewrites: dict[str, Doc] = {}  # entries on disk whose neighbours changed (`_settle`)
+        self.touched: set[str] = set()  # documents the events folded since `touched` was last emptied
+        self.placed: dict[str, str] | None = None  # pending entries' sequences at the last `uncommitted`
         self.pending_events = 0
         self.skipped = 0
 
@@ -105,7 +110,7 @@ class SearchSink:
         return self._from_disk(doc_id) if self.written is None or doc_id in self.written else None
 
     def apply(self, event: Event) -> None:
-        if fold(self.pending, event, self._lookup):
+        if fold(self.pending, event, self._lookup, self.touched):
             self.pending_events += 1
         else:
             self.skipped += 1
@@ -131,8 +136,14 @@ class SearchSink:
 
     # -- sequences ---------------------------------------------------------------------------
 
-    def _settle(self) -> None:
-        """Give every entry of the touched sequences its near field (see the module's docstring)."""
+    def _settle(self, groups: set[str] | None = None) -> None:
+        """Give every entry of the touched sequences its near field (see the module's docstring); with
+        `groups`, only those sequences (the others' pending entries are as the last settle left them)."""
+        if groups is None:
+            self.rewrites.clear()
+        else:
+            for doc_id in [doc_id for doc_id, doc in self.rewrites.items() if doc.group in groups]:
+                del self.rewrites[doc_id]
         spans: dict[str, list[int]] = {}
         members: dict[str, dict[str, tuple[OrderKey, Doc | Row]]] = {}
         for doc_id, (doc, _) in self.pending.items():
@@ -149,7 +160,8 @@ class SearchSink:
                 spans.setdefault(ready.group, []).append(ready.key[0])
                 members.setdefault(ready.group, {})[doc_id] = (ready.key, ready)
         for group, stamps in spans.items():
-            self._settle_group(group, sorted(set(stamps)), members.get(group, {}))
+            if groups is None or group in groups:
+                self._settle_group(group, sorted(set(stamps)), members.get(group, {}))
 
     def _settle_group(self, group: str, stamps: list[int], mine: dict[str, tuple[OrderKey, Doc | Row]]) -> None:
         """One sequence: the entries on disk next to the pending ones (`DiskIndex.around`; the others in
@@ -171,7 +183,6 @@ class SearchSink:
             for _, (_, entry) in ordered
         ]
         last = len(ordered) - 1
-        rewrites = []
         for n, (doc_id, (_, entry)) in enumerate(ordered):
             if entry is None:
                 continue
@@ -191,8 +202,7 @@ class SearchSink:
                 entry.near, entry.near_terms = near, (self._own(*sides[0]), self._own(*sides[1]))
             elif near != current or any(self._touched(side) for side in near):  # a neighbour changed: rewrite it
                 entry.near, entry.near_terms = near, (self._own(*sides[0]), self._own(*sides[1]))
-                rewrites.append((entry, True))
-        self.index.write(rewrites)
+                self.rewrites[doc_id] = entry
 
     def _touched(self, doc_id: str) -> bool:
         return bool(doc_id) and (doc_id in self.pending or doc_id in self.prepared)
@@ -208,12 +218,44 @@ class SearchSink:
         found = self.index.get(doc_id)
         return found.own_terms() if found is not None else ""
 
+    def uncommitted(self, kept: dict[str, Row]) -> list[tuple[Row, bool]]:
+        """What a commit would write now (the entries it would rewrite and the pending documents), each
+        with whether it replaces a document on disk, without writing (`search/tail.py` scores them beside
+        the index). `kept`: the rows of the last call, reused for documents no event touched since (and
+        whose neighbours stayed); only the sequences the events since touched are settled again."""
+        groups = None
+        if self.placed is not None:
+            groups = set()
+            for doc_id in self.touched:
+                entry = self.pending.get(doc_id)
+                if entry is not None and entry[0].member:
+                    groups.add(entry[0].group)
+                for earlier in (self.placed.get(doc_id), self.origin.get(doc_id, ("",))[0]):
+                    if earlier:
+                        groups.add(earlier)
+        self._settle(groups)
+        self.placed = {doc_id: doc.group for doc_id, (doc, _) in self.pending.items() if doc.member}
+        scale, touched = self.index.scale, self.touched
+        found = []
+        for doc, known in [*((doc, True) for doc in self.rewrites.values()), *self.pending.values()]:
+            ready = kept.get(doc.doc_id)
+            if (
+                ready is None
+                or doc.doc_id in touched
+                or (doc.member and (ready.links, ready.near) != (doc.near, doc.near_terms))
+            ):
+                ready = row(doc, scale)
+            found.append((ready, known))
+        touched.clear()
+        return found
+
     # -- committing --------------------------------------------------------------------------
 
     def commit(self, last: bool = True) -> None:
         """Write what is pending and commit (not `last`: a build goes on, its writer stays open)."""
         if self.pending or self.prepared:
             self._settle()
+            self.index.write((doc, True) for doc in self.rewrites.values())
             self.index.write(self.pending.values())
             self.index.write_rows((ready, False) for ready in self.prepared.values())
             self.index.commit(last)
@@ -230,6 +272,9 @@ class SearchSink:
     def _clear(self) -> None:
         self.pending.clear()
         self.prepared.clear()
+        self.rewrites.clear()
+        self.touched.clear()
+        self.placed = None
         self.origin.clear()
         self.pending_events = 0
 
