@@ -118,12 +118,15 @@ class Tree:
         return found
 
     def wait_for_tables(self) -> None:
-        """Until this machine's derived tables hold every log (a fresh machine's build runs in the background; a
-        wait that ends while the builder still holds the tables (-1) is taken again)."""
+        """Until this machine's derived tables hold every log. A fresh machine's build runs in a background
+        process holding the build lock, and an update finding it at work answers at once (-1) rather than
+        build twice: wait for that lock, then update."""
         code = (
-            "from contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\n"
-            "app = App.open()\nfor _ in range(60):\n"
-            "    if app.tables().update(BUILD_WAIT_S, foreground=True) >= 0:\n        break\napp.close()\n"
+            "from contextflow.app import App\nfrom contextflow.core.lock import WriterLock\n"
+            "from contextflow.core.table_updates import BUILD_LOCK, BUILD_WAIT_S\n"
+            "app = App.open()\ntables = app.tables()\nfor _ in range(60):\n"
+            "    with WriterLock(tables.path.with_name(BUILD_LOCK), 3600):\n        pass\n"
+            "    if tables.update(BUILD_WAIT_S, foreground=True) >= 0:\n        break\napp.close()\n"
         )
         subprocess.run([sys.executable, "-c", code], env=self.env, check=True, timeout=3600)
 
