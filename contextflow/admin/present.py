@@ -82,7 +82,15 @@ def doctor(app: App, args: JSON) -> Reply:
         extra = f" [{', '.join(tags)}]" if tags else ""
         lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
     index = info["derived"]
-    status = "current" if index["current"] else ("behind the logs" if index["version_matches"] else "not built")
+    status = (
+        "current"
+        if index["current"]
+        else f"current (the logs' newest {index['log_bytes_behind']:,} bytes searched beside it until its next commit)"
+        if index.get("in_tail")
+        else "behind the logs (the next search catches up)"
+        if index["version_matches"]
+        else "not built"
+    )
     lines += [
         f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {index['documents'] or 0} documents, "
         f"{status} (updated {index['updated'] or 'never'})",
@@ -93,7 +101,7 @@ def doctor(app: App, args: JSON) -> Reply:
     versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())
     lines += [
         f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), "
-        f"{'current' if on_disk['current'] else 'behind the logs'}",
+        f"{'current' if on_disk['current'] else 'behind the logs (the next read catches up)'}",
         f"  rebuild:    {on_disk['rebuild']}",
     ]
     from contextflow.admin.install_check import client_ways

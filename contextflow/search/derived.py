@@ -518,6 +518,7 @@ def describe(store: Store) -> dict[str, Any]:
         "updated": updated,
         "current": current and behind == 0,
         "log_bytes_behind": behind if current else None,
+        "in_tail": current and 0 < behind <= TAIL_BYTES,  # searched from the logs beside it until a commit
         "version_matches": current,
         "rebuild": f"delete {folder} (the next search rebuilds it from the logs) or run `contextflow doctor --rebuild`",
     }
