@@ -98,6 +98,17 @@ def empty(app: App, name: str) -> bool:
     return not app.tables().query("SELECT 1 FROM view_events WHERE view = ? LIMIT 1", (name,))
 
 
+def holds_more_than(app: App, name: str, count: int) -> bool:
+    """Whether view `name` holds more than `count` events, from its index in the derived tables (reading
+    at most `count` index entries): a short-lived reader (the session start) then leaves the fold alone."""
+    from contextflow.sessions.stored import disk
+
+    if name not in KINDS or not disk(app):
+        return False
+    query = "SELECT 1 FROM view_events WHERE view = ? LIMIT 1 OFFSET ?"
+    return bool(app.tables().query(query, (name, count)))
+
+
 def _folded(app: App, name: str) -> Any:
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths

@@ -470,3 +470,29 @@ def test_a_hook_call_locates_the_store_once(app, capsys, monkeypatch, tmp_path, 
     monkeypatch.setattr("contextflow.core.store.locate_store", counted)
     code, _, _ = hook(capsys, monkeypatch, event, payload("Stop" if event == "stop" else "SessionStart", tmp_path))
     assert code == 0 and len(calls) == 1
+
+
+def test_a_graph_too_large_to_fold_at_each_start_is_named_not_composed(app, capsys, monkeypatch, tmp_path):
+    """A graph of many thousands of nodes (an imported memory) would take seconds and hundreds of MB to
+    fold at every agent start: the session start then says where the knowledge is, and folds nothing."""
+    from contextflow import ondisk
+    from contextflow.adapters import session_start
+
+    folds: list[str] = []
+    real = ondisk._folded
+    monkeypatch.setattr(ondisk, "_folded", lambda app, name: folds.append(name) or real(app, name))
+    text = '<ctx:remember type="fact" tags="tier:pinned">Staging is eu-west-1</ctx:remember>'
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
+    start = payload("SessionStart", tmp_path, source="startup")
+    folds.clear()
+    context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert "Staging is eu-west-1" in context and "graph" in folds  # a small graph is folded and composed
+    folds.clear()
+    monkeypatch.setattr(session_start, "GRAPH_FOLD_MAX", 0)  # (any graph is over it)
+    context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert "Staging is eu-west-1" not in context and "graph" not in folds
+    assert "The knowledge graph holds more than 0 events" in context and "graph_compose" in context
