@@ -29,7 +29,7 @@ RECORDED = {
     "view.search": (1, "2f29ea9b34209feb3be3"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "0a3c8af2d9882f9886f6"),
+    "view-events": (2, "6833d70cc679a0e3348d"),
     "sessions": (1, "27aaa27d8f7c73e170e4"),
     "feed": (1, "66bda360e14ba3726383"),
     "capture": (1, "c287c4dc8a61f5cdb4da"),
