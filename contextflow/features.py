@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from contextflow.core.fold import View
     from contextflow.core.formats import Format
     from contextflow.core.store import Store
+    from contextflow.core.table_sets import Stage
     from contextflow.core.tables import TableSet
     from contextflow.operations.spec import Operation, Table
     from contextflow.search.extractors import Extractor
@@ -187,6 +188,14 @@ def all_tables() -> tuple[TableSet, ...]:
     return tuple(target(path) for path in paths)
 
 
+@cache
+def all_stages() -> tuple[Stage, ...]:
+    """Views kept as tables too, folded from the shared view events (`ondisk.STAGES`)."""
+    from contextflow.ondisk import STAGES
+
+    return tuple(target(path) for path in STAGES.values())
+
+
 def view_formats() -> list[Format]:
     """The snapshot's own format and each view's (`Feature.versions`)."""
     from contextflow.core.formats import Format
@@ -209,4 +218,5 @@ def all_formats() -> list[Format]:
     """Every versioned derived format (`core/formats.py` guards them)."""
     from contextflow.search.derived import INDEX
 
-    return [*view_formats(), INDEX, *(table_set.format for table_set in all_tables())]
+    stages = [stage.format for stage in all_stages()]
+    return [*view_formats(), INDEX, *(table_set.format for table_set in all_tables()), *stages]

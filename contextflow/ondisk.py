@@ -9,6 +9,10 @@ to a thread just made, the Stop hook's check for a turn captured already); other
 arrive as the build goes, as every derived table's do. The view is cached only once the table is
 current.
 
+A view with a stage (`STAGES`: the graph) keeps its folded state in tables as well
+(core/table_stages.py): its reads query the rows a call touches (`staged`), and fold as above only
+while a stage cannot serve (a build under way, another process folding a large backlog into it).
+
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
 ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`).
@@ -26,6 +30,7 @@ import orjson
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.formats import Format
+from contextflow.core.table_sets import Stage
 from contextflow.core.tables import Row, TableSet, db_stamp, stamp_of
 
 if TYPE_CHECKING:
@@ -43,6 +48,9 @@ KINDS = {
     "conversations": "conversation.",
     "activity": "capture.",
 }
+
+# views whose state is kept in tables too, folded from their rows here (core/table_stages.py)
+STAGES = {"graph": "contextflow.graph.table:STAGE"}
 
 SCHEMA = (
     """CREATE TABLE view_events(
@@ -86,6 +94,14 @@ def view(app: App, kind: type[Folds[S]]) -> S:
         return app.store.view(kind)
     with _APPLYING:
         return cast(S, _folded(app, name))
+
+
+def staged(app: App, stage: Stage) -> bool:
+    """Whether `stage` holds every event of its view now (brought up to date first), so a call can
+    query it; False where the tables are not read or not current (the caller folds the view)."""
+    from contextflow.sessions.stored import disk
+
+    return disk(app) and app.tables().stage(stage)
 
 
 def empty(app: App, name: str) -> bool:

@@ -472,9 +472,10 @@ def test_a_hook_call_locates_the_store_once(app, capsys, monkeypatch, tmp_path, 
     assert code == 0 and len(calls) == 1
 
 
-def test_a_graph_too_large_to_fold_at_each_start_is_named_not_composed(app, capsys, monkeypatch, tmp_path):
-    """A graph of many thousands of nodes (an imported memory) would take seconds and hundreds of MB to
-    fold at every agent start: the session start then says where the knowledge is, and folds nothing."""
+def test_the_graph_is_composed_from_its_tables_and_named_when_they_cannot_serve(app, capsys, monkeypatch, tmp_path):
+    """The session start composes the graph from its tables on disk, at any size, folding nothing; while
+    they cannot serve (a build under way) a graph of many thousands of nodes (an imported memory), which
+    would take seconds and hundreds of MB to fold, is named with where to find it."""
     from contextflow import ondisk
     from contextflow.adapters import session_start
 
@@ -485,14 +486,14 @@ def test_a_graph_too_large_to_fold_at_each_start_is_named_not_composed(app, caps
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     start = payload("SessionStart", tmp_path, source="startup")
     folds.clear()
-    context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
-        "additionalContext"
-    ]
-    assert "Staging is eu-west-1" in context and "graph" in folds  # a small graph is folded and composed
-    folds.clear()
     monkeypatch.setattr(session_start, "GRAPH_FOLD_MAX", 0)  # (any graph is over it)
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]
-    assert "Staging is eu-west-1" not in context and "graph" not in folds
+    assert "Staging is eu-west-1" in context and folds == []  # composed from the tables
+    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the tables cannot serve
+    context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert "Staging is eu-west-1" not in context and folds == []
     assert "The knowledge graph holds more than 0 events" in context and "graph_compose" in context

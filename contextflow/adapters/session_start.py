@@ -34,8 +34,9 @@ PARTIAL_NOTE = (
     "(This machine is still reading the store's logs into its local views: the above is from the newest "
     "events only; older sessions show at the next session start.)"
 )
-# The graph is folded whole to be composed (about 30 us an event here: a 100,000-node import's 200,000
-# events took 6 s and 580 MB): above this many events the session start says where the knowledge is.
+# The graph is composed from its tables on disk (graph/stored.py). While they cannot serve (a build under
+# way), it would be folded whole (about 30 us an event: a 100,000-node import's 200,000 events took 6 s
+# and 580 MB): above this many events the session start then says where the knowledge is.
 GRAPH_FOLD_MAX = 10_000
 LARGE_GRAPH_NOTE = (
     "## Knowledge\n\nThe knowledge graph holds more than {events} events, too many to compose at each "
@@ -235,7 +236,9 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     parts = [part for part in parts if part]
     if ondisk.empty(app, "graph"):  # nothing to compose (and nothing of the graph imported)
         return clip_block("\n\n".join(parts), chars)
-    if ondisk.holds_more_than(app, "graph", GRAPH_FOLD_MAX):  # folding it would take seconds: say where it is
+    from contextflow.graph.table import STAGE
+
+    if not ondisk.staged(app, STAGE) and ondisk.holds_more_than(app, "graph", GRAPH_FOLD_MAX):  # (seconds to fold)
         parts.append(LARGE_GRAPH_NOTE.format(events=f"{GRAPH_FOLD_MAX:,}"))
         return clip_block("\n\n".join(parts), chars)
     query, saved_budget = default_query(app, hooks)

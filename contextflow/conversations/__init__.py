@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"conversations": "contextflow.conversations.view:ConversationsView"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "ba8bf6ae5e9115ce6f9b"),
+    search_version=(1, "cbf949bce5747531a13d"),
     commands={"conversations": "saved conversation records"},
 )

@@ -5,10 +5,10 @@ tables, the cursor as stored, the errors told apart, the write transaction, a lo
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -44,6 +44,8 @@ CREATE TABLE IF NOT EXISTS cursors(
     format TEXT NOT NULL, path TEXT NOT NULL, cursor BLOB NOT NULL, complete INTEGER NOT NULL,
     bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(format, path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS stages(name TEXT PRIMARY KEY, source TEXT NOT NULL, bounds INTEGER NOT NULL,
+    last INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -58,6 +60,31 @@ class TableSet:
     bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
     tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default
     ahead: bool = True  # rows whose order means nothing: this machine's newest may be added before a build reaches them
+
+    @property
+    def name(self) -> str:
+        return self.format.name
+
+
+class StageWriter(Protocol):
+    """What a stage's `apply` may do inside its transaction."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> sqlite3.Cursor: ...
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> sqlite3.Cursor: ...
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Tables folded from one view's events in `view_events` (not from the logs): a view's state kept on
+    disk, so a reader queries what its call touches instead of folding the view (core/table_stages.py).
+    `apply(db, events)` folds a batch of events into the tables: reading the rows they touch and writing
+    them back, so the result is the view's own fold whatever the batches."""
+
+    format: Format
+    view: str  # the view whose events it folds (`ondisk.KINDS`)
+    schema: tuple[str, ...]
+    tables: tuple[str, ...]
+    apply: Callable[[StageWriter, list[Event]], None]
 
     @property
     def name(self) -> str:

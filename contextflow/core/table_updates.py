@@ -96,6 +96,9 @@ class TableUpdates:
                 self._add_own_newest(wait)
             return read
 
+    def fold_stages(self, wait: float = WAIT_S) -> None:
+        raise NotImplementedError  # (core/tables.py)
+
     def _add_own_newest(self, wait: float) -> None:
         """While another process builds (or holds the write lock): the rows of this machine's log's newest
         bytes that a format has not read yet are added ahead of it, cursors untouched, so what this
@@ -167,7 +170,7 @@ class TableUpdates:
         backlog = self._backlog = unread > READ_BYTES
         if not foreground and unread > BACKGROUND_BYTES and hasattr(os, "fork"):
             self._backlog = True
-            self._build_in_background(unread)
+            self._build_in_background(f"building this machine's views from {unread / 1e6:.0f} MB of logs")
             return -1
         if backlog:  # a build: no fsync per chunk (a crash of the OS may cost the derived state, which is rebuilt)
             db.execute("PRAGMA synchronous=OFF")
@@ -214,8 +217,8 @@ class TableUpdates:
         except OSError:
             pass
 
-    def _build_in_background(self, unread: int) -> None:
-        """Have one background process build the tables (none when one already does)."""
+    def _build_in_background(self, what: str) -> None:
+        """Have one background process build the tables and fold the stages (none when one already does)."""
         from contextflow.core.lock import LockTimeout, WriterLock
         from contextflow.core.snapshot import in_background
 
@@ -227,10 +230,7 @@ class TableUpdates:
             return  # another process builds them
         lock.release()  # the builder takes it
         if self.store.progress is not None:
-            self.store.progress(
-                f"building this machine's views from {unread / 1e6:.0f} MB of logs in the background; "
-                "until it is done, answers hold what is built so far"
-            )
+            self.store.progress(f"{what} in the background; until it is done, answers hold what is built so far")
         self.close()  # no database connection crosses the fork
         path, at = self.path, self._at
         in_background(lambda: _build(at, path))
@@ -350,6 +350,7 @@ def _build(at: Callable[[Path], TableUpdates], path: Path) -> None:
             tables = at(path)
             try:
                 tables.update(BUILD_WAIT_S, foreground=True)
+                tables.fold_stages(BUILD_WAIT_S)
             finally:
                 tables.close()
     except LockTimeout:

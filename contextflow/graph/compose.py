@@ -23,7 +23,7 @@ from contextflow.core.text import clean, clip, defang, estimate_tokens
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, mentions_tag, parse
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import Brief, Graph, Node
 from contextflow.graph.writes import get_view, graph
 
 DEFAULT_QUERY = (
@@ -49,6 +49,7 @@ _SECTION_ORDER = [title for _, title in SECTIONS] + [WORKING_SECTION]
 _TITLES = dict(SECTIONS)
 MAX_REFS = 8
 MAX_LISTED = 100
+READ_AHEAD = 64  # nodes read at a time while composing
 _SMALLEST_BULLET = 40  # "- [task:<16-char id> by x 2024-01-01] x" and its newline
 _LINK_LABELS = (("DEPENDS_ON", "Depends on"), ("DERIVED_FROM", "Derived from"), ("SUPERSEDES", "Supersedes"))
 
@@ -106,30 +107,34 @@ class Composed:
         return "; ".join(parts)
 
 
-def ranked(state: GraphState, nodes: list[Node]) -> list[Node]:
+def ranked(state: Graph, briefs: list[Brief]) -> list[Brief]:
     """Pinned first, then reference, working, no tier; within a tier the most recently updated first."""
     pinned, reference, working = (state.by_tag.get(tag, set()) for tag in _TIER_RANK)
-    ordered = sorted(nodes, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
+    ordered = sorted(briefs, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
     ordered.sort(key=lambda n: 0 if n.id in pinned else 1 if n.id in reference else 2 if n.id in working else 3)
     return ordered
 
 
-def _distinct(state: GraphState, order: list[Node]) -> tuple[list[Node], int]:
+def _distinct(state: Graph, order: list[Brief]) -> tuple[list[Brief], int]:
     """The first of each set of nodes with the same type, content and tags (two machines may
-    remember the same thing at once), and how many copies were left out. Tags are compared
-    only when type and content already match."""
-    seen: dict[tuple[str, str], list[Node]] = {}
-    kept: list[Node] = []
-    for node in order:
-        earlier = seen.setdefault((node.type, node.content), [])
-        if earlier and any(state.tags_of(other.id) == state.tags_of(node.id) for other in earlier):
+    remember the same thing at once), and how many copies were left out. Contents and tags are
+    compared only when type and content digest already match."""
+    seen: dict[tuple[str, object], list[Brief]] = {}
+    kept: list[Brief] = []
+    for brief in order:
+        earlier = seen.setdefault((brief.type, brief.same), [])
+        if earlier and any(_copies(state, other.id, brief.id) for other in earlier):
             continue
-        earlier.append(node)
-        kept.append(node)
+        earlier.append(brief)
+        kept.append(brief)
     return kept, len(order) - len(kept)
 
 
-def render_node(state: GraphState, node: Node, *, use_summary: bool = False) -> str:
+def _copies(state: Graph, one: str, other: str) -> bool:
+    return state.nodes[one].content == state.nodes[other].content and state.tags_of(one) == state.tags_of(other)
+
+
+def render_node(state: Graph, node: Node, *, use_summary: bool = False) -> str:
     """A node's bullet: typed id with provenance, content (later lines quoted), rationale, links."""
     text = defang(clean(node.summary if use_summary else node.content).strip())
     first, *rest = text.split("\n") or [""]
@@ -161,17 +166,25 @@ def _header(count: int, tokens: int, dropped: int, at: str) -> str:
 
 
 def compose_nodes(
-    state: GraphState,
-    candidates: list[Node],
+    state: Graph, candidates: list[Node], budget: int, *, at_ms: int, excluded: dict[str, int] | None = None
+) -> Composed:
+    """`compose_ids` of these nodes."""
+    return compose_ids(state, [node.id for node in candidates], budget, at_ms=at_ms, excluded=excluded)
+
+
+def compose_ids(
+    state: Graph,
+    candidates: list[str],
     budget: int,
     *,
     at_ms: int,
     excluded: dict[str, int] | None = None,
 ) -> Composed:
-    """Fit `candidates` (any order) into `budget` tokens of rendered markdown. When the budget
-    fits none of them, `minimum_budget` says the least that fits the first-ranked one."""
+    """Fit the nodes `candidates` (any order) into `budget` tokens of rendered markdown: only those
+    rendered are read whole. When the budget fits none of them, `minimum_budget` says the least that
+    fits the first-ranked one."""
     at = stamp_iso(stamp_from_ms(at_ms))
-    order, copies = _distinct(state, ranked(state, candidates))
+    order, copies = _distinct(state, ranked(state, state.briefs(candidates)))
     if copies:
         excluded = {**(excluded or {}), "identical copies": copies}
     try:
@@ -184,25 +197,25 @@ def compose_nodes(
     return composed
 
 
-def _least_budget(state: GraphState, order: list[Node], at: str) -> int:
+def _least_budget(state: Graph, order: list[Brief], at: str) -> int:
     """The smallest budget at which the first-ranked node fits (a binary search over `_fit`)."""
     low = -(-(len(_header(len(order), 0, len(order), at)) + len(NOTICE) + len(FOOTER) + 4) // 4)
     if not order:
         return low
-    high = low + estimate_tokens(render_node(state, order[0])) + 32
+    high = low + estimate_tokens(render_node(state, state.nodes[order[0].id])) + 32
     while not _fits(state, order, high, at):
         high *= 2
     return bisect.bisect_left(range(low, high), True, key=lambda budget: _fits(state, order, budget, at)) + low
 
 
-def _fits(state: GraphState, order: list[Node], budget: int, at: str) -> bool:
+def _fits(state: Graph, order: list[Brief], budget: int, at: str) -> bool:
     try:
         return bool(_fit(state, order, budget, at, {}).included)
     except InputError:
         return False
 
 
-def _fit(state: GraphState, order: list[Node], budget: int, at: str, excluded: dict[str, int]) -> Composed:
+def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[str, int]) -> Composed:
     # the frame: header (sized for the largest numbers it can show), notice, footer, newlines
     reserve = len(_header(len(order), budget, len(order), at)) + len(NOTICE) + len(FOOTER) + 4
     limit = budget * 4
@@ -214,22 +227,27 @@ def _fit(state: GraphState, order: list[Node], budget: int, at: str, excluded: d
     summarized: list[str] = []
     dropped: list[Dropped] = []
     working = state.by_tag.get(model.WORKING, set())
-    for node in order:
-        if limit - used < _SMALLEST_BULLET:  # full: the rest is dropped without rendering it
-            dropped.append(Dropped(node.id, node.type, node.tokens, "over budget"))
+    read: dict[str, Node] = {}
+    widths: dict[str, int] = {}  # of each author as a bullet shows it
+    for at_index, brief in enumerate(order):
+        if limit - used < _SMALLEST_BULLET:  # full: the rest is dropped without reading or rendering it
+            dropped.append(Dropped(brief.id, brief.type, brief.tokens, "over budget"))
             continue
-        title = WORKING_SECTION if node.id in working else _TITLES.get(node.type, "Other")
+        title = WORKING_SECTION if brief.id in working else _TITLES.get(brief.type, "Other")
         heading = 0 if title in sections else len(f"## {title}\n\n") + 1
         room = limit - used - heading
-        # skip rendering what certainly cannot fit: stored text is trimmed, and printable text
-        # comes out of cleaning unchanged, so the bullet is at least this long
-        fixed = len(node.type) + len(node.id) + 22
-        summary = node.summary
-        if (fixed + len(node.content) > room and node.content.isprintable()) and (
-            not summary or (fixed + len(summary) > room and summary.isprintable())
-        ):
-            dropped.append(Dropped(node.id, node.type, node.tokens, "over budget"))
+        # skip reading and rendering what certainly cannot fit: stored text is trimmed, and printable
+        # text comes out of cleaning unchanged, so the bullet is at least this long
+        who = widths.get(brief.who)
+        if who is None:
+            who = widths[brief.who] = len(clip(brief.who, 40))
+        if len(brief.type) + len(brief.id) + who + 22 + brief.shortest > room:
+            dropped.append(Dropped(brief.id, brief.type, brief.tokens, "over budget"))
             continue
+        if brief.id not in read:  # read the next nodes together
+            ahead = [later.id for later in order[at_index : at_index + READ_AHEAD]]
+            read.update(zip(ahead, state.many(ahead), strict=True))
+        node = read[brief.id]
         block = render_node(state, node)
         if used + heading + len(block) > limit and node.summary:
             block = render_node(state, node, use_summary=True)
@@ -255,26 +273,28 @@ def _fit(state: GraphState, order: list[Node], budget: int, at: str, excluded: d
 
 
 def candidates_for(
-    state: GraphState,
+    state: Graph,
     query: str,
     *,
     at_ms: int,
     include_archived: bool = False,
     include_superseded: bool = False,
-) -> tuple[list[Node], dict[str, int]]:
+) -> tuple[list[str], dict[str, int]]:
+    """The ids of the nodes `query` composes, and how many of those it matched were left out why."""
     expr = parse(query)
     ids = evaluate(expr, state, at_ms)
     archived_ok = include_archived or mentions_tag(expr, model.OFF_CONTEXT)
     archived = state.by_tag.get(model.OFF_CONTEXT, set())
     excluded = {"archived (tier:off-context)": 0, "superseded": 0}
-    chosen: list[Node] = []
+    superseded = set() if include_superseded else state.superseded(ids)
+    chosen: list[str] = []
     for node_id in ids:
         if not archived_ok and node_id in archived:
             excluded["archived (tier:off-context)"] += 1
-        elif not include_superseded and node_id in state.inc and state.superseded_by(node_id):
+        elif node_id in superseded:
             excluded["superseded"] += 1
         else:
-            chosen.append(state.nodes[node_id])
+            chosen.append(node_id)
     return chosen, {reason: count for reason, count in excluded.items() if count}
 
 
@@ -313,4 +333,4 @@ def compose(
     chosen, excluded = candidates_for(
         state, text, at_ms=moment, include_archived=include_archived, include_superseded=include_superseded
     )
-    return compose_nodes(state, chosen, amount, at_ms=moment, excluded=excluded)
+    return compose_ids(state, chosen, amount, at_ms=moment, excluded=excluded)

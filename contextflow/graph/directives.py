@@ -30,7 +30,7 @@ from contextflow.core.markdown import mask_code
 from contextflow.core.text import clip
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import explore, inbound, model, writes
-from contextflow.graph.compose import candidates_for, compose_nodes
+from contextflow.graph.compose import candidates_for, compose_ids
 from contextflow.graph.render import status_text
 
 AGENT = "unknown"  # when the hook cannot tell which client wrote the reply
@@ -140,10 +140,10 @@ class Runner:
         state = writes.graph(self.app)
         moment = now_ms()
         if ids is None:
-            nodes, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
+            ids, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
         else:
-            nodes = [state.nodes[i] for i in ids if i in state.live]
-        composed = compose_nodes(state, nodes, RECALL_BUDGET, at_ms=moment)
+            ids = [i for i in ids if i in state.live]
+        composed = compose_ids(state, ids, RECALL_BUDGET, at_ms=moment)
         note = f"\n({composed.report()})" if composed.dropped else ""
         body = composed.text if composed.included else "(nothing matched)\n"
         self.outcome.pending.append(f"## {title}\n\n{body}{note}")

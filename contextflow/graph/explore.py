@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from typing import Any
 
@@ -12,7 +11,8 @@ from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_LIMIT, DEFAULT_LIST_LIMIT, DEFAULT_RELATED_DEPTH, DEFAULT_TRACE_DEPTH
 from contextflow.graph.query import evaluate, parse
-from contextflow.graph.view import Edge, GraphState, Node, Step
+from contextflow.graph.stored import StoredGraph
+from contextflow.graph.view import Edge, Graph, Node, Step
 from contextflow.graph.writes import graph, resolve
 
 
@@ -22,8 +22,7 @@ def run_query(app: App, text: str, limit: int | None = None, *, at_ms: int | Non
     count = DEFAULT_LIMIT if limit is None else limit
     state = graph(app)
     ids = evaluate(parse(query), state, now_ms() if at_ms is None else at_ms)
-    newest = heapq.nlargest(count, ids, key=lambda i: state.nodes[i].updated_key)  # update keys are unique
-    return [state.nodes[i] for i in newest], len(ids)
+    return state.newest(ids, count), len(ids)
 
 
 def list_nodes(
@@ -45,7 +44,7 @@ def list_nodes(
     return run_query(app, " AND ".join(parts), DEFAULT_LIST_LIMIT if limit is None else limit)
 
 
-def node_dict(state: GraphState, node: Node, *, with_edges: bool = False) -> dict[str, Any]:
+def node_dict(state: Graph, node: Node, *, with_edges: bool = False) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": node.id,
         "type": node.type,
@@ -79,6 +78,8 @@ def edges_of(app: App, node_id: str, direction: str | None = None) -> tuple[Node
 def tag_counts(app: App, prefix: str | None = None) -> list[tuple[str, int]]:
     start = (prefix or "").strip()
     state = graph(app)
+    if isinstance(state, StoredGraph):
+        return state.tag_counts(start)
     counts = ((name, len(members & state.live)) for name, members in state.by_tag.items() if name.startswith(start))
     return sorted((pair for pair in counts if pair[1]), key=lambda pair: pair[0])
 
@@ -102,6 +103,8 @@ def around(app: App, node_id: str, follow: str = "related", depth: int | None = 
 
 def status(app: App) -> dict[str, Any]:
     state = graph(app)
+    if isinstance(state, StoredGraph):  # counted by queries
+        return {"store": str(app.store.folder), **state.census()}
     nodes = [state.nodes[node_id] for node_id in state.live]
     tiers = {tier: {"nodes": 0, "tokens": 0} for tier in model.TIERS}
     untiered = {"nodes": 0, "tokens": 0}

@@ -37,7 +37,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.ids import resolve_prefix
 from contextflow.core.timeutil import parse_duration, parse_iso
 from contextflow.graph.model import NODE_TYPES
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import Graph, GraphState, Node
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200
@@ -385,8 +385,14 @@ class _Evaluator:
         return self.scan(ids, expr)
 
 
-def evaluate(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
-    """The ids of live nodes that match `expr`; `now_ms` anchors durations such as 24h."""
+def evaluate(expr: Expr, state: Graph, now_ms: int) -> set[str]:
+    """The ids of live nodes that match `expr`; `now_ms` anchors durations such as 24h. The graph's
+    tables on disk answer it in one query (graph/stored.py), with this evaluator's meaning."""
+    return state.matching(expr, now_ms)
+
+
+def folded_matching(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
+    """`evaluate` over the folded graph."""
     return _Evaluator(state, now_ms).filter(set(state.live), expr)
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.graph.compose import render_node
-from contextflow.graph.view import Edge, GraphState, Node, Step
+from contextflow.graph.view import Edge, Graph, Node, Step
 from contextflow.operations.provenance import header
 
 
-def node_header(state: GraphState, node: Node) -> str:
+def node_header(state: Graph, node: Node) -> str:
     tags = sorted(state.tags_of(node.id))
     successor = state.superseded_by(node.id)
     return header(
@@ -29,7 +29,7 @@ def node_header(state: GraphState, node: Node) -> str:
     )
 
 
-def node_text(state: GraphState, node: Node, *, with_edges: bool = False, brief: bool = False) -> str:
+def node_text(state: Graph, node: Node, *, with_edges: bool = False, brief: bool = False) -> str:
     body = quote(clip(node.content, 300) if brief else node.content)
     lines = [node_header(state, node), body]
     if node.summary:
@@ -41,14 +41,14 @@ def node_text(state: GraphState, node: Node, *, with_edges: bool = False, brief:
     return "\n".join(lines)
 
 
-def edge_lines(state: GraphState, out: list[Edge], inc: list[Edge]) -> list[str]:
+def edge_lines(state: Graph, out: list[Edge], inc: list[Edge]) -> list[str]:
     """A line per edge: `  -> TYPE [type:id] content` for outgoing ones, `  <- ...` for incoming ones."""
     ends = [("->", edge.type, state.nodes[edge.target]) for edge in out]
     ends += [("<-", edge.type, state.nodes[edge.source]) for edge in inc]
     return [f"  {arrow} {kind} [{other.type}:{other.id}] {clip(other.content, 80)}" for arrow, kind, other in ends]
 
 
-def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | None = None) -> str:
+def nodes_text(state: Graph, nodes: list[Node], title: str, total: int | None = None) -> str:
     if not nodes:
         return f"{title}: no matching nodes."
     shown = f"{len(nodes)} of {total}" if total is not None and total > len(nodes) else str(len(nodes))
@@ -57,11 +57,11 @@ def nodes_text(state: GraphState, nodes: list[Node], title: str, total: int | No
     return f"{title}: {shown} {noun}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
 
 
-def nodes_markdown(state: GraphState, nodes: list[Node]) -> str:
+def nodes_markdown(state: Graph, nodes: list[Node]) -> str:
     return "".join(render_node(state, node) for node in nodes) or "(no matching nodes)\n"
 
 
-def steps_text(state: GraphState, root: Node, steps: list[Step], title: str) -> str:
+def steps_text(state: Graph, root: Node, steps: list[Step], title: str) -> str:
     lines = [f"{title} {node_header(state, root)}", quote(clip(root.content, 200))]
     if not steps:
         lines.append("(nothing linked)")

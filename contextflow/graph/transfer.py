@@ -23,7 +23,7 @@ from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import inbound, model
 from contextflow.graph.query import evaluate, parse
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.view import Graph, Node
 from contextflow.graph.writes import edge_item, graph, node_item
 
 FORMAT = "contextflow-graph"
@@ -92,7 +92,7 @@ def _differs(here: Node | None, exported: dict[str, Any]) -> bool:
     return content.strip() != here.content.strip() or exported.get("type") not in (None, here.type)
 
 
-def _local_id(state: GraphState, exported_id: str, origin: str | None) -> str | None:
+def _local_id(state: Graph, exported_id: str, origin: str | None) -> str | None:
     """The node here that is the exported one (same id, same origin, or imported from it)."""
     for key in (exported_id, origin):
         if not key:
@@ -198,7 +198,7 @@ def import_graph(app: App, doc: Any, *, merge: bool = False, dry_run: bool = Fal
 
 
 def _view_items(
-    state: GraphState,
+    state: Graph,
     views: list[dict[str, Any]],
     merge: bool,
     result: Imported,

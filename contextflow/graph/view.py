@@ -10,16 +10,22 @@ No I/O here.
 
 from __future__ import annotations
 
+import heapq
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard, TypeVar
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.fold import overwritten
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import model
+
+if TYPE_CHECKING:
+    from contextflow.graph.query import Expr
 
 ZERO: OrderKey = (0, "", 0)
 
@@ -49,6 +55,36 @@ class Node:
     @property
     def updated_at(self) -> str:
         return stamp_iso(self.updated_key[0])
+
+
+class Brief(NamedTuple):
+    """What ranking and fitting a node into a budget read of it before it is rendered."""
+
+    id: str
+    type: str
+    tokens: int
+    updated_key: OrderKey
+    same: object  # equal for nodes whose content may be equal (`model.dedupe_key`, or its digest)
+    who: str  # its agent, else its writer
+    shortest: int  # `shortest_text`
+
+
+NOT_PRINTABLE = -(1 << 30)
+
+
+def shortest_text(content: str, summary: str) -> int:
+    """A lower bound of the length a node's bullet gives its text (content or summary, whichever is
+    shorter): printable text comes out of cleaning unchanged, and each later line is quoted (`> `);
+    text cleaning may change counts as NOT_PRINTABLE."""
+    found = _shown(content)
+    return min(found, _shown(summary)) if summary else found
+
+
+def _shown(text: str) -> int:
+    if not text.replace("\n", "").isprintable():
+        return NOT_PRINTABLE
+    lines = text.strip().split("\n")
+    return sum(len(line) for line in lines if line.strip()) + len(lines) - 1
 
 
 # A mark is the latest add and latest removal of a tag, edge or saved view, as a plain tuple
@@ -166,25 +202,48 @@ class GraphState:
         backward: bool,
         types: tuple[str, ...] | None = None,
     ) -> list[Step]:
-        """Breadth first from `root`, each node once, at most `depth_limit` hops along edges (of `types`,
-        or any), outgoing when `forward`, incoming when `backward`."""
-        steps: list[Step] = []
-        seen = {root}
-        frontier = [root]
-        for depth in range(1, depth_limit + 1):
-            following: list[str] = []
-            for current in frontier:
-                near = [(e.target, e.type) for e in self.edges_out(current)] if forward else []
-                near += [(e.source, e.type) for e in self.edges_in(current)] if backward else []
-                for other, edge_type in near:
-                    if other not in seen and (types is None or edge_type in types):
-                        seen.add(other)
-                        following.append(other)
-                        steps.append(Step(depth, self.nodes[other], edge_type, current))
-            frontier = following
-            if not frontier:
-                break
-        return steps
+        return walk(self, root, depth_limit, forward=forward, backward=backward, types=types)
+
+    def matching(self, expr: Expr, now_ms: int) -> set[str]:
+        from contextflow.graph.query import folded_matching
+
+        return folded_matching(expr, self, now_ms)
+
+    def prefixed(self, prefix: str, count: int) -> list[str]:
+        """Up to `count` live ids starting with `prefix`, sorted (for `ids.resolve_prefix`)."""
+        return sorted(i for i in self.live if i.startswith(prefix))[:count]
+
+    def many(self, ids: Iterable[str]) -> list[Node]:
+        return [self.nodes[i] for i in ids]
+
+    def superseded(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` a live node SUPERSEDES."""
+        return {i for i in ids if i in self.inc and self.superseded_by(i)}
+
+    def briefs(self, ids: Iterable[str]) -> list[Brief]:
+        return [
+            Brief(
+                n.id,
+                n.type,
+                n.tokens,
+                n.updated_key,
+                model.dedupe_key(n.content),
+                n.agent or n.writer,
+                shortest_text(n.content, n.summary),
+            )
+            for n in self.many(ids)
+        ]
+
+    def alike(self, node_type: str, content: str) -> list[Node]:
+        """The live nodes of this type whose content is `content` but for case, white space and final
+        punctuation (`model.dedupe_key`)."""
+        key = model.dedupe_key(content)
+        found = (self.nodes[i] for i in self.by_type.get(node_type, ()) if i in self.live)
+        return [node for node in found if model.dedupe_key(node.content) == key]
+
+    def newest(self, ids: Collection[str], count: int) -> list[Node]:
+        """The `count` most recently updated of `ids` (update keys are unique)."""
+        return heapq.nlargest(count, (self.nodes[i] for i in ids), key=attrgetter("updated_key"))
 
     def all_edges(self) -> list[Edge]:
         found = (self._edge(key) for key in self.edges)
@@ -197,6 +256,68 @@ class GraphState:
     def saved_view(self, name: str) -> SavedView | None:
         mark = self.views.get(name)
         return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0])) if is_on(mark) else None
+
+
+class Graph(Protocol):
+    """What a graph read sees: the folded state (`GraphState`) or its tables on disk (graph/stored.py)."""
+
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
+    @property
+    def live(self) -> AbstractSet[str]: ...
+    @property
+    def by_type(self) -> Mapping[str, AbstractSet[str]]: ...
+    @property
+    def by_tag(self) -> Mapping[str, AbstractSet[str]]: ...
+    @property
+    def inc(self) -> Container[str]: ...
+    @property
+    def origins(self) -> Mapping[str, str]: ...
+
+    def node(self, node_id: str) -> Node | None: ...
+    def tags_of(self, node_id: str) -> set[str]: ...
+    def edges_out(self, node_id: str) -> list[Edge]: ...
+    def edges_in(self, node_id: str) -> list[Edge]: ...
+    def has_edges(self, node_id: str) -> bool: ...
+    def edge_live(self, source: str, target: str, kind: str) -> bool: ...
+    def superseded_by(self, node_id: str) -> str | None: ...
+    def walk(
+        self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None
+    ) -> list[Step]: ...
+    def all_edges(self) -> list[Edge]: ...
+    def saved_views(self) -> list[SavedView]: ...
+    def saved_view(self, name: str) -> SavedView | None: ...
+    def matching(self, expr: Expr, now_ms: int) -> set[str]: ...
+    def prefixed(self, prefix: str, count: int) -> list[str]: ...
+    def many(self, ids: Iterable[str]) -> list[Node]: ...
+    def superseded(self, ids: Iterable[str]) -> set[str]: ...
+    def briefs(self, ids: Iterable[str]) -> list[Brief]: ...
+    def alike(self, node_type: str, content: str) -> list[Node]: ...
+    def newest(self, ids: Collection[str], count: int) -> list[Node]: ...
+
+
+def walk(
+    graph: Graph, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None
+) -> list[Step]:
+    """Breadth first from `root`, each node once, at most `depth_limit` hops along edges (of `types`,
+    or any), outgoing when `forward`, incoming when `backward`."""
+    steps: list[Step] = []
+    seen = {root}
+    frontier = [root]
+    for depth in range(1, depth_limit + 1):
+        following: list[str] = []
+        for current in frontier:
+            near = [(e.target, e.type) for e in graph.edges_out(current)] if forward else []
+            near += [(e.source, e.type) for e in graph.edges_in(current)] if backward else []
+            for other, edge_type in near:
+                if other not in seen and (types is None or edge_type in types):
+                    seen.add(other)
+                    following.append(other)
+                    steps.append(Step(depth, graph.nodes[other], edge_type, current))
+        frontier = following
+        if not frontier:
+            break
+    return steps
 
 
 # -- folding ---------------------------------------------------------------------------

@@ -21,17 +21,26 @@ from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, MAX_NAME_CHARS
 from contextflow.graph.query import parse
-from contextflow.graph.view import GraphState, GraphView, Node, SavedView
+from contextflow.graph.view import Graph, GraphState, GraphView, Node, SavedView
 
 Item = tuple[str, dict[str, Any]]
+PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
 
 
-def graph(app: App) -> GraphState:
+def graph(app: App) -> Graph:
+    """The graph for one call: its tables on disk when they hold every event (graph/stored.py), else
+    the fold (while the derived tables are built, or for a store that does not read them)."""
+    from contextflow.graph.table import STAGE
+
+    if ondisk.staged(app, STAGE):
+        from contextflow.graph.stored import StoredGraph
+
+        return StoredGraph(app.tables())
     state: GraphState = ondisk.view(app, GraphView)
     return state
 
 
-def resolve(state: GraphState, prefix: str, what: str = "node id") -> Node:
+def resolve(state: Graph, prefix: str, what: str = "node id") -> Node:
     """The live node whose id is `prefix` or starts with it (git-style)."""
     if not prefix.strip():
         raise InputError(f"{arg(what)} is required: pass a node id or a unique prefix of it")
@@ -41,7 +50,7 @@ def resolve(state: GraphState, prefix: str, what: str = "node id") -> Node:
         return node
     if wanted in state.nodes and state.nodes[wanted].deleted:
         raise NotFoundError(f"{what} {prefix!r} was deleted; `contextflow list` shows the nodes that exist")
-    return state.nodes[resolve_prefix(wanted, state.live, what)]
+    return state.nodes[resolve_prefix(wanted, state.prefixed(wanted, PREFIX_SHOWN), what)]
 
 
 def node_item(
@@ -96,17 +105,11 @@ def parse_links(value: list[dict[str, Any]] | None) -> list[Link]:
     return links
 
 
-def same_node(state: GraphState, node_type: str, content: str, tags: list[str]) -> Node | None:
+def same_node(state: Graph, node_type: str, content: str, tags: list[str]) -> Node | None:
     """The oldest live node with this type and tags and the same content but for case, white
     space and final punctuation (`model.dedupe_key`), if any."""
-    wanted, key = set(tags), model.dedupe_key(content)
-    found = [
-        state.nodes[node_id]
-        for node_id in state.by_type.get(node_type, ())
-        if node_id in state.live
-        and model.dedupe_key(state.nodes[node_id].content) == key
-        and state.tags_of(node_id) == wanted
-    ]
+    wanted = set(tags)
+    found = [node for node in state.alike(node_type, content) if state.tags_of(node.id) == wanted]
     return min(found, key=lambda node: node.created_key) if found else None
 
 
@@ -259,7 +262,7 @@ def untag(app: App, node_id: str, names: list[str]) -> list[str]:
     return _retag(app, node_id, names, False, "pass the tags to remove")
 
 
-def archive_items(state: GraphState, node_ids: list[str]) -> list[Item]:
+def archive_items(state: Graph, node_ids: list[str]) -> list[Item]:
     """Events that move nodes to tier:off-context (dropping their other tiers)."""
     items: list[Item] = []
     for node_id in node_ids:

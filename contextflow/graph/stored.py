@@ -1,0 +1,350 @@
+"""The graph read from its tables on disk (graph/table.py): a `Graph` (graph/view.py) whose nodes, tags,
+edges and views are queried when a call touches them, so a process holds what its call read, never
+the whole graph. One object serves one call (`writes.graph`): nodes it loaded are kept for the call.
+Queries of the query language run as one SQL query (`matching`), with the in-memory evaluator's
+meaning (tests/test_graph_stored.py compares every read with the fold's).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from operator import attrgetter
+from typing import Any, TypeVar
+
+from contextflow.core.clock import stamp_iso
+from contextflow.core.ids import resolve_prefix
+from contextflow.core.tables import Tables, stamp_of
+from contextflow.graph import model
+from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
+from contextflow.graph.table import chunks, dedupe_digest, mark_of, marks, node_of
+from contextflow.graph.view import Brief, Edge, Node, SavedView, Step, is_on, walk
+
+T = TypeVar("T")
+SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
+_BRIEF = "n.id, n.type, n.tokens, n.hlc, n.w, n.seq, n.dedupe, n.who, n.shortest"  # (`Brief`)
+_LIVE_EDGE = """SELECT e.src, e.dst, e.type, e.mark FROM graph_edges e
+    JOIN graph_nodes a ON a.id = e.src AND a.live JOIN graph_nodes b ON b.id = e.dst AND b.live WHERE e."on" """
+
+
+class _Nodes(Mapping[str, Node]):
+    """Every node the fold knows (tombstones and placeholders too), loaded when asked for."""
+
+    def __init__(self, graph: StoredGraph) -> None:
+        self.graph = graph
+
+    def __getitem__(self, node_id: str) -> Node:
+        found = self.graph.load([node_id]).get(node_id)
+        if found is None:
+            raise KeyError(node_id)
+        return found
+
+    def __contains__(self, node_id: object) -> bool:
+        return isinstance(node_id, str) and node_id in self.graph.load([node_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([i for (i,) in self.graph.tables.peek("SELECT id FROM graph_nodes")])
+
+    def __len__(self) -> int:
+        return int(self.graph.tables.peek("SELECT count(*) FROM graph_nodes")[0][0])
+
+
+class _Live(AbstractSet[str]):
+    """The ids of the nodes that exist and are not deleted."""
+
+    def __init__(self, graph: StoredGraph) -> None:
+        self.graph = graph
+
+    def __contains__(self, node_id: object) -> bool:
+        return isinstance(node_id, str) and self.graph.node(node_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([i for (i,) in self.graph.tables.peek("SELECT id FROM graph_nodes WHERE live")])
+
+    def __len__(self) -> int:
+        return int(self.graph.tables.peek("SELECT count(*) FROM graph_nodes WHERE live")[0][0])
+
+    @classmethod
+    def _from_iterable(cls, values: Iterable[T]) -> set[T]:  # what `&`, `|` and `-` with a set make
+        return set(values)
+
+
+class _Members(Mapping[str, AbstractSet[str]]):
+    """Node ids by type (live nodes) or by tag (nodes it is on), one query per name asked for."""
+
+    def __init__(self, graph: StoredGraph, one: str, every: str) -> None:
+        self.graph, self.one, self.every = graph, one, every
+
+    def __getitem__(self, name: str) -> AbstractSet[str]:
+        found = {i for (i,) in self.graph.tables.peek(self.one, (name,))}
+        if not found:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for (name,) in self.graph.tables.peek(self.every)])
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class _Incoming:
+    def __init__(self, graph: StoredGraph) -> None:
+        self.graph = graph
+
+    def __contains__(self, node_id: object) -> bool:
+        return bool(self.graph.tables.peek("SELECT 1 FROM graph_edges WHERE dst = ? LIMIT 1", (node_id,)))
+
+
+class _Origins(Mapping[str, str]):
+    """Where an imported node came from -> the first node made from it."""
+
+    def __init__(self, graph: StoredGraph) -> None:
+        self.graph = graph
+
+    def __getitem__(self, origin: str) -> str:
+        found = self.graph.tables.peek("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
+        if found is None:
+            raise KeyError(origin)
+        return str(found)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(
+            [o for (o,) in self.graph.tables.peek("SELECT DISTINCT origin FROM graph_nodes WHERE origin != ''")]
+        )
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class StoredGraph:
+    """The graph as its tables hold it now (the caller brought them up to date: `ondisk.stored`)."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self._loaded: dict[str, Node | None] = {}
+        self._tags: dict[str, set[str]] = {}
+        self._briefs: dict[str, Brief] = {}
+        self.nodes = _Nodes(self)
+        self.live = _Live(self)
+        self.by_type = _Members(
+            self,
+            "SELECT id FROM graph_nodes WHERE type = ? AND live",
+            "SELECT DISTINCT type FROM graph_nodes WHERE live",
+        )
+        self.by_tag = _Members(
+            self,
+            'SELECT node FROM graph_tags WHERE tag = ? AND "on"',
+            'SELECT DISTINCT tag FROM graph_tags WHERE "on"',
+        )
+        self.inc = _Incoming(self)
+        self.origins = _Origins(self)
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    def load(self, ids: Iterable[str]) -> dict[str, Node]:
+        """The nodes of `ids` the fold knows, each read once per call (with its tags)."""
+        wanted = [i for i in dict.fromkeys(ids) if i not in self._loaded]
+        for part in chunks(wanted):
+            found = self.tables.peek(f"SELECT id, data, lower FROM graph_nodes WHERE id IN ({marks(len(part))})", part)
+            for node_id, blob, lower in found:
+                self._loaded[node_id] = node_of(blob, lower)
+                self._tags[node_id] = set()
+            sql = f'SELECT node, tag FROM graph_tags WHERE "on" AND node IN ({marks(len(part))})'
+            for node_id, tag in self.tables.peek(sql, part):
+                self._tags.setdefault(node_id, set()).add(tag)
+            for node_id in part:
+                self._loaded.setdefault(node_id, None)
+        return {i: node for i in ids if (node := self._loaded.get(i)) is not None}
+
+    def node(self, node_id: str) -> Node | None:
+        found = self.load([node_id]).get(node_id)
+        return found if found is not None and found.exists and not found.deleted else None
+
+    def many(self, ids: Iterable[str]) -> list[Node]:
+        order = list(ids)
+        found = self.load(order)
+        return [found[i] for i in order]
+
+    def tags_of(self, node_id: str) -> set[str]:
+        self.load([node_id])
+        return set(self._tags.get(node_id, ()))
+
+    def prefixed(self, prefix: str, count: int) -> list[str]:
+        sql = (
+            "SELECT id FROM graph_nodes WHERE live AND id >= ? AND id < ? AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?"
+        )
+        return [i for (i,) in self.tables.peek(sql, (prefix, prefix + "\U0010ffff", len(prefix), prefix, count))]
+
+    def briefs(self, ids: Iterable[str]) -> list[Brief]:
+        order = list(ids)
+        wanted = [i for i in dict.fromkeys(order) if i not in self._briefs]
+        for part in chunks(wanted):
+            self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.id IN ({marks(len(part))})", part)
+        return [self._briefs[i] for i in order]
+
+    def _keep_briefs(self, sql: str, params: Sequence[Any]) -> list[str]:
+        found = []
+        for node_id, kind, tokens, hlc, writer, seq, same, who, shortest in self.tables.peek(sql, params):
+            self._briefs[node_id] = Brief(node_id, kind, tokens, (stamp_of(hlc), writer, seq), same, who, shortest)
+            found.append(node_id)
+        return found
+
+    def alike(self, node_type: str, content: str) -> list[Node]:
+        key = model.dedupe_key(content)
+        sql = "SELECT id FROM graph_nodes WHERE dedupe = ? AND type = ? AND live ORDER BY id"
+        found = self.many(i for (i,) in self.tables.peek(sql, (dedupe_digest(content), node_type)))
+        return [node for node in found if model.dedupe_key(node.content) == key]
+
+    def newest(self, ids: Collection[str], count: int) -> list[Node]:
+        chosen = heapq.nlargest(count, self.briefs(ids), key=attrgetter("updated_key"))
+        return self.many(brief.id for brief in chosen)
+
+    # -- edges and views -------------------------------------------------------------------------
+
+    def _edges(self, where: str, params: tuple[Any, ...]) -> list[Edge]:
+        found = []
+        for src, dst, kind, blob in self.tables.peek(f"{_LIVE_EDGE} AND {where}", params):
+            mark = mark_of(blob)
+            found.append(Edge(mark[2], src, dst, kind, stamp_iso(mark[0][0]), mark[3] or {}))
+        return found
+
+    def edges_out(self, node_id: str) -> list[Edge]:
+        return sorted(self._edges("e.src = ?", (node_id,)), key=lambda e: (e.type, e.target))
+
+    def edges_in(self, node_id: str) -> list[Edge]:
+        return sorted(self._edges("e.dst = ?", (node_id,)), key=lambda e: (e.type, e.source))
+
+    def has_edges(self, node_id: str) -> bool:
+        return bool(self._edges("(e.src = ? OR e.dst = ?) LIMIT 1", (node_id, node_id)))
+
+    def edge_live(self, source: str, target: str, kind: str) -> bool:
+        return bool(self._edges("e.src = ? AND e.dst = ? AND e.type = ?", (source, target, kind)))
+
+    def all_edges(self) -> list[Edge]:
+        return sorted(self._edges("1", ()), key=lambda e: (e.source, e.target, e.type))
+
+    def superseded_by(self, node_id: str) -> str | None:
+        """The newest live node that SUPERSEDES this one, if any."""
+        sql = """SELECT e.src, e.mark FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
+            WHERE e.dst = ? AND e.type = 'SUPERSEDES' AND e."on" """
+        marked = [(mark_of(blob)[0], src) for src, blob in self.tables.peek(sql, (node_id,))]
+        return max(marked)[1] if marked else None
+
+    def superseded(self, ids: Iterable[str]) -> set[str]:
+        sql = """SELECT DISTINCT e.dst FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
+            WHERE e.type = 'SUPERSEDES' AND e."on" """
+        return {i for (i,) in self.tables.peek(sql)} & set(ids)
+
+    def walk(
+        self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None
+    ) -> list[Step]:
+        return walk(self, root, depth_limit, forward=forward, backward=backward, types=types)
+
+    def saved_views(self) -> list[SavedView]:
+        found = (self.saved_view(name) for (name,) in self.tables.peek("SELECT name FROM graph_views ORDER BY name"))
+        return [view for view in found if view is not None]
+
+    def saved_view(self, name: str) -> SavedView | None:
+        found = self.tables.peek("SELECT mark FROM graph_views WHERE name = ?", (name,))
+        mark = mark_of(found[0][0]) if found else None
+        return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0])) if is_on(mark) else None
+
+    # -- whole-graph reads, as queries -------------------------------------------------------------
+
+    def matching(self, expr: Expr, now_ms: int) -> set[str]:
+        """The ids of live nodes that match `expr` (query.evaluate's meaning), in one query."""
+        where, params = _where(self, expr, now_ms)
+        return set(self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.live AND ({where})", params))
+
+    def tag_counts(self, prefix: str) -> list[tuple[str, int]]:
+        sql = """SELECT t.tag, count(*) FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live
+            WHERE t."on" AND substr(t.tag, 1, ?) = ? GROUP BY t.tag ORDER BY t.tag"""
+        return [(tag, count) for tag, count in self.tables.peek(sql, (len(prefix), prefix))]
+
+    def census(self) -> dict[str, Any]:
+        """`explore.status`'s counts, from queries."""
+        peek = self.tables.peek
+        nodes, tokens = peek("SELECT count(*), coalesce(sum(tokens), 0) FROM graph_nodes WHERE live")[0]
+        tiered: dict[str, str] = {}
+        sql = """SELECT t.node FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live
+            WHERE t.tag = ? AND t."on" """
+        for tier_tag in reversed(model.TIER_TAGS):  # the strongest tier last: it wins
+            tiered.update(dict.fromkeys((i for (i,) in peek(sql, (tier_tag,))), tier_tag.partition(":")[2]))
+        tiers = {tier: {"nodes": 0, "tokens": 0} for tier in model.TIERS}
+        untiered = {"nodes": 0, "tokens": 0}
+        for node_id, count in peek("SELECT id, tokens FROM graph_nodes WHERE live"):
+            bucket = tiers[tiered[node_id]] if node_id in tiered else untiered
+            bucket["nodes"] += 1
+            bucket["tokens"] += count
+        types = peek("SELECT type, count(*) FROM graph_nodes WHERE live GROUP BY type")
+        tags = peek(
+            'SELECT count(DISTINCT t.tag) FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live WHERE t."on"'
+        )[0][0]
+        superseded = peek(
+            """SELECT count(DISTINCT e.dst) FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
+            JOIN graph_nodes b ON b.id = e.dst AND b.live WHERE e.type = 'SUPERSEDES' AND e."on" """
+        )[0][0]
+        return {
+            "nodes": nodes,
+            "tokens": tokens,
+            "types": dict(sorted(types, key=lambda pair: (-pair[1], pair[0]))),
+            "edges": peek(f"SELECT count(*) FROM ({_LIVE_EDGE})")[0][0],
+            "tags": tags,
+            "tiers": tiers,
+            "untiered": untiered,
+            "superseded": superseded,
+            "views": len(self.saved_views()),
+        }
+
+
+_COLUMNS = {"tokens": "n.tokens", "created": "n.created_ms", "updated": "n.updated_ms"}
+_OPERATORS = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "=": "="}
+_HAS_EDGES = """(EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.dst AND o.live
+    WHERE e.src = n.id AND e."on") OR EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.src AND o.live
+    WHERE e.dst = n.id AND e."on"))"""
+
+
+def _where(graph: StoredGraph, expr: Expr, now_ms: int) -> tuple[str, list[Any]]:
+    """`expr` as an SQL condition on `graph_nodes n` (a live node), with its parameters."""
+    if isinstance(expr, All):
+        return "1", []
+    if isinstance(expr, And | Or):
+        left, left_params = _where(graph, expr.left, now_ms)
+        right, right_params = _where(graph, expr.right, now_ms)
+        joint = "AND" if isinstance(expr, And) else "OR"
+        return f"({left}) {joint} ({right})", left_params + right_params
+    if isinstance(expr, Not):
+        inner, params = _where(graph, expr.inner, now_ms)
+        return f"NOT ({inner})", params
+    return _leaf(graph, expr, now_ms)
+
+
+def _leaf(graph: StoredGraph, leaf: Leaf, now_ms: int) -> tuple[str, list[Any]]:
+    tagged = 'n.id IN (SELECT node FROM graph_tags WHERE "on" AND ({}))'
+    if leaf.field == "type":
+        return "n.type = ?", [leaf.value]
+    if leaf.field == "tag":
+        if leaf.op == "prefix":
+            return tagged.format("substr(tag, 1, ?) = ?"), [len(leaf.value), leaf.value]
+        if leaf.op == "plain":
+            return tagged.format("tag = ? OR (instr(tag, ':') AND substr(tag, instr(tag, ':') + 1) = ?)"), [
+                leaf.value,
+                leaf.value,
+            ]
+        return tagged.format("tag = ?"), [leaf.value]
+    if leaf.field in ("from", "to"):
+        wanted = leaf.value.strip().lower()
+        node_id = resolve_prefix(leaf.value, graph.prefixed(wanted, SHOWN), f"node id in {leaf.field}:")
+        near, here = ("dst", "src") if leaf.field == "from" else ("src", "dst")
+        return f'n.id IN (SELECT {near} FROM graph_edges WHERE {here} = ? AND "on")', [node_id]
+    if leaf.field == "text":
+        return "instr(n.lower, ?)", [leaf.value]
+    if leaf.field == "has":
+        return ("n.summary", []) if leaf.value == "summary" else (_HAS_EDGES, [])
+    column = _COLUMNS[leaf.field]
+    point = now_ms - leaf.number if leaf.relative else leaf.number
+    if leaf.op == "day":
+        return f"{column} >= ? AND {column} < ?", [point, point + 86_400_000]
+    return f"{column} {_OPERATORS[leaf.op]} ?", [point]

@@ -1,0 +1,215 @@
+"""The graph's state in tables (a `Stage`, core/table_stages.py): each node, tag, edge and saved view as
+the pure fold (`graph/view.py`) leaves it, so a graph call reads the rows it touches
+(`graph/stored.py`) instead of folding every `graph.*` event.
+
+A batch of events is folded by loading the rows they touch into an empty `GraphState`, applying the
+events with `GraphView.apply` itself, and writing those rows back: every value is last-writer-wins by
+event key, so the rows equal the whole fold's whatever the batches. Columns beside each row's state
+(`data`, `mark`) are what queries filter and order on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from contextflow.core.clock import COUNTER_BITS
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.formats import Format
+from contextflow.core.table_sets import Stage, StageWriter, db_stamp
+from contextflow.graph import model
+from contextflow.graph.view import EdgeKey, GraphState, GraphView, Mark, Node, shortest_text
+
+SCHEMA = (
+    """CREATE TABLE graph_nodes(
+    id TEXT PRIMARY KEY, live INTEGER NOT NULL, type TEXT NOT NULL, tokens INTEGER NOT NULL, lower TEXT NOT NULL,
+    summary INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, hlc INTEGER NOT NULL,
+    w TEXT NOT NULL, seq INTEGER NOT NULL, origin TEXT NOT NULL, dedupe BLOB NOT NULL, who TEXT NOT NULL,
+    shortest INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX graph_nodes_dedupe ON graph_nodes(dedupe)",
+    "CREATE INDEX graph_nodes_live ON graph_nodes(live, hlc, w, seq)",
+    "CREATE INDEX graph_nodes_type ON graph_nodes(type, live)",
+    "CREATE INDEX graph_nodes_origin ON graph_nodes(origin) WHERE origin != ''",
+    """CREATE TABLE graph_tags(node TEXT NOT NULL, tag TEXT NOT NULL, "on" INTEGER NOT NULL, mark BLOB NOT NULL,
+    PRIMARY KEY(node, tag)) WITHOUT ROWID""",
+    'CREATE INDEX graph_tags_tag ON graph_tags(tag, "on")',
+    """CREATE TABLE graph_edges(src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, "on" INTEGER NOT NULL,
+    mark BLOB NOT NULL, PRIMARY KEY(src, dst, type)) WITHOUT ROWID""",
+    "CREATE INDEX graph_edges_dst ON graph_edges(dst, type)",
+    "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL) WITHOUT ROWID",
+)
+TABLES = ("graph_nodes", "graph_tags", "graph_edges", "graph_views")
+CHUNK = 400  # parameters per `IN (...)` (SQLite allows 32,766; smaller lists plan as well)
+
+
+# -- rows <-> the fold's values ---------------------------------------------------------------
+
+
+def _key(value: Sequence[Any]) -> OrderKey:
+    return (value[0], value[1], value[2])
+
+
+def node_of(blob: bytes, lower: str) -> Node:
+    """The node a `graph_nodes` row holds (its `data` and `lower`)."""
+    (node_id, exists, deleted, created, updated, writer, agent, origin, kind, content, summary, meta, keys, tokens) = (
+        orjson.loads(blob)
+    )
+    return Node(
+        node_id,
+        exists,
+        deleted,
+        _key(created),
+        _key(updated),
+        writer,
+        agent,
+        origin,
+        kind,
+        content,
+        summary,
+        meta,
+        {name: _key(key) for name, key in keys.items()},
+        tokens,
+        lower,
+    )
+
+
+def mark_of(blob: bytes) -> Mark:
+    """The mark (latest add, latest removal, payload) a `mark` column holds."""
+    found = orjson.loads(blob)
+    return (_key(found[0]), _key(found[1]), *found[2:])
+
+
+def _node_row(node: Node) -> tuple[Any, ...]:
+    data = [
+        node.id,
+        node.exists,
+        node.deleted,
+        node.created_key,
+        node.updated_key,
+        node.writer,
+        node.agent,
+        node.origin,
+        node.type,
+        node.content,
+        node.summary,
+        node.metadata,
+        node.field_keys,
+        node.tokens,
+    ]
+    return (
+        node.id,
+        int(node.exists and not node.deleted),
+        node.type,
+        node.tokens,
+        node.lower,
+        int(bool(node.summary)),
+        node.created_key[0] >> COUNTER_BITS,
+        node.updated_key[0] >> COUNTER_BITS,
+        db_stamp(node.updated_key[0]),
+        node.updated_key[1],
+        node.updated_key[2],
+        node.origin,
+        dedupe_digest(node.content),
+        node.agent or node.writer,
+        shortest_text(node.content, node.summary),
+        orjson.dumps(data),
+    )
+
+
+def dedupe_digest(content: str) -> bytes:
+    """Equal for contents with the same `model.dedupe_key` (nodes that may be copies of each other)."""
+    return hashlib.blake2b(model.dedupe_key(content).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _on(mark: Mark) -> int:
+    return int(mark[0] > mark[1])
+
+
+# -- folding a batch -----------------------------------------------------------------------------
+
+
+def _touched(events: Iterable[Event]) -> tuple[set[str], set[EdgeKey], set[str]]:
+    """The nodes (with their tags), edges and saved views a batch of events sets."""
+    nodes: set[str] = set()
+    edges: set[EdgeKey] = set()
+    views: set[str] = set()
+    for event in events:
+        kind, data = event.kind, event.data
+        if kind == model.NODE:
+            nodes.add(event.id)
+            links = data.get("links")
+            for link in links if isinstance(links, list) else ():
+                if isinstance(link, dict) and isinstance(link.get("to"), str) and isinstance(link.get("type"), str):
+                    edges.add((event.id, link["to"], link["type"]))
+        elif kind in (model.NODE_UPDATE, model.NODE_DELETE, model.TAG, model.UNTAG):
+            if isinstance(data.get("node"), str):
+                nodes.add(data["node"])
+        elif kind in (model.EDGE, model.EDGE_DELETE):
+            ends = (data.get("from"), data.get("to"), data.get("type"))
+            if isinstance(ends[0], str) and isinstance(ends[1], str) and isinstance(ends[2], str):
+                edges.add((ends[0], ends[1], ends[2]))
+        elif kind in (model.VIEW, model.VIEW_DELETE) and isinstance(data.get("name"), str):
+            views.add(data["name"])
+    return nodes, edges, views
+
+
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def marks(count: int) -> str:
+    return ", ".join("?" * count)
+
+
+def _load(db: StageWriter, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:
+    state = GraphState()
+    for part in chunks(nodes):
+        for blob, lower in db.execute(f"SELECT data, lower FROM graph_nodes WHERE id IN ({marks(len(part))})", part):
+            node = node_of(blob, lower)
+            state.nodes[node.id] = node
+        sql = f"SELECT node, tag, mark FROM graph_tags WHERE node IN ({marks(len(part))})"
+        for node_id, tag, blob in db.execute(sql, part):
+            state.tag_marks.setdefault(node_id, {})[tag] = mark_of(blob)
+    for part in chunks(edges, CHUNK // 4):  # (the sources first: the key's index narrows to them)
+        sources = sorted({edge[0] for edge in part})
+        values = ", ".join("(?, ?, ?)" for _ in part)
+        sql = f"""SELECT src, dst, type, mark FROM graph_edges
+            WHERE src IN ({marks(len(sources))}) AND (src, dst, type) IN (VALUES {values})"""
+        for src, dst, kind, blob in db.execute(sql, [*sources, *(value for edge in part for value in edge)]):
+            state.edges[(src, dst, kind)] = mark_of(blob)
+    for part in chunks(views):
+        for name, blob in db.execute(f"SELECT name, mark FROM graph_views WHERE name IN ({marks(len(part))})", part):
+            state.views[name] = mark_of(blob)
+    return state
+
+
+def apply(db: StageWriter, events: list[Event]) -> None:
+    """Fold `events` into the tables (inside the stage's transaction)."""
+    graph_events = [event for event in events if event.kind.startswith("graph.")]
+    nodes, edges, views = _touched(graph_events)
+    state = _load(db, sorted(nodes), sorted(edges), sorted(views))
+    fold = GraphView()
+    for event in graph_events:
+        fold.apply(state, event)
+    db.executemany(
+        f"INSERT OR REPLACE INTO graph_nodes VALUES ({marks(16)})", [_node_row(state.nodes[i]) for i in state.nodes]
+    )
+    db.executemany(
+        'INSERT OR REPLACE INTO graph_tags(node, tag, "on", mark) VALUES (?, ?, ?, ?)',
+        [(i, tag, _on(mark), orjson.dumps(mark)) for i, tags in state.tag_marks.items() for tag, mark in tags.items()],
+    )
+    db.executemany(
+        'INSERT OR REPLACE INTO graph_edges(src, dst, type, "on", mark) VALUES (?, ?, ?, ?, ?)',
+        [(*key, _on(mark), orjson.dumps(mark)) for key, mark in state.edges.items()],
+    )
+    db.executemany(
+        "INSERT OR REPLACE INTO graph_views(name, mark) VALUES (?, ?)",
+        [(name, orjson.dumps(mark)) for name, mark in state.views.items()],
+    )
+
+
+STAGE = Stage(Format("graph-state", 1, ("contextflow.graph.table",)), "graph", SCHEMA, TABLES, apply)

@@ -1,0 +1,264 @@
+"""The graph's tables on disk (graph/table.py, graph/stored.py) answer every read as the whole fold does:
+random graphs from two writers, read in batches of any size, updates before creations, deletes, tags,
+edges, views, imports' origins, a clock bound; and only the rows a call touches are read."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from contextflow import ondisk
+from contextflow.app import App
+from contextflow.core import table_stages
+from contextflow.core.clock import stamp_from_ms
+from contextflow.core.events import Event, encode
+from contextflow.core.log import log_path
+from contextflow.graph import explore, model, writes
+from contextflow.graph.compose import compose
+from contextflow.graph.query import evaluate, parse
+from contextflow.graph.stored import StoredGraph
+from contextflow.graph.table import STAGE
+from contextflow.graph.view import GraphState, GraphView
+
+TYPES = ["fact", "decision", "observation"]
+TAGS = [
+    "tier:pinned",
+    "tier:working",
+    "tier:reference",
+    "tier:off-context",
+    "project:web",
+    "status:archived",
+    "archived",
+]
+EDGES = ["DEPENDS_ON", "SUPERSEDES", "DERIVED_FROM", "RELATES_TO"]
+WORDS = ["lexer", "Parser", "cache", "TOKEN", "Straße", "graph", "sqlite"]
+QUERIES = [
+    "",
+    "type:fact",
+    "tag:tier:pinned",
+    "tag:archived",
+    "tag:project:*",
+    "tag:tier:* AND NOT type:observation",
+    "lexer",
+    '"parser cache"',
+    "straße OR token",
+    "has:summary",
+    "has:edges",
+    "NOT has:edges OR type:decision",
+    "tokens:>3",
+    "created:>2020-01-01",
+    "updated:<1h",
+    "created:2026-01-02",
+]
+
+
+def _events(seed: int, count: int) -> list[Event]:
+    rng = random.Random(seed)
+    made: list[Event] = []
+    ids: list[str] = []
+    base = stamp_from_ms(1_767_225_600_000)  # 2026-01-01
+    seqs = {"wx": 0, "wy": 0}
+    for n in range(count):
+        writer = rng.choice(["wx", "wy"])
+        seqs[writer] += 1
+        stamp = base + (rng.randrange(50_000) << 16) + n  # writers' clocks interleave, never equal
+        pick = rng.random()
+        node = rng.choice(ids) if ids else "nosuchnode000000"
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 5)))
+        if pick < 0.3 or not ids:
+            kind, data = "graph.node", {"type": rng.choice(TYPES), "content": text, "agent": "a"}
+            if rng.random() < 0.3:
+                data["tags"] = rng.sample(TAGS, 2)
+            if rng.random() < 0.2:
+                data["origin"] = f"memory:{rng.randrange(5)}"
+            if rng.random() < 0.2 and ids:
+                data["links"] = [{"to": rng.choice(ids), "type": rng.choice(EDGES)}]
+            if rng.random() < 0.2:
+                data["metadata"] = {"k": rng.randrange(3), "path": text}
+        elif pick < 0.45:
+            kind, data = "graph.node_update", {"node": node, rng.choice(["content", "summary", "type"]): text}
+            if rng.random() < 0.3:
+                data["metadata"] = {"k": None if rng.random() < 0.5 else text}
+        elif pick < 0.5:
+            kind, data = "graph.node_delete", {"node": node}
+        elif pick < 0.65:
+            kind, data = rng.choice(["graph.tag", "graph.untag"]), {"node": node, "tags": rng.sample(TAGS, 2)}
+        elif pick < 0.85:
+            edge = {"from": node, "to": rng.choice(ids), "type": rng.choice(EDGES)}
+            kind, data = rng.choice(["graph.edge", "graph.edge", "graph.edge_delete"]), edge
+        else:
+            name = rng.choice(["default", "focus"])
+            kind = rng.choice(["graph.view", "graph.view_delete"])
+            data = {"name": name, "query": text, "budget": rng.randrange(500, 3000)}
+        event = Event(f"{n:04d}{rng.getrandbits(40):012x}"[:16], writer, seqs[writer], stamp, kind, data)
+        if kind == "graph.node":
+            ids.append(event.id)
+        made.append(event)
+    return made
+
+
+def _write(folder: Path, events: list[Event]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for event in events:
+        with log_path(folder, event.writer).open("ab") as handle:
+            handle.write(encode(event))
+
+
+def _folded(app: App) -> GraphState:
+    app.store.refresh()
+    return app.store.view(GraphView)
+
+
+def _same(app: App, at_ms: int) -> None:
+    folded = _folded(app)
+    assert ondisk.staged(app, STAGE)
+    stored = StoredGraph(app.tables())
+    assert set(stored.live) == folded.live
+    assert set(stored.nodes) == set(folded.nodes)
+    for node_id in folded.nodes:
+        assert stored.nodes[node_id] == folded.nodes[node_id]
+        assert stored.node(node_id) == folded.node(node_id)
+        assert stored.tags_of(node_id) == folded.tags_of(node_id)
+        assert stored.edges_out(node_id) == folded.edges_out(node_id)
+        assert stored.edges_in(node_id) == folded.edges_in(node_id)
+        assert stored.has_edges(node_id) == folded.has_edges(node_id)
+        assert stored.superseded_by(node_id) == folded.superseded_by(node_id)
+        assert stored.walk(node_id, 3, forward=True, backward=True) == folded.walk(
+            node_id, 3, forward=True, backward=True
+        )
+    assert stored.all_edges() == folded.all_edges()
+    assert stored.saved_views() == folded.saved_views()
+    assert dict(stored.origins) == folded.origins
+    for name in TYPES:
+        assert set(stored.by_type.get(name, ())) == folded.by_type.get(name, set()) & folded.live
+    for name in TAGS:
+        assert set(stored.by_tag.get(name, ())) == folded.by_tag.get(name, set())
+    assert stored.superseded(folded.nodes) == folded.superseded(folded.nodes)
+    for query in QUERIES:
+        expected = evaluate(parse(query), folded, at_ms)
+        assert evaluate(parse(query), stored, at_ms) == expected, query
+        assert stored.newest(expected, 5) == folded.newest(expected, 5)
+    for prefix in {i[:1] for i in folded.live} | {"", "zz"}:
+        assert stored.prefixed(prefix, 20) == folded.prefixed(prefix, 20)
+
+
+def _whole_graph_reads(app: App) -> list[object]:
+    """status, tag counts, queries' newest, and compose at several budgets (text, what fit and what did not)."""
+    found: list[object] = [explore.status(app), explore.tag_counts(app), explore.tag_counts(app, "tier:")]
+    for query in QUERIES[:8]:
+        found.append(explore.run_query(app, query, 7, at_ms=0))
+        for budget in (120, 400, 3000):
+            found.append(compose(app, query, budget, at_ms=1_767_225_600_000, include_superseded=budget == 400))
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(table_stages, "BATCH", 1 + seed * 7)  # batches of 1 to 36 events
+    events = _events(seed, 400)
+    rng = random.Random(seed)
+    half = rng.randrange(len(events))
+    _write(app.store.folder, events[:half])
+    at_ms = 1_767_225_600_000 + 3_600_000
+    _same(app, at_ms)  # folded part way: the rest lands on top of it
+    _write(app.store.folder, events[half:])
+    _same(app, at_ms)
+    stored = _whole_graph_reads(app)
+    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the fold
+    assert _whole_graph_reads(app) == stored
+
+
+def test_a_clock_bound_refolds_the_stage(app: App) -> None:
+    node = writes.add_node(app, type="fact", content="first")
+    future = Event(
+        "F" * 16,
+        "writer-z",
+        1,
+        stamp_from_ms(253_000_000_000_000),
+        "graph.node_update",
+        {"node": node.id, "content": "from the future"},
+    )
+    _write(app.store.folder, [future])
+    assert writes.graph(app).nodes[node.id].content == "from the future"
+    writes.update_node(app, node.id, content="fixed")  # the write bounds the future stamp first
+    assert app.tables().peek("SELECT id FROM bounds") == [(future.id,)]
+    _same(app, 0)
+    assert writes.graph(app).nodes[node.id].content == "fixed"
+
+
+def test_a_call_reads_only_the_rows_it_touches(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = [writes.add_node(app, type="fact", content=f"fact n{n}x") for n in range(300)]
+    writes.link(app, nodes[0].id, nodes[1].id, "DEPENDS_ON")
+    writes.graph(app)  # the stage is current
+    read: list[str] = []
+    original = StoredGraph.load
+
+    def counting(self: StoredGraph, ids: object) -> dict[str, model.Node]:
+        found = original(self, ids)  # type: ignore[arg-type]
+        read.extend(found)
+        return found
+
+    monkeypatch.setattr(StoredGraph, "load", counting)
+    shown, _, _ = explore.edges_of(app, nodes[0].id)
+    assert shown.id == nodes[0].id
+    assert len(set(read)) <= 2
+    read.clear()
+    found, total = explore.run_query(app, "n17x", 5)
+    assert [n.content for n in found] == ["fact n17x"] and total == 1
+    assert len(set(read)) == 1
+    read.clear()
+    assert explore.status(app)["nodes"] == 300
+    assert not read  # counted by queries
+
+
+def test_a_stage_busy_elsewhere_falls_back_to_the_fold(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = writes.add_node(app, type="fact", content="still answered")
+    monkeypatch.setattr(app.tables(), "stage", lambda *_args, **_kw: False)
+    state = writes.graph(app)
+    assert isinstance(state, GraphState)
+    assert state.nodes[node.id].content == "still answered"
+
+
+def test_a_version_change_rebuilds_the_stage(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from contextflow.graph import table
+
+    node = writes.add_node(app, type="fact", content="kept")
+    writes.graph(app)
+    newer = replace(STAGE, format=replace(STAGE.format, version=STAGE.format.version + 1))
+    monkeypatch.setattr(table, "STAGE", newer)
+    assert ondisk.staged(app, newer)
+    assert StoredGraph(app.tables()).nodes[node.id].content == "kept"
+    assert app.tables().peek("SELECT version FROM formats WHERE name = 'graph-state'") == [(newer.format.version,)]
+
+
+def test_a_large_backlog_is_folded_in_the_background_while_calls_fold_the_view(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setattr(table_stages, "STAGE_INLINE", 5)  # as if an import had just brought thousands
+    writes.add_node(app, type="fact", content="before")
+    writes.graph(app)  # the stage holds it
+    _write(app.store.folder, _events(7, 60))
+    told: list[str] = []
+    app.store.progress = told.append
+    state = writes.graph(app)
+    assert isinstance(state, GraphState) and told and "in the background" in told[0]  # answered by the fold
+    deadline = time.monotonic() + 60
+    while not isinstance(writes.graph(app), StoredGraph):  # the background builder's work arrives
+        assert time.monotonic() < deadline, "the background fold did not finish"
+        time.sleep(0.05)
+    _same(app, 0)
+    assert app.tables().differing() == []  # (doctor: the stage equals a fresh build's)
+
+
+def test_a_damaged_stage_row_is_found_by_doctor_and_rebuilt(app: App) -> None:
+    node = writes.add_node(app, type="fact", content="true content")
+    writes.graph(app)
+    app.tables()._connect().execute("UPDATE graph_nodes SET lower = 'forged' WHERE id = ?", (node.id,))
+    assert app.tables().differing() == ["graph_nodes"]
+    assert writes.graph(app).nodes[node.id].lower == "true content\n"
