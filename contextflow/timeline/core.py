@@ -18,6 +18,7 @@ from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.ids import resolve_prefix
+from contextflow.timeline import stored
 from contextflow.timeline.fields import DEFAULT_THOUGHTS, DEFAULT_THREADS, DEFAULT_WHERE, STATUS_VERBS
 from contextflow.timeline.view import (
     POSITION,
@@ -136,10 +137,28 @@ def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list
 
 def list_threads(app: App, *, status: str | None = None, limit: int | None = None) -> list[Thread]:
     """Threads, most recently active first; all statuses unless `status` is given."""
+    return [where.thread for where in threads_here(app, status=status, limit=limit)]
+
+
+def threads_here(app: App, *, status: str | None = None, limit: int | None = None) -> list[Whereabouts]:
+    """`list_threads` with each thread's position, last thought and trail (`whereabouts`)."""
     wanted = _status(status) if status else None
-    count = DEFAULT_THREADS if limit is None else limit
+    return _where(app, wanted, DEFAULT_THREADS if limit is None else limit)
+
+
+def _where(app: App, status: str | None, count: int) -> list[Whereabouts]:
+    """Whereabouts of up to `count` threads of `status` (else all), most recently active first: from the
+    derived tables, reading only these threads, while they are current; else from the whole view."""
+    with stored.served(app) as found:
+        if found is not None:
+            return [
+                whereabouts(found, thread, found.counts[thread.id]) for thread in stored.recent(found, status, count)
+            ]
     state = timeline_state(app)
-    return _most_active(state, state.by_status[wanted] if wanted else state.thread_ids, count)
+    return [
+        whereabouts(state, t)
+        for t in _most_active(state, state.by_status[status] if status else state.thread_ids, count)
+    ]
 
 
 @dataclass(frozen=True)
@@ -253,7 +272,8 @@ class Whereabouts:
     trail: list[Crumb]  # parent thread first, up to the root
 
 
-def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
+def whereabouts(state: TimelineState, thread: Thread, thoughts: int | None = None) -> Whereabouts:
+    """Where `thread` is; `thoughts`: its thought count, when `state` holds only some of them."""
     crumbs: list[Crumb] = []
     seen = {thread.id}
     current = thread
@@ -265,19 +285,20 @@ def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
         crumbs.append(Crumb(parent, thought))
         seen.add(parent.id)
         current = parent
-    count = len(state.thread_thoughts.get(thread.id, []))
+    count = len(state.thread_thoughts.get(thread.id, [])) if thoughts is None else thoughts
     return Whereabouts(thread, state.position(thread.id), state.last_thought(thread.id), count, crumbs)
 
 
 def thread_count(app: App, status: str) -> int:
+    with stored.served(app) as found:
+        if found is not None:
+            return stored.thread_count(found, status)
     return len(timeline_state(app).by_status[status])
 
 
 def where_am_i(app: App, *, status: str = "active", limit: int | None = None) -> list[Whereabouts]:
     """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
-    count = DEFAULT_WHERE if limit is None else limit
-    state = timeline_state(app)
-    return [whereabouts(state, thread) for thread in _most_active(state, state.by_status[status], count)]
+    return _where(app, status, DEFAULT_WHERE if limit is None else limit)
 
 
 # -- tangents ------------------------------------------------------------------------------
