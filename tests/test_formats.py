@@ -29,10 +29,11 @@ RECORDED = {
     "view.search": (1, "2f29ea9b34209feb3be3"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "6833d70cc679a0e3348d"),
-    "sessions": (1, "27aaa27d8f7c73e170e4"),
-    "feed": (1, "66bda360e14ba3726383"),
-    "capture": (1, "c287c4dc8a61f5cdb4da"),
+    "view-events": (2, "0ffbff614e43b975e9db"),
+    "sessions": (1, "97b4d19502f32ce63de6"),
+    "feed": (1, "e1de75b9a65f1cc1286f"),
+    "capture": (1, "289e5c9345deda6701bf"),
+    "timeline": (1, "35a578fd7127476df964"),
 }
 GUARDED = all_formats()
 
