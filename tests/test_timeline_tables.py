@@ -197,3 +197,21 @@ def test_the_session_start_shows_the_same_open_threads_from_the_tables(app, monk
     ]
     assert f"trail: thread 2 ({names[2][0]})" in shown and tangent.thread.id in shown
     assert "step 1 of 5" in shown and "thread 7" not in shown  # paused
+
+
+def test_a_clock_bound_right_after_the_event_it_names_lowers_it_in_every_table(store_dir):
+    from contextflow.core.tables import db_stamp
+
+    future = BASE + (10_000_000 << 16)
+    thread = Event("F" * 16, "writer-z", 1, future, "timeline.thread", {"name": "from the future"})
+    note = Event("N" * 16, "writer-z", 2, future, "note", {"text": "also", "session_id": "s"})
+    bound = Event("B" * 16, "writer-z", 3, BASE + (5 << 16), "clock.bound", {"ids": [thread.id, note.id]})
+    write(store_dir, [thread, note, bound])  # one chunk: the bound comes after both
+    reader = open_app("writer-a")
+    (where,) = timeline.where_am_i(reader)
+    assert where.thread.created == (bound.hlc - 1, "writer-z", 1)
+    assert answers(reader) == answers(whole_fold())
+    lowered = db_stamp(bound.hlc - 1)
+    for table in ("timeline_events", "view_events", "sessions_entries", "feed"):
+        found = reader.tables().query(f"SELECT hlc FROM {table} WHERE id IN (?, ?)", (thread.id, note.id))
+        assert found and all(hlc == lowered for (hlc,) in found), table
