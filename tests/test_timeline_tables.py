@@ -10,6 +10,7 @@ import pytest
 
 from contextflow import ondisk
 from contextflow.app import App
+from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
 from contextflow.timeline import core as timeline
@@ -75,7 +76,23 @@ def answers(app: App) -> list[object]:
     for status in THREAD_STATUSES:
         found.append(timeline.thread_count(app, status))
         found.append([present.whereabouts_text(w, NOW) for w in timeline.where_am_i(app, status=status, limit=5)])
+    for where in timeline.threads_here(app, limit=500):
+        for given in (where.thread.id, where.thread.id[:-1], where.thread.id[:3], "zz", " "):
+            found.append(refused_or(lambda g=given: timeline.get_thread(app, thread_id=g, limit=3), thread_page))
+    for given in ("e0", "e00", "e001", "e0012", "e00123", "x"):
+        found.append(refused_or(lambda g=given: timeline.resolve_thought(app, g), lambda t: (t.id, t.content)))
     return found
+
+
+def thread_page(detail: timeline.ThreadDetail) -> str:
+    return present.thread_detail_text(detail, NOW)
+
+
+def refused_or(read, shown):
+    try:
+        return shown(read())
+    except (InputError, NotFoundError) as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def whole_fold() -> App:
@@ -196,7 +213,7 @@ def test_the_session_start_shows_the_same_open_threads_from_the_tables(app, monk
         "thread 5",
     ]
     assert f"trail: thread 2 ({names[2][0]})" in shown and tangent.thread.id in shown
-    assert "step 1 of 5" in shown and "thread 7" not in shown  # paused
+    assert "step 1 of 5" in shown and ": thread 7 |" not in shown  # paused
 
 
 def test_a_clock_bound_right_after_the_event_it_names_lowers_it_in_every_table(store_dir):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 _NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC, id DESC LIMIT 1"
 _RECENT = "ORDER BY hlc DESC, w DESC, seq DESC, thread DESC LIMIT ?"
+CANDIDATES = 6  # ids read for a prefix: `ids._SHOWN` + 1, the most an ambiguity names
 
 
 class Slice(TimelineState):
@@ -88,6 +89,59 @@ class Slice(TimelineState):
         count = "SELECT count(*) FROM timeline_events WHERE thread = ? AND kind = ?"
         self.counts[thread_id] = int(self.query(count, (thread_id, THOUGHT))[0][0])
         return thread
+
+    def whole(self, thread_id: str) -> None:
+        """Read every event of the thread, its thoughts' updates and the tangents started from them."""
+        ids = f"SELECT thought FROM timeline_events WHERE thread = ? AND kind = '{THOUGHT}'"
+        self._fold("thread = ?", (thread_id,))
+        self._fold(f"thought IN ({ids}) AND kind IN ('{THOUGHT_UPDATE}', '{THREAD}')", (thread_id,))
+        self._asked.add(("thread", thread_id))
+        self._asked.update(("thought", thought_id) for _, thought_id in self.thread_thoughts.get(thread_id, []))
+
+    def candidates(self, what: str, wanted: str) -> list[str]:
+        """The first few ids at or after `wanted` in order, of created threads or thoughts (what
+        `ids.resolve_prefix` needs to find the one `wanted` starts)."""
+        if what == "thread":
+            sql = "SELECT thread FROM timeline_threads WHERE created = 1 AND thread >= ? ORDER BY thread LIMIT ?"
+        else:
+            sql = (
+                "SELECT thought FROM timeline_events WHERE thought >= ? AND kind = ? AND thread IS NOT NULL "
+                "ORDER BY thought LIMIT ?"
+            )
+        params = (wanted, CANDIDATES) if what == "thread" else (wanted, THOUGHT, CANDIDATES)
+        return [found for (found,) in self.query(sql, params)]
+
+
+@contextlib.contextmanager
+def reading(app: App) -> Iterator[TimelineState]:
+    """The timeline as a call reads it: a slice over the tables while they are current, else the whole view."""
+    with served(app) as found:
+        if found is not None:
+            yield found
+            return
+    from contextflow import ondisk
+
+    yield ondisk.view(app, TimelineView)
+
+
+def known(state: TimelineState, what: str, given: str) -> list[str]:
+    """The sorted ids `ids.resolve_prefix` looks `given` up in: every one of the whole view's, or the
+    first few at or after it of the tables'."""
+    if isinstance(state, Slice):
+        return state.candidates(what, given.strip().lower())
+    return state.thread_ids if what == "thread" else state.thought_ids
+
+
+def located(state: TimelineState, thread_id: str) -> None:
+    """The thread's position readable from `state` (`Slice.show`)."""
+    if isinstance(state, Slice):
+        state.show(thread_id)
+
+
+def whole(state: TimelineState, thread_id: str) -> None:
+    """Every thought of the thread readable from `state` (`Slice.whole`)."""
+    if isinstance(state, Slice):
+        state.whole(thread_id)
 
 
 @contextlib.contextmanager
