@@ -2,9 +2,9 @@
 """The session start's open threads on a large timeline, this checkout beside another code tree.
 
 Writes one store of --threads threads and --thoughts thoughts (plus status changes, thought updates and
-tangents), builds each tree's derived state in full, then times `hook session-start` per tree (and
-`python -c pass`), interleaved, --reps times: CPU seconds, wall seconds and peak RSS (/usr/bin/time),
-medians. Prints figures; asserts nothing.
+tangents), builds each tree's derived tables in full (time and size printed), then times `hook
+session-start` per tree (and `python -c pass`), interleaved, --reps times: CPU seconds, wall seconds
+and peak RSS (/usr/bin/time), medians. Prints figures; asserts nothing.
 
     scripts/bench_timeline.py --before /tmp/cf-main      (`git archive main | tar -x -C /tmp/cf-main`)
     scripts/bench_timeline.py --thoughts 50000 --threads 500 --reps 5
@@ -120,7 +120,10 @@ def main() -> None:
                 "CONTEXTFLOW_WRITER": f"bench-{name.split()[-1]}",
                 "PYTHONPATH": str(code),
             }
+            began = time.perf_counter()
             subprocess.run([sys.executable, "-c", BUILD], env=envs[name], check=True, timeout=3600, cwd=work)
+            size = sum(p.stat().st_size for p in (work / name / "state").rglob("views.sqlite3*"))
+            print(f"{name}: derived tables built in {time.perf_counter() - began:.1f} s, {size / 1e6:.0f} MB")
         payload = json.dumps({"session_id": "bench", "cwd": str(work)}).encode()
         samples: dict[str, list[tuple[float, float, float]]] = {}
         for env in envs.values():  # once untimed: each tree's .pyc files written
