@@ -19,21 +19,22 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "92338e0b0c14de36e670"),
+    "search-index": (3, "15c5092e9a10cb3b7e41"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
     "snapshot": (2, "5c5eb636ad3f9d97661d"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
     "view.records": (1, "28d36b377a6abe5731d5"),
     "view.timeline": (1, "787d30f84b12931884fd"),
-    "view.search": (1, "2ad95e7c97a65553b3f6"),
+    "view.search": (1, "af54c9cdc5b0039ce0c2"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "613b0ea9f7338710539d"),
-    "view-events": (2, "2ad95e7c97a65553b3f6"),
-    "sessions": (1, "49b03ddce59ebdf84da6"),
-    "feed": (1, "1b92628e701b3ce28e37"),
-    "capture": (1, "c16958aa8f81c6a3a01a"),
+    "view-events": (2, "af54c9cdc5b0039ce0c2"),
+    "sessions": (1, "7b99ff5d1a8525b8e27b"),
+    "feed": (1, "4884bbcc345f5009fab3"),
+    "capture": (1, "fe16a308f191da9a1caa"),
     "graph-state": (1, "b4faa50e2c1f753688cb"),
+    "timeline": (1, "6aa85ccf1e6e65572a86"),
 }
 GUARDED = all_formats()
 
