@@ -16,7 +16,7 @@ from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
 from contextflow.graph import explore, model, writes
-from contextflow.graph.compose import compose
+from contextflow.graph.compose import Composed, compose
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.stored import StoredGraph
 from contextflow.graph.table import STAGE
@@ -262,3 +262,20 @@ def test_a_damaged_stage_row_is_found_by_doctor_and_rebuilt(app: App) -> None:
     app.tables()._connect().execute("UPDATE graph_nodes SET lower = 'forged' WHERE id = ?", (node.id,))
     assert app.tables().differing() == ["graph_nodes"]
     assert writes.graph(app).nodes[node.id].lower == "true content\n"
+
+
+def test_a_session_start_looks_at_the_first_ranked_candidates_only(app: App) -> None:
+    """`compose(first=)` ranks in one query and reads only the first candidates: the same nodes as composing
+    them all when the budget fills among them, and the same whole result when they are all."""
+    _write(app.store.folder, _events(11, 400))
+    at = 1_767_225_600_000
+    for query in ["", "type:fact OR tag:tier:*", "NOT has:edges"]:
+        whole = compose(app, query, 400, at_ms=at)
+        assert compose(app, query, 400, at_ms=at, first=10_000) == whole
+        first = compose(app, query, 400, at_ms=at, first=40)
+        assert first.included == whole.included and first.text.split("\n", 1)[1] == whole.text.split("\n", 1)[1]
+        assert _matched(first) == _matched(whole)  # (copies past the first count as not fitting)
+
+
+def _matched(composed: Composed) -> int:
+    return len(composed.included) + composed.as_dict()["dropped_count"] + sum(composed.excluded.values())

@@ -38,6 +38,7 @@ PARTIAL_NOTE = (
 # way), it would be folded whole (about 30 us an event: a 100,000-node import's 200,000 events took 6 s
 # and 580 MB): above this many events the session start then says where the knowledge is.
 GRAPH_FOLD_MAX = 10_000
+COMPOSE_FIRST = 500  # the graph's best-ranked candidates a session start looks at (the rest count as not fitting)
 LARGE_GRAPH_NOTE = (
     "## Knowledge\n\nThe knowledge graph holds more than {events} events, too many to compose at each "
     "session start: call graph_compose (or run `contextflow compose`) for its pinned and working "
@@ -246,7 +247,8 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     if room >= 100:
         from contextflow.graph.compose import compose, scoped_query
 
-        composed = compose(app, scoped_query(query, app.settings.default_project), room)  # this repo + shared + pinned
+        scoped = scoped_query(query, app.settings.default_project)  # this repo + shared + pinned
+        composed = compose(app, scoped, room, first=COMPOSE_FIRST)
         if composed.included and composed.text:
             parts.append(composed.text)
     return clip_block("\n\n".join(parts), chars)

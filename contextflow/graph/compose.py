@@ -23,6 +23,7 @@ from contextflow.core.text import clean, clip, defang, estimate_tokens
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, mentions_tag, parse
+from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Brief, Graph, Node
 from contextflow.graph.writes import get_view, graph
 
@@ -72,6 +73,7 @@ class Composed:
     dropped: list[Dropped]
     excluded: dict[str, int] = field(default_factory=dict)
     minimum_budget: int = 0  # set when the budget fits no node: the least that fits the first match
+    beyond: int = 0  # matched, but past the first ranked ones a session start looks at (`compose(first=)`)
 
     def as_dict(self) -> dict[str, Any]:
         """As JSON; `dropped` lists the first MAX_LISTED left out, by priority, with the totals beside."""
@@ -81,7 +83,7 @@ class Composed:
             "included": self.included,
             "summarized": self.summarized,
             "dropped": [asdict(d) for d in self.dropped[:MAX_LISTED]],
-            "dropped_count": len(self.dropped),
+            "dropped_count": len(self.dropped) + self.beyond,
             "dropped_tokens": sum(d.tokens for d in self.dropped),
             "excluded": self.excluded,
             "text": self.text,
@@ -179,16 +181,17 @@ def compose_ids(
     *,
     at_ms: int,
     excluded: dict[str, int] | None = None,
+    beyond: int = 0,
 ) -> Composed:
     """Fit the nodes `candidates` (any order) into `budget` tokens of rendered markdown: only those
     rendered are read whole. When the budget fits none of them, `minimum_budget` says the least that
-    fits the first-ranked one."""
+    fits the first-ranked one. `beyond` more matched, ranked after all of them (counted as not fitting)."""
     at = stamp_iso(stamp_from_ms(at_ms))
     order, copies = _distinct(state, ranked(state, state.briefs(candidates)))
     if copies:
         excluded = {**(excluded or {}), "identical copies": copies}
     try:
-        composed = _fit(state, order, budget, at, excluded or {})
+        composed = _fit(state, order, budget, at, excluded or {}, beyond)
     except InputError as exc:
         least = _least_budget(state, order, at)
         raise InputError(f"{exc}; use a budget of at least {least} (compose --budget {least})") from None
@@ -215,9 +218,9 @@ def _fits(state: Graph, order: list[Brief], budget: int, at: str) -> bool:
         return False
 
 
-def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[str, int]) -> Composed:
+def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[str, int], beyond: int = 0) -> Composed:
     # the frame: header (sized for the largest numbers it can show), notice, footer, newlines
-    reserve = len(_header(len(order), budget, len(order), at)) + len(NOTICE) + len(FOOTER) + 4
+    reserve = len(_header(len(order), budget, len(order) + beyond, at)) + len(NOTICE) + len(FOOTER) + 4
     limit = budget * 4
     if reserve > limit:
         raise InputError(f"budget {budget} is too small: the frame alone takes {(reserve + 3) // 4} tokens")
@@ -264,12 +267,12 @@ def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[
     )
     tokens = budget
     for _ in range(5):  # the header shows the total, which includes the header: settle it
-        text = f"{_header(len(included), tokens, len(dropped), at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
+        text = f"{_header(len(included), tokens, len(dropped) + beyond, at)}\n{NOTICE}\n{body}\n{FOOTER}\n"
         settled = estimate_tokens(text)
         if settled == tokens:
             break
         tokens = settled
-    return Composed(text, estimate_tokens(text), budget, included, summarized, dropped, excluded or {})
+    return Composed(text, estimate_tokens(text), budget, included, summarized, dropped, excluded or {}, beyond=beyond)
 
 
 def candidates_for(
@@ -317,9 +320,12 @@ def compose(
     include_archived: bool = False,
     include_superseded: bool = False,
     at_ms: int | None = None,
+    first: int | None = None,
 ) -> Composed:
     """Compose context from a query, or from a saved view (whose budget a given one overrides); `budget`
-    is in BUDGET (the table's row), default DEFAULT_VIEW_BUDGET."""
+    is in BUDGET (the table's row), default DEFAULT_VIEW_BUDGET. With `first` (a session start: its cost
+    must not grow with the graph), at most the `first` ranked candidates are looked at when the graph's
+    tables rank them (the rest count as not fitting)."""
     if view is not None:
         saved = get_view(app, view)
         text, amount = saved.query, saved.budget if budget is None else budget
@@ -330,6 +336,11 @@ def compose(
         )
     moment = now_ms() if at_ms is None else at_ms
     state = graph(app)
+    if first is not None and isinstance(state, StoredGraph):
+        expr = parse(text)
+        archived_ok = include_archived or mentions_tag(expr, model.OFF_CONTEXT)
+        chosen, beyond, excluded = state.first_ranked(expr, moment, first, archived_ok, include_superseded)
+        return compose_ids(state, chosen, amount, at_ms=moment, excluded=excluded, beyond=beyond)
     chosen, excluded = candidates_for(
         state, text, at_ms=moment, include_archived=include_archived, include_superseded=include_superseded
     )

@@ -258,6 +258,24 @@ class StoredGraph:
         where, params = _where(self, expr, now_ms)
         return set(self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.live AND ({where})", params))
 
+    def first_ranked(
+        self, expr: Expr, now_ms: int, count: int, archived_ok: bool, superseded_ok: bool
+    ) -> tuple[list[str], int, dict[str, int]]:
+        """`compose.candidates_for` ranked as `compose.ranked` ranks (tier, then newest update), in two
+        queries: the first `count` ids, how many more there are, and how many matches were left out why."""
+        where, params = _where(self, expr, now_ms)
+        archived = "0" if archived_ok else _ARCHIVED
+        superseded = "0" if superseded_ok else f"NOT {archived} AND {_SUPERSEDED}"
+        base = f"FROM graph_nodes n WHERE n.live AND ({where})"
+        counted = f"SELECT coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0), count(*) {base}"
+        archives, supersedes, matched = self.tables.peek(counted, params)[0]
+        kept = f"{base} AND NOT {archived} AND NOT ({superseded})"
+        order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?"
+        chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count])
+        excluded = {"archived (tier:off-context)": archives, "superseded": supersedes}
+        beyond = matched - archives - supersedes - len(chosen)
+        return chosen, beyond, {reason: found for reason, found in excluded.items() if found}
+
     def tag_counts(self, prefix: str) -> list[tuple[str, int]]:
         sql = """SELECT t.tag, count(*) FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live
             WHERE t."on" AND substr(t.tag, 1, ?) = ? GROUP BY t.tag ORDER BY t.tag"""
@@ -299,6 +317,17 @@ class StoredGraph:
         }
 
 
+def _tagged(tag: str) -> str:
+    return f"""EXISTS (SELECT 1 FROM graph_tags t WHERE t.node = n.id AND t.tag = '{tag}' AND t."on")"""
+
+
+_ARCHIVED = _tagged(model.OFF_CONTEXT)
+_SUPERSEDED = """EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
+    WHERE e.dst = n.id AND e.type = 'SUPERSEDES' AND e."on")"""
+_TIER_RANK = (
+    f"CASE WHEN {_tagged(model.PINNED)} THEN 0 WHEN {_tagged(model.REFERENCE)} THEN 1"
+    f" WHEN {_tagged(model.WORKING)} THEN 2 ELSE 3 END"
+)
 _COLUMNS = {"tokens": "n.tokens", "created": "n.created_ms", "updated": "n.updated_ms"}
 _OPERATORS = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "=": "="}
 _HAS_EDGES = """(EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.dst AND o.live
@@ -326,8 +355,13 @@ def _leaf(graph: StoredGraph, leaf: Leaf, now_ms: int) -> tuple[str, list[Any]]:
     if leaf.field == "type":
         return "n.type = ?", [leaf.value]
     if leaf.field == "tag":
-        if leaf.op == "prefix":
-            return tagged.format("substr(tag, 1, ?) = ?"), [len(leaf.value), leaf.value]
+        if leaf.op == "prefix":  # (a range of the tags' index)
+            return tagged.format("tag >= ? AND tag < ? AND substr(tag, 1, ?) = ?"), [
+                leaf.value,
+                leaf.value + "\U0010ffff",
+                len(leaf.value),
+                leaf.value,
+            ]
         if leaf.op == "plain":
             return tagged.format("tag = ? OR (instr(tag, ':') AND substr(tag, instr(tag, ':') + 1) = ?)"), [
                 leaf.value,
