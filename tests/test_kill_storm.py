@@ -32,7 +32,7 @@ from contextflow.core.locate import Location
 from contextflow.core.log import read_whole
 from contextflow.core.store import Store
 from contextflow.core.tables import Tables
-from contextflow.features import all_tables
+from contextflow.features import all_stages, all_tables
 
 WRITERS = 220
 LIVE = 8  # writers alive at once
@@ -47,7 +47,7 @@ from filelock import FileLock
 from contextflow.core.locate import Location
 from contextflow.core.store import Store
 from contextflow.core.tables import Tables
-from contextflow.features import all_tables
+from contextflow.features import all_stages, all_tables
 
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
 folder = Path(sys.argv[1])
@@ -64,16 +64,23 @@ def work(writer, state, ack_path, seed, tear):
             os.write(fd, line[: rng.randint(1, len(line))])
             os.kill(os.getpid(), signal.SIGKILL)
     store = Store(Location(folder, "test"), writer, state_dir, views=[], use_snapshot=False)
-    tables = Tables(store, all_tables())  # the derived tables on disk, updated (and killed) in between
+    tables = Tables(store, all_tables(), stages=all_stages())  # on disk, updated (and killed) in between
     acks = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     n = 0
+    nodes = []
     while True:
         size = 200_000 if rng.random() < 0.03 else rng.randint(10, 400)
         batch = [("note", {"text": f"{seed}-{n}-{i} " + "x" * size}) for i in range(rng.randint(1, 4))]
+        if rng.random() < 0.5:  # knowledge too: its state on disk is folded (and killed) as well
+            batch.append(("graph.node", {"type": "fact", "content": f"{seed}-{n}", "tags": ["tier:working"]}))
+            batch.append(("graph.tag", {"node": rng.choice(nodes) if nodes else "none", "tags": ["tier:pinned"]}))
         events = store.append_many(batch)
+        nodes += [e.id for e in events if e.kind == "graph.node"]
         os.write(acks, (" ".join(e.id for e in events) + "\n").encode())  # acknowledged
         if rng.random() < 0.5:
             tables.update(5.0)
+            if rng.random() < 0.5:
+                tables.stage(tables.stages[0], 5.0)
         elif rng.random() < 0.5:  # as while a build runs elsewhere: this machine's newest rows added ahead
             tables._add_own_newest(5.0)
         n += 1
@@ -176,6 +183,7 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
         assert survivor.health().bad_line_count == 0
 
     on_disk: dict[str, int] = {}
+    notes = graph_nodes = 0
     pairs: set[tuple[str, int]] = set()
     for log in sorted(folder.glob("events.*.jsonl")):
         data = log.read_bytes()
@@ -185,6 +193,8 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
         for number, line in lines:
             event = decode(line, number)  # raises on any line that is not a whole event
             on_disk[event.id] = on_disk.get(event.id, 0) + 1
+            notes += event.kind == "note"
+            graph_nodes += event.kind == "graph.node"
             assert (event.writer, event.seq) not in pairs, f"seq {event.seq} of {event.writer} used twice"
             pairs.add((event.writer, event.seq))
     missing = acknowledged - set(on_disk)
@@ -193,9 +203,11 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
 
     for writer in WRITER_IDS:  # whatever the kills interrupted, the tables catch up to a fresh build's rows
         survivor = Store(Location(folder, "test"), writer, states[writer], views=[], use_snapshot=False)
-        tables = Tables(survivor, all_tables())
-        assert tables.query("SELECT count(*) FROM feed")[0][0] == len(on_disk), "every note is in the feed"
-        assert tables.differing() == []
+        tables = Tables(survivor, all_tables(), stages=all_stages())
+        assert tables.query("SELECT count(*) FROM feed WHERE kind = 'note'")[0][0] == notes, "every note is in the feed"
+        assert tables.stage(tables.stages[0])
+        assert tables.query("SELECT count(*) FROM graph_nodes")[0][0] == graph_nodes, "every node is in the graph's"
+        assert tables.differing() == []  # the graph's state on disk too
         tables.close()
 
     fragments = list((folder / "quarantine").glob("*.frag"))
