@@ -19,22 +19,22 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "15c5092e9a10cb3b7e41"),
+    "search-index": (3, "c895705ea0c926269c70"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
     "snapshot": (2, "5c5eb636ad3f9d97661d"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
     "view.records": (1, "28d36b377a6abe5731d5"),
     "view.timeline": (1, "787d30f84b12931884fd"),
-    "view.search": (1, "af54c9cdc5b0039ce0c2"),
+    "view.search": (1, "c8fb7acdb2f285991802"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "613b0ea9f7338710539d"),
-    "view-events": (2, "af54c9cdc5b0039ce0c2"),
-    "sessions": (1, "7b99ff5d1a8525b8e27b"),
-    "feed": (1, "4884bbcc345f5009fab3"),
-    "capture": (1, "fe16a308f191da9a1caa"),
-    "graph-state": (1, "b4faa50e2c1f753688cb"),
-    "timeline": (1, "6aa85ccf1e6e65572a86"),
+    "view-events": (2, "c8fb7acdb2f285991802"),
+    "sessions": (1, "34c6d3c70432456897fc"),
+    "feed": (1, "ea59462606ee66896042"),
+    "capture": (1, "c1101501ee34322bacc1"),
+    "graph-state": (1, "6e163babaad93635fba2"),
+    "timeline": (1, "5379085af6114f981d05"),
 }
 GUARDED = all_formats()
 

@@ -259,8 +259,8 @@ def test_a_large_backlog_is_folded_in_the_background_while_calls_fold_the_view(
 def test_a_damaged_stage_row_is_found_by_doctor_and_rebuilt(app: App) -> None:
     node = writes.add_node(app, type="fact", content="true content")
     writes.graph(app)
-    app.tables()._connect().execute("UPDATE graph_nodes SET lower = 'forged' WHERE id = ?", (node.id,))
-    assert app.tables().differing() == ["graph_nodes"]
+    app.tables()._connect().execute("UPDATE graph_node_text SET lower = 'forged' WHERE id = ?", (node.id,))
+    assert app.tables().differing() == ["graph_node_text"]
     assert writes.graph(app).nodes[node.id].lower == "true content\n"
 
 

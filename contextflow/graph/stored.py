@@ -147,7 +147,8 @@ class StoredGraph:
         """The nodes of `ids` the fold knows, each read once per call (with its tags)."""
         wanted = [i for i in dict.fromkeys(ids) if i not in self._loaded]
         for part in chunks(wanted):
-            found = self.tables.peek(f"SELECT id, data, lower FROM graph_nodes WHERE id IN ({marks(len(part))})", part)
+            sql = f"SELECT id, data, lower FROM graph_node_text WHERE id IN ({marks(len(part))})"
+            found = self.tables.peek(sql, part)
             for node_id, blob, lower in found:
                 self._loaded[node_id] = node_of(blob, lower)
                 self._tags[node_id] = set()
@@ -267,14 +268,14 @@ class StoredGraph:
         archived = "0" if archived_ok else _ARCHIVED
         superseded = "0" if superseded_ok else f"NOT {archived} AND {_SUPERSEDED}"
         base = f"FROM graph_nodes n WHERE n.live AND ({where})"
-        counted = f"SELECT coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0), count(*) {base}"
-        archives, supersedes, matched = self.tables.peek(counted, params)[0]
+        counted = f"SELECT count(*), coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0) {base}"
+        matched, archives, supersedes = self.tables.peek(counted, params)[0]
         kept = f"{base} AND NOT {archived} AND NOT ({superseded})"
         order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?"
         chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count])
         excluded = {"archived (tier:off-context)": archives, "superseded": supersedes}
         beyond = matched - archives - supersedes - len(chosen)
-        return chosen, beyond, {reason: found for reason, found in excluded.items() if found}
+        return chosen, beyond, {reason: number for reason, number in excluded.items() if number}
 
     def tag_counts(self, prefix: str) -> list[tuple[str, int]]:
         sql = """SELECT t.tag, count(*) FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live
@@ -317,13 +318,13 @@ class StoredGraph:
         }
 
 
-def _tagged(tag: str) -> str:
-    return f"""EXISTS (SELECT 1 FROM graph_tags t WHERE t.node = n.id AND t.tag = '{tag}' AND t."on")"""
+def _tagged(tag: str) -> str:  # (not correlated: its ids are listed once a query)
+    return f"""n.id IN (SELECT node FROM graph_tags WHERE tag = '{tag}' AND "on")"""
 
 
 _ARCHIVED = _tagged(model.OFF_CONTEXT)
-_SUPERSEDED = """EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
-    WHERE e.dst = n.id AND e.type = 'SUPERSEDES' AND e."on")"""
+_SUPERSEDED = """n.id IN (SELECT e.dst FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
+    WHERE e.type = 'SUPERSEDES' AND e."on")"""
 _TIER_RANK = (
     f"CASE WHEN {_tagged(model.PINNED)} THEN 0 WHEN {_tagged(model.REFERENCE)} THEN 1"
     f" WHEN {_tagged(model.WORKING)} THEN 2 ELSE 3 END"
@@ -374,7 +375,7 @@ def _leaf(graph: StoredGraph, leaf: Leaf, now_ms: int) -> tuple[str, list[Any]]:
         near, here = ("dst", "src") if leaf.field == "from" else ("src", "dst")
         return f'n.id IN (SELECT {near} FROM graph_edges WHERE {here} = ? AND "on")', [node_id]
     if leaf.field == "text":
-        return "instr(n.lower, ?)", [leaf.value]
+        return "n.id IN (SELECT id FROM graph_node_text WHERE instr(lower, ?))", [leaf.value]
     if leaf.field == "has":
         return ("n.summary", []) if leaf.value == "summary" else (_HAS_EDGES, [])
     column = _COLUMNS[leaf.field]

@@ -25,10 +25,12 @@ from contextflow.graph.view import EdgeKey, GraphState, GraphView, Mark, Node, s
 
 SCHEMA = (
     """CREATE TABLE graph_nodes(
-    id TEXT PRIMARY KEY, live INTEGER NOT NULL, type TEXT NOT NULL, tokens INTEGER NOT NULL, lower TEXT NOT NULL,
+    id TEXT PRIMARY KEY, live INTEGER NOT NULL, type TEXT NOT NULL, tokens INTEGER NOT NULL,
     summary INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, hlc INTEGER NOT NULL,
     w TEXT NOT NULL, seq INTEGER NOT NULL, origin TEXT NOT NULL, dedupe BLOB NOT NULL, who TEXT NOT NULL,
-    shortest INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID""",
+    shortest INTEGER NOT NULL) WITHOUT ROWID""",
+    # (apart: a scan of the nodes' columns never reads their text)
+    "CREATE TABLE graph_node_text(id TEXT PRIMARY KEY, lower TEXT NOT NULL, data BLOB NOT NULL) WITHOUT ROWID",
     "CREATE INDEX graph_nodes_dedupe ON graph_nodes(dedupe)",
     "CREATE INDEX graph_nodes_live ON graph_nodes(live, hlc, w, seq)",
     "CREATE INDEX graph_nodes_type ON graph_nodes(type, live)",
@@ -41,7 +43,7 @@ SCHEMA = (
     "CREATE INDEX graph_edges_dst ON graph_edges(dst, type)",
     "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL) WITHOUT ROWID",
 )
-TABLES = ("graph_nodes", "graph_tags", "graph_edges", "graph_views")
+TABLES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views")
 CHUNK = 400  # parameters per `IN (...)` (SQLite allows 32,766; smaller lists plan as well)
 
 
@@ -53,7 +55,7 @@ def _key(value: Sequence[Any]) -> OrderKey:
 
 
 def node_of(blob: bytes, lower: str) -> Node:
-    """The node a `graph_nodes` row holds (its `data` and `lower`)."""
+    """The node a `graph_node_text` row holds (its `data` and `lower`)."""
     (node_id, exists, deleted, created, updated, writer, agent, origin, kind, content, summary, meta, keys, tokens) = (
         orjson.loads(blob)
     )
@@ -82,7 +84,8 @@ def mark_of(blob: bytes) -> Mark:
     return (_key(found[0]), _key(found[1]), *found[2:])
 
 
-def _node_row(node: Node) -> tuple[Any, ...]:
+def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The node's `graph_nodes` row and its `graph_node_text` row."""
     data = [
         node.id,
         node.exists,
@@ -99,12 +102,11 @@ def _node_row(node: Node) -> tuple[Any, ...]:
         node.field_keys,
         node.tokens,
     ]
-    return (
+    columns = (
         node.id,
         int(node.exists and not node.deleted),
         node.type,
         node.tokens,
-        node.lower,
         int(bool(node.summary)),
         node.created_key[0] >> COUNTER_BITS,
         node.updated_key[0] >> COUNTER_BITS,
@@ -115,8 +117,8 @@ def _node_row(node: Node) -> tuple[Any, ...]:
         dedupe_digest(node.content),
         node.agent or node.writer,
         shortest_text(node.content, node.summary),
-        orjson.dumps(data),
     )
+    return columns, (node.id, node.lower, orjson.dumps(data))
 
 
 def dedupe_digest(content: str) -> bytes:
@@ -168,7 +170,8 @@ def marks(count: int) -> str:
 def _load(db: StageWriter, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:
     state = GraphState()
     for part in chunks(nodes):
-        for blob, lower in db.execute(f"SELECT data, lower FROM graph_nodes WHERE id IN ({marks(len(part))})", part):
+        sql = f"SELECT data, lower FROM graph_node_text WHERE id IN ({marks(len(part))})"
+        for blob, lower in db.execute(sql, part):
             node = node_of(blob, lower)
             state.nodes[node.id] = node
         sql = f"SELECT node, tag, mark FROM graph_tags WHERE node IN ({marks(len(part))})"
@@ -195,9 +198,9 @@ def apply(db: StageWriter, events: list[Event]) -> None:
     fold = GraphView()
     for event in graph_events:
         fold.apply(state, event)
-    db.executemany(
-        f"INSERT OR REPLACE INTO graph_nodes VALUES ({marks(16)})", [_node_row(state.nodes[i]) for i in state.nodes]
-    )
+    rows = [_node_rows(node) for node in state.nodes.values()]
+    db.executemany(f"INSERT OR REPLACE INTO graph_nodes VALUES ({marks(14)})", [columns for columns, _ in rows])
+    db.executemany("INSERT OR REPLACE INTO graph_node_text VALUES (?, ?, ?)", [text for _, text in rows])
     db.executemany(
         'INSERT OR REPLACE INTO graph_tags(node, tag, "on", mark) VALUES (?, ?, ?, ?)',
         [(i, tag, _on(mark), orjson.dumps(mark)) for i, tags in state.tag_marks.items() for tag, mark in tags.items()],
