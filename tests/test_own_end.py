@@ -102,6 +102,19 @@ def test_a_little_unfolded_and_no_mark_is_folded_as_before(app, store_dir):
     assert_log_continues(store_dir)
 
 
+def test_a_write_killed_before_it_moved_the_mark_is_read_from_the_old_mark(imported, store_dir):
+    log = log_path(store_dir, "writer-a")
+    stamp = stamp_from_ms(now_ms() + 10 * 60 * 1000)  # its clock ran ahead (within the drift bound)
+    line = {"v": 1, "id": "killed-before-mark", "w": "writer-a", "seq": imported + 1, "hlc": stamp, "kind": "note"}
+    with log.open("ab") as handle:
+        handle.write(orjson.dumps({**line, "data": {"text": "written, then killed"}}) + b"\n")
+    fresh = App.open()
+    event = fresh.store.append("note", {"text": "after the kill", "project": "shared"})
+    assert event.seq == imported + 2 and event.hlc > stamp  # the line after the mark was read
+    assert fresh.store.fold.count == 1 and fresh.store.bytes_read < 64 * 1024
+    assert_log_continues(store_dir)
+
+
 def test_a_torn_last_line_after_an_import_is_quarantined_by_the_next_write(imported, store_dir):
     log = log_path(store_dir, "writer-a")
     with log.open("ab") as handle:
