@@ -21,7 +21,7 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "9574687c2d2621fb3026"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "2a9a7f8490b8fede6d94"),
+    "snapshot": (2, "26af2431976754e8ea9a"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
     "view.records": (1, "28d36b377a6abe5731d5"),

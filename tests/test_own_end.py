@@ -206,6 +206,14 @@ def test_a_damaged_mark_or_a_fifo_in_its_place_costs_a_read_never_a_wrong_write(
     assert_log_continues(store_dir)
 
 
+def test_a_temp_file_of_a_writer_killed_while_marking_is_removed(imported, store_dir):
+    state = App.open().store.state_dir
+    dead = state / f".{own_end.MARK_FILE}.999999999.1.tmp"  # no such process
+    dead.write_bytes(b"half a mark")
+    App.open().store.append_many([("note", {"text": "unfolded", "project": "shared"})], fold=False)
+    assert not dead.exists() and (state / own_end.MARK_FILE).exists()
+
+
 def _write_notes(worker: int, env: dict[str, str]) -> None:
     app = App.open(env)
     for n in range(30):

@@ -24,7 +24,7 @@ import orjson
 
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.events import BadLine, decode
-from contextflow.core.fsutil import atomic_write, read_regular
+from contextflow.core.fsutil import atomic_write, read_regular, remove_stale_temps
 from contextflow.core.log import Cursor, end_cursor, read_new
 
 MARK_FILE = "own-log.mark"
@@ -74,6 +74,7 @@ def write_mark(state_dir: Path, log: Path, seq: int, newest: int) -> None:
     place = {"dev": cursor.dev, "ino": cursor.ino, "size": cursor.size, "mtime_ns": cursor.mtime_ns}
     record = {"log": log.name, "cursor": {**place, "offset": cursor.offset, "tail": cursor.tail.hex()}}
     with contextlib.suppress(OSError):
+        remove_stale_temps(state_dir / MARK_FILE)  # a writer killed while marking leaves its temp file behind
         atomic_write(state_dir / MARK_FILE, orjson.dumps({**record, "seq": seq, "newest": newest}), fsync=False)
 
 

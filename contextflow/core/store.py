@@ -3,6 +3,8 @@
 Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
 look are read; a file that changed in any other way refolds everything. A machine-local
 snapshot of the folded state (checked against the logs on load) lets a new process skip the refold.
+A write needs only its own log's end: where the fold lags far behind it (an import), that end is read
+from the mark the last unfolded write left (`own_end.py`), and the fold catches up when it is read.
 """
 
 from __future__ import annotations
