@@ -29,10 +29,11 @@ RECORDED = {
     "view.search": (1, "c3895500976913dc26e7"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "7068e23da67e3df329a7"),
-    "view-events": (2, "96e6cd40c52a655c20d2"),
-    "sessions": (1, "02d7ffd35115d34ca46c"),
-    "feed": (1, "3f57133296fb7657e0ed"),
-    "capture": (1, "a716f528f0544d19f641"),
+    "view-events": (2, "426003ec40e647a7db2c"),
+    "sessions": (1, "c0184c738271a442a27d"),
+    "feed": (1, "deb0aa70d514af457f09"),
+    "capture": (1, "eb53e55c4cd3d05f7306"),
+    "timeline": (1, "082e1cbbdfc4c9a8f28e"),
 }
 GUARDED = all_formats()
 

@@ -313,6 +313,8 @@ class TableUpdates:
         rows: dict[str, dict[tuple[Any, ...], None]] = {}
         for event in events:
             if event.kind == BOUND_KIND:
+                self._flush(db, rows)  # the rows of this chunk's earlier events, for the bound to lower
+                rows = {}
                 self._bound(db, event, sets, caps)
             cap = caps.get(event.id)
             if cap is not None and event.hlc > cap:
@@ -320,6 +322,9 @@ class TableUpdates:
             for table_set in sets:
                 for table, values in table_set.rows(event):
                     rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
+        self._flush(db, rows)
+
+    def _flush(self, db: sqlite3.Connection, rows: dict[str, dict[tuple[Any, ...], None]]) -> None:
         for where, found in rows.items():
             name, table = where.split("\0")
             db.executemany(self.sets[name].inserts[table], list(found))

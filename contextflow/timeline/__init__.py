@@ -11,4 +11,5 @@ FEATURE = Feature(
     extractors="contextflow.timeline.extract",
     search_version=(1, "a68ec8dd3e4f9bf23531"),
     commands={"timeline": "threads, thoughts, tangents"},
+    tables={"timeline": "contextflow.timeline.table:TABLES"},
 )

@@ -18,6 +18,7 @@ from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.ids import resolve_prefix
+from contextflow.timeline import stored
 from contextflow.timeline.fields import DEFAULT_THOUGHTS, DEFAULT_THREADS, DEFAULT_WHERE, STATUS_VERBS
 from contextflow.timeline.view import (
     POSITION,
@@ -43,17 +44,33 @@ def timeline_state(app: App) -> TimelineState:
 
 
 def resolve_thread(app: App, value: str, name: str = "thread_id") -> Thread:
-    state = timeline_state(app)
-    given = checks.trimmed(value, name, required=True) or ""
-    hint = f"{call('timeline_list_threads')} to see thread ids"
-    return state.threads[resolve_prefix(given, state.thread_ids, "thread id", hint)]
+    with stored.reading(app) as state:
+        return thread_in(state, value, name)
 
 
 def resolve_thought(app: App, value: str, name: str = "thought_id") -> Thought:
-    state = timeline_state(app)
+    with stored.reading(app) as state:
+        return thought_in(state, value, name)
+
+
+def thread_in(state: TimelineState, value: str, name: str = "thread_id") -> Thread:
+    """The thread `value` names (its id or a unique prefix of it)."""
+    given = checks.trimmed(value, name, required=True) or ""
+    hint = f"{call('timeline_list_threads')} to see thread ids"
+    found = state.thread(resolve_prefix(given, stored.known(state, "thread", given), "thread id", hint))
+    if found is None:  # (listed by the tables, so read from them: never here)
+        raise NotFoundError(f"no thread id starts with {given!r}; {hint}")
+    return found
+
+
+def thought_in(state: TimelineState, value: str, name: str = "thought_id") -> Thought:
+    """The thought `value` names (its id or a unique prefix of it)."""
     given = checks.trimmed(value, name, required=True) or ""
     hint = f"{call('timeline_get_thread')} to see a thread's thought ids"
-    return state.thoughts[resolve_prefix(given, state.thought_ids, "thought id", hint)]
+    found = state.thought(resolve_prefix(given, stored.known(state, "thought", given), "thought id", hint))
+    if found is None:
+        raise NotFoundError(f"no thought id starts with {given!r}; {hint}")
+    return found
 
 
 def agent_field(value: str | None) -> dict[str, str]:
@@ -136,10 +153,28 @@ def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list
 
 def list_threads(app: App, *, status: str | None = None, limit: int | None = None) -> list[Thread]:
     """Threads, most recently active first; all statuses unless `status` is given."""
+    return [where.thread for where in threads_here(app, status=status, limit=limit)]
+
+
+def threads_here(app: App, *, status: str | None = None, limit: int | None = None) -> list[Whereabouts]:
+    """`list_threads` with each thread's position, last thought and trail (`whereabouts`)."""
     wanted = _status(status) if status else None
-    count = DEFAULT_THREADS if limit is None else limit
+    return _where(app, wanted, DEFAULT_THREADS if limit is None else limit)
+
+
+def _where(app: App, status: str | None, count: int) -> list[Whereabouts]:
+    """Whereabouts of up to `count` threads of `status` (else all), most recently active first: from the
+    derived tables, reading only these threads, while they are current; else from the whole view."""
+    with stored.served(app) as found:
+        if found is not None:
+            return [
+                whereabouts(found, thread, found.counts[thread.id]) for thread in stored.recent(found, status, count)
+            ]
     state = timeline_state(app)
-    return _most_active(state, state.by_status[wanted] if wanted else state.thread_ids, count)
+    return [
+        whereabouts(state, t)
+        for t in _most_active(state, state.by_status[status] if status else state.thread_ids, count)
+    ]
 
 
 @dataclass(frozen=True)
@@ -153,14 +188,15 @@ class ThreadDetail:
 
 
 def get_thread(app: App, *, thread_id: str, limit: int | None = None) -> ThreadDetail:
-    thread = resolve_thread(app, thread_id)
     count = DEFAULT_THOUGHTS if limit is None else limit
-    state = timeline_state(app)
-    thoughts = state.ordered_thoughts(thread.id)
-    parent = state.thought(thread.parent_thought_id) if thread.parent_thought_id else None
-    return ThreadDetail(
-        thread, thoughts[-count:], len(thoughts), state.position(thread.id), state.children(thread.id), parent
-    )
+    with stored.reading(app) as state:
+        thread = thread_in(state, thread_id)
+        stored.whole(state, thread.id)
+        thoughts = state.ordered_thoughts(thread.id)
+        parent = state.thought(thread.parent_thought_id) if thread.parent_thought_id else None
+        return ThreadDetail(
+            thread, thoughts[-count:], len(thoughts), state.position(thread.id), state.children(thread.id), parent
+        )
 
 
 # -- thoughts ------------------------------------------------------------------------------
@@ -168,13 +204,15 @@ def get_thread(app: App, *, thread_id: str, limit: int | None = None) -> ThreadD
 
 def _thought_data(
     app: App,
+    state: TimelineState,
     thread: Thread,
     content: str,
     thought_type: str | None,
     metadata: dict[str, Any] | None,
     agent: str | None,
 ) -> dict[str, Any]:
-    here = timeline_state(app).position(thread.id)
+    stored.located(state, thread.id)
+    here = state.position(thread.id)
     data: dict[str, Any] = {
         "thread_id": thread.id,
         "content": checks.trimmed(content, "content", required=True, max_chars=app.settings.max_note_chars),
@@ -200,8 +238,9 @@ def add_thought(
     agent: str | None = None,
 ) -> Event:
     """A new thought (of THOUGHT_TYPES, default progress) after the thread's current position, which moves to it."""
-    thread = resolve_thread(app, thread_id)
-    return app.store.append(THOUGHT, _thought_data(app, thread, content, thought_type, metadata, agent))
+    with stored.reading(app) as state:
+        data = _thought_data(app, state, thread_in(state, thread_id), content, thought_type, metadata, agent)
+    return app.store.append(THOUGHT, data)
 
 
 def update_thought(
@@ -253,7 +292,8 @@ class Whereabouts:
     trail: list[Crumb]  # parent thread first, up to the root
 
 
-def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
+def whereabouts(state: TimelineState, thread: Thread, thoughts: int | None = None) -> Whereabouts:
+    """Where `thread` is; `thoughts`: its thought count, when `state` holds only some of them."""
     crumbs: list[Crumb] = []
     seen = {thread.id}
     current = thread
@@ -265,19 +305,20 @@ def whereabouts(state: TimelineState, thread: Thread) -> Whereabouts:
         crumbs.append(Crumb(parent, thought))
         seen.add(parent.id)
         current = parent
-    count = len(state.thread_thoughts.get(thread.id, []))
+    count = len(state.thread_thoughts.get(thread.id, [])) if thoughts is None else thoughts
     return Whereabouts(thread, state.position(thread.id), state.last_thought(thread.id), count, crumbs)
 
 
 def thread_count(app: App, status: str) -> int:
+    with stored.served(app) as found:
+        if found is not None:
+            return stored.thread_count(found, status)
     return len(timeline_state(app).by_status[status])
 
 
 def where_am_i(app: App, *, status: str = "active", limit: int | None = None) -> list[Whereabouts]:
     """Position, last thought and breadcrumb trail of each thread with `status`, most recent first."""
-    count = DEFAULT_WHERE if limit is None else limit
-    state = timeline_state(app)
-    return [whereabouts(state, thread) for thread in _most_active(state, state.by_status[status], count)]
+    return _where(app, status, DEFAULT_WHERE if limit is None else limit)
 
 
 # -- tangents ------------------------------------------------------------------------------
@@ -300,10 +341,11 @@ def go_tangent(
     agent: str | None = None,
 ) -> Tangent:
     """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
-    parent = resolve_thread(app, thread_id)
     child = _new_thread(name, description, agent)
     note = checks.trimmed(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {child['name']}"
-    marker = app.store.append(THOUGHT, _thought_data(app, parent, note, "tangent_start", metadata, agent))
+    with stored.reading(app) as state:
+        data = _thought_data(app, state, thread_in(state, thread_id), note, "tangent_start", metadata, agent)
+    marker = app.store.append(THOUGHT, data)
     return Tangent(marker, app.store.append(THREAD, {**child, "parent_thought_id": marker.id}))
 
 
@@ -319,17 +361,17 @@ class Return:
 def return_from(app: App, *, thread_id: str, status: str | None = None, agent: str | None = None) -> Return:
     """Close (completed, the default), pause or abandon a tangent (RETURN_STATUSES, or their verbs) and put
     the parent thread back at the tangent_start thought."""
-    tangent = resolve_thread(app, thread_id)
     closing = _status(status) if status else "completed"
-    if not tangent.parent_thought_id:
-        raise InputError(
-            f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "
-            f"pass the id of a thread started with {tool('timeline_go_tangent')}, "
-            f"or use {tool('timeline_update_thread')} to change this thread's status"
-        )
-    state = timeline_state(app)
-    marker = state.thought(tangent.parent_thought_id)
-    parent = state.thread(marker.thread_id) if marker else None
+    with stored.reading(app) as state:
+        tangent = thread_in(state, thread_id)
+        if not tangent.parent_thought_id:
+            raise InputError(
+                f"thread {tangent.id} is a root thread, not a tangent, so there is nowhere to return to; "
+                f"pass the id of a thread started with {tool('timeline_go_tangent')}, "
+                f"or use {tool('timeline_update_thread')} to change this thread's status"
+            )
+        marker = state.thought(tangent.parent_thought_id)
+        parent = state.thread(marker.thread_id) if marker else None
     if marker is None or parent is None:
         raise NotFoundError(
             f"the thought {tangent.parent_thought_id} this tangent started from is not in this store yet "

@@ -145,11 +145,7 @@ def timeline_create_thread(app: App, args: JSON) -> Reply:
 
 
 def timeline_list_threads(app: App, args: JSON) -> Reply:
-    state = timeline.timeline_state(app)
-    found = [
-        timeline.whereabouts(state, thread)
-        for thread in timeline.list_threads(app, status=args.get("status"), limit=args.get("limit"))
-    ]
+    found = timeline.threads_here(app, status=args.get("status"), limit=args.get("limit"))
     return _threads(
         found,
         f"Threads, most recently active first: {len(found)}.",

@@ -1,0 +1,176 @@
+"""Timeline reads from the derived tables on disk (`timeline/table.py`): a call picks the threads it shows
+from the per-thread summaries and folds, with the view's own fold, only what it shows of them (their
+creation and updates, newest thought and position move, the thoughts those name, the threads and
+thoughts of a breadcrumb trail), whatever the store's size.
+
+`timeline/core.py` reads these while the tables are current, and folds the whole view otherwise (a
+fresh machine, a build under way, a store that does not read the tables); both say the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from contextflow.core.events import Event
+from contextflow.core.fields import conform
+from contextflow.core.tables import stamp_of
+from contextflow.timeline.view import (
+    POSITION,
+    THOUGHT,
+    THOUGHT_UPDATE,
+    THREAD,
+    THREAD_UPDATE,
+    Thought,
+    Thread,
+    TimelineState,
+    TimelineView,
+)
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+
+_NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC, id DESC LIMIT 1"
+_RECENT = "ORDER BY hlc DESC, w DESC, seq DESC, thread DESC LIMIT ?"
+CANDIDATES = 6  # ids read for a prefix: `ids._SHOWN` + 1, the most an ambiguity names
+
+
+class Slice(TimelineState):
+    """The timeline state of the rows read so far: a thread or a thought asked for is read on the first
+    ask (its creation and updates), a thread shown with `show` also its newest thought and position."""
+
+    def __init__(self, app: App) -> None:
+        super().__init__()
+        self._app, self._view = app, TimelineView()
+        self._folded: set[str] = set()
+        self._asked: set[tuple[str, str]] = set()
+        self.counts: dict[str, int] = {}  # thread id -> its thoughts, of the threads shown
+
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._app.tables().query(sql, params)
+
+    def _fold(self, where: str, params: Sequence[Any]) -> None:
+        schema = self._app.store.fields
+        for event_id, hlc, writer, seq, kind, blob in self.query(
+            f"SELECT id, hlc, w, seq, kind, data FROM timeline_events WHERE {where}", params
+        ):
+            if event_id in self._folded:
+                continue
+            self._folded.add(event_id)
+            data, _ = conform(schema, kind, orjson.loads(blob))  # a file like any other: checked as read
+            self._view.apply(self, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
+
+    def thread(self, thread_id: str) -> Thread | None:
+        if ("thread", thread_id) not in self._asked:
+            self._asked.add(("thread", thread_id))
+            self._fold(f"thread = ? AND kind IN ('{THREAD}', '{THREAD_UPDATE}')", (thread_id,))
+        return super().thread(thread_id)
+
+    def thought(self, thought_id: str) -> Thought | None:
+        if ("thought", thought_id) not in self._asked:
+            self._asked.add(("thought", thought_id))
+            self._fold(f"thought = ? AND kind IN ('{THOUGHT}', '{THOUGHT_UPDATE}')", (thought_id,))
+        return super().thought(thought_id)
+
+    def show(self, thread_id: str) -> Thread | None:
+        """The thread, read with its newest thought, its newest position move, the thoughts those name and
+        its thought count (what `core.whereabouts` shows of it)."""
+        thread = self.thread(thread_id)
+        newest = f"SELECT id FROM timeline_events WHERE thread = ? AND kind = ? {_NEWEST}"
+        self._fold(f"id IN ({newest}) OR id IN ({newest})", (thread_id, THOUGHT, thread_id, POSITION))
+        if last := self.thread_thoughts.get(thread_id):
+            self.thought(last[-1][1])
+        if (here := self.positions.get(thread_id)) is not None:
+            self.thought(here[1])
+        count = "SELECT count(*) FROM timeline_events WHERE thread = ? AND kind = ?"
+        self.counts[thread_id] = int(self.query(count, (thread_id, THOUGHT))[0][0])
+        return thread
+
+    def whole(self, thread_id: str) -> None:
+        """Read every event of the thread, its thoughts' updates and the tangents started from them."""
+        ids = f"SELECT thought FROM timeline_events WHERE thread = ? AND kind = '{THOUGHT}'"
+        self._fold("thread = ?", (thread_id,))
+        self._fold(f"thought IN ({ids}) AND kind IN ('{THOUGHT_UPDATE}', '{THREAD}')", (thread_id,))
+        self._asked.add(("thread", thread_id))
+        self._asked.update(("thought", thought_id) for _, thought_id in self.thread_thoughts.get(thread_id, []))
+
+    def candidates(self, what: str, wanted: str) -> list[str]:
+        """The first few ids at or after `wanted` in order, of created threads or thoughts (what
+        `ids.resolve_prefix` needs to find the one `wanted` starts)."""
+        if what == "thread":
+            sql = "SELECT thread FROM timeline_threads WHERE created = 1 AND thread >= ? ORDER BY thread LIMIT ?"
+        else:
+            sql = (
+                "SELECT thought FROM timeline_events WHERE thought >= ? AND kind = ? AND thread IS NOT NULL "
+                "ORDER BY thought LIMIT ?"
+            )
+        params = (wanted, CANDIDATES) if what == "thread" else (wanted, THOUGHT, CANDIDATES)
+        return [found for (found,) in self.query(sql, params)]
+
+
+@contextlib.contextmanager
+def reading(app: App) -> Iterator[TimelineState]:
+    """The timeline as a call reads it: a slice over the tables while they are current, else the whole view."""
+    with served(app) as found:
+        if found is not None:
+            yield found
+            return
+    from contextflow import ondisk
+
+    yield ondisk.view(app, TimelineView)
+
+
+def known(state: TimelineState, what: str, given: str) -> list[str]:
+    """The sorted ids `ids.resolve_prefix` looks `given` up in: every one of the whole view's, or the
+    first few at or after it of the tables'."""
+    if isinstance(state, Slice):
+        return state.candidates(what, given.strip().lower())
+    return state.thread_ids if what == "thread" else state.thought_ids
+
+
+def located(state: TimelineState, thread_id: str) -> None:
+    """The thread's position readable from `state` (`Slice.show`)."""
+    if isinstance(state, Slice):
+        state.show(thread_id)
+
+
+def whole(state: TimelineState, thread_id: str) -> None:
+    """Every thought of the thread readable from `state` (`Slice.whole`)."""
+    if isinstance(state, Slice):
+        state.whole(thread_id)
+
+
+@contextlib.contextmanager
+def served(app: App) -> Iterator[Slice | None]:
+    """Inside: a slice over the tables (brought up to date once, at the start), or None when they do not
+    answer this call: a store that does not read them, or tables not current (a fresh machine, a build
+    under way: the caller folds the whole view, which reads what is built so far and this machine's tail)."""
+    from contextflow.sessions.stored import disk
+
+    if not disk(app):
+        yield None
+        return
+    tables = app.tables()
+    with tables.as_of_now():
+        try:
+            current = tables.current()
+        except sqlite3.DatabaseError:
+            current = False
+        yield Slice(app) if current else None
+
+
+def recent(found: Slice, status: str | None, count: int) -> list[Thread]:
+    """Up to `count` threads (of `status`, else all), most recently active first, each read for showing."""
+    where, params = ("created = 1 AND status = ?", [status]) if status else ("created = 1", [])
+    sql = f"SELECT thread FROM timeline_threads WHERE {where} {_RECENT}"
+    shown = [found.show(thread_id) for (thread_id,) in found.query(sql, [*params, max(count, 0)])]
+    return [thread for thread in shown if thread is not None]
+
+
+def thread_count(found: Slice, status: str) -> int:
+    sql = "SELECT count(*) FROM timeline_threads WHERE created = 1 AND status = ?"
+    return int(found.query(sql, (status,))[0][0])

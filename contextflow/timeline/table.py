@@ -1,0 +1,118 @@
+"""The timeline's derived tables: every timeline event keyed by the thread and thought it touches, and
+one summary row per thread (created or not, its status, its latest activity) to pick threads from.
+
+`rows` is the pure fold (an event gives its row); each summary is kept by triggers from the set of
+rows, whatever the order they arrive in, as the in-memory view (`timeline/view.py`) keeps it: status
+is last-writer-wins by event key, activity the newest event key of a thread's creation, its updates,
+its thoughts and its position moves. A clock bound that lowers an event recomputes its thread.
+Queries are in `timeline/stored.py`, which folds the rows of the threads a call shows with the view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+
+from contextflow.core.events import Event
+from contextflow.core.formats import Format
+from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.timeline.fields import THREAD_STATUSES
+from contextflow.timeline.view import POSITION, THOUGHT, THOUGHT_UPDATE, THREAD, THREAD_UPDATE, nonempty
+
+_NEWER = "(excluded.hlc, excluded.w, excluded.seq) > (hlc, w, seq)"
+_STATUS_NEWER = (
+    "excluded.status_hlc IS NOT NULL AND (status_hlc IS NULL OR "
+    "(excluded.status_hlc, excluded.status_w, excluded.status_seq) > (status_hlc, status_w, status_seq))"
+)
+_NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC LIMIT 1"
+
+SCHEMA = (
+    # thread: the thread an event writes or moves (none for a thought update); thought: the thought a
+    # thought, thought update or position names, or the thought a tangent thread started from
+    """CREATE TABLE timeline_events(
+    id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+    thread TEXT, thought TEXT, status TEXT, data BLOB NOT NULL)""",
+    "CREATE INDEX timeline_by_thread ON timeline_events(thread, kind, hlc, w, seq) WHERE thread IS NOT NULL",
+    "CREATE INDEX timeline_by_thought ON timeline_events(thought, kind) WHERE thought IS NOT NULL",
+    """CREATE TABLE timeline_threads(
+    thread TEXT PRIMARY KEY, created INTEGER NOT NULL, status TEXT NOT NULL, status_hlc INTEGER, status_w TEXT,
+    status_seq INTEGER, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX timeline_recent ON timeline_threads(created, status, hlc, w, seq)",
+    "CREATE INDEX timeline_recent_all ON timeline_threads(created, hlc, w, seq)",
+    f"""CREATE TRIGGER timeline_add AFTER INSERT ON timeline_events
+    WHEN new.thread IS NOT NULL AND new.kind != '{THOUGHT_UPDATE}' BEGIN
+    INSERT INTO timeline_threads(thread, created, status, status_hlc, status_w, status_seq, hlc, w, seq)
+    VALUES (new.thread, new.kind = '{THREAD}', coalesce(new.status, 'active'), iif(new.status IS NULL, NULL, new.hlc),
+        iif(new.status IS NULL, NULL, new.w), iif(new.status IS NULL, NULL, new.seq), new.hlc, new.w, new.seq)
+    ON CONFLICT(thread) DO UPDATE SET
+        created = max(created, excluded.created),
+        status = iif({_STATUS_NEWER}, excluded.status, status),
+        status_hlc = iif({_STATUS_NEWER}, excluded.status_hlc, status_hlc),
+        status_w = iif({_STATUS_NEWER}, excluded.status_w, status_w),
+        status_seq = iif({_STATUS_NEWER}, excluded.status_seq, status_seq),
+        hlc = iif({_NEWER}, excluded.hlc, hlc),
+        w = iif({_NEWER}, excluded.w, w),
+        seq = iif({_NEWER}, excluded.seq, seq);
+    END""",
+    # a clock bound lowered an event: its thread's latest activity and status again
+    f"""CREATE TRIGGER timeline_rekey AFTER UPDATE OF hlc ON timeline_events
+    WHEN new.thread IS NOT NULL AND new.kind != '{THOUGHT_UPDATE}' BEGIN
+    UPDATE timeline_threads SET (hlc, w, seq) = (SELECT hlc, w, seq FROM timeline_events e
+        WHERE e.thread = new.thread AND e.kind != '{THOUGHT_UPDATE}' {_NEWEST}) WHERE thread = new.thread;
+    UPDATE timeline_threads SET (status, status_hlc, status_w, status_seq) = (SELECT status, hlc, w, seq
+        FROM timeline_events e WHERE e.thread = new.thread AND e.kind IN ('{THREAD}', '{THREAD_UPDATE}')
+        AND e.status IS NOT NULL {_NEWEST}) WHERE thread = new.thread AND status_hlc IS NOT NULL;
+    END""",
+)
+
+INSERTS = {
+    "timeline_events": "INSERT OR IGNORE INTO timeline_events(id, hlc, w, seq, kind, thread, thought, status, data) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+}
+
+
+def _status(event: Event) -> str | None:
+    """The status a thread event sets, as the view reads it (an unknown one reads as active)."""
+    if "status" not in event.data:
+        return None
+    value = event.data["status"]
+    return value if value in THREAD_STATUSES else "active"
+
+
+def _touches(event: Event) -> tuple[str | None, str | None, str | None]:
+    """(thread, thought, status) of an event, each only where the view folds it (`view.TimelineView.apply`)."""
+    data, kind = event.data, event.kind
+    if kind == THREAD:
+        return event.id, nonempty(data.get("parent_thought_id")), _status(event)
+    if kind == THREAD_UPDATE:
+        thread_id = nonempty(data.get("thread_id"))
+        return thread_id, None, _status(event) if thread_id else None
+    if kind == THOUGHT:
+        return nonempty(data.get("thread_id")), event.id, None
+    if kind == THOUGHT_UPDATE:
+        return None, nonempty(data.get("thought_id")), None
+    if kind == POSITION:
+        thread_id, thought_id = nonempty(data.get("thread_id")), nonempty(data.get("thought_id"))
+        return (thread_id, thought_id, None) if thread_id and thought_id else (None, None, None)
+    return None, None, None
+
+
+def rows(event: Event) -> Iterator[Row]:
+    if not event.kind.startswith("timeline."):
+        return
+    thread, thought, status = _touches(event)
+    if thread is None and thought is None:
+        return  # the view folds nothing of it
+    key = (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind)
+    yield "timeline_events", (*key, thread, thought, status, orjson.dumps(event.data))
+
+
+TABLES = TableSet(
+    Format("timeline", 1, ("contextflow.timeline.table",)),
+    SCHEMA,
+    INSERTS,
+    rows,
+    ("timeline_events",),
+    ("timeline_events", "timeline_threads"),
+)
