@@ -13,6 +13,8 @@ items per second; figures only, no target is asserted (the goal is 10,000 items 
     scripts/bench_import.py --memory         peak RSS importing a 1M-line memory.json, a 1e6-observation
                                              claude-mem export and a 1 GB transcript (--lines,
                                              --observations, --transcript-mb to scale; target under 300 MB)
+    scripts/bench_import.py --first-write    wall, CPU and peak RSS of the first writes (`note`) after importing
+                                             100,000 entities and 100,000 relations (--entities to scale)
 
 Everything lives in a temporary folder (HOME, store, state); the real home is never touched.
 """
@@ -375,6 +377,12 @@ def big_transcript(folder: Path, size: int) -> Path:
 def peak_rss(source: Path, folder: Path) -> tuple[float, float, float, str]:
     """(peak RSS in MB, wall and CPU seconds, the command's first line) of `contextflow import SOURCE` in a
     fresh store (CPU seconds: user and system, what other load on the machine changes least)."""
+    return measured(["import", str(source)], folder)
+
+
+def measured(words: list[str], folder: Path) -> tuple[float, float, float, str]:
+    """(peak RSS in MB, wall and CPU seconds, the command's first line) of `contextflow WORDS` on the store
+    in `folder` (made by the first call)."""
     import subprocess
 
     env = {
@@ -386,7 +394,7 @@ def peak_rss(source: Path, folder: Path) -> tuple[float, float, float, str]:
     }
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "contextflow", "import", str(source)], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "contextflow", *words], env=env, stdout=subprocess.PIPE, text=True
     )
     assert process.stdout is not None
     out = process.stdout.read()
@@ -415,6 +423,38 @@ def measure_memory(lines: int, observations: int, transcript_bytes: int) -> None
             print(f"{name:<34} {size:>9,.0f} {peak:>12,.0f} {wall:>8.1f} {cpu:>8.1f}  {verdict}; {last}", flush=True)
 
 
+def graph_memory_json(folder: Path, entities: int) -> Path:
+    """A server-memory memory.json of `entities` entities and as many relations (two graph events each)."""
+    path = folder / "memory.json"
+    with path.open("w") as handle:
+        for n in range(entities):
+            entity = {"type": "entity", "name": f"entity-{n}", "entityType": "component", "observations": [_text(n)]}
+            handle.write(json.dumps(entity) + "\n")
+        for n in range(entities):
+            relation = {"type": "relation", "from": f"entity-{n}", "to": f"entity-{(n * 7919 + 1) % entities}"}
+            handle.write(json.dumps({**relation, "relationType": "depends_on"}) + "\n")
+    return path
+
+
+def measure_first_write(entities: int) -> None:
+    """The writes after a large import into this machine's log: each must touch only the log's end, not
+    read (or fold) what was imported (core/own_end.py)."""
+    print(f"== the first writes after importing {entities:,} entities and {entities:,} relations")
+    print(f"{'command':<32} {'peak RSS MB':>12} {'wall s':>8} {'cpu s':>8}  result")
+    with tempfile.TemporaryDirectory(prefix="cf-first-write-") as tmp:
+        folder = Path(tmp)
+        source = graph_memory_json(folder, entities)
+        steps = [
+            ("note (before the import)", ["note", "before the import"]),
+            ("import", ["import", str(source)]),
+            ("note (the first write after it)", ["note", "the first write after the import"]),
+            ("note (the next)", ["note", "the next write"]),
+        ]
+        for name, words in steps:
+            peak, wall, cpu, last = measured(words, folder)
+            print(f"{name:<32} {peak:>12,.0f} {wall:>8.2f} {cpu:>8.2f}  {last[:60]}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000, help="items per format (default 10000)")
@@ -430,7 +470,14 @@ def main() -> int:
         "--observations", type=int, default=1_000_000, help="claude-mem observations for --memory (1,000,000)"
     )
     parser.add_argument("--transcript-mb", type=int, default=1000, help="transcript size for --memory (1000 MB)")
+    parser.add_argument(
+        "--first-write", action="store_true", help="instead: the first writes after a large graph import"
+    )
+    parser.add_argument("--entities", type=int, default=100_000, help="entities (and relations) for --first-write")
     args = parser.parse_args()
+    if args.first_write:
+        measure_first_write(args.entities)
+        return 0
     if args.memory:
         measure_memory(args.lines, args.observations, args.transcript_mb * 1_000_000)
         return 0

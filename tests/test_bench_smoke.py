@@ -63,6 +63,28 @@ def test_the_import_benchmark_prints_a_line_per_format(tmp_path: Path) -> None:
     assert list((tmp_path / "home").iterdir()) == [], "the benchmark never writes into the caller's HOME"
 
 
+def test_the_first_write_benchmark_prints_the_writes_around_an_import(tmp_path: Path) -> None:
+    script = BENCH.with_name("bench_import.py")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(script), "--first-write", "--entities", "300"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = done.stdout.splitlines()[2:]
+    assert [row.split("  ")[0] for row in rows] == [
+        "note (before the import)",
+        "import",
+        "note (the first write after it)",
+        "note (the next)",
+    ]
+    assert "Stored 300 nodes, 300 edges" in rows[1]
+
+
 def test_the_capture_store_generator_writes_a_year_of_readable_captured_sessions(tmp_path: Path) -> None:
     sys.path.insert(0, str(BENCH.parent))
     try:

@@ -19,22 +19,22 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "c895705ea0c926269c70"),
+    "search-index": (3, "c9660c2fe5b3441d288c"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "5c5eb636ad3f9d97661d"),
+    "snapshot": (2, "26af2431976754e8ea9a"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
     "view.records": (1, "28d36b377a6abe5731d5"),
     "view.timeline": (1, "787d30f84b12931884fd"),
-    "view.search": (1, "c8fb7acdb2f285991802"),
+    "view.search": (1, "a238cad15ae963dbb49f"),
     "view.conversations": (1, "a0fdf029a33d698eabeb"),
     "view.graph": (1, "613b0ea9f7338710539d"),
-    "view-events": (2, "c8fb7acdb2f285991802"),
-    "sessions": (1, "34c6d3c70432456897fc"),
-    "feed": (1, "ea59462606ee66896042"),
-    "capture": (1, "c1101501ee34322bacc1"),
-    "graph-state": (1, "6e163babaad93635fba2"),
-    "timeline": (1, "5379085af6114f981d05"),
+    "view-events": (2, "a238cad15ae963dbb49f"),
+    "sessions": (1, "f5c0b1499ace937baa34"),
+    "feed": (1, "ac20e129087067c04acd"),
+    "capture": (1, "5067e4f96b4742f3a71e"),
+    "graph-state": (1, "a1a5f48524911caf2450"),
+    "timeline": (1, "0c550061d5b652edae26"),
 }
 GUARDED = all_formats()
 

@@ -184,6 +184,22 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
         os.close(fd)
 
 
+def end_cursor(path: Path) -> Cursor | None:
+    """A cursor at the end of a log (taken under its writer's lock, right after a write): `read_new` from it
+    returns what is appended later while the file only grows. It keeps no prefix chain, so a copy that
+    replaced the file never continues it (the reader is told to reset). None when the log is not there."""
+    try:
+        fd = _open_read(path)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        tail = _tail_hash(fd, st.st_size)
+    finally:
+        os.close(fd)
+    return Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_size, 0, tail)
+
+
 def ensure_folder(folder: Path) -> None:
     if folder.is_dir():
         return
@@ -462,6 +478,7 @@ __all__ = [
     "Chunk",
     "Cursor",
     "LogWriter",
+    "end_cursor",
     "ensure_folder",
     "fsync_folder",
     "iter_quarantine",

@@ -96,8 +96,8 @@ class TableUpdates:
                 self._add_own_newest(wait)
             return read
 
-    def fold_stages(self, wait: float = WAIT_S) -> None:
-        raise NotImplementedError  # (core/tables.py)
+    def fold_stages(self, wait: float = WAIT_S) -> None:  # (core/tables.py)
+        raise NotImplementedError
 
     def _add_own_newest(self, wait: float) -> None:
         """While another process builds (or holds the write lock): the rows of this machine's log's newest

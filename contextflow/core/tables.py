@@ -67,11 +67,15 @@ class Tables(TableUpdates):
     """The derived tables of one store, as this process sees them (one connection, one thread at a time)."""
 
     def __init__(
-        self, store: Store, sets: Sequence[TableSet], path: Path | None = None, stages: Sequence[Stage] = ()
+        self,
+        store: Store,
+        sets: Sequence[TableSet],
+        path: Path | None = None,
+        stages: Sequence[Stage] | Callable[[], Sequence[Stage]] = (),
     ) -> None:
         self.store = store
         self.sets = {s.name: s for s in sets}
-        self.stages = tuple(stages)  # views kept as tables too, folded from `view_events` (core/table_stages.py)
+        self._stages = stages  # views kept as tables too, folded from `view_events` (core/table_stages.py)
         self.path = path or store.state_dir / DB_FILE
         self._db: sqlite3.Connection | None = None
         self._mutex = threading.RLock()  # the HTTP bridge's threads share the connection
@@ -191,7 +195,7 @@ class Tables(TableUpdates):
                         return False
                     db = self._connect()
                     if behind(db, stage, STAGE_INLINE) > STAGE_INLINE and hasattr(os, "fork"):
-                        self.stages += () if stage in self.stages else (stage,)
+                        self._stages = (*self.stages, *(() if stage in self.stages else (stage,)))
                         self._build_in_background(f"folding {stage.view} events into its tables")
                         return False
                     return catch_up(db, stage, self.store.fields, wait)
@@ -202,6 +206,13 @@ class Tables(TableUpdates):
                         raise
                     self._discard()
             raise AssertionError("unreachable")
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages (imported when first asked for: a session start that reads no stage imports none)."""
+        if callable(self._stages):
+            self._stages = tuple(self._stages())
+        return tuple(self._stages)
 
     def fold_stages(self, wait: float = WAIT_S) -> None:
         """Bring every stage up to date (the background builder, `doctor`, a large import's end)."""
@@ -289,7 +300,7 @@ class Tables(TableUpdates):
         return list_segments(self.store.folder, self.store.location.legacy_files)
 
     def _at(self, path: Path) -> Tables:
-        return Tables(self.store, list(self.sets.values()), path, self.stages)
+        return Tables(self.store, list(self.sets.values()), path, self._stages)
 
     def oversized(self) -> bool:
         """A ContextFlowMCP file over its size limit is never read: reads that would need it go to the
@@ -340,7 +351,7 @@ def tables_for(
     """This process's handle on the store's derived tables (one per store object)."""
     found = _OPEN.get(store)
     if found is None:
-        found = _OPEN[store] = Tables(store, sets(), stages=stages())
+        found = _OPEN[store] = Tables(store, sets(), stages=stages)
     return found
 
 
