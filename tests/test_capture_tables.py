@@ -11,6 +11,7 @@ from contextflow.app import App
 from contextflow.capture import recall
 from contextflow.capture.stored import DiskTurns, turns
 from tests.conftest import open_app
+from tests.table import run
 
 PROJECTS = ("shared", "web")
 WORDS = ["parser", "cache", "retry", "index", "token", "config", "docs", "build"]
@@ -74,6 +75,9 @@ def answers(app: App) -> list:
             found.append((latest.session_id, latest.key, event, latest.digest, earlier, latest.state, latest.agent))
         substance = recall.recent_substance(app, project)
         found.append([(s.kind, s.text, s.session_id, s.ts, s.agent, s.state) for s in substance])
+        for session in ("s1", "s5", "none"):  # the `session_activity` tool: that session's turns only
+            shown = run(app, "session_activity", project=project, session_id=session, limit=200)
+            found.append((shown.text, shown.data))
     return found
 
 

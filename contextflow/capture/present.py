@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextflow import ondisk
 from contextflow.app import App
-from contextflow.capture.view import ActivityView
+from contextflow.capture import stored
 from contextflow.core.errors import InputError, arg, tool
 from contextflow.core.events import as_dict
 from contextflow.core.text import DATA_NOTICE, clean, quote
@@ -22,9 +21,8 @@ def session_activity(app: App, args: JSON) -> Reply:
         raise InputError(
             f"{tool('session_activity')} needs a {arg('session_id')} (no active session is set). {sessions.PICK_HINT}"
         )
-    state = ondisk.view(app, ActivityView)
     limit = args.get("limit") or sessions.DEFAULT_LIMIT
-    turns = state.session_turns(where.project, where.session_id)[-limit:]
+    turns = stored.turns(app, where.project).session(where.session_id)[-limit:]  # (that session's only)
     blocks = []
     for event in turns:
         raw = event.data.get("turn")
