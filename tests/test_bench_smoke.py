@@ -85,6 +85,25 @@ def test_the_first_write_benchmark_prints_the_writes_around_an_import(tmp_path: 
     assert "Stored 300 nodes, 300 edges" in rows[1]
 
 
+def test_the_graph_on_disk_benchmark_prints_each_commands_first_call(tmp_path: Path) -> None:
+    script = BENCH.with_name("bench_graph_disk.py")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(script), "--nodes", "200", "--reps", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "graph tables folded in" in done.stdout
+    calls = [
+        line.split(":")[1].split("CPU")[0].strip() for line in done.stdout.splitlines() if "this checkout: " in line
+    ]
+    assert calls[1:] == ["status", "query", "compose", "show", "edges", "related", "tags", "add", "hook session-start"]
+
+
 def test_the_capture_store_generator_writes_a_year_of_readable_captured_sessions(tmp_path: Path) -> None:
     sys.path.insert(0, str(BENCH.parent))
     try:
