@@ -9,7 +9,7 @@ to a thread just made, the Stop hook's check for a turn captured already); other
 arrive as the build goes, as every derived table's do. The view is cached only once the table is
 current.
 
-A view with a stage (`STAGES`: the graph) keeps its folded state in tables as well
+A view with a stage (`STAGES`: the graph, the records, the conversations) keeps its folded state in tables as well
 (core/table_stages.py): its reads query the rows a call touches (`staged`), and fold as above only
 while a stage cannot serve (a build under way, another process folding a large backlog into it).
 
@@ -50,7 +50,11 @@ KINDS = {
 }
 
 # views whose state is kept in tables too, folded from their rows here (core/table_stages.py)
-STAGES = {"graph": "contextflow.graph.table:STAGE"}
+STAGES = {
+    "graph": "contextflow.graph.table:STAGE",
+    "records": "contextflow.records.table:STAGE",
+    "conversations": "contextflow.conversations.table:STAGE",
+}
 
 SCHEMA = (
     """CREATE TABLE view_events(

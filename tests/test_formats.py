@@ -19,22 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "c9660c2fe5b3441d288c"),
+    "search-index": (3, "25958263166493751a67"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
     "snapshot": (2, "26af2431976754e8ea9a"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
-    "view.records": (1, "28d36b377a6abe5731d5"),
+    "view.records": (1, "733284931728d2fecd62"),
     "view.timeline": (1, "787d30f84b12931884fd"),
-    "view.search": (1, "a238cad15ae963dbb49f"),
-    "view.conversations": (1, "a0fdf029a33d698eabeb"),
+    "view.search": (1, "3396ba1251c8115e5a6b"),
+    "view.conversations": (1, "ed8e1c169e337ad58320"),
     "view.graph": (1, "613b0ea9f7338710539d"),
-    "view-events": (2, "a238cad15ae963dbb49f"),
-    "sessions": (1, "f5c0b1499ace937baa34"),
-    "feed": (1, "ac20e129087067c04acd"),
-    "capture": (1, "5067e4f96b4742f3a71e"),
-    "graph-state": (1, "a1a5f48524911caf2450"),
-    "timeline": (1, "0c550061d5b652edae26"),
+    "view-events": (2, "3396ba1251c8115e5a6b"),
+    "sessions": (1, "8308e678a735f581264b"),
+    "feed": (1, "0e7c86304e820b04f01e"),
+    "capture": (1, "28dcf9debe22fbf79228"),
+    "graph-state": (1, "bbc21ccf8a874c5f5b9b"),
+    "records-state": (1, "6ea64c0ecbc1e632a1bc"),
+    "conversations-state": (1, "789bba64997c60693d6e"),
+    "timeline": (1, "5afcd0b62fbe50e4e8cb"),
 }
 GUARDED = all_formats()
 

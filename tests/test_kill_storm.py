@@ -11,7 +11,8 @@ the time it adds its newest rows ahead of a build (so kills land inside their tr
 
 Afterwards: every acknowledged event is on disk exactly once, every line decodes or was
 moved to quarantine, (writer, seq) pairs are unique, and the next writer on each id appends
-normally, and each machine's derived tables equal a fresh build from the logs.
+normally, and each machine's derived tables (the graph's and the records' state among them) equal a
+fresh build from the logs.
 """
 
 from __future__ import annotations
@@ -74,13 +75,14 @@ def work(writer, state, ack_path, seed, tear):
         if rng.random() < 0.5:  # knowledge too: its state on disk is folded (and killed) as well
             batch.append(("graph.node", {"type": "fact", "content": f"{seed}-{n}", "tags": ["tier:working"]}))
             batch.append(("graph.tag", {"node": rng.choice(nodes) if nodes else "none", "tags": ["tier:pinned"]}))
+            batch.append(("context.set", {"key": f"fact:k{rng.randrange(20)}", "value": {"n": n}}))
         events = store.append_many(batch)
         nodes += [e.id for e in events if e.kind == "graph.node"]
         os.write(acks, (" ".join(e.id for e in events) + "\n").encode())  # acknowledged
         if rng.random() < 0.5:
             tables.update(5.0)
             if rng.random() < 0.5:
-                tables.stage(tables.stages[0], 5.0)
+                tables.stage(rng.choice(tables.stages), 5.0)
         elif rng.random() < 0.5:  # as while a build runs elsewhere: this machine's newest rows added ahead
             tables._add_own_newest(5.0)
         n += 1

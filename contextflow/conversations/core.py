@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,6 +31,11 @@ from contextflow.core.errors import InputError, arg, call
 from contextflow.core.events import Event
 from contextflow.core.ids import new_id, resolve_prefix
 from contextflow.core.text import estimate_tokens
+
+if TYPE_CHECKING:
+    from contextflow.conversations.stored import StoredConversations
+
+    Conversations = ConversationsState | StoredConversations  # what a call reads: the fold, or the table on disk
 
 SINGLE, MULTI = "single_topic", "multi_topic"
 CHOSEN, REJECTED = "chosen", "rejected"
@@ -230,7 +235,15 @@ def save_conversation(app: App, raw: Any) -> Saved:
 # -- reading -------------------------------------------------------------------------------
 
 
-def conversations_state(app: App) -> ConversationsState:
+def conversations_state(app: App) -> Conversations:
+    """The conversations for one call: their table on disk when it holds every save (conversations/stored.py),
+    else the fold (while the derived tables are built, or for a store that does not read them)."""
+    from contextflow.conversations.table import STAGE
+
+    if ondisk.staged(app, STAGE):
+        from contextflow.conversations.stored import StoredConversations
+
+        return StoredConversations(app.tables())
     state: ConversationsState = ondisk.view(app, ConversationsView)
     return state
 
@@ -240,7 +253,7 @@ def list_conversations(app: App, *, project: str | None = None, limit: int | Non
     within its table row's LIST_LIMIT."""
     wanted = checks.trimmed(project, "project", max_chars=SHORT)
     count = DEFAULT_LIST if limit is None else limit
-    return conversations_state(app).newest_first(wanted)[:count]
+    return conversations_state(app).newest_first(wanted, count)
 
 
 def find_conversation(app: App, conversation_id: Any, project: Any = None) -> ConversationEntry:

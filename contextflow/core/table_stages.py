@@ -11,7 +11,7 @@ state, whole); a reader that cannot get the lock within `wait` answers some othe
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -22,6 +22,8 @@ from contextflow.core.table_sets import Stage, Txn, stamp_of
 
 BATCH = 5000  # view events folded per transaction
 STAGE_INLINE = 20_000  # a reader folds at most this many events into a stage itself; the background builder more
+
+CHUNK = 400  # parameters per `IN (...)` a stage's queries pass (SQLite allows 32,766; smaller lists plan as well)
 
 Mark = tuple[str, int, int]  # (the view-events build, bounds read, last view_events.n folded)
 
@@ -61,6 +63,17 @@ def catch_up(db: sqlite3.Connection, stage: Stage, fields: Mapping[str, Any], wa
             )
             if len(found) < BATCH:
                 return True
+
+
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    """`items` in parts of at most `size` (the values of one `IN (...)`)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def marks(count: int) -> str:
+    """`count` parameters, as an `IN (...)` lists them."""
+    return ", ".join("?" * count)
 
 
 def behind(db: sqlite3.Connection, stage: Stage, most: int) -> int:

@@ -15,10 +15,11 @@ from typing import Any, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.ids import resolve_prefix
+from contextflow.core.table_stages import chunks, marks
 from contextflow.core.tables import Tables, stamp_of
 from contextflow.graph import model
 from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
-from contextflow.graph.table import chunks, dedupe_digest, mark_of, marks, node_of
+from contextflow.graph.table import dedupe_digest, mark_of, node_of
 from contextflow.graph.view import Brief, Edge, Node, SavedView, Step, is_on, walk
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ event key, so the rows equal the whole fold's whatever the batches. Columns besi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -20,6 +20,7 @@ from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import Stage, StageWriter, db_stamp
+from contextflow.core.table_stages import CHUNK, chunks, marks
 from contextflow.graph import model
 from contextflow.graph.view import EdgeKey, GraphState, GraphView, Mark, Node, shortest_text
 
@@ -44,7 +45,6 @@ SCHEMA = (
     "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL) WITHOUT ROWID",
 )
 TABLES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views")
-CHUNK = 400  # parameters per `IN (...)` (SQLite allows 32,766; smaller lists plan as well)
 
 
 # -- rows <-> the fold's values ---------------------------------------------------------------
@@ -156,15 +156,6 @@ def _touched(events: Iterable[Event]) -> tuple[set[str], set[EdgeKey], set[str]]
         elif kind in (model.VIEW, model.VIEW_DELETE) and isinstance(data.get("name"), str):
             views.add(data["name"])
     return nodes, edges, views
-
-
-def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def marks(count: int) -> str:
-    return ", ".join("?" * count)
 
 
 def _load(db: StageWriter, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"records": "contextflow.records.view:RecordsView"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "1b59a0dd1324a2454ffc"),
+    search_version=(1, "9a2ea56fff76fae428e2"),
     commands={"context": "keyed context records"},
 )

@@ -15,9 +15,9 @@ category is the key's prefix when that is one of them, else `fact`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Container
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow import ondisk
 from contextflow.app import App
@@ -37,6 +37,11 @@ from contextflow.records.fields import (
 from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
 from contextflow.timeline.core import agent_field, resolve_thread
 
+if TYPE_CHECKING:
+    from contextflow.records.stored import StoredRecords
+
+    Records = RecordsState | StoredRecords  # what a call reads: the fold, or the table on disk
+
 MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_LABEL_CHARS = 200
@@ -53,7 +58,15 @@ KEY_HELP = (
 )
 
 
-def records_state(app: App) -> RecordsState:
+def records_state(app: App) -> Records:
+    """The records for one call: their table on disk when it holds every event (records/stored.py), else
+    the fold (while the derived tables are built, or for a store that does not read them)."""
+    from contextflow.records.table import STAGE
+
+    if ondisk.staged(app, STAGE):
+        from contextflow.records.stored import StoredRecords
+
+        return StoredRecords(app.tables())
     state: RecordsState = ondisk.view(app, RecordsView)
     return state
 
@@ -73,7 +86,7 @@ def check_key(value: str) -> str:
     return key
 
 
-def check_category(value: str | None, also: Collection[str] = ()) -> str | None:
+def check_category(value: str | None, also: Container[str] = ()) -> str | None:
     """A filter's category: one of CATEGORIES or of `also` (categories stored before the list was closed).
     A write's category is one of CATEGORIES by its table row."""
     category = checks.trimmed(value, "category", max_chars=32)
@@ -89,7 +102,7 @@ def check_project(value: str | None) -> str | None:
     return checks.trimmed(value, "project", max_chars=MAX_PROJECT_CHARS)
 
 
-def _identity(app: App, state: RecordsState, key: str, project: str | None) -> RecordId:
+def _identity(app: App, state: Records, key: str, project: str | None) -> RecordId:
     """Which record a read or delete of `key` means; see the module docstring."""
     named = check_project(project)
     if named:
@@ -169,7 +182,7 @@ def _shown(app: App, identity: RecordId) -> Callable[[Event], Winner | None]:
     return shown
 
 
-def _existing(state: RecordsState, identity: RecordId, now_ms: int | None) -> Record:
+def _existing(state: Records, identity: RecordId, now_ms: int | None) -> Record:
     """The record under `identity`, else an error saying why not. An expired one counts when `now_ms` is None."""
     key = identity[1]
     record = state.records.get(identity)
@@ -239,7 +252,7 @@ def list_records(
 
 
 def _select(
-    state: RecordsState,
+    state: Records,
     now_ms: int,
     count: int,
     cutoff: int = 0,
@@ -250,6 +263,8 @@ def _select(
     project: str | None = None,
 ) -> list[Record]:
     """Up to `count` unexpired records passing every filter given, updated since `cutoff`, newest first."""
+    if not isinstance(state, RecordsState):  # one query of the table on disk
+        return state.select(now_ms, count, cutoff, category, thread, pinned, prefix, project)
 
     def keep(record: Record) -> bool:
         return (

@@ -139,7 +139,7 @@ def _insort(ordered: list[Any], item: Any) -> None:
         bisect.insort(ordered, item)
 
 
-def _record_id(event: Event) -> RecordId | None:
+def record_id(event: Event) -> RecordId | None:
     """The record a set or delete writes (None for other kinds and for what apply ignores)."""
     key = event.data.get("key") if event.kind in (SET_KIND, DELETE_KIND) else None
     return (project_of(event), key) if isinstance(key, str) and key else None
@@ -165,14 +165,14 @@ class RecordsView:
         latest: dict[RecordId, OrderKey] = {}
         latest_delete: dict[RecordId, OrderKey] = {}
         for event in events:
-            key = _record_id(event)
+            key = record_id(event)
             if key is not None:
                 latest[key] = max(latest.get(key, event.key), event.key)
                 if event.kind == DELETE_KIND:
                     latest_delete[key] = max(latest_delete.get(key, event.key), event.key)
         found: dict[str, tuple[str, ...]] = {}
         for event in events:
-            key = _record_id(event)
+            key = record_id(event)
             if key is None or (key in latest_delete and event.key < latest_delete[key]):
                 found[event.id] = ()
             elif event.kind == SET_KIND and event.key < latest[key]:
@@ -180,7 +180,7 @@ class RecordsView:
         return found
 
     def apply(self, state: RecordsState, event: Event) -> None:
-        identity = _record_id(event)
+        identity = record_id(event)
         if identity is None:
             return
         project, key = identity

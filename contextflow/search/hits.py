@@ -8,7 +8,7 @@ structure than its index fields (a conversation) renders from its own view (`HYD
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow.conversations.present import conversation_body
 from contextflow.conversations.view import ConversationsState
@@ -17,6 +17,9 @@ from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip, quote
 from contextflow.operations.provenance import header, stored_header
 from contextflow.search.index import Doc, Hit
+
+if TYPE_CHECKING:
+    from contextflow.conversations.stored import StoredConversations
 
 DETAILS = ("type", "thought_type", "status", "session_id")
 
@@ -65,7 +68,7 @@ Views = Callable[[str], Any]
 
 
 def _conversation_hydrator(views: Views, doc: Doc) -> str | None:
-    state: ConversationsState = views("conversations")
+    state: ConversationsState | StoredConversations = views("conversations")
     entry = state.records.get((doc.project or DEFAULT_PROJECT, doc.ref))  # records are keyed by (project, id)
     return conversation_body(entry) if entry is not None else None
 

@@ -280,7 +280,7 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
     parts = [f"# Context for: {clip(query.text, 200)}\n{found} {DATA_NOTICE}"]
     used = len(parts[0])
     shown: list[Shown] = []
-    views: Views = cache(app.store.view)
+    views: Views = cache(lambda name: _state(app, name))
     for position, hit in enumerate(hits, 1):
         block = hit_block(views, hit, position, limit)
         room = limit - used - 2 - FOOTER_RESERVE
@@ -299,3 +299,12 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
         parts.append(clip(note, FOOTER_RESERVE - 4))
         shown += [Shown(hit, "omitted") for hit in omitted]
     return ContextResult(query, budget, shown, "\n\n".join(parts))
+
+
+def _state(app: App, name: str) -> Any:
+    """View `name` for a hit's record: the conversations from their table on disk where it serves."""
+    if name == "conversations":
+        from contextflow.conversations.core import conversations_state
+
+        return conversations_state(app)
+    return app.store.view(name)

@@ -1,0 +1,106 @@
+"""The context records read from their table on disk (records/table.py): what `records/core.py` reads of
+a `RecordsState`, each record queried when a call touches it, and a listing as one query (`select`, with
+`core._select`'s meaning; tests/test_records_stored.py compares them). One object serves one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from contextflow.core.table_sets import db_stamp
+from contextflow.core.tables import Tables
+from contextflow.records.table import record_of
+from contextflow.records.view import Record, RecordId
+
+
+class _Records(Mapping[RecordId, Record]):
+    """Every record the fold knows (deleted ones too), loaded when asked for."""
+
+    def __init__(self, stored: StoredRecords) -> None:
+        self.stored = stored
+
+    def __getitem__(self, identity: RecordId) -> Record:
+        found = self.stored.load(identity)
+        if found is None:
+            raise KeyError(identity)
+        return found
+
+    def __contains__(self, identity: object) -> bool:
+        if not (isinstance(identity, tuple) and len(identity) == 2):
+            return False
+        project, key = identity
+        return isinstance(project, str) and isinstance(key, str) and self.stored.load((project, key)) is not None
+
+    def __iter__(self) -> Iterator[RecordId]:
+        return iter([(p, k) for p, k in self.stored.tables.peek("SELECT project, key FROM records_rows")])
+
+    def __len__(self) -> int:
+        return int(self.stored.tables.peek("SELECT count(*) FROM records_rows")[0][0])
+
+
+class _Categories:
+    """The categories of live records (`check_category`'s `also`)."""
+
+    def __init__(self, stored: StoredRecords) -> None:
+        self.stored = stored
+
+    def __contains__(self, name: object) -> bool:
+        sql = "SELECT 1 FROM records_rows WHERE category = ? AND NOT deleted LIMIT 1"
+        return bool(self.stored.tables.peek(sql, (name,)))
+
+
+class StoredRecords:
+    """The records as their table holds them now (the caller brought it up to date: `ondisk.staged`)."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+        self._loaded: dict[RecordId, Record | None] = {}
+        self.records = _Records(self)
+        self.by_category = _Categories(self)
+
+    def load(self, identity: RecordId) -> Record | None:
+        if identity not in self._loaded:
+            found = self.tables.peek("SELECT data FROM records_rows WHERE project = ? AND key = ?", identity)
+            self._loaded[identity] = record_of(found[0][0]) if found else None
+        return self._loaded[identity]
+
+    def live(self, identity: RecordId) -> Record | None:
+        record = self.load(identity)
+        return None if record is None or record.deleted else record
+
+    def holders(self, key: str) -> list[str]:
+        return [
+            project
+            for (project,) in self.tables.peek(
+                "SELECT project FROM records_rows WHERE key = ? ORDER BY project", (key,)
+            )
+        ]
+
+    def select(
+        self,
+        now_ms: int,
+        count: int,
+        cutoff: int = 0,
+        category: str | None = None,
+        thread: str | None = None,
+        pinned: bool = False,
+        prefix: str | None = None,
+        project: str | None = None,
+    ) -> list[Record]:
+        """`core._select` as one query: live, unexpired records passing every filter given, updated since
+        `cutoff`, newest first, at most `count`."""
+        where = ["NOT deleted", "hlc >= ?", "(expires_ms IS NULL OR expires_ms > ?)"]
+        params: list[object] = [db_stamp(cutoff), now_ms]
+        for column, value in (("category", category), ("thread_id", thread), ("project", project)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if pinned:
+            where.append("pinned")
+        if prefix is not None:
+            where.append("key >= ? AND key < ? AND substr(key, 1, ?) = ?")
+            params += [prefix, prefix + "\U0010ffff", len(prefix), prefix]
+        sql = f"SELECT data FROM records_rows WHERE {' AND '.join(where)} ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
+        found = [record_of(blob) for (blob,) in self.tables.peek(sql, (*params, count))]
+        self._loaded.update((record.identity, record) for record in found)
+        return found

@@ -1,0 +1,103 @@
+"""The context records' state in tables (a `Stage`, core/table_stages.py): each record as the pure fold
+(`records/view.py`) leaves it, with the columns reads filter and order on, so a records call reads the
+records it shows (`records/stored.py`) instead of folding every `context.*` event.
+
+A batch is folded by loading the records its events write into an empty `RecordsState`, applying the
+events with `RecordsView.apply` itself, and writing those records back (the latest write wins by event
+key, so the rows equal the whole fold's whatever the batches).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from contextflow.core.events import Event
+from contextflow.core.formats import Format
+from contextflow.core.table_sets import Stage, StageWriter, db_stamp
+from contextflow.core.table_stages import CHUNK, chunks
+from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordsState, RecordsView, record_id
+
+SCHEMA = (
+    """CREATE TABLE records_rows(
+    project TEXT NOT NULL, key TEXT NOT NULL, deleted INTEGER NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL,
+    seq INTEGER NOT NULL, category TEXT NOT NULL, thread_id TEXT, pinned INTEGER NOT NULL, expires_ms INTEGER,
+    data BLOB NOT NULL, PRIMARY KEY(project, key)) WITHOUT ROWID""",
+    "CREATE INDEX records_recent ON records_rows(deleted, hlc, w, seq)",
+    "CREATE INDEX records_category ON records_rows(category, deleted, hlc)",
+    "CREATE INDEX records_thread ON records_rows(thread_id) WHERE thread_id IS NOT NULL",
+    "CREATE INDEX records_key ON records_rows(key, project)",
+)
+TABLES = ("records_rows",)
+
+
+def record_of(blob: bytes) -> Record:
+    """The record a `records_rows.data` holds."""
+    project, key, event_key, event_id, writer, deleted, data, expires, live_sets, tombstone = orjson.loads(blob)
+    return Record(
+        project,
+        key,
+        tuple(event_key),
+        event_id,
+        writer,
+        deleted,
+        data,
+        expires,
+        [tuple(one) for one in live_sets],
+        tuple(tombstone) if tombstone else None,
+    )
+
+
+def _row(record: Record) -> tuple[Any, ...]:
+    data = [
+        record.project,
+        record.key,
+        record.event_key,
+        record.event_id,
+        record.writer,
+        record.deleted,
+        record.data,
+        record.expires_ms,
+        record.live_sets,
+        record.tombstone,
+    ]
+    hlc, writer, seq = record.event_key
+    return (
+        record.project,
+        record.key,
+        int(record.deleted),
+        db_stamp(hlc),
+        writer,
+        seq,
+        record.category,
+        record.thread_id,
+        int(record.pinned),
+        record.expires_ms,
+        orjson.dumps(data),
+    )
+
+
+def apply(db: StageWriter, events: list[Event]) -> None:
+    """Fold `events` into the table (inside the stage's transaction)."""
+    mine = [event for event in events if event.kind in (SET_KIND, DELETE_KIND)]
+    written = sorted({identity for event in mine if (identity := record_id(event)) is not None})
+    state = RecordsState()
+    for part in chunks(written, CHUNK // 2):
+        projects = sorted({project for project, _ in part})
+        values = ", ".join("(?, ?)" for _ in part)
+        sql = f"""SELECT data FROM records_rows WHERE project IN ({", ".join("?" * len(projects))})
+            AND (project, key) IN (VALUES {values})"""
+        for (blob,) in db.execute(sql, [*projects, *(value for identity in part for value in identity)]):
+            record = record_of(blob)
+            state.records[record.identity] = record
+    fold = RecordsView()
+    for event in mine:
+        fold.apply(state, event)
+    db.executemany(
+        "INSERT OR REPLACE INTO records_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [_row(record) for record in state.records.values()],
+    )
+
+
+STAGE = Stage(Format("records-state", 1, ("contextflow.records.table",)), "records", SCHEMA, TABLES, apply)
