@@ -217,3 +217,21 @@ def test_an_earlier_copy_of_a_turn_read_later_moves_it_and_its_sessions_follow(a
     sessions = fresh.tables().query("SELECT project, session_id FROM capture_sessions ORDER BY 1, 2")
     assert sessions == [("shared", "s2"), ("web", "s1")]  # the turn is the earliest copy's: web's
     assert answers(fresh) == answers(in_memory("writer-c"))
+
+
+def test_an_import_knows_the_turns_captured_before_from_the_tables(app, monkeypatch):
+    """`contextflow import` of transcripts skips turns captured before: looked up one at a time in the
+    derived tables (no fold of every captured turn), the same answers as the fold's."""
+    from contextflow.capture import stored
+    from contextflow.sessions import stored as sessions_stored
+
+    fill(app, random.Random(5), 120)
+    known = stored.known_turns(app)
+    assert isinstance(known, stored.KnownTurns)
+    monkeypatch.setattr(sessions_stored, "disk", lambda _app: False)
+    folded = stored.known_turns(app)
+    assert isinstance(folded, set) and folded
+    for turn_id in [*sorted(folded), "turn-9999", "nothing"]:
+        assert (turn_id in known) == (turn_id in folded)
+    known.add("turn-9999")
+    assert "turn-9999" in known

@@ -128,6 +128,37 @@ class DiskTurns(Turns):
         return self._events(self._query(f"{sql} {_OLDEST_FIRST}", (self.project, *recent)))
 
 
+class KnownTurns:
+    """The turn ids captured before, each looked up in the derived tables, and those added since (an import
+    of transcripts skips a turn it finds here: captured live, or imported before)."""
+
+    def __init__(self, app: App) -> None:
+        self.app, self.added = app, set[str]()
+
+    def __contains__(self, turn_id: object) -> bool:
+        if turn_id in self.added:
+            return True
+        sql = "SELECT 1 FROM capture_turns WHERE turn = ?"
+        return isinstance(turn_id, str) and bool(self.app.tables().query(sql, (f"t:{turn_id}",)))
+
+    def add(self, turn_id: str) -> None:
+        self.added.add(turn_id)
+
+
+def known_turns(app: App) -> KnownTurns | set[str]:
+    """The turn ids captured before: from the derived tables when they hold every log, else the fold."""
+    from contextflow.sessions.stored import disk
+
+    if disk(app):
+        tables = app.tables()
+        tables.update()
+        if tables.current():
+            return KnownTurns(app)
+    from contextflow.capture.view import ActivityView
+
+    return set(app.store.view(ActivityView).turn_ids)
+
+
 def turns(app: App, project: str) -> Turns:
     """The project's captured turns, from the derived tables when this store can use them."""
     from contextflow.sessions.stored import disk

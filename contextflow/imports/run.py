@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from contextflow.app import App
-from contextflow.capture.view import ActivityView
+from contextflow.capture.stored import known_turns
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.staged import StagedBatch
 from contextflow.graph import transfer
@@ -238,7 +238,7 @@ def _import_sessions(app: App, fmt: str, where: Path, dry_run: bool, progress: P
     paths, refused = transcripts.files(where, fmt)
     report = Report(fmt, str(where), dry_run, files=len(paths))
     report.errors += [str(error) for error in refused]
-    known = set(app.store.view(ActivityView).turn_ids)  # turns captured live or imported before
+    known = known_turns(app)  # turns captured live or imported before
     planned: list[Planned] = []
     stamps: list[int] = []
     progress.start(len(paths) + 1, f"reading {len(paths)} session(s)")

@@ -22,7 +22,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -40,6 +40,9 @@ from contextflow.imports.model import Planned, SourceError
 
 FORMATS = {"claude-code": "claude-code", "codex": "codex"}  # format -> capture's client name
 PATTERNS = {"claude-code": "*.jsonl", "codex": "rollout-*.jsonl"}
+
+if TYPE_CHECKING:
+    from contextflow.capture.stored import KnownTurns
 
 
 def looks_like(line: dict[str, Any]) -> str | None:
@@ -137,7 +140,7 @@ class SessionPlan:
         self.skipped: dict[str, int] = {}
 
 
-def plan_file(app: App, fmt: str, path: Path, known_turns: set[str]) -> SessionPlan:
+def plan_file(app: App, fmt: str, path: Path, known_turns: KnownTurns | set[str]) -> SessionPlan:
     """One transcript's plan; the file is streamed a line at a time (its size does not bound memory)."""
     from contextflow.capture import digest as digests
     from contextflow.sessions import core as sessions
