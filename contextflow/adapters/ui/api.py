@@ -23,6 +23,7 @@ from contextflow.app import App
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean_data
 from contextflow.features import operations
+from contextflow.graph.writes import graph
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import JSON, Operation
 from contextflow.sessions import stored
@@ -69,19 +70,21 @@ class Api:
         return await anyio.to_thread.run_sync(lambda: self.call_sync(name, arguments, unscoped))
 
     def warm(self) -> None:
-        """Fold (or load) what the first pages read, so the first request does not pay for it: the
-        sessions (the derived tables brought up to date, or the fold where they cannot serve), then the
-        graph, giving way to requests between; then bring the search index up to
+        """Bring up to date (or fold) what the first pages read, so the first request does not pay for it:
+        the sessions' and the graph's derived tables (the folds where they cannot serve), giving way to
+        requests between; then bring the search index up to
         date (a first build shows its progress on the search page)."""
         try:
             for view in ("sessions", "graph"):
                 with self.idle:
                     self.idle.wait_for(lambda: self.waiting == 0)
                 with self.lock:
-                    if view == "sessions" and stored.disk(self.app):
+                    if not stored.disk(self.app):
+                        self.app.store.view(view)
+                    elif view == "sessions":
                         self.app.tables().update()  # sessions are read from the tables: no fold to hold
                     else:
-                        self.app.store.view(view)
+                        graph(self.app)  # its tables brought up to date (folded only where they cannot serve)
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)
         try:
