@@ -183,6 +183,10 @@ def test_the_cli_and_the_tool_print_the_same_json(capsys, app):
 def test_doctor_on_a_store_not_written_yet_reports_no_problem(capsys, store_dir):
     code, out, _ = run(capsys, "doctor")
     assert code == 0 and "(created on the first write)" in out and "problems:     none" in out
+    assert "empty (the store has no logs yet)" in out and "behind the logs" not in out  # views on disk
+    run(capsys, "note", "x")
+    code, out, _ = run(capsys, "doctor")
+    assert code == 0 and "empty (" not in out.split("views on disk:")[1].split("rebuild:")[0]  # (logs now)
 
 
 def test_exit_codes_tell_bad_input_from_not_found_from_a_store_failure(capsys, store_dir):

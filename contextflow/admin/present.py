@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contextflow.operations.spec import JSON, Reply
 
@@ -101,7 +101,7 @@ def doctor(app: App, args: JSON) -> Reply:
     versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())
     lines += [
         f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), "
-        f"{'current' if on_disk['current'] else 'behind the logs (the next read catches up)'}",
+        f"{_tables_state(on_disk)}",
         f"  rebuild:    {on_disk['rebuild']}",
     ]
     from contextflow.admin.install_check import client_ways
@@ -177,3 +177,9 @@ def read_info(app: App) -> str:
     from contextflow.operations.provenance import dumps
 
     return dumps({"server": {"name": "contextflow", "version": __version__}, **store_info(app)})
+
+
+def _tables_state(on_disk: dict[str, Any]) -> str:
+    if on_disk["current"]:
+        return "current"
+    return "empty (the store has no logs yet)" if on_disk.get("empty") else "behind the logs (the next read catches up)"

@@ -337,7 +337,11 @@ def describe(tables: Tables) -> dict[str, Any]:
         "file": str(tables.path),
         "bytes": size,
         "current": current,
-        "formats": {name: s.format.version for name, s in tables.sets.items()},
+        "empty": not tables.paths(),  # no log yet: nothing to hold
+        "formats": {
+            **{name: s.format.version for name, s in tables.sets.items()},
+            **{stage.name: stage.format.version for stage in tables.stages},
+        },
         "rebuild": f"delete {tables.path} (the next read rebuilds it from the logs)",
     }
 
