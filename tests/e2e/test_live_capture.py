@@ -69,12 +69,21 @@ def repositories(place: Place) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def handovers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Handover]:
-    """Each pair's three sessions, run once for the module when a test first asks for them."""
+    return handovers_of(request, tmp_path_factory, NEXT)
+
+
+def handovers_of(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    pairs: dict[str, str],
+    packaged: frozenset[str] = frozenset(),
+) -> Callable[[str], Handover]:
+    """Each pair's three sessions (`run_handover`), run once for the module when a test first asks for them."""
     done: dict[str, Handover] = {}
 
     def handover_of(first: str) -> Handover:
         if first not in done:
-            done[first] = run_handover(request, tmp_path_factory, first, NEXT[first])
+            done[first] = run_handover(request, tmp_path_factory, first, pairs[first], packaged)
         return done[first]
 
     return handover_of

@@ -14,7 +14,7 @@ import pytest
 from tests.e2e.test_live_capture import (  # collected again here, on this module's handovers
     AUTO,
     Handover,
-    run_handover,
+    handovers_of,
     test_a_secret_in_a_captured_command_is_nowhere_on_disk,
     test_a_session_in_another_repository_is_handed_none_of_it,
     test_nothing_but_capture_wrote_the_store,
@@ -41,14 +41,7 @@ __all__ = [
 
 @pytest.fixture(scope="module")
 def handovers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Handover]:
-    done: dict[str, Handover] = {}
-
-    def handover_of(first: str) -> Handover:
-        if first not in done:
-            done[first] = run_handover(request, tmp_path_factory, first, NEXT[first])
-        return done[first]
-
-    return handover_of
+    return handovers_of(request, tmp_path_factory, NEXT)
 
 
 @pytest.fixture(scope="module", params=sorted(NEXT))

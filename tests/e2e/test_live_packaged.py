@@ -17,8 +17,8 @@ from tests.e2e.live_loop import Seen, claude_code, gemini_cli, make_place
 from tests.e2e.test_live_capture import (  # collected again here, on this module's handovers
     QUIET,
     Handover,
+    handovers_of,
     repositories,
-    run_handover,
     test_a_secret_in_a_captured_command_is_nowhere_on_disk,
     test_a_session_in_another_repository_is_handed_none_of_it,
     test_nothing_but_capture_wrote_the_store,
@@ -46,14 +46,7 @@ __all__ = [
 
 @pytest.fixture(scope="module")
 def handovers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Handover]:
-    done: dict[str, Handover] = {}
-
-    def handover_of(first: str) -> Handover:
-        if first not in done:
-            done[first] = run_handover(request, tmp_path_factory, first, NEXT[first], PACKAGED)
-        return done[first]
-
-    return handover_of
+    return handovers_of(request, tmp_path_factory, NEXT, PACKAGED)
 
 
 @pytest.fixture(scope="module", params=sorted(NEXT))
