@@ -19,24 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "25958263166493751a67"),
+    "search-index": (3, "bb4aa35ebf2035efcd1a"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
     "snapshot": (2, "26af2431976754e8ea9a"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
     "view.records": (1, "733284931728d2fecd62"),
     "view.timeline": (1, "787d30f84b12931884fd"),
-    "view.search": (1, "3396ba1251c8115e5a6b"),
+    "view.search": (1, "64e2de10415ce03e0976"),
     "view.conversations": (1, "ed8e1c169e337ad58320"),
-    "view.graph": (1, "613b0ea9f7338710539d"),
-    "view-events": (2, "3396ba1251c8115e5a6b"),
-    "sessions": (1, "8308e678a735f581264b"),
-    "feed": (1, "0e7c86304e820b04f01e"),
-    "capture": (1, "28dcf9debe22fbf79228"),
-    "graph-state": (1, "bbc21ccf8a874c5f5b9b"),
+    "view.graph": (1, "c3bbf02eabb6933a4b57"),
+    "view-events": (2, "64e2de10415ce03e0976"),
+    "sessions": (1, "ac71dcc9c99481b9e211"),
+    "feed": (1, "8200c9c88501a0cf5a33"),
+    "capture": (1, "fd81b827f4fd94068d43"),
+    "graph-state": (1, "9bd4b1d057a10caf0d24"),
     "records-state": (1, "6ea64c0ecbc1e632a1bc"),
     "conversations-state": (1, "789bba64997c60693d6e"),
-    "timeline": (1, "5afcd0b62fbe50e4e8cb"),
+    "timeline": (1, "960659fa0bdbc20aaa82"),
 }
 GUARDED = all_formats()
 

@@ -100,8 +100,7 @@ def doctor(app: App, args: JSON) -> Reply:
     on_disk = info["tables"]
     versions = ", ".join(f"{name} v{version}" for name, version in on_disk["formats"].items())
     lines += [
-        f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), "
-        f"{_tables_state(on_disk)}",
+        f"views on disk: {on_disk['file']}: {on_disk['bytes'] / 1e6:.1f} MB ({versions}), {_tables_state(on_disk)}",
         f"  rebuild:    {on_disk['rebuild']}",
     ]
     from contextflow.admin.install_check import client_ways

@@ -3,7 +3,8 @@
 Modules: `model` (vocabulary and validation), `view` (the pure fold), `query` (the query
 language), `writes`, `explore` (reads), `compose` (token-budgeted context),
 `transfer` (export, import, ingest), `picture` (mermaid and dot), `directives` (the
-`<ctx:...>` tags the Stop hook carries out). See docs/graph.md.
+`<ctx:...>` tags the Stop hook carries out); on disk: `table` (the graph's state in tables),
+`stored` (reads of them), `reading` (what reads of either see). See docs/graph.md.
 """
 
 from contextflow.features import Feature

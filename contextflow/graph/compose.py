@@ -23,8 +23,9 @@ from contextflow.core.text import clean, clip, defang, estimate_tokens
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, mentions_tag, parse
+from contextflow.graph.reading import Brief, Graph
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.view import Brief, Graph, Node
+from contextflow.graph.view import Node
 from contextflow.graph.writes import get_view, graph
 
 DEFAULT_QUERY = (

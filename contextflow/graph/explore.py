@@ -11,8 +11,9 @@ from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_LIMIT, DEFAULT_LIST_LIMIT, DEFAULT_RELATED_DEPTH, DEFAULT_TRACE_DEPTH
 from contextflow.graph.query import evaluate, parse
+from contextflow.graph.reading import Graph
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.view import Edge, Graph, Node, Step
+from contextflow.graph.view import Edge, Node, Step
 from contextflow.graph.writes import graph, resolve
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from contextflow.core.text import clip
-from contextflow.graph.view import Edge, Graph, Node
+from contextflow.graph.reading import Graph
+from contextflow.graph.view import Edge, Node
 
 SHAPES = {"decision": ("{{", "}}"), "summary": ("[[", "]]"), "source": ("[(", ")]"), "open-question": ("((", "))")}
 

@@ -37,7 +37,8 @@ from contextflow.core.errors import InputError
 from contextflow.core.ids import resolve_prefix
 from contextflow.core.timeutil import parse_duration, parse_iso
 from contextflow.graph.model import NODE_TYPES
-from contextflow.graph.view import Graph, GraphState, Node
+from contextflow.graph.reading import Graph
+from contextflow.graph.view import GraphState, Node
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200

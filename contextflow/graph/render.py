@@ -10,7 +10,8 @@ from typing import Any
 
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.graph.compose import render_node
-from contextflow.graph.view import Edge, Graph, Node, Step
+from contextflow.graph.reading import Graph
+from contextflow.graph.view import Edge, Node, Step
 from contextflow.operations.provenance import header
 
 

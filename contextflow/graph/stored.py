@@ -19,8 +19,9 @@ from contextflow.core.table_stages import chunks, marks
 from contextflow.core.tables import Tables, stamp_of
 from contextflow.graph import model
 from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
+from contextflow.graph.reading import Brief, walk
 from contextflow.graph.table import dedupe_digest, mark_of, node_of
-from contextflow.graph.view import Brief, Edge, Node, SavedView, Step, is_on, walk
+from contextflow.graph.view import Edge, Node, SavedView, Step, is_on
 
 T = TypeVar("T")
 SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)

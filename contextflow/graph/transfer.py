@@ -23,7 +23,8 @@ from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import inbound, model
 from contextflow.graph.query import evaluate, parse
-from contextflow.graph.view import Graph, Node
+from contextflow.graph.reading import Graph
+from contextflow.graph.view import Node
 from contextflow.graph.writes import edge_item, graph, node_item
 
 FORMAT = "contextflow-graph"

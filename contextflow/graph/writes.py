@@ -21,7 +21,8 @@ from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, MAX_NAME_CHARS
 from contextflow.graph.query import parse
-from contextflow.graph.view import Graph, GraphState, GraphView, Node, SavedView
+from contextflow.graph.reading import Graph
+from contextflow.graph.view import GraphState, GraphView, Node, SavedView
 
 Item = tuple[str, dict[str, Any]]
 PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)

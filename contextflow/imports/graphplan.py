@@ -27,7 +27,7 @@ from contextflow.app import App
 from contextflow.core.ids import derived_id
 from contextflow.core.text import clip
 from contextflow.graph import model
-from contextflow.graph.view import Graph
+from contextflow.graph.reading import Graph
 from contextflow.graph.writes import edge_item, graph
 from contextflow.imports.model import EdgeRecord, Planned, SourceError
 from contextflow.imports.stage import VERSION_KEY, EdgeRow, Stage, node_id, version

@@ -22,7 +22,8 @@ from typing import Any, BinaryIO
 import orjson
 
 from contextflow.graph.model import NODE_TYPES
-from contextflow.graph.view import Graph, Node
+from contextflow.graph.reading import Graph
+from contextflow.graph.view import Node
 from contextflow.imports.model import (
     EdgeRecord,
     Item,
