@@ -28,13 +28,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from bench_import import server_memory  # noqa: E402
+from benchlib.procs import timed  # noqa: E402
 
 BUILD = (
     "from contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\n"
@@ -49,21 +49,6 @@ FIRST_ID = (
     "from contextflow.app import App\nfrom contextflow.graph import explore\n"
     "print(explore.run_query(App.open(), 'e17 (service)', 1)[0][0].id)\n"
 )
-
-
-def timed(command: list[str], env: dict[str, str], stdin: bytes, cwd: Path) -> tuple[float, float, float]:
-    """(CPU seconds, wall seconds, peak RSS MB) of one child process, run in `cwd` (outside a checkout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    began = time.perf_counter()
-    done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", *command], input=stdin, env=env, capture_output=True, timeout=900, cwd=cwd
-    )
-    wall = time.perf_counter() - began
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"{command} failed: {done.stderr.decode()[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, int(done.stderr.decode().strip().splitlines()[-1]) / 1024
 
 
 def main() -> None:

@@ -22,20 +22,22 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 if (VENV / "bin" / "python").exists() and Path(sys.prefix).resolve() != VENV.resolve():
     os.execv(str(VENV / "bin" / "python"), [str(VENV / "bin" / "python"), __file__, *sys.argv[1:]])
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
-import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+from benchlib.procs import timed  # noqa: E402
+
 from contextflow.core.events import Event, encode  # noqa: E402
 from contextflow.core.ids import new_id  # noqa: E402
 
+OPEN_THREADS = b"Open threads"  # what each timed session start must show
 BUILD = (
     "from contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\n"
     "app = App.open()\nassert app.tables().update(BUILD_WAIT_S, foreground=True) >= 0\n"
@@ -78,24 +80,6 @@ def write_store(store: Path, threads: int, thoughts: int, seed: int = 7) -> int:
     return len(lines)
 
 
-def timed(command: list[str], env: dict[str, str], stdin: bytes, cwd: Path) -> tuple[float, float, float]:
-    """(CPU seconds, wall seconds, peak RSS MB) of one child process, run in `cwd` (not in a checkout,
-    whose package `python -m` would import ahead of PYTHONPATH's)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    began = time.perf_counter()
-    done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", *command], input=stdin, env=env, capture_output=True, timeout=900, cwd=cwd
-    )
-    wall = time.perf_counter() - began
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"{command} failed: {done.stderr.decode()[-2000:]}")
-    if command[-1] == "session-start" and b"Open threads" not in done.stdout:
-        raise SystemExit(f"{command} showed no open threads: {done.stdout[:400]!r}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, int(done.stderr.decode().strip().splitlines()[-1]) / 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", type=Path, help="another code tree (a copy of main) to time beside this one")
@@ -127,14 +111,16 @@ def main() -> None:
         payload = json.dumps({"session_id": "bench", "cwd": str(work)}).encode()
         samples: dict[str, list[tuple[float, float, float]]] = {}
         for env in envs.values():  # once untimed: each tree's .pyc files written
-            timed([sys.executable, "-m", "contextflow", "hook", "session-start"], env, payload, work)
+            timed([sys.executable, "-m", "contextflow", "hook", "session-start"], env, payload, work, OPEN_THREADS)
         for _ in range(args.reps):
             samples.setdefault("python -c pass", []).append(
                 timed([sys.executable, "-c", "pass"], envs["this checkout"], b"", work)
             )
             for name, env in envs.items():
                 command = [sys.executable, "-m", "contextflow", "hook", "session-start"]
-                samples.setdefault(f"{name}: hook session-start", []).append(timed(command, env, payload, work))
+                samples.setdefault(f"{name}: hook session-start", []).append(
+                    timed(command, env, payload, work, OPEN_THREADS)
+                )
         floor = statistics.median(s[0] for s in samples["python -c pass"])
         for label, found in samples.items():
             cpu, wall, rss = (statistics.median(s[i] for s in found) for i in range(3))

@@ -5,7 +5,6 @@ edges, views, imports' origins, a clock bound; and only the rows a call touches 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +12,14 @@ from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import table_stages
 from contextflow.core.clock import stamp_from_ms
-from contextflow.core.events import Event, encode
-from contextflow.core.log import log_path
+from contextflow.core.events import Event
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.stored import StoredGraph
 from contextflow.graph.table import STAGE
 from contextflow.graph.view import GraphState, GraphView
+from tests.raw import write_events
 
 TYPES = ["fact", "decision", "observation"]
 TAGS = [
@@ -99,13 +98,6 @@ def _events(seed: int, count: int) -> list[Event]:
     return made
 
 
-def _write(folder: Path, events: list[Event]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for event in events:
-        with log_path(folder, event.writer).open("ab") as handle:
-            handle.write(encode(event))
-
-
 def _folded(app: App) -> GraphState:
     app.store.refresh()
     return app.store.view(GraphView)
@@ -160,10 +152,10 @@ def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monk
     events = _events(seed, 400)
     rng = random.Random(seed)
     half = rng.randrange(len(events))
-    _write(app.store.folder, events[:half])
+    write_events(app.store.folder, events[:half])
     at_ms = 1_767_225_600_000 + 3_600_000
     _same(app, at_ms)  # folded part way: the rest lands on top of it
-    _write(app.store.folder, events[half:])
+    write_events(app.store.folder, events[half:])
     _same(app, at_ms)
     stored = _whole_graph_reads(app)
     monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the fold
@@ -180,7 +172,7 @@ def test_a_clock_bound_refolds_the_stage(app: App) -> None:
         "graph.node_update",
         {"node": node.id, "content": "from the future"},
     )
-    _write(app.store.folder, [future])
+    write_events(app.store.folder, [future])
     assert writes.graph(app).nodes[node.id].content == "from the future"
     writes.update_node(app, node.id, content="fixed")  # the write bounds the future stamp first
     assert app.tables().peek("SELECT id FROM bounds") == [(future.id,)]
@@ -243,7 +235,7 @@ def test_a_large_backlog_is_folded_in_the_background_while_calls_fold_the_view(
     monkeypatch.setattr(table_stages, "STAGE_INLINE", 5)  # as if an import had just brought thousands
     writes.add_node(app, type="fact", content="before")
     writes.graph(app)  # the stage holds it
-    _write(app.store.folder, _events(7, 60))
+    write_events(app.store.folder, _events(7, 60))
     told: list[str] = []
     app.store.progress = told.append
     state = writes.graph(app)
@@ -267,7 +259,7 @@ def test_a_damaged_stage_row_is_found_by_doctor_and_rebuilt(app: App) -> None:
 def test_a_session_start_looks_at_the_first_ranked_candidates_only(app: App) -> None:
     """`compose(first=)` ranks in one query and reads only the first candidates: the same nodes as composing
     them all when the budget fills among them, and the same whole result when they are all."""
-    _write(app.store.folder, _events(11, 400))
+    write_events(app.store.folder, _events(11, 400))
     at = 1_767_225_600_000
     for query in ["", "type:fact OR tag:tier:*", "NOT has:edges"]:
         whole = compose(app, query, 400, at_ms=at)

@@ -6,7 +6,6 @@ call reads only the rows it shows."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -18,11 +17,11 @@ from contextflow.conversations.view import ConversationsState
 from contextflow.core import table_stages
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.errors import InputError, NotFoundError
-from contextflow.core.events import Event, encode
-from contextflow.core.log import log_path
+from contextflow.core.events import Event
 from contextflow.records import core as records
 from contextflow.records.stored import StoredRecords
 from contextflow.records.view import RecordsState
+from tests.raw import write_events
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01
 KEYS = ["pr:web:1", "pr:web:2", "waiting:review", "fact:nas", "machine:chisel", "todo:docs", "waiting:deploy"]
@@ -59,13 +58,6 @@ def _events(seed: int, count: int) -> list[Event]:
             data = {"conversation_id": cid, **where, "source": "test", "summary": f"summary {n}", "title": f"t{n}"}
         made.append(Event(f"e{n:05d}{rng.getrandbits(32):08x}"[:16], writer, seqs[writer], stamp, kind, data))
     return made
-
-
-def _write(folder: Path, events: list[Event]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for event in events:
-        with log_path(folder, event.writer).open("ab") as handle:
-            handle.write(encode(event))
 
 
 def _reads(app: App) -> list[object]:
@@ -110,9 +102,9 @@ def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monke
     monkeypatch.setattr(table_stages, "BATCH", 1 + seed * 9)  # batches of 1 to 37 events
     events = _events(seed, 300)
     half = random.Random(seed).randrange(len(events))
-    _write(app.store.folder, events[:half])
+    write_events(app.store.folder, events[:half])
     records.records_state(app)  # folded part way: the rest lands on top of it
-    _write(app.store.folder, events[half:])
+    write_events(app.store.folder, events[half:])
     assert isinstance(records.records_state(app), StoredRecords)
     assert isinstance(conversations.conversations_state(app), StoredConversations)
     stored = _reads(app)

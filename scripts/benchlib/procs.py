@@ -8,6 +8,7 @@ benchmark's own client in between.
 from __future__ import annotations
 
 import os
+import resource
 import select
 import subprocess
 import time
@@ -148,3 +149,23 @@ def _probe(
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def timed(
+    command: list[str], env: dict[str, str], stdin: bytes, cwd: Path, expect: bytes | None = None
+) -> tuple[float, float, float]:
+    """(CPU seconds, wall seconds, peak RSS MB) of one child process under /usr/bin/time, run in `cwd` (not in
+    a checkout, whose package `python -m` would import ahead of PYTHONPATH's); `expect` must be in its output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *command], input=stdin, env=env, capture_output=True, timeout=900, cwd=cwd
+    )
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{command} failed: {done.stderr.decode()[-2000:]}")
+    if expect is not None and expect not in done.stdout:
+        raise SystemExit(f"{command} did not print {expect!r}: {done.stdout[:400]!r}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, int(done.stderr.decode().strip().splitlines()[-1]) / 1024
