@@ -271,3 +271,22 @@ def test_a_session_start_looks_at_the_first_ranked_candidates_only(app: App) -> 
 
 def _matched(composed: Composed) -> int:
     return len(composed.included) + composed.as_dict()["dropped_count"] + sum(composed.excluded.values())
+
+
+def test_an_import_leaves_the_graphs_tables_current(app: App, tmp_path: Path) -> None:
+    from contextflow.core.table_stages import behind
+    from contextflow.imports.run import run_import
+
+    memory = tmp_path / "memory.json"
+    lines = [
+        f'{{"type": "entity", "name": "e{n}", "entityType": "service", "observations": ["o{n}"]}}' for n in range(30)
+    ]
+    memory.write_text("\n".join([*lines, '{"type": "relation", "from": "e1", "to": "e2", "relationType": "calls"}']))
+    writes.graph(app)  # the tables and the stage made, holding nothing
+    report = run_import(app, str(memory))
+    assert sum(report.stored.values()) == 31, report.stored
+    assert app.tables().current()  # (checks, never updates)
+    db = app.tables()._connect()
+    assert behind(db, STAGE, 100) == 0  # folded by the import: the next call reads the tables as they are
+    assert db.execute("SELECT count(*) FROM graph_nodes").fetchone()[0] == 30
+    assert explore.status(app)["nodes"] == 30

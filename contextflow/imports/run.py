@@ -63,6 +63,33 @@ def run_import(
     merge: bool = False,
     progress: Progress | None = None,
 ) -> Report:
+    report = _run_import(app, path, fmt=fmt, dry_run=dry_run, merge=merge, progress=progress)
+    if report.stored and not dry_run:
+        _settle(app)
+    return report
+
+
+def _settle(app: App) -> None:
+    """After an import: this machine's derived tables, and the views kept as tables, brought up to date
+    now (a large backlog by the background builder), so the calls after it read them, not folds."""
+    from contextflow.sessions.stored import disk
+
+    if disk(app):
+        tables = app.tables()
+        tables.update()
+        for stage in tables.stages:
+            tables.stage(stage)
+
+
+def _run_import(
+    app: App,
+    path: str,
+    *,
+    fmt: str | None = None,
+    dry_run: bool = False,
+    merge: bool = False,
+    progress: Progress | None = None,
+) -> Report:
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} after --from; use one of {', '.join(FORMATS)}")
     progress = progress or Progress()
