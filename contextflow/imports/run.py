@@ -24,6 +24,7 @@ from contextflow.app import App
 from contextflow.capture.stored import known_turns
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.staged import StagedBatch
+from contextflow.core.table_stages import STAGE_INLINE
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_file, detect_folder, first_line_format
@@ -64,14 +65,15 @@ def run_import(
     progress: Progress | None = None,
 ) -> Report:
     report = _run_import(app, path, fmt=fmt, dry_run=dry_run, merge=merge, progress=progress)
-    if report.stored and not dry_run:
+    if not dry_run and 0 < sum(report.stored.values()) <= STAGE_INLINE:
         _settle(app)
     return report
 
 
 def _settle(app: App) -> None:
-    """After an import: this machine's derived tables, and the views kept as tables, brought up to date
-    now (a large backlog by the background builder), so the calls after it read them, not folds."""
+    """After an import a reader can fold itself: this machine's derived tables, and the views kept as
+    tables, brought up to date now, so the calls after it read them (after a larger one, the first call
+    has the background builder do it: an import does not leave a process behind it)."""
     from contextflow.sessions.stored import disk
 
     if disk(app):
