@@ -5,6 +5,7 @@ edges, views, imports' origins, a clock bound; and only the rows a call touches 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
