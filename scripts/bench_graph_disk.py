@@ -6,7 +6,8 @@ each tree's derived tables in full (and this checkout's graph tables: time and p
 times a new process's first graph call per tree (`status`, `query`, `compose`, `show`, `edges`,
 `related`, `tags`, `add`) and `hook session-start`, with `python -c pass` and `contextflow --version`
 beside them, interleaved, --reps times: CPU seconds, wall seconds and peak RSS (/usr/bin/time),
-medians. Prints figures; asserts nothing.
+medians. Then a new MCP server's first call of each graph tool, beside the SDK's no-op server started
+right after it (spawn to the first answer, peak RSS; medians). Prints figures; asserts nothing.
 
     scripts/bench_graph_disk.py --before /tmp/cf-main      (`git archive main | tar -x -C /tmp/cf-main`)
     scripts/bench_graph_disk.py --nodes 100000 --reps 3
@@ -34,7 +35,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from bench_import import server_memory  # noqa: E402
-from benchlib.procs import timed  # noqa: E402
+from benchlib.procs import cold_start, timed  # noqa: E402
 
 BUILD = (
     "from contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\n"
@@ -127,6 +128,35 @@ def main() -> None:
             print(
                 f"{label:36} CPU {cpu * 1000:6.0f} ms ({cpu / floor:5.1f}x)  wall {wall * 1000:6.0f} ms  {rss:5.0f} MB"
             )
+        servers(envs, node, args.reps, work)
+
+
+def servers(envs: dict[str, dict[str, str]], node: str, reps: int, work: Path) -> None:
+    """A new server's first call of each graph tool per tree, beside a no-op server's right after it."""
+    tools = {
+        "graph_recall": {"query": "retry AND ledger"},
+        "graph_status": {},
+        "graph_compose": {"query": "retry"},
+        "graph_remember": {"content": "a new fact about the ledger service", "agent": "bench"},
+        "graph_update": {"id": node, "summary": "updated by the benchmark"},
+    }
+    floor = [sys.executable, "-m", "benchlib.floor_server"]
+    errlog = work / "server.err"
+    print("\nfirst call in a new MCP server (spawn to answer), beside the SDK's no-op server:")
+    for tool, arguments in tools.items():
+        for name, env in envs.items():
+            floor_env = {**env, "PYTHONPATH": str(ROOT / "scripts")}
+            found, floors = [], []
+            for _ in range(reps):
+                serving = {**env, "CONTEXTFLOW_TOOLS": "graph"}
+                found.append(
+                    cold_start([sys.executable, "-m", "contextflow", "serve"], serving, tool, arguments, errlog)
+                )
+                floors.append(cold_start(floor, floor_env, "noop", {}, errlog))
+            wall = statistics.median(run.to_first_call for run in found)
+            ratio = wall / statistics.median(run.to_first_call for run in floors)
+            mb = max(run.peak_rss_kb for run in found) / 1024
+            print(f"{name + ': ' + tool:36} {wall * 1000:6.0f} ms ({ratio:4.1f}x the no-op server), {mb:4.0f} MB peak")
 
 
 if __name__ == "__main__":
