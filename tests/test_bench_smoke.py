@@ -98,10 +98,11 @@ def test_the_graph_on_disk_benchmark_prints_each_commands_first_call(tmp_path: P
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "graph tables folded in" in done.stdout
-    calls = [
-        line.split(":")[1].split("CPU")[0].strip() for line in done.stdout.splitlines() if "this checkout: " in line
-    ]
-    assert calls[1:] == ["status", "query", "compose", "show", "edges", "related", "tags", "add", "hook session-start"]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("this checkout: ")]
+    calls = [line.split(":")[1].split("CPU")[0].strip() for line in lines if " CPU " in line and "built" not in line]
+    assert calls == ["status", "query", "compose", "show", "edges", "related", "tags", "add", "hook session-start"]
+    served = [line.split(":")[1].split()[0] for line in lines if "the no-op server" in line]
+    assert served == ["graph_recall", "graph_status", "graph_compose", "graph_remember", "graph_update"]
 
 
 def test_the_capture_store_generator_writes_a_year_of_readable_captured_sessions(tmp_path: Path) -> None:
