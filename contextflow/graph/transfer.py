@@ -33,8 +33,8 @@ VERSION = 1
 
 def export_graph(app: App, query: str | None = None) -> dict[str, Any]:
     state = graph(app)
-    ids = evaluate(parse(query), state, now_ms()) if query else state.live
-    chosen = sorted((state.nodes[i] for i in ids), key=lambda node: node.created_key)
+    ids = evaluate(parse(query), state, now_ms()) if query else set(state.live)
+    chosen = sorted(state.many(ids), key=lambda node: node.created_key)  # (read together)
     return {
         "format": FORMAT,
         "version": VERSION,

@@ -117,7 +117,7 @@ def _entity(state: Graph, node: Node) -> dict[str, Any]:
 
 def export_lines(state: Graph, ids: set[str]) -> tuple[bytes, int, int]:
     """The nodes `ids` and the edges between them as a memory.json, with the entity and relation counts."""
-    nodes = sorted((state.nodes[i] for i in ids), key=lambda node: node.created_key)
+    nodes = sorted(state.many(ids), key=lambda node: node.created_key)  # (read together)
     names: dict[str, str] = {}
     taken: set[str] = set()
     lines: list[bytes] = []
