@@ -14,7 +14,7 @@ from contextflow.graph import transfer
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.writes import graph
 from contextflow.imports import servermemory
-from contextflow.imports.run import run_import
+from contextflow.imports.run import run_import, settle
 from contextflow.operations.provenance import dumps
 from contextflow.operations.spec import JSON, Reply
 
@@ -28,6 +28,7 @@ def import_(app: App, args: JSON) -> Reply:
         dry_run=bool(args.get("dry_run")),
         merge=bool(args.get("merge")),
     )
+    settle(app, report)  # the views kept as tables brought up to date: the calls after it read them
     if report.errors:
         if not (report.stored or report.present or report.skipped):
             raise InputError("\n".join(report.errors))

@@ -43,6 +43,19 @@ Source = tuple[str, Callable[[], Iterable[Item]]]  # a file's label, and its ite
 CHUNK = 2000
 
 
+def settle(app: App, report: Report) -> None:
+    """After an import a reader can fold itself: this machine's derived tables, and the views kept as
+    tables, brought up to date now, so the calls after it read them (after a larger one, the first call
+    has the background builder do it: an import does not leave a process behind it)."""
+    from contextflow.sessions.stored import disk
+
+    if not report.dry_run and 0 < sum(report.stored.values()) <= STAGE_INLINE and disk(app):
+        tables = app.tables()
+        tables.update()
+        for stage in tables.stages:
+            tables.stage(stage)
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
         return files.read(path)
@@ -56,34 +69,6 @@ def _file_items(fmt: str, path: Path) -> Iterator[Item]:
 
 
 def run_import(
-    app: App,
-    path: str,
-    *,
-    fmt: str | None = None,
-    dry_run: bool = False,
-    merge: bool = False,
-    progress: Progress | None = None,
-) -> Report:
-    report = _run_import(app, path, fmt=fmt, dry_run=dry_run, merge=merge, progress=progress)
-    if not dry_run and 0 < sum(report.stored.values()) <= STAGE_INLINE:
-        _settle(app)
-    return report
-
-
-def _settle(app: App) -> None:
-    """After an import a reader can fold itself: this machine's derived tables, and the views kept as
-    tables, brought up to date now, so the calls after it read them (after a larger one, the first call
-    has the background builder do it: an import does not leave a process behind it)."""
-    from contextflow.sessions.stored import disk
-
-    if disk(app):
-        tables = app.tables()
-        tables.update()
-        for stage in tables.stages:
-            tables.stage(stage)
-
-
-def _run_import(
     app: App,
     path: str,
     *,
