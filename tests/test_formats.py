@@ -24,8 +24,8 @@ RECORDED = {
     "snapshot": (2, "26af2431976754e8ea9a"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
     "view.activity": (2, "4e0856c0fdd051e6fe5f"),
-    "view.records": (1, "733284931728d2fecd62"),
-    "view.timeline": (1, "787d30f84b12931884fd"),
+    "view.records": (1, "3b9f3c997324204c3f6b"),
+    "view.timeline": (1, "788d234c3ce594ed7c83"),
     "view.search": (1, "64e2de10415ce03e0976"),
     "view.conversations": (1, "ed8e1c169e337ad58320"),
     "view.graph": (1, "c3bbf02eabb6933a4b57"),
@@ -34,9 +34,9 @@ RECORDED = {
     "feed": (1, "8200c9c88501a0cf5a33"),
     "capture": (1, "fd81b827f4fd94068d43"),
     "graph-state": (1, "9bd4b1d057a10caf0d24"),
-    "records-state": (1, "6ea64c0ecbc1e632a1bc"),
+    "records-state": (1, "a6a107299d5aacf0312e"),
     "conversations-state": (1, "789bba64997c60693d6e"),
-    "timeline": (1, "960659fa0bdbc20aaa82"),
+    "timeline": (1, "5862b99d010c4d78f42d"),
 }
 GUARDED = all_formats()
 

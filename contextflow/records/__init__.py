@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"records": "contextflow.records.view:RecordsView"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "9a2ea56fff76fae428e2"),
+    search_version=(1, "07cc2de4f7700dae6817"),
     commands={"context": "keyed context records"},
 )

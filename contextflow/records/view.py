@@ -21,7 +21,7 @@ from typing import Any
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.project import project_of
 from contextflow.core.timeutil import iso_ms
-from contextflow.timeline.view import nonempty
+from contextflow.timeline.fields import nonempty
 
 SET_KIND = "context.set"
 DELETE_KIND = "context.delete"

@@ -9,7 +9,7 @@ FEATURE = Feature(
     views={"timeline": "contextflow.timeline.view:TimelineView"},
     fields="contextflow.timeline.fields",
     extractors="contextflow.timeline.extract",
-    search_version=(1, "a68ec8dd3e4f9bf23531"),
+    search_version=(1, "f5c9af7d796a466eaad6"),
     commands={"timeline": "threads, thoughts, tangents"},
     tables={"timeline": "contextflow.timeline.table:TABLES"},
 )

@@ -19,18 +19,18 @@ from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.ids import resolve_prefix
 from contextflow.timeline import stored
-from contextflow.timeline.fields import DEFAULT_THOUGHTS, DEFAULT_THREADS, DEFAULT_WHERE, STATUS_VERBS
-from contextflow.timeline.view import (
+from contextflow.timeline.fields import (
+    DEFAULT_THOUGHTS,
+    DEFAULT_THREADS,
+    DEFAULT_WHERE,
     POSITION,
+    STATUS_VERBS,
     THOUGHT,
     THOUGHT_UPDATE,
     THREAD,
     THREAD_UPDATE,
-    Thought,
-    Thread,
-    TimelineState,
-    TimelineView,
 )
+from contextflow.timeline.view import Thought, Thread, TimelineState, TimelineView
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4_000

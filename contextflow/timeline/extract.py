@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextflow.search.extractors import Extractors, patch, put
-from contextflow.timeline.view import THOUGHT, THOUGHT_UPDATE, THREAD, THREAD_UPDATE
+from contextflow.timeline.fields import THOUGHT, THOUGHT_UPDATE, THREAD, THREAD_UPDATE
 
 _THREAD = {"title": "name", "text": "description"}
 _THOUGHT = {"text": "content"}

@@ -1,7 +1,15 @@
 """The shape of every field of the timeline's events (core/fields.py checks them as lines are read), and
 the closed lists its table and its core both use (this module stays light: the table imports it)."""
 
+from typing import Any
+
 from contextflow.core.fields import OBJECT, STR, Shape
+
+THREAD = "timeline.thread"  # the timeline's event kinds
+THREAD_UPDATE = "timeline.thread_update"
+THOUGHT = "timeline.thought"
+THOUGHT_UPDATE = "timeline.thought_update"
+POSITION = "timeline.position"
 
 THREAD_STATUSES = ("active", "paused", "completed", "abandoned")
 THOUGHT_TYPES = ("idea", "decision", "discovery", "blocker", "progress", "tangent_start")
@@ -22,3 +30,8 @@ FIELDS: dict[str, dict[str, Shape]] = {
     "timeline.thought_update": {**_THOUGHT, "thought_id": STR},
     "timeline.position": {"thread_id": STR, "thought_id": STR},
 }
+
+
+def nonempty(value: Any) -> str | None:
+    """`value` when it is a string with something in it."""
+    return value if isinstance(value, str) and value else None

@@ -19,17 +19,8 @@ import orjson
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.tables import stamp_of
-from contextflow.timeline.view import (
-    POSITION,
-    THOUGHT,
-    THOUGHT_UPDATE,
-    THREAD,
-    THREAD_UPDATE,
-    Thought,
-    Thread,
-    TimelineState,
-    TimelineView,
-)
+from contextflow.timeline.fields import POSITION, THOUGHT, THOUGHT_UPDATE, THREAD, THREAD_UPDATE
+from contextflow.timeline.view import Thought, Thread, TimelineState, TimelineView
 
 if TYPE_CHECKING:
     from contextflow.app import App

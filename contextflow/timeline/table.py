@@ -17,8 +17,15 @@ import orjson
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.tables import Row, TableSet, db_stamp
-from contextflow.timeline.fields import THREAD_STATUSES
-from contextflow.timeline.view import POSITION, THOUGHT, THOUGHT_UPDATE, THREAD, THREAD_UPDATE, nonempty
+from contextflow.timeline.fields import (
+    POSITION,
+    THOUGHT,
+    THOUGHT_UPDATE,
+    THREAD,
+    THREAD_STATUSES,
+    THREAD_UPDATE,
+    nonempty,
+)
 
 _NEWER = "(excluded.hlc, excluded.w, excluded.seq) > (hlc, w, seq)"
 _STATUS_NEWER = (

@@ -19,20 +19,20 @@ from typing import Any
 
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.fold import overwritten
-from contextflow.timeline.fields import THOUGHT_STATUSES, THOUGHT_TYPES, THREAD_STATUSES
-
-THREAD = "timeline.thread"
-THREAD_UPDATE = "timeline.thread_update"
-THOUGHT = "timeline.thought"
-THOUGHT_UPDATE = "timeline.thought_update"
-POSITION = "timeline.position"
+from contextflow.timeline.fields import (  # (the kinds and `nonempty` live there: light for the table)
+    POSITION,
+    THOUGHT,
+    THOUGHT_STATUSES,
+    THOUGHT_TYPES,
+    THOUGHT_UPDATE,
+    THREAD,
+    THREAD_STATUSES,
+    THREAD_UPDATE,
+    nonempty,
+)
 
 THREAD_FIELDS = ("name", "description", "status")
 THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
-
-
-def nonempty(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _writes(event: Event) -> set[tuple[str, str, str]]:
