@@ -142,6 +142,7 @@ def servers(envs: dict[str, dict[str, str]], node: str, reps: int, work: Path) -
     }
     floor = [sys.executable, "-m", "benchlib.floor_server"]
     errlog = work / "server.err"
+    os.chdir(work)  # (`python -m contextflow` imports the package in its working folder ahead of PYTHONPATH's)
     print("\nfirst call in a new MCP server (spawn to answer), beside the SDK's no-op server:")
     for tool, arguments in tools.items():
         for name, env in envs.items():
