@@ -3,8 +3,9 @@ clients against scripted model APIs on 127.0.0.1, each set up by `contextflow in
 on, the project follows the folder):
 
 1. A standing decision: Claude Code's session 1 states a decision while writing calc.py; ten sessions
-   of Gemini CLI, Codex and Claude Code in turn only ask a question; the first request of the next
-   session holds the decision.
+   of Gemini CLI, Codex and Claude Code in turn only ask a question, which the model answers after
+   reading calc.py with the client's own tool (Codex: `cat`); the first request of the next session
+   holds the decision.
 2. Projects of one name: two repositories without a remote, both named `app`, and two plain folders
    (no git), both named `notes`. A session works and decides in one; the first request of a session in
    the other holds nothing of it.
@@ -76,6 +77,15 @@ def on_disk(home: Path, text: str) -> list[Path]:
 # -- 1. a decision after ten sessions that only asked ---------------------------------------
 
 
+def read(agent: str, path: Path) -> ToolCall:
+    """The client's own way to read a file."""
+    if agent == "claude":
+        return ToolCall("Read", {"file_path": str(path)})
+    if agent == "gemini":
+        return ToolCall("read_file", {"file_path": str(path)})
+    return ToolCall("exec_command", {"cmd": f"cat {path.name}"})
+
+
 def test_a_decision_of_session_1_is_in_the_first_request_after_ten_sessions_that_only_asked(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -85,8 +95,9 @@ def test_a_decision_of_session_1_is_in_the_first_request_after_ten_sessions_that
     clients["claude"].session("Write calc.py and check it.", work_script("claude", repo), cwd=repo)
     order = ("gemini", "codex", "claude")
     for n in range(10):
-        question = QUESTIONS[n % len(QUESTIONS)]
-        clients[order[n % 3]].session(question, Script((), "It adds two numbers; nothing else yet."), cwd=repo)
+        agent = order[n % 3]
+        answer = Script((read(agent, repo / "calc.py"),), "It adds two numbers; nothing else yet.")
+        clients[agent].session(QUESTIONS[n % len(QUESTIONS)], answer, cwd=repo)
     shown = first_request(clients["gemini"].session("Where were we?", Script((), "Noted."), cwd=repo))
     assert WORK_DECISION in shown, session_start(shown)
 
