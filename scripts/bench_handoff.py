@@ -5,9 +5,10 @@ Gemini CLI and Codex (tests/fixtures/handoff/, written by make_handoff_fixtures.
 Each case builds its world (benchlib/handoff_world.py): one store folder, one or two machines (a
 writer id, a home and a state folder each), real git repositories (with or without a remote, clones,
 branches) and plain folders in a temporary folder. Its sessions run in order, each as its client
-runs it: `contextflow hook session-start` when it opens, the transcript written where the client
-writes it, a Stop (Gemini: AfterAgent) per turn, SessionEnd at the end, all subprocesses with the
-client's payload on stdin; a session killed mid-way runs no hook after its start. Around them, what
+runs it: `contextflow hook session-start` when it opens, `hook prompt-submit` (Gemini: BeforeAgent)
+as each prompt is sent, the transcript written where the client writes it, a Stop (Gemini:
+AfterAgent) per turn, SessionEnd at the end, all subprocesses with the client's payload on stdin; a
+session killed mid-way runs no Stop or SessionEnd. Around them, what
 people do: a handoff written through the CLI while a turn runs, contextflow commands, files edited,
 commits, branch switches. Then the next client's session start runs in each folder a fact names.
 
@@ -107,6 +108,11 @@ def client_session(world: World, session: dict[str, Any], n: int, folder: Folder
     killed = session.get("killed", False)
     handoff = session.get("server_handoff")
     for index, end in enumerate(session["turn_ends"]):
+        prompt = filled(session["prompts"][index], folder)
+        asked = world.hook(
+            "prompt-submit", payload(client, "prompt", sid, transcript, folder, prompt=prompt), folder, client
+        )
+        world.prompts.append((f"session {n} ({client}) prompt {index + 1}", injected(asked)))
         last = index == len(session["turn_ends"]) - 1
         cut = end - 2 if last and session.get("cut_before_last_result") else end  # the last result not written yet
         write_files(folder, session, lines, cut)
@@ -119,7 +125,6 @@ def client_session(world: World, session: dict[str, Any], n: int, folder: Folder
             continue  # the client was killed: no hook runs after the session's start
         final = filled(session["finals"][index], folder)
         if client == "gemini-cli":
-            prompt = filled(session["prompts"][index], folder)
             extra = {"prompt": prompt, "prompt_response": final}
         else:
             extra = {"last_assistant_message": final}
@@ -165,7 +170,8 @@ def run_case(case: dict[str, Any], root: Path) -> dict[str, Any]:
     found = []
     for fact in case["facts"]:
         if "secret" in fact:
-            kept, where = secret_verdict(with_secrets(fact["secret"]), world.starts, places, root)
+            outputs = world.starts + world.prompts
+            kept, where = secret_verdict(with_secrets(fact["secret"]), outputs, places, root)
             verdict = (kept, f"{fact['secret'].strip('<>').lower()} {where}")
         else:
             verdict = judge(fact, shown[fact.get("at", "main")], with_secrets)

@@ -59,12 +59,13 @@ class Folder:
 
 @dataclass
 class World:
-    """One case's machines, folders and store; `starts` keeps every session start's output."""
+    """One case's machines, folders and store; what every session start and prompt hook gave the model."""
 
     root: Path
     machines: dict[str, Machine] = field(default_factory=dict)
     folders: dict[str, Folder] = field(default_factory=dict)
-    starts: list[tuple[str, str]] = field(default_factory=list)  # (label, what the model was given)
+    starts: list[tuple[str, str]] = field(default_factory=list)  # (label, what a session start gave the model)
+    prompts: list[tuple[str, str]] = field(default_factory=list)  # (label, what a prompt-submit hook gave it)
     problems: list[str] = field(default_factory=list)  # hooks that failed to run
 
     @property
@@ -173,9 +174,9 @@ def project_hash(folder: Folder) -> str:
 def payload(client: str, event: str, session_id: str, transcript: Path, folder: Folder, **extra: Any) -> dict[str, Any]:
     """The JSON the client sends a hook (the fields of tests/fixtures/capture/*-Stop.json and the like)."""
     base = {"session_id": session_id, "transcript_path": str(transcript), "cwd": str(folder.path)}
-    names = {"claude-code": {}, "codex": {}, "gemini-cli": {"stop": "AfterAgent"}}
-    name = names[client].get(event, {"start": "SessionStart", "stop": "Stop", "end": "SessionEnd"}[event])
-    base["hook_event_name"] = name
+    names = {"start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop", "end": "SessionEnd"}
+    gemini = {"prompt": "BeforeAgent", "stop": "AfterAgent"}
+    base["hook_event_name"] = gemini.get(event, names[event]) if client == "gemini-cli" else names[event]
     if event == "start":
         base["source"] = "startup"
     if client == "codex":
