@@ -18,6 +18,7 @@ import json
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -284,9 +285,10 @@ def main() -> None:
     for old in out.glob("*.jsonl"):
         old.unlink()
     cases = []
-    for case in [*CASES, *handoff_cases.CASES]:
+    every: list[dict[str, Any]] = [*CASES, *handoff_cases.CASES]
+    for case in every:
         sessions = []
-        for n, session in enumerate(case["sessions"]):  # type: ignore[arg-type]
+        for n, session in enumerate(case["sessions"]):
             if "client" not in session:  # a person at the terminal: no transcript
                 sessions.append(session)
                 continue

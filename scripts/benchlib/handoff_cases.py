@@ -37,7 +37,8 @@ QUESTIONS = [  # (client, prompt, answer, the file it read): sessions that only 
 
 
 def asked(client: str, prompt: str, answer: str, read: str | None) -> dict[str, Any]:
-    return {"client": client, "turns": [turn(prompt, answer, *([{"read": read}] if read else []))]}
+    steps: list[dict[str, object]] = [{"read": read}] if read else []
+    return {"client": client, "turns": [turn(prompt, answer, *steps)]}
 
 
 def killed(client: str, name: str, then: str) -> dict[str, Any]:

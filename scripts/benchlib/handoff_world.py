@@ -173,7 +173,7 @@ def project_hash(folder: Folder) -> str:
 
 def payload(client: str, event: str, session_id: str, transcript: Path, folder: Folder, **extra: Any) -> dict[str, Any]:
     """The JSON the client sends a hook (the fields of tests/fixtures/capture/*-Stop.json and the like)."""
-    base = {"session_id": session_id, "transcript_path": str(transcript), "cwd": str(folder.path)}
+    base: dict[str, Any] = {"session_id": session_id, "transcript_path": str(transcript), "cwd": str(folder.path)}
     names = {"start": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop", "end": "SessionEnd"}
     gemini = {"prompt": "BeforeAgent", "stop": "AfterAgent"}
     base["hook_event_name"] = gemini.get(event, names[event]) if client == "gemini-cli" else names[event]
