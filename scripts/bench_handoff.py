@@ -18,7 +18,7 @@ start). Every session start is measured against each client's limit. Exit status
 not carried, a secret is found, a session start is over a limit or a step failed; each miss is
 printed with its case, its kind and why.
 
-    python scripts/bench_handoff.py [--fixtures tests/fixtures/handoff] [--case NAME] [--show CASE] [--jobs N]
+    python scripts/bench_handoff.py [--fixtures FOLDER] [--case NAME] [--show CASE] [--jobs N] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,11 @@ from benchlib.report import heading, table
 from benchlib.transcripts import PROJECT_HASH, ROOT, SECRETS, WRITERS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "handoff"
+# the lines of a turn's last command and reply a client has not written while the command runs: Claude
+# Code its result and the reply, Gemini CLI the call (written with its result) and the reply, Codex the
+# completed command item, the reply and task_complete
+UNWRITTEN = {"claude-code": 2, "gemini-cli": 2, "codex": 3}
+KILLED_AGO = 300  # seconds between a killed session's last write and the next session start
 TARGET = "target (every fact carried, none stale or misplaced, no secret, within every limit)"
 
 
@@ -114,7 +120,7 @@ def client_session(world: World, session: dict[str, Any], n: int, folder: Folder
         )
         world.prompts.append((f"session {n} ({client}) prompt {index + 1}", injected(asked)))
         last = index == len(session["turn_ends"]) - 1
-        cut = end - 2 if last and session.get("cut_before_last_result") else end  # the last result not written yet
+        cut = end - UNWRITTEN[client] if last and session.get("cut_before_last_result") else end
         write_files(folder, session, lines, cut)
         with open(transcript, "a", encoding="utf-8") as handle:
             handle.write("".join(lines[written:cut]))
@@ -129,7 +135,9 @@ def client_session(world: World, session: dict[str, Any], n: int, folder: Folder
         else:
             extra = {"last_assistant_message": final}
         world.hook("stop", payload(client, "stop", sid, transcript, folder, **extra), folder, client)
-    if killed:
+    if killed:  # the next session starts minutes later, not within the same second
+        then = time.time() - KILLED_AGO
+        os.utime(transcript, (then, then))
         return
     with open(transcript, "a", encoding="utf-8") as handle:
         handle.write("".join(lines[written:]))
@@ -185,12 +193,14 @@ def main() -> int:
     parser.add_argument("--case", action="append", help="run only this case (repeatable)")
     parser.add_argument("--show", help="print this case's next session start(s)")
     parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="cases run at once")
+    parser.add_argument("--keep", type=Path, help="run the cases in this new folder and keep it (to look inside)")
     args = parser.parse_args()
     global FIXTURES
     FIXTURES = args.fixtures or FIXTURES
     cases = [c for c in json.loads((FIXTURES / "cases.json").read_text()) if not args.case or c["name"] in args.case]
     with tempfile.TemporaryDirectory(prefix="cf-handoff-") as tmp, ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda case: run_case(case, Path(tmp) / case["name"]), cases))
+        where = args.keep.resolve() if args.keep else Path(tmp)
+        results = list(pool.map(lambda case: run_case(case, where / case["name"]), cases))
     for case, result in zip(cases, results, strict=True):
         if args.show == case["name"]:
             for key, text in result["shown"].items():

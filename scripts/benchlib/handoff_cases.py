@@ -59,7 +59,11 @@ def killed(client: str, name: str, then: str) -> dict[str, Any]:
                     "One test fails.\n\nTODO: parse the bank's two-digit years",
                     {"run": "pytest tests/test_dates.py", "exit": 1, "output": FAILED_DATES},
                 ),
-                turn("Fix it", "(never written)", {"run": "pytest tests/test_dates.py -x", "exit": 0, "output": "ok"}),
+                turn(  # killed while the import runs: its result and the reply never written
+                    "Import the bank's file",
+                    "(never written)",
+                    {"run": "python importer.py data/bank.csv", "exit": 0, "output": "imported"},
+                ),
             ],
             "killed": True,
             "cut_before_last_result": True,
