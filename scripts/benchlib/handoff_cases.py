@@ -91,6 +91,7 @@ PHRASINGS = [
         "Options we weighed for the HTTP client:\n\n- Chosen: httpx, because it has an async API\n"
         "- Rejected: requests, because it blocks the event loop\n- Rejected: aiohttp, because it pulls in a server",
     ),
+    turn("Recap the store choice", "We keep SQLite because it ships with Python."),  # said again: shown once
     turn(
         "Lint it",
         "ruff is not installed here, so I skipped linting.",
@@ -106,7 +107,6 @@ PHRASINGS = [
             "output": "[main 1a2b3c4] Add the store layer",
         },
     ),
-    turn("Recap the store choice", "We keep SQLite because it ships with Python."),
 ]
 
 PHRASING_FACTS = [
