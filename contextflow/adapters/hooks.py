@@ -18,7 +18,8 @@ and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
 A hook run by contextflow's Claude Code plugin or Gemini CLI extension (`CONTEXTFLOW_VIA`) does
 nothing while hooks `contextflow install` wrote are in the client's settings (`admin.packaged`).
 
-A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the reason
+A hook never breaks the client: whatever fails, it exits 0, prints nothing (Cursor's events: `{"continue":true}`,
+the one answer valid for each of them), and logs the reason
 (redacted) to stderr and to `hooks.log` in the machine-local state folder, where what waits
 between calls and the current task live too.
 """
@@ -56,6 +57,9 @@ MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
 SESSION_START_TABLES = ("sessions", "capture", "view-events")  # the derived formats a session start reads
+# what an event prints whatever failed: Cursor waits for an answer to beforeSubmitPrompt, and a refused
+# payload may be that event (`{"continue":true}` is a valid answer to every Cursor event)
+REFUSED_ANSWER = {"cursor": '{"continue":true}'}
 
 
 def _dumps(value: Any) -> str:  # the stdlib's JSON: orjson's import costs a hook more than its speed saves
@@ -143,7 +147,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             app.close()
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
-        return ""
+        return REFUSED_ANSWER.get(event, "")
 
 
 def transcript_event(
