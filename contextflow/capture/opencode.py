@@ -11,7 +11,8 @@ is idle, so the database (written before the event) is the reliable record.
 
 The cursor is `{"after": [time_created, message id]}`: the last complete message read. An
 assistant message not completed yet stops the read (the next call starts there). A message or
-part over MAX_ROW bytes is skipped and counted; a row that is not JSON is counted as bad.
+part over MAX_ROW bytes is skipped and counted; a row that is not JSON (not UTF-8, nested deeper
+than the decoder goes) is counted as bad: each row is read on its own, so no row stops the read.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
     lines: list[bytes] = []
     skipped = 0
     try:
-        rows = connection.execute(
-            "SELECT id, time_created, CASE WHEN length(data) <= ? THEN data END FROM message "
+        rows = connection.execute(  # data as bytes: text that is not UTF-8 fails its row, not the query
+            "SELECT id, time_created, CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM message "
             "WHERE session_id = ? AND (time_created > ? OR (time_created = ? AND id > ?)) "
             "ORDER BY time_created, id LIMIT ?",
             (MAX_ROW, session_id, start[0], start[0], start[1], MAX_MESSAGES),
@@ -88,12 +89,16 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
             if isinstance(info, dict) and info.get("role") == "assistant" and not _completed(info):
                 break  # still being written: read again from here next time
             parts = connection.execute(
-                "SELECT CASE WHEN length(data) <= ? THEN data END FROM part WHERE message_id = ? ORDER BY id",
+                "SELECT CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM part WHERE message_id = ? "
+                "ORDER BY id",
                 (MAX_ROW, key),
             ).fetchall()
             skipped += sum(1 for (part,) in parts if part is None)
             body = [_json(part) for (part,) in parts if part is not None]
-            lines.append(json.dumps({"id": key, "info": info, "parts": body}).encode())
+            try:
+                lines.append(json.dumps({"id": key, "info": info, "parts": body}).encode())
+            except (RecursionError, ValueError):  # decoded, yet too deep to write again: skipped
+                skipped += 1
             start = [created, key]
     finally:
         connection.close()
@@ -101,9 +106,11 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
 
 
 def _json(data: Any) -> Any:
+    """The row's JSON, or None: not JSON, not UTF-8, or nested deeper than the decoder goes (the
+    stdlib's decoder recurses: a row nested 300,000 deep raises RecursionError, caught here)."""
     try:
         return json.loads(data)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
@@ -130,6 +137,9 @@ def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | 
         info, parts = entry["info"], entry["parts"]
         if not isinstance(info, dict) or not isinstance(parts, list):
             raise ValueError("not a message")
+        unread = sum(1 for part in parts if not isinstance(part, dict))  # a part that was not JSON: counted
+        if unread:
+            counts["bad"] = counts.get("bad", 0) + unread
         if info.get("role") == "user":
             prompt = "\n".join(text for text in map(_text, parts) if text)
             if prompt.strip():
