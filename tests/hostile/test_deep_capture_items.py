@@ -44,7 +44,7 @@ def lines(name: str) -> list[bytes]:
 )
 def test_a_transcript_line_nested_300k_deep_is_skipped_and_the_turn_after_it_read(parser, name, deep):
     counts: dict[str, int] = {}
-    hostile = [(deep % deep_array()).encode(), (deep % deep_object()).encode()]
+    hostile = [deep.replace("%s", deep_array()).encode(), deep.replace("%s", deep_object()).encode()]
     turns = parser.parse([*hostile, *lines(name)], counts, {})
     assert counts.get("bad") == 2
     assert any(turn.prompt.startswith("Create calc.py") for turn in turns)
@@ -53,7 +53,7 @@ def test_a_transcript_line_nested_300k_deep_is_skipped_and_the_turn_after_it_rea
 def test_a_cursor_journal_line_nested_300k_deep_is_skipped():
     counts: dict[str, int] = {}
     good = [b'{"event":"beforeSubmitPrompt","prompt":"fix it"}', b'{"event":"afterAgentResponse","text":"done"}']
-    turns = cursor_events.parse([('{"event":%s}' % deep_array()).encode(), *good], counts)
+    turns = cursor_events.parse([('{"event":' + deep_array() + "}").encode(), *good], counts)
     assert counts == {"bad": 1} and turns[0].prompt == "fix it" and turns[0].final == "done"
 
 
@@ -100,7 +100,7 @@ def test_an_opencode_message_or_part_nested_300k_deep_or_not_utf8_is_skipped_and
     first = SAMPLE["message"][0]
     last = SAMPLE["message"][-1]
     before = first["time_created"] - 10
-    deep_message = ('{"role":"assistant","time":{"completed":1},"x":%s}' % deep_array()).encode()
+    deep_message = ('{"role":"assistant","time":{"completed":1},"x":' + deep_array() + "}").encode()
     assert len(deep_object()) < opencode.MAX_ROW and len(deep_message) < opencode.MAX_ROW
     messages = [
         ("msg_000deep", SESSION, before, before, deep_message),
