@@ -11,6 +11,8 @@ and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
   are read once (`capture.transcript`), stop carries out their `<ctx:...>` directives
   (`capture.turn_directives`, also from the client's final reply when the transcript lags), and
   the turns are captured (`capture.core`).
+- session-start first, and stop after its own transcript: the sweep (`capture.sweep`), the turns of
+  this repository's transcripts that no hook read (a client killed mid-turn), through the same path.
 
 - cursor: every Cursor agent event (`adapters.cursor_hook`: a journal line per event, `stop` the
   transcript path above on that journal).
@@ -131,7 +133,10 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
             done = transcript_event(event, payload, hooks, env, location)
+            if event == "stop":  # then what no hook read: sessions killed long enough ago to be over
+                _sweep(payload, hooks, env, location, stop=True)
             return "{}" if event == "stop" and done else ""
+        _sweep(payload, hooks, env, location, stop=False)  # first what no hook read: a killed session's turns
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
@@ -189,6 +194,22 @@ def transcript_event(
         log_reason(f"{event} did nothing: {type(exc).__name__}", env)
         return False
     return True
+
+
+def _sweep(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], location: Location, *, stop: bool) -> None:
+    """The turns of this repository's transcripts that no hook read (`capture.sweep`); never fails the hook."""
+    try:
+        from contextflow.capture import sweep
+
+        def opened() -> App:
+            return _open_app(env, payload, location)
+
+        quiet = sweep.QUIET_AT_STOP if stop else sweep.QUIET_AT_START
+        skip = payloads.read(payload, env).transcript if stop else None  # (a session start may resume a killed one)
+        for error in sweep.sweep(hooks.parent, payloads.payload_cwd(payload), env, opened, quiet=quiet, skip=skip):
+            log_reason(error, env)
+    except Exception as exc:  # no message: it may quote a path or a line
+        log_reason(f"the sweep did nothing: {type(exc).__name__}", env)
 
 
 def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Location) -> App:

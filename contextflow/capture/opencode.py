@@ -105,6 +105,41 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
     return Chunk(lines, {"after": start}, skipped, False, 0 if start == [0, ""] or after is None else 1)
 
 
+RECENT = 200  # messages looked at for a database without a `session` table
+MAX_RECENT_ROW = 64 << 10
+
+
+def sessions_in(path: str, folders: list[str], count: int) -> list[str]:
+    """The `count` sessions last active in these folders, newest first: from OpenCode's `session` table
+    (its `directory`), else from where the newest messages say they ran (`path.cwd`, `path.root`)."""
+    connection = _connect(path)
+    try:
+        marks = ",".join("?" * len(folders))
+        try:
+            rows = connection.execute(
+                f"SELECT id FROM session WHERE directory IN ({marks}) ORDER BY time_updated DESC LIMIT ?",
+                (*folders, count),
+            ).fetchall()
+            return [key for (key,) in rows if isinstance(key, str)]
+        except sqlite3.OperationalError:  # no such table or column: an older or newer layout
+            pass
+        rows = connection.execute(
+            "SELECT session_id, CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM message "
+            "ORDER BY time_created DESC LIMIT ?",
+            (MAX_RECENT_ROW, RECENT),
+        ).fetchall()
+    finally:
+        connection.close()
+    found: list[str] = []
+    for key, data in rows:
+        info = _json(data) if data is not None else None
+        where = info.get("path") if isinstance(info, dict) else None
+        ran = [where.get("cwd"), where.get("root")] if isinstance(where, dict) else []
+        if isinstance(key, str) and key not in found and any(folder in folders for folder in ran):
+            found.append(key)
+    return found[:count]
+
+
 def _json(data: Any) -> Any:
     """The row's JSON, or None: not JSON, not UTF-8, or nested deeper than the decoder goes (the
     stdlib's decoder recurses: a row nested 300,000 deep raises RecursionError, caught here)."""

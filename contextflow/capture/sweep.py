@@ -1,0 +1,392 @@
+"""The sweep: turns no hook captured (a client killed mid-turn, a hook that never ran), read from the
+clients' own records of this repository before a session start answers, and after each Stop.
+
+Where each client keeps them (the clients' own variables move them; tests point them at a tmp folder):
+
+- Claude Code: `${CLAUDE_CONFIG_DIR:-~/.claude}/projects/<working folder, each character not a letter
+  or digit as "-">/<session id>.jsonl`, for the working folder and the repository root;
+- Codex: `${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-*.jsonl`, the newest DAYS day folders,
+  a rollout when its `session_meta` names a folder inside the repository;
+- Gemini CLI: `${GEMINI_CLI_HOME:-~}/.gemini/tmp/<folder>/chats/session-*.jsonl`, the folder named by
+  the project's hash or its name, a chat when its header's `projectHash` is the hash of the working
+  folder or the repository root (the whole-document `.json` chats of old versions are not read);
+- OpenCode: its session database (`capture/opencode.py`), the sessions whose folder is the repository's.
+
+Each transcript goes through the one capture path (`core.handle`, event `transcript.SWEPT`), with the
+per-transcript state the hooks keep: its cursor, its pending calls, its turn ids. So a turn a hook stored
+is never stored again, and a sweep reads only the bytes no hook read. Claude Code's calls still waiting
+for their result (the command a killed session ran) are recorded as run without a result.
+
+Bounds: the NEWEST transcripts of each client (by time written), at most MAX_UNREAD bytes not read yet
+in one transcript (more is left to `contextflow import`, and named in doctor), MAX_CPU seconds of CPU
+a sweep (the rest waits for the next hook). A transcript written in the last `quiet` seconds belongs
+to a session still running: its own hooks read it. What the sweep knows between calls is in
+`<store state>/sweep.json`: each transcript's signature when it was last found caught up (an unchanged
+one costs one stat), the session and folder read from a rollout's or chat's first line, and the files
+it refused (a FIFO, a folder, a link out of the client's folder, unreadable, too large), which doctor
+shows (`capture/health.py`). Nothing here blocks: every file is opened non-blocking, regular files only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from contextflow.capture import transcript
+from contextflow.capture.payload import Hook
+
+if TYPE_CHECKING:
+    from contextflow.app import App
+
+NEWEST = 4  # transcripts of each client looked at, newest first
+MAX_LISTED = 2_000  # folder entries listed per folder
+DAYS = 3  # Codex's newest day folders
+MAX_HEADS = 16  # first lines read per sweep (each transcript's once)
+MAX_HEAD = 256 << 10  # bytes of a first line read
+MAX_UNREAD = 4 << 20  # bytes not read yet that one sweep reads in a transcript
+MAX_CPU = 0.4  # seconds of CPU a sweep spends capturing; the rest waits for the next hook
+QUIET_AT_START = 2.0  # seconds without a write before a session start sweeps a transcript
+QUIET_AT_STOP = 600.0  # a Stop hook sweeps only transcripts left alone this long (killed, not running)
+MAX_SEEN = 500
+MAX_PROBLEMS = 20
+STATE_NAME = "sweep.json"
+TOO_LARGE = "more than a sweep reads"
+_NOT_NAME = re.compile(r"[^A-Za-z0-9]")
+
+
+class Found(NamedTuple):
+    client: str
+    path: str  # as the client names it in its hooks' payloads (the capture state is keyed on it)
+    session_id: str | None  # None: read from its first line
+    signature: list[int]  # [inode, size, mtime in ns]
+
+
+def sweep(
+    state_dir: Path,
+    cwd: str,
+    env: Mapping[str, str],
+    open_app: Callable[[], App],
+    *,
+    quiet: float = QUIET_AT_START,
+    skip: str | None = None,
+) -> list[str]:
+    """Capture the turns of this repository's transcripts that no hook read; returns what went wrong
+    (one line each, no transcript text). `skip`: the transcript the calling hook just read."""
+    from contextflow.capture.core import repo_root
+
+    began = time.process_time()
+    root = repo_root(cwd) or cwd
+    known = _load(state_dir / STATE_NAME)
+    before = json.dumps(known, sort_keys=True)
+    problems: dict[str, list[str]] = {}
+    errors: list[str] = []
+    now = time.time()
+    earlier: dict[str, Any] = known["problems"]
+    found = [
+        *_claude(env, cwd, root, problems),
+        *_codex(env, root, known, problems),
+        *_gemini(env, cwd, root, known, problems),
+    ]
+    for item in found:
+        if item.path == skip:
+            continue
+        if known["seen"].get(item.path) == item.signature:  # unchanged since the last look: one stat
+            if item.path in earlier:
+                problems[item.path] = earlier[item.path]
+            continue
+        if now - item.signature[2] / 1e9 < quiet:
+            continue  # being written: its own hooks read it
+        if time.process_time() - began > MAX_CPU:
+            break
+        try:
+            why = _capture(item, state_dir, cwd, env, open_app)
+        except Exception as exc:  # one transcript never stops the others
+            why = f"not captured: {type(exc).__name__}"
+        if why:
+            problems[item.path] = [item.client, why]
+        if not why or why.startswith(TOO_LARGE):
+            known["seen"][item.path] = item.signature  # looked at again when it changes
+    if time.process_time() - began <= MAX_CPU:
+        _opencode(env, cwd, root, state_dir, open_app, known, problems, quiet)
+    for path, (client, why) in problems.items():
+        if earlier.get(path) != [client, why]:  # said once in hooks.log; doctor says it while it lasts
+            errors.append(f"sweep: {client} transcript {path}: {why}")
+    known["problems"] = dict(list(problems.items())[:MAX_PROBLEMS])
+    known["seen"] = dict(list(known["seen"].items())[-MAX_SEEN:])
+    known["heads"] = dict(list(known["heads"].items())[-MAX_SEEN:])
+    if json.dumps(known, sort_keys=True) != before:
+        from contextflow.core.fsutil import atomic_write
+
+        atomic_write(state_dir / STATE_NAME, json.dumps(known, separators=(",", ":")).encode(), fsync=False)
+    return errors
+
+
+def problems(state_dir: Path) -> dict[str, list[str]]:
+    """The transcripts the last sweep refused: path -> [client, why] (for doctor)."""
+    found: dict[str, list[str]] = _load(state_dir / STATE_NAME)["problems"]
+    return found
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = transcript.load_state(path)  # the guarded reader: {} when missing, damaged or not a file
+    known: dict[str, Any] = {}
+    for name in ("seen", "heads", "problems", "opencode"):
+        value = data.get(name)
+        known[name] = value if isinstance(value, dict) else {}
+    return known
+
+
+def _capture(item: Found, state_dir: Path, cwd: str, env: Mapping[str, str], open_app: Callable[[], App]) -> str:
+    """Read one transcript's new bytes through the hooks' capture path; why it was not, or ""."""
+    from contextflow.capture import core
+
+    state = transcript.load_state(transcript.state_path(state_dir, item.path))
+    cursor: dict[str, Any] = state["cursor"] if isinstance(state.get("cursor"), dict) else {}
+    offset = cursor.get("offset") if cursor.get("ino") == item.signature[0] else 0
+    offset = offset if isinstance(offset, int) and 0 <= offset <= item.signature[1] else 0
+    if offset == item.signature[1]:
+        return ""  # the hooks read it all
+    unread = item.signature[1] - offset
+    if unread > MAX_UNREAD:
+        return f"{TOO_LARGE} ({unread / 1e6:.1f} MB not read yet); `contextflow import` its folder stores it"
+    from contextflow.capture.cursor import open_regular
+
+    try:
+        open_regular(item.path).close()  # (never blocks: a FIFO put there since the listing is refused)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    hook = Hook(transcript.SWEPT, item.session_id or Path(item.path).stem, item.path, cwd, None, None, item.client)
+    core.handle(hook, item.client, state_dir, open_app, env)
+    return ""
+
+
+# -- where each client keeps its transcripts -----------------------------------------------------------
+
+
+def _home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def _listed(folder: str, problems: dict[str, list[str]], client: str, keep: Callable[[str], bool]) -> Iterator[Found]:
+    """The regular files of `folder` whose names `keep` takes (a link only when it stays inside the
+    folder); a FIFO, a device, a folder or a link out of it is named in `problems`, never opened."""
+    try:
+        entries = os.scandir(folder)
+    except OSError:
+        return
+    real = os.path.realpath(folder)
+    with entries:
+        for number, entry in enumerate(entries):
+            if number >= MAX_LISTED:
+                break
+            if not keep(entry.name):
+                continue
+            path = os.path.join(folder, entry.name)
+            try:
+                if entry.is_symlink():
+                    target = os.path.realpath(path)
+                    if os.path.dirname(target) != real:
+                        problems[path] = [client, "a link out of the client's folder: not read"]
+                        continue
+                info = os.stat(path)
+            except OSError as exc:
+                problems[path] = [client, f"unreadable: {exc.strerror or exc}"]
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                kind = (
+                    "a folder"
+                    if stat.S_ISDIR(info.st_mode)
+                    else "a FIFO"
+                    if stat.S_ISFIFO(info.st_mode)
+                    else "a device"
+                )
+                problems[path] = [client, f"{kind}, not a transcript: not read"]
+                continue
+            yield Found(client, path, None, [info.st_ino, info.st_size, info.st_mtime_ns])
+
+
+def _newest(found: Iterator[Found] | list[Found], count: int = NEWEST) -> list[Found]:
+    return sorted(found, key=lambda item: item.signature[2], reverse=True)[:count]
+
+
+def _claude(env: Mapping[str, str], cwd: str, root: str, problems: dict[str, list[str]]) -> list[Found]:
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(_home(env), ".claude")
+    found: list[Found] = []
+    for folder in dict.fromkeys([cwd, root]):
+        where = os.path.join(base, "projects", _NOT_NAME.sub("-", folder))
+        kept = _listed(
+            where, problems, "claude-code", lambda name: name.endswith(".jsonl") and not name.startswith("agent-")
+        )
+        found += [item._replace(session_id=Path(item.path).stem) for item in kept]
+    return _newest(found)
+
+
+def _inside(folder: Any, root: str) -> bool:
+    return isinstance(folder, str) and (folder == root or folder.startswith(root.rstrip("/") + "/"))
+
+
+def _head(path: str) -> dict[str, Any]:
+    """A transcript's first line as JSON ({} when it is not an object or is longer than MAX_HEAD)."""
+    from contextflow.capture.cursor import open_regular
+
+    with open_regular(path) as handle:
+        line = handle.readline(MAX_HEAD)
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _ours(
+    items: list[Found],
+    known: dict[str, Any],
+    problems: dict[str, list[str]],
+    belongs: Callable[[dict[str, Any]], str | None],
+) -> list[Found]:
+    """The items whose first line says they are this repository's (`belongs`: their session id, or None),
+    newest first; a first line is read once per file (the answer is kept in `known["heads"]`)."""
+    heads = known["heads"]
+    ours: list[Found] = []
+    read = 0
+    for item in _newest(items, MAX_LISTED):
+        head = heads.get(item.path)
+        if not (isinstance(head, list) and len(head) == 2 and head[0] == item.signature[0]):
+            if read >= MAX_HEADS:
+                continue
+            read += 1
+            try:
+                session = belongs(_head(item.path))
+            except OSError as exc:
+                problems[item.path] = [item.client, f"unreadable: {exc.strerror or exc}"]
+                continue
+            head = heads[item.path] = [item.signature[0], session or ""]
+        if head[1]:
+            ours.append(item._replace(session_id=head[1]))
+            if len(ours) == NEWEST:
+                break
+    return ours
+
+
+def _codex(env: Mapping[str, str], root: str, known: dict[str, Any], problems: dict[str, list[str]]) -> list[Found]:
+    base = os.path.join(env.get("CODEX_HOME") or os.path.join(_home(env), ".codex"), "sessions")
+    days: list[str] = []
+    for year in _dated(base, 4):
+        for month in _dated(year, 2):
+            days += _dated(month, 2)[: DAYS - len(days)]
+            if len(days) >= DAYS:
+                break
+        if len(days) >= DAYS:
+            break
+    items = [item for day in days for item in _listed(day, problems, "codex", _rollout)]
+
+    def belongs(head: dict[str, Any]) -> str | None:
+        meta = head.get("payload") if head.get("type") == "session_meta" else None
+        if isinstance(meta, dict) and _inside(meta.get("cwd"), root):
+            session = meta.get("id") or meta.get("session_id")
+            return session if isinstance(session, str) and 0 < len(session) <= 256 else None
+        return None
+
+    return _ours(items, known, problems, belongs)
+
+
+def _rollout(name: str) -> bool:
+    return name.startswith("rollout-") and name.endswith(".jsonl")
+
+
+def _dated(folder: str, width: int) -> list[str]:
+    """The subfolders of `folder` named by `width` digits, newest (largest) first."""
+    try:
+        with os.scandir(folder) as entries:
+            names = [e.name for e in islice(entries, MAX_LISTED) if len(e.name) == width and e.name.isdigit()]
+    except OSError:
+        return []
+    return [os.path.join(folder, name) for name in sorted(names, reverse=True)]
+
+
+def _gemini(
+    env: Mapping[str, str], cwd: str, root: str, known: dict[str, Any], problems: dict[str, list[str]]
+) -> list[Found]:
+    base = os.path.join(env.get("GEMINI_CLI_HOME") or _home(env), ".gemini", "tmp")
+    hashes = {hashlib.sha256(folder.encode("utf-8", "surrogatepass")).hexdigest() for folder in (cwd, root)}
+    names = {os.path.basename(folder).lower() for folder in (cwd, root)}
+    try:
+        with os.scandir(base) as entries:
+            folders = [e.name for e in islice(entries, MAX_LISTED) if e.name in hashes or _named(e.name, names)]
+    except OSError:
+        return []
+    items = [
+        item for name in folders for item in _listed(os.path.join(base, name, "chats"), problems, "gemini-cli", _chat)
+    ]
+
+    def belongs(head: dict[str, Any]) -> str | None:
+        session = head.get("sessionId")
+        if head.get("projectHash") in hashes and isinstance(session, str) and 0 < len(session) <= 256:
+            return session
+        return None
+
+    return _ours(items, known, problems, belongs)
+
+
+def _named(name: str, names: set[str]) -> bool:
+    lower = name.lower()
+    return lower in names or any(lower.startswith(f"{known}-") and lower[len(known) + 1 :].isdigit() for known in names)
+
+
+def _chat(name: str) -> bool:
+    return name.startswith("session-") and name.endswith(".jsonl")
+
+
+def _opencode(
+    env: Mapping[str, str],
+    cwd: str,
+    root: str,
+    state_dir: Path,
+    open_app: Callable[[], App],
+    known: dict[str, Any],
+    problems: dict[str, list[str]],
+    quiet: float,
+) -> None:
+    """OpenCode's newest sessions in this repository, read when its database changed since the last sweep."""
+    from contextflow.capture.opencode import database
+
+    path = database(env)
+    signature = []
+    for name in (path, f"{path}-wal"):
+        try:
+            info = os.stat(name)
+        except OSError:
+            info = None
+        if name == path and (info is None or not stat.S_ISREG(info.st_mode)):
+            return  # no OpenCode here (a FIFO in its place is never opened)
+        signature += [info.st_ino, info.st_size, info.st_mtime_ns] if info is not None else [0, 0, 0]
+    if known["opencode"].get(path) == signature or time.time() - max(signature[2], signature[5]) / 1e9 < quiet:
+        return
+    from contextflow.capture import core
+    from contextflow.capture.opencode import sessions_in
+    from contextflow.capture.opencode import transcript as name_of
+
+    try:
+        found = sessions_in(path, list(dict.fromkeys([cwd, root])), NEWEST)
+    except Exception as exc:  # a database it cannot read: said, and tried again when it changes
+        problems[path] = ["opencode", f"not read: {type(exc).__name__}"]
+        known["opencode"] = {path: signature}
+        return
+    failed = False
+    for session in found:
+        hook = Hook(transcript.SWEPT, session, name_of(env, session), cwd, None, None, "opencode")
+        try:
+            core.handle(hook, "opencode", state_dir, open_app, env)
+        except Exception as exc:
+            problems[f"{path}#{session[:64]}"] = ["opencode", f"not captured: {type(exc).__name__}"]
+            failed = True
+    if not failed:
+        known["opencode"] = {path: signature}
