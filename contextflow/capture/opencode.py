@@ -20,13 +20,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from contextflow.capture.cursor import Chunk
 from contextflow.capture.turns import Turn, decoded, each
+
+if TYPE_CHECKING:  # imported where a database is opened: a sweep finding none pays nothing for it
+    import sqlite3
 
 MAX_MESSAGES = 2_000  # per read; the rest on the next call
 MAX_ROW = 2 << 20
@@ -61,6 +63,8 @@ def _connect(path: str) -> sqlite3.Connection:
     """A read-only connection; a missing or non-regular file (a FIFO, a device) is not opened."""
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
+    import sqlite3
+
     return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
 
 
@@ -121,7 +125,7 @@ def sessions_in(path: str, folders: list[str], count: int) -> list[str]:
                 (*folders, count),
             ).fetchall()
             return [key for (key,) in rows if isinstance(key, str)]
-        except sqlite3.OperationalError:  # no such table or column: an older or newer layout
+        except connection.OperationalError:  # no such table or column: an older or newer layout
             pass
         rows = connection.execute(
             "SELECT session_id, CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM message "

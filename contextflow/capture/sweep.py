@@ -80,10 +80,11 @@ def sweep(
 ) -> list[str]:
     """Capture the turns of this repository's transcripts that no hook read; returns what went wrong
     (one line each, no transcript text). `skip`: the transcript the calling hook just read."""
-    from contextflow.capture.core import repo_root
+    from contextflow.core.project import repository_root
 
     began = time.process_time()
-    root = repo_root(cwd) or cwd
+    found_root = repository_root(Path(cwd))
+    root = str(found_root) if found_root else cwd
     known = _load(state_dir / STATE_NAME)
     before = json.dumps(known, sort_keys=True)
     problems: dict[str, list[str]] = {}
