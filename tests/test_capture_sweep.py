@@ -241,3 +241,30 @@ def test_the_sweep_reads_no_more_than_its_bound_and_names_the_rest_in_doctor(app
         f"{path}: more than a sweep reads (0.0 MB not read yet); `contextflow import` its folder stores it"
     ]
     assert any("not swept:" in line for line in health_lines([row]))
+
+
+def test_a_sweep_reads_a_bounded_part_and_the_rest_at_the_next_hook(app, tmp_path, monkeypatch, capsys, repo):
+    path = killed_transcript(tmp_path / "home", repo)
+    lines = path.read_bytes().splitlines(keepends=True)
+    monkeypatch.setattr(transcript, "SWEPT_READ", len(lines[0]) + len(lines[1]) + 10)  # two lines a sweep
+    session_start(monkeypatch, capsys, repo, "claude-code")
+    [first] = turns(app)
+    assert first["turn"]["request"] == "Fix the parser and run the tests" and not first["turn"].get("commands")
+    session_start(monkeypatch, capsys, repo, "claude-code")  # the rest: the result came, not "no result"
+    shown = session_start(monkeypatch, capsys, repo, "claude-code")
+    commands = [c for t in turns(app) for c in t["turn"].get("commands", [])]
+    assert commands == [
+        {"command": "pytest -q tests/test_parser.py", "exit": 0},
+        {"command": "make release", "exit": None},
+    ]
+    assert REPLY in shown and "`make release` has no known result" in shown
+
+
+def test_with_capture_off_the_sweep_reads_nothing_and_later_captures_it_all(app, tmp_path, monkeypatch, capsys, repo):
+    killed_transcript(tmp_path / "home", repo)
+    (repo / core.OFF_FILE).write_text("")
+    session_start(monkeypatch, capsys, repo, "claude-code")
+    assert turns(app) == []
+    (repo / core.OFF_FILE).unlink()
+    session_start(monkeypatch, capsys, repo, "claude-code")
+    assert len(turns(app)) == 1

@@ -17,9 +17,10 @@ per-transcript state the hooks keep: its cursor, its pending calls, its turn ids
 is never stored again, and a sweep reads only the bytes no hook read. Claude Code's calls still waiting
 for their result (the command a killed session ran) are recorded as run without a result.
 
-Bounds: the NEWEST transcripts of each client (by time written), at most MAX_UNREAD bytes not read yet
-in one transcript (more is left to `contextflow import`, and named in doctor), MAX_CPU seconds of CPU
-a sweep (the rest waits for the next hook). A transcript written in the last `quiet` seconds belongs
+Bounds: the NEWEST transcripts of each client (by time written), `transcript.SWEPT_READ` bytes read
+in one transcript a sweep (the rest at the next hook), none when more than MAX_UNREAD bytes are left
+to read (that is `contextflow import`'s work: named in doctor), MAX_CPU seconds of CPU a sweep (the
+rest waits for the next hook). A transcript written in the last `quiet` seconds belongs
 to a session still running: its own hooks read it. What the sweep knows between calls is in
 `<store state>/sweep.json`: each transcript's signature when it was last found caught up (an unchanged
 one costs one stat), the session and folder read from a rollout's or chat's first line, and the files
@@ -51,7 +52,7 @@ MAX_LISTED = 2_000  # folder entries listed per folder
 DAYS = 3  # Codex's newest day folders
 MAX_HEADS = 16  # first lines read per sweep (each transcript's once)
 MAX_HEAD = 256 << 10  # bytes of a first line read
-MAX_UNREAD = 4 << 20  # bytes not read yet that one sweep reads in a transcript
+MAX_UNREAD = 64 << 20  # bytes not read yet past which a transcript is left to `contextflow import`
 MAX_CPU = 0.4  # seconds of CPU a sweep spends capturing; the rest waits for the next hook
 QUIET_AT_START = 2.0  # seconds without a write before a session start sweeps a transcript
 QUIET_AT_STOP = 600.0  # a Stop hook sweeps only transcripts left alone this long (killed, not running)
@@ -59,6 +60,7 @@ MAX_SEEN = 500
 MAX_PROBLEMS = 20
 STATE_NAME = "sweep.json"
 TOO_LARGE = "more than a sweep reads"
+LEFT = "read in part: the rest at the next hook"
 _NOT_NAME = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -80,11 +82,14 @@ def sweep(
 ) -> list[str]:
     """Capture the turns of this repository's transcripts that no hook read; returns what went wrong
     (one line each, no transcript text). `skip`: the transcript the calling hook just read."""
+    from contextflow.capture.core import capture_off
     from contextflow.core.project import repository_root
 
     began = time.process_time()
     found_root = repository_root(Path(cwd))
     root = str(found_root) if found_root else cwd
+    if capture_off(env, cwd, root):
+        return []  # (read later, once it is on again: nothing moved past)
     known = _load(state_dir / STATE_NAME)
     before = json.dumps(known, sort_keys=True)
     problems: dict[str, list[str]] = {}
@@ -111,10 +116,10 @@ def sweep(
             why = _capture(item, state_dir, cwd, env, open_app)
         except Exception as exc:  # one transcript never stops the others
             why = f"not captured: {type(exc).__name__}"
-        if why:
+        if why and why != LEFT:
             problems[item.path] = [item.client, why]
         if not why or why.startswith(TOO_LARGE):
-            known["seen"][item.path] = item.signature  # looked at again when it changes
+            known["seen"][item.path] = item.signature  # read to its end: looked at again when it changes
     if time.process_time() - began <= MAX_CPU:
         _opencode(env, cwd, root, state_dir, open_app, known, problems, quiet)
     for path, (client, why) in problems.items():
@@ -146,7 +151,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _capture(item: Found, state_dir: Path, cwd: str, env: Mapping[str, str], open_app: Callable[[], App]) -> str:
-    """Read one transcript's new bytes through the hooks' capture path; why it was not, or ""."""
+    """Read one transcript's new bytes through the hooks' capture path: "" when it is read to its end,
+    LEFT when bytes remain for the next sweep, else why it was not read."""
     from contextflow.capture import core
 
     state = transcript.load_state(transcript.state_path(state_dir, item.path))
@@ -166,7 +172,8 @@ def _capture(item: Found, state_dir: Path, cwd: str, env: Mapping[str, str], ope
         return f"unreadable: {exc.strerror or exc}"
     hook = Hook(transcript.SWEPT, item.session_id or Path(item.path).stem, item.path, cwd, None, None, item.client)
     core.handle(hook, item.client, state_dir, open_app, env)
-    return ""
+    after = transcript.load_state(transcript.state_path(state_dir, item.path)).get("cursor")
+    return "" if isinstance(after, dict) and after.get("offset") == item.signature[1] else LEFT
 
 
 # -- where each client keeps its transcripts -----------------------------------------------------------
