@@ -268,3 +268,17 @@ def test_with_capture_off_the_sweep_reads_nothing_and_later_captures_it_all(app,
     (repo / core.OFF_FILE).unlink()
     session_start(monkeypatch, capsys, repo, "claude-code")
     assert len(turns(app)) == 1
+
+
+def test_a_killed_sessions_directives_are_carried_out_once(app, tmp_path, monkeypatch, capsys, repo):
+    from contextflow.graph import writes
+
+    path = killed_transcript(tmp_path / "home", repo)
+    remember = '<ctx:remember type="decision">Releases are cut from main only</ctx:remember>'
+    with open(path, "a") as handle:
+        handle.write(entry("assistant", [{"type": "text", "text": f"Noted. {remember}"}], "a3", repo) + "\n")
+    aged(path)
+    for _ in range(2):
+        session_start(monkeypatch, capsys, repo, "gemini-cli")
+    graph = writes.graph(app)
+    assert [graph.nodes[i].content for i in graph.live] == ["Releases are cut from main only"]

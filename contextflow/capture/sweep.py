@@ -14,8 +14,10 @@ Where each client keeps them (the clients' own variables move them; tests point 
 
 Each transcript goes through the one capture path (`core.handle`, event `transcript.SWEPT`), with the
 per-transcript state the hooks keep: its cursor, its pending calls, its turn ids. So a turn a hook stored
-is never stored again, and a sweep reads only the bytes no hook read. Claude Code's calls still waiting
-for their result (the command a killed session ran) are recorded as run without a result.
+is never stored again, and a sweep reads only the bytes no hook read; the `<ctx:...>` directives in
+those bytes are carried out as the Stop hook would have (`turn_directives.carry_out`), once. Claude
+Code's calls still waiting for their result (the command a killed session ran) are recorded as run
+without a result.
 
 Bounds: the NEWEST transcripts of each client (by time written), `transcript.SWEPT_READ` bytes read
 in one transcript a sweep (the rest at the next hook), none when more than MAX_UNREAD bytes are left
@@ -113,7 +115,7 @@ def sweep(
         if time.process_time() - began > MAX_CPU:
             break
         try:
-            why = _capture(item, state_dir, cwd, env, open_app)
+            why = _capture(item, state_dir, cwd, env, open_app, errors)
         except Exception as exc:  # one transcript never stops the others
             why = f"not captured: {type(exc).__name__}"
         if why and why != LEFT:
@@ -121,7 +123,7 @@ def sweep(
         if not why or why.startswith(TOO_LARGE):
             known["seen"][item.path] = item.signature  # read to its end: looked at again when it changes
     if time.process_time() - began <= MAX_CPU:
-        _opencode(env, cwd, root, state_dir, open_app, known, problems, quiet)
+        _opencode(env, cwd, root, state_dir, open_app, known, problems, quiet, errors)
     for path, (client, why) in problems.items():
         if earlier.get(path) != [client, why]:  # said once in hooks.log; doctor says it while it lasts
             errors.append(f"sweep: {client} transcript {path}: {why}")
@@ -150,7 +152,9 @@ def _load(path: Path) -> dict[str, Any]:
     return known
 
 
-def _capture(item: Found, state_dir: Path, cwd: str, env: Mapping[str, str], open_app: Callable[[], App]) -> str:
+def _capture(
+    item: Found, state_dir: Path, cwd: str, env: Mapping[str, str], open_app: Callable[[], App], failed: list[str]
+) -> str:
     """Read one transcript's new bytes through the hooks' capture path: "" when it is read to its end,
     LEFT when bytes remain for the next sweep, else why it was not read."""
     from contextflow.capture import core
@@ -171,9 +175,30 @@ def _capture(item: Found, state_dir: Path, cwd: str, env: Mapping[str, str], ope
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
     hook = Hook(transcript.SWEPT, item.session_id or Path(item.path).stem, item.path, cwd, None, None, item.client)
-    core.handle(hook, item.client, state_dir, open_app, env)
+    core.handle(hook, item.client, state_dir, open_app, env, _directives(hook, state_dir, open_app, failed))
     after = transcript.load_state(transcript.state_path(state_dir, item.path)).get("cursor")
     return "" if isinstance(after, dict) and after.get("offset") == item.signature[1] else LEFT
+
+
+def _directives(
+    hook: Hook, state_dir: Path, open_app: Callable[[], App], failed: list[str]
+) -> Callable[[transcript.Reading], None]:
+    """The `<ctx:...>` directives of the bytes the sweep reads, carried out as the Stop hook would have
+    (each once: the keys carried out are kept per session, so a hook reading the rest runs none again);
+    what failed is added to `failed` (the turns are stored whatever happens here)."""
+
+    def carry(reading: transcript.Reading) -> None:
+        from contextflow.capture.turn_directives import carry_out
+
+        try:
+            failed.extend(
+                f"sweep: {hook.client} directive: {e}"
+                for e in carry_out(hook, reading, state_dir / "hooks", open_app)[1]
+            )
+        except Exception as exc:
+            failed.append(f"sweep: {hook.client} directives not carried out: {type(exc).__name__}")
+
+    return carry
 
 
 # -- where each client keeps its transcripts -----------------------------------------------------------
@@ -362,6 +387,7 @@ def _opencode(
     known: dict[str, Any],
     problems: dict[str, list[str]],
     quiet: float,
+    failed: list[str],
 ) -> None:
     """OpenCode's newest sessions in this repository, read when its database changed since the last sweep."""
     from contextflow.capture.opencode import database
@@ -388,13 +414,13 @@ def _opencode(
         problems[path] = ["opencode", f"not read: {type(exc).__name__}"]
         known["opencode"] = {path: signature}
         return
-    failed = False
+    broke = False
     for session in found:
         hook = Hook(transcript.SWEPT, session, name_of(env, session), cwd, None, None, "opencode")
         try:
-            core.handle(hook, "opencode", state_dir, open_app, env)
+            core.handle(hook, "opencode", state_dir, open_app, env, _directives(hook, state_dir, open_app, failed))
         except Exception as exc:
             problems[f"{path}#{session[:64]}"] = ["opencode", f"not captured: {type(exc).__name__}"]
-            failed = True
-    if not failed:
+            broke = True
+    if not broke:
         known["opencode"] = {path: signature}
