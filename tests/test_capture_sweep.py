@@ -282,3 +282,14 @@ def test_a_killed_sessions_directives_are_carried_out_once(app, tmp_path, monkey
         session_start(monkeypatch, capsys, repo, "gemini-cli")
     graph = writes.graph(app)
     assert [graph.nodes[i].content for i in graph.live] == ["Releases are cut from main only"]
+
+
+def test_the_clients_own_variables_move_their_folders(app, tmp_path, monkeypatch, capsys, repo):
+    config = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    moved = claude_folder(tmp_path / "x", repo).relative_to(tmp_path / "x" / ".claude")
+    path = killed_transcript(tmp_path / "home", repo)
+    (config / moved).parent.mkdir(parents=True)
+    os.replace(path.parent, config / moved)
+    session_start(monkeypatch, capsys, repo, "claude-code")
+    assert [t["agent"] for t in turns(app)] == ["claude-code"]
