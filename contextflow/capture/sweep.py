@@ -76,11 +76,17 @@ def sweep(
     errors: list[str] = []
     now = time.time()
     earlier: dict[str, Any] = known["problems"]
-    found = [
-        *claude(env, cwd, root, problems),
-        *codex(env, root, known["heads"], problems),
-        *gemini(env, cwd, root, known["heads"], problems),
+    found: list[Found] = []
+    listings: list[Callable[[], list[Found]]] = [
+        lambda: claude(env, cwd, root, problems),
+        lambda: codex(env, root, known["heads"], problems),
+        lambda: gemini(env, cwd, root, known["heads"], problems),
     ]
+    for listing in listings:
+        try:
+            found += listing()
+        except Exception as exc:  # one client's folder never stops the others'
+            errors.append(f"sweep: a client folder was not listed: {type(exc).__name__}")
     for item in found:
         if item.path == skip:
             continue
@@ -127,6 +133,11 @@ def _load(path: Path) -> dict[str, Any]:
     for name in ("seen", "heads", "problems", "opencode"):
         value = data.get(name)
         known[name] = value if isinstance(value, dict) else {}
+    known["problems"] = {
+        path: why
+        for path, why in known["problems"].items()
+        if isinstance(why, list) and len(why) == 2 and all(isinstance(part, str) for part in why)
+    }
     return known
 
 

@@ -90,3 +90,31 @@ def test_hostile_files_in_the_clients_folders_are_skipped_named_in_doctor_and_ne
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
     assert main(["hook", "session-start"]) == 0
     assert "sweep:" not in capsys.readouterr().err  # known already: doctor says it, the hook does not repeat it
+
+
+def test_a_damaged_sweep_state_is_read_as_nothing_known(app, tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "work"
+    (repo / ".git").mkdir(parents=True)
+    folder = tmp_path / "home" / ".claude" / "projects" / "".join(c if c.isalnum() else "-" for c in str(repo))
+    folder.mkdir(parents=True)
+    real = folder / f"{SESSION}.jsonl"
+    real.write_text(transcript_lines(repo))
+    aged(real, 120)
+    info = real.stat()
+    seen = {str(real): [info.st_ino, info.st_size, info.st_mtime_ns]}
+    damaged = {"seen": seen, "heads": {str(real): 5}, "problems": {str(real): "abc", "x": [1]}, "opencode": 3}
+    state = Path(app.store.state_dir) / "sweep.json"
+    state.write_text(json.dumps(damaged))
+    payload = {"session_id": "next", "cwd": str(repo), "hook_event_name": "SessionStart"}
+
+    def start() -> tuple[str, str]:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
+        assert main(["hook", "session-start"]) == 0
+        return capsys.readouterr()
+
+    assert "did nothing" not in start()[1]
+    assert main(["doctor"]) in (0, 1)
+    assert "abc" not in capsys.readouterr().out
+    state.write_bytes(b"[" * 100_000)  # nested past any decoder: nothing known, the transcript read
+    out, err = start()
+    assert "did nothing" not in err and "Shipping." in out
