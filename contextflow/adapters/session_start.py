@@ -126,9 +126,8 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
     stale: list[str] = []
     for failure in fields.get("failing", []):
         cited = set(targets_of(failure["command"])) or set(fields.get("files", []))
-        text = f"`{failure['command'][:80]}` exited {failure['exit']}" + (
-            f": {failure['error']}" if failure.get("error") else ""
-        )
+        how = "has no known result (no exit code)" if failure["exit"] is None else f"exited {failure['exit']}"
+        text = f"`{failure['command'][:80]}` {how}" + (f": {failure['error']}" if failure.get("error") else "")
         (stale if cited & moved else current).append(text)
     block("failing now (as last run)", current)
     block("failed before files it covers changed (re-run to know)", stale)
