@@ -164,3 +164,32 @@ def test_a_budget_below_the_frame_names_the_least_budget_that_fits_a_node(app):
     writes.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
     with pytest.raises(InputError, match=r"budget 10 is too small: .*use a budget of at least \d+"):
         compose(app, None, 10)
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_archived_nodes_stay_out_of_the_default_composition_and_their_summary_stands_in(app, monkeypatch, on_disk):
+    """`NOT tag:tier:*` and `created:>24h` let fresh nodes in; neither asks for archived ones."""
+    from contextflow import ondisk
+    from contextflow.graph.compose import DEFAULT_QUERY, scoped_query
+
+    if not on_disk:
+        monkeypatch.setattr(ondisk, "staged", lambda *_: False)
+    first = writes.add_node(app, type="observation", content="tried the lexer cache: 3x faster")
+    second = writes.add_node(app, type="observation", content="the cache key ignored the locale")
+    kept = writes.add_node(app, type="observation", content="still open: the parser's error spans")
+    summary = "lexer cache: 3x faster once keyed by locale"
+    done = writes.summarize(app, [first.id, second.id], summary, archive_sources=True)
+    for query in (
+        DEFAULT_QUERY,
+        scoped_query(DEFAULT_QUERY, "web"),
+        "NOT tag:tier:*",
+        "tag:tier:* OR NOT type:decision",
+    ):
+        for first_ranked in (None, 500):
+            result = compose(app, query, 5000, first=first_ranked)
+            assert first.id not in result.included and second.id not in result.included, query
+            assert done.id in result.included and kept.id in result.included, query
+            assert result.excluded.get("archived (tier:off-context)", 0) in (0, 2), query
+    assert first.id in compose(app, "tag:tier:off-context", 5000).included  # asked for by name
+    assert first.id in compose(app, "NOT NOT tag:off-context", 5000).included
+    assert first.id in compose(app, DEFAULT_QUERY, 5000, include_archived=True).included
