@@ -110,7 +110,7 @@ def auto_handoff(digest: dict[str, Any]) -> dict[str, Any]:
     summary = finals[-1] if finals else f"Worked on: {digest.get('request') or 'an unnamed request'}"
     checks = digest.get("checks", {})
     tests = [f"{c['command']} -> {_outcome(c['exit'])}" for c in checks.values() if c.get("test")]
-    others = [f"{c['command']} -> {_outcome(c['exit'])}" for c in checks.values() if not c.get("test")]
+    others = [f"{outcomes.shown(c['command'])} -> {_outcome(c['exit'])}" for c in checks.values() if not c.get("test")]
     todos = [t["text"] for t in digest.get("todos") or [] if t.get("status", "").lower() not in _DONE]
     said = digest.get("substance", {})
     next_steps = []

@@ -1,30 +1,88 @@
 """Reading one turn's assistant prose: the decisions it states with their reasons, the options it
-rejects, the questions it leaves open, its todos and what it says resolved. Deterministic
-patterns, no model call; `substance.py` merges what each turn says into the session's.
+rejects with theirs, the questions it leaves open, its todos and what it says resolved.
+Deterministic patterns, no model call; `substance.py` merges what each turn says into the session's.
+
+Conservative: a sentence is a decision only when it says so ("we decided", "went with", "Decision:",
+a bullet under a "Decisions:" heading), and a rejection only when it names one ("rejected",
+"decided against", "instead of", "over", ", not"). A sentence is read clause by clause (`;`), so
+"we keep X because A; rejected Y because B" gives X its reason and Y its own.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip
+from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-_DECISION = re.compile(
-    r"^(?:(?:so\s+)?(?:i|we)(?:'ve| have)?\s+(?:decided|chose|chosen|opted|settled on|went with|agreed)\b|"
-    r"(?:i|we)(?:'ll| will)\s+(?:go with|use|keep|stick with)\b|decision\s*:|decided\s*:|"
-    r"going with\b|the decision is\b|let'?s go with\b)",
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_LEAD = r"^(?:(?:so|ok|okay|ultimately|finally|in the end|after (?:\w+\s+){0,3}\w+|then|and|but|also)\s*,?\s+)?"
+_SUBJECT = r"(?:(?:i|we)(?:'ve| have|'re| are|'ll| will)?\s+(?:(?:now|finally|ultimately|also|instead)\s+)?)?"
+_CHOOSE = re.compile(
+    _LEAD + r"(?:" + _SUBJECT + r"(?:decided|chose|chosen|choose|opted|settled|went with|gone with|going with|"
+    r"agreed|picked|keep(?:ing)?|kept|stick(?:ing)? with|stuck with|stay(?:ing)? with|go with|switched to|"
+    r"prefer(?:red)?)\b|(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|sticking with)\s*:|"
+    r"(?:i|we)(?:'ll| will)\s+use\b|the (?:decision|choice|plan) is\b|let'?s (?:go with|use|keep|stick with)\b)",
     re.I,
 )
-_REJECTED = re.compile(
-    r"\b(?:rather than|instead of|over|not)\s+(.+?)(?=\s*(?:because|since|as|so that|,|;|$))"
-    r"|\b(?:rejected|ruled out|decided against|dropped the idea of|chose not to)\s+"
-    r"(.+?)(?=\s*(?:because|since|as|,|;|$))",
+_USE = re.compile(
+    _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
+)  # with a rejection only
+_REJECT = re.compile(
+    _LEAD + r"(?:" + _SUBJECT + r"(?:rejected|ruled out|decided against|decided not to(?: use)?|chose not to(?: use)?|"
+    r"opted against|opted not to(?: use)?|dropped the idea of|passed on|vetoed|gave up on)\b\s*:?|"
+    r"(?:i|we)\s+(?:won'?t|will not|shouldn'?t|should not|are not going to|aren'?t going to)\s+use\b|"
+    r"not going with\b|(?:rejected|ruled out|not chosen|discarded|dropped|rejected (?:options?|alternatives?|ideas?)|"
+    r"alternatives? rejected|considered and rejected|won'?t do)\s*:)\s*",
     re.I,
 )
-_REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that)\b\s*(.+)$", re.I)
+_PASSIVE = re.compile(
+    r"^(?P<option>.{2,120}?)\s+(?:was|were|is|are|got|has been|have been)\s+(?:rejected|ruled out|dropped|"
+    r"discarded|vetoed)\b[\s,:]*(?P<rest>.*)$",
+    re.I,
+)
+_BECAUSE = re.compile(
+    r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
+)
+_AS = re.compile(r"\s*,?\s*\bas (?=(?:it|this|that|they|its|there|both|each)\b)", re.I)  # only when nothing above
+_PAREN = re.compile(r"^(?P<option>.+?)\s*\((?P<why>[^()]{3,})\)\s*[.!]?$")
+_AGAINST = re.compile(
+    r"\s*,?\s*\(?\b(?:rather than|instead of|in place of|and not|but not)\s+(?P<a>[^,;()]+?)\s*\)?(?=\s*(?:,|$))"
+    r"|,\s*not\s+(?P<b>[^,;()]+?)\s*(?=,|$)|\s*\(not\s+(?P<c>[^)]+)\)",
+    re.I,
+)
+_OVER_VERB = re.compile(
+    r"\b(?:chose|chosen|choose|picked|pick|went with|going with|go with|opted for|prefer(?:red)?|settled on|"
+    r"favou?r(?:ed)?|keep(?:ing)?|kept|stick(?:ing)? with|stay(?:ing)? with|use|using)\s+(?!to\b)",
+    re.I,
+)
+_OVER = re.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
+_LABEL = re.compile(r"^(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
+_FAVOUR = re.compile(r"\s+in favou?r of\s+", re.I)
+_X_NOT_Y = re.compile(
+    r"^(?P<x>[^,;]{2,80}),\s+not\s+(?P<y>[^,;]{2,80}),\s*(?:because|since|as)\b\s*(?P<why>.+)$",
+    re.I,
+)
+_NOT_A_CHOICE = re.compile(r"^(?:it|this|that|there|he|she|they|you)\b|\b(?:fail|fails|failed|broke|crash)", re.I)
+_HEADINGS = (
+    (
+        "chosen",
+        r"decisions?(?: made)?|decided|key decisions|design decisions|what (?:i|we) decided|choices(?: made)?|chosen",
+    ),
+    (
+        "rejected",
+        r"rejected(?: options?| alternatives?| approaches| ideas)?|ruled out|not chosen|discarded|dropped|"
+        r"alternatives(?: considered)?(?: and rejected)?|considered (?:and|but) rejected|"
+        r"what (?:i|we) (?:rejected|ruled out)",
+    ),
+    ("questions", r"open questions?|unresolved(?: questions)?|questions|to decide|undecided"),
+    ("todos", r"todos?|to ?dos?|next steps?|follow[- ]ups?|remaining(?: work)?|still to do|left to do"),
+)
+_HEADING = re.compile(
+    r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$", re.I
+)
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
@@ -37,43 +95,130 @@ _POLITE = re.compile(
 _TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
 _RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
 
+Item = dict[str, str]
+
+
+def parts(text: str) -> Iterator[tuple[str, bool]]:
+    """The sentences and list items of some prose without code blocks, each with whether it is a list item."""
+    text = re.sub(r"```.*?(```|$)", " ", text, flags=re.S)
+    for line in text.split("\n"):
+        bullet = _BULLET.match(line)
+        body = (line[bullet.end() :] if bullet else line).replace("**", "").replace("__", "")
+        for part in _SENTENCE.split(body):
+            part = part.strip()
+            if part:
+                yield part, bool(bullet)
+
 
 def sentences(text: str) -> list[str]:
     """The sentences and list items of some prose, without code blocks."""
-    text = re.sub(r"```.*?(```|$)", " ", text, flags=re.S)
-    found = []
-    for part in _SENTENCE.split(text):
-        part = _BULLET.sub("", part).strip()
-        if part:
-            found.append(part)
+    return [part for part, _ in parts(text)]
+
+
+def _option(text: str) -> str:
+    return clip(text.strip(" ,;:.").removeprefix("to ").removeprefix("using "), MAX_ITEM)
+
+
+def _item(text: str, status: str, reason: str | None) -> Item | None:
+    option = _option(text) if status == "rejected" else clip(text.rstrip(" ,;:"), MAX_ITEM)
+    if len(option) < 2:
+        return None
+    item = {"decision": option, "status": status}
+    if reason and reason.strip(" .,;"):
+        item["reasoning"] = clip(reason, MAX_REASON)
+    return item
+
+
+def _split_reason(text: str, listed: bool) -> tuple[str, str | None]:
+    """(what, why): the text before its reason and the reason, if it gives one."""
+    found = _BECAUSE.search(text) or _AS.search(text)
+    if found and found.start() > 0:
+        return text[: found.start()], text[found.end() :]
+    wrapped = _PAREN.match(text)
+    if wrapped:
+        return wrapped["option"], wrapped["why"]
+    head, colon, tail = text.partition(": ")
+    if listed and colon and len(head.split()) <= 6:  # "- Postgres: too heavy for a CLI"
+        return head, tail
+    return text, None
+
+
+def _rejection(rest: str, listed: bool) -> list[Item]:
+    """A rejected option (what follows "rejected", or a bullet under a rejection heading) and its reason;
+    "Y in favour of X" also gives the chosen X."""
+    what, why = _split_reason(rest, listed)
+    chosen = None
+    favour = _FAVOUR.search(what)
+    if favour:
+        what, chosen = what[: favour.start()], what[favour.end() :]
+    found = [_item(what, "rejected", why)]
+    if chosen:
+        found.append(_item(chosen, "chosen", why))
+    return [item for item in found if item]
+
+
+def _choice(clause: str, listed: bool, weak: bool) -> list[Item]:
+    """A chosen option with its reason, and the options it names as set aside ("over", "instead of", ", not")."""
+    what, why = _split_reason(clause, listed)
+    against: list[str] = []
+    for match in list(_AGAINST.finditer(what))[::-1]:
+        against.insert(0, match["a"] or match["b"] or match["c"])
+        what = what[: match.start()] + what[match.end() :]
+    verb = _OVER_VERB.search(what)
+    over = _OVER.search(what, verb.end()) if verb else None
+    if over:
+        against.insert(0, over["o"])
+        what = what[: over.start()] + what[over.end() :]
+    if weak and not against:
+        return []
+    found = [_item(what, "chosen", why), *(_item(option, "rejected", why) for option in against)]
+    return [item for item in found if item]
+
+
+def _clause(clause: str, listed: bool, heading: str | None) -> list[Item]:
+    """The decisions one clause states (nothing when it states none)."""
+    rejected = _REJECT.match(clause)
+    if rejected:
+        return _rejection(clause[rejected.end() :], listed)
+    passive = _PASSIVE.match(clause)
+    if passive:
+        rest = passive["rest"]
+        return _rejection(
+            passive["option"] + (f" {rest}" if _BECAUSE.match(" " + rest) else f" ({rest})" if rest else ""), listed
+        )
+    if _CHOOSE.match(clause):
+        return _choice(_LABEL.sub("", clause), listed, weak=False)
+    if heading == "rejected":
+        return _rejection(clause, listed)
+    if heading == "chosen":
+        return _choice(clause, listed, weak=False)
+    if _USE.match(clause):
+        return _choice(clause, listed, weak=True)
+    crossed = _X_NOT_Y.match(clause)
+    if crossed and not _NOT_A_CHOICE.search(crossed["x"]):
+        found = (_item(crossed["x"], "chosen", crossed["why"]), _item(crossed["y"], "rejected", crossed["why"]))
+        return [item for item in found if item]
+    return []
+
+
+def _decisions(sentence: str, listed: bool, heading: str | None) -> list[Item]:
+    """The decisions a sentence states, clause by clause (`;`): a clause that states none gives the one
+    before it its reason ("going with httpx; requests lacks async"), or adds to the reason it gave."""
+    found: list[Item] = []
+    clauses = [c.strip() for c in sentence.split(";") if c.strip()]
+    n = 0
+    while n < len(clauses):
+        items = _clause(clauses[n], listed, heading)
+        more: list[str] = []
+        while n + 1 < len(clauses) and not _clause(clauses[n + 1], listed, None):
+            n += 1
+            more.append(clauses[n])
+        for item in items if more else ():
+            why = "; ".join(more)
+            item["reasoning"] = clip(f"{item['reasoning']}; {why}" if "reasoning" in item else why, MAX_REASON)
+        found += items
+        n += 1
     return found
-
-
-def _decision(sentence: str) -> dict[str, str] | None:
-    if not _DECISION.search(sentence):
-        return None
-    reason = _REASON.search(sentence)
-    decided = sentence[: reason.start()] if reason else sentence
-    item = {"decision": clip(decided.rstrip(" ,;:"), MAX_ITEM), "status": "chosen"}
-    if reason:
-        item["reasoning"] = clip(reason.group(1), MAX_REASON)
-    return item
-
-
-def _rejected(sentence: str, decision: dict[str, str] | None) -> dict[str, str] | None:
-    if decision is None and not re.search(r"\b(rejected|ruled out|decided against|chose not to)\b", sentence, re.I):
-        return None
-    found = _REJECTED.search(sentence)
-    if not found:
-        return None
-    option = clip(found.group(1) or found.group(2) or "", MAX_ITEM).rstrip(".")
-    if len(option) < 3:
-        return None
-    item = {"decision": option, "status": "rejected"}
-    reason = _REASON.search(sentence)
-    if reason:
-        item["reasoning"] = clip(reason.group(1), MAX_REASON)
-    return item
 
 
 def _question(sentence: str) -> str | None:
@@ -87,24 +232,36 @@ def _question(sentence: str) -> str | None:
     return None
 
 
+def _add(out: dict[str, list[Any]], name: str, item: Any) -> None:
+    """Add an item unless the turn already said it (whitespace, case and punctuation aside)."""
+    items = out.setdefault(name, [])
+    key = normal(item["decision"] + "|" + item["status"] if isinstance(item, dict) else item)
+    if all(normal(old["decision"] + "|" + old["status"] if isinstance(old, dict) else old) != key for old in items):
+        items.append(item)
+
+
 def extract(text: str) -> dict[str, list[Any]]:
     """What one turn's prose decides, rejects, leaves open, leaves to do or resolves; only the
     kinds it states (a closing "thanks" gives {})."""
     out: dict[str, list[Any]] = {}
-    for sentence in sentences(text):
-        decision = _decision(sentence)
-        if decision is not None:
-            out.setdefault("decisions", []).append(decision)
-        rejected = _rejected(sentence, decision)
-        if rejected is not None:
-            out.setdefault("decisions", []).append(rejected)
-        question = _question(sentence)
+    heading: str | None = None  # what the bullets under a "Decisions:" (and like) heading are
+    for sentence, listed in parts(text):
+        titled = _HEADING.match(sentence)
+        if titled:
+            heading = titled.lastgroup
+            continue
+        if not listed:
+            heading = None
+        under = heading if listed else None
+        for item in _decisions(sentence, listed, under if under in ("chosen", "rejected") else None):
+            _add(out, "decisions", item)
+        question = clip(sentence, MAX_ITEM) if under == "questions" else _question(sentence)
         if question is not None:
-            out.setdefault("questions", []).append(question)
+            _add(out, "questions", question)
         todo = _TODO.match(sentence)
-        if todo:
-            out.setdefault("todos_said", []).append(clip(todo.group(1), MAX_ITEM))
+        if todo or under == "todos":
+            _add(out, "todos_said", clip(todo.group(1) if todo else sentence, MAX_ITEM))
         resolved = _RESOLVED.match(sentence)
         if resolved:
-            out.setdefault("resolved", []).append(clip(resolved.group(1), MAX_ITEM))
+            _add(out, "resolved", clip(resolved.group(1), MAX_ITEM))
     return {name: items[:MAX_KEEP] for name, items in out.items()}

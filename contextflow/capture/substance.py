@@ -27,6 +27,11 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def normal(text: str) -> str:
+    """`text` as compared for sameness: lower case, words only (whitespace, case and punctuation aside)."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
 @lru_cache(maxsize=4_096)  # a session restates the same items turn after turn
 def key_words(text: str) -> frozenset[str]:
     words = (w.strip("./") for w in re.findall(r"[a-z0-9_./]+", text.lower()))
@@ -38,7 +43,8 @@ def same(a: str, b: str) -> bool:
     """Whether two items say the same thing (most of their words shared)."""
     left, right = key_words(a), key_words(b)
     if not left or not right:
-        return a.strip().lower() == b.strip().lower()
+        words = normal(a), normal(b)
+        return words[0] == words[1] if any(words) else a.strip().lower() == b.strip().lower()
     return len(left & right) / min(len(left), len(right)) >= 0.6
 
 
