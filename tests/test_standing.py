@@ -4,6 +4,7 @@ aged out by time AND by later sessions that did work; sessions that only talked 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ TEXTS = [
 ]
 
 
-def turn(app: App, session: str, data: dict, agent: str = "claude-code") -> None:
+def turn(app: App, session: str, data: dict[str, Any], agent: str = "claude-code") -> None:
     project = app.settings.default_project
     app.store.append("capture.turn", {"project": project, "session_id": session, "agent": agent, "turn": data})
 
@@ -40,7 +41,7 @@ def turn(app: App, session: str, data: dict, agent: str = "claude-code") -> None
 def debugging_session(app: App) -> None:
     """Ten turns that edit and test; the six items are said along the way."""
     for n in range(10):
-        data: dict = {"request": f"fix the retry bug, step {n}", "files": {"edited": ["client/retry.py"]}}
+        data: dict[str, Any] = {"request": f"fix the retry bug, step {n}", "files": {"edited": ["client/retry.py"]}}
         data["commands"] = [{"command": "pytest tests/test_retry.py", "exit": int(n < 8)}]
         if n == 3:
             data["decisions"] = DEBUG_ITEMS["decisions"]
@@ -139,7 +140,13 @@ def test_the_reads_are_bounded_whatever_the_history(app: App, monkeypatch: pytes
     read: list[int] = []
     tables = app.tables()
     query = tables.query
-    monkeypatch.setattr(tables, "query", lambda sql, params=(): read.append(len(rows := query(sql, params))) or rows)
+
+    def counted(sql: str, params: Any = ()) -> Any:
+        rows = query(sql, params)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(tables, "query", counted)
     result = recall.standing_substance(app, app.settings.default_project)
     assert [said.text for said in result.items] == [f"question {n}?" for n in range(39, 34, -1)] and result.older
     assert sum(read) <= 5 + 20 + 10
