@@ -91,9 +91,9 @@ def test_sections_follow_the_seed_format_with_dependencies_and_rationale(app):
     assert text.startswith("<!-- ctx: 3 nodes, ") and text.rstrip().endswith("<!-- ctx:end -->")
     facts, decisions, working = text.index("## Facts"), text.index("## Decisions"), text.index("## Working Context")
     assert facts < decisions < working
-    assert f"- [decision:{decision.id} by unknown " in text
-    assert "  - Rationale: no runtime" in text and f"  - Depends on: [fact:{fact.id}]" in text
-    assert "  > next: NOT" in text  # later lines of stored text are quoted
+    assert f'- [decision:{decision.id} by "unknown" on "writer-a" ' in text
+    assert "  - Rationale:\n    > no runtime" in text and f"  - Depends on: [fact:{fact.id}]" in text
+    assert "  > parser half done\n  > next: NOT" in text  # stored text is quoted, its first line too
 
 
 def test_archived_and_superseded_nodes_stay_out_unless_asked_for(app):

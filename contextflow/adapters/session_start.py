@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextflow.capture.turn_directives import current_task
-from contextflow.core.text import clean, cut, estimate_tokens, field, quote
+from contextflow.core.text import clean, cut, estimate_tokens, quote, quoted_value
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -93,7 +93,7 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
         title = f"Latest handoff in project {project}" + (" (automatic)" if automatic else " (written by the agent)")
         body = entry_text(latest.event)
         if latest.session_id and not latest.event.data.get("session_id"):
-            body += f"\n(written in session {field(latest.session_id, 80)})"
+            body += f"\n(written in session {quoted_value(latest.session_id, 80)})"
     else:
         title = f"Latest handoff in project {project} (automatic, from the captured turns of the session)"
         body = automatic_text(latest, changed)
@@ -197,10 +197,10 @@ def _said_block(items: list[Said], root: str | None, checked: dict[int, list[Cha
         part
         for part in (
             f"- {said.ts[:16]}",
-            f"agent={field(said.agent or 'unknown', 40)}",
-            f"machine={field(said.writer, 40)}" if said.writer else "",
-            f"session={field(said.session_id, 60)}",
-            f"branch={field(branch, 60)}" if isinstance(branch, str) and branch else "",
+            f"agent={quoted_value(said.agent or 'unknown', 40)}",
+            f"machine={quoted_value(said.writer, 40)}" if said.writer else "",
+            f"session={quoted_value(said.session_id, 60)}",
+            f"branch={quoted_value(branch, 60)}" if isinstance(branch, str) and branch else "",
             "since: " + "; ".join(clean(text, True) for text in changed) if changed else "",
         )
         if part
@@ -237,10 +237,10 @@ def sessions_text(app: App, project: str, budget_chars: int) -> str:
         return ""
     lines = []
     for s in found:
-        agents = field(", ".join(sorted(s.agents)) or "?", 80)
-        head = f"- session={field(s.session_id, 60)} | last {s.latest_ts[:16]} | agents={agents}"
-        head += f" | machine={field(s.latest_key[1], 40)}" if s.latest_key[1] else ""
-        head += f" | task={field(s.task, 60)}" if s.task else ""
+        agents = quoted_value(", ".join(sorted(s.agents)) or "?", 80)
+        head = f"- session={quoted_value(s.session_id, 60)} | last {s.latest_ts[:16]} | agents={agents}"
+        head += f" | machine={quoted_value(s.latest_key[1], 40)}" if s.latest_key[1] else ""
+        head += f" | task={quoted_value(s.task, 60)}" if s.task else ""
         summary = s.latest_handoff_summary
         lines.append(head + (f"\n  {quote(clip(summary, 120))}" if _written_summary(summary) else ""))
     body = "\n".join(lines) + "\n(Full entries: resume_session with a session_id, or `contextflow resume ID`.)"

@@ -98,7 +98,7 @@ def clip(value: object, limit: int) -> str:
     return cut(clean(value, single_line=True), limit)
 
 
-def field(value: object, limit: int) -> str:
+def quoted_value(value: object, limit: int) -> str:
     """A stored one-line value (an agent, a session id, a task) inside a line of ours: cleaned, clipped
     and in double quotes, a quote or backslash in it escaped, so it reads as a value, never as our words."""
     return '"' + clip(value, limit).replace("\\", "\\\\").replace('"', '\\"') + '"'
