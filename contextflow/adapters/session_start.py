@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.capture.filestate import Change
     from contextflow.capture.recall import Latest, Said
+    from contextflow.core.events import Event
 
 # What each client shows the model of one hook's output, in characters (None: no documented cap).
 # The web page (`contextflow ui`) and `contextflow start-preview` measure a session start against it.
@@ -87,21 +88,40 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     digest = latest.digest or {}
     changed = _changes(root, (latest.state or {}) if latest.event is not None else digest.get("state", {}))
     if latest.event is not None:
-        from contextflow.sessions.entry import entry_text
-
         automatic = bool(latest.event.data.get("auto"))
-        title = f"Latest handoff in project {project}" + (" (automatic)" if automatic else " (written by the agent)")
-        body = entry_text(latest.event)
+        title = f"Latest handoff in project {clean(project, True)}"
+        title += " (automatic)" if automatic else " (written by the agent)"
+        body = written_text(latest.event)
         if latest.session_id and not latest.event.data.get("session_id"):
             body += f"\n(written in session {quoted_value(latest.session_id, 80)})"
     else:
-        title = f"Latest handoff in project {project} (automatic, from the captured turns of the session)"
+        title = f"Latest handoff in project {clean(project, True)} (automatic, from the captured turns of the session)"
         body = automatic_text(latest, changed)
     if changed:
         body += "\nChanged since this handoff (check before relying on it):\n" + "\n".join(
             f"- {clean(change.text(), True)}" for change in changed
         )
     return f"## {title}\n\n" + clip_block(body, budget_chars)
+
+
+def written_text(event: Event) -> str:
+    """A handoff (or note) as written: a provenance line of ours (its stored values quoted), then its
+    fields, quoted line by line."""
+    data = event.data
+
+    def value(name: str, limit: int) -> str:
+        found = data.get(name)
+        return f" | {name.removesuffix('_id')}={quoted_value(found, limit)}" if found else ""
+
+    head = f"{event.ts} {event.kind} | agent={quoted_value(data.get('agent') or 'unknown', 40)}"
+    head += f" | machine={quoted_value(event.writer, 40)}{value('session_id', 80)}{value('branch', 60)}"
+    head += f"{value('task', 60)} | id={quoted_value(event.id, 40)}"
+    lines = [head, "summary:", quote(data.get("summary") or data.get("text") or "")]
+    for name in ("next_steps", "open_questions", "files", "tags"):
+        items = data.get(name)
+        if isinstance(items, list) and items:
+            lines += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
+    return "\n".join(lines)
 
 
 def _changes(root: str | None, state: dict[str, object]) -> list[Change]:
@@ -115,15 +135,11 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
     quoted; a failing check whose files changed since is not shown as current."""
     from contextflow.capture.digest import auto_handoff, decision_text
     from contextflow.capture.outcomes import targets_of
-    from contextflow.operations.provenance import header
 
     fields = auto_handoff(latest.digest or {})
     moved = {change.path for change in changed}
-    head = header(
-        f"{latest.ts} automatic handoff of {clean(latest.agent or 'a client', True)}",
-        ("session", latest.session_id),
-        ("turns", str(fields.get("turns", ""))),
-    )
+    head = f"{latest.ts} automatic handoff | agent={quoted_value(latest.agent or 'a client', 40)}"
+    head += f" | session={quoted_value(latest.session_id, 80)} | turns={fields.get('turns', 0)}"
     lines = [head, "summary:", quote("[automatic handoff] " + str(fields["summary"]))]
 
     def block(label: str, items: list[str]) -> None:
