@@ -13,13 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextflow.capture.turn_directives import current_task
-from contextflow.core.text import clean, cut, estimate_tokens, quote, quoted_value
+from contextflow.core.text import clean, clip, cut, estimate_tokens, quote, quoted_value
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from contextflow.app import App
     from contextflow.capture.filestate import Change
     from contextflow.capture.recall import Latest, Said
     from contextflow.core.events import Event
+    from contextflow.timeline.core import Whereabouts
 
 # What each client shows the model of one hook's output, in characters (None: no documented cap).
 # The web page (`contextflow ui`) and `contextflow start-preview` measure a session start against it.
@@ -232,20 +235,43 @@ def threads_text(app: App, budget_chars: int) -> str:
     if ondisk.empty(app, "timeline"):
         return ""  # (nothing of the timeline imported)
     from contextflow.core import timeutil
-    from contextflow.timeline import core as timeline
-    from contextflow.timeline import present  # not imported by hooks that need no threads
+    from contextflow.timeline import core as timeline  # not imported by hooks that need no threads
 
     found = timeline.where_am_i(app, status="active", limit=5)
     if not found:
         return ""
     now = timeutil.now()
-    body = "\n\n".join(present.whereabouts_text(where, now) for where in found)
+    body = "\n\n".join(_where_text(where, now) for where in found)
     return "## Open threads\n\n" + clip_block(body, budget_chars)
+
+
+def _where_text(where: Whereabouts, now: datetime) -> str:
+    """One open thread: a line of ours with its stored values quoted, then where it is, quoted."""
+    from contextflow.core.clock import stamp_iso
+    from contextflow.operations.provenance import age_of
+
+    thread = where.thread
+    head = f"- thread {quoted_value(thread.name, 100)} | id={quoted_value(thread.id, 40)} | status={thread.status}"
+    head += f" | thoughts={where.thought_count} | agent={quoted_value(thread.agent or 'unknown', 40)}"
+    head += f" | machine={quoted_value(thread.writer, 40)} | updated {age_of(thread.updated, now)}"
+    lines = [head]
+    if where.trail:
+        lines.append("  tangent of: " + " <- ".join(quoted_value(c.thread.name, 40) for c in where.trail))
+    shown = [("here", where.position)]
+    if where.last_thought is not None and (where.position is None or where.last_thought.id != where.position.id):
+        shown.append(("last", where.last_thought))
+    for label, thought in shown:
+        if thought is not None and thought.created is not None:
+            when = stamp_iso(thought.created[0])
+            lines.append(f"  {label}: {thought.thought_type} | status={thought.status} | {when} | id={thought.id}")
+            lines += ["  " + line for line in quote(clip(thought.content, 300)).split("\n")]
+    if where.position is None and where.last_thought is None:
+        lines.append("  (no thoughts yet)")
+    return "\n".join(lines)
 
 
 def sessions_text(app: App, project: str, budget_chars: int) -> str:
     """The last few sessions of the project, one line each with its id (more: list_sessions, resume_session)."""
-    from contextflow.core.text import clip
     from contextflow.sessions import core as sessions
 
     found = sessions.list_sessions(app, sessions.SessionQuery(project=project, limit=RECENT_SESSIONS))
