@@ -187,16 +187,16 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
     used, left = 0, 0
     checked: dict[int, list[Change]] = {}  # the files of one turn are checked once
     for items in groups.values():
-        block = _said_block(items, root, checked)
+        block = "" if left else _said_block(items, root, checked)
         if left or used + len(block) > budget_chars - len(MORE_NOTE) - 120:
-            left += len(items)
+            left += len(items)  # (the rest is counted, not rendered)
             continue
         lines.append(block)
         used += len(block) + 1
     if not lines:
         return ""
     if left or standing.older:
-        count = f"{left} more" if left else "Older ones"
+        count = f"{left}{'+' if standing.older else ''} more" if left else "Older ones"
         lines.append(MORE_NOTE.format(count=count, project=clean(project, True)))
     return f"## {STANDING_TITLE}\n\n" + "\n".join(lines)
 
@@ -204,7 +204,8 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
 def _said_block(items: list[Said], root: str | None, checked: dict[int, list[Change]]) -> str:
     """One turn's items: a provenance line of ours, then what it said, quoted."""
     said = items[0]
-    files = list(said.state.get("files") or {})
+    recorded = said.state.get("files")
+    files = [path for path in recorded if isinstance(path, str)] if isinstance(recorded, dict) else []
     named = [path for path in files if any(path in i.text or path.rsplit("/", 1)[-1] in i.text for i in items)]
     cited = named or files  # a claim naming no file is about the files its turn wrote
     key = id(said.state)

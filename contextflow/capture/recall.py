@@ -32,10 +32,11 @@ RECENT_HANDOFFS = 50
 PAGE = 8
 STANDING_DAYS = 30  # what was said stands this long at least ...
 STANDING_SESSIONS = 10  # ... and through this many later sessions that did work
-WORK_PAGE = 100
-MAX_WORK_TURNS = 1_000  # turns that did work read to find STANDING_SESSIONS sessions (more: nothing ages out)
-MAX_SAID_TURNS = 300  # turns that said something read, newest first
-MAX_STANDING = 100  # of each kind kept while folding them
+WORK_PAGE = 50
+MAX_WORK_TURNS = 500  # turns that did work read to find STANDING_SESSIONS sessions (more: nothing ages out)
+SAID_PAGE = 40
+MAX_SAID_TURNS = 300  # turns that said something read, newest first, a page at a time ...
+MAX_STANDING = 60  # ... until this many items stand (the session start shows those that fit, counts the rest)
 
 
 class Latest:
@@ -142,7 +143,7 @@ class Said:
 
 class Standing:
     """What a repository decided and left open that still stands, newest first (`items`); `older`: the
-    read stopped at MAX_SAID_TURNS turns, so older turns may hold more."""
+    read stopped (MAX_STANDING items, or MAX_SAID_TURNS turns read), so older turns may hold more."""
 
     __slots__ = ("items", "older")
 
@@ -173,41 +174,89 @@ def _aged_out(captured: Turns, now_ms: int) -> OrderKey | None:
     return None
 
 
+class _Kept:
+    """Texts kept so far, found again by their key words (an inverted index), so a new text is compared
+    (`substance.same`'s rule) only with the few that share a word with it."""
+
+    __slots__ = ("bare", "index", "words")
+
+    def __init__(self) -> None:
+        self.words: list[frozenset[str]] = []
+        self.index: dict[str, list[int]] = {}
+        self.bare: set[str] = set()  # texts without key words, compared whole
+
+    def add(self, text: str) -> None:
+        words = substance.key_words(text)
+        if not words:
+            self.bare.add(substance.normal(text) or text.strip().lower())
+        for word in words:
+            self.index.setdefault(word, []).append(len(self.words))
+        self.words.append(words)
+
+    def holds(self, text: str) -> bool:
+        words = substance.key_words(text)
+        if not words:
+            return (substance.normal(text) or text.strip().lower()) in self.bare
+        looked: set[int] = set()
+        for word in words:
+            for n in self.index.get(word, ()):
+                if n not in looked:
+                    looked.add(n)
+                    other = self.words[n]
+                    if len(words & other) / min(len(words), len(other)) >= 0.6:
+                        return True
+        return False
+
+
 def standing_substance(app: App, project: str, now_ms: int | None = None) -> Standing:
     """What the repository's sessions decided, rejected and left open that still stands, newest first: each
-    item once (its latest wording), until a later decision supersedes it, a later decision or "resolved:"
-    answers it, or it ages out (`_aged_out`: STANDING_DAYS and STANDING_SESSIONS sessions that did work).
-    Reads at most MAX_WORK_TURNS turns that did work and MAX_SAID_TURNS that said something."""
+    item once (its latest wording), until a later decision supersedes it (restates or reverses it), a later
+    decision or "resolved:" answers it, or it ages out (`_aged_out`: STANDING_DAYS and STANDING_SESSIONS
+    sessions that did work). Reads at most MAX_WORK_TURNS turns that did work and MAX_SAID_TURNS that
+    said something, newest first: what a newer turn said is kept, what it replaces in older ones is not."""
     from contextflow.core.timeutil import now_ms as wall_ms
 
     captured = turns(app, project)
     floor = _aged_out(captured, wall_ms() if now_ms is None else now_ms)
-    events = captured.said_since(floor, MAX_SAID_TURNS)[::-1]  # oldest first: later turns answer earlier ones
-    total: dict[str, list[Any]] = {}
-    where: dict[tuple[str, str], Event] = {}
-    for turn_event in events:
-        said = substance.of_turn(turn_of(turn_event.data))
-        if not said:
-            continue
-        total = substance.accumulate(total, said, MAX_STANDING)
-        for item in said.get("decisions", []):
-            where[("decision", digests.decision_text(item))] = turn_event
-        for name, kind in (("questions", "question"), ("todos_said", "todo")):
-            for text in said.get(name, []):
-                where[(kind, text)] = turn_event
-    found: list[tuple[OrderKey, Said]] = []
-    items = [("decision", digests.decision_text(d)) for d in total.get("decisions", [])]
-    items += [("question", q) for q in total.get("questions", [])] + [("todo", t) for t in total.get("todos_said", [])]
+    decided, answers, pools = _Kept(), _Kept(), {"questions": _Kept(), "todos_said": _Kept()}
+    found: list[Said] = []
+    before: OrderKey | None = None
+    read = 0
+    while read < MAX_SAID_TURNS:  # a page at a time, newest first
+        size = min(SAID_PAGE, MAX_SAID_TURNS - read)
+        page = captured.said_since(floor, size, before)
+        for event in page:
+            _add_said(found, event, decided, answers, pools)
+            if len(found) > MAX_STANDING:
+                return Standing(found[:MAX_STANDING], True)
+        if len(page) < size:
+            return Standing(found, False)
+        read, before = read + len(page), page[-1].key
+    return Standing(found, bool(captured.said_since(floor, 1, before)))  # (one more turn read: are there more?)
+
+
+def _add_said(found: list[Said], event: Event, decided: _Kept, answers: _Kept, pools: dict[str, _Kept]) -> None:
+    """What one turn said that still stands, given what newer turns said (`decided`, `answers`, `pools`)."""
+    said = substance.of_turn(turn_of(event.data))
+    if not said:
+        return
+    where = (str(event.data.get("session_id") or ""), event.ts, str(event.data.get("agent") or ""), _state(event))
+    fresh = [d for d in said.get("decisions", []) if not decided.holds(d["decision"])]
+    items = [("decision", digests.decision_text(d)) for d in fresh]
+    for name, kind in (("questions", "question"), ("todos_said", "todo")):
+        for text in said.get(name, []):
+            if not answers.holds(text) and not pools[name].holds(text):
+                pools[name].add(text)
+                items.append((kind, text))
     for kind, text in items:
-        event = where.get((kind, text))
-        if event is None:
-            continue
-        agent = str(event.data.get("agent") or "")
-        item = Said(kind, text, str(event.data.get("session_id") or ""), event.ts, agent, _state(event))
+        item = Said(kind, text, *where)
         item.writer, item.turn = event.writer, event.id
-        found.append((event.key, item))
-    found.sort(key=lambda pair: pair[0], reverse=True)  # newest first; a turn's items in the order it said them
-    return Standing([item for _, item in found], len(events) == MAX_SAID_TURNS)
+        found.append(item)
+    for decision in fresh:
+        decided.add(decision["decision"])
+        answers.add(decision["decision"])
+    for text in said.get("resolved", []):
+        answers.add(text)
 
 
 def recent_substance(app: App, project: str, now_ms: int | None = None) -> list[Said]:
