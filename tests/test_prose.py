@@ -87,6 +87,30 @@ DECISIONS: list[tuple[str, list[tuple[str, str, str | None]]]] = [
         "We use integer ids, not UUIDs, because they sort by time.",
         [(C, "integer ids", "sort by time"), (R, "UUIDs", "sort by time")],
     ),
+    (
+        "We opted for Redis instead of Memcached because we need persistence.",
+        [(C, "Redis", "persistence"), (R, "Memcached", "persistence")],
+    ),
+    ("Picked uv over pip-tools: faster resolution.", [(C, "uv", "faster resolution"), (R, "pip-tools", "faster")]),
+    ("Went with option B (smaller diff).", [(C, "option B", "smaller diff")]),
+    (
+        "Instead of Kafka, we use a Postgres queue because it's simpler.",
+        [(C, "Postgres queue", "simpler"), (R, "Kafka", "simpler")],
+    ),
+    ("Decided: keep the monolith. Reason: one deploy.", [(C, "keep the monolith", "one deploy")]),
+    (
+        "Switched from npm to pnpm because installs were slow.",
+        [(C, "pnpm", "installs were slow"), (R, "npm", "installs were slow")],
+    ),
+    (
+        "Replaced requests with httpx since we need HTTP/2.",
+        [(C, "httpx", "HTTP/2"), (R, "requests", "HTTP/2")],
+    ),
+    ("- Postgres: rejected, needs a server", [(R, "Postgres", "needs a server")]),
+    ("Option A — rejected (too slow).", [(R, "Option A", "too slow")]),
+    ("We avoided global state because tests run in parallel.", [(R, "global state", "run in parallel")]),
+    ("Not using Celery, since the jobs are tiny.", [(R, "Celery", "jobs are tiny")]),
+    ("The decision was to use pydantic v2.", [(C, "pydantic v2", None)]),
 ]
 
 NONE: list[str] = [
@@ -97,6 +121,9 @@ NONE: list[str] = [
     "Would you like me to run the tests?",
     "The parser handles unicode now.",
     "```\nDecision: in a code block\n```",
+    "To avoid a race, the lock is taken first.",
+    "The pull request was rejected by CI.",
+    "I moved from the old API docs to the new ones.",
 ]
 
 

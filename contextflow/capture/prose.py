@@ -24,7 +24,8 @@ _CHOOSE = re.compile(
     _LEAD + r"(?:" + _SUBJECT + r"(?:decided|chose|chosen|choose|opted|settled|went with|gone with|going with|"
     r"agreed|picked|keep(?:ing)?|kept|stick(?:ing)? with|stuck with|stay(?:ing)? with|go with|switched to|"
     r"prefer(?:red)?)\b|(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|sticking with)\s*:|"
-    r"(?:i|we)(?:'ll| will)\s+use\b|the (?:decision|choice|plan) is\b|let'?s (?:go with|use|keep|stick with)\b)",
+    r"(?:i|we)(?:'ll| will)\s+use\b|the (?:decision|choice|plan) (?:is|was)\b|"
+    r"let'?s (?:go with|use|keep|stick with)\b)",
     re.I,
 )
 _USE = re.compile(
@@ -32,17 +33,33 @@ _USE = re.compile(
 )  # with a rejection only
 _REJECT = re.compile(
     _LEAD + r"(?:" + _SUBJECT + r"(?:rejected|ruled out|decided against|decided not to(?: use)?|chose not to(?: use)?|"
-    r"opted against|opted not to(?: use)?|dropped the idea of|passed on|vetoed|gave up on)\b\s*:?|"
+    r"opted against|opted not to(?: use)?|dropped the idea of|passed on|vetoed|gave up on|avoided)\b\s*:?|"
     r"(?:i|we)\s+(?:won'?t|will not|shouldn'?t|should not|are not going to|aren'?t going to)\s+use\b|"
-    r"not going with\b|(?:rejected|ruled out|not chosen|discarded|dropped|rejected (?:options?|alternatives?|ideas?)|"
+    r"(?:(?:i|we)(?:'re| are| am)\s+)?not (?:going with|using)\b|avoid\b|"
+    r"(?:rejected|ruled out|not chosen|discarded|dropped|rejected (?:options?|alternatives?|ideas?)|"
     r"alternatives? rejected|considered and rejected|won'?t do)\s*:)\s*",
     re.I,
 )
 _PASSIVE = re.compile(
-    r"^(?P<option>.{2,120}?)\s+(?:was|were|is|are|got|has been|have been)\s+(?:rejected|ruled out|dropped|"
-    r"discarded|vetoed)\b[\s,:]*(?P<rest>.*)$",
+    r"^(?P<option>.{2,120}?)(?:\s+(?:was|were|is|are|got|has been|have been)\s+|\s*[:—–]\s*|\s+-\s+)(?:rejected|"
+    r"ruled out|dropped|discarded|vetoed|not chosen)\b[\s,:]*(?P<rest>.*)$",
     re.I,
 )
+# "instead of Y, we use X", "switched from Y to X", "replaced Y with X", "dropped Y in favour of X"
+_INSTEAD = re.compile(r"^(?:instead of|rather than)\s+(?P<y>[^,;]{2,80}),\s*(?P<x>.+)$", re.I)
+_SWITCH = re.compile(
+    _LEAD
+    + _SUBJECT
+    + r"(?:switched|migrated) from\s+(?P<y>.{2,80}?)\s+to\s+(?P<x>.+)$|"
+    + _LEAD
+    + _SUBJECT
+    + r"(?:replaced|swapped(?: out)?)\s+(?P<y2>.{2,80}?)\s+(?:with|for|by)\s+(?P<x2>.+)$|"
+    + _LEAD
+    + _SUBJECT
+    + r"(?:dropped|ditched|abandoned|removed)\s+(?P<y3>.{2,80}?)\s+in favou?r of\s+(?P<x3>.+)$",
+    re.I,
+)
+_REASON_LINE = re.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
 _BECAUSE = re.compile(
     r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
 )
@@ -171,21 +188,29 @@ def _choice(clause: str, listed: bool, weak: bool) -> list[Item]:
         what = what[: over.start()] + what[over.end() :]
     if weak and not against:
         return []
+    if why is None and against and ": " in against[-1]:  # "picked uv over pip-tools: faster resolution"
+        against[-1], why = against[-1].split(": ", 1)
     found = [_item(what, "chosen", why), *(_item(option, "rejected", why) for option in against)]
     return [item for item in found if item]
 
 
 def _clause(clause: str, listed: bool, heading: str | None) -> list[Item]:
     """The decisions one clause states (nothing when it states none)."""
+    switched = _SWITCH.match(clause) or _INSTEAD.match(clause)
+    if switched:
+        parts = switched.groupdict()
+        old = parts.get("y") or parts.get("y2") or parts.get("y3") or ""
+        new, why = _split_reason(parts.get("x") or parts.get("x2") or parts.get("x3") or "", listed)
+        found = (_item(new, "chosen", why), _item(old, "rejected", why))
+        return [item for item in found if item]
     rejected = _REJECT.match(clause)
     if rejected:
         return _rejection(clause[rejected.end() :], listed)
     passive = _PASSIVE.match(clause)
-    if passive:
-        rest = passive["rest"]
-        return _rejection(
-            passive["option"] + (f" {rest}" if _BECAUSE.match(" " + rest) else f" ({rest})" if rest else ""), listed
-        )
+    if passive and not passive["rest"].lower().startswith("by "):  # (not "the PR was rejected by CI")
+        why = re.sub(r"^(?:because|since|as|due to)\s+", "", passive["rest"].strip(" ()-—–,:."), flags=re.I)
+        option = _item(passive["option"], "rejected", why or None)
+        return [option] if option else []
     if _CHOOSE.match(clause):
         return _choice(_LABEL.sub("", clause), listed, weak=False)
     if heading == "rejected":
@@ -245,6 +270,7 @@ def extract(text: str) -> dict[str, list[Any]]:
     kinds it states (a closing "thanks" gives {})."""
     out: dict[str, list[Any]] = {}
     heading: str | None = None  # what the bullets under a "Decisions:" (and like) heading are
+    last: list[Item] = []  # the decisions of the sentence before
     for sentence, listed in parts(text):
         titled = _HEADING.match(sentence)
         if titled:
@@ -253,7 +279,13 @@ def extract(text: str) -> dict[str, list[Any]]:
         if not listed:
             heading = None
         under = heading if listed else None
-        for item in _decisions(sentence, listed, under if under in ("chosen", "rejected") else None):
+        reason = _REASON_LINE.match(sentence)
+        if reason and last:  # "Reason: ..." after a decision gives it its reason
+            for item in last:
+                item.setdefault("reasoning", clip(reason["why"], MAX_REASON))
+            continue
+        last = _decisions(sentence, listed, under if under in ("chosen", "rejected") else None)
+        for item in last:
             _add(out, "decisions", item)
         question = clip(sentence, MAX_ITEM) if under == "questions" else _question(sentence)
         if question is not None:
