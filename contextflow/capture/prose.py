@@ -20,10 +20,16 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _LEAD = r"^(?:(?:so|ok|okay|ultimately|finally|in the end|after (?:\w+\s+){0,3}\w+|then|and|but|also)\s*,?\s+)?"
 _SUBJECT = r"(?:(?:i|we)(?:'ve| have|'re| are|'ll| will)?\s+(?:(?:now|finally|ultimately|also|instead)\s+)?)?"
+_WE = _SUBJECT.removesuffix("?")  # "we"/"I" said: required before the verbs below that start plain sentences too
 _CHOOSE = re.compile(
-    _LEAD + r"(?:" + _SUBJECT + r"(?:decided|chose|chosen|choose|opted|settled|went with|gone with|going with|"
-    r"agreed|picked|keep(?:ing)?|kept|stick(?:ing)? with|stuck with|stay(?:ing)? with|go with|switched to|"
-    r"prefer(?:red)?)\b|(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|sticking with)\s*:|"
+    _LEAD
+    + r"(?:"
+    + _SUBJECT
+    + r"(?:decided (?:to|on|that)|chose|opted|settled on|went with|going with|picked)\b|"
+    + _WE
+    + r"(?:decided|chosen|choose|gone with|agreed|keep(?:ing)?|kept|stick(?:ing)? with|stuck with|"
+    r"stay(?:ing)? with|go with|switched to|prefer(?:red)?)\b|"
+    r"(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|sticking with)\s*:|"
     r"(?:i|we)(?:'ll| will)\s+use\b|the (?:decision|choice|plan) (?:is|was)\b|"
     r"let'?s (?:go with|use|keep|stick with)\b)",
     re.I,
@@ -42,11 +48,15 @@ _REJECT = re.compile(
 )
 _PASSIVE = re.compile(
     r"^(?P<option>.{2,120}?)(?:\s+(?:was|were|is|are|got|has been|have been)\s+|\s*[:—–]\s*|\s+-\s+)(?:rejected|"
-    r"ruled out|dropped|discarded|vetoed|not chosen)\b[\s,:]*(?P<rest>.*)$",
+    r"ruled out|dropped|discarded|vetoed|not chosen)\b(?P<rest>.*)$",
     re.I,
 )
 # "instead of Y, we use X", "switched from Y to X", "replaced Y with X", "dropped Y in favour of X"
-_INSTEAD = re.compile(r"^(?:instead of|rather than)\s+(?P<y>[^,;]{2,80}),\s*(?P<x>.+)$", re.I)
+_INSTEAD = re.compile(
+    r"^(?:instead of|rather than)\s+(?P<y>[^,;]{2,80}),\s*(?P<x>(?:(?:i|we)(?:'ll| will|'re| are)?\s+|let'?s\s+)?"
+    r"(?:use|using|go with|keep|chose|picked|went with|opted for|store)\b.+)$",
+    re.I,
+)
 _SWITCH = re.compile(
     _LEAD
     + _SUBJECT
@@ -59,6 +69,7 @@ _SWITCH = re.compile(
     + r"(?:dropped|ditched|abandoned|removed)\s+(?P<y3>.{2,80}?)\s+in favou?r of\s+(?P<x3>.+)$",
     re.I,
 )
+_PASSIVE_REST = re.compile(r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
 _REASON_LINE = re.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
 _BECAUSE = re.compile(
     r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
@@ -207,7 +218,7 @@ def _clause(clause: str, listed: bool, heading: str | None) -> list[Item]:
     if rejected:
         return _rejection(clause[rejected.end() :], listed)
     passive = _PASSIVE.match(clause)
-    if passive and not passive["rest"].lower().startswith("by "):  # (not "the PR was rejected by CI")
+    if passive and _PASSIVE_REST.match(passive["rest"]):  # (not "rejected by CI", "dropped when ...")
         why = re.sub(r"^(?:because|since|as|due to)\s+", "", passive["rest"].strip(" ()-—–,:."), flags=re.I)
         option = _item(passive["option"], "rejected", why or None)
         return [option] if option else []
