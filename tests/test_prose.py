@@ -111,6 +111,38 @@ DECISIONS: list[tuple[str, list[tuple[str, str, str | None]]]] = [
     ("We avoided global state because tests run in parallel.", [(R, "global state", "run in parallel")]),
     ("Not using Celery, since the jobs are tiny.", [(R, "Celery", "jobs are tiny")]),
     ("The decision was to use pydantic v2.", [(C, "pydantic v2", None)]),
+    ("We'll go with option 2 — it keeps the API stable.", [(C, "option 2", "API stable")]),
+    (
+        "Decision: SQLite over Postgres because it is embedded.",
+        [(C, "SQLite", "embedded"), (R, "Postgres", "embedded")],
+    ),
+    (
+        "Rejected alternatives: Postgres (needs a server), DuckDB (wheel size).",
+        [(R, "Postgres", "needs a server"), (R, "DuckDB", "wheel size")],
+    ),
+    (
+        "Alternatives considered: gRPC (too heavy) and GraphQL (no caching).",
+        [(R, "gRPC", "too heavy"), (R, "GraphQL", "no caching")],
+    ),
+    ("Didn't go with Yarn because of lockfile churn.", [(R, "Yarn", "lockfile churn")]),
+    ("Memcached was considered but rejected because it loses data.", [(R, "Memcached", "loses data")]),
+    (
+        "We're keeping the monolith rather than moving to microservices, because the team is small.",
+        [(C, "keeping the monolith", "team is small"), (R, "microservices", "team is small")],
+    ),
+    (
+        "Settled on JSON lines (not SQLite) for the log because it merges.",
+        [(C, "JSON lines", "merges"), (R, "SQLite", "merges")],
+    ),
+    ("Final decision: ship the CLI first.", [(C, "ship the CLI first", None)]),
+    (
+        "Going forward we'll use ruff instead of flake8 because it is faster.",
+        [(C, "ruff", "faster"), (R, "flake8", "faster")],
+    ),
+    (
+        "Key decisions:\n- tokens in the keyring, not in a file, since files leak\n- retries capped at 3",
+        [(C, "keyring", "files leak"), (R, "in a file", "files leak"), (C, "retries capped at 3", None)],
+    ),
 ]
 
 NONE: list[str] = [

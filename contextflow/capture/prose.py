@@ -18,8 +18,11 @@ from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_LEAD = r"^(?:(?:so|ok|okay|ultimately|finally|in the end|after (?:\w+\s+){0,3}\w+|then|and|but|also)\s*,?\s+)?"
-_SUBJECT = r"(?:(?:i|we)(?:'ve| have|'re| are|'ll| will)?\s+(?:(?:now|finally|ultimately|also|instead)\s+)?)?"
+_LEAD = (
+    r"^(?:(?:so|ok|okay|ultimately|finally|in the end|after (?:\w+\s+){0,3}\w+|then|and|but|also|going forward|"
+    r"from now on|for now|in short|overall)\s*,?\s+)?"
+)
+_SUBJECT = r"(?:(?:i|we)(?:'ve| have|'re| are|'ll| will|'m| am)?\s+(?:(?:now|finally|ultimately|also|instead)\s+)?)?"
 _WE = _SUBJECT.removesuffix("?")  # "we"/"I" said: required before the verbs below that start plain sentences too
 _CHOOSE = re.compile(
     _LEAD
@@ -29,7 +32,8 @@ _CHOOSE = re.compile(
     + _WE
     + r"(?:decided|chosen|choose|gone with|agreed|keep(?:ing)?|kept|stick(?:ing)? with|stuck with|"
     r"stay(?:ing)? with|go with|switched to|prefer(?:red)?)\b|"
-    r"(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|sticking with)\s*:|"
+    r"(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|"
+    r"sticking with)\s*:|"
     r"(?:i|we)(?:'ll| will)\s+use\b|the (?:decision|choice|plan) (?:is|was)\b|"
     r"let'?s (?:go with|use|keep|stick with)\b)",
     re.I,
@@ -38,16 +42,19 @@ _USE = re.compile(
     _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
 )  # with a rejection only
 _REJECT = re.compile(
-    _LEAD + r"(?:" + _SUBJECT + r"(?:rejected|ruled out|decided against|decided not to(?: use)?|chose not to(?: use)?|"
+    _LEAD + r"(?:(?:rejected (?:options?|alternatives?|ideas?|approaches)|rejected|ruled out|not chosen|discarded|"
+    r"dropped|alternatives?(?: considered)?(?: and rejected)?|considered and rejected|won'?t do)\s*:|"
+    + _SUBJECT
+    + r"(?:rejected|ruled out|decided against|decided not to(?: use)?|chose not to(?: use)?|"
     r"opted against|opted not to(?: use)?|dropped the idea of|passed on|vetoed|gave up on|avoided)\b\s*:?|"
     r"(?:i|we)\s+(?:won'?t|will not|shouldn'?t|should not|are not going to|aren'?t going to)\s+use\b|"
     r"(?:(?:i|we)(?:'re| are| am)\s+)?not (?:going with|using)\b|avoid\b|"
-    r"(?:rejected|ruled out|not chosen|discarded|dropped|rejected (?:options?|alternatives?|ideas?)|"
-    r"alternatives? rejected|considered and rejected|won'?t do)\s*:)\s*",
+    r"(?:(?:i|we)\s+)?(?:did not|didn'?t) (?:go with|use|pick|choose)\b)\s*",
     re.I,
 )
 _PASSIVE = re.compile(
-    r"^(?P<option>.{2,120}?)(?:\s+(?:was|were|is|are|got|has been|have been)\s+|\s*[:—–]\s*|\s+-\s+)(?:rejected|"
+    r"^(?P<option>.{2,120}?)(?:\s+(?:was|were|is|are|got|has been|have been)\s+(?:considered (?:but|and) )?|"
+    r"\s*[:—–]\s*|\s+-\s+)(?:rejected|"
     r"ruled out|dropped|discarded|vetoed|not chosen)\b(?P<rest>.*)$",
     re.I,
 )
@@ -87,7 +94,8 @@ _OVER_VERB = re.compile(
     re.I,
 )
 _OVER = re.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
-_LABEL = re.compile(r"^(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
+_LABEL = re.compile(r"^(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
+_LISTED = re.compile(r"\s*(?:,|;|\band\b)?\s*([^,;()]{2,80}?)\s*\(([^()]{2,200})\)")
 _FAVOUR = re.compile(r"\s+in favou?r of\s+", re.I)
 _X_NOT_Y = re.compile(
     r"^(?P<x>[^,;]{2,80}),\s+not\s+(?P<y>[^,;]{2,80}),\s*(?:because|since|as)\b\s*(?P<why>.+)$",
@@ -173,7 +181,10 @@ def _split_reason(text: str, listed: bool) -> tuple[str, str | None]:
 
 def _rejection(rest: str, listed: bool) -> list[Item]:
     """A rejected option (what follows "rejected", or a bullet under a rejection heading) and its reason;
-    "Y in favour of X" also gives the chosen X."""
+    "Y in favour of X" also gives the chosen X; "Y (reason), Z (reason)" gives each its own."""
+    several = _LISTED.findall(rest)
+    if len(several) > 1 and _LISTED.sub("", rest).strip(" ,;.") in ("", "and"):
+        return [item for option, why in several if (item := _item(option, "rejected", why))]
     what, why = _split_reason(rest, listed)
     chosen = None
     favour = _FAVOUR.search(what)
@@ -185,15 +196,16 @@ def _rejection(rest: str, listed: bool) -> list[Item]:
     return [item for item in found if item]
 
 
-def _choice(clause: str, listed: bool, weak: bool) -> list[Item]:
-    """A chosen option with its reason, and the options it names as set aside ("over", "instead of", ", not")."""
+def _choice(clause: str, listed: bool, weak: bool, labelled: bool = False) -> list[Item]:
+    """A chosen option with its reason, and the options it names as set aside ("over", "instead of", ", not";
+    "over" after a verb of choosing, or anywhere in a labelled decision: "Decision: X over Y")."""
     what, why = _split_reason(clause, listed)
     against: list[str] = []
     for match in list(_AGAINST.finditer(what))[::-1]:
         against.insert(0, match["a"] or match["b"] or match["c"])
         what = what[: match.start()] + what[match.end() :]
     verb = _OVER_VERB.search(what)
-    over = _OVER.search(what, verb.end()) if verb else None
+    over = _OVER.search(what, verb.end()) if verb else _OVER.search(what) if labelled else None
     if over:
         against.insert(0, over["o"])
         what = what[: over.start()] + what[over.end() :]
@@ -223,11 +235,12 @@ def _clause(clause: str, listed: bool, heading: str | None) -> list[Item]:
         option = _item(passive["option"], "rejected", why or None)
         return [option] if option else []
     if _CHOOSE.match(clause):
-        return _choice(_LABEL.sub("", clause), listed, weak=False)
+        bare = _LABEL.sub("", clause)
+        return _choice(bare, listed, weak=False, labelled=bare != clause)
     if heading == "rejected":
         return _rejection(clause, listed)
     if heading == "chosen":
-        return _choice(clause, listed, weak=False)
+        return _choice(clause, listed, weak=False, labelled=True)
     if _USE.match(clause):
         return _choice(clause, listed, weak=True)
     crossed = _X_NOT_Y.match(clause)
