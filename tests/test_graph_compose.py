@@ -193,3 +193,12 @@ def test_archived_nodes_stay_out_of_the_default_composition_and_their_summary_st
     assert first.id in compose(app, "tag:tier:off-context", 5000).included  # asked for by name
     assert first.id in compose(app, "NOT NOT tag:off-context", 5000).included
     assert first.id in compose(app, DEFAULT_QUERY, 5000, include_archived=True).included
+
+
+def test_a_session_start_shows_the_summary_not_the_observations_it_archived(app, tmp_path):
+    from contextflow.adapters.session_start import session_start
+
+    sources = [writes.add_node(app, type="observation", content=f"raw observation {n} about the lexer") for n in (1, 2)]
+    writes.summarize(app, [node.id for node in sources], "the lexer caches per locale", archive_sources=True)
+    told = session_start(app, tmp_path, 2_000)
+    assert "the lexer caches per locale" in told and "raw observation" not in told
