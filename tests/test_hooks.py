@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
+from contextflow.adapters.session_start import SESSION_NOTICE
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
 from contextflow.sessions import core as sessions
@@ -443,7 +444,9 @@ def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_fir
     code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert code == 0 and len(context) < CLIENT_LIMIT_CHARS and len(context.encode()) < CLIENT_LIMIT_CHARS
-    assert context.startswith("## Latest handoff") and "> Parser done; next: wire the CLI" in context
+    notice, _, told = context.partition("\n\n")
+    assert notice == SESSION_NOTICE and "\n" not in notice  # one line: what follows is remembered data
+    assert told.startswith("## Latest handoff") and "> Parser done; next: wire the CLI" in context
     assert "## Recent sessions" in context and "fact " in context
     assert context.index("## Recent sessions") < context.index("fact ")
 
