@@ -16,8 +16,9 @@ from contextflow.core.project import (
     MAX_CONFIG_BYTES,
     RULE_DEFAULT,
     RULE_ENV,
-    RULE_FOLDER,
+    RULE_PATH,
     RULE_REMOTE,
+    RULE_REPO_PATH,
     normalise_remote,
     project_for,
     remote_url,
@@ -46,8 +47,8 @@ from contextflow.graph import writes
         ("git@gitlab.example.org:group/sub/repo.git", "group/sub/repo"),
         ("ssh://host/~alice/repo.git", "alice/repo"),
         ("https://github.com/acme/shop.git?x=1#frag", "acme/shop"),
-        ("/srv/git/shop.git", "shop"),
-        ("file:///srv/git/shop.git", "shop"),
+        ("/srv/git/shop.git", None),  # a local path names no repository another machine has
+        ("file:///srv/git/shop.git", None),
         ("../shop", None),
         ("", None),
         ("not a url", None),
@@ -97,17 +98,17 @@ def test_the_current_folder_is_the_default(tmp_path, monkeypatch):
     assert project_for() == ("acme/shop", RULE_REMOTE)
 
 
-def test_a_repository_without_a_remote_is_named_after_its_folder(tmp_path):
+def test_a_repository_without_a_remote_or_commit_is_its_path(tmp_path):
     make_repo(tmp_path / "My Tool", "[core]\n\tbare = false\n")
-    assert project_for(tmp_path / "My Tool") == ("My Tool", RULE_FOLDER)
+    assert project_for(tmp_path / "My Tool") == (str(tmp_path / "My Tool"), RULE_REPO_PATH)
     make_repo(tmp_path / "bare-less")  # no config at all
-    assert project_for(tmp_path / "bare-less") == ("bare-less", RULE_FOLDER)
+    assert project_for(tmp_path / "bare-less" / "src") == (str(tmp_path / "bare-less"), RULE_REPO_PATH)
 
 
-def test_no_repository_is_the_shared_project(tmp_path):
+def test_a_plain_folder_is_its_own_project(tmp_path):
     (tmp_path / "plain").mkdir()
-    assert project_for(tmp_path / "plain") == ("shared", RULE_DEFAULT)
-    assert project_for(tmp_path / "does" / "not" / "exist") == ("shared", RULE_DEFAULT)
+    assert project_for(tmp_path / "plain") == (str(tmp_path / "plain"), RULE_PATH)
+    assert project_for(tmp_path / "does" / "not" / "exist") == (str(tmp_path / "does" / "not" / "exist"), RULE_PATH)
 
 
 def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
@@ -120,7 +121,7 @@ def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
     (feature / ".git").write_text(f"gitdir: {worktree_git}\n")
     assert project_for(feature) == ("acme/shop", RULE_REMOTE)
     (main_repo / ".git" / "config").write_text("[core]\n")
-    assert project_for(feature) == ("main", RULE_FOLDER)  # a linked worktree is named after its repository
+    assert project_for(feature) == (str(main_repo), RULE_REPO_PATH)  # a linked worktree is its repository's
     sub_git = main_repo / ".git" / "modules" / "lib"
     sub_git.mkdir(parents=True)
     (sub_git / "config").write_text('[remote "origin"]\n\turl = https://gitlab.com/g/sub/lib.git\n')
@@ -140,19 +141,20 @@ def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
         '[remote "origin"\n\turl = git@github.com:acme/shop.git\n',  # a broken section
     ],
 )
-def test_a_hostile_config_falls_back_to_the_folder_name(tmp_path, config):
+def test_a_hostile_config_falls_back_to_the_next_rule(tmp_path, config):
     make_repo(tmp_path / "repo", config)
-    assert project_for(tmp_path / "repo") == ("repo", RULE_FOLDER)
+    assert project_for(tmp_path / "repo") == (str(tmp_path / "repo"), RULE_REPO_PATH)
 
 
 def test_a_hostile_git_file_or_folder_name_falls_back_cleanly(tmp_path):
     odd = tmp_path / "odd\x07name"
     odd.mkdir()
     (odd / ".git").write_text("gitdir: /nowhere/at/all\n")
-    assert project_for(odd) == ("shared", RULE_DEFAULT)  # no remote, and the folder's name is no project name
+    name, rule = project_for(odd)  # no remote, and the folder's path is no project name: its hash names it
+    assert rule == RULE_REPO_PATH and name.startswith("folder@") and "\x07" not in name
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / ".git").write_bytes(b"\x00" * 10_000)
-    assert project_for(tmp_path / "junk") == ("junk", RULE_FOLDER)
+    assert project_for(tmp_path / "junk") == (str(tmp_path / "junk"), RULE_REPO_PATH)
 
 
 def test_no_git_process_is_started(tmp_path, monkeypatch):

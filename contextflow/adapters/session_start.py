@@ -74,7 +74,8 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     if latest is None:
         return ""
     digest = latest.digest or {}
-    changed = _changes(root, (latest.state or {}) if latest.event is not None else digest.get("state", {}))
+    state = (latest.state or {}) if latest.event is not None else digest.get("state", {})
+    changed = _changes(root, state, app.store.writer)
     if latest.event is not None:
         from contextflow.sessions.entry import entry_text
 
@@ -86,6 +87,9 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     else:
         title = f"Latest handoff in project {project} (automatic, from the captured turns of the session)"
         body = automatic_text(latest, changed)
+    where = _where(root, state, app.store.writer)
+    if where:
+        body += "\nMade elsewhere: " + "; ".join(clean(note, True) for note in where)
     if changed:
         body += "\nChanged since this handoff (check before relying on it):\n" + "\n".join(
             f"- {clean(change.text(), True)}" for change in changed
@@ -93,10 +97,18 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     return f"## {title}\n\n" + clip_block(body, budget_chars)
 
 
-def _changes(root: str | None, state: dict[str, object]) -> list[Change]:
-    from contextflow.capture.filestate import changes
+def _changes(root: str | None, state: dict[str, object], machine: str = "") -> list[Change]:
+    """The files `state` cites that are not as captured, as seen from `root` on this machine (`machine`)."""
+    from contextflow.capture.filestate import Here, changes
 
-    return changes(root, state) if root and state else []
+    return changes(root, state, here=Here(root, machine)) if root and state else []
+
+
+def _where(root: str | None, state: dict[str, object], machine: str) -> list[str]:
+    """Where a claim was made when not here: another branch, machine or checkout (`filestate.where_notes`)."""
+    from contextflow.capture.filestate import Here, where_notes
+
+    return where_notes(state, Here(root, machine)) if root and isinstance(state, dict) and state else []
 
 
 def automatic_text(latest: Latest, changed: list[Change]) -> str:
@@ -158,9 +170,10 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
         cited = named or files  # a claim naming no file is about the files its turn wrote
         key = id(said.state)
         if key not in checked:
-            checked[key] = _changes(root, said.state)
+            checked[key] = _changes(root, said.state, app.store.writer)
         changed = [c for c in checked[key] if c.path in cited][:3]
-        mark = ("; " + ", ".join(c.text() for c in changed)) if changed else ""
+        notes = [*_where(root, said.state, app.store.writer), *(c.text() for c in changed)]
+        mark = ("; " + ", ".join(notes)) if notes else ""
         where = f"{said.ts[:10]}, {clean(said.agent, True)}, session {clean(said.session_id, True)[:40]}"
         line = f"- {said.kind}: {clean(said.text, True)} ({where}{mark})"
         if used + len(line) > budget_chars - 80:
