@@ -7,12 +7,11 @@ The project follows the repository, by the first rule that applies (each rule's 
   names a host, normalised to `owner/repo` (GitLab's nested groups keep their whole path) and
   compared without case, so every clone on every machine names the same project. A local-path
   remote (`/srv/git/app.git`, `file://`) names only a folder on one machine: it counts as no remote.
-- RULE_ROOT_COMMIT: a repository without such a remote is `<folder>@<first 12 hex of its root
-  commit>`: two unrelated repositories never share a root commit and every clone of one does. The
-  folder part is for people: a local-path remote's last segment (what the clone came from), else the
-  repository's main folder name. The root commit is found once per repository per machine (one
-  hardened `git rev-list`, `core/gitrepo.py`) and cached in the state folder (`repos/`, derived
-  state, safe to delete).
+- RULE_ROOT_COMMIT: a repository without such a remote is `repo@<first 12 hex of its root
+  commit>`: two unrelated repositories never share a root commit and every clone of one does,
+  whatever its folder is called (so no folder name is part of it). The root commit is found once
+  per repository per machine (one hardened `git rev-list`, `core/gitrepo.py`) and cached in the
+  state folder (`repos/`, derived state, safe to delete).
 - RULE_REPO_PATH: a repository with no commit yet is its absolute path on this machine.
 - RULE_PATH: a plain folder (no repository) is its own project: its absolute path on this machine.
 - RULE_DEFAULT: no folder given at all (`shared`). `MCP_SHARED_CONTEXT_PROJECT` and a `project`
@@ -55,6 +54,7 @@ RULE_DEFAULT = "default"
 
 MAX_PROJECT_CHARS = 200
 ROOT_HEX = 12  # hex digits of the root commit in a project name
+ROOT_PREFIX = "repo@"  # a repository without a remote: repo@<root commit>
 _SECTION = re.compile(r'^\s*\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]')
 _ANY_SECTION = re.compile(r"^\s*\[")
 _URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
@@ -223,8 +223,7 @@ def project_for(cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str
     root = cached_root_commit(repo, env)
     if root is None:
         return path_project(main), RULE_REPO_PATH
-    human = (local_remote_name(url) if url else None) or clean_name(os.path.basename(main)) or "repo"
-    return f"{human[: MAX_PROJECT_CHARS - ROOT_HEX - 1]}@{root[:ROOT_HEX]}", RULE_ROOT_COMMIT
+    return f"{ROOT_PREFIX}{root[:ROOT_HEX]}", RULE_ROOT_COMMIT
 
 
 def repository_root(start: os.PathLike[str] | str) -> str | None:
