@@ -109,7 +109,7 @@ CHANGED, DELETED, ELSEWHERE, OTHER_CHECKOUT = "changed", "deleted", "elsewhere",
 class Change:
     """A file a claim cites whose content here is not the one captured (a plain class: a hook builds
     no NamedTuple or dataclass it can do without). `kind`: CHANGED, DELETED, ELSEWHERE (written on
-    another machine or checkout and not here) or OTHER_CHECKOUT (written on another machine or in another
+    another machine, checkout or branch and not here) or OTHER_CHECKOUT (written on another machine or in another
     checkout, different here: not a change made here)."""
 
     __slots__ = ("commits", "kind", "path", "where")
@@ -118,7 +118,7 @@ class Change:
         self.path = path
         self.commits = commits  # commits that touched it since; None: unknown (no git, or uncommitted)
         self.kind = kind or (DELETED if deleted else CHANGED)
-        self.where = where  # `on machine B` or `in the checkout /path` (ELSEWHERE, OTHER_CHECKOUT)
+        self.where = where  # `on machine B`, `in the checkout /path`, `on branch x` (ELSEWHERE, OTHER_CHECKOUT)
 
     @property
     def deleted(self) -> bool:
@@ -171,6 +171,8 @@ def changes(
         elsewhere = f"in the checkout {where}"
     else:
         elsewhere = ""  # captured here (or recorded before machines and roots were)
+    branch = _text(recorded, "branch")
+    other_branch = branch if branch and here.branch and branch != here.branch else ""
     found: list[Change] = []
     calls = 0
     for path, blob in list(files.items())[:MAX_FILES]:
@@ -179,8 +181,8 @@ def changes(
         now = file_blob(root, path)
         if now is None or now == blob:
             continue
-        if elsewhere and now == GONE:
-            found.append(Change(path, None, kind=ELSEWHERE, where=elsewhere))
+        if now == GONE and (elsewhere or other_branch):
+            found.append(Change(path, None, kind=ELSEWHERE, where=elsewhere or f"on branch {other_branch}"))
             continue
         count = None
         moved = gitrepo.is_commit_id(commit) and now_head and commit != now_head
