@@ -206,6 +206,7 @@ def test_summarize_supersede_and_expand_directives(app, capsys, monkeypatch, tmp
 
 def test_task_boundaries_tag_working_memory_then_archive_it_and_promote_decisions(app, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")  # the `app` above writes with no folder: `shared`
+
     def say(text):
         hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
 
