@@ -19,24 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "bb4aa35ebf2035efcd1a"),
+    "search-index": (3, "0f04d10b7d9ca49f172c"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "26af2431976754e8ea9a"),
-    "view.sessions": (1, "580abebe49d87b069dd1"),
-    "view.activity": (2, "4e0856c0fdd051e6fe5f"),
-    "view.records": (1, "3b9f3c997324204c3f6b"),
+    "snapshot": (2, "5d5323a12c3fbc25ab39"),
+    "view.sessions": (1, "7d5471f71614d37f2020"),
+    "view.activity": (2, "da03c78291969eb62c57"),
+    "view.records": (1, "67da4805c7546bc17bdb"),
     "view.timeline": (1, "788d234c3ce594ed7c83"),
-    "view.search": (1, "64e2de10415ce03e0976"),
-    "view.conversations": (1, "ed8e1c169e337ad58320"),
-    "view.graph": (1, "c3bbf02eabb6933a4b57"),
-    "view-events": (2, "64e2de10415ce03e0976"),
-    "sessions": (1, "ac71dcc9c99481b9e211"),
-    "feed": (1, "8200c9c88501a0cf5a33"),
-    "capture": (1, "fd81b827f4fd94068d43"),
-    "graph-state": (1, "9bd4b1d057a10caf0d24"),
-    "records-state": (1, "a6a107299d5aacf0312e"),
-    "conversations-state": (1, "789bba64997c60693d6e"),
-    "timeline": (1, "5862b99d010c4d78f42d"),
+    "view.search": (1, "d0f17c7fcfa1fda63d22"),
+    "view.conversations": (1, "4b21ff36f4b7fd3ce081"),
+    "view.graph": (1, "ba46b655f60ade9abdd0"),
+    "view-events": (2, "d0f17c7fcfa1fda63d22"),
+    "sessions": (1, "b72d7ea6cb898322c28f"),
+    "feed": (1, "5aa7376ee9f57a6fbb97"),
+    "capture": (1, "8e358cdc30d5281fdb56"),
+    "graph-state": (1, "6581722e724152790565"),
+    "records-state": (1, "4d7e9ced3567745e1d2b"),
+    "conversations-state": (1, "2284f52027e7a98cfe09"),
+    "timeline": (1, "5762563559fd60a9a8e2"),
 }
 GUARDED = all_formats()
 
