@@ -19,24 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "0f04d10b7d9ca49f172c"),
+    "search-index": (3, "1b73156b9282b34bcffd"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "5d5323a12c3fbc25ab39"),
-    "view.sessions": (1, "7d5471f71614d37f2020"),
-    "view.activity": (2, "da03c78291969eb62c57"),
-    "view.records": (1, "67da4805c7546bc17bdb"),
+    "snapshot": (2, "3899cfb716b1dc72d33f"),
+    "view.sessions": (1, "077787ebba57612c0621"),
+    "view.activity": (2, "a30a17014a43e631698d"),
+    "view.records": (1, "ddbabb3bececcb87d0f3"),
     "view.timeline": (1, "788d234c3ce594ed7c83"),
-    "view.search": (1, "d0f17c7fcfa1fda63d22"),
-    "view.conversations": (1, "4b21ff36f4b7fd3ce081"),
-    "view.graph": (1, "ba46b655f60ade9abdd0"),
-    "view-events": (2, "d0f17c7fcfa1fda63d22"),
-    "sessions": (1, "b72d7ea6cb898322c28f"),
-    "feed": (1, "5aa7376ee9f57a6fbb97"),
-    "capture": (1, "8e358cdc30d5281fdb56"),
-    "graph-state": (1, "6581722e724152790565"),
-    "records-state": (1, "4d7e9ced3567745e1d2b"),
-    "conversations-state": (1, "2284f52027e7a98cfe09"),
-    "timeline": (1, "5762563559fd60a9a8e2"),
+    "view.search": (1, "23b1398e09029ec2445f"),
+    "view.conversations": (1, "312ea14e16c33bf00840"),
+    "view.graph": (1, "6e96f55860f48af05abf"),
+    "view-events": (2, "23b1398e09029ec2445f"),
+    "sessions": (1, "e2301087fd994d8cfa97"),
+    "feed": (1, "a08d63637aeed30a72c9"),
+    "capture": (1, "ad2c595716e239028152"),
+    "graph-state": (1, "1df893cf54346bd8d964"),
+    "records-state": (1, "9458d80093b0538b13cd"),
+    "conversations-state": (1, "cd195c26036f218488b9"),
+    "timeline": (1, "4a1b4b3554c8e6cd6a23"),
 }
 GUARDED = all_formats()
 

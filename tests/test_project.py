@@ -402,10 +402,25 @@ def test_the_root_commit_is_found_once_per_repository_and_machine(tmp_path, monk
     assert project_for(repo) == first
 
 
-def test_without_git_a_repository_without_a_remote_is_its_path(tmp_path, monkeypatch):
+def test_without_git_a_repository_without_a_remote_is_its_path_and_git_is_sought_again_at_the_next_head(
+    tmp_path, monkeypatch
+):
+    from contextflow.core import gitrepo
+
     repo = committed(tmp_path / "app", "one")
+    path = os.environ["PATH"]
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
     assert project_for(repo) == (str(repo), RULE_REPO_PATH)
+    runs: list[tuple[str, ...]] = []
+    monkeypatch.setattr(gitrepo, "run_git", lambda repo, *args, **kw: runs.append(args))
+    assert project_for(repo) == (str(repo), RULE_REPO_PATH) and runs == []  # the failure is cached for this HEAD
+    monkeypatch.undo()
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "state"))
+    (repo / "b.txt").write_text("b")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two")
+    monkeypatch.setenv("PATH", path)
+    assert project_for(repo)[1] == RULE_ROOT_COMMIT  # a new HEAD: git is asked again
 
 
 def test_doctor_and_start_preview_say_which_rule_chose_the_project(tmp_path, monkeypatch, capsys):

@@ -55,6 +55,7 @@ RULE_DEFAULT = "default"
 MAX_PROJECT_CHARS = 200
 ROOT_HEX = 12  # hex digits of the root commit in a project name
 ROOT_PREFIX = "repo@"  # a repository without a remote: repo@<root commit>
+UNKNOWN = "unknown-at"  # the cache's answer when git could not tell, with the HEAD it was asked at
 _SECTION = re.compile(r'^\s*\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]')
 _ANY_SECTION = re.compile(r"^\s*\[")
 _URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
@@ -172,18 +173,25 @@ def _cache_file(common_dir: str, env: Mapping[str, str] | None) -> tuple[str, st
 
 def cached_root_commit(repo: gitrepo.Repo, env: Mapping[str, str] | None = None) -> str | None:
     """The repository's root commit: from the state folder's cache, else found (`gitrepo.root_commit`)
-    and cached (0600). None while it has no commit, or when git cannot tell."""
+    and cached (0600). None while it has no commit, or when git cannot tell (not found, failed, a
+    history too long to walk within its timeout): that answer is cached too, for the HEAD it was
+    asked at, so a hook pays for a failed run once per HEAD, not on every prompt."""
     if repo.common_dir is None:
         return None
+    head = gitrepo.head(repo)[1]
+    if head is None:
+        return None  # no commit yet: nothing to find, nothing to cache
     where = _cache_file(repo.common_dir, env)
     if where is not None:
         cached = gitrepo.read_in(where[0], where[1], 200)
         text = cached.decode("ascii", "replace").strip() if cached is not None else ""
         if gitrepo.is_commit_id(text):
             return text
+        if text == f"{UNKNOWN} {head}":
+            return None
     found = gitrepo.root_commit(repo)
-    if found is not None and where is not None:
-        _write_private(os.path.join(*where), found)
+    if where is not None:
+        _write_private(os.path.join(*where), found or f"{UNKNOWN} {head}")
     return found
 
 
