@@ -108,3 +108,18 @@ def test_qualify_requalifies_a_passing_outcome_whose_files_changed_since(tmp_pat
     elsewhere = filestate.Here(str(repo), "desktop")
     assert filestate.qualify(state, elsewhere)[0] == "on machine laptop"
     assert filestate.qualify({"files": "x"}, here) == [] and filestate.qualify({}, here) == []
+
+
+def test_a_new_sessions_suggested_id_is_the_branch_read_without_running_git(tmp_path, monkeypatch, app):
+    from contextflow.sessions.core import suggest_session_id
+
+    repo = make_repo(tmp_path / "app")
+    git(repo, "switch", "-q", "-c", "feature/login")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the branch is read from .git: git must not run")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    assert suggest_session_id(app, repo) == "feature/login"
+    assert suggest_session_id(app, tmp_path).startswith("session-")  # no repository: a fresh id
