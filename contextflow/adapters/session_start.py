@@ -89,7 +89,8 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     if latest is None:
         return ""
     digest = latest.digest or {}
-    changed = _changes(root, (latest.state or {}) if latest.event is not None else digest.get("state", {}))
+    state = (latest.state or {}) if latest.event is not None else digest.get("state", {})
+    changed = _changes(root, state, app.store.writer)
     if latest.event is not None:
         automatic = bool(latest.event.data.get("auto"))
         title = f"Latest handoff in project {clean(project, True)}"
@@ -100,6 +101,9 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
     else:
         title = f"Latest handoff in project {clean(project, True)} (automatic, from the captured turns of the session)"
         body = automatic_text(latest, changed)
+    where = _where(root, state, app.store.writer)
+    if where:
+        body += "\nMade elsewhere: " + "; ".join(clean(note, True) for note in where)
     if changed:
         body += "\nChanged since this handoff (check before relying on it):\n" + "\n".join(
             f"- {clean(change.text(), True)}" for change in changed
@@ -127,10 +131,18 @@ def written_text(event: Event) -> str:
     return "\n".join(lines)
 
 
-def _changes(root: str | None, state: dict[str, object]) -> list[Change]:
-    from contextflow.capture.filestate import changes
+def _changes(root: str | None, state: dict[str, object], machine: str = "") -> list[Change]:
+    """The files `state` cites that are not as captured, as seen from `root` on this machine (`machine`)."""
+    from contextflow.capture.filestate import Here, changes
 
-    return changes(root, state) if root and state else []
+    return changes(root, state, here=Here(root, machine)) if root and state else []
+
+
+def _where(root: str | None, state: dict[str, object], machine: str) -> list[str]:
+    """Where a claim was made when not here: another branch, machine or checkout (`filestate.where_notes`)."""
+    from contextflow.capture.filestate import Here, where_notes
+
+    return where_notes(state, Here(root, machine)) if root and isinstance(state, dict) and state else []
 
 
 def automatic_text(latest: Latest, changed: list[Change]) -> str:
@@ -186,7 +198,7 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
     used, left = 0, 0
     checked: dict[int, list[Change]] = {}  # the files of one turn are checked once
     for items in groups.values():
-        block = "" if left else _said_block(items, root, checked)
+        block = "" if left else _said_block(items, root, checked, app.store.writer)
         if left or used + len(block) > budget_chars - len(MORE_NOTE) - 120:
             left += len(items)  # (the rest is counted, not rendered)
             continue
@@ -200,7 +212,7 @@ def decisions_text(app: App, project: str, budget_chars: int, root: str | None, 
     return f"## {STANDING_TITLE}\n\n" + "\n".join(lines)
 
 
-def _said_block(items: list[Said], root: str | None, checked: dict[int, list[Change]]) -> str:
+def _said_block(items: list[Said], root: str | None, checked: dict[int, list[Change]], machine: str) -> str:
     """One turn's items: a provenance line of ours, then what it said, quoted."""
     said = items[0]
     recorded = said.state.get("files")
@@ -209,8 +221,8 @@ def _said_block(items: list[Said], root: str | None, checked: dict[int, list[Cha
     cited = named or files  # a claim naming no file is about the files its turn wrote
     key = id(said.state)
     if key not in checked:
-        checked[key] = _changes(root, said.state)
-    changed = [c.text() for c in checked[key] if c.path in cited][:3]
+        checked[key] = _changes(root, said.state, machine)
+    changed = [*_where(root, said.state, machine), *[c.text() for c in checked[key] if c.path in cited][:3]]
     branch = said.state.get("branch")
     head = " | ".join(
         part

@@ -134,6 +134,9 @@ def fold_in(out: dict[str, Any], turn: dict[str, Any]) -> None:
         known["files"].update({p: b for p, b in state["files"].items() if isinstance(b, str)})
         commit = state.get("commit")
         known["commit"] = commit if isinstance(commit, str) and commit else known.get("commit", "")
+        for name in ("branch", "machine", "root"):  # where the latest turn was made (filestate.states)
+            if isinstance(state.get(name), str) and state[name]:
+                known[name] = state[name]
     handoff = turn.get("handoff")
     if isinstance(handoff, dict) and isinstance(handoff.get("summary", ""), str):
         out["handoff"] = {**handoff, "turn": number}
