@@ -19,24 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "bb4aa35ebf2035efcd1a"),
+    "search-index": (3, "1b73156b9282b34bcffd"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "26af2431976754e8ea9a"),
-    "view.sessions": (1, "580abebe49d87b069dd1"),
-    "view.activity": (2, "4e0856c0fdd051e6fe5f"),
-    "view.records": (1, "3b9f3c997324204c3f6b"),
+    "snapshot": (2, "3899cfb716b1dc72d33f"),
+    "view.sessions": (1, "077787ebba57612c0621"),
+    "view.activity": (2, "a30a17014a43e631698d"),
+    "view.records": (1, "ddbabb3bececcb87d0f3"),
     "view.timeline": (1, "788d234c3ce594ed7c83"),
-    "view.search": (1, "64e2de10415ce03e0976"),
-    "view.conversations": (1, "ed8e1c169e337ad58320"),
-    "view.graph": (1, "c3bbf02eabb6933a4b57"),
-    "view-events": (2, "64e2de10415ce03e0976"),
-    "sessions": (1, "ac71dcc9c99481b9e211"),
-    "feed": (1, "8200c9c88501a0cf5a33"),
-    "capture": (1, "fd81b827f4fd94068d43"),
-    "graph-state": (1, "9bd4b1d057a10caf0d24"),
-    "records-state": (1, "a6a107299d5aacf0312e"),
-    "conversations-state": (1, "789bba64997c60693d6e"),
-    "timeline": (1, "5862b99d010c4d78f42d"),
+    "view.search": (1, "23b1398e09029ec2445f"),
+    "view.conversations": (1, "312ea14e16c33bf00840"),
+    "view.graph": (1, "6e96f55860f48af05abf"),
+    "view-events": (2, "23b1398e09029ec2445f"),
+    "sessions": (1, "e2301087fd994d8cfa97"),
+    "feed": (1, "a08d63637aeed30a72c9"),
+    "capture": (1, "ad2c595716e239028152"),
+    "graph-state": (1, "1df893cf54346bd8d964"),
+    "records-state": (1, "9458d80093b0538b13cd"),
+    "conversations-state": (1, "cd195c26036f218488b9"),
+    "timeline": (1, "4a1b4b3554c8e6cd6a23"),
 }
 GUARDED = all_formats()
 
