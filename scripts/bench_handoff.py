@@ -219,6 +219,7 @@ def report(cases: list[dict[str, Any]], results: list[dict[str, Any]]) -> int:
                 secrets[verdict] += 1
                 if verdict == "leaked":
                     leaks.append(f"{case['name']}: {why}")
+                    misses.append(f"{case['name']}: secret: LEAKED: {why}")
                 continue
             verdicts.setdefault(kind, Counter())[verdict] += 1
             if verdict != "carried":
