@@ -29,11 +29,13 @@ from contextflow.core.errors import InputError
 from contextflow.core.secret_rules import (
     CREDENTIAL_FIELD,
     EVENT_RULES,
+    WEAK_FIELD,
     Rule,
     credential_field_kind,
     needles,
     rules,
     tag_start,
+    weak_field_kind,
 )
 from contextflow.core.settings import SECRETS_VARIABLE as ENV_VAR
 from contextflow.core.settings import secrets_mode
@@ -67,6 +69,22 @@ def _secret_spans(match: re.Match[str], in_context: bool) -> list[tuple[int, int
     return [match.span()]
 
 
+def _quoted(text: str, start: int) -> bool:
+    return start > 0 and text[start - 1] in "\"'"
+
+
+def _single_quoted_dollar(text: str, start: int, end: int) -> bool:
+    """`'$ecret'` as written in a shell: single quotes expand nothing, so the `$` is the password's own
+    and the value is judged without it (`${VAR}` and `$(cmd)` stay references: config files expand
+    them even in single quotes)."""
+    return (
+        text.startswith("'$", start - 1)
+        and text.startswith("'", end)
+        and text[start + 1 : start + 2] not in ("{", "(", "")
+        and start > 0
+    )
+
+
 def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
     """Non-overlapping secret spans in `text` as written, in order; `also` are rules run whatever the text holds."""
     spans: list[Finding] = []
@@ -86,8 +104,10 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
                     end = start + tag_start(text[start:end])
                 if end - start < rule.min_length:
                     continue
-                if rule.accept and not rule.accept(text[start:end], start > 0 and text[start - 1] in "\"'"):
-                    continue
+                if rule.accept:
+                    value = text[start + 1 : end] if _single_quoted_dollar(text, start, end) else text[start:end]
+                    if not rule.accept(value, _quoted(text, start)):
+                        continue
                 spans.append(Finding(rule.kind, start, end))
     merged: list[Finding] = []
     for span in sorted(spans, key=lambda f: (f.start, -f.end)):
@@ -190,20 +210,21 @@ def _set(data: Any, leaf: Leaf, new: str) -> None:
     node.update(renamed)
 
 
+def _field_kind(path: Path_, text: str) -> str | None:
+    """The kind a value is redacted as by the name of its field: a credential name at any depth, a
+    weak one (`key`, `auth`) below the top, whose fields are the event's own (a record's `key`)."""
+    if not path or not isinstance(name := path[-1], str):
+        return None
+    return credential_field_kind(name, text) or (weak_field_kind(name, text) if len(path) > 1 else None)
+
+
 def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """Event data with secrets redacted (or refused), and one 'kind in field' line per finding."""
     how = how or mode()
     if how == "off":
         return data, []
     leaves = [leaf for leaf in _leaves(data) if not (leaf.path and leaf.path[0] == REDACTED_FIELD)]
-    by_field = {
-        leaf.path: kind
-        for leaf in leaves
-        if not leaf.is_key
-        and leaf.path
-        and isinstance(leaf.path[-1], str)
-        and (kind := credential_field_kind(leaf.path[-1], leaf.text))
-    }
+    by_field = {leaf.path: kind for leaf in leaves if not leaf.is_key and (kind := _field_kind(leaf.path, leaf.text))}
     dirty = [leaf.text for leaf in leaves if needs_cleaning(leaf.text)]
     shown = "\n".join(clean(leaf.text) for leaf in leaves)
     # rules whose trigger may sit in another field: each string is scanned with them too
@@ -239,7 +260,7 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
 @lru_cache(maxsize=4096)
 def _credential_name(name: str) -> bool:
     """Whether a value stored under `name` may be judged by its field name (`credential_field_kind`)."""
-    return name.lower() == "auth" or CREDENTIAL_FIELD.fullmatch(name) is not None
+    return CREDENTIAL_FIELD.fullmatch(name) is not None or WEAK_FIELD.fullmatch(name) is not None
 
 
 def _plain_text(data: Any) -> str | None:
@@ -257,7 +278,7 @@ def _plain_text(data: Any) -> str | None:
             for key, item in value.items():
                 if type(key) is str:
                     if type(item) is str:
-                        if _credential_name(key) and credential_field_kind(key, item):
+                        if _credential_name(key) and (credential_field_kind(key, item) or weak_field_kind(key, item)):
                             return None
                         add(key)
                         add(item)
