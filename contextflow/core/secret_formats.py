@@ -89,6 +89,7 @@ _OPAQUE_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~:!@#$%^&*?|]+")
 # hashes, fingerprints, public keys and numbers: shown freely, never secrets
 _PUBLIC = ("0x", "SHA256:", "SHA1:", "MD5:", "sha1-", "sha256-", "sha384-", "sha512-", "AAAA")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_SEPARATORS = re.compile(r"[:/._\-+=~]+")
 
 
 def entropy(value: str) -> float:
@@ -98,9 +99,9 @@ def entropy(value: str) -> float:
 
 
 def is_opaque(value: str) -> bool:
-    """A value no one types as a word: 12+ characters of a token's alphabet, letters with digits or
-    symbols, high entropy, not words joined by separators (`HKEY_LOCAL_MACHINE`, `sort-by-name`),
-    not a path or a plain URL."""
+    """A value no one types as a word: 12+ characters of a token's alphabet, high entropy, mostly parts
+    that mix letters with digits or symbols: not words and numbers joined by separators
+    (`HKEY_LOCAL_MACHINE`, `pr:owner/repo:1777`, `build-2024-01-05`), not a path or a plain URL."""
     value = value.strip().rstrip(".,;:")
     if len(value) < 12 or not _OPAQUE_CHARS.fullmatch(value) or _WORDY.fullmatch(value):
         return False
@@ -108,13 +109,18 @@ def is_opaque(value: str) -> bool:
         return False
     if value.startswith(_PUBLIC):
         return False
-    if not any(c.isalpha() for c in value):
-        return False
-    has_digit = any(c.isdigit() for c in value)
-    mixed_case = any(c.isupper() for c in value) and any(c.islower() for c in value)
-    if not has_digit and not (mixed_case and len(value) >= 20 and not any(c in "_.-" for c in value)):
-        return False  # letters and separators only: a name, not a key
-    return entropy(value) >= 3.0
+    random = sum(len(part) for part in _SEPARATORS.split(value) if _is_random(part))
+    return 2 * random >= len(value) and entropy(value) >= 3.0  # mostly random parts, not names and numbers
+
+
+def _is_random(part: str) -> bool:
+    """A part of a value (between separators) no one types as a word: letters mixed with digits or
+    symbols, or a long run whose case changes often (`pr`, `owner`, `1777`, `localimpl` are not)."""
+    letters = sum(c.isalpha() for c in part)
+    if letters and letters < len(part):
+        return True
+    changes = sum(a.islower() != b.islower() for a, b in zip(part, part[1:], strict=False))
+    return len(part) >= 16 and changes >= 6
 
 
 def is_opaque_value(value: str, quoted: bool = True) -> bool:
