@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from itertools import pairwise
 
 # (kind, pattern, needles); a group, when present, is the secret
 FORMATS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -119,7 +120,7 @@ def _is_random(part: str) -> bool:
     letters = sum(c.isalpha() for c in part)
     if letters and letters < len(part):
         return True
-    changes = sum(a.islower() != b.islower() for a, b in zip(part, part[1:], strict=False))
+    changes = sum(a.islower() != b.islower() for a, b in pairwise(part))
     return len(part) >= 16 and changes >= 6
 
 
