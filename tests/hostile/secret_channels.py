@@ -2,8 +2,9 @@
 
 Capture channels go through a real Claude Code transcript and the Stop hook (`contextflow hook
 stop`): the person's prompt, a command (failing, so its error line repeats it), a tool's output,
-the reply and a handoff the agent wrote. Store channels go through the features' own writes: a
-context record, a graph node, a server-memory import. `stored(store, state)` is everything on disk
+the reply and a handoff the agent wrote (as the turn records it). Store channels go through the
+features' own writes: a handoff written by the tool, a context record, a graph node, a
+server-memory import. `stored(store, state)` is everything on disk
 afterwards: the store's logs and blobs, and the machine-local state folder.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 CAPTURE_CHANNELS = ("prompt", "command", "tool output", "reply", "handoff")
-STORE_CHANNELS = ("record", "node", "import")
+STORE_CHANNELS = ("handoff (tool)", "record", "node", "import")
 CHANNELS = CAPTURE_CHANNELS + STORE_CHANNELS
 
 
@@ -114,8 +115,14 @@ def capture(main: Callable[[list[str]], int], folder: Path, channel: str, texts:
 
 
 def store(app: Any, channel: str, texts: list[str], folder: Path) -> None:
-    """Every text through one store channel: a context record, a graph node, an import."""
-    if channel == "record":
+    """Every text through one store channel: a handoff written by the tool, a context record, a graph
+    node, an import."""
+    if channel == "handoff (tool)":
+        from contextflow.sessions.core import write_handoff
+
+        for text in texts:
+            write_handoff(app, agent="claude", summary=f"Deployed. {text}", next_steps=[f"rotate {text}"])
+    elif channel == "record":
         from contextflow.records.core import set_record
 
         for n, text in enumerate(texts):
