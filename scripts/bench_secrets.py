@@ -187,8 +187,8 @@ def evidence(show: int = 5) -> None:
         print(f"    {example}")
 
 
-def channels(sample: int = 1) -> list[tuple[str, int, int, int]]:
-    """(channel, texts, in clear in the store, in clear in the state folder) for every channel, each
+def channels(sample: int = 1) -> list[tuple[str, int, int, int, int]]:
+    """(channel, texts, values, values in clear in the store, in the state folder) for every channel, each
     given its own values (a leak is the channel's); a value is in clear when any part of its random
     body is on disk (`secret_kinds.leaked`)."""
     from contextflow.adapters.cli import main as cli
@@ -233,7 +233,7 @@ def channels(sample: int = 1) -> list[tuple[str, int, int, int]]:
         owners = {owner for owner, _ in items}
         store = sum(leaked(kind, value, in_store) for kind, value in owners)
         state = sum(leaked(kind, value, in_state) for kind, value in owners)
-        rows.append((channel, len(items), store, state))
+        rows.append((channel, len(items), len(owners), store, state))
     return rows
 
 
@@ -267,8 +267,8 @@ def print_channels(sample: int) -> None:
         + (f"; every {sample}th text" if sample > 1 else "")
     )
     rows = channels(sample)
-    table(["channel", "texts", "in clear, store", "in clear, state folder"], rows)
-    print(f"  in clear in the store: {sum(r[2] for r in rows)}; in the state folder: {sum(r[3] for r in rows)}")
+    table(["channel", "texts", "values", "in clear, store", "in clear, state folder"], rows)
+    print(f"  values in clear in the store: {sum(r[3] for r in rows)}; in the state folder: {sum(r[4] for r in rows)}")
     print(f"  one captured turn built and redacted: {turn_cost():.2f} ms CPU", flush=True)
 
 

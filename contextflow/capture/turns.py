@@ -31,6 +31,7 @@ MAX_PATH = 1_024  # a file path longer than this is not a path anyone typed: dro
 MAX_TURN_BYTES = 4_000  # the stored record's JSON, in UTF-8 bytes
 MAX_PROSE = 20_000  # characters of the turn's assistant prose read for its substance
 MAX_RAW = 8_000  # characters of one text kept until the record is built
+MAX_RAW_COMMAND = 2_000  # of a command (a turn may run thousands): far past MAX_COMMAND, so a secret is whole
 MAX_OUTPUT = 16_000  # characters of a command's output read for secrets the turn may repeat
 MAX_OUTPUTS = 64_000  # characters of output kept per turn for that (the latest)
 # a word the turn may repeat from a tool's output: 6+ characters, with a digit or a symbol
@@ -123,7 +124,8 @@ class Turn:
     """What one turn did, as read so far. `continued`: the read began inside this turn."""
 
     def __init__(self, prompt: str = "", continued: bool = False) -> None:
-        self._prompt = without_private(prompt[:MAX_RAW])  # whole: the record's is made with the turn's evidence
+        # the whole prompt (its injected context dropped first): the record's is made with the turn's evidence
+        self._prompt = _HOOK_CONTEXT.sub("", without_private(prompt))[:MAX_RAW]
         self.continued = continued
         self.files: dict[str, list[str]] = {"created": [], "edited": [], "read": []}
         self.commands: list[dict[str, Any]] = []
@@ -158,7 +160,7 @@ class Turn:
             return
         if isinstance(exit_code, bool) or not isinstance(exit_code, int) or exit_code not in EXIT_RANGE:
             exit_code = None
-        entry: dict[str, Any] = {"command": without_private(command[:MAX_RAW]), "exit": exit_code}
+        entry: dict[str, Any] = {"command": without_private(command[:MAX_RAW_COMMAND]), "exit": exit_code}
         if exit_code == 0 and _HANDOFF_COMMAND.search(command):
             self.handoff_written(_cli_summary(command[:8_000]))
         if exit_code or (failed and exit_code is None):

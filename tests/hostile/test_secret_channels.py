@@ -157,6 +157,6 @@ def test_the_secret_bench_prints_nothing_in_clear_on_any_channel(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "credential corpus: 1,442 texts, 0 in clear" in done.stdout
-    assert "in clear in the store: 0; in the state folder: 0" in done.stdout, done.stdout
+    assert "values in clear in the store: 0; in the state folder: 0" in done.stdout, done.stdout
     code = next(line for line in done.stdout.splitlines() if line.strip().startswith("code "))
     assert code.split()[-2] == "0", code  # findings in the standard library's code
