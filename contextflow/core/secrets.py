@@ -80,10 +80,10 @@ def _single_quoted_dollar(text: str, start: int, end: int) -> bool:
     and the value is judged without it (`${VAR}` and `$(cmd)` stay references: config files expand
     them even in single quotes)."""
     return (
-        text.startswith("'$", start - 1)
+        start > 0
+        and text.startswith("'$", start - 1)
         and text.startswith("'", end)
         and text[start + 1 : start + 2] not in ("{", "(", "")
-        and start > 0
     )
 
 
