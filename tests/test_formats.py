@@ -21,9 +21,9 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "bb4aa35ebf2035efcd1a"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "0c248e56d0e013ad834d"),
+    "snapshot": (2, "6144bb617c3524fb274b"),
     "view.sessions": (1, "580abebe49d87b069dd1"),
-    "view.activity": (2, "d74af2d4dc0561724086"),
+    "view.activity": (2, "0861b102a258df911e7f"),
     "view.records": (1, "3b9f3c997324204c3f6b"),
     "view.timeline": (1, "788d234c3ce594ed7c83"),
     "view.search": (1, "64e2de10415ce03e0976"),
@@ -32,7 +32,7 @@ RECORDED = {
     "view-events": (2, "64e2de10415ce03e0976"),
     "sessions": (1, "ac71dcc9c99481b9e211"),
     "feed": (1, "8200c9c88501a0cf5a33"),
-    "capture": (1, "7b24a1143c554430b646"),
+    "capture": (1, "bf47b2e46b9eaed7ee6b"),
     "graph-state": (1, "9bd4b1d057a10caf0d24"),
     "records-state": (1, "a6a107299d5aacf0312e"),
     "conversations-state": (1, "789bba64997c60693d6e"),

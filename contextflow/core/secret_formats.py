@@ -117,6 +117,7 @@ def is_opaque(value: str) -> bool:
 def _is_random(part: str) -> bool:
     """A part of a value (between separators) no one types as a word: letters mixed with digits or
     symbols, or a long run whose case changes often (`pr`, `owner`, `1777`, `localimpl` are not)."""
+    part = part.strip("!@#$%^&*?|")  # markup and punctuation around a word (`**Token estimation**:`)
     letters = sum(c.isalpha() for c in part)
     if letters and letters < len(part):
         return True

@@ -101,6 +101,7 @@ def test_a_credential_named_in_prose_is_redacted(text):
         "echo >&2 \"Key '$add_key' not added\"",
         "password: '${DB_PASSWORD}' and token: '$(cat /run/secrets/token)'",
         "key=key=key=abc and AUTH_TYPE=basic",
+        "- **Token estimation**: Character-based; **API key rotation**: monthly",
     ],
 )
 def test_look_alikes_pass(text):
