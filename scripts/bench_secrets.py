@@ -11,10 +11,17 @@ stops there: the figure printed is then the measured one at that size, a lower b
 an estimate at full size from the measured growth ("~").
 
     .venv/bin/python scripts/bench_secrets.py [--size 1000000] [--limit 30] [--top 8] [--evidence-only]
+                                              [--sample N]
 
 It first prints both sides of redaction by evidence: how many of the generated credential forms
 (`tests/hostile/secret_corpus.py`) stay in clear, and the findings (false positives) in ordinary
-code, shell scripts and prose found on this machine.
+code, shell scripts and prose found on this machine. Then every channel: synthetic credentials of
+every kind (`tests/hostile/secret_kinds.py`: random values in each vendor's format, bare and under
+token/key/secret/password/auth in text, JSON, YAML and env forms) written through the prompt, a
+command, a tool's output, the reply and a handoff of captured turns (a Claude Code transcript and
+the Stop hook), a context record, a graph node and an import (`tests/hostile/secret_channels.py`);
+it prints how many values stay in clear in the store and in the state folder (must be 0), and what
+redacting one captured turn costs. `--sample N` writes every Nth text only (CI).
 
 `scripts/bench` runs it as its `secret scan` section. State (the cached library patterns) goes
 to a temporary folder unless CONTEXTFLOW_STATE is set.
@@ -31,6 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
@@ -179,18 +187,105 @@ def evidence(show: int = 5) -> None:
         print(f"    {example}")
 
 
+def channels(sample: int = 1) -> list[tuple[str, int, int, int, int]]:
+    """(channel, texts, values, values in clear in the store, in the state folder) for every channel, each
+    given its own values (a leak is the channel's); a value is in clear when any part of its random
+    body is on disk (`secret_kinds.leaked`)."""
+    from contextflow.adapters.cli import main as cli
+    from contextflow.app import App
+    from tests.hostile import secret_channels
+    from tests.hostile.secret_kinds import forms, leaked, values
+
+    written: dict[str, list[tuple[Any, str]]] = {}  # channel -> ((kind, value), text)
+    with tempfile.TemporaryDirectory(prefix="contextflow-bench-channels-") as folder:
+        base = Path(folder)
+        saved = {
+            name: os.environ.get(name) for name in ("CONTEXTFLOW_STORE", "CONTEXTFLOW_STATE", "CONTEXTFLOW_WRITER")
+        }
+        os.environ.update(
+            CONTEXTFLOW_STORE=str(base / "store"), CONTEXTFLOW_STATE=str(base / "state"), CONTEXTFLOW_WRITER="bench"
+        )
+        try:
+            (base / "work").mkdir()
+            for seed, channel in enumerate(secret_channels.CHANNELS):
+                pairs = [(kind, value, text) for kind, value in values(seed) for _, text in forms(kind, value)]
+                pairs = pairs[seed % sample :: sample]
+                written[channel] = [((kind, value), text) for kind, value, text in pairs]
+                texts = [text for *_, text in pairs]
+                if channel in secret_channels.CAPTURE_CHANNELS:
+                    secret_channels.capture(cli, base / "work", channel, texts, f"bench-{seed}")
+                else:
+                    app = App.open()
+                    try:
+                        secret_channels.store(app, channel, texts, base / "work")
+                    finally:
+                        app.close()
+            in_store = "\n".join(text for _, text in secret_channels.stored(base / "store", base / "missing"))
+            in_state = "\n".join(text for _, text in secret_channels.stored(base / "missing", base / "state"))
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    rows = []
+    for channel, items in written.items():
+        owners = {owner for owner, _ in items}
+        store = sum(leaked(kind, value, in_store) for kind, value in owners)
+        state = sum(leaked(kind, value, in_state) for kind, value in owners)
+        rows.append((channel, len(items), len(owners), store, state))
+    return rows
+
+
+def turn_cost(turns: int = 200) -> float:
+    """Milliseconds to build and redact one captured turn (what a Stop hook does per turn): a prompt,
+    three commands with output (one failing), a reply of a few paragraphs, a handoff."""
+    from contextflow.capture.transcript import redacted
+    from contextflow.capture.turns import Turn
+
+    reply = "I looked at the failing deploy and decided to pin the client. " * 12
+    output = "collected 12 items\n" + "tests/test_x.py::test_%d PASSED\n" * 40
+    began = time.process_time()
+    for n in range(turns):
+        turn = Turn(f"please fix the deploy of service {n}; it fails on staging since the last release")
+        turn.command("git status --short", 0, " M app.py\n")
+        turn.command(f"pytest -q tests/test_{n}.py", 0, output)
+        turn.command("make deploy", 2, "deploying\nerror: connection refused by staging (timeout after 30s)")
+        turn.say("m1", reply)
+        turn.set_final(reply)
+        turn.handoff_written("Pinned the client; deploy passes on staging.")
+        redacted(turn.data("/repo"))
+    return (time.process_time() - began) * 1000 / turns
+
+
+def print_channels(sample: int) -> None:
+    from tests.hostile.secret_kinds import FORMS, KINDS, WORDS
+
+    heading("secrets on every channel")
+    print(
+        f"  {len(KINDS)} kinds of credential, bare and under {', '.join(WORDS)} in {', '.join(FORMS)} forms"
+        + (f"; every {sample}th text" if sample > 1 else "")
+    )
+    rows = channels(sample)
+    table(["channel", "texts", "values", "in clear, store", "in clear, state folder"], rows)
+    print(f"  values in clear in the store: {sum(r[3] for r in rows)}; in the state folder: {sum(r[4] for r in rows)}")
+    print(f"  one captured turn built and redacted: {turn_cost():.2f} ms CPU", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--size", type=int, default=1_000_000, help="characters per text (default 1,000,000)")
     parser.add_argument("--limit", type=float, default=30.0, help="seconds one scan may take (default 30)")
     parser.add_argument("--top", type=int, default=8, help="rules to list (default 8)")
     parser.add_argument("--evidence-only", action="store_true", help="only the corpora (no scan cost)")
+    parser.add_argument("--sample", type=int, default=1, help="write every Nth text through the channels (default 1)")
     args = parser.parse_args()
     if args.size < 1024:
         parser.error("--size needs 1024 characters or more")
     with tempfile.TemporaryDirectory(prefix="contextflow-bench-secrets-") as state:
         os.environ.setdefault("CONTEXTFLOW_STATE", state)
         evidence()
+        print_channels(max(1, args.sample))
         if not args.evidence_only:
             print_report(measure(args.size, args.limit), args.top)
     return 0

@@ -304,3 +304,36 @@ def test_each_rewrite_of_a_library_pattern_still_applies_and_finds_what_the_orig
         found = [match.group(0) for match in original.finditer(REWRITE_SAMPLES[index])]
         assert [match.group(0) for match in linear.finditer(REWRITE_SAMPLES[index])] == found
     assert any(re.compile(pattern, flags).search(REWRITE_SAMPLES[index]) for pattern, flags in touched)
+
+
+# -- evidence and the scan's shortcuts ---------------------------------------------------------
+
+
+def test_evidence_redacts_a_learned_value_wherever_it_repeats_and_only_as_a_whole_word() -> None:
+    evidence = secrets.Evidence()
+    evidence.learn_all(["export API_TOKEN=" + A40, "nothing here"])
+    assert evidence.values == {A40: "credential"}
+    assert evidence.safe(f"used {A40}.") == "used [REDACTED:credential]."
+    assert evidence.safe(f"x{A40}y") == f"x{A40}y"  # inside a longer word: another thing
+
+
+def test_evidence_of_texts_holding_nothing_is_one_scan_and_learns_nothing() -> None:
+    evidence = secrets.Evidence()
+    evidence.learn_all(["ls -1", "all tests passed", "fix the bug"])
+    assert evidence.values == {} and evidence.safe("all tests passed") == "all tests passed"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain prose with nothing in it", "password: " + A40 + " and ghp_" + A40[:36], "a: b\nkey=x; s.y", ""],
+)
+def test_the_rules_chosen_by_needles_are_those_the_needle_check_runs(text: str) -> None:
+    lowered = text.lower()
+    expected = [rule for rule in secret_rules.rules() if not rule.needles or any(n in lowered for n in rule.needles)]
+    assert secrets._rules_for(text) == expected
+
+
+def test_nothing_to_redact_agrees_with_scrub() -> None:
+    assert secrets.nothing_to_redact({"a": ["plain", {"b": "text"}]})
+    assert not secrets.nothing_to_redact({"a": ["DB_PASSWORD=" + A40]})
+    assert not secrets.nothing_to_redact({"password": A40})  # a credential-named field: scrub looks closer

@@ -100,9 +100,11 @@ def save_state(path: Path, state: dict[str, Any]) -> None:
 
 def redacted(value: Any) -> Any:
     """`value` with every secret in its strings replaced (see core.secrets)."""
-    from contextflow.core.secrets import redact_text
+    from contextflow.core.secrets import nothing_to_redact, redact_text
     from contextflow.core.text import map_strings
 
+    if nothing_to_redact(value):  # one scan of all its text
+        return value
     return map_strings(value, lambda text: redact_text(text)[0])
 
 

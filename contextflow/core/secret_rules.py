@@ -27,6 +27,7 @@ from pathlib import Path
 
 import orjson
 
+from contextflow.core import secret_formats as formats
 from contextflow.core.fsutil import atomic_write, read_regular
 
 
@@ -166,6 +167,21 @@ def is_code_literal(value: str, quoted: bool) -> bool:
     return is_literal(value) and not is_code_reference(value)
 
 
+def is_opaque_literal(value: str, quoted: bool = True) -> bool:
+    """A value under a weak credential word (`token`, `key`, `auth`): opaque and a literal."""
+    return formats.is_opaque(value) and is_code_literal(value, quoted)
+
+
+def is_prose_opaque_literal(value: str, quoted: bool = True) -> bool:
+    """A value a sentence names as a token or a key: opaque, not bare hex, and a literal."""
+    return formats.is_prose_opaque(value) and is_code_literal(value.rstrip(".,;:!?"), quoted)
+
+
+def is_prose_literal(value: str, quoted: bool = True) -> bool:
+    """A value a sentence names as a password or a secret: evidence in it, and a literal."""
+    return formats.is_prose_secret(value) and is_code_literal(value.rstrip(".,;:!?"), quoted)
+
+
 def is_docker_auth(value: str, quoted: bool = True) -> bool:
     """A docker config `auth` value: base64 of `user:password`."""
     try:
@@ -194,6 +210,15 @@ def credential_field_kind(name: str, value: str) -> str | None:
     if any(c.isspace() for c in value.strip()) and not _PROSE_ALLOWED_FIELD.fullmatch(name):
         return None  # {"secret": "the cache was stale"}: prose under a credential-like name
     return "credential"
+
+
+# A field whose name only may be a credential (`key`, `auth`, `cache_key`): judged by its value.
+WEAK_FIELD = re.compile(r"(?i)(?:[a-z0-9]+[_\-.])*(?:key|auth|creds)")
+
+
+def weak_field_kind(name: str, value: str) -> str | None:
+    """`credential` when `value`, stored under a weak credential name, is opaque and a literal."""
+    return "credential" if WEAK_FIELD.fullmatch(name) and is_opaque_literal(value) else None
 
 
 JWT = "JSON Web Token"
@@ -356,6 +381,11 @@ EXTRA_RULES = (
         ("pass", "pin", "secret", "token"),
         accept=is_token_like,
     ),
+    *(_rule(kind, pattern, needles) for kind, pattern, needles in formats.FORMATS),
+    _context("authorization header", formats.AUTHORIZATION, ("authorization",), accept=is_token_like),
+    _context("credential", formats.WEAK_WORD, formats.WEAK_NEEDLES, accept=is_opaque_literal),
+    _context("credential", formats.PROSE_STRONG, formats.PROSE_STRONG_NEEDLES, accept=is_prose_literal),
+    _context("credential", formats.PROSE_WEAK, formats.PROSE_WEAK_NEEDLES, accept=is_prose_opaque_literal),
     _context(
         "command-line password",
         r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"

@@ -29,11 +29,13 @@ from contextflow.core.errors import InputError
 from contextflow.core.secret_rules import (
     CREDENTIAL_FIELD,
     EVENT_RULES,
+    WEAK_FIELD,
     Rule,
     credential_field_kind,
     needles,
     rules,
     tag_start,
+    weak_field_kind,
 )
 from contextflow.core.settings import SECRETS_VARIABLE as ENV_VAR
 from contextflow.core.settings import secrets_mode
@@ -41,6 +43,8 @@ from contextflow.core.text import clean, map_strings, needs_cleaning
 
 REDACTED_FIELD = "redacted"
 MIN_GROUP_SECRET = 8
+# an event's own names: never rewritten because a value elsewhere in it repeats them
+IDENTITY_FIELDS = frozenset({"key", "project", "id", "session_id", "conversation_id", "agent", "turn_id"})
 
 _collected: ContextVar[list[str] | None] = ContextVar("contextflow_redactions", default=None)
 
@@ -67,14 +71,49 @@ def _secret_spans(match: re.Match[str], in_context: bool) -> list[tuple[int, int
     return [match.span()]
 
 
+def _quoted(text: str, start: int) -> bool:
+    return start > 0 and text[start - 1] in "\"'"
+
+
+def _single_quoted_dollar(text: str, start: int, end: int) -> bool:
+    """`'$ecret'` as written in a shell: single quotes expand nothing, so the `$` is the password's own
+    and the value is judged without it (`${VAR}` and `$(cmd)` stay references: config files expand
+    them even in single quotes)."""
+    return (
+        start > 0
+        and text.startswith("'$", start - 1)
+        and text.startswith("'", end)
+        and text[start + 1 : start + 2] not in ("{", "(", "")
+    )
+
+
+@lru_cache(maxsize=1)
+def _needle_index() -> tuple[tuple[Rule, ...], tuple[str, ...], dict[str, frozenset[int]], frozenset[int]]:
+    """The rules, their needles, which rules each needle wakes, and the rules that always run."""
+    ordered = rules()
+    woken: dict[str, set[int]] = {}
+    for n, rule in enumerate(ordered):
+        for needle in rule.needles:
+            woken.setdefault(needle, set()).add(n)
+    always = frozenset(n for n, rule in enumerate(ordered) if not rule.needles)
+    return ordered, tuple(woken), {needle: frozenset(at) for needle, at in woken.items()}, always
+
+
+def _rules_for(text: str) -> list[Rule]:
+    """The rules whose needles `text` holds (and those without any), in their order."""
+    ordered, all_needles, woken, always = _needle_index()
+    lowered = text.lower()
+    chosen = set(always)
+    for needle in all_needles:
+        if needle in lowered:
+            chosen |= woken[needle]
+    return [ordered[n] for n in sorted(chosen)]
+
+
 def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
     """Non-overlapping secret spans in `text` as written, in order; `also` are rules run whatever the text holds."""
     spans: list[Finding] = []
-    lowered = text.lower()
-    present = {needle for needle in needles() if needle in lowered}
-    for rule in (*rules(), *also):
-        if rule.needles and present.isdisjoint(rule.needles):
-            continue
+    for rule in (*_rules_for(text), *also):
         for match in rule.pattern.finditer(text):
             trim = _TRIM_CONTEXT if rule.in_context else _TRIM  # a context group is the secret exactly
             for start, end in _secret_spans(match, rule.in_context):
@@ -86,8 +125,10 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
                     end = start + tag_start(text[start:end])
                 if end - start < rule.min_length:
                     continue
-                if rule.accept and not rule.accept(text[start:end], start > 0 and text[start - 1] in "\"'"):
-                    continue
+                if rule.accept:
+                    value = text[start + 1 : end] if _single_quoted_dollar(text, start, end) else text[start:end]
+                    if not rule.accept(value, _quoted(text, start)):
+                        continue
                 spans.append(Finding(rule.kind, start, end))
     merged: list[Finding] = []
     for span in sorted(spans, key=lambda f: (f.start, -f.end)):
@@ -115,16 +156,87 @@ def redact_text(text: str, also: Sequence[Rule] = ()) -> tuple[str, list[str]]:
     a token split by a zero-width character or an escape sequence is whole once cleaned, so
     when the cleaned text holds one, the cleaned text (redacted) is what comes back.
     """
+    result, kinds, _ = redact_values(text, also)
+    return result, kinds
+
+
+def redact_values(text: str, also: Sequence[Rule] = ()) -> tuple[str, list[str], dict[str, str]]:
+    """`redact_text`, and the values it found (value -> kind) long enough to be looked for elsewhere."""
     found = find(text, also)
+    values = {text[f.start : f.end]: f.kind for f in found}
     result = _redacted(text, found) if found else text
     kinds = [finding.kind for finding in found]
     if needs_cleaning(result):
         visible = clean(result)
         hidden = find(visible, also)
         if hidden:
+            values.update({visible[f.start : f.end]: f.kind for f in hidden})
             result = _redacted(visible, hidden)
             kinds += [finding.kind for finding in hidden]
-    return (result, kinds) if kinds else (text, [])
+    if not kinds:
+        return text, [], {}
+    return result, kinds, {value: kind for value, kind in values.items() if _worth_looking_for(value)}
+
+
+MIN_KNOWN = 6  # a value found secret is looked for elsewhere from this length on
+
+
+def _worth_looking_for(value: str) -> bool:
+    return len(value) >= MIN_KNOWN and "\n" not in value and not value.startswith("[REDACTED")
+
+
+class Evidence:
+    """Secrets found anywhere in a set of texts (one captured turn, one event), redacted wherever any
+    of them repeats: `export API_TOKEN=...` in a command makes the same value in the reply a secret too.
+
+    `learn` each text first (its redacted form is kept), then `safe` gives any text with the rules'
+    findings and every learned value replaced. A value is matched whole: not inside a longer word."""
+
+    def __init__(self, values: dict[str, str] | None = None) -> None:
+        self.values: dict[str, str] = dict(values or {})
+        self._redacted: dict[str, str] = {}
+        self._pattern: re.Pattern[str] | None = None
+
+    def learn_all(self, texts: Sequence[str]) -> None:
+        """`learn` every text; one scan of them all when none holds anything (the common case: a pattern
+        that matches in one text matches in them joined by newlines, as `scrub` relies on too)."""
+        fresh = [text for text in dict.fromkeys(texts) if text and text not in self._redacted]
+        joined = "\n".join(fresh)
+        if not needs_cleaning(joined) and not find(joined):
+            self._redacted.update((text, text) for text in fresh)
+            return
+        for text in fresh:
+            self.learn(text)
+
+    def learn(self, text: str) -> str:
+        """`text` redacted by the rules; what they found is looked for in every text from now on."""
+        done = self._redacted.get(text)
+        if done is None:
+            done, _, values = redact_values(text)
+            self._redacted[text] = done
+            if values.keys() - self.values.keys():
+                self.values.update(values)
+                self._pattern = None
+        return done
+
+    def safe(self, text: str) -> str:
+        """`text` redacted by the rules and with every learned value replaced."""
+        return self.repeated(self.learn(text))
+
+    def repeated(self, text: str) -> str:
+        """`text` with every learned value replaced (the rules are not run)."""
+        if not self.values or not text:
+            return text
+        if self._pattern is None:
+            self._pattern = re.compile("|".join(_whole(value) for value in sorted(self.values, key=len, reverse=True)))
+        return self._pattern.sub(lambda match: f"[REDACTED:{self.values[match.group(0)]}]", text)
+
+
+def _whole(value: str) -> str:
+    """A pattern for `value` not inside a longer word."""
+    before = "(?<![A-Za-z0-9])" if value[0].isalnum() else ""
+    after = "(?![A-Za-z0-9])" if value[-1].isalnum() else ""
+    return before + re.escape(value) + after
 
 
 def mode(env: Mapping[str, str] | None = None) -> str:
@@ -190,20 +302,21 @@ def _set(data: Any, leaf: Leaf, new: str) -> None:
     node.update(renamed)
 
 
+def _field_kind(path: Path_, text: str) -> str | None:
+    """The kind a value is redacted as by the name of its field: a credential name at any depth, a
+    weak one (`key`, `auth`) below the top, whose fields are the event's own (a record's `key`)."""
+    if not path or not isinstance(name := path[-1], str):
+        return None
+    return credential_field_kind(name, text) or (weak_field_kind(name, text) if len(path) > 1 else None)
+
+
 def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """Event data with secrets redacted (or refused), and one 'kind in field' line per finding."""
     how = how or mode()
     if how == "off":
         return data, []
     leaves = [leaf for leaf in _leaves(data) if not (leaf.path and leaf.path[0] == REDACTED_FIELD)]
-    by_field = {
-        leaf.path: kind
-        for leaf in leaves
-        if not leaf.is_key
-        and leaf.path
-        and isinstance(leaf.path[-1], str)
-        and (kind := credential_field_kind(leaf.path[-1], leaf.text))
-    }
+    by_field = {leaf.path: kind for leaf in leaves if not leaf.is_key and (kind := _field_kind(leaf.path, leaf.text))}
     dirty = [leaf.text for leaf in leaves if needs_cleaning(leaf.text)]
     shown = "\n".join(clean(leaf.text) for leaf in leaves)
     # rules whose trigger may sit in another field: each string is scanned with them too
@@ -212,16 +325,34 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
         return data, []  # the common case: one scan over all the text (two when some of it needs cleaning)
     notes: list[str] = []
     result = map_strings(data, str)  # a copy to redact in
-    # values first, then keys deepest first, so a rename never moves a path still to be visited
-    keys = sorted((leaf for leaf in leaves if leaf.is_key), key=lambda leaf: -len(leaf.path))
-    for leaf in [leaf for leaf in leaves if not leaf.is_key] + keys:
-        kind = by_field.get(leaf.path) if not leaf.is_key else None
-        cleaned, kinds = (f"[REDACTED:{kind}]", [kind]) if kind else redact_text(leaf.text, also)
-        if not kinds:
+    evidence = Evidence()  # a value found in one field is redacted where another field repeats it
+    kept: list[Leaf] = []
+    for leaf in [leaf for leaf in leaves if not leaf.is_key]:
+        kind = by_field.get(leaf.path)
+        if kind:
+            cleaned, kinds = f"[REDACTED:{kind}]", [kind]
+            evidence.values.update({leaf.text: kind} if _worth_looking_for(leaf.text) else {})
+        else:
+            cleaned, kinds, values = redact_values(leaf.text, also)
+            evidence.values.update(values)
+        if kinds:
+            notes += [f"{found} in {_field_name(leaf.path)}" for found in dict.fromkeys(kinds)]
+            _set(result, leaf, cleaned)
+        else:
+            kept.append(leaf)
+    for leaf in kept if evidence.values else []:
+        if len(leaf.path) == 1 and leaf.path[0] in IDENTITY_FIELDS:
             continue
-        field = f"key of {_field_name(leaf.path[:-1])}" if leaf.is_key else _field_name(leaf.path)
-        notes += [f"{found} in {field}" for found in dict.fromkeys(kinds)]
-        _set(result, leaf, cleaned)
+        again = evidence.repeated(leaf.text)
+        if again != leaf.text:
+            notes.append(f"credential repeated in {_field_name(leaf.path)}")
+            _set(result, leaf, again)
+    # keys last, deepest first, so a rename never moves a path still to be visited
+    for leaf in sorted((leaf for leaf in leaves if leaf.is_key), key=lambda leaf: -len(leaf.path)):
+        cleaned, kinds = redact_text(leaf.text, also)
+        if kinds:
+            notes += [f"{found} in key of {_field_name(leaf.path[:-1])}" for found in dict.fromkeys(kinds)]
+            _set(result, leaf, cleaned)
     if not notes:
         return data, []
     if how == "refuse":
@@ -239,7 +370,14 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
 @lru_cache(maxsize=4096)
 def _credential_name(name: str) -> bool:
     """Whether a value stored under `name` may be judged by its field name (`credential_field_kind`)."""
-    return name.lower() == "auth" or CREDENTIAL_FIELD.fullmatch(name) is not None
+    return CREDENTIAL_FIELD.fullmatch(name) is not None or WEAK_FIELD.fullmatch(name) is not None
+
+
+def nothing_to_redact(data: Any) -> bool:
+    """Whether `scrub` would find nothing in `data` (any JSON-like value), judged by one scan of all its
+    strings; False when unsure (a string to clean, a credential-named field)."""
+    text = _plain_text(data)
+    return text is not None and not find(text)
 
 
 def _plain_text(data: Any) -> str | None:
@@ -257,7 +395,7 @@ def _plain_text(data: Any) -> str | None:
             for key, item in value.items():
                 if type(key) is str:
                     if type(item) is str:
-                        if _credential_name(key) and credential_field_kind(key, item):
+                        if _credential_name(key) and (credential_field_kind(key, item) or weak_field_kind(key, item)):
                             return None
                         add(key)
                         add(item)
