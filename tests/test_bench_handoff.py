@@ -50,7 +50,8 @@ def test_the_fixtures_cover_three_clients_and_every_case(tmp_path: Path) -> None
     names = {case["name"] for case in cases}
     assert {"agent-handoff", "closing-thanks", "fail-then-pass", "early-decision", "todo-and-question"} <= names
     assert {"after-unrelated-sessions", "file-changed-after", "secrets", "stop-before-last-result"} <= names
-    assert {"decision-after-idle-sessions", "two-repositories-named-app", "plain-folders-named-notes"} <= names
+    assert {"decision-after-idle-sessions", "decision-through-ten-working-sessions"} <= names
+    assert {"two-repositories-named-app", "plain-folders-named-notes"} <= names
     assert {"branch-switch", "file-from-another-machine", "file-in-another-checkout", "decision-phrasings"} <= names
     assert {"planted-in-turns", "planted-in-handoff-and-graph", "secrets-in-prose", "archived-nodes"} <= names
     assert {s["client"] for s in recorded if s.get("killed")} == {"claude-code", "gemini-cli", "codex"}

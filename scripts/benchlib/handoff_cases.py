@@ -1,8 +1,8 @@
 """The handoff benchmark's cases about where a claim was made and what it may carry: a decision
-after idle sessions, projects of repositories and folders of one name, a session killed before its
-hooks ran, a branch switch, another machine, another checkout, decision phrasings, planted
-instructions (in a reply, a test's output, a file name, a handoff, a knowledge node), secrets said
-in prose, archived knowledge. (The format: make_handoff_fixtures.py.)
+after idle sessions and after working ones within days, projects of repositories and folders of one
+name, a session killed before its hooks ran, a branch switch, another machine, another checkout,
+decision phrasings, planted instructions (in a reply, a test's output, a file name, a handoff, a
+knowledge node), secrets said in prose, archived knowledge. (The format: make_handoff_fixtures.py.)
 
 Folders are under the case's work folder; `remote: None` is a repository without a remote, `plain`
 a folder without git, `clone_of` a clone of another folder (on its `machine`). A session without a
@@ -157,6 +157,32 @@ CASES: list[dict[str, Any]] = [
         ],
         "next": "codex",
         "facts": [{"kind": "standing decision", "shown": ["the ledger is append-only", "audits replay every entry"]}],
+    },
+    {  # ten sessions that did work, minutes apart: what was said stands for days, not for a count alone
+        "name": "decision-through-ten-working-sessions",
+        "sessions": [
+            {
+                "client": "gemini-cli",
+                "turns": [
+                    turn(
+                        "Set up the invoices",
+                        "Decision: invoice numbers never repeat because the tax office audits gaps.",
+                        {"write": "invoices.py", "content": "NEXT = 1\n"},
+                    )
+                ],
+            },
+            *(
+                {
+                    "client": ("claude-code", "codex", "gemini-cli")[n % 3],
+                    "turns": [turn(f"Write page {n}", f"Wrote pages/{n}.md.", {"write": f"pages/{n}.md"})],
+                }
+                for n in range(1, 11)
+            ),
+        ],
+        "next": "claude-code",
+        "facts": [
+            {"kind": "standing decision", "shown": ["invoice numbers never repeat", "the tax office audits gaps"]}
+        ],
     },
     {
         "name": "two-repositories-named-app",
