@@ -244,18 +244,25 @@ class Api:
 
     async def graph(self, request: Request) -> Any:
         """The nodes a filter matches (most recently updated first) and the edges among them; or, with
-        `around`, the nodes within `depth` hops of one node."""
+        `around`, the nodes within `depth` hops of one node; with `find`, the nodes whose text holds it."""
         q = request.query_params
         if q.get("around"):
             depth = _limit(q.get("depth"), 1, graphview.MAX_DEPTH)
             walk = await self.call("related", {"id": q.get("around"), "depth": depth})
             return graphview.neighbourhood(walk, await self.call("show", {"id": walk["id"], "with_edges": True}))
+        if "find" in q:  # a search box: the nodes whose text holds these words
+            query = graphview.find_query(q["find"])
+            data = await self.call("graph", {"query": query, "limit": graphview.FOUND})
+            return {**data, "query": query}
         query = graphview.query_of(q.get("q", ""), q.get("type", ""), q.get("tag", ""), q.get("tier", ""))
-        data = await self.call("graph", {"query": query, "limit": _limit(q.get("limit"), graphview.SHOWN, 500)})
+        limit = _limit(q.get("limit"), graphview.SHOWN, graphview.MAX_SHOWN)
+        data = await self.call("graph", {"query": query, "limit": limit})
         return {**data, "query": query}
 
     async def node(self, request: Request) -> Any:
-        return await self.call("show", {"id": request.query_params.get("id"), "with_edges": True})
+        """One node with its edges, and its neighbours' labels (`graphview.with_labels`)."""
+        node = await self.call("show", {"id": request.query_params.get("id"), "with_edges": True})
+        return graphview.with_labels(node, await self.call("related", {"id": node["id"], "depth": 1}))
 
     async def records(self, request: Request) -> Any:
         q = request.query_params
