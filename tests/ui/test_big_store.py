@@ -124,6 +124,24 @@ def test_every_page_renders(ui: tuple[Any, str, dict[str, str]], big: BigStore) 
     assert page.locator("#timeline article").count() == 50
 
 
+def test_a_projects_timeline_is_compact_until_an_entry_is_opened(
+    ui: tuple[Any, str, dict[str, str]], big: BigStore
+) -> None:
+    page, base, _ = ui
+    visit(page, base, f"/project/{quote(big.busiest, safe='')}")
+    cards = page.locator("#timeline article")
+    assert cards.count() == 50
+    line = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#timeline .entry-text')).lineHeight)")
+    heights = [cards.nth(n).bounding_box()["height"] for n in range(cards.count())]
+    assert max(heights) < 6 * line, heights  # a heading, two lines of text, "Show all": not a wall of handoff
+    handoff = page.locator("#timeline article.handoff").first
+    handoff.get_by_role("button", name="Show all").click()
+    opened = handoff.inner_text()
+    assert "Errors: AssertionError" in opened and "Next steps" in opened and "Mark this handoff as wrong" in opened
+    assert handoff.bounding_box()["height"] > 6 * line
+    print(f"the project page of {big.busiest}: {page.evaluate('document.documentElement.scrollHeight')} px tall")
+
+
 def test_no_table_cell_breaks_a_word(ui: tuple[Any, str, dict[str, str]], big: BigStore) -> None:
     page, base, _ = ui
     for route in ("/", f"/project/{quote(big.busiest, safe='')}?n=200", "/health"):

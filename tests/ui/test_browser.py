@@ -158,6 +158,7 @@ def test_marking_a_handoff_wrong_changes_the_next_session_start(ui: tuple[Any, s
     assert bad in session_start("acme/shop", "checkout-flow")
     visit(page, base, "/project/acme%2Fshop")
     card = page.locator(f'article[data-id="{bad}"]')
+    card.get_by_role("button", name="Show all").click()  # a compact entry opens to its lists and actions
     card.get_by_role("button", name="Mark this handoff as wrong").click()
     card.get_by_label("Reason").fill("refunds still fail")
     card.get_by_role("button", name="Mark wrong").click()
