@@ -2,7 +2,9 @@
 
 Writes a demo store by real tool calls (the one the UI tests use, and a few dozen more graph nodes
 through the same operations) in a temporary folder, serves the UI on a free loopback port and
-photographs each page in Debian's chromium through Playwright.
+photographs each page in Debian's chromium through Playwright. Then the graph of a big store
+(`tests/ui/bigstore.py`: 2,000 nodes): all of them grouped by type, and a node found by its words
+with its neighbourhood and details.
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR]
 """
@@ -58,6 +60,43 @@ def more_nodes(app: object, decision: str) -> None:
         made.append(ops["graph_remember"].run(app, {**args, "agent": ("claude", "codex", "gemini")[n % 3]}).data["id"])
 
 
+def big_graph(out: Path, tmp: str) -> None:
+    """All 2,000 nodes of the big store, one chosen; and a node found by its words, its neighbourhood drawn."""
+    from contextflow.app import App
+    from tests.ui.bigstore import build
+    from tests.ui.serving import browser, running
+
+    os.environ.update(CONTEXTFLOW_STORE=f"{tmp}/big", CONTEXTFLOW_STATE=f"{tmp}/big-state")
+    big = build(Path(f"{tmp}/big"))
+    app = App.open()
+    app.tables().update(600, foreground=True)
+    try:
+        with running(app) as url, browser() as page:
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            base = url.split("/?")[0]
+            page.goto(f"{base}/#/graph?limit=2000&node={big.nodes[1999]}")
+            page.wait_for_selector("#graph-canvas[data-ready]")
+            page.wait_for_selector("#node-detail")
+            shoot(page, out / "graph-2000.png")
+            page.goto(f"{base}/#/graph")
+            page.wait_for_selector("#graph-canvas[data-ready]")
+            page.get_by_label("Find a node").fill("(#1502)")
+            page.get_by_role("button", name="Find", exact=True).click()
+            page.locator("#find-results a").first.click()
+            page.wait_for_selector(f'#node-detail[data-id="{big.nodes[1502]}"]')
+            page.wait_for_selector("#graph-canvas[data-ready]")
+            shoot(page, out / "graph-find.png")
+    finally:
+        app.close()
+
+
+def shoot(page: object, target: Path, full_page: bool = False) -> None:
+    page.wait_for_function("document.getElementById('live').textContent === 'live'")  # type: ignore[attr-defined]
+    page.screenshot(path=str(target), full_page=full_page)  # type: ignore[attr-defined]
+    print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
+
+
 def main() -> int:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
@@ -87,12 +126,10 @@ def main() -> int:
                         more_nodes(app, written.nodes["decision"])
                     page.goto(f"{base}/#{route.format(**written.nodes)}")
                     page.wait_for_selector(ready)
-                    page.wait_for_function("document.getElementById('live').textContent === 'live'")
-                    target = out / f"{name}.png"
-                    page.screenshot(path=str(target), full_page=name.startswith("graph"))
-                    print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
+                    shoot(page, out / f"{name}.png", full_page=name.startswith("graph"))
         finally:
             app.close()
+        big_graph(out, tmp)
     return 0
 
 
