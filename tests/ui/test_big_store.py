@@ -128,6 +128,7 @@ def test_a_projects_timeline_is_compact_until_an_entry_is_opened(
     ui: tuple[Any, str, dict[str, str]], big: BigStore
 ) -> None:
     page, base, _ = ui
+    visit(page, base, "/")  # from elsewhere: the project's page is drawn anew
     visit(page, base, f"/project/{quote(big.busiest, safe='')}")
     cards = page.locator("#timeline article")
     assert cards.count() == 50
