@@ -55,7 +55,7 @@ function styles(big) {
     { selector: "node:selected", style: { "border-color": "#e8a200", "border-width": 5 } },
     { selector: "edge", style: edge },
     { selector: "edge[type = 'SUPERSEDES']", style: { "line-style": "dashed" } },
-    { selector: ".faded", style: { opacity: 0.12 } },
+    { selector: ".faded", style: { opacity: 0.25 } },
     { selector: "edge.near", style: { width: 2.4, label: "data(type)", "line-color": "#e8a200", "target-arrow-color": "#e8a200",
       "z-index": 9 } },
     { selector: "node.near", style: { "z-index": 9, label: "data(label)", "min-zoomed-font-size": 4 } },
@@ -74,8 +74,8 @@ function sunflower(i) {
   return { x: r * Math.cos(a), y: r * Math.sin(a) };
 }
 
-// A filter's view: one box per type (or project), biggest first, packed in rows about as wide as high.
-function grouped(data, by) {
+// A filter's view: one box per type (or project), biggest first, packed in rows shaped like the picture.
+function grouped(data, by, aspect) {
   const groups = new Map();
   for (const n of data.nodes) {
     const name = by === "project" ? projectOf(n.tags) : by === "type" ? n.type : "";
@@ -85,7 +85,7 @@ function grouped(data, by) {
   const discs = [...groups].map(([name, nodes]) => ({ name, nodes, r: STEP * Math.sqrt(nodes.length) + STEP }))
     .sort((a, b) => b.nodes.length - a.nodes.length);
   const area = discs.reduce((sum, d) => sum + 4 * d.r * d.r, 0);
-  const width = Math.max(Math.sqrt(area) * 1.6, discs.length ? 2 * discs[0].r : 0);
+  const width = Math.max(Math.sqrt(area * aspect) * 1.15, discs.length ? 2 * discs[0].r : 0);
   const out = [];
   let x = 0, y = 0, row = 0;
   for (const d of discs) {
@@ -144,7 +144,8 @@ const held = new WeakMap();  // a big view's edges, by node id: drawn when their
 export function draw(container, data, by) {
   const began = performance.now();
   const big = data.nodes.length > BIG;
-  const nodes = data.around ? rings(data) : grouped(data, by);
+  const aspect = Math.min(3, Math.max(0.5, container.clientWidth / Math.max(1, container.clientHeight)));
+  const nodes = data.around ? rings(data) : grouped(data, by, aspect);
   const lines = edges(data);
   const cy = cytoscape({ container, elements: big ? nodes : [...nodes, ...lines], style: styles(big),
     layout: { name: "preset" }, minZoom: 0.02, maxZoom: 4, boxSelectionEnabled: false, hideEdgesOnViewport: big,
@@ -161,6 +162,7 @@ export function draw(container, data, by) {
   }
   cy.fit(undefined, 30);
   if (cy.zoom() > 1.5) { cy.zoom(1.5); cy.center(); }  // a few nodes: not blown up to fill the picture
+  cy.nodes(".group").style("font-size", Math.max(16, 15 / cy.zoom()));  // the groups' names readable at any size
   container.dataset.layoutMs = String(Math.round(performance.now() - began));
   return cy;
 }
