@@ -15,6 +15,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextflow.app import App
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,7 +51,7 @@ TOPICS = (
 )
 
 
-def more_nodes(app: object, decision: str) -> None:
+def more_nodes(app: App, decision: str) -> None:
     """A few dozen nodes and edges written through the operations table, for a graph worth a picture."""
     from contextflow.features import operations
 
@@ -90,9 +94,9 @@ def big_graph(out: Path, tmp: str) -> None:
         app.close()
 
 
-def shoot(page: object, target: Path, full_page: bool = False) -> None:
-    page.wait_for_function("document.getElementById('live').textContent === 'live'")  # type: ignore[attr-defined]
-    page.screenshot(path=str(target), full_page=full_page)  # type: ignore[attr-defined]
+def shoot(page: Any, target: Path, full_page: bool = False) -> None:
+    page.wait_for_function("document.getElementById('live').textContent === 'live'")
+    page.screenshot(path=str(target), full_page=full_page)
     print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
 
 
