@@ -256,7 +256,14 @@ def test_all_2000_nodes_are_drawn_grouped_by_type_and_a_chosen_node_shows_its_ed
     assert "Showing 2000 of 2000 nodes" in page.inner_text("#graph-count")
     groups = page.evaluate(f"{CY}.nodes('.group').map((g) => g.data('label'))")
     assert sorted(label.split(" (")[0] for label in groups) == sorted(TYPES)
-    assert page.evaluate(f"{CY}.nodes('.item').filter((n) => n.parent().length === 1).length") == 2000
+    outside = page.evaluate(  # every node inside its group's box
+        f"""() => {CY}.nodes('.item').filter((n) => {{
+            const box = {CY}.$id('group:' + n.data('group')).boundingBox();
+            const p = n.position();
+            return !(box.x1 <= p.x && p.x <= box.x2 && box.y1 <= p.y && p.y <= box.y2);
+        }}).length"""
+    )
+    assert outside == 0 and page.evaluate(f"{CY}.nodes('.item').length") == 2000
     assert (
         page.evaluate(f"{CY}.edges().length") == 0
     )  # 2,000 nodes' edges at once are a hairball: the chosen node's only

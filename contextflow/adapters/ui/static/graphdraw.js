@@ -46,9 +46,13 @@ function styles(big) {
   if (!big) node.label = "data(label)";  // a big view labels the chosen node and its neighbours only
   return [
     { selector: "node", style: node },
-    { selector: "node.group", style: { label: "data(label)", shape: "round-rectangle", "background-color": fg, "background-opacity": 0.04,
-      "border-style": "dashed", "border-color": "#8a8f98", "border-width": 1, "text-valign": "top", "text-halign": "center",
-      "text-margin-y": -4, "font-size": 16, "font-weight": "bold", "min-zoomed-font-size": 4, padding: 14 } },
+    { selector: "edge", style: { "z-index-compare": "manual", "z-index": 2 } },
+    { selector: "node.item", style: { "z-index-compare": "manual", "z-index": 6 } },  // above every edge
+    { selector: "node.group", style: { label: "data(label)", shape: "round-rectangle", width: "data(size)",
+      height: "data(size)", "background-color": fg, "background-opacity": 0.04, "border-style": "dashed",
+      "border-color": "#8a8f98", "border-width": 1, "text-valign": "top", "text-halign": "center", "text-margin-y": -4,
+      "font-size": 16, "font-weight": "bold", "min-zoomed-font-size": 4, events: "no", "z-index-compare": "manual",
+      "z-index": 0 } },
     { selector: "node.pinned", style: { width: 22, height: 22, "border-width": 3 } },
     { selector: "node.off-context", style: { opacity: 0.5 } },
     { selector: "node.root", style: { shape: "diamond", width: 26, height: 26 } },
@@ -57,14 +61,14 @@ function styles(big) {
     { selector: "edge[type = 'SUPERSEDES']", style: { "line-style": "dashed" } },
     { selector: ".faded", style: { opacity: 0.25 } },
     { selector: "edge.near", style: { width: 2.4, label: "data(type)", "line-color": "#e8a200", "target-arrow-color": "#e8a200",
-      "z-index": 9 } },
+      "z-index": 4 } },
     { selector: "node.near", style: { "z-index": 9, label: "data(label)", "min-zoomed-font-size": 4 } },
   ];
 }
 
-function item(n, data, position, parent) {
+function item(n, data, position, group) {
   return { group: "nodes", position, classes: ["item", tierOf(n.tags), n.id === data.around ? "root" : ""].join(" ").trim(),
-    data: { id: n.id, label: clip(n.content, 24), colour: COLOURS[n.type] || "#555555", ...(parent ? { parent } : {}) } };
+    data: { id: n.id, label: clip(n.content, 24), colour: COLOURS[n.type] || "#555555", group } };
 }
 
 // Node i of a disc: a sunflower pattern, evenly spread however many there are.
@@ -93,10 +97,10 @@ function grouped(data, by, aspect) {
     const cx = x + d.r, cy = y + d.r;
     x += 2 * d.r + 3 * STEP;
     row = Math.max(row, 2 * d.r);
-    const parent = by ? "group:" + d.name : null;
-    if (parent) out.push({ group: "nodes", classes: "group", selectable: false, grabbable: false,
-      data: { id: parent, label: d.name + " (" + d.nodes.length + ")" } });
-    d.nodes.forEach((n, i) => { const p = sunflower(i); out.push(item(n, data, { x: cx + p.x, y: cy + p.y }, parent)); });
+    // a box behind each group (not a compound node: 2,000 children make Cytoscape.js twice as slow to start)
+    if (by) out.push({ group: "nodes", classes: "group", selectable: false, grabbable: false, position: { x: cx, y: cy },
+      data: { id: "group:" + d.name, label: d.name + " (" + d.nodes.length + ")", size: 2 * d.r, name: d.name } });
+    d.nodes.forEach((n, i) => { const p = sunflower(i); out.push(item(n, data, { x: cx + p.x, y: cy + p.y }, d.name)); });
   }
   return out;
 }
@@ -125,7 +129,7 @@ function rings(data) {
     radius = k === 0 ? 0 : Math.max(radius + 4 * STEP, (nodes.length * STEP * 1.3) / (2 * Math.PI));
     nodes.forEach((n, i) => {
       const a = (2 * Math.PI * i) / nodes.length + k * 0.4;
-      out.push(item(n, data, { x: radius * Math.cos(a), y: radius * Math.sin(a) }, null));
+      out.push(item(n, data, { x: radius * Math.cos(a), y: radius * Math.sin(a) }, ""));
     });
   }
   return out;
