@@ -123,3 +123,22 @@ def test_a_new_sessions_suggested_id_is_the_branch_read_without_running_git(tmp_
     monkeypatch.setattr(subprocess, "Popen", refuse)
     assert suggest_session_id(app, repo) == "feature/login"
     assert suggest_session_id(app, tmp_path).startswith("session-")  # no repository: a fresh id
+
+
+def test_a_passing_check_is_shown_as_last_run_on_its_branch_and_after_its_files_changed(tmp_path):
+    repo = make_repo(tmp_path / "app")
+    env = machine(tmp_path, "laptop")
+    git(repo, "switch", "-q", "-c", "feature-x")
+    (repo / "test_calc.py").write_text("def test_add(): assert True\n")
+    passing = {"run": "pytest test_calc.py", "exit": 0, "output": "1 passed"}
+    captured(env, repo, "s1", [{"prompt": "test", "steps": [{"edit": "test_calc.py"}, passing], "final": "Green."}])
+    assert "(as last run" not in started(env, repo)  # here, on its branch, files as they were: it stands
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "tests")
+    git(repo, "switch", "-q", "main")
+    shown = started(env, repo)
+    assert "tests (as last run: on feature-x; you are on main" in shown
+    git(repo, "switch", "-q", "feature-x")
+    (repo / "test_calc.py").write_text("def test_add(): assert False\n")
+    shown = started(env, repo)
+    assert "tests (as last run: files it covers changed since: re-run to know)" in shown

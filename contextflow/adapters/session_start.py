@@ -100,8 +100,9 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
             body += f"\n(written in session {quoted_value(latest.session_id, 80)})"
     else:
         title = f"Latest handoff in project {clean(project, True)} (automatic, from the captured turns of the session)"
-        body = automatic_text(latest, changed)
     where = _where(root, state, app.store.writer)
+    if latest.event is None:
+        body = automatic_text(latest, changed, where)
     if where:
         body += "\nMade elsewhere: " + "; ".join(clean(note, True) for note in where)
     if changed:
@@ -145,9 +146,11 @@ def _where(root: str | None, state: dict[str, object], machine: str) -> list[str
     return where_notes(state, Here(root, machine)) if root and isinstance(state, dict) and state else []
 
 
-def automatic_text(latest: Latest, changed: list[Change]) -> str:
+def automatic_text(latest: Latest, changed: list[Change], where: list[str] | None = None) -> str:
     """An automatic handoff derived from a session's turns: a provenance header, then its fields
-    quoted; a failing check whose files changed since is not shown as current."""
+    quoted; a failing check whose files changed since is not shown as current, and every outcome
+    (passing ones too) is labelled as last run when its files changed since or it was run elsewhere
+    (another branch, machine or checkout: `where`)."""
     from contextflow.capture.digest import auto_handoff, decision_text
     from contextflow.capture.outcomes import targets_of
 
@@ -162,8 +165,10 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
             lines.extend([f"{label}:", quote("\n".join(f"- {item}" for item in items))])
 
     block("files", [f + (" (changed since)" if f in moved else "") for f in fields.get("files", [])[:20]])
-    block("tests", fields.get("tests", []))
-    block("commands", fields.get("commands", []))
+    notes = [*(where or []), *(["files it covers changed since: re-run to know"] if changed else [])]
+    ran = f" (as last run: {'; '.join(clean(note, True) for note in notes)})" if notes else ""
+    block("tests" + ran, fields.get("tests", []))
+    block("commands" + ran, fields.get("commands", []))
     current: list[str] = []
     stale: list[str] = []
     for failure in fields.get("failing", []):
