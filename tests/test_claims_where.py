@@ -142,3 +142,17 @@ def test_a_passing_check_is_shown_as_last_run_on_its_branch_and_after_its_files_
     (repo / "test_calc.py").write_text("def test_add(): assert False\n")
     shown = started(env, repo)
     assert "tests (as last run: files it covers changed since: re-run to know)" in shown
+
+
+def test_a_handoff_captured_under_the_former_folder_name_is_found_by_its_repository_only(tmp_path):
+    mine, theirs = make_repo(tmp_path / "a" / "app"), make_repo(tmp_path / "b" / "app")
+    env = machine(tmp_path, "laptop")
+    old_rule = {**env, "MCP_SHARED_CONTEXT_PROJECT": "app"}  # what the folder-name rule named both
+    turn = {"prompt": "x", "steps": [{"edit": "calc.py"}], "final": "We decided to keep the parser in theirs."}
+    captured(old_rule, theirs, "s-theirs", [turn])
+    assert "Latest handoff" not in started(env, mine)  # the other repository's, under the shared old name
+    turn = {"prompt": "y", "steps": [{"edit": "calc.py"}], "final": "Mine: the cache stays in calc.py."}
+    captured(old_rule, mine, "s-mine", [turn])
+    shown = started(env, mine)
+    assert "before it was named by its root commit" in shown and "the cache stays in calc.py" in shown
+    assert "keep the parser in theirs" not in shown

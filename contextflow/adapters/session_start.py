@@ -79,14 +79,15 @@ def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
     return DEFAULT_QUERY, None
 
 
-def handoff_text(app: App, project: str, budget_chars: int, root: str | None = None) -> str:
+def handoff_text(app: App, project: str, budget_chars: int, root: str | None = None, former: bool = False) -> str:
     """The repository's latest handoff (`capture.recall.latest_handoff`: the agent's word, or the
     automatic one derived from the captured turns of the session that worked last), with the files
-    it cites checked against the code now."""
+    it cites checked against the code now. `former`: `project` is the name the rules before root
+    commits gave this repository; its handoff is shown only when it was recorded in `root`."""
     from contextflow.capture import recall
 
     latest = recall.latest_handoff(app, project)
-    if latest is None:
+    if latest is None or (former and not _recorded_here(app, project, latest, root)):
         return ""
     digest = latest.digest or {}
     state = (latest.state or {}) if latest.event is not None else digest.get("state", {})
@@ -100,6 +101,8 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
             body += f"\n(written in session {quoted_value(latest.session_id, 80)})"
     else:
         title = f"Latest handoff in project {clean(project, True)} (automatic, from the captured turns of the session)"
+    if former:
+        title += " (this repository's project before it was named by its root commit)"
     where = _where(root, state, app.store.writer)
     if latest.event is None:
         body = automatic_text(latest, changed, where)
@@ -130,6 +133,19 @@ def written_text(event: Event) -> str:
         if isinstance(items, list) and items:
             lines += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
     return "\n".join(lines)
+
+
+def _recorded_here(app: App, project: str, latest: Latest, root: str | None) -> bool:
+    """Whether a handoff of a former project name was recorded in this repository (`project.recorded_in`):
+    two unrelated repositories shared that name, so nothing else of it is shown."""
+    from contextflow.capture.stored import turns
+    from contextflow.core.project import recorded_in
+
+    if not root:
+        return False
+    if latest.event is not None:
+        return recorded_in(latest.event.data, root) or recorded_in({"turn": {"state": latest.state or {}}}, root)
+    return any(recorded_in(event.data, root) for event in turns(app, project).session(latest.session_id))
 
 
 def _changes(root: str | None, state: dict[str, object], machine: str = "") -> list[Change]:
@@ -331,6 +347,12 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     found = repository_root(Path(cwd)) if cwd else None
     root = str(found) if found else None
     parts = [handoff_text(app, project, chars // 3, root)]
+    if not parts[0] and cwd and root:  # a store written before root commits named this repository
+        from contextflow.core.project import former_project
+
+        former = former_project(cwd)
+        if former and former != project:
+            parts[0] = handoff_text(app, former, chars // 3, root, former=True)
     parts.append(decisions_text(app, project, chars // 5, root, parts[0]))
     parts.append(threads_text(app, chars // 6))
     parts.append(sessions_text(app, project, chars // 6))
