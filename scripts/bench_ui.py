@@ -14,6 +14,7 @@ server on the state the first one left). Then another writer's note on the open 
 figure is printed beside its target. Prints figures only.
 
     scripts/bench_ui.py [--events 100000]
+    scripts/bench_ui.py --pages     # the pages of tests/ui/bigstore.py's store instead (see page_figures)
 
 Everything lives in a temporary folder; the real home is never touched.
 """
@@ -54,6 +55,10 @@ TARGETS = {
     "search warm": 1.0,
     "memory": 400.0,
     "live": 2.0,
+    "health": 1.0,
+    "graph 2000": 2.0,
+    "find": 1.0,
+    "neighbourhood": 2.0,
 }
 
 
@@ -132,6 +137,59 @@ def live_update(page: Any, env: dict[str, str], project: str) -> float:
         other.close()
 
 
+def rendered(page: Any, base: str, route: str, ready: str) -> float:
+    """Seconds from asking for a route (in the open page) to `ready` on screen, drawn anew."""
+    before = page.evaluate("document.body.dataset.rendered || ''")
+    began = time.perf_counter()
+    page.goto(f"{base}/#{route}")
+    page.wait_for_function("b => (document.body.dataset.rendered || '') !== b", arg=before, timeout=120_000)
+    page.wait_for_selector(ready, timeout=120_000)
+    return time.perf_counter() - began
+
+
+def page_figures(root: Path, env: dict[str, str]) -> None:
+    """The pages of a 100,000-event store with 2,000 graph nodes and 200 sessions with long handoffs
+    (`tests/ui/bigstore.py`), its derived tables built first, on a server that has warmed up: the
+    Health page, all 2,000 nodes drawn, a node found by its words and its neighbourhood drawn, and
+    the height of the busiest project's page."""
+    from contextflow.app import App
+    from tests.ui.bigstore import build
+
+    big = build(Path(env["CONTEXTFLOW_STORE"]))
+    app = App.open(env)
+    app.tables().update(600, foreground=True)
+    app.close()
+    print(f"store: tests/ui/bigstore.py, 100,000 events, {len(big.nodes):,} graph nodes; project {big.busiest}")
+    with ui_process(env) as server, browser() as page:
+        page.goto(server.url)
+        base = server.url.split("/?")[0]
+        page.wait_for_selector("main h1", timeout=120_000)
+        health = min(rendered(page, base, f"/health?n={n}", "main table") for n in range(3))  # after the warm-up
+        drawn = rendered(page, base, "/graph?limit=2000", "#graph-canvas[data-ready]")
+        layout = float(page.get_attribute("#graph-canvas", "data-layout-ms") or "nan") / 1000
+        page.get_by_label("Find a node").fill("(#1500)")
+        began = time.perf_counter()
+        page.get_by_role("button", name="Find", exact=True).click()
+        page.wait_for_selector(f'#find-results a[data-id="{big.nodes[1500]}"]')
+        found = time.perf_counter() - began
+        before = page.evaluate("document.body.dataset.rendered")
+        began = time.perf_counter()
+        page.locator("#find-results a").first.click()
+        page.wait_for_function("b => document.body.dataset.rendered !== b", arg=before)
+        page.wait_for_selector("#graph-canvas[data-ready]")
+        near = time.perf_counter() - began
+        rendered(page, base, "/project/" + quote(big.busiest, safe=""), "#timeline article")
+        height = page.evaluate("document.documentElement.scrollHeight")
+    load = os.getloadavg()[0]
+    print(f"pages (warm server; load average {load:.1f} on {os.cpu_count()} cores):")
+    print(row("Health page", health, TARGETS["health"]))
+    print(row("2,000 graph nodes on screen", drawn, TARGETS["graph 2000"]))
+    print(f"  {'  of which built and placed':34} {layout:7.2f} s")
+    print(row("find a node: its results", found, TARGETS["find"]))
+    print(row("a found node's neighbourhood drawn", near, TARGETS["neighbourhood"]))
+    print(f"  {'busiest project page, height':34} {height:7d} px")
+
+
 def row(label: str, value: float | None, target: float, unit: str = "s") -> str:
     shown = "never" if value is None else (f"{value:7.2f} {unit}" if unit == "s" else f"{value:7.0f} {unit}")
     ok = value is not None and value <= target
@@ -141,7 +199,9 @@ def row(label: str, value: float | None, target: float, unit: str = "s") -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
-    events = parser.parse_args().events
+    parser.add_argument("--pages", action="store_true", help="the pages of tests/ui/bigstore.py's store instead")
+    args = parser.parse_args()
+    events = args.events
     missing = have_chromium()
     if missing:
         print(f"bench_ui: {missing}", file=sys.stderr)
@@ -156,6 +216,9 @@ def main() -> int:
             "CONTEXTFLOW_STATE": str(root / "state"),
             "CONTEXTFLOW_WRITER": "bench",
         }
+        if args.pages:
+            page_figures(root, env)
+            return 0
         store = generate_store(root / "store", events)
         project = max(store.sessions, key=lambda p: len(store.sessions[p]))
         print(f"store: {events:,} events, {store.bytes / 1e6:.1f} MB; page: project {project}; search {QUERY!r}")

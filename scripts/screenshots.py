@@ -2,7 +2,9 @@
 
 Writes a demo store by real tool calls (the one the UI tests use, and a few dozen more graph nodes
 through the same operations) in a temporary folder, serves the UI on a free loopback port and
-photographs each page in Debian's chromium through Playwright.
+photographs each page in Debian's chromium through Playwright. Then the graph of a big store
+(`tests/ui/bigstore.py`: 2,000 nodes): all of them grouped by type, and a node found by its words
+with its neighbourhood and details.
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR]
 """
@@ -13,6 +15,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextflow.app import App
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,7 +51,7 @@ TOPICS = (
 )
 
 
-def more_nodes(app: object, decision: str) -> None:
+def more_nodes(app: App, decision: str) -> None:
     """A few dozen nodes and edges written through the operations table, for a graph worth a picture."""
     from contextflow.features import operations
 
@@ -56,6 +62,42 @@ def more_nodes(app: object, decision: str) -> None:
         links = [{"to": made[(n * 7) % len(made)], "type": ("DEPENDS_ON", "RELATES_TO", "DERIVED_FROM")[n % 3]}]
         args = {"type": kinds[n % len(kinds)], "content": f"{topic} ({n // len(TOPICS) + 1})", "links": links}
         made.append(ops["graph_remember"].run(app, {**args, "agent": ("claude", "codex", "gemini")[n % 3]}).data["id"])
+
+
+def big_graph(out: Path, tmp: str) -> None:
+    """All 2,000 nodes of the big store; and a node found by its words, its neighbourhood drawn."""
+    from contextflow.app import App
+    from tests.ui.bigstore import build
+    from tests.ui.serving import browser, running
+
+    os.environ.update(CONTEXTFLOW_STORE=f"{tmp}/big", CONTEXTFLOW_STATE=f"{tmp}/big-state")
+    big = build(Path(f"{tmp}/big"))
+    app = App.open()
+    app.tables().update(600, foreground=True)
+    try:
+        with running(app) as url, browser() as page:
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            base = url.split("/?")[0]
+            page.goto(f"{base}/#/graph?limit=2000")
+            page.wait_for_selector("#graph-canvas[data-ready]")
+            shoot(page, out / "graph-2000.png")
+            page.goto(f"{base}/#/graph")
+            page.wait_for_selector("#graph-canvas[data-ready]")
+            page.get_by_label("Find a node").fill("(#1502)")
+            page.get_by_role("button", name="Find", exact=True).click()
+            page.locator("#find-results a").first.click()
+            page.wait_for_selector(f'#node-detail[data-id="{big.nodes[1502]}"]')
+            page.wait_for_selector("#graph-canvas[data-ready]")
+            shoot(page, out / "graph-find.png")
+    finally:
+        app.close()
+
+
+def shoot(page: Any, target: Path, full_page: bool = False) -> None:
+    page.wait_for_function("document.getElementById('live').textContent === 'live'")
+    page.screenshot(path=str(target), full_page=full_page)
+    print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
 
 
 def main() -> int:
@@ -87,12 +129,10 @@ def main() -> int:
                         more_nodes(app, written.nodes["decision"])
                     page.goto(f"{base}/#{route.format(**written.nodes)}")
                     page.wait_for_selector(ready)
-                    page.wait_for_function("document.getElementById('live').textContent === 'live'")
-                    target = out / f"{name}.png"
-                    page.screenshot(path=str(target), full_page=name.startswith("graph"))
-                    print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
+                    shoot(page, out / f"{name}.png", full_page=name.startswith("graph"))
         finally:
             app.close()
+        big_graph(out, tmp)
     return 0
 
 

@@ -1,4 +1,7 @@
-"""scripts/bench --quick runs end to end inside a temp folder and prints every section."""
+"""scripts/bench --quick runs end to end inside a temp folder and prints every section.
+
+Benchmarks are slow by nature (about 30 s together): they run with `scripts/test --all` (CI), not in the
+fast suite."""
 
 from __future__ import annotations
 
@@ -6,6 +9,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
 
 BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench"
 SECTIONS = (

@@ -123,3 +123,36 @@ def test_a_new_sessions_suggested_id_is_the_branch_read_without_running_git(tmp_
     monkeypatch.setattr(subprocess, "Popen", refuse)
     assert suggest_session_id(app, repo) == "feature/login"
     assert suggest_session_id(app, tmp_path).startswith("session-")  # no repository: a fresh id
+
+
+def test_a_passing_check_is_shown_as_last_run_on_its_branch_and_after_its_files_changed(tmp_path):
+    repo = make_repo(tmp_path / "app")
+    env = machine(tmp_path, "laptop")
+    git(repo, "switch", "-q", "-c", "feature-x")
+    (repo / "test_calc.py").write_text("def test_add(): assert True\n")
+    passing = {"run": "pytest test_calc.py", "exit": 0, "output": "1 passed"}
+    captured(env, repo, "s1", [{"prompt": "test", "steps": [{"edit": "test_calc.py"}, passing], "final": "Green."}])
+    assert "(as last run" not in started(env, repo)  # here, on its branch, files as they were: it stands
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "tests")
+    git(repo, "switch", "-q", "main")
+    shown = started(env, repo)
+    assert "tests (as last run: on feature-x; you are on main" in shown
+    git(repo, "switch", "-q", "feature-x")
+    (repo / "test_calc.py").write_text("def test_add(): assert False\n")
+    shown = started(env, repo)
+    assert "tests (as last run: files it covers changed since: re-run to know)" in shown
+
+
+def test_a_handoff_captured_under_the_former_folder_name_is_found_by_its_repository_only(tmp_path):
+    mine, theirs = make_repo(tmp_path / "a" / "app"), make_repo(tmp_path / "b" / "app")
+    env = machine(tmp_path, "laptop")
+    old_rule = {**env, "MCP_SHARED_CONTEXT_PROJECT": "app"}  # what the folder-name rule named both
+    turn = {"prompt": "x", "steps": [{"edit": "calc.py"}], "final": "We decided to keep the parser in theirs."}
+    captured(old_rule, theirs, "s-theirs", [turn])
+    assert "Latest handoff" not in started(env, mine)  # the other repository's, under the shared old name
+    turn = {"prompt": "y", "steps": [{"edit": "calc.py"}], "final": "Mine: the cache stays in calc.py."}
+    captured(old_rule, mine, "s-mine", [turn])
+    shown = started(env, mine)
+    assert "before it was named by its root commit" in shown and "the cache stays in calc.py" in shown
+    assert "keep the parser in theirs" not in shown

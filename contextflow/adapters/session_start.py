@@ -79,14 +79,15 @@ def default_query(app: App, hooks: Path) -> tuple[str, int | None]:
     return DEFAULT_QUERY, None
 
 
-def handoff_text(app: App, project: str, budget_chars: int, root: str | None = None) -> str:
+def handoff_text(app: App, project: str, budget_chars: int, root: str | None = None, former: bool = False) -> str:
     """The repository's latest handoff (`capture.recall.latest_handoff`: the agent's word, or the
     automatic one derived from the captured turns of the session that worked last), with the files
-    it cites checked against the code now."""
+    it cites checked against the code now. `former`: `project` is the name the rules before root
+    commits gave this repository; its handoff is shown only when it was recorded in `root`."""
     from contextflow.capture import recall
 
     latest = recall.latest_handoff(app, project)
-    if latest is None:
+    if latest is None or (former and not _recorded_here(app, project, latest, root)):
         return ""
     digest = latest.digest or {}
     state = (latest.state or {}) if latest.event is not None else digest.get("state", {})
@@ -100,8 +101,11 @@ def handoff_text(app: App, project: str, budget_chars: int, root: str | None = N
             body += f"\n(written in session {quoted_value(latest.session_id, 80)})"
     else:
         title = f"Latest handoff in project {clean(project, True)} (automatic, from the captured turns of the session)"
-        body = automatic_text(latest, changed)
+    if former:
+        title += " (this repository's project before it was named by its root commit)"
     where = _where(root, state, app.store.writer)
+    if latest.event is None:
+        body = automatic_text(latest, changed, where)
     if where:
         body += "\nMade elsewhere: " + "; ".join(clean(note, True) for note in where)
     if changed:
@@ -131,6 +135,19 @@ def written_text(event: Event) -> str:
     return "\n".join(lines)
 
 
+def _recorded_here(app: App, project: str, latest: Latest, root: str | None) -> bool:
+    """Whether a handoff of a former project name was recorded in this repository (`project.recorded_in`):
+    two unrelated repositories shared that name, so nothing else of it is shown."""
+    from contextflow.capture.stored import turns
+    from contextflow.core.project import recorded_in
+
+    if not root:
+        return False
+    if latest.event is not None:
+        return recorded_in(latest.event.data, root) or recorded_in({"turn": {"state": latest.state or {}}}, root)
+    return any(recorded_in(event.data, root) for event in turns(app, project).session(latest.session_id))
+
+
 def _changes(root: str | None, state: dict[str, object], machine: str = "") -> list[Change]:
     """The files `state` cites that are not as captured, as seen from `root` on this machine (`machine`)."""
     from contextflow.capture.filestate import Here, changes
@@ -145,9 +162,11 @@ def _where(root: str | None, state: dict[str, object], machine: str) -> list[str
     return where_notes(state, Here(root, machine)) if root and isinstance(state, dict) and state else []
 
 
-def automatic_text(latest: Latest, changed: list[Change]) -> str:
+def automatic_text(latest: Latest, changed: list[Change], where: list[str] | None = None) -> str:
     """An automatic handoff derived from a session's turns: a provenance header, then its fields
-    quoted; a failing check whose files changed since is not shown as current."""
+    quoted; a failing check whose files changed since is not shown as current, and every outcome
+    (passing ones too) is labelled as last run when its files changed since or it was run elsewhere
+    (another branch, machine or checkout: `where`)."""
     from contextflow.capture.digest import auto_handoff, decision_text
     from contextflow.capture.outcomes import targets_of
 
@@ -162,8 +181,10 @@ def automatic_text(latest: Latest, changed: list[Change]) -> str:
             lines.extend([f"{label}:", quote("\n".join(f"- {item}" for item in items))])
 
     block("files", [f + (" (changed since)" if f in moved else "") for f in fields.get("files", [])[:20]])
-    block("tests", fields.get("tests", []))
-    block("commands", fields.get("commands", []))
+    notes = [*(where or []), *(["files it covers changed since: re-run to know"] if changed else [])]
+    ran = f" (as last run: {'; '.join(clean(note, True) for note in notes)})" if notes else ""
+    block("tests" + ran, fields.get("tests", []))
+    block("commands" + ran, fields.get("commands", []))
     current: list[str] = []
     stale: list[str] = []
     for failure in fields.get("failing", []):
@@ -326,6 +347,12 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     found = repository_root(Path(cwd)) if cwd else None
     root = str(found) if found else None
     parts = [handoff_text(app, project, chars // 3, root)]
+    if not parts[0] and cwd and root:  # a store written before root commits named this repository
+        from contextflow.core.project import former_project
+
+        former = former_project(cwd)
+        if former and former != project:
+            parts[0] = handoff_text(app, former, chars // 3, root, former=True)
     parts.append(decisions_text(app, project, chars // 5, root, parts[0]))
     parts.append(threads_text(app, chars // 6))
     parts.append(sessions_text(app, project, chars // 6))

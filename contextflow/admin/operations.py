@@ -128,14 +128,20 @@ OPERATIONS = (
         "ui",
         "Open the local web page to see and curate memory",
         (
-            integer("port", 0, 65535, "Port on 127.0.0.1 (default 8766; 0 picks a free one).", cli_default=8766),
+            integer(
+                "port",
+                0,
+                65535,
+                "Port on 127.0.0.1 (default: this store's, kept between starts, 8766 at first; 0 picks a free one).",
+            ),
             boolean("no_open", "Print the URL only; do not open a browser."),
         ),
         present.ui,
         command=("ui",),
         tool=False,
-        cli_description="Serve a local web page on 127.0.0.1 (its first output line is the URL with a fresh "
-        "token): projects and their sessions, what the next session start injects, search, the knowledge graph, "
+        cli_description="Serve a local web page on 127.0.0.1 (its first output line is the URL with this "
+        "store's token, the same on every start): projects and their sessions, what the next session start "
+        "injects, search, the knowledge graph, "
         "records, threads, conversations and store health, updated live; pin, archive, forget, tag, and mark "
         "handoffs wrong (see docs/ui.md).",
         read_only=False,

@@ -29,7 +29,7 @@ def serve(app: App, args: JSON) -> Reply:
 def ui(app: App, args: JSON) -> Reply:
     from contextflow.adapters.ui.server import run_ui
 
-    run_ui(app, args["port"], open_browser=not args.get("no_open"))
+    run_ui(app, args.get("port"), open_browser=not args.get("no_open"))
     return Reply.finished()
 
 

@@ -124,6 +124,25 @@ def test_every_page_renders(ui: tuple[Any, str, dict[str, str]], big: BigStore) 
     assert page.locator("#timeline article").count() == 50
 
 
+def test_a_projects_timeline_is_compact_until_an_entry_is_opened(
+    ui: tuple[Any, str, dict[str, str]], big: BigStore
+) -> None:
+    page, base, _ = ui
+    visit(page, base, "/")  # from elsewhere: the project's page is drawn anew
+    visit(page, base, f"/project/{quote(big.busiest, safe='')}")
+    cards = page.locator("#timeline article")
+    assert cards.count() == 50
+    line = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#timeline .entry-text')).lineHeight)")
+    heights = [cards.nth(n).bounding_box()["height"] for n in range(cards.count())]
+    assert max(heights) < 6 * line, heights  # a heading, two lines of text, "Show all": not a wall of handoff
+    handoff = page.locator("#timeline article.handoff").first
+    handoff.get_by_role("button", name="Show all").click()
+    opened = handoff.inner_text()
+    assert "Errors: AssertionError" in opened and "Next steps" in opened and "Mark this handoff as wrong" in opened
+    assert handoff.bounding_box()["height"] > 6 * line
+    print(f"the project page of {big.busiest}: {page.evaluate('document.documentElement.scrollHeight')} px tall")
+
+
 def test_no_table_cell_breaks_a_word(ui: tuple[Any, str, dict[str, str]], big: BigStore) -> None:
     page, base, _ = ui
     for route in ("/", f"/project/{quote(big.busiest, safe='')}?n=200", "/health"):
@@ -141,33 +160,126 @@ def test_no_table_cell_breaks_a_word(ui: tuple[Any, str, dict[str, str]], big: B
     assert page.evaluate(BROKEN_WORDS) == []  # opened, it wraps between words only
 
 
+CY = "document.querySelector('#graph-canvas')._cy"
+EDGES_OF = """async (id) => {
+    const n = await (await fetch('/api/node?id=' + id)).json();
+    return n.edges_out.length + n.edges_in.length;
+}"""
+TYPES = ("fact", "decision", "pattern", "observation", "task", "summary", "open-question")  # bigstore's
+
+
+def linked(page: Any, big: BigStore, numbers: range) -> int:
+    """The first of these nodes that has an edge."""
+    return next(n for n in numbers if page.evaluate(EDGES_OF, big.nodes[n]) > 0)
+
+
+def box(page: Any, selector: str) -> dict[str, float]:
+    found = page.locator(selector).bounding_box()
+    assert found is not None, selector
+    return dict(found)
+
+
+def beside(page: Any, selector: str) -> None:
+    """`selector` stands to the right of the picture, level with it (not below it, off-screen)."""
+    canvas, side = box(page, "#graph-canvas"), box(page, selector)
+    assert side["x"] >= canvas["x"] + canvas["width"] and side["y"] < canvas["y"] + canvas["height"] / 2
+
+
 def test_every_node_of_the_graphs_first_view_can_be_clicked(ui: tuple[Any, str, dict[str, str]]) -> None:
     page, base, _ = ui
     visit(page, base, "/graph")
     page.wait_for_selector("#graph-canvas[data-ready]")
     assert "Showing 120 of 2000 nodes" in page.inner_text("#graph-count")
-    box = page.locator("#graph-canvas").bounding_box()
-    assert box["width"] >= 1200  # the full width of the page
+    canvas = box(page, "#graph-canvas")
+    assert canvas["width"] >= 800  # most of the page's width, the details beside it
     nodes = page.evaluate(
-        """() => document.querySelector('#graph-canvas')._cy.nodes().map((n) => ({
-            id: n.id(), x: n.renderedPosition('x'), y: n.renderedPosition('y') }))"""
+        f"""() => {CY}.nodes('.item').map((n) => ({{
+            id: n.id(), x: n.renderedPosition('x'), y: n.renderedPosition('y') }}))"""
     )
     assert len(nodes) == 120
-    assert page.evaluate("document.querySelector('#graph-canvas')._cy.edges().length") > 0
+    assert page.evaluate(f"{CY}.edges().length") > 0
     missed = []
     for node in nodes:
-        assert 0 <= node["x"] <= box["width"] and 0 <= node["y"] <= box["height"], node
-        page.mouse.click(box["x"] + node["x"], box["y"] + node["y"])
-        chosen = page.evaluate("document.querySelector('#graph-canvas')._cy.$(':selected').map((n) => n.id())")
+        assert 0 <= node["x"] <= canvas["width"] and 0 <= node["y"] <= canvas["height"], node
+        page.mouse.click(canvas["x"] + node["x"], canvas["y"] + node["y"])
+        chosen = page.evaluate(f"{CY}.$(':selected').map((n) => n.id())")
         if chosen != [node["id"]]:
             missed.append(node["id"])
     assert missed == []
     page.wait_for_selector(f'#node-detail[data-id="{nodes[-1]["id"]}"]')
+    beside(page, "#node-detail")
     before = page.evaluate("document.body.dataset.rendered")
     page.get_by_role("link", name="Its neighbourhood").click()
     page.wait_for_function("before => document.body.dataset.rendered !== before", arg=before)
     page.wait_for_selector("#graph-canvas[data-ready]")
     assert "The neighbourhood of one node" in page.inner_text("#graph-count")
+
+
+def test_a_node_found_by_its_words_is_drawn_with_its_neighbourhood_beside_its_details(
+    ui: tuple[Any, str, dict[str, str]], big: BigStore
+) -> None:
+    page, base, _ = ui
+    visit(page, base, "/graph")
+    number = linked(page, big, range(1500, 1600))
+    target = big.nodes[number]
+    page.get_by_label("Find a node").fill(f"(#{number})")  # the end of its content: no other node holds it
+    page.get_by_role("button", name="Find", exact=True).click()
+    page.wait_for_selector(f'#find-results a[data-id="{target}"]')
+    assert page.locator("#find-results a").count() == 1
+    beside(page, "#find-results")
+    before = page.evaluate("document.body.dataset.rendered")
+    page.locator("#find-results a").click()
+    page.wait_for_function("before => document.body.dataset.rendered !== before", arg=before)
+    page.wait_for_selector("#graph-canvas[data-ready]")
+    drawn = page.evaluate(
+        f"() => ({{ root: {CY}.$('.root').id(), nodes: {CY}.nodes('.item').length, edges: {CY}.edges().length }})"
+    )
+    assert drawn["root"] == target and drawn["nodes"] >= 2 and drawn["edges"] >= 1, drawn
+    detail = page.wait_for_selector(f'#node-detail[data-id="{target}"]')
+    assert f"(#{number})" in detail.inner_text()
+    beside(page, "#node-detail")
+    ends = page.locator("#node-detail ul.edges a")
+    assert ends.count() >= 1
+    for n in range(ends.count()):  # an edge reads as its other end's type and words, not as an id
+        text, other = ends.nth(n).inner_text(), ends.nth(n).get_attribute("data-id")
+        assert other not in text and text.split(":")[0] in TYPES, text
+    assert page.get_by_label("Find a node").input_value() == f"(#{number})"  # the search stays, with its results
+    assert page.locator("#find-results a").count() == 1
+
+
+def test_all_2000_nodes_are_drawn_grouped_by_type_and_a_chosen_node_shows_its_edges(
+    ui: tuple[Any, str, dict[str, str]], big: BigStore
+) -> None:
+    page, base, _ = ui
+    visit(page, base, "/graph?limit=2000")
+    page.wait_for_selector("#graph-canvas[data-ready]")
+    assert "Showing 2000 of 2000 nodes" in page.inner_text("#graph-count")
+    groups = page.evaluate(f"{CY}.nodes('.group').map((g) => g.data('label'))")
+    assert sorted(label.split(" (")[0] for label in groups) == sorted(TYPES)
+    outside = page.evaluate(  # every node inside its group's box
+        f"""() => {CY}.nodes('.item').filter((n) => {{
+            const box = {CY}.$id('group:' + n.data('group')).boundingBox();
+            const p = n.position();
+            return !(box.x1 <= p.x && p.x <= box.x2 && box.y1 <= p.y && p.y <= box.y2);
+        }}).length"""
+    )
+    assert outside == 0 and page.evaluate(f"{CY}.nodes('.item').length") == 2000
+    assert (
+        page.evaluate(f"{CY}.edges().length") == 0
+    )  # 2,000 nodes' edges at once are a hairball: the chosen node's only
+    print(f"2,000 nodes: built and placed in {page.get_attribute('#graph-canvas', 'data-layout-ms')} ms")
+    page.locator("summary", has_text="nodes in the picture, as a list").click()
+    target = big.nodes[linked(page, big, range(1999, 1800, -1))]
+    page.locator(f'.node-list button[data-id="{target}"]').click()
+    page.wait_for_selector(f'#node-detail[data-id="{target}"]')
+    near = page.evaluate(
+        f"() => ({{ edges: {CY}.edges().length, lit: {CY}.$('.near').length, faded: {CY}.$('.faded').length }})"
+    )
+    assert near["edges"] >= 1 and near["lit"] >= 2 and near["faded"] > 1000, near
+    visit(page, base, "/graph?limit=2000&group=project")
+    page.wait_for_selector("#graph-canvas[data-ready]")
+    projects = page.evaluate(f"{CY}.nodes('.group').map((g) => g.data('label').split(' (')[0])")
+    assert sorted(projects) == sorted(big.projects)
 
 
 def test_the_live_feed_shows_a_note_another_process_wrote_within_2_s(

@@ -158,6 +158,7 @@ def test_marking_a_handoff_wrong_changes_the_next_session_start(ui: tuple[Any, s
     assert bad in session_start("acme/shop", "checkout-flow")
     visit(page, base, "/project/acme%2Fshop")
     card = page.locator(f'article[data-id="{bad}"]')
+    card.get_by_role("button", name="Show all").click()  # a compact entry opens to its lists and actions
     card.get_by_role("button", name="Mark this handoff as wrong").click()
     card.get_by_label("Reason").fill("refunds still fail")
     card.get_by_role("button", name="Mark wrong").click()
@@ -222,11 +223,16 @@ def test_forgetting_asks_first_can_be_undone_and_says_what_happened(ui: tuple[An
         assert fact in graph(app).live  # undone: still there
     finally:
         app.close()
+    drawn = page.evaluate("document.body.dataset.rendered")
     page.get_by_role("button", name="Forget (delete)").click()
     page.get_by_role("dialog").get_by_role("button", name="Forget").click()
     page.wait_for_function(
         "() => document.getElementById('notice').textContent.startsWith('Forgot node')", timeout=15_000
     )
+    page.wait_for_function("before => document.body.dataset.rendered !== before", arg=drawn)  # drawn again
+    assert "node=" not in page.url  # the page no longer asks for the node
+    assert page.locator("main .error").count() == 0  # no "was deleted" beside the notice that says it went well
+    assert page.locator("#node-detail").count() == 0
     app = App.open()
     try:
         assert fact not in graph(app).live

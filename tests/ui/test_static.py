@@ -41,7 +41,7 @@ def test_the_graph_library_ships_with_its_licence_and_fetches_nothing() -> None:
     assert 'version="3.35.0"' in code  # the version MAINTAINERS.md names
     for sink in ("fetch(", "XMLHttpRequest", "WebSocket", "importScripts", "eval(", "new Function", "innerHTML"):
         assert sink not in code, sink
-    assert 'from "./vendor/cytoscape.esm.min.js"' in (STATIC / "graph.js").read_text()
+    assert 'from "./vendor/cytoscape.esm.min.js"' in (STATIC / "graphdraw.js").read_text()
 
 
 def test_the_scripts_never_parse_text_as_html() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hmac
 import secrets
-import socket
 import sys
 import threading
 import time
@@ -32,12 +31,13 @@ from starlette.responses import FileResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from contextflow.adapters.ui import address
+from contextflow.adapters.ui.address import HOST, bind
 from contextflow.adapters.ui.api import Api
 from contextflow.adapters.ui.transport import Connections, protocol_for
 from contextflow.app import App
-from contextflow.core.errors import InputError
 
-HOST = "127.0.0.1"
+__all__ = ["HOST", "bind", "build_app", "run_ui"]
 CODE_TTL_S = 120.0  # how long the browser's one-time code opens the page
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -156,29 +156,18 @@ def build_app(app: App, token: str, port: int, api: Api | None = None, connectio
     return Guard(Starlette(routes=routes), token, port, connections)
 
 
-def bind(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-    except OSError as exc:
-        sock.close()
-        raise InputError(
-            f"cannot listen on {HOST}:{port}: {exc.strerror}; pick another --port (0: any free one)"
-        ) from None
-    sock.listen(64)
-    return sock
-
-
-def run_ui(app: App, port: int, open_browser: bool = True) -> None:
-    """Serve until interrupted. The first line printed is the URL with its fresh token."""
+def run_ui(app: App, port: int | None, open_browser: bool = True) -> None:
+    """Serve until interrupted. The first line printed is the URL with this store's token; without a
+    `port`, on this store's kept port (`address.py`): the same URL on every start."""
     import uvicorn
 
-    sock = bind(port)
+    sock, note = address.listen(app.store.state_dir, port)
     bound = sock.getsockname()[1]
-    token = secrets.token_urlsafe(32)
+    token = address.token(app.store.state_dir)
     url = f"http://{HOST}:{bound}/?token={token}"
     print(url, flush=True)
+    if note:
+        print(f"contextflow ui: {note}", file=sys.stderr, flush=True)
     print("contextflow ui: serving on this machine only; Ctrl-C stops it", file=sys.stderr, flush=True)
     api = Api(app)
     threading.Thread(target=api.warm, daemon=True).start()  # fold the store before the first page asks

@@ -12,22 +12,36 @@ export function short(iso) {  // "2026-11-28 14:05" (the whole stamp in the tool
   return when(iso).replace(/:\d\d(\.\d+)?Z$/, "");
 }
 
+// A timeline entry, compact: its heading, one line of where it comes from and two lines of its text.
+// "Show all" opens it: the whole text, its lists (next steps, files, tags) and marking it wrong.
 function entryCard(entry, wrong) {
   const isHandoff = entry.kind === "handoff";
-  const card = h("article", { class: "entry " + (isHandoff ? "handoff" : "note"), "data-id": entry.id },
+  const text = String((isHandoff ? entry.summary : entry.text) || "");
+  const body = h("p", { class: "entry-text" }, text);
+  const more = h("div", { class: "entry-more" });
+  for (const [name, label] of [["next_steps", "Next steps"], ["open_questions", "Open questions"], ["files", "Files"],
+    ["tags", "Tags"]]) {
+    if (Array.isArray(entry[name]) && entry[name].length) {
+      more.append(h("h4", {}, label), h("ul", {}, entry[name].map((item) => h("li", {}, item))));
+    }
+  }
+  if (isHandoff && !wrong.has(entry.id)) more.append(wrongForm(entry.id));
+  const card = h("article", { class: "entry compact " + (isHandoff ? "handoff" : "note"), "data-id": entry.id },
     h("h3", {}, (isHandoff ? (entry.auto ? "Automatic handoff" : "Handoff") : "Note") + " by " + (entry.agent || "unknown"),
       wrong.has(entry.id) ? h("span", { class: "badge bad" }, "marked wrong") : null),
     meta(when(entry.ts), "machine " + entry.writer, entry.session_id ? "session " + entry.session_id : "no session",
       entry.task ? "task " + entry.task : "", "id " + entry.id),
-    longText(isHandoff ? entry.summary : entry.text));
-  for (const [name, label] of [["next_steps", "Next steps"], ["open_questions", "Open questions"], ["files", "Files"],
-    ["tags", "Tags"]]) {
-    if (Array.isArray(entry[name]) && entry[name].length) {
-      card.append(h("h4", {}, label), h("ul", {}, entry[name].map((item) => h("li", {}, item))));
-    }
-  }
+    body);
   if (entry.wrong_handoff) card.append(h("p", { class: "badge bad" }, "marks handoff " + entry.wrong_handoff + " as wrong"));
-  if (isHandoff && !wrong.has(entry.id)) card.append(wrongForm(entry.id));
+  const long = text.length > 160 || text.includes("\n");
+  if (long || more.childElementCount) {
+    const toggle = button("Show all", () => {
+      const open = card.classList.toggle("open");
+      toggle.textContent = open ? "Show less" : "Show all";
+      toggle.setAttribute("aria-expanded", String(open));
+    }, { class: "linkish", "aria-expanded": "false" });
+    card.append(more, toggle);
+  }
   return card;
 }
 
