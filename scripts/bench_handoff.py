@@ -2,16 +2,23 @@
 """What the next session is told, checked fact by fact, over recorded sessions of Claude Code,
 Gemini CLI and Codex (tests/fixtures/handoff/, written by make_handoff_fixtures.py).
 
-Each case replays its sessions through the real hooks (`contextflow hook stop`, Gemini's
-AfterAgent, SessionEnd) on a fresh store and git repository, in order, with what happens around
-them (a handoff the agent writes through the server during a turn, files edited and committed
-after); then the next client's `hook session-start` runs in the repository. For each kind of fact
-it prints how many reached that session start, how many were shown stale and how many were lost,
-the secrets found anywhere (store, state folder, output), and each session start's size against
-each client's limit. Exit status 1 when a target is missed (every fact carried, none stale, no
-secret, every session start within every client's limit).
+Each case builds its world (benchlib/handoff_world.py): one store folder, one or two machines (a
+writer id, a home and a state folder each), real git repositories (with or without a remote, clones,
+branches) and plain folders in a temporary folder. Its sessions run in order, each as its client
+runs it: `contextflow hook session-start` when it opens, `hook prompt-submit` (Gemini: BeforeAgent)
+as each prompt is sent, the transcript written where the client writes it, a Stop (Gemini:
+AfterAgent) per turn, SessionEnd at the end, all subprocesses with the client's payload on stdin; a
+session killed mid-way runs no Stop or SessionEnd. Around them, what
+people do: a handoff written through the CLI while a turn runs, contextflow commands, files edited,
+commits, branch switches. Then the next client's session start runs in each folder a fact names.
 
-    python scripts/bench_handoff.py [--fixtures tests/fixtures/handoff] [--show CASE]
+Each fact (benchlib/handoff_judge.py) is carried, shown stale, shown in the wrong project, lost, or
+(planted instructions) live; secrets are looked for everywhere (store, state folders, every session
+start). Every session start is measured against each client's limit. Exit status 1 when any fact is
+not carried, a secret is found, a session start is over a limit or a step failed; each miss is
+printed with its case, its kind and why.
+
+    python scripts/bench_handoff.py [--fixtures FOLDER] [--case NAME] [--show CASE] [--jobs N] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -19,36 +26,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib.handoff_judge import VERDICTS, judge, secret_verdict
+from benchlib.handoff_world import Folder, World, git, injected, payload, project_hash, transcript_path
 from benchlib.report import heading, table
-from benchlib.transcripts import ROOT, SECRETS
+from benchlib.transcripts import PROJECT_HASH, ROOT, SECRETS, WRITERS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "handoff"
-GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid", "GIT_COMMITTER_NAME": "b"}
-GIT_ENV |= {"GIT_COMMITTER_EMAIL": "b@example.invalid", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **GIT_ENV}, timeout=60)
-
-
-def new_repository(root: Path, name: str) -> Path:
-    repo = root / name
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "remote", "add", "origin", f"https://github.com/bench/{name}.git")
-    (repo / "README.md").write_text("bench\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "start")
-    return repo
+# the lines of a turn's last command and reply a client has not written while the command runs: Claude
+# Code its result and the reply, Gemini CLI the call (written with its result) and the reply, Codex the
+# completed command item, the reply and task_complete
+UNWRITTEN = {"claude-code": 2, "gemini-cli": 2, "codex": 3}
+KILLED_AGO = 300  # seconds between a killed session's last write and the next session start
+TARGET = "target (every fact carried, none stale or misplaced, no secret, within every limit)"
 
 
 def with_secrets(text: str) -> str:
@@ -57,17 +57,16 @@ def with_secrets(text: str) -> str:
     return text
 
 
-def hook(event: str, payload: dict[str, Any], env: dict[str, str]) -> str:
-    from contextflow.adapters import hooks
+def filled(text: str, folder: Folder) -> str:
+    """A fixture's text as it is on this machine: the real folder, its hash, the real secrets."""
+    return with_secrets(text.replace(ROOT, str(folder.path)).replace(PROJECT_HASH, project_hash(folder)))
 
-    return hooks.run(event, json.dumps(payload).encode(), env)
 
-
-def write_files(repo: Path, session: dict[str, Any], lines: list[str], upto: int) -> None:
+def write_files(folder: Folder, session: dict[str, Any], lines: list[str], upto: int) -> None:
     """Make the files the transcript's turns so far wrote exist (the client would have written them)."""
     for line in lines[:upto]:
-        for path in _written(line, str(repo) + "/"):
-            target = repo / path
+        for path in _written(line, str(folder.path) + "/"):
+            target = folder.path / path
             if not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(f"# written in {session['transcript']}\n")
@@ -83,147 +82,185 @@ def _written(line: str, marker: str) -> list[str]:
     return found
 
 
-def replay(case: dict[str, Any], session: dict[str, Any], n: int, repo: Path, env: dict[str, str], home: Path) -> None:
-    """One session through the hooks its client runs: a Stop (AfterAgent) per turn, SessionEnd at the end."""
-    client = session["client"]
-    source = (FIXTURES / session["transcript"]).read_text()
-    lines = with_secrets(source.replace(ROOT, str(repo))).splitlines(keepends=True)
-    folder = {
-        "claude-code": ".claude/projects/bench",
-        "gemini-cli": ".gemini/tmp/bench/chats",
-        "codex": ".codex/sessions",
-    }
-    name = {"codex": f"rollout-{case['name']}-{n}.jsonl", "gemini-cli": f"session-{case['name']}-{n}.jsonl"}
-    transcript = home / folder[client] / name.get(client, f"{case['name']}-{n}.jsonl")
+def replay(world: World, session: dict[str, Any], n: int) -> None:
+    """One session as its client runs it (or what a person does at the terminal), then what follows it."""
+    folder = world.folders[session.get("folder", "main")]
+    for args in (session.get("before") or {}).get("git", []):
+        git(folder.path, *args)
+    if "person" in session:
+        person(world, folder, session["person"])
+    else:
+        client_session(world, session, n, folder)
+    after = session.get("after") or {}
+    for path in after.get("edit", []):
+        with open(folder.path / path, "a", encoding="utf-8") as handle:
+            handle.write("# changed after the handoff\n")
+    if after.get("commit"):
+        git(folder.path, "add", "-A")
+        git(folder.path, "commit", "-qm", after.get("message", "later work"))
+    for args in after.get("git", []):
+        git(folder.path, *args)
+
+
+def client_session(world: World, session: dict[str, Any], n: int, folder: Folder) -> None:
+    client, sid = session["client"], session["session_id"]
+    lines = filled((FIXTURES / session["transcript"]).read_text(), folder).splitlines(keepends=True)
+    transcript = transcript_path(client, folder, sid)
     transcript.parent.mkdir(parents=True, exist_ok=True)
-    transcript.write_text("")
-    run_env = {**env, "CONTEXTFLOW_CLIENT": client}
-    base = {"session_id": f"{case['name']}-{n}", "cwd": str(repo), "transcript_path": str(transcript)}
-    written = 0
+    transcript.write_text("".join(lines[: session["head"]]))  # Codex and Gemini CLI write a header first
+    written = session["head"]
+    opened = world.hook("session-start", payload(client, "start", sid, transcript, folder), folder, client)
+    world.starts.append((f"session {n} ({client}) start", injected(opened)))
+    killed = session.get("killed", False)
     handoff = session.get("server_handoff")
     for index, end in enumerate(session["turn_ends"]):
+        prompt = filled(session["prompts"][index], folder)
+        asked = world.hook(
+            "prompt-submit", payload(client, "prompt", sid, transcript, folder, prompt=prompt), folder, client
+        )
+        world.prompts.append((f"session {n} ({client}) prompt {index + 1}", injected(asked)))
         last = index == len(session["turn_ends"]) - 1
-        cut = end - 2 if last and session.get("cut_before_last_result") else end  # Stop before the last result
-        write_files(repo, session, lines, end)
+        cut = end - UNWRITTEN[client] if last and session.get("cut_before_last_result") else end
+        write_files(folder, session, lines, cut)
         with open(transcript, "a", encoding="utf-8") as handle:
             handle.write("".join(lines[written:cut]))
         written = cut
-        if handoff and handoff["turn"] == index:  # the server wrote it while the turn ran: no session id
-            server_handoff(run_env, repo, client, with_secrets(handoff["summary"]))
-        final = with_secrets(session["finals"][index])
+        if handoff and handoff["turn"] == index:  # the agent wrote it while the turn ran: no session id
+            world.cli(["handoff", "--agent", client, filled(handoff["summary"], folder)], folder)
+        if killed:
+            continue  # the client was killed: no hook runs after the session's start
+        final = filled(session["finals"][index], folder)
         if client == "gemini-cli":
-            payload = {**base, "hook_event_name": "AfterAgent", "prompt": with_secrets(session["prompts"][index])}
-            hook("stop", {**payload, "prompt_response": final}, run_env)
+            extra = {"prompt": prompt, "prompt_response": final}
         else:
-            hook("stop", {**base, "hook_event_name": "Stop", "last_assistant_message": final}, run_env)
+            extra = {"last_assistant_message": final}
+        world.hook("stop", payload(client, "stop", sid, transcript, folder, **extra), folder, client)
+    if killed:  # the next session starts minutes later, not within the same second
+        then = time.time() - KILLED_AGO
+        os.utime(transcript, (then, then))
+        return
     with open(transcript, "a", encoding="utf-8") as handle:
         handle.write("".join(lines[written:]))
-    hook("session-end", {**base, "hook_event_name": "SessionEnd"}, run_env)
-    after = session.get("after") or {}
-    for path in after.get("edit", []):
-        with open(repo / path, "a", encoding="utf-8") as handle:
-            handle.write("# changed after the handoff\n")
-    if after.get("commit"):
-        git(repo, "add", "-A")
-        git(repo, "commit", "-qm", "later work")
+    world.hook("session-end", payload(client, "end", sid, transcript, folder), folder, client)
 
 
-def server_handoff(env: dict[str, str], repo: Path, client: str, summary: str) -> None:
-    from contextflow.app import App
-    from contextflow.sessions import core as sessions
-
-    app = App.open(env, cwd=repo)
-    try:
-        sessions.write_handoff(app, agent=client, summary=summary)
-    finally:
-        app.close()
-
-
-def session_start(env: dict[str, str], repo: Path, client: str) -> str:
-    payload = {"session_id": "next", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
-    out = hook("session-start", payload, {**env, "CONTEXTFLOW_CLIENT": client})
-    return str(json.loads(out)["hookSpecificOutput"]["additionalContext"]) if out else ""
+def person(world: World, folder: Folder, steps: list[dict[str, Any]]) -> None:
+    """contextflow commands run at the terminal; `as` names the id a command printed, `@name` uses it."""
+    ids: dict[str, str] = {}
+    for step in steps:
+        args = [ids.get(arg[1:], arg) if arg.startswith("@") else filled(arg, folder) for arg in step["cli"]]
+        out = world.cli([*args, "--format", "json"] if "as" in step else args, folder)
+        if "as" in step:
+            try:
+                ids[step["as"]] = str(json.loads(out)["id"])
+            except (ValueError, KeyError, TypeError):
+                world.problems.append(f"contextflow {args[0]} printed no id: {out[:200]!r}")
 
 
-def files_holding(folder: Path, needle: str) -> list[str]:
-    if not folder.exists():
-        return []
-    return [str(p) for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+def next_start(world: World, case: dict[str, Any], key: str) -> str:
+    """The next session's start in a folder, by the case's next client."""
+    client, folder = case["next"], world.folders[key]
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench-handoff/{case['name']}/next/{key}"))
+    transcript = transcript_path(client, folder, sid)
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript.write_text(filled("".join(WRITERS[client]([], sid)), folder))
+    shown = injected(world.hook("session-start", payload(client, "start", sid, transcript, folder), folder, client))
+    world.starts.append((f"next session start in {key}", shown))
+    return shown
 
 
-def judge(fact: dict[str, Any], shown: str, places: list[Path]) -> str:
-    """reached, stale or lost (secrets: "kept out" or "leaked")."""
-    if "secret" in fact:
-        value = with_secrets(fact["secret"])
-        leaked = value in shown or any(files_holding(folder, value) for folder in places)
-        return "leaked" if leaked else "kept out"
-    if any(with_secrets(text) in shown for text in fact.get("not_shown", [])):
-        return "stale"
-    return "reached" if all(with_secrets(text) in shown for text in fact["shown"]) else "lost"
-
-
-def run_case(case: dict[str, Any], root: Path) -> tuple[list[tuple[str, str]], str]:
-    home = root / "home"
-    env = {
-        "HOME": str(home),
-        "CONTEXTFLOW_STORE": str(root / "store"),
-        "CONTEXTFLOW_STATE": str(root / "state"),
-        "CONTEXTFLOW_WRITER": "bench",
-        "PATH": os.environ.get("PATH", ""),
-    }
-    repo = new_repository(root, case["name"])
+def run_case(case: dict[str, Any], root: Path) -> dict[str, Any]:
+    world = World.make(root, case)
     for n, session in enumerate(case["sessions"], 1):
-        replay(case, session, n, repo, env, home)
-    shown = session_start(env, repo, case["next"])
-    places = [root / "store", root / "state"]
-    return [(fact["kind"], judge(fact, shown, places)) for fact in case["facts"]], shown
+        replay(world, session, n)
+    shown = {key: next_start(world, case, key) for key in dict.fromkeys(f.get("at", "main") for f in case["facts"])}
+    places = [world.store, *(machine.state for machine in world.machines.values())]
+    found = []
+    for fact in case["facts"]:
+        if "secret" in fact:
+            outputs = world.starts + world.prompts
+            kept, where = secret_verdict(with_secrets(fact["secret"]), outputs, places, root)
+            verdict = (kept, f"{fact['secret'].strip('<>').lower()} {where}")
+        else:
+            verdict = judge(fact, shown[fact.get("at", "main")], with_secrets)
+        found.append((fact["kind"], *verdict))
+    return {"found": found, "shown": shown, "starts": world.starts, "problems": world.problems}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fixtures", type=Path, default=None, help="the fixtures folder (default: the repository's)")
-    parser.add_argument("--show", help="print this case's session start")
+    parser.add_argument("--case", action="append", help="run only this case (repeatable)")
+    parser.add_argument("--show", help="print this case's next session start(s)")
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="cases run at once")
+    parser.add_argument("--keep", type=Path, help="run the cases in this new folder and keep it (to look inside)")
     args = parser.parse_args()
     global FIXTURES
     FIXTURES = args.fixtures or FIXTURES
+    cases = [c for c in json.loads((FIXTURES / "cases.json").read_text()) if not args.case or c["name"] in args.case]
+    with tempfile.TemporaryDirectory(prefix="cf-handoff-") as tmp, ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        where = args.keep.resolve() if args.keep else Path(tmp)
+        results = list(pool.map(lambda case: run_case(case, where / case["name"]), cases))
+    for case, result in zip(cases, results, strict=True):
+        if args.show == case["name"]:
+            for key, text in result["shown"].items():
+                print(f"--- next session start in {key} ({case['next']})\n{text}\n")
+    return report(cases, results)
+
+
+def report(cases: list[dict[str, Any]], results: list[dict[str, Any]]) -> int:
     from contextflow.adapters.session_start import CLIENT_LIMITS
 
-    cases = json.loads((FIXTURES / "cases.json").read_text())
     verdicts: dict[str, Counter[str]] = {}
-    sizes = []
-    with tempfile.TemporaryDirectory(prefix="cf-handoff-") as tmp:
-        for case in cases:
-            found, shown = run_case(case, Path(tmp) / case["name"])
-            for kind, verdict in found:
-                verdicts.setdefault(kind, Counter())[verdict] += 1
-            sizes.append((case["name"], case["next"], len(shown)))
-            if args.show == case["name"]:
-                print(shown)
+    misses, secrets, leaks = [], Counter[str](), []
+    for case, result in zip(cases, results, strict=True):
+        for kind, verdict, why in result["found"]:
+            if verdict in ("kept out", "leaked"):
+                secrets[verdict] += 1
+                if verdict == "leaked":
+                    leaks.append(f"{case['name']}: {why}")
+                    misses.append(f"{case['name']}: secret: LEAKED: {why}")
+                continue
+            verdicts.setdefault(kind, Counter())[verdict] += 1
+            if verdict != "carried":
+                misses.append(f"{case['name']}: {kind}: {verdict.upper()}: {why}")
+        misses += [f"{case['name']}: step failed: {problem}" for problem in result["problems"]]
     sessions = sum(len(case["sessions"]) for case in cases)
-    clients = sorted({s["client"] for case in cases for s in case["sessions"]})
+    clients = sorted({s["client"] for case in cases for s in case["sessions"] if "client" in s})
     heading(f"Facts at the next session start: {len(cases)} cases, {sessions} recorded sessions ({', '.join(clients)})")
-    rows, missed = [], 0
-    for kind, counts in verdicts.items():
-        if kind == "secret":
-            continue
-        total = sum(counts.values())
-        missed += counts["stale"] + counts["lost"]
-        rows.append((kind, str(total), str(counts["reached"]), str(counts["stale"]), str(counts["lost"])))
-    table(("kind of fact", "facts", "reached", "shown stale", "lost"), rows)
-    secrets = verdicts.get("secret", Counter())
-    print(f"\nsecrets: {sum(secrets.values())} planted, {secrets['leaked']} found on disk or in a session start")
+    rows = [(kind, str(sum(counts.values())), *(str(counts[v]) for v in VERDICTS)) for kind, counts in verdicts.items()]
+    table(("kind of fact", "facts", *VERDICTS), rows)
+    total = Counter[str]()
+    for counts in verdicts.values():
+        total.update(counts)
+    print("all facts: " + ", ".join(f"{total[v]} {v}" for v in VERDICTS))
+    print(f"secrets: {sum(secrets.values())} planted, {secrets['leaked']} found on disk or in a session start")
+    for leak in leaks:
+        print(f"  LEAKED {leak}")
     heading("Session start size against each client's limit (characters)")
-    size_rows = []
-    over = 0
-    for name, client, size in sizes:
-        fits = [f"{label}: {'fits' if limit is None or size <= limit else 'OVER'}" for _, label, limit in CLIENT_LIMITS]
-        over += sum(1 for _, _, limit in CLIENT_LIMITS if limit is not None and size > limit)
-        size_rows.append((name, client, f"{size:,}", "; ".join(fits)))
-    table(("case", "next client", "size", "limits"), size_rows)
+    size_rows, over = [], []
+    for case, result in zip(cases, results, strict=True):
+        sizes = [len(text) for _, text in result["starts"]]
+        for label, text in result["starts"]:
+            over += [
+                f"{case['name']}: {label}: {len(text):,} > {name} {limit:,}"
+                for _, name, limit in CLIENT_LIMITS
+                if limit and len(text) > limit
+            ]
+        fits = [
+            f"{name}: {'fits' if limit is None or max(sizes) <= limit else 'OVER'}" for _, name, limit in CLIENT_LIMITS
+        ]
+        size_rows.append((case["name"], case["next"], str(len(sizes)), f"{max(sizes):,}", "; ".join(fits)))
+    table(("case", "next client", "starts", "largest", "limits"), size_rows)
     limits = ", ".join(f"{label} {limit:,}" if limit else f"{label} none" for _, label, limit in CLIENT_LIMITS)
     print(f"(limits: {limits})")
-    ok = missed == 0 and secrets["leaked"] == 0 and over == 0
-    print("\ntarget (every fact carried, none stale, no secret, within every limit):", "met" if ok else "MISSED")
+    misses += [f"OVER A LIMIT: {line}" for line in over]
+    if misses:
+        heading(f"Misses ({len(misses)})")
+        for miss in misses:
+            print(f"  {miss}")
+    ok = not misses and not leaks
+    print(f"\n{TARGET}:", "met" if ok else "MISSED")
     return 0 if ok else 1
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Write the handoff benchmark's fixtures (tests/fixtures/handoff/): each case's sessions as the
 client records them (Claude Code transcripts, Gemini CLI chat files, Codex rollouts), and
-`cases.json`: per case, the sessions in order with what happens around them (a handoff the
-agent writes through the server, a file edited and committed), the client that starts next,
-and the facts its session start must carry.
-
-A fact: `shown` (every string must be in the session start), `not_shown` (any of them there means
-the fact is shown stale), or `secret` (the string must be nowhere: store, state folder, output).
+`cases.json`: per case, its folders and machines (benchlib/handoff_cases.py), the sessions in
+order with what happens around them (a handoff the agent writes through the server, a file edited
+and committed, a branch switched, a session killed before its hooks ran, contextflow commands a
+person runs), the client that starts next, and the facts its session start must carry (the fields
+of a fact: benchlib/handoff_judge.py). Each recorded session gets a fixed session id (a UUID, as the
+clients use), the number of lines its client writes before the first turn (`head`) and where each
+turn ends (`turn_ends`).
 
     python scripts/make_handoff_fixtures.py [--out FOLDER]
 """
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib import handoff_cases
 from benchlib.transcripts import WRITERS
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "handoff"
@@ -281,18 +285,30 @@ def main() -> None:
     for old in out.glob("*.jsonl"):
         old.unlink()
     cases = []
-    for case in CASES:
+    every: list[dict[str, Any]] = [*CASES, *handoff_cases.CASES]
+    for case in every:
         sessions = []
-        for n, session in enumerate(case["sessions"]):  # type: ignore[arg-type]
+        for n, session in enumerate(case["sessions"]):
+            if "client" not in session:  # a person at the terminal: no transcript
+                sessions.append(session)
+                continue
             name = f"{case['name']}-{n + 1}-{session['client']}.jsonl"
-            lines = WRITERS[session["client"]](session["turns"], f"{case['name']}-{n + 1}")
-            (out / name).write_text("".join(lines))
-            finals = [t["final"] for t in session["turns"]]
-            prompts = [t["prompt"] for t in session["turns"]]
-            kept = {k: v for k, v in session.items() if k != "turns"}
+            sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench-handoff/{case['name']}/{n + 1}"))
             writer = WRITERS[session["client"]]
-            ends = [len(writer(session["turns"][: k + 1], f"{case['name']}-{n + 1}")) for k in range(len(finals))]
-            sessions.append({**kept, "transcript": name, "finals": finals, "prompts": prompts, "turn_ends": ends})
+            turns = session["turns"]
+            (out / name).write_text("".join(writer(turns, sid)))
+            kept = {k: v for k, v in session.items() if k != "turns"}
+            sessions.append(
+                {
+                    **kept,
+                    "session_id": sid,
+                    "transcript": name,
+                    "finals": [t["final"] for t in turns],
+                    "prompts": [t["prompt"] for t in turns],
+                    "head": len(writer([], sid)),
+                    "turn_ends": [len(writer(turns[: k + 1], sid)) for k in range(len(turns))],
+                }
+            )
         cases.append({**case, "sessions": sessions})
     (out / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
     total = sum(len(c["sessions"]) for c in cases)

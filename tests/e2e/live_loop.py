@@ -12,9 +12,13 @@ capture it and hand it to the next session.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import select
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -344,6 +348,43 @@ class LiveClient:
         return Seen(
             result.stdout, self.mock.recorded(), {call.tool: self.mock.tool_results(call.tool) for call in script.calls}
         )
+
+    def killed_session(self, prompt: str, script: Script, started: Path, cwd: Path | None = None) -> list[Recorded]:
+        """One session killed with SIGKILL (its whole process group: the client, its server, its hooks)
+        while a tool call runs: the script's last call writes a line to the FIFO `started` (made here)
+        and then blocks; the kill comes as that line arrives. What the model received until then."""
+        self.mock.script = script
+        self.mock.clear()
+        folder = cwd or self.place.work
+        os.mkfifo(started)
+        reader = os.open(started, os.O_RDONLY | os.O_NONBLOCK)  # the tool's `echo > FIFO` never waits
+        log = self.place.root / f"{self.name}-killed.log"
+        deadline = time.monotonic() + SESSION_TIMEOUT
+        try:
+            with (
+                open(log, "wb") as out,
+                subprocess.Popen(
+                    [str(arg) for arg in self.command(prompt)],
+                    env={**self.env, "PWD": str(folder)},
+                    cwd=folder,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                ) as process,
+            ):
+                try:
+                    while not select.select([reader], [], [], 1.0)[0] or not os.read(reader, 64):
+                        if process.poll() is not None or time.monotonic() > deadline:
+                            tail = log.read_text(errors="replace")[-3000:]
+                            pytest.fail(f"{self.name} never ran the blocking tool call (exit {process.poll()})\n{tail}")
+                finally:
+                    with contextlib.suppress(ProcessLookupError):  # (a group already gone: nothing to kill)
+                        os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=60)
+        finally:
+            os.close(reader)
+        return self.mock.recorded()
 
 
 REPO = Path(__file__).resolve().parents[2]
