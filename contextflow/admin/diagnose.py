@@ -245,6 +245,11 @@ def problems(info: dict[str, Any]) -> list[str]:
             f"the snapshot's {', '.join(differ)} view(s) do not match the logs (forged or damaged): it was deleted, "
             "and the next command folds the logs again. Check who can write the state folder"
         )
+    if damaged := info.get("derived", {}).get("damaged"):
+        found.append(
+            f"the search index is damaged ({damaged}): the next search rebuilds it from the logs; "
+            "`contextflow doctor --fix` rebuilds it now"
+        )
     if differ := state.get("derived_tables_differing"):
         found.append(
             f"the derived tables {', '.join(differ)} do not match the logs (forged or damaged): views.sqlite3 was "
