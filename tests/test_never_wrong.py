@@ -4,10 +4,17 @@ from an unfinished build, a lock or a damaged file."""
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from contextflow.app import App
+from contextflow.core import table_sets
 from contextflow.search import derived, retrieval
+from contextflow.sessions import present as sessions
+from tests.conftest import open_app
+from tests.test_own_writes_while_building import building_elsewhere
 
 
 def refs(app: App, query: str) -> list[str]:
@@ -54,3 +61,77 @@ def test_doctor_names_a_damaged_search_index_and_fix_rebuilds_it(capsys, app):
     info = json.loads(capsys.readouterr().out)
     assert info["derived"]["damaged"] is None and not any("search index" in p for p in info["problems"])
     assert len(refs(App.open(), "websocket")) == 1
+
+
+# -- a build under way, a lock held ------------------------------------------------------------
+
+
+def other_machine_writes(count: int, state: Path) -> None:
+    """Another machine's log arrives (a sync): `count` notes and a handoff of session s1."""
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(state))
+    try:
+        base = {"agent": "codex", "project": "shared", "session_id": "s1"}
+        for n in range(count):
+            sessions.append_shared_note(other, {**base, "text": f"synced note {n}"})
+        sessions.write_shared_handoff(other, {**base, "task": "the synced task", "summary": "synced summary"})
+    finally:
+        other.close()
+
+
+def test_a_read_during_an_unfinished_build_answers_completely(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    assert "s0" in sessions.list_sessions(app, {"project": "shared"}).text  # the tables hold it
+    building_elsewhere(monkeypatch)  # another process builds what arrives next; it has not reached it yet
+    other_machine_writes(12, tmp_path / "elsewhere")
+    assert app.tables().update() == -1 and not app.tables().serves(("sessions",))
+    resumed = sessions.resume_session(app, {"project": "shared", "session_id": "s1"})
+    assert "the synced task" in resumed.text and "synced note 0" in resumed.text
+    assert len(resumed.data["entries"]) == 13
+    assert "s1" in sessions.list_sessions(app, {"project": "shared"}).text
+    assert "the synced task" in sessions.get_latest_handoff(app, {"project": "shared", "session_id": "s1"}).text
+
+
+def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_shown(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    base = {"agent": "claude", "project": "p", "session_id": "s-lock"}
+    sessions.write_shared_handoff(app, {**base, "task": "the previous task", "summary": "before"})
+    assert "the previous task" in sessions.get_latest_handoff(app, {"project": "p"}).text
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock (past the reader's wait)
+    try:
+        sessions.write_shared_handoff(app, {**base, "task": "the task just written", "summary": "after"})
+        shown = sessions.get_latest_handoff(app, {"project": "p"}).text
+        assert "the task just written" in shown and "the previous task" not in shown
+        assert "the task just written" in sessions.resume_session(app, dict(base)).text
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "deleted"])
+def test_a_damaged_views_database_never_hides_a_session(damage: str) -> None:
+    first = App.open()
+    base = {"agent": "claude", "project": "p", "session_id": "s-kept"}
+    sessions.write_shared_handoff(first, {**base, "task": "the kept task", "summary": "kept"})
+    assert "s-kept" in sessions.list_sessions(first, {"project": "p"}).text
+    path = first.tables().path
+    first.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    if damage == "garbage":
+        path.write_bytes(b"\0not a database" * 100)
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:1500])
+    else:
+        path.unlink()
+    again = App.open()
+    try:
+        assert "s-kept" in sessions.list_sessions(again, {"project": "p"}).text
+        assert "the kept task" in sessions.get_latest_handoff(again, {"project": "p"}).text
+    finally:
+        again.close()
