@@ -127,7 +127,7 @@ def test_a_torn_last_line_after_an_import_is_quarantined_by_the_next_write(impor
     assert_log_continues(store_dir)
 
 
-def test_a_batch_a_kill_cut_short_after_an_import_is_quarantined_by_the_next_write(imported, store_dir):
+def test_a_batch_a_kill_cut_short_after_an_import_is_closed_by_the_next_write(imported, store_dir):
     log = log_path(store_dir, "writer-a")
     lines = [
         f'{{"v":1,"id":"held{n}","w":"writer-a","seq":{imported + n},"hlc":1,"kind":"note","data":{{}}}}\n'
@@ -137,8 +137,9 @@ def test_a_batch_a_kill_cut_short_after_an_import_is_quarantined_by_the_next_wri
     with log.open("ab") as handle:
         handle.write(begin + lines[0].encode())  # killed before its second line and its commit
     event = App.open().store.append("note", {"text": "after the kill", "project": "shared"})
-    assert event.seq == imported + 1  # the held batch's events were never in the log
-    assert any(p.name.endswith(".batch.frag") for p in (store_dir / "quarantine").iterdir())
+    assert event.seq == imported + 1  # the held batch's events were never applied
+    assert not (store_dir / "quarantine").exists()  # its complete line stays in the log, closed by an abort line
+    assert b'{"batch":"abort","id":"killed"' in log.read_bytes()
     assert all(e.id not in ("held1", "held2") for e in own_events(store_dir))
     assert_log_continues(store_dir)
 

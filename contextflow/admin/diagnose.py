@@ -269,14 +269,16 @@ def problems(info: dict[str, Any]) -> list[str]:
                 f"{log['file']} ends in an unfinished batch of {log['held']} event(s) (a write stopped midway, or "
                 "one in progress): none of it is applied; "
                 + (
-                    "this machine's next write moves it to quarantine/; run the command that wrote it again"
+                    "this machine's next write closes it (its lines stay in the log, never applied); run the "
+                    "command that wrote it again"
                     if own
-                    else "its machine's next write moves it to quarantine/"
+                    else "its machine's next write closes it (its lines stay in the log, never applied)"
                 )
             )
         if log.get("torn"):
             found.append(
-                f"{log['file']}: {log['torn']} line(s) of batches with no commit where they said were left out"
+                f"{log['file']}: {log['torn']} line(s) of batches that were never committed (cut short, or a forged "
+                "batch line) were left out"
             )
     fragments = info["quarantined_fragments"]
     if batches := sum(name.endswith(".batch.frag") for name in fragments):

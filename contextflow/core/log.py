@@ -6,8 +6,8 @@ On-disk contract:
   sees two machines change one file. Files are created 0600; a store folder made here is 0700.
 - An append holds W's machine-local lock (`core/lock.py`, flock) and writes on an `O_APPEND|O_NOFOLLOW`
   descriptor; several lines are framed as a batch (`batches.py`) that readers apply whole or not at
-  all. A last line without its `\\n` (a crash mid-write), or a batch cut short, is copied to
-  `quarantine/` and cut off before the next append, never silently dropped.
+  all. A last line without its `\\n` (a crash mid-write) is copied to `quarantine/` and cut off before
+  the next append, never silently dropped; a batch cut short is closed by an abort line (its lines stay).
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
   ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
   lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
@@ -285,18 +285,26 @@ class LogWriter:
             raise StoreError(_explain(exc, self.path)) from None
 
     def _repair_tail(self, fd: int, held_at: int | None = None) -> int:
+        """Before an append (under the lock): a torn last line is moved to quarantine and cut off; a batch a
+        kill cut short (`held_at`, its begin line) is closed with an abort line, so its complete lines stay
+        in the log, never applied, and what is written next is read (batches.py). Returns where the append
+        starts."""
         size = os.fstat(fd).st_size
-        if held_at is not None and 0 <= held_at < size and os.pread(fd, len(batches.PREFIX), held_at) == batches.PREFIX:
-            self._quarantine(os.pread(fd, size - held_at, held_at), ".batch")  # a batch a kill cut short
-            os.ftruncate(fd, held_at)
-            return held_at
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return size
-        cut = _last_newline(fd, size) + 1
-        fragment = os.pread(fd, size - cut, cut)
-        self._quarantine(fragment)
-        os.ftruncate(fd, cut)
-        return cut
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            cut = _last_newline(fd, size) + 1
+            self._quarantine(os.pread(fd, size - cut, cut))
+            os.ftruncate(fd, cut)
+            size = cut
+        if held_at is not None and 0 <= held_at < size:
+            raw = os.pread(fd, batches.COMMIT_LOOKUP, held_at)
+            begin = batches.parse(raw[: raw.find(b"\n")]) if b"\n" in raw else None
+            if begin is not None and begin.kind == "begin":
+                closing = batches.abort(begin.id)
+                if os.write(fd, closing) != len(closing):
+                    os.ftruncate(fd, size)
+                    raise OSError(errno.ENOSPC, "short write")
+                size += len(closing)
+        return size
 
     def _quarantine(self, fragment: bytes, what: str = "") -> None:
         target_dir = self.folder / QUARANTINE_DIR

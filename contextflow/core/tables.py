@@ -23,11 +23,11 @@ log grew, the process that sees it takes SQLite's write lock (waiting at most `w
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk. A process
 that cannot get the lock in time, or finds a build under way, has tables that hold part of the logs:
 `serves(formats)` says so, and a reader that would answer "not found" or a short page from them reads
-the logs instead (sessions: `sessions/stored.py`'s `current`). A backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built by one forked
-background process (`views.build.lock`) while readers answer from what is built so far, plus the
-rows of this machine's log's newest bytes, added ahead of the build (`TableSet.ahead`). A log that
-no longer continues (compaction, a removed conflict copy) rebuilds the formats that read it; a
-database that fails to open or read is deleted and rebuilt.
+the logs instead (sessions: `sessions/stored.py`'s `current`). A backlog over BACKGROUND_BYTES (a fresh
+machine, a format rebuilt) is built by one forked background process (`views.build.lock`) while
+readers answer from what is built so far, plus the rows of this machine's log's newest bytes, added
+ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict
+copy) rebuilds the formats that read it; a database that fails to open or read is deleted and rebuilt.
 """
 
 from __future__ import annotations
