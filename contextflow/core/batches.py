@@ -47,28 +47,39 @@ _SCANNED: dict[tuple[int, int, int], int] = {}  # (device, inode, body start) ->
 _SCANNED_MAX = 64
 
 
+class Stated(NamedTuple):
+    """What a marker line states of its log where it stands: its writer's last seq, the newest stamp."""
+
+    seq: int
+    newest: int
+
+
 class Marker(NamedTuple):
     kind: str  # begin | commit | abort
     id: str
     events: int
     bytes: int  # begin: the length of the event lines it frames
+    stated: Stated | None = None  # the log's end where it stands (markers written before it said: None)
 
 
-def markers(lines: list[bytes], batch_id: str) -> tuple[bytes, bytes]:
+def markers(lines: list[bytes], batch_id: str, before: Stated | None, after: Stated | None) -> tuple[bytes, bytes]:
     """The begin and commit lines that frame `lines` (each ending in a newline) as one batch."""
-    return frame(len(lines), sum(map(len, lines)), batch_id)
+    return frame(len(lines), sum(map(len, lines)), batch_id, before, after)
 
 
-def frame(events: int, size: int, batch_id: str) -> tuple[bytes, bytes]:
-    """The begin and commit lines of a batch of `events` lines that hold `size` bytes in all."""
-    begin = orjson.dumps({"batch": "begin", "id": batch_id, "events": events, "bytes": size})
-    commit = orjson.dumps({"batch": "commit", "id": batch_id, "events": events})
-    return begin + b"\n", commit + b"\n"
+def frame(events: int, size: int, batch_id: str, before: Stated | None, after: Stated | None) -> tuple[bytes, bytes]:
+    """The begin and commit lines of a batch of `events` lines that hold `size` bytes in all. Each states
+    its writer's last seq and the log's newest stamp where it stands (`before` the batch, `after` it), so a
+    write learns them from its log's last lines (`log_end`)."""
+    begin = {"batch": "begin", "id": batch_id, "events": events, "bytes": size, **(before._asdict() if before else {})}
+    commit = {"batch": "commit", "id": batch_id, "events": events, **(after._asdict() if after else {})}
+    return orjson.dumps(begin) + b"\n", orjson.dumps(commit) + b"\n"
 
 
-def abort(batch_id: str) -> bytes:
-    """The line that closes a batch a kill cut short: its lines are never applied, what follows is read."""
-    return orjson.dumps({"batch": "abort", "id": batch_id, "events": 0}) + b"\n"
+def abort(batch_id: str, stated: Stated) -> bytes:
+    """The line that closes a batch a kill cut short (`batch_id`; "" when its begin line lies further back
+    than a write looks): its lines are never applied, what follows is read."""
+    return orjson.dumps({"batch": "abort", "id": batch_id, "events": 0, **stated._asdict()}) + b"\n"
 
 
 def parse(raw: bytes) -> Marker | None:
@@ -86,7 +97,9 @@ def parse(raw: bytes) -> Marker | None:
         return None
     if type(size) is not int or size < 0 or events < 0:
         return None
-    return Marker(kind, batch_id, events, size)
+    seq, newest = record.get("seq"), record.get("newest")
+    stated = Stated(seq, newest) if type(seq) is int and type(newest) is int and seq >= 0 and newest >= 0 else None
+    return Marker(kind, batch_id, events, size, stated)
 
 
 def state(fd: int, body_start: int, begin: Marker) -> tuple[str, int]:
@@ -180,3 +193,87 @@ class Lines:
                 self.torn += 1
                 self.skip_until = stop
         return out, end, line_no
+
+
+END_FIRST = 64 * 1024  # a log's end is looked for in its last bytes, twice as far back each time, up to
+END_WINDOW = 1024 * 1024  # this: O(1) in the log's size
+UNKNOWN = -1  # `End.held_at` when a batch may be open further back than the window (closed before a write)
+
+
+class End(NamedTuple):
+    """What a write needs of its writer's own log: the last seq it holds, its newest stamp and where a
+    batch a kill cut short begins (None: none; UNKNOWN: maybe one, further back: close it anyway)."""
+
+    seq: int
+    newest: int
+    held_at: int | None
+    read: int  # bytes read to learn it
+
+
+def log_end(fd: int, writer: str) -> End | None:
+    """The end of the log open at `fd` (under its writer's lock) from its last bytes only: the last event
+    line of `writer` (its seq; its stamp, the newest of a write that took no stamps given) and the last
+    marker line, whose stated end covers what a batch's stamps were; a begin line with no commit or abort
+    after it is a batch a kill cut short, whose lines count too (no seq the log holds is given again).
+    With no marker in the window, a batch may be open further back (`UNKNOWN`). None when the window holds
+    neither an event of `writer` nor a stated end (one line longer than the window, a log of another
+    writer's lines): the caller reads the log whole."""
+    size = os.fstat(fd).st_size
+    want = END_FIRST
+    while True:
+        begin_at = max(0, size - want)
+        data = os.pread(fd, size - begin_at, begin_at)
+        first = 0 if begin_at == 0 else data.find(b"\n") + 1  # (a line the window cuts is not whole)
+        body = data[first : data.rfind(b"\n") + 1]  # (a torn last line is quarantined by the write)
+        found = _last_marker(body)
+        if found is not None or begin_at == 0 or want >= END_WINDOW:
+            break
+        want *= 2
+    last = _own_events(body, writer, 1)
+    seq, newest = (last[0][0], last[0][1]) if last else (0, 0)
+    held_at: int | None = None if found is not None or begin_at == 0 else UNKNOWN
+    if found is not None:
+        at, marker = found
+        if marker.stated is not None:
+            seq, newest = max(seq, marker.stated.seq), max(newest, marker.stated.newest)
+        if marker.kind == "begin":  # a batch cut short: every stamp of its lines (given stamps are in any order)
+            held_at = begin_at + first + at
+            for event_seq, stamp in _own_events(body[at:], writer, None):
+                seq, newest = max(seq, event_seq), max(newest, stamp)
+    if not last and (found is None or found[1].stated is None) and begin_at > 0:
+        return None
+    return End(seq, newest, held_at, len(data))
+
+
+def _last_marker(body: bytes) -> tuple[int, Marker] | None:
+    """The last marker line of `body` (whole lines) and its offset in it."""
+    end = len(body)
+    while end > 0:
+        at = body.rfind(b"\n" + PREFIX, 0, end) + 1
+        if at == 0 and not body.startswith(PREFIX):
+            return None
+        line_end = body.find(b"\n", at)
+        marker = parse(body[at:line_end])
+        if marker is not None:
+            return at, marker
+        end = at - 1
+    return None
+
+
+def _own_events(body: bytes, writer: str, count: int | None) -> list[tuple[int, int]]:
+    """(seq, stamp) of `writer`'s readable event lines in `body`, from its last line back (`count` at most)."""
+    from contextflow.core.events import BadLine, decode
+
+    found: list[tuple[int, int]] = []
+    for raw in reversed(body.split(b"\n")):
+        if not raw.strip() or raw.startswith(PREFIX):
+            continue
+        try:
+            event = decode(raw)
+        except BadLine:
+            continue
+        if event.writer == writer:
+            found.append((event.seq, event.hlc))
+            if count is not None and len(found) >= count:
+                break
+    return found

@@ -3,8 +3,9 @@
 Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
 look are read; a file that changed in any other way refolds everything. A machine-local
 snapshot of the folded state (checked against the logs on load) lets a new process skip the refold.
-A write needs only its own log's end: where the fold lags far behind it (an import), that end is read
-from the mark the last unfolded write left (`own_end.py`), and the fold catches up when it is read.
+A write needs only its own log's end (its last seq, newest stamp and a batch a kill cut short), read from
+the log's last lines under the writer lock (`batches.log_end`: O(1) in the log's size, whatever the fold
+holds or any machine-local state says); the fold catches up when it is read.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from contextflow import __version__
-from contextflow.core import legacy, own_end, snapshot
+from contextflow.core import legacy, snapshot
 from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
+from contextflow.core.batches import End, Stated
 from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
@@ -56,7 +58,6 @@ S = TypeVar("S")
 SNAPSHOT_FORMAT = 2
 SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
-OWN_FOLD_BYTES = 1024 * 1024  # a write folds at most this much of its own log the fold lacks (else own_end.py)
 
 
 class Store:
@@ -99,7 +100,7 @@ class Store:
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._collected: list[Event] | None = None  # appends held back by `collecting`
-        self.bytes_read = 0  # log bytes this store read: folded, or read for what a write needs (own_end.py)
+        self.bytes_read = 0  # log bytes this store read: folded, or read for what a write needs (its log's end)
         self._reset()
 
     @classmethod
@@ -455,76 +456,41 @@ class Store:
                 Event(event_id, self.writer, seq + offset, stamp, kind, data)
                 for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
             ]
-            self._writer.append_lines([encode(event) for event in events], end.held_at)
+            # a framed write states the log's end after it (given stamps may be in the past: always framed)
+            after = Stated(events[-1].seq, max(end.newest, *times))
+            self._writer.append_lines([encode(event) for event in events], end, after, framed=stamps is not None)
             if folded and fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
                 self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
             else:
-                self._mark(events[-1].seq, max(end.newest, *times))
+                self._unfolded = signature(self._writer.path)
         return events[len(events) - len(items) :]
 
     @contextlib.contextmanager
-    def _locked_write(self) -> Iterator[tuple[list[str], own_end.End, bool]]:
-        """Under the writer lock with what this machine's log ends with: the ids a bound must name first; the
-        last sequence number written, the newest stamp and where a batch a kill cut short begins (quarantined
-        first); whether the fold holds the log to its end (else it lags far behind: `_own_end`)."""
+    def _locked_write(self) -> Iterator[tuple[list[str], End, bool]]:
+        """Under the writer lock with what this machine's log ends with (`LogWriter.end`: its last lines):
+        the ids a bound must name first; the last sequence number written, the newest stamp and a batch a
+        kill cut short (closed first); whether the fold held the log to its end (then it folds the write)."""
         from contextflow.core.lock import LockTimeout as Timeout
 
         try:
             with self.appending, self._writer.locked():
                 self._ensure_loaded()
-                end = None if self._stale else self._own_end()
-                if end is None:
-                    self._refresh_own_log()  # other processes of this machine may have appended
+                path = self._writer.path
+                own = self._segments.get(path)
+                folded = own is not None and not own.legacy and unchanged(path, own.cursor) and not self._stale
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
-                    end = None
+                end = self._writer.end()
+                self.bytes_read += end.read
+                self.clock.observe(end.newest)  # bounded: as when the fold reads it
                 pending = unbounded(self._segments.values(), self.fold.caps)
-                if end is not None and (pending or end.newest > horizon()):
+                if pending or end.newest > horizon():
                     self.refresh()  # a bound to write: read every log first, so it names what it must
-                    end, pending = None, unbounded(self._segments.values(), self.fold.caps)
-                if end is None:
-                    own = self._segments.get(self._writer.path)
-                    newest, held_at = (own.newest, own.held_at) if own is not None else (0, None)
-                    yield pending, own_end.End(self._own_seq(), newest, held_at, 0), True
-                else:
-                    self.clock.observe(end.newest)  # bounded: as when the fold reads it
-                    yield pending, end, False
+                    pending, folded = unbounded(self._segments.values(), self.fold.caps), not self._stale
+                    end = self._writer.end()
+                yield pending, end, folded
         except Timeout:
             raise self._lock_held() from None
-
-    def _own_end(self) -> own_end.End | None:
-        """This writer's log's end when the fold lags behind it by more than OWN_FOLD_BYTES, or by anything
-        a mark covers: read from the mark the last unfolded write left and the bytes after it (else from the
-        fold's cursor), decoded for their seq and stamp only. None: the fold reads it (it lags little, holds it
-        already, or the log no longer continues)."""
-        path = self._writer.path
-        segment = self._segments.get(path)
-        cursor = segment.cursor if segment is not None else None
-        if segment is not None and (segment.legacy or unchanged(path, cursor)):
-            return None
-        start = cursor.offset if cursor is not None else 0
-        mark = own_end.read_mark(self.state_dir, path)
-        if mark is not None and mark.cursor.offset >= start:
-            end = own_end.read_end(path, mark.cursor, self.writer, mark.seq, mark.newest)
-            if end is not None:
-                self.bytes_read += end.read
-                return end
-        try:
-            if os.stat(path).st_size - start <= OWN_FOLD_BYTES:
-                return None
-        except OSError:
-            return None
-        seq, newest = (segment.max_seq, segment.newest) if segment is not None else (0, 0)
-        end = own_end.read_end(path, cursor, self.writer, seq, newest)
-        if end is not None:
-            self.bytes_read += end.read
-        return end
-
-    def _mark(self, seq: int, newest: int) -> None:
-        """After a write the fold does not hold (the caller holds the lock): leave a mark at the log's end,
-        so the next write need not read what the fold lacks (own_end.py)."""
-        own_end.write_mark(self.state_dir, self._writer.path, seq, newest)
-        self._unfolded = signature(self._writer.path)
 
     def _lock_held(self) -> StoreError:
         return StoreError(
@@ -546,8 +512,9 @@ class Store:
             stamps = array("Q", (self.clock.tick() for _ in range(len(staged))))
             size, pieces = staged.lines(seq + 1, stamps)
             lines = itertools.chain(lead, pieces)
-            self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, end.held_at)
-            self._mark(seq + len(staged), max(end.newest, stamps[-1]))
+            after = Stated(seq + len(staged), max(end.newest, stamps[-1]))
+            self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, end, after)
+            self._unfolded = signature(self._writer.path)
         return len(staged)
 
     # -- snapshot ------------------------------------------------------------------------
