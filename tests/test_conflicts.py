@@ -92,7 +92,7 @@ def test_doctor_fix_folds_the_copy_into_this_writers_log_and_removes_it(cloned, 
     assert fix["removed"] == [str(copy)] and fix["kept"] == {}
     assert not copy.exists()
     assert set(ids_in(store_dir / "events.laptop.jsonl")) == every
-    after = App.open(use_snapshot=False)
+    after = App.open(shares_state=False)
     assert after.store.event_count == len(every)
     assert picture(after) == before
     again = doctor(capsys, "--fix")

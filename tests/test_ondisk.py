@@ -23,7 +23,7 @@ from tests.conftest import open_app
 
 
 def in_memory() -> App:
-    return App.open({**os.environ}, use_snapshot=False)
+    return App.open({**os.environ}, shares_state=False)
 
 
 def churn(app: App, other: App, rng: random.Random, rounds: int) -> None:

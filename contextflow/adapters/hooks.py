@@ -139,7 +139,6 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
                     app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
                 )
         finally:
-            app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)

@@ -26,6 +26,7 @@ import errno
 import hashlib
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -245,14 +246,18 @@ class LogWriter:
         """What a write needs of this log's end (the caller holds the lock): its last lines only
         (`batches.log_end`), or, when they do not say, the whole log read once (nothing kept)."""
         try:
-            fd = _open_read(self.path)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)  # (never waits)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
+                found = batches.log_end(fd, self.writer)
+            finally:
+                os.close(fd)
+            return found if found is not None else _end_by_reading(self.path, self.writer)
         except FileNotFoundError:
             return batches.End(0, 0, None, 0)
-        try:
-            found = batches.log_end(fd, self.writer)
-        finally:
-            os.close(fd)
-        return found if found is not None else _end_by_reading(self.path, self.writer)
+        except OSError as exc:  # (a folder or a link in its place: the append would fail alike)
+            raise StoreError(_explain(exc, self.path)) from None
 
     def append_lines(
         self,
