@@ -135,3 +135,21 @@ def test_a_damaged_views_database_never_hides_a_session(damage: str) -> None:
         assert "the kept task" in sessions.get_latest_handoff(again, {"project": "p"}).text
     finally:
         again.close()
+
+
+def test_a_record_another_machine_wrote_is_found_while_the_build_has_not_reached_it(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.records import core as records
+
+    records.set_record(app, key="fact:mine", value={"here": 1})
+    assert records.get_record(app, key="fact:mine").data["value"] == {"here": 1}  # the tables hold it
+    building_elsewhere(monkeypatch)
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        records.set_record(other, key="fact:synced", value={"there": 2})
+    finally:
+        other.close()
+    assert app.tables().update() == -1 and not app.tables().current()
+    assert records.get_record(app, key="fact:synced").data["value"] == {"there": 2}
+    assert records.get_record(app, key="fact:mine").data["value"] == {"here": 1}
