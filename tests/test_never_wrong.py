@@ -91,6 +91,8 @@ def test_a_read_during_an_unfinished_build_answers_completely(
     assert len(resumed.data["entries"]) == 13
     assert "s1" in sessions.list_sessions(app, {"project": "shared"}).text
     assert "the synced task" in sessions.get_latest_handoff(app, {"project": "shared", "session_id": "s1"}).text
+    projects = sessions.list_projects(app, {}).data  # what the page's overview shows under "Building…"
+    assert [(p["name"], p["entries"]) for p in projects["projects"]] == [("shared", 14)]
 
 
 def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_shown(
