@@ -12,9 +12,14 @@ the ratios the targets are stated in:
   and 20 MB: the first call (reads the whole transcript) and the next turn (new bytes only);
 - store bytes per captured turn (one Stop call a turn, each turn with its own reply), and the
   session start's CPU time on that store (its handoff, decisions and file checks) against
-  `python -c pass`.
+  `python -c pass`;
+- the session start with the sweep (`capture/sweep.py`), in CPU time against `python -c pass`
+  (target: within 7x), on a store of `--events` notes, with this repository's Claude Code
+  transcripts and other folders' Codex rollouts in the clients' folders: its first sweep (the newest
+  transcripts read), the steady state (all read: a stat each) and the start right after a killed
+  session (one turn no hook read).
 
-    python scripts/bench_startup.py [--runs 15] [--events 2000] [--no-capture]
+    python scripts/bench_startup.py [--runs 15] [--events 2000] [--no-capture] [--no-sweep]
 """
 
 from __future__ import annotations
@@ -177,6 +182,56 @@ def growth_per_turn(env: dict[str, str], root: Path, turns: int, runs: int) -> N
     table(("measure", "value"), rows)
 
 
+CODEX_FIXTURE = FIXTURE.with_name("codex-rollout.jsonl")
+CODEX_CWD = "/work/research/capture/runs/codex-full/work"
+
+
+def sweep_costs(env: dict[str, str], root: Path, runs: int, events: int) -> None:
+    """The session start with the sweep: its first sweep, the steady state and the start after a killed
+    session, in CPU time against `python -c pass`."""
+    work = root / "swept"
+    (work / ".git").mkdir(parents=True, exist_ok=True)
+    home = Path(env["HOME"])
+    folder = home / ".claude" / "projects" / "".join(c if c.isalnum() else "-" for c in str(work))
+    folder.mkdir(parents=True, exist_ok=True)
+    long_ago = time.time() - 3600
+    transcripts = []
+    for n in range(8):  # more than the sweep looks at (the newest few)
+        path = folder / f"0000000{n}-bench-session.jsonl"
+        transcript_of(path, 0.5, str(work))
+        os.utime(path, (long_ago + n, long_ago + n))
+        transcripts.append(path)
+    day = home / ".codex" / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True, exist_ok=True)
+    for n in range(30):  # other repositories' rollouts: their first lines are read once
+        rollout = day / f"rollout-2026-12-01T10-00-{n:02d}-other.jsonl"
+        rollout.write_text(CODEX_FIXTURE.read_text().replace(CODEX_CWD, f"/elsewhere/{n}"))
+    start = json.dumps({"session_id": "next", "cwd": str(work), "hook_event_name": "SessionStart"}).encode()
+    command = [*CONTEXTFLOW, "hook", "session-start"]
+    bare = statistics.median(cpu_time([PYTHON, "-c", "pass"], env) for _ in range(runs))
+    first = cpu_time(command, env, start)
+    steady = [cpu_time(command, env, start) for _ in range(runs)]
+    killed = []
+    for n in range(runs):
+        with open(transcripts[-1], "ab") as handle:  # a turn no Stop hook read: the client was killed
+            handle.write(one_turn(1_000 + n, str(work), f"Killed turn {n}. Next step: rerun it."))
+        os.utime(transcripts[-1], (long_ago + 100, long_ago + 100))
+        killed.append(cpu_time(command, env, start))
+    elsewhere = {**env, "HOME": str(root / "no-clients")}  # the same store: what the sweep itself adds
+    alone = [cpu_time(command, elsewhere, start) for _ in range(runs)]
+    rows = [
+        (label, f"{value * 1000:.0f} ms", f"{value / bare:.1f}x", "<= 7x" if target else "")
+        for label, value, target in (
+            ("first sweep (the 4 newest transcripts, 2 MB)", first, False),
+            ("nothing new (a stat per transcript)", statistics.median(steady), True),
+            ("after a killed session (one turn)", statistics.median(killed), True),
+            ("the same start with no client folder to sweep", statistics.median(alone), False),
+        )
+    ]
+    heading(f"Session start with the sweep, store of {events} events (CPU; python -c pass = {bare * 1000:.0f} ms)")
+    table(("case", "CPU", "ratio to python -c pass", "target"), rows)
+
+
 def file_check_cost(env: dict[str, str], work: Path, runs: int) -> str | None:
     """What checking the cited files against the code adds to a session start, in process: the
     session start with the repository (files hashed, git asked only when HEAD moved) against the
@@ -212,6 +267,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2000, help="notes in the store (default 2000)")
     parser.add_argument("--no-capture", dest="capture", action="store_false", help="skip the capture section")
     parser.add_argument("--turns", type=int, default=40, help="captured turns for the growth figure (default 40)")
+    parser.add_argument("--no-sweep", dest="sweep", action="store_false", help="skip the sweep section")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
@@ -287,6 +343,18 @@ def main() -> None:
             seed_store(env, args.events)
             growth_per_turn(env, root, args.turns, args.runs)
             capture_costs(env, root, args.runs)
+    if args.sweep:
+        with tempfile.TemporaryDirectory(prefix="cf-sweep-") as tmp:
+            root = Path(tmp)
+            env = {
+                **os.environ,
+                "HOME": str(root / "home"),
+                "CONTEXTFLOW_STORE": str(root / "store"),
+                "CONTEXTFLOW_STATE": str(root / "state"),
+                "CONTEXTFLOW_WRITER": "bench",
+            }
+            seed_store(env, args.events)
+            sweep_costs(env, root, args.runs, args.events)
 
 
 if __name__ == "__main__":

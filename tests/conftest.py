@@ -54,6 +54,14 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 
 
 @pytest.fixture
+def shared_project(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For tests that store into project `shared` (lines planted without a project, an App opened with no
+    folder) and read it back through a command or hook run in the plain folder tmp_path, whose own
+    project is its path: name `shared` explicitly, as a user keeping one project everywhere does."""
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")
+
+
+@pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 

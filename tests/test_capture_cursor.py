@@ -89,17 +89,19 @@ def test_capture_off_writes_no_journal(app, repo, tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize(
-    "payload",
+    ("payload", "answer"),
     [
-        {},
-        {"hook_event_name": "afterFileEdit"},
-        {"hook_event_name": "afterFileEdit", "conversation_id": 7, "file_path": "x"},
-        {"hook_event_name": "somethingNew", "conversation_id": "c"},
-        {"hook_event_name": "stop", "conversation_id": "c", "workspace_roots": "not a list"},
+        ({}, '{"continue":true}'),  # an event it cannot name may be beforeSubmitPrompt: Cursor waits for it
+        ({"hook_event_name": "afterFileEdit"}, "{}"),
+        ({"hook_event_name": "afterFileEdit", "conversation_id": 7, "file_path": "x"}, "{}"),
+        ({"hook_event_name": "somethingNew", "conversation_id": "c"}, '{"continue":true}'),
+        ({"hook_event_name": "stop", "conversation_id": "c", "workspace_roots": "not a list"}, "{}"),
     ],
 )
-def test_payloads_that_are_not_what_cursor_documents_do_nothing_and_fail_nothing(app, monkeypatch, capsys, payload):
-    assert run(monkeypatch, capsys, payload) == "{}"
+def test_payloads_that_are_not_what_cursor_documents_do_nothing_and_fail_nothing(
+    app, monkeypatch, capsys, payload, answer
+):
+    assert run(monkeypatch, capsys, payload) == answer
     app.store.refresh()
     assert list(app.store.view("activity").all_events()) == []
 

@@ -13,6 +13,8 @@ from contextflow.capture.stored import DiskTurns, turns
 from tests.conftest import open_app
 from tests.table import run
 
+pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
+
 PROJECTS = ("shared", "web")
 WORDS = ["parser", "cache", "retry", "index", "token", "config", "docs", "build"]
 

@@ -160,7 +160,7 @@ def test_not_found_exits_3_as_the_readme_says(context_file: Path, capsys: pytest
     assert main(["read", "--session", "nosuch"]) == 3
     assert "no session 'nosuch' in any project" in capsys.readouterr().err
     assert main(["latest", "--project", "empty"]) == 3
-    assert main(["latest"]) == 0  # project shared has handoffs
+    assert main(["latest", "--project", "shared"]) == 0  # ContextFlowMCP's project has handoffs
 
 
 async def test_json_replies_carry_its_keys_beside_contextflows(context_file: Path) -> None:

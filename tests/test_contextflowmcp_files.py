@@ -28,7 +28,7 @@ from contextflow.core.locate import default_store_folder, locate_store
 from contextflow.sessions.core import entry_filter, read_entries
 from tests.conftest import connect, text_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("shared_project")]  # `shared` data, read from the tmp folder
 TS = "2026-01-05T10:00:00.000Z"
 
 

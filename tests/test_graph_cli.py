@@ -28,7 +28,7 @@ def test_add_show_update_list_and_delete(capsys, monkeypatch):
     code, out, _ = run(capsys, "show", node[:6], "--with-edges")
     assert code == 0 and "> Go is preferred" in out and "confidence=high" in out
     code, out, _ = run(capsys, "show", node, "--format", "markdown")
-    assert out.startswith(f"- [fact:{node} by human ")
+    assert out.startswith(f'- [fact:{node} by "human" ')
     code, out, _ = run(capsys, "update", node, "--type", "decision", "--meta", "confidence=", "--format", "json")
     assert code == 0 and json.loads(out)["type"] == "decision" and json.loads(out)["metadata"] == {}
     code, out, _ = run(capsys, "update", node, "--stdin", stdin="from stdin\n", monkeypatch=monkeypatch)

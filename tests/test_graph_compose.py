@@ -91,9 +91,9 @@ def test_sections_follow_the_seed_format_with_dependencies_and_rationale(app):
     assert text.startswith("<!-- ctx: 3 nodes, ") and text.rstrip().endswith("<!-- ctx:end -->")
     facts, decisions, working = text.index("## Facts"), text.index("## Decisions"), text.index("## Working Context")
     assert facts < decisions < working
-    assert f"- [decision:{decision.id} by unknown " in text
-    assert "  - Rationale: no runtime" in text and f"  - Depends on: [fact:{fact.id}]" in text
-    assert "  > next: NOT" in text  # later lines of stored text are quoted
+    assert f'- [decision:{decision.id} by "unknown" on "writer-a" ' in text
+    assert "  - Rationale:\n    > no runtime" in text and f"  - Depends on: [fact:{fact.id}]" in text
+    assert "  > parser half done\n  > next: NOT" in text  # stored text is quoted, its first line too
 
 
 def test_archived_and_superseded_nodes_stay_out_unless_asked_for(app):
@@ -164,3 +164,41 @@ def test_a_budget_below_the_frame_names_the_least_budget_that_fits_a_node(app):
     writes.add_node(app, type="fact", content="User prefers Go for services", tags=["tier:reference"])
     with pytest.raises(InputError, match=r"budget 10 is too small: .*use a budget of at least \d+"):
         compose(app, None, 10)
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_archived_nodes_stay_out_of_the_default_composition_and_their_summary_stands_in(app, monkeypatch, on_disk):
+    """`NOT tag:tier:*` and `created:>24h` let fresh nodes in; neither asks for archived ones."""
+    from contextflow import ondisk
+    from contextflow.graph.compose import DEFAULT_QUERY, scoped_query
+
+    if not on_disk:
+        monkeypatch.setattr(ondisk, "staged", lambda *_: False)
+    first = writes.add_node(app, type="observation", content="tried the lexer cache: 3x faster")
+    second = writes.add_node(app, type="observation", content="the cache key ignored the locale")
+    kept = writes.add_node(app, type="observation", content="still open: the parser's error spans")
+    summary = "lexer cache: 3x faster once keyed by locale"
+    done = writes.summarize(app, [first.id, second.id], summary, archive_sources=True)
+    for query in (
+        DEFAULT_QUERY,
+        scoped_query(DEFAULT_QUERY, "web"),
+        "NOT tag:tier:*",
+        "tag:tier:* OR NOT type:decision",
+    ):
+        for first_ranked in (None, 500):
+            result = compose(app, query, 5000, first=first_ranked)
+            assert first.id not in result.included and second.id not in result.included, query
+            assert done.id in result.included and kept.id in result.included, query
+            assert result.excluded.get("archived (tier:off-context)", 0) in (0, 2), query
+    assert first.id in compose(app, "tag:tier:off-context", 5000).included  # asked for by name
+    assert first.id in compose(app, "NOT NOT tag:off-context", 5000).included
+    assert first.id in compose(app, DEFAULT_QUERY, 5000, include_archived=True).included
+
+
+def test_a_session_start_shows_the_summary_not_the_observations_it_archived(app, tmp_path):
+    from contextflow.adapters.session_start import session_start
+
+    sources = [writes.add_node(app, type="observation", content=f"raw observation {n} about the lexer") for n in (1, 2)]
+    writes.summarize(app, [node.id for node in sources], "the lexer caches per locale", archive_sources=True)
+    told = session_start(app, tmp_path, 2_000)
+    assert "the lexer caches per locale" in told and "raw observation" not in told

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
+from contextflow.adapters.session_start import SESSION_NOTICE
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
 from contextflow.sessions import core as sessions
@@ -83,6 +84,7 @@ Here is the syntax for later: `<ctx:remember type="fact">inline example</ctx:rem
 
 
 def test_session_start_injects_the_default_view_the_active_handoff_and_open_threads(app, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")  # the `app` above writes with no folder: `shared`
     from contextflow.timeline import core as timeline
 
     writes.add_node(app, type="fact", content="User prefers Go", tags=["tier:reference"])
@@ -204,6 +206,8 @@ def test_summarize_supersede_and_expand_directives(app, capsys, monkeypatch, tmp
 
 
 def test_task_boundaries_tag_working_memory_then_archive_it_and_promote_decisions(app, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")  # the `app` above writes with no folder: `shared`
+
     def say(text):
         hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
 
@@ -427,6 +431,7 @@ def test_the_hook_budget_limit_is_the_graphs():
 def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_first(app, capsys, monkeypatch, tmp_path):
     """Claude Code and Codex show at most 10,000 characters of a hook's output: the default fits whole,
     and the latest handoff comes first (written without a session id: in the session it started)."""
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")  # the `app` above writes with no folder: `shared`
     from contextflow.adapters.session_start import CLIENT_LIMIT_CHARS
 
     app.store.append_many(
@@ -443,7 +448,9 @@ def test_a_long_used_store_fits_the_clients_hook_limit_and_keeps_the_handoff_fir
     code, out, _ = hook(capsys, monkeypatch, "session-start", payload("SessionStart", tmp_path, source="startup"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert code == 0 and len(context) < CLIENT_LIMIT_CHARS and len(context.encode()) < CLIENT_LIMIT_CHARS
-    assert context.startswith("## Latest handoff") and "> Parser done; next: wire the CLI" in context
+    notice, _, told = context.partition("\n\n")
+    assert notice == SESSION_NOTICE and "\n" not in notice  # one line: what follows is remembered data
+    assert told.startswith("## Latest handoff") and "> Parser done; next: wire the CLI" in context
     assert "## Recent sessions" in context and "fact " in context
     assert context.index("## Recent sessions") < context.index("fact ")
 

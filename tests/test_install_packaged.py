@@ -173,7 +173,7 @@ def test_a_plugin_hook_stands_aside_while_installs_hooks_are_there(home, tmp_pat
     main_env = {**env, "CONTEXTFLOW_CLIENT": "claude-code"}
     from contextflow.sessions import core as sessions
 
-    app = App.open(env)
+    app = App.open(env, cwd=tmp_path)  # the project of the folder the session starts in
     try:
         sessions.write_handoff(app, agent="codex", summary="Parser done", session_id="s0")
     finally:

@@ -13,7 +13,10 @@ import pytest
 
 from contextflow.sessions.core import append_note
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)"),
+    pytest.mark.usefixtures("shared_project"),  # `app` stores in `shared`; the picker runs in the plain tmp folder
+]
 
 
 def tmux(*args: str) -> str:
@@ -34,7 +37,7 @@ def wait_for(session: str, needle: str, timeout: float = 20.0) -> str:
 def test_arrow_down_and_enter_make_the_second_entry_the_active_session(app, tmp_path: Path):
     append_note(app, agent="claude", text="x", session_id="only-session")
     session = f"cf-{uuid.uuid4().hex[:8]}"
-    wanted = ("CONTEXTFLOW_", "HOME", "XDG_")
+    wanted = ("CONTEXTFLOW_", "HOME", "XDG_", "MCP_SHARED_CONTEXT_")
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k.startswith(wanted))
     command = f"cd {shlex.quote(str(tmp_path))} && env {env} {shlex.quote(sys.executable)} -m contextflow pick-session"
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "30", command + "; sleep 5")
@@ -53,7 +56,7 @@ def test_arrow_down_and_enter_make_the_second_entry_the_active_session(app, tmp_
 def test_escape_and_q_cancel_and_leave_the_active_session_unchanged(app, tmp_path: Path, key):
     append_note(app, agent="claude", text="x", session_id="only-session")
     session = f"cf-{uuid.uuid4().hex[:8]}"
-    wanted = ("CONTEXTFLOW_", "HOME", "XDG_")
+    wanted = ("CONTEXTFLOW_", "HOME", "XDG_", "MCP_SHARED_CONTEXT_")
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in os.environ.items() if k.startswith(wanted))
     command = f"cd {shlex.quote(str(tmp_path))} && env {env} {shlex.quote(sys.executable)} -m contextflow pick-session"
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "30", command + "; echo picker-exit=$?; sleep 5")

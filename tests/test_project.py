@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -14,12 +15,15 @@ from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.core.project import (
     MAX_CONFIG_BYTES,
-    RULE_DEFAULT,
     RULE_ENV,
-    RULE_FOLDER,
+    RULE_PATH,
     RULE_REMOTE,
+    RULE_REPO_PATH,
+    RULE_ROOT_COMMIT,
+    former_project,
     normalise_remote,
     project_for,
+    recorded_in,
     remote_url,
 )
 from contextflow.core.settings import Settings
@@ -46,8 +50,8 @@ from contextflow.graph import writes
         ("git@gitlab.example.org:group/sub/repo.git", "group/sub/repo"),
         ("ssh://host/~alice/repo.git", "alice/repo"),
         ("https://github.com/acme/shop.git?x=1#frag", "acme/shop"),
-        ("/srv/git/shop.git", "shop"),
-        ("file:///srv/git/shop.git", "shop"),
+        ("/srv/git/shop.git", None),  # a local path names no repository another machine has
+        ("file:///srv/git/shop.git", None),
         ("../shop", None),
         ("", None),
         ("not a url", None),
@@ -97,17 +101,17 @@ def test_the_current_folder_is_the_default(tmp_path, monkeypatch):
     assert project_for() == ("acme/shop", RULE_REMOTE)
 
 
-def test_a_repository_without_a_remote_is_named_after_its_folder(tmp_path):
+def test_a_repository_without_a_remote_or_commit_is_its_path(tmp_path):
     make_repo(tmp_path / "My Tool", "[core]\n\tbare = false\n")
-    assert project_for(tmp_path / "My Tool") == ("My Tool", RULE_FOLDER)
+    assert project_for(tmp_path / "My Tool") == (str(tmp_path / "My Tool"), RULE_REPO_PATH)
     make_repo(tmp_path / "bare-less")  # no config at all
-    assert project_for(tmp_path / "bare-less") == ("bare-less", RULE_FOLDER)
+    assert project_for(tmp_path / "bare-less" / "src") == (str(tmp_path / "bare-less"), RULE_REPO_PATH)
 
 
-def test_no_repository_is_the_shared_project(tmp_path):
+def test_a_plain_folder_is_its_own_project(tmp_path):
     (tmp_path / "plain").mkdir()
-    assert project_for(tmp_path / "plain") == ("shared", RULE_DEFAULT)
-    assert project_for(tmp_path / "does" / "not" / "exist") == ("shared", RULE_DEFAULT)
+    assert project_for(tmp_path / "plain") == (str(tmp_path / "plain"), RULE_PATH)
+    assert project_for(tmp_path / "does" / "not" / "exist") == (str(tmp_path / "does" / "not" / "exist"), RULE_PATH)
 
 
 def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
@@ -120,7 +124,7 @@ def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
     (feature / ".git").write_text(f"gitdir: {worktree_git}\n")
     assert project_for(feature) == ("acme/shop", RULE_REMOTE)
     (main_repo / ".git" / "config").write_text("[core]\n")
-    assert project_for(feature) == ("main", RULE_FOLDER)  # a linked worktree is named after its repository
+    assert project_for(feature) == (str(main_repo), RULE_REPO_PATH)  # a linked worktree is its repository's
     sub_git = main_repo / ".git" / "modules" / "lib"
     sub_git.mkdir(parents=True)
     (sub_git / "config").write_text('[remote "origin"]\n\turl = https://gitlab.com/g/sub/lib.git\n')
@@ -140,19 +144,20 @@ def test_a_worktree_or_submodule_git_file_is_followed_to_its_config(tmp_path):
         '[remote "origin"\n\turl = git@github.com:acme/shop.git\n',  # a broken section
     ],
 )
-def test_a_hostile_config_falls_back_to_the_folder_name(tmp_path, config):
+def test_a_hostile_config_falls_back_to_the_next_rule(tmp_path, config):
     make_repo(tmp_path / "repo", config)
-    assert project_for(tmp_path / "repo") == ("repo", RULE_FOLDER)
+    assert project_for(tmp_path / "repo") == (str(tmp_path / "repo"), RULE_REPO_PATH)
 
 
 def test_a_hostile_git_file_or_folder_name_falls_back_cleanly(tmp_path):
     odd = tmp_path / "odd\x07name"
     odd.mkdir()
     (odd / ".git").write_text("gitdir: /nowhere/at/all\n")
-    assert project_for(odd) == ("shared", RULE_DEFAULT)  # no remote, and the folder's name is no project name
+    name, rule = project_for(odd)  # no remote, and the folder's path is no project name: its hash names it
+    assert rule == RULE_REPO_PATH and name.startswith("folder@") and "\x07" not in name
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / ".git").write_bytes(b"\x00" * 10_000)
-    assert project_for(tmp_path / "junk") == ("junk", RULE_FOLDER)
+    assert project_for(tmp_path / "junk") == (str(tmp_path / "junk"), RULE_REPO_PATH)
 
 
 def test_no_git_process_is_started(tmp_path, monkeypatch):
@@ -313,3 +318,130 @@ def test_install_warns_when_another_client_uses_a_different_store(tmp_path, monk
     monkeypatch.setenv("CONTEXTFLOW_STORE", str(tmp_path / "synced"))
     main(["install", "gemini"])
     assert "warning" not in capsys.readouterr().err
+
+
+# -- identity that cannot collide: root commits, paths, the cache --------------------------------
+
+GIT_ENV = {
+    "PATH": os.environ.get("PATH", ""),
+    "HOME": os.devnull,
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(folder: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=folder, env=GIT_ENV, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def committed(folder: Path, text: str) -> Path:
+    """A repository in `folder` with one commit of its own (user set in the repository only)."""
+    folder.mkdir(parents=True)
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "config", "user.name", "t")
+    git(folder, "config", "user.email", "t@example.invalid")
+    (folder / "README.md").write_text(text)
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", text)
+    return folder
+
+
+def test_two_repositories_without_a_remote_in_folders_named_alike_are_two_projects(tmp_path):
+    one, two = committed(tmp_path / "x" / "app", "one"), committed(tmp_path / "y" / "app", "two")
+    (name_one, rule_one), (name_two, rule_two) = project_for(one), project_for(two)
+    assert rule_one == rule_two == RULE_ROOT_COMMIT and name_one != name_two
+    root = git(one, "rev-list", "--max-parents=0", "HEAD")
+    assert name_one == f"repo@{root[:12]}"
+
+
+def test_every_clone_of_a_repository_is_one_project(tmp_path):
+    origin = committed(tmp_path / "app", "one")
+    git(tmp_path, "clone", "-q", str(origin), str(tmp_path / "elsewhere" / "app-copy"))
+    git(tmp_path, "clone", "-q", str(tmp_path / "elsewhere" / "app-copy"), str(tmp_path / "third"))
+    names = {project_for(folder) for folder in (origin, tmp_path / "elsewhere" / "app-copy", tmp_path / "third")}
+    assert len(names) == 1 and next(iter(names))[1] == RULE_ROOT_COMMIT  # a local-path remote is no remote
+
+
+def test_two_plain_folders_named_alike_are_two_projects(tmp_path):
+    (tmp_path / "a" / "notes").mkdir(parents=True)
+    (tmp_path / "b" / "notes").mkdir(parents=True)
+    assert project_for(tmp_path / "a" / "notes") != project_for(tmp_path / "b" / "notes")
+    assert project_for(tmp_path / "a" / "notes")[1] == RULE_PATH
+
+
+def test_a_repository_with_no_commit_is_its_path_until_its_first_commit(tmp_path):
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    assert project_for(folder) == (str(folder), RULE_REPO_PATH)
+    git(folder, "config", "user.name", "t")
+    git(folder, "config", "user.email", "t@example.invalid")
+    git(folder, "commit", "-q", "--allow-empty", "-m", "first")
+    assert project_for(folder)[1] == RULE_ROOT_COMMIT
+
+
+def test_the_root_commit_is_found_once_per_repository_and_machine(tmp_path, monkeypatch):
+    from contextflow.core import gitrepo
+
+    repo = committed(tmp_path / "app", "one")
+    (repo / "sub").mkdir()
+    first = project_for(repo / "sub")
+    cached = list((tmp_path / "state" / "repos").iterdir())
+    assert len(cached) == 1 and oct(cached[0].stat().st_mode & 0o777) == "0o600"
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the root commit is cached: git must not run again")
+
+    monkeypatch.setattr(gitrepo, "run_git", refuse)
+    assert project_for(repo) == first
+    cached[0].unlink()  # derived state: deleting it costs one git run, never the answer
+    monkeypatch.undo()
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "state"))
+    assert project_for(repo) == first
+
+
+def test_without_git_a_repository_without_a_remote_is_its_path_and_git_is_sought_again_at_the_next_head(
+    tmp_path, monkeypatch
+):
+    from contextflow.core import gitrepo
+
+    repo = committed(tmp_path / "app", "one")
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    assert project_for(repo) == (str(repo), RULE_REPO_PATH)
+    runs: list[tuple[str, ...]] = []
+    monkeypatch.setattr(gitrepo, "run_git", lambda repo, *args, **kw: runs.append(args))
+    assert project_for(repo) == (str(repo), RULE_REPO_PATH) and runs == []  # the failure is cached for this HEAD
+    monkeypatch.undo()
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "state"))
+    (repo / "b.txt").write_text("b")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two")
+    monkeypatch.setenv("PATH", path)
+    assert project_for(repo)[1] == RULE_ROOT_COMMIT  # a new HEAD: git is asked again
+
+
+def test_doctor_and_start_preview_say_which_rule_chose_the_project(tmp_path, monkeypatch, capsys):
+    repo = committed(tmp_path / "app", "one")
+    monkeypatch.chdir(repo)
+    main(["doctor", "--format", "json"])
+    info = json.loads(capsys.readouterr().out)
+    assert info["project_chosen_by"] == RULE_ROOT_COMMIT and info["default_project"].startswith("repo@")
+    main(["start-preview"])
+    assert f"(chosen by {RULE_ROOT_COMMIT})" in capsys.readouterr().out
+
+
+def test_events_of_the_former_folder_name_are_told_apart_by_where_they_were_recorded(tmp_path):
+    """Before root commits, both repositories named `app` were project `app`: what each recorded (a turn's
+    root, a Claude Code transcript's folder) tells which repository an old event belongs to."""
+    one, two = committed(tmp_path / "x" / "app", "one"), committed(tmp_path / "y" / "app", "two")
+    assert former_project(one) == former_project(two) == "app"
+    assert former_project(tmp_path) is None  # a plain folder was `shared`: no former name of its own
+    claude_one = f"/home/u/.claude/projects/{str(one).replace('/', '-').replace('_', '-')}/s1.jsonl"
+    old_turn = {"project": "app", "session_id": "s1", "transcript": claude_one, "turn": {"files": {}}}
+    assert recorded_in(old_turn, str(one)) and not recorded_in(old_turn, str(two))
+    new_turn = {"project": "app", "turn": {"state": {"root": str(two), "files": {}}}}
+    assert recorded_in(new_turn, str(two)) and not recorded_in(new_turn, str(one))
+    assert not recorded_in({"project": "app", "turn": {}}, str(one))  # recorded nowhere: not claimed

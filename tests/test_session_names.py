@@ -42,7 +42,8 @@ def test_an_explicitly_started_session_resumes_empty(app):
     assert resume.session_id == "brand-new" and resume.entries == []
 
 
-def test_the_cli_resume_of_an_unknown_id_exits_3_and_names_the_closest(capsys, app):
+def test_the_cli_resume_of_an_unknown_id_exits_3_and_names_the_closest(capsys, app, monkeypatch):
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")  # `app` writes with no folder: `shared`
     stored(app, "feature-login")
     code, out, err = run(capsys, "resume", "feature-logn")
     assert code == 3 and out == "" and "closest: 'feature-login'" in err

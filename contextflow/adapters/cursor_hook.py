@@ -4,7 +4,9 @@ becomes one redacted line of the conversation's journal; `stop` captures the jou
 (the turn, the automatic handoff) and carries out `<ctx:...>` directives in the agent's response.
 Cursor's documented hooks cannot add context to a session, so nothing is injected.
 
-Prints what Cursor reads from each event: `{"continue": true}` for beforeSubmitPrompt, `{}` else."""
+Prints what Cursor reads from each event: `{}` for each event it knows but beforeSubmitPrompt, and
+`{"continue": true}` for that one and for any payload it cannot take (which may be that event: Cursor
+waits for the answer before it sends the prompt); `hooks.run` answers the same when anything fails."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ def run_cursor(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], cap
     from contextflow.capture.transcript import redacted
 
     event = payload.get("hook_event_name")
-    answer = '{"continue":true}' if event == "beforeSubmitPrompt" else "{}"
+    known = isinstance(event, str) and event in cursor_events.EVENTS and event != "beforeSubmitPrompt"
+    answer = "{}" if known else '{"continue":true}'
     conversation = payload.get("conversation_id")
     if not cursor_events.is_cursor(payload) or not isinstance(conversation, str) or not conversation.strip():
         return answer

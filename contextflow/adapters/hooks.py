@@ -11,6 +11,8 @@ and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
   are read once (`capture.transcript`), stop carries out their `<ctx:...>` directives
   (`capture.turn_directives`, also from the client's final reply when the transcript lags), and
   the turns are captured (`capture.core`).
+- session-start first, and stop after its own transcript: the sweep (`capture.sweep`), the turns of
+  this repository's transcripts that no hook read (a client killed mid-turn), through the same path.
 
 - cursor: every Cursor agent event (`adapters.cursor_hook`: a journal line per event, `stop` the
   transcript path above on that journal).
@@ -18,7 +20,8 @@ and prints what that event accepts, as `hookSpecificOutput.additionalContext`:
 A hook run by contextflow's Claude Code plugin or Gemini CLI extension (`CONTEXTFLOW_VIA`) does
 nothing while hooks `contextflow install` wrote are in the client's settings (`admin.packaged`).
 
-A hook never breaks the client: whatever fails, it exits 0, prints nothing, and logs the reason
+A hook never breaks the client: whatever fails, it exits 0, prints nothing (Cursor's events: `{"continue":true}`,
+the one answer valid for each of them), and logs the reason
 (redacted) to stderr and to `hooks.log` in the machine-local state folder, where what waits
 between calls and the current task live too.
 """
@@ -56,6 +59,9 @@ MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
 SESSION_START_TABLES = ("sessions", "capture", "view-events")  # the derived formats a session start reads
+# what an event prints whatever failed: Cursor waits for an answer to beforeSubmitPrompt, and a refused
+# payload may be that event (`{"continue":true}` is a valid answer to every Cursor event)
+REFUSED_ANSWER = {"cursor": '{"continue":true}'}
 
 
 def _dumps(value: Any) -> str:  # the stdlib's JSON: orjson's import costs a hook more than its speed saves
@@ -127,7 +133,10 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
         if event in ("stop", "session-end", "pre-compact"):
             done = transcript_event(event, payload, hooks, env, location)
+            if event == "stop":  # then what no hook read: sessions killed long enough ago to be over
+                _sweep(payload, hooks, env, location, stop=True)
             return "{}" if event == "stop" and done else ""
+        _sweep(payload, hooks, env, location, stop=False)  # first what no hook read: a killed session's turns
         if not folder.is_dir():
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
@@ -142,7 +151,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             app.close()
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
-        return ""
+        return REFUSED_ANSWER.get(event, "")
 
 
 def transcript_event(
@@ -184,6 +193,22 @@ def transcript_event(
         log_reason(f"{event} did nothing: {type(exc).__name__}", env)
         return False
     return True
+
+
+def _sweep(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], location: Location, *, stop: bool) -> None:
+    """The turns of this repository's transcripts that no hook read (`capture.sweep`); never fails the hook."""
+    try:
+        from contextflow.capture import sweep
+
+        def opened() -> App:
+            return _open_app(env, payload, location)
+
+        quiet = sweep.QUIET_AT_STOP if stop else sweep.QUIET_AT_START
+        skip = payloads.read(payload, env).transcript if stop else None  # (a session start may resume a killed one)
+        for error in sweep.sweep(hooks.parent, payloads.payload_cwd(payload), env, opened, quiet=quiet, skip=skip):
+            log_reason(error, env)
+    except Exception as exc:  # no message: it may quote a path or a line
+        log_reason(f"the sweep did nothing: {type(exc).__name__}", env)
 
 
 def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Location) -> App:

@@ -60,7 +60,9 @@ def start_preview(app: App, args: JSON) -> Reply:
         for key, name, limit in CLIENT_LIMITS
     ]
     lines = [
-        f"session start for project={project} session={settings.active_session or '(none)'}: "
+        f"session start for project={project}"
+        + (f" (chosen by {app.settings.project_rule})" if project == app.settings.default_project else "")
+        + f" session={settings.active_session or '(none)'}: "
         f"{len(context):,} characters (hook budget {budget:,} tokens)"
     ]
     for item in limits:
@@ -71,6 +73,7 @@ def start_preview(app: App, args: JSON) -> Reply:
     lines += ["", context or "(nothing: the hook prints nothing)"]
     data = {
         "project": project,
+        "project_chosen_by": app.settings.project_rule if project == app.settings.default_project else "argument",
         "session_id": settings.active_session,
         "output": output,
         "context": context,

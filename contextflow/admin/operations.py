@@ -61,7 +61,7 @@ OPERATIONS = (
     Operation(
         "pick-session",
         "Choose the active session in a terminal picker",
-        (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),),
+        (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT, else the current folder's project)."),),
         present.pick_session,
         command=("pick-session",),
         tool=False,

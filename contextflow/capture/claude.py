@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow.capture.turns import Turn, decoded, each, without_private
+from contextflow.capture.turns import Turn, clip, decoded, each, without_private
 
 _NOISE_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation', b'{"type":"last-prompt', b'{"type":"atis')
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
@@ -101,6 +101,27 @@ def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | 
     pending["calls"] = _kept(calls)
     pending["tasks"] = dict(list(tasks.items())[-MAX_PENDING:])
     return turns
+
+
+def stopped(turns: list[Turn], pending: dict[str, Any]) -> None:
+    """Claude Code stopped writing this transcript (killed, or closed) while commands waited for their
+    result: each is recorded once, in the last turn, as run without a result (exit unknown), so the next
+    session sees the command the session ended in. The call stays pending: a result written later (a
+    resumed session) is recorded too, and the last outcome wins."""
+    calls: dict[str, Any] = pending["calls"] if isinstance(pending.get("calls"), dict) else {}
+    listed = pending.get("told")
+    told = {key for key in listed if isinstance(key, str)} if isinstance(listed, list) else set()
+    for key, call in calls.items():
+        if key in told or not isinstance(call, list) or len(call) != 2 or call[0] != "Bash":
+            continue
+        command = call[1].get("command") if isinstance(call[1], dict) else None
+        if isinstance(command, str) and command.strip():
+            if not turns:
+                turns.append(Turn(continued=True))
+            turns[-1].command(command, None)
+            turns[-1].error(f"`{clip(command, 80)}` has no result: the session stopped while it ran")
+            told.add(key)
+    pending["told"] = [key for key in calls if key in told]
 
 
 def _kept(calls: dict[str, Any]) -> dict[str, Any]:

@@ -54,8 +54,7 @@ CLOSING_EVENTS = ("SessionEnd", "PreCompact")
 
 def repo_root(cwd: str) -> str | None:
     """The repository holding `cwd` (its root folder), if any."""
-    root = repository_root(Path(cwd))
-    return str(root) if root else None
+    return repository_root(cwd)
 
 
 def capture_off(env: Mapping[str, str], cwd: str | None, root: str | None) -> str | None:
@@ -141,6 +140,7 @@ def capture(
     if not turns and not _closing_due(state, digests):
         return []
     seen = [key for key in state.get("turn_ids", []) if isinstance(key, str)]
+    machine = ""  # this machine's writer id, read once the first turn's files are recorded
     stored: list[dict[str, Any]] = []
     digest = state.get("digest", {}) if isinstance(state.get("digest"), dict) else {}
     for turn in turns:
@@ -151,7 +151,7 @@ def capture(
         seen.append(key)
         cited = [*data.get("files", {}).get("created", []), *data.get("files", {}).get("edited", [])]
         cited += data.get("handoff", {}).get("files", [])
-        files_state = filestate.states(root, cited)
+        files_state = redacted(filestate.states(root, cited, machine := machine or _machine(env)))
         if files_state:
             data["state"] = files_state  # after the id: the same turn read again is the same turn
             _within_bound(data)
@@ -186,6 +186,17 @@ def capture(
     state.update(work)  # only once the events are written
     state.update({"turn_ids": seen[-KEEP_TURN_IDS:], "stored": count})
     return stored
+
+
+def _machine(env: Mapping[str, str]) -> str:
+    """This machine's writer id (what a claim's state names as where it was made), else ""."""
+    from contextflow.core.errors import InputError
+    from contextflow.core.locate import writer_id
+
+    try:
+        return writer_id(env)
+    except (InputError, OSError):
+        return ""
 
 
 def _within_bound(data: dict[str, Any]) -> None:

@@ -36,6 +36,54 @@ def turn_has_work(turn: dict[str, Any]) -> bool:
     return bool(files.get("created") or files.get("edited") or turn.get("commands") or "todos" in turn)
 
 
+_READ_ONLY_WORDS = (
+    "cd ls ll la cat head tail less more pwd echo printf find fd grep rg ag wc which whereis type tree stat file du "
+    "df env printenv date whoami id uname hostname history man help true test sort uniq cut jq diff cmp realpath "
+    "basename dirname readlink sed awk"
+)
+_READ_ONLY = frozenset(_READ_ONLY_WORDS.split())
+_GIT_READ_WORDS = "status log diff show branch remote rev-parse blame grep ls-files describe shortlog reflog"
+_GIT_READ = frozenset(_GIT_READ_WORDS.split())
+_CONTEXTFLOW_READ_WORDS = "status list resume search activity show where-am-i compose query"
+_CONTEXTFLOW_READ = frozenset(_CONTEXTFLOW_READ_WORDS.split())
+
+
+def _reads_only(command: str) -> bool:
+    """Whether a shell command only looks (`git status`, `ls`, `cat x | grep y`): every part of it runs a
+    known read-only tool (`sed -i` and a `find -delete` or `-exec` change things; a redirect writes)."""
+    import re
+
+    if ">" in command.replace("2>&1", "").replace(">&2", "") or re.search(r"\bsed\s+-i|-delete\b|-exec\b", command):
+        return False
+    for part in re.split(r"&&|\|\||[|;\n]", command):
+        words = [w for w in part.split() if "=" not in w or w.startswith("-")]
+        if not words:
+            continue
+        tool = words[0].rsplit("/", 1)[-1]
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        if tool == "git":
+            given = [w for n, w in enumerate(words[1:], 1) if words[n - 1] not in ("-C", "-c")]
+            sub = next((w for w in given if not w.startswith("-") and "=" not in w), "")
+            if sub not in _GIT_READ or (sub in ("branch", "remote") and len(rest) > 1):
+                return False
+        elif tool in ("contextflow", "ctx"):
+            if not rest or rest[0] not in _CONTEXTFLOW_READ:
+                return False
+        elif tool not in _READ_ONLY:
+            return False
+    return True
+
+
+def turn_changes_something(turn: dict[str, Any]) -> bool:
+    """Whether a turn did work that counts toward the age of what earlier sessions decided: wrote a file or
+    ran a command that is not read-only (a session that only talked, or ran `git status` and `ls`, does not)."""
+    files: dict[str, Any] = turn["files"] if isinstance(turn.get("files"), dict) else {}
+    if files.get("created") or files.get("edited"):
+        return True
+    commands = [c.get("command") for c in _list(turn.get("commands")) if isinstance(c, dict)]
+    return any(isinstance(command, str) and command.strip() and not _reads_only(command) for command in commands)
+
+
 def fold(digest: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     """The digest with one more turn (a new dict; the old one is not changed)."""
     import copy  # the session start folds in place and never needs it
@@ -86,6 +134,9 @@ def fold_in(out: dict[str, Any], turn: dict[str, Any]) -> None:
         known["files"].update({p: b for p, b in state["files"].items() if isinstance(b, str)})
         commit = state.get("commit")
         known["commit"] = commit if isinstance(commit, str) and commit else known.get("commit", "")
+        for name in ("branch", "machine", "root"):  # where the latest turn was made (filestate.states)
+            if isinstance(state.get(name), str) and state[name]:
+                known[name] = state[name]
     handoff = turn.get("handoff")
     if isinstance(handoff, dict) and isinstance(handoff.get("summary", ""), str):
         out["handoff"] = {**handoff, "turn": number}
@@ -110,7 +161,7 @@ def auto_handoff(digest: dict[str, Any]) -> dict[str, Any]:
     summary = finals[-1] if finals else f"Worked on: {digest.get('request') or 'an unnamed request'}"
     checks = digest.get("checks", {})
     tests = [f"{c['command']} -> {_outcome(c['exit'])}" for c in checks.values() if c.get("test")]
-    others = [f"{c['command']} -> {_outcome(c['exit'])}" for c in checks.values() if not c.get("test")]
+    others = [f"{outcomes.shown(c['command'])} -> {_outcome(c['exit'])}" for c in checks.values() if not c.get("test")]
     todos = [t["text"] for t in digest.get("todos") or [] if t.get("status", "").lower() not in _DONE]
     said = digest.get("substance", {})
     next_steps = []

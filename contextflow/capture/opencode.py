@@ -11,7 +11,8 @@ is idle, so the database (written before the event) is the reliable record.
 
 The cursor is `{"after": [time_created, message id]}`: the last complete message read. An
 assistant message not completed yet stops the read (the next call starts there). A message or
-part over MAX_ROW bytes is skipped and counted; a row that is not JSON is counted as bad.
+part over MAX_ROW bytes is skipped and counted; a row that is not JSON (not UTF-8, nested deeper
+than the decoder goes) is counted as bad: each row is read on its own, so no row stops the read.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from contextflow.capture.cursor import Chunk
 from contextflow.capture.turns import Turn, decoded, each
+
+if TYPE_CHECKING:  # imported where a database is opened: a sweep finding none pays nothing for it
+    import sqlite3
 
 MAX_MESSAGES = 2_000  # per read; the rest on the next call
 MAX_ROW = 2 << 20
@@ -60,6 +63,8 @@ def _connect(path: str) -> sqlite3.Connection:
     """A read-only connection; a missing or non-regular file (a FIFO, a device) is not opened."""
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
+    import sqlite3
+
     return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
 
 
@@ -73,8 +78,8 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
     lines: list[bytes] = []
     skipped = 0
     try:
-        rows = connection.execute(
-            "SELECT id, time_created, CASE WHEN length(data) <= ? THEN data END FROM message "
+        rows = connection.execute(  # data as bytes: text that is not UTF-8 fails its row, not the query
+            "SELECT id, time_created, CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM message "
             "WHERE session_id = ? AND (time_created > ? OR (time_created = ? AND id > ?)) "
             "ORDER BY time_created, id LIMIT ?",
             (MAX_ROW, session_id, start[0], start[0], start[1], MAX_MESSAGES),
@@ -88,22 +93,63 @@ def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
             if isinstance(info, dict) and info.get("role") == "assistant" and not _completed(info):
                 break  # still being written: read again from here next time
             parts = connection.execute(
-                "SELECT CASE WHEN length(data) <= ? THEN data END FROM part WHERE message_id = ? ORDER BY id",
+                "SELECT CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM part WHERE message_id = ? "
+                "ORDER BY id",
                 (MAX_ROW, key),
             ).fetchall()
             skipped += sum(1 for (part,) in parts if part is None)
             body = [_json(part) for (part,) in parts if part is not None]
-            lines.append(json.dumps({"id": key, "info": info, "parts": body}).encode())
+            try:
+                lines.append(json.dumps({"id": key, "info": info, "parts": body}).encode())
+            except (RecursionError, ValueError):  # decoded, yet too deep to write again: skipped
+                skipped += 1
             start = [created, key]
     finally:
         connection.close()
     return Chunk(lines, {"after": start}, skipped, False, 0 if start == [0, ""] or after is None else 1)
 
 
+RECENT = 200  # messages looked at for a database without a `session` table
+MAX_RECENT_ROW = 64 << 10
+
+
+def sessions_in(path: str, folders: list[str], count: int) -> list[str]:
+    """The `count` sessions last active in these folders, newest first: from OpenCode's `session` table
+    (its `directory`), else from where the newest messages say they ran (`path.cwd`, `path.root`)."""
+    connection = _connect(path)
+    try:
+        marks = ",".join("?" * len(folders))
+        try:
+            rows = connection.execute(
+                f"SELECT id FROM session WHERE directory IN ({marks}) ORDER BY time_updated DESC LIMIT ?",
+                (*folders, count),
+            ).fetchall()
+            return [key for (key,) in rows if isinstance(key, str)]
+        except connection.OperationalError:  # no such table or column: an older or newer layout
+            pass
+        rows = connection.execute(
+            "SELECT session_id, CASE WHEN length(data) <= ? THEN CAST(data AS BLOB) END FROM message "
+            "ORDER BY time_created DESC LIMIT ?",
+            (MAX_RECENT_ROW, RECENT),
+        ).fetchall()
+    finally:
+        connection.close()
+    found: list[str] = []
+    for key, data in rows:
+        info = _json(data) if data is not None else None
+        where = info.get("path") if isinstance(info, dict) else None
+        ran = [where.get("cwd"), where.get("root")] if isinstance(where, dict) else []
+        if isinstance(key, str) and key not in found and any(folder in folders for folder in ran):
+            found.append(key)
+    return found[:count]
+
+
 def _json(data: Any) -> Any:
+    """The row's JSON, or None: not JSON, not UTF-8, or nested deeper than the decoder goes (the
+    stdlib's decoder recurses: a row nested 300,000 deep raises RecursionError, caught here)."""
     try:
         return json.loads(data)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
@@ -130,6 +176,9 @@ def parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any] | 
         info, parts = entry["info"], entry["parts"]
         if not isinstance(info, dict) or not isinstance(parts, list):
             raise ValueError("not a message")
+        unread = sum(1 for part in parts if not isinstance(part, dict))  # a part that was not JSON: counted
+        if unread:
+            counts["bad"] = counts.get("bad", 0) + unread
         if info.get("role") == "user":
             prompt = "\n".join(text for text in map(_text, parts) if text)
             if prompt.strip():

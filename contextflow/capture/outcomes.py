@@ -121,11 +121,49 @@ def _clip(line: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+_MISSING = re.compile(r"command not found|: not found\b|is not recognized as|executable file not found", re.I)
+_NO_MODULE = re.compile(r"No module named ['\"]?([\w.]+)")
+
+
+def tool_missing(command: str, code: Any, error: str) -> bool:
+    """Whether a failed command failed because the tool it runs is not installed (exit 127, "command not
+    found", `python -m pyflakes` saying "No module named pyflakes"): that says nothing of the code."""
+    if code == 127 or _MISSING.search(error):
+        return True
+    named = _NO_MODULE.search(error)
+    if named is None:
+        return False
+    words = _words(command)
+    module = words[words.index("-m") + 1] if "-m" in words[:-1] else (words[0].rsplit("/", 1)[-1] if words else "")
+    return named.group(1).split(".")[0] == module.split(".")[0]
+
+
+_GIT_COMMIT = re.compile(r"^\s*git\s+(?:-c\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*commit\b")
+_MESSAGE = re.compile(r"(?:\s-\w*m\s*|\s--message[= ])\s*(?:\"((?:[^\"\\]|\\.)*)\"|'([^']*)'|(\S+))")
+
+
+def shown(command: str) -> str:
+    """A command as a handoff lists it: a `git [-c ...] commit ... -m "msg"` as `git commit: msg`."""
+    if not _GIT_COMMIT.match(command):
+        return command
+    found = _MESSAGE.search(command)
+    if found is None:
+        return "git commit"
+    message = next(part for part in found.groups() if part is not None)
+    return "git commit: " + _clip(message.split("\\n")[0].splitlines()[0] if message.strip() else message, 120)
+
+
 def fold(checks: dict[str, dict[str, Any]], command: dict[str, Any], turn: int) -> None:
     """Record one command's outcome (`{command, exit, error?}`) in `checks` (key -> outcome), in place:
-    it replaces its own check's outcome, and a pass clears the failures it covers."""
+    it replaces its own check's outcome, and a pass clears the failures it covers. A command whose tool is
+    not installed (`tool_missing`) checked nothing: it is not recorded."""
     raw = command.get("command")
     if not isinstance(raw, str) or not raw.strip():
+        return
+    error = command.get("error")
+    if command.get("exit") not in (0, None) and tool_missing(
+        raw, command.get("exit"), error if isinstance(error, str) else ""
+    ):
         return
     key = check_key(raw)
     code = command.get("exit")

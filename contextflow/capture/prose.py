@@ -1,30 +1,124 @@
 """Reading one turn's assistant prose: the decisions it states with their reasons, the options it
-rejects, the questions it leaves open, its todos and what it says resolved. Deterministic
-patterns, no model call; `substance.py` merges what each turn says into the session's.
+rejects with theirs, the questions it leaves open, its todos and what it says resolved.
+Deterministic patterns, no model call; `substance.py` merges what each turn says into the session's.
+
+Conservative: a sentence is a decision only when it says so ("we decided", "went with", "Decision:",
+a bullet under a "Decisions:" heading), and a rejection only when it names one ("rejected",
+"decided against", "instead of", "over", ", not"). A sentence is read clause by clause (`;`), so
+"we keep X because A; rejected Y because B" gives X its reason and Y its own.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip
+from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-_DECISION = re.compile(
-    r"^(?:(?:so\s+)?(?:i|we)(?:'ve| have)?\s+(?:decided|chose|chosen|opted|settled on|went with|agreed)\b|"
-    r"(?:i|we)(?:'ll| will)\s+(?:go with|use|keep|stick with)\b|decision\s*:|decided\s*:|"
-    r"going with\b|the decision is\b|let'?s go with\b)",
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_LEAD = (
+    r"^(?:(?:so|ok|okay|ultimately|finally|in the end|after (?:\w+\s+){0,3}\w+|then|and|but|also|going forward|"
+    r"from now on|for now|in short|overall)\s*,?\s+)?"
+)
+_SUBJECT = r"(?:(?:i|we)(?:'ve| have|'re| are|'ll| will|'m| am)?\s+(?:(?:now|finally|ultimately|also|instead)\s+)?)?"
+_WE = _SUBJECT.removesuffix("?")  # "we"/"I" said: required before the verbs below that start plain sentences too
+_CHOOSE = re.compile(
+    _LEAD
+    + r"(?:"
+    + _SUBJECT
+    + r"(?:decided (?:to|on|that)|chose|opted|settled on|went with|going with|picked)\b|"
+    + _WE
+    + r"(?:decided|chosen|choose|gone with|agreed|keep(?:ing)?|kept|stick(?:ing)? with|stuck with|"
+    r"stay(?:ing)? with|go with|switched to|prefer(?:red)?)\b|"
+    r"(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict|going with|keeping|"
+    r"sticking with)\s*:|"
+    r"(?:i|we)(?:'ll| will)\s+use\b|the (?:decision|choice|plan) (?:is|was)\b|"
+    r"let'?s (?:go with|use|keep|stick with)\b)",
     re.I,
 )
-_REJECTED = re.compile(
-    r"\b(?:rather than|instead of|over|not)\s+(.+?)(?=\s*(?:because|since|as|so that|,|;|$))"
-    r"|\b(?:rejected|ruled out|decided against|dropped the idea of|chose not to)\s+"
-    r"(.+?)(?=\s*(?:because|since|as|,|;|$))",
+_USE = re.compile(
+    _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
+)  # with a rejection only
+_REJECT = re.compile(
+    _LEAD + r"(?:(?:rejected (?:options?|alternatives?|ideas?|approaches)|rejected|ruled out|not chosen|discarded|"
+    r"dropped|alternatives?(?: considered)?(?: and rejected)?|considered and rejected|won'?t do)\s*:|"
+    + _SUBJECT
+    + r"(?:rejected|ruled out|decided against|decided not to(?: use)?|chose not to(?: use)?|"
+    r"opted against|opted not to(?: use)?|dropped the idea of|passed on|vetoed|gave up on|avoided)\b\s*:?|"
+    r"(?:i|we)\s+(?:won'?t|will not|shouldn'?t|should not|are not going to|aren'?t going to)\s+use\b|"
+    r"(?:(?:i|we)(?:'re| are| am)\s+)?not (?:going with|using)\b|avoid\b|"
+    r"(?:(?:i|we)\s+)?(?:did not|didn'?t) (?:go with|use|pick|choose)\b)\s*",
     re.I,
 )
-_REASON = re.compile(r"\b(?:because|since|so that|as it|as this|given that)\b\s*(.+)$", re.I)
+_PASSIVE = re.compile(
+    r"^(?P<option>.{2,120}?)(?:\s+(?:was|were|is|are|got|has been|have been)\s+(?:considered (?:but|and) )?|"
+    r"\s*[:—–]\s*|\s+-\s+)(?:rejected|"
+    r"ruled out|dropped|discarded|vetoed|not chosen)\b(?P<rest>.*)$",
+    re.I,
+)
+# "instead of Y, we use X", "switched from Y to X", "replaced Y with X", "dropped Y in favour of X"
+_INSTEAD = re.compile(
+    r"^(?:instead of|rather than)\s+(?P<y>[^,;]{2,80}),\s*(?P<x>(?:(?:i|we)(?:'ll| will|'re| are)?\s+|let'?s\s+)?"
+    r"(?:use|using|go with|keep|chose|picked|went with|opted for|store)\b.+)$",
+    re.I,
+)
+_SWITCH = re.compile(
+    _LEAD
+    + _SUBJECT
+    + r"(?:switched|migrated) from\s+(?P<y>.{2,80}?)\s+to\s+(?P<x>.+)$|"
+    + _LEAD
+    + _SUBJECT
+    + r"(?:replaced|swapped(?: out)?)\s+(?P<y2>.{2,80}?)\s+(?:with|for|by)\s+(?P<x2>.+)$|"
+    + _LEAD
+    + _SUBJECT
+    + r"(?:dropped|ditched|abandoned|removed)\s+(?P<y3>.{2,80}?)\s+in favou?r of\s+(?P<x3>.+)$",
+    re.I,
+)
+_PASSIVE_REST = re.compile(r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
+_REASON_LINE = re.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
+_BECAUSE = re.compile(
+    r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
+)
+_AS = re.compile(r"\s*,?\s*\bas (?=(?:it|this|that|they|its|there|both|each)\b)", re.I)  # only when nothing above
+_PAREN = re.compile(r"^(?P<option>.+?)\s*\((?P<why>[^()]{3,})\)\s*[.!]?$")
+_AGAINST = re.compile(
+    r"\s*,?\s*\(?\b(?:rather than|instead of|in place of|and not|but not)\s+(?P<a>[^,;()]+?)\s*\)?(?=\s*(?:,|$))"
+    r"|,\s*not\s+(?P<b>[^,;()]+?)\s*(?=,|$)|\s*\(not\s+(?P<c>[^)]+)\)",
+    re.I,
+)
+_OVER_VERB = re.compile(
+    r"\b(?:chose|chosen|choose|picked|pick|went with|going with|go with|opted for|prefer(?:red)?|settled on|"
+    r"favou?r(?:ed)?|keep(?:ing)?|kept|stick(?:ing)? with|stay(?:ing)? with|use|using)\s+(?!to\b)",
+    re.I,
+)
+_OVER = re.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
+_LABEL = re.compile(r"^(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
+_LISTED = re.compile(r"\s*(?:,|;|\band\b)?\s*([^,;()]{2,80}?)\s*\(([^()]{2,200})\)")
+_FAVOUR = re.compile(r"\s+in favou?r of\s+", re.I)
+_X_NOT_Y = re.compile(
+    r"^(?P<x>[^,;]{2,80}),\s+not\s+(?P<y>[^,;]{2,80}),\s*(?:because|since|as)\b\s*(?P<why>.+)$",
+    re.I,
+)
+_NOT_A_CHOICE = re.compile(r"^(?:it|this|that|there|he|she|they|you)\b|\b(?:fail|fails|failed|broke|crash)", re.I)
+_HEADINGS = (
+    (
+        "chosen",
+        r"decisions?(?: made)?|decided|key decisions|design decisions|what (?:i|we) decided|choices(?: made)?|chosen",
+    ),
+    (
+        "rejected",
+        r"rejected(?: options?| alternatives?| approaches| ideas)?|ruled out|not chosen|discarded|dropped|"
+        r"alternatives(?: considered)?(?: and rejected)?|considered (?:and|but) rejected|"
+        r"what (?:i|we) (?:rejected|ruled out)",
+    ),
+    ("questions", r"open questions?|unresolved(?: questions)?|questions|to decide|undecided"),
+    ("todos", r"todos?|to ?dos?|next steps?|follow[- ]ups?|remaining(?: work)?|still to do|left to do"),
+)
+_HEADING = re.compile(
+    r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$", re.I
+)
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
@@ -37,43 +131,143 @@ _POLITE = re.compile(
 _TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
 _RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
 
+Item = dict[str, str]
+
+
+def parts(text: str) -> Iterator[tuple[str, bool]]:
+    """The sentences and list items of some prose without code blocks, each with whether it is a list item."""
+    text = re.sub(r"```.*?(```|$)", " ", text, flags=re.S)
+    for line in text.split("\n"):
+        bullet = _BULLET.match(line)
+        body = (line[bullet.end() :] if bullet else line).replace("**", "").replace("__", "")
+        for part in _SENTENCE.split(body):
+            part = part.strip()
+            if part:
+                yield part, bool(bullet)
+
 
 def sentences(text: str) -> list[str]:
     """The sentences and list items of some prose, without code blocks."""
-    text = re.sub(r"```.*?(```|$)", " ", text, flags=re.S)
-    found = []
-    for part in _SENTENCE.split(text):
-        part = _BULLET.sub("", part).strip()
-        if part:
-            found.append(part)
+    return [part for part, _ in parts(text)]
+
+
+def _option(text: str) -> str:
+    return clip(text.strip(" ,;:.").removeprefix("to ").removeprefix("using "), MAX_ITEM)
+
+
+def _item(text: str, status: str, reason: str | None) -> Item | None:
+    option = _option(text) if status == "rejected" else clip(text.rstrip(" ,;:"), MAX_ITEM)
+    if len(option) < 2:
+        return None
+    item = {"decision": option, "status": status}
+    if reason and reason.strip(" .,;"):
+        item["reasoning"] = clip(reason, MAX_REASON)
+    return item
+
+
+def _split_reason(text: str, listed: bool) -> tuple[str, str | None]:
+    """(what, why): the text before its reason and the reason, if it gives one."""
+    found = _BECAUSE.search(text) or _AS.search(text)
+    if found and found.start() > 0:
+        return text[: found.start()], text[found.end() :]
+    wrapped = _PAREN.match(text)
+    if wrapped:
+        return wrapped["option"], wrapped["why"]
+    head, colon, tail = text.partition(": ")
+    if listed and colon and len(head.split()) <= 6:  # "- Postgres: too heavy for a CLI"
+        return head, tail
+    return text, None
+
+
+def _rejection(rest: str, listed: bool) -> list[Item]:
+    """A rejected option (what follows "rejected", or a bullet under a rejection heading) and its reason;
+    "Y in favour of X" also gives the chosen X; "Y (reason), Z (reason)" gives each its own."""
+    several = _LISTED.findall(rest)
+    if len(several) > 1 and _LISTED.sub("", rest).strip(" ,;.") in ("", "and"):
+        return [item for option, why in several if (item := _item(option, "rejected", why))]
+    what, why = _split_reason(rest, listed)
+    chosen = None
+    favour = _FAVOUR.search(what)
+    if favour:
+        what, chosen = what[: favour.start()], what[favour.end() :]
+    found = [_item(what, "rejected", why)]
+    if chosen:
+        found.append(_item(chosen, "chosen", why))
+    return [item for item in found if item]
+
+
+def _choice(clause: str, listed: bool, weak: bool, labelled: bool = False) -> list[Item]:
+    """A chosen option with its reason, and the options it names as set aside ("over", "instead of", ", not";
+    "over" after a verb of choosing, or anywhere in a labelled decision: "Decision: X over Y")."""
+    what, why = _split_reason(clause, listed)
+    against: list[str] = []
+    for match in list(_AGAINST.finditer(what))[::-1]:
+        against.insert(0, match["a"] or match["b"] or match["c"])
+        what = what[: match.start()] + what[match.end() :]
+    verb = _OVER_VERB.search(what)
+    over = _OVER.search(what, verb.end()) if verb else _OVER.search(what) if labelled else None
+    if over:
+        against.insert(0, over["o"])
+        what = what[: over.start()] + what[over.end() :]
+    if weak and not against:
+        return []
+    if why is None and against and ": " in against[-1]:  # "picked uv over pip-tools: faster resolution"
+        against[-1], why = against[-1].split(": ", 1)
+    found = [_item(what, "chosen", why), *(_item(option, "rejected", why) for option in against)]
+    return [item for item in found if item]
+
+
+def _clause(clause: str, listed: bool, heading: str | None) -> list[Item]:
+    """The decisions one clause states (nothing when it states none)."""
+    switched = _SWITCH.match(clause) or _INSTEAD.match(clause)
+    if switched:
+        parts = switched.groupdict()
+        old = parts.get("y") or parts.get("y2") or parts.get("y3") or ""
+        new, why = _split_reason(parts.get("x") or parts.get("x2") or parts.get("x3") or "", listed)
+        found = (_item(new, "chosen", why), _item(old, "rejected", why))
+        return [item for item in found if item]
+    rejected = _REJECT.match(clause)
+    if rejected:
+        return _rejection(clause[rejected.end() :], listed)
+    passive = _PASSIVE.match(clause)
+    if passive and _PASSIVE_REST.match(passive["rest"]):  # (not "rejected by CI", "dropped when ...")
+        why = re.sub(r"^(?:because|since|as|due to)\s+", "", passive["rest"].strip(" ()-—–,:."), flags=re.I)
+        option = _item(passive["option"], "rejected", why or None)
+        return [option] if option else []
+    if _CHOOSE.match(clause):
+        bare = _LABEL.sub("", clause)
+        return _choice(bare, listed, weak=False, labelled=bare != clause)
+    if heading == "rejected":
+        return _rejection(clause, listed)
+    if heading == "chosen":
+        return _choice(clause, listed, weak=False, labelled=True)
+    if _USE.match(clause):
+        return _choice(clause, listed, weak=True)
+    crossed = _X_NOT_Y.match(clause)
+    if crossed and not _NOT_A_CHOICE.search(crossed["x"]):
+        found = (_item(crossed["x"], "chosen", crossed["why"]), _item(crossed["y"], "rejected", crossed["why"]))
+        return [item for item in found if item]
+    return []
+
+
+def _decisions(sentence: str, listed: bool, heading: str | None) -> list[Item]:
+    """The decisions a sentence states, clause by clause (`;`): a clause that states none gives the one
+    before it its reason ("going with httpx; requests lacks async"), or adds to the reason it gave."""
+    found: list[Item] = []
+    clauses = [c.strip() for c in sentence.split(";") if c.strip()]
+    n = 0
+    while n < len(clauses):
+        items = _clause(clauses[n], listed, heading)
+        more: list[str] = []
+        while n + 1 < len(clauses) and not _clause(clauses[n + 1], listed, None):
+            n += 1
+            more.append(clauses[n])
+        for item in items if more else ():
+            why = "; ".join(more)
+            item["reasoning"] = clip(f"{item['reasoning']}; {why}" if "reasoning" in item else why, MAX_REASON)
+        found += items
+        n += 1
     return found
-
-
-def _decision(sentence: str) -> dict[str, str] | None:
-    if not _DECISION.search(sentence):
-        return None
-    reason = _REASON.search(sentence)
-    decided = sentence[: reason.start()] if reason else sentence
-    item = {"decision": clip(decided.rstrip(" ,;:"), MAX_ITEM), "status": "chosen"}
-    if reason:
-        item["reasoning"] = clip(reason.group(1), MAX_REASON)
-    return item
-
-
-def _rejected(sentence: str, decision: dict[str, str] | None) -> dict[str, str] | None:
-    if decision is None and not re.search(r"\b(rejected|ruled out|decided against|chose not to)\b", sentence, re.I):
-        return None
-    found = _REJECTED.search(sentence)
-    if not found:
-        return None
-    option = clip(found.group(1) or found.group(2) or "", MAX_ITEM).rstrip(".")
-    if len(option) < 3:
-        return None
-    item = {"decision": option, "status": "rejected"}
-    reason = _REASON.search(sentence)
-    if reason:
-        item["reasoning"] = clip(reason.group(1), MAX_REASON)
-    return item
 
 
 def _question(sentence: str) -> str | None:
@@ -87,24 +281,43 @@ def _question(sentence: str) -> str | None:
     return None
 
 
+def _add(out: dict[str, list[Any]], name: str, item: Any) -> None:
+    """Add an item unless the turn already said it (whitespace, case and punctuation aside)."""
+    items = out.setdefault(name, [])
+    key = normal(item["decision"] + "|" + item["status"] if isinstance(item, dict) else item)
+    if all(normal(old["decision"] + "|" + old["status"] if isinstance(old, dict) else old) != key for old in items):
+        items.append(item)
+
+
 def extract(text: str) -> dict[str, list[Any]]:
     """What one turn's prose decides, rejects, leaves open, leaves to do or resolves; only the
     kinds it states (a closing "thanks" gives {})."""
     out: dict[str, list[Any]] = {}
-    for sentence in sentences(text):
-        decision = _decision(sentence)
-        if decision is not None:
-            out.setdefault("decisions", []).append(decision)
-        rejected = _rejected(sentence, decision)
-        if rejected is not None:
-            out.setdefault("decisions", []).append(rejected)
-        question = _question(sentence)
+    heading: str | None = None  # what the bullets under a "Decisions:" (and like) heading are
+    last: list[Item] = []  # the decisions of the sentence before
+    for sentence, listed in parts(text):
+        titled = _HEADING.match(sentence)
+        if titled:
+            heading = titled.lastgroup
+            continue
+        if not listed:
+            heading = None
+        under = heading if listed else None
+        reason = _REASON_LINE.match(sentence)
+        if reason and last:  # "Reason: ..." after a decision gives it its reason
+            for item in last:
+                item.setdefault("reasoning", clip(reason["why"], MAX_REASON))
+            continue
+        last = _decisions(sentence, listed, under if under in ("chosen", "rejected") else None)
+        for item in last:
+            _add(out, "decisions", item)
+        question = clip(sentence, MAX_ITEM) if under == "questions" else _question(sentence)
         if question is not None:
-            out.setdefault("questions", []).append(question)
+            _add(out, "questions", question)
         todo = _TODO.match(sentence)
-        if todo:
-            out.setdefault("todos_said", []).append(clip(todo.group(1), MAX_ITEM))
+        if todo or under == "todos":
+            _add(out, "todos_said", clip(todo.group(1) if todo else sentence, MAX_ITEM))
         resolved = _RESOLVED.match(sentence)
         if resolved:
-            out.setdefault("resolved", []).append(clip(resolved.group(1), MAX_ITEM))
+            _add(out, "resolved", clip(resolved.group(1), MAX_ITEM))
     return {name: items[:MAX_KEEP] for name, items in out.items()}

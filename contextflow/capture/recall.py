@@ -5,12 +5,14 @@
   session of the repository; then that session's automatic handoff, derived from its turn
   records, is the latest. Machine-local state (the active session) plays no part, so every
   machine shows the same one.
-- `recent_substance(app, project)`: decisions, open questions and todos of the repository's
-  recent sessions, deduplicated, newest first, resolved ones dropped.
+- `standing_substance(app, project)`: the repository's decisions, rejected options, open questions
+  and todos that still stand, deduplicated, newest first: until superseded or resolved, or older than
+  STANDING_DAYS days AND STANDING_SESSIONS later sessions that did work (sessions that only talked,
+  or only ran read-only commands, never age them).
 
 Both read the sessions and the captured turns from the derived tables (`capture/stored.py`): only
 the turns they show (the newest that did work, the ones linking a handoff, the winning session's,
-the ones that said something in the recent sessions), whatever the store's size.
+the newest that said something, back to where items age out), whatever the store's size.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ if TYPE_CHECKING:
 
 RECENT_HANDOFFS = 50
 PAGE = 8
-RECENT_SESSIONS = 10
+STANDING_DAYS = 30  # what was said stands this long at least ...
+STANDING_SESSIONS = 10  # ... and through this many later sessions that did work
+WORK_PAGE = 50
+MAX_WORK_TURNS = 500  # turns that did work read to find STANDING_SESSIONS sessions (more: nothing ages out)
+SAID_PAGE = 40
+MAX_SAID_TURNS = 300  # turns that said something read, newest first, a page at a time ...
+MAX_STANDING = 60  # ... until this many items stand (the session start shows those that fit, counts the rest)
 
 
 class Latest:
@@ -124,40 +132,133 @@ def latest_handoff(app: App, project: str) -> Latest | None:
 class Said:
     """One decision, open question or todo, with where it was said."""
 
-    __slots__ = ("agent", "kind", "session_id", "state", "text", "ts")
+    __slots__ = ("agent", "kind", "session_id", "state", "text", "ts", "turn", "writer")
 
     def __init__(self, kind: str, text: str, session_id: str, ts: str, agent: str, state: dict[str, Any]) -> None:
         self.kind = kind  # "decision", "question" or "todo"
         self.text, self.session_id, self.ts, self.agent = text, session_id, ts, agent
         self.state = state  # the state of the files of the turn that said it
+        self.writer, self.turn = "", ""  # the machine (log) that captured it, and the turn's event id
 
 
-def recent_substance(app: App, project: str, sessions: int = RECENT_SESSIONS) -> list[Said]:
-    """What the project's recent sessions decided and left open, newest first: each item once (its
-    latest wording), questions a later decision or "resolved:" answered and todos said done left out."""
-    events = turns(app, project).recent_said(sessions)
-    total: dict[str, list[Any]] = {}
-    where: dict[tuple[str, str], Event] = {}
-    for turn_event in events:
-        turn = turn_of(turn_event.data)
-        said = substance.of_turn(turn)
-        if not said:
-            continue
-        total = substance.accumulate(total, said)
-        for item in said.get("decisions", []):
-            where[("decision", digests.decision_text(item))] = turn_event
-        for name, kind in (("questions", "question"), ("todos_said", "todo")):
-            for text in said.get(name, []):
-                where[(kind, text)] = turn_event
+class Standing:
+    """What a repository decided and left open that still stands, newest first (`items`); `older`: the
+    read stopped (MAX_STANDING items, or MAX_SAID_TURNS turns read), so older turns may hold more."""
+
+    __slots__ = ("items", "older")
+
+    def __init__(self, items: list[Said], older: bool) -> None:
+        self.items, self.older = items, older
+
+
+def _aged_out(captured: Turns, now_ms: int) -> OrderKey | None:
+    """The order key before which what was said has aged out: said more than STANDING_DAYS ago AND before
+    the newest work of the STANDING_SESSIONS-th most recent session that changed something (a session that
+    only talked, or only ran `git status`, does not age anything). None: nothing has aged out."""
+    from contextflow.core.clock import stamp_from_ms
+
+    days = (stamp_from_ms(now_ms - STANDING_DAYS * 86_400_000), "", 0)
+    working: set[str] = set()
+    before: OrderKey | None = None
+    read = 0
+    while read < MAX_WORK_TURNS:
+        page = captured.work_page(before, WORK_PAGE)
+        for sid, event in page:
+            if sid not in working and digests.turn_changes_something(turn_of(event.data)):
+                working.add(sid)
+                if len(working) == STANDING_SESSIONS:
+                    return min(days, event.key)
+        if len(page) < WORK_PAGE:
+            break
+        read, before = read + len(page), page[-1][1].key
+    return None
+
+
+class _Kept:
+    """Texts kept so far, found again by their key words (an inverted index), so a new text is compared
+    (`substance.same`'s rule) only with the few that share a word with it."""
+
+    __slots__ = ("bare", "index", "words")
+
+    def __init__(self) -> None:
+        self.words: list[frozenset[str]] = []
+        self.index: dict[str, list[int]] = {}
+        self.bare: set[str] = set()  # texts without key words, compared whole
+
+    def add(self, text: str) -> None:
+        words = substance.key_words(text)
+        if not words:
+            self.bare.add(substance.normal(text) or text.strip().lower())
+        for word in words:
+            self.index.setdefault(word, []).append(len(self.words))
+        self.words.append(words)
+
+    def holds(self, text: str) -> bool:
+        words = substance.key_words(text)
+        if not words:
+            return (substance.normal(text) or text.strip().lower()) in self.bare
+        looked: set[int] = set()
+        for word in words:
+            for n in self.index.get(word, ()):
+                if n not in looked:
+                    looked.add(n)
+                    other = self.words[n]
+                    if len(words & other) / min(len(words), len(other)) >= 0.6:
+                        return True
+        return False
+
+
+def standing_substance(app: App, project: str, now_ms: int | None = None) -> Standing:
+    """What the repository's sessions decided, rejected and left open that still stands, newest first: each
+    item once (its latest wording), until a later decision supersedes it (restates or reverses it), a later
+    decision or "resolved:" answers it, or it ages out (`_aged_out`: STANDING_DAYS and STANDING_SESSIONS
+    sessions that did work). Reads at most MAX_WORK_TURNS turns that did work and MAX_SAID_TURNS that
+    said something, newest first: what a newer turn said is kept, what it replaces in older ones is not."""
+    from contextflow.core.timeutil import now_ms as wall_ms
+
+    captured = turns(app, project)
+    floor = _aged_out(captured, wall_ms() if now_ms is None else now_ms)
+    decided, answers, pools = _Kept(), _Kept(), {"questions": _Kept(), "todos_said": _Kept()}
     found: list[Said] = []
-    items = [("decision", digests.decision_text(d)) for d in total.get("decisions", [])]
-    items += [("question", q) for q in total.get("questions", [])] + [("todo", t) for t in total.get("todos_said", [])]
+    before: OrderKey | None = None
+    read = 0
+    while read < MAX_SAID_TURNS:  # a page at a time, newest first
+        size = min(SAID_PAGE, MAX_SAID_TURNS - read)
+        page = captured.said_since(floor, size, before)
+        for event in page:
+            _add_said(found, event, decided, answers, pools)
+            if len(found) > MAX_STANDING:
+                return Standing(found[:MAX_STANDING], True)
+        if len(page) < size:
+            return Standing(found, False)
+        read, before = read + len(page), page[-1].key
+    return Standing(found, bool(captured.said_since(floor, 1, before)))  # (one more turn read: are there more?)
+
+
+def _add_said(found: list[Said], event: Event, decided: _Kept, answers: _Kept, pools: dict[str, _Kept]) -> None:
+    """What one turn said that still stands, given what newer turns said (`decided`, `answers`, `pools`)."""
+    said = substance.of_turn(turn_of(event.data))
+    if not said:
+        return
+    where = (str(event.data.get("session_id") or ""), event.ts, str(event.data.get("agent") or ""), _state(event))
+    fresh = [d for d in said.get("decisions", []) if not decided.holds(d["decision"])]
+    items = [("decision", digests.decision_text(d)) for d in fresh]
+    for name, kind in (("questions", "question"), ("todos_said", "todo")):
+        for text in said.get(name, []):
+            if not answers.holds(text) and not pools[name].holds(text):
+                pools[name].add(text)
+                items.append((kind, text))
     for kind, text in items:
-        event = where.get((kind, text))
-        if event is None:
-            continue
-        state = _state(event)
-        agent = str(event.data.get("agent") or "")
-        found.append(Said(kind, text, str(event.data.get("session_id") or ""), event.ts, agent, state))
-    found.sort(key=lambda said: said.ts, reverse=True)
-    return found
+        item = Said(kind, text, *where)
+        item.writer, item.turn = event.writer, event.id
+        found.append(item)
+    for decision in fresh:
+        decided.add(decision["decision"])
+        answers.add(decision["decision"])
+    for text in said.get("resolved", []):
+        answers.add(text)
+
+
+def recent_substance(app: App, project: str, now_ms: int | None = None) -> list[Said]:
+    """`standing_substance`'s items."""
+    return standing_substance(app, project, now_ms).items

@@ -27,6 +27,11 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def normal(text: str) -> str:
+    """`text` as compared for sameness: lower case, words only (whitespace, case and punctuation aside)."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
 @lru_cache(maxsize=4_096)  # a session restates the same items turn after turn
 def key_words(text: str) -> frozenset[str]:
     words = (w.strip("./") for w in re.findall(r"[a-z0-9_./]+", text.lower()))
@@ -38,7 +43,8 @@ def same(a: str, b: str) -> bool:
     """Whether two items say the same thing (most of their words shared)."""
     left, right = key_words(a), key_words(b)
     if not left or not right:
-        return a.strip().lower() == b.strip().lower()
+        words = normal(a), normal(b)
+        return words[0] == words[1] if any(words) else a.strip().lower() == b.strip().lower()
     return len(left & right) / min(len(left), len(right)) >= 0.6
 
 
@@ -63,24 +69,22 @@ def of_turn(turn: dict[str, Any]) -> dict[str, list[Any]]:
     return {name: items[:MAX_KEEP] for name, items in found.items() if items}
 
 
-def accumulate(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """The session's substance with one more turn's: newer items replace the same older ones;
-    questions a later decision or "resolved:" answers, and todos said done, are dropped."""
+def accumulate(old: dict[str, list[Any]], new: dict[str, list[Any]], keep: int = MAX_KEEP) -> dict[str, list[Any]]:
+    """The session's substance with one more turn's: newer items replace the same older ones (a decision
+    restated, or reversed: "rejected: X" after "we went with X"); questions a later decision or "resolved:"
+    answers, and todos said done, are dropped. At most `keep` of each kind, the newest."""
     if not new:
         return old
     out: dict[str, list[Any]] = {name: list(items) for name, items in old.items()}
-    decisions = out.setdefault("decisions", [])
-    for item in new.get("decisions", []):
-        kept = [
-            d for d in decisions if d.get("status") != item.get("status") or not same(d["decision"], item["decision"])
-        ]
-        decisions[:] = [*kept, item]
-    resolved = new.get("resolved", [])
     fresh = new.get("decisions", [])
+    if fresh:
+        kept = [d for d in out.get("decisions", []) if not any(same(d["decision"], n["decision"]) for n in fresh)]
+        out["decisions"] = [*kept, *fresh]
+    resolved = new.get("resolved", [])
     for name in ("questions", "todos_said"):
         kept = [q for q in out.get(name, []) if not _answered(q, resolved, fresh)]
         for item in new.get(name, []):
             kept = [q for q in kept if not same(q, item)] + [item]
         out[name] = kept
-    out["resolved"] = (out.get("resolved", []) + resolved)[-MAX_KEEP:]
-    return {name: items[-MAX_KEEP:] for name, items in out.items() if items}
+    out["resolved"] = (out.get("resolved", []) + resolved)[-keep:]
+    return {name: items[-keep:] for name, items in out.items() if items}

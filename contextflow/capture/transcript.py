@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from importlib import import_module
@@ -46,6 +47,8 @@ PARSERS = {  # client -> capture module
 }
 DEFAULT_PARSER = "claude"  # a client named nowhere else writes Claude Code's format (the most common one)
 MAX_STATE_BYTES = 4 << 20
+SWEPT = "Swept"  # the event of a read by the sweep (capture/sweep.py): the client stopped writing the transcript
+SWEPT_READ = 2 << 20  # bytes a sweep reads of one transcript (a hook's read takes up to cursor.MAX_READ)
 
 
 class Reading(NamedTuple):
@@ -119,7 +122,7 @@ def read(hook: Hook, state: dict[str, Any], parser: str) -> Reading:
     from_start, missing, error = True, hook.transcript is None, hook.refused
     if hook.transcript is not None:
         try:
-            turns, from_start = _parse(hook.transcript, state, parser)
+            turns, from_start = _parse(hook.transcript, state, parser, stopped=hook.event == SWEPT)
         except FileNotFoundError:
             missing = True
         except (OSError, ValueError) as exc:  # a FIFO, a device, a folder, no permission: refused at once
@@ -137,27 +140,40 @@ def read(hook: Hook, state: dict[str, Any], parser: str) -> Reading:
     return Reading(turns, from_start, missing, error)
 
 
-def _parse(transcript: str, state: dict[str, Any], parser: str) -> tuple[list[Turn], bool]:
+def _parse(transcript: str, state: dict[str, Any], parser: str, stopped: bool = False) -> tuple[list[Turn], bool]:
+    """The new turns; `stopped`: the client stopped writing the transcript, so a parser with a `stopped`
+    function records the calls still waiting for their result (a killed session's last command)."""
     cursor = state.get("cursor")
     if parser == "opencode":
         from contextflow.capture import opencode
 
         chunk = opencode.read_new(transcript, cursor if isinstance(cursor, dict) else None)
     else:
-        chunk = cursors.read_new(transcript, cursor if isinstance(cursor, dict) else None)
+        most = SWEPT_READ if stopped else cursors.MAX_READ
+        chunk = cursors.read_new(transcript, cursor if isinstance(cursor, dict) else None, most)
     pending = state.get("pending") if isinstance(state.get("pending"), dict) and chunk.start else {}
     counts: dict[str, int] = {}
+    module = import_module(f"contextflow.capture.{parser}")
     try:
-        turns = import_module(f"contextflow.capture.{parser}").parse(chunk.lines, counts, pending)
+        turns = module.parse(chunk.lines, counts, pending)
     except UNREADABLE as exc:  # input the parser could not take at all: this chunk is lost, not retried
         turns, counts["bad"] = [], counts.get("bad", 0) + max(1, len(chunk.lines))
         note_error(state, f"{type(exc).__name__} reading {len(chunk.lines)} lines")
+    if stopped and hasattr(module, "stopped") and _at_end(transcript, chunk.cursor):
+        module.stopped(turns, pending)  # (not when the rest of the transcript waits: the results may be there)
     state["cursor"], state["pending"] = chunk.cursor, pending
     for name, count in (("skipped", chunk.skipped), ("bad", counts.get("bad", 0))):
         if count:
             state[name] = _count(state.get(name)) + count
             note_error(state, f"{state[name]} lines {name} ({name} in the last read: {count})")
     return turns, chunk.start == 0
+
+
+def _at_end(transcript: str, cursor: dict[str, Any]) -> bool:
+    try:
+        return cursor.get("offset") == os.stat(transcript).st_size
+    except OSError:
+        return False
 
 
 def _count(value: Any) -> int:

@@ -1,25 +1,43 @@
 """Projects: which project an event belongs to, the default project name, and the project a
 working folder belongs to (`project_for`).
 
-The project follows the repository: the git remote of the folder's repository (`origin`, else
-the first remote), normalised to `owner/repo` (GitLab's nested groups keep their whole path,
-`group/sub/repo`) and compared without case, so every clone on every machine names the same
-project; else the repository root folder's name; else `shared`. `MCP_SHARED_CONTEXT_PROJECT`
-and a `project` argument win over all of it (`Settings.from_env`).
+The project follows the repository, by the first rule that applies (each rule's name is what
+`doctor` and `start-preview` say chose it):
+- RULE_REMOTE: the git remote of the folder's repository (`origin`, else the first remote) that
+  names a host, normalised to `owner/repo` (GitLab's nested groups keep their whole path) and
+  compared without case, so every clone on every machine names the same project. A local-path
+  remote (`/srv/git/app.git`, `file://`) names only a folder on one machine: it counts as no remote.
+- RULE_ROOT_COMMIT: a repository without such a remote is `repo@<first 12 hex of its root
+  commit>`: two unrelated repositories never share a root commit and every clone of one does,
+  whatever its folder is called (so no folder name is part of it). The root commit is found once
+  per repository per machine (one hardened `git rev-list`, `core/gitrepo.py`) and cached in the
+  state folder (`repos/`, derived state, safe to delete).
+- RULE_REPO_PATH: a repository with no commit yet is its absolute path on this machine.
+- RULE_PATH: a plain folder (no repository) is its own project: its absolute path on this machine.
+- RULE_DEFAULT: no folder given at all (`shared`). `MCP_SHARED_CONTEXT_PROJECT` and a `project`
+  argument win over all of it (RULE_ENV, `Settings.from_env`).
 
-Nothing here runs `git`: a hook runs on every prompt, and a process costs more than reading
-`.git/config`. Everything read is untrusted: a file too large, a name holding a control
+Stores written before these rules named a repository without a remote after its folder (and a plain
+folder `shared`): `former_project` says that name, and `recorded_in` tells whether an event of it was
+recorded in this repository (`capture/filestate.py` records each turn's repository root), so such
+events are still found by their repository (`former_events`).
+
+Everything read is untrusted (`core/gitrepo.py`): a file too large, a name holding a control
 character or an unreadable path falls back to the next rule.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from contextflow.core import gitrepo
 from contextflow.core.errors import InputError
+from contextflow.core.gitrepo import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
@@ -29,12 +47,15 @@ DEFAULT_PROJECT = "shared"
 # the rule that chose a project, as `doctor` and the info resource say it
 RULE_ENV = "env:MCP_SHARED_CONTEXT_PROJECT"
 RULE_REMOTE = "git remote"
-RULE_FOLDER = "repository folder"
+RULE_ROOT_COMMIT = "git root commit (no remote)"
+RULE_REPO_PATH = "repository path (no commit yet)"
+RULE_PATH = "folder path (no repository)"
 RULE_DEFAULT = "default"
 
 MAX_PROJECT_CHARS = 200
-MAX_CONFIG_BYTES = 256 * 1024  # a git config larger than this is not read past this point
-MAX_DEPTH = 128  # folders walked up from the working folder
+ROOT_HEX = 12  # hex digits of the root commit in a project name
+ROOT_PREFIX = "repo@"  # a repository without a remote: repo@<root commit>
+UNKNOWN = "unknown-at"  # the cache's answer when git could not tell, with the HEAD it was asked at
 _SECTION = re.compile(r'^\s*\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]')
 _ANY_SECTION = re.compile(r"^\s*\[")
 _URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
@@ -64,7 +85,7 @@ def normalise_remote(url: str) -> str | None:
     https://github.com/Owner/Repo.git       -> owner/repo
     git@github.com:owner/repo.git           -> owner/repo
     ssh://git@host:22/group/sub/repo.git/   -> group/sub/repo
-    /srv/git/repo.git, file:///srv/repo     -> repo (a local path names only its folder)
+    /srv/git/repo.git, file:///srv/repo     -> None (a local path names no repository on another machine)
     """
     text = url.strip()
     if not text or len(text) > 2_000:
@@ -93,13 +114,7 @@ def normalise_remote(url: str) -> str | None:
         parts = [part for part in parts if part]
     if not parts or ".." in parts:
         return None
-    chosen = parts[-1:] if local else parts
-    return clean_name("/".join(chosen).lower())
-
-
-def _read_bounded(path: Path, limit: int) -> str:
-    with open(path, "rb") as handle:
-        return handle.read(limit).decode("utf-8", "replace")
+    return None if local else clean_name("/".join(parts).lower())
 
 
 def remote_url(config_text: str) -> str | None:
@@ -122,72 +137,144 @@ def remote_url(config_text: str) -> str | None:
     return next(iter(urls.values()), None)
 
 
-def _git_dir(dot_git: Path) -> Path | None:
-    """The git folder a `.git` names: itself, or the `gitdir:` a worktree or submodule's file points at."""
-    if dot_git.is_dir():
-        return dot_git
-    first = _read_bounded(dot_git, 4_096).splitlines()[:1]
-    if not first or not first[0].startswith("gitdir:"):
+def local_remote_name(url: str) -> str | None:
+    """The last folder of a local-path remote (`/srv/git/app.git` -> `app`), else None."""
+    text = url.strip()
+    local = text.lower().startswith("file://") or text.startswith(("/", ".", "~")) or re.match(r"^[A-Za-z]:[\\/]", text)
+    if not local or len(text) > 2_000:
         return None
-    target = Path(first[0][len("gitdir:") :].strip())
-    return target if target.is_absolute() else dot_git.parent / target
+    parts = [part for part in re.split(r"[\\/]", text) if part not in ("", ".", "..")]
+    name = parts[-1][:-4] if parts and parts[-1].lower().endswith(".git") else (parts[-1] if parts else "")
+    return clean_name(name) if name else None
 
 
-def _config_of(git_dir: Path) -> Path:
-    """A linked worktree keeps its remotes in the main repository's config (`commondir`)."""
+def path_project(path: str) -> str:
+    """A folder's absolute path as a project name (a path too long or strange to be one: its last
+    folder and a hash of the path)."""
+    named = clean_name(path)
+    if named:
+        return named
+    tail = clean_name(os.path.basename(path)[:100]) or "folder"
+    return f"{tail}@{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:ROOT_HEX]}"
+
+
+def _cache_file(common_dir: str, env: Mapping[str, str] | None) -> tuple[str, str] | None:
+    """(folder, name) of the cached root commit of the repository whose common git folder is `common_dir`."""
+    from contextflow.core import locate
+
     try:
-        common = _read_bounded(git_dir / "commondir", 4_096).strip()
-    except OSError:
-        return git_dir / "config"
-    base = Path(common)
-    return (base if base.is_absolute() else git_dir / base) / "config"
-
-
-def _main_folder(git_dir: Path) -> Path | None:
-    """The main working folder of a linked worktree's repository (`commondir` is its `.git`)."""
-    try:
-        common = Path(_read_bounded(git_dir / "commondir", 4_096).strip())
-    except OSError:
+        root = locate.checked_state_root(env)
+        folder = locate.private_folder(root / "repos", "the state folder")
+    except (InputError, OSError):
         return None
-    common = common if common.is_absolute() else git_dir / common
-    resolved = Path(os.path.normpath(common))
-    return resolved.parent if resolved.name == ".git" else None
+    key = hashlib.sha256(common_dir.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return str(folder), key
 
 
-def repository_root(start: Path) -> Path | None:
-    """The nearest folder at or above `start` that holds a `.git` folder or file."""
-    for depth, folder in enumerate((start, *start.parents)):
-        if depth >= MAX_DEPTH:
+def cached_root_commit(repo: gitrepo.Repo, env: Mapping[str, str] | None = None) -> str | None:
+    """The repository's root commit: from the state folder's cache, else found (`gitrepo.root_commit`)
+    and cached (0600). None while it has no commit, or when git cannot tell (not found, failed, a
+    history too long to walk within its timeout): that answer is cached too, for the HEAD it was
+    asked at, so a hook pays for a failed run once per HEAD, not on every prompt."""
+    if repo.common_dir is None:
+        return None
+    head = gitrepo.head(repo)[1]
+    if head is None:
+        return None  # no commit yet: nothing to find, nothing to cache
+    where = _cache_file(repo.common_dir, env)
+    if where is not None:
+        cached = gitrepo.read_in(where[0], where[1], 200)
+        text = cached.decode("ascii", "replace").strip() if cached is not None else ""
+        if gitrepo.is_commit_id(text):
+            return text
+        if text == f"{UNKNOWN} {head}":
             return None
-        try:
-            if (folder / ".git").exists():
-                return folder
-        except OSError:
-            return None
-    return None
+    found = gitrepo.root_commit(repo)
+    if where is not None:
+        _write_private(os.path.join(*where), found or f"{UNKNOWN} {head}")
+    return found
 
 
-def project_for(cwd: str | os.PathLike[str] | None = None) -> tuple[str, str]:
-    """(project, rule) for the working folder `cwd` (default: the process's, os.getcwd())."""
+def _write_private(path: str, text: str) -> None:
+    temp = f"{path}.{os.getpid()}.tmp"
     try:
-        start = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    except (OSError, ValueError):
-        return DEFAULT_PROJECT, RULE_DEFAULT
-    root = repository_root(start)
-    if root is None:
-        return DEFAULT_PROJECT, RULE_DEFAULT
-    git_dir: Path | None = None
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(text + "\n")
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+
+
+def _start(cwd: str | os.PathLike[str] | None) -> str | None:
     try:
-        git_dir = _git_dir(root / ".git")
-        url = remote_url(_read_bounded(_config_of(git_dir), MAX_CONFIG_BYTES)) if git_dir else None
+        return os.path.abspath(cwd if cwd is not None else os.getcwd())
     except (OSError, ValueError):
-        url = None
+        return None
+
+
+def project_for(cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(project, rule) for the working folder `cwd` (default: the process's, os.getcwd()); `env`
+    locates the state folder holding the root-commit cache (default: os.environ)."""
+    start = _start(cwd)
+    if start is None or "\0" in start:
+        return DEFAULT_PROJECT, RULE_DEFAULT
+    repo = gitrepo.open_repo(start)
+    if repo is None:
+        return path_project(start), RULE_PATH
+    url = remote_url(gitrepo.config_text(repo)) if repo.common_dir else None
     name = normalise_remote(url) if url else None
     if name:
         return name, RULE_REMOTE
-    main = _main_folder(git_dir) if git_dir else None  # a linked worktree is its repository's
-    folder_name = (main or root).name
-    folder = clean_name(folder_name) if folder_name else None
-    if folder:
-        return folder, RULE_FOLDER
-    return DEFAULT_PROJECT, RULE_DEFAULT
+    main = repo.main_root()
+    root = cached_root_commit(repo, env)
+    if root is None:
+        return path_project(main), RULE_REPO_PATH
+    return f"{ROOT_PREFIX}{root[:ROOT_HEX]}", RULE_ROOT_COMMIT
+
+
+def repository_root(start: os.PathLike[str] | str) -> str | None:
+    """The nearest folder at or above `start` that holds a `.git` folder or file (`gitrepo.repository_root`)."""
+    return gitrepo.repository_root(start)
+
+
+def former_project(cwd: str | os.PathLike[str] | None) -> str | None:
+    """The name the rules before root commits gave this folder's project when these rules give it
+    another: a repository without a host remote was named after its main folder. None otherwise
+    (a remote's name did not change; a plain folder was `shared`, which stays every repository's)."""
+    start = _start(cwd)
+    repo = gitrepo.open_repo(start) if start and "\0" not in start else None
+    if repo is None:
+        return None
+    url = remote_url(gitrepo.config_text(repo)) if repo.common_dir else None
+    if url and normalise_remote(url):
+        return None
+    return (local_remote_name(url) if url else None) or clean_name(os.path.basename(repo.main_root()))
+
+
+def recorded_in(data: Mapping[str, object], root: str) -> bool:
+    """Whether an event's payload was recorded in the repository at `root`: a captured turn's state
+    names its repository root (`filestate.states`, since root commits name projects), or the payload
+    names its working folder (`cwd`, `root`); for turns captured before, the client's transcript path
+    says it: Claude Code keeps a session's transcript in a folder named after its working folder
+    (every character but letters and digits a `-`), Gemini CLI under the SHA-256 of its project root."""
+    turn = data.get("turn")
+    state = turn.get("state") if isinstance(turn, Mapping) else None
+    places = [state.get("root") if isinstance(state, Mapping) else None, data.get("cwd"), data.get("root")]
+    base = root.rstrip(os.sep) or os.sep
+    if any(isinstance(p, str) and (p == base or p.startswith(base.rstrip(os.sep) + os.sep)) for p in places):
+        return True
+    transcript = data.get("transcript")
+    if not isinstance(transcript, str) or len(transcript) > 4_096:
+        return False
+    folders = transcript.replace("\\", "/").split("/")
+    encoded = re.sub(r"[^A-Za-z0-9]", "-", base)
+    digest = hashlib.sha256(base.encode("utf-8", "surrogateescape")).hexdigest()
+    for index, folder in enumerate(folders[:-1]):
+        parent = folders[index - 1] if index else ""
+        if parent == "projects" and (folder == encoded or folder.startswith(encoded + "-")):
+            return True  # ~/.claude/projects/<working folder>/<session>.jsonl
+        if parent == "tmp" and folder == digest:
+            return True  # ~/.gemini/tmp/<sha256 of the project root>/chats/...
+    return False

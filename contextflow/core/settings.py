@@ -131,7 +131,7 @@ class Settings(NamedTuple):
         context file is in use (it then holds the active session, as for ContextFlowMCP and its picker)."""
         settings = read(env)
         settings.refuse()
-        project, rule = _project(settings.named_project, cwd)
+        project, rule = _project(settings.named_project, cwd, env)
         named = settings.active_session_path
         active_file = Path(os.path.expanduser(named)).absolute() if named else None
         fallback = legacy_active_file or state_dir / "active-session.txt"
@@ -273,15 +273,18 @@ def _parse(values: dict[str, str | None]) -> Settings:
     )
 
 
-def _project(named: str | None, cwd: str | os.PathLike[str] | None) -> tuple[str, str]:
-    """(project, rule): MCP_SHARED_CONTEXT_PROJECT, else the repository of `cwd`, else `shared`."""
+def _project(
+    named: str | None, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """(project, rule): MCP_SHARED_CONTEXT_PROJECT, else the project of `cwd` (its repository, else the
+    folder itself: core/project.py), else `shared` (no folder given)."""
     from contextflow.core.project import DEFAULT_PROJECT, RULE_DEFAULT, RULE_ENV, project_for
 
     if named:
         return named, RULE_ENV
     if cwd is None:
         return DEFAULT_PROJECT, RULE_DEFAULT
-    return project_for(cwd)
+    return project_for(cwd, env)
 
 
 def adopt(settings: Settings) -> None:

@@ -8,8 +8,12 @@ variation selectors (invisible channels that can smuggle a whole prompt). U+2028
 newlines and tabs four spaces, so `quote` prefixes every line a reader would see.
 
 Stored text shown as text never opens or closes an HTML comment (`<!--`, `-->`: the composed
-memory block's own markers, `<!-- ctx:end -->`): `quote` and single-line cleaning (`clip`, every
-provenance header) write them as `< !--` and `-- >`, so stored text cannot end the block it sits in.
+memory block's own markers, `<!-- ctx:end -->`), and never ends or opens the context a client wraps
+it in: a closing tag (`</system-reminder>`, `</context>`), a prompt's opening tag (`<system>`,
+`<instructions>`, contextflow's own `<ctx:...>` directives), a chat-template token (`<|im_end|>`,
+`[/INST]`, `<</SYS>>`) or a markdown fence. `quote` and single-line cleaning (`clip`, every
+provenance header) write them spaced out (`< !--`, `-- >`, `< /context>`, `< |im_end| >`), so stored
+text cannot end the block it sits in.
 """
 
 from __future__ import annotations
@@ -37,10 +41,32 @@ def needs_cleaning(text: str) -> bool:
     return (_NEEDS_CLEANING_ASCII if text.isascii() else _NEEDS_CLEANING).search(text) is not None
 
 
+_PROMPT_TAG = re.compile(
+    r"<(?=/\s*[A-Za-z]|(?:system|instruction|context|prompt|user|assistant|human|tool|function|result|antml|ctx|"
+    r"im_|memory|document|reminder|important)[\w:-]*[\s>/:])",
+    re.I,
+)
+_TEMPLATE = re.compile(r"<\||\|>|\[/?INST\]|<</?SYS>>|`{3,}|~{3,}", re.I)
+
+
+def _spaced(found: re.Match[str]) -> str:
+    token = found.group()
+    if token[0] in "`~":
+        return " ".join(token)  # a fence no more
+    return token[0] + " " + token[1:] if token != "|>" else "| >"
+
+
 def defang(text: str) -> str:
-    """`text` without an HTML comment opener or closer (`<!--` becomes `< !--`, `-->` becomes `-- >`)."""
+    """`text` without what could end or open the context it is shown in: an HTML comment opener or closer
+    (`<!--` becomes `< !--`, `-->` becomes `-- >`), a closing tag or a prompt's opening tag (`</context>`
+    becomes `< /context>`), a chat-template token (`<|im_end|>` becomes `< |im_end| >`, `[/INST]` becomes
+    `[ /INST]`) or a markdown fence (three backticks become three spaced ones)."""
     if "<!--" in text or "-->" in text:
         text = text.replace("<!--", "< !--").replace("-->", "-- >")
+    if "<" in text:
+        text = _PROMPT_TAG.sub("< ", text)
+    if "|" in text or "[" in text or "<<" in text or "``" in text or "~~" in text:
+        text = _TEMPLATE.sub(_spaced, text)
     return text
 
 
@@ -70,6 +96,12 @@ def cut(text: str, limit: int, mark: str = "...", *, keep: int | None = None, ti
 def clip(value: object, limit: int) -> str:
     """Stored text on one line of ours, cut to `limit` characters."""
     return cut(clean(value, single_line=True), limit)
+
+
+def quoted_value(value: object, limit: int) -> str:
+    """A stored one-line value (an agent, a session id, a task) inside a line of ours: cleaned, clipped
+    and in double quotes, a quote or backslash in it escaped, so it reads as a value, never as our words."""
+    return '"' + clip(value, limit).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def quote(value: object) -> str:

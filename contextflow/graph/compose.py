@@ -19,7 +19,7 @@ from typing import Any
 from contextflow.app import App
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
-from contextflow.core.text import clean, clip, defang, estimate_tokens
+from contextflow.core.text import clean, clip, estimate_tokens, quote, quoted_value
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.query import evaluate, mentions_tag, parse
@@ -138,17 +138,20 @@ def _copies(state: Graph, one: str, other: str) -> bool:
 
 
 def render_node(state: Graph, node: Node, *, use_summary: bool = False) -> str:
-    """A node's bullet: typed id with provenance, content (later lines quoted), rationale, links."""
-    text = defang(clean(node.summary if use_summary else node.content).strip())
-    first, *rest = text.split("\n") or [""]
-    who = clip(node.agent or node.writer, 40)
-    lines = [f"- [{_ref(node)} by {who} {node.created_at[:10]}] {first}"]
-    lines += ["  > " + line if line.strip() else "  >" for line in rest]
+    """A node's bullet: typed id with provenance (author quoted, machine when it differs, date), then its
+    content quoted line by line (the first line too: stored text never stands on a line of ours), rationale
+    quoted, links."""
+    text = clean(node.summary if use_summary else node.content).strip()
+    who = quoted_value(node.agent or node.writer, 40)
+    machine = f" on {quoted_value(node.writer, 40)}" if node.agent and node.writer and node.writer != node.agent else ""
+    lines = [f"- [{_ref(node)} by {who}{machine} {node.created_at[:10]}]"]
+    lines += ["  " + line for line in quote(text).split("\n")]
     if use_summary:
         lines.append(f"  - (summary of {node.tokens:,} tokens; expand with `contextflow show {node.id}`)")
     rationale = node.metadata.get("rationale")
     if rationale:
-        lines.append(f"  - Rationale: {clip(rationale, 600)}")
+        lines.append("  - Rationale:")
+        lines += ["    " + line for line in quote(clip(rationale, 600)).split("\n")]
     out = state.edges_out(node.id)
     for edge_type, label in _LINK_LABELS:
         ids = [edge.target for edge in out if edge.type == edge_type]

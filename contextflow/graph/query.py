@@ -397,12 +397,14 @@ def folded_matching(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
     return _Evaluator(state, now_ms).filter(set(state.live), expr)
 
 
-def mentions_tag(expr: Expr, tag: str) -> bool:
-    """True when the query names this tag (the composer loads off-context nodes only then)."""
+def mentions_tag(expr: Expr, tag: str, wanted: bool = True) -> bool:
+    """True when the query asks for this tag by name (the composer loads off-context nodes only then):
+    a `tag:` filter naming it, not a wildcard (`tag:tier:*`) and not under a NOT (`NOT tag:tier:*`
+    lets untiered nodes in; it never asks for archived ones)."""
     if isinstance(expr, Leaf):
-        return expr.field == "tag" and _tag_matches(expr, tag)
+        return wanted and expr.field == "tag" and expr.op != "prefix" and _tag_matches(expr, tag)
     if isinstance(expr, And | Or):
-        return mentions_tag(expr.left, tag) or mentions_tag(expr.right, tag)
+        return mentions_tag(expr.left, tag, wanted) or mentions_tag(expr.right, tag, wanted)
     if isinstance(expr, Not):
-        return mentions_tag(expr.inner, tag)
+        return mentions_tag(expr.inner, tag, not wanted)
     return False

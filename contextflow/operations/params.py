@@ -35,4 +35,4 @@ def writer(description: str = "Your name, e.g. claude, codex.", required: bool =
     return string("agent", description, required=required, cli_default="human", cli_help=help)
 
 
-PROJECT = string("project", "Project key. Default MCP_SHARED_CONTEXT_PROJECT or 'shared'.")
+PROJECT = string("project", "Project key. Default MCP_SHARED_CONTEXT_PROJECT, else the working folder's project.")

@@ -6,6 +6,7 @@ active session is used: `MCP_SHARED_CONTEXT_ACTIVE_SESSION`, else the active-ses
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, replace
@@ -145,16 +146,10 @@ def resolve_session(app: App, explicit: str | None, *, required: bool = False) -
 
 
 def suggest_session_id(app: App, cwd: Path | None = None) -> str:
-    """The current git branch inside a repo, else `<prefix>-<timestamp>-<random>`."""
-    import subprocess
+    """The current git branch inside a repo (read from `.git`, git is not run), else `<prefix>-<timestamp>-<random>`."""
+    from contextflow.core import gitrepo
 
-    try:
-        result = subprocess.run(
-            ["git", "branch", "--show-current"], cwd=cwd, capture_output=True, text=True, timeout=1.5, check=False
-        )
-        branch = result.stdout.strip() if result.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        branch = ""
+    branch = gitrepo.head(gitrepo.open_repo(cwd if cwd is not None else os.getcwd()))[0] or ""
     cleaned = re.sub(r"-+", "-", re.sub(r"[^\w./-]+", "-", branch)).strip("-")
     if cleaned:
         return cleaned

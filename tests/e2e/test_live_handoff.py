@@ -156,8 +156,8 @@ def test_the_unrelated_session_is_the_latest_handoff(later: Later):
 
 def test_a_decision_of_session_1_is_in_the_first_request_of_session_3(later: Later):
     shown = session_start_shown(later.third.first_turn())
-    assert "## Decisions and open questions of recent sessions" in shown, shown[:3000]
-    decisions = shown.split("## Decisions and open questions of recent sessions", 1)[1].split("## ", 1)[0]
+    assert "## Decisions and open questions that stand (newest first)" in shown, shown[:3000]
+    decisions = shown.split("## Decisions and open questions that stand (newest first)", 1)[1].split("## ", 1)[0]
     assert WORK_DECISION in decisions, decisions
 
 

@@ -15,6 +15,8 @@ from contextflow.core.errors import InputError
 from contextflow.core.events import MAX_DEPTH, Event, encode
 from tests.hostile.helpers import line, now_stamp, plant
 
+pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
+
 
 def nested(levels: int) -> Any:
     value: Any = "bottom"

@@ -26,7 +26,7 @@ from tests.conftest import connect, open_app, text_of
 from tests.hostile.helpers import line, plant
 from tests.sync.workload import differences, picture
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("shared_project")]  # `shared` data, read from the tmp folder
 
 YEAR_9000 = stamp_from_ms(221_845_392_000_000)  # 9000-01-01
 

@@ -34,7 +34,7 @@ FORBIDDEN = re.compile(
 )
 ESCAPED = re.compile(r"(?i)\\u(?:00[01][0-9a-f]|007f|00[89][0-9a-f]|200[b-f]|202[a-e89]|206[0-9]|feff|061c|db40)")
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("shared_project")]  # `shared` data, read from the tmp folder
 
 
 def strings(value: Any) -> Iterator[str]:

@@ -18,6 +18,8 @@ from contextflow.core.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_
 from tests.hostile.helpers import line, now_stamp, plant, replace_file
 from tests.sync.workload import differences, picture
 
+pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
+
 YEAR_10000_MS = 253402300800000
 TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
 

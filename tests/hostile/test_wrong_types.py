@@ -26,6 +26,8 @@ from contextflow.sessions import marks
 from contextflow.timeline import core as timeline
 from tests.hostile.helpers import now_stamp, plant
 
+pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
+
 
 def base_store(app: App) -> dict[str, str]:
     """One event of every kind, every field filled; the ids reads need."""
