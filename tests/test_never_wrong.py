@@ -155,3 +155,31 @@ def test_a_record_another_machine_wrote_is_found_while_the_build_has_not_reached
     assert app.tables().update() == -1 and not app.tables().current()
     assert records.get_record(app, key="fact:synced").data["value"] == {"there": 2}
     assert records.get_record(app, key="fact:mine").data["value"] == {"here": 1}
+
+
+def test_the_session_start_under_a_held_lock_shows_the_newest_handoff_from_the_logs_tail_and_says_so(
+    app: App, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import json
+
+    from contextflow.adapters.cli import main
+    from contextflow.adapters.session_start import PARTIAL_NOTE
+
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")
+    base = {"agent": "claude", "project": "shared", "session_id": "s-lock"}
+    sessions.write_shared_handoff(app, {**base, "task": "the previous task", "summary": "before"})
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        sessions.write_shared_handoff(app, {**base, "task": "the task just written", "summary": "after"})
+        start = {"session_id": "s-next", "cwd": str(Path.cwd()), "hook_event_name": "SessionStart"}
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(start).encode())))
+        assert main(["hook", "session-start"]) == 0
+        context = json.loads(capsys.readouterr().out)["hookSpecificOutput"]["additionalContext"]
+        assert "the task just written" in context and PARTIAL_NOTE in context
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
