@@ -41,7 +41,6 @@ class App:
         env = os.environ if env is None else env
         store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
-        store_kwargs.setdefault("snapshot_versions", features.snapshot_versions)
         store = Store.open(env, location, **store_kwargs)
         found = store.location
         legacy_active = legacy.active_session_file(found.legacy_files, found.source)
@@ -50,7 +49,7 @@ class App:
         return cls(store, settings, env)
 
     def close(self) -> None:
-        if self.store.loaded:  # each feature's close-time work, for the views this process loaded
+        if self.store.folded:  # each feature's close-time work, for the views this process folded
             from contextflow import features
 
             features.close(self.store)

@@ -13,8 +13,6 @@ off it, imported when first asked for:
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
   process closes it, and only when that view was loaded (nothing is loaded just to close);
 - `commands`: help for the CLI command words that group several of its commands;
-- `versions`: each of its views' format version in the snapshot (core/formats.py; 1 when not named):
-  a snapshot made at other versions is not loaded, one made at these is kept across upgrades;
 - `tables`: its derived tables on disk, `name: "module:TABLES"` (core/tables.py `TableSet`s, each
   with its own format version).
 
@@ -67,7 +65,6 @@ class Feature:
         "search_version",
         "table_module",
         "tables",
-        "versions",
         "views",
     )
 
@@ -83,7 +80,6 @@ class Feature:
         search_version: tuple[int, str] = (0, ""),
         on_close: Mapping[str, str] | None = None,
         commands: Mapping[str, str] | None = None,
-        versions: Mapping[str, int] | None = None,
         tables: Mapping[str, str] | None = None,
     ) -> None:
         self.name, self.group, self.table_module = name, group, table
@@ -91,7 +87,6 @@ class Feature:
         self.fields, self.extractors, self.search_version = fields, extractors, search_version
         self.on_close = dict(on_close or {})
         self.commands = dict(commands or {})
-        self.versions = dict(versions or {})
         self.tables = dict(tables or {})
 
     @property
@@ -196,27 +191,9 @@ def all_stages() -> tuple[Stage, ...]:
     return tuple(target(path) for path in STAGES.values())
 
 
-def view_formats() -> list[Format]:
-    """The snapshot's own format and each view's (`Feature.versions`)."""
-    from contextflow.core.formats import Format
-    from contextflow.core.snapshot import SNAPSHOT
-
-    views = [
-        Format(f"view.{name}", feature.versions.get(name, 1), (path.split(":")[0],))
-        for feature in features()
-        for name, path in feature.views.items()
-    ]
-    return [SNAPSHOT, *views]
-
-
-def snapshot_versions() -> dict[str, int]:
-    """What a snapshot is keyed on instead of the code: its own format's and each view's version."""
-    return {fmt.name: fmt.version for fmt in view_formats()}
-
-
 def all_formats() -> list[Format]:
     """Every versioned derived format (`core/formats.py` guards them)."""
     from contextflow.search.derived import INDEX
 
     stages = [stage.format for stage in all_stages()]
-    return [*view_formats(), INDEX, *(table_set.format for table_set in all_tables()), *stages]
+    return [INDEX, *(table_set.format for table_set in all_tables()), *stages]

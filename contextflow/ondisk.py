@@ -2,12 +2,13 @@
 the records, the conversations or the capture activity folds that view from its kinds' events in the derived tables
 (`view_events`), never from the whole logs, and catches up on the rows added since.
 
-While the table is being built (a fresh machine, a format rebuilt: another process builds it in the
-background), a view is folded from the rows built so far and the events of its kinds this machine's
-log holds past them, so a write of this machine is seen by the read after it (`timeline_add_thought`
-to a thread just made, the Stop hook's check for a turn captured already); other machines' events
-arrive as the build goes, as every derived table's do. The view is cached only once the table is
-current.
+While the table is not current (a fresh machine, a format rebuilt: another process builds it in the
+background; or another process holds its lock), a view is folded from the rows built so far and the
+events of its kinds every log holds past them (read, never folded whole: lines without its kinds' prefix
+are skipped undecoded), so an answer is complete, never "not found" from an unfinished build: a write of
+this machine is seen by the read after it (`timeline_add_thought` to a thread just made, the Stop hook's
+check for a turn captured already), another machine's record by the first read after it synced. The
+view is cached only once the table is current.
 
 A view with a stage (`STAGES`: the graph, the records, the conversations) keeps its folded state in tables as well
 (core/table_stages.py): its reads query the rows a call touches (`staged`), and fold as above only
@@ -157,12 +158,12 @@ def _folded(app: App, name: str) -> Any:
 
 
 def _partial(app: App, name: str) -> Any:
-    """The view while its table is being built: the rows built so far and, past this machine's log's
-    cursor, the events of its kinds read from that log (each event once; the cursor is read before the
-    rows, so a chunk committed meanwhile is in both, never in neither)."""
+    """The view while its table is not current: the rows built so far and, past each log's cursor, the
+    events of its kinds read from that log (each event once; the cursors are read before the rows, so a
+    chunk committed meanwhile is in both, never in neither)."""
     from contextflow.core.events import BadLine, decode
     from contextflow.core.fold import LazyView
-    from contextflow.core.log import log_path, read_new
+    from contextflow.core.log import read_new
     from contextflow.core.tables import READ_BYTES
     from contextflow.features import view_paths
 
@@ -178,8 +179,7 @@ def _partial(app: App, name: str) -> Any:
         shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         seen.add(event_id)
     marker = prefix.encode()
-    own = log_path(app.store.folder, app.store.writer)
-    for path in (path for path in tables.paths() if path == own):
+    for path in tables.paths():
         cursor = cursors.get(str(path))
         while True:
             start = cursor.offset if cursor else 0

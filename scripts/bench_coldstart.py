@@ -2,14 +2,12 @@
 """Cold start: a new server process, spawned on a big store, to its first answered tool call.
 
 For each store size (default 100k and 1M events: notes and handoffs from benchlib.storegen plus
-1% context records from another writer) it prints, without the machine-local snapshot and with
-it: spawn -> initialize, spawn -> first answered call, the server's peak RSS, and how long the
-server takes to exit (exit includes saving a snapshot when enough changed). With the snapshot
-two first calls are timed: `read_shared_context` (answered from the sessions index sidecar when
-it is current, else from the sessions view, the biggest) and `context_get` (loads only the
-records view). Beside them the floor: a no-op tool server on the same SDK
-(benchlib.floor_server). Also the snapshot's size and an in-process breakdown (the sessions view
-loaded from the snapshot versus refolded). Prints figures; asserts nothing.
+1% context records from another writer) it prints, on a new machine (no derived state: the tables are
+built in the background) and with the derived tables built: spawn -> initialize, spawn -> first
+answered call, the server's peak RSS, and how long the server takes to exit. With the tables built
+two first calls are timed: `read_shared_context` and `context_get`. Beside them the floor: a no-op
+tool server on the same SDK (benchlib.floor_server). Also the tables' size and an in-process breakdown
+(a first sessions query of the tables versus folding the sessions view). Prints figures; asserts nothing.
 
 Run it from the repository root (the server is `python -m contextflow serve` in this checkout).
 
@@ -88,17 +86,18 @@ def env_for(root: Path) -> dict[str, str]:
     }
 
 
-def snapshot_files(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "state").rglob("snapshot*") if p.is_file())
+def derived_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "state").rglob("views.sqlite3*") if p.is_file())
 
 
-def in_process(env: Mapping[str, str], use_snapshot: bool) -> tuple[float, float]:
-    """(seconds to import, open and fold or load the sessions view, the biggest; peak RSS MB)."""
+def in_process(env: Mapping[str, str], fold: bool) -> tuple[float, float]:
+    """(seconds to import, open and query the tables or fold the sessions view, the biggest; peak RSS MB)."""
+    read = "app.store.view('sessions')" if fold else "app.tables().query('SELECT count(*) FROM sessions_entries')"
     code = (
         "import time, resource; t = time.perf_counter()\n"
         "from contextflow.app import App\n"
-        f"app = App.open(use_snapshot={use_snapshot})\n"
-        "app.store.view('sessions')\n"
+        "app = App.open()\n"
+        f"{read}\n"
         "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     done = subprocess.run(
@@ -137,36 +136,35 @@ def measure(size: int, reps: int, keep: bool) -> None:
 
         without: list[ColdStart] = []
         for _ in range(max(1, reps // 2)):
-            for path in snapshot_files(root):
+            for path in derived_files(root):
                 path.unlink()
             without.append(
                 cold_start(server_command(False), env, "read_shared_context", CALLS["read_shared_context"][0], errlog)
             )
-        if not snapshot_files(root):  # the server saves one on exit once enough changed; make sure
-            save = "from contextflow.app import App; a = App.open(); a.store.refresh(); a.store.save_snapshot(True)"
-            subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=3600, cwd=env["HOME"])
-        with_snapshot = {
+        build = "from contextflow.app import App; a = App.open(); a.tables().update(3600, foreground=True)"
+        subprocess.run([sys.executable, "-c", build], env=env, check=True, timeout=3600, cwd=env["HOME"])
+        built = {
             tool: [cold_start(server_command(False), env, tool, arguments, errlog) for _ in range(reps)]
             for tool, (arguments, _) in CALLS.items()
         }
-        snapshot_bytes = sum(p.stat().st_size for p in snapshot_files(root))
+        tables_bytes = sum(p.stat().st_size for p in derived_files(root))
         floor = [cold_start(server_command(True), env, "noop", {}, errlog) for _ in range(reps)]
 
         print(row("floor (no-op SDK server)", floor) + "   [imports and handshake only]")
-        print(row("without snapshot (refold)", without) + "   [read_shared_context]")
-        for tool, runs in with_snapshot.items():
-            print(row("with snapshot", runs) + f"   [{tool}: loads the {CALLS[tool][1]} view]")
-        print(f"  snapshot on disk: {snapshot_bytes / 1e6:.0f} MB in {len(snapshot_files(root))} file(s)")
-        load, load_rss = in_process(env, True)
-        refold, refold_rss = in_process(env, False)
+        print(row("new machine", without) + "   [read_shared_context]")
+        for tool, runs in built.items():
+            print(row("tables built", runs) + f"   [{tool}: reads the {CALLS[tool][1]} tables]")
+        print(f"  derived tables on disk: {tables_bytes / 1e6:.0f} MB")
+        load, load_rss = in_process(env, False)
+        refold, refold_rss = in_process(env, True)
         print(
-            f"  in-process, the sessions view (every note): from the snapshot {load:.2f} s ({load_rss:.0f} MB), "
-            f"refolded {refold:.2f} s ({refold_rss:.0f} MB)"
+            f"  in-process: a first sessions query of the tables {load:.2f} s ({load_rss:.0f} MB), "
+            f"the sessions view folded {refold:.2f} s ({refold_rss:.0f} MB)"
         )
-        for tool, runs in with_snapshot.items():
+        for tool, runs in built.items():
             first = median([r.to_first_call for r in runs])
             verdict = "met" if first < 1.0 else "NOT met"
-            print(f"  target: first {tool} with snapshot under 1 s -> {verdict} ({first:.2f} s)")
+            print(f"  target: first {tool} with the tables built under 1 s -> {verdict} ({first:.2f} s)")
     finally:
         if keep:
             print(f"  kept {root}")
@@ -177,7 +175,7 @@ def measure(size: int, reps: int, keep: bool) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100000,1000000", help="comma-separated event counts")
-    parser.add_argument("--reps", type=int, default=3, help="cold starts with the snapshot per size (median)")
+    parser.add_argument("--reps", type=int, default=3, help="cold starts with the tables built per size (median)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary stores")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; bench process peak RSS is not the server's")

@@ -146,10 +146,9 @@ def bench_big_graph(nodes: int, runs: int) -> None:
         lambda: writes.add_node(app, type="observation", content="bench observation", agent="bench"), runs * 4
     )
     print(f"{'add observation (node only, 1 locked append)':<74} {summary(adds)}")
-    app.store.save_snapshot(force=True)
     app.close()
     cold = sample(lambda: (lambda a: (explore.run_query(a, "type:fact", 5), a.close()))(App.open()), 3)
-    print(f"{'new process view: open store from snapshot + first query':<74} {summary(cold)}")
+    print(f"{'new process view: open store + first query':<74} {summary(cold)}")
     app = App.open({**os.environ, "CONTEXTFLOW_TOOLS": "graph"})
     size = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in ContextflowServer(app).tool_list()]))
     print(f"tools/list of the graph group: {size:,} chars, ~{(size + 3) // 4:,} tokens")
@@ -204,7 +203,6 @@ def seed_entities(env: dict[str, str], entities: int) -> list[str]:
             for n in range(start, min(entities, start + 1000))
         ]
         ids += [event.id for event in app.store.append_many(items)]
-    app.store.save_snapshot(force=True)
     app.close()
     return ids
 

@@ -438,7 +438,7 @@ def graph_memory_json(folder: Path, entities: int) -> Path:
 
 def measure_first_write(entities: int) -> None:
     """The writes after a large import into this machine's log: each must touch only the log's end, not
-    read (or fold) what was imported (core/own_end.py)."""
+    read (or fold) what was imported (`batches.log_end`)."""
     print(f"== the first writes after importing {entities:,} entities and {entities:,} relations")
     print(f"{'command':<32} {'peak RSS MB':>12} {'wall s':>8} {'cpu s':>8}  result")
     with tempfile.TemporaryDirectory(prefix="cf-first-write-") as tmp:

@@ -7,7 +7,7 @@ Per store size (storegen's synthetic stores): the derived index build (time, pea
 building process), warm `get_context` p50 over stdio beside the floor's no-op call (interleaved),
 the server's peak RSS after its searches, N servers started together with the index present
 (time until all answered a first search, summed peak RSS) and on a fresh machine (no derived
-state, no snapshot: first read and first search), and `note --stdin` items a second.
+state: first read and first search), and `note --stdin` items a second.
 Everything lives in the work folder; ratios are taken in one run.
 """
 

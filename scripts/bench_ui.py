@@ -9,7 +9,7 @@ Generates a store of N note/handoff events (default 100k), starts `contextflow u
   index being built with its progress), and to its results;
 - the server's memory (peak and current resident set) after both.
 
-Twice: with fresh state (a new machine: no derived state, no snapshot) and warm (a second
+Twice: with fresh state (a new machine: no derived state) and warm (a second
 server on the state the first one left). Then another writer's note on the open page. Each
 figure is printed beside its target. Prints figures only.
 

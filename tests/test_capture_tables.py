@@ -84,7 +84,7 @@ def answers(app: App) -> list:
 
 
 def in_memory(writer: str) -> App:
-    return App.open({**os.environ, "CONTEXTFLOW_WRITER": writer}, use_snapshot=False)
+    return App.open({**os.environ, "CONTEXTFLOW_WRITER": writer}, shares_state=False)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
@@ -94,7 +94,7 @@ def test_the_tables_answer_as_the_activity_view(app, seed, count):
     fresh = open_app("writer-a")
     assert isinstance(turns(fresh, "shared"), DiskTurns)
     on_disk = answers(fresh)
-    assert not fresh.store.loaded  # nothing folded in memory
+    assert not fresh.store.folded  # nothing folded in memory
     assert "activity" not in ondisk._FOLDED.get(fresh.store, {})  # nor the captured turns folded from the tables
     memory = in_memory("writer-a")
     assert not isinstance(turns(memory, "shared"), DiskTurns)

@@ -67,7 +67,7 @@ def test_doctor_quick_skips_only_the_check_against_a_fresh_fold(capsys, store_di
     run(capsys, "note", "x")
     full = json.loads(run(capsys, "doctor", "--format", "json")[1])
     quick = json.loads(run(capsys, "doctor", "--quick", "--format", "json")[1])
-    assert full["snapshot"]["checked"] is True and quick["snapshot"]["checked"] is False
+    assert full["verified"]["checked"] is True and quick["verified"]["checked"] is False
     assert quick["events"] == full["events"] == 1 and quick["problems"] == []
     with pytest.raises(SystemExit) as refused:  # a flag takes no value: argparse says so
         main(["doctor", "--quick=yes"])

@@ -35,7 +35,7 @@ def fixed(ms: int) -> Callable[[], int]:
 def machine(writer: str, now_ms: Callable[[], int]) -> App:
     """A writer on the shared store whose wall clock reads `now_ms()`."""
     env = {**os.environ, "CONTEXTFLOW_WRITER": writer}
-    store = Store.open(env, clock=HybridClock(now_ms), use_snapshot=False, views=all_views)
+    store = Store.open(env, clock=HybridClock(now_ms), shares_state=False, views=all_views)
     return App(store, Settings.from_env(store.state_dir, env))
 
 

@@ -75,7 +75,7 @@ def reference(root: Path, logs: dict[str, bytes]) -> dict[str, Any]:
     for writer, data in logs.items():
         (folder / f"events.{writer}.jsonl").write_bytes(data)
     env = {**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_STATE": str(folder.with_suffix(".state"))}
-    return picture(App.open(env, use_snapshot=False))
+    return picture(App.open(env, shares_state=False))
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:
@@ -115,8 +115,8 @@ def test_compacting_on_a_while_b_writes_loses_and_revives_nothing(pair, tmp_path
     for name, app in (
         ("a incremental", app_a),
         ("b incremental", app_b),
-        ("a fresh", a.open(use_snapshot=False)),
-        ("b fresh", b.open(use_snapshot=False)),
+        ("a fresh", a.open(shares_state=False)),
+        ("b fresh", b.open(shares_state=False)),
     ):
         assert differences(expected, picture(app)) == [], name
 
@@ -131,7 +131,7 @@ def test_a_delete_compacted_away_from_its_set_still_hides_an_older_write_from_an
     report = compact(app_a.store, app_a.every_view())
     assert report.dropped == {"context.set": 1}
     sync(a, b)
-    for app in (app_a, app_b, a.open(use_snapshot=False)):
+    for app in (app_a, app_b, a.open(shares_state=False)):
         assert app.store.view("records").live(("shared", "pr:1")) is None
 
 
@@ -144,7 +144,7 @@ def test_an_expired_last_write_stays_and_keeps_older_writes_hidden(pair):
     compact(app_a.store, app_a.every_view())
     assert any(line["kind"] == "context.set" for line in lines_of(a.log))
     sync(a, b)
-    record = b.open(use_snapshot=False).store.view("records").live(("shared", "clip:x"))
+    record = b.open(shares_state=False).store.view("records").live(("shared", "clip:x"))
     assert record is not None and record.expired(10**13) and record.data["value"] == {"v": "new"}
 
 
@@ -173,7 +173,7 @@ def test_conversation_versions_and_first_save_survive_compaction(pair, tmp_path)
     first_ts, versions = before.first_ts, before.versions
     report = compact(app.store, app.every_view())
     assert report.reduced == {"conversation.save": 2} and report.bytes_after < report.bytes_before / 2
-    after = a.open(use_snapshot=False).store.view("conversations").records[("shared", "c1")]
+    after = a.open(shares_state=False).store.view("conversations").records[("shared", "c1")]
     assert (after.first_ts, after.versions, after.event.data["topic"]) == (first_ts, versions, "v2")
 
 
@@ -275,7 +275,7 @@ def test_any_mix_of_writes_syncs_and_compactions_matches_the_uncompacted_store(t
     expected = reference(root, uncompacted)
     for writer, app in apps.items():
         assert differences(expected, picture(app)) == [], writer
-        assert differences(expected, picture(machines[writer].open(use_snapshot=False))) == [], writer
+        assert differences(expected, picture(machines[writer].open(shares_state=False))) == [], writer
 
 
 # -- the rewrite itself ------------------------------------------------------------------------
@@ -329,7 +329,7 @@ def test_sequence_numbers_carry_on_after_compaction(pair):
     compact(app.store, app.every_view())
     assert [line["seq"] for line in lines_of(a.log)] == [4]
     assert app.store.append("note", {"text": "next", "session_id": "s"}).seq == 5
-    assert a.open(use_snapshot=False).store.append("note", {"text": "again", "session_id": "s"}).seq == 6
+    assert a.open(shares_state=False).store.append("note", {"text": "again", "session_id": "s"}).seq == 6
 
 
 def test_a_dry_run_writes_nothing(pair):

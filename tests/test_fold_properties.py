@@ -68,12 +68,12 @@ def test_incremental_reads_after_each_append_match_a_full_fold(rows):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         location = Location(root / "store", "test")
-        stores = {w: Store(location, w, root / "state" / w, use_snapshot=False, views=all_views) for w in WRITERS}
-        watcher = Store(location, "watcher", root / "state" / "watcher", use_snapshot=False, views=all_views)
+        stores = {w: Store(location, w, root / "state" / w, shares_state=False, views=all_views) for w in WRITERS}
+        watcher = Store(location, "watcher", root / "state" / "watcher", shares_state=False, views=all_views)
         for writer, kind, project, session, text, _ms in rows:
             field = "text" if kind == "note" else "summary"
             data = {"project": project, "agent": writer, field: text, **({"session_id": session} if session else {})}
             stores[writer].append(kind, data)
             watcher.refresh()  # incremental: only the new line
-        fresh = Store(location, "fresh", root / "state" / "fresh", use_snapshot=False, views=all_views)
+        fresh = Store(location, "fresh", root / "state" / "fresh", shares_state=False, views=all_views)
         assert watcher.view("sessions") == fresh.view("sessions")

@@ -17,6 +17,7 @@ import pytest
 
 from contextflow.app import App
 from contextflow.core import batches
+from contextflow.core.batches import Stated
 from contextflow.core.errors import StoreError
 from contextflow.core.events import Event, encode
 from contextflow.core.ids import derived_id
@@ -151,7 +152,8 @@ def test_a_staged_batch_that_does_not_add_up_leaves_the_log_as_it_was(app, store
     before = log.read_bytes()
     writer = app.store.log_writer
     with writer.locked(), pytest.raises(StoreError, match="Nothing already stored was changed"):
-        writer.append_framed(2, 999, iter([b'{"a":1}\n', b'{"b":2}\n']))
+        end = writer.end()
+        writer.append_framed(2, 999, iter([b'{"a":1}\n', b'{"b":2}\n']), end, Stated(end.seq + 2, end.newest))
     assert log.read_bytes() == before
 
 

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextflow.app import App
 from contextflow.core.events import Event
-from contextflow.features import all_views, extractors
+from contextflow.features import extractors
 from contextflow.search import index as index_module
 from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
 from contextflow.search.ranking import recency
@@ -63,20 +62,6 @@ def test_derived_forms_share_a_stem_with_their_root(words):
 def test_a_plural_is_not_mistaken_for_a_name():
     assert query_terms("times") == ["time"] and query_terms("time") == ["time"]
     assert query_terms("Tim") == ["tim"]
-
-
-def test_a_snapshot_index_built_by_another_stemmer_is_not_reused(monkeypatch):
-    app = App.open(views=all_views())  # the in-memory view (a grant's filtered store folds it)
-    app.store.append("note", {"project": "p", "text": "rejected proposals"})
-    assert app.store.save_snapshot(force=True)
-    same = App.open(views=all_views())
-    same.store.refresh()
-    assert same.store.from_snapshot  # same stemmer: the snapshot loads
-    monkeypatch.setattr(SearchView, "version", "another-stemmer")
-    again = App.open(views=all_views())
-    again.store.refresh()
-    assert again.store.view("search").docs  # read: its version differs, so everything is refolded from the logs
-    assert not again.store.from_snapshot
 
 
 def test_non_ascii_words_are_kept_whole():

@@ -71,27 +71,19 @@ def test_a_log_rewritten_in_place_is_refolded_from_scratch(app, store_dir):
     assert texts(reader) == ["rewritten"]
 
 
-def test_a_new_process_loads_the_snapshot_instead_of_refolding(app):
-    for n in range(5):
-        append_note(app, agent="a", text=str(n))
-    assert app.store.save_snapshot(force=True)
-    later = open_app("writer-a")
-    assert later.store._new_since_snapshot == 0 and texts(later) == [str(n) for n in range(5)]
-
-
-def test_a_stale_snapshot_is_caught_up_or_discarded(app, store_dir):
+def test_a_log_read_before_is_caught_up_or_refolded(app, store_dir):
     append_note(app, agent="a", text="one")
-    app.store.save_snapshot(force=True)
-    append_note(app, agent="a", text="two")  # after the snapshot: read incrementally
-    assert texts(open_app("writer-x")) == ["one", "two"]
+    reader = open_app("writer-x")
+    assert texts(reader) == ["one"]
+    append_note(app, agent="a", text="two")  # read incrementally
+    assert texts(reader) == ["one", "two"]
     log = log_path(store_dir, "writer-a")
     log.write_bytes(log.read_bytes().splitlines(keepends=True)[1])  # history changed: refold
-    assert texts(open_app("writer-x")) == ["two"]
+    assert texts(reader) == ["two"]
 
 
-def test_deleting_the_snapshot_or_state_folder_loses_nothing(app, tmp_path):
+def test_deleting_the_state_folder_loses_nothing(app, tmp_path):
     append_note(app, agent="a", text="durable")
-    app.store.save_snapshot(force=True)
     shutil.rmtree(tmp_path / "state")
     assert texts(open_app("writer-a")) == ["durable"]
 
@@ -126,7 +118,7 @@ def test_a_new_process_lists_sessions_from_the_tables_without_folding(app):
     assert [s.session_id for s in list_sessions(app, SessionQuery("shared"))] == ["indexed"]
     fresh = open_app("writer-a")
     assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["indexed"]
-    assert not fresh.store.loaded  # answered by the derived tables alone
+    assert not fresh.store.folded  # answered by the derived tables alone
 
 
 def test_stale_or_deleted_tables_are_brought_up_to_date(app):
@@ -137,30 +129,10 @@ def test_stale_or_deleted_tables_are_brought_up_to_date(app):
     append_note(open_app("writer-b"), agent="b", text="y", session_id="two")  # the tables are now behind
     fresh = open_app("writer-a")
     assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["two", "one"]
-    assert not fresh.store.loaded
+    assert not fresh.store.folded
     fresh.close()
     (app.store.state_dir / "views.sqlite3").unlink()
     assert [s.session_id for s in list_sessions(open_app("writer-a"), SessionQuery("shared"))] == ["two", "one"]
-
-
-def test_a_server_saves_the_snapshot_from_a_forked_child_after_a_big_refold(app, monkeypatch):
-    import time
-
-    from contextflow.core import store as store_module
-
-    monkeypatch.setattr(store_module, "SNAPSHOT_MIN_NEW_EVENTS", 3)
-    for n in range(4):
-        append_note(app, agent="a", text=str(n))
-    snapshot_file = app.store._snapshot_path
-    assert not snapshot_file.exists()
-    assert app.store.save_snapshot_soon()
-    deadline = time.monotonic() + 20
-    while not snapshot_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert snapshot_file.exists()
-    assert not app.store.save_snapshot_soon()  # nothing new since
-    later = open_app("writer-a")
-    assert texts(later) == ["0", "1", "2", "3"] and later.store._new_since_snapshot == 0
 
 
 def test_given_ids_are_the_event_ids_and_known_reports_which_are_stored(app):

@@ -97,7 +97,7 @@ def refused_or(read, shown):
 
 def whole_fold() -> App:
     """An app that folds the whole view in memory (a store that shares no machine-local state)."""
-    return App.open({**os.environ, "CONTEXTFLOW_WRITER": "writer-a"}, use_snapshot=False)
+    return App.open({**os.environ, "CONTEXTFLOW_WRITER": "writer-a"}, shares_state=False)
 
 
 def served_from_tables(app: App) -> bool:

@@ -357,6 +357,5 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         if app is not None:
-            _flush_stdout()  # the reply is out before any snapshot work
-            app.store.save_snapshot_soon()  # after a long first read: saved from a forked child, the CLI exits
+            _flush_stdout()  # the reply is out before any closing work
             app.close()

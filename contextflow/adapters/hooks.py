@@ -148,7 +148,6 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
                     app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
                 )
         finally:
-            app.store.save_snapshot_soon()  # a first read's snapshot is saved by a forked child: the client waits not
             app.close()
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
@@ -240,15 +239,16 @@ def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:
 
 
 def _answer_while_building(app: App) -> bool:
-    """A fresh machine (or a derived format rebuilt) whose tables a background process is building:
-    this process answers from the logs' newest events instead of from nothing (`core.table_tails.TailTables`)."""
+    """A fresh machine (or a derived format rebuilt) whose tables a background process is building, or
+    tables another process holds locked past the wait: this process answers from the logs' newest events
+    (`core.table_tails.TailTables`, and says so) instead of from nothing or from a fold of every log."""
     from contextflow.sessions.stored import disk
 
     if not disk(app):
         return False
     tables = app.tables()
     tables.update(ahead=False)  # (the logs' newest events answer it, this machine's among them)
-    if not tables.building:
+    if not tables.building and tables.serves(SESSION_START_TABLES, wait=0):
         return False  # (the tables answer: the tail reader is not even imported)
     from contextflow import features
     from contextflow.core.table_tails import answer_from_tail

@@ -22,7 +22,7 @@ _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy", "held
 
 def store_info(app: App, verify: bool = False) -> dict[str, Any]:
     """What doctor and the info resource show; `verify` (doctor) also checks the machine-local
-    views against a fresh fold of the logs (`snapshot_check`: as costly as a cold read)."""
+    derived tables against a fresh build from the logs (`tables_check`: as costly as a cold build)."""
     from contextflow.sessions.core import active_session
 
     store = app.store
@@ -62,7 +62,7 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         "tables": tables.describe(app.tables()),
         "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
-        "snapshot": snapshot_check(app) if verify else {"loaded": app.store.from_snapshot, "checked": False},
+        "verified": tables_check(app) if verify else {"checked": False},
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
         # ContextFlowMCP's names for the same facts (tools written against its info resource): its
         # context file and how it was found, in its words; its session folder is read, never written
@@ -100,31 +100,11 @@ def writers_ahead(segments: Any) -> list[dict[str, Any]]:
     return [{"writer": writer, "ahead_s": ms // 1000} for writer, ms in sorted(found.items())]
 
 
-SNAPSHOT_CHECK_MAX_EVENTS = 300_000  # beyond this `doctor` does not fold the logs again to check the snapshot
-CHECKED_VIEWS = ("sessions", "records", "timeline", "conversations", "graph")  # search ranks ties by arrival
-
-
-def snapshot_check(app: App) -> dict[str, Any]:
-    """Whether the machine-local views (the snapshot this process loaded, the derived tables) say what
-    a fresh fold of the logs says: forged or damaged state could show what no log holds. They are trusted
-    and never checked on load (that would cost the fold they save): `doctor` asks, and deletes a liar."""
-    from contextflow.core.snapshot import FILE_NAME
-    from contextflow.core.store import Store
-
-    store = app.store
-    if store.event_count > SNAPSHOT_CHECK_MAX_EVENTS:
-        return {"loaded": store.from_snapshot, "checked": False}
-    views, fields = store.fresh_views, store.fields
-    fresh = Store(store.location, store.writer, store.state_dir, views=views, fields=fields, use_snapshot=False)
-    found: dict[str, Any] = {"loaded": store.from_snapshot, "checked": True}
-    if store.from_snapshot:
-        differ = [name for name in CHECKED_VIEWS if store.view(name) != fresh.view(name)]
-        if differ:
-            (store.state_dir / FILE_NAME).unlink(missing_ok=True)
-            store.forget()  # this process's own close must not write the forged views back
-        found["views_differing_from_logs"] = differ
-    found["derived_tables_differing"] = app.tables().differing()
-    return found
+def tables_check(app: App) -> dict[str, Any]:
+    """Whether the machine-local derived tables say what a fresh build from the logs says: forged or
+    damaged tables could show what no log holds. They are trusted and never checked on load (that would
+    cost the build they save): `doctor` asks, and deletes a liar."""
+    return {"checked": True, "derived_tables_differing": app.tables().differing()}
 
 
 def future_stamped(bounded: dict[str, int], waiting: dict[str, int]) -> list[dict[str, Any]]:
@@ -239,11 +219,11 @@ def problems(info: dict[str, Any]) -> list[str]:
             )
     for path in info.get("loose_state_permissions", []):
         found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
-    state = info.get("snapshot", {})
-    if differ := state.get("views_differing_from_logs"):
+    state = info.get("verified", {})
+    if damaged := info.get("derived", {}).get("damaged"):
         found.append(
-            f"the snapshot's {', '.join(differ)} view(s) do not match the logs (forged or damaged): it was deleted, "
-            "and the next command folds the logs again. Check who can write the state folder"
+            f"the search index is damaged ({damaged}): the next search rebuilds it from the logs; "
+            "`contextflow doctor --fix` rebuilds it now"
         )
     if differ := state.get("derived_tables_differing"):
         found.append(
@@ -264,14 +244,16 @@ def problems(info: dict[str, Any]) -> list[str]:
                 f"{log['file']} ends in an unfinished batch of {log['held']} event(s) (a write stopped midway, or "
                 "one in progress): none of it is applied; "
                 + (
-                    "this machine's next write moves it to quarantine/; run the command that wrote it again"
+                    "this machine's next write closes it (its lines stay in the log, never applied); run the "
+                    "command that wrote it again"
                     if own
-                    else "its machine's next write moves it to quarantine/"
+                    else "its machine's next write closes it (its lines stay in the log, never applied)"
                 )
             )
         if log.get("torn"):
             found.append(
-                f"{log['file']}: {log['torn']} line(s) of batches with no commit where they said were left out"
+                f"{log['file']}: {log['torn']} line(s) of batches that were never committed (cut short, or a forged "
+                "batch line) were left out"
             )
     fragments = info["quarantined_fragments"]
     if batches := sum(name.endswith(".batch.frag") for name in fragments):

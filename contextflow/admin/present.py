@@ -44,9 +44,9 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.admin.settings_check import settings_findings
 
     chmodded = fix_permissions(app) if args.get("fix") else []
-    if args.get("rebuild"):
-        from contextflow.search import derived
+    from contextflow.search import derived
 
+    if args.get("rebuild") or (args.get("fix") and derived.describe(app.store)["damaged"]):
         derived.search_for(app.store).update(rebuild=True)
     from contextflow.capture.health import capture_health, health_lines
 

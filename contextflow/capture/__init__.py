@@ -12,5 +12,4 @@ FEATURE = Feature(
     extractors="contextflow.capture.extract",
     search_version=(1, "50b41debdbb7b2bcd522"),
     tables={"capture": "contextflow.capture.table:TABLES"},
-    versions={"activity": 2},  # 2: a turn captured twice keeps its earliest copy
 )

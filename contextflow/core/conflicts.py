@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextflow.core.events import LEGACY_WRITER, decode_lines
+from contextflow.core.batches import End, Stated
+from contextflow.core.events import LEGACY_WRITER, BadLine, decode, decode_lines
 from contextflow.core.log import read_whole, remove_conflict_copy
 from contextflow.core.store import Store
 
@@ -96,6 +97,17 @@ def findings(store: Store) -> list[str]:
     return found
 
 
+def _after(end: End, lines: list[bytes], writer: str) -> Stated:
+    """The log's end after `lines` are appended to it: their seqs and stamps may be older than its own."""
+    seq, newest = end.seq, end.newest
+    for raw in lines:
+        with contextlib.suppress(BadLine):
+            event = decode(raw)
+            newest = max(newest, event.hlc)
+            seq = max(seq, event.seq) if event.writer == writer else seq
+    return Stated(seq, newest)
+
+
 def fix(store: Store) -> FixReport:
     """Fold conflict copies into this writer's log; remove each only once all its events are verified."""
     report = FixReport()
@@ -107,7 +119,9 @@ def fix(store: Store) -> FixReport:
         for copy in contents:
             missing = [raw for event_id, raw in copy.lines.items() if event_id not in present]
             if missing:
-                store.log_writer.append_lines([raw + b"\n" for raw in missing])
+                end = store.log_writer.end()
+                after = _after(end, missing, store.writer)
+                store.log_writer.append_lines([raw + b"\n" for raw in missing], end, after)
                 present.update(copy.lines)
                 report.folded_events += len(missing)
         store.refresh()

@@ -31,7 +31,7 @@ SCHEMA_VERSION = 1
 LEGACY_WRITER = "legacy"
 MAX_LINE_BYTES = 4 * 1024 * 1024
 # Arrays and objects in one line, the line's own object included. Tool arguments take 64 levels; every
-# reader of a view (the JSON printers, orjson's 255-level limit when the snapshot is saved) copes with this.
+# reader of a view (the JSON printers, orjson's 255-level limit) copes with this.
 MAX_DEPTH = 100
 
 MAX_SEQ = 2**53 - 1  # exact in every JSON reader

@@ -76,7 +76,7 @@ def overwritten(events: Sequence[Event], writes: Callable[[Event], Collection[Ha
 
 class LazyView:
     """A view known by name whose class (`"module:Class"`) is imported when it first folds or loads,
-    so a process that reads two views from the snapshot imports only those two."""
+    so a process that folds two views imports only those two."""
 
     def __init__(self, name: str, path: str) -> None:
         self.name, self.path = name, path
@@ -108,9 +108,9 @@ def resolved(view: View) -> View:
 class Fold:
     """The states of a set of views over a set of events; each event id applies once.
 
-    A state (and the set of seen ids) may be *deferred*: a loader called when it is first needed
-    (a snapshot loads views lazily). Events arriving meanwhile are applied once it loads. A
-    deferred `LazyView` is imported only then.
+    A state may be *deferred*: a loader called when it is first needed (a view folds only once it
+    is read). Events arriving meanwhile are applied once it loads. A deferred `LazyView` is imported
+    only then.
     """
 
     def __init__(
@@ -135,14 +135,6 @@ class Fold:
         self.bounded: dict[str, int] = {}  # events a bound lowered, per writer
         self.stale = False  # a bound lowered an event already applied: fold again with `bound_caps` known
         self._pending: dict[str, list[Event]] = {}
-        self._seen_loader: Callable[[], set[str]] | None = None
-
-    def defer_seen(self, loader: Callable[[], set[str]]) -> None:
-        self._seen_loader = loader
-
-    @property
-    def seen_deferred(self) -> bool:
-        return self._seen_loader is not None
 
     def pending(self, name: str) -> int:
         return len(self._pending.get(name, ()))
@@ -160,17 +152,11 @@ class Fold:
             del self.deferred[name]
         return self.states[name]
 
-    def _load_seen(self) -> None:
-        if self._seen_loader is not None:
-            self.seen, self._seen_loader = self._seen_loader(), None
-
     def known(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` already applied."""
-        self._load_seen()
         return {event_id for event_id in ids if event_id in self.seen}
 
     def apply(self, event: Event) -> bool:
-        self._load_seen()
         if event.id in self.seen:
             self.duplicates += 1
             return False

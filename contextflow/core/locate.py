@@ -201,7 +201,7 @@ def checked_state_root(env: Mapping[str, str] | None = None, store: Path | None 
     if store is not None and Path(os.path.realpath(root)).is_relative_to(os.path.realpath(store)):
         raise InputError(
             f"{_setting(env)} ({root}) is inside the synced store {store}: machine-local state "
-            "(locks, snapshot) must not be synced; point CONTEXTFLOW_STATE outside the store"
+            "(locks, derived tables) must not be synced; point CONTEXTFLOW_STATE outside the store"
         )
     return private_folder(root, _setting(env))
 

@@ -6,8 +6,8 @@ On-disk contract:
   sees two machines change one file. Files are created 0600; a store folder made here is 0700.
 - An append holds W's machine-local lock (`core/lock.py`, flock) and writes on an `O_APPEND|O_NOFOLLOW`
   descriptor; several lines are framed as a batch (`batches.py`) that readers apply whole or not at
-  all. A last line without its `\\n` (a crash mid-write), or a batch cut short, is copied to
-  `quarantine/` and cut off before the next append, never silently dropped.
+  all. A last line without its `\\n` (a crash mid-write) is copied to `quarantine/` and cut off before
+  the next append, never silently dropped; a batch cut short is closed by an abort line (its lines stay).
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
   ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
   lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
@@ -26,6 +26,7 @@ import errno
 import hashlib
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -220,6 +221,7 @@ class LogWriter:
 
     def __init__(self, folder: Path, writer: str, lock_file: Path, fsync: bool = False) -> None:
         self.folder = folder
+        self.writer = writer
         self.path = log_path(folder, writer)
         self.fsync = fsync
         self.lock_file = lock_file
@@ -240,35 +242,63 @@ class LogWriter:
             self._lock = WriterLock(self.lock_file, LOCK_TIMEOUT_S)
         return self._lock
 
-    def append_lines(self, lines: list[bytes], held_at: int | None = None) -> int:
-        """Append whole lines in one write, framed as a batch when there are several (`batches.py`), so
-        readers apply all of them or none. `held_at`: where a batch held back at the end of this log
-        begins (only a killed write leaves one: the caller holds the lock), moved to quarantine first."""
+    def end(self) -> batches.End:
+        """What a write needs of this log's end (the caller holds the lock): its last lines only
+        (`batches.log_end`), or, when they do not say, the whole log read once (nothing kept)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)  # (never waits)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
+                found = batches.log_end(fd, self.writer)
+            finally:
+                os.close(fd)
+            return found if found is not None else _end_by_reading(self.path, self.writer)
+        except FileNotFoundError:
+            return batches.End(0, 0, None, 0)
+        except OSError as exc:  # (a folder or a link in its place: the append would fail alike)
+            raise StoreError(_explain(exc, self.path)) from None
+
+    def append_lines(
+        self,
+        lines: list[bytes],
+        end: batches.End | None = None,
+        after: batches.Stated | None = None,
+        *,
+        framed: bool = False,
+    ) -> int:
+        """Append whole lines in one write, framed as a batch when there are several (or `framed`), so readers
+        apply all of them or none; its begin line states the log's end before it (`end`), its commit line
+        `after` it (`batches.Stated`: what the next write reads back). `end.held_at`: a batch a kill cut
+        short at the end of this log (the caller holds the lock), closed first."""
         from contextflow.core.ids import new_id
 
-        if len(lines) < 2:
-            return self.append(b"".join(lines), held_at)
-        begin, commit = batches.markers(lines, new_id())
-        return self._write([begin, *lines, commit], held_at)
+        if len(lines) < 2 and not framed:
+            return self._write([b"".join(lines)], end)
+        before = batches.Stated(end.seq, end.newest) if end is not None else None
+        begin, commit = batches.markers(lines, new_id(), before, after)
+        return self._write([begin, *lines, commit], end)
 
-    def append(self, data: bytes, held_at: int | None = None) -> int:
+    def append(self, data: bytes) -> int:
         """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
-        return self._write([data], held_at)
+        return self._write([data], None)
 
-    def append_framed(self, events: int, size: int, pieces: Iterable[bytes], held_at: int | None = None) -> int:
+    def append_framed(
+        self, events: int, size: int, pieces: Iterable[bytes], end: batches.End, after: batches.Stated
+    ) -> int:
         """Append `events` lines of `size` bytes in all, given in pieces (a staged batch: `staged.py`), framed
         as one batch. Caller holds the lock. Pieces that do not add up to `size` are cut off again."""
         from contextflow.core.ids import new_id
 
-        begin, commit = batches.frame(events, size, new_id())
-        return self._write(_counted(begin, pieces, size, commit), held_at)
+        begin, commit = batches.frame(events, size, new_id(), batches.Stated(end.seq, end.newest), after)
+        return self._write(_counted(begin, pieces, size, commit), end)
 
-    def _write(self, pieces: Iterable[bytes], held_at: int | None) -> int:
+    def _write(self, pieces: Iterable[bytes], end: batches.End | None) -> int:
         ensure_folder(self.folder)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                before = self._repair_tail(fd, held_at)  # failing to quarantine leaves the log as it was
+                before = self._repair_tail(fd, end)  # failing to quarantine leaves the log as it was
                 try:
                     for group in _groups(pieces):
                         if os.write(fd, group) != len(group):
@@ -284,19 +314,32 @@ class LogWriter:
         except OSError as exc:
             raise StoreError(_explain(exc, self.path)) from None
 
-    def _repair_tail(self, fd: int, held_at: int | None = None) -> int:
+    def _repair_tail(self, fd: int, end: batches.End | None = None) -> int:
+        """Before an append (under the lock): a torn last line is moved to quarantine and cut off; a batch a
+        kill cut short (`end.held_at`, its begin line) is closed with an abort line, so its complete lines
+        stay in the log, never applied, and what is written next is read (batches.py). Returns where the
+        append starts."""
         size = os.fstat(fd).st_size
-        if held_at is not None and 0 <= held_at < size and os.pread(fd, len(batches.PREFIX), held_at) == batches.PREFIX:
-            self._quarantine(os.pread(fd, size - held_at, held_at), ".batch")  # a batch a kill cut short
-            os.ftruncate(fd, held_at)
-            return held_at
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            cut = _last_newline(fd, size) + 1
+            self._quarantine(os.pread(fd, size - cut, cut))
+            os.ftruncate(fd, cut)
+            size = cut
+        held_at = end.held_at if end is not None else None
+        if end is None or held_at is None or held_at >= size:
             return size
-        cut = _last_newline(fd, size) + 1
-        fragment = os.pread(fd, size - cut, cut)
-        self._quarantine(fragment)
-        os.ftruncate(fd, cut)
-        return cut
+        batch_id = ""  # (UNKNOWN: an abort with no id closes whatever batch is open)
+        if held_at >= 0:
+            raw = os.pread(fd, batches.COMMIT_LOOKUP, held_at)
+            begin = batches.parse(raw[: raw.find(b"\n")]) if b"\n" in raw else None
+            if begin is None or begin.kind != "begin":
+                return size
+            batch_id = begin.id
+        closing = batches.abort(batch_id, batches.Stated(end.seq, end.newest))
+        if os.write(fd, closing) != len(closing):
+            os.ftruncate(fd, size)
+            raise OSError(errno.ENOSPC, "short write")
+        return size + len(closing)
 
     def _quarantine(self, fragment: bytes, what: str = "") -> None:
         target_dir = self.folder / QUARANTINE_DIR
@@ -326,6 +369,32 @@ class LogWriter:
                 os.close(fd)
         finally:
             os.close(dir_fd)
+
+
+def _end_by_reading(path: Path, writer: str) -> batches.End:
+    """The end of the log at `path` read whole, a chunk at a time, each line decoded for its seq and stamp
+    only (when its last bytes do not say: `batches.log_end`)."""
+    from contextflow.core.events import BadLine, decode
+
+    seq, newest, read, cursor = 0, 0, 0, None
+    while True:
+        try:
+            chunk = read_new(path, cursor, 8 * 1024 * 1024)
+        except FileNotFoundError:
+            return batches.End(seq, newest, None, read)
+        start = cursor.offset if cursor is not None else 0
+        read += chunk.cursor.offset - start
+        for _, raw in chunk.lines:
+            try:
+                event = decode(raw)
+            except BadLine:
+                continue
+            newest = max(newest, event.hlc)
+            if event.writer == writer:
+                seq = max(seq, event.seq)
+        if chunk.held_at is not None or chunk.cursor.offset == start:
+            return batches.End(seq, newest, chunk.held_at, read)
+        cursor = chunk.cursor
 
 
 def _counted(begin: bytes, pieces: Iterable[bytes], size: int, commit: bytes) -> Iterator[bytes]:

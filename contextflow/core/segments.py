@@ -1,10 +1,7 @@
-"""What the store knows about each log it reads (`Segment`), the health report built from them,
-and the code fingerprint that keys the snapshot. Plain data: the snapshot saves segments as they are."""
+"""What the store knows about each log it reads (`Segment`) and the health report built from them."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,14 +82,3 @@ def much_to_read(path: Path, cursor: Cursor | None) -> str | None:
 def bad_kind(reason: str) -> str:
     """The kind of a bad line's problem: its reason up to the first detail."""
     return reason.split(" (", 1)[0].split(":", 1)[0]
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """Changes whenever contextflow's code does, so a snapshot never outlives the classes it saved."""
-    package = Path(__file__).parent.parent  # all of contextflow, every feature's views included
-    digest = hashlib.blake2b(digest_size=8)
-    for path in sorted(package.rglob("*.py")):
-        st = path.stat()
-        digest.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return digest.hexdigest()

@@ -1,10 +1,12 @@
 """The store: a folder of logs folded into views, the one object the adapters hold.
 
 Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
-look are read; a file that changed in any other way refolds everything. A machine-local
-snapshot of the folded state (checked against the logs on load) lets a new process skip the refold.
-A write needs only its own log's end: where the fold lags far behind it (an import), that end is read
-from the mark the last unfolded write left (`own_end.py`), and the fold catches up when it is read.
+look are read; a file that changed in any other way refolds everything. Nothing folded is saved: a
+process folds from the logs what it reads in memory (doctor's check, a grant's filtered store, a batch);
+the views a call reads at run time come from the derived tables on disk (`core/tables.py`).
+A write needs only its own log's end (its last seq, newest stamp and a batch a kill cut short), read from
+the log's last lines under the writer lock (`batches.log_end`: O(1) in the log's size, whatever the fold
+holds or any machine-local state says); the fold catches up when it is read.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from contextflow import __version__
-from contextflow.core import legacy, own_end, snapshot
+from contextflow.core import legacy
 from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
+from contextflow.core.batches import End, Stated
 from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
@@ -30,20 +32,12 @@ from contextflow.core.fold import BOUND_KIND, Fold, Folds, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
-from contextflow.core.log import (
-    Cursor,
-    LogWriter,
-    last_stamp,
-    list_segments,
-    read_new,
-    unchanged,
-)
+from contextflow.core.log import LogWriter, last_stamp, list_segments, read_new, unchanged
 from contextflow.core.segments import (
     BadLineReport,
     Health,
     Segment,
     bad_kind,
-    code_fingerprint,
     much_to_read,
     new_segment,
 )
@@ -53,10 +47,7 @@ if TYPE_CHECKING:
     from contextflow.core.staged import StagedBatch  # (an import's; not loaded by a read)
 
 S = TypeVar("S")
-SNAPSHOT_FORMAT = 2
-SNAPSHOT_MIN_NEW_EVENTS = 2000
 MAX_BAD_LINE_REPORTS = 100
-OWN_FOLD_BYTES = 1024 * 1024  # a write folds at most this much of its own log the fold lacks (else own_end.py)
 
 
 class Store:
@@ -70,9 +61,8 @@ class Store:
         fields: Schema | Callable[[], Schema] | None = None,
         fsync: bool = False,
         clock: HybridClock | None = None,
-        use_snapshot: bool = True,
+        shares_state: bool = True,
         legacy_max_bytes: int = LEGACY_MAX_BYTES,
-        snapshot_versions: Callable[[], dict[str, int]] | None = None,
         secrets: str | None = None,
     ) -> None:
         self.location = location
@@ -86,20 +76,13 @@ class Store:
         self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
         self._fields = fields  # the shape of every field of every kind (a factory until first needed)
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
-        # the standard views: may use the machine-local snapshot and derived tables (a store with an HTTP grant's
-        # filtered views must neither read nor write them)
-        self.shares_state = use_snapshot
-        # what the snapshot is keyed on: each format's explicit version (features.py), else the code itself
-        self._snapshot_versions = snapshot_versions
-        self._snapshot_path = state_dir / snapshot.FILE_NAME
-        self._new_since_snapshot = 0
-        self.loaded = False  # once folded (or loaded): the snapshot loads on first use, so cheap commands never pay
+        # the standard views: may use the machine-local derived tables (a store with an HTTP grant's filtered
+        # views must neither read nor write them)
+        self.shares_state = shares_state
         self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
-        self.from_snapshot = False  # the views were loaded from the snapshot (not folded here)
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
-        self._blobs: snapshot.Blobs | None = None  # the loaded snapshot's views, read on first use
         self._collected: list[Event] | None = None  # appends held back by `collecting`
-        self.bytes_read = 0  # log bytes this store read: folded, or read for what a write needs (own_end.py)
+        self.bytes_read = 0  # log bytes this store read: folded, or read for what a write needs (its log's end)
         self._reset()
 
     @classmethod
@@ -117,9 +100,6 @@ class Store:
     # -- reading -------------------------------------------------------------------------
 
     def _reset(self, caps: dict[str, int] | None = None) -> None:
-        if self._blobs is not None:
-            self._blobs.close()  # the old snapshot's views are no longer wanted
-            self._blobs = None
         self._fold_made: Fold | None = None  # made on first use: building the views imports their modules
         self._caps = caps or {}  # the bounds known before folding (fold.py)
         self._segments: dict[Path, Segment] = {}
@@ -130,12 +110,17 @@ class Store:
 
     @property
     def fold(self) -> Fold:
-        """The folded views, as far as read (a view folds or loads from the snapshot when first read:
-        until then it is deferred, `Fold.deferred`, its events waiting)."""
+        """The folded views, as far as read (a view folds when first read: until then it is deferred,
+        `Fold.deferred`, its events waiting)."""
         if self._fold_made is None:  # each view folds when first read (its events wait till then)
             views = self._view_factory()
             self._fold_made = Fold(views, {view.name: view.initial for view in views}, caps=self._caps)
         return self._fold_made
+
+    @property
+    def folded(self) -> bool:
+        """Whether this process began folding any view (cheap commands never do)."""
+        return self._fold_made is not None
 
     @property
     def _stale(self) -> bool:
@@ -155,12 +140,6 @@ class Store:
         found = {str(path): signature(path) for path in list_segments(self.folder, self.location.legacy_files)}
         return {path: sig for path, sig in found.items() if sig is not None}
 
-    def _ensure_loaded(self) -> None:
-        if not self.loaded:
-            self.loaded = True
-            if self.shares_state:
-                self._load_snapshot()
-
     def _segment_paths(self) -> list[Path]:
         """The logs to read. The folders are listed again only when an mtime moved (the store's, a legacy
         .sessions folder's), or is too recent to trust (file times are coarse: two files made in one
@@ -174,13 +153,11 @@ class Store:
         return paths
 
     def _refresh_own_log(self) -> None:
-        self._ensure_loaded()
         own = self._writer.path
         if not self._continues(own) or (own not in self._segments and own.exists()) or self._stale:
             self.refresh()
 
     def refresh(self) -> None:
-        self._ensure_loaded()
         paths = self._segment_paths()
         gone = any(path not in paths for path in [*self._segments, *self._oversized])
         if gone or not all(map(self._continues, paths)) or self._stale:
@@ -191,7 +168,6 @@ class Store:
         once more when the bounds it reads differ (a log lost or gained one), so every event is applied
         at the stamp its bounds give it."""
         caps = dict(self._fold_made.bound_caps) if self._fold_made is not None else {}
-        self.from_snapshot = False
         for _ in range(3):
             self._reset(caps)
             for path in paths:
@@ -199,14 +175,10 @@ class Store:
             if self.fold.exact:
                 break
             caps = dict(self.fold.bound_caps)
-        self._new_since_snapshot = self.fold.count
         gc.freeze()  # the folded state is long-lived: no full collection walks it again (no pauses on appends)
 
     def _continues(self, path: Path) -> bool:
-        try:
-            return self._read_segment(path)
-        except snapshot.SnapshotBroken:  # the saved state does not load: refold
-            return False
+        return self._read_segment(path)
 
     def _read_segment(self, path: Path) -> bool:
         """Fold what `path` gained; False when it no longer continues what was read."""
@@ -255,7 +227,6 @@ class Store:
                     segment.bad_fields[name] = segment.bad_fields.get(name, 0) + 1
             if self.fold.apply(event):
                 segment.events += 1
-                self._new_since_snapshot += 1
             if event.hlc > newest:
                 newest = event.hlc
             if event.hlc > edge and len(ahead) < MAX_AHEAD_TRACKED:
@@ -297,23 +268,19 @@ class Store:
         self.refresh()
         for path, size in self._oversized.items():
             raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
-        try:
-            if name in self.fold.deferred:
-                state = self.fold.state(name)
-                gc.freeze()  # a loaded view is long-lived: keep it out of every later full collection
-                return state
-            return self.fold.state(name)
-        except snapshot.SnapshotBroken:
-            self._rebuild(list_segments(self.folder, self.location.legacy_files))
-            return self.fold.state(name)
+        if name in self.fold.deferred:
+            state = self.fold.state(name)
+            gc.freeze()  # a folded view is long-lived: keep it out of every later full collection
+            return state
+        return self.fold.state(name)
 
     def folds(self, name: str) -> bool:
         """True when view `name` is folded in this process (else it is served from derived state on disk)."""
         return any(view.name == name for view in self._view_factory())
 
     def view_loaded(self, name: str) -> bool:
-        """False while view `name` still waits in the snapshot (reading it would load it), or is not
-        folded in this process at all."""
+        """False while view `name` is not folded yet (its events wait: reading it would fold them), or is
+        not folded in this process at all."""
         return name in self.fold.states and name not in self.fold.deferred
 
     @property
@@ -403,7 +370,6 @@ class Store:
         finally:
             self._collected = None
             self._reset()
-            self.loaded, self._new_since_snapshot = False, 0
 
     def append_many(
         self,
@@ -455,76 +421,40 @@ class Store:
                 Event(event_id, self.writer, seq + offset, stamp, kind, data)
                 for offset, (event_id, stamp, (kind, data)) in enumerate(zip(chosen, times, batch, strict=True), 1)
             ]
-            self._writer.append_lines([encode(event) for event in events], end.held_at)
+            # a framed write states the log's end after it (given stamps may be in the past: always framed)
+            after = Stated(events[-1].seq, max(end.newest, *times))
+            self._writer.append_lines([encode(event) for event in events], end, after, framed=stamps is not None)
             if folded and fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
                 self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
             else:
-                self._mark(events[-1].seq, max(end.newest, *times))
+                self._unfolded = signature(self._writer.path)
         return events[len(events) - len(items) :]
 
     @contextlib.contextmanager
-    def _locked_write(self) -> Iterator[tuple[list[str], own_end.End, bool]]:
-        """Under the writer lock with what this machine's log ends with: the ids a bound must name first; the
-        last sequence number written, the newest stamp and where a batch a kill cut short begins (quarantined
-        first); whether the fold holds the log to its end (else it lags far behind: `_own_end`)."""
+    def _locked_write(self) -> Iterator[tuple[list[str], End, bool]]:
+        """Under the writer lock with what this machine's log ends with (`LogWriter.end`: its last lines):
+        the ids a bound must name first; the last sequence number written, the newest stamp and a batch a
+        kill cut short (closed first); whether the fold held the log to its end (then it folds the write)."""
         from contextflow.core.lock import LockTimeout as Timeout
 
         try:
             with self.appending, self._writer.locked():
-                self._ensure_loaded()
-                end = None if self._stale else self._own_end()
-                if end is None:
-                    self._refresh_own_log()  # other processes of this machine may have appended
+                path = self._writer.path
+                own = self._segments.get(path)
+                folded = own is not None and not own.legacy and unchanged(path, own.cursor) and not self._stale
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
-                    end = None
+                end = self._writer.end()
+                self.bytes_read += end.read
+                self.clock.observe(end.newest)  # bounded: as when the fold reads it
                 pending = unbounded(self._segments.values(), self.fold.caps)
-                if end is not None and (pending or end.newest > horizon()):
+                if pending or end.newest > horizon():
                     self.refresh()  # a bound to write: read every log first, so it names what it must
-                    end, pending = None, unbounded(self._segments.values(), self.fold.caps)
-                if end is None:
-                    own = self._segments.get(self._writer.path)
-                    newest, held_at = (own.newest, own.held_at) if own is not None else (0, None)
-                    yield pending, own_end.End(self._own_seq(), newest, held_at, 0), True
-                else:
-                    self.clock.observe(end.newest)  # bounded: as when the fold reads it
-                    yield pending, end, False
+                    pending, folded = unbounded(self._segments.values(), self.fold.caps), not self._stale
+                    end = self._writer.end()
+                yield pending, end, folded
         except Timeout:
             raise self._lock_held() from None
-
-    def _own_end(self) -> own_end.End | None:
-        """This writer's log's end when the fold lags behind it by more than OWN_FOLD_BYTES, or by anything
-        a mark covers: read from the mark the last unfolded write left and the bytes after it (else from the
-        fold's cursor), decoded for their seq and stamp only. None: the fold reads it (it lags little, holds it
-        already, or the log no longer continues)."""
-        path = self._writer.path
-        segment = self._segments.get(path)
-        cursor = segment.cursor if segment is not None else None
-        if segment is not None and (segment.legacy or unchanged(path, cursor)):
-            return None
-        start = cursor.offset if cursor is not None else 0
-        mark = own_end.read_mark(self.state_dir, path)
-        if mark is not None and mark.cursor.offset >= start:
-            end = own_end.read_end(path, mark.cursor, self.writer, mark.seq, mark.newest)
-            if end is not None:
-                self.bytes_read += end.read
-                return end
-        try:
-            if os.stat(path).st_size - start <= OWN_FOLD_BYTES:
-                return None
-        except OSError:
-            return None
-        seq, newest = (segment.max_seq, segment.newest) if segment is not None else (0, 0)
-        end = own_end.read_end(path, cursor, self.writer, seq, newest)
-        if end is not None:
-            self.bytes_read += end.read
-        return end
-
-    def _mark(self, seq: int, newest: int) -> None:
-        """After a write the fold does not hold (the caller holds the lock): leave a mark at the log's end,
-        so the next write need not read what the fold lacks (own_end.py)."""
-        own_end.write_mark(self.state_dir, self._writer.path, seq, newest)
-        self._unfolded = signature(self._writer.path)
 
     def _lock_held(self) -> StoreError:
         return StoreError(
@@ -546,68 +476,17 @@ class Store:
             stamps = array("Q", (self.clock.tick() for _ in range(len(staged))))
             size, pieces = staged.lines(seq + 1, stamps)
             lines = itertools.chain(lead, pieces)
-            self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, end.held_at)
-            self._mark(seq + len(staged), max(end.newest, stamps[-1]))
+            after = Stated(seq + len(staged), max(end.newest, stamps[-1]))
+            self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, end, after)
+            self._unfolded = signature(self._writer.path)
         return len(staged)
 
-    # -- snapshot ------------------------------------------------------------------------
-
-    def _snapshot_key(self) -> tuple[Any, ...]:
-        # each view's `version` (what the code fingerprint cannot cover, e.g. a library's) is checked as it loads
-        names = tuple(view.name for view in self._view_factory())
-        if self._snapshot_versions is not None:  # kept across upgrades that change none of them
-            return (SNAPSHOT_FORMAT, self._snapshot_versions(), str(self.folder), names)
-        return (SNAPSHOT_FORMAT, __version__, code_fingerprint(), str(self.folder), names)
-
-    def _load_snapshot(self) -> None:
-        found = snapshot.read(self._snapshot_path, self._snapshot_key())
-        if found is None:
-            return
-        header, blobs = found
-        if not all(
-            isinstance(path, Path) and isinstance(segment, Segment) and isinstance(segment.cursor, Cursor | None)
-            for path, segment in header.segments.items()
-        ):
-            blobs.close()
-            return
-        self._blobs = blobs
-        self._fold_made = snapshot.restore(self._view_factory(), header, self._blobs)
-        self._segments = header.segments
-        self._bad_count += sum(segment.bad_lines for segment in self._segments.values())
-        self.clock.observe(self.fold.max_hlc)
-        self._new_since_snapshot = 0
-        self.from_snapshot = True
-
-    def save_snapshot(self, force: bool = False) -> bool:
-        """Persist the folded state when enough changed since the last save."""
-        if not self.shares_state or (not force and self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS):
-            return False
-        try:
-            snapshot.write(self._snapshot_path, self._snapshot_key(), self.fold, self._segments, self._blobs)
-        except Exception:
-            return False
-        self._new_since_snapshot = 0
-        return True
-
-    def save_snapshot_soon(self) -> bool:
-        """Once enough is new, save the snapshot from a forked child (POSIX only; else on close), so a
-        long-running server keeps answering and its work survives being killed at exit."""
-        if not self.shares_state or self._new_since_snapshot < SNAPSHOT_MIN_NEW_EVENTS or not hasattr(os, "fork"):
-            return False
-        snapshot.in_background(lambda: self.save_snapshot(force=True))
-        self._new_since_snapshot = 0
-        return True
-
     def forget(self) -> None:
-        """Drop the folded state (found forged or damaged): the next read folds the logs again, and nothing
-        of what was dropped is saved (neither the snapshot nor anything built from the views on close)."""
+        """Drop the folded state: the next read folds the logs again."""
         self._reset()
-        self.loaded, self.from_snapshot, self._new_since_snapshot = False, False, 0
 
     def close(self) -> None:
-        self.save_snapshot()
-        if self._blobs is not None:
-            self._blobs.close()
+        """Nothing folded is kept on disk: closing drops nothing but the process's memory."""
 
     def fresh_views(self) -> list[View]:
         """New instances of this store's views (to fold events apart from the store, as compaction does)."""

@@ -220,7 +220,6 @@ class TableUpdates:
     def _build_in_background(self, what: str) -> None:
         """Have one background process build the tables and fold the stages (none when one already does)."""
         from contextflow.core.lock import LockTimeout, WriterLock
-        from contextflow.core.snapshot import in_background
 
         self.building = True
         lock = WriterLock(self.path.with_name(BUILD_LOCK), 0)
@@ -343,6 +342,30 @@ class TableUpdates:
                         f'UPDATE "{table}" SET hlc = ? WHERE id = ? AND hlc > ?',
                         (db_stamp(cap), event_id, db_stamp(cap)),
                     )
+
+
+def in_background(work: Callable[[], object]) -> None:
+    """Run `work` (a build) in a forked grandchild, so the caller neither waits for it nor has a child to
+    reap; its standard streams point at the null device, so a client reading the caller's output to its
+    end never waits for it either. POSIX only: the caller checks `os.fork` exists."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # threads exist; the child only writes its tables
+        child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                try:
+                    null = os.open(os.devnull, os.O_RDWR)
+                    for fd in (0, 1, 2):
+                        os.dup2(null, fd)
+                    work()
+                finally:
+                    os._exit(0)  # never flush the parent's buffered output a second time
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
 
 
 def _build(at: Callable[[Path], TableUpdates], path: Path) -> None:

@@ -20,13 +20,14 @@ never synced, always safe to delete):
 
 A read first compares every log's signature with the cursors (one stat each, one small query). When a
 log grew, the process that sees it takes SQLite's write lock (waiting at most `wait` seconds), reads
-only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk; a process
-that cannot get the lock in time answers from what is there (a build in progress is partial, never
-wrong). A backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built by one forked
-background process (`views.build.lock`) while readers answer from what is built so far, plus the
-rows of this machine's log's newest bytes, added ahead of the build (`TableSet.ahead`). A log that
-no longer continues (compaction, a removed conflict copy) rebuilds the formats that read it; a
-database that fails to open or read is deleted and rebuilt.
+only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk. A process
+that cannot get the lock in time, or finds a build under way, has tables that hold part of the logs:
+`serves(formats)` says so, and a reader that would answer "not found" or a short page from them reads
+the logs instead (sessions: `sessions/stored.py`'s `current`). A backlog over BACKGROUND_BYTES (a fresh
+machine, a format rebuilt) is built by one forked background process (`views.build.lock`) while
+readers answer from what is built so far, plus the rows of this machine's log's newest bytes, added
+ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict
+copy) rebuilds the formats that read it; a database that fails to open or read is deleted and rebuilt.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import sqlite3
 import stat
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -234,6 +235,21 @@ class Tables(TableUpdates):
                     return False
                 raise
             return not retire and not todo
+
+    def serves(self, names: Iterable[str], wait: float = WAIT_S) -> bool:
+        """Whether formats `names` hold every log's events now, brought up to date first (waiting at most
+        `wait` s for another writer). False while a build runs, another process holds the write lock or
+        the database does not read: a reader then answers from the logs instead, never from a partial table
+        ("not found" must never come from an unfinished build)."""
+        wanted = set(names)
+        with self._mutex:
+            if not self._settled:
+                self.update(wait)
+            try:
+                retire, todo = self._plan(self._connect(), self._paths())
+            except sqlite3.DatabaseError:
+                return False
+            return not wanted & set(retire) and not any(wanted & set(group) for _, _, group in todo)
 
     def built(self) -> tuple[int, int]:
         """(bytes of the logs every format holds, bytes of the logs): how far a build is (the web page

@@ -58,7 +58,7 @@ class Node:
 
 
 # A mark is the latest add and latest removal of a tag, edge or saved view, as a plain tuple
-# (cheap to snapshot): (added, removed, *payload). It is on when it was added last.
+# (cheap to keep): (added, removed, *payload). It is on when it was added last.
 Mark = tuple[Any, ...]
 NO_MARK: Mark = (ZERO, ZERO)
 
@@ -244,7 +244,7 @@ def _record(state: GraphState, node_id: str) -> Node:
 
 def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderKey, creating: bool) -> None:
     """Last writer wins per field. Values set by the creating event carry no entry in
-    field_keys (its key is `created_key`), which keeps snapshots small."""
+    field_keys (its key is `created_key`), which keeps the state small."""
     current = node.field_keys.get(name)
     if current is None:
         current = node.created_key if node.exists and not creating else ZERO
@@ -378,7 +378,7 @@ class GraphView:
         kind, data = event.kind, event.data
         if not kind.startswith("graph."):
             return
-        key = (event.hlc, sys.intern(event.writer), event.seq)  # one writer string shared in snapshots
+        key = (event.hlc, sys.intern(event.writer), event.seq)  # one writer string shared by every key
         if kind == model.NODE:
             node = _record(state, event.id)
             node.exists, node.created_key, node.writer = True, key, event.writer

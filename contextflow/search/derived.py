@@ -213,6 +213,7 @@ class DerivedSearch:
         from contextflow.search.disk import DiskIndex
 
         if self._index is None:
+            self._check_files()  # before tantivy opens it: a folder without `meta.json` is made a new, empty index
             mask = os.umask(0o077)
             try:
                 self._index = DiskIndex(self.index_folder())
@@ -511,7 +512,14 @@ def describe(store: Store) -> dict[str, Any]:
         _unread(path, segments.get(str(path))) for path in list_segments(store.folder, store.location.legacy_files)
     )
     size = sum(entry.stat().st_size for entry in folder.rglob("*") if entry.is_file()) if folder.is_dir() else 0
+    damaged = None
+    if current and isinstance(state.get("files"), dict):
+        try:
+            check(folder / f"search-{state.get('instance', 'none')}", state["files"])
+        except FilesDamaged as exc:
+            damaged = str(exc)
     return {
+        "damaged": damaged,  # the index's files are not those its last commit wrote: the next search rebuilds it
         "folder": str(folder),
         "bytes": size,
         "documents": state.get("documents") if current else None,

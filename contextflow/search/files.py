@@ -79,9 +79,9 @@ def check(folder: Path, recorded: dict[str, int]) -> None:
     The folder is scanned before `meta.json` is read, so a merge ending meanwhile only retires segments."""
     found = _scan(folder)
     live = _live(folder)
-    if live is None:
+    if live is None or (recorded and not live):  # (a merge writes its segment before it retires the others)
         if recorded:
-            raise FilesDamaged(f"{folder / META} is gone")
+            raise FilesDamaged(f"{folder / META} is gone or names none of the segments its last commit wrote")
         return
     for name, size in recorded.items():
         if _of(live, name) and found.get(name) != size:

@@ -182,7 +182,7 @@ def memory_index(store: Store) -> SearchIndex:
             store.state_dir,
             views=[LazyView("search", view_paths()["search"])],
             fields=store.fields,  # the same shape checks as every view
-            use_snapshot=False,
+            shares_state=False,
         )
     return twin.view(SearchView)
 

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from contextflow.core.events import Event, OrderKey
 from contextflow.features import extractors
 from contextflow.search.index import ZERO, Delete, Op, Patch, Put, SearchIndex
-from contextflow.search.ranking import weight_scale
-from contextflow.search.tokens import STEMMER
 
 VIEW_NAME = "search"
 
@@ -31,12 +29,6 @@ def extract(event: Event) -> list[tuple[str, Op]] | None:
 
 class SearchView:
     name = VIEW_NAME
-
-    @property
-    def version(self) -> str:
-        """A stemmer upgrade changes every term, a weight scale every weight: the snapshot's index must
-        not be reused then."""
-        return f"{STEMMER}/scale {weight_scale()}"
 
     def initial(self) -> SearchIndex:
         return SearchIndex()

@@ -83,14 +83,14 @@ def new_session(app: App, session_id: str | None = None, cwd: Path | None = None
 
 def known_session_ids(app: App, project: str) -> list[str]:
     """The ids of the sessions that have entries in `project`, most recent first when known."""
-    if stored.disk(app):
+    if stored.current(app):
         return stored.session_ids(app, project)
     return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
 
 
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
-    if stored.disk(app):
+    if stored.current(app):
         return stored.projects_holding(app, session_id)
     by_project = {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
     found = [(s.latest_key, p) for p, summaries in by_project.items() for s in summaries if s.session_id == session_id]
@@ -226,7 +226,7 @@ def _latest(app: App, written: Event) -> Winner | None:
 
 def wrong_marks(app: App) -> Marks:
     """Handoffs marked wrong, keyed by (project, session, handoff id)."""
-    if stored.disk(app):
+    if stored.current(app):
         return stored.marks(app)
     return sessions_state(app).wrong
 
@@ -245,7 +245,7 @@ class Project:
 
 def list_projects(app: App) -> list[Project]:
     """Every project with entries, most recently active first."""
-    if stored.disk(app):
+    if stored.current(app):
         return [Project(*found) for found in stored.projects(app)]
     state = sessions_state(app)
     found = []
@@ -305,7 +305,7 @@ def read_entries(app: App, where: EntryFilter, limit: int | None = None, *, supe
     """The most recent matching entries (`limit`, default DEFAULT_LIMIT), oldest first. An automatic handoff
     a newer one of its session replaced is left out (one entry per session), unless `superseded`."""
     count = DEFAULT_LIMIT if limit is None else limit
-    if stored.disk(app):
+    if stored.current(app):
         return stored.entries(app, where, count, superseded=superseded)
     pool = sessions_state(app).session_entries(where.project, where.session_id)
     return _newest_matching(pool, where, count, superseded)[0]
@@ -313,7 +313,7 @@ def read_entries(app: App, where: EntryFilter, limit: int | None = None, *, supe
 
 def bad_line_count(app: App) -> int:
     """Malformed lines skipped in the logs, as of the last read (from the derived tables when they serve)."""
-    if stored.disk(app):
+    if stored.current(app):
         return stored.bad_lines(app)
     app.store.refresh()
     return app.store.bad_line_count
@@ -345,7 +345,7 @@ def _newest_matching(
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
     """The newest handoff no note marked wrong."""
-    if stored.disk(app):
+    if stored.current(app):
         return stored.latest_handoff(app, where)
     wrong = frozenset(handoff for (p, s, handoff) in wrong_marks(app) if p == where.project)
     found = read_entries(app, replace(where, kind="handoff", skip=where.skip | wrong), 1, superseded=True)
@@ -383,14 +383,14 @@ def all_sessions(app: App, query: SessionQuery, limit: int | None = None) -> lis
     """The project's sessions, most recent first (the first `limit` of them, from the derived tables)."""
     if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
         where = EntryFilter(query.project, query.agent, since=query.since)
-        if stored.disk(app):
+        if stored.current(app):
             return summarize(
                 stored.entries(app, where, None, superseded=True), query.include_unsessioned, wrong_marks(app)
             )
         state = sessions_state(app)
         entries = [event for event in state.project_entries(query.project) if where.matches(event)]
         return summarize(entries, query.include_unsessioned, state.wrong)
-    if stored.disk(app):
+    if stored.current(app):
         return stored.summaries(app, query.project, limit)
     return sessions_state(app).recent_sessions(query.project)
 
@@ -412,7 +412,7 @@ def choose_session(
     if index is not None and wanted is not None:
         raise InputError(f"{tool('choose_session')} takes {arg('index')} or {arg('session_id')}, not both")
     if wanted is not None:
-        plain = not (query.agent or query.since or query.include_unsessioned) and stored.disk(app)
+        plain = not (query.agent or query.since or query.include_unsessioned) and stored.current(app)
         found = stored.summaries(app, query.project, session_id=wanted) if plain else all_sessions(app, query)
         selected = next((s for s in found if s.session_id == wanted), None)
         if selected is None:
@@ -458,7 +458,7 @@ def resume_session(
 def _resume(app: App, chosen: str, name: str, count: int, *, explicit: bool) -> Resume:
     if explicit:
         require_session(app, chosen, name)
-    if stored.disk(app):
+    if stored.current(app):
         where = EntryFilter(name, session_id=chosen)
         found = (
             summarize(stored.entries(app, where, None), include_unsessioned=True)

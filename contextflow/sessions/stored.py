@@ -1,7 +1,8 @@
 """Sessions read from the derived tables on disk (`sessions/table.py`): each call reads only what it
 shows (a latest handoff, a page of entries, a few summaries), whatever the store's size.
 
-`sessions/core.py` chooses these over the in-memory view (`disk`); both say the same.
+`sessions/core.py` chooses these over the in-memory view when they hold every log's events (`current`);
+both say the same.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ def disk(app: App) -> bool:
         return False
     tables = app.tables()
     return not tables.oversized() and tables.usable()
+
+
+def current(app: App) -> bool:
+    """Whether this call reads sessions from the derived tables: they can be used (`disk`) and hold every
+    log's events now. While a build runs, another process holds their lock past the wait, or they do not
+    read, sessions are read from the logs (the in-memory fold): complete, never "no session" or a page
+    missing what the build has not reached."""
+    return disk(app) and app.tables().serves(("sessions",))
 
 
 def _event(app: App, row: Sequence[Any]) -> Event:

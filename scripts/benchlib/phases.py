@@ -25,6 +25,7 @@ from contextflow.app import App
 from contextflow.core.clock import HybridClock
 from contextflow.core.locate import Location, store_state_dir
 from contextflow.core.store import Store
+from contextflow.core.tables import BUILD_WAIT_S
 
 # Checked once, at import: another part of the product may not exist yet.
 HAVE_RECORDS = importlib.util.find_spec("contextflow.records.core") is not None
@@ -42,7 +43,7 @@ class Settings:
     ext_reps: int
     ks: tuple[int, ...]
     cold_reps: int
-    cold_refolds: int = 1  # cold starts without a snapshot (each refolds the whole store)
+    cold_refolds: int = 1  # cold starts without derived state (a new machine)
     records: int = 300  # keyed records and timeline threads put in each store when those tools exist
     threads: int = 10
     import_probe: bool = True  # also time the imports and the floor's cold start
@@ -72,10 +73,6 @@ def store_env(root: Path) -> dict[str, str]:
         "CONTEXTFLOW_TOOLS": "all" if HAVE_RECORDS or HAVE_TIMELINE else "default",
         "PYTHONPATH": str(CHECKOUT),  # servers run this checkout's code, whatever the venv points at
     }
-
-
-def snapshot_path(root: Path) -> Path:
-    return store_state_dir(root / "store", {"CONTEXTFLOW_STATE": str(root / "state")}) / "snapshot.cfsnap"
 
 
 def tool_calls(client: Client, session: str) -> list[Call]:
@@ -159,7 +156,7 @@ async def populate_extras(client: Client, settings: Settings) -> str:
 async def warm_in_memory(run: SizeRun, settings: Settings) -> None:
     began = time.perf_counter()
     app = App.open()
-    app.store.refresh()  # no snapshot yet: the first open folds every event
+    app.store.refresh()  # the first open folds every event
     run.fold_seconds = time.perf_counter() - began
     try:
         server = ContextflowServer(app).server
@@ -183,7 +180,7 @@ def external_writer(root: Path) -> Store:
     state = root / "ext-state"
     state.mkdir(exist_ok=True)
     location = Location(root / "store", "bench")
-    return Store(location, "bench-ext", state, views=[], use_snapshot=False, clock=HybridClock())
+    return Store(location, "bench-ext", state, views=[], shares_state=False, clock=HybridClock())
 
 
 async def warm_stdio(run: SizeRun, root: Path, env: Mapping[str, str], settings: Settings) -> None:
@@ -226,51 +223,47 @@ async def warm_stdio(run: SizeRun, root: Path, env: Mapping[str, str], settings:
 
 @dataclass
 class ColdRun:
-    without: list[ColdStart] = field(default_factory=list)
-    with_snapshot: list[ColdStart] = field(default_factory=list)
+    without: list[ColdStart] = field(default_factory=list)  # a new machine: no derived state yet
+    warm: list[ColdStart] = field(default_factory=list)  # the machine's derived tables built
     floor: list[ColdStart] = field(default_factory=list)
     import_seconds: float = math.nan
-    saved_on_disconnect: bool | None = None  # did the server save its snapshot when an SDK client left?
-    disconnect_seconds: float = math.nan
+    open_tables: float = 0.0
     open_refold: float = 0.0
-    open_snapshot: float = 0.0
-    snapshot_bytes: int = 0
+    tables_bytes: int = 0
 
 
-def _timed_open(use_snapshot: bool) -> float:
+def _timed_open(fold: bool) -> float:
     began = time.perf_counter()
-    app = App.open(use_snapshot=use_snapshot)
-    app.store.view("sessions")  # what a first read_shared_context needs (a snapshot loads views lazily)
-    return time.perf_counter() - began  # not closed: closing could rewrite the snapshot
+    app = App.open()
+    if fold:
+        app.store.view("sessions")  # what a process that folds in memory pays (a grant's filtered store)
+    else:
+        app.tables().query("SELECT count(*) FROM sessions_entries")  # what a first read_shared_context reads
+    elapsed = time.perf_counter() - began
+    app.close()
+    return elapsed
 
 
-async def _sdk_session(env: dict[str, str], snapshot: Path) -> tuple[bool, float]:
-    """One call through the SDK's stdio client, then disconnect as a host does: is the snapshot saved?"""
-    async with stdio_client(server_command(False), env) as client:
-        await call_once(Call("read", client, "read_shared_context", {"project": PROJECT}))
-        began = time.perf_counter()
-    return snapshot.exists(), time.perf_counter() - began
+def _drop_derived_state(root: Path) -> None:
+    state = store_state_dir(root / "store", {"CONTEXTFLOW_STATE": str(root / "state")})
+    for path in state.glob("views.sqlite3*"):
+        path.unlink()
 
 
 async def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) -> ColdRun:
     result = ColdRun()
     full_env = {**os.environ, **env}
     call = ("read_shared_context", {"project": PROJECT})
-    snapshot = snapshot_path(root)
     errlog = root / "cold-start-stderr.log"
-    if settings.import_probe:
-        snapshot.unlink(missing_ok=True)
-        result.saved_on_disconnect, result.disconnect_seconds = await _sdk_session(dict(env), snapshot)
     for _ in range(settings.cold_refolds):
-        snapshot.unlink(missing_ok=True)
+        _drop_derived_state(root)
         result.without.append(cold_start(server_command(False), full_env, *call, errlog))
-    if not snapshot.exists():  # small stores never reach the save threshold on exit
-        app = App.open()
-        app.store.save_snapshot(force=True)
-        app.close()
-    result.snapshot_bytes = snapshot.stat().st_size if snapshot.exists() else 0
+    app = App.open()
+    app.tables().update(BUILD_WAIT_S, foreground=True)  # the derived tables, built
+    result.tables_bytes = app.tables().path.stat().st_size
+    app.close()
     for _ in range(settings.cold_reps):
-        result.with_snapshot.append(cold_start(server_command(False), full_env, *call, errlog))
+        result.warm.append(cold_start(server_command(False), full_env, *call, errlog))
         if settings.import_probe:
             result.floor.append(cold_start(server_command(True), full_env, "noop", {}, errlog))
     if settings.import_probe:
@@ -278,8 +271,8 @@ async def cold_starts(root: Path, env: Mapping[str, str], settings: Settings) ->
         probe = [sys.executable, "-c", "import contextflow.adapters.server.app, contextflow.adapters.cli"]
         subprocess.run(probe, env=full_env, check=True)
         result.import_seconds = time.perf_counter() - began
-    result.open_snapshot = _timed_open(True)
-    result.open_refold = _timed_open(False)
+    result.open_tables = _timed_open(False)
+    result.open_refold = _timed_open(True)
     return result
 
 

@@ -31,7 +31,7 @@ class ColdStart:
     to_initialized: float  # spawn -> initialize result
     to_first_call: float  # spawn -> first tools/call result
     peak_rss_kb: int
-    exit_seconds: float  # stdin closed -> process gone (includes the snapshot save)
+    exit_seconds: float  # stdin closed -> process gone
 
 
 def vm_hwm_kb(pid: int) -> int:

@@ -8,18 +8,17 @@ import pickle
 import stat
 from pathlib import Path
 
-import orjson
 import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.app import App
-from contextflow.core import blobs, locate, snapshot
+from contextflow.core import blobs, locate
 from contextflow.core.errors import ContextflowError, InputError, StoreError
 from tests.sync.workload import differences, picture, write_round
 
 
 class _Planted:
-    """Unpickling this writes a marker file: proof that the snapshot ran code."""
+    """Unpickling this writes a marker file: proof that something read from the state folder ran code."""
 
     def __init__(self, marker: Path) -> None:
         self.marker = marker
@@ -28,52 +27,22 @@ class _Planted:
         return (os.system, (f"touch {self.marker}",))
 
 
-# -- 6. the snapshot is never a pickle ---------------------------------------------------------
+# -- 6. nothing folded is read from the state folder --------------------------------------------
 
 
-def test_a_planted_pickle_snapshot_never_runs(app, tmp_path, capsys):
+def test_a_planted_pickle_or_snapshot_file_is_never_read(app, tmp_path, capsys):
     write_round(app, 0)
-    assert app.store.save_snapshot(force=True)
     marker = tmp_path / "pwned"
     payload = b"CFSNAP2\n" + (16).to_bytes(8, "big") + pickle.dumps(_Planted(marker))
-    for path in {app.store.state_dir / "snapshot.pickle", app.store._snapshot_path}:
+    for name in ("snapshot.pickle", "snapshot.cfsnap"):  # what older versions kept there
+        path = app.store.state_dir / name
         path.write_bytes(payload)
         os.chmod(path, 0o600)
     assert main(["note", "after the plant"]) == 0
     again = App.open()
     again.store.view("sessions")
     assert not marker.exists()
-    assert differences(picture(App.open(use_snapshot=False)), picture(again)) == []
-    assert again.store.save_snapshot(force=True)
-    assert not (app.store.state_dir / "snapshot.pickle").exists()  # the old file is removed, never read
-    assert not marker.exists()
-
-
-def test_the_snapshot_holds_plain_data_and_round_trips(app):
-    for i in range(4):
-        write_round(app, i)
-    assert app.store.save_snapshot(force=True)
-    data = app.store._snapshot_path.read_bytes()
-    with pytest.raises(Exception):  # noqa: B017 - whatever it is, it is not a pickle
-        pickle.loads(data)
-    assert differences(picture(App.open(use_snapshot=False)), picture(App.open())) == []
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "os:system",
-        "subprocess:Popen",
-        "builtins:object",
-        "contextflow.nowhere:X",
-        "contextflow.core.store:code_fingerprint",
-        "pickle:loads",
-    ],
-)
-def test_a_snapshot_blob_naming_anything_but_a_contextflow_dataclass_is_refused(name):
-    blob = orjson.dumps({"classes": [name], "value": [snapshot.OBJECT, 0]})
-    with pytest.raises(ValueError):
-        snapshot.loads(blob)
+    assert differences(picture(App.open(shares_state=False)), picture(again)) == []
 
 
 # -- 7. private files and folders --------------------------------------------------------------
@@ -82,7 +51,6 @@ def test_a_snapshot_blob_naming_anything_but_a_contextflow_dataclass_is_refused(
 def test_every_state_file_is_0600_and_every_state_folder_0700(app, tmp_path, capsys):
     for i in range(3):
         write_round(app, i)
-    assert app.store.save_snapshot(force=True)
     app.close()
     assert main(["note", "one more"]) == 0
     root = tmp_path / "state"

@@ -1,5 +1,5 @@
 """What `doctor` sees in a store and its state, and what a first read of a big foreign log costs:
-a forged snapshot is found, a log that is a link is named, a conflict copy holding nothing new is
+forged derived tables are found, a log that is a link is named, a conflict copy holding nothing new is
 no problem, and a cold read folds only the views it reads."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from contextflow.adapters.cli import main
 from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
 from contextflow.core import segments as segments_module
-from contextflow.core.events import Event
 from contextflow.sessions import core as sessions
 from tests.hostile.helpers import line, now_stamp, plant
 
@@ -26,40 +25,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_a_forged_snapshot_is_found_by_doctor_and_deleted(app, capsys):
-    sessions.write_handoff(app, agent="me", summary="the real handoff", session_id="s1")
-    assert app.store.save_snapshot(force=True)
-    app.close()
-    forger = App.open()  # loads the snapshot, slips in a handoff no log holds, saves it again
-    state = forger.store.view("sessions")
-    real = state.by_project["shared"][-1]
-    fake = Event(
-        "forged0000000000", real.writer, real.seq + 1, real.hlc + 1, "handoff", {**real.data, "summary": "FORGED"}
-    )
-    state.by_project["shared"].append(fake)
-    state.by_session[("shared", "s1")].append(fake)
-    assert forger.store.save_snapshot(force=True)
-    forger.store.close()
-    assert "FORGED" not in run(capsys, "latest", "--session", "s1")[1], "readers ask the derived tables"
-
-    info = store_info(App.open(), verify=True)
-    assert info["snapshot"]["views_differing_from_logs"] == ["sessions"]
-    assert any("snapshot" in problem and "do not match the logs" in problem for problem in problems(info))
-    code, out, _ = run(capsys, "latest", "--session", "s1")
-    assert code == 0 and "the real handoff" in out and "FORGED" not in out
-
-
-def test_doctor_finds_nothing_wrong_with_an_honest_snapshot(app):
+def test_doctor_finds_nothing_wrong_with_honest_derived_tables(app):
     sessions.append_note(app, agent="me", text="hello", session_id="s1")
-    assert app.store.save_snapshot(force=True)
     app.close()
     info = store_info(App.open(), verify=True)
-    assert info["snapshot"] == {
-        "loaded": True,
-        "checked": True,
-        "views_differing_from_logs": [],
-        "derived_tables_differing": [],
-    }
+    assert info["verified"] == {"checked": True, "derived_tables_differing": []}
 
 
 def test_a_cold_read_of_a_big_foreign_log_folds_only_the_views_it_reads(store_dir, capsys, monkeypatch):
@@ -68,7 +38,6 @@ def test_a_cold_read_of_a_big_foreign_log_folds_only_the_views_it_reads(store_di
     app = App.open()
     assert len(sessions.read_entries(app, sessions.EntryFilter("shared"), 5)) == 5
     assert [name for name in ("sessions", "search", "graph", "records") if app.store.view_loaded(name)] == []
-    assert app.store.save_snapshot(force=True), "saving folds the rest first"
     app.close()
 
     shutil.rmtree(app.store.state_dir)  # cold again, now through the CLI at a terminal
@@ -107,7 +76,7 @@ def test_forged_derived_tables_are_found_by_doctor_and_deleted(app, capsys):
     assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged tables are what a reader gets"
 
     info = store_info(App.open(), verify=True)
-    assert info["snapshot"]["derived_tables_differing"] == ["sessions_entries"]
+    assert info["verified"]["derived_tables_differing"] == ["sessions_entries"]
     assert any("derived tables" in problem for problem in problems(info))
     code, out, _ = run(capsys, "latest", "--session", "s1")
     assert code == 0 and "the real handoff" in out and "FORGED" not in out

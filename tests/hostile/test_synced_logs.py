@@ -25,7 +25,7 @@ TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
 
 
 def fresh_picture() -> dict:
-    return picture(App.open(use_snapshot=False))
+    return picture(App.open(shares_state=False))
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -82,7 +82,7 @@ def test_a_clock_ten_years_ahead_moves_the_local_clock_at_most_the_drift_bound(s
     assert stamp_ms(mine.hlc) <= system_ms() + MAX_DRIFT_MS
     again = App.open().store.append("note", {"project": "shared", "text": "mine again"})
     assert stamp_ms(again.hlc) <= system_ms() + MAX_DRIFT_MS
-    texts = [e.data["text"] for e in App.open(use_snapshot=False).store.view("sessions").project_entries("shared")]
+    texts = [e.data["text"] for e in App.open(shares_state=False).store.view("sessions").project_entries("shared")]
     # nothing dropped; the first local write bounded the fast writer's note, which orders just before it
     assert texts == ["from fast #1", "mine", "mine again"]
 
@@ -108,7 +108,7 @@ def test_a_foreign_line_claiming_this_writers_id_with_a_huge_seq_does_not_block_
     second = app.store.append("note", {"project": "shared", "text": "mine too"})
     assert (first.seq, second.seq) == (1, 2)
     assert run(capsys, "note", "from the cli")[0] == 0
-    fresh = App.open(use_snapshot=False).store
+    fresh = App.open(shares_state=False).store
     assert fresh.health().bad_line_count == 0
     texts = {e.data["text"] for e in fresh.view("sessions").project_entries("shared")}
     assert {"mine", "mine too", "from the cli"} <= texts
@@ -117,7 +117,7 @@ def test_a_foreign_line_claiming_this_writers_id_with_a_huge_seq_does_not_block_
 # -- 4. an oversized line in another writer's log ----------------------------------------------
 
 
-def test_an_oversized_foreign_line_never_breaks_sessions_the_tables_the_snapshot_or_the_exit_code(store_dir, capsys):
+def test_an_oversized_foreign_line_never_breaks_sessions_the_tables_or_the_exit_code(store_dir, capsys):
     plant(
         store_dir,
         "events.big.jsonl",
@@ -132,7 +132,6 @@ def test_an_oversized_foreign_line_never_breaks_sessions_the_tables_the_snapshot
     assert app.store.health().bad_line_count == 1
     assert any("oversized" in problem or "over the size limit" in problem for problem in problems(store_info(app)))
     assert app.tables().bad_lines() == 1 and app.tables().current()
-    assert app.store.save_snapshot(force=True)
     app.close()
     assert differences(fresh_picture(), picture(App.open())) == []
 
@@ -163,18 +162,17 @@ SCENARIOS = {
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_after_a_log_is_replaced_running_and_snapshot_views_equal_a_fresh_rebuild(store_dir, scenario):
+def test_after_a_log_is_replaced_running_and_new_processes_views_equal_a_fresh_rebuild(store_dir, scenario):
     before, after = SCENARIOS[scenario]
     lines = _log_lines(31)
     path = plant(store_dir, "events.remote.jsonl", *before(lines))
     running = App.open()
     running.store.append("note", {"project": "shared", "text": "mine"})
     running.store.refresh()
-    assert running.store.save_snapshot(force=True)
     replace_file(path, b"".join(after(lines)), keep_mtime="mtime" in scenario)
     expected = fresh_picture()
     assert differences(expected, picture(running)) == []
-    assert differences(expected, picture(App.open())) == []  # a process starting from the snapshot
+    assert differences(expected, picture(App.open())) == []  # a new process
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -197,8 +195,7 @@ def test_any_replacement_of_a_log_converges_to_a_fresh_rebuild(tmp_path_factory,
     env = {**os.environ, **env_store}
     running = App.open(env)
     running.store.refresh()
-    running.store.save_snapshot(force=True)
     replace_file(path, b"".join(second))
-    expected = picture(App.open(env, use_snapshot=False))
+    expected = picture(App.open(env, shares_state=False))
     assert differences(expected, picture(running)) == []
     assert differences(expected, picture(App.open(env))) == []

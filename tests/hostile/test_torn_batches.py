@@ -1,8 +1,9 @@
 """All-or-nothing for every multi-item write, whatever cuts it: a batch is framed by a begin line (its
 event count and byte length) and a commit line, and the log reader returns a batch's lines only once
 its commit is on disk. A batch cut short (a writer killed mid-write) is held back, never half-applied,
-reported by doctor, and moved to quarantine by the next write from that machine; the same items
-written again then land whole. Logs written before batches existed read as they did."""
+reported by doctor, and closed by the next write from that machine (an abort line: its lines stay in
+the log, never applied); the same items written again then land whole. Logs written before batches
+existed read as they did."""
 
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ def test_a_batch_cut_at_any_byte_is_held_back_whole(app):
         assert _visible() == 0
 
 
-def test_the_next_write_moves_a_torn_batch_to_quarantine_and_the_same_items_then_land(app, store_dir, capsys):
+def test_the_next_write_closes_a_torn_batch_and_the_same_items_then_land(app, store_dir, capsys):
     _nodes(app)
     whole = _log(app).read_bytes()
-    _log(app).write_bytes(whole[: len(whole) // 2])  # killed midway
+    cut = whole[: len(whole) // 2]
+    _log(app).write_bytes(cut)  # killed midway
     app.close()
 
     info = store_info(App.open())
@@ -73,10 +75,13 @@ def test_the_next_write_moves_a_torn_batch_to_quarantine_and_the_same_items_then
     again = App.open()
     _nodes(again)  # the same items again (an import run a second time)
     again.close()
-    assert _visible() == NODES
-    assert list((store_dir / log.QUARANTINE_DIR).iterdir()), "the torn batch is kept in quarantine"
+    assert _visible() == NODES  # the cut batch's lines are never applied
+    kept = cut[: cut.rindex(b"\n") + 1]
     raw = _log(again).read_bytes()
-    assert raw.count(b'{"batch":"begin"') == 1 and raw.count(b'{"batch":"commit"') == 1
+    assert raw.startswith(kept), "its complete lines stay in the log"
+    assert [path.read_bytes() for path in (store_dir / log.QUARANTINE_DIR).iterdir()] == [cut[len(kept) :]]
+    assert raw.count(b'{"batch":"begin"') == 2 and raw.count(b'{"batch":"abort"') == 1
+    assert raw.count(b'{"batch":"commit"') == 1
 
 
 def test_a_reader_waiting_at_a_torn_batch_continues_when_the_writer_writes_again(app):

@@ -74,7 +74,7 @@ def test_two_clones_that_share_a_writer_id_merge_without_conflicts_or_loss(tmp_p
     expected = event_ids(one)
     assert expected >= event_ids(two)
     merged = App.open(
-        {**os.environ, "CONTEXTFLOW_STORE": str(one), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")}, use_snapshot=False
+        {**os.environ, "CONTEXTFLOW_STORE": str(one), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")}, shares_state=False
     )
     assert merged.store.event_count == len(expected)
     assert merged.store.health().bad_line_count == 0
@@ -108,7 +108,7 @@ def test_two_machines_writing_one_shared_folder_directly_lose_nothing(tmp_path: 
         assert process.returncode == 0, err.decode()
     fresh = App.open(
         {**os.environ, "CONTEXTFLOW_STORE": str(folder), "CONTEXTFLOW_STATE": str(tmp_path / "fresh")},
-        use_snapshot=False,
+        shares_state=False,
     )
     assert fresh.store.event_count == len(event_ids(folder))
     assert differences(picture(fresh), picture(reader)) == []

@@ -93,7 +93,7 @@ def assert_same_everywhere(tmp_path: Path, folders: dict[str, Path], readers: di
     apps = dict(readers)
     for side, folder in folders.items():
         apps[f"fresh-{side}"] = App.open(
-            side_env(folder, tmp_path / f"fresh-{side}-{time.time_ns()}", "f"), use_snapshot=False
+            side_env(folder, tmp_path / f"fresh-{side}-{time.time_ns()}", "f"), shares_state=False
         )
     pictures = {name: picture(app) for name, app in apps.items()}
     for app in apps.values():
@@ -170,5 +170,5 @@ def test_compacting_on_one_machine_while_the_other_writes_converges_with_nothing
     uncompacted.mkdir(mode=0o700)
     (uncompacted / "events.alpha.jsonl").write_bytes(old_alpha)
     (uncompacted / "events.beta.jsonl").write_bytes((folders["a"] / "events.beta.jsonl").read_bytes())
-    expected = picture(App.open(side_env(uncompacted, tmp_path / "uncompacted-state", "u"), use_snapshot=False))
+    expected = picture(App.open(side_env(uncompacted, tmp_path / "uncompacted-state", "u"), shares_state=False))
     assert differences(expected, seen) == []

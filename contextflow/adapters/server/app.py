@@ -106,11 +106,9 @@ class ContextflowServer:
             )
         return reply_result(reply, as_json, spec.always_structured, redacted)
 
-    def call_and_save(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
-        """`call`, then the snapshot saved when due; with whether the prompt list changed."""
-        result = self.call(name, arguments)
-        self.app.store.save_snapshot_soon()  # after a refold or many appends; costs nothing otherwise
-        return result, self.prompts_changed()
+    def call_reporting(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
+        """`call`, with whether the prompt list changed."""
+        return self.call(name, arguments), self.prompts_changed()
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -251,7 +249,7 @@ def sdk_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=handler(lambda server, params: types.ListToolsResult(tools=server.tool_list())),
-        on_call_tool=handler(lambda server, params: server.call_and_save(params.name, params.arguments), True),
+        on_call_tool=handler(lambda server, params: server.call_reporting(params.name, params.arguments), True),
         on_list_prompts=handler(lambda server, params: types.ListPromptsResult(prompts=server.prompt_list())),
         on_get_prompt=handler(lambda server, params: server.get_prompt(params.name, params.arguments), True),
         on_list_resources=handler(lambda server, params: types.ListResourcesResult(resources=server.resource_list())),

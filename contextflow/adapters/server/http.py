@@ -10,7 +10,7 @@ lists and runs only read-only tools, and no prompt that moves its active session
 
 Store work runs in worker threads, never on the event loop. Calls of one grant run one at a
 time; grants that read every project share one lock (their stores also write the machine-local
-snapshot and derived tables); scoped grants run side by side, their appends serialized.
+derived tables); scoped grants run side by side, their appends serialized.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def grant_app(base: App, grant: Grant) -> App:
     if grant.read is not None:  # a filtered fold reads every view, search included (the index holds every project)
         views = [ProjectFilter(resolved(view), grant.read) for view in all_views()]
     source = base.store
-    # a filtered fold must never overwrite the shared snapshot
+    # a filtered fold must never read or write the shared derived state
     store = GrantStore(
         source.location,
         source.writer,
@@ -116,7 +116,7 @@ def grant_app(base: App, grant: Grant) -> App:
         views=views,
         fields=source.fields,
         fsync=base.settings.fsync,
-        use_snapshot=grant.read is None,
+        shares_state=grant.read is None,
         legacy_max_bytes=source.legacy_max_bytes,
     )
     store.grant = grant

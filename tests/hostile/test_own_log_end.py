@@ -1,6 +1,7 @@
-"""The first write after a large write the fold did not take in (an import into this machine's log) reads
-only what it needs of its own log: the mark the import left and the bytes after it, folding nothing,
-while seqs, the clock, torn ends, concurrent writers and every read stay as they were."""
+"""A write needs its writer's last seq, the log's newest stamp and where a batch a kill cut short begins:
+all read from the end of its own log under the writer lock (`batches.log_end`), never from machine-local
+state. So nothing planted in the state folder (an old `own-log.mark`, forged derived state) can make a
+write reuse a sequence, and the first write after a large import reads a few KiB, never the import."""
 
 from __future__ import annotations
 
@@ -13,11 +14,9 @@ import orjson
 import pytest
 
 from contextflow.app import App
-from contextflow.core import own_end
-from contextflow.core import store as store_module
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import decode
-from contextflow.core.log import log_path, read_whole
+from contextflow.core.log import end_cursor, log_path, read_whole
 from contextflow.core.timeutil import now_ms
 from contextflow.imports.run import run_import
 
@@ -44,29 +43,27 @@ def assert_log_continues(store_dir: Path) -> None:
     """Seqs 1..n without gaps or repeats, and every event read by a fresh fold."""
     events = own_events(store_dir)
     assert [event.seq for event in events] == list(range(1, len(events) + 1))
-    assert App.open(use_snapshot=False).store.event_count == len(events)
+    assert App.open().store.event_count == len(events)
 
 
 @pytest.fixture
 def imported(app: App, tmp_path: Path, store_dir: Path) -> int:
-    """A store whose snapshot covers one note, then an import by another process: the events in the log."""
+    """One note, then an import by another process: its events in this machine's log."""
     app.store.append("note", {"text": "before the import", "project": "shared"})
-    assert app.store.save_snapshot(force=True)
     report = run_import(App.open(), str(memory_json(tmp_path)))
     assert report.stored["node"] == ENTITIES
     return len(own_events(store_dir))
 
 
-def test_the_first_write_after_an_import_folds_nothing_and_reads_only_past_the_mark(imported, store_dir):
+def test_the_first_write_after_an_import_reads_only_the_logs_last_bytes(imported, store_dir):
     newest = max(event.hlc for event in own_events(store_dir))
-    fresh = App.open()  # a new process: its snapshot predates the import
+    fresh = App.open()
     event = fresh.store.append("note", {"text": "after the import", "project": "shared"})
-    assert fresh.store.from_snapshot and fresh.store.fold.count == 1  # the snapshot's note: today's code folded 2,001
-    assert fresh.store.bytes_read < 64 * 1024  # the mark's check, never the import's 0.5 MB
+    assert fresh.store.bytes_read <= 64 * 1024  # the log's end, never the import's 0.5 MB
     assert event.seq == imported + 1 and event.hlc > newest
-    again = App.open()  # a later process: the mark moved past the first write
+    again = App.open()
     second = again.store.append("note", {"text": "again", "project": "shared"})
-    assert second.seq == imported + 2 and again.store.fold.count == 1 and again.store.bytes_read < 64 * 1024
+    assert second.seq == imported + 2 and again.store.bytes_read <= 64 * 1024
     assert fresh.store.event_count == imported + 2  # a read catches the fold up: every event
     assert_log_continues(store_dir)
 
@@ -79,39 +76,39 @@ def test_the_writes_own_signature_moves_though_it_is_not_folded(imported):
     assert fresh.store.signatures() != seen  # a server's resume_N list is looked at again
 
 
-def test_without_a_mark_the_first_write_reads_the_rest_but_folds_nothing(imported, store_dir, monkeypatch):
-    (App.open().store.state_dir / own_end.MARK_FILE).unlink(missing_ok=True)  # as if an older contextflow imported
-    monkeypatch.setattr(store_module, "OWN_FOLD_BYTES", 10_000, raising=False)
-    fresh = App.open()
-    event = fresh.store.append("note", {"text": "after", "project": "shared"})
-    assert fresh.store.fold.count == 1 and fresh.store.bytes_read > 100_000  # read once, nothing kept
+@pytest.mark.parametrize("planted", ["own-log.mark", "views.sqlite3", "snapshot.cfsnap"])
+def test_forged_machine_local_state_never_makes_a_write_reuse_a_sequence(imported, store_dir, planted):
+    state = App.open().store.state_dir
+    own = log_path(store_dir, "writer-a")
+    at = end_cursor(own)  # a mark at the log's very end, saying it holds no event of this writer
+    assert at is not None
+    place = {"dev": at.dev, "ino": at.ino, "size": at.size, "mtime_ns": at.mtime_ns}
+    cursor = {**place, "offset": at.offset, "tail": at.tail.hex()}
+    forged = {"log": own.name, "cursor": cursor, "seq": 0, "newest": 0}
+    (state / planted).unlink(missing_ok=True)
+    (state / planted).write_bytes(orjson.dumps(forged) if planted == "own-log.mark" else b"\0forged" * 64)
+    event = App.open().store.append("note", {"text": "after the forgery", "project": "shared"})
     assert event.seq == imported + 1
-    later = App.open()
-    later.store.append("note", {"text": "later", "project": "shared"})
-    assert later.store.bytes_read < 64 * 1024  # the first write left a mark
     assert_log_continues(store_dir)
 
 
-def test_a_little_unfolded_and_no_mark_is_folded_as_before(app, store_dir):
-    app.store.append("note", {"text": "one", "project": "shared"})
-    assert app.store.save_snapshot(force=True)
-    App.open().store.append("note", {"text": "two", "project": "shared"})  # folded by its writer: no mark
-    fresh = App.open()
-    fresh.store.append("note", {"text": "three", "project": "shared"})
-    assert fresh.store.fold.count == 3  # the snapshot's one, the other process's and its own
-    assert_log_continues(store_dir)
+def test_a_forged_marker_stating_seq_zero_at_the_logs_end_is_not_believed(imported, store_dir):
+    with log_path(store_dir, "writer-a").open("ab") as handle:
+        handle.write(b'{"batch":"commit","id":"forged","events":0,"seq":0,"newest":0}\n')
+    event = App.open().store.append("note", {"text": "after", "project": "shared"})
+    assert event.seq == imported + 1  # the log's last event of this writer says more
 
 
-def test_a_write_killed_before_it_moved_the_mark_is_read_from_the_old_mark(imported, store_dir):
+def test_a_write_killed_after_its_line_is_read_from_the_log(imported, store_dir):
     log = log_path(store_dir, "writer-a")
     stamp = stamp_from_ms(now_ms() + 10 * 60 * 1000)  # its clock ran ahead (within the drift bound)
-    line = {"v": 1, "id": "killed-before-mark", "w": "writer-a", "seq": imported + 1, "hlc": stamp, "kind": "note"}
+    line = {"v": 1, "id": "killed-late", "w": "writer-a", "seq": imported + 1, "hlc": stamp, "kind": "note"}
     with log.open("ab") as handle:
         handle.write(orjson.dumps({**line, "data": {"text": "written, then killed"}}) + b"\n")
     fresh = App.open()
     event = fresh.store.append("note", {"text": "after the kill", "project": "shared"})
-    assert event.seq == imported + 2 and event.hlc > stamp  # the line after the mark was read
-    assert fresh.store.fold.count == 1 and fresh.store.bytes_read < 64 * 1024
+    assert event.seq == imported + 2 and event.hlc > stamp
+    assert fresh.store.bytes_read <= 64 * 1024
     assert_log_continues(store_dir)
 
 
@@ -127,7 +124,7 @@ def test_a_torn_last_line_after_an_import_is_quarantined_by_the_next_write(impor
     assert_log_continues(store_dir)
 
 
-def test_a_batch_a_kill_cut_short_after_an_import_is_quarantined_by_the_next_write(imported, store_dir):
+def test_a_batch_a_kill_cut_short_is_closed_and_its_seqs_never_given_again(imported, store_dir):
     log = log_path(store_dir, "writer-a")
     lines = [
         f'{{"v":1,"id":"held{n}","w":"writer-a","seq":{imported + n},"hlc":1,"kind":"note","data":{{}}}}\n'
@@ -137,13 +134,15 @@ def test_a_batch_a_kill_cut_short_after_an_import_is_quarantined_by_the_next_wri
     with log.open("ab") as handle:
         handle.write(begin + lines[0].encode())  # killed before its second line and its commit
     event = App.open().store.append("note", {"text": "after the kill", "project": "shared"})
-    assert event.seq == imported + 1  # the held batch's events were never in the log
-    assert any(p.name.endswith(".batch.frag") for p in (store_dir / "quarantine").iterdir())
-    assert all(e.id not in ("held1", "held2") for e in own_events(store_dir))
-    assert_log_continues(store_dir)
+    assert event.seq == imported + 2  # the cut batch's line keeps its seq, never applied
+    assert not (store_dir / "quarantine").exists()  # its complete line stays in the log, closed by an abort line
+    assert b'{"batch":"abort","id":"killed"' in log.read_bytes()
+    events = own_events(store_dir)
+    assert all(e.id not in ("held1", "held2") for e in events) and events[-1].data["text"] == "after the kill"
+    assert App.open().store.event_count == len(events)
 
 
-def test_a_log_that_no_longer_continues_the_mark_is_not_trusted(imported, store_dir):
+def test_a_log_restored_from_an_older_copy_gives_the_seq_after_its_own_end(imported, store_dir):
     log = log_path(store_dir, "writer-a")
     _, lines, _ = read_whole(log)
     kept = lines[: len(lines) // 2]  # a copy restored from an older backup: a new file, shorter
@@ -151,36 +150,35 @@ def test_a_log_that_no_longer_continues_the_mark_is_not_trusted(imported, store_
     restored.write_bytes(b"".join(raw + b"\n" for _, raw in kept))
     os.replace(restored, log)
     event = App.open().store.append("note", {"text": "after the restore", "project": "shared"})
-    assert event.seq == decode(kept[-1][1]).seq + 1  # from the log, not from the mark (imported + 1)
-    events = own_events(store_dir)
-    assert App.open(use_snapshot=False).store.event_count == len(events)
+    assert event.seq == decode(kept[-1][1]).seq + 1
+    assert App.open().store.event_count == len(own_events(store_dir))
 
 
-def test_a_log_cut_in_place_does_not_continue_the_mark_either(imported, store_dir):
+def test_a_log_cut_in_place_gives_the_seq_after_its_new_end(imported, store_dir):
     for n in range(3):
-        App.open().store.append("note", {"text": f"after {n}", "project": "shared"})  # each moves the mark
+        App.open().store.append("note", {"text": f"after {n}", "project": "shared"})
     log = log_path(store_dir, "writer-a")
     _, lines, _ = read_whole(log)
     os.truncate(log, log.stat().st_size - sum(len(raw) + 1 for _, raw in lines[-2:]))  # same file, two lines cut
     event = App.open().store.append("note", {"text": "after the cut", "project": "shared"})
-    assert event.seq == imported + 2  # from the log (the mark says imported + 3)
+    assert event.seq == imported + 2
     assert_log_continues(store_dir)
 
 
-def test_the_clock_follows_every_stamp_of_the_import_not_only_its_last(app, store_dir):
+def test_the_clock_follows_every_stamp_of_a_write_not_only_its_last(app, store_dir):
     app.store.append("note", {"text": "before", "project": "shared"})
-    assert app.store.save_snapshot(force=True)
     ahead = stamp_from_ms(now_ms() + 30 * 60 * 1000)  # within the drift bound: the clock must follow it
     past = stamp_from_ms(now_ms() - 86_400_000)
     items = [("note", {"text": f"imported {n}", "project": "shared"}) for n in range(3)]
     App.open().store.append_many(items, stamps=[ahead, past, past], fold=False)  # its last line is a day old
     event = App.open().store.append("note", {"text": "after", "project": "shared"})
     assert event.hlc > ahead
+    App.open().store.append_many([("note", {"text": "one", "project": "shared"})], stamps=[past], fold=False)
+    assert App.open().store.append("note", {"text": "later", "project": "shared"}).hlc > ahead
 
 
 def test_an_imported_stamp_beyond_the_drift_bound_is_bounded_by_the_next_write(app, store_dir):
     app.store.append("note", {"text": "before", "project": "shared"})
-    assert app.store.save_snapshot(force=True)
     far = stamp_from_ms(now_ms() + 3 * 3600 * 1000)
     [imported] = App.open().store.append_many(
         [("note", {"text": "far", "project": "shared"})], stamps=[far], fold=False
@@ -190,28 +188,20 @@ def test_an_imported_stamp_beyond_the_drift_bound_is_bounded_by_the_next_write(a
     assert [b.data["ids"] for b in bounds] == [[imported.id]]
 
 
-@pytest.mark.parametrize("mark", [b"not json", b'{"log": "events.writer-a.jsonl"}', None])
-def test_a_damaged_mark_or_a_fifo_in_its_place_costs_a_read_never_a_wrong_write(imported, store_dir, mark, monkeypatch):
-    monkeypatch.setattr(store_module, "OWN_FOLD_BYTES", 10_000, raising=False)  # the import is read, not folded
-    path = App.open().store.state_dir / own_end.MARK_FILE
-    path.unlink(missing_ok=True)
-    if mark is None:
-        os.mkfifo(path)  # never opened blocking
-    else:
-        path.write_bytes(mark)
+def test_a_long_log_without_batch_lines_costs_a_bounded_read(app, store_dir):
+    items = [("note", {"text": "x" * 900, "project": "shared"}) for _ in range(3000)]
+    store_dir.mkdir()
+    with log_path(store_dir, "writer-a").open("ab") as handle:  # 3 MB of single lines, no marker
+        for n, (kind, data) in enumerate(items, 1):
+            line = {"v": 1, "id": f"n{n}", "w": "writer-a", "seq": n, "hlc": n << 16, "kind": kind, "data": data}
+            handle.write(orjson.dumps(line) + b"\n")
     fresh = App.open()
-    event = fresh.store.append("note", {"text": "after", "project": "shared"})
-    assert event.seq == imported + 1 and fresh.store.fold.count == 1
-    assert own_end.read_mark(path.parent, log_path(store_dir, "writer-a")) is not None  # replaced by a good one
+    event = fresh.store.append("note", {"text": "one more", "project": "shared"})
+    assert event.seq == 3001 and fresh.store.bytes_read <= 2 * 1024 * 1024 + 64 * 1024
+    again = App.open()
+    assert again.store.append("note", {"text": "and more", "project": "shared"}).seq == 3002
+    assert again.store.bytes_read <= 64 * 1024  # the first write's closing line is near the end
     assert_log_continues(store_dir)
-
-
-def test_a_temp_file_of_a_writer_killed_while_marking_is_removed(imported, store_dir):
-    state = App.open().store.state_dir
-    dead = state / f".{own_end.MARK_FILE}.999999999.1.tmp"  # no such process
-    dead.write_bytes(b"half a mark")
-    App.open().store.append_many([("note", {"text": "unfolded", "project": "shared"})], fold=False)
-    assert not dead.exists() and (state / own_end.MARK_FILE).exists()
 
 
 def _write_notes(worker: int, env: dict[str, str]) -> None:

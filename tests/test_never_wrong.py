@@ -1,0 +1,185 @@
+"""Never a wrong answer: while the derived state is being built, locked by another process or damaged,
+a read answers completely (from the logs) or says plainly what it could not read; "not found" never comes
+from an unfinished build, a lock or a damaged file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from contextflow.app import App
+from contextflow.core import table_sets
+from contextflow.search import derived, retrieval
+from contextflow.sessions import present as sessions
+from tests.conftest import open_app
+from tests.test_own_writes_while_building import building_elsewhere
+
+
+def refs(app: App, query: str) -> list[str]:
+    return [shown.hit.doc.ref for shown in retrieval.get_context(app, query=query).shown]
+
+
+def stock(app: App) -> None:
+    app.store.append("note", {"project": "web", "text": "the websocket reconnect drops queued messages"})
+    app.store.append("note", {"project": "api", "text": "token refresh retries once before failing"})
+
+
+@pytest.mark.parametrize("name", ["meta.json", "state.json", "segments"])
+def test_a_deleted_file_of_the_search_index_never_hides_results(app, name):
+    stock(app)
+    assert len(refs(app, "websocket")) == 1
+    search = derived.search_for(app.store)
+    folder = search.index_folder()
+    if name == "meta.json":
+        (folder / "meta.json").unlink()
+    elif name == "state.json":
+        (search.folder / derived.STATE_FILE).unlink()
+    else:
+        for path in folder.iterdir():
+            if path.suffix in (".idx", ".store", ".term"):
+                path.unlink()
+    for reader in (App.open(), app):
+        assert len(refs(reader, "websocket")) == 1
+
+
+def test_doctor_names_a_damaged_search_index_and_fix_rebuilds_it(capsys, app):
+    import json
+
+    from contextflow.adapters.cli import main
+
+    stock(app)
+    assert refs(app, "websocket")
+    (derived.search_for(app.store).index_folder() / "meta.json").unlink()
+    main(["doctor", "--quick", "--format", "json"])
+    info = json.loads(capsys.readouterr().out)
+    assert info["derived"]["damaged"] and any("search index is damaged" in p for p in info["problems"])
+    main(["doctor", "--quick", "--fix", "--format", "json"])
+    capsys.readouterr()
+    main(["doctor", "--quick", "--format", "json"])
+    info = json.loads(capsys.readouterr().out)
+    assert info["derived"]["damaged"] is None and not any("search index" in p for p in info["problems"])
+    assert len(refs(App.open(), "websocket")) == 1
+
+
+# -- a build under way, a lock held ------------------------------------------------------------
+
+
+def other_machine_writes(count: int, state: Path) -> None:
+    """Another machine's log arrives (a sync): `count` notes and a handoff of session s1."""
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(state))
+    try:
+        base = {"agent": "codex", "project": "shared", "session_id": "s1"}
+        for n in range(count):
+            sessions.append_shared_note(other, {**base, "text": f"synced note {n}"})
+        sessions.write_shared_handoff(other, {**base, "task": "the synced task", "summary": "synced summary"})
+    finally:
+        other.close()
+
+
+def test_a_read_during_an_unfinished_build_answers_completely(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    assert "s0" in sessions.list_sessions(app, {"project": "shared"}).text  # the tables hold it
+    building_elsewhere(monkeypatch)  # another process builds what arrives next; it has not reached it yet
+    other_machine_writes(12, tmp_path / "elsewhere")
+    assert app.tables().update() == -1 and not app.tables().serves(("sessions",))
+    resumed = sessions.resume_session(app, {"project": "shared", "session_id": "s1"})
+    assert "the synced task" in resumed.text and "synced note 0" in resumed.text
+    assert len(resumed.data["entries"]) == 13
+    assert "s1" in sessions.list_sessions(app, {"project": "shared"}).text
+    assert "the synced task" in sessions.get_latest_handoff(app, {"project": "shared", "session_id": "s1"}).text
+    projects = sessions.list_projects(app, {}).data  # what the page's overview shows under "Building…"
+    assert [(p["name"], p["entries"]) for p in projects["projects"]] == [("shared", 14)]
+
+
+def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_shown(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    base = {"agent": "claude", "project": "p", "session_id": "s-lock"}
+    sessions.write_shared_handoff(app, {**base, "task": "the previous task", "summary": "before"})
+    assert "the previous task" in sessions.get_latest_handoff(app, {"project": "p"}).text
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock (past the reader's wait)
+    try:
+        sessions.write_shared_handoff(app, {**base, "task": "the task just written", "summary": "after"})
+        shown = sessions.get_latest_handoff(app, {"project": "p"}).text
+        assert "the task just written" in shown and "the previous task" not in shown
+        assert "the task just written" in sessions.resume_session(app, dict(base)).text
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "deleted"])
+def test_a_damaged_views_database_never_hides_a_session(damage: str) -> None:
+    first = App.open()
+    base = {"agent": "claude", "project": "p", "session_id": "s-kept"}
+    sessions.write_shared_handoff(first, {**base, "task": "the kept task", "summary": "kept"})
+    assert "s-kept" in sessions.list_sessions(first, {"project": "p"}).text
+    path = first.tables().path
+    first.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    if damage == "garbage":
+        path.write_bytes(b"\0not a database" * 100)
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:1500])
+    else:
+        path.unlink()
+    again = App.open()
+    try:
+        assert "s-kept" in sessions.list_sessions(again, {"project": "p"}).text
+        assert "the kept task" in sessions.get_latest_handoff(again, {"project": "p"}).text
+    finally:
+        again.close()
+
+
+def test_a_record_another_machine_wrote_is_found_while_the_build_has_not_reached_it(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.records import core as records
+
+    records.set_record(app, key="fact:mine", value={"here": 1})
+    assert records.get_record(app, key="fact:mine").data["value"] == {"here": 1}  # the tables hold it
+    building_elsewhere(monkeypatch)
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        records.set_record(other, key="fact:synced", value={"there": 2})
+    finally:
+        other.close()
+    assert app.tables().update() == -1 and not app.tables().current()
+    assert records.get_record(app, key="fact:synced").data["value"] == {"there": 2}
+    assert records.get_record(app, key="fact:mine").data["value"] == {"here": 1}
+
+
+def test_the_session_start_under_a_held_lock_shows_the_newest_handoff_from_the_logs_tail_and_says_so(
+    app: App, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import json
+
+    from contextflow.adapters.cli import main
+    from contextflow.adapters.session_start import PARTIAL_NOTE
+
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")
+    base = {"agent": "claude", "project": "shared", "session_id": "s-lock"}
+    sessions.write_shared_handoff(app, {**base, "task": "the previous task", "summary": "before"})
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        sessions.write_shared_handoff(app, {**base, "task": "the task just written", "summary": "after"})
+        start = {"session_id": "s-next", "cwd": str(Path.cwd()), "hook_event_name": "SessionStart"}
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(start).encode())))
+        assert main(["hook", "session-start"]) == 0
+        context = json.loads(capsys.readouterr().out)["hookSpecificOutput"]["additionalContext"]
+        assert "the task just written" in context and PARTIAL_NOTE in context
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
