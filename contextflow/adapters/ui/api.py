@@ -109,9 +109,7 @@ class Api:
                 from contextflow.core.store import Store
                 from contextflow.features import all_fields
 
-                store = Store.open(
-                    self.app.env, self.app.store.location, views=list, fields=all_fields, use_snapshot=False
-                )
+                store = Store.open(self.app.env, self.app.store.location, views=list, fields=all_fields)
                 self._checker = App(store, self.app.settings, self.app.env)
             op = self.ops["doctor"]
             return op.run(self._checker, check_arguments(op, {"quick": True}, cli=True)).data
