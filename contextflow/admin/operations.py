@@ -32,6 +32,7 @@ OPERATIONS = (
         ),
         present.serve,
         command=("serve",),
+        formats=(),
         tool=False,
         cli_description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to "
         "projects (see docs/http-bridge.md).",
@@ -64,6 +65,7 @@ OPERATIONS = (
         (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),),
         present.pick_session,
         command=("pick-session",),
+        formats=(),
         tool=False,
         cli_description="Pick a new or recent session in a terminal menu and make it the active session.",
     ),
@@ -100,6 +102,7 @@ OPERATIONS = (
         ),
         clients.hook,
         command=("hook",),
+        formats=(),
         tool=False,
         cli_description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting "
         "recall/status results, stop carries out <ctx:...> directives in the turn's replies "
@@ -133,6 +136,7 @@ OPERATIONS = (
         ),
         present.ui,
         command=("ui",),
+        formats=(),
         tool=False,
         cli_description="Serve a local web page on 127.0.0.1 (its first output line is the URL with a fresh "
         "token): projects and their sessions, what the next session start injects, search, the knowledge graph, "

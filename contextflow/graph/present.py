@@ -116,7 +116,7 @@ def graph_recall(app: App, args: JSON) -> Reply:
 
 def graph_link(app: App, args: JSON) -> Reply:
     state = writes.graph(app)
-    a, b = writes.resolve(state, args["from"], "from"), writes.resolve(state, args["to"], "to")
+    a, b = writes.ends(state, args["from"], args["to"])
     if args.get("remove"):
         return _unlinked(a.id, b.id, writes.unlink(app, a.id, b.id, args.get("type")))
     kind = args.get("type", "RELATES_TO")

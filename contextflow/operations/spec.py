@@ -136,6 +136,9 @@ class Operation:
     # or, for reads that show stored text, only when asked for with format=json.
     structured: bool | None = None
     cli_description: str | None = None  # longer CLI description, when the summary is not enough
+    # The CLI's `--format` values it honours (markdown is the text); () for a command whose output is no
+    # reply (the protocol of `serve`, a client's hook answer): any --format is refused, naming why.
+    formats: tuple[str, ...] = ("text", "json", "markdown")
 
     def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply:
         return self.handler(app, arguments)
