@@ -19,24 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "bb4aa35ebf2035efcd1a"),
+    "search-index": (3, "0f9582144d6c7fca59a0"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "26af2431976754e8ea9a"),
-    "view.sessions": (1, "580abebe49d87b069dd1"),
-    "view.activity": (2, "4e0856c0fdd051e6fe5f"),
-    "view.records": (1, "3b9f3c997324204c3f6b"),
-    "view.timeline": (1, "788d234c3ce594ed7c83"),
-    "view.search": (1, "64e2de10415ce03e0976"),
-    "view.conversations": (1, "ed8e1c169e337ad58320"),
-    "view.graph": (1, "c3bbf02eabb6933a4b57"),
-    "view-events": (2, "64e2de10415ce03e0976"),
-    "sessions": (1, "ac71dcc9c99481b9e211"),
-    "feed": (1, "8200c9c88501a0cf5a33"),
-    "capture": (1, "fd81b827f4fd94068d43"),
-    "graph-state": (1, "9bd4b1d057a10caf0d24"),
-    "records-state": (1, "a6a107299d5aacf0312e"),
-    "conversations-state": (1, "789bba64997c60693d6e"),
-    "timeline": (1, "5862b99d010c4d78f42d"),
+    "snapshot": (2, "1b875a40fc4c5fc954aa"),
+    "view.sessions": (1, "dd239b7b404256656c37"),
+    "view.activity": (2, "4bef660d4753e35fd8ba"),
+    "view.records": (1, "5192ec91a26d9fa9f70e"),
+    "view.timeline": (1, "4e86a317981b3686af28"),
+    "view.search": (1, "1a7131cacc4984322d17"),
+    "view.conversations": (1, "318edf052d80142aadfe"),
+    "view.graph": (1, "fe1b0b2708a341f1fbac"),
+    "view-events": (2, "1a7131cacc4984322d17"),
+    "sessions": (1, "d948e5bf636021912bf9"),
+    "feed": (1, "a5035394a442f336916b"),
+    "capture": (1, "08e02914a007177f55cf"),
+    "graph-state": (1, "00a8eb84ec62c312d6c2"),
+    "records-state": (1, "c3df04c19de2b7664237"),
+    "conversations-state": (1, "d9ea74c0829ef13b65e6"),
+    "timeline": (1, "57ee8580fe41a4f143fc"),
 }
 GUARDED = all_formats()
 

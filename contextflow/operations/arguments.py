@@ -77,6 +77,10 @@ def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
         shown = name
         _check_storable(value, shown)
         _check_value(value, params[name].schema, shown, params[name].hint)
+    if not op.read_only:  # `<private>` text is never stored: a handler sees what would be
+        from contextflow.core.private import strip
+
+        cleaned = {name: strip(value) for name, value in cleaned.items()}
     return cleaned
 
 
