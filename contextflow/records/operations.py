@@ -50,7 +50,11 @@ OPERATIONS = (
                 hint=f"pick one of those, or leave it out to use the key's prefix (else {DEFAULT_CATEGORY})",
             ),
             string("label", "Human-readable title."),
-            string("thread_id", "Timeline thread to link (id or prefix); '' unlinks.", flag="--thread"),
+            Param(
+                "thread_id",
+                {"type": ["string", "integer"], "description": "Timeline thread to link (id or prefix); '' unlinks."},
+                flag="--thread",
+            ),
             boolean("pinned", "Always show in /whereami.", negatable=True),
             string(
                 "expires_at",
@@ -58,6 +62,7 @@ OPERATIONS = (
                 flag="--expires",
                 hint="pass a duration such as 24h or 7d, an ISO-8601 time such as 2026-02-10T09:00:00Z, or never",
             ),
+            string("source", "Machine it is about or came from (default: this machine)."),
             AGENT,
             PROJECT,
         ),

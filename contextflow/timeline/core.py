@@ -238,10 +238,21 @@ def add_thought(
     thought_type: str | None = None,
     metadata: dict[str, Any] | None = None,
     agent: str | None = None,
+    after: str | None = None,
 ) -> Event:
-    """A new thought (of THOUGHT_TYPES, default progress) after the thread's current position, which moves to it."""
+    """A new thought (of THOUGHT_TYPES, default progress) after the thread's current position, which moves to it.
+    `after`, when given, must name that position (seed 001's `parent_thought_id`): a thought is never added
+    elsewhere, and saying so beats a silent branch."""
     with stored.reading(app) as state:
         data = _thought_data(app, state, thread_in(state, thread_id), content, thought_type, metadata, agent)
+    if after is not None and checks.trimmed(after, "previous_thought_id"):
+        named = resolve_thought(app, after, "previous_thought_id").id
+        if named != data.get("previous_thought_id"):
+            here = data.get("previous_thought_id") or "none: the thread has no thoughts yet"
+            raise InputError(
+                f"{arg('previous_thought_id')} {after!r} is not the thread's current position ({here}); a thought "
+                "is added after the current position: leave it out, or return to that point first"
+            )
     return app.store.append(THOUGHT, data)
 
 
