@@ -118,7 +118,7 @@ class Param:
 
 # The output formats every operation answers in: text for people and models, json for the reply's data.
 FORMATS = ("text", "json")
-FORMAT = Param("format", {"type": "string", "enum": list(FORMATS), "description": "text (default) or json."}, cli=False)
+FORMAT = Param("format", {"type": "string", "enum": list(FORMATS)}, cli=False)  # text is the default: the enum says it
 
 
 @dataclass(frozen=True)

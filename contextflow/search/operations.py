@@ -17,8 +17,7 @@ else:
 OPERATIONS = (
     Operation(
         "get_context",
-        "Search shared memory (conversations, handoffs, notes, context records, thoughts, graph nodes) and get "
-        "the best matches as markdown within a token budget. Call it at the start of a task.",
+        "Search all shared memory; the best matches as markdown within a token budget. Call it at the start of a task.",
         (
             string(
                 "query",

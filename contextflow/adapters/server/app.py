@@ -77,8 +77,7 @@ class ContextflowServer:
                 input_schema=spec.input_schema(),
                 annotations=types.ToolAnnotations(
                     read_only_hint=spec.read_only,
-                    destructive_hint=spec.destructive if not spec.read_only else None,
-                    idempotent_hint=True if spec.read_only else None,
+                    destructive_hint=spec.destructive if not spec.read_only else None,  # meant for writes only
                     open_world_hint=False,
                 ),
             )
