@@ -19,17 +19,17 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "0f9582144d6c7fca59a0"),
+    "search-index": (3, "e04c8b2d77ebdb3fefaa"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
     "snapshot": (2, "1b875a40fc4c5fc954aa"),
     "view.sessions": (1, "dd239b7b404256656c37"),
     "view.activity": (2, "4bef660d4753e35fd8ba"),
     "view.records": (1, "efbb79aadd51ef1c1f58"),
     "view.timeline": (1, "e848bfa745875bcf6b77"),
-    "view.search": (1, "1a7131cacc4984322d17"),
+    "view.search": (1, "c3a89477070c89b42486"),
     "view.conversations": (1, "318edf052d80142aadfe"),
     "view.graph": (1, "fe1b0b2708a341f1fbac"),
-    "view-events": (2, "1a7131cacc4984322d17"),
+    "view-events": (2, "c3a89477070c89b42486"),
     "sessions": (1, "d948e5bf636021912bf9"),
     "feed": (2, "e47fa95e0e65c6ee3fb7"),
     "capture": (1, "08e02914a007177f55cf"),

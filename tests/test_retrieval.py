@@ -304,3 +304,18 @@ def test_a_new_process_loads_the_index_from_the_snapshot_and_answers_the_same(st
         assert retrieval.get_context(fresh, query="middleware injection", now_ms=now).text == before
     finally:
         fresh.close()
+
+
+def test_the_top_five_do_not_depend_on_the_limit_asked(app):
+    """The rerank pool is the same for every limit: a session of many slightly weaker matches, beyond a
+    small pool, weighs the same whether five hits or fifty are asked for (the session lever sums the pool)."""
+    for n in range(28):
+        sessions.append_note(app, agent="codex", text=f"parser alpha {n}", session_id="medium")
+    for n in range(150):
+        sessions.append_note(app, agent="codex", text=f"parser beta gamma {n}", session_id="wide")
+
+    def ids(limit: int) -> list[str]:
+        result = retrieval.get_context(app, query="parser", limit=limit, budget_tokens=50_000)
+        return [shown.hit.doc.doc_id for shown in result.shown][:5]
+
+    assert ids(5) == ids(50)
