@@ -75,6 +75,7 @@ class ContextflowServer:
                 name=spec.name,
                 description=spec.summary,
                 input_schema=spec.input_schema(),
+                output_schema=spec.output_schema,
                 annotations=types.ToolAnnotations(
                     read_only_hint=spec.read_only,
                     destructive_hint=spec.destructive if not spec.read_only else None,  # meant for writes only
@@ -103,7 +104,12 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        return reply_result(reply, as_json, spec.always_structured, redacted)
+        result = reply_result(reply, as_json, spec.always_structured, redacted)
+        if spec.output_schema is not None and result.structured_content is None:  # its outline, always
+            from contextflow.operations.spec import structured_part
+
+            result.structured_content = clean_data(structured_part(reply.data, spec.output_schema))
+        return result
 
     def call_and_save(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
         """`call`, then the snapshot saved when due; with whether the prompt list changed."""
