@@ -204,3 +204,16 @@ def test_help_names_commands_and_flags_not_mcp_tools(capsys: pytest.CaptureFixtu
     out = " ".join(capsys.readouterr().out.split())
     assert "list_sessions" not in out and "`contextflow sessions`" in out
     assert "by --session" in out and "session_id." not in out
+
+
+def test_latest_in_a_new_active_session_says_so_and_shows_the_projects_latest(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["handoff", "first done", "--agent", "me", "--session", "one"]) == 0
+    assert main(["handoff", "second done", "--agent", "me", "--session", "two"]) == 0
+    assert main(["use", "fresh"]) == 0  # as the picker's "New session" does
+    capsys.readouterr()
+    assert main(["latest"]) == 0
+    out = capsys.readouterr().out
+    assert "active session fresh has no handoff yet" in out and "second done" in out and "project=acme/shop" in out
+    assert main(["latest", "--session", "fresh"]) == 3  # asked for that session by name: not found, as before
