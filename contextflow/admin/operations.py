@@ -62,7 +62,7 @@ OPERATIONS = (
     Operation(
         "pick-session",
         "Choose the active session in a terminal picker",
-        (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT or 'shared')."),),
+        (string("project", "Project key (default: the repository's project, its remote's owner/repo)."),),
         present.pick_session,
         command=("pick-session",),
         formats=(),
@@ -118,7 +118,10 @@ OPERATIONS = (
         (
             string("project", "Project key (default: this repository's)."),
             string(
-                "session_id", "Session whose latest handoff it carries (default the active session).", flag="--session"
+                "session_id",
+                "The active session to preview with (default the active one). The start carries the project's "
+                "latest handoff, whichever session wrote it; the preview says which.",
+                flag="--session",
             ),
         ),
         clients.start_preview,
