@@ -79,3 +79,16 @@ async def test_seed_001s_names_are_taken_and_given(app_with_tools: Callable[[str
     assert [t["parent_thought_id"] for t in data["thoughts"] if t["id"] == second.structured_content["id"]] == [
         first_id
     ]
+
+
+def test_status_shows_the_store_and_its_size_as_seed_003_does(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("(new)")
+    assert main(["add", "--type", "fact", "a fact worth keeping"]) == 0
+    capsys.readouterr()
+    assert main(["status"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Store: ") and first.endswith(" B in 1 log)")
+    assert main(["status", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["store_logs"] == 1 and data["store_bytes"] > 0
