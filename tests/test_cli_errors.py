@@ -113,3 +113,18 @@ def test_cancelling_the_picker_is_not_doctors_problems_found(monkeypatch: pytest
         assert picker.run_picker(app, None) == 130
     finally:
         app.close()
+
+
+def test_native_windows_gets_one_line_naming_what_is_supported(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delattr(os, "O_NOFOLLOW")  # as on native Windows
+    for argv in (["serve"], ["sessions"], ["hook", "stop"]):
+        code, out, err = run(argv, capsys)
+        assert (code, out) == (4, "") and err.count("\n") == 1, err
+        assert "native Windows is not supported yet" in err and "WSL" in err
+
+
+def test_doctor_says_which_platforms_are_supported(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["doctor", "--quick"])
+    assert "supported: Linux (tested), macOS, and Windows through WSL" in capsys.readouterr().out

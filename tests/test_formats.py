@@ -19,24 +19,24 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "e04c8b2d77ebdb3fefaa"),
+    "search-index": (3, "2555107e492bd30d0a06"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "1b875a40fc4c5fc954aa"),
+    "snapshot": (2, "2ba2fc647f5149633464"),
     "view.sessions": (1, "dd239b7b404256656c37"),
     "view.activity": (2, "4bef660d4753e35fd8ba"),
     "view.records": (1, "efbb79aadd51ef1c1f58"),
     "view.timeline": (1, "e848bfa745875bcf6b77"),
-    "view.search": (1, "c3a89477070c89b42486"),
+    "view.search": (1, "8ccbc8fd11327779d469"),
     "view.conversations": (1, "318edf052d80142aadfe"),
     "view.graph": (1, "fe1b0b2708a341f1fbac"),
-    "view-events": (2, "c3a89477070c89b42486"),
-    "sessions": (1, "d948e5bf636021912bf9"),
-    "feed": (2, "e47fa95e0e65c6ee3fb7"),
-    "capture": (1, "08e02914a007177f55cf"),
-    "graph-state": (1, "00a8eb84ec62c312d6c2"),
-    "records-state": (1, "6ca25ecb40893d9ddc5d"),
-    "conversations-state": (1, "d9ea74c0829ef13b65e6"),
-    "timeline": (1, "9864579d1a2828a627d2"),
+    "view-events": (2, "8ccbc8fd11327779d469"),
+    "sessions": (1, "da2d549d37631bf77a47"),
+    "feed": (2, "67e3b8a973e4ee43605d"),
+    "capture": (1, "a7623a995a46cc21ec5e"),
+    "graph-state": (1, "064e6e8d2c43fe4bdc32"),
+    "records-state": (1, "38ad02a34c4d2fc8efa5"),
+    "conversations-state": (1, "fdc321e83a3d73d36635"),
+    "timeline": (1, "4579e4c6a880384bd7a1"),
 }
 GUARDED = all_formats()
 

@@ -306,6 +306,20 @@ def _batch(op: Operation, app: App, defaults: dict[str, Any], format_: str) -> i
     return 0
 
 
+SUPPORTED_PLATFORMS = "Linux (tested), macOS, and Windows through WSL"
+
+
+def unsupported_platform() -> str | None:
+    """Why this platform cannot run contextflow, in one line, or None. Native Windows lacks what the logs'
+    safety rests on (O_NOFOLLOW opens, POSIX advisory locks): it runs in WSL until native support is tested."""
+    if os.name == "nt" or not hasattr(os, "O_NOFOLLOW"):
+        return (
+            "native Windows is not supported yet (the logs' safety needs O_NOFOLLOW and POSIX file locks); "
+            f"contextflow runs on {SUPPORTED_PLATFORMS}: install it inside WSL and point clients at it there"
+        )
+    return None
+
+
 def _os_error(exc: OSError) -> str:
     """An operating-system error as one line: the file, what went wrong, what to do."""
     where = f"{exc.filename}: " if exc.filename else ""
@@ -349,6 +363,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
         print(f"contextflow {__version__}")
         return 0
+    if unsupported := unsupported_platform():
+        print(f"contextflow: error: {unsupported}", file=sys.stderr)
+        return 4
     if argv == ["serve"]:  # how every client starts the server: no parser before the handshake
         from contextflow.adapters.server.app import serve_main
 
