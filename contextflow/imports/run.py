@@ -219,7 +219,7 @@ def _import_graph(
             planning = f"planning {stage.items:,} items"
             progress.start(stage.items, f"{planning}: reading the store's graph first")
 
-            def tick(done: int) -> None:
+            def tick(done: int, planning: str = planning) -> None:
                 progress.advance(done, planning)
 
             try:
