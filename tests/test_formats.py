@@ -21,9 +21,9 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "2555107e492bd30d0a06"),
     # the snapshot's own format and each view's in it (Feature.versions), the derived tables (core/tables.py)
-    "snapshot": (2, "2ba2fc647f5149633464"),
+    "snapshot": (2, "396038bf662ccd315b7e"),
     "view.sessions": (1, "dd239b7b404256656c37"),
-    "view.activity": (2, "4bef660d4753e35fd8ba"),
+    "view.activity": (2, "8b99f039a7564d159702"),
     "view.records": (1, "efbb79aadd51ef1c1f58"),
     "view.timeline": (1, "e848bfa745875bcf6b77"),
     "view.search": (1, "8ccbc8fd11327779d469"),
@@ -32,7 +32,7 @@ RECORDED = {
     "view-events": (2, "8ccbc8fd11327779d469"),
     "sessions": (1, "da2d549d37631bf77a47"),
     "feed": (2, "67e3b8a973e4ee43605d"),
-    "capture": (1, "a7623a995a46cc21ec5e"),
+    "capture": (1, "75086adb83de2ec6b2cc"),
     "graph-state": (1, "064e6e8d2c43fe4bdc32"),
     "records-state": (1, "38ad02a34c4d2fc8efa5"),
     "conversations-state": (1, "fdc321e83a3d73d36635"),

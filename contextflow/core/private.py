@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 _PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
+_NEEDLE = re.compile(rb"<private>", re.I)  # in JSON, `<` and `>` are written as they are
 
 
 def without_private(text: str) -> str:
@@ -21,16 +22,29 @@ def without_private(text: str) -> str:
 
 def strip(value: Any) -> Any:
     """`value` with private spans removed from every string in it (keys too); unchanged objects are the
-    same objects, so data holding none is not copied."""
+    same objects, so data holding none is not copied. Data whose JSON holds no `<private>` is returned
+    at once (an import's million events pay one encode each, not a walk)."""
+    if isinstance(value, dict | list):
+        import orjson
+
+        try:
+            if not _NEEDLE.search(orjson.dumps(value)):
+                return value
+        except (TypeError, orjson.JSONEncodeError):  # not plain JSON: walked below
+            pass
+    return _strip(value)
+
+
+def _strip(value: Any) -> Any:
     if isinstance(value, str):
         return without_private(value)
     if isinstance(value, dict):
-        pairs = [(strip(key), strip(item)) for key, item in value.items()]
+        pairs = [(_strip(key), _strip(item)) for key, item in value.items()]
         if all(k is key and v is item for (k, v), (key, item) in zip(pairs, value.items(), strict=True)):
             return value
         return dict(pairs)
     if isinstance(value, list):
-        items = [strip(item) for item in value]
+        items = [_strip(item) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
