@@ -207,7 +207,9 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
 
     Some clients show `structuredContent` instead of the text, so a read carries it only when asked
     for with format=json (and its text is then that JSON); otherwise the model gets the delimited,
-    provenance-carrying text. A write's acknowledgement (ids, what changed) always carries it."""
+    provenance-carrying text. A write's acknowledgement (ids, what changed) always carries it, and so does
+    a read that declares an `outputSchema` (`get_context`: its outline, with the markdown in it, so a client
+    showing the structured content still shows the quoted text; see `ContextflowServer.call`)."""
     data = reply.data if (as_json or acknowledgement) else None
     if redacted and data is not None:
         data = {**data, "redacted": redacted}
