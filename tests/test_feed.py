@@ -3,6 +3,7 @@ incremental updates from the logs' new bytes, rebuilds on damage, version change
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from dataclasses import replace
@@ -347,3 +348,33 @@ def test_the_feed_command_refuses_an_unknown_flag(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as refused:
         _cli(capsys, "feed", "--bogus")
     assert refused.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_nodes_and_timeline_items_made_in_a_repository_are_filed_under_its_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As search files them: a node by its `project:` tag, a thread and a thought by where they were made."""
+    from contextflow.adapters.cli import main
+    from tests.conftest import git_checkout
+
+    monkeypatch.chdir(git_checkout(tmp_path / "shop", "git@github.com:acme/shop.git"))
+    assert main(["add", "--type", "fact", "made in the shop"]) == 0
+    capsys.readouterr()
+    assert main(["timeline", "create", "shop work", "--format", "json"]) == 0
+    thread = json.loads(capsys.readouterr().out)["id"]
+    assert main(["timeline", "add", thread, "first step"]) == 0
+    assert main(["note", "a note", "--agent", "me"]) == 0
+    app = App.open()
+    try:
+        app.store.append("graph.node", {"type": "fact", "content": "old node", "tags": ["project:acme/shop"]})
+        shop = recent(app, project="acme/shop")
+        assert sorted(item.kind for item in shop) == [
+            "graph.node",
+            "graph.node",
+            "note",
+            "timeline.thought",
+            "timeline.thread",
+        ]
+        assert recent(app, project="shared") == []
+    finally:
+        app.close()

@@ -128,7 +128,7 @@ async def test_compose_and_status(graph_client):
         ("graph_recall", {}, "needs query, ids or around"),
         ("graph_recall", {"query": "type:"}, "position 6: expected a node type"),
         ("graph_recall", {"ids": ["zzzz"]}, "no node id starts with"),
-        ("graph_link", {"from": "zzzz", "to": "yyyy"}, "no from starts with"),
+        ("graph_link", {"from": "zzzz", "to": "yyyy"}, "the edge's source: no node id starts with"),
         ("graph_update", {"id": "zzzz", "content": "x"}, "no node id starts with"),
         ("graph_summarize", {"ids": [], "content": "s"}, "needs the ids"),
         ("graph_compose", {"budget": 5}, "budget 5 is too small"),

@@ -185,7 +185,10 @@ def test_stop_prefers_last_assistant_message_when_the_client_sends_it(app, capsy
     _, out, _ = hook(capsys, monkeypatch, "prompt-submit", payload("UserPromptSubmit", tmp_path, prompt="x"))
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "## ctx status" in context and "Nodes: 0" in context
-    assert "<ctx:link> failed: no from id starts with 'zzzz'" in context and "unknown directive <ctx:bogus>" in context
+    assert (
+        "<ctx:link> failed: the edge's source: no node id starts with 'zzzz'" in context
+        and "unknown directive <ctx:bogus>" in context
+    )
 
 
 def test_summarize_supersede_and_expand_directives(app, capsys, monkeypatch, tmp_path):

@@ -263,3 +263,24 @@ def test_json_lines_on_standard_input_are_read_a_line_at_a_time(app, tmp_path, m
     assert run_import(app, "-").stored == {"node": 2, "edge": 1}
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(CLAUDE_MEM.read_bytes())))  # a document: whole
     assert run_import(app, "-").stored["node"] > 0
+
+
+def test_the_progress_moves_while_one_large_file_is_read_and_planned(
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One file is one step of the reading bar: its items are counted as they are read, and each step that
+    moves no count (indexing the stage, reading the store's graph) says what it is doing."""
+    from contextflow.imports import progress as bars
+    from contextflow.imports.run import run_import
+
+    monkeypatch.setattr(bars, "EVERY", 0.0)  # draw every change, not ten a second
+    memory = tmp_path / "memory.json"
+    lines = [{"type": "entity", "name": f"e{n}", "entityType": "thing", "observations": ["o"]} for n in range(2_500)]
+    memory.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    screen = io.StringIO()
+    run_import(app, str(memory), progress=bars.Progress(screen, enabled=True))
+    drawn = screen.getvalue().split("\r")
+    assert any("reading memory.json: 2,000 items" in frame and "0%" in frame for frame in drawn)
+    assert any("indexing 2,500 staged items" in frame for frame in drawn)
+    assert any("reading the store's graph first" in frame for frame in drawn)
+    assert any("planning 2,500 items" in frame and " 100%" not in frame and "  0%" not in frame for frame in drawn)

@@ -138,7 +138,7 @@ def test_codex_toml_is_edited_in_place_keeping_comments_and_other_keys(home):
     assert data["mcp_servers"]["contextflow"] == {
         "command": CMD[0],
         "args": ["serve"],
-        "startup_timeout_sec": 20,
+        "startup_timeout_sec": 60,  # the user's 20 was shorter than a loaded machine's first start
         "required": True,  # Codex's first tool_search finds contextflow's tools
         "env": {"CONTEXTFLOW_STORE": "/data/store"},
     }
@@ -153,7 +153,13 @@ def test_codex_gets_a_new_table_when_it_has_none(home):
     data = tomllib.loads(config.read_text())
     assert data["model"] == "o3"
     entry = data["mcp_servers"]["contextflow"]
-    assert entry == {"command": CMD[0], "args": ["--store", "/x y", "serve"], "required": True, "env": STORE}
+    assert entry == {
+        "command": CMD[0],
+        "args": ["--store", "/x y", "serve"],
+        "required": True,
+        "startup_timeout_sec": 60,  # Codex's default 10 s is too short on a loaded machine
+        "env": STORE,
+    }
 
 
 def test_cursor_and_gemini_keep_their_other_servers(home):
@@ -429,3 +435,32 @@ def test_a_codex_entry_with_values_over_several_lines_is_updated(home):
     install("codex", command=CMD, env=ENV)
     assert tomllib.loads(config.read_text())["mcp_servers"]["contextflow"]["args"] == ["serve"]
     assert not install("codex", command=CMD, env=ENV)[0].changed
+
+
+def test_a_client_naming_the_default_store_and_one_naming_none_agree(home, tmp_path, capsys):
+    """`install opencode` writes the store it resolved; a client configured without CONTEXTFLOW_STORE uses the
+    same default folder: one memory, no "split" warning, no doctor problem."""
+    from contextflow.admin.install_check import install_warnings
+    from contextflow.core.locate import default_store_folder
+
+    install("claude-code", command=CMD, env={})
+    config = json.loads((home / ".claude.json").read_text())
+    del config["mcpServers"]["contextflow"]["env"]  # as `claude mcp add` without -e (or a plugin) leaves it
+    (home / ".claude.json").write_text(json.dumps(config))
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = " ".join(w for w in shlex.split(hook["command"]) if "=" not in w)
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    install("codex", command=CMD, env={"CONTEXTFLOW_STORE": str(default_store_folder())})
+    assert client_store_findings(home, tmp_path) == []
+    assert install_warnings("codex", home, tmp_path) == []
+    install("codex", command=CMD, env={"CONTEXTFLOW_STORE": "/data/elsewhere"})
+    assert install_warnings("codex", home, tmp_path) and client_store_findings(home, tmp_path)
+
+
+def test_a_longer_codex_startup_timeout_the_user_set_is_kept(home):
+    config = write(home / ".codex" / "config.toml", "[mcp_servers.contextflow]\nstartup_timeout_sec = 120\n")
+    install("codex", command=CMD, env=ENV)
+    assert tomllib.loads(config.read_text())["mcp_servers"]["contextflow"]["startup_timeout_sec"] == 120

@@ -109,3 +109,23 @@ def test_the_tail_of_a_log_is_its_last_whole_lines_without_batch_markers(tmp_pat
     assert len(lines) <= 7  # whole lines only, from the first that starts within the tail
     everything = [raw for _, raw in read_tail(path, 1 << 20)]
     assert everything == [b'{"n":%d}' % n for n in range(60)]  # the markers never
+
+
+def test_a_writer_id_differing_only_in_case_from_a_log_in_the_store_is_refused(tmp_path):
+    """Two writer ids that differ only in case share one file on a case-insensitive volume: the second
+    writer is refused before writing, and the existing log stays readable."""
+    from contextflow.app import App
+    from contextflow.core.errors import StoreError
+
+    env = {**os.environ, "CONTEXTFLOW_STORE": str(tmp_path / "cased"), "CONTEXTFLOW_STATE": str(tmp_path / "st")}
+    first = App.open({**env, "CONTEXTFLOW_WRITER": "laptop"})
+    first.store.append("note", {"text": "from laptop"})
+    first.close()
+    second = App.open({**env, "CONTEXTFLOW_WRITER": "Laptop"})
+    try:
+        with pytest.raises(StoreError, match="differs only in case from 'laptop'"):
+            second.store.append("note", {"text": "from Laptop"})
+        assert [e.data["text"] for e in second.store.view("sessions").project_entries(None)] == ["from laptop"]
+    finally:
+        second.close()
+    assert [p.name for p in (tmp_path / "cased").glob("events.*.jsonl")] == ["events.laptop.jsonl"]

@@ -204,3 +204,27 @@ def test_help_names_commands_and_flags_not_mcp_tools(capsys: pytest.CaptureFixtu
     out = " ".join(capsys.readouterr().out.split())
     assert "list_sessions" not in out and "`contextflow sessions`" in out
     assert "by --session" in out and "session_id." not in out
+
+
+def test_latest_in_a_new_active_session_says_so_and_shows_the_projects_latest(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["handoff", "first done", "--agent", "me", "--session", "one"]) == 0
+    assert main(["handoff", "second done", "--agent", "me", "--session", "two"]) == 0
+    assert main(["use", "fresh"]) == 0  # as the picker's "New session" does
+    capsys.readouterr()
+    assert main(["latest"]) == 0
+    out = capsys.readouterr().out
+    assert "active session fresh has no handoff yet" in out and "second done" in out and "project=acme/shop" in out
+    assert main(["latest", "--session", "fresh"]) == 3  # asked for that session by name: not found, as before
+
+
+def test_start_preview_says_whose_handoff_it_carries(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["handoff", "first done", "--agent", "me", "--session", "one"]) == 0
+    assert main(["handoff", "second done", "--agent", "me", "--session", "two"]) == 0
+    capsys.readouterr()
+    assert main(["start-preview", "--session", "one", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["session_id"] == "one" and data["handoff_session_id"] == "two"
+    assert main(["start-preview", "--session", "one"]) == 0
+    assert "its handoff: the project's latest, from session two (not the session previewed" in capsys.readouterr().out

@@ -72,5 +72,5 @@ def test_escape_and_q_cancel_and_leave_the_active_session_unchanged(app, tmp_pat
                 continue
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10, check=False)
-    assert "No session chosen; the active session is unchanged." in screen and "picker-exit=1" in screen
+    assert "No session chosen; the active session is unchanged." in screen and "picker-exit=130" in screen
     assert not app.settings.active_session_file.exists()

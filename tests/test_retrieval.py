@@ -303,3 +303,33 @@ def test_a_new_process_reads_the_same_index_and_answers_the_same(stocked):
         assert retrieval.get_context(fresh, query="middleware injection", now_ms=now).text == before
     finally:
         fresh.close()
+
+
+def test_the_top_five_do_not_depend_on_the_limit_asked(app):
+    """The rerank pool is the same for every limit: a session of many slightly weaker matches, beyond a
+    small pool, weighs the same whether five hits or fifty are asked for (the session lever sums the pool)."""
+    for n in range(28):
+        sessions.append_note(app, agent="codex", text=f"parser alpha {n}", session_id="medium")
+    for n in range(150):
+        sessions.append_note(app, agent="codex", text=f"parser beta gamma {n}", session_id="wide")
+
+    def ids(limit: int) -> list[str]:
+        result = retrieval.get_context(app, query="parser", limit=limit, budget_tokens=50_000)
+        return [shown.hit.doc.doc_id for shown in result.shown][:5]
+
+    assert ids(5) == ids(50)
+
+
+@pytest.mark.anyio
+async def test_get_context_gives_its_hits_as_structured_content_beside_the_markdown(stocked):
+    async with connect(stocked) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("get_context", {"query": "quality gate"})
+    schema = tools["get_context"].output_schema
+    assert schema is not None and "results" in schema["properties"]
+    outline = result.structured_content
+    assert outline is not None and outline["markdown"] == text_of(result)
+    first = outline["results"][0]
+    assert set(first) == set(schema["properties"]["results"]["items"]["properties"])
+    assert first["rank"] == 1 and first["kind"] and first["id"] and isinstance(first["score"], float)
+    assert "excerpt" not in first  # the text is in the markdown once, not twice

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from contextflow import __version__
 from contextflow.adapters.batch import BATCH_OPERATIONS, BATCH_WORDS
@@ -45,11 +45,10 @@ def build_parser(only: str | None = None, batch: bool = False) -> argparse.Argum
     """The whole CLI, or with `only` just that command's branch (a hook or a script pays for one
     command's flags, not sixty; usage errors and --help of that command read the same). With
     `batch` (`--stdin` given), required arguments may come from the lines instead."""
-    import argparse
 
     from contextflow.features import operations
 
-    parser = argparse.ArgumentParser(
+    parser = _parser_class()(
         prog="contextflow",
         description="Shared memory for AI coding agents: MCP server and CLI over append-only JSONL logs.",
     )
@@ -80,6 +79,29 @@ def build_parser(only: str | None = None, batch: bool = False) -> argparse.Argum
     return parser
 
 
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """argparse's parser, whose usage errors are one line (README: "Errors go to stderr, one line") naming the
+    command they are about and where its help is; subcommands' parsers are of the same class."""
+    import argparse
+
+    class OneLineErrors(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            if message.startswith("argument COMMAND: invalid choice"):
+                word = message.split("'")[1] if "'" in message else "?"
+                message = f"unknown command {word!r}"
+            self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+        def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+            parsed, extras = self.parse_known_args(args, namespace)
+            if extras:  # said by the command they were given to, with its usage, not the top-level one's
+                op = getattr(parsed, "operation", None)
+                prog = op.command_line() if op is not None and op.command else self.prog
+                self.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(extras)} (see `{prog} --help`)\n")
+            return parsed
+
+    return OneLineErrors
+
+
 def add_command(sub: Any, op: Operation, batch: bool = False) -> None:
     description = op.cli_description or op.summary
     command: argparse.ArgumentParser = sub.add_parser(
@@ -96,11 +118,12 @@ def add_command(sub: Any, op: Operation, batch: bool = False) -> None:
             "arguments, flags as defaults) and store them in one write: all or nothing",
         )
     if not any(p.cli and p.cli_name() == "--format" for p in op.params):  # else the operation has its own
-        from contextflow.operations.spec import FORMATS
-
-        command.add_argument(
-            "--format", choices=(*FORMATS, "markdown"), help="output format: text (default; markdown is the same), json"
-        )
+        if op.formats:
+            command.add_argument(
+                "--format", choices=op.formats, help="output format: text (default; markdown is the same), json"
+            )
+        else:  # taken only to be refused with the reason (`_apply_global_format`), not as an unknown flag
+            command.add_argument("--format", help=argparse_suppress())
     command.set_defaults(operation=op)
 
 
@@ -233,14 +256,28 @@ def _help_in_cli_words(parser: argparse.ArgumentParser) -> None:
             _help_in_cli_words(sub)
 
 
-def _apply_global_format(op: Operation, args: argparse.Namespace) -> None:
-    """`--format` before the command (ctx's global flag) is the command's own when that was not given."""
+def argparse_suppress() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def _apply_global_format(op: Operation, args: argparse.Namespace) -> str | None:
+    """`--format` before the command (ctx's global flag) is the command's own when that was not given. A
+    format the command does not honour is refused: the message, naming the formats it takes, is returned."""
     own = next((p for p in op.params if p.cli and p.cli_name() == "--format"), None)
     wanted = args.global_format
     if own is None:
+        if not op.formats and (args.format or wanted):
+            return "it takes no --format: what it prints is not a reply (a protocol, a hook's answer or a menu)"
         args.format = args.format or wanted or "text"
-    elif wanted and args.format == own.cli_default and wanted in own.schema.get("enum", ()):
+        return None
+    choices = own.schema.get("enum", ())
+    if wanted and wanted not in choices:
+        return f"it does not print {wanted}: its --format takes {' or '.join(choices)}"
+    if wanted and args.format == own.cli_default:
         args.format = wanted
+    return None
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -267,6 +304,32 @@ def _batch(op: Operation, app: App, defaults: dict[str, Any], format_: str) -> i
     else:
         print(f"Stored {stored} item(s) from stdin in one write ({op.command_line()} --stdin).")
     return 0
+
+
+SUPPORTED_PLATFORMS = "Linux (tested), macOS, and Windows through WSL"
+
+
+def unsupported_platform() -> str | None:
+    """Why this platform cannot run contextflow, in one line, or None. Native Windows lacks what the logs'
+    safety rests on (O_NOFOLLOW opens, POSIX advisory locks): it runs in WSL until native support is tested."""
+    if os.name == "nt" or not hasattr(os, "O_NOFOLLOW"):
+        return (
+            "native Windows is not supported yet (the logs' safety needs O_NOFOLLOW and POSIX file locks); "
+            f"contextflow runs on {SUPPORTED_PLATFORMS}: install it inside WSL and point clients at it there"
+        )
+    return None
+
+
+def _os_error(exc: OSError) -> str:
+    """An operating-system error as one line: the file, what went wrong, what to do."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    reason = (exc.strerror or str(exc)).lower()
+    advice = (
+        "give your user read and write access to the store folder and its files (chmod 700 for the folder)"
+        if isinstance(exc, PermissionError)
+        else "check the path and the disk, then run it again; nothing already stored was changed"
+    )
+    return f"cannot use {where}{reason}; {advice}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -300,6 +363,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if argv == ["--version"]:  # asked on every agent start by some clients: answer before building anything
         print(f"contextflow {__version__}")
         return 0
+    if unsupported := unsupported_platform():
+        print(f"contextflow: error: {unsupported}", file=sys.stderr)
+        return 4
     if argv == ["serve"]:  # how every client starts the server: no parser before the handshake
         from contextflow.adapters.server.app import serve_main
 
@@ -319,7 +385,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         env.update({"CONTEXTFLOW_STORE": args.store, STORE_OPTION_MARKER: args.store})  # doctor: the option chose it
     op: Operation = args.operation
-    _apply_global_format(op, args)
+    refused = _apply_global_format(op, args)
+    if refused:
+        print(f"{op.command_line()}: error: {refused}", file=sys.stderr)
+        return 2
     app: App | None = None
     from contextflow.core.errors import ContextflowError, exit_code
     from contextflow.operations.arguments import check_arguments
@@ -353,8 +422,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except ContextflowError as exc:
         print(f"contextflow: error: {in_cli_words(exc, op)}", file=sys.stderr)
         return exit_code(exc)
+    except BrokenPipeError:  # the reader left: `main` ends quietly
+        raise
+    except OSError as exc:  # a file the store or the command needed could not be used: one line, not a traceback
+        from contextflow.core.errors import EXIT_STORE
+
+        print(f"contextflow: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_STORE
     except KeyboardInterrupt:
-        return 130
+        from contextflow.core.errors import EXIT_CANCELLED
+
+        return EXIT_CANCELLED
     finally:
         if app is not None:
             _flush_stdout()  # the reply is out before any closing work

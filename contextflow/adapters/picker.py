@@ -6,6 +6,7 @@ import questionary
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 
 from contextflow.app import App
+from contextflow.core.errors import EXIT_CANCELLED
 from contextflow.core.text import clip
 from contextflow.sessions import core as sessions
 
@@ -57,9 +58,9 @@ def run_picker(app: App, project: str | None) -> int:
     own = question.application.key_bindings or KeyBindings()
     question.application.key_bindings = merge_key_bindings([own, cancel_keys()])
     picked = question.ask()
-    if picked is None:
+    if picked is None:  # cancelled: 130, as Ctrl-C (README's exit codes keep 1 for doctor's problems)
         print("No session chosen; the active session is unchanged.")
-        return 1
+        return EXIT_CANCELLED
     _, session_id = picked
     path = sessions.set_active_session(app, session_id)
     print(f"Active session: {session_id}\n(saved in {path}; agents use it when they omit session_id)")

@@ -59,11 +59,20 @@ def start_preview(app: App, args: JSON) -> Reply:
         {"client": key, "name": name, "limit": limit, "fits": limit is None or len(context) <= limit}
         for key, name, limit in CLIENT_LIMITS
     ]
+    from contextflow.capture.recall import latest_handoff
+
+    carried = latest_handoff(AppType(app.store, settings), project)
+    carried_session = carried.session_id if carried is not None else None
     lines = [
         f"session start for project={project}"
         + (f" (chosen by {app.settings.project_rule})" if project == app.settings.default_project else "")
         + f" session={settings.active_session or '(none)'}: "
-        f"{len(context):,} characters (hook budget {budget:,} tokens)"
+        f"{len(context):,} characters (hook budget {budget:,} tokens)",
+        # the start carries the repository's newest handoff, whichever session wrote it (MAINTAINERS.md)
+        f"  its handoff: the project's latest, from session {carried_session}"
+        + (" (not the session previewed: it has none newer)" if carried_session != settings.active_session else "")
+        if carried is not None
+        else "  its handoff: none (no session of this project has one)",
     ]
     for item in limits:
         verdict = "fits" if item["fits"] else "OVER"
@@ -75,6 +84,7 @@ def start_preview(app: App, args: JSON) -> Reply:
         "project": project,
         "project_chosen_by": app.settings.project_rule if project == app.settings.default_project else "argument",
         "session_id": settings.active_session,
+        "handoff_session_id": carried_session,
         "output": output,
         "context": context,
         "chars": len(context),

@@ -269,6 +269,9 @@ def _set(table: Any, wanted: Mapping[str, Any]) -> None:
             table[key] = value
 
 
+CODEX_STARTUP_TIMEOUT = 60  # seconds Codex waits for the server to start (its own default is 10)
+
+
 def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> Change:
     """Set command, args and the store settings (`env`) of [mcp_servers.contextflow], keeping
     comments and layout (tomlkit). Codex starts MCP servers with only HOME and PATH, so the
@@ -291,6 +294,12 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
     # required: Codex waits for a required server before the first turn, so the model's first
     # tool_search finds contextflow's tools (without it 3 of 3 measured first searches found none)
     _set(entry, {"command": command[0], "args": [*command[1:], "serve"], "required": True})
+    # Codex gives up on a server that has not answered in startup_timeout_sec (default 10 s): a first start on a
+    # loaded machine (a cold import of the MCP SDK, a first read of the store) can take longer. A longer
+    # timeout the user set is kept.
+    timeout = entry.get("startup_timeout_sec")
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < CODEX_STARTUP_TIMEOUT:
+        entry["startup_timeout_sec"] = CODEX_STARTUP_TIMEOUT
     current = entry.get("env")
     env = _merged_env(current, settings)
     if isinstance(current, dict):

@@ -47,6 +47,14 @@ def store_of(env: Mapping[str, Any], home: Path | None = None) -> str:
     return DEFAULT
 
 
+def folder_of(store: str) -> str:
+    """A store as `store_of` says it, as the folder it is: DEFAULT is the default store's folder, so a client
+    naming that folder and one naming none agree (they write the same logs)."""
+    from contextflow.core.locate import default_store_folder
+
+    return str(default_store_folder()) if store == DEFAULT else os.path.realpath(store)
+
+
 def command_env(command: str) -> dict[str, str]:
     """The `NAME=value` assignments (optionally after `env`) in front of a shell command."""
     try:
@@ -202,7 +210,7 @@ def client_store_findings(home: Path | None = None, cwd: Path | None = None) -> 
     cwd = cwd if cwd is not None else Path.cwd()
     places, problems = configured_places(home, cwd)
     problems += client_ways(home, cwd)[1]
-    stores = sorted({place.store for place in places})
+    stores = sorted({folder_of(place.store) for place in places})
     if len(stores) > 1:
         listed = "".join(f"\n      {p.client} {p.where}: {p.store}" for p in places)  # a line each
         problems.append(
@@ -217,10 +225,10 @@ def install_warnings(client: str, home: Path | None = None, cwd: Path | None = N
     one CLIENT now uses (the memory would be split over two stores)."""
     home = home or Path(os.environ.get("HOME") or Path.home())
     places, _ = configured_places(home, cwd if cwd is not None else Path.cwd())
-    mine = sorted({place.store for place in places if place.client == client})
+    mine = sorted({folder_of(place.store) for place in places if place.client == client})
     others: dict[str, set[str]] = {}
     for place in places:
-        if place.client != client and place.store not in mine:
+        if place.client != client and folder_of(place.store) not in mine:
             others.setdefault(place.client, set()).add(place.store)
     return [
         f"{client} now uses the store {', '.join(mine)}, but {other} uses {', '.join(sorted(stores))}: "

@@ -32,6 +32,7 @@ OPERATIONS = (
         ),
         present.serve,
         command=("serve",),
+        formats=(),
         tool=False,
         cli_description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to "
         "projects (see docs/http-bridge.md).",
@@ -64,6 +65,7 @@ OPERATIONS = (
         (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT, else the current folder's project)."),),
         present.pick_session,
         command=("pick-session",),
+        formats=(),
         tool=False,
         cli_description="Pick a new or recent session in a terminal menu and make it the active session.",
     ),
@@ -100,6 +102,7 @@ OPERATIONS = (
         ),
         clients.hook,
         command=("hook",),
+        formats=(),
         tool=False,
         cli_description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting "
         "recall/status results, stop carries out <ctx:...> directives in the turn's replies "
@@ -115,7 +118,10 @@ OPERATIONS = (
         (
             string("project", "Project key (default: this repository's)."),
             string(
-                "session_id", "Session whose latest handoff it carries (default the active session).", flag="--session"
+                "session_id",
+                "The active session to preview with (default the active one). The start carries the project's "
+                "latest handoff, whichever session wrote it; the preview says which.",
+                flag="--session",
             ),
         ),
         clients.start_preview,
@@ -138,6 +144,7 @@ OPERATIONS = (
         ),
         present.ui,
         command=("ui",),
+        formats=(),
         tool=False,
         cli_description="Serve a local web page on 127.0.0.1 (its first output line is the URL with this "
         "store's token, the same on every start): projects and their sessions, what the next session start "

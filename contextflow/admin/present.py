@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,11 @@ def doctor(app: App, args: JSON) -> Reply:
     )
     info["problems"] = found
     info["capture"] = capture_health(app.store.state_dir)
+    from contextflow.adapters.cli import SUPPORTED_PLATFORMS
+
+    info["platform"] = {"system": platform.system(), "supported": SUPPORTED_PLATFORMS}
     lines = [
+        f"platform:     {platform.system()} (supported: {SUPPORTED_PLATFORMS})",
         f"store:        {info['store']}" + ("" if os.path.isdir(info["store"]) else " (created on the first write)"),
         f"chosen by:    {info['chosen_by']}" + (f" ({info['chosen_detail']})" if info["chosen_detail"] else ""),
         *([f"store note:   {info['store_note']}"] if info["store_note"] else []),

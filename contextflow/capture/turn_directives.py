@@ -102,7 +102,7 @@ def _directive_key(directive: directives.Directive) -> str:
 def _directives_in(text: str) -> list[directives.Directive]:
     if "<ctx:" not in text:  # most replies: skip importing the graph machinery
         return []
-    from contextflow.capture.turns import without_private
+    from contextflow.core.private import without_private
 
     text = without_private(text)
     if "<ctx:" not in text:

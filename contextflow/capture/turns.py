@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from contextflow.capture.fields import TURN_KIND as TURN_KIND  # the event kind, said once there
+from contextflow.core.private import without_private
 from contextflow.core.text import cut
 
 MAX_PROMPT = 200
@@ -41,7 +42,6 @@ _HANDOFF_COMMAND = re.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
 EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (None)
 UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
-_PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
 _HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
 _TESTS = re.compile(
     r"(^|[\s;&|(/])(pytest|py\.test|unittest|tox|nox|npm (run )?test|yarn test|pnpm test|npx (jest|vitest)|jest|"
@@ -70,11 +70,6 @@ def each(entries: Iterable[Any], counts: dict[str, int], handle: Callable[[Any],
             handle(entry)
         except UNREADABLE:
             counts["bad"] = counts.get("bad", 0) + 1
-
-
-def without_private(text: str) -> str:
-    """The text with every `<private>...</private>` span (an unclosed one to the end) removed."""
-    return _PRIVATE.sub("", text) if "<" in text else text
 
 
 def redacted_text(text: str) -> str:

@@ -33,24 +33,24 @@ def _record(name: str, schema: JSON, description: str | None = None) -> Param:
 
 SAVE_FIELDS = (
     _record("conversation_id", STRING, "From generate_conversation_id; omitted: a new one."),
-    _record("source", STRING, "Your tool, e.g. claude_code, codex, gemini_cli."),
+    _record("source", STRING, "Your tool, e.g. codex."),
     _record("project", STRING, "Project key."),
     _record("conversation_type", {**STRING, "enum": ["single_topic", "multi_topic"]}),
     string("topic", "2-5 words.", required=True, cli=False),
-    _record("categories", STRINGS, "Discovery tags, e.g. backend, testing."),
+    _record("categories", STRINGS, "Tags, e.g. testing."),
     _record("decisions", _DECISIONS),
     _record("open_questions", STRINGS, "Unresolved items."),
-    _record("related_entities", STRINGS, "People, systems, files, concepts."),
+    _record("related_entities", STRINGS, "People, systems, files."),
     _record("summary", STRING, "2-3 paragraph synthesis."),
-    _record("overall_summary", STRING, "multi_topic: synthesis of all topics."),
+    _record("overall_summary", STRING, "multi_topic: the synthesis."),
     _record("cross_topic_insights", STRINGS),
     _record(
         "topics",
         {"type": "array", "items": {"type": "object"}},
-        "multi_topic: per topic {topic, summary, categories, decisions, open_questions, related_entities}.",
+        "multi_topic: per topic {topic, summary, decisions, open_questions, ...}.",
     ),
-    _record("session_id", STRING, "Link to a contextflow session."),
-    _record("full_transcript", STRING, "Optional; large ones are stored apart, never searched."),
+    _record("session_id", STRING, "Its contextflow session."),
+    _record("full_transcript", STRING, "Optional; never searched."),
 )
 
 OPERATIONS = (

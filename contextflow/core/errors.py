@@ -71,6 +71,7 @@ class StoreError(ContextflowError):
 # (as argparse's usage errors), 3 not found, 4 the store could not be read or written.
 EXIT_PROBLEMS = 1  # a check ran and found problems (`doctor`)
 EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_STORE = 2, 3, 4
+EXIT_CANCELLED = 130  # the user cancelled (Ctrl-C; Esc or q in the picker), as a shell reports SIGINT
 
 
 def exit_code(error: ContextflowError) -> int:

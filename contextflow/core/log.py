@@ -216,6 +216,28 @@ def ensure_folder(folder: Path) -> None:
         ) from None
 
 
+def same_but_case(folder: Path, own: str) -> None:
+    """Refuse to write `own` (a log's name) when the store holds a log whose writer id differs only in case:
+    on a case-insensitive volume (macOS, Windows, most sync folders' peers) the two are one file, and two
+    writers would interleave their lines in it. Other logs stay readable; only this write is refused."""
+    mine = parse_log_name(own)
+    if mine is None:
+        return
+    try:
+        with os.scandir(folder) as entries:
+            names = [entry.name for entry in entries]
+    except OSError:
+        return  # the write itself reports an unreadable folder
+    for name in names:
+        found = parse_log_name(name)
+        if found is not None and not found[1] and found[0] != mine[0] and found[0].casefold() == mine[0].casefold():
+            raise StoreError(
+                f"the writer id {mine[0]!r} differs only in case from {found[0]!r}, whose log is in the store: on a "
+                f"case-insensitive volume they are one file. Set CONTEXTFLOW_WRITER={found[0]} if this is that "
+                "machine, else another id; nothing was written"
+            )
+
+
 class LogWriter:
     """Appends whole lines to one writer's log under that writer's machine-local lock."""
 
@@ -227,6 +249,7 @@ class LogWriter:
         self.lock_file = lock_file
         lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock: WriterLock | None = None  # made by the first write, not by readers
+        self._case_checked = False
 
     def locked(self) -> WriterLock:
         """The writer lock; hold it across read-own-log, stamp, append. A lock file that is a
@@ -295,6 +318,9 @@ class LogWriter:
 
     def _write(self, pieces: Iterable[bytes], end: batches.End | None) -> int:
         ensure_folder(self.folder)
+        if not self._case_checked:
+            same_but_case(self.folder, self.path.name)
+            self._case_checked = True
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:

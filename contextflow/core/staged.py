@@ -67,9 +67,10 @@ class StagedBatch:
 
     def add_many(self, items: Sequence[tuple[str, str, dict[str, Any]]], scrubbed: bool = False) -> None:
         """Events (id, kind, data) redacted (unless `scrubbed` already), checked and staged, in order."""
+        from contextflow.core.private import strip
         from contextflow.core.secrets import scrub_items
 
-        pairs = [(kind, data) for _, kind, data in items]
+        pairs = [(kind, strip(data)) for _, kind, data in items]  # `<private>` text is never stored
         if not scrubbed:
             pairs = scrub_items(pairs)
         for (event_id, _, _), (kind, data) in zip(items, pairs, strict=True):

@@ -386,13 +386,14 @@ class Store:
         per item) replaces the clock: an importer's events dated when they happened (a past session's
         turns), which order by those stamps like any event; the clock does not move for them. `fold=False`
         leaves folding them to the next read (an import that ends here need not hold them all in memory)."""
+        from contextflow.core import private
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
         if (ids is not None and len(ids) != len(items)) or (stamps is not None and len(stamps) != len(items)):
             raise ValueError("append_many: one id and one stamp per item")
         if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
             raise ValueError("append_many: stamps must be hybrid clock stamps (clock.stamp_from_ms)")
-        items = [(kind, self.admit(kind, data)) for kind, data in items]
+        items = [(kind, self.admit(kind, private.strip(data))) for kind, data in items]  # never stored (README)
         if not collected:  # a batch's events were scrubbed as `collecting` made them
             items = scrub_items(items, self.secrets)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:

@@ -100,12 +100,23 @@ def _clipped(name: str) -> str | None:
     return clip(name, NAME_CHARS) or None
 
 
+def _project(event: Event) -> str:
+    """The project the event was made in, as search files it: its `project` field, else a graph node's first
+    `project:` tag (a node made in a repository is tagged with its project), else the default project."""
+    if "project" not in event.data and event.kind == "graph.node":
+        tags = event.data.get("tags")
+        for tag in tags if isinstance(tags, list) else ():
+            if isinstance(tag, str) and tag.startswith("project:") and tag[8:].strip():
+                return tag[8:].strip()
+    return project_of(event)
+
+
 def rows(event: Event) -> Iterator[Row]:
     text_of = TEXTS.get(event.kind)
     if text_of is None:
         return
     data = event.data
-    project = _clipped(project_of(event)) or ""
+    project = _clipped(_project(event)) or ""
     agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
     turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
     dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None
@@ -122,7 +133,7 @@ def rows(event: Event) -> Iterator[Row]:
 TABLES = TableSet(
     Format(
         "feed",
-        1,
+        2,  # 2: a graph node's project from its `project:` tag
         ("contextflow.feed.table", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
     ),
     SCHEMA,

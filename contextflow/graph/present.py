@@ -6,7 +6,9 @@ A tool and the commands of its family share one payload per result: a written no
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 from contextflow.app import App
 from contextflow.core.errors import InputError, arg, tool
@@ -116,7 +118,7 @@ def graph_recall(app: App, args: JSON) -> Reply:
 
 def graph_link(app: App, args: JSON) -> Reply:
     state = writes.graph(app)
-    a, b = writes.resolve(state, args["from"], "from"), writes.resolve(state, args["to"], "to")
+    a, b = writes.ends(state, args["from"], args["to"])
     if args.get("remove"):
         return _unlinked(a.id, b.id, writes.unlink(app, a.id, b.id, args.get("type")))
     kind = args.get("type", "RELATES_TO")
@@ -198,8 +200,23 @@ def graph_compose(app: App, args: JSON) -> Reply:
 
 
 def graph_status(app: App, args: JSON) -> Reply:
-    info = explore.status(app)
+    info = {**explore.status(app), **store_size(app.store.folder)}
     return Reply(status_text(info), info)
+
+
+def store_size(folder: Path) -> dict[str, int]:
+    """The store's logs: how many and their bytes (seed 003's status shows the store's size)."""
+    from contextflow.core.log import parse_log_name
+
+    logs, size = 0, 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if parse_log_name(entry.name) and entry.is_file(follow_symlinks=False):
+                    logs, size = logs + 1, size + entry.stat(follow_symlinks=False).st_size
+    except OSError:  # a store not made yet, or not readable: the status says so through its counts
+        pass
+    return {"store_logs": logs, "store_bytes": size}
 
 
 # -- commands ----------------------------------------------------------------------------------

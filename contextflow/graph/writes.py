@@ -54,6 +54,17 @@ def resolve(state: Graph, prefix: str, what: str = "node id") -> Node:
     return state.nodes[resolve_prefix(wanted, state.prefixed(wanted, PREFIX_SHOWN), what)]
 
 
+def ends(state: Graph, source: str, target: str) -> tuple[Node, Node]:
+    """An edge's two nodes; a miss says which end it is: "the edge's target: no node id starts with ..."."""
+    found = []
+    for end, given in (("source", source), ("target", target)):
+        try:
+            found.append(resolve(state, given))
+        except InputError as exc:  # or NotFoundError: the same kind, said of its end
+            raise type(exc)(f"the edge's {end}: {exc.template}") from None
+    return found[0], found[1]
+
+
 def node_item(
     *,
     type: str,
@@ -218,7 +229,7 @@ def link(
     """Link two nodes; False (and nothing written) when that edge already exists."""
     kind = model.edge_type(edge_type)
     state = graph(app)
-    a, b = resolve(state, source, "from id"), resolve(state, target, "to id")
+    a, b = ends(state, source, target)
     if a.id == b.id:
         raise InputError("a node cannot link to itself: pass two different node ids")
     if state.edge_live(a.id, b.id, kind):
@@ -230,7 +241,7 @@ def link(
 def unlink(app: App, source: str, target: str, edge_type: str | None = None) -> list[str]:
     """Remove the edges from `source` to `target` (of one type, or all); returns the types removed."""
     state = graph(app)
-    a, b = resolve(state, source, "from id"), resolve(state, target, "to id")
+    a, b = ends(state, source, target)
     kinds = [model.edge_type(edge_type)] if edge_type else list(model.EDGE_TYPES)
     live = [kind for kind in kinds if state.edge_live(a.id, b.id, kind)]
     if not live:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextflow.graph.operations import FORMAT, _arg
+from contextflow.graph.operations import _arg
 from contextflow.operations.spec import FORMATS, JSON, Operation, Table
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ else:
 IMPORT_FORMATS = ("contextflow", "server-memory", "beads", "basic-memory", "claude-mem", "claude-code", "codex")
 EXPORT_FORMATS = ("contextflow", "server-memory")
 _BOOL: JSON = {"type": "boolean"}
-_FORMATS: JSON = {"type": "string", "enum": list(FORMATS)}
+_FORMATS: JSON = {"type": "string", "enum": [*FORMATS, "markdown"]}
 
 OPERATIONS = (
     Operation(
@@ -56,14 +56,18 @@ OPERATIONS = (
                 "contextflow (default) or server-memory (a memory.json)",
                 cli_default="contextflow",
             ),
-            FORMAT,
+            _arg(
+                "format",
+                _FORMATS,
+                "with --output, the report's format (default text); without it, the export is JSON: only json",
+            ),
         ),
         present.export,
         command=("export",),
         tool=False,
         cli_description="Write the graph (or the nodes a query matches) to stdout or --output, as a contextflow "
-        "export or with --to server-memory as a server-memory memory.json (the export is written whatever --format "
-        "says; --format shapes the --output report).",
+        "export or with --to server-memory as a server-memory memory.json. Written to stdout, the export is JSON "
+        "(--format text is refused); with --output, --format shapes the report.",
     ),
 )
 

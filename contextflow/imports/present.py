@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 from contextflow.app import App
-from contextflow.core.errors import InputError
+from contextflow.core.errors import InputError, arg
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import transfer
 from contextflow.graph.query import evaluate, parse
@@ -49,8 +49,14 @@ def _write(output: str | None, data: bytes) -> None:
 
 
 def export(app: App, args: JSON) -> Reply:
-    """The export goes to stdout whatever --format says; with --output, --format shapes the report."""
+    """The export goes to stdout as JSON (asking for text there is refused); with --output, --format shapes
+    the report."""
     output = args.get("output")
+    if not output and args.get("format") in ("text", "markdown"):
+        raise InputError(
+            f"the export printed to stdout is a JSON document, not {args['format']}: leave {arg('format')} out "
+            f"(or pass json), or write it to a file with {arg('output')} FILE to get a {args['format']} report"
+        )
     if args.get("to") == "server-memory":
         query = args.get("query")
         state = graph(app)

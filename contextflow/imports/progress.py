@@ -7,6 +7,7 @@ import time
 from typing import TextIO
 
 WIDTH = 30
+LABEL = 56  # characters of the label shown before the bar
 EVERY = 0.1  # seconds between redraws
 
 
@@ -30,6 +31,11 @@ class Progress:
             self.label = label
         self._draw(force=self.done >= self.total)
 
+    def say(self, label: str) -> None:
+        """What it is doing now, drawn at once (a step that moves no count, such as reading the graph)."""
+        self.label = label
+        self._draw(force=True)
+
     def _draw(self, force: bool = False) -> None:
         if not self.enabled:
             return
@@ -39,11 +45,11 @@ class Progress:
         self._drawn = now
         filled = WIDTH * self.done // self.total
         bar = "#" * filled + "-" * (WIDTH - filled)
-        self.stream.write(f"\r{self.label[:40]:<40} [{bar}] {100 * self.done // self.total:3d}%")
+        self.stream.write(f"\r{self.label[:LABEL]:<{LABEL}} [{bar}] {100 * self.done // self.total:3d}%")
         self.stream.flush()
         self._shown = True
 
     def close(self) -> None:
         if self.enabled and self._shown:
-            self.stream.write("\r" + " " * (WIDTH + 50) + "\r")
+            self.stream.write("\r" + " " * (WIDTH + LABEL + 10) + "\r")
             self.stream.flush()

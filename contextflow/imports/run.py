@@ -40,6 +40,7 @@ FILE_READERS: dict[str, Reader] = {
     "claude-mem": claudemem.items,
 }
 Source = tuple[str, Callable[[], Iterable[Item]]]  # a file's label, and its items (read again when planned again)
+COUNTED = 1_000  # items read between two redraws of the reading count
 CHUNK = 2000
 
 
@@ -201,20 +202,31 @@ def _import_graph(
     report.errors += errors
     while sources:
         with Stage(app.store.state_dir, fmt) as stage:
-            progress.start(len(sources), f"reading {Path(label).name}")
+            name = Path(label).name
+            progress.start(len(sources), f"reading {name}")
+            count = 0
             for file, read in sources:  # a bad line stops here: nothing of the file is stored
                 index = stage.file(file)
                 for item in read():
                     stage.add(index, item)
+                    count += 1
+                    if not count % COUNTED:  # one large file is one step of the bar: its items are counted
+                        progress.advance(0, f"reading {name}: {count:,} items")
                 progress.advance(1)
+            progress.say(f"indexing {count:,} staged items")
             stage.finish()
             planner = Planner(app, fmt, labels=dry_run)
-            progress.start(stage.items, f"planning {stage.items} item(s)")
+            planning = f"planning {stage.items:,} items"
+            progress.start(stage.items, f"{planning}: reading the store's graph first")
+
+            def tick(done: int, planning: str = planning) -> None:
+                progress.advance(done, planning)
+
             try:
                 if dry_run:
-                    report.planned = list(planner.plan(stage, progress.advance))
+                    report.planned = list(planner.plan(stage, tick))
                 else:
-                    _store(app, planner.plan(stage, progress.advance), progress)
+                    _store(app, planner.plan(stage, tick), progress)
             except SourceError as exc:
                 if exc.file not in {file for file, _ in sources}:
                     raise

@@ -39,6 +39,14 @@ def _check_value(value: Any, schema: JSON, where: str, hint: str | None = None) 
         # a bool is an int to Python, never a number to JSON
         if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
             raise InputError(f"{arg(where)} must be {shown}, got {_describe(value)}{after}")
+    elif isinstance(expected, list):  # one of several types (`["string", "integer"]`)
+        kinds = [_TYPES[name] for name in expected if name in _TYPES]
+        if not any(
+            isinstance(value, t) and not (isinstance(value, bool) and n != "boolean")
+            for n, (t, _) in zip([name for name in expected if name in _TYPES], kinds, strict=True)
+        ):
+            shown_all = " or ".join(shown for _, shown in kinds)
+            raise InputError(f"{arg(where)} must be {shown_all}, got {_describe(value)}{after}")
     if "enum" in schema and value not in schema["enum"]:
         options = ", ".join(map(str, schema["enum"]))
         raise InputError(f"{arg(where)} must be one of {options}; got {_describe(value)}{after}")
@@ -77,6 +85,10 @@ def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
         shown = name
         _check_storable(value, shown)
         _check_value(value, params[name].schema, shown, params[name].hint)
+    if not op.read_only:  # `<private>` text is never stored: a handler sees what would be
+        from contextflow.core.private import strip
+
+        cleaned = {name: strip(value) for name, value in cleaned.items()}
     return cleaned
 
 

@@ -35,4 +35,22 @@ def writer(description: str = "Your name, e.g. claude, codex.", required: bool =
     return string("agent", description, required=required, cli_default="human", cli_help=help)
 
 
-PROJECT = string("project", "Project key. Default MCP_SHARED_CONTEXT_PROJECT, else the working folder's project.")
+PROJECT = string(
+    "project",
+    "Default: this repository's.",
+    cli_help="project key (default: the working folder's project: its repository's, else the folder's "
+    "path; MCP_SHARED_CONTEXT_PROJECT overrides it)",
+)
+
+
+def bare(param: Param) -> Param:
+    """`param` without its description, where another tool of the same list already explains it (each
+    description is paid for in every model turn)."""
+    from dataclasses import replace
+
+    schema = {key: value for key, value in param.schema.items() if key != "description"}
+    return replace(param, schema=schema, cli_help=param.cli_help or _cli_help(param.description))
+
+
+def _cli_help(text: str) -> str | None:
+    return text[:1].lower() + text[1:].rstrip(".") if text else None

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"records": "contextflow.records.view:RecordsView"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "07cc2de4f7700dae6817"),
+    search_version=(1, "84309a7ed44697f290f2"),
     commands={"context": "keyed context records"},
 )

@@ -36,6 +36,7 @@ from contextflow.records.fields import (
 )
 from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
 from contextflow.timeline.core import agent_field, resolve_thread
+from contextflow.timeline.fields import nonempty
 
 if TYPE_CHECKING:
     from contextflow.records.stored import StoredRecords
@@ -132,10 +133,12 @@ def set_record(
     expires_at: str | None = None,
     agent: str | None = None,
     project: str | None = None,
+    source: str | None = None,
     now: datetime | None = None,
 ) -> Event:
     """Create or replace the record under (`project`, `key`). Omitted optional fields keep their current values.
-    `category` is one of CATEGORIES (the table's row checks it)."""
+    `category` is one of CATEGORIES (the table's row checks it). `source` names the machine the record is
+    about or came from (seed 000's field); the writer (this machine) is the source when it is left out."""
     moment = now or timeutil.now()
     name = check_key(key)
     chosen = checks.trimmed(category, "category")
@@ -155,6 +158,9 @@ def set_record(
             data["thread_id"] = resolve_thread(app, thread_id).id
     elif previous.get("thread_id"):
         data["thread_id"] = previous["thread_id"]
+    named = checks.trimmed(source, "source", max_chars=MAX_LABEL_CHARS) if source is not None else None
+    if named or (source is None and previous.get("source")):
+        data["source"] = named or previous["source"]
     data["pinned"] = pinned if pinned is not None else previous.get("pinned") is True
     if expires_at is not None and expires_at.strip().lower() in NEVER:
         pass
@@ -317,6 +323,14 @@ def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_
     return sorted(found, key=lambda r: (r.created_key, r.key))
 
 
+def waits(record: Record) -> bool:
+    """The record is something waited on: category `waiting`, or a value whose `status` starts with "waiting"
+    (`{"status": "waiting for review"}` on a `pr:` record)."""
+    value = record.data.get("value")
+    status = value.get("status") if isinstance(value, dict) else None
+    return record.category == "waiting" or (isinstance(status, str) and status.strip().lower().startswith("waiting"))
+
+
 def record_dict(record: Record) -> dict[str, Any]:
     """A record as JSON for output, with its provenance."""
     data = record.data
@@ -329,7 +343,7 @@ def record_dict(record: Record) -> dict[str, Any]:
         "thread_id": record.thread_id,
         "pinned": record.pinned,
         "expires_at": data.get("expires_at"),
-        "source": record.writer,
+        "source": nonempty(data.get("source")) or record.writer,  # the machine named when set, else the writer
         "agent": data.get("agent"),
         "created_at": stamp_iso(record.created_key[0]),
         "updated_at": stamp_iso(record.event_key[0]),

@@ -20,6 +20,7 @@ FIELDS: dict[str, dict[str, Shape]] = {
         "thread_id": STR,
         "pinned": BOOL,
         "expires_at": STR,
+        "source": STR,
     },
     "context.delete": {"key": STR},
 }

@@ -25,6 +25,7 @@ else:
 KEY = string(
     "key", "Namespaced key prefix:name, e.g. pr:owner/repo:1777, machine:chisel.", required=True, positional=True
 )
+EXACT_KEY = string("key", "Exact key.", required=True, positional=True, cli_help=KEY.description)
 AGENT = writer()
 
 
@@ -45,12 +46,16 @@ OPERATIONS = (
             ),
             string(
                 "category",
-                "Default: the key prefix if it is one of these, else fact.",
+                "Default: the key's prefix if one of these, else fact.",
                 list(CATEGORIES),
                 hint=f"pick one of those, or leave it out to use the key's prefix (else {DEFAULT_CATEGORY})",
             ),
             string("label", "Human-readable title."),
-            string("thread_id", "Timeline thread to link (id or prefix); '' unlinks.", flag="--thread"),
+            Param(
+                "thread_id",
+                {"type": ["string", "integer"], "description": "Timeline thread to link (id or prefix); '' unlinks."},
+                flag="--thread",
+            ),
             boolean("pinned", "Always show in /whereami.", negatable=True),
             string(
                 "expires_at",
@@ -58,6 +63,7 @@ OPERATIONS = (
                 flag="--expires",
                 hint="pass a duration such as 24h or 7d, an ISO-8601 time such as 2026-02-10T09:00:00Z, or never",
             ),
+            string("source", "Machine it is about or came from (default: this machine)."),
             AGENT,
             PROJECT,
         ),
@@ -68,7 +74,7 @@ OPERATIONS = (
     Operation(
         "context_get",
         "Get one context record by exact key.",
-        (KEY, PROJECT),
+        (EXACT_KEY, PROJECT),
         present.context_get,
         command=("context", "get"),
     ),
@@ -90,7 +96,7 @@ OPERATIONS = (
     Operation(
         "context_delete",
         "Delete a context record by exact key.",
-        (KEY, AGENT, PROJECT),
+        (EXACT_KEY, AGENT, PROJECT),
         present.context_delete,
         command=("context", "delete"),
         read_only=False,

@@ -67,11 +67,16 @@ def orientation(app: App, now: datetime | None = None) -> Reply:
     moment = now or datetime.now(UTC)
     active = timeline.where_am_i(app)
     waiting = records.waiting_records(app, moment)
+    pinned_now = records.pinned_records(app, moment)
+    # a record of another category whose value says it waits (seed 000's PR: category pr, status: waiting)
+    waiting += [r for r in pinned_now if r.category != "waiting" and records.waits(r)]
     waiting_keys = {r.key for r in waiting}
-    all_pinned = [r for r in records.pinned_records(app, moment) if r.key not in waiting_keys]
+    all_pinned = [r for r in pinned_now if r.key not in waiting_keys]
     pinned = all_pinned[:MAX_PINNED_SHOWN]
     shown = {r.key for r in pinned} | {r.key for r in waiting}
     listed = records.list_records(app, limit=min(500, RECENT_IN_WHEREAMI + len(shown)), now=moment)
+    waiting += [r for r in listed if r.key not in shown and records.waits(r)]
+    shown |= {r.key for r in waiting}
     recent = [r for r in listed if r.key not in shown][:RECENT_IN_WHEREAMI]
     session_id = sessions.active_session(app)
     in_session = sessions.EntryFilter(app.settings.default_project, session_id=session_id)
@@ -173,16 +178,23 @@ def context_set(app: App, args: JSON) -> Reply:
         value=args["value"],
         category=args.get("category"),
         label=args.get("label"),
-        thread_id=args.get("thread_id"),
+        thread_id=_thread_id(args.get("thread_id")),
         pinned=args.get("pinned"),
         expires_at=args.get("expires_at"),
         agent=args.get("agent"),
         project=args.get("project"),
+        source=args.get("source"),
         now=now(),
     )
     record = records.record_of(app, event)  # as folded, even if expired since
     data = {**records.record_dict(record), "id": event.id}
     return Reply(f"Saved context {record.key} (id {event.id}).\n" + record_header(record, now()), data)
+
+
+def _thread_id(value: Any) -> str | None:
+    """A thread id as given: seed 000 writes numeric ones (`thread_id: 3`); ours are strings, so a number is
+    looked up as its digits (not found unless an id starts with them: the error lists where ids are)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def context_get(app: App, args: JSON) -> Reply:

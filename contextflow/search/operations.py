@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import STRING, integer, string
-from contextflow.operations.spec import Operation, Param, Table, deferred
+from contextflow.operations.spec import JSON, Operation, Param, Table, deferred
 from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET, SEARCH_KINDS
 
 if TYPE_CHECKING:
@@ -14,11 +14,43 @@ else:
     present = deferred("contextflow.search.present")
 
 
+_NAME: JSON = {"type": ["string", "null"]}
+# get_context's structuredContent: each hit's id, kind, score and provenance, and the markdown itself (a client
+# that hands its model the structured content instead of the text still gives it the quoted matches)
+CONTEXT_OUTLINE: JSON = {
+    "type": "object",
+    "properties": {
+        "query": STRING,
+        "count": {"type": "integer"},
+        "weak": {"type": "boolean"},
+        "tokens": {"type": "integer"},
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "rank": {"type": "integer"},
+                    "id": STRING,
+                    "kind": STRING,
+                    "score": {"type": "number"},
+                    "weak": {"type": "boolean"},
+                    "project": _NAME,
+                    "writer": _NAME,
+                    "agent": _NAME,
+                    "time": STRING,
+                    "shown": STRING,
+                },
+            },
+        },
+        "markdown": STRING,
+    },
+    "required": ["results", "markdown"],
+}
+
 OPERATIONS = (
     Operation(
         "get_context",
-        "Search shared memory (conversations, handoffs, notes, context records, thoughts, graph nodes) and get "
-        "the best matches as markdown within a token budget. Call it at the start of a task.",
+        "Search all shared memory; the best matches as markdown within a token budget. Call it at the start of a task.",
         (
             string(
                 "query",
@@ -52,6 +84,7 @@ OPERATIONS = (
         ),
         present.get_context,
         command=("search",),
+        output_schema=CONTEXT_OUTLINE,
         cli_description="Ranked search across conversations, handoffs, notes, context records, thoughts and graph "
         "nodes; prints the best matches as markdown within a token budget.",
     ),

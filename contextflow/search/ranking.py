@@ -207,8 +207,13 @@ def plan(query: str, known_speaker: Callable[[str], bool]) -> Plan:
     return Plan(chosen, speakers, dates, chosen.dates and when.asks_when(query))
 
 
-def pool_size(k: int) -> int:
-    return max(POOL_MIN, 4 * k)
+def pool_size(k: int | None = None) -> int:
+    """Candidates taken from the index: the same for every limit asked (up to fields.MAX_LIMIT), so the
+    session lever sums the same pool and a query's top five never depend on how many hits were asked for.
+    `k` is ignored (kept for callers that pass their limit)."""
+    from contextflow.search.fields import MAX_LIMIT
+
+    return max(POOL_MIN, 4 * MAX_LIMIT)
 
 
 def merge_pools(pools: Iterable[list[Candidate]]) -> list[Candidate]:

@@ -20,7 +20,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
-from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT
+from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_LIMIT
 from contextflow.search.hits import Views, hit_block, hit_json
 from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import iter_tokens, query_terms
@@ -119,16 +119,19 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
     named = [word for word in ranking.speaker_words(query.text) if index.knows_speaker(word)] if wanted.speakers else []
     spans = when.month_spans(wanted.dates, now_ms)
+    deep = max(MAX_LIMIT, query.limit)
     while True:
         pools = [index.pool(terms, size, kinds, project, near)]
         if named:
             pools.append(index.pool(terms, size, kinds, project, near, speakers=named))
         if spans:
             pools.append(index.pool(terms, size, kinds, project, near, spans=spans))
-        ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, query.limit)
-        if len(ranked) == query.limit or len(pools[0]) < size:
+        # ranked as deep as any limit asks, then cut: the pool and whether it grows do not depend on the limit
+        ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, deep)
+        if len(ranked) == deep or len(pools[0]) < size:
             break
         size *= 4  # expired records took places in the pool: look further
+    ranked = ranked[: query.limit]
     hits = index.hits(ranked)
     words = ranking.asked_words(query.text, named)
     asked = {term for word in words for term in word}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextflow.operations.params import PROJECT, STRINGS, boolean, integer, string, writer
+from contextflow.operations.params import PROJECT, STRINGS, bare, boolean, integer, string, writer
 from contextflow.operations.spec import FORMAT, Operation, Param, PromptArg, PromptSpec, ResourceSpec, Table, deferred
 from contextflow.sessions import fields
 
@@ -17,11 +17,11 @@ else:
     present = deferred("contextflow.sessions.present")
 
 
-SESSION = string("session_id", "Session id. Default: the active session.", flag="--session")
+SESSION = string("session_id", "Default: the active session.", flag="--session")
 AGENT_FILTER = string("agent", "Only entries by this agent.")
-SINCE = string("since", "ISO-8601 time; only activity at or after it.")
+SINCE = string("since", "ISO-8601 time; activity since.")
 LIMIT = integer("limit", *fields.LIMIT, f"How many, newest first. Default {fields.DEFAULT_LIMIT}.")
-UNSESSIONED = boolean("include_unsessioned", "Add a '(no-session-id)' bucket. Default false.")
+UNSESSIONED = boolean("include_unsessioned", "Add a '(no-session-id)' bucket.")
 LIST_FILTERS = (PROJECT, AGENT_FILTER, SINCE, LIMIT, UNSESSIONED)
 PROJECT_ARG = PromptArg("project", "Project key")
 
@@ -52,7 +52,7 @@ OPERATIONS = (
         "Append a progress note to shared memory while you work.",
         (
             writer("Your name, e.g. claude, codex, gemini.", required=True),
-            string("text", "The note. Or pass it as `content`.", positional=True, cli_help="the note"),
+            string("text", "The note.", positional=True, cli_help="the note"),
             string("content", "Alias of `text`.", cli=False),
             PROJECT,
             SESSION,
@@ -100,7 +100,7 @@ OPERATIONS = (
         (
             integer("index", *fields.LIMIT, "1-based index from list_sessions.", positional=True),
             string("session_id", "Choose by id instead of index.", flag="--session"),
-            *LIST_FILTERS,
+            *map(bare, LIST_FILTERS),  # list_sessions explains them
             FORMAT,  # a write, so always structured; ContextFlowMCP's callers pass format too
         ),
         present.choose_session,

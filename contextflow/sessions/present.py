@@ -6,6 +6,7 @@ a header that carries its provenance (kind, time, agent, writer).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -203,11 +204,27 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
     )
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
-    data = {
+    data: JSON = {
         **compat_keys(app, sessions.bad_line_count(app)),
         "store": str(app.store.folder),
         "handoff": as_dict(event) if event else None,
     }
+    if event is None and where.session_id and not args.get("session_id"):  # only the active session was looked at
+        wider = sessions.latest_handoff(app, replace(where, session_id=None))
+        active = clean(where.session_id, True)
+        data.update(active_session=where.session_id, looked_in="active session")
+        if wider is None:
+            text = (
+                f"No handoff found for project={where.project} (the active session {active} has none, nor any other)."
+            )
+        else:
+            data.update(handoff=as_dict(wider), looked_in="project")
+            text = (
+                f"The active session {active} has no handoff yet; the project's latest handoff "
+                f"(project={where.project}, session {clean(str(wider.data.get('session_id')), True)}):\n"
+                + entry_text(wider)
+            )
+            event = wider
     return Reply(text, data, exit=0 if event else 3)
 
 

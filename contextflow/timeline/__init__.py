@@ -9,7 +9,7 @@ FEATURE = Feature(
     views={"timeline": "contextflow.timeline.view:TimelineView"},
     fields="contextflow.timeline.fields",
     extractors="contextflow.timeline.extract",
-    search_version=(1, "f5c9af7d796a466eaad6"),
+    search_version=(1, "121ece9b5fb8ed17b51a"),
     commands={"timeline": "threads, thoughts, tangents"},
     tables={"timeline": "contextflow.timeline.table:TABLES"},
 )

@@ -88,10 +88,11 @@ def _metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
 # -- threads -------------------------------------------------------------------------------
 
 
-def _new_thread(name: str, description: str | None, agent: str | None) -> dict[str, Any]:
+def _new_thread(app: App, name: str, description: str | None, agent: str | None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": checks.trimmed(name, "name", required=True, max_chars=MAX_NAME_CHARS),
         "status": "active",
+        "project": app.settings.default_project,  # where it was made: the feed files it there
         **agent_field(agent),
     }
     described = checks.trimmed(description, "description", max_chars=MAX_DESCRIPTION_CHARS)
@@ -108,7 +109,7 @@ def create_thread(
     parent_thought_id: str | None = None,
     agent: str | None = None,
 ) -> Event:
-    data = _new_thread(name, description, agent)
+    data = _new_thread(app, name, description, agent)
     if parent_thought_id is not None:
         data["parent_thought_id"] = resolve_thought(app, parent_thought_id, "parent_thought_id").id
     return app.store.append(THREAD, data)
@@ -218,6 +219,7 @@ def _thought_data(
         "content": checks.trimmed(content, "content", required=True, max_chars=app.settings.max_note_chars),
         "thought_type": thought_type or "progress",
         "status": "active",
+        "project": app.settings.default_project,
         **agent_field(agent),
     }
     if here is not None:
@@ -236,10 +238,21 @@ def add_thought(
     thought_type: str | None = None,
     metadata: dict[str, Any] | None = None,
     agent: str | None = None,
+    after: str | None = None,
 ) -> Event:
-    """A new thought (of THOUGHT_TYPES, default progress) after the thread's current position, which moves to it."""
+    """A new thought (of THOUGHT_TYPES, default progress) after the thread's current position, which moves to it.
+    `after`, when given, must name that position (seed 001's `parent_thought_id`): a thought is never added
+    elsewhere, and saying so beats a silent branch."""
     with stored.reading(app) as state:
         data = _thought_data(app, state, thread_in(state, thread_id), content, thought_type, metadata, agent)
+    if after is not None and checks.trimmed(after, "previous_thought_id"):
+        named = resolve_thought(app, after, "previous_thought_id").id
+        if named != data.get("previous_thought_id"):
+            here = data.get("previous_thought_id") or "none: the thread has no thoughts yet"
+            raise InputError(
+                f"{arg('previous_thought_id')} {after!r} is not the thread's current position ({here}); a thought "
+                "is added after the current position: leave it out, or return to that point first"
+            )
     return app.store.append(THOUGHT, data)
 
 
@@ -341,7 +354,7 @@ def go_tangent(
     agent: str | None = None,
 ) -> Tangent:
     """Mark a tangent_start on `thread_id` (moving its position there) and start the child thread."""
-    child = _new_thread(name, description, agent)
+    child = _new_thread(app, name, description, agent)
     note = checks.trimmed(content, "content", max_chars=app.settings.max_note_chars) or f"Tangent: {child['name']}"
     with stored.reading(app) as state:
         data = _thought_data(app, state, thread_in(state, thread_id), note, "tangent_start", metadata, agent)

@@ -24,9 +24,9 @@ WHERE_LIMIT, DEFAULT_WHERE = (1, 500), 20  # timeline_where_am_i's
 _THREAD: dict[str, Shape] = {"name": STR, "description": STR, "status": STR}
 _THOUGHT: dict[str, Shape] = {"content": STR, "thought_type": STR, "status": STR, "metadata": OBJECT}
 FIELDS: dict[str, dict[str, Shape]] = {
-    "timeline.thread": {**_THREAD, "parent_thought_id": STR},
+    "timeline.thread": {**_THREAD, "parent_thought_id": STR, "project": STR},
     "timeline.thread_update": {**_THREAD, "thread_id": STR},
-    "timeline.thought": {**_THOUGHT, "thread_id": STR, "previous_thought_id": STR},
+    "timeline.thought": {**_THOUGHT, "thread_id": STR, "previous_thought_id": STR, "project": STR},
     "timeline.thought_update": {**_THOUGHT, "thought_id": STR},
     "timeline.position": {"thread_id": STR, "thought_id": STR},
 }

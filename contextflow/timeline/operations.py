@@ -82,6 +82,8 @@ OPERATIONS = (
             string("thought_type", "Default progress.", THOUGHT_TYPES, flag="--type"),
             METADATA,
             AGENT,
+            string("previous_thought_id", "The current position, if you name it (a check).", cli=False),
+            string("parent_thought_id", "Alias of previous_thought_id (seed 001's name).", cli=False),
         ),
         present.timeline_add_thought,
         command=("timeline", "add"),

@@ -65,7 +65,9 @@ def thread_dict(thread: Thread) -> dict[str, Any]:
 
 def thought_dict(thought: Thought) -> dict[str, Any]:
     assert thought.created is not None
-    return {**{name: getattr(thought, name) for name in THOUGHT_FIELDS}, "created_at": stamp_iso(thought.created[0])}
+    shown = {name: getattr(thought, name) for name in THOUGHT_FIELDS}
+    # seed 001's name for the previous thought, beside ours
+    return {**shown, "parent_thought_id": thought.previous_thought_id, "created_at": stamp_iso(thought.created[0])}
 
 
 def whereabouts_dict(where: timeline.Whereabouts) -> dict[str, Any]:
@@ -159,6 +161,7 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
         **thread_dict(detail.thread),
         "thought_count": detail.total_thoughts,
         "position_thought_id": detail.position.id if detail.position else None,
+        "current_thought_id": detail.position.id if detail.position else None,  # seed 001's name
         "thoughts": [thought_dict(t) for t in detail.thoughts],
         "tangents": [thread_dict(child) for child in detail.children],
     }
@@ -173,13 +176,16 @@ def timeline_add_thought(app: App, args: JSON) -> Reply:
         thought_type=args.get("thought_type"),
         metadata=args.get("metadata"),
         agent=args.get("agent"),
+        after=args.get("previous_thought_id") or args.get("parent_thought_id"),
     )
+    previous = event.data.get("previous_thought_id")
     return _created(
         "thought",
         event.id,
         f"Added {event.data['thought_type']} thought; you are here",
         thread_id=event.data["thread_id"],
-        previous_thought_id=event.data.get("previous_thought_id"),
+        previous_thought_id=previous,
+        parent_thought_id=previous,
     )
 
 

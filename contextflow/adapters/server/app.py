@@ -75,10 +75,10 @@ class ContextflowServer:
                 name=spec.name,
                 description=spec.summary,
                 input_schema=spec.input_schema(),
+                output_schema=spec.output_schema,
                 annotations=types.ToolAnnotations(
                     read_only_hint=spec.read_only,
-                    destructive_hint=spec.destructive if not spec.read_only else None,
-                    idempotent_hint=True if spec.read_only else None,
+                    destructive_hint=spec.destructive if not spec.read_only else None,  # meant for writes only
                     open_world_hint=False,
                 ),
             )
@@ -104,7 +104,12 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        return reply_result(reply, as_json, spec.always_structured, redacted)
+        result = reply_result(reply, as_json, spec.always_structured, redacted)
+        if spec.output_schema is not None and result.structured_content is None:  # its outline, always
+            from contextflow.operations.spec import structured_part
+
+            result.structured_content = clean_data(structured_part(reply.data, spec.output_schema))
+        return result
 
     def call_reporting(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
         """`call`, with whether the prompt list changed."""
@@ -200,7 +205,9 @@ def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: l
 
     Some clients show `structuredContent` instead of the text, so a read carries it only when asked
     for with format=json (and its text is then that JSON); otherwise the model gets the delimited,
-    provenance-carrying text. A write's acknowledgement (ids, what changed) always carries it."""
+    provenance-carrying text. A write's acknowledgement (ids, what changed) always carries it, and so does
+    a read that declares an `outputSchema` (`get_context`: its outline, with the markdown in it, so a client
+    showing the structured content still shows the quoted text; see `ContextflowServer.call`)."""
     data = reply.data if (as_json or acknowledgement) else None
     if redacted and data is not None:
         data = {**data, "redacted": redacted}
