@@ -91,7 +91,7 @@ def rows(event: Event) -> Iterator[Row]:
 
 
 TABLES = TableSet(
-    Format("capture", 1, ("contextflow.capture.table",)),
+    Format("capture", 2, ("contextflow.capture.table",)),  # 2: decisions read clause by clause, work by what changes
     SCHEMA,
     INSERTS,
     rows,

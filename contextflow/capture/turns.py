@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from contextflow.capture.fields import TURN_KIND as TURN_KIND  # the event kind, said once there
-from contextflow.core.private import without_private
+from contextflow.core.private import without_private as without_private
 from contextflow.core.text import cut
 
 MAX_PROMPT = 200
