@@ -87,8 +87,10 @@ def test_status_shows_the_store_and_its_size_as_seed_003_does(capsys: pytest.Cap
     assert main(["add", "--type", "fact", "a fact worth keeping"]) == 0
     capsys.readouterr()
     assert main(["status"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
+    first, second = capsys.readouterr().out.splitlines()[:2]
     assert first.startswith("Store: ") and first.endswith(" B in 1 log)")
+    assert second.startswith("Database: ") and "views.sqlite3 (" in second  # the seed's line, with its size
     assert main(["status", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["store_logs"] == 1 and data["store_bytes"] > 0
+    assert data["database"].endswith("views.sqlite3") and data["database_bytes"] > 0

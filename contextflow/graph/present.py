@@ -6,6 +6,7 @@ A tool and the commands of its family share one payload per result: a written no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -200,8 +201,20 @@ def graph_compose(app: App, args: JSON) -> Reply:
 
 
 def graph_status(app: App, args: JSON) -> Reply:
-    info = {**explore.status(app), **store_size(app.store.folder)}
+    info = {**explore.status(app), **store_size(app.store.folder), **database_size(app.store.state_dir)}
     return Reply(status_text(info), info)
+
+
+def database_size(state_dir: Path) -> dict[str, object]:
+    """The derived store this machine reads views from (seed 003's `Database: <path> (<size>)`): its
+    path and bytes (with its write-ahead log), 0 before it is built."""
+    from contextflow.core.tables import DB_FILE
+
+    path, size = state_dir / DB_FILE, 0
+    for part in (path, path.with_name(DB_FILE + "-wal")):
+        with contextlib.suppress(OSError):  # not built yet (or being replaced): the status says 0 B
+            size += part.stat().st_size
+    return {"database": str(path), "database_bytes": size}
 
 
 def store_size(folder: Path) -> dict[str, int]:

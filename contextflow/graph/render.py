@@ -73,24 +73,30 @@ def steps_text(state: Graph, root: Node, steps: list[Step], title: str) -> str:
     return "\n".join(lines)
 
 
+def _bytes(count: float) -> str:
+    size, unit = float(count), "B"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            break
+        size /= 1000
+    return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
 def _size(info: dict[str, Any]) -> str:
     """` (2.3 MB in 2 logs)`, ` (new)` with no log yet; nothing when the size was not measured."""
     if "store_bytes" not in info:
         return ""
     if not info["store_logs"]:
         return " (new)"
-    size, unit = float(info["store_bytes"]), "B"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            break
-        size /= 1000
-    shown = f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
     logs = info["store_logs"]
-    return f" ({shown} in {logs} log{'s' if logs != 1 else ''})"
+    return f" ({_bytes(info['store_bytes'])} in {logs} log{'s' if logs != 1 else ''})"
 
 
 def status_text(info: dict[str, Any]) -> str:
-    lines = [f"Store: {info['store']}{_size(info)}", f"Nodes: {info['nodes']:,} (estimated {info['tokens']:,} tokens)"]
+    lines = [f"Store: {info['store']}{_size(info)}"]
+    if "database" in info:  # seed 003's line: here the derived store, rebuilt from the logs when deleted
+        lines.append(f"Database: {info['database']} ({_bytes(info['database_bytes'])}, derived from the logs)")
+    lines.append(f"Nodes: {info['nodes']:,} (estimated {info['tokens']:,} tokens)")
     lines += [f"  {name}: {count:,}" for name, count in info["types"].items()]
     lines += [f"Edges: {info['edges']:,}", f"Tags: {info['tags']:,} unique", f"Views: {info['views']}"]
     if info["superseded"]:
