@@ -379,9 +379,10 @@ def test_malformed_frames_on_stdin_do_not_kill_the_server(tmp_path: Path) -> Non
         assert server.proc.poll() is None
     finally:
         server.stop()
-    opened = App.open()
+    opened = App.open(cwd=tmp_path)
     try:
-        texts = [event.data.get("text") for event in opened.store.view("sessions").project_entries("shared")]
+        project = opened.settings.default_project  # the server's: same environment, same folder
+        texts = [event.data.get("text") for event in opened.store.view("sessions").project_entries(project)]
         assert "still alive" in texts
         assert_store_valid(opened)
     finally:

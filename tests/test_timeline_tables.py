@@ -204,16 +204,16 @@ def test_the_session_start_shows_the_same_open_threads_from_the_tables(app, monk
     shown = session_start.threads_text(reader, 10_000)
     assert served_from_tables(reader)
     assert shown == session_start.threads_text(whole_fold(), 10_000)
-    heads = [line for line in shown.splitlines() if line.startswith("thread ") and " | status=" in line]
-    assert [h.split(": ", 1)[1].split(" |")[0] for h in heads] == [
+    heads = [line for line in shown.splitlines() if line.startswith('- thread "') and " | status=" in line]
+    assert [h.split('"', 2)[1] for h in heads] == [
         "thread 0",
         "a tangent",
         "thread 2",
         "thread 6",
         "thread 5",
     ]
-    assert f"trail: thread 2 ({names[2][0]})" in shown and tangent.thread.id in shown
-    assert "step 1 of 5" in shown and ": thread 7 |" not in shown  # paused
+    assert 'tangent of: "thread 2"' in shown and tangent.thread.id in shown
+    assert "step 1 of 5" in shown and '"thread 7"' not in shown  # paused
 
 
 def test_a_clock_bound_right_after_the_event_it_names_lowers_it_in_every_table(store_dir):
