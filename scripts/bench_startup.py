@@ -76,7 +76,7 @@ SERVER_CALLS = {  # a cold server's first answers, by name: (command, first tool
 def server_cpu_rows(samples: dict[str, list[ColdStart]]) -> list[tuple[str, ...]]:
     """The servers' own CPU to their first answers, against the no-op server's to its first call."""
     floor = statistics.median(run.cpu_first_call for run in samples["no-op SDK server"])
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, runs in samples.items():
         for label, cpu in (
             ("initialize", [r.cpu_initialized for r in runs]),
