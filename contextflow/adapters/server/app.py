@@ -92,9 +92,9 @@ class ContextflowServer:
         try:
             checked = check_arguments(spec, arguments)
             as_json = checked.pop("format", "text") == "json"
-            from contextflow.core import secrets  # compiled on the first call, not before initialize
+            from contextflow.core import redactions  # the secret rules are compiled by the first write
 
-            with secrets.collect() as redacted:
+            with redactions.collect() as redacted:
                 reply = spec.run(self.app, checked)
         except ContextflowError as exc:
             return tool_error(_about(name, exc))
