@@ -6,7 +6,13 @@ the ratios the targets are stated in:
 - `contextflow --version` and each Claude Code hook, against a bare `python -c pass`
   (target: within 5x); the everyday commands `sessions`, `whereami`, `search` and `doctor` too;
 - the time until `contextflow serve` answers `initialize`, against a no-op server on the
-  same SDK (target: no slower, ratio about 1.0).
+  same SDK (target: no slower, ratio about 1.0);
+- the CPU the server itself spends (user + system, all its threads, from /proc) until it answers
+  `initialize` and its first `tools/call` (`list_sessions`, `read_shared_context`), against the
+  no-op server's until its first call (target: within 1.2x); the child processes are run with their
+  `.pyc` files written, as an installed package has them (PYTHONDONTWRITEBYTECODE is dropped);
+- what the default `tools/list` costs a client every turn, in estimated tokens (its JSON, chars/4;
+  target: the whole listing within 2,600), as scripts/tools_list_tokens.py counts it.
 
 - the Stop hook with capture, in CPU time against `python -c pass`, on transcripts of 1, 5
   and 20 MB: the first call (reads the whole transcript) and the next turn (new bytes only);
@@ -37,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib.procs import cold_start
+from benchlib.procs import ColdStart, cold_start
 from benchlib.report import heading, table
 
 PYTHON = sys.executable
@@ -55,9 +61,44 @@ def timed(command: list[str], env: dict[str, str], stdin: bytes = b"", ok: tuple
     return elapsed
 
 
-def initialize_time(command: list[str], env: dict[str, str], errlog: Path) -> float:
-    tool = "noop" if command == FLOOR else "list_sessions"
-    return cold_start(command, env, tool, {}, errlog, timeout=120).to_initialized
+def first_answers(command: list[str], env: dict[str, str], errlog: Path, tool: str) -> ColdStart:
+    """A fresh server's handshake and first `tool` call: wall time and its own CPU to each answer."""
+    return cold_start(command, env, tool, {}, errlog, timeout=120)
+
+
+SERVER_CALLS = {  # a cold server's first answers, by name: (command, first tool)
+    "no-op SDK server": (FLOOR, "noop"),
+    "contextflow serve, list_sessions": ([*CONTEXTFLOW, "serve"], "list_sessions"),
+    "contextflow serve, read_shared_context": ([*CONTEXTFLOW, "serve"], "read_shared_context"),
+}
+
+
+def server_cpu_rows(samples: dict[str, list[ColdStart]]) -> list[tuple[str, ...]]:
+    """The servers' own CPU to their first answers, against the no-op server's to its first call."""
+    floor = statistics.median(run.cpu_first_call for run in samples["no-op SDK server"])
+    rows: list[tuple[str, ...]] = []
+    for name, runs in samples.items():
+        for label, cpu in (
+            ("initialize", [r.cpu_initialized for r in runs]),
+            ("first call", [r.cpu_first_call for r in runs]),
+        ):
+            value = statistics.median(cpu)
+            rows.append((f"{name}: {label}", f"{value * 1000:.0f} ms", f"{value / floor:.2f}x", "<= 1.2x"))
+    return rows
+
+
+def tools_list_tokens() -> tuple[int, int]:
+    """The default tools/list's estimated tokens: the whole listing, and name+description+inputSchema."""
+    import asyncio
+
+    from tools_list_tokens import listed
+
+    from contextflow.core.text import estimate_tokens
+
+    tools = asyncio.run(listed(None))
+    model = [{k: tool[k] for k in ("name", "description", "inputSchema") if k in tool} for tool in tools]
+    whole = estimate_tokens(json.dumps({"tools": tools}, separators=(",", ":")))
+    return whole, estimate_tokens(json.dumps(model, separators=(",", ":")))
 
 
 def seed_store(env: dict[str, str], events: int) -> None:
@@ -273,7 +314,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
         root = Path(tmp)
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},  # .pyc files, as installed
             "HOME": str(root / "home"),
             "CONTEXTFLOW_STORE": str(root / "store"),
             "CONTEXTFLOW_STATE": str(root / "state"),
@@ -302,15 +343,22 @@ def main() -> None:
             "whereami": lambda: timed([*CONTEXTFLOW, "whereami"], env),
             "search parser": lambda: timed([*CONTEXTFLOW, "search", "parser"], env),
             "doctor": lambda: timed([*CONTEXTFLOW, "doctor"], env, ok=(0, 1)),  # 1: problems found, still a run
-            "no-op SDK server: initialize": lambda: initialize_time(FLOOR, env, errlog),
-            "contextflow serve: initialize": lambda: initialize_time([*CONTEXTFLOW, "serve"], env, errlog),
         }
         samples: dict[str, list[float]] = {name: [] for name in contenders}
+        served: dict[str, list[ColdStart]] = {name: [] for name in SERVER_CALLS}
         for warm_up in contenders.values():  # once each first: the page cache, .pyc files
             warm_up()
+        for command, tool in SERVER_CALLS.values():
+            first_answers(command, env, errlog, tool)
         for _ in range(args.runs):
             for name, run in contenders.items():
                 samples[name].append(run())
+            for name, (command, tool) in SERVER_CALLS.items():
+                served[name].append(first_answers(command, env, errlog, tool))
+        samples["no-op SDK server: initialize"] = [run.to_initialized for run in served["no-op SDK server"]]
+        samples["contextflow serve: initialize"] = [
+            run.to_initialized for run in served["contextflow serve, list_sessions"]
+        ]
 
     median = {name: statistics.median(values) for name, values in samples.items()}
     bare = median["python -c pass"]
@@ -330,6 +378,14 @@ def main() -> None:
                 )
             )
     table(("command", "median", "ratio", "target"), rows)
+    heading("Servers' own CPU (user + system, /proc) to their first answers, against the no-op server's first call")
+    table(("server: answer", "CPU", "ratio", "target"), server_cpu_rows(served))
+    whole, seen = tools_list_tokens()
+    heading("The default tools/list, estimated tokens (chars/4; scripts/tools_list_tokens.py)")
+    table(
+        ("listing", "tokens", "target"),
+        [("whole tools/list JSON", f"{whole:,}", "<= 2,600"), ("name+description+inputSchema", f"{seen:,}", "")],
+    )
     if args.capture:
         with tempfile.TemporaryDirectory(prefix="cf-capture-") as tmp:
             root = Path(tmp)

@@ -17,6 +17,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.text import estimate_tokens
 from contextflow.records import core as records
 from contextflow.search import retrieval
+from contextflow.search.operations import CONTEXT_OUTLINE
 from contextflow.sessions import core as sessions
 from tests.conftest import call_with_data, connect, open_app, text_of
 from tests.table import run
@@ -330,6 +331,7 @@ async def test_get_context_gives_its_hits_as_structured_content_beside_the_markd
     outline = result.structured_content
     assert outline is not None and outline["markdown"] == text_of(result)
     first = outline["results"][0]
-    assert set(first) == set(schema["properties"]["results"]["items"]["properties"])
+    assert set(first) == set(CONTEXT_OUTLINE["properties"]["results"]["items"]["properties"])
+    assert schema["properties"]["results"]["items"] == {"type": "object"}  # listed by its type only
     assert first["rank"] == 1 and first["kind"] and first["id"] and isinstance(first["score"], float)
     assert "excerpt" not in first  # the text is in the markdown once, not twice

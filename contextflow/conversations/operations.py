@@ -34,7 +34,7 @@ def _record(name: str, schema: JSON, description: str | None = None) -> Param:
 SAVE_FIELDS = (
     _record("conversation_id", STRING, "From generate_conversation_id; omitted: a new one."),
     _record("source", STRING, "Your tool, e.g. codex."),
-    _record("project", STRING, "Project key."),
+    _record("project", STRING),
     _record("conversation_type", {**STRING, "enum": ["single_topic", "multi_topic"]}),
     string("topic", "2-5 words.", required=True, cli=False),
     _record("categories", STRINGS, "Tags, e.g. testing."),
@@ -56,7 +56,7 @@ SAVE_FIELDS = (
 OPERATIONS = (
     Operation(
         "generate_conversation_id",
-        "Mint a conversation id at the start of a session, to save (and re-save) its record under.",
+        "Mint a conversation id at the start of a session, to save (and re-save) it under.",
         (),
         present.generate_conversation_id,
         needs_store=False,
@@ -99,12 +99,15 @@ OPERATIONS = (
     ),
     Operation(
         "get_conversation",
-        "Show one saved conversation record in full; include_transcript adds its full transcript.",
+        "Show one saved conversation record in full.",
         (
             string("conversation_id", "Id or unique prefix.", required=True, positional=True),
             string("project", "Project key, when two projects hold the id."),
             boolean(
-                "include_transcript", "Default false.", flag="--transcript", cli_help="include the full transcript"
+                "include_transcript",
+                "Add its full transcript.",
+                flag="--transcript",
+                cli_help="include the full transcript",
             ),
         ),
         present.get_conversation,

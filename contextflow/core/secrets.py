@@ -20,11 +20,10 @@ import bisect
 import os
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from contextflow.core import redactions
 from contextflow.core.errors import InputError
 from contextflow.core.secret_rules import (
     CREDENTIAL_FIELD,
@@ -45,8 +44,6 @@ REDACTED_FIELD = "redacted"
 MIN_GROUP_SECRET = 8
 # an event's own names: never rewritten because a value elsewhere in it repeats them
 IDENTITY_FIELDS = frozenset({"key", "project", "id", "session_id", "conversation_id", "agent", "turn_id"})
-
-_collected: ContextVar[list[str] | None] = ContextVar("contextflow_redactions", default=None)
 
 
 class Finding(NamedTuple):
@@ -362,8 +359,7 @@ def scrub(data: dict[str, Any], how: str | None = None) -> tuple[dict[str, Any],
         )
     previous = data.get(REDACTED_FIELD)
     result[REDACTED_FIELD] = ([str(item) for item in previous] if isinstance(previous, list) else []) + notes
-    if (collected := _collected.get()) is not None:
-        collected.extend(notes)
+    redactions.record(notes)
     return result, notes
 
 
@@ -488,15 +484,7 @@ def suspects(values: Sequence[Any]) -> set[int]:
 # -- telling the caller --------------------------------------------------------------------
 
 
-@contextmanager
-def collect() -> Iterator[list[str]]:
-    """Gather the redactions made while the block runs (the MCP server wraps each tool call)."""
-    found: list[str] = []
-    token = _collected.set(found)
-    try:
-        yield found
-    finally:
-        _collected.reset(token)
+collect = redactions.collect  # the MCP server gathers them with `core.redactions` itself
 
 
 def notice(redactions: list[str]) -> str:

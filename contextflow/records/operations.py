@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contextflow.operations.params import PROJECT, boolean, integer, string, writer
+from contextflow.operations.params import PROJECT, bare, boolean, integer, string, writer
 from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, Table, deferred
 from contextflow.records.fields import (
     CATEGORIES,
@@ -65,7 +65,7 @@ OPERATIONS = (
             ),
             string("source", "Machine it is about or came from (default: this machine)."),
             AGENT,
-            PROJECT,
+            bare(PROJECT),  # read_shared_context explains it
         ),
         present.context_set,
         command=("context", "set"),
@@ -74,7 +74,7 @@ OPERATIONS = (
     Operation(
         "context_get",
         "Get one context record by exact key.",
-        (EXACT_KEY, PROJECT),
+        (EXACT_KEY, bare(PROJECT)),
         present.context_get,
         command=("context", "get"),
     ),
@@ -96,7 +96,7 @@ OPERATIONS = (
     Operation(
         "context_delete",
         "Delete a context record by exact key.",
-        (EXACT_KEY, AGENT, PROJECT),
+        (bare(EXACT_KEY), bare(AGENT), bare(PROJECT)),  # context_get and context_set explain them
         present.context_delete,
         command=("context", "delete"),
         read_only=False,

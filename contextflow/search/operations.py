@@ -68,7 +68,7 @@ OPERATIONS = (
             ),
             string(
                 "project",
-                "Only this project's records (plus records without a project).",
+                "Only this project's (and project-less) records.",
                 cli_help="only this project (plus records without a project)",
             ),
             integer("limit", 1, MAX_LIMIT, "Default 8.", cli_help=f"at most N matches (default {DEFAULT_LIMIT})"),

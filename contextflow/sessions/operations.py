@@ -54,8 +54,8 @@ OPERATIONS = (
             writer("Your name, e.g. claude, codex, gemini.", required=True),
             string("text", "The note.", positional=True, cli_help="the note"),
             string("content", "Alias of `text`.", cli=False),
-            PROJECT,
-            SESSION,
+            bare(PROJECT),  # read_shared_context explains it, as the shared filters below
+            bare(SESSION),
             string("task", "Current task title."),
             Param("tags", STRINGS, flag="--tag", cli_help="a tag (repeatable)"),
         ),
@@ -67,13 +67,13 @@ OPERATIONS = (
         "write_shared_handoff",
         "Write a structured handoff so the next assistant can continue your work.",
         (
-            writer("Your name.", required=True),
+            bare(writer(required=True)),  # append_shared_note explains it
             string("summary", "What was done and the current state.", required=True, positional=True),
             _list("next_steps", "Ordered next actions.", "--next", "a next step"),
             _list("open_questions", "Unknowns and blockers.", "--question", "an open question"),
             _list("files", "Relevant files.", "--file", "a relevant file"),
-            PROJECT,
-            SESSION,
+            bare(PROJECT),
+            bare(SESSION),
             string("task", "Task title."),
         ),
         present.write_shared_handoff,
@@ -82,15 +82,15 @@ OPERATIONS = (
     ),
     Operation(
         "get_latest_handoff",
-        "Get the most recent handoff (optionally by project, agent or session).",
-        (PROJECT, AGENT_FILTER, SESSION),
+        "Get the most recent handoff.",
+        tuple(map(bare, (PROJECT, AGENT_FILTER, SESSION))),
         present.get_latest_handoff,
         command=("latest",),
     ),
     Operation(
         "list_sessions",
         "List resumable work sessions, most recently active first.",
-        LIST_FILTERS,
+        (*map(bare, (PROJECT, AGENT_FILTER, SINCE, LIMIT)), UNSESSIONED),  # read_shared_context explains them
         present.list_sessions,
         command=("sessions",),
     ),
@@ -110,7 +110,7 @@ OPERATIONS = (
     Operation(
         "resume_session",
         "Load a session's latest handoff and recent entries to resume its exact work item.",
-        (Param("session_id", SESSION.schema, positional=True), PROJECT, LIMIT),
+        (bare(Param("session_id", SESSION.schema, positional=True)), bare(PROJECT), bare(LIMIT)),
         present.resume_session,
         command=("resume",),
     ),

@@ -32,6 +32,17 @@ class ColdStart:
     to_first_call: float  # spawn -> first tools/call result
     peak_rss_kb: int
     exit_seconds: float  # stdin closed -> process gone
+    cpu_initialized: float = 0.0  # the server's own CPU seconds (user + system, all threads) to its initialize result
+    cpu_first_call: float = 0.0  # ... to its first tools/call result
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far, all its threads (/proc/<pid>/stat), 0 if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def vm_hwm_kb(pid: int) -> int:
@@ -130,11 +141,13 @@ def _probe(
         )
         receive(process, 1, deadline)
         initialized = time.perf_counter() - began
+        cpu_initialized = cpu_seconds(process.pid)  # it answered, so it now waits on stdin
         send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         params = {"name": tool, "arguments": arguments}
         send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
         result = receive(process, 2, deadline)
         first_call = time.perf_counter() - began
+        cpu_first_call = cpu_seconds(process.pid)
         if result.get("isError"):
             raise ProbeError(f"{tool} returned an error: {result.get('content')}")
         peak = vm_hwm_kb(process.pid)
@@ -142,7 +155,8 @@ def _probe(
         assert process.stdin is not None
         process.stdin.close()
         process.wait(timeout=timeout)
-        return ColdStart(initialized, first_call, peak, time.perf_counter() - closing)
+        exit_seconds = time.perf_counter() - closing
+        return ColdStart(initialized, first_call, peak, exit_seconds, cpu_initialized, cpu_first_call)
     finally:
         if process.poll() is None:
             process.kill()

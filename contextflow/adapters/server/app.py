@@ -75,12 +75,12 @@ class ContextflowServer:
                 name=spec.name,
                 description=spec.summary,
                 input_schema=spec.input_schema(),
-                output_schema=spec.output_schema,
-                annotations=types.ToolAnnotations(
-                    read_only_hint=spec.read_only,
-                    destructive_hint=spec.destructive if not spec.read_only else None,  # meant for writes only
-                    open_world_hint=False,
-                ),
+                output_schema=listed_outline(spec.output_schema),
+                # only the hints that say something (each is paid for in every turn): destructiveHint is meant
+                # for writes only, and openWorldHint's default (true) asks no more of a client than a write does
+                annotations=types.ToolAnnotations(read_only_hint=True)
+                if spec.read_only
+                else types.ToolAnnotations(read_only_hint=False, destructive_hint=spec.destructive),
             )
             for spec in self.tools.values()
         ]
@@ -92,9 +92,9 @@ class ContextflowServer:
         try:
             checked = check_arguments(spec, arguments)
             as_json = checked.pop("format", "text") == "json"
-            from contextflow.core import secrets  # compiled on the first call, not before initialize
+            from contextflow.core import redactions  # the secret rules are compiled by the first write
 
-            with secrets.collect() as redacted:
+            with redactions.collect() as redacted:
                 reply = spec.run(self.app, checked)
         except ContextflowError as exc:
             return tool_error(_about(name, exc))
@@ -198,6 +198,21 @@ class ContextflowServer:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=text)]
         )
+
+
+def listed_outline(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An output schema as tools/list gives it (paid for in every turn): its top-level properties, and
+    an array's items only by their type. It still holds for the structured content, which carries each item's
+    fields as the whole schema declares them (`structured_part`)."""
+    if schema is None or "properties" not in schema:
+        return schema
+    properties = {
+        name: {**prop, "items": {"type": prop["items"].get("type", "object")}}
+        if isinstance(prop.get("items"), dict)
+        else prop
+        for name, prop in schema["properties"].items()
+    }
+    return {**schema, "properties": properties}
 
 
 def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: list[str]) -> types.CallToolResult:
