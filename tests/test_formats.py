@@ -24,7 +24,7 @@ RECORDED = {
     "view-events": (2, "bb662f5c7d46105e0ddc"),
     "sessions": (1, "7d90772efe7396c17ac6"),
     "feed": (2, "c1df2bacd19a3d6af276"),
-    "capture": (2, "b2662a3526ba37fc5542"),
+    "capture": (2, "a20d96246c27f10e06f3"),
     "graph-state": (1, "5d446d68cccad98d1263"),
     "records-state": (1, "d624f5b7db65adbd2bd2"),
     "conversations-state": (1, "413215feebe9c38871e6"),
