@@ -183,3 +183,149 @@ def test_the_session_start_under_a_held_lock_shows_the_newest_handoff_from_the_l
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+# -- captured turns, the feed and the timeline during a build or a lock ----------------------------
+
+
+def other_machine_captures(state: Path) -> None:
+    """Another machine's captured turns of session s-cap arrive (a sync), one of them linking a handoff."""
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(state))
+    try:
+        base = {"agent": "codex", "project": "shared", "session_id": "s-cap"}
+        for n in range(3):
+            turn = {"request": f"synced request {n}", "final": f"synced final {n}", "files": {"edited": ["a.py"]}}
+            other.store.append("capture.turn", {**base, "turn_id": f"synced-{n}", "turn": turn})
+    finally:
+        other.close()
+
+
+def test_captured_turns_another_machine_wrote_are_read_while_the_build_has_not_reached_them(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.capture.stored import known_turns, turns
+
+    base = {"agent": "claude", "project": "shared", "session_id": "s-here"}
+    app.store.append("capture.turn", {**base, "turn_id": "mine", "turn": {"request": "mine", "final": "done"}})
+    assert len(turns(app, "shared").session("s-here")) == 1  # the tables hold it
+    building_elsewhere(monkeypatch)
+    other_machine_captures(tmp_path / "elsewhere")
+    assert app.tables().update() == -1 and not app.tables().serves(("capture",))
+    captured = turns(app, "shared")
+    assert len(captured.session("s-cap")) == 3 and captured.holding(["s-cap", "s-here"]) == {"s-cap", "s-here"}
+    latest = captured.latest_work()
+    assert latest is not None and latest[0] == "s-cap"
+    known = known_turns(app)
+    assert "synced-0" in known and "mine" in known
+
+
+def test_captured_turns_written_under_a_held_lock_are_read(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.capture.stored import turns
+
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    base = {"agent": "claude", "project": "p", "session_id": "s-lock"}
+    app.store.append("capture.turn", {**base, "turn_id": "one", "turn": {"request": "one", "final": "done"}})
+    assert len(turns(app, "p").session("s-lock")) == 1
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        app.store.append("capture.turn", {**base, "turn_id": "two", "turn": {"request": "two", "final": "done"}})
+        assert len(turns(app, "p").session("s-lock")) == 2
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_the_feed_during_an_unfinished_build_reads_what_the_build_has_not_reached(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.feed import present as feed
+
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    shown = feed.recent_activity(app, {"project": "shared"})
+    assert "earlier" in shown.text and "partial" not in shown.data
+    building_elsewhere(monkeypatch)
+    other_machine_writes(3, tmp_path / "elsewhere")
+    assert app.tables().update() == -1 and not app.tables().serves(("feed",))
+    shown = feed.recent_activity(app, {"project": "shared"})
+    assert "synced note 0" in shown.text and "the synced task" in shown.text and "earlier" in shown.text
+    assert len(shown.data["items"]) == 5 and "partial" not in shown.data
+    assert "codex" in shown.data["facets"]["agents"]
+    codex = feed.recent_activity(app, {"project": "shared", "agent": "codex", "limit": 2})
+    assert [item["text"] for item in codex.data["items"]] == ["the synced task - synced summary", "synced note 2"]
+    older = feed.recent_activity(app, {"project": "shared", "agent": "codex", "before": codex.data["items"][-1]["id"]})
+    assert [item["text"] for item in older.data["items"]] == ["synced note 1", "synced note 0"]
+
+
+def test_the_feed_says_it_is_partial_and_how_far_the_build_is_when_too_much_remains_to_read(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.core import table_rest
+    from contextflow.feed import present as feed
+
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    assert "earlier" in feed.recent_activity(app, {"project": "shared"}).text
+    building_elsewhere(monkeypatch)
+    monkeypatch.setattr(table_rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    other_machine_writes(3, tmp_path / "elsewhere")
+    shown = feed.recent_activity(app, {"project": "shared", "agent": "codex"})
+    partial = shown.data["partial"]
+    assert 0 < partial["built_bytes"] < partial["log_bytes"]
+    assert shown.text.startswith("PARTIAL:") and "nothing matches in what is read so far" in shown.text
+
+
+def test_the_feed_under_a_held_lock_shows_what_was_written_meanwhile(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.feed import present as feed
+
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    sessions.append_shared_note(app, {"agent": "claude", "project": "p", "text": "before the lock"})
+    assert "before the lock" in feed.recent_activity(app, {"project": "p"}).text
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        sessions.append_shared_note(app, {"agent": "claude", "project": "p", "text": "under the lock"})
+        shown = feed.recent_activity(app, {"project": "p"})
+        assert "under the lock" in shown.text and "before the lock" in shown.text and "partial" not in shown.data
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_timeline_thread_another_machine_wrote_is_listed_while_the_build_has_not_reached_it(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.timeline import core as timeline
+
+    timeline.create_thread(app, name="mine")
+    assert [w.thread.name for w in timeline.threads_here(app)] == ["mine"]
+    building_elsewhere(monkeypatch)
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        timeline.create_thread(other, name="synced")
+    finally:
+        other.close()
+    assert app.tables().update() == -1 and not app.tables().serves(("timeline",))
+    assert sorted(w.thread.name for w in timeline.threads_here(app)) == ["mine", "synced"]
+    assert timeline.thread_count(app, "active") == 2
+
+
+def test_a_turn_captured_again_on_another_machine_is_listed_once_while_the_build_has_not_reached_it(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.feed import present as feed
+
+    turn = {"agent": "claude", "project": "shared", "session_id": "s", "turn_id": "t1", "turn": {"request": "fix it"}}
+    app.store.append("capture.turn", turn)
+    assert len(feed.recent_activity(app, {"project": "shared"}).data["items"]) == 1
+    building_elsewhere(monkeypatch)
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        other.store.append("capture.turn", turn)  # the same turn, read again from its transcript
+        other.store.append("capture.turn", {**turn, "turn_id": "t2", "turn": {"request": "then this"}})
+    finally:
+        other.close()
+    assert not app.tables().serves(("feed",))
+    items = feed.recent_activity(app, {"project": "shared"}).data["items"]
+    assert [(item["machine"], item["text"]) for item in items] == [("writer-b", "then this"), ("writer-a", "fix it")]

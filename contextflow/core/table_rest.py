@@ -1,0 +1,71 @@
+"""The rest: a table set's rows for the logs' bytes its tables do not hold yet (past each log's cursor of
+its format), in a small in-memory database with the set's own schema.
+
+While a build runs or another process holds the write lock, a reader queries the tables as built and
+the rest together: a complete answer that costs O(the remaining bytes), not a fold of every log. The
+cursors are read before the caller queries the tables, so a chunk committed meanwhile is in both (the
+caller drops a row it finds twice by its event id), never in neither. Clock bounds are not applied to
+the rest (as `ondisk._partial`: a bound within the unread bytes is rare).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from contextflow.core.fsutil import signature
+from contextflow.core.log import read_new
+from contextflow.core.table_sets import TableSet, readable_events
+from contextflow.core.table_updates import BACKGROUND_BYTES, READ_BYTES
+
+if TYPE_CHECKING:
+    from contextflow.core.tables import Tables
+
+REST_BYTES = BACKGROUND_BYTES  # read at most this much per call; more (a new machine): the answer says it is partial
+
+
+def remaining(tables: Tables, table_set: TableSet) -> int:
+    """Bytes of the logs past the cursors of `table_set`'s format (one stat per log)."""
+    cursors = tables.cursors(table_set.name)
+    total = 0
+    for path in tables.paths():
+        found = signature(path)
+        cursor = cursors.get(str(path))
+        total += max(0, (found[2] if found else 0) - (cursor.offset if cursor else 0))
+    return total
+
+
+def rest(tables: Tables, table_set: TableSet, most: int | None = None) -> sqlite3.Connection | None:
+    """An in-memory database holding `table_set`'s rows of every log's events past its format's cursor,
+    or None when more than `most` bytes (REST_BYTES by default) remain: the caller then says its answer
+    is partial and how far the build is. The caller closes it."""
+    if remaining(tables, table_set) > (REST_BYTES if most is None else most):
+        return None
+    cursors = tables.cursors(table_set.name)
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for statement in table_set.schema:
+            db.execute(statement)
+        for path in tables.paths():
+            cursor = cursors.get(str(path))
+            while True:
+                start = cursor.offset if cursor else 0
+                try:
+                    chunk = read_new(path, cursor, READ_BYTES)
+                except FileNotFoundError:
+                    break
+                found: dict[str, dict[tuple[Any, ...], None]] = {}
+                for event in readable_events(chunk.lines, tables.store):
+                    for table, values in table_set.rows(event):
+                        found.setdefault(table, {})[values] = None
+                db.execute("BEGIN")
+                for table, rows in found.items():
+                    db.executemany(table_set.inserts[table], list(rows))
+                db.execute("COMMIT")
+                cursor = chunk.cursor
+                if chunk.cursor.offset - start < READ_BYTES:
+                    break
+    except BaseException:
+        db.close()
+        raise
+    return db
