@@ -66,6 +66,11 @@ def test_doctor_names_a_damaged_search_index_and_fix_rebuilds_it(capsys, app):
 # -- a build under way, a lock held ------------------------------------------------------------
 
 
+def folded_sessions(app: App) -> bool:
+    """Whether this process folded the sessions view from every log (a write only opens the fold)."""
+    return app.store.folded and "sessions" not in app.store.fold.deferred
+
+
 def other_machine_writes(count: int, state: Path) -> None:
     """Another machine's log arrives (a sync): `count` notes and a handoff of session s1."""
     other = open_app("writer-b", CONTEXTFLOW_STATE=str(state))
@@ -93,6 +98,7 @@ def test_a_read_during_an_unfinished_build_answers_completely(
     assert "the synced task" in sessions.get_latest_handoff(app, {"project": "shared", "session_id": "s1"}).text
     projects = sessions.list_projects(app, {}).data  # what the page's overview shows under "Building…"
     assert [(p["name"], p["entries"]) for p in projects["projects"]] == [("shared", 14)]
+    assert not folded_sessions(app)  # the tables as built and the logs' remaining bytes: no fold of every log
 
 
 def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_shown(
@@ -110,6 +116,7 @@ def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_sho
         shown = sessions.get_latest_handoff(app, {"project": "p"}).text
         assert "the task just written" in shown and "the previous task" not in shown
         assert "the task just written" in sessions.resume_session(app, dict(base)).text
+        assert not folded_sessions(app)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -329,3 +336,58 @@ def test_a_turn_captured_again_on_another_machine_is_listed_once_while_the_build
     assert not app.tables().serves(("feed",))
     items = feed.recent_activity(app, {"project": "shared"}).data["items"]
     assert [(item["machine"], item["text"]) for item in items] == [("writer-b", "then this"), ("writer-a", "fix it")]
+
+
+def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.sessions import stored
+
+    base = {"agent": "claude", "project": "shared", "session_id": "s1"}
+    sessions.append_shared_note(app, {**base, "text": "built note"})
+    app.store.append("handoff", {**base, "summary": "[automatic handoff] built", "auto": True})
+    sessions.write_shared_handoff(app, {**base, "task": "built task", "summary": "built"})
+    marked = app.store.append("handoff", {**base, "project": "other", "summary": "to be marked"})
+    assert "s1" in sessions.list_sessions(app, {"project": "shared"}).text  # the tables hold these
+    building_elsewhere(monkeypatch)
+    other_machine_writes(2, tmp_path / "elsewhere")  # more of s1: notes and a handoff with a task
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        other.store.append("handoff", {**base, "summary": "[automatic handoff] newer", "auto": True})
+        other.store.append("note", {**base, "session_id": "s2", "agent": "codex", "text": "a new session"})
+        sessions.mark_handoff_wrong(other, {"handoff_id": marked.id, "agent": "codex", "reason": "not so"})
+    finally:
+        other.close()
+    assert not app.tables().serves(("sessions",))
+
+    def answers(reader: App) -> list[object]:
+        shown: list[object] = []
+        for project in ("shared", "other"):
+            shown.append(sessions.list_sessions(reader, {"project": project}).data)
+            shown.append(sessions.get_latest_handoff(reader, {"project": project}).text)
+        for sid in ("s1", "s2"):
+            shown.append(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data)
+        shown.append(sessions.list_projects(reader, {}).data)
+        return shown
+
+    merged = answers(app)
+    assert stored.current(app) and not folded_sessions(app)
+    monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much to read past the cursors: the fold of every log
+    folding = App.open()
+    try:
+        assert answers(folding) == merged and folded_sessions(folding)
+    finally:
+        folding.close()
+
+
+def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_made(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions.append_shared_note(app, {"agent": "claude", "project": "p", "session_id": "s", "text": "an old note"})
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    sessions.append_shared_note(app, {"agent": "claude", "project": "p", "session_id": "s", "text": "a new note"})
+    app.tables().update()  # this machine's newest rows added ahead; the build (elsewhere) has made nothing else
+    assert not app.tables().serves(("sessions",)) and not app.tables().serves(("feed",))
+    assert "an old note" in sessions.resume_session(app, {"project": "p", "session_id": "s"}).text

@@ -14,19 +14,19 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core.fsutil import signature
-from contextflow.core.log import read_new
+from contextflow.core.log import Cursor, read_new
 from contextflow.core.table_sets import TableSet, readable_events
-from contextflow.core.table_updates import BACKGROUND_BYTES, READ_BYTES
+from contextflow.core.table_updates import READ_BYTES
 
 if TYPE_CHECKING:
     from contextflow.core.tables import Tables
 
-REST_BYTES = BACKGROUND_BYTES  # read at most this much per call; more (a new machine): the answer says it is partial
+REST_BYTES = 32 * 1024 * 1024  # read at most this much per call; more (a new machine): the answer says it is partial
 
 
-def remaining(tables: Tables, table_set: TableSet) -> int:
+def remaining(tables: Tables, table_set: TableSet, cursors: dict[str, Cursor] | None = None) -> int:
     """Bytes of the logs past the cursors of `table_set`'s format (one stat per log)."""
-    cursors = tables.cursors(table_set.name)
+    cursors = tables.cursors(table_set.name) if cursors is None else cursors
     total = 0
     for path in tables.paths():
         found = signature(path)
@@ -41,31 +41,36 @@ def rest(tables: Tables, table_set: TableSet, most: int | None = None) -> sqlite
     is partial and how far the build is. The caller closes it."""
     if remaining(tables, table_set) > (REST_BYTES if most is None else most):
         return None
-    cursors = tables.cursors(table_set.name)
+    found = rows_past(tables, table_set, tables.cursors(table_set.name))
     db = sqlite3.connect(":memory:", isolation_level=None)
     try:
         for statement in table_set.schema:
             db.execute(statement)
-        for path in tables.paths():
-            cursor = cursors.get(str(path))
-            while True:
-                start = cursor.offset if cursor else 0
-                try:
-                    chunk = read_new(path, cursor, READ_BYTES)
-                except FileNotFoundError:
-                    break
-                found: dict[str, dict[tuple[Any, ...], None]] = {}
-                for event in readable_events(chunk.lines, tables.store):
-                    for table, values in table_set.rows(event):
-                        found.setdefault(table, {})[values] = None
-                db.execute("BEGIN")
-                for table, rows in found.items():
-                    db.executemany(table_set.inserts[table], list(rows))
-                db.execute("COMMIT")
-                cursor = chunk.cursor
-                if chunk.cursor.offset - start < READ_BYTES:
-                    break
+        db.execute("BEGIN")
+        for table, rows in found.items():
+            db.executemany(table_set.inserts[table], rows)
+        db.execute("COMMIT")
     except BaseException:
         db.close()
         raise
     return db
+
+
+def rows_past(tables: Tables, table_set: TableSet, cursors: dict[str, Cursor]) -> dict[str, list[tuple[Any, ...]]]:
+    """`table_set`'s rows (per table, each once) of every log's events past its cursor in `cursors`."""
+    found: dict[str, dict[tuple[Any, ...], None]] = {}
+    for path in tables.paths():
+        cursor = cursors.get(str(path))
+        while True:
+            start = cursor.offset if cursor else 0
+            try:
+                chunk = read_new(path, cursor, READ_BYTES)
+            except FileNotFoundError:
+                break
+            for event in readable_events(chunk.lines, tables.store):
+                for table, values in table_set.rows(event):
+                    found.setdefault(table, {})[values] = None
+            cursor = chunk.cursor
+            if chunk.cursor.offset - start < READ_BYTES:
+                break
+    return {table: list(rows) for table, rows in found.items()}
