@@ -370,8 +370,16 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
         shown.append(sessions.list_projects(reader, {}).data)
         return shown
 
-    merged = answers(app)
-    assert stored.current(app) and not folded_sessions(app)
+    from contextflow.sessions import rest
+
+    built: list[object] = []
+    monkeypatch.setattr(rest, "build", lambda *args, real=rest.build: built.append(real(*args)) or built[-1])
+    first = answers(app)
+    sessions.append_shared_note(app, {**base, "text": "after the first read"})  # rows added ahead of the build
+    app.store.append("handoff", {**base, "summary": "[automatic handoff] newest", "auto": True})
+    merged = answers(app)  # the overlay extended by the new bytes
+    assert "after the first read" in str(merged) and "after the first read" not in str(first)
+    assert stored.current(app) and not folded_sessions(app) and len(built) == 1  # built once, then extended
     monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much to read past the cursors: the fold of every log
     folding = App.open()
     try:

@@ -11,6 +11,8 @@ the rest (as `ondisk._partial`: a bound within the unread bytes is rare).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core.fsutil import signature
@@ -60,17 +62,28 @@ def rows_past(tables: Tables, table_set: TableSet, cursors: dict[str, Cursor]) -
     """`table_set`'s rows (per table, each once) of every log's events past its cursor in `cursors`."""
     found: dict[str, dict[tuple[Any, ...], None]] = {}
     for path in tables.paths():
-        cursor = cursors.get(str(path))
-        while True:
-            start = cursor.offset if cursor else 0
-            try:
-                chunk = read_new(path, cursor, READ_BYTES)
-            except FileNotFoundError:
-                break
-            for event in readable_events(chunk.lines, tables.store):
-                for table, values in table_set.rows(event):
-                    found.setdefault(table, {})[values] = None
-            cursor = chunk.cursor
-            if chunk.cursor.offset - start < READ_BYTES:
-                break
+        for rows, _ in chunks_past(tables, table_set, path, cursors.get(str(path))):
+            for table, values in rows.items():
+                found.setdefault(table, {}).update(dict.fromkeys(values))
     return {table: list(rows) for table, rows in found.items()}
+
+
+def chunks_past(
+    tables: Tables, table_set: TableSet, path: Path, cursor: Cursor | None, size: int = READ_BYTES
+) -> Iterator[tuple[dict[str, list[tuple[Any, ...]]], Cursor]]:
+    """`table_set`'s rows of the log at `path` past `cursor`, about `size` bytes at a time, each with the
+    cursor after it (a log that is gone gives none)."""
+    while True:
+        start = cursor.offset if cursor else 0
+        try:
+            chunk = read_new(path, cursor, size)
+        except FileNotFoundError:
+            return
+        found: dict[str, dict[tuple[Any, ...], None]] = {}
+        for event in readable_events(chunk.lines, tables.store):
+            for table, values in table_set.rows(event):
+                found.setdefault(table, {})[values] = None
+        cursor = chunk.cursor
+        yield {table: list(rows) for table, rows in found.items()}, cursor
+        if chunk.cursor.offset - start < size:
+            return

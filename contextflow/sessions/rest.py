@@ -2,12 +2,12 @@
 lock): the tables as built, and the rows of the logs' remaining bytes, queried together.
 
 An `Overlay` is an in-memory database with the sessions schema (its triggers too) that attaches the
-tables (`base`, read only). It holds the rows of the events past the sessions cursors and, for the
-sessions those events touch, the tables' summaries and current automatic handoffs, so the triggers
-merge the new entries into them as a build would. TEMP views named as the tables (`sessions_entries`,
-`sessions`, ...) show the tables' rows with the overlay's in their place: `sessions/stored.py`'s queries
-read them unchanged. Building one costs O(the remaining bytes + the sessions they touch); it is kept
-while the logs and the cursors stay as they were.
+tables (`base`, read only). It holds the rows of the events past the sessions cursors and every entry
+the tables hold of the sessions those events touch, so the triggers make those sessions' summaries as a
+build would. TEMP views named as the tables (`sessions_entries`, `sessions`, ...) show the tables' rows
+with the overlay's in their place: `sessions/stored.py`'s queries read them unchanged. Building one
+costs O(the remaining bytes + the entries of the sessions they touch); while the cursors stay as they
+were it is extended by the logs' new bytes only, and built again when they move.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextflow.core.fsutil import signature
+from contextflow.core.fsutil import Signature, signature
+from contextflow.core.log import Cursor
+from contextflow.core.table_rest import chunks_past
 from contextflow.core.table_sets import cursor_of
 
 if TYPE_CHECKING:
@@ -32,15 +34,18 @@ _VIEWS = {
     "sessions_marks": "SELECT project, session_id, handoff, min(note) AS note FROM (SELECT * FROM base.sessions_marks "
     "UNION ALL SELECT * FROM main.sessions_marks) GROUP BY project, session_id, handoff",
 }
+CHUNK_BYTES = 1024 * 1024  # read and inserted at a time: the overlay's memory is its rows, not a chunk's events
 _EMPTY = {name: f"SELECT * FROM main.{name}" for name in _VIEWS}  # no tables built yet: the overlay is all
-_IDS = 500  # ids looked up at a time
 
 
 class Overlay:
     """One in-memory overlay over the tables (see the module's docstring); `query` reads through it."""
 
-    def __init__(self, db: sqlite3.Connection, key: object) -> None:
-        self.db, self.key = db, key
+    def __init__(self, db: sqlite3.Connection, base: object, built: bool) -> None:
+        self.db, self.base, self.built = db, base, built
+        self.read: dict[str, Cursor | None] = {}  # per log, how far the overlay holds its rows
+        self.seen: dict[str, Signature | None] = {}  # per log, its signature when read
+        self._seeded: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -50,54 +55,85 @@ class Overlay:
     def close(self) -> None:
         self.db.close()
 
+    def add(self, tables: Tables) -> None:
+        """Add the rows of every log's bytes past what the overlay holds, a chunk at a time."""
+        from contextflow.sessions.table import TABLES
 
-def key_of(tables: Tables) -> object:
-    """What an overlay is valid for: every log's signature and the sessions cursors (one stat per log)."""
+        with self._lock:
+            for path in tables.paths():
+                self.seen[str(path)] = signature(path)
+                for rows, after in chunks_past(tables, TABLES, path, self.read.get(str(path)), CHUNK_BYTES):
+                    self.db.execute("BEGIN")
+                    self._insert(rows)
+                    self.db.execute("COMMIT")
+                    self.read[str(path)] = after
+
+    def _insert(self, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+        from contextflow.sessions.table import INSERTS
+
+        entries = rows.get("sessions_entries", [])
+        if self.built:
+            touched = {(row[5], row[6]) for row in entries if row[6]} - self._seeded
+            _seed(self.db, touched)
+            self._seeded |= touched
+        self.db.executemany(_main(INSERTS["sessions_entries"]), entries)
+        for table in ("sessions_agents", "sessions_marks"):
+            self.db.executemany(_main(INSERTS[table]), rows.get(table, []))
+
+
+def _main(insert: str) -> str:
+    """An insert into the overlay's own table (the TEMP view of that name is not written)."""
+    return insert.replace(" INTO ", " INTO main.", 1)
+
+
+def base_key(tables: Tables) -> object:
+    """The sessions cursors of the tables: while they stay, an overlay is extended, else built again."""
+    found = tables.peek("SELECT path, cursor FROM cursors WHERE format = 'sessions'")
+    return tuple(sorted((str(path), bytes(blob)) for path, blob in found))
+
+
+def fresh(overlay: Overlay, tables: Tables) -> bool:
+    """Whether `overlay` holds every log as it is now (one stat per log)."""
     paths = tables.paths()
-    cursors = sorted(
-        (path, bytes(blob)) for path, blob in tables.peek("SELECT path, cursor FROM cursors WHERE format = 'sessions'")
-    )
-    return tuple((str(path), signature(path)) for path in paths), tuple(cursors)
+    return len(paths) == len(overlay.seen) and all(overlay.seen.get(str(p), 0) == signature(p) for p in paths)
 
 
 def build(tables: Tables, most: int) -> Overlay | None:
-    """The overlay of the tables now, or None when more than `most` bytes remain past the cursors (a new
-    machine: the caller reads the logs its own way) or the tables do not read."""
-    from contextflow.core.table_rest import remaining, rows_past
+    """The overlay of the tables now, or None when more than `most` bytes, or more than half the logs
+    (and over CHUNK_BYTES), remain past the cursors (a new machine: the caller folds the logs, which costs
+    as much and holds less)."""
+    from contextflow.core.table_rest import remaining
     from contextflow.sessions.table import TABLES
 
-    key = key_of(tables)
+    key = base_key(tables)
     db = sqlite3.connect("file::memory:", uri=True, isolation_level=None, check_same_thread=False)
     try:
         db.execute("ATTACH ? AS base", (f"{tables.path.absolute().as_uri()}?mode=ro",))
-        db.execute("BEGIN")  # the cursors and the rows seeded from the tables: one snapshot
-        built = db.execute("SELECT version FROM base.formats WHERE name = ?", (TABLES.name,)).fetchall() == [
-            (TABLES.format.version,)
-        ] and _has_tables(db)
-        cursors = {}
+        versions = db.execute("SELECT version FROM base.formats WHERE name = ?", (TABLES.name,)).fetchall()
+        built = versions == [(TABLES.format.version,)] and _has_tables(db)
+        cursors: dict[str, Cursor] = {}
         if built:
             found = db.execute("SELECT path, cursor FROM base.cursors WHERE format = ?", (TABLES.name,)).fetchall()
             cursors = {str(path): cursor_of(blob) for path, blob in found}
-        if remaining(tables, TABLES, cursors) > most:
-            db.close()
+        left = remaining(tables, TABLES, cursors)
+        if left > most or (left > CHUNK_BYTES and left * 2 > _size(tables)):
+            db.close()  # (over half the logs: their fold costs as much and holds less memory)
             return None
-        rows = rows_past(tables, TABLES, cursors)
         for statement in TABLES.schema:
             db.execute(statement)
-        entries = rows.get("sessions_entries", [])
-        if built:
-            entries = _new(db, entries)
-            _seed(db, {(row[5], row[6]) for row in entries if row[6]})
-        db.executemany(TABLES.inserts["sessions_entries"], entries)
-        for table in ("sessions_agents", "sessions_marks"):
-            db.executemany(TABLES.inserts[table], rows.get(table, []))
-        db.execute("COMMIT")
+        overlay = Overlay(db, key, built)
+        overlay.read = dict(cursors)
+        overlay.add(tables)
         for name, sql in (_VIEWS if built else _EMPTY).items():
             db.execute(f"CREATE TEMP VIEW {name} AS {sql}")
     except BaseException:
         db.close()
         raise
-    return Overlay(db, key)
+    return overlay
+
+
+def _size(tables: Tables) -> int:
+    return sum(sig[2] for sig in map(signature, tables.paths()) if sig is not None)
 
 
 def _has_tables(db: sqlite3.Connection) -> bool:
@@ -105,32 +141,17 @@ def _has_tables(db: sqlite3.Connection) -> bool:
     return set(_VIEWS) <= names
 
 
-def _new(db: sqlite3.Connection, entries: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Those of `entries` the tables do not hold (a chunk committed after the cursors were read, rows this
-    machine added ahead of the build)."""
-    held: set[str] = set()
-    for start in range(0, len(entries), _IDS):
-        ids = [row[0] for row in entries[start : start + _IDS]]
-        sql = f"SELECT id FROM base.sessions_entries WHERE id IN ({', '.join('?' * len(ids))})"
-        held.update(event_id for (event_id,) in db.execute(sql, ids))
-    return [row for row in entries if row[0] not in held]
-
-
 _ENTRY_COLUMNS = "id, hlc, w, seq, kind, project, session_id, agent, task, auto, summary, data, superseded"
 
 
 def _seed(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> None:
-    """Copy the tables' summaries and current automatic handoffs of the `touched` sessions into the overlay,
-    so its triggers add the new entries to them (the copies' own trigger effects are undone first)."""
+    """Copy every entry the tables hold of each `touched` session into the overlay, before any of its new
+    entries: the triggers make its summary and which automatic handoff is current from all of them (each
+    entry once, by id: one the tables took since the cursors were read is both there and in the logs'
+    remaining bytes)."""
     for project, session_id in sorted(touched):
         db.execute(
-            f"INSERT INTO main.sessions_entries({_ENTRY_COLUMNS}) SELECT {_ENTRY_COLUMNS} FROM base.sessions_entries "
-            "WHERE project = ? AND session_id = ? AND kind = 'handoff' AND auto = 1 AND superseded = 0",
-            (project, session_id),
-        )
-    db.execute("DELETE FROM main.sessions")
-    for project, session_id in sorted(touched):
-        db.execute(
-            "INSERT INTO main.sessions SELECT * FROM base.sessions WHERE project = ? AND session_id = ?",
+            f"INSERT OR IGNORE INTO main.sessions_entries({_ENTRY_COLUMNS}) SELECT {_ENTRY_COLUMNS} "
+            "FROM base.sessions_entries WHERE project = ? AND session_id = ?",
             (project, session_id),
         )

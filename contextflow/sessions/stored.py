@@ -67,7 +67,9 @@ def current(app: App) -> bool:
     with _BUILDING:
         try:
             old = _OVERLAYS.get(app.store)
-            if old is not None and old.key == rest.key_of(tables):
+            if old is not None and old.base == rest.base_key(tables):
+                if not rest.fresh(old, tables):
+                    old.add(tables)  # the logs grew, the tables did not move: their new bytes only
                 return True
             _drop(app.store)
             _OVERLAYS[app.store] = rest.build(tables, REST_BYTES)
