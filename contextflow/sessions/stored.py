@@ -80,9 +80,8 @@ def current(app: App) -> bool:
 
 
 def _drop(store: Store) -> None:
-    old = _OVERLAYS.pop(store, None)
-    if old is not None:
-        old.close()
+    """Forget the store's overlay (not closed here: another thread may be reading it; freed with it)."""
+    _OVERLAYS.pop(store, None)
 
 
 def _query(app: App, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
