@@ -66,6 +66,11 @@ def test_doctor_names_a_damaged_search_index_and_fix_rebuilds_it(capsys, app):
 # -- a build under way, a lock held ------------------------------------------------------------
 
 
+def folded_sessions(app: App) -> bool:
+    """Whether this process folded the sessions view from every log (a write only opens the fold)."""
+    return app.store.folded and "sessions" not in app.store.fold.deferred
+
+
 def other_machine_writes(count: int, state: Path) -> None:
     """Another machine's log arrives (a sync): `count` notes and a handoff of session s1."""
     other = open_app("writer-b", CONTEXTFLOW_STATE=str(state))
@@ -93,6 +98,7 @@ def test_a_read_during_an_unfinished_build_answers_completely(
     assert "the synced task" in sessions.get_latest_handoff(app, {"project": "shared", "session_id": "s1"}).text
     projects = sessions.list_projects(app, {}).data  # what the page's overview shows under "Building…"
     assert [(p["name"], p["entries"]) for p in projects["projects"]] == [("shared", 14)]
+    assert not folded_sessions(app)  # the tables as built and the logs' remaining bytes: no fold of every log
 
 
 def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_shown(
@@ -110,6 +116,7 @@ def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_sho
         shown = sessions.get_latest_handoff(app, {"project": "p"}).text
         assert "the task just written" in shown and "the previous task" not in shown
         assert "the task just written" in sessions.resume_session(app, dict(base)).text
+        assert not folded_sessions(app)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -183,3 +190,212 @@ def test_the_session_start_under_a_held_lock_shows_the_newest_handoff_from_the_l
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+# -- captured turns, the feed and the timeline during a build or a lock ----------------------------
+
+
+def other_machine_captures(state: Path) -> None:
+    """Another machine's captured turns of session s-cap arrive (a sync), one of them linking a handoff."""
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(state))
+    try:
+        base = {"agent": "codex", "project": "shared", "session_id": "s-cap"}
+        for n in range(3):
+            turn = {"request": f"synced request {n}", "final": f"synced final {n}", "files": {"edited": ["a.py"]}}
+            other.store.append("capture.turn", {**base, "turn_id": f"synced-{n}", "turn": turn})
+    finally:
+        other.close()
+
+
+def test_captured_turns_another_machine_wrote_are_read_while_the_build_has_not_reached_them(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.capture.stored import known_turns, turns
+
+    base = {"agent": "claude", "project": "shared", "session_id": "s-here"}
+    app.store.append("capture.turn", {**base, "turn_id": "mine", "turn": {"request": "mine", "final": "done"}})
+    assert len(turns(app, "shared").session("s-here")) == 1  # the tables hold it
+    building_elsewhere(monkeypatch)
+    other_machine_captures(tmp_path / "elsewhere")
+    assert app.tables().update() == -1 and not app.tables().serves(("capture",))
+    captured = turns(app, "shared")
+    assert len(captured.session("s-cap")) == 3 and captured.holding(["s-cap", "s-here"]) == {"s-cap", "s-here"}
+    latest = captured.latest_work()
+    assert latest is not None and latest[0] == "s-cap"
+    known = known_turns(app)
+    assert "synced-0" in known and "mine" in known
+
+
+def test_captured_turns_written_under_a_held_lock_are_read(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.capture.stored import turns
+
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    base = {"agent": "claude", "project": "p", "session_id": "s-lock"}
+    app.store.append("capture.turn", {**base, "turn_id": "one", "turn": {"request": "one", "final": "done"}})
+    assert len(turns(app, "p").session("s-lock")) == 1
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        app.store.append("capture.turn", {**base, "turn_id": "two", "turn": {"request": "two", "final": "done"}})
+        assert len(turns(app, "p").session("s-lock")) == 2
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_the_feed_during_an_unfinished_build_reads_what_the_build_has_not_reached(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.feed import present as feed
+
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    shown = feed.recent_activity(app, {"project": "shared"})
+    assert "earlier" in shown.text and "partial" not in shown.data
+    building_elsewhere(monkeypatch)
+    other_machine_writes(3, tmp_path / "elsewhere")
+    assert app.tables().update() == -1 and not app.tables().serves(("feed",))
+    shown = feed.recent_activity(app, {"project": "shared"})
+    assert "synced note 0" in shown.text and "the synced task" in shown.text and "earlier" in shown.text
+    assert len(shown.data["items"]) == 5 and "partial" not in shown.data
+    assert "codex" in shown.data["facets"]["agents"]
+    codex = feed.recent_activity(app, {"project": "shared", "agent": "codex", "limit": 2})
+    assert [item["text"] for item in codex.data["items"]] == ["the synced task - synced summary", "synced note 2"]
+    older = feed.recent_activity(app, {"project": "shared", "agent": "codex", "before": codex.data["items"][-1]["id"]})
+    assert [item["text"] for item in older.data["items"]] == ["synced note 1", "synced note 0"]
+
+
+def test_the_feed_says_it_is_partial_and_how_far_the_build_is_when_too_much_remains_to_read(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.core import table_rest
+    from contextflow.feed import present as feed
+
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    assert "earlier" in feed.recent_activity(app, {"project": "shared"}).text
+    building_elsewhere(monkeypatch)
+    monkeypatch.setattr(table_rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    other_machine_writes(3, tmp_path / "elsewhere")
+    shown = feed.recent_activity(app, {"project": "shared", "agent": "codex"})
+    partial = shown.data["partial"]
+    assert 0 < partial["built_bytes"] < partial["log_bytes"]
+    assert shown.text.startswith("PARTIAL:") and "nothing matches in what is read so far" in shown.text
+
+
+def test_the_feed_under_a_held_lock_shows_what_was_written_meanwhile(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.feed import present as feed
+
+    real = table_sets.Txn.__init__
+    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    sessions.append_shared_note(app, {"agent": "claude", "project": "p", "text": "before the lock"})
+    assert "before the lock" in feed.recent_activity(app, {"project": "p"}).text
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        sessions.append_shared_note(app, {"agent": "claude", "project": "p", "text": "under the lock"})
+        shown = feed.recent_activity(app, {"project": "p"})
+        assert "under the lock" in shown.text and "before the lock" in shown.text and "partial" not in shown.data
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_timeline_thread_another_machine_wrote_is_listed_while_the_build_has_not_reached_it(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.timeline import core as timeline
+
+    timeline.create_thread(app, name="mine")
+    assert [w.thread.name for w in timeline.threads_here(app)] == ["mine"]
+    building_elsewhere(monkeypatch)
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        timeline.create_thread(other, name="synced")
+    finally:
+        other.close()
+    assert app.tables().update() == -1 and not app.tables().serves(("timeline",))
+    assert sorted(w.thread.name for w in timeline.threads_here(app)) == ["mine", "synced"]
+    assert timeline.thread_count(app, "active") == 2
+
+
+def test_a_turn_captured_again_on_another_machine_is_listed_once_while_the_build_has_not_reached_it(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.feed import present as feed
+
+    turn = {"agent": "claude", "project": "shared", "session_id": "s", "turn_id": "t1", "turn": {"request": "fix it"}}
+    app.store.append("capture.turn", turn)
+    assert len(feed.recent_activity(app, {"project": "shared"}).data["items"]) == 1
+    building_elsewhere(monkeypatch)
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        other.store.append("capture.turn", turn)  # the same turn, read again from its transcript
+        other.store.append("capture.turn", {**turn, "turn_id": "t2", "turn": {"request": "then this"}})
+    finally:
+        other.close()
+    assert not app.tables().serves(("feed",))
+    items = feed.recent_activity(app, {"project": "shared"}).data["items"]
+    assert [(item["machine"], item["text"]) for item in items] == [("writer-b", "then this"), ("writer-a", "fix it")]
+
+
+def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.sessions import stored
+
+    base = {"agent": "claude", "project": "shared", "session_id": "s1"}
+    sessions.append_shared_note(app, {**base, "text": "built note"})
+    app.store.append("handoff", {**base, "summary": "[automatic handoff] built", "auto": True})
+    sessions.write_shared_handoff(app, {**base, "task": "built task", "summary": "built"})
+    marked = app.store.append("handoff", {**base, "project": "other", "summary": "to be marked"})
+    assert "s1" in sessions.list_sessions(app, {"project": "shared"}).text  # the tables hold these
+    building_elsewhere(monkeypatch)
+    other_machine_writes(2, tmp_path / "elsewhere")  # more of s1: notes and a handoff with a task
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        other.store.append("handoff", {**base, "summary": "[automatic handoff] newer", "auto": True})
+        other.store.append("note", {**base, "session_id": "s2", "agent": "codex", "text": "a new session"})
+        sessions.mark_handoff_wrong(other, {"handoff_id": marked.id, "agent": "codex", "reason": "not so"})
+    finally:
+        other.close()
+    assert not app.tables().serves(("sessions",))
+
+    def answers(reader: App) -> list[object]:
+        shown: list[object] = []
+        for project in ("shared", "other"):
+            shown.append(sessions.list_sessions(reader, {"project": project}).data)
+            shown.append(sessions.get_latest_handoff(reader, {"project": project}).text)
+        for sid in ("s1", "s2"):
+            shown.append(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data)
+        shown.append(sessions.list_projects(reader, {}).data)
+        return shown
+
+    from contextflow.sessions import rest
+
+    built: list[object] = []
+    monkeypatch.setattr(rest, "build", lambda *args, real=rest.build: built.append(real(*args)) or built[-1])
+    first = answers(app)
+    sessions.append_shared_note(app, {**base, "text": "after the first read"})  # rows added ahead of the build
+    app.store.append("handoff", {**base, "summary": "[automatic handoff] newest", "auto": True})
+    merged = answers(app)  # the overlay extended by the new bytes
+    assert "after the first read" in str(merged) and "after the first read" not in str(first)
+    assert stored.current(app) and not folded_sessions(app) and len(built) == 1  # built once, then extended
+    monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much to read past the cursors: the fold of every log
+    folding = App.open()
+    try:
+        assert answers(folding) == merged and folded_sessions(folding)
+    finally:
+        folding.close()
+
+
+def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_made(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions.append_shared_note(app, {"agent": "claude", "project": "p", "session_id": "s", "text": "an old note"})
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    sessions.append_shared_note(app, {"agent": "claude", "project": "p", "session_id": "s", "text": "a new note"})
+    app.tables().update()  # this machine's newest rows added ahead; the build (elsewhere) has made nothing else
+    assert not app.tables().serves(("sessions",)) and not app.tables().serves(("feed",))
+    assert "an old note" in sessions.resume_session(app, {"project": "p", "session_id": "s"}).text

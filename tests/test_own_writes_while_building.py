@@ -80,10 +80,19 @@ def test_only_the_newest_bytes_of_this_machines_log_are_added_ahead(app: App, mo
     building_elsewhere(monkeypatch)
     monkeypatch.setattr(table_updates, "TAIL_BYTES", 2000)  # the first look reads this far back, no further
     sessions.append_shared_note(app, {**base, "text": "the newest note"})
-    context = sessions.read_shared_context(app, {**base, "format": "json"}).text
-    assert "the newest note" in context and "an old note" not in context  # (the build brings the old one)
-    assert "filler 39" in feed.recent_activity(app, {"project": "p"}).text
-    assert "filler 0 " not in feed.recent_activity(app, {"project": "p"}).text
+    context = sessions.read_shared_context(app, {**base, "format": "json"}).text  # a read adds the logs' rest
+    assert "the newest note" in context and "an old note" in context
+    assert "filler 0 " in feed.recent_activity(app, {"project": "p", "agent": "claude", "limit": 100}).text
+    tables = app.tables()
+
+    def held(sql: str) -> int:
+        return int(tables.peek(sql)[0][0])
+
+    assert held("SELECT count(*) FROM sessions_entries WHERE CAST(data AS TEXT) LIKE '%the newest note%'") == 1
+    # (the build brings the old one)
+    assert held("SELECT count(*) FROM sessions_entries WHERE CAST(data AS TEXT) LIKE '%an old note%'") == 0
+    assert held("SELECT count(*) FROM feed WHERE text LIKE 'filler 39 %'") == 1
+    assert held("SELECT count(*) FROM feed WHERE text LIKE 'filler 0 %'") == 0
     monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)
     assert "an old note" in sessions.read_shared_context(app, {**base, "format": "json"}).text
 

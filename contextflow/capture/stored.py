@@ -181,25 +181,30 @@ class KnownTurns:
         self.added.add(turn_id)
 
 
-def known_turns(app: App) -> KnownTurns | set[str]:
-    """The turn ids captured before: from the derived tables when they hold every log, else the fold."""
+def served(app: App) -> bool:
+    """Whether this call reads captured turns from the derived tables: they can be used and the capture
+    tables hold every log's events now. While a build runs, another process holds their lock past the
+    wait, or they do not read, the turns are read from the logs instead (`ondisk.view`: what is built plus
+    every log's remaining bytes), never "no turns" from an unfinished build."""
+    from contextflow.capture.table import TABLES
     from contextflow.sessions.stored import disk
 
-    if disk(app):
-        tables = app.tables()
-        tables.update()
-        if tables.current():
-            return KnownTurns(app)
+    return disk(app) and app.tables().serves((TABLES.name,))
+
+
+def known_turns(app: App) -> KnownTurns | set[str]:
+    """The turn ids captured before: from the derived tables when they hold every log, else the logs."""
+    if served(app):
+        return KnownTurns(app)
+    from contextflow import ondisk
     from contextflow.capture.view import ActivityView
 
-    return set(app.store.view(ActivityView).turn_ids)
+    return set(ondisk.view(app, ActivityView).turn_ids)
 
 
 def turns(app: App, project: str) -> Turns:
-    """The project's captured turns, from the derived tables when this store can use them."""
-    from contextflow.sessions.stored import disk
-
-    return DiskTurns(app, project) if disk(app) else Turns(app, project)
+    """The project's captured turns, from the derived tables when they serve this call (`served`)."""
+    return DiskTurns(app, project) if served(app) else Turns(app, project)
 
 
 def _works(turn: dict[str, Any]) -> bool:

@@ -9,7 +9,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,9 +235,11 @@ class TableUpdates:
         in_background(lambda: _build(at, path))
 
     def _plan(
-        self, db: sqlite3.Connection, paths: list[Path]
+        self, db: sqlite3.Connection, paths: list[Path], only: Collection[str] | None = None
     ) -> tuple[list[str], list[tuple[Path, bytes | None, list[str]]]]:
-        """(formats to rebuild, [(log, the cursor to read it from, the formats at that cursor)])."""
+        """(formats to rebuild, [(log, the cursor to read it from, the formats at that cursor)]), of
+        formats `only` when given (else of every format)."""
+        sets = self.sets if only is None else {name: s for name, s in self.sets.items() if name in only}
         versions = dict(db.execute("SELECT name, version FROM formats").fetchall())
         stored: dict[str, dict[str, tuple[bytes, int]]] = {}
         for name, path, blob, complete in db.execute("SELECT format, path, cursor, complete FROM cursors"):
@@ -245,7 +247,7 @@ class TableUpdates:
         names = {str(p) for p in paths}
         retire = [
             name
-            for name, table_set in self.sets.items()
+            for name, table_set in sets.items()
             if versions.get(name) != table_set.format.version or any(p not in names for p in stored.get(name, {}))
         ]
         if retire:
@@ -254,7 +256,7 @@ class TableUpdates:
         for path in paths:
             sig = signature(path)
             groups: dict[bytes | None, list[str]] = {}
-            for name in self.sets:
+            for name in sets:
                 found = stored.get(name, {}).get(str(path))
                 if found is not None and found[1] and sig is not None and tuple(orjson.loads(found[0])[:4]) == sig:
                     continue

@@ -246,10 +246,10 @@ class Tables(TableUpdates):
             if not self._settled:
                 self.update(wait)
             try:
-                retire, todo = self._plan(self._connect(), self._paths())
+                retire, todo = self._plan(self._connect(), self._paths(), wanted)
             except sqlite3.DatabaseError:
                 return False
-            return not wanted & set(retire) and not any(wanted & set(group) for _, _, group in todo)
+            return not retire and not todo
 
     def built(self) -> tuple[int, int]:
         """(bytes of the logs every format holds, bytes of the logs): how far a build is (the web page

@@ -14,16 +14,11 @@ from contextflow.operations.spec import JSON, Reply
 
 def recent_activity(app: App, args: JSON) -> Reply:
     """The newest feed items matching the filters given, and the filters' choices."""
-    items = core.recent(
-        app,
-        project=args.get("project"),
-        agent=args.get("agent"),
-        machine=args.get("machine"),
-        kind=args.get("kind"),
-        session_id=args.get("session_id"),
-        before=args.get("before"),
-        limit=args.get("limit") or DEFAULT_LIMIT,
+    filters = ("project", "agent", "machine", "kind", "session_id")
+    found = core.page(
+        app, {name: args.get(name) for name in filters}, args.get("before"), args.get("limit") or DEFAULT_LIMIT
     )
+    items = found.items
     blocks = [
         header(
             (item.kind, item.at),
@@ -43,7 +38,23 @@ def recent_activity(app: App, args: JSON) -> Reply:
         + "\n\n".join(blocks)
         if items
         else "Recent activity: nothing matches."
+        if found.partial is None
+        else "Recent activity: nothing matches in what is read so far."
     )
     if count == (args.get("limit") or DEFAULT_LIMIT):
         text += f"\n\nOlder: pass before={clean(items[-1].id, True)}."
-    return Reply(text, {"items": [asdict(item) for item in items], "facets": core.facets(app)})
+    data: JSON = {"items": [asdict(item) for item in items], "facets": found.facets}
+    if found.partial is not None:
+        text = f"{partial_note(found.partial)}\n\n{text}"
+        data["partial"] = asdict(found.partial)
+    return Reply(text, data)
+
+
+def partial_note(progress: core.Progress) -> str:
+    """What a page that may miss items says: the build's progress, and when to ask again."""
+    built, total = progress.built_bytes, progress.log_bytes
+    done = f" ({built * 100 // total}% of {total / 1e6:.1f} MB read)" if total else ""
+    return (
+        f"PARTIAL: this machine is still reading the store's logs into its local tables{done}; items not "
+        "read yet are missing below; ask again shortly."
+    )

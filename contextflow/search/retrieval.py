@@ -230,7 +230,7 @@ def current_handoffs(app: App, hits: list[Hit]) -> list[Hit]:
     from contextflow.sessions import stored
 
     handoffs = [hit.doc.ref for hit in hits if hit.doc.kind == "handoff"]  # (`ref`: the event's id)
-    if not handoffs or not stored.disk(app):
+    if not handoffs or not stored.current(app):
         return hits
     replaced = stored.superseded(app, handoffs)
     return [hit for hit in hits if hit.doc.ref not in replaced]

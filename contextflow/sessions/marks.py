@@ -32,7 +32,7 @@ def mark_handoff_wrong(app: App, *, handoff_id: str, agent: str | None, reason: 
 def _find_handoff(app: App, handoff_id: str) -> Event:
     from contextflow.sessions import stored
 
-    if stored.disk(app):
+    if stored.current(app):
         found = stored.entry(app, handoff_id)
         if found is not None and found.kind == "handoff":
             return found

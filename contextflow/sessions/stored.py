@@ -7,8 +7,11 @@ both say the same.
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 import orjson
 
@@ -21,7 +24,9 @@ from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.store import Store
     from contextflow.sessions.core import EntryFilter
+    from contextflow.sessions.rest import Overlay
 
 _ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.data"
 _NOT_WRONG = (
@@ -40,12 +45,50 @@ def disk(app: App) -> bool:
     return not tables.oversized() and tables.usable()
 
 
+REST_BYTES = 32 * 1024 * 1024  # past the cursors, at most this much is read into an overlay; more: the fold
+_OVERLAYS: WeakKeyDictionary[Store, Overlay | None] = WeakKeyDictionary()  # the overlay this store's reads use
+_BUILDING = threading.Lock()
+
+
 def current(app: App) -> bool:
     """Whether this call reads sessions from the derived tables: they can be used (`disk`) and hold every
-    log's events now. While a build runs, another process holds their lock past the wait, or they do not
-    read, sessions are read from the logs (the in-memory fold): complete, never "no session" or a page
-    missing what the build has not reached."""
-    return disk(app) and app.tables().serves(("sessions",))
+    log's events now, or, while a build runs or another process holds their lock past the wait, the
+    tables as built with the rows of the logs' remaining bytes (`sessions/rest.py`: O(those bytes)).
+    False (the caller folds the logs in memory) when they do not read or more than REST_BYTES remain:
+    complete either way, never "no session" or a page missing what the build has not reached."""
+    if not disk(app):
+        return False
+    tables = app.tables()
+    if tables.serves(("sessions",)):
+        _drop(app.store)
+        return True
+    from contextflow.sessions import rest
+
+    with _BUILDING:
+        try:
+            old = _OVERLAYS.get(app.store)
+            if old is not None and old.base == rest.base_key(tables):
+                if not rest.fresh(old, tables):
+                    old.add(tables)  # the logs grew, the tables did not move: their new bytes only
+                return True
+            _drop(app.store)
+            _OVERLAYS[app.store] = rest.build(tables, REST_BYTES)
+        except sqlite3.DatabaseError:
+            _drop(app.store)
+            return False
+    return _OVERLAYS.get(app.store) is not None
+
+
+def _drop(store: Store) -> None:
+    """Forget the store's overlay (not closed here: another thread may be reading it; freed with it)."""
+    _OVERLAYS.pop(store, None)
+
+
+def _query(app: App, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of `sql` over the sessions tables, as the last `current` of this store chose to read them (its
+    callers ask `current` first)."""
+    overlay = _OVERLAYS.get(app.store)
+    return overlay.query(sql, params) if overlay is not None else app.tables().query(sql, params)
 
 
 def _event(app: App, row: Sequence[Any]) -> Event:
@@ -55,7 +98,7 @@ def _event(app: App, row: Sequence[Any]) -> Event:
 
 
 def _key(app: App, event_id: str) -> tuple[int, str, int] | None:
-    found = app.tables().query("SELECT hlc, w, seq FROM sessions_entries WHERE id = ?", (event_id,))
+    found = _query(app, "SELECT hlc, w, seq FROM sessions_entries WHERE id = ?", (event_id,))
     return (int(found[0][0]), str(found[0][1]), int(found[0][2])) if found else None
 
 
@@ -99,12 +142,12 @@ def entries(app: App, where: EntryFilter, count: int | None, *, superseded: bool
     if not superseded:
         clauses.append("e.superseded = 0")
     sql = f"SELECT {_ENTRY} FROM sessions_entries e WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT ?"
-    return [_event(app, row) for row in reversed(app.tables().query(sql, (*params, -1 if count is None else count)))]
+    return [_event(app, row) for row in reversed(_query(app, sql, (*params, -1 if count is None else count)))]
 
 
 def entry(app: App, event_id: str) -> Event | None:
     """The note or handoff with this id."""
-    rows = app.tables().query(f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?", (event_id,))
+    rows = _query(app, f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?", (event_id,))
     return _event(app, rows[0]) if rows else None
 
 
@@ -117,7 +160,7 @@ def latest_handoff(app: App, where: EntryFilter) -> Event | None:
     clauses, params = found
     clauses += ["e.kind = 'handoff'", _NOT_WRONG]
     sql = f"SELECT {_ENTRY} FROM sessions_entries e WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT 1"
-    rows = app.tables().query(sql, params)
+    rows = _query(app, sql, params)
     return _event(app, rows[0]) if rows else None
 
 
@@ -131,9 +174,8 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
         where += " AND session_id = ?"
         params.append(session_id)
     sql = f"SELECT {_SUMMARY} FROM sessions WHERE {where} ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
-    tables = app.tables()
-    rows = tables.query(
-        sql + (" LIMIT ?" if limit is not None else ""), (*params, limit) if limit is not None else params
+    rows = _query(
+        app, sql + (" LIMIT ?" if limit is not None else ""), (*params, limit) if limit is not None else params
     )
     found = []
     for row in rows:
@@ -142,9 +184,10 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
         summary = SessionSummary(sid, project, count, notes, handoffs, latest, stamp_iso(latest[0]), last_kind)
         if task is not None:
             summary.task, summary.task_key = task, (stamp_of(task_hlc), task_w, task_seq)
-        agents = tables.query("SELECT agent FROM sessions_agents WHERE project = ? AND session_id = ?", (project, sid))
+        agents = _query(app, "SELECT agent FROM sessions_agents WHERE project = ? AND session_id = ?", (project, sid))
         summary.agents = {agent for (agent,) in agents}
-        handoff = tables.query(
+        handoff = _query(
+            app,
             "SELECT e.hlc, e.w, e.seq, e.summary FROM sessions_entries e WHERE e.project = ? AND e.session_id = ? "
             f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1",
             (project, sid),
@@ -160,16 +203,15 @@ def superseded(app: App, ids: Sequence[str]) -> set[str]:
     """Those of `ids` that are automatic handoffs a newer one of their session replaced."""
     marks = ", ".join("?" * len(ids))
     sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1"
-    return {event_id for (event_id,) in app.tables().query(sql, list(ids))}
+    return {event_id for (event_id,) in _query(app, sql, list(ids))}
 
 
 def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
     """(name, entries, sessions, latest time, agents) of every project with entries, most recent first."""
-    tables = app.tables()
-    entries = tables.query("SELECT project, count(*), max(hlc) FROM sessions_entries GROUP BY project")
-    sessions = dict(tables.query("SELECT project, count(*) FROM sessions GROUP BY project"))
+    entries = _query(app, "SELECT project, count(*), max(hlc) FROM sessions_entries GROUP BY project")
+    sessions = dict(_query(app, "SELECT project, count(*) FROM sessions GROUP BY project"))
     agents: dict[str, set[str]] = {}
-    for project, agent in tables.query("SELECT DISTINCT project, agent FROM sessions_agents"):
+    for project, agent in _query(app, "SELECT DISTINCT project, agent FROM sessions_agents"):
         agents.setdefault(project, set()).add(agent)
     found = [
         (name, count, sessions.get(name, 0), stamp_iso(stamp_of(newest)), sorted(agents.get(name, ())))
@@ -181,18 +223,18 @@ def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
     sql = "SELECT project FROM sessions WHERE session_id = ? ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
-    return [project for (project,) in app.tables().query(sql, (session_id,))]
+    return [project for (project,) in _query(app, sql, (session_id,))]
 
 
 def session_ids(app: App, project: str) -> list[str]:
     """The ids of the project's sessions, most recent first."""
     sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
-    return [sid for (sid,) in app.tables().query(sql, (project,))]
+    return [sid for (sid,) in _query(app, sql, (project,))]
 
 
 def marks(app: App) -> Marks:
     """Handoffs marked wrong, keyed by (project, session, handoff id)."""
-    found = app.tables().query("SELECT project, session_id, handoff, note FROM sessions_marks")
+    found = _query(app, "SELECT project, session_id, handoff, note FROM sessions_marks")
     return {(project, sid, handoff): note for project, sid, handoff, note in found}
 
 
