@@ -17,7 +17,6 @@ from contextflow.core.errors import InputError
 from contextflow.core.text import estimate_tokens
 from contextflow.records import core as records
 from contextflow.search import retrieval
-from contextflow.search.operations import CONTEXT_OUTLINE
 from contextflow.sessions import core as sessions
 from tests.conftest import call_with_data, connect, open_app, text_of
 from tests.table import run
@@ -322,16 +321,16 @@ def test_the_top_five_do_not_depend_on_the_limit_asked(app):
 
 
 @pytest.mark.anyio
-async def test_get_context_gives_its_hits_as_structured_content_beside_the_markdown(stocked):
+async def test_get_context_gives_the_model_quoted_text_and_its_hits_as_structured_content_on_request(stocked):
+    """Claude Code and Codex hand their model `structuredContent` in place of the text: by default the
+    model gets the quoted markdown only; format=json gives each hit's id, kind, score and provenance."""
     async with connect(stocked) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        result = await client.call_tool("get_context", {"query": "quality gate"})
-    schema = tools["get_context"].output_schema
-    assert schema is not None and "results" in schema["properties"]
-    outline = result.structured_content
-    assert outline is not None and outline["markdown"] == text_of(result)
-    first = outline["results"][0]
-    assert set(first) == set(CONTEXT_OUTLINE["properties"]["results"]["items"]["properties"])
-    assert schema["properties"]["results"]["items"] == {"type": "object"}  # listed by its type only
-    assert first["rank"] == 1 and first["kind"] and first["id"] and isinstance(first["score"], float)
-    assert "excerpt" not in first  # the text is in the markdown once, not twice
+        plain = await client.call_tool("get_context", {"query": "quality gate"})
+        asked = await client.call_tool("get_context", {"query": "quality gate", "format": "json"})
+    assert tools["get_context"].output_schema is None  # else every reply must carry structured content
+    assert plain.structured_content is None and text_of(plain).startswith("# Context for: quality gate")
+    data = asked.structured_content
+    assert data is not None and data["markdown"] == text_of(plain)
+    first = data["results"][0]
+    assert first["kind"] and first["id"] and isinstance(first["score"], float)

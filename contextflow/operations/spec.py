@@ -139,9 +139,6 @@ class Operation:
     # The CLI's `--format` values it honours (markdown is the text); () for a command whose output is no
     # reply (the protocol of `serve`, a client's hook answer): any --format is refused, naming why.
     formats: tuple[str, ...] = ("text", "json", "markdown")
-    # MCP `outputSchema`: a read's reply then always carries `structuredContent`, its data cut to what this
-    # schema declares (`structured_part`), beside the text; format=json still gives the whole data.
-    output_schema: JSON | None = None
 
     def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply:
         return self.handler(app, arguments)
@@ -165,17 +162,6 @@ class Operation:
 
     def command_line(self) -> str:
         return "contextflow " + " ".join(self.command or ())
-
-
-def structured_part(data: Any, schema: JSON) -> Any:
-    """`data` with only what `schema` declares: an object's `properties` (each cut likewise), an array's
-    `items`; anything else as it is."""
-    if isinstance(data, dict) and "properties" in schema:
-        properties = schema["properties"]
-        return {key: structured_part(value, properties[key]) for key, value in data.items() if key in properties}
-    if isinstance(data, list) and isinstance(schema.get("items"), dict):
-        return [structured_part(item, schema["items"]) for item in data]
-    return data
 
 
 @dataclass(frozen=True)

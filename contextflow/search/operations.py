@@ -14,39 +14,6 @@ else:
     present = deferred("contextflow.search.present")
 
 
-_NAME: JSON = {"type": ["string", "null"]}
-# get_context's structuredContent: each hit's id, kind, score and provenance, and the markdown itself (a client
-# that hands its model the structured content instead of the text still gives it the quoted matches)
-CONTEXT_OUTLINE: JSON = {
-    "type": "object",
-    "properties": {
-        "query": STRING,
-        "count": {"type": "integer"},
-        "weak": {"type": "boolean"},
-        "tokens": {"type": "integer"},
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "rank": {"type": "integer"},
-                    "id": STRING,
-                    "kind": STRING,
-                    "score": {"type": "number"},
-                    "weak": {"type": "boolean"},
-                    "project": _NAME,
-                    "writer": _NAME,
-                    "agent": _NAME,
-                    "time": STRING,
-                    "shown": STRING,
-                },
-            },
-        },
-        "markdown": STRING,
-    },
-    "required": ["results", "markdown"],
-}
-
 OPERATIONS = (
     Operation(
         "get_context",
@@ -84,7 +51,6 @@ OPERATIONS = (
         ),
         present.get_context,
         command=("search",),
-        output_schema=CONTEXT_OUTLINE,
         cli_description="Ranked search across conversations, handoffs, notes, context records, thoughts and graph "
         "nodes; prints the best matches as markdown within a token budget.",
     ),

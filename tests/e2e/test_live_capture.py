@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from contextflow.adapters.session_start import SESSION_NOTICE
 from contextflow.core.log import read_whole
 from tests.e2e.conftest import contextflow_command, describe
 from tests.e2e.live_loop import (
@@ -312,6 +313,7 @@ def test_claude_code_session_start_on_a_long_used_store_reaches_the_model_whole(
 
 
 def test_claude_code_session_start_on_a_long_used_store_holds_the_latest_handoff(long_used: LongUsed):
-    assert long_used.injected.startswith("## Latest handoff in project owner/r1"), long_used.injected[:300]
+    notice, first = long_used.injected.split("\n\n", 1)  # the one line saying it is remembered data, then the handoff
+    assert notice == SESSION_NOTICE and first.startswith("## Latest handoff in project owner/r1"), first[:300]
     assert f"> {LATEST}" in long_used.injected
     assert "## Recent sessions" in long_used.injected and "node " in long_used.injected

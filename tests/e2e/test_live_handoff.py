@@ -116,7 +116,7 @@ def test_both_machines_show_the_same_latest_handoff(agent_word: AgentWord):
     ids = []
     for seen in (agent_word.same_machine, agent_word.second_machine):
         block = session_start_shown(seen.first_turn()).split("## Latest handoff", 1)[1].split("## ", 1)[0]
-        ids.append(re.findall(r"\bid=([0-9a-z]+)", block))
+        ids.append(re.findall(r"\bid=\"?([0-9a-z]+)", block))
     assert ids[0] and ids[0] == ids[1], ids
 
 

@@ -75,7 +75,6 @@ class ContextflowServer:
                 name=spec.name,
                 description=spec.summary,
                 input_schema=spec.input_schema(),
-                output_schema=listed_outline(spec.output_schema),
                 # only the hints that say something (each is paid for in every turn): destructiveHint is meant
                 # for writes only, and openWorldHint's default (true) asks no more of a client than a write does
                 annotations=types.ToolAnnotations(read_only_hint=True)
@@ -104,12 +103,7 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        result = reply_result(reply, as_json, spec.always_structured, redacted)
-        if spec.output_schema is not None and result.structured_content is None:  # its outline, always
-            from contextflow.operations.spec import structured_part
-
-            result.structured_content = clean_data(structured_part(reply.data, spec.output_schema))
-        return result
+        return reply_result(reply, as_json, spec.always_structured, redacted)
 
     def call_reporting(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
         """`call`, with whether the prompt list changed."""
@@ -200,29 +194,14 @@ class ContextflowServer:
         )
 
 
-def listed_outline(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """An output schema as tools/list gives it (paid for in every turn): its top-level properties, and
-    an array's items only by their type. It still holds for the structured content, which carries each item's
-    fields as the whole schema declares them (`structured_part`)."""
-    if schema is None or "properties" not in schema:
-        return schema
-    properties = {
-        name: {**prop, "items": {"type": prop["items"].get("type", "object")}}
-        if isinstance(prop.get("items"), dict)
-        else prop
-        for name, prop in schema["properties"].items()
-    }
-    return {**schema, "properties": properties}
-
-
 def reply_result(reply: Reply, as_json: bool, acknowledgement: bool, redacted: list[str]) -> types.CallToolResult:
     """What the client hands its model, cleaned of escape, control, bidi, zero-width and tag characters.
 
-    Some clients show `structuredContent` instead of the text, so a read carries it only when asked
-    for with format=json (and its text is then that JSON); otherwise the model gets the delimited,
-    provenance-carrying text. A write's acknowledgement (ids, what changed) always carries it, and so does
-    a read that declares an `outputSchema` (`get_context`: its outline, with the markdown in it, so a client
-    showing the structured content still shows the quoted text; see `ContextflowServer.call`)."""
+    Some clients (Claude Code, Codex) hand their model `structuredContent` instead of the text, so a read
+    carries it only when asked for with format=json (and its text is then that JSON: `get_context`'s hit
+    ids, kinds, scores and provenance); otherwise the model gets the delimited, provenance-carrying text.
+    A write's acknowledgement (ids, what changed) always carries it. No tool declares an `outputSchema`,
+    which would oblige every reply to carry structured content (tests/e2e/test_live_clients.py)."""
     data = reply.data if (as_json or acknowledgement) else None
     if redacted and data is not None:
         data = {**data, "redacted": redacted}
