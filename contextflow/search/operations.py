@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import STRING, integer, string
-from contextflow.operations.spec import JSON, Operation, Param, Table, deferred
+from contextflow.operations.spec import Operation, Param, Table, deferred
 from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET, SEARCH_KINDS
 
 if TYPE_CHECKING:
