@@ -43,7 +43,7 @@ PREFIX = b'{"batch":'
 COMMIT_LOOKUP = 512  # bytes read where a commit line should be (a commit line is about 80)
 COMPLETE, HELD, TORN = "complete", "held", "torn"
 SCAN_BYTES = 1024 * 1024  # read at a time while looking for a batch's commit past where it was claimed
-_SCANNED: dict[tuple[int, int, int], int] = {}  # (device, inode, body start) -> bytes scanned with no marker
+_SCANNED: dict[tuple[int, int, int, str], int] = {}  # (device, inode, body start, batch id) -> scanned, no marker
 _SCANNED_MAX = 64
 
 
@@ -114,7 +114,7 @@ def state(fd: int, body_start: int, begin: Marker) -> tuple[str, int]:
             return COMPLETE, at
         if end < 0 and len(found) < COMMIT_LOOKUP:
             return HELD, body_start  # the commit line is not (wholly) written yet
-    marker = _next_marker(fd, body_start, size)
+    marker = _next_marker(fd, body_start, size, begin.id)
     if marker is not None:
         start, found_marker = marker
         return (COMPLETE, start) if _is_commit(found_marker, begin) else (TORN, start)
@@ -125,11 +125,12 @@ def _is_commit(found: Marker | None, begin: Marker) -> bool:
     return found is not None and found.kind == "commit" and found.id == begin.id
 
 
-def _next_marker(fd: int, body_start: int, size: int) -> tuple[int, Marker] | None:
+def _next_marker(fd: int, body_start: int, size: int, batch_id: str) -> tuple[int, Marker] | None:
     """The first whole marker line starting at or after `body_start` (its offset and what it says), or None.
-    What was scanned with none found is remembered per file, so a batch being written is scanned once."""
+    What was scanned with none found is remembered per batch of a file, so a batch being written is scanned
+    once (the batch's random id in the key: a new file that reuses an inode is never taken for the old one)."""
     info = os.fstat(fd)
-    key = (info.st_dev, info.st_ino, body_start)
+    key = (info.st_dev, info.st_ino, body_start, batch_id)
     position = _SCANNED.get(key, body_start)
     if not body_start <= position <= size:  # (a file cut and written again)
         position = body_start
