@@ -41,8 +41,10 @@ async def test_the_listing_still_names_every_argument_with_its_type(app: App) ->
 async def test_a_write_says_whether_it_destroys_and_a_read_only_that_it_reads(app: App) -> None:
     async with connect(app) as client:
         tools = {tool.name: tool.annotations for tool in (await client.list_tools()).tools}
-    assert tools["context_delete"] == types.ToolAnnotations(read_only_hint=False, destructive_hint=True)
-    assert tools["append_shared_note"] == types.ToolAnnotations(read_only_hint=False, destructive_hint=False)
+    # a write also says it reaches nothing outside the store: Codex asks approval of an open-world tool
+    closed = {"read_only_hint": False, "open_world_hint": False}
+    assert tools["context_delete"] == types.ToolAnnotations(**closed, destructive_hint=True)
+    assert tools["append_shared_note"] == types.ToolAnnotations(**closed, destructive_hint=False)
     assert tools["read_shared_context"] == types.ToolAnnotations(read_only_hint=True)
 
 

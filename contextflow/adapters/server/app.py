@@ -76,10 +76,13 @@ class ContextflowServer:
                 description=spec.summary,
                 input_schema=spec.input_schema(),
                 # only the hints that say something (each is paid for in every turn): destructiveHint is meant
-                # for writes only, and openWorldHint's default (true) asks no more of a client than a write does
+                # for writes only; a write says openWorldHint false, else Codex asks approval for every note
+                # (and with approval_policy "never" refuses it: tests/e2e/test_live_clients.py)
                 annotations=types.ToolAnnotations(read_only_hint=True)
                 if spec.read_only
-                else types.ToolAnnotations(read_only_hint=False, destructive_hint=spec.destructive),
+                else types.ToolAnnotations(
+                    read_only_hint=False, destructive_hint=spec.destructive, open_world_hint=False
+                ),
             )
             for spec in self.tools.values()
         ]
