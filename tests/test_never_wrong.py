@@ -10,11 +10,15 @@ from pathlib import Path
 import pytest
 
 from contextflow.app import App
-from contextflow.core import table_sets
+from contextflow.core import table_sets, table_updates
+from contextflow.core import tables as tables_module
 from contextflow.search import derived, retrieval
 from contextflow.sessions import present as sessions
 from tests.conftest import open_app
 from tests.test_own_writes_while_building import building_elsewhere
+
+BACKGROUND_BYTES = table_updates.BACKGROUND_BYTES
+BUILD_IN_BACKGROUND = tables_module.Tables._build_in_background
 
 
 def refs(app: App, query: str) -> list[str]:
@@ -361,13 +365,16 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     assert not app.tables().serves(("sessions",))
 
     def answers(reader: App) -> list[object]:
+        def data(found: dict[str, object]) -> dict[str, object]:
+            return {key: value for key, value in found.items() if key != "indexFile"}  # (where its tables are)
+
         shown: list[object] = []
         for project in ("shared", "other"):
-            shown.append(sessions.list_sessions(reader, {"project": project}).data)
+            shown.append(data(sessions.list_sessions(reader, {"project": project}).data))
             shown.append(sessions.get_latest_handoff(reader, {"project": project}).text)
         for sid in ("s1", "s2"):
-            shown.append(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data)
-        shown.append(sessions.list_projects(reader, {}).data)
+            shown.append(data(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data))
+        shown.append(data(sessions.list_projects(reader, {}).data))
         return shown
 
     from contextflow.sessions import rest
@@ -380,12 +387,33 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     merged = answers(app)  # the overlay extended by the new bytes
     assert "after the first read" in str(merged) and "after the first read" not in str(first)
     assert stored.current(app) and not folded_sessions(app) and len(built) == 1  # built once, then extended
-    monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much to read past the cursors: the fold of every log
-    folding = App.open()
+    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", BACKGROUND_BYTES)  # the oracle: the tables built
+    monkeypatch.setattr(tables_module.Tables, "_build_in_background", BUILD_IN_BACKGROUND)  # afresh, elsewhere
+    rebuilt = open_app("writer-a", CONTEXTFLOW_STATE=str(tmp_path / "rebuilt"))
     try:
-        assert answers(folding) == merged and folded_sessions(folding)
+        assert answers(rebuilt) == merged and not folded_sessions(rebuilt)
     finally:
-        folding.close()
+        rebuilt.close()
+
+
+def test_sessions_past_what_a_call_may_read_say_how_far_the_build_is(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.sessions import stored
+
+    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
+    building_elsewhere(monkeypatch)
+    other_machine_writes(2, tmp_path / "elsewhere")
+    monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much past the tables to read in one call
+    from contextflow.core.errors import StoreError
+
+    for read in (
+        lambda: sessions.resume_session(app, {"project": "shared", "session_id": "s1"}),
+        lambda: sessions.list_sessions(app, {"project": "shared"}),
+    ):
+        with pytest.raises(StoreError, match=r"sessions are partly indexed \(\d+% of [\d.]+ MB of logs\)"):
+            read()
+    assert not folded_sessions(app)
 
 
 def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_made(
