@@ -51,8 +51,9 @@ def _visible(app: App, project: str) -> bool:
 
 
 def disk(app: App) -> bool:
-    """Whether this app reads sessions from the derived tables: a store that shares this machine's
-    state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs yet)."""
+    """Whether the views `ondisk.py` serves are read from the derived tables: a store that shares this
+    machine's state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs
+    yet). Sessions are always read from the tables (`current`)."""
     if not app.store.shares_state or app.store.batching:
         return False
     tables = app.tables()
@@ -65,11 +66,11 @@ _BUILDING = threading.Lock()
 
 
 def current(app: App) -> bool:
-    """Whether this call reads sessions from the derived tables: they can be used (`disk`) and hold every
-    log's events now, or, while a build runs or another process holds their lock past the wait, the
-    tables as built with the rows of the logs' remaining bytes (`sessions/rest.py`: O(those bytes)).
-    False (the caller folds the logs in memory) when they do not read or more than REST_BYTES remain:
-    complete either way, never "no session" or a page missing what the build has not reached."""
+    """Whether the queries below answer completely now: the tables open and hold every log's events, or,
+    while a build runs or another process holds their lock past the wait, the tables as built with the
+    rows of the logs' remaining bytes (`sessions/rest.py`: O(those bytes)). False when they do not open,
+    a ContextFlowMCP file is over its size limit or more than REST_BYTES remain (`ready` says which):
+    never "no session" or a page missing what the build has not reached."""
     tables = app.tables()
     if tables.oversized() or not tables.usable():
         return False

@@ -167,7 +167,8 @@ def test_a_web_token_sees_no_session_handoff_or_project_of_secret_and_folds_noth
     with pytest.raises(NotFoundError, match="no session"):
         sessions.resume_session(web, session_id="s-shared-name", project="secret")
     resumed = sessions.resume_session(web, session_id="s-shared-name")
-    assert (resumed.project, resumed.latest_handoff and resumed.latest_handoff.data["summary"]) == ("web", "the web plan")
+    assert resumed.project == "web" and resumed.latest_handoff is not None
+    assert resumed.latest_handoff.data["summary"] == "the web plan"
     # the same tables, unscoped: both projects (nothing was folded in memory for either reader)
     assert sorted(p.name for p in sessions.list_projects(app)) == ["secret", "web"]
     assert not any(each.store.folded and "sessions" not in each.store.fold.deferred for each in (web, app))
