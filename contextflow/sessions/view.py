@@ -4,6 +4,10 @@ Pure fold over `note` and `handoff` events (new and legacy). Lists stay sorted b
 `Event.key` and summaries keep their "latest" fields by key, so the state does not depend
 on the order events arrive in. A note with `wrong_handoff: <id>` marks a handoff of its own
 project and session as wrong: that handoff is no longer any session's latest.
+
+No call reads this fold: sessions are read from the derived tables (`stored.py`). It stays the oracle the
+tests compare the tables with, and compaction asks it what it needs (`unneeded`). The summaries and the
+order rules here are shared with the tables' queries.
 """
 
 from __future__ import annotations
@@ -113,20 +117,6 @@ class SessionsState:
         merged = [event for events in self.by_project.values() for event in events]
         merged.sort(key=_by_key)
         return merged
-
-    def session_entries(self, project: str, session_id: str | None) -> list[Event]:
-        """A session's entries; all of the project's when `session_id` is None or empty."""
-        if not session_id:
-            return self.by_project.get(project, [])
-        if session_id == NO_SESSION:
-            return [event for event in self.by_project.get(project, []) if not session_of(event)]
-        return self.by_session.get((project, session_id), [])
-
-    def recent_sessions(self, project: str) -> list[SessionSummary]:
-        return _recent_first(self.summaries.get(project, {}))
-
-    def is_wrong(self, event: Event) -> bool:
-        return (project_of(event), session_of(event), event.id) in self.wrong
 
 
 def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
