@@ -196,7 +196,9 @@ def build(tables: Tables, sets: Sequence[TableSet], key: object = None, most: in
             rest.add(tables)
         for table_set in sets:
             for table in table_set.tables or tuple(table_set.inserts):
-                merge = dict(table_set.merged).get(table, _BY_ID) if table_set.name in built else "SELECT * FROM main.{t}"
+                merge = (
+                    dict(table_set.merged).get(table, _BY_ID) if table_set.name in built else "SELECT * FROM main.{t}"
+                )
                 db.execute(f"CREATE TEMP VIEW {table} AS {merge.format(t=table)}")
     except BaseException:
         db.close()

@@ -131,7 +131,10 @@ def rows(event: Event) -> Iterator[Row]:
 
 
 MERGED = (  # read beside the logs' remaining bytes (core/rest.py): their sessions' summaries replace the tables'
-    ("sessions_entries", "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION ALL SELECT * FROM main.{t}"),
+    (
+        "sessions_entries",
+        "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION ALL SELECT * FROM main.{t}",
+    ),
     (
         "sessions",
         "SELECT * FROM base.{t} b WHERE NOT EXISTS (SELECT 1 FROM main.{t} m WHERE m.project = b.project "
