@@ -100,8 +100,8 @@ class Rest:
                 rows = {table: list(values) for table, values in found[table_set.name].items()}
                 if table_set.seed is not None and table_set.name in self.built:
                     table_set.seed(self.db, rows, self._seeded)
-                for table, values in rows.items():
-                    self.db.executemany(table_set.inserts[table].replace(" INTO ", " INTO main.", 1), values)
+                for table, found_rows in rows.items():
+                    self.db.executemany(table_set.inserts[table].replace(" INTO ", " INTO main.", 1), found_rows)
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")

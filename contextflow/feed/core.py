@@ -10,7 +10,7 @@ too much remains for that (a new machine), the page says it is partial and how f
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 

@@ -22,9 +22,9 @@ from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Progress, Reading
     from contextflow.core.store import Store
     from contextflow.sessions.core import EntryFilter
-    from contextflow.core.rest import Progress, Reading
 
 _ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.data"
 _NOT_WRONG = (
