@@ -19,16 +19,16 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (3, "f06bba884f2ffb75d520"),
+    "search-index": (3, "0cebe8eb92ba9b698783"),
     # the derived tables (core/tables.py) and the views kept as tables too (their stages)
-    "view-events": (2, "72ce77b9b0e8f0ba4397"),
-    "sessions": (1, "f9c2d23be7971e991606"),
-    "feed": (2, "3b0bd00c9a601e59de0b"),
-    "capture": (2, "08999018b15c7b691a1a"),
+    "view-events": (2, "a296dfb4016974a23794"),
+    "sessions": (1, "b66edda0e95d8a1e9d53"),
+    "feed": (2, "9d24b1cbf56d3ee7b467"),
+    "capture": (2, "bb1d82499e990355a3c7"),
     "graph-state": (1, "41f67edef283edf8ce91"),
     "records-state": (1, "3cae391c4249fbbb8254"),
     "conversations-state": (1, "8cac1d0e786bc0aa2582"),
-    "timeline": (1, "cbf5ace923518ea49b52"),
+    "timeline": (1, "8d9173749159cb2caede"),
 }
 GUARDED = all_formats()
 
