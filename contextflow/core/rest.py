@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
     from contextflow.core.tables import Tables
 
-REST_BYTES = 32 * 1024 * 1024  # past the cursors, at most this much is read into memory; more: the tails only
+REST_BYTES = 16 * 1024 * 1024  # past the cursors, read into memory (about 5x that held); more: the tails only
 CHUNK_BYTES = 1024 * 1024  # read and inserted at a time: the rest's memory is its rows, not a chunk's events
 
 
