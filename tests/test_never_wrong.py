@@ -406,3 +406,29 @@ def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_m
     app.tables().update()  # this machine's newest rows added ahead; the build (elsewhere) has made nothing else
     assert not app.tables().serves(("sessions",)) and not app.tables().serves(("feed",))
     assert "an old note" in sessions.resume_session(app, {"project": "p", "session_id": "s"}).text
+
+
+def test_a_session_the_logs_tails_do_not_reach_is_not_read_yet_never_no_session(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.core import rest
+    from contextflow.core.errors import NotFoundError
+
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        base = {"agent": "codex", "project": "p"}
+        sessions.append_shared_note(other, {**base, "session_id": "old", "text": "the old session's note"})
+        for n in range(30):
+            sessions.append_shared_note(other, {**base, "session_id": "new", "text": f"newer {n} " + "x" * 300})
+    finally:
+        other.close()
+    building_elsewhere(monkeypatch)  # a new machine: nothing built, the build elsewhere has not begun
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads: the logs' newest bytes only
+    monkeypatch.setattr(rest, "TAIL_BYTES", 2_000)
+    monkeypatch.setattr(rest, "TAIL_BUDGET", 2_000)
+    listed = sessions.list_sessions(app, {"project": "p"})
+    assert listed.text.startswith("PARTIAL:") and "indexed" in listed.text and "new" in listed.text
+    with pytest.raises(NotFoundError) as raised:
+        sessions.resume_session(app, {"project": "p", "session_id": "old"})
+    assert "not read yet" in str(raised.value) and "indexed" in str(raised.value)
+    assert "no session" not in str(raised.value)
