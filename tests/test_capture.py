@@ -380,17 +380,16 @@ def test_a_session_that_only_talks_stores_its_turn_but_hands_nothing_over(app, t
     assert "calc.py" in latest.data["files"]
 
 
-def test_a_turn_is_captured_while_sessions_cannot_be_read_completely(app, tmp_path, monkeypatch, capsys, repo):
-    """A new machine's build far from done: a turn that wrote a handoff is still stored (unlinked)."""
+def test_a_turn_is_captured_while_sessions_cannot_be_read(app, tmp_path, monkeypatch, capsys, repo):
+    """Tables that do not open (a full or read-only state folder): a turn that wrote a handoff is still
+    stored (unlinked), the Stop hook does not fail."""
+    from contextflow.core.tables import Tables
     from contextflow.sessions import stored
-    from tests.test_own_writes_while_building import building_elsewhere
 
     payload, transcript = client_payload(tmp_path, repo, *GEMINI)
     run_hook(monkeypatch, capsys, "stop", payload)
     sessions.write_handoff(app, agent="gemini-cli", summary="My own words", project="example-owner/calc-demo")
-    building_elsewhere(monkeypatch)
-    monkeypatch.setattr(stored, "REST_BYTES", 0)
-    app.store.append("note", {"agent": "a", "text": "past the built tables"})
+    monkeypatch.setattr(Tables, "usable", lambda self: False)
     assert not stored.current(app)
     call = {"name": "write_shared_handoff", "args": {"summary": "My own words"}, "status": "success"}
     with open(transcript, "ab") as handle:

@@ -10,15 +10,11 @@ from pathlib import Path
 import pytest
 
 from contextflow.app import App
-from contextflow.core import table_sets, table_updates
-from contextflow.core import tables as tables_module
+from contextflow.core import table_sets
 from contextflow.search import derived, retrieval
 from contextflow.sessions import present as sessions
 from tests.conftest import open_app
 from tests.test_own_writes_while_building import building_elsewhere
-
-BACKGROUND_BYTES = table_updates.BACKGROUND_BYTES
-BUILD_IN_BACKGROUND = tables_module.Tables._build_in_background
 
 
 def refs(app: App, query: str) -> list[str]:
@@ -272,18 +268,20 @@ def test_the_feed_during_an_unfinished_build_reads_what_the_build_has_not_reache
 def test_the_feed_says_it_is_partial_and_how_far_the_build_is_when_too_much_remains_to_read(
     app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from contextflow.core import table_rest
+    from contextflow.core import rest
     from contextflow.feed import present as feed
 
     sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
     assert "earlier" in feed.recent_activity(app, {"project": "shared"}).text
     building_elsewhere(monkeypatch)
-    monkeypatch.setattr(table_rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    monkeypatch.setattr(rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    monkeypatch.setattr(rest, "TAIL_BYTES", 10)  # the logs' newest bytes only: hardly a line
     other_machine_writes(3, tmp_path / "elsewhere")
     shown = feed.recent_activity(app, {"project": "shared", "agent": "codex"})
     partial = shown.data["partial"]
     assert 0 < partial["built_bytes"] < partial["log_bytes"]
-    assert shown.text.startswith("PARTIAL:") and "nothing matches in what is read so far" in shown.text
+    assert shown.text.startswith("PARTIAL:") and "% of 0.0 MB indexed" in shown.text
+    assert "nothing matches in what is read so far" in shown.text
 
 
 def test_the_feed_under_a_held_lock_shows_what_was_written_meanwhile(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,19 +363,16 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     assert not app.tables().serves(("sessions",))
 
     def answers(reader: App) -> list[object]:
-        def data(found: dict[str, object]) -> dict[str, object]:
-            return {key: value for key, value in found.items() if key != "indexFile"}  # (where its tables are)
-
         shown: list[object] = []
         for project in ("shared", "other"):
-            shown.append(data(sessions.list_sessions(reader, {"project": project}).data))
+            shown.append(sessions.list_sessions(reader, {"project": project}).data)
             shown.append(sessions.get_latest_handoff(reader, {"project": project}).text)
         for sid in ("s1", "s2"):
-            shown.append(data(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data))
-        shown.append(data(sessions.list_projects(reader, {}).data))
+            shown.append(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data)
+        shown.append(sessions.list_projects(reader, {}).data)
         return shown
 
-    from contextflow.sessions import rest
+    from contextflow.core import rest
 
     built: list[object] = []
     monkeypatch.setattr(rest, "build", lambda *args, real=rest.build: built.append(real(*args)) or built[-1])
@@ -387,33 +382,17 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     merged = answers(app)  # the overlay extended by the new bytes
     assert "after the first read" in str(merged) and "after the first read" not in str(first)
     assert stored.current(app) and not folded_sessions(app) and len(built) == 1  # built once, then extended
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", BACKGROUND_BYTES)  # the oracle: the tables built
-    monkeypatch.setattr(tables_module.Tables, "_build_in_background", BUILD_IN_BACKGROUND)  # afresh, elsewhere
-    rebuilt = open_app("writer-a", CONTEXTFLOW_STATE=str(tmp_path / "rebuilt"))
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # too much to read past the cursors: the logs' tails (all of them here)
+    tails = App.open()
     try:
-        assert answers(rebuilt) == merged and not folded_sessions(rebuilt)
+        partial = answers(tails)
+        assert all("partial" in str(shown).lower() for shown in partial)
+        assert not folded_sessions(tails)
     finally:
-        rebuilt.close()
-
-
-def test_sessions_past_what_a_call_may_read_say_how_far_the_build_is(
-    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    from contextflow.sessions import stored
-
-    sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
-    building_elsewhere(monkeypatch)
-    other_machine_writes(2, tmp_path / "elsewhere")
-    monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much past the tables to read in one call
-    from contextflow.core.errors import StoreError
-
-    for read in (
-        lambda: sessions.resume_session(app, {"project": "shared", "session_id": "s1"}),
-        lambda: sessions.list_sessions(app, {"project": "shared"}),
-    ):
-        with pytest.raises(StoreError, match=r"sessions are partly indexed \(\d+% of [\d.]+ MB of logs\)"):
-            read()
-    assert not folded_sessions(app)
+        tails.close()
+    monkeypatch.undo()  # the build finishes: the tables alone say the same
+    assert app.tables().update() >= 0 and app.tables().serves(("sessions",))
+    assert answers(app) == merged
 
 
 def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_made(
@@ -427,3 +406,29 @@ def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_m
     app.tables().update()  # this machine's newest rows added ahead; the build (elsewhere) has made nothing else
     assert not app.tables().serves(("sessions",)) and not app.tables().serves(("feed",))
     assert "an old note" in sessions.resume_session(app, {"project": "p", "session_id": "s"}).text
+
+
+def test_a_session_the_logs_tails_do_not_reach_is_not_read_yet_never_no_session(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.core import rest
+    from contextflow.core.errors import NotFoundError
+
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        base = {"agent": "codex", "project": "p"}
+        sessions.append_shared_note(other, {**base, "session_id": "old", "text": "the old session's note"})
+        for n in range(30):
+            sessions.append_shared_note(other, {**base, "session_id": "new", "text": f"newer {n} " + "x" * 300})
+    finally:
+        other.close()
+    building_elsewhere(monkeypatch)  # a new machine: nothing built, the build elsewhere has not begun
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads: the logs' newest bytes only
+    monkeypatch.setattr(rest, "TAIL_BYTES", 2_000)
+    monkeypatch.setattr(rest, "TAIL_BUDGET", 2_000)
+    listed = sessions.list_sessions(app, {"project": "p"})
+    assert listed.text.startswith("PARTIAL:") and "indexed" in listed.text and "new" in listed.text
+    with pytest.raises(NotFoundError) as raised:
+        sessions.resume_session(app, {"project": "p", "session_id": "old"})
+    assert "not read yet" in str(raised.value) and "indexed" in str(raised.value)
+    assert "no session" not in str(raised.value)

@@ -8,8 +8,6 @@ each query keeps to those projects.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -25,9 +23,9 @@ from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Progress, Reading
     from contextflow.core.store import Store
     from contextflow.sessions.core import EntryFilter
-    from contextflow.sessions.rest import Overlay
 
 _ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.data"
 _NOT_WRONG = (
@@ -60,74 +58,53 @@ def disk(app: App) -> bool:
     return not tables.oversized() and tables.usable()
 
 
-REST_BYTES = 32 * 1024 * 1024  # past the cursors, at most this much is read into an overlay; more: the fold
-_OVERLAYS: WeakKeyDictionary[Store, Overlay | None] = WeakKeyDictionary()  # the overlay this store's reads use
-_BUILDING = threading.Lock()
+_READINGS: WeakKeyDictionary[Store, Reading] = WeakKeyDictionary()  # how this store's last `current` reads
 
 
 def current(app: App) -> bool:
-    """Whether the queries below answer completely now: the tables open and hold every log's events, or,
-    while a build runs or another process holds their lock past the wait, the tables as built with the
-    rows of the logs' remaining bytes (`sessions/rest.py`: O(those bytes)). False when they do not open,
-    a ContextFlowMCP file is over its size limit or more than REST_BYTES remain (`ready` says which):
-    never "no session" or a page missing what the build has not reached."""
+    """Whether the queries below answer (False only where the tables do not open or a ContextFlowMCP file is
+    over its size limit: `ready` says which): the tables when they hold every log's events, else the tables
+    as built with the rows of the logs' remaining bytes (`core/rest.py`), or while more than its bound
+    remains the logs' newest bytes only, and then `partial` says how far the build is. Never "no session"
+    from an unfinished build. A store scoped to some projects reads them too (each query keeps to those)."""
     tables = app.tables()
     if tables.oversized() or not tables.usable():
         return False
-    if tables.serves(("sessions",)):
-        _drop(app.store)
-        return True
-    from contextflow.sessions import rest
+    from contextflow.core.rest import reading
+    from contextflow.sessions.table import TABLES
 
-    with _BUILDING:
-        try:
-            old = _OVERLAYS.get(app.store)
-            if old is not None and old.base == rest.base_key(tables):
-                if not rest.fresh(old, tables):
-                    old.add(tables)  # the logs grew, the tables did not move: their new bytes only
-                return True
-            _drop(app.store)
-            _OVERLAYS[app.store] = rest.build(tables, REST_BYTES)
-        except sqlite3.DatabaseError:
-            _drop(app.store)
-            return False
-    return _OVERLAYS.get(app.store) is not None
+    _READINGS[app.store] = reading(tables, (TABLES.name,))
+    return True
 
 
 def ready(app: App) -> None:
-    """Raise, saying why and what to do, unless the queries below answer completely now (`current`)."""
+    """Raise, saying why and what to do, unless the queries below answer now (`current`)."""
     if current(app):
         return
     from contextflow.core import legacy
     from contextflow.core.errors import StoreError
 
-    tables = app.tables()
     roots, limit = app.store.location.legacy_files, app.store.legacy_max_bytes
     for path in legacy.files(roots) if roots else ():
         if size := legacy.oversize(path, roots, limit):
             raise StoreError(legacy.oversized_message(path, size, limit))
-    if not tables.usable():
-        raise StoreError(
-            f"the derived tables {tables.path} cannot be opened (a read-only or full state folder?); "
-            "free space or fix the folder's permissions, then `contextflow doctor --fix`"
-        )
-    built, total = tables.built()
     raise StoreError(
-        f"sessions are partly indexed ({100 * built // max(total, 1)}% of {total / 1e6:.1f} MB of logs): "
-        "the derived tables are being built by another process; ask again in a moment"
+        f"the derived tables {app.tables().path} cannot be opened (a read-only or full state folder?); "
+        "free space or fix the folder's permissions, then `contextflow doctor --fix`"
     )
 
 
-def _drop(store: Store) -> None:
-    """Forget the store's overlay (not closed here: another thread may be reading it; freed with it)."""
-    _OVERLAYS.pop(store, None)
+def partial(app: App) -> Progress | None:
+    """How far the build is, when the last `current` read only the logs' newest bytes beside the tables."""
+    found = _READINGS.get(app.store)
+    return found.partial if found is not None else None
 
 
 def _query(app: App, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Rows of `sql` over the sessions tables, as the last `current` of this store chose to read them (its
     callers ask `current` first)."""
-    overlay = _OVERLAYS.get(app.store)
-    return overlay.query(sql, params) if overlay is not None else app.tables().query(sql, params)
+    found = _READINGS.get(app.store)
+    return found.query(sql, params) if found is not None else app.tables().query(sql, params)
 
 
 def _event(app: App, row: Sequence[Any]) -> Event:
