@@ -39,7 +39,7 @@ def _find_handoff(app: App, handoff_id: str) -> Event:
         raise NotFoundError(f"no handoff with id {handoff_id!r}; get_latest_handoff or read_shared_context show ids")
     state = sessions_state(app)
     for entries in state.by_project.values():
-        for event in reversed(entries):
+        for event in entries[::-1]:
             if event.id == handoff_id and event.kind == "handoff":
                 return event
     raise NotFoundError(
