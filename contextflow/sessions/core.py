@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from contextflow.app import App
 from contextflow.core import checks
@@ -223,8 +223,7 @@ def wrong_marks(app: App) -> Marks:
 # -- projects ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(NamedTuple):
     name: str
     entries: int
     sessions: int
@@ -241,8 +240,7 @@ def list_projects(app: App) -> list[Project]:
 # -- reading -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EntryFilter:
+class EntryFilter(NamedTuple):
     project: str
     agent: str | None = None
     session_id: str | None = None
@@ -294,8 +292,7 @@ def latest_handoff(app: App, where: EntryFilter) -> Event | None:
     return stored.latest_handoff(app, where)
 
 
-@dataclass(frozen=True)
-class SessionQuery:
+class SessionQuery(NamedTuple):
     project: str
     agent: str | None = None
     since: str | None = None
@@ -369,8 +366,7 @@ def choose_session(
     return selected
 
 
-@dataclass(frozen=True)
-class Resume:
+class Resume(NamedTuple):
     project: str
     session_id: str
     summary: SessionSummary | None
@@ -389,7 +385,7 @@ def resume_session(
     name, not_in = session_project(app, chosen, project)
     count = DEFAULT_LIMIT if limit is None else limit
     found = _resume(app, chosen, name, count, explicit=bool(checks.trimmed(session_id, "session_id")))
-    return replace(found, not_in=not_in)
+    return found._replace(not_in=not_in)
 
 
 def _resume(app: App, chosen: str, name: str, count: int, *, explicit: bool) -> Resume:

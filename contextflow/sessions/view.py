@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from contextflow.core.events import Event, OrderKey
@@ -45,21 +44,37 @@ def marked_wrong(event: Event) -> str | None:
 Marks = dict[tuple[str, str, str], str]  # (project, session, handoff id) -> id of the note that marks it wrong
 
 
-@dataclass
 class SessionSummary:
-    session_id: str
-    project: str
-    entry_count: int = 0
-    note_count: int = 0
-    handoff_count: int = 0
-    latest_key: OrderKey = _ZERO
-    latest_ts: str = ""
-    last_entry_kind: str = ""
-    task_key: OrderKey = _ZERO
-    task: str = ""
-    agents: set[str] = field(default_factory=set)
-    handoff_key: OrderKey = _ZERO
-    latest_handoff_summary: str = ""
+    """One session's counts, newest entry, task and latest handoff (a plain class: the session start defines it)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        project: str,
+        entry_count: int = 0,
+        note_count: int = 0,
+        handoff_count: int = 0,
+        latest_key: OrderKey = _ZERO,
+        latest_ts: str = "",
+        last_entry_kind: str = "",
+        task_key: OrderKey = _ZERO,
+        task: str = "",
+        agents: set[str] | None = None,
+        handoff_key: OrderKey = _ZERO,
+        latest_handoff_summary: str = "",
+    ) -> None:
+        self.session_id, self.project = session_id, project
+        self.entry_count, self.note_count, self.handoff_count = entry_count, note_count, handoff_count
+        self.latest_key, self.latest_ts, self.last_entry_kind = latest_key, latest_ts, last_entry_kind
+        self.task_key, self.task = task_key, task
+        self.agents = agents if agents is not None else set()
+        self.handoff_key, self.latest_handoff_summary = handoff_key, latest_handoff_summary
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionSummary) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"SessionSummary({', '.join(f'{name}={value!r}' for name, value in vars(self).items())})"
 
     def add(self, event: Event, wrong: Marks | None = None) -> None:
         self.entry_count += 1
@@ -104,12 +119,17 @@ class SessionSummary:
         }
 
 
-@dataclass
 class SessionsState:
-    by_project: dict[str, list[Event]] = field(default_factory=dict)
-    by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
-    summaries: dict[str, dict[str, SessionSummary]] = field(default_factory=dict)
-    wrong: Marks = field(default_factory=dict)
+    """The folded sessions view: entries by project and by session, summaries, handoffs marked wrong."""
+
+    def __init__(self) -> None:
+        self.by_project: dict[str, list[Event]] = {}
+        self.by_session: dict[tuple[str, str], list[Event]] = {}
+        self.summaries: dict[str, dict[str, SessionSummary]] = {}
+        self.wrong: Marks = {}
+
+    def __eq__(self, other: object) -> bool:  # (the tests compare folds in every order)
+        return isinstance(other, SessionsState) and vars(self) == vars(other)
 
     def project_entries(self, project: str | None) -> list[Event]:
         if project is not None:
