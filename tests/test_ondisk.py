@@ -50,7 +50,7 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
         churn(app, other, random.Random(seed), 30)
         memory = in_memory()
         views = (TimelineView, GraphView, RecordsView, ConversationsView, ActivityView)
-        assert {view.name for view in views} == set(ondisk.KINDS)
+        assert {view.name for view in views} == {*ondisk.KINDS, *ondisk.PROJECTIONS}
         for view in views:
             assert ondisk.view(app, view) == memory.store.view(view), view.name
         assert not app.store.view_loaded("graph")  # folded from disk, not from the logs

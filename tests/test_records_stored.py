@@ -14,7 +14,7 @@ from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.conversations.stored import StoredConversations
 from contextflow.conversations.view import ConversationsState
-from contextflow.core import table_stages
+from contextflow.core import table_updates
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
@@ -99,7 +99,7 @@ def _reads(app: App) -> list[object]:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_stages, "BATCH", 1 + seed * 9)  # batches of 1 to 37 events
+    monkeypatch.setattr(table_updates, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
     events = _events(seed, 300)
     half = random.Random(seed).randrange(len(events))
     write_events(app.store.folder, events[:half])
@@ -116,8 +116,10 @@ def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monke
     for key in KEYS:
         assert on_disk_records.holders(key) == folded_records.holders(key)
     assert dict(conversations.conversations_state(app).records) == folded_conversations.records
-    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the folds
+    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables' whole state
     assert isinstance(records.records_state(app), RecordsState)
+    assert _reads(app) == stored
+    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the folds
     assert _reads(app) == stored
 
 

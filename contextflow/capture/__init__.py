@@ -10,6 +10,6 @@ FEATURE = Feature(
     views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
-    search_version=(1, "50b41debdbb7b2bcd522"),
+    search_version=(1, "619bf32f6c3ba5101806"),
     tables={"capture": "contextflow.capture.table:TABLES"},
 )
