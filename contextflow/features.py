@@ -171,14 +171,10 @@ def folded_views() -> list[View]:
     return [view for view in all_views() if not (on_disk and view.name == "search")]
 
 
-# derived tables that belong to no one feature: the events of the views folded from disk (`ondisk.py`)
-SHARED_TABLES = {"view-events": "contextflow.ondisk:TABLES"}
-
-
 @cache
 def all_tables() -> tuple[TableSet, ...]:
     """Every derived table set (imported when a process first reads one)."""
-    paths = [*SHARED_TABLES.values(), *(path for feature in features() for path in feature.tables.values())]
+    paths = [path for feature in features() for path in feature.tables.values()]
     return tuple(target(path) for path in paths)
 
 

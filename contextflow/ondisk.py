@@ -9,10 +9,10 @@ kinds every log holds past their cursors folded on top (read, never folded whole
 kinds' prefix are skipped undecoded), so an answer is complete, never "not found" from an unfinished
 build.
 
-The timeline and the capture activity (`KINDS`) are folded from their own events kept in the derived
-tables (`view_events`), never from the whole logs, and catch up on the rows added since; while that
-table is not current, from the rows built so far and the events of their kinds past its cursors, as
-above. The view is cached only once the table is current.
+The timeline and the capture activity (`KINDS`) are folded from their events as their features' tables
+keep them (`timeline_events`, `capture_turns`), never from the whole logs, and catch up on the rows
+added since; while those tables are not current, from the rows built so far and the events of their
+kinds past their cursors, as above. The timeline is cached only once the tables are current.
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from weakref import WeakKeyDictionary
 
@@ -31,9 +31,8 @@ import orjson
 
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
-from contextflow.core.formats import Format
 from contextflow.core.log import Cursor
-from contextflow.core.tables import Row, TableSet, db_stamp, stamp_of
+from contextflow.core.tables import TableSet, stamp_of
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -42,8 +41,20 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 
-# each view folded from `view_events` and the kinds it folds (its events' kinds start with one of these)
-KINDS = {"timeline": "timeline.", "activity": "capture."}
+# each view folded from its feature's table of its events: (that table set, the prefix of the kinds it folds,
+# the query of its events read after a rowid, in the order read)
+KINDS = {
+    "timeline": (
+        "timeline",
+        "timeline.",
+        "SELECT rowid, id, hlc, w, seq, kind, data FROM timeline_events WHERE rowid > ? ORDER BY rowid",
+    ),
+    "activity": (  # (not cached: an earlier copy of a turn, read later, replaces its row in place)
+        "capture",
+        "capture.",
+        "SELECT rowid, id, hlc, w, seq, 'capture.turn', data FROM capture_turns WHERE rowid > ? ORDER BY rowid",
+    ),
+}
 
 # views whose state is a projection's tables (`TableSet.apply`), by the feature's table set
 PROJECTIONS = {
@@ -51,28 +62,6 @@ PROJECTIONS = {
     "records": "contextflow.records.table:TABLES",
     "conversations": "contextflow.conversations.table:TABLES",
 }
-
-SCHEMA = (
-    """CREATE TABLE view_events(
-    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, view TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL,
-    seq INTEGER NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL)""",
-    "CREATE INDEX view_events_by_view ON view_events(view, n)",
-)
-INSERTS = {
-    "view_events": "INSERT OR IGNORE INTO view_events(id, view, hlc, w, seq, kind, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
-}
-
-
-def rows(event: Event) -> Iterator[Row]:
-    for view, prefix in KINDS.items():
-        if event.kind.startswith(prefix):
-            data = orjson.dumps(event.data)
-            yield "view_events", (event.id, view, db_stamp(event.hlc), event.writer, event.seq, event.kind, data)
-
-
-TABLES = TableSet(
-    Format("view-events", 3, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",), ahead=False
-)  # (its `n` is the order read: `_partial` reads this machine's newest events itself)
 
 
 class _Folded:
@@ -120,9 +109,10 @@ def empty(app: App, name: str) -> bool:
         if any(tables.query(f'SELECT 1 FROM "{table}" LIMIT 1') for table in projection.tables):
             return False
         return tables.serves((projection.name,))
-    if tables.query("SELECT 1 FROM view_events WHERE view = ? LIMIT 1", (name,)):
+    source, _, query = KINDS[name]
+    if tables.query(f"{query} LIMIT 1", (0,)):
         return False
-    return tables.serves((TABLES.name,))
+    return tables.serves((source,))
 
 
 def holds_more_than(app: App, name: str, count: int) -> bool:
@@ -136,8 +126,7 @@ def holds_more_than(app: App, name: str, count: int) -> bool:
     if name in PROJECTIONS:
         table = _projection(name).tables[0]
         return bool(app.tables().query(f'SELECT 1 FROM "{table}" LIMIT 1 OFFSET ?', (count,)))
-    query = "SELECT 1 FROM view_events WHERE view = ? LIMIT 1 OFFSET ?"
-    return bool(app.tables().query(query, (name, count)))
+    return bool(app.tables().query(f"{KINDS[name][2]} LIMIT 1 OFFSET ?", (0, count)))
 
 
 def _projection(name: str) -> TableSet:
@@ -175,19 +164,16 @@ def _folded(app: App, name: str) -> Any:
 
     tables = app.tables()
     tables.update()
-    if not tables.current():
+    source, _, query = KINDS[name]
+    if name == "activity" or not tables.current():
         return _partial(app, name)
-    built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
+    built = tables.query("SELECT built FROM formats WHERE name = ?", (source,))
     bounds = tables.query("SELECT count(*) FROM bounds")
     folded = _FOLDED.setdefault(app.store, {}).get(name)
     shape = LazyView(name, view_paths()[name])
     if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one
         folded = _FOLDED[app.store][name] = _Folded(shape.initial(), built, bounds)
-    found = tables.query(
-        "SELECT n, id, hlc, w, seq, kind, data FROM view_events WHERE view = ? AND n > ? ORDER BY n",
-        (name, folded.last),
-        wait=0,
-    )
+    found = tables.query(query, (folded.last,), wait=0)
     schema = app.store.fields
     for rowid, event_id, hlc, writer, seq, kind, blob in found:
         data, _ = conform(schema, kind, orjson.loads(blob))  # a file like any other: checked as read
@@ -203,14 +189,12 @@ def _partial(app: App, name: str) -> Any:
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths
 
-    tables, schema, prefix = app.tables(), app.store.fields, KINDS[name]
-    cursors = tables.cursors(TABLES.name)
-    found = tables.query(
-        "SELECT id, hlc, w, seq, kind, data FROM view_events WHERE view = ? ORDER BY n", (name,), wait=0
-    )
+    tables, schema, (source, prefix, query) = app.tables(), app.store.fields, KINDS[name]
+    cursors = tables.cursors(source)
+    found = tables.query(query, (0,), wait=0)
     shape = LazyView(name, view_paths()[name])
     state, seen = shape.initial(), set()
-    for event_id, hlc, writer, seq, kind, blob in found:
+    for _, event_id, hlc, writer, seq, kind, blob in found:
         data, _ = conform(schema, kind, orjson.loads(blob))
         shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         seen.add(event_id)

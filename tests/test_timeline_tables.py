@@ -229,6 +229,6 @@ def test_a_clock_bound_right_after_the_event_it_names_lowers_it_in_every_table(s
     assert where.thread.created == (bound.hlc - 1, "writer-z", 1)
     assert answers(reader) == answers(whole_fold())
     lowered = db_stamp(bound.hlc - 1)
-    for table in ("timeline_events", "view_events", "sessions_entries", "feed"):
+    for table in ("timeline_events", "sessions_entries", "feed"):
         found = reader.tables().query(f"SELECT hlc FROM {table} WHERE id IN (?, ?)", (thread.id, note.id))
         assert found and all(hlc == lowered for (hlc,) in found), table

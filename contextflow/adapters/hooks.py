@@ -58,7 +58,7 @@ DEFAULT_BUDGET, MAX_BUDGET = HOOK_BUDGET, MAX_HOOK_BUDGET  # tokens (core.settin
 MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
-SESSION_START_TABLES = ("sessions", "capture", "view-events")  # the derived formats a session start reads
+SESSION_START_TABLES = ("sessions", "capture", "timeline", "graph-state")  # the derived formats a session start reads
 # what an event prints whatever failed: Cursor waits for an answer to beforeSubmitPrompt, and a refused
 # payload may be that event (`{"continue":true}` is a valid answer to every Cursor event)
 REFUSED_ANSWER = {"cursor": '{"continue":true}'}

@@ -44,6 +44,7 @@ BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this ha
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
+RETIRED = ("view-events", "view_events", "stages")  # formats and tables earlier versions kept: dropped on a reset
 
 
 class TableUpdates:
@@ -271,6 +272,10 @@ class TableUpdates:
         for statement in table_set.schema:
             db.execute(statement)
         db.execute("DELETE FROM cursors WHERE format = ?", (name,))
+        db.execute("DELETE FROM cursors WHERE format = ?", (RETIRED[0],))
+        db.execute("DELETE FROM formats WHERE name = ?", (RETIRED[0],))
+        for table in RETIRED[1:]:
+            db.execute(f'DROP TABLE IF EXISTS "{table}"')
         built = os.urandom(8).hex()  # a new build: readers that folded the old rows start over
         db.execute(
             "INSERT OR REPLACE INTO formats(name, version, built) VALUES (?, ?, ?)",

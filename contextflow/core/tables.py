@@ -289,13 +289,9 @@ class Tables(TableUpdates):
 
 
 def _same_rows(one: sqlite3.Connection, other: sqlite3.Connection, table: str) -> bool:
-    """Whether two databases' `table` hold the same rows (compared in order, a row at a time). A column
-    named `n` is the order rows were read in (`view_events`), which depends on how the logs' bytes
-    arrived, not on what they hold: left out."""
-    names = [column[0] for column in one.execute(f'SELECT * FROM "{table}" LIMIT 0').description]
-    shown = ", ".join(f'"{name}"' for name in names if name != "n")
-    order = ", ".join(str(n) for n in range(1, len(names) + (0 if "n" in names else 1)))
-    sql = f'SELECT {shown} FROM "{table}" ORDER BY {order}'
+    """Whether two databases' `table` hold the same rows (compared in order, a row at a time)."""
+    count = len(one.execute(f'SELECT * FROM "{table}" LIMIT 0').description)
+    sql = f'SELECT * FROM "{table}" ORDER BY {", ".join(str(n) for n in range(1, count + 1))}'
     left, right = one.execute(sql), other.execute(sql)
     while True:
         a, b = left.fetchmany(1000), right.fetchmany(1000)
