@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "261e7e0f52c963c0a1b9"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "46ae5ddc3801ca5fddc9"),
-    "feed": (2, "f898e81569e19dcdfa0e"),
-    "capture": (2, "bef54a98146b6112cb51"),
-    "graph-state": (2, "be9a60228b15f4adf2eb"),
+    "sessions": (1, "e35b2d576122018383ac"),
+    "feed": (2, "c84ffaff0dc75d9462fc"),
+    "capture": (2, "b885c29e933af0173505"),
+    "graph-state": (2, "1392e5871566653f57e8"),
     "records-state": (2, "d1949b1593248cc4ad17"),
     "conversations-state": (2, "f14e625741289c9d8339"),
-    "timeline": (1, "49c6ebdc2618ede46206"),
+    "timeline": (1, "bb7b3888963365dc1b80"),
 }
 GUARDED = all_formats()
 

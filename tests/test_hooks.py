@@ -501,7 +501,7 @@ def test_the_graph_is_composed_from_its_tables_and_named_when_they_cannot_serve(
         "additionalContext"
     ]
     assert "Staging is eu-west-1" in context and folds == []  # composed from the tables
-    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the tables cannot serve
+    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the tables cannot serve
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]

@@ -7,10 +7,12 @@ process of this machine. The only module that does SQLite I/O, with its parts: `
 On-disk contract (`<state folder>/views.sqlite3`, WAL mode: many readers and one writer; machine-local,
 never synced, always safe to delete):
 
-- Each feature that keeps tables declares a `TableSet`: its `Format` (name, explicit version, code
-  closure: `core/formats.py`), its schema, one insert statement per table and `rows(event)`, a pure
-  fold from one event to the rows it adds. Rows are keyed by the event (replaying an event adds
-  nothing), so the fold is idempotent and order-free; "latest", "superseded" and filters are queries.
+- Each feature that keeps tables declares a `TableSet` (a projection): its `Format` (name, explicit
+  version, code closure: `core/formats.py`), its schema and either one insert statement per table and
+  `rows(event)`, a pure fold from one event to the rows it adds (keyed by the event: replaying an event
+  adds nothing, so the fold is idempotent and order-free; "latest", "superseded" and filters are
+  queries), or `apply(db, events)`, which folds a chunk's events into a view's state kept in its tables
+  (the graph, records, conversations), with `load(db)` that whole state for a reader.
 - `formats` holds the version each format was built with: a different version drops and rebuilds that
   format's tables only. `cursors` holds, per format and log, the `log.Cursor` up to which its events
   are in: rows and cursors commit in one transaction, so a crash loses nothing and replays nothing.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,8 +22,9 @@ from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp, marks
 from contextflow.graph import model
-from contextflow.graph.reading import shortest_text
-from contextflow.graph.view import EdgeKey, GraphState, GraphView, Mark, Node
+
+if TYPE_CHECKING:  # (imported when a chunk is folded or a row read: a session start that reads no graph imports none)
+    from contextflow.graph.view import EdgeKey, GraphState, Mark, Node
 
 SCHEMA = (
     """CREATE TABLE graph_nodes(
@@ -57,6 +58,8 @@ def _key(value: Sequence[Any]) -> OrderKey:
 
 def node_of(blob: bytes, lower: str) -> Node:
     """The node a `graph_node_text` row holds (its `data` and `lower`)."""
+    from contextflow.graph.view import Node
+
     (node_id, exists, deleted, created, updated, writer, agent, origin, kind, content, summary, meta, keys, tokens) = (
         orjson.loads(blob)
     )
@@ -87,6 +90,8 @@ def mark_of(blob: bytes) -> Mark:
 
 def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The node's `graph_nodes` row and its `graph_node_text` row."""
+    from contextflow.graph.reading import shortest_text
+
     data = [
         node.id,
         node.exists,
@@ -160,6 +165,8 @@ def _touched(events: Iterable[Event]) -> tuple[set[str], set[EdgeKey], set[str]]
 
 
 def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:
+    from contextflow.graph.view import GraphState
+
     state = GraphState()
     for part in chunks(nodes):
         sql = f"SELECT data, lower FROM graph_node_text WHERE id IN ({marks(len(part))})"
@@ -184,6 +191,8 @@ def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str]) 
 
 def load(db: Writer) -> GraphState:
     """The whole graph the tables hold (a reader's base while they are not current)."""
+    from contextflow.graph.view import GraphState
+
     state = GraphState()
     for blob, lower in db.execute("SELECT data, lower FROM graph_node_text"):
         node = node_of(blob, lower)
@@ -215,6 +224,8 @@ def load(db: Writer) -> GraphState:
 def apply(db: Writer, events: list[Event]) -> None:
     """Fold a chunk's `graph.*` events into the tables (inside the catch-up's transaction)."""
     nodes, edges, views = _touched(events)
+    from contextflow.graph.view import GraphView
+
     state = _load(db, sorted(nodes), sorted(edges), sorted(views))
     fold = GraphView()
     for event in events:
