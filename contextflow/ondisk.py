@@ -10,9 +10,9 @@ kinds' prefix are skipped undecoded), so an answer is complete, never "not found
 build.
 
 The timeline and the capture activity (`KINDS`) are folded from their events as their features' tables
-keep them (`timeline_events`, `capture_turns`), never from the whole logs, and catch up on the rows
-added since; while those tables are not current, from the rows built so far and the events of their
-kinds past their cursors, as above. The timeline is cached only once the tables are current.
+keep them (`timeline_events`, `capture_turns`), never from the whole logs: the rows built so far and the
+events of their kinds past their cursors, as above. Their calls read this only while the tables are not
+current (else they query them), so nothing is cached.
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
@@ -22,10 +22,8 @@ ContextFlowMCP file over its size limit) folds them in memory as before (`Store.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from weakref import WeakKeyDictionary
 
 import orjson
 
@@ -37,7 +35,6 @@ from contextflow.core.tables import TableSet, stamp_of
 if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.core.fold import Folds
-    from contextflow.core.store import Store
 
 S = TypeVar("S")
 
@@ -64,15 +61,6 @@ PROJECTIONS = {
 }
 
 
-class _Folded:
-    def __init__(self, state: Any, built: Any, bounds: Any) -> None:
-        self.state, self.built, self.bounds, self.last = state, built, bounds, 0
-
-
-_FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
-_APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
-
-
 def view(app: App, kind: type[Folds[S]]) -> S:
     """The current state of a view (named by its class: the state is typed), folded from its events on disk
     when it can be."""
@@ -83,8 +71,7 @@ def view(app: App, kind: type[Folds[S]]) -> S:
         return app.store.view(kind)
     if name in PROJECTIONS:
         return cast(S, _projected(app, name, _projection(name)))
-    with _APPLYING:
-        return cast(S, _folded(app, name))
+    return cast(S, _partial(app, name))
 
 
 def served(app: App, projection: TableSet) -> bool:
@@ -158,33 +145,9 @@ def _projected(app: App, name: str, projection: TableSet) -> Any:
     return state
 
 
-def _folded(app: App, name: str) -> Any:
-    from contextflow.core.fold import LazyView
-    from contextflow.features import view_paths
-
-    tables = app.tables()
-    tables.update()
-    source, _, query = KINDS[name]
-    if name == "activity" or not tables.current():
-        return _partial(app, name)
-    built = tables.query("SELECT built FROM formats WHERE name = ?", (source,))
-    bounds = tables.query("SELECT count(*) FROM bounds")
-    folded = _FOLDED.setdefault(app.store, {}).get(name)
-    shape = LazyView(name, view_paths()[name])
-    if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one
-        folded = _FOLDED[app.store][name] = _Folded(shape.initial(), built, bounds)
-    found = tables.query(query, (folded.last,), wait=0)
-    schema = app.store.fields
-    for rowid, event_id, hlc, writer, seq, kind, blob in found:
-        data, _ = conform(schema, kind, orjson.loads(blob))  # a file like any other: checked as read
-        shape.apply(folded.state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
-        folded.last = rowid
-    return folded.state
-
-
 def _partial(app: App, name: str) -> Any:
-    """The view while its table is not current: the rows built so far and, past each log's cursor, the
-    events of its kinds read from that log (each event once; the cursors are read before the rows, so a
+    """The view from its feature's table: the rows built so far and, past each log's cursor, the events of
+    its kinds read from that log (each event once; the cursors are read before the rows, so a
     chunk committed meanwhile is in both, never in neither)."""
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths
