@@ -9,10 +9,10 @@ kinds every log holds past their cursors folded on top (read, never folded whole
 kinds' prefix are skipped undecoded), so an answer is complete, never "not found" from an unfinished
 build.
 
-The timeline and the capture activity (`KINDS`) are folded from their events as their features' tables
-keep them (`timeline_events`, `capture_turns`), never from the whole logs: the rows built so far and the
-events of their kinds past their cursors, as above. Their calls read this only while the tables are not
-current (else they query them), so nothing is cached.
+The timeline (`KINDS`) is folded from its events as its feature's table keeps them (`timeline_events`),
+never from the whole logs: the rows built so far and the events of its kinds past their cursors, as
+above. Its calls read this only while the tables are not current (else they query them), so nothing is
+cached. (Captured turns are read beside the tables by `core/rest.py`.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
@@ -45,11 +45,6 @@ KINDS = {
         "timeline",
         "timeline.",
         "SELECT rowid, id, hlc, w, seq, kind, data FROM timeline_events WHERE rowid > ? ORDER BY rowid",
-    ),
-    "activity": (  # (not cached: an earlier copy of a turn, read later, replaces its row in place)
-        "capture",
-        "capture.",
-        "SELECT rowid, id, hlc, w, seq, 'capture.turn', data FROM capture_turns WHERE rowid > ? ORDER BY rowid",
     ),
 }
 

@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "261e7e0f52c963c0a1b9"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "e35b2d576122018383ac"),
-    "feed": (2, "c84ffaff0dc75d9462fc"),
-    "capture": (2, "b885c29e933af0173505"),
-    "graph-state": (2, "1392e5871566653f57e8"),
-    "records-state": (2, "d1949b1593248cc4ad17"),
-    "conversations-state": (2, "f14e625741289c9d8339"),
-    "timeline": (1, "bb7b3888963365dc1b80"),
+    "sessions": (1, "cec07da3be4dd875de89"),
+    "feed": (2, "e4c40c8d11438e55d44f"),
+    "capture": (2, "513c26e13cf471fe50cc"),
+    "graph-state": (2, "b5e01b71beb345c00d7e"),
+    "records-state": (2, "b789c2fcfbbb83d5fba7"),
+    "conversations-state": (2, "ec9f5d5c43d21ca4f730"),
+    "timeline": (1, "47793eb61b6a3ca2c586"),
 }
 GUARDED = all_formats()
 

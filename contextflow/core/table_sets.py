@@ -66,6 +66,11 @@ class TableSet:
     kinds: str = ""  # an `apply` projection: the prefix of the kinds of the events it folds
     apply: Callable[[Writer, list[Event]], None] | None = None
     load: Callable[[Writer], Any] | None = None
+    # read while the tables are not current (core/rest.py): per table, the SQL of the TEMP view showing the
+    # tables' rows (`base.{t}`) with those of the logs' remaining bytes (`main.{t}`) in their place (default:
+    # by `id`), and `seed(db, rows, seeded)`: copies into `main` the base rows a trigger needs beside `rows`
+    merged: tuple[tuple[str, str], ...] = ()
+    seed: Callable[[sqlite3.Connection, dict[str, list[tuple[Any, ...]]], set[Any]], None] | None = None
 
     @property
     def name(self) -> str:
