@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -176,7 +175,7 @@ def test_a_version_change_rebuilds_only_that_format(app: App, monkeypatch: pytes
     tables.query("UPDATE feed SET text = 'stale'")  # what a format built by older code would hold
     assert recent(app)[0].text == "stale"  # same version: kept
     table_set = tables.sets["feed"]
-    bumped = replace(table_set, format=replace(table_set.format, version=table_set.format.version + 1))
+    bumped = table_set._replace(format=table_set.format._replace(version=table_set.format.version + 1))
     monkeypatch.setitem(tables.sets, "feed", bumped)
     assert recent(app)[0].text == "fix -> fixed"
     assert tables.query("SELECT version FROM formats WHERE name = 'feed'") == [(table_set.format.version + 1,)]

@@ -225,11 +225,9 @@ def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
 
 
 def test_a_version_change_rebuilds_the_graphs_tables(app: App) -> None:
-    from dataclasses import replace
-
     node = writes.add_node(app, type="fact", content="kept")
     writes.graph(app)
-    newer = replace(TABLES, format=replace(TABLES.format, version=TABLES.format.version + 1))
+    newer = TABLES._replace(format=TABLES.format._replace(version=TABLES.format.version + 1))
     app.tables().sets[newer.name] = newer
     assert ondisk.served(app, newer)
     assert StoredGraph(app.tables()).nodes[node.id].content == "kept"

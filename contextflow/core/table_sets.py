@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import orjson
 
@@ -48,8 +47,7 @@ CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WIT
 """
 
 
-@dataclass(frozen=True)
-class TableSet:
+class TableSet(NamedTuple):
     """One derived format's tables (a projection): what a feature declares, the rest is done here. Its rows
     come either from `rows(event)`, each event's own rows (keyed by the event: idempotent, order-free),
     or from `apply(db, events)`, which folds a chunk's events of `kinds` into state kept in its tables
@@ -58,7 +56,7 @@ class TableSet:
 
     format: Format
     schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
-    inserts: Mapping[str, str] = field(default_factory=dict)  # table -> its INSERT statement (`?` parameters)
+    inserts: Mapping[str, str] = {}  # table -> its INSERT statement (`?` parameters)
     rows: Callable[[Event], Iterable[Row]] = lambda event: ()  # the pure fold
     bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
     tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"sessions": "contextflow.sessions.view:SessionsView"},
     fields="contextflow.sessions.fields",
     extractors="contextflow.sessions.extract",
-    search_version=(1, "03fa5d9d9611785cda3f"),
+    search_version=(1, "818277b1d61ed463eb9c"),
     tables={"sessions": "contextflow.sessions.table:TABLES"},
 )

@@ -73,7 +73,7 @@ class Api:
 
     def warm(self) -> None:
         """Bring up to date (or fold) what the first pages read, so the first request does not pay for it:
-        the sessions' and the graph's derived tables (the folds where they cannot serve), giving way to
+        the sessions' and the graph's derived tables (the graph's fold where they cannot serve), giving way to
         requests between; then bring the search index up to
         date (a first build shows its progress on the search page)."""
         try:
@@ -81,10 +81,10 @@ class Api:
                 with self.idle:
                     self.idle.wait_for(lambda: self.waiting == 0)
                 with self.lock:
-                    if not stored.disk(self.app):
+                    if view == "sessions":
+                        self.app.tables().update()  # sessions are read from the tables only: no fold to hold
+                    elif not stored.disk(self.app):
                         self.app.store.view(view)
-                    elif view == "sessions":
-                        self.app.tables().update()  # sessions are read from the tables: no fold to hold
                     else:
                         graph(self.app)  # its tables brought up to date (folded only where they cannot serve)
         except Exception as exc:  # a page will report the same problem when it asks
