@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from contextflow.core.fold import View
     from contextflow.core.formats import Format
     from contextflow.core.store import Store
-    from contextflow.core.table_sets import Stage
     from contextflow.core.tables import TableSet
     from contextflow.operations.spec import Operation, Table
     from contextflow.search.extractors import Extractor
@@ -172,28 +171,15 @@ def folded_views() -> list[View]:
     return [view for view in all_views() if not (on_disk and view.name == "search")]
 
 
-# derived tables that belong to no one feature: the events of the views folded from disk (`ondisk.py`)
-SHARED_TABLES = {"view-events": "contextflow.ondisk:TABLES"}
-
-
 @cache
 def all_tables() -> tuple[TableSet, ...]:
     """Every derived table set (imported when a process first reads one)."""
-    paths = [*SHARED_TABLES.values(), *(path for feature in features() for path in feature.tables.values())]
+    paths = [path for feature in features() for path in feature.tables.values()]
     return tuple(target(path) for path in paths)
-
-
-@cache
-def all_stages() -> tuple[Stage, ...]:
-    """Views kept as tables too, folded from the shared view events (`ondisk.STAGES`)."""
-    from contextflow.ondisk import STAGES
-
-    return tuple(target(path) for path in STAGES.values())
 
 
 def all_formats() -> list[Format]:
     """Every versioned derived format (`core/formats.py` guards them)."""
     from contextflow.search.derived import INDEX
 
-    stages = [stage.format for stage in all_stages()]
-    return [INDEX, *(table_set.format for table_set in all_tables()), *stages]
+    return [INDEX, *(table_set.format for table_set in all_tables())]

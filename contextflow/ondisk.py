@@ -1,18 +1,18 @@
-"""Views folded from their own events, kept on disk: a process that reads the timeline, the graph,
-the records, the conversations or the capture activity folds that view from its kinds' events in the derived tables
-(`view_events`), never from the whole logs, and catches up on the rows added since.
+"""Views read from the derived tables where a call cannot query them (core/tables.py).
 
-While the table is not current (a fresh machine, a format rebuilt: another process builds it in the
-background; or another process holds its lock), a view is folded from the rows built so far and the
-events of its kinds every log holds past them (read, never folded whole: lines without its kinds' prefix
-are skipped undecoded), so an answer is complete, never "not found" from an unfinished build: a write of
-this machine is seen by the read after it (`timeline_add_thought` to a thread just made, the Stop hook's
-check for a turn captured already), another machine's record by the first read after it synced. The
-view is cached only once the table is current.
+The graph, the records and the conversations are projections that keep their folded state in tables
+(`PROJECTIONS`: `graph/table.py`, `records/table.py`, `conversations/table.py`, caught up with the
+other tables): a call queries them while they hold every log (`served`). While they do not (a fresh
+machine, a format rebuilt: another process builds them in the background; or another process holds
+the lock), the view is their whole state as built so far (`TableSet.load`) with the events of its
+kinds every log holds past their cursors folded on top (read, never folded whole: lines without its
+kinds' prefix are skipped undecoded), so an answer is complete, never "not found" from an unfinished
+build.
 
-A view with a stage (`STAGES`: the graph, the records, the conversations) keeps its folded state in tables as well
-(core/table_stages.py): its reads query the rows a call touches (`staged`), and fold as above only
-while a stage cannot serve (a build under way, another process folding a large backlog into it).
+The timeline (`KINDS`) is folded from its events as its feature's table keeps them (`timeline_events`),
+never from the whole logs: the rows built so far and the events of its kinds past their cursors, as
+above. Its calls read this only while the tables are not current (else they query them), so nothing is
+cached. (Captured turns are read beside the tables by `core/rest.py`.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
@@ -21,72 +21,39 @@ ContextFlowMCP file over its size limit) folds them in memory as before (`Store.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from weakref import WeakKeyDictionary
 
 import orjson
 
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
-from contextflow.core.formats import Format
-from contextflow.core.table_sets import Stage
-from contextflow.core.tables import Row, TableSet, db_stamp, stamp_of
+from contextflow.core.log import Cursor
+from contextflow.core.tables import TableSet, stamp_of
 
 if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.core.fold import Folds
-    from contextflow.core.store import Store
 
 S = TypeVar("S")
 
-# each view served this way and the kinds it folds (its events' kinds start with one of these)
+# each view folded from its feature's table of its events: (that table set, the prefix of the kinds it folds,
+# the query of its events read after a rowid, in the order read)
 KINDS = {
-    "timeline": "timeline.",
-    "graph": "graph.",
-    "records": "context.",
-    "conversations": "conversation.",
-    "activity": "capture.",
+    "timeline": (
+        "timeline",
+        "timeline.",
+        "SELECT rowid, id, hlc, w, seq, kind, data FROM timeline_events WHERE rowid > ? ORDER BY rowid",
+    ),
 }
 
-# views whose state is kept in tables too, folded from their rows here (core/table_stages.py)
-STAGES = {
-    "graph": "contextflow.graph.table:STAGE",
-    "records": "contextflow.records.table:STAGE",
-    "conversations": "contextflow.conversations.table:STAGE",
+# views whose state is a projection's tables (`TableSet.apply`), by the feature's table set
+PROJECTIONS = {
+    "graph": "contextflow.graph.table:TABLES",
+    "records": "contextflow.records.table:TABLES",
+    "conversations": "contextflow.conversations.table:TABLES",
 }
-
-SCHEMA = (
-    """CREATE TABLE view_events(
-    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, view TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL,
-    seq INTEGER NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL)""",
-    "CREATE INDEX view_events_by_view ON view_events(view, n)",
-)
-INSERTS = {
-    "view_events": "INSERT OR IGNORE INTO view_events(id, view, hlc, w, seq, kind, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
-}
-
-
-def rows(event: Event) -> Iterator[Row]:
-    for view, prefix in KINDS.items():
-        if event.kind.startswith(prefix):
-            data = orjson.dumps(event.data)
-            yield "view_events", (event.id, view, db_stamp(event.hlc), event.writer, event.seq, event.kind, data)
-
-
-TABLES = TableSet(
-    Format("view-events", 2, ("contextflow.ondisk",)), SCHEMA, INSERTS, rows, ("view_events",), ahead=False
-)  # (its `n` is the order read: `_partial` reads this machine's newest events itself)
-
-
-class _Folded:
-    def __init__(self, state: Any, built: Any, bounds: Any) -> None:
-        self.state, self.built, self.bounds, self.last = state, built, bounds, 0
-
-
-_FOLDED: WeakKeyDictionary[Store, dict[str, _Folded]] = WeakKeyDictionary()
-_APPLYING = threading.Lock()  # the HTTP bridge's threads: each row is applied to a folded view once
 
 
 def view(app: App, kind: type[Folds[S]]) -> S:
@@ -95,91 +62,112 @@ def view(app: App, kind: type[Folds[S]]) -> S:
     from contextflow.sessions.stored import disk
 
     name = kind.name
-    if name not in KINDS or not disk(app):
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
         return app.store.view(kind)
-    with _APPLYING:
-        return cast(S, _folded(app, name))
+    if name in PROJECTIONS:
+        return cast(S, _projected(app, name, _projection(name)))
+    return cast(S, _partial(app, name))
 
 
-def staged(app: App, stage: Stage) -> bool:
-    """Whether `stage` holds every event of its view now (brought up to date first), so a call can
-    query it; False where the tables are not read or not current (the caller folds the view)."""
+def served(app: App, projection: TableSet) -> bool:
+    """Whether `projection`'s tables hold every log's events now (brought up to date first), so a call
+    can query them; False where the tables are not read or not current (the caller reads `view`)."""
     from contextflow.sessions.stored import disk
 
-    return disk(app) and app.tables().stage(stage)
+    return disk(app) and app.tables().serves((projection.name,))
 
 
 def empty(app: App, name: str) -> bool:
-    """Whether view `name` holds no events at all, known from one indexed query of the derived tables
-    (False when this store does not read them): a reader can then skip the view, and its imports."""
+    """Whether view `name` holds no events at all, known from a query of the derived tables while they
+    hold every log (False when this store does not read them, or they are not current): a reader can
+    then skip the view, and its imports."""
     from contextflow.sessions.stored import disk
 
-    if name not in KINDS or not disk(app):
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
         return False
-    return not app.tables().query("SELECT 1 FROM view_events WHERE view = ? LIMIT 1", (name,))
+    tables = app.tables()
+    if name in PROJECTIONS:
+        projection = _projection(name)
+        if any(tables.query(f'SELECT 1 FROM "{table}" LIMIT 1') for table in projection.tables):
+            return False
+        return tables.serves((projection.name,))
+    source, _, query = KINDS[name]
+    if tables.query(f"{query} LIMIT 1", (0,)):
+        return False
+    return tables.serves((source,))
 
 
 def holds_more_than(app: App, name: str, count: int) -> bool:
-    """Whether view `name` holds more than `count` events, from its index in the derived tables (reading
-    at most `count` index entries): a short-lived reader (the session start) then leaves the fold alone."""
+    """Whether view `name` holds more than `count` events (a projection: rows of its first table), from
+    an index in the derived tables (reading at most `count` entries): a short-lived reader (the session
+    start) then leaves the fold alone."""
     from contextflow.sessions.stored import disk
 
-    if name not in KINDS or not disk(app):
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
         return False
-    query = "SELECT 1 FROM view_events WHERE view = ? LIMIT 1 OFFSET ?"
-    return bool(app.tables().query(query, (name, count)))
+    if name in PROJECTIONS:
+        table = _projection(name).tables[0]
+        return bool(app.tables().query(f'SELECT 1 FROM "{table}" LIMIT 1 OFFSET ?', (count,)))
+    return bool(app.tables().query(f"{KINDS[name][2]} LIMIT 1 OFFSET ?", (0, count)))
 
 
-def _folded(app: App, name: str) -> Any:
+def _projection(name: str) -> TableSet:
+    from contextflow.features import target
+
+    found: TableSet = target(PROJECTIONS[name])
+    return found
+
+
+def _projected(app: App, name: str, projection: TableSet) -> Any:
+    """A projection's view while its tables are not current: their state as built so far, and the events
+    of its kinds past its cursors (read in one transaction with the state: each event once)."""
     from contextflow.core.fold import LazyView
     from contextflow.features import view_paths
 
     tables = app.tables()
     tables.update()
-    if not tables.current():
-        return _partial(app, name)
-    built = tables.query("SELECT built FROM formats WHERE name = 'view-events'")
-    bounds = tables.query("SELECT count(*) FROM bounds")
-    folded = _FOLDED.setdefault(app.store, {}).get(name)
     shape = LazyView(name, view_paths()[name])
-    if folded is None or folded.built != built or folded.bounds != bounds:  # new, rebuilt, or a bound lowered one
-        folded = _FOLDED[app.store][name] = _Folded(shape.initial(), built, bounds)
-    found = tables.query(
-        "SELECT n, id, hlc, w, seq, kind, data FROM view_events WHERE view = ? AND n > ? ORDER BY n",
-        (name, folded.last),
-        wait=0,
-    )
-    schema = app.store.fields
-    for rowid, event_id, hlc, writer, seq, kind, blob in found:
-        data, _ = conform(schema, kind, orjson.loads(blob))  # a file like any other: checked as read
-        shape.apply(folded.state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
-        folded.last = rowid
-    return folded.state
+    assert projection.load is not None
+    with tables.snapshot() as db:
+        try:
+            state = projection.load(db)
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            state = shape.initial()  # (not made yet: another process is making the database)
+        cursors = tables.cursors(projection.name)
+    _rest(app, projection.kinds, cursors, set(), lambda event: shape.apply(state, event))
+    return state
 
 
 def _partial(app: App, name: str) -> Any:
-    """The view while its table is not current: the rows built so far and, past each log's cursor, the
-    events of its kinds read from that log (each event once; the cursors are read before the rows, so a
+    """The view from its feature's table: the rows built so far and, past each log's cursor, the events of
+    its kinds read from that log (each event once; the cursors are read before the rows, so a
     chunk committed meanwhile is in both, never in neither)."""
-    from contextflow.core.events import BadLine, decode
     from contextflow.core.fold import LazyView
-    from contextflow.core.log import read_new
-    from contextflow.core.tables import READ_BYTES
     from contextflow.features import view_paths
 
-    tables, schema, prefix = app.tables(), app.store.fields, KINDS[name]
-    cursors = tables.cursors(TABLES.name)
-    found = tables.query(
-        "SELECT id, hlc, w, seq, kind, data FROM view_events WHERE view = ? ORDER BY n", (name,), wait=0
-    )
+    tables, schema, (source, prefix, query) = app.tables(), app.store.fields, KINDS[name]
+    cursors = tables.cursors(source)
+    found = tables.query(query, (0,), wait=0)
     shape = LazyView(name, view_paths()[name])
     state, seen = shape.initial(), set()
-    for event_id, hlc, writer, seq, kind, blob in found:
+    for _, event_id, hlc, writer, seq, kind, blob in found:
         data, _ = conform(schema, kind, orjson.loads(blob))
         shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         seen.add(event_id)
-    marker = prefix.encode()
-    for path in tables.paths():
+    _rest(app, prefix, cursors, seen, lambda event: shape.apply(state, event))
+    return state
+
+
+def _rest(app: App, prefix: str, cursors: dict[str, Cursor], seen: set[str], apply: Callable[[Event], None]) -> None:
+    """Apply the events of kinds `prefix` every log holds past `cursors` (each once: `seen` ids skipped)."""
+    from contextflow.core.events import BadLine, decode
+    from contextflow.core.log import read_new
+    from contextflow.core.tables import READ_BYTES
+
+    schema, marker = app.store.fields, prefix.encode()
+    for path in app.tables().paths():
         cursor = cursors.get(str(path))
         while True:
             start = cursor.offset if cursor else 0
@@ -198,8 +186,7 @@ def _partial(app: App, name: str) -> Any:
                     continue
                 seen.add(event.id)
                 data, _ = conform(schema, event.kind, event.data)
-                shape.apply(state, Event(event.id, event.writer, event.seq, event.hlc, event.kind, data))
+                apply(Event(event.id, event.writer, event.seq, event.hlc, event.kind, data))
             cursor = chunk.cursor
             if chunk.cursor.offset - start < READ_BYTES:
                 break
-    return state

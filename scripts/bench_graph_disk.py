@@ -42,7 +42,7 @@ BUILD = (
     "app = App.open()\nassert app.tables().update(BUILD_WAIT_S, foreground=True) >= 0\n"
     "assert app.tables().current()\napp.close()\n"
 )
-FOLD = (  # the graph's tables, where the tree has them (what the background builder does after a build)
+FOLD = (  # the graph's tables, on a tree that folds them after a build (later trees fold them during it: a no-op)
     "from contextflow.app import App\nfrom contextflow.core.tables import BUILD_WAIT_S\napp = App.open()\n"
     "fold = getattr(app.tables(), 'fold_stages', None)\nfold and fold(BUILD_WAIT_S)\napp.close()\n"
 )

@@ -90,13 +90,16 @@ def in_memory(writer: str) -> App:
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 @pytest.mark.parametrize("count", [4, 40, 300])
-def test_the_tables_answer_as_the_activity_view(app, seed, count):
+def test_the_tables_answer_as_the_activity_view(app, seed, count, monkeypatch):
+    whole: list[str] = []
+    real = ondisk.view
+    monkeypatch.setattr(ondisk, "view", lambda app, kind: whole.append(kind.name) or real(app, kind))
     fill(app, random.Random(seed), count)
     fresh = open_app("writer-a")
     assert isinstance(turns(fresh, "shared"), DiskTurns)
     on_disk = answers(fresh)
     assert not fresh.store.folded  # nothing folded in memory
-    assert "activity" not in ondisk._FOLDED.get(fresh.store, {})  # nor the captured turns folded from the tables
+    assert "activity" not in whole  # nor the captured turns folded from the tables
     memory = in_memory("writer-a")
     assert not isinstance(turns(memory, "shared"), DiskTurns)
     assert answers(memory) == on_disk
@@ -132,7 +135,8 @@ def _session_start(capsys, monkeypatch, cwd: str) -> str:
 
 def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(app, capsys, monkeypatch, tmp_path):
     from contextflow.adapters.session_start import PARTIAL_NOTE
-    from contextflow.core import rest, table_updates
+    from contextflow.core import rest
+    from tests.test_own_writes_while_building import building_elsewhere
 
     monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads past the cursors: the logs' tails
     for n in range(40):
@@ -140,7 +144,7 @@ def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_bui
     app.store.append("handoff", {"project": "shared", "session_id": "s9", "summary": "Parser half done", "agent": "a"})
     turn = {"files": {"edited": ["src/parser.py"]}, "final": "done", "decisions": [{"decision": "use a PEG parser"}]}
     app.store.append("capture.turn", {"project": "shared", "session_id": "s9", "turn_id": "t1", "turn": turn})
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    building_elsewhere(monkeypatch)  # as if the logs were big: built in the background (not done before the read)
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
     context = _session_start(capsys, monkeypatch, str(tmp_path))
     assert "use a PEG parser" in context and "## Latest handoff in project shared" in context

@@ -173,7 +173,7 @@ def test_archived_nodes_stay_out_of_the_default_composition_and_their_summary_st
     from contextflow.graph.compose import DEFAULT_QUERY, scoped_query
 
     if not on_disk:
-        monkeypatch.setattr(ondisk, "staged", lambda *_: False)
+        monkeypatch.setattr(ondisk, "served", lambda *_: False)
     first = writes.add_node(app, type="observation", content="tried the lexer cache: 3x faster")
     second = writes.add_node(app, type="observation", content="the cache key ignored the locale")
     kept = writes.add_node(app, type="observation", content="still open: the parser's error spans")

@@ -11,14 +11,14 @@ import pytest
 
 from contextflow import ondisk
 from contextflow.app import App
-from contextflow.core import table_stages
+from contextflow.core import table_updates
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
 from contextflow.graph.query import evaluate, parse
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.table import STAGE
+from contextflow.graph.table import TABLES
 from contextflow.graph.view import GraphState, GraphView
 from tests.raw import write_events
 
@@ -106,7 +106,7 @@ def _folded(app: App) -> GraphState:
 
 def _same(app: App, at_ms: int) -> None:
     folded = _folded(app)
-    assert ondisk.staged(app, STAGE)
+    assert ondisk.served(app, TABLES)
     stored = StoredGraph(app.tables())
     assert set(stored.live) == folded.live
     assert set(stored.nodes) == set(folded.nodes)
@@ -149,7 +149,7 @@ def _whole_graph_reads(app: App) -> list[object]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_stages, "BATCH", 1 + seed * 7)  # batches of 1 to 36 events
+    monkeypatch.setattr(table_updates, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
     events = _events(seed, 400)
     rng = random.Random(seed)
     half = rng.randrange(len(events))
@@ -159,11 +159,13 @@ def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monk
     write_events(app.store.folder, events[half:])
     _same(app, at_ms)
     stored = _whole_graph_reads(app)
-    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the fold
+    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables' whole state
+    assert _whole_graph_reads(app) == stored
+    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the fold
     assert _whole_graph_reads(app) == stored
 
 
-def test_a_clock_bound_refolds_the_stage(app: App) -> None:
+def test_a_clock_bound_rebuilds_the_graphs_tables(app: App) -> None:
     node = writes.add_node(app, type="fact", content="first")
     future = Event(
         "F" * 16,
@@ -206,46 +208,30 @@ def test_a_call_reads_only_the_rows_it_touches(app: App, monkeypatch: pytest.Mon
     assert not read  # counted by queries
 
 
-def test_a_stage_busy_elsewhere_falls_back_to_the_fold(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
-    node = writes.add_node(app, type="fact", content="still answered")
-    monkeypatch.setattr(app.tables(), "stage", lambda *_args, **_kw: False)
-    state = writes.graph(app)
-    assert isinstance(state, GraphState)
-    assert state.nodes[node.id].content == "still answered"
-
-
-def test_a_version_change_rebuilds_the_stage(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
-
-    from contextflow.graph import table
-
-    node = writes.add_node(app, type="fact", content="kept")
-    writes.graph(app)
-    newer = STAGE._replace(format=STAGE.format._replace(version=STAGE.format.version + 1))
-    monkeypatch.setattr(table, "STAGE", newer)
-    assert ondisk.staged(app, newer)
-    assert StoredGraph(app.tables()).nodes[node.id].content == "kept"
-    assert app.tables().peek("SELECT version FROM formats WHERE name = 'graph-state'") == [(newer.format.version,)]
-
-
-def test_a_large_backlog_is_folded_in_the_background_while_calls_fold_the_view(
+def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import time
-
-    monkeypatch.setattr(table_stages, "STAGE_INLINE", 5)  # as if an import had just brought thousands
-    writes.add_node(app, type="fact", content="before")
-    writes.graph(app)  # the stage holds it
-    write_events(app.store.folder, _events(7, 60))
-    told: list[str] = []
-    app.store.progress = told.append
+    kept = writes.add_node(app, type="fact", content="in the tables")
+    writes.graph(app)
+    tables = app.tables()
+    monkeypatch.setattr(tables, "update", lambda *_args, **_kw: -1)  # another process holds the lock
+    later = writes.add_node(app, type="fact", content="past the cursors")
+    assert tables.peek("SELECT count(*) FROM graph_nodes") == [(1,)]
     state = writes.graph(app)
-    assert isinstance(state, GraphState) and told and "in the background" in told[0]  # answered by the fold
-    deadline = time.monotonic() + 60
-    while not isinstance(writes.graph(app), StoredGraph):  # the background builder's work arrives
-        assert time.monotonic() < deadline, "the background fold did not finish"
-        time.sleep(0.05)
-    _same(app, 0)
-    assert app.tables().differing() == []  # (doctor: the stage equals a fresh build's)
+    assert isinstance(state, GraphState)
+    assert state.nodes[kept.id].content == "in the tables"
+    assert state.nodes[later.id].content == "past the cursors"
+    assert state == _folded(app)
+
+
+def test_a_version_change_rebuilds_the_graphs_tables(app: App) -> None:
+    node = writes.add_node(app, type="fact", content="kept")
+    writes.graph(app)
+    newer = TABLES._replace(format=TABLES.format._replace(version=TABLES.format.version + 1))
+    app.tables().sets[newer.name] = newer
+    assert ondisk.served(app, newer)
+    assert StoredGraph(app.tables()).nodes[node.id].content == "kept"
+    assert app.tables().peek("SELECT version FROM formats WHERE name = 'graph-state'") == [(newer.format.version,)]
 
 
 def test_a_damaged_stage_row_is_found_by_doctor_and_rebuilt(app: App) -> None:
@@ -275,17 +261,15 @@ def _matched(composed: Composed) -> int:
 
 def test_an_import_leaves_the_graphs_tables_current(app: App, tmp_path: Path) -> None:
     from contextflow.adapters.cli import main
-    from contextflow.core.table_stages import behind
 
     memory = tmp_path / "memory.json"
     lines = [
         f'{{"type": "entity", "name": "e{n}", "entityType": "service", "observations": ["o{n}"]}}' for n in range(30)
     ]
     memory.write_text("\n".join([*lines, '{"type": "relation", "from": "e1", "to": "e2", "relationType": "calls"}']))
-    writes.graph(app)  # the tables and the stage made, holding nothing
+    writes.graph(app)  # the tables made, holding nothing
     assert main(["import", str(memory)]) == 0  # (as a person runs it)
     assert app.tables().current()  # (checks, never updates)
     db = app.tables()._connect()
-    assert behind(db, STAGE, 100) == 0  # folded by the import: the next call reads the tables as they are
     assert db.execute("SELECT count(*) FROM graph_nodes").fetchone()[0] == 30
     assert explore.status(app)["nodes"] == 30

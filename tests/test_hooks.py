@@ -490,8 +490,8 @@ def test_the_graph_is_composed_from_its_tables_and_named_when_they_cannot_serve(
     from contextflow.adapters import session_start
 
     folds: list[str] = []
-    real = ondisk._folded
-    monkeypatch.setattr(ondisk, "_folded", lambda app, name: folds.append(name) or real(app, name))
+    real = ondisk.view
+    monkeypatch.setattr(ondisk, "view", lambda app, kind: folds.append(kind.name) or real(app, kind))
     text = '<ctx:remember type="fact" tags="tier:pinned">Staging is eu-west-1</ctx:remember>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     start = payload("SessionStart", tmp_path, source="startup")
@@ -501,7 +501,7 @@ def test_the_graph_is_composed_from_its_tables_and_named_when_they_cannot_serve(
         "additionalContext"
     ]
     assert "Staging is eu-west-1" in context and folds == []  # composed from the tables
-    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the tables cannot serve
+    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the tables cannot serve
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]

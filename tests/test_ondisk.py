@@ -10,7 +10,6 @@ import pytest
 
 from contextflow import ondisk
 from contextflow.app import App
-from contextflow.capture.view import ActivityView
 from contextflow.conversations.view import ConversationsView
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes
@@ -49,8 +48,8 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
     try:
         churn(app, other, random.Random(seed), 30)
         memory = in_memory()
-        views = (TimelineView, GraphView, RecordsView, ConversationsView, ActivityView)
-        assert {view.name for view in views} == set(ondisk.KINDS)
+        views = (TimelineView, GraphView, RecordsView, ConversationsView)
+        assert {view.name for view in views} == {*ondisk.KINDS, *ondisk.PROJECTIONS}
         for view in views:
             assert ondisk.view(app, view) == memory.store.view(view), view.name
         assert not app.store.view_loaded("graph")  # folded from disk, not from the logs
@@ -96,7 +95,7 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         assert node.id in str(ondisk.view(app, GraphView)) and "fact:theirs" in str(ondisk.view(app, RecordsView))
         assert app.tables().current()
         memory = in_memory()
-        for view in (TimelineView, GraphView, RecordsView, ConversationsView, ActivityView):
+        for view in (TimelineView, GraphView, RecordsView, ConversationsView):
             assert ondisk.view(app, view) == memory.store.view(view), view.name
     finally:
         other.close()

@@ -14,7 +14,7 @@ from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.conversations.stored import StoredConversations
 from contextflow.conversations.view import ConversationsState
-from contextflow.core import table_stages
+from contextflow.core import table_updates
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
@@ -99,7 +99,7 @@ def _reads(app: App) -> list[object]:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_stages, "BATCH", 1 + seed * 9)  # batches of 1 to 37 events
+    monkeypatch.setattr(table_updates, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
     events = _events(seed, 300)
     half = random.Random(seed).randrange(len(events))
     write_events(app.store.folder, events[:half])
@@ -116,8 +116,10 @@ def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monke
     for key in KEYS:
         assert on_disk_records.holders(key) == folded_records.holders(key)
     assert dict(conversations.conversations_state(app).records) == folded_conversations.records
-    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the folds
+    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables' whole state
     assert isinstance(records.records_state(app), RecordsState)
+    assert _reads(app) == stored
+    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the folds
     assert _reads(app) == stored
 
 
@@ -147,3 +149,31 @@ def test_a_save_then_a_read_and_a_delete_are_seen_at_once(app: App) -> None:
     saved = conversations.save_conversation(app, {"conversation_id": "c-1", "summary": "the parser", "topic": "p"})
     assert conversations.find_conversation(app, "c-").event.id == saved.event.id
     assert isinstance(records.records_state(app), StoredRecords)
+
+
+def test_an_event_read_twice_from_two_copies_of_a_log_counts_once(app: App) -> None:
+    """A log copied whole (a sync conflict's copy, a hand-made backup) holds the same events again: the
+    tables count each once, as the fold does (a conversation's versions, a record's writes)."""
+    from contextflow.core.log import log_path
+
+    events = _events(5, 120)
+    write_events(app.store.folder, events)
+    copy = log_path(app.store.folder, "wx").with_name(log_path(app.store.folder, "wx").name.replace("wx", "wz"))
+    copy.write_bytes(log_path(app.store.folder, "wx").read_bytes())
+    app.store.refresh()
+    folded: ConversationsState = app.store.view("conversations")
+    assert any(entry.versions > 1 for entry in folded.records.values())
+    assert dict(conversations.conversations_state(app).records) == folded.records
+    assert dict(records.records_state(app).records) == app.store.view("records").records
+    assert app.tables().differing() == []
+
+
+def test_the_catch_up_writes_the_records_rows_with_their_cursors(app: App) -> None:
+    """The records' and conversations' rows are written by the catch-up that reads the logs, in the
+    transaction that moves their cursors: no reader folds them afterwards."""
+    write_events(app.store.folder, _events(6, 80))
+    tables = app.tables()
+    tables.update()
+    assert tables.cursors("records-state") == tables.cursors("feed") != {}
+    assert tables.peek("SELECT count(*) FROM records_rows")[0][0] > 0
+    assert tables.peek("SELECT count(*) FROM conversations_rows")[0][0] > 0

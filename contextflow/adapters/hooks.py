@@ -61,7 +61,8 @@ MAX_LOG_LINE = 2_000
 SESSION_START_TABLES = (
     "sessions",
     "capture",
-    "view-events",
+    "timeline",
+    "graph-state",
 )  # the derived formats a session start reads (in this order)
 # what an event prints whatever failed: Cursor waits for an answer to beforeSubmitPrompt, and a refused
 # payload may be that event (`{"continue":true}` is a valid answer to every Cursor event)

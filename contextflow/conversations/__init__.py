@@ -7,8 +7,9 @@ FEATURE = Feature(
     group="recall",
     table="contextflow.conversations.operations",
     views={"conversations": "contextflow.conversations.view:ConversationsView"},
+    tables={"conversations-state": "contextflow.conversations.table:TABLES"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "35ca957c05ebc0f13e86"),
+    search_version=(1, "52bc46ca88096e8bda26"),
     commands={"conversations": "saved conversation records"},
 )

@@ -38,7 +38,7 @@ class _Entries(Mapping[ConversationKey, ConversationEntry]):
 
 
 class StoredConversations:
-    """The conversations as their table holds them now (the caller brought it up to date: `ondisk.staged`)."""
+    """The conversations as their table holds them now (the caller brought it up to date: `ondisk.served`)."""
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables

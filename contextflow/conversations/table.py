@@ -1,4 +1,4 @@
-"""The saved conversations' state in tables (a `Stage`, core/table_stages.py): each conversation's latest
+"""The saved conversations' state in tables (a folding `TableSet`, core/table_sets.py): each conversation's latest
 save, first save and version count as the pure fold (`conversations/view.py`) leaves them, so a call
 reads the conversations it shows (`conversations/stored.py`) instead of folding every save.
 
@@ -15,8 +15,7 @@ import orjson
 from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import Stage, StageWriter, db_stamp
-from contextflow.core.table_stages import CHUNK, chunks
+from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp
 
 SCHEMA = (
     """CREATE TABLE conversations_rows(
@@ -24,8 +23,9 @@ SCHEMA = (
     data BLOB NOT NULL, PRIMARY KEY(project, conversation_id)) WITHOUT ROWID""",
     "CREATE INDEX conversations_newest ON conversations_rows(hlc, w, seq)",
     "CREATE INDEX conversations_id ON conversations_rows(conversation_id)",
+    # the saves folded in: one read twice (from two copies of a log) is not counted as a version again
+    "CREATE TABLE conversations_saves(id TEXT PRIMARY KEY) WITHOUT ROWID",
 )
-TABLES = ("conversations_rows",)
 
 
 def entry_of(blob: bytes) -> ConversationEntry:
@@ -41,9 +41,23 @@ def _row(project: str, conversation_id: str, entry: ConversationEntry) -> tuple[
     return (project, conversation_id, db_stamp(event.hlc), event.writer, event.seq, blob)
 
 
-def apply(db: StageWriter, events: list[Event]) -> None:
-    """Fold `events` into the table (inside the stage's transaction)."""
-    saves = [event for event in events if event.kind == SAVE_KIND]
+def load(db: Writer) -> ConversationsState:
+    """Every conversation the table holds (a reader's base while it is not current)."""
+    state = ConversationsState()
+    for project, cid, blob in db.execute("SELECT project, conversation_id, data FROM conversations_rows"):
+        state.records[(project, cid)] = entry_of(blob)
+    return state
+
+
+def apply(db: Writer, events: list[Event]) -> None:
+    """Fold a chunk's `conversation.*` events into the table (inside the catch-up's transaction)."""
+    saves = list({event.id: event for event in events if event.kind == SAVE_KIND}.values())
+    known: set[str] = set()
+    for part in chunks([event.id for event in saves], CHUNK):
+        sql = f"SELECT id FROM conversations_saves WHERE id IN ({', '.join('?' * len(part))})"
+        known.update(found for (found,) in db.execute(sql, part))
+    saves = [event for event in saves if event.id not in known]
+    db.executemany("INSERT INTO conversations_saves(id) VALUES (?)", [(event.id,) for event in saves])
     named = sorted({cid for event in saves if isinstance(cid := event.data.get("conversation_id"), str)})
     state = ConversationsState()
     for part in chunks(named, CHUNK):  # (each project's conversation of that id: the fold keys them by both)
@@ -59,6 +73,12 @@ def apply(db: StageWriter, events: list[Event]) -> None:
     )
 
 
-STAGE = Stage(
-    Format("conversations-state", 1, ("contextflow.conversations.table",)), "conversations", SCHEMA, TABLES, apply
+TABLES = TableSet(
+    Format("conversations-state", 2, ("contextflow.conversations.table",)),
+    SCHEMA,
+    tables=("conversations_rows", "conversations_saves"),
+    ahead=False,
+    kinds="conversation.",
+    apply=apply,
+    load=load,
 )

@@ -24,6 +24,7 @@ WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what 
 TAIL_BYTES = 1024 * 1024  # of each log, read by a process answering while the tables are built
 TAIL_BUDGET = 8 * TAIL_BYTES  # of all logs together: more of the busiest writer's, whose bytes span the least time
 Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
+CHUNK = 400  # parameters per `IN (...)` a projection's queries pass (SQLite allows 32,766; smaller lists plan as well)
 STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
 
 
@@ -43,21 +44,26 @@ CREATE TABLE IF NOT EXISTS cursors(
     format TEXT NOT NULL, path TEXT NOT NULL, cursor BLOB NOT NULL, complete INTEGER NOT NULL,
     bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(format, path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS stages(name TEXT PRIMARY KEY, source TEXT NOT NULL, bounds INTEGER NOT NULL,
-    last INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
 class TableSet(NamedTuple):
-    """One derived format's tables: what a feature declares, the rest is done here."""
+    """One derived format's tables (a projection): what a feature declares, the rest is done here. Its rows
+    come either from `rows(event)`, each event's own rows (keyed by the event: idempotent, order-free),
+    or from `apply(db, events)`, which folds a chunk's events of `kinds` into state kept in its tables
+    (reading the rows they touch and writing them back, so the tables end as the view's fold whatever
+    the chunks), with `load(db)` the whole state (a reader's base while the format is not current)."""
 
     format: Format
     schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
-    inserts: Mapping[str, str]  # table -> its INSERT statement (`?` parameters)
-    rows: Callable[[Event], Iterable[Row]]  # the pure fold
+    inserts: Mapping[str, str] = {}  # table -> its INSERT statement (`?` parameters)
+    rows: Callable[[Event], Iterable[Row]] = lambda event: ()  # the pure fold
     bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
     tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default
     ahead: bool = True  # rows whose order means nothing: this machine's newest may be added before a build reaches them
+    kinds: str = ""  # an `apply` projection: the prefix of the kinds of the events it folds
+    apply: Callable[[Writer, list[Event]], None] | None = None
+    load: Callable[[Writer], Any] | None = None
     # read while the tables are not current (core/rest.py): per table, the SQL of the TEMP view showing the
     # tables' rows (`base.{t}`) with those of the logs' remaining bytes (`main.{t}`) in their place (default:
     # by `id`), and `seed(db, rows, seeded)`: copies into `main` the base rows a trigger needs beside `rows`
@@ -69,28 +75,22 @@ class TableSet(NamedTuple):
         return self.format.name
 
 
-class StageWriter(Protocol):
-    """What a stage's `apply` may do inside its transaction."""
+class Writer(Protocol):
+    """What a projection's `apply` may do inside the catch-up transaction."""
 
     def execute(self, sql: str, params: Sequence[Any] = ..., /) -> sqlite3.Cursor: ...
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> sqlite3.Cursor: ...
 
 
-class Stage(NamedTuple):
-    """Tables folded from one view's events in `view_events` (not from the logs): a view's state kept on
-    disk, so a reader queries what its call touches instead of folding the view (core/table_stages.py).
-    `apply(db, events)` folds a batch of events into the tables: reading the rows they touch and writing
-    them back, so the result is the view's own fold whatever the batches."""
+def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    """`items` in parts of at most `size` (the values of one `IN (...)`)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
-    format: Format
-    view: str  # the view whose events it folds (`ondisk.KINDS`)
-    schema: tuple[str, ...]
-    tables: tuple[str, ...]
-    apply: Callable[[StageWriter, list[Event]], None]
 
-    @property
-    def name(self) -> str:
-        return self.format.name
+def marks(count: int) -> str:
+    """`count` parameters, as an `IN (...)` lists them."""
+    return ", ".join("?" * count)
 
 
 def cursor_blob(cursor: Cursor) -> bytes:

@@ -44,6 +44,7 @@ BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this ha
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
+RETIRED = ("view-events", "view_events", "stages")  # formats and tables earlier versions kept: dropped on a reset
 
 
 class TableUpdates:
@@ -95,9 +96,6 @@ class TableUpdates:
             if read < 0 and ahead and not foreground and self._backlog:  # (not after a short update's wait)
                 self._add_own_newest(wait)
             return read
-
-    def fold_stages(self, wait: float = WAIT_S) -> None:  # (core/tables.py)
-        raise NotImplementedError
 
     def _add_own_newest(self, wait: float) -> None:
         """While another process builds (or holds the write lock): the rows of this machine's log's newest
@@ -218,7 +216,7 @@ class TableUpdates:
             pass
 
     def _build_in_background(self, what: str) -> None:
-        """Have one background process build the tables and fold the stages (none when one already does)."""
+        """Have one background process build the tables (none when one already does)."""
         from contextflow.core.lock import LockTimeout, WriterLock
 
         self.building = True
@@ -274,6 +272,10 @@ class TableUpdates:
         for statement in table_set.schema:
             db.execute(statement)
         db.execute("DELETE FROM cursors WHERE format = ?", (name,))
+        db.execute("DELETE FROM cursors WHERE format = ?", (RETIRED[0],))
+        db.execute("DELETE FROM formats WHERE name = ?", (RETIRED[0],))
+        for table in RETIRED[1:]:
+            db.execute(f'DROP TABLE IF EXISTS "{table}"')
         built = os.urandom(8).hex()  # a new build: readers that folded the old rows start over
         db.execute(
             "INSERT OR REPLACE INTO formats(name, version, built) VALUES (?, ?, ?)",
@@ -310,33 +312,50 @@ class TableUpdates:
     def _insert(
         self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]
     ) -> None:
-        """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied."""
+        """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied:
+        each event's rows, and each folding projection's chunk of events (`TableSet.apply`)."""
         rows: dict[str, dict[tuple[Any, ...], None]] = {}
+        folded: dict[str, list[Event]] = {s.name: [] for s in sets if s.apply is not None}
         for event in events:
             if event.kind == BOUND_KIND:
-                self._flush(db, rows)  # the rows of this chunk's earlier events, for the bound to lower
-                rows = {}
+                self._flush(db, rows, folded)  # this chunk's earlier events, for the bound to lower
+                rows, folded = {}, {name: [] for name in folded}
                 self._bound(db, event, sets, caps)
             cap = caps.get(event.id)
             if cap is not None and event.hlc > cap:
                 event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
             for table_set in sets:
+                if table_set.apply is not None:
+                    if event.kind.startswith(table_set.kinds):
+                        folded[table_set.name].append(event)
+                    continue
                 for table, values in table_set.rows(event):
                     rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
-        self._flush(db, rows)
+        self._flush(db, rows, folded)
 
-    def _flush(self, db: sqlite3.Connection, rows: dict[str, dict[tuple[Any, ...], None]]) -> None:
+    def _flush(
+        self, db: sqlite3.Connection, rows: dict[str, dict[tuple[Any, ...], None]], folded: dict[str, list[Event]]
+    ) -> None:
         for where, found in rows.items():
             name, table = where.split("\0")
             db.executemany(self.sets[name].inserts[table], list(found))
+        for name, events in folded.items():
+            apply = self.sets[name].apply
+            if events and apply is not None:
+                apply(db, events)
 
     def _bound(self, db: sqlite3.Connection, bound: Event, sets: list[TableSet], caps: dict[str, int]) -> None:
+        """A clock bound read: its events' stamps lowered in the rows (and in the rows read later). A folding
+        projection's state holds stamps it cannot lower in place: it starts over (its version marked
+        stale, so the next chunk rebuilds it, the new bound known from the start; bounds are rare)."""
         ids = bound.data.get("ids")
         cap = max(bound.hlc - 1, 0)
+        lowered = False
         for event_id in ids if isinstance(ids, list) else ():
             if not isinstance(event_id, str) or event_id == bound.id or cap >= caps.get(event_id, cap + 1):
                 continue
             caps[event_id] = cap
+            lowered = True
             db.execute("INSERT OR REPLACE INTO bounds(id, cap) VALUES (?, ?)", (event_id, cap))
             for table_set in sets:
                 for table in table_set.bounded:
@@ -344,6 +363,9 @@ class TableUpdates:
                         f'UPDATE "{table}" SET hlc = ? WHERE id = ? AND hlc > ?',
                         (db_stamp(cap), event_id, db_stamp(cap)),
                     )
+        for table_set in sets if lowered else ():
+            if table_set.apply is not None:
+                db.execute("UPDATE formats SET version = -1 WHERE name = ?", (table_set.name,))
 
 
 def in_background(work: Callable[[], object]) -> None:
@@ -380,7 +402,6 @@ def _build(at: Callable[[Path], TableUpdates], path: Path) -> None:
             tables = at(path)
             try:
                 tables.update(BUILD_WAIT_S, foreground=True)
-                tables.fold_stages(BUILD_WAIT_S)
             finally:
                 tables.close()
     except LockTimeout:

@@ -7,10 +7,12 @@ them while they do not hold every log.
 On-disk contract (`<state folder>/views.sqlite3`, WAL mode: many readers and one writer; machine-local,
 never synced, always safe to delete):
 
-- Each feature that keeps tables declares a `TableSet`: its `Format` (name, explicit version, code
-  closure: `core/formats.py`), its schema, one insert statement per table and `rows(event)`, a pure
-  fold from one event to the rows it adds. Rows are keyed by the event (replaying an event adds
-  nothing), so the fold is idempotent and order-free; "latest", "superseded" and filters are queries.
+- Each feature that keeps tables declares a `TableSet` (a projection): its `Format` (name, explicit
+  version, code closure: `core/formats.py`), its schema and either one insert statement per table and
+  `rows(event)`, a pure fold from one event to the rows it adds (keyed by the event: replaying an event
+  adds nothing, so the fold is idempotent and order-free; "latest", "superseded" and filters are
+  queries), or `apply(db, events)`, which folds a chunk's events into a view's state kept in its tables
+  (the graph, records, conversations), with `load(db)` that whole state for a reader.
 - `formats` holds the version each format was built with: a different version drops and rebuilds that
   format's tables only. `cursors` holds, per format and log, the `log.Cursor` up to which its events
   are in: rows and cursors commit in one transaction, so a crash loses nothing and replays nothing.
@@ -47,9 +49,9 @@ import orjson
 from contextflow.core import legacy
 from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
-from contextflow.core.table_sets import Busy, Stage, cursor_of, damaged, unread_bytes
 from contextflow.core.table_sets import Row as Row
 from contextflow.core.table_sets import TableSet as TableSet
+from contextflow.core.table_sets import cursor_of, damaged, unread_bytes
 from contextflow.core.table_sets import db_stamp as db_stamp
 from contextflow.core.table_sets import stamp_of as stamp_of
 from contextflow.core.table_updates import BUILD_WAIT_S as BUILD_WAIT_S
@@ -72,11 +74,9 @@ class Tables(TableUpdates):
         store: Store,
         sets: Sequence[TableSet],
         path: Path | None = None,
-        stages: Sequence[Stage] | Callable[[], Sequence[Stage]] = (),
     ) -> None:
         self.store = store
         self.sets = {s.name: s for s in sets}
-        self._stages = stages  # views kept as tables too, folded from `view_events` (core/table_stages.py)
         self.path = path or store.state_dir / DB_FILE
         self._db: sqlite3.Connection | None = None
         self._mutex = threading.RLock()  # the HTTP bridge's threads share the connection
@@ -176,54 +176,22 @@ class Tables(TableUpdates):
             raise AssertionError("unreachable")
 
     def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of `sql` over the tables as they are (no catching up: for a caller that brought them, or
-        a stage, up to date once for its call)."""
+        """Rows of `sql` over the tables as they are (no catching up: for a caller that brought them up to
+        date once for its call)."""
         with self._mutex:
             return self._connect().execute(sql, params).fetchall()
 
-    def stage(self, stage: Stage, wait: float = WAIT_S) -> bool:
-        """Whether `stage` (a view's state in tables, core/table_stages.py) holds every event of the tables
-        now, brought up to date first; False while the tables are not current (a build under way), while
-        more than STAGE_INLINE events wait to be folded into it (the background builder folds them), or
-        when another process holds the write lock past `wait`: the reader folds the view some other way."""
-        from contextflow.core.table_stages import STAGE_INLINE, behind, catch_up
-
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The tables as they are (no catching up), read in one transaction: what a chunk commits meanwhile
+        is in none of the reads or in all of them (a reader adding the logs' remaining bytes to them)."""
         with self._mutex:
-            for attempt in range(2):
-                try:
-                    self.update(wait)
-                    if not self.current():
-                        return False
-                    db = self._connect()
-                    if behind(db, stage, STAGE_INLINE) > STAGE_INLINE and hasattr(os, "fork"):
-                        self._stages = (*self.stages, *(() if stage in self.stages else (stage,)))
-                        self._build_in_background(f"folding {stage.view} events into its tables")
-                        return False
-                    return catch_up(db, stage, self.store.fields, wait)
-                except Busy:
-                    return False
-                except sqlite3.DatabaseError as exc:
-                    if attempt or not damaged(exc):
-                        raise
-                    self._discard()
-            raise AssertionError("unreachable")
-
-    @property
-    def stages(self) -> tuple[Stage, ...]:
-        """The stages (imported when first asked for: a session start that reads no stage imports none)."""
-        if callable(self._stages):
-            self._stages = tuple(self._stages())
-        return tuple(self._stages)
-
-    def fold_stages(self, wait: float = WAIT_S) -> None:
-        """Bring every stage up to date (the background builder, `doctor`, a large import's end)."""
-        from contextflow.core.table_stages import catch_up
-
-        with self._mutex:
-            if self.current():
-                for stage in self.stages:
-                    with contextlib.suppress(Busy):
-                        catch_up(self._connect(), stage, self.store.fields, wait)
+            db = self._connect()
+            db.execute("BEGIN")
+            try:
+                yield db
+            finally:
+                db.execute("COMMIT")
 
     def current(self) -> bool:
         """Whether every format holds every log's events (one small query and a stat per log)."""
@@ -275,16 +243,13 @@ class Tables(TableUpdates):
         import tempfile
 
         with self._mutex, tempfile.TemporaryDirectory(dir=self.path.parent) as folder:
-            fresh = Tables(self.store, list(self.sets.values()), Path(folder) / DB_FILE, self.stages)
+            fresh = Tables(self.store, list(self.sets.values()), Path(folder) / DB_FILE)
             try:
                 fresh.update(BUILD_WAIT_S, foreground=True)
                 self.update(BUILD_WAIT_S, foreground=True)
-                fresh.fold_stages(BUILD_WAIT_S)
-                self.fold_stages(BUILD_WAIT_S)
                 tables = [
                     table for table_set in self.sets.values() for table in table_set.tables or tuple(table_set.inserts)
                 ]
-                tables += [table for stage in self.stages for table in stage.tables]
                 differ = [table for table in tables if not _same_rows(self._connect(), fresh._connect(), table)]
             finally:
                 fresh.close()
@@ -316,7 +281,7 @@ class Tables(TableUpdates):
         return list_segments(self.store.folder, self.store.location.legacy_files)
 
     def _at(self, path: Path) -> Tables:
-        return Tables(self.store, list(self.sets.values()), path, self._stages)
+        return Tables(self.store, list(self.sets.values()), path)
 
     def oversized(self) -> bool:
         """A ContextFlowMCP file over its size limit is never read: reads that would need it go to the
@@ -326,13 +291,9 @@ class Tables(TableUpdates):
 
 
 def _same_rows(one: sqlite3.Connection, other: sqlite3.Connection, table: str) -> bool:
-    """Whether two databases' `table` hold the same rows (compared in order, a row at a time). A column
-    named `n` is the order rows were read in (`view_events`), which depends on how the logs' bytes
-    arrived, not on what they hold: left out."""
-    names = [column[0] for column in one.execute(f'SELECT * FROM "{table}" LIMIT 0').description]
-    shown = ", ".join(f'"{name}"' for name in names if name != "n")
-    order = ", ".join(str(n) for n in range(1, len(names) + (0 if "n" in names else 1)))
-    sql = f'SELECT {shown} FROM "{table}" ORDER BY {order}'
+    """Whether two databases' `table` hold the same rows (compared in order, a row at a time)."""
+    count = len(one.execute(f'SELECT * FROM "{table}" LIMIT 0').description)
+    sql = f'SELECT * FROM "{table}" ORDER BY {", ".join(str(n) for n in range(1, count + 1))}'
     left, right = one.execute(sql), other.execute(sql)
     while True:
         a, b = left.fetchmany(1000), right.fetchmany(1000)
@@ -354,10 +315,7 @@ def describe(tables: Tables) -> dict[str, Any]:
         "bytes": size,
         "current": current,
         "empty": not tables.paths(),  # no log yet: nothing to hold
-        "formats": {
-            **{name: s.format.version for name, s in tables.sets.items()},
-            **{stage.name: stage.format.version for stage in tables.stages},
-        },
+        "formats": {name: s.format.version for name, s in tables.sets.items()},
         "rebuild": f"delete {tables.path} (the next read rebuilds it from the logs)",
     }
 
@@ -365,13 +323,11 @@ def describe(tables: Tables) -> dict[str, Any]:
 _OPEN: weakref.WeakKeyDictionary[Store, Tables] = weakref.WeakKeyDictionary()
 
 
-def tables_for(
-    store: Store, sets: Callable[[], Sequence[TableSet]], stages: Callable[[], Sequence[Stage]] = tuple
-) -> Tables:
+def tables_for(store: Store, sets: Callable[[], Sequence[TableSet]]) -> Tables:
     """This process's handle on the store's derived tables (one per store object)."""
     found = _OPEN.get(store)
     if found is None:
-        found = _OPEN[store] = Tables(store, sets(), stages=stages)
+        found = _OPEN[store] = Tables(store, sets())
     return found
 
 

@@ -14,6 +14,7 @@ FEATURE = Feature(
     group="graph",
     table="contextflow.graph.operations",
     views={"graph": "contextflow.graph.view:GraphView"},
+    tables={"graph-state": "contextflow.graph.table:TABLES"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
     search_version=(1, "5d72dd9a40dedd9bf13e"),

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.ids import resolve_prefix
-from contextflow.core.table_stages import chunks, marks
+from contextflow.core.table_sets import chunks, marks
 from contextflow.core.tables import Tables, stamp_of
 from contextflow.graph import model
 from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
@@ -121,7 +121,7 @@ class _Origins(Mapping[str, str]):
 
 
 class StoredGraph:
-    """The graph as its tables hold it now (the caller brought them up to date: `ondisk.stored`)."""
+    """The graph as its tables hold it now (the caller brought them up to date: `ondisk.served`)."""
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables

@@ -1,29 +1,30 @@
-"""The graph's state in tables (a `Stage`, core/table_stages.py): each node, tag, edge and saved view as
-the pure fold (`graph/view.py`) leaves it, so a graph call reads the rows it touches
+"""The graph's state in tables (a folding `TableSet`, core/table_sets.py): each node, tag, edge and saved
+view as the pure fold (`graph/view.py`) leaves it, so a graph call reads the rows it touches
 (`graph/stored.py`) instead of folding every `graph.*` event.
 
-A batch of events is folded by loading the rows they touch into an empty `GraphState`, applying the
-events with `GraphView.apply` itself, and writing those rows back: every value is last-writer-wins by
-event key, so the rows equal the whole fold's whatever the batches. Columns beside each row's state
-(`data`, `mark`) are what queries filter and order on.
+The catch-up (core/table_updates.py) hands it each chunk's `graph.*` events, inside its transaction: a
+chunk is folded by loading the rows its events touch into an empty `GraphState`, applying the events
+with `GraphView.apply` itself, and writing those rows back: every value is last-writer-wins by event
+key (an event applied twice changes nothing), so the rows equal the whole fold's whatever the chunks.
+Columns beside each row's state (`data`, `mark`) are what queries filter and order on.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import Stage, StageWriter, db_stamp
-from contextflow.core.table_stages import CHUNK, chunks, marks
+from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp, marks
 from contextflow.graph import model
-from contextflow.graph.reading import shortest_text
-from contextflow.graph.view import EdgeKey, GraphState, GraphView, Mark, Node
+
+if TYPE_CHECKING:  # (imported when a chunk is folded or a row read: a session start that reads no graph imports none)
+    from contextflow.graph.view import EdgeKey, GraphState, Mark, Node
 
 SCHEMA = (
     """CREATE TABLE graph_nodes(
@@ -45,7 +46,7 @@ SCHEMA = (
     "CREATE INDEX graph_edges_dst ON graph_edges(dst, type)",
     "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL) WITHOUT ROWID",
 )
-TABLES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views")
+TABLE_NAMES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views")
 
 
 # -- rows <-> the fold's values ---------------------------------------------------------------
@@ -57,6 +58,8 @@ def _key(value: Sequence[Any]) -> OrderKey:
 
 def node_of(blob: bytes, lower: str) -> Node:
     """The node a `graph_node_text` row holds (its `data` and `lower`)."""
+    from contextflow.graph.view import Node
+
     (node_id, exists, deleted, created, updated, writer, agent, origin, kind, content, summary, meta, keys, tokens) = (
         orjson.loads(blob)
     )
@@ -87,6 +90,8 @@ def mark_of(blob: bytes) -> Mark:
 
 def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The node's `graph_nodes` row and its `graph_node_text` row."""
+    from contextflow.graph.reading import shortest_text
+
     data = [
         node.id,
         node.exists,
@@ -159,7 +164,9 @@ def _touched(events: Iterable[Event]) -> tuple[set[str], set[EdgeKey], set[str]]
     return nodes, edges, views
 
 
-def _load(db: StageWriter, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:
+def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:
+    from contextflow.graph.view import GraphState
+
     state = GraphState()
     for part in chunks(nodes):
         sql = f"SELECT data, lower FROM graph_node_text WHERE id IN ({marks(len(part))})"
@@ -182,13 +189,46 @@ def _load(db: StageWriter, nodes: list[str], edges: list[EdgeKey], views: list[s
     return state
 
 
-def apply(db: StageWriter, events: list[Event]) -> None:
-    """Fold `events` into the tables (inside the stage's transaction)."""
-    graph_events = [event for event in events if event.kind.startswith("graph.")]
-    nodes, edges, views = _touched(graph_events)
+def load(db: Writer) -> GraphState:
+    """The whole graph the tables hold (a reader's base while they are not current)."""
+    from contextflow.graph.view import GraphState
+
+    state = GraphState()
+    for blob, lower in db.execute("SELECT data, lower FROM graph_node_text"):
+        node = node_of(blob, lower)
+        state.nodes[node.id] = node
+    for node_id, tag, blob in db.execute("SELECT node, tag, mark FROM graph_tags"):
+        state.tag_marks.setdefault(node_id, {})[tag] = mark_of(blob)
+    for src, dst, kind, blob in db.execute("SELECT src, dst, type, mark FROM graph_edges"):
+        state.edges[(src, dst, kind)] = mark_of(blob)
+    for name, blob in db.execute("SELECT name, mark FROM graph_views"):
+        state.views[name] = mark_of(blob)
+    for node in state.nodes.values():  # the fold's indexes, as its events would have left them
+        if node.exists and not node.deleted:
+            state.live.add(node.id)
+        if node.type:
+            state.by_type.setdefault(node.type, set()).add(node.id)
+        if node.origin:
+            known = state.origins.get(node.origin)
+            state.origins[node.origin] = min(known, node.id) if known else node.id
+    for node_id, tags in state.tag_marks.items():
+        for tag, mark in tags.items():
+            if mark[0] > mark[1]:
+                state.by_tag.setdefault(tag, set()).add(node_id)
+    for src, dst, kind in state.edges:
+        state.out.setdefault(src, set()).add((dst, kind))
+        state.inc.setdefault(dst, set()).add((src, kind))
+    return state
+
+
+def apply(db: Writer, events: list[Event]) -> None:
+    """Fold a chunk's `graph.*` events into the tables (inside the catch-up's transaction)."""
+    nodes, edges, views = _touched(events)
+    from contextflow.graph.view import GraphView
+
     state = _load(db, sorted(nodes), sorted(edges), sorted(views))
     fold = GraphView()
-    for event in graph_events:
+    for event in events:
         fold.apply(state, event)
     rows = [_node_rows(node) for node in state.nodes.values()]
     db.executemany(f"INSERT OR REPLACE INTO graph_nodes VALUES ({marks(14)})", [columns for columns, _ in rows])
@@ -207,4 +247,12 @@ def apply(db: StageWriter, events: list[Event]) -> None:
     )
 
 
-STAGE = Stage(Format("graph-state", 1, ("contextflow.graph.table",)), "graph", SCHEMA, TABLES, apply)
+TABLES = TableSet(
+    Format("graph-state", 2, ("contextflow.graph.table",)),
+    SCHEMA,
+    tables=TABLE_NAMES,
+    ahead=False,
+    kinds="graph.",
+    apply=apply,
+    load=load,
+)

@@ -305,10 +305,10 @@ def _edge_mark(state: GraphState, edge: EdgeKey, key: OrderKey, adding: bool, pa
 def _tag(state: GraphState, node_id: str, names: object, key: OrderKey, adding: bool) -> None:
     if not isinstance(names, list):
         return
-    marks = state.tag_marks.setdefault(node_id, {})
     for name in names:
         if not isinstance(name, str):
             continue
+        marks = state.tag_marks.setdefault(node_id, {})  # (a node never tagged has no entry)
         if is_on(_set_mark(marks, name, key, adding)):
             state.by_tag.setdefault(name, set()).add(node_id)
         else:

@@ -31,9 +31,9 @@ PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambig
 def graph(app: App) -> Graph:
     """The graph for one call: its tables on disk when they hold every event (graph/stored.py), else
     the fold (while the derived tables are built, or for a store that does not read them)."""
-    from contextflow.graph.table import STAGE
+    from contextflow.graph.table import TABLES
 
-    if ondisk.staged(app, STAGE):
+    if ondisk.served(app, TABLES):
         from contextflow.graph.stored import StoredGraph
 
         return StoredGraph(app.tables())

@@ -24,7 +24,6 @@ from contextflow.app import App
 from contextflow.capture.stored import known_turns
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.staged import StagedBatch
-from contextflow.core.table_stages import STAGE_INLINE
 from contextflow.graph import transfer
 from contextflow.imports import basicmemory, beads, claudemem, files, servermemory, transcripts
 from contextflow.imports.detect import EXPECTED, FORMATS, detect_bytes, detect_file, detect_folder, first_line_format
@@ -42,19 +41,17 @@ FILE_READERS: dict[str, Reader] = {
 Source = tuple[str, Callable[[], Iterable[Item]]]  # a file's label, and its items (read again when planned again)
 COUNTED = 1_000  # items read between two redraws of the reading count
 CHUNK = 2000
+SETTLED = 20_000  # items an import brings the derived tables up to date with itself; the background builder more
 
 
 def settle(app: App, report: Report) -> None:
-    """After an import a reader can fold itself: this machine's derived tables, and the views kept as
-    tables, brought up to date now, so the calls after it read them (after a larger one, the first call
-    has the background builder do it: an import does not leave a process behind it)."""
+    """After an import a reader can fold itself: this machine's derived tables brought up to date now,
+    so the calls after it read them (after a larger one, the first call has the background builder do
+    it: an import does not leave a process behind it)."""
     from contextflow.sessions.stored import disk
 
-    if not report.dry_run and 0 < sum(report.stored.values()) <= STAGE_INLINE and disk(app):
-        tables = app.tables()
-        tables.update()
-        for stage in tables.stages:
-            tables.stage(stage)
+    if not report.dry_run and 0 < sum(report.stored.values()) <= SETTLED and disk(app):
+        app.tables().update()
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -50,7 +50,7 @@ class _Categories:
 
 
 class StoredRecords:
-    """The records as their table holds them now (the caller brought it up to date: `ondisk.staged`)."""
+    """The records as their table holds them now (the caller brought it up to date: `ondisk.served`)."""
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables

@@ -1,4 +1,4 @@
-"""The context records' state in tables (a `Stage`, core/table_stages.py): each record as the pure fold
+"""The context records' state in tables (a folding `TableSet`, core/table_sets.py): each record as the pure fold
 (`records/view.py`) leaves it, with the columns reads filter and order on, so a records call reads the
 records it shows (`records/stored.py`) instead of folding every `context.*` event.
 
@@ -15,8 +15,7 @@ import orjson
 
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import Stage, StageWriter, db_stamp
-from contextflow.core.table_stages import CHUNK, chunks
+from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp
 from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordsState, RecordsView, record_id
 
 SCHEMA = (
@@ -29,7 +28,6 @@ SCHEMA = (
     "CREATE INDEX records_thread ON records_rows(thread_id) WHERE thread_id IS NOT NULL",
     "CREATE INDEX records_key ON records_rows(key, project)",
 )
-TABLES = ("records_rows",)
 
 
 def record_of(blob: bytes) -> Record:
@@ -78,8 +76,20 @@ def _row(record: Record) -> tuple[Any, ...]:
     )
 
 
-def apply(db: StageWriter, events: list[Event]) -> None:
-    """Fold `events` into the table (inside the stage's transaction)."""
+def load(db: Writer) -> RecordsState:
+    """Every record the table holds (a reader's base while it is not current)."""
+    state = RecordsState()
+    for (blob,) in db.execute("SELECT data FROM records_rows ORDER BY hlc, w, seq"):
+        record = record_of(blob)
+        state.records[record.identity] = record
+        state.projects_of.setdefault(record.key, set()).add(record.project)
+        if not record.deleted:
+            state._index(record, was_live=False)  # (the fold's indexes, as its events would have left them)
+    return state
+
+
+def apply(db: Writer, events: list[Event]) -> None:
+    """Fold a chunk's `context.*` events into the table (inside the catch-up's transaction)."""
     mine = [event for event in events if event.kind in (SET_KIND, DELETE_KIND)]
     written = sorted({identity for event in mine if (identity := record_id(event)) is not None})
     state = RecordsState()
@@ -100,4 +110,12 @@ def apply(db: StageWriter, events: list[Event]) -> None:
     )
 
 
-STAGE = Stage(Format("records-state", 1, ("contextflow.records.table",)), "records", SCHEMA, TABLES, apply)
+TABLES = TableSet(
+    Format("records-state", 2, ("contextflow.records.table",)),
+    SCHEMA,
+    tables=("records_rows",),
+    ahead=False,
+    kinds="context.",
+    apply=apply,
+    load=load,
+)

@@ -132,10 +132,11 @@ class RecordsState:
 
 
 def _insort(ordered: list[Any], item: Any) -> None:
-    """Insert in order; appending is the common case (events mostly arrive in clock order)."""
+    """Insert in order, once (an event read twice, from two copies of a log, adds nothing); appending is
+    the common case (events mostly arrive in clock order)."""
     if not ordered or item > ordered[-1]:
         ordered.append(item)
-    else:
+    elif ordered[bisect.bisect_left(ordered, item) :][:1] != [item]:
         bisect.insort(ordered, item)
 
 

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"sessions": "contextflow.sessions.view:SessionsView"},
     fields="contextflow.sessions.fields",
     extractors="contextflow.sessions.extract",
-    search_version=(1, "c2a72890a9e33248de43"),
+    search_version=(1, "818277b1d61ed463eb9c"),
     tables={"sessions": "contextflow.sessions.table:TABLES"},
 )
