@@ -16,10 +16,10 @@ from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
-from contextflow.graph.query import evaluate, parse
-from contextflow.graph.stored import StoredGraph
+from contextflow.graph.query import parse
+from contextflow.graph.stored import Scratch, StoredGraph
 from contextflow.graph.table import STAGE
-from contextflow.graph.view import GraphState, GraphView
+from tests.graph_fold import FoldedGraph, fold
 from tests.raw import write_events
 
 TYPES = ["fact", "decision", "observation"]
@@ -99,9 +99,8 @@ def _events(seed: int, count: int) -> list[Event]:
     return made
 
 
-def _folded(app: App) -> GraphState:
-    app.store.refresh()
-    return app.store.view(GraphView)
+def _folded(app: App) -> FoldedGraph:
+    return fold(app)
 
 
 def _same(app: App, at_ms: int) -> None:
@@ -130,8 +129,8 @@ def _same(app: App, at_ms: int) -> None:
         assert set(stored.by_tag.get(name, ())) == folded.by_tag.get(name, set())
     assert stored.superseded(folded.nodes) == folded.superseded(folded.nodes)
     for query in QUERIES:
-        expected = evaluate(parse(query), folded, at_ms)
-        assert evaluate(parse(query), stored, at_ms) == expected, query
+        expected = folded.matching(parse(query), at_ms)
+        assert stored.matching(parse(query), at_ms) == expected, query
         assert stored.newest(expected, 5) == folded.newest(expected, 5)
     for prefix in {i[:1] for i in folded.live} | {"", "zz"}:
         assert stored.prefixed(prefix, 20) == folded.prefixed(prefix, 20)
@@ -159,7 +158,7 @@ def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monk
     write_events(app.store.folder, events[half:])
     _same(app, at_ms)
     stored = _whole_graph_reads(app)
-    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the fold
+    monkeypatch.setattr(ondisk, "staged", lambda *_: False)  # the same calls over the tables in memory
     assert _whole_graph_reads(app) == stored
 
 
@@ -206,11 +205,11 @@ def test_a_call_reads_only_the_rows_it_touches(app: App, monkeypatch: pytest.Mon
     assert not read  # counted by queries
 
 
-def test_a_stage_busy_elsewhere_falls_back_to_the_fold(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stage_busy_elsewhere_is_read_from_the_tables_in_memory(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     node = writes.add_node(app, type="fact", content="still answered")
     monkeypatch.setattr(app.tables(), "stage", lambda *_args, **_kw: False)
     state = writes.graph(app)
-    assert isinstance(state, GraphState)
+    assert isinstance(state.tables, Scratch)
     assert state.nodes[node.id].content == "still answered"
 
 
@@ -228,7 +227,7 @@ def test_a_version_change_rebuilds_the_stage(app: App, monkeypatch: pytest.Monke
     assert app.tables().peek("SELECT version FROM formats WHERE name = 'graph-state'") == [(newer.format.version,)]
 
 
-def test_a_large_backlog_is_folded_in_the_background_while_calls_fold_the_view(
+def test_a_large_backlog_is_folded_in_the_background_while_calls_read_the_tables_in_memory(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import time
@@ -240,9 +239,9 @@ def test_a_large_backlog_is_folded_in_the_background_while_calls_fold_the_view(
     told: list[str] = []
     app.store.progress = told.append
     state = writes.graph(app)
-    assert isinstance(state, GraphState) and told and "in the background" in told[0]  # answered by the fold
+    assert isinstance(state.tables, Scratch) and told and "in the background" in told[0]
     deadline = time.monotonic() + 60
-    while not isinstance(writes.graph(app), StoredGraph):  # the background builder's work arrives
+    while isinstance(writes.graph(app).tables, Scratch):  # the background builder's work arrives
         assert time.monotonic() < deadline, "the background fold did not finish"
         time.sleep(0.05)
     _same(app, 0)

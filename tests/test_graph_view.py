@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.core.events import Event
-from contextflow.graph.view import GraphState, GraphView
+from tests.graph_fold import FoldedGraph, FoldedView
 from tests.conftest import open_app
 
 NODES = ("n1", "n2", "n3")
@@ -78,8 +78,8 @@ def build(rows, clash_ms: bool) -> list[Event]:
     return events
 
 
-def fold(events) -> GraphState:
-    view = GraphView()
+def fold(events) -> FoldedGraph:
+    view = FoldedView()
     state = view.initial()
     for event in events:
         view.apply(state, event)

@@ -140,7 +140,7 @@ class Runner:
         state = writes.graph(self.app)
         moment = now_ms()
         if ids is None:
-            ids, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
+            ids, _, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
         else:
             ids = [i for i in ids if i in state.live]
         composed = compose_ids(state, ids, RECALL_BUDGET, at_ms=moment)

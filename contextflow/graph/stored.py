@@ -1,33 +1,112 @@
-"""The graph read from its tables on disk (graph/table.py): a `Graph` (graph/view.py) whose nodes, tags,
-edges and views are queried when a call touches them, so a process holds what its call read, never
-the whole graph. One object serves one call (`writes.graph`): nodes it loaded are kept for the call.
-Queries of the query language run as one SQL query (`matching`), with the in-memory evaluator's
-meaning (tests/test_graph_stored.py compares every read with the fold's).
+"""The graph read from its tables (graph/table.py): a `StoredGraph` whose nodes, tags, edges and views are
+queried when a call touches them, so a process holds what its call read, never the whole graph. One
+object serves one call (`writes.graph`): nodes it loaded are kept for the call. A query of the query
+language runs as one SQL query (`matching`): the language's only evaluator (tests/test_graph_stored.py
+compares every read with the pure fold's).
+
+The tables are the ones on disk, or, for a store that does not read them (an HTTP grant's filtered store,
+a batch whose appends are not in the logs yet) and while they cannot serve (a build under way, their
+lock held elsewhere), the same tables in memory (`Scratch`), filled by the same `table.apply`.
 """
 
 from __future__ import annotations
 
 import heapq
+import sqlite3
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from contextflow.core.clock import stamp_iso
-from contextflow.core.ids import resolve_prefix
+from contextflow.core.events import Event, OrderKey
 from contextflow.core.table_stages import chunks, marks
-from contextflow.core.tables import Tables, stamp_of
+from contextflow.core.tables import stamp_of
 from contextflow.graph import model
-from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
-from contextflow.graph.reading import Brief, walk
-from contextflow.graph.table import dedupe_digest, mark_of, node_of
-from contextflow.graph.view import Edge, Node, SavedView, Step, is_on
+from contextflow.graph.query import Expr, where
+from contextflow.graph.table import SCHEMA, TABLES, apply, dedupe_digest, mark_of, node_of
+from contextflow.graph.view import Edge, GraphView, Node, SavedView, Step, is_on
 
 T = TypeVar("T")
-SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
 _BRIEF = "n.id, n.type, n.tokens, n.hlc, n.w, n.seq, n.dedupe, n.who, n.shortest"  # (`Brief`)
 _LIVE_EDGE = """SELECT e.src, e.dst, e.type, e.mark FROM graph_edges e
     JOIN graph_nodes a ON a.id = e.src AND a.live JOIN graph_nodes b ON b.id = e.dst AND b.live WHERE e."on" """
+
+
+class Brief(NamedTuple):
+    """What ranking and fitting a node into a budget read of it before it is rendered."""
+
+    id: str
+    type: str
+    tokens: int
+    updated_key: OrderKey
+    same: object  # equal for nodes whose content may be equal (the digest of `model.dedupe_key`)
+    who: str  # its agent, else its writer
+    shortest: int  # `model.shortest_text`
+
+
+class Peeks(Protocol):
+    """Tables a graph read queries: the derived tables on disk (`core.tables.Tables`) or a `Scratch`."""
+
+    def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class Scratch:
+    """The graph's tables in an SQLite database in memory: the events given to it (`add`) are folded into
+    them by `table.apply`, as on disk, a batch at a time (before a read at the latest)."""
+
+    BATCH = 5000
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)  # (the HTTP bridge's threads: `_lock`)
+        for statement in SCHEMA:
+            self._db.execute(statement)
+        self._pending: list[Event] = []
+        self._lock = threading.Lock()
+
+    def add(self, event: Event) -> None:
+        self._pending.append(event)
+        if len(self._pending) >= self.BATCH:
+            with self._lock:
+                self._fold()
+
+    def _fold(self) -> None:
+        events, self._pending = self._pending, []
+        if events:
+            with self._db:
+                apply(self._db, events)
+
+    def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._fold()
+            return self._db.execute(sql, params).fetchall()
+
+    def rows(self) -> list[list[tuple[Any, ...]]]:
+        """Every table's rows, sorted (equal scratches hold equal rows)."""
+        return [sorted(self.peek(f"SELECT * FROM {table}")) for table in TABLES]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scratch) and self.rows() == other.rows()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ScratchView:
+    """The graph as the store folds it where the tables on disk do not serve (`Scratch`)."""
+
+    name = "graph"
+
+    def initial(self) -> Scratch:
+        return Scratch()
+
+    def apply(self, state: Scratch, event: Event) -> None:
+        if event.kind.startswith("graph."):
+            state.add(event)
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction: what the pure fold does without (`GraphView.unneeded`)."""
+        return GraphView().unneeded(events)
 
 
 class _Nodes(Mapping[str, Node]):
@@ -121,9 +200,9 @@ class _Origins(Mapping[str, str]):
 
 
 class StoredGraph:
-    """The graph as its tables hold it now (the caller brought them up to date: `ondisk.stored`)."""
+    """The graph as its tables hold it now (the caller brought them up to date: `writes.graph`)."""
 
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Peeks) -> None:
         self.tables = tables
         self._loaded: dict[str, Node | None] = {}
         self._tags: dict[str, set[str]] = {}
@@ -243,7 +322,25 @@ class StoredGraph:
     def walk(
         self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None
     ) -> list[Step]:
-        return walk(self, root, depth_limit, forward=forward, backward=backward, types=types)
+        """Breadth first from `root`, each node once, at most `depth_limit` hops along edges (of `types`,
+        or any), outgoing when `forward`, incoming when `backward`."""
+        steps: list[Step] = []
+        seen = {root}
+        frontier = [root]
+        for depth in range(1, depth_limit + 1):
+            following: list[str] = []
+            for current in frontier:
+                near = [(e.target, e.type) for e in self.edges_out(current)] if forward else []
+                near += [(e.source, e.type) for e in self.edges_in(current)] if backward else []
+                for other, edge_type in near:
+                    if other not in seen and (types is None or edge_type in types):
+                        seen.add(other)
+                        following.append(other)
+                        steps.append(Step(depth, self.nodes[other], edge_type, current))
+            frontier = following
+            if not frontier:
+                break
+        return steps
 
     def saved_views(self) -> list[SavedView]:
         found = (self.saved_view(name) for (name,) in self.tables.peek("SELECT name FROM graph_views ORDER BY name"))
@@ -257,19 +354,19 @@ class StoredGraph:
     # -- whole-graph reads, as queries -------------------------------------------------------------
 
     def matching(self, expr: Expr, now_ms: int) -> set[str]:
-        """The ids of live nodes that match `expr` (query.evaluate's meaning), in one query."""
-        where, params = _where(self, expr, now_ms)
-        return set(self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.live AND ({where})", params))
+        """The ids of live nodes that match `expr`, in one query; `now_ms` anchors durations such as 24h."""
+        condition, params = where(expr, now_ms, self.prefixed)
+        return set(self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.live AND ({condition})", params))
 
     def first_ranked(
         self, expr: Expr, now_ms: int, count: int, archived_ok: bool, superseded_ok: bool
     ) -> tuple[list[str], int, dict[str, int]]:
         """`compose.candidates_for` ranked as `compose.ranked` ranks (tier, then newest update), in two
         queries: the first `count` ids, how many more there are, and how many matches were left out why."""
-        where, params = _where(self, expr, now_ms)
+        condition, params = where(expr, now_ms, self.prefixed)
         archived = "0" if archived_ok else _ARCHIVED
         superseded = "0" if superseded_ok else f"NOT {archived} AND {_SUPERSEDED}"
-        base = f"FROM graph_nodes n WHERE n.live AND ({where})"
+        base = f"FROM graph_nodes n WHERE n.live AND ({condition})"
         counted = f"SELECT count(*), coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0) {base}"
         matched, archives, supersedes = self.tables.peek(counted, params)[0]
         kept = f"{base} AND NOT {archived} AND NOT ({superseded})"
@@ -331,57 +428,3 @@ _TIER_RANK = (
     f"CASE WHEN {_tagged(model.PINNED)} THEN 0 WHEN {_tagged(model.REFERENCE)} THEN 1"
     f" WHEN {_tagged(model.WORKING)} THEN 2 ELSE 3 END"
 )
-_COLUMNS = {"tokens": "n.tokens", "created": "n.created_ms", "updated": "n.updated_ms"}
-_OPERATORS = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "=": "="}
-_HAS_EDGES = """(EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.dst AND o.live
-    WHERE e.src = n.id AND e."on") OR EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.src AND o.live
-    WHERE e.dst = n.id AND e."on"))"""
-
-
-def _where(graph: StoredGraph, expr: Expr, now_ms: int) -> tuple[str, list[Any]]:
-    """`expr` as an SQL condition on `graph_nodes n` (a live node), with its parameters."""
-    if isinstance(expr, All):
-        return "1", []
-    if isinstance(expr, And | Or):
-        left, left_params = _where(graph, expr.left, now_ms)
-        right, right_params = _where(graph, expr.right, now_ms)
-        joint = "AND" if isinstance(expr, And) else "OR"
-        return f"({left}) {joint} ({right})", left_params + right_params
-    if isinstance(expr, Not):
-        inner, params = _where(graph, expr.inner, now_ms)
-        return f"NOT ({inner})", params
-    return _leaf(graph, expr, now_ms)
-
-
-def _leaf(graph: StoredGraph, leaf: Leaf, now_ms: int) -> tuple[str, list[Any]]:
-    tagged = 'n.id IN (SELECT node FROM graph_tags WHERE "on" AND ({}))'
-    if leaf.field == "type":
-        return "n.type = ?", [leaf.value]
-    if leaf.field == "tag":
-        if leaf.op == "prefix":  # (a range of the tags' index)
-            return tagged.format("tag >= ? AND tag < ? AND substr(tag, 1, ?) = ?"), [
-                leaf.value,
-                leaf.value + "\U0010ffff",
-                len(leaf.value),
-                leaf.value,
-            ]
-        if leaf.op == "plain":
-            return tagged.format("tag = ? OR (instr(tag, ':') AND substr(tag, instr(tag, ':') + 1) = ?)"), [
-                leaf.value,
-                leaf.value,
-            ]
-        return tagged.format("tag = ?"), [leaf.value]
-    if leaf.field in ("from", "to"):
-        wanted = leaf.value.strip().lower()
-        node_id = resolve_prefix(leaf.value, graph.prefixed(wanted, SHOWN), f"node id in {leaf.field}:")
-        near, here = ("dst", "src") if leaf.field == "from" else ("src", "dst")
-        return f'n.id IN (SELECT {near} FROM graph_edges WHERE {here} = ? AND "on")', [node_id]
-    if leaf.field == "text":
-        return "n.id IN (SELECT id FROM graph_node_text WHERE instr(lower, ?))", [leaf.value]
-    if leaf.field == "has":
-        return ("n.summary", []) if leaf.value == "summary" else (_HAS_EDGES, [])
-    column = _COLUMNS[leaf.field]
-    point = now_ms - leaf.number if leaf.relative else leaf.number
-    if leaf.op == "day":
-        return f"{column} >= ? AND {column} < ?", [point, point + 86_400_000]
-    return f"{column} {_OPERATORS[leaf.op]} ?", [point]

@@ -22,7 +22,7 @@ from contextflow.core.formats import Format
 from contextflow.core.table_sets import Stage, StageWriter, db_stamp
 from contextflow.core.table_stages import CHUNK, chunks, marks
 from contextflow.graph import model
-from contextflow.graph.reading import shortest_text
+from contextflow.graph.model import shortest_text
 from contextflow.graph.view import EdgeKey, GraphState, GraphView, Mark, Node
 
 SCHEMA = (

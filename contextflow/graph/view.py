@@ -5,27 +5,23 @@ key always wins, so the folded state does not depend on the order events arrive 
 node fields and metadata keys are last-writer-wins per field; a tag or an edge is on when
 its latest add is newer than its latest removal; a deleted node stays a tombstone, and its
 edges disappear with it at read time. A node's id is the id of its `graph.node` event.
-No I/O here.
+No I/O here: the graph's tables (graph/table.py) apply this fold to the rows a batch of events
+touches, and every read queries those tables (graph/stored.py); the tests read the whole fold
+as the oracle (tests/graph_fold.py).
 """
 
 from __future__ import annotations
 
-import heapq
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.fold import overwritten
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import model
-
-if TYPE_CHECKING:
-    from contextflow.graph.query import Expr
-    from contextflow.graph.reading import Brief
 
 ZERO: OrderKey = (0, "", 0)
 
@@ -121,115 +117,6 @@ class GraphState:
     inc: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     views: dict[str, Mark] = field(default_factory=dict)  # (added, removed, query, budget)
     origins: dict[str, str] = field(default_factory=dict)
-
-    # -- reading -------------------------------------------------------------------------
-
-    def node(self, node_id: str) -> Node | None:
-        return self.nodes[node_id] if node_id in self.live else None
-
-    def tags_of(self, node_id: str) -> set[str]:
-        return {name for name, mark in self.tag_marks.get(node_id, {}).items() if mark[0] > mark[1]}
-
-    def _edge(self, key: EdgeKey) -> Edge | None:
-        mark = self.edges.get(key)
-        if is_on(mark) and key[0] in self.live and key[1] in self.live:
-            return Edge(mark[2], key[0], key[1], key[2], stamp_iso(mark[0][0]), mark[3] or {})
-        return None
-
-    def edges_out(self, node_id: str) -> list[Edge]:
-        found = (self._edge((node_id, to, kind)) for to, kind in self.out.get(node_id, ()))
-        return sorted((e for e in found if e), key=lambda e: (e.type, e.target))
-
-    def edges_in(self, node_id: str) -> list[Edge]:
-        found = (self._edge((source, node_id, kind)) for source, kind in self.inc.get(node_id, ()))
-        return sorted((e for e in found if e), key=lambda e: (e.type, e.source))
-
-    def has_edges(self, node_id: str) -> bool:
-        return any(self._edge((node_id, to, kind)) for to, kind in self.out.get(node_id, ())) or any(
-            self._edge((source, node_id, kind)) for source, kind in self.inc.get(node_id, ())
-        )
-
-    def edge_live(self, source: str, target: str, kind: str) -> bool:
-        return self._edge((source, target, kind)) is not None
-
-    def superseded_by(self, node_id: str) -> str | None:
-        """The newest live node that SUPERSEDES this one, if any."""
-        best: tuple[OrderKey, str] | None = None
-        for source, kind in self.inc.get(node_id, ()):
-            if kind != "SUPERSEDES" or source not in self.live:
-                continue
-            mark = self.edges[(source, node_id, kind)]
-            if is_on(mark) and (best is None or mark[0] > best[0]):
-                best = (mark[0], source)
-        return best[1] if best else None
-
-    def walk(
-        self,
-        root: str,
-        depth_limit: int,
-        *,
-        forward: bool,
-        backward: bool,
-        types: tuple[str, ...] | None = None,
-    ) -> list[Step]:
-        from contextflow.graph.reading import walk
-
-        return walk(self, root, depth_limit, forward=forward, backward=backward, types=types)
-
-    def matching(self, expr: Expr, now_ms: int) -> set[str]:
-        from contextflow.graph.query import folded_matching
-
-        return folded_matching(expr, self, now_ms)
-
-    def prefixed(self, prefix: str, count: int) -> list[str]:
-        """Up to `count` live ids starting with `prefix`, sorted (for `ids.resolve_prefix`)."""
-        return sorted(i for i in self.live if i.startswith(prefix))[:count]
-
-    def many(self, ids: Iterable[str]) -> list[Node]:
-        return [self.nodes[i] for i in ids]
-
-    def superseded(self, ids: Iterable[str]) -> set[str]:
-        """Those of `ids` a live node SUPERSEDES."""
-        return {i for i in ids if i in self.inc and self.superseded_by(i)}
-
-    def briefs(self, ids: Iterable[str]) -> list[Brief]:
-        from contextflow.graph.reading import Brief, shortest_text
-
-        return [
-            Brief(
-                n.id,
-                n.type,
-                n.tokens,
-                n.updated_key,
-                model.dedupe_key(n.content),
-                n.agent or n.writer,
-                shortest_text(n.content, n.summary),
-            )
-            for n in self.many(ids)
-        ]
-
-    def alike(self, node_type: str, content: str) -> list[Node]:
-        """The live nodes of this type whose content is `content` but for case, white space and final
-        punctuation (`model.dedupe_key`)."""
-        key = model.dedupe_key(content)
-        found = (self.nodes[i] for i in self.by_type.get(node_type, ()) if i in self.live)
-        return [node for node in found if model.dedupe_key(node.content) == key]
-
-    def newest(self, ids: Collection[str], count: int) -> list[Node]:
-        """The `count` most recently updated of `ids` (update keys are unique)."""
-        return heapq.nlargest(count, (self.nodes[i] for i in ids), key=attrgetter("updated_key"))
-
-    def all_edges(self) -> list[Edge]:
-        found = (self._edge(key) for key in self.edges)
-        return sorted((e for e in found if e), key=lambda e: (e.source, e.target, e.type))
-
-    def saved_views(self) -> list[SavedView]:
-        found = (self.saved_view(name) for name in sorted(self.views))
-        return [view for view in found if view is not None]
-
-    def saved_view(self, name: str) -> SavedView | None:
-        mark = self.views.get(name)
-        return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0])) if is_on(mark) else None
 
 
 # -- folding ---------------------------------------------------------------------------
