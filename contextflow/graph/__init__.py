@@ -16,6 +16,6 @@ FEATURE = Feature(
     views={"graph": "contextflow.graph.stored:ScratchView"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
-    search_version=(1, "5d72dd9a40dedd9bf13e"),
+    search_version=(1, "e75dcb2e3a85d9265b01"),
     commands={"view": "saved graph views"},
 )
