@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from operator import attrgetter
 from weakref import WeakKeyDictionary
@@ -54,9 +54,6 @@ class FoldedGraph(GraphState):
             if kind == "SUPERSEDES" and source in self.live and is_on(mark) and (best is None or mark[0] > best[0]):
                 best = (mark[0], source)
         return best[1] if best else None
-
-    def superseded(self, ids: Iterable[str]) -> set[str]:
-        return {i for i in ids if i in self.inc and self.superseded_by(i)}
 
     def walk(
         self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None

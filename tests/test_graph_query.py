@@ -6,9 +6,9 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.core.clock import COUNTER_BITS, stamp_ms
+from contextflow.core.events import Event
 from contextflow.graph import writes
 from contextflow.graph.compose import compose
-from contextflow.core.events import Event
 from contextflow.graph.query import All, And, Leaf, Not, Or, QueryError, parse
 from contextflow.graph.stored import Scratch, StoredGraph
 

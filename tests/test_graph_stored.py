@@ -127,7 +127,6 @@ def _same(app: App, at_ms: int) -> None:
         assert set(stored.by_type.get(name, ())) == folded.by_type.get(name, set()) & folded.live
     for name in TAGS:
         assert set(stored.by_tag.get(name, ())) == folded.by_tag.get(name, set())
-    assert stored.superseded(folded.nodes) == folded.superseded(folded.nodes)
     for query in QUERIES:
         expected = folded.matching(parse(query), at_ms)
         assert stored.matching(parse(query), at_ms) == expected, query

@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.core.events import Event
-from tests.graph_fold import FoldedGraph, FoldedView
 from tests.conftest import open_app
+from tests.graph_fold import FoldedGraph, FoldedView
 
 NODES = ("n1", "n2", "n3")
 WRITERS = ("alpha", "beta")

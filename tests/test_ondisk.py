@@ -89,11 +89,15 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         assert records.get_record(app, key="fact:new").data["value"] == {"text": "set while building"}
         node = writes.add_node(app, content="remembered while building", type="fact", agent="a")
         assert not app.tables().current()  # nothing was built here: this machine's log's tail answered
-        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and made.id in str(ondisk.view(app, TimelineView))
+        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and made.id in str(
+            ondisk.view(app, TimelineView)
+        )
         assert "fact:new" in str(ondisk.view(app, RecordsView))
         assert "fact:theirs" in str(ondisk.view(app, RecordsView))  # another machine's too: the logs' rest answers
         monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
-        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and "fact:theirs" in str(ondisk.view(app, RecordsView))
+        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and "fact:theirs" in str(
+            ondisk.view(app, RecordsView)
+        )
         assert app.tables().current()
         memory = in_memory()
         for view in (TimelineView, ScratchView, RecordsView, ConversationsView, ActivityView):

@@ -66,9 +66,9 @@ class Scratch:
         self._lock = threading.Lock()
 
     def add(self, event: Event) -> None:
-        self._pending.append(event)
-        if len(self._pending) >= self.BATCH:
-            with self._lock:
+        with self._lock:
+            self._pending.append(event)
+            if len(self._pending) >= self.BATCH:
                 self._fold()
 
     def _fold(self) -> None:
@@ -170,14 +170,6 @@ class _Members(Mapping[str, AbstractSet[str]]):
         return len(list(iter(self)))
 
 
-class _Incoming:
-    def __init__(self, graph: StoredGraph) -> None:
-        self.graph = graph
-
-    def __contains__(self, node_id: object) -> bool:
-        return bool(self.graph.tables.peek("SELECT 1 FROM graph_edges WHERE dst = ? LIMIT 1", (node_id,)))
-
-
 class _Origins(Mapping[str, str]):
     """Where an imported node came from -> the first node made from it."""
 
@@ -219,7 +211,6 @@ class StoredGraph:
             'SELECT node FROM graph_tags WHERE tag = ? AND "on"',
             'SELECT DISTINCT tag FROM graph_tags WHERE "on"',
         )
-        self.inc = _Incoming(self)
         self.origins = _Origins(self)
 
     # -- nodes ---------------------------------------------------------------------------------
@@ -313,11 +304,6 @@ class StoredGraph:
             WHERE e.dst = ? AND e.type = 'SUPERSEDES' AND e."on" """
         marked = [(mark_of(blob)[0], src) for src, blob in self.tables.peek(sql, (node_id,))]
         return max(marked)[1] if marked else None
-
-    def superseded(self, ids: Iterable[str]) -> set[str]:
-        sql = """SELECT DISTINCT e.dst FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
-            WHERE e.type = 'SUPERSEDES' AND e."on" """
-        return {i for (i,) in self.tables.peek(sql)} & set(ids)
 
     def walk(
         self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None
