@@ -73,7 +73,8 @@ class Api:
 
     def warm(self) -> None:
         """Bring up to date (or fold) what the first pages read, so the first request does not pay for it:
-        the sessions' and the graph's derived tables (the folds where they cannot serve), giving way to
+        the sessions' and the graph's derived tables (the sessions' fold, the graph's tables in memory, where
+        they cannot serve), giving way to
         requests between; then bring the search index up to
         date (a first build shows its progress on the search page)."""
         try:
@@ -81,12 +82,14 @@ class Api:
                 with self.idle:
                     self.idle.wait_for(lambda: self.waiting == 0)
                 with self.lock:
-                    if not stored.disk(self.app):
+                    if view == "graph":
+                        len(
+                            graph(self.app).live
+                        )  # its tables brought up to date (filled in memory where they cannot serve)
+                    elif not stored.disk(self.app):
                         self.app.store.view(view)
-                    elif view == "sessions":
-                        self.app.tables().update()  # sessions are read from the tables: no fold to hold
                     else:
-                        graph(self.app)  # its tables brought up to date (folded only where they cannot serve)
+                        self.app.tables().update()  # sessions are read from the tables: no fold to hold
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)
         try:
