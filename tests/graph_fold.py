@@ -23,6 +23,48 @@ from contextflow.graph.view import Edge, EdgeKey, GraphState, GraphView, Node, S
 class FoldedGraph(GraphState):
     """`GraphState` with the reads `StoredGraph` answers from its tables."""
 
+    @property
+    def live(self) -> set[str]:
+        return {i for i, node in self.nodes.items() if node.exists and not node.deleted}
+
+    @property
+    def by_type(self) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for node in self.nodes.values():
+            if node.type:
+                found.setdefault(node.type, set()).add(node.id)
+        return found
+
+    @property
+    def by_tag(self) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for node_id in self.tag_marks:
+            for name in self.tags_of(node_id):
+                found.setdefault(name, set()).add(node_id)
+        return found
+
+    @property
+    def out(self) -> dict[str, set[tuple[str, str]]]:
+        found: dict[str, set[tuple[str, str]]] = {}
+        for source, target, kind in self.edges:
+            found.setdefault(source, set()).add((target, kind))
+        return found
+
+    @property
+    def inc(self) -> dict[str, set[tuple[str, str]]]:
+        found: dict[str, set[tuple[str, str]]] = {}
+        for source, target, kind in self.edges:
+            found.setdefault(target, set()).add((source, kind))
+        return found
+
+    @property
+    def origins(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for node in self.nodes.values():
+            if node.origin and node.exists:
+                found[node.origin] = min(found.get(node.origin, node.id), node.id)
+        return found
+
     def node(self, node_id: str) -> Node | None:
         return self.nodes[node_id] if node_id in self.live else None
 

@@ -25,7 +25,7 @@ RECORDED = {
     "sessions": (1, "a816e1c53180fb5087b1"),
     "feed": (2, "08115e24f4f891dc1178"),
     "capture": (2, "b0c16d4b3c3820b8d3de"),
-    "graph-state": (1, "a9743b8feb03d5f792fe"),
+    "graph-state": (1, "9f7c620db43a07d66995"),
     "records-state": (1, "89dca2bd55ce90984fdc"),
     "conversations-state": (1, "decf2a173e40dfd32835"),
     "timeline": (1, "ec21db108fe684d26819"),

@@ -107,16 +107,12 @@ EdgeKey = tuple[str, str, str]  # (from, to, type)
 
 @dataclass
 class GraphState:
+    """The fold's values; the graph's tables (graph/table.py) keep them, with the columns queries need."""
+
     nodes: dict[str, Node] = field(default_factory=dict)
-    live: set[str] = field(default_factory=set)
-    by_type: dict[str, set[str]] = field(default_factory=dict)
-    by_tag: dict[str, set[str]] = field(default_factory=dict)
     tag_marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # node -> tag -> (added, removed)
     edges: dict[EdgeKey, Mark] = field(default_factory=dict)  # (added, removed, event id, metadata)
-    out: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
-    inc: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     views: dict[str, Mark] = field(default_factory=dict)  # (added, removed, query, budget)
-    origins: dict[str, str] = field(default_factory=dict)
 
 
 # -- folding ---------------------------------------------------------------------------
@@ -129,7 +125,7 @@ def _record(state: GraphState, node_id: str) -> Node:
     return node
 
 
-def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderKey, creating: bool) -> None:
+def _set_field(node: Node, name: str, value: Any, key: OrderKey, creating: bool) -> None:
     """Last writer wins per field. Values set by the creating event carry no entry in
     field_keys (its key is `created_key`), which keeps the state small."""
     current = node.field_keys.get(name)
@@ -148,23 +144,10 @@ def _set_field(state: GraphState, node: Node, name: str, value: Any, key: OrderK
         else:
             node.metadata[meta_key] = value
         return
-    if name == "type":
-        if node.type:
-            _discard(state.by_type, node.type, node.id)
-        state.by_type.setdefault(value, set()).add(node.id)
     setattr(node, name, value or "")
     if name in ("content", "summary"):
         node.tokens = estimate_tokens(node.content)
         node.lower = f"{node.content}\n{node.summary}".lower()
-
-
-def _discard(index: dict[str, set[str]], name: str, node_id: str) -> None:
-    """Remove from an index, dropping emptied entries so equal sets of events give equal states."""
-    members = index.get(name)
-    if members is not None:
-        members.discard(node_id)
-        if not members:
-            del index[name]
 
 
 Name = TypeVar("Name", str, EdgeKey)  # a tag or view name, or an edge
@@ -183,42 +166,25 @@ def _set_mark(marks: dict[Name, Mark], name: Name, key: OrderKey, adding: bool, 
     return new
 
 
-def _edge_mark(state: GraphState, edge: EdgeKey, key: OrderKey, adding: bool, payload: tuple[Any, ...]) -> None:
-    _set_mark(state.edges, edge, key, adding, payload)
-    state.out.setdefault(edge[0], set()).add((edge[1], edge[2]))
-    state.inc.setdefault(edge[1], set()).add((edge[0], edge[2]))
-
-
 def _tag(state: GraphState, node_id: str, names: object, key: OrderKey, adding: bool) -> None:
     if not isinstance(names, list):
         return
     marks = state.tag_marks.setdefault(node_id, {})
     for name in names:
-        if not isinstance(name, str):
-            continue
-        if is_on(_set_mark(marks, name, key, adding)):
-            state.by_tag.setdefault(name, set()).add(node_id)
-        else:
-            _discard(state.by_tag, name, node_id)
+        if isinstance(name, str):
+            _set_mark(marks, name, key, adding)
 
 
-def _fields(state: GraphState, node: Node, data: dict[str, Any], key: OrderKey, creating: bool = False) -> None:
+def _fields(node: Node, data: dict[str, Any], key: OrderKey, creating: bool = False) -> None:
     for name in ("type", "content", "summary"):
         if isinstance(data.get(name), str):
-            _set_field(state, node, name, data[name], key, creating)
+            _set_field(node, name, data[name], key, creating)
     meta = data.get("metadata")
     if isinstance(meta, dict):
         for meta_key, value in meta.items():
-            _set_field(state, node, "meta." + str(meta_key), value, key, creating)
+            _set_field(node, "meta." + str(meta_key), value, key, creating)
     if key > node.updated_key:
         node.updated_key = key
-
-
-def _live(state: GraphState, node: Node) -> None:
-    if node.exists and not node.deleted:
-        state.live.add(node.id)
-    else:
-        state.live.discard(node.id)
 
 
 _DROPPABLE = (model.NODE_UPDATE, model.TAG, model.UNTAG, model.EDGE, model.EDGE_DELETE, model.VIEW, model.VIEW_DELETE)
@@ -273,24 +239,19 @@ class GraphView:
             origin = data.get("origin")
             if isinstance(origin, str) and origin:
                 node.origin = origin
-                known = state.origins.get(origin)
-                state.origins[origin] = min(known, event.id) if known else event.id
-            _fields(state, node, data, key, creating=True)
+            _fields(node, data, key, creating=True)
             _tag(state, event.id, data.get("tags"), key, True)
             links = data.get("links")
             for link in links if isinstance(links, list) else ():
                 if isinstance(link, dict) and isinstance(link.get("to"), str) and isinstance(link.get("type"), str):
-                    _edge_mark(state, (event.id, link["to"], link["type"]), key, True, (event.id, {}))
-            _live(state, node)
+                    _set_mark(state.edges, (event.id, link["to"], link["type"]), key, True, (event.id, {}))
             return
         target = data.get("node")
         if kind in (model.NODE_UPDATE, model.NODE_DELETE, model.TAG, model.UNTAG) and isinstance(target, str):
             if kind == model.NODE_UPDATE:
-                _fields(state, _record(state, target), data, key)
+                _fields(_record(state, target), data, key)
             elif kind == model.NODE_DELETE:
-                node = _record(state, target)
-                node.deleted = True
-                _live(state, node)
+                _record(state, target).deleted = True
             else:
                 _tag(state, target, data.get("tags"), key, kind == model.TAG)
         elif kind in (model.EDGE, model.EDGE_DELETE):
@@ -298,7 +259,7 @@ class GraphView:
             if not (isinstance(source, str) and isinstance(dest, str) and isinstance(edge_type, str)):
                 return
             meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-            _edge_mark(state, (source, dest, edge_type), key, kind == model.EDGE, (event.id, meta))
+            _set_mark(state.edges, (source, dest, edge_type), key, kind == model.EDGE, (event.id, meta))
         elif kind in (model.VIEW, model.VIEW_DELETE):
             name = data.get("name")
             if not isinstance(name, str):
