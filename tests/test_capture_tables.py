@@ -10,6 +10,7 @@ from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture import recall
 from contextflow.capture.stored import DiskTurns, turns
+from contextflow.core import tables as tables_module
 from tests.conftest import open_app
 from tests.table import run
 
@@ -131,8 +132,9 @@ def _session_start(capsys, monkeypatch, cwd: str) -> str:
 
 def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_built(app, capsys, monkeypatch, tmp_path):
     from contextflow.adapters.session_start import PARTIAL_NOTE
-    from contextflow.core import table_updates
+    from contextflow.core import rest, table_updates
 
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads past the cursors: the logs' tails
     for n in range(40):
         app.store.append("note", {"project": "shared", "session_id": "old", "text": f"filler {n} " + "x" * 300})
     app.store.append("handoff", {"project": "shared", "session_id": "s9", "summary": "Parser half done", "agent": "a"})
@@ -146,67 +148,83 @@ def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_bui
     assert "s9" in context.split("## Recent sessions")[1]
 
 
-def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, tmp_path):
-    from contextflow import features
-    from contextflow.core.table_tails import TailTables
+def _tail(app, limit: int, budget: int) -> tuple[list[str], int]:
+    """The texts of the notes the logs' tails hold since their horizon (oldest first), and the horizon."""
+    from contextflow.core.rest import tails
+    from contextflow.core.table_sets import readable_events
 
+    found, horizon = tails(app.tables().paths(), app.store, limit, budget)
+    events = [event for lines in found for event in readable_events(lines, app.store) if event.hlc >= horizon]
+    return [event.data["text"] for event in sorted(events, key=lambda event: event.key)], horizon
+
+
+def test_the_tail_holds_every_event_since_the_oldest_stamp_all_tails_reach(app, tmp_path):
     other = open_app("writer-b")
     for n in range(30):  # writer-a's log: long; writer-b's: short (read whole)
         app.store.append("note", {"project": "shared", "session_id": "a", "text": f"a{n} " + "y" * 200})
         if n % 10 == 0:
             other.store.append("note", {"project": "shared", "session_id": "b", "text": f"b{n}"})
-    tail = TailTables(app.store, features.all_tables(), limit=2_000, budget=2_000)  # (no room to read more)
-    try:
-        texts = [row[0] for row in tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")]
-        assert texts and texts[-1].startswith("a29") and len(texts) < 20  # the newest only
-        assert all(not text.startswith("b0") and not text.startswith("b10") for text in texts)  # older: left out
-        assert tail.horizon > 0
-    finally:
-        tail.close()
+    texts, horizon = _tail(app, limit=2_000, budget=2_000)  # (no room to read more)
+    assert texts and texts[-1].startswith("a29") and len(texts) < 20  # the newest only
+    assert all(not text.startswith("b0") and not text.startswith("b10") for text in texts)  # older: left out
+    assert horizon > 0
 
 
 def test_the_busiest_writers_tail_is_read_further_back_within_the_budget(app):
     """A busy writer's last megabyte spans minutes where a quiet one's spans days: its tail is read
     further back (within the budget), so the window every tail covers is wider, and still whole."""
-    from contextflow import features
     from contextflow.core.log import read_whole
-    from contextflow.core.table_tails import TailTables
 
     quiet = open_app("writer-q")
     for n in range(80):  # writer-a: 80 long notes; writer-q: one short note every 8
         app.store.append("note", {"project": "shared", "session_id": "a", "text": f"a{n} " + "y" * 300})
         if n % 8 == 0:
             quiet.store.append("note", {"project": "shared", "session_id": "q", "text": f"q{n}"})
-    narrow = TailTables(app.store, features.all_tables(), limit=2_000, budget=2_000)  # no room to grow
-    wide = TailTables(app.store, features.all_tables(), limit=2_000, budget=20_000)
-    try:
-        logged = [json.loads(raw) for path in app.store.folder.glob("*.jsonl") for _, raw in read_whole(path)[1]]
-        every = sorted((event["hlc"], event["data"]["text"]) for event in logged if event["kind"] == "note")
-        for tail in (narrow, wide):
-            rows = tail.query("SELECT json_extract(data, '$.text') FROM sessions_entries ORDER BY hlc")
-            assert [text for (text,) in rows] == [text for hlc, text in every if hlc >= tail.horizon]  # all since it
-        assert 0 < wide.horizon < narrow.horizon
-        assert len(wide.query("SELECT id FROM sessions_entries")) >= 2 * len(
-            narrow.query("SELECT id FROM sessions_entries")
-        )
-    finally:
-        narrow.close()
-        wide.close()
+    narrow = _tail(app, limit=2_000, budget=2_000)  # no room to grow
+    wide = _tail(app, limit=2_000, budget=20_000)
+    logged = [json.loads(raw) for path in app.store.folder.glob("*.jsonl") for _, raw in read_whole(path)[1]]
+    every = sorted((event["hlc"], event["data"]["text"]) for event in logged if event["kind"] == "note")
+    for texts, horizon in (narrow, wide):
+        assert texts == [text for hlc, text in every if hlc >= horizon]  # all since it
+    assert 0 < wide[1] < narrow[1]
+    assert len(wide[0]) >= 2 * len(narrow[0])
 
 
 def test_a_fresh_machine_says_why_when_the_newest_events_hold_nothing_of_the_project(
+    app, capsys, monkeypatch, tmp_path
+):
+    from contextflow.core import rest, table_updates
+
+    app.store.append("handoff", {"project": "shared", "session_id": "s1", "summary": "Parser half done", "agent": "a"})
+    other = [("note", {"project": "elsewhere", "session_id": "e", "text": f"{n} " + "x" * 400}) for n in range(19_000)]
+    app.store.append_many(other)  # more than all tails together read (table_sets.TAIL_BUDGET)
+    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    monkeypatch.setattr(
+        tables_module.Tables, "_build_in_background", lambda self, unread: setattr(self, "building", True)
+    )
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))
+    with monkeypatch.context() as bounded:
+        bounded.setattr(rest, "REST_BYTES", 1_000_000)  # more remains than a call reads: the logs' tails only
+        context = _session_start(capsys, monkeypatch, str(tmp_path))
+    assert "Parser half done" not in context
+    assert "nothing of project shared is among the newest events read so far" in context
+
+
+def test_a_fresh_machine_whose_logs_fit_the_bound_answers_from_all_of_them_while_its_tables_are_built(
     app, capsys, monkeypatch, tmp_path
 ):
     from contextflow.core import table_updates
 
     app.store.append("handoff", {"project": "shared", "session_id": "s1", "summary": "Parser half done", "agent": "a"})
     other = [("note", {"project": "elsewhere", "session_id": "e", "text": f"{n} " + "x" * 400}) for n in range(19_000)]
-    app.store.append_many(other)  # more than all tails together read (table_sets.TAIL_BUDGET)
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    app.store.append_many(other)  # more than the logs' tails hold, less than a call reads (rest.REST_BYTES)
+    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)
+    monkeypatch.setattr(
+        tables_module.Tables, "_build_in_background", lambda self, unread: setattr(self, "building", True)
+    )
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))
     context = _session_start(capsys, monkeypatch, str(tmp_path))
-    assert "Parser half done" not in context
-    assert "nothing of project shared is among the newest events read so far" in context
+    assert "Parser half done" in context and "nothing of project shared" not in context
 
 
 def test_an_earlier_copy_of_a_turn_read_later_moves_it_and_its_sessions_follow(app):

@@ -268,18 +268,20 @@ def test_the_feed_during_an_unfinished_build_reads_what_the_build_has_not_reache
 def test_the_feed_says_it_is_partial_and_how_far_the_build_is_when_too_much_remains_to_read(
     app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from contextflow.core import table_rest
+    from contextflow.core import rest
     from contextflow.feed import present as feed
 
     sessions.append_shared_note(app, {"agent": "claude", "project": "shared", "session_id": "s0", "text": "earlier"})
     assert "earlier" in feed.recent_activity(app, {"project": "shared"}).text
     building_elsewhere(monkeypatch)
-    monkeypatch.setattr(table_rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    monkeypatch.setattr(rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    monkeypatch.setattr(rest, "TAIL_BYTES", 10)  # the logs' newest bytes only: hardly a line
     other_machine_writes(3, tmp_path / "elsewhere")
     shown = feed.recent_activity(app, {"project": "shared", "agent": "codex"})
     partial = shown.data["partial"]
     assert 0 < partial["built_bytes"] < partial["log_bytes"]
-    assert shown.text.startswith("PARTIAL:") and "nothing matches in what is read so far" in shown.text
+    assert shown.text.startswith("PARTIAL:") and "% of 0.0 MB indexed" in shown.text
+    assert "nothing matches in what is read so far" in shown.text
 
 
 def test_the_feed_under_a_held_lock_shows_what_was_written_meanwhile(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -370,7 +372,7 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
         shown.append(sessions.list_projects(reader, {}).data)
         return shown
 
-    from contextflow.sessions import rest
+    from contextflow.core import rest
 
     built: list[object] = []
     monkeypatch.setattr(rest, "build", lambda *args, real=rest.build: built.append(real(*args)) or built[-1])
@@ -380,12 +382,17 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     merged = answers(app)  # the overlay extended by the new bytes
     assert "after the first read" in str(merged) and "after the first read" not in str(first)
     assert stored.current(app) and not folded_sessions(app) and len(built) == 1  # built once, then extended
-    monkeypatch.setattr(stored, "REST_BYTES", 0)  # too much to read past the cursors: the fold of every log
-    folding = App.open()
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # too much to read past the cursors: the logs' tails (all of them here)
+    tails = App.open()
     try:
-        assert answers(folding) == merged and folded_sessions(folding)
+        partial = answers(tails)
+        assert all("partial" in str(shown).lower() for shown in partial)
+        assert not folded_sessions(tails)
     finally:
-        folding.close()
+        tails.close()
+    monkeypatch.undo()  # the build finishes: the tables alone say the same
+    assert app.tables().update() >= 0 and app.tables().serves(("sessions",))
+    assert answers(app) == merged
 
 
 def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_made(
@@ -399,3 +406,29 @@ def test_tables_made_ahead_of_a_build_do_not_serve_while_another_format_is_not_m
     app.tables().update()  # this machine's newest rows added ahead; the build (elsewhere) has made nothing else
     assert not app.tables().serves(("sessions",)) and not app.tables().serves(("feed",))
     assert "an old note" in sessions.resume_session(app, {"project": "p", "session_id": "s"}).text
+
+
+def test_a_session_the_logs_tails_do_not_reach_is_not_read_yet_never_no_session(
+    app: App, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.core import rest
+    from contextflow.core.errors import NotFoundError
+
+    other = open_app("writer-b", CONTEXTFLOW_STATE=str(tmp_path / "elsewhere"))
+    try:
+        base = {"agent": "codex", "project": "p"}
+        sessions.append_shared_note(other, {**base, "session_id": "old", "text": "the old session's note"})
+        for n in range(30):
+            sessions.append_shared_note(other, {**base, "session_id": "new", "text": f"newer {n} " + "x" * 300})
+    finally:
+        other.close()
+    building_elsewhere(monkeypatch)  # a new machine: nothing built, the build elsewhere has not begun
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads: the logs' newest bytes only
+    monkeypatch.setattr(rest, "TAIL_BYTES", 2_000)
+    monkeypatch.setattr(rest, "TAIL_BUDGET", 2_000)
+    listed = sessions.list_sessions(app, {"project": "p"})
+    assert listed.text.startswith("PARTIAL:") and "indexed" in listed.text and "new" in listed.text
+    with pytest.raises(NotFoundError) as raised:
+        sessions.resume_session(app, {"project": "p", "session_id": "old"})
+    assert "not read yet" in str(raised.value) and "indexed" in str(raised.value)
+    assert "no session" not in str(raised.value)

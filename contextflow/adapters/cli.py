@@ -371,9 +371,15 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         return serve_main()
     if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):  # on every prompt: no parser, no table
-        from contextflow.admin.clients import run_hook
+        import gc
 
-        return run_hook(None, argv[1])
+        gc.disable()  # a hook is short and bounded by its budgets: no collector passes over the modules it loads
+        try:
+            from contextflow.admin.clients import run_hook
+
+            return run_hook(None, argv[1])
+        finally:
+            gc.enable()
     word = _command_word(argv)
     parser = build_parser(word, batch="--stdin" in argv and word in BATCH_WORDS)
     if {"-h", "--help"} & set(argv):  # help in the words of this interface: commands and flags, not tools

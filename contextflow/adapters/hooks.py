@@ -58,7 +58,11 @@ DEFAULT_BUDGET, MAX_BUDGET = HOOK_BUDGET, MAX_HOOK_BUDGET  # tokens (core.settin
 MAX_STDIN = 1 << 20
 MAX_LOG_BYTES = 1 << 20
 MAX_LOG_LINE = 2_000
-SESSION_START_TABLES = ("sessions", "capture", "view-events")  # the derived formats a session start reads
+SESSION_START_TABLES = (
+    "sessions",
+    "capture",
+    "view-events",
+)  # the derived formats a session start reads (in this order)
 # what an event prints whatever failed: Cursor waits for an answer to beforeSubmitPrompt, and a refused
 # payload may be that event (`{"continue":true}` is a valid answer to every Cursor event)
 REFUSED_ANSWER = {"cursor": '{"continue":true}'}
@@ -239,9 +243,10 @@ def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:
 
 
 def _answer_while_building(app: App) -> bool:
-    """A fresh machine (or a derived format rebuilt) whose tables a background process is building, or
-    tables another process holds locked past the wait: this process answers from the logs' newest events
-    (`core.table_tails.TailTables`, and says so) instead of from nothing or from a fold of every log."""
+    """Whether this session start's answer is partial: a fresh machine (or a derived format rebuilt)
+    whose tables a background process is building, or tables another process holds locked past the wait,
+    are read with the rows of the logs' remaining bytes (`core/rest.py`), or of their newest bytes only
+    when too much remains (then, or while the views' events are not current, the answer says so)."""
     from contextflow.sessions.stored import disk
 
     if not disk(app):
@@ -249,11 +254,11 @@ def _answer_while_building(app: App) -> bool:
     tables = app.tables()
     tables.update(ahead=False)  # (the logs' newest events answer it, this machine's among them)
     if not tables.building and tables.serves(SESSION_START_TABLES, wait=0):
-        return False  # (the tables answer: the tail reader is not even imported)
-    from contextflow import features
-    from contextflow.core.table_tails import answer_from_tail
+        return False  # (the tables answer: the rest is not even imported)
+    from contextflow.core.rest import reading
 
-    return answer_from_tail(app.store, features.all_tables, SESSION_START_TABLES)
+    read = reading(tables, SESSION_START_TABLES[:2], wait=0)
+    return read.partial is not None or not tables.serves(SESSION_START_TABLES[2:], wait=0)
 
 
 def _inject(event_name: str, text: str) -> str:

@@ -16,6 +16,7 @@ from contextflow.core.events import Event, OrderKey
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Reading
 
 _TURN = "id, hlc, w, seq, data"
 _NEWEST_FIRST = "ORDER BY hlc DESC, w DESC, seq DESC"
@@ -94,10 +95,15 @@ class Turns:
 
 
 class DiskTurns(Turns):
-    """The same, each answer a query of the derived tables."""
+    """The same, each answer a query of the derived tables (with the rows of the logs' remaining bytes
+    while they do not hold every log: `core/rest.py`)."""
+
+    def __init__(self, app: App, project: str, read: Reading) -> None:
+        super().__init__(app, project)
+        self.read = read
 
     def _query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return self.app.tables().query(sql, params)
+        return self.read.query(sql, params)
 
     def _events(self, rows: list[tuple[Any, ...]], conformed: bool = True) -> list[Event]:
         """The rows' events, each checked as read (a file like any other); `conformed=False` for a caller
@@ -168,34 +174,35 @@ class KnownTurns:
     """The turn ids captured before, each looked up in the derived tables, and those added since (an import
     of transcripts skips a turn it finds here: captured live, or imported before)."""
 
-    def __init__(self, app: App) -> None:
-        self.app, self.added = app, set[str]()
+    def __init__(self, read: Reading) -> None:
+        self.read, self.added = read, set[str]()
 
     def __contains__(self, turn_id: object) -> bool:
         if turn_id in self.added:
             return True
         sql = "SELECT 1 FROM capture_turns WHERE turn = ?"
-        return isinstance(turn_id, str) and bool(self.app.tables().query(sql, (f"t:{turn_id}",)))
+        return isinstance(turn_id, str) and bool(self.read.query(sql, (f"t:{turn_id}",)))
 
     def add(self, turn_id: str) -> None:
         self.added.add(turn_id)
 
 
-def served(app: App) -> bool:
-    """Whether this call reads captured turns from the derived tables: they can be used and the capture
-    tables hold every log's events now. While a build runs, another process holds their lock past the
-    wait, or they do not read, the turns are read from the logs instead (`ondisk.view`: what is built plus
-    every log's remaining bytes), never "no turns" from an unfinished build."""
+def reading(app: App) -> Reading | None:
+    """How this call reads captured turns from the derived tables (`core/rest.py`: with the rows of the
+    logs' remaining bytes while a build runs or another process holds their lock, never "no turns" from
+    an unfinished build), or None where a store does not read them (the activity view answers)."""
     from contextflow.capture.table import TABLES
+    from contextflow.core import rest
     from contextflow.sessions.stored import disk
 
-    return disk(app) and app.tables().serves((TABLES.name,))
+    return rest.reading(app.tables(), (TABLES.name,)) if disk(app) else None
 
 
 def known_turns(app: App) -> KnownTurns | set[str]:
-    """The turn ids captured before: from the derived tables when they hold every log, else the logs."""
-    if served(app):
-        return KnownTurns(app)
+    """The turn ids captured before: from the derived tables, else (a filtered store) the logs."""
+    read = reading(app)
+    if read is not None:
+        return KnownTurns(read)
     from contextflow import ondisk
     from contextflow.capture.view import ActivityView
 
@@ -203,8 +210,9 @@ def known_turns(app: App) -> KnownTurns | set[str]:
 
 
 def turns(app: App, project: str) -> Turns:
-    """The project's captured turns, from the derived tables when they serve this call (`served`)."""
-    return DiskTurns(app, project) if served(app) else Turns(app, project)
+    """The project's captured turns, from the derived tables where this store reads them (`reading`)."""
+    read = reading(app)
+    return DiskTurns(app, project, read) if read is not None else Turns(app, project)
 
 
 def _works(turn: dict[str, Any]) -> bool:

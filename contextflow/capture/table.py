@@ -97,4 +97,19 @@ TABLES = TableSet(
     rows,
     ("capture_turns",),
     ("capture_turns", "capture_sessions"),
+    merged=(  # (core/rest.py) a turn once: its earliest event, as the insert keeps it; a session's newest turn
+        (
+            "capture_turns",
+            "SELECT * FROM main.{t} r WHERE NOT EXISTS (SELECT 1 FROM base.{t} b WHERE b.turn = r.turn "
+            "AND (b.hlc, b.w, b.seq) <= (r.hlc, r.w, r.seq)) UNION ALL SELECT * FROM base.{t} b WHERE NOT EXISTS "
+            "(SELECT 1 FROM main.{t} r WHERE r.turn = b.turn AND (r.hlc, r.w, r.seq) < (b.hlc, b.w, b.seq))",
+        ),
+        (
+            "capture_sessions",
+            "SELECT * FROM main.{t} r WHERE NOT EXISTS (SELECT 1 FROM base.{t} b WHERE b.project = r.project AND "
+            "b.session_id = r.session_id AND (b.hlc, b.w, b.seq) >= (r.hlc, r.w, r.seq)) UNION ALL SELECT * FROM "
+            "base.{t} b WHERE NOT EXISTS (SELECT 1 FROM main.{t} r WHERE r.project = b.project AND "
+            "r.session_id = b.session_id AND (r.hlc, r.w, r.seq) > (b.hlc, b.w, b.seq))",
+        ),
+    ),
 )

@@ -60,6 +60,11 @@ class TableSet:
     bounded: tuple[str, ...] = ()  # tables whose `hlc` a clock bound lowers (by their `id` column)
     tables: tuple[str, ...] = ()  # every table it owns (dropped on a rebuild); its insert tables by default
     ahead: bool = True  # rows whose order means nothing: this machine's newest may be added before a build reaches them
+    # read while the tables are not current (core/rest.py): per table, the SQL of the TEMP view showing the
+    # tables' rows (`base.{t}`) with those of the logs' remaining bytes (`main.{t}`) in their place (default:
+    # by `id`), and `seed(db, rows, seeded)`: copies into `main` the base rows a trigger needs beside `rows`
+    merged: tuple[tuple[str, str], ...] = ()
+    seed: Callable[[sqlite3.Connection, dict[str, list[tuple[Any, ...]]], set[Any]], None] | None = None
 
     @property
     def name(self) -> str:

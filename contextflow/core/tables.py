@@ -1,8 +1,8 @@
 """Derived tables on disk: the views a call reads, in one SQLite database per store, shared by every
 process of this machine. The only module that does SQLite I/O, with its parts: `core/table_sets.py`
 (what a feature declares, the bookkeeping tables, the write transaction), `core/table_updates.py`
-(catching up from the logs, the background build, rows added ahead of it) and `core/table_tails.py`
-(answers from the logs' newest events while a build runs).
+(catching up from the logs, the background build, rows added ahead of it); `core/rest.py` answers beside
+them while they do not hold every log.
 
 On-disk contract (`<state folder>/views.sqlite3`, WAL mode: many readers and one writer; machine-local,
 never synced, always safe to delete):
@@ -23,7 +23,7 @@ log grew, the process that sees it takes SQLite's write lock (waiting at most `w
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk. A process
 that cannot get the lock in time, or finds a build under way, has tables that hold part of the logs:
 `serves(formats)` says so, and a reader that would answer "not found" or a short page from them reads
-the logs instead (sessions: `sessions/stored.py`'s `current`). A backlog over BACKGROUND_BYTES (a fresh
+the tables with the rows of the logs' remaining bytes (`core/rest.py`). A backlog over BACKGROUND_BYTES (a fresh
 machine, a format rebuilt) is built by one forked background process (`views.build.lock`) while
 readers answer from what is built so far, plus the rows of this machine's log's newest bytes, added
 ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict

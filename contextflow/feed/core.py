@@ -3,26 +3,27 @@
 Served from the derived tables (`feed/table.py`, kept by `core/tables.py`): a page is one indexed
 query, so it answers in milliseconds whatever the store's size, and a process reads only its page.
 While the tables do not hold every log (a build under way, another process holding their lock), a page
-also reads the feed rows of the logs' remaining bytes (`core/table_rest.py`) and merges them in; when
+also reads the feed rows of the logs' remaining bytes (`core/rest.py`), merged in by the same queries; when
 too much remains for that (a new machine), the page says it is partial and how far the build is.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import checks
 from contextflow.core.clock import MAX_HLC, stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
+from contextflow.core.rest import Progress as Progress
 from contextflow.core.tables import db_stamp, stamp_of
 from contextflow.core.timeutil import iso_ms
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Reading
 
 _COLUMNS = "id, hlc, w, seq, project, agent, kind, session_id, text, dedupe"
 _FILTERS = {"project": "project", "agent": "agent", "machine": "w", "kind": "kind", "session_id": "session_id"}
@@ -40,56 +41,19 @@ class FeedItem:
     text: str  # cleaned, on one line, at most feed.table.TEXT_CHARS characters
 
 
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """How far the derived tables are, when a page may miss items they do not hold yet."""
-
-    built_bytes: int  # bytes of the logs every format holds
-    log_bytes: int  # bytes of the logs
-
-
-@dataclass
-class _Read:
-    """What one call reads: the tables, and the rest (rows of the logs' remaining bytes) when they do not
-    hold every log; `partial` when too much remains to read it."""
-
-    app: App
-    rest: sqlite3.Connection | None = None
-    partial: Progress | None = None
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.app.tables().query(sql, params)
-
-    def rest_query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.rest.execute(sql, params).fetchall() if self.rest is not None else []
-
-
 @contextlib.contextmanager
-def _reading(app: App) -> Iterator[_Read]:
-    from contextflow.core.table_rest import rest
+def _reading(app: App) -> Iterator[Reading]:
+    from contextflow.core.rest import reading
     from contextflow.feed.table import TABLES
 
     tables = app.tables()
-    found = _Read(app)
     with tables.as_of_now():  # the logs checked once (a held lock waited for once), not once a query
-        if not tables.serves((TABLES.name,)):
-            try:
-                found.rest = rest(tables, TABLES)
-                if found.rest is None:
-                    found.partial = Progress(*tables.built())
-            except sqlite3.DatabaseError:
-                found.partial = Progress(0, 0)
-        try:
-            yield found
-        finally:
-            if found.rest is not None:
-                found.rest.close()
+        yield reading(tables, (TABLES.name,))
 
 
-def _position(read: _Read, before: str) -> tuple[int, str, int]:
+def _position(read: Reading, before: str) -> tuple[int, str, int]:
     """The order key a page ends at: a feed item's id, or an ISO time (items strictly older)."""
-    sql = "SELECT hlc, w, seq FROM feed WHERE id = ?"
-    found = read.query(sql, (before,)) or read.rest_query(sql, (before,))
+    found = read.query("SELECT hlc, w, seq FROM feed WHERE id = ?", (before,))
     if found:
         hlc, writer, seq = found[0]
         return int(hlc), str(writer), int(seq)  # (as stored)
@@ -133,11 +97,10 @@ class Page:
 def page(app: App, given: dict[str, str | None], before: str | None = None, limit: int = 50) -> Page:
     """`recent`'s items for the filters `given` (names of `_FILTERS`) and `facets`, read together."""
     with _reading(app) as read:
-        return Page(_page(read, given, before, limit), _facets(read), read.partial)
+        return Page(_page(app, read, given, before, limit), _facets(app, read), read.partial)
 
 
-def _page(read: _Read, given: dict[str, str | None], before: str | None, limit: int) -> list[FeedItem]:
-    app = read.app
+def _page(app: App, read: Reading, given: dict[str, str | None], before: str | None, limit: int) -> list[FeedItem]:
     where: list[str] = []
     params: list[Any] = []
     for name, value in given.items():
@@ -156,47 +119,22 @@ def _page(read: _Read, given: dict[str, str | None], before: str | None, limit: 
             params += _position(read, cursor)
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     sql = f"SELECT {_COLUMNS} FROM feed {clause}ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
-    rest = read.rest_query(sql, (*params, limit))
-    found = read.query(sql, (*params, limit + sum(1 for row in rest if row[9])))
-    if rest:
-        found = _merged(read, found, rest, limit)
+    found = read.query(sql, (*params, limit))
     return [
         FeedItem(row[0], stamp_iso(stamp_of(row[1])), row[4], row[5], row[2], row[6], row[7], row[8]) for row in found
     ]
 
 
-def _merged(
-    read: _Read, found: list[tuple[Any, ...]], rest: list[tuple[Any, ...]], limit: int
-) -> list[tuple[Any, ...]]:
-    """The page of the tables' rows `found` and the rest's rows: each event once, a turn captured twice
-    once (its earliest event, as the table's insert keeps it)."""
-    ids, dedupes = [row[0] for row in rest], [row[9] for row in rest if row[9]]
-    held = {row[0] for row in read.query(f"SELECT id FROM feed WHERE id IN ({', '.join('?' * len(ids))})", ids)}
-    earlier: dict[str, tuple[int, str, int]] = {}
-    if dedupes:
-        sql = f"SELECT dedupe, hlc, w, seq FROM feed WHERE dedupe IN ({', '.join('?' * len(dedupes))})"
-        earlier = {str(row[0]): (int(row[1]), str(row[2]), int(row[3])) for row in read.query(sql, dedupes)}
-    kept = [
-        row
-        for row in rest
-        if row[0] not in held and not (row[9] in earlier and earlier[row[9]] <= (row[1], row[2], row[3]))
-    ]
-    replaced = {row[9] for row in kept if row[9]}  # the tables' later event of these turns is not shown
-    merged = [row for row in found if row[9] not in replaced] + kept
-    return sorted(merged, key=lambda row: (row[1], row[2], row[3]), reverse=True)[:limit]
-
-
 def facets(app: App) -> dict[str, list[str]]:
     """The distinct projects, agents, machines and kinds of the feed (for its filters), sorted."""
     with _reading(app) as read:
-        return _facets(read)
+        return _facets(app, read)
 
 
-def _facets(read: _Read) -> dict[str, list[str]]:
+def _facets(app: App, read: Reading) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {"project": [], "agent": [], "machine": [], "kind": []}
-    allowed = readable_projects(read.app)
-    sql = "SELECT facet, value FROM feed_facets"
-    for facet, value in sorted(set(read.query(sql)) | set(read.rest_query(sql))):
+    allowed = readable_projects(app)
+    for facet, value in sorted(read.query("SELECT facet, value FROM feed_facets")):
         if facet in found and (facet != "project" or allowed is None or value in allowed):
             found[facet].append(value)
     return {

@@ -46,15 +46,13 @@ def recent_activity(app: App, args: JSON) -> Reply:
     data: JSON = {"items": [asdict(item) for item in items], "facets": found.facets}
     if found.partial is not None:
         text = f"{partial_note(found.partial)}\n\n{text}"
-        data["partial"] = asdict(found.partial)
+        data["partial"] = found.partial._asdict()
     return Reply(text, data)
 
 
 def partial_note(progress: core.Progress) -> str:
     """What a page that may miss items says: the build's progress, and when to ask again."""
-    built, total = progress.built_bytes, progress.log_bytes
-    done = f" ({built * 100 // total}% of {total / 1e6:.1f} MB read)" if total else ""
     return (
-        f"PARTIAL: this machine is still reading the store's logs into its local tables{done}; items not "
-        "read yet are missing below; ask again shortly."
+        f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
+        "items not read yet are missing below; ask again shortly."
     )

@@ -140,4 +140,14 @@ TABLES = TableSet(
     INSERTS,
     rows,
     ("feed",),
+    merged=(  # (core/rest.py) each event once; a turn captured twice: its earliest event, as the insert keeps
+        (
+            "feed",
+            "SELECT * FROM main.{t} r WHERE NOT EXISTS (SELECT 1 FROM base.{t} b WHERE b.id = r.id) AND NOT EXISTS "
+            "(SELECT 1 FROM base.{t} b WHERE b.dedupe = r.dedupe AND (b.hlc, b.w, b.seq) <= (r.hlc, r.w, r.seq)) "
+            "UNION ALL SELECT * FROM base.{t} b WHERE NOT EXISTS (SELECT 1 FROM main.{t} r "
+            "WHERE r.dedupe = b.dedupe AND (r.hlc, r.w, r.seq) < (b.hlc, b.w, b.seq))",
+        ),
+        ("feed_facets", "SELECT * FROM base.{t} UNION SELECT * FROM main.{t}"),
+    ),
 )

@@ -129,6 +129,11 @@ def require_session(app: App, session_id: str, project: str) -> None:
     elsewhere = [p for p in projects_holding(app, session_id) if p != project]
     if elsewhere:
         hint = f"it is in project {elsewhere[0]!r}: pass {arg('project')}={elsewhere[0]!r}"
+    if not elsewhere and (progress := stored.partial(app)) is not None:  # never "no session" from a build
+        hint = f"not among the newest entries read so far: this machine is still indexing ({progress.text()})"
+        raise NotFoundError(
+            f"session {session_id!r} in project {project!r} is not read yet ({hint}); ask again shortly"
+        )
     raise NotFoundError(
         f"no session {session_id!r} in project {project!r} ({hint}). To start it, use the new_session prompt "
         f"or `contextflow use {session_id}`; {tool('list_sessions')} shows the existing ones"

@@ -18,6 +18,7 @@ from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.operations.provenance import dumps, header
 from contextflow.operations.spec import JSON, PromptSpec, Reply
 from contextflow.sessions import core as sessions
+from contextflow.sessions import stored
 from contextflow.sessions.core import Resume
 from contextflow.sessions.entry import entry_text
 from contextflow.sessions.view import SessionSummary
@@ -85,6 +86,19 @@ def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
     return {"file": str(found), "indexFile": str(app.tables().path), "parseErrors": errors}
 
 
+def _partial(app: App, reply: Reply) -> Reply:
+    """`reply`, saying it is partial when the sessions were read while the build had not reached most of
+    the logs (`stored.partial`: only their newest bytes were read beside the tables)."""
+    progress = stored.partial(app)
+    if progress is None:
+        return reply
+    note = (
+        f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
+        "older entries not read yet are missing below; ask again shortly."
+    )
+    return replace(reply, text=f"{note}\n\n{reply.text}", data={**reply.data, "partial": progress._asdict()})
+
+
 def read_shared_context(app: App, args: JSON) -> Reply:
     where = sessions.entry_filter(
         app,
@@ -108,12 +122,14 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     }
     text = entries_text(entries, f"Shared context (project={where.project})", bad_lines)
     if entries:
-        return Reply(text, payload)
+        return _partial(app, Reply(text, payload))
     elsewhere = _entries_elsewhere(app, where) if not args.get("project") else ""
     named = checks.trimmed(args.get("session_id"), "session_id")
     missing = named is not None and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
     remark = f"no session {clean(named or '', True)!r} in any project; list_sessions shows them" if missing else None
-    return Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0)
+    return _partial(
+        app, Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0)
+    )
 
 
 def _entries_elsewhere(app: App, where: sessions.EntryFilter) -> str:
@@ -195,7 +211,9 @@ def mark_handoff_wrong(app: App, args: JSON) -> Reply:
 def list_projects(app: App, args: JSON) -> Reply:
     found = sessions.list_projects(app)
     lines = [f"{clean(p.name, True)}  sessions={p.sessions}  entries={p.entries}  last={p.latest_ts}" for p in found]
-    return Reply("\n".join(lines) or "No projects yet.", {"count": len(found), "projects": [vars(p) for p in found]})
+    return _partial(
+        app, Reply("\n".join(lines) or "No projects yet.", {"count": len(found), "projects": [vars(p) for p in found]})
+    )
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
@@ -225,7 +243,7 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
                 + entry_text(wider)
             )
             event = wider
-    return Reply(text, data, exit=0 if event else 3)
+    return _partial(app, Reply(text, data, exit=0 if event else 3))
 
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
@@ -253,13 +271,16 @@ def list_sessions(app: App, args: JSON) -> Reply:
         "sessions": [s.as_dict() for s in found],
     }
     if not found:
-        return Reply(
-            f"No resumable sessions for project={project}. A session starts with its first note or handoff "
-            "(the new_session prompt, or `contextflow use NAME` in a shell).",
-            payload,
+        return _partial(
+            app,
+            Reply(
+                f"No resumable sessions for project={project}. A session starts with its first note or handoff "
+                "(the new_session prompt, or `contextflow use NAME` in a shell).",
+                payload,
+            ),
         )
     body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
-    return Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload)
+    return _partial(app, Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload))
 
 
 def choose_session(app: App, args: JSON) -> Reply:
@@ -287,16 +308,19 @@ def resume_session(app: App, args: JSON) -> Reply:
     resume = sessions.resume_session(
         app, session_id=args.get("session_id"), project=args.get("project"), limit=args.get("limit")
     )
-    return Reply(
-        resume_text(resume),
-        {
-            **compat_keys(app, sessions.bad_line_count(app)),
-            "project": resume.project,
-            "session_id": resume.session_id,
-            "summary": resume.summary.as_dict() if resume.summary else None,
-            "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
-            "entries": [as_dict(event) for event in resume.entries],
-        },
+    return _partial(
+        app,
+        Reply(
+            resume_text(resume),
+            {
+                **compat_keys(app, sessions.bad_line_count(app)),
+                "project": resume.project,
+                "session_id": resume.session_id,
+                "summary": resume.summary.as_dict() if resume.summary else None,
+                "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
+                "entries": [as_dict(event) for event in resume.entries],
+            },
+        ),
     )
 
 

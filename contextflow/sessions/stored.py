@@ -7,8 +7,6 @@ both say the same.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -24,9 +22,9 @@ from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Progress, Reading
     from contextflow.core.store import Store
     from contextflow.sessions.core import EntryFilter
-    from contextflow.sessions.rest import Overlay
 
 _ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.data"
 _NOT_WRONG = (
@@ -45,50 +43,34 @@ def disk(app: App) -> bool:
     return not tables.oversized() and tables.usable()
 
 
-REST_BYTES = 32 * 1024 * 1024  # past the cursors, at most this much is read into an overlay; more: the fold
-_OVERLAYS: WeakKeyDictionary[Store, Overlay | None] = WeakKeyDictionary()  # the overlay this store's reads use
-_BUILDING = threading.Lock()
+_READINGS: WeakKeyDictionary[Store, Reading] = WeakKeyDictionary()  # how this store's last `current` reads
 
 
 def current(app: App) -> bool:
-    """Whether this call reads sessions from the derived tables: they can be used (`disk`) and hold every
-    log's events now, or, while a build runs or another process holds their lock past the wait, the
-    tables as built with the rows of the logs' remaining bytes (`sessions/rest.py`: O(those bytes)).
-    False (the caller folds the logs in memory) when they do not read or more than REST_BYTES remain:
-    complete either way, never "no session" or a page missing what the build has not reached."""
+    """Whether this call reads sessions from the derived tables (False only where they are not used:
+    `disk`): the tables when they hold every log's events, else the tables as built with the rows of the
+    logs' remaining bytes (`core/rest.py`), or while more than its bound remains the logs' newest bytes
+    only, and then `partial` says how far the build is. Never "no session" from an unfinished build."""
     if not disk(app):
         return False
-    tables = app.tables()
-    if tables.serves(("sessions",)):
-        _drop(app.store)
-        return True
-    from contextflow.sessions import rest
+    from contextflow.core.rest import reading
+    from contextflow.sessions.table import TABLES
 
-    with _BUILDING:
-        try:
-            old = _OVERLAYS.get(app.store)
-            if old is not None and old.base == rest.base_key(tables):
-                if not rest.fresh(old, tables):
-                    old.add(tables)  # the logs grew, the tables did not move: their new bytes only
-                return True
-            _drop(app.store)
-            _OVERLAYS[app.store] = rest.build(tables, REST_BYTES)
-        except sqlite3.DatabaseError:
-            _drop(app.store)
-            return False
-    return _OVERLAYS.get(app.store) is not None
+    _READINGS[app.store] = reading(app.tables(), (TABLES.name,))
+    return True
 
 
-def _drop(store: Store) -> None:
-    """Forget the store's overlay (not closed here: another thread may be reading it; freed with it)."""
-    _OVERLAYS.pop(store, None)
+def partial(app: App) -> Progress | None:
+    """How far the build is, when the last `current` read only the logs' newest bytes beside the tables."""
+    found = _READINGS.get(app.store)
+    return found.partial if found is not None else None
 
 
 def _query(app: App, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Rows of `sql` over the sessions tables, as the last `current` of this store chose to read them (its
     callers ask `current` first)."""
-    overlay = _OVERLAYS.get(app.store)
-    return overlay.query(sql, params) if overlay is not None else app.tables().query(sql, params)
+    found = _READINGS.get(app.store)
+    return found.query(sql, params) if found is not None else app.tables().query(sql, params)
 
 
 def _event(app: App, row: Sequence[Any]) -> Event:

@@ -8,6 +8,7 @@ Queries are in `sessions/stored.py`; the in-memory view (`sessions/view.py`) say
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -129,6 +130,40 @@ def rows(event: Event) -> Iterator[Row]:
         yield "sessions_marks", (project, session_id, handoff, event.id)
 
 
+MERGED = (  # read beside the logs' remaining bytes (core/rest.py): their sessions' summaries replace the tables'
+    (
+        "sessions_entries",
+        "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION ALL SELECT * FROM main.{t}",
+    ),
+    (
+        "sessions",
+        "SELECT * FROM base.{t} b WHERE NOT EXISTS (SELECT 1 FROM main.{t} m WHERE m.project = b.project "
+        "AND m.session_id = b.session_id) UNION ALL SELECT * FROM main.{t}",
+    ),
+    ("sessions_agents", "SELECT * FROM base.{t} UNION SELECT * FROM main.{t}"),
+    (
+        "sessions_marks",
+        "SELECT project, session_id, handoff, min(note) AS note FROM (SELECT * FROM base.{t} "
+        "UNION ALL SELECT * FROM main.{t}) GROUP BY project, session_id, handoff",
+    ),
+)
+_ENTRY_COLUMNS = "id, hlc, w, seq, kind, project, session_id, agent, task, auto, summary, data, superseded"
+
+
+def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded: set[Any]) -> None:
+    """Copy every entry the tables hold of each session the new entries `found` touch (once each) beside
+    them, before them: the triggers make its summary and which automatic handoff is current from all of
+    them (each entry once, by id: one the tables took since the cursors were read is in both)."""
+    touched = {(row[5], row[6]) for row in found.get("sessions_entries", []) if row[6]} - seeded
+    for project, session_id in sorted(touched):
+        db.execute(
+            f"INSERT OR IGNORE INTO main.sessions_entries({_ENTRY_COLUMNS}) SELECT {_ENTRY_COLUMNS} "
+            "FROM base.sessions_entries WHERE project = ? AND session_id = ?",
+            (project, session_id),
+        )
+    seeded |= touched
+
+
 TABLES = TableSet(
     Format("sessions", 1, ("contextflow.sessions.table",)),
     SCHEMA,
@@ -136,4 +171,6 @@ TABLES = TableSet(
     rows,
     ("sessions_entries",),
     ("sessions_entries", "sessions", "sessions_agents", "sessions_marks"),
+    merged=MERGED,
+    seed=seed,
 )

@@ -1,0 +1,282 @@
+"""Answers while the derived tables do not hold every log (a build on a new machine, a format rebuilt, a
+large sync, another process holding their lock): the tables as built plus the rows of the logs'
+remaining bytes, read through one connection so that every reader's SQL is unchanged.
+
+A `Rest` is an in-memory SQLite database (`main`) holding, for the table sets asked, the rows of every
+log's events past that set's cursors (its triggers run on them), with the tables on disk attached read
+only as `base`. TEMP views named as the tables show base's rows with the rest's in their place (each
+set's `TableSet.merged` SQL; by default a row of the rest replaces base's row of the same `id`), so a
+query of `sessions_entries` or `feed` reads both. A set whose triggers summarise rows (sessions) first
+copies base's rows of what the new rows touch (`TableSet.seed`), so its triggers compute whole summaries.
+The cursors are read before the rows, so a chunk a build commits meanwhile is in both (the merge keeps it
+once), never in neither.
+
+Bounded: at most REST_BYTES past the cursors are read into memory. More (a new machine, a format
+rebuilt): only the logs' newest bytes are (about TAIL_BYTES of each, then more of the busiest writer's
+within TAIL_BUDGET; every event since the oldest stamp all those tails reach is there) and the answer is
+partial: `Reading.partial` says how far the build is, and the caller says so ("62% of 42 MB indexed").
+Clock bounds are not applied to the rest (a bound within the unread bytes is rare).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+from weakref import WeakKeyDictionary
+
+from contextflow.core.fsutil import Signature, signature
+from contextflow.core.log import Cursor, read_new, read_tail
+from contextflow.core.table_sets import TAIL_BUDGET, TAIL_BYTES, WAIT_S, TableSet, cursor_of, readable_events
+
+if TYPE_CHECKING:
+    from contextflow.core.store import Store
+    from contextflow.core.tables import Tables
+
+REST_BYTES = 16 * 1024 * 1024  # past the cursors, read into memory (about 5x that held); more: the tails only
+CHUNK_BYTES = 1024 * 1024  # read and inserted at a time: the rest's memory is its rows, not a chunk's events
+
+
+class Progress(NamedTuple):
+    """How far the derived tables are, when an answer may miss what they do not hold yet."""
+
+    built_bytes: int  # bytes of the logs every format holds
+    log_bytes: int  # bytes of the logs
+
+    def text(self) -> str:
+        """E.g. `62% of 42 MB indexed`."""
+        share = 100 * self.built_bytes // self.log_bytes if self.log_bytes else 0
+        size = self.log_bytes / 1_000_000
+        return f"{share}% of {size:.{0 if size >= 10 else 1}f} MB indexed"
+
+
+class Rest:
+    """The rows of the logs' remaining bytes over the tables as built (see the module's docstring)."""
+
+    def __init__(self, db: sqlite3.Connection, sets: Sequence[TableSet], key: object, built: set[str]) -> None:
+        self.db, self.sets, self.key, self.built = db, list(sets), key, built
+        self.read: dict[tuple[str, str], Cursor | None] = {}  # (format, log) -> how far the rest holds its rows
+        self.seen: dict[str, Signature | None] = {}  # per log, its signature when read
+        self.partial: Progress | None = None  # set when only the logs' tails are read
+        self._seeded: set[Any] = set()
+        self._lock = threading.Lock()
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self.db.execute(sql, params).fetchall()
+
+    def fresh(self, tables: Tables) -> bool:
+        """Whether the rest holds every log as it is now (one stat per log)."""
+        paths = tables.paths()
+        return len(paths) == len(self.seen) and all(self.seen.get(str(p), 0) == signature(p) for p in paths)
+
+    def add(self, tables: Tables) -> None:
+        """Add the rows of every log's bytes past what the rest holds, a chunk at a time."""
+        with self._lock:
+            for path in tables.paths():
+                self.seen[str(path)] = signature(path)
+                groups: dict[Cursor | None, list[TableSet]] = {}
+                for table_set in self.sets:
+                    groups.setdefault(self.read.get((table_set.name, str(path))), []).append(table_set)
+                for cursor, sets in groups.items():
+                    for lines, after in _chunks(path, cursor):
+                        self._insert(sets, readable_events(lines, tables.store))
+                        for table_set in sets:
+                            self.read[(table_set.name, str(path))] = after
+
+    def _insert(self, sets: Sequence[TableSet], events: Iterable[Any]) -> None:
+        found: dict[str, dict[str, dict[tuple[Any, ...], None]]] = {s.name: {} for s in sets}
+        for event in events:
+            for table_set in sets:
+                for table, values in table_set.rows(event):
+                    found[table_set.name].setdefault(table, {})[values] = None
+        self.db.execute("BEGIN")
+        try:
+            for table_set in sets:
+                rows = {table: list(values) for table, values in found[table_set.name].items()}
+                if table_set.seed is not None and table_set.name in self.built:
+                    table_set.seed(self.db, rows, self._seeded)
+                for table, found_rows in rows.items():
+                    self.db.executemany(table_set.inserts[table].replace(" INTO ", " INTO main.", 1), found_rows)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+
+def _chunks(path: Path, cursor: Cursor | None) -> Iterable[tuple[list[tuple[int, bytes]], Cursor]]:
+    """The lines of the log at `path` past `cursor`, about CHUNK_BYTES at a time, each with the cursor
+    after it (a log that is gone gives none)."""
+    while True:
+        start = cursor.offset if cursor else 0
+        try:
+            chunk = read_new(path, cursor, CHUNK_BYTES)
+        except FileNotFoundError:
+            return
+        cursor = chunk.cursor
+        yield chunk.lines, cursor
+        if chunk.cursor.offset - start < CHUNK_BYTES:
+            return
+
+
+@dataclass
+class Reading:
+    """What one call reads: the tables themselves when they serve it, else a `Rest` over them."""
+
+    tables: Tables
+    rest: Rest | None = None
+
+    @property
+    def partial(self) -> Progress | None:
+        return self.rest.partial if self.rest is not None else None
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.rest.query(sql, params) if self.rest is not None else self.tables.query(sql, params)
+
+
+_RESTS: WeakKeyDictionary[Store, Rest] = WeakKeyDictionary()  # the rest this store's reads use
+_BUILDING = threading.Lock()
+
+
+def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Reading:
+    """How to read formats `names` now: the tables when they hold every log's events, else the tables as
+    built with the rows of the logs' remaining bytes (kept per store: extended by new bytes while the
+    tables' cursors stay, built again when they move). A database that does not read gives the rest
+    alone (the logs' rows, or their tails when over REST_BYTES)."""
+    wanted = set(names)
+    if tables.serves(wanted, wait):
+        _RESTS.pop(tables.store, None)  # (not closed: another thread may still read it; freed with it)
+        return Reading(tables)
+    with _BUILDING:
+        key = _base_key(tables)
+        old = _RESTS.get(tables.store)
+        if old is not None and old.key == key and wanted <= {s.name for s in old.sets}:
+            if not old.fresh(tables):
+                if old.partial is None:
+                    old.add(tables)  # the logs grew, the tables did not move: their new bytes only
+                else:
+                    old = None  # (the tails again)
+            if old is not None:
+                return Reading(tables, old)
+        wanted |= {s.name for s in old.sets} if old is not None else set()
+        found = _RESTS[tables.store] = build(tables, [s for s in tables.sets.values() if s.name in wanted], key)
+        return Reading(tables, found)
+
+
+def _base_key(tables: Tables) -> object:
+    """The tables' cursors: while they stay, a rest is extended, else built again."""
+    try:
+        found = tables.peek("SELECT format, path, cursor FROM cursors")
+    except sqlite3.DatabaseError:
+        return None
+    return tuple(sorted((str(name), str(path), bytes(blob)) for name, path, blob in found))
+
+
+def build(tables: Tables, sets: Sequence[TableSet], key: object = None, most: int | None = None) -> Rest:
+    """The rest of `sets` over the tables now: every log's bytes past their cursors, or the logs' tails
+    (partial, with the build's progress) when more than `most` (REST_BYTES) bytes remain."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    try:
+        cursors, built = _attach(db, tables, sets)
+        for table_set in sets:
+            for statement in table_set.schema:
+                db.execute(statement)
+        rest = Rest(db, sets, key, built)
+        rest.read = {(name, path): cursor for (name, path), cursor in cursors.items()}
+        left = sum(_unread(path, cursors, sets) for path in tables.paths())
+        if left > (REST_BYTES if most is None else most):
+            rest.partial = _progress(tables)
+            rest._insert(sets, _tail_events(tables))
+            rest.seen = {str(path): signature(path) for path in tables.paths()}
+        else:
+            rest.add(tables)
+        for table_set in sets:
+            for table in table_set.tables or tuple(table_set.inserts):
+                merge = (
+                    dict(table_set.merged).get(table, _BY_ID) if table_set.name in built else "SELECT * FROM main.{t}"
+                )
+                db.execute(f"CREATE TEMP VIEW {table} AS {merge.format(t=table)}")
+    except BaseException:
+        db.close()
+        raise
+    return rest
+
+
+_BY_ID = "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION ALL SELECT * FROM main.{t}"
+
+
+def _attach(
+    db: sqlite3.Connection, tables: Tables, sets: Sequence[TableSet]
+) -> tuple[dict[tuple[str, str], Cursor], set[str]]:
+    """Attach the tables as `base` (read only); the cursors of `sets` there and the names of those built."""
+    cursors: dict[tuple[str, str], Cursor] = {}
+    built: set[str] = set()
+    with contextlib.suppress(sqlite3.DatabaseError):  # (no database, or a damaged one: the rest alone)
+        if not tables.path.is_file():
+            return cursors, built
+        db.execute("ATTACH ? AS base", (f"{tables.path.absolute().as_uri()}?mode=ro",))
+        names = {name for (name,) in db.execute("SELECT name FROM base.sqlite_master WHERE type = 'table'")}
+        versions = dict(db.execute("SELECT name, version FROM base.formats").fetchall())
+        for table_set in sets:
+            owned = set(table_set.tables or tuple(table_set.inserts))
+            if versions.get(table_set.name) == table_set.format.version and owned <= names:
+                built.add(table_set.name)
+        found = db.execute("SELECT format, path, cursor FROM base.cursors").fetchall()
+        cursors = {(str(name), str(path)): cursor_of(blob) for name, path, blob in found if name in built}
+    return cursors, built
+
+
+def _unread(path: Path, cursors: dict[tuple[str, str], Cursor], sets: Sequence[TableSet]) -> int:
+    found = signature(path)
+    size = found[2] if found else 0
+    return max((size - (c.offset if (c := cursors.get((s.name, str(path)))) else 0) for s in sets), default=0)
+
+
+def _progress(tables: Tables) -> Progress:
+    try:
+        return Progress(*tables.built())
+    except sqlite3.DatabaseError:
+        return Progress(0, sum(sig[2] for sig in map(signature, tables.paths()) if sig is not None))
+
+
+def _tail_events(tables: Tables) -> list[Any]:
+    """The events of the logs' tails at or after their horizon (`tails`)."""
+    found, horizon = tails(tables.paths(), tables.store, TAIL_BYTES, TAIL_BUDGET)
+    return [event for lines in found for event in readable_events(lines, tables.store) if event.hlc >= horizon]
+
+
+class _Tail(NamedTuple):
+    asked: int  # bytes
+    lines: list[tuple[int, bytes]]
+    first: int | None  # the stamp of its first event when the log holds more before it, else None
+
+
+def tails(paths: Iterable[Path], store: Store, limit: int, budget: int) -> tuple[list[list[tuple[int, bytes]]], int]:
+    """Each log's newest lines, and the horizon (the newest first stamp of a log not read whole): about
+    `limit` bytes of each, then the log that sets the horizon (a busy writer's, whose bytes span the least
+    time) read twice as far back, and again, while all of them together stay within `budget` bytes."""
+
+    def read(path: Path, asked: int) -> _Tail:
+        lines = read_tail(path, asked)
+        first = next((event.hlc for event in readable_events(lines[:50], store)), None)
+        return _Tail(asked, lines, first if path.stat().st_size > asked else None)
+
+    found: dict[Path, _Tail] = {}
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found[path] = read(path, limit)
+    while cut := [(tail.first, path) for path, tail in found.items() if tail.first is not None]:
+        _, narrowest = max(cut)
+        asked = found[narrowest].asked
+        if sum(tail.asked for tail in found.values()) + asked > budget:
+            break
+        try:
+            found[narrowest] = read(narrowest, 2 * asked)
+        except OSError:
+            break
+    horizon = max((tail.first for tail in found.values() if tail.first is not None), default=0)
+    return [tail.lines for tail in found.values()], horizon
