@@ -122,11 +122,13 @@ def _same(app: App, at_ms: int) -> None:
         )
     assert stored.all_edges() == folded.all_edges()
     assert stored.saved_views() == folded.saved_views()
-    assert dict(stored.origins) == folded.origins
+    for origin, first in folded.origins.items():
+        assert stored.origin(origin) == first
+    assert stored.origin("memory:none") is None
     for name in TYPES:
-        assert set(stored.by_type.get(name, ())) == folded.by_type.get(name, set()) & folded.live
+        assert stored.of_type(name) == folded.by_type.get(name, set()) & folded.live
     for name in TAGS:
-        assert set(stored.by_tag.get(name, ())) == folded.by_tag.get(name, set())
+        assert stored.tagged(name) == folded.by_tag.get(name, set()) & folded.live
     for query in QUERIES:
         expected = folded.matching(parse(query), at_ms)
         assert stored.matching(parse(query), at_ms) == expected, query

@@ -111,7 +111,7 @@ class Composed:
 
 def ranked(state: StoredGraph, briefs: list[Brief]) -> list[Brief]:
     """Pinned first, then reference, working, no tier; within a tier the most recently updated first."""
-    pinned, reference, working = (state.by_tag.get(tag, set()) for tag in _TIER_RANK)
+    pinned, reference, working = (state.tagged(tag) for tag in _TIER_RANK)
     ordered = sorted(briefs, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
     ordered.sort(key=lambda n: 0 if n.id in pinned else 1 if n.id in reference else 2 if n.id in working else 3)
     return ordered
@@ -234,7 +234,7 @@ def _fit(
     included: list[str] = []
     summarized: list[str] = []
     dropped: list[Dropped] = []
-    working = state.by_tag.get(model.WORKING, set())
+    working = state.tagged(model.WORKING)
     read: dict[str, Node] = {}
     widths: dict[str, int] = {}  # of each author as a bullet shows it
     for at_index, brief in enumerate(order):

@@ -151,46 +151,6 @@ class _Live(AbstractSet[str]):
         return set(values)
 
 
-class _Members(Mapping[str, AbstractSet[str]]):
-    """Node ids by type (live nodes) or by tag (nodes it is on), one query per name asked for."""
-
-    def __init__(self, graph: StoredGraph, one: str, every: str) -> None:
-        self.graph, self.one, self.every = graph, one, every
-
-    def __getitem__(self, name: str) -> AbstractSet[str]:
-        found = {i for (i,) in self.graph.tables.peek(self.one, (name,))}
-        if not found:
-            raise KeyError(name)
-        return found
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for (name,) in self.graph.tables.peek(self.every)])
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-
-class _Origins(Mapping[str, str]):
-    """Where an imported node came from -> the first node made from it."""
-
-    def __init__(self, graph: StoredGraph) -> None:
-        self.graph = graph
-
-    def __getitem__(self, origin: str) -> str:
-        found = self.graph.tables.peek("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
-        if found is None:
-            raise KeyError(origin)
-        return str(found)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(
-            [o for (o,) in self.graph.tables.peek("SELECT DISTINCT origin FROM graph_nodes WHERE origin != ''")]
-        )
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-
 class StoredGraph:
     """The graph as its tables hold it now (the caller brought them up to date: `writes.graph`)."""
 
@@ -201,17 +161,6 @@ class StoredGraph:
         self._briefs: dict[str, Brief] = {}
         self.nodes = _Nodes(self)
         self.live = _Live(self)
-        self.by_type = _Members(
-            self,
-            "SELECT id FROM graph_nodes WHERE type = ? AND live",
-            "SELECT DISTINCT type FROM graph_nodes WHERE live",
-        )
-        self.by_tag = _Members(
-            self,
-            'SELECT node FROM graph_tags WHERE tag = ? AND "on"',
-            'SELECT DISTINCT tag FROM graph_tags WHERE "on"',
-        )
-        self.origins = _Origins(self)
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -239,6 +188,22 @@ class StoredGraph:
         order = list(ids)
         found = self.load(order)
         return [found[i] for i in order]
+
+    def of_type(self, node_type: str) -> set[str]:
+        """The ids of the live nodes of this type."""
+        return {i for (i,) in self.tables.peek("SELECT id FROM graph_nodes WHERE type = ? AND live", (node_type,))}
+
+    def tagged(self, tag: str) -> set[str]:
+        """The ids of the live nodes `tag` is on."""
+        sql = (
+            'SELECT t.node FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live WHERE t.tag = ? AND t."on"'
+        )
+        return {i for (i,) in self.tables.peek(sql, (tag,))}
+
+    def origin(self, origin: str) -> str | None:
+        """The first node made from an imported item that came from `origin`, if any."""
+        found = self.tables.peek("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
+        return None if found is None else str(found)
 
     def tags_of(self, node_id: str) -> set[str]:
         self.load([node_id])

@@ -100,8 +100,9 @@ def _local_id(state: StoredGraph, exported_id: str, origin: str | None) -> str |
             continue
         if key in state.nodes and state.nodes[key].exists:
             return key
-        if key in state.origins:
-            return state.origins[key]
+        found = state.origin(key)
+        if found is not None:
+            return found
     return None
 
 
@@ -251,7 +252,7 @@ def ingest_file(app: App, path: str | Path, *, tags: list[str] | None = None, ag
     digest = hashlib.sha256(raw).hexdigest()
     state = graph(app)
     previous: list[str] = []  # the file's current node (each part of it), superseded by the new one
-    for node_id in sorted(state.by_type.get("source", set()) & state.live):
+    for node_id in sorted(state.of_type("source")):
         node = state.nodes[node_id]
         if node.metadata.get("path") == str(file) and not state.superseded_by(node_id):
             if node.metadata.get("sha256") == digest and node.metadata.get("part", 1) == 1:
