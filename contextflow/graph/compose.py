@@ -289,12 +289,12 @@ def candidates_for(
     include_superseded: bool = False,
     first: int | None = None,
 ) -> tuple[list[str], int, dict[str, int]]:
-    """The ids of the nodes `query` composes, ranked (at most the `first`), how many more there are, and
-    how many of those it matched were left out why. Archived nodes are left out unless asked for by name
-    (`query.mentions_tag`: `NOT tag:tier:*` does not ask for them)."""
+    """The ids of the nodes `query` composes (with `first`, the first that many as `ranked` ranks them), how
+    many more there are, and how many of those it matched were left out why. Archived nodes are left out
+    unless asked for by name (`query.mentions_tag`: `NOT tag:tier:*` does not ask for them)."""
     expr = parse(query)
     archived_ok = include_archived or mentions_tag(expr, model.OFF_CONTEXT)
-    count = -1 if first is None else first  # (SQLite's LIMIT -1: all)
+    count = -1 if first is None else first  # (all)
     return state.first_ranked(expr, at_ms, count, archived_ok, include_superseded)
 
 

@@ -198,7 +198,7 @@ class Runner:
             self.task = None
         # the end archives the task's working nodes and promotes its decisions to the reference tier
         state = writes.graph(self.app)
-        members = sorted(state.tagged(f"task:{name}") & state.tagged(model.WORKING))
+        members = sorted(state.tagged(f"task:{name}") & state.tagged(model.WORKING) & state.live)
         decisions = [i for i in members if state.nodes[i].type == "decision"]
         others = [i for i in members if i not in decisions]
         items = writes.archive_items(state, others)

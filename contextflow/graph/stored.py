@@ -194,11 +194,8 @@ class StoredGraph:
         return {i for (i,) in self.tables.peek("SELECT id FROM graph_nodes WHERE type = ? AND live", (node_type,))}
 
     def tagged(self, tag: str) -> set[str]:
-        """The ids of the live nodes `tag` is on."""
-        sql = (
-            'SELECT t.node FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live WHERE t.tag = ? AND t."on"'
-        )
-        return {i for (i,) in self.tables.peek(sql, (tag,))}
+        """The ids of the nodes `tag` is on (deleted ones too: one lookup of the tags' index)."""
+        return {i for (i,) in self.tables.peek('SELECT node FROM graph_tags WHERE tag = ? AND "on"', (tag,))}
 
     def origin(self, origin: str) -> str | None:
         """The first node made from an imported item that came from `origin`, if any."""
@@ -312,8 +309,9 @@ class StoredGraph:
     def first_ranked(
         self, expr: Expr, now_ms: int, count: int, archived_ok: bool, superseded_ok: bool
     ) -> tuple[list[str], int, dict[str, int]]:
-        """`compose.candidates_for` ranked as `compose.ranked` ranks (tier, then newest update), in two
-        queries: the first `count` ids, how many more there are, and how many matches were left out why."""
+        """`compose.candidates_for` in two queries: the first `count` ids as `compose.ranked` ranks them (tier,
+        then newest update; all of them, unordered, for a negative count), how many more there are, and how many
+        matches were left out why."""
         condition, params = where(expr, now_ms, self.prefixed)
         archived = "0" if archived_ok else _ARCHIVED
         superseded = "0" if superseded_ok else f"NOT {archived} AND {_SUPERSEDED}"
@@ -321,8 +319,8 @@ class StoredGraph:
         counted = f"SELECT count(*), coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0) {base}"
         matched, archives, supersedes = self.tables.peek(counted, params)[0]
         kept = f"{base} AND NOT {archived} AND NOT ({superseded})"
-        order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?"
-        chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count])
+        order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?" if count >= 0 else ""
+        chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count] if order else params)
         excluded = {"archived (tier:off-context)": archives, "superseded": supersedes}
         beyond = matched - archives - supersedes - len(chosen)
         return chosen, beyond, {reason: number for reason, number in excluded.items() if number}
