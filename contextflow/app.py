@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import legacy
@@ -18,11 +17,13 @@ if TYPE_CHECKING:
     from contextflow.core.tables import Tables
 
 
-@dataclass
 class App:
-    store: Store
-    settings: Settings
-    env: Mapping[str, str] = field(default_factory=lambda: os.environ)  # the environment it was opened with
+    """One store and the settings it is used with (a plain class: every hook call defines it)."""
+
+    def __init__(self, store: Store, settings: Settings, env: Mapping[str, str] | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.env = os.environ if env is None else env  # the environment it was opened with
 
     @classmethod
     def open(

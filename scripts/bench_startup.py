@@ -302,6 +302,11 @@ def file_check_cost(env: dict[str, str], work: Path, runs: int) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def as_installed() -> dict[str, str]:
+    """This environment with `.pyc` files written, as an installed package has them."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="runs of each command (default 15)")
@@ -314,7 +319,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
         root = Path(tmp)
         env = {
-            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},  # .pyc files, as installed
+            **as_installed(),
             "HOME": str(root / "home"),
             "CONTEXTFLOW_STORE": str(root / "store"),
             "CONTEXTFLOW_STATE": str(root / "state"),
@@ -390,7 +395,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="cf-capture-") as tmp:
             root = Path(tmp)
             env = {
-                **os.environ,
+                **as_installed(),
                 "HOME": str(root / "home"),
                 "CONTEXTFLOW_STORE": str(root / "store"),
                 "CONTEXTFLOW_STATE": str(root / "state"),
@@ -403,7 +408,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="cf-sweep-") as tmp:
             root = Path(tmp)
             env = {
-                **os.environ,
+                **as_installed(),
                 "HOME": str(root / "home"),
                 "CONTEXTFLOW_STORE": str(root / "store"),
                 "CONTEXTFLOW_STATE": str(root / "state"),

@@ -71,3 +71,22 @@ def test_json_output_lists_each_items_reply(monkeypatch, capsys):
     assert main(["context", "set", "--stdin", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["stored"] == 2 and len(out["results"]) == 2
+
+
+def test_a_batch_of_handoffs_reads_sessions_from_the_tables_and_the_newest_is_the_latest(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.adapters.batch import run_batch
+    from contextflow.features import operations
+    from contextflow.sessions import core as sessions
+
+    sessions.write_handoff(app, agent="a", summary="before the batch", session_id="s")
+    folded: list[object] = []
+    real = app.store.view
+    monkeypatch.setattr(app.store, "view", lambda kind: folded.append(kind) or real(kind))
+    op = next(each for each in operations() if each.name == "write_shared_handoff")
+    lines = io.StringIO("".join(json.dumps({"summary": f"batch {n}", "session_id": "s"}) + "\n" for n in range(3)))
+    assert run_batch(op, app, {"agent": "codex"}, lines)[0] == 3
+    latest = sessions.latest_handoff(app, sessions.EntryFilter("shared", session_id="s"))
+    assert latest is not None and latest.data["summary"] == "batch 2"
+    assert folded == []  # no view was folded in memory for it

@@ -378,3 +378,23 @@ def test_a_session_that_only_talks_stores_its_turn_but_hands_nothing_over(app, t
     latest = sessions.latest_handoff(app, sessions.EntryFilter("example-owner/calc-demo"))
     assert latest is not None and latest.data["session_id"] == payload["session_id"]
     assert "calc.py" in latest.data["files"]
+
+
+def test_a_turn_is_captured_while_sessions_cannot_be_read(app, tmp_path, monkeypatch, capsys, repo):
+    """Tables that do not open (a full or read-only state folder): a turn that wrote a handoff is still
+    stored (unlinked), the Stop hook does not fail."""
+    from contextflow.core.tables import Tables
+    from contextflow.sessions import stored
+
+    payload, transcript = client_payload(tmp_path, repo, *GEMINI)
+    run_hook(monkeypatch, capsys, "stop", payload)
+    sessions.write_handoff(app, agent="gemini-cli", summary="My own words", project="example-owner/calc-demo")
+    monkeypatch.setattr(Tables, "usable", lambda self: False)
+    assert not stored.current(app)
+    call = {"name": "write_shared_handoff", "args": {"summary": "My own words"}, "status": "success"}
+    with open(transcript, "ab") as handle:
+        handle.write(b'{"id":"u9","type":"user","content":[{"text":"hand off"}]}\n')
+        handle.write(json.dumps({"id": "g9", "type": "gemini", "content": "Handed off.", "toolCalls": [call]}).encode())
+        handle.write(b"\n")
+    run_hook(monkeypatch, capsys, "stop", {**payload, "prompt": "hand off", "prompt_response": "Handed off."})
+    assert len(_all(app)) == 2

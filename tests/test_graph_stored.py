@@ -215,13 +215,11 @@ def test_a_stage_busy_elsewhere_is_read_from_the_tables_in_memory(app: App, monk
 
 
 def test_a_version_change_rebuilds_the_stage(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dataclasses import replace
-
     from contextflow.graph import table
 
     node = writes.add_node(app, type="fact", content="kept")
     writes.graph(app)
-    newer = replace(STAGE, format=replace(STAGE.format, version=STAGE.format.version + 1))
+    newer = STAGE._replace(format=STAGE.format._replace(version=STAGE.format.version + 1))
     monkeypatch.setattr(table, "STAGE", newer)
     assert ondisk.staged(app, newer)
     assert StoredGraph(app.tables()).nodes[node.id].content == "kept"

@@ -49,7 +49,7 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         "duplicate_events_ignored": store.duplicates,
         "bad_lines": health.bad_line_count,
         "bad_line_kinds": dict(bad_kinds),
-        "bad_line_samples": [vars(report) for report in health.bad_lines[:10]],
+        "bad_line_samples": [report._asdict() for report in health.bad_lines[:10]],
         "bad_fields": health.bad_fields,
         "writers_ahead": writers_ahead(health.segments),
         "future_stamped": future_stamped(health.bounded, health.waiting),

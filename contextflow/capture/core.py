@@ -216,10 +216,15 @@ def _link_handoff(app: App, project: str, turn: dict[str, Any]) -> None:
     called = turn.get("handoff")
     if not isinstance(called, dict) or not isinstance(called.get("summary"), str):
         return
+    from contextflow.core.errors import StoreError
     from contextflow.sessions import core as sessions
 
     wanted = called["summary"].rstrip("…").strip()
-    for event in reversed(sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff"), 20)):
+    try:
+        recent = sessions.read_entries(app, sessions.EntryFilter(project, kind="handoff"), 20)
+    except StoreError:  # sessions cannot be read completely yet (a new machine's build): stored unlinked
+        return
+    for event in reversed(recent):
         summary = event.data.get("summary")
         if not event.data.get("auto") and isinstance(summary, str) and summary.strip().startswith(wanted):
             called["id"] = event.id

@@ -20,7 +20,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,7 @@ def plan(
             out.append(raw)
             continue
         report.reduced[event.kind] += 1
-        out.append(encode(replace(event, data=data)).rstrip(b"\n"))
+        out.append(encode(event._replace(data=data)).rstrip(b"\n"))
     return out
 
 

@@ -17,19 +17,17 @@ recorded (it does not).
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 PACKAGE = Path(__file__).resolve().parents[1]  # contextflow/
 ROOT_NAME = PACKAGE.name
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
     """One kind of derived state: its name, its version, and the modules whose code decides its content
     (`roots`: module names, or a function giving them when they come from the features)."""
 
@@ -77,6 +75,8 @@ def closure(roots: Iterable[str]) -> set[str]:
 @cache
 def imports(module: str) -> frozenset[str]:
     """The modules of ours `module` imports when it runs (at its top or in a function)."""
+    import ast  # (only the tests and the format checks read code: not every process that names a format)
+
     path = module_path(module)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     hidden = {

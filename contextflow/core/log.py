@@ -29,9 +29,8 @@ import re
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from contextflow.core import batches, legacy
 from contextflow.core.clock import MAX_HLC
@@ -96,8 +95,7 @@ def unread_logs(folder: Path) -> list[tuple[Path, str]]:
     return sorted(found)
 
 
-@dataclass(frozen=True, slots=True)
-class Cursor:
+class Cursor(NamedTuple):
     """How far one file has been read, and what it looked like then."""
 
     dev: int
@@ -116,8 +114,7 @@ class Cursor:
         return (self.dev, self.ino, self.size, self.mtime_ns)
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(NamedTuple):
     lines: list[tuple[int, bytes]]  # (line number, line without newline); only lines of complete batches
     cursor: Cursor
     reset: bool  # the file no longer continues what the old cursor read

@@ -24,7 +24,6 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from weakref import WeakKeyDictionary
@@ -123,8 +122,7 @@ def _chunks(path: Path, cursor: Cursor | None) -> Iterable[tuple[list[tuple[int,
             return
 
 
-@dataclass
-class Reading:
+class Reading(NamedTuple):
     """What one call reads: the tables themselves when they serve it, else a `Rest` over them."""
 
     tables: Tables

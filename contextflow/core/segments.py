@@ -1,50 +1,64 @@
-"""What the store knows about each log it reads (`Segment`) and the health report built from them."""
+"""What the store knows about each log it reads (`Segment`) and the health report built from them.
+
+Plain classes and tuples, not dataclasses: every hook call defines them (defining a dataclass costs
+about as much as a hook's own work)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from contextflow.core.events import LEGACY_WRITER
 from contextflow.core.log import Cursor, parse_log_name
 
 
-@dataclass
 class Segment:
-    path: Path
-    writer: str
-    conflict_copy: bool
-    legacy: bool
-    cursor: Cursor | None = None
-    events: int = 0
-    bad_lines: int = 0
-    newest: int = 0  # the highest clock stamp read from this log
-    max_seq: int = 0  # the highest seq of the log's own writer read from it
-    bad_kinds: dict[str, int] = field(default_factory=dict)  # bad lines by kind of problem
-    bad_fields: dict[str, int] = field(default_factory=dict)  # fields left out for their type, by kind.field
-    ahead: dict[str, int] = field(default_factory=dict)  # id -> stamp of events read beyond the drift bound
-    held: int = 0  # events of a batch at the log's end whose commit is not on disk (not applied; batches.py)
-    held_at: int | None = None  # where that batch begins
-    torn: int = 0  # lines of torn batches dropped
+    """One log as the store knows it: what it is (from its name) and how far it has been read."""
+
+    def __init__(self, path: Path, writer: str, conflict_copy: bool, legacy: bool) -> None:
+        self.path = path
+        self.writer = writer
+        self.conflict_copy = conflict_copy
+        self.legacy = legacy
+        self.cursor: Cursor | None = None
+        self.events = 0
+        self.bad_lines = 0
+        self.newest = 0  # the highest clock stamp read from this log
+        self.max_seq = 0  # the highest seq of the log's own writer read from it
+        self.bad_kinds: dict[str, int] = {}  # bad lines by kind of problem
+        self.bad_fields: dict[str, int] = {}  # fields left out for their type, by kind.field
+        self.ahead: dict[str, int] = {}  # id -> stamp of events read beyond the drift bound
+        self.held = 0  # events of a batch at the log's end whose commit is not on disk (not applied; batches.py)
+        self.held_at: int | None = None  # where that batch begins
+        self.torn = 0  # lines of torn batches dropped
 
 
-@dataclass(frozen=True)
-class BadLineReport:
+class BadLineReport(NamedTuple):
     file: str
     line: int
     reason: str
 
 
-@dataclass
 class Health:
-    segments: list[Segment] = field(default_factory=list)
-    bad_lines: list[BadLineReport] = field(default_factory=list)
-    bad_line_count: int = 0
-    oversized: dict[str, int] = field(default_factory=dict)  # legacy files not read: over the size limit
-    bounded: dict[str, int] = field(default_factory=dict)  # events a bound ordered earlier, per writer
-    waiting: dict[str, int] = field(default_factory=dict)  # per log's writer: events ahead beyond the drift
-    # bound that no bound names yet (the next write here names them)
+    """The store's health report: its logs, the bad lines read and what was left out or held back."""
+
+    def __init__(
+        self,
+        segments: list[Segment] | None = None,
+        bad_lines: list[BadLineReport] | None = None,
+        bad_line_count: int = 0,
+        oversized: dict[str, int] | None = None,
+        bounded: dict[str, int] | None = None,
+        waiting: dict[str, int] | None = None,
+    ) -> None:
+        self.segments = segments if segments is not None else []
+        self.bad_lines = bad_lines if bad_lines is not None else []
+        self.bad_line_count = bad_line_count
+        self.oversized = oversized if oversized is not None else {}  # legacy files not read: over the size limit
+        self.bounded = bounded if bounded is not None else {}  # events a bound ordered earlier, per writer
+        # per log's writer: events ahead beyond the drift bound that no bound names yet (the next write here names them)
+        self.waiting = waiting if waiting is not None else {}
 
     @property
     def bad_fields(self) -> dict[str, int]:

@@ -341,6 +341,9 @@ class Store:
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
+    # The projects this store's reads may see (None: every one): an HTTP grant's scope, a condition of each query.
+    read_projects: frozenset[str] | None = None
+
     # Threads of one process that append through stores of the same writer queue on this (a store
     # shared by threads sets a lock) instead of polling the writer's file lock.
     appending: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()

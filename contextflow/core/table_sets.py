@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import orjson
 
@@ -49,8 +48,7 @@ CREATE TABLE IF NOT EXISTS stages(name TEXT PRIMARY KEY, source TEXT NOT NULL, b
 """
 
 
-@dataclass(frozen=True)
-class TableSet:
+class TableSet(NamedTuple):
     """One derived format's tables: what a feature declares, the rest is done here."""
 
     format: Format
@@ -78,8 +76,7 @@ class StageWriter(Protocol):
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> sqlite3.Cursor: ...
 
 
-@dataclass(frozen=True)
-class Stage:
+class Stage(NamedTuple):
     """Tables folded from one view's events in `view_events` (not from the logs): a view's state kept on
     disk, so a reader queries what its call touches instead of folding the view (core/table_stages.py).
     `apply(db, events)` folds a batch of events into the tables: reading the rows they touch and writing

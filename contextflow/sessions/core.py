@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from contextflow.app import App
 from contextflow.core import checks
@@ -20,28 +20,15 @@ from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
 from contextflow.core.events import Event
 from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.ids import new_id
-from contextflow.core.project import project_of
 from contextflow.sessions import stored
 from contextflow.sessions.fields import DEFAULT_LIMIT as DEFAULT_LIMIT
-from contextflow.sessions.view import (
-    NO_SESSION,
-    Marks,
-    SessionsState,
-    SessionSummary,
-    SessionsView,
-    session_of,
-    summarize,
-)
+from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary, session_of, summarize
 
 PROMPT_SESSIONS = 50
 PICK_HINT = (
     f"Pick one first: {call('list_sessions')} then {tool('choose_session')}, use the new_session or resume_N prompts, "
     f"run `contextflow pick-session`, or pass {arg('session_id')} explicitly."
 )
-
-
-def sessions_state(app: App) -> SessionsState:
-    return app.store.view(SessionsView)
 
 
 # -- active session ------------------------------------------------------------------------
@@ -82,19 +69,15 @@ def new_session(app: App, session_id: str | None = None, cwd: Path | None = None
 
 
 def known_session_ids(app: App, project: str) -> list[str]:
-    """The ids of the sessions that have entries in `project`, most recent first when known."""
-    if stored.current(app):
-        return stored.session_ids(app, project)
-    return [summary.session_id for summary in sessions_state(app).recent_sessions(project)]
+    """The ids of the sessions that have entries in `project`, most recent first."""
+    stored.ready(app)
+    return stored.session_ids(app, project)
 
 
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
-    if stored.current(app):
-        return stored.projects_holding(app, session_id)
-    by_project = {p: list(s.values()) for p, s in sessions_state(app).summaries.items()}
-    found = [(s.latest_key, p) for p, summaries in by_project.items() for s in summaries if s.session_id == session_id]
-    return [p for _, p in sorted(found, reverse=True)]
+    stored.ready(app)
+    return stored.projects_holding(app, session_id)
 
 
 def session_project(app: App, session_id: str | None, project: str | None) -> tuple[str, str | None]:
@@ -220,6 +203,8 @@ def write_handoff(
     data = _base(app, agent, project, session_id, task)
     data["summary"] = checks.trimmed(summary, "summary", required=True, max_chars=app.settings.max_summary_chars)
     data.update(_lists(app, next_steps=next_steps, open_questions=open_questions, files=files))
+    if app.store.batching:  # stamped when the batch is written: nothing to confirm yet
+        return app.store.append("handoff", data)
     return confirm(app.store, lambda: app.store.append("handoff", data), lambda event: _latest(app, event), "handoff")
 
 
@@ -231,16 +216,14 @@ def _latest(app: App, written: Event) -> Winner | None:
 
 def wrong_marks(app: App) -> Marks:
     """Handoffs marked wrong, keyed by (project, session, handoff id)."""
-    if stored.current(app):
-        return stored.marks(app)
-    return sessions_state(app).wrong
+    stored.ready(app)
+    return stored.marks(app)
 
 
 # -- projects ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(NamedTuple):
     name: str
     entries: int
     sessions: int
@@ -250,22 +233,14 @@ class Project:
 
 def list_projects(app: App) -> list[Project]:
     """Every project with entries, most recently active first."""
-    if stored.current(app):
-        return [Project(*found) for found in stored.projects(app)]
-    state = sessions_state(app)
-    found = []
-    for name, entries in state.by_project.items():
-        summaries = state.summaries.get(name, {})
-        agents = sorted({agent for s in summaries.values() for agent in s.agents})
-        found.append(Project(name, len(entries), len(summaries), entries[-1].ts if entries else "", agents))
-    return sorted(found, key=lambda p: (p.latest_ts, p.name), reverse=True)
+    stored.ready(app)
+    return [Project(*found) for found in stored.projects(app)]
 
 
 # -- reading -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EntryFilter:
+class EntryFilter(NamedTuple):
     project: str
     agent: str | None = None
     session_id: str | None = None
@@ -273,15 +248,6 @@ class EntryFilter:
     since: str | None = None
     before: str | None = None  # an entry id: only entries older than it (the next page)
     skip: frozenset[str] = frozenset()  # entry ids left out (handoffs marked wrong)
-
-    def matches(self, event: Event) -> bool:
-        return (
-            (not self.agent or event.data.get("agent") == self.agent)
-            and (not self.session_id or session_of(event) == self.session_id)
-            and (not self.kind or event.kind == self.kind)
-            and not (self.since and event.ts < self.since)
-            and event.id not in self.skip
-        )
 
 
 def entry_filter(
@@ -310,55 +276,23 @@ def read_entries(app: App, where: EntryFilter, limit: int | None = None, *, supe
     """The most recent matching entries (`limit`, default DEFAULT_LIMIT), oldest first. An automatic handoff
     a newer one of its session replaced is left out (one entry per session), unless `superseded`."""
     count = DEFAULT_LIMIT if limit is None else limit
-    if stored.current(app):
-        return stored.entries(app, where, count, superseded=superseded)
-    pool = sessions_state(app).session_entries(where.project, where.session_id)
-    return _newest_matching(pool, where, count, superseded)[0]
+    stored.ready(app)
+    return stored.entries(app, where, count, superseded=superseded)
 
 
 def bad_line_count(app: App) -> int:
-    """Malformed lines skipped in the logs, as of the last read (from the derived tables when they serve)."""
-    if stored.current(app):
-        return stored.bad_lines(app)
-    app.store.refresh()
-    return app.store.bad_line_count
-
-
-def _newest_matching(
-    pool: list[Event], where: EntryFilter, count: int, superseded: bool = False
-) -> tuple[list[Event], bool]:
-    """Up to `count` newest matches (older than `where.before` when set), oldest first, and whether
-    the search could stop early. Automatic handoffs: the newest of each session only, unless `superseded`."""
-    found: list[Event] = []
-    waiting = where.before is not None  # skipping until the cursor entry
-    current: set[tuple[str, str]] = set()  # sessions whose newest automatic handoff was passed
-    for event in reversed(pool):
-        if not superseded and event.kind == "handoff" and event.data.get("auto") is True:
-            session = (project_of(event), session_of(event))
-            if session in current:
-                continue
-            current.add(session)
-        if waiting:
-            waiting = event.id != where.before
-            continue
-        if len(found) >= count or (where.since and event.ts < where.since):
-            return found[::-1], True
-        if where.matches(event):
-            found.append(event)
-    return found[::-1], len(found) >= count and not waiting
+    """Malformed lines skipped in the logs, as of the derived tables' last read."""
+    stored.ready(app)
+    return stored.bad_lines(app)
 
 
 def latest_handoff(app: App, where: EntryFilter) -> Event | None:
     """The newest handoff no note marked wrong."""
-    if stored.current(app):
-        return stored.latest_handoff(app, where)
-    wrong = frozenset(handoff for (p, s, handoff) in wrong_marks(app) if p == where.project)
-    found = read_entries(app, replace(where, kind="handoff", skip=where.skip | wrong), 1, superseded=True)
-    return found[0] if found else None
+    stored.ready(app)
+    return stored.latest_handoff(app, where)
 
 
-@dataclass(frozen=True)
-class SessionQuery:
+class SessionQuery(NamedTuple):
     project: str
     agent: str | None = None
     since: str | None = None
@@ -386,18 +320,11 @@ def session_query(
 
 def all_sessions(app: App, query: SessionQuery, limit: int | None = None) -> list[SessionSummary]:
     """The project's sessions, most recent first (the first `limit` of them, from the derived tables)."""
+    stored.ready(app)
     if query.agent or query.since or query.include_unsessioned:  # summarize the matching entries
         where = EntryFilter(query.project, query.agent, since=query.since)
-        if stored.current(app):
-            return summarize(
-                stored.entries(app, where, None, superseded=True), query.include_unsessioned, wrong_marks(app)
-            )
-        state = sessions_state(app)
-        entries = [event for event in state.project_entries(query.project) if where.matches(event)]
-        return summarize(entries, query.include_unsessioned, state.wrong)
-    if stored.current(app):
-        return stored.summaries(app, query.project, limit)
-    return sessions_state(app).recent_sessions(query.project)
+        return summarize(stored.entries(app, where, None, superseded=True), query.include_unsessioned, wrong_marks(app))
+    return stored.summaries(app, query.project, limit)
 
 
 def list_sessions(app: App, query: SessionQuery) -> list[SessionSummary]:
@@ -417,7 +344,9 @@ def choose_session(
     if index is not None and wanted is not None:
         raise InputError(f"{tool('choose_session')} takes {arg('index')} or {arg('session_id')}, not both")
     if wanted is not None:
-        plain = not (query.agent or query.since or query.include_unsessioned) and stored.current(app)
+        plain = not (query.agent or query.since or query.include_unsessioned)
+        if plain:
+            stored.ready(app)
         found = stored.summaries(app, query.project, session_id=wanted) if plain else all_sessions(app, query)
         selected = next((s for s in found if s.session_id == wanted), None)
         if selected is None:
@@ -437,8 +366,7 @@ def choose_session(
     return selected
 
 
-@dataclass(frozen=True)
-class Resume:
+class Resume(NamedTuple):
     project: str
     session_id: str
     summary: SessionSummary | None
@@ -457,27 +385,18 @@ def resume_session(
     name, not_in = session_project(app, chosen, project)
     count = DEFAULT_LIMIT if limit is None else limit
     found = _resume(app, chosen, name, count, explicit=bool(checks.trimmed(session_id, "session_id")))
-    return replace(found, not_in=not_in)
+    return found._replace(not_in=not_in)
 
 
 def _resume(app: App, chosen: str, name: str, count: int, *, explicit: bool) -> Resume:
     if explicit:
         require_session(app, chosen, name)
-    if stored.current(app):
-        where = EntryFilter(name, session_id=chosen)
-        found = (
-            summarize(stored.entries(app, where, None), include_unsessioned=True)
-            if chosen == NO_SESSION
-            else stored.summaries(app, name, session_id=chosen)
-        )
-        latest = stored.latest_handoff(app, where)
-        return Resume(name, chosen, found[0] if found else None, latest, stored.entries(app, where, count))
-    state = sessions_state(app)
-    entries = state.session_entries(name, chosen)
-    if chosen == NO_SESSION:
-        found = summarize(entries, include_unsessioned=True)
-        summary = found[0] if found else None
-    else:
-        summary = state.summaries.get(name, {}).get(chosen)  # kept current by the view
-    handoff = next((e for e in reversed(entries) if e.kind == "handoff" and not state.is_wrong(e)), None)
-    return Resume(name, chosen, summary, handoff, _newest_matching(entries, EntryFilter(name), count)[0])
+    stored.ready(app)
+    where = EntryFilter(name, session_id=chosen)
+    found = (
+        summarize(stored.entries(app, where, None), include_unsessioned=True)
+        if chosen == NO_SESSION
+        else stored.summaries(app, name, session_id=chosen)
+    )
+    latest = stored.latest_handoff(app, where)
+    return Resume(name, chosen, found[0] if found else None, latest, stored.entries(app, where, count))

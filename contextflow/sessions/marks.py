@@ -8,7 +8,6 @@ from contextflow.core import checks
 from contextflow.core.errors import NotFoundError, tool
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
-from contextflow.sessions.core import sessions_state
 from contextflow.sessions.view import WRONG_FIELD, session_of
 
 
@@ -32,16 +31,10 @@ def mark_handoff_wrong(app: App, *, handoff_id: str, agent: str | None, reason: 
 def _find_handoff(app: App, handoff_id: str) -> Event:
     from contextflow.sessions import stored
 
-    if stored.current(app):
-        found = stored.entry(app, handoff_id)
-        if found is not None and found.kind == "handoff":
-            return found
-        raise NotFoundError(f"no handoff with id {handoff_id!r}; get_latest_handoff or read_shared_context show ids")
-    state = sessions_state(app)
-    for entries in state.by_project.values():
-        for event in reversed(entries):
-            if event.id == handoff_id and event.kind == "handoff":
-                return event
+    stored.ready(app)
+    found = stored.entry(app, handoff_id)
+    if found is not None and found.kind == "handoff":
+        return found
     raise NotFoundError(
         f"no handoff with id {handoff_id!r}; {tool('get_latest_handoff')} or {tool('read_shared_context')} show ids"
     )

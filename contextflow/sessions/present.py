@@ -111,7 +111,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     )
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = sessions.bad_line_count(app)
-    filters = {k: v for k, v in vars(where).items() if v is not None and k != "skip"}
+    filters = {k: v for k, v in where._asdict().items() if v is not None and k != "skip"}
     payload = {
         **compat_keys(app, bad_lines),
         "store": str(app.store.folder),
@@ -211,9 +211,8 @@ def mark_handoff_wrong(app: App, args: JSON) -> Reply:
 def list_projects(app: App, args: JSON) -> Reply:
     found = sessions.list_projects(app)
     lines = [f"{clean(p.name, True)}  sessions={p.sessions}  entries={p.entries}  last={p.latest_ts}" for p in found]
-    return _partial(
-        app, Reply("\n".join(lines) or "No projects yet.", {"count": len(found), "projects": [vars(p) for p in found]})
-    )
+    data = {"count": len(found), "projects": [p._asdict() for p in found]}
+    return _partial(app, Reply("\n".join(lines) or "No projects yet.", data))
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
@@ -228,7 +227,7 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
         "handoff": as_dict(event) if event else None,
     }
     if event is None and where.session_id and not args.get("session_id"):  # only the active session was looked at
-        wider = sessions.latest_handoff(app, replace(where, session_id=None))
+        wider = sessions.latest_handoff(app, where._replace(session_id=None))
         active = clean(where.session_id, True)
         data.update(active_session=where.session_id, looked_in="active session")
         if wider is None:

@@ -1,8 +1,9 @@
 """Sessions read from the derived tables on disk (`sessions/table.py`): each call reads only what it
 shows (a latest handoff, a page of entries, a few summaries), whatever the store's size.
 
-`sessions/core.py` chooses these over the in-memory view when they hold every log's events (`current`);
-both say the same.
+The one way `sessions/core.py` reads sessions: it calls `ready` (which asks `current`) before these
+queries. A store scoped to some projects (an HTTP grant's, `Store.read_projects`) reads the same tables:
+each query keeps to those projects.
 """
 
 from __future__ import annotations
@@ -34,9 +35,23 @@ _NOT_WRONG = (
 _NEWEST_FIRST = "ORDER BY e.hlc DESC, e.w DESC, e.seq DESC"
 
 
+def _scope(app: App, column: str) -> tuple[str, list[Any]]:
+    """` AND <column> IN (...)` and its parameters when this store reads some projects only, else nothing."""
+    projects = app.store.read_projects
+    if projects is None:
+        return "", []
+    return f" AND {column} IN ({', '.join('?' * len(projects))})", sorted(projects)
+
+
+def _visible(app: App, project: str) -> bool:
+    projects = app.store.read_projects
+    return projects is None or project in projects
+
+
 def disk(app: App) -> bool:
-    """Whether this app reads sessions from the derived tables: a store that shares this machine's
-    state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs yet)."""
+    """Whether the views `ondisk.py` serves are read from the derived tables: a store that shares this
+    machine's state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs
+    yet). Sessions are always read from the tables (`current`)."""
     if not app.store.shares_state or app.store.batching:
         return False
     tables = app.tables()
@@ -47,17 +62,36 @@ _READINGS: WeakKeyDictionary[Store, Reading] = WeakKeyDictionary()  # how this s
 
 
 def current(app: App) -> bool:
-    """Whether this call reads sessions from the derived tables (False only where they are not used:
-    `disk`): the tables when they hold every log's events, else the tables as built with the rows of the
-    logs' remaining bytes (`core/rest.py`), or while more than its bound remains the logs' newest bytes
-    only, and then `partial` says how far the build is. Never "no session" from an unfinished build."""
-    if not disk(app):
+    """Whether the queries below answer (False only where the tables do not open or a ContextFlowMCP file is
+    over its size limit: `ready` says which): the tables when they hold every log's events, else the tables
+    as built with the rows of the logs' remaining bytes (`core/rest.py`), or while more than its bound
+    remains the logs' newest bytes only, and then `partial` says how far the build is. Never "no session"
+    from an unfinished build. A store scoped to some projects reads them too (each query keeps to those)."""
+    tables = app.tables()
+    if tables.oversized() or not tables.usable():
         return False
     from contextflow.core.rest import reading
     from contextflow.sessions.table import TABLES
 
-    _READINGS[app.store] = reading(app.tables(), (TABLES.name,))
+    _READINGS[app.store] = reading(tables, (TABLES.name,))
     return True
+
+
+def ready(app: App) -> None:
+    """Raise, saying why and what to do, unless the queries below answer now (`current`)."""
+    if current(app):
+        return
+    from contextflow.core import legacy
+    from contextflow.core.errors import StoreError
+
+    roots, limit = app.store.location.legacy_files, app.store.legacy_max_bytes
+    for path in legacy.files(roots) if roots else ():
+        if size := legacy.oversize(path, roots, limit):
+            raise StoreError(legacy.oversized_message(path, size, limit))
+    raise StoreError(
+        f"the derived tables {app.tables().path} cannot be opened (a read-only or full state folder?); "
+        "free space or fix the folder's permissions, then `contextflow doctor --fix`"
+    )
 
 
 def partial(app: App) -> Progress | None:
@@ -80,12 +114,15 @@ def _event(app: App, row: Sequence[Any]) -> Event:
 
 
 def _key(app: App, event_id: str) -> tuple[int, str, int] | None:
-    found = _query(app, "SELECT hlc, w, seq FROM sessions_entries WHERE id = ?", (event_id,))
+    scope, params = _scope(app, "project")
+    found = _query(app, f"SELECT hlc, w, seq FROM sessions_entries WHERE id = ?{scope}", (event_id, *params))
     return (int(found[0][0]), str(found[0][1]), int(found[0][2])) if found else None
 
 
 def _where(app: App, where: EntryFilter) -> tuple[list[str], list[Any]] | None:
     """The SQL conditions of `where` (None: nothing can match, its `before` entry is unknown)."""
+    if not _visible(app, where.project):
+        return None
     clauses: list[str] = ["e.project = ?"]
     params: list[Any] = [where.project]
     if where.session_id == NO_SESSION:
@@ -129,7 +166,8 @@ def entries(app: App, where: EntryFilter, count: int | None, *, superseded: bool
 
 def entry(app: App, event_id: str) -> Event | None:
     """The note or handoff with this id."""
-    rows = _query(app, f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?", (event_id,))
+    scope, params = _scope(app, "e.project")
+    rows = _query(app, f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?{scope}", (event_id, *params))
     return _event(app, rows[0]) if rows else None
 
 
@@ -151,6 +189,8 @@ _SUMMARY = "session_id, entries, notes, handoffs, hlc, w, seq, last_kind, task, 
 
 def summaries(app: App, project: str, limit: int | None = None, session_id: str | None = None) -> list[SessionSummary]:
     """Session summaries of a project, most recent first (or the one of `session_id`)."""
+    if not _visible(app, project):
+        return []
     where, params = "project = ?", [project]
     if session_id is not None:
         where += " AND session_id = ?"
@@ -184,16 +224,20 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
 def superseded(app: App, ids: Sequence[str]) -> set[str]:
     """Those of `ids` that are automatic handoffs a newer one of their session replaced."""
     marks = ", ".join("?" * len(ids))
-    sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1"
-    return {event_id for (event_id,) in _query(app, sql, list(ids))}
+    scope, params = _scope(app, "project")
+    sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1{scope}"
+    return {event_id for (event_id,) in _query(app, sql, [*ids, *params])}
 
 
 def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
     """(name, entries, sessions, latest time, agents) of every project with entries, most recent first."""
-    entries = _query(app, "SELECT project, count(*), max(hlc) FROM sessions_entries GROUP BY project")
-    sessions = dict(_query(app, "SELECT project, count(*) FROM sessions GROUP BY project"))
+    scope, params = _scope(app, "project")
+    entries = _query(
+        app, f"SELECT project, count(*), max(hlc) FROM sessions_entries WHERE 1{scope} GROUP BY project", params
+    )
+    sessions = dict(_query(app, f"SELECT project, count(*) FROM sessions WHERE 1{scope} GROUP BY project", params))
     agents: dict[str, set[str]] = {}
-    for project, agent in _query(app, "SELECT DISTINCT project, agent FROM sessions_agents"):
+    for project, agent in _query(app, f"SELECT DISTINCT project, agent FROM sessions_agents WHERE 1{scope}", params):
         agents.setdefault(project, set()).add(agent)
     found = [
         (name, count, sessions.get(name, 0), stamp_iso(stamp_of(newest)), sorted(agents.get(name, ())))
@@ -204,19 +248,23 @@ def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
 
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
-    sql = "SELECT project FROM sessions WHERE session_id = ? ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
-    return [project for (project,) in _query(app, sql, (session_id,))]
+    scope, params = _scope(app, "project")
+    sql = f"SELECT project FROM sessions WHERE session_id = ?{scope} ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
+    return [project for (project,) in _query(app, sql, (session_id, *params))]
 
 
 def session_ids(app: App, project: str) -> list[str]:
     """The ids of the project's sessions, most recent first."""
+    if not _visible(app, project):
+        return []
     sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
     return [sid for (sid,) in _query(app, sql, (project,))]
 
 
 def marks(app: App) -> Marks:
     """Handoffs marked wrong, keyed by (project, session, handoff id)."""
-    found = _query(app, "SELECT project, session_id, handoff, note FROM sessions_marks")
+    scope, params = _scope(app, "project")
+    found = _query(app, f"SELECT project, session_id, handoff, note FROM sessions_marks WHERE 1{scope}", params)
     return {(project, sid, handoff): note for project, sid, handoff, note in found}
 
 

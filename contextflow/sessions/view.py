@@ -4,13 +4,16 @@ Pure fold over `note` and `handoff` events (new and legacy). Lists stay sorted b
 `Event.key` and summaries keep their "latest" fields by key, so the state does not depend
 on the order events arrive in. A note with `wrong_handoff: <id>` marks a handoff of its own
 project and session as wrong: that handoff is no longer any session's latest.
+
+No call reads this fold: sessions are read from the derived tables (`stored.py`). It stays the oracle the
+tests compare the tables with, and compaction asks it what it needs (`unneeded`). The summaries and the
+order rules here are shared with the tables' queries.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from contextflow.core.events import Event, OrderKey
@@ -41,21 +44,37 @@ def marked_wrong(event: Event) -> str | None:
 Marks = dict[tuple[str, str, str], str]  # (project, session, handoff id) -> id of the note that marks it wrong
 
 
-@dataclass
 class SessionSummary:
-    session_id: str
-    project: str
-    entry_count: int = 0
-    note_count: int = 0
-    handoff_count: int = 0
-    latest_key: OrderKey = _ZERO
-    latest_ts: str = ""
-    last_entry_kind: str = ""
-    task_key: OrderKey = _ZERO
-    task: str = ""
-    agents: set[str] = field(default_factory=set)
-    handoff_key: OrderKey = _ZERO
-    latest_handoff_summary: str = ""
+    """One session's counts, newest entry, task and latest handoff (a plain class: the session start defines it)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        project: str,
+        entry_count: int = 0,
+        note_count: int = 0,
+        handoff_count: int = 0,
+        latest_key: OrderKey = _ZERO,
+        latest_ts: str = "",
+        last_entry_kind: str = "",
+        task_key: OrderKey = _ZERO,
+        task: str = "",
+        agents: set[str] | None = None,
+        handoff_key: OrderKey = _ZERO,
+        latest_handoff_summary: str = "",
+    ) -> None:
+        self.session_id, self.project = session_id, project
+        self.entry_count, self.note_count, self.handoff_count = entry_count, note_count, handoff_count
+        self.latest_key, self.latest_ts, self.last_entry_kind = latest_key, latest_ts, last_entry_kind
+        self.task_key, self.task = task_key, task
+        self.agents = agents if agents is not None else set()
+        self.handoff_key, self.latest_handoff_summary = handoff_key, latest_handoff_summary
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionSummary) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"SessionSummary({', '.join(f'{name}={value!r}' for name, value in vars(self).items())})"
 
     def add(self, event: Event, wrong: Marks | None = None) -> None:
         self.entry_count += 1
@@ -100,12 +119,17 @@ class SessionSummary:
         }
 
 
-@dataclass
 class SessionsState:
-    by_project: dict[str, list[Event]] = field(default_factory=dict)
-    by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
-    summaries: dict[str, dict[str, SessionSummary]] = field(default_factory=dict)
-    wrong: Marks = field(default_factory=dict)
+    """The folded sessions view: entries by project and by session, summaries, handoffs marked wrong."""
+
+    def __init__(self) -> None:
+        self.by_project: dict[str, list[Event]] = {}
+        self.by_session: dict[tuple[str, str], list[Event]] = {}
+        self.summaries: dict[str, dict[str, SessionSummary]] = {}
+        self.wrong: Marks = {}
+
+    def __eq__(self, other: object) -> bool:  # (the tests compare folds in every order)
+        return isinstance(other, SessionsState) and vars(self) == vars(other)
 
     def project_entries(self, project: str | None) -> list[Event]:
         if project is not None:
@@ -113,20 +137,6 @@ class SessionsState:
         merged = [event for events in self.by_project.values() for event in events]
         merged.sort(key=_by_key)
         return merged
-
-    def session_entries(self, project: str, session_id: str | None) -> list[Event]:
-        """A session's entries; all of the project's when `session_id` is None or empty."""
-        if not session_id:
-            return self.by_project.get(project, [])
-        if session_id == NO_SESSION:
-            return [event for event in self.by_project.get(project, []) if not session_of(event)]
-        return self.by_session.get((project, session_id), [])
-
-    def recent_sessions(self, project: str) -> list[SessionSummary]:
-        return _recent_first(self.summaries.get(project, {}))
-
-    def is_wrong(self, event: Event) -> bool:
-        return (project_of(event), session_of(event), event.id) in self.wrong
 
 
 def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:

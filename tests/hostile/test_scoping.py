@@ -139,3 +139,36 @@ def test_a_conversation_save_refused_by_scope_leaves_no_blob_in_the_synced_folde
         )
     blobs = store_dir / "blobs"
     assert not blobs.exists() or not any(p.is_file() for p in blobs.rglob("*"))
+
+
+# -- sessions: the grant's projects are a condition of every query --------------------------
+
+
+def test_a_web_token_sees_no_session_handoff_or_project_of_secret_and_folds_nothing(
+    app: App, scoped: dict[str, App]
+) -> None:
+    from contextflow.sessions import core as sessions
+    from contextflow.sessions.marks import mark_handoff_wrong
+
+    base = {"agent": "a", "session_id": "s-shared-name"}
+    hidden = sessions.write_handoff(scoped["secret"], **base, summary="the secret plan", project="secret")
+    sessions.append_note(scoped["secret"], **base, text="a secret note", project="secret")
+    sessions.write_handoff(scoped["web"], **base, summary="the web plan", project="web")
+    web = scoped["web"]
+    assert [p.name for p in sessions.list_projects(web)] == ["web"]
+    assert sessions.projects_holding(web, "s-shared-name") == ["web"]
+    assert sessions.known_session_ids(web, "secret") == []
+    assert sessions.read_entries(web, sessions.EntryFilter("secret")) == []
+    assert sessions.latest_handoff(web, sessions.EntryFilter("secret")) is None
+    assert sessions.all_sessions(web, sessions.SessionQuery("secret", agent="a")) == []
+    assert sessions.wrong_marks(web) == {}
+    with pytest.raises(NotFoundError, match="no handoff with id"):
+        mark_handoff_wrong(web, handoff_id=hidden.id, agent="a")
+    with pytest.raises(NotFoundError, match="no session"):
+        sessions.resume_session(web, session_id="s-shared-name", project="secret")
+    resumed = sessions.resume_session(web, session_id="s-shared-name")
+    assert resumed.project == "web" and resumed.latest_handoff is not None
+    assert resumed.latest_handoff.data["summary"] == "the web plan"
+    # the same tables, unscoped: both projects (nothing was folded in memory for either reader)
+    assert sorted(p.name for p in sessions.list_projects(app)) == ["secret", "web"]
+    assert not any(each.store.folded and "sessions" not in each.store.fold.deferred for each in (web, app))

@@ -120,6 +120,7 @@ def grant_app(base: App, grant: Grant) -> App:
         legacy_max_bytes=source.legacy_max_bytes,
     )
     store.grant = grant
+    store.read_projects = grant.read
     store.default_project = grant.default_project(base.settings.default_project)
     session_dir = source.state_dir / "http-sessions"
     session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
