@@ -24,7 +24,7 @@ RECORDED = {
     "sessions": (1, "348a27c754d90731e037"),
     "feed": (2, "6ac26c506cdc20524c7b"),
     "capture": (2, "8a701f751975665c813f"),
-    "graph-state": (2, "a2b9622e944900122109"),
+    "graph-state": (2, "4a7aba62a09795a34809"),
     "records-state": (2, "5ab1cfc018d113e789ac"),
     "conversations-state": (2, "1377b7ab900b75cd27fe"),
     "timeline": (1, "2e38e1365fae9c6e04bf"),

@@ -9,7 +9,8 @@ from contextflow.core.events import Event
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
 from contextflow.graph.compose import compose, compose_nodes
-from contextflow.graph.view import GraphView
+from contextflow.graph.stored import StoredGraph
+from contextflow.graph.table import ScratchView
 from tests.table import run
 
 AT = 1_700_000_000_000
@@ -17,7 +18,7 @@ AT = 1_700_000_000_000
 
 def synthetic(sizes_and_tiers):
     """A graph folded from events directly (fast enough for property tests)."""
-    view = GraphView()
+    view = ScratchView()
     state = view.initial()
     for n, (size, tier, with_summary) in enumerate(sizes_and_tiers):
         text = "x" * size + f" node {n}" + ("\nsecond line \x1b[31mred\x1b[0m" if n % 3 == 0 else "")
@@ -25,7 +26,7 @@ def synthetic(sizes_and_tiers):
         if with_summary:
             data["summary"] = f"short {n}"
         view.apply(state, Event(f"n{n:03d}", "w", n + 1, (AT - 1000 + n) << 16, "graph.node", data))
-    return state
+    return StoredGraph(state)
 
 
 nodes = st.lists(

@@ -6,10 +6,12 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.core.clock import COUNTER_BITS, stamp_ms
+from contextflow.core.events import Event
 from contextflow.graph import writes
 from contextflow.graph.compose import compose
-from contextflow.graph.query import All, And, Leaf, Not, Or, QueryError, evaluate, parse
-from contextflow.graph.view import GraphState, Node
+from contextflow.graph.query import All, And, Leaf, Not, Or, QueryError, parse
+from contextflow.graph.stored import StoredGraph
+from contextflow.graph.table import Scratch
 
 DAY = 86_400_000
 
@@ -32,7 +34,7 @@ def graph(app):
 
 def names(graph, query, now=None):
     app, nodes, written = graph
-    found = evaluate(parse(query), writes.graph(app), written + 1000 if now is None else now)
+    found = writes.graph(app).matching(parse(query), written + 1000 if now is None else now)
     return sorted(name for name, node_id in nodes.items() if node_id in found)
 
 
@@ -87,13 +89,12 @@ def test_created_and_updated_compare_with_durations_and_dates(graph):
     assert names(graph, "created:<2000-01-01") == []
 
 
-def _state_with_nodes_created_at(*moments: str) -> GraphState:
-    state = GraphState()
-    for moment in moments:
+def _state_with_nodes_created_at(*moments: str) -> StoredGraph:
+    tables = Scratch()
+    for n, moment in enumerate(moments):
         ms = int(datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp() * 1000)
-        state.nodes[moment] = Node(moment, exists=True, created_key=(ms << COUNTER_BITS, "w", 1))
-        state.live.add(moment)
-    return state
+        tables.add(Event(moment, "w", n + 1, ms << COUNTER_BITS, "graph.node", {"type": "fact", "content": moment}))
+    return StoredGraph(tables)
 
 
 MOMENTS = (
@@ -122,7 +123,7 @@ MOMENTS = (
 )
 def test_a_date_means_the_start_of_its_day_and_le_takes_the_whole_day_in(query, matched):
     state = _state_with_nodes_created_at(*MOMENTS)
-    assert sorted(evaluate(parse(query), state, 0)) == sorted(matched)
+    assert sorted(state.matching(parse(query), 0)) == sorted(matched)
 
 
 def test_tokens_has_from_and_to(graph):
@@ -171,7 +172,7 @@ def test_parse_errors_name_the_position_and_what_was_expected(query, position, e
 def test_an_unknown_or_ambiguous_node_in_from_is_a_clear_error(graph):
     app, _, _ = graph
     with pytest.raises(Exception, match="no node id in from: starts with 'zzzz'"):
-        evaluate(parse("from:zzzz"), writes.graph(app), 0)
+        writes.graph(app).matching(parse("from:zzzz"), 0)
 
 
 def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
@@ -179,9 +180,9 @@ def test_a_plain_tag_matches_that_tag_or_any_namespace_with_that_value(app):
     other = writes.add_node(app, type="fact", content="other", tags=["status:active"])
     app.store.append("graph.tag", {"node": other.id, "tags": ["archived"]})  # a plain tag, as other tools write them
     state = writes.graph(app)
-    assert evaluate(parse("tag:archived"), state, 0) == {archived.id, other.id}
-    assert evaluate(parse("tag:active"), state, 0) == {other.id}
-    assert evaluate(parse("tag:status:archived"), state, 0) == {archived.id}
+    assert state.matching(parse("tag:archived"), 0) == {archived.id, other.id}
+    assert state.matching(parse("tag:active"), 0) == {other.id}
+    assert state.matching(parse("tag:status:archived"), 0) == {archived.id}
 
 
 def test_a_plain_tier_tag_brings_archived_nodes_into_compose(app):

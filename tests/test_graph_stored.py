@@ -16,10 +16,10 @@ from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
-from contextflow.graph.query import evaluate, parse
+from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.table import TABLES
-from contextflow.graph.view import GraphState, GraphView
+from contextflow.graph.table import TABLES, Scratch, ScratchView
+from tests.graph_fold import FoldedGraph, fold
 from tests.raw import write_events
 
 TYPES = ["fact", "decision", "observation"]
@@ -99,9 +99,8 @@ def _events(seed: int, count: int) -> list[Event]:
     return made
 
 
-def _folded(app: App) -> GraphState:
-    app.store.refresh()
-    return app.store.view(GraphView)
+def _folded(app: App) -> FoldedGraph:
+    return fold(app)
 
 
 def _same(app: App, at_ms: int) -> None:
@@ -123,15 +122,16 @@ def _same(app: App, at_ms: int) -> None:
         )
     assert stored.all_edges() == folded.all_edges()
     assert stored.saved_views() == folded.saved_views()
-    assert dict(stored.origins) == folded.origins
+    for origin, first in folded.origins.items():
+        assert stored.origin(origin) == first
+    assert stored.origin("memory:none") is None
     for name in TYPES:
-        assert set(stored.by_type.get(name, ())) == folded.by_type.get(name, set()) & folded.live
+        assert stored.of_type(name) == folded.by_type.get(name, set()) & folded.live
     for name in TAGS:
-        assert set(stored.by_tag.get(name, ())) == folded.by_tag.get(name, set())
-    assert stored.superseded(folded.nodes) == folded.superseded(folded.nodes)
+        assert stored.tagged(name) == folded.by_tag.get(name, set())
     for query in QUERIES:
-        expected = evaluate(parse(query), folded, at_ms)
-        assert evaluate(parse(query), stored, at_ms) == expected, query
+        expected = folded.matching(parse(query), at_ms)
+        assert stored.matching(parse(query), at_ms) == expected, query
         assert stored.newest(expected, 5) == folded.newest(expected, 5)
     for prefix in {i[:1] for i in folded.live} | {"", "zz"}:
         assert stored.prefixed(prefix, 20) == folded.prefixed(prefix, 20)
@@ -159,9 +159,9 @@ def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monk
     write_events(app.store.folder, events[half:])
     _same(app, at_ms)
     stored = _whole_graph_reads(app)
-    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables' whole state
+    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables in memory
     assert _whole_graph_reads(app) == stored
-    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the fold
+    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the store's own fill
     assert _whole_graph_reads(app) == stored
 
 
@@ -218,10 +218,10 @@ def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
     later = writes.add_node(app, type="fact", content="past the cursors")
     assert tables.peek("SELECT count(*) FROM graph_nodes") == [(1,)]
     state = writes.graph(app)
-    assert isinstance(state, GraphState)
+    assert isinstance(state.tables, Scratch)
     assert state.nodes[kept.id].content == "in the tables"
     assert state.nodes[later.id].content == "past the cursors"
-    assert state == _folded(app)
+    assert state.tables == app.store.view(ScratchView)  # the rows built plus the rest: every event's
 
 
 def test_a_version_change_rebuilds_the_graphs_tables(app: App) -> None:

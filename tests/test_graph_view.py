@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.core.events import Event
-from contextflow.graph.view import GraphState, GraphView
 from tests.conftest import open_app
+from tests.graph_fold import FoldedGraph, FoldedView
 
 NODES = ("n1", "n2", "n3")
 WRITERS = ("alpha", "beta")
@@ -78,8 +78,8 @@ def build(rows, clash_ms: bool) -> list[Event]:
     return events
 
 
-def fold(events) -> GraphState:
-    view = GraphView()
+def fold(events) -> FoldedGraph:
+    view = FoldedView()
     state = view.initial()
     for event in events:
         view.apply(state, event)
@@ -102,6 +102,16 @@ def test_a_later_untag_wins_over_an_earlier_tag_whatever_the_arrival_order():
     for order in ([node, tag, untag], [untag, tag, node]):
         state = fold(order)
         assert state.tags_of("n") == set() and "tier:working" not in state.by_tag
+
+
+def test_an_update_stamped_before_its_nodes_creation_loses_to_it_whatever_the_arrival_order():
+    # another machine's clock ran behind: its update of fields the creation never set is older than the node
+    node = Event("n", "a", 1, 9 << 16, "graph.node", {"type": "fact", "content": "made", "metadata": {"m": 1}})
+    early = Event("u", "b", 1, 5 << 16, "graph.node_update", {"node": "n", "summary": "s", "metadata": {"k": 2}})
+    later = Event("v", "b", 2, 12 << 16, "graph.node_update", {"node": "n", "metadata": {"z": 3}})
+    states = [fold(order) for order in ([node, early, later], [early, node, later], [later, early, node])]
+    assert states[0] == states[1] == states[2]
+    assert states[0].nodes["n"].summary == "" and states[0].nodes["n"].metadata == {"m": 1, "z": 3}
 
 
 def test_edges_of_a_deleted_node_disappear_with_it(app):

@@ -13,7 +13,8 @@ from contextflow.app import App
 from contextflow.conversations.view import ConversationsView
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes
-from contextflow.graph.view import GraphView
+from contextflow.graph.stored import StoredGraph
+from contextflow.graph.table import ScratchView
 from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
@@ -48,7 +49,7 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
     try:
         churn(app, other, random.Random(seed), 30)
         memory = in_memory()
-        views = (TimelineView, GraphView, RecordsView, ConversationsView)
+        views = (TimelineView, ScratchView, RecordsView, ConversationsView)
         assert {view.name for view in views} == {*ondisk.KINDS, *ondisk.PROJECTIONS}
         for view in views:
             assert ondisk.view(app, view) == memory.store.view(view), view.name
@@ -88,14 +89,18 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         assert records.get_record(app, key="fact:new").data["value"] == {"text": "set while building"}
         node = writes.add_node(app, content="remembered while building", type="fact", agent="a")
         assert not app.tables().current()  # nothing was built here: this machine's log's tail answered
-        assert node.id in str(ondisk.view(app, GraphView)) and made.id in str(ondisk.view(app, TimelineView))
+        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and made.id in str(
+            ondisk.view(app, TimelineView)
+        )
         assert "fact:new" in str(ondisk.view(app, RecordsView))
         assert "fact:theirs" in str(ondisk.view(app, RecordsView))  # another machine's too: the logs' rest answers
         monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
-        assert node.id in str(ondisk.view(app, GraphView)) and "fact:theirs" in str(ondisk.view(app, RecordsView))
+        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and "fact:theirs" in str(
+            ondisk.view(app, RecordsView)
+        )
         assert app.tables().current()
         memory = in_memory()
-        for view in (TimelineView, GraphView, RecordsView, ConversationsView):
+        for view in (TimelineView, ScratchView, RecordsView, ConversationsView):
             assert ondisk.view(app, view) == memory.store.view(view), view.name
     finally:
         other.close()

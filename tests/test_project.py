@@ -236,10 +236,8 @@ def test_a_note_in_repository_a_stays_there_while_shared_and_pinned_knowledge_re
         assert "Deploys need a VPN" in context and "Old shared reference" in context and "A is pinned" in context
     reopened = App.open()
     try:
-        tags = {
-            reopened.store.view("graph").nodes[i].content: reopened.store.view("graph").tags_of(i)
-            for i in writes.graph(reopened).live
-        }
+        graph = writes.graph(reopened)
+        tags = {graph.nodes[i].content: graph.tags_of(i) for i in graph.live}
     finally:
         reopened.close()
     assert "project:acme/a" in tags["A uses Postgres"] and not any(

@@ -3,8 +3,8 @@
 Modules: `model` (vocabulary and validation), `view` (the pure fold), `query` (the query
 language), `writes`, `explore` (reads), `compose` (token-budgeted context),
 `transfer` (export, import, ingest), `picture` (mermaid and dot), `directives` (the
-`<ctx:...>` tags the Stop hook carries out); on disk: `table` (the graph's state in tables),
-`stored` (reads of them), `reading` (what reads of either see). See docs/graph.md.
+`<ctx:...>` tags the Stop hook carries out); `table` (the graph's state in tables), `stored`
+(every read: queries of those tables, on disk or in memory). See docs/graph.md.
 """
 
 from contextflow.features import Feature
@@ -13,10 +13,10 @@ FEATURE = Feature(
     "graph",
     group="graph",
     table="contextflow.graph.operations",
-    views={"graph": "contextflow.graph.view:GraphView"},
+    views={"graph": "contextflow.graph.table:ScratchView"},
     tables={"graph-state": "contextflow.graph.table:TABLES"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
-    search_version=(1, "5d72dd9a40dedd9bf13e"),
+    search_version=(1, "e75dcb2e3a85d9265b01"),
     commands={"view": "saved graph views"},
 )

@@ -22,9 +22,8 @@ from contextflow.core.errors import InputError
 from contextflow.core.text import clean, clip, estimate_tokens, quote, quoted_value
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
-from contextflow.graph.query import evaluate, mentions_tag, parse
-from contextflow.graph.reading import Brief, Graph
-from contextflow.graph.stored import StoredGraph
+from contextflow.graph.query import mentions_tag, parse
+from contextflow.graph.stored import Brief, StoredGraph
 from contextflow.graph.view import Node
 from contextflow.graph.writes import get_view, graph
 
@@ -110,15 +109,15 @@ class Composed:
         return "; ".join(parts)
 
 
-def ranked(state: Graph, briefs: list[Brief]) -> list[Brief]:
+def ranked(state: StoredGraph, briefs: list[Brief]) -> list[Brief]:
     """Pinned first, then reference, working, no tier; within a tier the most recently updated first."""
-    pinned, reference, working = (state.by_tag.get(tag, set()) for tag in _TIER_RANK)
+    pinned, reference, working = (state.tagged(tag) for tag in _TIER_RANK)
     ordered = sorted(briefs, key=attrgetter("updated_key"), reverse=True)  # update keys are unique
     ordered.sort(key=lambda n: 0 if n.id in pinned else 1 if n.id in reference else 2 if n.id in working else 3)
     return ordered
 
 
-def _distinct(state: Graph, order: list[Brief]) -> tuple[list[Brief], int]:
+def _distinct(state: StoredGraph, order: list[Brief]) -> tuple[list[Brief], int]:
     """The first of each set of nodes with the same type, content and tags (two machines may
     remember the same thing at once), and how many copies were left out. Contents and tags are
     compared only when type and content digest already match."""
@@ -133,11 +132,11 @@ def _distinct(state: Graph, order: list[Brief]) -> tuple[list[Brief], int]:
     return kept, len(order) - len(kept)
 
 
-def _copies(state: Graph, one: str, other: str) -> bool:
+def _copies(state: StoredGraph, one: str, other: str) -> bool:
     return state.nodes[one].content == state.nodes[other].content and state.tags_of(one) == state.tags_of(other)
 
 
-def render_node(state: Graph, node: Node, *, use_summary: bool = False) -> str:
+def render_node(state: StoredGraph, node: Node, *, use_summary: bool = False) -> str:
     """A node's bullet: typed id with provenance (author quoted, machine when it differs, date), then its
     content quoted line by line (the first line too: stored text never stands on a line of ours), rationale
     quoted, links."""
@@ -172,14 +171,14 @@ def _header(count: int, tokens: int, dropped: int, at: str) -> str:
 
 
 def compose_nodes(
-    state: Graph, candidates: list[Node], budget: int, *, at_ms: int, excluded: dict[str, int] | None = None
+    state: StoredGraph, candidates: list[Node], budget: int, *, at_ms: int, excluded: dict[str, int] | None = None
 ) -> Composed:
     """`compose_ids` of these nodes."""
     return compose_ids(state, [node.id for node in candidates], budget, at_ms=at_ms, excluded=excluded)
 
 
 def compose_ids(
-    state: Graph,
+    state: StoredGraph,
     candidates: list[str],
     budget: int,
     *,
@@ -204,7 +203,7 @@ def compose_ids(
     return composed
 
 
-def _least_budget(state: Graph, order: list[Brief], at: str) -> int:
+def _least_budget(state: StoredGraph, order: list[Brief], at: str) -> int:
     """The smallest budget at which the first-ranked node fits (a binary search over `_fit`)."""
     low = -(-(len(_header(len(order), 0, len(order), at)) + len(NOTICE) + len(FOOTER) + 4) // 4)
     if not order:
@@ -215,14 +214,16 @@ def _least_budget(state: Graph, order: list[Brief], at: str) -> int:
     return bisect.bisect_left(range(low, high), True, key=lambda budget: _fits(state, order, budget, at)) + low
 
 
-def _fits(state: Graph, order: list[Brief], budget: int, at: str) -> bool:
+def _fits(state: StoredGraph, order: list[Brief], budget: int, at: str) -> bool:
     try:
         return bool(_fit(state, order, budget, at, {}).included)
     except InputError:
         return False
 
 
-def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[str, int], beyond: int = 0) -> Composed:
+def _fit(
+    state: StoredGraph, order: list[Brief], budget: int, at: str, excluded: dict[str, int], beyond: int = 0
+) -> Composed:
     # the frame: header (sized for the largest numbers it can show), notice, footer, newlines
     reserve = len(_header(len(order), budget, len(order) + beyond, at)) + len(NOTICE) + len(FOOTER) + 4
     limit = budget * 4
@@ -233,7 +234,7 @@ def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[
     included: list[str] = []
     summarized: list[str] = []
     dropped: list[Dropped] = []
-    working = state.by_tag.get(model.WORKING, set())
+    working = state.tagged(model.WORKING)
     read: dict[str, Node] = {}
     widths: dict[str, int] = {}  # of each author as a bullet shows it
     for at_index, brief in enumerate(order):
@@ -280,29 +281,21 @@ def _fit(state: Graph, order: list[Brief], budget: int, at: str, excluded: dict[
 
 
 def candidates_for(
-    state: Graph,
+    state: StoredGraph,
     query: str,
     *,
     at_ms: int,
     include_archived: bool = False,
     include_superseded: bool = False,
-) -> tuple[list[str], dict[str, int]]:
-    """The ids of the nodes `query` composes, and how many of those it matched were left out why."""
+    first: int | None = None,
+) -> tuple[list[str], int, dict[str, int]]:
+    """The ids of the nodes `query` composes (with `first`, the first that many as `ranked` ranks them), how
+    many more there are, and how many of those it matched were left out why. Archived nodes are left out
+    unless asked for by name (`query.mentions_tag`: `NOT tag:tier:*` does not ask for them)."""
     expr = parse(query)
-    ids = evaluate(expr, state, at_ms)
     archived_ok = include_archived or mentions_tag(expr, model.OFF_CONTEXT)
-    archived = state.by_tag.get(model.OFF_CONTEXT, set())
-    excluded = {"archived (tier:off-context)": 0, "superseded": 0}
-    superseded = set() if include_superseded else state.superseded(ids)
-    chosen: list[str] = []
-    for node_id in ids:
-        if not archived_ok and node_id in archived:
-            excluded["archived (tier:off-context)"] += 1
-        elif node_id in superseded:
-            excluded["superseded"] += 1
-        else:
-            chosen.append(node_id)
-    return chosen, {reason: count for reason, count in excluded.items() if count}
+    count = -1 if first is None else first  # (all)
+    return state.first_ranked(expr, at_ms, count, archived_ok, include_superseded)
 
 
 def scoped_query(query: str, project: str) -> str:
@@ -328,8 +321,8 @@ def compose(
 ) -> Composed:
     """Compose context from a query, or from a saved view (whose budget a given one overrides); `budget`
     is in BUDGET (the table's row), default DEFAULT_VIEW_BUDGET. With `first` (a session start: its cost
-    must not grow with the graph), at most the `first` ranked candidates are looked at when the graph's
-    tables rank them (the rest count as not fitting)."""
+    must not grow with the graph), at most the `first` ranked candidates are looked at (the rest count as
+    not fitting)."""
     if view is not None:
         saved = get_view(app, view)
         text, amount = saved.query, saved.budget if budget is None else budget
@@ -340,12 +333,7 @@ def compose(
         )
     moment = now_ms() if at_ms is None else at_ms
     state = graph(app)
-    if first is not None and isinstance(state, StoredGraph):
-        expr = parse(text)
-        archived_ok = include_archived or mentions_tag(expr, model.OFF_CONTEXT)
-        chosen, beyond, excluded = state.first_ranked(expr, moment, first, archived_ok, include_superseded)
-        return compose_ids(state, chosen, amount, at_ms=moment, excluded=excluded, beyond=beyond)
-    chosen, excluded = candidates_for(
-        state, text, at_ms=moment, include_archived=include_archived, include_superseded=include_superseded
+    chosen, beyond, excluded = candidates_for(
+        state, text, at_ms=moment, include_archived=include_archived, include_superseded=include_superseded, first=first
     )
-    return compose_ids(state, chosen, amount, at_ms=moment, excluded=excluded)
+    return compose_ids(state, chosen, amount, at_ms=moment, excluded=excluded, beyond=beyond)

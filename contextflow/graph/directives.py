@@ -140,7 +140,7 @@ class Runner:
         state = writes.graph(self.app)
         moment = now_ms()
         if ids is None:
-            ids, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
+            ids, _, _ = candidates_for(state, query, at_ms=moment, include_archived=True)
         else:
             ids = [i for i in ids if i in state.live]
         composed = compose_ids(state, ids, RECALL_BUDGET, at_ms=moment)
@@ -198,7 +198,7 @@ class Runner:
             self.task = None
         # the end archives the task's working nodes and promotes its decisions to the reference tier
         state = writes.graph(self.app)
-        members = sorted(state.by_tag.get(f"task:{name}", set()) & state.by_tag.get(model.WORKING, set()) & state.live)
+        members = sorted(state.tagged(f"task:{name}") & state.tagged(model.WORKING) & state.live)
         decisions = [i for i in members if state.nodes[i].type == "decision"]
         others = [i for i in members if i not in decisions]
         items = writes.archive_items(state, others)

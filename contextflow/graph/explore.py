@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from contextflow.app import App
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_LIMIT, DEFAULT_LIST_LIMIT, DEFAULT_RELATED_DEPTH, DEFAULT_TRACE_DEPTH
-from contextflow.graph.query import evaluate, parse
-from contextflow.graph.reading import Graph
+from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Edge, Node, Step
 from contextflow.graph.writes import graph, resolve
@@ -22,7 +20,7 @@ def run_query(app: App, text: str, limit: int | None = None, *, at_ms: int | Non
     query = text.strip()
     count = DEFAULT_LIMIT if limit is None else limit
     state = graph(app)
-    ids = evaluate(parse(query), state, now_ms() if at_ms is None else at_ms)
+    ids = state.matching(parse(query), now_ms() if at_ms is None else at_ms)
     return state.newest(ids, count), len(ids)
 
 
@@ -45,7 +43,7 @@ def list_nodes(
     return run_query(app, " AND ".join(parts), DEFAULT_LIST_LIMIT if limit is None else limit)
 
 
-def node_dict(state: Graph, node: Node, *, with_edges: bool = False) -> dict[str, Any]:
+def node_dict(state: StoredGraph, node: Node, *, with_edges: bool = False) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": node.id,
         "type": node.type,
@@ -78,11 +76,7 @@ def edges_of(app: App, node_id: str, direction: str | None = None) -> tuple[Node
 
 def tag_counts(app: App, prefix: str | None = None) -> list[tuple[str, int]]:
     start = (prefix or "").strip()
-    state = graph(app)
-    if isinstance(state, StoredGraph):
-        return state.tag_counts(start)
-    counts = ((name, len(members & state.live)) for name, members in state.by_tag.items() if name.startswith(start))
-    return sorted((pair for pair in counts if pair[1]), key=lambda pair: pair[0])
+    return graph(app).tag_counts(start)
 
 
 PROVENANCE = ("DERIVED_FROM", "DEPENDS_ON", "SUPERSEDES")
@@ -103,28 +97,5 @@ def around(app: App, node_id: str, follow: str = "related", depth: int | None = 
 
 
 def status(app: App) -> dict[str, Any]:
-    state = graph(app)
-    if isinstance(state, StoredGraph):  # counted by queries
-        return {"store": str(app.store.folder), **state.census()}
-    nodes = [state.nodes[node_id] for node_id in state.live]
-    tiers = {tier: {"nodes": 0, "tokens": 0} for tier in model.TIERS}
-    untiered = {"nodes": 0, "tokens": 0}
-    for node in nodes:
-        tier = model.tier_of(state.tags_of(node.id))
-        bucket = tiers[tier] if tier else untiered
-        bucket["nodes"] += 1
-        bucket["tokens"] += node.tokens
-    types = Counter(node.type for node in nodes)
-    tag_names = {name for name, members in state.by_tag.items() if members & state.live}
-    return {
-        "store": str(app.store.folder),
-        "nodes": len(nodes),
-        "tokens": sum(node.tokens for node in nodes),
-        "types": dict(sorted(types.items(), key=lambda pair: (-pair[1], pair[0]))),
-        "edges": len(state.all_edges()),
-        "tags": len(tag_names),
-        "tiers": tiers,
-        "untiered": untiered,
-        "superseded": sum(1 for node in nodes if state.superseded_by(node.id)),
-        "views": len(state.saved_views()),
-    }
+    """The graph's counts: nodes, tokens, types, edges, tags, tiers, superseded nodes, saved views."""
+    return {"store": str(app.store.folder), **graph(app).census()}

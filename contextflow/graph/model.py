@@ -171,3 +171,21 @@ def tier_of(node_tags: set[str] | frozenset[str]) -> str | None:
         if tier_tag in node_tags:
             return tier_tag.partition(":")[2]
     return None
+
+
+NOT_PRINTABLE = -(1 << 30)
+
+
+def shortest_text(content: str, summary: str) -> int:
+    """A lower bound of the length a node's bullet gives its text (content or summary, whichever is
+    shorter): printable text comes out of cleaning unchanged, and each later line is quoted (`> `);
+    text cleaning may change counts as NOT_PRINTABLE."""
+    found = _shown(content)
+    return min(found, _shown(summary)) if summary else found
+
+
+def _shown(text: str) -> int:
+    if not text.replace("\n", "").isprintable():
+        return NOT_PRINTABLE
+    lines = text.strip().split("\n")
+    return sum(len(line) for line in lines if line.strip()) + len(lines) - 1

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from contextflow.core.text import clip
-from contextflow.graph.reading import Graph
+from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Edge, Node
 
 SHAPES = {"decision": ("{{", "}}"), "summary": ("[[", "]]"), "source": ("[(", ")]"), "open-question": ("((", "))")}
 
 
-def edges_among(state: Graph, nodes: list[Node]) -> list[Edge]:
+def edges_among(state: StoredGraph, nodes: list[Node]) -> list[Edge]:
     ids = {node.id for node in nodes}
     return [edge for node in nodes for edge in state.edges_out(node.id) if edge.target in ids]
 
 
-def mermaid(state: Graph, nodes: list[Node]) -> str:
+def mermaid(state: StoredGraph, nodes: list[Node]) -> str:
     lines = ["graph LR"]
     for node in nodes:
         left, right = SHAPES.get(node.type, ("[", "]"))
@@ -28,7 +28,7 @@ def _dot_text(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def dot(state: Graph, nodes: list[Node]) -> str:
+def dot(state: StoredGraph, nodes: list[Node]) -> str:
     lines = ["digraph contextflow {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
     for node in nodes:
         lines.append(f'  "{node.id}" [label="{_dot_text(node.type)}\\n{_dot_text(clip(node.content, 48))}"];')

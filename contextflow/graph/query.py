@@ -1,4 +1,5 @@
-"""The graph query language: a recursive-descent parser and a set-based evaluator.
+"""The graph query language: a recursive-descent parser, and its evaluation as an SQL condition on the
+graph's tables (`where`; graph/stored.py runs it).
 
     type:<type>  tag:<tag>  tag:<namespace>:*      node type; tag (exact, or a namespace prefix);
                                                    a plain tag (tag:archived) matches that tag
@@ -26,24 +27,22 @@ MAX_TERMS terms and MAX_DEPTH nested parentheses or NOTs.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.errors import InputError
 from contextflow.core.ids import resolve_prefix
 from contextflow.core.timeutil import parse_duration, parse_iso
 from contextflow.graph.model import NODE_TYPES
-from contextflow.graph.reading import Graph
-from contextflow.graph.view import GraphState, Node
 
 FIELDS = ("type", "tag", "created", "updated", "tokens", "has", "from", "to")
 MAX_TERMS = 200
 MAX_DEPTH = 50
 OPERATORS = ("AND", "OR", "NOT")
+SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _COMPARE = re.compile(r"^(>=|<=|>|<|=)?(.*)$", re.S)
 _FIELD = re.compile(r"^([A-Za-z]+):(.*)$", re.S)
@@ -298,20 +297,62 @@ def parse(text: str) -> Expr:
         raise QueryError("query is nested too deeply; write it flatter") from None
 
 
-# -- evaluation ------------------------------------------------------------------------
+# -- evaluation: a condition on the graph's tables (graph/table.py) ---------------------------
 
-_CMP: dict[str, Callable[[int, int], bool]] = {
-    ">": operator.gt,
-    "<": operator.lt,
-    ">=": operator.ge,
-    "<=": operator.le,
-    "=": operator.eq,
-}
-_NUMBERS: dict[str, Callable[[Node], int]] = {  # what tokens:, created: and updated: compare (times in ms)
-    "tokens": operator.attrgetter("tokens"),
-    "created": lambda node: node.created_key[0] >> COUNTER_BITS,
-    "updated": lambda node: node.updated_key[0] >> COUNTER_BITS,
-}
+_COLUMNS = {"tokens": "n.tokens", "created": "n.created_ms", "updated": "n.updated_ms"}
+_OPERATORS = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "=": "="}
+_HAS_EDGES = """(EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.dst AND o.live
+    WHERE e.src = n.id AND e."on") OR EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.src AND o.live
+    WHERE e.dst = n.id AND e."on"))"""
+_TAGGED = 'n.id IN (SELECT node FROM graph_tags WHERE "on" AND ({}))'
+
+
+def where(expr: Expr, now_ms: int, prefixed: Callable[[str, int], list[str]]) -> tuple[str, list[Any]]:
+    """`expr` as an SQL condition on `graph_nodes n` (a live node), with its parameters: `now_ms` anchors
+    durations such as 24h, `prefixed(prefix, count)` lists live ids for `from:` and `to:`."""
+    if isinstance(expr, All):
+        return "1", []
+    if isinstance(expr, And | Or):
+        left, left_params = where(expr.left, now_ms, prefixed)
+        right, right_params = where(expr.right, now_ms, prefixed)
+        joint = "AND" if isinstance(expr, And) else "OR"
+        return f"({left}) {joint} ({right})", left_params + right_params
+    if isinstance(expr, Not):
+        inner, params = where(expr.inner, now_ms, prefixed)
+        return f"NOT ({inner})", params
+    return _leaf(expr, now_ms, prefixed)
+
+
+def _leaf(leaf: Leaf, now_ms: int, prefixed: Callable[[str, int], list[str]]) -> tuple[str, list[Any]]:
+    if leaf.field == "type":
+        return "n.type = ?", [leaf.value]
+    if leaf.field == "tag":
+        if leaf.op == "prefix":  # (a range of the tags' index)
+            end = leaf.value + "\U0010ffff"
+            return _TAGGED.format("tag >= ? AND tag < ? AND substr(tag, 1, ?) = ?"), [
+                leaf.value,
+                end,
+                len(leaf.value),
+                leaf.value,
+            ]
+        if leaf.op == "plain":  # tag:archived is also any namespace:archived
+            plain = "tag = ? OR (instr(tag, ':') AND substr(tag, instr(tag, ':') + 1) = ?)"
+            return _TAGGED.format(plain), [leaf.value, leaf.value]
+        return _TAGGED.format("tag = ?"), [leaf.value]
+    if leaf.field in ("from", "to"):
+        wanted = leaf.value.strip().lower()
+        node_id = resolve_prefix(leaf.value, prefixed(wanted, SHOWN), f"node id in {leaf.field}:")
+        near, here = ("dst", "src") if leaf.field == "from" else ("src", "dst")
+        return f'n.id IN (SELECT {near} FROM graph_edges WHERE {here} = ? AND "on")', [node_id]
+    if leaf.field == "text":
+        return "n.id IN (SELECT id FROM graph_node_text WHERE instr(lower, ?))", [leaf.value]
+    if leaf.field == "has":
+        return ("n.summary", []) if leaf.value == "summary" else (_HAS_EDGES, [])
+    column = _COLUMNS[leaf.field]
+    point = now_ms - leaf.number if leaf.relative else leaf.number
+    if leaf.op == "day":
+        return f"{column} >= ? AND {column} < ?", [point, point + 86_400_000]
+    return f"{column} {_OPERATORS[leaf.op]} ?", [point]
 
 
 def _tag_matches(leaf: Leaf, name: str) -> bool:
@@ -319,82 +360,6 @@ def _tag_matches(leaf: Leaf, name: str) -> bool:
     if leaf.op == "prefix":
         return name.startswith(leaf.value)
     return name == leaf.value or (leaf.op == "plain" and name.partition(":")[2] == leaf.value)
-
-
-class _Evaluator:
-    def __init__(self, state: GraphState, now_ms: int) -> None:
-        self.state = state
-        self.now_ms = now_ms
-
-    def index(self, leaf: Leaf) -> set[str] | None:
-        state = self.state
-        if leaf.field == "type":
-            return state.by_type.get(leaf.value, set())
-        if leaf.field == "tag":
-            if not leaf.op:
-                return state.by_tag.get(leaf.value, set())
-            return set().union(*(members for name, members in state.by_tag.items() if _tag_matches(leaf, name)))
-        if leaf.field in ("from", "to"):
-            node_id = resolve_prefix(leaf.value, state.live, f"node id in {leaf.field}:")
-            if leaf.field == "from":
-                return {edge.target for edge in state.edges_out(node_id)}
-            return {edge.source for edge in state.edges_in(node_id)}
-        return None
-
-    def scan(self, ids: set[str], leaf: Leaf) -> set[str]:
-        """The ids whose node passes a non-indexed filter (inline loops: this is the hot path)."""
-        nodes = self.state.nodes
-        if leaf.field == "text":
-            term = leaf.value
-            return {i for i in ids if term in nodes[i].lower}
-        if leaf.field == "has":
-            if leaf.value == "summary":
-                return {i for i in ids if nodes[i].summary}
-            has_edges = self.state.has_edges
-            return {i for i in ids if has_edges(i)}
-        value = _NUMBERS[leaf.field]
-        point = self.now_ms - leaf.number if leaf.relative else leaf.number
-        if leaf.op == "day":
-            end = point + 86_400_000
-            return {i for i in ids if point <= value(nodes[i]) < end}
-        compare = _CMP[leaf.op]
-        return {i for i in ids if compare(value(nodes[i]), point)}
-
-    def cost(self, expr: Expr) -> int:
-        if isinstance(expr, Leaf):
-            return 0 if expr.field in ("type", "tag", "from", "to") else 1
-        if isinstance(expr, And):
-            return min(self.cost(expr.left), self.cost(expr.right))
-        if isinstance(expr, Or):
-            return max(self.cost(expr.left), self.cost(expr.right))
-        return 1
-
-    def filter(self, ids: set[str], expr: Expr) -> set[str]:
-        if isinstance(expr, All):
-            return ids
-        if isinstance(expr, And):
-            first, second = sorted((expr.left, expr.right), key=self.cost)
-            narrowed = self.filter(ids, first)
-            return self.filter(narrowed, second) if narrowed else narrowed
-        if isinstance(expr, Or):
-            return self.filter(ids, expr.left) | self.filter(ids, expr.right)
-        if isinstance(expr, Not):
-            return ids - self.filter(ids, expr.inner)
-        indexed = self.index(expr)
-        if indexed is not None:
-            return ids & indexed if len(ids) > len(indexed) else {i for i in ids if i in indexed}
-        return self.scan(ids, expr)
-
-
-def evaluate(expr: Expr, state: Graph, now_ms: int) -> set[str]:
-    """The ids of live nodes that match `expr`; `now_ms` anchors durations such as 24h. The graph's
-    tables on disk answer it in one query (graph/stored.py), with this evaluator's meaning."""
-    return state.matching(expr, now_ms)
-
-
-def folded_matching(expr: Expr, state: GraphState, now_ms: int) -> set[str]:
-    """`evaluate` over the folded graph."""
-    return _Evaluator(state, now_ms).filter(set(state.live), expr)
 
 
 def mentions_tag(expr: Expr, tag: str, wanted: bool = True) -> bool:

@@ -10,12 +10,12 @@ from typing import Any
 
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.graph.compose import render_node
-from contextflow.graph.reading import Graph
+from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Edge, Node, Step
 from contextflow.operations.provenance import header
 
 
-def node_header(state: Graph, node: Node) -> str:
+def node_header(state: StoredGraph, node: Node) -> str:
     tags = sorted(state.tags_of(node.id))
     successor = state.superseded_by(node.id)
     return header(
@@ -30,7 +30,7 @@ def node_header(state: Graph, node: Node) -> str:
     )
 
 
-def node_text(state: Graph, node: Node, *, with_edges: bool = False, brief: bool = False) -> str:
+def node_text(state: StoredGraph, node: Node, *, with_edges: bool = False, brief: bool = False) -> str:
     body = quote(clip(node.content, 300) if brief else node.content)
     lines = [node_header(state, node), body]
     if node.summary:
@@ -42,14 +42,14 @@ def node_text(state: Graph, node: Node, *, with_edges: bool = False, brief: bool
     return "\n".join(lines)
 
 
-def edge_lines(state: Graph, out: list[Edge], inc: list[Edge]) -> list[str]:
+def edge_lines(state: StoredGraph, out: list[Edge], inc: list[Edge]) -> list[str]:
     """A line per edge: `  -> TYPE [type:id] content` for outgoing ones, `  <- ...` for incoming ones."""
     ends = [("->", edge.type, state.nodes[edge.target]) for edge in out]
     ends += [("<-", edge.type, state.nodes[edge.source]) for edge in inc]
     return [f"  {arrow} {kind} [{other.type}:{other.id}] {clip(other.content, 80)}" for arrow, kind, other in ends]
 
 
-def nodes_text(state: Graph, nodes: list[Node], title: str, total: int | None = None) -> str:
+def nodes_text(state: StoredGraph, nodes: list[Node], title: str, total: int | None = None) -> str:
     if not nodes:
         return f"{title}: no matching nodes."
     shown = f"{len(nodes)} of {total}" if total is not None and total > len(nodes) else str(len(nodes))
@@ -58,11 +58,11 @@ def nodes_text(state: Graph, nodes: list[Node], title: str, total: int | None = 
     return f"{title}: {shown} {noun}. {DATA_NOTICE}\n\n" + "\n\n".join(blocks)
 
 
-def nodes_markdown(state: Graph, nodes: list[Node]) -> str:
+def nodes_markdown(state: StoredGraph, nodes: list[Node]) -> str:
     return "".join(render_node(state, node) for node in nodes) or "(no matching nodes)\n"
 
 
-def steps_text(state: Graph, root: Node, steps: list[Step], title: str) -> str:
+def steps_text(state: StoredGraph, root: Node, steps: list[Step], title: str) -> str:
     lines = [f"{title} {node_header(state, root)}", quote(clip(root.content, 200))]
     if not steps:
         lines.append("(nothing linked)")

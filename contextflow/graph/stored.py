@@ -1,8 +1,12 @@
-"""The graph read from its tables on disk (graph/table.py): a `Graph` (graph/view.py) whose nodes, tags,
-edges and views are queried when a call touches them, so a process holds what its call read, never
-the whole graph. One object serves one call (`writes.graph`): nodes it loaded are kept for the call.
-Queries of the query language run as one SQL query (`matching`), with the in-memory evaluator's
-meaning (tests/test_graph_stored.py compares every read with the fold's).
+"""The graph read from its tables (graph/table.py): a `StoredGraph` whose nodes, tags, edges and views are
+queried when a call touches them, so a process holds what its call read, never the whole graph. One
+object serves one call (`writes.graph`): nodes it loaded are kept for the call. A query of the query
+language runs as one SQL query (`matching`): the language's only evaluator (tests/test_graph_stored.py
+compares every read with the pure fold's).
+
+The tables are the ones on disk, or, for a store that does not read them (an HTTP grant's filtered store,
+a batch whose appends are not in the logs yet) and while they cannot serve (a build under way, their
+lock held elsewhere), the same tables in memory (`Scratch`), filled by the same `table.apply`.
 """
 
 from __future__ import annotations
@@ -11,23 +15,39 @@ import heapq
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from contextflow.core.clock import stamp_iso
-from contextflow.core.ids import resolve_prefix
+from contextflow.core.events import OrderKey
 from contextflow.core.table_sets import chunks, marks
-from contextflow.core.tables import Tables, stamp_of
+from contextflow.core.tables import stamp_of
 from contextflow.graph import model
-from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
-from contextflow.graph.reading import Brief, walk
+from contextflow.graph.query import Expr, where
 from contextflow.graph.table import dedupe_digest, mark_of, node_of
 from contextflow.graph.view import Edge, Node, SavedView, Step, is_on
 
 T = TypeVar("T")
-SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
 _BRIEF = "n.id, n.type, n.tokens, n.hlc, n.w, n.seq, n.dedupe, n.who, n.shortest"  # (`Brief`)
 _LIVE_EDGE = """SELECT e.src, e.dst, e.type, e.mark FROM graph_edges e
     JOIN graph_nodes a ON a.id = e.src AND a.live JOIN graph_nodes b ON b.id = e.dst AND b.live WHERE e."on" """
+
+
+class Brief(NamedTuple):
+    """What ranking and fitting a node into a budget read of it before it is rendered."""
+
+    id: str
+    type: str
+    tokens: int
+    updated_key: OrderKey
+    same: object  # equal for nodes whose content may be equal (the digest of `model.dedupe_key`)
+    who: str  # its agent, else its writer
+    shortest: int  # `model.shortest_text`
+
+
+class Peeks(Protocol):
+    """Tables a graph read queries: the derived tables on disk (`core.tables.Tables`) or a `Scratch`."""
+
+    def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
 
 class _Nodes(Mapping[str, Node]):
@@ -72,76 +92,16 @@ class _Live(AbstractSet[str]):
         return set(values)
 
 
-class _Members(Mapping[str, AbstractSet[str]]):
-    """Node ids by type (live nodes) or by tag (nodes it is on), one query per name asked for."""
-
-    def __init__(self, graph: StoredGraph, one: str, every: str) -> None:
-        self.graph, self.one, self.every = graph, one, every
-
-    def __getitem__(self, name: str) -> AbstractSet[str]:
-        found = {i for (i,) in self.graph.tables.peek(self.one, (name,))}
-        if not found:
-            raise KeyError(name)
-        return found
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for (name,) in self.graph.tables.peek(self.every)])
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-
-class _Incoming:
-    def __init__(self, graph: StoredGraph) -> None:
-        self.graph = graph
-
-    def __contains__(self, node_id: object) -> bool:
-        return bool(self.graph.tables.peek("SELECT 1 FROM graph_edges WHERE dst = ? LIMIT 1", (node_id,)))
-
-
-class _Origins(Mapping[str, str]):
-    """Where an imported node came from -> the first node made from it."""
-
-    def __init__(self, graph: StoredGraph) -> None:
-        self.graph = graph
-
-    def __getitem__(self, origin: str) -> str:
-        found = self.graph.tables.peek("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
-        if found is None:
-            raise KeyError(origin)
-        return str(found)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(
-            [o for (o,) in self.graph.tables.peek("SELECT DISTINCT origin FROM graph_nodes WHERE origin != ''")]
-        )
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-
 class StoredGraph:
-    """The graph as its tables hold it now (the caller brought them up to date: `ondisk.served`)."""
+    """The graph as its tables hold it now (the caller brought them up to date: `writes.graph`)."""
 
-    def __init__(self, tables: Tables) -> None:
+    def __init__(self, tables: Peeks) -> None:
         self.tables = tables
         self._loaded: dict[str, Node | None] = {}
         self._tags: dict[str, set[str]] = {}
         self._briefs: dict[str, Brief] = {}
         self.nodes = _Nodes(self)
         self.live = _Live(self)
-        self.by_type = _Members(
-            self,
-            "SELECT id FROM graph_nodes WHERE type = ? AND live",
-            "SELECT DISTINCT type FROM graph_nodes WHERE live",
-        )
-        self.by_tag = _Members(
-            self,
-            'SELECT node FROM graph_tags WHERE tag = ? AND "on"',
-            'SELECT DISTINCT tag FROM graph_tags WHERE "on"',
-        )
-        self.inc = _Incoming(self)
-        self.origins = _Origins(self)
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -169,6 +129,19 @@ class StoredGraph:
         order = list(ids)
         found = self.load(order)
         return [found[i] for i in order]
+
+    def of_type(self, node_type: str) -> set[str]:
+        """The ids of the live nodes of this type."""
+        return {i for (i,) in self.tables.peek("SELECT id FROM graph_nodes WHERE type = ? AND live", (node_type,))}
+
+    def tagged(self, tag: str) -> set[str]:
+        """The ids of the nodes `tag` is on (deleted ones too: one lookup of the tags' index)."""
+        return {i for (i,) in self.tables.peek('SELECT node FROM graph_tags WHERE tag = ? AND "on"', (tag,))}
+
+    def origin(self, origin: str) -> str | None:
+        """The first node made from an imported item that came from `origin`, if any."""
+        found = self.tables.peek("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
+        return None if found is None else str(found)
 
     def tags_of(self, node_id: str) -> set[str]:
         self.load([node_id])
@@ -235,15 +208,28 @@ class StoredGraph:
         marked = [(mark_of(blob)[0], src) for src, blob in self.tables.peek(sql, (node_id,))]
         return max(marked)[1] if marked else None
 
-    def superseded(self, ids: Iterable[str]) -> set[str]:
-        sql = """SELECT DISTINCT e.dst FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
-            WHERE e.type = 'SUPERSEDES' AND e."on" """
-        return {i for (i,) in self.tables.peek(sql)} & set(ids)
-
     def walk(
         self, root: str, depth_limit: int, *, forward: bool, backward: bool, types: tuple[str, ...] | None = None
     ) -> list[Step]:
-        return walk(self, root, depth_limit, forward=forward, backward=backward, types=types)
+        """Breadth first from `root`, each node once, at most `depth_limit` hops along edges (of `types`,
+        or any), outgoing when `forward`, incoming when `backward`."""
+        steps: list[Step] = []
+        seen = {root}
+        frontier = [root]
+        for depth in range(1, depth_limit + 1):
+            following: list[str] = []
+            for current in frontier:
+                near = [(e.target, e.type) for e in self.edges_out(current)] if forward else []
+                near += [(e.source, e.type) for e in self.edges_in(current)] if backward else []
+                for other, edge_type in near:
+                    if other not in seen and (types is None or edge_type in types):
+                        seen.add(other)
+                        following.append(other)
+                        steps.append(Step(depth, self.nodes[other], edge_type, current))
+            frontier = following
+            if not frontier:
+                break
+        return steps
 
     def saved_views(self) -> list[SavedView]:
         found = (self.saved_view(name) for (name,) in self.tables.peek("SELECT name FROM graph_views ORDER BY name"))
@@ -257,24 +243,25 @@ class StoredGraph:
     # -- whole-graph reads, as queries -------------------------------------------------------------
 
     def matching(self, expr: Expr, now_ms: int) -> set[str]:
-        """The ids of live nodes that match `expr` (query.evaluate's meaning), in one query."""
-        where, params = _where(self, expr, now_ms)
-        return set(self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.live AND ({where})", params))
+        """The ids of live nodes that match `expr`, in one query; `now_ms` anchors durations such as 24h."""
+        condition, params = where(expr, now_ms, self.prefixed)
+        return set(self._keep_briefs(f"SELECT {_BRIEF} FROM graph_nodes n WHERE n.live AND ({condition})", params))
 
     def first_ranked(
         self, expr: Expr, now_ms: int, count: int, archived_ok: bool, superseded_ok: bool
     ) -> tuple[list[str], int, dict[str, int]]:
-        """`compose.candidates_for` ranked as `compose.ranked` ranks (tier, then newest update), in two
-        queries: the first `count` ids, how many more there are, and how many matches were left out why."""
-        where, params = _where(self, expr, now_ms)
+        """`compose.candidates_for` in two queries: the first `count` ids as `compose.ranked` ranks them (tier,
+        then newest update; all of them, unordered, for a negative count), how many more there are, and how many
+        matches were left out why."""
+        condition, params = where(expr, now_ms, self.prefixed)
         archived = "0" if archived_ok else _ARCHIVED
         superseded = "0" if superseded_ok else f"NOT {archived} AND {_SUPERSEDED}"
-        base = f"FROM graph_nodes n WHERE n.live AND ({where})"
+        base = f"FROM graph_nodes n WHERE n.live AND ({condition})"
         counted = f"SELECT count(*), coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0) {base}"
         matched, archives, supersedes = self.tables.peek(counted, params)[0]
         kept = f"{base} AND NOT {archived} AND NOT ({superseded})"
-        order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?"
-        chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count])
+        order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?" if count >= 0 else ""
+        chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count] if order else params)
         excluded = {"archived (tier:off-context)": archives, "superseded": supersedes}
         beyond = matched - archives - supersedes - len(chosen)
         return chosen, beyond, {reason: number for reason, number in excluded.items() if number}
@@ -331,57 +318,3 @@ _TIER_RANK = (
     f"CASE WHEN {_tagged(model.PINNED)} THEN 0 WHEN {_tagged(model.REFERENCE)} THEN 1"
     f" WHEN {_tagged(model.WORKING)} THEN 2 ELSE 3 END"
 )
-_COLUMNS = {"tokens": "n.tokens", "created": "n.created_ms", "updated": "n.updated_ms"}
-_OPERATORS = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "=": "="}
-_HAS_EDGES = """(EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.dst AND o.live
-    WHERE e.src = n.id AND e."on") OR EXISTS (SELECT 1 FROM graph_edges e JOIN graph_nodes o ON o.id = e.src AND o.live
-    WHERE e.dst = n.id AND e."on"))"""
-
-
-def _where(graph: StoredGraph, expr: Expr, now_ms: int) -> tuple[str, list[Any]]:
-    """`expr` as an SQL condition on `graph_nodes n` (a live node), with its parameters."""
-    if isinstance(expr, All):
-        return "1", []
-    if isinstance(expr, And | Or):
-        left, left_params = _where(graph, expr.left, now_ms)
-        right, right_params = _where(graph, expr.right, now_ms)
-        joint = "AND" if isinstance(expr, And) else "OR"
-        return f"({left}) {joint} ({right})", left_params + right_params
-    if isinstance(expr, Not):
-        inner, params = _where(graph, expr.inner, now_ms)
-        return f"NOT ({inner})", params
-    return _leaf(graph, expr, now_ms)
-
-
-def _leaf(graph: StoredGraph, leaf: Leaf, now_ms: int) -> tuple[str, list[Any]]:
-    tagged = 'n.id IN (SELECT node FROM graph_tags WHERE "on" AND ({}))'
-    if leaf.field == "type":
-        return "n.type = ?", [leaf.value]
-    if leaf.field == "tag":
-        if leaf.op == "prefix":  # (a range of the tags' index)
-            return tagged.format("tag >= ? AND tag < ? AND substr(tag, 1, ?) = ?"), [
-                leaf.value,
-                leaf.value + "\U0010ffff",
-                len(leaf.value),
-                leaf.value,
-            ]
-        if leaf.op == "plain":
-            return tagged.format("tag = ? OR (instr(tag, ':') AND substr(tag, instr(tag, ':') + 1) = ?)"), [
-                leaf.value,
-                leaf.value,
-            ]
-        return tagged.format("tag = ?"), [leaf.value]
-    if leaf.field in ("from", "to"):
-        wanted = leaf.value.strip().lower()
-        node_id = resolve_prefix(leaf.value, graph.prefixed(wanted, SHOWN), f"node id in {leaf.field}:")
-        near, here = ("dst", "src") if leaf.field == "from" else ("src", "dst")
-        return f'n.id IN (SELECT {near} FROM graph_edges WHERE {here} = ? AND "on")', [node_id]
-    if leaf.field == "text":
-        return "n.id IN (SELECT id FROM graph_node_text WHERE instr(lower, ?))", [leaf.value]
-    if leaf.field == "has":
-        return ("n.summary", []) if leaf.value == "summary" else (_HAS_EDGES, [])
-    column = _COLUMNS[leaf.field]
-    point = now_ms - leaf.number if leaf.relative else leaf.number
-    if leaf.op == "day":
-        return f"{column} >= ? AND {column} < ?", [point, point + 86_400_000]
-    return f"{column} {_OPERATORS[leaf.op]} ?", [point]

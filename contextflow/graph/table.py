@@ -12,6 +12,8 @@ Columns beside each row's state (`data`, `mark`) are what queries filter and ord
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +92,7 @@ def mark_of(blob: bytes) -> Mark:
 
 def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The node's `graph_nodes` row and its `graph_node_text` row."""
-    from contextflow.graph.reading import shortest_text
+    from contextflow.graph.model import shortest_text
 
     data = [
         node.id,
@@ -189,36 +191,14 @@ def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str]) 
     return state
 
 
-def load(db: Writer) -> GraphState:
-    """The whole graph the tables hold (a reader's base while they are not current)."""
-    from contextflow.graph.view import GraphState
-
-    state = GraphState()
-    for blob, lower in db.execute("SELECT data, lower FROM graph_node_text"):
-        node = node_of(blob, lower)
-        state.nodes[node.id] = node
-    for node_id, tag, blob in db.execute("SELECT node, tag, mark FROM graph_tags"):
-        state.tag_marks.setdefault(node_id, {})[tag] = mark_of(blob)
-    for src, dst, kind, blob in db.execute("SELECT src, dst, type, mark FROM graph_edges"):
-        state.edges[(src, dst, kind)] = mark_of(blob)
-    for name, blob in db.execute("SELECT name, mark FROM graph_views"):
-        state.views[name] = mark_of(blob)
-    for node in state.nodes.values():  # the fold's indexes, as its events would have left them
-        if node.exists and not node.deleted:
-            state.live.add(node.id)
-        if node.type:
-            state.by_type.setdefault(node.type, set()).add(node.id)
-        if node.origin:
-            known = state.origins.get(node.origin)
-            state.origins[node.origin] = min(known, node.id) if known else node.id
-    for node_id, tags in state.tag_marks.items():
-        for tag, mark in tags.items():
-            if mark[0] > mark[1]:
-                state.by_tag.setdefault(tag, set()).add(node_id)
-    for src, dst, kind in state.edges:
-        state.out.setdefault(src, set()).add((dst, kind))
-        state.inc.setdefault(dst, set()).add((src, kind))
-    return state
+def load(db: Writer) -> Scratch:
+    """The tables' rows copied into memory (a reader's base while the tables are not current)."""
+    scratch = Scratch()
+    for table in TABLE_NAMES:
+        rows = db.execute(f"SELECT * FROM {table}").fetchall()
+        if rows:
+            scratch.fill(f"INSERT INTO {table} VALUES ({marks(len(rows[0]))})", rows)
+    return scratch
 
 
 def apply(db: Writer, events: list[Event]) -> None:
@@ -245,6 +225,70 @@ def apply(db: Writer, events: list[Event]) -> None:
         "INSERT OR REPLACE INTO graph_views(name, mark) VALUES (?, ?)",
         [(name, orjson.dumps(mark)) for name, mark in state.views.items()],
     )
+
+
+class Scratch:
+    """The graph's tables in an SQLite database in memory, for a store or a moment the tables on disk do not
+    serve (an HTTP grant's filtered store, a batch not in the logs yet, a build under way): the events given
+    to it (`add`) are folded by `apply`, as on disk, a batch at a time (before a read at the latest)."""
+
+    BATCH = 5000
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)  # (the HTTP bridge's threads: `_lock`)
+        for statement in SCHEMA:
+            self._db.execute(statement)
+        self._pending: list[Event] = []
+        self._lock = threading.Lock()
+
+    def fill(self, sql: str, rows: list[Any]) -> None:
+        with self._lock, self._db:
+            self._db.executemany(sql, rows)
+
+    def add(self, event: Event) -> None:
+        with self._lock:
+            self._pending.append(event)
+            if len(self._pending) >= self.BATCH:
+                self._fold()
+
+    def _fold(self) -> None:
+        events, self._pending = self._pending, []
+        if events:
+            with self._db:
+                apply(self._db, events)
+
+    def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._fold()
+            return self._db.execute(sql, params).fetchall()
+
+    def rows(self) -> list[list[tuple[Any, ...]]]:
+        """Every table's rows, sorted (equal scratches hold equal rows)."""
+        return [sorted(self.peek(f"SELECT * FROM {table}")) for table in TABLE_NAMES]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scratch) and self.rows() == other.rows()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ScratchView:
+    """The graph as the store folds it where the tables on disk do not serve (`Scratch`)."""
+
+    name = "graph"
+
+    def initial(self) -> Scratch:
+        return Scratch()
+
+    def apply(self, state: Scratch, event: Event) -> None:
+        if event.kind.startswith("graph."):
+            state.add(event)
+
+    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+        """Compaction: what the pure fold does without (`GraphView.unneeded`)."""
+        from contextflow.graph.view import GraphView
+
+        return GraphView().unneeded(events)
 
 
 TABLES = TableSet(

@@ -22,8 +22,8 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import inbound, model
-from contextflow.graph.query import evaluate, parse
-from contextflow.graph.reading import Graph
+from contextflow.graph.query import parse
+from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Node
 from contextflow.graph.writes import edge_item, graph, node_item
 
@@ -33,7 +33,7 @@ VERSION = 1
 
 def export_graph(app: App, query: str | None = None) -> dict[str, Any]:
     state = graph(app)
-    ids = evaluate(parse(query), state, now_ms()) if query else set(state.live)
+    ids = state.matching(parse(query), now_ms()) if query else set(state.live)
     chosen = sorted(state.many(ids), key=lambda node: node.created_key)  # (read together)
     return {
         "format": FORMAT,
@@ -93,15 +93,16 @@ def _differs(here: Node | None, exported: dict[str, Any]) -> bool:
     return content.strip() != here.content.strip() or exported.get("type") not in (None, here.type)
 
 
-def _local_id(state: Graph, exported_id: str, origin: str | None) -> str | None:
+def _local_id(state: StoredGraph, exported_id: str, origin: str | None) -> str | None:
     """The node here that is the exported one (same id, same origin, or imported from it)."""
     for key in (exported_id, origin):
         if not key:
             continue
         if key in state.nodes and state.nodes[key].exists:
             return key
-        if key in state.origins:
-            return state.origins[key]
+        found = state.origin(key)
+        if found is not None:
+            return found
     return None
 
 
@@ -199,7 +200,7 @@ def import_graph(app: App, doc: Any, *, merge: bool = False, dry_run: bool = Fal
 
 
 def _view_items(
-    state: Graph,
+    state: StoredGraph,
     views: list[dict[str, Any]],
     merge: bool,
     result: Imported,
@@ -251,7 +252,7 @@ def ingest_file(app: App, path: str | Path, *, tags: list[str] | None = None, ag
     digest = hashlib.sha256(raw).hexdigest()
     state = graph(app)
     previous: list[str] = []  # the file's current node (each part of it), superseded by the new one
-    for node_id in sorted(state.by_type.get("source", set()) & state.live):
+    for node_id in sorted(state.of_type("source")):
         node = state.nodes[node_id]
         if node.metadata.get("path") == str(file) and not state.superseded_by(node_id):
             if node.metadata.get("sha256") == digest and node.metadata.get("part", 1) == 1:

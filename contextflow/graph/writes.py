@@ -21,27 +21,25 @@ from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, MAX_NAME_CHARS
 from contextflow.graph.query import parse
-from contextflow.graph.reading import Graph
-from contextflow.graph.view import GraphState, GraphView, Node, SavedView
+from contextflow.graph.stored import StoredGraph
+from contextflow.graph.table import ScratchView
+from contextflow.graph.view import Node, SavedView
 
 Item = tuple[str, dict[str, Any]]
 PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
 
 
-def graph(app: App) -> Graph:
-    """The graph for one call: its tables on disk when they hold every event (graph/stored.py), else
-    the fold (while the derived tables are built, or for a store that does not read them)."""
+def graph(app: App) -> StoredGraph:
+    """The graph for one call: its tables on disk when they hold every event, else the same tables in
+    memory (`table.Scratch`: while the derived tables are built, or for a store that does not read them)."""
     from contextflow.graph.table import TABLES
 
     if ondisk.served(app, TABLES):
-        from contextflow.graph.stored import StoredGraph
-
         return StoredGraph(app.tables())
-    state: GraphState = ondisk.view(app, GraphView)
-    return state
+    return StoredGraph(ondisk.view(app, ScratchView))
 
 
-def resolve(state: Graph, prefix: str, what: str = "node id") -> Node:
+def resolve(state: StoredGraph, prefix: str, what: str = "node id") -> Node:
     """The live node whose id is `prefix` or starts with it (git-style)."""
     if not prefix.strip():
         raise InputError(f"{arg(what)} is required: pass a node id or a unique prefix of it")
@@ -54,7 +52,7 @@ def resolve(state: Graph, prefix: str, what: str = "node id") -> Node:
     return state.nodes[resolve_prefix(wanted, state.prefixed(wanted, PREFIX_SHOWN), what)]
 
 
-def ends(state: Graph, source: str, target: str) -> tuple[Node, Node]:
+def ends(state: StoredGraph, source: str, target: str) -> tuple[Node, Node]:
     """An edge's two nodes; a miss says which end it is: "the edge's target: no node id starts with ..."."""
     found = []
     for end, given in (("source", source), ("target", target)):
@@ -117,7 +115,7 @@ def parse_links(value: list[dict[str, Any]] | None) -> list[Link]:
     return links
 
 
-def same_node(state: Graph, node_type: str, content: str, tags: list[str]) -> Node | None:
+def same_node(state: StoredGraph, node_type: str, content: str, tags: list[str]) -> Node | None:
     """The oldest live node with this type and tags and the same content but for case, white
     space and final punctuation (`model.dedupe_key`), if any."""
     wanted = set(tags)
@@ -274,7 +272,7 @@ def untag(app: App, node_id: str, names: list[str]) -> list[str]:
     return _retag(app, node_id, names, False, "pass the tags to remove")
 
 
-def archive_items(state: Graph, node_ids: list[str]) -> list[Item]:
+def archive_items(state: StoredGraph, node_ids: list[str]) -> list[Item]:
     """Events that move nodes to tier:off-context (dropping their other tiers)."""
     items: list[Item] = []
     for node_id in node_ids:

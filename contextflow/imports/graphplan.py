@@ -27,7 +27,7 @@ from contextflow.app import App
 from contextflow.core.ids import derived_id
 from contextflow.core.text import clip
 from contextflow.graph import model
-from contextflow.graph.reading import Graph
+from contextflow.graph.stored import StoredGraph
 from contextflow.graph.writes import edge_item, graph
 from contextflow.imports.model import EdgeRecord, Planned, SourceError
 from contextflow.imports.stage import VERSION_KEY, EdgeRow, Stage, node_id, version
@@ -94,7 +94,7 @@ class Planner:
 
     def _node(
         self,
-        state: Graph,
+        state: StoredGraph,
         stage: Stage,
         nid: str,
         digest: str,
@@ -128,7 +128,7 @@ class Planner:
         if gained:
             yield self._counted(Planned(tag, model.TAG, {"node": nid, "tags": gained}, "tag", ", ".join(gained)))
 
-    def _edge(self, state: Graph, row: EdgeRow, eid: str, known: set[str]) -> Iterator[Planned]:
+    def _edge(self, state: StoredGraph, row: EdgeRow, eid: str, known: set[str]) -> Iterator[Planned]:
         edge = row.record
         ends = ((row.source_here, row.source), (row.target_here, row.target))
         if not all(here or state.node(nid) is not None for here, nid in ends):

@@ -11,7 +11,7 @@ from contextflow.app import App
 from contextflow.core.errors import InputError, arg
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import transfer
-from contextflow.graph.query import evaluate, parse
+from contextflow.graph.query import parse
 from contextflow.graph.writes import graph
 from contextflow.imports import servermemory
 from contextflow.imports.run import run_import, settle
@@ -60,7 +60,7 @@ def export(app: App, args: JSON) -> Reply:
     if args.get("to") == "server-memory":
         query = args.get("query")
         state = graph(app)
-        ids = evaluate(parse(query), state, now_ms()) if query else set(state.live)
+        ids = state.matching(parse(query), now_ms()) if query else set(state.live)
         data, entities, relations = servermemory.export_lines(state, ids)
         _write(output, data)
         counts = {"file": output, "format": "server-memory", "entities": entities, "relations": relations}

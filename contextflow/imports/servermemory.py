@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from contextflow.graph.model import NODE_TYPES
-from contextflow.graph.reading import Graph
+from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Node
 from contextflow.imports.model import (
     EdgeRecord,
@@ -101,7 +101,7 @@ def items(label: str, handle: BinaryIO) -> Iterator[Item]:
 # -- export ----------------------------------------------------------------------------------
 
 
-def _entity(state: Graph, node: Node) -> dict[str, Any]:
+def _entity(state: StoredGraph, node: Node) -> dict[str, Any]:
     name, entity_type = node.metadata.get("name"), node.metadata.get("entityType")
     if node.origin.startswith(PREFIX) and isinstance(name, str) and isinstance(entity_type, str):
         observations = observations_of(node.content, name, entity_type)
@@ -115,7 +115,7 @@ def _entity(state: Graph, node: Node) -> dict[str, Any]:
     return {"name": node.id, "entityType": node.type, "observations": observations}
 
 
-def export_lines(state: Graph, ids: set[str]) -> tuple[bytes, int, int]:
+def export_lines(state: StoredGraph, ids: set[str]) -> tuple[bytes, int, int]:
     """The nodes `ids` and the edges between them as a memory.json, with the entity and relation counts."""
     nodes = sorted(state.many(ids), key=lambda node: node.created_key)  # (read together)
     names: dict[str, str] = {}

@@ -26,7 +26,6 @@ from contextflow.features import operations
 from contextflow.graph.writes import graph
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import JSON, Operation
-from contextflow.sessions import stored
 
 PAGE = 50  # entries, sessions and records per page
 MAX_PAGE = 200
@@ -73,7 +72,8 @@ class Api:
 
     def warm(self) -> None:
         """Bring up to date (or fold) what the first pages read, so the first request does not pay for it:
-        the sessions' and the graph's derived tables (the graph's fold where they cannot serve), giving way to
+        the sessions' and the graph's derived tables (the graph's tables in memory where those on disk cannot
+        serve), giving way to
         requests between; then bring the search index up to
         date (a first build shows its progress on the search page)."""
         try:
@@ -83,10 +83,8 @@ class Api:
                 with self.lock:
                     if view == "sessions":
                         self.app.tables().update()  # sessions are read from the tables only: no fold to hold
-                    elif not stored.disk(self.app):
-                        self.app.store.view(view)
                     else:
-                        graph(self.app)  # its tables brought up to date (folded only where they cannot serve)
+                        len(graph(self.app).live)  # its tables brought up to date (or filled in memory)
         except Exception as exc:  # a page will report the same problem when it asks
             print(f"contextflow ui: could not read the store yet: {exc}", flush=True)
         try:
