@@ -25,10 +25,11 @@ from contextflow.core.compact import compact
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
 from contextflow.core.progress import Progress
-from contextflow.features import all_views
+from contextflow.records import core as records
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
 from contextflow.search.index import Doc
+from tests import search_oracle
 
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
@@ -85,7 +86,7 @@ def on_disk(app: App) -> dict[str, Doc]:
 
 
 def in_memory(app: App) -> dict[str, Doc]:
-    return dict(retrieval.memory_index(app.store).docs)
+    return dict(search_oracle.memory_index(app.store).docs)
 
 
 def write_lines(folder: Path, plan: list[tuple[str, int, tuple[str, dict[str, Any]]]], start: int) -> None:
@@ -137,10 +138,60 @@ def test_results_match_the_in_memory_ranking(app):
     stock(app)
     for n in range(30):
         app.store.append("note", {"project": "web", "text": f"retry budget {n} " + " ".join(WORDS[: n % 9 + 1])})
-    memory = App.open(views=all_views())  # folds search in memory, as a grant's filtered store does
+    now = 1_900_000_000_000
     for query in ("retry budget", "websocket token deploy", "flaky review schema"):
         for project in (None, "web"):
-            assert refs(app, query, project=project, limit=10) == refs(memory, query, project=project, limit=10)
+            wanted = retrieval.Query(query, 10, project=project)
+            oracle = [hit.doc.ref for hit in retrieval.rank(search_oracle.memory_index(app.store), wanted, now)]
+            assert refs(app, query, project=project, limit=10, now_ms=now) == oracle
+
+
+def test_a_grant_limited_to_some_projects_searches_the_shared_index_within_them(app):
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    app.store.append("note", {"project": "A", "text": "zebra quartz plan for A"})
+    app.store.append("note", {"project": "B", "text": "zebra quartz secret of B"})
+    app.store.append("note", {"text": "zebra quartz in the default project"})
+    records.set_record(app, key="fact:zebra", value={"text": "zebra quartz, a record of no project"})
+    assert len(refs(app, "zebra quartz")) == 4
+    for read, expected in (({"A"}, 1), ({"A", "B"}, 2), ({"A", "shared"}, 3)):
+        granted = grant_app(app, Grant("t", b"", frozenset(read), frozenset()))
+        try:
+            assert not granted.store.folds("search")  # no fold of every log: the index, within its projects
+            found = retrieval.get_context(granted, query="zebra quartz").shown
+            assert len(found) == expected
+            assert ("secret of B" in " ".join(shown.hit.doc.text("text") for shown in found)) == ("B" in read)
+            only_a = retrieval.get_context(granted, query="zebra quartz", project="A").shown
+            no_project = ["fact:zebra"] if "shared" in read else []  # in every project, seen with the default one
+            assert only_a[0].hit.doc.text("text") == "zebra quartz plan for A"
+            assert [shown.hit.doc.ref for shown in only_a[1:]] == no_project
+        finally:
+            granted.close()
+
+
+def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_is_partial(app, monkeypatch):
+    from filelock import FileLock
+
+    stock(app)
+    assert len(refs(app, "websocket messages")) == 1
+    monkeypatch.setattr(derived, "BUSY_AFTER_S", 0.05)
+    monkeypatch.setattr(derived, "HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(derived, "TAIL_EVENTS", 0)  # the new events need a commit (not ranked beside the index)
+    lock_path = app.store.state_dir / derived.FOLDER / derived.LOCK_FILE
+    holder = FileLock(lock_path)  # another holder (its own descriptor), silent since long ago
+    holder.acquire()
+    try:
+        os.utime(lock_path, (1, 1))
+        app.store.append("note", {"project": "web", "text": "zeppelin hangar written while the index is locked"})
+        result = retrieval.get_context(app, query="websocket messages")
+        assert result.text.splitlines()[1].startswith("PARTIAL: another process holds the search index")
+        assert "MB indexed" in result.partial and result.as_dict()["partial"] == result.partial
+        assert len(result.shown) == 1  # what the index held is found
+    finally:
+        holder.release()
+    result = retrieval.get_context(app, query="zeppelin hangar")
+    assert not result.partial and len(result.shown) == 1
 
 
 def test_a_damaged_index_is_detected_and_rebuilt(app):

@@ -344,6 +344,9 @@ class Store:
     # Threads of one process that append through stores of the same writer queue on this (a store
     # shared by threads sets a lock) instead of polling the writer's file lock.
     appending: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    # The projects this store's reader may see (None: every one): an HTTP grant's. Views it folds are filtered
+    # by event; what is read from the machine's shared derived state (the search index) is filtered by it.
+    read_scope: frozenset[str] | None = None
 
     def known(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""

@@ -231,6 +231,7 @@ class DiskIndex:
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
         without: Collection[str] = (),
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (body, and the near field at NEAR_WEIGHT when
@@ -253,6 +254,8 @@ class DiskIndex:
             filters.append(query_.term_set_query(schema, "kind", wanted))
         if speakers:
             filters.append(query_.term_set_query(schema, "agent", list(speakers)))
+        if scope is not None:
+            filters.append(query_.term_set_query(schema, "project", [project_term(p) for p in ranking.scoped(scope)]))
         if spans:
             filters.append(query_.boolean_query([
                 (should, query_.range_query(schema, "at", tantivy.FieldType.Unsigned, lo, hi, include_upper=False))

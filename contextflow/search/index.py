@@ -350,14 +350,18 @@ class SearchIndex:
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
     ) -> list[ranking.Candidate]:
         """The `size` best raw scores as the ranking's candidates (`ranking.Searchable.pool`), filtered here."""
+        seen = None if scope is None else set(ranking.scoped(scope))
 
         def accept(doc: Doc) -> float:
             if kinds and doc.kind not in kinds:
                 return 0.0
             if project is not None and doc.project and doc.project != project:
                 return 0.0  # a document without a project (a context record, a thought) is in every project
+            if seen is not None and doc.project not in seen:
+                return 0.0
             if speakers and not set(speakers) & set(ranking.agent_terms(str(doc.value("agent") or ""))):
                 return 0.0
             return 0.0 if spans and not any(low <= doc.at_ms < high for low, high in spans) else 1.0

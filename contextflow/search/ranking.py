@@ -172,10 +172,12 @@ class Searchable(Protocol):
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (and the neighbour field when `near`) as candidates,
         within the kinds (none: all), the project (None: all; documents without a project are in every
-        project) and, when given, the agents named `speakers` and the creation-time `spans`."""
+        project), the projects a reader may see (`scope`, None: all; `scoped`) and, when given, the agents
+        named `speakers` and the creation-time `spans`."""
         ...
 
     def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]: ...
@@ -187,6 +189,14 @@ class Searchable(Protocol):
     def frequency(self, term: str) -> int: ...
 
     def count(self) -> int: ...
+
+
+def scoped(scope: Collection[str]) -> list[str]:
+    """The document projects a reader limited to the projects `scope` sees: those, and "" (no project)
+    when it sees the default project, where an event without a project belongs (`core.project.project_of`)."""
+    from contextflow.core.project import DEFAULT_PROJECT
+
+    return sorted({*scope, *([""] if DEFAULT_PROJECT in scope else [])})
 
 
 class Plan(NamedTuple):

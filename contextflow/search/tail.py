@@ -123,10 +123,12 @@ class TailedIndex:
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
     ) -> list[Candidate]:
         """The `size` best raw scores of the index (without the tail's ids) and the tail together."""
-        found = self.disk.pool(terms, size, kinds, project, near, speakers, spans, without=self.pending.keys())
-        found += self._scored(terms, size, kinds, project, near, speakers, spans)
+        found = self.disk.pool(terms, size, kinds, project, near, speakers, spans, scope, self.pending.keys())
+        seen = None if scope is None else set(ranking.scoped(scope))
+        found += self._scored(terms, size, kinds, project, near, speakers, spans, seen)
         return heapq.nlargest(size, found, key=lambda c: (c.raw, c.tie))
 
     def _scored(
@@ -138,6 +140,7 @@ class TailedIndex:
         near: bool,
         speakers: Sequence[str],
         spans: Sequence[tuple[int, int]],
+        seen: set[str] | None,
     ) -> list[Candidate]:
         """The tail's documents within the filters, scored as tantivy scores the index's query."""
         docs, body_avg, near_avg = self._stats()
@@ -159,7 +162,7 @@ class TailedIndex:
             item = entry.row
             if (kinds and item.kind not in kinds) or (project is not None and item.project not in (project, "")):
                 continue
-            if named and not named.intersection(item.agent):
+            if (named and not named.intersection(item.agent)) or (seen is not None and item.project not in seen):
                 continue
             if spans and not any(low <= item.at < high for low, high in spans):
                 continue
