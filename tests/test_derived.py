@@ -28,7 +28,7 @@ from contextflow.core.progress import Progress
 from contextflow.records import core as records
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
-from contextflow.search.index import Doc
+from contextflow.search.docs import Doc
 from tests import search_oracle
 
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
@@ -360,7 +360,7 @@ def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkey
 @settings(max_examples=150, deadline=None)
 @given(plan=events, parts=st.lists(st.integers(0, 2), min_size=30, max_size=30))
 def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(plan, parts):
-    from contextflow.search.index import join
+    from contextflow.search.docs import join
     from contextflow.search.sink import fold
 
     made = [

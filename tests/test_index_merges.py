@@ -14,8 +14,8 @@ from contextflow.app import App
 from contextflow.features import all_views
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
+from contextflow.search.docs import Doc
 from contextflow.search.files import FilesDamaged, check, committed
-from contextflow.search.index import Doc
 from tests import search_oracle
 
 

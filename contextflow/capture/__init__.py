@@ -10,6 +10,6 @@ FEATURE = Feature(
     views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
-    search_version=(1, "50b41debdbb7b2bcd522"),
+    search_version=(1, "be264e72b429164d179c"),
     tables={"capture": "contextflow.capture.table:TABLES"},
 )

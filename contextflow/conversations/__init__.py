@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"conversations": "contextflow.conversations.view:ConversationsView"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "35ca957c05ebc0f13e86"),
+    search_version=(1, "29be9f37a7926331e6c5"),
     commands={"conversations": "saved conversation records"},
 )

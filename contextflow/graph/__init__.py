@@ -16,6 +16,6 @@ FEATURE = Feature(
     views={"graph": "contextflow.graph.view:GraphView"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
-    search_version=(1, "5d72dd9a40dedd9bf13e"),
+    search_version=(1, "0a6083a5e7a077051317"),
     commands={"view": "saved graph views"},
 )

@@ -9,6 +9,6 @@ FEATURE = Feature(
     views={"records": "contextflow.records.view:RecordsView"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "84309a7ed44697f290f2"),
+    search_version=(1, "040e60dd5f52e6e57d5b"),
     commands={"context": "keyed context records"},
 )

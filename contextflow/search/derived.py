@@ -12,7 +12,7 @@ On-disk contract (`<state folder>/derived/`, machine-local, never synced, always
 A call compares every log's signature with `state.json` (one stat each). When a log grew, the
 process that sees it first takes the lock, reads only the new bytes, folds their events into the
 documents they touch and commits; the others wait for the lock, then find the index current.
-Folding is last-writer-wins by event order key (`search.index.merge`), so replaying events after a
+Folding is last-writer-wins by event order key (`search.docs.merge`), so replaying events after a
 crash between a commit and the `state.json` after it changes nothing. A log that changed any other
 way (rewritten by compaction, a conflict copy removed), a version change, or an index that fails
 to open or read (a torn or damaged file) means a rebuild from the logs, which stay the only truth.
