@@ -194,6 +194,39 @@ def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_i
     assert not result.partial and len(result.shown) == 1
 
 
+def test_a_search_far_behind_answers_from_what_is_indexed_while_a_detached_process_builds(app, monkeypatch):
+    stock(app)
+    assert len(refs(app, "websocket messages")) == 1
+    app.store.append("note", {"project": "web", "text": "zeppelin hangar synced from another machine"})
+    monkeypatch.setattr(derived, "BACKGROUND_BYTES", 0)  # every backlog is a large one
+    started: list[int] = []
+    monkeypatch.setattr(derived.DerivedSearch, "_start_build", lambda self: started.append(1))
+    result = retrieval.get_context(app, query="websocket messages zeppelin hangar")
+    assert started == [1]  # the build runs elsewhere: this search did not fold the backlog
+    assert result.text.splitlines()[1].startswith("PARTIAL: the search index is being built on this machine (")
+    assert ["websocket" in shown.hit.doc.text("text") for shown in result.shown] == [True]  # what is indexed
+    derived.search_for(app.store).update()  # what the detached process does
+    result = retrieval.get_context(app, query="websocket messages zeppelin hangar")
+    assert not result.partial and len(result.shown) == 2
+
+
+def test_a_new_machines_first_search_says_nothing_is_indexed_yet_instead_of_no_match(tmp_path, monkeypatch):
+    first = open_app(tmp_path)
+    stock(first)
+    first.close()
+    monkeypatch.setattr(derived, "BACKGROUND_BYTES", 0)
+    monkeypatch.setattr(derived.DerivedSearch, "_start_build", lambda self: None)
+    fresh = open_app(tmp_path, state="new-machine")
+    try:
+        result = retrieval.get_context(fresh, query="websocket messages")
+        assert result.shown == [] and result.partial.startswith("PARTIAL: the search index is being built")
+        assert "No stored records match" in result.text and " of " in result.partial
+        derived.search_for(fresh.store).update()
+        assert len(retrieval.get_context(fresh, query="websocket messages").shown) == 1
+    finally:
+        fresh.close()
+
+
 def test_a_damaged_index_is_detected_and_rebuilt(app):
     stock(app)
     assert refs(app, "websocket")
