@@ -246,8 +246,14 @@ class SearchIndex:
 
     # -- querying --------------------------------------------------------------------------
 
-    def knows_speaker(self, word: str) -> bool:
-        return self.speakers.get(word, 0) > 0
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool:
+        if scope is None:
+            return self.speakers.get(word, 0) > 0
+        return any(word in ranking.agent_terms(str(doc.value("agent") or "")) for doc in self._within(scope))
+
+    def _within(self, scope: Collection[str]) -> list[Doc]:
+        seen = set(ranking.scoped(scope))
+        return [doc for doc in self.docs.values() if doc.visible and doc.project in seen]
 
     def search(self, terms: list[str], k: int, factor: Callable[[Doc], float], near: bool = True) -> list[Hit]:
         """The `k` best documents for `terms` by BM25 (body, plus the near field at NEAR_WEIGHT) times
@@ -348,16 +354,19 @@ class SearchIndex:
     def hits(self, ranked: list[tuple[float, ranking.Candidate]]) -> list[Hit]:
         return [Hit(c.handle, score) for score, c in ranked]
 
-    def count(self) -> int:
-        return self.visible_count
+    def count(self, scope: Collection[str] | None = None) -> int:
+        return self.visible_count if scope is None else len(self._within(scope))
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         """The asked terms each hit's neighbour field holds (`Doc.terms` has them already here)."""
         return [asked & {term for side in hit.doc.near_terms or () for term in side.split()} for hit in hits]
 
-    def frequency(self, term: str) -> int:
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
         """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
-        return self.df.get(term, 0) or min(1, self.df.get(NEAR + term, 0))
+        if scope is None:
+            return self.df.get(term, 0) or min(1, self.df.get(NEAR + term, 0))
+        ids = {doc.doc_id for doc in self._within(scope)}
+        return len(ids & set(self.posting(term))) or min(1, len(ids & set(self.posting(NEAR + term))))
 
 
 def candidate(doc: Doc, raw: float) -> ranking.Candidate:

@@ -170,6 +170,27 @@ def test_a_grant_limited_to_some_projects_searches_the_shared_index_within_them(
             granted.close()
 
 
+def test_a_grant_is_told_nothing_of_another_projects_words_by_how_strong_its_matches_are(app, tmp_path):
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    app.store.append("note", {"project": "A", "text": "zebra quartz plan", "agent": "claude"})
+    app.store.append("note", {"project": "B", "text": "flamingo secret flamingo", "agent": "maria"})
+    only_a = open_app(tmp_path / "only-a")  # what A's reader should see: a store holding A's events alone
+    only_a.store.append("note", {"project": "A", "text": "zebra quartz plan", "agent": "claude"})
+    granted = grant_app(app, Grant("t", b"", frozenset({"A"}), frozenset()))
+    try:
+        for query in ("zebra flamingo", "what did maria say about zebra", "zebra"):
+            seen = retrieval.get_context(granted, query=query).as_dict()
+            alone = retrieval.get_context(only_a, query=query).as_dict()
+            assert (seen["weak"], seen["count"]) == (alone["weak"], alone["count"]), query
+            assert [r["weak"] for r in seen["results"]] == [r["weak"] for r in alone["results"]], query
+        assert retrieval.get_context(granted, query="zebra flamingo").weak  # flamingo: unknown to A
+    finally:
+        granted.close()
+        only_a.close()
+
+
 def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_is_partial(app, monkeypatch):
     from filelock import FileLock
 

@@ -196,8 +196,13 @@ class DiskIndex:
             self._searcher = self.index.searcher()
         return self._searcher
 
-    def count(self) -> int:
-        return int(self.searcher.num_docs)
+    def count(self, scope: Collection[str] | None = None) -> int:
+        if scope is None:
+            return int(self.searcher.num_docs)
+        return int(self.searcher.search(self._in_scope(scope), 1, count=True).count)  # type: ignore[attr-defined]  # (not in the stubs)
+
+    def _in_scope(self, scope: Collection[str]) -> tantivy.Query:
+        return tantivy.Query.term_set_query(self.schema, "project", [project_term(p) for p in ranking.scoped(scope)])
 
     def totals(self) -> tuple[int, int]:
         """How many body and near terms the live documents hold (one sum of fast fields a commit)."""
@@ -255,7 +260,7 @@ class DiskIndex:
         if speakers:
             filters.append(query_.term_set_query(schema, "agent", list(speakers)))
         if scope is not None:
-            filters.append(query_.term_set_query(schema, "project", [project_term(p) for p in ranking.scoped(scope)]))
+            filters.append(self._in_scope(scope))
         if spans:
             filters.append(query_.boolean_query([
                 (should, query_.range_query(schema, "at", tantivy.FieldType.Unsigned, lo, hi, include_upper=False))
@@ -294,8 +299,14 @@ class DiskIndex:
     def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]:
         return [Hit(self._load(candidate.handle, candidate.timely), score) for score, candidate in ranked]
 
-    def knows_speaker(self, word: str) -> bool:
-        return bool(self.searcher.doc_freq("agent", word))
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool:
+        if scope is None:
+            return bool(self.searcher.doc_freq("agent", word))
+        must, query_ = tantivy.Occur.Must, tantivy.Query
+        query = query_.boolean_query(
+            [(must, query_.term_query(self.schema, "agent", word)), (must, self._in_scope(scope))]
+        )
+        return bool(self.searcher.search(query, 1, count=True).count)  # type: ignore[attr-defined]
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         """The asked terms each hit's neighbour field holds (its terms are not stored: one small query a term)."""
@@ -312,9 +323,16 @@ class DiskIndex:
                 found[where[int(tie or 0)]].add(term)
         return found
 
-    def frequency(self, term: str) -> int:
-        """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
-        return int(self.searcher.doc_freq("body", term)) or min(1, int(self.searcher.doc_freq("near", term)))
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
+        """In how many documents (within `scope`'s projects) the term is, in their text (0 also when only
+        in neighbour fields: then 1)."""
+        if scope is None:
+            return int(self.searcher.doc_freq("body", term)) or min(1, int(self.searcher.doc_freq("near", term)))
+        body, near = (
+            sum(int(self.searcher.doc_freq(name, qualified(p, term))) for p in ranking.scoped(scope))
+            for name in ("pbody", "pnear")
+        )
+        return body or min(1, near)
 
     def all_docs(self) -> list[Doc]:
         """Every document's state, deleted ones included (for tests and `doctor`; reads them all)."""

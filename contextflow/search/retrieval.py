@@ -111,11 +111,19 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     terms = query_terms(query.text)
     if not terms:
         return []
-    wanted = ranking.plan(query.text, index.knows_speaker)
+    scope = query.scope  # the statistics too are the reader's projects' (none of another project leaks)
+
+    def knows(word: str) -> bool:
+        return index.knows_speaker(word, scope)
+
+    def frequency(term: str) -> int:
+        return index.frequency(term, scope)
+
+    wanted = ranking.plan(query.text, knows)
     size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
-    named = [word for word in ranking.speaker_words(query.text) if index.knows_speaker(word)] if wanted.speakers else []
+    named = [word for word in ranking.speaker_words(query.text) if knows(word)] if wanted.speakers else []
     spans = when.month_spans(wanted.dates, now_ms)
-    deep, scope = max(MAX_LIMIT, query.limit), query.scope
+    deep, count = max(MAX_LIMIT, query.limit), index.count(scope)
     while True:
         pools = [index.pool(terms, size, kinds, project, near, scope=scope)]
         if named:
@@ -133,12 +141,12 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     asked = {term for word in words for term in word}
     held = [asked & hit.doc.terms() for hit in hits]
     own = [bool(holds) for holds in held]
-    flags = ranking.weak_flags(words, index.frequency, index.count(), held)
-    if any(flags) and not ranking.weak_flags(words, index.frequency, index.count(), [asked])[0]:
+    flags = ranking.weak_flags(words, frequency, count, held)
+    if any(flags) and not ranking.weak_flags(words, frequency, count, [asked])[0]:
         doubtful = [n for n, weak in enumerate(flags) if weak]  # their neighbour fields may hold more
         for n, more in zip(doubtful, index.near_holds(asked, [hits[n] for n in doubtful]), strict=True):
             held[n] |= more
-        flags = ranking.weak_flags(words, index.frequency, index.count(), held)
+        flags = ranking.weak_flags(words, frequency, count, held)
     for hit, weak, holds, itself in zip(hits, flags, held, own, strict=True):
         hit.weak = weak
         if not itself:  # never shown as a plain match: it is said to match beside it

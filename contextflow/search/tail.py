@@ -187,8 +187,13 @@ class TailedIndex:
             for score, c in ranked
         ]
 
-    def knows_speaker(self, word: str) -> bool:
-        return any(word in entry.row.agent for entry in self.pending.values()) or self.disk.knows_speaker(word)
+    def _within(self, scope: Collection[str] | None) -> list[Pending]:
+        """The tail's documents within `scope`'s projects (all of them for None)."""
+        seen = None if scope is None else set(ranking.scoped(scope))
+        return [entry for entry in self.pending.values() if seen is None or entry.row.project in seen]
+
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool:
+        return any(word in entry.row.agent for entry in self._within(scope)) or self.disk.knows_speaker(word, scope)
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         mine = [hit.doc.doc_id in self.pending for hit in hits]
@@ -198,12 +203,17 @@ class TailedIndex:
             for hit, here in zip(hits, mine, strict=True)
         ]
 
-    def frequency(self, term: str) -> int:
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
+        if scope is not None:
+            new = [entry for entry in self._within(scope) if entry.row.doc_id in self.fresh]
+            return self.disk.frequency(term, scope) + sum(term in entry.body for entry in new)
         searcher, (_, body, near) = self.disk.searcher, self.holding(term)
         return int(searcher.doc_freq("body", term)) + body or min(1, int(searcher.doc_freq("near", term)) + near)
 
-    def count(self) -> int:
-        return self.disk.count() + self.new
+    def count(self, scope: Collection[str] | None = None) -> int:
+        if scope is None:
+            return self.disk.count() + self.new
+        return self.disk.count(scope) + sum(entry.row.doc_id in self.fresh for entry in self._within(scope))
 
 
 class Follower:
