@@ -70,6 +70,9 @@ payloads = st.one_of(
 events = st.lists(st.tuples(st.sampled_from(["w-a", "w-b"]), st.integers(1, 40), payloads), min_size=1, max_size=30)
 
 
+NOW = 1_900_000_000_000
+
+
 def open_app(root: Path, writer: str = "writer-a", state: str = "state") -> App:
     env = {
         **os.environ,
@@ -189,6 +192,34 @@ def test_a_grant_is_told_nothing_of_another_projects_words_by_how_strong_its_mat
     finally:
         granted.close()
         only_a.close()
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_grants_scores_do_not_move_with_another_projects_words(app, monkeypatch, committed):
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    if not committed:  # the new events are ranked beside the index (`search/tail.py`), as a search right after a write
+        derived.search_for(app.store).index()
+    else:
+        monkeypatch.setattr(derived, "TAIL_EVENTS", 0)
+    app.store.append("note", {"project": "A", "text": "zebra quartz plan"})
+    app.store.append("note", {"project": "A", "text": "ocean harbour lights"})
+    granted = grant_app(app, Grant("t", b"", frozenset({"A"}), frozenset()))
+
+    def scores() -> list[float]:
+        return [s.hit.score for s in retrieval.get_context(granted, query="zebra quartz", now_ms=NOW).shown]
+
+    try:
+        before = scores()
+        words = ("alpha", "bravo", "delta", "kilo")  # as long as A's notes: the average length stays (the one
+        # statistic of the whole index a grant's scores keep: BM25's length normalisation)
+        app.store.append_many([("note", {"project": "B", "text": f"zebra quartz {word}"}) for word in words])
+        assert scores() == pytest.approx(before, rel=1e-6)
+        unscoped = [s.hit.score for s in retrieval.get_context(app, query="zebra quartz", now_ms=NOW).shown]
+        assert min(unscoped) < 0.8 * before[0]  # B's words do lower the scores of a reader of every project
+    finally:
+        granted.close()
 
 
 def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_is_partial(app, monkeypatch):

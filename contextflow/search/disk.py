@@ -246,8 +246,8 @@ class DiskIndex:
         fields = (("body", 1.0), ("near", ranking.NEAR_WEIGHT)) if near else (("body", 1.0),)
         text = []
         for name, weight in fields:
-            if project is not None:
-                text += [(should, clause) for clause in self._within(name, terms, project, weight)]
+            if project is not None or scope is not None:
+                text += [(should, clause) for clause in self._within(name, terms, project, weight, scope)]
             elif weight == 1.0:
                 text += [(should, query_.term_query(schema, name, t)) for t in terms]
             else:
@@ -259,8 +259,6 @@ class DiskIndex:
             filters.append(query_.term_set_query(schema, "kind", wanted))
         if speakers:
             filters.append(query_.term_set_query(schema, "agent", list(speakers)))
-        if scope is not None:
-            filters.append(self._in_scope(scope))
         if spans:
             filters.append(query_.boolean_query([
                 (should, query_.range_query(schema, "at", tantivy.FieldType.Unsigned, lo, hi, include_upper=False))
@@ -279,20 +277,33 @@ class DiskIndex:
             for (score, address), tie, at, latest, expires, group, speaker, timely in zip(hits, *values, strict=True)
         ]  # fmt: skip
 
-    def _within(self, name: str, terms: list[str], project: str, weight: float) -> list[tantivy.Query]:
-        """The terms as `p<name>` terms of the project and of no project, each boosted by its global idf
-        over its idf there: the scores are the unfiltered ones, and a disjunction of term queries keeps
-        tantivy's top-k pruning (block-max WAND), which a filter intersected with the terms loses."""
+    def _within(
+        self, name: str, terms: list[str], project: str | None, weight: float, scope: Collection[str] | None
+    ) -> list[tantivy.Query]:
+        """The terms as `p<name>` terms of the project and of no project (or of the projects a reader may
+        see, `scope`), each boosted by its idf among the documents it is scored against over its idf
+        there: every document in the index without a scope (the scores are the unfiltered ones), only the
+        scope's with one (its scores tell nothing of another project's words; the length normalisation
+        still uses the whole index's average). A disjunction of term queries keeps tantivy's top-k
+        pruning (block-max WAND), which a filter intersected with the terms loses."""
         searcher, query_ = self.searcher, tantivy.Query
         docs = int(searcher.num_docs)
+        seen = None if scope is None else ranking.scoped(scope)
+        scopes = list(dict.fromkeys((project, ""))) if project is not None else []
+        if seen is not None:
+            scopes = [p for p in scopes if p in seen] if project is not None else seen
+        counted = docs if scope is None else self.count(scope)
         found = []
         for term in terms:
-            everywhere = int(searcher.doc_freq(name, term))
-            for scope in dict.fromkeys((project, "")):
-                scoped = qualified(scope, term)
+            if seen is None:
+                everywhere = int(searcher.doc_freq(name, term))
+            else:
+                everywhere = sum(int(searcher.doc_freq("p" + name, qualified(p, term))) for p in seen)
+            for each in scopes:
+                scoped = qualified(each, term)
                 local = int(searcher.doc_freq("p" + name, scoped))
                 if local:
-                    boost = weight * ranking.idf(everywhere, docs) / ranking.idf(local, docs)
+                    boost = weight * ranking.idf(everywhere, counted) / ranking.idf(local, docs)
                     found.append(query_.boost_query(query_.term_query(self.schema, "p" + name, scoped), boost))
         return found
 

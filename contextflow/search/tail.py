@@ -27,7 +27,7 @@ from contextflow.core.fields import Schema
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, read_new
 from contextflow.search import ranking
-from contextflow.search.disk import DiskIndex, Row, decode_doc, near_text
+from contextflow.search.disk import DiskIndex, Row, decode_doc, near_text, qualified
 from contextflow.search.docs import Doc, Hit
 from contextflow.search.ranking import K1, B, Candidate
 from contextflow.search.sink import SearchSink, readable
@@ -144,6 +144,7 @@ class TailedIndex:
     ) -> list[Candidate]:
         """The tail's documents within the filters, scored as tantivy scores the index's query."""
         docs, body_avg, near_avg = self._stats()
+        counted = max(1, self.count(seen)) if seen is not None else docs
         searcher = self.disk.searcher
         fields = [("body", 1.0, body_avg, 1)] + ([("near", ranking.NEAR_WEIGHT, near_avg, 2)] if near else [])
         weights: dict[tuple[str, str], float] = {}
@@ -152,9 +153,16 @@ class TailedIndex:
             entries, body_new, near_new = self.holding(term)
             for entry in entries:
                 holders[entry.row.doc_id] = entry
+            if seen is not None:  # a reader limited to some projects: their documents' statistics only
+                new = [e for e in entries if e.row.doc_id in self.fresh and e.row.project in seen]
+                body_new, near_new = sum(term in e.body for e in new), sum(term in e.near for e in new)
             for name, boost, _, at in fields:
-                df = int(searcher.doc_freq(name, term)) + (body_new if at == 1 else near_new) if entries else 0
-                weights[(name, term)] = boost * ranking.idf(df, docs) * (K1 + 1.0)
+                if seen is None:
+                    df = int(searcher.doc_freq(name, term))
+                else:
+                    df = sum(int(searcher.doc_freq("p" + name, qualified(p, term))) for p in seen)
+                df = df + (body_new if at == 1 else near_new) if entries else 0
+                weights[(name, term)] = boost * ranking.idf(df, docs if seen is None else counted) * (K1 + 1.0)
         named = set(speakers)
         hashed = ranking.stable_hash
         found = []
