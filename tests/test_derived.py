@@ -240,8 +240,15 @@ def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_i
         assert result.text.splitlines()[1].startswith("PARTIAL: another process holds the search index")
         assert "MB indexed" in result.partial and result.as_dict()["partial"] == result.partial
         assert len(result.shown) == 1  # what the index held is found
+        monkeypatch.setattr(derived, "BACKGROUND_BYTES", 0)  # far behind too: no build said to be under way
+        monkeypatch.setattr(derived.DerivedSearch, "_start_build", lambda self: None)
+        result = retrieval.get_context(app, query="websocket messages")
+        assert result.partial.startswith("PARTIAL: another process holds the search index's update lock")
     finally:
         holder.release()
+    result = retrieval.get_context(app, query="zeppelin hangar")
+    assert result.partial.startswith("PARTIAL: the search index is being built")  # a build is started
+    monkeypatch.setattr(derived, "BACKGROUND_BYTES", 8 << 20)
     result = retrieval.get_context(app, query="zeppelin hangar")
     assert not result.partial and len(result.shown) == 1
 

@@ -262,22 +262,24 @@ class DerivedSearch:
             except IndexDamaged:
                 return None, progress
 
-    def build_in_background(self) -> bool:
-        """Bring the index up to date in a detached process (`table_updates.in_background`), unless one
-        holds the update lock already; False where a process cannot be detached (no `os.fork`)."""
+    def build_in_background(self) -> str | None:
+        """Bring the index up to date in a detached process (`table_updates.in_background`) unless one holds
+        the update lock already: "started", "building" (a live holder), "stuck" (a holder silent for
+        BUSY_AFTER_S); None where a process cannot be detached (no `os.fork`)."""
         from filelock import FileLock, Timeout
 
         if not hasattr(os, "fork"):
-            return False
+            return None
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock = FileLock(self.folder / LOCK_FILE, mode=0o600)
+        path = self.folder / LOCK_FILE
+        lock = FileLock(path, mode=0o600)
         try:
             lock.acquire(timeout=0)
         except Timeout:
-            return True  # a build is under way
+            return "stuck" if _silent_for(path) >= BUSY_AFTER_S else "building"
         lock.release()
         self._start_build()
-        return True
+        return "started"
 
     def _start_build(self) -> None:
         from contextflow.core.table_updates import in_background

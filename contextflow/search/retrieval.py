@@ -171,8 +171,8 @@ def search(app: App, query: Query, now_ms: int) -> tuple[list[Hit], str]:
     `derived.BACKGROUND_BYTES` (a new machine, a large sync) is built by a detached process meanwhile, and
     one whose update lock a silent process holds is read as last committed; both answers say so."""
     shared = derived.search_for(app.store)
-    if shared.behind()[0] > derived.BACKGROUND_BYTES and shared.build_in_background():
-        return _as_committed(shared, query, now_ms, BUILDING_NOTE)
+    if shared.behind()[0] > derived.BACKGROUND_BYTES and (build := shared.build_in_background()) is not None:
+        return _as_committed(shared, query, now_ms, BUSY_NOTE if build == "stuck" else BUILDING_NOTE)
     try:
         return shared.search(lambda index: rank(index, query, now_ms)), ""
     except derived.IndexBusy:
