@@ -163,12 +163,9 @@ def close(store: Store) -> None:
 
 
 def folded_views() -> list[View]:
-    """The views a store folds in memory: every view but `search` when the shared on-disk index
-    (`contextflow.search.derived`) can serve it, which needs the `tantivy` package."""
-    from importlib.util import find_spec
-
-    on_disk = find_spec("tantivy") is not None
-    return [view for view in all_views() if not (on_disk and view.name == "search")]
+    """The views a store folds in memory: every view but `search`, which the shared on-disk index
+    (`contextflow.search.derived`) serves."""
+    return [view for view in all_views() if view.name != "search"]
 
 
 @cache

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Choose BM25's k1 by leaving one conversation out, on the two retrieval fixtures; look at b too.
 
-    .venv/bin/python scripts/tune_bm25.py [--memory-grid] > docs/bm25-leave-one-out.txt
+    .venv/bin/python scripts/tune_bm25.py > docs/bm25-leave-one-out.txt
 
 The on-disk index is tantivy's BM25 with k1 1.2 and b 0.75 fixed; what the ranking can set is how many
 times a field's words are repeated (`ranking.weight_scale`), and BM25 over every count times s behaves
@@ -14,8 +14,7 @@ the held-out fold; the leave-one-out figure is the mean over all questions of th
 The shipped scale (`ranking.TUNED_SCALE`) is the one the procedure chooses on all folds, and it is
 kept only if its leave-one-out figure does not fall below plain k1 1.2.
 
-`--memory-grid` also runs k1 x b on the in-memory index (which can set both) with the same folds: what
-b would add if the engine let us set it (it does not: tantivy's b is a constant).
+(The k1 x b grid in docs/bm25-leave-one-out.txt ran on the in-memory index search no longer has.)
 """
 
 from __future__ import annotations
@@ -38,35 +37,27 @@ from typing import Any  # noqa: E402
 
 from contextflow.app import App  # noqa: E402
 from contextflow.core.clock import HybridClock  # noqa: E402
-from contextflow.features import all_views  # noqa: E402
-from contextflow.search import index as index_module  # noqa: E402
 from tests.fixtures.retrieval import dialogs  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load  # noqa: E402
 
 SCALES = (1, 2, 3, 4)
-GRID_K1 = (0.3, 0.6, 0.9, 1.2, 1.5, 2.0)
-GRID_B = (0.25, 0.5, 0.75, 1.0)
 Result = list[tuple[str, float, float]]  # per question: (fold, recall@5, recall@10)
 
 os.environ["CONTEXTFLOW_SECRETS"] = "off"
 
 
-def in_memory(memory: bool) -> dict[str, Any]:
-    return {"views": all_views()} if memory else {}
-
-
-def open_app(folder: Path, memory: bool, clock: Any = None) -> App:
+def open_app(folder: Path, clock: Any = None) -> App:
     env = {**os.environ, "CONTEXTFLOW_STORE": str(folder / "store"), "CONTEXTFLOW_STATE": str(folder / "state"),
            "CONTEXTFLOW_WRITER": "tune"}  # fmt: skip
-    return App.open(env, **({"clock": HybridClock(clock)} if clock else {}), **in_memory(memory))
+    return App.open(env, **({"clock": HybridClock(clock)} if clock else {}))
 
 
-def per_question(memory: bool) -> Result:
+def per_question() -> Result:
     """Recall@5 and @10 of every question of both fixtures, each fixture stored afresh."""
     found: Result = []
     with tempfile.TemporaryDirectory(prefix="cf-tune-") as tmp:
         clock = dialogs.FixtureClock()
-        app = open_app(Path(tmp) / "dialogs", memory, clock)
+        app = open_app(Path(tmp) / "dialogs", clock)
         entry_of = {stored: entry for entry, stored in dialogs.load(app, clock).items()}
         for q in dialogs.questions():
             shares = []
@@ -76,7 +67,7 @@ def per_question(memory: bool) -> Result:
             found.append((q.evidence[0][0], shares[0], shares[1]))
         app.close()
         records, queries = fixture()
-        app = open_app(Path(tmp) / "records", memory)
+        app = open_app(Path(tmp) / "records")
         ids = load(app, records)
         for n, q in enumerate(queries):
             hits = [1.0 if ids[q["target"]] in dialogs.found_refs(app, q["query"], k) else 0.0 for k in (5, 10)]
@@ -137,13 +128,12 @@ def report(title: str, results: dict[Any, Result], order: list[Any], label: Any)
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--memory-grid", action="store_true", help="also k1 x b on the in-memory index")
-    args = parser.parse_args()
+    parser.parse_args()
     print("BM25 k1 by leave-one-conversation-out (scripts/tune_bm25.py); recall@5 per fold, every other lever on")
     results = {}
     for scale in SCALES:
         with ranking_setting(f"scale={scale}"):
-            results[scale] = per_question(memory=False)
+            results[scale] = per_question()
     chosen = report(
         "on-disk index (tantivy, b 0.75 fixed): k1 = 1.2 / scale",
         results,
@@ -157,20 +147,6 @@ def main() -> int:
         f"  ships: scale {chosen} (k1 {1.2 / chosen:.2f}); recall@5 {shipped:.3f} against {plain:.3f} at k1 1.2, "
         f"held-out {held:.3f}"
     )
-    if args.memory_grid:
-        grid: dict[tuple[float, float], Result] = {}
-        with ranking_setting("scale=1"):
-            for k1 in GRID_K1:
-                for b in GRID_B:
-                    index_module.K1, index_module.B = k1, b  # type: ignore[misc]
-                    grid[(k1, b)] = per_question(memory=True)
-        index_module.K1, index_module.B = 1.2, 0.75  # type: ignore[misc]
-        report(
-            "in-memory index, k1 x b (what b would add; tantivy cannot set it)",
-            grid,
-            sorted(grid, key=lambda c: (c != (1.2, 0.75), c)),
-            lambda c: f"k1 {c[0]:.1f} b {c[1]:.2f}",
-        )
     return 0
 
 

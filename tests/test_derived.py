@@ -25,10 +25,11 @@ from contextflow.core.compact import compact
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
 from contextflow.core.progress import Progress
-from contextflow.features import all_views
+from contextflow.records import core as records
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
-from contextflow.search.index import Doc
+from contextflow.search.docs import Doc
+from tests import search_oracle
 
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
@@ -69,6 +70,9 @@ payloads = st.one_of(
 events = st.lists(st.tuples(st.sampled_from(["w-a", "w-b"]), st.integers(1, 40), payloads), min_size=1, max_size=30)
 
 
+NOW = 1_900_000_000_000
+
+
 def open_app(root: Path, writer: str = "writer-a", state: str = "state") -> App:
     env = {
         **os.environ,
@@ -85,7 +89,7 @@ def on_disk(app: App) -> dict[str, Doc]:
 
 
 def in_memory(app: App) -> dict[str, Doc]:
-    return dict(retrieval.memory_index(app.store).docs)
+    return dict(search_oracle.memory_index(app.store).docs)
 
 
 def write_lines(folder: Path, plan: list[tuple[str, int, tuple[str, dict[str, Any]]]], start: int) -> None:
@@ -137,10 +141,149 @@ def test_results_match_the_in_memory_ranking(app):
     stock(app)
     for n in range(30):
         app.store.append("note", {"project": "web", "text": f"retry budget {n} " + " ".join(WORDS[: n % 9 + 1])})
-    memory = App.open(views=all_views())  # folds search in memory, as a grant's filtered store does
+    now = 1_900_000_000_000
     for query in ("retry budget", "websocket token deploy", "flaky review schema"):
         for project in (None, "web"):
-            assert refs(app, query, project=project, limit=10) == refs(memory, query, project=project, limit=10)
+            wanted = retrieval.Query(query, 10, project=project)
+            oracle = [hit.doc.ref for hit in retrieval.rank(search_oracle.memory_index(app.store), wanted, now)]
+            assert refs(app, query, project=project, limit=10, now_ms=now) == oracle
+
+
+def test_a_grant_limited_to_some_projects_searches_the_shared_index_within_them(app):
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    app.store.append("note", {"project": "A", "text": "zebra quartz plan for A"})
+    app.store.append("note", {"project": "B", "text": "zebra quartz secret of B"})
+    app.store.append("note", {"text": "zebra quartz in the default project"})
+    records.set_record(app, key="fact:zebra", value={"text": "zebra quartz, a record of no project"})
+    assert len(refs(app, "zebra quartz")) == 4
+    for read, expected in (({"A"}, 1), ({"A", "B"}, 2), ({"A", "shared"}, 3)):
+        granted = grant_app(app, Grant("t", b"", frozenset(read), frozenset()))
+        try:
+            assert not granted.store.folds("search")  # no fold of every log: the index, within its projects
+            found = retrieval.get_context(granted, query="zebra quartz").shown
+            assert len(found) == expected
+            assert ("secret of B" in " ".join(shown.hit.doc.text("text") for shown in found)) == ("B" in read)
+            only_a = retrieval.get_context(granted, query="zebra quartz", project="A").shown
+            no_project = ["fact:zebra"] if "shared" in read else []  # in every project, seen with the default one
+            assert only_a[0].hit.doc.text("text") == "zebra quartz plan for A"
+            assert [shown.hit.doc.ref for shown in only_a[1:]] == no_project
+        finally:
+            granted.close()
+
+
+def test_a_grant_is_told_nothing_of_another_projects_words_by_how_strong_its_matches_are(app, tmp_path):
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    app.store.append("note", {"project": "A", "text": "zebra quartz plan", "agent": "claude"})
+    app.store.append("note", {"project": "B", "text": "flamingo secret flamingo", "agent": "maria"})
+    only_a = open_app(tmp_path / "only-a")  # what A's reader should see: a store holding A's events alone
+    only_a.store.append("note", {"project": "A", "text": "zebra quartz plan", "agent": "claude"})
+    granted = grant_app(app, Grant("t", b"", frozenset({"A"}), frozenset()))
+    try:
+        for query in ("zebra flamingo", "what did maria say about zebra", "zebra"):
+            seen = retrieval.get_context(granted, query=query).as_dict()
+            alone = retrieval.get_context(only_a, query=query).as_dict()
+            assert (seen["weak"], seen["count"]) == (alone["weak"], alone["count"]), query
+            assert [r["weak"] for r in seen["results"]] == [r["weak"] for r in alone["results"]], query
+        assert retrieval.get_context(granted, query="zebra flamingo").weak  # flamingo: unknown to A
+    finally:
+        granted.close()
+        only_a.close()
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_grants_scores_do_not_move_with_another_projects_words(app, monkeypatch, committed):
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    if not committed:  # the new events are ranked beside the index (`search/tail.py`), as a search right after a write
+        derived.search_for(app.store).index()
+    else:
+        monkeypatch.setattr(derived, "TAIL_EVENTS", 0)
+    app.store.append("note", {"project": "A", "text": "zebra quartz plan"})
+    app.store.append("note", {"project": "A", "text": "ocean harbour lights"})
+    granted = grant_app(app, Grant("t", b"", frozenset({"A"}), frozenset()))
+
+    def scores() -> list[float]:
+        return [s.hit.score for s in retrieval.get_context(granted, query="zebra quartz", now_ms=NOW).shown]
+
+    try:
+        before = scores()
+        words = ("alpha", "bravo", "delta", "kilo")  # as long as A's notes: the average length stays (the one
+        # statistic of the whole index a grant's scores keep: BM25's length normalisation)
+        app.store.append_many([("note", {"project": "B", "text": f"zebra quartz {word}"}) for word in words])
+        assert scores() == pytest.approx(before, rel=1e-6)
+        unscoped = [s.hit.score for s in retrieval.get_context(app, query="zebra quartz", now_ms=NOW).shown]
+        assert min(unscoped) < 0.8 * before[0]  # B's words do lower the scores of a reader of every project
+    finally:
+        granted.close()
+
+
+def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_is_partial(app, monkeypatch):
+    from filelock import FileLock
+
+    stock(app)
+    assert len(refs(app, "websocket messages")) == 1
+    monkeypatch.setattr(derived, "BUSY_AFTER_S", 0.05)
+    monkeypatch.setattr(derived, "HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(derived, "TAIL_EVENTS", 0)  # the new events need a commit (not ranked beside the index)
+    lock_path = app.store.state_dir / derived.FOLDER / derived.LOCK_FILE
+    holder = FileLock(lock_path)  # another holder (its own descriptor), silent since long ago
+    holder.acquire()
+    try:
+        os.utime(lock_path, (1, 1))
+        app.store.append("note", {"project": "web", "text": "zeppelin hangar written while the index is locked"})
+        result = retrieval.get_context(app, query="websocket messages")
+        assert result.text.splitlines()[1].startswith("PARTIAL: another process holds the search index")
+        assert "MB indexed" in result.partial and result.as_dict()["partial"] == result.partial
+        assert len(result.shown) == 1  # what the index held is found
+        monkeypatch.setattr(derived, "BACKGROUND_BYTES", 0)  # far behind too: no build said to be under way
+        monkeypatch.setattr(derived.DerivedSearch, "_start_build", lambda self: None)
+        result = retrieval.get_context(app, query="websocket messages")
+        assert result.partial.startswith("PARTIAL: another process holds the search index's update lock")
+    finally:
+        holder.release()
+    result = retrieval.get_context(app, query="zeppelin hangar")
+    assert result.partial.startswith("PARTIAL: the search index is being built")  # a build is started
+    monkeypatch.setattr(derived, "BACKGROUND_BYTES", 8 << 20)
+    result = retrieval.get_context(app, query="zeppelin hangar")
+    assert not result.partial and len(result.shown) == 1
+
+
+def test_a_search_far_behind_answers_from_what_is_indexed_while_a_detached_process_builds(app, monkeypatch):
+    stock(app)
+    assert len(refs(app, "websocket messages")) == 1
+    app.store.append("note", {"project": "web", "text": "zeppelin hangar synced from another machine"})
+    monkeypatch.setattr(derived, "BACKGROUND_BYTES", 0)  # every backlog is a large one
+    started: list[int] = []
+    monkeypatch.setattr(derived.DerivedSearch, "_start_build", lambda self: started.append(1))
+    result = retrieval.get_context(app, query="websocket messages zeppelin hangar")
+    assert started == [1]  # the build runs elsewhere: this search did not fold the backlog
+    assert result.text.splitlines()[1].startswith("PARTIAL: the search index is being built on this machine (")
+    assert ["websocket" in shown.hit.doc.text("text") for shown in result.shown] == [True]  # what is indexed
+    derived.search_for(app.store).update()  # what the detached process does
+    result = retrieval.get_context(app, query="websocket messages zeppelin hangar")
+    assert not result.partial and len(result.shown) == 2
+
+
+def test_a_new_machines_first_search_says_nothing_is_indexed_yet_instead_of_no_match(tmp_path, monkeypatch):
+    first = open_app(tmp_path)
+    stock(first)
+    first.close()
+    monkeypatch.setattr(derived, "BACKGROUND_BYTES", 0)
+    monkeypatch.setattr(derived.DerivedSearch, "_start_build", lambda self: None)
+    fresh = open_app(tmp_path, state="new-machine")
+    try:
+        result = retrieval.get_context(fresh, query="websocket messages")
+        assert result.shown == [] and result.partial.startswith("PARTIAL: the search index is being built")
+        assert "No stored records match" in result.text and " of " in result.partial
+        derived.search_for(fresh.store).update()
+        assert len(retrieval.get_context(fresh, query="websocket messages").shown) == 1
+    finally:
+        fresh.close()
 
 
 def test_a_damaged_index_is_detected_and_rebuilt(app):
@@ -309,7 +452,7 @@ def test_a_large_build_in_worker_processes_equals_the_in_memory_fold(app, monkey
 @settings(max_examples=150, deadline=None)
 @given(plan=events, parts=st.lists(st.integers(0, 2), min_size=30, max_size=30))
 def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(plan, parts):
-    from contextflow.search.index import join
+    from contextflow.search.docs import join
     from contextflow.search.sink import fold
 
     made = [

@@ -14,8 +14,9 @@ from contextflow.app import App
 from contextflow.features import all_views
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
+from contextflow.search.docs import Doc
 from contextflow.search.files import FilesDamaged, check, committed
-from contextflow.search.index import Doc
+from tests import search_oracle
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +56,7 @@ def test_each_search_after_a_write_finds_it_and_merges_keep_the_segments_few(app
     index.settle()
     assert segments(index.folder) < 30
     memory = App.open(views=all_views())
-    assert on_disk(app) == dict(retrieval.memory_index(memory.store).docs)
+    assert on_disk(app) == dict(search_oracle.memory_index(memory.store).docs)
 
 
 def test_merges_still_going_are_not_damage_and_another_writer_waits_for_them(app):

@@ -4,7 +4,6 @@ session prior, dates, the k1 scale; CONTEXTFLOW_RANKING turns each off; weak mat
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,6 @@ from contextflow.core.clock import COUNTER_BITS, HybridClock
 from contextflow.core.errors import InputError
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
-from contextflow.features import all_views
 from contextflow.records import core as records
 from contextflow.search import derived, ranking, retrieval, when
 from contextflow.sessions import core as sessions
@@ -37,11 +35,6 @@ def levers(patch: pytest.MonkeyPatch, spec: str) -> None:
     patch.setattr(settings, "_resolved", [current._replace(ranking=spec)])
 
 
-def in_memory(memory: bool) -> dict[str, object]:
-    """App.open's arguments for an app that folds search in memory (as a grant's filtered store does)."""
-    return {"views": all_views()} if memory else {}
-
-
 class Clock:
     def __init__(self) -> None:
         self.ms = 0
@@ -54,16 +47,11 @@ def at(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
-@pytest.fixture(params=["disk", "memory"])
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
-def timed(engine: str) -> Iterator[tuple[App, Clock]]:
-    """An app whose writes happen when the test says; `memory` folds search in memory (a grant's store)."""
+def timed() -> Iterator[tuple[App, Clock]]:
+    """An app whose writes happen when the test says."""
     clock = Clock()
-    opened = App.open(clock=HybridClock(clock), **in_memory(engine == "memory"))
+    opened = App.open(clock=HybridClock(clock))
     yield opened, clock
     opened.close()
 
@@ -169,20 +157,6 @@ def test_the_session_prior_lifts_entries_of_the_session_that_matches_best(timed)
     assert ranked.index(crowd[1]) < ranked.index(lone)
 
 
-def test_the_rankings_of_the_disk_and_the_memory_index_agree_on_the_dialog_fixture(tmp_path):
-    results = {}
-    for engine in ("disk", "memory"):
-        clock = dialogs.FixtureClock()
-        env = {"CONTEXTFLOW_STORE": str(tmp_path / engine / "store"), "CONTEXTFLOW_STATE": str(tmp_path / engine)}
-        app = App.open({**os.environ, **env}, clock=HybridClock(clock), **in_memory(engine == "memory"))
-        entry_of = {stored: entry for entry, stored in dialogs.load(app, clock).items()}
-        results[engine] = [[entry_of.get(ref, ref) for ref in dialogs.found_refs(app, q.text, 5)]
-                           for q in dialogs.questions()[::4]]  # fmt: skip
-        app.close()
-    same = sum(disk == memory for disk, memory in zip(results["disk"], results["memory"], strict=True))
-    assert same >= 0.9 * len(results["disk"])  # tantivy stores lengths in one byte: near ties may swap
-
-
 # -- settings --------------------------------------------------------------------------------
 
 
@@ -273,8 +247,8 @@ async def test_the_tool_and_the_cli_flag_weak_matches(monkeypatch, capsys):
     app.close()
 
 
-def test_expired_records_do_not_crowd_a_live_one_out_of_the_pool(engine):
-    app = App.open(**in_memory(engine == "memory"))
+def test_expired_records_do_not_crowd_a_live_one_out_of_the_pool():
+    app = App.open()
     for n in range(70):
         records.set_record(app, key=f"fact:old-{n}", value={"text": "deploy target"}, expires_at="1h")
     records.set_record(app, key="fact:live", value={"text": "deploy target: the green cluster, used by every service"})
@@ -283,8 +257,8 @@ def test_expired_records_do_not_crowd_a_live_one_out_of_the_pool(engine):
     app.close()
 
 
-def test_captured_turns_of_a_session_lend_each_other_their_words(engine):
-    app = App.open(**in_memory(engine == "memory"))
+def test_captured_turns_of_a_session_lend_each_other_their_words():
+    app = App.open()
     turn = {"project": "shop", "session_id": "s1", "agent": "claude_code"}
     first = app.store.append(
         "capture.turn",

@@ -16,8 +16,9 @@ from contextflow.conversations import core as conversations
 from contextflow.core.errors import InputError
 from contextflow.core.text import estimate_tokens
 from contextflow.records import core as records
-from contextflow.search import retrieval
+from contextflow.search import derived, retrieval
 from contextflow.sessions import core as sessions
+from tests import search_oracle
 from tests.conftest import call_with_data, connect, open_app, text_of
 from tests.table import run
 
@@ -134,14 +135,16 @@ def test_limit_caps_the_number_of_matches(stocked):
 
 
 def test_another_machines_write_is_found_by_the_next_query_without_a_rebuild(stocked):
-    index = retrieval.search_index(stocked)
+    top(stocked, "quality gate")
+    shared = derived.search_for(stocked.store)
+    instance = shared._read_state()["instance"]
     other = open_app("writer-b")
     try:
         sessions.append_note(other, agent="gemini", text="Zookeeper quorum lost overnight")
     finally:
         other.close()
     assert top(stocked, "zookeeper quorum") == "note:gemini"
-    assert retrieval.search_index(stocked) is index  # the same index, updated in place
+    assert shared._read_state()["instance"] == instance  # the same index, caught up (not rebuilt)
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -299,7 +302,7 @@ def test_a_new_process_reads_the_same_index_and_answers_the_same(stocked):
     before = retrieval.get_context(stocked, query="middleware injection", now_ms=now).text
     fresh = open_app("writer-a")
     try:
-        assert retrieval.search_index(fresh) == retrieval.search_index(stocked)
+        assert search_oracle.search_index(fresh) == search_oracle.search_index(stocked)
         assert retrieval.get_context(fresh, query="middleware injection", now_ms=now).text == before
     finally:
         fresh.close()

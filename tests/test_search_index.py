@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from contextflow.core.events import Event
 from contextflow.features import extractors
-from contextflow.search import index as index_module
-from contextflow.search.index import FIELD_WEIGHTS, K1, B, Delete, Patch, Put, SearchIndex
-from contextflow.search.ranking import recency
+from contextflow.search.docs import FIELD_WEIGHTS, Delete, Patch, Put
+from contextflow.search.ranking import K1, B, recency
 from contextflow.search.retrieval import Query, rank
 from contextflow.search.tokens import query_terms, stem
-from contextflow.search.view import SearchView
+from tests import search_oracle as index_module
+from tests.search_oracle import SearchIndex
 
 DAY = 86_400_000
 NOW = 1_800_000_000_000
@@ -269,7 +269,7 @@ def to_events(rows) -> list[Event]:
 
 
 def fold(events: list[Event]) -> SearchIndex:
-    view = SearchView()
+    view = index_module.OracleView()
     state = view.initial()
     for event in events:
         view.apply(state, event)

@@ -21,6 +21,7 @@ from contextflow.search.disk import DiskIndex
 from contextflow.search.retrieval import Query, rank
 from contextflow.search.tail import NORMS, TailedIndex, norm
 from contextflow.search.tokens import query_terms
+from tests import search_oracle
 
 NOW = 1_900_000_000_000
 WORDS = ("deploy", "token", "refresh", "websocket", "cache", "flaky", "review", "schema", "budget", "retry")
@@ -193,7 +194,7 @@ def test_another_process_sees_the_tail_and_a_kill_before_the_commit_loses_nothin
     derived.search_for(app.store).index()  # committed now: the same documents as a fold of the logs
     memory = App.open(views=all_views())
     on_disk = {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
-    assert on_disk == dict(retrieval.memory_index(memory.store).docs)
+    assert on_disk == dict(search_oracle.memory_index(memory.store).docs)
 
 
 def test_bad_lines_in_the_tail_are_skipped_and_counted(app):
@@ -259,4 +260,4 @@ def test_searches_stay_whole_while_another_process_commits(app):
     assert len(refs(app, "websocket")) == 41
     fresh = App.open(views=all_views())
     on_disk = {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
-    assert on_disk == dict(retrieval.memory_index(fresh.store).docs)
+    assert on_disk == dict(search_oracle.memory_index(fresh.store).docs)

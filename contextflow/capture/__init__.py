@@ -10,6 +10,6 @@ FEATURE = Feature(
     views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
-    search_version=(1, "3d834065ef5ffce9f33c"),
+    search_version=(1, "d6949a03902a04c91b1b"),
     tables={"capture": "contextflow.capture.table:TABLES"},
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextflow.capture.fields import TURN_KIND
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
+from contextflow.search.docs import Op, Put
 from contextflow.search.extractors import Extractors, lines, list_of, nonempty, text_of, texts_of
-from contextflow.search.index import Op, Put
 from contextflow.sessions.view import session_of
 
 

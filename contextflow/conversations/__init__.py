@@ -10,6 +10,6 @@ FEATURE = Feature(
     tables={"conversations-state": "contextflow.conversations.table:TABLES"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "52bc46ca88096e8bda26"),
+    search_version=(1, "a47abccaa56197cc0a4d"),
     commands={"conversations": "saved conversation records"},
 )

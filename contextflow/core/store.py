@@ -341,7 +341,9 @@ class Store:
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
-    # The projects this store's reads may see (None: every one): an HTTP grant's scope, a condition of each query.
+    # The projects this store's reads may see (None: every one): an HTTP grant's scope. Views it folds are
+    # filtered by event; what is read from the machine's shared derived state (the sessions tables, the
+    # search index) takes it as a condition of each query.
     read_projects: frozenset[str] | None = None
 
     # Threads of one process that append through stores of the same writer queue on this (a store

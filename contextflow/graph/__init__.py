@@ -17,6 +17,6 @@ FEATURE = Feature(
     tables={"graph-state": "contextflow.graph.table:TABLES"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
-    search_version=(1, "e75dcb2e3a85d9265b01"),
+    search_version=(1, "ac980622026f454fb5d6"),
     commands={"view": "saved graph views"},
 )

@@ -6,8 +6,8 @@ from typing import Any
 
 from contextflow.core.events import Event
 from contextflow.graph import model as graph
+from contextflow.search.docs import Op, Patch, Put
 from contextflow.search.extractors import Extractors, delete, flatten, lines, status_meta, text_of, texts_of
-from contextflow.search.index import Op, Patch, Put
 
 # Tags are set-like (graph.tag / graph.untag): each is its own field `tags.<tag>`, set to the
 # tag to add it and to "" to remove it, so the latest add or removal wins per tag.

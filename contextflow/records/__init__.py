@@ -10,6 +10,6 @@ FEATURE = Feature(
     tables={"records-state": "contextflow.records.table:TABLES"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "3c1bd5903e198d847f31"),
+    search_version=(1, "01cb7fa58fc112b9f038"),
     commands={"context": "keyed context records"},
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextflow.core.events import Event
 from contextflow.core.timeutil import iso_ms
 from contextflow.records.view import DELETE_KIND, SET_KIND
+from contextflow.search.docs import Op, Put
 from contextflow.search.extractors import Extractors, delete, flatten, lines, nonempty, text_of
-from contextflow.search.index import Op, Put
 
 
 def context_set_docs(event: Event) -> list[Op]:

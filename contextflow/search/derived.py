@@ -12,7 +12,7 @@ On-disk contract (`<state folder>/derived/`, machine-local, never synced, always
 A call compares every log's signature with `state.json` (one stat each). When a log grew, the
 process that sees it first takes the lock, reads only the new bytes, folds their events into the
 documents they touch and commits; the others wait for the lock, then find the index current.
-Folding is last-writer-wins by event order key (`search.index.merge`), so replaying events after a
+Folding is last-writer-wins by event order key (`search.docs.merge`), so replaying events after a
 crash between a commit and the `state.json` after it changes nothing. A log that changed any other
 way (rewritten by compaction, a conflict copy removed), a version change, or an index that fails
 to open or read (a torn or damaged file) means a rebuild from the logs, which stay the only truth.
@@ -57,6 +57,7 @@ LOCK_FILE = "update.lock"
 READ_BYTES = 2 * 1024 * 1024  # new bytes read from a log at a time (a build worker folds one: ~60 MB of rows)
 PARALLEL_BYTES = 64 * 1024 * 1024  # a build reading more folds its chunks in worker processes
 WORKERS = 2
+BACKGROUND_BYTES = 8 * 1024 * 1024  # a search further behind answers from what is built while a detached process builds
 COMMIT_EVENTS = 15_000  # events folded between commits while catching up (pending rows: about 6 KB each)
 TAIL_EVENTS = 256  # a search ranks up to this many new events beside the index instead of committing them
 TAIL_BYTES = 1024 * 1024  # (and up to this many new bytes of the logs): `search/tail.py`
@@ -238,6 +239,52 @@ class DerivedSearch:
 
     def _paths(self) -> list[Path]:
         return list_segments(self.store.folder, self.store.location.legacy_files)
+
+    def behind(self) -> tuple[int, int]:
+        """Bytes of the logs the index does not hold yet (all of them without an index), and the logs' bytes."""
+        with self._mutex:
+            segments, paths = self._read_state().get("segments") or {}, self._paths()
+            total = sum(sig[2] for path in paths if (sig := signature(path)) is not None)
+            return sum(_unread(path, segments.get(str(path))) for path in paths), total
+
+    def as_committed(self) -> tuple[DiskIndex | None, str]:
+        """The index as its last commit left it, without catching up (None before a build's first commit),
+        and how much of the logs it holds (`12.0 of 42.0 MB indexed`)."""
+        from contextflow.search.disk import DiskIndex
+
+        with self._mutex:
+            unread, total = self.behind()
+            progress = f"{(total - unread) / 1e6:.1f} of {total / 1e6:.1f} MB indexed"
+            if not self._state or not DiskIndex.exists(self.index_folder()):  # a build not committed yet
+                return None, progress
+            try:
+                return self._open(), progress
+            except IndexDamaged:
+                return None, progress
+
+    def build_in_background(self) -> str | None:
+        """Bring the index up to date in a detached process (`table_updates.in_background`) unless one holds
+        the update lock already: "started", "building" (a live holder), "stuck" (a holder silent for
+        BUSY_AFTER_S); None where a process cannot be detached (no `os.fork`)."""
+        from filelock import FileLock, Timeout
+
+        if not hasattr(os, "fork"):
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.folder / LOCK_FILE
+        lock = FileLock(path, mode=0o600)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return "stuck" if _silent_for(path) >= BUSY_AFTER_S else "building"
+        lock.release()
+        self._start_build()
+        return "started"
+
+    def _start_build(self) -> None:
+        from contextflow.core.table_updates import in_background
+
+        in_background(lambda: DerivedSearch(self.store).update())
 
     def index(self) -> DiskIndex:
         """The index with every event of the logs in it (brought up to date first when a log changed)."""

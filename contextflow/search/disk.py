@@ -196,8 +196,13 @@ class DiskIndex:
             self._searcher = self.index.searcher()
         return self._searcher
 
-    def count(self) -> int:
-        return int(self.searcher.num_docs)
+    def count(self, scope: Collection[str] | None = None) -> int:
+        if scope is None:
+            return int(self.searcher.num_docs)
+        return int(self.searcher.search(self._in_scope(scope), 1, count=True).count)  # type: ignore[attr-defined]  # (not in the stubs)
+
+    def _in_scope(self, scope: Collection[str]) -> tantivy.Query:
+        return tantivy.Query.term_set_query(self.schema, "project", [project_term(p) for p in ranking.scoped(scope)])
 
     def totals(self) -> tuple[int, int]:
         """How many body and near terms the live documents hold (one sum of fast fields a commit)."""
@@ -231,6 +236,7 @@ class DiskIndex:
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
         without: Collection[str] = (),
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (body, and the near field at NEAR_WEIGHT when
@@ -240,8 +246,8 @@ class DiskIndex:
         fields = (("body", 1.0), ("near", ranking.NEAR_WEIGHT)) if near else (("body", 1.0),)
         text = []
         for name, weight in fields:
-            if project is not None:
-                text += [(should, clause) for clause in self._within(name, terms, project, weight)]
+            if project is not None or scope is not None:
+                text += [(should, clause) for clause in self._within(name, terms, project, weight, scope)]
             elif weight == 1.0:
                 text += [(should, query_.term_query(schema, name, t)) for t in terms]
             else:
@@ -271,28 +277,47 @@ class DiskIndex:
             for (score, address), tie, at, latest, expires, group, speaker, timely in zip(hits, *values, strict=True)
         ]  # fmt: skip
 
-    def _within(self, name: str, terms: list[str], project: str, weight: float) -> list[tantivy.Query]:
-        """The terms as `p<name>` terms of the project and of no project, each boosted by its global idf
-        over its idf there: the scores are the unfiltered ones, and a disjunction of term queries keeps
-        tantivy's top-k pruning (block-max WAND), which a filter intersected with the terms loses."""
+    def _within(
+        self, name: str, terms: list[str], project: str | None, weight: float, scope: Collection[str] | None
+    ) -> list[tantivy.Query]:
+        """The terms as `p<name>` terms of the project and of no project (or of the projects a reader may
+        see, `scope`), each boosted by its idf among the documents it is scored against over its idf
+        there: every document in the index without a scope (the scores are the unfiltered ones), only the
+        scope's with one (its scores tell nothing of another project's words; the length normalisation
+        still uses the whole index's average). A disjunction of term queries keeps tantivy's top-k
+        pruning (block-max WAND), which a filter intersected with the terms loses."""
         searcher, query_ = self.searcher, tantivy.Query
         docs = int(searcher.num_docs)
+        seen = None if scope is None else ranking.scoped(scope)
+        scopes = list(dict.fromkeys((project, ""))) if project is not None else []
+        if seen is not None:
+            scopes = [p for p in scopes if p in seen] if project is not None else seen
+        counted = docs if scope is None else self.count(scope)
         found = []
         for term in terms:
-            everywhere = int(searcher.doc_freq(name, term))
-            for scope in dict.fromkeys((project, "")):
-                scoped = qualified(scope, term)
+            if seen is None:
+                everywhere = int(searcher.doc_freq(name, term))
+            else:
+                everywhere = sum(int(searcher.doc_freq("p" + name, qualified(p, term))) for p in seen)
+            for each in scopes:
+                scoped = qualified(each, term)
                 local = int(searcher.doc_freq("p" + name, scoped))
                 if local:
-                    boost = weight * ranking.idf(everywhere, docs) / ranking.idf(local, docs)
+                    boost = weight * ranking.idf(everywhere, counted) / ranking.idf(local, docs)
                     found.append(query_.boost_query(query_.term_query(self.schema, "p" + name, scoped), boost))
         return found
 
     def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]:
         return [Hit(self._load(candidate.handle, candidate.timely), score) for score, candidate in ranked]
 
-    def knows_speaker(self, word: str) -> bool:
-        return bool(self.searcher.doc_freq("agent", word))
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool:
+        if scope is None:
+            return bool(self.searcher.doc_freq("agent", word))
+        must, query_ = tantivy.Occur.Must, tantivy.Query
+        query = query_.boolean_query(
+            [(must, query_.term_query(self.schema, "agent", word)), (must, self._in_scope(scope))]
+        )
+        return bool(self.searcher.search(query, 1, count=True).count)  # type: ignore[attr-defined]
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         """The asked terms each hit's neighbour field holds (its terms are not stored: one small query a term)."""
@@ -309,9 +334,16 @@ class DiskIndex:
                 found[where[int(tie or 0)]].add(term)
         return found
 
-    def frequency(self, term: str) -> int:
-        """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
-        return int(self.searcher.doc_freq("body", term)) or min(1, int(self.searcher.doc_freq("near", term)))
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
+        """In how many documents (within `scope`'s projects) the term is, in their text (0 also when only
+        in neighbour fields: then 1)."""
+        if scope is None:
+            return int(self.searcher.doc_freq("body", term)) or min(1, int(self.searcher.doc_freq("near", term)))
+        body, near = (
+            sum(int(self.searcher.doc_freq(name, qualified(p, term))) for p in ranking.scoped(scope))
+            for name in ("pbody", "pnear")
+        )
+        return body or min(1, near)
 
     def all_docs(self) -> list[Doc]:
         """Every document's state, deleted ones included (for tests and `doctor`; reads them all)."""

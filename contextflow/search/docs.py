@@ -15,7 +15,7 @@ Derived from that state (`derive`): its project, latest change, expiry, creation
 (a session's or thread's entries share one), speaker (the agent's first word) and whether it states a
 time. Notes, thoughts and captured turns of one session form a sequence by creation order; each one's
 `near` names the entries before and after it in its sequence and `near_terms` holds their terms (the
-neighbour field), kept by the index that holds the sequence (`SearchIndex`, or the disk sink at commit).
+neighbour field), kept by the disk sink at commit (`search/sink.py`).
 """
 
 from __future__ import annotations

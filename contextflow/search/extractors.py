@@ -18,7 +18,7 @@ from typing import Any
 
 from contextflow.core.events import Event
 from contextflow.core.project import project_of
-from contextflow.search.index import Delete, Op, Patch, Put
+from contextflow.search.docs import Delete, Op, Patch, Put
 
 Extractor = Callable[[Event], list[Op]]
 Extractors = dict[str, tuple[str, Extractor]]  # event kind -> (search kind, extractor)

@@ -16,7 +16,7 @@ from contextflow.core.clock import stamp_iso
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip, quote
 from contextflow.operations.provenance import header, stored_header
-from contextflow.search.index import Doc, Hit
+from contextflow.search.docs import Doc, Hit
 
 if TYPE_CHECKING:
     from contextflow.conversations.stored import StoredConversations

@@ -1,6 +1,6 @@
 """The ranking over a pool of BM25 candidates: its levers, their parameters, and how strong a match is.
 
-Either index (`search/disk.py` on disk, `search/index.py` in memory) returns a pool of the best raw
+The index (`search/disk.py`, with its tail `search/tail.py`) returns a pool of the best raw
 BM25 scores (body fields, plus the same-session neighbour field at `NEAR_WEIGHT`), each with the few
 values the levers need (`Candidate`). `rerank` multiplies each raw score by factors of at most 1:
 
@@ -161,7 +161,7 @@ class Candidate(NamedTuple):
 
 
 class Searchable(Protocol):
-    """What the ranking reads from an index: the in-memory `SearchIndex` and the on-disk `DiskIndex` alike."""
+    """What the ranking reads from an index: the on-disk `DiskIndex`, with its tail (and the tests' oracle)."""
 
     def pool(
         self,
@@ -172,21 +172,33 @@ class Searchable(Protocol):
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (and the neighbour field when `near`) as candidates,
         within the kinds (none: all), the project (None: all; documents without a project are in every
-        project) and, when given, the agents named `speakers` and the creation-time `spans`."""
+        project), the projects a reader may see (`scope`, None: all; `scoped`) and, when given, the agents
+        named `speakers` and the creation-time `spans`."""
         ...
 
     def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]: ...
 
-    def knows_speaker(self, word: str) -> bool: ...
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool: ...
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]: ...
 
-    def frequency(self, term: str) -> int: ...
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
+        """In how many documents (within `scope`'s projects, `scoped`) the term is."""
+        ...
 
-    def count(self) -> int: ...
+    def count(self, scope: Collection[str] | None = None) -> int: ...
+
+
+def scoped(scope: Collection[str]) -> list[str]:
+    """The document projects a reader limited to the projects `scope` sees: those, and "" (no project)
+    when it sees the default project, where an event without a project belongs (`core.project.project_of`)."""
+    from contextflow.core.project import DEFAULT_PROJECT
+
+    return sorted({*scope, *([""] if DEFAULT_PROJECT in scope else [])})
 
 
 class Plan(NamedTuple):

@@ -8,27 +8,20 @@ budget (`estimate_tokens`, about four characters a token).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from contextflow.app import App
 from contextflow.core import checks, timeutil
 from contextflow.core.errors import InputError
-from contextflow.core.store import Store
 from contextflow.core.text import DATA_NOTICE, clip, cut, estimate_tokens
 from contextflow.search import derived, ranking, when
+from contextflow.search.docs import Doc, Hit
 from contextflow.search.fields import DEFAULT_BUDGET, DEFAULT_LIMIT, MAX_LIMIT
 from contextflow.search.hits import Views, hit_block, hit_json
-from contextflow.search.index import Doc, Hit, SearchIndex
 from contextflow.search.tokens import iter_tokens, query_terms
-from contextflow.search.view import VIEW_NAME, SearchView
-
-if TYPE_CHECKING:
-    from contextflow.search.disk import DiskIndex
-    from contextflow.search.tail import TailedIndex
 
 CHARS_PER_TOKEN = 4
 MIN_CLIPPED_CHARS = 320
@@ -42,6 +35,7 @@ class Query:
     limit: int
     kinds: frozenset[str] = frozenset()  # empty: every kind
     project: str | None = None  # None: every project
+    scope: frozenset[str] | None = None  # the projects the reader may see (`Store.read_projects`), None: all
 
 
 @dataclass(frozen=True)
@@ -56,6 +50,7 @@ class ContextResult:
     budget: int
     shown: list[Shown]
     text: str
+    partial: str = ""  # why the answer may miss records ("" when it holds every event of the logs)
 
     @property
     def tokens(self) -> int:
@@ -74,6 +69,7 @@ class ContextResult:
             "kinds": sorted(self.query.kinds),
             "count": len(self.shown),
             "weak": self.weak,
+            **({"partial": self.partial} if self.partial else {}),
             "tokens": self.tokens,
             "budget_tokens": self.budget,
             "results": [
@@ -115,17 +111,25 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     terms = query_terms(query.text)
     if not terms:
         return []
-    wanted = ranking.plan(query.text, index.knows_speaker)
+    scope = query.scope  # the statistics too are the reader's projects' (none of another project leaks)
+
+    def knows(word: str) -> bool:
+        return index.knows_speaker(word, scope)
+
+    def frequency(term: str) -> int:
+        return index.frequency(term, scope)
+
+    wanted = ranking.plan(query.text, knows)
     size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
-    named = [word for word in ranking.speaker_words(query.text) if index.knows_speaker(word)] if wanted.speakers else []
+    named = [word for word in ranking.speaker_words(query.text) if knows(word)] if wanted.speakers else []
     spans = when.month_spans(wanted.dates, now_ms)
-    deep = max(MAX_LIMIT, query.limit)
+    deep, count = max(MAX_LIMIT, query.limit), index.count(scope)
     while True:
-        pools = [index.pool(terms, size, kinds, project, near)]
+        pools = [index.pool(terms, size, kinds, project, near, scope=scope)]
         if named:
-            pools.append(index.pool(terms, size, kinds, project, near, speakers=named))
+            pools.append(index.pool(terms, size, kinds, project, near, speakers=named, scope=scope))
         if spans:
-            pools.append(index.pool(terms, size, kinds, project, near, spans=spans))
+            pools.append(index.pool(terms, size, kinds, project, near, spans=spans, scope=scope))
         # ranked as deep as any limit asks, then cut: the pool and whether it grows do not depend on the limit
         ranked = ranking.rerank(ranking.merge_pools(pools), wanted, now_ms, deep)
         if len(ranked) == deep or len(pools[0]) < size:
@@ -137,12 +141,12 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     asked = {term for word in words for term in word}
     held = [asked & hit.doc.terms() for hit in hits]
     own = [bool(holds) for holds in held]
-    flags = ranking.weak_flags(words, index.frequency, index.count(), held)
-    if any(flags) and not ranking.weak_flags(words, index.frequency, index.count(), [asked])[0]:
+    flags = ranking.weak_flags(words, frequency, count, held)
+    if any(flags) and not ranking.weak_flags(words, frequency, count, [asked])[0]:
         doubtful = [n for n, weak in enumerate(flags) if weak]  # their neighbour fields may hold more
         for n, more in zip(doubtful, index.near_holds(asked, [hits[n] for n in doubtful]), strict=True):
             held[n] |= more
-        flags = ranking.weak_flags(words, index.frequency, index.count(), held)
+        flags = ranking.weak_flags(words, frequency, count, held)
     for hit, weak, holds, itself in zip(hits, flags, held, own, strict=True):
         hit.weak = weak
         if not itself:  # never shown as a plain match: it is said to match beside it
@@ -150,44 +154,34 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     return hits
 
 
-def search_source(app: App) -> SearchIndex | DiskIndex | TailedIndex:
-    """The shared on-disk index with the events past its last commit (`search/tail.py`); the in-memory
-    view where the store folds it (a grant's filtered store) or where the disk index cannot be used."""
-    if app.store.folds(VIEW_NAME):
-        return app.store.view(SearchView)
+BUSY_NOTE = (
+    "PARTIAL: another process holds the search index's update lock and shows no sign of life; these results "
+    "come from what it had indexed ({progress}); newer records may be missing. If it stays so, run "
+    "`contextflow doctor`."
+)
+BUILDING_NOTE = (
+    "PARTIAL: the search index is being built on this machine ({progress}); these results come from what is "
+    "indexed so far. Ask again in a moment for the rest."
+)
+
+
+def search(app: App, query: Query, now_ms: int) -> tuple[list[Hit], str]:
+    """The ranked hits from the machine's shared index (`search/derived.py`) and, when they may miss records,
+    why: an index that fails to read is rebuilt and asked again; one further behind the logs than
+    `derived.BACKGROUND_BYTES` (a new machine, a large sync) is built by a detached process meanwhile, and
+    one whose update lock a silent process holds is read as last committed; both answers say so."""
+    shared = derived.search_for(app.store)
+    if shared.behind()[0] > derived.BACKGROUND_BYTES and (build := shared.build_in_background()) is not None:
+        return _as_committed(shared, query, now_ms, BUSY_NOTE if build == "stuck" else BUILDING_NOTE)
     try:
-        return derived.search_for(app.store).searchable()
-    except (ImportError, OSError, ValueError, derived.IndexDamaged, derived.IndexBusy):
-        return search_index(app)
+        return shared.search(lambda index: rank(index, query, now_ms)), ""
+    except derived.IndexBusy:
+        return _as_committed(shared, query, now_ms, BUSY_NOTE)
 
 
-def search_index(app: App) -> SearchIndex:
-    """The search view folded in memory (the reference the disk index is tested against)."""
-    if app.store.folds(VIEW_NAME):
-        return app.store.view(SearchView)
-    return memory_index(app.store)
-
-
-_MEMORY: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
-
-
-def memory_index(store: Store) -> SearchIndex:
-    """The search view folded in this process's memory by a twin store that folds only it (the
-    fallback when the disk index cannot be used, and the reference it is tested against)."""
-    from contextflow.core.fold import LazyView
-    from contextflow.features import view_paths
-
-    twin = _MEMORY.get(store)
-    if twin is None:
-        twin = _MEMORY[store] = Store(
-            store.location,
-            store.writer,
-            store.state_dir,
-            views=[LazyView("search", view_paths()["search"])],
-            fields=store.fields,  # the same shape checks as every view
-            shares_state=False,
-        )
-    return twin.view(SearchView)
+def _as_committed(shared: derived.DerivedSearch, query: Query, now_ms: int, note: str) -> tuple[list[Hit], str]:
+    index, progress = shared.as_committed()
+    return (rank(index, query, now_ms) if index is not None else []), note.format(progress=progress)
 
 
 def get_context(
@@ -210,18 +204,12 @@ def get_context(
         limit=DEFAULT_LIMIT if limit is None else limit,
         kinds=frozenset(kinds or ()),
         project=checks.trimmed(project, "project", max_chars=200),
+        scope=app.store.read_projects,
     )
     budget = DEFAULT_BUDGET if budget_tokens is None else budget_tokens
     now = timeutil.now_ms() if now_ms is None else now_ms
-    source = search_source(app)
-    if isinstance(source, SearchIndex):
-        hits = rank(source, wanted, now)
-    else:  # a damaged index is rebuilt and asked again; one locked by a silent process is passed by
-        try:
-            hits = derived.search_for(app.store).search(lambda index: rank(index, wanted, now))
-        except derived.IndexBusy:
-            hits = rank(search_index(app), wanted, now)
-    return hydrate(app, wanted, current_handoffs(app, hits), budget)
+    hits, partial = search(app, wanted, now)
+    return hydrate(app, wanted, current_handoffs(app, hits), budget, partial)
 
 
 def current_handoffs(app: App, hits: list[Hit]) -> list[Hit]:
@@ -255,8 +243,9 @@ def _clipped(block: str, room: int) -> str:
     return "\n".join([*kept, CLIP_MARK])
 
 
-def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResult:
+def hydrate(app: App, query: Query, hits: list[Hit], budget: int, partial: str = "") -> ContextResult:
     limit = budget * CHARS_PER_TOKEN
+    lead = f"{partial}\n" if partial else ""
     scope = []
     if query.project is not None:
         scope.append(f"project={clip(query.project, 80)}")
@@ -265,10 +254,10 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
     where = f" ({'; '.join(scope)})" if scope else ""
     if not hits:
         text = (
-            f"# Context for: {clip(query.text, 200)}\nNo stored records match{where}. Try other words: names of "
+            f"# Context for: {clip(query.text, 200)}\n{lead}No stored records match{where}. Try other words: names of "
             "files, components, people or decisions, or drop the filters."
         )
-        return ContextResult(query, budget, [], text[:limit])
+        return ContextResult(query, budget, [], text[:limit], partial)
     weak, count = sum(hit.weak for hit in hits), len(hits)
     if weak == count:  # an honest empty answer: say so, and show the closest as such
         found = (
@@ -280,7 +269,7 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
         if beside := sum(bool(hit.beside) and not hit.weak for hit in hits):
             partly += f"; {beside} only through the entry beside it (matched=only in the entry beside it)"
         found = f"{count} {'match' if count == 1 else 'matches'}, best first{where}{partly}."
-    parts = [f"# Context for: {clip(query.text, 200)}\n{found} {DATA_NOTICE}"]
+    parts = [f"# Context for: {clip(query.text, 200)}\n{lead}{found} {DATA_NOTICE}"]
     used = len(parts[0])
     shown: list[Shown] = []
     views: Views = cache(lambda name: _state(app, name))
@@ -301,7 +290,7 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int) -> ContextResu
         note = f"{len(omitted)} more match(es) left out by budget_tokens={budget} (e.g. {ids})"
         parts.append(clip(note, FOOTER_RESERVE - 4))
         shown += [Shown(hit, "omitted") for hit in omitted]
-    return ContextResult(query, budget, shown, "\n\n".join(parts))
+    return ContextResult(query, budget, shown, "\n\n".join(parts), partial)
 
 
 def _state(app: App, name: str) -> Any:

@@ -27,7 +27,7 @@ from contextflow.core.fields import Schema
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, read_new
 from contextflow.search import ranking
-from contextflow.search.disk import DiskIndex, Row, decode_doc, near_text
+from contextflow.search.disk import DiskIndex, Row, decode_doc, near_text, qualified
 from contextflow.search.docs import Doc, Hit
 from contextflow.search.ranking import K1, B, Candidate
 from contextflow.search.sink import SearchSink, readable
@@ -123,10 +123,12 @@ class TailedIndex:
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
     ) -> list[Candidate]:
         """The `size` best raw scores of the index (without the tail's ids) and the tail together."""
-        found = self.disk.pool(terms, size, kinds, project, near, speakers, spans, without=self.pending.keys())
-        found += self._scored(terms, size, kinds, project, near, speakers, spans)
+        found = self.disk.pool(terms, size, kinds, project, near, speakers, spans, scope, self.pending.keys())
+        seen = None if scope is None else set(ranking.scoped(scope))
+        found += self._scored(terms, size, kinds, project, near, speakers, spans, seen)
         return heapq.nlargest(size, found, key=lambda c: (c.raw, c.tie))
 
     def _scored(
@@ -138,9 +140,11 @@ class TailedIndex:
         near: bool,
         speakers: Sequence[str],
         spans: Sequence[tuple[int, int]],
+        seen: set[str] | None,
     ) -> list[Candidate]:
         """The tail's documents within the filters, scored as tantivy scores the index's query."""
         docs, body_avg, near_avg = self._stats()
+        counted = max(1, self.count(seen)) if seen is not None else docs
         searcher = self.disk.searcher
         fields = [("body", 1.0, body_avg, 1)] + ([("near", ranking.NEAR_WEIGHT, near_avg, 2)] if near else [])
         weights: dict[tuple[str, str], float] = {}
@@ -149,9 +153,16 @@ class TailedIndex:
             entries, body_new, near_new = self.holding(term)
             for entry in entries:
                 holders[entry.row.doc_id] = entry
+            if seen is not None:  # a reader limited to some projects: their documents' statistics only
+                new = [e for e in entries if e.row.doc_id in self.fresh and e.row.project in seen]
+                body_new, near_new = sum(term in e.body for e in new), sum(term in e.near for e in new)
             for name, boost, _, at in fields:
-                df = int(searcher.doc_freq(name, term)) + (body_new if at == 1 else near_new) if entries else 0
-                weights[(name, term)] = boost * ranking.idf(df, docs) * (K1 + 1.0)
+                if seen is None:
+                    df = int(searcher.doc_freq(name, term))
+                else:
+                    df = sum(int(searcher.doc_freq("p" + name, qualified(p, term))) for p in seen)
+                df = df + (body_new if at == 1 else near_new) if entries else 0
+                weights[(name, term)] = boost * ranking.idf(df, docs if seen is None else counted) * (K1 + 1.0)
         named = set(speakers)
         hashed = ranking.stable_hash
         found = []
@@ -159,7 +170,7 @@ class TailedIndex:
             item = entry.row
             if (kinds and item.kind not in kinds) or (project is not None and item.project not in (project, "")):
                 continue
-            if named and not named.intersection(item.agent):
+            if (named and not named.intersection(item.agent)) or (seen is not None and item.project not in seen):
                 continue
             if spans and not any(low <= item.at < high for low, high in spans):
                 continue
@@ -184,8 +195,13 @@ class TailedIndex:
             for score, c in ranked
         ]
 
-    def knows_speaker(self, word: str) -> bool:
-        return any(word in entry.row.agent for entry in self.pending.values()) or self.disk.knows_speaker(word)
+    def _within(self, scope: Collection[str] | None) -> list[Pending]:
+        """The tail's documents within `scope`'s projects (all of them for None)."""
+        seen = None if scope is None else set(ranking.scoped(scope))
+        return [entry for entry in self.pending.values() if seen is None or entry.row.project in seen]
+
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool:
+        return any(word in entry.row.agent for entry in self._within(scope)) or self.disk.knows_speaker(word, scope)
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         mine = [hit.doc.doc_id in self.pending for hit in hits]
@@ -195,12 +211,17 @@ class TailedIndex:
             for hit, here in zip(hits, mine, strict=True)
         ]
 
-    def frequency(self, term: str) -> int:
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
+        if scope is not None:
+            new = [entry for entry in self._within(scope) if entry.row.doc_id in self.fresh]
+            return self.disk.frequency(term, scope) + sum(term in entry.body for entry in new)
         searcher, (_, body, near) = self.disk.searcher, self.holding(term)
         return int(searcher.doc_freq("body", term)) + body or min(1, int(searcher.doc_freq("near", term)) + near)
 
-    def count(self) -> int:
-        return self.disk.count() + self.new
+    def count(self, scope: Collection[str] | None = None) -> int:
+        if scope is None:
+            return self.disk.count() + self.new
+        return self.disk.count(scope) + sum(entry.row.doc_id in self.fresh for entry in self._within(scope))
 
 
 class Follower:

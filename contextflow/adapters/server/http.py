@@ -104,9 +104,9 @@ def grant_app(base: App, grant: Grant) -> App:
     """An App over the same store folder that only sees and writes what `grant` allows."""
     from contextflow.features import all_views, folded_views
 
-    views: list[View] = folded_views()  # search from the machine's shared index on disk
-    if grant.read is not None:  # a filtered fold reads every view, search included (the index holds every project)
-        views = [ProjectFilter(resolved(view), grant.read) for view in all_views()]
+    views: list[View] = folded_views()  # search from the machine's shared index on disk, within `read_projects`
+    if grant.read is not None:  # a filtered fold reads every other view
+        views = [ProjectFilter(resolved(view), grant.read) for view in all_views() if view.name != "search"]
     source = base.store
     # a filtered fold must never read or write the shared derived state
     store = GrantStore(

@@ -1,63 +1,40 @@
-"""An incremental BM25 index over searchable documents (`search/docs.py`), updated one operation at a time.
+"""The search view folded in memory: the oracle the shared on-disk index (`search/derived.py`) is tested
+against, never used at run time (every search reads the index on disk).
 
-The in-memory index: the reference the on-disk index (`search/disk.py`) is tested against, and what a
-grant's filtered store or a machine without the disk index searches. Each document's body terms are
-weighted by its fields (BM25F: a field's words repeated `repeats` times) and its neighbour field (`near`,
-the terms of the entries before and after it in its session) is a second field with its own lengths,
-scored at `ranking.NEAR_WEIGHT`. The index keeps each session's sequence, so when an entry arrives,
-changes or goes, the neighbours on both sides get their near field again: the result depends only on
-the set of events, never on their order.
+`SearchIndex` is an incremental BM25 index over searchable documents (`search/docs.py`), updated one
+operation at a time. Each document's body terms are weighted by its fields (BM25F: a field's words
+repeated `repeats` times) and its neighbour field (`near`, the terms of the entries before and after it
+in its session) is a second field with its own lengths, scored at `ranking.NEAR_WEIGHT`. The index keeps
+each session's sequence, so when an entry arrives, changes or goes, the neighbours on both sides get
+their near field again: the result depends only on the set of events, never on their order.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+import weakref
 from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextflow.core.events import OrderKey
+from contextflow.app import App
+from contextflow.core.events import Event, OrderKey
+from contextflow.core.fold import LazyView
+from contextflow.core.store import Store
 from contextflow.search import ranking
 from contextflow.search.docs import (
-    FIELD_WEIGHTS,
-    ZERO,
-    Delete,
     Doc,
     Hit,
     Op,
-    Patch,
-    Put,
     admits,
-    derive,
-    join,
     merge,
-    put_new,
     weighted_terms,
 )
 from contextflow.search.ranking import K1, B
-
-__all__ = [
-    "FIELD_WEIGHTS",
-    "K1",
-    "ZERO",
-    "B",
-    "Delete",
-    "Doc",
-    "Hit",
-    "Op",
-    "Patch",
-    "Put",
-    "SearchIndex",
-    "admits",
-    "derive",
-    "join",
-    "merge",
-    "put_new",
-    "weighted_terms",
-]
+from contextflow.search.view import VIEW_NAME, SearchView, extract
 
 MIN_COMPACT_PAIRS = 100_000
 NEAR = "~"  # near-field terms share the postings under this prefix (index terms never start with it)
@@ -269,8 +246,14 @@ class SearchIndex:
 
     # -- querying --------------------------------------------------------------------------
 
-    def knows_speaker(self, word: str) -> bool:
-        return self.speakers.get(word, 0) > 0
+    def knows_speaker(self, word: str, scope: Collection[str] | None = None) -> bool:
+        if scope is None:
+            return self.speakers.get(word, 0) > 0
+        return any(word in ranking.agent_terms(str(doc.value("agent") or "")) for doc in self._within(scope))
+
+    def _within(self, scope: Collection[str]) -> list[Doc]:
+        seen = set(ranking.scoped(scope))
+        return [doc for doc in self.docs.values() if doc.visible and doc.project in seen]
 
     def search(self, terms: list[str], k: int, factor: Callable[[Doc], float], near: bool = True) -> list[Hit]:
         """The `k` best documents for `terms` by BM25 (body, plus the near field at NEAR_WEIGHT) times
@@ -350,14 +333,18 @@ class SearchIndex:
         near: bool,
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
+        scope: Collection[str] | None = None,
     ) -> list[ranking.Candidate]:
         """The `size` best raw scores as the ranking's candidates (`ranking.Searchable.pool`), filtered here."""
+        seen = None if scope is None else set(ranking.scoped(scope))
 
         def accept(doc: Doc) -> float:
             if kinds and doc.kind not in kinds:
                 return 0.0
             if project is not None and doc.project and doc.project != project:
                 return 0.0  # a document without a project (a context record, a thought) is in every project
+            if seen is not None and doc.project not in seen:
+                return 0.0
             if speakers and not set(speakers) & set(ranking.agent_terms(str(doc.value("agent") or ""))):
                 return 0.0
             return 0.0 if spans and not any(low <= doc.at_ms < high for low, high in spans) else 1.0
@@ -367,16 +354,19 @@ class SearchIndex:
     def hits(self, ranked: list[tuple[float, ranking.Candidate]]) -> list[Hit]:
         return [Hit(c.handle, score) for score, c in ranked]
 
-    def count(self) -> int:
-        return self.visible_count
+    def count(self, scope: Collection[str] | None = None) -> int:
+        return self.visible_count if scope is None else len(self._within(scope))
 
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         """The asked terms each hit's neighbour field holds (`Doc.terms` has them already here)."""
         return [asked & {term for side in hit.doc.near_terms or () for term in side.split()} for hit in hits]
 
-    def frequency(self, term: str) -> int:
+    def frequency(self, term: str, scope: Collection[str] | None = None) -> int:
         """In how many documents the term is, in their text (0 also when only in neighbour fields: then 1)."""
-        return self.df.get(term, 0) or min(1, self.df.get(NEAR + term, 0))
+        if scope is None:
+            return self.df.get(term, 0) or min(1, self.df.get(NEAR + term, 0))
+        ids = {doc.doc_id for doc in self._within(scope)}
+        return len(ids & set(self.posting(term))) or min(1, len(ids & set(self.posting(NEAR + term))))
 
 
 def candidate(doc: Doc, raw: float) -> ranking.Candidate:
@@ -392,3 +382,41 @@ def candidate(doc: Doc, raw: float) -> ranking.Candidate:
         doc.timely,
         doc,
     )
+
+
+class OracleView(SearchView):
+    """The search view folded into a `SearchIndex` (the run-time view folds nothing: `search/view.py`)."""
+
+    def initial(self) -> SearchIndex:
+        return SearchIndex()
+
+    def apply(self, state: SearchIndex, event: Event) -> None:
+        ops = extract(event)
+        if ops is None:
+            state.skipped_events += 1
+        for kind, op in ops or ():
+            state.apply(kind, op, event.key, event.writer)
+
+
+_TWINS: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
+
+
+def memory_index(store: Store) -> SearchIndex:
+    """The search view folded in this process's memory by a twin store that folds only it."""
+    twin = _TWINS.get(store)
+    if twin is None:
+        twin = _TWINS[store] = Store(
+            store.location,
+            store.writer,
+            store.state_dir,
+            views=[LazyView(VIEW_NAME, "tests.search_oracle:OracleView")],
+            fields=store.fields,  # the same shape checks as every view
+            shares_state=False,
+        )
+    found: SearchIndex = twin.view(VIEW_NAME)
+    return found
+
+
+def search_index(app: App) -> SearchIndex:
+    """The app's search view in memory."""
+    return memory_index(app.store)
