@@ -17,6 +17,8 @@ from urllib.parse import quote
 import pytest
 
 from contextflow.app import App
+from contextflow.core.lock import WriterLock
+from contextflow.core.table_updates import BUILD_LOCK
 from tests.ui.bigstore import BigStore, build
 from tests.ui.serving import browser, have_chromium, running
 
@@ -303,11 +305,18 @@ def test_the_first_search_shows_the_index_being_built(
 ) -> None:
     page, _, _ = ui  # the same browser, on a second server
     app = App.open(env_for(big, tmp_path / "fresh-state"))  # a new machine: no search index yet
+    # another process has the build in hand and has not got far: the page must say so (held here, so a
+    # build finishing before the page asks cannot make the banner a race)
+    held = WriterLock(app.tables().path.with_name(BUILD_LOCK), 0)
+    held.acquire()
+    holding = True
     try:
         with running(app) as url:
             page.goto(url)
-            banner = page.wait_for_selector("#building", state="visible", timeout=20_000)  # never a silent guess
+            banner = page.wait_for_selector("#building", state="visible", timeout=60_000)  # never a silent guess
             assert "Building this machine's views from the logs" in banner.inner_text()
+            held.release()  # the build goes on: the next read starts the builder
+            holding = False
             page.goto(url.split("/?")[0] + "/#/search?q=" + quote("refunds settlement"))
             progress = page.wait_for_selector("#index-progress", timeout=20_000)
             assert "Building the search index" in progress.inner_text() and "%" in progress.inner_text()
@@ -315,4 +324,6 @@ def test_the_first_search_shows_the_index_being_built(
             assert page.locator("#index-progress").count() == 0
             page.goto("about:blank")  # leaves this server before it stops
     finally:
+        if holding:
+            held.release()
         app.close()
