@@ -24,9 +24,9 @@ RECORDED = {
     "sessions": (1, "348a27c754d90731e037"),
     "feed": (2, "6ac26c506cdc20524c7b"),
     "capture": (2, "8a701f751975665c813f"),
-    "graph-state": (2, "4a7aba62a09795a34809"),
-    "records-state": (2, "5ab1cfc018d113e789ac"),
-    "conversations-state": (2, "1377b7ab900b75cd27fe"),
+    "graph-state": (2, "186e5245cb82ff770b01"),
+    "records-state": (2, "9c53ec79d7ec24f0a1a8"),
+    "conversations-state": (2, "6bcfd94a08ec1ddea3a6"),
     "timeline": (1, "2e38e1365fae9c6e04bf"),
 }
 GUARDED = all_formats()

@@ -416,7 +416,8 @@ def test_a_session_start_reads_the_tables_without_the_operations_table_or_writer
         "code = main(['hook', 'session-start'])\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.operations.spec', "
         "'contextflow.sessions.present', 'contextflow.core.staged', 'contextflow.graph.view', "
-        "'contextflow.timeline.view', 'contextflow.search.disk', 'tantivy', 'secrets', 'mcp', 'platformdirs')))\n"
+        "'contextflow.timeline.view', 'contextflow.search.disk', 'tantivy', 'secrets', 'mcp', 'platformdirs', "
+        "'contextflow.records.view', 'contextflow.conversations.view', 'contextflow.graph.model')))\n"
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)

@@ -8,14 +8,16 @@ applying the saves with `ConversationsView.apply` itself, and writing those back
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp
+
+if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this table set)
+    from contextflow.conversations.view import ConversationEntry, ConversationsState
 
 SCHEMA = (
     """CREATE TABLE conversations_rows(
@@ -30,6 +32,8 @@ SCHEMA = (
 
 def entry_of(blob: bytes) -> ConversationEntry:
     """The entry a `conversations_rows.data` holds."""
+    from contextflow.conversations.view import ConversationEntry
+
     (event_id, writer, seq, hlc, kind, data), first_key, first_ts, versions = orjson.loads(blob)
     return ConversationEntry(Event(event_id, writer, seq, hlc, kind, data), tuple(first_key), first_ts, versions)
 
@@ -43,6 +47,8 @@ def _row(project: str, conversation_id: str, entry: ConversationEntry) -> tuple[
 
 def load(db: Writer) -> ConversationsState:
     """Every conversation the table holds (a reader's base while it is not current)."""
+    from contextflow.conversations.view import ConversationsState
+
     state = ConversationsState()
     for project, cid, blob in db.execute("SELECT project, conversation_id, data FROM conversations_rows"):
         state.records[(project, cid)] = entry_of(blob)
@@ -51,6 +57,8 @@ def load(db: Writer) -> ConversationsState:
 
 def apply(db: Writer, events: list[Event]) -> None:
     """Fold a chunk's `conversation.*` events into the table (inside the catch-up's transaction)."""
+    from contextflow.conversations.view import SAVE_KIND, ConversationsState, ConversationsView
+
     saves = list({event.id: event for event in events if event.kind == SAVE_KIND}.values())
     known: set[str] = set()
     for part in chunks([event.id for event in saves], CHUNK):

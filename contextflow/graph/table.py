@@ -23,7 +23,6 @@ from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp, marks
-from contextflow.graph import model
 
 if TYPE_CHECKING:  # (imported when a chunk is folded or a row read: a session start that reads no graph imports none)
     from contextflow.graph.view import EdgeKey, GraphState, Mark, Node
@@ -131,6 +130,8 @@ def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 
 def dedupe_digest(content: str) -> bytes:
     """Equal for contents with the same `model.dedupe_key` (nodes that may be copies of each other)."""
+    from contextflow.graph import model
+
     return hashlib.blake2b(model.dedupe_key(content).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -143,6 +144,8 @@ def _on(mark: Mark) -> int:
 
 def _touched(events: Iterable[Event]) -> tuple[set[str], set[EdgeKey], set[str]]:
     """The nodes (with their tags), edges and saved views a batch of events sets."""
+    from contextflow.graph import model
+
     nodes: set[str] = set()
     edges: set[EdgeKey] = set()
     views: set[str] = set()

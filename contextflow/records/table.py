@@ -9,14 +9,16 @@ key, so the rows equal the whole fold's whatever the batches).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp
-from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordsState, RecordsView, record_id
+
+if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this table set)
+    from contextflow.records.view import Record, RecordsState
 
 SCHEMA = (
     """CREATE TABLE records_rows(
@@ -32,6 +34,8 @@ SCHEMA = (
 
 def record_of(blob: bytes) -> Record:
     """The record a `records_rows.data` holds."""
+    from contextflow.records.view import Record
+
     project, key, event_key, event_id, writer, deleted, data, expires, live_sets, tombstone = orjson.loads(blob)
     return Record(
         project,
@@ -78,6 +82,8 @@ def _row(record: Record) -> tuple[Any, ...]:
 
 def load(db: Writer) -> RecordsState:
     """Every record the table holds (a reader's base while it is not current)."""
+    from contextflow.records.view import RecordsState
+
     state = RecordsState()
     for (blob,) in db.execute("SELECT data FROM records_rows ORDER BY hlc, w, seq"):
         record = record_of(blob)
@@ -90,6 +96,8 @@ def load(db: Writer) -> RecordsState:
 
 def apply(db: Writer, events: list[Event]) -> None:
     """Fold a chunk's `context.*` events into the table (inside the catch-up's transaction)."""
+    from contextflow.records.view import DELETE_KIND, SET_KIND, RecordsState, RecordsView, record_id
+
     mine = [event for event in events if event.kind in (SET_KIND, DELETE_KIND)]
     written = sorted({identity for event in mine if (identity := record_id(event)) is not None})
     state = RecordsState()
