@@ -1,6 +1,7 @@
 """Every ContextFlowMCP tool, prompt and resource, with good and bad input, in memory."""
 
 import json
+from collections.abc import Callable
 
 import mcp_types as types
 import pytest
@@ -8,6 +9,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from contextflow.adapters.server.app import ContextflowServer
+from contextflow.sessions import core as sessions
 from tests.conftest import text_of
 
 pytestmark = pytest.mark.anyio
@@ -241,6 +243,58 @@ async def test_the_server_notifies_when_the_resume_prompt_list_changes(app):
         await note(client, "first", session="new-one")
         await client.call_tool("read_shared_context", {})  # no change: no second notification
     assert seen.count("notifications/prompts/list_changed") == 1
+
+
+def test_list_changed_is_told_exactly_when_the_resume_prompts_shown_change(app):
+    from contextflow.sessions.marks import mark_handoff_wrong
+
+    server = ContextflowServer(app)
+
+    def descriptions() -> list[tuple[str, str]]:
+        return [(p.name, p.description or "") for p in server.prompt_list() if p.name.removeprefix("resume_").isdigit()]
+
+    def told(write: Callable[[], object]) -> tuple[bool, bool]:
+        """(whether the client was told, whether the list it would see now differs from its last)."""
+        before = [(s.name, s.description) for s in server.prompt_specs()]
+        write()
+        return server.prompts_changed(), [(s.name, s.description) for s in server.prompt_specs()] != before
+
+    def tool(name: str, **args: object) -> Callable[[], str]:
+        def run() -> str:
+            result = server.call(name, {"agent": "claude", **args})
+            assert not result.is_error, text_of(result)
+            return str(result.structured_content["id"])
+
+        return run
+
+    tool("append_shared_note", text="start", session_id="s1")()
+    assert descriptions()  # the client listed them
+    assert told(tool("append_shared_note", text="elsewhere", project="other", session_id="s1")) == (False, False)
+    handoff = tool("write_shared_handoff", summary="ship the parser", session_id="s1")
+    assert told(handoff) == (True, True)
+    assert "handoff:ship the parser" in descriptions()[0][1]
+    latest = str(sessions.latest_handoff(app, sessions.EntryFilter(app.settings.default_project)).id)
+    assert told(lambda: mark_handoff_wrong(app, handoff_id=latest, agent="human")) == (True, True)
+    assert "handoff:" not in descriptions()[0][1]
+    assert told(tool("append_shared_note", text="other session", session_id="s2")) == (True, True)
+    assert [name for name, _ in descriptions()] == ["resume_1", "resume_2"]
+
+
+def test_the_resume_prompts_signature_reads_every_session_in_one_query(app, monkeypatch):
+    """After each write the server compares the resume_N list with the one the client has: one query over
+    the sessions, however many the list shows (not one or two per session)."""
+    server = ContextflowServer(app)
+    for n in range(12):
+        server.call("append_shared_note", {"agent": "claude", "text": f"work {n}", "session_id": f"s{n}"})
+    server.prompt_list()
+    server.call("append_shared_note", {"agent": "claude", "text": "one more", "session_id": "s3"})
+    reads: list[str] = []
+    app.tables()._connect().set_trace_callback(reads.append)
+    try:
+        assert server.prompts_changed()
+    finally:
+        app.tables()._connect().set_trace_callback(None)
+    assert len([sql for sql in reads if sql.startswith("SELECT") and "sessions" in sql]) == 1
 
 
 # -- resources -----------------------------------------------------------------------------

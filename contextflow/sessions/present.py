@@ -394,9 +394,9 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
-    return tuple(
-        (s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in _recent_sessions(app)
-    )
+    stored.ready(app)  # one query, however many sessions the list shows
+    found = stored.resume_keys(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
+    return tuple((sid, latest[:19], count, task, handoff) for sid, latest, count, task, handoff in found)
 
 
 # -- resources -----------------------------------------------------------------------------

@@ -221,6 +221,25 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
     return found
 
 
+def resume_keys(app: App, project: str, limit: int) -> list[tuple[Any, ...]]:
+    """(session id, newest entry's time, entries, task, latest handoff summary) of the project's `limit`
+    most recent sessions, as `summaries` would give them, in one query (the resume_N prompts' signature)."""
+    if not _visible(app, project):
+        return []
+    handoff = (
+        "SELECT e.summary FROM sessions_entries e WHERE e.project = s.project AND e.session_id = s.session_id "
+        f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1"
+    )
+    sql = (
+        f"SELECT s.session_id, s.hlc, s.entries, s.task, ({handoff}) FROM sessions s WHERE s.project = ? "
+        "ORDER BY s.hlc DESC, s.w DESC, s.seq DESC, s.session_id DESC LIMIT ?"
+    )
+    return [
+        (sid, stamp_iso(stamp_of(hlc)), count, task or "", str(summary).strip() if summary is not None else "")
+        for sid, hlc, count, task, summary in _query(app, sql, (project, limit))
+    ]
+
+
 def superseded(app: App, ids: Sequence[str]) -> set[str]:
     """Those of `ids` that are automatic handoffs a newer one of their session replaced."""
     marks = ", ".join("?" * len(ids))
