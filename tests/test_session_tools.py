@@ -294,7 +294,7 @@ def test_the_resume_prompts_signature_reads_every_session_in_one_query(app, monk
         assert server.prompts_changed()
     finally:
         app.tables()._connect().set_trace_callback(None)
-    assert len([sql for sql in reads if sql.startswith("SELECT") and "sessions" in sql]) == 1
+    assert len([sql for sql in reads if sql.startswith("SELECT") and " FROM sessions" in sql]) == 1
 
 
 # -- resources -----------------------------------------------------------------------------

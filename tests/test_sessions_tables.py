@@ -85,6 +85,20 @@ def test_another_process_appends_and_the_next_read_has_it(app):
     assert summary.agents == {"claude", "codex"} and summary.entry_count == 2
 
 
+def test_a_warm_write_is_caught_up_in_one_transaction(app):
+    sessions.append_note(app, agent="claude", text="old", session_id="s")
+    sessions.read_entries(app, EntryFilter("shared"), 5)  # the tables hold every log
+    sessions.append_note(app, agent="claude", text="new", session_id="s")
+    statements: list[str] = []
+    app.tables()._connect().set_trace_callback(statements.append)
+    try:
+        assert app.tables().update() == 1
+    finally:
+        app.tables()._connect().set_trace_callback(None)
+    assert statements.count("BEGIN IMMEDIATE") == 1  # its line is read; no second one to find nothing more
+    assert [e.data["text"] for e in sessions.read_entries(app, EntryFilter("shared"), 5)] == ["old", "new"]
+
+
 def test_a_fresh_process_reports_bad_lines_without_loading_the_store(app, store_dir):
     sessions.append_note(app, agent="claude", text="good", session_id="s")
     with open(store_dir / "events.writer-a.jsonl", "ab") as handle:

@@ -198,7 +198,10 @@ class TableUpdates:
                 if not todo:
                     break
                 path, blob, names = todo[0]
-                read += self._read(db, path, blob, names)
+                count, whole = self._read(db, path, blob, names)
+                read += count
+            if whole and len(todo) == 1:
+                break  # that was all there was (a warm write's own line): no transaction to find nothing more
         return read
 
     def _let_ahead(self) -> None:
@@ -282,8 +285,9 @@ class TableUpdates:
             (name, table_set.format.version, built),
         )
 
-    def _read(self, db: sqlite3.Connection, path: Path, blob: bytes | None, names: list[str]) -> int:
-        """Read one chunk of `path`'s new lines into formats `names` (inside the caller's transaction)."""
+    def _read(self, db: sqlite3.Connection, path: Path, blob: bytes | None, names: list[str]) -> tuple[int, bool]:
+        """Read one chunk of `path`'s new lines into formats `names` (inside the caller's transaction): (events
+        read, whether that was all: the chunk reached the log's end and lowered no clock bound)."""
         start = cursor_of(blob) if blob is not None else None
         if self.store.progress is not None and (note := much_to_read(path, start)) and self._told != (path, start):
             self._told = (path, start)
@@ -291,13 +295,13 @@ class TableUpdates:
         try:
             chunk = read_new(path, start, READ_BYTES)
         except FileNotFoundError:  # gone since it was listed: the next pass lists again
-            return 0
+            return 0, False
         if chunk.reset:
             for name in names:
                 self._reset(db, name)
-            return 0
+            return 0, False
         caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall()) if chunk.lines else {}
-        tally = [0, 0]  # events read, bad lines
+        tally, bounds = [0, 0], dict(caps)  # events read, bad lines; the clock bounds before this chunk
         self._insert(db, readable_events(chunk.lines, self.store, tally), [self.sets[name] for name in names], caps)
         count, bad = tally
         complete = chunk.cursor.offset - (start.offset if start else 0) < READ_BYTES
@@ -307,7 +311,7 @@ class TableUpdates:
             [(name, str(path), cursor_blob(chunk.cursor), int(complete), before.get(name, 0) + bad) for name in names],
         )
         self.caught_up += count
-        return count
+        return count, complete and caps == bounds  # (a bound it lowered restarts a folding format: more to do)
 
     def _insert(
         self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]
