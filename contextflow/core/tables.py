@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from contextflow.core import legacy
+from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
 from contextflow.core.table_sets import Row as Row
@@ -88,6 +89,34 @@ class Tables(TableUpdates):
         self._backlog = False  # the last update found a build's worth to read (built in the background or elsewhere)
         self._ahead: dict[str, tuple[str, int]] = {}  # format -> (its build, bytes of this machine's log added ahead)
         self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
+        self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
+        self._current = False  # the last `update` found every format holding every log
+
+    def _key(self) -> object:
+        """What the tables' freshness depends on: every log's signature (the store's one scandir and a stat per
+        log), the database's `data_version` (another process committed: a build, a format reset) and the
+        formats' versions."""
+        version = self._connect().execute("PRAGMA data_version").fetchone()[0]
+        formats = tuple((name, table_set.format.version) for name, table_set in self.sets.items())
+        return version, formats, tuple((str(path), signature(path)) for path in self._paths())
+
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
+        """`TableUpdates.update`, skipped (returning 0) while nothing it depends on changed since it last
+        found every format current (`_key`): a warm read checks one stat per log and no table."""
+        with self._mutex:
+            self._current = False
+            try:
+                key = self._key()
+            except (sqlite3.DatabaseError, OSError):
+                key = None
+            if key is not None and key == self._checked:
+                self._current = True
+                return 0
+            self._checked = None
+            read = super().update(wait, foreground=foreground, ahead=ahead)
+            if read == 0 and self._found_current:
+                self._checked, self._current = key, True
+            return read
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -112,6 +141,7 @@ class Tables(TableUpdates):
 
     def _discard(self) -> None:
         """Delete a damaged database (the logs stay the truth): the next use builds it again."""
+        self._checked = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -141,6 +171,7 @@ class Tables(TableUpdates):
 
     def close(self) -> None:
         with self._mutex:
+            self._checked = None  # (a new connection's data_version starts afresh)
             if self._db is not None:
                 self._db.close()
                 self._db = None
@@ -159,12 +190,15 @@ class Tables(TableUpdates):
             finally:
                 self._settled -= 1
 
-    def query(self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S) -> list[tuple[Any, ...]]:
-        """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer)."""
+    def query(
+        self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S, *, checked: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer),
+        unless `checked`: the caller found them current for its call (`serves`, `core/rest.py`'s `reading`)."""
         with self._mutex:
             for attempt in range(2):
                 try:
-                    if not self._settled:
+                    if not self._settled and not checked:
                         self.update(wait)
                     return self._connect().execute(sql, params).fetchall()
                 except sqlite3.DatabaseError as exc:
@@ -213,6 +247,8 @@ class Tables(TableUpdates):
         with self._mutex:
             if not self._settled:
                 self.update(wait)
+                if self._current:
+                    return True
             try:
                 retire, todo = self._plan(self._connect(), self._paths(), wanted)
             except sqlite3.DatabaseError:
@@ -273,8 +309,9 @@ class Tables(TableUpdates):
         return self._paths()
 
     def bad_lines(self) -> int:
-        """Lines of the logs that are not readable events, as far as the tables have read."""
-        found = self.query("SELECT max(bad) FROM cursors GROUP BY path")
+        """Lines of the logs that are not readable events, as far as the tables have read (as they are: the
+        caller brought them up to date for its call)."""
+        found = self.query("SELECT max(bad) FROM cursors GROUP BY path", checked=True)
         return sum(count for (count,) in found)
 
     def _paths(self) -> list[Path]:

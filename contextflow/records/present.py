@@ -242,9 +242,14 @@ def _older(app: App, args: JSON, moment: datetime) -> int:
     """How many records the `since_days` window leaves out (0 when it is 0: none are)."""
     if args.get("since_days") == 0:
         return 0
-    everything = _listed(app, args, moment, since_days=0, limit=500)
-    recent = _listed(app, args, moment, limit=500)
-    return len(everything) - len(recent)
+    return _counted(app, args, moment, since_days=0) - _counted(app, args, moment)
+
+
+def _counted(app: App, args: JSON, moment: datetime, **overrides: int) -> int:
+    """How many records (at most 500) `_listed` gives for these arguments, none decoded."""
+    given = {**args, "limit": 500, **overrides}
+    filters = ("category", "thread_id", "pinned_only", "since_days", "prefix", "project", "limit")
+    return records.count_records(app, **{name: given.get(name) for name in filters}, now=moment)
 
 
 def context_delete(app: App, args: JSON) -> Reply:
