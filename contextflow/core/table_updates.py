@@ -198,6 +198,7 @@ class TableUpdates:
                 if retire and resets <= 4:
                     continue
                 if not todo:
+                    self._found_current = True
                     break
                 path, blob, names = todo[0]
                 read += self._read(db, path, blob, names)

@@ -112,9 +112,9 @@ class Tables(TableUpdates):
             if key is not None and key == self._checked:
                 self._current = True
                 return 0
-            self._checked = None
+            self._checked, db = None, self._db
             read = super().update(wait, foreground=foreground, ahead=ahead)
-            if read == 0 and self._found_current:
+            if read >= 0 and self._found_current and self._db is db:  # (current as of `key`, or later)
                 self._checked, self._current = key, True
             return read
 
