@@ -241,21 +241,23 @@ def list_records(
     prefix: str | None = None,
     project: str | None = None,
     now: datetime | None = None,
+    state: Records | None = None,
 ) -> list[Record]:
     """Live, unexpired records updated within `since_days` (0: any time; within SINCE_DAYS), newest first;
-    at most `limit` (within LIMIT)."""
-    state, selection = _listing(app, category, thread_id, pinned_only, since_days, limit, prefix, project, now)
+    at most `limit` (within LIMIT). `state`: the records this call already read (`records_state`)."""
+    state, selection = _listing(app, state, category, thread_id, pinned_only, since_days, limit, prefix, project, now)
     return _select(state, *selection)
 
 
-def count_records(app: App, **filters: Any) -> int:
+def count_records(app: App, state: Records | None = None, **filters: Any) -> int:
     """How many records `list_records(app, **filters)` lists (at most its `limit`), none of them decoded."""
-    state, selection = _listing(app, **filters)
+    state, selection = _listing(app, state, **filters)
     return state.count(*selection) if not isinstance(state, RecordsState) else len(_select(state, *selection))
 
 
 def _listing(
     app: App,
+    state: Records | None,
     category: str | None = None,
     thread_id: str | None = None,
     pinned_only: bool | None = None,
@@ -266,7 +268,7 @@ def _listing(
     now: datetime | None = None,
 ) -> tuple[Records, tuple[int, int, int, str | None, str | None, bool, str | None, str | None]]:
     """The records read and `_select`'s arguments of a listing (its arguments checked)."""
-    state = records_state(app)
+    state = records_state(app) if state is None else state
     wanted_category = check_category(category, also=state.by_category)
     wanted_project = check_project(project)
     linked = checks.trimmed(thread_id, "thread_id")
