@@ -93,12 +93,13 @@ class Tables(TableUpdates):
         self._current = False  # the last `update` found every format holding every log
 
     def _key(self) -> object:
-        """What the tables' freshness depends on: every log's signature (the store's one scandir and a stat per
-        log), the database's `data_version` (another process committed: a build, a format reset) and the
-        formats' versions."""
+        """What the tables' freshness depends on: every log's signature (the store's listing, listed again when
+        its folder changed, and a stat per log), the database's `data_version` (another process committed: a
+        build, a format reset) and the formats' versions."""
         version = self._connect().execute("PRAGMA data_version").fetchone()[0]
         formats = tuple((name, table_set.format.version) for name, table_set in self.sets.items())
-        return version, formats, tuple((str(path), signature(path)) for path in self._paths())
+        logs = self.store._segment_paths()  # (the listing `Store.refresh` reads: a stat while the folder stays)
+        return version, formats, tuple((str(path), signature(path)) for path in logs)
 
     def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
         """`TableUpdates.update`, skipped (returning 0) while nothing it depends on changed since it last
@@ -246,8 +247,9 @@ class Tables(TableUpdates):
         wanted = set(names)
         with self._mutex:
             if not self._settled:
+                self._current = False
                 self.update(wait)
-                if self._current:
+                if self._current:  # (found current, now or at this very freshness key)
                     return True
             try:
                 retire, todo = self._plan(self._connect(), self._paths(), wanted)
