@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "193298923a0546506a49"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "821200af6058466e0e48"),
-    "feed": (2, "3d6dfb5171c5e8226cce"),
-    "capture": (2, "a691d52a37a3aca0fe69"),
+    "sessions": (1, "50aa3c79980d692a70c8"),
+    "feed": (2, "ab66219743c1d8a62422"),
+    "capture": (2, "004a7106fe29fba53a01"),
     "graph-state": (2, "186e5245cb82ff770b01"),
     "records-state": (2, "9c53ec79d7ec24f0a1a8"),
     "conversations-state": (2, "6bcfd94a08ec1ddea3a6"),
-    "timeline": (1, "46d34dce216599252fa8"),
+    "timeline": (1, "9aa41decdc89adee322d"),
 }
 GUARDED = all_formats()
 

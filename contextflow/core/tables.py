@@ -20,7 +20,8 @@ never synced, always safe to delete):
 - `bounds` holds the clock bounds read (`clock.bound`, core/fold.py): an event named by one is stored
   at the bound's stamp minus one, whichever of the two is read first (tables with `id` and `hlc`).
 
-A read first compares every log's signature with the cursors (one stat each, one small query). When a
+A read first compares every log's signature with the cursors (one stat each, one small query); while
+nothing it depends on moved since they matched (`Tables._key`), it reads no bookkeeping table. When a
 log grew, the process that sees it takes SQLite's write lock (waiting at most `wait` seconds), reads
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk. A process
 that cannot get the lock in time, or finds a build under way, has tables that hold part of the logs:
