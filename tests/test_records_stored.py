@@ -6,6 +6,7 @@ call reads only the rows it shows."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -77,6 +78,8 @@ def _reads(app: App) -> list[object]:
             {"category": "fact", "prefix": "fact:", "limit": 1},
         ):
             found.append([(r.identity, r.event_id) for r in records.list_records(app, now=now, **args)])
+            counted: dict[str, Any] = {"limit": 4, **args}
+            found.append(records.count_records(app, None, now=now, **counted))
         found.append([r.event_id for r in records.pinned_records(app, now)])
         found.append([r.event_id for r in records.waiting_records(app, now)])
         for key in KEYS:
@@ -138,6 +141,25 @@ def test_a_listing_reads_only_the_records_it_shows(app: App, monkeypatch: pytest
     loaded.clear()
     assert records.get_record(app, key="fact:item-7").data["value"] == {"n": 7}
     assert len(loaded) == 1
+
+
+def test_context_list_decodes_only_the_records_it_shows(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.records import present, stored
+    from contextflow.records.table import record_of
+    from contextflow.records.view import Record
+
+    for n in range(40):
+        records.set_record(app, key=f"fact:item-{n}", value={"n": n})
+    loaded: list[bytes] = []
+
+    def counting(blob: bytes) -> Record:
+        loaded.append(blob)
+        return record_of(blob)
+
+    monkeypatch.setattr(stored, "record_of", counting)
+    reply = present.context_list(app, {"limit": 5})
+    assert reply.data["count"] == 5 and reply.data["older_left_out"] == 0  # the others counted, not decoded
+    assert len(loaded) == 5
 
 
 def test_a_save_then_a_read_and_a_delete_are_seen_at_once(app: App) -> None:

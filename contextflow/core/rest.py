@@ -133,7 +133,9 @@ class Reading(NamedTuple):
         return self.rest.partial if self.rest is not None else None
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.rest.query(sql, params) if self.rest is not None else self.tables.query(sql, params)
+        """Rows of `sql` as `reading` found them: the tables (current when it looked: not checked again, so
+        a call's queries check the logs once), else the rest."""
+        return self.rest.query(sql, params) if self.rest is not None else self.tables.query(sql, params, checked=True)
 
 
 _RESTS: WeakKeyDictionary[Store, Rest] = WeakKeyDictionary()  # the rest this store's reads use

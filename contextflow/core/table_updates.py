@@ -60,6 +60,7 @@ class TableUpdates:
     _backlog: bool
     _ahead: dict[str, tuple[str, int]]
     _ahead_stuck: bool
+    _found_current = False  # the last `_update` found every format holding every log (nothing to read)
 
     def _connect(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -150,7 +151,7 @@ class TableUpdates:
         return starts
 
     def _update(self, wait: float, foreground: bool) -> int:
-        self._backlog = False
+        self._backlog = self._found_current = False
         db = self._connect()
         try:
             db.executescript(META)  # (nothing to do once they exist)
@@ -160,6 +161,7 @@ class TableUpdates:
             raise Busy(str(exc)) from None  # another process is making the database
         retire, todo = self._plan(db, self._paths())
         if not retire and not todo:
+            self._found_current = True
             return 0
         paths = self._paths()
         whole = sum(unread_bytes(path, None) for path in paths)
@@ -196,12 +198,14 @@ class TableUpdates:
                 if retire and resets <= 4:
                     continue
                 if not todo:
+                    self._found_current = True
                     break
                 path, blob, names = todo[0]
                 count, whole = self._read(db, path, blob, names)
                 read += count
-            if whole and len(todo) == 1:
-                break  # that was all there was (a warm write's own line): no transaction to find nothing more
+            if whole and len(todo) == 1:  # that was all there was (a warm write's own line): no transaction to
+                self._found_current = True  # find nothing more, and every format holds every log read
+                break
         return read
 
     def _let_ahead(self) -> None:

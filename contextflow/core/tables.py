@@ -20,7 +20,8 @@ never synced, always safe to delete):
 - `bounds` holds the clock bounds read (`clock.bound`, core/fold.py): an event named by one is stored
   at the bound's stamp minus one, whichever of the two is read first (tables with `id` and `hlc`).
 
-A read first compares every log's signature with the cursors (one stat each, one small query). When a
+A read first compares every log's signature with the cursors (one stat each, one small query); while
+nothing it depends on moved since they matched (`Tables._key`), it reads no bookkeeping table. When a
 log grew, the process that sees it takes SQLite's write lock (waiting at most `wait` seconds), reads
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk. A process
 that cannot get the lock in time, or finds a build under way, has tables that hold part of the logs:
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from contextflow.core import legacy
+from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
 from contextflow.core.table_sets import Row as Row
@@ -88,6 +90,35 @@ class Tables(TableUpdates):
         self._backlog = False  # the last update found a build's worth to read (built in the background or elsewhere)
         self._ahead: dict[str, tuple[str, int]] = {}  # format -> (its build, bytes of this machine's log added ahead)
         self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
+        self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
+        self._current = False  # the last `update` found every format holding every log
+
+    def _key(self) -> object:
+        """What the tables' freshness depends on: every log's signature (the store's listing, listed again when
+        its folder changed, and a stat per log), the database's `data_version` (another process committed: a
+        build, a format reset) and the formats' versions."""
+        version = self._connect().execute("PRAGMA data_version").fetchone()[0]
+        formats = tuple((name, table_set.format.version) for name, table_set in self.sets.items())
+        logs = self.store._segment_paths()  # (the listing `Store.refresh` reads: a stat while the folder stays)
+        return version, formats, tuple((str(path), signature(path)) for path in logs)
+
+    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
+        """`TableUpdates.update`, skipped (returning 0) while nothing it depends on changed since it last
+        found every format current (`_key`): a warm read checks one stat per log and no table."""
+        with self._mutex:
+            self._current = False
+            try:
+                key = self._key()
+            except (sqlite3.DatabaseError, OSError):
+                key = None
+            if key is not None and key == self._checked:
+                self._current = True
+                return 0
+            self._checked, db = None, self._db
+            read = super().update(wait, foreground=foreground, ahead=ahead)
+            if read >= 0 and self._found_current and self._db is db:  # (current as of `key`, or later)
+                self._checked, self._current = key, True
+            return read
 
     # -- the connection ---------------------------------------------------------------------
 
@@ -112,6 +143,7 @@ class Tables(TableUpdates):
 
     def _discard(self) -> None:
         """Delete a damaged database (the logs stay the truth): the next use builds it again."""
+        self._checked = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -141,6 +173,7 @@ class Tables(TableUpdates):
 
     def close(self) -> None:
         with self._mutex:
+            self._checked = None  # (a new connection's data_version starts afresh)
             if self._db is not None:
                 self._db.close()
                 self._db = None
@@ -159,12 +192,15 @@ class Tables(TableUpdates):
             finally:
                 self._settled -= 1
 
-    def query(self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S) -> list[tuple[Any, ...]]:
-        """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer)."""
+    def query(
+        self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S, *, checked: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer),
+        unless `checked`: the caller found them current for its call (`serves`, `core/rest.py`'s `reading`)."""
         with self._mutex:
             for attempt in range(2):
                 try:
-                    if not self._settled:
+                    if not self._settled and not checked:
                         self.update(wait)
                     return self._connect().execute(sql, params).fetchall()
                 except sqlite3.DatabaseError as exc:
@@ -212,7 +248,10 @@ class Tables(TableUpdates):
         wanted = set(names)
         with self._mutex:
             if not self._settled:
+                self._current = False
                 self.update(wait)
+                if self._current:  # (found current, now or at this very freshness key)
+                    return True
             try:
                 retire, todo = self._plan(self._connect(), self._paths(), wanted)
             except sqlite3.DatabaseError:
@@ -273,8 +312,9 @@ class Tables(TableUpdates):
         return self._paths()
 
     def bad_lines(self) -> int:
-        """Lines of the logs that are not readable events, as far as the tables have read."""
-        found = self.query("SELECT max(bad) FROM cursors GROUP BY path")
+        """Lines of the logs that are not readable events, as far as the tables have read (as they are: the
+        caller brought them up to date for its call)."""
+        found = self.query("SELECT max(bad) FROM cursors GROUP BY path", checked=True)
         return sum(count for (count,) in found)
 
     def _paths(self) -> list[Path]:

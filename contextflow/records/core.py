@@ -241,10 +241,34 @@ def list_records(
     prefix: str | None = None,
     project: str | None = None,
     now: datetime | None = None,
+    state: Records | None = None,
 ) -> list[Record]:
     """Live, unexpired records updated within `since_days` (0: any time; within SINCE_DAYS), newest first;
-    at most `limit` (within LIMIT)."""
-    state = records_state(app)
+    at most `limit` (within LIMIT). `state`: the records this call already read (`records_state`)."""
+    state, selection = _listing(app, state, category, thread_id, pinned_only, since_days, limit, prefix, project, now)
+    return _select(state, *selection)
+
+
+def count_records(app: App, state: Records | None = None, **filters: Any) -> int:
+    """How many records `list_records(app, **filters)` lists (at most its `limit`), none of them decoded."""
+    state, selection = _listing(app, state, **filters)
+    return state.count(*selection) if not isinstance(state, RecordsState) else len(_select(state, *selection))
+
+
+def _listing(
+    app: App,
+    state: Records | None,
+    category: str | None = None,
+    thread_id: str | None = None,
+    pinned_only: bool | None = None,
+    since_days: int | None = None,
+    limit: int | None = None,
+    prefix: str | None = None,
+    project: str | None = None,
+    now: datetime | None = None,
+) -> tuple[Records, tuple[int, int, int, str | None, str | None, bool, str | None, str | None]]:
+    """The records read and `_select`'s arguments of a listing (its arguments checked)."""
+    state = records_state(app) if state is None else state
     wanted_category = check_category(category, also=state.by_category)
     wanted_project = check_project(project)
     linked = checks.trimmed(thread_id, "thread_id")
@@ -254,7 +278,7 @@ def list_records(
     start = checks.trimmed(prefix, "prefix", max_chars=MAX_KEY_CHARS)
     now_ms = _ms(now)
     cutoff = stamp_from_ms(now_ms - days * 86_400_000) if days else 0
-    return _select(state, now_ms, count, cutoff, wanted_category, thread, bool(pinned_only), start, wanted_project)
+    return state, (now_ms, count, cutoff, wanted_category, thread, bool(pinned_only), start, wanted_project)
 
 
 def _select(

@@ -205,12 +205,12 @@ def context_get(app: App, args: JSON) -> Reply:
 
 
 def context_list(app: App, args: JSON) -> Reply:
-    moment = now()
-    found = _listed(app, args, moment)
+    moment, state = now(), records.records_state(app)  # (the tables checked once for the call)
+    found = _listed(app, args, moment, state)
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
     listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
-    older = _older(app, args, moment)
+    older = _older(app, args, moment, state)
     payload = {"count": len(found), "records": listed, "older_left_out": older}
     text = records_text(found, title, moment)
     if older:
@@ -222,29 +222,34 @@ def context_list(app: App, args: JSON) -> Reply:
     return Reply(text, payload)
 
 
-def _listed(app: App, args: JSON, moment: datetime, **overrides: int) -> list[Record]:
-    """context_list's records for these arguments (`overrides`: since_days or limit in place of the arguments')."""
-    given = {**args, **overrides}
+def _listed(app: App, args: JSON, moment: datetime, state: records.Records | None = None) -> list[Record]:
+    """context_list's records for these arguments, from `state` when the call read it already."""
     return records.list_records(
         app,
-        category=given.get("category"),
-        thread_id=given.get("thread_id"),
-        pinned_only=given.get("pinned_only"),
-        since_days=given.get("since_days"),
-        limit=given.get("limit"),
-        prefix=given.get("prefix"),
-        project=given.get("project"),
+        category=args.get("category"),
+        thread_id=args.get("thread_id"),
+        pinned_only=args.get("pinned_only"),
+        since_days=args.get("since_days"),
+        limit=args.get("limit"),
+        prefix=args.get("prefix"),
+        project=args.get("project"),
         now=moment,
+        state=state,
     )
 
 
-def _older(app: App, args: JSON, moment: datetime) -> int:
-    """How many records the `since_days` window leaves out (0 when it is 0: none are)."""
+def _older(app: App, args: JSON, moment: datetime, state: records.Records | None = None) -> int:
+    """How many records the `since_days` window leaves out (0 when it is 0: none are), counted, not read."""
     if args.get("since_days") == 0:
         return 0
-    everything = _listed(app, args, moment, since_days=0, limit=500)
-    recent = _listed(app, args, moment, limit=500)
-    return len(everything) - len(recent)
+    return _counted(app, args, moment, state, since_days=0) - _counted(app, args, moment, state)
+
+
+def _counted(app: App, args: JSON, moment: datetime, state: records.Records | None, **overrides: int) -> int:
+    """How many records (at most 500) `_listed` gives for these arguments (`overrides` in place of them)."""
+    given = {**args, "limit": 500, **overrides}
+    filters = ("category", "thread_id", "pinned_only", "since_days", "prefix", "project", "limit")
+    return records.count_records(app, state, **{name: given.get(name) for name in filters}, now=moment)
 
 
 def context_delete(app: App, args: JSON) -> Reply:

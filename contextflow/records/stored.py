@@ -89,18 +89,48 @@ class StoredRecords:
     ) -> list[Record]:
         """`core._select` as one query: live, unexpired records passing every filter given, updated since
         `cutoff`, newest first, at most `count`."""
-        where = ["NOT deleted", "hlc >= ?", "(expires_ms IS NULL OR expires_ms > ?)"]
-        params: list[object] = [db_stamp(cutoff), now_ms]
-        for column, value in (("category", category), ("thread_id", thread), ("project", project)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if pinned:
-            where.append("pinned")
-        if prefix is not None:
-            where.append("key >= ? AND key < ? AND substr(key, 1, ?) = ?")
-            params += [prefix, prefix + "\U0010ffff", len(prefix), prefix]
-        sql = f"SELECT data FROM records_rows WHERE {' AND '.join(where)} ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
+        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
+        sql = f"SELECT data FROM records_rows WHERE {where} ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
         found = [record_of(blob) for (blob,) in self.tables.peek(sql, (*params, count))]
         self._loaded.update((record.identity, record) for record in found)
         return found
+
+    def count(
+        self,
+        now_ms: int,
+        count: int,
+        cutoff: int = 0,
+        category: str | None = None,
+        thread: str | None = None,
+        pinned: bool = False,
+        prefix: str | None = None,
+        project: str | None = None,
+    ) -> int:
+        """How many records `select` gives for the same arguments, nothing decoded."""
+        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM records_rows WHERE {where} LIMIT ?)"
+        return int(self.tables.peek(sql, (*params, count))[0][0])
+
+
+def _where(
+    now_ms: int,
+    cutoff: int,
+    category: str | None,
+    thread: str | None,
+    pinned: bool,
+    prefix: str | None,
+    project: str | None,
+) -> tuple[str, list[object]]:
+    """The condition of a listing (`StoredRecords.select`) and its parameters."""
+    where = ["NOT deleted", "hlc >= ?", "(expires_ms IS NULL OR expires_ms > ?)"]
+    params: list[object] = [db_stamp(cutoff), now_ms]
+    for column, value in (("category", category), ("thread_id", thread), ("project", project)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if pinned:
+        where.append("pinned")
+    if prefix is not None:
+        where.append("key >= ? AND key < ? AND substr(key, 1, ?) = ?")
+        params += [prefix, prefix + "\U0010ffff", len(prefix), prefix]
+    return " AND ".join(where), params

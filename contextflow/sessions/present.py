@@ -74,6 +74,10 @@ def resume_text(resume: Resume) -> str:
 # -- operations ----------------------------------------------------------------------------
 
 
+# Each reply below reads the malformed lines' count (`stored.bad_lines`) after its read of sessions, which
+# brought the tables up to date for the call: they are not checked again.
+
+
 def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
     """ContextFlowMCP's keys of a JSON reply, beside contextflow's own: the file its entries come from
     (its context file when in use, else this machine's log), its index (contextflow's derived tables),
@@ -110,7 +114,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
         before=args.get("before"),
     )
     entries = sessions.read_entries(app, where, args.get("limit"))
-    bad_lines = sessions.bad_line_count(app)
+    bad_lines = stored.bad_lines(app)
     filters = {k: v for k, v in where._asdict().items() if v is not None and k != "skip"}
     payload = {
         **compat_keys(app, bad_lines),
@@ -222,7 +226,7 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
     data: JSON = {
-        **compat_keys(app, sessions.bad_line_count(app)),
+        **compat_keys(app, stored.bad_lines(app)),
         "store": str(app.store.folder),
         "handoff": as_dict(event) if event else None,
     }
@@ -263,7 +267,7 @@ def list_sessions(app: App, args: JSON) -> Reply:
     project = query.project
     filters = {"agent": query.agent, "since": query.since, "limit": query.limit}
     payload = {
-        **compat_keys(app, sessions.bad_line_count(app)),
+        **compat_keys(app, stored.bad_lines(app)),
         "project": project,
         "filters": {**filters, "include_unsessioned": query.include_unsessioned},
         "count": len(found),
@@ -288,7 +292,7 @@ def choose_session(app: App, args: JSON) -> Reply:
     resume_args = {"session_id": selected.session_id, "project": query.project}
     choice = {"index": args["index"]} if args.get("index") is not None else {"session_id": selected.session_id}
     payload = {
-        **compat_keys(app, sessions.bad_line_count(app)),
+        **compat_keys(app, stored.bad_lines(app)),
         "project": query.project,
         "selected_session": selected.as_dict(),
         "choice": choice,
@@ -312,7 +316,7 @@ def resume_session(app: App, args: JSON) -> Reply:
         Reply(
             resume_text(resume),
             {
-                **compat_keys(app, sessions.bad_line_count(app)),
+                **compat_keys(app, stored.bad_lines(app)),
                 "project": resume.project,
                 "session_id": resume.session_id,
                 "summary": resume.summary.as_dict() if resume.summary else None,
@@ -395,8 +399,8 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
     stored.ready(app)  # one query, however many sessions the list shows
-    found = stored.resume_keys(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
-    return tuple((sid, latest[:19], count, task, handoff) for sid, latest, count, task, handoff in found)
+    found = stored.summaries(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
+    return tuple((s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in found)
 
 
 # -- resources -----------------------------------------------------------------------------

@@ -185,59 +185,47 @@ def latest_handoff(app: App, where: EntryFilter) -> Event | None:
 
 
 _SUMMARY = "session_id, entries, notes, handoffs, hlc, w, seq, last_kind, task, task_hlc, task_w, task_seq"
+_RECENT = "ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
+# each listed session's agents and its newest handoff with a summary no note marked wrong, in the same query
+_SUMMARY_EXTRAS = (
+    "(SELECT json_group_array(a.agent) FROM sessions_agents a WHERE a.project = s.project "
+    "AND a.session_id = s.session_id), h.hlc, h.w, h.seq, h.summary"
+)
+_LATEST_SUMMARY = (
+    "h.id = (SELECT e.id FROM sessions_entries e WHERE e.project = s.project AND e.session_id = s.session_id "
+    f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1)"
+)
 
 
 def summaries(app: App, project: str, limit: int | None = None, session_id: str | None = None) -> list[SessionSummary]:
-    """Session summaries of a project, most recent first (or the one of `session_id`)."""
+    """Session summaries of a project, most recent first (or the one of `session_id`): one query, whatever
+    the number of sessions listed."""
     if not _visible(app, project):
         return []
     where, params = "project = ?", [project]
     if session_id is not None:
         where += " AND session_id = ?"
         params.append(session_id)
-    sql = f"SELECT {_SUMMARY} FROM sessions WHERE {where} ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
-    rows = _query(
-        app, sql + (" LIMIT ?" if limit is not None else ""), (*params, limit) if limit is not None else params
+    listed = f"SELECT {_SUMMARY}, project FROM sessions WHERE {where} {_RECENT} LIMIT ?"
+    sql = (
+        f"SELECT s.session_id, s.entries, s.notes, s.handoffs, s.hlc, s.w, s.seq, s.last_kind, s.task, s.task_hlc, "
+        f"s.task_w, s.task_seq, {_SUMMARY_EXTRAS} FROM ({listed}) s LEFT JOIN sessions_entries h ON {_LATEST_SUMMARY} "
+        f"ORDER BY s.hlc DESC, s.w DESC, s.seq DESC, s.session_id DESC"
     )
     found = []
-    for row in rows:
-        sid, count, notes, handoffs, hlc, writer, seq, last_kind, task, task_hlc, task_w, task_seq = row
+    for row in _query(app, sql, (*params, -1 if limit is None else limit)):
+        sid, count, notes, handoffs, hlc, writer, seq, last_kind, task, task_hlc, task_w, task_seq = row[:12]
+        agents, handoff_hlc, handoff_w, handoff_seq, handoff_summary = row[12:]
         latest: OrderKey = (stamp_of(hlc), writer, seq)
         summary = SessionSummary(sid, project, count, notes, handoffs, latest, stamp_iso(latest[0]), last_kind)
         if task is not None:
             summary.task, summary.task_key = task, (stamp_of(task_hlc), task_w, task_seq)
-        agents = _query(app, "SELECT agent FROM sessions_agents WHERE project = ? AND session_id = ?", (project, sid))
-        summary.agents = {agent for (agent,) in agents}
-        handoff = _query(
-            app,
-            "SELECT e.hlc, e.w, e.seq, e.summary FROM sessions_entries e WHERE e.project = ? AND e.session_id = ? "
-            f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1",
-            (project, sid),
-        )
-        if handoff:
-            summary.handoff_key = (stamp_of(handoff[0][0]), handoff[0][1], handoff[0][2])
-            summary.latest_handoff_summary = str(handoff[0][3]).strip()
+        summary.agents = set(orjson.loads(agents)) if agents else set()
+        if handoff_hlc is not None:
+            summary.handoff_key = (stamp_of(handoff_hlc), handoff_w, handoff_seq)
+            summary.latest_handoff_summary = str(handoff_summary).strip()
         found.append(summary)
     return found
-
-
-def resume_keys(app: App, project: str, limit: int) -> list[tuple[Any, ...]]:
-    """(session id, newest entry's time, entries, task, latest handoff summary) of the project's `limit`
-    most recent sessions, as `summaries` would give them, in one query (the resume_N prompts' signature)."""
-    if not _visible(app, project):
-        return []
-    handoff = (
-        "SELECT e.summary FROM sessions_entries e WHERE e.project = s.project AND e.session_id = s.session_id "
-        f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1"
-    )
-    sql = (
-        f"SELECT s.session_id, s.hlc, s.entries, s.task, ({handoff}) FROM sessions s WHERE s.project = ? "
-        "ORDER BY s.hlc DESC, s.w DESC, s.seq DESC, s.session_id DESC LIMIT ?"
-    )
-    return [
-        (sid, stamp_iso(stamp_of(hlc)), count, task or "", str(summary).strip() if summary is not None else "")
-        for sid, hlc, count, task, summary in _query(app, sql, (project, limit))
-    ]
 
 
 def superseded(app: App, ids: Sequence[str]) -> set[str]:
