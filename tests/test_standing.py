@@ -141,8 +141,8 @@ def test_the_reads_are_bounded_whatever_the_history(app: App, monkeypatch: pytes
     tables = app.tables()
     query = tables.query
 
-    def counted(sql: str, params: Any = ()) -> Any:
-        rows = query(sql, params)
+    def counted(sql: str, params: Any = (), **how: Any) -> Any:
+        rows = query(sql, params, **how)
         read.append(len(rows))
         return rows
 
