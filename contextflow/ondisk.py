@@ -15,8 +15,10 @@ above. Its calls read this only while the tables are not current (else they quer
 cached. (Captured turns are read beside the tables by `core/rest.py`.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
-the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
-ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`).
+the tables (a batch whose appends are not in the logs yet, a ContextFlowMCP file over its size limit)
+folds them in memory as before (`Store.view`). A store scoped to some projects (an HTTP grant's,
+`Store.read_projects`) queries the projections of `SCOPED` with a condition on the project, like any
+store; it folds (its views filtered by project) the others, and those while their tables are not current.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ KINDS = {
     ),
 }
 
+# projections whose queries keep to a scoped store's projects (by their table set's name)
+SCOPED = frozenset({"records-state", "conversations-state"})
+
 # views whose state is a projection's tables (`TableSet.apply`), by the feature's table set
 PROJECTIONS = {
     "graph": "contextflow.graph.table:TABLES",
@@ -62,7 +67,7 @@ def view(app: App, kind: type[Folds[S]]) -> S:
     from contextflow.sessions.stored import disk
 
     name = kind.name
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app) or app.store.read_projects is not None:
         return app.store.view(kind)
     if name in PROJECTIONS:
         return cast(S, _projected(app, name, _projection(name)))
@@ -74,7 +79,8 @@ def served(app: App, projection: TableSet) -> bool:
     can query them; False where the tables are not read or not current (the caller reads `view`)."""
     from contextflow.sessions.stored import disk
 
-    return disk(app) and app.tables().serves((projection.name,))
+    scoped = app.store.read_projects is not None and projection.name not in SCOPED
+    return not scoped and disk(app) and app.tables().serves((projection.name,))
 
 
 def empty(app: App, name: str) -> bool:
@@ -83,7 +89,7 @@ def empty(app: App, name: str) -> bool:
     then skip the view, and its imports."""
     from contextflow.sessions.stored import disk
 
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app) or app.store.read_projects is not None:
         return False
     tables = app.tables()
     if name in PROJECTIONS:
@@ -103,7 +109,7 @@ def holds_more_than(app: App, name: str, count: int) -> bool:
     start) then leaves the fold alone."""
     from contextflow.sessions.stored import disk
 
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app) or app.store.read_projects is not None:
         return False
     if name in PROJECTIONS:
         table = _projection(name).tables[0]

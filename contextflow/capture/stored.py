@@ -1,5 +1,6 @@
 """Captured turns read from the derived tables (`capture/table.py`) or, where a store cannot use them
-(an HTTP grant's filtered fold, a batch), from the `activity` view: the same answers either way.
+(a batch), from the `activity` view: the same answers either way. A store scoped to some projects (an
+HTTP grant's) reads only their turns.
 
 Each query reads only the turns it returns: the newest turn of a project that did work, the turns
 linking given handoffs, one session's turns, a page of the turns that did work, the newest turns that
@@ -211,6 +212,10 @@ def known_turns(app: App) -> KnownTurns | set[str]:
 
 def turns(app: App, project: str) -> Turns:
     """The project's captured turns, from the derived tables where this store reads them (`reading`)."""
+    if app.store.read_projects is not None and project not in app.store.read_projects:
+        hidden = Turns(app, project)  # another project's, for a store scoped to some: none to see
+        hidden._sessions = {}
+        return hidden
     read = reading(app)
     return DiskTurns(app, project, read) if read is not None else Turns(app, project)
 

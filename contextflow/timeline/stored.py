@@ -139,10 +139,11 @@ def whole(state: TimelineState, thread_id: str) -> None:
 def served(app: App) -> Iterator[Slice | None]:
     """Inside: a slice over the tables (brought up to date once, at the start), or None when they do not
     answer this call: a store that does not read them, or tables not current (a fresh machine, a build
-    under way: the caller folds the whole view, which reads what is built so far and this machine's tail)."""
+    under way: the caller folds the whole view, which reads what is built so far and this machine's tail),
+    or a store scoped to some projects (its view is filtered by project: `ondisk.view`)."""
     from contextflow.sessions.stored import disk
 
-    if not disk(app):
+    if not disk(app) or app.store.read_projects is not None:
         yield None
         return
     tables = app.tables()

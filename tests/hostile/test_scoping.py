@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.core.compact import compact
 from contextflow.core.errors import InputError, NotFoundError
+from contextflow.core.store import Store
 from contextflow.records import core as records
 
 GRANTS = {
@@ -172,3 +174,81 @@ def test_a_web_token_sees_no_session_handoff_or_project_of_secret_and_folds_noth
     # the same tables, unscoped: both projects (nothing was folded in memory for either reader)
     assert sorted(p.name for p in sessions.list_projects(app)) == ["secret", "web"]
     assert not any(each.store.folded and "sessions" not in each.store.fold.deferred for each in (web, app))
+
+
+# -- every other view: the same tables as an unscoped reader's, each query kept to the grant's projects
+
+
+@pytest.fixture
+def folds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Store, str]]:
+    """(store, view) of every `Store.view` call: a fold in memory (a read of the tables calls none)."""
+    seen: list[tuple[Store, str]] = []
+    original = Store.view
+
+    def recording(self: Store, kind: Any) -> Any:
+        seen.append((self, kind if isinstance(kind, str) else kind.name))
+        return original(self, kind)
+
+    monkeypatch.setattr(Store, "view", recording)
+    return seen
+
+
+def _folded_by(folds: list[tuple[Store, str]], app: App) -> list[str]:
+    return [name for store, name in folds if store is app.store]
+
+
+def test_a_web_token_reads_no_record_of_secret_and_folds_none(
+    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
+) -> None:
+    records.set_record(scoped["secret"], key="pr:hidden", value={"v": "secret's"}, category="fact")
+    records.set_record(scoped["secret"], key="fact:shared-key", value={"v": "secret's"})
+    records.set_record(scoped["web"], key="fact:shared-key", value={"v": "web's"})
+    web = scoped["web"]
+    for project in (None, "secret"):
+        with pytest.raises(NotFoundError):
+            records.get_record(web, key="pr:hidden", project=project)
+    assert records.get_record(web, key="fact:shared-key").data["value"] == {
+        "v": "web's"
+    }  # one holder: no "pass project="
+    assert records.list_records(web, project="secret", since_days=0) == []
+    assert [(r.project, r.key) for r in records.list_records(web, since_days=0)] == [("web", "fact:shared-key")]
+    with pytest.raises(NotFoundError):
+        records.delete_record(web, key="pr:hidden", project="secret")
+    # the unscoped reader sees both from the same tables; nobody folded the records in memory
+    assert sorted(r.project for r in records.list_records(app, since_days=0)) == ["secret", "secret", "web"]
+    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+
+
+def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(
+    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
+) -> None:
+    conversations.save_conversation(scoped["secret"], _conversation("c-secret", "the secret plan"))
+    conversations.save_conversation(scoped["web"], _conversation("c-web", "the web plan"))
+    web = scoped["web"]
+    assert [e.conversation_id for e in conversations.list_conversations(web)] == ["c-web"]
+    assert conversations.list_conversations(web, project="secret") == []
+    for project in (None, "secret"):
+        with pytest.raises(NotFoundError):
+            conversations.find_conversation(web, "c-secret", project=project)
+    with pytest.raises(NotFoundError):
+        conversations.find_conversation(web, "c-s")  # not even as a prefix
+    assert len(conversations.list_conversations(app)) == 2
+    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+
+
+def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(
+    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
+) -> None:
+    from contextflow.capture import recall
+    from contextflow.capture.stored import turns
+
+    turn = {"files": {"edited": ["src/secret.py"]}, "final": "done", "decisions": [{"decision": "rotate the key"}]}
+    for project in ("secret", "web"):
+        data = {"project": project, "session_id": "s1", "turn_id": f"t-{project}", "turn": turn}
+        scoped[project].store.append("capture.turn", data)
+    web = scoped["web"]
+    assert turns(web, "secret").session("s1") == [] and turns(web, "secret").latest_work() is None
+    assert recall.recent_substance(web, "secret") == [] and recall.latest_handoff(web, "secret") is None
+    assert [e.data["project"] for e in turns(web, "web").session("s1")] == ["web"]
+    assert [e.data["project"] for e in turns(app, "secret").session("s1")] == ["secret"]
+    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []

@@ -3,14 +3,14 @@
 `contextflow serve --http` binds 127.0.0.1 by default; every request to `/mcp` needs
 `Authorization: Bearer <token>` (grants: auth.py), else 401. Scoping is enforced below the
 tools, so every tool, prompt and resource (also ones added later) obeys it. Each grant gets its
-own `App`, whose store folds only events of the projects it may read (an event's project is its
-`project` field, else `shared`), stamps its default project on events that carry none and
+own `App`, whose store reads only the projects it may read (`Store.read_projects`: a condition of
+every query of the derived tables; what it still folds, it folds from those projects' events only;
+an event's project is its `project` field, else `shared`), stamps its default project on events that carry none and
 refuses writes to projects it may not write; and its own active-session file. A read-only grant
 lists and runs only read-only tools, and no prompt that moves its active session.
 
-Store work runs in worker threads, never on the event loop. Calls of one grant run one at a
-time; grants that read every project share one lock (their stores also write the machine-local
-derived tables); scoped grants run side by side, their appends serialized.
+Store work runs in worker threads, never on the event loop, one call at a time (every grant's
+store reads and writes the machine-local derived tables).
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-UNSCOPED_LOCK = "*"  # never a grant name (names are letters, digits, '.', '_', '-')
 # Prompts that make a session the active one; a read-only grant may not run them.
 SESSION_MOVING_PROMPTS = re.compile(r"^(new_session|resume_by_id|resume_\d+)$")
 
@@ -104,11 +103,10 @@ def grant_app(base: App, grant: Grant) -> App:
     """An App over the same store folder that only sees and writes what `grant` allows."""
     from contextflow.features import all_views, folded_views
 
-    views: list[View] = folded_views()  # search from the machine's shared index on disk, within `read_projects`
-    if grant.read is not None:  # a filtered fold reads every other view
+    views: list[View] = folded_views()  # the shared derived state, its queries within `read_projects`
+    if grant.read is not None:  # what a scoped store still folds (`ondisk.py`): filtered by project
         views = [ProjectFilter(resolved(view), grant.read) for view in all_views() if view.name != "search"]
     source = base.store
-    # a filtered fold must never read or write the shared derived state
     store = GrantStore(
         source.location,
         source.writer,
@@ -116,7 +114,6 @@ def grant_app(base: App, grant: Grant) -> App:
         views=views,
         fields=source.fields,
         fsync=base.settings.fsync,
-        shares_state=grant.read is None,
         legacy_max_bytes=source.legacy_max_bytes,
     )
     store.grant = grant
@@ -174,7 +171,7 @@ class HttpBridge:
         self.base = base
         self.verifier = GrantVerifier(list(grants))
         self._servers: dict[str, ContextflowServer] = {}
-        self._locks: dict[str, anyio.Lock] = {}
+        self._lock = anyio.Lock()  # every grant's store writes the machine-local derived tables
         self.server = sdk_server(self._run)
 
     async def _run(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer], T]) -> T:
@@ -183,8 +180,7 @@ class HttpBridge:
         grant = self.verifier.by_name.get(user.access_token.client_id) if isinstance(user, AuthenticatedUser) else None
         if grant is None:  # the auth middleware already refused it; never serve unauthenticated
             raise MCPError(types.INVALID_REQUEST, "authentication required: send Authorization: Bearer <token>")
-        lock = self._locks.setdefault(UNSCOPED_LOCK if grant.reads_everything else grant.name, anyio.Lock())
-        async with lock:
+        async with self._lock:
             return await anyio.to_thread.run_sync(lambda: work(self._server_for(grant)))
 
     def _server_for(self, grant: Grant) -> ContextflowServer:
