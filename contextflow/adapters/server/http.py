@@ -9,8 +9,9 @@ an event's project is its `project` field, else `shared`), stamps its default pr
 refuses writes to projects it may not write; and its own active-session file. A read-only grant
 lists and runs only read-only tools, and no prompt that moves its active session.
 
-Store work runs in worker threads, never on the event loop, one call at a time (every grant's
-store reads and writes the machine-local derived tables).
+Store work runs in worker threads, never on the event loop. Calls of one grant run one at a
+time; grants that read every project share one lock; scoped grants run side by side, their appends
+serialized (every grant's store catches up the machine-local derived tables under their own locks).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+UNSCOPED_LOCK = "*"  # never a grant name (names are letters, digits, '.', '_', '-')
 # Prompts that make a session the active one; a read-only grant may not run them.
 SESSION_MOVING_PROMPTS = re.compile(r"^(new_session|resume_by_id|resume_\d+)$")
 
@@ -171,7 +173,7 @@ class HttpBridge:
         self.base = base
         self.verifier = GrantVerifier(list(grants))
         self._servers: dict[str, ContextflowServer] = {}
-        self._lock = anyio.Lock()  # every grant's store writes the machine-local derived tables
+        self._locks: dict[str, anyio.Lock] = {}
         self.server = sdk_server(self._run)
 
     async def _run(self, ctx: ServerRequestContext[Any], work: Callable[[ContextflowServer], T]) -> T:
@@ -180,7 +182,8 @@ class HttpBridge:
         grant = self.verifier.by_name.get(user.access_token.client_id) if isinstance(user, AuthenticatedUser) else None
         if grant is None:  # the auth middleware already refused it; never serve unauthenticated
             raise MCPError(types.INVALID_REQUEST, "authentication required: send Authorization: Bearer <token>")
-        async with self._lock:
+        lock = self._locks.setdefault(UNSCOPED_LOCK if grant.reads_everything else grant.name, anyio.Lock())
+        async with lock:
             return await anyio.to_thread.run_sync(lambda: work(self._server_for(grant)))
 
     def _server_for(self, grant: Grant) -> ContextflowServer:
