@@ -17,8 +17,8 @@ cached. (Captured turns are read beside the tables by `core/rest.py`.)
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (a batch whose appends are not in the logs yet, a ContextFlowMCP file over its size limit)
 folds them in memory as before (`Store.view`). A store scoped to some projects (an HTTP grant's,
-`Store.read_projects`) queries the projections of `SCOPED` with a condition on the project, like any
-store; it folds (its views filtered by project) the others, and those while their tables are not current.
+`Store.read_projects`) reads the same tables, each of them a view of its projects' rows
+(`TableSet.scoped`), and of the logs' remaining bytes their events only; it never folds in memory.
 """
 
 from __future__ import annotations
@@ -50,9 +50,6 @@ KINDS = {
     ),
 }
 
-# projections whose queries keep to a scoped store's projects (by their table set's name)
-SCOPED = frozenset({"records-state", "conversations-state"})
-
 # views whose state is a projection's tables (`TableSet.apply`), by the feature's table set
 PROJECTIONS = {
     "graph": "contextflow.graph.table:TABLES",
@@ -67,7 +64,7 @@ def view(app: App, kind: type[Folds[S]]) -> S:
     from contextflow.sessions.stored import disk
 
     name = kind.name
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app) or app.store.read_projects is not None:
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
         return app.store.view(kind)
     if name in PROJECTIONS:
         return cast(S, _projected(app, name, _projection(name)))
@@ -79,8 +76,7 @@ def served(app: App, projection: TableSet) -> bool:
     can query them; False where the tables are not read or not current (the caller reads `view`)."""
     from contextflow.sessions.stored import disk
 
-    scoped = app.store.read_projects is not None and projection.name not in SCOPED
-    return not scoped and disk(app) and app.tables().serves((projection.name,))
+    return disk(app) and app.tables().serves((projection.name,))
 
 
 def empty(app: App, name: str) -> bool:
@@ -89,7 +85,7 @@ def empty(app: App, name: str) -> bool:
     then skip the view, and its imports."""
     from contextflow.sessions.stored import disk
 
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app) or app.store.read_projects is not None:
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
         return False
     tables = app.tables()
     if name in PROJECTIONS:
@@ -109,7 +105,7 @@ def holds_more_than(app: App, name: str, count: int) -> bool:
     start) then leaves the fold alone."""
     from contextflow.sessions.stored import disk
 
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app) or app.store.read_projects is not None:
+    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
         return False
     if name in PROJECTIONS:
         table = _projection(name).tables[0]
@@ -170,9 +166,10 @@ def _rest(app: App, prefix: str, cursors: dict[str, Cursor], seen: set[str], app
     """Apply the events of kinds `prefix` every log holds past `cursors` (each once: `seen` ids skipped)."""
     from contextflow.core.events import BadLine, decode
     from contextflow.core.log import read_new
+    from contextflow.core.project import project_of
     from contextflow.core.tables import READ_BYTES
 
-    schema, marker = app.store.fields, prefix.encode()
+    schema, marker, scope = app.store.fields, prefix.encode(), app.store.read_projects
     for path in app.tables().paths():
         cursor = cursors.get(str(path))
         while True:
@@ -192,7 +189,9 @@ def _rest(app: App, prefix: str, cursors: dict[str, Cursor], seen: set[str], app
                     continue
                 seen.add(event.id)
                 data, _ = conform(schema, event.kind, event.data)
-                apply(Event(event.id, event.writer, event.seq, event.hlc, event.kind, data))
+                event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
+                if scope is None or project_of(event) in scope:
+                    apply(event)
             cursor = chunk.cursor
             if chunk.cursor.offset - start < READ_BYTES:
                 break

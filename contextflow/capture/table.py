@@ -20,6 +20,7 @@ from contextflow.capture.substance import of_turn
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
+from contextflow.core.table_sets import by_project
 from contextflow.core.tables import Row, TableSet, db_stamp
 
 _KEY = "(hlc, w, seq)"
@@ -112,4 +113,5 @@ TABLES = TableSet(
             "r.session_id = b.session_id AND (r.hlc, r.w, r.seq) > (b.hlc, b.w, b.seq))",
         ),
     ),
+    scoped=by_project("capture_turns", "capture_sessions"),
 )

@@ -236,14 +236,14 @@ def save_conversation(app: App, raw: Any) -> Saved:
 
 
 def conversations_state(app: App) -> Conversations:
-    """The conversations for one call: their table on disk when it holds every save (conversations/stored.py,
-    within the store's `read_projects`), else the fold (while the derived tables are built or cannot be read)."""
+    """The conversations for one call: their table on disk when it holds every save (conversations/stored.py),
+    else the fold (while the derived tables are built, or for a store that does not read them)."""
     from contextflow.conversations.table import TABLES
 
     if ondisk.served(app, TABLES):
         from contextflow.conversations.stored import StoredConversations
 
-        return StoredConversations(app.tables(), app.store.read_projects)
+        return StoredConversations(app.tables())
     state: ConversationsState = ondisk.view(app, ConversationsView)
     return state
 

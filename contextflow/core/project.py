@@ -68,14 +68,6 @@ def project_of(event: Event) -> str:
     return value.strip() if isinstance(value, str) and value.strip() else DEFAULT_PROJECT
 
 
-def within(projects: frozenset[str] | None, column: str = "project") -> tuple[str, list[str]]:
-    """` AND <column> IN (...)` and its parameters, keeping a query to `projects` (a store's
-    `read_projects`: an HTTP grant's), or nothing when None (every project)."""
-    if projects is None:
-        return "", []
-    return f" AND {column} IN ({', '.join('?' * len(projects))})", sorted(projects)
-
-
 def clean_name(value: str) -> str | None:
     """`value` as a project name when it is one (checks.name: no control or format character,
     at most MAX_PROJECT_CHARS), else None."""

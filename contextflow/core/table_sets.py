@@ -69,10 +69,18 @@ class TableSet(NamedTuple):
     # by `id`), and `seed(db, rows, seeded)`: copies into `main` the base rows a trigger needs beside `rows`
     merged: tuple[tuple[str, str], ...] = ()
     seed: Callable[[sqlite3.Connection, dict[str, list[tuple[Any, ...]]], set[Any]], None] | None = None
+    # read by a store scoped to some projects (`Store.read_projects`: an HTTP grant's): per table, the SQL
+    # of the TEMP view it reads in its place, its rows of those projects only (`{projects}`: their names)
+    scoped: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
         return self.format.name
+
+
+def by_project(*tables: str) -> tuple[tuple[str, str], ...]:
+    """`TableSet.scoped` of tables with a `project` column: their rows of the reader's projects."""
+    return tuple((table, f"SELECT * FROM main.{table} WHERE project IN ({{projects}})") for table in tables)
 
 
 class Writer(Protocol):

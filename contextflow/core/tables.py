@@ -81,6 +81,7 @@ class Tables(TableUpdates):
         self.sets = {s.name: s for s in sets}
         self.path = path or store.state_dir / DB_FILE
         self._db: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None  # a scoped store's reads (`_reads`)
         self._mutex = threading.RLock()  # the HTTP bridge's threads share the connection
         self.caught_up = 0  # events this process folded in (for tests and benchmarks)
         self._failed = False  # the database does not open here
@@ -141,12 +142,25 @@ class Tables(TableUpdates):
             self._db = db
         return self._db
 
+    def _reads(self) -> sqlite3.Connection:
+        """The connection reads go through: this store's, or for a store scoped to some projects (an HTTP
+        grant's, `Store.read_projects`) a read-only one on which each table a format scopes (`TableSet.scoped`)
+        is a TEMP view of its rows of those projects: every query keeps to them, whoever wrote it."""
+        db, projects = self._connect(), self.store.read_projects
+        if projects is None:
+            return db
+        if self._reader is None:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            reader = sqlite3.connect(uri, uri=True, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
+            names = ", ".join("'" + name.replace("'", "''") + "'" for name in sorted(projects))
+            for table, sql in (pair for table_set in self.sets.values() for pair in table_set.scoped):
+                reader.execute(f'CREATE TEMP VIEW "{table}" AS {sql.format(projects=names)}')
+            self._reader = reader
+        return self._reader
+
     def _discard(self) -> None:
         """Delete a damaged database (the logs stay the truth): the next use builds it again."""
-        self._checked = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
@@ -174,9 +188,10 @@ class Tables(TableUpdates):
     def close(self) -> None:
         with self._mutex:
             self._checked = None  # (a new connection's data_version starts afresh)
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            for db in (self._db, self._reader):
+                if db is not None:
+                    db.close()
+            self._db = self._reader = None
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -202,7 +217,7 @@ class Tables(TableUpdates):
                 try:
                     if not self._settled and not checked:
                         self.update(wait)
-                    return self._connect().execute(sql, params).fetchall()
+                    return self._reads().execute(sql, params).fetchall()
                 except sqlite3.DatabaseError as exc:
                     if "no such table" in str(exc):
                         return []  # another process is building the database: nothing in it yet
@@ -215,14 +230,14 @@ class Tables(TableUpdates):
         """Rows of `sql` over the tables as they are (no catching up: for a caller that brought them up to
         date once for its call)."""
         with self._mutex:
-            return self._connect().execute(sql, params).fetchall()
+            return self._reads().execute(sql, params).fetchall()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """The tables as they are (no catching up), read in one transaction: what a chunk commits meanwhile
         is in none of the reads or in all of them (a reader adding the logs' remaining bytes to them)."""
         with self._mutex:
-            db = self._connect()
+            db = self._reads()
             db.execute("BEGIN")
             try:
                 yield db
@@ -297,10 +312,11 @@ class Tables(TableUpdates):
             return differ
 
     def cursors(self, name: str) -> dict[str, Cursor]:
-        """Per log, the cursor up to which format `name` holds its events (reads, never updates)."""
+        """Per log, the cursor up to which format `name` holds its events (reads, never updates; inside
+        `snapshot`, in its transaction)."""
         with self._mutex:
             try:
-                found = self._connect().execute("SELECT path, cursor FROM cursors WHERE format = ?", (name,)).fetchall()
+                found = self._reads().execute("SELECT path, cursor FROM cursors WHERE format = ?", (name,)).fetchall()
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):
                     return {}

@@ -32,7 +32,7 @@ SCHEMA = (
     id TEXT PRIMARY KEY, live INTEGER NOT NULL, type TEXT NOT NULL, tokens INTEGER NOT NULL,
     summary INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, hlc INTEGER NOT NULL,
     w TEXT NOT NULL, seq INTEGER NOT NULL, origin TEXT NOT NULL, dedupe BLOB NOT NULL, who TEXT NOT NULL,
-    shortest INTEGER NOT NULL) WITHOUT ROWID""",
+    shortest INTEGER NOT NULL, project TEXT NOT NULL) WITHOUT ROWID""",  # project: its creation's ('' for none yet)
     # (apart: a scan of the nodes' columns never reads their text)
     "CREATE TABLE graph_node_text(id TEXT PRIMARY KEY, lower TEXT NOT NULL, data BLOB NOT NULL) WITHOUT ROWID",
     "CREATE INDEX graph_nodes_dedupe ON graph_nodes(dedupe)",
@@ -45,7 +45,18 @@ SCHEMA = (
     """CREATE TABLE graph_edges(src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, "on" INTEGER NOT NULL,
     mark BLOB NOT NULL, PRIMARY KEY(src, dst, type)) WITHOUT ROWID""",
     "CREATE INDEX graph_edges_dst ON graph_edges(dst, type)",
-    "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL) WITHOUT ROWID",
+    # project: that of the newest event of the view's name
+    "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL, project TEXT NOT NULL) WITHOUT ROWID",
+)
+_MINE = "EXISTS (SELECT 1 FROM main.graph_nodes n WHERE n.id = {} AND n.project IN ({{projects}}))"
+# a scoped reader's graph (`TableSet.scoped`): the nodes its projects created, with their text and tags, the
+# edges between two of them, the saved views its projects wrote last
+SCOPED = (
+    ("graph_nodes", "SELECT * FROM main.graph_nodes WHERE project IN ({projects})"),
+    ("graph_node_text", f"SELECT * FROM main.graph_node_text t WHERE {_MINE.format('t.id')}"),
+    ("graph_tags", f"SELECT * FROM main.graph_tags t WHERE {_MINE.format('t.node')}"),
+    ("graph_edges", f"SELECT * FROM main.graph_edges e WHERE {_MINE.format('e.src')} AND {_MINE.format('e.dst')}"),
+    ("graph_views", "SELECT * FROM main.graph_views WHERE project IN ({projects})"),
 )
 TABLE_NAMES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views")
 
@@ -89,7 +100,7 @@ def mark_of(blob: bytes) -> Mark:
     return (_key(found[0]), _key(found[1]), *found[2:])
 
 
-def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def _node_rows(node: Node, project: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The node's `graph_nodes` row and its `graph_node_text` row."""
     from contextflow.graph.model import shortest_text
 
@@ -124,6 +135,7 @@ def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         dedupe_digest(node.content),
         node.agent or node.writer,
         shortest_text(node.content, node.summary),
+        project,
     )
     return columns, (node.id, node.lower, orjson.dumps(data))
 
@@ -169,11 +181,13 @@ def _touched(events: Iterable[Event]) -> tuple[set[str], set[EdgeKey], set[str]]
     return nodes, edges, views
 
 
-def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str]) -> GraphState:
+def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str], projects: dict[str, str]) -> GraphState:
+    """The rows a batch touches, as the fold's state; the nodes' and views' `projects` beside it."""
     from contextflow.graph.view import GraphState
 
     state = GraphState()
     for part in chunks(nodes):
+        projects.update(db.execute(f"SELECT id, project FROM graph_nodes WHERE id IN ({marks(len(part))})", part))
         sql = f"SELECT data, lower FROM graph_node_text WHERE id IN ({marks(len(part))})"
         for blob, lower in db.execute(sql, part):
             node = node_of(blob, lower)
@@ -189,8 +203,9 @@ def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str]) 
         for src, dst, kind, blob in db.execute(sql, [*sources, *(value for edge in part for value in edge)]):
             state.edges[(src, dst, kind)] = mark_of(blob)
     for part in chunks(views):
-        for name, blob in db.execute(f"SELECT name, mark FROM graph_views WHERE name IN ({marks(len(part))})", part):
-            state.views[name] = mark_of(blob)
+        sql = f"SELECT name, mark, project FROM graph_views WHERE name IN ({marks(len(part))})"
+        for name, blob, project in db.execute(sql, part):
+            state.views[name], projects[f"view:{name}"] = mark_of(blob), project
     return state
 
 
@@ -207,14 +222,24 @@ def load(db: Writer) -> Scratch:
 def apply(db: Writer, events: list[Event]) -> None:
     """Fold a chunk's `graph.*` events into the tables (inside the catch-up's transaction)."""
     nodes, edges, views = _touched(events)
+    from contextflow.core.project import project_of
+    from contextflow.graph import model
     from contextflow.graph.view import GraphView
 
-    state = _load(db, sorted(nodes), sorted(edges), sorted(views))
-    fold = GraphView()
+    projects: dict[str, str] = {}  # node id -> its creation's project; "view:" name -> its newest event's
+    state = _load(db, sorted(nodes), sorted(edges), sorted(views), projects)
+    fold, wrote = GraphView(), {}
     for event in events:
         fold.apply(state, event)
-    rows = [_node_rows(node) for node in state.nodes.values()]
-    db.executemany(f"INSERT OR REPLACE INTO graph_nodes VALUES ({marks(14)})", [columns for columns, _ in rows])
+        if event.kind == model.NODE:
+            projects[event.id] = project_of(event)
+        elif event.kind in (model.VIEW, model.VIEW_DELETE) and isinstance(event.data.get("name"), str):
+            wrote[(event.data["name"], (event.hlc, event.writer, event.seq))] = project_of(event)
+    for name, mark in state.views.items():  # (the newest event of a name: its mark's latest add or removal)
+        key = f"view:{name}"
+        projects[key] = wrote.get((name, max(mark[0], mark[1])), projects.get(key, ""))
+    rows = [_node_rows(node, projects.get(node.id, "")) for node in state.nodes.values()]
+    db.executemany(f"INSERT OR REPLACE INTO graph_nodes VALUES ({marks(15)})", [columns for columns, _ in rows])
     db.executemany("INSERT OR REPLACE INTO graph_node_text VALUES (?, ?, ?)", [text for _, text in rows])
     db.executemany(
         'INSERT OR REPLACE INTO graph_tags(node, tag, "on", mark) VALUES (?, ?, ?, ?)',
@@ -225,8 +250,8 @@ def apply(db: Writer, events: list[Event]) -> None:
         [(*key, _on(mark), orjson.dumps(mark)) for key, mark in state.edges.items()],
     )
     db.executemany(
-        "INSERT OR REPLACE INTO graph_views(name, mark) VALUES (?, ?)",
-        [(name, orjson.dumps(mark)) for name, mark in state.views.items()],
+        "INSERT OR REPLACE INTO graph_views(name, mark, project) VALUES (?, ?, ?)",
+        [(name, orjson.dumps(mark), projects[f"view:{name}"]) for name, mark in state.views.items()],
     )
 
 
@@ -295,11 +320,12 @@ class ScratchView:
 
 
 TABLES = TableSet(
-    Format("graph-state", 2, ("contextflow.graph.table",)),
+    Format("graph-state", 3, ("contextflow.graph.table",)),  # 3: the project of each node and saved view
     SCHEMA,
     tables=TABLE_NAMES,
     ahead=False,
     kinds="graph.",
     apply=apply,
     load=load,
+    scoped=SCOPED,
 )

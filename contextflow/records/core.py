@@ -60,14 +60,14 @@ KEY_HELP = (
 
 
 def records_state(app: App) -> Records:
-    """The records for one call: their table on disk when it holds every event (records/stored.py, within
-    the store's `read_projects`), else the fold (while the derived tables are built or cannot be read)."""
+    """The records for one call: their table on disk when it holds every event (records/stored.py), else
+    the fold (while the derived tables are built, or for a store that does not read them)."""
     from contextflow.records.table import TABLES
 
     if ondisk.served(app, TABLES):
         from contextflow.records.stored import StoredRecords
 
-        return StoredRecords(app.tables(), app.store.read_projects)
+        return StoredRecords(app.tables())
     state: RecordsState = ondisk.view(app, RecordsView)
     return state
 

@@ -1,16 +1,12 @@
 """The context records read from their table on disk (records/table.py): what `records/core.py` reads of
 a `RecordsState`, each record queried when a call touches it, and a listing as one query (`select`, with
-`core._select`'s meaning; tests/test_records_stored.py compares them). One object serves one call. A
-store scoped to some projects (an HTTP grant's, `Store.read_projects`) reads the same table: each query
-keeps to those projects.
+`core._select`'s meaning; tests/test_records_stored.py compares them). One object serves one call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
-from contextflow.core.project import within
 from contextflow.core.table_sets import db_stamp
 from contextflow.core.tables import Tables
 from contextflow.records.table import record_of
@@ -36,11 +32,10 @@ class _Records(Mapping[RecordId, Record]):
         return isinstance(project, str) and isinstance(key, str) and self.stored.load((project, key)) is not None
 
     def __iter__(self) -> Iterator[RecordId]:
-        found = self.stored.peek("SELECT project, key FROM records_rows WHERE 1")
-        return iter([(p, k) for p, k in found])
+        return iter([(p, k) for p, k in self.stored.tables.peek("SELECT project, key FROM records_rows")])
 
     def __len__(self) -> int:
-        return int(self.stored.peek("SELECT count(*) FROM records_rows WHERE 1")[0][0])
+        return int(self.stored.tables.peek("SELECT count(*) FROM records_rows")[0][0])
 
 
 class _Categories:
@@ -50,27 +45,22 @@ class _Categories:
         self.stored = stored
 
     def __contains__(self, name: object) -> bool:
-        return bool(self.stored.peek("SELECT 1 FROM records_rows WHERE category = ? AND NOT deleted", (name,), 1))
+        sql = "SELECT 1 FROM records_rows WHERE category = ? AND NOT deleted LIMIT 1"
+        return bool(self.stored.tables.peek(sql, (name,)))
 
 
 class StoredRecords:
     """The records as their table holds them now (the caller brought it up to date: `ondisk.served`)."""
 
-    def __init__(self, tables: Tables, projects: frozenset[str] | None = None) -> None:
-        self.tables, self.projects = tables, projects
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
         self._loaded: dict[RecordId, Record | None] = {}
         self.records = _Records(self)
         self.by_category = _Categories(self)
 
-    def peek(self, sql: str, params: tuple[object, ...] = (), limit: int | None = None) -> list[tuple[Any, ...]]:
-        """Rows of `sql` (ending in its WHERE condition) within this store's projects, at most `limit`."""
-        scope, projects = within(self.projects)
-        tail = "" if limit is None else f" LIMIT {int(limit)}"
-        return self.tables.peek(f"{sql}{scope}{tail}", (*params, *projects))
-
     def load(self, identity: RecordId) -> Record | None:
         if identity not in self._loaded:
-            found = self.peek("SELECT data FROM records_rows WHERE project = ? AND key = ?", identity)
+            found = self.tables.peek("SELECT data FROM records_rows WHERE project = ? AND key = ?", identity)
             self._loaded[identity] = record_of(found[0][0]) if found else None
         return self._loaded[identity]
 
@@ -79,7 +69,12 @@ class StoredRecords:
         return None if record is None or record.deleted else record
 
     def holders(self, key: str) -> list[str]:
-        return sorted(project for (project,) in self.peek("SELECT project FROM records_rows WHERE key = ?", (key,)))
+        return [
+            project
+            for (project,) in self.tables.peek(
+                "SELECT project FROM records_rows WHERE key = ? ORDER BY project", (key,)
+            )
+        ]
 
     def select(
         self,
@@ -94,7 +89,7 @@ class StoredRecords:
     ) -> list[Record]:
         """`core._select` as one query: live, unexpired records passing every filter given, updated since
         `cutoff`, newest first, at most `count`."""
-        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project, self.projects)
+        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
         sql = f"SELECT data FROM records_rows WHERE {where} ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
         found = [record_of(blob) for (blob,) in self.tables.peek(sql, (*params, count))]
         self._loaded.update((record.identity, record) for record in found)
@@ -112,7 +107,7 @@ class StoredRecords:
         project: str | None = None,
     ) -> int:
         """How many records `select` gives for the same arguments, nothing decoded."""
-        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project, self.projects)
+        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
         sql = f"SELECT count(*) FROM (SELECT 1 FROM records_rows WHERE {where} LIMIT ?)"
         return int(self.tables.peek(sql, (*params, count))[0][0])
 
@@ -125,9 +120,8 @@ def _where(
     pinned: bool,
     prefix: str | None,
     project: str | None,
-    projects: frozenset[str] | None,
 ) -> tuple[str, list[object]]:
-    """The condition of a listing (`StoredRecords.select`) and its parameters (within `projects`)."""
+    """The condition of a listing (`StoredRecords.select`) and its parameters."""
     where = ["NOT deleted", "hlc >= ?", "(expires_ms IS NULL OR expires_ms > ?)"]
     params: list[object] = [db_stamp(cutoff), now_ms]
     for column, value in (("category", category), ("thread_id", thread), ("project", project)):
@@ -139,5 +133,4 @@ def _where(
     if prefix is not None:
         where.append("key >= ? AND key < ? AND substr(key, 1, ?) = ?")
         params += [prefix, prefix + "\U0010ffff", len(prefix), prefix]
-    scope, names = within(projects)
-    return " AND ".join(where) + scope, params + list(names)
+    return " AND ".join(where), params

@@ -15,7 +15,7 @@ import orjson
 
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp
+from contextflow.core.table_sets import CHUNK, TableSet, Writer, by_project, chunks, db_stamp
 
 if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this table set)
     from contextflow.records.view import Record, RecordsState
@@ -126,4 +126,5 @@ TABLES = TableSet(
     kinds="context.",
     apply=apply,
     load=load,
+    scoped=by_project("records_rows"),
 )

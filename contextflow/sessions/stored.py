@@ -17,7 +17,6 @@ import orjson
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.fields import conform
-from contextflow.core.project import within
 from contextflow.core.tables import db_stamp, stamp_of
 from contextflow.core.timeutil import iso_ms
 from contextflow.sessions.view import NO_SESSION, Marks, SessionSummary
@@ -38,8 +37,10 @@ _NEWEST_FIRST = "ORDER BY e.hlc DESC, e.w DESC, e.seq DESC"
 
 def _scope(app: App, column: str) -> tuple[str, list[Any]]:
     """` AND <column> IN (...)` and its parameters when this store reads some projects only, else nothing."""
-    scope, params = within(app.store.read_projects, column)
-    return scope, list(params)
+    projects = app.store.read_projects
+    if projects is None:
+        return "", []
+    return f" AND {column} IN ({', '.join('?' * len(projects))})", sorted(projects)
 
 
 def _visible(app: App, project: str) -> bool:
@@ -49,7 +50,7 @@ def _visible(app: App, project: str) -> bool:
 
 def disk(app: App) -> bool:
     """Whether the views `ondisk.py` serves are read from the derived tables: a store that shares this
-    machine's state (every app's but a test's oracle), outside a batch (whose appends are not in the logs
+    machine's state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs
     yet). Sessions are always read from the tables (`current`)."""
     if not app.store.shares_state or app.store.batching:
         return False

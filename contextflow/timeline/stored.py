@@ -139,11 +139,10 @@ def whole(state: TimelineState, thread_id: str) -> None:
 def served(app: App) -> Iterator[Slice | None]:
     """Inside: a slice over the tables (brought up to date once, at the start), or None when they do not
     answer this call: a store that does not read them, or tables not current (a fresh machine, a build
-    under way: the caller folds the whole view, which reads what is built so far and this machine's tail),
-    or a store scoped to some projects (its view is filtered by project: `ondisk.view`)."""
+    under way: the caller folds the whole view, which reads what is built so far and this machine's tail)."""
     from contextflow.sessions.stored import disk
 
-    if not disk(app) or app.store.read_projects is not None:
+    if not disk(app):
         yield None
         return
     tables = app.tables()

@@ -16,6 +16,7 @@ import orjson
 
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
+from contextflow.core.project import project_of
 from contextflow.core.tables import Row, TableSet, db_stamp
 from contextflow.timeline.fields import (
     POSITION,
@@ -39,7 +40,7 @@ SCHEMA = (
     # thought, thought update or position names, or the thought a tangent thread started from
     """CREATE TABLE timeline_events(
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
-    thread TEXT, thought TEXT, status TEXT, data BLOB NOT NULL)""",
+    thread TEXT, thought TEXT, status TEXT, project TEXT NOT NULL, data BLOB NOT NULL)""",
     "CREATE INDEX timeline_by_thread ON timeline_events(thread, kind, hlc, w, seq) WHERE thread IS NOT NULL",
     "CREATE INDEX timeline_by_thought ON timeline_events(thought, kind) WHERE thought IS NOT NULL",
     """CREATE TABLE timeline_threads(
@@ -74,8 +75,8 @@ SCHEMA = (
 )
 
 INSERTS = {
-    "timeline_events": "INSERT OR IGNORE INTO timeline_events(id, hlc, w, seq, kind, thread, thought, status, data) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "timeline_events": "INSERT OR IGNORE INTO timeline_events(id, hlc, w, seq, kind, thread, thought, status, project, "
+    "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 }
 
 
@@ -112,14 +113,27 @@ def rows(event: Event) -> Iterator[Row]:
     if thread is None and thought is None:
         return  # the view folds nothing of it
     key = (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind)
-    yield "timeline_events", (*key, thread, thought, status, orjson.dumps(event.data))
+    yield "timeline_events", (*key, thread, thought, status, project_of(event), orjson.dumps(event.data))
 
 
 TABLES = TableSet(
-    Format("timeline", 1, ("contextflow.timeline.table",)),
+    Format("timeline", 2, ("contextflow.timeline.table",)),  # 2: each event's project (read by a scoped store)
     SCHEMA,
     INSERTS,
     rows,
     ("timeline_events",),
     ("timeline_events", "timeline_threads"),
+    scoped=(
+        ("timeline_events", "SELECT rowid AS rowid, * FROM main.timeline_events WHERE project IN ({projects})"),
+        # each thread as the triggers summarise it, from the events of those projects only
+        (
+            "timeline_threads",
+            "SELECT thread, created, coalesce(status, 'active') AS status, NULL AS status_hlc, NULL AS status_w, "
+            "NULL AS status_seq, hlc, w, seq FROM (SELECT thread, hlc, w, seq, "
+            f"max(kind = '{THREAD}') OVER (PARTITION BY thread) AS created, first_value(status) OVER "
+            "(PARTITION BY thread ORDER BY status IS NULL, hlc DESC, w DESC, seq DESC) AS status, row_number() OVER "
+            "(PARTITION BY thread ORDER BY hlc DESC, w DESC, seq DESC) AS n FROM main.timeline_events WHERE thread "
+            f"IS NOT NULL AND kind != '{THOUGHT_UPDATE}' AND project IN ({{projects}})) WHERE n = 1",
+        ),
+    ),
 )

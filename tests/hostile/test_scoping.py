@@ -252,3 +252,67 @@ def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(
     assert [e.data["project"] for e in turns(web, "web").session("s1")] == ["web"]
     assert [e.data["project"] for e in turns(app, "secret").session("s1")] == ["secret"]
     assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+
+
+def test_a_web_token_finds_no_graph_node_edge_tag_or_view_of_secret_and_folds_none(
+    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
+) -> None:
+    from contextflow.graph import explore, writes
+    from contextflow.graph.compose import compose
+
+    hidden = writes.add_node(scoped["secret"], type="fact", content="the launch code is zebra", tags=["task:launch"])
+    writes.create_view(scoped["secret"], "launch", "tag:task:launch")
+    mine = writes.add_node(scoped["web"], type="fact", content="the web plan mentions zebra", tags=["task:plan"])
+    writes.link(app, mine.id, hidden.id)  # an unscoped writer links web's node to secret's
+    writes.create_view(app, "everything", "zebra")  # (project shared)
+    web = scoped["web"]
+    assert [n.id for n in explore.run_query(web, "zebra")[0]] == [mine.id]
+    assert [n.id for n in explore.list_nodes(web)[0]] == [mine.id]
+    node, out, incoming = explore.edges_of(web, mine.id)
+    assert (node.id, out, incoming) == (mine.id, [], [])  # the edge to secret's node is not there
+    assert explore.around(web, mine.id)[1] == []
+    for prefix in (hidden.id, hidden.id[:6]):
+        with pytest.raises(NotFoundError):
+            explore.edges_of(web, prefix)
+    with pytest.raises(NotFoundError):
+        writes.link(web, mine.id, hidden.id)
+    composed = compose(web, "zebra")
+    assert "launch code" not in composed.text and composed.included == [mine.id]
+    assert "task:launch" not in dict(explore.tag_counts(web))
+    census = explore.status(web)
+    assert (census["nodes"], census["edges"]) == (1, 0)
+    for name in ("launch", "everything"):
+        with pytest.raises(NotFoundError):
+            writes.get_view(web, name)
+    assert writes.get_view(scoped["secret"], "launch").query == "tag:task:launch"
+    # the unscoped reader sees both nodes and the edge, from the same tables
+    assert sorted(n.id for n in explore.run_query(app, "zebra")[0]) == sorted([mine.id, hidden.id])
+    assert [e.target for e in explore.edges_of(app, mine.id)[1]] == [hidden.id]
+    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+
+
+def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
+    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
+) -> None:
+    from contextflow.timeline import core as timeline
+    from contextflow.timeline.fields import THREAD_UPDATE
+
+    hidden = timeline.create_thread(scoped["secret"], name="the secret launch")
+    timeline.add_thought(scoped["secret"], thread_id=hidden.id, content="rotate the launch key")
+    mine = timeline.create_thread(scoped["web"], name="the web plan")
+    # an unscoped writer files an update of secret's thread under project web: still not web's thread
+    app.store.append(THREAD_UPDATE, {"thread_id": hidden.id, "status": "paused", "project": "web"})
+    web = scoped["web"]
+    assert [t.id for t in timeline.list_threads(web)] == [mine.id]
+    assert [w.thread.id for w in timeline.where_am_i(web)] == [mine.id]
+    assert (timeline.thread_count(web, "active"), timeline.thread_count(web, "paused")) == (1, 0)
+    for prefix in (hidden.id, hidden.id[:6]):
+        with pytest.raises(NotFoundError):
+            timeline.get_thread(web, thread_id=prefix)
+    with pytest.raises(NotFoundError):
+        timeline.add_thought(web, thread_id=hidden.id, content="x")
+    assert timeline.get_thread(web, thread_id=mine.id).thoughts == []
+    # secret's token sees its thread as its own events leave it; the unscoped reader, every event
+    assert [t.status for t in timeline.list_threads(scoped["secret"])] == ["active"]
+    assert sorted(t.status for t in timeline.list_threads(app)) == ["active", "paused"]
+    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []

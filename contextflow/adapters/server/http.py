@@ -4,8 +4,8 @@
 `Authorization: Bearer <token>` (grants: auth.py), else 401. Scoping is enforced below the
 tools, so every tool, prompt and resource (also ones added later) obeys it. Each grant gets its
 own `App`, whose store reads only the projects it may read (`Store.read_projects`: a condition of
-every query of the derived tables; what it still folds, it folds from those projects' events only;
-an event's project is its `project` field, else `shared`), stamps its default project on events that carry none and
+every query of the derived tables, never a fold in memory; an event's project is its `project`
+field, else `shared`), stamps its default project on events that carry none and
 refuses writes to projects it may not write; and its own active-session file. A read-only grant
 lists and runs only read-only tools, and no prompt that moves its active session.
 
@@ -22,7 +22,6 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -42,10 +41,7 @@ from contextflow.adapters.server.app import ContextflowServer, sdk_server, tool_
 from contextflow.adapters.server.auth import Grant, GrantVerifier
 from contextflow.adapters.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.app import App
-from contextflow.core.errors import InputError
-from contextflow.core.events import Event
-from contextflow.core.fold import View, resolved
-from contextflow.core.project import project_of
+from contextflow.core.errors import InputError, StoreError
 from contextflow.core.store import Store
 
 T = TypeVar("T")
@@ -59,32 +55,24 @@ UNSCOPED_LOCK = "*"  # never a grant name (names are letters, digits, '.', '_', 
 SESSION_MOVING_PROMPTS = re.compile(r"^(new_session|resume_by_id|resume_\d+)$")
 
 
-@dataclass
-class ProjectFilter:
-    """A view that only sees events of the given projects (pure and picklable like the view it wraps)."""
-
-    inner: View
-    projects: frozenset[str]
-
-    def __post_init__(self) -> None:
-        self.name = self.inner.name
-
-    def initial(self) -> Any:
-        return self.inner.initial()
-
-    def apply(self, state: Any, event: Event) -> None:
-        if project_of(event) in self.projects:
-            self.inner.apply(state, event)
-
-
 _APPENDING = threading.Lock()
 
 
 class GrantStore(Store):
-    """The store as one grant may use it: reads filtered by its views, writes checked here."""
+    """The store as one grant may use it: reads kept to its projects (`read_projects`), writes checked here."""
 
     grant: Grant
     default_project: str
+
+    def view(self, kind: Any) -> Any:
+        """A view folded in memory: never for a grant scoped to some projects (it reads the derived tables,
+        each query kept to its projects: `ondisk.py`), whose read is then refused, saying why."""
+        if self.read_projects is not None:
+            raise StoreError(
+                f"the derived tables in {self.state_dir} cannot be read now (a read-only or full state folder?), "
+                f"and the token {self.grant.name!r} reads nothing else; try again, or run `contextflow doctor --fix`"
+            )
+        return super().view(kind)
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """`data` stamped with the default project when it names none; refused unless the grant may write it."""
@@ -103,17 +91,14 @@ class GrantStore(Store):
 
 def grant_app(base: App, grant: Grant) -> App:
     """An App over the same store folder that only sees and writes what `grant` allows."""
-    from contextflow.features import all_views, folded_views
+    from contextflow.features import folded_views
 
-    views: list[View] = folded_views()  # the shared derived state, its queries within `read_projects`
-    if grant.read is not None:  # what a scoped store still folds (`ondisk.py`): filtered by project
-        views = [ProjectFilter(resolved(view), grant.read) for view in all_views() if view.name != "search"]
     source = base.store
     store = GrantStore(
         source.location,
         source.writer,
         source.state_dir,
-        views=views,
+        views=folded_views(),
         fields=source.fields,
         fsync=base.settings.fsync,
         legacy_max_bytes=source.legacy_max_bytes,
