@@ -200,7 +200,7 @@ def reading(app: App) -> Reading | None:
 
 
 def known_turns(app: App) -> KnownTurns | set[str]:
-    """The turn ids captured before: from the derived tables, else (a filtered store) the logs."""
+    """The turn ids captured before: from the derived tables, else (a batch) the logs."""
     read = reading(app)
     if read is not None:
         return KnownTurns(read)

@@ -2,7 +2,7 @@
 
 Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
 look are read; a file that changed in any other way refolds everything. Nothing folded is saved: a
-process folds from the logs what it reads in memory (doctor's check, a grant's filtered store, a batch);
+process folds from the logs what it reads in memory (doctor's check, a batch);
 the views a call reads at run time come from the derived tables on disk (`core/tables.py`).
 A write needs only its own log's end (its last seq, newest stamp and a batch a kill cut short), read from
 the log's last lines under the writer lock (`batches.log_end`: O(1) in the log's size, whatever the fold

@@ -4,8 +4,9 @@ object serves one call (`writes.graph`): nodes it loaded are kept for the call. 
 language runs as one SQL query (`matching`): the language's only evaluator (tests/test_graph_stored.py
 compares every read with the pure fold's).
 
-The tables are the ones on disk, or, for a store that does not read them (an HTTP grant's filtered store,
-a batch whose appends are not in the logs yet) and while they cannot serve (a build under way, their
+The tables are the ones on disk (for a store scoped to some projects, an HTTP grant's, views of their rows:
+`TableSet.scoped`), or, for a store that does not read them (a batch whose appends are not in the logs
+yet) and while they cannot serve (a build under way, their
 lock held elsewhere), the same tables in memory (`Scratch`), filled by the same `table.apply`.
 """
 

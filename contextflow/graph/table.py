@@ -257,7 +257,7 @@ def apply(db: Writer, events: list[Event]) -> None:
 
 class Scratch:
     """The graph's tables in an SQLite database in memory, for a store or a moment the tables on disk do not
-    serve (an HTTP grant's filtered store, a batch not in the logs yet, a build under way): the events given
+    serve (a batch not in the logs yet, a build under way): the events given
     to it (`add`) are folded by `apply`, as on disk, a batch at a time (before a read at the latest)."""
 
     BATCH = 5000

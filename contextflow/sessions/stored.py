@@ -50,7 +50,7 @@ def _visible(app: App, project: str) -> bool:
 
 def disk(app: App) -> bool:
     """Whether the views `ondisk.py` serves are read from the derived tables: a store that shares this
-    machine's state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs
+    machine's state (every app's but a test's oracle), outside a batch (whose appends are not in the logs
     yet). Sessions are always read from the tables (`current`)."""
     if not app.store.shares_state or app.store.batching:
         return False

@@ -236,7 +236,7 @@ def _timed_open(fold: bool) -> float:
     began = time.perf_counter()
     app = App.open()
     if fold:
-        app.store.view("sessions")  # what a process that folds in memory pays (a grant's filtered store)
+        app.store.view("sessions")  # what a process that folds in memory pays (doctor's check)
     else:
         app.tables().query("SELECT count(*) FROM sessions_entries")  # what a first read_shared_context reads
     elapsed = time.perf_counter() - began

@@ -316,3 +316,44 @@ def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
     assert [t.status for t in timeline.list_threads(scoped["secret"])] == ["active"]
     assert sorted(t.status for t in timeline.list_threads(app)) == ["active", "paused"]
     assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+
+
+def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_folds_none(
+    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from contextflow.graph import explore, writes
+    from contextflow.timeline import core as timeline
+    from tests.test_own_writes_while_building import building_elsewhere
+
+    for name in ("secret", "web"):
+        records.set_record(scoped[name], key="fact:plan", value={"v": name})
+        writes.add_node(scoped[name], type="fact", content=f"the {name} plan, zebra")
+        timeline.create_thread(scoped[name], name=f"the {name} thread")
+    building_elsewhere(monkeypatch)  # the tables are built in the background: not done before the reads
+    monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
+    base = App.open()
+    web = grant_app(base, _grant("web"))
+    try:
+        assert [r.data["value"] for r in records.list_records(web, since_days=0)] == [{"v": "web"}]
+        assert [n.content for n in explore.run_query(web, "zebra")[0]] == ["the web plan, zebra"]
+        assert [t.name for t in timeline.list_threads(web)] == ["the web thread"]
+        assert _folded_by(folds, web) == [] and web.tables().building  # (answered while the build runs)
+    finally:
+        web.close()
+        base.close()
+
+
+def test_a_web_token_whose_tables_do_not_open_is_told_so_and_folds_nothing(
+    scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.core.errors import StoreError
+    from contextflow.core.tables import Tables
+    from contextflow.graph import explore
+
+    records.set_record(scoped["secret"], key="fact:plan", value={"v": "secret's"})
+    monkeypatch.setattr(Tables, "usable", lambda self: False)  # a read-only or full state folder
+    web = scoped["web"]
+    for read in (lambda: records.list_records(web, since_days=0), lambda: explore.run_query(web, "plan")):
+        with pytest.raises(StoreError, match="cannot be read now.*token 'web' reads nothing else"):
+            read()
+    assert all(not web.store.view_loaded(name) for name in ("records", "graph"))
