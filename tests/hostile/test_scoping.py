@@ -354,6 +354,6 @@ def test_a_web_token_whose_tables_do_not_open_is_told_so_and_folds_nothing(
     monkeypatch.setattr(Tables, "usable", lambda self: False)  # a read-only or full state folder
     web = scoped["web"]
     for read in (lambda: records.list_records(web, since_days=0), lambda: explore.run_query(web, "plan")):
-        with pytest.raises(StoreError, match="cannot be read now.*token 'web' reads nothing else"):
+        with pytest.raises(StoreError, match=r"cannot be read now.*token 'web' reads nothing else"):
             read()
     assert all(not web.store.view_loaded(name) for name in ("records", "graph"))
