@@ -24,7 +24,7 @@ RECORDED = {
     "sessions": (1, "d6fbf6151d8a9affbcd2"),
     "feed": (2, "7e4cdadc70cdfcae3a99"),
     "capture": (2, "994ae133b4301bf69c69"),
-    "graph-state": (3, "d01b9ccdd8717f0ba808"),
+    "graph-state": (3, "bc72be6971bb8ec704e9"),
     "records-state": (2, "33ca28593660db5b8118"),
     "conversations-state": (2, "e4a4cea875ea54844c5b"),
     "timeline": (2, "45d5728407144e8b0d3a"),
