@@ -15,8 +15,8 @@ above. Its calls read this only while the tables are not current (else they quer
 cached. (Captured turns are read beside the tables by `core/rest.py`.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
-the tables (an HTTP grant's filtered fold, a batch whose appends are not in the logs yet, a
-ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`).
+the tables (an HTTP grant's filtered fold, a ContextFlowMCP file over its size limit) folds them in
+memory as before (`Store.view`). A `--stdin` batch reads the tables like any call (`Tables.overlaid`).
 """
 
 from __future__ import annotations

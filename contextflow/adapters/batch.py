@@ -6,17 +6,21 @@ defaults every line may override. Each line is checked and run through the same 
 single call, with the store collecting the appends instead of writing them; then all of them are
 written at once (`Store.append_many`). All or nothing: a bad line (not JSON, not an object, a
 wrong argument, a refused secret) stops the batch with its line number and nothing of it is stored.
-Each line sees the earlier ones (they are folded provisionally, then forgotten and read back).
+Each line sees the earlier ones: reads query the derived tables like any call's, with the rows of the
+batch's provisional events added to them in a transaction that is never committed (`Tables.overlaid`);
+once the batch is written to the logs they are read back from there like any write.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.events import Event
     from contextflow.operations.spec import Operation, Reply
 
 # the commands that take --stdin, and the tool each line runs as (`conversations save` reads a file)
@@ -42,6 +46,14 @@ def lines_of(stream: TextIO) -> Iterable[tuple[int, str]]:
             yield number, line
 
 
+@contextlib.contextmanager
+def collecting(app: App) -> Iterator[list[Event]]:
+    """Appends inside are collected (`Store.collecting`) and their rows added to the derived tables held
+    for the batch (`Tables.overlaid`), so reads inside see them; leaving writes them in one append."""
+    with app.tables().overlaid() as provisional, app.store.collecting(provisional) as collected:
+        yield collected
+
+
 def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO | None = None) -> tuple[int, list[Any]]:
     """Check and run every line, then store them all in one write; (items stored, each line's reply data)."""
     import orjson
@@ -53,7 +65,7 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
     if op.name != BATCH_OPERATIONS[op.name]:
         op, defaults = line_operation(op), {}  # the command's own flags (a file) do not apply to lines
     replies: list[Reply] = []
-    with app.store.collecting() as collected:
+    with collecting(app) as collected:
         for number, line in lines_of(stream):
             try:
                 item = orjson.loads(line)

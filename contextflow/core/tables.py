@@ -31,6 +31,11 @@ machine, a format rebuilt) is built by one forked background process (`views.bui
 readers answer from what is built so far, plus the rows of this machine's log's newest bytes, added
 ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict
 copy) rebuilds the formats that read it; a database that fails to open or read is deleted and rebuilt.
+
+A `--stdin` batch (`adapters/batch.py`) reads its own provisional events back from the tables: `overlaid`
+holds them current in one write transaction that is never committed, the batch's rows added as it goes;
+every query of the process reads them by the same SQL as any call, and leaving rolls them back (the
+events are then written to the logs and caught up like any).
 """
 
 from __future__ import annotations
@@ -53,14 +58,15 @@ from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
 from contextflow.core.table_sets import Row as Row
 from contextflow.core.table_sets import TableSet as TableSet
-from contextflow.core.table_sets import cursor_of, damaged, unread_bytes
+from contextflow.core.table_sets import busy, cursor_of, damaged, unread_bytes
 from contextflow.core.table_sets import db_stamp as db_stamp
 from contextflow.core.table_sets import stamp_of as stamp_of
+from contextflow.core.table_updates import BUILD_LOCK, TableUpdates
 from contextflow.core.table_updates import BUILD_WAIT_S as BUILD_WAIT_S
 from contextflow.core.table_updates import READ_BYTES as READ_BYTES
-from contextflow.core.table_updates import TableUpdates
 
 if TYPE_CHECKING:
+    from contextflow.core.events import Event
     from contextflow.core.store import Store
 
 # (`X as X` above: re-exported, features and scripts import `Row`, `TableSet`, the stamps and waits from here)
@@ -92,6 +98,7 @@ class Tables(TableUpdates):
         self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
         self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
         self._current = False  # the last `update` found every format holding every log
+        self._held = False  # inside `overlaid`: current as held, a batch's rows added, never committed
 
     def _key(self) -> object:
         """What the tables' freshness depends on: every log's signature (the store's listing, listed again when
@@ -106,6 +113,8 @@ class Tables(TableUpdates):
         """`TableUpdates.update`, skipped (returning 0) while nothing it depends on changed since it last
         found every format current (`_key`): a warm read checks one stat per log and no table."""
         with self._mutex:
+            if self._held:
+                return 0  # (as held for a batch: nothing else commits meanwhile)
             self._current = False
             try:
                 key = self._key()
@@ -232,6 +241,8 @@ class Tables(TableUpdates):
     def current(self) -> bool:
         """Whether every format holds every log's events (one small query and a stat per log)."""
         with self._mutex:
+            if self._held:
+                return True
             try:
                 retire, todo = self._plan(self._connect(), self._paths())
             except sqlite3.OperationalError as exc:
@@ -240,6 +251,58 @@ class Tables(TableUpdates):
                 raise
             return not retire and not todo
 
+    @contextlib.contextmanager
+    def overlaid(self) -> Iterator[Callable[[Sequence[Event]], None] | None]:
+        """Inside: the tables holding every log (built in the foreground first if need be, a background
+        build waited for within BUILD_WAIT_S), held so in one write transaction that is never committed, and
+        `add(events)`, which puts provisional events' rows in it: every query of this process reads them
+        with the tables. Leaving rolls them back. None (nothing held: reads go as any call's) when the
+        database does not open; a StoreError when its lock or a build is held past BUILD_WAIT_S."""
+        with self._mutex:
+            db = self._hold() if self.usable() else None
+            if db is None:
+                yield None
+                return
+            self._held = True
+            try:
+                caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall())
+                yield lambda events: self._insert(db, events, list(self.sets.values()), caps)
+            finally:
+                self._held, self._checked = False, None
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+
+    def _hold(self) -> sqlite3.Connection | None:
+        """The connection, in a write transaction begun while every format holds every log (None: the
+        state folder does not take the build's lock file)."""
+        from contextflow.core.errors import StoreError
+        from contextflow.core.lock import LockTimeout, WriterLock
+
+        db = self._connect()
+        try:
+            for _ in range(3):  # (a log that grew between the update and the transaction: again)
+                with WriterLock(self.path.with_name(BUILD_LOCK), BUILD_WAIT_S):  # no build under way meanwhile
+                    self.update(BUILD_WAIT_S, foreground=True)
+                    db.execute(f"PRAGMA busy_timeout = {int(BUILD_WAIT_S * 1000)}")
+                    db.execute("BEGIN IMMEDIATE")
+                retire, todo = self._plan(db, self._paths())
+                if not retire and not todo:
+                    return db
+                db.execute("ROLLBACK")
+        except OSError:
+            return None
+        except (LockTimeout, sqlite3.OperationalError) as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and not busy(exc):
+                raise
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(WAIT_S * 1000)}")
+        raise StoreError(
+            f"the derived tables {self.path} stayed busy (another process building or writing them); "
+            "a batch reads its own items back from them: try again, and if it persists run `contextflow doctor`"
+        )
+
     def serves(self, names: Iterable[str], wait: float = WAIT_S) -> bool:
         """Whether formats `names` hold every log's events now, brought up to date first (waiting at most
         `wait` s for another writer). False while a build runs, another process holds the write lock or
@@ -247,6 +310,8 @@ class Tables(TableUpdates):
         ("not found" must never come from an unfinished build)."""
         wanted = set(names)
         with self._mutex:
+            if self._held:
+                return True
             if not self._settled:
                 self._current = False
                 self.update(wait)

@@ -50,9 +50,9 @@ def _visible(app: App, project: str) -> bool:
 
 def disk(app: App) -> bool:
     """Whether the views `ondisk.py` serves are read from the derived tables: a store that shares this
-    machine's state (not an HTTP grant's filtered fold), outside a batch (whose appends are not in the logs
-    yet). Sessions are always read from the tables (`current`)."""
-    if not app.store.shares_state or app.store.batching:
+    machine's state (not an HTTP grant's filtered fold; a batch's reads too: `Tables.overlaid`). Sessions
+    are always read from the tables (`current`)."""
+    if not app.store.shares_state:
         return False
     tables = app.tables()
     return not tables.oversized() and tables.usable()
