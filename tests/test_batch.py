@@ -141,3 +141,16 @@ def test_a_batch_reads_records_conversations_graph_and_timeline_from_the_tables_
     assert get_record(app, key="fact:b").data["thread_id"] == before.id
     assert conversations_state(app).records[(app.settings.default_project, "c1")].event.data["summary"] == "save 1"
     assert graph.graph(app).edge_live(node.id, second.id, "RELATES_TO")
+
+
+def test_a_failing_line_leaves_the_tables_without_the_batchs_earlier_items(monkeypatch, capsys):
+    feed(monkeypatch, {"key": "fact:kept-out", "value": {"n": 1}}, {"key": "not a key", "value": {"n": 2}})
+    assert main(["context", "set", "--stdin"]) == 2
+    assert "line 2" in capsys.readouterr().err
+    assert main(["context", "get", "fact:kept-out"]) == 3  # read in the batch, rolled back with it
+    assert "no context record under 'fact:kept-out'" in capsys.readouterr().err
+    feed(monkeypatch, {"key": "fact:kept-out", "value": {"n": 3}})
+    assert main(["context", "set", "--stdin"]) == 0
+    capsys.readouterr()
+    assert main(["context", "get", "fact:kept-out", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == {"n": 3}

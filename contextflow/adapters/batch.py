@@ -6,9 +6,15 @@ defaults every line may override. Each line is checked and run through the same 
 single call, with the store collecting the appends instead of writing them; then all of them are
 written at once (`Store.append_many`). All or nothing: a bad line (not JSON, not an object, a
 wrong argument, a refused secret) stops the batch with its line number and nothing of it is stored.
-Each line sees the earlier ones: reads query the derived tables like any call's, with the rows of the
-batch's provisional events added to them in a transaction that is never committed (`Tables.overlaid`);
-once the batch is written to the logs they are read back from there like any write.
+Each line sees the earlier ones, and nothing is folded in memory for it: the lines are read first,
+then the derived tables are brought up to date and held in one SQLite write transaction that is never
+committed (`Tables.overlaid`); each item's provisional events add their rows to it (when something
+is read next), so every read queries the tables by the same SQL as any call and finds the batch's
+earlier items. Leaving rolls those rows back, whether the batch was written or dropped; the written
+events are then caught up from the logs like any write. While held, the tables are as they were at
+the batch's start (another process's writes meanwhile are read after it), and other processes answer
+beside them (`core/rest.py`). A state folder whose tables do not open holds nothing: reads there go as
+any call's (the logs folded in memory) and do not see the batch's earlier items.
 """
 
 from __future__ import annotations
@@ -65,8 +71,9 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
     if op.name != BATCH_OPERATIONS[op.name]:
         op, defaults = line_operation(op), {}  # the command's own flags (a file) do not apply to lines
     replies: list[Reply] = []
+    numbered = list(lines_of(stream))  # all read first: the tables are held only while the items run
     with collecting(app) as collected:
-        for number, line in lines_of(stream):
+        for number, line in numbered:
             try:
                 item = orjson.loads(line)
             except orjson.JSONDecodeError as exc:

@@ -99,6 +99,10 @@ class Tables(TableUpdates):
         self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
         self._current = False  # the last `update` found every format holding every log
         self._held = False  # inside `overlaid`: current as held, a batch's rows added, never committed
+        self._pending: list[Event] = []
+        self._caps: dict[
+            str, int
+        ] = {}  # the clock bounds as the batch began  # a batch's events whose rows are added before the next statement
 
     def _key(self) -> object:
         """What the tables' freshness depends on: every log's signature (the store's listing, listed again when
@@ -148,6 +152,10 @@ class Tables(TableUpdates):
                 db.close()
                 raise
             self._db = db
+        if self._pending:  # (a batch's rows: added when something is read, so a batch that reads nothing adds none)
+            events = list(self._pending)
+            self._pending.clear()
+            self._insert(self._db, events, list(self.sets.values()), self._caps)
         return self._db
 
     def _discard(self) -> None:
@@ -263,12 +271,12 @@ class Tables(TableUpdates):
             if db is None:
                 yield None
                 return
-            self._held = True
+            self._held, self._caps = True, dict(db.execute("SELECT id, cap FROM bounds").fetchall())
             try:
-                caps = dict(db.execute("SELECT id, cap FROM bounds").fetchall())
-                yield lambda events: self._insert(db, events, list(self.sets.values()), caps)
+                yield self._pending.extend
             finally:
                 self._held, self._checked = False, None
+                self._pending.clear()
                 if db.in_transaction:
                     db.execute("ROLLBACK")
 
