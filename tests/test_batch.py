@@ -154,3 +154,15 @@ def test_a_failing_line_leaves_the_tables_without_the_batchs_earlier_items(monke
     capsys.readouterr()
     assert main(["context", "get", "fact:kept-out", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["value"] == {"n": 3}
+
+
+def test_where_the_tables_do_not_open_a_batch_still_sees_its_earlier_items(monkeypatch, capsys):
+    from contextflow.core.tables import Tables
+
+    monkeypatch.setattr(Tables, "usable", lambda self: False)  # (a read-only or full state folder)
+    feed(monkeypatch, {"key": "fact:x", "value": {"n": 1}, "label": "first"}, {"key": "fact:x", "value": {"n": 2}})
+    assert main(["context", "set", "--stdin"]) == 0
+    capsys.readouterr()
+    assert main(["context", "get", "fact:x", "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert (found["value"], found["label"]) == ({"n": 2}, "first")

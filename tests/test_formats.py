@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "2eebaae0b891aa094cac"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "e6a862b3b9fe335ffb94"),
-    "feed": (2, "48793072b022af94bf0c"),
-    "capture": (2, "49448e3a356a784def84"),
+    "sessions": (1, "498bc97323578c1c9fe0"),
+    "feed": (2, "39221c3e10c28e9b973b"),
+    "capture": (2, "0d70457e6d0224d108ef"),
     "graph-state": (2, "186e5245cb82ff770b01"),
     "records-state": (2, "9c53ec79d7ec24f0a1a8"),
     "conversations-state": (2, "6bcfd94a08ec1ddea3a6"),
-    "timeline": (1, "a39cb3295eb0da4af5da"),
+    "timeline": (1, "d1a0037ffc38c869f2fd"),
 }
 GUARDED = all_formats()
 

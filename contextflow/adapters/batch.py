@@ -13,8 +13,8 @@ is read next), so every read queries the tables by the same SQL as any call and 
 earlier items. Leaving rolls those rows back, whether the batch was written or dropped; the written
 events are then caught up from the logs like any write. While held, the tables are as they were at
 the batch's start (another process's writes meanwhile are read after it), and other processes answer
-beside them (`core/rest.py`). A state folder whose tables do not open holds nothing: reads there go as
-any call's (the logs folded in memory) and do not see the batch's earlier items.
+beside them (`core/rest.py`). Where the tables do not open (a read-only or full state folder), every
+call folds the logs in memory, and a batch folds its items into that.
 """
 
 from __future__ import annotations

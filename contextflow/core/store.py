@@ -356,8 +356,9 @@ class Store:
     def collecting(self, provisional: Callable[[list[Event]], None] | None = None) -> Iterator[list[Event]]:
         """Appends made inside are collected, not written: each returns a provisional event (its id is
         final, its seq and clock are not: stamped after every log's newest), given to `provisional` (the
-        derived tables' `overlaid`, where later reads see it). Leaving the block writes them all in one
-        append; an exception drops them. Nothing is folded here."""
+        derived tables' `overlaid`, where later reads see it) or, without it (tables that do not open
+        here, where every read folds the logs), folded. Leaving the block writes them all in one append;
+        an exception drops them. Either way the provisional state is forgotten, never saved."""
         end = self._writer.end()  # (its last lines: the seq to number after, the stamp to order after)
         self._observe_other_logs()
         self.clock.observe(end.newest)
@@ -374,6 +375,8 @@ class Store:
                 )
         finally:
             self._collected, self._provisional = None, None
+            if provisional is None:
+                self._reset()  # (the next read folds the logs again)
 
     def append_many(
         self,
@@ -408,6 +411,11 @@ class Store:
             ]
             if self._provisional is not None:
                 self._provisional(found)
+            else:  # no derived tables to hold them (they do not open here): folded, as every read here is
+                if not self._collected:
+                    self.refresh()
+                for event in found:
+                    self.fold.apply(event)
             self._collected.extend(found)
             return found
         with self._locked_write() as (pending, end, folded):
@@ -427,7 +435,7 @@ class Store:
             # a framed write states the log's end after it (given stamps may be in the past: always framed)
             after = Stated(events[-1].seq, max(end.newest, *times))
             self._writer.append_lines([encode(event) for event in events], end, after, framed=stamps is not None)
-            if folded and fold:
+            if folded and fold and not collected:  # (a batch folded in memory is forgotten: `collecting`)
                 self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
             else:
                 self._unfolded = signature(self._writer.path)

@@ -264,8 +264,9 @@ class Tables(TableUpdates):
         """Inside: the tables holding every log (built in the foreground first if need be, a background
         build waited for within BUILD_WAIT_S), held so in one write transaction that is never committed, and
         `add(events)`, which puts provisional events' rows in it: every query of this process reads them
-        with the tables. Leaving rolls them back. None (nothing held: reads go as any call's) when the
-        database does not open; a StoreError when its lock or a build is held past BUILD_WAIT_S."""
+        with the tables. Leaving rolls them back. None (nothing held: reads fold the logs, as every read
+        there) when the database does not open; a StoreError when its lock or a build is held past
+        BUILD_WAIT_S."""
         with self._mutex:
             db = self._hold() if self.usable() else None
             if db is None:
