@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "2eebaae0b891aa094cac"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "498bc97323578c1c9fe0"),
-    "feed": (2, "39221c3e10c28e9b973b"),
-    "capture": (2, "0d70457e6d0224d108ef"),
+    "sessions": (1, "8d1b01dabdcdca8f3e66"),
+    "feed": (2, "ded2fa0f6708e494c7ea"),
+    "capture": (2, "3ad433048ae30ab34492"),
     "graph-state": (2, "186e5245cb82ff770b01"),
     "records-state": (2, "9c53ec79d7ec24f0a1a8"),
     "conversations-state": (2, "6bcfd94a08ec1ddea3a6"),
-    "timeline": (1, "d1a0037ffc38c869f2fd"),
+    "timeline": (1, "df56b4ff60a593edbb10"),
 }
 GUARDED = all_formats()
 

@@ -32,10 +32,8 @@ readers answer from what is built so far, plus the rows of this machine's log's 
 ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict
 copy) rebuilds the formats that read it; a database that fails to open or read is deleted and rebuilt.
 
-A `--stdin` batch (`adapters/batch.py`) reads its own provisional events back from the tables: `overlaid`
-holds them current in one write transaction that is never committed, the batch's rows added as it goes;
-every query of the process reads them by the same SQL as any call, and leaving rolls them back (the
-events are then written to the logs and caught up like any).
+A `--stdin` batch (`adapters/batch.py`) reads its provisional events back from the tables (`overlaid`:
+their rows in a write transaction held for the batch, never committed).
 """
 
 from __future__ import annotations
@@ -99,10 +97,8 @@ class Tables(TableUpdates):
         self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
         self._current = False  # the last `update` found every format holding every log
         self._held = False  # inside `overlaid`: current as held, a batch's rows added, never committed
-        self._pending: list[Event] = []
-        self._caps: dict[
-            str, int
-        ] = {}  # the clock bounds as the batch began  # a batch's events whose rows are added before the next statement
+        self._pending: list[Event] = []  # a batch's events whose rows are added before the next statement
+        self._caps: dict[str, int] = {}  # the clock bounds as the batch began
 
     def _key(self) -> object:
         """What the tables' freshness depends on: every log's signature (the store's listing, listed again when
@@ -278,7 +274,7 @@ class Tables(TableUpdates):
             finally:
                 self._held, self._checked = False, None
                 self._pending.clear()
-                if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # (a database found damaged meanwhile is gone)
                     db.execute("ROLLBACK")
 
     def _hold(self) -> sqlite3.Connection | None:
