@@ -44,8 +44,7 @@ def lines_of(stream: TextIO) -> Iterable[tuple[int, str]]:
 
 def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO | None = None) -> tuple[int, list[Any]]:
     """Check and run every line, then store them all in one write; (items stored, each line's reply data)."""
-    import orjson
-
+    from contextflow.core import jsonio
     from contextflow.core.errors import ContextflowError, InputError, call, tool
     from contextflow.operations.arguments import check_arguments
 
@@ -56,8 +55,8 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
     with app.store.collecting() as collected:
         for number, line in lines_of(stream):
             try:
-                item = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
+                item = jsonio.loads(line)
+            except jsonio.DecodeError as exc:
                 raise InputError(f"line {number} is not valid JSON ({exc.msg}); nothing was stored") from None
             if not isinstance(item, dict):
                 raise InputError(

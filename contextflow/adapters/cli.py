@@ -181,14 +181,13 @@ def arguments_of(op: Operation, namespace: argparse.Namespace) -> dict[str, Any]
 
 def json_object(raw: str, name: str) -> dict[str, Any]:
     """A JSON object from the command line; '-' reads it from stdin."""
-    import orjson
-
+    from contextflow.core import jsonio
     from contextflow.core.errors import InputError
 
     text = sys.stdin.read() if raw == "-" else raw
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = jsonio.loads(text)
+    except jsonio.DecodeError:
         raise InputError(
             f'{name} is not valid JSON; pass an object such as \'{{"status": "waiting"}}\' (or - to read stdin)'
         ) from None
