@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from contextflow.core.fields import Schema
     from contextflow.core.fold import View
-    from contextflow.core.formats import Format
     from contextflow.core.store import Store
     from contextflow.core.tables import TableSet
     from contextflow.operations.spec import Operation, Table
@@ -174,9 +173,3 @@ def all_tables() -> tuple[TableSet, ...]:
     paths = [path for feature in features() for path in feature.tables.values()]
     return tuple(target(path) for path in paths)
 
-
-def all_formats() -> list[Format]:
-    """Every versioned derived format (`core/formats.py` guards them)."""
-    from contextflow.search.derived import INDEX
-
-    return [INDEX, *(table_set.format for table_set in all_tables())]
