@@ -172,4 +172,3 @@ def all_tables() -> tuple[TableSet, ...]:
     """Every derived table set (imported when a process first reads one)."""
     paths = [path for feature in features() for path in feature.tables.values()]
     return tuple(target(path) for path in paths)
-
