@@ -271,7 +271,7 @@ def test_a_directive_is_attributed_to_the_client_that_wrote_it(tmp_path, capsys,
 
 
 def test_install_puts_the_client_in_every_hook_command(tmp_path):
-    from contextflow.admin.install import install
+    from contextflow.admin.clients import install_client as install
     from contextflow.admin.install_check import command_env
 
     home = tmp_path / "home"
