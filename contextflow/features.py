@@ -7,7 +7,8 @@ off it, imported when first asked for:
   adapters build the MCP server and the CLI;
 - `views`: its views, `name: "module:Class"` (the name is the class's `name`), folded by the store;
 - `fields`: the module whose `FIELDS` gives the shape of every field of its event kinds;
-- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index, and
+- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index
+  (`search/extractors.py` gathers them), and
   `search_version`: what its kinds put in the index, (version, digest of that module's own code): raise
   the version when what goes in changes (the index is rebuilt); tests/test_formats.py checks the digest;
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
     from contextflow.core.tables import TableSet
     from contextflow.operations.spec import Operation, Table
-    from contextflow.search.extractors import Extractor
 
 # every feature, in the order the CLI's help and the tool list show them
 PACKAGES = (
@@ -140,16 +140,6 @@ def all_fields() -> Schema:
     from contextflow.core.fields import merged
 
     return merged(*(importlib.import_module(f.fields).FIELDS for f in features() if f.fields))
-
-
-@cache
-def extractors() -> dict[str, tuple[str, Extractor]]:
-    """What each event kind adds to the search index: event kind -> (search kind, extractor)."""
-    found: dict[str, tuple[str, Extractor]] = {}
-    for feature in features():
-        if feature.extractors:
-            found.update(importlib.import_module(feature.extractors).EXTRACTORS)
-    return found
 
 
 def close(store: Store) -> None:
