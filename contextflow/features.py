@@ -4,7 +4,7 @@ A feature package's `__init__.py` holds its `FEATURE = Feature(...)`: plain name
 paths), so reading every declaration imports nothing heavy and a hook pays for none of it. Hanging
 off it, imported when first asked for:
 - `table`: its operations table module (`TABLE`: operations, prompts, resources), from which the
-  adapters build the MCP server and the CLI;
+  adapters build the MCP server and the CLI (`operations/spec.py` assembles them: `table_of`, `operations`);
 - `views`: its views, `name: "module:Class"` (the name is the class's `name`), folded by the store;
 - `fields`: the module whose `FIELDS` gives the shape of every field of its event kinds;
 - `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from contextflow.core.fold import View
     from contextflow.core.store import Store
     from contextflow.core.tables import TableSet
-    from contextflow.operations.spec import Operation, Table
 
 # every feature, in the order the CLI's help and the tool list show them
 PACKAGES = (
@@ -87,18 +86,6 @@ class Feature:
         self.commands = dict(commands or {})
         self.tables = dict(tables or {})
 
-    @property
-    def table(self) -> Table | None:
-        if self.table_module is None:
-            return None
-        table: Table = importlib.import_module(self.table_module).TABLE
-        return table
-
-    @property
-    def operations(self) -> tuple[Operation, ...]:
-        table = self.table
-        return table.operations if table is not None else ()
-
     def __repr__(self) -> str:
         return f"Feature({self.name!r})"
 
@@ -117,10 +104,6 @@ def features() -> tuple[Feature, ...]:
         assert isinstance(feature, Feature) and feature.name == package, package
         found.append(feature)
     return tuple(found)
-
-
-def operations() -> tuple[Operation, ...]:
-    return tuple(op for feature in features() for op in feature.operations)
 
 
 @cache
