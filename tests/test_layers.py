@@ -171,8 +171,9 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_modules_import_each_other_at_run_time() -> None:
-    """A circle of imports means no module in it can be understood, tested or loaded alone; the
-    composition root (`app.py`, `features.py`, the adapters) sits above everything it assembles."""
+    """A circle of imports means no module in it can be understood, tested or loaded alone: what
+    assembles the parts (`App.open`, the adapters) sits above them, the feature registry
+    (`features.py`) imports no feature, and a lower module is handed what it needs."""
     graph = run_time_imports(PACKAGE)
     described = [
         " -> ".join(f"{module} (imports {', '.join(sorted(graph[module] & set(circle)))})" for module in circle)
