@@ -30,7 +30,7 @@ BATCH_WORDS = frozenset({"note", "handoff", "context", "conversations"})  # thei
 
 
 def line_operation(op: Operation) -> Operation:
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     name = BATCH_OPERATIONS[op.name]
     return op if name == op.name else next(other for other in operations() if other.name == name)

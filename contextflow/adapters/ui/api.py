@@ -22,10 +22,9 @@ from contextflow.app import App
 from contextflow.core import jsonio
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean_data
-from contextflow.features import operations
 from contextflow.graph.writes import graph
 from contextflow.operations.arguments import check_arguments
-from contextflow.operations.spec import JSON, Operation
+from contextflow.operations.spec import JSON, Operation, operations
 
 PAGE = 50  # entries, sessions and records per page
 MAX_PAGE = 200
