@@ -25,8 +25,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.log import Cursor
@@ -153,7 +152,7 @@ def _partial(app: App, name: str) -> Any:
     shape = LazyView(name, view_paths()[name])
     state, seen = shape.initial(), set()
     for _, event_id, hlc, writer, seq, kind, blob in found:
-        data, _ = conform(schema, kind, orjson.loads(blob))
+        data, _ = conform(schema, kind, jsonio.loads(blob))
         shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         seen.add(event_id)
     _rest(app, prefix, cursors, seen, lambda event: shape.apply(state, event))

@@ -77,7 +77,7 @@ def test_a_batch_of_handoffs_reads_sessions_from_the_tables_and_the_newest_is_th
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from contextflow.adapters.batch import run_batch
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
     from contextflow.sessions import core as sessions
 
     sessions.write_handoff(app, agent="a", summary="before the batch", session_id="s")

@@ -40,7 +40,7 @@ BATCH_WORDS = frozenset({"note", "handoff", "context", "conversations"})  # thei
 
 
 def line_operation(op: Operation) -> Operation:
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     name = BATCH_OPERATIONS[op.name]
     return op if name == op.name else next(other for other in operations() if other.name == name)
@@ -62,8 +62,7 @@ def collecting(app: App) -> Iterator[list[Event]]:
 
 def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO | None = None) -> tuple[int, list[Any]]:
     """Check and run every line, then store them all in one write; (items stored, each line's reply data)."""
-    import orjson
-
+    from contextflow.core import jsonio
     from contextflow.core.errors import ContextflowError, InputError, call, tool
     from contextflow.operations.arguments import check_arguments
 
@@ -75,8 +74,8 @@ def run_batch(op: Operation, app: App, defaults: dict[str, Any], stream: TextIO 
     with collecting(app) as collected:
         for number, line in numbered:
             try:
-                item = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
+                item = jsonio.loads(line)
+            except jsonio.DecodeError as exc:
                 raise InputError(f"line {number} is not valid JSON ({exc.msg}); nothing was stored") from None
             if not isinstance(item, dict):
                 raise InputError(

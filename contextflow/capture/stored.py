@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow.capture.table import turn_of
+from contextflow.core import jsonio
 from contextflow.core.events import Event, OrderKey
 
 if TYPE_CHECKING:
@@ -109,14 +110,13 @@ class DiskTurns(Turns):
         """The rows' events, each checked as read (a file like any other); `conformed=False` for a caller
         that reads its data as untrusted shapes anyway (`digest.turn_changes_something`, `substance.of_turn`):
         no check, three times faster."""
-        import orjson
 
         from contextflow.core.fields import conform
         from contextflow.core.tables import stamp_of
 
         schema, found = self.app.store.fields, []
         for event_id, hlc, writer, seq, blob in rows:
-            data = orjson.loads(blob)
+            data = jsonio.loads(blob)
             if conformed or not isinstance(data, dict):
                 data, _ = conform(schema, "capture.turn", data if isinstance(data, dict) else {})
             found.append(Event(event_id, writer, seq, stamp_of(hlc), "capture.turn", data))

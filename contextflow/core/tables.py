@@ -48,9 +48,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from contextflow.core import legacy
+from contextflow.core import jsonio, legacy
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
@@ -342,7 +340,7 @@ class Tables(TableUpdates):
                 raise
         held: dict[str, dict[str, int]] = {}
         for name, path, blob in rows:
-            held.setdefault(str(path), {})[name] = int(orjson.loads(blob)[4])
+            held.setdefault(str(path), {})[name] = int(jsonio.loads(blob)[4])
         done = sum(min((held.get(str(path), {}).get(name, 0) for name in self.sets), default=0) for path in paths)
         return min(done, total), total
 

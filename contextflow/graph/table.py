@@ -17,8 +17,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
@@ -62,7 +61,7 @@ def node_of(blob: bytes, lower: str) -> Node:
     from contextflow.graph.view import Node
 
     (node_id, exists, deleted, created, updated, writer, agent, origin, kind, content, summary, meta, keys, tokens) = (
-        orjson.loads(blob)
+        jsonio.loads(blob)
     )
     return Node(
         node_id,
@@ -85,7 +84,7 @@ def node_of(blob: bytes, lower: str) -> Node:
 
 def mark_of(blob: bytes) -> Mark:
     """The mark (latest add, latest removal, payload) a `mark` column holds."""
-    found = orjson.loads(blob)
+    found = jsonio.loads(blob)
     return (_key(found[0]), _key(found[1]), *found[2:])
 
 
@@ -125,7 +124,7 @@ def _node_rows(node: Node) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         node.agent or node.writer,
         shortest_text(node.content, node.summary),
     )
-    return columns, (node.id, node.lower, orjson.dumps(data))
+    return columns, (node.id, node.lower, jsonio.dumps(data))
 
 
 def dedupe_digest(content: str) -> bytes:
@@ -218,15 +217,15 @@ def apply(db: Writer, events: list[Event]) -> None:
     db.executemany("INSERT OR REPLACE INTO graph_node_text VALUES (?, ?, ?)", [text for _, text in rows])
     db.executemany(
         'INSERT OR REPLACE INTO graph_tags(node, tag, "on", mark) VALUES (?, ?, ?, ?)',
-        [(i, tag, _on(mark), orjson.dumps(mark)) for i, tags in state.tag_marks.items() for tag, mark in tags.items()],
+        [(i, tag, _on(mark), jsonio.dumps(mark)) for i, tags in state.tag_marks.items() for tag, mark in tags.items()],
     )
     db.executemany(
         'INSERT OR REPLACE INTO graph_edges(src, dst, type, "on", mark) VALUES (?, ?, ?, ?, ?)',
-        [(*key, _on(mark), orjson.dumps(mark)) for key, mark in state.edges.items()],
+        [(*key, _on(mark), jsonio.dumps(mark)) for key, mark in state.edges.items()],
     )
     db.executemany(
         "INSERT OR REPLACE INTO graph_views(name, mark) VALUES (?, ?)",
-        [(name, orjson.dumps(mark)) for name, mark in state.views.items()],
+        [(name, jsonio.dumps(mark)) for name, mark in state.views.items()],
     )
 
 

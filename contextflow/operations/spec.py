@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.features import Feature
 
 JSON = dict[str, Any]
 
@@ -204,3 +205,18 @@ class Table:
     resources: tuple[ResourceSpec, ...] = ()
     dynamic_prompts: tuple[Callable[[App], list[PromptSpec]], ...] = ()
     prompt_signature: Callable[[App], object] | None = None
+
+
+def table_of(feature: Feature) -> Table | None:
+    """The operations table the feature's declaration names (its module's `TABLE`), imported now."""
+    if feature.table_module is None:
+        return None
+    table: Table = importlib.import_module(feature.table_module).TABLE
+    return table
+
+
+def operations() -> tuple[Operation, ...]:
+    """Every feature's operations, in the features' order (`features.PACKAGES`)."""
+    from contextflow.features import features
+
+    return tuple(op for feature in features() if (table := table_of(feature)) for op in table.operations)

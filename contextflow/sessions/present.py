@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import orjson
-
 from contextflow.app import App
-from contextflow.core import checks
+from contextflow.core import checks, jsonio
 from contextflow.core.events import Event, as_dict
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.operations.provenance import dumps, header
@@ -301,7 +299,7 @@ def choose_session(app: App, args: JSON) -> Reply:
     }
     text = (
         f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
-        f"Next: resume it (resume_session with {orjson.dumps(resume_args).decode()}, "
+        f"Next: resume it (resume_session with {jsonio.dumps(resume_args).decode()}, "
         f"or `contextflow resume {clean(selected.session_id, True)}` in a shell)"
     )
     return Reply(text, payload)
