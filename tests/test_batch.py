@@ -97,8 +97,8 @@ def test_a_batch_reads_records_conversations_graph_and_timeline_from_the_tables_
 ) -> None:
     from contextflow.adapters.batch import collecting, run_batch
     from contextflow.conversations.core import conversations_state
-    from contextflow.operations.spec import operations
     from contextflow.graph import writes as graph
+    from contextflow.operations.spec import operations
     from contextflow.records.core import get_record
     from contextflow.timeline.core import create_thread, resolve_thread
 
