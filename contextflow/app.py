@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from contextflow.core import legacy
 from contextflow.core.fold import View
 from contextflow.core.locate import Location
+from contextflow.core.project import settings_for
 from contextflow.core.settings import Settings, adopt
 from contextflow.core.store import Store
 
@@ -45,7 +46,7 @@ class App:
         store = Store.open(env, location, **store_kwargs)
         found = store.location
         legacy_active = legacy.active_session_file(found.legacy_files, found.source)
-        settings = Settings.from_env(store.state_dir, env, cwd, legacy_active)
+        settings = settings_for(store.state_dir, env, cwd, legacy_active)
         adopt(settings)  # what has no App at hand (the search ranking) reads the same settings
         return cls(store, settings, env)
 

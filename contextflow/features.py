@@ -4,10 +4,11 @@ A feature package's `__init__.py` holds its `FEATURE = Feature(...)`: plain name
 paths), so reading every declaration imports nothing heavy and a hook pays for none of it. Hanging
 off it, imported when first asked for:
 - `table`: its operations table module (`TABLE`: operations, prompts, resources), from which the
-  adapters build the MCP server and the CLI;
+  adapters build the MCP server and the CLI (`operations/spec.py` assembles them: `table_of`, `operations`);
 - `views`: its views, `name: "module:Class"` (the name is the class's `name`), folded by the store;
 - `fields`: the module whose `FIELDS` gives the shape of every field of its event kinds;
-- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index, and
+- `extractors`: the module whose `EXTRACTORS` says what its kinds add to the search index
+  (`search/extractors.py` gathers them), and
   `search_version`: what its kinds put in the index, (version, digest of that module's own code): raise
   the version when what goes in changes (the index is rebuilt); tests/test_formats.py checks the digest;
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
@@ -29,11 +30,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from contextflow.core.fields import Schema
     from contextflow.core.fold import View
-    from contextflow.core.formats import Format
     from contextflow.core.store import Store
     from contextflow.core.tables import TableSet
-    from contextflow.operations.spec import Operation, Table
-    from contextflow.search.extractors import Extractor
 
 # every feature, in the order the CLI's help and the tool list show them
 PACKAGES = (
@@ -88,18 +86,6 @@ class Feature:
         self.commands = dict(commands or {})
         self.tables = dict(tables or {})
 
-    @property
-    def table(self) -> Table | None:
-        if self.table_module is None:
-            return None
-        table: Table = importlib.import_module(self.table_module).TABLE
-        return table
-
-    @property
-    def operations(self) -> tuple[Operation, ...]:
-        table = self.table
-        return table.operations if table is not None else ()
-
     def __repr__(self) -> str:
         return f"Feature({self.name!r})"
 
@@ -120,10 +106,6 @@ def features() -> tuple[Feature, ...]:
     return tuple(found)
 
 
-def operations() -> tuple[Operation, ...]:
-    return tuple(op for feature in features() for op in feature.operations)
-
-
 @cache
 def view_paths() -> dict[str, str]:
     """Every view's `"module:Class"`, by view name."""
@@ -141,16 +123,6 @@ def all_fields() -> Schema:
     from contextflow.core.fields import merged
 
     return merged(*(importlib.import_module(f.fields).FIELDS for f in features() if f.fields))
-
-
-@cache
-def extractors() -> dict[str, tuple[str, Extractor]]:
-    """What each event kind adds to the search index: event kind -> (search kind, extractor)."""
-    found: dict[str, tuple[str, Extractor]] = {}
-    for feature in features():
-        if feature.extractors:
-            found.update(importlib.import_module(feature.extractors).EXTRACTORS)
-    return found
 
 
 def close(store: Store) -> None:
@@ -173,10 +145,3 @@ def all_tables() -> tuple[TableSet, ...]:
     """Every derived table set (imported when a process first reads one)."""
     paths = [path for feature in features() for path in feature.tables.values()]
     return tuple(target(path) for path in paths)
-
-
-def all_formats() -> list[Format]:
-    """Every versioned derived format (`core/formats.py` guards them)."""
-    from contextflow.search.derived import INDEX
-
-    return [INDEX, *(table_set.format for table_set in all_tables())]

@@ -15,9 +15,9 @@ above. Its calls read this only while the tables are not current (else they quer
 cached. (Captured turns are read beside the tables by `core/rest.py`.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
-the tables (a batch whose appends are not in the logs yet, a ContextFlowMCP file over its size limit)
-folds them in memory as before (`Store.view`). A store scoped to some projects (an HTTP grant's,
-`Store.read_projects`) reads the same tables, each of them a view of its projects' rows
+the tables (a ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`). A
+`--stdin` batch reads the tables like any call (`Tables.overlaid`). A store scoped to some projects (an
+HTTP grant's, `Store.read_projects`) reads the same tables, each of them a view of its projects' rows
 (`TableSet.scoped`), and of the logs' remaining bytes their events only; it never folds in memory.
 """
 
@@ -27,8 +27,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.log import Cursor
@@ -155,7 +154,7 @@ def _partial(app: App, name: str) -> Any:
     shape = LazyView(name, view_paths()[name])
     state, seen = shape.initial(), set()
     for _, event_id, hlc, writer, seq, kind, blob in found:
-        data, _ = conform(schema, kind, orjson.loads(blob))
+        data, _ = conform(schema, kind, jsonio.loads(blob))
         shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
         seen.add(event_id)
     _rest(app, prefix, cursors, seen, lambda event: shape.apply(state, event))

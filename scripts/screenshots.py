@@ -53,7 +53,7 @@ TOPICS = (
 
 def more_nodes(app: App, decision: str) -> None:
     """A few dozen nodes and edges written through the operations table, for a graph worth a picture."""
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     ops = {op.name: op for op in operations()}
     made = [decision]

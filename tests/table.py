@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextflow.features import operations
 from contextflow.operations.arguments import check_arguments
-from contextflow.operations.spec import Reply
+from contextflow.operations.spec import Reply, operations
 
 
 def run(app: Any, name: str, **arguments: Any) -> Reply:

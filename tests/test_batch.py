@@ -77,7 +77,7 @@ def test_a_batch_of_handoffs_reads_sessions_from_the_tables_and_the_newest_is_th
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from contextflow.adapters.batch import run_batch
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
     from contextflow.sessions import core as sessions
 
     sessions.write_handoff(app, agent="a", summary="before the batch", session_id="s")
@@ -90,3 +90,79 @@ def test_a_batch_of_handoffs_reads_sessions_from_the_tables_and_the_newest_is_th
     latest = sessions.latest_handoff(app, sessions.EntryFilter("shared", session_id="s"))
     assert latest is not None and latest.data["summary"] == "batch 2"
     assert folded == []  # no view was folded in memory for it
+
+
+def test_a_batch_reads_records_conversations_graph_and_timeline_from_the_tables_and_sees_its_own_items(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.adapters.batch import collecting, run_batch
+    from contextflow.conversations.core import conversations_state
+    from contextflow.graph import writes as graph
+    from contextflow.operations.spec import operations
+    from contextflow.records.core import get_record
+    from contextflow.timeline.core import create_thread, resolve_thread
+
+    before = create_thread(app, name="before the batch")
+    folded: list[object] = []
+    real_view, real_refresh = app.store.view, app.store.refresh
+
+    def view(kind: object) -> object:
+        folded.append(kind)
+        return real_view(kind)  # type: ignore[call-overload]
+
+    def refresh() -> None:
+        folded.append("refresh")
+        real_refresh()
+
+    monkeypatch.setattr(app.store, "view", view)
+    monkeypatch.setattr(app.store, "refresh", refresh)
+    with collecting(app):
+        thread = create_thread(app, name="made in the batch")
+        assert resolve_thread(app, thread.id[:8]).name == "made in the batch"
+        node = graph.add_node(app, type="fact", content="the batch's own node")
+        second = graph.add_node(app, type="fact", content="and a second")
+        assert graph.link(app, node.id[:8], second.id)  # both ends found, the prefix resolved
+        assert not graph.link(app, node.id, second.id)  # the edge the batch just made is there already
+    ops = {op.name: op for op in operations()}
+    items = [
+        {"key": "fact:a", "value": {"n": 1}, "label": "first", "thread_id": thread.id[:8]},
+        {"key": "fact:a", "value": {"n": 2}},  # keeps the label and thread the batch's first item gave it
+        {"key": "fact:b", "value": {"n": 3}, "thread_id": before.id},
+    ]
+    assert run_batch(ops["context_set"], app, {}, io.StringIO("".join(json.dumps(i) + "\n" for i in items)))[0] == 3
+    saves = [{"conversation_id": "c1", "topic": "t", "summary": f"save {n}"} for n in range(2)]
+    stored, replies = run_batch(
+        ops["conversations save"], app, {}, io.StringIO("".join(json.dumps(i) + "\n" for i in saves))
+    )
+    assert stored == 2 and [reply["replaced"] for reply in replies] == [False, True]
+    assert folded == []  # no view was folded in memory for it
+    record = get_record(app, key="fact:a")
+    assert (record.data["value"], record.data["label"], record.data["thread_id"]) == ({"n": 2}, "first", thread.id)
+    assert get_record(app, key="fact:b").data["thread_id"] == before.id
+    assert conversations_state(app).records[(app.settings.default_project, "c1")].event.data["summary"] == "save 1"
+    assert graph.graph(app).edge_live(node.id, second.id, "RELATES_TO")
+
+
+def test_a_failing_line_leaves_the_tables_without_the_batchs_earlier_items(monkeypatch, capsys):
+    feed(monkeypatch, {"key": "fact:kept-out", "value": {"n": 1}}, {"key": "not a key", "value": {"n": 2}})
+    assert main(["context", "set", "--stdin"]) == 2
+    assert "line 2" in capsys.readouterr().err
+    assert main(["context", "get", "fact:kept-out"]) == 3  # read in the batch, rolled back with it
+    assert "no context record under 'fact:kept-out'" in capsys.readouterr().err
+    feed(monkeypatch, {"key": "fact:kept-out", "value": {"n": 3}})
+    assert main(["context", "set", "--stdin"]) == 0
+    capsys.readouterr()
+    assert main(["context", "get", "fact:kept-out", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == {"n": 3}
+
+
+def test_where_the_tables_do_not_open_a_batch_still_sees_its_earlier_items(monkeypatch, capsys):
+    from contextflow.core.tables import Tables
+
+    monkeypatch.setattr(Tables, "usable", lambda self: False)  # (a read-only or full state folder)
+    feed(monkeypatch, {"key": "fact:x", "value": {"n": 1}, "label": "first"}, {"key": "fact:x", "value": {"n": 2}})
+    assert main(["context", "set", "--stdin"]) == 0
+    capsys.readouterr()
+    assert main(["context", "get", "fact:x", "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert (found["value"], found["label"]) == ({"n": 2}, "first")

@@ -357,7 +357,7 @@ def test_capture_off_stores_nothing(app, tmp_path, monkeypatch, capsys, repo, sw
 
 
 def test_captured_activity_is_searchable(app, tmp_path, monkeypatch, capsys, repo):
-    from contextflow.features import extractors
+    from contextflow.search.extractors import extractors
 
     payload, _ = client_payload(tmp_path, repo, *CODEX)
     run_hook(monkeypatch, capsys, "stop", payload)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
-from contextflow.admin.install import install
+from contextflow.admin.clients import install_client as install
 from contextflow.capture import cursor_events
 from contextflow.sessions import core as sessions
 

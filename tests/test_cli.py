@@ -118,7 +118,7 @@ def test_every_command_appears_in_the_readme_or_the_docs():
 
     root = Path(__file__).resolve().parent.parent
     docs = (root / "README.md").read_text() + "".join(p.read_text() for p in (root / "docs").glob("*.md"))
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     words = {op.command[0] for op in operations() if op.command}
     missing = [name for name in sorted(words) if f"contextflow {name}" not in docs]
@@ -151,7 +151,7 @@ def test_cli_errors_name_commands_and_flags_not_tool_arguments(capsys, argv, exi
 def test_an_input_error_names_its_argument_and_each_adapter_words_it():
     from contextflow.adapters.cli import in_cli_words
     from contextflow.core.errors import InputError, arg, call
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     error = InputError(f"{arg('since_days')} must be from 0; {call('context_list')} with {arg('prefix')}='pr:'")
     assert error.argument == "since_days"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
-from contextflow.features import operations
+from contextflow.operations.spec import operations
 
 FILLED = {
     "--agent": "me",

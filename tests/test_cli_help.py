@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from contextflow.adapters.cli import build_parser, group_help, help_words, main
-from contextflow.features import features, operations
+from contextflow.features import features
+from contextflow.operations.spec import operations
 
 COMMANDS = sorted({op.command for op in operations() if op.command})
 

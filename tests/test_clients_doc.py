@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from contextflow.admin.clients import install_client as install
 from contextflow.admin.fields import CLIENTS
-from contextflow.admin.install import install
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 NAMES = {"Claude Code": "claude-code", "Codex CLI": "codex", "Gemini CLI": "gemini", "OpenCode": "opencode"}

@@ -182,8 +182,8 @@ def test_every_graph_command_has_help_and_appears_in_the_docs():
     import re
     from pathlib import Path
 
-    from contextflow.features import operations
     from contextflow.graph import operations as graph_table
+    from contextflow.operations.spec import operations
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "graph.md").read_text()
     documented = ("hook", "install")  # converted by another change; checked once they are in the table

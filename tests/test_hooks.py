@@ -396,7 +396,8 @@ def test_a_hook_with_nothing_to_do_imports_neither_the_store_nor_heavy_libraries
 
 def test_a_session_start_reads_the_tables_without_the_operations_table_or_writers_modules(tmp_path):
     """Every agent start runs this hook: it shows the handoff from the derived tables and imports
-    neither the operations table's classes, nor the presenters of tools, nor what only writes need."""
+    neither the operations table's classes, nor the presenters of tools, nor what only writes need, nor
+    orjson (its import, 7 ms, costs more than the few rows it parses save: core/jsonio.py)."""
     import subprocess
     import sys
 
@@ -417,7 +418,8 @@ def test_a_session_start_reads_the_tables_without_the_operations_table_or_writer
         "heavy = sorted(m for m in sys.modules if m.startswith(('contextflow.operations.spec', "
         "'contextflow.sessions.present', 'contextflow.core.staged', 'contextflow.graph.view', "
         "'contextflow.timeline.view', 'contextflow.search.disk', 'tantivy', 'secrets', 'mcp', 'platformdirs', "
-        "'contextflow.records.view', 'contextflow.conversations.view', 'contextflow.graph.model')))\n"
+        "'contextflow.records.view', 'contextflow.conversations.view', 'contextflow.graph.model', "
+        "'orjson', 'dataclasses', 'inspect', 'uuid')))\n"
         "print('HEAVY', heavy, code, file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
-from contextflow.admin.install import install, skill_text
+from contextflow.admin.clients import install_client as install
+from contextflow.admin.install import skill_text
 from contextflow.core.errors import InputError
 
 CMD = ["/opt/contextflow/bin/contextflow"]

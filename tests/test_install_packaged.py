@@ -9,7 +9,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.adapters.hooks import run
 from contextflow.admin import packaged
-from contextflow.admin.install import install
+from contextflow.admin.clients import install_client as install
 from contextflow.admin.install_check import client_ways
 from contextflow.admin.install_opencode import INSTALLED_LINE, installed_settings, plugin_template
 from contextflow.core.errors import InputError

@@ -1,7 +1,8 @@
 """The layers, read from the source: the core imports only the core; features never import admin
 or the adapters; the table (features.py, each feature's declaration and table) imports, at module
-level, only table modules. Imports under `if TYPE_CHECKING:` are for the type checker and count
-only for the core (which must not name a feature or `App` even there)."""
+level, only table modules; no two modules import each other at run time. Imports under
+`if TYPE_CHECKING:` are for the type checker and count only for the core (which must not name a
+feature or `App` even there)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,111 @@ TABLE_FILES = ("__init__", "operations", "fields")  # fields.py: shapes and the 
 
 def _under(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def run_time_imports(package: Path) -> dict[str, set[str]]:
+    """Each module of `package` -> the modules of it that running it imports: at the top or inside a
+    function (not under TYPE_CHECKING), the named module's packages included (importing `a.b.c` runs
+    `a/__init__.py` and `a/b/__init__.py`). Modules named by string (`Feature` declarations, loaded by
+    `importlib`) are the registry's to load and are not followed."""
+    modules = {
+        ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in package.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        hidden = _type_only(tree)
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in hidden or not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            else:
+                base = here.split(".")[: len(here.split(".")) - node.level + 1] if node.level else []
+                module = ".".join([*base, node.module] if node.module else base) if node.level else node.module or ""
+                named = [f"{module}.{alias.name}" for alias in node.names]
+            for target in named:
+                while target and target not in modules:  # `from a import b`: b is a module, else a name in a
+                    target = target.rpartition(".")[0]
+                for ancestor in _ancestors(target):
+                    if ancestor in modules:
+                        found.add(ancestor)
+        graph[name] = found - {name}
+    return graph
+
+
+def _ancestors(module: str) -> Iterator[str]:
+    while module:
+        yield module
+        module = module.rpartition(".")[0]
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = stack[stack.index(node) :]
+                    del stack[stack.index(node) :]
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_modules_import_each_other_at_run_time() -> None:
+    """A circle of imports means no module in it can be understood, tested or loaded alone: what
+    assembles the parts (`App.open`, the adapters) sits above them, the feature registry
+    (`features.py`) imports no feature, and a lower module is handed what it needs."""
+    graph = run_time_imports(PACKAGE)
+    described = [
+        " -> ".join(f"{module} (imports {', '.join(sorted(graph[module] & set(circle)))})" for module in circle)
+        for circle in circles(graph)
+    ]
+    assert not described, "modules that import each other at run time:\n" + "\n".join(described)
+
+
+def test_the_circle_check_sees_imports_inside_functions_and_packages(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from pkg.top import TOP\n")
+    (package / "sub" / "low.py").write_text("LOW = 1\n")
+    (package / "top.py").write_text("TOP = 1\ndef f():\n    from .sub import low\n    return low\n")
+    (package / "typed.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.top import TOP\n"
+        "from pkg.sub.low import LOW\n"
+    )
+    graph = run_time_imports(package)
+    assert graph["pkg.top"] == {"pkg", "pkg.sub", "pkg.sub.low"}
+    assert graph["pkg.typed"] == {"pkg", "pkg.sub", "pkg.sub.low"}  # not pkg.top: for the type checker only
+    assert circles(graph) == [["pkg.sub", "pkg.top"]]
+    (package / "sub" / "__init__.py").write_text("")
+    assert circles(run_time_imports(package)) == []
 
 
 def test_the_layer_checks_catch_a_violation(tmp_path):

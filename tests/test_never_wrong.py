@@ -280,7 +280,9 @@ def test_the_feed_says_it_is_partial_and_how_far_the_build_is_when_too_much_rema
     shown = feed.recent_activity(app, {"project": "shared", "agent": "codex"})
     partial = shown.data["partial"]
     assert 0 < partial["built_bytes"] < partial["log_bytes"]
-    assert shown.text.startswith("PARTIAL:") and "% of 0.0 MB indexed" in shown.text
+    assert shown.text.startswith("PARTIAL: this machine is still reading the store's logs into its local tables (")
+    assert "% of 0.0 MB indexed" in shown.text
+    assert "); items not read yet are missing below; ask again shortly.\n\n" in shown.text
     assert "nothing matches in what is read so far" in shown.text
 
 
@@ -428,6 +430,8 @@ def test_a_session_the_logs_tails_do_not_reach_is_not_read_yet_never_no_session(
     monkeypatch.setattr(rest, "TAIL_BUDGET", 2_000)
     listed = sessions.list_sessions(app, {"project": "p"})
     assert listed.text.startswith("PARTIAL:") and "indexed" in listed.text and "new" in listed.text
+    assert "); older entries not read yet are missing below; ask again shortly.\n\n" in listed.text
+    assert listed.data["partial"]["built_bytes"] < listed.data["partial"]["log_bytes"]
     with pytest.raises(NotFoundError) as raised:
         sessions.resume_session(app, {"project": "p", "session_id": "old"})
     assert "not read yet" in str(raised.value) and "indexed" in str(raised.value)

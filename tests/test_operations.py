@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from contextflow.features import features, operations
-from contextflow.operations.spec import Deferred
+from contextflow.features import features
+from contextflow.operations.spec import Deferred, operations, table_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = (ROOT / "README.md").read_text() + "".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
@@ -41,7 +41,7 @@ def test_every_command_is_in_the_docs(op):
 
 def test_every_prompt_and_resource_is_in_the_docs():
     for feature in features():
-        table = feature.table
+        table = table_of(feature)
         for prompt in table.prompts if table else ():
             assert f"`{prompt.name}`" in DOCS, prompt.name
         for resource in table.resources if table else ():

@@ -25,8 +25,8 @@ from contextflow.core.project import (
     project_for,
     recorded_in,
     remote_url,
+    settings_for,
 )
-from contextflow.core.settings import Settings
 from contextflow.graph import writes
 
 
@@ -172,11 +172,11 @@ def test_no_git_process_is_started(tmp_path, monkeypatch):
 def test_the_environment_wins_over_the_repository(tmp_path):
     make_repo(tmp_path / "shop", ORIGIN)
     env = {"MCP_SHARED_CONTEXT_PROJECT": "  mine  "}
-    settings = Settings.from_env(tmp_path / "state", env, tmp_path / "shop")
+    settings = settings_for(tmp_path / "state", env, tmp_path / "shop")
     assert (settings.default_project, settings.project_rule) == ("mine", RULE_ENV)
-    settings = Settings.from_env(tmp_path / "state", {}, tmp_path / "shop")
+    settings = settings_for(tmp_path / "state", {}, tmp_path / "shop")
     assert (settings.default_project, settings.project_rule) == ("acme/shop", RULE_REMOTE)
-    assert Settings.from_env(tmp_path / "state", {}).default_project == "shared"  # no folder given: shared
+    assert settings_for(tmp_path / "state", {}).default_project == "shared"  # no folder given: shared
 
 
 def test_the_cli_takes_the_project_from_the_current_folder_and_doctor_says_why(tmp_path, monkeypatch, capsys):
@@ -271,7 +271,7 @@ def test_a_directive_is_attributed_to_the_client_that_wrote_it(tmp_path, capsys,
 
 
 def test_install_puts_the_client_in_every_hook_command(tmp_path):
-    from contextflow.admin.install import install
+    from contextflow.admin.clients import install_client as install
     from contextflow.admin.install_check import command_env
 
     home = tmp_path / "home"

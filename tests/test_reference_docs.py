@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from contextflow.admin.reference import BEGIN, END, tool_groups_table, with_tables
-from contextflow.features import operations
+from contextflow.operations.spec import operations
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -10,11 +10,10 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.conversations import core as conversations
-from contextflow.features import extractors
 from contextflow.graph import writes as graph
 from contextflow.records import core as records
 from contextflow.search import retrieval
-from contextflow.search.extractors import search_kinds
+from contextflow.search.extractors import extractors, search_kinds
 from contextflow.sessions import core as sessions
 from contextflow.timeline import core as timeline
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.core.events import Event
-from contextflow.features import extractors
 from contextflow.search.docs import FIELD_WEIGHTS, Delete, Patch, Put
+from contextflow.search.extractors import extractors
 from contextflow.search.ranking import K1, B, recency
 from contextflow.search.retrieval import Query, rank
 from contextflow.search.tokens import query_terms, stem

@@ -33,10 +33,11 @@ def group_help(word: str) -> str:
     """Help for a command word that groups several commands (`contextflow context set` ...): what its
     feature says of it (`Feature.commands`), then its actions as the table lists them."""
     from contextflow.features import features
+    from contextflow.operations.spec import table_of
 
     for feature in features():
-        if word in feature.commands:
-            actions = [op.command[1] for op in feature.operations if op.command and op.command[0] == word]
+        if word in feature.commands and (table := table_of(feature)):
+            actions = [op.command[1] for op in table.operations if op.command and op.command[0] == word]
             return f"{feature.commands[word]} ({', '.join(actions)})"
     raise KeyError(f"no feature describes the command word {word!r} (Feature.commands)")
 
@@ -46,7 +47,7 @@ def build_parser(only: str | None = None, batch: bool = False) -> argparse.Argum
     command's flags, not sixty; usage errors and --help of that command read the same). With
     `batch` (`--stdin` given), required arguments may come from the lines instead."""
 
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     parser = _parser_class()(
         prog="contextflow",
@@ -181,14 +182,13 @@ def arguments_of(op: Operation, namespace: argparse.Namespace) -> dict[str, Any]
 
 def json_object(raw: str, name: str) -> dict[str, Any]:
     """A JSON object from the command line; '-' reads it from stdin."""
-    import orjson
-
+    from contextflow.core import jsonio
     from contextflow.core.errors import InputError
 
     text = sys.stdin.read() if raw == "-" else raw
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = jsonio.loads(text)
+    except jsonio.DecodeError:
         raise InputError(
             f'{name} is not valid JSON; pass an object such as \'{{"status": "waiting"}}\' (or - to read stdin)'
         ) from None
@@ -201,7 +201,7 @@ def in_cli_words(error: ContextflowError, op: Operation) -> str:
     """An error as a CLI user reads it: the arguments and operations its message names (`InputError`'s
     marks) said as this command's flags and the commands that run them."""
     from contextflow.core.errors import InputError
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     if not isinstance(error, InputError):
         return str(error)
@@ -228,7 +228,7 @@ def help_words(text: str, op: Operation) -> str:
     `contextflow sessions`), an argument of this command as its flag (`session_id`: `--session`)."""
     import re
 
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     for other in operations():
         if other.tool and other.command and other.name in text:
@@ -282,7 +282,7 @@ def _apply_global_format(op: Operation, args: argparse.Namespace) -> str | None:
 
 def _command_word(argv: Sequence[str]) -> str | None:
     """The command the arguments name, when they name a known one before anything else."""
-    from contextflow.features import operations
+    from contextflow.operations.spec import operations
 
     words = list(argv)
     while words[:1] and words[0].split("=")[0] in STORE_FLAGS:

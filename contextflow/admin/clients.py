@@ -1,14 +1,19 @@
-"""hook and install: what runs inside MCP clients and what sets them up. Imports stay light:
-a hook runs on every prompt a user types, so it pays only for what its event needs."""
+"""hook and install: what runs inside MCP clients and what sets them up (`plan_install`: each
+client's changes, from `install.py`'s config writers and the OpenCode and packaged-plugin planners
+beside it). Imports stay light: a hook runs on every prompt a user types, so it pays only for what
+its event needs."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contextflow.admin.install import Change
     from contextflow.app import App
     from contextflow.operations.spec import JSON, Reply
 
@@ -95,12 +100,8 @@ def start_preview(app: App, args: JSON) -> Reply:
 
 
 def install(env: Mapping[str, str] | None, args: JSON) -> Reply:
-    import os
-    from pathlib import Path
-
     from contextflow.admin import packaged
     from contextflow.admin.install import AFTER_INSTALL
-    from contextflow.admin.install import install as install_client
     from contextflow.operations.spec import Reply
 
     dry_run = bool(args.get("dry_run"))
@@ -136,3 +137,123 @@ def install(env: Mapping[str, str] | None, args: JSON) -> Reply:
     info = {"client": args["client"], "dry_run": dry_run, "changes": data, "warnings": warnings}
     info["packaged"] = found._asdict() if found is not None else None
     return Reply("\n\n".join(blocks), info, remark="\n".join(f"warning: {w}" for w in warnings) or None)
+
+
+def plan_install(
+    client: str,
+    *,
+    project: bool,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    command: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[Change]:
+    """Every change `install` makes for `client` (user scope, or the project with `project`)."""
+    from contextflow.admin.fields import CLIENTS
+    from contextflow.admin.install import (
+        CLIENT_VARIABLE,
+        GEMINI_HOOK_TIMEOUT,
+        GEMINI_HOOKS,
+        HOOK_CLIENTS,
+        SERVER_NAME,
+        Change,
+        _read,
+        codex_entry,
+        existing_entry_env,
+        hooks_mutator,
+        merge_json,
+        server_command,
+        server_mutator,
+        skill_text,
+        store_settings,
+    )
+    from contextflow.core.errors import InputError
+
+    if client not in CLIENTS:
+        raise InputError(f"unknown client {client!r}; install supports {', '.join(CLIENTS)}")
+    home = home or Path(os.environ.get("HOME") or Path.home())
+    root = (cwd or Path.cwd()) if project else home
+    command = command or server_command()
+    env = os.environ if env is None else env
+    if client == "opencode":
+        from contextflow.admin import install_opencode
+
+        return install_opencode.plan(home, root, project, command, env)
+    config = {
+        "claude-code": root / ".mcp.json" if project else home / ".claude.json",
+        "codex": root / ".codex" / "config.toml",
+        "gemini": root / ".gemini" / "settings.json",
+        "cursor": root / ".cursor" / "mcp.json",
+    }[client]
+    from contextflow.admin import packaged
+
+    found = packaged.find(client, home, cwd or Path.cwd())
+    settings = store_settings(env, existing_entry_env(config))
+    if found is not None:
+        from contextflow.admin.install_plugins import plan_beside
+
+        return plan_beside(found, config, root, settings)
+    hook_settings = {**settings, CLIENT_VARIABLE: HOOK_CLIENTS.get(client, client)}  # the hook knows its client
+    if client == "claude-code":
+        skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
+        hooks = root / ".claude" / "settings.json"
+        return [
+            merge_json(config, server_mutator(config, command, {"type": "stdio"}, settings)),
+            merge_json(hooks, hooks_mutator(hooks, command, hook_settings)),
+            Change(skill, _read(skill), skill_text()),
+        ]
+    if client == "codex":
+        hooks = root / ".codex" / "hooks.json"
+        return [
+            codex_entry(config, command, settings),
+            merge_json(hooks, hooks_mutator(hooks, command, hook_settings, start_matcher=False)),
+        ]
+    if client == "gemini":
+        return [
+            merge_json(
+                config,
+                server_mutator(config, command, {}, settings),
+                hooks_mutator(config, command, hook_settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT),
+            )
+        ]
+    from contextflow.admin.install_cursor import hooks_mutator as cursor_hooks
+
+    hooks = root / ".cursor" / "hooks.json"
+    return [
+        merge_json(config, server_mutator(config, command, {}, settings)),
+        merge_json(hooks, cursor_hooks(hooks, command, hook_settings)),
+    ]
+
+
+def write_change(change: Change) -> None:
+    """Write atomically, keeping an existing file's permissions."""
+    from contextflow.core.errors import InputError
+    from contextflow.core.fsutil import atomic_write
+
+    path = change.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600 if path.name == ".claude.json" else 0o644
+    try:
+        atomic_write(path, change.after.encode(), mode=mode, fsync=False)
+        os.chmod(path, mode)  # the umask may have narrowed it
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def install_client(
+    client: str,
+    *,
+    project: bool = False,
+    dry_run: bool = False,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    command: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[Change]:
+    """Plan every change first (so a bad file stops all of them), then write unless dry_run."""
+    changes = plan_install(client, project=project, home=home, cwd=cwd, command=command, env=env)
+    if not dry_run:
+        for change in changes:
+            if change.changed:
+                write_change(change)
+    return changes

@@ -1,4 +1,5 @@
-"""`contextflow install CLIENT`: add contextflow to an MCP client's configuration.
+"""`contextflow install CLIENT`: add contextflow to an MCP client's configuration (the config
+writers; `clients.plan_install` chooses them per client and applies them).
 
 Merges the `contextflow` MCP server entry into the client's config file (user scope, or
 the project with `project=True`), keeping every other setting; adds the hooks where the
@@ -32,10 +33,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from contextflow.admin.fields import CLIENTS
 from contextflow.core import legacy
 from contextflow.core.errors import InputError
-from contextflow.core.fsutil import atomic_write
 from contextflow.core.locate import locate_store
 from contextflow.core.settings import read
 
@@ -311,102 +310,3 @@ def codex_entry(path: Path, command: list[str], settings: Mapping[str, str]) -> 
         table.update(env)
         entry["env"] = table.add(tomlkit.nl())  # a blank line before whatever table follows
     return Change(path, before, tomlkit.dumps(document))
-
-
-# -- planning and applying ---------------------------------------------------------------
-
-
-def plan(
-    client: str,
-    *,
-    project: bool,
-    home: Path | None = None,
-    cwd: Path | None = None,
-    command: list[str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> list[Change]:
-    if client not in CLIENTS:
-        raise InputError(f"unknown client {client!r}; install supports {', '.join(CLIENTS)}")
-    home = home or Path(os.environ.get("HOME") or Path.home())
-    root = (cwd or Path.cwd()) if project else home
-    command = command or server_command()
-    env = os.environ if env is None else env
-    if client == "opencode":
-        from contextflow.admin import install_opencode
-
-        return install_opencode.plan(home, root, project, command, env)
-    config = {
-        "claude-code": root / ".mcp.json" if project else home / ".claude.json",
-        "codex": root / ".codex" / "config.toml",
-        "gemini": root / ".gemini" / "settings.json",
-        "cursor": root / ".cursor" / "mcp.json",
-    }[client]
-    from contextflow.admin import packaged
-
-    found = packaged.find(client, home, cwd or Path.cwd())
-    settings = store_settings(env, existing_entry_env(config))
-    if found is not None:
-        from contextflow.admin.install_plugins import plan_beside
-
-        return plan_beside(found, config, root, settings)
-    hook_settings = {**settings, CLIENT_VARIABLE: HOOK_CLIENTS.get(client, client)}  # the hook knows its client
-    if client == "claude-code":
-        skill = root / ".claude" / "skills" / SERVER_NAME / "SKILL.md"
-        hooks = root / ".claude" / "settings.json"
-        return [
-            merge_json(config, server_mutator(config, command, {"type": "stdio"}, settings)),
-            merge_json(hooks, hooks_mutator(hooks, command, hook_settings)),
-            Change(skill, _read(skill), skill_text()),
-        ]
-    if client == "codex":
-        hooks = root / ".codex" / "hooks.json"
-        return [
-            codex_entry(config, command, settings),
-            merge_json(hooks, hooks_mutator(hooks, command, hook_settings, start_matcher=False)),
-        ]
-    if client == "gemini":
-        return [
-            merge_json(
-                config,
-                server_mutator(config, command, {}, settings),
-                hooks_mutator(config, command, hook_settings, events=GEMINI_HOOKS, timeout=GEMINI_HOOK_TIMEOUT),
-            )
-        ]
-    from contextflow.admin.install_cursor import hooks_mutator as cursor_hooks
-
-    hooks = root / ".cursor" / "hooks.json"
-    return [
-        merge_json(config, server_mutator(config, command, {}, settings)),
-        merge_json(hooks, cursor_hooks(hooks, command, hook_settings)),
-    ]
-
-
-def write(change: Change) -> None:
-    """Write atomically, keeping an existing file's permissions."""
-    path = change.path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600 if path.name == ".claude.json" else 0o644
-    try:
-        atomic_write(path, change.after.encode(), mode=mode, fsync=False)
-        os.chmod(path, mode)  # the umask may have narrowed it
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def install(
-    client: str,
-    *,
-    project: bool = False,
-    dry_run: bool = False,
-    home: Path | None = None,
-    cwd: Path | None = None,
-    command: list[str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> list[Change]:
-    """Plan every change first (so a bad file stops all of them), then write unless dry_run."""
-    changes = plan(client, project=project, home=home, cwd=cwd, command=command, env=env)
-    if not dry_run:
-        for change in changes:
-            if change.changed:
-                write(change)
-    return changes

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from contextflow.admin.fields import CLIENTS
 from contextflow.operations.params import boolean, integer, string
-from contextflow.operations.spec import Operation, Table, deferred
+from contextflow.operations.spec import Table, cli_only, deferred
 
 if TYPE_CHECKING:
     from contextflow.admin import clients, present
@@ -17,7 +17,7 @@ else:
 
 
 OPERATIONS = (
-    Operation(
+    cli_only(
         "serve",
         "Run the MCP server (stdio, or HTTP with --http)",
         (
@@ -31,13 +31,11 @@ OPERATIONS = (
             ),
         ),
         present.serve,
-        command=("serve",),
         formats=(),
-        tool=False,
         cli_description="Run the MCP server on stdio, or with --http over streamable HTTP with bearer tokens scoped to "
         "projects (see docs/http-bridge.md).",
     ),
-    Operation(
+    cli_only(
         "doctor",
         "Check the store and say which rule chose it",
         (
@@ -54,22 +52,18 @@ OPERATIONS = (
             ),
         ),
         present.doctor,
-        command=("doctor",),
-        tool=False,
         cli_description="Report the store location (and the rule that chose it), logs, counts, bad lines, the search "
         "index and problems.",
     ),
-    Operation(
+    cli_only(
         "pick-session",
         "Choose the active session in a terminal picker",
         (string("project", "Project key (default MCP_SHARED_CONTEXT_PROJECT, else the current folder's project)."),),
         present.pick_session,
-        command=("pick-session",),
         formats=(),
-        tool=False,
         cli_description="Pick a new or recent session in a terminal menu and make it the active session.",
     ),
-    Operation(
+    cli_only(
         "compact",
         "Rewrite this machine's log without superseded events",
         (
@@ -80,15 +74,13 @@ OPERATIONS = (
             string("archive_dir", "Keep the gzip copy here instead (outside the store)."),
         ),
         present.compact_log,
-        command=("compact",),
-        tool=False,
         cli_description="Rewrite only this writer's own log, dropping events that later events in the same log "
         "supersede "
         "(overwritten, deleted, replaced) and keeping everything other machines need to merge. Atomic: temp "
         "file, fsync, rename. Other machines refold from the new file after sync.",
         read_only=False,
     ),
-    Operation(
+    cli_only(
         "hook",
         "Run a client hook (Claude Code, Codex, Gemini CLI; reads its JSON on stdin)",
         (
@@ -101,9 +93,7 @@ OPERATIONS = (
             ),
         ),
         clients.hook,
-        command=("hook",),
         formats=(),
-        tool=False,
         cli_description="Run a client hook: session-start injects composed memory, prompt-submit injects waiting "
         "recall/status results, stop carries out <ctx:...> directives in the turn's replies "
         "and, like session-end and pre-compact, captures the turn's activity and the automatic handoff "
@@ -112,7 +102,7 @@ OPERATIONS = (
         needs_store=False,
         read_only=False,
     ),
-    Operation(
+    cli_only(
         "start-preview",
         "Show what the next session start injects, and its size against each client's limit",
         (
@@ -125,12 +115,10 @@ OPERATIONS = (
             ),
         ),
         clients.start_preview,
-        command=("start-preview",),
-        tool=False,
         cli_description="Run the session-start hook's own code for a project and session without changing "
         "anything, and print exactly what a client would receive, with its size against each client's limit.",
     ),
-    Operation(
+    cli_only(
         "ui",
         "Open the local web page to see and curate memory",
         (
@@ -143,9 +131,7 @@ OPERATIONS = (
             boolean("no_open", "Print the URL only; do not open a browser."),
         ),
         present.ui,
-        command=("ui",),
         formats=(),
-        tool=False,
         cli_description="Serve a local web page on 127.0.0.1 (its first output line is the URL with this "
         "store's token, the same on every start): projects and their sessions, what the next session start "
         "injects, search, the knowledge graph, "
@@ -153,7 +139,7 @@ OPERATIONS = (
         "handoffs wrong (see docs/ui.md).",
         read_only=False,
     ),
-    Operation(
+    cli_only(
         "install",
         "Add contextflow to an MCP client's config",
         (
@@ -162,8 +148,6 @@ OPERATIONS = (
             boolean("dry_run", "Show the changes without writing them."),
         ),
         clients.install,
-        command=("install",),
-        tool=False,
         cli_description="Merge the contextflow MCP server into a client's config (plus the hooks for Claude Code, "
         "Codex and "
         "Gemini CLI, and the skill file for Claude Code), keeping every other setting. The server and every "

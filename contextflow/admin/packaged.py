@@ -5,7 +5,7 @@ settings files) or its plugin/extension (one unit the client manages). Both at o
 every hook twice and start two servers, so:
 
 - `contextflow install CLIENT` writes no server, hooks or skill where the plugin or extension is
-  enabled, and takes back the ones it wrote before (`install.plan`);
+  enabled, and takes back the ones it wrote before (`clients.plan_install`);
 - a hook run by the plugin or extension (`CONTEXTFLOW_VIA` in its command) stands aside while
   hooks that `contextflow install` wrote are still in the client's settings (`defers`), so until
   the user runs install again one set of hooks runs;

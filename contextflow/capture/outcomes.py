@@ -13,8 +13,6 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
-from contextflow.capture.turns import is_test_command
-
 MAX_CHECKS = 15
 WHOLE = ""  # the target of a run over the whole suite
 _RUNNER_NAMES = {
@@ -40,6 +38,17 @@ def _runner() -> re.Pattern[str]:
         r"|(?P<jest>\bjest\b)|(?P<vitest>\bvitest\b)|(?P<npm>\b(?:npm|yarn|pnpm)(?: run)? test\b)|(?P<go>\bgo test\b)"
         r"|(?P<cargo>\bcargo test\b)|(?P<make>\bmake test\b)|(?P<script>\bscripts/test\b)"
     )
+
+
+_TESTS = re.compile(
+    r"(^|[\s;&|(/])(pytest|py\.test|unittest|tox|nox|npm (run )?test|yarn test|pnpm test|npx (jest|vitest)|jest|"
+    r"vitest|go test|cargo test|mvn test|gradle test|\./gradlew test|rspec|phpunit|ctest|make test|"
+    r"bash scripts/test|scripts/test)\b"
+)
+
+
+def is_test_command(command: str) -> bool:
+    return bool(_TESTS.search(command))
 
 
 _SUITE_FOLDERS = {"tests", "test", "spec", ".", "./...", "..."}

@@ -1,5 +1,5 @@
 """Captured turns read from the derived tables (`capture/table.py`) or, where a store cannot use them
-(a batch), from the `activity` view: the same answers either way. A store scoped to some projects (an
+(tables that do not open), from the `activity` view: the same answers either way. A store scoped to some projects (an
 HTTP grant's) reads only their turns.
 
 Each query reads only the turns it returns: the newest turn of a project that did work, the turns
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow.capture.table import turn_of
+from contextflow.core import jsonio
 from contextflow.core.events import Event, OrderKey
 
 if TYPE_CHECKING:
@@ -110,14 +111,13 @@ class DiskTurns(Turns):
         """The rows' events, each checked as read (a file like any other); `conformed=False` for a caller
         that reads its data as untrusted shapes anyway (`digest.turn_changes_something`, `substance.of_turn`):
         no check, three times faster."""
-        import orjson
 
         from contextflow.core.fields import conform
         from contextflow.core.tables import stamp_of
 
         schema, found = self.app.store.fields, []
         for event_id, hlc, writer, seq, blob in rows:
-            data = orjson.loads(blob)
+            data = jsonio.loads(blob)
             if conformed or not isinstance(data, dict):
                 data, _ = conform(schema, "capture.turn", data if isinstance(data, dict) else {})
             found.append(Event(event_id, writer, seq, stamp_of(hlc), "capture.turn", data))
@@ -200,7 +200,7 @@ def reading(app: App) -> Reading | None:
 
 
 def known_turns(app: App) -> KnownTurns | set[str]:
-    """The turn ids captured before: from the derived tables, else (a batch) the logs."""
+    """The turn ids captured before: from the derived tables, else (tables that do not open) the logs."""
     read = reading(app)
     if read is not None:
         return KnownTurns(read)

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from contextflow.capture.digest import turn_has_work
 from contextflow.capture.fields import TURN_KIND
 from contextflow.capture.substance import of_turn
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
@@ -88,7 +87,7 @@ def rows(event: Event) -> Iterator[Row]:
     work = int(turn_has_work(turn) and "handoff" not in turn)  # what an automatic handoff is derived from
     key = f"t:{turn_id}" if isinstance(turn_id, str) else f"e:{event.id}"
     values = (event.id, db_stamp(event.hlc), event.writer, event.seq, project_of(event), session_id.strip())
-    yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), orjson.dumps(event.data))
+    yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
 
 
 TABLES = TableSet(

@@ -43,11 +43,6 @@ EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (N
 UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 _HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
-_TESTS = re.compile(
-    r"(^|[\s;&|(/])(pytest|py\.test|unittest|tox|nox|npm (run )?test|yarn test|pnpm test|npx (jest|vitest)|jest|"
-    r"vitest|go test|cargo test|mvn test|gradle test|\./gradlew test|rspec|phpunit|ctest|make test|"
-    r"bash scripts/test|scripts/test)\b"
-)
 
 
 def decoded(lines: Iterable[bytes], counts: dict[str, int], skip: Callable[[bytes], bool]) -> Iterator[Any]:
@@ -96,10 +91,6 @@ def _first(text: str) -> str:
         if line.strip():
             return line
     return ""
-
-
-def is_test_command(command: str) -> bool:
-    return bool(_TESTS.search(command))
 
 
 def relative(path: str, root: str | None) -> str:
@@ -240,6 +231,8 @@ class Turn:
             }
             for c in self.commands
         ]
+        from contextflow.capture.outcomes import is_test_command  # loaded with the digest that stores turns
+
         tests = [{"command": c["command"], "exit": c["exit"]} for c in commands if is_test_command(c["command"])]
         errors = [
             _cut((f"`{_cut(safe(command), 80)}` " if command else "") + safe(what), MAX_ERROR)

@@ -19,13 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations.fields import DEFAULT_LIST
 from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
-from contextflow.core import checks, secrets
+from contextflow.core import checks, jsonio, secrets
 from contextflow.core.blobs import read_blob, write_blob
 from contextflow.core.errors import InputError, arg, call
 from contextflow.core.events import Event
@@ -215,7 +213,7 @@ def save_conversation(app: App, raw: Any) -> Saved:
     session_id = checks.name(checks.string(raw.get("session_id"), "session_id"), "session_id", SHORT)
     if session_id:
         data["session_id"] = session_id
-    size = len(orjson.dumps(data))
+    size = len(jsonio.dumps(data))
     if size > MAX_RECORD_BYTES:
         raise InputError(
             f"the record is {size} bytes without its transcript; the limit is {MAX_RECORD_BYTES}. "

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from contextflow.conversations.fields import DEFAULT_LIST, LIST_LIMIT
 from contextflow.operations.params import STRING, STRINGS, boolean, integer, string
-from contextflow.operations.spec import JSON, Operation, Param, PromptArg, PromptSpec, Table, deferred
+from contextflow.operations.spec import JSON, Operation, Param, PromptArg, PromptSpec, Table, cli_only, deferred
 
 if TYPE_CHECKING:
     from contextflow.conversations import present
@@ -62,13 +62,11 @@ OPERATIONS = (
         needs_store=False,
         structured=True,
     ),
-    Operation(
+    cli_only(
         "conversations new-id",
         "Mint a conversation id.",
         (),
         present.new_id,
-        command=("conversations", "new-id"),
-        tool=False,
         cli_description="Print a new conversation id.",
         needs_store=False,
     ),
@@ -79,7 +77,7 @@ OPERATIONS = (
         present.save_conversation,
         read_only=False,
     ),
-    Operation(
+    cli_only(
         "conversations save",
         "Save a record from a JSON file.",
         (
@@ -92,8 +90,6 @@ OPERATIONS = (
             ),
         ),
         present.save_file,
-        command=("conversations", "save"),
-        tool=False,
         cli_description="Validate and save a record given as JSON.",
         read_only=False,
     ),
@@ -114,7 +110,7 @@ OPERATIONS = (
         command=("conversations", "show"),
         cli_description="Show one record by id or prefix.",
     ),
-    Operation(
+    cli_only(
         "conversations list",
         "List records, most recently saved first.",
         (
@@ -122,17 +118,13 @@ OPERATIONS = (
             integer("limit", *LIST_LIMIT, f"At most N (default {DEFAULT_LIST})."),
         ),
         present.list_conversations,
-        command=("conversations", "list"),
-        tool=False,
         cli_description="List records.",
     ),
-    Operation(
+    cli_only(
         "instructions",
         "Print the lines for AGENTS.md / CLAUDE.md / GEMINI.md.",
         (),
         present.instructions,
-        command=("instructions",),
-        tool=False,
         cli_description="Print instruction-file lines that make agents search shared memory at the start of a task "
         "and save a conversation record at the end. Append them to AGENTS.md, CLAUDE.md or GEMINI.md.",
         needs_store=False,

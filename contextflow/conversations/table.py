@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import CHUNK, TableSet, Writer, by_project, chunks, db_stamp
@@ -34,14 +33,14 @@ def entry_of(blob: bytes) -> ConversationEntry:
     """The entry a `conversations_rows.data` holds."""
     from contextflow.conversations.view import ConversationEntry
 
-    (event_id, writer, seq, hlc, kind, data), first_key, first_ts, versions = orjson.loads(blob)
+    (event_id, writer, seq, hlc, kind, data), first_key, first_ts, versions = jsonio.loads(blob)
     return ConversationEntry(Event(event_id, writer, seq, hlc, kind, data), tuple(first_key), first_ts, versions)
 
 
 def _row(project: str, conversation_id: str, entry: ConversationEntry) -> tuple[Any, ...]:
     event = entry.event
     saved = [event.id, event.writer, event.seq, event.hlc, event.kind, event.data]
-    blob = orjson.dumps([saved, entry.first_key, entry.first_ts, entry.versions])
+    blob = jsonio.dumps([saved, entry.first_key, entry.first_ts, entry.versions])
     return (project, conversation_id, db_stamp(event.hlc), event.writer, event.seq, blob)
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-import orjson
+from contextflow.core import jsonio
 
 PREFIX = b'{"batch":'
 COMMIT_LOOKUP = 512  # bytes read where a commit line should be (a commit line is about 80)
@@ -73,13 +73,13 @@ def frame(events: int, size: int, batch_id: str, before: Stated | None, after: S
     write learns them from its log's last lines (`log_end`)."""
     begin = {"batch": "begin", "id": batch_id, "events": events, "bytes": size, **(before._asdict() if before else {})}
     commit = {"batch": "commit", "id": batch_id, "events": events, **(after._asdict() if after else {})}
-    return orjson.dumps(begin) + b"\n", orjson.dumps(commit) + b"\n"
+    return jsonio.dumps(begin) + b"\n", jsonio.dumps(commit) + b"\n"
 
 
 def abort(batch_id: str, stated: Stated) -> bytes:
     """The line that closes a batch a kill cut short (`batch_id`; "" when its begin line lies further back
     than a write looks): its lines are never applied, what follows is read."""
-    return orjson.dumps({"batch": "abort", "id": batch_id, "events": 0, **stated._asdict()}) + b"\n"
+    return jsonio.dumps({"batch": "abort", "id": batch_id, "events": 0, **stated._asdict()}) + b"\n"
 
 
 def parse(raw: bytes) -> Marker | None:
@@ -87,8 +87,8 @@ def parse(raw: bytes) -> Marker | None:
     if not raw.startswith(PREFIX) or len(raw) > COMMIT_LOOKUP:
         return None
     try:
-        record = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        record = jsonio.loads(raw)
+    except jsonio.DecodeError:
         return None
     if not isinstance(record, dict):
         return None

@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from contextflow.core import timeutil
+from contextflow.core import jsonio, timeutil
 from contextflow.core.errors import InputError, arg
 
 
@@ -114,9 +114,7 @@ def json_object(
 def json_size(value: dict[str, Any], name: str, *, max_bytes: int | None = None, size_hint: str = "") -> dict[str, Any]:
     """A JSON object, at most `max_bytes` once encoded; `size_hint` follows the message for one over the limit."""
     try:
-        import orjson  # only a value check pays for it: a hook reading a yes/no attribute does not
-
-        size = len(orjson.dumps(value))
+        size = len(jsonio.dumps(value))
     except TypeError as exc:
         raise InputError(
             f"{arg(name)} is not JSON-serializable ({exc}); use strings, numbers, booleans, lists, objects"
@@ -144,11 +142,10 @@ def json_file(path: str, hint: str) -> Any:
         raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}; {hint}") from None
-    import orjson
 
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        return jsonio.loads(raw)
+    except jsonio.DecodeError as exc:
         raise InputError(f"{path} is not valid JSON ({exc}); {hint}") from None
 
 

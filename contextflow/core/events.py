@@ -20,8 +20,7 @@ import hashlib
 import re
 from typing import Any, NamedTuple
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.clock import MAX_HLC, MAX_MS, stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
 from contextflow.core.timeutil import iso_ms
@@ -72,8 +71,8 @@ def encode(event: Event) -> bytes:
         "data": event.data,
     }
     try:
-        line = orjson.dumps(record) + b"\n"
-    except (orjson.JSONEncodeError, TypeError) as exc:
+        line = jsonio.dumps(record) + b"\n"
+    except TypeError as exc:
         raise InputError(
             f"this {event.kind} cannot be stored as JSON ({exc}); pass plain, shallow JSON values"
         ) from None
@@ -113,8 +112,8 @@ def decode(line: bytes, position: int = 0) -> Event:
     if len(line) >= MAX_LINE_BYTES:
         raise BadLine(f"oversized line: {len(line)} bytes, over the size limit of {MAX_LINE_BYTES}")
     try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
+        record = jsonio.loads(line)
+    except jsonio.DecodeError as exc:
         if "recursion" in str(exc).lower():
             raise BadLine(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels") from None
         raise BadLine(f"not JSON: {exc}") from None
@@ -188,7 +187,7 @@ def _decode_legacy(record: dict[str, Any]) -> Event:
     data = {name: record[name] for name in LEGACY_FIELDS if record.get(name) is not None}
     event_id = record.get("id")
     if not isinstance(event_id, str) or not _ID.fullmatch(event_id):  # the same entry has the same id in any file
-        event_id = "legacy-" + hashlib.sha256(orjson.dumps(record)).hexdigest()[:16]
+        event_id = "legacy-" + hashlib.sha256(jsonio.dumps(record)).hexdigest()[:16]
     # the order key comes from the entry alone: ContextFlowMCP copies entries between its files (its
     # migration to session files), and every copy must sort the same whatever file is read first
     seq = int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=6).digest(), "big")

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from contextflow.core import jsonio
+
 _PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
 _NEEDLE = re.compile(rb"<private>", re.I)  # in JSON, `<` and `>` are written as they are
 
@@ -25,12 +27,10 @@ def strip(value: Any) -> Any:
     same objects, so data holding none is not copied. Data whose JSON holds no `<private>` is returned
     at once (an import's million events pay one encode each, not a walk)."""
     if isinstance(value, dict | list):
-        import orjson
-
         try:
-            if not _NEEDLE.search(orjson.dumps(value)):
+            if not _NEEDLE.search(jsonio.dumps(value)):
                 return value
-        except (TypeError, orjson.JSONEncodeError):  # not plain JSON: walked below
+        except TypeError:  # not plain JSON: walked below
             pass
     return _strip(value)
 

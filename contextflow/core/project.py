@@ -15,7 +15,7 @@ The project follows the repository, by the first rule that applies (each rule's 
 - RULE_REPO_PATH: a repository with no commit yet is its absolute path on this machine.
 - RULE_PATH: a plain folder (no repository) is its own project: its absolute path on this machine.
 - RULE_DEFAULT: no folder given at all (`shared`). `MCP_SHARED_CONTEXT_PROJECT` and a `project`
-  argument win over all of it (RULE_ENV, `Settings.from_env`).
+  argument win over all of it (RULE_ENV, `settings_for`).
 
 Stores written before these rules named a repository without a remote after its folder (and a plain
 folder `shared`): `former_project` says that name, and `recorded_in` tells whether an event of it was
@@ -33,11 +33,13 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextflow.core import gitrepo
 from contextflow.core.errors import InputError
 from contextflow.core.gitrepo import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
+from contextflow.core.settings import Settings, clean_name, read
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
@@ -52,7 +54,6 @@ RULE_REPO_PATH = "repository path (no commit yet)"
 RULE_PATH = "folder path (no repository)"
 RULE_DEFAULT = "default"
 
-MAX_PROJECT_CHARS = 200
 ROOT_HEX = 12  # hex digits of the root commit in a project name
 ROOT_PREFIX = "repo@"  # a repository without a remote: repo@<root commit>
 UNKNOWN = "unknown-at"  # the cache's answer when git could not tell, with the HEAD it was asked at
@@ -66,17 +67,6 @@ def project_of(event: Event) -> str:
     """The event's `project` field, trimmed, else the default project."""
     value = event.data.get("project")
     return value.strip() if isinstance(value, str) and value.strip() else DEFAULT_PROJECT
-
-
-def clean_name(value: str) -> str | None:
-    """`value` as a project name when it is one (checks.name: no control or format character,
-    at most MAX_PROJECT_CHARS), else None."""
-    from contextflow.core import checks
-
-    try:
-        return checks.name(value, "project", MAX_PROJECT_CHARS)
-    except InputError:
-        return None
 
 
 def normalise_remote(url: str) -> str | None:
@@ -232,6 +222,29 @@ def project_for(cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str
     if root is None:
         return path_project(main), RULE_REPO_PATH
     return f"{ROOT_PREFIX}{root[:ROOT_HEX]}", RULE_ROOT_COMMIT
+
+
+def settings_for(
+    state_dir: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    legacy_active_file: Path | None = None,
+) -> Settings:
+    """The settings of `env`, checked, and completed with what needs the store. `cwd` is the working
+    folder whose repository names the default project (the adapters pass it: the server's and the
+    CLI's own folder, a hook's payload `cwd`); without it, and without MCP_SHARED_CONTEXT_PROJECT,
+    the project is `shared`. `legacy_active_file`: ContextFlowMCP's active-session file when its
+    context file is in use (it then holds the active session, as for ContextFlowMCP and its picker)."""
+    settings = read(env)
+    settings.refuse()
+    if settings.named_project:
+        project, rule = settings.named_project, RULE_ENV
+    else:
+        project, rule = project_for(cwd, env) if cwd is not None else (DEFAULT_PROJECT, RULE_DEFAULT)
+    named = settings.active_session_path
+    active_file = Path(os.path.expanduser(named)).absolute() if named else None
+    fallback = legacy_active_file or state_dir / "active-session.txt"
+    return settings._replace(default_project=project, project_rule=rule, active_session_file=active_file or fallback)
 
 
 def repository_root(start: os.PathLike[str] | str) -> str | None:

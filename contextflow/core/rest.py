@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from weakref import WeakKeyDictionary
 
+from contextflow.core import jsonio
 from contextflow.core.fsutil import Signature, signature
 from contextflow.core.log import Cursor, read_new, read_tail
 from contextflow.core.table_sets import TAIL_BUDGET, TAIL_BYTES, WAIT_S, TableSet, cursor_of, readable_events
@@ -188,6 +189,7 @@ def build(tables: Tables, sets: Sequence[TableSet], key: object = None, most: in
         rest = Rest(db, sets, key, built)
         rest.read = {(name, path): cursor for (name, path), cursor in cursors.items()}
         left = sum(_unread(path, cursors, sets) for path in tables.paths())
+        jsonio.fast(left)
         if left > (REST_BYTES if most is None else most):
             rest.partial = _progress(tables)
             rest._insert(sets, _tail_events(tables))

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core import secret_formats as formats
 from contextflow.core.fsutil import atomic_write, read_regular
 
@@ -516,7 +515,7 @@ def library_patterns() -> list[PatternRow]:
     """
     cache_file = pattern_cache_file()
     with suppress(OSError, ValueError, TypeError):
-        rows = orjson.loads(read_regular(cache_file))
+        rows = jsonio.loads(read_regular(cache_file))
         return [(str(k), str(p), int(f), [str(n) for n in needles]) for k, p, f, needles in rows]
     import importlib
 
@@ -527,7 +526,7 @@ def library_patterns() -> list[PatternRow]:
         found += [(str(detector.secret_type), p.pattern, p.flags, list(words)) for p in detector.denylist]
     with suppress(OSError):  # a cache: the next process computes it again
         cache_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(cache_file, orjson.dumps(found), fsync=False)
+        atomic_write(cache_file, jsonio.dumps(found), fsync=False)
     return found
 
 

@@ -2,15 +2,16 @@
 
 `VARIABLES` names every variable contextflow reads (a test checks no other is read, and that only this
 module reads them). `Settings` is their typed value, parsed once per environment (`read`: the same
-mapping's values give the same object), and completed by `App.open` with what needs the store (the
-default project, the active-session file). Everything reads the fields: the store's location, the
-state folder, hooks, capture, the server's inbound limits, the HTTP bridge's tokens, the ranking.
+mapping's values give the same object), and completed when a store opens with what needs the store
+(the default project, the active-session file: `project.settings_for`). Everything reads the fields:
+the store's location, the state folder, hooks, capture, the server's inbound limits, the HTTP
+bridge's tokens, the ranking.
 
 Reading never fails: a value that is not understood keeps its default and is kept in `problems`, and
 the code that uses it refuses it with `refuse` (the store's settings when it opens, the inbound limits
 when the server starts), so a bad value stops only what needs it. Light to import: hooks read it on
 every prompt (a NamedTuple, no dataclass, with real annotations: no `from __future__ import annotations`,
-which would make the class slower to build; the project rules are imported only to find a project).
+which would make the class slower to build).
 """
 
 import os
@@ -64,6 +65,7 @@ MAX_LINE_BYTES = 128 * 1024 * 1024  # ContextFlowMCP's inbound limits: the longe
 MAX_BUFFER_BYTES = 256 * 1024 * 1024  # and the most stdin buffered
 INBOUND = ("MCP_SHARED_CONTEXT_MAX_INBOUND_LINE_BYTES", "MCP_SHARED_CONTEXT_MAX_INPUT_BUFFER_BYTES")
 HOOK_BUDGET = 2_250  # tokens the session start injects, about 9,000 characters: see session_start.CLIENT_LIMIT_CHARS
+MAX_PROJECT_CHARS = 200
 MAX_HOOK_BUDGET = 2_000_000  # graph.model.MAX_BUDGET, copied so a hook need not import the graph (a test checks)
 LENIENT = ("CONTEXTFLOW_HOOK_BUDGET", "CONTEXTFLOW_CAPTURE")  # hooks never fail: not understood, the default holds
 _RULE_DEFAULT, _DEFAULT_PROJECT = "default", "shared"  # core.project's (asserted equal by a test)
@@ -115,29 +117,6 @@ class Settings(NamedTuple):
         for name, message in self.problems:
             if name in names or (not names and name not in INBOUND + LENIENT):
                 raise InputError(message)
-
-    @classmethod
-    def from_env(
-        cls,
-        state_dir: Path,
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        legacy_active_file: Path | None = None,
-    ) -> "Settings":
-        """The settings of `env`, checked, and completed with what needs the store. `cwd` is the working
-        folder whose repository names the default project (the adapters pass it: the server's and the
-        CLI's own folder, a hook's payload `cwd`); without it, and without MCP_SHARED_CONTEXT_PROJECT,
-        the project is `shared`. `legacy_active_file`: ContextFlowMCP's active-session file when its
-        context file is in use (it then holds the active session, as for ContextFlowMCP and its picker)."""
-        settings = read(env)
-        settings.refuse()
-        project, rule = _project(settings.named_project, cwd, env)
-        named = settings.active_session_path
-        active_file = Path(os.path.expanduser(named)).absolute() if named else None
-        fallback = legacy_active_file or state_dir / "active-session.txt"
-        return settings._replace(
-            default_project=project, project_rule=rule, active_session_file=active_file or fallback
-        )
 
 
 _parsed: dict[tuple[str | None, ...], Settings] = {}
@@ -215,8 +194,6 @@ def _parse(values: dict[str, str | None]) -> Settings:
         raw = stripped("MCP_SHARED_CONTEXT_PROJECT")
         if raw is None:
             return None
-        from contextflow.core.project import clean_name
-
         named = clean_name(raw)
         if named is None:
             problems.append(
@@ -273,18 +250,15 @@ def _parse(values: dict[str, str | None]) -> Settings:
     )
 
 
-def _project(
-    named: str | None, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
-) -> tuple[str, str]:
-    """(project, rule): MCP_SHARED_CONTEXT_PROJECT, else the project of `cwd` (its repository, else the
-    folder itself: core/project.py), else `shared` (no folder given)."""
-    from contextflow.core.project import DEFAULT_PROJECT, RULE_DEFAULT, RULE_ENV, project_for
+def clean_name(value: str) -> str | None:
+    """`value` as a project name when it is one (checks.name: no control or format character,
+    at most MAX_PROJECT_CHARS), else None."""
+    from contextflow.core import checks
 
-    if named:
-        return named, RULE_ENV
-    if cwd is None:
-        return DEFAULT_PROJECT, RULE_DEFAULT
-    return project_for(cwd, env)
+    try:
+        return checks.name(value, "project", MAX_PROJECT_CHARS)
+    except InputError:
+        return None
 
 
 def adopt(settings: Settings) -> None:

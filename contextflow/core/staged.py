@@ -18,8 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import InputError
 from contextflow.core.events import MAX_LINE_BYTES, SCHEMA_VERSION, Event, encode
@@ -56,7 +55,7 @@ class StagedBatch:
         self.path = folder / f"{os.getpid()}.{secrets.token_hex(6)}.lines"
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self.writer = writer
-        self._writer = orjson.dumps(writer)
+        self._writer = jsonio.dumps(writer)
         self._id_sizes = array("H")  # per line: its JSON-encoded id's length, then the rest's
         self._tail_sizes = array("I")
         self._buffer: list[bytes] = []
@@ -78,10 +77,10 @@ class StagedBatch:
 
     def _add(self, event_id: str, kind: str, data: dict[str, Any]) -> None:
         line = encode(Event(event_id, self.writer, _PROBE_SEQ, MAX_HLC, kind, data))  # checks shape and size
-        probe = head(orjson.dumps(event_id), self._writer, _PROBE_SEQ, MAX_HLC)
+        probe = head(jsonio.dumps(event_id), self._writer, _PROBE_SEQ, MAX_HLC)
         if not line.startswith(probe) or len(line) > MAX_LINE_BYTES:
             raise InputError(f"this {kind} cannot be stored: its line is not as expected")
-        identity = orjson.dumps(event_id)
+        identity = jsonio.dumps(event_id)
         tail = line[len(probe) :]
         self._id_sizes.append(len(identity))
         self._tail_sizes.append(len(tail))

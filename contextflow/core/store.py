@@ -2,7 +2,7 @@
 
 Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
 look are read; a file that changed in any other way refolds everything. Nothing folded is saved: a
-process folds from the logs what it reads in memory (doctor's check, a batch);
+process folds from the logs what it reads in memory (doctor's check);
 the views a call reads at run time come from the derived tables on disk (`core/tables.py`).
 A write needs only its own log's end (its last seq, newest stamp and a batch a kill cut short), read from
 the log's last lines under the writer lock (`batches.log_end`: O(1) in the log's size, whatever the fold
@@ -82,6 +82,8 @@ class Store:
         self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._collected: list[Event] | None = None  # appends held back by `collecting`
+        self._collected_after = 0  # the seq this writer's log ended with when `collecting` began
+        self._provisional: Callable[[list[Event]], None] | None = None  # told of each collected append
         self.bytes_read = 0  # log bytes this store read: folded, or read for what a write needs (its log's end)
         self._reset()
 
@@ -239,7 +241,7 @@ class Store:
 
     @property
     def batching(self) -> bool:
-        """Inside `collecting`: appends made so far are folded here but not yet in the logs."""
+        """Inside `collecting`: appends made so far are not in the logs yet."""
         return self._collected is not None
 
     @property
@@ -333,11 +335,6 @@ class Store:
         Every append passes each item through it."""
         return data
 
-    def _own_seq(self) -> int:
-        """The highest seq in this writer's own log (a line elsewhere claiming its id never moves it)."""
-        own = self._segments.get(self._writer.path)
-        return own.max_seq if own is not None else 0
-
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
@@ -356,13 +353,17 @@ class Store:
         return self.fold.known(ids)
 
     @contextlib.contextmanager
-    def collecting(self) -> Iterator[list[Event]]:
+    def collecting(self, provisional: Callable[[list[Event]], None] | None = None) -> Iterator[list[Event]]:
         """Appends made inside are collected, not written: each returns a provisional event (its id is
-        final, its seq and clock are not), folded so later reads see it. Leaving the block writes them
-        all in one append; an exception drops them. Either way the provisional state is forgotten (the
-        next read reloads from the logs), so it is never saved."""
+        final, its seq and clock are not: stamped after every log's newest), given to `provisional` (the
+        derived tables' `overlaid`, where later reads see it) or, without it (tables that do not open
+        here, where every read folds the logs), folded. Leaving the block writes them all in one append;
+        an exception drops them. Either way the provisional state is forgotten, never saved."""
+        end = self._writer.end()  # (its last lines: the seq to number after, the stamp to order after)
+        self._observe_other_logs()
+        self.clock.observe(end.newest)
         collected: list[Event] = []
-        self._collected = collected
+        self._collected, self._collected_after, self._provisional = collected, end.seq, provisional
         try:
             yield collected
             self._collected = None
@@ -373,8 +374,9 @@ class Store:
                     collected=True,
                 )
         finally:
-            self._collected = None
-            self._reset()
+            self._collected, self._provisional = None, None
+            if provisional is None:
+                self._reset()  # (the next read folds the logs again)
 
     def append_many(
         self,
@@ -402,15 +404,18 @@ class Store:
         if not collected:  # a batch's events were scrubbed as `collecting` made them
             items = scrub_items(items, self.secrets)  # secrets are redacted (or refused) before anything is persisted
         if self._collected is not None:
-            if not self._collected:
-                self.refresh()  # once: the batch's own events are folded as they come
-            seq = self._own_seq() + len(self._collected)
+            seq = self._collected_after + len(self._collected)
             found = [
                 Event(new_id(), self.writer, seq + n, self.clock.tick(), kind, data)
                 for n, (kind, data) in enumerate(items, start=1)
             ]
-            for event in found:
-                self.fold.apply(event)
+            if self._provisional is not None:
+                self._provisional(found)
+            else:  # no derived tables to hold them (they do not open here): folded, as every read here is
+                if not self._collected:
+                    self.refresh()
+                for event in found:
+                    self.fold.apply(event)
             self._collected.extend(found)
             return found
         with self._locked_write() as (pending, end, folded):
@@ -430,7 +435,7 @@ class Store:
             # a framed write states the log's end after it (given stamps may be in the past: always framed)
             after = Stated(events[-1].seq, max(end.newest, *times))
             self._writer.append_lines([encode(event) for event in events], end, after, framed=stamps is not None)
-            if folded and fold and not collected:  # (a batch's events were folded already, `collecting` forgets them)
+            if folded and fold and not collected:  # (a batch folded in memory is forgotten: `collecting`)
                 self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
             else:
                 self._unfolded = signature(self._writer.path)

@@ -9,8 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import BadLine, Event, decode
 from contextflow.core.fields import conform
 from contextflow.core.formats import Format
@@ -104,12 +103,12 @@ def marks(count: int) -> str:
 def cursor_blob(cursor: Cursor) -> bytes:
     """A log's cursor as the `cursors` table stores it."""
     hashes = [cursor.tail.hex(), cursor.blocks.hex(), cursor.partial.hex()]
-    return orjson.dumps([cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns, cursor.offset, cursor.lines, *hashes])
+    return jsonio.dumps([cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns, cursor.offset, cursor.lines, *hashes])
 
 
 def cursor_of(blob: bytes) -> Cursor:
     """The cursor a `cursors` row stores."""
-    dev, ino, size, mtime_ns, offset, lines, tail, blocks, partial = orjson.loads(blob)
+    dev, ino, size, mtime_ns, offset, lines, tail, blocks, partial = jsonio.loads(blob)
     return Cursor(
         dev, ino, size, mtime_ns, offset, lines, bytes.fromhex(tail), bytes.fromhex(blocks), bytes.fromhex(partial)
     )
@@ -118,7 +117,7 @@ def cursor_of(blob: bytes) -> Cursor:
 def unread_bytes(path: Path, blob: bytes | None) -> int:
     """Bytes of the log at `path` past the stored cursor `blob` (all of them without one)."""
     sig = signature(path)
-    return max(0, (sig[2] if sig else 0) - (orjson.loads(blob)[4] if blob else 0))
+    return max(0, (sig[2] if sig else 0) - (jsonio.loads(blob)[4] if blob else 0))
 
 
 def damaged(exc: BaseException) -> bool:

@@ -13,8 +13,7 @@ from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.fsutil import signature
@@ -168,6 +167,7 @@ class TableUpdates:
         passes = 2 * whole // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
         unread = whole if retire else sum(unread_bytes(p, b) for p, b, _ in todo)
         backlog = self._backlog = unread > READ_BYTES
+        jsonio.fast(unread)
         if not foreground and unread > BACKGROUND_BYTES and hasattr(os, "fork"):
             self._backlog = True
             self._build_in_background(f"building this machine's views from {unread / 1e6:.0f} MB of logs")
@@ -263,7 +263,7 @@ class TableUpdates:
             groups: dict[bytes | None, list[str]] = {}
             for name in sets:
                 found = stored.get(name, {}).get(str(path))
-                if found is not None and found[1] and sig is not None and tuple(orjson.loads(found[0])[:4]) == sig:
+                if found is not None and found[1] and sig is not None and tuple(jsonio.loads(found[0])[:4]) == sig:
                     continue
                 if found is None and sig is None:
                     continue

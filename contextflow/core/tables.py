@@ -31,6 +31,9 @@ machine, a format rebuilt) is built by one forked background process (`views.bui
 readers answer from what is built so far, plus the rows of this machine's log's newest bytes, added
 ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict
 copy) rebuilds the formats that read it; a database that fails to open or read is deleted and rebuilt.
+
+A `--stdin` batch (`adapters/batch.py`) reads its provisional events back from the tables (`overlaid`:
+their rows in a write transaction held for the batch, never committed).
 """
 
 from __future__ import annotations
@@ -45,22 +48,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from contextflow.core import legacy
+from contextflow.core import jsonio, legacy
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
 from contextflow.core.table_sets import Row as Row
 from contextflow.core.table_sets import TableSet as TableSet
-from contextflow.core.table_sets import cursor_of, damaged, unread_bytes
+from contextflow.core.table_sets import busy, cursor_of, damaged, unread_bytes
 from contextflow.core.table_sets import db_stamp as db_stamp
 from contextflow.core.table_sets import stamp_of as stamp_of
+from contextflow.core.table_updates import BUILD_LOCK, TableUpdates
 from contextflow.core.table_updates import BUILD_WAIT_S as BUILD_WAIT_S
 from contextflow.core.table_updates import READ_BYTES as READ_BYTES
-from contextflow.core.table_updates import TableUpdates
 
 if TYPE_CHECKING:
+    from contextflow.core.events import Event
     from contextflow.core.store import Store
 
 # (`X as X` above: re-exported, features and scripts import `Row`, `TableSet`, the stamps and waits from here)
@@ -93,6 +95,9 @@ class Tables(TableUpdates):
         self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
         self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
         self._current = False  # the last `update` found every format holding every log
+        self._held = False  # inside `overlaid`: current as held, a batch's rows added, never committed
+        self._pending: list[Event] = []  # a batch's events whose rows are added before the next statement
+        self._caps: dict[str, int] = {}  # the clock bounds as the batch began
 
     def _key(self) -> object:
         """What the tables' freshness depends on: every log's signature (the store's listing, listed again when
@@ -107,6 +112,8 @@ class Tables(TableUpdates):
         """`TableUpdates.update`, skipped (returning 0) while nothing it depends on changed since it last
         found every format current (`_key`): a warm read checks one stat per log and no table."""
         with self._mutex:
+            if self._held:
+                return 0  # (as held for a batch: nothing else commits meanwhile)
             self._current = False
             try:
                 key = self._key()
@@ -140,6 +147,10 @@ class Tables(TableUpdates):
                 db.close()
                 raise
             self._db = db
+        if self._pending:  # (a batch's rows: added when something is read, so a batch that reads nothing adds none)
+            events = list(self._pending)
+            self._pending.clear()
+            self._insert(self._db, events, list(self.sets.values()), self._caps)
         return self._db
 
     def _reads(self) -> sqlite3.Connection:
@@ -247,6 +258,8 @@ class Tables(TableUpdates):
     def current(self) -> bool:
         """Whether every format holds every log's events (one small query and a stat per log)."""
         with self._mutex:
+            if self._held:
+                return True
             try:
                 retire, todo = self._plan(self._connect(), self._paths())
             except sqlite3.OperationalError as exc:
@@ -255,6 +268,59 @@ class Tables(TableUpdates):
                 raise
             return not retire and not todo
 
+    @contextlib.contextmanager
+    def overlaid(self) -> Iterator[Callable[[Sequence[Event]], None] | None]:
+        """Inside: the tables holding every log (built in the foreground first if need be, a background
+        build waited for within BUILD_WAIT_S), held so in one write transaction that is never committed, and
+        `add(events)`, which puts provisional events' rows in it: every query of this process reads them
+        with the tables. Leaving rolls them back. None (nothing held: reads fold the logs, as every read
+        there) when the database does not open; a StoreError when its lock or a build is held past
+        BUILD_WAIT_S."""
+        with self._mutex:
+            db = self._hold() if self.usable() else None
+            if db is None:
+                yield None
+                return
+            self._held, self._caps = True, dict(db.execute("SELECT id, cap FROM bounds").fetchall())
+            try:
+                yield self._pending.extend
+            finally:
+                self._held, self._checked = False, None
+                self._pending.clear()
+                with contextlib.suppress(sqlite3.Error):  # (a database found damaged meanwhile is gone)
+                    db.execute("ROLLBACK")
+
+    def _hold(self) -> sqlite3.Connection | None:
+        """The connection, in a write transaction begun while every format holds every log (None: the
+        state folder does not take the build's lock file)."""
+        from contextflow.core.errors import StoreError
+        from contextflow.core.lock import LockTimeout, WriterLock
+
+        db = self._connect()
+        try:
+            for _ in range(3):  # (a log that grew between the update and the transaction: again)
+                with WriterLock(self.path.with_name(BUILD_LOCK), BUILD_WAIT_S):  # no build under way meanwhile
+                    self.update(BUILD_WAIT_S, foreground=True)
+                    db.execute(f"PRAGMA busy_timeout = {int(BUILD_WAIT_S * 1000)}")
+                    db.execute("BEGIN IMMEDIATE")
+                retire, todo = self._plan(db, self._paths())
+                if not retire and not todo:
+                    return db
+                db.execute("ROLLBACK")
+        except OSError:
+            return None
+        except (LockTimeout, sqlite3.OperationalError) as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and not busy(exc):
+                raise
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(WAIT_S * 1000)}")
+        raise StoreError(
+            f"the derived tables {self.path} stayed busy (another process building or writing them); "
+            "a batch reads its own items back from them: try again, and if it persists run `contextflow doctor`"
+        )
+
     def serves(self, names: Iterable[str], wait: float = WAIT_S) -> bool:
         """Whether formats `names` hold every log's events now, brought up to date first (waiting at most
         `wait` s for another writer). False while a build runs, another process holds the write lock or
@@ -262,6 +328,8 @@ class Tables(TableUpdates):
         ("not found" must never come from an unfinished build)."""
         wanted = set(names)
         with self._mutex:
+            if self._held:
+                return True
             if not self._settled:
                 self._current = False
                 self.update(wait)
@@ -287,7 +355,7 @@ class Tables(TableUpdates):
                 raise
         held: dict[str, dict[str, int]] = {}
         for name, path, blob in rows:
-            held.setdefault(str(path), {})[name] = int(orjson.loads(blob)[4])
+            held.setdefault(str(path), {})[name] = int(jsonio.loads(blob)[4])
         done = sum(min((held.get(str(path), {}).get(name, 0) for name in self.sets), default=0) for path in paths)
         return min(done, total), total
 

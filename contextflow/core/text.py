@@ -23,6 +23,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
+from contextflow.core import jsonio
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)|\x1b[@-Z\\-_]")
 _INVISIBLE = (
     "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
@@ -171,14 +173,12 @@ def clean_reply(text: str) -> str:
     """
     head = text.lstrip()[:1]
     if head in ("{", "[") and ("\\u" in text or needs_cleaning(text)):
-        import orjson  # not at the top: hooks import this module and never reply in JSON
-
-        indent = orjson.OPT_INDENT_2 if "\n  " in text else 0
+        indent = "\n  " in text
         with suppress(ValueError, TypeError):
-            return orjson.dumps(clean_data(orjson.loads(text)), option=indent).decode()
+            return jsonio.dumps(clean_data(jsonio.loads(text)), indent=indent).decode()
         with suppress(ValueError, TypeError):
             lines = [
-                orjson.dumps(clean_data(orjson.loads(line))).decode() if line.strip() else line
+                jsonio.dumps(clean_data(jsonio.loads(line))).decode() if line.strip() else line
                 for line in text.split("\n")
             ]
             return "\n".join(lines)

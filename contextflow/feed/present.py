@@ -9,15 +9,13 @@ from contextflow.core.text import DATA_NOTICE, clean, quote
 from contextflow.feed import core
 from contextflow.feed.fields import DEFAULT_LIMIT
 from contextflow.operations.provenance import header
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, given, partial
 
 
 def recent_activity(app: App, args: JSON) -> Reply:
     """The newest feed items matching the filters given, and the filters' choices."""
-    filters = ("project", "agent", "machine", "kind", "session_id")
-    found = core.page(
-        app, {name: args.get(name) for name in filters}, args.get("before"), args.get("limit") or DEFAULT_LIMIT
-    )
+    filters = given(args, "project", "agent", "machine", "kind", "session_id")
+    found = core.page(app, filters, args.get("before"), args.get("limit") or DEFAULT_LIMIT)
     items = found.items
     blocks = [
         header(
@@ -44,15 +42,4 @@ def recent_activity(app: App, args: JSON) -> Reply:
     if count == (args.get("limit") or DEFAULT_LIMIT):
         text += f"\n\nOlder: pass before={clean(items[-1].id, True)}."
     data: JSON = {"items": [asdict(item) for item in items], "facets": found.facets}
-    if found.partial is not None:
-        text = f"{partial_note(found.partial)}\n\n{text}"
-        data["partial"] = found.partial._asdict()
-    return Reply(text, data)
-
-
-def partial_note(progress: core.Progress) -> str:
-    """What a page that may miss items says: the build's progress, and when to ask again."""
-    return (
-        f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
-        "items not read yet are missing below; ask again shortly."
-    )
+    return partial(Reply(text, data), found.partial, "items")

@@ -10,8 +10,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
@@ -54,8 +53,8 @@ def _str(value: Any) -> str:
     if value is None:
         return ""
     try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
+        return jsonio.dumps(value).decode()
+    except TypeError:
         return ""
 
 

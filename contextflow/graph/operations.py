@@ -34,7 +34,7 @@ from contextflow.graph.fields import (
     RELATED_DEPTH,
     TRACE_DEPTH,
 )
-from contextflow.operations.spec import FORMATS, JSON, Operation, Param, Table, deferred
+from contextflow.operations.spec import FORMATS, JSON, Operation, Param, Table, cli_only, deferred
 
 if TYPE_CHECKING:
     from contextflow.graph import present
@@ -101,7 +101,7 @@ TAGGED = (NODE_ID, _arg("tags", _TAG_LIST, required=True, positional=True, metav
 
 
 COMMANDS = (
-    Operation(
+    cli_only(
         "add",
         "Add a knowledge node.",
         (
@@ -115,21 +115,17 @@ COMMANDS = (
             STDIN,
         ),
         present.add,
-        command=("add",),
-        tool=False,
         read_only=False,
         cli_description="Add a node, e.g. add --type fact --tag tier:reference TEXT",
     ),
-    Operation(
+    cli_only(
         "show",
         "Show a node.",
         (NODE_ID, _arg("with_edges", _BOOL, "also list its edges"), FORMAT),
         present.show,
-        command=("show",),
-        tool=False,
         cli_description="Show one node by id or unique id prefix.",
     ),
-    Operation(
+    cli_only(
         "update",
         "Change a node.",
         (
@@ -141,22 +137,18 @@ COMMANDS = (
             _arg("stdin", _BOOL, "read the new content from standard input"),
         ),
         present.update,
-        command=("update",),
-        tool=False,
         read_only=False,
         cli_description="Change a node's content, type, summary or metadata.",
     ),
-    Operation(
+    cli_only(
         "delete",
         "Delete a node and its edges.",
         (NODE_ID, _arg("cascade", _BOOL, "also delete nodes DERIVED_FROM it (recursively)")),
         present.delete,
-        command=("delete",),
-        tool=False,
         read_only=False,
         cli_description="Delete a node; its edges go with it.",
     ),
-    Operation(
+    cli_only(
         "list",
         "List nodes, newest first.",
         (
@@ -167,69 +159,55 @@ COMMANDS = (
             FORMAT,
         ),
         present.list_nodes,
-        command=("list",),
-        tool=False,
         cli_description="List nodes, most recently updated first.",
     ),
-    Operation(
+    cli_only(
         "link",
         "Link two nodes.",
         (*ENDS, _arg("type", help=f"one of {', '.join(EDGE_TYPES)}", cli_default="RELATES_TO")),
         present.link,
-        command=("link",),
-        tool=False,
         read_only=False,
         cli_description="Add a typed edge FROM -> TO (linking twice is a no-op).",
     ),
-    Operation(
+    cli_only(
         "unlink",
         "Remove edges between two nodes.",
         (*ENDS, _arg("type", help="only this edge type")),
         present.unlink,
-        command=("unlink",),
-        tool=False,
         read_only=False,
         cli_description="Remove edges FROM -> TO (of one type, or all).",
     ),
-    Operation(
+    cli_only(
         "edges",
         "Show a node's edges.",
         (NODE_ID, _arg("direction", {**_S, "enum": list(DIRECTIONS)}, cli_default="both")),
         present.edges,
-        command=("edges",),
-        tool=False,
         cli_description="Show the edges of a node.",
     ),
-    Operation(
+    cli_only(
         "tag",
         "Add tags to a node.",
         TAGGED,
         present.tag,
-        command=("tag",),
-        tool=False,
         read_only=False,
         cli_description="Add tags to a node (namespace:value, e.g. tier:working).",
     ),
-    Operation(
+    cli_only(
         "untag",
         "Remove tags from a node.",
         TAGGED,
         present.untag,
-        command=("untag",),
-        tool=False,
         read_only=False,
         cli_description="Remove tags from a node (namespace:value, e.g. tier:working).",
     ),
-    Operation(
+    cli_only(
         "tags",
         "List tags with node counts.",
         (_arg("prefix", {**_S, "maxLength": MAX_NAME_CHARS}, "only tags starting with this, e.g. task:"),),
         present.tags,
-        command=("tags",),
-        tool=False,
         cli_description="List the tags in use and how many nodes carry each.",
     ),
-    Operation(
+    cli_only(
         "query",
         "Find nodes with the query language.",
         (
@@ -238,11 +216,9 @@ COMMANDS = (
             FORMAT,
         ),
         present.query,
-        command=("query",),
-        tool=False,
         cli_description='Find nodes, e.g. contextflow query "type:decision AND created:>7d". See docs/graph.md.',
     ),
-    Operation(
+    cli_only(
         "trace",
         "Show provenance.",
         (
@@ -251,20 +227,16 @@ COMMANDS = (
             _arg("depth", _range(TRACE_DEPTH), cli_default=DEFAULT_TRACE_DEPTH),
         ),
         present.trace,
-        command=("trace",),
-        tool=False,
         cli_description="What a node was derived from or depends on, recursively.",
     ),
-    Operation(
+    cli_only(
         "related",
         "Nodes near a node.",
         (NODE_ID, _arg("depth", _range(RELATED_DEPTH), cli_default=DEFAULT_RELATED_DEPTH)),
         present.related,
-        command=("related",),
-        tool=False,
         cli_description="Nodes within --depth hops along any edge.",
     ),
-    Operation(
+    cli_only(
         "summarize",
         "Summarize nodes with provenance.",
         (
@@ -276,22 +248,18 @@ COMMANDS = (
             AGENT,
         ),
         present.summarize,
-        command=("summarize",),
-        tool=False,
         read_only=False,
         cli_description="Create a summary node with DERIVED_FROM edges to each source.",
     ),
-    Operation(
+    cli_only(
         "supersede",
         "Mark a node as replaced by another.",
         (_arg("old", required=True, positional=True), _arg("new", required=True, positional=True)),
         present.supersede,
-        command=("supersede",),
-        tool=False,
         read_only=False,
         cli_description="Mark OLD as superseded by NEW; superseded nodes leave composed context.",
     ),
-    Operation(
+    cli_only(
         "view create",
         "Save a view.",
         (
@@ -300,21 +268,11 @@ COMMANDS = (
             _arg("budget", _range(BUDGET), "token budget (default 50000)", cli_default=DEFAULT_VIEW_BUDGET),
         ),
         present.view_create,
-        command=("view", "create"),
-        tool=False,
         read_only=False,
         cli_description="Save (or replace) a named view.",
     ),
-    Operation(
-        "view list",
-        "List views.",
-        (),
-        present.view_list,
-        command=("view", "list"),
-        tool=False,
-        cli_description="List saved views.",
-    ),
-    Operation(
+    cli_only("view list", "List views.", (), present.view_list, cli_description="List saved views."),
+    cli_only(
         "view render",
         "Compose a view.",
         (
@@ -323,32 +281,26 @@ COMMANDS = (
             INCLUDE_ARCHIVED,
         ),
         present.graph_compose,
-        command=("view", "render"),
-        tool=False,
         cli_description="Compose context from a saved view.",
     ),
-    Operation(
+    cli_only(
         "view delete",
         "Delete a view.",
         (_arg("name", required=True, positional=True),),
         present.view_delete,
-        command=("view", "delete"),
-        tool=False,
         read_only=False,
         cli_description="Delete a saved view.",
     ),
-    Operation(
+    cli_only(
         "ingest",
         "Store a text file as a source node.",
         (_arg("file", required=True, positional=True), TAG, AGENT),
         present.ingest,
-        command=("ingest",),
-        tool=False,
         read_only=False,
         cli_description="Store a text file as a `source` node (an unchanged file is not stored twice; a changed one "
         "supersedes its previous version).",
     ),
-    Operation(
+    cli_only(
         "graph",
         "Draw the graph (Mermaid or dot).",
         (
@@ -364,8 +316,6 @@ COMMANDS = (
             ),
         ),
         present.picture,
-        command=("graph",),
-        tool=False,
         cli_description="Print a Mermaid or Graphviz dot picture of the nodes a query matches (default: all) and the "
         "edges between them.",
     ),

@@ -28,7 +28,7 @@ from contextflow.graph.render import (
     steps_text,
 )
 from contextflow.graph.view import Node
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, given
 
 # -- payloads --------------------------------------------------------------------------------
 
@@ -86,18 +86,13 @@ def _required_content(args: JSON, missing: str) -> str:
 # -- tools (graph_compose and graph_status are also the compose and status commands) -----------
 
 
+NODE_FIELDS = ("tags", "summary", "agent", "supersedes")  # what graph_remember and add pass on as given
+
+
 def graph_remember(app: App, args: JSON) -> Reply:
-    event = writes.add_node(
-        app,
-        type=args.get("type", "observation"),
-        content=args["content"],
-        tags=args.get("tags"),
-        metadata=args.get("metadata"),
-        summary=args.get("summary"),
-        agent=args.get("agent"),
-        links=writes.parse_links(args.get("links")),
-        supersedes=args.get("supersedes"),
-    )
+    links = writes.parse_links(args.get("links"))
+    told = given(args, "metadata", *NODE_FIELDS)
+    event = writes.add_node(app, type=args.get("type", "observation"), content=args["content"], links=links, **told)
     return _written(app, event.id, verb="Remembered")
 
 
@@ -146,22 +141,13 @@ def graph_update(app: App, args: JSON) -> Reply:
     if args.get("delete"):
         deleted = writes.delete_node(app, node.id, cascade=bool(args.get("cascade")), agent=args.get("agent"))
         return _deleted(node.id, deleted, f"Deleted {', '.join(deleted)} and their edges.")
-    if not any(name in args for name in ("content", "type", "summary", "metadata", "add_tags", "remove_tags")):
+    changes = ("content", "type", "summary", "metadata", "add_tags", "remove_tags")
+    if not any(name in args for name in changes):
         raise InputError(
             f"{tool('graph_update')} needs something to change: {arg('content')}, {arg('type')}, {arg('summary')}, "
             f"{arg('metadata')}, {arg('add_tags')}, {arg('remove_tags')}, or {arg('delete')}: true"
         )
-    writes.update_node(
-        app,
-        node.id,
-        content=args.get("content"),
-        type=args.get("type"),
-        summary=args.get("summary"),
-        metadata=args.get("metadata"),
-        add_tags=args.get("add_tags"),
-        remove_tags=args.get("remove_tags"),
-        agent=args.get("agent"),
-    )
+    writes.update_node(app, node.id, **given(args, *changes, "agent"))
     return _written(app, node.id, verb="Updated")
 
 
@@ -237,16 +223,8 @@ def store_size(folder: Path) -> dict[str, int]:
 
 def add(app: App, args: JSON) -> Reply:
     content = _required_content(args, "add needs the content: pass it as an argument or with --stdin")
-    event = writes.add_node(
-        app,
-        type=args["type"],
-        content=content,
-        tags=args.get("tags"),
-        metadata=model.meta_pairs(args.get("meta")),
-        summary=args.get("summary"),
-        agent=args.get("agent"),
-        supersedes=args.get("supersedes"),
-    )
+    metadata = model.meta_pairs(args.get("meta"))
+    event = writes.add_node(app, type=args["type"], content=content, metadata=metadata, **given(args, *NODE_FIELDS))
     return _written(app, event.id, f"Added: {event.id}")
 
 
@@ -259,14 +237,9 @@ def show(app: App, args: JSON) -> Reply:
 
 
 def update(app: App, args: JSON) -> Reply:
-    node = writes.update_node(
-        app,
-        args["id"],
-        content=_content(args),
-        type=args.get("type"),
-        summary=args.get("summary"),
-        metadata=model.meta_pairs(args.get("meta")) or None,
-    )
+    content = _content(args)
+    metadata = model.meta_pairs(args.get("meta")) or None
+    node = writes.update_node(app, args["id"], content=content, metadata=metadata, **given(args, "type", "summary"))
     return _written(app, node.id, f"Updated: {node.id}")
 
 
@@ -276,9 +249,7 @@ def delete(app: App, args: JSON) -> Reply:
 
 
 def list_nodes(app: App, args: JSON) -> Reply:
-    nodes, total = explore.list_nodes(
-        app, type=args.get("type"), tag=args.get("tag"), since=args.get("since"), limit=args.get("limit")
-    )
+    nodes, total = explore.list_nodes(app, **given(args, "type", "tag", "since", "limit"))
     return _nodes(app, args, nodes, total, "Nodes")
 
 

@@ -5,8 +5,7 @@ language runs as one SQL query (`matching`): the language's only evaluator (test
 compares every read with the pure fold's).
 
 The tables are the ones on disk (for a store scoped to some projects, an HTTP grant's, views of their rows:
-`TableSet.scoped`), or, for a store that does not read them (a batch whose appends are not in the logs
-yet) and while they cannot serve (a build under way, their
+`TableSet.scoped`), or, for a store whose tables do not open and while they cannot serve (a build under way, their
 lock held elsewhere), the same tables in memory (`Scratch`), filled by the same `table.apply`.
 """
 

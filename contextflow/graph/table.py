@@ -17,8 +17,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
@@ -73,7 +72,7 @@ def node_of(blob: bytes, lower: str) -> Node:
     from contextflow.graph.view import Node
 
     (node_id, exists, deleted, created, updated, writer, agent, origin, kind, content, summary, meta, keys, tokens) = (
-        orjson.loads(blob)
+        jsonio.loads(blob)
     )
     return Node(
         node_id,
@@ -96,7 +95,7 @@ def node_of(blob: bytes, lower: str) -> Node:
 
 def mark_of(blob: bytes) -> Mark:
     """The mark (latest add, latest removal, payload) a `mark` column holds."""
-    found = orjson.loads(blob)
+    found = jsonio.loads(blob)
     return (_key(found[0]), _key(found[1]), *found[2:])
 
 
@@ -137,7 +136,7 @@ def _node_rows(node: Node, project: str) -> tuple[tuple[Any, ...], tuple[Any, ..
         shortest_text(node.content, node.summary),
         project,
     )
-    return columns, (node.id, node.lower, orjson.dumps(data))
+    return columns, (node.id, node.lower, jsonio.dumps(data))
 
 
 def dedupe_digest(content: str) -> bytes:
@@ -243,21 +242,21 @@ def apply(db: Writer, events: list[Event]) -> None:
     db.executemany("INSERT OR REPLACE INTO graph_node_text VALUES (?, ?, ?)", [text for _, text in rows])
     db.executemany(
         'INSERT OR REPLACE INTO graph_tags(node, tag, "on", mark) VALUES (?, ?, ?, ?)',
-        [(i, tag, _on(mark), orjson.dumps(mark)) for i, tags in state.tag_marks.items() for tag, mark in tags.items()],
+        [(i, tag, _on(mark), jsonio.dumps(mark)) for i, tags in state.tag_marks.items() for tag, mark in tags.items()],
     )
     db.executemany(
         'INSERT OR REPLACE INTO graph_edges(src, dst, type, "on", mark) VALUES (?, ?, ?, ?, ?)',
-        [(*key, _on(mark), orjson.dumps(mark)) for key, mark in state.edges.items()],
+        [(*key, _on(mark), jsonio.dumps(mark)) for key, mark in state.edges.items()],
     )
     db.executemany(
         "INSERT OR REPLACE INTO graph_views(name, mark, project) VALUES (?, ?, ?)",
-        [(name, orjson.dumps(mark), projects[f"view:{name}"]) for name, mark in state.views.items()],
+        [(name, jsonio.dumps(mark), projects[f"view:{name}"]) for name, mark in state.views.items()],
     )
 
 
 class Scratch:
     """The graph's tables in an SQLite database in memory, for a store or a moment the tables on disk do not
-    serve (a batch not in the logs yet, a build under way): the events given
+    serve (tables that do not open, a build under way): the events given
     to it (`add`) are folded by `apply`, as on disk, a batch at a time (before a read at the latest)."""
 
     BATCH = 5000

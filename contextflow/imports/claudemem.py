@@ -21,8 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.imports import jsondoc
 from contextflow.imports.model import GroupEdge, Item, Member, NodeRecord, Skipped, SourceError, fitted, tags_of
 
@@ -53,8 +52,8 @@ def _strings(value: Any, where: str, path: Path) -> list[str]:
         return []
     if isinstance(value, str):
         try:
-            value = orjson.loads(value)
-        except orjson.JSONDecodeError:
+            value = jsonio.loads(value)
+        except jsonio.DecodeError:
             return [value]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise SourceError(path, f"{where} must be a list of strings")

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError
 from contextflow.graph.transfer import FORMAT as CONTEXTFLOW_FORMAT
 from contextflow.imports import basicmemory, claudemem, files, jsondoc, transcripts
@@ -79,8 +78,8 @@ def _document(label: str, path: Path) -> str | None:
 
 def _whole_document(raw: bytes) -> str | None:
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        doc = jsonio.loads(raw)
+    except jsonio.DecodeError as exc:
         raise SourceError("", f"not valid JSON ({exc.msg})", exc.lineno) from None
     if isinstance(doc, dict) and doc.get("format") == CONTEXTFLOW_FORMAT:
         return "contextflow"
@@ -96,8 +95,8 @@ def _detect(label: str, raw: bytes, document: Callable[[], str | None]) -> str:
         return "basic-memory"
     first = text.split(b"\n", 1)[0]
     try:
-        line = orjson.loads(first)
-    except orjson.JSONDecodeError:
+        line = jsonio.loads(first)
+    except jsonio.DecodeError:
         line = None
     if isinstance(line, dict):
         if line.get("type") in ("entity", "relation"):

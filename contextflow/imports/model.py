@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError
 
 _TAG_VALUE = re.compile(r"[^\w.:/@+-]+")  # letters of any script stay (a tag value is any non-space)
@@ -230,8 +229,8 @@ def parse_lines(handle: BinaryIO, path: Path | str) -> Iterator[tuple[int, dict[
         if not line.strip():
             continue
         try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            value = jsonio.loads(line)
+        except jsonio.DecodeError as exc:
             raise SourceError(path, f"not valid JSON ({exc})", number) from None
         if not isinstance(value, dict):
             raise SourceError(path, "expected a JSON object on this line", number)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextflow.graph.operations import _arg
-from contextflow.operations.spec import FORMATS, JSON, Operation, Table
+from contextflow.operations.spec import FORMATS, JSON, Table, cli_only
 
 if TYPE_CHECKING:
     from contextflow.imports import present
@@ -25,7 +25,7 @@ _BOOL: JSON = {"type": "boolean"}
 _FORMATS: JSON = {"type": "string", "enum": [*FORMATS, "markdown"]}
 
 OPERATIONS = (
-    Operation(
+    cli_only(
         "import",
         "Import another memory tool's data.",
         (
@@ -36,15 +36,13 @@ OPERATIONS = (
             _arg("format", _FORMATS, "output format (default text)", cli_default="text"),
         ),
         present.import_,
-        command=("import",),
-        tool=False,
         read_only=False,
         cli_description="Import a contextflow export, a server-memory memory.json, beads' issues.jsonl, a "
         "basic-memory folder, a claude-mem export, or past Claude Code sessions (~/.claude/projects) and Codex "
         "rollouts (~/.codex/sessions) as their activity and automatic handoffs; the format is detected from the "
         "content (--from names it). Importing the same source again stores nothing new. See docs/graph.md.",
     ),
-    Operation(
+    cli_only(
         "export",
         "Export the graph as JSON.",
         (
@@ -63,8 +61,6 @@ OPERATIONS = (
             ),
         ),
         present.export,
-        command=("export",),
-        tool=False,
         cli_description="Write the graph (or the nodes a query matches) to stdout or --output, as a contextflow "
         "export or with --to server-memory as a server-memory memory.json. Written to stdout, the export is JSON "
         "(--format text is refused); with --output, --format shapes the report.",

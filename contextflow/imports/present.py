@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import orjson
-
 from contextflow.app import App
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError, arg
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import transfer
@@ -70,7 +69,7 @@ def export(app: App, args: JSON) -> Reply:
         )
     else:
         doc = transfer.export_graph(app, args.get("query"))
-        _write(output, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        _write(output, jsonio.dumps(doc, indent=True) + b"\n")
         counts = {"file": output, "format": "contextflow"}
         counts.update({name: len(doc[name]) for name in ("nodes", "edges", "views")})
         text = f"Exported {counts['nodes']} node(s), {counts['edges']} edge(s) to {output}"

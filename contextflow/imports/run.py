@@ -18,10 +18,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from contextflow.app import App
 from contextflow.capture.stored import known_turns
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.staged import StagedBatch
 from contextflow.graph import transfer
@@ -78,6 +77,7 @@ def run_import(
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} after --from; use one of {', '.join(FORMATS)}")
     progress = progress or Progress()
+    jsonio.fast()  # an import parses in bulk
     try:
         if path == "-":
             return _import_stdin(app, fmt, dry_run, merge, progress)
@@ -159,8 +159,8 @@ def _import_file(app: App, label: str, raw: bytes, fmt: str, dry_run: bool, merg
 
 def _import_own(app: App, label: str, raw: bytes, dry_run: bool, merge: bool) -> Report:
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        doc = jsonio.loads(raw)
+    except jsonio.DecodeError as exc:
         raise SourceError(label, f"not valid JSON ({exc.msg})", exc.lineno) from None
     result, planned = transfer.plan_import(app, doc, merge=merge)
     report = Report("contextflow", label, dry_run, files=1)

@@ -19,8 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.graph.model import NODE_TYPES
 from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Node
@@ -127,7 +126,7 @@ def export_lines(state: StoredGraph, ids: set[str]) -> tuple[bytes, int, int]:
             entity["name"] = f"{entity['name']} [{node.id}]"
         taken.add(entity["name"])
         names[node.id] = entity["name"]
-        lines.append(orjson.dumps({"type": "entity", **entity}))
+        lines.append(jsonio.dumps({"type": "entity", **entity}))
     relations = 0
     for edge in state.all_edges():
         if edge.source not in names or edge.target not in names:
@@ -136,6 +135,6 @@ def export_lines(state: StoredGraph, ids: set[str]) -> tuple[bytes, int, int]:
         kinds = [str(name) for name in given] if isinstance(given, list) and given else [edge.type]
         for kind in kinds:
             relation = {"type": "relation", "from": names[edge.source], "to": names[edge.target], "relationType": kind}
-            lines.append(orjson.dumps(relation))
+            lines.append(jsonio.dumps(relation))
             relations += 1
     return b"\n".join(lines) + (b"\n" if lines else b""), len(nodes), relations

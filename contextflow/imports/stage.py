@@ -26,8 +26,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError
 from contextflow.core.ids import derived_id
 from contextflow.graph.writes import node_item
@@ -59,9 +58,9 @@ def node_id(fmt: str, key: str) -> str:
 
 
 def version(record: NodeRecord) -> str:
-    raw = orjson.dumps(
+    raw = jsonio.dumps(
         [record.type, record.content, record.summary, sorted(record.tags), record.metadata],
-        option=orjson.OPT_SORT_KEYS,
+        sort_keys=True,
     )
     return hashlib.blake2b(raw, digest_size=6).hexdigest()
 
@@ -170,7 +169,7 @@ class Stage:
                 checked.append((kind, data))
             elif isinstance(item, EdgeRecord):
                 ends = (node_id(self.fmt, item.source), node_id(self.fmt, item.target), item.type)
-                rels = self.seal(orjson.dumps(item.relations).decode()) if item.relations else None
+                rels = self.seal(jsonio.dumps(item.relations).decode()) if item.relations else None
                 edges.append((*ends, self.seal(item.source), self.seal(item.target), rels, file))
             elif isinstance(item, Deleted):
                 label = self.seal(item.key)
@@ -190,7 +189,7 @@ class Stage:
                 derived_id(self.fmt, "update", record.key, digest),
                 derived_id(self.fmt, "tag", record.key, digest),
             )
-            body = orjson.dumps(data) if not error else None
+            body = jsonio.dumps(data) if not error else None
             rows.append((nid, digest, upd, tag, body, self.seal(error) if error else None, file))
         before = self._count("SELECT coalesce(max(rowid), 0) FROM node")  # a key given again adds no row
         self.db.execute("BEGIN")
@@ -222,7 +221,7 @@ class Stage:
     def nodes(self) -> Iterator[tuple[str, str, str, str, dict[str, Any] | None, str, int]]:
         """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order."""
         for nid, digest, upd, tag, body, error, file in self.db.execute("SELECT * FROM node ORDER BY rowid"):
-            data = orjson.loads(body) if body is not None else None
+            data = jsonio.loads(body) if body is not None else None
             yield nid, digest, upd, tag, data, self.unseal(error) if error else "", file
 
     def edges(self) -> Iterator[EdgeRow]:
@@ -242,7 +241,7 @@ class Stage:
                 names = set()
             current, row = first, tuple(found)
             if found[5] is not None:
-                names.update(orjson.loads(self.unseal(found[5])))
+                names.update(jsonio.loads(self.unseal(found[5])))
         if current is not None:
             yield self._edge(row, names)
 

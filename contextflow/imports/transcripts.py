@@ -24,13 +24,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from contextflow.app import App
 from contextflow.capture import core as capture
 from contextflow.capture import transcript
 from contextflow.capture.turns import TURN_KIND
-from contextflow.core import secrets
+from contextflow.core import jsonio, secrets
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.ids import derived_id
 from contextflow.core.project import DEFAULT_PROJECT, normalise_remote, project_for
@@ -59,8 +57,8 @@ def first_line_format(path: Path) -> str | None:
     try:
         with source_files.opened(path) as handle:
             first = handle.readline(1 << 20)
-        line = orjson.loads(first)
-    except (OSError, SourceError, orjson.JSONDecodeError):
+        line = jsonio.loads(first)
+    except (OSError, SourceError, jsonio.DecodeError):
         return None
     return looks_like(line) if isinstance(line, dict) else None
 
@@ -119,8 +117,8 @@ def _checked(path: Path, lines: Iterable[bytes], seen: _Seen) -> Iterator[bytes]
         if not line.strip():
             continue
         try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            value = jsonio.loads(line)
+        except jsonio.DecodeError as exc:
             if not line.endswith(b"\n"):  # the last line, no newline after it: a write cut short
                 continue
             raise SourceError(path, f"not valid JSON ({exc})", number) from None

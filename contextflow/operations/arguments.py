@@ -99,7 +99,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _check_storable(value: Any, where: str) -> None:
     """Refuse what a JSON log line cannot hold faithfully: deep nesting, huge or non-finite numbers,
     unpaired surrogates. Iterative, so hostile nesting cannot exhaust the stack."""
-    from contextflow.core.events import nested_deeper  # the event format (orjson) only where arguments nest
+    from contextflow.core.events import nested_deeper  # the event format only where arguments nest
 
     if isinstance(value, dict | list) and nested_deeper(value, MAX_DEPTH):
         raise InputError(f"{arg(where)} is nested more than {MAX_DEPTH} levels deep; flatten it")

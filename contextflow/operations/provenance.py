@@ -10,8 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip
 
@@ -50,7 +49,7 @@ def stored_header(kind: str, ref: str, writer: Any, agent: Any, time: str, proje
 
 def dumps(value: Any) -> str:
     """Indented JSON, as resources, `format=json` replies and the CLI's `--format json` show it."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    return jsonio.dumps(value, indent=True, any_keys=True).decode()
 
 
 def age_of(key: OrderKey, now: datetime) -> str:
@@ -63,4 +62,4 @@ def age_of(key: OrderKey, now: datetime) -> str:
 
 def value_text(value: Any, limit: int | None) -> str:
     """A stored JSON value as text: indented in full, or compact and clipped to `limit`."""
-    return dumps(value) if limit is None else clip(orjson.dumps(value).decode(), limit)
+    return dumps(value) if limit is None else clip(jsonio.dumps(value).decode(), limit)

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Progress
+    from contextflow.features import Feature
 
 JSON = dict[str, Any]
 
@@ -44,6 +46,23 @@ class Reply:
     def finished(cls, exit: int = 0) -> Reply:
         """The reply of a handler that wrote its own output: only its exit code is left to give."""
         return cls("", exit=exit, shown=False)
+
+
+def partial(reply: Reply, progress: Progress | None, missing: str) -> Reply:
+    """`reply`, first saying it is partial when read while the build had not reached most of the logs
+    (`progress`, None once it has): `missing` (e.g. "older entries") not read yet are left out of it."""
+    if progress is None:
+        return reply
+    note = (
+        f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
+        f"{missing} not read yet are missing below; ask again shortly."
+    )
+    return replace(reply, text=f"{note}\n\n{reply.text}", data={**reply.data, "partial": progress._asdict()})
+
+
+def given(args: JSON, *names: str) -> JSON:
+    """The arguments `names` as keywords for a core function: each one's value, None when not given."""
+    return {name: args.get(name) for name in names}
 
 
 class Deferred:
@@ -164,6 +183,12 @@ class Operation:
         return "contextflow " + " ".join(self.command or ())
 
 
+def cli_only(words: str, summary: str, params: tuple[Param, ...], handler: Handler, **options: Any) -> Operation:
+    """An operation the CLI alone offers (no MCP tool), named by its command words, e.g. "view create";
+    `options` as for `Operation`."""
+    return Operation(words, summary, params, handler, tuple(words.split()), tool=False, **options)
+
+
 @dataclass(frozen=True)
 class PromptArg:
     name: str
@@ -204,3 +229,18 @@ class Table:
     resources: tuple[ResourceSpec, ...] = ()
     dynamic_prompts: tuple[Callable[[App], list[PromptSpec]], ...] = ()
     prompt_signature: Callable[[App], object] | None = None
+
+
+def table_of(feature: Feature) -> Table | None:
+    """The operations table the feature's declaration names (its module's `TABLE`), imported now."""
+    if feature.table_module is None:
+        return None
+    table: Table = importlib.import_module(feature.table_module).TABLE
+    return table
+
+
+def operations() -> tuple[Operation, ...]:
+    """Every feature's operations, in the features' order (`features.PACKAGES`)."""
+    from contextflow.features import features
+
+    return tuple(op for feature in features() if (table := table_of(feature)) for op in table.operations)

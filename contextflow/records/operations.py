@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contextflow.operations.params import PROJECT, bare, boolean, integer, string, writer
-from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, Table, deferred
+from contextflow.operations.spec import Operation, Param, PromptArg, PromptSpec, Table, cli_only, deferred
 from contextflow.records.fields import (
     CATEGORIES,
     DEFAULT_CATEGORY,
@@ -102,22 +102,8 @@ OPERATIONS = (
         read_only=False,
         destructive=True,
     ),
-    Operation(
-        "whereami",
-        "Active threads, pinned context, waiting items, latest handoff.",
-        (),
-        present.whereami,
-        command=("whereami",),
-        tool=False,
-    ),
-    Operation(
-        "wherewasi",
-        "Paused threads with their last thought and linked context.",
-        (),
-        present.wherewasi,
-        command=("wherewasi",),
-        tool=False,
-    ),
+    cli_only("whereami", "Active threads, pinned context, waiting items, latest handoff.", (), present.whereami),
+    cli_only("wherewasi", "Paused threads with their last thought and linked context.", (), present.wherewasi),
 )
 
 TABLE = Table(

@@ -13,7 +13,7 @@ from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.core.timeutil import now
 from contextflow.core.timeutil import to_iso as iso
 from contextflow.operations.provenance import age_of, header, value_text
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, given
 from contextflow.records import core as records
 from contextflow.records.fields import DEFAULT_SINCE_DAYS
 from contextflow.records.view import Record
@@ -172,20 +172,9 @@ def remember_text(what: str) -> str:
 
 
 def context_set(app: App, args: JSON) -> Reply:
-    event = records.set_record(
-        app,
-        key=args["key"],
-        value=args["value"],
-        category=args.get("category"),
-        label=args.get("label"),
-        thread_id=_thread_id(args.get("thread_id")),
-        pinned=args.get("pinned"),
-        expires_at=args.get("expires_at"),
-        agent=args.get("agent"),
-        project=args.get("project"),
-        source=args.get("source"),
-        now=now(),
-    )
+    told = given(args, "category", "label", "pinned", "expires_at", "agent", "project", "source")
+    thread_id = _thread_id(args.get("thread_id"))
+    event = records.set_record(app, key=args["key"], value=args["value"], thread_id=thread_id, **told, now=now())
     record = records.record_of(app, event)  # as folded, even if expired since
     data = {**records.record_dict(record), "id": event.id}
     return Reply(f"Saved context {record.key} (id {event.id}).\n" + record_header(record, now()), data)
@@ -222,20 +211,12 @@ def context_list(app: App, args: JSON) -> Reply:
     return Reply(text, payload)
 
 
+FILTERS = ("category", "thread_id", "pinned_only", "since_days", "limit", "prefix", "project")  # context_list's
+
+
 def _listed(app: App, args: JSON, moment: datetime, state: records.Records | None = None) -> list[Record]:
     """context_list's records for these arguments, from `state` when the call read it already."""
-    return records.list_records(
-        app,
-        category=args.get("category"),
-        thread_id=args.get("thread_id"),
-        pinned_only=args.get("pinned_only"),
-        since_days=args.get("since_days"),
-        limit=args.get("limit"),
-        prefix=args.get("prefix"),
-        project=args.get("project"),
-        now=moment,
-        state=state,
-    )
+    return records.list_records(app, **given(args, *FILTERS), now=moment, state=state)
 
 
 def _older(app: App, args: JSON, moment: datetime, state: records.Records | None = None) -> int:
@@ -247,9 +228,7 @@ def _older(app: App, args: JSON, moment: datetime, state: records.Records | None
 
 def _counted(app: App, args: JSON, moment: datetime, state: records.Records | None, **overrides: int) -> int:
     """How many records (at most 500) `_listed` gives for these arguments (`overrides` in place of them)."""
-    given = {**args, "limit": 500, **overrides}
-    filters = ("category", "thread_id", "pinned_only", "since_days", "prefix", "project", "limit")
-    return records.count_records(app, state, **{name: given.get(name) for name in filters}, now=moment)
+    return records.count_records(app, state, **given({**args, "limit": 500, **overrides}, *FILTERS), now=moment)
 
 
 def context_delete(app: App, args: JSON) -> Reply:

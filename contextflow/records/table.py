@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.table_sets import CHUNK, TableSet, Writer, by_project, chunks, db_stamp
@@ -36,7 +35,7 @@ def record_of(blob: bytes) -> Record:
     """The record a `records_rows.data` holds."""
     from contextflow.records.view import Record
 
-    project, key, event_key, event_id, writer, deleted, data, expires, live_sets, tombstone = orjson.loads(blob)
+    project, key, event_key, event_id, writer, deleted, data, expires, live_sets, tombstone = jsonio.loads(blob)
     return Record(
         project,
         key,
@@ -76,7 +75,7 @@ def _row(record: Record) -> tuple[Any, ...]:
         record.thread_id,
         int(record.pinned),
         record.expires_ms,
-        orjson.dumps(data),
+        jsonio.dumps(data),
     )
 
 

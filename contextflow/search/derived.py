@@ -33,8 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.errors import StoreError
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, read_regular, signature
@@ -173,8 +172,8 @@ class DerivedSearch:
         if sig is not None and sig == self._seen:
             return self._state
         try:
-            state = orjson.loads(read_regular(path))
-        except (OSError, orjson.JSONDecodeError):
+            state = jsonio.loads(read_regular(path))
+        except (OSError, jsonio.DecodeError):
             state = {}
         if not isinstance(state, dict) or state.get("key") != self.key or not isinstance(state.get("segments"), dict):
             state = {}
@@ -195,7 +194,7 @@ class DerivedSearch:
 
     def _write_state(self, state: dict[str, Any]) -> None:
         state = {**state, "files": committed(self.folder / f"search-{state['instance']}")}
-        atomic_write(self.folder / STATE_FILE, orjson.dumps(state), fsync=False)
+        atomic_write(self.folder / STATE_FILE, jsonio.dumps(state), fsync=False)
         self._seen, self._state = signature(self.folder / STATE_FILE), state
 
     def _fresh(self, state: dict[str, Any], paths: list[Path]) -> bool:
@@ -427,6 +426,7 @@ class DerivedSearch:
         if not todo:
             return 0
         total = sum(_unread(path, segments.get(str(path))) for path in todo)
+        jsonio.fast(total)
         from contextflow.search.sink import SearchSink, fold_chunk, readable
 
         sink = SearchSink(self._open(), fresh)
@@ -549,9 +549,9 @@ def describe(store: Store) -> dict[str, Any]:
     """Where the derived state is, how big, how current and how to rebuild it (for `doctor`; reads, never updates)."""
     folder = store.state_dir / FOLDER
     try:
-        state = orjson.loads(read_regular(folder / STATE_FILE))
+        state = jsonio.loads(read_regular(folder / STATE_FILE))
         updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((folder / STATE_FILE).stat().st_mtime))
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, jsonio.DecodeError):
         state, updated = {}, None
     current = isinstance(state, dict) and state.get("key") == version_key(store.folder)
     segments = state.get("segments", {}) if current else {}

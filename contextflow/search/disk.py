@@ -32,9 +32,9 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
 import tantivy
 
+from contextflow.core import jsonio
 from contextflow.core.events import OrderKey
 from contextflow.search import ranking
 from contextflow.search.docs import SEQUENCE_FIELDS, Doc, Hit, derive, own_terms, repeats
@@ -71,18 +71,18 @@ def _key(value: Any) -> OrderKey:
 def encode_doc(doc: Doc) -> bytes:
     fields = {name: [key, text] for name, (key, text) in doc.fields.items()}
     meta = {name: [key, value] for name, (key, value) in doc.meta.items()}
-    return orjson.dumps([doc.kind, doc.ref, doc.put_key, doc.delete_key, fields, meta])
+    return jsonio.dumps([doc.kind, doc.ref, doc.put_key, doc.delete_key, fields, meta])
 
 
 def decode_doc(raw: bytes, links: bytes | None = None, timely: bool | None = None) -> Doc:
     """A document from its stored state and links (`timely`, when the caller read it from the index)."""
-    kind, ref, put_key, delete_key, fields, meta = orjson.loads(raw)
+    kind, ref, put_key, delete_key, fields, meta = jsonio.loads(raw)
     doc = Doc(f"{kind}:{ref}", kind, ref, -1, put_key=_key(put_key), delete_key=_key(delete_key))
     doc.fields = {name: (_key(key), text) for name, (key, text) in fields.items()}
     doc.meta = {name: (_key(key), value) for name, (key, value) in meta.items()}
     derive(doc, timely)
     if links:
-        before, after = orjson.loads(links)
+        before, after = jsonio.loads(links)
         doc.near = (str(before), str(after))
     elif not doc.member:
         doc.near_terms = ("", "")
@@ -442,7 +442,7 @@ class DiskIndex:
         if item.agent:
             fields["agent"] = list(item.agent)
         if item.key is not None:
-            fields |= {"seq": item.group, "order": item.key[0], "links": orjson.dumps(list(item.links))}
+            fields |= {"seq": item.group, "order": item.key[0], "links": jsonio.dumps(list(item.links))}
         (self._writer or self._writing()).add_document(tantivy.Document.from_dict(fields, self.schema))
 
     def commit(self, last: bool = True) -> None:

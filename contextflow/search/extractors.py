@@ -3,7 +3,7 @@
 An extractor is a pure function of one event returning index operations (`Put`, `Patch`,
 `Delete`). Each feature that makes its kinds searchable names its extractors module in its
 declaration (`Feature.extractors`); that module's `EXTRACTORS` maps an event kind to (search kind,
-extractor), and `contextflow.features.extractors()` gathers them. The search kind is what `--kind`
+extractor), and `extractors()` here gathers them. The search kind is what `--kind`
 and `kinds=[...]` filter on. Most kinds are built by `put`, `patch` and `delete` here from the event
 fields they read.
 
@@ -13,7 +13,9 @@ or odd fields quietly (`text_of`, `texts_of`) instead of failing.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
 from contextflow.core.events import Event
@@ -105,8 +107,18 @@ def flatten(value: Any, prefix: str = "", out: list[str] | None = None) -> list[
     return out
 
 
+@cache
+def extractors() -> Extractors:
+    """What each event kind adds to the search index, from every feature's declaration."""
+    from contextflow.features import features
+
+    found: Extractors = {}
+    for feature in features():
+        if feature.extractors:
+            found.update(importlib.import_module(feature.extractors).EXTRACTORS)
+    return found
+
+
 def search_kinds() -> tuple[str, ...]:
     """The kinds `get_context(kinds=...)` and `contextflow search --kind` accept."""
-    from contextflow.features import extractors
-
     return tuple(sorted({kind for kind, _ in extractors().values()}))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import orjson
+from contextflow.core import jsonio
 
 META = "meta.json"
 
@@ -32,11 +32,11 @@ def _live(folder: Path) -> dict[str, str] | None:
     except OSError as exc:
         raise FilesDamaged(f"{folder / META} does not read: {exc}") from exc
     try:
-        segments = orjson.loads(raw)["segments"]
+        segments = jsonio.loads(raw)["segments"]
         return {
             str(s["segment_id"]).replace("-", ""): str((s.get("deletes") or {}).get("opstamp", "")) for s in segments
         }
-    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (jsonio.DecodeError, KeyError, TypeError, AttributeError) as exc:
         raise FilesDamaged(f"{folder / META} is not an index's meta file") from exc
 
 

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 from contextflow.app import App
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, given
 
 
 def get_context(app: App, args: JSON) -> Reply:
     from contextflow.search import retrieval  # imports the index: only a search pays
 
     result = retrieval.get_context(
-        app,
-        query=args["query"],
-        project=args.get("project"),
-        kinds=args.get("kinds"),
-        limit=args.get("limit"),
-        budget_tokens=args.get("budget_tokens"),
+        app, query=args["query"], **given(args, "project", "kinds", "limit", "budget_tokens")
     )
     return Reply(result.text, {**result.as_dict(), "markdown": result.text})

@@ -21,8 +21,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.fields import Schema
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, read_new
@@ -72,7 +71,7 @@ class Pending(NamedTuple):
 
     def doc(self) -> Doc:
         """The document as the index would return it (`DiskIndex._load`)."""
-        links = orjson.dumps(list(self.row.links)) if self.row.key is not None else None
+        links = jsonio.dumps(list(self.row.links)) if self.row.key is not None else None
         return decode_doc(self.row.state, links, self.row.timely)
 
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextflow.core.events import Event, OrderKey
-from contextflow.features import extractors
 from contextflow.search.docs import ZERO, Delete, Op, Patch, Put
+from contextflow.search.extractors import extractors
 
 VIEW_NAME = "search"
 

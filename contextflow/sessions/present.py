@@ -6,17 +6,14 @@ a header that carries its provenance (kind, time, agent, writer).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-import orjson
-
 from contextflow.app import App
-from contextflow.core import checks
+from contextflow.core import checks, jsonio
 from contextflow.core.events import Event, as_dict
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.operations.provenance import dumps, header
-from contextflow.operations.spec import JSON, PromptSpec, Reply
+from contextflow.operations.spec import JSON, PromptSpec, Reply, given, partial
 from contextflow.sessions import core as sessions
 from contextflow.sessions import stored
 from contextflow.sessions.core import Resume
@@ -93,26 +90,11 @@ def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
 def _partial(app: App, reply: Reply) -> Reply:
     """`reply`, saying it is partial when the sessions were read while the build had not reached most of
     the logs (`stored.partial`: only their newest bytes were read beside the tables)."""
-    progress = stored.partial(app)
-    if progress is None:
-        return reply
-    note = (
-        f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
-        "older entries not read yet are missing below; ask again shortly."
-    )
-    return replace(reply, text=f"{note}\n\n{reply.text}", data={**reply.data, "partial": progress._asdict()})
+    return partial(reply, stored.partial(app), "older entries")
 
 
 def read_shared_context(app: App, args: JSON) -> Reply:
-    where = sessions.entry_filter(
-        app,
-        project=args.get("project"),
-        agent=args.get("agent"),
-        session_id=args.get("session_id"),
-        kind=args.get("kind"),
-        since=args.get("since"),
-        before=args.get("before"),
-    )
+    where = sessions.entry_filter(app, **given(args, "project", "agent", "session_id", "kind", "since", "before"))
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = stored.bad_lines(app)
     filters = {k: v for k, v in where._asdict().items() if v is not None and k != "skip"}
@@ -145,43 +127,20 @@ def _entries_elsewhere(app: App, where: sessions.EntryFilter) -> str:
     return f" Entries are in other projects: {listed}; pass project (--project) to read one."
 
 
+WHERE = ("project", "session_id", "task")  # where a note or handoff goes
+
+
 def append_shared_note(app: App, args: JSON) -> Reply:
     started = _starts_session(app, args)
-    return _written(
-        app,
-        "Appended note",
-        sessions.append_note(
-            app,
-            agent=args["agent"],
-            text=args.get("text"),
-            content=args.get("content"),
-            project=args.get("project"),
-            session_id=args.get("session_id"),
-            task=args.get("task"),
-            tags=args.get("tags"),
-        ),
-        started,
-    )
+    event = sessions.append_note(app, agent=args["agent"], **given(args, "text", "content", "tags", *WHERE))
+    return _written(app, "Appended note", event, started)
 
 
 def write_shared_handoff(app: App, args: JSON) -> Reply:
     started = _starts_session(app, args)
-    return _written(
-        app,
-        "Wrote handoff",
-        sessions.write_handoff(
-            app,
-            agent=args["agent"],
-            summary=args["summary"],
-            next_steps=args.get("next_steps"),
-            open_questions=args.get("open_questions"),
-            files=args.get("files"),
-            project=args.get("project"),
-            session_id=args.get("session_id"),
-            task=args.get("task"),
-        ),
-        started,
-    )
+    written = given(args, "next_steps", "open_questions", "files", *WHERE)
+    event = sessions.write_handoff(app, agent=args["agent"], summary=args["summary"], **written)
+    return _written(app, "Wrote handoff", event, started)
 
 
 def _starts_session(app: App, args: JSON) -> bool:
@@ -220,9 +179,7 @@ def list_projects(app: App, args: JSON) -> Reply:
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
-    where = sessions.entry_filter(
-        app, project=args.get("project"), agent=args.get("agent"), session_id=args.get("session_id")
-    )
+    where = sessions.entry_filter(app, **given(args, "project", "agent", "session_id"))
     event = sessions.latest_handoff(app, where)
     text = "Latest handoff:\n" + entry_text(event) if event else f"No handoff found for project={where.project}."
     data: JSON = {
@@ -251,14 +208,7 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
 
 def _query(app: App, args: JSON) -> sessions.SessionQuery:
     """The listing filters among `args` (choose_session's index and session_id pick within them)."""
-    return sessions.session_query(
-        app,
-        project=args.get("project"),
-        agent=args.get("agent"),
-        since=args.get("since"),
-        limit=args.get("limit"),
-        include_unsessioned=args.get("include_unsessioned"),
-    )
+    return sessions.session_query(app, **given(args, "project", "agent", "since", "limit", "include_unsessioned"))
 
 
 def list_sessions(app: App, args: JSON) -> Reply:
@@ -301,16 +251,14 @@ def choose_session(app: App, args: JSON) -> Reply:
     }
     text = (
         f"Active session is now {clean(selected.session_id, True)}.\n{session_text(selected, 1)}\n\n"
-        f"Next: resume it (resume_session with {orjson.dumps(resume_args).decode()}, "
+        f"Next: resume it (resume_session with {jsonio.dumps(resume_args).decode()}, "
         f"or `contextflow resume {clean(selected.session_id, True)}` in a shell)"
     )
     return Reply(text, payload)
 
 
 def resume_session(app: App, args: JSON) -> Reply:
-    resume = sessions.resume_session(
-        app, session_id=args.get("session_id"), project=args.get("project"), limit=args.get("limit")
-    )
+    resume = sessions.resume_session(app, **given(args, "session_id", "project", "limit"))
     return _partial(
         app,
         Reply(

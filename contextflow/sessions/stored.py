@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.fields import conform
@@ -50,9 +49,9 @@ def _visible(app: App, project: str) -> bool:
 
 def disk(app: App) -> bool:
     """Whether the views `ondisk.py` serves are read from the derived tables: a store that shares this
-    machine's state (every app's but a test's oracle), outside a batch (whose appends are not in the logs
-    yet). Sessions are always read from the tables (`current`)."""
-    if not app.store.shares_state or app.store.batching:
+    machine's state (every app's but a test's oracle; a batch's reads too: `Tables.overlaid`). Sessions
+    are always read from the tables (`current`)."""
+    if not app.store.shares_state:
         return False
     tables = app.tables()
     return not tables.oversized() and tables.usable()
@@ -109,7 +108,7 @@ def _query(app: App, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ..
 
 def _event(app: App, row: Sequence[Any]) -> Event:
     event_id, hlc, writer, seq, kind, blob = row[:6]
-    data, _ = conform(app.store.fields, kind, orjson.loads(blob))  # a file like any other: checked as read
+    data, _ = conform(app.store.fields, kind, jsonio.loads(blob))  # a file like any other: checked as read
     return Event(event_id, writer, seq, stamp_of(hlc), kind, data)
 
 
@@ -220,7 +219,7 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
         summary = SessionSummary(sid, project, count, notes, handoffs, latest, stamp_iso(latest[0]), last_kind)
         if task is not None:
             summary.task, summary.task_key = task, (stamp_of(task_hlc), task_w, task_seq)
-        summary.agents = set(orjson.loads(agents)) if agents else set()
+        summary.agents = set(jsonio.loads(agents)) if agents else set()
         if handoff_hlc is not None:
             summary.handoff_key = (stamp_of(handoff_hlc), handoff_w, handoff_seq)
             summary.latest_handoff_summary = str(handoff_summary).strip()

@@ -12,8 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
@@ -118,7 +117,7 @@ def rows(event: Event) -> Iterator[Row]:
     agent = data.get("agent") if isinstance(data.get("agent"), str) else None
     summary = data.get("summary") if event.kind == "handoff" and isinstance(data.get("summary"), str) else None
     auto = int(event.kind == "handoff" and data.get("auto") is True)
-    extra = (_stripped(data.get("task")), auto, summary, orjson.dumps(data))
+    extra = (_stripped(data.get("task")), auto, summary, jsonio.dumps(data))
     yield (
         "sessions_entries",
         (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, session_id, agent, *extra),

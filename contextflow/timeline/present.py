@@ -12,7 +12,7 @@ from contextflow.core.events import Event
 from contextflow.core.text import DATA_NOTICE, clip, quote
 from contextflow.core.timeutil import now
 from contextflow.operations.provenance import age_of, header, value_text
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, given
 from contextflow.timeline import core as timeline
 from contextflow.timeline.view import Thought, Thread
 
@@ -136,18 +136,12 @@ def _threads(found: list[timeline.Whereabouts], title: str, empty: str, tail: st
 
 
 def timeline_create_thread(app: App, args: JSON) -> Reply:
-    event = timeline.create_thread(
-        app,
-        name=args["name"],
-        description=args.get("description"),
-        parent_thought_id=args.get("parent_thought_id"),
-        agent=args.get("agent"),
-    )
+    event = timeline.create_thread(app, name=args["name"], **given(args, "description", "parent_thought_id", "agent"))
     return _created("thread", event.id, f"Created thread {event.data['name']!r}", name=event.data["name"])
 
 
 def timeline_list_threads(app: App, args: JSON) -> Reply:
-    found = timeline.threads_here(app, status=args.get("status"), limit=args.get("limit"))
+    found = timeline.threads_here(app, **given(args, "status", "limit"))
     return _threads(
         found,
         f"Threads, most recently active first: {len(found)}.",
@@ -169,15 +163,9 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
 
 
 def timeline_add_thought(app: App, args: JSON) -> Reply:
-    event = timeline.add_thought(
-        app,
-        thread_id=args["thread_id"],
-        content=args["content"],
-        thought_type=args.get("thought_type"),
-        metadata=args.get("metadata"),
-        agent=args.get("agent"),
-        after=args.get("previous_thought_id") or args.get("parent_thought_id"),
-    )
+    after = args.get("previous_thought_id") or args.get("parent_thought_id")
+    told = given(args, "thought_type", "metadata", "agent")
+    event = timeline.add_thought(app, thread_id=args["thread_id"], content=args["content"], after=after, **told)
     previous = event.data.get("previous_thought_id")
     return _created(
         "thought",
@@ -197,34 +185,13 @@ def _updated(what: str, id_field: str, event: Event) -> Reply:
 
 
 def timeline_update_thought(app: App, args: JSON) -> Reply:
-    return _updated(
-        "thought",
-        "thought_id",
-        timeline.update_thought(
-            app,
-            thought_id=args["thought_id"],
-            status=args.get("status"),
-            content=args.get("content"),
-            thought_type=args.get("thought_type"),
-            metadata=args.get("metadata"),
-            agent=args.get("agent"),
-        ),
-    )
+    changed = given(args, "status", "content", "thought_type", "metadata", "agent")
+    return _updated("thought", "thought_id", timeline.update_thought(app, thought_id=args["thought_id"], **changed))
 
 
 def timeline_update_thread(app: App, args: JSON) -> Reply:
-    return _updated(
-        "thread",
-        "thread_id",
-        timeline.update_thread(
-            app,
-            thread_id=args["thread_id"],
-            name=args.get("name"),
-            description=args.get("description"),
-            status=args.get("status"),
-            agent=args.get("agent"),
-        ),
-    )
+    changed = given(args, "name", "description", "status", "agent")
+    return _updated("thread", "thread_id", timeline.update_thread(app, thread_id=args["thread_id"], **changed))
 
 
 def timeline_where_am_i(app: App, args: JSON) -> Reply:
@@ -242,15 +209,8 @@ def timeline_where_am_i(app: App, args: JSON) -> Reply:
 
 
 def timeline_go_tangent(app: App, args: JSON) -> Reply:
-    tangent = timeline.go_tangent(
-        app,
-        thread_id=args["thread_id"],
-        name=args["name"],
-        description=args.get("description"),
-        content=args.get("content"),
-        metadata=args.get("metadata"),
-        agent=args.get("agent"),
-    )
+    told = given(args, "description", "content", "metadata", "agent")
+    tangent = timeline.go_tangent(app, thread_id=args["thread_id"], name=args["name"], **told)
     text = f"Went on a tangent: new thread {tangent.thread.id}, marked by thought {tangent.thought.id}"
     return _created(
         "thread",
@@ -263,7 +223,7 @@ def timeline_go_tangent(app: App, args: JSON) -> Reply:
 
 
 def timeline_return(app: App, args: JSON) -> Reply:
-    done = timeline.return_from(app, thread_id=args["thread_id"], status=args.get("status"), agent=args.get("agent"))
+    done = timeline.return_from(app, thread_id=args["thread_id"], **given(args, "status", "agent"))
     text = f"Tangent {done.tangent.id} is {done.status}; back on thread {done.parent.id} at thought {done.position.id}."
     data = {
         "thread_id": done.tangent.id,

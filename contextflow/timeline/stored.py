@@ -14,8 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.tables import stamp_of
@@ -52,7 +51,7 @@ class Slice(TimelineState):
             if event_id in self._folded:
                 continue
             self._folded.add(event_id)
-            data, _ = conform(schema, kind, orjson.loads(blob))  # a file like any other: checked as read
+            data, _ = conform(schema, kind, jsonio.loads(blob))  # a file like any other: checked as read
             self._view.apply(self, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
 
     def thread(self, thread_id: str) -> Thread | None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
@@ -113,7 +112,7 @@ def rows(event: Event) -> Iterator[Row]:
     if thread is None and thought is None:
         return  # the view folds nothing of it
     key = (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind)
-    yield "timeline_events", (*key, thread, thought, status, project_of(event), orjson.dumps(event.data))
+    yield "timeline_events", (*key, thread, thought, status, project_of(event), jsonio.dumps(event.data))
 
 
 TABLES = TableSet(

@@ -38,7 +38,7 @@ INDEX = (
 SETUP = r"""
 import sys, orjson
 from contextflow.app import App
-from contextflow.features import operations
+from contextflow.operations.spec import operations
 ops = {op.name: op for op in operations()}
 app = App.open()
 def run(tool, args):

@@ -31,6 +31,7 @@ from contextflow.adapters.server import inbound
 from contextflow.adapters.server.jsonrpc_guard import guard_stdio
 from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
+from contextflow.core import jsonio
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean, clean_data, clean_reply
 from contextflow.operations.arguments import check_arguments
@@ -51,6 +52,7 @@ INSTRUCTIONS = (
 
 class ContextflowServer:
     def __init__(self, app: App) -> None:
+        jsonio.fast()  # a server parses rows all its life: orjson's import pays
         self.app = app
         self.tables = tables_for(app.settings.tool_groups)
         self.tools: dict[str, Operation] = {op.name: op for f in self.tables for op in f.operations if op.tool}

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 from mcp.server.auth.provider import AccessToken
 
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError
 
 ALL = "*"
@@ -128,8 +128,8 @@ def parse_grant(entry: Any, index: int) -> Grant:
 
 def parse_grants(text: str, source: str) -> list[Grant]:
     try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+        document = jsonio.loads(text)
+    except jsonio.DecodeError as exc:
         raise InputError(f"{source} is not valid JSON ({exc}); see docs/http-bridge.md for the format") from None
     entries = document.get("tokens") if isinstance(document, dict) else None
     if not isinstance(entries, list) or not entries:

@@ -16,12 +16,12 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import orjson
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from contextflow.core import jsonio
 from contextflow.core.events import MAX_DEPTH, nested_deeper  # a log line's limit (arguments: 64 + the envelope)
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # the SDK's own limit for one HTTP message
@@ -52,8 +52,8 @@ def problem(body: bytes) -> dict[str, Any] | None:
     except UnicodeDecodeError as exc:
         return _error(types.PARSE_ERROR, f"Parse error: the message is not UTF-8 (byte {exc.start})")
     try:
-        message = orjson.loads(body)  # strict: lone surrogate escapes are errors here
-    except orjson.JSONDecodeError as exc:
+        message = jsonio.loads(body)  # strict: lone surrogate escapes are errors here
+    except jsonio.DecodeError as exc:
         return _not_json(str(exc), f"more than {MAX_DEPTH} levels")
     if isinstance(message, list):
         return _error(types.INVALID_REQUEST, f"Invalid request: {BATCH}")
@@ -108,7 +108,7 @@ class JsonRpcGuard:
 
 
 async def _answer(send: Send, status: int, found: dict[str, Any]) -> None:
-    payload = orjson.dumps(found)
+    payload = jsonio.dumps(found)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

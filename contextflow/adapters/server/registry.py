@@ -6,7 +6,7 @@ from collections.abc import Collection
 
 from contextflow.core.errors import InputError
 from contextflow.features import features
-from contextflow.operations.spec import Table
+from contextflow.operations.spec import Table, table_of
 
 DEFAULT_GROUPS = ("sessions", "context", "recall")
 
@@ -19,7 +19,7 @@ def groups(only: Collection[str] | None = None) -> dict[str, list[Table]]:
     for feature in features():
         if feature.group is None or (only is not None and feature.group not in only):
             continue
-        table = feature.table
+        table = table_of(feature)
         if table is not None and any(op.tool for op in table.operations):
             found.setdefault(feature.group, []).append(table)
     return found

@@ -17,8 +17,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError
 
 HOST = "127.0.0.1"
@@ -45,8 +44,8 @@ def load(state_dir: Path) -> Address:
         if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or info.st_size > MAX_BYTES:
             return fresh
         try:
-            data = orjson.loads(file.read(MAX_BYTES))
-        except (OSError, orjson.JSONDecodeError):
+            data = jsonio.loads(file.read(MAX_BYTES))
+        except (OSError, jsonio.DecodeError):
             return fresh
     if not isinstance(data, dict) or not isinstance(data.get("token"), str) or not TOKEN.fullmatch(data["token"]):
         return fresh
@@ -61,7 +60,7 @@ def save(state_dir: Path, address: Address) -> None:
     temporary.unlink(missing_ok=True)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as file:
-        file.write(orjson.dumps(address._asdict()))
+        file.write(jsonio.dumps(address._asdict()))
     os.replace(temporary, state_dir / FILE)
 
 

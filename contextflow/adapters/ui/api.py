@@ -13,26 +13,25 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from contextflow.adapters.ui import curate, graphview, indexing, live
 from contextflow.app import App
+from contextflow.core import jsonio
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.text import clean_data
-from contextflow.features import operations
 from contextflow.graph.writes import graph
 from contextflow.operations.arguments import check_arguments
-from contextflow.operations.spec import JSON, Operation
+from contextflow.operations.spec import JSON, Operation, operations
 
 PAGE = 50  # entries, sessions and records per page
 MAX_PAGE = 200
 
 
 def json_response(data: Any, status: int = 200) -> Response:
-    body = orjson.dumps(clean_data(data), option=orjson.OPT_NON_STR_KEYS)
+    body = jsonio.dumps(clean_data(data), any_keys=True)
     return Response(body, status, media_type="application/json", headers={"cache-control": "no-store"})
 
 
@@ -171,11 +170,11 @@ class Api:
     def _post(self, handler: Callable[[JSON], Any]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             try:
-                body = orjson.loads(await request.body())
+                body = jsonio.loads(await request.body())
                 if not isinstance(body, dict):
                     raise InputError("send a JSON object")
                 return json_response(await handler(body))
-            except orjson.JSONDecodeError:
+            except jsonio.DecodeError:
                 return json_response({"error": "the request body is not JSON"}, 400)
             except ContextflowError as exc:
                 return json_response({"error": str(exc)}, 400)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from contextflow.core import jsonio
 from contextflow.core.errors import InputError
 from contextflow.operations.spec import JSON
 
@@ -73,8 +72,8 @@ async def add_record(api: Api, body: JSON) -> Any:
         value = None
     elif isinstance(raw, str):
         try:
-            value = orjson.loads(raw) if raw.strip().startswith("{") else {"text": raw}
-        except orjson.JSONDecodeError as exc:
+            value = jsonio.loads(raw) if raw.strip().startswith("{") else {"text": raw}
+        except jsonio.DecodeError as exc:
             raise InputError(
                 f'the value is not a JSON object ({exc}); write {{"name": "value"}} or plain text'
             ) from None

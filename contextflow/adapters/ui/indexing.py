@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from contextflow.core import progress
+from contextflow.core import jsonio, progress
 from contextflow.core.log import list_segments
 from contextflow.search import derived
 
@@ -63,8 +61,8 @@ class Indexer:
         assert child.stdout is not None and child.stderr is not None
         for line in child.stdout:
             try:
-                self.state = orjson.loads(line)
-            except orjson.JSONDecodeError:
+                self.state = jsonio.loads(line)
+            except jsonio.DecodeError:
                 continue
         error = child.stderr.read().decode(errors="replace").strip()
         if child.wait() != 0:
@@ -121,7 +119,7 @@ def _build(expected_state_dir: str) -> int:
         while not done.wait(REPORT_S):
             state = progress.running()
             if state is not None:
-                sys.stdout.write(orjson.dumps(state).decode() + "\n")
+                sys.stdout.write(jsonio.dumps(state).decode() + "\n")
                 sys.stdout.flush()
 
     threading.Thread(target=report, daemon=True).start()

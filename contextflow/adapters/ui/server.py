@@ -36,6 +36,7 @@ from contextflow.adapters.ui.address import HOST, bind
 from contextflow.adapters.ui.api import Api
 from contextflow.adapters.ui.transport import Connections, protocol_for
 from contextflow.app import App
+from contextflow.core import jsonio
 
 __all__ = ["HOST", "bind", "build_app", "run_ui"]
 CODE_TTL_S = 120.0  # how long the browser's one-time code opens the page
@@ -161,6 +162,7 @@ def run_ui(app: App, port: int | None, open_browser: bool = True) -> None:
     `port`, on this store's kept port (`address.py`): the same URL on every start."""
     import uvicorn
 
+    jsonio.fast()  # the page's server parses rows all its life
     sock, note = address.listen(app.store.state_dir, port)
     bound = sock.getsockname()[1]
     token = address.token(app.store.state_dir)
