@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "f58264997589390a2e89"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "a7fb76f14f16324430ff"),
-    "feed": (2, "11e07cb1fa4018113121"),
-    "capture": (2, "613219723dc8f7f2dbcf"),
-    "graph-state": (3, "d8560934c7496bbb2f27"),
-    "records-state": (2, "f01a8d57ea7d55f41ac1"),
-    "conversations-state": (2, "7e36acae6611cf05effd"),
-    "timeline": (2, "392141bff1aef0144238"),
+    "sessions": (1, "64f0d7fd63398e09d5f3"),
+    "feed": (2, "34735265cf054822762f"),
+    "capture": (2, "53a2c672b4042de45c45"),
+    "graph-state": (3, "22ea99d88760f89c20de"),
+    "records-state": (2, "aeacbcd4f9c1a002fb8c"),
+    "conversations-state": (2, "529c95d53aceeae73b1a"),
+    "timeline": (2, "406a50b5ae4f9f805541"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_tables())]  # every versioned format
 

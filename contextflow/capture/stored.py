@@ -212,10 +212,6 @@ def known_turns(app: App) -> KnownTurns | set[str]:
 
 def turns(app: App, project: str) -> Turns:
     """The project's captured turns, from the derived tables where this store reads them (`reading`)."""
-    if app.store.read_projects is not None and project not in app.store.read_projects:
-        hidden = Turns(app, project)  # another project's, for a store scoped to some: none to see
-        hidden._sessions = {}
-        return hidden
     read = reading(app)
     return DiskTurns(app, project, read) if read is not None else Turns(app, project)
 

@@ -31,7 +31,15 @@ from weakref import WeakKeyDictionary
 from contextflow.core import jsonio
 from contextflow.core.fsutil import Signature, signature
 from contextflow.core.log import Cursor, read_new, read_tail
-from contextflow.core.table_sets import TAIL_BUDGET, TAIL_BYTES, WAIT_S, TableSet, cursor_of, readable_events
+from contextflow.core.table_sets import (
+    TAIL_BUDGET,
+    TAIL_BYTES,
+    WAIT_S,
+    TableSet,
+    cursor_of,
+    readable_events,
+    scoped_views,
+)
 
 if TYPE_CHECKING:
     from contextflow.core.store import Store
@@ -196,12 +204,16 @@ def build(tables: Tables, sets: Sequence[TableSet], key: object = None, most: in
             rest.seen = {str(path): signature(path) for path in tables.paths()}
         else:
             rest.add(tables)
+        projects = tables.store.read_projects  # (a scoped store: the views of its projects' rows over these)
         for table_set in sets:
+            scoped = {table for table, _ in table_set.scoped} if projects is not None else set()
             for table in table_set.tables or tuple(table_set.inserts):
                 merge = (
                     dict(table_set.merged).get(table, _BY_ID) if table_set.name in built else "SELECT * FROM main.{t}"
                 )
-                db.execute(f"CREATE TEMP VIEW {table} AS {merge.format(t=table)}")
+                db.execute(f'CREATE TEMP VIEW "{table}{"_all" if table in scoped else ""}" AS {merge.format(t=table)}')
+        for statement in scoped_views(sets, projects, '"{}_all"') if projects is not None else ():
+            db.execute(statement)
     except BaseException:
         db.close()
         raise

@@ -4,6 +4,7 @@ tables, the cursor as stored, the errors told apart, the write transaction, a lo
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -80,6 +81,18 @@ class TableSet(NamedTuple):
 def by_project(*tables: str) -> tuple[tuple[str, str], ...]:
     """`TableSet.scoped` of tables with a `project` column: their rows of the reader's projects."""
     return tuple((table, f"SELECT * FROM main.{table} WHERE project IN ({{projects}})") for table in tables)
+
+
+def scoped_views(sets: Iterable[TableSet], projects: Iterable[str], source: str = "main.{}") -> list[str]:
+    """The statements making each table `sets` scope a TEMP view of its rows of `projects` (`TableSet.scoped`),
+    reading the table as `source` names it (the tables, or `core/rest.py`'s views with the logs' rest)."""
+    names = ", ".join("'" + name.replace("'", "''") + "'" for name in sorted(projects))
+    return [
+        f'CREATE TEMP VIEW "{table}" AS '
+        + re.sub(r"\bmain\.(\w+)", lambda found: source.format(found[1]), sql).format(projects=names)
+        for table_set in sets
+        for table, sql in table_set.scoped
+    ]
 
 
 class Writer(Protocol):

@@ -54,7 +54,7 @@ from contextflow.core.log import Cursor, list_segments
 from contextflow.core.table_sets import WAIT_S as WAIT_S
 from contextflow.core.table_sets import Row as Row
 from contextflow.core.table_sets import TableSet as TableSet
-from contextflow.core.table_sets import busy, cursor_of, damaged, unread_bytes
+from contextflow.core.table_sets import busy, cursor_of, damaged, scoped_views, unread_bytes
 from contextflow.core.table_sets import db_stamp as db_stamp
 from contextflow.core.table_sets import stamp_of as stamp_of
 from contextflow.core.table_updates import BUILD_LOCK, TableUpdates
@@ -163,9 +163,8 @@ class Tables(TableUpdates):
         if self._reader is None:
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
             reader = sqlite3.connect(uri, uri=True, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
-            names = ", ".join("'" + name.replace("'", "''") + "'" for name in sorted(projects))
-            for table, sql in (pair for table_set in self.sets.values() for pair in table_set.scoped):
-                reader.execute(f'CREATE TEMP VIEW "{table}" AS {sql.format(projects=names)}')
+            for statement in scoped_views(self.sets.values(), projects):
+                reader.execute(statement)
             self._reader = reader
         return self._reader
 

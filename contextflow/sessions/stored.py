@@ -2,8 +2,8 @@
 shows (a latest handoff, a page of entries, a few summaries), whatever the store's size.
 
 The one way `sessions/core.py` reads sessions: it calls `ready` (which asks `current`) before these
-queries. A store scoped to some projects (an HTTP grant's, `Store.read_projects`) reads the same tables:
-each query keeps to those projects.
+queries. A store scoped to some projects (an HTTP grant's, `Store.read_projects`) reads the same tables,
+each a view of its projects' rows (`TableSet.scoped`).
 """
 
 from __future__ import annotations
@@ -32,19 +32,6 @@ _NOT_WRONG = (
     "AND m.handoff = e.id)"
 )
 _NEWEST_FIRST = "ORDER BY e.hlc DESC, e.w DESC, e.seq DESC"
-
-
-def _scope(app: App, column: str) -> tuple[str, list[Any]]:
-    """` AND <column> IN (...)` and its parameters when this store reads some projects only, else nothing."""
-    projects = app.store.read_projects
-    if projects is None:
-        return "", []
-    return f" AND {column} IN ({', '.join('?' * len(projects))})", sorted(projects)
-
-
-def _visible(app: App, project: str) -> bool:
-    projects = app.store.read_projects
-    return projects is None or project in projects
 
 
 def disk(app: App) -> bool:
@@ -113,15 +100,12 @@ def _event(app: App, row: Sequence[Any]) -> Event:
 
 
 def _key(app: App, event_id: str) -> tuple[int, str, int] | None:
-    scope, params = _scope(app, "project")
-    found = _query(app, f"SELECT hlc, w, seq FROM sessions_entries WHERE id = ?{scope}", (event_id, *params))
+    found = _query(app, "SELECT hlc, w, seq FROM sessions_entries WHERE id = ?", (event_id,))
     return (int(found[0][0]), str(found[0][1]), int(found[0][2])) if found else None
 
 
 def _where(app: App, where: EntryFilter) -> tuple[list[str], list[Any]] | None:
     """The SQL conditions of `where` (None: nothing can match, its `before` entry is unknown)."""
-    if not _visible(app, where.project):
-        return None
     clauses: list[str] = ["e.project = ?"]
     params: list[Any] = [where.project]
     if where.session_id == NO_SESSION:
@@ -165,8 +149,7 @@ def entries(app: App, where: EntryFilter, count: int | None, *, superseded: bool
 
 def entry(app: App, event_id: str) -> Event | None:
     """The note or handoff with this id."""
-    scope, params = _scope(app, "e.project")
-    rows = _query(app, f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?{scope}", (event_id, *params))
+    rows = _query(app, f"SELECT {_ENTRY} FROM sessions_entries e WHERE e.id = ?", (event_id,))
     return _event(app, rows[0]) if rows else None
 
 
@@ -199,8 +182,6 @@ _LATEST_SUMMARY = (
 def summaries(app: App, project: str, limit: int | None = None, session_id: str | None = None) -> list[SessionSummary]:
     """Session summaries of a project, most recent first (or the one of `session_id`): one query, whatever
     the number of sessions listed."""
-    if not _visible(app, project):
-        return []
     where, params = "project = ?", [project]
     if session_id is not None:
         where += " AND session_id = ?"
@@ -230,20 +211,16 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
 def superseded(app: App, ids: Sequence[str]) -> set[str]:
     """Those of `ids` that are automatic handoffs a newer one of their session replaced."""
     marks = ", ".join("?" * len(ids))
-    scope, params = _scope(app, "project")
-    sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1{scope}"
-    return {event_id for (event_id,) in _query(app, sql, [*ids, *params])}
+    sql = f"SELECT id FROM sessions_entries WHERE id IN ({marks}) AND superseded = 1"
+    return {event_id for (event_id,) in _query(app, sql, ids)}
 
 
 def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
     """(name, entries, sessions, latest time, agents) of every project with entries, most recent first."""
-    scope, params = _scope(app, "project")
-    entries = _query(
-        app, f"SELECT project, count(*), max(hlc) FROM sessions_entries WHERE 1{scope} GROUP BY project", params
-    )
-    sessions = dict(_query(app, f"SELECT project, count(*) FROM sessions WHERE 1{scope} GROUP BY project", params))
+    entries = _query(app, "SELECT project, count(*), max(hlc) FROM sessions_entries GROUP BY project")
+    sessions = dict(_query(app, "SELECT project, count(*) FROM sessions GROUP BY project"))
     agents: dict[str, set[str]] = {}
-    for project, agent in _query(app, f"SELECT DISTINCT project, agent FROM sessions_agents WHERE 1{scope}", params):
+    for project, agent in _query(app, "SELECT DISTINCT project, agent FROM sessions_agents"):
         agents.setdefault(project, set()).add(agent)
     found = [
         (name, count, sessions.get(name, 0), stamp_iso(stamp_of(newest)), sorted(agents.get(name, ())))
@@ -254,23 +231,19 @@ def projects(app: App) -> list[tuple[str, int, int, str, list[str]]]:
 
 def projects_holding(app: App, session_id: str) -> list[str]:
     """The projects with entries in session `session_id`, most recently active first."""
-    scope, params = _scope(app, "project")
-    sql = f"SELECT project FROM sessions WHERE session_id = ?{scope} ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
-    return [project for (project,) in _query(app, sql, (session_id, *params))]
+    sql = "SELECT project FROM sessions WHERE session_id = ? ORDER BY hlc DESC, w DESC, seq DESC, project DESC"
+    return [project for (project,) in _query(app, sql, (session_id,))]
 
 
 def session_ids(app: App, project: str) -> list[str]:
     """The ids of the project's sessions, most recent first."""
-    if not _visible(app, project):
-        return []
     sql = "SELECT session_id FROM sessions WHERE project = ? ORDER BY hlc DESC, w DESC, seq DESC, session_id DESC"
     return [sid for (sid,) in _query(app, sql, (project,))]
 
 
 def marks(app: App) -> Marks:
     """Handoffs marked wrong, keyed by (project, session, handoff id)."""
-    scope, params = _scope(app, "project")
-    found = _query(app, f"SELECT project, session_id, handoff, note FROM sessions_marks WHERE 1{scope}", params)
+    found = _query(app, "SELECT project, session_id, handoff, note FROM sessions_marks")
     return {(project, sid, handoff): note for project, sid, handoff, note in found}
 
 

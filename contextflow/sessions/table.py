@@ -16,6 +16,7 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
+from contextflow.core.table_sets import by_project
 from contextflow.core.tables import Row, TableSet, db_stamp
 from contextflow.sessions.view import ENTRY_KINDS, marked_wrong, session_of
 
@@ -172,4 +173,5 @@ TABLES = TableSet(
     ("sessions_entries", "sessions", "sessions_agents", "sessions_marks"),
     merged=MERGED,
     seed=seed,
+    scoped=by_project("sessions_entries", "sessions", "sessions_agents", "sessions_marks"),
 )

@@ -325,10 +325,16 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
     from contextflow.timeline import core as timeline
     from tests.test_own_writes_while_building import building_elsewhere
 
+    from contextflow.capture.stored import turns
+    from contextflow.sessions import core as sessions
+
     for name in ("secret", "web"):
         records.set_record(scoped[name], key="fact:plan", value={"v": name})
         writes.add_node(scoped[name], type="fact", content=f"the {name} plan, zebra")
         timeline.create_thread(scoped[name], name=f"the {name} thread")
+        sessions.write_handoff(scoped[name], agent="a", session_id="s1", summary=f"the {name} handoff")
+        turn = {"project": name, "session_id": "s1", "turn_id": f"t-{name}", "turn": {"final": "done"}}
+        scoped[name].store.append("capture.turn", turn)
     building_elsewhere(monkeypatch)  # the tables are built in the background: not done before the reads
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
     base = App.open()
@@ -337,6 +343,9 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
         assert [r.data["value"] for r in records.list_records(web, since_days=0)] == [{"v": "web"}]
         assert [n.content for n in explore.run_query(web, "zebra")[0]] == ["the web plan, zebra"]
         assert [t.name for t in timeline.list_threads(web)] == ["the web thread"]
+        assert [p.name for p in sessions.list_projects(web)] == ["web"]  # (the logs' rest, kept to web's rows)
+        assert sessions.known_session_ids(web, "secret") == [] and turns(web, "secret").session("s1") == []
+        assert [e.data["project"] for e in turns(web, "web").session("s1")] == ["web"]
         assert _folded_by(folds, web) == [] and web.tables().building  # (answered while the build runs)
     finally:
         web.close()
