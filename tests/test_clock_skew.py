@@ -20,7 +20,7 @@ import pytest
 
 from contextflow.app import App
 from contextflow.core.clock import HybridClock, stamp_ms
-from contextflow.core.settings import Settings
+from contextflow.core.project import settings_for
 from contextflow.core.store import Store
 from contextflow.features import all_views
 
@@ -36,7 +36,7 @@ def machine(writer: str, now_ms: Callable[[], int]) -> App:
     """A writer on the shared store whose wall clock reads `now_ms()`."""
     env = {**os.environ, "CONTEXTFLOW_WRITER": writer}
     store = Store.open(env, clock=HybridClock(now_ms), shares_state=False, views=all_views)
-    return App(store, Settings.from_env(store.state_dir, env))
+    return App(store, settings_for(store.state_dir, env))
 
 
 def test_a_write_after_reading_orders_after_it_when_the_clock_is_minutes_behind():
