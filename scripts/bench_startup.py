@@ -249,17 +249,21 @@ def sweep_costs(env: dict[str, str], root: Path, runs: int, events: int) -> None
         rollout.write_text(CODEX_FIXTURE.read_text().replace(CODEX_CWD, f"/elsewhere/{n}"))
     start = json.dumps({"session_id": "next", "cwd": str(work), "hook_event_name": "SessionStart"}).encode()
     command = [*CONTEXTFLOW, "hook", "session-start"]
-    bare = statistics.median(cpu_time([PYTHON, "-c", "pass"], env) for _ in range(runs))
+    elsewhere = {**env, "HOME": str(root / "no-clients")}  # the same store: what the sweep itself adds
+    floor: list[float] = []  # `python -c pass`, measured beside each start (a loaded machine drifts)
     first = cpu_time(command, env, start)
-    steady = [cpu_time(command, env, start) for _ in range(runs)]
-    killed = []
+    steady, alone, killed = [], [], []
+    for _ in range(runs):
+        floor.append(cpu_time([PYTHON, "-c", "pass"], env))
+        steady.append(cpu_time(command, env, start))
+        alone.append(cpu_time(command, elsewhere, start))
     for n in range(runs):
         with open(transcripts[-1], "ab") as handle:  # a turn no Stop hook read: the client was killed
             handle.write(one_turn(1_000 + n, str(work), f"Killed turn {n}. Next step: rerun it."))
         os.utime(transcripts[-1], (long_ago + 100, long_ago + 100))
+        floor.append(cpu_time([PYTHON, "-c", "pass"], env))
         killed.append(cpu_time(command, env, start))
-    elsewhere = {**env, "HOME": str(root / "no-clients")}  # the same store: what the sweep itself adds
-    alone = [cpu_time(command, elsewhere, start) for _ in range(runs)]
+    bare = statistics.median(floor)
     rows = [
         (label, f"{value * 1000:.0f} ms", f"{value / bare:.1f}x", "<= 7x" if target else "")
         for label, value, target in (
