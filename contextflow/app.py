@@ -64,7 +64,7 @@ class App:
         from contextflow import features
         from contextflow.core.tables import tables_for
 
-        return tables_for(self.store, features.all_tables)
+        return tables_for(self.store, features.all_projections)
 
     def every_view(self) -> list[View]:
         """Fresh instances of every feature's view, search included (compaction asks each of them)."""

@@ -14,7 +14,7 @@ off it, imported when first asked for:
 - `on_close`: close-time work, `view name: "module:function"`, called with the store when the
   process closes it, and only when that view was loaded (nothing is loaded just to close);
 - `commands`: help for the CLI command words that group several of its commands;
-- `tables`: its derived tables on disk, `name: "module:TABLES"` (core/tables.py `TableSet`s, each
+- `projections`: its derived tables on disk, `name: "module:PROJECTION"` (core/tables.py `Projection`s, each
   with its own format version).
 
 `App.open` hands the store `folded_views()` and `all_fields()`; the core imports none of this.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from contextflow.core.fields import Schema
     from contextflow.core.fold import View
     from contextflow.core.store import Store
-    from contextflow.core.tables import TableSet
+    from contextflow.core.tables import Projection
 
 # every feature, in the order the CLI's help and the tool list show them
 PACKAGES = (
@@ -59,9 +59,9 @@ class Feature:
         "group",
         "name",
         "on_close",
+        "projections",
         "search_version",
         "table_module",
-        "tables",
         "views",
     )
 
@@ -77,14 +77,14 @@ class Feature:
         search_version: tuple[int, str] = (0, ""),
         on_close: Mapping[str, str] | None = None,
         commands: Mapping[str, str] | None = None,
-        tables: Mapping[str, str] | None = None,
+        projections: Mapping[str, str] | None = None,
     ) -> None:
         self.name, self.group, self.table_module = name, group, table
         self.views = dict(views or {})
         self.fields, self.extractors, self.search_version = fields, extractors, search_version
         self.on_close = dict(on_close or {})
         self.commands = dict(commands or {})
-        self.tables = dict(tables or {})
+        self.projections = dict(projections or {})
 
     def __repr__(self) -> str:
         return f"Feature({self.name!r})"
@@ -141,7 +141,7 @@ def folded_views() -> list[View]:
 
 
 @cache
-def all_tables() -> tuple[TableSet, ...]:
-    """Every derived table set (imported when a process first reads one)."""
-    paths = [path for feature in features() for path in feature.tables.values()]
+def all_projections() -> tuple[Projection, ...]:
+    """Every derived projection (imported when a process first reads one)."""
+    paths = [path for feature in features() for path in feature.projections.values()]
     return tuple(target(path) for path in paths)

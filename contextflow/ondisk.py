@@ -1,10 +1,10 @@
 """Views read from the derived tables where a call cannot query them (core/tables.py).
 
 The graph, the records and the conversations are projections that keep their folded state in tables
-(`PROJECTIONS`: `graph/table.py`, `records/table.py`, `conversations/table.py`, caught up with the
+(`PROJECTIONS`: `graph/projection.py`, `records/projection.py`, `conversations/projection.py`, caught up with the
 other tables): a call queries them while they hold every log (`served`). While they do not (a fresh
 machine, a format rebuilt: another process builds them in the background; or another process holds
-the lock), the view is their whole state as built so far (`TableSet.load`) with the events of its
+the lock), the view is their whole state as built so far (`Projection.load`) with the events of its
 kinds every log holds past their cursors folded on top (read, never folded whole: lines without its
 kinds' prefix are skipped undecoded), so an answer is complete, never "not found" from an unfinished
 build.
@@ -18,7 +18,7 @@ The views stay pure folds (`<feature>/view.py`); only their input changes. A sto
 the tables (a ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`). A
 `--stdin` batch reads the tables like any call (`Tables.overlaid`). A store scoped to some projects (an
 HTTP grant's, `Store.read_projects`) reads the same tables, each of them a view of its projects' rows
-(`TableSet.scoped`), and of the logs' remaining bytes their events only; it never folds in memory.
+(`Projection.scoped`), and of the logs' remaining bytes their events only; it never folds in memory.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.log import Cursor
-from contextflow.core.tables import TableSet, stamp_of
+from contextflow.core.tables import Projection, stamp_of
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 
-# each view folded from its feature's table of its events: (that table set, the prefix of the kinds it folds,
+# each view folded from its feature's table of its events: (that projection, the prefix of the kinds it folds,
 # the query of its events read after a rowid, in the order read)
 KINDS = {
     "timeline": (
@@ -49,11 +49,11 @@ KINDS = {
     ),
 }
 
-# views whose state is a projection's tables (`TableSet.apply`), by the feature's table set
+# views whose state is a projection's tables (`Projection.apply`), by the feature's projection
 PROJECTIONS = {
-    "graph": "contextflow.graph.table:TABLES",
-    "records": "contextflow.records.table:TABLES",
-    "conversations": "contextflow.conversations.table:TABLES",
+    "graph": "contextflow.graph.projection:PROJECTION",
+    "records": "contextflow.records.projection:PROJECTION",
+    "conversations": "contextflow.conversations.projection:PROJECTION",
 }
 
 
@@ -70,7 +70,7 @@ def view(app: App, kind: type[Folds[S]]) -> S:
     return cast(S, _partial(app, name))
 
 
-def served(app: App, projection: TableSet) -> bool:
+def served(app: App, projection: Projection) -> bool:
     """Whether `projection`'s tables hold every log's events now (brought up to date first), so a call
     can query them; False where the tables are not read or not current (the caller reads `view`)."""
     from contextflow.sessions.stored import disk
@@ -112,14 +112,14 @@ def holds_more_than(app: App, name: str, count: int) -> bool:
     return bool(app.tables().query(f"{KINDS[name][2]} LIMIT 1 OFFSET ?", (0, count)))
 
 
-def _projection(name: str) -> TableSet:
+def _projection(name: str) -> Projection:
     from contextflow.features import target
 
-    found: TableSet = target(PROJECTIONS[name])
+    found: Projection = target(PROJECTIONS[name])
     return found
 
 
-def _projected(app: App, name: str, projection: TableSet) -> Any:
+def _projected(app: App, name: str, projection: Projection) -> Any:
     """A projection's view while its tables are not current: their state as built so far, and the events
     of its kinds past its cursors (read in one transaction with the state: each event once)."""
     from contextflow.core.fold import LazyView

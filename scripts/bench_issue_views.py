@@ -123,7 +123,7 @@ class Tree:
         build twice: wait for that lock, then update."""
         code = (
             "from contextflow.app import App\nfrom contextflow.core.lock import WriterLock\n"
-            "from contextflow.core.table_updates import BUILD_LOCK, BUILD_WAIT_S\n"
+            "from contextflow.core.catchup import BUILD_LOCK, BUILD_WAIT_S\n"
             "app = App.open()\ntables = app.tables()\nfor _ in range(60):\n"
             "    with WriterLock(tables.path.with_name(BUILD_LOCK), 3600):\n        pass\n"
             "    if tables.update(BUILD_WAIT_S, foreground=True) >= 0:\n        break\napp.close()\n"

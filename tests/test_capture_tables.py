@@ -154,8 +154,8 @@ def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_bui
 
 def _tail(app, limit: int, budget: int) -> tuple[list[str], int]:
     """The texts of the notes the logs' tails hold since their horizon (oldest first), and the horizon."""
+    from contextflow.core.projections import readable_events
     from contextflow.core.rest import tails
-    from contextflow.core.table_sets import readable_events
 
     found, horizon = tails(app.tables().paths(), app.store, limit, budget)
     events = [event for lines in found for event in readable_events(lines, app.store) if event.hlc >= horizon]
@@ -197,12 +197,12 @@ def test_the_busiest_writers_tail_is_read_further_back_within_the_budget(app):
 def test_a_fresh_machine_says_why_when_the_newest_events_hold_nothing_of_the_project(
     app, capsys, monkeypatch, tmp_path
 ):
-    from contextflow.core import rest, table_updates
+    from contextflow.core import catchup, rest
 
     app.store.append("handoff", {"project": "shared", "session_id": "s1", "summary": "Parser half done", "agent": "a"})
     other = [("note", {"project": "elsewhere", "session_id": "e", "text": f"{n} " + "x" * 400}) for n in range(19_000)]
-    app.store.append_many(other)  # more than all tails together read (table_sets.TAIL_BUDGET)
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
+    app.store.append_many(other)  # more than all tails together read (projections.TAIL_BUDGET)
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 100)  # as if the logs were big: built in the background
     monkeypatch.setattr(
         tables_module.Tables, "_build_in_background", lambda self, unread: setattr(self, "building", True)
     )
@@ -217,12 +217,12 @@ def test_a_fresh_machine_says_why_when_the_newest_events_hold_nothing_of_the_pro
 def test_a_fresh_machine_whose_logs_fit_the_bound_answers_from_all_of_them_while_its_tables_are_built(
     app, capsys, monkeypatch, tmp_path
 ):
-    from contextflow.core import table_updates
+    from contextflow.core import catchup
 
     app.store.append("handoff", {"project": "shared", "session_id": "s1", "summary": "Parser half done", "agent": "a"})
     other = [("note", {"project": "elsewhere", "session_id": "e", "text": f"{n} " + "x" * 400}) for n in range(19_000)]
     app.store.append_many(other)  # more than the logs' tails hold, less than a call reads (rest.REST_BYTES)
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 100)
     monkeypatch.setattr(
         tables_module.Tables, "_build_in_background", lambda self, unread: setattr(self, "building", True)
     )

@@ -14,8 +14,8 @@ from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.core.log import log_path
 from contextflow.core.tables import DB_FILE, tables_for
-from contextflow.features import all_tables
-from contextflow.feed import table as feed_table
+from contextflow.features import all_projections
+from contextflow.feed import projection as feed_table
 from contextflow.feed.core import FeedItem, facets, recent
 from tests.conftest import open_app
 from tests.table import run
@@ -124,7 +124,7 @@ def test_another_process_appends_and_only_the_new_bytes_are_read(app: App) -> No
         assert tables.caught_up - before == 1  # only writer-b's one new line was read
         assert "writer-b" in facets(app)["machines"]
         assert recent(other)[0].text == "from b"
-        assert tables_for(other.store, all_tables).caught_up == 0  # the other process found it current
+        assert tables_for(other.store, all_projections).caught_up == 0  # the other process found it current
     finally:
         other.close()
 
@@ -274,10 +274,10 @@ def test_a_big_backlog_is_built_by_one_background_process_while_readers_answer(
 ) -> None:
     import time
 
-    from contextflow.core import table_updates
+    from contextflow.core import catchup
 
     fill(app)
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 100)  # as if the logs were big
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 100)  # as if the logs were big
     told: list[str] = []
     app.store.progress = told.append
     first = recent(app)  # answered at once: what is built so far and the logs' bytes past it

@@ -9,8 +9,8 @@ from contextflow.core.events import Event
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
 from contextflow.graph.compose import compose, compose_nodes
+from contextflow.graph.projection import ScratchView
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.table import ScratchView
 from tests.table import run
 
 AT = 1_700_000_000_000

@@ -1,4 +1,4 @@
-"""The graph's tables on disk (graph/table.py, graph/stored.py) answer every read as the whole fold does:
+"""The graph's tables on disk (graph/projection.py, graph/stored.py) answer every read as the whole fold does:
 random graphs from two writers, read in batches of any size, updates before creations, deletes, tags,
 edges, views, imports' origins, a clock bound; and only the rows a call touches are read."""
 
@@ -11,14 +11,14 @@ import pytest
 
 from contextflow import ondisk
 from contextflow.app import App
-from contextflow.core import table_updates
+from contextflow.core import catchup
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
+from contextflow.graph.projection import PROJECTION, Scratch, ScratchView
 from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.table import TABLES, Scratch, ScratchView
 from tests.graph_fold import FoldedGraph, fold
 from tests.raw import write_events
 
@@ -105,7 +105,7 @@ def _folded(app: App) -> FoldedGraph:
 
 def _same(app: App, at_ms: int) -> None:
     folded = _folded(app)
-    assert ondisk.served(app, TABLES)
+    assert ondisk.served(app, PROJECTION)
     stored = StoredGraph(app.tables())
     assert set(stored.live) == folded.live
     assert set(stored.nodes) == set(folded.nodes)
@@ -149,7 +149,7 @@ def _whole_graph_reads(app: App) -> list[object]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_updates, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
+    monkeypatch.setattr(catchup, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
     events = _events(seed, 400)
     rng = random.Random(seed)
     half = rng.randrange(len(events))
@@ -227,7 +227,7 @@ def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
 def test_a_version_change_rebuilds_the_graphs_tables(app: App) -> None:
     node = writes.add_node(app, type="fact", content="kept")
     writes.graph(app)
-    newer = TABLES._replace(format=TABLES.format._replace(version=TABLES.format.version + 1))
+    newer = PROJECTION._replace(format=PROJECTION.format._replace(version=PROJECTION.format.version + 1))
     app.tables().sets[newer.name] = newer
     assert ondisk.served(app, newer)
     assert StoredGraph(app.tables()).nodes[node.id].content == "kept"

@@ -33,7 +33,7 @@ from contextflow.core.locate import Location
 from contextflow.core.log import read_whole
 from contextflow.core.store import Store
 from contextflow.core.tables import Tables
-from contextflow.features import all_tables
+from contextflow.features import all_projections
 
 WRITERS = 220
 LIVE = 8  # writers alive at once
@@ -48,7 +48,7 @@ from filelock import FileLock
 from contextflow.core.locate import Location
 from contextflow.core.store import Store
 from contextflow.core.tables import Tables
-from contextflow.features import all_tables
+from contextflow.features import all_projections
 
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
 folder = Path(sys.argv[1])
@@ -65,7 +65,7 @@ def work(writer, state, ack_path, seed, tear):
             os.write(fd, line[: rng.randint(1, len(line))])
             os.kill(os.getpid(), signal.SIGKILL)
     store = Store(Location(folder, "test"), writer, state_dir, views=[], shares_state=False)
-    tables = Tables(store, all_tables())  # on disk, updated (and killed) in between
+    tables = Tables(store, all_projections())  # on disk, updated (and killed) in between
     acks = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     n = 0
     nodes = []
@@ -203,7 +203,7 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
 
     for writer in WRITER_IDS:  # whatever the kills interrupted, the tables catch up to a fresh build's rows
         survivor = Store(Location(folder, "test"), writer, states[writer], views=[], shares_state=False)
-        tables = Tables(survivor, all_tables())
+        tables = Tables(survivor, all_projections())
         assert tables.query("SELECT count(*) FROM feed WHERE kind = 'note'")[0][0] == notes, "every note is in the feed"
         assert tables.query("SELECT count(*) FROM graph_nodes")[0][0] == graph_nodes, "every node is in the graph's"
         assert tables.differing() == []  # the graph's state on disk too

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.app import App
-from contextflow.core import table_sets
+from contextflow.core import projections
 from contextflow.search import derived, retrieval
 from contextflow.sessions import present as sessions
 from tests.conftest import open_app
@@ -104,8 +104,8 @@ def test_a_read_during_an_unfinished_build_answers_completely(
 def test_a_handoff_written_while_another_process_locks_the_tables_is_the_one_shown(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = table_sets.Txn.__init__
-    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
     base = {"agent": "claude", "project": "p", "session_id": "s-lock"}
     sessions.write_shared_handoff(app, {**base, "task": "the previous task", "summary": "before"})
     assert "the previous task" in sessions.get_latest_handoff(app, {"project": "p"}).text
@@ -173,8 +173,8 @@ def test_the_session_start_under_a_held_lock_shows_the_newest_handoff_from_the_l
     from contextflow.adapters.cli import main
     from contextflow.adapters.session_start import PARTIAL_NOTE
 
-    real = table_sets.Txn.__init__
-    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
     monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "shared")
     base = {"agent": "claude", "project": "shared", "session_id": "s-lock"}
     sessions.write_shared_handoff(app, {**base, "task": "the previous task", "summary": "before"})
@@ -229,8 +229,8 @@ def test_captured_turns_another_machine_wrote_are_read_while_the_build_has_not_r
 def test_captured_turns_written_under_a_held_lock_are_read(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     from contextflow.capture.stored import turns
 
-    real = table_sets.Txn.__init__
-    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
     base = {"agent": "claude", "project": "p", "session_id": "s-lock"}
     app.store.append("capture.turn", {**base, "turn_id": "one", "turn": {"request": "one", "final": "done"}})
     assert len(turns(app, "p").session("s-lock")) == 1
@@ -289,8 +289,8 @@ def test_the_feed_says_it_is_partial_and_how_far_the_build_is_when_too_much_rema
 def test_the_feed_under_a_held_lock_shows_what_was_written_meanwhile(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     from contextflow.feed import present as feed
 
-    real = table_sets.Txn.__init__
-    monkeypatch.setattr(table_sets.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
     sessions.append_shared_note(app, {"agent": "claude", "project": "p", "text": "before the lock"})
     assert "before the lock" in feed.recent_activity(app, {"project": "p"}).text
     holder = sqlite3.connect(app.tables().path, isolation_level=None)

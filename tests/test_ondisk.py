@@ -13,8 +13,8 @@ from contextflow.app import App
 from contextflow.conversations.view import ConversationsView
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes
+from contextflow.graph.projection import ScratchView
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.table import ScratchView
 from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
@@ -70,7 +70,7 @@ def test_a_rebuilt_table_refolds_the_view(app: App) -> None:
 def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_after_it(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contextflow.core import table_updates
+    from contextflow.core import catchup
     from contextflow.core import tables as tables_module
 
     other = open_app("writer-b")
@@ -79,7 +79,7 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         records.set_record(other, key="fact:theirs", value={"text": "from the other machine"})
         app.tables().close()
         app.tables().path.unlink()
-        monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 10)  # as if the logs were big...
+        monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 10)  # as if the logs were big...
         monkeypatch.setattr(
             tables_module.Tables, "_build_in_background", lambda self, unread: None
         )  # ...and built elsewhere
@@ -94,7 +94,7 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         )
         assert "fact:new" in str(ondisk.view(app, RecordsView))
         assert "fact:theirs" in str(ondisk.view(app, RecordsView))  # another machine's too: the logs' rest answers
-        monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
+        monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
         assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and "fact:theirs" in str(
             ondisk.view(app, RecordsView)
         )

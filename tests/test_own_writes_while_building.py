@@ -10,7 +10,7 @@ import random
 import pytest
 
 from contextflow.app import App
-from contextflow.core import table_updates
+from contextflow.core import catchup
 from contextflow.core import tables as tables_module
 from contextflow.feed import present as feed
 from contextflow.sessions import present as sessions
@@ -20,7 +20,7 @@ from tests.test_ondisk import churn
 
 def building_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if the logs were big and another process were building the tables (it never finishes here)."""
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 10)
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 10)
 
     def elsewhere(self: tables_module.Tables, unread: int) -> None:
         self.building = True
@@ -62,7 +62,7 @@ def test_a_handoff_and_a_note_written_during_a_build_are_read_at_once(
             assert "the second one's note" in sessions.read_shared_context(app, {**base, "format": "json"}).text
         finally:
             second.close()
-        monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)  # the build is done
+        monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 1 << 40)  # the build is done
         assert app.tables().update() > 0 and app.tables().current()
         assert app.tables().differing() == []  # rows added ahead of the build: the same as a fresh build
         shows(app, "a note written while building", "the task handed off while building")
@@ -78,7 +78,7 @@ def test_only_the_newest_bytes_of_this_machines_log_are_added_ahead(app: App, mo
     app.tables().close()
     app.tables().path.unlink(missing_ok=True)
     building_elsewhere(monkeypatch)
-    monkeypatch.setattr(table_updates, "TAIL_BYTES", 2000)  # the first look reads this far back, no further
+    monkeypatch.setattr(catchup, "TAIL_BYTES", 2000)  # the first look reads this far back, no further
     sessions.append_shared_note(app, {**base, "text": "the newest note"})
     context = sessions.read_shared_context(app, {**base, "format": "json"}).text  # a read adds the logs' rest
     assert "the newest note" in context and "an old note" in context
@@ -93,16 +93,16 @@ def test_only_the_newest_bytes_of_this_machines_log_are_added_ahead(app: App, mo
     assert held("SELECT count(*) FROM sessions_entries WHERE CAST(data AS TEXT) LIKE '%an old note%'") == 0
     assert held("SELECT count(*) FROM feed WHERE text LIKE 'filler 39 %'") == 1
     assert held("SELECT count(*) FROM feed WHERE text LIKE 'filler 0 %'") == 0
-    monkeypatch.setattr(table_updates, "BACKGROUND_BYTES", 1 << 40)
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 1 << 40)
     assert "an old note" in sessions.read_shared_context(app, {**base, "format": "json"}).text
 
 
 def test_a_stuck_ahead_lock_stops_neither_the_build_nor_a_read(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     from contextflow.core.lock import WriterLock
 
-    monkeypatch.setattr(table_updates, "WAIT_S", 0.05)
+    monkeypatch.setattr(catchup, "WAIT_S", 0.05)
     tables = app.tables()
-    stuck = WriterLock(tables.path.with_name(table_updates.AHEAD_LOCK), 0)
+    stuck = WriterLock(tables.path.with_name(catchup.AHEAD_LOCK), 0)
     with stuck:  # held by a process that stopped
         tables._let_ahead()
         assert tables._ahead_stuck  # waited once, never again

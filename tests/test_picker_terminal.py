@@ -19,8 +19,17 @@ pytestmark = [
 ]
 
 
+SOCKET = f"cf-test-{os.getpid()}"  # a tmux server of this run's own: another run's never answers for it
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_tmux_server():
+    yield
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, timeout=10, check=False)
+
+
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True, timeout=10).stdout
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=True, timeout=10).stdout
 
 
 def wait_for(session: str, needle: str, timeout: float = 20.0) -> str:
@@ -48,7 +57,9 @@ def test_arrow_down_and_enter_make_the_second_entry_the_active_session(app, tmp_
         tmux("send-keys", "-t", session, "Enter")
         wait_for(session, "Active session: only-session")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10, check=False)
+        subprocess.run(
+            ["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True, timeout=10, check=False
+        )
     assert app.settings.active_session_file.read_text().strip() == "only-session"
 
 
@@ -71,6 +82,8 @@ def test_escape_and_q_cancel_and_leave_the_active_session_unchanged(app, tmp_pat
             except AssertionError:
                 continue
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10, check=False)
+        subprocess.run(
+            ["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True, timeout=10, check=False
+        )
     assert "No session chosen; the active session is unchanged." in screen and "picker-exit=130" in screen
     assert not app.settings.active_session_file.exists()

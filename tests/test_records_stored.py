@@ -1,5 +1,5 @@
-"""Context records and saved conversations read from their tables on disk (records/table.py,
-conversations/table.py) answer as the whole folds do: random writes of two writers, read in batches of
+"""Context records and saved conversations read from their tables on disk (records/projection.py,
+conversations/projection.py) answer as the whole folds do: random writes of two writers, read in batches of
 any size, sets after deletes, expiry, categories, threads, pins, key prefixes, several projects; and a
 call reads only the rows it shows."""
 
@@ -15,7 +15,7 @@ from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.conversations.stored import StoredConversations
 from contextflow.conversations.view import ConversationsState
-from contextflow.core import table_updates
+from contextflow.core import catchup
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
@@ -102,7 +102,7 @@ def _reads(app: App) -> list[object]:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table_updates, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
+    monkeypatch.setattr(catchup, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
     events = _events(seed, 300)
     half = random.Random(seed).randrange(len(events))
     write_events(app.store.folder, events[:half])
@@ -145,7 +145,7 @@ def test_a_listing_reads_only_the_records_it_shows(app: App, monkeypatch: pytest
 
 def test_context_list_decodes_only_the_records_it_shows(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     from contextflow.records import present, stored
-    from contextflow.records.table import record_of
+    from contextflow.records.projection import record_of
     from contextflow.records.view import Record
 
     for n in range(40):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from contextflow.app import App
-from contextflow.core.table_sets import Txn
+from contextflow.core.projections import Txn
 from contextflow.sessions import core as sessions
 from contextflow.sessions.core import EntryFilter, SessionQuery
 

@@ -359,9 +359,9 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     parts = [part for part in parts if part]
     if ondisk.empty(app, "graph"):  # nothing to compose (and nothing of the graph imported)
         return _told(parts, chars)
-    from contextflow.graph.table import TABLES
+    from contextflow.graph.projection import PROJECTION
 
-    if not ondisk.served(app, TABLES) and ondisk.holds_more_than(app, "graph", GRAPH_FOLD_MAX):  # (seconds to fold)
+    if not ondisk.served(app, PROJECTION) and ondisk.holds_more_than(app, "graph", GRAPH_FOLD_MAX):  # (seconds to fold)
         parts.append(LARGE_GRAPH_NOTE.format(events=f"{GRAPH_FOLD_MAX:,}"))
         return _told(parts, chars)
     query, saved_budget = default_query(app, hooks)

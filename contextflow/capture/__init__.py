@@ -11,5 +11,5 @@ FEATURE = Feature(
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
     search_version=(1, "d6949a03902a04c91b1b"),
-    tables={"capture": "contextflow.capture.table:TABLES"},
+    projections={"capture": "contextflow.capture.projection:PROJECTION"},
 )

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from contextflow.capture import digest as digests
 from contextflow.capture import substance
+from contextflow.capture.projection import turn_of
 from contextflow.capture.stored import Turns, turns
-from contextflow.capture.table import turn_of
 from contextflow.core.events import Event, OrderKey
 
 if TYPE_CHECKING:

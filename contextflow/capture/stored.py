@@ -1,4 +1,4 @@
-"""Captured turns read from the derived tables (`capture/table.py`) or, where a store cannot use them
+"""Captured turns read from the derived tables (`capture/projection.py`) or, where a store cannot use them
 (tables that do not open), from the `activity` view: the same answers either way. A store scoped to some projects (an
 HTTP grant's) reads only their turns.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextflow.capture.table import turn_of
+from contextflow.capture.projection import turn_of
 from contextflow.core import jsonio
 from contextflow.core.events import Event, OrderKey
 
@@ -192,11 +192,11 @@ def reading(app: App) -> Reading | None:
     """How this call reads captured turns from the derived tables (`core/rest.py`: with the rows of the
     logs' remaining bytes while a build runs or another process holds their lock, never "no turns" from
     an unfinished build), or None where a store does not read them (the activity view answers)."""
-    from contextflow.capture.table import TABLES
+    from contextflow.capture.projection import PROJECTION
     from contextflow.core import rest
     from contextflow.sessions.stored import disk
 
-    return rest.reading(app.tables(), (TABLES.name,)) if disk(app) else None
+    return rest.reading(app.tables(), (PROJECTION.name,)) if disk(app) else None
 
 
 def known_turns(app: App) -> KnownTurns | set[str]:

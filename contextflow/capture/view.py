@@ -2,7 +2,7 @@
 
 Pure fold. A turn id seen before (the same turn captured on two machines, or a transcript read
 again) is not listed twice: the copy with the earliest `Event.key` is kept, whatever the order they
-are read in (as `capture/table.py` keeps it); lists stay sorted by `Event.key`.
+are read in (as `capture/projection.py` keeps it); lists stay sorted by `Event.key`.
 """
 
 from __future__ import annotations

@@ -236,9 +236,9 @@ def save_conversation(app: App, raw: Any) -> Saved:
 def conversations_state(app: App) -> Conversations:
     """The conversations for one call: their table on disk when it holds every save (conversations/stored.py),
     else the fold (while the derived tables are built, or for a store that does not read them)."""
-    from contextflow.conversations.table import TABLES
+    from contextflow.conversations.projection import PROJECTION
 
-    if ondisk.served(app, TABLES):
+    if ondisk.served(app, PROJECTION):
         from contextflow.conversations.stored import StoredConversations
 
         return StoredConversations(app.tables())

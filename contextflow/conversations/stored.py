@@ -1,4 +1,4 @@
-"""The saved conversations read from their table on disk (conversations/table.py): what
+"""The saved conversations read from their table on disk (conversations/projection.py): what
 `conversations/core.py` and search's hits read of a `ConversationsState`, each conversation queried when
 a call touches it. One object serves one call.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from contextflow.conversations.table import entry_of
+from contextflow.conversations.projection import entry_of
 from contextflow.conversations.view import ConversationEntry, ConversationKey
 from contextflow.core.tables import Tables
 

@@ -2,12 +2,12 @@
 large sync, another process holding their lock): the tables as built plus the rows of the logs'
 remaining bytes, read through one connection so that every reader's SQL is unchanged.
 
-A `Rest` is an in-memory SQLite database (`main`) holding, for the table sets asked, the rows of every
+A `Rest` is an in-memory SQLite database (`main`) holding, for the projections asked, the rows of every
 log's events past that set's cursors (its triggers run on them), with the tables on disk attached read
 only as `base`. TEMP views named as the tables show base's rows with the rest's in their place (each
-set's `TableSet.merged` SQL; by default a row of the rest replaces base's row of the same `id`), so a
+set's `Projection.merged` SQL; by default a row of the rest replaces base's row of the same `id`), so a
 query of `sessions_entries` or `feed` reads both. A set whose triggers summarise rows (sessions) first
-copies base's rows of what the new rows touch (`TableSet.seed`), so its triggers compute whole summaries.
+copies base's rows of what the new rows touch (`Projection.seed`), so its triggers compute whole summaries.
 The cursors are read before the rows, so a chunk a build commits meanwhile is in both (the merge keeps it
 once), never in neither.
 
@@ -31,11 +31,11 @@ from weakref import WeakKeyDictionary
 from contextflow.core import jsonio
 from contextflow.core.fsutil import Signature, signature
 from contextflow.core.log import Cursor, read_new, read_tail
-from contextflow.core.table_sets import (
+from contextflow.core.projections import (
     TAIL_BUDGET,
     TAIL_BYTES,
     WAIT_S,
-    TableSet,
+    Projection,
     cursor_of,
     readable_events,
     scoped_views,
@@ -65,7 +65,7 @@ class Progress(NamedTuple):
 class Rest:
     """The rows of the logs' remaining bytes over the tables as built (see the module's docstring)."""
 
-    def __init__(self, db: sqlite3.Connection, sets: Sequence[TableSet], key: object, built: set[str]) -> None:
+    def __init__(self, db: sqlite3.Connection, sets: Sequence[Projection], key: object, built: set[str]) -> None:
         self.db, self.sets, self.key, self.built = db, list(sets), key, built
         self.read: dict[tuple[str, str], Cursor | None] = {}  # (format, log) -> how far the rest holds its rows
         self.seen: dict[str, Signature | None] = {}  # per log, its signature when read
@@ -87,7 +87,7 @@ class Rest:
         with self._lock:
             for path in tables.paths():
                 self.seen[str(path)] = signature(path)
-                groups: dict[Cursor | None, list[TableSet]] = {}
+                groups: dict[Cursor | None, list[Projection]] = {}
                 for table_set in self.sets:
                     groups.setdefault(self.read.get((table_set.name, str(path))), []).append(table_set)
                 for cursor, sets in groups.items():
@@ -96,7 +96,7 @@ class Rest:
                         for table_set in sets:
                             self.read[(table_set.name, str(path))] = after
 
-    def _insert(self, sets: Sequence[TableSet], events: Iterable[Any]) -> None:
+    def _insert(self, sets: Sequence[Projection], events: Iterable[Any]) -> None:
         found: dict[str, dict[str, dict[tuple[Any, ...], None]]] = {s.name: {} for s in sets}
         for event in events:
             for table_set in sets:
@@ -185,7 +185,7 @@ def _base_key(tables: Tables) -> object:
     return tuple(sorted((str(name), str(path), bytes(blob)) for name, path, blob in found))
 
 
-def build(tables: Tables, sets: Sequence[TableSet], key: object = None, most: int | None = None) -> Rest:
+def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: int | None = None) -> Rest:
     """The rest of `sets` over the tables now: every log's bytes past their cursors, or the logs' tails
     (partial, with the build's progress) when more than `most` (REST_BYTES) bytes remain."""
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -224,7 +224,7 @@ _BY_ID = "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION
 
 
 def _attach(
-    db: sqlite3.Connection, tables: Tables, sets: Sequence[TableSet]
+    db: sqlite3.Connection, tables: Tables, sets: Sequence[Projection]
 ) -> tuple[dict[tuple[str, str], Cursor], set[str]]:
     """Attach the tables as `base` (read only); the cursors of `sets` there and the names of those built."""
     cursors: dict[tuple[str, str], Cursor] = {}
@@ -244,7 +244,7 @@ def _attach(
     return cursors, built
 
 
-def _unread(path: Path, cursors: dict[tuple[str, str], Cursor], sets: Sequence[TableSet]) -> int:
+def _unread(path: Path, cursors: dict[tuple[str, str], Cursor], sets: Sequence[Projection]) -> int:
     found = signature(path)
     size = found[2] if found else 0
     return max((size - (c.offset if (c := cursors.get((s.name, str(path)))) else 0) for s in sets), default=0)

@@ -1,13 +1,13 @@
 """Derived tables on disk: the views a call reads, in one SQLite database per store, shared by every
-process of this machine. The only module that does SQLite I/O, with its parts: `core/table_sets.py`
-(what a feature declares, the bookkeeping tables, the write transaction), `core/table_updates.py`
+process of this machine. The only module that does SQLite I/O, with its parts: `core/projections.py`
+(what a feature declares, the bookkeeping tables, the write transaction), `core/catchup.py`
 (catching up from the logs, the background build, rows added ahead of it); `core/rest.py` answers beside
 them while they do not hold every log.
 
 On-disk contract (`<state folder>/views.sqlite3`, WAL mode: many readers and one writer; machine-local,
 never synced, always safe to delete):
 
-- Each feature that keeps tables declares a `TableSet` (a projection): its `Format` (name, explicit
+- Each feature that keeps tables declares a `Projection` (a projection): its `Format` (name, explicit
   version, code closure: `core/formats.py`), its schema and either one insert statement per table and
   `rows(event)`, a pure fold from one event to the rows it adds (keyed by the event: replaying an event
   adds nothing, so the fold is idempotent and order-free; "latest", "superseded" and filters are
@@ -29,7 +29,7 @@ that cannot get the lock in time, or finds a build under way, has tables that ho
 the tables with the rows of the logs' remaining bytes (`core/rest.py`). A backlog over BACKGROUND_BYTES (a fresh
 machine, a format rebuilt) is built by one forked background process (`views.build.lock`) while
 readers answer from what is built so far, plus the rows of this machine's log's newest bytes, added
-ahead of the build (`TableSet.ahead`). A log that no longer continues (compaction, a removed conflict
+ahead of the build (`Projection.ahead`). A log that no longer continues (compaction, a removed conflict
 copy) rebuilds the formats that read it; a database that fails to open or read is deleted and rebuilt.
 
 A `--stdin` batch (`adapters/batch.py`) reads its provisional events back from the tables (`overlaid`:
@@ -49,34 +49,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import jsonio, legacy
+from contextflow.core.catchup import BUILD_LOCK, CatchUp
+from contextflow.core.catchup import BUILD_WAIT_S as BUILD_WAIT_S
+from contextflow.core.catchup import READ_BYTES as READ_BYTES
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, list_segments
-from contextflow.core.table_sets import WAIT_S as WAIT_S
-from contextflow.core.table_sets import Row as Row
-from contextflow.core.table_sets import TableSet as TableSet
-from contextflow.core.table_sets import busy, cursor_of, damaged, scoped_views, unread_bytes
-from contextflow.core.table_sets import db_stamp as db_stamp
-from contextflow.core.table_sets import stamp_of as stamp_of
-from contextflow.core.table_updates import BUILD_LOCK, TableUpdates
-from contextflow.core.table_updates import BUILD_WAIT_S as BUILD_WAIT_S
-from contextflow.core.table_updates import READ_BYTES as READ_BYTES
+from contextflow.core.projections import WAIT_S as WAIT_S
+from contextflow.core.projections import Projection as Projection
+from contextflow.core.projections import Row as Row
+from contextflow.core.projections import busy, cursor_of, damaged, scoped_views, unread_bytes
+from contextflow.core.projections import db_stamp as db_stamp
+from contextflow.core.projections import stamp_of as stamp_of
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
     from contextflow.core.store import Store
 
-# (`X as X` above: re-exported, features and scripts import `Row`, `TableSet`, the stamps and waits from here)
+# (`X as X` above: re-exported, features and scripts import `Row`, `Projection`, the stamps and waits from here)
 DB_FILE = "views.sqlite3"
 CACHE_KB = 16 * 1024  # pages kept in memory: a chunk's index updates (a larger cache did not build faster)
 
 
-class Tables(TableUpdates):
+class Tables(CatchUp):
     """The derived tables of one store, as this process sees them (one connection, one thread at a time)."""
 
     def __init__(
         self,
         store: Store,
-        sets: Sequence[TableSet],
+        sets: Sequence[Projection],
         path: Path | None = None,
     ) -> None:
         self.store = store
@@ -109,7 +109,7 @@ class Tables(TableUpdates):
         return version, formats, tuple((str(path), signature(path)) for path in logs)
 
     def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
-        """`TableUpdates.update`, skipped (returning 0) while nothing it depends on changed since it last
+        """`CatchUp.update`, skipped (returning 0) while nothing it depends on changed since it last
         found every format current (`_key`): a warm read checks one stat per log and no table."""
         with self._mutex:
             if self._held:
@@ -155,7 +155,7 @@ class Tables(TableUpdates):
 
     def _reads(self) -> sqlite3.Connection:
         """The connection reads go through: this store's, or for a store scoped to some projects (an HTTP
-        grant's, `Store.read_projects`) a read-only one on which each table a format scopes (`TableSet.scoped`)
+        grant's, `Store.read_projects`) a read-only one on which each table a format scopes (`Projection.scoped`)
         is a TEMP view of its rows of those projects: every query keeps to them, whoever wrote it."""
         db, projects = self._connect(), self.store.read_projects
         if projects is None:
@@ -446,7 +446,7 @@ def describe(tables: Tables) -> dict[str, Any]:
 _OPEN: weakref.WeakKeyDictionary[Store, Tables] = weakref.WeakKeyDictionary()
 
 
-def tables_for(store: Store, sets: Callable[[], Sequence[TableSet]]) -> Tables:
+def tables_for(store: Store, sets: Callable[[], Sequence[Projection]]) -> Tables:
     """This process's handle on the store's derived tables (one per store object)."""
     found = _OPEN.get(store)
     if found is None:

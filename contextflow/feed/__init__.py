@@ -2,4 +2,6 @@
 
 from contextflow.features import Feature
 
-FEATURE = Feature("feed", table="contextflow.feed.operations", tables={"feed": "contextflow.feed.table:TABLES"})
+FEATURE = Feature(
+    "feed", table="contextflow.feed.operations", projections={"feed": "contextflow.feed.projection:PROJECTION"}
+)

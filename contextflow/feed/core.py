@@ -1,6 +1,6 @@
 """The activity feed: what happened across every project, agent and machine, newest first, page by page.
 
-Served from the derived tables (`feed/table.py`, kept by `core/tables.py`): a page is one indexed
+Served from the derived tables (`feed/projection.py`, kept by `core/tables.py`): a page is one indexed
 query, so it answers in milliseconds whatever the store's size, and a process reads only its page.
 While the tables do not hold every log (a build under way, another process holding their lock), a page
 also reads the feed rows of the logs' remaining bytes (`core/rest.py`), merged in by the same queries; when
@@ -44,11 +44,11 @@ class FeedItem:
 @contextlib.contextmanager
 def _reading(app: App) -> Iterator[Reading]:
     from contextflow.core.rest import reading
-    from contextflow.feed.table import TABLES
+    from contextflow.feed.projection import PROJECTION
 
     tables = app.tables()
     with tables.as_of_now():  # the logs checked once (a held lock waited for once), not once a query
-        yield reading(tables, (TABLES.name,))
+        yield reading(tables, (PROJECTION.name,))
 
 
 def _position(read: Reading, before: str) -> tuple[int, str, int]:

@@ -297,7 +297,7 @@ def parse(text: str) -> Expr:
         raise QueryError("query is nested too deeply; write it flatter") from None
 
 
-# -- evaluation: a condition on the graph's tables (graph/table.py) ---------------------------
+# -- evaluation: a condition on the graph's tables (graph/projection.py) ---------------------------
 
 _COLUMNS = {"tokens": "n.tokens", "created": "n.created_ms", "updated": "n.updated_ms"}
 _OPERATORS = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "=": "="}

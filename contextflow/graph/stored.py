@@ -1,11 +1,11 @@
-"""The graph read from its tables (graph/table.py): a `StoredGraph` whose nodes, tags, edges and views are
+"""The graph read from its tables (graph/projection.py): a `StoredGraph` whose nodes, tags, edges and views are
 queried when a call touches them, so a process holds what its call read, never the whole graph. One
 object serves one call (`writes.graph`): nodes it loaded are kept for the call. A query of the query
 language runs as one SQL query (`matching`): the language's only evaluator (tests/test_graph_stored.py
 compares every read with the pure fold's).
 
 The tables are the ones on disk (for a store scoped to some projects, an HTTP grant's, views of their rows:
-`TableSet.scoped`), or, for a store whose tables do not open and while they cannot serve (a build under way, their
+`Projection.scoped`), or, for a store whose tables do not open and while they cannot serve (a build under way, their
 lock held elsewhere), the same tables in memory (`Scratch`), filled by the same `table.apply`.
 """
 
@@ -19,11 +19,11 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import OrderKey
-from contextflow.core.table_sets import chunks, marks
+from contextflow.core.projections import chunks, marks
 from contextflow.core.tables import stamp_of
 from contextflow.graph import model
+from contextflow.graph.projection import dedupe_digest, mark_of, node_of
 from contextflow.graph.query import Expr, where
-from contextflow.graph.table import dedupe_digest, mark_of, node_of
 from contextflow.graph.view import Edge, Node, SavedView, Step, is_on
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ key always wins, so the folded state does not depend on the order events arrive 
 node fields and metadata keys are last-writer-wins per field; a tag or an edge is on when
 its latest add is newer than its latest removal; a deleted node stays a tombstone, and its
 edges disappear with it at read time. A node's id is the id of its `graph.node` event.
-No I/O here: the graph's tables (graph/table.py) apply this fold to the rows a batch of events
+No I/O here: the graph's tables (graph/projection.py) apply this fold to the rows a batch of events
 touches, and every read queries those tables (graph/stored.py); the tests read the whole fold
 as the oracle (tests/graph_fold.py).
 """
@@ -107,7 +107,7 @@ EdgeKey = tuple[str, str, str]  # (from, to, type)
 
 @dataclass
 class GraphState:
-    """The fold's values; the graph's tables (graph/table.py) keep them, with the columns queries need."""
+    """The fold's values; the graph's tables (graph/projection.py) keep them, with the columns queries need."""
 
     nodes: dict[str, Node] = field(default_factory=dict)
     tag_marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # node -> tag -> (added, removed)

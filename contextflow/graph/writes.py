@@ -20,9 +20,9 @@ from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, MAX_NAME_CHARS
+from contextflow.graph.projection import ScratchView
 from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
-from contextflow.graph.table import ScratchView
 from contextflow.graph.view import Node, SavedView
 
 Item = tuple[str, dict[str, Any]]
@@ -32,9 +32,9 @@ PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambig
 def graph(app: App) -> StoredGraph:
     """The graph for one call: its tables on disk when they hold every event, else the same tables in
     memory (`table.Scratch`: while the derived tables are built, or for a store that does not read them)."""
-    from contextflow.graph.table import TABLES
+    from contextflow.graph.projection import PROJECTION
 
-    if ondisk.served(app, TABLES):
+    if ondisk.served(app, PROJECTION):
         return StoredGraph(app.tables())
     return StoredGraph(ondisk.view(app, ScratchView))
 

@@ -62,9 +62,9 @@ KEY_HELP = (
 def records_state(app: App) -> Records:
     """The records for one call: their table on disk when it holds every event (records/stored.py), else
     the fold (while the derived tables are built, or for a store that does not read them)."""
-    from contextflow.records.table import TABLES
+    from contextflow.records.projection import PROJECTION
 
-    if ondisk.served(app, TABLES):
+    if ondisk.served(app, PROJECTION):
         from contextflow.records.stored import StoredRecords
 
         return StoredRecords(app.tables())

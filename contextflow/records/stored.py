@@ -1,4 +1,4 @@
-"""The context records read from their table on disk (records/table.py): what `records/core.py` reads of
+"""The context records read from their table on disk (records/projection.py): what `records/core.py` reads of
 a `RecordsState`, each record queried when a call touches it, and a listing as one query (`select`, with
 `core._select`'s meaning; tests/test_records_stored.py compares them). One object serves one call.
 """
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from contextflow.core.table_sets import db_stamp
+from contextflow.core.projections import db_stamp
 from contextflow.core.tables import Tables
-from contextflow.records.table import record_of
+from contextflow.records.projection import record_of
 from contextflow.records.view import Record, RecordId
 
 

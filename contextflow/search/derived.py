@@ -262,7 +262,7 @@ class DerivedSearch:
                 return None, progress
 
     def build_in_background(self) -> str | None:
-        """Bring the index up to date in a detached process (`table_updates.in_background`) unless one holds
+        """Bring the index up to date in a detached process (`catchup.in_background`) unless one holds
         the update lock already: "started", "building" (a live holder), "stuck" (a holder silent for
         BUSY_AFTER_S); None where a process cannot be detached (no `os.fork`)."""
         from filelock import FileLock, Timeout
@@ -281,7 +281,7 @@ class DerivedSearch:
         return "started"
 
     def _start_build(self) -> None:
-        from contextflow.core.table_updates import in_background
+        from contextflow.core.catchup import in_background
 
         in_background(lambda: DerivedSearch(self.store).update())
 

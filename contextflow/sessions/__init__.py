@@ -10,5 +10,5 @@ FEATURE = Feature(
     fields="contextflow.sessions.fields",
     extractors="contextflow.sessions.extract",
     search_version=(1, "818277b1d61ed463eb9c"),
-    tables={"sessions": "contextflow.sessions.table:TABLES"},
+    projections={"sessions": "contextflow.sessions.projection:PROJECTION"},
 )

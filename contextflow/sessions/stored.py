@@ -1,9 +1,9 @@
-"""Sessions read from the derived tables on disk (`sessions/table.py`): each call reads only what it
+"""Sessions read from the derived tables on disk (`sessions/projection.py`): each call reads only what it
 shows (a latest handoff, a page of entries, a few summaries), whatever the store's size.
 
 The one way `sessions/core.py` reads sessions: it calls `ready` (which asks `current`) before these
 queries. A store scoped to some projects (an HTTP grant's, `Store.read_projects`) reads the same tables,
-each a view of its projects' rows (`TableSet.scoped`).
+each a view of its projects' rows (`Projection.scoped`).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def current(app: App) -> bool:
     if tables.oversized() or not tables.usable():
         return False
     from contextflow.core.rest import reading
-    from contextflow.sessions.table import TABLES
+    from contextflow.sessions.projection import PROJECTION
 
-    _READINGS[app.store] = reading(tables, (TABLES.name,))
+    _READINGS[app.store] = reading(tables, (PROJECTION.name,))
     return True
 
 

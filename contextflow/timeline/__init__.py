@@ -11,5 +11,5 @@ FEATURE = Feature(
     extractors="contextflow.timeline.extract",
     search_version=(1, "121ece9b5fb8ed17b51a"),
     commands={"timeline": "threads, thoughts, tangents"},
-    tables={"timeline": "contextflow.timeline.table:TABLES"},
+    projections={"timeline": "contextflow.timeline.projection:PROJECTION"},
 )

@@ -1,4 +1,4 @@
-"""Timeline reads from the derived tables on disk (`timeline/table.py`): a call picks the threads it shows
+"""Timeline reads from the derived tables on disk (`timeline/projection.py`): a call picks the threads it shows
 from the per-thread summaries and folds, with the view's own fold, only what it shows of them (their
 creation and updates, newest thought and position move, the thoughts those name, the threads and
 thoughts of a breadcrumb trail), whatever the store's size.

@@ -17,8 +17,8 @@ from urllib.parse import quote
 import pytest
 
 from contextflow.app import App
+from contextflow.core.catchup import BUILD_LOCK
 from contextflow.core.lock import WriterLock
-from contextflow.core.table_updates import BUILD_LOCK
 from tests.ui.bigstore import BigStore, build
 from tests.ui.serving import browser, have_chromium, running
 

@@ -14,7 +14,7 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
-from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.core.tables import Projection, Row, db_stamp
 from contextflow.core.text import clip
 
 TEXT_CHARS = 280  # a feed line's text, at most
@@ -129,11 +129,11 @@ def rows(event: Event) -> Iterator[Row]:
             yield "feed_facets", (facet, value)
 
 
-TABLES = TableSet(
+PROJECTION = Projection(
     Format(
         "feed",
         2,  # 2: a graph node's project from its `project:` tag
-        ("contextflow.feed.table", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
+        ("contextflow.feed.projection", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
     ),
     SCHEMA,
     INSERTS,

@@ -1,4 +1,4 @@
-"""The context records' state in tables (a folding `TableSet`, core/table_sets.py): each record as the pure fold
+"""The context records' state in tables (a folding `Projection`, core/projections.py): each record as the pure fold
 (`records/view.py`) leaves it, with the columns reads filter and order on, so a records call reads the
 records it shows (`records/stored.py`) instead of folding every `context.*` event.
 
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import CHUNK, TableSet, Writer, by_project, chunks, db_stamp
+from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp
 
-if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this table set)
+if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this projection)
     from contextflow.records.view import Record, RecordsState
 
 SCHEMA = (
@@ -117,8 +117,8 @@ def apply(db: Writer, events: list[Event]) -> None:
     )
 
 
-TABLES = TableSet(
-    Format("records-state", 2, ("contextflow.records.table",)),
+PROJECTION = Projection(
+    Format("records-state", 2, ("contextflow.records.projection",)),
     SCHEMA,
     tables=("records_rows",),
     ahead=False,

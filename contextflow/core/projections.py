@@ -1,5 +1,5 @@
-"""What a feature declares for its derived tables (`TableSet`, its rows, clock stamps as stored) and
-what the handle (`core/tables.py`) and its updater (`core/table_updates.py`) share: the bookkeeping
+"""What a feature declares for its derived tables (`Projection`, its rows, clock stamps as stored) and
+what the handle (`core/tables.py`) and its updater (`core/catchup.py`) share: the bookkeeping
 tables, the cursor as stored, the errors told apart, the write transaction, a log's readable events."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WIT
 """
 
 
-class TableSet(NamedTuple):
+class Projection(NamedTuple):
     """One derived format's tables (a projection): what a feature declares, the rest is done here. Its rows
     come either from `rows(event)`, each event's own rows (keyed by the event: idempotent, order-free),
     or from `apply(db, events)`, which folds a chunk's events of `kinds` into state kept in its tables
@@ -79,12 +79,12 @@ class TableSet(NamedTuple):
 
 
 def by_project(*tables: str) -> tuple[tuple[str, str], ...]:
-    """`TableSet.scoped` of tables with a `project` column: their rows of the reader's projects."""
+    """`Projection.scoped` of tables with a `project` column: their rows of the reader's projects."""
     return tuple((table, f"SELECT * FROM main.{table} WHERE project IN ({{projects}})") for table in tables)
 
 
-def scoped_views(sets: Iterable[TableSet], projects: Iterable[str], source: str = "main.{}") -> list[str]:
-    """The statements making each table `sets` scope a TEMP view of its rows of `projects` (`TableSet.scoped`),
+def scoped_views(sets: Iterable[Projection], projects: Iterable[str], source: str = "main.{}") -> list[str]:
+    """The statements making each table `sets` scope a TEMP view of its rows of `projects` (`Projection.scoped`),
     reading the table as `source` names it (the tables, or `core/rest.py`'s views with the logs' rest)."""
     names = ", ".join("'" + name.replace("'", "''") + "'" for name in sorted(projects))
     return [

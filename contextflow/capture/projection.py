@@ -19,8 +19,8 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
-from contextflow.core.table_sets import by_project
-from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.core.projections import by_project
+from contextflow.core.tables import Projection, Row, db_stamp
 
 _KEY = "(hlc, w, seq)"
 _EARLIER = f"(excluded.hlc, excluded.w, excluded.seq) < {_KEY}"
@@ -90,8 +90,9 @@ def rows(event: Event) -> Iterator[Row]:
     yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
 
 
-TABLES = TableSet(
-    Format("capture", 2, ("contextflow.capture.table",)),  # 2: decisions read clause by clause, work by what changes
+PROJECTION = Projection(
+    # 2: decisions read clause by clause, work by what changes
+    Format("capture", 2, ("contextflow.capture.projection",)),
     SCHEMA,
     INSERTS,
     rows,

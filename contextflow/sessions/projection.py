@@ -16,8 +16,8 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
-from contextflow.core.table_sets import by_project
-from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.core.projections import by_project
+from contextflow.core.tables import Projection, Row, db_stamp
 from contextflow.sessions.view import ENTRY_KINDS, marked_wrong, session_of
 
 _KEY_NEWER = "(excluded.hlc, excluded.w, excluded.seq) > (hlc, w, seq)"
@@ -164,8 +164,8 @@ def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded
     seeded |= touched
 
 
-TABLES = TableSet(
-    Format("sessions", 1, ("contextflow.sessions.table",)),
+PROJECTION = Projection(
+    Format("sessions", 1, ("contextflow.sessions.projection",)),
     SCHEMA,
     INSERTS,
     rows,

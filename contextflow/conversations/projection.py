@@ -1,4 +1,4 @@
-"""The saved conversations' state in tables (a folding `TableSet`, core/table_sets.py): each conversation's latest
+"""The saved conversations' state in tables (a folding `Projection`, core/projections.py): each conversation's latest
 save, first save and version count as the pure fold (`conversations/view.py`) leaves them, so a call
 reads the conversations it shows (`conversations/stored.py`) instead of folding every save.
 
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import CHUNK, TableSet, Writer, by_project, chunks, db_stamp
+from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp
 
-if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this table set)
+if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this projection)
     from contextflow.conversations.view import ConversationEntry, ConversationsState
 
 SCHEMA = (
@@ -80,8 +80,8 @@ def apply(db: Writer, events: list[Event]) -> None:
     )
 
 
-TABLES = TableSet(
-    Format("conversations-state", 2, ("contextflow.conversations.table",)),
+PROJECTION = Projection(
+    Format("conversations-state", 2, ("contextflow.conversations.projection",)),
     SCHEMA,
     tables=("conversations_rows", "conversations_saves"),
     ahead=False,

@@ -1,4 +1,4 @@
-"""Catching the derived tables up with the logs (`TableUpdates`, the part of `core/tables.py`'s
+"""Catching the derived tables up with the logs (`CatchUp`, the part of `core/tables.py`'s
 `Tables` that writes): the new bytes of each log read a chunk at a time, rows and cursors committed
 together; a backlog built by one background process, this machine's newest rows added ahead of it."""
 
@@ -18,13 +18,12 @@ from contextflow.core.events import Event
 from contextflow.core.fold import BOUND_KIND
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, log_path, read_new, read_tail
-from contextflow.core.segments import much_to_read
-from contextflow.core.table_sets import (
+from contextflow.core.projections import (
     META,
     TAIL_BYTES,
     WAIT_S,
     Busy,
-    TableSet,
+    Projection,
     Txn,
     busy,
     cursor_blob,
@@ -34,6 +33,7 @@ from contextflow.core.table_sets import (
     readable_events,
     unread_bytes,
 )
+from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:
     from contextflow.core.store import Store
@@ -46,11 +46,11 @@ BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits th
 RETIRED = ("view-events", "view_events", "stages")  # formats and tables earlier versions kept: dropped on a reset
 
 
-class TableUpdates:
+class CatchUp:
     """How `Tables` (core/tables.py) brings its tables up to date; it provides what is declared here."""
 
     store: Store
-    sets: dict[str, TableSet]
+    sets: dict[str, Projection]
     path: Path
     caught_up: int
     building: bool
@@ -70,7 +70,7 @@ class TableUpdates:
     def _paths(self) -> list[Path]:
         raise NotImplementedError
 
-    def _at(self, path: Path) -> TableUpdates:
+    def _at(self, path: Path) -> CatchUp:
         """A handle on the same store's tables in the database at `path`."""
         raise NotImplementedError
 
@@ -101,7 +101,7 @@ class TableUpdates:
         """While another process builds (or holds the write lock): the rows of this machine's log's newest
         bytes that a format has not read yet are added ahead of it, cursors untouched, so what this
         machine just wrote is read at once, by every process of it. Rows are keyed by their event (the
-        build adds them again as nothing) and order-free (`TableSet.ahead`), so the tables end as a fresh
+        build adds them again as nothing) and order-free (`Projection.ahead`), so the tables end as a fresh
         build's. At most TAIL_BYTES back the first time, then only the new bytes; a busy writer past
         `wait` s, or a full disk, leaves the tables as they are."""
         from contextflow.core.lock import LockTimeout, WriterLock
@@ -318,10 +318,10 @@ class TableUpdates:
         return count, complete and caps == bounds  # (a bound it lowered restarts a folding format: more to do)
 
     def _insert(
-        self, db: sqlite3.Connection, events: Iterable[Event], sets: list[TableSet], caps: dict[str, int]
+        self, db: sqlite3.Connection, events: Iterable[Event], sets: list[Projection], caps: dict[str, int]
     ) -> None:
         """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied:
-        each event's rows, and each folding projection's chunk of events (`TableSet.apply`)."""
+        each event's rows, and each folding projection's chunk of events (`Projection.apply`)."""
         rows: dict[str, dict[tuple[Any, ...], None]] = {}
         folded: dict[str, list[Event]] = {s.name: [] for s in sets if s.apply is not None}
         for event in events:
@@ -352,7 +352,7 @@ class TableUpdates:
             if events and apply is not None:
                 apply(db, events)
 
-    def _bound(self, db: sqlite3.Connection, bound: Event, sets: list[TableSet], caps: dict[str, int]) -> None:
+    def _bound(self, db: sqlite3.Connection, bound: Event, sets: list[Projection], caps: dict[str, int]) -> None:
         """A clock bound read: its events' stamps lowered in the rows (and in the rows read later). A folding
         projection's state holds stamps it cannot lower in place: it starts over (its version marked
         stale, so the next chunk rebuilds it, the new bound known from the start; bounds are rare)."""
@@ -400,7 +400,7 @@ def in_background(work: Callable[[], object]) -> None:
     os.waitpid(child, 0)
 
 
-def _build(at: Callable[[Path], TableUpdates], path: Path) -> None:
+def _build(at: Callable[[Path], CatchUp], path: Path) -> None:
     """The background builder: the whole backlog, under the build lock (released when it exits)."""
     from contextflow.core.lock import LockTimeout, WriterLock
 

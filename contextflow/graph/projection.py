@@ -1,8 +1,8 @@
-"""The graph's state in tables (a folding `TableSet`, core/table_sets.py): each node, tag, edge and saved
+"""The graph's state in tables (a folding `Projection`, core/projections.py): each node, tag, edge and saved
 view as the pure fold (`graph/view.py`) leaves it, so a graph call reads the rows it touches
 (`graph/stored.py`) instead of folding every `graph.*` event.
 
-The catch-up (core/table_updates.py) hands it each chunk's `graph.*` events, inside its transaction: a
+The catch-up (core/catchup.py) hands it each chunk's `graph.*` events, inside its transaction: a
 chunk is folded by loading the rows its events touch into an empty `GraphState`, applying the events
 with `GraphView.apply` itself, and writing those rows back: every value is last-writer-wins by event
 key (an event applied twice changes nothing), so the rows equal the whole fold's whatever the chunks.
@@ -21,7 +21,7 @@ from contextflow.core import jsonio
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
-from contextflow.core.table_sets import CHUNK, TableSet, Writer, chunks, db_stamp, marks
+from contextflow.core.projections import CHUNK, Projection, Writer, chunks, db_stamp, marks
 
 if TYPE_CHECKING:  # (imported when a chunk is folded or a row read: a session start that reads no graph imports none)
     from contextflow.graph.view import EdgeKey, GraphState, Mark, Node
@@ -48,7 +48,7 @@ SCHEMA = (
     "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL, project TEXT NOT NULL) WITHOUT ROWID",
 )
 _MINE = "EXISTS (SELECT 1 FROM main.graph_nodes n WHERE n.id = {} AND n.project IN ({{projects}}))"
-# a scoped reader's graph (`TableSet.scoped`): the nodes its projects created, with their text and tags, the
+# a scoped reader's graph (`Projection.scoped`): the nodes its projects created, with their text and tags, the
 # edges between two of them, the saved views its projects wrote last
 SCOPED = (
     ("graph_nodes", "SELECT * FROM main.graph_nodes WHERE project IN ({projects})"),
@@ -318,8 +318,8 @@ class ScratchView:
         return GraphView().unneeded(events)
 
 
-TABLES = TableSet(
-    Format("graph-state", 3, ("contextflow.graph.table",)),  # 3: the project of each node and saved view
+PROJECTION = Projection(
+    Format("graph-state", 3, ("contextflow.graph.projection",)),  # 3: the project of each node and saved view
     SCHEMA,
     tables=TABLE_NAMES,
     ahead=False,

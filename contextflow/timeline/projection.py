@@ -16,7 +16,7 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
-from contextflow.core.tables import Row, TableSet, db_stamp
+from contextflow.core.tables import Projection, Row, db_stamp
 from contextflow.timeline.fields import (
     POSITION,
     THOUGHT,
@@ -115,8 +115,8 @@ def rows(event: Event) -> Iterator[Row]:
     yield "timeline_events", (*key, thread, thought, status, project_of(event), jsonio.dumps(event.data))
 
 
-TABLES = TableSet(
-    Format("timeline", 2, ("contextflow.timeline.table",)),  # 2: each event's project (read by a scoped store)
+PROJECTION = Projection(
+    Format("timeline", 2, ("contextflow.timeline.projection",)),  # 2: each event's project (read by a scoped store)
     SCHEMA,
     INSERTS,
     rows,
