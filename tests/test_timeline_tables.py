@@ -17,6 +17,7 @@ from contextflow.timeline import core as timeline
 from contextflow.timeline import present, stored
 from contextflow.timeline.fields import THREAD_STATUSES
 from tests.conftest import open_app
+from tests.timeline_oracle import fold_whole
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 BASE = 1_770_000_000_000 << 16
@@ -100,18 +101,14 @@ def whole_fold() -> App:
     return App.open({**os.environ, "CONTEXTFLOW_WRITER": "writer-a"}, shares_state=False)
 
 
-FOLDED: list[tuple[int, str]] = []  # (store, view) of each whole view read from the logs' rest
-
-
 @pytest.fixture(autouse=True)
-def _count_whole_reads(monkeypatch):
-    real = ondisk._partial
-    monkeypatch.setattr(ondisk, "_partial", lambda app, name: FOLDED.append((id(app.store), name)) or real(app, name))
+def _oracle(monkeypatch):
+    fold_whole(monkeypatch)
 
 
 def served_from_tables(app: App) -> bool:
-    with stored.served(app) as found:
-        return found is not None and (id(app.store), "timeline") not in FOLDED
+    """Whether `app` reads the tables themselves (they hold every log), folding nothing in memory."""
+    return app.tables().serves(("timeline",)) and not app.store.folded
 
 
 def write(store_dir, events: list[Event]) -> None:
@@ -176,13 +173,25 @@ def test_bad_timeline_lines_are_skipped_and_counted(app, store_dir):
     assert answers(reader) == answers(whole_fold())
 
 
-def test_while_the_tables_are_built_elsewhere_the_view_folded_so_far_answers(app, monkeypatch):
+def never_folded(monkeypatch) -> None:
+    """A whole view folded in memory fails the test (the timeline is only ever queried)."""
+    from contextflow.core.store import Store
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a whole view was folded")
+
+    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(ondisk, "view", refused)
+
+
+def test_while_the_tables_are_built_elsewhere_the_tables_and_the_logs_rest_answer(app, monkeypatch):
     from tests.test_own_writes_while_building import building_elsewhere
 
     older = timeline.create_thread(app, name="older")
     app.tables().close()
     app.tables().path.unlink(missing_ok=True)  # a fresh machine: the tables hold nothing yet
     building_elsewhere(monkeypatch)
+    never_folded(monkeypatch)
     thread = timeline.create_thread(app, name="written while building")
     timeline.add_thought(app, thread_id=thread.id, content="seen at once")
     reader = open_app("writer-a")
@@ -193,6 +202,51 @@ def test_while_the_tables_are_built_elsewhere_the_view_folded_so_far_answers(app
         ("older", None),
     ]
     assert older.id in {w.thread.id for w in found}
+    assert timeline.thread_count(reader, "active") == 2
+    listed = present.timeline_list_threads(reader, {})
+    assert "PARTIAL" not in listed.text and "partial" not in listed.data  # every log read: complete
+
+
+def test_a_thread_made_while_building_is_found_by_the_next_read(app, monkeypatch):
+    from tests.test_own_writes_while_building import building_elsewhere
+
+    first = timeline.create_thread(app, name="first")
+    timeline.add_thought(app, thread_id=first.id, content="one")
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    never_folded(monkeypatch)
+    made = timeline.create_thread(app, name="just made")
+    assert timeline.resolve_thread(app, made.id[:8]).name == "just made"  # by a prefix, as a caller gives it
+    timeline.add_thought(app, thread_id=made.id, content="two")
+    timeline.update_thread(app, thread_id=first.id, status="pause")  # a thread the tables hold, moved meanwhile
+    detail = timeline.get_thread(app, thread_id=made.id)
+    assert [t.content for t in detail.thoughts] == ["two"] and detail.position is not None
+    assert [w.thread.name for w in timeline.where_am_i(app)] == ["just made"]
+    assert [w.thread.name for w in timeline.threads_here(app, status="paused")] == ["first"]
+    assert timeline.get_thread(app, thread_id=first.id).total_thoughts == 1
+
+
+def test_the_timeline_says_it_is_partial_and_how_far_the_build_is_when_too_much_remains(app, monkeypatch):
+    from contextflow.core import rest
+    from tests.test_own_writes_while_building import building_elsewhere
+
+    thread = timeline.create_thread(app, name="kept")
+    timeline.add_thought(app, thread_id=thread.id, content="newest")
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    never_folded(monkeypatch)
+    monkeypatch.setattr(rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    reader = open_app("writer-a")
+    for shown in (
+        present.timeline_list_threads(reader, {}),
+        present.timeline_where_am_i(reader, {}),
+        present.timeline_get_thread(reader, {"thread_id": thread.id}),
+    ):
+        assert shown.text.startswith("PARTIAL: this machine is still reading the store's logs into its local tables (")
+        assert "indexed" in shown.text and "newest" in shown.text
+        assert shown.data["partial"]["log_bytes"] > 0
 
 
 def test_the_session_start_shows_the_same_open_threads_from_the_tables(app, monkeypatch):
