@@ -14,7 +14,7 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
 from contextflow.timeline import core as timeline
-from contextflow.timeline import present, stored
+from contextflow.timeline import present
 from contextflow.timeline.fields import THREAD_STATUSES
 from tests.conftest import open_app
 from tests.timeline_oracle import fold_whole
@@ -295,3 +295,36 @@ def test_a_clock_bound_right_after_the_event_it_names_lowers_it_in_every_table(s
     for table in ("timeline_events", "sessions_entries", "feed"):
         found = reader.tables().query(f"SELECT hlc FROM {table} WHERE id IN (?, ?)", (thread.id, note.id))
         assert found and all(hlc == lowered for (hlc,) in found), table
+
+
+def test_a_thread_the_tables_hold_moved_while_another_process_holds_their_lock_is_read_whole(app, monkeypatch):
+    """The rows of the logs' remaining bytes come with the rows the tables hold of their threads: a thread's
+    summary (created, status, latest activity) is the whole thread's, not only its newest events'."""
+    import sqlite3
+
+    from contextflow.core import projections
+
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    kept = timeline.create_thread(app, name="kept")
+    timeline.add_thought(app, thread_id=kept.id, content="one")
+    other = timeline.create_thread(app, name="other")
+    timeline.add_thought(app, thread_id=other.id, content="two")
+    assert [w.thread.name for w in timeline.where_am_i(app)] == ["other", "kept"]
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock (past the reader's wait)
+    try:
+        never_folded(monkeypatch)
+        timeline.add_thought(app, thread_id=kept.id, content="three")
+        timeline.update_thread(app, thread_id=other.id, status="pause")
+        assert not app.tables().serves(("timeline",))
+        assert [(w.thread.name, w.thought_count, w.position.content) for w in timeline.where_am_i(app)] == [
+            ("kept", 2, "three")
+        ]
+        assert [w.thread.name for w in timeline.threads_here(app, status="paused")] == ["other"]
+        assert [w.thread.name for w in timeline.threads_here(app)] == ["other", "kept"]  # most recently active first
+        assert (timeline.thread_count(app, "active"), timeline.thread_count(app, "paused")) == (1, 1)
+        assert timeline.resolve_thread(app, kept.id[:6]).name == "kept"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -354,11 +354,10 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
 def test_a_web_token_whose_tables_do_not_open_is_told_so_and_folds_nothing(
     scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from contextflow.capture.stored import turns
     from contextflow.core.errors import StoreError
     from contextflow.core.tables import Tables
     from contextflow.graph import explore
-
-    from contextflow.capture.stored import turns
     from contextflow.timeline import core as timeline
 
     records.set_record(scoped["secret"], key="fact:plan", value={"v": "secret's"})
