@@ -9,10 +9,8 @@ kinds every log holds past their cursors folded on top (read, never folded whole
 kinds' prefix are skipped undecoded), so an answer is complete, never "not found" from an unfinished
 build.
 
-The timeline (`KINDS`) is folded from its events as its feature's table keeps them (`timeline_events`),
-never from the whole logs: the rows built so far and the events of its kinds past their cursors, as
-above. Its calls read this only while the tables are not current (else they query them), so nothing is
-cached. (Captured turns are read beside the tables by `core/rest.py`.)
+(The timeline, sessions, the feed and captured turns are only ever queried: beside the logs' remaining
+bytes by `core/rest.py` while their tables are not current.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (a ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`). A
@@ -27,27 +25,16 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
 from contextflow.core.log import Cursor
-from contextflow.core.tables import Projection, stamp_of
+from contextflow.core.tables import Projection
 
 if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.core.fold import Folds
 
 S = TypeVar("S")
-
-# each view folded from its feature's table of its events: (that projection, the prefix of the kinds it folds,
-# the query of its events read after a rowid, in the order read)
-KINDS = {
-    "timeline": (
-        "timeline",
-        "timeline.",
-        "SELECT rowid, id, hlc, w, seq, kind, data FROM timeline_events WHERE rowid > ? ORDER BY rowid",
-    ),
-}
 
 # views whose state is a projection's tables (`Projection.apply`), by the feature's projection
 PROJECTIONS = {
@@ -63,11 +50,9 @@ def view(app: App, kind: type[Folds[S]]) -> S:
     from contextflow.sessions.stored import disk
 
     name = kind.name
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
+    if name not in PROJECTIONS or not disk(app):
         return app.store.view(kind)
-    if name in PROJECTIONS:
-        return cast(S, _projected(app, name, _projection(name)))
-    return cast(S, _partial(app, name))
+    return cast(S, _projected(app, name, _projection(name)))
 
 
 def served(app: App, projection: Projection) -> bool:
@@ -79,23 +64,18 @@ def served(app: App, projection: Projection) -> bool:
 
 
 def empty(app: App, name: str) -> bool:
-    """Whether view `name` holds no events at all, known from a query of the derived tables while they
-    hold every log (False when this store does not read them, or they are not current): a reader can
-    then skip the view, and its imports."""
+    """Whether view `name` (of `PROJECTIONS`, or a projection named as its view: the timeline) holds no rows,
+    known from a query of the derived tables while they hold every log (False when this store does not
+    read them, or they are not current): a reader can then skip it, and its imports."""
     from contextflow.sessions.stored import disk
 
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
+    if not disk(app):
         return False
     tables = app.tables()
-    if name in PROJECTIONS:
-        projection = _projection(name)
-        if any(tables.query(f'SELECT 1 FROM "{table}" LIMIT 1') for table in projection.tables):
-            return False
-        return tables.serves((projection.name,))
-    source, _, query = KINDS[name]
-    if tables.query(f"{query} LIMIT 1", (0,)):
+    projection = _projection(name) if name in PROJECTIONS else tables.sets.get(name)
+    if projection is None or any(tables.query(f'SELECT 1 FROM "{t}" LIMIT 1') for t in projection.tables):
         return False
-    return tables.serves((source,))
+    return tables.serves((projection.name,))
 
 
 def holds_more_than(app: App, name: str, count: int) -> bool:
@@ -104,12 +84,10 @@ def holds_more_than(app: App, name: str, count: int) -> bool:
     start) then leaves the fold alone."""
     from contextflow.sessions.stored import disk
 
-    if (name not in KINDS and name not in PROJECTIONS) or not disk(app):
+    if name not in PROJECTIONS or not disk(app):
         return False
-    if name in PROJECTIONS:
-        table = _projection(name).tables[0]
-        return bool(app.tables().query(f'SELECT 1 FROM "{table}" LIMIT 1 OFFSET ?', (count,)))
-    return bool(app.tables().query(f"{KINDS[name][2]} LIMIT 1 OFFSET ?", (0, count)))
+    table = _projection(name).tables[0]
+    return bool(app.tables().query(f'SELECT 1 FROM "{table}" LIMIT 1 OFFSET ?', (count,)))
 
 
 def _projection(name: str) -> Projection:
@@ -138,26 +116,6 @@ def _projected(app: App, name: str, projection: Projection) -> Any:
             state = shape.initial()  # (not made yet: another process is making the database)
         cursors = tables.cursors(projection.name)
     _rest(app, projection.kinds, cursors, set(), lambda event: shape.apply(state, event))
-    return state
-
-
-def _partial(app: App, name: str) -> Any:
-    """The view from its feature's table: the rows built so far and, past each log's cursor, the events of
-    its kinds read from that log (each event once; the cursors are read before the rows, so a
-    chunk committed meanwhile is in both, never in neither)."""
-    from contextflow.core.fold import LazyView
-    from contextflow.features import view_paths
-
-    tables, schema, (source, prefix, query) = app.tables(), app.store.fields, KINDS[name]
-    cursors = tables.cursors(source)
-    found = tables.query(query, (0,), wait=0)
-    shape = LazyView(name, view_paths()[name])
-    state, seen = shape.initial(), set()
-    for _, event_id, hlc, writer, seq, kind, blob in found:
-        data, _ = conform(schema, kind, jsonio.loads(blob))
-        shape.apply(state, Event(event_id, writer, seq, stamp_of(hlc), kind, data))
-        seen.add(event_id)
-    _rest(app, prefix, cursors, seen, lambda event: shape.apply(state, event))
     return state
 
 

@@ -3,18 +3,26 @@
 import json
 import os
 import random
+import sqlite3
 
 import pytest
 
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture import recall
-from contextflow.capture.stored import DiskTurns, turns
+from contextflow.capture import stored as capture_stored
 from contextflow.core import tables as tables_module
+from tests.capture_oracle import FoldedTurns, fold_whole
 from tests.conftest import open_app
 from tests.table import run
 
 pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
+
+
+@pytest.fixture(autouse=True)
+def _oracle(monkeypatch):
+    fold_whole(monkeypatch)  # a store sharing no machine-local state (`in_memory`) folds the activity view whole
+
 
 PROJECTS = ("shared", "web")
 WORDS = ["parser", "cache", "retry", "index", "token", "config", "docs", "build"]
@@ -96,12 +104,12 @@ def test_the_tables_answer_as_the_activity_view(app, seed, count, monkeypatch):
     monkeypatch.setattr(ondisk, "view", lambda app, kind: whole.append(kind.name) or real(app, kind))
     fill(app, random.Random(seed), count)
     fresh = open_app("writer-a")
-    assert isinstance(turns(fresh, "shared"), DiskTurns)
+    assert not isinstance(capture_stored.turns(fresh, "shared"), FoldedTurns)
     on_disk = answers(fresh)
     assert not fresh.store.folded  # nothing folded in memory
     assert "activity" not in whole  # nor the captured turns folded from the tables
     memory = in_memory("writer-a")
-    assert not isinstance(turns(memory, "shared"), DiskTurns)
+    assert isinstance(capture_stored.turns(memory, "shared"), FoldedTurns)
     assert answers(memory) == on_disk
 
 
@@ -247,15 +255,46 @@ def test_an_import_knows_the_turns_captured_before_from_the_tables(app, monkeypa
     """`contextflow import` of transcripts skips turns captured before: looked up one at a time in the
     derived tables (no fold of every captured turn), the same answers as the fold's."""
     from contextflow.capture import stored
-    from contextflow.sessions import stored as sessions_stored
 
     fill(app, random.Random(5), 120)
     known = stored.known_turns(app)
     assert isinstance(known, stored.KnownTurns)
-    monkeypatch.setattr(sessions_stored, "disk", lambda _app: False)
-    folded = stored.known_turns(app)
-    assert isinstance(folded, set) and folded
+    folded = set(in_memory("writer-a").store.view("activity").turn_ids)
+    assert folded
     for turn_id in [*sorted(folded), "turn-9999", "nothing"]:
         assert (turn_id in known) == (turn_id in folded)
     known.add("turn-9999")
     assert "turn-9999" in known
+
+
+def test_captured_turns_are_read_and_known_once_from_the_logs_when_the_tables_do_not_open(app, monkeypatch):
+    """A state folder where the database does not open (read-only, full): the logs' rows alone answer, a
+    turn captured twice once, with no whole view folded."""
+    from contextflow.capture import stored
+    from contextflow.core.store import Store
+
+    turn = {"files": {"edited": ["a.py"]}, "final": "done"}
+    first = app.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
+    open_app("writer-b").store.append(
+        "capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn}
+    )
+    path = app.tables().path
+    app.close()
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+    def full(self):
+        raise sqlite3.OperationalError("database or disk is full")  # no database is made there
+
+    monkeypatch.setattr(tables_module.Tables, "_connect", full)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a whole view was folded")
+
+    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(ondisk, "view", refused)
+    reader = open_app("writer-c")
+    assert not reader.tables().usable()
+    known = stored.known_turns(reader)
+    assert "t" in known and "u" not in known
+    assert [event.id for event in stored.turns(reader, "shared").session("s1")] == [first.id]

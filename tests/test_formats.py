@@ -27,7 +27,7 @@ RECORDED = {
     "graph-state": (3, "2bedde1bbcabab5c0280"),
     "records-state": (2, "e2349e9fa412714963e3"),
     "conversations-state": (2, "6fc78ac3da7d335639e1"),
-    "timeline": (2, "b0fe47db01b05cabb175"),
+    "timeline": (2, "70dda9d4f3b50908b0e4"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

@@ -18,7 +18,6 @@ from contextflow.graph.stored import StoredGraph
 from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
-from contextflow.timeline.view import TimelineView
 from tests.conftest import open_app
 
 
@@ -49,8 +48,8 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
     try:
         churn(app, other, random.Random(seed), 30)
         memory = in_memory()
-        views = (TimelineView, ScratchView, RecordsView, ConversationsView)
-        assert {view.name for view in views} == {*ondisk.KINDS, *ondisk.PROJECTIONS}
+        views = (ScratchView, RecordsView, ConversationsView)
+        assert {view.name for view in views} == {*ondisk.PROJECTIONS}
         for view in views:
             assert ondisk.view(app, view) == memory.store.view(view), view.name
         assert not app.store.view_loaded("graph")  # folded from disk, not from the logs
@@ -89,9 +88,8 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         assert records.get_record(app, key="fact:new").data["value"] == {"text": "set while building"}
         node = writes.add_node(app, content="remembered while building", type="fact", agent="a")
         assert not app.tables().current()  # nothing was built here: this machine's log's tail answered
-        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live and made.id in str(
-            ondisk.view(app, TimelineView)
-        )
+        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live
+        assert timeline.resolve_thread(app, made.id).name == "just made"
         assert "fact:new" in str(ondisk.view(app, RecordsView))
         assert "fact:theirs" in str(ondisk.view(app, RecordsView))  # another machine's too: the logs' rest answers
         monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
@@ -100,7 +98,7 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         )
         assert app.tables().current()
         memory = in_memory()
-        for view in (TimelineView, ScratchView, RecordsView, ConversationsView):
+        for view in (ScratchView, RecordsView, ConversationsView):
             assert ondisk.view(app, view) == memory.store.view(view), view.name
     finally:
         other.close()

@@ -14,9 +14,10 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event, encode
 from contextflow.core.log import log_path
 from contextflow.timeline import core as timeline
-from contextflow.timeline import present, stored
+from contextflow.timeline import present
 from contextflow.timeline.fields import THREAD_STATUSES
 from tests.conftest import open_app
+from tests.timeline_oracle import fold_whole
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 BASE = 1_770_000_000_000 << 16
@@ -100,18 +101,14 @@ def whole_fold() -> App:
     return App.open({**os.environ, "CONTEXTFLOW_WRITER": "writer-a"}, shares_state=False)
 
 
-FOLDED: list[tuple[int, str]] = []  # (store, view) of each whole view read from the logs' rest
-
-
 @pytest.fixture(autouse=True)
-def _count_whole_reads(monkeypatch):
-    real = ondisk._partial
-    monkeypatch.setattr(ondisk, "_partial", lambda app, name: FOLDED.append((id(app.store), name)) or real(app, name))
+def _oracle(monkeypatch):
+    fold_whole(monkeypatch)
 
 
 def served_from_tables(app: App) -> bool:
-    with stored.served(app) as found:
-        return found is not None and (id(app.store), "timeline") not in FOLDED
+    """Whether `app` reads the tables themselves (they hold every log), folding nothing in memory."""
+    return app.tables().serves(("timeline",)) and not app.store.folded
 
 
 def write(store_dir, events: list[Event]) -> None:
@@ -176,13 +173,25 @@ def test_bad_timeline_lines_are_skipped_and_counted(app, store_dir):
     assert answers(reader) == answers(whole_fold())
 
 
-def test_while_the_tables_are_built_elsewhere_the_view_folded_so_far_answers(app, monkeypatch):
+def never_folded(monkeypatch) -> None:
+    """A whole view folded in memory fails the test (the timeline is only ever queried)."""
+    from contextflow.core.store import Store
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a whole view was folded")
+
+    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(ondisk, "view", refused)
+
+
+def test_while_the_tables_are_built_elsewhere_the_tables_and_the_logs_rest_answer(app, monkeypatch):
     from tests.test_own_writes_while_building import building_elsewhere
 
     older = timeline.create_thread(app, name="older")
     app.tables().close()
     app.tables().path.unlink(missing_ok=True)  # a fresh machine: the tables hold nothing yet
     building_elsewhere(monkeypatch)
+    never_folded(monkeypatch)
     thread = timeline.create_thread(app, name="written while building")
     timeline.add_thought(app, thread_id=thread.id, content="seen at once")
     reader = open_app("writer-a")
@@ -193,6 +202,51 @@ def test_while_the_tables_are_built_elsewhere_the_view_folded_so_far_answers(app
         ("older", None),
     ]
     assert older.id in {w.thread.id for w in found}
+    assert timeline.thread_count(reader, "active") == 2
+    listed = present.timeline_list_threads(reader, {})
+    assert "PARTIAL" not in listed.text and "partial" not in listed.data  # every log read: complete
+
+
+def test_a_thread_made_while_building_is_found_by_the_next_read(app, monkeypatch):
+    from tests.test_own_writes_while_building import building_elsewhere
+
+    first = timeline.create_thread(app, name="first")
+    timeline.add_thought(app, thread_id=first.id, content="one")
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    never_folded(monkeypatch)
+    made = timeline.create_thread(app, name="just made")
+    assert timeline.resolve_thread(app, made.id[:8]).name == "just made"  # by a prefix, as a caller gives it
+    timeline.add_thought(app, thread_id=made.id, content="two")
+    timeline.update_thread(app, thread_id=first.id, status="pause")  # a thread the tables hold, moved meanwhile
+    detail = timeline.get_thread(app, thread_id=made.id)
+    assert [t.content for t in detail.thoughts] == ["two"] and detail.position is not None
+    assert [w.thread.name for w in timeline.where_am_i(app)] == ["just made"]
+    assert [w.thread.name for w in timeline.threads_here(app, status="paused")] == ["first"]
+    assert timeline.get_thread(app, thread_id=first.id).total_thoughts == 1
+
+
+def test_the_timeline_says_it_is_partial_and_how_far_the_build_is_when_too_much_remains(app, monkeypatch):
+    from contextflow.core import rest
+    from tests.test_own_writes_while_building import building_elsewhere
+
+    thread = timeline.create_thread(app, name="kept")
+    timeline.add_thought(app, thread_id=thread.id, content="newest")
+    app.tables().close()
+    app.tables().path.unlink(missing_ok=True)
+    building_elsewhere(monkeypatch)
+    never_folded(monkeypatch)
+    monkeypatch.setattr(rest, "REST_BYTES", 10)  # a new machine's backlog: too much to read per call
+    reader = open_app("writer-a")
+    for shown in (
+        present.timeline_list_threads(reader, {}),
+        present.timeline_where_am_i(reader, {}),
+        present.timeline_get_thread(reader, {"thread_id": thread.id}),
+    ):
+        assert shown.text.startswith("PARTIAL: this machine is still reading the store's logs into its local tables (")
+        assert "indexed" in shown.text and "newest" in shown.text
+        assert shown.data["partial"]["log_bytes"] > 0
 
 
 def test_the_session_start_shows_the_same_open_threads_from_the_tables(app, monkeypatch):
@@ -241,3 +295,36 @@ def test_a_clock_bound_right_after_the_event_it_names_lowers_it_in_every_table(s
     for table in ("timeline_events", "sessions_entries", "feed"):
         found = reader.tables().query(f"SELECT hlc FROM {table} WHERE id IN (?, ?)", (thread.id, note.id))
         assert found and all(hlc == lowered for (hlc,) in found), table
+
+
+def test_a_thread_the_tables_hold_moved_while_another_process_holds_their_lock_is_read_whole(app, monkeypatch):
+    """The rows of the logs' remaining bytes come with the rows the tables hold of their threads: a thread's
+    summary (created, status, latest activity) is the whole thread's, not only its newest events'."""
+    import sqlite3
+
+    from contextflow.core import projections
+
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+    kept = timeline.create_thread(app, name="kept")
+    timeline.add_thought(app, thread_id=kept.id, content="one")
+    other = timeline.create_thread(app, name="other")
+    timeline.add_thought(app, thread_id=other.id, content="two")
+    assert [w.thread.name for w in timeline.where_am_i(app)] == ["other", "kept"]
+    holder = sqlite3.connect(app.tables().path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock (past the reader's wait)
+    try:
+        never_folded(monkeypatch)
+        timeline.add_thought(app, thread_id=kept.id, content="three")
+        timeline.update_thread(app, thread_id=other.id, status="pause")
+        assert not app.tables().serves(("timeline",))
+        assert [(w.thread.name, w.thought_count, w.position.content) for w in timeline.where_am_i(app)] == [
+            ("kept", 2, "three")
+        ]
+        assert [w.thread.name for w in timeline.threads_here(app, status="paused")] == ["other"]
+        assert [w.thread.name for w in timeline.threads_here(app)] == ["other", "kept"]  # most recently active first
+        assert (timeline.thread_count(app, "active"), timeline.thread_count(app, "paused")) == (1, 1)
+        assert timeline.resolve_thread(app, kept.id[:6]).name == "kept"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

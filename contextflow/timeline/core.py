@@ -7,16 +7,13 @@ views/timeline.py) are documented in docs/context-and-timeline.md.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core import checks
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
-from contextflow.core.events import Event, OrderKey
+from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.timeline import stored
 from contextflow.timeline.fields import (
@@ -30,17 +27,13 @@ from contextflow.timeline.fields import (
     THREAD,
     THREAD_UPDATE,
 )
-from contextflow.timeline.view import Thought, Thread, TimelineState, TimelineView
+from contextflow.timeline.stored import Slice
+from contextflow.timeline.view import Thought, Thread, TimelineState
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 4_000
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TRAIL = 20
-
-
-def timeline_state(app: App) -> TimelineState:
-    state: TimelineState = ondisk.view(app, TimelineView)
-    return state
 
 
 def resolve_thread(app: App, value: str, name: str = "thread_id") -> Thread:
@@ -53,21 +46,21 @@ def resolve_thought(app: App, value: str, name: str = "thought_id") -> Thought:
         return thought_in(state, value, name)
 
 
-def thread_in(state: TimelineState, value: str, name: str = "thread_id") -> Thread:
+def thread_in(state: Slice, value: str, name: str = "thread_id") -> Thread:
     """The thread `value` names (its id or a unique prefix of it)."""
     given = checks.trimmed(value, name, required=True) or ""
     hint = f"{call('timeline_list_threads')} to see thread ids"
-    found = state.thread(resolve_prefix(given, stored.known(state, "thread", given), "thread id", hint))
+    found = state.thread(resolve_prefix(given, state.candidates("thread", given.strip().lower()), "thread id", hint))
     if found is None:  # (listed by the tables, so read from them: never here)
         raise NotFoundError(f"no thread id starts with {given!r}; {hint}")
     return found
 
 
-def thought_in(state: TimelineState, value: str, name: str = "thought_id") -> Thought:
+def thought_in(state: Slice, value: str, name: str = "thought_id") -> Thought:
     """The thought `value` names (its id or a unique prefix of it)."""
     given = checks.trimmed(value, name, required=True) or ""
     hint = f"{call('timeline_get_thread')} to see a thread's thought ids"
-    found = state.thought(resolve_prefix(given, stored.known(state, "thought", given), "thought id", hint))
+    found = state.thought(resolve_prefix(given, state.candidates("thought", given.strip().lower()), "thought id", hint))
     if found is None:
         raise NotFoundError(f"no thought id starts with {given!r}; {hint}")
     return found
@@ -143,15 +136,6 @@ def _status(value: str) -> str:
     return STATUS_VERBS.get(value, value)
 
 
-def _most_active(state: TimelineState, ids: Collection[str], count: int) -> list[Thread]:
-    """Up to `count` of these threads, most recently active first (an update, a thought or a position move)."""
-
-    def last_active(thread: Thread) -> tuple[OrderKey, str]:
-        return (state.activity.get(thread.id) or thread.updated, thread.id)
-
-    return heapq.nlargest(count, (state.threads[i] for i in ids), key=last_active)
-
-
 def list_threads(app: App, *, status: str | None = None, limit: int | None = None) -> list[Thread]:
     """Threads, most recently active first; all statuses unless `status` is given."""
     return [where.thread for where in threads_here(app, status=status, limit=limit)]
@@ -165,17 +149,9 @@ def threads_here(app: App, *, status: str | None = None, limit: int | None = Non
 
 def _where(app: App, status: str | None, count: int) -> list[Whereabouts]:
     """Whereabouts of up to `count` threads of `status` (else all), most recently active first: from the
-    derived tables, reading only these threads, while they are current; else from the whole view."""
-    with stored.served(app) as found:
-        if found is not None:
-            return [
-                whereabouts(found, thread, found.counts[thread.id]) for thread in stored.recent(found, status, count)
-            ]
-    state = timeline_state(app)
-    return [
-        whereabouts(state, t)
-        for t in _most_active(state, state.by_status[status] if status else state.thread_ids, count)
-    ]
+    derived tables, reading only these threads."""
+    with stored.reading(app) as found:
+        return [whereabouts(found, thread, found.counts[thread.id]) for thread in stored.recent(found, status, count)]
 
 
 @dataclass(frozen=True)
@@ -192,7 +168,7 @@ def get_thread(app: App, *, thread_id: str, limit: int | None = None) -> ThreadD
     count = DEFAULT_THOUGHTS if limit is None else limit
     with stored.reading(app) as state:
         thread = thread_in(state, thread_id)
-        stored.whole(state, thread.id)
+        state.whole(thread.id)
         thoughts = state.ordered_thoughts(thread.id)
         parent = state.thought(thread.parent_thought_id) if thread.parent_thought_id else None
         return ThreadDetail(
@@ -205,14 +181,14 @@ def get_thread(app: App, *, thread_id: str, limit: int | None = None) -> ThreadD
 
 def _thought_data(
     app: App,
-    state: TimelineState,
+    state: Slice,
     thread: Thread,
     content: str,
     thought_type: str | None,
     metadata: dict[str, Any] | None,
     agent: str | None,
 ) -> dict[str, Any]:
-    stored.located(state, thread.id)
+    state.show(thread.id)
     here = state.position(thread.id)
     data: dict[str, Any] = {
         "thread_id": thread.id,
@@ -323,10 +299,8 @@ def whereabouts(state: TimelineState, thread: Thread, thoughts: int | None = Non
 
 
 def thread_count(app: App, status: str) -> int:
-    with stored.served(app) as found:
-        if found is not None:
-            return stored.thread_count(found, status)
-    return len(timeline_state(app).by_status[status])
+    with stored.reading(app) as found:
+        return stored.thread_count(found, status)
 
 
 def where_am_i(app: App, *, status: str = "active", limit: int | None = None) -> list[Whereabouts]:

@@ -12,8 +12,9 @@ from contextflow.core.events import Event
 from contextflow.core.text import DATA_NOTICE, clip, quote
 from contextflow.core.timeutil import now
 from contextflow.operations.provenance import age_of, header, value_text
-from contextflow.operations.spec import JSON, Reply, given
+from contextflow.operations.spec import JSON, Reply, given, partial
 from contextflow.timeline import core as timeline
+from contextflow.timeline import stored
 from contextflow.timeline.view import Thought, Thread
 
 # -- renderings ----------------------------------------------------------------------------
@@ -127,12 +128,18 @@ def _created(kind: str, event_id: str, text: str, **extra: object) -> Reply:
     return Reply(f"{text} (id {event_id}).", {"id": event_id, "kind": kind, **extra})
 
 
-def _threads(found: list[timeline.Whereabouts], title: str, empty: str, tail: str = "", **more: int) -> Reply:
+def _partial(app: App, reply: Reply) -> Reply:
+    """`reply`, saying it is partial when the timeline was read while the build had not reached most of the
+    logs (`stored.partial`: only their newest bytes were read beside the tables)."""
+    return partial(reply, stored.partial(app), "older threads and thoughts")
+
+
+def _threads(app: App, found: list[timeline.Whereabouts], title: str, empty: str, tail: str = "", **more: int) -> Reply:
     """Threads with their current position, under `title` (`empty` when there are none)."""
     moment = now()
     blocks = "\n\n".join(whereabouts_text(where, moment) for where in found)
     text = f"{title} {DATA_NOTICE}\n\n{blocks}{tail}" if found else empty
-    return Reply(text, {"count": len(found), **more, "threads": [whereabouts_dict(w) for w in found]})
+    return _partial(app, Reply(text, {"count": len(found), **more, "threads": [whereabouts_dict(w) for w in found]}))
 
 
 def timeline_create_thread(app: App, args: JSON) -> Reply:
@@ -143,6 +150,7 @@ def timeline_create_thread(app: App, args: JSON) -> Reply:
 def timeline_list_threads(app: App, args: JSON) -> Reply:
     found = timeline.threads_here(app, **given(args, "status", "limit"))
     return _threads(
+        app,
         found,
         f"Threads, most recently active first: {len(found)}.",
         "No threads yet. Start one with timeline_create_thread.",
@@ -159,7 +167,7 @@ def timeline_get_thread(app: App, args: JSON) -> Reply:
         "thoughts": [thought_dict(t) for t in detail.thoughts],
         "tangents": [thread_dict(child) for child in detail.children],
     }
-    return Reply(thread_detail_text(detail, now()), payload)
+    return _partial(app, Reply(thread_detail_text(detail, now()), payload))
 
 
 def timeline_add_thought(app: App, args: JSON) -> Reply:
@@ -200,6 +208,7 @@ def timeline_where_am_i(app: App, args: JSON) -> Reply:
     hidden = total - len(found)
     tail = f"\n\n({hidden} older active threads not shown; pass a larger limit.)" if hidden > 0 else ""
     return _threads(
+        app,
         found,
         f"You are here, on {total} active thread(s).",
         "No active threads. Start one with timeline_create_thread.",

@@ -5,12 +5,16 @@ one summary row per thread (created or not, its status, its latest activity) to 
 rows, whatever the order they arrive in, as the in-memory view (`timeline/view.py`) keeps it: status
 is last-writer-wins by event key, activity the newest event key of a thread's creation, its updates,
 its thoughts and its position moves. A clock bound that lowers an event recomputes its thread.
-Queries are in `timeline/stored.py`, which folds the rows of the threads a call shows with the view.
+Queries are in `timeline/stored.py`, which folds the rows of the threads a call shows with the view. Read
+beside the logs' remaining bytes (`core/rest.py`), a thread's rows there come with its rows in the tables
+(`seed`), so the triggers summarise it whole, and that summary replaces the tables' (`MERGED`).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
 from contextflow.core import jsonio
 from contextflow.core.events import Event
@@ -115,6 +119,27 @@ def rows(event: Event) -> Iterator[Row]:
     yield "timeline_events", (*key, thread, thought, status, project_of(event), jsonio.dumps(event.data))
 
 
+MERGED = (  # read beside the logs' remaining bytes (core/rest.py): their threads' summaries replace the tables'
+    (
+        "timeline_threads",
+        "SELECT * FROM base.{t} b WHERE NOT EXISTS (SELECT 1 FROM main.{t} m WHERE m.thread = b.thread) "
+        "UNION ALL SELECT * FROM main.{t}",
+    ),
+)
+
+
+def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded: set[Any]) -> None:
+    """Copy every event the tables hold of each thread the new rows `found` touch (once each) beside them:
+    the triggers make its whole summary (each event once, by id: one the tables took since the cursors
+    were read is in both)."""
+    touched = {row[5] for row in found.get("timeline_events", []) if row[5] and row[4] != THOUGHT_UPDATE} - seeded
+    for thread in sorted(touched):
+        db.execute(
+            "INSERT OR IGNORE INTO main.timeline_events SELECT * FROM base.timeline_events WHERE thread = ?", (thread,)
+        )
+    seeded |= touched
+
+
 PROJECTION = Projection(
     Format("timeline", 2, ("contextflow.timeline.projection",)),  # 2: each event's project (read by a scoped store)
     SCHEMA,
@@ -122,8 +147,10 @@ PROJECTION = Projection(
     rows,
     ("timeline_events",),
     ("timeline_events", "timeline_threads"),
+    merged=MERGED,
+    seed=seed,
     scoped=(
-        ("timeline_events", "SELECT rowid AS rowid, * FROM main.timeline_events WHERE project IN ({projects})"),
+        ("timeline_events", "SELECT * FROM main.timeline_events WHERE project IN ({projects})"),
         # each thread as the triggers summarise it, from the events of those projects only
         (
             "timeline_threads",

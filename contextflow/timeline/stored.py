@@ -3,16 +3,18 @@ from the per-thread summaries and folds, with the view's own fold, only what it 
 creation and updates, newest thought and position move, the thoughts those name, the threads and
 thoughts of a breadcrumb trail), whatever the store's size.
 
-`timeline/core.py` reads these while the tables are current, and folds the whole view otherwise (a
-fresh machine, a build under way, a store that does not read the tables); both say the same.
+The one way `timeline/core.py` reads the timeline. While the tables do not hold every log (a fresh
+machine, a build under way, another process holding their lock) the same queries read them as built
+with the rows of the logs' remaining bytes (`core/rest.py`); over its bound, the logs' newest bytes
+only, and `partial` says how far the build is. A store scoped to some projects reads their rows only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from contextflow.core import jsonio
 from contextflow.core.events import Event
@@ -23,6 +25,8 @@ from contextflow.timeline.view import Thought, Thread, TimelineState, TimelineVi
 
 if TYPE_CHECKING:
     from contextflow.app import App
+    from contextflow.core.rest import Progress, Reading
+    from contextflow.core.store import Store
 
 _NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC, id DESC LIMIT 1"
 _RECENT = "ORDER BY hlc DESC, w DESC, seq DESC, thread DESC LIMIT ?"
@@ -33,15 +37,15 @@ class Slice(TimelineState):
     """The timeline state of the rows read so far: a thread or a thought asked for is read on the first
     ask (its creation and updates), a thread shown with `show` also its newest thought and position."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, read: Reading) -> None:
         super().__init__()
-        self._app, self._view = app, TimelineView()
+        self._app, self._read, self._view = app, read, TimelineView()
         self._folded: set[str] = set()
         self._asked: set[tuple[str, str]] = set()
         self.counts: dict[str, int] = {}  # thread id -> its thoughts, of the threads shown
 
     def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return self._app.tables().query(sql, params)
+        return self._read.query(sql, params)
 
     def _fold(self, where: str, params: Sequence[Any]) -> None:
         schema = self._app.store.fields
@@ -102,55 +106,29 @@ class Slice(TimelineState):
         return [found for (found,) in self.query(sql, params)]
 
 
-@contextlib.contextmanager
-def reading(app: App) -> Iterator[TimelineState]:
-    """The timeline as a call reads it: a slice over the tables while they are current, else the whole view."""
-    with served(app) as found:
-        if found is not None:
-            yield found
-            return
-    from contextflow import ondisk
-
-    yield ondisk.view(app, TimelineView)
-
-
-def known(state: TimelineState, what: str, given: str) -> list[str]:
-    """The sorted ids `ids.resolve_prefix` looks `given` up in: every one of the whole view's, or the
-    first few at or after it of the tables'."""
-    if isinstance(state, Slice):
-        return state.candidates(what, given.strip().lower())
-    return state.thread_ids if what == "thread" else state.thought_ids
-
-
-def located(state: TimelineState, thread_id: str) -> None:
-    """The thread's position readable from `state` (`Slice.show`)."""
-    if isinstance(state, Slice):
-        state.show(thread_id)
-
-
-def whole(state: TimelineState, thread_id: str) -> None:
-    """Every thought of the thread readable from `state` (`Slice.whole`)."""
-    if isinstance(state, Slice):
-        state.whole(thread_id)
+_READINGS: WeakKeyDictionary[Store, Reading] = WeakKeyDictionary()  # how this store's last `reading` read
 
 
 @contextlib.contextmanager
-def served(app: App) -> Iterator[Slice | None]:
-    """Inside: a slice over the tables (brought up to date once, at the start), or None when they do not
-    answer this call: a store that does not read them, or tables not current (a fresh machine, a build
-    under way: the caller folds the whole view, which reads what is built so far and this machine's tail)."""
-    from contextflow.sessions.stored import disk
+def reading(app: App) -> Iterator[Slice]:
+    """The timeline as a call reads it: a slice over the tables (checked against the logs once, at the
+    start), or over them as built and the logs' remaining bytes (`core/rest.py`)."""
+    from contextflow.core import rest
+    from contextflow.timeline.projection import PROJECTION
 
-    if not disk(app):
-        yield None
-        return
     tables = app.tables()
-    with tables.as_of_now():
-        try:
-            current = tables.current()
-        except sqlite3.DatabaseError:
-            current = False
-        yield Slice(app) if current else None
+    if tables.oversized():  # (a ContextFlowMCP file over its size limit is never read: say so)
+        from contextflow.sessions.stored import ready
+
+        ready(app)
+    found = _READINGS[app.store] = rest.reading(tables, (PROJECTION.name,))
+    yield Slice(app, found)
+
+
+def partial(app: App) -> Progress | None:
+    """How far the build is, when the last `reading` read only the logs' newest bytes beside the tables."""
+    found = _READINGS.get(app.store)
+    return found.partial if found is not None else None
 
 
 def recent(found: Slice, status: str | None, count: int) -> list[Thread]:

@@ -354,14 +354,31 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
 def test_a_web_token_whose_tables_do_not_open_is_told_so_and_folds_nothing(
     scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from contextflow.capture.stored import turns
     from contextflow.core.errors import StoreError
     from contextflow.core.tables import Tables
     from contextflow.graph import explore
+    from contextflow.timeline import core as timeline
 
     records.set_record(scoped["secret"], key="fact:plan", value={"v": "secret's"})
+    for name in ("secret", "web"):
+        timeline.create_thread(scoped[name], name=f"the {name} thread")
+        turn = {"project": name, "session_id": "s1", "turn_id": f"t-{name}", "turn": {"final": "done"}}
+        scoped[name].store.append("capture.turn", turn)
     monkeypatch.setattr(Tables, "usable", lambda self: False)  # a read-only or full state folder
+    monkeypatch.setattr(Tables, "_connect", _unopened)
     web = scoped["web"]
     for read in (lambda: records.list_records(web, since_days=0), lambda: explore.run_query(web, "plan")):
         with pytest.raises(StoreError, match=r"cannot be read now.*token 'web' reads nothing else"):
             read()
     assert all(not web.store.view_loaded(name) for name in ("records", "graph"))
+    # the timeline and captured turns are read from the logs' rows, kept to web's
+    assert [t.name for t in timeline.list_threads(web)] == ["the web thread"]
+    assert turns(web, "secret").session("s1") == [] and len(turns(web, "web").session("s1")) == 1
+    assert _folded_by(folds, web) == []
+
+
+def _unopened(self: object) -> None:
+    import sqlite3
+
+    raise sqlite3.OperationalError("attempt to write a readonly database")

@@ -1,0 +1,107 @@
+"""Captured turns' pure fold as a test oracle: the `activity` view folded whole in memory, answering as
+`capture/stored.py`'s queries of the tables do, for a store that shares no machine-local state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from contextflow.app import App
+from contextflow.capture import recall, stored
+from contextflow.capture.projection import turn_of
+from contextflow.capture.stored import Turns
+from contextflow.capture.view import ActivityView
+from contextflow.core.events import Event, OrderKey
+
+
+class FoldedTurns(Turns):
+    """A project's captured turns, from the activity view folded whole in memory."""
+
+    def __init__(self, app: App, project: str) -> None:
+        self.app, self.project = app, project
+        self._sessions: dict[str, list[Event]] | None = None
+
+    def sessions(self) -> dict[str, list[Event]]:
+        if self._sessions is None:
+            state = self.app.store.view(ActivityView)
+            found = state.by_session.items()
+            self._sessions = {sid: events for (p, sid), events in found if p == self.project and events}
+        return self._sessions
+
+    def latest_work(self) -> tuple[str, Event] | None:
+        """(session, turn) of the newest turn that did work and wrote no handoff."""
+        best: tuple[OrderKey, str, Event] | None = None
+        for sid, events in self.sessions().items():
+            last = next((event for event in reversed(events) if _works(turn_of(event.data))), None)
+            if last is not None and (best is None or last.key > best[0]):
+                best = (last.key, sid, last)
+        return (best[1], best[2]) if best else None
+
+    def linking(self, ids: Sequence[str]) -> dict[str, tuple[str, Event]]:
+        """Handoff id -> (session, the newest turn that wrote it), for the given ids."""
+        wanted: set[str] = set(ids)
+        links: dict[str, tuple[str, Event]] = {}
+        for sid, events in self.sessions().items():
+            for event in events:
+                handoff = turn_of(event.data).get("handoff")
+                if isinstance(handoff, dict) and handoff.get("id") in wanted:
+                    linked = links.get(handoff["id"])
+                    if linked is None or event.key > linked[1].key:
+                        links[handoff["id"]] = (sid, event)
+        return links
+
+    def holding(self, session_ids: Sequence[str]) -> set[str]:
+        """Those of `session_ids` with captured turns."""
+        return {sid for sid in session_ids if sid in self.sessions()}
+
+    def session(self, session_id: str) -> list[Event]:
+        return self.sessions().get(session_id, [])
+
+    def work_page(self, before: OrderKey | None, size: int) -> list[tuple[str, Event]]:
+        """(session, turn) of the `size` newest turns that did work (as `latest_work` counts it) before
+        `before`, newest first. Their data may be as stored (not conformed): read it as any shape."""
+        found = [
+            (sid, event)
+            for sid, events in self.sessions().items()
+            for event in events
+            if (before is None or event.key < before) and _works(turn_of(event.data))
+        ]
+        return sorted(found, key=lambda pair: pair[1].key, reverse=True)[:size]
+
+    def said_since(self, floor: OrderKey | None, size: int, before: OrderKey | None = None) -> list[Event]:
+        """The `size` newest turns that said something before `before`, none before `floor`, newest first.
+        Their data may be as stored (not conformed): read it as any shape (`substance.of_turn` does)."""
+        found = [
+            event
+            for events in self.sessions().values()
+            for event in events
+            if (floor is None or event.key >= floor)
+            and (before is None or event.key < before)
+            and _says(turn_of(event.data))
+        ]
+        return sorted(found, key=lambda event: event.key, reverse=True)[:size]
+
+
+def _works(turn: dict[str, Any]) -> bool:
+    from contextflow.capture.digest import turn_has_work
+
+    return turn_has_work(turn) and "handoff" not in turn
+
+
+def _says(turn: dict[str, Any]) -> bool:
+    from contextflow.capture.substance import of_turn
+
+    return bool(of_turn(turn))
+
+
+def fold_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a store that shares no machine-local state (`shares_state=False`) read the whole fold."""
+    real = stored.turns
+
+    def folded_or_read(app: App, project: str) -> Turns:
+        return real(app, project) if app.store.shares_state else FoldedTurns(app, project)
+
+    monkeypatch.setattr(stored, "turns", folded_or_read)
+    monkeypatch.setattr(recall, "turns", folded_or_read)
