@@ -12,9 +12,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cached_property
 from typing import Any
 
 from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
+from contextflow.core.text import folded
+
+
+class _Worded:
+    """A pattern tried only on text holding one of `words` (as `folded` text), which every match holds;
+    compiled when first tried, so a turn that never says them never pays for compiling it."""
+
+    def __init__(self, words: tuple[str, ...], source: str, flags: int) -> None:
+        self.words, self.source, self.flags = words, source, flags
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source, self.flags)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        said = folded(text)
+        return self.pattern.match(text) if any(word in said for word in self.words) else None
+
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -41,7 +60,13 @@ _CHOOSE = re.compile(
 _USE = re.compile(
     _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
 )  # with a rejection only
-_REJECT = re.compile(
+_REJECT = _Worded(
+    (
+        *("reject", "ruled out", "not chosen", "discarded", "dropped", "alternative", "won", "against"),
+        *("decided not to", "chose not to", "opted not to", "passed on", "vetoed", "gave up on", "avoid"),
+        *("will not", "shouldn", "should not", "are not going to", "aren", "not going with", "not using"),
+        *("did not", "didn"),
+    ),
     _LEAD + r"(?:(?:rejected (?:options?|alternatives?|ideas?|approaches)|rejected|ruled out|not chosen|discarded|"
     r"dropped|alternatives?(?: considered)?(?: and rejected)?|considered and rejected|won'?t do)\s*:|"
     + _SUBJECT
@@ -64,7 +89,8 @@ _INSTEAD = re.compile(
     r"(?:use|using|go with|keep|chose|picked|went with|opted for|store)\b.+)$",
     re.I,
 )
-_SWITCH = re.compile(
+_SWITCH = _Worded(
+    ("switched from", "migrated from", "replaced", "swapped", "in favo"),
     _LEAD
     + _SUBJECT
     + r"(?:switched|migrated) from\s+(?P<y>.{2,80}?)\s+to\s+(?P<x>.+)$|"
@@ -116,8 +142,13 @@ _HEADINGS = (
     ("questions", r"open questions?|unresolved(?: questions)?|questions|to decide|undecided"),
     ("todos", r"todos?|to ?dos?|next steps?|follow[- ]ups?|remaining(?: work)?|still to do|left to do"),
 )
-_HEADING = re.compile(
-    r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$", re.I
+_HEADING = _Worded(
+    (
+        *("decision", "decide", "choices", "chosen", "rejected", "ruled out", "discarded", "dropped"),
+        *("alternatives", "question", "unresolved", "todo", "to do", "next step", "follow", "remaining"),
+    ),
+    r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$",
+    re.I,
 )
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
