@@ -295,8 +295,10 @@ _KEY_HEADER = (
     r"(?i)(?<![\w-])(?:[a-z0-9]+-){0,3}(?:api-?key|api-?token|auth-?token|access-?token|subscription-key"
     r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?(?:(<[^<>\n]{1,60}>)|([^\s\"',;]{8,}))"
 )
-_KEY_HEADER_WORDS = ("apikey", "api-key", "apitoken", "api-token", "authtoken", "auth-token", "accesstoken")
-_KEY_HEADER_WORDS += ("access-token", "subscription-key", "functions-key")
+_KEY_HEADER_WORDS = (  # one is in any text `_KEY_HEADER` matches in
+    *("apikey", "api-key", "apitoken", "api-token", "authtoken", "auth-token", "accesstoken", "access-token"),
+    *("subscription-key", "functions-key"),
+)
 
 # Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
 EXTRA_RULES = (
