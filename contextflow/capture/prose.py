@@ -12,28 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import cached_property
 from typing import Any
 
 from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
-from contextflow.core.text import folded
-
-
-class _Worded:
-    """A pattern tried only on text holding one of `words` (as `folded` text), which every match holds;
-    compiled when first tried, so a turn that never says them never pays for compiling it."""
-
-    def __init__(self, words: tuple[str, ...], source: str, flags: int) -> None:
-        self.words, self.source, self.flags = words, source, flags
-
-    @cached_property
-    def pattern(self) -> re.Pattern[str]:
-        return re.compile(self.source, self.flags)
-
-    def match(self, text: str) -> re.Match[str] | None:
-        said = folded(text)
-        return self.pattern.match(text) if any(word in said for word in self.words) else None
-
+from contextflow.core.text import Worded
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -60,7 +42,7 @@ _CHOOSE = re.compile(
 _USE = re.compile(
     _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
 )  # with a rejection only
-_REJECT = _Worded(
+_REJECT = Worded(
     (
         *("reject", "ruled out", "not chosen", "discarded", "dropped", "alternative", "won", "against"),
         *("decided not to", "chose not to", "opted not to", "passed on", "vetoed", "gave up on", "avoid"),
@@ -89,7 +71,7 @@ _INSTEAD = re.compile(
     r"(?:use|using|go with|keep|chose|picked|went with|opted for|store)\b.+)$",
     re.I,
 )
-_SWITCH = _Worded(
+_SWITCH = Worded(
     ("switched from", "migrated from", "replaced", "swapped", "in favo"),
     _LEAD
     + _SUBJECT
@@ -142,7 +124,7 @@ _HEADINGS = (
     ("questions", r"open questions?|unresolved(?: questions)?|questions|to decide|undecided"),
     ("todos", r"todos?|to ?dos?|next steps?|follow[- ]ups?|remaining(?: work)?|still to do|left to do"),
 )
-_HEADING = _Worded(
+_HEADING = Worded(
     (
         *("decision", "decide", "choices", "chosen", "rejected", "ruled out", "discarded", "dropped"),
         *("alternatives", "question", "unresolved", "todo", "to do", "next step", "follow", "remaining"),

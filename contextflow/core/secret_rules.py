@@ -28,6 +28,7 @@ from pathlib import Path
 from contextflow.core import jsonio
 from contextflow.core import secret_formats as formats
 from contextflow.core.fsutil import atomic_write, read_regular
+from contextflow.core.text import Worded
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +193,12 @@ def is_docker_auth(value: str, quoted: bool = True) -> bool:
 
 
 # A field (JSON key or assigned name) whose value is a credential.
-CREDENTIAL_FIELD = re.compile(
+CREDENTIAL_FIELD = Worded(
+    ("pass", "pwd", "secret", "key", "token", "credential", "auth"),
     r"(?i)(?:[a-z0-9]+[_\-.])*(?:password|passwd|passphrase|pwd|secret|client_secret|api_?key|apikey|access_?key"
     r"|secret_?key|private_?key(?:_?id)?|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
     r"|auth_?token|refresh_?token|bearer_?token|credentials?)"
-    r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH"
+    r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH",
 )
 _PROSE_ALLOWED_FIELD = re.compile(r"(?i).*(?:password|passwd|passphrase)")
 
@@ -213,7 +215,7 @@ def credential_field_kind(name: str, value: str) -> str | None:
 
 
 # A field whose name only may be a credential (`key`, `auth`, `cache_key`): judged by its value.
-WEAK_FIELD = re.compile(r"(?i)(?:[a-z0-9]+[_\-.])*(?:key|auth|creds)")
+WEAK_FIELD = Worded(("key", "auth", "creds"), r"(?i)(?:[a-z0-9]+[_\-.])*(?:key|auth|creds)")
 
 
 def weak_field_kind(name: str, value: str) -> str | None:
@@ -523,6 +525,26 @@ LIBRARY_REWRITES = (
 )
 
 
+# Library patterns (exactly as rewritten) and words every match of one holds: a credential word and what
+# follows it (a quote, `]`, a space, `=` or `:`), or the host. Another version's patterns run on their needles alone.
+_ASSIGNED = r"""(?:"|\'|)(?:\]|)(?: *+(?:=>|:=|::|=|:) *+| ++)(?:"|\'|)"""
+_START = r"""(?:(?<=\W)|(?<=^))(?:\[|)(?:"|\'|)"""
+_CLOUDANT = _START + r"(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token)" + _ASSIGNED
+_IBM = r"(?:ibm(?:_|-|)cloud(?:_|-|)iam|cloud(?:_|-|)iam|ibm(?:_|-|)cloud|ibm(?:_|-|)iam|ibm|iam|cloud|)"
+_ASSIGNED_WORDS = tuple(word + char for word in ("key", "pwd", "pw", "password", "pass", "token") for char in "\"'] =:")
+LIBRARY_REQUIRES = {
+    _CLOUDANT + r"""([0-9a-f]{64})(?:"|\'|)""": _ASSIGNED_WORDS,
+    _CLOUDANT + r"""([a-z]{24})(?:"|\'|)""": _ASSIGNED_WORDS,
+    r"(?:https?\:\/\/)[\w\-]+\:([0-9a-f]{64})\@[\w\-]+\.cloudant\.com": ("cloudant.com",),
+    r"(?:https?\:\/\/)[\w\-]+\:([a-z]{24})\@[\w\-]+\.cloudant\.com": ("cloudant.com",),
+    _START
+    + _IBM
+    + r"(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token)"
+    + _ASSIGNED
+    + r"""([a-zA-Z0-9_\-]{44}(?![a-zA-Z0-9_\-]))(?:"|\'|)""": _ASSIGNED_WORDS,
+}
+
+
 def rewritten(pattern: str) -> str:
     for old, new in LIBRARY_REWRITES:
         pattern = pattern.replace(old, new)
@@ -540,8 +562,9 @@ def rules() -> tuple[Rule, ...]:
     return (
         *EXTRA_RULES,
         *(
-            _rule(kind, rewritten(pattern), tuple(needles), flags)
+            _rule(kind, source, tuple(needles), flags, LIBRARY_REQUIRES.get(source, ()))
             for kind, pattern, flags, needles in library_patterns()
+            for source in (rewritten(pattern),)
         ),
     )
 
