@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
-from contextflow.core.text import Worded
+from contextflow.core.text import Worded, folded
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -132,6 +132,22 @@ _HEADING = Worded(
     r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$",
     re.I,
 )
+# how every heading `_HEADING` matches ends (but for a colon): one line in a thousand is worth a compile
+_HEADING_ENDS = (
+    *("decision", "decisions", "made", "decided", "chosen", "choices", "rejected", "option", "options"),
+    *("alternative", "alternatives", "approaches", "ideas", "out", "discarded", "dropped", "considered"),
+    *("question", "questions", "unresolved", "decide", "do", "dos", "step", "steps", "up", "ups", "remaining", "work"),
+)
+
+
+def _heading(sentence: str) -> str | None:
+    """The kind of items a heading ("Decisions:", "## Open questions") lists under it; None for any other sentence."""
+    end = sentence.rstrip()
+    end = end[:-1].rstrip() if end.endswith(":") else end
+    titled = _HEADING.match(sentence) if folded(end).endswith(_HEADING_ENDS) else None
+    return titled.lastgroup if titled else None
+
+
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
@@ -309,9 +325,9 @@ def extract(text: str) -> dict[str, list[Any]]:
     heading: str | None = None  # what the bullets under a "Decisions:" (and like) heading are
     last: list[Item] = []  # the decisions of the sentence before
     for sentence, listed in parts(text):
-        titled = _HEADING.match(sentence)
+        titled = _heading(sentence)
         if titled:
-            heading = titled.lastgroup
+            heading = titled
             continue
         if not listed:
             heading = None
