@@ -54,13 +54,40 @@ def _vocabulary(*sources: str) -> list[str]:
 
 WORDED = {"_REJECT": prose._REJECT, "_SWITCH": prose._SWITCH, "_HEADING": prose._HEADING}
 PROSE_GLUE = [" ", " ", " ", ", ", "; ", ": ", " - ", " — ", "  ", "\t", ". ", "## ", " (", ") ", "'", "-"]
-PROSE_NOISE = ["x", "postgres", "sqlite", "the cache", "i", "we", "it", "redis", "because", "to", "of", "with"]
+PROSE_NOISE = [
+    "x",
+    "postgres",
+    "sqlite",
+    "the cache",
+    "i",
+    "we",
+    "it",
+    "redis",
+    "because",
+    "to",
+    "of",
+    "with",
+    "didn't",
+    "didnt",
+    "won't",
+    "wont",
+    "shouldn't",
+    "aren't",
+    "we're",
+    "i'm",
+]
+
+
+SUBJECTS = ["", "we ", "i ", "so, we ", "we've ", "after a long talk we ", "Finally "]
+TAILS = ["", " use postgres", " go with redis", ": redis", " redis because it is slow", " x to y", " x with y"]
 
 
 def _clauses(worded: Worded, seed: int, count: int = 20000) -> Iterator[str]:
     """Clauses of the pattern's own literal runs ("switched", "from", "in favou") and other words."""
     rng = random.Random(seed)
     runs = sorted(set(re.findall(r"[a-z][a-z' ]*[a-z]", worded.source))) + PROSE_NOISE
+    for subject, run, tail in itertools.product(SUBJECTS, runs, TAILS):  # each word where a clause says it
+        yield f"{subject}{run}{tail}"
     for _ in range(count):
         parts = [rng.choice(runs) for _ in range(rng.randint(1, 6))]
         text = " ".join(parts) if rng.random() < 0.7 else "".join(p + rng.choice(PROSE_GLUE) for p in parts)
