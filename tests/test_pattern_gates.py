@@ -79,7 +79,16 @@ PROSE_NOISE = [
 
 
 SUBJECTS = ["", "we ", "i ", "so, we ", "we've ", "after a long talk we ", "Finally "]
-TAILS = ["", " use postgres", " go with redis", ": redis", " redis because it is slow", " x to y", " x with y"]
+TAILS = [
+    "",
+    " use postgres",
+    " go with redis",
+    ": redis",
+    " redis because it is slow",
+    " x to y",
+    " x with y",
+    " x in favor of y",
+]
 
 
 def _clauses(worded: Worded, seed: int, count: int = 20000) -> Iterator[str]:
