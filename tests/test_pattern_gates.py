@@ -85,9 +85,9 @@ TAILS = [
     " go with redis",
     ": redis",
     " redis because it is slow",
-    " x to y",
-    " x with y",
-    " x in favor of y",
+    " redis to sqlite",
+    " redis with sqlite",
+    " redis in favor of sqlite",
 ]
 
 
