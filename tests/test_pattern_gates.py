@@ -231,16 +231,23 @@ def test_the_library_rules_proven_are_those_installed() -> None:
     assert len(proven) == len(secret_rules.LIBRARY_REQUIRES)  # another library version: update the words
 
 
-@pytest.mark.parametrize("name", ["CREDENTIAL_FIELD", "WEAK_FIELD"])
-def test_a_field_name_reads_as_the_bare_pattern_reads_it(name: str) -> None:
+NAME_GLUE = ["", "", "_", "-", ".", " "]
+REFERENCE_GLUE = ["", "$", "${", "}", "$(", ")", "`", "%", "%(", "{", "{{", "}}", "<", ">", "[", "]", ":-", " ", "."]
+
+
+@pytest.mark.parametrize(
+    ("name", "glue"), [("CREDENTIAL_FIELD", NAME_GLUE), ("WEAK_FIELD", NAME_GLUE), ("REFERENCE", REFERENCE_GLUE)]
+)
+def test_a_name_or_value_reads_as_the_bare_pattern_reads_it(name: str, glue: list[str]) -> None:
     worded: Worded = getattr(secret_rules, name)
     bare = re.compile(worded.source, worded.flags)
     rng = random.Random(name)
-    words = [*_vocabulary(worded.source), "db", "cache", "user", "x1", "PG", "REDISCLI"]
-    names = [*_mixed(words, rng, ["", "", "_", "-", ".", " "], 4000), "auth", "PGPASSWORD", "db_pass", "cache_key"]
+    words = [*_vocabulary(worded.source), "db", "cache", "user", "x1", "PG", "REDISCLI", "s", "d", "r", "DB_PASS"]
+    values = [*_mixed(words, rng, glue, 6000), "auth", "PGPASSWORD", "db_pass", "cache_key"]
+    values += [head + word + tail for head in glue for word in words[:20] for tail in glue]
     matched = 0
-    for field in names:
-        expected = bare.fullmatch(field)
+    for value in values:
+        expected = bare.fullmatch(value)
         matched += expected is not None
-        assert _same(worded.fullmatch(field), expected), field
+        assert _same(worded.fullmatch(value), expected), value
     assert matched > 100

@@ -60,7 +60,8 @@ def _compiled(source: str, flags: int) -> re.Pattern[str]:
 # credential is cut off before the check (`tag_start`), so it never shields it.
 
 _PLACEHOLDER_WORDS = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty", "redacted"})
-REFERENCE = re.compile(
+REFERENCE = Worded(
+    ("$", "`", "%", "{", "<", "["),  # one starts each form
     r"\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
     r"|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:?+=\-#%/][^{}\n]*)?\}"  # ${VAR}, ${VAR:-default}
     r"|\$\([^()\n]+\)|`[^`\n]+`"  # a command's output: $(cat /run/secrets/db), `pass show db`
@@ -68,7 +69,7 @@ REFERENCE = re.compile(
     r"|%(?:\([A-Za-z_]\w*\))?[sdr]|\{[A-Za-z_]?[\w.]*\}"  # %s, %(name)s, {name}: format fields
     r"|<[A-Za-z][A-Za-z _.\-]{0,60}>"  # <your token>: words, no digits
     r"|\{\{[^{}\n]{1,120}\}\}"  # {{ secrets.X }}, {{ vault_pwd }}
-    r"|\[REDACTED[^\]\n]*\]|<redacted>"  # already redacted
+    r"|\[REDACTED[^\]\n]*\]|<redacted>",  # already redacted
 )
 _MASK = frozenset("*xX\u2022.-_:")  # ****, xxxx, ...
 _TAG = re.compile(r"</?[A-Za-z][\w:.\-]*(?:\s[^<>\n]*)?/?>")  # <ctx:remember>, </ctx:remember>, <br/>
