@@ -54,7 +54,9 @@ _ASCII_FOLD = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
 def folded(text: str) -> str:
     """`text` lowercased as a case-insensitive pattern compares it with ASCII: whatever ASCII word such a
     pattern matches in `text`, `folded(text)` holds in lowercase (a cheap check before compiling one)."""
-    return text.lower() if text.isascii() else text.translate(_ASCII_FOLD).lower()
+    if not text.isascii() and any(chr(code) in text for code in _ASCII_FOLD):  # rare: translate is slow
+        text = text.translate(_ASCII_FOLD)
+    return text.lower()
 
 
 class Worded:
