@@ -52,7 +52,10 @@ def _vocabulary(*sources: str) -> list[str]:
 
 # -- prose ---------------------------------------------------------------------------------------
 
-WORDED = {"_REJECT": prose._REJECT, "_SWITCH": prose._SWITCH, "_HEADING": prose._HEADING}
+WORDED = {
+    name: getattr(prose, name)
+    for name in ("_REJECT", "_SWITCH", "_HEADING", "_FAVOUR", "_PASSIVE_REST", "_NOT_A_CHOICE", "_POLITE")
+}
 PROSE_GLUE = [" ", " ", " ", ", ", "; ", ": ", " - ", " — ", "  ", "\t", ". ", "## ", " (", ") ", "'", "-"]
 PROSE_NOISE = [
     "x",
@@ -116,9 +119,10 @@ def test_a_worded_prose_pattern_matches_what_the_bare_pattern_matches(name: str)
     bare = re.compile(worded.source, worded.flags)
     matched = 0
     for clause in _clauses(worded, seed=len(name)):
-        expected = bare.match(clause)
-        matched += expected is not None
+        expected, found = bare.match(clause), bare.search(clause)
+        matched += found is not None
         assert _same(worded.match(clause), expected), clause
+        assert _same(worded.search(clause), found), clause
     assert matched > 20  # the generated clauses reach the pattern, not only its misses
 
 

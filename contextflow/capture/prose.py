@@ -84,7 +84,7 @@ _SWITCH = Worded(
     + r"(?:dropped|ditched|abandoned|removed)\s+(?P<y3>.{2,80}?)\s+in favou?r of\s+(?P<x3>.+)$",
     re.I,
 )
-_PASSIVE_REST = re.compile(r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
+_PASSIVE_REST = Worded((), r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
 _REASON_LINE = re.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
 _BECAUSE = re.compile(
     r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
@@ -104,12 +104,12 @@ _OVER_VERB = re.compile(
 _OVER = re.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
 _LABEL = re.compile(r"^(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
 _LISTED = re.compile(r"\s*(?:,|;|\band\b)?\s*([^,;()]{2,80}?)\s*\(([^()]{2,200})\)")
-_FAVOUR = re.compile(r"\s+in favou?r of\s+", re.I)
+_FAVOUR = Worded(("in favo",), r"\s+in favou?r of\s+", re.I)
 _X_NOT_Y = re.compile(
     r"^(?P<x>[^,;]{2,80}),\s+not\s+(?P<y>[^,;]{2,80}),\s*(?:because|since|as)\b\s*(?P<why>.+)$",
     re.I,
 )
-_NOT_A_CHOICE = re.compile(r"^(?:it|this|that|there|he|she|they|you)\b|\b(?:fail|fails|failed|broke|crash)", re.I)
+_NOT_A_CHOICE = Worded((), r"^(?:it|this|that|there|he|she|they|you)\b|\b(?:fail|fails|failed|broke|crash)", re.I)
 _HEADINGS = (
     (
         "chosen",
@@ -152,7 +152,8 @@ _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to dec
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
 )
-_POLITE = re.compile(
+_POLITE = Worded(
+    (),
     r"^(?:would you like|do you want|shall i|should i|want me to|anything else|can i help|let me know|"
     r"is there anything|does that|how about i)\b",
     re.I,

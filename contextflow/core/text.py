@@ -60,8 +60,8 @@ def folded(text: str) -> str:
 
 
 class Worded:
-    """A pattern tried only on text holding one of `words` (in `folded` text), which every match holds;
-    compiled when first tried, so a process whose text never says them never pays for compiling it."""
+    """A pattern tried only on text holding one of `words` (in `folded` text), which every match holds
+    (no words: any text); compiled when first tried, so a process that never needs it never pays for it."""
 
     def __init__(self, words: tuple[str, ...], source: str, flags: int = 0) -> None:
         self.words, self.source, self.flags = words, source, flags
@@ -72,6 +72,8 @@ class Worded:
 
     def said(self, text: str) -> bool:
         """Whether `text` holds one of the words (when not, nothing in it matches)."""
+        if not self.words:
+            return True
         lowered = folded(text)
         return any(word in lowered for word in self.words)
 
@@ -80,6 +82,9 @@ class Worded:
 
     def fullmatch(self, text: str) -> re.Match[str] | None:
         return self.pattern.fullmatch(text) if self.said(text) else None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.pattern.search(text) if self.said(text) else None
 
 
 def needs_cleaning(text: str) -> bool:
