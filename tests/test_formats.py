@@ -22,9 +22,9 @@ RECORDED = {
     "search-index": (3, "28a9796d62b3d919a98c"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (1, "834c0b1665c2895f00c6"),
-    "feed": (2, "ceb46bceff7065bb7d80"),
+    "feed": (2, "bd2cb69da91484fdbc81"),
     "capture": (2, "ad815b1096c56b8292f5"),
-    "graph-state": (2, "19119f9b9103fca5158c"),
+    "graph-state": (2, "68994ec48991639b265a"),
     "records-state": (2, "7a3b220b94ac1acf0973"),
     "conversations-state": (2, "75d4f8aa2de1cf227321"),
     "timeline": (1, "11b113bafc920d176c18"),
