@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
+from contextflow.core.text import Worded, folded
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -41,7 +42,13 @@ _CHOOSE = re.compile(
 _USE = re.compile(
     _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
 )  # with a rejection only
-_REJECT = re.compile(
+_REJECT = Worded(
+    (
+        *("reject", "ruled out", "not chosen", "discarded", "dropped", "alternative", "won", "against"),
+        *("decided not to", "chose not to", "opted not to", "passed on", "vetoed", "gave up on", "avoid"),
+        *("will not", "shouldn", "should not", "are not going to", "aren", "not going with", "not using"),
+        *("did not", "didn"),
+    ),
     _LEAD + r"(?:(?:rejected (?:options?|alternatives?|ideas?|approaches)|rejected|ruled out|not chosen|discarded|"
     r"dropped|alternatives?(?: considered)?(?: and rejected)?|considered and rejected|won'?t do)\s*:|"
     + _SUBJECT
@@ -64,7 +71,8 @@ _INSTEAD = re.compile(
     r"(?:use|using|go with|keep|chose|picked|went with|opted for|store)\b.+)$",
     re.I,
 )
-_SWITCH = re.compile(
+_SWITCH = Worded(
+    ("switched from", "migrated from", "replaced", "swapped", "in favo"),
     _LEAD
     + _SUBJECT
     + r"(?:switched|migrated) from\s+(?P<y>.{2,80}?)\s+to\s+(?P<x>.+)$|"
@@ -76,7 +84,7 @@ _SWITCH = re.compile(
     + r"(?:dropped|ditched|abandoned|removed)\s+(?P<y3>.{2,80}?)\s+in favou?r of\s+(?P<x3>.+)$",
     re.I,
 )
-_PASSIVE_REST = re.compile(r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
+_PASSIVE_REST = Worded((), r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
 _REASON_LINE = re.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
 _BECAUSE = re.compile(
     r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
@@ -96,12 +104,12 @@ _OVER_VERB = re.compile(
 _OVER = re.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
 _LABEL = re.compile(r"^(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
 _LISTED = re.compile(r"\s*(?:,|;|\band\b)?\s*([^,;()]{2,80}?)\s*\(([^()]{2,200})\)")
-_FAVOUR = re.compile(r"\s+in favou?r of\s+", re.I)
+_FAVOUR = Worded(("in favo",), r"\s+in favou?r of\s+", re.I)
 _X_NOT_Y = re.compile(
     r"^(?P<x>[^,;]{2,80}),\s+not\s+(?P<y>[^,;]{2,80}),\s*(?:because|since|as)\b\s*(?P<why>.+)$",
     re.I,
 )
-_NOT_A_CHOICE = re.compile(r"^(?:it|this|that|there|he|she|they|you)\b|\b(?:fail|fails|failed|broke|crash)", re.I)
+_NOT_A_CHOICE = Worded((), r"^(?:it|this|that|there|he|she|they|you)\b|\b(?:fail|fails|failed|broke|crash)", re.I)
 _HEADINGS = (
     (
         "chosen",
@@ -116,14 +124,36 @@ _HEADINGS = (
     ("questions", r"open questions?|unresolved(?: questions)?|questions|to decide|undecided"),
     ("todos", r"todos?|to ?dos?|next steps?|follow[- ]ups?|remaining(?: work)?|still to do|left to do"),
 )
-_HEADING = re.compile(
-    r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$", re.I
+_HEADING = Worded(
+    (
+        *("decision", "decide", "choices", "chosen", "rejected", "ruled out", "discarded", "dropped"),
+        *("alternatives", "question", "unresolved", "todo", "to do", "next step", "follow", "remaining"),
+    ),
+    r"^(?:#{1,6}\s*)?(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _HEADINGS) + r")\s*:?$",
+    re.I,
 )
+# how every heading `_HEADING` matches ends (but for a colon): one line in a thousand is worth a compile
+_HEADING_ENDS = (
+    *("decision", "decisions", "made", "decided", "chosen", "choices", "rejected", "option", "options"),
+    *("alternative", "alternatives", "approaches", "ideas", "out", "discarded", "dropped", "considered"),
+    *("question", "questions", "unresolved", "decide", "do", "dos", "step", "steps", "up", "ups", "remaining", "work"),
+)
+
+
+def _heading(sentence: str) -> str | None:
+    """The kind of items a heading ("Decisions:", "## Open questions") lists under it; None for any other sentence."""
+    end = sentence.rstrip()
+    end = end[:-1].rstrip() if end.endswith(":") else end
+    titled = _HEADING.match(sentence) if folded(end).endswith(_HEADING_ENDS) else None
+    return titled.lastgroup if titled else None
+
+
 _QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
 _UNSURE = re.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
 )
-_POLITE = re.compile(
+_POLITE = Worded(
+    (),
     r"^(?:would you like|do you want|shall i|should i|want me to|anything else|can i help|let me know|"
     r"is there anything|does that|how about i)\b",
     re.I,
@@ -296,9 +326,9 @@ def extract(text: str) -> dict[str, list[Any]]:
     heading: str | None = None  # what the bullets under a "Decisions:" (and like) heading are
     last: list[Item] = []  # the decisions of the sentence before
     for sentence, listed in parts(text):
-        titled = _HEADING.match(sentence)
+        titled = _heading(sentence)
         if titled:
-            heading = titled.lastgroup
+            heading = titled
             continue
         if not listed:
             heading = None

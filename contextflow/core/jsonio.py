@@ -16,13 +16,14 @@ import json
 import math
 import re
 import sys
+from functools import cache
 from typing import Any
 
 DecodeError = json.JSONDecodeError  # (orjson.JSONDecodeError is a subclass)
 
 BULK_BYTES = 256 << 10  # the stdlib parses events 17 ms/MB slower; orjson's import costs 7 ms
 _MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -64,7 +65,7 @@ def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False, any_keys
 
 def _text(data: bytes | bytearray | memoryview | str) -> str:
     if isinstance(data, str):
-        if data.startswith("\ufeff") or _SURROGATE.search(data):
+        if data.startswith("\ufeff") or _has_surrogate(data):
             raise DecodeError("not UTF-8 text (a byte order mark or a lone surrogate)", data, 0)
         return data
     raw = bytes(data)
@@ -92,9 +93,15 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+@cache
+def _surrogates() -> re.Pattern[str]:
+    """Compiled on first use: ASCII text (most of it) holds no surrogate and never needs it."""
+    return re.compile(_SURROGATE)
+
+
 def _has_surrogate(value: Any) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return not value.isascii() and _surrogates().search(value) is not None
     if isinstance(value, list):
         return any(_has_surrogate(item) for item in value)
     if isinstance(value, dict):

@@ -28,6 +28,7 @@ from pathlib import Path
 from contextflow.core import jsonio
 from contextflow.core import secret_formats as formats
 from contextflow.core.fsutil import atomic_write, read_regular
+from contextflow.core.text import Worded
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class Rule:
     min_length: int = 4
     accept: Callable[[str, bool], bool] | None = None  # a last check on the secret, and whether it was quoted
     flags: int = 0
+    requires: tuple[str, ...] = ()  # and one of these in `text.folded` text (each match holds one): fewer compiles
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -58,7 +60,8 @@ def _compiled(source: str, flags: int) -> re.Pattern[str]:
 # credential is cut off before the check (`tag_start`), so it never shields it.
 
 _PLACEHOLDER_WORDS = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty", "redacted"})
-REFERENCE = re.compile(
+REFERENCE = Worded(
+    ("$", "`", "%", "{", "<", "["),  # one starts each form
     r"\$[A-Za-z_][A-Za-z0-9_]*"  # $VAR
     r"|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:?+=\-#%/][^{}\n]*)?\}"  # ${VAR}, ${VAR:-default}
     r"|\$\([^()\n]+\)|`[^`\n]+`"  # a command's output: $(cat /run/secrets/db), `pass show db`
@@ -66,7 +69,7 @@ REFERENCE = re.compile(
     r"|%(?:\([A-Za-z_]\w*\))?[sdr]|\{[A-Za-z_]?[\w.]*\}"  # %s, %(name)s, {name}: format fields
     r"|<[A-Za-z][A-Za-z _.\-]{0,60}>"  # <your token>: words, no digits
     r"|\{\{[^{}\n]{1,120}\}\}"  # {{ secrets.X }}, {{ vault_pwd }}
-    r"|\[REDACTED[^\]\n]*\]|<redacted>"  # already redacted
+    r"|\[REDACTED[^\]\n]*\]|<redacted>",  # already redacted
 )
 _MASK = frozenset("*xX\u2022.-_:")  # ****, xxxx, ...
 _TAG = re.compile(r"</?[A-Za-z][\w:.\-]*(?:\s[^<>\n]*)?/?>")  # <ctx:remember>, </ctx:remember>, <br/>
@@ -191,11 +194,12 @@ def is_docker_auth(value: str, quoted: bool = True) -> bool:
 
 
 # A field (JSON key or assigned name) whose value is a credential.
-CREDENTIAL_FIELD = re.compile(
+CREDENTIAL_FIELD = Worded(
+    ("pass", "pwd", "secret", "key", "token", "credential", "auth"),
     r"(?i)(?:[a-z0-9]+[_\-.])*(?:password|passwd|passphrase|pwd|secret|client_secret|api_?key|apikey|access_?key"
     r"|secret_?key|private_?key(?:_?id)?|encryption_?key|signing_?key|master_?key|token|api_?token|access_?token"
     r"|auth_?token|refresh_?token|bearer_?token|credentials?)"
-    r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH"
+    r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH",
 )
 _PROSE_ALLOWED_FIELD = re.compile(r"(?i).*(?:password|passwd|passphrase)")
 
@@ -212,7 +216,7 @@ def credential_field_kind(name: str, value: str) -> str | None:
 
 
 # A field whose name only may be a credential (`key`, `auth`, `cache_key`): judged by its value.
-WEAK_FIELD = re.compile(r"(?i)(?:[a-z0-9]+[_\-.])*(?:key|auth|creds)")
+WEAK_FIELD = Worded(("key", "auth", "creds"), r"(?i)(?:[a-z0-9]+[_\-.])*(?:key|auth|creds)")
 
 
 def weak_field_kind(name: str, value: str) -> str | None:
@@ -229,8 +233,8 @@ def is_jwt(token: str, quoted: bool = True) -> bool:
     return bool(JwtTokenDetector.is_formally_valid(token))
 
 
-def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0) -> Rule:
-    return Rule(kind, pattern, needles, accept=is_jwt if kind == JWT else None, flags=flags)
+def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0, requires: tuple[str, ...] = ()) -> Rule:
+    return Rule(kind, pattern, needles, accept=is_jwt if kind == JWT else None, flags=flags, requires=requires)
 
 
 def _context(
@@ -239,8 +243,14 @@ def _context(
     needles: tuple[str, ...],
     flags: int = 0,
     accept: Callable[[str, bool], bool] | None = is_literal,
+    requires: tuple[str, ...] = (),
 ) -> Rule:
-    return Rule(kind, pattern, needles, in_context=True, min_length=1, accept=accept, flags=flags)
+    return Rule(kind, pattern, needles, in_context=True, min_length=1, accept=accept, flags=flags, requires=requires)
+
+
+def _followed(words: str, after: str) -> tuple[str, ...]:
+    """Each of the (space-separated) `words` followed by each character of `after`."""
+    return tuple(word + char for word in words.split() for char in after)
 
 
 _CREDENTIAL_WORDS = ("pass", "secret", "key", "token", "pwd")
@@ -254,6 +264,11 @@ _FLAG_VALUE = r"""(?:"([^"\n]+)"|'([^'\n]+)'|""" + _SPACED + r"""|([^\s"';|&-][^
 _KEYWORD = (
     r"(?:\b|(?<=_))(?:password|passwd|passphrase|secret|client_secret|api_?key|apikey|api_?token|access_?token"
     r"|auth_?token|secret_?key|private_?key|encryption_?key)\b|(?<=_)(?:pass|pwd)\b"
+)
+_KEYWORDS = (  # one is in any text `_KEYWORD` matches in
+    *("passw", "passphrase", "secret", "_pass", "_pwd", "apikey", "api_key", "apitoken", "api_token"),
+    *("accesstoken", "access_token", "authtoken", "auth_token", "privatekey", "private_key"),
+    *("encryptionkey", "encryption_key"),
 )
 _ENV_NAME = (
     r"(?<![A-Za-z0-9_])(?:(?:[A-Z0-9]+_)*(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|SECRET|TOKEN|API_?KEY|APIKEY"
@@ -283,6 +298,10 @@ _KEY_HEADER = (
     r"(?i)(?<![\w-])(?:[a-z0-9]+-){0,3}(?:api-?key|api-?token|auth-?token|access-?token|subscription-key"
     r"|functions-key)[\"']?[ \t]*:[ \t]*[\"']?(?:(<[^<>\n]{1,60}>)|([^\s\"',;]{8,}))"
 )
+_KEY_HEADER_WORDS = (  # one is in any text `_KEY_HEADER` matches in
+    *("apikey", "api-key", "apitoken", "api-token", "authtoken", "auth-token", "accesstoken", "access-token"),
+    *("subscription-key", "functions-key"),
+)
 
 # Patterns detect-secrets lacks (or matches too narrowly). A group, when present, is the secret.
 EXTRA_RULES = (
@@ -306,6 +325,7 @@ EXTRA_RULES = (
         "AWS secret key",
         r"(?i)aws.{0,3}secret.{0,3}(?:access.{0,3})?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})",
         ("secret",),
+        requires=("aws",),
     ),
     _context("AWS secret key", _AWS_ID + r"[\s\S]{0,120}?" + _AWS_SECRET, _AWS_NEEDLES, accept=None),
     _context("AWS secret key", _AWS_SECRET + r"[\s\S]{0,120}?" + _AWS_ID, _AWS_NEEDLES, accept=None),
@@ -347,8 +367,10 @@ EXTRA_RULES = (
         r"(?i)\bprivate_key_id[\"']?\s*[:=]\s*[\"']?([0-9a-f]{40})(?![0-9a-f])",
         ("private_key_id",),
     ),
-    _rule("Sentry DSN key", r"(?i)://([0-9a-f]{32})(?::[0-9a-f]{32})?@", ("://",)),  # Sentry: https://KEY@o1.ingest...
-    _context("API key header", _KEY_HEADER, ("key", "token"), accept=is_token_like),
+    _rule(
+        "Sentry DSN key", r"(?i)://([0-9a-f]{32})(?::[0-9a-f]{32})?@", ("://",), requires=("@",)
+    ),  # Sentry: https://KEY@o1.ingest...
+    _context("API key header", _KEY_HEADER, ("key", "token"), accept=is_token_like, requires=_KEY_HEADER_WORDS),
     _rule(JWT, r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
     _rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", ("bearer",)),
     _rule("basic auth header", r"(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}=*)", ("basic",)),
@@ -358,9 +380,15 @@ EXTRA_RULES = (
         r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://"
         r"[^\s/?#@:'\"]*:([^\s/?'\"]+)@[^\s/?#@'\"]*[A-Za-z0-9]",
         ("://",),
+        requires=("@",),
     ),
     # shell and dotenv: NAME=value, no spaces (with spaces it is code: the rules below need quotes or 8+ chars)
-    _context("credential", _ENV_NAME + "=" + _VALUE, ("pass", "pwd", "secret", "token", "key", "auth", "credential")),
+    _context(
+        "credential",
+        _ENV_NAME + "=" + _VALUE,
+        ("pass", "pwd", "secret", "token", "key", "auth", "credential"),
+        requires=_followed("password passwd passphrase pass pwd secret token key auth credential credentials", "="),
+    ),
     # code, config and prose: a quoted value of any length, or a bare one of 8+ characters
     _context(
         "credential",
@@ -371,6 +399,7 @@ EXTRA_RULES = (
         + r"|([^\s\"',;][^\s\"',;]{7,}))",
         _CREDENTIAL_WORDS,
         accept=is_code_literal,
+        requires=_KEYWORDS,
     ),
     # prose typed to an agent: "my password is Tr0ub4dor3", "the token was 'abc123xyz'" (a bare value needs a digit)
     _context(
@@ -382,14 +411,33 @@ EXTRA_RULES = (
     ),
     *(_rule(kind, pattern, needles) for kind, pattern, needles in formats.FORMATS),
     _context("authorization header", formats.AUTHORIZATION, ("authorization",), accept=is_token_like),
-    _context("credential", formats.WEAK_WORD, formats.WEAK_NEEDLES, accept=is_opaque_literal),
-    _context("credential", formats.PROSE_STRONG, formats.PROSE_STRONG_NEEDLES, accept=is_prose_literal),
-    _context("credential", formats.PROSE_WEAK, formats.PROSE_WEAK_NEEDLES, accept=is_prose_opaque_literal),
+    _context(
+        "credential",
+        formats.WEAK_WORD,
+        formats.WEAK_NEEDLES,
+        accept=is_opaque_literal,
+        requires=_followed("token key auth credential credentials creds", "\"' \t:="),
+    ),
+    _context(
+        "credential",
+        formats.PROSE_STRONG,
+        formats.PROSE_STRONG_NEEDLES,
+        accept=is_prose_literal,
+        requires=_followed("password passwd passphrase secret", " \t:"),
+    ),
+    _context(
+        "credential",
+        formats.PROSE_WEAK,
+        formats.PROSE_WEAK_NEEDLES,
+        accept=is_prose_opaque_literal,
+        requires=_followed("token key credential credentials", " \t:"),
+    ),
     _context(
         "command-line password",
         r"(?i)(?<![\w-])--(?:password|passwd|pass|pwd|http-password|proxy-password"
         r"|api-?key|api-?token|token|secret)(?:=" + _FLAG_VALUE + r"|\s+" + _QUOTED + ")",
         ("--",),
+        requires=("--pass", "--pwd", "--http-password", "--proxy-password", "--api", "--token", "--secret"),
     ),
     _context(
         "command-line password", "(?i)" + _command("mysql|mariadb", r"\s-p" + _VALUE, r"\w*"), ("mysql", "mariadb")
@@ -403,6 +451,7 @@ EXTRA_RULES = (
             r"""(?:"[^"\n:]*:([^"\n]+)"|'[^'\n:]*:([^'\n]+)'|[^\s"':]*:([^\s"';|&]+))""",
         ),
         ("curl", "wget"),
+        requires=("-u",),
     ),
     # docker login -p PW, --password PW (login within three words of the command)
     _context(
@@ -419,6 +468,7 @@ EXTRA_RULES = (
         r"(?i)\bmachine\s+\S+\s+(?:(?:account|port)\s+\S+\s+)*login\s+\S+\s+"
         r"(?:(?:account|port)\s+\S+\s+)*password\s+(\S+)",
         ("machine",),
+        requires=("password",),
     ),
     _context(
         "pgpass password",
@@ -476,6 +526,26 @@ LIBRARY_REWRITES = (
 )
 
 
+# Library patterns (exactly as rewritten) and words every match of one holds: a credential word and what
+# follows it (a quote, `]`, a space, `=` or `:`), or the host. Another version's patterns run on their needles alone.
+_ASSIGNED = r"""(?:"|\'|)(?:\]|)(?: *+(?:=>|:=|::|=|:) *+| ++)(?:"|\'|)"""
+_START = r"""(?:(?<=\W)|(?<=^))(?:\[|)(?:"|\'|)"""
+_CLOUDANT = _START + r"(?:cloudant|cl|clou)(?:_|-|)(?:api|)(?:key|pwd|pw|password|pass|token)" + _ASSIGNED
+_IBM = r"(?:ibm(?:_|-|)cloud(?:_|-|)iam|cloud(?:_|-|)iam|ibm(?:_|-|)cloud|ibm(?:_|-|)iam|ibm|iam|cloud|)"
+_ASSIGNED_WORDS = tuple(word + char for word in ("key", "pwd", "pw", "password", "pass", "token") for char in "\"'] =:")
+LIBRARY_REQUIRES = {
+    _CLOUDANT + r"""([0-9a-f]{64})(?:"|\'|)""": _ASSIGNED_WORDS,
+    _CLOUDANT + r"""([a-z]{24})(?:"|\'|)""": _ASSIGNED_WORDS,
+    r"(?:https?\:\/\/)[\w\-]+\:([0-9a-f]{64})\@[\w\-]+\.cloudant\.com": ("cloudant.com",),
+    r"(?:https?\:\/\/)[\w\-]+\:([a-z]{24})\@[\w\-]+\.cloudant\.com": ("cloudant.com",),
+    _START
+    + _IBM
+    + r"(?:_|-|)(?:api|)(?:_|-|)(?:key|pwd|password|pass|token)"
+    + _ASSIGNED
+    + r"""([a-zA-Z0-9_\-]{44}(?![a-zA-Z0-9_\-]))(?:"|\'|)""": _ASSIGNED_WORDS,
+}
+
+
 def rewritten(pattern: str) -> str:
     for old, new in LIBRARY_REWRITES:
         pattern = pattern.replace(old, new)
@@ -493,8 +563,9 @@ def rules() -> tuple[Rule, ...]:
     return (
         *EXTRA_RULES,
         *(
-            _rule(kind, rewritten(pattern), tuple(needles), flags)
+            _rule(kind, source, tuple(needles), flags, LIBRARY_REQUIRES.get(source, ()))
             for kind, pattern, flags, needles in library_patterns()
+            for source in (rewritten(pattern),)
         ),
     )
 

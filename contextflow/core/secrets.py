@@ -38,7 +38,7 @@ from contextflow.core.secret_rules import (
 )
 from contextflow.core.settings import SECRETS_VARIABLE as ENV_VAR
 from contextflow.core.settings import secrets_mode
-from contextflow.core.text import clean, map_strings, needs_cleaning
+from contextflow.core.text import clean, folded, map_strings, needs_cleaning
 
 REDACTED_FIELD = "redacted"
 MIN_GROUP_SECRET = 8
@@ -110,7 +110,12 @@ def _rules_for(text: str) -> list[Rule]:
 def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
     """Non-overlapping secret spans in `text` as written, in order; `also` are rules run whatever the text holds."""
     spans: list[Finding] = []
+    words: str | None = None
     for rule in (*_rules_for(text), *also):
+        if rule.requires:  # every match holds one of them: without, the rule is not even compiled
+            words = folded(text) if words is None else words
+            if not any(word in words for word in rule.requires):
+                continue
         for match in rule.pattern.finditer(text):
             trim = _TRIM_CONTEXT if rule.in_context else _TRIM  # a context group is the secret exactly
             for start, end in _secret_spans(match, rule.in_context):

@@ -18,6 +18,7 @@ from re import _parser  # the standard library's own regex parser: the literal r
 from typing import Any
 
 from contextflow.core.secret_rules import Rule
+from contextflow.core.text import folded
 
 SEPARATORS = ("", " ", "_", "-", ".", ":", "=", "/", "@", "\t", "'", '"', '="', "a:", " a ", " -u ", "\n")
 RUNS = ("a", "A", "1", "aB3/", "0f", "a.", "a:", "a@", "a=", " ", "-", "_", "x ", "/", "\\a")
@@ -136,6 +137,22 @@ def cost(pattern: re.Pattern[str], text: str) -> float:
     return time.process_time() - began
 
 
+def scanned(rule: Rule, text: str) -> bool:
+    """Whether `find` runs `rule` on `text`: one of its needles is in it, and one of the words it
+    requires (`Rule.requires`) when it has any."""
+    if rule.needles and not any(needle in text.lower() for needle in rule.needles):
+        return False
+    return not rule.requires or any(word in folded(text) for word in rule.requires)
+
+
+def _head(rule: Rule) -> str:
+    return " ".join((*rule.needles[:1], rule.requires[0].strip(), "\n"))
+
+
+def _after(head: str, make: Make) -> Make:
+    return lambda size: (head + make(size))[:size]
+
+
 def worst(
     rule: Rule, keep: int = 1, small: int = 256, larger: int = 1024, hopeless: float = 0.002
 ) -> list[tuple[str, Make]]:
@@ -147,9 +164,11 @@ def worst(
     scored: list[tuple[float, str, Make]] = []
     seen: set[str] = set()
     for label, make in inputs(rule):
+        if rule.requires:  # its words first, so `find` runs it on the hostile text that follows
+            label, make = f"{label} after {_head(rule)!r}", _after(_head(rule), make)
         sample = make(small)
-        if sample in seen or (rule.needles and not any(needle in sample.lower() for needle in rule.needles)):
-            continue  # `find` skips a rule when none of its needles is in the text
+        if sample in seen or not scanned(rule, sample):
+            continue
         seen.add(sample)
         first = cost(rule.pattern, sample)
         score = float("inf") if first > hopeless else cost(rule.pattern, make(larger))
