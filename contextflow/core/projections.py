@@ -83,6 +83,13 @@ def by_project(*tables: str) -> tuple[tuple[str, str], ...]:
     return tuple((table, f"SELECT * FROM main.{table} WHERE project IN ({{projects}})") for table in tables)
 
 
+def merged_by(table: str, *key: str) -> tuple[str, str]:
+    """`Projection.merged` of a table keyed by columns `key`: the rest's row of a key in place of the tables'."""
+    same = " AND ".join(f"m.{column} = b.{column}" for column in key)
+    where = f"NOT EXISTS (SELECT 1 FROM main.{{t}} m WHERE {same})"
+    return (table, f"SELECT * FROM base.{{t}} b WHERE {where} UNION ALL SELECT * FROM main.{{t}}")
+
+
 def scoped_views(sets: Iterable[Projection], projects: Iterable[str], source: str = "main.{}") -> list[str]:
     """The statements making each table `sets` scope a TEMP view of its rows of `projects` (`Projection.scoped`),
     reading the table as `source` names it (the tables, or `core/rest.py`'s views with the logs' rest)."""
