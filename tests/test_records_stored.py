@@ -22,7 +22,6 @@ from contextflow.core.events import Event
 from contextflow.core.projections import Projection
 from contextflow.records import core as records
 from contextflow.records.stored import StoredRecords
-from contextflow.records.view import RecordsState
 from tests.raw import write_events
 from tests.records_oracle import fold_whole
 from tests.test_own_writes_while_building import building_elsewhere

@@ -44,10 +44,8 @@ def test_records_and_conversations_another_machine_wrote_are_read_whole_while_th
     try:
         records.set_record(other, key="fact:mine", value={"v": 2}, project=app.settings.default_project)
         records.set_record(other, key="fact:synced", value={"there": 2}, project=app.settings.default_project)
-        conversations.save_conversation(
-            other,
-            {"conversation_id": "c-mine", "topic": "plan", "summary": "second", "project": app.settings.default_project},
-        )
+        second = {"conversation_id": "c-mine", "topic": "plan", "summary": "second"}
+        conversations.save_conversation(other, {**second, "project": app.settings.default_project})
     finally:
         other.close()
     never_folded(monkeypatch)

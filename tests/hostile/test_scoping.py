@@ -321,13 +321,12 @@ def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
 def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_folds_none(
     app: App, scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    from contextflow import ondisk
     from contextflow.capture.stored import turns
     from contextflow.graph import explore, writes
     from contextflow.sessions import core as sessions
     from contextflow.timeline import core as timeline
     from tests.test_own_writes_while_building import building_elsewhere
-
-    from contextflow import ondisk
 
     for name in ("secret", "web"):
         records.set_record(scoped[name], key="fact:plan", value={"v": name})
