@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "1e68f409d039870d28ca"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "a17d19d6ae1b549f15c5"),
-    "feed": (2, "03a8b90470c1fc538e0e"),
-    "capture": (2, "bace84595deb48a16117"),
-    "graph-state": (3, "2bedde1bbcabab5c0280"),
-    "records-state": (2, "e2349e9fa412714963e3"),
-    "conversations-state": (2, "6fc78ac3da7d335639e1"),
-    "timeline": (2, "70dda9d4f3b50908b0e4"),
+    "sessions": (1, "8fd646af5f6af50a0755"),
+    "feed": (2, "74b77b41a072a1a53a12"),
+    "capture": (2, "8373f836c48bf9c2a6d4"),
+    "graph-state": (3, "7d47305c8cb46be8a021"),
+    "records-state": (2, "3eb61947524e2f2b7bce"),
+    "conversations-state": (2, "0a5da25dd04a14d9bc41"),
+    "timeline": (2, "bc7bbf767a82d9652eaa"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

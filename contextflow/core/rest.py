@@ -191,8 +191,13 @@ def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Readi
     """How to read formats `names` now: the tables when they hold every log's events, else the tables as
     built with the rows of the logs' remaining bytes (kept per store: extended by new bytes while the
     tables' cursors stay, built again when they move). A database that does not read gives the rest
-    alone (the logs' rows, or their tails when over REST_BYTES)."""
+    alone (the logs' rows, or their tails when over REST_BYTES). A `--stdin` batch's earlier items the
+    tables do not hold (`Store.held_back`) are added on top."""
     wanted = set(names)
+    if held := tables.store.held_back:  # a batch's earlier items, where the tables do not hold them: never kept
+        found = build(tables, [s for s in tables.sets.values() if s.name in wanted])
+        found._insert(found.sets, held)
+        return Reading(tables, found)
     if tables.serves(wanted, wait):
         _RESTS.pop(tables.store, None)  # (not closed: another thread may still read it; freed with it)
         return Reading(tables)
