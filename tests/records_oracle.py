@@ -27,7 +27,7 @@ class FoldedRecords:
         return self.state.live(identity)
 
     def holders(self, key: str) -> list[str]:
-        return self.state.holders(key)
+        return sorted(project for project, held in self.records if held == key)
 
     def select(
         self,

@@ -25,7 +25,7 @@ RECORDED = {
     "feed": (2, "74b77b41a072a1a53a12"),
     "capture": (2, "8373f836c48bf9c2a6d4"),
     "graph-state": (3, "7d47305c8cb46be8a021"),
-    "records-state": (2, "3eb61947524e2f2b7bce"),
+    "records-state": (2, "1b1a9576750839f1003d"),
     "conversations-state": (2, "0a5da25dd04a14d9bc41"),
     "timeline": (2, "bc7bbf767a82d9652eaa"),
 }
