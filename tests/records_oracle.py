@@ -10,7 +10,7 @@ import pytest
 
 from contextflow.app import App
 from contextflow.conversations import core as conversations
-from contextflow.conversations.view import ConversationsState, ConversationsView
+from contextflow.conversations.view import ConversationEntry, ConversationsState, ConversationsView
 from contextflow.records import core as records
 from contextflow.records.view import Record, RecordId, RecordsState, RecordsView
 
@@ -59,10 +59,16 @@ class FoldedRecords:
         return len(self.select(*selection))
 
 
-def folded_conversations(app: App) -> ConversationsState:
+class FoldedConversations:
     """What `conversations/stored.py`'s `StoredConversations` answers, from the whole fold."""
-    state: ConversationsState = app.store.view(ConversationsView)
-    return state
+
+    def __init__(self, app: App) -> None:
+        state: ConversationsState = app.store.view(ConversationsView)
+        self.records = state.records
+
+    def newest_first(self, project: str | None = None, count: int | None = None) -> list[ConversationEntry]:
+        found = [entry for (owner, _), entry in self.records.items() if project is None or owner == project]
+        return sorted(found, key=lambda entry: entry.event.key, reverse=True)[:count]
 
 
 def fold_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,5 +80,5 @@ def fold_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         conversations,
         "conversations_state",
-        lambda app: read_conversations(app) if app.store.shares_state else folded_conversations(app),
+        lambda app: read_conversations(app) if app.store.shares_state else FoldedConversations(app),
     )

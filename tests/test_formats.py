@@ -26,7 +26,7 @@ RECORDED = {
     "capture": (2, "8373f836c48bf9c2a6d4"),
     "graph-state": (3, "7d47305c8cb46be8a021"),
     "records-state": (2, "1b1a9576750839f1003d"),
-    "conversations-state": (2, "0a5da25dd04a14d9bc41"),
+    "conversations-state": (2, "740f182b8cee2a09792b"),
     "timeline": (2, "bc7bbf767a82d9652eaa"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
