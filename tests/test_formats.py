@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "1e68f409d039870d28ca"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "8fd646af5f6af50a0755"),
-    "feed": (2, "74b77b41a072a1a53a12"),
-    "capture": (2, "8373f836c48bf9c2a6d4"),
-    "graph-state": (3, "7d47305c8cb46be8a021"),
-    "records-state": (2, "1b1a9576750839f1003d"),
-    "conversations-state": (2, "740f182b8cee2a09792b"),
-    "timeline": (2, "bc7bbf767a82d9652eaa"),
+    "sessions": (1, "fafbd22aca697aefea2e"),
+    "feed": (2, "5c43dfd6858eea6a32af"),
+    "capture": (2, "192a809f6cdfd297e330"),
+    "graph-state": (3, "709f9891dfaeb76fef44"),
+    "records-state": (2, "a9f05d573b9fb89d52ee"),
+    "conversations-state": (2, "174081591e6abb1cb555"),
+    "timeline": (2, "f853548591b90fea62d6"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

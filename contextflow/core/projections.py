@@ -52,7 +52,8 @@ class Projection(NamedTuple):
     come either from `rows(event)`, each event's own rows (keyed by the event: idempotent, order-free),
     or from `apply(db, events)`, which folds a chunk's events of `kinds` into state kept in its tables
     (reading the rows they touch and writing them back, so the tables end as the view's fold whatever
-    the chunks), with `load(db)` the whole state (a reader's base while the format is not current)."""
+    the chunks), read beside the logs' rest by `core/rest.py` folding it with `apply` too (the graph alone: with
+    `load(db)` the whole state, its reader's base while the format is not current)."""
 
     format: Format
     schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
