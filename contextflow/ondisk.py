@@ -1,16 +1,15 @@
 """Views read from the derived tables where a call cannot query them (core/tables.py).
 
-The graph, the records and the conversations are projections that keep their folded state in tables
-(`PROJECTIONS`: `graph/projection.py`, `records/projection.py`, `conversations/projection.py`, caught up with the
-other tables): a call queries them while they hold every log (`served`). While they do not (a fresh
+The graph is a projection that keeps its folded state in tables (`PROJECTIONS`: `graph/projection.py`,
+caught up with the other tables): a call queries them while they hold every log (`served`). While they do not (a fresh
 machine, a format rebuilt: another process builds them in the background; or another process holds
 the lock), the view is their whole state as built so far (`Projection.load`) with the events of its
 kinds every log holds past their cursors folded on top (read, never folded whole: lines without its
 kinds' prefix are skipped undecoded), so an answer is complete, never "not found" from an unfinished
 build.
 
-(The timeline, sessions, the feed and captured turns are only ever queried: beside the logs' remaining
-bytes by `core/rest.py` while their tables are not current.)
+(The timeline, sessions, the feed, captured turns, the records and the conversations are only ever
+queried: beside the logs' remaining bytes by `core/rest.py` while their tables are not current.)
 
 The views stay pure folds (`<feature>/view.py`); only their input changes. A store that cannot use
 the tables (a ContextFlowMCP file over its size limit) folds them in memory as before (`Store.view`). A
@@ -24,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+from weakref import WeakKeyDictionary
 
 from contextflow.core.events import Event
 from contextflow.core.fields import conform
@@ -33,14 +33,14 @@ from contextflow.core.tables import Projection
 if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.core.fold import Folds
+    from contextflow.core.rest import Progress, Reading
+    from contextflow.core.store import Store
 
 S = TypeVar("S")
 
 # views whose state is a projection's tables (`Projection.apply`), by the feature's projection
 PROJECTIONS = {
     "graph": "contextflow.graph.projection:PROJECTION",
-    "records": "contextflow.records.projection:PROJECTION",
-    "conversations": "contextflow.conversations.projection:PROJECTION",
 }
 
 
@@ -53,6 +53,30 @@ def view(app: App, kind: type[Folds[S]]) -> S:
     if name not in PROJECTIONS or not disk(app):
         return app.store.view(kind)
     return cast(S, _projected(app, name, _projection(name)))
+
+
+_READINGS: WeakKeyDictionary[Store, dict[str, Reading]] = WeakKeyDictionary()  # each projection's last `reading`
+
+
+def reading(app: App, projection: Projection) -> Reading:
+    """How a call reads `projection`'s tables: themselves while they hold every log, else as built with the
+    rows of the logs' remaining bytes (`core/rest.py`: the logs' newest bytes only over its bound, `partial`).
+    A ContextFlowMCP file over its size limit is never read: an error says so."""
+    from contextflow.core import rest
+
+    tables = app.tables()
+    if tables.oversized():
+        from contextflow.sessions.stored import ready
+
+        ready(app)
+    found = _READINGS.setdefault(app.store, {})[projection.name] = rest.reading(tables, (projection.name,))
+    return found
+
+
+def partial(app: App, projection: Projection) -> Progress | None:
+    """How far the build is, when the last `reading` of `projection` read only the logs' newest bytes."""
+    found = _READINGS.get(app.store, {}).get(projection.name)
+    return found.partial if found is not None else None
 
 
 def served(app: App, projection: Projection) -> bool:

@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "db3d980b26b16de18bf5"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "dca399587771f97397b6"),
-    "feed": (2, "e263490801b397a923e6"),
-    "capture": (2, "a7ae111755eea572b944"),
-    "graph-state": (3, "05da4782aa82449f9841"),
-    "records-state": (2, "bfd2af2420f2fa7582cd"),
-    "conversations-state": (2, "1b3ae24f5058f86beaae"),
-    "timeline": (2, "dd522cf125c85d20e8e8"),
+    "sessions": (1, "ed052f4478fc2549d500"),
+    "feed": (2, "735ad7cbec53ee74d151"),
+    "capture": (2, "189b68dce8d09b27cb94"),
+    "graph-state": (3, "e1160cbc7eb69b977461"),
+    "records-state": (2, "e37937e267b9bd618dc8"),
+    "conversations-state": (2, "a42dac3786ba232fcd32"),
+    "timeline": (2, "11ce690372cb2ba7e15d"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

@@ -348,5 +348,5 @@ def test_the_latest_write_by_clock_order_wins_for_every_key(rows):
         latest = max((e for e in events if e.data["key"] == key), key=lambda e: e.key)
         record = state.records[("shared", key)]  # type: ignore[attr-defined]
         assert (record.event_id, record.deleted) == (latest.id, latest.kind == "context.delete")
-        live = [entry[-1] for entry in state.recent]  # type: ignore[attr-defined]
+        live = [k for (_, k), r in state.records.items() if not r.deleted]  # type: ignore[attr-defined]
         assert (key in live) == (latest.kind == "context.set")

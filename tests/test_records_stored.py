@@ -19,10 +19,12 @@ from contextflow.core import catchup
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
+from contextflow.core.projections import Projection
 from contextflow.records import core as records
 from contextflow.records.stored import StoredRecords
-from contextflow.records.view import RecordsState
 from tests.raw import write_events
+from tests.records_oracle import fold_whole
+from tests.test_own_writes_while_building import building_elsewhere
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01
 KEYS = ["pr:web:1", "pr:web:2", "waiting:review", "fact:nas", "machine:chisel", "todo:docs", "waiting:deploy"]
@@ -102,28 +104,38 @@ def _reads(app: App) -> list[object]:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read while the tables hold part of the logs (a build elsewhere has not reached the rest: the rows of
+    the logs' remaining bytes fold onto the tables' by key), then once they hold them all: every read says
+    what the whole folds say."""
     monkeypatch.setattr(catchup, "READ_BYTES", 300 + seed * 700)  # chunks of one to a few dozen events
     events = _events(seed, 300)
     half = random.Random(seed).randrange(len(events))
     write_events(app.store.folder, events[:half])
-    records.records_state(app)  # folded part way: the rest lands on top of it
+    records.records_state(app)  # built part way
+    building_elsewhere(monkeypatch)
     write_events(app.store.folder, events[half:])
+    fold_whole(monkeypatch)
+    expected = _reads(App.open(shares_state=False))
+    assert _reads(app) == expected
+    assert not app.tables().serves(("records-state",)) or half == len(events)
+    never_folded(monkeypatch)
+    assert _reads(app) == expected
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the tables answer alone
+    assert _reads(app) == expected and app.tables().current()
     assert isinstance(records.records_state(app), StoredRecords)
     assert isinstance(conversations.conversations_state(app), StoredConversations)
-    stored = _reads(app)
-    app.store.refresh()
-    folded_records: RecordsState = app.store.view("records")
-    folded_conversations: ConversationsState = app.store.view("conversations")
-    on_disk_records = records.records_state(app)
-    assert dict(on_disk_records.records) == folded_records.records
-    for key in KEYS:
-        assert on_disk_records.holders(key) == folded_records.holders(key)
-    assert dict(conversations.conversations_state(app).records) == folded_conversations.records
-    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables' whole state
-    assert isinstance(records.records_state(app), RecordsState)
-    assert _reads(app) == stored
-    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the folds
-    assert _reads(app) == stored
+
+
+def never_folded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole view folded in memory (or a projection's whole state loaded) fails the test."""
+    from contextflow.core.store import Store
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a whole view was folded")
+
+    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(ondisk, "view", refused)
+    monkeypatch.setattr(Projection, "load", property(refused))
 
 
 def test_a_listing_reads_only_the_records_it_shows(app: App, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,6 @@ FEATURE = Feature(
     projections={"conversations-state": "contextflow.conversations.projection:PROJECTION"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "a47abccaa56197cc0a4d"),
+    search_version=(1, "c9e4376d3f7a57715e20"),
     commands={"conversations": "saved conversation records"},
 )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations.fields import DEFAULT_LIST
-from contextflow.conversations.view import SAVE_KIND, ConversationEntry, ConversationsState, ConversationsView
+from contextflow.conversations.view import SAVE_KIND, ConversationEntry
 from contextflow.core import checks, jsonio, secrets
 from contextflow.core.blobs import read_blob, write_blob
 from contextflow.core.errors import InputError, arg, call
@@ -32,8 +32,6 @@ from contextflow.core.text import estimate_tokens
 
 if TYPE_CHECKING:
     from contextflow.conversations.stored import StoredConversations
-
-    Conversations = ConversationsState | StoredConversations  # what a call reads: the fold, or the table on disk
 
 SINGLE, MULTI = "single_topic", "multi_topic"
 CHOSEN, REJECTED = "chosen", "rejected"
@@ -233,17 +231,13 @@ def save_conversation(app: App, raw: Any) -> Saved:
 # -- reading -------------------------------------------------------------------------------
 
 
-def conversations_state(app: App) -> Conversations:
-    """The conversations for one call: their table on disk when it holds every save (conversations/stored.py),
-    else the fold (while the derived tables are built, or for a store that does not read them)."""
+def conversations_state(app: App) -> StoredConversations:
+    """The conversations for one call, queried from their table on disk (conversations/stored.py): as built
+    with the logs' remaining bytes while the derived tables do not hold every log (`ondisk.reading`)."""
     from contextflow.conversations.projection import PROJECTION
+    from contextflow.conversations.stored import StoredConversations
 
-    if ondisk.served(app, PROJECTION):
-        from contextflow.conversations.stored import StoredConversations
-
-        return StoredConversations(app.tables())
-    state: ConversationsState = ondisk.view(app, ConversationsView)
-    return state
+    return StoredConversations(ondisk.reading(app, PROJECTION))
 
 
 def list_conversations(app: App, *, project: str | None = None, limit: int | None = None) -> list[ConversationEntry]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from contextflow.app import App
@@ -11,7 +12,7 @@ from contextflow.conversations.view import ConversationEntry
 from contextflow.core import checks
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.operations.provenance import header, stored_header
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, partial
 
 INSTRUCTIONS = """\
 ## Shared memory (contextflow)
@@ -140,7 +141,7 @@ def get_conversation(app: App, args: JSON) -> Reply:
     text = f"{DATA_NOTICE}\n\n## conversation {entry.conversation_id}\n{head}\n{conversation_body(entry)}"
     if transcript is not None:  # only when asked for
         text += "\nfull transcript:\n" + quote(transcript)
-    return Reply(text, conversations.record_json(entry, transcript))
+    return _partial(app, Reply(text, conversations.record_json(entry, transcript)))
 
 
 def list_conversations(app: App, args: JSON) -> Reply:
@@ -160,7 +161,19 @@ def list_conversations(app: App, args: JSON) -> Reply:
             )
             lines.append(f"> {clip(data.get('topic', ''), 100)}")
         text = "\n".join(lines)
-    return Reply(text, [conversations.record_json(entry) for entry in found])
+    return _partial(app, Reply(text, [conversations.record_json(entry) for entry in found]))
+
+
+def _partial(app: App, reply: Reply) -> Reply:
+    """`reply`, saying it is partial when the conversations were read while the build had not reached most
+    of the logs (`ondisk.partial`; a listing's JSON, a list, keeps its shape: its text says so)."""
+    from contextflow import ondisk
+    from contextflow.conversations.projection import PROJECTION
+
+    progress, missing = ondisk.partial(app, PROJECTION), "conversations saved earlier"
+    if isinstance(reply.data, list) and progress is not None:
+        return replace(partial(Reply(reply.text, {}), progress, missing), data=reply.data)
+    return partial(reply, progress, missing)
 
 
 def instructions(app: App | None, args: JSON) -> Reply:

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp
+from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp, merged_by
 
 if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this projection)
-    from contextflow.conversations.view import ConversationEntry, ConversationsState
+    from contextflow.conversations.view import ConversationEntry
 
 SCHEMA = (
     """CREATE TABLE conversations_rows(
@@ -42,16 +42,6 @@ def _row(project: str, conversation_id: str, entry: ConversationEntry) -> tuple[
     saved = [event.id, event.writer, event.seq, event.hlc, event.kind, event.data]
     blob = jsonio.dumps([saved, entry.first_key, entry.first_ts, entry.versions])
     return (project, conversation_id, db_stamp(event.hlc), event.writer, event.seq, blob)
-
-
-def load(db: Writer) -> ConversationsState:
-    """Every conversation the table holds (a reader's base while it is not current)."""
-    from contextflow.conversations.view import ConversationsState
-
-    state = ConversationsState()
-    for project, cid, blob in db.execute("SELECT project, conversation_id, data FROM conversations_rows"):
-        state.records[(project, cid)] = entry_of(blob)
-    return state
 
 
 def apply(db: Writer, events: list[Event]) -> None:
@@ -87,6 +77,6 @@ PROJECTION = Projection(
     ahead=False,
     kinds="conversation.",
     apply=apply,
-    load=load,
+    merged=(merged_by("conversations_rows", "project", "conversation_id"),),
     scoped=by_project("conversations_rows"),
 )

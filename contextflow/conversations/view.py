@@ -36,10 +36,6 @@ class ConversationEntry:
 class ConversationsState:
     records: dict[ConversationKey, ConversationEntry] = field(default_factory=dict)
 
-    def newest_first(self, project: str | None = None, count: int | None = None) -> list[ConversationEntry]:
-        found = [entry for (owner, _), entry in self.records.items() if project is None or owner == project]
-        return sorted(found, key=lambda entry: entry.event.key, reverse=True)[:count]
-
 
 def _identity(event: Event) -> ConversationKey | None:
     value = event.data.get("conversation_id") if event.kind == SAVE_KIND else None

@@ -52,7 +52,8 @@ class Projection(NamedTuple):
     come either from `rows(event)`, each event's own rows (keyed by the event: idempotent, order-free),
     or from `apply(db, events)`, which folds a chunk's events of `kinds` into state kept in its tables
     (reading the rows they touch and writing them back, so the tables end as the view's fold whatever
-    the chunks), with `load(db)` the whole state (a reader's base while the format is not current)."""
+    the chunks), read beside the logs' rest by `core/rest.py` folding it with `apply` too (the graph alone: with
+    `load(db)` the whole state, its reader's base while the format is not current)."""
 
     format: Format
     schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
@@ -81,6 +82,13 @@ class Projection(NamedTuple):
 def by_project(*tables: str) -> tuple[tuple[str, str], ...]:
     """`Projection.scoped` of tables with a `project` column: their rows of the reader's projects."""
     return tuple((table, f"SELECT * FROM main.{table} WHERE project IN ({{projects}})") for table in tables)
+
+
+def merged_by(table: str, *key: str) -> tuple[str, str]:
+    """`Projection.merged` of a table keyed by columns `key`: the rest's row of a key in place of the tables'."""
+    same = " AND ".join(f"m.{column} = b.{column}" for column in key)
+    where = f"NOT EXISTS (SELECT 1 FROM main.{{t}} m WHERE {same})"
+    return (table, f"SELECT * FROM base.{{t}} b WHERE {where} UNION ALL SELECT * FROM main.{{t}}")
 
 
 def scoped_views(sets: Iterable[Projection], projects: Iterable[str], source: str = "main.{}") -> list[str]:

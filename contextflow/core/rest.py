@@ -8,6 +8,9 @@ only as `base`. TEMP views named as the tables show base's rows with the rest's 
 set's `Projection.merged` SQL; by default a row of the rest replaces base's row of the same `id`), so a
 query of `sessions_entries` or `feed` reads both. A set whose triggers summarise rows (sessions) first
 copies base's rows of what the new rows touch (`Projection.seed`), so its triggers compute whole summaries.
+A set folding chunks (`Projection.apply`: records, conversations) folds the rest's events with its own
+`apply`: its queries read the merged views (made first), its inserts go to `main` (`_Into`); a scoped
+store folds only its projects' events (each one's rows are of its own project).
 The cursors are read before the rows, so a chunk a build commits meanwhile is in both (the merge keeps it
 once), never in neither.
 
@@ -21,6 +24,7 @@ Clock bounds are not applied to the rest (a bound within the unread bytes is rar
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -31,6 +35,7 @@ from weakref import WeakKeyDictionary
 from contextflow.core import jsonio
 from contextflow.core.fsutil import Signature, signature
 from contextflow.core.log import Cursor, read_new, read_tail
+from contextflow.core.project import project_of
 from contextflow.core.projections import (
     TAIL_BUDGET,
     TAIL_BYTES,
@@ -65,8 +70,15 @@ class Progress(NamedTuple):
 class Rest:
     """The rows of the logs' remaining bytes over the tables as built (see the module's docstring)."""
 
-    def __init__(self, db: sqlite3.Connection, sets: Sequence[Projection], key: object, built: set[str]) -> None:
-        self.db, self.sets, self.key, self.built = db, list(sets), key, built
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        sets: Sequence[Projection],
+        key: object,
+        built: set[str],
+        projects: frozenset[str] | None = None,
+    ) -> None:
+        self.db, self.sets, self.key, self.built, self.projects = db, list(sets), key, built, projects
         self.read: dict[tuple[str, str], Cursor | None] = {}  # (format, log) -> how far the rest holds its rows
         self.seen: dict[str, Signature | None] = {}  # per log, its signature when read
         self.partial: Progress | None = None  # set when only the logs' tails are read
@@ -98,7 +110,11 @@ class Rest:
 
     def _insert(self, sets: Sequence[Projection], events: Iterable[Any]) -> None:
         found: dict[str, dict[str, dict[tuple[Any, ...], None]]] = {s.name: {} for s in sets}
+        folded: dict[str, list[Any]] = {s.name: [] for s in sets if s.apply is not None}
         for event in events:
+            for name, kinds in ((s.name, s.kinds) for s in sets if s.apply is not None):
+                if event.kind.startswith(kinds) and (self.projects is None or project_of(event) in self.projects):
+                    folded[name].append(event)
             for table_set in sets:
                 for table, values in table_set.rows(event):
                     found[table_set.name].setdefault(table, {})[values] = None
@@ -110,10 +126,30 @@ class Rest:
                     table_set.seed(self.db, rows, self._seeded)
                 for table, found_rows in rows.items():
                     self.db.executemany(table_set.inserts[table].replace(" INTO ", " INTO main.", 1), found_rows)
+                if table_set.apply is not None and folded[table_set.name]:
+                    table_set.apply(_Into(self.db), folded[table_set.name])
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
+
+
+class _Into:
+    """The rest's database as a folding projection's `apply` writes it: its queries read the merged views,
+    its inserts go to the rest's own tables (`main`)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.db.execute(_main(sql), params)
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
+        return self.db.executemany(_main(sql), params)
+
+
+def _main(sql: str) -> str:
+    return re.sub(r"^(\s*INSERT(?: OR \w+)? INTO )", r"\1main.", sql, flags=re.IGNORECASE)
 
 
 def _chunks(path: Path, cursor: Cursor | None) -> Iterable[tuple[list[tuple[int, bytes]], Cursor]]:
@@ -155,8 +191,13 @@ def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Readi
     """How to read formats `names` now: the tables when they hold every log's events, else the tables as
     built with the rows of the logs' remaining bytes (kept per store: extended by new bytes while the
     tables' cursors stay, built again when they move). A database that does not read gives the rest
-    alone (the logs' rows, or their tails when over REST_BYTES)."""
+    alone (the logs' rows, or their tails when over REST_BYTES). A `--stdin` batch's earlier items the
+    tables do not hold (`Store.held_back`) are added on top."""
     wanted = set(names)
+    if held := tables.store.held_back:  # a batch's earlier items, where the tables do not hold them: never kept
+        found = build(tables, [s for s in tables.sets.values() if s.name in wanted])
+        found._insert(found.sets, held)
+        return Reading(tables, found)
     if tables.serves(wanted, wait):
         _RESTS.pop(tables.store, None)  # (not closed: another thread may still read it; freed with it)
         return Reading(tables)
@@ -194,7 +235,17 @@ def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: 
         for table_set in sets:
             for statement in table_set.schema:
                 db.execute(statement)
-        rest = Rest(db, sets, key, built)
+        projects = tables.store.read_projects  # (a scoped store: the views of its projects' rows over these)
+        rest = Rest(db, sets, key, built, None if projects is None else frozenset(projects))
+        for table_set in sets:  # (first: a folding projection's `apply` reads them)
+            scoped = {table for table, _ in table_set.scoped} if projects is not None else set()
+            for table in table_set.tables or tuple(table_set.inserts):
+                merge = (
+                    dict(table_set.merged).get(table, _BY_ID) if table_set.name in built else "SELECT * FROM main.{t}"
+                )
+                db.execute(f'CREATE TEMP VIEW "{table}{"_all" if table in scoped else ""}" AS {merge.format(t=table)}')
+        for statement in scoped_views(sets, projects, '"{}_all"') if projects is not None else ():
+            db.execute(statement)
         rest.read = {(name, path): cursor for (name, path), cursor in cursors.items()}
         left = sum(_unread(path, cursors, sets) for path in tables.paths())
         jsonio.fast(left)
@@ -204,16 +255,6 @@ def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: 
             rest.seen = {str(path): signature(path) for path in tables.paths()}
         else:
             rest.add(tables)
-        projects = tables.store.read_projects  # (a scoped store: the views of its projects' rows over these)
-        for table_set in sets:
-            scoped = {table for table, _ in table_set.scoped} if projects is not None else set()
-            for table in table_set.tables or tuple(table_set.inserts):
-                merge = (
-                    dict(table_set.merged).get(table, _BY_ID) if table_set.name in built else "SELECT * FROM main.{t}"
-                )
-                db.execute(f'CREATE TEMP VIEW "{table}{"_all" if table in scoped else ""}" AS {merge.format(t=table)}')
-        for statement in scoped_views(sets, projects, '"{}_all"') if projects is not None else ():
-            db.execute(statement)
     except BaseException:
         db.close()
         raise

@@ -245,6 +245,11 @@ class Store:
         return self._collected is not None
 
     @property
+    def held_back(self) -> list[Event]:
+        """Inside `collecting` where no derived tables hold them (no `provisional`): the appends made so far."""
+        return list(self._collected or ()) if self._provisional is None else []
+
+    @property
     def fields(self) -> Schema:
         """The shape of every field of every kind, as events are checked when read."""
         if callable(self._fields):

@@ -10,6 +10,6 @@ FEATURE = Feature(
     projections={"records-state": "contextflow.records.projection:PROJECTION"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "01cb7fa58fc112b9f038"),
+    search_version=(1, "ab6d66c5b29b7920e9be"),
     commands={"context": "keyed context records"},
 )

@@ -15,7 +15,7 @@ category is the key's prefix when that is one of them, else `fact`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Container
+from collections.abc import Callable, Container
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -34,20 +34,17 @@ from contextflow.records.fields import (
     DEFAULT_LIMIT,
     DEFAULT_SINCE_DAYS,
 )
-from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId, RecordsState, RecordsView
+from contextflow.records.view import DELETE_KIND, SET_KIND, Record, RecordId
 from contextflow.timeline.core import agent_field, resolve_thread
 from contextflow.timeline.fields import nonempty
 
 if TYPE_CHECKING:
-    from contextflow.records.stored import StoredRecords
-
-    Records = RecordsState | StoredRecords  # what a call reads: the fold, or the table on disk
+    from contextflow.records.stored import StoredRecords as Records
 
 MAX_VALUE_BYTES = 64 * 1024
 MAX_KEY_CHARS = 256
 MAX_LABEL_CHARS = 200
 MAX_PROJECT_CHARS = 200
-MAX_SORTED_POOL = 2000
 WAITING_SHOWN = 20
 CLIPBOARD_EXPIRY = timedelta(hours=24)
 NEVER = ("never", "none", "off")
@@ -60,16 +57,12 @@ KEY_HELP = (
 
 
 def records_state(app: App) -> Records:
-    """The records for one call: their table on disk when it holds every event (records/stored.py), else
-    the fold (while the derived tables are built, or for a store that does not read them)."""
+    """The records for one call, queried from their table on disk (records/stored.py): as built with the
+    logs' remaining bytes while the derived tables do not hold every log (`ondisk.reading`)."""
     from contextflow.records.projection import PROJECTION
+    from contextflow.records.stored import StoredRecords
 
-    if ondisk.served(app, PROJECTION):
-        from contextflow.records.stored import StoredRecords
-
-        return StoredRecords(app.tables())
-    state: RecordsState = ondisk.view(app, RecordsView)
-    return state
+    return StoredRecords(ondisk.reading(app, PROJECTION))
 
 
 def _ms(moment: datetime | None) -> int:
@@ -246,13 +239,13 @@ def list_records(
     """Live, unexpired records updated within `since_days` (0: any time; within SINCE_DAYS), newest first;
     at most `limit` (within LIMIT). `state`: the records this call already read (`records_state`)."""
     state, selection = _listing(app, state, category, thread_id, pinned_only, since_days, limit, prefix, project, now)
-    return _select(state, *selection)
+    return state.select(*selection)
 
 
 def count_records(app: App, state: Records | None = None, **filters: Any) -> int:
     """How many records `list_records(app, **filters)` lists (at most its `limit`), none of them decoded."""
     state, selection = _listing(app, state, **filters)
-    return state.count(*selection) if not isinstance(state, RecordsState) else len(_select(state, *selection))
+    return state.count(*selection)
 
 
 def _listing(
@@ -267,7 +260,7 @@ def _listing(
     project: str | None = None,
     now: datetime | None = None,
 ) -> tuple[Records, tuple[int, int, int, str | None, str | None, bool, str | None, str | None]]:
-    """The records read and `_select`'s arguments of a listing (its arguments checked)."""
+    """The records read and `StoredRecords.select`'s arguments of a listing (its arguments checked)."""
     state = records_state(app) if state is None else state
     wanted_category = check_category(category, also=state.by_category)
     wanted_project = check_project(project)
@@ -281,69 +274,20 @@ def _listing(
     return state, (now_ms, count, cutoff, wanted_category, thread, bool(pinned_only), start, wanted_project)
 
 
-def _select(
-    state: Records,
-    now_ms: int,
-    count: int,
-    cutoff: int = 0,
-    category: str | None = None,
-    thread: str | None = None,
-    pinned: bool = False,
-    prefix: str | None = None,
-    project: str | None = None,
-) -> list[Record]:
-    """Up to `count` unexpired records passing every filter given, updated since `cutoff`, newest first."""
-    if not isinstance(state, RecordsState):  # one query of the table on disk
-        return state.select(now_ms, count, cutoff, category, thread, pinned, prefix, project)
-
-    def keep(record: Record) -> bool:
-        return (
-            not record.expired(now_ms)
-            and (category is None or record.category == category)
-            and (thread is None or record.thread_id == thread)
-            and (not pinned or record.pinned)
-            and (prefix is None or record.key.startswith(prefix))
-            and (project is None or record.project == project)
-        )
-
-    # Sort a small keyed pool when one answers; else walk a recency list and stop early.
-    pools: list[Collection[RecordId]] = []
-    if pinned:
-        pools.append(state.pinned)
-    if thread is not None:
-        pools.append(state.by_thread.get(thread, set()))
-    if prefix is not None:
-        pools.append(state.keys_with_prefix(prefix))
-    pool = min(pools, key=len, default=None)
-    if pool is not None and len(pool) <= MAX_SORTED_POOL:
-        found = [state.records[identity] for identity in pool if state.records[identity].event_key[0] >= cutoff]
-        found.sort(key=lambda r: (r.event_key, r.key), reverse=True)
-        return [record for record in found if keep(record)][:count]
-    ranked = state.recent if category is None else state.by_category.get(category, [])
-    out: list[Record] = []
-    for stamp, _writer, _seq, owner, key in reversed(ranked):
-        if stamp < cutoff or len(out) >= count:
-            break
-        record = state.records[(owner, key)]
-        if keep(record):
-            out.append(record)
-    return out
-
-
 def linked_records(app: App, thread_id: str, now: datetime | None = None) -> list[Record]:
     """Live records linked to a thread (any age), newest first."""
     state = records_state(app)
-    return _select(state, _ms(now), len(state.records), thread=thread_id)
+    return state.select(_ms(now), len(state.records), thread=thread_id)
 
 
 def pinned_records(app: App, now: datetime | None = None) -> list[Record]:
     state = records_state(app)
-    return _select(state, _ms(now), len(state.records), pinned=True)
+    return state.select(_ms(now), len(state.records), pinned=True)
 
 
 def waiting_records(app: App, now: datetime | None = None, limit: int = WAITING_SHOWN) -> list[Record]:
     """The `limit` most recently updated records of category `waiting`, longest waiting first."""
-    found = _select(records_state(app), _ms(now), limit, category="waiting")
+    found = records_state(app).select(_ms(now), limit, category="waiting")
     return sorted(found, key=lambda r: (r.created_key, r.key))
 
 

@@ -4,7 +4,7 @@ Stored text is untrusted: every value, name and thought is cleaned and quoted un
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow.app import App
 from contextflow.core.clock import stamp_iso
@@ -13,7 +13,7 @@ from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.core.timeutil import now
 from contextflow.core.timeutil import to_iso as iso
 from contextflow.operations.provenance import age_of, header, value_text
-from contextflow.operations.spec import JSON, Reply, given
+from contextflow.operations.spec import JSON, Reply, given, partial
 from contextflow.records import core as records
 from contextflow.records.fields import DEFAULT_SINCE_DAYS
 from contextflow.records.view import Record
@@ -21,6 +21,9 @@ from contextflow.sessions import core as sessions
 from contextflow.sessions.entry import entry_text
 from contextflow.timeline import core as timeline
 from contextflow.timeline import present as timeline_present
+
+if TYPE_CHECKING:
+    from contextflow.records.stored import StoredRecords
 
 RECENT_IN_WHEREAMI = 5
 MAX_PINNED_SHOWN = 20
@@ -190,7 +193,16 @@ def context_get(app: App, args: JSON) -> Reply:
     moment = now()
     record = records.get_record(app, key=args["key"], project=args.get("project"), now=moment)
     text = record_text(record, moment, value_limit=None)
-    return Reply(DATA_NOTICE + "\n" + text, records.record_dict(record))
+    return _partial(app, Reply(DATA_NOTICE + "\n" + text, records.record_dict(record)))
+
+
+def _partial(app: App, reply: Reply) -> Reply:
+    """`reply`, saying it is partial when the records were read while the build had not reached most of the
+    logs (only their newest bytes were read beside the tables: `ondisk.partial`)."""
+    from contextflow import ondisk
+    from contextflow.records.projection import PROJECTION
+
+    return partial(reply, ondisk.partial(app, PROJECTION), "records written earlier")
 
 
 def context_list(app: App, args: JSON) -> Reply:
@@ -208,25 +220,25 @@ def context_list(app: App, args: JSON) -> Reply:
             f"\n({older}{'+' if older >= 500 else ''} older record(s) not updated in the last {days} days are left "
             "out: since_days=0 (--since-days 0) shows every record)"
         )
-    return Reply(text, payload)
+    return _partial(app, Reply(text, payload))
 
 
 FILTERS = ("category", "thread_id", "pinned_only", "since_days", "limit", "prefix", "project")  # context_list's
 
 
-def _listed(app: App, args: JSON, moment: datetime, state: records.Records | None = None) -> list[Record]:
+def _listed(app: App, args: JSON, moment: datetime, state: StoredRecords | None = None) -> list[Record]:
     """context_list's records for these arguments, from `state` when the call read it already."""
     return records.list_records(app, **given(args, *FILTERS), now=moment, state=state)
 
 
-def _older(app: App, args: JSON, moment: datetime, state: records.Records | None = None) -> int:
+def _older(app: App, args: JSON, moment: datetime, state: StoredRecords | None = None) -> int:
     """How many records the `since_days` window leaves out (0 when it is 0: none are), counted, not read."""
     if args.get("since_days") == 0:
         return 0
     return _counted(app, args, moment, state, since_days=0) - _counted(app, args, moment, state)
 
 
-def _counted(app: App, args: JSON, moment: datetime, state: records.Records | None, **overrides: int) -> int:
+def _counted(app: App, args: JSON, moment: datetime, state: StoredRecords | None, **overrides: int) -> int:
     """How many records (at most 500) `_listed` gives for these arguments (`overrides` in place of them)."""
     return records.count_records(app, state, **given({**args, "limit": 500, **overrides}, *FILTERS), now=moment)
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
-from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp
+from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp, merged_by
 
 if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this projection)
-    from contextflow.records.view import Record, RecordsState
+    from contextflow.records.view import Record
 
 SCHEMA = (
     """CREATE TABLE records_rows(
@@ -79,20 +79,6 @@ def _row(record: Record) -> tuple[Any, ...]:
     )
 
 
-def load(db: Writer) -> RecordsState:
-    """Every record the table holds (a reader's base while it is not current)."""
-    from contextflow.records.view import RecordsState
-
-    state = RecordsState()
-    for (blob,) in db.execute("SELECT data FROM records_rows ORDER BY hlc, w, seq"):
-        record = record_of(blob)
-        state.records[record.identity] = record
-        state.projects_of.setdefault(record.key, set()).add(record.project)
-        if not record.deleted:
-            state._index(record, was_live=False)  # (the fold's indexes, as its events would have left them)
-    return state
-
-
 def apply(db: Writer, events: list[Event]) -> None:
     """Fold a chunk's `context.*` events into the table (inside the catch-up's transaction)."""
     from contextflow.records.view import DELETE_KIND, SET_KIND, RecordsState, RecordsView, record_id
@@ -124,6 +110,6 @@ PROJECTION = Projection(
     ahead=False,
     kinds="context.",
     apply=apply,
-    load=load,
+    merged=(merged_by("records_rows", "project", "key"),),
     scoped=by_project("records_rows"),
 )

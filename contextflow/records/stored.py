@@ -1,6 +1,9 @@
-"""The context records read from their table on disk (records/projection.py): what `records/core.py` reads of
-a `RecordsState`, each record queried when a call touches it, and a listing as one query (`select`, with
-`core._select`'s meaning; tests/test_records_stored.py compares them). One object serves one call.
+"""The context records read from their table on disk (records/projection.py), the one way `records/core.py`
+reads them: each record queried when a call touches it, a listing as one query (`select`; tests/records_oracle.py
+holds the pure fold it is compared with). One object serves one call. While the tables do not hold every log
+(a build, another process holding their lock) the same queries read them as built with the rows of the logs'
+remaining bytes (`core/rest.py`); over its bound only the logs' newest bytes, and `read.partial` says how far
+the build is.
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from contextflow.core.projections import db_stamp
-from contextflow.core.tables import Tables
+from contextflow.core.rest import Reading
 from contextflow.records.projection import record_of
 from contextflow.records.view import Record, RecordId
 
@@ -32,10 +35,10 @@ class _Records(Mapping[RecordId, Record]):
         return isinstance(project, str) and isinstance(key, str) and self.stored.load((project, key)) is not None
 
     def __iter__(self) -> Iterator[RecordId]:
-        return iter([(p, k) for p, k in self.stored.tables.peek("SELECT project, key FROM records_rows")])
+        return iter([(p, k) for p, k in self.stored.read.query("SELECT project, key FROM records_rows")])
 
     def __len__(self) -> int:
-        return int(self.stored.tables.peek("SELECT count(*) FROM records_rows")[0][0])
+        return int(self.stored.read.query("SELECT count(*) FROM records_rows")[0][0])
 
 
 class _Categories:
@@ -46,21 +49,21 @@ class _Categories:
 
     def __contains__(self, name: object) -> bool:
         sql = "SELECT 1 FROM records_rows WHERE category = ? AND NOT deleted LIMIT 1"
-        return bool(self.stored.tables.peek(sql, (name,)))
+        return bool(self.stored.read.query(sql, (name,)))
 
 
 class StoredRecords:
-    """The records as their table holds them now (the caller brought it up to date: `ondisk.served`)."""
+    """The records as `read` finds them (`ondisk.reading`)."""
 
-    def __init__(self, tables: Tables) -> None:
-        self.tables = tables
+    def __init__(self, read: Reading) -> None:
+        self.read = read
         self._loaded: dict[RecordId, Record | None] = {}
         self.records = _Records(self)
         self.by_category = _Categories(self)
 
     def load(self, identity: RecordId) -> Record | None:
         if identity not in self._loaded:
-            found = self.tables.peek("SELECT data FROM records_rows WHERE project = ? AND key = ?", identity)
+            found = self.read.query("SELECT data FROM records_rows WHERE project = ? AND key = ?", identity)
             self._loaded[identity] = record_of(found[0][0]) if found else None
         return self._loaded[identity]
 
@@ -71,9 +74,7 @@ class StoredRecords:
     def holders(self, key: str) -> list[str]:
         return [
             project
-            for (project,) in self.tables.peek(
-                "SELECT project FROM records_rows WHERE key = ? ORDER BY project", (key,)
-            )
+            for (project,) in self.read.query("SELECT project FROM records_rows WHERE key = ? ORDER BY project", (key,))
         ]
 
     def select(
@@ -87,11 +88,11 @@ class StoredRecords:
         prefix: str | None = None,
         project: str | None = None,
     ) -> list[Record]:
-        """`core._select` as one query: live, unexpired records passing every filter given, updated since
+        """One query: live, unexpired records passing every filter given, updated since
         `cutoff`, newest first, at most `count`."""
         where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
         sql = f"SELECT data FROM records_rows WHERE {where} ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
-        found = [record_of(blob) for (blob,) in self.tables.peek(sql, (*params, count))]
+        found = [record_of(blob) for (blob,) in self.read.query(sql, (*params, count))]
         self._loaded.update((record.identity, record) for record in found)
         return found
 
@@ -109,7 +110,7 @@ class StoredRecords:
         """How many records `select` gives for the same arguments, nothing decoded."""
         where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
         sql = f"SELECT count(*) FROM (SELECT 1 FROM records_rows WHERE {where} LIMIT ?)"
-        return int(self.tables.peek(sql, (*params, count))[0][0])
+        return int(self.read.query(sql, (*params, count))[0][0])
 
 
 def _where(

@@ -7,8 +7,8 @@ Pure fold. Per identity the event with the highest `Event.key` wins, whichever w
 it and whatever order events arrive in; a delete is a tombstone that wins the same way (a set
 ordered after it revives the record). Expiry is stored as a number and judged at read time.
 
-Indexes kept current so reads never scan every event: live records by recency (global and
-per category), per thread, pinned, and a sorted key list for prefix ranges.
+Calls read the records from their projection's table (records/projection.py folds each chunk with
+`apply`, records/stored.py queries it); the whole fold in memory is the tests' oracle (tests/records_oracle.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ SET_KIND = "context.set"
 DELETE_KIND = "context.delete"
 
 RecordId = tuple[str, str]  # (project, key)
-Ranked = tuple[int, str, int, str, str]  # (*order key of the latest write, project, key): flat compares fast
 
 
 @dataclass(slots=True)
@@ -81,54 +80,12 @@ class Record:
 
 @dataclass
 class RecordsState:
-    records: dict[RecordId, Record] = field(default_factory=dict)
-    recent: list[Ranked] = field(default_factory=list)
-    by_category: dict[str, list[Ranked]] = field(default_factory=dict)
-    by_thread: dict[str, set[RecordId]] = field(default_factory=dict)
-    pinned: set[RecordId] = field(default_factory=set)
-    live_keys: list[tuple[str, str]] = field(default_factory=list)  # (key, project), sorted
-    projects_of: dict[str, set[str]] = field(default_factory=dict)  # key -> projects with a write to it
+    records: dict[RecordId, Record] = field(default_factory=dict)  # deleted ones too (tombstones)
 
     def live(self, identity: RecordId) -> Record | None:
         """The record unless deleted (expiry is the reader's call)."""
         record = self.records.get(identity)
         return None if record is None or record.deleted else record
-
-    def holders(self, key: str) -> list[str]:
-        """The projects holding a record (live, deleted or expired) under `key`, sorted."""
-        return sorted(self.projects_of.get(key, ()))
-
-    def keys_with_prefix(self, prefix: str) -> list[RecordId]:
-        start = bisect.bisect_left(self.live_keys, (prefix,))
-        end = bisect.bisect_left(self.live_keys, (prefix + "\U0010ffff",), start)
-        return [(project, key) for key, project in self.live_keys[start:end]]
-
-    def _index(self, record: Record, was_live: bool) -> None:
-        ranked = (*record.event_key, record.project, record.key)
-        _insort(self.recent, ranked)
-        _insort(self.by_category.setdefault(record.category, []), ranked)
-        if record.thread_id:
-            self.by_thread.setdefault(record.thread_id, set()).add(record.identity)
-        if record.pinned:
-            self.pinned.add(record.identity)
-        if not was_live:
-            _insort(self.live_keys, (record.key, record.project))
-
-    def _unindex(self, record: Record, stays_live: bool) -> None:
-        ranked = (*record.event_key, record.project, record.key)
-        _remove(self.recent, ranked)
-        bucket = self.by_category.get(record.category, [])
-        _remove(bucket, ranked)
-        if not bucket:
-            self.by_category.pop(record.category, None)
-        if record.thread_id:
-            linked = self.by_thread.get(record.thread_id, set())
-            linked.discard(record.identity)
-            if not linked:
-                self.by_thread.pop(record.thread_id, None)
-        self.pinned.discard(record.identity)
-        if not stays_live:
-            _remove(self.live_keys, (record.key, record.project))
 
 
 def _insort(ordered: list[Any], item: Any) -> None:
@@ -144,12 +101,6 @@ def record_id(event: Event) -> RecordId | None:
     """The record a set or delete writes (None for other kinds and for what apply ignores)."""
     key = event.data.get("key") if event.kind in (SET_KIND, DELETE_KIND) else None
     return (project_of(event), key) if isinstance(key, str) and key else None
-
-
-def _remove(ordered: list[Any], item: Any) -> None:
-    index = bisect.bisect_left(ordered, item)
-    if index < len(ordered) and ordered[index] == item:
-        del ordered[index]
 
 
 class RecordsView:
@@ -193,13 +144,7 @@ class RecordsView:
             return
         expires = None if deleted else iso_ms(event.data.get("expires_at"))
         fresh = Record(project, key, order, event.id, event.writer, deleted, event.data, expires)
-        was_live = current is not None and not current.deleted
         if current is not None:
             fresh.live_sets, fresh.tombstone = current.live_sets, current.tombstone
-            if was_live:
-                state._unindex(current, stays_live=not deleted)
         fresh.record_write(event.kind, order)
         state.records[identity] = fresh
-        state.projects_of.setdefault(key, set()).add(project)
-        if not deleted:
-            state._index(fresh, was_live)

@@ -321,6 +321,7 @@ def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
 def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_folds_none(
     app: App, scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    from contextflow import ondisk
     from contextflow.capture.stored import turns
     from contextflow.graph import explore, writes
     from contextflow.sessions import core as sessions
@@ -329,6 +330,7 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
 
     for name in ("secret", "web"):
         records.set_record(scoped[name], key="fact:plan", value={"v": name})
+        conversations.save_conversation(scoped[name], _conversation("c1", f"the {name} plan"))
         writes.add_node(scoped[name], type="fact", content=f"the {name} plan, zebra")
         timeline.create_thread(scoped[name], name=f"the {name} thread")
         sessions.write_handoff(scoped[name], agent="a", session_id="s1", summary=f"the {name} handoff")
@@ -338,14 +340,21 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
     monkeypatch.setenv("CONTEXTFLOW_STATE", str(tmp_path / "fresh-state"))  # a fresh machine: no state at all
     base = App.open()
     web = grant_app(base, _grant("web"))
+    loaded: list[str] = []  # the projections whose whole built state a read loaded
+    real = ondisk._projected
+    monkeypatch.setattr(ondisk, "_projected", lambda app, name, p: loaded.append(name) or real(app, name, p))
     try:
         assert [r.data["value"] for r in records.list_records(web, since_days=0)] == [{"v": "web"}]
+        assert records.get_record(web, key="fact:plan").data["value"] == {"v": "web"}
+        assert [e.event.data["summary"] for e in conversations.list_conversations(web)] == ["the web plan"]
+        assert conversations.find_conversation(web, "c1").event.data["project"] == "web"
         assert [n.content for n in explore.run_query(web, "zebra")[0]] == ["the web plan, zebra"]
         assert [t.name for t in timeline.list_threads(web)] == ["the web thread"]
         assert [p.name for p in sessions.list_projects(web)] == ["web"]  # (the logs' rest, kept to web's rows)
         assert sessions.known_session_ids(web, "secret") == [] and turns(web, "secret").session("s1") == []
         assert [e.data["project"] for e in turns(web, "web").session("s1")] == ["web"]
         assert _folded_by(folds, web) == [] and web.tables().building  # (answered while the build runs)
+        assert "records" not in loaded and "conversations" not in loaded  # (queried beside the logs' rest)
     finally:
         web.close()
         base.close()
@@ -360,19 +369,22 @@ def test_a_web_token_whose_tables_do_not_open_is_told_so_and_folds_nothing(
     from contextflow.graph import explore
     from contextflow.timeline import core as timeline
 
-    records.set_record(scoped["secret"], key="fact:plan", value={"v": "secret's"})
     for name in ("secret", "web"):
+        records.set_record(scoped[name], key="fact:plan", value={"v": f"{name}'s"})
+        conversations.save_conversation(scoped[name], _conversation("c1", f"{name}'s plan"))
         timeline.create_thread(scoped[name], name=f"the {name} thread")
         turn = {"project": name, "session_id": "s1", "turn_id": f"t-{name}", "turn": {"final": "done"}}
         scoped[name].store.append("capture.turn", turn)
     monkeypatch.setattr(Tables, "usable", lambda self: False)  # a read-only or full state folder
     monkeypatch.setattr(Tables, "_connect", _unopened)
     web = scoped["web"]
-    for read in (lambda: records.list_records(web, since_days=0), lambda: explore.run_query(web, "plan")):
-        with pytest.raises(StoreError, match=r"cannot be read now.*token 'web' reads nothing else"):
-            read()
-    assert all(not web.store.view_loaded(name) for name in ("records", "graph"))
-    # the timeline and captured turns are read from the logs' rows, kept to web's
+    with pytest.raises(StoreError, match=r"cannot be read now.*token 'web' reads nothing else"):
+        explore.run_query(web, "plan")
+    assert all(not web.store.view_loaded(name) for name in ("records", "conversations", "graph"))
+    # the records, conversations, timeline and captured turns are read from the logs' rows, kept to web's
+    assert [r.data["value"] for r in records.list_records(web, since_days=0)] == [{"v": "web's"}]
+    assert records.get_record(web, key="fact:plan").data["value"] == {"v": "web's"}
+    assert [e.event.data["summary"] for e in conversations.list_conversations(web)] == ["web's plan"]
     assert [t.name for t in timeline.list_threads(web)] == ["the web thread"]
     assert turns(web, "secret").session("s1") == [] and len(turns(web, "web").session("s1")) == 1
     assert _folded_by(folds, web) == []
