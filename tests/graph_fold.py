@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Collection
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from contextflow.app import App
 from contextflow.core.clock import COUNTER_BITS, stamp_iso
+from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.core.store import Store
+from contextflow.graph.projection import SCHEMA, TABLE_NAMES, apply
 from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
 from contextflow.graph.view import Edge, EdgeKey, GraphState, GraphView, Node, SavedView, Step, is_on
 
@@ -217,3 +222,72 @@ class _Evaluator:
         if isinstance(expr, Not):
             return ids - self.filter(ids, expr.inner)
         return self.leaf(ids, expr)
+
+
+class Scratch:
+    """The graph's tables in an SQLite database in memory, filled by the projection's own `apply` from the events
+    given to it (`add`), a batch at a time (before a read at the latest): what a `StoredGraph` reads in a test."""
+
+    BATCH = 5000
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)  # (the HTTP bridge's threads: `_lock`)
+        for statement in SCHEMA:
+            self._db.execute(statement)
+        self._pending: list[Event] = []
+        self._lock = threading.Lock()
+
+    def add(self, event: Event) -> None:
+        with self._lock:
+            self._pending.append(event)
+            if len(self._pending) >= self.BATCH:
+                self._fold()
+
+    def _fold(self) -> None:
+        events, self._pending = self._pending, []
+        if events:
+            with self._db:
+                apply(self._db, events)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._fold()
+            return self._db.execute(sql, params).fetchall()
+
+    def rows(self) -> list[list[tuple[Any, ...]]]:
+        """Every table's rows, sorted (equal scratches hold equal rows)."""
+        return [sorted(self.query(f"SELECT * FROM {table}")) for table in TABLE_NAMES]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scratch) and self.rows() == other.rows()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ScratchView:
+    """The graph folded into a `Scratch` (a test's graph built from events directly)."""
+
+    name = "graph"
+
+    def initial(self) -> Scratch:
+        return Scratch()
+
+    def apply(self, state: Scratch, event: Event) -> None:
+        if event.kind.startswith("graph."):
+            state.add(event)
+
+
+def scratch(app: App) -> Scratch:
+    """Every graph event `app`'s logs hold, folded by the projection's `apply` into tables in memory."""
+    folder, fields = app.store.state_dir, app.store.fields
+    store = Store(app.store.location, "scratch", folder, views=[ScratchView()], fields=fields, shares_state=False)
+    found: Scratch = store.view(ScratchView)
+    return found
+
+
+def read_rows(app: App) -> list[list[tuple[Any, ...]]]:
+    """Every graph table's rows as a call reads them (`writes.graph`: the tables, or beside the logs' rest), sorted."""
+    from contextflow.graph.writes import graph
+
+    read = graph(app).read
+    return [sorted(read.query(f"SELECT * FROM {table}")) for table in TABLE_NAMES]

@@ -12,6 +12,7 @@ from contextflow.app import App
 from contextflow.capture import recall
 from contextflow.capture import stored as capture_stored
 from contextflow.core import tables as tables_module
+from contextflow.core.store import Store
 from tests.capture_oracle import FoldedTurns, fold_whole
 from tests.conftest import open_app
 from tests.table import run
@@ -100,8 +101,8 @@ def in_memory(writer: str) -> App:
 @pytest.mark.parametrize("count", [4, 40, 300])
 def test_the_tables_answer_as_the_activity_view(app, seed, count, monkeypatch):
     whole: list[str] = []
-    real = ondisk.view
-    monkeypatch.setattr(ondisk, "view", lambda app, kind: whole.append(kind.name) or real(app, kind))
+    real = Store.view
+    monkeypatch.setattr(Store, "view", lambda self, kind: whole.append(getattr(kind, "name", kind)) or real(self, kind))
     fill(app, random.Random(seed), count)
     fresh = open_app("writer-a")
     assert not isinstance(capture_stored.turns(fresh, "shared"), FoldedTurns)
@@ -271,7 +272,6 @@ def test_captured_turns_are_read_and_known_once_from_the_logs_when_the_tables_do
     """A state folder where the database does not open (read-only, full): the logs' rows alone answer, a
     turn captured twice once, with no whole view folded."""
     from contextflow.capture import stored
-    from contextflow.core.store import Store
 
     turn = {"files": {"edited": ["a.py"]}, "final": "done"}
     first = app.store.append("capture.turn", {"project": "shared", "session_id": "s1", "turn_id": "t", "turn": turn})
@@ -292,7 +292,7 @@ def test_captured_turns_are_read_and_known_once_from_the_logs_when_the_tables_do
         raise AssertionError("a whole view was folded")
 
     monkeypatch.setattr(Store, "view", refused)
-    monkeypatch.setattr(ondisk, "view", refused)
+    monkeypatch.setattr(ondisk, "view", refused, raising=False)
     reader = open_app("writer-c")
     assert not reader.tables().usable()
     known = stored.known_turns(reader)

@@ -9,8 +9,8 @@ from contextflow.core.events import Event
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
 from contextflow.graph.compose import compose, compose_nodes
-from contextflow.graph.projection import ScratchView
 from contextflow.graph.stored import StoredGraph
+from tests.graph_fold import ScratchView
 from tests.table import run
 
 AT = 1_700_000_000_000
@@ -170,11 +170,11 @@ def test_a_budget_below_the_frame_names_the_least_budget_that_fits_a_node(app):
 @pytest.mark.parametrize("on_disk", [True, False])
 def test_archived_nodes_stay_out_of_the_default_composition_and_their_summary_stands_in(app, monkeypatch, on_disk):
     """`NOT tag:tier:*` and `created:>24h` let fresh nodes in; neither asks for archived ones."""
-    from contextflow import ondisk
+    from contextflow.core.tables import Tables
     from contextflow.graph.compose import DEFAULT_QUERY, scoped_query
 
-    if not on_disk:
-        monkeypatch.setattr(ondisk, "served", lambda *_: False)
+    if not on_disk:  # read beside the logs' rest
+        monkeypatch.setattr(Tables, "serves", lambda *_a, **_k: False)
     first = writes.add_node(app, type="observation", content="tried the lexer cache: 3x faster")
     second = writes.add_node(app, type="observation", content="the cache key ignored the locale")
     kept = writes.add_node(app, type="observation", content="still open: the parser's error spans")

@@ -9,9 +9,9 @@ from contextflow.core.clock import COUNTER_BITS, stamp_ms
 from contextflow.core.events import Event
 from contextflow.graph import writes
 from contextflow.graph.compose import compose
-from contextflow.graph.projection import Scratch
 from contextflow.graph.query import All, And, Leaf, Not, Or, QueryError, parse
 from contextflow.graph.stored import StoredGraph
+from tests.graph_fold import Scratch
 
 DAY = 86_400_000
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from contextflow import ondisk
 from contextflow.app import App
-from contextflow.core import catchup
+from contextflow.core import catchup, rest
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event
+from contextflow.core.tables import Tables
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
-from contextflow.graph.projection import PROJECTION, Scratch, ScratchView
+from contextflow.graph.projection import PROJECTION
 from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
-from tests.graph_fold import FoldedGraph, fold
+from tests.graph_fold import FoldedGraph, fold, read_rows, scratch
 from tests.raw import write_events
 
 TYPES = ["fact", "decision", "observation"]
@@ -105,7 +105,7 @@ def _folded(app: App) -> FoldedGraph:
 
 def _same(app: App, at_ms: int) -> None:
     folded = _folded(app)
-    assert ondisk.served(app, PROJECTION)
+    assert app.tables().serves((PROJECTION.name,))
     stored = StoredGraph(app.tables())
     assert set(stored.live) == folded.live
     assert set(stored.nodes) == set(folded.nodes)
@@ -159,9 +159,9 @@ def test_the_tables_answer_every_read_as_the_fold_does(app: App, seed: int, monk
     write_events(app.store.folder, events[half:])
     _same(app, at_ms)
     stored = _whole_graph_reads(app)
-    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the same calls over the tables in memory
+    monkeypatch.setattr(Tables, "serves", lambda *_a, **_k: False)  # the same calls over the tables and their rest
     assert _whole_graph_reads(app) == stored
-    monkeypatch.setattr(ondisk, "view", lambda app, kind: app.store.view(kind))  # and over the store's own fill
+    monkeypatch.setattr(rest, "_attach", lambda *_: ({}, set()))  # and over the logs' rows alone (nothing built)
     assert _whole_graph_reads(app) == stored
 
 
@@ -218,10 +218,10 @@ def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
     later = writes.add_node(app, type="fact", content="past the cursors")
     assert tables.peek("SELECT count(*) FROM graph_nodes") == [(1,)]
     state = writes.graph(app)
-    assert isinstance(state.tables, Scratch)
+    assert state.read.rest is not None  # type: ignore[attr-defined]
     assert state.nodes[kept.id].content == "in the tables"
     assert state.nodes[later.id].content == "past the cursors"
-    assert state.tables == app.store.view(ScratchView)  # the rows built plus the rest: every event's
+    assert read_rows(app) == scratch(app).rows()  # the rows built plus the rest: every event's
 
 
 def test_a_version_change_rebuilds_the_graphs_tables(app: App) -> None:
@@ -229,7 +229,7 @@ def test_a_version_change_rebuilds_the_graphs_tables(app: App) -> None:
     writes.graph(app)
     newer = PROJECTION._replace(format=PROJECTION.format._replace(version=PROJECTION.format.version + 1))
     app.tables().sets[newer.name] = newer
-    assert ondisk.served(app, newer)
+    assert app.tables().serves((newer.name,))
     assert StoredGraph(app.tables()).nodes[node.id].content == "kept"
     assert app.tables().peek("SELECT version FROM formats WHERE name = 'graph-state'") == [(newer.format.version,)]
 

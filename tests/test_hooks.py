@@ -485,28 +485,34 @@ def test_a_hook_call_locates_the_store_once(app, capsys, monkeypatch, tmp_path, 
     assert code == 0 and len(calls) == 1
 
 
-def test_the_graph_is_composed_from_its_tables_and_named_when_they_cannot_serve(app, capsys, monkeypatch, tmp_path):
-    """The session start composes the graph from its tables on disk, at any size, folding nothing; while
-    they cannot serve (a build under way) a graph of many thousands of nodes (an imported memory), which
-    would take seconds and hundreds of MB to fold, is named with where to find it."""
+def test_the_graph_is_composed_from_its_tables_and_their_rest_while_they_cannot_serve(
+    app, capsys, monkeypatch, tmp_path
+):
+    """The session start composes the graph from its tables on disk, folding nothing in memory; while they
+    cannot serve (a build under way, their lock held) from the tables as built and the logs' remaining bytes,
+    bounded (core/rest.py), still folding nothing whole."""
     from contextflow import ondisk
-    from contextflow.adapters import session_start
+    from contextflow.core.store import Store
+    from contextflow.core.tables import Tables
 
-    folds: list[str] = []
-    real = ondisk.view
-    monkeypatch.setattr(ondisk, "view", lambda app, kind: folds.append(kind.name) or real(app, kind))
+    def whole(*_args, **_kw):
+        raise AssertionError("a view folded whole")
+
     text = '<ctx:remember type="fact" tags="tier:pinned">Staging is eu-west-1</ctx:remember>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     start = payload("SessionStart", tmp_path, source="startup")
-    folds.clear()
-    monkeypatch.setattr(session_start, "GRAPH_FOLD_MAX", 0)  # (any graph is over it)
+    monkeypatch.setattr(Store, "view", whole)
+    monkeypatch.setattr(ondisk, "view", whole, raising=False)
+    monkeypatch.setattr(ondisk, "_projected", whole, raising=False)
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]
-    assert "Staging is eu-west-1" in context and folds == []  # composed from the tables
-    monkeypatch.setattr(ondisk, "served", lambda *_: False)  # the tables cannot serve
+    assert "Staging is eu-west-1" in context  # composed from the tables
+    later = '<ctx:remember type="fact" tags="tier:pinned">Prod is us-east-2</ctx:remember>'
+    hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=later))
+    monkeypatch.setattr(Tables, "update", lambda *_args, **_kw: -1)  # another process holds their lock
+    monkeypatch.setattr(Tables, "serves", lambda *_args, **_kw: False)
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]
-    assert "Staging is eu-west-1" not in context and folds == []
-    assert "The knowledge graph holds more than 0 events" in context and "graph_compose" in context
+    assert "Staging is eu-west-1" in context and "Prod is us-east-2" in context

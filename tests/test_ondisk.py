@@ -9,18 +9,16 @@ import random
 
 import pytest
 
-from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.conversations.view import ConversationsView
 from contextflow.core.errors import NotFoundError
 from contextflow.graph import writes
-from contextflow.graph.projection import ScratchView
-from contextflow.graph.stored import StoredGraph
 from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
 from tests.conftest import open_app
+from tests.graph_fold import read_rows, scratch
 
 
 def in_memory() -> App:
@@ -60,8 +58,7 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
     try:
         churn(app, other, random.Random(seed), 30)
         memory = in_memory()
-        assert {*ondisk.PROJECTIONS} == {ScratchView.name}
-        assert ondisk.view(app, ScratchView) == memory.store.view(ScratchView)
+        assert read_rows(app) == scratch(memory).rows()
         assert stored(app) == folded(memory)
         assert not app.store.view_loaded("graph")  # folded from disk, not from the logs
     finally:
@@ -99,17 +96,17 @@ def test_while_another_process_builds_the_table_a_write_is_seen_by_the_read_afte
         assert records.get_record(app, key="fact:new").data["value"] == {"text": "set while building"}
         node = writes.add_node(app, content="remembered while building", type="fact", agent="a")
         assert not app.tables().current()  # nothing was built here: this machine's log's tail answered
-        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live
+        assert node.id in writes.graph(app).live
         assert timeline.resolve_thread(app, made.id).name == "just made"
         # another machine's too: the logs' rest answers
         assert records.get_record(app, key="fact:theirs").data["value"] == {"text": "from the other machine"}
         assert stored(app) == folded(in_memory())
         monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 1 << 40)  # the build is done: the table serves them
-        assert node.id in StoredGraph(ondisk.view(app, ScratchView)).live
+        assert node.id in writes.graph(app).live
         assert records.get_record(app, key="fact:theirs").data["value"] == {"text": "from the other machine"}
         assert app.tables().current()
         memory = in_memory()
-        assert ondisk.view(app, ScratchView) == memory.store.view(ScratchView)
+        assert read_rows(app) == scratch(memory).rows()
         assert stored(app) == folded(memory)
     finally:
         other.close()

@@ -49,16 +49,7 @@ PARTIAL_NOTE = (
     "(This machine is still reading the store's logs into its local views: the above is from the newest "
     "events only; older sessions show at the next session start.)"
 )
-# The graph is composed from its tables on disk (graph/stored.py). While they cannot serve (a build under
-# way), it would be folded whole (about 30 us an event: a 100,000-node import's 200,000 events took 6 s
-# and 580 MB): above this many events the session start then says where the knowledge is.
-GRAPH_FOLD_MAX = 10_000
 COMPOSE_FIRST = 500  # the graph's best-ranked candidates a session start looks at (the rest count as not fitting)
-LARGE_GRAPH_NOTE = (
-    "## Knowledge\n\nThe knowledge graph holds more than {events} events, too many to compose at each "
-    "session start: call graph_compose (or run `contextflow compose`) for its pinned and working "
-    "nodes, graph_recall to search it."
-)
 NOTHING_YET_NOTE = (
     "(This machine is still reading the store's logs into its local views, and nothing of project {project} is "
     "among the newest events read so far: its handoffs and sessions show at a later session start.)"
@@ -357,12 +348,7 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     parts.append(threads_text(app, chars // 6))
     parts.append(sessions_text(app, project, chars // 6))
     parts = [part for part in parts if part]
-    if ondisk.empty(app, "graph"):  # nothing to compose (and nothing of the graph imported)
-        return _told(parts, chars)
-    from contextflow.graph.projection import PROJECTION
-
-    if not ondisk.served(app, PROJECTION) and ondisk.holds_more_than(app, "graph", GRAPH_FOLD_MAX):  # (seconds to fold)
-        parts.append(LARGE_GRAPH_NOTE.format(events=f"{GRAPH_FOLD_MAX:,}"))
+    if ondisk.empty(app, "graph-state"):  # nothing to compose (and nothing of the graph imported)
         return _told(parts, chars)
     query, saved_budget = default_query(app, hooks)
     room = min(budget - sum(estimate_tokens(part) + 1 for part in parts), saved_budget or budget)

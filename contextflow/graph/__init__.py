@@ -3,8 +3,8 @@
 Modules: `model` (vocabulary and validation), `view` (the pure fold), `query` (the query
 language), `writes`, `explore` (reads), `compose` (token-budgeted context),
 `transfer` (export, import, ingest), `picture` (mermaid and dot), `directives` (the
-`<ctx:...>` tags the Stop hook carries out); `table` (the graph's state in tables), `stored`
-(every read: queries of those tables, on disk or in memory). See docs/graph.md.
+`<ctx:...>` tags the Stop hook carries out); `projection` (the graph's state in tables), `stored`
+(every read: queries of those tables, beside the logs' remaining bytes while they are built). See docs/graph.md.
 """
 
 from contextflow.features import Feature
@@ -13,7 +13,7 @@ FEATURE = Feature(
     "graph",
     group="graph",
     table="contextflow.graph.operations",
-    views={"graph": "contextflow.graph.projection:ScratchView"},
+    views={"graph": "contextflow.graph.view:GraphView"},
     projections={"graph-state": "contextflow.graph.projection:PROJECTION"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",

@@ -12,8 +12,6 @@ Columns beside each row's state (`data`, `mark`) are what queries filter and ord
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +19,7 @@ from contextflow.core import jsonio
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
-from contextflow.core.projections import CHUNK, Projection, Writer, chunks, db_stamp, marks
+from contextflow.core.projections import CHUNK, Projection, Writer, chunks, db_stamp, marks, merged_by
 
 if TYPE_CHECKING:  # (imported when a chunk is folded or a row read: a session start that reads no graph imports none)
     from contextflow.graph.view import EdgeKey, GraphState, Mark, Node
@@ -208,16 +206,6 @@ def _load(db: Writer, nodes: list[str], edges: list[EdgeKey], views: list[str], 
     return state
 
 
-def load(db: Writer) -> Scratch:
-    """The tables' rows copied into memory (a reader's base while the tables are not current)."""
-    scratch = Scratch()
-    for table in TABLE_NAMES:
-        rows = db.execute(f"SELECT * FROM {table}").fetchall()
-        if rows:
-            scratch.fill(f"INSERT INTO {table} VALUES ({marks(len(rows[0]))})", rows)
-    return scratch
-
-
 def apply(db: Writer, events: list[Event]) -> None:
     """Fold a chunk's `graph.*` events into the tables (inside the catch-up's transaction)."""
     nodes, edges, views = _touched(events)
@@ -254,70 +242,6 @@ def apply(db: Writer, events: list[Event]) -> None:
     )
 
 
-class Scratch:
-    """The graph's tables in an SQLite database in memory, for a store or a moment the tables on disk do not
-    serve (tables that do not open, a build under way): the events given
-    to it (`add`) are folded by `apply`, as on disk, a batch at a time (before a read at the latest)."""
-
-    BATCH = 5000
-
-    def __init__(self) -> None:
-        self._db = sqlite3.connect(":memory:", check_same_thread=False)  # (the HTTP bridge's threads: `_lock`)
-        for statement in SCHEMA:
-            self._db.execute(statement)
-        self._pending: list[Event] = []
-        self._lock = threading.Lock()
-
-    def fill(self, sql: str, rows: list[Any]) -> None:
-        with self._lock, self._db:
-            self._db.executemany(sql, rows)
-
-    def add(self, event: Event) -> None:
-        with self._lock:
-            self._pending.append(event)
-            if len(self._pending) >= self.BATCH:
-                self._fold()
-
-    def _fold(self) -> None:
-        events, self._pending = self._pending, []
-        if events:
-            with self._db:
-                apply(self._db, events)
-
-    def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            self._fold()
-            return self._db.execute(sql, params).fetchall()
-
-    def rows(self) -> list[list[tuple[Any, ...]]]:
-        """Every table's rows, sorted (equal scratches hold equal rows)."""
-        return [sorted(self.peek(f"SELECT * FROM {table}")) for table in TABLE_NAMES]
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Scratch) and self.rows() == other.rows()
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class ScratchView:
-    """The graph as the store folds it where the tables on disk do not serve (`Scratch`)."""
-
-    name = "graph"
-
-    def initial(self) -> Scratch:
-        return Scratch()
-
-    def apply(self, state: Scratch, event: Event) -> None:
-        if event.kind.startswith("graph."):
-            state.add(event)
-
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction: what the pure fold does without (`GraphView.unneeded`)."""
-        from contextflow.graph.view import GraphView
-
-        return GraphView().unneeded(events)
-
-
 PROJECTION = Projection(
     Format("graph-state", 3, ("contextflow.graph.projection",)),  # 3: the project of each node and saved view
     SCHEMA,
@@ -325,6 +249,10 @@ PROJECTION = Projection(
     ahead=False,
     kinds="graph.",
     apply=apply,
-    load=load,
+    merged=(
+        merged_by("graph_tags", "node", "tag"),
+        merged_by("graph_edges", "src", "dst", "type"),
+        merged_by("graph_views", "name"),
+    ),  # (graph_nodes, graph_node_text: by `id`)
     scoped=SCOPED,
 )

@@ -5,8 +5,9 @@ language runs as one SQL query (`matching`): the language's only evaluator (test
 compares every read with the pure fold's).
 
 The tables are the ones on disk (for a store scoped to some projects, an HTTP grant's, views of their rows:
-`Projection.scoped`), or, for a store whose tables do not open and while they cannot serve (a build under way, their
-lock held elsewhere), the same tables in memory (`Scratch`), filled by the same `table.apply`.
+`Projection.scoped`); while they do not hold every log (a build under way, their lock held elsewhere) the same
+queries read them as built with the rows of the logs' remaining bytes, folded by the same `apply`
+(`core/rest.py`); over its bound only the logs' newest bytes, and `read.partial` says how far the build is.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ class Brief(NamedTuple):
     shortest: int  # `model.shortest_text`
 
 
-class Peeks(Protocol):
-    """Tables a graph read queries: the derived tables on disk (`core.tables.Tables`) or a `Scratch`."""
+class Queries(Protocol):
+    """What a graph read queries: the tables as `ondisk.reading` finds them (`core.rest.Reading`)."""
 
-    def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
 
 class _Nodes(Mapping[str, Node]):
@@ -66,10 +67,10 @@ class _Nodes(Mapping[str, Node]):
         return isinstance(node_id, str) and node_id in self.graph.load([node_id])
 
     def __iter__(self) -> Iterator[str]:
-        return iter([i for (i,) in self.graph.tables.peek("SELECT id FROM graph_nodes")])
+        return iter([i for (i,) in self.graph.read.query("SELECT id FROM graph_nodes")])
 
     def __len__(self) -> int:
-        return int(self.graph.tables.peek("SELECT count(*) FROM graph_nodes")[0][0])
+        return int(self.graph.read.query("SELECT count(*) FROM graph_nodes")[0][0])
 
 
 class _Live(AbstractSet[str]):
@@ -82,10 +83,10 @@ class _Live(AbstractSet[str]):
         return isinstance(node_id, str) and self.graph.node(node_id) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter([i for (i,) in self.graph.tables.peek("SELECT id FROM graph_nodes WHERE live")])
+        return iter([i for (i,) in self.graph.read.query("SELECT id FROM graph_nodes WHERE live")])
 
     def __len__(self) -> int:
-        return int(self.graph.tables.peek("SELECT count(*) FROM graph_nodes WHERE live")[0][0])
+        return int(self.graph.read.query("SELECT count(*) FROM graph_nodes WHERE live")[0][0])
 
     @classmethod
     def _from_iterable(cls, values: Iterable[T]) -> set[T]:  # what `&`, `|` and `-` with a set make
@@ -95,8 +96,8 @@ class _Live(AbstractSet[str]):
 class StoredGraph:
     """The graph as its tables hold it now (the caller brought them up to date: `writes.graph`)."""
 
-    def __init__(self, tables: Peeks) -> None:
-        self.tables = tables
+    def __init__(self, read: Queries) -> None:
+        self.read = read
         self._loaded: dict[str, Node | None] = {}
         self._tags: dict[str, set[str]] = {}
         self._briefs: dict[str, Brief] = {}
@@ -110,12 +111,12 @@ class StoredGraph:
         wanted = [i for i in dict.fromkeys(ids) if i not in self._loaded]
         for part in chunks(wanted):
             sql = f"SELECT id, data, lower FROM graph_node_text WHERE id IN ({marks(len(part))})"
-            found = self.tables.peek(sql, part)
+            found = self.read.query(sql, part)
             for node_id, blob, lower in found:
                 self._loaded[node_id] = node_of(blob, lower)
                 self._tags[node_id] = set()
             sql = f'SELECT node, tag FROM graph_tags WHERE "on" AND node IN ({marks(len(part))})'
-            for node_id, tag in self.tables.peek(sql, part):
+            for node_id, tag in self.read.query(sql, part):
                 self._tags.setdefault(node_id, set()).add(tag)
             for node_id in part:
                 self._loaded.setdefault(node_id, None)
@@ -132,15 +133,15 @@ class StoredGraph:
 
     def of_type(self, node_type: str) -> set[str]:
         """The ids of the live nodes of this type."""
-        return {i for (i,) in self.tables.peek("SELECT id FROM graph_nodes WHERE type = ? AND live", (node_type,))}
+        return {i for (i,) in self.read.query("SELECT id FROM graph_nodes WHERE type = ? AND live", (node_type,))}
 
     def tagged(self, tag: str) -> set[str]:
         """The ids of the nodes `tag` is on (deleted ones too: one lookup of the tags' index)."""
-        return {i for (i,) in self.tables.peek('SELECT node FROM graph_tags WHERE tag = ? AND "on"', (tag,))}
+        return {i for (i,) in self.read.query('SELECT node FROM graph_tags WHERE tag = ? AND "on"', (tag,))}
 
     def origin(self, origin: str) -> str | None:
         """The first node made from an imported item that came from `origin`, if any."""
-        found = self.tables.peek("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
+        found = self.read.query("SELECT min(id) FROM graph_nodes WHERE origin = ?", (origin,))[0][0]
         return None if found is None else str(found)
 
     def tags_of(self, node_id: str) -> set[str]:
@@ -151,7 +152,7 @@ class StoredGraph:
         sql = (
             "SELECT id FROM graph_nodes WHERE live AND id >= ? AND id < ? AND substr(id, 1, ?) = ? ORDER BY id LIMIT ?"
         )
-        return [i for (i,) in self.tables.peek(sql, (prefix, prefix + "\U0010ffff", len(prefix), prefix, count))]
+        return [i for (i,) in self.read.query(sql, (prefix, prefix + "\U0010ffff", len(prefix), prefix, count))]
 
     def briefs(self, ids: Iterable[str]) -> list[Brief]:
         order = list(ids)
@@ -162,7 +163,7 @@ class StoredGraph:
 
     def _keep_briefs(self, sql: str, params: Sequence[Any]) -> list[str]:
         found = []
-        for node_id, kind, tokens, hlc, writer, seq, same, who, shortest in self.tables.peek(sql, params):
+        for node_id, kind, tokens, hlc, writer, seq, same, who, shortest in self.read.query(sql, params):
             self._briefs[node_id] = Brief(node_id, kind, tokens, (stamp_of(hlc), writer, seq), same, who, shortest)
             found.append(node_id)
         return found
@@ -170,7 +171,7 @@ class StoredGraph:
     def alike(self, node_type: str, content: str) -> list[Node]:
         key = model.dedupe_key(content)
         sql = "SELECT id FROM graph_nodes WHERE dedupe = ? AND type = ? AND live ORDER BY id"
-        found = self.many(i for (i,) in self.tables.peek(sql, (dedupe_digest(content), node_type)))
+        found = self.many(i for (i,) in self.read.query(sql, (dedupe_digest(content), node_type)))
         return [node for node in found if model.dedupe_key(node.content) == key]
 
     def newest(self, ids: Collection[str], count: int) -> list[Node]:
@@ -181,7 +182,7 @@ class StoredGraph:
 
     def _edges(self, where: str, params: tuple[Any, ...]) -> list[Edge]:
         found = []
-        for src, dst, kind, blob in self.tables.peek(f"{_LIVE_EDGE} AND {where}", params):
+        for src, dst, kind, blob in self.read.query(f"{_LIVE_EDGE} AND {where}", params):
             mark = mark_of(blob)
             found.append(Edge(mark[2], src, dst, kind, stamp_iso(mark[0][0]), mark[3] or {}))
         return found
@@ -205,7 +206,7 @@ class StoredGraph:
         """The newest live node that SUPERSEDES this one, if any."""
         sql = """SELECT e.src, e.mark FROM graph_edges e JOIN graph_nodes a ON a.id = e.src AND a.live
             WHERE e.dst = ? AND e.type = 'SUPERSEDES' AND e."on" """
-        marked = [(mark_of(blob)[0], src) for src, blob in self.tables.peek(sql, (node_id,))]
+        marked = [(mark_of(blob)[0], src) for src, blob in self.read.query(sql, (node_id,))]
         return max(marked)[1] if marked else None
 
     def walk(
@@ -232,11 +233,11 @@ class StoredGraph:
         return steps
 
     def saved_views(self) -> list[SavedView]:
-        found = (self.saved_view(name) for (name,) in self.tables.peek("SELECT name FROM graph_views ORDER BY name"))
+        found = (self.saved_view(name) for (name,) in self.read.query("SELECT name FROM graph_views ORDER BY name"))
         return [view for view in found if view is not None]
 
     def saved_view(self, name: str) -> SavedView | None:
-        found = self.tables.peek("SELECT mark FROM graph_views WHERE name = ?", (name,))
+        found = self.read.query("SELECT mark FROM graph_views WHERE name = ?", (name,))
         mark = mark_of(found[0][0]) if found else None
         return SavedView(name, mark[2], mark[3], stamp_iso(mark[0][0])) if is_on(mark) else None
 
@@ -258,7 +259,7 @@ class StoredGraph:
         superseded = "0" if superseded_ok else f"NOT {archived} AND {_SUPERSEDED}"
         base = f"FROM graph_nodes n WHERE n.live AND ({condition})"
         counted = f"SELECT count(*), coalesce(sum({archived}), 0), coalesce(sum({superseded}), 0) {base}"
-        matched, archives, supersedes = self.tables.peek(counted, params)[0]
+        matched, archives, supersedes = self.read.query(counted, params)[0]
         kept = f"{base} AND NOT {archived} AND NOT ({superseded})"
         order = f"ORDER BY {_TIER_RANK}, n.hlc DESC, n.w DESC, n.seq DESC LIMIT ?" if count >= 0 else ""
         chosen = self._keep_briefs(f"SELECT {_BRIEF} {kept} {order}", [*params, count] if order else params)
@@ -269,11 +270,11 @@ class StoredGraph:
     def tag_counts(self, prefix: str) -> list[tuple[str, int]]:
         sql = """SELECT t.tag, count(*) FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live
             WHERE t."on" AND substr(t.tag, 1, ?) = ? GROUP BY t.tag ORDER BY t.tag"""
-        return [(tag, count) for tag, count in self.tables.peek(sql, (len(prefix), prefix))]
+        return [(tag, count) for tag, count in self.read.query(sql, (len(prefix), prefix))]
 
     def census(self) -> dict[str, Any]:
         """`explore.status`'s counts, from queries."""
-        peek = self.tables.peek
+        peek = self.read.query
         nodes, tokens = peek("SELECT count(*), coalesce(sum(tokens), 0) FROM graph_nodes WHERE live")[0]
         tiered: dict[str, str] = {}
         sql = """SELECT t.node FROM graph_tags t JOIN graph_nodes n ON n.id = t.node AND n.live

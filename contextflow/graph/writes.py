@@ -20,7 +20,6 @@ from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
 from contextflow.graph import model
 from contextflow.graph.fields import DEFAULT_VIEW_BUDGET, MAX_NAME_CHARS
-from contextflow.graph.projection import ScratchView
 from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Node, SavedView
@@ -30,13 +29,11 @@ PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambig
 
 
 def graph(app: App) -> StoredGraph:
-    """The graph for one call: its tables on disk when they hold every event, else the same tables in
-    memory (`table.Scratch`: while the derived tables are built, or for a store that does not read them)."""
+    """The graph for one call, queried from its tables on disk: as built with the logs' remaining bytes while
+    the derived tables do not hold every log (`ondisk.reading`)."""
     from contextflow.graph.projection import PROJECTION
 
-    if ondisk.served(app, PROJECTION):
-        return StoredGraph(app.tables())
-    return StoredGraph(ondisk.view(app, ScratchView))
+    return StoredGraph(ondisk.reading(app, PROJECTION))
 
 
 def resolve(state: StoredGraph, prefix: str, what: str = "node id") -> Node:
