@@ -52,8 +52,7 @@ class Projection(NamedTuple):
     come either from `rows(event)`, each event's own rows (keyed by the event: idempotent, order-free),
     or from `apply(db, events)`, which folds a chunk's events of `kinds` into state kept in its tables
     (reading the rows they touch and writing them back, so the tables end as the view's fold whatever
-    the chunks), read beside the logs' rest by `core/rest.py` folding it with `apply` too (the graph alone: with
-    `load(db)` the whole state, its reader's base while the format is not current)."""
+    the chunks), read beside the logs' rest by `core/rest.py` folding it with `apply` too."""
 
     format: Format
     schema: tuple[str, ...]  # CREATE TABLE / INDEX / TRIGGER statements, one each
@@ -64,7 +63,6 @@ class Projection(NamedTuple):
     ahead: bool = True  # rows whose order means nothing: this machine's newest may be added before a build reaches them
     kinds: str = ""  # an `apply` projection: the prefix of the kinds of the events it folds
     apply: Callable[[Writer, list[Event]], None] | None = None
-    load: Callable[[Writer], Any] | None = None
     # read while the tables are not current (core/rest.py): per table, the SQL of the TEMP view showing the
     # tables' rows (`base.{t}`) with those of the logs' remaining bytes (`main.{t}`) in their place (default:
     # by `id`), and `seed(db, rows, seeded)`: copies into `main` the base rows a trigger needs beside `rows`

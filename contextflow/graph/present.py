@@ -7,8 +7,10 @@ A tool and the commands of its family share one payload per result: a written no
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from contextflow.app import App
@@ -28,9 +30,25 @@ from contextflow.graph.render import (
     steps_text,
 )
 from contextflow.graph.view import Node
-from contextflow.operations.spec import JSON, Reply, given
+from contextflow.operations.spec import JSON, Reply, given, partial
+
+Handler = Callable[[App, JSON], Reply]
 
 # -- payloads --------------------------------------------------------------------------------
+
+
+def _read(handler: Handler) -> Handler:
+    """A reading handler whose reply says it is partial when the graph was read while the build had not
+    reached most of the logs (only their newest bytes were read beside the tables: `ondisk.partial`)."""
+
+    @functools.wraps(handler)
+    def answer(app: App, args: JSON) -> Reply:
+        from contextflow import ondisk
+        from contextflow.graph.projection import PROJECTION
+
+        return partial(handler(app, args), ondisk.partial(app, PROJECTION), "nodes written earlier")
+
+    return answer
 
 
 def _written(app: App, node_id: str, text: str = "", *, verb: str = "") -> Reply:
@@ -96,6 +114,7 @@ def graph_remember(app: App, args: JSON) -> Reply:
     return _written(app, event.id, verb="Remembered")
 
 
+@_read
 def graph_recall(app: App, args: JSON) -> Reply:
     state = writes.graph(app)
     ids, around = args.get("ids"), args.get("around")
@@ -173,6 +192,7 @@ def _summarized(app: App, args: JSON, content: str, *, tool: bool) -> Reply:
     return Reply(reply.text + (f"\nArchived: {', '.join(done.archived)}" if done.archived else ""), data)
 
 
+@_read
 def graph_compose(app: App, args: JSON) -> Reply:
     """The composed markdown; what did not fit is the note (stderr on the CLI, a last line for tools)."""
     result = compose(
@@ -186,6 +206,7 @@ def graph_compose(app: App, args: JSON) -> Reply:
     return Reply(result.text, result.as_dict(), remark=result.report())
 
 
+@_read
 def graph_status(app: App, args: JSON) -> Reply:
     info = {**explore.status(app), **store_size(app.store.folder), **database_size(app.store.state_dir)}
     return Reply(status_text(info), info)
@@ -228,6 +249,7 @@ def add(app: App, args: JSON) -> Reply:
     return _written(app, event.id, f"Added: {event.id}")
 
 
+@_read
 def show(app: App, args: JSON) -> Reply:
     state = writes.graph(app)
     node = writes.resolve(state, args["id"])
@@ -248,11 +270,13 @@ def delete(app: App, args: JSON) -> Reply:
     return _deleted(deleted[0], deleted, "Deleted: " + ", ".join(deleted))
 
 
+@_read
 def list_nodes(app: App, args: JSON) -> Reply:
     nodes, total = explore.list_nodes(app, **given(args, "type", "tag", "since", "limit"))
     return _nodes(app, args, nodes, total, "Nodes")
 
 
+@_read
 def query(app: App, args: JSON) -> Reply:
     nodes, total = explore.run_query(app, args["query"], args.get("limit"))
     return _nodes(app, args, nodes, total, "Query results")
@@ -274,6 +298,7 @@ def unlink(app: App, args: JSON) -> Reply:
     return _unlinked(a.id, b.id, removed, "Unlinked: " + ", ".join(removed))
 
 
+@_read
 def edges(app: App, args: JSON) -> Reply:
     node, out, inc = explore.edges_of(app, args["id"], args.get("direction"))
     state = writes.graph(app)
@@ -296,16 +321,19 @@ def untag(app: App, args: JSON) -> Reply:
     return Reply(text, {"id": node.id, "removed": removed})
 
 
+@_read
 def tags(app: App, args: JSON) -> Reply:
     counts = explore.tag_counts(app, args.get("prefix"))
     text = "\n".join(f"{name}  ({count})" for name, count in counts) or "(no tags)"
     return Reply(text, [{"tag": name, "nodes": count} for name, count in counts])
 
 
+@_read
 def trace(app: App, args: JSON) -> Reply:
     return _walk(app, args["id"], "dependents" if args.get("reverse") else "provenance", args.get("depth"))
 
 
+@_read
 def related(app: App, args: JSON) -> Reply:
     return _walk(app, args["id"], "related", args.get("depth"))
 
@@ -328,6 +356,7 @@ def view_create(app: App, args: JSON) -> Reply:
     return Reply(f"Saved view {saved['name']}: {saved['query']} (budget {saved['budget']:,})", saved)
 
 
+@_read
 def view_list(app: App, args: JSON) -> Reply:
     views = writes.graph(app).saved_views()
     text = "\n".join(f"{v.name}: {v.query} (budget {v.budget:,})" for v in views) or "(no views)"
@@ -349,6 +378,7 @@ def ingest(app: App, args: JSON) -> Reply:
     return Reply(text, data)
 
 
+@_read
 def picture(app: App, args: JSON) -> Reply:
     nodes, total = explore.run_query(app, args.get("query") or "", args.get("limit"))
     draw = pictures.dot if args.get("format") == "dot" else pictures.mermaid

@@ -50,14 +50,16 @@ class Reply:
 
 def partial(reply: Reply, progress: Progress | None, missing: str) -> Reply:
     """`reply`, first saying it is partial when read while the build had not reached most of the logs
-    (`progress`, None once it has): `missing` (e.g. "older entries") not read yet are left out of it."""
+    (`progress`, None once it has): `missing` (e.g. "older entries") not read yet are left out of it. JSON
+    data that is a list keeps its shape (its text says it is partial)."""
     if progress is None:
         return reply
     note = (
         f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
         f"{missing} not read yet are missing below; ask again shortly."
     )
-    return replace(reply, text=f"{note}\n\n{reply.text}", data={**reply.data, "partial": progress._asdict()})
+    data = {**reply.data, "partial": progress._asdict()} if isinstance(reply.data, dict) else reply.data
+    return replace(reply, text=f"{note}\n\n{reply.text}", data=data)
 
 
 def given(args: JSON, *names: str) -> JSON:
