@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "db3d980b26b16de18bf5"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "ed052f4478fc2549d500"),
-    "feed": (2, "735ad7cbec53ee74d151"),
-    "capture": (2, "189b68dce8d09b27cb94"),
-    "graph-state": (3, "e1160cbc7eb69b977461"),
-    "records-state": (2, "e37937e267b9bd618dc8"),
-    "conversations-state": (2, "a42dac3786ba232fcd32"),
-    "timeline": (2, "11ce690372cb2ba7e15d"),
+    "sessions": (1, "f8958f62dd3f34d2e1eb"),
+    "feed": (2, "09c934e354e73c77e42c"),
+    "capture": (2, "773fb9eddcc297514c96"),
+    "graph-state": (3, "56d57d5fcc15745436fa"),
+    "records-state": (2, "de75bfb8f62bae1c83d7"),
+    "conversations-state": (2, "9144f378ed6339f97b9d"),
+    "timeline": (2, "66c1f4d5001bea71d165"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

@@ -46,7 +46,7 @@ def test_graph_writes_another_machine_made_are_read_whole_while_the_build_has_no
     assert _contents(app, "tag:task:old") == []
     assert _contents(app, "tag:tier:pinned") == ["synced node", "use sqlite, in WAL mode"]
     assert writes.graph(app).nodes[built.id].content == "use sqlite, in WAL mode"
-    root, steps = explore.around(app, built.id)  # the neighbourhood: the new edge, not the removed one
+    _, steps = explore.around(app, built.id)  # the neighbourhood: the new edge, not the removed one
     assert [(s.node.content, s.edge_type) for s in steps] == [("synced node", "DEPENDS_ON")]
     _, out, inc = explore.edges_of(app, built.id)
     assert out == [] and [e.source for e in inc] == [new.id]
@@ -114,6 +114,8 @@ def test_graph_reads_say_they_are_partial_and_how_far_the_build_is_when_too_much
         present.show(reader, {"id": node.id}),
     ):
         assert shown.text.startswith("PARTIAL: this machine is still reading the store's logs into its local tables (")
-        assert "indexed" in shown.text and "newest" in shown.text or shown.data == [{"tag": "tier:pinned", "nodes": 1}]
+        assert "indexed" in shown.text and (
+            "newest" in shown.text or shown.data == [{"tag": "tier:pinned", "nodes": 1}]
+        )
     assert present.graph_recall(reader, {"query": "newest"}).data["partial"]["log_bytes"] > 0
     assert isinstance(present.tags(reader, {}).data, list)  # its JSON keeps its shape

@@ -362,7 +362,7 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
         base.close()
 
 
-def test_a_web_token_whose_tables_do_not_open_is_told_so_and_folds_nothing(
+def test_a_web_token_whose_tables_do_not_open_reads_the_logs_rows_of_web_and_folds_nothing(
     scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from contextflow.capture.stored import turns
