@@ -13,6 +13,7 @@ from contextflow.app import App
 from contextflow.core import catchup, rest
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import Event
+from contextflow.core.rest import Reading
 from contextflow.core.tables import Tables
 from contextflow.graph import explore, model, writes
 from contextflow.graph.compose import Composed, compose
@@ -218,7 +219,7 @@ def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
     later = writes.add_node(app, type="fact", content="past the cursors")
     assert tables.peek("SELECT count(*) FROM graph_nodes") == [(1,)]
     state = writes.graph(app)
-    assert state.read.rest is not None  # type: ignore[attr-defined]
+    assert isinstance(state.read, Reading) and state.read.rest is not None
     assert state.nodes[kept.id].content == "in the tables"
     assert state.nodes[later.id].content == "past the cursors"
     assert read_rows(app) == scratch(app).rows()  # the rows built plus the rest: every event's

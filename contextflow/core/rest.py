@@ -8,7 +8,7 @@ only as `base`. TEMP views named as the tables show base's rows with the rest's 
 set's `Projection.merged` SQL; by default a row of the rest replaces base's row of the same `id`), so a
 query of `sessions_entries` or `feed` reads both. A set whose triggers summarise rows (sessions) first
 copies base's rows of what the new rows touch (`Projection.seed`), so its triggers compute whole summaries.
-A set folding chunks (`Projection.apply`: records, conversations) folds the rest's events with its own
+A set folding chunks (`Projection.apply`: the graph, records, conversations) folds the rest's events with its own
 `apply`: its queries read the merged views (made first), its inserts go to `main` (`_Into`); a scoped
 store folds only its projects' events (each one's rows are of its own project).
 The cursors are read before the rows, so a chunk a build commits meanwhile is in both (the merge keeps it
