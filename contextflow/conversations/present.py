@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from contextflow.app import App
@@ -170,10 +169,7 @@ def _partial(app: App, reply: Reply) -> Reply:
     from contextflow import ondisk
     from contextflow.conversations.projection import PROJECTION
 
-    progress, missing = ondisk.partial(app, PROJECTION), "conversations saved earlier"
-    if isinstance(reply.data, list) and progress is not None:
-        return replace(partial(Reply(reply.text, {}), progress, missing), data=reply.data)
-    return partial(reply, progress, missing)
+    return partial(reply, ondisk.partial(app, PROJECTION), "conversations saved earlier")
 
 
 def instructions(app: App | None, args: JSON) -> Reply:
