@@ -7,7 +7,6 @@ import sqlite3
 
 import pytest
 
-from contextflow import ondisk
 from contextflow.app import App
 from contextflow.capture import recall
 from contextflow.capture import stored as capture_stored
@@ -292,7 +291,6 @@ def test_captured_turns_are_read_and_known_once_from_the_logs_when_the_tables_do
         raise AssertionError("a whole view was folded")
 
     monkeypatch.setattr(Store, "view", refused)
-    monkeypatch.setattr(ondisk, "view", refused, raising=False)
     reader = open_app("writer-c")
     assert not reader.tables().usable()
     known = stored.known_turns(reader)

@@ -491,7 +491,6 @@ def test_the_graph_is_composed_from_its_tables_and_their_rest_while_they_cannot_
     """The session start composes the graph from its tables on disk, folding nothing in memory; while they
     cannot serve (a build under way, their lock held) from the tables as built and the logs' remaining bytes,
     bounded (core/rest.py), still folding nothing whole."""
-    from contextflow import ondisk
     from contextflow.core.store import Store
     from contextflow.core.tables import Tables
 
@@ -502,8 +501,6 @@ def test_the_graph_is_composed_from_its_tables_and_their_rest_while_they_cannot_
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     start = payload("SessionStart", tmp_path, source="startup")
     monkeypatch.setattr(Store, "view", whole)
-    monkeypatch.setattr(ondisk, "view", whole, raising=False)
-    monkeypatch.setattr(ondisk, "_projected", whole, raising=False)
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.conversations.stored import StoredConversations
@@ -19,7 +18,6 @@ from contextflow.core import catchup
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
-from contextflow.core.projections import Projection
 from contextflow.records import core as records
 from contextflow.records.stored import StoredRecords
 from tests.raw import write_events
@@ -134,9 +132,6 @@ def never_folded(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a whole view was folded")
 
     monkeypatch.setattr(Store, "view", refused)
-    monkeypatch.setattr(ondisk, "view", refused, raising=False)  # (gone: no view is folded whole)
-    monkeypatch.setattr(ondisk, "_projected", refused, raising=False)
-    monkeypatch.setattr(Projection, "load", property(refused), raising=False)
 
 
 def test_a_listing_reads_only_the_records_it_shows(app: App, monkeypatch: pytest.MonkeyPatch) -> None:

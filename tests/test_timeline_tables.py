@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from contextflow import ondisk
 from contextflow.app import App
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event, encode
@@ -181,7 +180,6 @@ def never_folded(monkeypatch) -> None:
         raise AssertionError("a whole view was folded")
 
     monkeypatch.setattr(Store, "view", refused)
-    monkeypatch.setattr(ondisk, "view", refused)
 
 
 def test_while_the_tables_are_built_elsewhere_the_tables_and_the_logs_rest_answer(app, monkeypatch):
