@@ -294,9 +294,10 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int, partial: str =
 
 
 def _state(app: App, name: str) -> Any:
-    """View `name` for a hit's record: the conversations from their table on disk where it serves."""
-    if name == "conversations":
-        from contextflow.conversations.core import conversations_state
+    """What a hit's block reads beside its document (`hits.hit_block` asks for the saved conversations
+    only): their tables, queried."""
+    if name != "conversations":
+        raise ValueError(f"a hit's block reads no view {name!r}")
+    from contextflow.conversations.core import conversations_state
 
-        return conversations_state(app)
-    return app.store.view(name)
+    return conversations_state(app)
