@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from contextflow.core import jsonio
 from contextflow.core.events import Event
@@ -26,7 +25,6 @@ from contextflow.timeline.view import Thought, Thread, TimelineState, TimelineVi
 if TYPE_CHECKING:
     from contextflow.app import App
     from contextflow.core.rest import Progress, Reading
-    from contextflow.core.store import Store
 
 _NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC, id DESC LIMIT 1"
 _RECENT = "ORDER BY hlc DESC, w DESC, seq DESC, thread DESC LIMIT ?"
@@ -106,29 +104,22 @@ class Slice(TimelineState):
         return [found for (found,) in self.query(sql, params)]
 
 
-_READINGS: WeakKeyDictionary[Store, Reading] = WeakKeyDictionary()  # how this store's last `reading` read
-
-
 @contextlib.contextmanager
 def reading(app: App) -> Iterator[Slice]:
     """The timeline as a call reads it: a slice over the tables (checked against the logs once, at the
-    start), or over them as built and the logs' remaining bytes (`core/rest.py`)."""
-    from contextflow.core import rest
+    start), or over them as built and the logs' remaining bytes (`ondisk.reading`)."""
+    from contextflow import ondisk
     from contextflow.timeline.projection import PROJECTION
 
-    tables = app.tables()
-    if tables.oversized():  # (a ContextFlowMCP file over its size limit is never read: say so)
-        from contextflow.sessions.stored import ready
-
-        ready(app)
-    found = _READINGS[app.store] = rest.reading(tables, (PROJECTION.name,))
-    yield Slice(app, found)
+    yield Slice(app, ondisk.reading(app, PROJECTION))
 
 
 def partial(app: App) -> Progress | None:
     """How far the build is, when the last `reading` read only the logs' newest bytes beside the tables."""
-    found = _READINGS.get(app.store)
-    return found.partial if found is not None else None
+    from contextflow import ondisk
+    from contextflow.timeline.projection import PROJECTION
+
+    return ondisk.partial(app, PROJECTION)
 
 
 def recent(found: Slice, status: str | None, count: int) -> list[Thread]:
