@@ -120,6 +120,73 @@ def test_damaged_documents_are_refused_alike() -> None:
         assert fast == standard, bytes(data)
 
 
+written_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text()
+    | st.characters(max_codepoint=0x20),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner)
+        | st.dictionaries(st.text(max_size=8) | st.integers(0, 3), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def orjson_writes(value: Any, indent: bool, sort_keys: bool) -> bytes | str:
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    try:
+        return orjson.dumps(value, option=option)
+    except TypeError as exc:
+        return type(exc).__name__
+
+
+@settings(max_examples=400, deadline=None)
+@given(written_values, st.booleans(), st.booleans())
+def test_a_value_json_writes_is_written_in_orjsons_exact_bytes(value: Any, indent: bool, sort_keys: bool) -> None:
+    """Before orjson is loaded `dumps` writes plain values with `json`: the bytes must be orjson's, and
+    whatever `json` cannot write alike (floats, tuples, big integers, surrogates, int keys) is left to orjson."""
+    if jsonio._plain(value, 0):
+        assert jsonio._written(value, indent, sort_keys) == orjson_writes(value, indent, sort_keys)
+    else:  # (and inside any container too)
+        for wrapped in ({"v": value}, [value]):
+            assert not jsonio._plain(wrapped, 0)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1.5, (1,), 2**64, -(2**63) - 1, "\ud800", {1: "a"}, {"\udfff": 1}, [float("nan")], 1.0, {"a": (1, 2)}],
+)
+def test_values_json_would_write_differently_are_left_to_orjson(value: Any) -> None:
+    assert not jsonio._plain(value, 0)
+
+
+def test_nesting_orjson_refuses_is_never_written_by_json() -> None:
+    value: Any = []
+    for _ in range(300):
+        value = [value]
+    assert not jsonio._plain(value, 0)
+    with pytest.raises(TypeError):
+        orjson.dumps(value)
+    shallow: Any = []
+    for _ in range(253):
+        shallow = [shallow]
+    assert jsonio._plain(shallow, 0) and jsonio._written(shallow, False, False) == orjson.dumps(shallow)
+
+
+def test_a_hook_writes_without_orjson_until_a_value_needs_it() -> None:
+    script = (
+        "import sys; from contextflow.core import jsonio; "
+        "print(jsonio.dumps({'k': ['é', 1, None, True]}).decode(), 'orjson' in sys.modules); "
+        "print(jsonio.dumps({'f': 1.5}).decode(), 'orjson' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ['{"k":["é",1,null,true]}', "False", '{"f":1.5}', "True"]
+
+
 def test_a_hook_process_reads_without_orjson(tmp_path: Any) -> None:
     script = "import sys; from contextflow.core import jsonio; print(jsonio.loads(b'[1]'), 'orjson' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)

@@ -1,7 +1,11 @@
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from contextflow.core import locate
 from contextflow.core.errors import InputError
 from contextflow.core.locate import locate_store, validate_writer, writer_id
 
@@ -77,3 +81,34 @@ def test_every_variable_contextflow_reads_is_named_once_in_the_settings():
     named -= {"CONTEXTFLOW_E2E_NODE_DIR"}  # the tests' own
     assert named - set(VARIABLES) == set()
     assert set(VARIABLES) - named == set()
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith(locate.XDG_PLATFORMS), reason="the XDG rules apply on Linux and the BSDs"
+)
+@pytest.mark.parametrize("xdg", [None, "", "   ", "relative/dir", "/abs/xdg", "/abs/xdg/"])
+@pytest.mark.parametrize("home", [None, "", "rel-home", "/home/someone", "/home/someone/", "/"])
+def test_the_default_folders_are_the_ones_platformdirs_names(monkeypatch, xdg, home):
+    import platformdirs
+
+    for name, value in (("XDG_DATA_HOME", xdg), ("XDG_STATE_HOME", xdg), ("HOME", home)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert locate.user_folder("data") == Path(platformdirs.user_data_dir("contextflow", appauthor=False))
+    assert locate.user_folder("state") == Path(platformdirs.user_state_dir("contextflow", appauthor=False))
+
+
+def test_a_hook_with_no_settings_does_not_import_platformdirs(tmp_path):
+    env = {
+        "HOME": str(tmp_path),
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    code = (
+        "import sys; from contextflow.core import locate; locate.locate_store({}); locate.state_root({}); "
+        "print('platformdirs' in sys.modules)"
+    )
+    found = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert found.stdout.strip() == ("False" if sys.platform.startswith(locate.XDG_PLATFORMS) else "True"), found.stderr

@@ -6,8 +6,10 @@ standard library's `json` until orjson is loaded (a server, a write, a catch-up 
 then with orjson. Both follow orjson's rules (tests/test_jsonio.py holds them equal): UTF-8 only (no
 byte order mark, no encoded or escaped lone surrogate), no NaN or Infinity, a number too large for a
 double refused, an integer beyond 64 bits read as a float, nesting past the reader's limit refused.
-A refused text raises `DecodeError` (orjson's own error is one). Writing JSON is orjson's alone
-(`dumps`), imported by the first write. No other module imports orjson (tests/test_jsonio.py).
+A refused text raises `DecodeError` (orjson's own error is one). Writing (`dumps`) is orjson's once it
+is loaded; before that, a value made only of dicts with string keys, lists, strings, 64-bit integers,
+booleans and None is written by `json` in orjson's exact bytes (a hook's few writes), and anything else
+loads orjson. No other module imports orjson (tests/test_jsonio.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ BULK_BYTES = 256 << 10  # the stdlib parses events 17 ms/MB slower; orjson's imp
 _MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
 _SURROGATE = "[\ud800-\udfff]"
 _BOM = b"\xef\xbb\xbf"
+_MAX_DEPTH = 254  # containers orjson writes nested in one another
 
 
 def fast(size: int | None = None) -> None:
@@ -56,11 +59,39 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False, any_keys: bool = False) -> bytes:
     """`value` as UTF-8 JSON, compact unless `indent`; `any_keys`: dict keys that are not strings written
     as strings. TypeError (orjson.JSONEncodeError is one) when `value` is not plain JSON."""
+    if "orjson" not in sys.modules and not any_keys and _plain(value, 0):
+        return _written(value, indent, sort_keys)
     import orjson
 
     option = orjson.OPT_INDENT_2 if indent else 0
     option |= (orjson.OPT_SORT_KEYS if sort_keys else 0) | (orjson.OPT_NON_STR_KEYS if any_keys else 0)
     return orjson.dumps(value, option=option)
+
+
+def _written(value: Any, indent: bool, sort_keys: bool) -> bytes:
+    """A plain value (`_plain`) as orjson writes it, by `json`."""
+    if indent:
+        return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=sort_keys).encode()
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys).encode()
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether `value` is one `json` writes byte for byte as orjson does (exact types: no float, whose
+    digits the two spell differently, no subclass, no lone surrogate, within orjson's nesting limit)."""
+    kind = type(value)
+    if kind is str:
+        return not _has_surrogate(value)
+    if kind is int:
+        return bool(_MIN_INT <= value <= _MAX_INT)
+    if value is None or kind is bool:
+        return True
+    if depth >= _MAX_DEPTH:
+        return False
+    if kind is dict:
+        return all(type(key) is str and _plain(key, depth) and _plain(item, depth + 1) for key, item in value.items())
+    if kind is list:
+        return all(_plain(item, depth + 1) for item in value)
+    return False
 
 
 def _text(data: bytes | bytearray | memoryview | str) -> str:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 MAX_BAD_LINE_REPORTS = 100
+BULK_ITEMS = 64  # an append of more items writes with orjson (jsonio.fast)
 
 
 class Store:
@@ -401,6 +402,10 @@ class Store:
         from contextflow.core import private
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
+        if len(items) > BULK_ITEMS:
+            from contextflow.core import jsonio
+
+            jsonio.fast()  # many lines to write: orjson's import pays for itself
         if (ids is not None and len(ids) != len(items)) or (stamps is not None and len(stamps) != len(items)):
             raise ValueError("append_many: one id and one stamp per item")
         if stamps is not None and not all(0 < stamp <= MAX_HLC for stamp in stamps):
