@@ -6,6 +6,7 @@ note another process wrote within 2 s, and the first search says how far the ind
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -315,6 +316,10 @@ def test_the_first_search_shows_the_index_being_built(
             page.goto(url)
             banner = page.wait_for_selector("#building", state="visible", timeout=60_000)  # never a silent guess
             assert "Building this machine's views from the logs" in banner.inner_text()
+            for where in ("/threads", "/conversations", "/feed", "/records", "/"):  # not read yet is not absent
+                visit(page, url.split("/?")[0], where)
+                shown = page.inner_text("main")
+                assert not re.search(r"\b(?:No|Nothing) [^.]*(?:yet|written)", shown), (where, shown[:300])
             held.release()  # the build goes on: the next read starts the builder
             holding = False
             page.goto(url.split("/?")[0] + "/#/search?q=" + quote("refunds settlement"))

@@ -72,3 +72,16 @@ def test_filters_become_one_graph_query_and_bad_ones_are_refused() -> None:
             assert "must be one of" in str(exc) or "no spaces" in str(exc)
         else:
             raise AssertionError(bad)
+
+
+def test_no_empty_list_says_none_while_the_views_are_built() -> None:
+    """ "No threads yet." from a build that has not read them is a lie: every empty-state text goes through
+    app.js's `none`, which says what is not read yet while this machine builds its views."""
+    bare = re.compile(r'h\("(?:p|h2|h3)", \{[^}]*\}, "(?:No |Nothing )(?!: the hook)')
+    for script in STATIC.glob("*.js"):
+        found = bare.findall(script.read_text())
+        assert found == [], (script.name, found)
+    graph = (STATIC / "graph.js").read_text()
+    assert 'none("No node holds' in graph
+    app = (STATIC / "app.js").read_text()
+    assert "export function none(text)" in app and "await knowBuilding();" in app

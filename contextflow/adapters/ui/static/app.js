@@ -211,6 +211,7 @@ async function render(keepPlace) {
   const waiting = keepPlace ? null : waitingNote(main, ticket);
   let content;
   try {
+    await knowBuilding();
     content = await page(where.arg, where.query);
   } catch (error) {
     content = h("section", {}, h("h1", {}, "Could not load this page"), h("p", { class: "error" }, String(error.message)));
@@ -232,6 +233,23 @@ async function render(keepPlace) {
 // A guess never hides: while this machine's views are built from the logs (a new machine), pages
 // show what is built so far, and this banner says so and how far; the page is drawn again once done.
 let watching = false;
+let building = null;  // whether this machine's views are being built (null: not asked yet)
+
+// What an empty list says: "No threads yet." once the views hold every log, never while they are built
+// (what is not read yet is not absent).
+export function none(text) {
+  return building ? "None read yet: this machine is still building its views from the logs (the banner above says how "
+    + "far); this page is drawn again when it is done." : text;
+}
+
+async function knowBuilding() {
+  if (building !== null) return;
+  try {
+    building = !(await get("state")).tables.current;
+  } catch {
+    building = false;  // the server is away: the page's own error says so
+  }
+}
 
 async function checkBuilding() {
   if (watching) return;
@@ -242,7 +260,7 @@ async function checkBuilding() {
     for (;;) {
       const state = (await get("state")).tables;
       if (state.current) break;
-      wasBuilding = true;
+      wasBuilding = building = true;
       const share = state.total_bytes ? Math.floor((100 * state.done_bytes) / state.total_bytes) : 0;
       banner.textContent = "Building this machine's views from the logs: " + share + "% ("
         + Math.round(state.done_bytes / 1e6) + " of " + Math.round(state.total_bytes / 1e6) + " MB). "
@@ -256,6 +274,7 @@ async function checkBuilding() {
     watching = false;
   }
   banner.hidden = true;
+  building = false;
   delete document.body.dataset.building;
   if (wasBuilding) render(true);
 }

@@ -1,5 +1,5 @@
 // The live feed: what every agent on every machine wrote, newest first, as it is written.
-import { button, field, get, h, link, route, when } from "./app.js";
+import { button, field, get, h, link, none, route, when } from "./app.js";
 
 const KINDS_SHOWN = { "capture.turn": "captured turn", handoff: "handoff", note: "note", "graph.node": "remembered",
   "context.set": "record", "conversation.save": "conversation" };
@@ -76,7 +76,7 @@ export async function feedPage(_, query) {
       + "handoffs, notes, remembered knowledge, records."
       + (wanted.session ? " Session " + wanted.session + " only." : "")),
     form,
-    data.items.length ? list : h("p", { class: "none" }, "Nothing written yet" + (Object.values(wanted).some(Boolean)
-      ? " that matches these filters." : ".")),
+    data.items.length ? list : h("p", { class: "none" }, none("Nothing written yet" + (Object.values(wanted).some(Boolean)
+      ? " that matches these filters." : "."))),
     more);
 }

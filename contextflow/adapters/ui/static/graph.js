@@ -2,7 +2,7 @@
 // up to 2,000 nodes, grouped by type or project (graphdraw.js). A chosen node lights up with its
 // neighbours, and its details stand beside the picture (graphdetail.js); every node is also reachable
 // by keyboard from the list under the picture.
-import { button, field, get, h, link, rerender, route } from "./app.js";
+import { button, field, get, h, link, none, rerender, route } from "./app.js";
 import { details, nodeForm } from "./graphdetail.js";
 import { TIERS, TYPES, clip, draw, highlight } from "./graphdraw.js";
 
@@ -35,7 +35,7 @@ async function found(text) {
   } catch (error) {
     return h("p", { class: "error", id: "find-results" }, error.message);
   }
-  const heading = data.total === 0 ? "No node holds “" + clip(text, 60) + "”."
+  const heading = data.total === 0 ? none("No node holds “" + clip(text, 60) + "”.")
     : data.total + (data.total === 1 ? " node holds " : " nodes hold ") + "“" + clip(text, 60) + "”"
       + (data.total > data.count ? " (the " + data.count + " most recently updated):" : ":");
   return h("section", { id: "find-results", "aria-label": "Nodes found" }, h("h2", {}, heading),

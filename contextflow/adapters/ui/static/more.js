@@ -1,5 +1,5 @@
 // Timeline threads and conversation records.
-import { get, h, link, pre, route, table, when } from "./app.js";
+import { get, h, link, none, pre, route, table, when } from "./app.js";
 
 function meta(...parts) {
   return h("p", { class: "meta" }, parts.filter(Boolean).join(" · "));
@@ -12,7 +12,7 @@ export async function threadsPage(_, query) {
     t.agent || "", t.writer, when(t.updated_at), t.description || ""]);
   const page = h("section", {}, h("h1", {}, "Timeline threads"),
     rows.length ? table("Threads, most recently active first", ["Thread", "Status", "Thoughts", "Agent", "Machine",
-      "Updated", "Description"], rows) : h("p", {}, "No threads yet."));
+      "Updated", "Description"], rows) : h("p", {}, none("No threads yet.")));
   if (data.count >= limit) page.append(link(route("/threads", null, { limit: String(limit + 50) }), "Show more threads"));
   return page;
 }
@@ -29,7 +29,7 @@ export async function threadPage(id) {
   return h("section", {}, h("h1", {}, "Thread " + t.name),
     meta("status " + t.status, "agent " + (t.agent || "unknown"), "machine " + t.writer, "id " + t.id),
     t.description ? pre(t.description, { class: "text" }) : null,
-    h("h2", {}, "Thoughts, oldest first"), thoughts.length ? thoughts : h("p", {}, "No thoughts yet."),
+    h("h2", {}, "Thoughts, oldest first"), thoughts.length ? thoughts : h("p", {}, none("No thoughts yet.")),
     t.tangents && t.tangents.length ? h("h2", {}, "Tangents") : null,
     (t.tangents || []).map((tangent) => h("p", {}, link(route("/thread", tangent.id), tangent.name || tangent.id))),
     h("p", {}, link("/threads", "All threads")));
@@ -44,7 +44,7 @@ export async function conversationsPage(_, query) {
     c.project, c.source || "", c.writer, String((c.decisions || []).length), when(c.saved_at)]);
   const page = h("section", {}, h("h1", {}, "Conversations"),
     rows.length ? table("Saved conversation records, most recently saved first", ["Topic", "Project", "Source",
-      "Machine", "Decisions", "Saved"], rows) : h("p", {}, "No saved conversations yet."));
+      "Machine", "Decisions", "Saved"], rows) : h("p", {}, none("No saved conversations yet.")));
   if (data.conversations.length >= limit) {
     page.append(link(route("/conversations", null, { project, limit: String(limit + 50) }), "Show more conversations"));
   }

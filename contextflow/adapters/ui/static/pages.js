@@ -1,5 +1,5 @@
 // The pages: projects, the next session start, health; the others have their own modules.
-import { field, get, h, link, pre, route, table, when } from "./app.js";
+import { field, get, h, link, none, pre, route, table, when } from "./app.js";
 import { feedPage } from "./feed.js";
 import { graphPage } from "./graph.js";
 import { conversationPage, conversationsPage, threadPage, threadsPage } from "./more.js";
@@ -26,7 +26,7 @@ async function projectsPage() {
     h("p", {}, link("/feed", "What every agent is doing now: the live feed")),
     rows.length ? table("Projects with notes or handoffs, most recently active first",
       ["Project", "Sessions", "Entries", "Last activity", "Agents", ""], rows)
-      : h("p", {}, "No notes or handoffs yet. Agents write them with append_shared_note and write_shared_handoff."));
+      : h("p", {}, none("No notes or handoffs yet. Agents write them with append_shared_note and write_shared_handoff.")));
 }
 
 // -- the next session start ------------------------------------------------------------------
@@ -86,7 +86,7 @@ function indexRows(d) {
 }
 
 function captureTable(rows) {
-  if (!Array.isArray(rows) || !rows.length) return h("p", { id: "capture-state" }, "Nothing captured on this machine yet.");
+  if (!Array.isArray(rows) || !rows.length) return h("p", { id: "capture-state" }, none("Nothing captured on this machine yet."));
   return table("Capture on this machine, per client (from each transcript's capture state)", ["Client", "Transcripts",
     "Turns stored", "Lines skipped (too long)", "Unreadable lines", "Last error"], rows.map((r) => [r.client,
     String(r.transcripts), String(r.turns), String(r.skipped), String(r.bad),

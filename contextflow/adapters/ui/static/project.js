@@ -1,5 +1,5 @@
 // A project's page: its activity by day, its sessions (filtered, a page at a time) and its timeline.
-import { button, field, get, h, link, longText, post, rerender, route, table, when } from "./app.js";
+import { button, field, get, h, link, longText, none, post, rerender, route, table, when } from "./app.js";
 
 const SESSIONS_PAGE = 20;
 const CHART_EVENTS = 200;
@@ -202,20 +202,20 @@ export async function projectPage(name, query) {
       link(route("/feed", null, { project: name }), "Live feed of " + name)),
     h("h2", {}, "Activity"),
     meta("The newest " + recent.entries.length + " notes and handoffs" + (session ? " of session " + session : "") + ", per day"),
-    recent.entries.length ? [activityChart(recent.entries, by), chartSwitch] : h("p", {}, "No activity yet."),
+    recent.entries.length ? [activityChart(recent.entries, by), chartSwitch] : h("p", {}, none("No activity yet.")),
     noteForm(name, session),
     filters,
     h("h2", {}, "Sessions"),
     rows.length ? table("Sessions, most recently active first (latest handoff not marked wrong)"
       + (agent ? ", with agent " + agent : "") + (since ? ", active since " + since : ""),
     ["Session", "Agents", "Entries", "Handoffs", "Last activity", "Latest handoff"], rows, { id: "sessions" })
-      : h("p", {}, "No sessions."),
+      : h("p", {}, none("No sessions.")),
     sessions.sessions.length > shown ? link(at({ n: String(shown + SESSIONS_PAGE) }), "Show " + SESSIONS_PAGE + " more sessions") : null,
     activity ? h("h2", {}, "Captured activity of session " + session + ", oldest first") : null,
     activity ? (activity.turns.length ? activity.turns.map(turnCard)
-      : h("p", {}, "No captured turns (capture runs in the clients' hooks).")) : null,
+      : h("p", {}, none("No captured turns (capture runs in the clients' hooks)."))) : null,
     h("h2", {}, session ? "Timeline of session " + session : "Timeline, newest first"),
     session ? h("p", {}, link(route("/project", name), "Show every session")) : null,
-    first.entries.length ? timeline : h("p", {}, "No entries."), more);
+    first.entries.length ? timeline : h("p", {}, none("No entries.")), more);
 }
 

@@ -1,5 +1,5 @@
 // Keyed context records of any age (the age window is shown and chosen), one in full, and a new one.
-import { add, button, confirmed, field, get, h, link, post, pre, rerender, route, table, undoable, when } from "./app.js";
+import { add, button, confirmed, field, get, h, link, none, post, pre, rerender, route, table, undoable, when } from "./app.js";
 
 const WINDOWS = [["0", "any age"], ["1", "the last day"], ["7", "the last 7 days"], ["30", "the last 30 days"],
   ["365", "the last year"]];
@@ -47,7 +47,7 @@ export async function recordsPage(key, query) {
       + ", newest first (" + data.count + " shown)."),
     recordForm(),
     rows.length ? table("Keyed context records, newest first", ["Key", "Project", "Category", "Label", "Pinned", "Agent",
-      "Updated"], rows) : h("p", {}, "No records in this window."));
+      "Updated"], rows) : h("p", {}, none("No records in this window.")));
   if (data.count >= limit) {
     add(page, link(route("/records", null, { prefix, days, limit: String(limit + 50) }), "Show more records"));
   }
