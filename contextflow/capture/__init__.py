@@ -7,7 +7,6 @@ from contextflow.features import Feature
 FEATURE = Feature(
     "capture",
     table="contextflow.capture.operations",
-    views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
     search_version=(1, "d6949a03902a04c91b1b"),

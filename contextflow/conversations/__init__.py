@@ -6,7 +6,6 @@ FEATURE = Feature(
     "conversations",
     group="recall",
     table="contextflow.conversations.operations",
-    views={"conversations": "contextflow.conversations.view:ConversationsView"},
     projections={"conversations-state": "contextflow.conversations.projection:PROJECTION"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",

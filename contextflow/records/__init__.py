@@ -6,7 +6,6 @@ FEATURE = Feature(
     "records",
     group="context",
     table="contextflow.records.operations",
-    views={"records": "contextflow.records.view:RecordsView"},
     projections={"records-state": "contextflow.records.projection:PROJECTION"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
