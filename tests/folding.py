@@ -72,14 +72,20 @@ def all_views() -> list[View]:
     return [make() for make in views().values()]
 
 
-def fold(views: Sequence[View], events: Iterable[Event], caps: dict[str, int] | None = None) -> dict[str, Any]:
-    """Each view's state after `events` (each id once, bounds applied), by view name."""
-    scan, states = Scan(caps), {view.name: view.initial() for view in views}
-    for event in events:
-        if (found := scan.apply(event)) is not None:
-            for view in views:
-                view.apply(states[view.name], found)
-    return states
+def fold(views: Sequence[View], events: Iterable[Event]) -> dict[str, Any]:
+    """Each view's state after `events` (each id once, bounds applied as the store's scan applies them: when
+    a bound came after an event it lowers, folded again knowing it), by view name."""
+    events, caps = list(events), {}
+    for _ in range(3):
+        scan, states = Scan(caps), {view.name: view.initial() for view in views}
+        for event in events:
+            if (found := scan.apply(event)) is not None:
+                for view in views:
+                    view.apply(states[view.name], found)
+        if scan.exact:
+            return states
+        caps = dict(scan.bound_caps)
+    raise AssertionError("the bounds never settled")
 
 
 class Folding:
@@ -148,8 +154,11 @@ def view_of(store: Store, view: str | View) -> Any: ...
 
 
 def view_of(store: Store, view: type[Folds[Any]] | str | View) -> Any:
-    """The whole fold of `view` (a view class, an instance, or a name of `views()`) over `store`'s logs."""
-    made: View = views()[view]() if isinstance(view, str) else view() if isinstance(view, type) else view
+    """The whole fold of `view` over `store`'s logs: a view class or a name of `views()` (its folding is kept
+    for the next call), or an instance (folded afresh)."""
+    if not isinstance(view, (str, type)):
+        return Folding(store, view).current()
+    made: View = views()[view]() if isinstance(view, str) else view()
     kept = _FOLDINGS.setdefault(store, {})
     key = f"{type(made).__module__}.{type(made).__qualname__}"
     if key not in kept:

@@ -14,6 +14,7 @@ from contextflow.core import tables as tables_module
 from contextflow.core.store import Store
 from tests.capture_oracle import FoldedTurns, fold_whole
 from tests.conftest import open_app
+from tests.folding import view_of
 from tests.table import run
 
 pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
@@ -106,7 +107,7 @@ def test_the_tables_answer_as_the_activity_view(app, seed, count, monkeypatch):
     fresh = open_app("writer-a")
     assert not isinstance(capture_stored.turns(fresh, "shared"), FoldedTurns)
     on_disk = answers(fresh)
-    assert not fresh.store.folded  # nothing folded in memory
+    assert not fresh.store.scanned  # nothing folded in memory
     assert "activity" not in whole  # nor the captured turns folded from the tables
     memory = in_memory("writer-a")
     assert isinstance(capture_stored.turns(memory, "shared"), FoldedTurns)
@@ -259,7 +260,7 @@ def test_an_import_knows_the_turns_captured_before_from_the_tables(app, monkeypa
     fill(app, random.Random(5), 120)
     known = stored.known_turns(app)
     assert isinstance(known, stored.KnownTurns)
-    folded = set(in_memory("writer-a").store.view("activity").turn_ids)
+    folded = set(view_of(in_memory("writer-a").store, "activity").turn_ids)
     assert folded
     for turn_id in [*sorted(folded), "turn-9999", "nothing"]:
         assert (turn_id in known) == (turn_id in folded)

@@ -107,7 +107,7 @@ def _oracle(monkeypatch):
 
 def served_from_tables(app: App) -> bool:
     """Whether `app` reads the tables themselves (they hold every log), folding nothing in memory."""
-    return app.tables().serves(("timeline",)) and not app.store.folded
+    return app.tables().serves(("timeline",)) and not app.store.scanned
 
 
 def write(store_dir, events: list[Event]) -> None:

@@ -114,8 +114,8 @@ class Store:
 
     @property
     def scanned(self) -> bool:
-        """Whether this process began reading every log (a call the derived tables answer never does)."""
-        return self._scan_made is not None
+        """Whether this process read the logs through the scan (a call the derived tables answer never does)."""
+        return bool(self._segments)
 
     @property
     def _stale(self) -> bool:

@@ -115,7 +115,7 @@ def test_after_compact_a_shared_token_lists_no_conversation_or_record_of_project
     for value in (1, 2):
         records.set_record(scoped["secret"], key="pr:hidden", value={"v": value})
     records.set_record(app, key="fact:last", value={"v": 0})  # this writer's newest event always stays whole
-    report = compact(app.store, app.every_view())
+    report = compact(app.store, app.unneeded())
     assert report.reduced  # the older save and set were reduced
     fresh = grant_app(app, _grant("shared"))
     try:
@@ -173,7 +173,7 @@ def test_a_web_token_sees_no_session_handoff_or_project_of_secret_and_folds_noth
     assert resumed.latest_handoff.data["summary"] == "the web plan"
     # the same tables, unscoped: both projects (nothing was folded in memory for either reader)
     assert sorted(p.name for p in sessions.list_projects(app)) == ["secret", "web"]
-    assert not any(each.store.folded and "sessions" not in each.store.fold.deferred for each in (web, app))
+    assert not any(each.store.scanned for each in (web, app))
 
 
 # -- every other view: the same tables as an unscoped reader's, each query kept to the grant's projects
@@ -376,7 +376,7 @@ def test_a_web_token_whose_tables_do_not_open_reads_the_logs_rows_of_web_and_fol
     monkeypatch.setattr(Tables, "usable", lambda self: False)  # a read-only or full state folder
     monkeypatch.setattr(Tables, "_connect", _unopened)
     web = scoped["web"]
-    assert all(not web.store.view_loaded(name) for name in ("records", "conversations", "graph"))
+    assert not web.store.scanned
     # the graph, records, conversations, timeline and captured turns are read from the logs' rows, kept to web's
     assert [n.content for n in explore.run_query(web, "plan")[0]] == ["web's plan node"]
     assert [r.data["value"] for r in records.list_records(web, since_days=0)] == [{"v": "web's"}]
