@@ -9,6 +9,6 @@ FEATURE = Feature(
     projections={"conversations-state": "contextflow.conversations.projection:PROJECTION"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "c9e4376d3f7a57715e20"),
+    search_version=(1, "f1475b265ada296fb596"),
     commands={"conversations": "saved conversation records"},
 )
