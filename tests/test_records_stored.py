@@ -126,13 +126,13 @@ def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monke
 
 
 def never_folded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A whole view folded in memory (or a projection's whole state loaded) fails the test."""
+    """A read of every log (`Store.refresh`, or a projection's whole state loaded) fails the test."""
     from contextflow.core.store import Store
 
     def refused(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a whole view was folded")
+        raise AssertionError("every log was read")
 
-    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(Store, "refresh", refused)
 
 
 def test_a_listing_reads_only_the_records_it_shows(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
