@@ -46,6 +46,8 @@ class Folds(Protocol[S]):
 
     def initial(self) -> S: ...
 
+    def apply(self, state: Any, event: Event) -> None: ...
+
 
 def views() -> dict[str, Callable[[], View]]:
     """Every view the tests fold, by name (imported when first asked for)."""
@@ -75,7 +77,7 @@ def all_views() -> list[View]:
 def fold(views: Sequence[View], events: Iterable[Event]) -> dict[str, Any]:
     """Each view's state after `events` (each id once, bounds applied as the store's scan applies them: when
     a bound came after an event it lowers, folded again knowing it), by view name."""
-    events, caps = list(events), {}
+    events, caps = list(events), dict[str, int]()
     for _ in range(3):
         scan, states = Scan(caps), {view.name: view.initial() for view in views}
         for event in events:

@@ -177,9 +177,7 @@ def test_a_web_token_sees_no_session_handoff_or_project_of_secret_and_folds_noth
 # -- every other view: the same tables as an unscoped reader's, each query kept to the grant's projects
 
 
-def test_a_web_token_reads_no_record_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App]
-) -> None:
+def test_a_web_token_reads_no_record_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     records.set_record(scoped["secret"], key="pr:hidden", value={"v": "secret's"}, category="fact")
     records.set_record(scoped["secret"], key="fact:shared-key", value={"v": "secret's"})
     records.set_record(scoped["web"], key="fact:shared-key", value={"v": "web's"})
@@ -199,9 +197,7 @@ def test_a_web_token_reads_no_record_of_secret_and_folds_none(
     assert not web.store.scanned and not app.store.scanned
 
 
-def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App]
-) -> None:
+def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     conversations.save_conversation(scoped["secret"], _conversation("c-secret", "the secret plan"))
     conversations.save_conversation(scoped["web"], _conversation("c-web", "the web plan"))
     web = scoped["web"]
@@ -216,9 +212,7 @@ def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(
     assert not web.store.scanned and not app.store.scanned
 
 
-def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App]
-) -> None:
+def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     from contextflow.capture import recall
     from contextflow.capture.stored import turns
 
@@ -271,9 +265,7 @@ def test_a_web_token_finds_no_graph_node_edge_tag_or_view_of_secret_and_folds_no
     assert not web.store.scanned and not app.store.scanned
 
 
-def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App]
-) -> None:
+def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     from contextflow.timeline import core as timeline
     from contextflow.timeline.fields import THREAD_UPDATE
 
