@@ -1,5 +1,5 @@
 """The records' and conversations' pure folds as test oracles: the whole views folded in memory
-(`Store.view`) and read by the same core functions the tables' queries serve, for a store that shares
+(`tests/folding.py`) and read by the same core functions the tables' queries serve, for a store that shares
 no machine-local state (`shares_state=False`)."""
 
 from __future__ import annotations

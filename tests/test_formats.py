@@ -21,7 +21,7 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "dc2543527339bb9bbe20"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "8fa52dc58abd4e7f2151"),
+    "sessions": (1, "4df6ae1ecc2eec44f099"),
     "feed": (2, "a57c2edf4ea0cc8c396a"),
     "capture": (2, "e6463f556d25fcb35e9a"),
     "graph-state": (3, "da09de9f28d824544a41"),

@@ -1,4 +1,4 @@
-"""The timeline's pure fold as a test oracle: the whole view folded in memory (`Store.view`) and read by
+"""The timeline's pure fold as a test oracle: the whole view folded in memory (`tests/folding.py`) and read by
 the same core functions the tables' slices serve, for a store that shares no machine-local state."""
 
 from __future__ import annotations

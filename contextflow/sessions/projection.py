@@ -3,7 +3,7 @@
 `rows` is the pure fold (an entry gives its row, its agent, the mark it makes); the summaries and
 which automatic handoffs are superseded are kept by triggers, so they follow from the set of rows
 whatever the order they arrive in (a clock bound that lowers an entry recomputes its session).
-Queries are in `sessions/stored.py`; the in-memory view (`sessions/view.py`) says the same.
+Queries are in `sessions/stored.py`; the tests' in-memory fold (`tests/sessions_fold.py`) says the same.
 """
 
 from __future__ import annotations
