@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import legacy
-from contextflow.core.fold import View
 from contextflow.core.locate import Location
 from contextflow.core.project import settings_for
 from contextflow.core.settings import Settings, adopt
 from contextflow.core.store import Store
 
 if TYPE_CHECKING:
+    from contextflow.core.scan import Unneeded
     from contextflow.core.tables import Tables
 
 
@@ -35,13 +35,13 @@ class App:
         location: Location | None = None,
         **store_kwargs: Any,
     ) -> App:
-        """The store the environment names, folding every feature's views (`contextflow.features`), and
-        the settings resolved from that environment. `cwd`: the working folder whose repository names the
-        default project (core.project); `location=`: where the caller already found the store."""
+        """The store the environment names, checking every field as the features declare it
+        (`contextflow.features`), and the settings resolved from that environment. `cwd`: the working
+        folder whose repository names the default project (core.project); `location=`: where the caller
+        already found the store."""
         from contextflow import features
 
         env = os.environ if env is None else env
-        store_kwargs.setdefault("views", features.folded_views)
         store_kwargs.setdefault("fields", features.all_fields)
         store = Store.open(env, location, **store_kwargs)
         found = store.location
@@ -51,13 +51,8 @@ class App:
         return cls(store, settings, env)
 
     def close(self) -> None:
-        if self.store.folded:  # each feature's close-time work, for the views this process folded
-            from contextflow import features
-
-            features.close(self.store)
         if "contextflow.core.tables" in sys.modules:  # (never imported just to close)
             sys.modules["contextflow.core.tables"].close_for(self.store)
-        self.store.close()
 
     def tables(self) -> Tables:
         """The derived tables on disk every process of this machine shares (`core/tables.py`)."""
@@ -66,8 +61,8 @@ class App:
 
         return tables_for(self.store, features.all_projections)
 
-    def every_view(self) -> list[View]:
-        """Fresh instances of every feature's view, search included (compaction asks each of them)."""
+    def unneeded(self) -> dict[str, Unneeded | None]:
+        """What each projection, and the search index, can do without (compaction asks each of them)."""
         from contextflow import features
 
-        return features.all_views()
+        return features.all_unneeded()

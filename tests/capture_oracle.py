@@ -1,9 +1,16 @@
 """Captured turns' pure fold as a test oracle: the `activity` view folded whole in memory, answering as
-`capture/stored.py`'s queries of the tables do, for a store that shares no machine-local state."""
+`capture/stored.py`'s queries of the tables do, for a store that shares no machine-local state.
+
+The view (`ActivityView`): captured turns (`capture.turn`) per project and session, each turn once. A turn
+id seen before (the same turn captured on two machines, or a transcript read again) is not listed twice:
+the copy with the earliest `Event.key` is kept, whatever the order they are read in (as
+`capture/projection.py` keeps it); lists stay sorted by `Event.key`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -12,8 +19,62 @@ from contextflow.app import App
 from contextflow.capture import recall, stored
 from contextflow.capture.projection import turn_of
 from contextflow.capture.stored import Turns
-from contextflow.capture.view import ActivityView
+from contextflow.capture.turns import TURN_KIND
 from contextflow.core.events import Event, OrderKey
+from contextflow.core.project import project_of
+from tests.folding import view_of
+
+
+def _by_key(event: Event) -> OrderKey:
+    return event.key
+
+
+@dataclass
+class ActivityState:
+    by_session: dict[tuple[str, str], list[Event]] = field(default_factory=dict)
+    turn_ids: dict[str, Event] = field(default_factory=dict)  # each turn id's kept event: the earliest by key
+
+    def session_turns(self, project: str, session_id: str) -> list[Event]:
+        return self.by_session.get((project, session_id), [])
+
+    def all_events(self) -> Iterator[Event]:
+        for events in self.by_session.values():
+            yield from events
+
+
+class ActivityView:
+    name = "activity"
+
+    def initial(self) -> ActivityState:
+        return ActivityState()
+
+    def apply(self, state: ActivityState, event: Event) -> None:
+        if event.kind != TURN_KIND:
+            return
+        session_id = event.data.get("session_id")
+        turn_id = event.data.get("turn_id")
+        if not isinstance(session_id, str) or not session_id.strip():
+            return
+        if isinstance(turn_id, str):
+            kept = state.turn_ids.get(turn_id)
+            if kept is not None:
+                if kept.key <= event.key:
+                    return
+                _remove(state, kept)  # an earlier copy of the turn, read later: it is the one kept
+            state.turn_ids[turn_id] = event
+        bisect.insort(state.by_session.setdefault(_session(event), []), event, key=_by_key)
+
+
+def _session(event: Event) -> tuple[str, str]:
+    return project_of(event), str(event.data["session_id"]).strip()
+
+
+def _remove(state: ActivityState, event: Event) -> None:
+    where = _session(event)
+    events = state.by_session[where]
+    events.remove(event)
+    if not events:
+        del state.by_session[where]
 
 
 class FoldedTurns(Turns):
@@ -25,7 +86,7 @@ class FoldedTurns(Turns):
 
     def sessions(self) -> dict[str, list[Event]]:
         if self._sessions is None:
-            state = self.app.store.view(ActivityView)
+            state = view_of(self.app.store, ActivityView)
             found = state.by_session.items()
             self._sessions = {sid: events for (p, sid), events in found if p == self.project and events}
         return self._sessions

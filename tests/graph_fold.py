@@ -12,16 +12,15 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from contextflow.app import App
 from contextflow.core.clock import COUNTER_BITS, stamp_iso
 from contextflow.core.events import Event
 from contextflow.core.ids import resolve_prefix
-from contextflow.core.store import Store
 from contextflow.graph.projection import SCHEMA, TABLE_NAMES, apply
 from contextflow.graph.query import All, And, Expr, Leaf, Not, Or
 from contextflow.graph.view import Edge, EdgeKey, GraphState, GraphView, Node, SavedView, Step, is_on
+from tests.folding import view_of
 
 
 @dataclass
@@ -148,19 +147,10 @@ class FoldedView(GraphView):
         return FoldedGraph()
 
 
-_ORACLES: WeakKeyDictionary[Store, Store] = WeakKeyDictionary()
-
-
 def fold(app: App) -> FoldedGraph:
-    """The whole fold of the graph events `app`'s logs hold, by a store of its own kept for `app`'s (so it
-    reads new events as `app`'s tables do, after those it read before)."""
-    store = _ORACLES.get(app.store)
-    if store is None:
-        folder, fields = app.store.state_dir, app.store.fields
-        store = Store(app.store.location, "oracle", folder, views=[FoldedView()], fields=fields, shares_state=False)
-        _ORACLES[app.store] = store
-    state: FoldedGraph = store.view(FoldedView)
-    return state
+    """The whole fold of the graph events `app`'s logs hold, kept for `app`'s store (so it reads new events
+    as `app`'s tables do, after those it read before)."""
+    return view_of(app.store, FoldedView)
 
 
 _CMP: dict[str, Callable[[int, int], bool]] = {
@@ -279,9 +269,7 @@ class ScratchView:
 
 def scratch(app: App) -> Scratch:
     """Every graph event `app`'s logs hold, folded by the projection's `apply` into tables in memory."""
-    folder, fields = app.store.state_dir, app.store.fields
-    store = Store(app.store.location, "scratch", folder, views=[ScratchView()], fields=fields, shares_state=False)
-    found: Scratch = store.view(ScratchView)
+    found: Scratch = view_of(app.store, ScratchView())
     return found
 
 

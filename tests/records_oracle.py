@@ -1,5 +1,5 @@
 """The records' and conversations' pure folds as test oracles: the whole views folded in memory
-(`Store.view`) and read by the same core functions the tables' queries serve, for a store that shares
+(`tests/folding.py`) and read by the same core functions the tables' queries serve, for a store that shares
 no machine-local state (`shares_state=False`)."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from contextflow.conversations import core as conversations
 from contextflow.conversations.view import ConversationEntry, ConversationsState, ConversationsView
 from contextflow.records import core as records
 from contextflow.records.view import Record, RecordId, RecordsState, RecordsView
+from tests.folding import view_of
 
 
 class FoldedRecords:
     """What `records/stored.py`'s `StoredRecords` answers, from the whole fold."""
 
     def __init__(self, app: App) -> None:
-        self.state: RecordsState = app.store.view(RecordsView)
+        self.state: RecordsState = view_of(app.store, RecordsView)
         self.records = self.state.records
         self.by_category = {record.category for record in self.records.values() if not record.deleted}
 
@@ -63,7 +64,7 @@ class FoldedConversations:
     """What `conversations/stored.py`'s `StoredConversations` answers, from the whole fold."""
 
     def __init__(self, app: App) -> None:
-        state: ConversationsState = app.store.view(ConversationsView)
+        state: ConversationsState = view_of(app.store, ConversationsView)
         self.records = state.records
 
     def newest_first(self, project: str | None = None, count: int | None = None) -> list[ConversationEntry]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import weakref
 from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
@@ -22,7 +21,6 @@ from typing import Any
 
 from contextflow.app import App
 from contextflow.core.events import Event, OrderKey
-from contextflow.core.fold import LazyView
 from contextflow.core.store import Store
 from contextflow.search import ranking
 from contextflow.search.docs import (
@@ -34,7 +32,8 @@ from contextflow.search.docs import (
     weighted_terms,
 )
 from contextflow.search.ranking import K1, B
-from contextflow.search.view import VIEW_NAME, SearchView, extract
+from contextflow.search.view import extract
+from tests.folding import view_of
 
 MIN_COMPACT_PAIRS = 100_000
 NEAR = "~"  # near-field terms share the postings under this prefix (index terms never start with it)
@@ -384,8 +383,10 @@ def candidate(doc: Doc, raw: float) -> ranking.Candidate:
     )
 
 
-class OracleView(SearchView):
-    """The search view folded into a `SearchIndex` (the run-time view folds nothing: `search/view.py`)."""
+class OracleView:
+    """The search view folded into a `SearchIndex` (at run time the index on disk holds it: `search/sink.py`)."""
+
+    name = "search"
 
     def initial(self) -> SearchIndex:
         return SearchIndex()
@@ -398,23 +399,9 @@ class OracleView(SearchView):
             state.apply(kind, op, event.key, event.writer)
 
 
-_TWINS: weakref.WeakKeyDictionary[Store, Store] = weakref.WeakKeyDictionary()
-
-
 def memory_index(store: Store) -> SearchIndex:
-    """The search view folded in this process's memory by a twin store that folds only it."""
-    twin = _TWINS.get(store)
-    if twin is None:
-        twin = _TWINS[store] = Store(
-            store.location,
-            store.writer,
-            store.state_dir,
-            views=[LazyView(VIEW_NAME, "tests.search_oracle:OracleView")],
-            fields=store.fields,  # the same shape checks as every view
-            shares_state=False,
-        )
-    found: SearchIndex = twin.view(VIEW_NAME)
-    return found
+    """The search view folded in this process's memory (kept for `store`: later calls read the new events)."""
+    return view_of(store, OracleView)
 
 
 def search_index(app: App) -> SearchIndex:

@@ -82,14 +82,14 @@ def test_a_batch_of_handoffs_reads_sessions_from_the_tables_and_the_newest_is_th
 
     sessions.write_handoff(app, agent="a", summary="before the batch", session_id="s")
     folded: list[object] = []
-    real = app.store.view
-    monkeypatch.setattr(app.store, "view", lambda kind: folded.append(kind) or real(kind))
+    real = app.store.refresh
+    monkeypatch.setattr(app.store, "refresh", lambda: folded.append("refresh") or real())
     op = next(each for each in operations() if each.name == "write_shared_handoff")
     lines = io.StringIO("".join(json.dumps({"summary": f"batch {n}", "session_id": "s"}) + "\n" for n in range(3)))
     assert run_batch(op, app, {"agent": "codex"}, lines)[0] == 3
     latest = sessions.latest_handoff(app, sessions.EntryFilter("shared", session_id="s"))
     assert latest is not None and latest.data["summary"] == "batch 2"
-    assert folded == []  # no view was folded in memory for it
+    assert folded == []  # no read of every log for it
 
 
 def test_a_batch_reads_records_conversations_graph_and_timeline_from_the_tables_and_sees_its_own_items(
@@ -104,17 +104,12 @@ def test_a_batch_reads_records_conversations_graph_and_timeline_from_the_tables_
 
     before = create_thread(app, name="before the batch")
     folded: list[object] = []
-    real_view, real_refresh = app.store.view, app.store.refresh
-
-    def view(kind: object) -> object:
-        folded.append(kind)
-        return real_view(kind)  # type: ignore[call-overload]
+    real_refresh = app.store.refresh
 
     def refresh() -> None:
         folded.append("refresh")
         real_refresh()
 
-    monkeypatch.setattr(app.store, "view", view)
     monkeypatch.setattr(app.store, "refresh", refresh)
     with collecting(app):
         thread = create_thread(app, name="made in the batch")
@@ -135,7 +130,7 @@ def test_a_batch_reads_records_conversations_graph_and_timeline_from_the_tables_
         ops["conversations save"], app, {}, io.StringIO("".join(json.dumps(i) + "\n" for i in saves))
     )
     assert stored == 2 and [reply["replaced"] for reply in replies] == [False, True]
-    assert folded == []  # no view was folded in memory for it
+    assert folded == []  # no read of every log for it
     record = get_record(app, key="fact:a")
     assert (record.data["value"], record.data["label"], record.data["thread_id"]) == ({"n": 2}, "first", thread.id)
     assert get_record(app, key="fact:b").data["thread_id"] == before.id

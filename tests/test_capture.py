@@ -11,6 +11,7 @@ from contextflow.adapters.cli import main
 from contextflow.capture import claude, codex, cursor, gemini
 from contextflow.capture.core import TURN_KIND
 from contextflow.sessions import core as sessions
+from tests.folding import view_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
 FINAL = (
@@ -191,7 +192,7 @@ GEMINI = (
 
 def _all(app):
     app.store.refresh()
-    return list(app.store.view("activity").all_events())
+    return list(view_of(app.store, "activity").all_events())
 
 
 @pytest.mark.parametrize("client", [CLAUDE, CODEX, GEMINI], ids=["claude", "codex", "gemini"])
@@ -341,7 +342,7 @@ def test_an_unchanged_automatic_handoff_is_not_appended_again(app, tmp_path, mon
     run_hook(monkeypatch, capsys, "stop", payload)
     run_hook(monkeypatch, capsys, "session-end", {**payload, "hook_event_name": "SessionEnd"})
     app.store.refresh()
-    handoffs = [e for e in app.store.view("sessions").by_project["example-owner/calc-demo"] if e.kind == "handoff"]
+    handoffs = [e for e in view_of(app.store, "sessions").by_project["example-owner/calc-demo"] if e.kind == "handoff"]
     assert len(handoffs) == 1
 
 

@@ -12,6 +12,7 @@ from contextflow.adapters.cli import main
 from contextflow.admin.clients import install_client as install
 from contextflow.capture import cursor_events
 from contextflow.sessions import core as sessions
+from tests.folding import view_of
 
 SAMPLE = Path(__file__).parent / "fixtures" / "capture" / "cursor-hooks.jsonl"
 TOKEN = "sk-test-AAAABBBBCCCCDDDD1234EEEE"
@@ -46,7 +47,7 @@ def test_a_cursor_turn_is_captured_with_its_edit_commands_and_reply(app, repo, t
     answers = [run(monkeypatch, capsys, payload) for payload in payloads(repo)]
     assert answers == ['{"continue":true}', "{}", "{}", "{}", "{}", "{}"]
     app.store.refresh()
-    [turn] = list(app.store.view("activity").all_events())
+    [turn] = list(view_of(app.store, "activity").all_events())
     data = turn.data
     assert data["agent"] == "cursor" and data["session_id"] == CONVERSATION
     assert data["project"] == "example-owner/shop"
@@ -85,7 +86,7 @@ def test_capture_off_writes_no_journal(app, repo, tmp_path, monkeypatch, capsys)
         run(monkeypatch, capsys, payload)
     assert list((tmp_path / "state").rglob("capture/cursor/*.jsonl")) == []
     app.store.refresh()
-    assert list(app.store.view("activity").all_events()) == []
+    assert list(view_of(app.store, "activity").all_events()) == []
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,7 @@ def test_payloads_that_are_not_what_cursor_documents_do_nothing_and_fail_nothing
 ):
     assert run(monkeypatch, capsys, payload) == answer
     app.store.refresh()
-    assert list(app.store.view("activity").all_events()) == []
+    assert list(view_of(app.store, "activity").all_events()) == []
 
 
 def test_a_journal_that_is_a_link_or_full_is_not_written(tmp_path, monkeypatch):

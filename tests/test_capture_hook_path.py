@@ -18,6 +18,7 @@ from contextflow.capture.health import capture_health, health_lines
 from contextflow.capture.payload import Hook
 from contextflow.capture.turns import TURN_KIND
 from contextflow.core.log import read_whole
+from tests.folding import view_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
 SAMPLE_ROOT = "/work/research/capture/runs/claude-full/work"
@@ -60,7 +61,7 @@ def run_hook(monkeypatch, capsys, event, payload):
 
 def stored(app):
     app.store.refresh()
-    return [event.data["turn"] for event in app.store.view("activity").all_events()]
+    return [event.data["turn"] for event in view_of(app.store, "activity").all_events()]
 
 
 def commands_of(records):

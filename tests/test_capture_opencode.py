@@ -13,6 +13,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.capture import opencode
 from contextflow.sessions import core as sessions
+from tests.folding import view_of
 
 SAMPLE = json.loads((Path(__file__).parent / "fixtures" / "capture" / "opencode-session.json").read_text())
 SAMPLE_ROOT = "/home/u/shop"
@@ -136,7 +137,7 @@ def test_the_plugins_idle_call_stores_the_turn_once_and_the_automatic_handoff(ap
     run_hook(monkeypatch, capsys, "stop", payload, CONTEXTFLOW_CLIENT="opencode")
     run_hook(monkeypatch, capsys, "stop", payload, CONTEXTFLOW_CLIENT="opencode")  # nothing new
     app.store.refresh()
-    turns = list(app.store.view("activity").all_events())
+    turns = list(view_of(app.store, "activity").all_events())
     assert len(turns) == 1
     assert turns[0].data["agent"] == "opencode" and turns[0].data["project"] == "example-owner/shop"
     handoff = sessions.latest_handoff(app, sessions.EntryFilter("example-owner/shop", session_id=SESSION))
@@ -162,7 +163,7 @@ def test_capture_off_stores_nothing_from_opencode(app, database, repo, monkeypat
     payload = {"session_id": SESSION, "cwd": str(repo), "hook_event_name": "session.idle"}
     run_hook(monkeypatch, capsys, "stop", payload, CONTEXTFLOW_CLIENT="opencode", CONTEXTFLOW_CAPTURE="off")
     app.store.refresh()
-    assert list(app.store.view("activity").all_events()) == []
+    assert list(view_of(app.store, "activity").all_events()) == []
 
 
 def test_a_missing_database_makes_the_hook_do_nothing_and_fail_nothing(app, repo, monkeypatch, capsys):
@@ -170,4 +171,4 @@ def test_a_missing_database_makes_the_hook_do_nothing_and_fail_nothing(app, repo
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
     assert main(["hook", "stop"]) == 0
     app.store.refresh()
-    assert list(app.store.view("activity").all_events()) == []
+    assert list(view_of(app.store, "activity").all_events()) == []

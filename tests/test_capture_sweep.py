@@ -17,6 +17,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.capture import core, sweep, transcript
 from contextflow.capture.health import capture_health, health_lines
+from tests.folding import view_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
 SESSION = "11111111-2222-3333-4444-555555555555"
@@ -102,7 +103,7 @@ def session_start(monkeypatch, capsys, repo: Path, client: str) -> str:
 
 def turns(app) -> list[dict]:
     app.store.refresh()
-    return [event.data for event in app.store.view("activity").all_events()]
+    return [event.data for event in view_of(app.store, "activity").all_events()]
 
 
 def test_a_killed_claude_session_reaches_the_next_claude_and_gemini_session_starts(

@@ -14,6 +14,7 @@ from contextflow.core import tables as tables_module
 from contextflow.core.store import Store
 from tests.capture_oracle import FoldedTurns, fold_whole
 from tests.conftest import open_app
+from tests.folding import view_of
 from tests.table import run
 
 pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
@@ -99,15 +100,11 @@ def in_memory(writer: str) -> App:
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 @pytest.mark.parametrize("count", [4, 40, 300])
 def test_the_tables_answer_as_the_activity_view(app, seed, count, monkeypatch):
-    whole: list[str] = []
-    real = Store.view
-    monkeypatch.setattr(Store, "view", lambda self, kind: whole.append(getattr(kind, "name", kind)) or real(self, kind))
     fill(app, random.Random(seed), count)
     fresh = open_app("writer-a")
     assert not isinstance(capture_stored.turns(fresh, "shared"), FoldedTurns)
     on_disk = answers(fresh)
-    assert not fresh.store.folded  # nothing folded in memory
-    assert "activity" not in whole  # nor the captured turns folded from the tables
+    assert not fresh.store.scanned  # no log read whole
     memory = in_memory("writer-a")
     assert isinstance(capture_stored.turns(memory, "shared"), FoldedTurns)
     assert answers(memory) == on_disk
@@ -259,7 +256,7 @@ def test_an_import_knows_the_turns_captured_before_from_the_tables(app, monkeypa
     fill(app, random.Random(5), 120)
     known = stored.known_turns(app)
     assert isinstance(known, stored.KnownTurns)
-    folded = set(in_memory("writer-a").store.view("activity").turn_ids)
+    folded = set(view_of(in_memory("writer-a").store, "activity").turn_ids)
     assert folded
     for turn_id in [*sorted(folded), "turn-9999", "nothing"]:
         assert (turn_id in known) == (turn_id in folded)
@@ -288,9 +285,9 @@ def test_captured_turns_are_read_and_known_once_from_the_logs_when_the_tables_do
     monkeypatch.setattr(tables_module.Tables, "_connect", full)
 
     def refused(*args, **kwargs):
-        raise AssertionError("a whole view was folded")
+        raise AssertionError("every log was read")
 
-    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(Store, "refresh", refused)
     reader = open_app("writer-c")
     assert not reader.tables().usable()
     known = stored.known_turns(reader)

@@ -22,7 +22,7 @@ from contextflow.app import App
 from contextflow.core.clock import HybridClock, stamp_ms
 from contextflow.core.project import settings_for
 from contextflow.core.store import Store
-from contextflow.features import all_views
+from tests.folding import view_of
 
 MINUTE_MS = 60_000
 NOW_MS = 1_800_000_000_000
@@ -35,7 +35,7 @@ def fixed(ms: int) -> Callable[[], int]:
 def machine(writer: str, now_ms: Callable[[], int]) -> App:
     """A writer on the shared store whose wall clock reads `now_ms()`."""
     env = {**os.environ, "CONTEXTFLOW_WRITER": writer}
-    store = Store.open(env, clock=HybridClock(now_ms), shares_state=False, views=all_views)
+    store = Store.open(env, clock=HybridClock(now_ms), shares_state=False)
     return App(store, settings_for(store.state_dir, env))
 
 
@@ -54,7 +54,7 @@ def test_a_later_context_set_from_a_slow_clock_wins_on_every_machine():
     ahead.store.append("context.set", {"key": "status:build", "value": "red"})
     behind.store.append("context.set", {"key": "status:build", "value": "green"})
     for app in (ahead, behind):
-        assert app.store.view("records").records[("shared", "status:build")].data["value"] == "green"
+        assert view_of(app.store, "records").records[("shared", "status:build")].data["value"] == "green"
 
 
 def test_stamps_never_repeat_or_go_back_when_the_wall_clock_steps_backwards():

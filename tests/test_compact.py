@@ -25,6 +25,7 @@ from contextflow.app import App
 from contextflow.core.compact import compact
 from contextflow.core.errors import InputError, StoreError
 from contextflow.core.log import replace_log, signature
+from tests.folding import view_of
 from tests.sync.workload import differences, picture, write_round
 
 
@@ -102,7 +103,7 @@ def test_compacting_on_a_while_b_writes_loses_and_revives_nothing(pair, tmp_path
     assert app_b.store.event_count == app_a.store.event_count  # b has read a's whole old log
 
     old_a = a.log.read_bytes()
-    report = compact(app_a.store, app_a.every_view())
+    report = compact(app_a.store, app_a.unneeded())
     assert report.changed and report.bytes_after < report.bytes_before
     compacted = a.log.read_bytes()
     for i in range(6, 9):  # b writes while a compacts, a writes after it
@@ -128,11 +129,11 @@ def test_a_delete_compacted_away_from_its_set_still_hides_an_older_write_from_an
     app_a.store.append("context.set", {"key": "pr:1", "value": {"state": "merged"}})
     app_a.store.append("context.delete", {"key": "pr:1"})
     app_a.store.append("note", {"text": "later", "session_id": "s"})
-    report = compact(app_a.store, app_a.every_view())
+    report = compact(app_a.store, app_a.unneeded())
     assert report.dropped == {"context.set": 1}
     sync(a, b)
     for app in (app_a, app_b, a.open(shares_state=False)):
-        assert app.store.view("records").live(("shared", "pr:1")) is None
+        assert view_of(app.store, "records").live(("shared", "pr:1")) is None
 
 
 def test_an_expired_last_write_stays_and_keeps_older_writes_hidden(pair):
@@ -141,10 +142,10 @@ def test_an_expired_last_write_stays_and_keeps_older_writes_hidden(pair):
     app_b.store.append("context.set", {"key": "clip:x", "value": {"v": "old"}})
     sync(a, b)  # a writes after reading b's write, so a's orders later even within the same millisecond
     app_a.store.append("context.set", {"key": "clip:x", "value": {"v": "new"}, "expires_at": "2000-01-01T00:00:00Z"})
-    compact(app_a.store, app_a.every_view())
+    compact(app_a.store, app_a.unneeded())
     assert any(line["kind"] == "context.set" for line in lines_of(a.log))
     sync(a, b)
-    record = b.open(shares_state=False).store.view("records").live(("shared", "clip:x"))
+    record = view_of(b.open(shares_state=False).store, "records").live(("shared", "clip:x"))
     assert record is not None and record.expired(10**13) and record.data["value"] == {"v": "new"}
 
 
@@ -156,7 +157,7 @@ def test_when_a_record_was_created_survives_compaction_and_a_concurrent_delete(p
     app_a.store.append("context.set", {"key": "k", "value": {"n": 2}})
     app_a.store.append("context.set", {"key": "k", "value": {"n": 3}})
     old_a = a.log.read_bytes()
-    report = compact(app_a.store, app_a.every_view())
+    report = compact(app_a.store, app_a.unneeded())
     assert report.reduced == {"context.set": 2}
     sync(a, b)
     expected = reference(tmp_path, {"alpha": old_a, "beta": b.log.read_bytes()})
@@ -169,11 +170,11 @@ def test_conversation_versions_and_first_save_survive_compaction(pair, tmp_path)
     app = a.open()
     for n in range(3):
         app.store.append("conversation.save", {"conversation_id": "c1", "topic": f"v{n}", "summary": "x" * 500})
-    before = app.store.view("conversations").records[("shared", "c1")]
+    before = view_of(app.store, "conversations").records[("shared", "c1")]
     first_ts, versions = before.first_ts, before.versions
-    report = compact(app.store, app.every_view())
+    report = compact(app.store, app.unneeded())
     assert report.reduced == {"conversation.save": 2} and report.bytes_after < report.bytes_before / 2
-    after = a.open(shares_state=False).store.view("conversations").records[("shared", "c1")]
+    after = view_of(a.open(shares_state=False).store, "conversations").records[("shared", "c1")]
     assert (after.first_ts, after.versions, after.event.data["topic"]) == (first_ts, versions, "v2")
 
 
@@ -184,7 +185,7 @@ def test_notes_and_handoffs_are_never_dropped(pair):
         app.store.append("note", {"text": f"n{n}", "session_id": "s"})
     app.store.append("handoff", {"summary": "done", "session_id": "s"})
     before = a.log.read_bytes()
-    assert not compact(app.store, app.every_view()).changed
+    assert not compact(app.store, app.unneeded()).changed
     assert a.log.read_bytes() == before
 
 
@@ -261,12 +262,12 @@ def test_any_mix_of_writes_syncs_and_compactions_matches_the_uncompacted_store(t
             continue
         size = machine.log.stat().st_size if machine.log.exists() else 0
         if op == "compact":
-            compacted.append(compact(app.store, app.every_view()).changed)
+            compacted.append(compact(app.store, app.unneeded()).changed)
             continue
         apply_op(app, op, n, anchors)
         uncompacted[writer] += machine.log.read_bytes()[size:]
     for writer, app in apps.items():  # finally both compact, then each writes once more
-        compacted.append(compact(app.store, app.every_view()).changed)
+        compacted.append(compact(app.store, app.unneeded()).changed)
         size = machines[writer].log.stat().st_size if machines[writer].log.exists() else 0
         apply_op(app, "set", len(steps), anchors)
         uncompacted[writer] += machines[writer].log.read_bytes()[size:]
@@ -289,7 +290,7 @@ def test_only_this_writers_log_is_rewritten_and_stays_private(pair):
         app_a.store.append("context.set", {"key": "k", "value": {"n": n}})
     sync(a, b)
     theirs = (a.folder / "events.beta.jsonl").read_bytes()
-    assert compact(app_a.store, app_a.every_view()).changed
+    assert compact(app_a.store, app_a.unneeded()).changed
     assert (a.folder / "events.beta.jsonl").read_bytes() == theirs
     assert stat.S_IMODE(a.log.stat().st_mode) == 0o600
     assert {p.name for p in a.folder.iterdir()} == {"events.alpha.jsonl", "events.beta.jsonl"}  # no temp left
@@ -304,7 +305,7 @@ def test_unreadable_lines_and_a_torn_last_line_are_kept_byte_for_byte(pair):
     app.store.append("context.set", {"key": "k", "value": {"n": 2}})
     with open(a.log, "ab") as handle:
         handle.write(b'{"v": 1, "id": "torn-in-the-midd')
-    report = compact(app.store, app.every_view())
+    report = compact(app.store, app.unneeded())
     data = a.log.read_bytes()
     assert b"{this is not json\n" in data and data.endswith(b'{"v": 1, "id": "torn-in-the-midd')
     assert report.kept_unreadable == 1 and report.reduced == {"context.set": 1}
@@ -316,7 +317,7 @@ def test_a_repeated_line_is_kept_once(pair):
     app.store.append("note", {"text": "twice", "session_id": "s"})
     with open(a.log, "ab") as handle:
         handle.write(a.log.read_bytes())
-    report = compact(app.store, app.every_view())
+    report = compact(app.store, app.unneeded())
     assert report.duplicates == 1 and len(lines_of(a.log)) == 1
 
 
@@ -326,7 +327,7 @@ def test_sequence_numbers_carry_on_after_compaction(pair):
     for n in range(3):
         app.store.append("context.set", {"key": "k", "value": {"n": n}})
     app.store.append("context.delete", {"key": "k"})
-    compact(app.store, app.every_view())
+    compact(app.store, app.unneeded())
     assert [line["seq"] for line in lines_of(a.log)] == [4]
     assert app.store.append("note", {"text": "next", "session_id": "s"}).seq == 5
     assert a.open(shares_state=False).store.append("note", {"text": "again", "session_id": "s"}).seq == 6
@@ -338,7 +339,7 @@ def test_a_dry_run_writes_nothing(pair):
     for n in range(3):
         app.store.append("context.set", {"key": "k", "value": {"n": n}})
     before = a.log.read_bytes()
-    report = compact(app.store, app.every_view(), dry_run=True)
+    report = compact(app.store, app.unneeded(), dry_run=True)
     assert report.changed and report.lines_after == 3 and a.log.read_bytes() == before
 
 
@@ -348,7 +349,7 @@ def test_the_old_generation_can_be_archived_outside_the_store(pair, tmp_path):
     for n in range(3):
         app.store.append("context.set", {"key": "k", "value": {"n": n}})
     before = a.log.read_bytes()
-    report = compact(app.store, app.every_view(), archive=tmp_path / "archive")
+    report = compact(app.store, app.unneeded(), archive=tmp_path / "archive")
     assert report.archive is not None
     assert gzip.decompress(Path(report.archive).read_bytes()) == before
     assert stat.S_IMODE(Path(report.archive).stat().st_mode) == 0o600
@@ -360,30 +361,21 @@ def test_an_archive_folder_inside_the_store_is_refused(pair):
     app.store.append("context.set", {"key": "k", "value": {"n": 1}})
     before = a.log.read_bytes()
     with pytest.raises(InputError, match="inside the synced store"):
-        compact(app.store, app.every_view(), archive=a.folder / "archive")
+        compact(app.store, app.unneeded(), archive=a.folder / "archive")
     assert a.log.read_bytes() == before
 
 
-def test_a_view_that_cannot_answer_keeps_everything(pair, monkeypatch):
-    from contextflow import features as views
+def test_a_projection_that_cannot_answer_keeps_everything(pair, monkeypatch):
+    from contextflow import features
 
-    class Opaque:
-        name = "opaque"
-
-        def initial(self) -> None:
-            return None
-
-        def apply(self, state: None, event: Any) -> None:
-            return None
-
-    original = views.all_views
-    monkeypatch.setattr(views, "all_views", lambda: [*original(), Opaque()])
+    original = features.all_unneeded
+    monkeypatch.setattr(features, "all_unneeded", lambda: {**original(), "opaque": None})
     a, _ = pair
     app = a.open()
     for n in range(3):
         app.store.append("context.set", {"key": "k", "value": {"n": n}})
     before = a.log.read_bytes()
-    report = compact(app.store, app.every_view())
+    report = compact(app.store, app.unneeded())
     assert report.blocked_by == ["opaque"] and not report.changed and a.log.read_bytes() == before
 
 
@@ -403,7 +395,7 @@ def test_a_log_replaced_by_a_sync_tool_mid_rewrite_is_left_alone(pair):
 def test_compacting_a_store_without_a_log_yet_does_nothing(pair):
     a, _ = pair
     opened = a.open()
-    report = compact(opened.store, opened.every_view())
+    report = compact(opened.store, opened.unneeded())
     assert not report.changed and report.bytes_before == 0
 
 
@@ -461,5 +453,5 @@ def test_a_temp_file_left_by_a_killed_compaction_is_cleaned_up_next_time(pair):
     alive = a.folder / f".{a.log.name}.{os.getppid()}.456.tmp"
     stale.write_bytes(b"half a rewrite")
     alive.write_bytes(b"another process is still writing this")
-    compact(app.store, app.every_view())
+    compact(app.store, app.unneeded())
     assert not stale.exists() and alive.exists()

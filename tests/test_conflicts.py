@@ -16,6 +16,7 @@ from contextflow.app import App
 from contextflow.core import conflicts
 from contextflow.core.log import read_whole
 from tests.conftest import open_app
+from tests.folding import view_of
 from tests.sync.workload import picture, write_round
 
 COPY_SUFFIX = ".sync-conflict-20260101-101010-YYYYYYY.jsonl"
@@ -61,7 +62,7 @@ def test_records_in_a_conflict_copy_are_read_once_each_and_never_lost(cloned, ap
     copy, every = cloned
     assert app.store.event_count == len(every)
     copied_note = orjson.loads(copy.read_bytes().splitlines()[0])
-    entries = app.store.view("sessions").project_entries(None)
+    entries = view_of(app.store, "sessions").project_entries(None)
     assert copied_note["id"] in {event.id for event in entries}
 
 
@@ -71,7 +72,7 @@ def test_the_same_event_in_a_log_and_its_copy_applies_once(app, store_dir: Path)
     fresh = open_app("writer-a")
     assert fresh.store.event_count == 1
     assert fresh.store.duplicates == 1
-    assert len(fresh.store.view("sessions").project_entries(None)) == 1
+    assert len(view_of(fresh.store, "sessions").project_entries(None)) == 1
 
 
 def test_doctor_reports_the_copy_and_the_writer_id_two_machines_share(cloned, capsys):
@@ -120,7 +121,7 @@ def test_a_hand_copied_log_of_another_writer_is_folded_with_its_writer_kept(app,
     assert report.folded_events == 1 and len(report.removed) == 1
     line = orjson.loads(read_whole(store_dir / "events.writer-a.jsonl")[1][-1][1])  # (batch lines left out)
     assert (line["id"], line["w"]) == (note.id, "desktop")
-    assert note.id in {event.id for event in app.store.view("sessions").project_entries(None)}
+    assert note.id in {event.id for event in view_of(app.store, "sessions").project_entries(None)}
 
 
 def test_a_copy_whose_events_are_all_elsewhere_is_removed_without_appending(app, store_dir: Path):

@@ -27,6 +27,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.locate import default_store_folder, locate_store
 from contextflow.sessions.core import entry_filter, read_entries
 from tests.conftest import connect, text_of
+from tests.folding import view_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("shared_project")]  # `shared` data, read from the tmp folder
 TS = "2026-01-05T10:00:00.000Z"
@@ -380,6 +381,6 @@ def test_the_size_limit_applies_to_its_files_only(monkeypatch: pytest.MonkeyPatc
     app = App.open()
     try:
         app.store.append("note", {"text": "x" * 100})
-        assert len(app.store.view("sessions").project_entries(None)) == 1  # contextflow's own logs: no limit
+        assert len(view_of(app.store, "sessions").project_entries(None)) == 1  # contextflow's own logs: no limit
     finally:
         app.close()

@@ -129,7 +129,7 @@ def refs(app: App, query: str, **options: Any) -> list[str]:
 
 def test_search_reads_the_index_on_disk_not_a_folded_view(app):
     stock(app)
-    assert not app.store.folds("search")
+    assert not app.store.scanned
     assert len(refs(app, "websocket messages")) == 1
     folder = app.store.state_dir / derived.FOLDER
     assert (folder / derived.STATE_FILE).is_file() and DiskIndex.exists(derived.search_for(app.store).index_folder())
@@ -161,7 +161,7 @@ def test_a_grant_limited_to_some_projects_searches_the_shared_index_within_them(
     for read, expected in (({"A"}, 1), ({"A", "B"}, 2), ({"A", "shared"}, 3)):
         granted = grant_app(app, Grant("t", b"", frozenset(read), frozenset()))
         try:
-            assert not granted.store.folds("search")  # no fold of every log: the index, within its projects
+            assert not granted.store.scanned  # no read of every log: the index, within its projects
             found = retrieval.get_context(granted, query="zebra quartz").shown
             assert len(found) == expected
             assert ("secret of B" in " ".join(shown.hit.doc.text("text") for shown in found)) == ("B" in read)
@@ -336,7 +336,7 @@ def test_a_rewritten_log_rebuilds_and_keeps_every_visible_record(app):
     for n in range(5):
         app.store.append("context.set", {"key": "deploy.target", "value": {"host": f"green-{n}"}})
     assert refs(app, "deploy target")
-    compact(app.store, app.every_view())
+    compact(app.store, app.unneeded())
     assert on_disk(app) == in_memory(app)
     assert refs(app, "green") == ["deploy.target"]
 

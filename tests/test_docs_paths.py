@@ -1,7 +1,7 @@
 """The maps stay true: every module path README.md, MAINTAINERS.md and docs/ name exists.
 
 Read from backticked spans: a `.py` file or a folder (`core/log.py`, `adapters/ui/`), and a dotted
-name that starts with a module of ours (`features.all_views()`, `text.quote`, `log.PREFIX_BLOCK`,
+name that starts with a module of ours (`features.all_unneeded()`, `text.quote`, `log.PREFIX_BLOCK`,
 `contextflow.search.derived`) or one of our classes (`Store.refresh`), whose next part must be
 defined there. Event kinds (`graph.node`), file names (`state.json`) and the store's own folders
 are not module paths."""
@@ -14,7 +14,7 @@ from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
-from contextflow.core.fold import BOUND_KIND
+from contextflow.core.scan import BOUND_KIND
 from contextflow.features import all_fields
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,5 +130,5 @@ def test_a_stale_path_is_caught():
         "views.folded_views()",
         "features.VIEWS",
     ]
-    good = "`core/log.py`, `adapters/ui/`, `features.all_views()`, `Store.refresh`, `graph.node`, `state.json`"
+    good = "`core/log.py`, `adapters/ui/`, `features.all_unneeded()`, `Store.refresh`, `graph.node`, `state.json`"
     assert missing_in(good) == []

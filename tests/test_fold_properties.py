@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextflow.core.events import Event
-from contextflow.core.fold import Fold
 from contextflow.core.locate import Location
 from contextflow.core.store import Store
-from contextflow.features import all_views
+from tests import folding
+from tests.folding import all_views, view_of
 
 WRITERS = ("alpha", "beta", "gamma")
 
@@ -37,10 +37,7 @@ def to_events(rows: list[tuple[str, str, str, str, str, int]]) -> list[Event]:
 
 
 def fold(events: list[Event]) -> dict:
-    folded = Fold(all_views())
-    for event in events:
-        folded.apply(event)
-    return folded.states
+    return folding.fold(all_views(), events)
 
 
 @settings(max_examples=60, deadline=None)
@@ -56,10 +53,8 @@ def test_folding_in_any_order_gives_the_same_views(rows, rng):
 @given(st.lists(entry, max_size=30), st.integers(min_value=0, max_value=30))
 def test_folding_twice_or_in_chunks_gives_the_same_views(rows, cut):
     events = to_events(rows)
-    chunked = Fold(all_views())
-    for event in [*events[:cut], *events[cut:], *events]:  # in two chunks, then again: duplicates apply once
-        chunked.apply(event)
-    assert chunked.states == fold(events)
+    chunked = [*events[:cut], *events[cut:], *events]  # in two chunks, then again: duplicates apply once
+    assert fold(chunked) == fold(events)
 
 
 @settings(max_examples=15, deadline=None)
@@ -68,12 +63,12 @@ def test_incremental_reads_after_each_append_match_a_full_fold(rows):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         location = Location(root / "store", "test")
-        stores = {w: Store(location, w, root / "state" / w, shares_state=False, views=all_views) for w in WRITERS}
-        watcher = Store(location, "watcher", root / "state" / "watcher", shares_state=False, views=all_views)
+        stores = {w: Store(location, w, root / "state" / w, shares_state=False) for w in WRITERS}
+        watcher = Store(location, "watcher", root / "state" / "watcher", shares_state=False)
         for writer, kind, project, session, text, _ms in rows:
             field = "text" if kind == "note" else "summary"
             data = {"project": project, "agent": writer, field: text, **({"session_id": session} if session else {})}
             stores[writer].append(kind, data)
-            watcher.refresh()  # incremental: only the new line
-        fresh = Store(location, "fresh", root / "state" / "fresh", shares_state=False, views=all_views)
-        assert watcher.view("sessions") == fresh.view("sessions")
+            view_of(watcher, "sessions")  # incremental: only the new line
+        fresh = Store(location, "fresh", root / "state" / "fresh", shares_state=False)
+        assert view_of(watcher, "sessions") == view_of(fresh, "sessions")

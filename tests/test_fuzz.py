@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
 from contextflow.core.events import decode
+from tests.folding import view_of
 
 EXAMPLES = int(os.environ.get("CONTEXTFLOW_FUZZ_EXAMPLES", "25"))
 DEEP_EXAMPLES = 250
@@ -382,7 +383,7 @@ def test_malformed_frames_on_stdin_do_not_kill_the_server(tmp_path: Path) -> Non
     opened = App.open(cwd=tmp_path)
     try:
         project = opened.settings.default_project  # the server's: same environment, same folder
-        texts = [event.data.get("text") for event in opened.store.view("sessions").project_entries(project)]
+        texts = [event.data.get("text") for event in view_of(opened.store, "sessions").project_entries(project)]
         assert "still alive" in texts
         assert_store_valid(opened)
     finally:

@@ -14,11 +14,10 @@ from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.core.errors import NotFoundError
 from contextflow.core.events import Event
-from contextflow.core.fold import Fold
-from contextflow.features import all_views
 from contextflow.sessions import core as sessions
 from contextflow.sessions.marks import mark_handoff_wrong
 from tests.conftest import call_with_data, connect, text_of
+from tests.folding import all_views, fold
 
 pytestmark = pytest.mark.anyio
 
@@ -131,10 +130,5 @@ def test_marks_fold_the_same_in_any_order(rows: list[tuple[int, str, int]], rng:
     events = _events(rows)
     shuffled = list(events)
     rng.shuffle(shuffled)  # type: ignore[attr-defined]
-    states = []
-    for order in (events, shuffled):
-        folded = Fold(all_views())
-        for event in order:
-            folded.apply(event)
-        states.append(folded.states["sessions"])
+    states = [fold(all_views(), order)["sessions"] for order in (events, shuffled)]
     assert states[0] == states[1]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.capture import digest, filestate, outcomes, prose, substance
+from tests.folding import view_of
 
 # -- outcomes ------------------------------------------------------------------------------
 
@@ -372,7 +373,7 @@ def test_a_captured_session_is_a_conversation_record_get_context_finds(tmp_path:
     captured(env, repo, "s1", [{"prompt": "totals", "steps": [{"write": "totals.py"}], "final": final}])
     app = App.open(env, cwd=repo)
     try:
-        assert len(app.store.view("conversations").records) == 1  # one record per session
+        assert len(view_of(app.store, "conversations").records) == 1  # one record per session
         found = retrieval.get_context(app, query="why did we round per line?", kinds=["conversation"])
     finally:
         app.close()

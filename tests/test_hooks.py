@@ -495,12 +495,12 @@ def test_the_graph_is_composed_from_its_tables_and_their_rest_while_they_cannot_
     from contextflow.core.tables import Tables
 
     def whole(*_args, **_kw):
-        raise AssertionError("a view folded whole")
+        raise AssertionError("every log read")
 
     text = '<ctx:remember type="fact" tags="tier:pinned">Staging is eu-west-1</ctx:remember>'
     hook(capsys, monkeypatch, "stop", payload("Stop", tmp_path, last_assistant_message=text))
     start = payload("SessionStart", tmp_path, source="startup")
-    monkeypatch.setattr(Store, "view", whole)
+    monkeypatch.setattr(Store, "refresh", whole)
     context = json.loads(hook(capsys, monkeypatch, "session-start", start)[1])["hookSpecificOutput"][
         "additionalContext"
     ]

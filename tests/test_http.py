@@ -27,6 +27,7 @@ from contextflow.adapters.server.auth import Grant, GrantVerifier, load_grants, 
 from contextflow.adapters.server.http import HttpBridge, bind, build_http_app
 from contextflow.app import App
 from contextflow.core.errors import InputError
+from tests.folding import view_of
 
 pytestmark = pytest.mark.anyio
 
@@ -502,7 +503,7 @@ def test_the_mcp_inspector_cli_connects_with_a_bearer_header(app: App) -> None:
     assert "append_shared_note" in names
     assert called.returncode == 0 and "Appended note" in called.stdout, describe(called)
     assert "tools" not in refused.stdout or refused.returncode != 0, describe(refused)
-    entries = app.store.view("sessions").project_entries("A")
+    entries = view_of(app.store, "sessions").project_entries("A")
     assert [event.data["text"] for event in entries] == ["from the inspector"]
 
 

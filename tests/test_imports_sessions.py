@@ -15,6 +15,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.timeutil import iso_ms
 from contextflow.imports.run import run_import
 from contextflow.sessions import core as sessions
+from tests.folding import view_of
 from tests.test_capture import CLAUDE, CODEX, FIXTURES, client_payload, run_hook
 
 PROJECT = "example-owner/calc-demo"
@@ -36,7 +37,7 @@ def place(tmp_path: Path, repo: Path, client: tuple[str, str, str, str]) -> tupl
 
 def activity(app):
     app.store.refresh()
-    return list(app.store.view("activity").all_events())
+    return list(view_of(app.store, "activity").all_events())
 
 
 @pytest.mark.parametrize("client", [CLAUDE, CODEX], ids=["claude-code", "codex"])

@@ -11,7 +11,6 @@ import orjson
 import pytest
 
 from contextflow.app import App
-from contextflow.features import all_views
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
 from contextflow.search.docs import Doc
@@ -55,7 +54,7 @@ def test_each_search_after_a_write_finds_it_and_merges_keep_the_segments_few(app
     index = derived.search_for(app.store).index()
     index.settle()
     assert segments(index.folder) < 30
-    memory = App.open(views=all_views())
+    memory = App.open()
     assert on_disk(app) == dict(search_oracle.memory_index(memory.store).docs)
 
 

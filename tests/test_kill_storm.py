@@ -64,7 +64,7 @@ def work(writer, state, ack_path, seed, tear):
             fd = os.open(folder / f"events.{writer}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.write(fd, line[: rng.randint(1, len(line))])
             os.kill(os.getpid(), signal.SIGKILL)
-    store = Store(Location(folder, "test"), writer, state_dir, views=[], shares_state=False)
+    store = Store(Location(folder, "test"), writer, state_dir, shares_state=False)
     tables = Tables(store, all_projections())  # on disk, updated (and killed) in between
     acks = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     n = 0
@@ -178,7 +178,7 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
 
     # the next writer on each id proceeds, repairing a torn tail first
     for writer in WRITER_IDS:
-        survivor = Store(Location(folder, "test"), writer, states[writer], views=[], shares_state=False)
+        survivor = Store(Location(folder, "test"), writer, states[writer], shares_state=False)
         survivor.append("note", {"text": f"after the storm on {writer}"})
         assert survivor.health().bad_line_count == 0
 
@@ -202,7 +202,7 @@ def test_a_kill_storm_loses_no_acknowledged_append_and_leaves_every_line_valid(t
     assert all(count == 1 for count in on_disk.values())
 
     for writer in WRITER_IDS:  # whatever the kills interrupted, the tables catch up to a fresh build's rows
-        survivor = Store(Location(folder, "test"), writer, states[writer], views=[], shares_state=False)
+        survivor = Store(Location(folder, "test"), writer, states[writer], shares_state=False)
         tables = Tables(survivor, all_projections())
         assert tables.query("SELECT count(*) FROM feed WHERE kind = 'note'")[0][0] == notes, "every note is in the feed"
         assert tables.query("SELECT count(*) FROM graph_nodes")[0][0] == graph_nodes, "every node is in the graph's"

@@ -204,7 +204,7 @@ def test_the_circle_check_sees_imports_inside_functions_and_packages(tmp_path: P
 def test_the_layer_checks_catch_a_violation(tmp_path):
     """The reader sees a core module importing `App` inside a function, and a relative import."""
     sample = PACKAGE / "core" / "store.py"
-    assert "contextflow.core.fold" in ours(imports_of(sample))
+    assert "contextflow.core.scan" in ours(imports_of(sample))
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from contextflow.app import App\n    return App\n")
     assert "contextflow.app" in ours(imports_of(bad))
@@ -212,3 +212,28 @@ def test_the_layer_checks_catch_a_violation(tmp_path):
     hidden.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from contextflow.app import App\n")
     assert "contextflow.app" not in ours(imports_of(hidden))
     assert "contextflow.app" in ours(imports_of(hidden, type_only=True))
+
+
+def test_no_run_time_module_can_fold_a_view():
+    """Every read queries the projections' tables: the store takes no views and offers no fold, and no module
+    of contextflow defines a view protocol or imports the tests' folding oracle (`tests/folding.py`)."""
+    import inspect
+
+    from contextflow.core.store import Store
+
+    assert not {"view", "views", "folds", "fresh_views", "view_loaded", "fold"} & set(dir(Store))
+    assert "views" not in inspect.signature(Store).parameters
+    for path in files("."):
+        source = path.read_text(encoding="utf-8")
+        folds = {"fold", "folding", "Fold", "LazyView"}
+        assert not {name for name in ours(imports_of(path)) if name.rpartition(".")[2] in folds}, path
+        assert not any(name.startswith("tests") for name in imports_of(path)), path
+        tree = ast.parse(source)
+        protocols = [
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef)
+            and any("Protocol" in ast.unparse(base) for base in node.bases)
+            and {"initial", "apply"} <= {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        ]
+        assert not protocols, f"{path} defines a view protocol: {protocols}"

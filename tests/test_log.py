@@ -6,6 +6,7 @@ import pytest
 
 from contextflow.core.errors import StoreError
 from contextflow.core.log import LogWriter, list_segments, log_path, parse_log_name, read_new
+from tests.folding import view_of
 
 
 def writer(folder: Path, name: str = "w1") -> LogWriter:
@@ -125,7 +126,7 @@ def test_a_writer_id_differing_only_in_case_from_a_log_in_the_store_is_refused(t
     try:
         with pytest.raises(StoreError, match="differs only in case from 'laptop'"):
             second.store.append("note", {"text": "from Laptop"})
-        assert [e.data["text"] for e in second.store.view("sessions").project_entries(None)] == ["from laptop"]
+        assert [e.data["text"] for e in view_of(second.store, "sessions").project_entries(None)] == ["from laptop"]
     finally:
         second.close()
     assert [p.name for p in (tmp_path / "cased").glob("events.*.jsonl")] == ["events.laptop.jsonl"]

@@ -14,6 +14,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.app import App
 from tests.conftest import connect, git_checkout, text_of
+from tests.folding import view_of
 
 pytestmark = pytest.mark.anyio
 
@@ -29,7 +30,8 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def projects_of(kind: str) -> set[str]:
     app = App.open()
     try:
-        return {str(e.data.get("project")) for e in app.store.view("sessions").project_entries(None) if e.kind == kind}
+        entries = view_of(app.store, "sessions").project_entries(None)
+        return {str(e.data.get("project")) for e in entries if e.kind == kind}
     finally:
         app.close()
 

@@ -18,6 +18,7 @@ from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
 from tests.conftest import open_app
+from tests.folding import view_of
 from tests.graph_fold import read_rows, scratch
 
 
@@ -32,7 +33,7 @@ def stored(app: App) -> tuple[dict[object, object], dict[object, object]]:
 
 def folded(app: App) -> tuple[dict[object, object], dict[object, object]]:
     """Every record and conversation as the in-memory folds hold them."""
-    return app.store.view(RecordsView).records, app.store.view(ConversationsView).records
+    return view_of(app.store, RecordsView).records, view_of(app.store, ConversationsView).records
 
 
 def churn(app: App, other: App, rng: random.Random, rounds: int) -> None:
@@ -60,7 +61,7 @@ def test_views_from_disk_equal_the_in_memory_fold(app: App, seed: int) -> None:
         memory = in_memory()
         assert read_rows(app) == scratch(memory).rows()
         assert stored(app) == folded(memory)
-        assert not app.store.view_loaded("graph")  # folded from disk, not from the logs
+        assert not app.store.scanned  # read from disk, not from the logs
     finally:
         other.close()
 

@@ -15,11 +15,11 @@ from contextflow.app import App
 from contextflow.core.clock import HybridClock
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
-from contextflow.core.fold import Fold
 from contextflow.records import core as records
 from contextflow.records.view import RecordsView
 from contextflow.timeline import core as timeline
 from tests.conftest import open_app
+from tests.folding import fold, view_of
 from tests.table import run
 
 T0 = datetime(2026, 2, 8, 12, 0, tzinfo=UTC)
@@ -286,7 +286,7 @@ def test_disconnected_writes_resolve_the_same_on_both_machines_after_the_logs_me
         with pytest.raises(NotFoundError, match="deleted"):
             records.get_record(app, key="fact:x", now=T0)
         assert [r.key for r in records.list_records(app, now=T0)] == ["fact:only-b"]
-    assert a.store.view("records") == b.store.view("records")
+    assert view_of(a.store, "records") == view_of(b.store, "records")
     a.close()
     b.close()
 
@@ -324,10 +324,7 @@ def record_events(rows: list[tuple]) -> list[Event]:
 
 
 def fold_records(events: list[Event]) -> object:
-    folded = Fold([RecordsView()])
-    for event in events:
-        folded.apply(event)
-    return folded.states["records"]
+    return fold([RecordsView()], events)["records"]
 
 
 @settings(max_examples=150, deadline=None)

@@ -20,6 +20,7 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
 from contextflow.records import core as records
 from contextflow.records.stored import StoredRecords
+from tests.folding import view_of
 from tests.raw import write_events
 from tests.records_oracle import fold_whole
 from tests.test_own_writes_while_building import building_elsewhere
@@ -125,13 +126,13 @@ def test_the_tables_answer_every_read_as_the_folds_do(app: App, seed: int, monke
 
 
 def never_folded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A whole view folded in memory (or a projection's whole state loaded) fails the test."""
+    """A read of every log (`Store.refresh`, or a projection's whole state loaded) fails the test."""
     from contextflow.core.store import Store
 
     def refused(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a whole view was folded")
+        raise AssertionError("every log was read")
 
-    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(Store, "refresh", refused)
 
 
 def test_a_listing_reads_only_the_records_it_shows(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,10 +192,10 @@ def test_an_event_read_twice_from_two_copies_of_a_log_counts_once(app: App) -> N
     copy = log_path(app.store.folder, "wx").with_name(log_path(app.store.folder, "wx").name.replace("wx", "wz"))
     copy.write_bytes(log_path(app.store.folder, "wx").read_bytes())
     app.store.refresh()
-    folded: ConversationsState = app.store.view("conversations")
+    folded: ConversationsState = view_of(app.store, "conversations")
     assert any(entry.versions > 1 for entry in folded.records.values())
     assert dict(conversations.conversations_state(app).records) == folded.records
-    assert dict(records.records_state(app).records) == app.store.view("records").records
+    assert dict(records.records_state(app).records) == view_of(app.store, "records").records
     assert app.tables().differing() == []
 
 

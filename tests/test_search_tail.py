@@ -15,7 +15,6 @@ import pytest
 
 from contextflow.app import App
 from contextflow.core.log import log_path
-from contextflow.features import all_views
 from contextflow.search import derived, retrieval
 from contextflow.search.disk import DiskIndex
 from contextflow.search.retrieval import Query, rank
@@ -192,7 +191,7 @@ def test_another_process_sees_the_tail_and_a_kill_before_the_commit_loses_nothin
     assert read.returncode == 0 and len(read.stdout.strip().split(",")) == 1
     assert committed(app) == before
     derived.search_for(app.store).index()  # committed now: the same documents as a fold of the logs
-    memory = App.open(views=all_views())
+    memory = App.open()
     on_disk = {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
     assert on_disk == dict(search_oracle.memory_index(memory.store).docs)
 
@@ -258,6 +257,6 @@ def test_searches_stay_whole_while_another_process_commits(app):
         if child.stdout is not None:
             child.stdout.close()
     assert len(refs(app, "websocket")) == 41
-    fresh = App.open(views=all_views())
+    fresh = App.open()
     on_disk = {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
     assert on_disk == dict(search_oracle.memory_index(fresh.store).docs)

@@ -12,6 +12,7 @@ from contextflow.core.errors import InputError, NotFoundError
 from contextflow.records import core as records
 from contextflow.sessions import core as sessions
 from tests.conftest import text_of
+from tests.folding import view_of
 
 
 def run(capsys, *argv):
@@ -69,7 +70,7 @@ def test_session_ids_and_project_names_with_control_characters_are_refused(app, 
         sessions.write_handoff(app, agent="me", summary="x", session_id="ok", project=bad)
     with pytest.raises(InputError, match="control character"):
         sessions.new_session(app, bad)
-    assert app.store.view("sessions").summaries == {}
+    assert view_of(app.store, "sessions").summaries == {}
 
 
 def test_a_session_id_with_a_line_break_is_never_made_active(app):
@@ -109,7 +110,7 @@ def test_records_and_conversations_refuse_control_characters_in_names(app, bad):
         conversations.save_conversation(app, {**CONVERSATION, "project": bad})
     with pytest.raises(InputError, match="session_id contains a control character"):
         conversations.save_conversation(app, {**CONVERSATION, "session_id": bad})
-    assert app.store.view("records").records == {} and app.store.view("conversations").records == {}
+    assert view_of(app.store, "records").records == {} and view_of(app.store, "conversations").records == {}
 
 
 @pytest.mark.anyio
@@ -118,7 +119,7 @@ async def test_the_tools_refuse_control_characters_in_names_and_store_nothing(cl
     assert result.is_error and "project contains a control character (U+000A at position 2)" in text_of(result)
     result = await client.call_tool("save_conversation", {**CONVERSATION, "session_id": "s\x07"})
     assert result.is_error and "session_id contains a control character (U+0007 at position 2)" in text_of(result)
-    assert app.store.view("records").records == {} and app.store.view("conversations").records == {}
+    assert view_of(app.store, "records").records == {} and view_of(app.store, "conversations").records == {}
 
 
 def test_the_cli_refuses_control_characters_in_record_and_conversation_names(capsys, tmp_path):

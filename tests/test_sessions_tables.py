@@ -62,7 +62,7 @@ def test_the_tables_answer_as_the_full_view(app, seed, count):
     fill(app, random.Random(seed), count)
     fresh = open_app("writer-a")
     on_disk = answers(fresh)
-    assert not fresh.store.folded  # nothing folded in memory
+    assert not fresh.store.scanned  # nothing folded in memory
     assert answers(in_memory("writer-a")) == on_disk
 
 
@@ -73,7 +73,7 @@ def test_a_fresh_process_reads_recent_entries_without_loading_the_store(app):
     fresh = open_app("writer-a")
     assert [e.data.get("text") for e in sessions.read_entries(fresh, EntryFilter("shared"), 3)] == ["n28", "n29", None]
     assert sessions.resume_session(fresh, session_id="s").latest_handoff.data["summary"] == "stop"
-    assert not fresh.store.folded
+    assert not fresh.store.scanned
 
 
 def test_another_process_appends_and_the_next_read_has_it(app):
@@ -105,7 +105,7 @@ def test_a_fresh_process_reports_bad_lines_without_loading_the_store(app, store_
         handle.write(b"{not json\n")
     fresh = open_app("writer-a")
     assert sessions.bad_line_count(fresh) == 1
-    assert not fresh.store.folded
+    assert not fresh.store.scanned
 
 
 def test_a_store_with_filtered_views_never_reads_the_tables(app):

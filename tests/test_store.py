@@ -50,14 +50,14 @@ def test_bad_lines_are_skipped_counted_and_reported(app, store_dir):
     assert health.bad_line_count == 1 and health.bad_lines[0].line == 2
 
 
-def test_another_writers_appends_are_picked_up_without_refolding(app, store_dir):
+def test_another_writers_appends_are_picked_up_without_rescanning(app, store_dir):
     other = open_app("writer-b")
     append_note(app, agent="a", text="one")
-    assert texts(other) == ["one"]
-    before = other.store.fold  # the folded state object survives an incremental read
+    assert texts(other) == ["one"] and other.store.event_count == 1
+    before = other.store.scan  # the scan survives an incremental read
     append_note(app, agent="a", text="two")
-    assert texts(other) == ["one", "two"]
-    assert other.store.fold is before
+    assert texts(other) == ["one", "two"] and other.store.event_count == 2
+    assert other.store.scan is before
 
 
 def test_a_log_rewritten_in_place_is_refolded_from_scratch(app, store_dir):
@@ -118,7 +118,7 @@ def test_a_new_process_lists_sessions_from_the_tables_without_folding(app):
     assert [s.session_id for s in list_sessions(app, SessionQuery("shared"))] == ["indexed"]
     fresh = open_app("writer-a")
     assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["indexed"]
-    assert not fresh.store.folded  # answered by the derived tables alone
+    assert not fresh.store.scanned  # answered by the derived tables alone
 
 
 def test_stale_or_deleted_tables_are_brought_up_to_date(app):
@@ -129,7 +129,7 @@ def test_stale_or_deleted_tables_are_brought_up_to_date(app):
     append_note(open_app("writer-b"), agent="b", text="y", session_id="two")  # the tables are now behind
     fresh = open_app("writer-a")
     assert [s.session_id for s in list_sessions(fresh, SessionQuery("shared"))] == ["two", "one"]
-    assert not fresh.store.folded
+    assert not fresh.store.scanned
     fresh.close()
     (app.store.state_dir / "views.sqlite3").unlink()
     assert [s.session_id for s in list_sessions(open_app("writer-a"), SessionQuery("shared"))] == ["two", "one"]

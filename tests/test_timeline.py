@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.events import Event
-from contextflow.core.fold import Fold
 from contextflow.timeline import core as timeline
 from contextflow.timeline.view import TimelineView
 from tests.conftest import open_app
+from tests.folding import fold
 from tests.table import run
 
 
@@ -201,10 +201,7 @@ def timeline_events(rows: list[tuple[tuple, str, int]]) -> list[Event]:
 
 
 def fold_timeline(events: list[Event]) -> object:
-    folded = Fold([TimelineView()])
-    for event in events:
-        folded.apply(event)
-    return folded.states["timeline"]
+    return fold([TimelineView()], events)["timeline"]
 
 
 @settings(max_examples=150, deadline=None)

@@ -107,7 +107,7 @@ def _oracle(monkeypatch):
 
 def served_from_tables(app: App) -> bool:
     """Whether `app` reads the tables themselves (they hold every log), folding nothing in memory."""
-    return app.tables().serves(("timeline",)) and not app.store.folded
+    return app.tables().serves(("timeline",)) and not app.store.scanned
 
 
 def write(store_dir, events: list[Event]) -> None:
@@ -173,13 +173,13 @@ def test_bad_timeline_lines_are_skipped_and_counted(app, store_dir):
 
 
 def never_folded(monkeypatch) -> None:
-    """A whole view folded in memory fails the test (the timeline is only ever queried)."""
+    """A read of every log (`Store.refresh`) fails the test (the timeline is only ever queried)."""
     from contextflow.core.store import Store
 
     def refused(*args, **kwargs):
-        raise AssertionError("a whole view was folded")
+        raise AssertionError("every log was read")
 
-    monkeypatch.setattr(Store, "view", refused)
+    monkeypatch.setattr(Store, "refresh", refused)
 
 
 def test_while_the_tables_are_built_elsewhere_the_tables_and_the_logs_rest_answer(app, monkeypatch):

@@ -1,4 +1,4 @@
-"""The timeline's pure fold as a test oracle: the whole view folded in memory (`Store.view`) and read by
+"""The timeline's pure fold as a test oracle: the whole view folded in memory (`tests/folding.py`) and read by
 the same core functions the tables' slices serve, for a store that shares no machine-local state."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from contextflow.app import App
 from contextflow.core.events import OrderKey
 from contextflow.timeline import stored
 from contextflow.timeline.view import Thread, TimelineState, TimelineView
+from tests.folding import view_of
 
 
 class Folded(stored.Slice):
@@ -22,7 +23,7 @@ class Folded(stored.Slice):
 
     def __init__(self, app: App) -> None:
         TimelineState.__init__(self)
-        whole = app.store.view(TimelineView)
+        whole = view_of(app.store, TimelineView)
         for found in dataclasses.fields(TimelineState):
             setattr(self, found.name, getattr(whole, found.name))
         self.counts: dict[str, int] = {}

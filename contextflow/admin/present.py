@@ -146,7 +146,7 @@ def compact_log(app: App, args: JSON) -> Reply:
 
     given = args.get("archive_dir")
     archive = Path(given) if given else (default_archive_dir(app.store) if args.get("archive") else None)
-    report = compact(app.store, app.every_view(), archive=archive, dry_run=bool(args.get("dry_run")))
+    report = compact(app.store, app.unneeded(), archive=archive, dry_run=bool(args.get("dry_run")))
     if report.bytes_before == 0:
         return Reply(f"nothing to compact: {report.log} does not exist yet", report.as_dict())
     verb = "would compact" if report.dry_run else "compacted"

@@ -7,9 +7,8 @@ from contextflow.features import Feature
 FEATURE = Feature(
     "capture",
     table="contextflow.capture.operations",
-    views={"activity": "contextflow.capture.view:ActivityView"},
     fields="contextflow.capture.fields",
     extractors="contextflow.capture.extract",
-    search_version=(1, "d6949a03902a04c91b1b"),
+    search_version=(1, "510445b81f2b7c6c3e93"),
     projections={"capture": "contextflow.capture.projection:PROJECTION"},
 )

@@ -9,7 +9,7 @@ sessions' newest turns are kept by triggers, so the result is the same in any or
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextflow.capture.digest import turn_has_work
@@ -90,6 +90,11 @@ def rows(event: Event) -> Iterator[Row]:
     yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): every captured turn stays; other kinds are not ours."""
+    return {event.id: () for event in events if event.kind != TURN_KIND}
+
+
 PROJECTION = Projection(
     # 2: decisions read clause by clause, work by what changes
     Format("capture", 2, ("contextflow.capture.projection",)),
@@ -114,4 +119,5 @@ PROJECTION = Projection(
         ),
     ),
     scoped=by_project("capture_turns", "capture_sessions"),
+    unneeded=unneeded,
 )

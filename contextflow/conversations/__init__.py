@@ -6,10 +6,9 @@ FEATURE = Feature(
     "conversations",
     group="recall",
     table="contextflow.conversations.operations",
-    views={"conversations": "contextflow.conversations.view:ConversationsView"},
     projections={"conversations-state": "contextflow.conversations.projection:PROJECTION"},
     fields="contextflow.conversations.fields",
     extractors="contextflow.conversations.extract",
-    search_version=(1, "c9e4376d3f7a57715e20"),
+    search_version=(1, "f1475b265ada296fb596"),
     commands={"conversations": "saved conversation records"},
 )

@@ -8,12 +8,14 @@ applying the saves with `ConversationsView.apply` itself, and writing those back
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp, merged_by
+from contextflow.core.scan import overwritten
 
 if TYPE_CHECKING:  # (the fold is imported when a chunk is folded or a row read: every process names this projection)
     from contextflow.conversations.view import ConversationEntry
@@ -70,6 +72,17 @@ def apply(db: Writer, events: list[Event]) -> None:
     )
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): a save followed in the same log by a later save of the same conversation
+    keeps only its conversation_id and project (it still counts as a version and may be the first save);
+    the latest save stays whole."""
+    from contextflow.conversations.view import identity_of
+
+    older = overwritten(events, lambda event: [identity] if (identity := identity_of(event)) else [])
+    found = {event.id: () for event in events if identity_of(event) is None}
+    return found | dict.fromkeys(older, ("conversation_id", "project"))
+
+
 PROJECTION = Projection(
     Format("conversations-state", 2, ("contextflow.conversations.projection",)),
     SCHEMA,
@@ -79,4 +92,5 @@ PROJECTION = Projection(
     apply=apply,
     merged=(merged_by("conversations_rows", "project", "conversation_id"),),
     scoped=by_project("conversations_rows"),
+    unneeded=unneeded,
 )

@@ -8,11 +8,9 @@ seen is kept as the time it was first saved.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contextflow.core.events import Event, OrderKey
-from contextflow.core.fold import overwritten
 from contextflow.core.project import project_of
 
 SAVE_KIND = "conversation.save"
@@ -37,7 +35,7 @@ class ConversationsState:
     records: dict[ConversationKey, ConversationEntry] = field(default_factory=dict)
 
 
-def _identity(event: Event) -> ConversationKey | None:
+def identity_of(event: Event) -> ConversationKey | None:
     value = event.data.get("conversation_id") if event.kind == SAVE_KIND else None
     return (project_of(event), value) if isinstance(value, str) and value else None
 
@@ -48,16 +46,8 @@ class ConversationsView:
     def initial(self) -> ConversationsState:
         return ConversationsState()
 
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): a save followed in the same log by a later save of the
-        same conversation keeps only its conversation_id and project (it still counts as a version
-        and may be the first save); the latest save stays whole."""
-        older = overwritten(events, lambda event: [identity] if (identity := _identity(event)) else [])
-        found = {event.id: () for event in events if _identity(event) is None}
-        return found | dict.fromkeys(older, ("conversation_id", "project"))
-
     def apply(self, state: ConversationsState, event: Event) -> None:
-        identity = _identity(event)
+        identity = identity_of(event)
         if identity is None:
             return
         entry = state.records.get(identity)

@@ -3,8 +3,8 @@
 A line stamped further ahead of this machine's wall clock than `clock.MAX_DRIFT_MS` (a broken
 clock, or a hostile line stamped in year 9000) would win every last-writer-wins slot against every
 later write, on every machine. The store notes such events as it reads them (`Segment.ahead`); its
-next append starts with a `clock.bound` naming them, and every fold orders a named event just
-before that bound (fold.py), so the append and all later writes order after it, the same on every
+next append starts with a `clock.bound` naming them, and every reader orders a named event just
+before that bound (scan.py), so the append and all later writes order after it, the same on every
 machine. A bound can only move the events it names earlier, and names only events that exist, so a
 forged one cannot pin anything either.
 
@@ -25,7 +25,7 @@ from contextflow.core.timeutil import now_ms
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
-    from contextflow.core.fold import Fold
+    from contextflow.core.scan import Scan
     from contextflow.core.segments import Segment
     from contextflow.core.store import Store
 
@@ -54,9 +54,9 @@ def unbounded(segments: Iterable[Segment], caps: dict[str, int], limit: int | No
     return [event_id for _, event_id in found[: MAX_BOUND_IDS if limit is None else limit]]
 
 
-def waiting(segments: list[Segment], fold: Fold) -> dict[str, int]:
+def waiting(segments: list[Segment], scan: Scan) -> dict[str, int]:
     """Per log's writer: events read beyond the drift bound that no bound names yet."""
-    pending = set(unbounded(segments, fold.caps, MAX_AHEAD_TRACKED))
+    pending = set(unbounded(segments, scan.caps, MAX_AHEAD_TRACKED))
     found: dict[str, int] = {}
     for segment in segments:
         if count := sum(event_id in pending for event_id in segment.ahead):

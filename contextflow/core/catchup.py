@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from contextflow.core import jsonio
 from contextflow.core.events import Event
-from contextflow.core.fold import BOUND_KIND
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor, log_path, read_new, read_tail
 from contextflow.core.projections import (
@@ -33,6 +32,7 @@ from contextflow.core.projections import (
     readable_events,
     unread_bytes,
 )
+from contextflow.core.scan import BOUND_KIND
 from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:

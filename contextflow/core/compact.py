@@ -1,16 +1,16 @@
-"""`contextflow compact`: rewrite this writer's own log (never another's) without the events no view needs.
+"""`contextflow compact`: rewrite this writer's own log (never another's) without the events no projection needs.
 
-An event goes only when every view agrees it is unneeded (`fold.Compactable`: superseded by a
-later event *in this log*, which travels with it in the atomic rename, since other writers'
-events may order anywhere), and is reduced to a few data fields when a view still needs it to
-exist (an overwritten record still counts as a version); a view that cannot answer keeps
-everything. Besides: a reduced event keeps its `project` (scoped readers filter on it),
-unreadable lines and a torn last line are kept byte for byte, a repeated event id is kept once,
-and this writer's newest event always stays (its sequence number and clock carry on).
+An event goes only when every projection (and the search index) agrees it is unneeded (`Projection.unneeded`,
+`scan.Unneeded`: superseded by a later event *in this log*, which travels with it in the atomic rename, since
+other writers' events may order anywhere), and is reduced to a few data fields when one still needs it to
+exist (an overwritten record still counts as a version); one that cannot answer keeps everything.
+Besides: a reduced event keeps its `project` (scoped readers filter on it), unreadable lines and a torn
+last line are kept byte for byte, a repeated event id is kept once, and this writer's newest event always
+stays (its sequence number and clock carry on).
 
 The rewrite is atomic (temp file, fsync, rename, folder fsync) under this writer's lock; another
-machine sees the file no longer continues what it read and refolds, converging on the same views
-with nothing lost or revived. The old generation may be archived (gzip) outside the synced store.
+machine sees the file no longer continues what it read and rebuilds from it, converging on the same
+rows with nothing lost or revived. The old generation may be archived (gzip) outside the synced store.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ import gzip
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contextflow.core.errors import InputError
 from contextflow.core.events import Event, decode_lines, encode
-from contextflow.core.fold import BOUND_KIND, Compactable, View, resolved
 from contextflow.core.fsutil import fsync_folder, signature
 from contextflow.core.log import read_whole, replace_log
+from contextflow.core.scan import BOUND_KIND, Unneeded
 from contextflow.core.store import Store
 
 ARCHIVE_DIR = "archive"
@@ -47,7 +47,7 @@ class CompactReport:
     reduced: Counter[str] = field(default_factory=Counter)  # kind -> events kept with fewer fields
     duplicates: int = 0
     kept_unreadable: int = 0
-    blocked_by: list[str] = field(default_factory=list)  # views that cannot tell what they no longer need
+    blocked_by: list[str] = field(default_factory=list)  # projections that cannot tell what they no longer need
     archive: str | None = None
 
     @property
@@ -76,14 +76,16 @@ def default_archive_dir(store: Store) -> Path:
     return store.state_dir / ARCHIVE_DIR
 
 
-def verdicts(views: Sequence[View], events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
+Deciders = Mapping[str, Unneeded | None]  # by projection name: what it can do without (None: it cannot tell)
+
+
+def verdicts(deciders: Deciders, events: list[Event]) -> tuple[dict[str, tuple[str, ...] | None], list[str]]:
     """Per event id: None to drop it, or the data fields to reduce it to (absent ids stay whole); and
-    the names of views that cannot answer (they keep everything)."""
-    compactable = [view for view in map(resolved, views) if isinstance(view, Compactable)]
-    blocked = [view.name for view in views if not isinstance(resolved(view), Compactable)]
+    the names of projections that cannot answer (they keep everything)."""
+    blocked = [name for name, unneeded in deciders.items() if unneeded is None]
     if blocked or not events:
         return {}, blocked
-    answers = [view.unneeded(events) for view in compactable]
+    answers = [unneeded(events) for unneeded in deciders.values() if unneeded is not None]
     found: dict[str, tuple[str, ...] | None] = {}
     for event in events:
         if all(event.id in answer for answer in answers):
@@ -98,19 +100,19 @@ def _newest_own(events: list[Event], writer: str) -> set[str]:
 
 
 def plan(
-    views: Sequence[View], writer: str, lines: list[tuple[bytes, Event | None]], report: CompactReport
+    deciders: Deciders, writer: str, lines: list[tuple[bytes, Event | None]], report: CompactReport
 ) -> list[bytes]:
-    """The lines of `writer`'s compacted log, in their original order, as `views` decide; fills in `report`."""
+    """The lines of `writer`'s compacted log, in their original order, as `deciders` decide; fills in `report`."""
     first: dict[str, Event] = {}  # each id's first line
     for _, event in lines:
         if event is not None:
             first.setdefault(event.id, event)
     events = list(first.values())
-    decided, report.blocked_by = verdicts(views, events)
+    decided, report.blocked_by = verdicts(deciders, events)
     for event_id in _newest_own(events, writer):
         decided.pop(event_id, None)
     for event in events:
-        if event.kind == BOUND_KIND:  # no view folds a bound, and every fold needs it
+        if event.kind == BOUND_KIND:  # no projection asks for a bound, and every reader needs it
             decided.pop(event.id, None)
     out: list[bytes] = []
     for raw, event in lines:
@@ -153,11 +155,9 @@ def archive_old(path: Path, data: bytes, folder: Path) -> Path:
     return target
 
 
-def compact(
-    store: Store, views: Sequence[View], *, archive: Path | None = None, dry_run: bool = False
-) -> CompactReport:
-    """Rewrite this writer's own log without what none of `views` needs (every view, search included:
-    `App.every_view()`); see the module docstring."""
+def compact(store: Store, deciders: Deciders, *, archive: Path | None = None, dry_run: bool = False) -> CompactReport:
+    """Rewrite this writer's own log without what none of `deciders` needs (every projection, the search
+    index included: `App.unneeded()`); see the module docstring."""
     path = store.log_writer.path
     report = CompactReport(str(path), dry_run)
     if archive is not None and archive.resolve().is_relative_to(store.folder.resolve()):
@@ -171,7 +171,7 @@ def compact(
             return report
         old, numbered, tail = read_whole(path)
         lines = decode_lines(numbered)
-        kept = plan(views, store.writer, lines, report)
+        kept = plan(deciders, store.writer, lines, report)
         new = b"".join(raw + b"\n" for raw in kept) + tail
         report.lines_before, report.lines_after = len(lines), len(kept)
         report.bytes_before, report.bytes_after = len(old), len(new)

@@ -16,6 +16,7 @@ from contextflow.core.fields import conform
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import signature
 from contextflow.core.log import Cursor
+from contextflow.core.scan import Unneeded
 
 if TYPE_CHECKING:
     from contextflow.core.store import Store
@@ -71,6 +72,8 @@ class Projection(NamedTuple):
     # read by a store scoped to some projects (`Store.read_projects`: an HTTP grant's): per table, the SQL
     # of the TEMP view it reads in its place, its rows of those projects only (`{projects}`: their names)
     scoped: tuple[tuple[str, str], ...] = ()
+    # what compaction may drop of one log's events (core/scan.py `Unneeded`); None: it cannot tell (nothing goes)
+    unneeded: Unneeded | None = None
 
     @property
     def name(self) -> str:

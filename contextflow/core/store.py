@@ -1,12 +1,12 @@
-"""The store: a folder of logs folded into views, the one object the adapters hold.
+"""The store: a folder of logs, appended to and read, the one object the adapters hold.
 
-Every read first calls `refresh()`: each log is stat'ed and only bytes appended since the last
-look are read; a file that changed in any other way refolds everything. Nothing folded is saved: a
-process folds from the logs what it reads in memory (doctor's check);
-the views a call reads at run time come from the derived tables on disk (`core/tables.py`).
+It folds no view: every read of a view queries the derived tables on disk (`core/tables.py`). What it
+reads every log for (`refresh()`: doctor's health, writer counts, duplicates, `known`, the clock bounds
+a write names) is a `Scan` (`core/scan.py`): each log is stat'ed and only bytes appended since the last
+look are read; a file that changed in any other way is scanned again from the start. Nothing is saved.
 A write needs only its own log's end (its last seq, newest stamp and a batch a kill cut short), read from
-the log's last lines under the writer lock (`batches.log_end`: O(1) in the log's size, whatever the fold
-holds or any machine-local state says); the fold catches up when it is read.
+the log's last lines under the writer lock (`batches.log_end`: O(1) in the log's size, whatever the scan
+holds or any machine-local state says); the scan catches up when it is read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any
 
 from contextflow.core import legacy
 from contextflow.core.ahead import MAX_AHEAD_TRACKED, horizon, unbounded, waiting
@@ -28,11 +28,11 @@ from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fold import BOUND_KIND, Fold, Folds, View
 from contextflow.core.fsutil import signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
 from contextflow.core.log import LogWriter, last_stamp, list_segments, read_new, unchanged
+from contextflow.core.scan import BOUND_KIND, Scan
 from contextflow.core.segments import (
     BadLineReport,
     Health,
@@ -46,7 +46,6 @@ from contextflow.core.settings import LEGACY_MAX_BYTES, read
 if TYPE_CHECKING:
     from contextflow.core.staged import StagedBatch  # (an import's; not loaded by a read)
 
-S = TypeVar("S")
 MAX_BAD_LINE_REPORTS = 100
 BULK_ITEMS = 64  # an append of more items writes with orjson (jsonio.fast)
 
@@ -58,7 +57,6 @@ class Store:
         writer: str,
         state_dir: Path,
         *,
-        views: Sequence[View] | Callable[[], list[View]] = (),
         fields: Schema | Callable[[], Schema] | None = None,
         fsync: bool = False,
         clock: HybridClock | None = None,
@@ -73,19 +71,16 @@ class Store:
         self.state_dir = state_dir
         self.clock = clock or HybridClock()
         self.legacy_max_bytes = legacy_max_bytes  # a ContextFlowMCP file larger than this is not read
-        # the views to fold: given by whoever builds the app (the core knows no feature)
-        self._view_factory: Callable[[], list[View]] = views if callable(views) else (lambda: list(views))
         self._fields = fields  # the shape of every field of every kind (a factory until first needed)
         self._writer = LogWriter(self.folder, writer, state_dir / "writer.lock", fsync=fsync)
-        # the standard views: may use the machine-local derived tables (a store with an HTTP grant's filtered
-        # views must neither read nor write them)
+        # may use the machine-local derived tables (False: a test's store that must neither read nor write them)
         self.shares_state = shares_state
         self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
         self._collected: list[Event] | None = None  # appends held back by `collecting`
         self._collected_after = 0  # the seq this writer's log ended with when `collecting` began
         self._provisional: Callable[[list[Event]], None] | None = None  # told of each collected append
-        self.bytes_read = 0  # log bytes this store read: folded, or read for what a write needs (its log's end)
+        self.bytes_read = 0  # log bytes this store read: scanned, or read for what a write needs (its log's end)
         self._reset()
 
     @classmethod
@@ -103,39 +98,37 @@ class Store:
     # -- reading -------------------------------------------------------------------------
 
     def _reset(self, caps: dict[str, int] | None = None) -> None:
-        self._fold_made: Fold | None = None  # made on first use: building the views imports their modules
-        self._caps = caps or {}  # the bounds known before folding (fold.py)
+        self._scan_made: Scan | None = None  # made on first read of the logs
+        self._caps = caps or {}  # the bounds known before scanning (scan.py)
         self._segments: dict[Path, Segment] = {}
         self._bad: list[BadLineReport] = []
         self._bad_count = 0
         self._oversized: dict[Path, int] = {}
-        self._unfolded: tuple[int, int, int, int] | None = None  # own log's signature after writes not folded
+        self._unscanned: tuple[int, int, int, int] | None = None  # own log's signature after writes not scanned
 
     @property
-    def fold(self) -> Fold:
-        """The folded views, as far as read (a view folds when first read: until then it is deferred,
-        `Fold.deferred`, its events waiting)."""
-        if self._fold_made is None:  # each view folds when first read (its events wait till then)
-            views = self._view_factory()
-            self._fold_made = Fold(views, {view.name: view.initial for view in views}, caps=self._caps)
-        return self._fold_made
+    def scan(self) -> Scan:
+        """What reading the logs found so far (ids, counts per writer, bounds)."""
+        if self._scan_made is None:
+            self._scan_made = Scan(self._caps)
+        return self._scan_made
 
     @property
-    def folded(self) -> bool:
-        """Whether this process began folding any view (cheap commands never do)."""
-        return self._fold_made is not None
+    def scanned(self) -> bool:
+        """Whether this process read the logs through the scan (a call the derived tables answer never does)."""
+        return bool(self._segments)
 
     @property
     def _stale(self) -> bool:
-        """A bound read since lowered an event already applied: the views need a refold."""
-        return self._fold_made is not None and self._fold_made.stale
+        """A bound read since lowered an event already counted: the logs need a new scan."""
+        return self._scan_made is not None and self._scan_made.stale
 
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
-        """(device, inode, size, mtime_ns) of every log as folded (this store's own writes included, folded
+        """(device, inode, size, mtime_ns) of every log as scanned (this store's own writes included, scanned
         or not); compare with `current_signatures()`."""
         found = {str(path): segment.cursor.signature for path, segment in self._segments.items() if segment.cursor}
-        if self._unfolded is not None:
-            found[str(self._writer.path)] = self._unfolded
+        if self._unscanned is not None:
+            found[str(self._writer.path)] = self._unscanned
         return found
 
     def current_signatures(self) -> dict[str, tuple[int, int, int, int]]:
@@ -167,31 +160,31 @@ class Store:
             self._rebuild(paths)
 
     def _rebuild(self, paths: list[Path]) -> None:
-        """Fold every log again. The bounds the last fold read are known from the start, and it folds
-        once more when the bounds it reads differ (a log lost or gained one), so every event is applied
+        """Scan every log again. The bounds the last scan read are known from the start, and it scans
+        once more when the bounds it reads differ (a log lost or gained one), so every event is counted
         at the stamp its bounds give it."""
-        caps = dict(self._fold_made.bound_caps) if self._fold_made is not None else {}
+        caps = dict(self._scan_made.bound_caps) if self._scan_made is not None else {}
         for _ in range(3):
             self._reset(caps)
             for path in paths:
                 self._read_segment(path)
-            if self.fold.exact:
+            if self.scan.exact:
                 break
-            caps = dict(self.fold.bound_caps)
-        gc.freeze()  # the folded state is long-lived: no full collection walks it again (no pauses on appends)
+            caps = dict(self.scan.bound_caps)
+        gc.freeze()  # the ids seen are long-lived: no full collection walks them again (no pauses on appends)
 
     def _continues(self, path: Path) -> bool:
         return self._read_segment(path)
 
     def _read_segment(self, path: Path) -> bool:
-        """Fold what `path` gained; False when it no longer continues what was read."""
+        """Scan what `path` gained; False when it no longer continues what was read."""
         segment = self._segments.get(path)
         if segment is not None and unchanged(path, segment.cursor):
             return True
         limit = self.legacy_max_bytes
         if (segment is None or segment.legacy) and (size := legacy.oversize(path, self.location.legacy_files, limit)):
             self._oversized[path] = size
-            return segment is None  # read no further; a file already folded refolds without it
+            return segment is None  # read no further; a file already scanned is scanned again without it
         self._oversized.pop(path, None)
         if self.progress is not None and (note := much_to_read(path, segment.cursor if segment else None)):
             self.progress(note)  # a person at a terminal: a first read of a big log is slow
@@ -206,7 +199,7 @@ class Store:
             return False
         self.bytes_read += chunk.cursor.offset - (segment.cursor.offset if segment and segment.cursor else 0)
         if path == self._writer.path:
-            self._unfolded = None  # folded from here on
+            self._unscanned = None  # scanned from here on
         if segment is None:
             segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
@@ -228,7 +221,7 @@ class Store:
                 event = Event(event.id, event.writer, event.seq, event.hlc, event.kind, data)
                 for name in dropped:
                     segment.bad_fields[name] = segment.bad_fields.get(name, 0) + 1
-            if self.fold.apply(event):
+            if self.scan.apply(event) is not None:
                 segment.events += 1
             if event.hlc > newest:
                 newest = event.hlc
@@ -262,46 +255,17 @@ class Store:
         if len(self._bad) < MAX_BAD_LINE_REPORTS:
             self._bad.append(BadLineReport(str(path), line, reason))
 
-    @overload
-    def view(self, kind: type[Folds[S]]) -> S: ...
-
-    @overload
-    def view(self, kind: str) -> Any: ...
-
-    def view(self, kind: type[Folds[Any]] | str) -> Any:
-        """The current state of one view (after picking up new events), typed when the view's class names
-        it (`store.view(SessionsView)`); refused while a legacy file is over its size limit (reading it in
-        part would show a history that is not the whole one)."""
-        name = kind if isinstance(kind, str) else kind.name
-        self.refresh()
-        for path, size in self._oversized.items():
-            raise StoreError(legacy.oversized_message(path, size, self.legacy_max_bytes))
-        if name in self.fold.deferred:
-            state = self.fold.state(name)
-            gc.freeze()  # a folded view is long-lived: keep it out of every later full collection
-            return state
-        return self.fold.state(name)
-
-    def folds(self, name: str) -> bool:
-        """True when view `name` is folded in this process (else it is served from derived state on disk)."""
-        return any(view.name == name for view in self._view_factory())
-
-    def view_loaded(self, name: str) -> bool:
-        """False while view `name` is not folded yet (its events wait: reading it would fold them), or is
-        not folded in this process at all."""
-        return name in self.fold.states and name not in self.fold.deferred
-
     @property
     def event_count(self) -> int:
         self.refresh()
-        return self.fold.count
+        return self.scan.count
 
     def health(self) -> Health:
         self.refresh()
-        fold, segments = self.fold, list(self._segments.values())
+        scan, segments = self.scan, list(self._segments.values())
         oversized = {str(path): size for path, size in self._oversized.items()}
         return Health(
-            segments, list(self._bad), self._bad_count, oversized, dict(fold.bounded), waiting(segments, fold)
+            segments, list(self._bad), self._bad_count, oversized, dict(scan.bounded), waiting(segments, scan)
         )
 
     @property
@@ -311,12 +275,12 @@ class Store:
 
     @property
     def duplicates(self) -> int:
-        return self.fold.duplicates
+        return self.scan.duplicates
 
     def writer_counts(self) -> dict[str, tuple[int, int]]:
         """(events, highest seq) per writer id; more events than the seq means two machines share the id."""
         self.refresh()
-        return {w: (count, self.fold.last_seq.get(w, 0)) for w, count in self.fold.per_writer.items()}
+        return {w: (count, self.scan.last_seq.get(w, 0)) for w, count in self.scan.per_writer.items()}
 
     @property
     def log_writer(self) -> LogWriter:
@@ -326,7 +290,7 @@ class Store:
     # -- writing -------------------------------------------------------------------------
 
     def _observe_other_logs(self) -> bool:
-        """Let the clock see the newest stamp of every other log (one tail read each, no fold), so a
+        """Let the clock see the newest stamp of every other log (one tail read each, no scan), so a
         write orders after everything already on this machine however far behind its clock is.
         True when a log ends beyond the drift bound (its events are then read, to be bounded)."""
         edge, beyond = horizon(), False
@@ -344,9 +308,8 @@ class Store:
     def append(self, kind: str, data: dict[str, Any]) -> Event:
         return self.append_many([(kind, data)])[0]
 
-    # The projects this store's reads may see (None: every one): an HTTP grant's scope. Views it folds are
-    # filtered by event; what is read from the machine's shared derived state (the sessions tables, the
-    # search index) takes it as a condition of each query.
+    # The projects this store's reads may see (None: every one): an HTTP grant's scope, which every read of
+    # the machine's shared derived state (the tables, the search index) takes as a condition of each query.
     read_projects: frozenset[str] | None = None
 
     # Threads of one process that append through stores of the same writer queue on this (a store
@@ -356,15 +319,16 @@ class Store:
     def known(self, ids: Iterable[str]) -> set[str]:
         """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
         self.refresh()
-        return self.fold.known(ids)
+        return self.scan.known(ids)
 
     @contextlib.contextmanager
     def collecting(self, provisional: Callable[[list[Event]], None] | None = None) -> Iterator[list[Event]]:
         """Appends made inside are collected, not written: each returns a provisional event (its id is
         final, its seq and clock are not: stamped after every log's newest), given to `provisional` (the
         derived tables' `overlaid`, where later reads see it) or, without it (tables that do not open
-        here, where every read folds the logs), folded. Leaving the block writes them all in one append;
-        an exception drops them. Either way the provisional state is forgotten, never saved."""
+        here, where reads add the logs' rest and `held_back`: core/rest.py), held back. Leaving the block
+        writes them all in one append; an exception drops them.
+        Either way the provisional state is forgotten, never saved."""
         end = self._writer.end()  # (its last lines: the seq to number after, the stamp to order after)
         self._observe_other_logs()
         self.clock.observe(end.newest)
@@ -382,7 +346,7 @@ class Store:
         finally:
             self._collected, self._provisional = None, None
             if provisional is None:
-                self._reset()  # (the next read folds the logs again)
+                self._reset()  # (the next read scans the logs again)
 
     def append_many(
         self,
@@ -393,12 +357,12 @@ class Store:
         collected: bool = False,
         fold: bool = True,
     ) -> list[Event]:
-        """Append events in one locked write; they are folded before this returns. Events read stamped
+        """Append events in one locked write; they are scanned before this returns. Events read stamped
         beyond the drift bound are first named in a bound (ahead.py), written with them. `ids` (one per item)
         replaces the random event ids: an importer's ids derived from what it imports. `stamps` (one
         per item) replaces the clock: an importer's events dated when they happened (a past session's
         turns), which order by those stamps like any event; the clock does not move for them. `fold=False`
-        leaves folding them to the next read (an import that ends here need not hold them all in memory)."""
+        leaves scanning them to the next read (an import that ends here need not hold them all in memory)."""
         from contextflow.core import private
         from contextflow.core.secrets import scrub_items  # its patterns compile on first use: only writes pay
 
@@ -421,14 +385,14 @@ class Store:
             ]
             if self._provisional is not None:
                 self._provisional(found)
-            else:  # no derived tables to hold them (they do not open here): folded, as every read here is
+            else:  # no derived tables to hold them (they do not open here): counted as scanned (`known`)
                 if not self._collected:
                     self.refresh()
                 for event in found:
-                    self.fold.apply(event)
+                    self.scan.apply(event)
             self._collected.extend(found)
             return found
-        with self._locked_write() as (pending, end, folded):
+        with self._locked_write() as (pending, end, scanned):
             seq = end.seq
             batch = [(BOUND_KIND, {"ids": pending}), *items] if pending else list(items)
             if not batch:
@@ -445,35 +409,35 @@ class Store:
             # a framed write states the log's end after it (given stamps may be in the past: always framed)
             after = Stated(events[-1].seq, max(end.newest, *times))
             self._writer.append_lines([encode(event) for event in events], end, after, framed=stamps is not None)
-            if folded and fold and not collected:  # (a batch folded in memory is forgotten: `collecting`)
-                self._refresh_own_log()  # fold exactly what was just written (a bound: refold)
+            if scanned and fold and not collected:  # (a batch counted in memory is forgotten: `collecting`)
+                self._refresh_own_log()  # scan exactly what was just written (a bound: scan again)
             else:
-                self._unfolded = signature(self._writer.path)
+                self._unscanned = signature(self._writer.path)
         return events[len(events) - len(items) :]
 
     @contextlib.contextmanager
     def _locked_write(self) -> Iterator[tuple[list[str], End, bool]]:
         """Under the writer lock with what this machine's log ends with (`LogWriter.end`: its last lines):
         the ids a bound must name first; the last sequence number written, the newest stamp and a batch a
-        kill cut short (closed first); whether the fold held the log to its end (then it folds the write)."""
+        kill cut short (closed first); whether the scan held the log to its end (then it scans the write)."""
         from contextflow.core.lock import LockTimeout as Timeout
 
         try:
             with self.appending, self._writer.locked():
                 path = self._writer.path
                 own = self._segments.get(path)
-                folded = own is not None and not own.legacy and unchanged(path, own.cursor) and not self._stale
+                scanned = own is not None and not own.legacy and unchanged(path, own.cursor) and not self._stale
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
                 end = self._writer.end()
                 self.bytes_read += end.read
-                self.clock.observe(end.newest)  # bounded: as when the fold reads it
-                pending = unbounded(self._segments.values(), self.fold.caps)
+                self.clock.observe(end.newest)  # bounded: as when the scan reads it
+                pending = unbounded(self._segments.values(), self.scan.caps)
                 if pending or end.newest > horizon():
                     self.refresh()  # a bound to write: read every log first, so it names what it must
-                    pending, folded = unbounded(self._segments.values(), self.fold.caps), not self._stale
+                    pending, scanned = unbounded(self._segments.values(), self.scan.caps), not self._stale
                     end = self._writer.end()
-                yield pending, end, folded
+                yield pending, end, scanned
         except Timeout:
             raise self._lock_held() from None
 
@@ -486,7 +450,7 @@ class Store:
     def append_staged(self, staged: StagedBatch) -> int:
         """Write a batch staged outside the lock (`staged.py`: an import too large to hold in memory) as one
         framed batch: under the writer lock only each event's seq and clock stamp are made. Its events are
-        folded by the next read. Returns how many were written."""
+        scanned by the next read. Returns how many were written."""
         if not len(staged):
             return 0
         with self._locked_write() as (pending, end, _):
@@ -499,16 +463,5 @@ class Store:
             lines = itertools.chain(lead, pieces)
             after = Stated(seq + len(staged), max(end.newest, stamps[-1]))
             self._writer.append_framed(len(lead) + len(staged), size + sum(map(len, lead)), lines, end, after)
-            self._unfolded = signature(self._writer.path)
+            self._unscanned = signature(self._writer.path)
         return len(staged)
-
-    def forget(self) -> None:
-        """Drop the folded state: the next read folds the logs again."""
-        self._reset()
-
-    def close(self) -> None:
-        """Nothing folded is kept on disk: closing drops nothing but the process's memory."""
-
-    def fresh_views(self) -> list[View]:
-        """New instances of this store's views (to fold events apart from the store, as compaction does)."""
-        return self._view_factory()

@@ -17,7 +17,7 @@ never synced, always safe to delete):
   format's tables only. `cursors` holds, per format and log, the `log.Cursor` up to which its events
   are in: rows and cursors commit in one transaction, so a crash loses nothing and replays nothing.
 - Clock stamps are stored shifted (`db_stamp`: SQLite's integers are signed) in columns named `hlc`.
-- `bounds` holds the clock bounds read (`clock.bound`, core/fold.py): an event named by one is stored
+- `bounds` holds the clock bounds read (`clock.bound`, core/scan.py): an event named by one is stored
   at the bound's stamp minus one, whichever of the two is read first (tables with `id` and `hlc`).
 
 A read first compares every log's signature with the cursors (one stat each, one small query); while

@@ -7,7 +7,7 @@ store, the order and "newest first" are `core/tables.py`'s and the queries' (`fe
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from contextflow.core import jsonio
@@ -129,6 +129,11 @@ def rows(event: Event) -> Iterator[Row]:
             yield "feed_facets", (facet, value)
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): the feed lists the events that stay; it lets go whatever the others do."""
+    return dict.fromkeys((event.id for event in events), ())
+
+
 PROJECTION = Projection(
     Format(
         "feed",
@@ -149,4 +154,5 @@ PROJECTION = Projection(
         ),
         ("feed_facets", "SELECT * FROM base.{t} UNION SELECT * FROM main.{t}"),
     ),
+    unneeded=unneeded,
 )

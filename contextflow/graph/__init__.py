@@ -13,7 +13,6 @@ FEATURE = Feature(
     "graph",
     group="graph",
     table="contextflow.graph.operations",
-    views={"graph": "contextflow.graph.view:GraphView"},
     projections={"graph-state": "contextflow.graph.projection:PROJECTION"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",

@@ -20,6 +20,7 @@ from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
 from contextflow.core.projections import CHUNK, Projection, Writer, chunks, db_stamp, marks, merged_by
+from contextflow.core.scan import overwritten
 
 if TYPE_CHECKING:  # (imported when a chunk is folded or a row read: a session start that reads no graph imports none)
     from contextflow.graph.view import EdgeKey, GraphState, Mark, Node
@@ -242,6 +243,18 @@ def apply(db: Writer, events: list[Event]) -> None:
     )
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): an update, tag, untag, edge or view change each of whose slots a later
+    event in the same log sets again can go (an add only by a later add, a removal by a later removal).
+    Nodes and node deletions stay."""
+    from contextflow.graph.view import DROPPABLE, writes
+
+    found: dict[str, tuple[str, ...]] = {e.id: () for e in events if not e.kind.startswith("graph.")}
+    droppable = {e.id for e in events if e.kind in DROPPABLE}
+    found.update(dict.fromkeys(overwritten(events, writes) & droppable, ()))
+    return found
+
+
 PROJECTION = Projection(
     Format("graph-state", 3, ("contextflow.graph.projection",)),  # 3: the project of each node and saved view
     SCHEMA,
@@ -255,4 +268,5 @@ PROJECTION = Projection(
         merged_by("graph_views", "name"),
     ),  # (graph_nodes, graph_node_text: by `id`)
     scoped=SCOPED,
+    unneeded=unneeded,
 )

@@ -13,13 +13,11 @@ as the oracle (tests/graph_fold.py).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import Event, OrderKey
-from contextflow.core.fold import overwritten
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import model
 
@@ -201,10 +199,10 @@ def _fields(node: Node, data: dict[str, Any], key: OrderKey, creating: bool = Fa
         node.updated_key = key
 
 
-_DROPPABLE = (model.NODE_UPDATE, model.TAG, model.UNTAG, model.EDGE, model.EDGE_DELETE, model.VIEW, model.VIEW_DELETE)
+DROPPABLE = (model.NODE_UPDATE, model.TAG, model.UNTAG, model.EDGE, model.EDGE_DELETE, model.VIEW, model.VIEW_DELETE)
 
 
-def _writes(event: Event) -> set[tuple[Any, ...]]:
+def writes(event: Event) -> set[tuple[Any, ...]]:
     """The last-writer-wins slots an event sets: node fields, tag/edge/view adds and removals."""
     kind, data = event.kind, event.data
     target = event.id if kind == model.NODE else data.get("node")
@@ -231,15 +229,6 @@ class GraphView:
 
     def initial(self) -> GraphState:
         return GraphState()
-
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): an update, tag, untag, edge or view change each of whose
-        slots a later event in the same log sets again can go (an add only by a later add, a
-        removal by a later removal). Nodes and node deletions stay."""
-        found: dict[str, tuple[str, ...]] = {e.id: () for e in events if not e.kind.startswith("graph.")}
-        droppable = {e.id for e in events if e.kind in _DROPPABLE}
-        found.update(dict.fromkeys(overwritten(events, _writes) & droppable, ()))
-        return found
 
     def apply(self, state: GraphState, event: Event) -> None:
         kind, data = event.kind, event.data

@@ -6,10 +6,9 @@ FEATURE = Feature(
     "records",
     group="context",
     table="contextflow.records.operations",
-    views={"records": "contextflow.records.view:RecordsView"},
     projections={"records-state": "contextflow.records.projection:PROJECTION"},
     fields="contextflow.records.fields",
     extractors="contextflow.records.extract",
-    search_version=(1, "ab6d66c5b29b7920e9be"),
+    search_version=(1, "cc61f5ff523d2a62678f"),
     commands={"context": "keyed context records"},
 )

@@ -9,10 +9,11 @@ key, so the rows equal the whole fold's whatever the batches).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import jsonio
-from contextflow.core.events import Event
+from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
 from contextflow.core.projections import CHUNK, Projection, Writer, by_project, chunks, db_stamp, merged_by
 
@@ -103,6 +104,31 @@ def apply(db: Writer, events: list[Event]) -> None:
     )
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): a write to a record that a later delete in the same log follows can go;
+    a set that a later set follows keeps only its key and project (it may still be when the record was
+    created). The latest write of a record stays whole, and so does a delete followed only by sets: a
+    tombstone hides older writes other machines may hold."""
+    from contextflow.records.view import DELETE_KIND, SET_KIND, RecordId, record_id
+
+    latest: dict[RecordId, OrderKey] = {}
+    latest_delete: dict[RecordId, OrderKey] = {}
+    for event in events:
+        key = record_id(event)
+        if key is not None:
+            latest[key] = max(latest.get(key, event.key), event.key)
+            if event.kind == DELETE_KIND:
+                latest_delete[key] = max(latest_delete.get(key, event.key), event.key)
+    found: dict[str, tuple[str, ...]] = {}
+    for event in events:
+        key = record_id(event)
+        if key is None or (key in latest_delete and event.key < latest_delete[key]):
+            found[event.id] = ()
+        elif event.kind == SET_KIND and event.key < latest[key]:
+            found[event.id] = ("key", "project")
+    return found
+
+
 PROJECTION = Projection(
     Format("records-state", 2, ("contextflow.records.projection",)),
     SCHEMA,
@@ -112,4 +138,5 @@ PROJECTION = Projection(
     apply=apply,
     merged=(merged_by("records_rows", "project", "key"),),
     scoped=by_project("records_rows"),
+    unneeded=unneeded,
 )

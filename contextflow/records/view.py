@@ -14,7 +14,6 @@ Calls read the records from their projection's table (records/projection.py fold
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,28 +107,6 @@ class RecordsView:
 
     def initial(self) -> RecordsState:
         return RecordsState()
-
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): a write to a record that a later delete in the same log
-        follows can go; a set that a later set follows keeps only its key and project (it may
-        still be when the record was created). The latest write of a record stays whole, and so
-        does a delete followed only by sets: a tombstone hides older writes other machines may hold."""
-        latest: dict[RecordId, OrderKey] = {}
-        latest_delete: dict[RecordId, OrderKey] = {}
-        for event in events:
-            key = record_id(event)
-            if key is not None:
-                latest[key] = max(latest.get(key, event.key), event.key)
-                if event.kind == DELETE_KIND:
-                    latest_delete[key] = max(latest_delete.get(key, event.key), event.key)
-        found: dict[str, tuple[str, ...]] = {}
-        for event in events:
-            key = record_id(event)
-            if key is None or (key in latest_delete and event.key < latest_delete[key]):
-                found[event.id] = ()
-            elif event.kind == SET_KIND and event.key < latest[key]:
-                found[event.id] = ("key", "project")
-        return found
 
     def apply(self, state: RecordsState, event: Event) -> None:
         identity = record_id(event)

@@ -1,5 +1,5 @@
 """Ranked search over everything stored: tokenizer (tokens.py), incremental BM25 index (index.py),
-what each event kind adds to it (extractors.py) and the view that folds events into it (view.py)."""
+what each event kind adds to it (extractors.py) and each event's index operations (view.py)."""
 
 from contextflow.features import Feature
 
@@ -7,5 +7,5 @@ FEATURE = Feature(
     "search",
     group="recall",
     table="contextflow.search.operations",
-    views={"search": "contextflow.search.view:SearchView"},
+    unneeded={"search": "contextflow.search.view:unneeded"},
 )

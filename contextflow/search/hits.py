@@ -63,7 +63,7 @@ def generic_body(doc: Doc, max_chars: int) -> str:
     return "\n".join(sections)
 
 
-# A view's state by name, read once per get_context call (each `store.view` re-checks the logs).
+# A view's state by name, read once per get_context call (each read queries the tables).
 Views = Callable[[str], Any]
 
 

@@ -1,20 +1,16 @@
-"""The search view: each searchable event's index operations (`extract`) and what compaction may drop.
+"""Each searchable event's index operations (`extract`) and what compaction may drop of them (`unneeded`).
 
-Search is served by the shared index on disk (`search/derived.py`), never by a fold in memory: folded,
-this view holds nothing. It stays a view for compaction (`unneeded`), which asks every view. An
-extractor that fails on odd stored data skips that event (the index counts it), never the fold.
+Search is served by the shared index on disk (`search/derived.py`, fed by `search/sink.py`). An extractor
+that fails on odd stored data skips that event (the index counts it), never the index.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from contextflow.core.events import Event, OrderKey
 from contextflow.search.docs import ZERO, Delete, Op, Patch, Put
 from contextflow.search.extractors import extractors
-
-VIEW_NAME = "search"
 
 
 def extract(event: Event) -> list[tuple[str, Op]] | None:
@@ -24,30 +20,21 @@ def extract(event: Event) -> list[tuple[str, Op]] | None:
         return []
     try:
         return [(entry[0], op) for op in entry[1](event)]
-    except Exception:  # stored data from any writer and version: never break the fold
+    except Exception:  # stored data from any writer and version: never break the index
         return None
 
 
-class SearchView:
-    name = VIEW_NAME
-
-    def initial(self) -> Any:
-        return None
-
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): an event whose every index operation a later event in
-        the same log supersedes can go: a Put or Patch by a later Put or Delete of the same
-        document, a Patch also by later writes of all its fields, a Delete by a later Delete.
-        Events whose extractor fails stay (they are counted as skipped)."""
-        extracted = [(event, ops) for event in events if (ops := extract(event)) is not None]
-        latest: dict[tuple[str, ...], OrderKey] = {}
-        for event, ops in extracted:
-            for slot in (slot for kind, op in ops for slot in _slots(kind, op)):
-                latest[slot] = max(latest.get(slot, event.key), event.key)
-        return {event.id: () for event, ops in extracted if all(_superseded(*item, event.key, latest) for item in ops)}
-
-    def apply(self, state: Any, event: Event) -> None:
-        """Nothing: the index on disk folds the events (`search/sink.py`)."""
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): an event whose every index operation a later event in the same log
+    supersedes can go: a Put or Patch by a later Put or Delete of the same document, a Patch also by
+    later writes of all its fields, a Delete by a later Delete. Events whose extractor fails stay (they
+    are counted as skipped)."""
+    extracted = [(event, ops) for event in events if (ops := extract(event)) is not None]
+    latest: dict[tuple[str, ...], OrderKey] = {}
+    for event, ops in extracted:
+        for slot in (slot for kind, op in ops for slot in _slots(kind, op)):
+            latest[slot] = max(latest.get(slot, event.key), event.key)
+    return {event.id: () for event, ops in extracted if all(_superseded(*item, event.key, latest) for item in ops)}
 
 
 def _slots(kind: str, op: Op) -> list[tuple[str, ...]]:

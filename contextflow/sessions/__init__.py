@@ -6,9 +6,8 @@ FEATURE = Feature(
     "sessions",
     group="sessions",
     table="contextflow.sessions.operations",
-    views={"sessions": "contextflow.sessions.view:SessionsView"},
     fields="contextflow.sessions.fields",
     extractors="contextflow.sessions.extract",
-    search_version=(1, "818277b1d61ed463eb9c"),
+    search_version=(1, "93cf99bdb16916db74a9"),
     projections={"sessions": "contextflow.sessions.projection:PROJECTION"},
 )

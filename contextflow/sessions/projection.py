@@ -3,13 +3,13 @@
 `rows` is the pure fold (an entry gives its row, its agent, the mark it makes); the summaries and
 which automatic handoffs are superseded are kept by triggers, so they follow from the set of rows
 whatever the order they arrive in (a clock bound that lowers an entry recomputes its session).
-Queries are in `sessions/stored.py`; the in-memory view (`sessions/view.py`) says the same.
+Queries are in `sessions/stored.py`; the tests' in-memory fold (`tests/sessions_fold.py`) says the same.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextflow.core import jsonio
@@ -164,6 +164,11 @@ def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded
     seeded |= touched
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): every note and handoff stays; other kinds are not ours."""
+    return {event.id: () for event in events if event.kind not in ENTRY_KINDS}
+
+
 PROJECTION = Projection(
     Format("sessions", 1, ("contextflow.sessions.projection",)),
     SCHEMA,
@@ -174,4 +179,5 @@ PROJECTION = Projection(
     merged=MERGED,
     seed=seed,
     scoped=by_project("sessions_entries", "sessions", "sessions_agents", "sessions_marks"),
+    unneeded=unneeded,
 )

@@ -5,15 +5,13 @@ Pure fold over `note` and `handoff` events (new and legacy). Lists stay sorted b
 on the order events arrive in. A note with `wrong_handoff: <id>` marks a handoff of its own
 project and session as wrong: that handoff is no longer any session's latest.
 
-No call reads this fold: sessions are read from the derived tables (`stored.py`). It stays the oracle the
-tests compare the tables with, and compaction asks it what it needs (`unneeded`). The summaries and the
-order rules here are shared with the tables' queries.
+Sessions are read from the derived tables (`projection.py`, `stored.py`); the whole fold in memory is the
+tests' oracle (`tests/sessions_fold.py`). The summaries and the order rules here are shared with the
+tables' queries.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Sequence
 from typing import Any
 
 from contextflow.core.events import Event, OrderKey
@@ -24,10 +22,6 @@ ENTRY_KINDS = (NOTE, HANDOFF)
 NO_SESSION = "(no-session-id)"
 WRONG_FIELD = "wrong_handoff"  # a note that marks a handoff as wrong names it here
 _ZERO: OrderKey = (0, "", 0)
-
-
-def _by_key(event: Event) -> OrderKey:
-    return event.key
 
 
 def session_of(event: Event) -> str:
@@ -119,31 +113,11 @@ class SessionSummary:
         }
 
 
-class SessionsState:
-    """The folded sessions view: entries by project and by session, summaries, handoffs marked wrong."""
-
-    def __init__(self) -> None:
-        self.by_project: dict[str, list[Event]] = {}
-        self.by_session: dict[tuple[str, str], list[Event]] = {}
-        self.summaries: dict[str, dict[str, SessionSummary]] = {}
-        self.wrong: Marks = {}
-
-    def __eq__(self, other: object) -> bool:  # (the tests compare folds in every order)
-        return isinstance(other, SessionsState) and vars(self) == vars(other)
-
-    def project_entries(self, project: str | None) -> list[Event]:
-        if project is not None:
-            return self.by_project.get(project, [])
-        merged = [event for events in self.by_project.values() for event in events]
-        merged.sort(key=_by_key)
-        return merged
-
-
 def _recent_first(summaries: dict[str, SessionSummary]) -> list[SessionSummary]:
     return sorted(summaries.values(), key=lambda s: (s.latest_key, s.session_id), reverse=True)
 
 
-def _add(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event, wrong: Marks) -> None:
+def add_entry(bucket: dict[str, SessionSummary], session_id: str, project: str, event: Event, wrong: Marks) -> None:
     summary = bucket.get(session_id)
     if summary is None:
         summary = bucket[session_id] = SessionSummary(session_id, project)
@@ -156,35 +130,5 @@ def summarize(events: list[Event], include_unsessioned: bool, wrong: Marks | Non
     for event in events:
         session_id = session_of(event) or (NO_SESSION if include_unsessioned else "")
         if session_id:
-            _add(found, session_id, project_of(event), event, wrong or {})
+            add_entry(found, session_id, project_of(event), event, wrong or {})
     return _recent_first(found)
-
-
-class SessionsView:
-    name = "sessions"
-
-    def initial(self) -> SessionsState:
-        return SessionsState()
-
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): every note and handoff stays; other kinds are not ours."""
-        return {event.id: () for event in events if event.kind not in ENTRY_KINDS}
-
-    def apply(self, state: SessionsState, event: Event) -> None:
-        if event.kind not in ENTRY_KINDS:
-            return
-        project = project_of(event)
-        bisect.insort(state.by_project.setdefault(project, []), event, key=_by_key)
-        session_id = session_of(event)
-        if not session_id:
-            return
-        entries = state.by_session.setdefault((project, session_id), [])
-        bisect.insort(entries, event, key=_by_key)
-        bucket = state.summaries.setdefault(project, {})
-        _add(bucket, session_id, project, event, state.wrong)
-        handoff = marked_wrong(event)
-        if handoff is not None:
-            mark = (project, session_id, handoff)
-            if mark not in state.wrong or event.id < state.wrong[mark]:  # the same mark whatever the order
-                state.wrong[mark] = event.id
-            bucket[session_id].recount_handoff(entries, state.wrong)

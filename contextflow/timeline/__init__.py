@@ -6,7 +6,6 @@ FEATURE = Feature(
     "timeline",
     group="timeline",
     table="contextflow.timeline.operations",
-    views={"timeline": "contextflow.timeline.view:TimelineView"},
     fields="contextflow.timeline.fields",
     extractors="contextflow.timeline.extract",
     search_version=(1, "121ece9b5fb8ed17b51a"),

@@ -13,13 +13,14 @@ beside the logs' remaining bytes (`core/rest.py`), a thread's rows there come wi
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
+from contextflow.core.scan import overwritten
 from contextflow.core.tables import Projection, Row, db_stamp
 from contextflow.timeline.fields import (
     POSITION,
@@ -140,6 +141,17 @@ def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded
     seeded |= touched
 
 
+def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    """Compaction (scan.Unneeded): an update whose every field, or a position move that a later event in
+    the same log overwrites, can go. Threads and thoughts themselves stay."""
+    from contextflow.timeline.view import writes
+
+    found: dict[str, tuple[str, ...]] = {e.id: () for e in events if not e.kind.startswith("timeline.")}
+    droppable = {e.id for e in events if e.kind in (THREAD_UPDATE, THOUGHT_UPDATE, POSITION)}
+    found.update(dict.fromkeys(overwritten(events, writes) & droppable, ()))
+    return found
+
+
 PROJECTION = Projection(
     Format("timeline", 2, ("contextflow.timeline.projection",)),  # 2: each event's project (read by a scoped store)
     SCHEMA,
@@ -162,4 +174,5 @@ PROJECTION = Projection(
             f"IS NOT NULL AND kind != '{THOUGHT_UPDATE}' AND project IN ({{projects}})) WHERE n = 1",
         ),
     ),
+    unneeded=unneeded,
 )

@@ -13,12 +13,10 @@ per thread in key order, and child tangent threads per parent thought.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contextflow.core.events import Event, OrderKey
-from contextflow.core.fold import overwritten
 from contextflow.timeline.fields import (  # (the kinds and `nonempty` live there: light for the table)
     POSITION,
     THOUGHT,
@@ -35,7 +33,7 @@ THREAD_FIELDS = ("name", "description", "status")
 THOUGHT_FIELDS = ("content", "thought_type", "status", "metadata")
 
 
-def _writes(event: Event) -> set[tuple[str, str, str]]:
+def writes(event: Event) -> set[tuple[str, str, str]]:
     """The last-writer-wins slots an event sets: thread and thought fields, thread positions."""
     data, kind = event.data, event.kind
     if kind in (THREAD, THREAD_UPDATE):
@@ -206,14 +204,6 @@ class TimelineView:
 
     def initial(self) -> TimelineState:
         return TimelineState()
-
-    def unneeded(self, events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
-        """Compaction (fold.Compactable): an update whose every field, or a position move that a
-        later event in the same log overwrites, can go. Threads and thoughts themselves stay."""
-        found: dict[str, tuple[str, ...]] = {e.id: () for e in events if not e.kind.startswith("timeline.")}
-        droppable = {e.id for e in events if e.kind in (THREAD_UPDATE, THOUGHT_UPDATE, POSITION)}
-        found.update(dict.fromkeys(overwritten(events, _writes) & droppable, ()))
-        return found
 
     def apply(self, state: TimelineState, event: Event) -> None:
         if not event.kind.startswith("timeline."):

@@ -14,6 +14,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.capture import claude, codex, cursor_events, gemini, opencode
 from contextflow.capture.health import capture_health
+from tests.folding import view_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "capture"
 SAMPLE = json.loads((FIXTURES / "opencode-session.json").read_text())
@@ -122,7 +123,7 @@ def test_an_opencode_message_or_part_nested_300k_deep_or_not_utf8_is_skipped_and
         err = idle(monkeypatch, capsys, repo)
         assert "did nothing" not in err, err
     app.store.refresh()
-    [turn] = list(app.store.view("activity").all_events())
+    [turn] = list(view_of(app.store, "activity").all_events())
     assert turn.data["turn"]["final"] == "I set x to 2.  Next: add a CLI."
     [row] = [row for row in capture_health(Path(app.store.state_dir)) if row["client"] == "opencode"]
     assert row["bad"] >= 4 and row["turns"] == 1

@@ -13,6 +13,7 @@ from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
 from contextflow.core.errors import InputError
 from contextflow.core.events import MAX_DEPTH, Event, encode
+from tests.folding import view_of
 from tests.hostile.helpers import line, now_stamp, plant
 
 pytestmark = pytest.mark.usefixtures("shared_project")  # stored in `shared`, read from the plain tmp folder
@@ -58,7 +59,7 @@ def test_a_deeply_nested_synced_value_never_breaks_a_read(store_dir, capsys, lev
     info = store_info(app)
     assert info["bad_lines"] == 2 and info["bad_line_kinds"] == {"nested too deeply": 2}
     assert any("nested" in problem for problem in problems(info))
-    app.store.view("records"), app.store.view("sessions")
+    view_of(app.store, "records"), view_of(app.store, "sessions")
     app.close()
     again = App.open()
     assert again.store.event_count == 2 and again.store.bad_line_count == 2

@@ -20,9 +20,9 @@ from contextflow.app import App
 from contextflow.core import ahead
 from contextflow.core.clock import COUNTER_BITS, stamp_from_ms
 from contextflow.core.events import Event
-from contextflow.core.fold import BOUND_KIND, Fold
-from contextflow.features import all_views
+from contextflow.core.scan import BOUND_KIND
 from tests.conftest import connect, open_app, text_of
+from tests.folding import all_views, fold
 from tests.hostile.helpers import line, plant
 from tests.sync.workload import differences, picture
 
@@ -146,16 +146,8 @@ def test_a_forged_bound_cannot_pin_a_record_either(app, store_dir, capsys):
 
 
 def fold_exactly(events: list[Event]) -> dict[str, Any]:
-    """What the store does: fold; when a bound came after an event it lowers, fold again knowing it."""
-    caps: dict[str, int] = {}
-    for _ in range(3):
-        folded = Fold(all_views(), caps=caps)
-        for event in events:
-            folded.apply(event)
-        if folded.exact:
-            return folded.states
-        caps = dict(folded.bound_caps)
-    raise AssertionError("the fold never settled")
+    """What the store's scan does: fold; when a bound came after an event it lowers, fold again knowing it."""
+    return fold(all_views(), events)
 
 
 row = st.tuples(

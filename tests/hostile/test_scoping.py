@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,7 +19,6 @@ from contextflow.app import App
 from contextflow.conversations import core as conversations
 from contextflow.core.compact import compact
 from contextflow.core.errors import InputError, NotFoundError
-from contextflow.core.store import Store
 from contextflow.records import core as records
 
 GRANTS = {
@@ -115,7 +113,7 @@ def test_after_compact_a_shared_token_lists_no_conversation_or_record_of_project
     for value in (1, 2):
         records.set_record(scoped["secret"], key="pr:hidden", value={"v": value})
     records.set_record(app, key="fact:last", value={"v": 0})  # this writer's newest event always stays whole
-    report = compact(app.store, app.every_view())
+    report = compact(app.store, app.unneeded())
     assert report.reduced  # the older save and set were reduced
     fresh = grant_app(app, _grant("shared"))
     try:
@@ -173,33 +171,13 @@ def test_a_web_token_sees_no_session_handoff_or_project_of_secret_and_folds_noth
     assert resumed.latest_handoff.data["summary"] == "the web plan"
     # the same tables, unscoped: both projects (nothing was folded in memory for either reader)
     assert sorted(p.name for p in sessions.list_projects(app)) == ["secret", "web"]
-    assert not any(each.store.folded and "sessions" not in each.store.fold.deferred for each in (web, app))
+    assert not any(each.store.scanned for each in (web, app))
 
 
 # -- every other view: the same tables as an unscoped reader's, each query kept to the grant's projects
 
 
-@pytest.fixture
-def folds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Store, str]]:
-    """(store, view) of every `Store.view` call: a fold in memory (a read of the tables calls none)."""
-    seen: list[tuple[Store, str]] = []
-    original = Store.view
-
-    def recording(self: Store, kind: Any) -> Any:
-        seen.append((self, kind if isinstance(kind, str) else kind.name))
-        return original(self, kind)
-
-    monkeypatch.setattr(Store, "view", recording)
-    return seen
-
-
-def _folded_by(folds: list[tuple[Store, str]], app: App) -> list[str]:
-    return [name for store, name in folds if store is app.store]
-
-
-def test_a_web_token_reads_no_record_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
-) -> None:
+def test_a_web_token_reads_no_record_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     records.set_record(scoped["secret"], key="pr:hidden", value={"v": "secret's"}, category="fact")
     records.set_record(scoped["secret"], key="fact:shared-key", value={"v": "secret's"})
     records.set_record(scoped["web"], key="fact:shared-key", value={"v": "web's"})
@@ -216,12 +194,10 @@ def test_a_web_token_reads_no_record_of_secret_and_folds_none(
         records.delete_record(web, key="pr:hidden", project="secret")
     # the unscoped reader sees both from the same tables; nobody folded the records in memory
     assert sorted(r.project for r in records.list_records(app, since_days=0)) == ["secret", "secret", "web"]
-    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+    assert not web.store.scanned and not app.store.scanned
 
 
-def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
-) -> None:
+def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     conversations.save_conversation(scoped["secret"], _conversation("c-secret", "the secret plan"))
     conversations.save_conversation(scoped["web"], _conversation("c-web", "the web plan"))
     web = scoped["web"]
@@ -233,12 +209,10 @@ def test_a_web_token_reads_no_conversation_of_secret_and_folds_none(
     with pytest.raises(NotFoundError):
         conversations.find_conversation(web, "c-s")  # not even as a prefix
     assert len(conversations.list_conversations(app)) == 2
-    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+    assert not web.store.scanned and not app.store.scanned
 
 
-def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
-) -> None:
+def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     from contextflow.capture import recall
     from contextflow.capture.stored import turns
 
@@ -251,11 +225,11 @@ def test_a_web_token_reads_no_captured_turn_of_secret_and_folds_none(
     assert recall.recent_substance(web, "secret") == [] and recall.latest_handoff(web, "secret") is None
     assert [e.data["project"] for e in turns(web, "web").session("s1")] == ["web"]
     assert [e.data["project"] for e in turns(app, "secret").session("s1")] == ["secret"]
-    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+    assert not web.store.scanned and not app.store.scanned
 
 
 def test_a_web_token_finds_no_graph_node_edge_tag_or_view_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
+    app: App, scoped: dict[str, App]
 ) -> None:
     from contextflow.graph import explore, writes
     from contextflow.graph.compose import compose
@@ -288,12 +262,10 @@ def test_a_web_token_finds_no_graph_node_edge_tag_or_view_of_secret_and_folds_no
     # the unscoped reader sees both nodes and the edge, from the same tables
     assert sorted(n.id for n in explore.run_query(app, "zebra")[0]) == sorted([mine.id, hidden.id])
     assert [e.target for e in explore.edges_of(app, mine.id)[1]] == [hidden.id]
-    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+    assert not web.store.scanned and not app.store.scanned
 
 
-def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
-    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]]
-) -> None:
+def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(app: App, scoped: dict[str, App]) -> None:
     from contextflow.timeline import core as timeline
     from contextflow.timeline.fields import THREAD_UPDATE
 
@@ -315,11 +287,11 @@ def test_a_web_token_sees_no_timeline_thread_of_secret_and_folds_none(
     # secret's token sees its thread as its own events leave it; the unscoped reader, every event
     assert [t.status for t in timeline.list_threads(scoped["secret"])] == ["active"]
     assert sorted(t.status for t in timeline.list_threads(app)) == ["active", "paused"]
-    assert _folded_by(folds, web) == [] and _folded_by(folds, app) == []
+    assert not web.store.scanned and not app.store.scanned
 
 
 def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_folds_none(
-    app: App, scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    app: App, scoped: dict[str, App], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from contextflow.capture.stored import turns
     from contextflow.graph import explore, writes
@@ -352,14 +324,14 @@ def test_while_a_fresh_machine_builds_its_tables_a_web_token_reads_only_web_and_
         assert [p.name for p in sessions.list_projects(web)] == ["web"]  # (the logs' rest, kept to web's rows)
         assert sessions.known_session_ids(web, "secret") == [] and turns(web, "secret").session("s1") == []
         assert [e.data["project"] for e in turns(web, "web").session("s1")] == ["web"]
-        assert _folded_by(folds, web) == [] and web.tables().building  # (answered while the build runs)
+        assert not web.store.scanned and web.tables().building  # (answered while the build runs)
     finally:
         web.close()
         base.close()
 
 
 def test_a_web_token_whose_tables_do_not_open_reads_the_logs_rows_of_web_and_folds_nothing(
-    scoped: dict[str, App], folds: list[tuple[Store, str]], monkeypatch: pytest.MonkeyPatch
+    scoped: dict[str, App], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from contextflow.capture.stored import turns
     from contextflow.core.tables import Tables
@@ -376,7 +348,7 @@ def test_a_web_token_whose_tables_do_not_open_reads_the_logs_rows_of_web_and_fol
     monkeypatch.setattr(Tables, "usable", lambda self: False)  # a read-only or full state folder
     monkeypatch.setattr(Tables, "_connect", _unopened)
     web = scoped["web"]
-    assert all(not web.store.view_loaded(name) for name in ("records", "conversations", "graph"))
+    assert not web.store.scanned
     # the graph, records, conversations, timeline and captured turns are read from the logs' rows, kept to web's
     assert [n.content for n in explore.run_query(web, "plan")[0]] == ["web's plan node"]
     assert [r.data["value"] for r in records.list_records(web, since_days=0)] == [{"v": "web's"}]
@@ -384,7 +356,7 @@ def test_a_web_token_whose_tables_do_not_open_reads_the_logs_rows_of_web_and_fol
     assert [e.event.data["summary"] for e in conversations.list_conversations(web)] == ["web's plan"]
     assert [t.name for t in timeline.list_threads(web)] == ["the web thread"]
     assert turns(web, "secret").session("s1") == [] and len(turns(web, "web").session("s1")) == 1
-    assert _folded_by(folds, web) == []
+    assert not web.store.scanned
 
 
 def _unopened(self: object) -> None:

@@ -14,6 +14,7 @@ from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.core import blobs, locate
 from contextflow.core.errors import ContextflowError, InputError, StoreError
+from tests.folding import view_of
 from tests.sync.workload import differences, picture, write_round
 
 
@@ -40,7 +41,7 @@ def test_a_planted_pickle_or_snapshot_file_is_never_read(app, tmp_path, capsys):
         os.chmod(path, 0o600)
     assert main(["note", "after the plant"]) == 0
     again = App.open()
-    again.store.view("sessions")
+    view_of(again.store, "sessions")
     assert not marker.exists()
     assert differences(picture(App.open(shares_state=False)), picture(again)) == []
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from contextflow.adapters.cli import main
+from tests.folding import view_of
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 
@@ -70,7 +71,7 @@ def test_hostile_files_in_the_clients_folders_are_skipped_named_in_doctor_and_ne
     assert "Shipping." in shown and "make release" in shown  # the real transcript beside them: captured
     assert "read elsewhere" not in shown
     app.store.refresh()
-    assert [event.data["turn"]["request"] for event in app.store.view("activity").all_events()] == ["ship it"]
+    assert [event.data["turn"]["request"] for event in view_of(app.store, "activity").all_events()] == ["ship it"]
 
     assert main(["doctor"]) in (0, 1)
     doctor = capsys.readouterr().out

@@ -15,6 +15,7 @@ from contextflow.adapters.cli import main
 from contextflow.admin.diagnose import problems, store_info
 from contextflow.app import App
 from contextflow.core.clock import COUNTER_BITS, MAX_DRIFT_MS, stamp_ms, system_ms
+from tests.folding import view_of
 from tests.hostile.helpers import line, now_stamp, plant, replace_file
 from tests.sync.workload import differences, picture
 
@@ -82,7 +83,7 @@ def test_a_clock_ten_years_ahead_moves_the_local_clock_at_most_the_drift_bound(s
     assert stamp_ms(mine.hlc) <= system_ms() + MAX_DRIFT_MS
     again = App.open().store.append("note", {"project": "shared", "text": "mine again"})
     assert stamp_ms(again.hlc) <= system_ms() + MAX_DRIFT_MS
-    texts = [e.data["text"] for e in App.open(shares_state=False).store.view("sessions").project_entries("shared")]
+    texts = [e.data["text"] for e in view_of(App.open(shares_state=False).store, "sessions").project_entries("shared")]
     # nothing dropped; the first local write bounded the fast writer's note, which orders just before it
     assert texts == ["from fast #1", "mine", "mine again"]
 
@@ -110,7 +111,7 @@ def test_a_foreign_line_claiming_this_writers_id_with_a_huge_seq_does_not_block_
     assert run(capsys, "note", "from the cli")[0] == 0
     fresh = App.open(shares_state=False).store
     assert fresh.health().bad_line_count == 0
-    texts = {e.data["text"] for e in fresh.view("sessions").project_entries("shared")}
+    texts = {e.data["text"] for e in view_of(fresh, "sessions").project_entries("shared")}
     assert {"mine", "mine too", "from the cli"} <= texts
 
 

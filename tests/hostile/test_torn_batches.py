@@ -17,6 +17,7 @@ from contextflow.app import App
 from contextflow.core import log
 from contextflow.core.events import decode
 from contextflow.search.retrieval import get_context
+from tests.folding import view_of
 from tests.hostile.helpers import line, plant
 
 NODES = 40
@@ -36,7 +37,7 @@ def _log(app: App) -> Path:
 def _visible(n_expected: int = NODES) -> int:
     fresh = App.open()
     try:
-        return len(fresh.store.view("graph").nodes)
+        return len(view_of(fresh.store, "graph").nodes)
     finally:
         fresh.close()
 
@@ -91,12 +92,12 @@ def test_a_reader_waiting_at_a_torn_batch_continues_when_the_writer_writes_again
     second = whole.index(b'{"batch":"begin"', 10)
     _log(app).write_bytes(whole[: second + (len(whole) - second) // 2])
     reader = App.open()
-    assert len(reader.store.view("graph").nodes) == 5
+    assert len(view_of(reader.store, "graph").nodes) == 5
     writer = App.open()
     writer.store.append("note", {"project": "shared", "session_id": "s1", "agent": "me", "text": "after the crash"})
     writer.close()
     reader.store.refresh()
-    assert len(reader.store.view("graph").nodes) == 5 and reader.store.event_count == 6
+    assert len(view_of(reader.store, "graph").nodes) == 5 and reader.store.event_count == 6
     reader.close()
 
 

@@ -27,6 +27,7 @@ from contextflow.records import core as records
 from contextflow.search.tokens import query_terms
 from contextflow.sessions import core as sessions
 from contextflow.timeline import core as timeline
+from tests.folding import view_of
 from tests.search_oracle import search_index
 
 VIEW_NAMES = ("sessions", "records", "timeline", "graph", "conversations")
@@ -88,7 +89,7 @@ def write_round(app: App, i: int) -> None:
 
 def _own_thread(app: App) -> str:
     w = app.store.writer
-    state = app.store.view("timeline")  # (the whole fold: a test's oracle)
+    state = view_of(app.store, "timeline")  # (the whole fold: a test's oracle)
     for thread in state.threads.values():
         if thread.created is not None and thread.writer == w:
             return thread.id
@@ -103,7 +104,7 @@ def _previous_node(app: App, exclude: str) -> str | None:
 
 def picture(app: App) -> dict[str, Any]:
     """Every view's state and the search results for QUERIES: equal on machines with equal events."""
-    found: dict[str, Any] = {name: app.store.view(name) for name in VIEW_NAMES}
+    found: dict[str, Any] = {name: view_of(app.store, name) for name in VIEW_NAMES}
     index = search_index(app)
     # ties rank by arrival order, which differs between machines: compare (score, id) sorted
     found["search"] = {

@@ -41,7 +41,7 @@ from contextflow.adapters.server.app import ContextflowServer, sdk_server, tool_
 from contextflow.adapters.server.auth import Grant, GrantVerifier
 from contextflow.adapters.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.app import App
-from contextflow.core.errors import InputError, StoreError
+from contextflow.core.errors import InputError
 from contextflow.core.store import Store
 
 T = TypeVar("T")
@@ -64,16 +64,6 @@ class GrantStore(Store):
     grant: Grant
     default_project: str
 
-    def view(self, kind: Any) -> Any:
-        """A view folded in memory: never for a grant scoped to some projects (it reads the derived tables,
-        each query kept to its projects: `ondisk.py`), whose read is then refused, saying why."""
-        if self.read_projects is not None:
-            raise StoreError(
-                f"the derived tables in {self.state_dir} cannot be read now (a read-only or full state folder?), "
-                f"and the token {self.grant.name!r} reads nothing else; try again, or run `contextflow doctor --fix`"
-            )
-        return super().view(kind)
-
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """`data` stamped with the default project when it names none; refused unless the grant may write it."""
         project = data.get("project")
@@ -91,14 +81,11 @@ class GrantStore(Store):
 
 def grant_app(base: App, grant: Grant) -> App:
     """An App over the same store folder that only sees and writes what `grant` allows."""
-    from contextflow.features import folded_views
-
     source = base.store
     store = GrantStore(
         source.location,
         source.writer,
         source.state_dir,
-        views=folded_views(),
         fields=source.fields,
         fsync=base.settings.fsync,
         legacy_max_bytes=source.legacy_max_bytes,

@@ -97,16 +97,15 @@ class Api:
             print(f"contextflow ui: could not read the logs' health yet: {exc}", flush=True)
 
     def check(self) -> Any:
-        """What `doctor --quick` reports, read with a handle on the store of its own that folds no view
-        (only what health needs: events, bad lines, writers, bounds) and keeps no snapshot. The page's
-        store is not touched, so the Health page neither folds every view (about 3 s and 190 MB at 100k
-        events) nor waits for the page's lock; after its first read it reads only what the logs gained."""
+        """What `doctor --quick` reports, read with a handle on the store of its own (its scan: events, bad
+        lines, writers, bounds). The page's store is not touched, so the Health page does not wait for the
+        page's lock; after its first read it reads only what the logs gained."""
         with self.checker_lock:
             if self._checker is None:
                 from contextflow.core.store import Store
                 from contextflow.features import all_fields
 
-                store = Store.open(self.app.env, self.app.store.location, views=list, fields=all_fields)
+                store = Store.open(self.app.env, self.app.store.location, fields=all_fields)
                 self._checker = App(store, self.app.settings, self.app.env)
             op = self.ops["doctor"]
             return op.run(self._checker, check_arguments(op, {"quick": True}, cli=True)).data

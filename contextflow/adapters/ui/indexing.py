@@ -127,7 +127,6 @@ def _build(expected_state_dir: str) -> int:
         derived.search_for(store).index()
     finally:
         done.set()
-        store.close()
     return 0
 
 
