@@ -24,7 +24,7 @@ RECORDED = {
     "sessions": (1, "f8958f62dd3f34d2e1eb"),
     "feed": (2, "09c934e354e73c77e42c"),
     "capture": (2, "773fb9eddcc297514c96"),
-    "graph-state": (3, "56d57d5fcc15745436fa"),
+    "graph-state": (4, "a09e43088522d8ff297f"),
     "records-state": (2, "de75bfb8f62bae1c83d7"),
     "conversations-state": (2, "9144f378ed6339f97b9d"),
     "timeline": (2, "66c1f4d5001bea71d165"),
