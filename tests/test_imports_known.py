@@ -6,7 +6,7 @@ deleted here after its import is not brought back."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from contextflow.core.ids import derived_id
 from contextflow.core.store import Store
 from contextflow.graph import stored, transfer, writes
 from contextflow.graph.projection import PROJECTION
+from contextflow.graph.view import Node
 from contextflow.imports.run import run_import
 from tests.conftest import open_app
 from tests.test_imports import BEADS, CLAUDE_MEM, MEMORY, NOTES, nodes_by
@@ -181,3 +182,22 @@ def test_the_ids_kept_are_those_of_the_kinds_an_import_writes() -> None:
     from contextflow.graph.projection import KNOWN_KINDS
 
     assert {model.NODE, model.NODE_UPDATE, model.NODE_DELETE, model.EDGE, model.VIEW} == KNOWN_KINDS
+
+
+def test_an_import_holds_the_nodes_of_one_chunk_at_a_time(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.graph.stored import StoredGraph
+    from contextflow.imports import graphplan
+
+    run_import(app, str(MEMORY))
+    held: list[int] = []
+    load = StoredGraph.load
+
+    def counted(self: StoredGraph, ids: Iterable[str]) -> dict[str, Node]:
+        found = load(self, ids)
+        held.append(len(self._loaded))
+        return found
+
+    monkeypatch.setattr(StoredGraph, "load", counted)
+    monkeypatch.setattr(graphplan, "CHUNK", 1)  # an item a chunk: its node, or an edge's two ends
+    assert run_import(app, str(MEMORY)).present == {"node": 5, "edge": 5}
+    assert held and max(held) <= 2

@@ -59,18 +59,20 @@ class Planner:
     def plan(self, stage: Stage, tick: Callable[[int], None] | None = None) -> Iterator[Planned]:
         """The events that bring what `stage` holds into the store; `tick(n)` is told of every n items planned.
         A node the store refuses raises SourceError naming its file."""
-        state = graph(self.app, whole=True)  # (never a partial answer: what is here decides what is written)
         if stage.repeated:
             self.skipped["repeated item"] += stage.repeated
         self.skipped.update(stage.skipped)
         for chunk in _chunks(stage.nodes()):
+            state = self._graph()
             known = stored.known(self.app, [row[0] for row in chunk])
             known |= stored.known(self.app, [row[2] for row in chunk if row[0] in known])  # only a node imported before
+            state.load(row[0] for row in chunk if row[0] in known)  # (in one query)
             for nid, digest, update, tag, data, error, file in chunk:
                 yield from self._node(state, stage, nid, digest, update, tag, data, error, file, known)
             if tick:
                 tick(len(chunk))
         for chunk in _chunks(stage.edges()):
+            state = self._graph()
             ids = [self._edge_id(row.record) for row in chunk]
             known = stored.known(self.app, ids)
             for row, eid in zip(chunk, ids, strict=True):
@@ -78,12 +80,18 @@ class Planner:
             if tick:
                 tick(len(chunk))
         for chunk in _chunks(stage.deleted()):
+            state = self._graph()
             known = stored.known(self.app, [row[1] for row in chunk])
             for nid, delete, key in chunk:
                 if state.node(nid) is None or delete in known:
                     self.skipped["deleted in the source"] += 1
                     continue
                 yield self._counted(Planned(delete, model.NODE_DELETE, {"node": nid}, "delete", key))
+
+    def _graph(self) -> StoredGraph:
+        """The graph for a chunk (the nodes it loads are let go with it), never a partial answer: what is here
+        decides what is written."""
+        return graph(self.app, whole=True)
 
     def _counted(self, event: Planned) -> Planned:
         self.planned[event.what] += 1
