@@ -201,3 +201,29 @@ def test_an_import_holds_the_nodes_of_one_chunk_at_a_time(app: App, monkeypatch:
     monkeypatch.setattr(graphplan, "CHUNK", 1)  # an item a chunk: its node, or an edge's two ends
     assert run_import(app, str(MEMORY)).present == {"node": 5, "edge": 5}
     assert held and max(held) <= 2
+
+
+def test_the_graph_keeps_the_ids_of_its_node_update_delete_edge_and_view_events_and_no_others(
+    app: App, opened: list[App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextflow.core.events import decode
+    from contextflow.core.log import read_new
+    from contextflow.graph.projection import KNOWN_KINDS
+
+    a = writes.add_node(app, type="fact", content="a fact")
+    b = writes.add_node(app, type="fact", content="another fact", links=[writes.Link(a.id, "RELATES_TO")])
+    writes.update_node(app, a.id, content="a fact, changed")
+    writes.tag(app, a.id, ["project:x"])
+    writes.link(app, a.id, b.id, "DEPENDS_ON")
+    writes.unlink(app, a.id, b.id, "DEPENDS_ON")
+    writes.create_view(app, "facts", "type:fact", 1000)
+    writes.delete_view(app, "facts")
+    writes.delete_node(app, b.id)
+    events = [decode(raw, n) for log in app.store.folder.glob("events.*.jsonl") for n, raw in read_new(log, None).lines]
+    kinds = {event.kind for event in events}
+    assert kinds > KNOWN_KINDS  # (tags, unlinks and view deletions too: not kept)
+    ids = [event.id for event in events]
+    kept = {event.id for event in events if event.kind in KNOWN_KINDS}
+    assert stored.known(app, ids) == kept
+    again = unbuilt(app, opened, monkeypatch)  # the same, read beside tables that hold none of them
+    assert stored.known(again, ids) == kept
