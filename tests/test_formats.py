@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "694d7ddf92ce3d8b9680"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "e3d32facb848a41633e9"),
-    "feed": (2, "134a7b53cb3fc4128d0d"),
-    "capture": (2, "e6783059ed6d226b87e1"),
-    "graph-state": (3, "69608ed6385e43e82154"),
-    "records-state": (2, "61d16cb38eb878b2ebba"),
-    "conversations-state": (2, "58d8a5bde9441a97fd0a"),
-    "timeline": (2, "2ea0c9c8aaf32dfca951"),
+    "sessions": (1, "e56a86e3116d73bae121"),
+    "feed": (2, "7476dfd2c9bd2847baf0"),
+    "capture": (2, "2ac68f1e4e665fe1a388"),
+    "graph-state": (3, "8d8b68bd99520ed7c0d2"),
+    "records-state": (2, "81e41b590d366ed10e0e"),
+    "conversations-state": (2, "ebae8e6bb91eeb38ff65"),
+    "timeline": (2, "0ceb80ab7d64e3a20389"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

@@ -3,7 +3,7 @@ seq per writer, the newest stamp, and the clock bounds. Pure: no I/O here.
 
 A view of the logs is never folded in memory at run time: every read queries the projections' tables
 (`core/tables.py`). What still reads every log is `Store.refresh` (doctor's health, writer counts,
-duplicates, `Store.known`, and the bounds a write must name), through a `Scan`.
+duplicates, and the bounds a write must name), through a `Scan`.
 
 Bounds (`clock.bound` events): a writer that finds events stamped beyond the drift bound of its wall
 clock names them in a bound before its next write, and every reader then orders each named event just
@@ -15,7 +15,7 @@ reads again with the bounds known (`caps`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 
 from contextflow.core.events import Event, OrderKey
 
@@ -71,10 +71,6 @@ class Scan:
         self.bound_caps: dict[str, int] = {}
         self.bounded: dict[str, int] = {}  # events a bound lowered, per writer
         self.stale = False  # a bound lowered an event already counted: scan again with `bound_caps` known
-
-    def known(self, ids: Iterable[str]) -> set[str]:
-        """Those of `ids` already counted."""
-        return {event_id for event_id in ids if event_id in self.seen}
 
     def apply(self, event: Event) -> Event | None:
         """`event` at the stamp its bounds give it, or None when its id was counted before."""

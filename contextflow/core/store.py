@@ -1,7 +1,7 @@
 """The store: a folder of logs, appended to and read, the one object the adapters hold.
 
 It folds no view: every read of a view queries the derived tables on disk (`core/tables.py`). What it
-reads every log for (`refresh()`: doctor's health, writer counts, duplicates, `known`, the clock bounds
+reads every log for (`refresh()`: doctor's health, writer counts, duplicates, the clock bounds
 a write names) is a `Scan` (`core/scan.py`): each log is stat'ed and only bytes appended since the last
 look are read; a file that changed in any other way is scanned again from the start. Nothing is saved.
 A write needs only its own log's end (its last seq, newest stamp and a batch a kill cut short), read from
@@ -17,7 +17,7 @@ import itertools
 import os
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -315,11 +315,6 @@ class Store:
     # Threads of one process that append through stores of the same writer queue on this (a store
     # shared by threads sets a lock) instead of polling the writer's file lock.
     appending: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-
-    def known(self, ids: Iterable[str]) -> set[str]:
-        """Those of `ids` that are ids of events already in the store (an importer's derived ids)."""
-        self.refresh()
-        return self.scan.known(ids)
 
     @contextlib.contextmanager
     def collecting(self, provisional: Callable[[list[Event]], None] | None = None) -> Iterator[list[Event]]:

@@ -6,7 +6,9 @@ The catch-up (core/catchup.py) hands it each chunk's `graph.*` events, inside it
 chunk is folded by loading the rows its events touch into an empty `GraphState`, applying the events
 with `GraphView.apply` itself, and writing those rows back: every value is last-writer-wins by event
 key (an event applied twice changes nothing), so the rows equal the whole fold's whatever the chunks.
-Columns beside each row's state (`data`, `mark`) are what queries filter and order on.
+Columns beside each row's state (`data`, `mark`) are what queries filter and order on. `graph_events` holds the
+ids of the events of the kinds an import writes (`KNOWN_KINDS`), so an import learns which of its items are here
+(imported before, deleted since) from a lookup (`stored.known`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ SCHEMA = (
     "CREATE INDEX graph_edges_dst ON graph_edges(dst, type)",
     # project: that of the newest event of the view's name
     "CREATE TABLE graph_views(name TEXT PRIMARY KEY, mark BLOB NOT NULL, project TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE graph_events(id TEXT PRIMARY KEY) WITHOUT ROWID",  # the ids of the events of KNOWN_KINDS
 )
 _MINE = "EXISTS (SELECT 1 FROM main.graph_nodes n WHERE n.id = {} AND n.project IN ({{projects}}))"
 # a scoped reader's graph (`Projection.scoped`): the nodes its projects created, with their text and tags, the
@@ -56,7 +59,9 @@ SCOPED = (
     ("graph_edges", f"SELECT * FROM main.graph_edges e WHERE {_MINE.format('e.src')} AND {_MINE.format('e.dst')}"),
     ("graph_views", "SELECT * FROM main.graph_views WHERE project IN ({projects})"),
 )
-TABLE_NAMES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views")
+TABLE_NAMES = ("graph_nodes", "graph_node_text", "graph_tags", "graph_edges", "graph_views", "graph_events")
+# the kinds whose events' ids an import asks for (`stored.known`: its items' derived ids, imported before or not)
+KNOWN_KINDS = frozenset(("graph.node", "graph.node_update", "graph.node_delete", "graph.edge", "graph.view"))
 
 
 # -- rows <-> the fold's values ---------------------------------------------------------------
@@ -241,6 +246,8 @@ def apply(db: Writer, events: list[Event]) -> None:
         "INSERT OR REPLACE INTO graph_views(name, mark, project) VALUES (?, ?, ?)",
         [(name, jsonio.dumps(mark), projects[f"view:{name}"]) for name, mark in state.views.items()],
     )
+    known = [(event.id,) for event in events if event.kind in KNOWN_KINDS]
+    db.executemany("INSERT OR IGNORE INTO graph_events(id) VALUES (?)", known)
 
 
 def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
@@ -256,7 +263,7 @@ def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
 
 
 PROJECTION = Projection(
-    Format("graph-state", 3, ("contextflow.graph.projection",)),  # 3: the project of each node and saved view
+    Format("graph-state", 4, ("contextflow.graph.projection",)),  # 4: the ids of the events an import asks for
     SCHEMA,
     tables=TABLE_NAMES,
     ahead=False,

@@ -16,7 +16,7 @@ import heapq
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from operator import attrgetter
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import OrderKey
@@ -26,6 +26,9 @@ from contextflow.graph import model
 from contextflow.graph.projection import dedupe_digest, mark_of, node_of
 from contextflow.graph.query import Expr, where
 from contextflow.graph.view import Edge, Node, SavedView, Step, is_on
+
+if TYPE_CHECKING:
+    from contextflow.app import App
 
 T = TypeVar("T")
 _BRIEF = "n.id, n.type, n.tokens, n.hlc, n.w, n.seq, n.dedupe, n.who, n.shortest"  # (`Brief`)
@@ -232,6 +235,14 @@ class StoredGraph:
                 break
         return steps
 
+    def known(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that are ids of events here of `projection.KNOWN_KINDS` (an import's derived ids)."""
+        found: set[str] = set()
+        for part in chunks(list(dict.fromkeys(ids))):
+            sql = f"SELECT id FROM graph_events WHERE id IN ({marks(len(part))})"
+            found.update(i for (i,) in self.read.query(sql, part))
+        return found
+
     def saved_views(self) -> list[SavedView]:
         found = (self.saved_view(name) for (name,) in self.read.query("SELECT name FROM graph_views ORDER BY name"))
         return [view for view in found if view is not None]
@@ -306,6 +317,16 @@ class StoredGraph:
             "superseded": superseded,
             "views": len(self.saved_views()),
         }
+
+
+def known(app: App, ids: Iterable[str]) -> set[str]:
+    """Those of `ids` that are ids of graph events here of the kinds an import writes (`StoredGraph.known`), read
+    as every graph read is (`ondisk.reading`: beside the logs' remaining bytes while a build is unfinished) and
+    never partial (`ondisk.whole`: an import must never add an item again because a build was unfinished)."""
+    from contextflow import ondisk
+    from contextflow.graph.projection import PROJECTION
+
+    return StoredGraph(ondisk.whole(app, PROJECTION)).known(ids)
 
 
 def _tagged(tag: str) -> str:  # (not correlated: its ids are listed once a query)

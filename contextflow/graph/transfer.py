@@ -21,7 +21,7 @@ from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import derived_id, new_id
 from contextflow.core.timeutil import now_ms
-from contextflow.graph import inbound, model
+from contextflow.graph import inbound, model, stored
 from contextflow.graph.query import parse
 from contextflow.graph.stored import StoredGraph
 from contextflow.graph.view import Node
@@ -125,7 +125,7 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
     derived from the exported node's origin (or id), edges and views from what they join, so the
     same export imported twice, or on two machines of one store, writes each thing once."""
     nodes, edges, views = _check_document(doc)
-    state = graph(app)
+    state = graph(app, whole=True)
     result = Imported()
     planned: list[tuple[str, str, dict[str, Any]]] = []
     differing: list[str] = []
@@ -182,7 +182,7 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
         (derived_id(FORMAT, "view", data["name"], data["query"], str(data["budget"])), kind, data)
         for kind, data in _view_items(state, views, merge, result)
     ]
-    known = app.store.known(item[0] for item in edge_items + view_items)
+    known = stored.known(app, (item[0] for item in edge_items + view_items))
     result.edges_present += sum(1 for item in edge_items if item[0] in known)
     result.views_present += sum(1 for item in view_items if item[0] in known)
     fresh = [item for item in edge_items + view_items if item[0] not in known]

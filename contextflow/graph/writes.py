@@ -28,12 +28,12 @@ Item = tuple[str, dict[str, Any]]
 PREFIX_SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
 
 
-def graph(app: App) -> StoredGraph:
+def graph(app: App, *, whole: bool = False) -> StoredGraph:
     """The graph for one call, queried from its tables on disk: as built with the logs' remaining bytes while
-    the derived tables do not hold every log (`ondisk.reading`)."""
+    the derived tables do not hold every log (`ondisk.reading`); when `whole`, never partial (`ondisk.whole`)."""
     from contextflow.graph.projection import PROJECTION
 
-    return StoredGraph(ondisk.reading(app, PROJECTION))
+    return StoredGraph((ondisk.whole if whole else ondisk.reading)(app, PROJECTION))
 
 
 def resolve(state: StoredGraph, prefix: str, what: str = "node id") -> Node:

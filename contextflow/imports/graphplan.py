@@ -1,6 +1,7 @@
 """From node and edge records to the `graph.*` events an import writes, each with a derived id, an event
 at a time: the records are read back from the stage (`stage.py`) in order, a chunk at a time, and only
-their ids are checked against the store.
+their ids are checked against the graph's tables (`StoredGraph.known`, never a fold of the logs), read
+whole (`ondisk.whole`: never a partial answer while they are built).
 
 For a format `f` and an item key `k`: the node's id is `derived_id(f, "node", k)` and its origin
 `f:k`; its metadata carries `source_version`, a digest of the record, so a later import of the
@@ -59,26 +60,30 @@ class Planner:
     def plan(self, stage: Stage, tick: Callable[[int], None] | None = None) -> Iterator[Planned]:
         """The events that bring what `stage` holds into the store; `tick(n)` is told of every n items planned.
         A node the store refuses raises SourceError naming its file."""
-        state = graph(self.app)
+        read = graph(self.app, whole=True).read  # one reading for the plan (a build moving meanwhile: read once)
         if stage.repeated:
             self.skipped["repeated item"] += stage.repeated
         self.skipped.update(stage.skipped)
         for chunk in _chunks(stage.nodes()):
-            known = self.app.store.known(row[0] for row in chunk)
-            known |= self.app.store.known(row[2] for row in chunk if row[0] in known)  # only a node imported before
+            state = StoredGraph(read)  # (a chunk's: the nodes it loads are let go with it)
+            known = state.known([row[0] for row in chunk])
+            known |= state.known([row[2] for row in chunk if row[0] in known])  # only a node imported before
+            state.load(row[0] for row in chunk if row[0] in known)  # (in one query)
             for nid, digest, update, tag, data, error, file in chunk:
                 yield from self._node(state, stage, nid, digest, update, tag, data, error, file, known)
             if tick:
                 tick(len(chunk))
         for chunk in _chunks(stage.edges()):
+            state = StoredGraph(read)
             ids = [self._edge_id(row.record) for row in chunk]
-            known = self.app.store.known(ids)
+            known = state.known(ids)
             for row, eid in zip(chunk, ids, strict=True):
                 yield from self._edge(state, row, eid, known)
             if tick:
                 tick(len(chunk))
         for chunk in _chunks(stage.deleted()):
-            known = self.app.store.known(row[1] for row in chunk)
+            state = StoredGraph(read)
+            known = state.known([row[1] for row in chunk])
             for nid, delete, key in chunk:
                 if state.node(nid) is None or delete in known:
                     self.skipped["deleted in the source"] += 1
