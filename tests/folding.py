@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar, overload
 from contextflow.core import legacy
 from contextflow.core.events import BadLine, Event, decode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.log import Cursor, list_segments, read_new
+from contextflow.core.log import Position, list_segments, read_new
 from contextflow.core.scan import Scan
 from contextflow.core.store import Store
 
@@ -99,11 +99,11 @@ class Folding:
 
     def _start(self, caps: dict[str, int]) -> None:
         self.scan, self.state = Scan(caps), self.view.initial()
-        self.cursors: dict[Path, Cursor] = {}
+        self.positions: dict[Path, Position] = {}
 
     def current(self) -> Any:
         paths = self._paths()
-        if any(path not in paths for path in self.cursors) or not all(map(self._read, paths)) or self.scan.stale:
+        if any(path not in paths for path in self.positions) or not all(map(self._read, paths)) or self.scan.stale:
             caps = dict(self.scan.bound_caps)
             for _ in range(3):  # as the store's scan: again with the bounds known, till they hold
                 self._start(caps)
@@ -124,12 +124,12 @@ class Folding:
     def _read(self, path: Path) -> bool:
         """Fold what `path` gained; False when it no longer continues what was read."""
         try:
-            chunk = read_new(path, self.cursors.get(path))
+            chunk = read_new(path, self.positions.get(path))
         except FileNotFoundError:
-            return path not in self.cursors
+            return path not in self.positions
         if chunk.reset:
             return False
-        self.cursors[path] = chunk.cursor
+        self.positions[path] = chunk.position
         schema: Schema = self.store.fields
         for line_no, raw in chunk.lines:
             try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
-from contextflow.capture import claude, codex, cursor, gemini
+from contextflow.capture import claude, codex, gemini, read_position
 from contextflow.capture.core import TURN_KIND
 from contextflow.sessions import core as sessions
 from tests.folding import view_of
@@ -119,10 +119,10 @@ def test_hostile_lines_are_skipped_and_counted(tmp_path):
     path = tmp_path / "t.jsonl"
     good = lines("claude-transcript.jsonl")
     path.write_bytes(
-        b"\n".join([b"{not json", b"[1,2]", b'{"type":"user","message":7}', b"x" * (cursor.MAX_LINE + 5), *good])
+        b"\n".join([b"{not json", b"[1,2]", b'{"type":"user","message":7}', b"x" * (read_position.MAX_LINE + 5), *good])
         + b"\n"
     )
-    chunk = cursor.read_new(str(path), None)
+    chunk = read_position.read_new(str(path), None)
     assert chunk.skipped == 1
     counts = {}
     turns = claude.parse(chunk.lines, counts)
@@ -133,11 +133,11 @@ def test_hostile_lines_are_skipped_and_counted(tmp_path):
 def test_a_line_longer_than_a_whole_read_is_skipped_across_reads(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"y" * 100 + b"\n{}\n")
-    first = cursor.read_new(str(path), None, max_read=50)
+    first = read_position.read_new(str(path), None, max_read=50)
     assert first.lines == [] and first.skipped == 1
-    second = cursor.read_new(str(path), first.cursor, max_read=50)  # still inside the long line
+    second = read_position.read_new(str(path), first.position, max_read=50)  # still inside the long line
     assert second.lines == [] and second.skipped == 0
-    third = cursor.read_new(str(path), second.cursor, max_read=50)
+    third = read_position.read_new(str(path), second.position, max_read=50)
     assert third.lines == [b"{}"] and third.skipped == 0
 
 

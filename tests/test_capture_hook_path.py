@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from contextflow.adapters.cli import main
-from contextflow.capture import claude, cursor, transcript, turns
+from contextflow.capture import claude, read_position, transcript, turns
 from contextflow.capture.health import capture_health, health_lines
 from contextflow.capture.payload import Hook
 from contextflow.capture.turns import TURN_KIND
@@ -224,13 +224,13 @@ def test_a_transcript_path_that_is_no_regular_file_is_refused_at_once(tmp_path, 
     assert b"after the refusal" in text
 
 
-def test_cursor_refuses_a_fifo_without_waiting(tmp_path):
+def test_read_position_refuses_a_fifo_without_waiting(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    with pytest.raises(cursor.NotRegular, match="FIFO"):
-        cursor.read_new(str(fifo), None)
-    with pytest.raises(cursor.NotRegular, match="device"):
-        cursor.read_new("/dev/zero", None)
+    with pytest.raises(read_position.NotRegular, match="FIFO"):
+        read_position.read_new(str(fifo), None)
+    with pytest.raises(read_position.NotRegular, match="device"):
+        read_position.read_new("/dev/zero", None)
 
 
 # -- no secret anywhere ----------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def test_the_recorded_session_is_one_turn_with_files_commands_errors_todos_and_t
     assert "hunter2" not in json.dumps(data) and "secret plan" not in json.dumps(data)
 
 
-def test_only_messages_after_the_cursor_are_read_and_an_unfinished_reply_waits(tmp_path):
+def test_only_messages_after_the_read_position_are_read_and_an_unfinished_reply_waits(tmp_path):
     messages, parts = SAMPLE["message"], SAMPLE["part"]
     last = messages[-1]
     unfinished = {**last, "data": json.dumps({**json.loads(last["data"]), "time": {"created": 1}})}
@@ -82,12 +82,12 @@ def test_only_messages_after_the_cursor_are_read_and_an_unfinished_reply_waits(t
     name = f"{path}#{SESSION}"
     first = opencode.read_new(name, None)
     assert len(first.lines) == len(messages) - 1  # the last reply is not completed yet
-    assert opencode.read_new(name, first.cursor).lines == []
+    assert opencode.read_new(name, first.position).lines == []
     connection = sqlite3.connect(path)
     connection.execute("UPDATE message SET data = ? WHERE id = ?", (last["data"], last["id"]))
     connection.commit()
     connection.close()
-    second = opencode.read_new(name, first.cursor)
+    second = opencode.read_new(name, first.position)
     assert [json.loads(line)["id"] for line in second.lines] == [last["id"]]
     assert opencode.parse(second.lines, {})[0].final.startswith("I set x to 2.")
 

@@ -143,7 +143,7 @@ def test_a_fresh_machine_answers_from_the_newest_events_while_its_tables_are_bui
     from contextflow.core import rest
     from tests.test_own_writes_while_building import building_elsewhere
 
-    monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads past the cursors: the logs' tails
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # more than a call reads past the read positions: the logs' tails
     for n in range(40):
         app.store.append("note", {"project": "shared", "session_id": "old", "text": f"filler {n} " + "x" * 300})
     app.store.append("handoff", {"project": "shared", "session_id": "s9", "summary": "Parser half done", "agent": "a"})

@@ -319,8 +319,8 @@ def test_the_feed_command_pages_with_before(capsys: pytest.CaptureFixture[str]) 
         _cli(capsys, "note", f"note {n}", "--session", "s1", "--project", "web")
     code, out, _ = _cli(capsys, "feed", "--limit", "2", "--kind", "note")
     assert code == 0 and "Older: pass before=" in out
-    cursor = out.rsplit("before=", 1)[1].strip().rstrip(".")
-    code, out, _ = _cli(capsys, "feed", "--kind", "note", "--before", cursor)
+    position = out.rsplit("before=", 1)[1].strip().rstrip(".")
+    code, out, _ = _cli(capsys, "feed", "--kind", "note", "--before", position)
     assert code == 0 and "> note 0" in out and "> note 2" not in out
 
 

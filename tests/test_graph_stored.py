@@ -216,12 +216,12 @@ def test_while_the_tables_are_not_current_a_call_reads_them_and_the_logs_rest(
     writes.graph(app)
     tables = app.tables()
     monkeypatch.setattr(tables, "update", lambda *_args, **_kw: -1)  # another process holds the lock
-    later = writes.add_node(app, type="fact", content="past the cursors")
+    later = writes.add_node(app, type="fact", content="past the positions")
     assert tables.peek("SELECT count(*) FROM graph_nodes") == [(1,)]
     state = writes.graph(app)
     assert isinstance(state.read, Reading) and state.read.rest is not None
     assert state.nodes[kept.id].content == "in the tables"
-    assert state.nodes[later.id].content == "past the cursors"
+    assert state.nodes[later.id].content == "past the positions"
     assert read_rows(app) == scratch(app).rows()  # the rows built plus the rest: every event's
 
 

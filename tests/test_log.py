@@ -48,13 +48,13 @@ def test_a_log_that_is_a_symlink_is_never_written_through(tmp_path):
     assert target.read_bytes() == b"keep me\n"
 
 
-def test_reading_continues_from_the_cursor_with_only_the_new_lines(tmp_path):
+def test_reading_continues_from_the_read_position_with_only_the_new_lines(tmp_path):
     folder = tmp_path / "store"
     w = writer(folder)
     append(w, b"one\ntwo\n")
     first = read_new(w.path, None)
     append(w, b"three\n")
-    second = read_new(w.path, first.cursor)
+    second = read_new(w.path, first.position)
     assert [line for _, line in first.lines] == [b"one", b"two"]
     assert second.lines == [(3, b"three")] and not second.reset
 
@@ -66,7 +66,7 @@ def test_a_line_still_being_written_is_not_read_until_it_is_whole(tmp_path):
     assert [line for _, line in chunk.lines] == [b"one"]
     with open(path, "ab") as handle:
         handle.write(b"o\n")
-    assert [line for _, line in read_new(path, chunk.cursor).lines] == [b"two"]
+    assert [line for _, line in read_new(path, chunk.position).lines] == [b"two"]
 
 
 def test_a_replaced_file_that_continues_the_old_one_is_read_incrementally(tmp_path):
@@ -76,7 +76,7 @@ def test_a_replaced_file_that_continues_the_old_one_is_read_incrementally(tmp_pa
     replacement = tmp_path / "copy"
     replacement.write_bytes(b"one\ntwo\n")
     os.replace(replacement, path)  # what a sync tool does
-    second = read_new(path, first.cursor)
+    second = read_new(path, first.position)
     assert not second.reset and [line for _, line in second.lines] == [b"two"]
 
 
@@ -85,7 +85,7 @@ def test_a_rewritten_file_is_reported_as_a_reset(tmp_path):
     path.write_bytes(b"one\ntwo\n")
     first = read_new(path, None)
     path.write_bytes(b"uno\ndos\ntres\n")
-    assert read_new(path, first.cursor).reset
+    assert read_new(path, first.position).reset
 
 
 def test_segments_are_logs_and_conflict_copies_but_nothing_else(tmp_path):

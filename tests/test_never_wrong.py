@@ -384,7 +384,9 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     merged = answers(app)  # the overlay extended by the new bytes
     assert "after the first read" in str(merged) and "after the first read" not in str(first)
     assert stored.current(app) and not folded_sessions(app) and len(built) == 1  # built once, then extended
-    monkeypatch.setattr(rest, "REST_BYTES", 0)  # too much to read past the cursors: the logs' tails (all of them here)
+    monkeypatch.setattr(
+        rest, "REST_BYTES", 0
+    )  # too much to read past the positions: the logs' tails (all of them here)
     tails = App.open()
     try:
         partial = answers(tails)

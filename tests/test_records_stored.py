@@ -199,12 +199,12 @@ def test_an_event_read_twice_from_two_copies_of_a_log_counts_once(app: App) -> N
     assert app.tables().differing() == []
 
 
-def test_the_catch_up_writes_the_records_rows_with_their_cursors(app: App) -> None:
+def test_the_catch_up_writes_the_records_rows_with_their_read_positions(app: App) -> None:
     """The records' and conversations' rows are written by the catch-up that reads the logs, in the
-    transaction that moves their cursors: no reader folds them afterwards."""
+    transaction that moves their read positions: no reader folds them afterwards."""
     write_events(app.store.folder, _events(6, 80))
     tables = app.tables()
     tables.update()
-    assert tables.cursors("records-state") == tables.cursors("feed") != {}
+    assert tables.positions("records-state") == tables.positions("feed") != {}
     assert tables.peek("SELECT count(*) FROM records_rows")[0][0] > 0
     assert tables.peek("SELECT count(*) FROM conversations_rows")[0][0] > 0

@@ -31,7 +31,7 @@ def refs(app: App, query: str, **more: Any) -> list[str]:
 
 
 def committed(app: App) -> dict[str, Any]:
-    """The cursors state.json records (what the index has committed)."""
+    """The read positions state.json records (what the index has committed)."""
     state = orjson.loads((app.store.state_dir / derived.FOLDER / derived.STATE_FILE).read_bytes())
     return {name: entry["cursor"][4] for name, entry in state["segments"].items()}
 

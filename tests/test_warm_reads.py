@@ -48,7 +48,7 @@ def test_a_warm_read_reads_no_bookkeeping_table(app: App) -> None:
     sessions.read_entries(app, EntryFilter("shared"))  # brought up to date
     with statements(app) as found:
         assert [e.data["text"] for e in sessions.read_entries(app, EntryFilter("shared"))] == ["one"]
-    assert not [s for s in found if "cursors" in s or "formats" in s or "CREATE" in s], found
+    assert not [s for s in found if "positions" in s or "formats" in s or "CREATE" in s], found
     assert len([s for s in found if "data_version" in s]) == 1  # the logs and the database checked once
 
 
@@ -60,7 +60,7 @@ def test_a_format_started_over_by_another_process_is_noticed_though_no_log_chang
     try:
         db = other._connect()
         with Txn(db, 2.0):
-            other._reset(db, "sessions")  # as a build of another version starts over: empty tables, no cursor
+            other._reset(db, "sessions")  # as a build of another version starts over: empty tables, no read position
     finally:
         other.close()
     assert listed(app)() == ["s"]  # read again from the logs, never an empty answer

@@ -106,7 +106,7 @@ def _inside(folder: Any, root: str) -> bool:
 
 def _head(path: str) -> dict[str, Any]:
     """A transcript's first line as JSON ({} when it is not an object or is longer than MAX_HEAD)."""
-    from contextflow.capture.cursor import open_regular
+    from contextflow.capture.read_position import open_regular
 
     with open_regular(path) as handle:
         line = handle.readline(MAX_HEAD)

@@ -3,7 +3,7 @@ automatic handoff. `handle` is the one path of every transcript hook (Stop, Afte
 PreCompact): read the new turns once (`transcript.read`), let the directives act on them, store them.
 
 State (machine-local, `<store state>/capture/<hash of transcript path>.json`, see transcript.py):
-besides the reader's cursor and pending calls, `{"turn_ids": [...], "digest": {...}, "auto_hash":
+besides the reader's read position and pending calls, `{"turn_ids": [...], "digest": {...}, "auto_hash":
 str, "last_key": [...], "stored": int, "retries": int}`. Everything in it passed the secret
 redaction first.
 
@@ -16,7 +16,7 @@ session). What the next session is told is derived from these records (`recall.p
 derived events are written only when needed: the automatic handoff (`handoff`, `auto: true`)
 when the session first has work and when it closes, the session's conversation record when what
 it decided or left open changed.
-A store write that fails keeps the cursor for MAX_RETRIES more calls, then moves on (never stuck).
+A store write that fails keeps the read position for MAX_RETRIES more calls, then moves on (never stuck).
 
 Off switches: `CONTEXTFLOW_CAPTURE=off` (environment), or a `.contextflow-capture-off` file at
 the repository root (or in the working folder). With capture off the reader still reads (the

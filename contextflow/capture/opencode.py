@@ -5,11 +5,11 @@ OpenCode (1.18) keeps every session in one SQLite file (`<data>/opencode/opencod
 and a `part` row per text, tool call or step (`data`: JSON with `type`; a tool part's `state`
 holds `input`, `output`, `status` and, for `bash`, `metadata.exit`). contextflow's OpenCode plugin
 (`opencode-plugin/contextflow.js`) runs `contextflow hook stop` when a session goes idle; this
-module reads that session's messages created after the cursor, read-only, and turns them into
+module reads that session's messages created after the read position, read-only, and turns them into
 `Turn`s. The plugin events carry no transcript, and OpenCode's `run` exits as soon as the session
 is idle, so the database (written before the event) is the reliable record.
 
-The cursor is `{"after": [time_created, message id]}`: the last complete message read. An
+The read position is `{"after": [time_created, message id]}`: the last complete message read. An
 assistant message not completed yet stops the read (the next call starts there). A message or
 part over MAX_ROW bytes is skipped and counted; a row that is not JSON (not UTF-8, nested deeper
 than the decoder goes) is counted as bad: each row is read on its own, so no row stops the read.
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from contextflow.capture.cursor import Chunk
+from contextflow.capture.read_position import Chunk
 from contextflow.capture.turns import Turn, decoded, each
 
 if TYPE_CHECKING:  # imported where a database is opened: a sweep finding none pays nothing for it
@@ -68,11 +68,11 @@ def _connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=2.0)
 
 
-def read_new(name: str, cursor: dict[str, Any] | None) -> Chunk:
-    """The session's complete messages after the cursor, each as one JSON line
-    `{"id", "info", "parts"}`, and the cursor after them."""
+def read_new(name: str, position: dict[str, Any] | None) -> Chunk:
+    """The session's complete messages after the read position, each as one JSON line
+    `{"id", "info", "parts"}`, and the read position after them."""
     path, session_id = _split(name)
-    after = (cursor or {}).get("after")
+    after = (position or {}).get("after")
     start = after if isinstance(after, list) and len(after) == 2 else [0, ""]
     connection = _connect(path)
     lines: list[bytes] = []

@@ -6,7 +6,7 @@ clients' own variables move them, tests point them at a tmp folder), and OpenCod
 (`capture/opencode.py`: the sessions whose folder is the repository's).
 
 Each transcript goes through the one capture path (`core.handle`, event `transcript.SWEPT`), with the
-per-transcript state the hooks keep: its cursor, its pending calls, its turn ids. So a turn a hook stored
+per-transcript state the hooks keep: its read position, its pending calls, its turn ids. So a turn a hook stored
 is never stored again, and a sweep reads only the bytes no hook read; the `<ctx:...>` directives in
 those bytes are carried out as the Stop hook would have (`turn_directives.carry_out`), once. Claude
 Code's calls still waiting for their result (the command a killed session ran) are recorded as run
@@ -149,15 +149,15 @@ def _capture(
     from contextflow.capture import core
 
     state = transcript.load_state(transcript.state_path(state_dir, item.path))
-    cursor: dict[str, Any] = state["cursor"] if isinstance(state.get("cursor"), dict) else {}
-    offset = cursor.get("offset") if cursor.get("ino") == item.signature[0] else 0
+    position: dict[str, Any] = state["cursor"] if isinstance(state.get("cursor"), dict) else {}
+    offset = position.get("offset") if position.get("ino") == item.signature[0] else 0
     offset = offset if isinstance(offset, int) and 0 <= offset <= item.signature[1] else 0
     if offset == item.signature[1]:
         return ""  # the hooks read it all
     unread = item.signature[1] - offset
     if unread > MAX_UNREAD:
         return f"{TOO_LARGE} ({unread / 1e6:.1f} MB not read yet); `contextflow import` its folder stores it"
-    from contextflow.capture.cursor import open_regular
+    from contextflow.capture.read_position import open_regular
 
     try:
         open_regular(item.path).close()  # (never blocks: a FIFO put there since the listing is refused)

@@ -5,11 +5,11 @@ Per-client parser interface (one module per client, named in `PARSERS`):
 
     parse(lines: list[bytes], counts: dict[str, int], pending: dict[str, Any]) -> list[Turn]
 
-- `lines`: the complete lines appended since the last read (never a line over `cursor.MAX_LINE`);
+- `lines`: the complete lines appended since the last read (never a line over `read_position.MAX_LINE`);
   skip noise by a prefix test before decoding, decode with `turns.decoded`, take each entry
   through `turns.each` (an entry the parser cannot take is skipped and counted, never fatal);
 - `counts["bad"]`: one more for each line or entry that cannot be read (skipped for good: the
-  cursor moves past it whatever happens);
+  read position moves past it whatever happens);
 - `pending`: plain JSON data the parser keeps between reads of one transcript (Claude Code's tool
   calls whose results are not written yet); keep it small, only strings it will need (they are
   redacted and bounded before they are saved); it is emptied when a read restarts at byte 0;
@@ -21,6 +21,7 @@ A new client: a module with `parse`, its line in `PARSERS`, and its tell-tale in
 State (machine-local, `<store state>/capture/<hash of the transcript path>.json`): `{"cursor",
 "pending", "client", "stored", "skipped", "bad", "last_error", "last_final" (a hash, never the
 text), ...}` plus what `core.py` keeps; every string in it passed the secret redaction first.
+The "cursor" key holds the read position (`capture/read_position.py`): files stored keep that name.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from contextflow.capture import cursor as cursors
+from contextflow.capture import read_position
 from contextflow.capture.payload import Hook
 from contextflow.capture.turns import UNREADABLE, Turn
 
@@ -48,7 +49,7 @@ PARSERS = {  # client -> capture module
 DEFAULT_PARSER = "claude"  # a client named nowhere else writes Claude Code's format (the most common one)
 MAX_STATE_BYTES = 4 << 20
 SWEPT = "Swept"  # the event of a read by the sweep (capture/sweep.py): the client stopped writing the transcript
-SWEPT_READ = 2 << 20  # bytes a sweep reads of one transcript (a hook's read takes up to cursor.MAX_READ)
+SWEPT_READ = 2 << 20  # bytes a sweep reads of one transcript (a hook's read takes up to read_position.MAX_READ)
 
 
 class Reading(NamedTuple):
@@ -83,7 +84,7 @@ def state_path(state_dir: Path, transcript: str) -> Path:
 def load_state(path: Path) -> dict[str, Any]:
     """The saved state, or {} (a missing, unreadable, oversized or non-regular file starts afresh)."""
     try:
-        data = json.loads(cursors.read_regular(str(path), MAX_STATE_BYTES))
+        data = json.loads(read_position.read_regular(str(path), MAX_STATE_BYTES))
     except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -118,7 +119,7 @@ def note_error(state: dict[str, Any], message: str) -> None:
 
 
 def read(hook: Hook, state: dict[str, Any], parser: str) -> Reading:
-    """The turns appended since the state's cursor (the cursor moves on, past anything unreadable),
+    """The turns appended since the state's read position (the read position moves on, past anything unreadable),
     with the payload's final reply for the last one (the transcript lags the Stop hook)."""
     turns: list[Turn] = []
     from_start, missing, error = True, hook.transcript is None, hook.refused
@@ -145,14 +146,14 @@ def read(hook: Hook, state: dict[str, Any], parser: str) -> Reading:
 def _parse(transcript: str, state: dict[str, Any], parser: str, stopped: bool = False) -> tuple[list[Turn], bool]:
     """The new turns; `stopped`: the client stopped writing the transcript, so a parser with a `stopped`
     function records the calls still waiting for their result (a killed session's last command)."""
-    cursor = state.get("cursor")
+    position = state.get("cursor")
     if parser == "opencode":
         from contextflow.capture import opencode
 
-        chunk = opencode.read_new(transcript, cursor if isinstance(cursor, dict) else None)
+        chunk = opencode.read_new(transcript, position if isinstance(position, dict) else None)
     else:
-        most = SWEPT_READ if stopped else cursors.MAX_READ
-        chunk = cursors.read_new(transcript, cursor if isinstance(cursor, dict) else None, most)
+        most = SWEPT_READ if stopped else read_position.MAX_READ
+        chunk = read_position.read_new(transcript, position if isinstance(position, dict) else None, most)
     pending = state.get("pending") if isinstance(state.get("pending"), dict) and chunk.start else {}
     counts: dict[str, int] = {}
     module = import_module(f"contextflow.capture.{parser}")
@@ -161,9 +162,9 @@ def _parse(transcript: str, state: dict[str, Any], parser: str, stopped: bool = 
     except UNREADABLE as exc:  # input the parser could not take at all: this chunk is lost, not retried
         turns, counts["bad"] = [], counts.get("bad", 0) + max(1, len(chunk.lines))
         note_error(state, f"{type(exc).__name__} reading {len(chunk.lines)} lines")
-    if stopped and hasattr(module, "stopped") and _at_end(transcript, chunk.cursor):
+    if stopped and hasattr(module, "stopped") and _at_end(transcript, chunk.position):
         module.stopped(turns, pending)  # (not when the rest of the transcript waits: the results may be there)
-    state["cursor"], state["pending"] = chunk.cursor, pending
+    state["cursor"], state["pending"] = chunk.position, pending
     for name, count in (("skipped", chunk.skipped), ("bad", counts.get("bad", 0))):
         if count:
             state[name] = _count(state.get(name)) + count
@@ -171,9 +172,9 @@ def _parse(transcript: str, state: dict[str, Any], parser: str, stopped: bool = 
     return turns, chunk.start == 0
 
 
-def _at_end(transcript: str, cursor: dict[str, Any]) -> bool:
+def _at_end(transcript: str, position: dict[str, Any]) -> bool:
     try:
-        return cursor.get("offset") == os.stat(transcript).st_size
+        return position.get("offset") == os.stat(transcript).st_size
     except OSError:
         return False
 

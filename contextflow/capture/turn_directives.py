@@ -41,7 +41,7 @@ def _pending_path(hooks: Path, session_id: str | None) -> Path:
 
 
 def load_pending(hooks: Path, session_id: str | None) -> dict[str, Any]:
-    from contextflow.capture.cursor import read_regular
+    from contextflow.capture.read_position import read_regular
 
     try:
         data = json.loads(read_regular(str(_pending_path(hooks, session_id)), 4 << 20))
@@ -63,7 +63,7 @@ def save_pending(hooks: Path, session_id: str | None, data: dict[str, Any]) -> N
 
 
 def current_task(hooks: Path) -> str | None:
-    from contextflow.capture.cursor import read_regular
+    from contextflow.capture.read_position import read_regular
 
     try:
         return read_regular(str(hooks / "current-task.txt"), 4_096).decode("utf-8", "replace").strip() or None

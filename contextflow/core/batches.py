@@ -16,7 +16,7 @@ first marker line (remembered per file, so a batch being written is scanned once
   are returned like any others (a reader with a byte limit may take them in pieces: the batch is known to
   be whole), the markers never;
 - held: the file ends before its commit, with no other marker after it (a write in progress, or a writer
-  killed mid-write): nothing of it is returned, and the cursor stops at its begin line, so a later read
+  killed mid-write): nothing of it is returned, and the read position stops at its begin line, so a later read
   starts there (`Chunk.held`: its lines). Only what lies between a begin and its commit is ever held;
 - torn: another marker comes first (another batch, or the `abort` line the writer's next write adds after
   a batch a kill cut short), or the file runs past where the begin line put its commit and no commit

@@ -1,5 +1,5 @@
 """Catching the derived tables up with the logs (`CatchUp`, the part of `core/tables.py`'s
-`Tables` that writes): the new bytes of each log read a chunk at a time, rows and cursors committed
+`Tables` that writes): the new bytes of each log read a chunk at a time, rows and read positions committed
 together; a backlog built by one background process, this machine's newest rows added ahead of it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor, log_path, read_new, read_tail
+from contextflow.core.log import Position, log_path, read_new, read_tail
 from contextflow.core.projections import (
     META,
     TAIL_BYTES,
@@ -25,10 +25,10 @@ from contextflow.core.projections import (
     Projection,
     Txn,
     busy,
-    cursor_blob,
-    cursor_of,
     damaged,
     db_stamp,
+    position_blob,
+    position_of,
     readable_events,
     unread_bytes,
 )
@@ -43,7 +43,10 @@ BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this ha
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
-RETIRED = ("view-events", "view_events", "stages")  # formats and tables earlier versions kept: dropped on a reset
+# formats and tables earlier versions kept: dropped on a reset
+# ("cursors": the read positions' table before its rename)
+RETIRED = ("view-events", "view_events", "stages", "cursors")
+EARLIER_POSITIONS = "SELECT 1 FROM sqlite_master WHERE name = 'cursors'"  # kept by an earlier version
 
 
 class CatchUp:
@@ -55,7 +58,7 @@ class CatchUp:
     caught_up: int
     building: bool
     _mutex: threading.RLock
-    _told: tuple[Path, Cursor | None] | None
+    _told: tuple[Path, Position | None] | None
     _backlog: bool
     _ahead: dict[str, tuple[str, int]]
     _ahead_stuck: bool
@@ -99,7 +102,7 @@ class CatchUp:
 
     def _add_own_newest(self, wait: float) -> None:
         """While another process builds (or holds the write lock): the rows of this machine's log's newest
-        bytes that a format has not read yet are added ahead of it, cursors untouched, so what this
+        bytes that a format has not read yet are added ahead of it, read positions untouched, so what this
         machine just wrote is read at once, by every process of it. Rows are keyed by their event (the
         build adds them again as nothing) and order-free (`Projection.ahead`), so the tables end as a fresh
         build's. At most TAIL_BYTES back the first time, then only the new bytes; a busy writer past
@@ -132,7 +135,7 @@ class CatchUp:
         start), when before `size`. A format not made yet (or by another version) is made first when
         `reset` (in the caller's transaction: as the build would, which then only reads)."""
         formats = {name: (version, built) for name, version, built in db.execute("SELECT * FROM formats")}
-        held = dict(db.execute("SELECT format, cursor FROM cursors WHERE path = ?", (str(own),)).fetchall())
+        held = dict(db.execute("SELECT format, position FROM positions WHERE path = ?", (str(own),)).fetchall())
         starts: dict[str, tuple[str, int]] = {}
         for name, table_set in self.sets.items():
             if not table_set.ahead:
@@ -142,7 +145,7 @@ class CatchUp:
                 self._reset(db, name)
                 held.pop(name, None)
                 built = db.execute("SELECT built FROM formats WHERE name = ?", (name,)).fetchone()[0]
-            start = max(cursor_of(held[name]).offset if name in held else 0, size - TAIL_BYTES)
+            start = max(position_of(held[name]).offset if name in held else 0, size - TAIL_BYTES)
             added = self._ahead.get(name, ("", 0))
             start = max(start, added[1] if added[0] == built else 0)
             if start < size:
@@ -242,12 +245,14 @@ class CatchUp:
     def _plan(
         self, db: sqlite3.Connection, paths: list[Path], only: Collection[str] | None = None
     ) -> tuple[list[str], list[tuple[Path, bytes | None, list[str]]]]:
-        """(formats to rebuild, [(log, the cursor to read it from, the formats at that cursor)]), of
+        """(formats to rebuild, [(log, the read position to read it from, the formats at that read position)]), of
         formats `only` when given (else of every format)."""
         sets = self.sets if only is None else {name: s for name, s in self.sets.items() if name in only}
         versions = dict(db.execute("SELECT name, version FROM formats").fetchall())
+        if db.execute(EARLIER_POSITIONS).fetchone():  # read positions kept by an earlier version:
+            versions = {}  # every format is built again (its reset drops that table: RETIRED)
         stored: dict[str, dict[str, tuple[bytes, int]]] = {}
-        for name, path, blob, complete in db.execute("SELECT format, path, cursor, complete FROM cursors"):
+        for name, path, blob, complete in db.execute("SELECT format, path, position, complete FROM positions"):
             stored.setdefault(name, {})[path] = (blob, complete)
         names = {str(p) for p in paths}
         retire = [
@@ -272,14 +277,14 @@ class CatchUp:
         return [], todo
 
     def _reset(self, db: sqlite3.Connection, name: str) -> None:
-        """Start format `name` over (in the caller's transaction): tables empty, no cursor, its version recorded."""
+        """Start format `name` over (in the caller's transaction): tables empty, no position, its version recorded."""
         table_set = self.sets[name]
         for table in table_set.tables or tuple(table_set.inserts):
             db.execute(f'DROP TABLE IF EXISTS "{table}"')  # (its indexes and triggers go with it)
         for statement in table_set.schema:
             db.execute(statement)
-        db.execute("DELETE FROM cursors WHERE format = ?", (name,))
-        db.execute("DELETE FROM cursors WHERE format = ?", (RETIRED[0],))
+        db.execute("DELETE FROM positions WHERE format = ?", (name,))
+        db.execute("DELETE FROM positions WHERE format = ?", (RETIRED[0],))
         db.execute("DELETE FROM formats WHERE name = ?", (RETIRED[0],))
         for table in RETIRED[1:]:
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
@@ -292,7 +297,7 @@ class CatchUp:
     def _read(self, db: sqlite3.Connection, path: Path, blob: bytes | None, names: list[str]) -> tuple[int, bool]:
         """Read one chunk of `path`'s new lines into formats `names` (inside the caller's transaction): (events
         read, whether that was all: the chunk reached the log's end and lowered no clock bound)."""
-        start = cursor_of(blob) if blob is not None else None
+        start = position_of(blob) if blob is not None else None
         if self.store.progress is not None and (note := much_to_read(path, start)) and self._told != (path, start):
             self._told = (path, start)
             self.store.progress(note)  # a person at a terminal: a first read of a big log is slow
@@ -308,11 +313,14 @@ class CatchUp:
         tally, bounds = [0, 0], dict(caps)  # events read, bad lines; the clock bounds before this chunk
         self._insert(db, readable_events(chunk.lines, self.store, tally), [self.sets[name] for name in names], caps)
         count, bad = tally
-        complete = chunk.cursor.offset - (start.offset if start else 0) < READ_BYTES
-        before = dict(db.execute("SELECT format, bad FROM cursors WHERE path = ?", (str(path),)).fetchall())
+        complete = chunk.position.offset - (start.offset if start else 0) < READ_BYTES
+        before = dict(db.execute("SELECT format, bad FROM positions WHERE path = ?", (str(path),)).fetchall())
         db.executemany(
-            "INSERT OR REPLACE INTO cursors(format, path, cursor, complete, bad) VALUES (?, ?, ?, ?, ?)",
-            [(name, str(path), cursor_blob(chunk.cursor), int(complete), before.get(name, 0) + bad) for name in names],
+            "INSERT OR REPLACE INTO positions(format, path, position, complete, bad) VALUES (?, ?, ?, ?, ?)",
+            [
+                (name, str(path), position_blob(chunk.position), int(complete), before.get(name, 0) + bad)
+                for name in names
+            ],
         )
         self.caught_up += count
         return count, complete and caps == bounds  # (a bound it lowered restarts a folding format: more to do)

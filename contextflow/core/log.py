@@ -10,7 +10,7 @@ On-disk contract:
   the next append, never silently dropped; a batch cut short is closed by an abort line (its lines stay).
 - Readers take every `events.*.jsonl` (sync-conflict copies included) plus any legacy
   ContextFlowMCP files (a context file and its `.sessions/*.jsonl`, `legacy.py`), and read whole
-  lines only. A cursor keeps, per file, the offset read, a hash of the bytes just before it and a
+  lines only. A read position keeps, per file, the offset read, a hash of the bytes just before it and a
   chain of 32 KiB block hashes over the whole prefix. A later read continues when the file only
   grew (also when a sync tool replaced it with a longer copy: a new inode's whole prefix is
   checked against the chain) and reports a reset otherwise.
@@ -95,7 +95,7 @@ def unread_logs(folder: Path) -> list[tuple[Path, str]]:
     return sorted(found)
 
 
-class Cursor(NamedTuple):
+class Position(NamedTuple):
     """How far one file has been read, and what it looked like then."""
 
     dev: int
@@ -116,10 +116,10 @@ class Cursor(NamedTuple):
 
 class Chunk(NamedTuple):
     lines: list[tuple[int, bytes]]  # (line number, line without newline); only lines of complete batches
-    cursor: Cursor
-    reset: bool  # the file no longer continues what the old cursor read
-    held: int = 0  # events of a batch whose commit is not on disk yet: not returned, the cursor waits before it
-    held_at: int | None = None  # that batch's begin line's offset (the cursor's offset)
+    position: Position
+    reset: bool  # the file no longer continues what the old read position read
+    held: int = 0  # events of a batch whose commit is not on disk yet: not returned, the read position waits before it
+    held_at: int | None = None  # that batch's begin line's offset (the read position's offset)
     torn: int = 0  # lines of torn batches dropped (batches.py)
 
 
@@ -145,27 +145,27 @@ def _open_read(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
 
-def unchanged(path: Path, cursor: Cursor | None) -> bool:
-    """True when the file's signature still matches the cursor (one stat, no read)."""
-    return cursor is not None and signature(path) == cursor.signature
+def unchanged(path: Path, position: Position | None) -> bool:
+    """True when the file's signature still matches the read position (one stat, no read)."""
+    return position is not None and signature(path) == position.signature
 
 
-def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chunk:
-    """Whole lines added since `cursor` (all lines when it is None or no longer valid); with `limit`,
-    stop once about that many bytes were read (the cursor then ends before the file does)."""
+def read_new(path: Path, position: Position | None, limit: int | None = None) -> Chunk:
+    """Whole lines added since `position` (all lines when it is None or no longer valid); with `limit`,
+    stop once about that many bytes were read (the read position then ends before the file does)."""
     fd = _open_read(path)
     try:
         st = os.fstat(fd)
         reset, start, line_no = False, 0, 0
-        if cursor is not None:
-            continues = st.st_size >= cursor.offset and _tail_hash(fd, cursor.offset) == cursor.tail
-            if continues and (st.st_dev, st.st_ino) != (cursor.dev, cursor.ino):  # replaced: check all we read
-                continues = _prefix_hash(fd, b"", 0, cursor.offset) == (cursor.blocks, cursor.partial)
+        if position is not None:
+            continues = st.st_size >= position.offset and _tail_hash(fd, position.offset) == position.tail
+            if continues and (st.st_dev, st.st_ino) != (position.dev, position.ino):  # replaced: check all we read
+                continues = _prefix_hash(fd, b"", 0, position.offset) == (position.blocks, position.partial)
             reset = not continues
             if continues:
-                start, line_no = cursor.offset, cursor.lines
+                start, line_no = position.offset, position.lines
         read = complete_lines(fd, start, limit=limit)
-        walk = batches.Lines(fd)  # only lines of complete batches; the cursor waits before a held one
+        walk = batches.Lines(fd)  # only lines of complete batches; the read position waits before a held one
         lines, offset, line_no = walk.numbered(read.lines, start, line_no, read.end)
         while walk.held_at is None and walk.skip_until > offset:  # a torn batch spans past what was read
             more = complete_lines(fd, offset, limit=walk.skip_until - offset)
@@ -173,17 +173,17 @@ def read_new(path: Path, cursor: Cursor | None, limit: int | None = None) -> Chu
                 break
             found, offset, line_no = walk.numbered(more.lines, offset, line_no, more.end)
             lines += found
-        known = cursor.blocks if start and cursor is not None else b""  # the chain below start's block
+        known = position.blocks if start and position is not None else b""  # the chain below start's block
         blocks, partial = _prefix_hash(fd, known, start - start % PREFIX_BLOCK, offset)
         tail = _tail_hash(fd, offset)
-        cursor = Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
-        return Chunk(lines, cursor, reset, walk.held, walk.held_at, walk.torn)
+        position = Position(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, offset, line_no, tail, blocks, partial)
+        return Chunk(lines, position, reset, walk.held, walk.held_at, walk.torn)
     finally:
         os.close(fd)
 
 
-def end_cursor(path: Path) -> Cursor | None:
-    """A cursor at the end of a log (taken under its writer's lock, right after a write): `read_new` from it
+def end_position(path: Path) -> Position | None:
+    """A read position at the end of a log (taken under its writer's lock, right after a write): `read_new` from it
     returns what is appended later while the file only grows. It keeps no prefix chain, so a copy that
     replaced the file never continues it (the reader is told to reset). None when the log is not there."""
     try:
@@ -195,7 +195,7 @@ def end_cursor(path: Path) -> Cursor | None:
         tail = _tail_hash(fd, st.st_size)
     finally:
         os.close(fd)
-    return Cursor(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_size, 0, tail)
+    return Position(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_size, 0, tail)
 
 
 def ensure_folder(folder: Path) -> None:
@@ -399,14 +399,14 @@ def _end_by_reading(path: Path, writer: str) -> batches.End:
     only (when its last bytes do not say: `batches.log_end`)."""
     from contextflow.core.events import BadLine, decode
 
-    seq, newest, read, cursor = 0, 0, 0, None
+    seq, newest, read, position = 0, 0, 0, None
     while True:
         try:
-            chunk = read_new(path, cursor, 8 * 1024 * 1024)
+            chunk = read_new(path, position, 8 * 1024 * 1024)
         except FileNotFoundError:
             return batches.End(seq, newest, None, read)
-        start = cursor.offset if cursor is not None else 0
-        read += chunk.cursor.offset - start
+        start = position.offset if position is not None else 0
+        read += chunk.position.offset - start
         for _, raw in chunk.lines:
             try:
                 event = decode(raw)
@@ -415,9 +415,9 @@ def _end_by_reading(path: Path, writer: str) -> batches.End:
             newest = max(newest, event.hlc)
             if event.writer == writer:
                 seq = max(seq, event.seq)
-        if chunk.held_at is not None or chunk.cursor.offset == start:
+        if chunk.held_at is not None or chunk.position.offset == start:
             return batches.End(seq, newest, chunk.held_at, read)
-        cursor = chunk.cursor
+        position = chunk.position
 
 
 def _counted(begin: bytes, pieces: Iterable[bytes], size: int, commit: bytes) -> Iterator[bytes]:
@@ -568,9 +568,9 @@ def iter_quarantine(folder: Path) -> Iterator[Path]:
 
 __all__ = [
     "Chunk",
-    "Cursor",
     "LogWriter",
-    "end_cursor",
+    "Position",
+    "end_position",
     "ensure_folder",
     "fsync_folder",
     "iter_quarantine",

@@ -75,22 +75,22 @@ def _spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def code_regions(text: str) -> list[tuple[int, int]]:
     """(start, end) of each fenced block and inline code span, in order."""
     regions: list[tuple[int, int]] = []
-    cursor = 0
+    at = 0
     for begin, finish in _fences(text):
-        regions += _spans(text, cursor, begin)
+        regions += _spans(text, at, begin)
         regions.append((begin, finish))
-        cursor = finish
-    regions += _spans(text, cursor, len(text))
+        at = finish
+    regions += _spans(text, at, len(text))
     return regions
 
 
 def mask_code(text: str) -> str:
     """`text` with its code blanked out: spaces for everything but line breaks, offsets unchanged."""
     pieces: list[str] = []
-    cursor = 0
+    at = 0
     for begin, finish in code_regions(text):
-        pieces.append(text[cursor:begin])
+        pieces.append(text[at:begin])
         pieces.append(re.sub(r"[^\n]", " ", text[begin:finish]))
-        cursor = finish
-    pieces.append(text[cursor:])
+        at = finish
+    pieces.append(text[at:])
     return "".join(pieces)

@@ -1,6 +1,6 @@
 """What a feature declares for its derived tables (`Projection`, its rows, clock stamps as stored) and
 what the handle (`core/tables.py`) and its updater (`core/catchup.py`) share: the bookkeeping
-tables, the cursor as stored, the errors told apart, the write transaction, a log's readable events."""
+tables, the read position as stored, the errors told apart, the write transaction, a log's readable events."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from contextflow.core.events import BadLine, Event, decode
 from contextflow.core.fields import conform
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor
+from contextflow.core.log import Position
 from contextflow.core.scan import Unneeded
 
 if TYPE_CHECKING:
@@ -41,8 +41,8 @@ def stamp_of(value: int) -> int:
 
 META = """
 CREATE TABLE IF NOT EXISTS formats(name TEXT PRIMARY KEY, version INTEGER NOT NULL, built TEXT) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS cursors(
-    format TEXT NOT NULL, path TEXT NOT NULL, cursor BLOB NOT NULL, complete INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS positions(
+    format TEXT NOT NULL, path TEXT NOT NULL, position BLOB NOT NULL, complete INTEGER NOT NULL,
     bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(format, path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS bounds(id TEXT PRIMARY KEY, cap INTEGER NOT NULL) WITHOUT ROWID;
 """
@@ -122,22 +122,24 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-def cursor_blob(cursor: Cursor) -> bytes:
-    """A log's cursor as the `cursors` table stores it."""
-    hashes = [cursor.tail.hex(), cursor.blocks.hex(), cursor.partial.hex()]
-    return jsonio.dumps([cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns, cursor.offset, cursor.lines, *hashes])
+def position_blob(position: Position) -> bytes:
+    """A log's read position as the `positions` table stores it."""
+    hashes = [position.tail.hex(), position.blocks.hex(), position.partial.hex()]
+    return jsonio.dumps(
+        [position.dev, position.ino, position.size, position.mtime_ns, position.offset, position.lines, *hashes]
+    )
 
 
-def cursor_of(blob: bytes) -> Cursor:
-    """The cursor a `cursors` row stores."""
+def position_of(blob: bytes) -> Position:
+    """The read position a `positions` row stores."""
     dev, ino, size, mtime_ns, offset, lines, tail, blocks, partial = jsonio.loads(blob)
-    return Cursor(
+    return Position(
         dev, ino, size, mtime_ns, offset, lines, bytes.fromhex(tail), bytes.fromhex(blocks), bytes.fromhex(partial)
     )
 
 
 def unread_bytes(path: Path, blob: bytes | None) -> int:
-    """Bytes of the log at `path` past the stored cursor `blob` (all of them without one)."""
+    """Bytes of the log at `path` past the stored read position `blob` (all of them without one)."""
     sig = signature(path)
     return max(0, (sig[2] if sig else 0) - (jsonio.loads(blob)[4] if blob else 0))
 

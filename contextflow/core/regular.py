@@ -1,5 +1,5 @@
 """Reading a regular file only, never blocking: one helper for the store's state files and the hooks'
-cursors (stdlib `os` and `stat` only, so a hook pays nothing to import it).
+read positions (stdlib `os` and `stat` only, so a hook pays nothing to import it).
 
 A FIFO, device, socket or folder planted where a file is expected is opened non-blocking and refused
 (`NotRegular`), never waited on; a symbolic link is refused too unless the caller follows links (a

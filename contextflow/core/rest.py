@@ -3,7 +3,7 @@ large sync, another process holding their lock): the tables as built plus the ro
 remaining bytes, read through one connection so that every reader's SQL is unchanged.
 
 A `Rest` is an in-memory SQLite database (`main`) holding, for the projections asked, the rows of every
-log's events past that set's cursors (its triggers run on them), with the tables on disk attached read
+log's events past that set's read positions (its triggers run on them), with the tables on disk attached read
 only as `base`. TEMP views named as the tables show base's rows with the rest's in their place (each
 set's `Projection.merged` SQL; by default a row of the rest replaces base's row of the same `id`), so a
 query of `sessions_entries` or `feed` reads both. A set whose triggers summarise rows (sessions) first
@@ -11,10 +11,10 @@ copies base's rows of what the new rows touch (`Projection.seed`), so its trigge
 A set folding chunks (`Projection.apply`: the graph, records, conversations) folds the rest's events with its own
 `apply`: its queries read the merged views (made first), its inserts go to `main` (`_Into`); a scoped
 store folds only its projects' events (each one's rows are of its own project).
-The cursors are read before the rows, so a chunk a build commits meanwhile is in both (the merge keeps it
+The read positions are read before the rows, so a chunk a build commits meanwhile is in both (the merge keeps it
 once), never in neither.
 
-Bounded: at most REST_BYTES past the cursors are read into memory. More (a new machine, a format
+Bounded: at most REST_BYTES past the read positions are read into memory. More (a new machine, a format
 rebuilt): only the logs' newest bytes are (about TAIL_BYTES of each, then more of the busiest writer's
 within TAIL_BUDGET; every event since the oldest stamp all those tails reach is there) and the answer is
 partial: `Reading.partial` says how far the build is, and the caller says so ("62% of 42 MB indexed").
@@ -34,14 +34,14 @@ from weakref import WeakKeyDictionary
 
 from contextflow.core import jsonio
 from contextflow.core.fsutil import Signature, signature
-from contextflow.core.log import Cursor, read_new, read_tail
+from contextflow.core.log import Position, read_new, read_tail
 from contextflow.core.project import project_of
 from contextflow.core.projections import (
     TAIL_BUDGET,
     TAIL_BYTES,
     WAIT_S,
     Projection,
-    cursor_of,
+    position_of,
     readable_events,
     scoped_views,
 )
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
     from contextflow.core.tables import Tables
 
-REST_BYTES = 16 * 1024 * 1024  # past the cursors, read into memory (about 5x that held); more: the tails only
+REST_BYTES = 16 * 1024 * 1024  # past the read positions, read into memory (about 5x that held); more: the tails only
 CHUNK_BYTES = 1024 * 1024  # read and inserted at a time: the rest's memory is its rows, not a chunk's events
 
 
@@ -79,7 +79,7 @@ class Rest:
         projects: frozenset[str] | None = None,
     ) -> None:
         self.db, self.sets, self.key, self.built, self.projects = db, list(sets), key, built, projects
-        self.read: dict[tuple[str, str], Cursor | None] = {}  # (format, log) -> how far the rest holds its rows
+        self.read: dict[tuple[str, str], Position | None] = {}  # (format, log) -> how far the rest holds its rows
         self.seen: dict[str, Signature | None] = {}  # per log, its signature when read
         self.partial: Progress | None = None  # set when only the logs' tails are read
         self._seeded: set[Any] = set()
@@ -99,11 +99,11 @@ class Rest:
         with self._lock:
             for path in tables.paths():
                 self.seen[str(path)] = signature(path)
-                groups: dict[Cursor | None, list[Projection]] = {}
+                groups: dict[Position | None, list[Projection]] = {}
                 for table_set in self.sets:
                     groups.setdefault(self.read.get((table_set.name, str(path))), []).append(table_set)
-                for cursor, sets in groups.items():
-                    for lines, after in _chunks(path, cursor):
+                for position, sets in groups.items():
+                    for lines, after in _chunks(path, position):
                         self._insert(sets, readable_events(lines, tables.store))
                         for table_set in sets:
                             self.read[(table_set.name, str(path))] = after
@@ -152,18 +152,18 @@ def _main(sql: str) -> str:
     return re.sub(r"^(\s*INSERT(?: OR \w+)? INTO )", r"\1main.", sql, flags=re.IGNORECASE)
 
 
-def _chunks(path: Path, cursor: Cursor | None) -> Iterable[tuple[list[tuple[int, bytes]], Cursor]]:
-    """The lines of the log at `path` past `cursor`, about CHUNK_BYTES at a time, each with the cursor
+def _chunks(path: Path, position: Position | None) -> Iterable[tuple[list[tuple[int, bytes]], Position]]:
+    """The lines of the log at `path` past `position`, about CHUNK_BYTES at a time, each with the read position
     after it (a log that is gone gives none)."""
     while True:
-        start = cursor.offset if cursor else 0
+        start = position.offset if position else 0
         try:
-            chunk = read_new(path, cursor, CHUNK_BYTES)
+            chunk = read_new(path, position, CHUNK_BYTES)
         except FileNotFoundError:
             return
-        cursor = chunk.cursor
-        yield chunk.lines, cursor
-        if chunk.cursor.offset - start < CHUNK_BYTES:
+        position = chunk.position
+        yield chunk.lines, position
+        if chunk.position.offset - start < CHUNK_BYTES:
             return
 
 
@@ -190,7 +190,7 @@ _BUILDING = threading.Lock()
 def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Reading:
     """How to read formats `names` now: the tables when they hold every log's events, else the tables as
     built with the rows of the logs' remaining bytes (kept per store: extended by new bytes while the
-    tables' cursors stay, built again when they move). A database that does not read gives the rest
+    tables' read positions stay, built again when they move). A database that does not read gives the rest
     alone (the logs' rows, or their tails when over REST_BYTES). A `--stdin` batch's earlier items the
     tables do not hold (`Store.held_back`) are added on top."""
     wanted = set(names)
@@ -218,20 +218,20 @@ def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Readi
 
 
 def _base_key(tables: Tables) -> object:
-    """The tables' cursors: while they stay, a rest is extended, else built again."""
+    """The tables' read positions: while they stay, a rest is extended, else built again."""
     try:
-        found = tables.peek("SELECT format, path, cursor FROM cursors")
+        found = tables.peek("SELECT format, path, position FROM positions")
     except sqlite3.DatabaseError:
         return None
     return tuple(sorted((str(name), str(path), bytes(blob)) for name, path, blob in found))
 
 
 def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: int | None = None) -> Rest:
-    """The rest of `sets` over the tables now: every log's bytes past their cursors, or the logs' tails
+    """The rest of `sets` over the tables now: every log's bytes past their read positions, or the logs' tails
     (partial, with the build's progress) when more than `most` (REST_BYTES) bytes remain."""
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     try:
-        cursors, built = _attach(db, tables, sets)
+        positions, built = _attach(db, tables, sets)
         for table_set in sets:
             for statement in table_set.schema:
                 db.execute(statement)
@@ -246,8 +246,8 @@ def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: 
                 db.execute(f'CREATE TEMP VIEW "{table}{"_all" if table in scoped else ""}" AS {merge.format(t=table)}')
         for statement in scoped_views(sets, projects, '"{}_all"') if projects is not None else ():
             db.execute(statement)
-        rest.read = {(name, path): cursor for (name, path), cursor in cursors.items()}
-        left = sum(_unread(path, cursors, sets) for path in tables.paths())
+        rest.read = {(name, path): position for (name, path), position in positions.items()}
+        left = sum(_unread(path, positions, sets) for path in tables.paths())
         jsonio.fast(left)
         if left > (REST_BYTES if most is None else most):
             rest.partial = _progress(tables)
@@ -266,29 +266,29 @@ _BY_ID = "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION
 
 def _attach(
     db: sqlite3.Connection, tables: Tables, sets: Sequence[Projection]
-) -> tuple[dict[tuple[str, str], Cursor], set[str]]:
-    """Attach the tables as `base` (read only); the cursors of `sets` there and the names of those built."""
-    cursors: dict[tuple[str, str], Cursor] = {}
+) -> tuple[dict[tuple[str, str], Position], set[str]]:
+    """Attach the tables as `base` (read only); the read positions of `sets` there and the names of those built."""
+    positions: dict[tuple[str, str], Position] = {}
     built: set[str] = set()
     with contextlib.suppress(sqlite3.DatabaseError):  # (no database, or a damaged one: the rest alone)
         if not tables.path.is_file():
-            return cursors, built
+            return positions, built
         db.execute("ATTACH ? AS base", (f"{tables.path.absolute().as_uri()}?mode=ro",))
         names = {name for (name,) in db.execute("SELECT name FROM base.sqlite_master WHERE type = 'table'")}
         versions = dict(db.execute("SELECT name, version FROM base.formats").fetchall())
         for table_set in sets:
             owned = set(table_set.tables or tuple(table_set.inserts))
-            if versions.get(table_set.name) == table_set.format.version and owned <= names:
+            if versions.get(table_set.name) == table_set.format.version and owned <= names and "cursors" not in names:
                 built.add(table_set.name)
-        found = db.execute("SELECT format, path, cursor FROM base.cursors").fetchall()
-        cursors = {(str(name), str(path)): cursor_of(blob) for name, path, blob in found if name in built}
-    return cursors, built
+        found = db.execute("SELECT format, path, position FROM base.positions").fetchall()
+        positions = {(str(name), str(path)): position_of(blob) for name, path, blob in found if name in built}
+    return positions, built
 
 
-def _unread(path: Path, cursors: dict[tuple[str, str], Cursor], sets: Sequence[Projection]) -> int:
+def _unread(path: Path, positions: dict[tuple[str, str], Position], sets: Sequence[Projection]) -> int:
     found = signature(path)
     size = found[2] if found else 0
-    return max((size - (c.offset if (c := cursors.get((s.name, str(path)))) else 0) for s in sets), default=0)
+    return max((size - (c.offset if (c := positions.get((s.name, str(path)))) else 0) for s in sets), default=0)
 
 
 def _progress(tables: Tables) -> Progress:

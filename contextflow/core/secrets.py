@@ -143,11 +143,11 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
 
 def _redacted(text: str, found: list[Finding]) -> str:
     pieces: list[str] = []
-    cursor = 0
+    at = 0
     for finding in found:
-        pieces += [text[cursor : finding.start], f"[REDACTED:{finding.kind}]"]
-        cursor = finding.end
-    pieces.append(text[cursor:])
+        pieces += [text[at : finding.start], f"[REDACTED:{finding.kind}]"]
+        at = finding.end
+    pieces.append(text[at:])
     return "".join(pieces)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from contextflow.core.events import LEGACY_WRITER
-from contextflow.core.log import Cursor, parse_log_name
+from contextflow.core.log import Position, parse_log_name
 
 
 class Segment:
@@ -21,7 +21,7 @@ class Segment:
         self.writer = writer
         self.conflict_copy = conflict_copy
         self.legacy = legacy
-        self.cursor: Cursor | None = None
+        self.position: Position | None = None
         self.events = 0
         self.bad_lines = 0
         self.newest = 0  # the highest clock stamp read from this log
@@ -82,10 +82,10 @@ def new_segment(path: Path, legacy: bool) -> Segment:
     return Segment(path, writer, conflict, False)
 
 
-def much_to_read(path: Path, cursor: Cursor | None) -> str | None:
+def much_to_read(path: Path, position: Position | None) -> str | None:
     """A line for a person at a terminal when `path` has PROGRESS_BYTES or more new to read."""
     try:
-        new = os.stat(path).st_size - (cursor.offset if cursor else 0)
+        new = os.stat(path).st_size - (position.offset if position else 0)
     except OSError:
         return None
     if new < PROGRESS_BYTES:

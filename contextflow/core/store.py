@@ -126,7 +126,7 @@ class Store:
     def signatures(self) -> dict[str, tuple[int, int, int, int]]:
         """(device, inode, size, mtime_ns) of every log as scanned (this store's own writes included, scanned
         or not); compare with `current_signatures()`."""
-        found = {str(path): segment.cursor.signature for path, segment in self._segments.items() if segment.cursor}
+        found = {str(path): segment.position.signature for path, segment in self._segments.items() if segment.position}
         if self._unscanned is not None:
             found[str(self._writer.path)] = self._unscanned
         return found
@@ -179,17 +179,17 @@ class Store:
     def _read_segment(self, path: Path) -> bool:
         """Scan what `path` gained; False when it no longer continues what was read."""
         segment = self._segments.get(path)
-        if segment is not None and unchanged(path, segment.cursor):
+        if segment is not None and unchanged(path, segment.position):
             return True
         limit = self.legacy_max_bytes
         if (segment is None or segment.legacy) and (size := legacy.oversize(path, self.location.legacy_files, limit)):
             self._oversized[path] = size
             return segment is None  # read no further; a file already scanned is scanned again without it
         self._oversized.pop(path, None)
-        if self.progress is not None and (note := much_to_read(path, segment.cursor if segment else None)):
+        if self.progress is not None and (note := much_to_read(path, segment.position if segment else None)):
             self.progress(note)  # a person at a terminal: a first read of a big log is slow
         try:
-            chunk = read_new(path, segment.cursor if segment else None)
+            chunk = read_new(path, segment.position if segment else None)
         except FileNotFoundError:
             return segment is None
         except OSError as exc:
@@ -197,13 +197,13 @@ class Store:
             return True
         if chunk.reset:
             return False
-        self.bytes_read += chunk.cursor.offset - (segment.cursor.offset if segment and segment.cursor else 0)
+        self.bytes_read += chunk.position.offset - (segment.position.offset if segment and segment.position else 0)
         if path == self._writer.path:
             self._unscanned = None  # scanned from here on
         if segment is None:
             segment = new_segment(path, legacy.is_legacy(path, self.location.legacy_files))
             self._segments[path] = segment
-        segment.cursor = chunk.cursor
+        segment.position = chunk.position
         segment.held, segment.held_at, segment.torn = chunk.held, chunk.held_at, segment.torn + chunk.torn
         newest, max_seq, own = segment.newest, segment.max_seq, segment.writer
         schema, edge, ahead = self.fields, horizon(), segment.ahead
@@ -421,7 +421,7 @@ class Store:
             with self.appending, self._writer.locked():
                 path = self._writer.path
                 own = self._segments.get(path)
-                scanned = own is not None and not own.legacy and unchanged(path, own.cursor) and not self._stale
+                scanned = own is not None and not own.legacy and unchanged(path, own.position) and not self._stale
                 if self._observe_other_logs():
                     self.refresh()  # a log ends beyond the drift bound: learn which events are
                 end = self._writer.end()

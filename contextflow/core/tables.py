@@ -14,13 +14,13 @@ never synced, always safe to delete):
   queries), or `apply(db, events)`, which folds a chunk's events into a view's state kept in its tables
   (the graph, records, conversations), with `load(db)` that whole state for a reader.
 - `formats` holds the version each format was built with: a different version drops and rebuilds that
-  format's tables only. `cursors` holds, per format and log, the `log.Cursor` up to which its events
-  are in: rows and cursors commit in one transaction, so a crash loses nothing and replays nothing.
+  format's tables only. `positions` holds, per format and log, the `log.Position` up to which its events
+  are in: rows and read positions commit in one transaction, so a crash loses nothing and replays nothing.
 - Clock stamps are stored shifted (`db_stamp`: SQLite's integers are signed) in columns named `hlc`.
 - `bounds` holds the clock bounds read (`clock.bound`, core/scan.py): an event named by one is stored
   at the bound's stamp minus one, whichever of the two is read first (tables with `id` and `hlc`).
 
-A read first compares every log's signature with the cursors (one stat each, one small query); while
+A read first compares every log's signature with the read positions (one stat each, one small query); while
 nothing it depends on moved since they matched (`Tables._key`), it reads no bookkeeping table. When a
 log grew, the process that sees it takes SQLite's write lock (waiting at most `wait` seconds), reads
 only the new bytes, 8 MiB at a time through `core/log.py`, and commits after each chunk. A process
@@ -53,11 +53,11 @@ from contextflow.core.catchup import BUILD_LOCK, CatchUp
 from contextflow.core.catchup import BUILD_WAIT_S as BUILD_WAIT_S
 from contextflow.core.catchup import READ_BYTES as READ_BYTES
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor, list_segments
+from contextflow.core.log import Position, list_segments
 from contextflow.core.projections import WAIT_S as WAIT_S
 from contextflow.core.projections import Projection as Projection
 from contextflow.core.projections import Row as Row
-from contextflow.core.projections import busy, cursor_of, damaged, scoped_views, unread_bytes
+from contextflow.core.projections import busy, damaged, position_of, scoped_views, unread_bytes
 from contextflow.core.projections import db_stamp as db_stamp
 from contextflow.core.projections import stamp_of as stamp_of
 
@@ -87,7 +87,7 @@ class Tables(CatchUp):
         self._mutex = threading.RLock()  # the HTTP bridge's threads share the connection
         self.caught_up = 0  # events this process folded in (for tests and benchmarks)
         self._failed = False  # the database does not open here
-        self._told: tuple[Path, Cursor | None] | None = None  # the last read a person was told about
+        self._told: tuple[Path, Position | None] | None = None  # the last read a person was told about
         self.building = False  # a background process builds the backlog (answers hold what is built so far)
         self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
         self._backlog = False  # the last update found a build's worth to read (built in the background or elsewhere)
@@ -347,7 +347,7 @@ class Tables(CatchUp):
         total = sum(unread_bytes(path, None) for path in paths)
         with self._mutex:
             try:
-                rows = self._connect().execute("SELECT format, path, cursor FROM cursors").fetchall()
+                rows = self._connect().execute("SELECT format, path, position FROM positions").fetchall()
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):
                     return 0, total
@@ -378,17 +378,19 @@ class Tables(CatchUp):
                 self._discard()
             return differ
 
-    def cursors(self, name: str) -> dict[str, Cursor]:
-        """Per log, the cursor up to which format `name` holds its events (reads, never updates; inside
+    def positions(self, name: str) -> dict[str, Position]:
+        """Per log, the read position up to which format `name` holds its events (reads, never updates; inside
         `snapshot`, in its transaction)."""
         with self._mutex:
             try:
-                found = self._reads().execute("SELECT path, cursor FROM cursors WHERE format = ?", (name,)).fetchall()
+                found = (
+                    self._reads().execute("SELECT path, position FROM positions WHERE format = ?", (name,)).fetchall()
+                )
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):
                     return {}
                 raise
-        return {str(path): cursor_of(blob) for path, blob in found}
+        return {str(path): position_of(blob) for path, blob in found}
 
     def paths(self) -> list[Path]:
         """The logs the tables read."""
@@ -397,7 +399,7 @@ class Tables(CatchUp):
     def bad_lines(self) -> int:
         """Lines of the logs that are not readable events, as far as the tables have read (as they are: the
         caller brought them up to date for its call)."""
-        found = self.query("SELECT max(bad) FROM cursors GROUP BY path", checked=True)
+        found = self.query("SELECT max(bad) FROM positions GROUP BY path", checked=True)
         return sum(count for (count,) in found)
 
     def _paths(self) -> list[Path]:

@@ -51,7 +51,7 @@ def _reading(app: App) -> Iterator[Reading]:
         yield reading(tables, (PROJECTION.name,))
 
 
-def _position(read: Reading, before: str) -> tuple[int, str, int]:
+def _order_key(read: Reading, before: str) -> tuple[int, str, int]:
     """The order key a page ends at: a feed item's id, or an ISO time (items strictly older)."""
     found = read.query("SELECT hlc, w, seq FROM feed WHERE id = ?", (before,))
     if found:
@@ -113,10 +113,10 @@ def _page(app: App, read: Reading, given: dict[str, str | None], before: str | N
         where.append(f"project IN ({', '.join('?' * len(allowed))})" if allowed else "0")
         params += sorted(allowed)
     if before is not None:
-        cursor = _text(before, "before")
-        if cursor:
+        end = _text(before, "before")
+        if end:
             where.append("(hlc, w, seq) < (?, ?, ?)")
-            params += _position(read, cursor)
+            params += _order_key(read, end)
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     sql = f"SELECT {_COLUMNS} FROM feed {clause}ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
     found = read.query(sql, (*params, limit))

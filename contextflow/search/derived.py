@@ -5,8 +5,9 @@ On-disk contract (`<state folder>/derived/`, machine-local, never synced, always
 - `search-<instance>/`: the tantivy index (`search/disk.py`), a new folder for each build; readers
   map it, so processes share it through the page cache instead of each decoding its own copy.
 - `state.json`: the version key (format, index engine, stemmer, a hash of the search code, the
-  store folder) and, per log, the cursor up to which its events are in the index (`log.Cursor`:
+  store folder) and, per log, the read position up to which its events are in the index (`log.Position`:
   offset, signature, a hash of the bytes before the offset). Written atomically after each commit.
+  Each read position is under the key "cursor" (its name when first stored).
 - `update.lock`: held by the one process bringing the index up to date.
 
 A call compares every log's signature with `state.json` (one stat each). When a log grew, the
@@ -37,7 +38,7 @@ from contextflow.core import jsonio
 from contextflow.core.errors import StoreError
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import atomic_write, read_regular, signature
-from contextflow.core.log import Chunk, Cursor, list_segments, read_new
+from contextflow.core.log import Chunk, Position, list_segments, read_new
 from contextflow.core.progress import Progress
 from contextflow.search.files import FilesDamaged, check, committed
 
@@ -117,23 +118,23 @@ def version_key(store_folder: Path) -> dict[str, Any]:
     }
 
 
-def _cursor_json(cursor: Cursor) -> list[Any]:
+def _position_json(position: Position) -> list[Any]:
     return [
-        cursor.dev,
-        cursor.ino,
-        cursor.size,
-        cursor.mtime_ns,
-        cursor.offset,
-        cursor.lines,
-        cursor.tail.hex(),
-        cursor.blocks.hex(),
-        cursor.partial.hex(),
+        position.dev,
+        position.ino,
+        position.size,
+        position.mtime_ns,
+        position.offset,
+        position.lines,
+        position.tail.hex(),
+        position.blocks.hex(),
+        position.partial.hex(),
     ]
 
 
-def _cursor(raw: list[Any]) -> Cursor:
+def _position(raw: list[Any]) -> Position:
     dev, ino, size, mtime_ns, offset, lines, tail, blocks, partial = raw
-    return Cursor(
+    return Position(
         int(dev),
         int(ino),
         int(size),
@@ -325,7 +326,7 @@ class DerivedSearch:
         key = (state.get("instance"), self._seen)
         if self._tail is None or self._tail.key != key or self._tail.sink.index is not index:
             self._tail = Follower(key, SearchSink(index))
-        logs = [(p, _cursor(segments[str(p)]["cursor"]) if str(p) in segments else None) for p in paths]
+        logs = [(p, _position(segments[str(p)]["cursor"]) if str(p) in segments else None) for p in paths]
         found = self._tail.follow(logs, self.store.fields, TAIL_EVENTS, TAIL_BYTES)
         if found is None:
             self._tail = None
@@ -435,14 +436,14 @@ class DerivedSearch:
         waiting: deque[tuple[Future[Any] | None, Path, Chunk, int]] = deque()
         counts = [0, 0]  # events read, bytes done
 
-        def settle() -> None:  # a chunk's events are in the sink: record its cursor, commit now and then
+        def settle() -> None:  # a chunk's events are in the sink: record its read position, commit now and then
             work, path, chunk, start = waiting.popleft()
             if work is not None:
                 sink.absorb(work.result())
             counts[0] += len(chunk.lines)
-            counts[1] += chunk.cursor.offset - start
-            complete = chunk.cursor.offset - start < READ_BYTES
-            segments[str(path)] = {"cursor": _cursor_json(chunk.cursor), "complete": complete}
+            counts[1] += chunk.position.offset - start
+            complete = chunk.position.offset - start < READ_BYTES
+            segments[str(path)] = {"cursor": _position_json(chunk.position), "complete": complete}
             if sink.pending_events >= COMMIT_EVENTS:
                 sink.commit(last=False)
                 self._write_state({**state, "segments": dict(segments), "documents": sink.count()})
@@ -523,15 +524,15 @@ def _chunks(todo: list[Path], segments: dict[str, Any]) -> Iterator[tuple[Path, 
     """(log, its next chunk of new lines, the offset it starts at), log after log; stops after a reset."""
     for path in todo:
         entry = segments.get(str(path))
-        cursor = _cursor(entry["cursor"]) if entry else None
+        position = _position(entry["cursor"]) if entry else None
         while True:
-            start = cursor.offset if cursor else 0
-            chunk = read_new(path, cursor, READ_BYTES)
+            start = position.offset if position else 0
+            chunk = read_new(path, position, READ_BYTES)
             yield path, chunk, start
             if chunk.reset:
                 return
-            cursor = chunk.cursor
-            if cursor.offset - start < READ_BYTES:
+            position = chunk.position
+            if position.offset - start < READ_BYTES:
                 break
 
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from contextflow.core import jsonio
 from contextflow.core.fields import Schema
 from contextflow.core.fsutil import signature
-from contextflow.core.log import Cursor, read_new
+from contextflow.core.log import Position, read_new
 from contextflow.search import ranking
 from contextflow.search.disk import DiskIndex, Row, decode_doc, near_text, qualified
 from contextflow.search.docs import Doc, Hit
@@ -230,30 +230,35 @@ class Follower:
     def __init__(self, key: object, sink: SearchSink) -> None:
         self.key = key
         self.sink = sink
-        self.read: dict[str, Cursor] = {}
+        self.read: dict[str, Position] = {}
         self.kept: dict[str, Row] = {}
         self.view: TailedIndex | None = None
 
     def follow(
-        self, logs: list[tuple[Path, Cursor | None]], schema: Schema, events: int, size: int
+        self, logs: list[tuple[Path, Position | None]], schema: Schema, events: int, size: int
     ) -> TailedIndex | None:
-        """The index with the logs' lines past the committed cursors; None when the tail is over `events`
+        """The index with the logs' lines past the committed read positions; None when the tail is over `events`
         events or `size` bytes, or a log no longer continues (the caller commits instead). Bad lines are
         skipped, as a commit skips them (the store counts and reports them)."""
         changed = False
         for path, committed in logs:
-            cursor = self.read.get(str(path), committed)
-            if cursor is not None and signature(path) == (cursor.dev, cursor.ino, cursor.size, cursor.mtime_ns):
+            position = self.read.get(str(path), committed)
+            if position is not None and signature(path) == (
+                position.dev,
+                position.ino,
+                position.size,
+                position.mtime_ns,
+            ):
                 continue
-            start = cursor.offset if cursor is not None else 0
-            chunk = read_new(path, cursor, size)
-            if chunk.reset or chunk.cursor.offset - start >= size:
+            start = position.offset if position is not None else 0
+            chunk = read_new(path, position, size)
+            if chunk.reset or chunk.position.offset - start >= size:
                 return None
             for line_no, raw in chunk.lines:
                 event = readable(raw, line_no, schema)
                 if event is not None:
                     self.sink.apply(event)
-            self.read[str(path)] = chunk.cursor
+            self.read[str(path)] = chunk.position
             changed = True
         if self.sink.pending_events > events:
             return None

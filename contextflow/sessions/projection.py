@@ -153,7 +153,7 @@ _ENTRY_COLUMNS = "id, hlc, w, seq, kind, project, session_id, agent, task, auto,
 def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded: set[Any]) -> None:
     """Copy every entry the tables hold of each session the new entries `found` touch (once each) beside
     them, before them: the triggers make its summary and which automatic handoff is current from all of
-    them (each entry once, by id: one the tables took since the cursors were read is in both)."""
+    them (each entry once, by id: one the tables took since the read positions were read is in both)."""
     touched = {(row[5], row[6]) for row in found.get("sessions_entries", []) if row[6]} - seeded
     for project, session_id in sorted(touched):
         db.execute(

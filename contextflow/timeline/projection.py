@@ -131,7 +131,7 @@ MERGED = (  # read beside the logs' remaining bytes (core/rest.py): their thread
 
 def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded: set[Any]) -> None:
     """Copy every event the tables hold of each thread the new rows `found` touch (once each) beside them:
-    the triggers make its whole summary (each event once, by id: one the tables took since the cursors
+    the triggers make its whole summary (each event once, by id: one the tables took since the read positions
     were read is in both)."""
     touched = {row[5] for row in found.get("timeline_events", []) if row[5] and row[4] != THOUGHT_UPDATE} - seeded
     for thread in sorted(touched):

@@ -187,7 +187,7 @@ def files_holding(folder: Path, needle: str) -> list[Path]:
 def test_a_secret_in_a_captured_command_is_nowhere_on_disk(handover: Handover):
     place = handover.place
     assert files_holding(place.store, "Authorization: Bearer [REDACTED"), "the command line was not captured"
-    for folder in (place.store, place.state):  # the state folder holds hooks.log and capture's cursors
+    for folder in (place.store, place.state):  # the state folder holds hooks.log and capture's read positions
         assert files_holding(folder, SECRET_TOKEN) == []
         assert files_holding(folder, SECRET_TOKEN[-12:]) == []
 

@@ -16,7 +16,7 @@ import pytest
 from contextflow.app import App
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import decode
-from contextflow.core.log import end_cursor, log_path, read_whole
+from contextflow.core.log import end_position, log_path, read_whole
 from contextflow.core.timeutil import now_ms
 from contextflow.imports.run import run_import
 
@@ -80,11 +80,11 @@ def test_the_writes_own_signature_moves_though_it_is_not_folded(imported):
 def test_forged_machine_local_state_never_makes_a_write_reuse_a_sequence(imported, store_dir, planted):
     state = App.open().store.state_dir
     own = log_path(store_dir, "writer-a")
-    at = end_cursor(own)  # a mark at the log's very end, saying it holds no event of this writer
+    at = end_position(own)  # a mark at the log's very end, saying it holds no event of this writer
     assert at is not None
     place = {"dev": at.dev, "ino": at.ino, "size": at.size, "mtime_ns": at.mtime_ns}
-    cursor = {**place, "offset": at.offset, "tail": at.tail.hex()}
-    forged = {"log": own.name, "cursor": cursor, "seq": 0, "newest": 0}
+    position = {**place, "offset": at.offset, "tail": at.tail.hex()}
+    forged = {"log": own.name, "cursor": position, "seq": 0, "newest": 0}
     (state / planted).unlink(missing_ok=True)
     (state / planted).write_bytes(orjson.dumps(forged) if planted == "own-log.mark" else b"\0forged" * 64)
     event = App.open().store.append("note", {"text": "after the forgery", "project": "shared"})

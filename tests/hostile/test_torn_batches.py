@@ -59,7 +59,7 @@ def test_a_batch_cut_at_any_byte_is_held_back_whole(app):
         _log(app).write_bytes(whole[:cut])
         chunk = log.read_new(_log(app), None)
         assert chunk.lines == [], f"cut at {cut}: {len(chunk.lines)} lines of a torn batch were returned"
-        assert chunk.cursor.offset == 0, "the cursor waits at the batch's begin line"
+        assert chunk.position.offset == 0, "the position waits at the batch's begin line"
         assert _visible() == 0
 
 
@@ -146,23 +146,23 @@ def test_a_reader_with_a_byte_limit_drops_a_torn_batch_whole_however_it_is_cut(s
     forged = b'{"batch":"begin","id":"x","events":30,"bytes":%d}\n' % span
     path = plant(store_dir, "events.evil.jsonl", lines[0], forged, *lines[1:])
     for limit in (200, 1000, 5000, None):
-        found, cursor = [], None
+        found, position = [], None
         while True:
-            chunk = log.read_new(path, cursor, limit)
+            chunk = log.read_new(path, position, limit)
             found += [raw + b"\n" for _, raw in chunk.lines]
-            if cursor is not None and chunk.cursor.offset == cursor.offset:
+            if position is not None and chunk.position.offset == position.offset:
                 break
-            cursor = chunk.cursor
+            position = chunk.position
         assert found == [lines[0], *lines[31:]], f"limit {limit}"
 
 
 def test_a_complete_batch_larger_than_a_readers_byte_limit_is_read_in_pieces(app):
     _nodes(app)
-    found, cursor = 0, None
+    found, position = 0, None
     for _ in range(1000):
-        chunk = log.read_new(_log(app), cursor, 500)
+        chunk = log.read_new(_log(app), position, 500)
         found += len(chunk.lines)
-        if cursor is not None and chunk.cursor.offset == cursor.offset:
+        if position is not None and chunk.position.offset == position.offset:
             break
-        cursor = chunk.cursor
+        position = chunk.position
     assert found == NODES
