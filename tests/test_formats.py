@@ -24,7 +24,7 @@ RECORDED = {
     "sessions": (1, "0ff1b5903cccae3aed4a"),
     "feed": (2, "ec23ea411fd5a87e3c70"),
     "capture": (2, "f4a109d4ced46722acd5"),
-    "graph-state": (3, "6a54782a4c6613c78b7c"),
+    "graph-state": (4, "6a54782a4c6613c78b7c"),
     "records-state": (2, "0741ebd1f889126c64cd"),
     "conversations-state": (2, "f28c9e2d6a4c2945e70c"),
     "timeline": (2, "1295c289cbf2dc949cf7"),
