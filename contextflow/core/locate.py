@@ -211,8 +211,12 @@ def store_state_dir(folder: Path, env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     root = checked_state_root(env, folder)
     digest = hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:16]
-    private_folder(root / "stores", _setting(env))
-    return private_folder(root / "stores" / digest, _setting(env))
+    for path in (root / "stores", root / "stores" / digest):
+        with contextlib.suppress(FileNotFoundError):  # a plain file in a folder's place: removed, rebuilt
+            if stat.S_ISREG(os.lstat(path).st_mode):  # (a link or any other kind is refused below)
+                path.unlink()
+        private_folder(path, _setting(env))
+    return path
 
 
 def validate_writer(writer: str, setting: str = "CONTEXTFLOW_WRITER") -> str:
