@@ -17,6 +17,8 @@ import json
 import os
 import re
 import shutil
+import sqlite3
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ import pytest
 
 from contextflow.adapters.cli import main
 from contextflow.app import App
+from contextflow.core import projections
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import Reply, operations
 
@@ -416,3 +419,106 @@ def test_each_file_and_folder_of_the_state_damaged_answers_as_a_rebuild_or_docto
             for path in (prepared.root / "state").rglob("*"):  # (an unreadable one made removable again)
                 path.chmod(0o700)
     assert not failed and not fixed, "\n\n".join(failed + fixed)
+
+
+# -- views.sqlite3 locked by another process --------------------------------------------------------
+
+HOLD = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+sys.stdin.read()
+db.execute("ROLLBACK")
+"""
+
+
+@contextlib.contextmanager
+def locked_by_another_process(path: Path) -> Iterator[None]:
+    """Another process holds `path`'s write lock (BEGIN EXCLUSIVE) until the block ends."""
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+            assert holder.stdout.readline() == b"held\n"
+            other = contextlib.closing(sqlite3.connect(path, timeout=0, isolation_level=None))
+            with other as db, pytest.raises(sqlite3.OperationalError, match="locked"):  # (held indeed)
+                db.execute("BEGIN IMMEDIATE")
+            yield
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=60)
+
+
+def written(app: App, when: str, thread: str) -> None:
+    """One write of every feature, its text marked `when` ("before" the lock, "under" it)."""
+    base = {"agent": "claude", "project": HERE, "session_id": "s-lock"}
+    call(app, "append_shared_note", **base, text=f"the note {when} the lock")
+    call(app, "write_shared_handoff", **base, task=f"the task {when} the lock", summary=f"summary {when} the lock")
+    call(app, "context_set", key="project:deploy", value={"host": f"host-{when}"}, project=HERE)
+    call(app, "timeline_add_thought", thread_id=thread, content=f"the thought {when} the lock", agent="claude")
+    call(app, "timeline_create_thread", name=f"thread {when} the lock", agent="claude")
+    call(app, "graph_remember", type="fact", content=f"the node {when} the lock", agent="claude")
+
+
+# Each read after the writes under the lock: (operation, arguments, what shows the newest, what showed before
+# and must no longer be shown as current; None when an earlier write rightly stays listed).
+LOCKED_READS: tuple[tuple[str, dict[str, Any], str, str | None], ...] = (
+    ("get_latest_handoff", {"project": HERE}, "the task under the lock", "the task before the lock"),
+    ("get_latest_handoff", {"project": HERE, "session_id": "s-lock"}, "the task under the lock", "before the lock"),
+    ("resume_session", {"project": HERE, "session_id": "s-lock"}, "the task under the lock", None),
+    ("list_sessions", {"project": HERE}, "summary under the lock", "summary before the lock"),
+    ("list_projects", {}, HERE, None),
+    ("read_shared_context", {"project": HERE}, "the note under the lock", None),
+    ("recent_activity", {"project": HERE}, "the note under the lock", None),
+    ("context_get", {"key": "project:deploy", "project": HERE}, "host-under", "host-before"),
+    ("context_list", {"project": HERE}, "host-under", "host-before"),
+    ("timeline_list_threads", {}, "thread under the lock", None),
+    ("timeline_where_am_i", {}, "the thought under the lock", None),
+    ("graph_recall", {"query": "node"}, "the node under the lock", None),
+    ("get_context", {"query": "note under the lock"}, "the note under the lock", None),
+)
+
+
+def plainly_partial(text: str) -> bool:
+    """Whether a reply says it could not read the newest."""
+    return text.startswith("PARTIAL:") or "could not read" in text
+
+
+@pytest.fixture
+def short_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catch-up gives up on a held lock after 0.05 s instead of seconds (what it then does is the same)."""
+    real = projections.Txn.__init__
+    monkeypatch.setattr(projections.Txn, "__init__", lambda self, db, wait: real(self, db, min(wait, 0.05)))
+
+
+@pytest.mark.parametrize(("op_name", "arguments", "newest", "before"), LOCKED_READS, ids=lambda v: str(v)[:40])
+def test_a_read_while_another_process_locks_the_tables_shows_what_was_just_written(
+    app: App, short_waits: None, op_name: str, arguments: dict[str, Any], newest: str, before: str | None
+) -> None:
+    thread = call(app, "timeline_create_thread", name="the lock's thread", agent="claude").data["id"]
+    written(app, "before", thread)
+    shown = call(app, op_name, **arguments).text
+    assert newest.replace("under", "before") in shown or newest == HERE  # the tables hold what came before
+    with locked_by_another_process(app.tables().path):
+        written(app, "under", thread)
+        for reader in (app, App.open()):  # this process, and a new one
+            shown = call(reader, op_name, **arguments).text
+            assert (newest in shown and (before is None or before not in shown)) or plainly_partial(shown), shown
+
+
+def test_the_session_start_while_another_process_locks_the_tables_shows_the_handoff_just_written(
+    app: App, short_waits: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", HERE)
+    thread = call(app, "timeline_create_thread", name="the lock's thread", agent="claude").data["id"]
+    written(app, "before", thread)
+    start = {"session_id": "s-next", "cwd": str(tmp_path), "hook_event_name": "SessionStart"}
+    assert "the task before the lock" in hook("session-start", start)
+    with locked_by_another_process(app.tables().path):
+        written(app, "under", thread)
+        shown = json.loads(hook("session-start", start))["hookSpecificOutput"]["additionalContext"]
+    latest = shown.split("## Latest handoff", 1)[1].split("\n## ", 1)[0]
+    assert "the task under the lock" in latest and "the task before the lock" not in latest
+    assert "summary before the lock" not in shown
