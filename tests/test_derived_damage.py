@@ -522,3 +522,29 @@ def test_the_session_start_while_another_process_locks_the_tables_shows_the_hand
     latest = shown.split("## Latest handoff", 1)[1].split("\n## ", 1)[0]
     assert "the task under the lock" in latest and "the task before the lock" not in latest
     assert "summary before the lock" not in shown
+
+
+def test_a_transcript_read_again_after_its_capture_state_was_lost_stores_nothing_twice(prepared: Prepared) -> None:
+    with living_at(prepared.root):
+        prepared.restore()
+        log = next((prepared.root / "store").glob("events.*.jsonl"))
+        before = log.read_bytes()
+        for state in (prepared.root / "state").rglob("capture"):
+            shutil.rmtree(state)
+        hook("stop", stop_payload(prepared.root))
+        assert log.read_bytes() == before  # no turn, automatic handoff or conversation record again
+        prompt = {"type": "user", "message": {"role": "user", "content": "Now add a CLI"}, "uuid": "u-2"}
+        reply = {
+            "type": "assistant",
+            "uuid": "a-2",
+            "parentUuid": "u-2",
+            "message": {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "CLI added."}]},
+        }
+        transcript = Path(stop_payload(prepared.root)["transcript_path"])
+        with open(transcript, "a") as more:
+            more.write(json.dumps(prompt) + "\n" + json.dumps(reply) + "\n")
+        hook("stop", stop_payload(prepared.root))  # a new turn after that: stored once
+        added = [json.loads(line) for line in log.read_bytes()[len(before) :].splitlines()]
+        assert [(event["kind"], event["data"]["turn"]["request"]) for event in added] == [
+            ("capture.turn", "Now add a CLI")
+        ]
