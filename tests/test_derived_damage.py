@@ -148,7 +148,7 @@ def normal(value: Any) -> Any:
     """`value` without what changes from one call to the next (the time it was rendered, ages, durations)."""
     if isinstance(value, dict):
         return {key: normal(item) for key, item in value.items() if key not in VOLATILE_KEYS}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [normal(item) for item in value]
     if isinstance(value, str):
         for pattern, replacement in VOLATILE_TEXT:
@@ -234,6 +234,7 @@ class Prepared:
             shutil.rmtree(self.root / name, ignore_errors=True)
             if name != "state" or state:
                 shutil.copytree(self.golden / name, self.root / name, symlinks=True)
+        os.chdir(self.root / "work")  # (the working folder copied again)
         if not state:
             for path in self.state_paths():
                 if path.name in KEPT:
@@ -246,6 +247,11 @@ class Prepared:
             return answers(app, self.root, self.ids)
         finally:
             app.close()
+
+    def holds(self, rel: Path, start: bytes) -> bool:
+        """Whether the state file `rel` starts with `start` as left after use."""
+        path = self.golden / "state" / rel
+        return path.is_file() and path.read_bytes().startswith(start)
 
     def state_paths(self) -> list[Path]:
         """Every file and folder the state folder holds after use, found by walking it."""
@@ -326,14 +332,25 @@ def test_the_store_as_left_answers_as_a_fresh_rebuild(prepared: Prepared) -> Non
 
 # -- each file and folder of the state, damaged in turn -----------------------------------------------
 
-DAMAGES = ("deleted", "halved", "garbage", "emptied", "swapped", "unreadable")
+DAMAGES = ("deleted", "halved", "garbage", "emptied", "swapped", "unreadable", "forged")
+SQLITE = b"SQLite format 3\0"
 
 
 def damage(path: Path, how: str) -> None:
     """Damage the file or folder at `path`: deleted; truncated to half its size; its first 4 KB overwritten
     with garbage; replaced by an empty file (a folder: emptied); a file replaced by a folder and a folder by
-    a file; made unreadable. A folder truncated or overwritten has each of its files so."""
-    if how == "deleted":
+    a file; made unreadable; forged (a database whose rows still read: a word in every text replaced). A
+    folder truncated or overwritten has each of its files so."""
+    if how == "forged":
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+            tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")
+            for (table,) in tables.fetchall():
+                for column in [row[1] for row in db.execute(f'PRAGMA table_info("{table}")').fetchall()]:
+                    db.execute(
+                        f'UPDATE "{table}" SET "{column}" = replace("{column}", \'websocket\', \'FORGED\') '
+                        f"WHERE typeof(\"{column}\") = 'text'"
+                    )
+    elif how == "deleted":
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     elif how == "swapped":
         if path.is_dir():
@@ -410,6 +427,8 @@ def test_each_file_and_folder_of_the_state_damaged_answers_as_a_rebuild_or_docto
     with living_at(prepared.root):
         try:
             for rel in prepared.state_paths():
+                if how == "forged" and not prepared.holds(rel, SQLITE):
+                    continue  # (only a database can be forged so)
                 wrong = verdict(prepared, rel, how)
                 if wrong and (rel.name, how) not in KNOWN:
                     failed.append(f"{rel} {how}: {wrong}")
