@@ -172,10 +172,9 @@ def answers(app: App, root: Path, ids: dict[str, str]) -> list[tuple[str, Any]]:
     shown: list[tuple[str, Any]] = []
 
     def read(op_name: str, **arguments: Any) -> None:
-        label = f"{op_name} {arguments}"
-        for form in ("text", "json"):
-            reply = call(app, op_name, **arguments, **({"format": "json"} if form == "json" else {}))
-            shown.append((f"{label} [{form}]", normal(reply.text if form == "text" else reply.data)))
+        reply = call(app, op_name, **arguments)  # (its text, and the data format=json gives)
+        shown.append((f"{op_name} {arguments} [text]", normal(reply.text)))
+        shown.append((f"{op_name} {arguments} [json]", normal(reply.data)))
 
     for project in (HERE, OTHER):
         read("list_sessions", project=project)
@@ -389,27 +388,52 @@ def named(rel: Path, said: str) -> bool:
 
 
 def verdict(prepared: Prepared, rel: Path, how: str) -> str:
-    """What went wrong when `rel` of the state folder is damaged so ("" when nothing did)."""
+    """What went wrong when `rel` of the state folder is damaged so ("" when nothing did): the reads answer as
+    a rebuild does, or doctor names the damage and its repair makes them so; then a write of every feature
+    is read back."""
     try:
         rebuilds = prepared.expected(rel, how)
         prepared.restore()
         damage(prepared.root / "state" / rel, how)
         got = prepared.answers()
-        if any(got == rebuilt[0] for rebuilt in rebuilds):
-            return ""
-        differ = differences(got, rebuilds[0][0])
-        code, said = cli("doctor")
-        if code != 1 or not named(rel, said):  # (1: it ran and found problems)
-            return f"answers differ and doctor does not name it ({code}): {differ}"
-        cli("doctor", "--fix")
-        again = prepared.answers()
-        if not any(again == rebuilt[1] for rebuilt in rebuilds):
-            return f"after doctor --fix: {differences(again, rebuilds[0][1])}"
+        if not any(got == rebuilt[0] for rebuilt in rebuilds):
+            differ = differences(got, rebuilds[0][0])
+            code, said = cli("doctor")
+            if code != 1 or not named(rel, said):  # (1: it ran and found problems)
+                return f"answers differ and doctor does not name it ({code}): {differ}"
+            cli("doctor", "--fix")
+            again = prepared.answers()
+            if not any(again == rebuilt[1] for rebuilt in rebuilds):
+                return f"after doctor --fix: {differences(again, rebuilds[0][1])}"
+        app = App.open()
+        try:
+            return writes_read_back(app)
+        finally:
+            app.close()
     except Exception as error:  # (the failure to report: nothing may raise)
         import traceback
 
         return "raised " + "".join(traceback.format_exception(error)[-3:])
-    return ""
+
+
+def writes_read_back(app: App) -> str:
+    """A write of each feature, then what reads it: "" when each read shows it, else what did not."""
+    base = {"agent": "claude", "project": HERE, "session_id": "s-after"}
+    call(app, "write_shared_handoff", **base, summary="the handoff after the damage")
+    call(app, "context_set", key="fact:after", value={"text": "the record after the damage"}, project=HERE)
+    call(app, "timeline_create_thread", name="the thread after the damage", agent="claude")
+    call(app, "graph_remember", type="fact", content="the node after the damage", agent="claude")
+    reads: tuple[tuple[str, dict[str, Any], str], ...] = (
+        ("get_latest_handoff", {"project": HERE, "session_id": "s-after"}, "the handoff after the damage"),
+        ("context_get", {"key": "fact:after", "project": HERE}, "the record after the damage"),
+        ("timeline_list_threads", {}, "the thread after the damage"),
+        ("graph_recall", {"query": "node after the damage"}, "the node after the damage"),
+        ("get_context", {"query": "after the damage"}, "the handoff after the damage"),
+    )
+    missing = [
+        f"{name} does not show it" for name, arguments, shown in reads if shown not in call(app, name, **arguments).text
+    ]
+    return "; ".join(missing)
 
 
 # Cases the product does not handle yet: (the damaged path's name, the damage) -> the bug. Strict: a case

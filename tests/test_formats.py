@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "828bde828b6b4980d960"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "ac9c5870d4987f1d0917"),
-    "feed": (2, "a539316632ad91763362"),
-    "capture": (2, "9e6665147bfa3e5b28ac"),
-    "graph-state": (3, "79668d511d3c32044ae4"),
-    "records-state": (2, "1663563d2404bbe875d1"),
-    "conversations-state": (2, "bbc0b0f0438bc9f23807"),
-    "timeline": (2, "6452d22438f72e3a5def"),
+    "sessions": (1, "34a0660e9e97067ff3e3"),
+    "feed": (2, "bb096b372a9cc822e668"),
+    "capture": (2, "53465ad7084350b6e62b"),
+    "graph-state": (3, "5af1ec41d9a14dee40a2"),
+    "records-state": (2, "c0fb83265139b9690e1a"),
+    "conversations-state": (2, "762f0586da54aa370303"),
+    "timeline": (2, "697d2c1d1841304a44c3"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 
