@@ -103,8 +103,11 @@ def remove_derived(path: Path) -> None:
 
 def derived_folder(path: Path) -> Path:
     """`path` as a private folder of machine-local derived state: created (0700), or, where a file or link
-    stands in its place, that removed first (the logs rebuild what the folder held)."""
+    stands in its place, that removed first (the logs rebuild what the folder held); one this user may not
+    read, write or enter is made 0700 again."""
     if os.path.lexists(path) and not stat.S_ISDIR(os.lstat(path).st_mode):
         path.unlink()
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(os.lstat(path).st_mode) & 0o700 != 0o700:
+        os.chmod(path, 0o700)
     return path

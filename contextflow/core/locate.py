@@ -184,6 +184,8 @@ def private_folder(path: Path, setting: str) -> Path:
             "use a folder you own (CONTEXTFLOW_STATE)"
         )
     mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o700 != 0o700:  # its owner, this user, cannot use it (damage): made usable again
+        os.chmod(path, mode := mode | 0o700)
     if mode & 0o022:
         raise InputError(
             f"{setting} cannot be used: {path} is writable by other users (mode {mode:o}); "

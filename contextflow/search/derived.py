@@ -168,7 +168,11 @@ class DerivedSearch:
 
     def _read_state(self) -> dict[str, Any]:
         path = self.folder / STATE_FILE
-        sig = signature(path)
+        try:
+            sig = signature(path)
+        except PermissionError:  # its folder made unusable to this user (damage): made usable again
+            derived_folder(self.folder)
+            sig = signature(path)
         if sig is not None and sig == self._seen:
             return self._state
         try:
