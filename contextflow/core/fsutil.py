@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import time
 from collections.abc import Callable
@@ -94,6 +93,8 @@ def remove_derived(path: Path) -> None:
     file belongs): the logs rebuild it. A link is removed, never followed."""
     try:
         if stat.S_ISDIR(os.lstat(path).st_mode):
+            import shutil  # (only here: its import costs every hook ~6 ms)
+
             shutil.rmtree(path)
         else:
             path.unlink()
