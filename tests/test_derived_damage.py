@@ -248,6 +248,11 @@ class Prepared:
         finally:
             app.close()
 
+    def names_in(self, rel: Path) -> set[str]:
+        """The names of the state's `rel` and of all below it, as left after use."""
+        at = self.golden / "state" / rel
+        return {path.name for path in (at, *(at.rglob("*") if at.is_dir() else ()))}
+
     def holds(self, rel: Path, start: bytes) -> bool:
         """Whether the state file `rel` starts with `start` as left after use."""
         path = self.golden / "state" / rel
@@ -262,8 +267,7 @@ class Prepared:
         """The answers (first call's, next call's) a damaged `rel` may give: those of a rebuild; where `rel`
         holds a machine's choice (`KEPT`) also those of a rebuild beside the choice damaged the same way
         (forgotten, or a truncated name naming another session: no check can tell)."""
-        at = self.golden / "state" / rel
-        if not any(path.name in KEPT for path in (at, *(at.rglob("*") if at.is_dir() else ()))):
+        if not self.names_in(rel) & KEPT:
             return [self.rebuilt]
         if (rel, how) not in self.choices:
             self.restore(state=False)
@@ -384,8 +388,10 @@ def damage(path: Path, how: str) -> None:
     elif how == "garbage":
         with open(path, "r+b") as file:
             file.write(GARBAGE)
-    else:
+    else:  # a new empty file in its place (a process holding the old one open keeps reading that)
+        path.unlink()
         path.write_bytes(b"")
+        path.chmod(0o600)
 
 
 GARBAGE = bytes((n * 151 + 7) % 256 for n in range(4096))  # every byte value, none of it valid UTF-8 or JSON
@@ -599,3 +605,43 @@ def test_a_transcript_read_again_after_its_capture_state_was_lost_stores_nothing
         assert [(event["kind"], event["data"]["turn"]["request"]) for event in added] == [
             ("capture.turn", "Now add a CLI")
         ]
+
+
+@pytest.mark.parametrize("how", [how for how in DAMAGES if how not in ("unreadable", "forged")])
+def test_state_damaged_under_a_running_server_never_hides_what_is_written_next(prepared: Prepared, how: str) -> None:
+    """A server keeps the store open while a file or folder of its state is damaged; another machine and the
+    server itself then write: the server's reads show both."""
+    failed = []
+    with living_at(prepared.root):
+        for rel in prepared.state_paths():
+            if how == "halved" and any(name.endswith("-shm") for name in prepared.names_in(rel)):
+                continue  # SQLite maps its -shm into every process using it: cut short under one, it is SIGBUS
+            prepared.restore()
+            server = App.open()
+            try:
+                call(server, "list_sessions", project=HERE)
+                call(server, "get_context", query="websocket")  # its tables and search index opened
+                damage(prepared.root / "state" / rel, how)
+                other = App.open({**os.environ, "CONTEXTFLOW_WRITER": "writer-b"})
+                try:
+                    base = {"agent": "codex", "project": HERE, "session_id": "s-live"}
+                    call(other, "write_shared_handoff", **base, summary="the synced handoff")
+                    call(other, "context_set", key="fact:live", value={"text": "the synced value"}, project=HERE)
+                finally:
+                    other.close()
+                call(server, "append_shared_note", agent="claude", project=HERE, session_id="s-live", text="my note")
+                reads: tuple[tuple[str, dict[str, Any], str], ...] = (
+                    ("get_latest_handoff", {"project": HERE, "session_id": "s-live"}, "the synced handoff"),
+                    ("resume_session", {"project": HERE, "session_id": "s-live"}, "my note"),
+                    ("context_get", {"key": "fact:live", "project": HERE}, "the synced value"),
+                    ("get_context", {"query": "synced handoff"}, "the synced handoff"),
+                )
+                for name, arguments, wanted in reads:
+                    shown = call(server, name, **arguments).text
+                    if wanted not in shown and not plainly_partial(shown):
+                        failed.append(f"{rel} {how}: {name} does not show {wanted!r}: {shown[:200]!r}")
+            except Exception as error:  # (the failure to report: nothing may raise)
+                failed.append(f"{rel} {how}: raised {type(error).__name__}: {error}")
+            finally:
+                server.close()
+    assert not failed, "\n".join(failed)
