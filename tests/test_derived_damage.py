@@ -645,3 +645,29 @@ def test_state_damaged_under_a_running_server_never_hides_what_is_written_next(p
             finally:
                 server.close()
     assert not failed, "\n".join(failed)
+
+
+# What a command run as a process of its own shows: (its words, what shows the newest, what showed before)
+COMMANDS: tuple[tuple[tuple[str, ...], str, str | None], ...] = (
+    (("latest", "--project", HERE), "the task under the lock", "the task before the lock"),
+    (("resume", "s-lock", "--project", HERE), "the task under the lock", None),
+    (("context", "get", "project:deploy", "--project", HERE), "host-under", "host-before"),
+)
+
+
+def test_a_new_process_reads_what_was_just_written_while_another_locks_the_tables(app: App, short_waits: None) -> None:
+    """`contextflow latest` and others, each a process of its own (waiting as long as it does: they run at
+    once) while another holds the lock."""
+    thread = call(app, "timeline_create_thread", name="the lock's thread", agent="claude").data["id"]
+    written(app, "before", thread)
+    with locked_by_another_process(app.tables().path):
+        written(app, "under", thread)
+        command = [sys.executable, "-m", "contextflow"]
+        running = [
+            subprocess.Popen([*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for argv, _, _ in COMMANDS
+        ]
+        ran = [(process.communicate(timeout=120)[0], process.returncode) for process in running]
+    for (shown, code), (argv, newest, before) in zip(ran, COMMANDS, strict=True):
+        assert code == 0, (argv, shown)
+        assert (newest in shown and (before is None or before not in shown)) or plainly_partial(shown), (argv, shown)
