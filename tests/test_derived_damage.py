@@ -163,7 +163,7 @@ VOLATILE_TEXT = (
     (re.compile(r"rendered at \S+"), "rendered at <now>"),
     (re.compile(r"Where (am|was) I \([^)\n]*\)"), r"Where \1 I (<now>)"),
     (re.compile(r"\([\d.]+ [KMG]?B, derived"), "(<size>, derived"),
-    (re.compile(r"\b(just now|\d+ (?:seconds?|s|minutes?|min) ago)\b"), "<ago>"),
+    (re.compile(r"\b(just now|\d+ [a-z]+ ago|in the future)\b"), "<ago>"),
 )
 
 
