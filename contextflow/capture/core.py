@@ -166,16 +166,19 @@ def capture(
         items: list[tuple[str, dict[str, Any]]] = []
         count = state.get("stored", 0) if isinstance(state.get("stored"), int) else 0
         known = _stored_before(app, state, stored)
+        settled = None  # the digest as of the last turn stored before
         for record in stored:
             if record["turn_id"] not in known:
                 _link_handoff(app, project, record["turn"])
             digest = digests.fold(digest, record["turn"])
             if record["turn_id"] in known:  # stored before, and what it derived: neither again
-                _settled({**state, "digest": digest}, state, base, hook.client)
+                settled = digest
                 count += 1
             elif count < MAX_SESSION_TURNS:
                 items.append((TURN_KIND, {**base, **record}))
                 count += 1
+        if settled is not None:
+            _settled({**state, "digest": settled}, state, base, hook.client)
         stored[:] = [record for record in stored if record["turn_id"] not in known]
         work = {**state, "digest": digest}
         handoff = _auto_handoff(app, work, base, hook.client, hook.transcript, closing)
