@@ -274,6 +274,6 @@ def _inject(event_name: str, text: str) -> str:
 
 def hook_dir(folder: Path, env: Mapping[str, str]) -> Path:
     """Machine-local: what waits between hook calls, per store (never in the synced folder)."""
-    path = store_state_dir(folder, env) / "hooks"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
+    from contextflow.core.fsutil import derived_folder
+
+    return derived_folder(store_state_dir(folder, env) / "hooks")

@@ -165,12 +165,21 @@ def capture(
         base = {"project": project, "session_id": hook.session_id, "agent": hook.client, "transcript": hook.transcript}
         items: list[tuple[str, dict[str, Any]]] = []
         count = state.get("stored", 0) if isinstance(state.get("stored"), int) else 0
+        known = _stored_before(app, state, stored)
+        settled = None  # the digest as of the last turn stored before
         for record in stored:
-            _link_handoff(app, project, record["turn"])
+            if record["turn_id"] not in known:
+                _link_handoff(app, project, record["turn"])
             digest = digests.fold(digest, record["turn"])
-            if count < MAX_SESSION_TURNS:
+            if record["turn_id"] in known:  # stored before, and what it derived: neither again
+                settled = digest
+                count += 1
+            elif count < MAX_SESSION_TURNS:
                 items.append((TURN_KIND, {**base, **record}))
                 count += 1
+        if settled is not None:
+            _settled({**state, "digest": settled}, state, base, hook.client)
+        stored[:] = [record for record in stored if record["turn_id"] not in known]
         work = {**state, "digest": digest}
         handoff = _auto_handoff(app, work, base, hook.client, hook.transcript, closing)
         if handoff is not None:
@@ -186,6 +195,31 @@ def capture(
     state.update(work)  # only once the events are written
     state.update({"turn_ids": seen[-KEEP_TURN_IDS:], "stored": count})
     return stored
+
+
+def _stored_before(app: App, state: dict[str, Any], stored: list[dict[str, Any]]) -> set[str]:
+    """The turns of `stored` the store holds already, looked up only when this machine's state of the
+    transcript names none (lost, or this is its first read): a transcript read again from its start
+    stores no turn, automatic handoff or conversation record twice."""
+    if state.get("turn_ids"):
+        return set()
+    from contextflow.capture.stored import known_turns
+
+    known = known_turns(app)
+    return {record["turn_id"] for record in stored if record["turn_id"] in known}
+
+
+def _settled(work: dict[str, Any], state: dict[str, Any], base: dict[str, Any], client: str) -> None:
+    """Record in `state` that the automatic handoff and the conversation record of the turns folded into
+    `work`'s digest were written when those turns were stored."""
+    from contextflow.capture.digest import has_work
+
+    if has_work(work["digest"]):
+        state["auto_hash"] = _auto_hash(work["digest"])
+    _conversation(work, base, client, closing=False)  # (only its hashes are kept)
+    for key in ("conversation_hash", "conversation_whole"):
+        if key in work:
+            state[key] = work[key]
 
 
 def _machine(env: Mapping[str, str]) -> str:

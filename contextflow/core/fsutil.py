@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -85,3 +86,29 @@ def remove_stale_temps(path: Path) -> None:
             temp.unlink(missing_ok=True)
         except OSError:
             continue
+
+
+def remove_derived(path: Path) -> None:
+    """Delete machine-local derived state at `path`, whatever it has become (a file, a link, a folder where a
+    file belongs): the logs rebuild it. A link is removed, never followed."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            import shutil  # (only here: its import costs every hook ~6 ms)
+
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def derived_folder(path: Path) -> Path:
+    """`path` as a private folder of machine-local derived state: created (0700), or, where a file or link
+    stands in its place, that removed first (the logs rebuild what the folder held); one this user may not
+    read, write or enter is made 0700 again."""
+    if os.path.lexists(path) and not stat.S_ISDIR(os.lstat(path).st_mode):
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(os.lstat(path).st_mode) & 0o700 != 0o700:
+        os.chmod(path, 0o700)
+    return path

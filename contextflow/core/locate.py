@@ -204,6 +204,8 @@ def private_folder(path: Path, setting: str) -> Path:
             "use a folder you own (CONTEXTFLOW_STATE)"
         )
     mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o700 != 0o700:  # its owner, this user, cannot use it (damage): made usable again
+        os.chmod(path, mode := mode | 0o700)
     if mode & 0o022:
         raise InputError(
             f"{setting} cannot be used: {path} is writable by other users (mode {mode:o}); "
@@ -231,8 +233,12 @@ def store_state_dir(folder: Path, env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     root = checked_state_root(env, folder)
     digest = hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:16]
-    private_folder(root / "stores", _setting(env))
-    return private_folder(root / "stores" / digest, _setting(env))
+    for path in (root / "stores", root / "stores" / digest):
+        with contextlib.suppress(FileNotFoundError):  # a plain file in a folder's place: removed, rebuilt
+            if stat.S_ISREG(os.lstat(path).st_mode):  # (a link or any other kind is refused below)
+                path.unlink()
+        private_folder(path, _setting(env))
+    return path
 
 
 def validate_writer(writer: str, setting: str = "CONTEXTFLOW_WRITER") -> str:

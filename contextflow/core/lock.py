@@ -70,7 +70,15 @@ class WriterLock:
             except Timeout:
                 raise LockTimeout(str(self.path)) from None
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except IsADirectoryError:  # an empty folder in its place (damage): removed, the file made again
+            os.rmdir(self.path)
+            fd = os.open(self.path, flags, 0o600)
+        except PermissionError:  # this user's own lock file made unreadable (damage): 0600 again
+            os.chmod(self.path, 0o600)  # (a link there fails to open with ELOOP, never here)
+            fd = os.open(self.path, flags, 0o600)
         deadline = time.monotonic() + self.timeout
         while True:
             try:

@@ -52,7 +52,7 @@ from contextflow.core import jsonio, legacy
 from contextflow.core.catchup import BUILD_LOCK, CatchUp
 from contextflow.core.catchup import BUILD_WAIT_S as BUILD_WAIT_S
 from contextflow.core.catchup import READ_BYTES as READ_BYTES
-from contextflow.core.fsutil import signature
+from contextflow.core.fsutil import remove_derived, signature
 from contextflow.core.log import Position, list_segments
 from contextflow.core.projections import WAIT_S as WAIT_S
 from contextflow.core.projections import Projection as Projection
@@ -137,6 +137,10 @@ class Tables(CatchUp):
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
             elif not stat.S_ISREG(os.lstat(self.path).st_mode):  # a FIFO, device or link planted there: never opened
                 raise sqlite3.DatabaseError(f"{self.path} is not a regular file")
+            for suffix in ("-wal", "-shm"):  # a folder or link in their place: SQLite would open it read-only
+                beside = Path(f"{self.path}{suffix}")
+                if os.path.lexists(beside) and not stat.S_ISREG(os.lstat(beside).st_mode):
+                    remove_derived(beside)
             db = sqlite3.connect(self.path, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
             try:
                 if db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
@@ -172,7 +176,7 @@ class Tables(CatchUp):
         """Delete a damaged database (the logs stay the truth): the next use builds it again."""
         self.close()
         for suffix in ("", "-wal", "-shm"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            remove_derived(Path(f"{self.path}{suffix}"))
 
     def usable(self) -> bool:
         """Whether the database opens here (else readers use the in-memory views: a state folder that is

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from contextflow.core import jsonio
 from contextflow.core.errors import StoreError
 from contextflow.core.formats import Format
-from contextflow.core.fsutil import atomic_write, read_regular, signature
+from contextflow.core.fsutil import atomic_write, derived_folder, read_regular, remove_derived, signature
 from contextflow.core.log import Chunk, Position, list_segments, read_new
 from contextflow.core.progress import Progress
 from contextflow.search.files import FilesDamaged, check, committed
@@ -169,7 +169,11 @@ class DerivedSearch:
 
     def _read_state(self) -> dict[str, Any]:
         path = self.folder / STATE_FILE
-        sig = signature(path)
+        try:
+            sig = signature(path)
+        except PermissionError:  # its folder made unusable to this user (damage): made usable again
+            derived_folder(self.folder)
+            sig = signature(path)
         if sig is not None and sig == self._seen:
             return self._state
         try:
@@ -195,6 +199,8 @@ class DerivedSearch:
 
     def _write_state(self, state: dict[str, Any]) -> None:
         state = {**state, "files": committed(self.folder / f"search-{state['instance']}")}
+        if os.path.isdir(self.folder / STATE_FILE) and not os.path.islink(self.folder / STATE_FILE):
+            remove_derived(self.folder / STATE_FILE)  # (a folder in its place: the file is rewritten)
         atomic_write(self.folder / STATE_FILE, jsonio.dumps(state), fsync=False)
         self._seen, self._state = signature(self.folder / STATE_FILE), state
 
@@ -270,7 +276,7 @@ class DerivedSearch:
 
         if not hasattr(os, "fork"):
             return None
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        derived_folder(self.folder)
         path = self.folder / LOCK_FILE
         lock = FileLock(path, mode=0o600)
         try:
@@ -352,7 +358,7 @@ class DerivedSearch:
         waiting, up to LOCK_TIMEOUT_S)."""
         from filelock import FileLock, Timeout
 
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        derived_folder(self.folder)
         path = self.folder / LOCK_FILE
         if (sig := os.lstat(path) if os.path.lexists(path) else None) is not None and not stat.S_ISREG(sig.st_mode):
             raise IndexBusy(f"{path} is not a regular file; remove it (it is recreated)")
