@@ -70,11 +70,6 @@ def file_blob(root: str, path: str) -> str | None:
     return blob_id(data) if len(data) <= MAX_FILE_BYTES else None
 
 
-def head_commit(root: str) -> str | None:
-    """HEAD's commit id, read from the repository's files (`gitrepo.head`), or None."""
-    return gitrepo.head(gitrepo.open_repo(root))[1]
-
-
 class Here:
     """Where a session starts: its repository root, branch, HEAD commit and this machine's writer id."""
 

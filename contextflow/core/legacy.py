@@ -23,8 +23,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from contextflow.core.settings import read
-
 FOLDER_FILE = ".mcp-shared-context.jsonl"
 FILE_NAMES = (
     ".mcp-shared-context.jsonl",
@@ -213,13 +211,6 @@ def oversize(path: Path, roots: tuple[Path, ...], limit: int) -> int:
     except OSError:
         return 0
     return size if size > limit else 0
-
-
-def max_file_bytes(env: Mapping[str, str]) -> int:
-    """MCP_SHARED_CONTEXT_MAX_CONTEXT_FILE_BYTES: a legacy file larger than this is not read."""
-    settings = read(env)
-    settings.refuse(MAX_FILE_SETTING)
-    return settings.legacy_max_bytes
 
 
 def oversized_message(path: Path, size: int, limit: int) -> str:

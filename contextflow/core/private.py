@@ -1,6 +1,6 @@
 """`<private>...</private>` text, which contextflow never stores (README): the one place it is removed.
 
-Every write goes through `strip_items` (`Store.append_many`, a staged batch), and the operations' checked
+Every write goes through `strip` (`Store.append_many`, a staged batch), and the operations' checked
 arguments through `strip` before a handler sees them, so a note holding only private text is refused as
 empty rather than stored empty. Capture's turn records use `without_private` too.
 """
@@ -8,7 +8,6 @@ empty rather than stored empty. Capture's turn records use `without_private` too
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from contextflow.core import jsonio
@@ -47,8 +46,3 @@ def _strip(value: Any) -> Any:
         items = [_strip(item) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
-
-
-def strip_items(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """Events (kind, data) as they may be stored: no private text in any string."""
-    return [(kind, strip(data)) for kind, data in items]

@@ -125,11 +125,6 @@ def _is_random(part: str) -> bool:
     return len(part) >= 16 and changes >= 6
 
 
-def is_opaque_value(value: str, quoted: bool = True) -> bool:
-    """`is_opaque` as a rule's last check."""
-    return is_opaque(value)
-
-
 def is_prose_opaque(value: str) -> bool:
     """A value a sentence names as a token or a key: opaque, and not bare hex (in prose that is a commit,
     a hash or a key id far more often than a secret; `the token is <hex>` has its own rule)."""

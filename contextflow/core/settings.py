@@ -276,10 +276,3 @@ def secrets_mode(env: Mapping[str, str]) -> str:
     settings = read(env)
     settings.refuse(SECRETS_VARIABLE)
     return settings.secrets
-
-
-def fsync_setting(env: Mapping[str, str]) -> bool:
-    """`CONTEXTFLOW_FSYNC`: whether every append is flushed to disk (default off)."""
-    settings = read(env)
-    settings.refuse("CONTEXTFLOW_FSYNC")
-    return settings.fsync

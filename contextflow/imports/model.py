@@ -235,9 +235,3 @@ def parse_lines(handle: BinaryIO, path: Path | str) -> Iterator[tuple[int, dict[
         if not isinstance(value, dict):
             raise SourceError(path, "expected a JSON object on this line", number)
         yield number, value
-
-
-def line_of(raw: bytes | str, offset: int) -> int:
-    """The 1-based line holding `offset` of `raw` (for a JSON error's position)."""
-    head = raw[:offset]
-    return (head.count(b"\n") if isinstance(head, bytes) else head.count("\n")) + 1

@@ -25,7 +25,6 @@ A deleted document keeps its state (an older put arriving later must stay hidden
 from __future__ import annotations
 
 import bisect
-import os
 import threading
 import time
 from collections.abc import Collection, Iterable, Sequence
@@ -467,13 +466,6 @@ class DiskIndex:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.rollback()
-
-    def size_bytes(self) -> int:
-        total = 0
-        for entry in os.scandir(self.folder):
-            if entry.is_file(follow_symlinks=False):
-                total += entry.stat().st_size
-        return total
 
 
 def _writer(index: tantivy.Index) -> tantivy.IndexWriter:
