@@ -53,3 +53,24 @@ def test_derived_ids_are_a_function_of_their_parts_and_look_like_any_other_id():
 def test_a_derived_id_never_changes_between_versions():
     """An import recognises what an earlier contextflow imported only while the ids stay the same."""
     assert derived_id("server-memory", "Alice") == "47ds6q6j3xr0ngsw"
+
+
+def _spelled_one_pair_at_a_time(raw: bytes) -> str:
+    """The spelling as it was first written (a loop over 10-bit shifts): the oracle `_spell` must equal."""
+    number = int.from_bytes(raw, "big")
+    pairs = [first + second for first in ALPHABET for second in ALPHABET]
+    return "".join(pairs[(number >> shift) & 1023] for shift in range(70, -1, -10))
+
+
+def test_ids_are_spelled_as_base32_of_their_bits_whatever_the_bits() -> None:
+    """Every id ever derived must stay the same: the spelling equals the first one and base64's base32."""
+    import base64
+    import random
+
+    from contextflow.core.ids import _spell
+
+    standard = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+    picked = random.Random(41)
+    edges = [bytes(10), b"\xff" * 10, b"\x80" + bytes(9), bytes(9) + b"\x01"]
+    for raw in edges + [picked.randbytes(10) for _ in range(20_000)]:
+        assert _spell(raw) == _spelled_one_pair_at_a_time(raw) == base64.b32encode(raw).translate(standard).decode()
