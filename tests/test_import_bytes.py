@@ -74,3 +74,18 @@ def stored_digest(folder: Path | None = None) -> str:
 
 def test_an_import_stores_the_same_events_as_before(tmp_path: Path) -> None:
     assert stored_digest(tmp_path) == RECORDED
+
+
+def test_a_tag_value_is_the_same_remembered_or_not() -> None:
+    """`tag_value` remembers short values' answers: each is what the rule gives, the first time and after."""
+    import re
+
+    from contextflow.imports.model import tag_value
+
+    rule = re.compile(r"[^\w.:/@+-]+")
+    picked = random.Random(7)
+    letters = "aZ -_.:/@+é東İΣς\t\n!?x"
+    values: list[object] = [None, 3, 2.5, True, ["a b"], "x" * 300, " " * 250 + "İ" * 50]
+    values += ["".join(picked.choice(letters) for _ in range(picked.randint(0, 30))) for _ in range(5000)]
+    for value in values + values:
+        assert tag_value(value) == rule.sub("-", str(value).strip()).strip("-").lower()[:120]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -187,8 +188,16 @@ def edge_type_for(name: str) -> str:
 
 def tag_value(value: Any) -> str:
     """A source's label, type or status as the value part of a namespace:value tag (no spaces)."""
-    text = _TAG_VALUE.sub("-", str(value).strip()).strip("-").lower()
-    return text[:120]
+    text = value if type(value) is str else str(value)
+    return _tag_text(text) if len(text) <= _REMEMBERED_CHARS else _tag_text.__wrapped__(text)
+
+
+_REMEMBERED_CHARS = 200  # a type or status a source repeats on every item: its tag value is remembered
+
+
+@functools.lru_cache(maxsize=1024)
+def _tag_text(text: str) -> str:
+    return _TAG_VALUE.sub("-", text.strip()).strip("-").lower()[:120]
 
 
 def tags_of(*pairs: tuple[str, Any]) -> list[str]:
