@@ -417,6 +417,29 @@ def _plain_text(data: Any) -> str | None:
     return None if needs_cleaning(text) else text
 
 
+@lru_cache(maxsize=1)
+def _inner_needles() -> tuple[tuple[str, ...], dict[str, frozenset[str]]]:
+    """Every needle, shortest first, and for each the other needles inside it."""
+    every = needles()
+    return tuple(sorted(every, key=len)), {n: frozenset(m for m in every if m != n and m in n) for n in every}
+
+
+def _present(lowered: str, among: Collection[str] | None = None) -> set[str]:
+    """The needles (of `among`, default all) that `lowered` holds. Each is looked for with `in`, shortest
+    first, except one holding a needle already looked for and not found: it cannot be there either."""
+    shortest_first, inside = _inner_needles()
+    found: set[str] = set()
+    absent: set[str] = set()
+    for needle in shortest_first if among is None else sorted(among, key=len):
+        if absent and not absent.isdisjoint(inside.get(needle, ())):
+            absent.add(needle)
+        elif needle in lowered:
+            found.add(needle)
+        else:
+            absent.add(needle)
+    return found
+
+
 BATCH_MIN = 16  # from this many events, one scan per chunk of them picks the few to scrub
 CHUNK = 32  # events scanned together: a rule runs on a chunk only when one of its needles is in it
 
@@ -424,8 +447,7 @@ CHUNK = 32  # events scanned together: a rule runs on a chunk only when one of i
 def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tuple[int, int]]:
     """Where any rule's pattern matches `text`, before `find` trims, checks or merges anything;
     `candidates`: the needles that may be in it (the others are known to be absent)."""
-    lowered = text.lower()
-    present = {needle for needle in (needles() if candidates is None else candidates) if needle in lowered}
+    present = _present(text.lower(), candidates)
     spans: list[tuple[int, int]] = []
     for rule in rules():
         if rule.needles and present.isdisjoint(rule.needles):
@@ -478,8 +500,7 @@ def suspects(values: Sequence[Any]) -> set[int]:
     texts = [_plain_text(value) for value in values]
     found = {index for index, text in enumerate(texts) if text is None}
     plain = [(index, text) for index, text in enumerate(texts) if text is not None]
-    everywhere = "\n".join(text for _, text in plain).lower()
-    candidates = [needle for needle in needles() if needle in everywhere]  # a chunk can hold no other
+    candidates = _present("\n".join(text for _, text in plain).lower())  # a chunk can hold no other
     for start in range(0, len(plain), CHUNK):
         chunk = plain[start : start + CHUNK]
         found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))
