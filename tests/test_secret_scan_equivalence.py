@@ -145,6 +145,16 @@ def test_the_needles_found_are_those_searched_one_by_one() -> None:
         assert secrets._present(lowered, among) == {n for n in among if n in lowered}, text
 
 
+def test_the_distinct_lines_of_a_batch_hold_the_needles_the_batch_holds() -> None:
+    every = needles()
+    texts = [*corpus_texts(), *random_texts(5, 4_000)]
+    rng = random.Random(6)
+    for start in range(0, len(texts), 50):
+        batch = texts[start : start + 50]
+        joined = "\n".join(batch + rng.sample(batch, len(batch) // 2)).lower()  # lines seen twice
+        assert secrets._present(secrets._distinct_lines(joined)) == {n for n in every if n in joined}
+
+
 def _batches(texts: list[str], seed: int) -> Iterator[list[tuple[str, dict[str, Any]]]]:
     rng = random.Random(seed)
     rng.shuffle(texts)

@@ -424,6 +424,14 @@ def _inner_needles() -> tuple[tuple[str, ...], dict[str, frozenset[str]]]:
     return tuple(sorted(every, key=len)), {n: frozenset(m for m in every if m != n and m in n) for n in every}
 
 
+def _distinct_lines(text: str) -> str:
+    """`text`'s distinct lines joined by newlines: it holds the same needles as `text` when no needle holds a
+    newline (each is then inside one line), and an import's events repeat most of their lines (keys, tags)."""
+    if any("\n" in needle for needle in _inner_needles()[0]):
+        return text
+    return "\n".join(set(text.split("\n")))
+
+
 def _present(lowered: str, among: Collection[str] | None = None) -> set[str]:
     """The needles (of `among`, default all) that `lowered` holds. Each is looked for with `in`, shortest
     first, except one holding a needle already looked for and not found: it cannot be there either."""
@@ -500,7 +508,7 @@ def suspects(values: Sequence[Any]) -> set[int]:
     texts = [_plain_text(value) for value in values]
     found = {index for index, text in enumerate(texts) if text is None}
     plain = [(index, text) for index, text in enumerate(texts) if text is not None]
-    candidates = _present("\n".join(text for _, text in plain).lower())  # a chunk can hold no other
+    candidates = _present(_distinct_lines("\n".join(text for _, text in plain).lower()))  # a chunk holds no other
     for start in range(0, len(plain), CHUNK):
         chunk = plain[start : start + CHUNK]
         found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))
