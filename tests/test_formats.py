@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "1427b4f97962eeec57f3"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "a8c6325e69cf85438c35"),
-    "feed": (2, "23bfa2e7461333100755"),
-    "capture": (2, "e7658f63599e63c690a4"),
-    "graph-state": (4, "8523167136a11c0d6bc4"),
-    "records-state": (2, "376f8c088266cdd90224"),
-    "conversations-state": (2, "0b04446fe630c8498353"),
-    "timeline": (2, "af7f37101e36ce74e455"),
+    "sessions": (1, "3d528920df33f65849d6"),
+    "feed": (2, "b09b6f3b3807f30929ec"),
+    "capture": (2, "da391e57d6ff9ae9bd54"),
+    "graph-state": (4, "00ab86489dd820002bca"),
+    "records-state": (2, "33b7456f229f514ced64"),
+    "conversations-state": (2, "82362adddead160725e6"),
+    "timeline": (2, "f592ae054b0147477c5f"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 
