@@ -63,6 +63,8 @@ def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False, any_keys
         return _written(value, indent, sort_keys)
     import orjson
 
+    if not (indent or sort_keys or any_keys):
+        return orjson.dumps(value)  # (an import's every event: nothing more to ask)
     option = orjson.OPT_INDENT_2 if indent else 0
     option |= (orjson.OPT_SORT_KEYS if sort_keys else 0) | (orjson.OPT_NON_STR_KEYS if any_keys else 0)
     return orjson.dumps(value, option=option)
