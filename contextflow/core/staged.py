@@ -77,10 +77,10 @@ class StagedBatch:
 
     def _add(self, event_id: str, kind: str, data: dict[str, Any]) -> None:
         line = encode(Event(event_id, self.writer, _PROBE_SEQ, MAX_HLC, kind, data))  # checks shape and size
-        probe = head(jsonio.dumps(event_id), self._writer, _PROBE_SEQ, MAX_HLC)
+        identity = jsonio.dumps(event_id)
+        probe = head(identity, self._writer, _PROBE_SEQ, MAX_HLC)
         if not line.startswith(probe) or len(line) > MAX_LINE_BYTES:
             raise InputError(f"this {kind} cannot be stored: its line is not as expected")
-        identity = jsonio.dumps(event_id)
         tail = line[len(probe) :]
         self._id_sizes.append(len(identity))
         self._tail_sizes.append(len(tail))
