@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "38c6b97e938522f1cebd"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "0ff1b5903cccae3aed4a"),
-    "feed": (2, "ec23ea411fd5a87e3c70"),
-    "capture": (2, "f4a109d4ced46722acd5"),
+    "sessions": (1, "0b6a3f9084be4a0833f6"),
+    "feed": (2, "77ec3bfbb87242a4deb8"),
+    "capture": (2, "156f0f1df5093625d213"),
     "graph-state": (4, "6a54782a4c6613c78b7c"),
     "records-state": (2, "0741ebd1f889126c64cd"),
     "conversations-state": (2, "f28c9e2d6a4c2945e70c"),
-    "timeline": (2, "1295c289cbf2dc949cf7"),
+    "timeline": (2, "90d2ad4f4effc7e79b18"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

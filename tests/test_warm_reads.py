@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from contextflow.app import App
 from contextflow.core.projections import Txn
 from contextflow.sessions import core as sessions
@@ -65,3 +67,78 @@ def test_a_format_started_over_by_another_process_is_noticed_though_no_log_chang
         other.close()
     assert listed(app)() == ["s"]  # read again from the logs, never an empty answer
     assert [e.data["text"] for e in sessions.read_entries(app, EntryFilter("shared"))] == ["n0", "n1", "n2"]
+
+
+def test_a_warm_reply_counts_the_malformed_lines_once_per_change_of_the_logs(app: App) -> None:
+    from contextflow.sessions import present
+
+    project = app.settings.default_project
+    sessions.append_note(app, agent="claude", text="one", session_id="s")
+    for _ in range(2):  # brought up to date, then the count read at this state
+        present.read_shared_context(app, {"project": project})
+    with statements(app) as found:
+        reply = present.read_shared_context(app, {"project": project})
+    assert reply.data["bad_lines"] == 0
+    assert not [s for s in found if "positions" in s], found  # nothing new: the count read once is the count
+    with app.store.log_writer.path.open("ab") as log:
+        log.write(b"{not an event\n")
+    reply = present.read_shared_context(app, {"project": project})
+    assert reply.data["bad_lines"] == 1 and "skipped 1 malformed line" in reply.text  # counted again: the logs changed
+
+
+def test_catching_up_a_write_makes_no_bookkeeping_table_again(app: App) -> None:
+    sessions.append_note(app, agent="claude", text="one", session_id="s")
+    sessions.read_entries(app, EntryFilter("shared"))  # the tables made and brought up to date
+    sessions.append_note(app, agent="claude", text="two", session_id="s")
+    with statements(app) as found:
+        assert len(sessions.read_entries(app, EntryFilter(app.settings.default_project))) == 2
+    assert [s for s in found if "INSERT" in s], found  # (the note was caught up in this read)
+    assert not [s for s in found if "CREATE" in s], found
+
+
+def test_the_resume_prompts_signature_is_the_listings_and_reads_no_agents(app: App) -> None:
+    from contextflow.sessions import present, stored
+    from contextflow.sessions.marks import mark_handoff_wrong
+
+    sessions.append_note(app, agent="a", text="plain", session_id="no-task")
+    sessions.append_note(app, agent="b", text="t", session_id="tasked", task="  the task ")
+    sessions.write_handoff(app, agent="b", summary="  first stop \n", session_id="tasked")
+    wrong = sessions.write_handoff(app, agent="c", summary="wrong stop", session_id="marked")
+    sessions.write_handoff(app, agent="c", summary="earlier", session_id="other")
+    mark_handoff_wrong(app, handoff_id=wrong.id, agent="d", reason="not so")
+
+    def expected() -> object:
+        found = sessions.list_sessions(app, SessionQuery(app.settings.default_project, limit=sessions.PROMPT_SESSIONS))
+        return tuple((s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in found)
+
+    assert {s[0] for s in expected()} == {"no-task", "tasked", "marked", "other"}  # type: ignore[attr-defined]
+    with statements(app) as found:
+        signature = present.resume_signature(app)
+    assert signature == expected()
+    assert not [s for s in found if "sessions_agents" in s], found
+    assert stored.listing_signature(app, app.settings.default_project, 2) == expected()[:2]  # type: ignore[index]
+
+
+def test_a_header_cleans_a_repeated_value_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.core.text import clip as real
+    from contextflow.operations import provenance
+
+    clipped: list[object] = []
+
+    def counted(value: object, limit: int) -> str:
+        clipped.append(value)
+        return real(value, limit)
+
+    monkeypatch.setattr(provenance, "clip", counted)
+    lines = [
+        provenance.header(f"[{n}] note", ("writer", "w-header-test"), ("n", 7), ("odd", "a\x1b[31m b\u202e c"))
+        for n in range(5)
+    ]
+    assert lines[4] == "[4] note | writer=w-header-test | n=7 | odd=a b c"
+    assert clipped.count("w-header-test") == 1 and clipped.count(7) == 5  # (a number: clipped each time)
+    assert clipped.count("a\x1b[31m b\u202e c") == 1
+    monkeypatch.setattr(provenance, "clip", real)
+    monkeypatch.setattr(provenance, "_PAIRS", {})
+    assert (
+        provenance.header("[4] note", ("writer", "w-header-test"), ("n", 7), ("odd", "a\x1b[31m b\u202e c")) == lines[4]
+    )

@@ -63,6 +63,7 @@ class CatchUp:
     _ahead: dict[str, tuple[str, int]]
     _ahead_stuck: bool
     _found_current = False  # the last `_update` found every format holding every log (nothing to read)
+    _made_on: sqlite3.Connection | None = None  # the connection on which the bookkeeping tables were last made
 
     def _connect(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -155,12 +156,14 @@ class CatchUp:
     def _update(self, wait: float, foreground: bool) -> int:
         self._backlog = self._found_current = False
         db = self._connect()
-        try:
-            db.executescript(META)  # (nothing to do once they exist)
-        except sqlite3.OperationalError as exc:
-            if not busy(exc):
-                raise
-            raise Busy(str(exc)) from None  # another process is making the database
+        if self._made_on is not db:  # (once per connection: nothing drops them but deleting the database)
+            try:
+                db.executescript(META)
+            except sqlite3.OperationalError as exc:
+                if not busy(exc):
+                    raise
+                raise Busy(str(exc)) from None  # another process is making the database
+            self._made_on = db
         retire, todo = self._plan(db, self._paths())
         if not retire and not todo:
             self._found_current = True

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from contextflow.core.events import OrderKey
 
 Part = str | tuple[str, object] | None
+_PAIRS: dict[tuple[str, str, int], str] = {}  # (name, value, limit) -> its `name=value`: a listing repeats its writers,
+_PAIRS_HELD = 4096  # projects, sessions and tasks on every line (at most this many kept, then started over)
 
 
 def header(*parts: Part, limit: int = 120) -> str:
@@ -28,8 +30,17 @@ def header(*parts: Part, limit: int = 120) -> str:
     for part in parts:
         if isinstance(part, tuple):
             name, value = part
-            if value is not None and value != "":
+            if value is None or value == "":
+                continue
+            if type(value) is not str or len(value) > 200:
                 shown.append(f"{name}={clip(value, limit)}")
+                continue
+            pair = _PAIRS.get((name, value, limit))
+            if pair is None:
+                if len(_PAIRS) >= _PAIRS_HELD:
+                    _PAIRS.clear()
+                pair = _PAIRS[(name, value, limit)] = f"{name}={clip(value, limit)}"
+            shown.append(pair)
         elif part:
             shown.append(clean(part, single_line=True))
     return " | ".join(shown)

@@ -347,8 +347,7 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
     stored.ready(app)  # one query, however many sessions the list shows
-    found = stored.summaries(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
-    return tuple((s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in found)
+    return stored.listing_signature(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
 
 
 # -- resources -----------------------------------------------------------------------------
