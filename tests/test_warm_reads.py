@@ -119,7 +119,10 @@ def test_the_resume_prompts_signature_is_the_listings_and_reads_no_agents(app: A
     assert stored.listing_signature(app, app.settings.default_project, 2) == expected()[:2]  # type: ignore[index]
 
 
-def test_a_header_cleans_a_repeated_value_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_header_cleans_a_repeated_value_once_and_a_header_shown_before_not_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from contextflow.core.text import clean as real_clean
     from contextflow.core.text import clip as real
     from contextflow.operations import provenance
 
@@ -129,16 +132,24 @@ def test_a_header_cleans_a_repeated_value_once(monkeypatch: pytest.MonkeyPatch) 
         clipped.append(value)
         return real(value, limit)
 
+    def cleaned(value: object, single_line: bool = False) -> str:
+        clipped.append(value)
+        return real_clean(value, single_line)
+
     monkeypatch.setattr(provenance, "clip", counted)
-    lines = [
-        provenance.header(f"[{n}] note", ("writer", "w-header-test"), ("n", 7), ("odd", "a\x1b[31m b\u202e c"))
-        for n in range(5)
-    ]
+    monkeypatch.setattr(provenance, "clean", cleaned)
+    odd = "a\x1b[31m b\u202e c"
+    lines = [provenance.header(f"[{n}] note", ("writer", "w-header-test"), ("n", 7), ("odd", odd)) for n in range(5)]
     assert lines[4] == "[4] note | writer=w-header-test | n=7 | odd=a b c"
     assert clipped.count("w-header-test") == 1 and clipped.count(7) == 5  # (a number: clipped each time)
-    assert clipped.count("a\x1b[31m b\u202e c") == 1
+    assert clipped.count(odd) == 1 and clipped.count("[4] note") == 1
+    clipped.clear()
+    assert provenance.header("[4] note", ("writer", "w-header-test"), ("odd", odd)) == lines[4].replace(" | n=7", "")
+    assert provenance.header("[4] note", ("writer", "w-header-test"), ("odd", odd)) == lines[4].replace(" | n=7", "")
+    assert clipped == []  # every part shown before: the header, made of strings only, is the one shown then
+    assert provenance.header("[4] note", ("n", True)) == "[4] note | n=True"  # (True == 1: never taken for another)
+    assert provenance.header("[4] note", ("n", 1)) == "[4] note | n=1"
     monkeypatch.setattr(provenance, "clip", real)
-    monkeypatch.setattr(provenance, "_PAIRS", {})
-    assert (
-        provenance.header("[4] note", ("writer", "w-header-test"), ("n", 7), ("odd", "a\x1b[31m b\u202e c")) == lines[4]
-    )
+    monkeypatch.setattr(provenance, "clean", real_clean)
+    monkeypatch.setattr(provenance, "_SHOWN", {})
+    assert provenance.header("[4] note", ("writer", "w-header-test"), ("n", 7), ("odd", odd)) == lines[4]

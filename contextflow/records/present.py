@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from contextflow.app import App
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import as_dict
-from contextflow.core.text import DATA_NOTICE, clean, clip, quote
+from contextflow.core.text import DATA_NOTICE, clean, quote
 from contextflow.core.timeutil import now
 from contextflow.core.timeutil import to_iso as iso
-from contextflow.operations.provenance import age_of, header, value_text
+from contextflow.operations.provenance import age_of, clipped, header, one_line, value_quoted
 from contextflow.operations.spec import JSON, Reply, given, partial
 from contextflow.records import core as records
 from contextflow.records.fields import DEFAULT_SINCE_DAYS
@@ -31,7 +31,7 @@ MAX_PINNED_SHOWN = 20
 
 def record_header(record: Record, now: datetime) -> str:
     label = record.data.get("label")
-    title = f"[{clean(record.category, True)}] {clean(record.key, True)}" + (f" ({clip(label, 80)})" if label else "")
+    title = f"[{one_line(record.category)}] {one_line(record.key)}" + (f" ({clipped(label, 80)})" if label else "")
     return header(
         title,
         ("writer", record.writer),
@@ -45,7 +45,7 @@ def record_header(record: Record, now: datetime) -> str:
 
 
 def record_text(record: Record, now: datetime, value_limit: int | None = 240) -> str:
-    return record_header(record, now) + "\n" + quote(value_text(record.data.get("value"), value_limit))
+    return record_header(record, now) + "\n" + value_quoted(record.data.get("value"), value_limit)
 
 
 def records_text(found: list[Record], title: str, now: datetime) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip, quote
-from contextflow.operations.provenance import header
+from contextflow.operations.provenance import header, one_line
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def entry_text(event: Event, index: int | None = None) -> str:
     """One note or handoff: its provenance header, then its text quoted line by line."""
     data = event.data
-    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
+    title = f"{event.ts} {event.kind} by {one_line(data.get('agent') or 'unknown-agent')}"
     head = header(
         f"[{index}] {title}" if index is not None else title,
         ("writer", event.writer),
