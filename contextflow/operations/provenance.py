@@ -41,6 +41,14 @@ def one_line(value: object) -> str:
     return found if found is not None else _keep(("line", value), clean(value, single_line=True))
 
 
+def quoted(value: object) -> str:
+    """`quote(value)`, remembered for strings up to a few lines (a note shown again)."""
+    if type(value) is not str or len(value) > 5 * _LONG:
+        return quote(value)
+    found = _SHOWN.get(("quote", value))
+    return found if found is not None else _keep(("quote", value), quote(value))
+
+
 def clipped(value: object, limit: int) -> str:
     """`clip(value, limit)`, remembered for short strings."""
     if type(value) is not str or len(value) > _LONG:
@@ -53,10 +61,15 @@ def header(*parts: Part, limit: int = 120) -> str:
     """`part | name=value | ...`: (name, value) pairs are cleaned and clipped, plain strings (which
     may hold stored values, e.g. a thought's type) cleaned onto one line; None, and pairs whose value
     is None or empty, are left out."""
-    if not all(_short(part) for part in parts):
+    key = ("header", limit, *parts)
+    try:
+        found = _SHOWN.get(key)  # (a key holding anything but strings is never kept, so never found)
+    except TypeError:  # a value that is not hashable (a list)
         return _header(parts, limit)
-    found = _SHOWN.get(("header", limit, *parts))
-    return found if found is not None else _keep(("header", limit, *parts), _header(parts, limit))
+    if found is not None:
+        return found
+    text = _header(parts, limit)
+    return _keep(key, text) if all(_short(part) for part in parts) else text
 
 
 def _short(part: Part) -> bool:

@@ -299,13 +299,13 @@ def waits(record: Record) -> bool:
     return record.category == "waiting" or (isinstance(status, str) and status.strip().lower().startswith("waiting"))
 
 
-def record_dict(record: Record) -> dict[str, Any]:
-    """A record as JSON for output, with its provenance."""
+def record_dict(record: Record, *, value: bool = True) -> dict[str, Any]:
+    """A record as JSON for output, with its provenance (without its value unless `value`)."""
     data = record.data
     return {
         "key": record.key,
         "project": record.project,
-        "value": data.get("value"),
+        **({"value": data.get("value")} if value else {}),
         "category": record.category,
         "label": data.get("label"),
         "thread_id": record.thread_id,

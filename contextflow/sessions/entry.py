@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip, quote
-from contextflow.operations.provenance import header, one_line
+from contextflow.operations.provenance import header, one_line, quoted
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
@@ -26,9 +26,9 @@ def entry_text(event: Event, index: int | None = None) -> str:
         ("id", event.id),
     )
     if event.kind == "note":
-        body = [quote(data.get("text", ""))]
+        body = [quoted(data.get("text", ""))]
     else:
-        body = ["summary:", quote(data.get("summary", ""))]
+        body = ["summary:", quoted(data.get("summary", ""))]
         for name in ("next_steps", "open_questions", "files"):
             if items := data.get(name):
                 body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]
