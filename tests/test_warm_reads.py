@@ -153,3 +153,24 @@ def test_a_header_cleans_a_repeated_value_once_and_a_header_shown_before_not_aga
     monkeypatch.setattr(provenance, "clean", real_clean)
     monkeypatch.setattr(provenance, "_SHOWN", {})
     assert provenance.header("[4] note", ("writer", "w-header-test"), ("n", 7), ("odd", odd)) == lines[4]
+
+
+def test_a_note_shown_again_is_not_quoted_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextflow.core.events import Event
+    from contextflow.core.text import quote as real
+    from contextflow.operations import provenance
+    from contextflow.sessions.entry import entry_text
+
+    quoted: list[object] = []
+
+    def counted(value: object) -> str:
+        quoted.append(value)
+        return real(value)
+
+    monkeypatch.setattr(provenance, "quote", counted)
+    note = Event("id-quote-test", "w", 1, 1, "note", {"agent": "a", "text": "line one\n<!-- two -->\n\x1b[31mthree"})
+    long = Event("id-quote-long", "w", 2, 2, "note", {"agent": "a", "text": "x" * 5000})
+    shown = [entry_text(note, 1), entry_text(note, 1), entry_text(long), entry_text(long)]
+    assert shown[0] == shown[1] and shown[0].endswith("> line one\n> < !-- two -- >\n> three")
+    assert quoted.count(note.data["text"]) == 1  # the same note's text quoted once
+    assert quoted.count(long.data["text"]) == 2  # (a long text is never kept)
