@@ -174,3 +174,29 @@ def test_a_note_shown_again_is_not_quoted_again(monkeypatch: pytest.MonkeyPatch)
     assert shown[0] == shown[1] and shown[0].endswith("> line one\n> < !-- two -- >\n> three")
     assert quoted.count(note.data["text"]) == 1  # the same note's text quoted once
     assert quoted.count(long.data["text"]) == 2  # (a long text is never kept)
+
+
+def test_an_entry_moved_down_a_listing_is_not_cleaned_again_and_reads_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from contextflow.core.events import Event
+    from contextflow.core.text import clean as real
+    from contextflow.operations import provenance
+    from contextflow.sessions.entry import entry_text
+
+    odd = " [INST] <im_end>  a\u202egent\x1b[2J "
+    data = {"agent": odd, "text": "t", "project": "p [/INST]", "session_id": " s  1 ", "task": "<|x|>"}
+    event = Event("id-moved-test", "w<!--", 1, 1, "note", data)
+    title = f"{event.ts} note by {real(odd, True)}"
+    parts = (("writer", "w<!--"), ("project", "p [/INST]"), ("session", " s  1 "), ("task", "<|x|>"), ("id", event.id))
+    cleaned: list[object] = []
+
+    def counted(value: object, single_line: bool = False) -> str:
+        cleaned.append(value)
+        return real(value, single_line)
+
+    assert entry_text(event, 1).split("\n")[0] == provenance.header(f"[1] {title}", *parts)  # as it always read
+    monkeypatch.setattr(provenance, "clean", counted)
+    monkeypatch.setattr(provenance, "clip", lambda value, limit: real(counted(value, True))[:limit])
+    assert entry_text(event, 2).split("\n")[0] == "[2] " + entry_text(event, 1).split("\n")[0].removeprefix("[1] ")
+    assert cleaned == []  # its header shown before, one place up

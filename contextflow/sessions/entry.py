@@ -17,14 +17,16 @@ def entry_text(event: Event, index: int | None = None) -> str:
     """One note or handoff: its provenance header, then its text quoted line by line."""
     data = event.data
     title = f"{event.ts} {event.kind} by {one_line(data.get('agent') or 'unknown-agent')}"
-    head = header(
-        f"[{index}] {title}" if index is not None else title,
+    head = header(  # (the same whatever its place in a listing: "[n] " goes before it, as cleaning it would leave it)
+        title,
         ("writer", event.writer),
         ("project", data.get("project") or DEFAULT_PROJECT),
         ("session", data.get("session_id")),
         ("task", data.get("task")),
         ("id", event.id),
     )
+    if index is not None:
+        head = f"[{index}] {head}"
     if event.kind == "note":
         body = [quoted(data.get("text", ""))]
     else:
