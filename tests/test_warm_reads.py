@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -200,3 +201,28 @@ def test_an_entry_moved_down_a_listing_is_not_cleaned_again_and_reads_as_before(
     monkeypatch.setattr(provenance, "clip", lambda value, limit: real(counted(value, True))[:limit])
     assert entry_text(event, 2).split("\n")[0] == "[2] " + entry_text(event, 1).split("\n")[0].removeprefix("[1] ")
     assert cleaned == []  # its header shown before, one place up
+
+
+def test_context_list_counts_what_its_window_leaves_out_in_one_statement(app: App) -> None:
+    from datetime import timedelta
+
+    from contextflow.core.timeutil import now
+    from contextflow.records import core as records
+    from contextflow.records import present
+
+    for n in range(12):
+        records.set_record(app, key=f"{'fact' if n % 3 else 'waiting'}:item-{n}", value={"n": n}, pinned=n % 4 == 0)
+    present.context_list(app, {})  # brought up to date
+    with statements(app) as found:
+        reply = present.context_list(app, {"limit": 5})
+    assert reply.data["count"] == 5 and reply.data["older_left_out"] == 0
+    assert len([s for s in found if "records_rows" in s]) == 2, found  # the page, and what the window leaves out
+    later = now() + timedelta(days=40)  # every record out of the default window, some out of a 3-day one
+    chosen: list[dict[str, Any]] = [{}, {"category": "fact"}, {"pinned_only": True}, {"prefix": "waiting:"}]
+    for filters in [*chosen, {"since_days": 3}]:
+        for limit in (2, 5, 500):
+            every = records.list_records(app, **{**filters, "since_days": 0}, limit=limit, now=later)
+            shown = records.list_records(app, **filters, limit=limit, now=later)
+            left = records.records_left_out(app, **filters, limit=limit, now=later)
+            assert left == len(every) - len(shown), (filters, limit)
+            assert left == (min(limit, len(every)) if "since_days" not in filters else len(every) - len(shown))

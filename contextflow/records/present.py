@@ -232,15 +232,11 @@ def _listed(app: App, args: JSON, moment: datetime, state: StoredRecords | None 
 
 
 def _older(app: App, args: JSON, moment: datetime, state: StoredRecords | None = None) -> int:
-    """How many records the `since_days` window leaves out (0 when it is 0: none are), counted, not read."""
+    """How many records (of the 500 newest) the `since_days` window leaves out (0 when it is 0: none are),
+    counted, not read."""
     if args.get("since_days") == 0:
         return 0
-    return _counted(app, args, moment, state, since_days=0) - _counted(app, args, moment, state)
-
-
-def _counted(app: App, args: JSON, moment: datetime, state: StoredRecords | None, **overrides: int) -> int:
-    """How many records (at most 500) `_listed` gives for these arguments (`overrides` in place of them)."""
-    return records.count_records(app, state, **given({**args, "limit": 500, **overrides}, *FILTERS), now=moment)
+    return records.records_left_out(app, state, **given({**args, "limit": 500}, *FILTERS), now=moment)
 
 
 def context_delete(app: App, args: JSON) -> Reply:
