@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "38c6b97e938522f1cebd"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "0b6a3f9084be4a0833f6"),
-    "feed": (2, "77ec3bfbb87242a4deb8"),
-    "capture": (2, "156f0f1df5093625d213"),
+    "sessions": (1, "27a46fa960e75a40db7c"),
+    "feed": (2, "2fe33400beb6c4ec4f4a"),
+    "capture": (2, "b5d69293860c99e46bbd"),
     "graph-state": (4, "6a54782a4c6613c78b7c"),
     "records-state": (2, "0741ebd1f889126c64cd"),
     "conversations-state": (2, "f28c9e2d6a4c2945e70c"),
-    "timeline": (2, "90d2ad4f4effc7e79b18"),
+    "timeline": (2, "2769c2fac872b27d6160"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

@@ -226,3 +226,14 @@ def test_context_list_counts_what_its_window_leaves_out_in_one_statement(app: Ap
             left = records.records_left_out(app, **filters, limit=limit, now=later)
             assert left == len(every) - len(shown), (filters, limit)
             assert left == (min(limit, len(every)) if "since_days" not in filters else len(every) - len(shown))
+
+
+def test_catching_up_a_write_reads_the_formats_once_a_plan(app: App) -> None:
+    sessions.append_note(app, agent="claude", text="one", session_id="s")
+    sessions.read_entries(app, EntryFilter(app.settings.default_project))
+    sessions.append_note(app, agent="claude", text="two", session_id="s")
+    with statements(app) as found:
+        assert len(sessions.read_entries(app, EntryFilter(app.settings.default_project))) == 2
+    plans = [s for s in found if "FROM positions" in s and "SELECT format, path, position, complete" in s]
+    assert plans and not [s for s in found if s.startswith("SELECT 1 FROM sqlite_master")], found
+    assert len([s for s in found if "FROM formats" in s]) == len(plans)  # (an earlier version's table asked there)
