@@ -56,8 +56,8 @@ class FoldedRecords:
         ]
         return sorted(found, key=lambda record: record.event_key, reverse=True)[:count]
 
-    def count(self, *selection: Any) -> int:
-        return len(self.select(*selection))
+    def left_out(self, now_ms: int, count: int, cutoff: int, *filters: Any) -> int:
+        return len(self.select(now_ms, count, 0, *filters)) - len(self.select(now_ms, count, cutoff, *filters))
 
 
 class FoldedConversations:

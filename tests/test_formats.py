@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "e9006e605bb2f8472f5f"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "3fa069ca77e9e7496fee"),
-    "feed": (2, "f21413e3856d7bef712b"),
-    "capture": (2, "d095870f8b0c02437fd2"),
+    "sessions": (1, "4e1a996fe89a125f1177"),
+    "feed": (2, "9898cdec8e75628d5115"),
+    "capture": (2, "17f398b246bedfb087c0"),
     "graph-state": (4, "3b132c09c6cee831bd1a"),
     "records-state": (2, "a1ba166c3072d9c8bb9a"),
     "conversations-state": (2, "667953059bbab37d1e88"),
-    "timeline": (2, "4635e0d86b85660f1ec6"),
+    "timeline": (2, "7baabe0b130b53441294"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 

@@ -80,7 +80,7 @@ def _reads(app: App) -> list[object]:
         ):
             found.append([(r.identity, r.event_id) for r in records.list_records(app, now=now, **args)])
             counted: dict[str, Any] = {"limit": 4, **args}
-            found.append(records.count_records(app, None, now=now, **counted))
+            found.append(records.records_left_out(app, None, now=now, **counted))
         found.append([r.event_id for r in records.pinned_records(app, now)])
         found.append([r.event_id for r in records.waiting_records(app, now)])
         for key in KEYS:

@@ -46,7 +46,8 @@ BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits th
 # formats and tables earlier versions kept: dropped on a reset
 # ("cursors": the read positions' table before its rename)
 RETIRED = ("view-events", "view_events", "stages", "cursors")
-EARLIER_POSITIONS = "SELECT 1 FROM sqlite_master WHERE name = 'cursors'"  # kept by an earlier version
+# every format's version, and a row (NULL, NULL) when an earlier version's read positions are there ("cursors")
+FORMATS = "SELECT name, version FROM formats UNION ALL SELECT NULL, NULL FROM sqlite_master WHERE name = 'cursors'"
 
 
 class CatchUp:
@@ -63,6 +64,7 @@ class CatchUp:
     _ahead: dict[str, tuple[str, int]]
     _ahead_stuck: bool
     _found_current = False  # the last `_update` found every format holding every log (nothing to read)
+    _made_on: sqlite3.Connection | None = None  # the connection on which the bookkeeping tables were last made
 
     def _connect(self) -> sqlite3.Connection:
         raise NotImplementedError
@@ -155,12 +157,14 @@ class CatchUp:
     def _update(self, wait: float, foreground: bool) -> int:
         self._backlog = self._found_current = False
         db = self._connect()
-        try:
-            db.executescript(META)  # (nothing to do once they exist)
-        except sqlite3.OperationalError as exc:
-            if not busy(exc):
-                raise
-            raise Busy(str(exc)) from None  # another process is making the database
+        if self._made_on is not db:  # (once per connection: nothing drops them but deleting the database)
+            try:
+                db.executescript(META)
+            except sqlite3.OperationalError as exc:
+                if not busy(exc):
+                    raise
+                raise Busy(str(exc)) from None  # another process is making the database
+            self._made_on = db
         retire, todo = self._plan(db, self._paths())
         if not retire and not todo:
             self._found_current = True
@@ -248,8 +252,8 @@ class CatchUp:
         """(formats to rebuild, [(log, the read position to read it from, the formats at that read position)]), of
         formats `only` when given (else of every format)."""
         sets = self.sets if only is None else {name: s for name, s in self.sets.items() if name in only}
-        versions = dict(db.execute("SELECT name, version FROM formats").fetchall())
-        if db.execute(EARLIER_POSITIONS).fetchone():  # read positions kept by an earlier version:
+        versions = dict(db.execute(FORMATS).fetchall())
+        if None in versions:  # read positions kept by an earlier version:
             versions = {}  # every format is built again (its reset drops that table: RETIRED)
         stored: dict[str, dict[str, tuple[bytes, int]]] = {}
         for name, path, blob, complete in db.execute("SELECT format, path, position, complete FROM positions"):

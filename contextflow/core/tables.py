@@ -95,6 +95,7 @@ class Tables(CatchUp):
         self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
         self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
         self._current = False  # the last `update` found every format holding every log
+        self._bad: tuple[object, int] | None = None  # (freshness key, malformed lines then): `bad_lines` asked again
         self._held = False  # inside `overlaid`: current as held, a batch's rows added, never committed
         self._pending: list[Event] = []  # a batch's events whose rows are added before the next statement
         self._caps: dict[str, int] = {}  # the clock bounds as the batch began
@@ -402,9 +403,16 @@ class Tables(CatchUp):
 
     def bad_lines(self) -> int:
         """Lines of the logs that are not readable events, as far as the tables have read (as they are: the
-        caller brought them up to date for its call)."""
-        found = self.query("SELECT max(bad) FROM positions GROUP BY path", checked=True)
-        return sum(count for (count,) in found)
+        caller brought them up to date for its call). Read once per freshness key (`_key`): only a commit
+        changes the count, and a commit changes the key."""
+        with self._mutex:
+            key = self._checked if self._current else None
+            if key is not None and self._bad is not None and self._bad[0] == key:
+                return self._bad[1]
+            found = self.query("SELECT max(bad) FROM positions GROUP BY path", checked=True)
+            count = int(sum(count for (count,) in found))
+            self._bad = (key, count) if key is not None else None
+            return count
 
     def _paths(self) -> list[Path]:
         return list_segments(self.store.folder, self.store.location.legacy_files)

@@ -242,10 +242,11 @@ def list_records(
     return state.select(*selection)
 
 
-def count_records(app: App, state: Records | None = None, **filters: Any) -> int:
-    """How many records `list_records(app, **filters)` lists (at most its `limit`), none of them decoded."""
+def records_left_out(app: App, state: Records | None = None, **filters: Any) -> int:
+    """How many records `list_records(app, **filters)` leaves out by its `since_days` window: how many it lists
+    with `since_days` 0 less how many it lists, each at most its `limit`; none of them decoded."""
     state, selection = _listing(app, state, **filters)
-    return state.count(*selection)
+    return state.left_out(*selection)
 
 
 def _listing(
@@ -299,13 +300,13 @@ def waits(record: Record) -> bool:
     return record.category == "waiting" or (isinstance(status, str) and status.strip().lower().startswith("waiting"))
 
 
-def record_dict(record: Record) -> dict[str, Any]:
-    """A record as JSON for output, with its provenance."""
+def record_dict(record: Record, *, value: bool = True) -> dict[str, Any]:
+    """A record as JSON for output, with its provenance (without its value unless `value`)."""
     data = record.data
     return {
         "key": record.key,
         "project": record.project,
-        "value": data.get("value"),
+        **({"value": data.get("value")} if value else {}),
         "category": record.category,
         "label": data.get("label"),
         "thread_id": record.thread_id,

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from contextflow.app import App
 from contextflow.core.clock import stamp_iso
 from contextflow.core.events import as_dict
-from contextflow.core.text import DATA_NOTICE, clean, clip, quote
+from contextflow.core.text import DATA_NOTICE, clean, quote
 from contextflow.core.timeutil import now
 from contextflow.core.timeutil import to_iso as iso
-from contextflow.operations.provenance import age_of, header, value_text
+from contextflow.operations.provenance import age_of, clipped, header, one_line, value_quoted
 from contextflow.operations.spec import JSON, Reply, given, partial
 from contextflow.records import core as records
 from contextflow.records.fields import DEFAULT_SINCE_DAYS
@@ -31,7 +31,7 @@ MAX_PINNED_SHOWN = 20
 
 def record_header(record: Record, now: datetime) -> str:
     label = record.data.get("label")
-    title = f"[{clean(record.category, True)}] {clean(record.key, True)}" + (f" ({clip(label, 80)})" if label else "")
+    title = f"[{one_line(record.category)}] {one_line(record.key)}" + (f" ({clipped(label, 80)})" if label else "")
     return header(
         title,
         ("writer", record.writer),
@@ -45,7 +45,7 @@ def record_header(record: Record, now: datetime) -> str:
 
 
 def record_text(record: Record, now: datetime, value_limit: int | None = 240) -> str:
-    return record_header(record, now) + "\n" + quote(value_text(record.data.get("value"), value_limit))
+    return record_header(record, now) + "\n" + value_quoted(record.data.get("value"), value_limit)
 
 
 def records_text(found: list[Record], title: str, now: datetime) -> str:
@@ -210,7 +210,7 @@ def context_list(app: App, args: JSON) -> Reply:
     found = _listed(app, args, moment, state)
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
-    listed = [{k: v for k, v in records.record_dict(r).items() if k != "value"} for r in found]
+    listed = [records.record_dict(r, value=False) for r in found]
     older = _older(app, args, moment, state)
     payload = {"count": len(found), "records": listed, "older_left_out": older}
     text = records_text(found, title, moment)
@@ -232,15 +232,11 @@ def _listed(app: App, args: JSON, moment: datetime, state: StoredRecords | None 
 
 
 def _older(app: App, args: JSON, moment: datetime, state: StoredRecords | None = None) -> int:
-    """How many records the `since_days` window leaves out (0 when it is 0: none are), counted, not read."""
+    """How many records (of the 500 newest) the `since_days` window leaves out (0 when it is 0: none are),
+    counted, not read."""
     if args.get("since_days") == 0:
         return 0
-    return _counted(app, args, moment, state, since_days=0) - _counted(app, args, moment, state)
-
-
-def _counted(app: App, args: JSON, moment: datetime, state: StoredRecords | None, **overrides: int) -> int:
-    """How many records (at most 500) `_listed` gives for these arguments (`overrides` in place of them)."""
-    return records.count_records(app, state, **given({**args, "limit": 500, **overrides}, *FILTERS), now=moment)
+    return records.records_left_out(app, state, **given({**args, "limit": 500}, *FILTERS), now=moment)
 
 
 def context_delete(app: App, args: JSON) -> Reply:

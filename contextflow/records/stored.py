@@ -96,7 +96,7 @@ class StoredRecords:
         self._loaded.update((record.identity, record) for record in found)
         return found
 
-    def count(
+    def left_out(
         self,
         now_ms: int,
         count: int,
@@ -107,10 +107,16 @@ class StoredRecords:
         prefix: str | None = None,
         project: str | None = None,
     ) -> int:
-        """How many records `select` gives for the same arguments, nothing decoded."""
-        where, params = _where(now_ms, cutoff, category, thread, pinned, prefix, project)
-        sql = f"SELECT count(*) FROM (SELECT 1 FROM records_rows WHERE {where} LIMIT ?)"
-        return int(self.read.query(sql, (*params, count))[0][0])
+        """How many records `select` gives for these arguments with no `cutoff`, less how many it gives with it
+        (each at most `count`): the records the window leaves out, nothing decoded, in one statement (the ones
+        updated since `cutoff` are the newest, so among the `count` newest there are as many as it gives)."""
+        where, params = _where(now_ms, 0, category, thread, pinned, prefix, project)
+        sql = (
+            "SELECT count(*), coalesce(sum(hlc >= ?), 0) FROM "
+            f"(SELECT hlc FROM records_rows WHERE {where} ORDER BY hlc DESC LIMIT ?)"
+        )
+        found, recent = self.read.query(sql, (db_stamp(cutoff), *params, count))[0]
+        return int(found) - int(recent)
 
 
 def _where(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip, quote
-from contextflow.operations.provenance import header
+from contextflow.operations.provenance import header, one_line, quoted
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
@@ -16,19 +16,21 @@ if TYPE_CHECKING:
 def entry_text(event: Event, index: int | None = None) -> str:
     """One note or handoff: its provenance header, then its text quoted line by line."""
     data = event.data
-    title = f"{event.ts} {event.kind} by {clean(data.get('agent') or 'unknown-agent', True)}"
-    head = header(
-        f"[{index}] {title}" if index is not None else title,
+    title = f"{event.ts} {event.kind} by {one_line(data.get('agent') or 'unknown-agent')}"
+    head = header(  # (the same whatever its place in a listing: "[n] " goes before it, as cleaning it would leave it)
+        title,
         ("writer", event.writer),
         ("project", data.get("project") or DEFAULT_PROJECT),
         ("session", data.get("session_id")),
         ("task", data.get("task")),
         ("id", event.id),
     )
+    if index is not None:
+        head = f"[{index}] {head}"
     if event.kind == "note":
-        body = [quote(data.get("text", ""))]
+        body = [quoted(data.get("text", ""))]
     else:
-        body = ["summary:", quote(data.get("summary", ""))]
+        body = ["summary:", quoted(data.get("summary", ""))]
         for name in ("next_steps", "open_questions", "files"):
             if items := data.get(name):
                 body += [f"{name}:", quote("\n".join(f"{n}. {clean(item, True)}" for n, item in enumerate(items, 1)))]

@@ -12,7 +12,7 @@ from contextflow.app import App
 from contextflow.core import checks, jsonio
 from contextflow.core.events import Event, as_dict
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
-from contextflow.operations.provenance import dumps, header
+from contextflow.operations.provenance import dumps, header, one_line
 from contextflow.operations.spec import JSON, PromptSpec, Reply, given, partial
 from contextflow.sessions import core as sessions
 from contextflow.sessions import stored
@@ -33,7 +33,7 @@ def entries_text(entries: list[Event], title: str, bad_lines: int = 0) -> str:
 def session_text(summary: SessionSummary, index: int, with_handoff: bool = True) -> str:
     lines = [
         header(
-            f"[{index}] session={clean(summary.session_id, True)}",
+            f"[{index}] session={one_line(summary.session_id)}",
             f"entries={summary.entry_count}",
             f"handoffs={summary.handoff_count}",
             ("last", summary.latest_ts),
@@ -41,7 +41,7 @@ def session_text(summary: SessionSummary, index: int, with_handoff: bool = True)
         )
     ]
     if summary.agents:
-        lines.append("agents: " + ", ".join(clean(agent, True) for agent in sorted(summary.agents)))
+        lines.append("agents: " + ", ".join(one_line(agent) for agent in sorted(summary.agents)))
     if with_handoff and summary.latest_handoff_summary:
         lines.append(quote("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
     return "\n".join(lines)
@@ -347,8 +347,7 @@ def resume_prompts(app: App) -> list[PromptSpec]:
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
     stored.ready(app)  # one query, however many sessions the list shows
-    found = stored.summaries(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
-    return tuple((s.session_id, s.latest_ts[:19], s.entry_count, s.task, s.latest_handoff_summary) for s in found)
+    return stored.listing_signature(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
 
 
 # -- resources -----------------------------------------------------------------------------

@@ -173,10 +173,11 @@ _SUMMARY_EXTRAS = (
     "(SELECT json_group_array(a.agent) FROM sessions_agents a WHERE a.project = s.project "
     "AND a.session_id = s.session_id), h.hlc, h.w, h.seq, h.summary"
 )
-_LATEST_SUMMARY = (
-    "h.id = (SELECT e.id FROM sessions_entries e WHERE e.project = s.project AND e.session_id = s.session_id "
-    f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1)"
+_HANDOFF_SHOWN = (  # the newest handoff of session `s` with a summary that no note marked wrong
+    "FROM sessions_entries e WHERE e.project = s.project AND e.session_id = s.session_id "
+    f"AND e.kind = 'handoff' AND e.summary IS NOT NULL AND {_NOT_WRONG} {_NEWEST_FIRST} LIMIT 1"
 )
+_LATEST_SUMMARY = f"h.id = (SELECT e.id {_HANDOFF_SHOWN})"
 
 
 def summaries(app: App, project: str, limit: int | None = None, session_id: str | None = None) -> list[SessionSummary]:
@@ -206,6 +207,19 @@ def summaries(app: App, project: str, limit: int | None = None, session_id: str 
             summary.latest_handoff_summary = str(handoff_summary).strip()
         found.append(summary)
     return found
+
+
+def listing_signature(app: App, project: str, limit: int) -> tuple[tuple[str, str, int, str, str], ...]:
+    """(session id, last active time to the second, entries, task, latest handoff summary) of the project's `limit`
+    most recent sessions, as `summaries` gives them: one query, without the agents or SessionSummary objects."""
+    sql = (
+        f"SELECT s.session_id, s.hlc, s.entries, s.task, (SELECT e.summary {_HANDOFF_SHOWN}) "
+        f"FROM sessions s WHERE s.project = ? {_RECENT} LIMIT ?"
+    )
+    return tuple(
+        (sid, stamp_iso(stamp_of(hlc))[:19], count, task or "", str(summary).strip() if summary is not None else "")
+        for sid, hlc, count, task, summary in _query(app, sql, (project, limit))
+    )
 
 
 def superseded(app: App, ids: Sequence[str]) -> set[str]:

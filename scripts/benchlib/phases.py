@@ -213,7 +213,6 @@ async def warm_stdio(run: SizeRun, root: Path, env: Mapping[str, str], settings:
                 run.after_append[k].append(elapsed)
             elapsed, _ = await call_once(floor_call)
             run.after_append_floor.append(elapsed)
-        writer.close()
         run.server_rss_kb = max((vm_hwm_kb(pid) for pid in server_pids), default=0)
         run.floor_rss_kb = max((vm_hwm_kb(pid) for pid in floor_pids), default=0)
 
