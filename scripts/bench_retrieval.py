@@ -9,6 +9,7 @@ Prints figures only, never fails on a missed target.
     scripts/bench_retrieval.py --misses               also list the questions that missed at 5
     scripts/bench_retrieval.py --sizes 10000,100000   then get_context latency on stores of those sizes
     scripts/bench_retrieval.py --quick                then a 2k store (seconds)
+    scripts/bench_retrieval.py --locomo locomo10.json recall@5 and @10 per category on LoCoMo instead (not shipped)
 
 The fixtures (tests/fixtures/retrieval): `dialogs`, 287 turns of four two-speaker dialogs stored as
 session notes and timeline thoughts from January to June 2026, with 95 questions (paraphrase, temporal,
@@ -17,6 +18,13 @@ word with their answer, 4 are paraphrases). Recall@k of a question is the share 
 first k results. Latency stores are filled through Store.append_many (the real write and fold path) with
 synthetic notes, handoffs and conversation records whose words follow a Zipf distribution over the
 records fixture's vocabulary plus a long tail, with the fixture's own records mixed in.
+
+`--locomo PATH` reads LoCoMo's locomo10.json (github.com/snap-research/LoCoMo, data/locomo10.json, CC BY-NC:
+never copied here) and stores it as the dialogs fixture stores a dialog: one project per conversation, one
+session per LoCoMo session, each turn a session note by its speaker at the session's date and time (turns
+3 minutes apart; a shared image adds its caption). Each question of categories 1-4 (5 is unanswerable) is
+asked in its conversation's project with the in-process `retrieval.get_context`, the call the MCP
+`get_context` tool makes, "now" being a day after the conversation's last session.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import resource  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from datetime import datetime, timedelta  # noqa: E402
 from itertools import accumulate  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -45,6 +54,7 @@ from contextflow.app import App  # noqa: E402
 from contextflow.conversations import core as conversations  # noqa: E402
 from contextflow.core.clock import HybridClock  # noqa: E402
 from contextflow.search import retrieval  # noqa: E402
+from contextflow.sessions import core as sessions  # noqa: E402
 from tests.fixtures.retrieval import dialogs  # noqa: E402
 from tests.fixtures.retrieval.evaluate import fixture, load, recall_at  # noqa: E402
 
@@ -280,6 +290,87 @@ def latency(sizes: list[int], reps: int) -> None:
     print(f"\ntarget: get_context p95 < {P95_TARGET_MS:.0f} ms at 100k records (figures only; nothing here fails)")
 
 
+# -- LoCoMo (a path given; the data set is never shipped) -----------------------------------------
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+def locomo_time(text: str) -> datetime:
+    """LoCoMo's session stamp, e.g. "1:56 pm on 8 May, 2023", as UTC."""
+    moment = datetime.strptime(" ".join(text.split()), "%I:%M %p on %d %B, %Y")
+    return moment.replace(tzinfo=dialogs.NOW.tzinfo)
+
+
+def locomo_store(
+    app: App, clock: dialogs.FixtureClock, sample: dict[str, Any], project: str
+) -> tuple[dict[str, str], int]:
+    """One conversation: every turn a session note at its time. Returns stored id -> dia_id and "now"."""
+    talk = sample["conversation"]
+    numbers = sorted(int(key.split("_")[1]) for key in talk if key.startswith("session_") and key.count("_") == 1)
+    dia_of: dict[str, str] = {}
+    last = dialogs.NOW
+    for number in numbers:
+        at = locomo_time(talk[f"session_{number}_date_time"])
+        for turn in talk[f"session_{number}"]:
+            clock.now_ms = dialogs.ms(at)
+            text = turn["text"] + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+            event = sessions.append_note(
+                app, agent=turn["speaker"], text=text, project=project, session_id=f"session-{number}"
+            )
+            dia_of[event.id] = turn["dia_id"]
+            last, at = at, at + dialogs.TURN_GAP
+    clock.now_ms = dialogs.NOW_MS
+    return dia_of, dialogs.ms(last + timedelta(days=1))
+
+
+def locomo_evidence(item: dict[str, Any], known: set[str]) -> list[str]:
+    """The question's evidence dia_ids that name a stored turn ("D8:6; D9:17" split; unknown ones left out)."""
+    found = [part for entry in item.get("evidence", []) for part in entry.replace(";", " ").replace(",", " ").split()]
+    return [entry for entry in found if entry in known]
+
+
+def locomo(path: Path) -> None:
+    samples = json.loads(path.read_text())
+    sums: dict[str, dict[int, float]] = {}
+    counts: dict[str, int] = {}
+    skipped = turns = 0
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cf-bench-locomo-") as tmp:
+        clock = dialogs.FixtureClock()
+        app = open_app(Path(tmp), clock)
+        for sample in samples:
+            project = f"locomo-{sample.get('sample_id', len(counts))}"
+            dia_of, now = locomo_store(app, clock, sample, project)
+            turns += len(dia_of)
+            known = set(dia_of.values())
+            for item in sample["qa"]:
+                name = LOCOMO_CATEGORIES.get(item.get("category", 5))
+                evidence = locomo_evidence(item, known)
+                if name is None:
+                    continue
+                if not evidence:
+                    skipped += 1
+                    continue
+                for kind in (name, "all"):
+                    counts[kind] = counts.get(kind, 0) + 1
+                for k in KS:
+                    result = retrieval.get_context(app, query=item["question"], project=project, limit=k, now_ms=now)
+                    found = [dia_of.get(shown.hit.doc.ref, "") for shown in result.shown]
+                    share = sum(entry in found for entry in evidence) / len(evidence)
+                    for kind in (name, "all"):
+                        sums.setdefault(kind, dict.fromkeys(KS, 0.0))[k] += share
+        app.close()
+    print(f"\nLoCoMo recall ({path.name}: {len(samples)} conversations, {turns} turns stored as session notes;")
+    print("  questions of categories 1-4 asked in process with retrieval.get_context, the MCP get_context tool's call;")
+    print(f"  {skipped} left out: no evidence naming a stored turn; {time.perf_counter() - started:.0f} s)")
+    print(f"  {'category':14} {'n':>5} {'recall@5':>9} {'recall@10':>10}")
+    for kind in (*LOCOMO_CATEGORIES.values(), "all"):
+        if counts.get(kind):
+            values = sums[kind]
+            n = counts[kind]
+            print(f"  {kind:14} {n:>5} {values[5] / n:>9.3f} {values[10] / n:>10.3f}")
+
+
 def lever_names() -> tuple[str, ...]:
     try:
         from contextflow.search import ranking
@@ -296,7 +387,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="then get_context latency on a 2k store")
     parser.add_argument("--sizes", help="then get_context latency on stores of these sizes (comma-separated)")
     parser.add_argument("--reps", type=int, default=300, help="timed get_context calls per size (default 300)")
+    parser.add_argument("--locomo", type=Path, help="LoCoMo's locomo10.json: recall per category on it instead")
     args = parser.parse_args()
+    if args.locomo is not None:
+        if not args.locomo.is_file():
+            parser.error(f"--locomo {args.locomo}: no such file; pass LoCoMo's data/locomo10.json")
+        locomo(args.locomo)
+        return 0
     if args.levers:
         levers = lever_names()
         results: dict[str, Table] = {}
