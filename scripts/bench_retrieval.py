@@ -333,7 +333,7 @@ def locomo(path: Path) -> None:
     samples = json.loads(path.read_text())
     sums: dict[str, dict[int, float]] = {}
     counts: dict[str, int] = {}
-    skipped = turns = 0
+    skipped = turns = partial = short = 0
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cf-bench-locomo-") as tmp:
         clock = dialogs.FixtureClock()
@@ -356,13 +356,17 @@ def locomo(path: Path) -> None:
                 for k in KS:
                     result = retrieval.get_context(app, query=item["question"], project=project, limit=k, now_ms=now)
                     found = [dia_of.get(shown.hit.doc.ref, "") for shown in result.shown]
+                    partial += bool(result.partial)
+                    short += len(result.shown) < k
                     share = sum(entry in found for entry in evidence) / len(evidence)
                     for kind in (name, "all"):
                         sums.setdefault(kind, dict.fromkeys(KS, 0.0))[k] += share
         app.close()
     print(f"\nLoCoMo recall ({path.name}: {len(samples)} conversations, {turns} turns stored as session notes;")
     print("  questions of categories 1-4 asked in process with retrieval.get_context, the MCP get_context tool's call;")
-    print(f"  {skipped} left out: no evidence naming a stored turn; {time.perf_counter() - started:.0f} s)")
+    print(f"  {skipped} left out: no evidence naming a stored turn; {time.perf_counter() - started:.0f} s;")
+    calls = len(KS) * counts.get("all", 0)
+    print(f"  of {calls} calls, {partial} partial, {short} short of k)")
     print(f"  {'category':14} {'n':>5} {'recall@5':>9} {'recall@10':>10}")
     for kind in (*LOCOMO_CATEGORIES.values(), "all"):
         if counts.get(kind):
