@@ -20,11 +20,12 @@ synthetic notes, handoffs and conversation records whose words follow a Zipf dis
 records fixture's vocabulary plus a long tail, with the fixture's own records mixed in.
 
 `--locomo PATH` reads LoCoMo's locomo10.json (github.com/snap-research/LoCoMo, data/locomo10.json, CC BY-NC:
-never copied here) and stores it as the dialogs fixture stores a dialog: one project per conversation, one
-session per LoCoMo session, each turn a session note by its speaker at the session's date and time (turns
-3 minutes apart; a shared image adds its caption). Each question of categories 1-4 (5 is unanswerable) is
-asked in its conversation's project with the in-process `retrieval.get_context`, the call the MCP
-`get_context` tool makes, "now" being a day after the conversation's last session.
+never copied here) and stores it as the dialogs fixture stores a dialog, all ten conversations in one store
+before the first question: one project per conversation, one session per LoCoMo session, each turn a session
+note by its speaker at the session's date and time (turns 3 minutes apart; a shared image adds its caption).
+Each question of categories 1-4 (5 is unanswerable) is asked in its conversation's project with the
+in-process `retrieval.get_context`, the call the MCP `get_context` tool makes, "now" being a day after the
+conversation's last session.
 """
 
 from __future__ import annotations
@@ -114,20 +115,20 @@ def quality(ranking: str | None, misses: bool = False) -> tuple[Table, dict[str,
         records, queries = fixture()
         app = open_app(Path(tmp) / "records")
         ids = load(app, records)
-        for kind, chosen in (
+        for kind, picked in (
             ("shares words", [q for q in queries if q["shares_words"]]),
             ("paraphrase", [q for q in queries if not q["shares_words"]]),
             ("all", queries),
         ):
-            counts[f"records {kind}"] = len(chosen)
+            counts[f"records {kind}"] = len(picked)
             table["records"][kind] = {}
             for k in KS:
-                found = recall_at(app, ids, chosen, k)
+                found = recall_at(app, ids, picked, k)
                 table["records"][kind][k] = found.value
                 if misses and k == KS[0] and kind != "all":
-                    for miss in found.misses:
-                        got = " ".join(miss.found)
-                        print(f"  miss@{k} records {kind}: {miss.query!r} wants {miss.target}, got {got}")
+                    for lost in found.misses:
+                        got = " ".join(lost.found)
+                        print(f"  miss@{k} records {kind}: {lost.query!r} wants {lost.target}, got {got}")
         app.close()
     return table, counts
 
@@ -304,7 +305,8 @@ def locomo_time(text: str) -> datetime:
 def locomo_store(
     app: App, clock: dialogs.FixtureClock, sample: dict[str, Any], project: str
 ) -> tuple[dict[str, str], int]:
-    """One conversation: every turn a session note at its time. Returns stored id -> dia_id and "now"."""
+    """One conversation: every turn a session note at its time. Returns stored id -> dia_id and "now"
+    (a day after its last session)."""
     talk = sample["conversation"]
     numbers = sorted(int(key.split("_")[1]) for key in talk if key.startswith("session_") and key.count("_") == 1)
     dia_of: dict[str, str] = {}
@@ -338,9 +340,11 @@ def locomo(path: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="cf-bench-locomo-") as tmp:
         clock = dialogs.FixtureClock()
         app = open_app(Path(tmp), clock)
-        for sample in samples:
-            project = f"locomo-{sample.get('sample_id', len(counts))}"
-            dia_of, now = locomo_store(app, clock, sample, project)
+        stored = []  # every conversation is stored before the first question: one store holds them all
+        for number, sample in enumerate(samples):
+            project = f"locomo-{sample.get('sample_id', number)}"
+            stored.append((sample, project, *locomo_store(app, clock, sample, project)))
+        for sample, project, dia_of, now in stored:
             turns += len(dia_of)
             known = set(dia_of.values())
             for item in sample["qa"]:
