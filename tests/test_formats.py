@@ -21,8 +21,8 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "e9006e605bb2f8472f5f"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "4e1a996fe89a125f1177"),
-    "feed": (2, "9898cdec8e75628d5115"),
+    "sessions": (1, "9ae1ac82aeb4c8ee9781"),
+    "feed": (3, "eeced7f38dc1802f883e"),
     "capture": (2, "17f398b246bedfb087c0"),
     "graph-state": (4, "3b132c09c6cee831bd1a"),
     "records-state": (2, "a1ba166c3072d9c8bb9a"),

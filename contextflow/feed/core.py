@@ -45,10 +45,11 @@ class FeedItem:
 def _reading(app: App) -> Iterator[Reading]:
     from contextflow.core.rest import reading
     from contextflow.feed.projection import PROJECTION
+    from contextflow.sessions.projection import PROJECTION as SESSIONS
 
     tables = app.tables()
     with tables.as_of_now():  # the logs checked once (a held lock waited for once), not once a query
-        yield reading(tables, (PROJECTION.name,))
+        yield reading(tables, (PROJECTION.name, SESSIONS.name))  # (notes' and handoffs' texts: `_texts`)
 
 
 def _order_key(read: Reading, before: str) -> tuple[int, str, int]:
@@ -120,9 +121,24 @@ def _page(app: App, read: Reading, given: dict[str, str | None], before: str | N
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     sql = f"SELECT {_COLUMNS} FROM feed {clause}ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
     found = read.query(sql, (*params, limit))
+    texts = _texts(read, [row[0] for row in found if row[8] is None])
     return [
-        FeedItem(row[0], stamp_iso(stamp_of(row[1])), row[4], row[5], row[2], row[6], row[7], row[8]) for row in found
+        FeedItem(row[0], stamp_iso(stamp_of(row[1])), row[4], row[5], row[2], row[6], row[7], texts.get(row[0], row[8]))
+        for row in found
     ]
+
+
+def _texts(read: Reading, ids: list[str]) -> dict[str, str]:
+    """The feed lines of the notes and handoffs `ids`, made from the sessions' entries (their feed rows hold
+    no text: `feed/projection.py`)."""
+    if not ids:
+        return {}
+    from contextflow.feed.projection import text_of
+    from contextflow.sessions.projection import DATA_COLUMNS, data_of
+
+    sql = f"SELECT id, kind, {DATA_COLUMNS} FROM sessions_entries WHERE id IN ({', '.join('?' * len(ids))})"
+    found = {row[0]: text_of(row[1], data_of(row[2:])) for row in read.query(sql, ids)}
+    return found | {event_id: "" for event_id in ids if event_id not in found}  # (none: the sessions hold each)
 
 
 def facets(app: App) -> dict[str, list[str]]:

@@ -2,6 +2,8 @@
 
 A pure fold (`rows`): an event gives its feed row (cleaned, bounded text) and its facet rows; the
 store, the order and "newest first" are `core/tables.py`'s and the queries' (`feed/core.py`).
+A note's or a handoff's row holds no text: the sessions' tables keep the entry, and a page makes its
+line from that (`text_of`), so the text is stored once.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ FACETS = ("project", "agent", "machine", "kind")
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS feed(
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
-    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT NOT NULL, dedupe TEXT UNIQUE)""",
-    "CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc, w, seq)",
+    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT, dedupe TEXT UNIQUE)""",
+    # a page is newest first: an index by time gives that order (writer and sequence only break a tie of
+    # times); the project's keeps the whole order key, so a grant's `project IN (...)` stops at the page
+    "CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc)",
     "CREATE INDEX IF NOT EXISTS feed_project ON feed(project, hlc, w, seq)",
-    "CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc, w, seq)",
-    "CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc, seq)",
-    "CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc, w, seq)",
-    "CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc, w, seq)",
+    "CREATE INDEX IF NOT EXISTS feed_agent ON feed(agent, hlc) WHERE agent IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS feed_machine ON feed(w, hlc)",
+    "CREATE INDEX IF NOT EXISTS feed_kind ON feed(kind, hlc)",
+    "CREATE INDEX IF NOT EXISTS feed_session ON feed(session_id, hlc) WHERE session_id IS NOT NULL",
     """CREATE TABLE IF NOT EXISTS feed_facets(
     facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID""",
 )
@@ -87,6 +91,12 @@ TEXTS: dict[str, Callable[[dict[str, Any]], str]] = {
     "conversation.save": lambda d: _joined(d.get("topic"), d.get("summary")),
 }
 KINDS = tuple(TEXTS)
+KEPT_BY_SESSIONS = ("note", "handoff")  # their rows' text is made from the sessions' entry when shown
+
+
+def text_of(kind: str, data: dict[str, Any]) -> str:
+    """The line a feed item of this kind shows for an event's `data`: cleaned, at most TEXT_CHARS."""
+    return clip(TEXTS[kind](data), TEXT_CHARS)
 
 
 def _name(value: Any) -> str | None:
@@ -119,7 +129,7 @@ def rows(event: Event) -> Iterator[Row]:
     agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
     turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
     dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None
-    text = clip(text_of(data), TEXT_CHARS)
+    text = None if event.kind in KEPT_BY_SESSIONS else clip(text_of(data), TEXT_CHARS)
     yield (
         "feed",
         (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, agent, session_id, text, dedupe),
@@ -137,7 +147,7 @@ def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
 PROJECTION = Projection(
     Format(
         "feed",
-        2,  # 2: a graph node's project from its `project:` tag
+        3,  # 2: a graph node's project from its `project:` tag; 3: a note's text kept by the sessions only
         ("contextflow.feed.projection", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
     ),
     SCHEMA,

@@ -164,6 +164,15 @@ def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded
     seeded |= touched
 
 
+DATA_COLUMNS = "project, session_id, agent, task, summary, data"  # what `data_of` reads back an entry's data from
+
+
+def data_of(row: Sequence[Any]) -> dict[str, Any]:
+    """An entry's event data, from its DATA_COLUMNS."""
+    loaded: dict[str, Any] = jsonio.loads(row[5])
+    return loaded
+
+
 def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
     """Compaction (scan.Unneeded): every note and handoff stays; other kinds are not ours."""
     return {event.id: () for event in events if event.kind not in ENTRY_KINDS}
