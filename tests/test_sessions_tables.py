@@ -185,3 +185,20 @@ def test_get_context_shows_one_automatic_handoff_per_session(app):
     texts = found.text
     assert "step 4" in texts and "elsewhere" in texts and len(found.shown) == 2
     assert not any(f"step {n}" in texts for n in range(4)), texts
+
+
+def test_an_entrys_text_is_stored_once_and_read_back_whole_in_its_order(app):
+    """The fields a column holds are not kept again in `data` (nor a note's text in the feed), and each
+    entry reads back exactly as written: field order, padding and shapes the columns do not hold included."""
+    from contextflow.feed.core import recent
+
+    handoff = {"task": "ship it", "project": "web", "agent": "me", "session_id": "s1", "summary": "the summary"}
+    padded = {"session_id": " s1 ", "text": "a note", "task": " padded ", "agent": "", "project": "web"}
+    written = [app.store.append("handoff", handoff), app.store.append("note", padded)]
+    read = {event.id: event.data for event in sessions.read_entries(app, EntryFilter("web"), 10)}
+    assert [list(read[event.id].items()) for event in written] == [list(handoff.items()), list(padded.items())]
+    stored_data = app.tables().query("SELECT CAST(data AS TEXT) FROM sessions_entries ORDER BY hlc")
+    assert "the summary" not in stored_data[0][0] and "ship it" not in stored_data[0][0]
+    assert " padded " in stored_data[1][0] and '"session_id":" s1 "' in stored_data[1][0]  # not as its column
+    assert app.tables().query("SELECT text FROM feed") == [(None,), (None,)]
+    assert [item.text for item in recent(app)] == ["a note", "ship it - the summary"]

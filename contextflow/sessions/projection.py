@@ -4,6 +4,8 @@
 which automatic handoffs are superseded are kept by triggers, so they follow from the set of rows
 whatever the order they arrive in (a clock bound that lowers an entry recomputes its session).
 Queries are in `sessions/stored.py`; the tests' in-memory fold (`tests/sessions_fold.py`) says the same.
+An entry's `data` is its event's data with each field a column holds as is (SHARED) written as 0 in its
+place, and bit i of `shared` set for SHARED[i]: the text is stored once, and `data_of` reads it back whole.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ SCHEMA = (
     """CREATE TABLE sessions_entries(
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
     project TEXT NOT NULL, session_id TEXT NOT NULL, agent TEXT, task TEXT, auto INTEGER NOT NULL,
-    summary TEXT, data BLOB NOT NULL, superseded INTEGER NOT NULL DEFAULT 0)""",
+    summary TEXT, shared INTEGER NOT NULL, data BLOB NOT NULL, superseded INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX sessions_by_project ON sessions_entries(project, hlc, w, seq)",
     "CREATE INDEX sessions_by_session ON sessions_entries(project, session_id, hlc, w, seq)",
     "CREATE INDEX sessions_handoffs ON sessions_entries(project, hlc, w, seq) WHERE kind = 'handoff'",
@@ -98,7 +100,7 @@ SCHEMA = (
 
 INSERTS = {
     "sessions_entries": "INSERT OR IGNORE INTO sessions_entries(id, hlc, w, seq, kind, project, session_id, "
-    "agent, task, auto, summary, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "agent, task, auto, summary, shared, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     "sessions_agents": "INSERT OR IGNORE INTO sessions_agents(project, session_id, agent) VALUES (?, ?, ?)",
     # the same mark whatever the order: the smallest note id names it
     "sessions_marks": "INSERT INTO sessions_marks(project, session_id, handoff, note) VALUES (?, ?, ?, ?) "
@@ -118,11 +120,10 @@ def rows(event: Event) -> Iterator[Row]:
     agent = data.get("agent") if isinstance(data.get("agent"), str) else None
     summary = data.get("summary") if event.kind == "handoff" and isinstance(data.get("summary"), str) else None
     auto = int(event.kind == "handoff" and data.get("auto") is True)
-    extra = (_stripped(data.get("task")), auto, summary, jsonio.dumps(data))
-    yield (
-        "sessions_entries",
-        (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, session_id, agent, *extra),
-    )
+    task = _stripped(data.get("task"))
+    shared, kept = _kept(data, (project, session_id, agent, task, summary))
+    key = (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind)
+    yield "sessions_entries", (*key, project, session_id, agent, task, auto, summary, shared, kept)
     if session_id and (name := _stripped(agent)):
         yield "sessions_agents", (project, session_id, name)
     handoff = marked_wrong(event)
@@ -147,7 +148,7 @@ MERGED = (  # read beside the logs' remaining bytes (core/rest.py): their sessio
         "UNION ALL SELECT * FROM main.{t}) GROUP BY project, session_id, handoff",
     ),
 )
-_ENTRY_COLUMNS = "id, hlc, w, seq, kind, project, session_id, agent, task, auto, summary, data, superseded"
+_ENTRY_COLUMNS = "id, hlc, w, seq, kind, project, session_id, agent, task, auto, summary, shared, data, superseded"
 
 
 def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded: set[Any]) -> None:
@@ -164,13 +165,28 @@ def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded
     seeded |= touched
 
 
-DATA_COLUMNS = "project, session_id, agent, task, summary, data"  # what `data_of` reads back an entry's data from
+SHARED = ("project", "session_id", "agent", "task", "summary")  # data fields the columns of these names hold
+DATA_COLUMNS = "project, session_id, agent, task, summary, shared, data"  # what `data_of` reads an entry's data from
+
+
+def _kept(data: dict[str, Any], columns: Sequence[str | None]) -> tuple[int, bytes]:
+    """`data` as stored: each SHARED field equal to its column written as 0, and the bits saying which."""
+    shared, kept = 0, data
+    for bit, (name, value) in enumerate(zip(SHARED, columns, strict=True)):
+        if value is not None and data.get(name) == value and isinstance(data[name], str):
+            kept = dict(data) if kept is data else kept
+            kept[name], shared = 0, shared | 1 << bit
+    return shared, jsonio.dumps(kept)
 
 
 def data_of(row: Sequence[Any]) -> dict[str, Any]:
-    """An entry's event data, from its DATA_COLUMNS."""
-    loaded: dict[str, Any] = jsonio.loads(row[5])
-    return loaded
+    """An entry's event data, whole, from its DATA_COLUMNS."""
+    data: dict[str, Any] = jsonio.loads(row[6])
+    shared = row[5]
+    for bit, name in enumerate(SHARED):
+        if shared >> bit & 1:
+            data[name] = row[bit]
+    return data
 
 
 def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
@@ -179,7 +195,7 @@ def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
 
 
 PROJECTION = Projection(
-    Format("sessions", 1, ("contextflow.sessions.projection",)),
+    Format("sessions", 2, ("contextflow.sessions.projection",)),  # 2: fields its columns hold kept once
     SCHEMA,
     INSERTS,
     rows,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
     from contextflow.sessions.core import EntryFilter
 
-_ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.data"
+_ENTRY = "e.id, e.hlc, e.w, e.seq, e.kind, e.project, e.session_id, e.agent, e.task, e.summary, e.shared, e.data"
 _NOT_WRONG = (
     "NOT EXISTS (SELECT 1 FROM sessions_marks m WHERE m.project = e.project AND m.session_id = e.session_id "
     "AND m.handoff = e.id)"
@@ -94,8 +94,10 @@ def _query(app: App, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ..
 
 
 def _event(app: App, row: Sequence[Any]) -> Event:
-    event_id, hlc, writer, seq, kind, blob = row[:6]
-    data, _ = conform(app.store.fields, kind, jsonio.loads(blob))  # a file like any other: checked as read
+    from contextflow.sessions.projection import data_of
+
+    event_id, hlc, writer, seq, kind = row[:5]
+    data, _ = conform(app.store.fields, kind, data_of(row[5:]))  # a file like any other: checked as read
     return Event(event_id, writer, seq, stamp_of(hlc), kind, data)
 
 

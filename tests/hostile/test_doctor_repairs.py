@@ -20,7 +20,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_one_doctor_run_clears_forged_derived_tables_for_good(app: App, capsys: pytest.CaptureFixture[str]) -> None:
     sessions.write_handoff(app, agent="me", summary="the real handoff", session_id="s1")
     app.tables().query(
-        "UPDATE sessions_entries SET data = replace(data, 'the real handoff', 'FORGED') WHERE kind = 'handoff'"
+        "UPDATE sessions_entries SET summary = replace(summary, 'the real handoff', 'FORGED') WHERE kind = 'handoff'"
     )
     app.close()
     assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged tables are what a reader gets"

@@ -70,7 +70,7 @@ def test_a_conflict_copy_holding_nothing_new_is_not_a_problem(app, store_dir, ca
 def test_forged_derived_tables_are_found_by_doctor_and_deleted(app, capsys):
     sessions.write_handoff(app, agent="me", summary="the real handoff", session_id="s1")
     app.tables().query(
-        "UPDATE sessions_entries SET data = replace(data, 'the real handoff', 'FORGED') WHERE kind = 'handoff'"
+        "UPDATE sessions_entries SET summary = replace(summary, 'the real handoff', 'FORGED') WHERE kind = 'handoff'"
     )
     app.close()
     assert "FORGED" in run(capsys, "latest", "--session", "s1")[1], "the forged tables are what a reader gets"
