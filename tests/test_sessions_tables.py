@@ -202,3 +202,16 @@ def test_an_entrys_text_is_stored_once_and_read_back_whole_in_its_order(app):
     assert " padded " in stored_data[1][0] and '"session_id":" s1 "' in stored_data[1][0]  # not as its column
     assert app.tables().query("SELECT text FROM feed") == [(None,), (None,)]
     assert [item.text for item in recent(app)] == ["a note", "ship it - the summary"]
+
+
+def test_entries_read_back_in_their_field_order_whatever_it_is(app):
+    rng = random.Random(4)
+    fields = [("project", "web"), ("session_id", "s1"), ("agent", "me"), ("task", "t"), ("text", "x"), ("tags", ["a"])]
+    fields += [(f"extra{n}", n) for n in range(30)]  # a field past the 31st place stays in the data
+    written = []
+    for _ in range(20):
+        rng.shuffle(fields)
+        written.append(app.store.append("note", dict(fields[: rng.randint(1, len(fields))])))
+    read = {event.id: event.data for event in sessions.read_entries(app, EntryFilter("web"), 50)}
+    read |= {event.id: event.data for event in sessions.read_entries(app, EntryFilter("shared"), 50)}
+    assert [list(read[event.id].items()) for event in written] == [list(event.data.items()) for event in written]

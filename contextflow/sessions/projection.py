@@ -4,8 +4,8 @@
 which automatic handoffs are superseded are kept by triggers, so they follow from the set of rows
 whatever the order they arrive in (a clock bound that lowers an entry recomputes its session).
 Queries are in `sessions/stored.py`; the tests' in-memory fold (`tests/sessions_fold.py`) says the same.
-An entry's `data` is its event's data with each field a column holds as is (SHARED) written as 0 in its
-place, and bit i of `shared` set for SHARED[i]: the text is stored once, and `data_of` reads it back whole.
+An entry's `data` is its event's data without the fields its columns hold as they are (SHARED), and
+`shared` says where each was: the text is stored once, and `data_of` reads the data back whole, in order.
 """
 
 from __future__ import annotations
@@ -167,26 +167,32 @@ def seed(db: sqlite3.Connection, found: dict[str, list[tuple[Any, ...]]], seeded
 
 SHARED = ("project", "session_id", "agent", "task", "summary")  # data fields the columns of these names hold
 DATA_COLUMNS = "project, session_id, agent, task, summary, shared, data"  # what `data_of` reads an entry's data from
+_BITS = 5  # of `shared` per SHARED field: its position in the data + 1 (0: the data keeps it)
+_SLOTS = {name: slot for slot, name in enumerate(SHARED)}
 
 
 def _kept(data: dict[str, Any], columns: Sequence[str | None]) -> tuple[int, bytes]:
-    """`data` as stored: each SHARED field equal to its column written as 0, and the bits saying which."""
-    shared, kept = 0, data
-    for bit, (name, value) in enumerate(zip(SHARED, columns, strict=True)):
-        if value is not None and data.get(name) == value and isinstance(data[name], str):
-            kept = dict(data) if kept is data else kept
-            kept[name], shared = 0, shared | 1 << bit
+    """`data` as stored: without each SHARED field its column holds as is, and `shared` saying where each was."""
+    shared, kept = 0, {}
+    for position, (name, value) in enumerate(data.items()):
+        slot = _SLOTS.get(name)
+        if slot is not None and position < 31 and isinstance(value, str) and value == columns[slot]:
+            shared |= (position + 1) << (_BITS * slot)
+        else:
+            kept[name] = value
     return shared, jsonio.dumps(kept)
 
 
 def data_of(row: Sequence[Any]) -> dict[str, Any]:
-    """An entry's event data, whole, from its DATA_COLUMNS."""
+    """An entry's event data, whole and in its order, from its DATA_COLUMNS."""
     data: dict[str, Any] = jsonio.loads(row[6])
-    shared = row[5]
-    for bit, name in enumerate(SHARED):
-        if shared >> bit & 1:
-            data[name] = row[bit]
-    return data
+    places = sorted((row[5] >> _BITS * slot & 31, slot) for slot in range(len(SHARED)) if row[5] >> _BITS * slot & 31)
+    if not places:
+        return data
+    items = list(data.items())
+    for place, slot in places:  # each at its position, the earlier ones first
+        items.insert(place - 1, (SHARED[slot], row[slot]))
+    return dict(items)
 
 
 def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
