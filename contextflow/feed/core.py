@@ -10,6 +10,7 @@ too much remains for that (a new machine), the page says it is partial and how f
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -133,12 +134,20 @@ def _texts(read: Reading, ids: list[str]) -> dict[str, str]:
     no text: `feed/projection.py`)."""
     if not ids:
         return {}
-    from contextflow.feed.projection import text_of
-    from contextflow.sessions.projection import DATA_COLUMNS, data_of
+    from contextflow.sessions.projection import DATA_COLUMNS
 
     sql = f"SELECT id, kind, {DATA_COLUMNS} FROM sessions_entries WHERE id IN ({', '.join('?' * len(ids))})"
-    found = {row[0]: text_of(row[1], data_of(row[2:])) for row in read.query(sql, ids)}
+    found = {row[0]: _line(*row[1:]) for row in read.query(sql, ids)}
     return found | {event_id: "" for event_id in ids if event_id not in found}  # (none: the sessions hold each)
+
+
+@functools.lru_cache(maxsize=256)  # a page asked again (its refresh) makes each line once
+def _line(kind: str, *columns: Any) -> str:
+    """A note's or handoff's feed line from its stored DATA_COLUMNS (what they hold, not its id, is the key)."""
+    from contextflow.feed.projection import text_of
+    from contextflow.sessions.projection import data_of
+
+    return text_of(kind, data_of(columns))
 
 
 def facets(app: App) -> dict[str, list[str]]:
