@@ -21,7 +21,7 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "e9006e605bb2f8472f5f"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "d31f9bc4ea32221a3463"),
+    "sessions": (2, "b3c9287b396ae9eecd8c"),
     "feed": (3, "eeced7f38dc1802f883e"),
     "capture": (2, "17f398b246bedfb087c0"),
     "graph-state": (4, "3b132c09c6cee831bd1a"),

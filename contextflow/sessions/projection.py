@@ -10,6 +10,7 @@ An entry's `data` is its event's data without the fields its columns hold as the
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -187,13 +188,25 @@ def _kept(data: dict[str, Any], columns: Sequence[str | None]) -> tuple[int, byt
 def data_of(row: Sequence[Any]) -> dict[str, Any]:
     """An entry's event data, whole and in its order, from its DATA_COLUMNS."""
     data: dict[str, Any] = jsonio.loads(row[6])
-    places = sorted((row[5] >> _BITS * slot & 31, slot) for slot in range(len(SHARED)) if row[5] >> _BITS * slot & 31)
-    if not places:
+    if not row[5]:
         return data
+    first, places = _places(row[5])
+    if first:  # (the common case: they came first)
+        whole = {SHARED[slot]: row[slot] for _, slot in places}
+        whole.update(data)
+        return whole
     items = list(data.items())
     for place, slot in places:  # each at its position, the earlier ones first
-        items.insert(place - 1, (SHARED[slot], row[slot]))
+        items.insert(place, (SHARED[slot], row[slot]))
     return dict(items)
+
+
+@functools.lru_cache(maxsize=256)
+def _places(shared: int) -> tuple[bool, tuple[tuple[int, int], ...]]:
+    """Whether the fields `shared` names came first in the data, and (position, SHARED slot) of each in order."""
+    found = ((shared >> _BITS * slot & 31, slot) for slot in range(len(SHARED)))
+    places = tuple(sorted((place - 1, slot) for place, slot in found if place))
+    return all(place == n for n, (place, _) in enumerate(places)), places
 
 
 def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
