@@ -21,7 +21,7 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "e9006e605bb2f8472f5f"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "b3c9287b396ae9eecd8c"),
+    "sessions": (2, "c017afc62d223ebe8a17"),
     "feed": (3, "eeced7f38dc1802f883e"),
     "capture": (2, "17f398b246bedfb087c0"),
     "graph-state": (4, "3b132c09c6cee831bd1a"),

@@ -36,9 +36,8 @@ SCHEMA = (
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
     project TEXT NOT NULL, session_id TEXT NOT NULL, agent TEXT, task TEXT, auto INTEGER NOT NULL,
     summary TEXT, shared INTEGER NOT NULL, data BLOB NOT NULL, superseded INTEGER NOT NULL DEFAULT 0)""",
-    # by time: the order key's writer and sequence only break a tie of times (a page sorts those few)
-    "CREATE INDEX sessions_by_project ON sessions_entries(project, hlc)",
-    "CREATE INDEX sessions_by_session ON sessions_entries(project, session_id, hlc)",
+    "CREATE INDEX sessions_by_project ON sessions_entries(project, hlc, w, seq)",
+    "CREATE INDEX sessions_by_session ON sessions_entries(project, session_id, hlc, w, seq)",
     "CREATE INDEX sessions_handoffs ON sessions_entries(project, hlc, w, seq) WHERE kind = 'handoff'",
     "CREATE INDEX sessions_session_handoffs ON sessions_entries(project, session_id, hlc, w, seq) "
     "WHERE kind = 'handoff'",
