@@ -26,7 +26,8 @@ FACETS = ("project", "agent", "machine", "kind")
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS feed(
     id TEXT NOT NULL UNIQUE, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
-    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT, dedupe TEXT UNIQUE)""",
+    project TEXT NOT NULL, agent TEXT, session_id TEXT, text TEXT, dedupe TEXT)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS feed_dedupe ON feed(dedupe) WHERE dedupe IS NOT NULL",  # (turns only)
     # a page is newest first: an index by time gives that order (writer and sequence only break a tie of
     # times); the project's keeps the whole order key, so a grant's `project IN (...)` stops at the page
     "CREATE INDEX IF NOT EXISTS feed_at ON feed(hlc)",
@@ -43,7 +44,8 @@ SCHEMA = (
 INSERTS = {
     "feed": "INSERT INTO feed(id, hlc, w, seq, kind, project, agent, session_id, text, dedupe) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT(dedupe) DO UPDATE SET id = excluded.id, hlc = excluded.hlc, w = excluded.w, seq = excluded.seq, "
+    "ON CONFLICT(dedupe) WHERE dedupe IS NOT NULL DO UPDATE SET id = excluded.id, hlc = excluded.hlc, "
+    "w = excluded.w, seq = excluded.seq, "
     "project = excluded.project, agent = excluded.agent, session_id = excluded.session_id, text = excluded.text "
     "WHERE (excluded.hlc, excluded.w, excluded.seq) < (hlc, w, seq) "
     "ON CONFLICT DO NOTHING",
