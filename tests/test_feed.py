@@ -378,3 +378,31 @@ def test_nodes_and_timeline_items_made_in_a_repository_are_filed_under_its_proje
         assert recent(app, project="shared") == []
     finally:
         app.close()
+
+
+def test_a_text_another_table_keeps_is_not_stored_again_and_shows_the_same(app: App) -> None:
+    """A note's, a handoff's and a captured turn's line is made from the sessions' or the captured turns'
+    row when read; a turn those do not keep under its id (no session, a turn id "") keeps its own text."""
+    turn = {"project": "web", "turn": {"request": "ask", "final": "answered"}}
+    fill(app)
+    app.store.append("capture.turn", {**turn, "turn_id": "no-session"})
+    app.store.append("capture.turn", {**turn, "session_id": "s3", "turn_id": "", "turn": {"request": "one"}})
+    app.store.append("capture.turn", {**turn, "session_id": "s3", "turn_id": "", "turn": {"request": "two"}})
+    app.store.append("capture.turn", {**turn, "session_id": " ", "turn_id": "blank"})
+    stored = dict(app.tables().query("SELECT id, text FROM feed"))
+    items = recent(app)
+    assert [item.text for item in items[:5]] == ["ask -> answered", "two", "one", "ask -> answered", "fix -> fixed"]
+    assert [stored[item.id] for item in items[:5]] == ["ask -> answered", "two", "one", "ask -> answered", None]
+    assert [stored[item.id] for item in items if item.kind in ("note", "handoff")] == [None, None]
+    assert [item.text for item in items if item.kind in ("note", "handoff")] == ["done with login", "first note"]
+
+
+def test_a_turn_first_captured_without_its_session_keeps_its_text(app: App) -> None:
+    turn = {"project": "web", "turn_id": "t9", "turn": {"request": "r", "final": "f"}}
+    first = app.store.append("capture.turn", turn)
+    other = open_app("writer-b")
+    try:
+        other.store.append("capture.turn", {**turn, "session_id": "s1"})
+        assert [(i.id, i.text) for i in recent(other)] == [(first.id, "r -> f")]
+    finally:
+        other.close()

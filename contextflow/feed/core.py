@@ -44,13 +44,14 @@ class FeedItem:
 
 @contextlib.contextmanager
 def _reading(app: App) -> Iterator[Reading]:
+    from contextflow.capture.projection import PROJECTION as CAPTURE
     from contextflow.core.rest import reading
     from contextflow.feed.projection import PROJECTION
     from contextflow.sessions.projection import PROJECTION as SESSIONS
 
     tables = app.tables()
     with tables.as_of_now():  # the logs checked once (a held lock waited for once), not once a query
-        yield reading(tables, (PROJECTION.name, SESSIONS.name))  # (notes' and handoffs' texts: `_texts`)
+        yield reading(tables, (PROJECTION.name, SESSIONS.name, CAPTURE.name))  # (the texts they keep: `_texts`)
 
 
 def _order_key(read: Reading, before: str) -> tuple[int, str, int]:
@@ -122,31 +123,41 @@ def _page(app: App, read: Reading, given: dict[str, str | None], before: str | N
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     sql = f"SELECT {_COLUMNS} FROM feed {clause}ORDER BY hlc DESC, w DESC, seq DESC LIMIT ?"
     found = read.query(sql, (*params, limit))
-    texts = _texts(read, [row[0] for row in found if row[8] is None])
+    texts = _texts(read, [(row[0], row[6]) for row in found if row[8] is None])
     return [
         FeedItem(row[0], stamp_iso(stamp_of(row[1])), row[4], row[5], row[2], row[6], row[7], texts.get(row[0], row[8]))
         for row in found
     ]
 
 
-def _texts(read: Reading, ids: list[str]) -> dict[str, str]:
-    """The feed lines of the notes and handoffs `ids`, made from the sessions' entries (their feed rows hold
-    no text: `feed/projection.py`)."""
-    if not ids:
-        return {}
+def _texts(read: Reading, items: list[tuple[str, str]]) -> dict[str, str]:
+    """The lines of the feed items (id, kind) whose rows hold no text, made from the data the sessions' or
+    the captured turns' table keeps under their ids (`feed/projection.kept_elsewhere`)."""
     from contextflow.sessions.projection import DATA_COLUMNS
 
-    sql = f"SELECT id, kind, {DATA_COLUMNS} FROM sessions_entries WHERE id IN ({', '.join('?' * len(ids))})"
-    found = {row[0]: _line(*row[1:]) for row in read.query(sql, ids)}
-    return found | {event_id: "" for event_id in ids if event_id not in found}  # (none: the sessions hold each)
+    turns = [event_id for event_id, kind in items if kind == "capture.turn"]
+    entries = [event_id for event_id, kind in items if kind != "capture.turn"]
+    found: dict[str, str] = {}
+    for ids, sql in (
+        (entries, f"SELECT id, kind, {DATA_COLUMNS} FROM sessions_entries WHERE id IN "),
+        (turns, "SELECT id, 'capture.turn', data FROM capture_turns WHERE id IN "),
+    ):
+        if ids:
+            found |= {row[0]: _line(*row[1:]) for row in read.query(f"{sql}({', '.join('?' * len(ids))})", ids)}
+    return found | {event_id: "" for event_id, _ in items if event_id not in found}  # (none: they hold each)
 
 
 @functools.lru_cache(maxsize=256)  # a page asked again (its refresh) makes each line once
 def _line(kind: str, *columns: Any) -> str:
-    """A note's or handoff's feed line from its stored DATA_COLUMNS (what they hold, not its id, is the key)."""
+    """A feed line from the stored columns of its event's data (what they hold, not its id, is the key): an
+    entry's DATA_COLUMNS, or a captured turn's data."""
+    from contextflow.core import jsonio
     from contextflow.feed.projection import text_of
     from contextflow.sessions.projection import data_of
 
+    if kind == "capture.turn":
+        data = jsonio.loads(columns[0])
+        return text_of(kind, data if isinstance(data, dict) else {})
     return text_of(kind, data_of(columns))
 
 

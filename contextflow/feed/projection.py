@@ -2,8 +2,8 @@
 
 A pure fold (`rows`): an event gives its feed row (cleaned, bounded text) and its facet rows; the
 store, the order and "newest first" are `core/tables.py`'s and the queries' (`feed/core.py`).
-A note's or a handoff's row holds no text: the sessions' tables keep the entry, and a page makes its
-line from that (`text_of`), so the text is stored once.
+The row of a note, a handoff or a captured turn with a session holds no text: the sessions' or the captured
+turns' table keeps its data by its id, and a page makes its line from that (`text_of`): stored once.
 """
 
 from __future__ import annotations
@@ -96,6 +96,16 @@ KINDS = tuple(TEXTS)
 KEPT_BY_SESSIONS = ("note", "handoff")  # their rows' text is made from the sessions' entry when shown
 
 
+def kept_elsewhere(event: Event) -> bool:
+    """Whether another projection keeps this event's data under its id: a note or a handoff (sessions), a
+    captured turn with a session (capture: each turn id once, its earliest event, as here; a turn id ""
+    is one turn there, not here). Its feed row holds no text: the line is made when read."""
+    if event.kind != "capture.turn":
+        return event.kind in KEPT_BY_SESSIONS
+    session_id = event.data.get("session_id")
+    return isinstance(session_id, str) and bool(session_id.strip()) and event.data.get("turn_id") != ""
+
+
 def text_of(kind: str, data: dict[str, Any]) -> str:
     """The line a feed item of this kind shows for an event's `data`: cleaned, at most TEXT_CHARS."""
     return clip(TEXTS[kind](data), TEXT_CHARS)
@@ -131,7 +141,7 @@ def rows(event: Event) -> Iterator[Row]:
     agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
     turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
     dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None
-    text = None if event.kind in KEPT_BY_SESSIONS else clip(text_of(data), TEXT_CHARS)
+    text = None if kept_elsewhere(event) else clip(text_of(data), TEXT_CHARS)
     yield (
         "feed",
         (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, agent, session_id, text, dedupe),
@@ -149,7 +159,7 @@ def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
 PROJECTION = Projection(
     Format(
         "feed",
-        3,  # 2: a graph node's project from its `project:` tag; 3: a note's text kept by the sessions only
+        3,  # 2: a graph node's project from its `project:` tag; 3: the text of what others keep, not again
         ("contextflow.feed.projection", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
     ),
     SCHEMA,
