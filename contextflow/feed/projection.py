@@ -160,7 +160,14 @@ PROJECTION = Projection(
     Format(
         "feed",
         3,  # 2: a graph node's project from its `project:` tag; 3: the text of what others keep, not again
-        ("contextflow.feed.projection", "contextflow.core.tables", "contextflow.core.text", "contextflow.core.project"),
+        (
+            "contextflow.feed.projection",
+            "contextflow.core.tables",
+            "contextflow.core.text",
+            "contextflow.core.project",
+            "contextflow.sessions.projection",  # lines are read from their rows: a change to what they keep
+            "contextflow.capture.projection",  # rebuilds the feed with them
+        ),
     ),
     SCHEMA,
     INSERTS,
