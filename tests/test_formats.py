@@ -22,7 +22,7 @@ RECORDED = {
     "search-index": (3, "e9006e605bb2f8472f5f"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (2, "c017afc62d223ebe8a17"),
-    "feed": (3, "1882dcb71da74b99c1ff"),
+    "feed": (3, "3ea030abb547d4311bfc"),
     "capture": (2, "17f398b246bedfb087c0"),
     "graph-state": (4, "3b132c09c6cee831bd1a"),
     "records-state": (2, "a1ba166c3072d9c8bb9a"),

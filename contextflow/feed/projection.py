@@ -93,7 +93,6 @@ TEXTS: dict[str, Callable[[dict[str, Any]], str]] = {
     "conversation.save": lambda d: _joined(d.get("topic"), d.get("summary")),
 }
 KINDS = tuple(TEXTS)
-KEPT_BY_SESSIONS = ("note", "handoff")  # their rows' text is made from the sessions' entry when shown
 
 
 def kept_elsewhere(event: Event) -> bool:
@@ -101,7 +100,7 @@ def kept_elsewhere(event: Event) -> bool:
     captured turn with a session (capture: each turn id once, its earliest event, as here; a turn id ""
     is one turn there, not here). Its feed row holds no text: the line is made when read."""
     if event.kind != "capture.turn":
-        return event.kind in KEPT_BY_SESSIONS
+        return event.kind in ("note", "handoff")
     session_id = event.data.get("session_id")
     return isinstance(session_id, str) and bool(session_id.strip()) and event.data.get("turn_id") != ""
 
@@ -133,15 +132,14 @@ def _project(event: Event) -> str:
 
 
 def rows(event: Event) -> Iterator[Row]:
-    text_of = TEXTS.get(event.kind)
-    if text_of is None:
+    if event.kind not in TEXTS:
         return
     data = event.data
     project = _clipped(_project(event)) or ""
     agent, session_id = _name(data.get("agent")), _name(data.get("session_id"))
     turn_id = data.get("turn_id") if event.kind == "capture.turn" else None
     dedupe = f"turn:{turn_id}" if isinstance(turn_id, str) and turn_id else None
-    text = None if kept_elsewhere(event) else clip(text_of(data), TEXT_CHARS)
+    text = None if kept_elsewhere(event) else text_of(event.kind, data)
     yield (
         "feed",
         (event.id, db_stamp(event.hlc), event.writer, event.seq, event.kind, project, agent, session_id, text, dedupe),
