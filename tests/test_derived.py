@@ -194,15 +194,10 @@ def test_a_grant_is_told_nothing_of_another_projects_words_by_how_strong_its_mat
         only_a.close()
 
 
-@pytest.mark.parametrize("committed", [True, False])
-def test_a_grants_scores_do_not_move_with_another_projects_words(app, monkeypatch, committed):
+def test_a_grants_scores_do_not_move_with_another_projects_words(app):
     from contextflow.adapters.server.auth import Grant
     from contextflow.adapters.server.http import grant_app
 
-    if not committed:  # the new events are ranked beside the index (`search/tail.py`), as a search right after a write
-        derived.search_for(app.store).index()
-    else:
-        monkeypatch.setattr(derived, "TAIL_EVENTS", 0)
     app.store.append("note", {"project": "A", "text": "zebra quartz plan"})
     app.store.append("note", {"project": "A", "text": "ocean harbour lights"})
     granted = grant_app(app, Grant("t", b"", frozenset({"A"}), frozenset()))
@@ -229,7 +224,6 @@ def test_a_search_while_a_silent_process_holds_the_update_lock_says_its_answer_i
     assert len(refs(app, "websocket messages")) == 1
     monkeypatch.setattr(derived, "BUSY_AFTER_S", 0.05)
     monkeypatch.setattr(derived, "HEARTBEAT_S", 0.05)
-    monkeypatch.setattr(derived, "TAIL_EVENTS", 0)  # the new events need a commit (not ranked beside the index)
     lock_path = app.store.state_dir / derived.FOLDER / derived.LOCK_FILE
     holder = FileLock(lock_path)  # another holder (its own descriptor), silent since long ago
     holder.acquire()

@@ -18,12 +18,6 @@ from contextflow.search.files import FilesDamaged, check, committed
 from tests import search_oracle
 
 
-@pytest.fixture(autouse=True)
-def commit_each_search(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each search after a write commits (no tail, search/tail.py): these tests are about commits' merges."""
-    monkeypatch.setattr(derived, "TAIL_EVENTS", 0)
-
-
 def refs(app: App, query: str) -> list[str]:
     return [shown.hit.doc.ref for shown in retrieval.get_context(app, query=query, limit=50).shown]
 

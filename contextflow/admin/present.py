@@ -90,8 +90,6 @@ def doctor(app: App, args: JSON) -> Reply:
     status = (
         "current"
         if index["current"]
-        else f"current (the logs' newest {index['log_bytes_behind']:,} bytes searched beside it until its next commit)"
-        if index.get("in_tail")
         else "behind the logs (the next search catches up)"
         if index["version_matches"]
         else "not built"

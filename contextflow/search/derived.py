@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # the process pool and shutil are imported by a build only: a
 
     from contextflow.core.store import Store
     from contextflow.search.disk import DiskIndex
-    from contextflow.search.tail import Follower, TailedIndex
 
 T = TypeVar("T")
 FORMAT = 1  # this module's state file and folder layout
@@ -59,8 +58,6 @@ PARALLEL_BYTES = 64 * 1024 * 1024  # a build reading more folds its chunks in wo
 WORKERS = 2
 BACKGROUND_BYTES = 8 * 1024 * 1024  # a search further behind answers from what is built while a detached process builds
 COMMIT_EVENTS = 15_000  # events folded between commits while catching up (pending rows: about 6 KB each)
-TAIL_EVENTS = 256  # a search ranks up to this many new events beside the index instead of committing them
-TAIL_BYTES = 1024 * 1024  # (and up to this many new bytes of the logs): `search/tail.py`
 LOCK_TIMEOUT_S = 600.0
 BUSY_AFTER_S = 2.0  # a lock holder showing no sign of life this long: a reader answers without the index
 HEARTBEAT_S = 0.5  # how often the holder touches the lock file (its sign of life)
@@ -86,7 +83,7 @@ def damage(exc: BaseException) -> bool:
 # goes in changes; tests/test_formats.py guards the code each depends on.
 INDEX = Format(
     "search-index",
-    3,  # 3: each document's body and near lengths as fast fields (`disk.LENGTHS`, for the tail's scoring)
+    4,  # 4: no body and near lengths as fast fields (they served a re-implemented scoring, gone)
     ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
 )
 
@@ -163,7 +160,6 @@ class DerivedSearch:
         self._seen: tuple[Any, ...] | None = None  # state.json's signature when this process last read it
         self._state: dict[str, Any] = {}
         self._mutex = threading.RLock()  # the HTTP bridge's threads share one handle
-        self._tail: Follower | None = None  # the events past the last commit, as this process follows them
 
     # -- state.json --------------------------------------------------------------------------
 
@@ -297,47 +293,6 @@ class DerivedSearch:
         with self._mutex:
             return self._current()
 
-    def searchable(self) -> DiskIndex | TailedIndex:
-        """What a search reads: the index and, while it is small, the tail of events past its last commit
-        ranked beside it (`search/tail.py`: no commit on the request path); past the bound, it commits."""
-        with self._mutex:
-            try:
-                found = self._follow()
-            except IndexDamaged:
-                found = None
-            return found if found is not None else self._current()
-
-    def _follow(self) -> DiskIndex | TailedIndex | None:
-        """The index when it is current, with its tail when that is within the bound; else None."""
-        state, paths = self._read_state(), self._paths()
-        segments = state.get("segments") or {}
-        fresh = bool(state) and self._fresh(state, paths)
-        if not fresh:
-            if not state or not set(segments) <= {str(p) for p in paths}:
-                return None  # no index yet, or a log went away: (re)built under the lock
-            if any(not entry.get("complete") for entry in segments.values()):
-                return None  # a build was cut short: it goes on under the lock
-            if sum(_unread(path, segments.get(str(path))) for path in paths) > TAIL_BYTES:
-                return None
-        opened = self._index is not None
-        index = self._open()
-        if opened:
-            self._check_files()  # (as `_current`) a file truncated under an open index
-        if fresh:
-            self._tail = None
-            return index
-        from contextflow.search.sink import SearchSink
-        from contextflow.search.tail import Follower
-
-        key = (state.get("instance"), self._seen)
-        if self._tail is None or self._tail.key != key or self._tail.sink.index is not index:
-            self._tail = Follower(key, SearchSink(index))
-        logs = [(p, _position(segments[str(p)]["cursor"]) if str(p) in segments else None) for p in paths]
-        found = self._tail.follow(logs, self.store.fields, TAIL_EVENTS, TAIL_BYTES)
-        if found is None:
-            self._tail = None
-        return found
-
     def _current(self) -> DiskIndex:
         try:
             if not self._fresh(self._read_state(), self._paths()):
@@ -361,7 +316,7 @@ class DerivedSearch:
         derived_folder(self.folder)
         path = self.folder / LOCK_FILE
         if (sig := os.lstat(path) if os.path.lexists(path) else None) is not None and not stat.S_ISREG(sig.st_mode):
-            raise IndexBusy(f"{path} is not a regular file; remove it (it is recreated)")
+            remove_derived(path)  # (a folder or link in its place: machine-local, made again)
         lock = FileLock(path, mode=0o600)
         started = time.monotonic()
         while True:
@@ -406,24 +361,23 @@ class DerivedSearch:
     def _rebuild(self) -> int:
         import shutil
 
-        self._index = self._tail = None
+        self._index = None
         for old in self.folder.glob("search*"):  # earlier builds (a reader elsewhere may still map one)
             shutil.rmtree(old, ignore_errors=True)
         self._write_state({"key": self.key, "instance": os.urandom(8).hex(), "segments": {}, "documents": 0})
         return self._catch_up(self._state, self._paths(), fresh=True)
 
-    def search(self, run: Callable[[DiskIndex | TailedIndex], T]) -> T:
-        """`run(index)` on the current index and its tail; an index that fails to read is rebuilt and `run`
-        tried again."""
+    def search(self, run: Callable[[DiskIndex], T]) -> T:
+        """`run(index)` on the current index (new events committed first); an index that fails to read is
+        rebuilt and `run` tried again."""
         with self._mutex:
             try:
-                return run(self.searchable())
+                return run(self.index())
             except BaseException as exc:
                 if not damage(exc):
                     raise
-                self._tail = None
                 self.update(rebuild=True)
-                return run(self.searchable())
+                return run(self.index())
 
     def _catch_up(self, state: dict[str, Any], paths: list[Path], fresh: bool = False) -> int:
         segments: dict[str, Any] = dict(state["segments"])
@@ -580,7 +534,6 @@ def describe(store: Store) -> dict[str, Any]:
         "updated": updated,
         "current": current and behind == 0,
         "log_bytes_behind": behind if current else None,
-        "in_tail": current and 0 < behind <= TAIL_BYTES,  # searched from the logs beside it until a commit
         "version_matches": current,
         "rebuild": f"delete {folder} (the next search rebuilds it from the logs) or run `contextflow doctor --rebuild`",
     }

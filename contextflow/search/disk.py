@@ -45,7 +45,6 @@ WRITER_HEAP = 64_000_000
 WRITER_WAIT_S = 60.0  # how long a writer waits for another's merges to end (tantivy's writer lock)
 ENGINE = str(getattr(tantivy, "__version__", "tantivy"))  # part of the derived state's version key
 FAST = ("tie", "at", "latest", "expires", "group", "speaker", "timely")
-LENGTHS = ("blen", "nlen")  # each document's count of body and near terms (summed: tantivy's average lengths)
 LAST_STAMP = (1 << 64) - 1
 
 
@@ -56,7 +55,7 @@ def _schema() -> tantivy.Schema:
     for name in ("body", "pbody", "near", "pnear"):
         builder.add_text_field(name, tokenizer_name="whitespace", index_option="freq")
     builder.add_unsigned_field("order", fast=True)
-    for name in (*FAST, *LENGTHS):
+    for name in FAST:
         builder.add_unsigned_field(name, fast=True)
     builder.add_bytes_field("state", stored=True)
     builder.add_bytes_field("links", stored=True)
@@ -178,7 +177,6 @@ class DiskIndex:
         self._searcher: tantivy.Searcher | None = None
         self._writer: tantivy.IndexWriter | None = None
         self._merging: threading.Thread | None = None  # the last writer, ending its merges
-        self._totals: tuple[tantivy.Searcher, tuple[int, int]] | None = None
 
     @staticmethod
     def exists(folder: Path) -> bool:
@@ -202,14 +200,6 @@ class DiskIndex:
 
     def _in_scope(self, scope: Collection[str]) -> tantivy.Query:
         return tantivy.Query.term_set_query(self.schema, "project", [project_term(p) for p in ranking.scoped(scope)])
-
-    def totals(self) -> tuple[int, int]:
-        """How many body and near terms the live documents hold (one sum of fast fields a commit)."""
-        searcher = self.searcher
-        if self._totals is None or self._totals[0] is not searcher:
-            found = searcher.aggregate(tantivy.Query.all_query(), {n: {"sum": {"field": n}} for n in LENGTHS})
-            self._totals = (searcher, (int(found["blen"]["value"] or 0), int(found["nlen"]["value"] or 0)))
-        return self._totals[1]
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -236,11 +226,10 @@ class DiskIndex:
         speakers: Sequence[str] = (),
         spans: Sequence[tuple[int, int]] = (),
         scope: Collection[str] | None = None,
-        without: Collection[str] = (),
     ) -> list[Candidate]:
         """The `size` best raw BM25 scores for `terms` (body, and the near field at NEAR_WEIGHT when
         `near`) as the ranking's candidates (`ranking.Searchable.pool`): all index filters, none applied
-        afterwards; never the documents `without` (ids a newer state of which is elsewhere: `search/tail.py`)."""
+        afterwards."""
         query_, schema, should, must = tantivy.Query, self.schema, tantivy.Occur.Should, tantivy.Occur.Must
         fields = (("body", 1.0), ("near", ranking.NEAR_WEIGHT)) if near else (("body", 1.0),)
         text = []
@@ -264,8 +253,6 @@ class DiskIndex:
                 for lo, hi in spans
             ]))  # fmt: skip
         clauses = [(must, query_.boolean_query(text)), *((must, query_.const_score_query(f, 0.0)) for f in filters)]
-        if without:
-            clauses.append((tantivy.Occur.MustNot, query_.term_set_query(schema, "id", sorted(without))))
         query = query_.boolean_query(clauses)
         hits = self.searcher.search(query, size, count=False).hits
         addresses = [address for _, address in hits]
@@ -434,10 +421,8 @@ class DiskIndex:
         }  # fmt: skip
         if item.body:
             fields["body"], fields["pbody"] = item.body, _scoped(item.project, item.body)
-            fields["blen"] = item.body.count(" ")
         if near := near_text(item, self.scale):
             fields["near"], fields["pnear"] = near, _scoped(item.project, near)
-            fields["nlen"] = near.count(" ")
         if item.agent:
             fields["agent"] = list(item.agent)
         if item.key is not None:

@@ -1,6 +1,6 @@
 """The ranking over a pool of BM25 candidates: its levers, their parameters, and how strong a match is.
 
-The index (`search/disk.py`, with its tail `search/tail.py`) returns a pool of the best raw
+The index (`search/disk.py`) returns a pool of the best raw
 BM25 scores (body fields, plus the same-session neighbour field at `NEAR_WEIGHT`), each with the few
 values the levers need (`Candidate`). `rerank` multiplies each raw score by factors of at most 1:
 
@@ -161,7 +161,7 @@ class Candidate(NamedTuple):
 
 
 class Searchable(Protocol):
-    """What the ranking reads from an index: the on-disk `DiskIndex`, with its tail (and the tests' oracle)."""
+    """What the ranking reads from an index: the on-disk `DiskIndex` (and the tests' oracle)."""
 
     def pool(
         self,

@@ -92,8 +92,6 @@ class SearchSink:
         self.prepared: dict[str, Row] = {}  # from workers, not touched since
         self.origin: dict[str, tuple[str, OrderKey]] = {}  # pending entries' sequence and key on disk
         self.rewrites: dict[str, Doc] = {}  # entries on disk whose neighbours changed (`_settle`)
-        self.touched: set[str] = set()  # documents the events folded since `touched` was last emptied
-        self.placed: dict[str, str] | None = None  # pending entries' sequences at the last `uncommitted`
         self.pending_events = 0
         self.skipped = 0
 
@@ -110,7 +108,7 @@ class SearchSink:
         return self._from_disk(doc_id) if self.written is None or doc_id in self.written else None
 
     def apply(self, event: Event) -> None:
-        if fold(self.pending, event, self._lookup, self.touched):
+        if fold(self.pending, event, self._lookup):
             self.pending_events += 1
         else:
             self.skipped += 1
@@ -218,37 +216,6 @@ class SearchSink:
         found = self.index.get(doc_id)
         return found.own_terms() if found is not None else ""
 
-    def uncommitted(self, kept: dict[str, Row]) -> list[tuple[Row, bool]]:
-        """What a commit would write now (the entries it would rewrite and the pending documents), each
-        with whether it replaces a document on disk, without writing (`search/tail.py` scores them beside
-        the index). `kept`: the rows of the last call, reused for documents no event touched since (and
-        whose neighbours stayed); only the sequences the events since touched are settled again."""
-        groups = None
-        if self.placed is not None:
-            groups = set()
-            for doc_id in self.touched:
-                entry = self.pending.get(doc_id)
-                if entry is not None and entry[0].member:
-                    groups.add(entry[0].group)
-                for earlier in (self.placed.get(doc_id), self.origin.get(doc_id, ("",))[0]):
-                    if earlier:
-                        groups.add(earlier)
-        self._settle(groups)
-        self.placed = {doc_id: doc.group for doc_id, (doc, _) in self.pending.items() if doc.member}
-        scale, touched = self.index.scale, self.touched
-        found = []
-        for doc, known in [*((doc, True) for doc in self.rewrites.values()), *self.pending.values()]:
-            ready = kept.get(doc.doc_id)
-            if (
-                ready is None
-                or doc.doc_id in touched
-                or (doc.member and (ready.links, ready.near) != (doc.near, doc.near_terms))
-            ):
-                ready = row(doc, scale)
-            found.append((ready, known))
-        touched.clear()
-        return found
-
     # -- committing --------------------------------------------------------------------------
 
     def commit(self, last: bool = True) -> None:
@@ -273,8 +240,6 @@ class SearchSink:
         self.pending.clear()
         self.prepared.clear()
         self.rewrites.clear()
-        self.touched.clear()
-        self.placed = None
         self.origin.clear()
         self.pending_events = 0
 

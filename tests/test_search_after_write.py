@@ -1,0 +1,129 @@
+"""A search right after a write finds it: the new events are committed to the index before the search,
+by this process or another, and what is committed equals a fold of the logs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+from contextflow.app import App
+from contextflow.core.log import log_path
+from contextflow.search import derived, retrieval
+from tests import search_oracle
+
+
+def refs(app: App, query: str, **more: Any) -> list[str]:
+    return [shown.hit.doc.ref for shown in retrieval.get_context(app, query=query, limit=50, **more).shown]
+
+
+def folded(app: App) -> None:
+    """The index holds exactly the documents a fold of the logs makes."""
+    on_disk = {doc.doc_id: doc for doc in derived.search_for(app.store).index().all_docs()}
+    assert on_disk == dict(search_oracle.memory_index(App.open().store).docs)
+
+
+def test_an_update_or_delete_right_after_a_search_hides_the_earlier_version(app):
+    app.store.append("context.set", {"key": "k1", "value": "alpha websocket"})
+    app.store.append("context.set", {"key": "k2", "value": "gamma websocket"})
+    assert sorted(refs(app, "websocket")) == ["k1", "k2"]
+    app.store.append("context.set", {"key": "k1", "value": "beta websocket"})
+    app.store.append("context.delete", {"key": "k2"})
+    assert refs(app, "alpha") == [] and refs(app, "gamma") == []
+    assert refs(app, "beta") == ["k1"] and refs(app, "websocket") == ["k1"]
+
+
+def test_each_write_is_found_by_the_search_after_it(app):
+    app.store.append("note", {"project": "p", "text": "websocket first"})
+    assert refs(app, "websocket")
+    for n in range(5):
+        app.store.append("note", {"project": "p", "text": f"websocket more{n}"})
+        assert refs(app, f"more{n}")
+    app.store.append("note", {"project": "p", "text": "websocket " + "long " * 60})
+    assert len(refs(app, "websocket")) == 7
+    folded(app)
+
+
+PEER = r"""
+import os, signal, sys
+from contextflow.app import App
+from contextflow.search import retrieval
+app = App.open()
+if sys.argv[1] == "write":
+    app.store.append("note", {"project": "p", "text": "zeppelin from another process"})
+    found = retrieval.get_context(app, query="zeppelin")
+    print(len(found.shown), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # killed right after its search
+else:
+    print(",".join(shown.hit.doc.ref for shown in retrieval.get_context(app, query=sys.argv[2]).shown))
+"""
+
+
+def test_another_process_finds_a_write_and_a_kill_after_its_search_loses_nothing(app):
+    app.store.append("note", {"project": "p", "text": "websocket here"})
+    assert refs(app, "websocket")
+    done = subprocess.run([sys.executable, "-c", PEER, "write"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9 and done.stdout.strip() == "1"
+    assert len(refs(app, "zeppelin")) == 1
+    app.store.append("note", {"project": "p", "text": "airship written here"})
+    read = subprocess.run([sys.executable, "-c", PEER, "read", "airship"], capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0 and len(read.stdout.strip().split(",")) == 1
+    folded(app)
+
+
+def test_bad_lines_among_new_events_are_skipped_and_counted(app):
+    app.store.append("note", {"project": "p", "text": "websocket first"})
+    assert refs(app, "websocket")
+    path = log_path(app.store.folder, app.store.writer)
+    with open(path, "ab") as log:
+        log.write(b'{"not": "an event"}\n\xff\xfe undecodable\n')
+    app.store.append("note", {"project": "p", "text": "websocket after the bad lines"})
+    assert len(refs(app, "websocket")) == 2
+    assert app.store.health().bad_line_count == 2
+    folded(app)
+
+
+def test_a_commit_by_another_handle_is_seen_and_later_writes_too(app):
+    app.store.append("note", {"project": "p", "text": "websocket first"})
+    assert refs(app, "websocket")
+    app.store.append("note", {"project": "p", "text": "websocket second"})
+    other = App.open(dict(os.environ))
+    derived.search_for(other.store).index()  # another handle (as another process) commits the new event
+    other.close()
+    assert len(refs(app, "websocket")) == 2
+    app.store.append("note", {"project": "p", "text": "websocket third"})
+    assert len(refs(app, "websocket")) == 3
+
+
+WRITER = r"""
+from contextflow.app import App
+from contextflow.search import retrieval
+app = App.open()
+for n in range(40):
+    app.store.append("note", {"project": "p", "text": f"storm item{n} websocket"})
+    retrieval.get_context(app, query="websocket")
+    print(n, flush=True)
+"""
+
+
+def test_searches_stay_whole_while_another_process_commits(app):
+    app.store.append("note", {"project": "p", "text": "websocket first"})
+    assert refs(app, "websocket")
+    child = subprocess.Popen([sys.executable, "-c", WRITER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        seen = 0
+        for line in child.stdout:  # after each of its commits, this process searches
+            written = int(line) + 1
+            found = len(refs(app, "websocket"))
+            assert found >= written + 1 and found >= seen  # everything written so far, never fewer
+            seen = found
+        assert child.wait(timeout=120) == 0
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    assert len(refs(app, "websocket")) == 41
+    folded(app)
