@@ -19,7 +19,7 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (4, "a467d5bf19d65fb7f8e2"),
+    "search-index": (5, "286eaeb9d8c38fd6e5f8"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (2, "c017afc62d223ebe8a17"),
     "feed": (3, "3ea030abb547d4311bfc"),
@@ -29,7 +29,7 @@ RECORDED = {
     "conversations-state": (2, "667953059bbab37d1e88"),
     "timeline": (2, "7baabe0b130b53441294"),
 }
-GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
+GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
 
 @pytest.mark.parametrize("found", GUARDED, ids=lambda f: f.name)
@@ -102,30 +102,30 @@ def _append(path: Path, text: str) -> None:
     path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
 
 
-def test_the_index_key_holds_the_versions_not_the_code(tmp_path):
-    key = derived.version_key(tmp_path)
-    assert key["index"] == derived.INDEX.version
+def test_the_index_key_holds_the_versions_not_the_code():
+    key = derived.version_key()
     declared = {name: found.version for name, found in derived.extractor_formats().items()}
     assert key["extractors"] == declared and "sessions" in declared
     assert "code" not in key
 
 
-def test_a_new_index_version_rebuilds_the_index(app, monkeypatch):
+def test_a_new_index_version_rebuilds_the_index(app):
+    import sqlite3
+
     from contextflow.app import App
     from contextflow.search import retrieval
 
     app.store.append("note", {"text": "the websocket reconnect drops queued messages"})
     assert len(retrieval.get_context(app, query="websocket").shown) == 1
-    state = app.store.state_dir / derived.FOLDER / derived.STATE_FILE
-    import orjson
-
-    before = orjson.loads(state.read_bytes())["instance"]
+    before = derived.search_for(app.store).index_folder()
     again = App.open()
     assert len(retrieval.get_context(again, query="websocket").shown) == 1
-    assert orjson.loads(state.read_bytes())["instance"] == before  # same version: the index is kept
-    monkeypatch.setattr(derived, "INDEX", Format("search-index", derived.INDEX.version + 1, derived.INDEX.roots))
-    assert len(retrieval.get_context(App.open(), query="websocket").shown) == 1
-    assert orjson.loads(state.read_bytes())["instance"] != before  # a new version: rebuilt
+    assert derived.search_for(again.store).index_folder() == before  # same version: the index is kept
+    with sqlite3.connect(app.store.state_dir / "views.sqlite3") as db:  # built by another version
+        db.execute("UPDATE formats SET version = version - 1 WHERE name = ?", (derived.NAME,))
+    newer = App.open()
+    assert len(retrieval.get_context(newer, query="websocket").shown) == 1
+    assert derived.search_for(newer.store).index_folder() != before  # a new version: rebuilt
 
 
 def test_a_module_outside_the_package_is_refused():

@@ -58,7 +58,7 @@ def test_merges_still_going_are_not_damage_and_another_writer_waits_for_them(app
         refs(app, "websocket")
     search = derived.search_for(app.store)
     folder = search.index_folder()
-    recorded = search._state["files"]
+    recorded = derived.Committed(search.tables()).files
     check(folder, recorded)  # whatever the merges did since the commit that recorded these
     other = DiskIndex(folder)  # another process's handle: its writer waits for tantivy's lock
     other.write([])

@@ -237,3 +237,52 @@ def test_no_run_time_module_can_fold_a_view():
             and {"initial", "apply"} <= {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
         ]
         assert not protocols, f"{path} defines a view protocol: {protocols}"
+
+
+# -- one catch-up engine ----------------------------------------------------------------------
+
+LOG_READERS = {"read_new", "read_tail", "read_whole"}
+# who may read a log's bytes itself: the catch-up engine (the one writer of derived state), the rest read in
+# memory while it builds, the store's scans, compaction and conflict merging (they rewrite the logs
+# themselves), and capture (transcripts, with its own `read_new`)
+ALLOWED_READERS = {
+    "contextflow.core.log",
+    "contextflow.core.catchup",
+    "contextflow.core.rest",
+    "contextflow.core.store",
+    "contextflow.core.compact",
+    "contextflow.core.conflicts",
+}
+POSITION_FILE = ("state.json", "positions.json", "cursor.json", "cursors.json", "offsets.json")
+
+
+def second_engines(root: Path = PACKAGE) -> list[str]:
+    """Modules outside the allowed readers that read the logs' bytes (`core/log.py`'s readers) or name a
+    read-position state file of their own: a second catch-up engine."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_of(path)
+        if module in ALLOWED_READERS or module.startswith("contextflow.capture"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("core.log"):
+                found += [f"{module} imports {alias.name}" for alias in node.names if alias.name in LOG_READERS]
+            elif isinstance(node, ast.Attribute) and node.attr in LOG_READERS:
+                found.append(f"{module} calls {node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in POSITION_FILE:
+                found.append(f"{module} names {node.value}")
+    return found
+
+
+def test_one_catch_up_engine_writes_derived_state():
+    assert second_engines() == []
+
+
+def test_the_engine_check_catches_a_second_one(tmp_path):
+    (tmp_path / "contextflow" / "search").mkdir(parents=True)
+    (tmp_path / "contextflow" / "search" / "mine.py").write_text(
+        'from contextflow.core.log import read_new\nSTATE = "state.json"\n', encoding="utf-8"
+    )
+    found = second_engines(tmp_path / "contextflow")
+    assert len(found) == 2 and "imports read_new" in found[0] and "names state.json" in found[1]

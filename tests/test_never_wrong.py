@@ -26,7 +26,7 @@ def stock(app: App) -> None:
     app.store.append("note", {"project": "api", "text": "token refresh retries once before failing"})
 
 
-@pytest.mark.parametrize("name", ["meta.json", "state.json", "segments"])
+@pytest.mark.parametrize("name", ["meta.json", "views.sqlite3", "segments"])
 def test_a_deleted_file_of_the_search_index_never_hides_results(app, name):
     stock(app)
     assert len(refs(app, "websocket")) == 1
@@ -34,8 +34,9 @@ def test_a_deleted_file_of_the_search_index_never_hides_results(app, name):
     folder = search.index_folder()
     if name == "meta.json":
         (folder / "meta.json").unlink()
-    elif name == "state.json":
-        (search.folder / derived.STATE_FILE).unlink()
+    elif name == "views.sqlite3":  # (where its read positions are)
+        for suffix in ("", "-wal", "-shm"):
+            (app.store.state_dir / f"views.sqlite3{suffix}").unlink(missing_ok=True)
     else:
         for path in folder.iterdir():
             if path.suffix in (".idx", ".store", ".term"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -176,7 +175,7 @@ def test_the_k1_lever_sets_the_weight_scale_which_the_index_versions_carry(monke
     levers(monkeypatch, "-k1")
     assert ranking.weight_scale() == 1
     levers(monkeypatch, "scale=3")  # k1 1.2 / 3: every word counted three times
-    assert ranking.weight_scale() == 3 and derived.version_key(Path("x"))["scale"] == 3
+    assert ranking.weight_scale() == 3 and derived.version_key()["scale"] == 3
     sessions.append_note(app, agent="tom", text="kafka lag kafka", project="p")
     index = derived.search_for(app.store).index()
     assert index.scale == 3 and found(app, "kafka")

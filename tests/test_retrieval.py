@@ -137,14 +137,14 @@ def test_limit_caps_the_number_of_matches(stocked):
 def test_another_machines_write_is_found_by_the_next_query_without_a_rebuild(stocked):
     top(stocked, "quality gate")
     shared = derived.search_for(stocked.store)
-    instance = shared._read_state()["instance"]
+    instance = shared.index_folder()
     other = open_app("writer-b")
     try:
         sessions.append_note(other, agent="gemini", text="Zookeeper quorum lost overnight")
     finally:
         other.close()
     assert top(stocked, "zookeeper quorum") == "note:gemini"
-    assert shared._read_state()["instance"] == instance  # the same index, caught up (not rebuilt)
+    assert shared.index_folder() == instance  # the same index, caught up (not rebuilt)
 
 
 # -- rendering -----------------------------------------------------------------------------

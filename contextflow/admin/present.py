@@ -48,7 +48,7 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.search import derived
 
     if args.get("rebuild") or (args.get("fix") and derived.describe(app.store)["damaged"]):
-        derived.search_for(app.store).update(rebuild=True)
+        derived.search_for(app.store).rebuild()
     from contextflow.capture.health import capture_health, health_lines
 
     info = store_info(app, verify=not args.get("quick"))

@@ -36,6 +36,7 @@ from contextflow.core.scan import BOUND_KIND
 from contextflow.core.segments import much_to_read
 
 if TYPE_CHECKING:
+    from contextflow.core.progress import Progress
     from contextflow.core.store import Store
 
 READ_BYTES = 8 * 1024 * 1024  # new bytes read (and committed) at a time
@@ -61,9 +62,12 @@ class CatchUp:
     _mutex: threading.RLock
     _told: tuple[Path, Position | None] | None
     _backlog: bool
+    _checked: object
+    _bytes_read = 0  # by the update under way (its progress)
     _ahead: dict[str, tuple[str, int]]
     _ahead_stuck: bool
     _found_current = False  # the last `_update` found every format holding every log (nothing to read)
+    _also: frozenset[str] = frozenset()  # the lazy projections the update under way catches up too
     _made_on: sqlite3.Connection | None = None  # the connection on which the bookkeeping tables were last made
 
     def _connect(self) -> sqlite3.Connection:
@@ -82,13 +86,17 @@ class CatchUp:
     def close(self) -> None:
         raise NotImplementedError
 
-    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
-        """Fold the logs' new events into every format; returns how many events were read. When another
+    def update(
+        self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True, also: Collection[str] = ()
+    ) -> int:
+        """Fold the logs' new events into every format (a lazy one only when named in `also`); returns how
+        many events were read. When another
         process holds the write lock longer than `wait` s, returns -1 (the tables answer as they are).
         Unless `foreground`, a backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built
         by one background process while this one answers from what is there and, when `ahead`, from
         this machine's newest rows (also -1)."""
         with self._mutex:
+            self._also = frozenset(also)
             try:
                 read = self._update(wait, foreground)
             except Busy:
@@ -98,6 +106,8 @@ class CatchUp:
                     return -1  # the disk is full or read-only: the tables answer as they are
                 self._discard()
                 read = self._update(wait, foreground)
+            finally:
+                self._also = frozenset()
             if read < 0 and ahead and not foreground and self._backlog:  # (not after a short update's wait)
                 self._add_own_newest(wait)
             return read
@@ -182,17 +192,27 @@ class CatchUp:
         if backlog:  # a build: no fsync per chunk (a crash of the OS may cost the derived state, which is rebuilt)
             db.execute("PRAGMA synchronous=OFF")
             db.execute("PRAGMA temp_store=MEMORY")  # statement journals (each row's triggers): 20x the tables' size
+        from contextflow.core.progress import Progress
+
+        progress = Progress(unread) if backlog else None  # (`progress.running()`: the page shows a build's)
         try:
-            return self._chunks(db, passes, backlog, wait)
+            read = self._chunks(db, passes, backlog, wait, progress)
+            if progress is not None:
+                progress.finish(read)
+            return read
         finally:
+            if progress is not None:
+                progress.close()
             if backlog:
                 with contextlib.suppress(sqlite3.Error):  # (a damaged database is deleted by the caller)
                     db.execute("PRAGMA synchronous=NORMAL")
                     db.execute("PRAGMA temp_store=DEFAULT")
 
-    def _chunks(self, db: sqlite3.Connection, passes: int, backlog: bool, wait: float) -> int:
+    def _chunks(
+        self, db: sqlite3.Connection, passes: int, backlog: bool, wait: float, progress: Progress | None = None
+    ) -> int:
         """Up to `passes` chunks, each in its own transaction; returns how many events were read."""
-        read, resets = 0, 0
+        read, resets, self._bytes_read = 0, 0, 0
         for number in range(passes):  # one chunk a transaction, so readers see a build grow and a crash loses one
             if backlog:
                 self._let_ahead()
@@ -210,6 +230,8 @@ class CatchUp:
                 path, blob, names = todo[0]
                 count, whole = self._read(db, path, blob, names)
                 read += count
+            if progress is not None:
+                progress.update(self._bytes_read, read)
             if whole and len(todo) == 1:  # that was all there was (a warm write's own line): no transaction to
                 self._found_current = True  # find nothing more, and every format holds every log read
                 break
@@ -228,6 +250,20 @@ class CatchUp:
             self._ahead_stuck = True
         except OSError:
             pass
+
+    def backlog(self) -> bool:
+        """Whether the last update found a build's worth to read (built in the background or by another process)."""
+        return self._backlog
+
+    def restart(self, name: str, wait: float = WAIT_S) -> None:
+        """Have format `name` built again from the logs (its version marked stale: the next update resets it)."""
+        with self._mutex:
+            self._checked = None  # (its own commit moves no `data_version`: the next update looks again)
+            try:
+                with Txn(self._connect(), wait):
+                    self._connect().execute("UPDATE formats SET version = -1 WHERE name = ?", (name,))
+            except (Busy, sqlite3.Error):
+                return
 
     def _build_in_background(self, what: str) -> None:
         """Have one background process build the tables (none when one already does)."""
@@ -251,7 +287,10 @@ class CatchUp:
     ) -> tuple[list[str], list[tuple[Path, bytes | None, list[str]]]]:
         """(formats to rebuild, [(log, the read position to read it from, the formats at that read position)]), of
         formats `only` when given (else of every format)."""
-        sets = self.sets if only is None else {name: s for name, s in self.sets.items() if name in only}
+        if only is None:
+            sets = {name: s for name, s in self.sets.items() if not s.lazy or name in self._also}
+        else:
+            sets = {name: s for name, s in self.sets.items() if name in only}
         versions = dict(db.execute(FORMATS).fetchall())
         if None in versions:  # read positions kept by an earlier version:
             versions = {}  # every format is built again (its reset drops that table: RETIRED)
@@ -318,6 +357,7 @@ class CatchUp:
         self._insert(db, readable_events(chunk.lines, self.store, tally), [self.sets[name] for name in names], caps)
         count, bad = tally
         complete = chunk.position.offset - (start.offset if start else 0) < READ_BYTES
+        self._bytes_read += chunk.position.offset - (start.offset if start else 0)
         before = dict(db.execute("SELECT format, bad FROM positions WHERE path = ?", (str(path),)).fetchall())
         db.executemany(
             "INSERT OR REPLACE INTO positions(format, path, position, complete, bad) VALUES (?, ?, ?, ?, ?)",
@@ -420,8 +460,8 @@ def _build(at: Callable[[Path], CatchUp], path: Path) -> None:
     try:
         with lock:
             tables = at(path)
-            try:
-                tables.update(BUILD_WAIT_S, foreground=True)
+            try:  # (every projection: the lazy ones too)
+                tables.update(BUILD_WAIT_S, foreground=True, also=[n for n, s in tables.sets.items() if s.lazy])
             finally:
                 tables.close()
     except LockTimeout:

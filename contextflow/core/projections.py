@@ -74,6 +74,9 @@ class Projection(NamedTuple):
     scoped: tuple[tuple[str, str], ...] = ()
     # what compaction may drop of one log's events (core/scan.py `Unneeded`); None: it cannot tell (nothing goes)
     unneeded: Unneeded | None = None
+    # caught up only when a reader names it (`CatchUp.update(also=...)`) and by a build, never by another
+    # projection's reader (the search index: a commit costs more than a warm read)
+    lazy: bool = False
 
     @property
     def name(self) -> str:

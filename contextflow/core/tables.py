@@ -94,6 +94,7 @@ class Tables(CatchUp):
         self._ahead: dict[str, tuple[str, int]] = {}  # format -> (its build, bytes of this machine's log added ahead)
         self._ahead_stuck = False  # `views.ahead.lock` was held past WAIT_S: a build no longer waits for it
         self._checked: object = None  # the freshness key (`_key`) at which every format last held every log
+        self._checked_also: frozenset[str] = frozenset()  # the lazy formats current at that key too
         self._current = False  # the last `update` found every format holding every log
         self._bad: tuple[object, int] | None = None  # (freshness key, malformed lines then): `bad_lines` asked again
         self._held = False  # inside `overlaid`: current as held, a batch's rows added, never committed
@@ -109,9 +110,13 @@ class Tables(CatchUp):
         logs = self.store._segment_paths()  # (the listing `Store.refresh` reads: a stat while the folder stays)
         return version, formats, tuple((str(path), signature(path)) for path in logs)
 
-    def update(self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True) -> int:
+    def update(
+        self, wait: float = WAIT_S, *, foreground: bool = False, ahead: bool = True, also: Iterable[str] = ()
+    ) -> int:
         """`CatchUp.update`, skipped (returning 0) while nothing it depends on changed since it last
-        found every format current (`_key`): a warm read checks one stat per log and no table."""
+        found every format current (`_key`; the lazy ones named in `also` too): a warm read checks one
+        stat per log and no table."""
+        also = frozenset(also)
         with self._mutex:
             if self._held:
                 return 0  # (as held for a batch: nothing else commits meanwhile)
@@ -120,13 +125,13 @@ class Tables(CatchUp):
                 key = self._key()
             except (sqlite3.DatabaseError, OSError):
                 key = None
-            if key is not None and key == self._checked:
+            if key is not None and key == self._checked and also <= self._checked_also:
                 self._current = True
                 return 0
             self._checked, db = None, self._db
-            read = super().update(wait, foreground=foreground, ahead=ahead)
+            read = super().update(wait, foreground=foreground, ahead=ahead, also=also)
             if read >= 0 and self._found_current and self._db is db:  # (current as of `key`, or later)
-                self._checked, self._current = key, True
+                self._checked, self._checked_also, self._current = key, also, True
             return read
 
     # -- the connection ---------------------------------------------------------------------
@@ -155,7 +160,7 @@ class Tables(CatchUp):
         if self._pending:  # (a batch's rows: added when something is read, so a batch that reads nothing adds none)
             events = list(self._pending)
             self._pending.clear()
-            self._insert(self._db, events, list(self.sets.values()), self._caps)
+            self._insert(self._db, events, [s for s in self.sets.values() if not s.lazy], self._caps)
         return self._db
 
     def _reads(self) -> sqlite3.Connection:
@@ -360,7 +365,8 @@ class Tables(CatchUp):
         held: dict[str, dict[str, int]] = {}
         for name, path, blob in rows:
             held.setdefault(str(path), {})[name] = int(jsonio.loads(blob)[4])
-        done = sum(min((held.get(str(path), {}).get(name, 0) for name in self.sets), default=0) for path in paths)
+        names = [name for name, table_set in self.sets.items() if not table_set.lazy]
+        done = sum(min((held.get(str(path), {}).get(name, 0) for name in names), default=0) for path in paths)
         return min(done, total), total
 
     def differing(self) -> list[str]:
@@ -374,7 +380,10 @@ class Tables(CatchUp):
                 fresh.update(BUILD_WAIT_S, foreground=True)
                 self.update(BUILD_WAIT_S, foreground=True)
                 tables = [
-                    table for table_set in self.sets.values() for table in table_set.tables or tuple(table_set.inserts)
+                    table
+                    for table_set in self.sets.values()
+                    if not table_set.lazy
+                    for table in table_set.tables or tuple(table_set.inserts)
                 ]
                 differ = [table for table in tables if not _same_rows(self._connect(), fresh._connect(), table)]
             finally:

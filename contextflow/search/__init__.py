@@ -7,5 +7,5 @@ FEATURE = Feature(
     "search",
     group="recall",
     table="contextflow.search.operations",
-    unneeded={"search": "contextflow.search.view:unneeded"},
+    projections={"search-index": "contextflow.search.derived:PROJECTION"},
 )

@@ -154,34 +154,11 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     return hits
 
 
-BUSY_NOTE = (
-    "PARTIAL: another process holds the search index's update lock and shows no sign of life; these results "
-    "come from what it had indexed ({progress}); newer records may be missing. If it stays so, run "
-    "`contextflow doctor`."
-)
-BUILDING_NOTE = (
-    "PARTIAL: the search index is being built on this machine ({progress}); these results come from what is "
-    "indexed so far. Ask again in a moment for the rest."
-)
-
-
 def search(app: App, query: Query, now_ms: int) -> tuple[list[Hit], str]:
     """The ranked hits from the machine's shared index (`search/derived.py`) and, when they may miss records,
-    why: an index that fails to read is rebuilt and asked again; one further behind the logs than
-    `derived.BACKGROUND_BYTES` (a new machine, a large sync) is built by a detached process meanwhile, and
-    one whose update lock a silent process holds is read as last committed; both answers say so."""
-    shared = derived.search_for(app.store)
-    if shared.behind()[0] > derived.BACKGROUND_BYTES and (build := shared.build_in_background()) is not None:
-        return _as_committed(shared, query, now_ms, BUSY_NOTE if build == "stuck" else BUILDING_NOTE)
-    try:
-        return shared.search(lambda index: rank(index, query, now_ms)), ""
-    except derived.IndexBusy:
-        return _as_committed(shared, query, now_ms, BUSY_NOTE)
-
-
-def _as_committed(shared: derived.DerivedSearch, query: Query, now_ms: int, note: str) -> tuple[list[Hit], str]:
-    index, progress = shared.as_committed()
-    return (rank(index, query, now_ms) if index is not None else []), note.format(progress=progress)
+    why (a build under way in the background, another process holding the derived store's write lock:
+    the answer comes from what the index held, and says how far that is)."""
+    return derived.search_for(app.store).search(lambda index: rank(index, query, now_ms), [])
 
 
 def get_context(

@@ -1,10 +1,6 @@
 """Folding events into the on-disk index: each event's index operations (the extractors) merged into
 the state of the documents they touch (last writer wins, as in memory), written back on commit.
 
-A large build folds chunks of lines in worker processes (`fold_chunk`): each returns the rows of
-the documents its chunk touched, and the sink joins the states of a document touched by several
-chunks (`docs.join`), so the result is the state of all the events whatever the split.
-
 Before a commit the sink settles the sequences it touched (`_settle`): for each session with an
 entry that arrived, changed or left, it reads from disk the entries in the span of those changes and
 the nearest ones on both sides, orders them with the pending ones, and gives every entry whose
@@ -14,13 +10,12 @@ in-memory index keeps, whatever the order and the batching of the events.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 
 from contextflow.core.events import BadLine, Event, OrderKey, decode
 from contextflow.core.fields import Schema, conform
-from contextflow.search.disk import DiskIndex, Row, decode_doc, row
-from contextflow.search.docs import Doc, Put, admits, join, merge, put_new
+from contextflow.search.disk import DiskIndex, Row, decode_doc
+from contextflow.search.docs import Doc, Put, admits, merge, put_new
 from contextflow.search.view import extract
 
 Docs = dict[str, tuple[Doc, bool]]  # doc id -> (state, whether it may already be on disk)
@@ -60,21 +55,6 @@ def readable(raw: bytes, line_no: int, schema: Schema) -> Event | None:
     return Event(event.id, event.writer, event.seq, event.hlc, event.kind, data) if dropped else event
 
 
-def fold_chunk(lines: list[tuple[int, bytes]], scale: int) -> tuple[list[Row], int]:
-    """A worker's share of a build: one chunk's lines as rows, and how many events it folded."""
-    from contextflow.features import all_fields  # a fresh worker: the shapes every store checks
-
-    gc.disable()  # a short-lived worker: its objects are freed by reference counting
-    docs: Docs = {}
-    folded = 0
-    schema = all_fields()
-    for line_no, raw in lines:
-        event = readable(raw, line_no, schema)
-        if event is not None:
-            folded += fold(docs, event, lambda _: None)
-    return [row(doc, scale) for doc, _ in docs.values()], folded
-
-
 def _doc(item: Row) -> Doc:
     doc = decode_doc(item.state)
     doc.near, doc.near_terms = item.links, item.near
@@ -112,25 +92,6 @@ class SearchSink:
             self.pending_events += 1
         else:
             self.skipped += 1
-
-    def absorb(self, chunk: tuple[list[Row], int]) -> None:
-        """A worker's chunk: new documents as they are, others joined with what is pending or on disk."""
-        rows, folded = chunk
-        for ready in rows:
-            entry = self.pending.get(ready.doc_id)
-            if entry is None and ready.doc_id not in self.prepared:
-                if self.written is not None and ready.doc_id not in self.written:
-                    self.prepared[ready.doc_id] = ready
-                    continue
-                found = self._from_disk(ready.doc_id)
-                if found is None:
-                    self.prepared[ready.doc_id] = ready
-                    continue
-                entry = self.pending[ready.doc_id] = (found, True)
-            elif entry is None:
-                entry = self.pending[ready.doc_id] = (_doc(self.prepared.pop(ready.doc_id)), False)
-            join(entry[0], decode_doc(ready.state))
-        self.pending_events += folded
 
     # -- sequences ---------------------------------------------------------------------------
 

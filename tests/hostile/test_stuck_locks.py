@@ -50,8 +50,8 @@ def within(seconds: float, call: Callable[[], Any]) -> Any:
 
 @pytest.fixture
 def planted_lock(app: App) -> Iterator[Path]:
-    """A process that took the search index's update lock and never gives it back."""
-    folder = app.store.state_dir / derived.FOLDER
+    """A process that took the derived store's build lock and never gives it back."""
+    folder = app.store.state_dir
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     lock = folder / derived.LOCK_FILE
     holder = subprocess.Popen(
@@ -74,11 +74,10 @@ def test_search_answers_from_the_logs_while_a_planted_update_lock_is_held(app, p
     assert "nested brackets" in result.text
 
 
-def test_search_answers_while_the_index_state_file_is_a_fifo(app):
+def test_search_answers_while_the_index_folder_is_a_fifo(app):
     sessions.append_note(app, agent="me", text="the cache evicts the oldest entry first", session_id="s1")
-    folder = app.store.state_dir / derived.FOLDER
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.mkfifo(folder / derived.STATE_FILE)
+    app.store.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.mkfifo(app.store.state_dir / derived.FOLDER)
     result = within(ANSWER_WITHIN_S, lambda: get_context(app, query="cache evicts oldest"))
     assert "evicts the oldest" in result.text
 
