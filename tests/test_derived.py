@@ -547,3 +547,28 @@ def test_the_index_reads_events_through_the_same_shape_checks_as_every_view(app)
     assert "tags.zebra" not in str(disk["note:e0000"].fields) and "zebra" not in str(disk["note:e0000"].fields)
     assert refs(app, "zebra") == ["e0001"]
     assert app.store.health().bad_fields == {"note.tags": 1}
+
+
+def test_one_background_build_builds_the_tables_and_the_index(tmp_path, monkeypatch):
+    from contextflow.core import catchup
+
+    first = open_app(tmp_path)
+    stock(first)
+    first.close()
+    monkeypatch.setattr(catchup, "BACKGROUND_BYTES", 0)  # every backlog is built in the background
+    builds: list[int] = []
+
+    def build_here(work: Any) -> None:  # the detached process's work, run before the search goes on
+        builds.append(1)
+        work()
+
+    monkeypatch.setattr(catchup, "in_background", build_here)
+    fresh = open_app(tmp_path, state="new-machine")
+    try:
+        result = retrieval.get_context(fresh, query="websocket messages")
+        assert builds == [1] and result.partial.startswith("PARTIAL: the search index is being built")
+        assert fresh.tables().current()  # the tables too, by the same build
+        result = retrieval.get_context(fresh, query="websocket messages")
+        assert not result.partial and len(result.shown) == 1 and builds == [1]
+    finally:
+        fresh.close()

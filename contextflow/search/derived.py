@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 NAME = "search-index"
 FOLDER = "derived"
-LOCK_FILE = "views.build.lock"  # (the engine's build lock: one background build of tables and index)
-BACKGROUND_BYTES = 32 * 1024 * 1024  # (the engine's: `catchup.BACKGROUND_BYTES`) a search further behind answers partly
 
 
 class IndexDamaged(RuntimeError):
@@ -108,6 +106,17 @@ def _key_text() -> str:
 _LOCK = threading.Lock()
 _INDEXES: dict[Path, DiskIndex] = {}
 _SINKS: dict[Path, tuple[str, SearchSink]] = {}  # folder -> (this handle's id, its sink)
+
+
+def _forget() -> None:
+    """A forked child (a background build) opens its own handles: tantivy's threads are not inherited."""
+    global _LOCK
+    _LOCK = threading.Lock()  # (another thread may have held it at the fork)
+    _INDEXES.clear()
+    _SINKS.clear()
+
+
+os.register_at_fork(after_in_child=_forget)
 
 
 def _state_dir(db: Writer) -> Path:

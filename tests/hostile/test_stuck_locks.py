@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from contextflow.app import App
+from contextflow.core import catchup
 from contextflow.search import derived
 from contextflow.search.retrieval import get_context
 from contextflow.sessions import core as sessions
@@ -53,7 +54,7 @@ def planted_lock(app: App) -> Iterator[Path]:
     """A process that took the derived store's build lock and never gives it back."""
     folder = app.store.state_dir
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lock = folder / derived.LOCK_FILE
+    lock = folder / catchup.BUILD_LOCK
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
