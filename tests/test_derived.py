@@ -457,31 +457,6 @@ def test_a_build_of_many_chunks_equals_the_in_memory_fold(app, monkeypatch):
     assert sum(doc.near[0] != "" and doc.near[1] != "" for doc in docs.values()) > 100  # sessions interleave two logs
 
 
-@settings(max_examples=150, deadline=None)
-@given(plan=events, parts=st.lists(st.integers(0, 2), min_size=30, max_size=30))
-def test_joining_the_states_of_any_split_of_the_events_equals_folding_them_all(plan, parts):
-    from contextflow.search.docs import join
-    from contextflow.search.sink import fold
-
-    made = [
-        Event(f"e{n:04d}", writer, n + 1, stamp << COUNTER_BITS, kind, data)
-        for n, (writer, stamp, (kind, data)) in enumerate(plan)
-    ]
-    whole: dict[str, tuple[Doc, bool]] = {}
-    split: list[dict[str, tuple[Doc, bool]]] = [{}, {}, {}]
-    for event, part in zip(made, parts, strict=False):
-        fold(whole, event, lambda _: None)
-        fold(split[part], event, lambda _: None)
-    joined: dict[str, Doc] = {}
-    for docs in split:
-        for doc_id, (doc, _) in docs.items():
-            if doc_id in joined:
-                join(joined[doc_id], doc)
-            else:
-                joined[doc_id] = doc
-    assert joined == {doc_id: doc for doc_id, (doc, _) in whole.items()}
-
-
 def test_late_lines_inside_a_long_session_give_only_their_neighbours_new_near_fields(app):
     """A session of 60 notes indexed, then another machine's lines land between some of them: the
     sink reads only the entries beside them, and the result equals a rebuild and the in-memory fold."""
@@ -524,14 +499,14 @@ def test_threads_of_one_process_search_and_update_one_handle(app):
 
 
 def test_a_build_that_commits_midway_writes_each_document_once(tmp_path):
-    """A fresh build commits every COMMIT_EVENTS events: a document whose events straddle a commit is
-    read back and replaced, not written a second time beside its older version."""
+    """A build commits each chunk: a document whose events straddle a commit is read back and replaced,
+    not written a second time beside its older version."""
     from contextflow.search.sink import SearchSink
 
     index = DiskIndex(tmp_path / "search")
     sink = SearchSink(index, fresh=True)
     sink.apply(Event("e1", "w", 1, 1 << COUNTER_BITS, "context.set", {"key": "k", "value": {"v": "one"}}))
-    sink.commit(last=False)
+    sink.commit()
     sink.apply(Event("e2", "w", 2, 2 << COUNTER_BITS, "context.set", {"key": "k", "value": {"v": "two"}}))
     sink.commit()
     assert [doc.text("value") for doc in index.all_docs()] == ["v: two"]

@@ -210,20 +210,6 @@ def put_new(doc_id: str, kind: str, op: Put, key: OrderKey, writer: str) -> Doc:
     return doc
 
 
-def join(doc: Doc, other: Doc) -> None:
-    """Fold into `doc` another state of the same document, made from other operations: the result is
-    the state of both sets of operations (floors and keys are maxima, fields below the floor go)."""
-    doc.put_key, doc.delete_key = max(doc.put_key, other.put_key), max(doc.delete_key, other.delete_key)
-    floor = max(doc.put_key, doc.delete_key)
-    for target, source in ((doc.fields, other.fields), (doc.meta, other.meta)):
-        for name, (key, value) in source.items():
-            current = target.get(name)
-            if current is None or current[0] < key:
-                target[name] = (key, value)
-        _drop_older(target, floor)
-    derive(doc)
-
-
 def own_terms(strings: Iterable[str]) -> str:
     """The first NEAR_TERMS terms of the term strings of an entry's main fields (`tokens.term_string`)."""
     return " ".join(" ".join(strings).split()[:NEAR_TERMS])
