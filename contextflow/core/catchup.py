@@ -107,6 +107,9 @@ class CatchUp:
                 self._discard()
                 read = self._update(wait, foreground)
             finally:
+                for name in self._also | {n for n, s in self.sets.items() if not s.lazy}:
+                    if (done := self.sets[name].done) is not None:
+                        done()
                 self._also = frozenset()
             if read < 0 and ahead and not foreground and self._backlog:  # (not after a short update's wait)
                 self._add_own_newest(wait)

@@ -77,6 +77,7 @@ class Projection(NamedTuple):
     # caught up only when a reader names it (`CatchUp.update(also=...)`) and by a build, never by another
     # projection's reader (the search index: a commit costs more than a warm read)
     lazy: bool = False
+    done: Callable[[], None] | None = None  # called after each update (an `apply` keeping a writer open closes it)
 
     @property
     def name(self) -> str:

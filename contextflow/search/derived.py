@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NAME = "search-index"
+BUILD_EVENTS = 5_000  # a chunk this large is a build's: the writer stays open (merges go on) for the next
 FOLDER = "derived"
 
 
@@ -185,7 +186,7 @@ def _apply(db: Writer, events: list[Event]) -> None:
     try:
         for event in events:
             sink.apply(event)
-        sink.commit()
+        sink.commit(last=len(events) < BUILD_EVENTS)  # (a build's writer stays open: `_done` closes it)
     except BaseException:
         sink.discard()
         _SINKS.pop(folder, None)
@@ -206,6 +207,19 @@ def _unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
     return unneeded(events)
 
 
+def _done() -> None:
+    """After an update: a writer a build kept open is committed and closed (tantivy's lock let go)."""
+    with _LOCK:
+        indexes = list(_INDEXES.values())
+    for index in indexes:
+        try:
+            index.commit()
+        except BaseException as exc:  # (a folder deleted meanwhile: what was committed stays as it is)
+            if not damage(exc):
+                raise
+            index.rollback()
+
+
 PROJECTION = Projection(
     INDEX,
     schema=(
@@ -217,6 +231,7 @@ PROJECTION = Projection(
     apply=_apply,
     lazy=True,
     unneeded=_unneeded,
+    done=_done,
 )
 
 

@@ -134,13 +134,13 @@ class SearchSink:
 
     # -- committing --------------------------------------------------------------------------
 
-    def commit(self) -> None:
-        """Write what is pending and commit."""
+    def commit(self, last: bool = True) -> None:
+        """Write what is pending and commit (not `last`: a build goes on, its writer stays open)."""
         if self.pending:
             self._settle()
             self.index.write((doc, True) for doc in self.rewrites.values())
             self.index.write(self.pending.values())
-            self.index.commit()
+            self.index.commit(last)
             if self.written is not None:
                 self.written.update(self.pending)
         self._clear()
