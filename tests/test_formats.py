@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "1590319e3d791103fef7"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "c017afc62d223ebe8a17"),
-    "feed": (3, "3ea030abb547d4311bfc"),
-    "capture": (2, "17f398b246bedfb087c0"),
-    "graph-state": (4, "3b132c09c6cee831bd1a"),
-    "records-state": (2, "a1ba166c3072d9c8bb9a"),
-    "conversations-state": (2, "667953059bbab37d1e88"),
-    "timeline": (2, "7baabe0b130b53441294"),
+    "sessions": (2, "d57fa1532f20c302ecd8"),
+    "feed": (3, "5385a8fd5aab06891520"),
+    "capture": (2, "d97652d23af5b32ff3fc"),
+    "graph-state": (4, "2b50d462f520e7c6ee76"),
+    "records-state": (2, "eb62b1cff00808d987fe"),
+    "conversations-state": (2, "9ee4d0bd25edf876b3c0"),
+    "timeline": (2, "1e6d3d457d95fab2afab"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
