@@ -162,3 +162,20 @@ def test_a_server_that_commits_before_each_search_keeps_its_memory(app):
         [sys.executable, "-c", MEMORY_SCRIPT], env=os.environ, capture_output=True, text=True, timeout=300, check=True
     )
     assert int(grown.stdout) < 60_000, f"anonymous memory grew by {grown.stdout.strip()} kB"
+
+
+def test_a_server_commits_a_write_to_the_index_while_the_client_reads_the_reply(app):
+    from contextflow.adapters.server.app import ContextflowServer
+
+    server = ContextflowServer(app)
+    assert not server.call("get_context", {"query": "websocket"}).is_error  # the index is built
+    assert not server.call(
+        "append_shared_note", {"text": "the websocket reconnects", "session_id": "s1", "agent": "claude"}
+    ).is_error
+    assert server._indexing is not None
+    server._indexing.join(timeout=120)
+    about = derived.describe(app.store)
+    assert about["current"] and about["documents"] == 1  # committed with no search asking
+    read_only = ContextflowServer(app)
+    read_only.call("get_context", {"query": "websocket"})
+    assert read_only._indexing is None  # (a search starts nothing)

@@ -312,6 +312,11 @@ class DerivedSearch:
             self.tables().restart(NAME)
         return self._catch_up(self.tables(), foreground=True)
 
+    def catch_up(self) -> int:
+        """Bring the index up to date as a search would (a large backlog: built in the background)."""
+        with self._mutex:
+            return self._catch_up(self.tables())
+
     def _catch_up(self, tables: Tables, foreground: bool = False) -> int:
         """The engine's update with the index (-1: answered as it is, see `CatchUp.update`); an index found
         damaged while writing to it starts over."""

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable
 from functools import cached_property
@@ -59,6 +60,7 @@ class ContextflowServer:
         self.resources = {r.uri: r for f in self.tables for r in f.resources}
         self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
+        self._indexing: threading.Thread | None = None
 
     @cached_property
     def server(self) -> Server[Any]:
@@ -108,7 +110,18 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
+        if not spec.read_only and "get_context" in self.tools:
+            self._index_after_write()
         return reply_result(reply, as_json, spec.always_structured, redacted)
+
+    def _index_after_write(self) -> None:
+        """Commit what was just written to the search index in a thread while the client reads the reply, so
+        the agent's next search finds it there (a commit costs about 10 ms). One at a time: a write made
+        meanwhile is committed by the next search, which catches up first as always."""
+        if self._indexing is not None and self._indexing.is_alive():
+            return
+        self._indexing = threading.Thread(target=_index_now, args=(self.app,), name="index-after-write", daemon=True)
+        self._indexing.start()
 
     def call_reporting(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
         """`call`, with whether the prompt list changed."""
@@ -275,6 +288,15 @@ def sdk_server(
 
     server.create_initialization_options = with_list_changed  # type: ignore[method-assign]
     return server
+
+
+def _index_now(app: App) -> None:
+    from contextflow.search import derived
+
+    try:
+        derived.search_for(app.store).catch_up()
+    except Exception:  # (the next search catches up and reports what goes wrong)
+        log.debug("catching the search index up after a write failed", exc_info=True)
 
 
 def _about(name: str, exc: Exception) -> str:
