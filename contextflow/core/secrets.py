@@ -116,6 +116,8 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
             words = folded(text) if words is None else words
             if not any(word in words for word in rule.requires):
                 continue
+        if rule.shut(text):
+            continue
         for match in rule.pattern.finditer(text):
             trim = _TRIM_CONTEXT if rule.in_context else _TRIM  # a context group is the secret exactly
             for start, end in _secret_spans(match, rule.in_context):
@@ -458,7 +460,7 @@ def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tup
     present = _present(text.lower(), candidates)
     spans: list[tuple[int, int]] = []
     for rule in rules():
-        if rule.needles and present.isdisjoint(rule.needles):
+        if (rule.needles and present.isdisjoint(rule.needles)) or rule.shut(text):
             continue
         spans += [match.span() for match in rule.pattern.finditer(text)]
     return spans
