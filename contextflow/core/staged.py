@@ -62,6 +62,7 @@ class StagedBatch:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self.writer = writer
         self._writer = jsonio.dumps(writer)
+        self._probe_rest = len(head(b"", self._writer, _PROBE_SEQ, MAX_HLC))  # a probe line's head but its id
         self._id_sizes = array("H")  # per line: its JSON-encoded id's length, then the rest's
         self._tail_sizes = array("I")
         self._buffer: list[bytes] = []
@@ -86,14 +87,14 @@ class StagedBatch:
         """`body`: `data` as JSON already, when the caller encoded it (the line is then put together around it:
         `encode` writes a record's fields each as it writes them alone)."""
         identity = jsonio.dumps(event_id)
-        probe = head(identity, self._writer, _PROBE_SEQ, MAX_HLC)
         tail = b""
         if body is not None:
             tail = b',"kind":%b,"data":%b}\n' % (_kind(kind), body)
             brackets = tail.count(b"[") + tail.count(b"{") + identity.count(b"[") + identity.count(b"{")
-            if len(probe) + len(tail) > MAX_LINE_BYTES or brackets > MAX_DEPTH:
+            if len(identity) + self._probe_rest + len(tail) > MAX_LINE_BYTES or brackets > MAX_DEPTH:
                 tail = b""  # (refused, or to be walked for its depth: by `encode`, with its own words)
         if not tail:
+            probe = head(identity, self._writer, _PROBE_SEQ, MAX_HLC)
             line = encode(Event(event_id, self.writer, _PROBE_SEQ, MAX_HLC, kind, data))  # checks shape and size
             if not line.startswith(probe) or len(line) > MAX_LINE_BYTES:
                 raise InputError(f"this {kind} cannot be stored: its line is not as expected")
