@@ -106,6 +106,20 @@ def test_an_edge_comes_back_from_the_stage_with_its_keys_and_names_as_read(tmp_p
     assert read == [*expected, ("s:1", "o:1", ()), ("s:1", "o:2", ())]
 
 
+def test_a_changed_item_gets_update_and_tag_ids_derived_from_its_key_and_new_version(app, tmp_path):
+    """Whether its key is read back from its origin or was redacted there (derived as it was staged)."""
+    secret = "Deploy " + TOKEN
+    run_import(app, str(memory_file(tmp_path, entity("Alice", "Leads"), entity(secret, "Runs"))))
+    changed = memory_file(tmp_path, entity("Alice", "Leads payments", kind="team"), entity(secret, "Ran", kind="job"))
+    planned = run_import(app, str(changed), dry_run=True).planned
+    assert [event.what for event in planned] == ["update", "tag", "update", "tag"]
+    for (update, tag), key in zip([planned[:2], planned[2:]], ["Alice", secret], strict=True):
+        version = update.data["metadata"]["source_version"]
+        assert update.id == derived_id("server-memory", "update", key, version)
+        assert tag.id == derived_id("server-memory", "tag", key, version)
+    assert TOKEN not in json.dumps([event.data for event in planned])
+
+
 def test_an_import_is_one_framed_batch_in_the_log(app, tmp_path, store_dir):
     source = memory_file(tmp_path, *(entity(f"e{n}", f"fact {n}") for n in range(300)))
     run_import(app, str(source))

@@ -73,6 +73,16 @@ def summary(value: str | None) -> str | None:
 
 
 def tag(value: str) -> str:
+    return _known_tag(value) if type(value) is str and len(value) <= MAX_TAG_CHARS else _tag(value)
+
+
+@lru_cache(maxsize=4096)
+def _known_tag(value: str) -> str:
+    """A tag checked once (an import gives the same few on every node; a refused one is checked again)."""
+    return _tag(value)
+
+
+def _tag(value: str) -> str:
     text = value.strip()
     if not _well_formed(text):
         raise InputError(

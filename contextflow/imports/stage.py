@@ -45,6 +45,9 @@ CREATE TABLE group_edge(grp BLOB, snid TEXT, src BLOB, type TEXT, file INT);
 """
 
 
+NodeRow = tuple[str, str, str, str, dict[str, Any] | None, str, int]
+
+
 class EdgeRow(NamedTuple):
     record: EdgeRecord  # its relation names merged, sorted
     source: str  # node ids
@@ -197,10 +200,12 @@ class Stage:
         rows = []
         for (file, record, digest, error), (_, data) in zip(nodes, scrubbed, strict=True):
             nid = node_id(self.fmt, record.key)
-            upd, tag = (
-                derived_id(self.fmt, "update", record.key, digest),
-                derived_id(self.fmt, "tag", record.key, digest),
-            )
+            upd = tag = None  # derived by `with_ids` from the origin (its key), for a node already stored
+            if error or data.get("origin") != f"{self.fmt}:{record.key}":  # (its key redacted there)
+                upd, tag = (
+                    derived_id(self.fmt, "update", record.key, digest),
+                    derived_id(self.fmt, "tag", record.key, digest),
+                )
             body = jsonio.dumps(data) if not error else None
             rows.append((nid, digest, upd, tag, body, self.seal(error) if error else None, file))
         before = self._count("SELECT coalesce(max(rowid), 0) FROM node")  # a key given again adds no row
@@ -236,11 +241,21 @@ class Stage:
 
     # -- reading back, in order ------------------------------------------------------------
 
-    def nodes(self) -> Iterator[tuple[str, str, str, str, dict[str, Any] | None, str, int]]:
-        """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order."""
+    def nodes(self) -> Iterator[NodeRow]:
+        """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order;
+        the update and tag ids may be empty: `with_ids` gives them."""
         for nid, digest, upd, tag, body, error, file in self.db.execute("SELECT * FROM node ORDER BY rowid"):
             data = jsonio.loads(body) if body is not None else None
-            yield nid, digest, upd, tag, data, self.unseal(error) if error else "", file
+            yield nid, digest, upd or "", tag or "", data, self.unseal(error) if error else "", file
+
+    def with_ids(self, row: NodeRow) -> NodeRow:
+        """`row` with its update and tag ids (derived from its source version and the key in its origin)."""
+        nid, digest, upd, tag, data, error, file = row
+        if upd or data is None:
+            return row
+        key = str(data["origin"])[len(self.fmt) + 1 :]
+        upd, tag = derived_id(self.fmt, "update", key, digest), derived_id(self.fmt, "tag", key, digest)
+        return nid, digest, upd, tag, data, error, file
 
     def edges(self) -> Iterator[EdgeRow]:
         """Each edge merged by its ends and type (its relation names together), in first-seen order."""
