@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (3, "e9006e605bb2f8472f5f"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (1, "4e1a996fe89a125f1177"),
-    "feed": (2, "9898cdec8e75628d5115"),
-    "capture": (2, "17f398b246bedfb087c0"),
-    "graph-state": (4, "3b132c09c6cee831bd1a"),
-    "records-state": (2, "a1ba166c3072d9c8bb9a"),
-    "conversations-state": (2, "667953059bbab37d1e88"),
-    "timeline": (2, "7baabe0b130b53441294"),
+    "sessions": (1, "920e767e4c0b7d5dc58b"),
+    "feed": (2, "5b5a2c5cc96b51ad1923"),
+    "capture": (2, "0a3fe1671f6ba6ee2b57"),
+    "graph-state": (4, "d323b4461432559747fc"),
+    "records-state": (2, "03254753a0efcc994fef"),
+    "conversations-state": (2, "fc9fce279b54d3d1737d"),
+    "timeline": (2, "5ff0145705a72c0a8c62"),
 }
 GUARDED = [derived.INDEX, *(table_set.format for table_set in all_projections())]  # every versioned format
 
