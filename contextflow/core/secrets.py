@@ -471,11 +471,17 @@ def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tup
     `candidates`: the needles that may be in it (the others are known to be absent)."""
     present = _present(text.lower(), candidates)
     spans: list[tuple[int, int]] = []
-    for rule in rules():
+    for rule in rules() if candidates is None else _wakeable(frozenset(candidates)):
         if (rule.needles and present.isdisjoint(rule.needles)) or rule.shut(text):
             continue
         spans += [match.span() for match in rule.pattern.finditer(text)]
     return spans
+
+
+@lru_cache(maxsize=64)
+def _wakeable(candidates: frozenset[str]) -> tuple[Rule, ...]:
+    """The rules that may run on a text holding no needle but `candidates`, in their order."""
+    return tuple(rule for rule in rules() if not rule.needles or not candidates.isdisjoint(rule.needles))
 
 
 def _touched(texts: list[str], candidates: Collection[str] | None = None) -> set[int]:
@@ -532,7 +538,7 @@ def suspects(values: Sequence[Any]) -> set[int]:
             distinct.update(strings or ())
     # the needles any of them holds (a chunk holds no other): lowering never makes or takes a line break
     lines = "\n".join(text for _, text in plain) if _across_lines() else _distinct_lines("\n".join(distinct))
-    candidates = _present(lines.lower())
+    candidates = frozenset(_present(lines.lower()))
     for start in range(0, len(plain), CHUNK):
         chunk = plain[start : start + CHUNK]
         found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))
