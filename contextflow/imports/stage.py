@@ -65,7 +65,12 @@ def version(record: NodeRecord) -> str:
         [record.type, record.content, record.summary, sorted(record.tags), record.metadata],
         sort_keys=True,
     )
-    return hashlib.blake2b(raw, digest_size=6).hexdigest()
+    digest = _VERSIONING.copy()  # (cheaper than a new hash told its size each time)
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+_VERSIONING = hashlib.blake2b(digest_size=6)
 
 
 def _packed(source: str, target: str, relations: str) -> str:
