@@ -25,7 +25,7 @@ from contextflow.core.log import read_whole
 from contextflow.core.staged import StagedBatch
 from contextflow.graph import writes
 from contextflow.imports import detect, jsondoc, stage
-from contextflow.imports.model import SourceError
+from contextflow.imports.model import EdgeRecord, GroupEdge, Member, SourceError
 from contextflow.imports.run import run_import
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
@@ -87,6 +87,37 @@ def test_relation_names_between_the_same_ends_merge_into_one_edge(app, tmp_path)
     assert edges[0].data["metadata"] == {"relations": ["depends_on", "requires"]}
     fmt = "server-memory"
     assert edges[0].id == derived_id(fmt, "edge", "Alice", "Bob", "DEPENDS_ON", "depends_on", "requires")
+
+
+def test_an_edge_comes_back_from_the_stage_with_its_keys_and_names_as_read(tmp_path):
+    """An edge's keys and relation names are sealed together: keys holding colons, digits and odd letters
+    come back exactly, and a claude-mem group's edges too."""
+    keys = ["12:3:x", ":", "Zoë:東京\u2028", "a" * 300, "0"]
+    with stage.Stage(tmp_path, "server-memory") as staged:
+        at = staged.file("memory.json")
+        for source, target in zip(keys, keys[1:] + keys[:1], strict=True):
+            staged.add(at, EdgeRecord(source, target, "RELATES_TO", ("calls:1", "uses")))
+        staged.add(at, GroupEdge("s:1", "g", "DERIVED_FROM"))
+        staged.add(at, Member("g", "o:1"))
+        staged.add(at, Member("g", "o:2"))
+        staged.finish()
+        read = [(row.record.source, row.record.target, row.record.relations) for row in staged.edges()]
+    expected = [(s, t, ("calls:1", "uses")) for s, t in zip(keys, keys[1:] + keys[:1], strict=True)]
+    assert read == [*expected, ("s:1", "o:1", ()), ("s:1", "o:2", ())]
+
+
+def test_a_changed_item_gets_update_and_tag_ids_derived_from_its_key_and_new_version(app, tmp_path):
+    """Whether its key is read back from its origin or was redacted there (derived as it was staged)."""
+    secret = "Deploy " + TOKEN
+    run_import(app, str(memory_file(tmp_path, entity("Alice", "Leads"), entity(secret, "Runs"))))
+    changed = memory_file(tmp_path, entity("Alice", "Leads payments", kind="team"), entity(secret, "Ran", kind="job"))
+    planned = run_import(app, str(changed), dry_run=True).planned
+    assert [event.what for event in planned] == ["update", "tag", "update", "tag"]
+    for (update, tag), key in zip([planned[:2], planned[2:]], ["Alice", secret], strict=True):
+        version = update.data["metadata"]["source_version"]
+        assert update.id == derived_id("server-memory", "update", key, version)
+        assert tag.id == derived_id("server-memory", "tag", key, version)
+    assert TOKEN not in json.dumps([event.data for event in planned])
 
 
 def test_an_import_is_one_framed_batch_in_the_log(app, tmp_path, store_dir):

@@ -179,3 +179,25 @@ def test_the_oracle_sees_a_secret_the_scan_must_pick() -> None:
     events = _events([text for *_, text in secret_corpus.credential_texts()][:40] + ["plain"] * 40, random.Random(4))
     picked = old_suspects([data for _, data in events])
     assert set(range(40)) <= picked and secrets.suspects([data for _, data in events]) == picked
+
+
+GATED_EXAMPLES = (
+    "db.example.com:5432:shop:app:s3cr3t-Pw",
+    "*:*:*:app:hunter2hunter2",
+    "host:\u0663\u0664:db:user:pw-\u0661",  # Arabic-Indic digits are digits to the pattern and to its gate
+    "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9 and 1234567890:" + "Zz_-" * 9,
+)
+
+
+def test_a_gated_rule_is_skipped_only_where_it_cannot_match() -> None:
+    """A rule with a gate does not run on a text holding no match of it: each match of the rule holds one."""
+    gated = [rule for rule in rules() if rule.gate]
+    assert {rule.kind for rule in gated} == {"pgpass password", "Telegram Bot Token"}
+    matched = {rule.kind: 0 for rule in gated}
+    for text in [*GATED_EXAMPLES, *corpus_texts(), *random_texts(7, 4_000)]:
+        for rule in gated:
+            for match in rule.pattern.finditer(text):
+                matched[rule.kind] += 1
+                assert not rule.shut(match.group(0)), (rule.kind, text)
+    assert all(matched.values()), matched
+    assert secrets.find(GATED_EXAMPLES[2]) and all(rule.shut("imported:server-memory kind:x") for rule in gated)

@@ -30,14 +30,8 @@ def _spell(raw: bytes) -> str:
     n = int.from_bytes(raw, "big")
     pairs = _PAIRS
     return (
-        pairs[n >> 70 & 1023]
-        + pairs[n >> 60 & 1023]
-        + pairs[n >> 50 & 1023]
-        + pairs[n >> 40 & 1023]
-        + pairs[n >> 30 & 1023]
-        + pairs[n >> 20 & 1023]
-        + pairs[n >> 10 & 1023]
-        + pairs[n & 1023]
+        f"{pairs[n >> 70]}{pairs[n >> 60 & 1023]}{pairs[n >> 50 & 1023]}{pairs[n >> 40 & 1023]}"
+        f"{pairs[n >> 30 & 1023]}{pairs[n >> 20 & 1023]}{pairs[n >> 10 & 1023]}{pairs[n & 1023]}"
     )
 
 
@@ -47,8 +41,12 @@ def new_id() -> str:
 
 def derived_id(*parts: str) -> str:
     """An id that is a function of `parts` (e.g. a format, a source's item key): the same parts give the same id."""
-    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=_ID_BYTES, person=b"contextflow-id")
+    digest = _DERIVING.copy()  # (cheaper than a new hash told its size and person each time)
+    digest.update("\x1f".join(parts).encode())
     return _spell(digest.digest())
+
+
+_DERIVING = hashlib.blake2b(digest_size=_ID_BYTES, person=b"contextflow-id")
 
 
 def _starting_with(wanted: str, known: Collection[str]) -> list[str]:

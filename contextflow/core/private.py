@@ -34,6 +34,18 @@ def strip(value: Any) -> Any:
     return _strip(value)
 
 
+def stripped_encoded(value: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+    """`strip(value)`, and its JSON (`jsonio.dumps`) when that is what `strip` encoded to look (it held no
+    private text: the same object comes back), so a writer that encodes it next encodes it once."""
+    try:
+        encoded = jsonio.dumps(value)
+    except TypeError:  # not plain JSON: walked
+        return _strip(value), None
+    if not _NEEDLE.search(encoded):
+        return value, encoded
+    return _strip(value), None
+
+
 def _strip(value: Any) -> Any:
     if isinstance(value, str):
         return without_private(value)

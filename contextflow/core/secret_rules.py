@@ -40,12 +40,18 @@ class Rule(NamedTuple):  # (not a dataclass: a hook would import `dataclasses` f
     accept: Callable[[str, bool], bool] | None = None  # a last check on the secret, and whether it was quoted
     flags: int = 0
     requires: tuple[str, ...] = ()  # and one of these in `text.folded` text (each match holds one): fewer compiles
+    gate: str = ""  # a pattern every match holds a match of, starting with a literal (a quick scan)
 
     @property
     def pattern(self) -> re.Pattern[str]:
         """Compiled on first use: a write whose text holds none of a rule's needles never pays for it
         (compiling every rule cost a short-lived hook about 40 ms)."""
         return _compiled(self.source, self.flags)
+
+    def shut(self, text: str) -> bool:
+        """Whether `text` cannot hold a match because it holds nothing the gate matches (a rule whose needle
+        is common, `:`, then runs only where its rarer shape is: an import's every tag holds a `:`)."""
+        return bool(self.gate) and _compiled(self.gate, self.flags).search(text) is None
 
 
 @cache
@@ -232,8 +238,11 @@ def is_jwt(token: str, quoted: bool = True) -> bool:
     return bool(JwtTokenDetector.is_formally_valid(token))
 
 
-def _rule(kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0, requires: tuple[str, ...] = ()) -> Rule:
-    return Rule(kind, pattern, needles, accept=is_jwt if kind == JWT else None, flags=flags, requires=requires)
+def _rule(
+    kind: str, pattern: str, needles: tuple[str, ...], flags: int = 0, requires: tuple[str, ...] = (), gate: str = ""
+) -> Rule:
+    accept = is_jwt if kind == JWT else None
+    return Rule(kind, pattern, needles, accept=accept, flags=flags, requires=requires, gate=gate)
 
 
 def _context(
@@ -243,8 +252,11 @@ def _context(
     flags: int = 0,
     accept: Callable[[str, bool], bool] | None = is_literal,
     requires: tuple[str, ...] = (),
+    gate: str = "",
 ) -> Rule:
-    return Rule(kind, pattern, needles, in_context=True, min_length=1, accept=accept, flags=flags, requires=requires)
+    return Rule(
+        kind, pattern, needles, in_context=True, min_length=1, accept=accept, flags=flags, requires=requires, gate=gate
+    )
 
 
 def _followed(words: str, after: str) -> tuple[str, ...]:
@@ -474,6 +486,7 @@ EXTRA_RULES = (
         r"(?<![^\s'\"])(?=[\w.\-*\[\]]*[A-Za-z.*])[\w.\-*\[\]]+:(?:\d{1,5}|\*):[^:\s'\"]+"
         r":[^:\s'\"]+:((?:\\.|[^:\s'\"\\])+)(?![^\s'\"<])",
         (":",),
+        gate=r":[\d*]",  # the port: digits or `*`
     ),
     _context("registry auth", r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,}={0,2})\"", ('"auth"',), accept=is_docker_auth),
     _context(
@@ -544,6 +557,9 @@ LIBRARY_REQUIRES = {
     + r"""([a-zA-Z0-9_\-]{44}(?![a-zA-Z0-9_\-]))(?:"|\'|)""": _ASSIGNED_WORDS,
 }
 
+# Library patterns whose needle is common, and a pattern starting with a literal that each of their matches holds
+LIBRARY_GATES = {r"\d{8,10}:[0-9A-Za-z_-]{35}": r":[0-9A-Za-z_-]{35}"}  # Telegram: the token after the bot id
+
 
 def rewritten(pattern: str) -> str:
     for old, new in LIBRARY_REWRITES:
@@ -562,7 +578,7 @@ def rules() -> tuple[Rule, ...]:
     return (
         *EXTRA_RULES,
         *(
-            _rule(kind, source, tuple(needles), flags, LIBRARY_REQUIRES.get(source, ()))
+            _rule(kind, source, tuple(needles), flags, LIBRARY_REQUIRES.get(source, ()), LIBRARY_GATES.get(source, ""))
             for kind, pattern, flags, needles in library_patterns()
             for source in (rewritten(pattern),)
         ),

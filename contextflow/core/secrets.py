@@ -116,6 +116,8 @@ def find(text: str, also: Sequence[Rule] = ()) -> list[Finding]:
             words = folded(text) if words is None else words
             if not any(word in words for word in rule.requires):
                 continue
+        if rule.shut(text):
+            continue
         for match in rule.pattern.finditer(text):
             trim = _TRIM_CONTEXT if rule.in_context else _TRIM  # a context group is the secret exactly
             for start, end in _secret_spans(match, rule.in_context):
@@ -383,9 +385,16 @@ def nothing_to_redact(data: Any) -> bool:
 
 def _plain_text(data: Any) -> str | None:
     """Every key and string of `data` joined by newlines, which `find` sees as `scrub` would; None when
-    `scrub` must look closer anyway (a string to clean, a credential-named field, an unusual type).
-    Exact type checks and strings added without a trip through the stack: this runs for every event
-    of an import."""
+    `scrub` must look closer anyway (a string to clean, a credential-named field, an unusual type)."""
+    texts = _plain_strings(data)
+    text = None if texts is None else "\n".join(texts)
+    return None if text is None or needs_cleaning(text) else text
+
+
+def _plain_strings(data: Any) -> list[str] | None:
+    """Every key and string of `data` (`_plain_text` joins them), or None for a credential-named field or an
+    unusual type. Exact type checks and strings added without a trip through the stack: this runs for every
+    event of an import."""
     texts: list[str] = []
     add = texts.append
     stack: list[Any] = [data]
@@ -413,8 +422,7 @@ def _plain_text(data: Any) -> str | None:
             add(value)
         elif isinstance(value, str | dict | list | tuple):  # a subclass: let scrub judge it
             return None
-    text = "\n".join(texts)
-    return None if needs_cleaning(text) else text
+    return texts
 
 
 @lru_cache(maxsize=1)
@@ -424,10 +432,16 @@ def _inner_needles() -> tuple[tuple[str, ...], dict[str, frozenset[str]]]:
     return tuple(sorted(every, key=len)), {n: frozenset(m for m in every if m != n and m in n) for n in every}
 
 
+@lru_cache(maxsize=1)
+def _across_lines() -> bool:
+    """Whether a needle holds a newline (then a text's lines, or its strings, are not looked at apart)."""
+    return any("\n" in needle for needle in _inner_needles()[0])
+
+
 def _distinct_lines(text: str) -> str:
     """`text`'s distinct lines joined by newlines: it holds the same needles as `text` when no needle holds a
     newline (each is then inside one line), and an import's events repeat most of their lines (keys, tags)."""
-    if any("\n" in needle for needle in _inner_needles()[0]):
+    if _across_lines():
         return text
     return "\n".join(set(text.split("\n")))
 
@@ -457,11 +471,17 @@ def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tup
     `candidates`: the needles that may be in it (the others are known to be absent)."""
     present = _present(text.lower(), candidates)
     spans: list[tuple[int, int]] = []
-    for rule in rules():
-        if rule.needles and present.isdisjoint(rule.needles):
+    for rule in rules() if candidates is None else _wakeable(frozenset(candidates)):
+        if (rule.needles and present.isdisjoint(rule.needles)) or rule.shut(text):
             continue
         spans += [match.span() for match in rule.pattern.finditer(text)]
     return spans
+
+
+@lru_cache(maxsize=64)
+def _wakeable(candidates: frozenset[str]) -> tuple[Rule, ...]:
+    """The rules that may run on a text holding no needle but `candidates`, in their order."""
+    return tuple(rule for rule in rules() if not rule.needles or not candidates.isdisjoint(rule.needles))
 
 
 def _touched(texts: list[str], candidates: Collection[str] | None = None) -> set[int]:
@@ -505,10 +525,20 @@ def scrub_items(
 def suspects(values: Sequence[Any]) -> set[int]:
     """The indexes of `values` that may hold a secret or text to clean: the others come out of
     `scrub` (and of `redact_text` on each of their strings) unchanged. See `scrub_items`."""
-    texts = [_plain_text(value) for value in values]
-    found = {index for index, text in enumerate(texts) if text is None}
-    plain = [(index, text) for index, text in enumerate(texts) if text is not None]
-    candidates = _present(_distinct_lines("\n".join(text for _, text in plain).lower()))  # a chunk holds no other
+    found: set[int] = set()
+    plain: list[tuple[int, str]] = []
+    distinct: set[str] = set()  # the strings of them all, once each (an import repeats its keys and tags)
+    for index, value in enumerate(values):
+        strings = _plain_strings(value)
+        text = None if strings is None else "\n".join(strings)
+        if text is None or needs_cleaning(text):
+            found.add(index)
+        else:
+            plain.append((index, text))
+            distinct.update(strings or ())
+    # the needles any of them holds (a chunk holds no other): lowering never makes or takes a line break
+    lines = "\n".join(text for _, text in plain) if _across_lines() else _distinct_lines("\n".join(distinct))
+    candidates = frozenset(_present(lines.lower()))
     for start in range(0, len(plain), CHUNK):
         chunk = plain[start : start + CHUNK]
         found.update(chunk[at][0] for at in _touched([text for _, text in chunk], candidates))

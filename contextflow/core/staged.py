@@ -15,13 +15,14 @@ import os
 import secrets
 from array import array
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from contextflow.core import jsonio
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import InputError
-from contextflow.core.events import MAX_LINE_BYTES, SCHEMA_VERSION, Event, encode
+from contextflow.core.events import MAX_DEPTH, MAX_LINE_BYTES, SCHEMA_VERSION, Event, encode
 
 FOLDER = "staged"
 READ_BYTES = 1024 * 1024
@@ -31,6 +32,11 @@ _PROBE_SEQ = 10**15  # a seq no log reaches: a line checked with it fits with an
 def head(event_id: bytes, writer: bytes, seq: int, hlc: int) -> bytes:
     """The start of `encode`'s line for an event (ids and writer JSON-encoded), up to its stamp."""
     return b'{"v":%d,"id":%b,"w":%b,"seq":%d,"hlc":%d' % (SCHEMA_VERSION, event_id, writer, seq, hlc)
+
+
+@lru_cache(maxsize=256)
+def _kind(kind: str) -> bytes:
+    return jsonio.dumps(kind)
 
 
 def _remove_stale(folder: Path) -> None:
@@ -56,6 +62,7 @@ class StagedBatch:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self.writer = writer
         self._writer = jsonio.dumps(writer)
+        self._probe_rest = len(head(b"", self._writer, _PROBE_SEQ, MAX_HLC))  # a probe line's head but its id
         self._id_sizes = array("H")  # per line: its JSON-encoded id's length, then the rest's
         self._tail_sizes = array("I")
         self._buffer: list[bytes] = []
@@ -66,22 +73,32 @@ class StagedBatch:
 
     def add_many(self, items: Sequence[tuple[str, str, dict[str, Any]]], scrubbed: bool = False) -> None:
         """Events (id, kind, data) redacted (unless `scrubbed` already), checked and staged, in order."""
-        from contextflow.core.private import strip
+        from contextflow.core.private import stripped_encoded
         from contextflow.core.secrets import scrub_items
 
-        pairs = [(kind, strip(data)) for _, kind, data in items]  # `<private>` text is never stored
+        encoded = [stripped_encoded(data) for _, _, data in items]  # `<private>` text is never stored
+        pairs = [(kind, data) for (_, kind, _), (data, _) in zip(items, encoded, strict=True)]
         if not scrubbed:
-            pairs = scrub_items(pairs)
-        for (event_id, _, _), (kind, data) in zip(items, pairs, strict=True):
-            self._add(event_id, kind, data)
+            pairs = scrub_items(pairs)  # (data it changes is another object: encoded again)
+        for (event_id, _, _), (kind, data), (seen, body) in zip(items, pairs, encoded, strict=True):
+            self._add(event_id, kind, data, body if data is seen else None)
 
-    def _add(self, event_id: str, kind: str, data: dict[str, Any]) -> None:
-        line = encode(Event(event_id, self.writer, _PROBE_SEQ, MAX_HLC, kind, data))  # checks shape and size
+    def _add(self, event_id: str, kind: str, data: dict[str, Any], body: bytes | None = None) -> None:
+        """`body`: `data` as JSON already, when the caller encoded it (the line is then put together around it:
+        `encode` writes a record's fields each as it writes them alone)."""
         identity = jsonio.dumps(event_id)
-        probe = head(identity, self._writer, _PROBE_SEQ, MAX_HLC)
-        if not line.startswith(probe) or len(line) > MAX_LINE_BYTES:
-            raise InputError(f"this {kind} cannot be stored: its line is not as expected")
-        tail = line[len(probe) :]
+        tail = b""
+        if body is not None:
+            tail = b',"kind":%b,"data":%b}\n' % (_kind(kind), body)
+            brackets = tail.count(b"[") + tail.count(b"{") + identity.count(b"[") + identity.count(b"{")
+            if len(identity) + self._probe_rest + len(tail) > MAX_LINE_BYTES or brackets > MAX_DEPTH:
+                tail = b""  # (refused, or to be walked for its depth: by `encode`, with its own words)
+        if not tail:
+            probe = head(identity, self._writer, _PROBE_SEQ, MAX_HLC)
+            line = encode(Event(event_id, self.writer, _PROBE_SEQ, MAX_HLC, kind, data))  # checks shape and size
+            if not line.startswith(probe) or len(line) > MAX_LINE_BYTES:
+                raise InputError(f"this {kind} cannot be stored: its line is not as expected")
+            tail = line[len(probe) :]
         self._id_sizes.append(len(identity))
         self._tail_sizes.append(len(tail))
         self._buffer += [identity, tail]

@@ -73,6 +73,16 @@ def summary(value: str | None) -> str | None:
 
 
 def tag(value: str) -> str:
+    return _known_tag(value) if type(value) is str and len(value) <= MAX_TAG_CHARS else _tag(value)
+
+
+@lru_cache(maxsize=4096)
+def _known_tag(value: str) -> str:
+    """A tag checked once (an import gives the same few on every node; a refused one is checked again)."""
+    return _tag(value)
+
+
+def _tag(value: str) -> str:
     text = value.strip()
     if not _well_formed(text):
         raise InputError(
@@ -136,8 +146,11 @@ def metadata(value: dict[str, Any] | None, *, allow_null: bool = False) -> dict[
         raise InputError(f"metadata has {len(value)} keys; the limit is {MAX_META_KEYS}")
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if not isinstance(key, str) or not _NAME.match(key):
+        if not isinstance(key, str) or not _named(key):
             raise InputError(f"metadata key {key!r} is not valid: use 1-64 letters, digits, '_', '-' or '.'")
+        if type(item) is str and len(item) <= MAX_META_CHARS:  # the common case (an import's every node)
+            out[key] = item
+            continue
         if item is None and not allow_null:
             continue
         if item is not None and not isinstance(item, str | int | float | bool | list | dict):
@@ -146,6 +159,12 @@ def metadata(value: dict[str, Any] | None, *, allow_null: bool = False) -> dict[
             raise InputError(f"metadata[{key!r}] is too long; the limit is {MAX_META_CHARS} characters")
         out[key] = item
     return out
+
+
+@lru_cache(maxsize=1024)
+def _named(key: str) -> bool:
+    """A valid metadata key (an import checks the same few keys on every node)."""
+    return _NAME.match(key) is not None
 
 
 def meta_pairs(pairs: list[str] | None) -> dict[str, Any]:

@@ -67,6 +67,7 @@ class Planner:
         for chunk in _chunks(stage.nodes()):
             state = StoredGraph(read)  # (a chunk's: the nodes it loads are let go with it)
             known = state.known([row[0] for row in chunk])
+            chunk = [stage.with_ids(row) if row[0] in known else row for row in chunk]
             known |= state.known([row[2] for row in chunk if row[0] in known])  # only a node imported before
             state.load(row[0] for row in chunk if row[0] in known)  # (in one query)
             for nid, digest, update, tag, data, error, file in chunk:

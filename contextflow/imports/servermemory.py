@@ -16,6 +16,7 @@ others RELATES_TO) with the name in the edge's `relations`, so export gives the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -68,6 +69,13 @@ def _string(value: Any, what: str, path: Path, line: int, required: bool = True)
     raise SourceError(path, f"{what} must be a non-empty string", line)
 
 
+@lru_cache(maxsize=1024)
+def _typed(entity_type: str) -> tuple[str, tuple[str, ...]]:
+    """An entity type's node type and tags (a file repeats a few short types on every line: remembered)."""
+    slug = tag_value(entity_type)
+    return slug if slug in NODE_TYPES else "fact", tuple(tags_of(("imported", FORMAT), ("kind", entity_type)))
+
+
 def items(label: str, handle: BinaryIO) -> Iterator[Item]:
     """The entities and relations of a memory.json, one line at a time."""
     path = Path(label)
@@ -80,11 +88,9 @@ def items(label: str, handle: BinaryIO) -> Iterator[Item]:
             observations = item.get("observations", [])
             if not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
                 raise SourceError(path, '"observations" must be a list of strings', line)
-            slug = tag_value(entity_type)
-            node_type = slug if slug in NODE_TYPES else "fact"
-            tags = tags_of(("imported", FORMAT), ("kind", entity_type))
+            node_type, tags = _typed(entity_type) if len(entity_type) <= 200 else _typed.__wrapped__(entity_type)
             metadata = {"name": name, "entityType": entity_type}
-            yield NodeRecord(name, node_type, entity_content(name, entity_type, observations), tags, metadata)
+            yield NodeRecord(name, node_type, entity_content(name, entity_type, observations), list(tags), metadata)
         elif kind == "relation":
             source = _string(item.get("from"), '"from"', path, line)
             target = _string(item.get("to"), '"to"', path, line)

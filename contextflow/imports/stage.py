@@ -38,11 +38,14 @@ VERSION_KEY = "source_version"  # in graph model.UNSEARCHED_METADATA: kept on th
 
 _SCHEMA = """
 CREATE TABLE node(nid TEXT PRIMARY KEY, version TEXT, upd TEXT, tag TEXT, data BLOB, error BLOB, file INT);
-CREATE TABLE edge(snid TEXT, tnid TEXT, type TEXT, src BLOB, tgt BLOB, rels BLOB, file INT);
+CREATE TABLE edge(snid TEXT, tnid TEXT, type TEXT, ends BLOB, file INT);
 CREATE TABLE gone(nid TEXT, del TEXT, label BLOB, file INT);
 CREATE TABLE member(grp BLOB, tnid TEXT, tgt BLOB);
 CREATE TABLE group_edge(grp BLOB, snid TEXT, src BLOB, type TEXT, file INT);
 """
+
+
+NodeRow = tuple[str, str, str, str, dict[str, Any] | None, str, int]
 
 
 class EdgeRow(NamedTuple):
@@ -62,7 +65,24 @@ def version(record: NodeRecord) -> str:
         [record.type, record.content, record.summary, sorted(record.tags), record.metadata],
         sort_keys=True,
     )
-    return hashlib.blake2b(raw, digest_size=6).hexdigest()
+    digest = _VERSIONING.copy()  # (cheaper than a new hash told its size each time)
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+_VERSIONING = hashlib.blake2b(digest_size=6)
+
+
+def _packed(source: str, target: str, relations: str) -> str:
+    """An edge's two keys and its relation names (JSON, or empty) in one text, sealed once."""
+    return f"{len(source)}:{len(target)}:{source}{target}{relations}"
+
+
+def _unpacked(text: str) -> tuple[str, str, str]:
+    source_chars, target_chars, rest = text.split(":", 2)
+    split = int(source_chars)
+    end = split + int(target_chars)
+    return rest[:split], rest[split:end], rest[end:]
 
 
 # a key given again: its row keeps its place (where the key first appeared) and takes the later record
@@ -168,9 +188,9 @@ class Stage:
                 nodes.append((file, item, digest, error))
                 checked.append((kind, data))
             elif isinstance(item, EdgeRecord):
-                ends = (node_id(self.fmt, item.source), node_id(self.fmt, item.target), item.type)
-                rels = self.seal(jsonio.dumps(item.relations).decode()) if item.relations else None
-                edges.append((*ends, self.seal(item.source), self.seal(item.target), rels, file))
+                rels = jsonio.dumps(item.relations).decode() if item.relations else ""
+                ends = self.seal(_packed(item.source, item.target, rels))
+                edges.append((node_id(self.fmt, item.source), node_id(self.fmt, item.target), item.type, ends, file))
             elif isinstance(item, Deleted):
                 label = self.seal(item.key)
                 gone.append((node_id(self.fmt, item.key), derived_id(self.fmt, "delete", item.key), label, file))
@@ -185,16 +205,18 @@ class Stage:
         rows = []
         for (file, record, digest, error), (_, data) in zip(nodes, scrubbed, strict=True):
             nid = node_id(self.fmt, record.key)
-            upd, tag = (
-                derived_id(self.fmt, "update", record.key, digest),
-                derived_id(self.fmt, "tag", record.key, digest),
-            )
+            upd = tag = None  # derived by `with_ids` from the origin (its key), for a node already stored
+            if error or data.get("origin") != f"{self.fmt}:{record.key}":  # (its key redacted there)
+                upd, tag = (
+                    derived_id(self.fmt, "update", record.key, digest),
+                    derived_id(self.fmt, "tag", record.key, digest),
+                )
             body = jsonio.dumps(data) if not error else None
             rows.append((nid, digest, upd, tag, body, self.seal(error) if error else None, file))
         before = self._count("SELECT coalesce(max(rowid), 0) FROM node")  # a key given again adds no row
         self.db.execute("BEGIN")
         self.db.executemany(_ADD_NODE, rows)
-        self.db.executemany("INSERT INTO edge VALUES (?, ?, ?, ?, ?, ?, ?)", edges)
+        self.db.executemany("INSERT INTO edge VALUES (?, ?, ?, ?, ?)", edges)
         self.db.executemany("INSERT INTO gone VALUES (?, ?, ?, ?)", gone)
         self.db.executemany("INSERT INTO member VALUES (?, ?, ?)", members)
         self.db.executemany("INSERT INTO group_edge VALUES (?, ?, ?, ?, ?)", grouped)
@@ -205,10 +227,16 @@ class Stage:
         """Everything read: claude-mem's summaries linked to their sessions' observations, the indexes made."""
         self.flush()
         self.db.execute("CREATE INDEX member_grp ON member(grp)")
-        self.db.execute(
-            "INSERT INTO edge SELECT g.snid, m.tnid, g.type, g.src, m.tgt, NULL, g.file FROM group_edge g"
+        grouped = self.db.execute(
+            "SELECT g.snid, m.tnid, g.type, g.src, m.tgt, g.file FROM group_edge g"
             " JOIN member m ON m.grp = g.grp ORDER BY g.rowid, m.rowid"
         )
+        while rows := grouped.fetchmany(CHUNK):
+            edges = [
+                (snid, tnid, kind, self.seal(_packed(self.unseal(src), self.unseal(tgt), "")), file)
+                for snid, tnid, kind, src, tgt, file in rows
+            ]
+            self.db.executemany("INSERT INTO edge VALUES (?, ?, ?, ?, ?)", edges)
         self.db.execute("CREATE INDEX edge_ends ON edge(snid, tnid, type)")
         self.items = self._count("SELECT count(*) FROM node") + self._count("SELECT count(*) FROM edge")
 
@@ -218,16 +246,26 @@ class Stage:
 
     # -- reading back, in order ------------------------------------------------------------
 
-    def nodes(self) -> Iterator[tuple[str, str, str, str, dict[str, Any] | None, str, int]]:
-        """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order."""
+    def nodes(self) -> Iterator[NodeRow]:
+        """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order;
+        the update and tag ids may be empty: `with_ids` gives them."""
         for nid, digest, upd, tag, body, error, file in self.db.execute("SELECT * FROM node ORDER BY rowid"):
             data = jsonio.loads(body) if body is not None else None
-            yield nid, digest, upd, tag, data, self.unseal(error) if error else "", file
+            yield nid, digest, upd or "", tag or "", data, self.unseal(error) if error else "", file
+
+    def with_ids(self, row: NodeRow) -> NodeRow:
+        """`row` with its update and tag ids (derived from its source version and the key in its origin)."""
+        nid, digest, upd, tag, data, error, file = row
+        if upd or data is None:
+            return row
+        key = str(data["origin"])[len(self.fmt) + 1 :]
+        upd, tag = derived_id(self.fmt, "update", key, digest), derived_id(self.fmt, "tag", key, digest)
+        return nid, digest, upd, tag, data, error, file
 
     def edges(self) -> Iterator[EdgeRow]:
         """Each edge merged by its ends and type (its relation names together), in first-seen order."""
         rows = self.db.execute(
-            "SELECT g.first, e.snid, e.tnid, e.type, e.src, e.tgt, e.rels,"
+            "SELECT g.first, e.snid, e.tnid, e.type, e.ends,"
             " EXISTS(SELECT 1 FROM node WHERE nid = e.snid), EXISTS(SELECT 1 FROM node WHERE nid = e.tnid)"
             " FROM (SELECT snid, tnid, type, min(rowid) AS first FROM edge GROUP BY snid, tnid, type) g"
             " JOIN edge e ON e.snid = g.snid AND e.tnid = g.tnid AND e.type = g.type ORDER BY g.first, e.rowid"
@@ -235,19 +273,20 @@ class Stage:
         current: int | None = None
         names: set[str] = set()
         row: tuple[Any, ...] = ()
-        for first, *found in rows:
+        for first, snid, tnid, kind, ends, source_here, target_here in rows:
             if first != current and current is not None:
                 yield self._edge(row, names)
                 names = set()
-            current, row = first, tuple(found)
-            if found[5] is not None:
-                names.update(jsonio.loads(self.unseal(found[5])))
+            source, target, rels = _unpacked(self.unseal(ends))
+            current, row = first, (snid, tnid, kind, source, target, source_here, target_here)
+            if rels:
+                names.update(jsonio.loads(rels))
         if current is not None:
             yield self._edge(row, names)
 
     def _edge(self, row: tuple[Any, ...], names: set[str]) -> EdgeRow:
-        snid, tnid, kind, src, tgt, _, source_here, target_here = row
-        record = EdgeRecord(self.unseal(src), self.unseal(tgt), kind, tuple(sorted(names)))
+        snid, tnid, kind, source, target, source_here, target_here = row
+        record = EdgeRecord(source, target, kind, tuple(sorted(names)))
         return EdgeRow(record, snid, tnid, bool(source_here), bool(target_here))
 
     def deleted(self) -> Iterator[tuple[str, str, str]]:
