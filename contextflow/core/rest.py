@@ -228,7 +228,9 @@ def _base_key(tables: Tables) -> object:
 
 def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: int | None = None) -> Rest:
     """The rest of `sets` over the tables now: every log's bytes past their read positions, or the logs' tails
-    (partial, with the build's progress) when more than `most` (REST_BYTES) bytes remain."""
+    (partial, with the build's progress) when more than `most` (REST_BYTES) bytes remain. A lazy projection
+    (the search index, outside SQLite) has no rest: a search says how far it is instead."""
+    sets = [table_set for table_set in sets if not table_set.lazy]
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     try:
         positions, built = _attach(db, tables, sets)
