@@ -24,6 +24,7 @@ Schema = Mapping[str, Mapping[str, Shape]]  # kind -> field -> shape
 _MISSING = object()
 _TYPES: dict[str, type | tuple[type, ...]] = {STR: str, BOOL: bool, INT: int, OBJECT: dict}
 # fields every kind may carry: the project, the writing agent, what secrets scanning redacted
+_PLAIN = frozenset((STR, BOOL, OBJECT))  # shapes an `isinstance` alone checks (not INT: a bool is no int)
 COMMON: dict[str, Shape] = {"project": STR, "agent": STR, "redacted": ("list", STR)}
 
 
@@ -53,6 +54,9 @@ def _fits(value: Any, shape: Shape, where: str, dropped: list[str]) -> Any:
         if not isinstance(value, list):
             dropped.append(where)
             return _MISSING
+        plain = _TYPES[inner] if isinstance(inner, str) and inner in _PLAIN else None
+        if plain is not None and all(item is None or isinstance(item, plain) for item in value):
+            return value  # (the common case: every item fits, nothing to copy)
         items = [_fits(item, inner, where + "[]", dropped) for item in value]
         kept = [item for item in items if item is not _MISSING]
         return value if len(kept) == len(value) and all(a is b for a, b in zip(kept, value, strict=True)) else kept
@@ -66,7 +70,9 @@ def _fields(data: dict[str, Any], shapes: Mapping[str, Shape], prefix: str, drop
     out: dict[str, Any] | None = None
     for name, value in data.items():
         shape = shapes.get(name)
-        if shape is None:
+        if shape is None or value is None:
+            continue
+        if isinstance(shape, str) and shape in _PLAIN and isinstance(value, _TYPES[shape]):  # (no call: most fields)
             continue
         fitted = _fits(value, shape, prefix + name, dropped)
         if fitted is not value:

@@ -93,6 +93,8 @@ class Doc:
     # computed when first asked for, until the fields change
     own: str | None = field(default=None, compare=False, repr=False)
     stated_time: bool | None = field(default=None, compare=False, repr=False)
+    # per field: (its text, its term string, whether it states a time), its text split once (`split`)
+    split_texts: dict[str, tuple[str, str, bool]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def visible(self) -> bool:
@@ -124,11 +126,20 @@ class Doc:
             found.update(side.split())
         return found
 
+    def split(self, name: str, text: str) -> tuple[str, bool]:
+        """Field `name`'s term string (`tokens.term_string`) and whether it states a time, its `text`
+        split once for the neighbours' terms and the body both."""
+        found = self.split_texts.get(name)
+        if found is None or found[0] is not text:
+            words = WORD.findall(text)
+            found = self.split_texts[name] = (text, term_string(words), has_time_words(text, words))
+        return found[1], found[2]
+
     def own_terms(self) -> str:
         """The terms this entry lends its neighbours' near fields (its main text, bounded)."""
         if self.own is None:
             mains = SEQUENCE_FIELDS.get(self.kind, ())
-            self.own = own_terms(term_string(WORD.findall(self.text(name))) for name in mains)
+            self.own = own_terms(self.split(name, self.text(name))[0] for name in mains)
         return self.own
 
     @property
