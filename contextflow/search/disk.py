@@ -40,6 +40,8 @@ from contextflow.core.events import OrderKey
 from contextflow.search import ranking
 from contextflow.search.docs import SEQUENCE_FIELDS, Doc, Hit, derive, own_terms, repeats
 from contextflow.search.ranking import Candidate
+from contextflow.search.tokens import WORD, term_string
+from contextflow.search.when import has_time_words
 
 WRITER_HEAP = 64_000_000
 M_ARENA_MAX = -8  # glibc's mallopt parameter
@@ -94,21 +96,25 @@ def body(doc: Doc, scale: int) -> str:
     return _indexed(doc, scale)[0] if doc.visible else ""
 
 
-def _indexed(doc: Doc, scale: int) -> tuple[str, str, str, bool]:
-    """Its body, the body's terms qualified by its project (`pbody`), its own terms (what it lends its
-    neighbours) and whether it states a time: one pass, each field's text split once."""
-    parts, scoped, own, timely = [], [], [], False
+def _indexed(doc: Doc, scale: int) -> tuple[str, str, bool]:
+    """Its body, its own terms (what it lends its neighbours) and whether it states a time: one pass."""
+    parts, own, timely = [], [], False
     mains = SEQUENCE_FIELDS.get(doc.kind, ()) if doc.own is None else ()  # the sink may have them already
+    split = doc.mains or {}  # (the sink split them for their neighbours: `Doc.own_terms`)
     for name, text in doc.field_texts():
         if text:
-            terms, stated = doc.split(name, text)
-            times = repeats(name, scale)
-            parts.append(terms * times)
-            scoped.append(_scoped(doc.project, terms) * times)  # (each term followed by a space: the same)
-            timely = timely or stated
+            found = split.get(name)
+            if found is not None and found[0] is text:
+                terms, stated = found[1], found[2]
+                timely = timely or stated
+            else:
+                words = WORD.findall(text)
+                terms = term_string(words)
+                timely = timely or has_time_words(text, words)
+            parts.append(terms * repeats(name, scale))
             if name in mains:
                 own.append(terms)
-    return "".join(parts), "".join(scoped), own_terms(own) if doc.own is None else doc.own, timely
+    return "".join(parts), own_terms(own) if doc.own is None else doc.own, timely
 
 
 class Row(NamedTuple):
@@ -119,7 +125,6 @@ class Row(NamedTuple):
     project: str
     state: bytes
     body: str
-    scoped: str  # its body's terms qualified by its project (`pbody`)
     agent: tuple[str, ...]  # ranking.agent_terms of its agent
     group: str  # its session or thread
     key: OrderKey | None  # its creation key when it is a member of a sequence
@@ -136,11 +141,11 @@ class Row(NamedTuple):
 def row(doc: Doc, scale: int) -> Row:
     visible, member = doc.visible, doc.member
     agent = doc.value("agent")
-    text, scoped, own, timely = _indexed(doc, scale) if visible else ("", "", "", False)
+    text, own, timely = _indexed(doc, scale) if visible else ("", "", False)
     if doc.own is None and member:
         doc.own = own
     return Row(
-        doc.doc_id, doc.kind, doc.project, encode_doc(doc), text, scoped,
+        doc.doc_id, doc.kind, doc.project, encode_doc(doc), text,
         ranking.agent_terms(agent) if visible and isinstance(agent, str) else (), doc.group,
         doc.put_key if member else None, own if member else "", (doc.near_terms or ("", "")) if member else ("", ""),
         doc.near if member else ("", ""),
@@ -148,11 +153,10 @@ def row(doc: Doc, scale: int) -> Row:
     )  # fmt: skip
 
 
-def near_text(item: Row, scale: int) -> tuple[str, str]:
-    """The near field of a row: its neighbours' terms, each followed by a space, `scale` times; and the
-    same qualified by its project (`pnear`)."""
+def near_text(item: Row, scale: int) -> str:
+    """The near field of a row: its neighbours' terms, each followed by a space, `scale` times."""
     near = " ".join(side for side in item.near if side)
-    return ((near + " ") * scale, _scoped(item.project, near + " ") * scale) if near else ("", "")
+    return (near + " ") * scale if near else ""
 
 
 def project_term(project: str) -> str:
@@ -425,10 +429,9 @@ class DiskIndex:
             "timely": int(item.timely),
         }  # fmt: skip
         if item.body:
-            fields["body"], fields["pbody"] = item.body, item.scoped
-        near, scoped = near_text(item, self.scale)
-        if near:
-            fields["near"], fields["pnear"] = near, scoped
+            fields["body"], fields["pbody"] = item.body, _scoped(item.project, item.body)
+        if near := near_text(item, self.scale):
+            fields["near"], fields["pnear"] = near, _scoped(item.project, near)
         if item.agent:
             fields["agent"] = list(item.agent)
         if item.key is not None:

@@ -93,8 +93,9 @@ class Doc:
     # computed when first asked for, until the fields change
     own: str | None = field(default=None, compare=False, repr=False)
     stated_time: bool | None = field(default=None, compare=False, repr=False)
-    # per field: (its text, its term string, whether it states a time), its text split once (`split`)
-    split_texts: dict[str, tuple[str, str, bool]] = field(default_factory=dict, compare=False, repr=False)
+    # of its main fields (SEQUENCE_FIELDS), split for `own_terms`: name -> (its text, its term string, whether
+    # it states a time), so writing it splits them not again (`disk._indexed`)
+    mains: dict[str, tuple[str, str, bool]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def visible(self) -> bool:
@@ -126,20 +127,15 @@ class Doc:
             found.update(side.split())
         return found
 
-    def split(self, name: str, text: str) -> tuple[str, bool]:
-        """Field `name`'s term string (`tokens.term_string`) and whether it states a time, its `text`
-        split once for the neighbours' terms and the body both."""
-        found = self.split_texts.get(name)
-        if found is None or found[0] is not text:
-            words = WORD.findall(text)
-            found = self.split_texts[name] = (text, term_string(words), has_time_words(text, words))
-        return found[1], found[2]
-
     def own_terms(self) -> str:
         """The terms this entry lends its neighbours' near fields (its main text, bounded)."""
         if self.own is None:
-            mains = SEQUENCE_FIELDS.get(self.kind, ())
-            self.own = own_terms(self.split(name, self.text(name))[0] for name in mains)
+            self.mains = {}
+            for name in SEQUENCE_FIELDS.get(self.kind, ()):
+                text = self.text(name)
+                words = WORD.findall(text)
+                self.mains[name] = (text, term_string(words), has_time_words(text, words))
+            self.own = own_terms(terms for _, terms, _ in self.mains.values())
         return self.own
 
     @property
@@ -238,7 +234,7 @@ def derive(doc: Doc, timely: bool | None = None) -> None:
 
 
 def _derive_more(doc: Doc, timely: bool | None = None) -> None:
-    doc.own, doc.stated_time = None, timely
+    doc.own, doc.stated_time, doc.mains = None, timely, None
     doc.at_ms = stamp_ms(doc.put_key[0])
     doc.group = group_of(doc)
     agent = doc.value("agent")
