@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "ada7a84f9dac28f41d1e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "1f649746c238018a578d"),
-    "feed": (3, "9abe863074940a24038f"),
-    "capture": (2, "62ab634e37b1987eb752"),
+    "sessions": (2, "970a4412d630e710405e"),
+    "feed": (3, "5df3252c16f5c4b5987d"),
+    "capture": (2, "cd8ef301901e209c643e"),
     "graph-state": (4, "07b6d0d1db85e3c0d5b6"),
     "records-state": (2, "6a92c2c453ce0c2da5e4"),
     "conversations-state": (2, "18af5165c3bce5d88e4a"),
-    "timeline": (2, "bce7c460d5ce02f0c0bb"),
+    "timeline": (2, "7f53c78ed24f1ccaa408"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

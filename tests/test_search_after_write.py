@@ -168,14 +168,16 @@ def test_a_server_commits_a_write_to_the_index_while_the_client_reads_the_reply(
     from contextflow.adapters.server.app import ContextflowServer
 
     server = ContextflowServer(app)
-    assert not server.call("get_context", {"query": "websocket"}).is_error  # the index is built
-    assert not server.call(
-        "append_shared_note", {"text": "the websocket reconnects", "session_id": "s1", "agent": "claude"}
-    ).is_error
+    note = {"text": "the websocket reconnects", "session_id": "s1", "agent": "claude"}
+    assert not server.call("append_shared_note", note).is_error
     assert server._indexing is not None
     server._indexing.join(timeout=120)
+    assert derived.describe(app.store)["documents"] is None  # not built yet: that is the first search's
+    assert not server.call("get_context", {"query": "websocket"}).is_error  # the index is built
+    assert not server.call("append_shared_note", {**note, "text": "the websocket drops"}).is_error
+    server._indexing.join(timeout=120)
     about = derived.describe(app.store)
-    assert about["current"] and about["documents"] == 1  # committed with no search asking
+    assert about["current"] and about["documents"] == 2  # committed with no search asking
     read_only = ContextflowServer(app)
     read_only.call("get_context", {"query": "websocket"})
     assert read_only._indexing is None  # (a search starts nothing)

@@ -9,7 +9,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
 
 READ_BYTES = 8 * 1024 * 1024  # new bytes read (and committed) at a time
+# read at a time for lazy projections alone (the search index catching up while the tables are current):
+# their work on a chunk (tantivy's) holds the write lock that a reader adding new rows waits for
+LAZY_READ_BYTES = 1024 * 1024
 BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this has it built in the background
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
@@ -184,7 +187,7 @@ class CatchUp:
             return 0
         paths = self._paths()
         whole = sum(unread_bytes(path, None) for path in paths)
-        passes = 2 * whole // READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice
+        passes = 2 * whole // LAZY_READ_BYTES + 4 * len(paths) + 16  # a rebuild's twice, in the smaller chunks
         unread = whole if retire else sum(unread_bytes(p, b) for p, b, _ in todo)
         backlog = self._backlog = unread > READ_BYTES
         jsonio.fast(unread)
@@ -220,7 +223,7 @@ class CatchUp:
             if backlog:
                 self._let_ahead()
             # much to read and another process already at it: answer from what is there (`Busy`), never build twice
-            with Txn(db, 0 if backlog and not number else wait):
+            with self._ahead_of_build(backlog, wait), Txn(db, 0 if backlog and not number else wait):
                 retire, todo = self._plan(db, self._paths())
                 for name in retire:
                     self._reset(db, name)
@@ -239,6 +242,13 @@ class CatchUp:
                 self._found_current = True  # find nothing more, and every format holds every log read
                 break
         return read
+
+    def _ahead_of_build(self, backlog: bool, wait: float) -> contextlib.AbstractContextManager[object]:
+        """A short update (another process's new note) goes before a build's next chunk (`_let_ahead`): without
+        it, a build taking SQLite's write lock again at once kept it waiting its whole `wait`."""
+        if backlog:
+            return contextlib.nullcontext()
+        return _first_in_line(self.path.with_name(AHEAD_LOCK), wait)
 
     def _let_ahead(self) -> None:
         """Before a build's next chunk: a process adding its newest rows ahead of it goes first (it waits
@@ -347,8 +357,9 @@ class CatchUp:
         if self.store.progress is not None and (note := much_to_read(path, start)) and self._told != (path, start):
             self._told = (path, start)
             self.store.progress(note)  # a person at a terminal: a first read of a big log is slow
+        size = LAZY_READ_BYTES if all(self.sets[name].lazy for name in names) else READ_BYTES
         try:
-            chunk = read_new(path, start, READ_BYTES)
+            chunk = read_new(path, start, size)
         except FileNotFoundError:  # gone since it was listed: the next pass lists again
             return 0, False
         if chunk.reset:
@@ -359,7 +370,7 @@ class CatchUp:
         tally, bounds = [0, 0], dict(caps)  # events read, bad lines; the clock bounds before this chunk
         self._insert(db, readable_events(chunk.lines, self.store, tally), [self.sets[name] for name in names], caps)
         count, bad = tally
-        complete = chunk.position.offset - (start.offset if start else 0) < READ_BYTES
+        complete = chunk.position.offset - (start.offset if start else 0) < size
         self._bytes_read += chunk.position.offset - (start.offset if start else 0)
         before = dict(db.execute("SELECT format, bad FROM positions WHERE path = ?", (str(path),)).fetchall())
         db.executemany(
@@ -429,6 +440,23 @@ class CatchUp:
         for table_set in sets if lowered else ():
             if table_set.apply is not None:
                 db.execute("UPDATE formats SET version = -1 WHERE name = ?", (table_set.name,))
+
+
+@contextlib.contextmanager
+def _first_in_line(path: Path, wait: float) -> Iterator[None]:
+    """Hold the lock at `path` when it comes within `wait` s (a build lets its holder go first); else go on."""
+    from contextflow.core.lock import LockTimeout, WriterLock
+
+    lock = WriterLock(path, wait)
+    try:
+        lock.acquire()
+    except (LockTimeout, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def in_background(work: Callable[[], object]) -> None:

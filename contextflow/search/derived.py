@@ -26,6 +26,7 @@ a search asks for it (`Tables.update(also=...)`), and a background build builds 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 import weakref
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NAME = "search-index"
-BUILD_EVENTS = 5_000  # a chunk this large is a build's: the writer stays open (merges go on) for the next
+BUILD_EVENTS = 1_000  # a chunk this large is a build's: the writer stays open (merges go on) for the next
 FOLDER = "derived"
 
 
@@ -313,9 +314,15 @@ class DerivedSearch:
         return self._catch_up(self.tables(), foreground=True)
 
     def catch_up(self) -> int:
-        """Bring the index up to date as a search would (a large backlog: built in the background)."""
+        """Bring a built index up to date as a search would (a large backlog: in the background); one not
+        built yet is left to the first search."""
         with self._mutex:
-            return self._catch_up(self.tables())
+            tables = self.tables()
+            try:
+                built = bool(tables.peek("SELECT 1 FROM search_state LIMIT 1"))
+            except sqlite3.OperationalError:  # (no such table: nothing built on this machine yet)
+                built = False
+            return self._catch_up(tables) if built else 0
 
     def _catch_up(self, tables: Tables, foreground: bool = False) -> int:
         """The engine's update with the index (-1: answered as it is, see `CatchUp.update`); an index found
