@@ -43,6 +43,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -149,7 +150,7 @@ class Tables(CatchUp):
                     remove_derived(beside)
             db = sqlite3.connect(self.path, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
             try:
-                if db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
+                if _wal(db) != "wal":
                     raise sqlite3.DatabaseError("the database does not take WAL mode")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a power cut may cost the last commits
                 db.execute(f"PRAGMA cache_size=-{CACHE_KB}")  # a chunk's index updates stay in memory
@@ -194,7 +195,7 @@ class Tables(CatchUp):
                 self._connect()
             except sqlite3.DatabaseError as exc:
                 if not damaged(exc):
-                    self._failed = True
+                    self._failed = not busy(exc)  # (busy still, after waiting: the next read tries again)
                     return False
                 self._discard()
                 try:
@@ -466,18 +467,34 @@ def describe(tables: Tables) -> dict[str, Any]:
     }
 
 
+def _wal(db: sqlite3.Connection) -> str:
+    """Put a new connection in WAL mode: two connections making a new file WAL at once deadlock, and SQLite then
+    answers one "locked" at once rather than wait; that one tries again until WAIT_S has passed."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            return str(db.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if not busy(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 _OPEN: weakref.WeakKeyDictionary[Store, Tables] = weakref.WeakKeyDictionary()
+_OPENING = threading.Lock()  # (two threads asking at once get one handle: two would race to create the file)
 
 
 def tables_for(store: Store, sets: Callable[[], Sequence[Projection]]) -> Tables:
     """This process's handle on the store's derived tables (one per store object)."""
-    found = _OPEN.get(store)
-    if found is None:
-        found = _OPEN[store] = Tables(store, sets())
-    return found
+    with _OPENING:
+        found = _OPEN.get(store)
+        if found is None:
+            found = _OPEN[store] = Tables(store, sets())
+        return found
 
 
 def close_for(store: Store) -> None:
-    found = _OPEN.pop(store, None)
+    with _OPENING:
+        found = _OPEN.pop(store, None)
     if found is not None:
         found.close()

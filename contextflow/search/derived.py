@@ -433,11 +433,13 @@ def describe(store: Store) -> dict[str, Any]:
 
 
 _OPEN: weakref.WeakKeyDictionary[Store, DerivedSearch] = weakref.WeakKeyDictionary()
+_OPENING = threading.Lock()  # (the server's thread committing a write and a call asking at once get one handle)
 
 
 def search_for(store: Store) -> DerivedSearch:
     """This process's handle on the store's derived search index (one per store object)."""
-    found = _OPEN.get(store)
-    if found is None:
-        found = _OPEN[store] = DerivedSearch(store)
-    return found
+    with _OPENING:
+        found = _OPEN.get(store)
+        if found is None:
+            found = _OPEN[store] = DerivedSearch(store)
+        return found

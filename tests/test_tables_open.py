@@ -1,0 +1,92 @@
+"""Opening the derived tables while something else opens them: threads of one process share one handle, two
+processes (or handles) making a new file at once both open it, and a lock held past the wait never leaves
+the tables unusable for good."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextflow.app import App
+from contextflow.core import tables as tables_module
+from contextflow.search import derived
+
+
+def at_once(works: list[Callable[[], Any]]) -> list[Any]:
+    """Each of `works` in a thread of its own, released together; what each returned (an exception is raised
+    here)."""
+    gate = threading.Barrier(len(works))
+    results: list[Any] = [None] * len(works)
+    errors: list[BaseException] = []
+
+    def run(slot: int) -> None:
+        gate.wait(timeout=30)
+        try:
+            results[slot] = works[slot]()
+        except BaseException as exc:  # (reported below, in the test's thread)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(slot,)) for slot in range(len(works))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a thread opening the tables never returned"
+    if errors:
+        raise errors[0]
+    return results
+
+
+def test_threads_asking_for_the_tables_at_once_share_one_handle(tmp_path: Path) -> None:
+    for _ in range(20):
+        app = App.open()
+        try:
+            handles = at_once([app.tables] * 8)
+            searches = at_once([lambda app=app: derived.search_for(app.store)] * 8)
+            assert len({id(handle) for handle in handles}) == 1
+            assert len({id(search) for search in searches}) == 1
+            assert handles[0] is app.tables()
+        finally:
+            app.close()
+
+
+def test_two_handles_making_a_new_file_at_once_both_open_it(tmp_path: Path) -> None:
+    """As two processes starting together do (a hook and a server): SQLite answers one of two connections
+    turning a new file to WAL "locked" at once, without waiting; that one must try again, not give up."""
+    for attempt in range(100):
+        apps = [App.open(), App.open()]  # (two store objects: two handles on one file, as two processes have)
+        try:
+            path = apps[0].tables().path
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            assert apps[0].tables() is not apps[1].tables()
+            usable = at_once([app.tables().usable for app in apps])
+            assert usable == [True, True], f"attempt {attempt}: {usable}"
+        finally:
+            for app in apps:
+                app.close()
+
+
+def test_a_lock_held_past_the_wait_leaves_the_tables_usable_once_it_is_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tables_module, "WAIT_S", 0.2)
+    app = App.open()
+    try:
+        path = app.tables().path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        holder = sqlite3.connect(path, isolation_level=None)  # a new file, not WAL yet: its lock keeps all out
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            assert app.tables().usable() is False
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert app.tables().usable() is True
+    finally:
+        app.close()
