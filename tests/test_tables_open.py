@@ -90,3 +90,29 @@ def test_a_lock_held_past_the_wait_leaves_the_tables_usable_once_it_is_let_go(
         assert app.tables().usable() is True
     finally:
         app.close()
+
+
+def test_a_servers_first_write_and_the_read_after_it_both_answer(tmp_path: Path) -> None:
+    """On a new store, the server's first write starts a thread committing it to the search index while the
+    next call reads: both open the tables at once (the race itself is held by the tests above; a read once
+    answered "the derived tables cannot be opened" here, in ContextFlowMCP's suite)."""
+    import os
+
+    from contextflow.adapters.server.app import ContextflowServer
+
+    for n in range(10):
+        folder = tmp_path / f"store{n}"
+        app = App.open(
+            {**os.environ, "CONTEXTFLOW_STORE": str(folder / "store"), "CONTEXTFLOW_STATE": str(folder / "state")}
+        )
+        try:
+            server = ContextflowServer(app)
+            note = {"text": f"first note {n}", "session_id": "s1", "agent": "codex"}
+            assert not server.call("append_shared_note", note).is_error
+            read = server.call("read_shared_context", {"session_id": "s1", "format": "text"})
+            text = read.content[0].text
+            assert not read.is_error and f"first note {n}" in text, f"store {n}: {text}"
+            if server._indexing is not None:
+                server._indexing.join(timeout=60)
+        finally:
+            app.close()
