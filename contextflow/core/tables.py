@@ -486,11 +486,14 @@ _OPENING = threading.Lock()  # (two threads asking at once get one handle: two w
 
 def tables_for(store: Store, sets: Callable[[], Sequence[Projection]]) -> Tables:
     """This process's handle on the store's derived tables (one per store object)."""
-    with _OPENING:
-        found = _OPEN.get(store)
-        if found is None:
-            found = _OPEN[store] = Tables(store, sets())
-        return found
+    found = _OPEN.get(store)
+    if found is None:
+        made = sets()  # (it may import the features: never under the lock)
+        with _OPENING:
+            found = _OPEN.get(store)
+            if found is None:
+                found = _OPEN[store] = Tables(store, made)
+    return found
 
 
 def close_for(store: Store) -> None:
