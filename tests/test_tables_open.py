@@ -4,6 +4,7 @@ the tables unusable for good."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -96,8 +97,6 @@ def test_a_servers_first_write_and_the_read_after_it_both_answer(tmp_path: Path)
     """On a new store, the server's first write starts a thread committing it to the search index while the
     next call reads: both open the tables at once (the race itself is held by the tests above; a read once
     answered "the derived tables cannot be opened" here, in ContextFlowMCP's suite)."""
-    import os
-
     from contextflow.adapters.server.app import ContextflowServer
 
     for n in range(10):
@@ -116,3 +115,33 @@ def test_a_servers_first_write_and_the_read_after_it_both_answer(tmp_path: Path)
                 server._indexing.join(timeout=60)
         finally:
             app.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a background build is a forked child (POSIX)")
+def test_a_forked_build_opens_its_handles_whatever_another_thread_held_at_the_fork(tmp_path: Path) -> None:
+    """A background build forks from whichever thread caught up (the server's, after a write): a lock
+    another thread held at that moment stays held in the child, and the build would wait for ever."""
+    import signal
+    import time
+
+    app = App.open()
+    try:
+        with tables_module._OPENING, derived._OPENING:  # (as another thread holds them at the fork)
+            child = os.fork()
+            if child == 0:
+                ok = False
+                try:
+                    other = App.open()  # (another store object: a handle of its own is made)
+                    ok = other.tables().usable() and derived.search_for(other.store) is not None
+                finally:
+                    os._exit(0 if ok else 1)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if done[0] == 0:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+            pytest.fail("the forked child waited for a lock held in its parent")
+        assert os.waitstatus_to_exitcode(done[1]) == 0
+    finally:
+        app.close()

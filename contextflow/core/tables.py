@@ -484,6 +484,14 @@ _OPEN: weakref.WeakKeyDictionary[Store, Tables] = weakref.WeakKeyDictionary()
 _OPENING = threading.Lock()  # (two threads asking at once get one handle: two would race to create the file)
 
 
+def _forget() -> None:
+    global _OPENING
+    _OPENING = threading.Lock()  # a forked child (a background build): another thread may have held it
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
 def tables_for(store: Store, sets: Callable[[], Sequence[Projection]]) -> Tables:
     """This process's handle on the store's derived tables (one per store object)."""
     found = _OPEN.get(store)

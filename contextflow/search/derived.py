@@ -106,14 +106,15 @@ def _key_text() -> str:
 # -- the projection's apply: one chunk's events folded and committed ----------------------------
 
 _LOCK = threading.Lock()
+_OPENING = threading.Lock()  # (`search_for`: the server's thread committing a write and a call get one handle)
 _INDEXES: dict[Path, DiskIndex] = {}
 _SINKS: dict[Path, tuple[str, SearchSink]] = {}  # folder -> (this handle's id, its sink)
 
 
 def _forget() -> None:
     """A forked child (a background build) opens its own handles: tantivy's threads are not inherited."""
-    global _LOCK
-    _LOCK = threading.Lock()  # (another thread may have held it at the fork)
+    global _LOCK, _OPENING
+    _LOCK, _OPENING = threading.Lock(), threading.Lock()  # (another thread may have held one at the fork)
     _INDEXES.clear()
     _SINKS.clear()
 
@@ -433,7 +434,6 @@ def describe(store: Store) -> dict[str, Any]:
 
 
 _OPEN: weakref.WeakKeyDictionary[Store, DerivedSearch] = weakref.WeakKeyDictionary()
-_OPENING = threading.Lock()  # (the server's thread committing a write and a call asking at once get one handle)
 
 
 def search_for(store: Store) -> DerivedSearch:
