@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "ada7a84f9dac28f41d1e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "970a4412d630e710405e"),
-    "feed": (3, "5df3252c16f5c4b5987d"),
-    "capture": (2, "cd8ef301901e209c643e"),
+    "sessions": (2, "1243ed8113cbee2c978a"),
+    "feed": (3, "507ee2f39b2b9277c519"),
+    "capture": (2, "bc3cba24a6755291ae2b"),
     "graph-state": (4, "07b6d0d1db85e3c0d5b6"),
     "records-state": (2, "6a92c2c453ce0c2da5e4"),
     "conversations-state": (2, "18af5165c3bce5d88e4a"),
-    "timeline": (2, "7f53c78ed24f1ccaa408"),
+    "timeline": (2, "62416aae88e1aed9c897"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
