@@ -145,3 +145,30 @@ def test_a_forked_build_opens_its_handles_whatever_another_thread_held_at_the_fo
         assert os.waitstatus_to_exitcode(done[1]) == 0
     finally:
         app.close()
+
+
+def test_a_read_while_another_process_holds_a_new_databases_lock_says_so_then_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not "a read-only or full state folder": the lock is someone else's, and the next read answers."""
+    from contextflow.operations.spec import operations
+
+    monkeypatch.setattr(tables_module, "WAIT_S", 0.2)
+    app = App.open()
+    try:
+        app.store.append("note", {"text": "written before the lock", "session_id": "s1", "agent": "codex"})
+        read = next(op for op in operations() if op.name == "read_shared_context")
+        path = app.tables().path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(Exception, match="locked by another process") as refused:
+                read.run(app, {"session_id": "s1"})
+            assert "read-only" not in str(refused.value)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert "written before the lock" in read.run(app, {"session_id": "s1"}).text
+    finally:
+        app.close()

@@ -88,6 +88,7 @@ class Tables(CatchUp):
         self._mutex = threading.RLock()  # the HTTP bridge's threads share the connection
         self.caught_up = 0  # events this process folded in (for tests and benchmarks)
         self._failed = False  # the database does not open here
+        self.busy = False  # the last `usable` found another process holding the new database's lock
         self._told: tuple[Path, Position | None] | None = None  # the last read a person was told about
         self.building = False  # a background process builds the backlog (answers hold what is built so far)
         self._settled = 0  # inside `as_of_now`: queries read the tables as they were brought up to date once
@@ -193,9 +194,11 @@ class Tables(CatchUp):
                 return False
             try:
                 self._connect()
+                self.busy = False
             except sqlite3.DatabaseError as exc:
                 if not damaged(exc):
-                    self._failed = not busy(exc)  # (busy still, after waiting: the next read tries again)
+                    self.busy = busy(exc)  # (still busy after waiting: not remembered, the next read tries again)
+                    self._failed = not self.busy
                     return False
                 self._discard()
                 try:
