@@ -73,26 +73,6 @@ def test_two_handles_making_a_new_file_at_once_both_open_it(tmp_path: Path) -> N
                 app.close()
 
 
-def test_a_lock_held_past_the_wait_leaves_the_tables_usable_once_it_is_let_go(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(tables_module, "WAIT_S", 0.2)
-    app = App.open()
-    try:
-        path = app.tables().path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        holder = sqlite3.connect(path, isolation_level=None)  # a new file, not WAL yet: its lock keeps all out
-        holder.execute("BEGIN EXCLUSIVE")
-        try:
-            assert app.tables().usable() is False
-        finally:
-            holder.execute("ROLLBACK")
-            holder.close()
-        assert app.tables().usable() is True
-    finally:
-        app.close()
-
-
 def test_a_servers_first_write_and_the_read_after_it_both_answer(tmp_path: Path) -> None:
     """On a new store, the server's first write starts a thread committing it to the search index while the
     next call reads: both open the tables at once (the race itself is held by the tests above; a read once
@@ -147,10 +127,9 @@ def test_a_forked_build_opens_its_handles_whatever_another_thread_held_at_the_fo
         app.close()
 
 
-def test_a_read_while_another_process_holds_a_new_databases_lock_says_so_then_answers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Not "a read-only or full state folder": the lock is someone else's, and the next read answers."""
+def test_a_lock_held_past_the_wait_is_said_and_never_sticks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holds a new database's lock past the wait: a read says so (not "a read-only or full state
+    folder") and the tables are not given up; once the lock is let go, they open and the read answers."""
     from contextflow.operations.spec import operations
 
     monkeypatch.setattr(tables_module, "WAIT_S", 0.2)
@@ -160,15 +139,17 @@ def test_a_read_while_another_process_holds_a_new_databases_lock_says_so_then_an
         read = next(op for op in operations() if op.name == "read_shared_context")
         path = app.tables().path
         path.parent.mkdir(parents=True, exist_ok=True)
-        holder = sqlite3.connect(path, isolation_level=None)
+        holder = sqlite3.connect(path, isolation_level=None)  # a new file, not WAL yet: its lock keeps all out
         holder.execute("BEGIN EXCLUSIVE")
         try:
+            assert app.tables().usable() is False
             with pytest.raises(Exception, match="locked by another process") as refused:
                 read.run(app, {"session_id": "s1"})
             assert "read-only" not in str(refused.value)
         finally:
             holder.execute("ROLLBACK")
             holder.close()
+        assert app.tables().usable() is True
         assert "written before the lock" in read.run(app, {"session_id": "s1"}).text
     finally:
         app.close()
