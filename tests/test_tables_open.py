@@ -106,7 +106,7 @@ def test_a_forked_build_opens_its_handles_whatever_another_thread_held_at_the_fo
 
     app = App.open()
     try:
-        with tables_module._OPENING, derived._OPENING:  # (as another thread holds them at the fork)
+        with tables_module._OPEN.lock, derived._OPEN.lock:  # (as another thread holds them at the fork)
             child = os.fork()
             if child == 0:
                 ok = False

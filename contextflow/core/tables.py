@@ -47,7 +47,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from contextflow.core import jsonio, legacy
 from contextflow.core.catchup import BUILD_LOCK, CatchUp
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from contextflow.core.store import Store
 
 # (`X as X` above: re-exported, features and scripts import `Row`, `Projection`, the stamps and waits from here)
+H = TypeVar("H")
 DB_FILE = "views.sqlite3"
 CACHE_KB = 16 * 1024  # pages kept in memory: a chunk's index updates (a larger cache did not build faster)
 
@@ -483,32 +484,42 @@ def _wal(db: sqlite3.Connection) -> str:
             time.sleep(0.01)
 
 
-_OPEN: weakref.WeakKeyDictionary[Store, Tables] = weakref.WeakKeyDictionary()
-_OPENING = threading.Lock()  # (two threads asking at once get one handle: two would race to create the file)
+class PerStore(Generic[H]):
+    """This process's one handle of a kind per store object (its tables, its search index). Threads asking at
+    once get the same one: two handles would race to make a new `views.sqlite3`, and SQLite answers one of
+    them "locked" without waiting. The lock is made anew in a forked child (a background build, forked from
+    whichever thread caught up): another thread may have held it at the fork."""
+
+    def __init__(self) -> None:
+        self._found: weakref.WeakKeyDictionary[Store, H] = weakref.WeakKeyDictionary()
+        self.lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._unlock)
+
+    def _unlock(self) -> None:
+        self.lock = threading.Lock()
+
+    def get(self, store: Store, make: Callable[[], H]) -> H:
+        found = self._found.get(store)
+        if found is None:
+            made = make()  # (outside the lock: it may import the features; one made twice is dropped unused)
+            with self.lock:
+                found = self._found.setdefault(store, made)
+        return found
+
+    def pop(self, store: Store) -> H | None:
+        with self.lock:
+            return self._found.pop(store, None)
 
 
-def _forget() -> None:
-    global _OPENING
-    _OPENING = threading.Lock()  # a forked child (a background build): another thread may have held it
-
-
-os.register_at_fork(after_in_child=_forget)
+_OPEN: PerStore[Tables] = PerStore()
 
 
 def tables_for(store: Store, sets: Callable[[], Sequence[Projection]]) -> Tables:
     """This process's handle on the store's derived tables (one per store object)."""
-    found = _OPEN.get(store)
-    if found is None:
-        made = sets()  # (it may import the features: never under the lock)
-        with _OPENING:
-            found = _OPEN.get(store)
-            if found is None:
-                found = _OPEN[store] = Tables(store, made)
-    return found
+    return _OPEN.get(store, lambda: Tables(store, sets()))
 
 
 def close_for(store: Store) -> None:
-    with _OPENING:
-        found = _OPEN.pop(store, None)
+    found = _OPEN.pop(store)
     if found is not None:
         found.close()

@@ -29,7 +29,6 @@ import os
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,6 +37,7 @@ from contextflow.core import jsonio
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import derived_folder, signature
 from contextflow.core.projections import Projection, Writer, position_of
+from contextflow.core.tables import PerStore
 from contextflow.search.files import FilesDamaged, check, committed
 
 if TYPE_CHECKING:
@@ -106,15 +106,14 @@ def _key_text() -> str:
 # -- the projection's apply: one chunk's events folded and committed ----------------------------
 
 _LOCK = threading.Lock()
-_OPENING = threading.Lock()  # (`search_for`: the server's thread committing a write and a call get one handle)
 _INDEXES: dict[Path, DiskIndex] = {}
 _SINKS: dict[Path, tuple[str, SearchSink]] = {}  # folder -> (this handle's id, its sink)
 
 
 def _forget() -> None:
     """A forked child (a background build) opens its own handles: tantivy's threads are not inherited."""
-    global _LOCK, _OPENING
-    _LOCK, _OPENING = threading.Lock(), threading.Lock()  # (another thread may have held one at the fork)
+    global _LOCK
+    _LOCK = threading.Lock()  # (another thread may have held it at the fork)
     _INDEXES.clear()
     _SINKS.clear()
 
@@ -433,13 +432,9 @@ def describe(store: Store) -> dict[str, Any]:
     }
 
 
-_OPEN: weakref.WeakKeyDictionary[Store, DerivedSearch] = weakref.WeakKeyDictionary()
+_OPEN: PerStore[DerivedSearch] = PerStore()
 
 
 def search_for(store: Store) -> DerivedSearch:
     """This process's handle on the store's derived search index (one per store object)."""
-    with _OPENING:
-        found = _OPEN.get(store)
-        if found is None:
-            found = _OPEN[store] = DerivedSearch(store)
-        return found
+    return _OPEN.get(store, lambda: DerivedSearch(store))
