@@ -41,30 +41,11 @@ def reading(app: App, projection: Projection) -> Reading:
 
 def whole(app: App, projection: Projection) -> Reading:
     """As `reading`, never partial, for a caller that must not act on a partial answer (an import learning which
-    of its items are here): when more of the logs is left than a call reads, the tables are built in the
-    foreground first (a build under way elsewhere waited for within BUILD_WAIT_S). A StoreError when they
-    stay unbuilt (that build held past it, a state folder that does not take the tables)."""
-    found = reading(app, projection)
-    if found.partial is None:
-        return found
-    import contextlib
+    of its items are here): the tables built in the foreground first when more of the logs is left than a call
+    reads (`core.projections.whole_reads`; a StoreError when they stay unbuilt)."""
+    from contextflow.core.projections import whole_reads
 
-    from contextflow.core.catchup import BUILD_LOCK, BUILD_WAIT_S
-    from contextflow.core.errors import StoreError
-    from contextflow.core.lock import LockTimeout, WriterLock
-
-    tables = app.tables()
-    with contextlib.suppress(LockTimeout, OSError), WriterLock(tables.path.with_name(BUILD_LOCK), BUILD_WAIT_S):
-        tables.update(BUILD_WAIT_S, foreground=True)
-    found = reading(app, projection)
-    if found.partial is None:
-        return found
-    raise StoreError(
-        f"this machine's derived tables {tables.path} are not built yet ({found.partial.text()}) and could not be "
-        f"built now (another process building them past {BUILD_WAIT_S:.0f} s, or a state folder that does not take "
-        "them); what is read here must be whole (e.g. which items an import finds here): try again when the build is "
-        "done, and if it persists run `contextflow doctor`"
-    )
+    return whole_reads(lambda: reading(app, projection))
 
 
 def partial(app: App, projection: Projection) -> Progress | None:

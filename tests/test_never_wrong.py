@@ -11,6 +11,7 @@ import pytest
 
 from contextflow.app import App
 from contextflow.core import projections
+from contextflow.core.errors import NotFoundError
 from contextflow.search import derived, retrieval
 from contextflow.sessions import present as sessions
 from tests.conftest import open_app
@@ -369,7 +370,10 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
         shown: list[object] = []
         for project in ("shared", "other"):
             shown.append(sessions.list_sessions(reader, {"project": project}).data)
-            shown.append(sessions.get_latest_handoff(reader, {"project": project}).text)
+            try:
+                shown.append(sessions.get_latest_handoff(reader, {"project": project}).text)
+            except NotFoundError as missing:  # none among what a partial read reached: never "none"
+                shown.append(str(missing))
         for sid in ("s1", "s2"):
             shown.append(sessions.resume_session(reader, {"project": "shared", "session_id": sid}).data)
         shown.append(sessions.list_projects(reader, {}).data)
@@ -391,7 +395,7 @@ def test_sessions_read_during_a_build_say_what_the_fold_of_every_log_says(
     tails = App.open()
     try:
         partial = answers(tails)
-        assert all("partial" in str(shown).lower() for shown in partial)
+        assert all("partial" in str(shown).lower() or "still indexing" in str(shown) for shown in partial)
         assert not folded_sessions(tails)
     finally:
         tails.close()

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from contextflow.core import jsonio
 from contextflow.core.events import BadLine, Event, decode
@@ -19,6 +20,7 @@ from contextflow.core.log import Position
 from contextflow.core.scan import Unneeded
 
 if TYPE_CHECKING:
+    from contextflow.core.rest import Progress
     from contextflow.core.store import Store
 
 WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
@@ -27,6 +29,39 @@ TAIL_BUDGET = 8 * TAIL_BYTES  # of all logs together: more of the busiest writer
 Row = tuple[str, tuple[Any, ...]]  # (table, values in its insert statement's order)
 CHUNK = 400  # parameters per `IN (...)` a projection's queries pass (SQLite allows 32,766; smaller lists plan as well)
 STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
+
+
+# A call's readings (`core.rest.reading`): whole under `whole_reads` (the tables built first), and the partial
+# ones noted while `never_unbuilt` runs
+WHOLE: ContextVar[bool] = ContextVar("whole", default=False)
+PARTIAL_READS: ContextVar[list[Progress] | None] = ContextVar("partial_reads", default=None)
+T = TypeVar("T")
+
+
+def whole_reads(run: Callable[[], T]) -> T:
+    """`run()` with every reading whole: for a caller that must not act on a partial answer."""
+    token = WHOLE.set(True)
+    try:
+        return run()
+    finally:
+        WHOLE.reset(token)
+
+
+def never_unbuilt(run: Callable[[], T]) -> T:
+    """`run()`; when it finds something missing (a NotFoundError) after reading only part of the logs (a build
+    unfinished), `run()` again on whole readings: "not found" never comes from an unfinished build. Whatever
+    else it read partially, its reply says so."""
+    from contextflow.core.errors import NotFoundError
+
+    token = PARTIAL_READS.set([])
+    try:
+        return run()
+    except NotFoundError:
+        if not PARTIAL_READS.get():
+            raise
+        return whole_reads(run)
+    finally:
+        PARTIAL_READS.reset(token)
 
 
 def db_stamp(hlc: int) -> int:

@@ -37,9 +37,11 @@ from contextflow.core.fsutil import Signature, signature
 from contextflow.core.log import Position, read_new, read_tail
 from contextflow.core.project import project_of
 from contextflow.core.projections import (
+    PARTIAL_READS,
     TAIL_BUDGET,
     TAIL_BYTES,
     WAIT_S,
+    WHOLE,
     Projection,
     position_of,
     readable_events,
@@ -191,8 +193,40 @@ def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Readi
     """How to read formats `names` now: the tables when they hold every log's events, else the tables as
     built with the rows of the logs' remaining bytes (kept per store: extended by new bytes while the
     tables' read positions stay, built again when they move). A database that does not read gives the rest
-    alone (the logs' rows, or their tails when over REST_BYTES). A `--stdin` batch's earlier items the
-    tables do not hold (`Store.held_back`) are added on top."""
+    alone (the logs' rows, or their tails when over REST_BYTES: partial). Under `whole_reads`, never partial:
+    the tables are built in the foreground first (a StoreError when they cannot be within BUILD_WAIT_S)."""
+    names = tuple(names)
+    found = _reading(tables, names, wait)
+    if found.partial is not None and WHOLE.get():
+        found = _whole(tables, names, wait)
+    if found.partial is not None and (seen := PARTIAL_READS.get()) is not None:
+        seen.append(found.partial)
+    return found
+
+
+def _whole(tables: Tables, names: tuple[str, ...], wait: float) -> Reading:
+    """The reading of `names` once the tables are built in the foreground (a build under way elsewhere waited
+    for within BUILD_WAIT_S); a StoreError when they stay unbuilt."""
+    from contextflow.core.catchup import BUILD_LOCK, BUILD_WAIT_S
+    from contextflow.core.errors import StoreError
+    from contextflow.core.lock import LockTimeout, WriterLock
+
+    with contextlib.suppress(LockTimeout, OSError), WriterLock(tables.path.with_name(BUILD_LOCK), BUILD_WAIT_S):
+        tables.update(BUILD_WAIT_S, foreground=True)
+    found = _reading(tables, names, wait)
+    if found.partial is None:
+        return found
+    raise StoreError(
+        f"this machine's derived tables {tables.path} are not built yet ({found.partial.text()}) and could not be "
+        f"built now (another process building them past {BUILD_WAIT_S:.0f} s, or a state folder that does not take "
+        "them); this answer must be whole (an item looked up, a record changed): try again when the build is "
+        "done, and if it persists run `contextflow doctor`"
+    )
+
+
+def _reading(tables: Tables, names: Iterable[str], wait: float) -> Reading:
+    """`reading` as found now (a `--stdin` batch's earlier items the tables do not hold, `Store.held_back`, on
+    top)."""
     wanted = set(names)
     if held := tables.store.held_back:  # a batch's earlier items, where the tables do not hold them: never kept
         found = build(tables, [s for s in tables.sets.values() if s.name in wanted])

@@ -32,7 +32,7 @@ VERSION = 1
 
 
 def export_graph(app: App, query: str | None = None) -> dict[str, Any]:
-    state = graph(app)
+    state = graph(app, whole=True)  # a file is whole or it is no export
     ids = state.matching(parse(query), now_ms()) if query else set(state.live)
     chosen = sorted(state.many(ids), key=lambda node: node.created_key)  # (read together)
     return {

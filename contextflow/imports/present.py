@@ -58,7 +58,7 @@ def export(app: App, args: JSON) -> Reply:
         )
     if args.get("to") == "server-memory":
         query = args.get("query")
-        state = graph(app)
+        state = graph(app, whole=True)  # a file is whole or it is no export
         ids = state.matching(parse(query), now_ms()) if query else set(state.live)
         data, entities, relations = servermemory.export_lines(state, ids)
         _write(output, data)

@@ -162,7 +162,13 @@ class Operation:
     formats: tuple[str, ...] = ("text", "json", "markdown")
 
     def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply:
-        return self.handler(app, arguments)
+        """The handler's reply; "not found" after reading an unfinished build is asked again on the whole
+        tables (`core.projections.never_unbuilt`)."""
+        if not self.needs_store:
+            return self.handler(app, arguments)
+        from contextflow.core.projections import never_unbuilt
+
+        return never_unbuilt(lambda: self.handler(app, arguments))
 
     @property
     def always_structured(self) -> bool:

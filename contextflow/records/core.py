@@ -56,13 +56,14 @@ KEY_HELP = (
 )
 
 
-def records_state(app: App) -> Records:
+def records_state(app: App, *, whole: bool = False) -> Records:
     """The records for one call, queried from their table on disk (records/stored.py): as built with the
-    logs' remaining bytes while the derived tables do not hold every log (`ondisk.reading`)."""
+    logs' remaining bytes while the derived tables do not hold every log (`ondisk.reading`); when `whole`,
+    never partial (`ondisk.whole`)."""
     from contextflow.records.projection import PROJECTION
     from contextflow.records.stored import StoredRecords
 
-    return StoredRecords(ondisk.reading(app, PROJECTION))
+    return StoredRecords((ondisk.whole if whole else ondisk.reading)(app, PROJECTION))
 
 
 def _ms(moment: datetime | None) -> int:
@@ -114,6 +115,13 @@ def _identity(app: App, state: Records, key: str, project: str | None) -> Record
     return (candidates[0], key) if candidates else (default, key)
 
 
+def _partial(app: App) -> bool:
+    """Whether the last records reading read only the logs' newest bytes (a build unfinished)."""
+    from contextflow.records.projection import PROJECTION
+
+    return ondisk.partial(app, PROJECTION) is not None
+
+
 def set_record(
     app: App,
     *,
@@ -140,6 +148,8 @@ def set_record(
     checked = checks.json_size(value, "value", max_bytes=MAX_VALUE_BYTES, size_hint=size_hint)
     data: dict[str, Any] = {"key": name, "project": owner, "value": checked}
     current = records_state(app).live((owner, name))
+    if current is None and _partial(app):  # it may lie before the newest bytes read
+        current = records_state(app, whole=True).live((owner, name))  # (what is left out is kept from it)
     previous = current.data if current is not None and not current.expired(_ms(moment)) else {}
     prefix = name.split(":", 1)[0]
     data["category"] = chosen or previous.get("category") or (prefix if prefix in CATEGORIES else DEFAULT_CATEGORY)

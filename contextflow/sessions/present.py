@@ -10,6 +10,7 @@ from typing import Any
 
 from contextflow.app import App
 from contextflow.core import checks, jsonio
+from contextflow.core.errors import NotFoundError
 from contextflow.core.events import Event, as_dict
 from contextflow.core.text import DATA_NOTICE, clean, clip, quote
 from contextflow.operations.provenance import dumps, header, one_line
@@ -203,6 +204,11 @@ def get_latest_handoff(app: App, args: JSON) -> Reply:
                 + entry_text(wider)
             )
             event = wider
+    if event is None and (progress := stored.partial(app)) is not None:  # never "none" from an unfinished build
+        raise NotFoundError(
+            f"no handoff for project={where.project} among the newest entries read so far: this machine is still "
+            f"indexing ({progress.text()}); ask again shortly"
+        )
     return _partial(app, Reply(text, data, exit=0 if event else 3))
 
 

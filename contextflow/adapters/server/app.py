@@ -153,16 +153,23 @@ class ContextflowServer:
         if logs == self._prompt_logs:
             return False  # nothing new was folded since the last look, so the resume_N list is the same
         signature = self.prompt_signature()
-        self._prompt_logs = logs
+        self._prompt_logs = self._read_whole(logs)
         if signature == self._prompt_signature:
             return False
         self._prompt_signature = signature
         return True
 
+    def _read_whole(self, logs: dict[str, tuple[int, int, int, int]]) -> dict[str, tuple[int, int, int, int]] | None:
+        """`logs`, when the prompts just made read all of them; None when they read the logs' newest bytes only
+        (a build unfinished): the logs stay as they are while the build goes on, so each call looks again."""
+        from contextflow.sessions import stored
+
+        return logs if stored.partial(self.app) is None else None
+
     def prompt_list(self) -> list[types.Prompt]:
         specs = self.prompt_specs()
         self._prompt_signature = self.prompt_signature()
-        self._prompt_logs = self.app.store.signatures()
+        self._prompt_logs = self._read_whole(self.app.store.signatures())
         return [
             types.Prompt(
                 name=spec.name,
