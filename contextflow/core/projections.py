@@ -20,7 +20,6 @@ from contextflow.core.log import Position
 from contextflow.core.scan import Unneeded
 
 if TYPE_CHECKING:
-    from contextflow.core.rest import Progress
     from contextflow.core.store import Store
 
 WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
@@ -34,7 +33,7 @@ STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's in
 # A call's readings (`core.rest.reading`): whole under `whole_reads` (the tables built first), and the partial
 # ones noted while `never_unbuilt` runs
 WHOLE: ContextVar[bool] = ContextVar("whole", default=False)
-PARTIAL_READS: ContextVar[list[Progress] | None] = ContextVar("partial_reads", default=None)
+PARTIAL_READS: ContextVar[list[bool] | None] = ContextVar("partial_reads", default=None)  # [read partially]
 T = TypeVar("T")
 
 
@@ -53,11 +52,12 @@ def never_unbuilt(run: Callable[[], T]) -> T:
     else it read partially, its reply says so."""
     from contextflow.core.errors import NotFoundError
 
-    token = PARTIAL_READS.set([])
+    seen = [False]
+    token = PARTIAL_READS.set(seen)
     try:
         return run()
     except NotFoundError:
-        if not PARTIAL_READS.get():
+        if not seen[0]:
             raise
         return whole_reads(run)
     finally:

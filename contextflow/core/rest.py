@@ -200,7 +200,7 @@ def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Readi
     if found.partial is not None and WHOLE.get():
         found = _whole(tables, names, wait)
     if found.partial is not None and (seen := PARTIAL_READS.get()) is not None:
-        seen.append(found.partial)
+        seen[0] = True
     return found
 
 
