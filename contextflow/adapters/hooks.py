@@ -147,11 +147,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env, payload, location)
         try:
-            partial = _answer_while_building(app)
-            with _as_of_now(app):  # the logs are checked once for all its reads
-                return session_start_output(
-                    app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload), partial=partial
-                )
+            return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
         finally:
             app.close()
     except Exception as exc:
@@ -222,15 +218,17 @@ def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Loca
     return App.open(env, cwd=payloads.payload_cwd(payload), location=location)
 
 
-def session_start_output(
-    app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None, *, partial: bool = False
-) -> str:
-    """What `hook session-start` prints for this app: the exact JSON a client receives (`partial`: read
-    from the logs' newest events, which it says)."""
-    from contextflow.adapters.session_start import NOTHING_YET_NOTE, PARTIAL_NOTE, session_start
+def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:
+    """What `hook session-start` prints for this app: the exact JSON a client receives (and what
+    `start-preview` and the page show: this one path). When any of its readings was partial (read from
+    the logs' newest events while a build is unfinished, or beside tables that do not serve), it says so."""
+    from contextflow.adapters.session_start import NOTHING_YET_NOTE, PARTIAL_NOTE, read_partially, session_start
     from contextflow.core.text import clean
 
-    text = session_start(app, hooks, budget, project, cwd)
+    building = _answer_while_building(app)
+    with _as_of_now(app):  # the logs are checked once for all its reads
+        text = session_start(app, hooks, budget, project, cwd)
+        partial = building or read_partially(app)
     if partial:  # (said also when the newest events hold nothing of this project: the agent knows why)
         shown = clean(project or app.settings.default_project, True)
         text = f"{text}\n\n{PARTIAL_NOTE}" if text.strip() else NOTHING_YET_NOTE.format(project=shown)

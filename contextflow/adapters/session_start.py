@@ -362,6 +362,23 @@ def session_start(app: App, hooks: Path, budget: int, project: str | None = None
     return _told(parts, chars)
 
 
+def read_partially(app: App) -> bool:
+    """Whether a reading the session start just made read only the logs' newest bytes (a build unfinished:
+    `sessions.stored.partial`, `ondisk.partial`): its sessions, handoffs, threads or composed nodes may then
+    miss or misstate what the build has not reached. Known from the readings' flags, nothing read again; the
+    timeline and the graph are not read when their tables serve and hold nothing (`ondisk.empty`)."""
+    from contextflow import ondisk
+    from contextflow.sessions import stored
+
+    if stored.partial(app) is not None:
+        return True
+    sets = app.tables().sets
+    return any(
+        name in sets and ondisk.partial(app, sets[name]) is not None and (always or not ondisk.empty(app, name))
+        for name, always in (("capture", True), ("timeline", False), ("graph-state", False))
+    )
+
+
 def _told(parts: list[str], chars: int) -> str:
     """The session start: one line saying what follows is remembered data, then the parts (nothing when
     there is nothing to say)."""

@@ -125,16 +125,12 @@ class KnownTurns:
 def reading(app: App) -> Reading:
     """How this call reads captured turns: the derived tables, or while a build runs or another process
     holds their lock the tables with the rows of the logs' remaining bytes (`core/rest.py`: never "no
-    turns" from an unfinished build), or those rows alone where the tables do not open."""
+    turns" from an unfinished build), or those rows alone where the tables do not open (`ondisk.reading`: a
+    ContextFlowMCP file over its size limit is never read; `ondisk.partial` says whether the last was partial)."""
+    from contextflow import ondisk
     from contextflow.capture.projection import PROJECTION
-    from contextflow.core import rest
 
-    tables = app.tables()
-    if tables.oversized():  # (a ContextFlowMCP file over its size limit is never read: say so)
-        from contextflow.sessions.stored import ready
-
-        ready(app)
-    return rest.reading(tables, (PROJECTION.name,))
+    return ondisk.reading(app, PROJECTION)
 
 
 def known_turns(app: App) -> KnownTurns:

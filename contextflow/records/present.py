@@ -114,9 +114,7 @@ def orientation(app: App, now: datetime | None = None) -> Reply:
         "active_session": session_id,
         "latest_handoff": as_dict(handoff) if handoff else None,
     }
-    from contextflow.operations.spec import Reply
-
-    return Reply("\n".join(lines), data)
+    return _read_partially(app, Reply("\n".join(lines), data), "records, threads and entries written earlier")
 
 
 def paused_orientation(app: App, now: datetime | None = None) -> Reply:
@@ -138,9 +136,23 @@ def paused_orientation(app: App, now: datetime | None = None) -> Reply:
     if not paused:
         lines.append("(no paused threads)")
     lines += _more(app, "paused", len(paused))
-    from contextflow.operations.spec import Reply
+    reply = Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
+    return _read_partially(app, reply, "threads and records written earlier")
 
-    return Reply("\n".join(lines).rstrip(), {"now": iso(moment), "paused_threads": items})
+
+def _read_partially(app: App, reply: Reply, missing: str) -> Reply:
+    """`reply` (an orientation: threads, records and the active session's handoff read in this call), saying
+    once that it is partial when any of them was read while the build had not reached most of the logs."""
+    from contextflow import ondisk
+    from contextflow.records.projection import PROJECTION
+    from contextflow.sessions import stored as sessions_stored
+    from contextflow.timeline import stored as timeline_stored
+
+    read = (timeline_stored.partial(app), ondisk.partial(app, PROJECTION))
+    handoff = (
+        sessions_stored.partial(app) if isinstance(reply.data, dict) and reply.data.get("active_session") else None
+    )
+    return partial(reply, next((p for p in (*read, handoff) if p is not None), None), missing)
 
 
 REMEMBER = """Store this in shared context so any agent on any machine can find it later:

@@ -369,7 +369,7 @@ def read_latest(app: App) -> str:
     handoff = sessions.latest_handoff(app, where)
     recent = sessions.read_entries(app, where, 10)
     handoff_text = entry_text(handoff) if handoff else "(none)"
-    return "\n".join(
+    text = "\n".join(
         [
             f"store: {app.store.folder}",
             f"default_project: {where.project}",
@@ -379,3 +379,4 @@ def read_latest(app: App) -> str:
             entries_text(recent, "recent_entries"),
         ]
     )
+    return _partial(app, Reply(text)).text  # (as get_latest_handoff says it: read during a build)

@@ -51,15 +51,21 @@ class Api:
 
     # -- calling operations ---------------------------------------------------------------
 
-    def call_sync(self, name: str, arguments: JSON, unscoped: bool = False) -> Any:
-        """Run one operation with these arguments; its reply's data."""
+    def call_sync(
+        self, name: str, arguments: JSON, unscoped: bool = False, then: Callable[[App, Any], Any] | None = None
+    ) -> Any:
+        """Run one operation with these arguments; its reply's data (given to `then` with the app it was read
+        with, in the same turn of the lock, when `then` is given)."""
         op = self.ops[name]
         checked = check_arguments(op, {k: v for k, v in arguments.items() if v not in (None, "")}, cli=True)
         with self.idle:
             self.waiting += 1
         try:
             with self.lock:
-                reply = op.run(self.unscoped if unscoped else self.app, checked)
+                used = self.unscoped if unscoped else self.app
+                reply = op.run(used, checked)
+                if then is not None:
+                    return then(used, reply.data)
         finally:
             with self.idle:
                 self.waiting -= 1
@@ -282,9 +288,15 @@ class Api:
         return await self.call("timeline_get_thread", {"thread_id": request.query_params.get("id"), "limit": 200})
 
     async def conversations(self, request: Request) -> Any:
+        """The saved conversations, and (as other lists' replies say it) `partial`, how far the build is, when
+        they were read while it had not reached most of the logs (the operation's JSON is a list: said here)."""
         q = request.query_params
-        found = await self.call("conversations list", {"project": q.get("project"), "limit": _limit(q.get("limit"))})
-        return {"conversations": found}
+        arguments = {"project": q.get("project"), "limit": _limit(q.get("limit"))}
+
+        def listed() -> Any:
+            return self.call_sync("conversations list", arguments, then=_with_progress)
+
+        return await anyio.to_thread.run_sync(listed)
 
     async def conversation(self, request: Request) -> Any:
         q = request.query_params
@@ -314,6 +326,15 @@ class Api:
         filters = {name: q.get(name) for name in ("project", "agent", "machine", "kind", "before")}
         arguments = {**filters, "session_id": q.get("session"), "limit": _limit(q.get("limit"))}
         return await self.call("recent_activity", arguments, unscoped=True)
+
+
+def _with_progress(app: App, found: Any) -> JSON:
+    """The conversations `found`, with `partial` when they were read from the logs' newest bytes only."""
+    from contextflow import ondisk
+    from contextflow.conversations.projection import PROJECTION
+
+    progress = ondisk.partial(app, PROJECTION)
+    return {"conversations": found, **({"partial": progress._asdict()} if progress is not None else {})}
 
 
 def _limit(raw: str | None, default: int = PAGE, high: int = MAX_PAGE) -> int:

@@ -93,7 +93,8 @@ class Indexer:
             if self.behind() <= BACKGROUND_BYTES:
                 return None
             self.start()
-        state = self.state or {"done_bytes": 0, "total_bytes": 0, "events": 0, "seconds_left": None}
+        # (until the build's first report: none of the bytes behind read yet)
+        state = self.state or {"done_bytes": 0, "total_bytes": self.behind(), "events": 0, "seconds_left": None}
         return {**state, "seconds": round(time.monotonic() - self.began, 1), "failed": self.failed}
 
 
