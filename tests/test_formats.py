@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "ada7a84f9dac28f41d1e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "b37cb0908c18e59073a8"),
-    "feed": (3, "2feb07bf36229d1d4829"),
-    "capture": (2, "dee044ef611ccef9e8ea"),
-    "graph-state": (4, "07b6d0d1db85e3c0d5b6"),
-    "records-state": (2, "6a92c2c453ce0c2da5e4"),
-    "conversations-state": (2, "18af5165c3bce5d88e4a"),
-    "timeline": (2, "887cebfd774bfef99fd0"),
+    "sessions": (2, "76c2a3979d59a179967e"),
+    "feed": (3, "e79552cead874914d65b"),
+    "capture": (2, "1fabd39d42c1a170493a"),
+    "graph-state": (4, "cbb3f1b8bdbf3ea89c27"),
+    "records-state": (2, "e205f9843ff9f047dce9"),
+    "conversations-state": (2, "ef1711c3fc40b13b2ee7"),
+    "timeline": (2, "fdcd10a1605685fa438e"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

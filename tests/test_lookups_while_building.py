@@ -142,3 +142,9 @@ def test_the_resume_prompts_made_during_a_build_are_told_changed_once_it_is_done
     assert server.prompts_changed() is True
     assert any("early-home" in (p.description or "") for p in server.prompt_list())
     assert server.prompts_changed() is False
+
+
+def test_the_session_start_preview_never_says_no_session_has_a_handoff_while_building(reader: App) -> None:
+    shown = run(reader, "start-preview")
+    assert "its handoff: none among the newest events read so far (" in shown.text
+    assert "no session of this project has one" not in shown.text and shown.data["partial"]["log_bytes"] > 0

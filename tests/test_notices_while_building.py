@@ -95,6 +95,7 @@ def test_the_session_start_preview_says_what_the_hook_says_while_the_build_is_un
 
     shown = start_preview(reader, {})
     assert STILL_READING in shown.data["context"] and STILL_READING in shown.text
+    assert shown.data["partial"]["log_bytes"] > 0
 
 
 def test_the_session_start_says_it_is_partial_when_a_sync_arrives_while_it_reads(

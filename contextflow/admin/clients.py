@@ -65,9 +65,11 @@ def start_preview(app: App, args: JSON) -> Reply:
         for key, name, limit in CLIENT_LIMITS
     ]
     from contextflow.capture.recall import latest_handoff
+    from contextflow.sessions.stored import partial
 
     carried = latest_handoff(AppType(app.store, settings), project)
     carried_session = carried.session_id if carried is not None else None
+    building = partial(app)  # the handoff read among the logs' newest bytes only
     lines = [
         f"session start for project={project}"
         + (f" (chosen by {app.settings.project_rule})" if project == app.settings.default_project else "")
@@ -77,6 +79,8 @@ def start_preview(app: App, args: JSON) -> Reply:
         f"  its handoff: the project's latest, from session {carried_session}"
         + (" (not the session previewed: it has none newer)" if carried_session != settings.active_session else "")
         if carried is not None
+        else f"  its handoff: none among the newest events read so far ({building.text()})"
+        if building is not None
         else "  its handoff: none (no session of this project has one)",
     ]
     for item in limits:
@@ -95,6 +99,7 @@ def start_preview(app: App, args: JSON) -> Reply:
         "chars": len(context),
         "budget_tokens": budget,
         "limits": limits,
+        **({"partial": building._asdict()} if building is not None else {}),
     }
     return Reply("\n".join(lines), data)
 
