@@ -43,9 +43,10 @@ def whole(app: App, projection: Projection) -> Reading:
     """As `reading`, never partial, for a caller that must not act on a partial answer (an import learning which
     of its items are here): the tables built in the foreground first when more of the logs is left than a call
     reads (`core.projections.whole_reads`; a StoreError when they stay unbuilt)."""
+    from contextflow.core.catchup import BUILD_WAIT_S
     from contextflow.core.projections import whole_reads
 
-    return whole_reads(lambda: reading(app, projection))
+    return whole_reads(lambda: reading(app, projection), BUILD_WAIT_S)
 
 
 def partial(app: App, projection: Projection) -> Progress | None:

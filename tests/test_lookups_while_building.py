@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from contextflow.app import App
-from contextflow.core import catchup, rest
+from contextflow.core import catchup, projections, rest
 from contextflow.core.errors import NotFoundError, StoreError
 from contextflow.core.lock import WriterLock
 from contextflow.operations.arguments import check_arguments
@@ -117,11 +117,11 @@ def test_what_is_missing_from_the_whole_tables_is_not_found(reader: App) -> None
 def test_a_build_held_elsewhere_past_the_wait_is_said_never_not_found(
     reader: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(catchup, "BUILD_WAIT_S", 0.2)
+    monkeypatch.setattr(projections, "UNBUILT_WAIT_S", 0.2)
     held = WriterLock(reader.tables().path.with_name(catchup.BUILD_LOCK), 0)
     held.acquire()
     try:
-        with pytest.raises(StoreError, match=r"not built yet \(\d+% of .* indexed\).*try again when the build is done"):
+        with pytest.raises(StoreError, match=r"still building .* \(\d+% of .* indexed\).*Ask again shortly"):
             run(reader, "context_get", key="qa:pinned")
     finally:
         held.release()

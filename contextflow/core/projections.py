@@ -30,16 +30,19 @@ CHUNK = 400  # parameters per `IN (...)` a projection's queries pass (SQLite all
 STAMP_OFFSET = 1 << 63  # clock stamps run to 2**64 (clock.MAX_HLC); SQLite's integers are signed 64-bit
 
 
-# A call's readings (`core.rest.reading`): whole under `whole_reads` (the tables built first), and the partial
-# ones noted while `never_unbuilt` runs
-WHOLE: ContextVar[bool] = ContextVar("whole", default=False)
+# A call's readings (`core.rest.reading`): whole under `whole_reads` (the tables built first, waited for this many
+# seconds at most), and whether one was partial while `never_unbuilt` runs
+WHOLE: ContextVar[float | None] = ContextVar("whole", default=None)
 PARTIAL_READS: ContextVar[list[bool] | None] = ContextVar("partial_reads", default=None)  # [read partially]
+UNBUILT_WAIT_S = 15.0  # a call that found nothing in a partial reading waits this long for the build (clients
+# give up on a tool call after 60 s)
 T = TypeVar("T")
 
 
-def whole_reads(run: Callable[[], T]) -> T:
-    """`run()` with every reading whole: for a caller that must not act on a partial answer."""
-    token = WHOLE.set(True)
+def whole_reads(run: Callable[[], T], wait: float) -> T:
+    """`run()` with every reading whole (the build under way waited for at most `wait` s, else a StoreError
+    saying so): for a caller that must not act on a partial answer."""
+    token = WHOLE.set(wait)
     try:
         return run()
     finally:
@@ -48,8 +51,8 @@ def whole_reads(run: Callable[[], T]) -> T:
 
 def never_unbuilt(run: Callable[[], T]) -> T:
     """`run()`; when it finds something missing (a NotFoundError) after reading only part of the logs (a build
-    unfinished), `run()` again on whole readings: "not found" never comes from an unfinished build. Whatever
-    else it read partially, its reply says so."""
+    unfinished), `run()` again on whole readings (within UNBUILT_WAIT_S): "not found" never comes from an
+    unfinished build. Whatever else it read partially, its reply says so."""
     from contextflow.core.errors import NotFoundError
 
     seen = [False]
@@ -59,7 +62,7 @@ def never_unbuilt(run: Callable[[], T]) -> T:
     except NotFoundError:
         if not seen[0]:
             raise
-        return whole_reads(run)
+        return whole_reads(run, UNBUILT_WAIT_S)
     finally:
         PARTIAL_READS.reset(token)
 

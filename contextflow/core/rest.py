@@ -194,33 +194,33 @@ def reading(tables: Tables, names: Iterable[str], wait: float = WAIT_S) -> Readi
     built with the rows of the logs' remaining bytes (kept per store: extended by new bytes while the
     tables' read positions stay, built again when they move). A database that does not read gives the rest
     alone (the logs' rows, or their tails when over REST_BYTES: partial). Under `whole_reads`, never partial:
-    the tables are built in the foreground first (a StoreError when they cannot be within BUILD_WAIT_S)."""
+    the tables are built first (a StoreError when they cannot be within its wait)."""
     names = tuple(names)
     found = _reading(tables, names, wait)
-    if found.partial is not None and WHOLE.get():
-        found = _whole(tables, names, wait)
+    if found.partial is not None and (most := WHOLE.get()) is not None:
+        found = _whole(tables, names, wait, most)
     if found.partial is not None and (seen := PARTIAL_READS.get()) is not None:
         seen[0] = True
     return found
 
 
-def _whole(tables: Tables, names: tuple[str, ...], wait: float) -> Reading:
-    """The reading of `names` once the tables are built in the foreground (a build under way elsewhere waited
-    for within BUILD_WAIT_S); a StoreError when they stay unbuilt."""
-    from contextflow.core.catchup import BUILD_LOCK, BUILD_WAIT_S
+def _whole(tables: Tables, names: tuple[str, ...], wait: float, most: float) -> Reading:
+    """The reading of `names` once the tables are built (a build under way elsewhere waited for at most `most`
+    s, else built here); a StoreError when they stay unbuilt."""
+    from contextflow.core.catchup import BUILD_LOCK
     from contextflow.core.errors import StoreError
     from contextflow.core.lock import LockTimeout, WriterLock
 
-    with contextlib.suppress(LockTimeout, OSError), WriterLock(tables.path.with_name(BUILD_LOCK), BUILD_WAIT_S):
-        tables.update(BUILD_WAIT_S, foreground=True)
+    with contextlib.suppress(LockTimeout, OSError), WriterLock(tables.path.with_name(BUILD_LOCK), most):
+        tables.update(most, foreground=True)
     found = _reading(tables, names, wait)
     if found.partial is None:
         return found
     raise StoreError(
-        f"this machine's derived tables {tables.path} are not built yet ({found.partial.text()}) and could not be "
-        f"built now (another process building them past {BUILD_WAIT_S:.0f} s, or a state folder that does not take "
-        "them); this answer must be whole (an item looked up, a record changed): try again when the build is "
-        "done, and if it persists run `contextflow doctor`"
+        f"this machine is still building its derived tables from the store's logs ({found.partial.text()}), and "
+        f"this answer must come from all of them (an item looked up or changed by its id or key, an export, an import): "
+        f"it could not within {most:g} s. Ask again shortly (nothing is lost: every write is in the logs); "
+        "if it persists, run `contextflow doctor`"
     )
 
 
