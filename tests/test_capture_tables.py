@@ -293,3 +293,19 @@ def test_captured_turns_are_read_and_known_once_from_the_logs_when_the_tables_do
     known = stored.known_turns(reader)
     assert "t" in known and "u" not in known
     assert [event.id for event in stored.turns(reader, "shared").session("s1")] == [first.id]
+
+
+def test_many_logs_share_the_tails_budget(app, monkeypatch):
+    """A store of many logs (a ContextFlowMCP folder of one file per session): each log's tail is its share of
+    the budget, not `limit` each, so a call during a build reads about `budget` bytes, not the whole store."""
+    from contextflow.core import rest
+
+    monkeypatch.setattr(rest, "MIN_TAIL", 500)
+    for n in range(6):
+        writer = open_app(f"writer-{n}")
+        for k in range(20):
+            writer.store.append("note", {"project": "shared", "session_id": f"s{n}", "text": f"{n}-{k} " + "z" * 300})
+        writer.close()
+    found, horizon = rest.tails(app.tables().paths(), app.store, 4_000, 6_000)
+    assert len(found) == 6 and all(found) and horizon > 0  # every log's newest lines
+    assert sum(len(raw) for lines in found for _, raw in lines) <= 6_000  # (4,000 of each: 24,000)

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from contextflow.core.tables import Tables
 
 REST_BYTES = 16 * 1024 * 1024  # past the read positions, read into memory (about 5x that held); more: the tails only
+MIN_TAIL = 16 * 1024  # of each log at least, however many logs share TAIL_BUDGET
 CHUNK_BYTES = 1024 * 1024  # read and inserted at a time: the rest's memory is its rows, not a chunk's events
 
 
@@ -218,7 +219,8 @@ def _whole(tables: Tables, names: tuple[str, ...], wait: float, most: float) -> 
         return found
     raise StoreError(
         f"this machine is still building its derived tables from the store's logs ({found.partial.text()}), and "
-        f"this answer must come from all of them (an item looked up or changed by its id or key, an export, an import): "
+        "this answer must come from all of them (an item looked up or changed by its id or key, an export, an "
+        "import): "
         f"it could not within {most:g} s. Ask again shortly (nothing is lost: every write is in the logs); "
         "if it persists, run `contextflow doctor`"
     )
@@ -348,18 +350,21 @@ class _Tail(NamedTuple):
 
 def tails(paths: Iterable[Path], store: Store, limit: int, budget: int) -> tuple[list[list[tuple[int, bytes]]], int]:
     """Each log's newest lines, and the horizon (the newest first stamp of a log not read whole): about
-    `limit` bytes of each, then the log that sets the horizon (a busy writer's, whose bytes span the least
-    time) read twice as far back, and again, while all of them together stay within `budget` bytes."""
+    `limit` bytes of each (less for many logs: `budget` shared, MIN_TAIL at least), then the log that sets the
+    horizon (a busy writer's, whose bytes span the least time) read twice as far back, and again, while all of
+    them together stay within `budget` bytes."""
 
     def read(path: Path, asked: int) -> _Tail:
         lines = read_tail(path, asked)
         first = next((event.hlc for event in readable_events(lines[:50], store)), None)
         return _Tail(asked, lines, first if path.stat().st_size > asked else None)
 
+    paths = list(paths)
+    each = min(limit, max(MIN_TAIL, budget // max(1, len(paths))))  # many logs: within the budget too
     found: dict[Path, _Tail] = {}
     for path in paths:
         with contextlib.suppress(OSError):
-            found[path] = read(path, limit)
+            found[path] = read(path, each)
     while cut := [(tail.first, path) for path, tail in found.items() if tail.first is not None]:
         _, narrowest = max(cut)
         asked = found[narrowest].asked
