@@ -25,6 +25,7 @@ a search asks for it (`Tables.update(also=...)`), and a background build builds 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -35,10 +36,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from contextflow.core import jsonio
 from contextflow.core.formats import Format
-from contextflow.core.fsutil import derived_folder, signature
+from contextflow.core.fsutil import derived_folder, remove_derived, signature
 from contextflow.core.projections import Projection, Writer, position_of
 from contextflow.core.tables import PerStore
-from contextflow.search.files import FilesDamaged, check, committed
+from contextflow.search.files import FilesDamaged, check, committed, sound
 
 if TYPE_CHECKING:
     from contextflow.core.events import Event
@@ -154,15 +155,20 @@ def _open(folder: Path) -> DiskIndex:
 
 
 def _new_build(folder: Path) -> None:
-    """A format reset made `folder`: the folders of earlier builds go (a reader elsewhere may still map one)."""
-    import shutil
-
+    """A format reset made `folder`: the folders of earlier builds go (a reader elsewhere may still map one),
+    and whatever stands there in place of a folder (a FIFO, a file: removed, never followed or opened)."""
     derived_folder(folder.parent)
     for old in folder.parent.glob("search*"):
-        if old != folder:
-            _INDEXES.pop(old, None)
-            _SINKS.pop(old, None)
-            shutil.rmtree(old, ignore_errors=True)
+        if old == folder:
+            try:
+                sound(folder)
+                continue
+            except FilesDamaged:
+                pass
+        _INDEXES.pop(old, None)
+        _SINKS.pop(old, None)
+        with contextlib.suppress(OSError):
+            remove_derived(old)
 
 
 def _apply(db: Writer, events: list[Event]) -> None:
@@ -414,7 +420,7 @@ def describe(store: Store) -> dict[str, Any]:
         except FilesDamaged as exc:
             damaged = str(exc)
     behind = (known.total - known.read) if known is not None else 0
-    size = sum(entry.stat().st_size for entry in folder.rglob("*") if entry.is_file()) if folder.is_dir() else 0
+    size = _size(folder)
     updated = None
     if current and known is not None:
         stamp = signature(store.state_dir / "views.sqlite3")
@@ -430,6 +436,16 @@ def describe(store: Store) -> dict[str, Any]:
         "version_matches": current,
         "rebuild": f"run `contextflow doctor --rebuild` (or delete {folder}: the next search rebuilds it)",
     }
+
+
+def _size(folder: Path) -> int:
+    """The bytes of the files under `folder` (links and what they point to not counted, nor followed)."""
+    size = 0
+    for at, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):  # (a merge's clean-up deleted it meanwhile)
+                size += os.lstat(os.path.join(at, name)).st_size
+    return size
 
 
 _OPEN: PerStore[DerivedSearch] = PerStore()

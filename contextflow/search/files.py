@@ -6,16 +6,21 @@ recorded and checked: merges go on in the background after a commit (`disk.DiskI
 new segments, rewriting `meta.json` and deleting the segments they merged. A merged-away segment is
 not checked (its files go), a segment a merge wrote is checked from the next commit on, and `meta.json`
 itself must parse (it is replaced atomically, so a torn one is damage).
+
+Before anything opens a file there (tantivy, in Rust, or this module), `sound` checks with `lstat` that the
+folder is a real folder and each file tantivy opens is a regular file: a FIFO would block an open forever.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from contextflow.core import jsonio
 
 META = "meta.json"
+OPENED = (META, ".managed.json", ".tantivy-meta.lock", ".tantivy-writer.lock")  # beside the segments' files
 
 
 class FilesDamaged(RuntimeError):
@@ -26,7 +31,7 @@ def _live(folder: Path) -> dict[str, str] | None:
     """Each segment `meta.json` names (its id as in file names) -> the opstamp of its deletes file ('' for
     none); None when there is no `meta.json`. Raises FilesDamaged when it does not parse."""
     try:
-        raw = (folder / META).read_bytes()
+        raw = _read_regular(folder / META)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -38,6 +43,67 @@ def _live(folder: Path) -> dict[str, str] | None:
         }
     except (jsonio.DecodeError, KeyError, TypeError, AttributeError) as exc:
         raise FilesDamaged(f"{folder / META} is not an index's meta file") from exc
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, opened without following a link or waiting on a FIFO (OSError else)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read()
+    finally:
+        os.close(fd)
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+)  # fmt: skip
+
+
+def kind(mode: int) -> str:
+    """What a file system entry is, in words (for a message)."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "an unknown kind of file"
+
+
+def sound(folder: Path) -> None:
+    """Raise FilesDamaged unless `folder` (when there) is a real folder and each file tantivy opens in it
+    (`OPENED`, the files of the segments `meta.json` names) is a regular file where it is there. Only
+    `lstat` is used (and `meta.json` opened non-blocking): nothing is followed or waited on."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FilesDamaged(f"{folder} does not read: {exc}") from exc
+    if not stat.S_ISDIR(mode):
+        raise FilesDamaged(f"{folder} is {kind(mode)}, not a folder")
+    for name in OPENED:
+        try:
+            mode = os.lstat(folder / name).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise FilesDamaged(f"{folder / name} does not read: {exc}") from exc
+        if not stat.S_ISREG(mode):
+            raise FilesDamaged(f"{folder / name} is {kind(mode)}, not a regular file")
+    live = _live(folder) or {}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if _of(live, entry.name) and not entry.is_file(follow_symlinks=False):
+                        found = kind(entry.stat(follow_symlinks=False).st_mode)
+                        raise FilesDamaged(f"{folder / entry.name} is {found}, not a regular file")
+                except FileNotFoundError:  # (a merge's clean-up deleted it meanwhile)
+                    continue
+    except OSError as exc:
+        raise FilesDamaged(f"{folder} does not read: {exc}") from exc
 
 
 def _scan(folder: Path) -> dict[str, int]:
@@ -76,7 +142,9 @@ def committed(folder: Path) -> dict[str, int]:
 
 def check(folder: Path, recorded: dict[str, int]) -> None:
     """Raise FilesDamaged when a recorded file of a segment still live is gone or has another size.
-    The folder is scanned before `meta.json` is read, so a merge ending meanwhile only retires segments."""
+    The folder is scanned before `meta.json` is read, so a merge ending meanwhile only retires segments.
+    A folder that is not `sound` is damaged too."""
+    sound(folder)
     found = _scan(folder)
     live = _live(folder)
     if live is None or (recorded and not live):  # (a merge writes its segment before it retires the others)
