@@ -127,7 +127,7 @@ def test_doctor_names_a_wrong_typed_index_file_and_fix_removes_it(app: App, name
     assert isinstance(damage, str) and "a FIFO" in damage and str(target) in damage
     assert any("search index is damaged" in str(problem) for problem in list_of(info["problems"]))
     doctor("--fix")
-    assert not os.path.lexists(target)  # (the rebuilt index is in a new folder)
+    assert not os.path.lexists(target) or stat.S_ISREG(os.lstat(target).st_mode)  # (removed, or made again)
     info = doctor()
     assert derived_info(info)["damaged"] is None
     no_wrong_types(app.store.state_dir / derived.FOLDER)
@@ -143,3 +143,72 @@ def derived_info(info: dict[str, object]) -> dict[str, object]:
 def list_of(value: object) -> list[object]:
     assert isinstance(value, list)
     return value
+
+
+# -- doctor: state items of the wrong type (lock files, the index folder) ------------------------------
+
+
+def state_item(app: App, name: str) -> Path:
+    if name == "index folder":
+        return derived.search_for(app.store).index_folder()
+    if name == ".tantivy-writer.lock":
+        return derived.search_for(app.store).index_folder() / name
+    return app.store.state_dir / name
+
+
+@pytest.mark.parametrize(
+    ("name", "how", "said"),
+    [
+        ("views.build.lock", "fifo", "a FIFO, not a regular file"),
+        ("views.ahead.lock", "folder", "a folder, not a regular file"),
+        (".tantivy-writer.lock", "fifo", "a FIFO, not a regular file"),
+        ("index folder", "file", "a regular file, not a folder"),
+    ],
+)
+def test_doctor_names_a_state_item_of_the_wrong_type_and_fix_removes_it(
+    app: App, name: str, how: str, said: str
+) -> None:
+    want = stock(app)
+    target = state_item(app, name)
+    replace(target, how)
+    os.chmod(target, 0o755 if how == "folder" else 0o644)  # (not what doctor should speak of)
+    info = doctor()
+    problems = [str(problem) for problem in list_of(info["problems"])]
+    assert any(str(target) in problem and said in problem and "--fix" in problem for problem in problems), problems
+    assert not any(str(target) in problem and "readable by other users" in problem for problem in problems)
+    fixed = doctor("--fix")
+    assert any(str(target) in str(line) and "removed" in str(line) for line in list_of(fixed["permissions_fixed"]))
+    assert not os.path.lexists(target) or stat.S_ISREG(os.lstat(target).st_mode)  # (a lock file made again)
+    assert not list_of(doctor()["problems"])
+    no_wrong_types(app.store.state_dir)
+    assert searched("websocket") == want
+
+
+def test_a_lock_on_a_folder_holding_files_fails_at_once_saying_what_stands_there(tmp_path: Path) -> None:
+    from contextflow.core.lock import LockDamaged, WriterLock
+
+    path = tmp_path / "views.build.lock"
+    (path / "inside").mkdir(parents=True)
+    with pytest.raises(LockDamaged, match="is a folder holding files: remove it"), WriterLock(path, 5):
+        pass
+
+
+def test_a_lock_on_a_fifo_is_taken_without_waiting_and_still_excludes(tmp_path: Path) -> None:
+    from contextflow.core.lock import LockTimeout, WriterLock
+
+    path = tmp_path / "views.build.lock"
+    os.mkfifo(path, 0o600)
+    held = (
+        "from contextflow.core.lock import WriterLock; from pathlib import Path\n"
+        f"WriterLock(Path({str(path)!r}), 5).acquire()\nprint('held', flush=True)\ninput()"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", held], env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    ) as holder:  # fmt: skip
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            with pytest.raises(LockTimeout), WriterLock(path, 0):
+                pass
+        finally:
+            holder.kill()

@@ -15,6 +15,7 @@ from contextflow.core.clock import MAX_DRIFT_MS, ahead_ms
 from contextflow.core.events import MAX_DEPTH
 from contextflow.core.log import iter_quarantine, unread_logs
 from contextflow.search import derived
+from contextflow.search.files import kind
 
 _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permissions
 _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy", "held", "torn")
@@ -64,6 +65,7 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
         "verified": tables_check(app) if verify else {"checked": False},
         "loose_state_permissions": loose_state_permissions(store.state_dir.parent.parent),
+        "wrong_typed_state": wrong_typed_state(store.state_dir.parent.parent),
         # ContextFlowMCP's names for the same facts (tools written against its info resource): its
         # context file and how it was found, in its words; its session folder is read, never written
         "file": str(context_file or store.log_writer.path),
@@ -116,23 +118,75 @@ def future_stamped(bounded: dict[str, int], waiting: dict[str, int]) -> list[dic
     ]
 
 
-def loose_state_permissions(root: Path) -> list[str]:
-    """State files not 0600 / folders not 0700 (the state folder holds a copy of the store)."""
-    found: list[str] = []
-    seen = 0
+def _state_entries(root: Path) -> list[tuple[str, os.stat_result]]:
+    """The first entries of the state folder with their `lstat` (links not followed, nothing opened)."""
+    found: list[tuple[str, os.stat_result]] = []
     for folder, dirs, files in os.walk(root):
         for name in [*dirs, *files]:
-            seen += 1
-            if seen > _STATE_SCAN_LIMIT:
+            if len(found) >= _STATE_SCAN_LIMIT:
                 return found
             path = os.path.join(folder, name)
             try:
-                st = os.lstat(path)
+                found.append((path, os.lstat(path)))
             except OSError:
                 continue
-            if stat.S_IMODE(st.st_mode) & 0o077 and not stat.S_ISLNK(st.st_mode):
-                found.append(f"{path} (mode {stat.S_IMODE(st.st_mode):o})")
     return found
+
+
+def _folder_expected(path: str) -> bool | None:
+    """Whether a folder (True) or a regular file (False) belongs at `path` in the state folder, when known."""
+    name, parent = os.path.basename(path), os.path.basename(os.path.dirname(path))
+    if parent == "derived" and name.startswith("search"):
+        return True
+    if parent.startswith("search") and os.path.basename(os.path.dirname(os.path.dirname(path))) == "derived":
+        return False  # (an index folder holds only files)
+    if name.endswith(".lock") or name.startswith("views.sqlite3") or name == "writer-id":
+        return False
+    return None
+
+
+def wrong_typed_state(root: Path) -> list[str]:
+    """State items that are not what contextflow writes there: a FIFO, device or socket anywhere, a folder
+    where a file belongs (a lock file, `views.sqlite3`), a file where a folder belongs (the search index)."""
+    found = []
+    for path, st in _state_entries(root):
+        mode, folder = st.st_mode, _folder_expected(path)
+        if stat.S_ISLNK(mode) or (stat.S_ISREG(mode) and folder is not True):
+            continue
+        if stat.S_ISDIR(mode) and folder is not False:
+            continue
+        wanted = "a folder" if folder else "a regular file"
+        found.append(f"{path} ({kind(mode)}, not {wanted})")
+    return found
+
+
+def loose_state_permissions(root: Path) -> list[str]:
+    """State files not 0600 / folders not 0700 (the state folder holds a copy of the store); items of the
+    wrong type are `wrong_typed_state`'s."""
+    wrong = {entry.split(" (")[0] for entry in wrong_typed_state(root)}
+    return [
+        f"{path} (mode {stat.S_IMODE(st.st_mode):o})"
+        for path, st in _state_entries(root)
+        if stat.S_IMODE(st.st_mode) & 0o077 and not stat.S_ISLNK(st.st_mode) and path not in wrong
+    ]
+
+
+def remove_wrong_typed(app: App) -> list[str]:
+    """`doctor --fix`: the wrong-typed items of this store's machine-local state removed (never followed:
+    the logs rebuild what they held). Others (the machine's `writer-id`) are only reported."""
+    from contextflow.core.fsutil import remove_derived
+
+    removed = []
+    root, own = app.store.state_dir.parent.parent, str(app.store.state_dir) + os.sep
+    for entry in wrong_typed_state(root):
+        path = entry.split(" (")[0]
+        if path.startswith(own):
+            try:
+                remove_derived(Path(path))
+            except OSError:
+                continue
+            removed.append(f"{entry}: removed")
+    return removed
 
 
 def fix_permissions(app: App) -> list[str]:
@@ -217,6 +271,13 @@ def problems(info: dict[str, Any]) -> list[str]:
                 f"writer {writer['writer']}: {writer['waiting']} event(s) stamped beyond the drift bound wait for "
                 "this machine's next write, which bounds them; until then they order after every other event"
             )
+    for entry in info.get("wrong_typed_state", []):
+        repair = (
+            "remove it by hand (it names this machine's log: restore it from a backup if you have one)"
+            if os.path.basename(entry.split(" (")[0]) == "writer-id"
+            else "`contextflow doctor --fix` removes it (the logs rebuild what it held)"
+        )
+        found.append(f"state item {entry}: damage, never opened; {repair}")
     for path in info.get("loose_state_permissions", []):
         found.append(f"state file {path} is readable by other users; chmod 600 files and 700 folders there")
     state = info.get("verified", {})

@@ -45,6 +45,10 @@ def doctor(app: App, args: JSON) -> Reply:
     from contextflow.admin.settings_check import settings_findings
 
     chmodded = fix_permissions(app) if args.get("fix") else []
+    if args.get("fix") or args.get("rebuild"):
+        from contextflow.admin.diagnose import remove_wrong_typed
+
+        chmodded += remove_wrong_typed(app)
     from contextflow.search import derived
 
     if args.get("rebuild") or (args.get("fix") and derived.describe(app.store)["damaged"]):
@@ -88,7 +92,9 @@ def doctor(app: App, args: JSON) -> Reply:
         lines.append(f"  {log['file']}: {log['events']} events, {log['bad_lines']} bad{extra}")
     index = info["derived"]
     status = (
-        "current"
+        "damaged (the next search rebuilds it)"
+        if index["damaged"]
+        else "current"
         if index["current"]
         else "behind the logs (the next search catches up)"
         if index["version_matches"]

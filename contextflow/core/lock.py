@@ -27,8 +27,17 @@ class LockTimeout(Exception):
     """The lock was not free within the timeout."""
 
 
+class LockDamaged(OSError):
+    """Something else than a lock file stands at its path (a folder holding files)."""
+
+
+REPAIR = "remove it (`contextflow doctor --fix` does; it holds nothing the logs do not)"
+
+
 class WriterLock:
-    """An exclusive, reentrant lock on `path` (created 0600, never through a symbolic link)."""
+    """An exclusive, reentrant lock on `path` (created 0600, never through a symbolic link). A FIFO there is
+    locked as it stands (opened without waiting; `doctor` names it, `--fix` removes it); a folder holding
+    files raises LockDamaged at once."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.path, self.timeout = path, timeout
@@ -70,11 +79,14 @@ class WriterLock:
             except Timeout:
                 raise LockTimeout(str(self.path)) from None
             return
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # (a FIFO there: no wait)
         try:
             fd = os.open(self.path, flags, 0o600)
         except IsADirectoryError:  # an empty folder in its place (damage): removed, the file made again
-            os.rmdir(self.path)
+            try:
+                os.rmdir(self.path)
+            except OSError as exc:
+                raise LockDamaged(f"the lock file {self.path} is a folder holding files: {REPAIR}") from exc
             fd = os.open(self.path, flags, 0o600)
         except PermissionError:  # this user's own lock file made unreadable (damage): 0600 again
             os.chmod(self.path, 0o600)  # (a link there fails to open with ELOOP, never here)

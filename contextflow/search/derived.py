@@ -431,7 +431,7 @@ def describe(store: Store) -> dict[str, Any]:
         "bytes": size,
         "documents": known.documents if current and known is not None else None,
         "updated": updated,
-        "current": current and behind == 0,
+        "current": current and behind == 0 and damaged is None,
         "log_bytes_behind": behind if current else None,
         "version_matches": current,
         "rebuild": f"run `contextflow doctor --rebuild` (or delete {folder}: the next search rebuilds it)",
