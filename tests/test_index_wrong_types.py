@@ -212,3 +212,33 @@ def test_a_lock_on_a_fifo_is_taken_without_waiting_and_still_excludes(tmp_path: 
                 pass
         finally:
             holder.kill()
+
+
+LONG_LIVED = (
+    "import json, os, shutil, sys\n"
+    "from contextflow.app import App\n"
+    "from contextflow.search import derived, retrieval\n"
+    "app = App.open()\n"
+    "def refs():\n"
+    "    return sorted(s.hit.doc.ref for s in retrieval.get_context(app, query='websocket').shown)\n"
+    "app.store.append('note', {'project': 'web', 'text': 'the websocket reconnect drops queued messages'})\n"
+    "seen = [refs()]\n"
+    "folder = derived.search_for(app.store).index_folder()\n"
+    "target = folder / sys.argv[1] if sys.argv[1] else folder\n"
+    "shutil.rmtree(target) if target.is_dir() else target.unlink()\n"
+    "os.mkfifo(target)\n"
+    "seen.append(refs())\n"
+    "app.store.append('note', {'project': 'web', 'text': 'a websocket ping keeps the proxy from closing it'})\n"
+    "seen.append(refs())\n"
+    "print(json.dumps(seen))\n"
+)
+
+
+@pytest.mark.parametrize("name", ["meta.json", ".managed.json", ".tantivy-meta.lock", ""])
+def test_a_server_holding_the_index_open_answers_every_later_call_after_a_fifo_takes_a_files_place(
+    name: str, app: App
+) -> None:
+    done = child("-c", LONG_LIVED, name)
+    assert done.returncode == 0, done.stderr
+    first, damaged, later = json.loads(done.stdout.splitlines()[-1])
+    assert len(first) == 1 and damaged == first and len(later) == 2 and first[0] in later
