@@ -443,3 +443,44 @@ def test_a_session_the_logs_tails_do_not_reach_is_not_read_yet_never_no_session(
         sessions.resume_session(app, {"project": "p", "session_id": "old"})
     assert "not read yet" in str(raised.value) and "indexed" in str(raised.value)
     assert "no session" not in str(raised.value)
+
+
+HOLD = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA journal_mode=DELETE")  # a rollback journal: readers are shut out too
+db.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+sys.stdin.read()  # until the test closes its end
+"""
+
+
+def test_a_write_while_another_process_shuts_the_tables_out_says_it_was_written_and_a_search_says_partial(
+    app: App, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.table import run
+
+    base = {"agent": "claude", "project": "p", "session_id": "s-shut"}
+    run(app, "write_shared_handoff", **base, summary="before")
+    stock(app)
+    assert refs(app, "websocket")  # the index is built
+    app.close()
+    command = [sys.executable, "-c", HOLD, str(app.tables().path)]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            writer = open_app("writer-a")
+            written = run(writer, "write_shared_handoff", **base, summary="written under the lock")
+            assert written.data["id"] and written.exit == 0  # said written, not "ask again" (it is in the log)
+            logged = [line for path in app.store.folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+            assert sum("written under the lock" in line for line in logged) == 1
+            found = run(writer, "get_context", query="websocket")
+            assert found.text.count("PARTIAL: another process holds the derived store's write lock") == 1
+            writer.close()
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(timeout=30)

@@ -76,10 +76,14 @@ def confirm(store: Store, write: Callable[[], Event], shown: Callable[[Event], W
     """`write()` and make sure readers see it: `shown(event)` is the event they see in its place
     (None when they see this one). One stamped ahead of this machine's clock is learned (read,
     bounded when beyond the drift bound) and the write made again; a genuinely newer write by
-    another machine is no failure. Raises StoreError naming the blocking writer when it still wins."""
+    another machine is no failure, nor a check the derived tables cannot answer now (the write is in the log).
+    Raises StoreError naming the blocking writer when it still wins."""
     event = write()
     for attempt in range(CONFIRM_TRIES):
-        winner = shown(event)
+        try:
+            winner = shown(event)
+        except StoreError:  # the derived tables cannot be read now (another process locks them): the write is made
+            return event
         if winner is None or stamp_ms(winner.hlc) <= now_ms():  # seen, or another machine wrote later
             return event
         if attempt == CONFIRM_TRIES - 1:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from contextflow.core import jsonio
 from contextflow.core.formats import Format
 from contextflow.core.fsutil import derived_folder, remove_derived, signature
-from contextflow.core.projections import Projection, Writer, position_of
+from contextflow.core.projections import Projection, Writer, busy, position_of
 from contextflow.core.tables import PerStore
 from contextflow.search.files import FilesDamaged, check, committed, sound
 
@@ -255,6 +255,21 @@ class Committed:
         self.documents = 0
         self.read = 0
         self.total = 0
+        try:
+            positions = self._read(tables)
+        except sqlite3.OperationalError as exc:  # another process holds the database (not in WAL mode): not known
+            if not busy(exc):
+                raise
+            positions = []
+        held: dict[str, int] = {str(path): position_of(blob).offset for path, blob in positions} if self.built else {}
+        for path in tables.paths():
+            sig = signature(path)
+            size = sig[2] if sig else 0
+            self.total += size
+            self.read += min(size, held.get(str(path), 0))
+
+    def _read(self, tables: Tables) -> list[tuple[Any, Any]]:
+        """Fill in what the derived store says of the index; the index's read positions."""
         with tables.snapshot() as db:
             try:
                 found = db.execute("SELECT version, built FROM formats WHERE name = ?", (NAME,)).fetchone()
@@ -268,12 +283,7 @@ class Committed:
                 if "no such table" not in str(exc):
                     raise
                 positions = []
-        held = {str(path): position_of(blob).offset for path, blob in positions} if self.built else {}
-        for path in tables.paths():
-            sig = signature(path)
-            size = sig[2] if sig else 0
-            self.total += size
-            self.read += min(size, held.get(str(path), 0))
+        return positions
 
     def progress(self) -> str:
         percent = 100 * self.read // self.total if self.total else 100
