@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "ada7a84f9dac28f41d1e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "5986de44726de37f4757"),
-    "feed": (3, "3a70a5e1440b86793124"),
-    "capture": (2, "f9bd5307960078e0db1a"),
-    "graph-state": (4, "31b242b7814f1ebadc55"),
-    "records-state": (2, "cc598c70093fa065dc1b"),
-    "conversations-state": (2, "eddb243f04dcc587812d"),
-    "timeline": (2, "e0f9c03cf85ee4f74564"),
+    "sessions": (2, "a98c641ce50860c57877"),
+    "feed": (3, "17585d0cb334925d5f53"),
+    "capture": (2, "84cea8e6e07536ca6bbd"),
+    "graph-state": (4, "fe468a9e8a10ed88392d"),
+    "records-state": (2, "6e39df035e5a116e90b9"),
+    "conversations-state": (2, "0934342764223c6ef218"),
+    "timeline": (2, "639334e8be1a05c13f50"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
