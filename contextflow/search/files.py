@@ -20,6 +20,7 @@ from pathlib import Path
 from contextflow.core import jsonio
 
 META = "meta.json"
+MAX_META_BYTES = 16 << 20  # an index's meta file names its segments: kilobytes, never this much
 OPENED = (META, ".managed.json", ".tantivy-meta.lock", ".tantivy-writer.lock")  # beside the segments' files
 
 
@@ -46,13 +47,17 @@ def _live(folder: Path) -> dict[str, str] | None:
 
 
 def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file, opened without following a link or waiting on a FIFO (OSError else)."""
+    """The bytes of a regular file of at most MAX_META_BYTES, opened without following a link or waiting on a
+    FIFO (OSError else)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as file:
-            return file.read()
+            raw = file.read(MAX_META_BYTES + 1)
+        if len(raw) > MAX_META_BYTES:
+            raise OSError(f"{path} is over {MAX_META_BYTES} bytes")
+        return raw
     finally:
         os.close(fd)
 
