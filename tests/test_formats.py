@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "ada7a84f9dac28f41d1e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "76c2a3979d59a179967e"),
-    "feed": (3, "e79552cead874914d65b"),
-    "capture": (2, "1fabd39d42c1a170493a"),
-    "graph-state": (4, "cbb3f1b8bdbf3ea89c27"),
-    "records-state": (2, "e205f9843ff9f047dce9"),
-    "conversations-state": (2, "ef1711c3fc40b13b2ee7"),
-    "timeline": (2, "fdcd10a1605685fa438e"),
+    "sessions": (2, "e3472a6847a040a1735d"),
+    "feed": (3, "ed3108be24b35ad9d75f"),
+    "capture": (2, "48c75035c66d2f20f560"),
+    "graph-state": (4, "31b242b7814f1ebadc55"),
+    "records-state": (2, "cc598c70093fa065dc1b"),
+    "conversations-state": (2, "eddb243f04dcc587812d"),
+    "timeline": (2, "d2291f73a57309f2c865"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
