@@ -56,6 +56,7 @@ READS: dict[str, tuple[str, ...]] = {
     "sessions": ("sessions", "--project", "alpha"),
     "graph": ("list",),
     "whereami": ("whereami",),
+    "search": ("search", "handoff"),
 }
 
 
@@ -98,6 +99,8 @@ CASES = [
     ("graph_edges_dst", "graph"),
     ("records_key", "whereami"),
     ("sessions_handoffs", "latest"),
+    ("search_files", "search"),
+    ("search_state", "search"),
 ]
 
 
@@ -148,3 +151,54 @@ def test_doctor_quick_names_a_damaged_views_file_and_fix_rebuilds_it() -> None:
     info = json.loads(text[: text.rindex("}") + 1])
     assert not info["tables"]["damaged"] and info["tables"]["current"]
     assert answer("sessions") == want
+
+
+def meets_an_impossible_row(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The next query's reader meets a row that cannot be (as when an index page SQLite does not flag names a
+    row that is not there): a KeyError, once."""
+    real = rest.Reading.query
+    met: list[str] = []
+
+    def query(self: rest.Reading, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        if not met:
+            met.append(sql)
+            raise KeyError("a row an index names is not there")
+        return real(self, sql, params)
+
+    monkeypatch.setattr(rest.Reading, "query", query)
+    return met
+
+
+def test_a_reader_meeting_an_impossible_row_of_a_damaged_file_answers_from_the_rebuilt_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fill()
+    want = answer("latest")
+    zero_first_page(views(), "feed_facets")  # (a page `latest` never reads)
+    met = meets_an_impossible_row(monkeypatch)
+    assert answer("latest") == want and met
+    _, text = cli("doctor", "--quick")
+    assert "damaged" not in text, text
+
+
+def test_a_reader_s_error_over_an_intact_file_is_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    fill()
+    meets_an_impossible_row(monkeypatch)
+    with pytest.raises(KeyError):
+        answer("latest")
+
+
+def test_a_tool_meeting_an_impossible_row_of_a_damaged_file_answers_from_the_rebuilt_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from contextflow.adapters.server.app import ContextflowServer
+
+    fill()
+    app = App.open()
+    server = ContextflowServer(app)
+    want = server.call("get_latest_handoff", {"project": "alpha"})
+    zero_first_page(views(), "feed_facets")  # (a page the call never reads)
+    met = meets_an_impossible_row(monkeypatch)
+    got = server.call("get_latest_handoff", {"project": "alpha"})
+    app.close()
+    assert met and not got.is_error and got.content == want.content, got.content

@@ -430,6 +430,25 @@ class Tables(CatchUp):
                 return str(exc)
             return None if found == ["ok"] else "; ".join(found)
 
+    def found_damaged(self, exc: BaseException) -> bool:
+        """Whether the database is damaged, asked after a read failed with `exc`: rows that cannot be (a
+        LookupError: an index SQLite did not flag) or a file that does not read make SQLite check every page
+        (`damage`) then only, never on a read's way; a damaged database is deleted (the logs stay the truth).
+        True too for a DamagedTables error (found and deleted already)."""
+        from contextflow.core.errors import DamagedTables
+
+        if isinstance(exc, DamagedTables):
+            return True  # (deleted already)
+        if not isinstance(exc, (LookupError, sqlite3.DatabaseError)):
+            return False
+        try:
+            if self.damage() is None:
+                return False
+        except (sqlite3.Error, OSError):
+            return False
+        self._discard()
+        return True
+
     def rebuild(self) -> None:
         """Delete the database and build it again from the logs, in the foreground (for `doctor`)."""
         with self._mutex:
@@ -486,9 +505,9 @@ class Tables(CatchUp):
 
 
 def _damaged_error(path: Path) -> Exception:
-    from contextflow.core.errors import StoreError
+    from contextflow.core.errors import DamagedTables
 
-    return StoreError(
+    return DamagedTables(
         f"the derived tables {path} were damaged: they are deleted and being rebuilt from the logs (nothing is "
         "lost); ask again shortly, and run `contextflow doctor` if it persists"
     )
