@@ -18,6 +18,7 @@ import pytest
 from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.core import rest
+from tests.test_own_writes_while_building import building_elsewhere
 
 PAGE = 4096
 
@@ -117,7 +118,8 @@ def test_a_zeroed_page_answers_as_a_fresh_rebuild(table: str, read: str) -> None
 def test_a_zeroed_page_over_the_rest_s_bound_says_partial(monkeypatch: pytest.MonkeyPatch) -> None:
     fill()
     zero_first_page(views(), "sessions_marks")
-    monkeypatch.setattr(rest, "REST_BYTES", 0)  # (as if the logs were larger than a call reads)
+    monkeypatch.setattr(rest, "REST_BYTES", 0)  # (as if the logs were larger than a call reads,
+    building_elsewhere(monkeypatch)  # and built in the background)
     code, text = cli(*READS["latest"])
     assert code == 0, text
     assert "handoff 2" in text and "% of" in text and "indexed" in text, text

@@ -184,7 +184,8 @@ class Reading:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of `sql` as `reading` found them: the tables (current when it looked: not checked again, so
         a call's queries check the logs once), else the rest. Tables found damaged meanwhile are deleted and
-        the call goes on reading the rest alone, as a new machine's first call does (partial over REST_BYTES)."""
+        the call goes on reading as a new machine's first call does (`reading`: the tables built in the foreground
+        for a small store, else the rest over a build in the background, partial over REST_BYTES)."""
         try:
             if self.rest is None:
                 return self.tables.query(sql, params, checked=True)
@@ -195,8 +196,8 @@ class Reading:
             if self.rest is not None:  # (its base read damaged pages)
                 self.tables._discard()
         _RESTS.pop(self.tables.store, None)
-        self.rest = build(self.tables, [s for s in self.tables.sets.values() if s.name in self.names])
-        return self.rest.query(sql, params)
+        self.rest = reading(self.tables, self.names).rest
+        return self.rest.query(sql, params) if self.rest is not None else self.tables.query(sql, params, checked=True)
 
 
 _RESTS: WeakKeyDictionary[Store, Rest] = WeakKeyDictionary()  # the rest this store's reads use
