@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "f7c976fc266c97799d2e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "2054bfc9af657721158c"),
-    "feed": (3, "9961d5e783f4e919a5f6"),
-    "capture": (2, "bb6cf511aadadac0b8bf"),
+    "sessions": (2, "4932107d506d3aae279f"),
+    "feed": (3, "7101eb1fb77e2123d76e"),
+    "capture": (2, "7423e0ebf71a29f1b6a1"),
     "graph-state": (4, "38926552fdb51c5f0f9c"),
     "records-state": (2, "59ebd149b808008171ac"),
     "conversations-state": (2, "3176f304aa0bf741e563"),
-    "timeline": (2, "ff4f15df3c57143a3785"),
+    "timeline": (2, "bb007de454b58f4aa0b2"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

@@ -428,7 +428,9 @@ class Tables(CatchUp):
                 if not damaged(exc):
                     raise
                 return str(exc)
-            return None if found == ["ok"] else "; ".join(found)
+            if found == ["ok"]:
+                return None
+            return "; ".join(" ".join(line.replace("*** in database main ***", "").split()) for line in found)
 
     def found_damaged(self, exc: BaseException) -> bool:
         """Whether the database is damaged, asked after a read failed with `exc`: rows that cannot be (a
