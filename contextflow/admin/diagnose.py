@@ -21,9 +21,11 @@ _STATE_SCAN_LIMIT = 200  # entries of the state folder looked at for loose permi
 _LOG_FIELDS = ("writer", "events", "bad_lines", "legacy", "conflict_copy", "held", "torn")
 
 
-def store_info(app: App, verify: bool = False) -> dict[str, Any]:
-    """What doctor and the info resource show; `verify` (doctor) also checks the machine-local
-    derived tables against a fresh build from the logs (`tables_check`: as costly as a cold build)."""
+def store_info(app: App, verify: bool = False, check: bool = False, repair: bool = False) -> dict[str, Any]:
+    """What doctor and the info resource show; `check` (doctor) also reads every page of the machine-local
+    derived tables (`Tables.damage`), `verify` (doctor, not --quick) also compares them with a fresh build from
+    the logs (`tables_check`: as costly as a cold build). Damaged tables are deleted and rebuilt when `verify`
+    or `repair` (--fix, --rebuild)."""
     from contextflow.sessions.core import active_session
 
     store = app.store
@@ -33,6 +35,10 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
     for segment in health.segments:
         bad_kinds.update(segment.bad_kinds)
     context_file = location.legacy_files[0] if location.legacy_files else None
+    on_disk = tables.describe(app.tables(), check=check or verify)
+    if on_disk["damaged"] and (verify or repair):
+        app.tables().rebuild()
+        on_disk = {**tables.describe(app.tables(), check=False), "damaged": on_disk["damaged"], "rebuilt": True}
     return {
         "store": str(store.folder),
         "chosen_by": location.rule,
@@ -60,7 +66,7 @@ def store_info(app: App, verify: bool = False) -> dict[str, Any]:
         ],
         "quarantined_fragments": [str(path) for path in iter_quarantine(store.folder)],
         "derived": derived.describe(store),
-        "tables": tables.describe(app.tables()),
+        "tables": on_disk,
         "unread_logs": [{"file": str(path), "why": why} for path, why in unread_logs(store.folder)],
         "bad_blobs": [{"file": str(path), "why": why} for path, why in bad_blobs(store.folder)],
         "verified": tables_check(app) if verify else {"checked": False},
@@ -285,6 +291,16 @@ def problems(info: dict[str, Any]) -> list[str]:
         found.append(
             f"the search index is damaged ({damaged}): the next search rebuilds it from the logs; "
             "`contextflow doctor --fix` rebuilds it now"
+        )
+    on_disk = info.get("tables", {})
+    if damage := on_disk.get("damaged"):
+        found.append(
+            f"the derived tables file {on_disk['file']} is damaged ({damage}): "
+            + (
+                "it was deleted and rebuilt from the logs (nothing is lost); check the disk"
+                if on_disk.get("rebuilt")
+                else "`contextflow doctor --fix` deletes it and rebuilds it from the logs (nothing is lost)"
+            )
         )
     if differ := state.get("derived_tables_differing"):
         found.append(

@@ -48,7 +48,8 @@ OPERATIONS = (
             boolean(
                 "quick",
                 "Skip checking this machine's derived views against a fresh fold of the logs (that check costs a "
-                "first read; the web page's health view skips it).",
+                "first read; the web page's health view skips it). SQLite's check of their file's pages still runs "
+                "(about 0.1 s per 100k events).",
             ),
         ),
         present.doctor,

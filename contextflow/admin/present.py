@@ -55,7 +55,9 @@ def doctor(app: App, args: JSON) -> Reply:
         derived.search_for(app.store).rebuild()
     from contextflow.capture.health import capture_health, health_lines
 
-    info = store_info(app, verify=not args.get("quick"))
+    info = store_info(
+        app, verify=not args.get("quick"), check=True, repair=bool(args.get("fix") or args.get("rebuild"))
+    )
     found = (
         problems(info)
         + conflicts.findings(app.store)
@@ -188,6 +190,10 @@ def read_info(app: App) -> str:
 
 
 def _tables_state(on_disk: dict[str, Any]) -> str:
+    if on_disk.get("rebuilt"):
+        return "damaged: deleted and rebuilt from the logs"
+    if on_disk.get("damaged"):
+        return "damaged (see problems)"
     if on_disk["current"]:
         return "current"
     return "empty (the store has no logs yet)" if on_disk.get("empty") else "behind the logs (the next read catches up)"

@@ -67,6 +67,11 @@ class StoreError(ContextflowError):
     """The store could not be read or written (permissions, full disk, ...)."""
 
 
+class DamagedTables(StoreError):
+    """The derived tables were found damaged midway through a read and deleted (the logs stay the truth): the
+    read may run again (`Tables.found_damaged`)."""
+
+
 # The CLI's exit codes (documented in README): 0 done, 1 a problem `doctor` reports, 2 bad input
 # (as argparse's usage errors), 3 not found, 4 the store could not be read or written.
 EXIT_PROBLEMS = 1  # a check ran and found problems (`doctor`)

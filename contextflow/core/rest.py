@@ -43,6 +43,7 @@ from contextflow.core.projections import (
     WAIT_S,
     WHOLE,
     Projection,
+    damaged,
     position_of,
     readable_events,
     scoped_views,
@@ -170,11 +171,11 @@ def _chunks(path: Path, position: Position | None) -> Iterable[tuple[list[tuple[
             return
 
 
-class Reading(NamedTuple):
-    """What one call reads: the tables themselves when they serve it, else a `Rest` over them."""
+class Reading:
+    """What one call reads: the tables themselves when they serve it, else a `Rest` over them (of formats `names`)."""
 
-    tables: Tables
-    rest: Rest | None = None
+    def __init__(self, tables: Tables, rest: Rest | None = None, names: Iterable[str] = ()) -> None:
+        self.tables, self.rest, self.names = tables, rest, frozenset(names)
 
     @property
     def partial(self) -> Progress | None:
@@ -182,7 +183,20 @@ class Reading(NamedTuple):
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of `sql` as `reading` found them: the tables (current when it looked: not checked again, so
-        a call's queries check the logs once), else the rest."""
+        a call's queries check the logs once), else the rest. Tables found damaged meanwhile are deleted and
+        the call goes on reading as a new machine's first call does (`reading`: the tables built in the foreground
+        for a small store, else the rest over a build in the background, partial over REST_BYTES)."""
+        try:
+            if self.rest is None:
+                return self.tables.query(sql, params, checked=True)
+            return self.rest.query(sql, params)
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc) or (self.rest is not None and not self.rest.built):
+                raise
+            if self.rest is not None:  # (its base read damaged pages)
+                self.tables._discard()
+        _RESTS.pop(self.tables.store, None)
+        self.rest = reading(self.tables, self.names).rest
         return self.rest.query(sql, params) if self.rest is not None else self.tables.query(sql, params, checked=True)
 
 
@@ -233,10 +247,10 @@ def _reading(tables: Tables, names: Iterable[str], wait: float) -> Reading:
     if held := tables.store.held_back:  # a batch's earlier items, where the tables do not hold them: never kept
         found = build(tables, [s for s in tables.sets.values() if s.name in wanted])
         found._insert(found.sets, held)
-        return Reading(tables, found)
+        return Reading(tables, found, wanted)
     if tables.serves(wanted, wait):
         _RESTS.pop(tables.store, None)  # (not closed: another thread may still read it; freed with it)
-        return Reading(tables)
+        return Reading(tables, None, wanted)
     with _BUILDING:
         key = _base_key(tables)
         old = _RESTS.get(tables.store)
@@ -247,10 +261,10 @@ def _reading(tables: Tables, names: Iterable[str], wait: float) -> Reading:
                 else:
                     old = None  # (the tails again)
             if old is not None:
-                return Reading(tables, old)
+                return Reading(tables, old, wanted)
         wanted |= {s.name for s in old.sets} if old is not None else set()
         found = _RESTS[tables.store] = build(tables, [s for s in tables.sets.values() if s.name in wanted], key)
-        return Reading(tables, found)
+        return Reading(tables, found, wanted)
 
 
 def _base_key(tables: Tables) -> object:

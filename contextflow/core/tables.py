@@ -236,20 +236,27 @@ class Tables(CatchUp):
         self, sql: str, params: Sequence[Any] = (), wait: float = WAIT_S, *, checked: bool = False
     ) -> list[tuple[Any, ...]]:
         """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer),
-        unless `checked`: the caller found them current for its call (`serves`, `core/rest.py`'s `reading`)."""
+        unless `checked`: the caller found them current for its call (`serves`, `core/rest.py`'s `reading`).
+        A database found damaged is deleted; then a `checked` caller gets the error (its reading answers from
+        the logs instead, `core/rest.py`), another the rows of the tables rebuilt in the foreground, or a
+        StoreError when they are not (a backlog built in the background): never rows of an empty new file."""
         with self._mutex:
-            for attempt in range(2):
-                try:
-                    if not self._settled and not checked:
-                        self.update(wait)
-                    return self._reads().execute(sql, params).fetchall()
-                except sqlite3.DatabaseError as exc:
-                    if "no such table" in str(exc):
-                        return []  # another process is building the database: nothing in it yet
-                    if attempt or not damaged(exc):
-                        raise
-                    self._discard()
-            raise AssertionError("unreachable")
+            try:
+                if not self._settled and not checked:
+                    self.update(wait)
+                return self._reads().execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if "no such table" in str(exc):
+                    return []  # another process is building the database: nothing in it yet
+                if not damaged(exc):
+                    raise
+                self._discard()
+                if checked or self._settled:
+                    raise
+                self.update(wait)
+                if not self._current:
+                    raise _damaged_error(self.path) from exc
+                return self._reads().execute(sql, params).fetchall()
 
     def peek(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of `sql` over the tables as they are (no catching up: for a caller that brought them up to
@@ -260,14 +267,21 @@ class Tables(CatchUp):
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """The tables as they are (no catching up), read in one transaction: what a chunk commits meanwhile
-        is in none of the reads or in all of them (a reader adding the logs' remaining bytes to them)."""
+        is in none of the reads or in all of them (a reader adding the logs' remaining bytes to them). A database
+        found damaged meanwhile is deleted, and a StoreError says so (never the reads of a damaged file)."""
         with self._mutex:
-            db = self._reads()
-            db.execute("BEGIN")
             try:
-                yield db
-            finally:
-                db.execute("COMMIT")
+                db = self._reads()
+                db.execute("BEGIN")
+                try:
+                    yield db
+                finally:
+                    db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    raise
+                self._discard()
+                raise _damaged_error(self.path) from exc
 
     def current(self) -> bool:
         """Whether every format holds every log's events (one small query and a stat per log)."""
@@ -390,12 +404,58 @@ class Tables(CatchUp):
                     if not table_set.lazy
                     for table in table_set.tables or tuple(table_set.inserts)
                 ]
-                differ = [table for table in tables if not _same_rows(self._connect(), fresh._connect(), table)]
+                try:
+                    differ = [table for table in tables if not _same_rows(self._connect(), fresh._connect(), table)]
+                except sqlite3.DatabaseError as exc:
+                    if not damaged(exc):
+                        raise
+                    differ = [f"{self.path.name} ({exc})"]
             finally:
                 fresh.close()
             if differ:
                 self._discard()
             return differ
+
+    def damage(self) -> str | None:
+        """What SQLite's `PRAGMA quick_check` finds wrong with the database file (every page read, no index
+        compared with its table; about 0.1 s for 100k events), or None when nothing is (or there is no file yet)."""
+        with self._mutex:
+            if not self.path.is_file():
+                return None
+            try:
+                found = [str(row[0]) for row in self._connect().execute("PRAGMA quick_check(3)")]
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    raise
+                return str(exc)
+            if found == ["ok"]:
+                return None
+            return "; ".join(" ".join(line.replace("*** in database main ***", "").split()) for line in found)
+
+    def found_damaged(self, exc: BaseException) -> bool:
+        """Whether the database is damaged, asked after a read failed with `exc`: rows that cannot be (a
+        LookupError: an index SQLite did not flag) or a file that does not read make SQLite check every page
+        (`damage`) then only, never on a read's way; a damaged database is deleted (the logs stay the truth).
+        True too for a DamagedTables error (found and deleted already)."""
+        from contextflow.core.errors import DamagedTables
+
+        if isinstance(exc, DamagedTables):
+            return True  # (deleted already)
+        if not isinstance(exc, (LookupError, sqlite3.DatabaseError)):
+            return False
+        try:
+            if self.damage() is None:
+                return False
+        except (sqlite3.Error, OSError):
+            return False
+        self._discard()
+        return True
+
+    def rebuild(self) -> None:
+        """Delete the database and build it again from the logs, in the foreground (for `doctor`)."""
+        with self._mutex:
+            self._discard()
+            self.update(BUILD_WAIT_S, foreground=True)
 
     def positions(self, name: str) -> dict[str, Position]:
         """Per log, the read position up to which format `name` holds its events (reads, never updates; inside
@@ -423,7 +483,12 @@ class Tables(CatchUp):
             key = self._checked if self._current else None
             if key is not None and self._bad is not None and self._bad[0] == key:
                 return self._bad[1]
-            found = self.query("SELECT max(bad) FROM positions GROUP BY path", checked=True)
+            try:
+                found = self.query("SELECT max(bad) FROM positions GROUP BY path", checked=True)
+            except sqlite3.DatabaseError as exc:
+                if not damaged(exc):
+                    raise
+                return 0  # (found damaged and deleted: the tables read no log now)
             count = int(sum(count for (count,) in found))
             self._bad = (key, count) if key is not None else None
             return count
@@ -441,6 +506,15 @@ class Tables(CatchUp):
         return bool(roots) and any(legacy.oversize(path, roots, limit) for path in legacy.files(roots))
 
 
+def _damaged_error(path: Path) -> Exception:
+    from contextflow.core.errors import DamagedTables
+
+    return DamagedTables(
+        f"the derived tables {path} were damaged: they are deleted and being rebuilt from the logs (nothing is "
+        "lost); ask again shortly, and run `contextflow doctor` if it persists"
+    )
+
+
 def _same_rows(one: sqlite3.Connection, other: sqlite3.Connection, table: str) -> bool:
     """Whether two databases' `table` hold the same rows (compared in order, a row at a time)."""
     count = len(one.execute(f'SELECT * FROM "{table}" LIMIT 0').description)
@@ -454,17 +528,20 @@ def _same_rows(one: sqlite3.Connection, other: sqlite3.Connection, table: str) -
             return True
 
 
-def describe(tables: Tables) -> dict[str, Any]:
-    """Where the derived tables are, how big and how current (for `doctor`; reads, never updates)."""
+def describe(tables: Tables, check: bool = True) -> dict[str, Any]:
+    """Where the derived tables are, how big and how current, and (`check`) what SQLite finds damaged in the file
+    (`Tables.damage`) (for `doctor`; reads, never updates)."""
     size = sum(p.stat().st_size for p in tables.path.parent.glob(DB_FILE + "*") if p.is_file())
+    damage = tables.damage() if check else None
     try:
-        current = tables.current()
+        current = tables.current() and not damage
     except sqlite3.DatabaseError:
         current = False
     return {
         "file": str(tables.path),
         "bytes": size,
         "current": current,
+        "damaged": damage,
         "empty": not tables.paths(),  # no log yet: nothing to hold
         "formats": {name: s.format.version for name, s in tables.sets.items()},
         "rebuild": f"delete {tables.path} (the next read rebuilds it from the logs)",
