@@ -6,33 +6,19 @@ the damaged file and rebuilds it."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from contextflow.adapters.cli import main
 from contextflow.app import App
 from contextflow.core import rest
+from tests.test_derived_damage import cli
 from tests.test_own_writes_while_building import building_elsewhere
 
 PAGE = 4096
-
-
-def cli(*argv: str, stdin: bytes = b"") -> tuple[int, str]:
-    """`contextflow ARGV` in this process: its exit code and what it printed (stdout, then stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    real, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(stdin))
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-    finally:
-        sys.stdin = real
-    return code, out.getvalue() + err.getvalue()
 
 
 def fill() -> None:

@@ -76,26 +76,28 @@ def kind(mode: int) -> str:
     return "a regular file" if stat.S_ISREG(mode) else "an unknown kind of file"
 
 
+def _mode(path: Path) -> int | None:
+    """`path`'s mode by `lstat` (None when it is not there); FilesDamaged when it does not read."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FilesDamaged(f"{path} does not read: {exc}") from exc
+
+
 def sound(folder: Path) -> None:
     """Raise FilesDamaged unless `folder` (when there) is a real folder and each file tantivy opens in it
     (`OPENED`, the files of the segments `meta.json` names) is a regular file where it is there. Only
     `lstat` is used (and `meta.json` opened non-blocking): nothing is followed or waited on."""
-    try:
-        mode = os.lstat(folder).st_mode
-    except FileNotFoundError:
+    mode = _mode(folder)
+    if mode is None:
         return
-    except OSError as exc:
-        raise FilesDamaged(f"{folder} does not read: {exc}") from exc
     if not stat.S_ISDIR(mode):
         raise FilesDamaged(f"{folder} is {kind(mode)}, not a folder")
     for name in OPENED:
-        try:
-            mode = os.lstat(folder / name).st_mode
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise FilesDamaged(f"{folder / name} does not read: {exc}") from exc
-        if not stat.S_ISREG(mode):
+        mode = _mode(folder / name)
+        if mode is not None and not stat.S_ISREG(mode):
             raise FilesDamaged(f"{folder / name} is {kind(mode)}, not a regular file")
     live = _live(folder) or {}
     try:
