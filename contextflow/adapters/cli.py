@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from contextflow.app import App
     from contextflow.core.errors import ContextflowError
-    from contextflow.operations.spec import Operation, Param, Reply
+    from contextflow.operations.spec import Operation, Param
 
 OUTPUT_FORMATS = ("text", "json", "markdown")
 STORE_FLAGS = ("--store", "--db", "--format")  # global flags that take a value, before the command word
@@ -332,19 +332,6 @@ def _os_error(exc: OSError) -> str:
     return f"cannot use {where}{reason}; {advice}"
 
 
-def _again(op: Operation, app: App, checked: dict[str, Any]) -> Reply:
-    """The reply of a read whose derived tables were found damaged (and deleted) midway, read again from the
-    logs; a write is not run twice: an error says what happened."""
-    from contextflow.core.errors import StoreError
-
-    if not op.read_only:
-        raise StoreError(
-            f"the derived tables {app.tables().path} were damaged: they are deleted and rebuilt from the logs "
-            "(nothing is lost); check what was written (`contextflow read`) before running the command again"
-        )
-    return op.run(app, checked)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a reader that closed the pipe (`contextflow sessions | head -1`) ends it quietly, exit 0."""
     try:
@@ -425,12 +412,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             app = App.open(env, cwd=os.getcwd())  # the project follows the current folder's repository
             if sys.stderr.isatty():
                 app.store.progress = lambda message: print(f"contextflow: {message}", file=sys.stderr, flush=True)
-        try:
-            reply = op.run(app if op.needs_store else env, checked)  # no store: the environment it runs in
-        except Exception as exc:
-            if app is None or not app.tables().found_damaged(exc):
-                raise
-            reply = _again(op, app, checked)
+        reply = op.run(app if op.needs_store else env, checked)  # no store: the environment it runs in
         if not reply.shown:
             return reply.exit
         if args.format == "json":  # the data, every string cleaned

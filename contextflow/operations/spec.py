@@ -163,12 +163,26 @@ class Operation:
 
     def run(self, app: App | Mapping[str, str] | None, arguments: JSON) -> Reply:
         """The handler's reply; "not found" after reading an unfinished build is asked again on the whole
-        tables (`core.projections.never_unbuilt`)."""
-        if not self.needs_store:
+        tables (`core.projections.never_unbuilt`), and a read that met damaged derived tables (deleted then:
+        `Tables.found_damaged`) is run again from the logs. A write is never run twice: an error says so."""
+        if not self.needs_store or app is None or isinstance(app, Mapping):
             return self.handler(app, arguments)
         from contextflow.core.projections import never_unbuilt
 
-        return never_unbuilt(lambda: self.handler(app, arguments))
+        try:
+            return never_unbuilt(lambda: self.handler(app, arguments))
+        except Exception as exc:
+            if not app.tables().found_damaged(exc):
+                raise
+            if not self.read_only:
+                from contextflow.core.errors import StoreError
+
+                raise StoreError(
+                    f"the derived tables {app.tables().path} were damaged: they are deleted and rebuilt from the "
+                    "logs (nothing is lost); check what was written (`contextflow read`) before running the "
+                    "command again"
+                ) from None
+            return never_unbuilt(lambda: self.handler(app, arguments))
 
     @property
     def always_structured(self) -> bool:

@@ -101,12 +101,7 @@ class ContextflowServer:
             from contextflow.core import redactions  # the secret rules are compiled by the first write
 
             with redactions.collect() as redacted:
-                try:
-                    reply = spec.run(self.app, checked)
-                except Exception as exc:  # (a read that met a damaged derived file: it is deleted, read again)
-                    if not (spec.read_only and self.app.tables().found_damaged(exc)):
-                        raise
-                    reply = spec.run(self.app, checked)
+                reply = spec.run(self.app, checked)
         except ContextflowError as exc:
             return tool_error(_about(name, exc))
         except Exception as exc:  # the boundary: report, never crash the server
