@@ -238,8 +238,9 @@ class Tables(CatchUp):
         """Rows of `sql` over tables brought up to date first (waiting at most `wait` s for another writer),
         unless `checked`: the caller found them current for its call (`serves`, `core/rest.py`'s `reading`).
         A database found damaged is deleted; then a `checked` caller gets the error (its reading answers from
-        the logs instead, `core/rest.py`), another the rows of the tables rebuilt in the foreground, or a
-        StoreError when they are not (a backlog built in the background): never rows of an empty new file."""
+        the logs instead, `core/rest.py`), a caller inside `as_of_now` a DamagedTables error, another the rows of
+        the tables rebuilt in the foreground, or a StoreError when they are not (a backlog built in the
+        background): never rows of an empty new file."""
         with self._mutex:
             try:
                 if not self._settled and not checked:
@@ -251,8 +252,10 @@ class Tables(CatchUp):
                 if not damaged(exc):
                     raise
                 self._discard()
-                if checked or self._settled:
+                if checked:
                     raise
+                if self._settled:  # (its call read older rows of the deleted file: it runs again, `found_damaged`)
+                    raise _damaged_error(self.path) from exc
                 self.update(wait)
                 if not self._current:
                     raise _damaged_error(self.path) from exc
