@@ -15,7 +15,7 @@ import pytest
 
 from contextflow.app import App
 from contextflow.core import rest
-from tests.test_derived_damage import cli
+from tests.test_derived_damage import cli, hook
 from tests.test_own_writes_while_building import building_elsewhere
 
 PAGE = 4096
@@ -99,6 +99,21 @@ def test_a_zeroed_page_answers_as_a_fresh_rebuild(table: str, read: str) -> None
     got = answer(read)
     assert got == want, f"{read} with the first page of {table} zeroed"
     assert rebuilt(read) == want
+
+
+@pytest.mark.parametrize("table", ["graph_nodes_dedupe", "sessions_handoffs", "timeline_threads"])
+def test_a_session_start_meeting_a_zeroed_page_answers_as_a_fresh_rebuild(
+    table: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook reads every table of the session start in one catch-up (`Tables.as_of_now`): a damaged page
+    met there is read again from the rebuilt tables, never an empty answer."""
+    fill()
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "alpha")
+    payload = {"session_id": "s-next", "cwd": str(tmp_path), "hook_event_name": "SessionStart"}
+    want = hook("session-start", payload)
+    assert "handoff 2" in want
+    zero_first_page(views(), table)
+    assert hook("session-start", payload) == want
 
 
 def test_a_zeroed_page_over_the_rest_s_bound_says_partial(monkeypatch: pytest.MonkeyPatch) -> None:

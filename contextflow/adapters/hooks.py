@@ -147,7 +147,13 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             return ""
         app = _open_app(env, payload, location)
         try:
-            return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
+            try:
+                return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
+            except Exception as exc:
+                if not app.tables().found_damaged(exc):
+                    raise
+                # the damaged tables deleted: read again, as `Operation.run` does
+                return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
         finally:
             app.close()
     except Exception as exc:
