@@ -62,9 +62,11 @@ def set_active_session(app: App, session_id: str) -> Path:
 
 
 def new_session(app: App, session_id: str | None = None, cwd: Path | None = None) -> str:
-    """Start a session explicitly: check its id (or suggest one) and make it active."""
+    """Start a session explicitly: check its id (or suggest one) and make it active (when `app` keeps an active
+    session: the page's writes keep none, and leave this machine's active session as it is)."""
     chosen = checks.name(session_id, "session_id") or suggest_session_id(app, cwd)
-    set_active_session(app, chosen)
+    if app.settings.active_session_file is not None:
+        set_active_session(app, chosen)
     return chosen
 
 

@@ -347,6 +347,23 @@ def test_a_note_a_record_and_a_node_added_from_the_page(ui: TestClient) -> None:
     assert shown["type"] == "decision" and shown["tags"] == ["project:shop", "x:y"] and shown["agent"] == "human"
 
 
+def test_a_note_added_from_the_page_without_a_session_starts_one_and_leaves_the_active_session(
+    ui: TestClient,
+) -> None:
+    opened = App.open()
+    active = opened.settings.active_session_file
+    opened.close()
+    assert active is not None
+    before = active.read_bytes() if active.exists() else None
+    note = send(ui, "note", {"project": "acme/shop", "session_id": "", "text": "added without a session"})
+    assert note.status_code == 200, note.text
+    session = note.json()["session_id"]
+    assert session and session != "checkout-flow"
+    entries = api(ui, "entries", project="acme/shop", session=session)["entries"]
+    assert [entry["text"] for entry in entries] == ["added without a session"]
+    assert (active.read_bytes() if active.exists() else None) == before
+
+
 @pytest.mark.parametrize(
     ("name", "body", "says"),
     [
