@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "f7c976fc266c97799d2e"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "01351a09185afa3df2b1"),
-    "feed": (3, "362b5efffcc0a7d98d67"),
-    "capture": (2, "b7f4278e239eabb334a7"),
-    "graph-state": (4, "3344c80391b0b82082a3"),
-    "records-state": (2, "d9cd9f13cd3763597195"),
-    "conversations-state": (2, "f3b3d6f256991ff6c4c6"),
-    "timeline": (2, "769594678315c27f37d1"),
+    "sessions": (2, "32edd1d518afebc56754"),
+    "feed": (3, "bcf1a6e214004a5fbb73"),
+    "capture": (2, "81d206556488a5582905"),
+    "graph-state": (4, "e681ac31f33290a5a500"),
+    "records-state": (2, "4335f447426486b7c838"),
+    "conversations-state": (2, "e77a17799c5e464590fc"),
+    "timeline": (2, "eb15327fd7edb22cbfce"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

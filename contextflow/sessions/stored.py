@@ -75,11 +75,6 @@ def ready(app: App) -> None:
     for path in legacy.files(roots) if roots else ():
         if size := legacy.oversize(path, roots, limit):
             raise StoreError(legacy.oversized_message(path, size, limit))
-    if app.tables().busy:
-        raise StoreError(
-            f"the derived tables {app.tables().path} are locked by another process (it is making them); "
-            "ask again shortly: every write is in the logs, nothing is lost"
-        )
     raise StoreError(
         f"the derived tables {app.tables().path} cannot be opened (a read-only or full state folder?); "
         "free space or fix the folder's permissions, then `contextflow doctor --fix`"
