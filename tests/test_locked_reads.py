@@ -1,5 +1,6 @@
-"""Another process holds views.sqlite3 exclusively in rollback-journal mode (readers shut out too): each read
-answers from the logs or says plainly it is partial, having waited for the lock once, not once per statement.
+"""Another process holds views.sqlite3 exclusively, in rollback-journal mode (readers shut out too) or in WAL mode:
+each read answers from the logs or says plainly it is partial, having waited for the lock once, not once per
+statement.
 
 Waits are counted, never timed: every SQLite connection of the test's process counts its statements that
 failed busy after waiting (its busy timeout shortened to WAITED_MS so the test runs quickly)."""
@@ -171,7 +172,8 @@ def test_each_read_under_an_exclusive_lock_waits_once_and_shows_the_handoff_just
             if newest is None:
                 assert plainly_partial(text), (argv, text)
             elif newest.endswith("\n"):  # (a heading: the line after it)
-                assert "task=the task under the lock" in text.split(newest, 1)[-1].split("\n", 1)[0], (argv, text)
+                after = text.split(newest, 1)[-1].split("\n", 1)[0]
+                assert newest in text and "task=the task under the lock" in after, (argv, text)
             else:
                 assert newest in text, (argv, text)
         waits.count = 0
