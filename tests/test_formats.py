@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "49b8ad25fe98eb4266e4"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "582e568815223eead1ba"),
-    "feed": (3, "2674fe839b041fbe78f2"),
-    "capture": (2, "7b4538a6de8f1d811910"),
-    "graph-state": (4, "6279ae1baffebd92056e"),
-    "records-state": (2, "ac71a3e85fe797b11100"),
-    "conversations-state": (2, "b31b4d981388fff639c3"),
-    "timeline": (2, "4d4c35b60a12408f3121"),
+    "sessions": (2, "b20db54c0f85bf2c9f17"),
+    "feed": (3, "d00afe297cf25916739d"),
+    "capture": (2, "43401e7c005a2b4a3e99"),
+    "graph-state": (4, "755c45c25b32484dffc5"),
+    "records-state": (2, "705894e75e8ea10f8790"),
+    "conversations-state": (2, "f6424c356e4547206924"),
+    "timeline": (2, "5ffe85450393bd2794ee"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
