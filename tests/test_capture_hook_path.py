@@ -473,3 +473,30 @@ def test_the_payload_reader_refuses_a_path_it_must_not_open():
     long = read({"transcript_path": "/" + "a" * 5_000, "session_id": " s ", "cwd": 7}, {})
     assert long.transcript is None and "at most 4,096" in long.refused and long.session_id == "s" and long.cwd is None
     assert read({"transcript_path": 7, "session_id": "x" * 300}, {})[1:3] == (None, None)
+
+
+@pytest.mark.parametrize("event", ["stop", "session-start"])
+def test_the_hooks_load_no_openssl(tmp_path, hook_env, repo, event):
+    """Every hook call would pay about 2 ms loading OpenSSL through `hashlib`: a turn is captured, stored
+    and its handoff read with the interpreter's own hash functions (`core/hashing.py`)."""
+    path = tmp_path / "t.jsonl"
+    turn = [entry("user", "fix the parser"), *bash("b", "pytest -q", "1 failed", True), entry("assistant", "fixed")]
+    path.write_text("\n".join(turn) + "\n")
+    payload = {**stop_payload(path, repo), "last_assistant_message": "fixed", "hook_event_name": "Stop"}
+    hook_process("stop", payload, hook_env)  # (the first call reads the secret scanner's patterns once)
+    if event == "stop":  # the next turn: captured, redacted and stored
+        with path.open("a") as handle:
+            handle.write("\n".join([entry("user", "run it again"), *bash("c", "pytest -q", "3 passed", False)]) + "\n")
+    else:  # the next session starts: the stored turn and handoff read
+        payload = {"session_id": "next", "cwd": str(repo), "hook_event_name": "SessionStart"}
+    script = (
+        "import io, sys\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(payload).encode()!r}))\n"
+        "from contextflow.adapters.cli import main\n"
+        f"code = main(['hook', {event!r}])\n"
+        "print('LOADED', sorted({'_hashlib', 'hashlib', 'ssl'} & set(sys.modules)), code, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=hook_env, capture_output=True, text=True, timeout=60)
+    assert "LOADED [] 0" in done.stderr, done.stderr
+    stored = b"".join(log.read_bytes() for log in (tmp_path / "store").glob("*.jsonl"))
+    assert b"run it again" in stored if event == "stop" else b"fix the parser" in stored  # (the check proved something)

@@ -19,15 +19,15 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (5, "f7c976fc266c97799d2e"),
+    "search-index": (5, "49b8ad25fe98eb4266e4"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "7805ebfbdab5e529aeda"),
-    "feed": (3, "4929a1e98cfdd30a3485"),
-    "capture": (2, "99ef5f7565d2cf8dbc7d"),
-    "graph-state": (4, "3344c80391b0b82082a3"),
-    "records-state": (2, "d9cd9f13cd3763597195"),
-    "conversations-state": (2, "f3b3d6f256991ff6c4c6"),
-    "timeline": (2, "2ae4803a5a5a3506a356"),
+    "sessions": (2, "86535017ff159e538062"),
+    "feed": (3, "bf6f578d68441790d6e9"),
+    "capture": (2, "7910ae65c80fae479177"),
+    "graph-state": (4, "755c45c25b32484dffc5"),
+    "records-state": (2, "705894e75e8ea10f8790"),
+    "conversations-state": (2, "f6424c356e4547206924"),
+    "timeline": (2, "1fb4e9c4d50d74f76c92"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

@@ -229,12 +229,14 @@ def session_start_output(app: App, hooks: Path, budget: int, project: str | None
     `start-preview` and the page show: this one path). When any of its readings was partial (read from
     the logs' newest events while a build is unfinished, or beside tables that do not serve), it says so."""
     from contextflow.adapters.session_start import NOTHING_YET_NOTE, PARTIAL_NOTE, read_partially, session_start
+    from contextflow.core.projections import one_wait
     from contextflow.core.text import clean
 
-    building = _answer_while_building(app)
-    with _as_of_now(app):  # the logs are checked once for all its reads
-        text = session_start(app, hooks, budget, project, cwd)
-        partial = building or read_partially(app)
+    with one_wait():  # (another process's lock on the tables: waited for once, not once per read)
+        building = _answer_while_building(app)
+        with _as_of_now(app):  # the logs are checked once for all its reads
+            text = session_start(app, hooks, budget, project, cwd)
+            partial = building or read_partially(app)
     if partial:  # (said also when the newest events hold nothing of this project: the agent knows why)
         shown = clean(project or app.settings.default_project, True)
         text = f"{text}\n\n{PARTIAL_NOTE}" if text.strip() else NOTHING_YET_NOTE.format(project=shown)

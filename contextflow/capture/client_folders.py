@@ -17,7 +17,6 @@ Stdlib only: a hook pays nothing to import it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,8 @@ from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from contextflow.core import hashing
 
 NEWEST = 4  # transcripts of each client looked at, newest first
 MAX_LISTED = 2_000  # folder entries listed per folder
@@ -186,7 +187,7 @@ def gemini(
     env: Mapping[str, str], cwd: str, root: str, heads: dict[str, Any], problems: dict[str, list[str]]
 ) -> list[Found]:
     base = os.path.join(env.get("GEMINI_CLI_HOME") or _home(env), ".gemini", "tmp")
-    hashes = {hashlib.sha256(folder.encode("utf-8", "surrogatepass")).hexdigest() for folder in (cwd, root)}
+    hashes = {hashing.sha256(folder.encode("utf-8", "surrogatepass")).hexdigest() for folder in (cwd, root)}
     names = {os.path.basename(folder).lower() for folder in (cwd, root)}
     try:
         with os.scandir(base) as entries:

@@ -25,7 +25,6 @@ directives need it), and nothing of the turns is stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -36,6 +35,7 @@ from contextflow.capture import transcript
 from contextflow.capture.payload import Hook
 from contextflow.capture.transcript import Reading
 from contextflow.capture.transcript import redacted as redacted
+from contextflow.core import hashing
 from contextflow.core.project import repository_root
 from contextflow.core.settings import read
 from contextflow.core.text import cut
@@ -116,7 +116,7 @@ def handle(
 
 def turn_id(session_id: str, turn: dict[str, Any]) -> str:
     body = json.dumps([session_id, turn], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(body.encode()).hexdigest()[:32]
+    return hashing.sha256(body.encode()).hexdigest()[:32]
 
 
 def capture(
@@ -268,7 +268,7 @@ def _link_handoff(app: App, project: str, turn: dict[str, Any]) -> None:
 def _closing_due(state: dict[str, Any], digests: Any) -> bool:
     """Whether a closing call (SessionEnd, PreCompact) with no new turn has something to write."""
     said = state.get("digest", {}).get("substance", {})
-    whole = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+    whole = hashing.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
     return _auto_due(state, digests) or bool(said and state.get("conversation_whole") != whole)
 
 
@@ -282,7 +282,7 @@ def _auto_hash(digest: dict[str, Any]) -> str:
 
     fields = auto_handoff(digest)
     body = json.dumps([fields.get("summary"), fields.get("files"), fields.get("next_steps"), fields.get("tests")])
-    return hashlib.sha256(body.encode()).hexdigest()
+    return hashing.sha256(body.encode()).hexdigest()
 
 
 def _auto_handoff(
@@ -315,13 +315,13 @@ def _conversation(state: dict[str, Any], base: dict[str, Any], client: str, clos
     if not said.get("decisions") and not said.get("questions") and not said.get("todos_said"):
         return None
     decided = [sorted(d.get("decision", "") for d in said.get("decisions", [])), sorted(said.get("questions", []))]
-    version = hashlib.sha256(json.dumps(decided).encode()).hexdigest()
-    whole = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+    version = hashing.sha256(json.dumps(decided).encode()).hexdigest()
+    whole = hashing.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
     if state.get("conversation_hash") == version and not (closing and state.get("conversation_whole") != whole):
         return None
     state["conversation_hash"], state["conversation_whole"] = version, whole
     fields = auto_handoff(digest)
-    name = hashlib.sha256(f"{base['project']}\0{base['session_id']}".encode()).hexdigest()[:16]
+    name = hashing.sha256(f"{base['project']}\0{base['session_id']}".encode()).hexdigest()[:16]
     return {
         "conversation_id": f"capture-{name}",
         "source": client,

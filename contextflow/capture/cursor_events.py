@@ -14,13 +14,13 @@ Only the fields read here are kept; `<private>` text is dropped before anything 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from contextflow.capture.turns import MAX_COMMAND, MAX_FINAL, MAX_PROMPT, Turn, clip, decoded, each
+from contextflow.core import hashing
 
 EVENTS = ("beforeSubmitPrompt", "afterFileEdit", "afterShellExecution", "afterAgentResponse", "stop")
 KEPT = {
@@ -46,7 +46,7 @@ def workspace(payload: dict[str, Any]) -> str | None:
 def journal_path(state_dir: Path, conversation_id: str) -> Path:
     folder = state_dir / "capture" / "cursor"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return folder / (hashlib.sha256(conversation_id.encode()).hexdigest()[:24] + ".jsonl")
+    return folder / (hashing.sha256(conversation_id.encode()).hexdigest()[:24] + ".jsonl")
 
 
 def record(payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -18,11 +18,10 @@ holds a NUL is skipped, whatever machine recorded it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 
-from contextflow.core import gitrepo
+from contextflow.core import gitrepo, hashing
 
 MAX_FILE_BYTES = 8 << 20
 MAX_FILES = 40
@@ -32,7 +31,7 @@ GONE = "-"  # the blob of a file that does not exist (deleted, or never written)
 
 
 def blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    return hashing.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _path_ok(path: object) -> bool:

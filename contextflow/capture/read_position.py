@@ -11,11 +11,10 @@ Only a regular file is read: a FIFO, a device or a folder (also behind a link) i
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import IO, Any
 
-from contextflow.core import regular
+from contextflow.core import hashing, regular
 from contextflow.core.regular import NotRegular as NotRegular
 
 MAX_READ = 8 << 20
@@ -43,7 +42,7 @@ class Chunk:
 
 def _check(fd: int, offset: int) -> str:
     start = max(0, offset - CHECK_BYTES)
-    return hashlib.sha256(os.pread(fd, offset - start, start)).hexdigest()[:32]
+    return hashing.sha256(os.pread(fd, offset - start, start)).hexdigest()[:32]
 
 
 def read_new(path: str, position: dict[str, Any] | None, max_read: int = MAX_READ) -> Chunk:

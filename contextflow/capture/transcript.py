@@ -26,7 +26,6 @@ The "cursor" key holds the read position (`capture/read_position.py`): files sto
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -38,6 +37,7 @@ from typing import Any, NamedTuple
 from contextflow.capture import read_position
 from contextflow.capture.payload import Hook
 from contextflow.capture.turns import UNREADABLE, Turn
+from contextflow.core import hashing
 
 PARSERS = {  # client -> capture module
     "claude-code": "claude",
@@ -78,7 +78,7 @@ def parser_of(hook: Hook, payload_client: str) -> str:
 def state_path(state_dir: Path, transcript: str) -> Path:
     folder = state_dir / "capture"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return folder / (hashlib.sha256(transcript.encode("utf-8", "surrogatepass")).hexdigest()[:24] + ".json")
+    return folder / (hashing.sha256(transcript.encode("utf-8", "surrogatepass")).hexdigest()[:24] + ".json")
 
 
 def load_state(path: Path) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def redacted(value: Any) -> Any:
 
 
 def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return hashing.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def note_error(state: dict[str, Any], message: str) -> None:

@@ -15,11 +15,12 @@ prompt a person types runs a hook.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from contextflow.core import hashing
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -36,7 +37,7 @@ def _dumps(value: Any) -> str:
 
 
 def _pending_path(hooks: Path, session_id: str | None) -> Path:
-    key = hashlib.sha256(str(session_id or "no-session").encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    key = hashing.sha256(str(session_id or "no-session").encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return hooks / f"pending-{key}.json"
 
 
@@ -96,7 +97,7 @@ def prompt_submit(hooks: Path, session_id: str | None, budget: int) -> str:
 
 def _directive_key(directive: directives.Directive) -> str:
     body = _dumps([directive.name, sorted(directive.attrs.items()), directive.body])
-    return "dir:" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return "dir:" + hashing.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _directives_in(text: str) -> list[directives.Directive]:

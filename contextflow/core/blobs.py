@@ -18,12 +18,12 @@ This and contextflow/core/log.py are the only modules that touch files in the st
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import stat
 from pathlib import Path
 
+from contextflow.core import hashing
 from contextflow.core.errors import NotFoundError, StoreError
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.log import ensure_folder
@@ -62,7 +62,7 @@ def write_blob(folder: Path, data: bytes, *, fsync: bool = True) -> str:
     Flushed before the rename by default: the event that refers to a blob is appended after this returns."""
     if len(data) > MAX_BLOB_BYTES:
         raise StoreError(f"a blob of {len(data)} bytes is over the limit of {MAX_BLOB_BYTES}; store less")
-    sha = hashlib.sha256(data).hexdigest()
+    sha = hashing.sha256(data).hexdigest()
     target = blob_path(folder, sha)
     _real_folders(target, create=False)
     if target.is_file() and not target.is_symlink() and target.stat().st_size == len(data):
@@ -105,7 +105,7 @@ def _read_checked(fd: int, path: Path, sha: str) -> bytes:
             f"blob {path} is {st.st_size} bytes, over the limit of {MAX_BLOB_BYTES}; contextflow never writes "
             "one that big, so it was planted or damaged: remove it"
         )
-    digest = hashlib.sha256()
+    digest = hashing.sha256()
     parts: list[bytes] = []
     total = 0
     try:

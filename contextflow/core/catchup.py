@@ -27,6 +27,7 @@ from contextflow.core.projections import (
     busy,
     damaged,
     db_stamp,
+    patience,
     position_blob,
     position_of,
     readable_events,
@@ -97,8 +98,10 @@ class CatchUp:
         process holds the write lock longer than `wait` s, returns -1 (the tables answer as they are).
         Unless `foreground`, a backlog over BACKGROUND_BYTES (a fresh machine, a format rebuilt) is built
         by one background process while this one answers from what is there and, when `ahead`, from
-        this machine's newest rows (also -1)."""
+        this machine's newest rows (also -1). A call that waited out the lock once does not wait again
+        (`projections.one_wait`), but a `foreground` build waits its whole `wait`."""
         with self._mutex:
+            wait = wait if foreground else patience(wait)
             self._also = frozenset(also)
             try:
                 read = self._update(wait, foreground)

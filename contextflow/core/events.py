@@ -16,11 +16,10 @@ events of writer `legacy` whose clock comes from their `ts` and whose seq is a h
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any, NamedTuple
 
-from contextflow.core import jsonio
+from contextflow.core import hashing, jsonio
 from contextflow.core.clock import MAX_HLC, MAX_MS, stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
 from contextflow.core.timeutil import iso_ms
@@ -187,10 +186,10 @@ def _decode_legacy(record: dict[str, Any]) -> Event:
     data = {name: record[name] for name in LEGACY_FIELDS if record.get(name) is not None}
     event_id = record.get("id")
     if not isinstance(event_id, str) or not _ID.fullmatch(event_id):  # the same entry has the same id in any file
-        event_id = "legacy-" + hashlib.sha256(jsonio.dumps(record)).hexdigest()[:16]
+        event_id = "legacy-" + hashing.sha256(jsonio.dumps(record)).hexdigest()[:16]
     # the order key comes from the entry alone: ContextFlowMCP copies entries between its files (its
     # migration to session files), and every copy must sort the same whatever file is read first
-    seq = int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=6).digest(), "big")
+    seq = int.from_bytes(hashing.blake2b(event_id.encode(), digest_size=6).digest(), "big")
     return Event(id=event_id, writer=LEGACY_WRITER, seq=seq, hlc=stamp_from_ms(ms), kind=kind, data=data)
 
 

@@ -17,11 +17,12 @@ recorded (it does not).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
+
+from contextflow.core import hashing
 
 PACKAGE = Path(__file__).resolve().parents[1]  # contextflow/
 ROOT_NAME = PACKAGE.name
@@ -44,7 +45,7 @@ class Format(NamedTuple):
 
     def digest(self, beside: Format | None = None) -> str:
         """A hash of the closure's names and text (without `beside`'s closure: what this one adds to it)."""
-        found = hashlib.blake2b(digest_size=10)
+        found = hashing.blake2b(digest_size=10)
         shared = set(beside.closure()) if beside is not None else set()
         for module in (name for name in self.closure() if name not in shared):
             found.update(module.encode() + b"\0" + module_path(module).read_bytes() + b"\0")

@@ -8,11 +8,11 @@ item of the same source) gets the same id both times and the second copy is reco
 from __future__ import annotations
 
 import bisect
-import hashlib
 import itertools
 import os
 from collections.abc import Collection
 
+from contextflow.core import hashing
 from contextflow.core.errors import InputError, NotFoundError
 
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -46,7 +46,7 @@ def derived_id(*parts: str) -> str:
     return _spell(digest.digest())
 
 
-_DERIVING = hashlib.blake2b(digest_size=_ID_BYTES, person=b"contextflow-id")
+_DERIVING = hashing.blake2b(digest_size=_ID_BYTES, person=b"contextflow-id")
 
 
 def _starting_with(wanted: str, known: Collection[str]) -> list[str]:

@@ -27,7 +27,6 @@ state is keyed on the store's real path: one writer lock however the store is re
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import stat
@@ -36,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from contextflow.core import legacy
+from contextflow.core import hashing, legacy
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.settings import STORE_OPTION_MARKER as STORE_OPTION_MARKER
@@ -232,7 +231,7 @@ def store_state_dir(folder: Path, env: Mapping[str, str] | None = None) -> Path:
     """This store's state folder, keyed on the store's real path (one lock however it is reached)."""
     env = os.environ if env is None else env
     root = checked_state_root(env, folder)
-    digest = hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:16]
+    digest = hashing.sha256(os.path.realpath(folder).encode()).hexdigest()[:16]
     for path in (root / "stores", root / "stores" / digest):
         with contextlib.suppress(FileNotFoundError):  # a plain file in a folder's place: removed, rebuilt
             if stat.S_ISREG(os.lstat(path).st_mode):  # (a link or any other kind is refused below)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -32,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from contextflow.core import batches, legacy
+from contextflow.core import batches, hashing, legacy
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
@@ -125,7 +124,7 @@ class Chunk(NamedTuple):
 
 def _tail_hash(fd: int, offset: int) -> bytes:
     start = max(0, offset - TAIL_WINDOW)
-    return hashlib.blake2b(os.pread(fd, offset - start, start), digest_size=16).digest()
+    return hashing.blake2b(os.pread(fd, offset - start, start), digest_size=16).digest()
 
 
 def _prefix_hash(fd: int, blocks: bytes, start: int, end: int) -> tuple[bytes, bytes]:
@@ -135,9 +134,9 @@ def _prefix_hash(fd: int, blocks: bytes, start: int, end: int) -> tuple[bytes, b
     position = start
     while end - position >= PREFIX_BLOCK:
         block = os.pread(fd, PREFIX_BLOCK, position)
-        blocks = hashlib.blake2b(blocks + block, digest_size=16).digest()
+        blocks = hashing.blake2b(blocks + block, digest_size=16).digest()
         position += PREFIX_BLOCK
-    partial = hashlib.blake2b(os.pread(fd, end - position, position), digest_size=16).digest()
+    partial = hashing.blake2b(os.pread(fd, end - position, position), digest_size=16).digest()
     return blocks, partial
 
 

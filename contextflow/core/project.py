@@ -29,14 +29,13 @@ character or an unreadable path falls back to the next rule.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.core import gitrepo
+from contextflow.core import gitrepo, hashing
 from contextflow.core.errors import InputError
 from contextflow.core.gitrepo import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
 from contextflow.core.settings import Settings, clean_name, read
@@ -145,7 +144,7 @@ def path_project(path: str) -> str:
     if named:
         return named
     tail = clean_name(os.path.basename(path)[:100]) or "folder"
-    return f"{tail}@{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:ROOT_HEX]}"
+    return f"{tail}@{hashing.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:ROOT_HEX]}"
 
 
 def _cache_file(common_dir: str, env: Mapping[str, str] | None) -> tuple[str, str] | None:
@@ -157,7 +156,7 @@ def _cache_file(common_dir: str, env: Mapping[str, str] | None) -> tuple[str, st
         folder = locate.private_folder(root / "repos", "the state folder")
     except (InputError, OSError):
         return None
-    key = hashlib.sha256(common_dir.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    key = hashing.sha256(common_dir.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return str(folder), key
 
 
@@ -283,7 +282,7 @@ def recorded_in(data: Mapping[str, object], root: str) -> bool:
         return False
     folders = transcript.replace("\\", "/").split("/")
     encoded = re.sub(r"[^A-Za-z0-9]", "-", base)
-    digest = hashlib.sha256(base.encode("utf-8", "surrogateescape")).hexdigest()
+    digest = hashing.sha256(base.encode("utf-8", "surrogateescape")).hexdigest()
     for index, folder in enumerate(folders[:-1]):
         parent = folders[index - 1] if index else ""
         if parent == "projects" and (folder == encoded or folder.startswith(encoded + "-")):

@@ -4,6 +4,7 @@ tables, the read position as stored, the errors told apart, the write transactio
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,7 +37,38 @@ WHOLE: ContextVar[float | None] = ContextVar("whole", default=None)
 PARTIAL_READS: ContextVar[list[bool] | None] = ContextVar("partial_reads", default=None)  # [read partially]
 UNBUILT_WAIT_S = 15.0  # a call that found nothing in a partial reading waits this long for the build (clients
 # give up on a tool call after 60 s)
+# Inside `one_wait` (one call): [waited out another process's lock on the tables]; then no statement waits again
+LOCK_SEEN: ContextVar[list[bool] | None] = ContextVar("lock_seen", default=None)
 T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def one_wait() -> Iterator[None]:
+    """Inside (one call), another process's lock on the tables is waited for once: after one statement waited
+    WAIT_S and found it still held, the others try without waiting (`patience`) and the call answers as when
+    the tables do not read (from the logs: `core/rest.py`), not after one wait per statement (a lock in
+    rollback-journal mode shuts readers out too)."""
+    if LOCK_SEEN.get() is not None:
+        yield
+        return
+    token = LOCK_SEEN.set([False])
+    try:
+        yield
+    finally:
+        LOCK_SEEN.reset(token)
+
+
+def patience(wait: float) -> float:
+    """How long to wait for SQLite's lock: `wait`, or nothing once this call waited it out (`one_wait`)."""
+    seen = LOCK_SEEN.get()
+    return 0.0 if seen is not None and seen[0] else wait
+
+
+def waited_out() -> None:
+    """Another process held SQLite's lock past this call's wait: its other statements wait no more."""
+    seen = LOCK_SEEN.get()
+    if seen is not None:
+        seen[0] = True
 
 
 def whole_reads(run: Callable[[], T], wait: float) -> T:
@@ -50,19 +82,21 @@ def whole_reads(run: Callable[[], T], wait: float) -> T:
 
 
 def never_unbuilt(run: Callable[[], T]) -> T:
-    """`run()`; when it finds something missing (a NotFoundError) after reading only part of the logs (a build
-    unfinished), `run()` again on whole readings (within UNBUILT_WAIT_S): "not found" never comes from an
-    unfinished build. Whatever else it read partially, its reply says so."""
+    """`run()` (one call: `one_wait`); when it finds something missing (a NotFoundError) after reading only part
+    of the logs (a build unfinished), `run()` again on whole readings (within UNBUILT_WAIT_S): "not found" never
+    comes from an unfinished build. Whatever else it read partially, its reply says so."""
     from contextflow.core.errors import NotFoundError
 
     seen = [False]
     token = PARTIAL_READS.set(seen)
     try:
-        return run()
-    except NotFoundError:
-        if not seen[0]:
-            raise
-        return whole_reads(run, UNBUILT_WAIT_S)
+        with one_wait():
+            try:
+                return run()
+            except NotFoundError:
+                if not seen[0]:
+                    raise
+                return whole_reads(run, UNBUILT_WAIT_S)
     finally:
         PARTIAL_READS.reset(token)
 
@@ -232,6 +266,8 @@ class Txn:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if busy(exc):
+                if self.wait:
+                    waited_out()
                 raise Busy(str(exc)) from None
             raise
 

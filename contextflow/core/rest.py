@@ -43,10 +43,13 @@ from contextflow.core.projections import (
     WAIT_S,
     WHOLE,
     Projection,
+    busy,
     damaged,
+    patience,
     position_of,
     readable_events,
     scoped_views,
+    waited_out,
 )
 
 if TYPE_CHECKING:
@@ -281,9 +284,11 @@ def build(tables: Tables, sets: Sequence[Projection], key: object = None, most: 
     (partial, with the build's progress) when more than `most` (REST_BYTES) bytes remain. A lazy projection
     (the search index, outside SQLite) has no rest: a search says how far it is instead."""
     sets = [table_set for table_set in sets if not table_set.lazy]
-    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    wait = patience(WAIT_S)  # (none once this call waited out another process's lock: then the rest alone)
+    db = sqlite3.connect(":memory:", timeout=wait, isolation_level=None, check_same_thread=False)
     try:
-        positions, built = _attach(db, tables, sets)
+        positions, built = _attach(db, tables, sets, wait)
+        db.execute(f"PRAGMA busy_timeout = {int(WAIT_S * 1000)}")
         for table_set in sets:
             for statement in table_set.schema:
                 db.execute(statement)
@@ -317,12 +322,13 @@ _BY_ID = "SELECT * FROM base.{t} WHERE id NOT IN (SELECT id FROM main.{t}) UNION
 
 
 def _attach(
-    db: sqlite3.Connection, tables: Tables, sets: Sequence[Projection]
+    db: sqlite3.Connection, tables: Tables, sets: Sequence[Projection], wait: float
 ) -> tuple[dict[tuple[str, str], Position], set[str]]:
-    """Attach the tables as `base` (read only); the read positions of `sets` there and the names of those built."""
+    """Attach the tables as `base` (read only); the read positions of `sets` there and the names of those built
+    (none when another process holds them past `wait` s: the call waits no more, `waited_out`)."""
     positions: dict[tuple[str, str], Position] = {}
     built: set[str] = set()
-    with contextlib.suppress(sqlite3.DatabaseError):  # (no database, or a damaged one: the rest alone)
+    try:
         if not tables.path.is_file():
             return positions, built
         db.execute("ATTACH ? AS base", (f"{tables.path.absolute().as_uri()}?mode=ro",))
@@ -334,6 +340,10 @@ def _attach(
                 built.add(table_set.name)
         found = db.execute("SELECT format, path, position FROM base.positions").fetchall()
         positions = {(str(name), str(path)): position_of(blob) for name, path, blob in found if name in built}
+    except sqlite3.DatabaseError as exc:  # (a damaged or locked database: the rest alone, base never read)
+        if busy(exc) and wait:
+            waited_out()
+        return {}, set()
     return positions, built
 
 

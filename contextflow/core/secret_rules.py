@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import re
 from collections.abc import Callable
 from contextlib import suppress
@@ -25,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-from contextflow.core import jsonio
+from contextflow.core import hashing, jsonio
 from contextflow.core import secret_formats as formats
 from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.text import Worded
@@ -628,5 +627,5 @@ def pattern_cache_file() -> Path:
         version = b"".join(Path(folder, "__version__.py").read_bytes() for folder in folders)
     except OSError:
         version = b"unknown"
-    key = hashlib.blake2b(version + repr(sorted(LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
+    key = hashing.blake2b(version + repr(sorted(LIBRARY_DETECTORS.items())).encode(), digest_size=8).hexdigest()
     return state_root() / "cache" / f"secret-patterns-{key}.json"

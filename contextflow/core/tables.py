@@ -58,7 +58,7 @@ from contextflow.core.log import Position, list_segments
 from contextflow.core.projections import WAIT_S as WAIT_S
 from contextflow.core.projections import Projection as Projection
 from contextflow.core.projections import Row as Row
-from contextflow.core.projections import busy, damaged, position_of, scoped_views, unread_bytes
+from contextflow.core.projections import busy, damaged, patience, position_of, scoped_views, unread_bytes, waited_out
 from contextflow.core.projections import db_stamp as db_stamp
 from contextflow.core.projections import stamp_of as stamp_of
 
@@ -150,10 +150,13 @@ class Tables(CatchUp):
                 beside = Path(f"{self.path}{suffix}")
                 if os.path.lexists(beside) and not stat.S_ISREG(os.lstat(beside).st_mode):
                     remove_derived(beside)
-            db = sqlite3.connect(self.path, timeout=WAIT_S, isolation_level=None, check_same_thread=False)
+            wait = patience(WAIT_S)  # (none once this call waited out another process's lock)
+            db = sqlite3.connect(self.path, timeout=wait, isolation_level=None, check_same_thread=False)
             try:
-                if _wal(db) != "wal":
+                if _wal(db, wait) != "wal":
                     raise sqlite3.DatabaseError("the database does not take WAL mode")
+                if wait != WAIT_S:
+                    db.execute(f"PRAGMA busy_timeout = {int(WAIT_S * 1000)}")  # (the next call's reads wait)
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a power cut may cost the last commits
                 db.execute(f"PRAGMA cache_size=-{CACHE_KB}")  # a chunk's index updates stay in memory
             except BaseException:
@@ -489,9 +492,9 @@ class Tables(CatchUp):
             try:
                 found = self.query("SELECT max(bad) FROM positions GROUP BY path", checked=True)
             except sqlite3.DatabaseError as exc:
-                if not damaged(exc):
+                if not damaged(exc) and not busy(exc):
                     raise
-                return 0  # (found damaged and deleted: the tables read no log now)
+                return 0  # (found damaged and deleted, or locked by another process: the tables read no log now)
             count = int(sum(count for (count,) in found))
             self._bad = (key, count) if key is not None else None
             return count
@@ -551,15 +554,18 @@ def describe(tables: Tables, check: bool = True) -> dict[str, Any]:
     }
 
 
-def _wal(db: sqlite3.Connection) -> str:
+def _wal(db: sqlite3.Connection, wait: float) -> str:
     """Put a new connection in WAL mode: two connections making a new file WAL at once deadlock, and SQLite then
-    answers one "locked" at once rather than wait; that one tries again until WAIT_S has passed."""
-    deadline = time.monotonic() + WAIT_S
+    answers one "locked" at once rather than wait; that one tries again until `wait` s have passed. Still
+    locked then (another process holds the file in rollback-journal mode): the call waits no more (`waited_out`)."""
+    deadline = time.monotonic() + wait
     while True:
         try:
             return str(db.execute("PRAGMA journal_mode=WAL").fetchone()[0])
         except sqlite3.OperationalError as exc:
-            if not busy(exc) or time.monotonic() > deadline:
+            if not busy(exc) or time.monotonic() >= deadline:
+                if busy(exc) and wait:
+                    waited_out()
                 raise
             time.sleep(0.01)
 

@@ -13,11 +13,10 @@ ids of the events of the kinds an import writes (`KNOWN_KINDS`), so an import le
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from contextflow.core import jsonio
+from contextflow.core import hashing, jsonio
 from contextflow.core.clock import COUNTER_BITS
 from contextflow.core.events import Event, OrderKey
 from contextflow.core.formats import Format
@@ -147,7 +146,7 @@ def dedupe_digest(content: str) -> bytes:
     """Equal for contents with the same `model.dedupe_key` (nodes that may be copies of each other)."""
     from contextflow.graph import model
 
-    return hashlib.blake2b(model.dedupe_key(content).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return hashing.blake2b(model.dedupe_key(content).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _on(mark: Mark) -> int:

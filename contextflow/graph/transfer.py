@@ -10,13 +10,13 @@ query, or a node here whose content differs, stops the import unless `merge` (th
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contextflow import __version__
 from contextflow.app import App
+from contextflow.core import hashing
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import derived_id, new_id
@@ -249,7 +249,7 @@ def ingest_file(app: App, path: str | Path, *, tags: list[str] | None = None, ag
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{file} is not UTF-8 text; only text files can be ingested") from None
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = hashing.sha256(raw).hexdigest()
     state = graph(app)
     previous: list[str] = []  # the file's current node (each part of it), superseded by the new one
     for node_id in sorted(state.of_type("source")):

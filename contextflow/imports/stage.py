@@ -16,7 +16,6 @@ only this process holds, so nothing readable of the source lands on disk unredac
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import secrets
 import sqlite3
@@ -26,7 +25,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from contextflow.core import jsonio
+from contextflow.core import hashing, jsonio
 from contextflow.core.errors import InputError
 from contextflow.core.ids import derived_id
 from contextflow.graph.writes import node_item
@@ -70,7 +69,7 @@ def version(record: NodeRecord) -> str:
     return digest.hexdigest()
 
 
-_VERSIONING = hashlib.blake2b(digest_size=6)
+_VERSIONING = hashing.blake2b(digest_size=6)
 
 
 def _packed(source: str, target: str, relations: str) -> str:
@@ -135,12 +134,12 @@ class Stage:
 
     def seal(self, text: str) -> bytes:
         raw, nonce = text.encode("utf-8", "surrogatepass"), next(self._nonce).to_bytes(8, "big")
-        pad = hashlib.shake_256(self._key + nonce).digest(len(raw))
+        pad = hashing.shake_256(self._key + nonce).digest(len(raw))
         return nonce + (int.from_bytes(raw, "big") ^ int.from_bytes(pad, "big")).to_bytes(len(raw), "big")
 
     def unseal(self, sealed: bytes) -> str:
         nonce, body = sealed[:8], sealed[8:]
-        pad = hashlib.shake_256(self._key + nonce).digest(len(body))
+        pad = hashing.shake_256(self._key + nonce).digest(len(body))
         return (
             (int.from_bytes(body, "big") ^ int.from_bytes(pad, "big"))
             .to_bytes(len(body), "big")
@@ -148,7 +147,7 @@ class Stage:
         )
 
     def _group(self, group: str) -> bytes:
-        return hashlib.blake2b(group.encode("utf-8", "surrogatepass"), digest_size=16, key=self._key).digest()
+        return hashing.blake2b(group.encode("utf-8", "surrogatepass"), digest_size=16, key=self._key).digest()
 
     # -- filling ---------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ a last line cut short without its newline (a client stopped mid-write), which is
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from contextflow.app import App
 from contextflow.capture import core as capture
 from contextflow.capture import transcript
 from contextflow.capture.turns import TURN_KIND
-from contextflow.core import jsonio, secrets
+from contextflow.core import hashing, jsonio, secrets
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.ids import derived_id
 from contextflow.core.project import DEFAULT_PROJECT, normalise_remote, project_for
@@ -181,7 +180,7 @@ def plan_file(app: App, fmt: str, path: Path, known_turns: KnownTurns | set[str]
         plan.skipped["session that has a handoff"] = 1
         return plan
     handoff = capture.handoff_data(app, digest, base, client, str(path))
-    version = hashlib.sha256(json.dumps(handoff, sort_keys=True).encode()).hexdigest()
+    version = hashing.sha256(json.dumps(handoff, sort_keys=True).encode()).hexdigest()
     plan.events.append(
         Planned(derived_id(fmt, "handoff", session_id, version), "handoff", handoff, "handoff", session_id)
     )

@@ -24,13 +24,13 @@ off, `none` all of them (plain BM25 with recency), `none,+session` only that one
 from __future__ import annotations
 
 import functools
-import hashlib
 import heapq
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from contextflow.core import hashing
 from contextflow.core.errors import InputError
 from contextflow.core.settings import RANKING_VARIABLE, read, resolved
 from contextflow.search import when
@@ -113,7 +113,7 @@ def weight_scale() -> int:
 @functools.lru_cache(maxsize=1 << 14)
 def stable_hash(text: str) -> int:
     """A 63-bit hash, the same in every process (0 is kept for "none")."""
-    value = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
+    value = int.from_bytes(hashing.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1
     return value or 1
 
 

@@ -50,11 +50,12 @@ _READINGS: WeakKeyDictionary[Store, Reading] = WeakKeyDictionary()  # how this s
 def current(app: App) -> bool:
     """Whether the queries below answer (False only where the tables do not open or a ContextFlowMCP file is
     over its size limit: `ready` says which): the tables when they hold every log's events, else the tables
-    as built with the rows of the logs' remaining bytes (`core/rest.py`), or while more than its bound
-    remains the logs' newest bytes only, and then `partial` says how far the build is. Never "no session"
-    from an unfinished build. A store scoped to some projects reads them too (each query keeps to those)."""
+    as built with the rows of the logs' remaining bytes (`core/rest.py`; the logs' rows alone while another
+    process holds the tables locked), or while more than its bound remains the logs' newest bytes only, and
+    then `partial` says how far the build is. Never "no session" from an unfinished build. A store scoped to
+    some projects reads them too (each query keeps to those)."""
     tables = app.tables()
-    if tables.oversized() or not tables.usable():
+    if tables.oversized() or (not tables.usable() and not tables.busy):
         return False
     from contextflow.core.rest import reading
     from contextflow.sessions.projection import PROJECTION
@@ -74,11 +75,6 @@ def ready(app: App) -> None:
     for path in legacy.files(roots) if roots else ():
         if size := legacy.oversize(path, roots, limit):
             raise StoreError(legacy.oversized_message(path, size, limit))
-    if app.tables().busy:
-        raise StoreError(
-            f"the derived tables {app.tables().path} are locked by another process (it is making them); "
-            "ask again shortly: every write is in the logs, nothing is lost"
-        )
     raise StoreError(
         f"the derived tables {app.tables().path} cannot be opened (a read-only or full state folder?); "
         "free space or fix the folder's permissions, then `contextflow doctor --fix`"

@@ -15,7 +15,6 @@ time; token values are never logged or echoed.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import re
@@ -27,7 +26,7 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from contextflow.core import jsonio
+from contextflow.core import hashing, jsonio
 from contextflow.core.errors import InputError
 
 ALL = "*"
@@ -70,7 +69,7 @@ class Grant:
 
 
 def digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+    return hashing.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
 def _projects(value: Any, where: str) -> frozenset[str] | None:
