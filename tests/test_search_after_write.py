@@ -181,3 +181,36 @@ def test_a_server_commits_a_write_to_the_index_while_the_client_reads_the_reply(
     read_only = ContextflowServer(app)
     read_only.call("get_context", {"query": "websocket"})
     assert read_only._indexing is None  # (a search starts nothing)
+
+
+def test_calls_in_a_row_wait_for_no_commit_between_them(app, monkeypatch):
+    """A write's commit waits until no call has come for INDEX_IDLE_S: a client's calls in a row (parallel
+    tool calls, a batch of notes) never wait for one (about 10 ms, its files synced) between them."""
+    from contextflow.adapters.server import app as server_app
+
+    commits: list[object] = []
+    monkeypatch.setattr(server_app, "_index_now", commits.append)
+    monkeypatch.setattr(server_app, "INDEX_IDLE_S", 60.0)  # (the calls below come well within it)
+    server = server_app.ContextflowServer(app)
+    note = {"text": "the websocket reconnects", "session_id": "s1", "agent": "claude"}
+    try:
+        for call, arguments in [
+            ("append_shared_note", note),
+            ("read_shared_context", {"session_id": "s1"}),
+            ("append_shared_note", {**note, "text": "the websocket drops"}),
+            ("unknown_tool", {}),
+        ]:
+            server.call(call, arguments)
+            assert server._indexing is not None and server._indexing.is_alive(), call  # put off, still waiting
+        assert commits == []
+        monkeypatch.setattr(server_app, "INDEX_IDLE_S", 0.0)
+        server.call("read_shared_context", {"session_id": "s1"})  # (puts it off once more, then idle at once)
+        assert server._indexing is not None
+        server._indexing.join(timeout=60)
+        assert commits == [app]  # once idle: one commit for all of them
+    finally:
+        if server._indexing is not None:
+            server._indexing.cancel()
+    reader = server_app.ContextflowServer(app)
+    reader.call("read_shared_context", {"session_id": "s1"})
+    assert reader._indexing is None  # (reads alone commit nothing)

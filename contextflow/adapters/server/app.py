@@ -41,6 +41,7 @@ from contextflow.operations.spec import Operation, PromptSpec, Reply
 
 log = logging.getLogger("contextflow.adapters.server")
 T = TypeVar("T")
+INDEX_IDLE_S = 0.02  # a write is committed to the search index once no call has come for this long
 
 INSTRUCTIONS = (
     "contextflow is shared memory across agents, tools and machines. Start with the new_session or "
@@ -60,7 +61,7 @@ class ContextflowServer:
         self.resources = {r.uri: r for f in self.tables for r in f.resources}
         self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
-        self._indexing: threading.Thread | None = None
+        self._indexing: threading.Timer | None = None  # a write's commit to the search index, waiting or running
 
     @cached_property
     def server(self) -> Server[Any]:
@@ -92,7 +93,15 @@ class ContextflowServer:
         ]
 
     def call(self, name: str, arguments: Any) -> types.CallToolResult:
+        waiting = self._put_off_indexing()
         spec = self.tools.get(name)
+        try:
+            return self._call(spec, name, arguments)
+        finally:  # (a write, or a call that put a write's commit off: committed once the server is idle)
+            if (waiting or (spec is not None and not spec.read_only)) and "get_context" in self.tools:
+                self._index_when_idle()
+
+    def _call(self, spec: Operation | None, name: str, arguments: Any) -> types.CallToolResult:
         if spec is None:
             return tool_error(f"unknown tool {name!r}; this server has: {', '.join(self.tools)}")
         try:
@@ -110,17 +119,23 @@ class ContextflowServer:
                 f"{name} failed with an internal error ({type(exc).__name__}: {exc}). "
                 "Nothing was written unless the message says so. Please report this."
             )
-        if not spec.read_only and "get_context" in self.tools:
-            self._index_after_write()
         return reply_result(reply, as_json, spec.always_structured, redacted)
 
-    def _index_after_write(self) -> None:
-        """Commit what was just written to the search index in a thread while the client reads the reply, so
-        the agent's next search finds it there (a commit costs about 10 ms). One at a time: a write made
-        meanwhile is committed by the next search, which catches up first as always."""
-        if self._indexing is not None and self._indexing.is_alive():
-            return
-        self._indexing = threading.Thread(target=_index_now, args=(self.app,), name="index-after-write", daemon=True)
+    def _put_off_indexing(self) -> bool:
+        """A call came: a write's commit to the search index that has not started waits until this call is
+        done. Whether one was waiting."""
+        timer, self._indexing = self._indexing, None
+        if timer is None or not timer.is_alive():
+            return False
+        timer.cancel()  # (one already running goes on: the next catch-up then finds nothing new)
+        return True
+
+    def _index_when_idle(self) -> None:
+        """Commit what was written to the search index once no call has come for INDEX_IDLE_S, while the client
+        reads the reply: the agent's next search finds it there, and calls in a row (a client's parallel tool
+        calls, a batch of notes) do not wait between them for a commit (about 10 ms, its files synced)."""
+        self._indexing = threading.Timer(INDEX_IDLE_S, _index_now, args=(self.app,))
+        self._indexing.name, self._indexing.daemon = "index-when-idle", True
         self._indexing.start()
 
     def call_reporting(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
