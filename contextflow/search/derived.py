@@ -255,12 +255,13 @@ class Committed:
         self.documents = 0
         self.read = 0
         self.total = 0
+        self.locked = False  # another process held the database (not in WAL mode): how far the index is, not known
         try:
             positions = self._read(tables)
-        except sqlite3.OperationalError as exc:  # another process holds the database (not in WAL mode): not known
+        except sqlite3.OperationalError as exc:
             if not busy(exc):
                 raise
-            positions = []
+            positions, self.locked = [], True
         held: dict[str, int] = {str(path): position_of(blob).offset for path, blob in positions} if self.built else {}
         for path in tables.paths():
             sig = signature(path)
@@ -286,6 +287,8 @@ class Committed:
         return positions
 
     def progress(self) -> str:
+        if self.locked:
+            return f"how much of {self.total / 1e6:.1f} MB it holds could not be read: views.sqlite3 is locked"
         percent = 100 * self.read // self.total if self.total else 100
         return f"{percent}% of {self.total / 1e6:.1f} MB indexed"
 
