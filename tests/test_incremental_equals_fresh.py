@@ -163,6 +163,7 @@ def normal(name: str, answer: Any, states: tuple[Path, ...]) -> Any:
             data.pop(volatile, None)
         if name == "get_context":  # the hits, not their scores (see the module's docstring)
             data.pop("markdown", None)
+            data.pop("tokens", None)  # (of the markdown, which shows the scores)
             data["results"] = sorted(
                 ({k: v for k, v in hit.items() if k not in ("rank", "score")} for hit in data.get("results", [])),
                 key=lambda hit: str(hit["id"]),
