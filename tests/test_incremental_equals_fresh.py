@@ -120,6 +120,8 @@ def reads(threads: list[str], nodes: list[str]) -> list[tuple[str, dict[str, Any
             ("get_latest_handoff", {"project": project}),
             ("list_sessions", {"project": project}),
             ("read_shared_context", {"project": project}),
+            ("read_shared_context", {"project": project, "limit": 2}),  # (the newest page)
+            ("list_sessions", {"project": project, "limit": 1}),
         ]
         for session in SESSIONS:
             found += [
@@ -130,7 +132,8 @@ def reads(threads: list[str], nodes: list[str]) -> list[tuple[str, dict[str, Any
     found += [("timeline_list_threads", {}), ("timeline_where_am_i", {})]
     found += [("timeline_get_thread", {"thread_id": thread}) for thread in threads]
     found += [("get_context", {"query": word}) for word in WORDS]
-    found += [("list", {}), ("tags", {}), ("recent_activity", {})]
+    found += [("list", {}), ("tags", {}), ("recent_activity", {}), ("recent_activity", {"limit": 3})]
+    found += [("context_list", {"limit": 1})]
     found += [("show", {"id": node}) for node in nodes]
     found += [("conversations list", {}), ("wherewasi", {})]
     found += [("get_conversation", {"conversation_id": f"conv-{n}"}) for n in (0, 1)]
