@@ -426,3 +426,24 @@ def test_a_word_in_records_updated_since_indexing_is_still_a_strong_match(app: A
     found = run(app, "get_context", query="alpha")
     assert found[0] == "reply" and found[1]["count"] == 5
     assert not found[1]["weak"] and not any(hit["weak"] for hit in found[1]["results"])
+
+
+def test_a_project_filter_keeps_the_unfiltered_scores_after_updates(app: App) -> None:
+    """The project filter boosts each term by its idf among every document over its idf in the project's
+    terms; with the replaced documents of three updated nodes counted in the frequencies but not in the
+    whole, the boost went negative and so did every filtered score."""
+    for n in range(4):
+        for project in ("web", "api"):
+            run(app, "append_shared_note", text=f"alpha {n}", agent="claude", project=project)
+    nodes = [run(app, "graph_remember", type="fact", content=f"alpha node {n}")[1]["id"] for n in range(3)]
+    run(app, "get_context", query="alpha")  # indexed: one segment
+    for node in nodes:
+        run(app, "graph_update", id=node, content="alpha node changed")
+
+    def scores(**scope: str) -> dict[str, float]:
+        found = run(app, "get_context", query="alpha", limit=20, **scope)
+        return {hit["id"]: hit["score"] for hit in found[1]["results"]}
+
+    every, web = scores(), scores(project="web")
+    assert len(web) == 7 and all(score > 0 for score in web.values())
+    assert {doc: every[doc] for doc in web} == web
