@@ -142,6 +142,24 @@ def reads(threads: list[str], nodes: list[str]) -> list[tuple[str, dict[str, Any
     return found
 
 
+def scoped_reads() -> list[tuple[str, dict[str, Any]]]:
+    """What a reader limited to some projects (an HTTP grant's) is compared on."""
+    found: list[tuple[str, dict[str, Any]]] = [("list_projects", {}), ("context_list", {}), ("list", {})]
+    found += [("list_sessions", {"project": project}) for project in PROJECTS]
+    found += [("read_shared_context", {"project": project}) for project in PROJECTS]
+    found += [("get_latest_handoff", {"project": "p1"}), ("timeline_list_threads", {}), ("recent_activity", {})]
+    found += [("get_context", {"query": word}) for word in WORDS]
+    return found
+
+
+def granted(app: App, projects: frozenset[str]) -> App:
+    """The same machine as an HTTP grant limited to `projects` sees it."""
+    from contextflow.adapters.server.auth import Grant
+    from contextflow.adapters.server.http import grant_app
+
+    return grant_app(app, Grant("reader", b"", projects, frozenset()))
+
+
 RELATIVE = re.compile(r"just now|\d+ (?:second|minute)s? ago|in \d+ (?:second|minute)s?")
 
 
@@ -192,6 +210,14 @@ def explain(writer: str, name: str, arguments: dict[str, Any], mine: Any, fresh:
 
     diff = difflib.unified_diff(lines(fresh), lines(mine), "fresh build", f"machine {writer}", lineterm="", n=2)
     return f"{name} {arguments}:\n" + "\n".join(diff)
+
+
+def same(who: str, app: App, oracle: App, compared: list[tuple[str, dict[str, Any]]], states: tuple[Path, ...]) -> None:
+    """Each read answered alike by the machine and by the fresh build."""
+    for name, arguments in compared:
+        mine = normal(name, run(app, name, **arguments), states)
+        fresh = normal(name, run(oracle, name, **arguments), states)
+        assert mine == fresh, explain(who, name, arguments, mine, fresh)
 
 
 class IncrementalEqualsFresh(RuleBasedStateMachine):
@@ -394,10 +420,14 @@ class IncrementalEqualsFresh(RuleBasedStateMachine):
         oracle = App.open(machine.env(fresh_state), cwd=self.root)
         states = (machine.state, fresh_state)
         try:
-            for name, arguments in reads(self.threads, self.nodes):
-                mine = normal(name, run(app, name, **arguments), states)
-                fresh = normal(name, run(oracle, name, **arguments), states)
-                assert mine == fresh, explain(machine.writer, name, arguments, mine, fresh)
+            same(machine.writer, app, oracle, reads(self.threads, self.nodes), states)
+            for projects in (frozenset({"p1"}), frozenset({"p2", app.settings.default_project})):
+                mine, fresh = granted(app, projects), granted(oracle, projects)
+                try:
+                    same(f"{machine.writer} granted {sorted(projects)}", mine, fresh, scoped_reads(), states)
+                finally:
+                    mine.close()
+                    fresh.close()
         finally:
             oracle.close()
             shutil.rmtree(fresh_state, ignore_errors=True)
