@@ -22,7 +22,7 @@ RECORDED = {
     "search-index": (5, "878f3a5d8f7f7612656c"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (2, "582e568815223eead1ba"),
-    "feed": (3, "2674fe839b041fbe78f2"),
+    "feed": (3, "67d8c8812469ebc49aab"),
     "capture": (2, "7b4538a6de8f1d811910"),
     "graph-state": (4, "6279ae1baffebd92056e"),
     "records-state": (2, "ac71a3e85fe797b11100"),

@@ -477,3 +477,30 @@ def test_a_project_filter_keeps_the_unfiltered_scores_after_updates(app: App) ->
     every, web = scores(), scores(project="web")
     assert len(web) == 7 and all(score > 0 for score in web.values())
     assert {doc: every[doc] for doc in web} == web
+
+
+def test_the_feed_shows_an_event_alike_whichever_of_its_copies_was_read_first(tmp_path: Path) -> None:
+    """Compaction keeps a superseded conversation save reduced to a few fields, under its id; a sync-conflict
+    copy of the log from before still holds it whole. The feed kept whichever copy it read first: a machine
+    that met the conflict copy first showed the save's words, a fresh build (the log first) an empty line."""
+    a, b = Machine("wa", tmp_path), Machine("wb", tmp_path)
+    try:
+        for summary in ("the first plan", "the second plan"):
+            write(b.open(), "save_conversation", conversation_id="c", topic="alpha planning", summary=summary)
+        a.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace(a.folder / "events.wb.sync-conflict-20260101-101010-DEVICE.jsonl", b.log.read_bytes())
+        shown = run(a.open(), "recent_activity")  # the conflict copy: each save whole
+        assert "the first plan" in shown[2]
+        assert compact(b.open().store, b.open().unneeded()).changed  # the first save, reduced
+        replace(a.folder / b.log.name, b.log.read_bytes())
+        fresh = App.open(a.env(tmp_path / "fresh-state"), cwd=tmp_path)
+        try:
+            states = (a.state, tmp_path / "fresh-state")
+            mine, built = (normal("recent_activity", run(app, "recent_activity"), states) for app in (a.open(), fresh))
+            assert mine == built, explain("wa", "recent_activity", {}, mine, built)
+            assert "the first plan" in mine[2]  # the copy holding more is the one shown
+        finally:
+            fresh.close()
+    finally:
+        a.close()
+        b.close()
