@@ -7,7 +7,8 @@ new state folder built from the same store folder, the oracle.
 A search is compared by the hits it finds, not their scores or ranks: tantivy counts a replaced
 document (every update of a document is a delete and an add) in BM25's statistics until its segments
 merge, in the background, so the same documents score a little differently on a machine that updated
-them than in a fresh build, as they do between two machines; ties rank by arrival order.
+them than in a fresh build, as they do between two machines; ties rank by arrival order. So a search
+asks for every hit (limit 50): which hits make a shorter page's cut depends on those scores.
 
 `CF_SWEEP_EXAMPLES` and `CF_SWEEP_STEPS` raise the number of examples and steps for a long local hunt
 (the defaults keep the file fast).
@@ -131,7 +132,7 @@ def reads(threads: list[str], nodes: list[str]) -> list[tuple[str, dict[str, Any
     found += [("context_get", {"key": key}) for key in KEYS]
     found += [("timeline_list_threads", {}), ("timeline_where_am_i", {})]
     found += [("timeline_get_thread", {"thread_id": thread}) for thread in threads]
-    found += [("get_context", {"query": word}) for word in WORDS]
+    found += [("get_context", {"query": word, "limit": 50}) for word in WORDS]  # (every hit: see the docstring)
     found += [("list", {}), ("tags", {}), ("recent_activity", {}), ("recent_activity", {"limit": 3})]
     found += [("context_list", {"limit": 1})]
     found += [("show", {"id": node}) for node in nodes]
@@ -148,7 +149,7 @@ def scoped_reads() -> list[tuple[str, dict[str, Any]]]:
     found += [("list_sessions", {"project": project}) for project in PROJECTS]
     found += [("read_shared_context", {"project": project}) for project in PROJECTS]
     found += [("get_latest_handoff", {"project": "p1"}), ("timeline_list_threads", {}), ("recent_activity", {})]
-    found += [("get_context", {"query": word}) for word in WORDS]
+    found += [("get_context", {"query": word, "limit": 50}) for word in WORDS]  # (every hit: see the docstring)
     return found
 
 
