@@ -356,6 +356,9 @@ class SearchIndex:
     def count(self, scope: Collection[str] | None = None) -> int:
         return self.visible_count if scope is None else len(self._within(scope))
 
+    def counted(self, scope: Collection[str] | None = None) -> int:
+        return self.count(scope)  # (nothing replaced stays here)
+
     def near_holds(self, asked: set[str], hits: list[Hit]) -> list[set[str]]:
         """The asked terms each hit's neighbour field holds (`Doc.terms` has them already here)."""
         return [asked & {term for side in hit.doc.near_terms or () for term in side.split()} for hit in hits]

@@ -40,7 +40,10 @@ SCHEMA = (
     facet TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(facet, value)) WITHOUT ROWID""",
 )
 
-# a turn captured twice (two machines, a transcript read again) is listed once: its earliest event
+# a turn captured twice (two machines, a transcript read again) is listed once: its earliest event; an event
+# read again is the row of the copy holding more (compaction keeps a superseded event reduced, under its id,
+# while a sync-conflict copy from before holds it whole): the longer line, else the one naming an agent or a
+# session, whichever copy is read first
 INSERTS = {
     "feed": "INSERT INTO feed(id, hlc, w, seq, kind, project, agent, session_id, text, dedupe) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -48,7 +51,10 @@ INSERTS = {
     "w = excluded.w, seq = excluded.seq, "
     "project = excluded.project, agent = excluded.agent, session_id = excluded.session_id, text = excluded.text "
     "WHERE (excluded.hlc, excluded.w, excluded.seq) < (hlc, w, seq) "
-    "ON CONFLICT DO NOTHING",
+    "ON CONFLICT(id) DO UPDATE SET project = excluded.project, agent = excluded.agent, "
+    "session_id = excluded.session_id, text = excluded.text "
+    "WHERE (length(coalesce(excluded.text, '')), excluded.agent IS NOT NULL, excluded.session_id IS NOT NULL) "
+    "> (length(coalesce(text, '')), agent IS NOT NULL, session_id IS NOT NULL)",
     "feed_facets": "INSERT OR IGNORE INTO feed_facets(facet, value) VALUES (?, ?)",
 }
 

@@ -207,6 +207,18 @@ class DiskIndex:
             return int(self.searcher.num_docs)
         return int(self.searcher.search(self._in_scope(scope), 1, count=True).count)  # type: ignore[attr-defined]  # (not in the stubs)
 
+    def counted(self, scope: Collection[str] | None = None) -> int:
+        """How many documents BM25's statistics count, as tantivy's own scores do: the live ones and those
+        replaced or deleted whose segments have not merged yet, which `doc_freq` counts too (each document
+        has one `kind` term, one `project` term), so no idf of the two is negative. `count` is the live ones."""
+        from contextflow.search.extractors import search_kinds
+
+        if scope is None:
+            found = sum(int(self.searcher.doc_freq("kind", kind)) for kind in search_kinds())
+        else:
+            found = sum(int(self.searcher.doc_freq("project", project_term(p))) for p in ranking.scoped(scope))
+        return max(found, self.count(scope))
+
     def _in_scope(self, scope: Collection[str]) -> tantivy.Query:
         return tantivy.Query.term_set_query(self.schema, "project", [project_term(p) for p in ranking.scoped(scope)])
 
@@ -282,12 +294,12 @@ class DiskIndex:
         still uses the whole index's average). A disjunction of term queries keeps tantivy's top-k
         pruning (block-max WAND), which a filter intersected with the terms loses."""
         searcher, query_ = self.searcher, tantivy.Query
-        docs = int(searcher.num_docs)
+        docs = self.counted()  # (as tantivy's scores count them)
         seen = None if scope is None else ranking.scoped(scope)
         scopes = list(dict.fromkeys((project, ""))) if project is not None else []
         if seen is not None:
             scopes = [p for p in scopes if p in seen] if project is not None else seen
-        counted = docs if scope is None else self.count(scope)
+        counted = docs if scope is None else self.counted(scope)
         found = []
         for term in terms:
             if seen is None:

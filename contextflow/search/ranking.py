@@ -192,6 +192,10 @@ class Searchable(Protocol):
 
     def count(self, scope: Collection[str] | None = None) -> int: ...
 
+    def counted(self, scope: Collection[str] | None = None) -> int:
+        """The documents `frequency` counts in (replaced ones not yet merged away too): an idf's whole."""
+        ...
+
 
 def scoped(scope: Collection[str]) -> list[str]:
     """The document projects a reader limited to the projects `scope` sees: those, and "" (no project)
@@ -261,6 +265,8 @@ def rerank(candidates: list[Candidate], wanted: Plan, now_ms: int, k: int) -> li
 
 
 def idf(df: int, count: int) -> float:
+    """BM25's idf of a term in `df` of `count` documents (never negative: `df` is at most `count`)."""
+    df = min(df, count)
     return math.log(1.0 + (count - df + 0.5) / (df + 0.5))
 
 

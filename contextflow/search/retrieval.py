@@ -123,7 +123,7 @@ def rank(index: ranking.Searchable, query: Query, now_ms: int) -> list[Hit]:
     size, near, kinds, project = ranking.pool_size(query.limit), wanted.settings.neighbours, query.kinds, query.project
     named = [word for word in ranking.speaker_words(query.text) if knows(word)] if wanted.speakers else []
     spans = when.month_spans(wanted.dates, now_ms)
-    deep, count = max(MAX_LIMIT, query.limit), index.count(scope)
+    deep, count = max(MAX_LIMIT, query.limit), index.counted(scope)  # (what `frequency` counts in)
     while True:
         pools = [index.pool(terms, size, kinds, project, near, scope=scope)]
         if named:
