@@ -148,9 +148,9 @@ def test_masking_keeps_offsets_and_line_breaks():
 def _cpu(function, argument) -> float:
     import time
 
-    start = time.process_time()
+    start = time.thread_time()
     function(argument)
-    return time.process_time() - start
+    return time.thread_time() - start
 
 
 @pytest.mark.parametrize("unit", ["``a", "`a ``b ", "\\`x`` "])

@@ -382,10 +382,10 @@ def test_front_matter_lines_are_read_in_linear_time():
     from contextflow.imports.frontmatter import FrontMatterError, parse
 
     def cost(n: int) -> float:
-        start = time.process_time()
+        start = time.thread_time()
         with pytest.raises(FrontMatterError):
             parse(["a" + " " * n + "x"])
-        return time.process_time() - start
+        return time.thread_time() - start
 
     cost(1000)
     assert cost(400_000) < 0.5  # quadratic: minutes
