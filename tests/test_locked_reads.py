@@ -13,6 +13,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,12 @@ class Waits:
         self.count = 0
 
 
+def in_request() -> bool:
+    """Whether this thread serves the request (the server's idle commit to the search index waits in its own
+    thread, in the background: no request waits for it)."""
+    return threading.current_thread() is threading.main_thread()
+
+
 def counting(waits: Waits) -> type[sqlite3.Connection]:
     class Counting(sqlite3.Connection):
         """A connection whose busy waits are short and counted (a statement failing busy after waiting)."""
@@ -59,7 +66,7 @@ def counting(waits: Waits) -> type[sqlite3.Connection]:
                 return run(sql, *rest)
             except sqlite3.OperationalError as exc:
                 message = str(exc).lower()
-                if ("locked" in message or "busy" in message) and self._patience() > 0:
+                if ("locked" in message or "busy" in message) and self._patience() > 0 and in_request():
                     waits.count += 1
                 raise
 
@@ -188,3 +195,44 @@ def test_each_read_under_an_exclusive_lock_waits_once_and_shows_the_handoff_just
         start = {"session_id": "s-next", "cwd": str(Path.cwd()), "hook_event_name": "SessionStart"}
         shown = hooks.run("session-start", json.dumps(start).encode())
         assert waits.count <= 1 and "the task under the lock" in shown, (waits.count, shown)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["rollback", "wal"])
+async def test_an_mcp_request_under_an_exclusive_lock_waits_once_and_shows_the_handoff_just_written(
+    waits: Waits, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Each MCP request (a tool call with its check of the prompt list, the prompt list, a prompt, a resource)
+    waits for the lock once, as a CLI command does, and what it shows is the handoff written under the lock."""
+    from mcp import Client
+
+    from contextflow.adapters.server.app import ContextflowServer
+
+    monkeypatch.setenv("MCP_SHARED_CONTEXT_PROJECT", "p")
+    path = stocked()
+    with shut_out(path, mode):  # (before the server opens: rollback-journal mode needs no other connection)
+        app = App.open()
+        try:
+            async with Client(ContextflowServer(app).server, mode="legacy") as client:
+                waits.count = 0
+                await client.list_prompts()  # (listed: each call then checks whether they changed)
+                assert waits.count <= 1, f"the prompt list waited {waits.count} times"
+                waits.count = 0
+                await client.call_tool(
+                    "write_shared_handoff", {**BASE, "task": "the task under the lock", "summary": "under the lock"}
+                )
+                assert waits.count <= 1, f"the write waited {waits.count} times"
+                requests: dict[str, Callable[[], Any]] = {
+                    "get_latest_handoff": lambda: client.call_tool("get_latest_handoff", {"project": "p"}),
+                    "prompts/list": client.list_prompts,
+                    "resume_1": lambda: client.get_prompt("resume_1", {}),
+                    "resources/read": lambda: client.read_resource("shared-context://latest"),
+                }
+                for name, request in requests.items():
+                    waits.count = 0
+                    shown = json.dumps((await request()).model_dump(mode="json"))
+                    assert waits.count <= 1, (name, f"waited {waits.count} times", shown)
+                    if name != "prompts/list":
+                        assert "the task under the lock" in shown, (name, shown)
+        finally:
+            app.close()

@@ -146,14 +146,12 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
         app = _open_app(env, payload, location)
+        from contextflow.operations.spec import soundly  # (damaged tables, an unfinished build: as operations)
+
         try:
-            try:
-                return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
-            except Exception as exc:
-                if not app.tables().found_damaged(exc):
-                    raise
-                # the damaged tables deleted: read again, as `Operation.run` does
-                return session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
+            return soundly(
+                app, lambda: session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
+            )
         finally:
             app.close()
     except Exception as exc:

@@ -34,10 +34,11 @@ from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
 from contextflow.core import jsonio
 from contextflow.core.errors import ContextflowError, InputError
+from contextflow.core.projections import one_wait
 from contextflow.core.text import clean, clean_data, clean_reply
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.provenance import dumps
-from contextflow.operations.spec import Operation, PromptSpec, Reply
+from contextflow.operations.spec import Operation, PromptSpec, Reply, soundly
 
 log = logging.getLogger("contextflow.adapters.server")
 T = TypeVar("T")
@@ -182,6 +183,9 @@ class ContextflowServer:
         return logs if stored.partial(self.app) is None else None
 
     def prompt_list(self) -> list[types.Prompt]:
+        return soundly(self.app, self._prompt_list)
+
+    def _prompt_list(self) -> list[types.Prompt]:
         specs = self.prompt_specs()
         self._prompt_signature = self.prompt_signature()
         self._prompt_logs = self._read_whole(self.app.store.signatures())
@@ -208,7 +212,7 @@ class ContextflowServer:
                 if arg.required and not given.get(arg.name, "").strip():
                     hint = arg.description[:1].lower() + arg.description[1:]
                     raise InputError(f"{spec.name} needs the `{arg.name}` argument: {hint}")
-            text = spec.handler(self.app, given)
+            text = soundly(self.app, lambda: spec.handler(self.app, given))  # (it sets the active session only)
         except ContextflowError as exc:
             raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
         return types.GetPromptResult(
@@ -228,7 +232,7 @@ class ContextflowServer:
         spec = self.resources.get(uri)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri}; known: {', '.join(self.resources)}")
-        text = clean_reply(spec.reader(self.app))
+        text = clean_reply(soundly(self.app, lambda: spec.reader(self.app)))
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=spec.uri, mime_type=spec.mime_type, text=text)]
         )
@@ -268,8 +272,12 @@ def sdk_server(
         """An SDK request handler: `work(server, params)` done by `run`; with `announce`, `work` also
         says whether the prompt list changed, and the client is told when it did."""
 
+        def once(server: ContextflowServer, params: Any) -> Any:
+            with one_wait():  # (another process's lock: waited for once a request, its check of the prompts too)
+                return work(server, params)
+
         async def handle(ctx: ServerRequestContext[Any], params: Any) -> Any:
-            outcome = await run(ctx, lambda server: work(server, params))
+            outcome = await run(ctx, lambda server: once(server, params))
             if not announce:
                 return outcome
             result, changed = outcome
