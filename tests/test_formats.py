@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "878f3a5d8f7f7612656c"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "86535017ff159e538062"),
-    "feed": (3, "21a83554bd66213898b3"),
-    "capture": (2, "7910ae65c80fae479177"),
-    "graph-state": (4, "755c45c25b32484dffc5"),
-    "records-state": (2, "705894e75e8ea10f8790"),
-    "conversations-state": (2, "f6424c356e4547206924"),
-    "timeline": (2, "1fb4e9c4d50d74f76c92"),
+    "sessions": (2, "0626190be8b833dd7541"),
+    "feed": (3, "8c655e735f6a275062c9"),
+    "capture": (2, "27ccf54a0598a65085c9"),
+    "graph-state": (4, "76bca077b8df3f38f3e4"),
+    "records-state": (2, "c3b3698612543374ee60"),
+    "conversations-state": (2, "ec6b44a507e336585d66"),
+    "timeline": (2, "fb7a1c2dcf9fa7f17892"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

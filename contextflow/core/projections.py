@@ -21,6 +21,7 @@ from contextflow.core.log import Position
 from contextflow.core.scan import Unneeded
 
 if TYPE_CHECKING:
+    from contextflow.app import App
     from contextflow.core.store import Store
 
 WAIT_S = 2.0  # a reader waits this long for the writer, then answers from what is there
@@ -99,6 +100,27 @@ def never_unbuilt(run: Callable[[], T]) -> T:
                 return whole_reads(run, UNBUILT_WAIT_S)
     finally:
         PARTIAL_READS.reset(token)
+
+
+def soundly(app: App, run: Callable[[], T], read_only: bool = True) -> T:
+    """`run()`, one request to the store (an operation, a hook's answer, an MCP prompt or resource): another
+    process's lock is waited for once; "not found" after reading an unfinished build is asked again on the
+    whole tables (`never_unbuilt`); a read that met damaged derived tables (deleted then:
+    `Tables.found_damaged`) runs again from the logs, while a write says so instead of running twice."""
+    try:
+        return never_unbuilt(run)
+    except Exception as exc:
+        if not app.tables().found_damaged(exc):
+            raise
+        if not read_only:
+            from contextflow.core.errors import StoreError
+
+            raise StoreError(
+                f"the derived tables {app.tables().path} were damaged: they are deleted and rebuilt from the "
+                "logs (nothing is lost); check what was written (`contextflow read`) before running the "
+                "command again"
+            ) from None
+        return never_unbuilt(run)
 
 
 def db_stamp(hlc: int) -> int:

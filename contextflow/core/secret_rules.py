@@ -234,6 +234,8 @@ JWT = "JSON Web Token"
 def is_jwt(token: str, quoted: bool = True) -> bool:
     from detect_secrets.plugins.jwt import JwtTokenDetector
 
+    if len(token.partition(".")[0]) < 8:  # a header shorter than '{"":0}' encoded never parses: not decoded
+        return False
     return bool(JwtTokenDetector.is_formally_valid(token))
 
 

@@ -22,7 +22,7 @@ from contextflow.core.secret_rules import EVENT_RULES, EXTRA_RULES, LIBRARY_DETE
 from tests.hostile import scan_inputs
 
 SIZE = 200_000
-RATIO = 30
+RATIO = 50  # linear rules that check each candidate (a JWT's parts decoded) cost up to about 25x; quadratic 1000x
 STAGES = (256, 1024, 4096, 16_384, 65_536, SIZE)
 
 

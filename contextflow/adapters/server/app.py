@@ -34,11 +34,11 @@ from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
 from contextflow.core import jsonio
 from contextflow.core.errors import ContextflowError, InputError
-from contextflow.core.projections import one_wait
+from contextflow.core.projections import one_wait, soundly
 from contextflow.core.text import clean, clean_data, clean_reply
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.provenance import dumps
-from contextflow.operations.spec import Operation, PromptSpec, Reply, soundly
+from contextflow.operations.spec import Operation, PromptSpec, Reply
 
 log = logging.getLogger("contextflow.adapters.server")
 T = TypeVar("T")
