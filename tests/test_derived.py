@@ -265,7 +265,7 @@ def test_a_new_machines_first_search_says_nothing_is_indexed_yet_instead_of_no_m
     try:
         result = retrieval.get_context(fresh, query="websocket messages")
         assert result.shown == [] and result.partial.startswith("PARTIAL: the search index is being built")
-        assert "No stored records match" in result.text and "0% of " in result.partial
+        assert "Nothing found in what could be searched" in result.text and "0% of " in result.partial
         derived.search_for(fresh.store).update()
         assert len(retrieval.get_context(fresh, query="websocket messages").shown) == 1
     finally:

@@ -179,6 +179,7 @@ def test_each_read_under_an_exclusive_lock_waits_once_and_shows_the_handoff_just
             if newest is None:
                 assert plainly_partial(text), (argv, text)
                 assert "0% of" not in text, (argv, text)  # (how far the index is cannot be read: never "nothing")
+                assert "No stored records match" not in text, (argv, text)  # (what was not searched is not "none")
             elif newest.endswith("\n"):  # (a heading: the line after it)
                 after = text.split(newest, 1)[-1].split("\n", 1)[0]
                 assert newest in text and "task=the task under the lock" in after, (argv, text)

@@ -478,7 +478,8 @@ def test_a_write_while_another_process_shuts_the_tables_out_says_it_was_written_
             logged = [line for path in app.store.folder.glob("*.jsonl") for line in path.read_text().splitlines()]
             assert sum("written under the lock" in line for line in logged) == 1
             found = run(writer, "get_context", query="websocket")
-            assert found.text.count("PARTIAL: another process holds the derived store's write lock") == 1
+            assert found.text.count("PARTIAL: another process holds views.sqlite3 locked") == 1
+            assert "nothing was searched" in found.text and "No stored records match" not in found.text
             writer.close()
         finally:
             assert holder.stdin is not None

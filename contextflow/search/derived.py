@@ -297,6 +297,10 @@ BUSY_NOTE = (
     "PARTIAL: another process holds the derived store's write lock; these results come from what the search "
     "index held ({progress}); newer records may be missing. If it stays so, run `contextflow doctor`."
 )
+SHUT_OUT_NOTE = (
+    "PARTIAL: another process holds views.sqlite3 locked, so the search index could not be opened and nothing "
+    "was searched. Ask again in a moment; if it stays so, run `contextflow doctor`."
+)
 BUILDING_NOTE = (
     "PARTIAL: the search index is being built on this machine ({progress}); these results come from what is "
     "indexed so far. Ask again in a moment for the rest."
@@ -406,7 +410,7 @@ class DerivedSearch:
                 index, known = self._current(tables, repair=read >= 0)
                 note = "" if read >= 0 and tables.serves([NAME]) else BUILDING_NOTE if tables.backlog() else BUSY_NOTE
                 if index is None:
-                    return empty, note.format(progress=known.progress())
+                    return empty, SHUT_OUT_NOTE if known.locked else note.format(progress=known.progress())
                 try:
                     return run(index), note.format(progress=known.progress())
                 except BaseException as exc:

@@ -230,8 +230,9 @@ def hydrate(app: App, query: Query, hits: list[Hit], budget: int, partial: str =
         scope.append("kinds=" + ",".join(sorted(query.kinds)))
     where = f" ({'; '.join(scope)})" if scope else ""
     if not hits:
+        none = "Nothing found in what could be searched" if partial else "No stored records match"
         text = (
-            f"# Context for: {clip(query.text, 200)}\n{lead}No stored records match{where}. Try other words: names of "
+            f"# Context for: {clip(query.text, 200)}\n{lead}{none}{where}. Try other words: names of "
             "files, components, people or decisions, or drop the filters."
         )
         return ContextResult(query, budget, [], text[:limit], partial)
