@@ -70,9 +70,44 @@ def reader(early: Early, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> App
 
 
 def test_the_partial_reading_alone_misses_the_early_items(reader: App) -> None:
-    """The premise: read the way a list is read, the early record is not among the newest bytes."""
-    listed = run(reader, "context_list")
-    assert listed.text.startswith("PARTIAL:") and "qa:pinned" not in listed.text
+    """The premise: read the way a list is read, the early handoff is not among the newest bytes."""
+    listed = run(reader, "read_shared_context")
+    assert listed.text.startswith("PARTIAL:") and "filler 59" in listed.text
+    assert "the early home handoff" not in listed.text
+
+
+# A list whose filters leave nothing among the newest bytes, and an item only the whole tables hold
+EMPTY_SO_FAR = (
+    ("list_sessions", {"project": "early-proj"}, "early-s"),
+    ("read_shared_context", {"project": "early-proj"}, "the early handoff"),
+    ("resume_session", {"project": "early-proj", "session_id": "early-s"}, "the early handoff"),
+    ("context_list", {}, "qa:pinned"),
+    ("conversations list", {}, "early-conv"),
+    ("timeline_list_threads", {}, "early thread"),
+    ("timeline_where_am_i", {}, "early thread"),
+)
+
+
+@pytest.mark.parametrize(("operation", "arguments", "early_item"), EMPTY_SO_FAR, ids=[c[0] for c in EMPTY_SO_FAR])
+def test_a_list_the_newest_bytes_hold_nothing_of_is_read_whole_never_said_empty(
+    reader: App, operation: str, arguments: dict[str, Any], early_item: str
+) -> None:
+    shown = run(reader, operation, **arguments)
+    assert early_item in shown.text and not shown.text.startswith("PARTIAL"), shown.text
+
+
+@pytest.mark.parametrize(("operation", "arguments", "early_item"), EMPTY_SO_FAR, ids=[c[0] for c in EMPTY_SO_FAR])
+def test_a_list_empty_so_far_with_the_build_held_elsewhere_says_so_never_none(
+    reader: App, monkeypatch: pytest.MonkeyPatch, operation: str, arguments: dict[str, Any], early_item: str
+) -> None:
+    monkeypatch.setattr(projections, "UNBUILT_WAIT_S", 0.2)
+    held = WriterLock(reader.tables().path.with_name(catchup.BUILD_LOCK), 0)
+    held.acquire()
+    try:
+        with pytest.raises(StoreError, match=r"still building .* \(\d+% of .* indexed\).*Ask again shortly"):
+            run(reader, operation, **arguments)
+    finally:
+        held.release()
 
 
 def test_items_looked_up_by_id_or_key_are_found(reader: App, early: Early) -> None:

@@ -133,22 +133,28 @@ def test_the_session_start_says_it_is_partial_when_a_sync_arrives_while_it_reads
     assert PARTIAL_NOTE in context
 
 
-def test_the_pages_conversations_say_how_far_the_build_is_as_the_cli_does(reader: App) -> None:
+def test_the_pages_conversations_say_what_the_cli_says_while_building(reader: App) -> None:
+    """None among the newest bytes: both read the whole tables (never "no saved conversations" from a build)."""
     from starlette.testclient import TestClient
 
     from contextflow.adapters.ui.api import Api
     from contextflow.adapters.ui.server import build_app
     from contextflow.conversations import present as conversations_present
+    from contextflow.core.errors import NotFoundError
+    from tests.table import run
     from tests.ui.test_server import BASE, COOKIE, PORT, TOKEN
 
-    assert conversations_present.list_conversations(reader, {}).text.startswith(NOTICE)
+    with pytest.raises(NotFoundError, match=r"none among what this machine has read .*\(\d+% of .* indexed\)"):
+        conversations_present.list_conversations(reader, {})  # (the presenter alone: its operation reads again)
+    shown = run(reader, "conversations list")
     pages = Api(reader)
     try:
         with TestClient(build_app(reader, TOKEN, PORT, pages), base_url=BASE) as client:
             found = client.get("/api/conversations", headers=COOKIE).json()
     finally:
         pages.close()
-    assert isinstance(found["conversations"], list) and found["partial"]["log_bytes"] > 0
+    assert found["conversations"] == shown.data == [] and "partial" not in found
+    assert shown.text == "No saved conversations." and reader.tables().current()  # (the whole tables: none)
 
 
 def test_a_search_index_build_not_reported_yet_says_how_many_bytes_it_has_to_read(

@@ -160,16 +160,17 @@ def list_conversations(app: App, args: JSON) -> Reply:
             )
             lines.append(f"> {clip(data.get('topic', ''), 100)}")
         text = "\n".join(lines)
-    return _partial(app, Reply(text, [conversations.record_json(entry) for entry in found]))
+    return _partial(app, Reply(text, [conversations.record_json(entry) for entry in found]), empty=not found)
 
 
-def _partial(app: App, reply: Reply) -> Reply:
+def _partial(app: App, reply: Reply, empty: bool = False) -> Reply:
     """`reply`, saying it is partial when the conversations were read while the build had not reached most
-    of the logs (`ondisk.partial`; a listing's JSON, a list, keeps its shape: its text says so)."""
+    of the logs (`ondisk.partial`; a listing's JSON, a list, keeps its shape: its text says so); `empty`: see
+    `partial`."""
     from contextflow import ondisk
     from contextflow.conversations.projection import PROJECTION
 
-    return partial(reply, ondisk.partial(app, PROJECTION), "conversations saved earlier")
+    return partial(reply, ondisk.partial(app, PROJECTION), "conversations saved earlier", empty)
 
 
 def instructions(app: App | None, args: JSON) -> Reply:

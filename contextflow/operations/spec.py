@@ -48,12 +48,19 @@ class Reply:
         return cls("", exit=exit, shown=False)
 
 
-def partial(reply: Reply, progress: Progress | None, missing: str) -> Reply:
+def partial(reply: Reply, progress: Progress | None, missing: str, empty: bool = False) -> Reply:
     """`reply`, first saying it is partial when read while the build had not reached most of the logs
     (`progress`, None once it has): `missing` (e.g. "older entries") not read yet are left out of it. JSON
-    data that is a list keeps its shape (its text says it is partial)."""
+    data that is a list keeps its shape (its text says it is partial). An `empty` reply ("no sessions") is
+    never said from such a reading: it is asked again on the whole tables (`core.projections.never_unbuilt`)."""
     if progress is None:
         return reply
+    if empty:
+        from contextflow.core.errors import NotFoundError
+
+        raise NotFoundError(
+            f"none among what this machine has read of the store's logs so far ({progress.text()}); ask again shortly"
+        )
     note = (
         f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
         f"{missing} not read yet are missing below; ask again shortly."

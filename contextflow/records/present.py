@@ -208,13 +208,13 @@ def context_get(app: App, args: JSON) -> Reply:
     return _partial(app, Reply(DATA_NOTICE + "\n" + text, records.record_dict(record)))
 
 
-def _partial(app: App, reply: Reply) -> Reply:
+def _partial(app: App, reply: Reply, empty: bool = False) -> Reply:
     """`reply`, saying it is partial when the records were read while the build had not reached most of the
-    logs (only their newest bytes were read beside the tables: `ondisk.partial`)."""
+    logs (only their newest bytes were read beside the tables: `ondisk.partial`); `empty`: see `partial`."""
     from contextflow import ondisk
     from contextflow.records.projection import PROJECTION
 
-    return partial(reply, ondisk.partial(app, PROJECTION), "records written earlier")
+    return partial(reply, ondisk.partial(app, PROJECTION), "records written earlier", empty)
 
 
 def context_list(app: App, args: JSON) -> Reply:
@@ -232,7 +232,7 @@ def context_list(app: App, args: JSON) -> Reply:
             f"\n({older}{'+' if older >= 500 else ''} older record(s) not updated in the last {days} days are left "
             "out: since_days=0 (--since-days 0) shows every record)"
         )
-    return _partial(app, Reply(text, payload))
+    return _partial(app, Reply(text, payload), empty=not found and not older)
 
 
 FILTERS = ("category", "thread_id", "pinned_only", "since_days", "limit", "prefix", "project")  # context_list's

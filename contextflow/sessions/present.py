@@ -88,10 +88,10 @@ def compat_keys(app: App, bad_lines: int) -> dict[str, Any]:
     return {"file": str(found), "indexFile": str(app.tables().path), "parseErrors": errors}
 
 
-def _partial(app: App, reply: Reply) -> Reply:
+def _partial(app: App, reply: Reply, empty: bool = False) -> Reply:
     """`reply`, saying it is partial when the sessions were read while the build had not reached most of
-    the logs (`stored.partial`: only their newest bytes were read beside the tables)."""
-    return partial(reply, stored.partial(app), "older entries")
+    the logs (`stored.partial`: only their newest bytes were read beside the tables); `empty`: see `partial`."""
+    return partial(reply, stored.partial(app), "older entries", empty)
 
 
 def read_shared_context(app: App, args: JSON) -> Reply:
@@ -115,7 +115,9 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     missing = named is not None and not sessions.projects_holding(app, named) and named != sessions.active_session(app)
     remark = f"no session {clean(named or '', True)!r} in any project; list_sessions shows them" if missing else None
     return _partial(
-        app, Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0)
+        app,
+        Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0),
+        empty=True,
     )
 
 
@@ -176,7 +178,7 @@ def list_projects(app: App, args: JSON) -> Reply:
     found = sessions.list_projects(app)
     lines = [f"{clean(p.name, True)}  sessions={p.sessions}  entries={p.entries}  last={p.latest_ts}" for p in found]
     data = {"count": len(found), "projects": [p._asdict() for p in found]}
-    return _partial(app, Reply("\n".join(lines) or "No projects yet.", data))
+    return _partial(app, Reply("\n".join(lines) or "No projects yet.", data), empty=not found)
 
 
 def get_latest_handoff(app: App, args: JSON) -> Reply:
@@ -237,6 +239,7 @@ def list_sessions(app: App, args: JSON) -> Reply:
                 "(the new_session prompt, or `contextflow use NAME` in a shell).",
                 payload,
             ),
+            empty=True,
         )
     body = "\n\n".join(session_text(summary, n) for n, summary in enumerate(found, 1))
     return _partial(app, Reply(f"Sessions for project={project}, most recent first: {len(found)}.\n\n{body}", payload))
@@ -278,6 +281,7 @@ def resume_session(app: App, args: JSON) -> Reply:
                 "entries": [as_dict(event) for event in resume.entries],
             },
         ),
+        empty=resume.summary is None,
     )
 
 

@@ -128,10 +128,10 @@ def _created(kind: str, event_id: str, text: str, **extra: object) -> Reply:
     return Reply(f"{text} (id {event_id}).", {"id": event_id, "kind": kind, **extra})
 
 
-def _partial(app: App, reply: Reply) -> Reply:
+def _partial(app: App, reply: Reply, empty: bool = False) -> Reply:
     """`reply`, saying it is partial when the timeline was read while the build had not reached most of the
-    logs (`stored.partial`: only their newest bytes were read beside the tables)."""
-    return partial(reply, stored.partial(app), "older threads and thoughts")
+    logs (`stored.partial`: only their newest bytes were read beside the tables); `empty`: see `partial`."""
+    return partial(reply, stored.partial(app), "older threads and thoughts", empty)
 
 
 def _threads(app: App, found: list[timeline.Whereabouts], title: str, empty: str, tail: str = "", **more: int) -> Reply:
@@ -139,7 +139,8 @@ def _threads(app: App, found: list[timeline.Whereabouts], title: str, empty: str
     moment = now()
     blocks = "\n\n".join(whereabouts_text(where, moment) for where in found)
     text = f"{title} {DATA_NOTICE}\n\n{blocks}{tail}" if found else empty
-    return _partial(app, Reply(text, {"count": len(found), **more, "threads": [whereabouts_dict(w) for w in found]}))
+    data = {"count": len(found), **more, "threads": [whereabouts_dict(w) for w in found]}
+    return _partial(app, Reply(text, data), empty=not found)
 
 
 def timeline_create_thread(app: App, args: JSON) -> Reply:
