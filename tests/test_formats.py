@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "878f3a5d8f7f7612656c"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "0626190be8b833dd7541"),
-    "feed": (3, "8c655e735f6a275062c9"),
-    "capture": (2, "27ccf54a0598a65085c9"),
-    "graph-state": (4, "76bca077b8df3f38f3e4"),
-    "records-state": (2, "c3b3698612543374ee60"),
-    "conversations-state": (2, "ec6b44a507e336585d66"),
-    "timeline": (2, "fb7a1c2dcf9fa7f17892"),
+    "sessions": (2, "448481f3567f1608ac24"),
+    "feed": (3, "963ec094454d3cfad799"),
+    "capture": (2, "9882edf6a6deda0255e5"),
+    "graph-state": (4, "c43bdf61bbf590541a80"),
+    "records-state": (2, "288a29748de052948889"),
+    "conversations-state": (2, "e0e8f3b6b4422d3870ee"),
+    "timeline": (2, "5e7c34db94bc494e7f6e"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

@@ -102,9 +102,11 @@ def doctor(app: App, args: JSON) -> Reply:
         if index["version_matches"]
         else "not built"
     )
+    held = f"{index['documents'] or 0} documents, {status} (updated {index['updated'] or 'never'})"
+    if index.get("locked"):  # (its documents, build and read positions are in the locked file)
+        held = "how far it is could not be read: another process holds views.sqlite3 locked"
     lines += [
-        f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {index['documents'] or 0} documents, "
-        f"{status} (updated {index['updated'] or 'never'})",
+        f"search index: {index['folder']}: {index['bytes'] / 1e6:.1f} MB, {held}",
         f"  rebuild:    {index['rebuild']}",
         *health_lines(info["capture"]),
     ]
@@ -196,4 +198,6 @@ def _tables_state(on_disk: dict[str, Any]) -> str:
         return "damaged (see problems)"
     if on_disk["current"]:
         return "current"
+    if on_disk.get("locked"):
+        return "could not be read: another process holds views.sqlite3 locked (reads answer from the logs meanwhile)"
     return "empty (the store has no logs yet)" if on_disk.get("empty") else "behind the logs (the next read catches up)"

@@ -107,20 +107,21 @@ def soundly(app: App, run: Callable[[], T], read_only: bool = True) -> T:
     process's lock is waited for once; "not found" after reading an unfinished build is asked again on the
     whole tables (`never_unbuilt`); a read that met damaged derived tables (deleted then:
     `Tables.found_damaged`) runs again from the logs, while a write says so instead of running twice."""
-    try:
-        return never_unbuilt(run)
-    except Exception as exc:
-        if not app.tables().found_damaged(exc):
-            raise
-        if not read_only:
-            from contextflow.core.errors import StoreError
+    with one_wait():  # (its damage check too: one wait for the whole request)
+        try:
+            return never_unbuilt(run)
+        except Exception as exc:
+            if not app.tables().found_damaged(exc):
+                raise
+            if not read_only:
+                from contextflow.core.errors import StoreError
 
-            raise StoreError(
-                f"the derived tables {app.tables().path} were damaged: they are deleted and rebuilt from the "
-                "logs (nothing is lost); check what was written (`contextflow read`) before running the "
-                "command again"
-            ) from None
-        return never_unbuilt(run)
+                raise StoreError(
+                    f"the derived tables {app.tables().path} were damaged: they are deleted and rebuilt from the "
+                    "logs (nothing is lost); check what was written (`contextflow read`) before running the "
+                    "command again"
+                ) from None
+            return never_unbuilt(run)
 
 
 def db_stamp(hlc: int) -> int:

@@ -447,8 +447,8 @@ class Tables(CatchUp):
 
         if isinstance(exc, DamagedTables):
             return True  # (deleted already)
-        if not isinstance(exc, (LookupError, sqlite3.DatabaseError)):
-            return False
+        if not isinstance(exc, (LookupError, sqlite3.DatabaseError)) or busy(exc):
+            return False  # (another process's lock is no damage: the file is not read again to check)
         try:
             if self.damage() is None:
                 return False
@@ -538,15 +538,19 @@ def describe(tables: Tables, check: bool = True) -> dict[str, Any]:
     """Where the derived tables are, how big and how current, and (`check`) what SQLite finds damaged in the file
     (`Tables.damage`) (for `doctor`; reads, never updates)."""
     size = sum(p.stat().st_size for p in tables.path.parent.glob(DB_FILE + "*") if p.is_file())
-    damage = tables.damage() if check else None
+    damage, current, locked = None, False, False
     try:
+        damage = tables.damage() if check else None
         current = tables.current() and not damage
-    except sqlite3.DatabaseError:
-        current = False
+    except sqlite3.DatabaseError as exc:
+        locked = busy(exc)  # (another process holds the file in rollback-journal mode: neither can be told)
+        if check and not locked:
+            raise
     return {
         "file": str(tables.path),
         "bytes": size,
         "current": current,
+        "locked": locked,
         "damaged": damage,
         "empty": not tables.paths(),  # no log yet: nothing to hold
         "formats": {name: s.format.version for name, s in tables.sets.items()},

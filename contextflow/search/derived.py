@@ -451,6 +451,7 @@ def describe(store: Store) -> dict[str, Any]:
         "current": current and behind == 0 and damaged is None,
         "log_bytes_behind": behind if current else None,
         "version_matches": current,
+        "locked": known is not None and known.locked,  # (another process holds views.sqlite3: none of it is known)
         "rebuild": f"run `contextflow doctor --rebuild` (or delete {folder}: the next search rebuilds it)",
     }
 
