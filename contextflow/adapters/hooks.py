@@ -146,7 +146,7 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             log_reason(f"no store at {folder} yet; nothing to inject", env)
             return ""
         app = _open_app(env, payload, location)
-        from contextflow.operations.spec import soundly  # (damaged tables, an unfinished build: as operations)
+        from contextflow.operations.sound import soundly  # (damaged tables, an unfinished build: as operations)
 
         try:
             return soundly(

@@ -22,7 +22,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contextflow.app import App
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from contextflow.features import Feature
 
 JSON = dict[str, Any]
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -166,6 +165,8 @@ class Operation:
         """The handler's reply, read soundly (`soundly`). A write is never run twice: an error says so."""
         if not self.needs_store or app is None or isinstance(app, Mapping):
             return self.handler(app, arguments)
+        from contextflow.operations.sound import soundly
+
         return soundly(app, lambda: self.handler(app, arguments), self.read_only)
 
     @property
@@ -187,29 +188,6 @@ class Operation:
 
     def command_line(self) -> str:
         return "contextflow " + " ".join(self.command or ())
-
-
-def soundly(app: App, run: Callable[[], T], read_only: bool = True) -> T:
-    """`run()`, one request to the store (an operation, a hook's answer, an MCP prompt or resource): another
-    process's lock is waited for once; "not found" after reading an unfinished build is asked again on the
-    whole tables (`core.projections.never_unbuilt`); a read that met damaged derived tables (deleted then:
-    `Tables.found_damaged`) runs again from the logs, while a write says so instead of running twice."""
-    from contextflow.core.projections import never_unbuilt
-
-    try:
-        return never_unbuilt(run)
-    except Exception as exc:
-        if not app.tables().found_damaged(exc):
-            raise
-        if not read_only:
-            from contextflow.core.errors import StoreError
-
-            raise StoreError(
-                f"the derived tables {app.tables().path} were damaged: they are deleted and rebuilt from the "
-                "logs (nothing is lost); check what was written (`contextflow read`) before running the "
-                "command again"
-            ) from None
-        return never_unbuilt(run)
 
 
 def cli_only(words: str, summary: str, params: tuple[Param, ...], handler: Handler, **options: Any) -> Operation:

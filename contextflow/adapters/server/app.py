@@ -38,7 +38,8 @@ from contextflow.core.projections import one_wait
 from contextflow.core.text import clean, clean_data, clean_reply
 from contextflow.operations.arguments import check_arguments
 from contextflow.operations.provenance import dumps
-from contextflow.operations.spec import Operation, PromptSpec, Reply, soundly
+from contextflow.operations.sound import soundly
+from contextflow.operations.spec import Operation, PromptSpec, Reply
 
 log = logging.getLogger("contextflow.adapters.server")
 T = TypeVar("T")
