@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextflow.app import App
 from contextflow.capture import stored
@@ -10,8 +10,11 @@ from contextflow.core.errors import InputError, arg, tool
 from contextflow.core.events import as_dict
 from contextflow.core.text import DATA_NOTICE, clean, quote
 from contextflow.operations.provenance import header
-from contextflow.operations.spec import JSON, Reply
+from contextflow.operations.spec import JSON, Reply, partial
 from contextflow.sessions import core as sessions
+
+if TYPE_CHECKING:
+    from contextflow.core.rest import Progress
 
 
 def session_activity(app: App, args: JSON) -> Reply:
@@ -43,4 +46,13 @@ def session_activity(app: App, args: JSON) -> Reply:
         "count": len(turns),
         "turns": [as_dict(event) for event in turns],
     }
-    return Reply(text, data)
+    return partial(Reply(text, data), _progress(app), "turns captured earlier")
+
+
+def _progress(app: App) -> Progress | None:
+    """How far the build is, when the captured turns were read from the logs' newest bytes only (never "none"
+    from an unfinished build)."""
+    from contextflow import ondisk
+    from contextflow.capture.projection import PROJECTION
+
+    return ondisk.partial(app, PROJECTION)

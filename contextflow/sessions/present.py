@@ -296,7 +296,15 @@ def use_session(app: App, args: JSON) -> Reply:
 
 def new_session_description(app: App) -> str:
     """As ContextFlowMCP lists it: the id it would start, e.g. `New session (feature-login)`."""
-    return f"New session ({clean(sessions.suggest_session_id(app), True)}): start it and make it active"
+    described = f"New session ({clean(sessions.suggest_session_id(app), True)}): start it and make it active"
+    return described + (_listing_note(app) if stored.current(app) else "")
+
+
+def _listing_note(app: App) -> str:
+    """Said after a prompt's description when the sessions listed were read while the build had not reached
+    most of the logs (`stored.partial`): the resume_N list may miss sessions, and their counts entries."""
+    progress = stored.partial(app)
+    return f" | PARTIAL: older sessions not listed yet ({progress.text()})" if progress else ""
 
 
 def new_session_prompt(app: App, args: dict[str, str]) -> str:
@@ -315,10 +323,11 @@ def _resume_prompt_text(app: App, session_id: str, project: str) -> str:
     sessions.require_session(app, session_id, project)  # a typo is an error, not a new active session
     sessions.set_active_session(app, session_id)
     resume = sessions.resume_session(app, session_id=session_id, project=project, limit=8)
-    return resume_text(resume) + (
+    text = resume_text(resume) + (
         "\n\nContinue from the latest handoff (this is the whole resume: no need to call resume_session again). "
         "Record progress with append_shared_note and finish with write_shared_handoff."
     )
+    return _partial(app, Reply(text)).text  # (as resume_session says it: read during a build)
 
 
 def resume_by_id_prompt(app: App, args: dict[str, str]) -> str:
@@ -348,16 +357,19 @@ def resume_prompts(app: App) -> list[PromptSpec]:
     def resumer(session_id: str) -> Any:
         return lambda app, args: _resume_prompt_text(app, session_id, app.settings.default_project)
 
+    recent = _recent_sessions(app)
+    note = _listing_note(app)
     return [
-        PromptSpec(f"resume_{n}", _session_description(summary), resumer(summary.session_id))
-        for n, summary in enumerate(_recent_sessions(app), 1)
+        PromptSpec(f"resume_{n}", _session_description(summary) + note, resumer(summary.session_id))
+        for n, summary in enumerate(recent, 1)
     ]
 
 
 def resume_signature(app: App) -> object:
     """Changes exactly when resume_prompts' names or descriptions would, without rendering them."""
     stored.ready(app)  # one query, however many sessions the list shows
-    return stored.listing_signature(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
+    listed = stored.listing_signature(app, app.settings.default_project, sessions.PROMPT_SESSIONS)
+    return listed, stored.partial(app) is None  # (the descriptions say whether the list is partial)
 
 
 # -- resources -----------------------------------------------------------------------------
@@ -365,7 +377,11 @@ def resume_signature(app: App) -> object:
 
 def read_raw(app: App) -> str:
     entries = sessions.read_entries(app, sessions.EntryFilter(app.settings.default_project), 200)
-    return "".join(dumps(as_dict(event)).replace("\n", "") + "\n" for event in entries)
+    lines = [dumps(as_dict(event)).replace("\n", "") + "\n" for event in entries]
+    if (progress := stored.partial(app)) is not None:  # a JSON line first, so every line stays JSON
+        note = partial(Reply(""), progress, "older entries").text.strip()
+        lines.insert(0, dumps({"partial": progress._asdict(), "note": note}).replace("\n", "") + "\n")
+    return "".join(lines)
 
 
 def read_latest(app: App) -> str:

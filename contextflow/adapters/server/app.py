@@ -33,7 +33,7 @@ from contextflow.adapters.server.jsonrpc_guard import guard_stdio
 from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
 from contextflow.core import jsonio
-from contextflow.core.errors import ContextflowError, InputError
+from contextflow.core.errors import ContextflowError, InputError, NotFoundError
 from contextflow.core.projections import one_wait, soundly
 from contextflow.core.text import clean, clean_data, clean_reply
 from contextflow.operations.arguments import check_arguments
@@ -202,23 +202,31 @@ class ContextflowServer:
         ]
 
     def get_prompt(self, name: str, arguments: dict[str, str] | None) -> tuple[types.GetPromptResult, bool]:
-        """The prompt's messages, with whether the prompt list changed."""
-        spec = next((s for s in self.prompt_specs() if s.name == name), None)
-        if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {name!r}; list prompts to see them")
+        """The prompt's messages, with whether the prompt list changed. The prompt is looked up in the same
+        request as it is answered: a resume_N the sessions read so far do not reach (a build unfinished) is
+        looked up again on whole readings (`soundly`), never "unknown" from an unfinished build."""
         given = dict(arguments or {})
         try:
-            for arg in spec.arguments:
-                if arg.required and not given.get(arg.name, "").strip():
-                    hint = arg.description[:1].lower() + arg.description[1:]
-                    raise InputError(f"{spec.name} needs the `{arg.name}` argument: {hint}")
-            text = soundly(self.app, lambda: spec.handler(self.app, given))  # (it sets the active session only)
+            spec, text = soundly(self.app, lambda: self._prompt(name, given))  # (it sets the active session only)
+        except UnknownPrompt:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {name!r}; list prompts to see them") from None
         except ContextflowError as exc:
-            raise MCPError(types.INVALID_PARAMS, _about(spec.name, exc)) from None
+            raise MCPError(types.INVALID_PARAMS, _about(name, exc)) from None
         return types.GetPromptResult(
             description=clean(spec.description),
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=clean(text)))],
         ), self.prompts_changed()
+
+    def _prompt(self, name: str, given: dict[str, str]) -> tuple[PromptSpec, str]:
+        """The prompt named `name` and its text for these arguments."""
+        spec = next((s for s in self.prompt_specs() if s.name == name), None)
+        if spec is None:
+            raise UnknownPrompt(name)
+        for arg in spec.arguments:
+            if arg.required and not given.get(arg.name, "").strip():
+                hint = arg.description[:1].lower() + arg.description[1:]
+                raise InputError(f"{spec.name} needs the `{arg.name}` argument: {hint}")
+        return spec, spec.handler(self.app, given)
 
     # -- resources -----------------------------------------------------------------------
 
@@ -327,6 +335,10 @@ def _index_now(app: App) -> None:
         derived.search_for(app.store).catch_up()
     except Exception:  # (the next search catches up and reports what goes wrong)
         log.debug("catching the search index up after a write failed", exc_info=True)
+
+
+class UnknownPrompt(NotFoundError):
+    """No prompt of that name (not found, so asked again on whole readings when the list was read partially)."""
 
 
 def _about(name: str, exc: Exception) -> str:
