@@ -248,10 +248,11 @@ def _as_of_now(app: App) -> contextlib.AbstractContextManager[None]:
 
 
 def _answer_while_building(app: App) -> bool:
-    """Whether this session start's answer is partial: a fresh machine (or a derived format rebuilt)
+    """Whether this session start's sessions are partial: a fresh machine (or a derived format rebuilt)
     whose tables a background process is building, or tables another process holds locked past the wait,
-    are read with the rows of the logs' remaining bytes (`core/rest.py`), or of their newest bytes only
-    when too much remains (then, or while the views' events are not current, the answer says so)."""
+    are read with the rows of the logs' remaining bytes (`core/rest.py`), whole, or of their newest bytes
+    only when too much remains (then the answer says so; the timeline's and the graph's readings say it for
+    themselves: `read_partially`)."""
     from contextflow.sessions.stored import disk
 
     if not disk(app):
@@ -263,7 +264,7 @@ def _answer_while_building(app: App) -> bool:
     from contextflow.core.rest import reading
 
     read = reading(tables, SESSION_START_TABLES[:2], wait=0)
-    return read.partial is not None or not tables.serves(SESSION_START_TABLES[2:], wait=0)
+    return read.partial is not None
 
 
 def _inject(event_name: str, text: str) -> str:
