@@ -25,11 +25,10 @@ import pytest
 from contextflow.adapters.server.app import ContextflowServer
 from contextflow.app import App
 from contextflow.core import rest
-from contextflow.core.errors import ContextflowError
-from contextflow.operations.arguments import check_arguments
 from contextflow.operations.spec import operations
 from tests.conftest import ENV_KEYS
 from tests.test_incremental_equals_fresh import normal
+from tests.test_incremental_equals_fresh import run as run_operation
 from tests.test_own_writes_while_building import building_elsewhere
 
 OPERATIONS = {op.name: op for op in operations()}
@@ -73,12 +72,7 @@ class Store:
 
 def run(app: App, name: str, arguments: dict[str, Any]) -> Any:
     """Operation `name` as every adapter runs it: ("reply", data, text) or ("error", kind, message)."""
-    op = OPERATIONS[name]
-    try:
-        reply = op.run(app, check_arguments(op, arguments, cli=not op.tool))
-    except ContextflowError as exc:
-        return ("error", type(exc).__name__, str(exc))
-    return ("reply", reply.data, reply.text)
+    return run_operation(app, name, **arguments)
 
 
 def write(app: App, name: str, /, **arguments: Any) -> Any:
