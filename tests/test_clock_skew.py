@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,22 @@ def test_a_write_after_reading_orders_after_it_when_the_clock_is_minutes_behind(
     second = behind.store.append("note", {"text": "written after reading it", "session_id": "s"})
     assert second.key > first.key
     assert stamp_ms(second.hlc) == NOW_MS  # carried forward to the observed time, not back to its own clock
+
+
+def test_each_write_orders_after_the_other_machines_newest_one_as_they_take_turns():
+    """The other logs' newest stamps are looked at again whenever a log changed, also by a process that wrote
+    before (it keeps what it read of the unchanged ones)."""
+    start = int(time.time() * 1000) - 30 * MINUTE_MS  # (within the drift bound: no write reads the other log)
+    ahead = machine("ahead", lambda: start + len(written) * MINUTE_MS)  # its clock moves a minute a write
+    behind = machine("behind", fixed(start - 10 * MINUTE_MS))
+    written: list[Any] = []
+    for turn in range(6):
+        writer = ahead if turn % 2 == 0 else behind
+        written.append(writer.store.append("note", {"text": f"turn {turn}", "session_id": "s"}))
+        for log in Path(os.environ["CONTEXTFLOW_STORE"]).glob("*.jsonl"):  # (changed long ago, by its time)
+            os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns - 60 * 10**9))
+    assert [event.key for event in written] == sorted(event.key for event in written)
+    assert stamp_ms(written[-1].hlc) >= start + 4 * MINUTE_MS  # the behind machine followed each new minute
 
 
 def test_a_later_context_set_from_a_slow_clock_wins_on_every_machine():

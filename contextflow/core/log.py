@@ -234,6 +234,11 @@ def same_but_case(folder: Path, own: str) -> None:
             )
 
 
+def _as_left(status: os.stat_result) -> tuple[int, ...]:
+    """A log file as a write left it: any later write, truncation or replacement changes one of these."""
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
 class LogWriter:
     """Appends whole lines to one writer's log under that writer's machine-local lock."""
 
@@ -246,6 +251,9 @@ class LogWriter:
         lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock: WriterLock | None = None  # made by the first write, not by readers
         self._case_checked = False
+        # the end this process's last write left (`end`), while the file is as that write left it
+        self._left: tuple[tuple[int, ...], batches.End] | None = None
+        self._written: tuple[int, ...] | None = None  # the file as the last `_write` left it
 
     def locked(self) -> WriterLock:
         """The writer lock; hold it across read-own-log, stamp, append. A lock file that is a
@@ -267,8 +275,11 @@ class LogWriter:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)  # (never waits)
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                status = os.fstat(fd)
+                if not stat.S_ISREG(status.st_mode):
                     raise OSError(errno.EINVAL, "not a regular file")
+                if self._left is not None and self._left[0] == _as_left(status):
+                    return self._left[1]  # nobody wrote since this process did: its end is known, nothing read
                 found = batches.log_end(fd, self.writer)
             finally:
                 os.close(fd)
@@ -293,10 +304,18 @@ class LogWriter:
         from contextflow.core.ids import new_id
 
         if len(lines) < 2 and not framed:
-            return self._write([b"".join(lines)], end)
+            return self._remember(self._write([b"".join(lines)], end), end, after)
         before = batches.Stated(end.seq, end.newest) if end is not None else None
         begin, commit = batches.markers(lines, new_id(), before, after)
-        return self._write([begin, *lines, commit], end)
+        return self._remember(self._write([begin, *lines, commit], end), end, after)
+
+    def _remember(self, written: int, end: batches.End | None, after: batches.Stated | None) -> int:
+        """Keep the end a write left (what `batches.log_end` would read back), for the next write of this
+        process while the file stays as it left it; a write of unknown lines, or one after a batch a kill cut
+        short (whose lines count as read back), keeps nothing."""
+        known = end is not None and end.held_at is None and after is not None and self._written is not None
+        self._left = (self._written, batches.End(after.seq, after.newest, None, 0)) if known else None
+        return written
 
     def append(self, data: bytes) -> int:
         """Append `data` (whole lines) in one write; return the file size before it. Caller holds the lock."""
@@ -310,9 +329,10 @@ class LogWriter:
         from contextflow.core.ids import new_id
 
         begin, commit = batches.frame(events, size, new_id(), batches.Stated(end.seq, end.newest), after)
-        return self._write(_counted(begin, pieces, size, commit), end)
+        return self._remember(self._write(_counted(begin, pieces, size, commit), end), end, after)
 
     def _write(self, pieces: Iterable[bytes], end: batches.End | None) -> int:
+        self._left = self._written = None
         ensure_folder(self.folder)
         if not self._case_checked:
             same_but_case(self.folder, self.path.name)
@@ -330,6 +350,7 @@ class LogWriter:
                 except OSError:
                     os.ftruncate(fd, before)  # leave no torn line behind
                     raise
+                self._written = _as_left(os.fstat(fd))
                 return before
             finally:
                 os.close(fd)

@@ -28,7 +28,7 @@ from contextflow.core.clock import MAX_HLC, HybridClock
 from contextflow.core.errors import StoreError
 from contextflow.core.events import BadLine, Event, decode, encode
 from contextflow.core.fields import Schema, conform
-from contextflow.core.fsutil import signature
+from contextflow.core.fsutil import Signature, signature
 from contextflow.core.ids import new_id
 from contextflow.core.locate import Location, locate_store, store_state_dir, writer_id
 from contextflow.core.log import LogWriter, last_stamp, list_segments, read_new, unchanged
@@ -77,6 +77,7 @@ class Store:
         self.shares_state = shares_state
         self.progress: Callable[[str], None] | None = None  # told when a log has much to read (the CLI on a TTY)
         self._listing: tuple[tuple[int | None, ...], list[Path]] | None = None
+        self._last_stamps: dict[Path, tuple[Signature | None, int | None]] = {}  # other logs' newest, as last read
         self._collected: list[Event] | None = None  # appends held back by `collecting`
         self._collected_after = 0  # the seq this writer's log ended with when `collecting` began
         self._provisional: Callable[[list[Event]], None] | None = None  # told of each collected append
@@ -295,10 +296,19 @@ class Store:
         True when a log ends beyond the drift bound (its events are then read, to be bounded)."""
         edge, beyond = horizon(), False
         for path in self._segment_paths():
-            if path != self._writer.path and (stamp := last_stamp(path)) is not None:
+            if path != self._writer.path and (stamp := self._last_stamp(path)) is not None:
                 self.clock.observe(stamp)
                 beyond = beyond or stamp > edge
         return beyond
+
+    def _last_stamp(self, path: Path) -> int | None:
+        """`last_stamp` of a log, read again only when the file changed since the last write looked (or it
+        changed too recently to tell: file times are coarse)."""
+        now = signature(path)
+        seen = self._last_stamps.get(path)
+        if seen is None or seen[0] != now or now is None or time.time_ns() - now[3] < 2_000_000_000:
+            seen = self._last_stamps[path] = (now, last_stamp(path))
+        return seen[1]
 
     def admit(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """The data as `append` would store it, or the error it would raise (a scoped store checks its grant).

@@ -54,7 +54,7 @@ from contextflow.core.catchup import BUILD_LOCK, CatchUp
 from contextflow.core.catchup import BUILD_WAIT_S as BUILD_WAIT_S
 from contextflow.core.catchup import READ_BYTES as READ_BYTES
 from contextflow.core.fsutil import remove_derived, signature
-from contextflow.core.log import Position, list_segments
+from contextflow.core.log import Position
 from contextflow.core.projections import WAIT_S as WAIT_S
 from contextflow.core.projections import Projection as Projection
 from contextflow.core.projections import Row as Row
@@ -500,7 +500,7 @@ class Tables(CatchUp):
             return count
 
     def _paths(self) -> list[Path]:
-        return list_segments(self.store.folder, self.store.location.legacy_files)
+        return list(self.store._segment_paths())  # (listed again only when a folder changed: `Store`)
 
     def _at(self, path: Path) -> Tables:
         return Tables(self.store, list(self.sets.values()), path)

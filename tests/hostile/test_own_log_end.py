@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from contextflow.app import App
+from contextflow.core import batches
 from contextflow.core.clock import stamp_from_ms
 from contextflow.core.events import decode
 from contextflow.core.log import end_position, log_path, read_whole
@@ -221,4 +222,40 @@ def test_processes_writing_at_once_after_an_import_lose_nothing(imported, store_
         assert process.exitcode == 0
     texts = {e.data["text"] for e in own_events(store_dir) if e.kind == "note"}
     assert {f"{w}:{n}" for w in range(4) for n in range(30)} <= texts
+    assert_log_continues(store_dir)
+
+
+def _read_back(store_dir: Path) -> tuple[int, int, int | None]:
+    """What a fresh read of the log's end says: its last seq, newest stamp and a held batch."""
+    fd = os.open(log_path(store_dir, "writer-a"), os.O_RDONLY)
+    try:
+        found = batches.log_end(fd, "writer-a")
+    finally:
+        os.close(fd)
+    assert found is not None
+    return found.seq, found.newest, found.held_at
+
+
+def test_a_process_writing_again_knows_its_logs_end_without_reading_it(imported, store_dir):
+    writer = App.open()
+    writer.store.append("note", {"text": "first", "project": "shared"})
+    for items in ([("note", {"text": "one", "project": "shared"})], [("note", {"text": f"{n}"}) for n in range(3)]):
+        read = writer.store.bytes_read
+        remembered = writer.store._writer.end()
+        assert (remembered.seq, remembered.newest, remembered.held_at) == _read_back(store_dir)
+        written = writer.store.append_many(items)
+        assert writer.store.bytes_read == read  # nothing of the log read again
+        assert written[0].seq == remembered.seq + 1
+    assert_log_continues(store_dir)
+
+
+def test_a_write_by_another_process_in_between_is_read_back(imported, store_dir):
+    first, other = App.open(), App.open()
+    first.store.append("note", {"text": "first", "project": "shared"})
+    other.store.append("note", {"text": "other", "project": "shared"})
+    assert first.store.append("note", {"text": "again", "project": "shared"}).seq == imported + 3
+    log = log_path(store_dir, "writer-a")
+    _, lines, _ = read_whole(log)
+    os.truncate(log, log.stat().st_size - len(lines[-1][1]) - 1)  # its own last line cut again
+    assert first.store.append("note", {"text": "after the cut", "project": "shared"}).seq == imported + 3
     assert_log_continues(store_dir)
