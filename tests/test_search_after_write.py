@@ -170,17 +170,17 @@ def test_a_server_commits_a_write_to_the_index_while_the_client_reads_the_reply(
     server = ContextflowServer(app)
     note = {"text": "the websocket reconnects", "session_id": "s1", "agent": "claude"}
     assert not server.call("append_shared_note", note).is_error
-    assert server._indexing is not None
-    server._indexing.join(timeout=120)
+    assert server.indexing.thread is not None
+    assert server.indexing.settle(timeout=120)
     assert derived.describe(app.store)["documents"] is None  # not built yet: that is the first search's
     assert not server.call("get_context", {"query": "websocket"}).is_error  # the index is built
     assert not server.call("append_shared_note", {**note, "text": "the websocket drops"}).is_error
-    server._indexing.join(timeout=120)
+    assert server.indexing.settle(timeout=120)
     about = derived.describe(app.store)
     assert about["current"] and about["documents"] == 2  # committed with no search asking
     read_only = ContextflowServer(app)
     read_only.call("get_context", {"query": "websocket"})
-    assert read_only._indexing is None  # (a search starts nothing)
+    assert read_only.indexing.thread is None and not read_only.indexing.waiting()  # (a search starts nothing)
 
 
 def test_calls_in_a_row_wait_for_no_commit_between_them(app, monkeypatch):
@@ -201,16 +201,16 @@ def test_calls_in_a_row_wait_for_no_commit_between_them(app, monkeypatch):
             ("unknown_tool", {}),
         ]:
             server.call(call, arguments)
-            assert server._indexing is not None and server._indexing.is_alive(), call  # put off, still waiting
+            assert server.indexing.waiting(), call  # put off, still waiting
         assert commits == []
+        thread = server.indexing.thread
         monkeypatch.setattr(server_app, "INDEX_IDLE_S", 0.0)
         server.call("read_shared_context", {"session_id": "s1"})  # (puts it off once more, then idle at once)
-        assert server._indexing is not None
-        server._indexing.join(timeout=60)
+        assert server.indexing.settle(timeout=60)
         assert commits == [app]  # once idle: one commit for all of them
+        assert server.indexing.thread is thread  # one thread for calls in a row, not one a write
     finally:
-        if server._indexing is not None:
-            server._indexing.cancel()
+        server.indexing.put_off()
     reader = server_app.ContextflowServer(app)
     reader.call("read_shared_context", {"session_id": "s1"})
-    assert reader._indexing is None  # (reads alone commit nothing)
+    assert reader.indexing.thread is None and not reader.indexing.waiting()  # (reads alone commit nothing)

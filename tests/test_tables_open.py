@@ -91,8 +91,7 @@ def test_a_servers_first_write_and_the_read_after_it_both_answer(tmp_path: Path)
             read = server.call("read_shared_context", {"session_id": "s1", "format": "text"})
             text = read.content[0].text
             assert not read.is_error and f"first note {n}" in text, f"store {n}: {text}"
-            if server._indexing is not None:
-                server._indexing.join(timeout=60)
+            server.indexing.settle(timeout=60)
         finally:
             app.close()
 

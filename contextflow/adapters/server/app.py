@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 import traceback
 from collections.abc import Awaitable, Callable
 from functools import cached_property
@@ -29,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from contextflow import __version__
 from contextflow.adapters.server import inbound
+from contextflow.adapters.server.idle import WhenIdle
 from contextflow.adapters.server.jsonrpc_guard import guard_stdio
 from contextflow.adapters.server.registry import tables_for
 from contextflow.app import App
@@ -62,7 +62,8 @@ class ContextflowServer:
         self.resources = {r.uri: r for f in self.tables for r in f.resources}
         self._prompt_signature: object = None
         self._prompt_logs: dict[str, tuple[int, int, int, int]] | None = None  # the logs as folded then
-        self._indexing: threading.Timer | None = None  # a write's commit to the search index, waiting or running
+        # a write's commit to the search index, once the client is quiet (INDEX_IDLE_S: read when it is asked)
+        self.indexing = WhenIdle(lambda: _index_now(self.app), lambda: INDEX_IDLE_S, "index-when-idle")
 
     @cached_property
     def server(self) -> Server[Any]:
@@ -94,13 +95,15 @@ class ContextflowServer:
         ]
 
     def call(self, name: str, arguments: Any) -> types.CallToolResult:
-        waiting = self._put_off_indexing()
+        waiting = self.indexing.put_off()
         spec = self.tools.get(name)
         try:
             return self._call(spec, name, arguments)
         finally:  # (a write, or a call that put a write's commit off: committed once the server is idle)
             if (waiting or (spec is not None and not spec.read_only)) and "get_context" in self.tools:
-                self._index_when_idle()
+                # while the client reads the reply: its next search finds the write there, and calls in a row
+                # (parallel tool calls, a batch of notes) do not wait between them for a commit (its files synced)
+                self.indexing.soon()
 
     def _call(self, spec: Operation | None, name: str, arguments: Any) -> types.CallToolResult:
         if spec is None:
@@ -121,23 +124,6 @@ class ContextflowServer:
                 "Nothing was written unless the message says so. Please report this."
             )
         return reply_result(reply, as_json, spec.always_structured, redacted)
-
-    def _put_off_indexing(self) -> bool:
-        """A call came: a write's commit to the search index that has not started waits until this call is
-        done. Whether one was waiting."""
-        timer, self._indexing = self._indexing, None
-        if timer is None or not timer.is_alive():
-            return False
-        timer.cancel()  # (one already running goes on: the next catch-up then finds nothing new)
-        return True
-
-    def _index_when_idle(self) -> None:
-        """Commit what was written to the search index once no call has come for INDEX_IDLE_S, while the client
-        reads the reply: the agent's next search finds it there, and calls in a row (a client's parallel tool
-        calls, a batch of notes) do not wait between them for a commit (about 10 ms, its files synced)."""
-        self._indexing = threading.Timer(INDEX_IDLE_S, _index_now, args=(self.app,))
-        self._indexing.name, self._indexing.daemon = "index-when-idle", True
-        self._indexing.start()
 
     def call_reporting(self, name: str, arguments: Any) -> tuple[types.CallToolResult, bool]:
         """`call`, with whether the prompt list changed."""
