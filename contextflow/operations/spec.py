@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from functools import cache
+from dataclasses import dataclass, field, replace
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,13 +34,25 @@ JSON = dict[str, Any]
 
 @dataclass(frozen=True)
 class Reply:
-    """What an operation returns: text for people and models, and the same facts as JSON data."""
+    """What an operation returns: text for people and models, and the same facts as JSON data (`data`)."""
 
     text: str
-    data: Any = None
+    # the JSON data, or a function of nothing that makes it from what the handler read: made only when asked
+    # for (a text reply, as models get, never asks), so it must read nothing more
+    payload: Any = field(default=None, compare=False)
     remark: str | None = None  # said beside the reply (the CLI prints it on stderr), e.g. what did not fit
     exit: int = 0  # the CLI's exit code after printing the text (doctor: 1 when it found problems)
     shown: bool = True  # False: the handler wrote its own output (serve, a hook, the picker); nothing to print
+
+    @cached_property
+    def data(self) -> Any:
+        return self.payload() if callable(self.payload) else self.payload
+
+    def __eq__(self, other: object) -> bool:  # (the data, however given)
+        return isinstance(other, Reply) and self._facts() == other._facts()
+
+    def _facts(self) -> tuple[Any, ...]:
+        return self.text, self.data, self.remark, self.exit, self.shown
 
     @classmethod
     def finished(cls, exit: int = 0) -> Reply:
@@ -65,8 +77,11 @@ def partial(reply: Reply, progress: Progress | None, missing: str, empty: bool =
         f"PARTIAL: this machine is still reading the store's logs into its local tables ({progress.text()}); "
         f"{missing} not read yet are missing below; ask again shortly."
     )
-    data = {**reply.data, "partial": progress._asdict()} if isinstance(reply.data, dict) else reply.data
-    return replace(reply, text=f"{note}\n\n{reply.text}", data=data)
+
+    def data() -> Any:
+        return {**reply.data, "partial": progress._asdict()} if isinstance(reply.data, dict) else reply.data
+
+    return replace(reply, text=f"{note}\n\n{reply.text}", payload=data)
 
 
 def given(args: JSON, *names: str) -> JSON:

@@ -222,9 +222,12 @@ def context_list(app: App, args: JSON) -> Reply:
     found = _listed(app, args, moment, state)
     title = "Context records, newest first"
     # Values can be 64 KB each: the list carries provenance only; context_get returns a whole value.
-    listed = [records.record_dict(r, value=False) for r in found]
     older = _older(app, args, moment, state)
-    payload = {"count": len(found), "records": listed, "older_left_out": older}
+
+    def payload() -> JSON:
+        listed = [records.record_dict(r, value=False) for r in found]
+        return {"count": len(found), "records": listed, "older_left_out": older}
+
     text = records_text(found, title, moment)
     if older:
         days = args.get("since_days") or DEFAULT_SINCE_DAYS

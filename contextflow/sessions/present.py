@@ -12,8 +12,8 @@ from contextflow.app import App
 from contextflow.core import checks, jsonio
 from contextflow.core.errors import NotFoundError
 from contextflow.core.events import Event, as_dict
-from contextflow.core.text import DATA_NOTICE, clean, clip, quote
-from contextflow.operations.provenance import dumps, header, one_line
+from contextflow.core.text import DATA_NOTICE, clean, clip
+from contextflow.operations.provenance import dumps, header, one_line, quoted
 from contextflow.operations.spec import JSON, PromptSpec, Reply, given, partial
 from contextflow.sessions import core as sessions
 from contextflow.sessions import stored
@@ -44,7 +44,7 @@ def session_text(summary: SessionSummary, index: int, with_handoff: bool = True)
     if summary.agents:
         lines.append("agents: " + ", ".join(one_line(agent) for agent in sorted(summary.agents)))
     if with_handoff and summary.latest_handoff_summary:
-        lines.append(quote("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
+        lines.append(quoted("latest handoff: " + clip(summary.latest_handoff_summary, 180)))
     return "\n".join(lines)
 
 
@@ -99,14 +99,17 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     entries = sessions.read_entries(app, where, args.get("limit"))
     bad_lines = stored.bad_lines(app)
     filters = {k: v for k, v in where._asdict().items() if v is not None and k != "skip"}
-    payload = {
-        **compat_keys(app, bad_lines),
-        "store": str(app.store.folder),
-        "filters": {**filters, "limit": args.get("limit") or sessions.DEFAULT_LIMIT},
-        "count": len(entries),
-        "bad_lines": bad_lines,
-        "entries": [as_dict(event) for event in entries],
-    }
+    keys = compat_keys(app, bad_lines)
+
+    def payload() -> JSON:
+        return {
+            **keys,
+            "store": str(app.store.folder),
+            "filters": {**filters, "limit": args.get("limit") or sessions.DEFAULT_LIMIT},
+            "count": len(entries),
+            "bad_lines": bad_lines,
+            "entries": [as_dict(event) for event in entries],
+        }
     text = entries_text(entries, f"Shared context (project={where.project})", bad_lines)
     if entries:
         return _partial(app, Reply(text, payload))
@@ -116,7 +119,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
     remark = f"no session {clean(named or '', True)!r} in any project; list_sessions shows them" if missing else None
     return _partial(
         app,
-        Reply(text + elsewhere, {**payload, "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0),
+        Reply(text + elsewhere, {**payload(), "elsewhere": elsewhere or None}, remark, exit=3 if missing else 0),
         empty=True,
     )
 
@@ -224,13 +227,16 @@ def list_sessions(app: App, args: JSON) -> Reply:
     found = sessions.list_sessions(app, query)
     project = query.project
     filters = {"agent": query.agent, "since": query.since, "limit": query.limit}
-    payload = {
-        **compat_keys(app, stored.bad_lines(app)),
-        "project": project,
-        "filters": {**filters, "include_unsessioned": query.include_unsessioned},
-        "count": len(found),
-        "sessions": [s.as_dict() for s in found],
-    }
+    keys = compat_keys(app, stored.bad_lines(app))
+
+    def payload() -> JSON:
+        return {
+            **keys,
+            "project": project,
+            "filters": {**filters, "include_unsessioned": query.include_unsessioned},
+            "count": len(found),
+            "sessions": [s.as_dict() for s in found],
+        }
     if not found:
         return _partial(
             app,
@@ -268,21 +274,19 @@ def choose_session(app: App, args: JSON) -> Reply:
 
 def resume_session(app: App, args: JSON) -> Reply:
     resume = sessions.resume_session(app, **given(args, "session_id", "project", "limit"))
-    return _partial(
-        app,
-        Reply(
-            resume_text(resume),
-            {
-                **compat_keys(app, stored.bad_lines(app)),
-                "project": resume.project,
-                "session_id": resume.session_id,
-                "summary": resume.summary.as_dict() if resume.summary else None,
-                "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
-                "entries": [as_dict(event) for event in resume.entries],
-            },
-        ),
-        empty=resume.summary is None,
-    )
+    keys = compat_keys(app, stored.bad_lines(app))
+
+    def payload() -> JSON:
+        return {
+            **keys,
+            "project": resume.project,
+            "session_id": resume.session_id,
+            "summary": resume.summary.as_dict() if resume.summary else None,
+            "latest_handoff": as_dict(resume.latest_handoff) if resume.latest_handoff else None,
+            "entries": [as_dict(event) for event in resume.entries],
+        }
+
+    return _partial(app, Reply(resume_text(resume), payload), empty=resume.summary is None)
 
 
 def use_session(app: App, args: JSON) -> Reply:
