@@ -19,15 +19,15 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (5, "878f3a5d8f7f7612656c"),
+    "search-index": (5, "9c562f785d386d8a39ad"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "448481f3567f1608ac24"),
-    "feed": (3, "963ec094454d3cfad799"),
-    "capture": (2, "9882edf6a6deda0255e5"),
-    "graph-state": (4, "c43bdf61bbf590541a80"),
-    "records-state": (2, "288a29748de052948889"),
-    "conversations-state": (2, "e0e8f3b6b4422d3870ee"),
-    "timeline": (2, "5e7c34db94bc494e7f6e"),
+    "sessions": (2, "bb232564677d7c939093"),
+    "feed": (3, "325c1b9e57ea9dbb96d8"),
+    "capture": (2, "2b99c7682946bf9dec74"),
+    "graph-state": (4, "507ba614b00a6472f2b3"),
+    "records-state": (2, "4474cd344fb07b26915f"),
+    "conversations-state": (2, "3f5317e51485e7c794a9"),
+    "timeline": (2, "c65d8a8932eb7b30729c"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

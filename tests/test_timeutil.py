@@ -9,7 +9,7 @@ import pytest
 from contextflow.core import checks
 from contextflow.core.errors import InputError
 from contextflow.core.events import decode
-from contextflow.core.timeutil import age, expiry, iso_ms, parse_duration, parse_iso
+from contextflow.core.timeutil import age, age_ms, expiry, iso_ms, parse_duration, parse_iso
 from contextflow.graph.query import parse
 
 NOW = datetime(2026, 2, 8, 12, 0, tzinfo=UTC)
@@ -70,6 +70,16 @@ def test_age_reads_like_speech():
     assert age(NOW - timedelta(hours=9), NOW) == "9 hours ago"
     assert age(NOW - timedelta(days=3), NOW) == "3 days ago"
     assert age(NOW + timedelta(days=1), NOW) == "in the future"
+
+
+@pytest.mark.parametrize(
+    "elapsed_ms", [0, 999, 1000, 59_999, 60_000, 3_599_999, 3_600_000, 86_400_000 * 400, -1, -999, -1000, -60_000]
+)
+def test_an_age_in_milliseconds_reads_as_the_age_of_its_moment(elapsed_ms):
+    now = NOW + timedelta(microseconds=123)  # (a clock between milliseconds)
+    moment_ms = (now - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1) - elapsed_ms
+    moment = datetime.fromtimestamp(moment_ms / 1000, tz=UTC)
+    assert age_ms(moment_ms, now) == age(moment, now)
 
 
 def test_ages_under_two_weeks_are_counted_in_days():

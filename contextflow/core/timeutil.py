@@ -97,7 +97,20 @@ def expiry(value: str | None, now: datetime, name: str = "expires_at") -> dateti
 
 def age(moment: datetime, now: datetime) -> str:
     """How long ago, in words: "just now", "5 minutes ago", "9 hours ago", "3 days ago"."""
-    seconds = int((now - moment).total_seconds())
+    return ago(int((now - moment).total_seconds()))
+
+
+def age_ms(ms: int, now: datetime) -> str:
+    """`age` of the moment `ms` milliseconds after the epoch, in integers (a listing asks it per row)."""
+    elapsed = (now - _EPOCH) // _MICROSECOND - ms * 1000
+    return ago(elapsed // 1_000_000 if elapsed >= 0 else -(-elapsed // 1_000_000))  # (toward zero, as `age`)
+
+
+_EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+
+
+def ago(seconds: int) -> str:
+    """`seconds` ago, in words (`age`)."""
     if seconds < 0:
         return "in the future"
     # (unit size, first shown from): days up to two weeks read better than "1 week"

@@ -7,12 +7,14 @@ the writer (the log that holds it) is always labelled `writer=`.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from contextflow.core import jsonio
+from contextflow.core.clock import stamp_ms
 from contextflow.core.project import DEFAULT_PROJECT
 from contextflow.core.text import clean, clip, quote
+from contextflow.core.timeutil import age_ms
 
 if TYPE_CHECKING:
     from contextflow.core.events import OrderKey
@@ -118,10 +120,7 @@ def dumps(value: Any) -> str:
 
 def age_of(key: OrderKey, now: datetime) -> str:
     """How long ago an event with this order key was written ("3h ago")."""
-    from contextflow.core.clock import stamp_ms
-    from contextflow.core.timeutil import age
-
-    return age(datetime.fromtimestamp(stamp_ms(key[0]) / 1000, tz=UTC), now)
+    return age_ms(stamp_ms(key[0]), now)
 
 
 def value_text(value: Any, limit: int | None) -> str:

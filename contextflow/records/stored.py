@@ -48,7 +48,7 @@ class _Categories:
         self.stored = stored
 
     def __contains__(self, name: object) -> bool:
-        sql = "SELECT 1 FROM records_rows WHERE category = ? AND NOT deleted LIMIT 1"
+        sql = "SELECT 1 FROM records_rows WHERE category = ? AND deleted = 0 LIMIT 1"
         return bool(self.stored.read.query(sql, (name,)))
 
 
@@ -129,7 +129,7 @@ def _where(
     project: str | None,
 ) -> tuple[str, list[object]]:
     """The condition of a listing (`StoredRecords.select`) and its parameters."""
-    where = ["NOT deleted", "hlc >= ?", "(expires_ms IS NULL OR expires_ms > ?)"]
+    where = ["deleted = 0", "hlc >= ?", "(expires_ms IS NULL OR expires_ms > ?)"]
     params: list[object] = [db_stamp(cutoff), now_ms]
     for column, value in (("category", category), ("thread_id", thread), ("project", project)):
         if value is not None:

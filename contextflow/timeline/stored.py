@@ -71,16 +71,34 @@ class Slice(TimelineState):
     def show(self, thread_id: str) -> Thread | None:
         """The thread, read with its newest thought, its newest position move, the thoughts those name and
         its thought count (what `core.whereabouts` shows of it)."""
-        thread = self.thread(thread_id)
-        newest = f"SELECT id FROM timeline_events WHERE thread = ? AND kind = ? {_NEWEST}"
-        self._fold(f"id IN ({newest}) OR id IN ({newest})", (thread_id, THOUGHT, thread_id, POSITION))
-        if last := self.thread_thoughts.get(thread_id):
-            self.thought(last[-1][1])
-        if (here := self.positions.get(thread_id)) is not None:
-            self.thought(here[1])
-        count = "SELECT count(*) FROM timeline_events WHERE thread = ? AND kind = ?"
-        self.counts[thread_id] = int(self.query(count, (thread_id, THOUGHT))[0][0])
-        return thread
+        return self.show_all([thread_id])[0]
+
+    def show_all(self, thread_ids: list[str]) -> list[Thread | None]:
+        """`show` of each thread, in four queries whatever their number."""
+        wanted = [thread_id for thread_id in thread_ids if ("thread", thread_id) not in self._asked]
+        self._asked.update(("thread", thread_id) for thread_id in wanted)
+        ids, listed = jsonio.dumps(wanted).decode(), jsonio.dumps(thread_ids).decode()
+        self._fold(f"thread IN (SELECT value FROM json_each(?)) AND kind IN ('{THREAD}', '{THREAD_UPDATE}')", (ids,))
+        newest = f"SELECT (SELECT id FROM timeline_events WHERE thread = t.value AND kind = ? {_NEWEST}) FROM json_each(?) t"
+        self._fold(f"id IN ({newest} UNION ALL {newest})", (THOUGHT, listed, POSITION, listed))
+        named = [last[-1][1] for thread_id in thread_ids if (last := self.thread_thoughts.get(thread_id))]
+        named += [here[1] for thread_id in thread_ids if (here := self.positions.get(thread_id)) is not None]
+        self.thoughts_named(named)
+        count = (
+            "SELECT thread, count(*) FROM timeline_events WHERE thread IN (SELECT value FROM json_each(?)) "
+            "AND kind = ? GROUP BY thread"
+        )
+        counted = dict(self.query(count, (listed, THOUGHT)))
+        self.counts.update((thread_id, int(counted.get(thread_id, 0))) for thread_id in thread_ids)
+        return [super(Slice, self).thread(thread_id) for thread_id in thread_ids]
+
+    def thoughts_named(self, thought_ids: list[str]) -> None:
+        """Read these thoughts (`thought`), in one query."""
+        wanted = list(dict.fromkeys(t for t in thought_ids if ("thought", t) not in self._asked))
+        self._asked.update(("thought", thought_id) for thought_id in wanted)
+        if wanted:
+            where = "thought IN (SELECT value FROM json_each(?)) AND kind IN"
+            self._fold(f"{where} ('{THOUGHT}', '{THOUGHT_UPDATE}')", (jsonio.dumps(wanted).decode(),))
 
     def whole(self, thread_id: str) -> None:
         """Read every event of the thread, its thoughts' updates and the tangents started from them."""
@@ -126,7 +144,7 @@ def recent(found: Slice, status: str | None, count: int) -> list[Thread]:
     """Up to `count` threads (of `status`, else all), most recently active first, each read for showing."""
     where, params = ("created = 1 AND status = ?", [status]) if status else ("created = 1", [])
     sql = f"SELECT thread FROM timeline_threads WHERE {where} {_RECENT}"
-    shown = [found.show(thread_id) for (thread_id,) in found.query(sql, [*params, max(count, 0)])]
+    shown = found.show_all([thread_id for (thread_id,) in found.query(sql, [*params, max(count, 0)])])
     return [thread for thread in shown if thread is not None]
 
 
