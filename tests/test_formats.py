@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "9c562f785d386d8a39ad"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "bb232564677d7c939093"),
-    "feed": (3, "325c1b9e57ea9dbb96d8"),
-    "capture": (2, "2b99c7682946bf9dec74"),
-    "graph-state": (4, "507ba614b00a6472f2b3"),
-    "records-state": (2, "4474cd344fb07b26915f"),
-    "conversations-state": (2, "3f5317e51485e7c794a9"),
-    "timeline": (2, "c65d8a8932eb7b30729c"),
+    "sessions": (2, "91da260ab79456e757ad"),
+    "feed": (3, "7f0d461cc61be0c0a221"),
+    "capture": (2, "6c8e9f12cf567eb587f5"),
+    "graph-state": (4, "a096440b0a6f8c681b6d"),
+    "records-state": (2, "f20ac71bd2fb00c7c3af"),
+    "conversations-state": (2, "fe32c07153dd29d9cd93"),
+    "timeline": (2, "0239491e9d3736d68a0b"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

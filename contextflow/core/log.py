@@ -313,8 +313,9 @@ class LogWriter:
         """Keep the end a write left (what `batches.log_end` would read back), for the next write of this
         process while the file stays as it left it; a write of unknown lines, or one after a batch a kill cut
         short (whose lines count as read back), keeps nothing."""
-        known = end is not None and end.held_at is None and after is not None and self._written is not None
-        self._left = (self._written, batches.End(after.seq, after.newest, None, 0)) if known else None
+        self._left = None
+        if end is not None and end.held_at is None and after is not None and self._written is not None:
+            self._left = (self._written, batches.End(after.seq, after.newest, None, 0))
         return written
 
     def append(self, data: bytes) -> int:

@@ -110,6 +110,7 @@ def read_shared_context(app: App, args: JSON) -> Reply:
             "bad_lines": bad_lines,
             "entries": [as_dict(event) for event in entries],
         }
+
     text = entries_text(entries, f"Shared context (project={where.project})", bad_lines)
     if entries:
         return _partial(app, Reply(text, payload))
@@ -237,6 +238,7 @@ def list_sessions(app: App, args: JSON) -> Reply:
             "count": len(found),
             "sessions": [s.as_dict() for s in found],
         }
+
     if not found:
         return _partial(
             app,

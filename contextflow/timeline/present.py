@@ -139,6 +139,7 @@ def _threads(app: App, found: list[timeline.Whereabouts], title: str, empty: str
     moment = now()
     blocks = "\n\n".join(whereabouts_text(where, moment) for where in found)
     text = f"{title} {DATA_NOTICE}\n\n{blocks}{tail}" if found else empty
+
     def data() -> JSON:
         return {"count": len(found), **more, "threads": [whereabouts_dict(w) for w in found]}
 

@@ -79,7 +79,8 @@ class Slice(TimelineState):
         self._asked.update(("thread", thread_id) for thread_id in wanted)
         ids, listed = jsonio.dumps(wanted).decode(), jsonio.dumps(thread_ids).decode()
         self._fold(f"thread IN (SELECT value FROM json_each(?)) AND kind IN ('{THREAD}', '{THREAD_UPDATE}')", (ids,))
-        newest = f"SELECT (SELECT id FROM timeline_events WHERE thread = t.value AND kind = ? {_NEWEST}) FROM json_each(?) t"
+        each = "SELECT id FROM timeline_events WHERE thread = t.value AND kind = ?"
+        newest = f"SELECT ({each} {_NEWEST}) FROM json_each(?) t"
         self._fold(f"id IN ({newest} UNION ALL {newest})", (THOUGHT, listed, POSITION, listed))
         named = [last[-1][1] for thread_id in thread_ids if (last := self.thread_thoughts.get(thread_id))]
         named += [here[1] for thread_id in thread_ids if (here := self.positions.get(thread_id)) is not None]
