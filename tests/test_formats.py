@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (5, "9c562f785d386d8a39ad"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "91da260ab79456e757ad"),
-    "feed": (3, "7f0d461cc61be0c0a221"),
-    "capture": (2, "6c8e9f12cf567eb587f5"),
+    "sessions": (2, "3f2d6ce1c425af897cc7"),
+    "feed": (3, "d34567eb330007524fbd"),
+    "capture": (2, "dd2694dce2532ad61c1c"),
     "graph-state": (4, "a096440b0a6f8c681b6d"),
     "records-state": (2, "f20ac71bd2fb00c7c3af"),
     "conversations-state": (2, "fe32c07153dd29d9cd93"),
-    "timeline": (2, "0239491e9d3736d68a0b"),
+    "timeline": (2, "fd0d99d42b9cf5cd6c09"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

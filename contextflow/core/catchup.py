@@ -322,12 +322,13 @@ class CatchUp:
         if retire:
             return retire, []
         todo: list[tuple[Path, bytes | None, list[str]]] = []
+        read_at: dict[bytes, tuple[int, ...]] = {}  # each position's file signature (formats share positions)
         for path in paths:
             sig = signature(path)
             groups: dict[bytes | None, list[str]] = {}
             for name in sets:
                 found = stored.get(name, {}).get(str(path))
-                if found is not None and found[1] and sig is not None and tuple(jsonio.loads(found[0])[:4]) == sig:
+                if found is not None and found[1] and sig is not None and _read_at(found[0], read_at) == sig:
                     continue
                 if found is None and sig is None:
                     continue
@@ -500,3 +501,11 @@ def _build(at: Callable[[Path], CatchUp], path: Path) -> None:
                 tables.close()
     except LockTimeout:
         return
+
+
+def _read_at(blob: bytes, known: dict[bytes, tuple[int, ...]]) -> tuple[int, ...]:
+    """The file signature a stored read position was taken at (device, inode, size, mtime), decoded once."""
+    found = known.get(blob)
+    if found is None:
+        found = known[blob] = tuple(jsonio.loads(blob)[:4])
+    return found
