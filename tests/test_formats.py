@@ -19,15 +19,15 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (5, "9c562f785d386d8a39ad"),
+    "search-index": (6, "a2906b2ee91212755a79"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "3f2d6ce1c425af897cc7"),
-    "feed": (3, "d34567eb330007524fbd"),
-    "capture": (2, "dd2694dce2532ad61c1c"),
-    "graph-state": (4, "a096440b0a6f8c681b6d"),
-    "records-state": (2, "f20ac71bd2fb00c7c3af"),
-    "conversations-state": (2, "fe32c07153dd29d9cd93"),
-    "timeline": (2, "fd0d99d42b9cf5cd6c09"),
+    "sessions": (2, "7dc8cabb95d34429bc8a"),
+    "feed": (3, "7e768cda5bea1f382130"),
+    "capture": (2, "d9720c01c2863cc804be"),
+    "graph-state": (4, "507ba614b00a6472f2b3"),
+    "records-state": (2, "4474cd344fb07b26915f"),
+    "conversations-state": (2, "3f5317e51485e7c794a9"),
+    "timeline": (2, "a8471fff087140d3f246"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

@@ -48,6 +48,7 @@ BACKGROUND_BYTES = 32 * 1024 * 1024  # a reader finding more unread than this ha
 BUILD_LOCK = "views.build.lock"  # held by the one process building in the background
 AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
+Rows = dict[str, dict[str, dict[tuple[Any, ...], None]]]  # projection -> table -> its rows (each once, in order)
 # formats and tables earlier versions kept: dropped on a reset
 # ("cursors": the read positions' table before its rename)
 RETIRED = ("view-events", "view_events", "stages", "cursors")
@@ -392,31 +393,35 @@ class CatchUp:
     ) -> None:
         """Add the rows of `events` to formats `sets` (inside the caller's transaction), clock bounds applied:
         each event's rows, and each folding projection's chunk of events (`Projection.apply`)."""
-        rows: dict[str, dict[tuple[Any, ...], None]] = {}
-        folded: dict[str, list[Event]] = {s.name: [] for s in sets if s.apply is not None}
+        plain = [(table_set.rows, table_set.name) for table_set in sets if table_set.apply is None]
+        folding = [(table_set.kinds, table_set.name) for table_set in sets if table_set.apply is not None]
+        rows: Rows = {name: {} for _, name in plain}  # (per table, its rows: each once, in order)
+        folded: dict[str, list[Event]] = {name: [] for _, name in folding}
         for event in events:
             if event.kind == BOUND_KIND:
                 self._flush(db, rows, folded)  # this chunk's earlier events, for the bound to lower
-                rows, folded = {}, {name: [] for name in folded}
+                rows, folded = {name: {} for name in rows}, {name: [] for name in folded}
                 self._bound(db, event, sets, caps)
             cap = caps.get(event.id)
             if cap is not None and event.hlc > cap:
                 event = Event(event.id, event.writer, event.seq, cap, event.kind, event.data)
-            for table_set in sets:
-                if table_set.apply is not None:
-                    if event.kind.startswith(table_set.kinds):
-                        folded[table_set.name].append(event)
-                    continue
-                for table, values in table_set.rows(event):
-                    rows.setdefault(f"{table_set.name}\0{table}", {})[values] = None
+            for kinds, name in folding:
+                if event.kind.startswith(kinds):
+                    folded[name].append(event)
+            for rows_of, name in plain:
+                tables = rows[name]
+                for table, values in rows_of(event):
+                    found = tables.get(table)
+                    if found is None:
+                        found = tables[table] = {}
+                    found[values] = None
         self._flush(db, rows, folded)
 
-    def _flush(
-        self, db: sqlite3.Connection, rows: dict[str, dict[tuple[Any, ...], None]], folded: dict[str, list[Event]]
-    ) -> None:
-        for where, found in rows.items():
-            name, table = where.split("\0")
-            db.executemany(self.sets[name].inserts[table], list(found))
+    def _flush(self, db: sqlite3.Connection, rows: Rows, folded: dict[str, list[Event]]) -> None:
+        for name, tables in rows.items():
+            inserts = self.sets[name].inserts
+            for table, found in tables.items():
+                db.executemany(inserts[table], found)
         for name, events in folded.items():
             apply = self.sets[name].apply
             if events and apply is not None:

@@ -70,7 +70,8 @@ def damage(exc: BaseException) -> bool:
 # goes in changes; tests/test_formats.py guards the code each depends on.
 INDEX = Format(
     NAME,
-    5,  # 5: a projection of the derived store (read positions in views.sqlite3); 4: no field lengths stored
+    6,  # 6: a document's order keys stored once; 5: a projection of the derived store (read positions in
+    # views.sqlite3); 4: no field lengths stored
     ("contextflow.search.sink", "contextflow.search.disk", "contextflow.search.view", "contextflow.search.extractors"),
 )
 

@@ -70,17 +70,24 @@ def _key(value: Any) -> OrderKey:
 
 
 def encode_doc(doc: Doc) -> bytes:
-    fields = {name: [key, text] for name, (key, text) in doc.fields.items()}
-    meta = {name: [key, value] for name, (key, value) in doc.meta.items()}
-    return jsonio.dumps([doc.kind, doc.ref, doc.put_key, doc.delete_key, fields, meta])
+    """A document's state as stored: each field's and value's order key only when it is not the latest
+    put's (almost always it is: written once, the key said once instead of once a field)."""
+    put = doc.put_key
+    fields = {name: text if key == put else [key, text] for name, (key, text) in doc.fields.items()}
+    meta = {name: value for name, (_, value) in doc.meta.items()}
+    keys = {name: key for name, (key, _) in doc.meta.items() if key != put}
+    return jsonio.dumps([doc.kind, doc.ref, put, doc.delete_key, fields, meta, keys])
 
 
 def decode_doc(raw: bytes, links: bytes | None = None, timely: bool | None = None) -> Doc:
     """A document from its stored state and links (`timely`, when the caller read it from the index)."""
-    kind, ref, put_key, delete_key, fields, meta = jsonio.loads(raw)
-    doc = Doc(f"{kind}:{ref}", kind, ref, -1, put_key=_key(put_key), delete_key=_key(delete_key))
-    doc.fields = {name: (_key(key), text) for name, (key, text) in fields.items()}
-    doc.meta = {name: (_key(key), value) for name, (key, value) in meta.items()}
+    kind, ref, put_key, delete_key, fields, meta, keys = jsonio.loads(raw)
+    put = _key(put_key)
+    doc = Doc(f"{kind}:{ref}", kind, ref, -1, put_key=put, delete_key=_key(delete_key))
+    doc.fields = {  # (a field's text is a string: a list is [key, text])
+        name: (put, entry) if isinstance(entry, str) else (_key(entry[0]), entry[1]) for name, entry in fields.items()
+    }
+    doc.meta = {name: (_key(keys[name]) if name in keys else put, value) for name, value in meta.items()}
     derive(doc, timely)
     if links:
         before, after = jsonio.loads(links)
