@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (6, "a2906b2ee91212755a79"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (2, "7dc8cabb95d34429bc8a"),
-    "feed": (3, "7e768cda5bea1f382130"),
-    "capture": (2, "d9720c01c2863cc804be"),
-    "graph-state": (4, "507ba614b00a6472f2b3"),
-    "records-state": (2, "4474cd344fb07b26915f"),
-    "conversations-state": (2, "3f5317e51485e7c794a9"),
-    "timeline": (2, "a8471fff087140d3f246"),
+    "sessions": (3, "be1243faaea571b6884b"),
+    "feed": (3, "d3a168f1d8061ebb10a1"),
+    "capture": (2, "e97e17228fb17294e150"),
+    "graph-state": (4, "1c93dab4c8396f307901"),
+    "records-state": (2, "860c8734ae1ca0b3fc4a"),
+    "conversations-state": (2, "d13242fa15b54c1c9bab"),
+    "timeline": (2, "e1fae427d35a718edb22"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

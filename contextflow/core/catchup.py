@@ -27,6 +27,7 @@ from contextflow.core.projections import (
     busy,
     damaged,
     db_stamp,
+    last_rowid,
     patience,
     position_blob,
     position_of,
@@ -419,9 +420,14 @@ class CatchUp:
 
     def _flush(self, db: sqlite3.Connection, rows: Rows, folded: dict[str, list[Event]]) -> None:
         for name, tables in rows.items():
-            inserts = self.sets[name].inserts
+            inserts, summarise = self.sets[name].inserts, self.sets[name].summarise
             for table, found in tables.items():
-                db.executemany(inserts[table], found)
+                if summarise is not None and summarise[0] == table:
+                    after = last_rowid(db, table)
+                    db.executemany(inserts[table], found)
+                    summarise[1](db, after)
+                else:
+                    db.executemany(inserts[table], found)
         for name, events in folded.items():
             apply = self.sets[name].apply
             if events and apply is not None:

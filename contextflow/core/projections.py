@@ -173,6 +173,9 @@ class Projection(NamedTuple):
     # projection's reader (the search index: a commit costs more than a warm read)
     lazy: bool = False
     done: Callable[[], None] | None = None  # called after each update (an `apply` keeping a writer open closes it)
+    # (table, summarise(db, after)): after a batch of that table's rows is inserted, its summaries brought up to
+    # date from the rows added past rowid `after` (reading and writing `main.`): once a batch, not a trigger a row
+    summarise: tuple[str, Callable[[Writer, int], None]] | None = None
 
     @property
     def name(self) -> str:
@@ -201,6 +204,11 @@ def scoped_views(sets: Iterable[Projection], projects: Iterable[str], source: st
         for table_set in sets
         for table, sql in table_set.scoped
     ]
+
+
+def last_rowid(db: Writer, table: str) -> int:
+    """The largest rowid of `main.table` (0 when empty): rows inserted after it have larger ones."""
+    return int(db.execute(f'SELECT coalesce(max(rowid), 0) FROM main."{table}"').fetchone()[0])
 
 
 class Writer(Protocol):

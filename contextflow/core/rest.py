@@ -45,6 +45,7 @@ from contextflow.core.projections import (
     Projection,
     busy,
     damaged,
+    last_rowid,
     patience,
     position_of,
     readable_events,
@@ -129,10 +130,14 @@ class Rest:
         try:
             for table_set in sets:
                 rows = {table: list(values) for table, values in found[table_set.name].items()}
+                summarise = table_set.summarise
+                after = last_rowid(self.db, summarise[0]) if summarise is not None else 0
                 if table_set.seed is not None and table_set.name in self.built:
                     table_set.seed(self.db, rows, self._seeded)
                 for table, found_rows in rows.items():
                     self.db.executemany(table_set.inserts[table].replace(" INTO ", " INTO main.", 1), found_rows)
+                if summarise is not None:  # (the seeded rows too: a summary is made whole)
+                    summarise[1](self.db, after)
                 if table_set.apply is not None and folded[table_set.name]:
                     table_set.apply(_Into(self.db), folded[table_set.name])
             self.db.execute("COMMIT")

@@ -19,14 +19,14 @@ from contextflow.core import jsonio
 from contextflow.core.events import Event
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
-from contextflow.core.projections import by_project
+from contextflow.core.projections import Writer, by_project
 from contextflow.core.tables import Projection, Row, db_stamp
 from contextflow.sessions.view import ENTRY_KINDS, marked_wrong, session_of
 
 _KEY_NEWER = "(excluded.hlc, excluded.w, excluded.seq) > (hlc, w, seq)"
 _TASK_NEWER = (
     "excluded.task IS NOT NULL AND "
-    "(task_hlc IS NULL OR (excluded.hlc, excluded.w, excluded.seq) > (task_hlc, task_w, task_seq))"
+    "(task_hlc IS NULL OR (excluded.task_hlc, excluded.task_w, excluded.task_seq) > (task_hlc, task_w, task_seq))"
 )
 _SAME_SESSION = "project = new.project AND session_id = new.session_id"
 _NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC LIMIT 1"
@@ -56,24 +56,6 @@ SCHEMA = (
     """CREATE TABLE sessions_marks(
     project TEXT NOT NULL, session_id TEXT NOT NULL, handoff TEXT NOT NULL, note TEXT NOT NULL,
     PRIMARY KEY(project, session_id, handoff)) WITHOUT ROWID""",
-    # a session's summary: counts, its newest entry, its newest task (by order key, whatever the arrival order)
-    f"""CREATE TRIGGER sessions_add AFTER INSERT ON sessions_entries WHEN new.session_id != '' BEGIN
-    INSERT INTO sessions(project, session_id, entries, notes, handoffs, hlc, w, seq, last_kind, task, task_hlc, task_w,
-        task_seq)
-    VALUES (new.project, new.session_id, 1, new.kind = 'note', new.kind = 'handoff', new.hlc, new.w, new.seq, new.kind,
-        new.task, iif(new.task IS NULL, NULL, new.hlc), iif(new.task IS NULL, NULL, new.w),
-        iif(new.task IS NULL, NULL, new.seq))
-    ON CONFLICT(project, session_id) DO UPDATE SET
-        entries = entries + 1, notes = notes + excluded.notes, handoffs = handoffs + excluded.handoffs,
-        last_kind = iif({_KEY_NEWER}, excluded.last_kind, last_kind),
-        task = iif({_TASK_NEWER}, excluded.task, task),
-        task_w = iif({_TASK_NEWER}, excluded.w, task_w),
-        task_seq = iif({_TASK_NEWER}, excluded.seq, task_seq),
-        task_hlc = iif({_TASK_NEWER}, excluded.hlc, task_hlc),
-        w = iif({_KEY_NEWER}, excluded.w, w),
-        seq = iif({_KEY_NEWER}, excluded.seq, seq),
-        hlc = iif({_KEY_NEWER}, excluded.hlc, hlc);
-    END""",
     # one automatic handoff per session is current: the newest
     f"""CREATE TRIGGER sessions_supersede AFTER INSERT ON sessions_entries
     WHEN new.kind = 'handoff' AND new.auto = 1 BEGIN
@@ -98,6 +80,50 @@ SCHEMA = (
         WHERE {_SAME_SESSION} AND kind = 'handoff' AND auto = 1;
     END""",
 )
+
+# a session's summary: counts, its newest entry, its newest task (by order key, whatever the arrival order), made
+# from a batch of new entries at once (`summarise`; the counts add up, the newest of both wins)
+_SUMMARY_ADD = f"""INSERT INTO main.sessions(project, session_id, entries, notes, handoffs, hlc, w, seq, last_kind,
+    task, task_hlc, task_w, task_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT(project, session_id) DO UPDATE SET
+        entries = entries + excluded.entries, notes = notes + excluded.notes, handoffs = handoffs + excluded.handoffs,
+        last_kind = iif({_KEY_NEWER}, excluded.last_kind, last_kind),
+        task = iif({_TASK_NEWER}, excluded.task, task),
+        task_w = iif({_TASK_NEWER}, excluded.task_w, task_w),
+        task_seq = iif({_TASK_NEWER}, excluded.task_seq, task_seq),
+        task_hlc = iif({_TASK_NEWER}, excluded.task_hlc, task_hlc),
+        w = iif({_KEY_NEWER}, excluded.w, w),
+        seq = iif({_KEY_NEWER}, excluded.seq, seq),
+        hlc = iif({_KEY_NEWER}, excluded.hlc, hlc)"""
+_ADDED = (
+    "SELECT project, session_id, hlc, w, seq, kind, task FROM main.sessions_entries WHERE rowid > ? AND session_id != ''"
+)
+
+
+def summarise(db: Writer, after: int) -> None:
+    """The summaries of the sessions of the entries added past rowid `after`, brought up to date (as a trigger
+    a row did: each count grows by the new entries, the newest entry and task win, the earlier added on a tie)."""
+    found: dict[tuple[str, str], list[Any]] = {}
+    for project, session_id, hlc, w, seq, kind, task in db.execute(_ADDED, (after,)):
+        key = (hlc, w, seq)
+        summary = found.get((project, session_id))
+        if summary is None:
+            summary = found[(project, session_id)] = [0, 0, 0, key, kind, None, None]
+        summary[0] += 1
+        summary[1] += kind == "note"
+        summary[2] += kind == "handoff"
+        if key > summary[3]:
+            summary[3], summary[4] = key, kind
+        if task is not None and (summary[6] is None or key > summary[6]):
+            summary[5], summary[6] = task, key
+    db.executemany(
+        _SUMMARY_ADD,
+        [
+            (project, session_id, entries, notes, handoffs, *key, kind, task, *(task_key or (None, None, None)))
+            for (project, session_id), (entries, notes, handoffs, key, kind, task, task_key) in found.items()
+        ],
+    )
+
 
 INSERTS = {
     "sessions_entries": "INSERT OR IGNORE INTO sessions_entries(id, hlc, w, seq, kind, project, session_id, "
@@ -214,7 +240,8 @@ def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
 
 
 PROJECTION = Projection(
-    Format("sessions", 2, ("contextflow.sessions.projection",)),  # 2: fields its columns hold kept once
+    # 2: fields its columns hold kept once; 3: summaries made a batch at a time (no trigger)
+    Format("sessions", 3, ("contextflow.sessions.projection",)),
     SCHEMA,
     INSERTS,
     rows,
@@ -224,4 +251,5 @@ PROJECTION = Projection(
     seed=seed,
     scoped=by_project("sessions_entries", "sessions", "sessions_agents", "sessions_marks"),
     unneeded=unneeded,
+    summarise=("sessions_entries", summarise),
 )
