@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextflow.adapters.cli import main
 from contextflow.app import App
@@ -280,3 +282,15 @@ def test_a_reply_found_by_its_neighbour_is_not_weak(dialog):
     assert not reply.weak  # "marketing" in its own text, "price cache TTL" in the entry before it
     alone = retrieval.get_context(app, query="price cache TTL", limit=10, now_ms=NOW)
     assert not next(shown.hit for shown in alone.shown if shown.hit.doc.ref == ids["reply"]).weak
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*"ab 0123456789:/-apmAPM\u0663\u00b2_\n", "May", " next week", "3rd"])).map("".join))
+def test_a_text_states_a_time_as_the_full_numeric_pattern_says_whether_or_not_a_word_holds_a_digit(text: str):
+    """`has_time_words` looks for a clock time or a date in digits only when a word holds other than letters:
+    the answer is the one the pattern gives over the whole text."""
+    words = when.WORD.findall(text)
+    flags = {when._TIME_WORDS[word] for word in words}
+    whole = 1 in flags or bool(2 in flags and when._PHRASES.search(text.lower())) or bool(when._NUMERIC.search(text))
+    assert when.has_time_words(text) == whole
+    assert when.has_time_words(text, words) == whole

@@ -38,10 +38,8 @@ import tantivy
 from contextflow.core import jsonio
 from contextflow.core.events import OrderKey
 from contextflow.search import ranking
-from contextflow.search.docs import SEQUENCE_FIELDS, Doc, Hit, derive, own_terms, repeats
+from contextflow.search.docs import SEQUENCE_FIELDS, Doc, Hit, derive, own_terms, repeats, split
 from contextflow.search.ranking import Candidate
-from contextflow.search.tokens import WORD, term_string
-from contextflow.search.when import has_time_words
 
 WRITER_HEAP = 64_000_000
 M_ARENA_MAX = -8  # glibc's mallopt parameter
@@ -107,17 +105,16 @@ def _indexed(doc: Doc, scale: int) -> tuple[str, str, bool]:
     """Its body, its own terms (what it lends its neighbours) and whether it states a time: one pass."""
     parts, own, timely = [], [], False
     mains = SEQUENCE_FIELDS.get(doc.kind, ()) if doc.own is None else ()  # the sink may have them already
-    split = doc.mains or {}  # (the sink split them for their neighbours: `Doc.own_terms`)
+    done = doc.mains or {}  # (the sink split them for their neighbours: `Doc.own_terms`)
     for name, text in doc.field_texts():
         if text:
-            found = split.get(name)
+            found = done.get(name)
             if found is not None and found[0] is text:
                 terms, stated = found[1], found[2]
                 timely = timely or stated
             else:
-                words = WORD.findall(text)
-                terms = term_string(words)
-                timely = timely or has_time_words(text, words)
+                terms, stated = split(text)
+                timely = timely or stated
             parts.append(terms * repeats(name, scale))
             if name in mains:
                 own.append(terms)

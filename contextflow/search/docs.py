@@ -41,6 +41,22 @@ SEQUENCE_FIELDS: Mapping[str, tuple[str, ...]] = {  # the kinds whose entries fo
     "note": ("text",), "thought": ("text",), "activity": ("title", "text"),
 }  # fmt: skip
 NEAR_TERMS = 100  # terms an entry lends to each neighbour's near field, at most
+SPLITS = 4096  # field texts whose split is remembered (`split`)
+
+
+_SPLITS: dict[str, tuple[str, bool]] = {}
+
+
+def split(text: str) -> tuple[str, bool]:
+    """A field's text as index terms (`tokens.term_string`) and whether it states a time, remembered for the
+    last SPLITS texts: a session's task, tags and titles repeat from entry to entry."""
+    found = _SPLITS.get(text)
+    if found is None:
+        if len(_SPLITS) >= SPLITS:
+            _SPLITS.clear()
+        words = WORD.findall(text)
+        found = _SPLITS[text] = (term_string(words), has_time_words(text, words))
+    return found
 
 
 def repeats(name: str, scale: int) -> int:
@@ -133,7 +149,7 @@ class Doc:
             self.mains = {}
             for name in SEQUENCE_FIELDS.get(self.kind, ()):
                 text = self.text(name)
-                words = WORD.findall(text)
+                words = WORD.findall(text)  # (an entry's main text seldom repeats: not `split`)
                 self.mains[name] = (text, term_string(words), has_time_words(text, words))
             self.own = own_terms(terms for _, terms, _ in self.mains.values())
         return self.own

@@ -61,7 +61,9 @@ _NUMERIC = re.compile(r"\d(?:\d?:\d\d|\d?\s[aApP][mM]\b|\d{3}-\d\d|\d?/\d)")  # 
 
 
 class _TimeWords(dict[str, int]):
-    """A word -> 1 when it states a time by itself, 2 when it may start a phrase that does, else 0."""
+    """A word -> 1 when it states a time by itself, 2 when it may start a phrase that does, 3 when it may start
+    a clock time or a date in digits (it holds a character other than a letter: `_NUMERIC` starts at a digit of
+    a word), else 0."""
 
     def __missing__(self, word: str) -> int:
         if len(self) > 1 << 16:
@@ -70,7 +72,7 @@ class _TimeWords(dict[str, int]):
         if lower in _TIME_TOKENS or word == "May" or _ORDINAL.fullmatch(lower):  # "may" the verb is not a time
             found = 1
         else:
-            found = 2 if lower in _PHRASE_STARTS else 0
+            found = 2 if lower in _PHRASE_STARTS else 0 if lower.isalpha() else 3
         self[word] = found
         return found
 
@@ -144,7 +146,7 @@ def has_time_words(text: str, words: list[str] | None = None) -> bool:
         return True
     if 2 in flags and _PHRASES.search(text.lower()):
         return True
-    return _NUMERIC.search(text) is not None
+    return 3 in flags and _NUMERIC.search(text) is not None
 
 
 def is_date_word(term: str) -> bool:

@@ -96,7 +96,8 @@ _SUMMARY_ADD = f"""INSERT INTO main.sessions(project, session_id, entries, notes
         seq = iif({_KEY_NEWER}, excluded.seq, seq),
         hlc = iif({_KEY_NEWER}, excluded.hlc, hlc)"""
 _ADDED = (
-    "SELECT project, session_id, hlc, w, seq, kind, task FROM main.sessions_entries WHERE rowid > ? AND session_id != ''"
+    "SELECT project, session_id, hlc, w, seq, kind, task FROM main.sessions_entries "
+    "WHERE rowid > ? AND session_id != ''"
 )
 
 
