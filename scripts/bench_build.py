@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
@@ -35,6 +36,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
 CHILD = r"""
 import json, resource, sys, time
 began = time.perf_counter()
+import contextflow
 from contextflow.app import App
 app = App.open()
 what = sys.argv[1]
@@ -51,24 +53,30 @@ else:  # the fresh machine's background builder: every projection from one read 
 app.close()
 own = resource.getrusage(resource.RUSAGE_SELF)
 status = open("/proc/self/status").read()
-print(json.dumps({"events": events, "wall": time.perf_counter() - began, "cpu": own.ru_utime + own.ru_stime,
-                  "peak_mb": int(status.split("VmHWM:")[1].split()[0]) / 1024}))
+print(json.dumps({"code": contextflow.__path__[0], "events": events, "wall": time.perf_counter() - began,
+                  "cpu": own.ru_utime + own.ru_stime, "peak_mb": int(status.split("VmHWM:")[1].split()[0]) / 1024}))
 """
 
 
-def child(tree: Path, env: dict[str, str], what: str) -> dict[str, float]:
+def child(tree: Path, env: dict[str, str], what: str) -> dict[str, Any]:
     python = tree / ".venv" / "bin" / "python"
     done = subprocess.run(
         [str(python if python.exists() else sys.executable), "-c", CHILD, what],
         env={**env, "PYTHONPATH": str(tree)},
+        cwd=tree,  # (`python -c` imports from its working folder first: that tree's code)
         capture_output=True,
         text=True,
         timeout=7200,
     )
     if done.returncode:
         raise SystemExit(f"{tree}: {what} failed:\n{done.stderr[-3000:]}")
-    found: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
+
+
+def commit_of(tree: Path) -> str:
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "?"
 
 
 def folder_bytes(folder: Path) -> int:
@@ -87,15 +95,17 @@ def largest(db_path: Path, count: int = 12) -> list[tuple[str, int]]:
     return [(str(name), int(size)) for name, size in found]
 
 
-def run_tree(tree: Path, env: dict[str, str], state: Path, logs: int, together: bool, breakdown: bool) -> None:
+def run_tree(
+    tree: Path, env: dict[str, str], state: Path, logs: int, together: bool, breakdown: bool, tables_only: bool
+) -> None:
     shutil.rmtree(state, ignore_errors=True)
     env = {**env, "CONTEXTFLOW_STATE": str(state)}
     tables = child(tree, env, "tables")
-    index = child(tree, env, "index")
+    index = {"events": 0, "wall": 0.0, "cpu": 0.0, "peak_mb": 0.0} if tables_only else child(tree, env, "index")
     where = next(state.rglob("views.sqlite3")).parent  # (the store's own folder under the state folder)
     db = sum(p.stat().st_size for p in where.glob("views.sqlite3*"))
     search = folder_bytes(where / "derived") if (where / "derived").exists() else 0
-    print(f"\n{tree}  (load {os.getloadavg()[0]:.1f})")
+    print(f"\n{tables['code']} at {commit_of(tree)}  (load {os.getloadavg()[0]:.1f})")
     for name, found in (("tables", tables), ("index", index)):
         print(
             f"  {name:7} {found['events']:>9,} events  wall {found['wall']:6.1f} s  cpu {found['cpu']:6.1f} s  "
@@ -123,6 +133,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--together", action="store_true", help="also the one-process build of everything")
     parser.add_argument("--no-breakdown", action="store_true")
+    parser.add_argument("--tables-only", action="store_true", help="the tables alone (no index, no sizes to read)")
     parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "cf-bench-build"))
     options = parser.parse_args()
     from benchlib.storegen import generate_store
@@ -141,7 +152,8 @@ def main() -> int:
     for rep in range(options.reps):
         for number, tree in enumerate(trees):
             state = work / f"state-{number}"
-            run_tree(tree, env, state, logs, options.together, not options.no_breakdown and rep == 0)
+            breakdown = not options.no_breakdown and rep == 0
+            run_tree(tree, env, state, logs, options.together, breakdown, options.tables_only)
             shutil.rmtree(state, ignore_errors=True)
     return 0
 
