@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (6, "558b5e30ff8c86b091d9"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (3, "40e2bf179222923ccd5a"),
-    "feed": (3, "668179d5fb5ac166efee"),
-    "capture": (2, "e97e17228fb17294e150"),
-    "graph-state": (4, "1c93dab4c8396f307901"),
-    "records-state": (2, "860c8734ae1ca0b3fc4a"),
-    "conversations-state": (2, "d13242fa15b54c1c9bab"),
-    "timeline": (2, "e1fae427d35a718edb22"),
+    "sessions": (3, "a756d6f185e8b930080b"),
+    "feed": (3, "bbf874fe2df86ba01f66"),
+    "capture": (2, "68f086bed7a96b6f3074"),
+    "graph-state": (4, "8cc4ee470cd0a171ab55"),
+    "records-state": (2, "dc1aeb59d06143d8baff"),
+    "conversations-state": (2, "57366d5476bac48d2ffc"),
+    "timeline": (2, "170c79fb757e48f414cc"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 
