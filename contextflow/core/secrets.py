@@ -471,10 +471,16 @@ def _raw_spans(text: str, candidates: Collection[str] | None = None) -> list[tup
     `candidates`: the needles that may be in it (the others are known to be absent)."""
     present = _present(text.lower(), candidates)
     spans: list[tuple[int, int]] = []
+    words: str | None = None
     for rule in rules() if candidates is None else _wakeable(frozenset(candidates)):
-        if (rule.needles and present.isdisjoint(rule.needles)) or rule.shut(text):
+        if rule.needles and present.isdisjoint(rule.needles):
             continue
-        spans += [match.span() for match in rule.pattern.finditer(text)]
+        if rule.requires:  # every match holds one of them, as `find` checks: without, the rule cannot match
+            words = folded(text) if words is None else words
+            if not any(word in words for word in rule.requires):
+                continue
+        if not rule.shut(text):
+            spans += [match.span() for match in rule.pattern.finditer(text)]
     return spans
 
 
