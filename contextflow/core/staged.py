@@ -71,16 +71,27 @@ class StagedBatch:
     def __len__(self) -> int:
         return len(self._tail_sizes)
 
-    def add_many(self, items: Sequence[tuple[str, str, dict[str, Any]]], scrubbed: bool = False) -> None:
-        """Events (id, kind, data) redacted (unless `scrubbed` already), checked and staged, in order."""
+    def add_many(
+        self,
+        items: Sequence[tuple[str, str, dict[str, Any]]],
+        scrubbed: bool = False,
+        encoded: Sequence[bytes | None] | None = None,
+    ) -> None:
+        """Events (id, kind, data) redacted (unless `scrubbed` already), checked and staged, in order.
+        `encoded`: per event, its data's JSON (`jsonio.dumps`) when the caller has it and it holds no
+        `<private>` text (`private.stripped_encoded` said so), else None."""
         from contextflow.core.private import stripped_encoded
         from contextflow.core.secrets import scrub_items
 
-        encoded = [stripped_encoded(data) for _, _, data in items]  # `<private>` text is never stored
-        pairs = [(kind, data) for (_, kind, _), (data, _) in zip(items, encoded, strict=True)]
+        given = encoded if encoded is not None else [None] * len(items)
+        encoded_all = [
+            (data, body) if body is not None else stripped_encoded(data)  # `<private>` text is never stored
+            for (_, _, data), body in zip(items, given, strict=True)
+        ]
+        pairs = [(kind, data) for (_, kind, _), (data, _) in zip(items, encoded_all, strict=True)]
         if not scrubbed:
             pairs = scrub_items(pairs)  # (data it changes is another object: encoded again)
-        for (event_id, _, _), (kind, data), (seen, body) in zip(items, pairs, encoded, strict=True):
+        for (event_id, _, _), (kind, data), (seen, body) in zip(items, pairs, encoded_all, strict=True):
             self._add(event_id, kind, data, body if data is seen else None)
 
     def _add(self, event_id: str, kind: str, data: dict[str, Any], body: bytes | None = None) -> None:
@@ -116,8 +127,11 @@ class StagedBatch:
     def lines(self, first_seq: int, stamps: array[int]) -> tuple[int, Iterator[bytes]]:
         """(the bytes of every line, the lines in pieces): line n carries seq `first_seq + n` and `stamps[n]`."""
         self._flush()
+        count = len(self._tail_sizes)
         size = sum(self._id_sizes) + sum(self._tail_sizes)
-        size += sum(len(head(b"", self._writer, first_seq + n, stamp)) for n, stamp in enumerate(stamps))
+        # each line's head: the same bytes but its seq's and stamp's digits (counted without making the heads)
+        size += count * (len(head(b"", self._writer, 0, 0)) - 2)
+        size += sum(map(len, map(str, range(first_seq, first_seq + count)))) + sum(map(len, map(str, stamps)))
         return size, self._pieces(first_seq, stamps)
 
     def _pieces(self, first_seq: int, stamps: array[int]) -> Iterator[bytes]:

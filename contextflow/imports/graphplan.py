@@ -70,8 +70,12 @@ class Planner:
             chunk = [stage.with_ids(row) if row[0] in known else row for row in chunk]
             known |= state.known([row[2] for row in chunk if row[0] in known])  # only a node imported before
             state.load(row[0] for row in chunk if row[0] in known)  # (in one query)
-            for nid, digest, update, tag, data, error, file in chunk:
-                yield from self._node(state, stage, nid, digest, update, tag, data, error, file, known)
+            for nid, digest, update, tag, data, error, file, body in chunk:
+                if nid not in known and data is not None:  # a new node (a first import's every one)
+                    label = _label(data) if self.labels else ""
+                    yield self._counted(Planned(nid, model.NODE, data, "node", label, body))
+                else:
+                    yield from self._node(state, stage, nid, digest, update, tag, data, error, file, known)
             if tick:
                 tick(len(chunk))
         for chunk in _chunks(stage.edges()):
@@ -111,6 +115,7 @@ class Planner:
         file: int,
         known: set[str],
     ) -> Iterator[Planned]:
+        """A node known here (or refused): nothing, or its update and tags."""
         if nid in known:
             node = state.node(nid)
             if node is None:
@@ -122,9 +127,6 @@ class Planner:
         if data is None:  # a record the store refuses: its file is left out
             raise SourceError(stage.files[file], error)
         label = _label(data) if self.labels else ""
-        if nid not in known:
-            yield self._counted(Planned(nid, model.NODE, data, "node", label))
-            return
         change = {"node": nid, "type": data["type"], "content": data["content"], "summary": data.get("summary", "")}
         change["metadata"] = data["metadata"]
         if "redacted" in data:

@@ -102,6 +102,7 @@ class Planned(NamedTuple):
     data: dict[str, Any]
     what: str
     label: str  # a line for --dry-run
+    body: bytes | None = None  # `data` as JSON holding no `<private>` text, when the planner has it: not encoded again
 
 
 @dataclass

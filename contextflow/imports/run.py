@@ -251,7 +251,9 @@ def _store(app: App, planned: Iterator[Planned], progress: Progress) -> None:
             items = [(event.id, event.kind, app.store.admit(event.kind, event.data)) for event in chunk]
             for n, (kind, data) in zip(edges, scrub_items([items[n][1:] for n in edges]), strict=True):
                 items[n] = (items[n][0], kind, data)
-            staged.add_many(items, scrubbed=True)
+            # a node's data as staged, when admitted as it is: its JSON is stored without encoding it again
+            bodies = [event.body if item[2] is event.data else None for event, item in zip(chunk, items, strict=True)]
+            staged.add_many(items, scrubbed=True, encoded=bodies)
         progress.advance(0, f"storing {len(staged)} event(s)")
         app.store.append_staged(staged)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -86,7 +87,7 @@ def items(label: str, handle: BinaryIO) -> Iterator[Item]:
             entity_type = item.get("entityType")
             entity_type = entity_type.strip() if isinstance(entity_type, str) else ""
             observations = item.get("observations", [])
-            if not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
+            if not isinstance(observations, list) or not all(map(isinstance, observations, repeat(str))):
                 raise SourceError(path, '"observations" must be a list of strings', line)
             node_type, tags = _typed(entity_type) if len(entity_type) <= 200 else _typed.__wrapped__(entity_type)
             metadata = {"name": name, "entityType": entity_type}

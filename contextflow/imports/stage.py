@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from contextflow.core import hashing, jsonio
 from contextflow.core.errors import InputError
 from contextflow.core.ids import derived_id
+from contextflow.core.private import stripped_encoded
 from contextflow.graph.writes import node_item
 from contextflow.imports.model import Deleted, EdgeRecord, GroupEdge, Item, Member, NodeRecord, Skipped
 
@@ -36,7 +37,7 @@ CHUNK = 2000
 VERSION_KEY = "source_version"  # in graph model.UNSEARCHED_METADATA: kept on the node, not in the search index
 
 _SCHEMA = """
-CREATE TABLE node(nid TEXT PRIMARY KEY, version TEXT, upd TEXT, tag TEXT, data BLOB, error BLOB, file INT);
+CREATE TABLE node(nid TEXT, version TEXT, upd TEXT, tag TEXT, data BLOB, error BLOB, file INT, as_is INT);
 CREATE TABLE edge(snid TEXT, tnid TEXT, type TEXT, ends BLOB, file INT);
 CREATE TABLE gone(nid TEXT, del TEXT, label BLOB, file INT);
 CREATE TABLE member(grp BLOB, tnid TEXT, tgt BLOB);
@@ -44,7 +45,9 @@ CREATE TABLE group_edge(grp BLOB, snid TEXT, src BLOB, type TEXT, file INT);
 """
 
 
-NodeRow = tuple[str, str, str, str, dict[str, Any] | None, str, int]
+# (id, source version, update id, tag id, data or None, error, file, and the data's JSON when a staged batch
+# may store it as it is: it holds no `<private>` text to remove; None otherwise)
+NodeRow = tuple[str, str, str, str, dict[str, Any] | None, str, int, bytes | None]
 
 
 class EdgeRow(NamedTuple):
@@ -72,6 +75,13 @@ def version(record: NodeRecord) -> str:
 _VERSIONING = hashing.blake2b(digest_size=6)
 
 
+def _encoded(data: dict[str, Any]) -> tuple[bytes, int]:
+    """A node's data as JSON, and 1 when it holds no `<private>` text (`private.stripped_encoded`): a staged
+    batch then stores those bytes as they are, where it would have encoded the same data again."""
+    kept, body = stripped_encoded(data)
+    return (body, 1) if body is not None and kept is data else (jsonio.dumps(data), 0)
+
+
 def _packed(source: str, target: str, relations: str) -> str:
     """An edge's two keys and its relation names (JSON, or empty) in one text, sealed once."""
     return f"{len(source)}:{len(target)}:{source}{target}{relations}"
@@ -84,10 +94,20 @@ def _unpacked(text: str) -> tuple[str, str, str]:
     return rest[:split], rest[split:end], rest[end:]
 
 
-# a key given again: its row keeps its place (where the key first appeared) and takes the later record
-_ADD_NODE = (
-    "INSERT INTO node VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(nid) DO UPDATE SET version = excluded.version,"
-    " upd = excluded.upd, tag = excluded.tag, data = excluded.data, error = excluded.error, file = excluded.file"
+# Nodes are appended as read (a unique index kept while a million random ids arrive costs twice the
+# inserts) and a key given again is settled once everything is read: its first row (where the key first
+# appeared) takes the last record given for it, and the others go.
+_REPEATED = (
+    "CREATE TABLE repeated AS SELECT nid, min(rowid) AS first, max(rowid) AS last FROM node"
+    " GROUP BY nid HAVING count(*) > 1"
+)
+_TAKE_LAST = (
+    "UPDATE node SET version = l.version, upd = l.upd, tag = l.tag, data = l.data, error = l.error, file = l.file"
+    " FROM repeated r JOIN node l ON l.rowid = r.last WHERE node.rowid = r.first"
+)
+_DROP_LATER = (
+    "DELETE FROM node WHERE rowid IN"
+    " (SELECT n.rowid FROM repeated r JOIN node n ON n.nid = r.nid WHERE n.rowid != r.first)"
 )
 
 
@@ -210,21 +230,22 @@ class Stage:
                     derived_id(self.fmt, "update", record.key, digest),
                     derived_id(self.fmt, "tag", record.key, digest),
                 )
-            body = jsonio.dumps(data) if not error else None
-            rows.append((nid, digest, upd, tag, body, self.seal(error) if error else None, file))
-        before = self._count("SELECT coalesce(max(rowid), 0) FROM node")  # a key given again adds no row
+            body, as_is = (None, 0) if error else _encoded(data)
+            rows.append((nid, digest, upd, tag, body, self.seal(error) if error else None, file, as_is))
         self.db.execute("BEGIN")
-        self.db.executemany(_ADD_NODE, rows)
+        self.db.executemany("INSERT INTO node VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         self.db.executemany("INSERT INTO edge VALUES (?, ?, ?, ?, ?)", edges)
         self.db.executemany("INSERT INTO gone VALUES (?, ?, ?, ?)", gone)
         self.db.executemany("INSERT INTO member VALUES (?, ?, ?)", members)
         self.db.executemany("INSERT INTO group_edge VALUES (?, ?, ?, ?, ?)", grouped)
         self.db.execute("COMMIT")
-        self.repeated += len(rows) - (self._count("SELECT coalesce(max(rowid), 0) FROM node") - before)
 
     def finish(self) -> None:
-        """Everything read: claude-mem's summaries linked to their sessions' observations, the indexes made."""
+        """Everything read: a key given again settled, claude-mem's summaries linked to their sessions'
+        observations, the indexes made."""
         self.flush()
+        self.db.execute("CREATE INDEX node_nid ON node(nid)")
+        self._settle_repeated()
         self.db.execute("CREATE INDEX member_grp ON member(grp)")
         grouped = self.db.execute(
             "SELECT g.snid, m.tnid, g.type, g.src, m.tgt, g.file FROM group_edge g"
@@ -239,6 +260,16 @@ class Stage:
         self.db.execute("CREATE INDEX edge_ends ON edge(snid, tnid, type)")
         self.items = self._count("SELECT count(*) FROM node") + self._count("SELECT count(*) FROM edge")
 
+    def _settle_repeated(self) -> None:
+        """Each node key read more than once: one row, where it first appeared, with the last record given."""
+        self.db.execute("BEGIN")
+        self.db.execute(_REPEATED)
+        if self._count("SELECT count(*) FROM repeated"):
+            self.db.execute(_TAKE_LAST)
+            self.repeated = self.db.execute(_DROP_LATER).rowcount
+        self.db.execute("DROP TABLE repeated")
+        self.db.execute("COMMIT")
+
     def _count(self, sql: str) -> int:
         found: int = self.db.execute(sql).fetchone()[0]
         return found
@@ -246,20 +277,20 @@ class Stage:
     # -- reading back, in order ------------------------------------------------------------
 
     def nodes(self) -> Iterator[NodeRow]:
-        """(id, source version, update id, tag id, data or None, error, file) per key, in first-seen order;
-        the update and tag ids may be empty: `with_ids` gives them."""
-        for nid, digest, upd, tag, body, error, file in self.db.execute("SELECT * FROM node ORDER BY rowid"):
+        """A `NodeRow` per key, in first-seen order; the update and tag ids may be empty: `with_ids` gives them."""
+        for nid, digest, upd, tag, body, error, file, as_is in self.db.execute("SELECT * FROM node ORDER BY rowid"):
             data = jsonio.loads(body) if body is not None else None
-            yield nid, digest, upd or "", tag or "", data, self.unseal(error) if error else "", file
+            shown = self.unseal(error) if error else ""
+            yield nid, digest, upd or "", tag or "", data, shown, file, body if as_is else None
 
     def with_ids(self, row: NodeRow) -> NodeRow:
         """`row` with its update and tag ids (derived from its source version and the key in its origin)."""
-        nid, digest, upd, tag, data, error, file = row
+        nid, digest, upd, tag, data, error, file, body = row
         if upd or data is None:
             return row
         key = str(data["origin"])[len(self.fmt) + 1 :]
         upd, tag = derived_id(self.fmt, "update", key, digest), derived_id(self.fmt, "tag", key, digest)
-        return nid, digest, upd, tag, data, error, file
+        return nid, digest, upd, tag, data, error, file, body
 
     def edges(self) -> Iterator[EdgeRow]:
         """Each edge merged by its ends and type (its relation names together), in first-seen order."""
