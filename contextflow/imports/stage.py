@@ -102,8 +102,8 @@ _REPEATED = (
     " GROUP BY nid HAVING count(*) > 1"
 )
 _TAKE_LAST = (
-    "UPDATE node SET version = l.version, upd = l.upd, tag = l.tag, data = l.data, error = l.error, file = l.file"
-    " FROM repeated r JOIN node l ON l.rowid = r.last WHERE node.rowid = r.first"
+    "UPDATE node SET version = l.version, upd = l.upd, tag = l.tag, data = l.data, error = l.error, file = l.file,"
+    " as_is = l.as_is FROM repeated r JOIN node l ON l.rowid = r.last WHERE node.rowid = r.first"
 )
 _DROP_LATER = (
     "DELETE FROM node WHERE rowid IN"
