@@ -20,6 +20,7 @@ from contextflow.core import hashing
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError
 from contextflow.core.ids import derived_id, new_id
+from contextflow.core.projections import chunks, marks
 from contextflow.core.timeutil import now_ms
 from contextflow.graph import inbound, model, stored
 from contextflow.graph.query import parse
@@ -93,17 +94,28 @@ def _differs(here: Node | None, exported: dict[str, Any]) -> bool:
     return content.strip() != here.content.strip() or exported.get("type") not in (None, here.type)
 
 
-def _local_id(state: StoredGraph, exported_id: str, origin: str | None) -> str | None:
-    """The node here that is the exported one (same id, same origin, or imported from it)."""
+def _local_id(state: StoredGraph, exported_id: str, origin: str | None, origins: dict[str, str]) -> str | None:
+    """The node here that is the exported one (same id, same origin, or imported from it); `origins`: the
+    first node made from each key as an origin (`_origins`)."""
     for key in (exported_id, origin):
         if not key:
             continue
         if key in state.nodes and state.nodes[key].exists:
             return key
-        found = state.origin(key)
+        found = origins.get(key)
         if found is not None:
             return found
     return None
+
+
+def _origins(state: StoredGraph, keys: list[str]) -> dict[str, str]:
+    """For each of `keys` that some node came from, the first such node (`StoredGraph.origin` of each), found
+    in one query per chunk of keys: a query per node read the whole node table each time (1.6 s for 7,000)."""
+    found: dict[str, str] = {}
+    for part in chunks(list(dict.fromkeys(keys))):
+        sql = f"SELECT origin, min(id) FROM graph_nodes WHERE origin IN ({marks(len(part))}) GROUP BY origin"
+        found.update((str(origin), str(first)) for origin, first in state.read.query(sql, part))
+    return found
 
 
 def _check_document(doc: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -129,12 +141,15 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
     result = Imported()
     planned: list[tuple[str, str, dict[str, Any]]] = []
     differing: list[str] = []
+    keys = [key for node in nodes for key in (node.get("id"), node.get("origin")) if isinstance(key, str) and key]
+    state.load(keys)  # (the nodes of those ids, a query a chunk, not one each)
+    origins = _origins(state, keys)
     for index, node in enumerate(nodes):
         exported_id = node.get("id")
         if not isinstance(exported_id, str) or not exported_id:
             raise InputError(f"nodes[{index}] has no id")
         origin = node.get("origin") if isinstance(node.get("origin"), str) else None
-        local = _local_id(state, exported_id, origin)
+        local = _local_id(state, exported_id, origin, origins)
         if local is not None:
             result.id_map[exported_id] = local
             if _differs(state.nodes.get(local), node):
