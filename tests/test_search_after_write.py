@@ -183,6 +183,29 @@ def test_a_server_commits_a_write_to_the_index_while_the_client_reads_the_reply(
     assert read_only.indexing.thread is None and not read_only.indexing.waiting()  # (a search starts nothing)
 
 
+def test_the_search_after_an_idle_commit_opens_nothing_the_idle_work_opened_it(app, monkeypatch):
+    """A write's commit, done while the client is quiet, also checks the new files and opens their searcher:
+    the search that follows reloads nothing (reloading is most of what a search after a write paid)."""
+    from contextflow.adapters.server.app import ContextflowServer
+    from contextflow.search.disk import DiskIndex
+
+    server = ContextflowServer(app)
+    note = {"text": "the websocket reconnects", "session_id": "s1", "agent": "claude"}
+    assert not server.call("append_shared_note", note).is_error
+    assert not server.call("get_context", {"query": "websocket"}).is_error  # (the first search builds the index)
+    reloads: list[DiskIndex] = []
+    plain = DiskIndex.reload
+    monkeypatch.setattr(DiskIndex, "reload", lambda self: (reloads.append(self), plain(self))[1])
+    assert not server.call("append_shared_note", {**note, "text": "the websocket drops"}).is_error
+    assert server.indexing.settle(timeout=120) and reloads  # committed and reloaded while idle
+    index = derived.search_for(app.store).index()
+    opened, reloads[:] = index._searcher, []
+    assert opened is not None
+    found = server.call("get_context", {"query": "drops"})
+    assert not found.is_error and "the websocket drops" in found.content[0].text
+    assert reloads == [] and index._searcher is opened  # the searcher the idle work opened
+
+
 def test_calls_in_a_row_wait_for_no_commit_between_them(app, monkeypatch):
     """A write's commit waits until no call has come for INDEX_IDLE_S: a client's calls in a row (parallel
     tool calls, a batch of notes) never wait for one (about 10 ms, its files synced) between them."""

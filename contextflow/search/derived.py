@@ -346,7 +346,12 @@ class DerivedSearch:
                 built = bool(tables.peek("SELECT 1 FROM search_state LIMIT 1"))
             except sqlite3.OperationalError:  # (no such table: nothing built on this machine yet)
                 built = False
-            return self._catch_up(tables) if built else 0
+            read = self._catch_up(tables) if built else 0
+            if read > 0:  # (the idle work) the next search finds the commit's files checked and a searcher open
+                index, _ = self._current(tables, repair=False)
+                if index is not None:
+                    index.open_searcher()
+            return read
 
     def _catch_up(self, tables: Tables, foreground: bool = False) -> int:
         """The engine's update with the index (-1: answered as it is, see `CatchUp.update`); an index found

@@ -206,6 +206,10 @@ class DiskIndex:
             self._searcher = self.index.searcher()
         return self._searcher
 
+    def open_searcher(self) -> None:
+        """Open the searcher of the last commit now (each new segment's files), not on the next search."""
+        self.searcher  # noqa: B018
+
     def count(self, scope: Collection[str] | None = None) -> int:
         if scope is None:
             return int(self.searcher.num_docs)

@@ -90,27 +90,41 @@ def sound(folder: Path) -> None:
     """Raise FilesDamaged unless `folder` (when there) is a real folder and each file tantivy opens in it
     (`OPENED`, the files of the segments `meta.json` names) is a regular file where it is there. Only
     `lstat` is used (and `meta.json` opened non-blocking): nothing is followed or waited on."""
+    _look(folder)
+
+
+def _look(folder: Path) -> tuple[dict[str, int], dict[str, str] | None] | None:
+    """One look at `folder`, as `sound` checks it: its regular files with their sizes, and the segments
+    `meta.json` names (`_live`); None when the folder is not there. The folder is scanned before `meta.json`
+    is read, so a merge ending meanwhile only retires segments."""
     mode = _mode(folder)
     if mode is None:
-        return
+        return None
     if not stat.S_ISDIR(mode):
         raise FilesDamaged(f"{folder} is {kind(mode)}, not a folder")
-    for name in OPENED:
-        mode = _mode(folder / name)
-        if mode is not None and not stat.S_ISREG(mode):
-            raise FilesDamaged(f"{folder / name} is {kind(mode)}, not a regular file")
-    live = _live(folder) or {}
+    sizes: dict[str, int] = {}
+    others: dict[str, int] = {}  # what is there but not a regular file -> its mode
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 try:
-                    if _of(live, entry.name) and not entry.is_file(follow_symlinks=False):
-                        found = kind(entry.stat(follow_symlinks=False).st_mode)
-                        raise FilesDamaged(f"{folder / entry.name} is {found}, not a regular file")
+                    found = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:  # (a merge's clean-up deleted it meanwhile)
                     continue
+                if stat.S_ISREG(found.st_mode):
+                    sizes[entry.name] = found.st_size
+                else:
+                    others[entry.name] = found.st_mode
     except OSError as exc:
         raise FilesDamaged(f"{folder} does not read: {exc}") from exc
+    for name in OPENED:
+        if name in others:
+            raise FilesDamaged(f"{folder / name} is {kind(others[name])}, not a regular file")
+    live = _live(folder)
+    for name, mode in others.items():
+        if _of(live or {}, name):
+            raise FilesDamaged(f"{folder / name} is {kind(mode)}, not a regular file")
+    return sizes, live
 
 
 def _scan(folder: Path) -> dict[str, int]:
@@ -151,9 +165,7 @@ def check(folder: Path, recorded: dict[str, int]) -> None:
     """Raise FilesDamaged when a recorded file of a segment still live is gone or has another size.
     The folder is scanned before `meta.json` is read, so a merge ending meanwhile only retires segments.
     A folder that is not `sound` is damaged too."""
-    sound(folder)
-    found = _scan(folder)
-    live = _live(folder)
+    found, live = _look(folder) or ({}, None)
     if live is None or (recorded and not live):  # (a merge writes its segment before it retires the others)
         if recorded:
             raise FilesDamaged(f"{folder / META} is gone or names none of the segments its last commit wrote")
