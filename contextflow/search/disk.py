@@ -281,8 +281,9 @@ class DiskIndex:
                 (should, query_.range_query(schema, "at", tantivy.FieldType.Unsigned, lo, hi, include_upper=False))
                 for lo, hi in spans
             ]))  # fmt: skip
-        clauses = [(must, query_.boolean_query(text)), *((must, query_.const_score_query(f, 0.0)) for f in filters)]
-        query = query_.boolean_query(clauses)
+        query = query_.boolean_query(text)
+        if filters:  # (without them the query stays a disjunction of term queries: tantivy's top-k pruning)
+            query = query_.boolean_query([(must, query), *((must, query_.const_score_query(f, 0.0)) for f in filters)])
         hits = self.searcher.search(query, size, count=False).hits
         addresses = [address for _, address in hits]
         values = [self.searcher.fast_field_values(name, addresses) for name in FAST]
