@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +252,24 @@ def test_a_search_far_behind_answers_from_what_is_indexed_while_a_detached_proce
     derived.search_for(app.store).update()  # what the detached process does
     result = retrieval.get_context(app, query="websocket messages zeppelin hangar")
     assert not result.partial and len(result.shown) == 2
+
+
+def test_a_detached_build_runs_behind_the_agents_calls(tmp_path):
+    """The detached builder lowers its CPU priority: beside a client's calls it takes what they leave."""
+    from contextflow.core import catchup
+
+    told = tmp_path / "niceness"
+
+    def build() -> None:  # (written whole, then renamed: the test never reads half of it)
+        (tmp_path / "partial").write_text(str(os.nice(0)))
+        os.replace(tmp_path / "partial", told)
+
+    catchup.in_background(build)
+    deadline = time.monotonic() + 120
+    while not told.exists():  # the grandchild runs detached: its file is the event waited for
+        assert time.monotonic() < deadline, "the detached build never ran"
+        time.sleep(0.01)
+    assert int(told.read_text()) == min(os.nice(0) + catchup.BUILD_NICENESS, 19)
 
 
 def test_a_new_machines_first_search_says_nothing_is_indexed_yet_instead_of_no_match(tmp_path, monkeypatch):

@@ -19,15 +19,15 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (6, "de7e42f806b465c3a794"),
+    "search-index": (6, "66c8b42e17a33fd3d3f7"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (3, "a756d6f185e8b930080b"),
-    "feed": (3, "bbf874fe2df86ba01f66"),
-    "capture": (2, "68f086bed7a96b6f3074"),
+    "sessions": (3, "cad35e58de5e7026df65"),
+    "feed": (3, "7f588ec11ea6720d5ab4"),
+    "capture": (2, "f53678336c43c4f8dd51"),
     "graph-state": (4, "8cc4ee470cd0a171ab55"),
     "records-state": (2, "dc1aeb59d06143d8baff"),
     "conversations-state": (2, "57366d5476bac48d2ffc"),
-    "timeline": (2, "170c79fb757e48f414cc"),
+    "timeline": (2, "5aa2671b9807091df5af"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

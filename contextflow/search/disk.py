@@ -122,7 +122,7 @@ def _indexed(doc: Doc, scale: int) -> tuple[str, str, bool]:
 
 
 class Row(NamedTuple):
-    """A document ready to write (a build's worker process makes these): its state and index values."""
+    """A document ready to write: its state and index values."""
 
     doc_id: str
     kind: str

@@ -107,8 +107,10 @@ def _size(path: Path) -> int:
 
 def _build(expected_state_dir: str) -> int:
     """The child: bring the index of the store the environment names up to date, reporting progress."""
+    from contextflow.core.catchup import behind_the_agents
     from contextflow.core.store import Store
 
+    behind_the_agents()
     store = Store.open(os.environ)
     if os.path.realpath(store.state_dir) != os.path.realpath(expected_state_dir):
         print(f"the index build found another state folder ({store.state_dir}); nothing built", file=sys.stderr)
