@@ -19,15 +19,15 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (6, "66c8b42e17a33fd3d3f7"),
+    "search-index": (6, "e70c27d949c15453a356"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (3, "cad35e58de5e7026df65"),
-    "feed": (3, "7f588ec11ea6720d5ab4"),
-    "capture": (2, "f53678336c43c4f8dd51"),
-    "graph-state": (4, "8cc4ee470cd0a171ab55"),
-    "records-state": (2, "dc1aeb59d06143d8baff"),
-    "conversations-state": (2, "57366d5476bac48d2ffc"),
-    "timeline": (2, "5aa2671b9807091df5af"),
+    "sessions": (3, "d58f41d58b9f9822a86c"),
+    "feed": (3, "afd4309f67dd38d9af20"),
+    "capture": (2, "88a122ddcc95064032ff"),
+    "graph-state": (4, "599ac148abb88166fa9d"),
+    "records-state": (2, "2db2bdd5ad5c350eca6f"),
+    "conversations-state": (2, "a2052fa6cdc4734d1b2f"),
+    "timeline": (2, "a4563b6098f6174d480b"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

@@ -10,14 +10,14 @@ text line, and often the last tool result, come later): the caller passes the pa
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from contextflow.capture.turns import Turn, clip, decoded, each, without_private
+from contextflow.core import regexes
 
 _NOISE_PREFIXES = (b'{"type":"api-request', b'{"type":"queue-operation', b'{"type":"last-prompt', b'{"type":"atis')
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "<command-args>")
-_EXIT = re.compile(r"Exit code (\d+)")
+_EXIT = regexes.compile(r"Exit code (\d+)")
 _WRITE_TOOLS = {"Write": "created", "Edit": "edited", "MultiEdit": "edited", "NotebookEdit": "edited", "Read": "read"}
 
 

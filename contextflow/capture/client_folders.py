@@ -19,21 +19,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from contextflow.core import hashing
+from contextflow.core import hashing, regexes
 
 NEWEST = 4  # transcripts of each client looked at, newest first
 MAX_LISTED = 2_000  # folder entries listed per folder
 DAYS = 3  # Codex's newest day folders
 MAX_HEADS = 16  # first lines read per call (each transcript's once)
 MAX_HEAD = 256 << 10  # bytes of a first line read
-_NOT_NAME = re.compile(r"[^A-Za-z0-9]")
+_NOT_NAME = regexes.compile(r"[^A-Za-z0-9]")
 
 
 class Found(NamedTuple):

@@ -14,11 +14,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from contextflow.capture import outcomes, substance
+from contextflow.core import regexes
 
 MAX_FILES = 40
 MAX_FINALS = 2
 MAX_ERRORS = 5
-_NEXT = re.compile(r"\bnext steps?\s*[:\-]\s*(.+)", re.I)
+_NEXT = regexes.compile(r"\bnext steps?\s*[:\-]\s*(.+)", re.I)
 _DONE = ("completed", "complete", "done", "cancelled", "canceled")
 
 

@@ -8,14 +8,14 @@ records' `toolCalls` carry files, shell commands (`Exit Code: N` in the output) 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from contextflow.capture.turns import Turn, decoded, each
+from contextflow.core import regexes
 
-_EXIT = re.compile(r"Exit Code: (\d+)")
+_EXIT = regexes.compile(r"Exit Code: (\d+)")
 # what run_shell_command's result holds besides the command's output (`Output: (empty)` when it had none)
-_NOT_OUTPUT = re.compile(
+_NOT_OUTPUT = regexes.compile(
     r"\s*(</?untrusted_context>|\(empty\)|(Exit Code|Signal|Background PIDs|Process Group PGID):.*)\s*"
 )
 _FILES = {"write_file": "created", "replace": "edited", "edit": "edited", "read_file": "read"}

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from contextflow.capture.read_position import Chunk
 from contextflow.capture.turns import Turn, decoded, each
+from contextflow.core import regexes
 
 if TYPE_CHECKING:  # imported where a database is opened: a sweep finding none pays nothing for it
     import sqlite3
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # imported where a database is opened: a sweep finding none p
 MAX_MESSAGES = 2_000  # per read; the rest on the next call
 MAX_ROW = 2 << 20
 NO_OUTPUT = "(no output)"
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+_PATCH_FILE = regexes.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 _FILES = {"write": "created", "edit": "edited", "multiedit": "edited", "read": "read"}
 
 

@@ -13,6 +13,8 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
+from contextflow.core import regexes
+
 MAX_CHECKS = 15
 WHOLE = ""  # the target of a run over the whole suite
 _RUNNER_NAMES = {
@@ -33,14 +35,14 @@ _RUNNER_NAMES = {
 @cache
 def _runner() -> re.Pattern[str]:
     """One pattern for every test runner (compiled the first time a test command is keyed)."""
-    return re.compile(
+    return regexes.compile(
         r"(?P<pytest>(?:^|[\s/])(?:py\.test|pytest)\b)|(?P<unittest>\bunittest\b)|(?P<tox>\btox\b)|(?P<nox>\bnox\b)"
         r"|(?P<jest>\bjest\b)|(?P<vitest>\bvitest\b)|(?P<npm>\b(?:npm|yarn|pnpm)(?: run)? test\b)|(?P<go>\bgo test\b)"
         r"|(?P<cargo>\bcargo test\b)|(?P<make>\bmake test\b)|(?P<script>\bscripts/test\b)"
     )
 
 
-_TESTS = re.compile(
+_TESTS = regexes.compile(
     r"(^|[\s;&|(/])(pytest|py\.test|unittest|tox|nox|npm (run )?test|yarn test|pnpm test|npx (jest|vitest)|jest|"
     r"vitest|go test|cargo test|mvn test|gradle test|\./gradlew test|rspec|phpunit|ctest|make test|"
     r"bash scripts/test|scripts/test)\b"
@@ -57,12 +59,12 @@ _SUITE_FOLDERS = {"tests", "test", "spec", ".", "./...", "..."}
 @cache
 def _patterns() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
     """Progress lines, and what makes a line meaningful, most telling first (compiled on first failure)."""
-    progress = re.compile(r"^[\s.FEsxX]*(\[\s*\d+%\])?\s*$|^=+.*=+$|^-+$|^collected \d+|^platform |^rootdir")
+    progress = regexes.compile(r"^[\s.FEsxX]*(\[\s*\d+%\])?\s*$|^=+.*=+$|^-+$|^collected \d+|^platform |^rootdir")
     meaning = (
-        re.compile(r"^E\s+\S"),  # pytest's assertion and exception lines
-        re.compile(r"^FAILED\s+\S"),  # pytest's short summary
-        re.compile(r"\b(AssertionError|Error|Exception|panicked at|FAIL:|error\[|error:)", re.I),
-        re.compile(r"\b(fail(ed|ure)?|not found|no such|denied|refused|timed? ?out)\b", re.I),
+        regexes.compile(r"^E\s+\S"),  # pytest's assertion and exception lines
+        regexes.compile(r"^FAILED\s+\S"),  # pytest's short summary
+        regexes.compile(r"\b(AssertionError|Error|Exception|panicked at|FAIL:|error\[|error:)", re.I),
+        regexes.compile(r"\b(fail(ed|ure)?|not found|no such|denied|refused|timed? ?out)\b", re.I),
     )
     return progress, meaning
 
@@ -130,8 +132,8 @@ def _clip(line: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-_MISSING = re.compile(r"command not found|: not found\b|is not recognized as|executable file not found", re.I)
-_NO_MODULE = re.compile(r"No module named ['\"]?([\w.]+)")
+_MISSING = regexes.compile(r"command not found|: not found\b|is not recognized as|executable file not found", re.I)
+_NO_MODULE = regexes.compile(r"No module named ['\"]?([\w.]+)")
 
 
 def tool_missing(command: str, code: Any, error: str) -> bool:
@@ -147,8 +149,8 @@ def tool_missing(command: str, code: Any, error: str) -> bool:
     return named.group(1).split(".")[0] == module.split(".")[0]
 
 
-_GIT_COMMIT = re.compile(r"^\s*git\s+(?:-c\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*commit\b")
-_MESSAGE = re.compile(r"(?:\s-\w*m\s*|\s--message[= ])\s*(?:\"((?:[^\"\\]|\\.)*)\"|'([^']*)'|(\S+))")
+_GIT_COMMIT = regexes.compile(r"^\s*git\s+(?:-c\s+\S+\s+|--?[\w-]+(?:=\S+)?\s+)*commit\b")
+_MESSAGE = regexes.compile(r"(?:\s-\w*m\s*|\s--message[= ])\s*(?:\"((?:[^\"\\]|\\.)*)\"|'([^']*)'|(\S+))")
 
 
 def shown(command: str) -> str:

@@ -15,17 +15,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from contextflow.capture.substance import MAX_ITEM, MAX_KEEP, MAX_REASON, clip, normal
+from contextflow.core import regexes
 from contextflow.core.text import Worded, folded
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
-_BULLET = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_SENTENCE = regexes.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
+_BULLET = regexes.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _LEAD = (
     r"^(?:(?:so|ok|okay|ultimately|finally|in the end|after (?:\w+\s+){0,3}\w+|then|and|but|also|going forward|"
     r"from now on|for now|in short|overall)\s*,?\s+)?"
 )
 _SUBJECT = r"(?:(?:i|we)(?:'ve| have|'re| are|'ll| will|'m| am)?\s+(?:(?:now|finally|ultimately|also|instead)\s+)?)?"
 _WE = _SUBJECT.removesuffix("?")  # "we"/"I" said: required before the verbs below that start plain sentences too
-_CHOOSE = re.compile(
+_CHOOSE = regexes.compile(
     _LEAD
     + r"(?:"
     + _SUBJECT
@@ -39,7 +40,7 @@ _CHOOSE = re.compile(
     r"let'?s (?:go with|use|keep|stick with)\b)",
     re.I,
 )
-_USE = re.compile(
+_USE = regexes.compile(
     _LEAD + r"(?:(?:i|we)(?:'re| are|'ll| will)?\s+)?(?:use|using|store|keep)\b", re.I
 )  # with a rejection only
 _REJECT = Worded(
@@ -59,14 +60,14 @@ _REJECT = Worded(
     r"(?:(?:i|we)\s+)?(?:did not|didn'?t) (?:go with|use|pick|choose)\b)\s*",
     re.I,
 )
-_PASSIVE = re.compile(
+_PASSIVE = regexes.compile(
     r"^(?P<option>.{2,120}?)(?:\s+(?:was|were|is|are|got|has been|have been)\s+(?:considered (?:but|and) )?|"
     r"\s*[:—–]\s*|\s+-\s+)(?:rejected|"
     r"ruled out|dropped|discarded|vetoed|not chosen)\b(?P<rest>.*)$",
     re.I,
 )
 # "instead of Y, we use X", "switched from Y to X", "replaced Y with X", "dropped Y in favour of X"
-_INSTEAD = re.compile(
+_INSTEAD = regexes.compile(
     r"^(?:instead of|rather than)\s+(?P<y>[^,;]{2,80}),\s*(?P<x>(?:(?:i|we)(?:'ll| will|'re| are)?\s+|let'?s\s+)?"
     r"(?:use|using|go with|keep|chose|picked|went with|opted for|store)\b.+)$",
     re.I,
@@ -85,27 +86,29 @@ _SWITCH = Worded(
     re.I,
 )
 _PASSIVE_REST = Worded((), r"^\s*(?:$|because|since|as|due to|for|in favou?r|[(:—–,-])", re.I)
-_REASON_LINE = re.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
-_BECAUSE = re.compile(
+_REASON_LINE = regexes.compile(r"^(?:reason|reasons|why|rationale|because)\s*[:\-]\s*(?P<why>.+)$", re.I)
+_BECAUSE = regexes.compile(
     r"\s*,?\s*\b(?:because(?: of)?|since|given that|so that|due to)\b\s*|\s+[—–]\s+|\s+--\s+|\s+-\s+(?=\w)", re.I
 )
-_AS = re.compile(r"\s*,?\s*\bas (?=(?:it|this|that|they|its|there|both|each)\b)", re.I)  # only when nothing above
-_PAREN = re.compile(r"^(?P<option>.+?)\s*\((?P<why>[^()]{3,})\)\s*[.!]?$")
-_AGAINST = re.compile(
+_AS = regexes.compile(r"\s*,?\s*\bas (?=(?:it|this|that|they|its|there|both|each)\b)", re.I)  # only when nothing above
+_PAREN = regexes.compile(r"^(?P<option>.+?)\s*\((?P<why>[^()]{3,})\)\s*[.!]?$")
+_AGAINST = regexes.compile(
     r"\s*,?\s*\(?\b(?:rather than|instead of|in place of|and not|but not)\s+(?P<a>[^,;()]+?)\s*\)?(?=\s*(?:,|$))"
     r"|,\s*not\s+(?P<b>[^,;()]+?)\s*(?=,|$)|\s*\(not\s+(?P<c>[^)]+)\)",
     re.I,
 )
-_OVER_VERB = re.compile(
+_OVER_VERB = regexes.compile(
     r"\b(?:chose|chosen|choose|picked|pick|went with|going with|go with|opted for|prefer(?:red)?|settled on|"
     r"favou?r(?:ed)?|keep(?:ing)?|kept|stick(?:ing)? with|stay(?:ing)? with|use|using)\s+(?!to\b)",
     re.I,
 )
-_OVER = re.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
-_LABEL = re.compile(r"^(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I)
-_LISTED = re.compile(r"\s*(?:,|;|\band\b)?\s*([^,;()]{2,80}?)\s*\(([^()]{2,200})\)")
+_OVER = regexes.compile(r"\s+over\s+(?P<o>[^,;()]+?)\s*(?=,|$)", re.I)
+_LABEL = regexes.compile(
+    r"^(?:(?:our|my|the|final|key) )?(?:decisions?|decided|chosen|chose|choice|verdict)\s*:\s*", re.I
+)
+_LISTED = regexes.compile(r"\s*(?:,|;|\band\b)?\s*([^,;()]{2,80}?)\s*\(([^()]{2,200})\)")
 _FAVOUR = Worded(("in favo",), r"\s+in favou?r of\s+", re.I)
-_X_NOT_Y = re.compile(
+_X_NOT_Y = regexes.compile(
     r"^(?P<x>[^,;]{2,80}),\s+not\s+(?P<y>[^,;]{2,80}),\s*(?:because|since|as)\b\s*(?P<why>.+)$",
     re.I,
 )
@@ -148,8 +151,8 @@ def _heading(sentence: str) -> str | None:
     return titled.lastgroup if titled else None
 
 
-_QUESTION_MARK = re.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
-_UNSURE = re.compile(
+_QUESTION_MARK = regexes.compile(r"^(?:open questions?|question|unresolved|tbd|to decide)\s*:\s*(.+)$", re.I)
+_UNSURE = regexes.compile(
     r"\b(?:not sure (?:whether|if)|unclear (?:whether|if)|still (?:need to decide|open)|open question)\b", re.I
 )
 _POLITE = Worded(
@@ -158,8 +161,10 @@ _POLITE = Worded(
     r"is there anything|does that|how about i)\b",
     re.I,
 )
-_TODO = re.compile(r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I)
-_RESOLVED = re.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
+_TODO = regexes.compile(
+    r"^(?:todo|to do|next steps?|follow[- ]up|still to do|remaining|left to do)\s*[:\-]\s*(.+)$", re.I
+)
+_RESOLVED = regexes.compile(r"^(?:resolved|answered|done|fixed|completed)\s*[:\-]\s*(.+)$", re.I)
 
 Item = dict[str, str]
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from contextflow.capture.fields import TURN_KIND as TURN_KIND  # the event kind, said once there
+from contextflow.core import regexes
 from contextflow.core.private import without_private as without_private
 from contextflow.core.text import cut
 
@@ -36,13 +37,13 @@ MAX_RAW_COMMAND = 2_000  # of a command (a turn may run thousands): far past MAX
 MAX_OUTPUT = 16_000  # characters of a command's output read for secrets the turn may repeat
 MAX_OUTPUTS = 64_000  # characters of output kept per turn for that (the latest)
 # a word the turn may repeat from a tool's output: 6+ characters, with a digit or a symbol
-_WORD = re.compile(r"[A-Za-z0-9_\-+/.~!@#$%^&*]{6,}")
+_WORD = regexes.compile(r"[A-Za-z0-9_\-+/.~!@#$%^&*]{6,}")
 _HANDOFF_TOOL = "write_shared_handoff"
-_HANDOFF_COMMAND = re.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
+_HANDOFF_COMMAND = regexes.compile(r"(^|[\s;&|(/])contextflow\s+handoff\b")
 EXIT_RANGE = range(-(1 << 31), 1 << 31)  # an exit code outside it is unknown (None)
 UNREADABLE = (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
-_HOOK_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
+_HOOK_CONTEXT = regexes.compile(r"^\s*<hook_context>.*?</hook_context>\s*", re.S)
 
 
 def decoded(lines: Iterable[bytes], counts: dict[str, int], skip: Callable[[bytes], bool]) -> Iterator[Any]:

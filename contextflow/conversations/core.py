@@ -15,7 +15,6 @@ write every project) before the blob is written, so a refused save leaves nothin
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,7 @@ from contextflow import ondisk
 from contextflow.app import App
 from contextflow.conversations.fields import DEFAULT_LIST
 from contextflow.conversations.view import SAVE_KIND, ConversationEntry
-from contextflow.core import checks, jsonio, secrets
+from contextflow.core import checks, jsonio, regexes, secrets
 from contextflow.core.blobs import read_blob, write_blob
 from contextflow.core.errors import InputError, arg, call
 from contextflow.core.events import Event
@@ -40,7 +39,7 @@ MAX_TRANSCRIPT_CHARS = 16_000_000
 MAX_RECORD_BYTES = 1_000_000
 SHORT, ITEM, LONG = 200, 4_000, 20_000
 MAX_ITEMS, MAX_TOPICS = 200, 50
-_ID = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
+_ID = regexes.compile(r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
 
 TOPIC_FIELDS = ("topic", "categories", "decisions", "open_questions", "related_entities", "summary")
 TOP_FIELDS = (

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 from pathlib import Path
 
-from contextflow.core import hashing
+from contextflow.core import hashing, regexes
 from contextflow.core.errors import NotFoundError, StoreError
 from contextflow.core.fsutil import atomic_write
 from contextflow.core.log import ensure_folder
@@ -31,7 +30,7 @@ from contextflow.core.log import ensure_folder
 BLOB_DIR = "blobs"
 MAX_BLOB_BYTES = 64 * 1024 * 1024  # a 16M-character transcript in UTF-8 (conversations.core.MAX_TRANSCRIPT_CHARS)
 READ_CHUNK = 1024 * 1024
-_SHA = re.compile(r"^[0-9a-f]{64}$")
+_SHA = regexes.compile(r"^[0-9a-f]{64}$")
 
 
 def blob_path(folder: Path, sha: str) -> Path:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from contextflow.core import regexes
+
 # How a message names an argument or an operation, for each adapter to word: `{arg:since_days}` (MCP
 # clients read `since_days`, the CLI `--since-days`), `{tool:context_list}` (`context_list`, or
 # `contextflow context list`), `{call:context_list}` ("call context_list", or "run `contextflow context list`").
-NAMED = re.compile(r"\{(arg|tool|call):([A-Za-z_][\w.]*)\}")
+NAMED = regexes.compile(r"\{(arg|tool|call):([A-Za-z_][\w.]*)\}")
 Wording = Callable[[str], str]
 
 

@@ -16,10 +16,9 @@ events of writer `legacy` whose clock comes from their `ts` and whose seq is a h
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
-from contextflow.core import hashing, jsonio
+from contextflow.core import hashing, jsonio, regexes
 from contextflow.core.clock import MAX_HLC, MAX_MS, stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError
 from contextflow.core.timeutil import iso_ms
@@ -33,9 +32,9 @@ MAX_DEPTH = 100
 
 MAX_SEQ = 2**53 - 1  # exact in every JSON reader
 OrderKey = tuple[int, str, int]
-_ID = re.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,128}$")  # no control characters or line breaks
-_WRITER = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
-_KIND = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_ID = regexes.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,128}$")  # no control characters or line breaks
+_WRITER = regexes.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+_KIND = regexes.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 class BadLine(ValueError):

@@ -20,9 +20,10 @@ Contract (everything here is untrusted input, and a hook calls it on every promp
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
+
+from contextflow.core import regexes
 
 MAX_DEPTH = 128  # folders walked up from the working folder
 MAX_SMALL_BYTES = 4_096  # HEAD, commondir, a `gitdir:` file, a loose ref
@@ -33,8 +34,8 @@ MAX_REF_CHARS = 1_000
 MAX_SYMREF_DEPTH = 5
 GIT_TIMEOUT = 3.0
 MAX_GIT_OUTPUT = 64 * 1024
-_COMMIT = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
-_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|/\.|//|\.lock(?:/|$)|/$|\.$")
+_COMMIT = regexes.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")
+_BAD_REF = regexes.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|/\.|//|\.lock(?:/|$)|/$|\.$")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)

@@ -21,6 +21,8 @@ import sys
 from functools import cache
 from typing import Any
 
+from contextflow.core import regexes
+
 DecodeError = json.JSONDecodeError  # (orjson.JSONDecodeError is a subclass)
 
 BULK_BYTES = 256 << 10  # the stdlib parses events 17 ms/MB slower; orjson's import costs 7 ms
@@ -129,7 +131,7 @@ def _constant(name: str) -> Any:
 @cache
 def _surrogates() -> re.Pattern[str]:
     """Compiled on first use: ASCII text (most of it) holds no surrogate and never needs it."""
-    return re.compile(_SURROGATE)
+    return regexes.compile(_SURROGATE)
 
 
 def _has_surrogate(value: Any) -> bool:

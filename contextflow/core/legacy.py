@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from contextflow.core import regexes
+
 FOLDER_FILE = ".mcp-shared-context.jsonl"
 FILE_NAMES = (
     ".mcp-shared-context.jsonl",
@@ -40,9 +42,9 @@ _CONFIG_FILES = (  # (client, folder under a root, file), in ContextFlowMCP's or
     *(("gemini", "gemini", name) for name in ("config.json", "settings.json")),
 )
 _CONFIG_PATTERNS = (
-    re.compile(r"""^["']MCP_SHARED_CONTEXT_FILE["']\s*:\s*["']([^"']+)["']""", re.I),
-    re.compile(r"""^MCP_SHARED_CONTEXT_FILE\b\s*=\s*["']([^"']+)["']""", re.I),
-    re.compile(r"""^MCP_SHARED_CONTEXT_FILE\b\s*=\s*([^\s#;]+)""", re.I),
+    regexes.compile(r"""^["']MCP_SHARED_CONTEXT_FILE["']\s*:\s*["']([^"']+)["']""", re.I),
+    regexes.compile(r"""^MCP_SHARED_CONTEXT_FILE\b\s*=\s*["']([^"']+)["']""", re.I),
+    regexes.compile(r"""^MCP_SHARED_CONTEXT_FILE\b\s*=\s*([^\s#;]+)""", re.I),
 )
 
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from contextflow.core import hashing, legacy
+from contextflow.core import hashing, legacy, regexes
 from contextflow.core.errors import InputError
 from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.settings import STORE_OPTION_MARKER as STORE_OPTION_MARKER
@@ -43,7 +43,7 @@ from contextflow.core.settings import read
 
 APP = "contextflow"
 XDG_PLATFORMS = ("linux", "freebsd", "openbsd", "netbsd")  # where platformdirs follows the XDG rules
-WRITER_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+WRITER_PATTERN = regexes.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 
 class Location(NamedTuple):  # not a dataclass: hooks locate the store, and skip that import

@@ -24,14 +24,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from contextflow.core import batches, hashing, legacy
+from contextflow.core import batches, hashing, legacy, regexes
 from contextflow.core.clock import MAX_HLC
 from contextflow.core.errors import StoreError
 from contextflow.core.fsutil import atomic_write, fsync_folder, remove_stale_temps, signature
@@ -47,7 +46,7 @@ TAIL_WINDOW = 4096
 PREFIX_BLOCK = 32 * 1024
 WRITE_BYTES = 4 * 1024 * 1024  # a batch is written in pieces of about this size
 LOCK_TIMEOUT_S = 10.0
-_LOG_NAME = re.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
+_LOG_NAME = regexes.compile(r"^events\.(?P<writer>[A-Za-z0-9_.-]+?)(?P<conflict>\.sync-conflict-[^/]*)?\.jsonl$")
 
 
 def log_path(folder: Path, writer: str) -> Path:
@@ -531,7 +530,7 @@ def read_tail(path: Path, limit: int) -> list[tuple[int, bytes]]:
 
 
 MAX_TAIL_LINE = 4 * 1024 * 1024  # events.MAX_LINE_BYTES: a line starts within this many bytes of any offset
-_HLC_FIELD = re.compile(rb'"hlc":(\d+)')
+_HLC_FIELD = regexes.compile(rb'"hlc":(\d+)')
 
 
 def last_stamp(path: Path) -> int | None:

@@ -15,9 +15,11 @@ from __future__ import annotations
 import bisect
 import re
 
-_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})(.*)$")
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_TICKS = re.compile(r"`+")
+from contextflow.core import regexes
+
+_FENCE = regexes.compile(r"^[ \t>]*(`{3,}|~{3,})(.*)$")
+_BLANK_LINE = regexes.compile(r"\n[ \t]*\n")
+_TICKS = regexes.compile(r"`+")
 
 
 def _fences(text: str) -> list[tuple[int, int]]:

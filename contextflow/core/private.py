@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contextflow.core import jsonio
+from contextflow.core import jsonio, regexes
 
-_PRIVATE = re.compile(r"<private>.*?(</private>|$)", re.S | re.I)
-_NEEDLE = re.compile(rb"<private>", re.I)  # in JSON, `<` and `>` are written as they are
+_PRIVATE = regexes.compile(r"<private>.*?(</private>|$)", re.S | re.I)
+_NEEDLE = regexes.compile(rb"<private>", re.I)  # in JSON, `<` and `>` are written as they are
 
 
 def without_private(text: str) -> str:

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextflow.core import gitrepo, hashing
+from contextflow.core import gitrepo, hashing, regexes
 from contextflow.core.errors import InputError
 from contextflow.core.gitrepo import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
 from contextflow.core.settings import Settings, clean_name, read
@@ -56,10 +56,10 @@ RULE_DEFAULT = "default"
 ROOT_HEX = 12  # hex digits of the root commit in a project name
 ROOT_PREFIX = "repo@"  # a repository without a remote: repo@<root commit>
 UNKNOWN = "unknown-at"  # the cache's answer when git could not tell, with the HEAD it was asked at
-_SECTION = re.compile(r'^\s*\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]')
-_ANY_SECTION = re.compile(r"^\s*\[")
-_URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
-_SCP = re.compile(r"^(?:[^@/\s]+@)?[^/:\s]+:(?!//)(.+)$")  # git@host:owner/repo.git
+_SECTION = regexes.compile(r'^\s*\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]')
+_ANY_SECTION = regexes.compile(r"^\s*\[")
+_URL = regexes.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
+_SCP = regexes.compile(r"^(?:[^@/\s]+@)?[^/:\s]+:(?!//)(.+)$")  # git@host:owner/repo.git
 
 
 def project_of(event: Event) -> str:

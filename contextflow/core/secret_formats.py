@@ -16,9 +16,10 @@ Plain data for `secret_rules` (which builds the rules): no import of it, so no c
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from itertools import pairwise
+
+from contextflow.core import regexes
 
 # (kind, pattern, needles); a group, when present, is the secret
 FORMATS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -83,14 +84,14 @@ PROSE_STRONG_NEEDLES = ("pass", "secret")
 PROSE_WEAK = _PROSE.format(words="token|key|credentials?")
 PROSE_WEAK_NEEDLES = ("token", "key", "cred")
 
-_WORDY = re.compile(r"[_\-./:]*[A-Za-z]+(?:[_\-./:]+[A-Za-z]+)*[_\-./:]*")
-_OPAQUE_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~:!@#$%^&*?|]+")
+_WORDY = regexes.compile(r"[_\-./:]*[A-Za-z]+(?:[_\-./:]+[A-Za-z]+)*[_\-./:]*")
+_OPAQUE_CHARS = regexes.compile(r"[A-Za-z0-9+/=_\-.~:!@#$%^&*?|]+")
 
 
 # hashes, fingerprints, public keys and numbers: shown freely, never secrets
 _PUBLIC = ("0x", "SHA256:", "SHA1:", "MD5:", "sha1-", "sha256-", "sha384-", "sha512-", "AAAA")
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_SEPARATORS = re.compile(r"[:/._\-+=~]+")
+_HEX = regexes.compile(r"[0-9a-fA-F]+")
+_SEPARATORS = regexes.compile(r"[:/._\-+=~]+")
 
 
 def entropy(value: str) -> float:

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-from contextflow.core import hashing, jsonio
+from contextflow.core import hashing, jsonio, regexes
 from contextflow.core import secret_formats as formats
 from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.text import Worded
@@ -55,7 +55,7 @@ class Rule(NamedTuple):  # (not a dataclass: a hook would import `dataclasses` f
 
 @cache
 def _compiled(source: str, flags: int) -> re.Pattern[str]:
-    return re.compile(source, flags)
+    return regexes.compile(source, flags)
 
 
 # -- what is a reference, a placeholder or prose, not a secret ---------------------------------
@@ -76,7 +76,7 @@ REFERENCE = Worded(
     r"|\[REDACTED[^\]\n]*\]|<redacted>",  # already redacted
 )
 _MASK = frozenset("*xX\u2022.-_:")  # ****, xxxx, ...
-_TAG = re.compile(r"</?[A-Za-z][\w:.\-]*(?:\s[^<>\n]*)?/?>")  # <ctx:remember>, </ctx:remember>, <br/>
+_TAG = regexes.compile(r"</?[A-Za-z][\w:.\-]*(?:\s[^<>\n]*)?/?>")  # <ctx:remember>, </ctx:remember>, <br/>
 
 
 def is_reference(value: str) -> bool:
@@ -109,11 +109,11 @@ def is_token_like(value: str, quoted: bool = True) -> bool:
     return has_other and any(c.isalpha() for c in value) and is_literal(value)
 
 
-_CREDENTIAL_NAME_PART = re.compile(r"(?i)pass|secret|token|key|auth|credential")
-_CAMEL_CASE = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
+_CREDENTIAL_NAME_PART = regexes.compile(r"(?i)pass|secret|token|key|auth|credential")
+_CAMEL_CASE = regexes.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]*)+")
 
 
-_CODE_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\([^()]*\)?|\[[^\[\]]*\]?)*")
+_CODE_REFERENCE = regexes.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\([^()]*\)?|\[[^\[\]]*\]?)*")
 _OBJECTS = frozenset(
     [
         "self",
@@ -205,7 +205,7 @@ CREDENTIAL_FIELD = Worded(
     r"|auth_?token|refresh_?token|bearer_?token|credentials?)"
     r"|(?i:(?:[a-z0-9]+[_\-.])+pass)|PGPASSWORD|REDISCLI_AUTH",
 )
-_PROSE_ALLOWED_FIELD = re.compile(r"(?i).*(?:password|passwd|passphrase)")
+_PROSE_ALLOWED_FIELD = regexes.compile(r"(?i).*(?:password|passwd|passphrase)")
 
 
 def credential_field_kind(name: str, value: str) -> str | None:
@@ -570,7 +570,7 @@ def rewritten(pattern: str) -> str:
 
 # Found in every string of an event when the trigger is in any of them: an AWS secret in one
 # field of a graph node's metadata, its key id in another (`secrets.scrub`).
-EVENT_RULES = ((re.compile(_AWS_ID), Rule("AWS secret key", _AWS_SECRET, in_context=True, min_length=1)),)
+EVENT_RULES = ((regexes.compile(_AWS_ID), Rule("AWS secret key", _AWS_SECRET, in_context=True, min_length=1)),)
 
 
 @cache

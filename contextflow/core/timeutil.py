@@ -11,16 +11,16 @@ A year is 365 days. Functions taking `now` are pure, so tests can fix the time.
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime, timedelta
 
+from contextflow.core import regexes
 from contextflow.core.errors import InputError, arg
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 # short units, or ISO-8601 (in lower case), where `m` is minutes too: its date part has no months
-_DURATION = re.compile(r"^(?:\d+[smhdwy])+$|^p(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:t(?:\d+h)?(?:\d+m)?(?:\d+s)?)?$")
-_PART = re.compile(r"(\d+)([smhdwy])")
+_DURATION = regexes.compile(r"^(?:\d+[smhdwy])+$|^p(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:t(?:\d+h)?(?:\d+m)?(?:\d+s)?)?$")
+_PART = regexes.compile(r"(\d+)([smhdwy])")
 _LONGEST = int(timedelta(days=999_999).total_seconds())  # beyond any limit a caller sets, within timedelta
 MAX_EXPIRY = timedelta(days=3660)
 DURATION_FORMS = "30m, 24h, 7d, 2w, 1y, 1d12h or P7D"

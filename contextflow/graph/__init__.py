@@ -16,6 +16,6 @@ FEATURE = Feature(
     projections={"graph-state": "contextflow.graph.projection:PROJECTION"},
     fields="contextflow.graph.fields",
     extractors="contextflow.graph.extract",
-    search_version=(1, "b5edcec8d69093e10c04"),
+    search_version=(1, "cc752132283e291b04e2"),
     commands={"view": "saved graph views"},
 )

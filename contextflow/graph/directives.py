@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from contextflow.app import App
+from contextflow.core import regexes
 from contextflow.core.checks import flag
 from contextflow.core.errors import ContextflowError, InputError
 from contextflow.core.markdown import mask_code
@@ -36,9 +37,11 @@ from contextflow.graph.render import status_text
 AGENT = "unknown"  # when the hook cannot tell which client wrote the reply
 RECALL_BUDGET = 4_000
 NAMES = ("remember", "recall", "summarize", "link", "status", "task", "expand", "supersede")
-_OPEN = re.compile(r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?P<end>/?>)")
-_CLOSE = re.compile(r"</ctx:(?P<name>[a-z-]+)\s*>")
-_ATTR = re.compile(r"([a-zA-Z_-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_OPEN = regexes.compile(
+    r"<ctx:(?P<name>[a-z-]+)(?P<attrs>(?:\s+[a-zA-Z_-]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?P<end>/?>)"
+)
+_CLOSE = regexes.compile(r"</ctx:(?P<name>[a-z-]+)\s*>")
+_ATTR = regexes.compile(r"([a-zA-Z_-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 
 
 @dataclass(frozen=True)

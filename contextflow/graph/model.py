@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from contextflow.core import checks
+from contextflow.core import checks, regexes
 from contextflow.core.errors import InputError, arg
 from contextflow.graph.fields import (  # the vocabulary and limits the table shares, said once there
     DEFAULT_VIEW_BUDGET as DEFAULT_VIEW_BUDGET,
@@ -46,8 +46,8 @@ MAX_TAG_CHARS = 200
 MAX_META_KEYS = 50
 MAX_META_CHARS = 20_000
 
-_TAG = re.compile(r"^[A-Za-z0-9_.-]+:\S+$")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # a view name or metadata key
+_TAG = regexes.compile(r"^[A-Za-z0-9_.-]+:\S+$")
+_NAME = regexes.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # a view name or metadata key
 
 
 def edge_type(value: str) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from contextflow.core import regexes
 from contextflow.core.errors import InputError
 from contextflow.core.ids import resolve_prefix
 from contextflow.core.timeutil import parse_duration, parse_iso
@@ -43,10 +44,10 @@ MAX_TERMS = 200
 MAX_DEPTH = 50
 OPERATORS = ("AND", "OR", "NOT")
 SHOWN = 20  # ids offered to `resolve_prefix` (it names a few of an ambiguous prefix's matches)
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_COMPARE = re.compile(r"^(>=|<=|>|<|=)?(.*)$", re.S)
-_FIELD = re.compile(r"^([A-Za-z]+):(.*)$", re.S)
-_TOKEN = re.compile(r'[()]|(?:"[^"]*"|[^\s()"])+|"')
+_DATE = regexes.compile(r"^\d{4}-\d{2}-\d{2}$")
+_COMPARE = regexes.compile(r"^(>=|<=|>|<|=)?(.*)$", re.S)
+_FIELD = regexes.compile(r"^([A-Za-z]+):(.*)$", re.S)
+_TOKEN = regexes.compile(r'[()]|(?:"[^"]*"|[^\s()"])+|"')
 _CHOICES = {  # filters that take one of a few words: (the words, what the error expects)
     "type": (NODE_TYPES, f"a node type ({', '.join(NODE_TYPES)})"),
     "has": (("summary", "edges"), "summary or edges after has:"),

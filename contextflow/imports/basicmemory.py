@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from contextflow.core import regexes
 from contextflow.core.markdown import mask_code
 from contextflow.graph.model import NODE_TYPES
 from contextflow.imports import files
@@ -44,9 +45,11 @@ from contextflow.imports.model import (
 
 FORMAT = "basic-memory"
 STANDARD = ("title", "type", "tags", "permalink")
-_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
-_RELATION = re.compile(r"^[ \t]*[-*][ \t]+([A-Za-z_][\w-]*(?:[ \t]+[A-Za-z_][\w-]*)*)[ \t]+\[\[([^\[\]\n]+?)\]\]", re.M)
-_META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_LINK = regexes.compile(r"\[\[([^\[\]\n]+?)\]\]")
+_RELATION = regexes.compile(
+    r"^[ \t]*[-*][ \t]+([A-Za-z_][\w-]*(?:[ \t]+[A-Za-z_][\w-]*)*)[ \t]+\[\[([^\[\]\n]+?)\]\]", re.M
+)
+_META_KEY = regexes.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_CUSTOM = 40
 
 

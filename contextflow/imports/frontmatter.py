@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contextflow.core import regexes
 from contextflow.core.errors import InputError
 
-_KEY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .-]*")
-_INT = re.compile(r"^[-+]?\d{1,18}$")
+_KEY_NAME = regexes.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .-]*")
+_INT = regexes.compile(r"^[-+]?\d{1,18}$")
 
 
 class FrontMatterError(InputError):

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from contextflow.core import jsonio
+from contextflow.core import jsonio, regexes
 from contextflow.core.errors import InputError
 
-_TAG_VALUE = re.compile(r"[^\w.:/@+-]+")  # letters of any script stay (a tag value is any non-space)
+_TAG_VALUE = regexes.compile(r"[^\w.:/@+-]+")  # letters of any script stay (a tag value is any non-space)
 
 
 class SourceError(InputError):

@@ -7,9 +7,9 @@ wrote it (`since_days` for a tool, `--since-days` for the CLI) and says the expe
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
+from contextflow.core import regexes
 from contextflow.core.errors import InputError, arg, tool
 from contextflow.operations.spec import JSON, Operation
 
@@ -93,7 +93,7 @@ def check_arguments(op: Operation, arguments: Any, cli: bool = False) -> JSON:
 
 
 MAX_DEPTH = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = regexes.compile("[\ud800-\udfff]")
 
 
 def _check_storable(value: Any, where: str) -> None:

@@ -14,14 +14,13 @@ category is the key's prefix when that is one of them, else `fact`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Container
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from contextflow import ondisk
 from contextflow.app import App
-from contextflow.core import checks, timeutil
+from contextflow.core import checks, regexes, timeutil
 from contextflow.core.ahead import Winner, confirm
 from contextflow.core.clock import stamp_from_ms, stamp_iso
 from contextflow.core.errors import InputError, NotFoundError, arg, call, tool
@@ -49,7 +48,7 @@ WAITING_SHOWN = 20
 CLIPBOARD_EXPIRY = timedelta(hours=24)
 NEVER = ("never", "none", "off")
 
-_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
+_KEY = regexes.compile(r"^[a-z][a-z0-9_-]{0,31}:[^\s\x00-\x1f\x7f]+$")
 KEY_HELP = (
     "a key is prefix:name, e.g. pr:owner/repo:1777, machine:chisel, project:meshcore-monitor, "
     "waiting:pr-1777, fact:synology-nas (prefix: lower-case letters, digits, - or _; name: no spaces)"

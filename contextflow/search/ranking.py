@@ -26,11 +26,10 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from contextflow.core import hashing
+from contextflow.core import hashing, regexes
 from contextflow.core.errors import InputError
 from contextflow.core.settings import RANKING_VARIABLE, read, resolved
 from contextflow.search import when
@@ -62,8 +61,8 @@ _VERBS = (
     "agreed object objected explain explained claim claimed write wrote note noted insist insisted"
 )
 SPEECH = frozenset(_VERBS.split())
-_WORD = re.compile(r"\w+")
-_NAME_PART = re.compile(r"[^\W_]+")
+_WORD = regexes.compile(r"\w+")
+_NAME_PART = regexes.compile(r"[^\W_]+")
 
 
 class Settings(NamedTuple):

@@ -9,15 +9,16 @@ algorithm and version: it is the search view's version, so another stemmer's ind
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import chain
 
 import Stemmer
 
-WORD = re.compile(r"\w+")
-_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+from contextflow.core import regexes
+
+WORD = regexes.compile(r"\w+")
+_CAMEL = regexes.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ENGLISH = Stemmer.Stemmer("english")
 STEMMER = f"snowball-english/pystemmer-{Stemmer.version()}"
 

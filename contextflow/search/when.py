@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from contextflow.core import regexes
 from contextflow.search.tokens import WORD, stem
 
 MONTHS = {
@@ -39,12 +40,12 @@ MONTHS = {
 }
 FULL_MONTHS = frozenset(name for name in MONTHS if len(name) > 4 or name in ("may", "june", "july"))
 _DATE_TERMS = frozenset(stem(name) for name in MONTHS if name in FULL_MONTHS)
-_TOKEN = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|[A-Za-z]+|\d+")
-_YEAR = re.compile(r"(?:19|20)\d\d")
-_ISO = re.compile(r"((?:19|20)\d\d)-(0[1-9]|1[0-2])(?:-\d\d)?")
+_TOKEN = regexes.compile(r"\d{4}-\d{2}(?:-\d{2})?|[A-Za-z]+|\d+")
+_YEAR = regexes.compile(r"(?:19|20)\d\d")
+_ISO = regexes.compile(r"((?:19|20)\d\d)-(0[1-9]|1[0-2])(?:-\d\d)?")
 
 _WHEN_WORDS = frozenset(("when", "date", "dates", "deadline", "due", "scheduled", "schedule", "ago"))
-_WHEN_PHRASES = re.compile(r"\b(?:what|which)\s+(?:day|week|month|year|time)\b|\bhow\s+long\s+ago\b", re.I)
+_WHEN_PHRASES = regexes.compile(r"\b(?:what|which)\s+(?:day|week|month|year|time)\b|\bhow\s+long\s+ago\b", re.I)
 _MONTH_NAMES = "|".join(sorted((name for name in MONTHS if name in FULL_MONTHS and name != "may"), key=len))
 _TIME_TOKENS = frozenset(
     [name for name in FULL_MONTHS if name != "may"]
@@ -52,12 +53,12 @@ _TIME_TOKENS = frozenset(
     + ["today", "tonight", "tomorrow", "yesterday", "weekend", "q1", "q2", "q3", "q4"]
 )
 _PHRASE_STARTS = frozenset(("next", "last", "this", "end"))
-_ORDINAL = re.compile(r"\d{1,2}(?:st|nd|rd|th|am|pm)")
-_PHRASES = re.compile(
+_ORDINAL = regexes.compile(r"\d{1,2}(?:st|nd|rd|th|am|pm)")
+_PHRASES = regexes.compile(
     r"\b(?:next|last|this)\s+(?:week|month|year|quarter|sprint)\b"
     r"|\bend\s+of\s+(?:the\s+)?(?:day|week|month|year|quarter|sprint|may|" + _MONTH_NAMES + r")\b"
 )
-_NUMERIC = re.compile(r"\d(?:\d?:\d\d|\d?\s[aApP][mM]\b|\d{3}-\d\d|\d?/\d)")  # 9:30, 3 pm, 2026-03, 3/14
+_NUMERIC = regexes.compile(r"\d(?:\d?:\d\d|\d?\s[aApP][mM]\b|\d{3}-\d\d|\d?/\d)")  # 9:30, 3 pm, 2026-03, 3/14
 
 
 class _TimeWords(dict[str, int]):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hmac
 import os
-import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,13 +25,13 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 
-from contextflow.core import hashing, jsonio
+from contextflow.core import hashing, jsonio, regexes
 from contextflow.core.errors import InputError
 
 ALL = "*"
 MIN_TOKEN_CHARS = 16
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = regexes.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_HEX64 = regexes.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)

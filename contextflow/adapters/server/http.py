@@ -17,7 +17,6 @@ serialized (every grant's store catches up the machine-local derived tables unde
 from __future__ import annotations
 
 import contextlib
-import re
 import socket
 import sys
 import threading
@@ -41,6 +40,7 @@ from contextflow.adapters.server.app import ContextflowServer, sdk_server, tool_
 from contextflow.adapters.server.auth import Grant, GrantVerifier
 from contextflow.adapters.server.jsonrpc_guard import JsonRpcGuard
 from contextflow.app import App
+from contextflow.core import regexes
 from contextflow.core.errors import InputError
 from contextflow.core.store import Store
 
@@ -52,7 +52,7 @@ MCP_PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 UNSCOPED_LOCK = "*"  # never a grant name (names are letters, digits, '.', '_', '-')
 # Prompts that make a session the active one; a read-only grant may not run them.
-SESSION_MOVING_PROMPTS = re.compile(r"^(new_session|resume_by_id|resume_\d+)$")
+SESSION_MOVING_PROMPTS = regexes.compile(r"^(new_session|resume_by_id|resume_\d+)$")
 
 
 _APPENDING = threading.Lock()

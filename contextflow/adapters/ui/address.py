@@ -10,21 +10,20 @@ by a fresh token: its token may have been read. Deleting the file gives a new to
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import socket
 import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from contextflow.core import jsonio
+from contextflow.core import jsonio, regexes
 from contextflow.core.errors import InputError
 
 HOST = "127.0.0.1"
 FILE = "ui.json"
 DEFAULT_PORT = 8766
 MAX_BYTES = 4096
-TOKEN = re.compile(r"[A-Za-z0-9_-]{32,128}")
+TOKEN = regexes.compile(r"[A-Za-z0-9_-]{32,128}")
 
 
 class Address(NamedTuple):
