@@ -117,6 +117,9 @@ class FoldedTurns(Turns):
         """Those of `session_ids` with captured turns."""
         return {sid for sid in session_ids if sid in self.sessions()}
 
+    def digest(self, session_id: str) -> dict[str, Any] | None:
+        return None  # (the oracle folds the session's turns whole)
+
     def session(self, session_id: str) -> list[Event]:
         return self.sessions().get(session_id, [])
 

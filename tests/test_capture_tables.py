@@ -1,5 +1,6 @@
 """What a session start reads of captured sessions, from the derived tables, equals the in-memory view's."""
 
+import contextlib
 import json
 import os
 import random
@@ -309,3 +310,91 @@ def test_many_logs_share_the_tails_budget(app, monkeypatch):
     found, horizon = rest.tails(app.tables().paths(), app.store, 4_000, 6_000)
     assert len(found) == 6 and all(found) and horizon > 0  # every log's newest lines
     assert sum(len(raw) for lines in found for _, raw in lines) <= 6_000  # (4,000 of each: 24,000)
+
+
+# -- a session's digest, kept in the tables: read only when it holds exactly the session's turns
+
+
+def _kept_and_folded(app: App, project: str, session: str) -> tuple[dict | None, dict]:
+    turns = capture_stored.turns(app, project)
+    return turns.digest(session), recall.session_digest(turns.session(session))
+
+
+def test_a_sessions_digest_is_kept_as_its_turns_arrive_and_equals_their_fold_whatever_the_order(app):
+    """Turns of one session written by two machines, the later machine's log read first (its turns arrive
+    out of order), read between writes: the kept digest is the fold of the session's turns, and is kept."""
+    rng = random.Random(7)
+    early, late = open_app("writer-z"), app  # writer-z's log is read after writer-a's: its earlier turns arrive later
+    reader = open_app("writer-c")
+    for n in range(40):
+        writer = early if n % 4 == 0 else late
+        writer.store.append(
+            "capture.turn", {"project": "shared", "session_id": "s1", "turn_id": f"t{n}", "turn": _turn(rng, n, None)}
+        )
+        if n % 5 == 4:
+            reader.tables().update()
+            kept, folded = _kept_and_folded(reader, "shared", "s1")
+            assert kept is not None and kept == folded and kept["turns"] == n + 1
+    fresh = open_app("writer-d")  # built from scratch, every log at once
+    assert _kept_and_folded(fresh, "shared", "s1")[0] == _kept_and_folded(reader, "shared", "s1")[1]
+
+
+def test_a_damaged_or_stale_digest_is_not_used(app):
+    rng = random.Random(3)
+    for n in range(12):
+        app.store.append(
+            "capture.turn", {"project": "shared", "session_id": "s1", "turn_id": f"t{n}", "turn": _turn(rng, n, None)}
+        )
+    fresh = open_app("writer-c")
+    kept, folded = _kept_and_folded(fresh, "shared", "s1")
+    assert kept == folded
+    path = fresh.tables().path
+    fresh.close()
+    tables_module.close_for(fresh.store)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        (kept_row,) = db.execute("SELECT * FROM capture_digests").fetchall()
+    forged = json.dumps({**folded, "files": ["forged.py"]}).encode()
+    for change, values in (
+        ("UPDATE capture_digests SET digest = ?", (forged,)),  # its checksum no longer matches
+        ("UPDATE capture_digests SET digest = ?, sum = ?", ("text", "x")),  # not even a blob
+        ("UPDATE capture_digests SET turns = turns - 1", ()),  # not the session's count
+        ("UPDATE capture_digests SET seq = seq - 1", ()),  # not as of the session's newest turn
+        ("DELETE FROM capture_digests", ()),
+    ):
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+            db.execute("INSERT OR REPLACE INTO capture_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?)", kept_row)
+            db.execute(change, values)
+        reader = open_app("writer-c")
+        kept, refolded = _kept_and_folded(reader, "shared", "s1")
+        assert kept is None and refolded == folded
+        latest = recall.latest_handoff(reader, "shared")
+        assert latest is not None and latest.digest == folded and "forged.py" not in str(latest.digest)
+        reader.close()
+        tables_module.close_for(reader.store)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:  # as kept: read again
+        db.execute("INSERT OR REPLACE INTO capture_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?)", kept_row)
+    assert _kept_and_folded(open_app("writer-c"), "shared", "s1")[0] == folded
+
+
+def test_a_sessions_digest_read_while_the_tables_are_locked_holds_the_turn_written_under_the_lock(app, monkeypatch):
+    from tests.locking import counted_waits, shut_out
+
+    counted_waits(monkeypatch)
+    rng = random.Random(5)
+    for n in range(6):
+        app.store.append(
+            "capture.turn", {"project": "shared", "session_id": "s1", "turn_id": f"t{n}", "turn": _turn(rng, n, None)}
+        )
+    path = open_app("writer-c").tables().path
+    with shut_out(path, "wal"):  # (the write's own catch-up cannot add its turn to the tables either)
+        app.store.append(
+            "capture.turn",
+            {"project": "shared", "session_id": "s1", "turn_id": "t6", "turn": {"files": {"edited": ["new.py"]}}},
+        )
+        reader = open_app("writer-c")
+        kept, folded = _kept_and_folded(reader, "shared", "s1")
+        assert folded["turns"] == 7 and "new.py" in folded["files"]
+        assert kept is None or kept == folded  # (the tables' digest of 6 turns is never the answer)
+        latest = recall.latest_handoff(reader, "shared")
+        assert latest is not None and latest.digest == folded
+        reader.close()

@@ -1,10 +1,16 @@
-"""Captured turns on disk: one row per turn (each turn id once), per-session summaries.
+"""Captured turns on disk: one row per turn (each turn id once), per-session summaries and digests.
 
 What a session start reads of earlier sessions (`capture/recall.py`) is answered from these rows by
 index, whatever the store's size: the newest turn that did work, the turns that link a handoff, the
 turns of one session, the turns that said something of the most recent sessions. `rows` is the pure
 fold; a turn captured twice (two machines, a transcript read again) keeps its earliest event, and the
 sessions' newest turns are kept by triggers, so the result is the same in any order.
+
+A session's digest (`capture/digest.py`, its turns folded in order) is kept too, so a session start
+reads one row, not every turn of a long session: `summarise` folds a batch's new turns into it, or the
+whole session again when one arrived out of order. It is used only when it holds exactly the session's
+turns as they are now (its newest turn's key and their count, and its checksum: `stored.Turns.digest`);
+otherwise the reader folds the turns itself (a turn rekeyed, the rows of the logs' rest beside them).
 """
 
 from __future__ import annotations
@@ -12,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from contextflow.capture.digest import turn_has_work
-from contextflow.capture.fields import TURN_KIND
+from contextflow.capture.digest import fold_in, turn_has_work
+from contextflow.capture.fields import FIELDS, TURN_KIND
 from contextflow.capture.substance import of_turn
-from contextflow.core import jsonio
+from contextflow.core import hashing, jsonio
 from contextflow.core.events import Event
+from contextflow.core.fields import conform, merged
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
-from contextflow.core.projections import by_project
+from contextflow.core.projections import Writer, by_project, merged_by
 from contextflow.core.tables import Projection, Row, db_stamp
 
 _KEY = "(hlc, w, seq)"
@@ -42,6 +49,10 @@ SCHEMA = (
     project TEXT NOT NULL, session_id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY(project, session_id)) WITHOUT ROWID""",
     "CREATE INDEX capture_recent ON capture_sessions(project, hlc, w, seq)",
+    # a session's turns folded (`summarise`), as of its newest turn (hlc, w, seq) and their count; `sum` its checksum
+    """CREATE TABLE capture_digests(
+    project TEXT NOT NULL, session_id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
+    turns INTEGER NOT NULL, digest BLOB NOT NULL, sum TEXT NOT NULL, PRIMARY KEY(project, session_id)) WITHOUT ROWID""",
     f"""CREATE TRIGGER capture_add AFTER INSERT ON capture_turns BEGIN
     INSERT INTO capture_sessions(project, session_id, hlc, w, seq) VALUES (new.project, new.session_id, new.hlc,
         new.w, new.seq)
@@ -50,6 +61,8 @@ SCHEMA = (
     END""",
     # an earlier copy of a turn replaced the row, or a clock bound lowered it: its sessions' newest turns again
     f"""CREATE TRIGGER capture_rekey AFTER UPDATE OF hlc ON capture_turns BEGIN
+    DELETE FROM capture_digests WHERE project IN (old.project, new.project)
+        AND session_id IN (old.session_id, new.session_id);
     DELETE FROM capture_sessions WHERE project = old.project AND session_id = old.session_id;
     DELETE FROM capture_sessions WHERE {_SAME_SESSION};
     INSERT INTO capture_sessions(project, session_id, hlc, w, seq) SELECT project, session_id, hlc, w, seq
@@ -90,19 +103,63 @@ def rows(event: Event) -> Iterator[Row]:
     yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
 
 
+_SCHEMA = merged(FIELDS)
+_ADDED = "SELECT DISTINCT project, session_id FROM main.capture_turns WHERE rowid > ?"
+_KEPT = "SELECT hlc, w, seq, turns, digest, sum FROM main.capture_digests WHERE project = ? AND session_id = ?"
+_COUNT = "SELECT count(*) FROM main.capture_turns WHERE project = ? AND session_id = ?"
+_TURNS = "SELECT hlc, w, seq, data FROM main.capture_turns WHERE project = ? AND session_id = ? AND rowid > ? "
+_KEEP = "INSERT OR REPLACE INTO main.capture_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def checksum(digest: bytes) -> str:
+    return hashing.blake2b(digest, digest_size=16).hexdigest()
+
+
+def folded(data: bytes) -> dict[str, Any]:
+    """A stored turn's record as every reader folds it: its event's data checked as read (`stored.Turns`)."""
+    event = jsonio.loads(data)
+    event, _ = conform(_SCHEMA, TURN_KIND, event if isinstance(event, dict) else {})
+    return turn_of(event)
+
+
+def summarise(db: Writer, after: int) -> None:
+    """The digests of the sessions of the turns added past rowid `after`: their new turns folded in when they
+    all follow what the digest holds, else the session's turns folded again, oldest first."""
+    for project, session_id in db.execute(_ADDED, (after,)).fetchall():
+        where = (project, session_id)
+        kept = db.execute(_KEPT, where).fetchone()
+        added = db.execute(_TURNS + "ORDER BY hlc, w, seq", (*where, after)).fetchall()
+        digest: dict[str, Any] = {}
+        holds = kept is not None and kept[3] + len(added) == db.execute(_COUNT, where).fetchone()[0]
+        if (
+            holds
+            and tuple(added[0][:3]) > tuple(kept[:3])
+            and isinstance(kept[4], bytes)
+            and checksum(kept[4]) == kept[5]
+        ):
+            loaded = jsonio.loads(kept[4])
+            digest = loaded if isinstance(loaded, dict) else {}
+        if not digest:
+            added = db.execute(_TURNS + "ORDER BY hlc, w, seq", (*where, 0)).fetchall()
+        for *_, data in added:
+            fold_in(digest, folded(data))
+        blob = jsonio.dumps(digest)
+        db.execute(_KEEP, (*where, *added[-1][:3], digest["turns"], blob, checksum(blob)))
+
+
 def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
     """Compaction (scan.Unneeded): every captured turn stays; other kinds are not ours."""
     return {event.id: () for event in events if event.kind != TURN_KIND}
 
 
 PROJECTION = Projection(
-    # 2: decisions read clause by clause, work by what changes
-    Format("capture", 2, ("contextflow.capture.projection",)),
+    # 2: decisions read clause by clause, work by what changes; 3: each session's digest kept
+    Format("capture", 3, ("contextflow.capture.projection", "contextflow.capture.digest")),
     SCHEMA,
     INSERTS,
     rows,
     ("capture_turns",),
-    ("capture_turns", "capture_sessions"),
+    ("capture_turns", "capture_sessions", "capture_digests"),
     merged=(  # (core/rest.py) a turn once: its earliest event, as the insert keeps it; a session's newest turn
         (
             "capture_turns",
@@ -117,7 +174,9 @@ PROJECTION = Projection(
             "base.{t} b WHERE NOT EXISTS (SELECT 1 FROM main.{t} r WHERE r.project = b.project AND "
             "r.session_id = b.session_id AND (r.hlc, r.w, r.seq) > (b.hlc, b.w, b.seq))",
         ),
+        merged_by("capture_digests", "project", "session_id"),  # (the reader checks it holds every turn)
     ),
-    scoped=by_project("capture_turns", "capture_sessions"),
+    scoped=by_project("capture_turns", "capture_sessions", "capture_digests"),
     unneeded=unneeded,
+    summarise=("capture_turns", summarise),
 )

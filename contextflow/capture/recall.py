@@ -122,7 +122,7 @@ def latest_handoff(app: App, project: str) -> Latest | None:
     best = max(candidates, key=lambda c: (c[0], c[1]))[2]
     if best.event is not None:
         return best
-    digest = session_digest(captured.session(best.session_id))
+    digest = captured.digest(best.session_id) or session_digest(captured.session(best.session_id))
     earlier = digest.get("handoff", {}).get("id")
     by_id = {event.id: event for event in written}
     best.digest, best.earlier = digest, by_id.get(str(earlier))

@@ -74,6 +74,28 @@ class Turns:
         sql = f"SELECT session_id FROM capture_sessions WHERE project = ? AND session_id IN ({marks})"
         return {str(sid) for (sid,) in self._query(sql, (self.project, *session_ids))}
 
+    def digest(self, session_id: str) -> dict[str, Any] | None:
+        """The session's digest as kept (`projection.summarise`) when it holds exactly the session's turns as
+        they are now (its newest turn, their count, its checksum), else None: fold `session`'s turns."""
+        from contextflow.capture.projection import checksum
+
+        sql = (
+            "SELECT d.turns, d.digest, d.sum, (SELECT count(*) FROM capture_turns t WHERE t.project = d.project "
+            "AND t.session_id = d.session_id) FROM capture_digests d JOIN capture_sessions s ON "
+            "s.project = d.project AND s.session_id = d.session_id AND (s.hlc, s.w, s.seq) = (d.hlc, d.w, d.seq) "
+            "WHERE d.project = ? AND d.session_id = ?"
+        )
+        rows = self._query(sql, (self.project, session_id))
+        if (
+            not rows
+            or rows[0][0] != rows[0][3]
+            or not isinstance(rows[0][1], bytes)
+            or checksum(rows[0][1]) != rows[0][2]
+        ):
+            return None
+        digest = jsonio.loads(rows[0][1])
+        return digest if isinstance(digest, dict) and digest.get("turns") == rows[0][0] else None
+
     def session(self, session_id: str) -> list[Event]:
         sql = f"SELECT {_TURN} FROM capture_turns WHERE project = ? AND session_id = ? {_OLDEST_FIRST}"
         return self._events(self._query(sql, (self.project, session_id)))
