@@ -22,8 +22,8 @@ RECORDED = {
     "search-index": (6, "64862f82481ac5aeee97"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (3, "134f334cf1be48ac2268"),
-    "feed": (3, "fa19f19224ea7843fd7d"),
-    "capture": (3, "05adc962bab6c4b20a42"),
+    "feed": (3, "73170ac190e609ad7f37"),
+    "capture": (3, "624edcaa257345ba0d06"),
     "graph-state": (4, "7a84a6ad2ecd5aeb762e"),
     "records-state": (2, "c3430dce83151d9c26d3"),
     "conversations-state": (2, "3b88da34379675bb63eb"),

@@ -19,11 +19,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextflow.capture.digest import fold_in, turn_has_work
-from contextflow.capture.fields import FIELDS, TURN_KIND
+from contextflow.capture.fields import TURN_KIND
 from contextflow.capture.substance import of_turn
 from contextflow.core import hashing, jsonio
 from contextflow.core.events import Event
-from contextflow.core.fields import conform, merged
 from contextflow.core.formats import Format
 from contextflow.core.project import project_of
 from contextflow.core.projections import Writer, by_project, merged_by
@@ -103,7 +102,6 @@ def rows(event: Event) -> Iterator[Row]:
     yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
 
 
-_SCHEMA = merged(FIELDS)
 _ADDED = "SELECT DISTINCT project, session_id FROM main.capture_turns WHERE rowid > ?"
 _KEPT = "SELECT hlc, w, seq, turns, digest, sum FROM main.capture_digests WHERE project = ? AND session_id = ?"
 _COUNT = "SELECT count(*) FROM main.capture_turns WHERE project = ? AND session_id = ?"
@@ -116,10 +114,9 @@ def checksum(digest: bytes) -> str:
 
 
 def folded(data: bytes) -> dict[str, Any]:
-    """A stored turn's record as every reader folds it: its event's data checked as read (`stored.Turns`)."""
+    """A stored turn's record, as its event was checked when its line was read (`readable_events`)."""
     event = jsonio.loads(data)
-    event, _ = conform(_SCHEMA, TURN_KIND, event if isinstance(event, dict) else {})
-    return turn_of(event)
+    return turn_of(event) if isinstance(event, dict) else {}
 
 
 def summarise(db: Writer, after: int) -> None:
