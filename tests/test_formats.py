@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (6, "64862f82481ac5aeee97"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (3, "134f334cf1be48ac2268"),
-    "feed": (3, "73170ac190e609ad7f37"),
-    "capture": (3, "624edcaa257345ba0d06"),
-    "graph-state": (4, "7a84a6ad2ecd5aeb762e"),
-    "records-state": (2, "c3430dce83151d9c26d3"),
-    "conversations-state": (2, "3b88da34379675bb63eb"),
-    "timeline": (2, "b4bb668f731facf17112"),
+    "sessions": (3, "2901c6366b5e21713562"),
+    "feed": (3, "342d15a2b7fc3ee37540"),
+    "capture": (3, "7cfdbeee361c30664e65"),
+    "graph-state": (4, "227f09c9b272927a8b44"),
+    "records-state": (2, "1cd292b8fae5433504ec"),
+    "conversations-state": (2, "0ef19a1f924a5c13cffc"),
+    "timeline": (2, "25d13eb033f8b3f7c5bc"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

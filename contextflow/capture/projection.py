@@ -176,4 +176,5 @@ PROJECTION = Projection(
     scoped=by_project("capture_turns", "capture_sessions", "capture_digests"),
     unneeded=unneeded,
     summarise=("capture_turns", summarise),
+    summarise_rest=False,  # (a fresh machine's rest would fold every session it holds: the reader folds one)
 )

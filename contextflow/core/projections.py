@@ -176,6 +176,7 @@ class Projection(NamedTuple):
     # (table, summarise(db, after)): after a batch of that table's rows is inserted, its summaries brought up to
     # date from the rows added past rowid `after` (reading and writing `main.`): once a batch, not a trigger a row
     summarise: tuple[str, Callable[[Writer, int], None]] | None = None
+    summarise_rest: bool = True  # False: not the rest's rows (its readers check a summary holds every row, else fold)
 
     @property
     def name(self) -> str:

@@ -130,7 +130,7 @@ class Rest:
         try:
             for table_set in sets:
                 rows = {table: list(values) for table, values in found[table_set.name].items()}
-                summarise = table_set.summarise
+                summarise = table_set.summarise if table_set.summarise_rest else None
                 after = last_rowid(self.db, summarise[0]) if summarise is not None else 0
                 if table_set.seed is not None and table_set.name in self.built:
                     table_set.seed(self.db, rows, self._seeded)
