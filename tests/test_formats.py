@@ -19,15 +19,15 @@ from contextflow.search import derived
 
 # format name -> (version, digest of its code closure when that version was checked)
 RECORDED = {
-    "search-index": (6, "64862f82481ac5aeee97"),
+    "search-index": (6, "9dd3408602db1d6d117b"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (3, "2901c6366b5e21713562"),
-    "feed": (3, "342d15a2b7fc3ee37540"),
-    "capture": (3, "7cfdbeee361c30664e65"),
-    "graph-state": (4, "227f09c9b272927a8b44"),
-    "records-state": (2, "1cd292b8fae5433504ec"),
-    "conversations-state": (2, "0ef19a1f924a5c13cffc"),
-    "timeline": (2, "25d13eb033f8b3f7c5bc"),
+    "sessions": (3, "115b22bca47129b6b19b"),
+    "feed": (3, "6d27d744b0c3ab030011"),
+    "capture": (3, "2ee8cd8da7020f4bb262"),
+    "graph-state": (4, "f022c1c317d55102944b"),
+    "records-state": (2, "b2a085dcd01a1d578945"),
+    "conversations-state": (2, "1843ccb2e93bb5e193e4"),
+    "timeline": (2, "c60b1d9deee4d44a39ef"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

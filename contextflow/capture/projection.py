@@ -105,7 +105,10 @@ def rows(event: Event) -> Iterator[Row]:
 _ADDED = "SELECT DISTINCT project, session_id FROM main.capture_turns WHERE rowid > ?"
 _KEPT = "SELECT hlc, w, seq, turns, digest, sum FROM main.capture_digests WHERE project = ? AND session_id = ?"
 _COUNT = "SELECT count(*) FROM main.capture_turns WHERE project = ? AND session_id = ?"
-_TURNS = "SELECT hlc, w, seq, data FROM main.capture_turns WHERE project = ? AND session_id = ? AND rowid > ? "
+_TURNS = (
+    "SELECT hlc, w, seq, data FROM main.capture_turns WHERE project = ? AND session_id = ? AND rowid > ? "
+    "ORDER BY hlc, w, seq"
+)
 _KEEP = "INSERT OR REPLACE INTO main.capture_digests VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
@@ -125,7 +128,7 @@ def summarise(db: Writer, after: int) -> None:
     for project, session_id in db.execute(_ADDED, (after,)).fetchall():
         where = (project, session_id)
         kept = db.execute(_KEPT, where).fetchone()
-        added = db.execute(_TURNS + "ORDER BY hlc, w, seq", (*where, after)).fetchall()
+        added = db.execute(_TURNS, (*where, after)).fetchall()
         digest: dict[str, Any] = {}
         holds = kept is not None and kept[3] + len(added) == db.execute(_COUNT, where).fetchone()[0]
         if (
@@ -137,7 +140,7 @@ def summarise(db: Writer, after: int) -> None:
             loaded = jsonio.loads(kept[4])
             digest = loaded if isinstance(loaded, dict) else {}
         if not digest:
-            added = db.execute(_TURNS + "ORDER BY hlc, w, seq", (*where, 0)).fetchall()
+            added = db.execute(_TURNS, (*where, 0)).fetchall()
         for *_, data in added:
             fold_in(digest, folded(data))
         blob = jsonio.dumps(digest)

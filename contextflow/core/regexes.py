@@ -23,10 +23,11 @@ import os
 import re
 import sys
 from contextlib import suppress
+from pathlib import Path
 from typing import Any, AnyStr
 
+from contextflow.core.fsutil import atomic_write, read_regular
 from contextflow.core.hashing import blake2b
-from contextflow.core.regular import read_regular
 
 try:  # CPython's own compiler, the halves `re.compile` runs: parse to a program, then build it
     _sre: Any = importlib.import_module("_sre")
@@ -34,10 +35,12 @@ try:  # CPython's own compiler, the halves `re.compile` runs: parse to a program
     _parser: Any = importlib.import_module("re._parser")
 except ImportError:  # another interpreter: `re.compile` each time
     _sre = None
+_WORD = "I"  # a program's code units, as `_sre` stores them
+if _sre is not None and array.array(_WORD).itemsize != _sre.CODESIZE:
+    _sre = None  # (no array type holds them: `re.compile` each time)
 
 MAX_BYTES = 4_000_000  # a file larger than this is not read (every program of the package is ~150 KB)
 MAX_PROGRAMS = 2_000  # and at most this many are kept
-_WORD = "I"  # a program's code units, as `_sre` stores them
 
 
 def _header(programs: bytes) -> dict[str, Any]:
@@ -61,7 +64,7 @@ class Programs:
 
     def compile(self, source: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
         flags = int(flags)
-        if _sre is None or self.path is None or array.array(_WORD).itemsize != _sre.CODESIZE:
+        if _sre is None or self.path is None:
             return re.compile(source, flags)
         key = _key(source, flags)
         kept = self._known().get(key)
@@ -95,16 +98,9 @@ class Programs:
         programs = json.dumps({**self._known(), **self.added}, separators=(",", ":")).encode()
         self.added = {}
         data = json.dumps(_header(programs)).encode() + b"\n" + programs
-        temporary = f"{self.path}.{os.getpid()}.tmp"
         with suppress(OSError):
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            try:
-                with open(temporary, "xb") as handle:
-                    handle.write(data)
-                os.replace(temporary, self.path)
-            finally:
-                with suppress(OSError):
-                    os.unlink(temporary)
+            atomic_write(Path(self.path), data, mode=0o644, fsync=False)  # (readable as the bytecode beside it)
 
 
 def _program(source: str | bytes, flags: int) -> list[Any]:
