@@ -123,16 +123,18 @@ class FoldedTurns(Turns):
     def session(self, session_id: str) -> list[Event]:
         return self.sessions().get(session_id, [])
 
-    def work_page(self, before: OrderKey | None, size: int) -> list[tuple[str, Event]]:
-        """(session, turn) of the `size` newest turns that did work (as `latest_work` counts it) before
-        `before`, newest first. Their data may be as stored (not conformed): read it as any shape."""
+    def work_keys(self, size: int) -> list[tuple[str, OrderKey, bool]]:
+        """(session, key, whether it changed something) of the `size` newest turns that did work (as
+        `latest_work` counts it), newest first."""
+        from contextflow.capture.digest import turn_changes_something
+
         found = [
-            (sid, event)
+            (sid, event.key, turn_changes_something(turn_of(event.data)))
             for sid, events in self.sessions().items()
             for event in events
-            if (before is None or event.key < before) and _works(turn_of(event.data))
+            if _works(turn_of(event.data))
         ]
-        return sorted(found, key=lambda pair: pair[1].key, reverse=True)[:size]
+        return sorted(found, key=lambda found: found[1], reverse=True)[:size]
 
     def said_since(self, floor: OrderKey | None, size: int, before: OrderKey | None = None) -> list[Event]:
         """The `size` newest turns that said something before `before`, none before `floor`, newest first.

@@ -285,6 +285,35 @@ def test_a_killed_sessions_directives_are_carried_out_once(app, tmp_path, monkey
     assert [graph.nodes[i].content for i in graph.live] == ["Releases are cut from main only"]
 
 
+def test_a_hook_call_opens_the_store_once_and_closes_it(app, tmp_path, monkeypatch, capsys, repo):
+    """The killed session's directives, its turns and the session start's answer share one App, closed
+    when the call ends (each opened its own, and closed its connection to the tables, before)."""
+    from contextflow.app import App
+
+    path = killed_transcript(tmp_path / "home", repo)
+    remember = '<ctx:remember type="decision">Releases are cut from main only</ctx:remember>'
+    with open(path, "a") as handle:
+        handle.write(entry("assistant", [{"type": "text", "text": f"Noted. {remember}"}], "a3", repo) + "\n")
+    aged(path)
+    opened: list[App] = []
+    closed: list[App] = []
+    open_app, close_app = App.open.__func__, App.close
+
+    def counted_open(cls, *args, **kwargs):
+        opened.append(open_app(cls, *args, **kwargs))
+        return opened[-1]
+
+    def counted_close(self):
+        closed.append(self)
+        close_app(self)
+
+    monkeypatch.setattr(App, "open", classmethod(counted_open))
+    monkeypatch.setattr(App, "close", counted_close)
+    shown = session_start(monkeypatch, capsys, repo, "claude-code")
+    assert "Releases are cut from main only" in shown and "make release" in shown  # the directive, the turns
+    assert len(opened) == 1 and closed == opened
+
+
 def test_the_clients_own_variables_move_their_folders(app, tmp_path, monkeypatch, capsys, repo):
     config = tmp_path / "claude-config"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))

@@ -22,8 +22,8 @@ RECORDED = {
     "search-index": (6, "9dd3408602db1d6d117b"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (3, "115b22bca47129b6b19b"),
-    "feed": (3, "6d27d744b0c3ab030011"),
-    "capture": (3, "2ee8cd8da7020f4bb262"),
+    "feed": (3, "42f8eb1a0e532cf77fd1"),
+    "capture": (4, "b8beb6090195bf350acd"),
     "graph-state": (4, "f022c1c317d55102944b"),
     "records-state": (2, "b2a085dcd01a1d578945"),
     "conversations-state": (2, "1843ccb2e93bb5e193e4"),

@@ -134,7 +134,6 @@ def test_what_does_not_fit_is_counted_with_where_to_see_it(app: App, tmp_path: P
 def test_the_reads_are_bounded_whatever_the_history(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recall, "MAX_SAID_TURNS", 5)
     monkeypatch.setattr(recall, "MAX_WORK_TURNS", 20)
-    monkeypatch.setattr(recall, "WORK_PAGE", 10)
     for n in range(40):
         turn(app, f"s{n}", {"commands": [{"command": "git log"}], "questions": [f"question {n}?"]})
     read: list[int] = []
@@ -149,4 +148,39 @@ def test_the_reads_are_bounded_whatever_the_history(app: App, monkeypatch: pytes
     monkeypatch.setattr(tables, "query", counted)
     result = recall.standing_substance(app, app.settings.default_project)
     assert [said.text for said in result.items] == [f"question {n}?" for n in range(39, 34, -1)] and result.older
-    assert sum(read) <= 5 + 20 + 10
+    assert sum(read) <= 5 + 1 + 20  # (the said turns, one more to know there are more, the work turns' keys)
+
+
+def test_the_session_start_reads_captured_turns_by_index_whatever_their_number(
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each query of the captured turns walks an index in the order it asks for: none sorts or scans the
+    project's turns (a year of them made every session start sort thousands)."""
+    import sqlite3
+
+    debugging_session(app)
+    talk_only(app, 3)
+    working(app, 3)
+    app.close()
+    sent: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(sent.append)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    assert STANDING_TITLE in told(app, tmp_path)
+    asked = [sql for sql in sent if sql.lstrip().upper().startswith("SELECT") and "capture_turns" in sql]
+    assert any("said = 1" in sql for sql in asked) and any("work = 1" in sql for sql in asked)
+    db = connect(app.tables().path)
+    try:
+        for sql in asked:
+            plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+            assert not [step for step in plan if "TEMP B-TREE" in step or step.startswith("SCAN capture_turns")], (
+                sql,
+                plan,
+            )
+    finally:
+        db.close()

@@ -34,7 +34,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,44 +124,73 @@ def run(event: str, raw: bytes, env: Mapping[str, str] | None = None) -> str:
             if reason:
                 log_reason(f"{event}: {reason}", env)
                 return ""
-        location = locate_store(env)  # once a call: the App below is opened on it
-        folder = location.folder
-        hooks = hook_dir(folder, env)
-        if event == "cursor":
-            from contextflow.adapters.cursor_hook import run_cursor
-
-            return run_cursor(payload, hooks, env, lambda turn: transcript_event("stop", turn, hooks, env, location))
-        if event == "prompt-submit":  # answers from machine-local state: no need to read the store
-            from contextflow.capture.turn_directives import prompt_submit
-
-            session_id = payloads.read(payload, env).session_id
-            return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
-        if event in ("stop", "session-end", "pre-compact"):
-            done = transcript_event(event, payload, hooks, env, location)
-            if event == "stop":  # then what no hook read: sessions killed long enough ago to be over
-                _sweep(payload, hooks, env, location, stop=True)
-            return "{}" if event == "stop" and done else ""
-        _sweep(payload, hooks, env, location, stop=False)  # first what no hook read: a killed session's turns
-        if not folder.is_dir():
-            log_reason(f"no store at {folder} yet; nothing to inject", env)
-            return ""
-        app = _open_app(env, payload, location)
-        from contextflow.core.projections import soundly  # (damaged tables, an unfinished build: as operations)
-
-        try:
-            return soundly(
-                app, lambda: session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload))
-            )
-        finally:
-            app.close()
+        location = locate_store(env)  # once a call: the Apps below are opened on it
+        with Apps(env, location) as apps:
+            return _answer(event, payload, env, location, apps)
     except Exception as exc:
         log_reason(f"{event} did nothing: {type(exc).__name__}: {exc}", env)
         return REFUSED_ANSWER.get(event, "")
 
 
-def transcript_event(
-    event: str, payload: dict[str, Any], hooks: Path, env: Mapping[str, str], location: Location
-) -> bool:
+def _answer(event: str, payload: dict[str, Any], env: Mapping[str, str], location: Location, apps: Apps) -> str:
+    folder = location.folder
+    hooks = hook_dir(folder, env)
+    if event == "cursor":
+        from contextflow.adapters.cursor_hook import run_cursor
+
+        return run_cursor(payload, hooks, env, lambda turn: transcript_event("stop", turn, hooks, env, apps))
+    if event == "prompt-submit":  # answers from machine-local state: no need to read the store
+        from contextflow.capture.turn_directives import prompt_submit
+
+        session_id = payloads.read(payload, env).session_id
+        return _inject("UserPromptSubmit", prompt_submit(hooks, session_id, hook_budget(env)))
+    if event in ("stop", "session-end", "pre-compact"):
+        done = transcript_event(event, payload, hooks, env, apps)
+        if event == "stop":  # then what no hook read: sessions killed long enough ago to be over
+            _sweep(payload, hooks, env, apps, stop=True)
+        return "{}" if event == "stop" and done else ""
+    _sweep(payload, hooks, env, apps, stop=False)  # first what no hook read: a killed session's turns
+    if not folder.is_dir():
+        log_reason(f"no store at {folder} yet; nothing to inject", env)
+        return ""
+    app = apps.opener(payload)()
+    from contextflow.core.projections import soundly  # (damaged tables, an unfinished build: as operations)
+
+    return soundly(app, lambda: session_start_output(app, hooks, hook_budget(env), cwd=payloads.payload_cwd(payload)))
+
+
+class Apps:
+    """A hook call's Apps, one per working folder the payloads name, each opened when first needed (most
+    calls write nothing) and all closed when the call ends: the turns it captures, the directives it carries
+    out and the session start it answers share one store and one connection to the tables. Whoever is
+    handed one borrows it, never closes it."""
+
+    def __init__(self, env: Mapping[str, str], location: Location) -> None:
+        self._env, self._location = env, location
+        self._open: dict[str | None, App] = {}
+
+    def opener(self, payload: Mapping[str, Any]) -> Callable[[], App]:
+        """The App for the payload's folder (its settings name the project: the one rule)."""
+        cwd = payloads.payload_cwd(payload)
+
+        def opened() -> App:
+            if cwd not in self._open:
+                from contextflow.app import App
+
+                self._open[cwd] = App.open(self._env, cwd=cwd, location=self._location)
+            return self._open[cwd]
+
+        return opened
+
+    def __enter__(self) -> Apps:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for app in self._open.values():
+            app.close()
+
+
+def transcript_event(event: str, payload: dict[str, Any], hooks: Path, env: Mapping[str, str], apps: Apps) -> bool:
     """Stop, SessionEnd, PreCompact: the new turns read once, their directives carried out (also
     those the transcript only held after the last Stop), the turns captured
     (`contextflow.capture.core.handle`). False when it failed (logged)."""
@@ -182,7 +211,7 @@ def transcript_event(
             log_reason(f"{event}: {reading.error}", env)
         from contextflow.capture.turn_directives import carry_out
 
-        for error in carry_out(hook, reading, hooks, lambda: _open_app(env, payload, location))[1]:
+        for error in carry_out(hook, reading, hooks, apps.opener(payload))[1]:
             log_reason(error, env)
 
     try:
@@ -190,7 +219,7 @@ def transcript_event(
             hook,
             payloads.client_of(payload, {}),
             hooks.parent,
-            lambda: _open_app(env, payload, location),
+            apps.opener(payload),
             env,
             directives,
         )
@@ -200,26 +229,19 @@ def transcript_event(
     return True
 
 
-def _sweep(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], location: Location, *, stop: bool) -> None:
+def _sweep(payload: dict[str, Any], hooks: Path, env: Mapping[str, str], apps: Apps, *, stop: bool) -> None:
     """The turns of this repository's transcripts that no hook read (`capture.sweep`); never fails the hook."""
     try:
         from contextflow.capture import sweep
 
-        def opened() -> App:
-            return _open_app(env, payload, location)
-
         quiet = sweep.QUIET_AT_STOP if stop else sweep.QUIET_AT_START
         skip = payloads.read(payload, env).transcript if stop else None  # (a session start may resume a killed one)
-        for error in sweep.sweep(hooks.parent, payloads.payload_cwd(payload), env, opened, quiet=quiet, skip=skip):
+        for error in sweep.sweep(
+            hooks.parent, payloads.payload_cwd(payload), env, apps.opener(payload), quiet=quiet, skip=skip
+        ):
             log_reason(error, env)
     except Exception as exc:  # no message: it may quote a path or a line
         log_reason(f"the sweep did nothing: {type(exc).__name__}", env)
-
-
-def _open_app(env: Mapping[str, str], payload: Mapping[str, Any], location: Location) -> App:
-    from contextflow.app import App
-
-    return App.open(env, cwd=payloads.payload_cwd(payload), location=location)
 
 
 def session_start_output(app: App, hooks: Path, budget: int, project: str | None = None, cwd: str | None = None) -> str:

@@ -159,39 +159,36 @@ def capture(
     if not stored and not (closing and _closing_due(state, digests)):
         state["turn_ids"] = seen[-KEEP_TURN_IDS:]
         return []
-    app = open_app()  # opened for the payload's folder: its settings name the project (the one rule)
-    try:
-        project = app.settings.default_project
-        base = {"project": project, "session_id": hook.session_id, "agent": hook.client, "transcript": hook.transcript}
-        items: list[tuple[str, dict[str, Any]]] = []
-        count = state.get("stored", 0) if isinstance(state.get("stored"), int) else 0
-        known = _stored_before(app, state, stored)
-        settled = None  # the digest as of the last turn stored before
-        for record in stored:
-            if record["turn_id"] not in known:
-                _link_handoff(app, project, record["turn"])
-            digest = digests.fold(digest, record["turn"])
-            if record["turn_id"] in known:  # stored before, and what it derived: neither again
-                settled = digest
-                count += 1
-            elif count < MAX_SESSION_TURNS:
-                items.append((TURN_KIND, {**base, **record}))
-                count += 1
-        if settled is not None:
-            _settled({**state, "digest": settled}, state, base, hook.client)
-        stored[:] = [record for record in stored if record["turn_id"] not in known]
-        work = {**state, "digest": digest}
-        handoff = _auto_handoff(app, work, base, hook.client, hook.transcript, closing)
-        if handoff is not None:
-            items.append(("handoff", handoff))
-        conversation = _conversation(work, base, hook.client, closing)
-        if conversation is not None:
-            items.append(("conversation.save", conversation))
-        if items:
-            events = app.store.append_many(items)
-            work["last_key"] = list(events[-1].key)
-    finally:
-        app.close()
+    app = open_app()  # the payload's folder's (its settings name the project: the one rule); the caller closes it
+    project = app.settings.default_project
+    base = {"project": project, "session_id": hook.session_id, "agent": hook.client, "transcript": hook.transcript}
+    items: list[tuple[str, dict[str, Any]]] = []
+    count = state.get("stored", 0) if isinstance(state.get("stored"), int) else 0
+    known = _stored_before(app, state, stored)
+    settled = None  # the digest as of the last turn stored before
+    for record in stored:
+        if record["turn_id"] not in known:
+            _link_handoff(app, project, record["turn"])
+        digest = digests.fold(digest, record["turn"])
+        if record["turn_id"] in known:  # stored before, and what it derived: neither again
+            settled = digest
+            count += 1
+        elif count < MAX_SESSION_TURNS:
+            items.append((TURN_KIND, {**base, **record}))
+            count += 1
+    if settled is not None:
+        _settled({**state, "digest": settled}, state, base, hook.client)
+    stored[:] = [record for record in stored if record["turn_id"] not in known]
+    work = {**state, "digest": digest}
+    handoff = _auto_handoff(app, work, base, hook.client, hook.transcript, closing)
+    if handoff is not None:
+        items.append(("handoff", handoff))
+    conversation = _conversation(work, base, hook.client, closing)
+    if conversation is not None:
+        items.append(("conversation.save", conversation))
+    if items:
+        events = app.store.append_many(items)
+        work["last_key"] = list(events[-1].key)
     state.update(work)  # only once the events are written
     state.update({"turn_ids": seen[-KEEP_TURN_IDS:], "stored": count})
     return stored

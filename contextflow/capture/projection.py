@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from contextflow.capture.digest import fold_in, turn_has_work
+from contextflow.capture.digest import fold_in, turn_changes_something, turn_has_work
 from contextflow.capture.fields import TURN_KIND
 from contextflow.capture.substance import of_turn
 from contextflow.core import hashing, jsonio
@@ -34,16 +34,17 @@ _NEWEST = "ORDER BY hlc DESC, w DESC, seq DESC LIMIT 1"
 _SAME_SESSION = "project = new.project AND session_id = new.session_id"
 
 SCHEMA = (
-    # `turn`: "t:" + the turn id, or "e:" + the event id for a turn without one (never deduplicated)
+    # `turn`: "t:" + the turn id, or "e:" + the event id for a turn without one (never deduplicated); a rowid
+    # table: rows of a few KB would make a WITHOUT ROWID tree three times the size
     """CREATE TABLE capture_turns(
     turn TEXT NOT NULL UNIQUE, id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
-    project TEXT NOT NULL, session_id TEXT NOT NULL, work INTEGER NOT NULL, handoff TEXT, said INTEGER NOT NULL,
-    data BLOB NOT NULL)""",  # a rowid table: rows of a few KB would make a WITHOUT ROWID tree three times the size
+    project TEXT NOT NULL, session_id TEXT NOT NULL, work INTEGER NOT NULL, changes INTEGER NOT NULL, handoff TEXT,
+    said INTEGER NOT NULL, data BLOB NOT NULL)""",
     "CREATE INDEX capture_by_id ON capture_turns(id)",
     "CREATE INDEX capture_by_session ON capture_turns(project, session_id, hlc, w, seq)",
     "CREATE INDEX capture_work ON capture_turns(project, hlc, w, seq) WHERE work = 1",
     "CREATE INDEX capture_links ON capture_turns(project, handoff) WHERE handoff IS NOT NULL",
-    "CREATE INDEX capture_said ON capture_turns(project, session_id, hlc, w, seq) WHERE said = 1",
+    "CREATE INDEX capture_said ON capture_turns(project, hlc, w, seq) WHERE said = 1",
     """CREATE TABLE capture_sessions(
     project TEXT NOT NULL, session_id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY(project, session_id)) WITHOUT ROWID""",
@@ -73,11 +74,11 @@ SCHEMA = (
 )
 
 INSERTS = {
-    "capture_turns": "INSERT INTO capture_turns(turn, id, hlc, w, seq, project, session_id, work, handoff, said, "
-    "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn) DO UPDATE SET (id, hlc, w, seq, project, "
-    "session_id, work, handoff, said, data) = (excluded.id, excluded.hlc, excluded.w, excluded.seq, "
-    f"excluded.project, excluded.session_id, excluded.work, excluded.handoff, excluded.said, excluded.data) "
-    f"WHERE {_EARLIER}",
+    "capture_turns": "INSERT INTO capture_turns(turn, id, hlc, w, seq, project, session_id, work, changes, handoff, "
+    "said, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn) DO UPDATE SET (id, hlc, w, seq, "
+    "project, session_id, work, changes, handoff, said, data) = (excluded.id, excluded.hlc, excluded.w, "
+    "excluded.seq, excluded.project, excluded.session_id, excluded.work, excluded.changes, excluded.handoff, "
+    f"excluded.said, excluded.data) WHERE {_EARLIER}",
 }
 
 
@@ -97,9 +98,10 @@ def rows(event: Event) -> Iterator[Row]:
     handoff = turn.get("handoff")
     linked = handoff.get("id") if isinstance(handoff, dict) and isinstance(handoff.get("id"), str) else None
     work = int(turn_has_work(turn) and "handoff" not in turn)  # what an automatic handoff is derived from
+    changes = int(work and turn_changes_something(turn))  # what ages earlier sessions' decisions
     key = f"t:{turn_id}" if isinstance(turn_id, str) else f"e:{event.id}"
     values = (event.id, db_stamp(event.hlc), event.writer, event.seq, project_of(event), session_id.strip())
-    yield "capture_turns", (key, *values, work, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
+    yield "capture_turns", (key, *values, work, changes, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
 
 
 _ADDED = "SELECT DISTINCT project, session_id FROM main.capture_turns WHERE rowid > ?"
@@ -153,8 +155,9 @@ def unneeded(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
 
 
 PROJECTION = Projection(
-    # 2: decisions read clause by clause, work by what changes; 3: each session's digest kept
-    Format("capture", 3, ("contextflow.capture.projection", "contextflow.capture.digest")),
+    # 2: decisions read clause by clause, work by what changes; 3: each session's digest kept; 4: which turns change
+    # something, kept as a column (what ages earlier sessions' decisions is read without decoding the turns)
+    Format("capture", 4, ("contextflow.capture.projection", "contextflow.capture.digest")),
     SCHEMA,
     INSERTS,
     rows,

@@ -32,7 +32,6 @@ RECENT_HANDOFFS = 50
 PAGE = 8
 STANDING_DAYS = 30  # what was said stands this long at least ...
 STANDING_SESSIONS = 10  # ... and through this many later sessions that did work
-WORK_PAGE = 50
 MAX_WORK_TURNS = 500  # turns that did work read to find STANDING_SESSIONS sessions (more: nothing ages out)
 SAID_PAGE = 40
 MAX_SAID_TURNS = 300  # turns that said something read, newest first, a page at a time ...
@@ -159,18 +158,11 @@ def _aged_out(captured: Turns, now_ms: int) -> OrderKey | None:
 
     days = (stamp_from_ms(now_ms - STANDING_DAYS * 86_400_000), "", 0)
     working: set[str] = set()
-    before: OrderKey | None = None
-    read = 0
-    while read < MAX_WORK_TURNS:
-        page = captured.work_page(before, WORK_PAGE)
-        for sid, event in page:
-            if sid not in working and digests.turn_changes_something(turn_of(event.data)):
-                working.add(sid)
-                if len(working) == STANDING_SESSIONS:
-                    return min(days, event.key)
-        if len(page) < WORK_PAGE:
-            break
-        read, before = read + len(page), page[-1][1].key
+    for sid, key, changes in captured.work_keys(MAX_WORK_TURNS):
+        if changes and sid not in working:
+            working.add(sid)
+            if len(working) == STANDING_SESSIONS:
+                return min(days, key)
     return None
 
 

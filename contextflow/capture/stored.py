@@ -100,17 +100,15 @@ class Turns:
         sql = f"SELECT {_TURN} FROM capture_turns WHERE project = ? AND session_id = ? {_OLDEST_FIRST}"
         return self._events(self._query(sql, (self.project, session_id)))
 
-    def work_page(self, before: OrderKey | None, size: int) -> list[tuple[str, Event]]:
-        """(session, turn) of the `size` newest turns that did work (as `latest_work` counts it) before
-        `before`, newest first. Their data may be as stored (not conformed): read it as any shape."""
-        from contextflow.core.tables import db_stamp
+    def work_keys(self, size: int) -> list[tuple[str, OrderKey, bool]]:
+        """(session, key, whether it changed something) of the `size` newest turns that did work (as
+        `latest_work` counts it), newest first: read from their columns, no turn decoded."""
+        from contextflow.core.tables import stamp_of
 
-        after = "AND (hlc, w, seq) < (?, ?, ?)" if before is not None else ""
-        sql = f"SELECT session_id, {_TURN} FROM capture_turns WHERE project = ? AND work = 1 {after} {_NEWEST_FIRST}"
-        key = (db_stamp(before[0]), before[1], before[2]) if before is not None else ()
-        rows = self._query(f"{sql} LIMIT ?", (self.project, *key, size))
-        events = self._events([row[1:] for row in rows], conformed=False)  # (only classified: any shape is read)
-        return list(zip((str(row[0]) for row in rows), events, strict=True))
+        sql = "SELECT session_id, hlc, w, seq, changes FROM capture_turns WHERE project = ? AND work = 1 "
+        sql += _NEWEST_FIRST
+        rows = self._query(f"{sql} LIMIT ?", (self.project, size))
+        return [(str(sid), (stamp_of(hlc), str(w), int(seq)), bool(changes)) for sid, hlc, w, seq, changes in rows]
 
     def said_since(self, floor: OrderKey | None, size: int, before: OrderKey | None = None) -> list[Event]:
         """The `size` newest turns that said something before `before`, none before `floor`, newest first.

@@ -151,12 +151,8 @@ def carry_out(hook: Hook, reading: Reading, hooks: Path, open_app: Callable[[], 
     task = current_task(hooks)
     from contextflow.graph import directives
 
-    app = open_app()
-    try:
-        runner = directives.Runner(app, task, hook.client)
-        outcome = runner.run(todo)
-    finally:
-        app.close()
+    runner = directives.Runner(open_app(), task, hook.client)  # (borrowed: the caller closes it)
+    outcome = runner.run(todo)
     if runner.task != task:
         set_current_task(hooks, runner.task)
     items = [str(item) for item in pending.get("items", [])] + outcome.pending
