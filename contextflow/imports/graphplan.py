@@ -34,7 +34,6 @@ from contextflow.imports.model import EdgeRecord, Planned, SourceError
 from contextflow.imports.stage import VERSION_KEY, EdgeRow, Stage, node_id, version
 
 __all__ = ["VERSION_KEY", "Planner", "node_id", "version"]
-TICK = 1000
 CHUNK = 2000  # items whose ids are checked against the store together
 
 
