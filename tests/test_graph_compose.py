@@ -8,7 +8,7 @@ from contextflow.core.errors import InputError
 from contextflow.core.events import Event
 from contextflow.core.text import estimate_tokens
 from contextflow.graph import writes
-from contextflow.graph.compose import compose, compose_nodes
+from contextflow.graph.compose import compose, compose_ids
 from contextflow.graph.stored import StoredGraph
 from tests.graph_fold import ScratchView
 from tests.table import run
@@ -41,7 +41,7 @@ nodes = st.lists(
 @given(nodes, st.integers(90, 6000))
 def test_the_composed_text_never_exceeds_the_budget(specs, budget):
     state = synthetic(specs)
-    result = compose_nodes(state, [state.nodes[i] for i in state.live], budget, at_ms=AT)
+    result = compose_ids(state, list(state.live), budget, at_ms=AT)
     assert estimate_tokens(result.text) <= budget
     assert result.tokens == estimate_tokens(result.text)
     assert sorted(result.included + [d.id for d in result.dropped]) == sorted(state.live)
@@ -129,9 +129,9 @@ def test_stored_control_sequences_do_not_reach_the_output(app):
     assert "\x1b" not in text and "\x07" not in text and "safe red text" in text
 
 
-def test_compose_nodes_accepts_an_empty_candidate_list(app):
+def test_compose_ids_accepts_an_empty_candidate_list(app):
     state = writes.graph(app)
-    result = compose_nodes(state, [], 100, at_ms=AT)
+    result = compose_ids(state, [], 100, at_ms=AT)
     assert result.included == [] and result.text.startswith("<!-- ctx: 0 nodes")
 
 

@@ -170,13 +170,6 @@ def _header(count: int, tokens: int, dropped: int, at: str) -> str:
     return f"<!-- ctx: {count:,} nodes, {tokens:,} tokens{extra}, rendered at {at} -->"
 
 
-def compose_nodes(
-    state: StoredGraph, candidates: list[Node], budget: int, *, at_ms: int, excluded: dict[str, int] | None = None
-) -> Composed:
-    """`compose_ids` of these nodes."""
-    return compose_ids(state, [node.id for node in candidates], budget, at_ms=at_ms, excluded=excluded)
-
-
 def compose_ids(
     state: StoredGraph,
     candidates: list[str],
