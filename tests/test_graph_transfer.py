@@ -9,6 +9,14 @@ from contextflow.graph import picture, transfer, writes
 from tests.conftest import open_app
 
 
+def import_graph(app, doc, *, merge=False):
+    """Import an export in one write (`transfer.plan_import`'s events); what is already here is skipped."""
+    result, planned = transfer.plan_import(app, doc, merge=merge)
+    if planned:
+        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[event_id for event_id, _, _ in planned])
+    return result
+
+
 def seed(app):
     a = writes.add_node(app, type="fact", content="a fact", tags=["project:x"])
     b = writes.add_node(app, type="decision", content='a "quoted" decision', links=[writes.Link(a.id, "DEPENDS_ON")])
@@ -21,19 +29,19 @@ def test_importing_an_export_into_another_store_keeps_nodes_edges_tags_and_views
     doc = transfer.export_graph(app)
     other = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "other"), CONTEXTFLOW_STATE=str(tmp_path / "st2"))
     try:
-        result = transfer.import_graph(other, doc)
+        result = import_graph(other, doc)
         assert (result.nodes_added, result.edges_added, result.views_added) == (2, 1, 1)
         state = writes.graph(other)
         new_a, new_b = result.id_map[a.id], result.id_map[b.id]
         assert state.edge_live(new_b, new_a, "DEPENDS_ON") and state.tags_of(new_a) == {"project:x"}
         assert state.nodes[new_a].origin == a.id
         events = other.store.event_count
-        again = transfer.import_graph(other, doc)
+        again = import_graph(other, doc)
         assert (again.nodes_added, again.edges_added, again.views_added) == (0, 0, 0)
         assert (again.nodes_present, again.edges_present, again.views_present) == (2, 1, 1)
         assert other.store.event_count == events
         # and back: the nodes that came from here are recognised by their origin
-        back = transfer.import_graph(app, transfer.export_graph(other))
+        back = import_graph(app, transfer.export_graph(other))
         assert back.nodes_added == 0
     finally:
         other.close()
@@ -45,8 +53,8 @@ def test_two_machines_importing_one_export_store_each_node_once(app, tmp_path):
     first = open_app("writer-b", CONTEXTFLOW_STORE=str(tmp_path / "one"), CONTEXTFLOW_STATE=str(tmp_path / "st2"))
     second = open_app("writer-c", CONTEXTFLOW_STORE=str(tmp_path / "two"), CONTEXTFLOW_STATE=str(tmp_path / "st3"))
     try:
-        transfer.import_graph(first, doc)
-        transfer.import_graph(second, doc)  # each machine imports before the other's log reaches it
+        import_graph(first, doc)
+        import_graph(second, doc)  # each machine imports before the other's log reaches it
         shutil.copy(tmp_path / "two" / "events.writer-c.jsonl", tmp_path / "one")  # then the sync
         assert len(writes.graph(first).live) == 2
         first.store.refresh()  # (the in-memory fold counts the duplicates)
@@ -61,8 +69,8 @@ def test_a_view_of_the_same_name_with_another_query_needs_merge(app, tmp_path):
     doc = transfer.export_graph(app)
     doc["views"][0]["query"] = "type:decision"
     with pytest.raises(InputError, match=r"view 'facts' exists here with another query; import with --merge"):
-        transfer.import_graph(app, doc)
-    assert transfer.import_graph(app, doc, merge=True).views_present == 1
+        import_graph(app, doc)
+    assert import_graph(app, doc, merge=True).views_present == 1
 
 
 def test_export_with_a_query_keeps_only_edges_between_exported_nodes(app):
@@ -101,7 +109,7 @@ def _export(node: dict | None = None, views: list | None = None) -> dict:
 def test_bad_imports_are_refused_and_nothing_is_written(app, doc, message):
     before = app.store.event_count
     with pytest.raises(InputError, match=message):
-        transfer.import_graph(app, doc)
+        import_graph(app, doc)
     assert app.store.event_count == before
 
 

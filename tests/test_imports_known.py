@@ -21,6 +21,7 @@ from contextflow.graph.projection import PROJECTION
 from contextflow.graph.view import Node
 from contextflow.imports.run import run_import
 from tests.conftest import open_app
+from tests.test_graph_transfer import import_graph
 from tests.test_imports import BEADS, CLAUDE_MEM, MEMORY, NOTES, nodes_by
 from tests.test_own_writes_while_building import building_elsewhere
 
@@ -79,7 +80,7 @@ def test_an_import_asks_the_graphs_tables_not_the_stores_fold(app: App, tmp_path
         assert run_import(app, str(path)).stored
         assert not run_import(app, str(path)).stored
     doc = transfer.export_graph(app)
-    assert transfer.import_graph(app, doc).nodes_added == 0
+    assert import_graph(app, doc).nodes_added == 0
 
 
 def test_the_same_file_imported_again_adds_nothing_though_the_tables_were_deleted(
@@ -151,13 +152,13 @@ def test_an_export_imported_again_brings_back_no_edge_or_view_deleted_here(
     doc = transfer.export_graph(app)
     env = {"CONTEXTFLOW_STORE": str(tmp_path / "other"), "CONTEXTFLOW_STATE": str(tmp_path / "state")}
     other = open_app("writer-b", **env)  # another store: the export is imported there
-    first = transfer.import_graph(other, doc)
+    first = import_graph(other, doc)
     assert (first.nodes_added, first.edges_added, first.views_added) == (2, 1, 1)
     new_a, new_b = first.id_map[a.id], first.id_map[b.id]
     writes.unlink(other, new_b, new_a, "DEPENDS_ON")
     writes.delete_view(other, "facts")
     again = unbuilt(other, opened, monkeypatch, **env)
-    result = transfer.import_graph(again, doc)
+    result = import_graph(again, doc)
     assert (result.nodes_added, result.edges_added, result.views_added) == (0, 0, 0)
     assert (result.nodes_present, result.edges_present, result.views_present) == (2, 1, 1)
     state = writes.graph(again)

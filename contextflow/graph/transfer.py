@@ -206,14 +206,6 @@ def plan_import(app: App, doc: Any, *, merge: bool = False) -> tuple[Imported, l
     return result, planned + fresh
 
 
-def import_graph(app: App, doc: Any, *, merge: bool = False, dry_run: bool = False) -> Imported:
-    """Import an export in one write (nothing of it when any node is invalid); what is already here is skipped."""
-    result, planned = plan_import(app, doc, merge=merge)
-    if planned and not dry_run:
-        app.store.append_many([(kind, data) for _, kind, data in planned], ids=[event_id for event_id, _, _ in planned])
-    return result
-
-
 def _view_items(
     state: StoredGraph,
     views: list[dict[str, Any]],
