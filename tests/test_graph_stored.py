@@ -116,7 +116,6 @@ def _same(app: App, at_ms: int) -> None:
         assert stored.tags_of(node_id) == folded.tags_of(node_id)
         assert stored.edges_out(node_id) == folded.edges_out(node_id)
         assert stored.edges_in(node_id) == folded.edges_in(node_id)
-        assert stored.has_edges(node_id) == folded.has_edges(node_id)
         assert stored.superseded_by(node_id) == folded.superseded_by(node_id)
         assert stored.walk(node_id, 3, forward=True, backward=True) == folded.walk(
             node_id, 3, forward=True, backward=True

@@ -196,9 +196,6 @@ class StoredGraph:
     def edges_in(self, node_id: str) -> list[Edge]:
         return sorted(self._edges("e.dst = ?", (node_id,)), key=lambda e: (e.type, e.source))
 
-    def has_edges(self, node_id: str) -> bool:
-        return bool(self._edges("(e.src = ? OR e.dst = ?) LIMIT 1", (node_id, node_id)))
-
     def edge_live(self, source: str, target: str, kind: str) -> bool:
         return bool(self._edges("e.src = ? AND e.dst = ? AND e.type = ?", (source, target, kind)))
 
