@@ -51,7 +51,6 @@ class SearchSink:
         self.pending: Docs = {}
         self.origin: dict[str, tuple[str, OrderKey]] = {}  # pending entries' sequence and key on disk
         self.rewrites: dict[str, Doc] = {}  # entries on disk whose neighbours changed (`_settle`)
-        self.pending_events = 0
         self.skipped = 0
 
     def _lookup(self, doc_id: str) -> Doc | None:
@@ -63,9 +62,7 @@ class SearchSink:
         return found
 
     def apply(self, event: Event) -> None:
-        if fold(self.pending, event, self._lookup):
-            self.pending_events += 1
-        else:
+        if not fold(self.pending, event, self._lookup):
             self.skipped += 1
 
     # -- sequences ---------------------------------------------------------------------------
@@ -153,7 +150,6 @@ class SearchSink:
         self.pending.clear()
         self.rewrites.clear()
         self.origin.clear()
-        self.pending_events = 0
 
     def count(self) -> int:
         return self.index.count()
