@@ -251,11 +251,10 @@ class Api:
             walk = await self.call("related", {"id": q.get("around"), "depth": depth})
             return graphview.neighbourhood(walk, await self.call("show", {"id": walk["id"], "with_edges": True}))
         if "find" in q:  # a search box: the nodes whose text holds these words
-            query = graphview.find_query(q["find"])
-            data = await self.call("graph", {"query": query, "limit": graphview.FOUND})
-            return {**data, "query": query}
-        query = graphview.query_of(q.get("q", ""), q.get("type", ""), q.get("tag", ""), q.get("tier", ""))
-        limit = _limit(q.get("limit"), graphview.SHOWN, graphview.MAX_SHOWN)
+            query, limit = graphview.find_query(q["find"]), graphview.FOUND
+        else:
+            query = graphview.query_of(q.get("q", ""), q.get("type", ""), q.get("tag", ""), q.get("tier", ""))
+            limit = _limit(q.get("limit"), graphview.SHOWN, graphview.MAX_SHOWN)
         data = await self.call("graph", {"query": query, "limit": limit})
         return {**data, "query": query}
 
