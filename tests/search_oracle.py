@@ -254,9 +254,11 @@ class SearchIndex:
         seen = set(ranking.scoped(scope))
         return [doc for doc in self.docs.values() if doc.visible and doc.project in seen]
 
-    def search(self, terms: list[str], k: int, factor: Callable[[Doc], float], near: bool = True) -> list[Hit]:
+    def search(
+        self, terms: list[str], k: int, factor: Callable[[Doc], float], near: bool = True, among: set[int] | None = None
+    ) -> list[Hit]:
         """The `k` best documents for `terms` by BM25 (body, plus the near field at NEAR_WEIGHT) times
-        `factor(doc)`.
+        `factor(doc)`, each term's idf that among the documents numbered `among` (None: all).
 
         `factor` returns 0 for documents to leave out (filters) and at most 1 otherwise. Exact top-k
         with MaxScore pruning: terms are scored rarest first, and once the terms left could not lift
@@ -265,7 +267,7 @@ class SearchIndex:
         """
         if not self.visible_count or k < 1:
             return []
-        count = self.visible_count
+        count = self.visible_count if among is None else len(among)
         lists = []  # (the most a term can add to a score, its postings, the lengths it is normalised by, per length)
         for term in dict.fromkeys(terms):
             for name, weight, lengths, total in (
@@ -274,7 +276,8 @@ class SearchIndex:
             ):
                 pairs = self.postings.get(name)
                 if pairs and (near or weight == 1.0):
-                    idf = ranking.idf(self.df[name], count)
+                    df = self.df[name] if among is None else sum(num in among for num in pairs[::2])
+                    idf = ranking.idf(df, count)
                     lists.append((weight * idf * (K1 + 1.0), pairs, lengths, K1 * B * count / max(1, total)))
         lists.sort(key=lambda item: item[0], reverse=True)
         live = self.lengths
@@ -348,7 +351,14 @@ class SearchIndex:
                 return 0.0
             return 0.0 if spans and not any(low <= doc.at_ms < high for low, high in spans) else 1.0
 
-        return [candidate(hit.doc, hit.score) for hit in self.search(terms, size, accept, near)]
+        among = None  # a project's search weighs its terms among the documents it searches, as the index does
+        if project is not None or seen is not None:
+            wanted = {project, ""} if project is not None else None
+            among = {
+                doc.num for doc in self.docs.values()
+                if doc.visible and (wanted is None or doc.project in wanted) and (seen is None or doc.project in seen)
+            }  # fmt: skip
+        return [candidate(hit.doc, hit.score) for hit in self.search(terms, size, accept, near, among)]
 
     def hits(self, ranked: list[tuple[float, ranking.Candidate]]) -> list[Hit]:
         return [Hit(c.handle, score) for score, c in ranked]

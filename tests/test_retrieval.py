@@ -125,6 +125,18 @@ def test_records_without_a_project_are_found_from_every_project(stocked):
     assert "context:" in refs(result)
 
 
+def test_a_project_search_weighs_words_by_how_common_they_are_in_that_project(app):
+    """Every note of `web` says deploy; cache is common elsewhere but rare in `web`: within `web`, cache
+    tells the notes apart and deploy does not (the whole index's frequencies say the opposite)."""
+    for n in range(4):
+        sessions.append_note(app, agent="codex", text=f"deploy step {n}", project="web")
+    sessions.append_note(app, agent="codex", text="cache warm", project="web")
+    for n in range(20):
+        sessions.append_note(app, agent="codex", text=f"cache entry {n}", project="api")
+    result = retrieval.get_context(app, query="deploy cache", project="web", limit=1)
+    assert result.shown[0].hit.doc.text("text") == "cache warm"
+
+
 def test_kinds_narrow_the_search(stocked):
     assert refs(retrieval.get_context(stocked, query="quality gate", kinds=["handoff"])) == ["handoff:claude"]
     assert "handoff:claude" not in refs(retrieval.get_context(stocked, query="quality gate", kinds=["conversation"]))

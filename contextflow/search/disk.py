@@ -10,7 +10,8 @@ One tantivy document per search document (`<kind>:<ref>`, as `docs.Doc`), holdin
 - `near`: the terms of the entries before and after it in its session (the neighbour field), repeated
   `scale` times, scored as its own field at `ranking.NEAR_WEIGHT`;
 - `pbody`, `pnear`: the same terms qualified by the project (`web|token`, `|token` without one): the
-  project filter is a disjunction of these terms, boosted back to the global idf (`DiskIndex._within`);
+  project filter is a disjunction of these terms, boosted to their idf among the documents it searches
+  (`DiskIndex._within`);
 - `seq` and `order` (a session's id and the entry's creation stamp) on the entries of a sequence, so
   the sink finds an entry's neighbours with two small queries; fast fields (`FAST`) with what the
   ranking's levers read for a pool of candidates without decoding them;
@@ -297,30 +298,28 @@ class DiskIndex:
         self, name: str, terms: list[str], project: str | None, weight: float, scope: Collection[str] | None
     ) -> list[tantivy.Query]:
         """The terms as `p<name>` terms of the project and of no project (or of the projects a reader may
-        see, `scope`), each boosted by its idf among the documents it is scored against over its idf
-        there: every document in the index without a scope (the scores are the unfiltered ones), only the
-        scope's with one (its scores tell nothing of another project's words; the length normalisation
-        still uses the whole index's average). A disjunction of term queries keeps tantivy's top-k
-        pruning (block-max WAND), which a filter intersected with the terms loses."""
+        see, `scope`), each boosted by its idf among the documents searched over its idf there: a word
+        common in a project tells its documents apart less than the whole index's frequency says (the
+        length normalisation still uses the whole index's average). A disjunction of term queries keeps
+        tantivy's top-k pruning (block-max WAND), which a filter intersected with the terms loses."""
         searcher, query_ = self.searcher, tantivy.Query
         docs = self.counted()  # (as tantivy's scores count them)
         seen = None if scope is None else ranking.scoped(scope)
         scopes = list(dict.fromkeys((project, ""))) if project is not None else []
         if seen is not None:
             scopes = [p for p in scopes if p in seen] if project is not None else seen
-        counted = docs if scope is None else self.counted(scope)
+        if not scopes:
+            return []
+        counted = sum(int(searcher.doc_freq("project", project_term(p))) for p in scopes)  # (as `counted`)
         found = []
         for term in terms:
-            if seen is None:
-                everywhere = int(searcher.doc_freq(name, term))
-            else:
-                everywhere = sum(int(searcher.doc_freq("p" + name, qualified(p, term))) for p in seen)
-            for each in scopes:
-                scoped = qualified(each, term)
-                local = int(searcher.doc_freq("p" + name, scoped))
+            frequencies = [int(searcher.doc_freq("p" + name, qualified(p, term))) for p in scopes]
+            within = sum(frequencies)
+            for each, local in zip(scopes, frequencies, strict=True):
                 if local:
-                    boost = weight * ranking.idf(everywhere, counted) / ranking.idf(local, docs)
-                    found.append(query_.boost_query(query_.term_query(self.schema, "p" + name, scoped), boost))
+                    boost = weight * ranking.idf(within, counted) / ranking.idf(local, docs)
+                    term_query = query_.term_query(self.schema, "p" + name, qualified(each, term))
+                    found.append(query_.boost_query(term_query, boost))
         return found
 
     def hits(self, ranked: list[tuple[float, Candidate]]) -> list[Hit]:
