@@ -158,6 +158,21 @@ def test_the_session_prior_lifts_entries_of_the_session_that_matches_best(timed)
     assert ranked.index(crowd[1]) < ranked.index(lone)
 
 
+def test_a_session_with_a_strong_match_outweighs_one_of_many_weak_matches(timed):
+    """The same words in two sessions: the one beside a strong match ranks first, not the one beside
+    many entries that hold only the commonest query word."""
+    app, clock = timed
+    say(app, clock, "2026-02-01T09:00", "s1", "tom", "Webhook retries need exponential backoff.")
+    beside_strong = say(app, clock, "2026-02-01T09:01", "s1", "tom", "Check the signature.")
+    for n in range(8):
+        say(app, clock, f"2026-02-02T09:0{n}", "s2", "tom", f"The webhook {n} payload.")
+    beside_weak = say(app, clock, "2026-02-02T10:00", "s2", "tom", "Check the signature.")
+    with pytest.MonkeyPatch.context() as patch:
+        levers(patch, "-neighbours")
+        ranked = found(app, "webhook backoff signature")
+    assert ranked.index(beside_strong) < ranked.index(beside_weak)
+
+
 # -- settings --------------------------------------------------------------------------------
 
 

@@ -10,8 +10,8 @@ values the levers need (`Candidate`). `rerank` multiplies each raw score by fact
 - dates: when the query names a month or year, entries created outside it get `DATE_MISS`; when it
   asks when, entries without time words get `UNTIMELY` (`search/when.py`);
 - session: the session prior, (1 + g x s) / (1 + g) with g = `SESSION_G` and s the entry's session
-  score (the sum of its session's raw scores in the pool) over the best session's; an entry without a
-  session is its own;
+  score (the sum of its session's squared raw scores in the pool: a few strong matches outweigh many
+  weak ones) over the best session's; an entry without a session is its own;
 
 and keeps the best k (ties by a stable hash of the document id, the same on every machine). The
 neighbour field and the k1 lever act inside the index: the first is queried or not, the second sets
@@ -246,7 +246,7 @@ def rerank(candidates: list[Candidate], wanted: Plan, now_ms: int, k: int) -> li
     if wanted.settings.session:
         for c in alive:
             key = c.group or c.tie
-            sessions[key] = sessions.get(key, 0.0) + c.raw
+            sessions[key] = sessions.get(key, 0.0) + c.raw * c.raw
     best_session = max(sessions.values(), default=0.0) or 1.0
     scored = []
     for c in alive:
