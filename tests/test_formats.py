@@ -22,8 +22,8 @@ RECORDED = {
     "search-index": (6, "c97705f0a1cae752712b"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
     "sessions": (3, "115b22bca47129b6b19b"),
-    "feed": (3, "42f8eb1a0e532cf77fd1"),
-    "capture": (4, "b8beb6090195bf350acd"),
+    "feed": (3, "f68377a6ec1c2a377957"),
+    "capture": (4, "f7dccb6294dc031a8b59"),
     "graph-state": (4, "f022c1c317d55102944b"),
     "records-state": (2, "b2a085dcd01a1d578945"),
     "conversations-state": (2, "1843ccb2e93bb5e193e4"),

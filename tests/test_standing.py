@@ -173,7 +173,7 @@ def test_the_session_start_reads_captured_turns_by_index_whatever_their_number(
     monkeypatch.setattr(sqlite3, "connect", traced)
     assert STANDING_TITLE in told(app, tmp_path)
     asked = [sql for sql in sent if sql.lstrip().upper().startswith("SELECT") and "capture_turns" in sql]
-    assert any("said = 1" in sql for sql in asked) and any("work = 1" in sql for sql in asked)
+    assert any("says IS NOT NULL" in sql for sql in asked) and any("work = 1" in sql for sql in asked)
     db = connect(app.tables().path)
     try:
         for sql in asked:

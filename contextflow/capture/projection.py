@@ -2,7 +2,7 @@
 
 What a session start reads of earlier sessions (`capture/recall.py`) is answered from these rows by
 index, whatever the store's size: the newest turn that did work, the turns that link a handoff, the
-turns of one session, the turns that said something of the most recent sessions. `rows` is the pure
+turns of one session, what the turns that said something said (without decoding them). `rows` is the pure
 fold; a turn captured twice (two machines, a transcript read again) keeps its earliest event, and the
 sessions' newest turns are kept by triggers, so the result is the same in any order.
 
@@ -39,12 +39,12 @@ SCHEMA = (
     """CREATE TABLE capture_turns(
     turn TEXT NOT NULL UNIQUE, id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
     project TEXT NOT NULL, session_id TEXT NOT NULL, work INTEGER NOT NULL, changes INTEGER NOT NULL, handoff TEXT,
-    said INTEGER NOT NULL, data BLOB NOT NULL)""",
+    says BLOB, data BLOB NOT NULL)""",  # `says`: what the turn said (`said_of`), NULL when nothing
     "CREATE INDEX capture_by_id ON capture_turns(id)",
     "CREATE INDEX capture_by_session ON capture_turns(project, session_id, hlc, w, seq)",
     "CREATE INDEX capture_work ON capture_turns(project, hlc, w, seq) WHERE work = 1",
     "CREATE INDEX capture_links ON capture_turns(project, handoff) WHERE handoff IS NOT NULL",
-    "CREATE INDEX capture_said ON capture_turns(project, hlc, w, seq) WHERE said = 1",
+    "CREATE INDEX capture_said ON capture_turns(project, hlc, w, seq) WHERE says IS NOT NULL",
     """CREATE TABLE capture_sessions(
     project TEXT NOT NULL, session_id TEXT NOT NULL, hlc INTEGER NOT NULL, w TEXT NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY(project, session_id)) WITHOUT ROWID""",
@@ -75,10 +75,10 @@ SCHEMA = (
 
 INSERTS = {
     "capture_turns": "INSERT INTO capture_turns(turn, id, hlc, w, seq, project, session_id, work, changes, handoff, "
-    "said, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn) DO UPDATE SET (id, hlc, w, seq, "
-    "project, session_id, work, changes, handoff, said, data) = (excluded.id, excluded.hlc, excluded.w, "
+    "says, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn) DO UPDATE SET (id, hlc, w, seq, "
+    "project, session_id, work, changes, handoff, says, data) = (excluded.id, excluded.hlc, excluded.w, "
     "excluded.seq, excluded.project, excluded.session_id, excluded.work, excluded.changes, excluded.handoff, "
-    f"excluded.said, excluded.data) WHERE {_EARLIER}",
+    f"excluded.says, excluded.data) WHERE {_EARLIER}",
 }
 
 
@@ -101,7 +101,20 @@ def rows(event: Event) -> Iterator[Row]:
     changes = int(work and turn_changes_something(turn))  # what ages earlier sessions' decisions
     key = f"t:{turn_id}" if isinstance(turn_id, str) else f"e:{event.id}"
     values = (event.id, db_stamp(event.hlc), event.writer, event.seq, project_of(event), session_id.strip())
-    yield "capture_turns", (key, *values, work, changes, linked, int(bool(of_turn(turn))), jsonio.dumps(event.data))
+    yield "capture_turns", (key, *values, work, changes, linked, said_of(event.data), jsonio.dumps(event.data))
+
+
+def said_of(data: dict[str, Any]) -> bytes | None:
+    """What a captured turn said (its decisions, questions, todos and what it resolved), with the state of its
+    files, its session and its agent: the event data `standing_substance` reads in its place (a fraction of
+    it). None when it said nothing."""
+    turn = turn_of(data)
+    said: dict[str, Any] = of_turn(turn)
+    if not said:
+        return None
+    if isinstance(turn.get("state"), dict):
+        said["state"] = turn["state"]
+    return jsonio.dumps({name: data[name] for name in ("session_id", "agent") if name in data} | {"turn": said})
 
 
 _ADDED = "SELECT DISTINCT project, session_id FROM main.capture_turns WHERE rowid > ?"

@@ -111,18 +111,25 @@ class Turns:
         return [(str(sid), (stamp_of(hlc), str(w), int(seq)), bool(changes)) for sid, hlc, w, seq, changes in rows]
 
     def said_since(self, floor: OrderKey | None, size: int, before: OrderKey | None = None) -> list[Event]:
-        """The `size` newest turns that said something before `before`, none before `floor`, newest first.
-        Their data may be as stored (not conformed): read it as any shape (`substance.of_turn` does)."""
-        from contextflow.core.tables import db_stamp
+        """The `size` newest turns that said something before `before`, none before `floor`, newest first. Each
+        event's data is what its turn said (`projection.said_of`): a turn holding only that, its files' state
+        and its agent, any shape (`substance.of_turn` reads it)."""
+        from contextflow.core.tables import db_stamp, stamp_of
 
-        where = ["project = ?", "said = 1"]
+        where = ["project = ?", "says IS NOT NULL"]
         params: list[Any] = [self.project]
         for key, test in ((floor, ">="), (before, "<")):
             if key is not None:
                 where.append(f"(hlc, w, seq) {test} (?, ?, ?)")
                 params += [db_stamp(key[0]), key[1], key[2]]
-        sql = f"SELECT {_TURN} FROM capture_turns WHERE {' AND '.join(where)} {_NEWEST_FIRST} LIMIT ?"
-        return self._events(self._query(sql, (*params, size)), conformed=False)
+        sql = f"SELECT id, hlc, w, seq, says FROM capture_turns WHERE {' AND '.join(where)}"
+        found = []
+        for event_id, hlc, writer, seq, says in self._query(f"{sql} {_NEWEST_FIRST} LIMIT ?", (*params, size)):
+            said = jsonio.loads(says)
+            found.append(
+                Event(event_id, writer, seq, stamp_of(hlc), "capture.turn", said if isinstance(said, dict) else {})
+            )
+        return found
 
 
 class KnownTurns:
