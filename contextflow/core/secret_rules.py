@@ -15,8 +15,6 @@ rule on texts built to break it.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Callable
 from contextlib import suppress
@@ -190,6 +188,9 @@ def is_prose_literal(value: str, quoted: bool = True) -> bool:
 
 def is_docker_auth(value: str, quoted: bool = True) -> bool:
     """A docker config `auth` value: base64 of `user:password`."""
+    import base64  # (rare: not imported by every hook that scans a turn)
+    import binascii
+
     try:
         decoded = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
