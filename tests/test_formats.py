@@ -21,13 +21,13 @@ from contextflow.search import derived
 RECORDED = {
     "search-index": (6, "c97705f0a1cae752712b"),
     # the derived tables (core/tables.py), the projections keeping a view's state among them
-    "sessions": (3, "115b22bca47129b6b19b"),
-    "feed": (3, "f68377a6ec1c2a377957"),
-    "capture": (4, "f7dccb6294dc031a8b59"),
+    "sessions": (3, "78c86a9f2af1a976c900"),
+    "feed": (3, "2a2d7ee1fca5698ab475"),
+    "capture": (4, "5c7dd633ca797a253b27"),
     "graph-state": (4, "f022c1c317d55102944b"),
     "records-state": (2, "b2a085dcd01a1d578945"),
     "conversations-state": (2, "1843ccb2e93bb5e193e4"),
-    "timeline": (2, "c60b1d9deee4d44a39ef"),
+    "timeline": (2, "9dde0619e7b82b4ce9e4"),
 }
 GUARDED = [table_set.format for table_set in all_projections()]  # every versioned format (the index among them)
 

@@ -5,6 +5,7 @@ together; a backlog built by one background process, this machine's newest rows 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sqlite3
 import stat
@@ -50,6 +51,7 @@ BUILD_LOCK = "views.build.lock"  # held by the one process building in the backg
 AHEAD_LOCK = "views.ahead.lock"  # held by a process adding its newest rows ahead of a build, which lets it first
 BUILD_WAIT_S = 60.0  # an explicit update (doctor, a benchmark's build) waits this long
 BUILD_NICENESS = 10  # a background build takes the CPU that the agents' own calls leave (`os.nice`)
+BUILD_GC_THRESHOLD = 50_000  # new objects a build lets pile up before the cyclic collector looks (`_fewer_collections`)
 Rows = dict[str, dict[str, dict[tuple[Any, ...], None]]]  # projection -> table -> its rows (each once, in order)
 # formats and tables earlier versions kept: dropped on a reset
 # ("cursors": the read positions' table before its rename)
@@ -208,7 +210,8 @@ class CatchUp:
 
         progress = Progress(unread) if backlog else None  # (`progress.running()`: the page shows a build's)
         try:
-            read = self._chunks(db, passes, backlog, wait, progress)
+            with _fewer_collections() if backlog else contextlib.nullcontext():
+                read = self._chunks(db, passes, backlog, wait, progress)
             if progress is not None:
                 progress.finish(read)
             return read
@@ -473,6 +476,19 @@ def _first_in_line(path: Path, wait: float) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Python's cyclic collector looking less often: a build makes and drops many objects a chunk (events,
+    rows, search documents) that form no cycles, and at its default threshold (700) the collector took 8%
+    of building the search index (at 100k events, 1.4 s against 0.4 s at BUILD_GC_THRESHOLD)."""
+    before = gc.get_threshold()
+    gc.set_threshold(BUILD_GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def in_background(work: Callable[[], object]) -> None:
