@@ -232,7 +232,6 @@ def _add_said(found: list[Said], event: Event, decided: _Kept, answers: _Kept, p
     said = substance.of_turn(turn_of(event.data))
     if not said:
         return
-    where = (str(event.data.get("session_id") or ""), event.ts, str(event.data.get("agent") or ""), _state(event))
     fresh = [d for d in said.get("decisions", []) if not decided.holds(d["decision"])]
     items = [("decision", digests.decision_text(d)) for d in fresh]
     for name, kind in (("questions", "question"), ("todos_said", "todo")):
@@ -240,10 +239,12 @@ def _add_said(found: list[Said], event: Event, decided: _Kept, answers: _Kept, p
             if not answers.holds(text) and not pools[name].holds(text):
                 pools[name].add(text)
                 items.append((kind, text))
-    for kind, text in items:
-        item = Said(kind, text, *where)
-        item.writer, item.turn = event.writer, event.id
-        found.append(item)
+    if items:  # (most turns restate what a newer one said: nothing of theirs is kept)
+        where = (str(event.data.get("session_id") or ""), event.ts, str(event.data.get("agent") or ""), _state(event))
+        for kind, text in items:
+            item = Said(kind, text, *where)
+            item.writer, item.turn = event.writer, event.id
+            found.append(item)
     for decision in fresh:
         decided.add(decision["decision"])
         answers.add(decision["decision"])
