@@ -36,8 +36,7 @@ class Turns:
 
     def _events(self, rows: list[tuple[Any, ...]], conformed: bool = True) -> list[Event]:
         """The rows' events, each checked as read (a file like any other); `conformed=False` for a caller
-        that reads its data as untrusted shapes anyway (`digest.turn_changes_something`, `substance.of_turn`):
-        no check, three times faster."""
+        that reads its data as untrusted shapes anyway (`substance.of_turn`): no check, three times faster."""
 
         from contextflow.core.fields import conform
         from contextflow.core.tables import stamp_of
@@ -114,7 +113,7 @@ class Turns:
         """The `size` newest turns that said something before `before`, none before `floor`, newest first. Each
         event's data is what its turn said (`projection.said_of`): a turn holding only that, its files' state
         and its agent, any shape (`substance.of_turn` reads it)."""
-        from contextflow.core.tables import db_stamp, stamp_of
+        from contextflow.core.tables import db_stamp
 
         where = ["project = ?", "says IS NOT NULL"]
         params: list[Any] = [self.project]
@@ -122,14 +121,8 @@ class Turns:
             if key is not None:
                 where.append(f"(hlc, w, seq) {test} (?, ?, ?)")
                 params += [db_stamp(key[0]), key[1], key[2]]
-        sql = f"SELECT id, hlc, w, seq, says FROM capture_turns WHERE {' AND '.join(where)}"
-        found = []
-        for event_id, hlc, writer, seq, says in self._query(f"{sql} {_NEWEST_FIRST} LIMIT ?", (*params, size)):
-            said = jsonio.loads(says)
-            found.append(
-                Event(event_id, writer, seq, stamp_of(hlc), "capture.turn", said if isinstance(said, dict) else {})
-            )
-        return found
+        sql = f"SELECT id, hlc, w, seq, says FROM capture_turns WHERE {' AND '.join(where)} {_NEWEST_FIRST} LIMIT ?"
+        return self._events(self._query(sql, (*params, size)), conformed=False)
 
 
 class KnownTurns:
